@@ -1,0 +1,32 @@
+# The README's two commands: `make demo` and `make test`. Each sets up what it needs first.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+
+.PHONY: setup demo test lint typecheck unit clean
+
+setup: $(VENV)/.installed
+	@bash scripts/system-deps.sh
+	@$(BIN)/ddbkeys local --fetch-only >/dev/null
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $@
+
+demo: setup
+	$(BIN)/ddbkeys demo
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+test: setup lint typecheck
+	$(BIN)/pytest
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

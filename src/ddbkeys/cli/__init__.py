@@ -1,0 +1,32 @@
+"""The ``ddbkeys`` command: thin click commands over the library."""
+
+from __future__ import annotations
+
+import click
+
+from ddbkeys import __version__
+from ddbkeys.cli.common import DdbKeysGroup
+from ddbkeys.cli.demo import demo_command
+from ddbkeys.cli.local_cmd import local_command
+
+__all__ = ["cli", "main"]
+
+
+@click.group("ddbkeys", cls=DdbKeysGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ddbkeys")
+def cli() -> None:
+    """Ever-increasing ids and distinct partition keys for Amazon DynamoDB.
+
+    Every command takes --endpoint-url, --region, --profile (or the standard AWS_* environment
+    variables) and --local, which runs it against a throwaway embedded DynamoDB Local.
+    Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest.
+    """
+
+
+cli.add_command(demo_command)
+cli.add_command(local_command)
+
+
+def main() -> None:
+    """Entry point of the ``ddbkeys`` console script and ``python -m ddbkeys``."""
+    cli(prog_name="ddbkeys")

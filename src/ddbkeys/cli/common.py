@@ -1,0 +1,119 @@
+"""What every command shares: the connection options, --output, and turning errors into messages."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ddbkeys.connect import make_client
+from ddbkeys.errors import DdbKeysError, error_code, error_message, translate_error
+from ddbkeys.local import DynamoDBLocal
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+OUTPUT_CHOICE = click.Choice(["text", "json"])
+
+
+@dataclass
+class Connection:
+    """The connection options of one command invocation."""
+
+    endpoint_url: str | None
+    region: str | None
+    profile: str | None
+    local: bool
+
+    def client(self) -> DynamoDBClient:
+        """A client on the chosen endpoint; with --local, on a throwaway embedded DynamoDB Local
+        that is stopped when the command ends."""
+        if self.local:
+            ctx = click.get_current_context()
+            err_console_note("Starting an embedded DynamoDB Local (--local)...")
+            server = ctx.with_resource(DynamoDBLocal())
+            return server.client()
+        return make_client(self.endpoint_url, self.region, self.profile)
+
+
+def err_console_note(message: str) -> None:
+    """A note on stderr, kept out of the way of piped output."""
+    click.echo(message, err=True)
+
+
+def connection_options(func: F) -> F:
+    """Add --endpoint-url, --region, --profile and --local, passed as ``connection``."""
+
+    @click.option(
+        "--endpoint-url",
+        metavar="URL",
+        help="DynamoDB endpoint, e.g. http://127.0.0.1:8000. "
+        "Default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, your AWS config, then AWS.",
+    )
+    @click.option(
+        "--region", metavar="REGION", help="AWS region. Default: AWS_REGION, AWS_DEFAULT_REGION."
+    )
+    @click.option("--profile", metavar="NAME", help="AWS profile. Default: AWS_PROFILE.")
+    @click.option(
+        "--local",
+        is_flag=True,
+        help="Run against a throwaway embedded DynamoDB Local (no AWS account needed).",
+    )
+    @functools.wraps(func)
+    def wrapper(
+        *args: Any,
+        endpoint_url: str | None,
+        region: str | None,
+        profile: str | None,
+        local: bool,
+        **kwargs: Any,
+    ) -> Any:
+        if local and endpoint_url:
+            raise click.UsageError("--local and --endpoint-url cannot be used together.")
+        kwargs["connection"] = Connection(endpoint_url, region, profile, local)
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def output_option(func: F) -> F:
+    """Add --output text|json."""
+    return click.option(
+        "--output",
+        type=OUTPUT_CHOICE,
+        default="text",
+        show_default=True,
+        help="text for people and pipes, json for programs.",
+    )(func)
+
+
+def echo_json(value: Any) -> None:
+    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+
+
+def error_text(exc: BaseException) -> str:
+    """The one-line message for an error that reached the CLI."""
+    translated = translate_error(exc)
+    if isinstance(translated, DdbKeysError):
+        return translated.message
+    if isinstance(exc, ClientError):
+        operation = getattr(exc, "operation_name", "the request")
+        return f"DynamoDB refused {operation} ({error_code(exc)}): {error_message(exc)}"
+    return str(exc)
+
+
+class DdbKeysGroup(click.Group):
+    """A click group that turns library and botocore errors into ``Error: ...``, exit code 1."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (DdbKeysError, BotoCoreError, ClientError) as exc:
+            raise click.ClickException(error_text(exc)) from exc

@@ -1,0 +1,173 @@
+"""The errors ddbkeys raises.
+
+Every error is a :class:`DdbKeysError`. It keeps the exception that caused it (``cause``, and the
+``__cause__`` chain through ``raise ... from``), the DynamoDB error code when there was one
+(``code``) and the table it concerns (``table``). Subclasses exist only where callers branch on
+them. An error ddbkeys does not recognise is not wrapped: it goes up unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import NoReturn
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    NoRegionError,
+    PartialCredentialsError,
+)
+
+__all__ = [
+    "ConfigurationError",
+    "CredentialsError",
+    "DdbKeysError",
+    "EndpointUnreachableError",
+    "KeySchemaError",
+    "LocalServerError",
+    "TableNotFoundError",
+    "translate_error",
+]
+
+
+class DdbKeysError(Exception):
+    """The base of every ddbkeys error.
+
+    ``cause`` is the exception that led to this one (also ``__cause__``), ``code`` the DynamoDB
+    error code such as ``ConditionalCheckFailedException`` when the error came from DynamoDB,
+    and ``table`` the name of the table concerned, when there is one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        code: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.table = table
+        self.cause = cause
+        if code is None and isinstance(cause, ClientError):
+            code = error_code(cause)
+        self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigurationError(DdbKeysError):
+    """A setting is missing or wrong: no region, a bad endpoint URL, bad arguments."""
+
+
+class CredentialsError(ConfigurationError):
+    """No AWS credentials were found, or they are incomplete."""
+
+
+class EndpointUnreachableError(DdbKeysError):
+    """Nothing answered at the DynamoDB endpoint."""
+
+
+class TableNotFoundError(DdbKeysError):
+    """The table does not exist (or is not visible with these credentials and region)."""
+
+
+class KeySchemaError(DdbKeysError):
+    """The table's key schema is not what the operation needs."""
+
+
+class LocalServerError(DdbKeysError):
+    """The embedded DynamoDB Local could not be obtained, started or reached."""
+
+
+_KEY_SCHEMA_PHRASES = (
+    "key element does not match the schema",
+    "One of the required keys was not given a value",
+    "Missing the key",
+)
+
+
+def error_code(exc: BaseException) -> str | None:
+    """The DynamoDB error code of a botocore ``ClientError``, or None."""
+    if isinstance(exc, ClientError):
+        code = exc.response.get("Error", {}).get("Code")
+        return str(code) if code else None
+    return None
+
+
+def error_message(exc: BaseException) -> str:
+    """The server's own message of a ``ClientError``, else ``str(exc)``."""
+    if isinstance(exc, ClientError):
+        message = exc.response.get("Error", {}).get("Message")
+        if message:
+            return str(message)
+    return str(exc)
+
+
+def translate_error(exc: BaseException, *, table: str | None = None) -> BaseException:
+    """Turn a botocore error into the ddbkeys error a caller can act on.
+
+    Returns the new error (with ``cause`` set); the caller raises it ``from exc``. An error that
+    ddbkeys does not recognise is returned unchanged, so it goes up as it was.
+    """
+    if isinstance(exc, DdbKeysError):
+        return exc
+    where = f" for table {table!r}" if table else ""
+    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        endpoint = getattr(exc, "kwargs", {}).get("endpoint_url", "the endpoint")
+        return EndpointUnreachableError(
+            f"Could not connect to the DynamoDB endpoint {endpoint}: is it running, and is the URL "
+            "right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.",
+            table=table,
+            cause=exc,
+        )
+    if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
+        return CredentialsError(
+            "No AWS credentials found. Set AWS_PROFILE or pass --profile, set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --local for an embedded "
+            "DynamoDB Local.",
+            table=table,
+            cause=exc,
+        )
+    if isinstance(exc, NoRegionError):
+        return ConfigurationError(
+            "No AWS region set. Pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), or a "
+            "region in your AWS profile.",
+            table=table,
+            cause=exc,
+        )
+    code = error_code(exc)
+    if code == "ResourceNotFoundException":
+        name = repr(table) if table else "the table"
+        return TableNotFoundError(
+            f"Table {name} not found: check the name, the region and the endpoint "
+            f"({error_message(exc)}).",
+            table=table,
+            cause=exc,
+        )
+    if code == "ValidationException" and any(
+        phrase in error_message(exc) for phrase in _KEY_SCHEMA_PHRASES
+    ):
+        return KeySchemaError(
+            f"The key does not match the key schema{where}: {error_message(exc)}",
+            table=table,
+            cause=exc,
+        )
+    if code in {"UnrecognizedClientException", "InvalidSignatureException"}:
+        return CredentialsError(
+            f"DynamoDB rejected the credentials{where} ({code}): check AWS_PROFILE or --profile.",
+            table=table,
+            cause=exc,
+        )
+    return exc
+
+
+def raise_translated(exc: BaseException, *, table: str | None = None) -> NoReturn:
+    """Raise ``translate_error(exc)`` from ``exc``; re-raise ``exc`` itself when unrecognised."""
+    translated = translate_error(exc, table=table)
+    if translated is exc:
+        raise exc
+    raise translated from exc

@@ -1,0 +1,162 @@
+"""The CLI as a user meets it: exit codes, exact error lines, --help everywhere, no tracebacks."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys import __version__
+from ddbkeys.cli import cli
+
+
+def run(*args: str, env: dict[str, str | None] | None = None) -> click.testing.Result:
+    return CliRunner().invoke(cli, list(args), env=env)
+
+
+def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append((*prefix, name))
+        if isinstance(command, click.Group):
+            found.extend(all_commands(command, (*prefix, name)))
+    return found
+
+
+@pytest.mark.parametrize("path", [(), *all_commands()], ids=lambda p: " ".join(p) or "ddbkeys")
+def test_help_for_every_command(path: tuple[str, ...]) -> None:
+    result = run(*path, "--help")
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"Usage: ddbkeys {' '.join(path)}".rstrip())
+    # Each command has a real description, not just the usage line.
+    assert len(result.output.splitlines()) > 5
+
+
+def test_connection_options_after_the_command_name() -> None:
+    for option in ("--endpoint-url", "--region", "--profile", "--local", "--output"):
+        assert option in run("demo", "--help").output
+
+
+def test_version() -> None:
+    result = run("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == f"ddbkeys, version {__version__}"
+
+
+def test_unknown_option_is_a_usage_error() -> None:
+    result = run("demo", "--no-such-option")
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == "Error: No such option '--no-such-option'."
+
+
+def test_bad_output_choice_is_a_usage_error() -> None:
+    result = run("demo", "--output", "yaml")
+    assert result.exit_code == 2
+    assert "Error: Invalid value for '--output'" in result.output
+
+
+def test_local_and_endpoint_together_is_a_usage_error() -> None:
+    result = run("demo", "--local", "--endpoint-url", "http://127.0.0.1:8000")
+    assert result.exit_code == 2
+    assert (
+        result.output.splitlines()[-1]
+        == "Error: --local and --endpoint-url cannot be used together."
+    )
+
+
+def test_unreachable_endpoint_is_a_runtime_error() -> None:
+    result = run("demo", "--endpoint-url", "http://127.0.0.1:9")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        "Error: Could not connect to the DynamoDB endpoint http://127.0.0.1:9/: is it running, "
+        "and is the URL right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB."
+    )
+    assert "Traceback" not in result.output
+
+
+def test_bad_endpoint_url() -> None:
+    result = run("demo", "--endpoint-url", "localhost:8000")
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1] == (
+        "Error: Endpoint URL 'localhost:8000' is not an http:// or https:// URL, for example "
+        "http://127.0.0.1:8000."
+    )
+
+
+def test_missing_region(tmp_path: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text("")
+    env: dict[str, str | None] = {
+        "AWS_CONFIG_FILE": str(config),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "nope"),
+        "AWS_REGION": None,
+        "AWS_DEFAULT_REGION": None,
+        "AWS_PROFILE": None,
+        "AWS_ENDPOINT_URL": None,
+        "AWS_ENDPOINT_URL_DYNAMODB": None,
+    }
+    result = run("demo", "--endpoint-url", "https://dynamodb.example.com", env=env)
+    assert result.exit_code == 1
+    assert result.output.splitlines()[-1].startswith("Error: No AWS region set. Pass --region")
+
+
+@pytest.mark.integration
+def test_demo_against_the_test_endpoint(ddb_endpoint_url: str) -> None:
+    result = CliRunner().invoke(
+        cli, ["demo", "--endpoint-url", ddb_endpoint_url, "--output", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["ok"] is True
+    assert [s["step"].split(" ")[0] for s in report["steps"]] == [
+        "start",
+        "create",
+        "put",
+        "get",
+        "delete",
+    ]
+
+
+def test_python_dash_m() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "ddbkeys", "--version"], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"ddbkeys, version {__version__}"
+
+
+@pytest.mark.embedded
+def test_local_fetch_only_prints_the_jar() -> None:
+    result = run("local", "--fetch-only", "--output", "json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["jar"].endswith(".jar")
+
+
+@pytest.mark.embedded
+def test_local_runs_in_the_foreground_until_interrupted() -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddbkeys", "local"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        second = process.stdout.readline()
+        assert first.startswith("DynamoDB Local is running on http://127.0.0.1:")
+        endpoint = first.split(" on ", 1)[1].split(" ", 1)[0]
+        assert second.strip() == f"export AWS_ENDPOINT_URL_DYNAMODB={endpoint}"
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+        assert process.stderr is not None
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -1,0 +1,46 @@
+"""Shared fixtures. The DynamoDB fixtures (ddb_endpoint_url, ddb_client, ddb_table_factory) come
+from ddbkeys' own pytest plugin, so the tests use it the way our users do."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ddbkeys.connect import is_loopback, make_client
+from ddbkeys.testing import FaultProxy
+from ddbkeys.testing.plugin import ENDPOINT_ENV
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@pytest.fixture
+def fault_proxy(ddb_endpoint_url: str) -> Iterator[FaultProxy]:
+    """A fault-injecting proxy in front of the test endpoint (forwarding until given a plan)."""
+    if not (is_loopback(ddb_endpoint_url) and ddb_endpoint_url.startswith("http://")):
+        pytest.skip(
+            "the fault proxy rewrites the Host header, which breaks SigV4 on real AWS: it only "
+            "runs in front of a plain-http loopback endpoint"
+        )
+    with FaultProxy(ddb_endpoint_url) as proxy:
+        yield proxy
+
+
+def proxied_client(proxy: FaultProxy, max_attempts: int = 5) -> DynamoDBClient:
+    """A client that talks to DynamoDB through the proxy."""
+    return make_client(endpoint_url=proxy.endpoint_url, max_attempts=max_attempts)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Against another endpoint (DDBKEYS_TEST_ENDPOINT_URL), skip tests of the embedded server."""
+    if not os.environ.get(ENDPOINT_ENV):
+        return
+    skip = pytest.mark.skip(
+        reason=f"{ENDPOINT_ENV} is set: the embedded DynamoDB Local is not used"
+    )
+    for item in items:
+        if "embedded" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,122 @@
+"""The embedded DynamoDB Local: start, readiness, stop, and no JVM left behind, ever."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from ddbkeys.errors import LocalServerError
+from ddbkeys.local import DynamoDBLocal
+
+pytestmark = pytest.mark.embedded
+
+
+def alive(pid: int) -> bool:
+    """True while the process exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def wait_gone(pid: int, seconds: float = 15.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_start_ready_stop() -> None:
+    server = DynamoDBLocal()
+    with server:
+        pid = server.pid
+        assert pid is not None and alive(pid)
+        assert server.endpoint_url.startswith("http://127.0.0.1:")
+        assert server.startup_seconds is not None and server.startup_seconds > 0
+        # Ready means it answers right away, with no retry needed.
+        response = server.client(max_attempts=1).list_tables()
+        assert response["TableNames"] == []
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        for flag in (b"-inMemory", b"-sharedDb", b"-disableTelemetry", b"-XX:-UsePerfData"):
+            assert flag in cmdline
+    assert not alive(pid)
+    with pytest.raises(LocalServerError, match="not running"):
+        _ = server.endpoint_url
+
+
+def test_fixed_port_and_db_path_persist(tmp_path: Path) -> None:
+    with DynamoDBLocal(db_path=tmp_path / "data") as server:
+        client = server.client()
+        client.create_table(
+            TableName="kept",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.put_item(TableName="kept", Item={"pk": {"S": "a"}})
+        port = server.port
+    assert port is not None
+    with DynamoDBLocal(port=port, db_path=tmp_path / "data") as again:
+        assert again.endpoint_url == f"http://127.0.0.1:{port}"
+        item = again.client().get_item(TableName="kept", Key={"pk": {"S": "a"}})
+        assert item["Item"] == {"pk": {"S": "a"}}
+
+
+def test_bad_jar_fails_with_its_log(tmp_path: Path) -> None:
+    bogus = tmp_path / "DynamoDBLocal.jar"
+    bogus.write_bytes(b"not a jar")
+    with pytest.raises(LocalServerError, match="exited with code"):
+        DynamoDBLocal(jar=bogus, startup_timeout=20).start()
+
+
+CHILD = textwrap.dedent(
+    """
+    import os, signal, sys, time
+    from ddbkeys.local import DynamoDBLocal
+    server = DynamoDBLocal().start()
+    print(server.pid, flush=True)
+    how = sys.argv[1]
+    if how == "sigkill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif how == "exit":
+        sys.exit(0)   # no stop() called: atexit must do it
+    elif how == "crash":
+        raise RuntimeError("boom")
+    time.sleep(60)    # "sigterm", "sigint": the test signals us
+    """
+)
+
+
+@pytest.mark.parametrize("how", ["sigkill", "exit", "crash", "sigterm", "sigint"])
+def test_no_jvm_outlives_its_parent(how: str) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, how],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline()
+    assert line.strip().isdigit(), f"child printed {line!r}"
+    jvm = int(line)
+    assert alive(jvm)
+    if how == "sigterm":
+        child.send_signal(signal.SIGTERM)
+    elif how == "sigint":
+        child.send_signal(signal.SIGINT)
+    child.wait(timeout=30)
+    try:
+        assert wait_gone(jvm), f"JVM {jvm} outlived its parent ({how})"
+    finally:
+        if alive(jvm):
+            os.kill(jvm, signal.SIGKILL)

@@ -1,0 +1,47 @@
+"""The proxy's decisions, without a server: scripts first, then seeded draws, per operation."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+
+
+def test_script_comes_first_then_draws() -> None:
+    proxy = FaultProxy("http://127.0.0.1:1", FaultPlan(script=[Fault.THROTTLE, Fault.ERROR_500]))
+    assert proxy.decide("PutItem") is Fault.THROTTLE
+    assert proxy.decide("PutItem") is Fault.ERROR_500
+    assert proxy.decide("PutItem") is Fault.FORWARD
+    assert proxy.counts == {"requests": 3, "throttle": 1, "error_500": 1, "forward": 1}
+
+
+def test_draws_are_seeded_and_near_their_rates() -> None:
+    plan = FaultPlan(lose_response=0.1, throttle=0.2, error_500=0.05, seed=7)
+    first = [FaultProxy("http://127.0.0.1:1", plan).decide("GetItem") for _ in range(1)]
+    a, b = FaultProxy("http://127.0.0.1:1", plan), FaultProxy("http://127.0.0.1:1", plan)
+    seq_a = [a.decide("GetItem") for _ in range(4000)]
+    seq_b = [b.decide("GetItem") for _ in range(4000)]
+    assert seq_a == seq_b
+    assert first[0] is seq_a[0]
+    assert 300 < a.counts["lose_response"] < 500
+    assert 700 < a.counts["throttle"] < 900
+    assert 130 < a.counts["error_500"] < 270
+    assert sum(v for k, v in a.counts.items() if k != "requests") == 4000
+
+
+def test_operations_filter() -> None:
+    proxy = FaultProxy(
+        "http://127.0.0.1:1", FaultPlan(throttle=1.0, operations=frozenset({"PutItem"}))
+    )
+    assert proxy.decide("GetItem") is Fault.FORWARD
+    assert proxy.decide("PutItem") is Fault.THROTTLE
+    assert proxy.counts_by_operation[("GetItem", "forward")] == 1
+
+
+def test_bad_plans_are_refused() -> None:
+    with pytest.raises(ValueError, match="add up to <= 1"):
+        FaultPlan(throttle=0.7, error_500=0.7)
+    with pytest.raises(ValueError, match="throttle_code"):
+        FaultPlan(throttle_code="Slow")
+    with pytest.raises(ValueError, match="http:// URL"):
+        FaultProxy("https://dynamodb.us-east-1.amazonaws.com")
