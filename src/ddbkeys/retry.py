@@ -1,0 +1,103 @@
+"""Bounded retries with jitter, and the split between contention and unavailability.
+
+Two kinds of failure are retried, each its own way (the split tenacity's docs draw):
+
+- **contention** (an optimistic lock lost to another writer, a TransactionConflict): full jitter,
+  ``uniform(0, min(cap, base * 2**attempt))``, which spreads competing processes apart;
+- **unavailability** (throttling, HTTP 5xx, a dropped connection that botocore's own retries did
+  not get past): exponential backoff with half jitter, which waits for the resource to recover.
+
+Every loop is bounded by ``max_attempts``. ``sleep`` and ``random`` are parameters, so tests record
+the waits instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import random as _random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from botocore.exceptions import (
+    ClientError,
+    ConnectionClosedError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
+
+from ddbkeys.errors import DdbKeysError, error_code
+
+__all__ = ["RetriesExhaustedError", "RetryPolicy", "is_unavailable"]
+
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "InternalServerError",
+        "TransactionInProgressException",
+        "InternalFailure",
+        "ServiceUnavailable",
+        "LimitExceededException",
+    }
+)
+
+
+class RetriesExhaustedError(DdbKeysError):
+    """An operation still failed after its last allowed attempt; ``cause`` is the last failure."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        attempts: int,
+        table: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, table=table, cause=cause)
+        self.attempts = attempts
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Throttling, a 5xx or a lost connection: worth the same request again, after a wait."""
+    if isinstance(exc, (ConnectionClosedError, EndpointConnectionError, ReadTimeoutError)):
+        return True
+    if isinstance(exc, ClientError):
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+        return error_code(exc) in _UNAVAILABLE_CODES or int(status) >= 500
+    return False
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How often and how long to wait. Immutable; share one between strategies freely."""
+
+    max_attempts: int = 25
+    base_delay: float = 0.005
+    max_delay: float = 0.5
+    sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
+    random: Callable[[], float] = field(default=_random.random, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.max_attempts < 1:
+            raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
+        if self.base_delay < 0 or self.max_delay < self.base_delay:
+            raise ValueError("need 0 <= base_delay <= max_delay")
+
+    def _ceiling(self, attempt: int) -> float:
+        return float(min(self.max_delay, self.base_delay * (2 ** min(attempt, 30))))
+
+    def full_jitter(self, attempt: int) -> float:
+        """The wait after the ``attempt``-th (0-based) lost race: uniform in [0, ceiling]."""
+        return self.random() * self._ceiling(attempt)
+
+    def exponential(self, attempt: int) -> float:
+        """The wait after the ``attempt``-th unavailability: half the ceiling plus half jitter."""
+        ceiling = self._ceiling(attempt)
+        return ceiling / 2 + self.random() * ceiling / 2
+
+    def wait_contention(self, attempt: int) -> None:
+        self.sleep(self.full_jitter(attempt))
+
+    def wait_unavailable(self, attempt: int) -> None:
+        self.sleep(self.exponential(attempt))
