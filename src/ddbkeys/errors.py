@@ -8,7 +8,7 @@ them. An error ddbkeys does not recognise is not wrapped: it goes up unchanged.
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from botocore.exceptions import (
     ClientError,
@@ -96,6 +96,11 @@ def error_code(exc: BaseException) -> str | None:
         code = exc.response.get("Error", {}).get("Code")
         return str(code) if code else None
     return None
+
+
+def error_response(exc: ClientError) -> dict[str, Any]:
+    """The parsed error response of a ClientError (with ``Item`` or ``CancellationReasons``)."""
+    return dict(exc.response)
 
 
 def error_message(exc: BaseException) -> str:

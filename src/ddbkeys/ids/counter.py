@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
 from ddbkeys.ids.base import IdStrategy, SequenceExhaustedError, counter_item_key
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import check_name, to_attributes
@@ -127,7 +127,7 @@ class AtomicCounter(IdStrategy):
                 response = self.client.update_item(**request)
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old = exc.response.get("Item", {}).get(self.attribute, {}).get("N", "?")  # type: ignore[attr-defined]
+                    old = error_response(exc).get("Item", {}).get(self.attribute, {}).get("N", "?")
                     raise SequenceExhaustedError(
                         f"Counter {self.name!r} of table {self.table!r} is at {old}: "
                         f"{count} more id(s) would pass its maximum {self.maximum}.",
@@ -182,7 +182,7 @@ class AtomicCounter(IdStrategy):
                 response = self.client.update_item(**request)
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old = exc.response.get("Item", {}).get(self.attribute, {}).get("N", "?")  # type: ignore[attr-defined]
+                    old = error_response(exc).get("Item", {}).get(self.attribute, {}).get("N", "?")
                     raise CounterBackwardsError(
                         f"Refusing to move counter {self.name!r} of table {self.table!r} "
                         f"backwards from {old} to {value}: ids after {value} were already given "

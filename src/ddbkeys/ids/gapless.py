@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, KeySchemaError, error_code
+from ddbkeys.errors import ConfigurationError, KeySchemaError, error_code, error_response
 from ddbkeys.ids.base import Contention, GroupCommit, IdStrategy, ItemExistsError, counter_item_key
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import check_name, key_value, to_attributes
@@ -234,6 +234,7 @@ class GaplessSequence(IdStrategy):
             self.usage.add(response, write=True, items=len(live))
             for offset, index in enumerate(live, start=1):
                 results[index] = last + offset
+            live.clear()
             with self._last_lock:
                 if self._last is None or self._last < new:
                     self._last = new
@@ -254,7 +255,7 @@ class GaplessSequence(IdStrategy):
         atomic: bool,
     ) -> None:
         """Tell what cancelled the transaction, from its CancellationReasons; update the plan."""
-        reasons: list[Any] = list(exc.response.get("CancellationReasons", []))
+        reasons: list[Any] = list(error_response(exc).get("CancellationReasons", []))
         codes = [r.get("Code", "None") for r in reasons]
         last = plan.get("last")
         plan.clear()
@@ -266,7 +267,7 @@ class GaplessSequence(IdStrategy):
         pk = self.table_info().partition_key.name
         for index in existing:
             results[index] = ItemExistsError(
-                f"An item with {pk} {items[index].get(pk)!r} already exists in table "
+                f"An item with {pk} {_plain(items[index].get(pk))!r} already exists in table "
                 f"{self.table!r}; it was not written and used up no id.",
                 table=self.table,
                 cause=exc,
@@ -291,3 +292,8 @@ class GaplessSequence(IdStrategy):
 
 
 _RACES = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})
+
+
+def _plain(value: Any) -> Any:
+    """``{"S": "x"}`` -> ``"x"``, for messages."""
+    return next(iter(value.values())) if isinstance(value, dict) and len(value) == 1 else value

@@ -1,0 +1,34 @@
+"""Ever-increasing numeric ids: one module per strategy, behind one shape.
+
+=====================  ========  ==========  =======  ======================================
+strategy               unique    increasing  gapless  cost per id (service)
+=====================  ========  ==========  =======  ======================================
+AtomicCounter          yes       yes         no       1 WCU (plus your own put)
+BlockAllocator         yes       per process no       1 WCU per block
+CollectionSequence     yes       yes         yes      0-1 RCU + 1 WCU (2 WCU when batched)
+GaplessSequence        yes       yes         yes      about 2-4 WCU, item included
+=====================  ========  ==========  =======  ======================================
+"""
+
+from ddbkeys.ids.audit import AuditReport, audit_attribute, audit_collection, audit_ids
+from ddbkeys.ids.base import GlobalTableError, IdStrategy, ItemExistsError, SequenceExhaustedError
+from ddbkeys.ids.blocks import BlockAllocator
+from ddbkeys.ids.collection import CollectionSequence
+from ddbkeys.ids.counter import AtomicCounter, CounterBackwardsError
+from ddbkeys.ids.gapless import GaplessSequence
+
+__all__ = [
+    "AtomicCounter",
+    "AuditReport",
+    "BlockAllocator",
+    "CollectionSequence",
+    "CounterBackwardsError",
+    "GaplessSequence",
+    "GlobalTableError",
+    "IdStrategy",
+    "ItemExistsError",
+    "SequenceExhaustedError",
+    "audit_attribute",
+    "audit_collection",
+    "audit_ids",
+]
