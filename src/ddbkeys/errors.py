@@ -58,6 +58,17 @@ class DdbKeysError(Exception):
     def __str__(self) -> str:
         return self.message
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Picklable with every subclass's own attributes, so errors cross process pools.
+        return (_rebuild, (type(self), self.message, dict(self.__dict__)))
+
+
+def _rebuild(cls: type[DdbKeysError], message: str, state: dict[str, Any]) -> DdbKeysError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigurationError(DdbKeysError):
     """A setting is missing or wrong: no region, a bad endpoint URL, bad arguments."""

@@ -29,6 +29,7 @@ __all__ = ["CollectionSequence"]
 
 Item = dict[str, "AttributeValueTypeDef"]
 MAX_BATCH = 100
+_REQUERY_EVERY = 3  # with on_conflict="next", every third lost race in a row reads again
 OnConflict = Literal["next", "requery"]
 
 
@@ -45,7 +46,8 @@ class CollectionSequence(IdStrategy):
     How: read the highest sort key of the collection (Query, newest first, Limit 1; strongly
     consistent when ``consistent_read``), then write ``highest + 1`` on condition that it does
     not exist. A lost race is retried, at most ``retry.max_attempts`` times, by
-    ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop), ``"requery"``
+    ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop; every third lost race
+    in a row it reads the highest again, since another writer is then far ahead), ``"requery"``
     reads the highest again after a full-jitter wait. Within one process, concurrent ``put()``
     calls on the same collection are combined: one caller writes them all, as one PutItem (one
     item) or one TransactWriteItems (several), and the highest number it wrote is remembered so
@@ -217,7 +219,7 @@ class CollectionSequence(IdStrategy):
         plan: dict[str, Any] = {}
 
         def attempt(_: int) -> list[int | BaseException]:
-            if "highest" not in plan:
+            if "token" not in plan:
                 with self._lock:
                     known = self._highest.get(collection)
                 plan["highest"] = known if known is not None else self._query_highest(pk_value)
@@ -248,10 +250,14 @@ class CollectionSequence(IdStrategy):
         """After number ``taken`` turned out to exist: plan the next attempt by ``on_conflict``."""
         with self._lock:
             self._highest.pop(collection, None)  # what this process remembered proved stale
-        if self.on_conflict == "next":
-            plan.update(highest=taken, token=str(uuid.uuid4()))
+        streak = plan.get("streak", 0) + 1
+        if self.on_conflict == "next" and streak % _REQUERY_EVERY:
+            plan.update(highest=taken, token=str(uuid.uuid4()), streak=streak)
             return Contention(immediate=True)
+        # "requery", or "next" losing again and again (another writer is far ahead): read the
+        # highest number afresh, after a full-jitter wait.
         plan.clear()
+        plan["streak"] = streak
         return Contention(immediate=False)
 
     def _put_one(

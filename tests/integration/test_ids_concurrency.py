@@ -1,0 +1,131 @@
+"""Every id strategy under parallel writers (threads, and processes), with and without faults,
+checked on the exact set of ids; and an unsafe variant the same checker must catch."""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ddbkeys.ids import AtomicCounter, audit_attribute, audit_collection, audit_ids
+from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+from tests.support.workers import COLLECTION, Job, run_job
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+KINDS = ["counter", "blocks", "collection", "gapless"]
+THREADS = 16
+PER_THREAD = 25
+PROCESSES = 4
+PER_PROCESS = 60
+FAULTS = FaultPlan(lose_response=0.05, throttle=0.05, seed=20261122)
+
+
+def make_table(kind: str, factory: TableFactory) -> str:
+    if kind == "collection":
+        return factory(("pk", "S"), ("sk", "N"))
+    return factory(("pk", "S"))
+
+
+def tags_in(client: DynamoDBClient, table: str) -> Counter[str]:
+    """How many items carry each tag (every written item has a unique tag)."""
+    seen: Counter[str] = Counter()
+    kwargs: dict[str, Any] = {"TableName": table, "ProjectionExpression": "tag"}
+    while True:
+        page = client.scan(**kwargs)
+        seen.update(str(item["tag"]["S"]) for item in page["Items"] if "tag" in item)
+        if "LastEvaluatedKey" not in page:
+            return seen
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def check(
+    kind: str, client: DynamoDBClient, table: str, ids: list[int], n: int, lost_counter_moves: int
+) -> None:
+    """The promise of each strategy, on the exact ids it gave and the items it wrote."""
+    report = audit_ids(ids)
+    assert len(ids) == n
+    assert report.duplicates == {}, f"{kind} gave ids out twice: {report.duplicates}"
+    if kind == "counter":
+        # Unique and increasing; the only gaps are increments whose response was lost.
+        assert report.last == n + lost_counter_moves
+        assert report.missing == lost_counter_moves
+        assert AtomicCounter(client, table, "orders").current() == report.last
+    elif kind == "blocks":
+        assert report.first is not None and report.first >= 1
+        assert AtomicCounter(client, table, "blocks").current() >= report.last  # type: ignore[operator]
+    else:
+        assert sorted(ids) == list(range(1, n + 1)), f"{kind} is not gapless: {report.gaps}"
+        if kind == "gapless":
+            stored = audit_attribute(client, table, "id")
+        else:
+            stored = audit_collection(client, table, COLLECTION)
+        assert stored.ok and stored.count == n and stored.last == n
+        tags = tags_in(client, table)
+        assert len(tags) == n and set(tags.values()) == {1}, "an item was written twice"
+
+
+def run_threads(kind: str, endpoint: str, table: str) -> list[int]:
+    return run_job(Job(kind, endpoint, table, THREADS * PER_THREAD, THREADS, "t"))
+
+
+def run_processes(kind: str, endpoint: str, table: str) -> list[int]:
+    jobs = [Job(kind, endpoint, table, PER_PROCESS, 4, f"p{i}") for i in range(PROCESSES)]
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
+        return [i for ids in pool.map(run_job, jobs) for i in ids]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("how", ["threads", "processes"])
+def test_parallel_writers(
+    kind: str,
+    how: str,
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    table = make_table(kind, ddb_table_factory)
+    runner = run_threads if how == "threads" else run_processes
+    ids = runner(kind, ddb_endpoint_url, table)
+    n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
+    check(kind, ddb_client, table, ids, n, lost_counter_moves=0)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("how", ["threads", "processes"])
+def test_parallel_writers_through_faults(
+    kind: str,
+    how: str,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    table = make_table(kind, ddb_table_factory)
+    fault_proxy.set_plan(FAULTS)
+    runner = run_threads if how == "threads" else run_processes
+    ids = runner(kind, fault_proxy.endpoint_url, table)
+    n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
+    # The faults really happened.
+    assert fault_proxy.counts["lose_response"] > 0
+    assert fault_proxy.counts["throttle"] > 0
+    lost_updates = fault_proxy.counts_by_operation[("UpdateItem", "lose_response")]
+    check(kind, ddb_client, table, ids, n, lost_counter_moves=lost_updates)
+
+
+def test_unsafe_variant_is_caught(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
+    """The negative control: the same checker must find the unsafe variant's duplicates."""
+    table = ddb_table_factory(("pk", "S"))
+    ids = run_job(Job("unsafe", ddb_endpoint_url, table, 200, THREADS, "u"))
+    report = audit_ids(ids)
+    assert report.duplicates, "the checker missed the duplicates of the unsafe variant"
+    assert not report.ok
+    with pytest.raises(AssertionError, match="gave ids out twice"):
+        check("gapless", None, table, ids, 200, 0)  # type: ignore[arg-type]

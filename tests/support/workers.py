@@ -1,0 +1,88 @@
+"""Writers for the concurrency tests: the same code runs as threads and as spawned processes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.connect import make_client
+from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
+from ddbkeys.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+COLLECTION = "projectA"
+
+
+class UnsafeReadThenWrite:
+    """Seed 001's "bad solution number 1", kept as a negative control: read the last id, write
+    the item with the next one, then bump the counter. Racing writers reuse ids; the checker
+    must notice."""
+
+    def __init__(self, client: DynamoDBClient, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def put(self, item: dict[str, Any]) -> int:
+        got = self.client.get_item(
+            TableName=self.table, Key={"pk": {"S": "unsafe"}}, ConsistentRead=True
+        )
+        last = int(got.get("Item", {}).get("last_id", {}).get("N", "0"))
+        new = last + 1
+        self.client.put_item(
+            TableName=self.table,
+            Item={"pk": {"S": str(item["pk"])}, "id": {"N": str(new)}},
+        )
+        self.client.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": "unsafe"}},
+            UpdateExpression="SET last_id = :n",
+            ExpressionAttributeValues={":n": {"N": str(new)}},
+        )
+        return new
+
+
+@dataclass(frozen=True)
+class Job:
+    """One writer's work: ``count`` ids from strategy ``kind`` on ``table``, with ``threads``."""
+
+    kind: str
+    endpoint_url: str
+    table: str
+    count: int
+    threads: int
+    tag: str
+    max_attempts: int = 10
+
+
+def make_writer(kind: str, client: DynamoDBClient, table: str) -> Callable[[str], int]:
+    """A function that mints one id (writing an item tagged ``tag`` where the strategy writes)."""
+    retry = RetryPolicy(max_attempts=60)
+    if kind == "counter":
+        counter = AtomicCounter(client, table, "orders", retry=retry)
+        return lambda _tag: counter.next()
+    if kind == "blocks":
+        blocks = BlockAllocator(AtomicCounter(client, table, "blocks", retry=retry), 10)
+        return lambda _tag: blocks.next()
+    if kind == "collection":
+        sequence = CollectionSequence(client, table, retry=retry)
+        return lambda tag: sequence.put(COLLECTION, {"tag": tag})
+    if kind == "gapless":
+        gapless = GaplessSequence(client, table, "users", retry=retry)
+        return lambda tag: gapless.put({"pk": f"user#{tag}", "tag": tag})
+    if kind == "unsafe":
+        unsafe = UnsafeReadThenWrite(client, table)
+        return lambda tag: unsafe.put({"pk": f"user#{tag}"})
+    raise ValueError(kind)
+
+
+def run_job(job: Job) -> list[int]:
+    """Run one job (in this process, with its own client) and return the ids it got."""
+    client = make_client(endpoint_url=job.endpoint_url, max_attempts=job.max_attempts)
+    write = make_writer(job.kind, client, job.table)
+    tags = [f"{job.tag}-{i}" for i in range(job.count)]
+    with ThreadPoolExecutor(job.threads) as pool:
+        return list(pool.map(write, tags))
