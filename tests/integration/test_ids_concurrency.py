@@ -47,7 +47,13 @@ def tags_in(client: DynamoDBClient, table: str) -> Counter[str]:
 
 
 def check(
-    kind: str, client: DynamoDBClient, table: str, ids: list[int], n: int, lost_counter_moves: int
+    kind: str,
+    client: DynamoDBClient,
+    table: str,
+    ids: list[int],
+    *,
+    n: int,
+    lost_counter_moves: int,
 ) -> None:
     """The promise of each strategy, on the exact ids it gave and the items it wrote."""
     report = audit_ids(ids)
@@ -96,7 +102,7 @@ def test_parallel_writers(
     runner = run_threads if how == "threads" else run_processes
     ids = runner(kind, ddb_endpoint_url, table)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
-    check(kind, ddb_client, table, ids, n, lost_counter_moves=0)
+    check(kind, ddb_client, table, ids, n=n, lost_counter_moves=0)
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -117,7 +123,7 @@ def test_parallel_writers_through_faults(
     assert fault_proxy.counts["lose_response"] > 0
     assert fault_proxy.counts["throttle"] > 0
     lost_updates = fault_proxy.counts_by_operation[("UpdateItem", "lose_response")]
-    check(kind, ddb_client, table, ids, n, lost_counter_moves=lost_updates)
+    check(kind, ddb_client, table, ids, n=n, lost_counter_moves=lost_updates)
 
 
 def test_unsafe_variant_is_caught(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
@@ -128,4 +134,4 @@ def test_unsafe_variant_is_caught(ddb_endpoint_url: str, ddb_table_factory: Tabl
     assert report.duplicates, "the checker missed the duplicates of the unsafe variant"
     assert not report.ok
     with pytest.raises(AssertionError, match="gave ids out twice"):
-        check("gapless", None, table, ids, 200, 0)  # type: ignore[arg-type]
+        check("gapless", None, table, ids, n=200, lost_counter_moves=0)  # type: ignore[arg-type]

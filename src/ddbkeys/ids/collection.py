@@ -46,9 +46,9 @@ class CollectionSequence(IdStrategy):
     How: read the highest sort key of the collection (Query, newest first, Limit 1; strongly
     consistent when ``consistent_read``), then write ``highest + 1`` on condition that it does
     not exist. A lost race is retried, at most ``retry.max_attempts`` times, by
-    ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop; every third lost race
-    in a row it reads the highest again, since another writer is then far ahead), ``"requery"``
-    reads the highest again after a full-jitter wait. Within one process, concurrent ``put()``
+    ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop; every third
+    lost race in a row it reads the highest again, since another writer is then far ahead),
+    ``"requery"`` reads the highest again after a full-jitter wait. Within one process, concurrent ``put()``
     calls on the same collection are combined: one caller writes them all, as one PutItem (one
     item) or one TransactWriteItems (several), and the highest number it wrote is remembered so
     the next write needs no query.
