@@ -48,7 +48,8 @@ class CollectionSequence(IdStrategy):
     not exist. A lost race is retried, at most ``retry.max_attempts`` times, by
     ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop; every third
     lost race in a row it reads the highest again, since another writer is then far ahead),
-    ``"requery"`` reads the highest again after a full-jitter wait. Within one process, concurrent ``put()``
+    ``"requery"`` reads the highest again after a full-jitter wait. Within one process,
+    concurrent ``put()``
     calls on the same collection are combined: one caller writes them all, as one PutItem (one
     item) or one TransactWriteItems (several), and the highest number it wrote is remembered so
     the next write needs no query.
