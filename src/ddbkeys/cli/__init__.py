@@ -7,6 +7,7 @@ import click
 from ddbkeys import __version__
 from ddbkeys.cli.common import DdbKeysGroup
 from ddbkeys.cli.demo import demo_command
+from ddbkeys.cli.ids import ids_group
 from ddbkeys.cli.local_cmd import local_command
 
 __all__ = ["cli", "main"]
@@ -25,6 +26,7 @@ def cli() -> None:
 
 cli.add_command(demo_command)
 cli.add_command(local_command)
+cli.add_command(ids_group)
 
 
 def main() -> None:

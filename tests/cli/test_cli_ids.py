@@ -1,0 +1,115 @@
+"""``ddbkeys ids`` as a user meets it, against DynamoDB."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ddbkeys.cli import cli
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+Run = Callable[..., Result]
+
+
+@pytest.fixture
+def ids(ddb_endpoint_url: str) -> Run:
+    def run(*args: str, input: str | None = None) -> Result:
+        return CliRunner().invoke(
+            cli, ["ids", *args, "--endpoint-url", ddb_endpoint_url], input=input
+        )
+
+    return run
+
+
+def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory()
+    assert ids("current", "-t", table).output == "0\n"
+    assert ids("next", "-t", table, "--counter", "order").output == "1\n"
+    assert ids("next", "-t", table, "--counter", "order", "--count", "3").output == "2\n3\n4\n"
+    result = ids("next", "-t", table, "--counter", "order", "--output", "json")
+    assert json.loads(result.output) == {"table": table, "counter": "order", "ids": [5]}
+    assert ids("current", "-t", table, "--counter", "order").output == "5\n"
+    back = ids("set", "2", "-t", table, "--counter", "order")
+    assert back.exit_code == 1
+    assert back.output.splitlines()[-1] == (
+        f"Error: Refusing to move counter 'order' of table {table!r} backwards from 5 to 2: ids "
+        "after 2 were already given out and would be given out again. Pass force=True (--force) "
+        "if you really mean it."
+    )
+    assert ids("set", "2", "-t", table, "--counter", "order", "--force").exit_code == 0
+    assert ids("next", "-t", table, "--counter", "order").output == "3\n"
+
+
+def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -> None:
+    users = ddb_table_factory()
+    assert ids("put", "-t", users, "-s", "gapless", "--item", '{"pk": "User#Kirk"}').output == "1\n"
+    typed = '{"pk": {"S": "User#Spock"}, "rank": {"N": "2"}}'
+    assert ids("put", "-t", users, "-s", "gapless", "--item", typed).output == "2\n"
+    many = ids("put", "-t", users, "-s", "gapless", input='[{"pk": "a"}, {"pk": "b"}]')
+    assert many.output == "3\n4\n"
+    exists = ids("put", "-t", users, "-s", "gapless", "--item", '{"pk": "a"}')
+    assert exists.exit_code == 1
+    assert exists.output.splitlines()[-1] == (
+        f"Error: An item with pk 'a' already exists in table {users!r}; it was not written and "
+        "used up no id."
+    )
+    audit = ids("audit", "-t", users, "--strict")
+    assert audit.exit_code == 0, audit.output
+    assert audit.output.splitlines()[-1] == "OK"
+
+    issues = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    put = ["put", "-t", issues, "-s", "collection", "-k", "projectA"]
+    assert ids(*put, "--item", '{"priority": "low"}').output == "1\n"
+    assert ids(*put, "--item", "[{}, {}]").output == "2\n3\n"
+    report = json.loads(ids("audit", "-t", issues, "-k", "projectA", "--output", "json").output)
+    assert report["count"] == 3 and report["ok"] is True
+
+
+def test_audit_reports_problems(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    for pk, n in [("a", 1), ("b", 2), ("c", 2), ("d", 5)]:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": pk}, "id": {"N": str(n)}})
+    result = ids("audit", "-t", table, "--strict")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"attribute id of table {table}: 4 ids, from 1 to 5",
+        "gaps: 2 missing: 3-4",
+        "duplicates: 1: 2 x2",
+        "PROBLEMS FOUND",
+    ]
+
+
+def test_bad_input(ids: Run, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory()
+    missing = ids("next", "-t", "no-such-table")
+    assert missing.exit_code == 1
+    assert missing.output.splitlines()[-1].startswith("Error: Table 'no-such-table' not found")
+    zero = ids("next", "-t", table, "--count", "0")
+    assert zero.exit_code == 2
+    assert "Invalid value for '--count' / '-n'" in zero.output
+    bad_json = ids("put", "-t", table, "-s", "gapless", "--item", "{bad")
+    assert bad_json.exit_code == 2
+    assert bad_json.output.splitlines()[-1].startswith(
+        "Error: Invalid value for --item: not valid JSON"
+    )
+    not_object = ids("put", "-t", table, "-s", "gapless", "--item", "42")
+    assert not_object.exit_code == 2
+    no_key = ids("put", "-t", table, "-s", "collection", "--item", "{}")
+    assert no_key.exit_code == 2
+    assert no_key.output.splitlines()[-1] == "Error: --strategy collection needs --partition-key."
+    no_pk = ids("put", "-t", table, "-s", "gapless", "--item", '{"name": "x"}')
+    assert no_pk.exit_code == 1
+    assert no_pk.output.splitlines()[-1] == (
+        f"Error: The item has no 'pk', a key attribute of table {table!r}."
+    )
+    assert ids("current", "-t", table).output == "0\n"  # nothing was written

@@ -1,0 +1,188 @@
+"""The retry policy (bounded, jittered, injectable) and group commit, without a server."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
+from botocore.stub import Stubber
+
+from ddbkeys.ids import AuditReport, GaplessSequence, GlobalTableError, audit_ids
+from ddbkeys.ids.base import Contention, GroupCommit, IdStrategy
+from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
+
+
+def recording_policy(waits: list[float], attempts: int = 5) -> RetryPolicy:
+    return RetryPolicy(
+        max_attempts=attempts,
+        base_delay=0.01,
+        max_delay=0.1,
+        sleep=waits.append,
+        random=lambda: 0.5,
+    )
+
+
+def test_full_jitter_and_exponential_waits() -> None:
+    policy = recording_policy([])
+    assert [policy.full_jitter(n) for n in range(6)] == pytest.approx(
+        [0.005, 0.01, 0.02, 0.04, 0.05, 0.05]
+    )
+    assert [policy.exponential(n) for n in range(5)] == pytest.approx(
+        [0.0075, 0.015, 0.03, 0.06, 0.075]
+    )
+
+
+def test_bad_policies() -> None:
+    with pytest.raises(ValueError, match="max_attempts must be at least 1"):
+        RetryPolicy(max_attempts=0)
+    with pytest.raises(ValueError, match="base_delay <= max_delay"):
+        RetryPolicy(base_delay=1, max_delay=0.1)
+
+
+def test_unavailable_errors() -> None:
+    throttled: Any = {
+        "Error": {"Code": "ThrottlingException"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    server: Any = {"Error": {"Code": "Whatever"}, "ResponseMetadata": {"HTTPStatusCode": 503}}
+    failed: Any = {
+        "Error": {"Code": "ValidationException"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    assert is_unavailable(ClientError(throttled, "PutItem"))
+    assert is_unavailable(ClientError(server, "PutItem"))
+    assert is_unavailable(ConnectionClosedError(endpoint_url="http://x"))
+    assert not is_unavailable(ClientError(failed, "PutItem"))
+
+
+def strategy(policy: RetryPolicy) -> IdStrategy:
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    return IdStrategy(client, "some-table", retry=policy)
+
+
+def test_attempt_loop_is_bounded_and_waits_by_kind() -> None:
+    waits: list[float] = []
+    s = strategy(recording_policy(waits, attempts=4))
+    calls: list[int] = []
+
+    def always_lose(n: int) -> int:
+        calls.append(n)
+        raise Contention
+
+    with pytest.raises(RetriesExhaustedError, match="still failed after 4 attempts") as raised:
+        s._attempts(always_lose, "testing")
+    assert calls == [0, 1, 2, 3]
+    assert waits == pytest.approx([0.005, 0.01, 0.02, 0.04])
+    assert raised.value.attempts == 4
+    assert raised.value.table == "some-table"
+    assert s.usage.conflicts == 4 and s.usage.retries == 3
+
+    waits.clear()
+    throttled: Any = {
+        "Error": {"Code": "ThrottlingException"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+
+    def throttled_then_ok(n: int) -> str:
+        if n < 2:
+            raise ClientError(throttled, "UpdateItem")
+        return "done"
+
+    assert s._attempts(throttled_then_ok, "testing") == "done"
+    assert waits == pytest.approx([0.0075, 0.015])
+
+
+def test_other_errors_go_up_at_once() -> None:
+    s = strategy(recording_policy([]))
+    bad: Any = {"Error": {"Code": "ValidationException", "Message": "nope"}}
+
+    def invalid(_: int) -> None:
+        raise ClientError(bad, "PutItem")
+
+    with pytest.raises(ClientError):
+        s._attempts(invalid, "testing")
+    assert s.usage.retries == 0
+
+
+def test_group_commit_combines_concurrent_calls() -> None:
+    batches: list[int] = []
+    gate = threading.Event()
+
+    def commit(values: Sequence[int]) -> list[int | BaseException]:
+        gate.wait(1)
+        batches.append(len(values))
+        time.sleep(0.01)
+        return [v * 10 if v != 13 else ValueError("13") for v in values]
+
+    group: GroupCommit[int, int] = GroupCommit(commit, max_batch=8)
+    results: dict[int, Any] = {}
+
+    def call(v: int) -> None:
+        try:
+            results[v] = group.submit(v)
+        except ValueError as exc:
+            results[v] = exc
+
+    threads = [threading.Thread(target=call, args=(v,)) for v in range(40)]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert sorted(k for k in results if not isinstance(results[k], Exception)) == [
+        v for v in range(40) if v != 13
+    ]
+    assert all(results[v] == v * 10 for v in range(40) if v != 13)
+    assert isinstance(results[13], ValueError)
+    assert sum(batches) == 40
+    assert max(batches) == 8  # the waiting calls were combined, 8 at a time
+    assert len(batches) < 40
+
+
+def test_global_tables_are_refused() -> None:
+    # DynamoDB Local cannot create replicas in other regions, so the description of a global
+    # table comes from botocore's Stubber: the only way to produce this case here.
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    description: Any = {
+        "Table": {
+            "TableName": "users-global",
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "Replicas": [{"RegionName": "eu-west-1"}, {"RegionName": "us-west-2"}],
+        }
+    }
+    with Stubber(client) as stub:
+        stub.add_response("describe_table", description, {"TableName": "users-global"})
+        with pytest.raises(GlobalTableError) as raised:
+            GaplessSequence(client, "users-global").put({"pk": "a"})
+        stub.assert_no_pending_responses()
+    assert "Table 'users-global' is a global table (replicas in eu-west-1, us-west-2)" in str(
+        raised.value
+    )
+    assert "allow_global_tables=True" in str(raised.value)
+    with Stubber(client) as stub:
+        stub.add_response("describe_table", description, {"TableName": "users-global"})
+        allowed = GaplessSequence(client, "users-global", allow_global_tables=True)
+        assert allowed.table_info().replica_regions == ("eu-west-1", "us-west-2")
+
+
+def test_audit_ids_finds_gaps_and_duplicates() -> None:
+    report = audit_ids([1, 2, 2, 5, 6, 9, 9, 9])
+    assert isinstance(report, AuditReport)
+    assert report.gaps == [(3, 4), (7, 8)]
+    assert report.missing == 4
+    assert report.duplicates == {2: 2, 9: 3}
+    assert not report.ok
+    assert audit_ids(range(1, 100)).ok
+    assert audit_ids([3, 4], start=1).gaps == [(1, 2)]
+    assert audit_ids([]).ok
