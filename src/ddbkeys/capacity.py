@@ -6,11 +6,11 @@ Strategies send ``ReturnConsumedCapacity="TOTAL"`` and hand each response to :me
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Usage"]
+__all__ = ["Usage", "item_size", "write_units"]
 
 
 @dataclass
@@ -24,18 +24,29 @@ class Usage:
     write_units: float = 0.0
     retries: int = 0
     conflicts: int = 0
+    billed_write_units: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def add(self, response: Mapping[str, Any] | None, *, write: bool, items: int = 0) -> None:
+    def add(
+        self,
+        response: Mapping[str, Any] | None,
+        *,
+        write: bool,
+        items: int = 0,
+        billed: float = 0.0,
+    ) -> None:
         """Count one request and the capacity its response reports (if any).
 
         ``write`` says whether the operation was a write: with ``ReturnConsumedCapacity="TOTAL"``
-        DynamoDB reports only a total, not which kind of units it was.
+        DynamoDB reports only a total, not which kind of units it was. ``billed`` is what the
+        service charges for the write by its published rules (see :func:`write_units`), which
+        is kept apart because DynamoDB Local under-reports transactions.
         """
         units = _consumed(response or {})
         with self._lock:
             self.requests += 1
             self.items += items
+            self.billed_write_units += billed
             if write:
                 self.write_units += units
             else:
@@ -56,6 +67,7 @@ class Usage:
                 "write_units": round(self.write_units, 3),
                 "retries": self.retries,
                 "conflicts": self.conflicts,
+                "billed_write_units": round(self.billed_write_units, 3),
             }
 
 
@@ -65,3 +77,35 @@ def _consumed(response: Mapping[str, Any]) -> float:
         return 0.0
     entries = consumed if isinstance(consumed, list) else [consumed]
     return sum(float(entry.get("CapacityUnits", 0.0)) for entry in entries)
+
+
+def _value_size(value: Mapping[str, Any]) -> int:
+    kind, raw = next(iter(value.items()))
+    if kind == "S":
+        return len(str(raw).encode())
+    if kind == "N":
+        digits = str(raw).lstrip("-").replace(".", "").lstrip("0") or "0"
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(raw)
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: v}) for v in raw)
+    if kind == "L":
+        return 3 + sum(_value_size(v) + 1 for v in raw)
+    if kind == "M":
+        return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in raw.items())
+    return 0
+
+
+def item_size(item: Mapping[str, Any]) -> int:
+    """An item's size in bytes by DynamoDB's rules: attribute names plus values."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def write_units(items: Sequence[Mapping[str, Any]], *, transactional: bool = False) -> float:
+    """What the service charges to write these items: 1 unit per KB (rounded up) per item,
+    twice that in a transaction."""
+    units = sum(max(1, -(-item_size(item) // 1024)) for item in items)
+    return float(units * (2 if transactional else 1))

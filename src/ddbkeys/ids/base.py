@@ -4,6 +4,7 @@ the global-table guard, and group commit."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ class IdStrategy:
 
     #: Strategies that depend on a single-region conditional write refuse global tables.
     refuses_global_tables = False
+    #: The retry policy when none is given. Optimistic strategies override it: a writer that
+    #: lost a race learns the counter's new value at once, so short waits (and many of them)
+    #: keep it from being starved by a winner that goes on committing.
+    default_retry = RetryPolicy()
 
     def __init__(
         self,
@@ -67,7 +72,7 @@ class IdStrategy:
     ) -> None:
         self.client = client
         self.table = check_table_name(table)
-        self.retry = retry or RetryPolicy()
+        self.retry = retry or self.default_retry
         self.usage = usage or Usage()
         self.allow_global_tables = allow_global_tables
         self._info: TableInfo | None = None
@@ -172,10 +177,18 @@ class GroupCommit(Generic[T, R]):
     """
 
     def __init__(
-        self, commit: Callable[[Sequence[T]], Sequence[R | BaseException]], max_batch: int
+        self,
+        commit: Callable[[Sequence[T]], Sequence[R | BaseException]],
+        max_batch: int,
+        *,
+        linger: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._commit = commit
         self.max_batch = max_batch
+        self.linger = linger
+        self._sleep = sleep
+        self._last_batch = 0
         self._lock = threading.Lock()
         self._pending: deque[_Slot[T, R]] = deque()
         self._leading = False
@@ -200,10 +213,15 @@ class GroupCommit(Generic[T, R]):
 
     def _lead(self, own: _Slot[T, R]) -> None:
         while not own.finished:
+            if self.linger and self._last_batch > 1 and len(self._pending) < self.max_batch:
+                # Busy: wait a moment for more callers. Batches grow, and writers in other
+                # processes get a window between our commits instead of being starved.
+                self._sleep(self.linger)
             with self._lock:
                 batch = [
                     self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
                 ]
+            self._last_batch = len(batch)
             try:
                 results: Sequence[Any] = self._commit([s.value for s in batch])
             except BaseException as exc:  # handed to every caller of the batch

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
-from ddbkeys.capacity import Usage
+from ddbkeys.capacity import Usage, write_units
 from ddbkeys.errors import ConfigurationError, KeySchemaError, error_code, error_response
 from ddbkeys.ids.base import (
     Contention,
@@ -65,6 +65,7 @@ class CollectionSequence(IdStrategy):
     """
 
     refuses_global_tables = True
+    default_retry = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.05)
 
     def __init__(
         self,
@@ -277,12 +278,12 @@ class CollectionSequence(IdStrategy):
         except ClientError as exc:
             if error_code(exc) != "ConditionalCheckFailedException":
                 raise
-            self.usage.add(None, write=True)
+            self.usage.add(None, write=True, billed=write_units([item]))  # rejected: still paid
             old = error_response(exc).get("Item", {})
             if old.get(self.token_attribute) == {"S": plan["token"]}:
                 return  # our own write, applied before its response was lost
             raise self._lost_race(plan, collection, highest + 1) from None
-        self.usage.add(response, write=True, items=1)
+        self.usage.add(response, write=True, items=1, billed=write_units([item]))
 
     def _put_many(
         self,
@@ -322,4 +323,5 @@ class CollectionSequence(IdStrategy):
                 plan.clear()
                 raise Contention(immediate=False) from None
             raise
-        self.usage.add(response, write=True, items=len(items))
+        billed = write_units(list(items), transactional=True)
+        self.usage.add(response, write=True, items=len(items), billed=billed)

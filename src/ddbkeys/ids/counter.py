@@ -135,7 +135,7 @@ class AtomicCounter(IdStrategy):
                         cause=exc,
                     ) from exc
                 raise
-            self.usage.add(response, write=True)
+            self.usage.add(response, write=True, billed=1.0)  # the counter item is < 1 KB
             last = int(response["Attributes"][self.attribute]["N"])
             return range(last - increment + self.step, last + 1, self.step)
 
@@ -192,7 +192,7 @@ class AtomicCounter(IdStrategy):
                         cause=exc,
                     ) from exc
                 raise
-            self.usage.add(response, write=True)
+            self.usage.add(response, write=True, billed=1.0)  # the counter item is < 1 KB
             return value
 
         return self._attempts(attempt, f"setting counter {self.name!r}")

@@ -1,0 +1,411 @@
+"""Benchmark: each id strategy against the seeds' own code as published, same server, same run.
+
+    python benchmarks/ids.py                 # on an embedded DynamoDB Local
+    python benchmarks/ids.py --quick         # smaller runs, for a smoke test
+    python benchmarks/ids.py --endpoint-url http://127.0.0.1:8000
+
+Counter and blocks are compared on minting ids alone (seed 000's UpdateItem ADD, without the put
+that follows it); the item-collection and gapless strategies on whole inserts (id and item
+written). Each row is a median over rounds that alternate seed and ddbkeys, and every ratio is
+against the seed measured in the same run, because these machines are shared and noisy. Wall
+times on DynamoDB Local are not the service's; the ratios, retries and write units per id are
+what carry over. (DynamoDB Local counts a transactional write as 1 unit per item; the service
+charges 2.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.capacity import write_units
+from ddbkeys.connect import make_client
+from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
+from ddbkeys.local import DynamoDBLocal
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from multiprocessing.synchronize import Barrier
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass
+class Tally:
+    """What one run measured."""
+
+    ids: int = 0
+    seconds: float = 0.0
+    retries: int = 0
+    write_units: float = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.ids / self.seconds if self.seconds else 0.0
+
+
+class SeedStats:
+    """Retries and write units of the seeds' loops (thread-safe)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.retries = 0
+        self.write_units = 0.0
+
+    def add(self, units: float = 0.0, retries: int = 0) -> None:
+        """Count ``units`` billed by the service's rules, and ``retries``."""
+        with self.lock:
+            self.retries += retries
+            self.write_units += units
+
+
+# --- the seeds' code, as published (low-level client; billed units by the service's rules) ---
+
+
+def seed_counter(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
+    """Seed 000 "with a counter": UpdateItem ADD, UPDATED_NEW (the put that follows is left out)."""
+
+    def mint(_: int) -> int:
+        response = client.update_item(
+            TableName=table,
+            Key={"pk": {"S": "orderCounter"}},
+            UpdateExpression="ADD #cnt :val",
+            ExpressionAttributeNames={"#cnt": "count"},
+            ExpressionAttributeValues={":val": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        )
+        stats.add(1.0)
+        return int(response["Attributes"]["count"]["N"])
+
+    return mint
+
+
+def seed_collection(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
+    """Seed 000 "with a sort key": query the highest, then put highest + 1, + 2, ... until one
+    succeeds (an unbounded loop in the seed; bounded here only to stop a runaway benchmark)."""
+
+    def insert(i: int) -> int:
+        response = client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :pk",
+            ExpressionAttributeValues={":pk": {"S": "projectA"}},
+            ScanIndexForward=False,
+            Limit=1,
+        )
+        highest = int(response["Items"][0]["sk"]["N"]) if response["Count"] > 0 else 0
+        for attempt in range(100_000):
+            item: Any = {
+                "pk": {"S": "projectA"},
+                "sk": {"N": str(highest + 1)},
+                "priority": {"S": "low"},
+                "n": {"N": str(i)},
+            }
+            stats.add(write_units([item]))  # a rejected put is paid for too
+            try:
+                client.put_item(
+                    TableName=table, Item=item, ConditionExpression="attribute_not_exists(pk)"
+                )
+                stats.add(retries=attempt)
+                return highest + 1
+            except client.exceptions.ConditionalCheckFailedException:
+                highest += 1
+        raise RuntimeError("runaway")
+
+    return insert
+
+
+def seed_gapless(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
+    """Seed 001's good solution: GetItem the LastID, then one transaction that moves it on
+    condition and puts the user; on failure, do both again "until it works"."""
+    tag = uuid.uuid4().hex[:8]
+
+    def insert(i: int) -> int:
+        for attempt in range(100_000):
+            got = client.get_item(
+                TableName=table,
+                Key={"pk": {"S": "UserMetadata"}},
+                AttributesToGet=["LastID"],
+                ConsistentRead=True,
+            )
+            current_id = int(got["Item"]["LastID"]["N"])
+            next_id = current_id + 1
+            user: Any = {"pk": {"S": f"User#{tag}-{i}"}, "NumIdentifier": {"N": str(next_id)}}
+            try:
+                client.transact_write_items(
+                    TransactItems=[
+                        {
+                            "Update": {
+                                "TableName": table,
+                                "Key": {"pk": {"S": "UserMetadata"}},
+                                "ConditionExpression": "LastID = :current_id",
+                                "UpdateExpression": "SET LastID = LastID + :incr",
+                                "ExpressionAttributeValues": {
+                                    ":incr": {"N": "1"},
+                                    ":current_id": {"N": str(current_id)},
+                                },
+                            }
+                        },
+                        {
+                            "Put": {
+                                "TableName": table,
+                                "Item": user,
+                                "ConditionExpression": "attribute_not_exists(pk)",
+                            }
+                        },
+                    ],
+                )
+                counter: Any = {"pk": {"S": "UserMetadata"}, "LastID": {"N": str(next_id)}}
+                stats.add(write_units([counter, user], transactional=True), retries=attempt)
+                return next_id
+            except client.exceptions.TransactionCanceledException:
+                continue
+        raise RuntimeError("runaway")
+
+    return insert
+
+
+# --- ddbkeys ------------------------------------------------------------------------------
+
+
+def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int], int], Any]:
+    if kind == "counter":
+        counter = AtomicCounter(client, table, "orders")
+        return lambda _: counter.next(), counter.usage
+    if kind == "blocks":
+        counter = AtomicCounter(client, table, "blocks")
+        blocks = BlockAllocator(counter, 100)
+        return lambda _: blocks.next(), counter.usage
+    if kind == "collection":
+        sequence = CollectionSequence(client, table)
+        return lambda i: sequence.put("projectA", {"priority": "low", "n": i}), sequence.usage
+    gapless = GaplessSequence(client, table, "users")
+    tag = uuid.uuid4().hex[:8]
+    return lambda i: gapless.put({"pk": f"User#{tag}-{i}"}), gapless.usage
+
+
+SEEDS = {
+    "counter": seed_counter,
+    "blocks": seed_counter,
+    "collection": seed_collection,
+    "gapless": seed_gapless,
+}
+
+
+def prepare(client: DynamoDBClient, factory: TableFactory, kind: str) -> str:
+    if kind == "collection":
+        return factory(("pk", "S"), ("sk", "N"))
+    table = factory(("pk", "S"))
+    if kind == "gapless":
+        client.put_item(TableName=table, Item={"pk": {"S": "UserMetadata"}, "LastID": {"N": "0"}})
+    return table
+
+
+def make_op(
+    seed: bool, kind: str, client: DynamoDBClient, table: str
+) -> tuple[Callable[[int], int], Callable[[], tuple[int, float]]]:
+    """The operation, and a function giving (retries, write units) so far."""
+    if seed:
+        stats = SeedStats()
+        op = SEEDS[kind](client, table, stats)
+        return op, lambda: (stats.retries, stats.write_units)
+    op, usage = ours(kind, client, table)
+    return op, lambda: (usage.retries, usage.billed_write_units)
+
+
+def run_threads(op: Callable[[int], int], writers: int, count: int, offset: int = 0) -> float:
+    """``writers`` threads, each calling ``op`` in a loop for its share of ``count`` ids."""
+    shares = [range(offset + w, offset + count, writers) for w in range(writers)]
+    got: list[int] = []
+
+    def writer(share: range) -> None:
+        mine = [op(i) for i in share]
+        got.extend(mine)
+
+    threads = [threading.Thread(target=writer, args=(share,)) for share in shares]
+    started = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    elapsed = time.perf_counter() - started
+    assert len(got) == count, "a writer failed"
+    return elapsed
+
+
+def process_worker(args: tuple[bool, str, str, str, int, int, Barrier, Any]) -> None:
+    seed, kind, endpoint, table, threads, count, barrier, results = args
+    client = make_client(endpoint_url=endpoint, max_attempts=10)
+    op, totals = make_op(seed, kind, client, table)
+    barrier.wait()
+    started = time.time()
+    offset = (multiprocessing.current_process().pid or 0) * 10**6
+    run_threads(op, threads, count, offset)
+    retries, units = totals()
+    results.put((started, time.time(), count, retries, units))
+
+
+def run_processes(
+    seed: bool, kind: str, endpoint: str, table: str, procs: int, threads: int, count: int
+) -> Tally:
+    spawn = multiprocessing.get_context("spawn")
+    barrier = spawn.Barrier(procs)
+    results = spawn.Queue()
+    workers = [
+        spawn.Process(
+            target=process_worker,
+            args=((seed, kind, endpoint, table, threads, count // procs, barrier, results),),
+        )
+        for _ in range(procs)
+    ]
+    for w in workers:
+        w.start()
+    rows = [results.get(timeout=600) for _ in workers]
+    for w in workers:
+        w.join()
+    start = min(r[0] for r in rows)
+    end = max(r[1] for r in rows)
+    return Tally(
+        ids=sum(r[2] for r in rows),
+        seconds=end - start,
+        retries=sum(r[3] for r in rows),
+        write_units=sum(r[4] for r in rows),
+    )
+
+
+def measure(
+    seed: bool,
+    kind: str,
+    endpoint: str,
+    factory: TableFactory,
+    client: DynamoDBClient,
+    writers: int,
+    count: int,
+    procs: int,
+) -> Tally:
+    table = prepare(client, factory, kind)
+    if procs > 1:
+        return run_processes(seed, kind, endpoint, table, procs, writers // procs, count)
+    worker_client = make_client(endpoint_url=endpoint, max_attempts=10)
+    op, totals = make_op(seed, kind, worker_client, table)
+    op(-1)  # warm up: the table description, connections
+    before = totals()
+    seconds = run_threads(op, writers, count)
+    retries, units = totals()
+    return Tally(count, seconds, retries - before[0], units - before[1])
+
+
+TARGETS = {
+    ("counter", 16, 1): 0.95,
+    ("blocks", 16, 1): 50.0,
+    ("gapless", 16, 1): 10.0,
+    ("gapless", 16, 4): 3.0,
+    ("collection", 16, 1): 3.0,
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
+    parser.add_argument("--quick", action="store_true", help="Small runs (a smoke test).")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--only",
+        choices=sorted(SEEDS),
+        action="append",
+        help="Run only these strategies (repeatable).",
+    )
+    args = parser.parse_args()
+    rounds = 1 if args.quick else args.rounds
+    scale = 0.1 if args.quick else 1.0
+
+    server = None if args.endpoint_url else DynamoDBLocal(heap_mb=1024).start()
+    endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
+    client = make_client(endpoint_url=endpoint)
+    factory = TableFactory(client, prefix="ddbkeys-bench")
+    # (kind, writers, processes, ids per run for the seed, ids per run for ddbkeys)
+    plan = [
+        ("counter", 1, 1, 600, 600),
+        ("counter", 16, 1, 2000, 2000),
+        ("blocks", 1, 1, 600, 20000),
+        ("blocks", 16, 1, 2000, 60000),
+        ("collection", 1, 1, 300, 300),
+        ("collection", 16, 1, 400, 2000),
+        ("gapless", 1, 1, 300, 300),
+        ("gapless", 16, 1, 300, 3000),
+        ("gapless", 16, 4, 300, 2000),
+    ]
+    if args.only:
+        plan = [row for row in plan if row[0] in args.only]
+    header = (
+        f"{'strategy':<11} {'writers':>9} {'seed ids/s':>10} {'ddbkeys ids/s':>13} "
+        f"{'ratio':>7} {'target':>7} {'retries/id':>16} {'WCU/id':>13}"
+    )
+    print(header)
+    print(
+        f"{'':<11} {'':>9} {'':>10} {'':>13} {'':>7} {'':>7} {'seed / ours':>16} "
+        f"{'seed / ours':>13}"
+    )
+    failed = 0
+    try:
+        for kind, writers, procs, seed_n, our_n in plan:
+            seed_runs: list[Tally] = []
+            our_runs: list[Tally] = []
+            for _ in range(rounds):
+                seed_runs.append(
+                    measure(
+                        True,
+                        kind,
+                        endpoint,
+                        factory,
+                        client,
+                        writers,
+                        max(16, int(seed_n * scale)),
+                        procs,
+                    )
+                )
+                our_runs.append(
+                    measure(
+                        False,
+                        kind,
+                        endpoint,
+                        factory,
+                        client,
+                        writers,
+                        max(16, int(our_n * scale)),
+                        procs,
+                    )
+                )
+                factory.delete_all()
+            seed_rate = statistics.median(t.rate for t in seed_runs)
+            our_rate = statistics.median(t.rate for t in our_runs)
+            ratio = our_rate / seed_rate
+            target = TARGETS.get((kind, writers, procs))
+            met = "" if target is None else ("ok" if ratio >= target else "MISSED")
+            failed += met == "MISSED"
+            seed_t, our_t = seed_runs[-1], our_runs[-1]
+            label = f"{writers}" if procs == 1 else f"{procs}x{writers // procs}"
+            print(
+                f"{kind:<11} {label:>9} {seed_rate:>10.0f} {our_rate:>13.0f} {ratio:>6.2f}x "
+                f"{(f'{target:g}x ' + met) if target else '':>7} "
+                f"{seed_t.retries / seed_t.ids:>7.2f} / {our_t.retries / our_t.ids:<6.2f} "
+                f"{seed_t.write_units / seed_t.ids:>5.2f} / {our_t.write_units / our_t.ids:<5.2f}",
+                flush=True,
+            )
+    finally:
+        factory.delete_all()
+        if server is not None:
+            server.stop()
+    print(f"\n{failed} target(s) missed." if failed else "\nAll targets met.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,269 @@
+"""Every listing method returns exactly the set of partition keys, on awkward tables too, and
+through throttling and 5xx; resume, segments, budget and accounting."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
+from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
+from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+from tests.conftest import proxied_client
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+METHODS = ["auto", "scan", "skip", "skip-pages", "index"]
+
+KEYS: dict[str, list[Any]] = {
+    "S": ["a", "b", "ü-multi-byte", "𝄞 supplementary", "日本", "z" * 300, "0"],
+    "N": [0, 1, -5, Decimal("3.25"), 10**30, Decimal("-1E-100"), 42],
+    "B": [b"\x00", b"\xff" * 20, b"abc", b"\x80\x81", b"\xff"],
+}
+SORT_VALUES: dict[str, list[dict[str, Any]]] = {
+    "S": [{"S": "a"}, {"S": "m"}, MAX_SORT_KEY["S"]],
+    "N": [{"N": "-1"}, {"N": "2"}, MAX_SORT_KEY["N"]],
+    "B": [{"B": b"\x01"}, {"B": b"\x7f"}, MAX_SORT_KEY["B"]],
+}
+
+
+def typed(kind: str, value: Any) -> dict[str, Any]:
+    return {kind: value if kind == "B" else str(value)}
+
+
+def fill(
+    client: DynamoDBClient,
+    table: str,
+    pk: tuple[str, str],
+    sk: tuple[str, str] | None,
+    keys: list[Any],
+    per_key: int,
+) -> None:
+    for n, key in enumerate(keys):
+        count = per_key if n % 2 == 0 else 1 + n % 3
+        for i in range(count):
+            item = {pk[0]: typed(pk[1], key), "payload": {"S": "x" * 50}}
+            if sk is not None:
+                values = SORT_VALUES[sk[1]]
+                # Every collection holds the greatest sort key value of its type.
+                item[sk[0]] = (
+                    values[-1]
+                    if i == 0
+                    else (
+                        values[i % 2]
+                        if i < 3
+                        else typed(sk[1], i)
+                        if sk[1] != "B"
+                        else {"B": bytes([1, i % 256, i // 256])}
+                    )
+                )
+            client.put_item(TableName=table, Item=item)
+
+
+def expected(kind: str) -> set[Any]:
+    return {
+        int(k) if isinstance(k, Decimal) and k == k.to_integral_value() else k for k in KEYS[kind]
+    }
+
+
+def listed(client: DynamoDBClient, table: str, method: str, **kwargs: Any) -> list[Any]:
+    return list(distinct_partition_keys(client, table, method, **kwargs))
+
+
+def make_index(client: DynamoDBClient, table: str) -> None:
+    index = MarkerIndex(client, table)
+    index.create()
+    index.backfill()
+
+
+@pytest.mark.parametrize("pk_type", ["S", "N", "B"])
+@pytest.mark.parametrize("sk_type", ["S", "N", "B"])
+def test_every_method_every_key_type(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, pk_type: str, sk_type: str
+) -> None:
+    # Odd attribute names, defined in an unusual order, and a GSI besides.
+    pk, sk = ("Tenant Id", pk_type), ("#sort", sk_type)
+    table = ddb_table_factory(
+        pk,
+        sk,
+        attributes=[("gsi_key", "S"), sk, pk],
+        global_secondary_indexes=[
+            {
+                "IndexName": "other",
+                "KeySchema": [{"AttributeName": "gsi_key", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    fill(ddb_client, table, pk, sk, KEYS[pk_type], per_key=7)
+    make_index(ddb_client, table)
+    for method in METHODS:
+        keys = listed(ddb_client, table, method)
+        assert len(keys) == len(set(keys)), f"{method} repeated a key"
+        assert set(keys) == expected(pk_type), method
+
+
+def test_table_without_sort_key(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    fill(ddb_client, table, ("pk", "S"), None, KEYS["S"], per_key=1)
+    for method in ("auto", "scan"):
+        assert sorted(listed(ddb_client, table, method)) == sorted(KEYS["S"])
+    listing = distinct_partition_keys(ddb_client, table)
+    assert listing.method_name == "scan"
+    with pytest.raises(KeySchemaError, match="has no sort key: every item is its own collection"):
+        distinct_partition_keys(ddb_client, table, "skip")
+
+
+def test_empty_table(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    make_index(ddb_client, table)
+    for method in METHODS:
+        assert listed(ddb_client, table, method) == []
+        assert listed(ddb_client, table, method, segments=3) == []
+
+
+def test_skip_reads_one_item_per_key(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in range(20):
+        for i in range(30):
+            ddb_client.put_item(
+                TableName=table,
+                Item={"pk": {"S": f"k{key:02}"}, "sk": {"N": str(i)}, "pad": {"S": "x" * 400}},
+            )
+    scan = distinct_partition_keys(ddb_client, table, "scan")
+    skip = distinct_partition_keys(ddb_client, table, "skip")
+    assert sorted(scan) == sorted(skip) == [f"k{k:02}" for k in range(20)]
+    assert scan.usage.items == 600
+    assert skip.usage.items <= 20 + 1
+    assert skip.usage.read_units < scan.usage.read_units
+    auto = distinct_partition_keys(ddb_client, table)
+    assert len(list(auto)) == 20
+    assert auto.usage.read_units <= 1.1 * skip.usage.read_units  # the target of issue 4
+
+
+@pytest.mark.parametrize("method", ["scan", "skip", "skip-pages", "index"])
+def test_segments_and_resume(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, method: str
+) -> None:
+    table = ddb_table_factory(("pk", "N"), ("sk", "S"))
+    for key in range(60):
+        for i in range(1 + key % 4):
+            ddb_client.put_item(TableName=table, Item={"pk": {"N": str(key)}, "sk": {"S": f"s{i}"}})
+    make_index(ddb_client, table)
+    assert sorted(listed(ddb_client, table, method, segments=4)) == list(range(60))
+    # Stop part way, resume from the checkpoint: every key exactly once in all.
+    for segments in (1, 3):
+        listing = distinct_partition_keys(ddb_client, table, method, segments=segments)
+        first: list[Any] = []
+        for found in listing:
+            first.append(found)
+            if len(first) == 17:
+                break
+        token = listing.checkpoint()
+        rest = listed(ddb_client, table, method, segments=segments, resume=token)
+        assert sorted(first + rest) == list(range(60)), (method, segments)
+
+
+def test_accounting_and_budget(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in range(10):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
+    listing = distinct_partition_keys(ddb_client, table, "skip", max_rcu_per_second=1000)
+    assert len(list(listing)) == 10
+    usage = listing.usage.snapshot()
+    assert usage["requests"] == 11
+    assert usage["items"] == 10
+    assert 5.0 <= usage["read_units"] <= 5.5  # 0.5 a request (the last, empty one may be free)
+
+
+def test_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    with pytest.raises(TableNotFoundError, match="Table 'no-such-table' not found"):
+        distinct_partition_keys(ddb_client, "no-such-table")
+    with pytest.raises(ConfigurationError, match="segments must be a whole number from 1"):
+        distinct_partition_keys(ddb_client, table, segments=0)
+    with pytest.raises(ConfigurationError, match="has no index 'ddbkeys-partition-keys'"):
+        distinct_partition_keys(ddb_client, table, "index")
+    with pytest.raises(ConfigurationError, match="Unknown method 'magic'"):
+        distinct_partition_keys(ddb_client, table, "magic")
+    with pytest.raises(ConfigurationError, match="read budget must be above 0"):
+        distinct_partition_keys(ddb_client, table, max_rcu_per_second=-1)
+    with pytest.raises(Exception, match="not one ddbkeys wrote"):
+        distinct_partition_keys(ddb_client, table, resume="garbage")
+    all_keys = ddb_table_factory(
+        ("pk", "S"),
+        ("sk", "N"),
+        attributes=[("g", "S")],
+        global_secondary_indexes=[
+            {
+                "IndexName": "ddbkeys-partition-keys",
+                "KeySchema": [{"AttributeName": "g", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "ALL"},
+            }
+        ],
+    )
+    with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
+        distinct_partition_keys(ddb_client, all_keys, "index")
+
+
+def test_index_verify_and_repair(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    for key in ("a", "b", "c"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"S": "data"}})
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+    assert index.mark("a") is True
+    assert index.mark("a") is False  # idempotent
+    report = index.verify()
+    assert report.missing == [{"S": "b"}, {"S": "c"}] and not report.healthy
+    index.repair()
+    assert index.verify().healthy
+    assert sorted(listed(ddb_client, table, "index")) == ["a", "b", "c"]
+    ddb_client.delete_item(TableName=table, Key={"pk": {"S": "c"}, "sk": {"S": "data"}})
+    assert index.verify().orphans == [{"S": "c"}]
+    index.repair()
+    assert sorted(listed(ddb_client, table, "index")) == ["a", "b"]
+    assert index.unmark("b") is True and index.unmark("b") is False
+    assert distinct_partition_keys(ddb_client, table).method_name == "index"
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_through_throttling_and_5xx(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    method: str,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in range(40):
+        for i in range(1 + key % 5):
+            ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": str(i)}})
+    make_index(ddb_client, table)
+    # 10% throttled, 5% HTTP 500, seeded; the first two Scans are sure to be hit, so that even
+    # a method that needs few requests meets both faults.
+    fault_proxy.set_plan(
+        FaultPlan(
+            script=[Fault.THROTTLE, Fault.ERROR_500],
+            throttle=0.10,
+            error_500=0.05,
+            seed=4,
+            operations=frozenset({"Scan"}),
+        )
+    )
+    client = proxied_client(fault_proxy, max_attempts=1)  # our own retries do the work
+    keys = listed(client, table, method, segments=2)
+    assert sorted(keys) == sorted(f"k{k}" for k in range(40))
+    assert fault_proxy.counts["throttle"] > 0
+    assert fault_proxy.counts["error_500"] > 0
