@@ -49,7 +49,7 @@ def test_counter_basics(ddb_client: DynamoDBClient, ddb_table_factory: TableFact
     assert list(tickets.reserve(2)) == [1020, 1030]
     assert orders.next() == 6  # named counters are independent
     usage = orders.usage.snapshot()
-    assert usage["write_units"] == 4  # one write per call, reserve included
+    assert usage["billed_write_units"] == 4  # one write per call, reserve included
     assert usage["requests"] == 6
 
 

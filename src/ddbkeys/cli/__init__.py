@@ -9,6 +9,7 @@ from ddbkeys.cli.common import DdbKeysGroup
 from ddbkeys.cli.demo import demo_command
 from ddbkeys.cli.ids import ids_group
 from ddbkeys.cli.local_cmd import local_command
+from ddbkeys.cli.partition_keys import partition_keys_group
 
 __all__ = ["cli", "main"]
 
@@ -27,6 +28,7 @@ def cli() -> None:
 cli.add_command(demo_command)
 cli.add_command(local_command)
 cli.add_command(ids_group)
+cli.add_command(partition_keys_group)
 
 
 def main() -> None:

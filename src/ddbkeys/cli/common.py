@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -117,3 +120,41 @@ class DdbKeysGroup(click.Group):
             return super().invoke(ctx)
         except (DdbKeysError, BotoCoreError, ClientError) as exc:
             raise click.ClickException(error_text(exc)) from exc
+
+
+def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
+    """A partition key value given on the command line, in the table's key type."""
+    if key_type == "N":
+        try:
+            return Decimal(text)
+        except InvalidOperation as exc:
+            raise click.BadParameter(
+                f"table {table!r} has a number partition key; {text!r} is not a number",
+                param_hint="--partition-key",
+            ) from exc
+    if key_type == "B":
+        try:
+            return base64.b64decode(text, validate=True)
+        except binascii.Error as exc:
+            raise click.BadParameter(
+                f"table {table!r} has a binary partition key: give it as base64",
+                param_hint="--partition-key",
+            ) from exc
+    return text
+
+
+def show_key(value: object) -> str:
+    """A key for a line of text: strings as they are, numbers as written, bytes in base64."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+def json_key(value: object) -> object:
+    """A key for JSON: whole numbers as numbers, other numbers as exact strings, bytes as
+    ``{"B": base64}``."""
+    if isinstance(value, bytes):
+        return {"B": base64.b64encode(value).decode()}
+    if isinstance(value, Decimal):
+        return str(value)
+    return value

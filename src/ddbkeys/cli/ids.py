@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import sys
 from collections.abc import Callable
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, TypeVar
 
 import click
 
-from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option
+from ddbkeys.cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    output_option,
+    parse_key,
+)
 from ddbkeys.ids import (
     AtomicCounter,
     CollectionSequence,
@@ -189,27 +193,6 @@ def parse_item_json(text: str, source: str) -> Any:
     if not items or not all(isinstance(i, dict) for i in items):
         raise click.BadParameter("must be a JSON object, or an array of objects", param_hint=source)
     return [from_attributes(i) if is_dynamodb_json(i) else i for i in items]
-
-
-def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
-    """A partition key value given on the command line, in the table's key type."""
-    if key_type == "N":
-        try:
-            return Decimal(text)
-        except InvalidOperation as exc:
-            raise click.BadParameter(
-                f"table {table!r} has a number partition key; {text!r} is not a number",
-                param_hint="--partition-key",
-            ) from exc
-    if key_type == "B":
-        try:
-            return base64.b64decode(text, validate=True)
-        except binascii.Error as exc:
-            raise click.BadParameter(
-                f"table {table!r} has a binary partition key: give it as base64",
-                param_hint="--partition-key",
-            ) from exc
-    return text
 
 
 @ids_group.command("put")

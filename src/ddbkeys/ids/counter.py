@@ -104,17 +104,20 @@ class AtomicCounter(IdStrategy):
 
     def _advance(self, count: int) -> range:
         increment = count * self.step
-        values: dict[str, AttributeValueTypeDef] = {
-            ":base": {"N": str(self.start - self.step)},
-            ":inc": {"N": str(increment)},
-        }
+        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}}
+        if self.start == self.step:
+            # Starting at the step itself: a plain ADD (a missing counter counts as 0).
+            update = "ADD #v :inc"
+        else:
+            update = "SET #v = if_not_exists(#v, :base) + :inc"
+            values[":base"] = {"N": str(self.start - self.step)}
+        # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
         request: dict[str, Any] = {
             "TableName": self.table,
             "Key": self.key,
-            "UpdateExpression": "SET #v = if_not_exists(#v, :base) + :inc",
+            "UpdateExpression": update,
             "ExpressionAttributeNames": {"#v": self.attribute},
             "ReturnValues": "UPDATED_NEW",
-            "ReturnConsumedCapacity": "TOTAL",
         }
         if self.maximum is not None:
             values[":limit"] = {"N": str(self.maximum - increment)}
@@ -135,7 +138,7 @@ class AtomicCounter(IdStrategy):
                         cause=exc,
                     ) from exc
                 raise
-            self.usage.add(response, write=True, billed=1.0)  # the counter item is < 1 KB
+            self.usage.add(None, write=True, billed=1.0)
             last = int(response["Attributes"][self.attribute]["N"])
             return range(last - increment + self.step, last + 1, self.step)
 

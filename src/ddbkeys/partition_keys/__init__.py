@@ -20,7 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.errors import ConfigurationError, KeySchemaError
 from ddbkeys.partition_keys.base import (
     MAX_SORT_KEY,
     Listing,
@@ -162,7 +162,3 @@ def distinct_partition_keys(
         budget=ReadBudget(max_rcu_per_second) if max_rcu_per_second else None,
     )
     return Listing(chosen, reader, segments, positions, on_key)
-
-
-# Re-exported for callers that branch on them.
-_ = (DdbKeysError, VerifyReport)

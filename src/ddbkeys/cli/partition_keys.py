@@ -1,0 +1,419 @@
+"""``ddbkeys partition-keys``: list the distinct partition keys; manage the marker index."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+from rich.console import Console
+
+from ddbkeys.cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    json_key,
+    output_option,
+    parse_key,
+    show_key,
+)
+from ddbkeys.partition_keys import (
+    DEFAULT_INDEX,
+    DEFAULT_MARKER_ATTRIBUTE,
+    METHODS,
+    Listing,
+    MarkerIndex,
+    distinct_partition_keys,
+    plain_key,
+)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def index_options(func: F) -> F:
+    func = click.option(
+        "--marker-attribute",
+        default=DEFAULT_MARKER_ATTRIBUTE,
+        show_default=True,
+        help="The attribute that keys the marker index.",
+    )(func)
+    return click.option(
+        "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
+    )(func)
+
+
+def usage_line(listing: Listing) -> str:
+    u = listing.usage
+    return (
+        f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
+        f"{u.items} items read, {u.read_units:g} RCU"
+    )
+
+
+def write_keys(listing: Listing, output: str, collected: list[object], stop: list[int]) -> None:
+    """Write each key as it comes (text, jsonl) or collect it (json); stop after the key being
+    written once ``stop`` is set."""
+    for raw in listing.raw():
+        key = plain_key(raw)
+        if output == "text":
+            sys.stdout.write(show_key(key) + "\n")
+        elif output == "jsonl":
+            sys.stdout.write(json.dumps({"key": json_key(key)}) + "\n")
+        else:
+            collected.append(json_key(key))
+        if stop:
+            raise KeyboardInterrupt
+    sys.stdout.flush()
+
+
+@click.group(
+    "partition-keys",
+    invoke_without_command=True,
+    subcommand_metavar="[index COMMAND]",
+)
+@click.option("--table-name", "-t", metavar="TABLE", help="The DynamoDB table.")
+@click.option(
+    "--method",
+    "-m",
+    type=click.Choice(METHODS),
+    default="auto",
+    show_default=True,
+    help="auto picks: no sort key -> scan; healthy marker index -> index; else the "
+    "adaptive skip scan.",
+)
+@click.option(
+    "--segments",
+    type=click.IntRange(1, 1_000_000),
+    default=1,
+    show_default=True,
+    help="Parallel Scan segments.",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: one key per line (binary keys in base64); jsonl: a "
+    "JSON object per key; json: one document at the end.",
+)
+@click.option(
+    "--max-rcu-per-second",
+    type=click.FloatRange(min=0.1),
+    metavar="R",
+    help="Spread the reads: at most R read units a second.",
+)
+@click.option("--resume", metavar="TOKEN", help="Go on from where a stopped listing was.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
+@index_options
+@connection_options
+@click.pass_context
+def partition_keys_group(
+    ctx: click.Context,
+    table_name: str | None,
+    method: str,
+    segments: int,
+    output: str,
+    max_rcu_per_second: float | None,
+    resume: str | None,
+    quiet: bool,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+) -> None:
+    """List the distinct partition keys of a table, at a small part of a full scan's cost.
+
+    Keys go to stdout, one per line, so the output pipes; progress and a summary (requests,
+    items read, read units) go to stderr. Ctrl-C prints a --resume token that goes on without
+    repeating or missing a key.
+
+    \b
+    Methods (--method):
+      scan        read every item's key: best with no sort key or tiny collections
+      skip        seed 004: one item per request, jump past the rest of the collection
+      skip-pages  up to 4 KB per request, jump past the last key seen
+      index       scan the sparse marker index (see `partition-keys index --help`)
+      auto        the cheapest that applies (default)
+
+    \b
+    Examples:
+      ddbkeys partition-keys -t orders > keys.txt
+      ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
+      ddbkeys partition-keys -t orders --output jsonl | jq .key
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if table_name is None:
+        raise click.UsageError("Missing option '--table-name' / '-t'.")
+    client = connection.client()
+    stderr = Console(stderr=True)
+    show_progress = not quiet and stderr.is_terminal
+    status = stderr.status("listing...") if show_progress else None
+    last_draw = [0.0]
+
+    def progress(listing: Listing) -> None:
+        now = time.monotonic()
+        if status is not None and now - last_draw[0] > 0.2:
+            last_draw[0] = now
+            status.update(usage_line(listing))
+
+    listing = distinct_partition_keys(
+        client,
+        table_name,
+        method,
+        segments=segments,
+        index=index_name,
+        marker_attribute=marker_attribute,
+        max_rcu_per_second=max_rcu_per_second,
+        resume=resume,
+        on_key=progress if show_progress else None,
+    )
+    collected: list[object] = []
+    # The first Ctrl-C stops after the key being written, so the resume token is exact; a
+    # second one interrupts at once.
+    stop: list[int] = []
+
+    def first_interrupt(signum: int, frame: object) -> None:
+        stop.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.getsignal(signal.SIGINT)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGINT, first_interrupt)
+    try:
+        if status is not None:
+            status.start()
+        write_keys(listing, output, collected, stop)
+    except KeyboardInterrupt:
+        if status is not None:
+            status.stop()
+        sys.stdout.flush()
+        click.echo(
+            f"Interrupted after {usage_line(listing)}.\nResume with: --resume "
+            f"{listing.checkpoint()}",
+            err=True,
+        )
+        ctx.exit(130)
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        ctx.exit(0)
+    finally:
+        if status is not None:
+            status.stop()
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
+    if output == "json":
+        echo_json(
+            {
+                "table": table_name,
+                "method": listing.method_name,
+                "keys": collected,
+                "usage": listing.usage.snapshot(),
+            }
+        )
+    if not quiet:
+        click.echo(usage_line(listing), err=True)
+
+
+@partition_keys_group.group("index")
+def index_group() -> None:
+    """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
+
+    \b
+    Set it up once, keep it up as collections come and go:
+      ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
+      ddbkeys partition-keys index backfill -t T   # mark every existing collection
+      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
+      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+      ddbkeys partition-keys index verify   -t T   # compare the index with the table
+      ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
+    Then `ddbkeys partition-keys -t T` lists the keys by scanning the index.
+    """
+
+
+def open_index(
+    connection: Connection, table_name: str, index_name: str, marker_attribute: str
+) -> MarkerIndex:
+    return MarkerIndex(connection.client(), table_name, name=index_name, attribute=marker_attribute)
+
+
+def table_option(func: F) -> F:
+    return click.option(
+        "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
+    )(func)
+
+
+@index_group.command("create")
+@table_option
+@index_options
+@click.option("--no-wait", is_flag=True, help="Return without waiting for the index to be ACTIVE.")
+@connection_options
+@output_option
+def create_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    no_wait: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there)."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    index.create(wait=not no_wait)
+    status = index.status()
+    if output == "json":
+        echo_json({"table": table_name, "index": index_name, "status": status})
+    else:
+        click.echo(f"Index {index_name} of table {table_name}: {status}")
+
+
+@index_group.command("mark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def mark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Put the marker into the collections KEYS (base64 for binary keys). Idempotent."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    key_type = index.info.partition_key.type
+    written = [index.mark(parse_key(k, key_type, table_name)) for k in keys]
+    if output == "json":
+        echo_json(
+            {"table": table_name, "written": sum(written), "already": len(keys) - sum(written)}
+        )
+    else:
+        click.echo(f"{sum(written)} marker(s) written, {len(keys) - sum(written)} already there")
+
+
+@index_group.command("unmark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def unmark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Remove the marker of the collections KEYS."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    key_type = index.info.partition_key.type
+    removed = [index.unmark(parse_key(k, key_type, table_name)) for k in keys]
+    if output == "json":
+        echo_json({"table": table_name, "removed": sum(removed)})
+    else:
+        click.echo(f"{sum(removed)} marker(s) removed")
+
+
+@index_group.command("backfill")
+@table_option
+@index_options
+@connection_options
+@output_option
+def backfill_command(
+    table_name: str, index_name: str, marker_attribute: str, connection: Connection, output: str
+) -> None:
+    """Mark every collection of the table (found with the skip scan)."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    stderr = Console(stderr=True)
+    status = stderr.status("backfilling...") if stderr.is_terminal else None
+    if status is not None:
+        status.start()
+    try:
+        written = index.backfill(
+            progress=(lambda n: status.update(f"{n} markers written")) if status else None
+        )
+    finally:
+        if status is not None:
+            status.stop()
+    if output == "json":
+        echo_json({"table": table_name, "written": written, "usage": index.usage.snapshot()})
+    else:
+        click.echo(f"{written} marker(s) written")
+
+
+def _report(report: Any, output: str, table_name: str, repaired: bool) -> None:
+    if output == "json":
+        echo_json(
+            {
+                "table": table_name,
+                "index": report.index,
+                "collections": report.collections,
+                "markers": report.markers,
+                "missing": [json_key(plain_key(k)) for k in report.missing],
+                "orphans": [json_key(plain_key(k)) for k in report.orphans],
+                "healthy": report.healthy,
+                "repaired": repaired,
+            }
+        )
+        return
+    click.echo(f"{report.collections} collections, {report.markers} markers")
+    missing = ", ".join(show_key(plain_key(k)) for k in report.missing[:20])
+    orphans = ", ".join(show_key(plain_key(k)) for k in report.orphans[:20])
+    click.echo(f"missing markers: {len(report.missing)}" + (f": {missing}" if missing else ""))
+    click.echo(f"orphaned markers: {len(report.orphans)}" + (f": {orphans}" if orphans else ""))
+    if repaired:
+        click.echo("REPAIRED" if not report.healthy else "OK")
+    else:
+        click.echo("OK" if report.healthy else "NOT HEALTHY (run `index repair`)")
+
+
+@index_group.command("verify")
+@table_option
+@index_options
+@click.option("--strict", is_flag=True, help="Exit with code 1 when the index is not healthy.")
+@connection_options
+@output_option
+def verify_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    strict: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Compare the marker index with the table: missing and orphaned markers."""
+    report = open_index(connection, table_name, index_name, marker_attribute).verify()
+    _report(report, output, table_name, repaired=False)
+    if strict and not report.healthy:
+        raise click.exceptions.Exit(1)
+
+
+@index_group.command("repair")
+@table_option
+@index_options
+@click.option("--keep-orphans", is_flag=True, help="Do not remove orphaned markers.")
+@connection_options
+@output_option
+def repair_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    keep_orphans: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Mark the collections verify finds unmarked, and remove orphaned markers."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.repair(remove_orphans=not keep_orphans)
+    _report(report, output, table_name, repaired=True)

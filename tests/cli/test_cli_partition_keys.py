@@ -1,0 +1,144 @@
+"""``ddbkeys partition-keys`` as a user meets it, against DynamoDB."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ddbkeys.cli import cli
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+def run(endpoint: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["partition-keys", *args, "--endpoint-url", endpoint])
+
+
+def fill(client: DynamoDBClient, table: str, keys: int, per_key: int = 3) -> None:
+    for k in range(keys):
+        for i in range(per_key):
+            client.put_item(
+                TableName=table, Item={"pk": {"S": f"k{k:03}"}, "sk": {"N": str(i)}}
+            )
+
+
+def test_list_text_json_jsonl(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 25)
+    expected = [f"k{k:03}" for k in range(25)]
+    for method in ("auto", "scan", "skip", "skip-pages"):
+        text = run(ddb_endpoint_url, "-t", table, "--method", method)
+        assert text.exit_code == 0, text.output
+        assert sorted(text.stdout.split()) == expected
+        assert text.stderr.startswith("25 keys (")  # the summary, on stderr
+        assert "requests" in text.stderr and "RCU" in text.stderr
+    jsonl = run(ddb_endpoint_url, "-t", table, "--output", "jsonl", "--quiet", "--segments", "3")
+    assert sorted(json.loads(line)["key"] for line in jsonl.stdout.splitlines()) == expected
+    assert jsonl.stderr == ""
+    document = json.loads(run(ddb_endpoint_url, "-t", table, "--output", "json", "-q").stdout)
+    assert sorted(document["keys"]) == expected
+    assert document["usage"]["requests"] >= 1
+
+
+def test_binary_and_number_keys(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "B"), ("sk", "S"))
+    for key in (b"\x00\x01", b"\xff"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"B": key}, "sk": {"S": "x"}})
+    out = run(ddb_endpoint_url, "-t", table, "-q").stdout.split()
+    assert sorted(base64.b64decode(k) for k in out) == [b"\x00\x01", b"\xff"]
+    numbers = ddb_table_factory(("pk", "N"), ("sk", "S"))
+    for key in ("1", "2.5", "-3"):
+        ddb_client.put_item(TableName=numbers, Item={"pk": {"N": key}, "sk": {"S": "x"}})
+    assert sorted(run(ddb_endpoint_url, "-t", numbers, "-q").stdout.split()) == ["-3", "1", "2.5"]
+
+
+def test_index_commands(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 5)
+    create = run(ddb_endpoint_url, "index", "create", "-t", table)
+    assert create.exit_code == 0, create.output
+    assert create.stdout == f"Index ddbkeys-partition-keys of table {table}: ACTIVE\n"
+    verify = run(ddb_endpoint_url, "index", "verify", "-t", table, "--strict")
+    assert verify.exit_code == 1
+    assert verify.stdout.splitlines()[-1] == "NOT HEALTHY (run `index repair`)"
+    assert run(ddb_endpoint_url, "index", "mark", "-t", table, "k000").stdout == (
+        "1 marker(s) written, 0 already there\n"
+    )
+    backfill = run(ddb_endpoint_url, "index", "backfill", "-t", table)
+    assert backfill.stdout == "4 marker(s) written\n"
+    assert run(ddb_endpoint_url, "index", "verify", "-t", table, "--strict").exit_code == 0
+    listed = run(ddb_endpoint_url, "-t", table, "--method", "index")
+    assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]
+    assert "(index)" in listed.stderr
+    assert run(ddb_endpoint_url, "index", "unmark", "-t", table, "k004").stdout == (
+        "1 marker(s) removed\n"
+    )
+    repair = run(ddb_endpoint_url, "index", "repair", "-t", table)
+    assert "missing markers: 1: k004" in repair.stdout
+
+
+def test_errors(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    missing = run(ddb_endpoint_url, "-t", "no-such-table")
+    assert missing.exit_code == 1
+    assert missing.output.splitlines()[-1].startswith("Error: Table 'no-such-table' not found")
+    no_index = run(ddb_endpoint_url, "-t", table, "--method", "index")
+    assert no_index.exit_code == 1
+    assert no_index.output.splitlines()[-1].startswith(
+        f"Error: Table {table!r} has no index 'ddbkeys-partition-keys'. Create it with"
+    )
+    zero = run(ddb_endpoint_url, "-t", table, "--segments", "0")
+    assert zero.exit_code == 2
+    no_table = run(ddb_endpoint_url)
+    assert no_table.exit_code == 2
+    assert no_table.output.splitlines()[-1] == "Error: Missing option '--table-name' / '-t'."
+    bad_token = run(ddb_endpoint_url, "-t", table, "--resume", "nonsense")
+    assert bad_token.exit_code == 1
+    assert "is not one ddbkeys wrote" in bad_token.output
+    unreachable = CliRunner().invoke(
+        cli, ["partition-keys", "-t", table, "--endpoint-url", "http://127.0.0.1:9"]
+    )
+    assert unreachable.exit_code == 1
+    assert unreachable.output.splitlines()[-1].startswith("Error: Could not connect")
+
+
+def test_interrupt_prints_a_resume_token(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 40, per_key=1)
+    # A slow listing (a read budget of 2 RCU/s), interrupted like a user's Ctrl-C.
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "skip",
+         "--max-rcu-per-second", "2", "--endpoint-url", ddb_endpoint_url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    time.sleep(3)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    first = out.split()
+    assert 0 < len(first) < 40
+    token = err.split("Resume with: --resume ")[1].split()[0]
+    rest = run(ddb_endpoint_url, "-t", table, "--method", "skip", "--resume", token, "-q")
+    assert sorted(first + rest.stdout.split()) == [f"k{k:03}" for k in range(40)]
