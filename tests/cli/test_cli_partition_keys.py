@@ -59,13 +59,13 @@ def test_binary_and_number_keys(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "B"), ("sk", "S"))
-    for key in (b"\x00\x01", b"\xff"):
-        ddb_client.put_item(TableName=table, Item={"pk": {"B": key}, "sk": {"S": "x"}})
+    for raw_key in (b"\x00\x01", b"\xff"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"B": raw_key}, "sk": {"S": "x"}})
     out = run(ddb_endpoint_url, "-t", table, "-q").stdout.split()
     assert sorted(base64.b64decode(k) for k in out) == [b"\x00\x01", b"\xff"]
     numbers = ddb_table_factory(("pk", "N"), ("sk", "S"))
-    for key in ("1", "2.5", "-3"):
-        ddb_client.put_item(TableName=numbers, Item={"pk": {"N": key}, "sk": {"S": "x"}})
+    for number in ("1", "2.5", "-3"):
+        ddb_client.put_item(TableName=numbers, Item={"pk": {"N": number}, "sk": {"S": "x"}})
     assert sorted(run(ddb_endpoint_url, "-t", numbers, "-q").stdout.split()) == ["-3", "1", "2.5"]
 
 
