@@ -9,8 +9,8 @@ skip-pages     up to 4 KB a request, jump past the last key    0.5 RCU per reque
                                                                than one request per key
 index          scan the sparse KEYS_ONLY marker index          about 0.5 RCU per 40 keys
 auto           no sort key: scan; healthy index: index;        the cheapest that applies
-               else skip-pages, turning into a scan when
-               collections prove small
+               else skip-pages (which reads like a scan, in
+               4 KB pages, where collections prove small)
 =============  ==============================================  ===============================
 """
 
@@ -85,9 +85,7 @@ def _choose(
             return IndexMethod(
                 info, MarkerIndex(client, table, name=index, attribute=marker_attribute)
             )
-        auto = PagedSkipMethod(info, switch_to_scan=True)
-        auto.name = "auto"
-        return auto
+        return PagedSkipMethod(info)
     if method == "scan":
         return ScanMethod(info)
     if method in ("skip", "skip-pages"):

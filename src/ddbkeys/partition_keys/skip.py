@@ -6,7 +6,6 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
-from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.schema import TableInfo
 
 __all__ = ["PagedSkipMethod", "SkipMethod"]
@@ -48,82 +47,61 @@ class SkipMethod(SegmentMethod):
         while True:
             page = reader.scan(**request)
             items = page.get("Items", [])
-            groups: list[int] = []
             for item in items:
                 key = item[pk]
                 if key != last:
                     last = key
-                    groups.append(0)
                     yield key
-                if groups:
-                    groups[-1] += 1
             if "LastEvaluatedKey" not in page:
                 return
             if last is not None and items:
                 request["ExclusiveStartKey"] = self.start_key(last)
             else:
                 request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-            if self.adapt(request, page, groups, state):
-                # Collections proved small: jumping saves nothing; read on with a plain scan.
-                request.pop("Limit", None)
-                yield from scan_from(reader, request, pk, previous=last)
-                return
+            self.adapt(request, page, state)
 
-    def adapt(
-        self, request: dict[str, Any], page: dict[str, Any], groups: list[int], state: _Observed
-    ) -> bool:
-        """Change the request for the next page; True to go on as a plain scan."""
-        return False
+    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: _Observed) -> None:
+        """Change the request for the next page (the seed's Limit 1 stays as it is)."""
 
 
 class PagedSkipMethod(SkipMethod):
     """The skip scan reading up to ``k`` items a request, and jumping past the last key seen.
 
-    A Scan page of up to 4 KB costs 0.5 read units, the same as a page of one item; so ``k``
-    starts at what fits 4 KB by the table's average item size, shrinks when a page cost more
-    than one read unit (``k / units``), and grows (doubling, up to the last size that fit)
-    while pages come back full and cheap. Small collections then give several keys per request
-    at the price of one. With ``switch_to_scan`` (used by ``auto``), once the collections seen
-    average two items or fewer over eight pages, it reads on as a plain scan: jumping saves
-    nothing there and a plain scan needs fewer requests.
+    A Scan page of up to 4 KB costs 0.5 read units, the same as a page of one item. So ``k`` is
+    what fits in 4 KB by the table's average item size (from DescribeTable), and shrinks
+    (``k / units``) whenever a page cost more than one read unit. Only when the table reports
+    no size does it probe upwards (doubling while pages come back full and cheap), which costs
+    at most one half unit too many per segment. Small collections then give several keys per
+    request at the price of one: where collections are smaller than a page the jumps skip
+    nothing and this reads like a plain scan in 4 KB pages, at a plain scan's cost; where they
+    are large it reads one page per collection, like seed 004. ``auto`` does not go on to 1 MB
+    scan pages when collections prove small: that would save requests but not read units, and
+    one large collection met later would cost up to 128 read units for a single key.
     """
 
     name = "skip-pages"
 
-    def __init__(self, info: TableInfo, *, switch_to_scan: bool = False) -> None:
+    def __init__(self, info: TableInfo) -> None:
         average = info.size_bytes / info.item_count if info.item_count else 0
+        self.known = bool(average)
         first = int(READ_UNIT_BYTES // average) if average else 8
         super().__init__(info, page_items=max(1, min(MAX_PAGE_ITEMS, first)))
-        self.switch_to_scan = switch_to_scan
 
-    def adapt(
-        self, request: dict[str, Any], page: dict[str, Any], groups: list[int], state: _Observed
-    ) -> bool:
+    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: _Observed) -> None:
         k = int(request["Limit"])
+        if self.known:
+            state.ceiling = min(state.ceiling, self.page_items)
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         units = consumed / 0.5  # 4 KB read units of an eventually consistent scan
-        returned = len(page.get("Items", []))
         if units > 1:
             state.ceiling = max(1, int(k / units))
             request["Limit"] = state.ceiling
-        elif returned >= k and k < state.ceiling:
+        elif len(page.get("Items", [])) >= k and k < state.ceiling:
             request["Limit"] = min(state.ceiling, k * 2)
-        state.pages += 1
-        state.complete += len(groups) - 1 if groups else 0
-        state.complete_items += sum(groups[:-1])
-        return (
-            self.switch_to_scan
-            and state.pages >= 8
-            and state.complete > 0
-            and state.complete_items / state.complete <= 2
-        )
 
 
 class _Observed:
-    """What one segment has seen so far."""
+    """What one segment has learned so far."""
 
     def __init__(self) -> None:
         self.ceiling = MAX_PAGE_ITEMS  # the largest page that stayed within one read unit
-        self.pages = 0
-        self.complete = 0  # collections seen whole inside a page
-        self.complete_items = 0

@@ -1,0 +1,198 @@
+"""Benchmark: every partition-key listing method against seed 004's algorithm, same server, same run.
+
+    python benchmarks/partition_keys.py            # on an embedded DynamoDB Local
+    python benchmarks/partition_keys.py --quick    # smaller tables, for a smoke test
+
+Three table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
+3 items) and skewed (1,000 keys x 1 item plus 10 keys x 5,000 items). For each: requests, items
+read, read units (RCU), wall time and correctness, for seed 004's Python sample (Limit 1,
+sequential) and every method, then the same after the marker index is built. Then the CLI's
+peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over to the service; wall
+times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.capacity import Usage
+from ddbkeys.connect import make_client
+from ddbkeys.local import DynamoDBLocal
+from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+
+@dataclass
+class Row:
+    method: str
+    requests: int
+    items: int
+    rcu: float
+    seconds: float
+    correct: bool
+
+
+def load(client: DynamoDBClient, table: str, sizes: list[tuple[str, int]], pad: int) -> None:
+    """Write ``count`` items for each ``(key, count)``, with a ``pad``-byte payload."""
+    items = [
+        {"PutRequest": {"Item": {"pk": {"S": key}, "sk": {"N": str(i)}, "p": {"S": "x" * pad}}}}
+        for key, count in sizes
+        for i in range(count)
+    ]
+    batches = [items[i : i + 25] for i in range(0, len(items), 25)]
+
+    def write(batch: list[Any]) -> None:
+        request: Any = {table: batch}
+        while request:
+            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems")
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, batches))
+
+
+def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:
+    """Seed 004's Python sample, as published but on the low-level client: Limit 1, sequential,
+    jumping with the greatest sort key value (its retry branch never runs here)."""
+    usage = Usage()
+    keys: list[str] = []
+    last_evaluated_key = None
+    while True:
+        params: dict[str, Any] = {"TableName": table, "Limit": 1, "ProjectionExpression": "pk",
+                                  "ReturnConsumedCapacity": "TOTAL"}
+        if last_evaluated_key:
+            params["ExclusiveStartKey"] = last_evaluated_key
+        response = client.scan(**params)
+        usage.add(response, write=False, items=int(response["ScannedCount"]))
+        if response["Items"]:
+            keys.append(response["Items"][0]["pk"]["S"])
+        if "LastEvaluatedKey" not in response:
+            break
+        last = response["LastEvaluatedKey"]
+        last_evaluated_key = {"pk": last["pk"], "sk": MAX_SORT_KEY["N"]}
+    return keys, usage
+
+
+def run_method(client: DynamoDBClient, table: str, method: str, segments: int,
+               expected: set[str]) -> Row:
+    started = time.perf_counter()
+    if method == "seed 004":
+        keys, usage = seed_004(client, table)
+    else:
+        listing = distinct_partition_keys(client, table, method, segments=segments)
+        keys = [str(k) for k in listing]
+        usage = listing.usage
+        if method == "auto":
+            method = f"auto ({listing.method_name})"
+    seconds = time.perf_counter() - started
+    label = method if segments == 1 else f"{method} x{segments}"
+    correct = len(keys) == len(expected) and set(keys) == expected
+    return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
+
+
+def shapes(scale: float) -> dict[str, tuple[list[tuple[str, int]], int]]:
+    rng = random.Random(4)
+    n = lambda x: max(2, int(x * scale))  # noqa: E731
+    return {
+        "uniform": ([(f"u{k:05}", 50) for k in range(n(2000))], 200),
+        "small": ([(f"s{k:05}", rng.randint(1, 3)) for k in range(n(5000))], 100),
+        "skewed": ([(f"k{k:05}", 1) for k in range(n(1000))]
+                   + [(f"big{k:02}", n(5000)) for k in range(10)], 100),
+    }
+
+
+def print_rows(shape: str, rows: list[Row]) -> None:
+    seed = rows[0]
+    for row in rows:
+        print(f"{shape:<8} {row.method:<24} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
+              f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
+              f"{'yes' if row.correct else 'NO':>7}", flush=True)
+
+
+def peak_memory(endpoint: str, table: str) -> tuple[int, float]:
+    """The CLI's peak RSS (KiB) and wall time listing ``table`` to /dev/null."""
+    started = time.perf_counter()
+    with open(os.devnull, "w") as sink:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "scan",
+             "--quiet", "--endpoint-url", endpoint], stdout=sink)
+        _, status, rusage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    if process.returncode != 0:
+        raise RuntimeError("the CLI failed")
+    return rusage.ru_maxrss, time.perf_counter() - started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
+    parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
+    args = parser.parse_args()
+    scale = 0.05 if args.quick else 1.0
+    server = None if args.endpoint_url else DynamoDBLocal(heap_mb=2048).start()
+    endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
+    client = make_client(endpoint_url=endpoint)
+    factory = TableFactory(client, prefix="ddbkeys-bench")
+    problems: list[str] = []
+    print(f"{'shape':<8} {'method':<24} {'requests':>8} {'items':>8} {'RCU':>9} "
+          f"{'x seed':>7} {'wall s':>7} {'correct':>7}")
+    try:
+        for shape, (sizes, pad) in shapes(scale).items():
+            table = factory(("pk", "S"), ("sk", "N"))
+            load(client, table, sizes, pad)
+            expected = {key for key, _ in sizes}
+            plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1),
+                    ("auto", 4)]
+            rows = [run_method(client, table, m, s, expected) for m, s in plan]
+            index = MarkerIndex(client, table)
+            index.create()
+            index.backfill()
+            rows += [run_method(client, table, m, s, expected | set())
+                     for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
+            print_rows(shape, rows)
+            seed = rows[0]
+            cheapest_plain = min(r.rcu for r in rows[1:4])
+            cheapest_all = min(cheapest_plain, rows[6].rcu)
+            for row, cheapest in ((rows[4], cheapest_plain), (rows[7], cheapest_all)):
+                if row.rcu > 1.1 * cheapest:
+                    problems.append(f"{shape}: {row.method} RCU {row.rcu} > 1.1 x {cheapest}")
+                if row.rcu > seed.rcu or row.requests > seed.requests:
+                    problems.append(f"{shape}: {row.method} above the seed's RCU or requests")
+            for row in (rows[5], rows[8]):
+                if row.seconds > seed.seconds / 4:
+                    problems.append(
+                        f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the seed's "
+                        f"{seed.seconds:.2f}s"
+                    )
+            problems += [f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct]
+            factory.delete_all()
+        print()
+        for keys in (10_000, 100_000):
+            count = max(100, int(keys * scale))
+            table = factory(("pk", "S"), ("sk", "N"))
+            load(client, table, [(f"m{k:06}", 1) for k in range(count)], 20)
+            rss, seconds = peak_memory(endpoint, table)
+            print(f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
+                  flush=True)
+            factory.delete_all()
+    finally:
+        factory.delete_all()
+        if server is not None:
+            server.stop()
+    print()
+    print("\n".join(["Targets missed:", *problems]) if problems else "All targets met.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
