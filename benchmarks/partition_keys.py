@@ -68,8 +68,12 @@ def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:
     keys: list[str] = []
     last_evaluated_key = None
     while True:
-        params: dict[str, Any] = {"TableName": table, "Limit": 1, "ProjectionExpression": "pk",
-                                  "ReturnConsumedCapacity": "TOTAL"}
+        params: dict[str, Any] = {
+            "TableName": table,
+            "Limit": 1,
+            "ProjectionExpression": "pk",
+            "ReturnConsumedCapacity": "TOTAL",
+        }
         if last_evaluated_key:
             params["ExclusiveStartKey"] = last_evaluated_key
         response = client.scan(**params)
@@ -83,8 +87,9 @@ def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:
     return keys, usage
 
 
-def run_method(client: DynamoDBClient, table: str, method: str, segments: int,
-               expected: set[str]) -> Row:
+def run_method(
+    client: DynamoDBClient, table: str, method: str, segments: int, expected: set[str]
+) -> Row:
     started = time.perf_counter()
     if method == "seed 004":
         keys, usage = seed_004(client, table)
@@ -106,17 +111,23 @@ def shapes(scale: float) -> dict[str, tuple[list[tuple[str, int]], int]]:
     return {
         "uniform": ([(f"u{k:05}", 50) for k in range(n(2000))], 200),
         "small": ([(f"s{k:05}", rng.randint(1, 3)) for k in range(n(5000))], 100),
-        "skewed": ([(f"k{k:05}", 1) for k in range(n(1000))]
-                   + [(f"big{k:02}", n(5000)) for k in range(10)], 100),
+        "skewed": (
+            [(f"k{k:05}", 1) for k in range(n(1000))]
+            + [(f"big{k:02}", n(5000)) for k in range(10)],
+            100,
+        ),
     }
 
 
 def print_rows(shape: str, rows: list[Row]) -> None:
     seed = rows[0]
     for row in rows:
-        print(f"{shape:<8} {row.method:<24} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
-              f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
-              f"{'yes' if row.correct else 'NO':>7}", flush=True)
+        print(
+            f"{shape:<8} {row.method:<24} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
+            f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
+            f"{'yes' if row.correct else 'NO':>7}",
+            flush=True,
+        )
 
 
 def peak_memory(endpoint: str, table: str) -> tuple[int, float]:
@@ -124,8 +135,21 @@ def peak_memory(endpoint: str, table: str) -> tuple[int, float]:
     started = time.perf_counter()
     with open(os.devnull, "w") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "scan",
-             "--quiet", "--endpoint-url", endpoint], stdout=sink)
+            [
+                sys.executable,
+                "-m",
+                "ddbkeys",
+                "partition-keys",
+                "-t",
+                table,
+                "--method",
+                "scan",
+                "--quiet",
+                "--endpoint-url",
+                endpoint,
+            ],
+            stdout=sink,
+        )
         _, status, rusage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     if process.returncode != 0:
@@ -144,21 +168,31 @@ def main() -> int:
     client = make_client(endpoint_url=endpoint)
     factory = TableFactory(client, prefix="ddbkeys-bench")
     problems: list[str] = []
-    print(f"{'shape':<8} {'method':<24} {'requests':>8} {'items':>8} {'RCU':>9} "
-          f"{'x seed':>7} {'wall s':>7} {'correct':>7}")
+    print(
+        f"{'shape':<8} {'method':<24} {'requests':>8} {'items':>8} {'RCU':>9} "
+        f"{'x seed':>7} {'wall s':>7} {'correct':>7}"
+    )
     try:
         for shape, (sizes, pad) in shapes(scale).items():
             table = factory(("pk", "S"), ("sk", "N"))
             load(client, table, sizes, pad)
             expected = {key for key, _ in sizes}
-            plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1),
-                    ("auto", 4)]
+            plan = [
+                ("seed 004", 1),
+                ("scan", 1),
+                ("skip", 1),
+                ("skip-pages", 1),
+                ("auto", 1),
+                ("auto", 4),
+            ]
             rows = [run_method(client, table, m, s, expected) for m, s in plan]
             index = MarkerIndex(client, table)
             index.create()
             index.backfill()
-            rows += [run_method(client, table, m, s, expected | set())
-                     for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
+            rows += [
+                run_method(client, table, m, s, expected | set())
+                for m, s in [("index", 1), ("auto", 1), ("auto", 4)]
+            ]
             print_rows(shape, rows)
             seed = rows[0]
             cheapest_plain = min(r.rcu for r in rows[1:4])
@@ -174,7 +208,9 @@ def main() -> int:
                         f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the seed's "
                         f"{seed.seconds:.2f}s"
                     )
-            problems += [f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct]
+            problems += [
+                f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct
+            ]
             factory.delete_all()
         print()
         for keys in (10_000, 100_000):
@@ -182,8 +218,10 @@ def main() -> int:
             table = factory(("pk", "S"), ("sk", "N"))
             load(client, table, [(f"m{k:06}", 1) for k in range(count)], 20)
             rss, seconds = peak_memory(endpoint, table)
-            print(f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
-                  flush=True)
+            print(
+                f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
+                flush=True,
+            )
             factory.delete_all()
     finally:
         factory.delete_all()

@@ -30,9 +30,7 @@ def run(endpoint: str, *args: str) -> Result:
 def fill(client: DynamoDBClient, table: str, keys: int, per_key: int = 3) -> None:
     for k in range(keys):
         for i in range(per_key):
-            client.put_item(
-                TableName=table, Item={"pk": {"S": f"k{k:03}"}, "sk": {"N": str(i)}}
-            )
+            client.put_item(TableName=table, Item={"pk": {"S": f"k{k:03}"}, "sk": {"N": str(i)}})
 
 
 def test_list_text_json_jsonl(
@@ -128,9 +126,23 @@ def test_interrupt_prints_a_resume_token(
     fill(ddb_client, table, 40, per_key=1)
     # A slow listing (a read budget of 2 RCU/s), interrupted like a user's Ctrl-C.
     process = subprocess.Popen(
-        [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "skip",
-         "--max-rcu-per-second", "2", "--endpoint-url", ddb_endpoint_url],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "ddbkeys",
+            "partition-keys",
+            "-t",
+            table,
+            "--method",
+            "skip",
+            "--max-rcu-per-second",
+            "2",
+            "--endpoint-url",
+            ddb_endpoint_url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     time.sleep(3)

@@ -12,7 +12,13 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import Stubber
 
-from ddbkeys.ids import AuditReport, GaplessSequence, GlobalTableError, audit_ids
+from ddbkeys.ids import (
+    AuditReport,
+    CollectionSequence,
+    GaplessSequence,
+    GlobalTableError,
+    audit_ids,
+)
 from ddbkeys.ids.base import Contention, GroupCommit, IdStrategy
 from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
 
@@ -170,6 +176,10 @@ def test_global_tables_are_refused() -> None:
         raised.value
     )
     assert "allow_global_tables=True" in str(raised.value)
+    with Stubber(client) as stub:
+        stub.add_response("describe_table", description, {"TableName": "users-global"})
+        with pytest.raises(GlobalTableError, match="CollectionSequence relies on conditional"):
+            CollectionSequence(client, "users-global").put("a")
     with Stubber(client) as stub:
         stub.add_response("describe_table", description, {"TableName": "users-global"})
         allowed = GaplessSequence(client, "users-global", allow_global_tables=True)

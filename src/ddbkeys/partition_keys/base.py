@@ -79,9 +79,9 @@ class ReadBudget:
         while True:
             with self._lock:
                 self._refill()
-                if self._tokens > 0:
+                if self._tokens > -1e-9:  # (float dust is no debt)
                     return
-                wait = -self._tokens / self.rate
+                wait = max(0.001, -self._tokens / self.rate)
             self.sleep(wait)
 
     def spend(self, units: float) -> None:

@@ -1,0 +1,51 @@
+"""The read budget spreads reads to a rate, with an injected clock (no real sleeping)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys import ReadBudget, plain_key
+from ddbkeys.partition_keys.base import decode_checkpoint, encode_checkpoint
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.slept: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        self.now += seconds
+
+
+def test_budget_keeps_to_the_rate() -> None:
+    clock = FakeClock()
+    budget = ReadBudget(10.0, clock=clock, sleep=clock.sleep)
+    for _ in range(50):  # 50 requests of 2 units at 10 units/s: about 10 s (the first 10 free)
+        budget.acquire()
+        budget.spend(2.0)
+    assert 8.0 <= clock.now <= 10.0
+    assert all(wait > 0 for wait in clock.slept)
+
+
+def test_budget_refuses_nonsense() -> None:
+    with pytest.raises(ConfigurationError, match="must be above 0"):
+        ReadBudget(0)
+
+
+def test_checkpoint_round_trip_with_every_key_type() -> None:
+    positions = [{"S": "é𝄞"}, {"N": "-1E-100"}, {"B": b"\x00\xff"}, None, True]
+    method, decoded = decode_checkpoint(encode_checkpoint("skip", positions))  # type: ignore[arg-type]
+    assert method == "skip"
+    assert decoded == positions
+
+
+def test_plain_keys() -> None:
+    assert plain_key({"S": "a"}) == "a"
+    assert plain_key({"N": "10"}) == 10 and isinstance(plain_key({"N": "10"}), int)
+    assert str(plain_key({"N": "2.50"})) == "2.50"
+    assert plain_key({"B": b"\x01"}) == b"\x01"
