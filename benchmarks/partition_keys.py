@@ -1,4 +1,4 @@
-"""Benchmark: every partition-key listing method against seed 004's algorithm, same server, same run.
+"""Benchmark: every partition-key listing method against seed 004's algorithm, in one run.
 
     python benchmarks/partition_keys.py            # on an embedded DynamoDB Local
     python benchmarks/partition_keys.py --quick    # smaller tables, for a smoke test
@@ -107,7 +107,10 @@ def run_method(
 
 def shapes(scale: float) -> dict[str, tuple[list[tuple[str, int]], int]]:
     rng = random.Random(4)
-    n = lambda x: max(2, int(x * scale))  # noqa: E731
+
+    def n(x: int) -> int:
+        return max(2, int(x * scale))
+
     return {
         "uniform": ([(f"u{k:05}", 50) for k in range(n(2000))], 200),
         "small": ([(f"s{k:05}", rng.randint(1, 3)) for k in range(n(5000))], 100),
