@@ -6,14 +6,21 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError, raise_translated
+from ddbkeys.errors import (
+    ConfigurationError,
+    DdbKeysError,
+    KeySchemaError,
+    error_code,
+    error_response,
+    raise_translated,
+)
 from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
 from ddbkeys.schema import TableInfo, check_table_name, describe, key_value
 
@@ -131,6 +138,37 @@ class IdStrategy:
             table=self.table,
             cause=last,
         )
+
+
+def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, Any]:
+    """A transaction action that writes ``item`` only if no item with its key exists."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": pk_name},
+        }
+    }
+
+
+def transact(
+    strategy: IdStrategy, actions: list[Any], token: str, *, items: int, billed: float
+) -> list[dict[str, Any]] | None:
+    """TransactWriteItems with a ClientRequestToken (so a retry of an applied transaction is not
+    applied again). Returns None when it was applied, or the CancellationReasons when it was
+    cancelled; other errors go up. Counted in ``strategy.usage``."""
+    try:
+        response = strategy.client.transact_write_items(
+            TransactItems=actions, ClientRequestToken=token, ReturnConsumedCapacity="TOTAL"
+        )
+    except ClientError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        strategy.usage.add(None, write=True)
+        return list(error_response(exc).get("CancellationReasons", []))
+    strategy.usage.add(response, write=True, items=items, billed=billed)
+    return None
 
 
 def counter_item_key(

@@ -11,12 +11,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage, write_units
-from ddbkeys.errors import ConfigurationError, KeySchemaError, error_code, error_response
+from ddbkeys.errors import (
+    ConfigurationError,
+    DdbKeysError,
+    KeySchemaError,
+    error_code,
+    error_response,
+)
 from ddbkeys.ids.base import (
     Contention,
     GroupCommit,
     IdStrategy,
     SequenceExhaustedError,
+    put_if_new,
+    transact,
 )
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
@@ -293,35 +301,20 @@ class CollectionSequence(IdStrategy):
         pk_name: str,
         highest: int,
     ) -> None:
-        actions: list[Any] = [
-            {
-                "Put": {
-                    "TableName": self.table,
-                    "Item": item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": pk_name},
-                }
-            }
-            for item in items
-        ]
-        try:
-            response = self.client.transact_write_items(
-                TransactItems=actions,
-                ClientRequestToken=plan["token"],
-                ReturnConsumedCapacity="TOTAL",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "TransactionCanceledException":
-                raise
-            self.usage.add(None, write=True)
-            reasons = error_response(exc).get("CancellationReasons", [])
-            codes = [r.get("Code", "None") for r in reasons]
-            taken = [i for i, code in enumerate(codes) if code == "ConditionalCheckFailed"]
-            if taken:
-                raise self._lost_race(plan, collection, highest + 1 + max(taken)) from None
-            if any(code in ("TransactionConflict", "ThrottlingError") for code in codes):
-                plan.clear()
-                raise Contention(immediate=False) from None
-            raise
-        billed = write_units(list(items), transactional=True)
-        self.usage.add(response, write=True, items=len(items), billed=billed)
+        actions = [put_if_new(self.table, item, pk_name) for item in items]
+        billed = write_units(items, transactional=True)
+        reasons = transact(self, actions, plan["token"], items=len(items), billed=billed)
+        if reasons is None:
+            return
+        codes = [r.get("Code", "None") for r in reasons]
+        taken = [i for i, code in enumerate(codes) if code == "ConditionalCheckFailed"]
+        if taken:
+            raise self._lost_race(plan, collection, highest + 1 + max(taken))
+        if any(code in ("TransactionConflict", "ThrottlingError") for code in codes):
+            plan.clear()
+            raise Contention(immediate=False)
+        raise DdbKeysError(
+            f"A transaction on table {self.table!r} was cancelled ({', '.join(codes)}).",
+            table=self.table,
+            code="TransactionCanceledException",
+        )

@@ -7,11 +7,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
 from ddbkeys.capacity import Usage, write_units
-from ddbkeys.errors import ConfigurationError, KeySchemaError, error_code, error_response
-from ddbkeys.ids.base import Contention, GroupCommit, IdStrategy, ItemExistsError, counter_item_key
+from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.ids.base import (
+    Contention,
+    GroupCommit,
+    IdStrategy,
+    ItemExistsError,
+    counter_item_key,
+    put_if_new,
+    transact,
+)
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import check_name, key_value, to_attributes
 
@@ -207,38 +213,21 @@ class GaplessSequence(IdStrategy):
             else:
                 counter["ConditionExpression"] = "#v = :last"
                 counter["ExpressionAttributeValues"][":last"] = {"N": str(last)}
-            actions: list[Any] = [{"Update": counter}]
+            written = [dict(self.counter_key, **{self.counter_attribute: {"N": str(new)}})]
             for offset, index in enumerate(live, start=1):
                 item = dict(items[index])
                 item[self.id_attribute] = self._id_value(last + offset)
-                actions.append(
-                    {
-                        "Put": {
-                            "TableName": self.table,
-                            "Item": item,
-                            "ConditionExpression": "attribute_not_exists(#pk)",
-                            "ExpressionAttributeNames": {"#pk": pk_name},
-                        }
-                    }
-                )
-            try:
-                response = self.client.transact_write_items(
-                    TransactItems=actions,
-                    ClientRequestToken=plan["token"],
-                    ReturnConsumedCapacity="TOTAL",
-                )
-            except ClientError as exc:
-                if error_code(exc) != "TransactionCanceledException":
-                    raise
-                self.usage.add(None, write=True)
+                written.append(item)
+            actions = [{"Update": counter}] + [
+                put_if_new(self.table, i, pk_name) for i in written[1:]
+            ]
+            billed = write_units(written, transactional=True)
+            reasons = transact(self, actions, plan["token"], items=len(live), billed=billed)
+            if reasons is not None:
                 self._cancelled(
-                    exc, items=items, live=live, results=results, plan=plan, atomic=atomic
+                    reasons, items=items, live=live, results=results, plan=plan, atomic=atomic
                 )
                 return
-            written = [dict(self.counter_key, **{self.counter_attribute: {"N": str(new)}})]
-            written += [a["Put"]["Item"] for a in actions[1:]]
-            billed = write_units(written, transactional=True)
-            self.usage.add(response, write=True, items=len(live), billed=billed)
             for offset, index in enumerate(live, start=1):
                 results[index] = last + offset
             live.clear()
@@ -253,7 +242,7 @@ class GaplessSequence(IdStrategy):
 
     def _cancelled(
         self,
-        exc: ClientError,
+        reasons: list[Any],
         *,
         items: Sequence[Item],
         live: list[int],
@@ -262,7 +251,6 @@ class GaplessSequence(IdStrategy):
         atomic: bool,
     ) -> None:
         """Tell what cancelled the transaction, from its CancellationReasons; update the plan."""
-        reasons: list[Any] = list(error_response(exc).get("CancellationReasons", []))
         codes = [r.get("Code", "None") for r in reasons]
         last = plan.get("last")
         streak = int(plan.get("streak", 0)) + 1
@@ -279,7 +267,6 @@ class GaplessSequence(IdStrategy):
                 f"An item with {pk} {_plain(items[index].get(pk))!r} already exists in table "
                 f"{self.table!r}; it was not written and used up no id.",
                 table=self.table,
-                cause=exc,
             )
         if existing and atomic:
             raise results[existing[0]]  # type: ignore[misc]
@@ -301,7 +288,11 @@ class GaplessSequence(IdStrategy):
         if counter_code == "ConditionalCheckFailed" or any(code in _RACES for code in codes):
             raise Contention(immediate=False)
         if not existing:
-            raise exc
+            raise DdbKeysError(
+                f"A transaction on table {self.table!r} was cancelled ({', '.join(codes)}).",
+                table=self.table,
+                code="TransactionCanceledException",
+            )
 
 
 _RACES = frozenset({"TransactionConflict", "ThrottlingError", "ProvisionedThroughputExceeded"})

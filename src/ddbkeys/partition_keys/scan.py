@@ -7,7 +7,9 @@ from typing import Any
 
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
 
-__all__ = ["ScanMethod"]
+__all__ = ["PAGE_ITEMS", "ScanMethod", "scan_from"]
+
+PAGE_ITEMS = 1000
 
 
 class ScanMethod(SegmentMethod):
@@ -36,7 +38,13 @@ class ScanMethod(SegmentMethod):
 def scan_from(
     reader: Reader, request: dict[str, Any], attribute: str, previous: Key | None = None
 ) -> Iterator[Key]:
-    """Scan pages from ``request`` to the end, handing out each new value of ``attribute``."""
+    """Scan pages from ``request`` to the end, handing out each new value of ``attribute``.
+
+    Pages hold at most ``PAGE_ITEMS`` items (besides DynamoDB's 1 MB), so memory stays the same
+    whatever the size of the table: a 1 MB page of small items is hundreds of thousands of
+    Python objects. The read units are the same; the requests a few more.
+    """
+    request.setdefault("Limit", PAGE_ITEMS)
     while True:
         page = reader.scan(**request)
         for item in page.get("Items", []):
