@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.ids import AtomicCounter, audit_attribute, audit_collection, audit_ids
-from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.support.workers import COLLECTION, Job, run_job
 
@@ -25,7 +25,16 @@ THREADS = 16
 PER_THREAD = 25
 PROCESSES = 4
 PER_PROCESS = 60
-FAULTS = FaultPlan(lose_response=0.05, throttle=0.05, seed=20261122)
+WRITES = frozenset({"UpdateItem", "PutItem", "TransactWriteItems"})
+# 5% of responses lost and 5% of requests throttled, seeded; the first writes are sure to be
+# hit (group commit makes few, large writes, and a run must not pass by meeting no fault).
+FAULTS = FaultPlan(
+    lose_response=0.05,
+    throttle=0.05,
+    seed=20261122,
+    script=[Fault.LOSE_RESPONSE, Fault.THROTTLE, Fault.LOSE_RESPONSE],
+    script_operations=WRITES,
+)
 
 
 def make_table(kind: str, factory: TableFactory) -> str:

@@ -45,3 +45,11 @@ def test_bad_plans_are_refused() -> None:
         FaultPlan(throttle_code="Slow")
     with pytest.raises(ValueError, match="http:// URL"):
         FaultProxy("https://dynamodb.us-east-1.amazonaws.com")
+
+
+def test_script_can_wait_for_its_operations() -> None:
+    plan = FaultPlan(script=[Fault.LOSE_RESPONSE], script_operations=frozenset({"PutItem"}))
+    proxy = FaultProxy("http://127.0.0.1:1", plan)
+    assert proxy.decide("DescribeTable") is Fault.FORWARD
+    assert proxy.decide("PutItem") is Fault.LOSE_RESPONSE
+    assert proxy.decide("PutItem") is Fault.FORWARD

@@ -50,7 +50,8 @@ class Fault(StrEnum):
 class FaultPlan:
     """Which faults to inject.
 
-    The ``script`` is used first, one action per request, in order; after it, each request draws
+    The ``script`` is used first, one action per request, in order (only by requests whose
+    operation is in ``script_operations``, when that is given); after it, each request draws
     from the probabilities with a ``random.Random(seed)``. Only requests whose operation is in
     ``operations`` (for example ``{"PutItem", "TransactWriteItems"}``) are subject to faults when
     it is given; the rest are forwarded and counted as ``forward``.
@@ -63,6 +64,7 @@ class FaultPlan:
     delay_seconds: float = 0.05
     script: list[Fault] = field(default_factory=list)
     operations: frozenset[str] | None = None
+    script_operations: frozenset[str] | None = None
     throttle_code: str = "ProvisionedThroughputExceededException"
     seed: int = 0
 
@@ -123,7 +125,8 @@ class FaultProxy:
             plan = self.plan
             fault = Fault.FORWARD
             if plan.operations is None or operation in plan.operations:
-                if self._script:
+                scripted = plan.script_operations is None or operation in plan.script_operations
+                if self._script and scripted:
                     fault = self._script.pop(0)
                 else:
                     draw = self._random.random()
