@@ -85,6 +85,7 @@ class AtomicCounter(IdStrategy):
             else None
         )
         self._key: dict[str, AttributeValueTypeDef] | None = None
+        self._next_request: dict[str, Any] | None = None
 
     @property
     def key(self) -> dict[str, AttributeValueTypeDef]:
@@ -102,7 +103,10 @@ class AtomicCounter(IdStrategy):
         count = _positive("count", count, table=self.table)
         return self._advance(count)
 
-    def _advance(self, count: int) -> range:
+    def _request(self, count: int) -> dict[str, Any]:
+        """The UpdateItem that moves the counter on by ``count`` ids (next()'s is built once)."""
+        if count == 1 and self._next_request is not None:
+            return self._next_request
         increment = count * self.step
         values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}}
         if self.start == self.step:
@@ -124,6 +128,13 @@ class AtomicCounter(IdStrategy):
             request["ConditionExpression"] = "attribute_not_exists(#v) OR #v <= :limit"
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         request["ExpressionAttributeValues"] = values
+        if count == 1:
+            self._next_request = request
+        return request
+
+    def _advance(self, count: int) -> range:
+        increment = count * self.step
+        request = self._request(count)
 
         def attempt(_: int) -> range:
             try:
