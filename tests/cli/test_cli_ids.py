@@ -50,7 +50,10 @@ def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
 
 def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -> None:
     users = ddb_table_factory()
+    # The default counter and the default gapless sequence are different items.
+    assert ids("next", "-t", users).output == "1\n"
     assert ids("put", "-t", users, "-s", "gapless", "--item", '{"pk": "User#Kirk"}').output == "1\n"
+    assert ids("current", "-t", users, "--counter", "sequence").output == "1\n"
     typed = '{"pk": {"S": "User#Spock"}, "rank": {"N": "2"}}'
     assert ids("put", "-t", users, "-s", "gapless", "--item", typed).output == "2\n"
     many = ids("put", "-t", users, "-s", "gapless", input='[{"pk": "a"}, {"pk": "b"}]')

@@ -43,7 +43,7 @@ def counter_options(func: F) -> F:
             click.option(
                 "--counter",
                 "-c",
-                default="default",
+                default="counter",
                 show_default=True,
                 metavar="NAME",
                 help="Which counter: its item key is the table's partition key set to NAME.",
@@ -145,7 +145,8 @@ def next_command(
 def current_command(
     table_name: str, counter: str, attribute: str, connection: Connection, output: str
 ) -> None:
-    """Print the last id a counter (or a gapless sequence of that name) gave out; 0 if none."""
+    """Print the last id a counter gave out (0 if none). For a gapless sequence, pass its name:
+    --counter sequence (the default name of `ids put --strategy gapless`)."""
     value = AtomicCounter(connection.client(), table_name, counter, attribute=attribute).current()
     if output == "json":
         echo_json({"table": table_name, "counter": counter, "current": value or 0})
@@ -225,7 +226,7 @@ def parse_item_json(text: str, source: str) -> Any:
 )
 @click.option(
     "--sequence",
-    default="default",
+    default="sequence",
     show_default=True,
     metavar="NAME",
     help="gapless: the counter item's partition key value.",

@@ -59,7 +59,7 @@ class AtomicCounter(IdStrategy):
         self,
         client: DynamoDBClient,
         table: str,
-        name: str = "default",
+        name: str = "counter",
         *,
         key_attribute: str | None = None,
         key: Mapping[str, Any] | None = None,

@@ -69,7 +69,7 @@ class GaplessSequence(IdStrategy):
         self,
         client: DynamoDBClient,
         table: str,
-        name: str = "default",
+        name: str = "sequence",
         *,
         key_attribute: str | None = None,
         counter_key: Mapping[str, Any] | None = None,
