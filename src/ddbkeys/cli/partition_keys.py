@@ -245,6 +245,21 @@ def open_index(
     return MarkerIndex(connection.client(), table_name, name=index_name, attribute=marker_attribute)
 
 
+def for_each_key(
+    connection: Connection,
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    keys: tuple[str, ...],
+    action: str,
+) -> int:
+    """Mark or unmark each of KEYS (given as text, in the table's key type); how many changed."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    key_type = index.info.partition_key.type
+    change = index.mark if action == "mark" else index.unmark
+    return sum(change(parse_key(k, key_type, table_name)) for k in keys)
+
+
 def table_option(func: F) -> F:
     return click.option(
         "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
@@ -290,15 +305,11 @@ def mark_command(
     output: str,
 ) -> None:
     """Put the marker into the collections KEYS (base64 for binary keys). Idempotent."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    key_type = index.info.partition_key.type
-    written = [index.mark(parse_key(k, key_type, table_name)) for k in keys]
+    written = for_each_key(connection, table_name, index_name, marker_attribute, keys, "mark")
     if output == "json":
-        echo_json(
-            {"table": table_name, "written": sum(written), "already": len(keys) - sum(written)}
-        )
+        echo_json({"table": table_name, "written": written, "already": len(keys) - written})
     else:
-        click.echo(f"{sum(written)} marker(s) written, {len(keys) - sum(written)} already there")
+        click.echo(f"{written} marker(s) written, {len(keys) - written} already there")
 
 
 @index_group.command("unmark")
@@ -316,13 +327,11 @@ def unmark_command(
     output: str,
 ) -> None:
     """Remove the marker of the collections KEYS."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    key_type = index.info.partition_key.type
-    removed = [index.unmark(parse_key(k, key_type, table_name)) for k in keys]
+    removed = for_each_key(connection, table_name, index_name, marker_attribute, keys, "unmark")
     if output == "json":
-        echo_json({"table": table_name, "removed": sum(removed)})
+        echo_json({"table": table_name, "removed": removed})
     else:
-        click.echo(f"{sum(removed)} marker(s) removed")
+        click.echo(f"{removed} marker(s) removed")
 
 
 @index_group.command("backfill")
