@@ -86,6 +86,13 @@ def connection_options(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
+def table_option(func: F) -> F:
+    """Add the required --table-name / -t."""
+    return click.option(
+        "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
+    )(func)
+
+
 def output_option(func: F) -> F:
     """Add --output text|json."""
     return click.option(

@@ -4,19 +4,20 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 
 from ddbkeys.cli.common import (
     Connection,
+    F,
     connection_options,
     echo_json,
     output_option,
     parse_key,
+    table_option,
 )
 from ddbkeys.ids import (
     AtomicCounter,
@@ -26,14 +27,6 @@ from ddbkeys.ids import (
     audit_collection,
 )
 from ddbkeys.schema import describe, from_attributes, is_dynamodb_json
-
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def table_option(func: F) -> F:
-    return click.option(
-        "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
-    )(func)
 
 
 def counter_options(func: F) -> F:
@@ -59,6 +52,20 @@ def counter_options(func: F) -> F:
     ):
         func = option(func)
     return func
+
+
+def sort_key_options(func: F) -> F:
+    """--width and --prefix: how a collection's string sort keys hold their numbers."""
+    func = click.option(
+        "--prefix", default="", help="Collections with string sort keys: text before the digits."
+    )(func)
+    return click.option(
+        "--width",
+        type=click.IntRange(1, 38),
+        default=10,
+        show_default=True,
+        help="Collections with string sort keys: digits, padded with zeros.",
+    )(func)
 
 
 @click.group("ids")
@@ -237,14 +244,7 @@ def parse_item_json(text: str, source: str) -> Any:
     show_default=True,
     help="gapless: the attribute that receives the id (may be the partition key).",
 )
-@click.option(
-    "--width",
-    type=click.IntRange(1, 38),
-    default=10,
-    show_default=True,
-    help="collection, string sort keys: digits, padded with zeros.",
-)
-@click.option("--prefix", default="", help="collection, string sort keys: text before the digits.")
+@sort_key_options
 @click.option(
     "--allow-global-tables",
     is_flag=True,
@@ -323,14 +323,7 @@ def put_command(
     metavar="VALUE",
     help="Audit this item collection's sort keys instead of scanning.",
 )
-@click.option(
-    "--width",
-    type=click.IntRange(1, 38),
-    default=10,
-    show_default=True,
-    help="With --partition-key, for string sort keys.",
-)
-@click.option("--prefix", default="", help="With --partition-key, for string sort keys.")
+@sort_key_options
 @click.option(
     "--start",
     type=click.IntRange(0),

@@ -8,20 +8,21 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import click
 from rich.console import Console
 
 from ddbkeys.cli.common import (
     Connection,
+    F,
     connection_options,
     echo_json,
     json_key,
     output_option,
     parse_key,
     show_key,
+    table_option,
 )
 from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
@@ -32,8 +33,6 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
     plain_key,
 )
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 
 def index_options(func: F) -> F:
@@ -258,12 +257,6 @@ def for_each_key(
     key_type = index.info.partition_key.type
     change = index.mark if action == "mark" else index.unmark
     return sum(change(parse_key(k, key_type, table_name)) for k in keys)
-
-
-def table_option(func: F) -> F:
-    return click.option(
-        "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
-    )(func)
 
 
 @index_group.command("create")
