@@ -19,12 +19,12 @@ import random
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
+from ddbkeys.demo import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.testing.tables import TableFactory
@@ -45,20 +45,15 @@ class Row:
 
 def load(client: DynamoDBClient, table: str, sizes: list[tuple[str, int]], pad: int) -> None:
     """Write ``count`` items for each ``(key, count)``, with a ``pad``-byte payload."""
-    items = [
-        {"PutRequest": {"Item": {"pk": {"S": key}, "sk": {"N": str(i)}, "p": {"S": "x" * pad}}}}
-        for key, count in sizes
-        for i in range(count)
-    ]
-    batches = [items[i : i + 25] for i in range(0, len(items), 25)]
-
-    def write(batch: list[Any]) -> None:
-        request: Any = {table: batch}
-        while request:
-            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems")
-
-    with ThreadPoolExecutor(8) as pool:
-        list(pool.map(write, batches))
+    load_items(
+        client,
+        table,
+        [
+            {"pk": {"S": key}, "sk": {"N": str(i)}, "p": {"S": "x" * pad}}
+            for key, count in sizes
+            for i in range(count)
+        ],
+    )
 
 
 def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:

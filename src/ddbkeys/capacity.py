@@ -15,8 +15,9 @@ __all__ = ["Usage", "item_size", "write_units"]
 
 @dataclass
 class Usage:
-    """Running totals; thread-safe. ``retries`` counts attempts after the first, of any kind;
-    ``conflicts`` the races lost to other writers."""
+    """Running totals; thread-safe. ``retries`` counts attempts after the first, of any kind:
+    our own after a lost race or an outage, and botocore's (throttling, 5xx, lost responses)
+    as each response reports them; ``conflicts`` the races lost to other writers."""
 
     requests: int = 0
     items: int = 0
@@ -43,8 +44,11 @@ class Usage:
         is kept apart because DynamoDB Local under-reports transactions.
         """
         units = _consumed(response or {})
+        # botocore's own retries (throttling, 5xx, lost connections) before this response.
+        resent = int((response or {}).get("ResponseMetadata", {}).get("RetryAttempts", 0))
         with self._lock:
             self.requests += 1
+            self.retries += resent
             self.items += items
             self.billed_write_units += billed
             if write:

@@ -106,23 +106,6 @@ def test_missing_region(tmp_path: Path) -> None:
     assert result.output.splitlines()[-1].startswith("Error: No AWS region set. Pass --region")
 
 
-@pytest.mark.integration
-def test_demo_against_the_test_endpoint(ddb_endpoint_url: str) -> None:
-    result = CliRunner().invoke(
-        cli, ["demo", "--endpoint-url", ddb_endpoint_url, "--output", "json"]
-    )
-    assert result.exit_code == 0, result.output
-    report = json.loads(result.stdout)
-    assert report["ok"] is True
-    assert [s["step"].split(" ")[0] for s in report["steps"]] == [
-        "start",
-        "create",
-        "put",
-        "get",
-        "delete",
-    ]
-
-
 def test_python_dash_m() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "ddbkeys", "--version"], capture_output=True, text=True, check=False

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ddbkeys.connect import make_client
+from ddbkeys.demo import NaiveReadThenWrite
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.retry import RetryPolicy
 
@@ -15,34 +16,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 COLLECTION = "projectA"
-
-
-class UnsafeReadThenWrite:
-    """Seed 001's "bad solution number 1", kept as a negative control: read the last id, write
-    the item with the next one, then bump the counter. Racing writers reuse ids; the checker
-    must notice."""
-
-    def __init__(self, client: DynamoDBClient, table: str) -> None:
-        self.client = client
-        self.table = table
-
-    def put(self, item: dict[str, Any]) -> int:
-        got = self.client.get_item(
-            TableName=self.table, Key={"pk": {"S": "unsafe"}}, ConsistentRead=True
-        )
-        last = int(got.get("Item", {}).get("last_id", {}).get("N", "0"))
-        new = last + 1
-        self.client.put_item(
-            TableName=self.table,
-            Item={"pk": {"S": str(item["pk"])}, "id": {"N": str(new)}},
-        )
-        self.client.update_item(
-            TableName=self.table,
-            Key={"pk": {"S": "unsafe"}},
-            UpdateExpression="SET last_id = :n",
-            ExpressionAttributeValues={":n": {"N": str(new)}},
-        )
-        return new
 
 
 @dataclass(frozen=True)
@@ -74,7 +47,7 @@ def make_writer(kind: str, client: DynamoDBClient, table: str) -> Callable[[str]
         gapless = GaplessSequence(client, table, "users", retry=retry)
         return lambda tag: gapless.put({"pk": f"user#{tag}", "tag": tag})
     if kind == "unsafe":
-        unsafe = UnsafeReadThenWrite(client, table)
+        unsafe = NaiveReadThenWrite(client, table)
         return lambda tag: unsafe.put({"pk": f"user#{tag}"})
     raise ValueError(kind)
 

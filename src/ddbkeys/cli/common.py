@@ -34,6 +34,7 @@ class Connection:
     region: str | None
     profile: str | None
     local: bool
+    server: DynamoDBLocal | None = None
 
     def client(self) -> DynamoDBClient:
         """A client on the chosen endpoint; with --local, on a throwaway embedded DynamoDB Local
@@ -41,8 +42,9 @@ class Connection:
         if self.local:
             ctx = click.get_current_context()
             err_console_note("Starting an embedded DynamoDB Local (--local)...")
-            server = ctx.with_resource(DynamoDBLocal())
-            return server.client()
+            if self.server is None:
+                self.server = ctx.with_resource(DynamoDBLocal())
+            return self.server.client()
         return make_client(self.endpoint_url, self.region, self.profile)
 
 

@@ -2,61 +2,182 @@
 
 from __future__ import annotations
 
-import time
-import uuid
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
+from rich.table import Table
 
 from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option
+from ddbkeys.demo import DemoReport, run_demo
+from ddbkeys.demo import Progress as ProgressCallback
+
+
+@contextmanager
+def _progress(show: bool) -> Iterator[ProgressCallback | None]:
+    """A progress callback: bars on a terminal, one line per phase otherwise."""
+    if not show:
+        yield None
+        return
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        last: list[str] = [""]
+
+        def line(phase: str, done: int, total: int) -> None:
+            if phase != last[0]:
+                last[0] = phase
+                click.echo(f"  {phase} ...", err=True)
+
+        yield line
+        return
+    bars = Progress(
+        TextColumn("  {task.description:<40}"), BarColumn(), MofNCompleteColumn(), console=console
+    )
+    tasks: dict[str, TaskID] = {}
+
+    def bar(phase: str, done: int, total: int) -> None:
+        if phase not in tasks:
+            tasks[phase] = bars.add_task(phase, total=total)
+        bars.update(tasks[phase], completed=done, total=total)
+
+    with bars:
+        yield bar
+
+
+def print_report(report: DemoReport, startup: float | None) -> None:
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=120)
+    where = "an embedded DynamoDB Local" if startup is not None else report.endpoint_url
+    console.print(
+        f"\n[bold]ddbkeys demo[/bold] on {where}"
+        + (f" (started in {startup:.1f} s)" if startup is not None else "")
+    )
+    faults = (
+        "through a fault proxy that lost some write responses and throttled some writes"
+        if report.faults
+        else "without injected faults (the proxy only sits in front of a loopback endpoint)"
+    )
+    first = report.ids[0] if report.ids else None
+    console.print(
+        f"\n[bold]1. Ids[/bold] from {first.writers if first else 0} concurrent writers each, "
+        f"{faults}:"
+    )
+    ids = Table(show_edge=False)
+    for name, justify in (
+        ("strategy", "left"),
+        ("promise", "left"),
+        ("ids", "right"),
+        ("ids/s", "right"),
+        ("gaps", "right"),
+        ("dupes", "right"),
+        ("retries", "right"),
+        ("lost / thr.", "right"),
+        ("WCU/id", "right"),
+        ("kept?", "left"),
+    ):
+        ids.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for r in report.ids:
+        kept = "[green]yes[/green]" if r.kept else "[red]NO[/red]"
+        if r.strategy == "naive":
+            kept = "[yellow]for contrast[/yellow]"
+        ids.add_row(
+            r.strategy,
+            r.promise,
+            str(r.ids),
+            f"{r.ids_per_second:,.0f}",
+            str(r.gaps),
+            str(r.duplicates),
+            str(r.retries),
+            f"{r.lost_responses} / {r.throttled}",
+            f"{r.write_units_per_id:.2f}",
+            kept,
+        )
+    console.print(ids)
+    console.print(
+        "  gaps: ids skipped below the highest one given out (counter, blocks: in what callers "
+        "got; collection, gapless: in the table).\n  WCU/id: write units the service would "
+        "bill, items included where the strategy writes them."
+    )
+    console.print(
+        f"\n[bold]2. Distinct partition keys[/bold] of a {report.table_items:,}-item table "
+        f"({report.keys[0].keys if report.keys else 0:,} customers):"
+    )
+    scan_units = next((r.read_units for r in report.keys if r.method == "scan"), 0.0)
+    keys = Table(show_edge=False)
+    for name in ("method", "keys", "requests", "items read", "RCU", "RCU vs scan", "s", "right?"):
+        keys.add_column(name, justify="left" if name == "method" else "right")
+    for k in report.keys:
+        keys.add_row(
+            k.method,
+            f"{k.keys:,}",
+            f"{k.requests:,}",
+            f"{k.items_read:,}",
+            f"{k.read_units:,.1f}",
+            f"{k.read_units / scan_units:.3f}" if scan_units else "-",
+            f"{k.seconds:.2f}",
+            "[green]yes[/green]" if k.correct else "[red]NO[/red]",
+        )
+    console.print(keys)
+    setup = report.index_setup
+    console.print(
+        f"  The marker index cost {setup.get('requests', 0):.0f} requests, "
+        f"{setup.get('read_units', 0):.1f} RCU and {setup.get('write_units', 0):.1f} WCU to "
+        "backfill once; afterwards each new collection costs one conditional put."
+    )
+    verdict = (
+        "[green]every promise kept[/green]" if report.ok else "[red]A PROMISE WAS BROKEN[/red]"
+    )
+    console.print(f"\n{verdict}, in {report.seconds:.1f} s.")
 
 
 @click.command("demo")
+@click.option("--quick", is_flag=True, help="Fewer writers, ids and keys: about 15 seconds.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @connection_options
 @output_option
-def demo_command(connection: Connection, output: str) -> None:
-    """Show ddbkeys working, with no AWS account needed.
+def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) -> None:
+    """Show every strategy and method working, with no AWS account needed.
 
-    By default it starts an embedded DynamoDB Local, creates a table, writes and reads an item,
-    deletes the table and stops the server. With --endpoint-url it runs against that endpoint
-    instead (it creates and deletes its own table there).
+    \b
+    1. Mints ids with each strategy (atomic counter, blocks, item-collection sequence,
+       gapless sequence, and seed 001's naive read-then-write for contrast) from many
+       concurrent writers, through a fault proxy that loses some responses and throttles
+       some writes; then checks the ids for gaps and duplicates.
+    2. Loads a sample table and lists its distinct partition keys with every method (scan,
+       skip, skip-pages, the marker index, auto), against the cost of a full scan.
+
+    By default it starts an embedded DynamoDB Local and stops it at the end (about two minutes;
+    --quick about fifteen seconds). With --endpoint-url it runs against that endpoint instead,
+    in tables of its own that it deletes afterwards. Exit status 1 if a promise was broken.
+
+    \b
+    Examples:
+      ddbkeys demo --quick
+      ddbkeys demo --output json > demo.json
     """
     if connection.endpoint_url is None:
         connection.local = True
-    began = time.monotonic()
-    client = connection.client()
-    table = f"ddbkeys-demo-{uuid.uuid4().hex[:8]}"
-    steps: list[dict[str, object]] = []
-
-    def step(name: str, started: float) -> None:
-        steps.append({"step": name, "ms": round((time.monotonic() - started) * 1000, 1)})
-        if output == "text":
-            click.echo(f"  {name:<40} {steps[-1]['ms']:>8} ms", err=True)
-
-    step("start the client (and server)", began)
-    t = time.monotonic()
-    client.create_table(
-        TableName=table,
-        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
-        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    client.get_waiter("table_exists").wait(TableName=table, WaiterConfig={"Delay": 1})
-    step(f"create table {table}", t)
-    try:
-        t = time.monotonic()
-        client.put_item(TableName=table, Item={"pk": {"S": "hello"}, "n": {"N": "1"}})
-        step("put an item", t)
-        t = time.monotonic()
-        item = client.get_item(TableName=table, Key={"pk": {"S": "hello"}}, ConsistentRead=True)
-        step("get it back", t)
-        if item.get("Item", {}).get("n") != {"N": "1"}:
-            raise click.ClickException(f"read back {item.get('Item')!r}, not what was written")
-    finally:
-        t = time.monotonic()
-        client.delete_table(TableName=table)
-        step("delete the table", t)
-    total = round(time.monotonic() - began, 2)
+    connection.client()  # starts the embedded server when --local
+    server = connection.server
+    endpoint = server.endpoint_url if server is not None else connection.endpoint_url
+    assert endpoint is not None
+    with _progress(not quiet) as progress:
+        report = run_demo(
+            endpoint,
+            quick=quick,
+            progress=progress,
+            region=connection.region,
+            profile=connection.profile,
+        )
     if output == "json":
-        echo_json({"ok": True, "steps": steps, "seconds": total})
+        data = report.as_dict()
+        data["startup_seconds"] = server.startup_seconds if server is not None else None
+        echo_json(data)
     else:
-        click.echo(f"Round trip on DynamoDB OK in {total} s.")
+        print_report(report, server.startup_seconds if server is not None else None)
+    if not report.ok:
+        sys.exit(1)

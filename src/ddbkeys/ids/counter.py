@@ -149,7 +149,7 @@ class AtomicCounter(IdStrategy):
                         cause=exc,
                     ) from exc
                 raise
-            self.usage.add(None, write=True, billed=1.0)
+            self.usage.add(response, write=True, billed=1.0)
             last = int(response["Attributes"][self.attribute]["N"])
             return range(last - increment + self.step, last + 1, self.step)
 

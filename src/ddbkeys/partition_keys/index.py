@@ -193,6 +193,7 @@ class MarkerIndex:
         except (ClientError, BotoCoreError) as exc:
             raise_translated(exc, table=self.table)
         deadline = time.monotonic() + timeout
+        pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while wait and self.status() != "ACTIVE":
             if time.monotonic() > deadline:
                 raise DdbKeysError(
@@ -200,7 +201,8 @@ class MarkerIndex:
                     f"{timeout:.0f} s; it may still be building.",
                     table=self.table,
                 )
-            time.sleep(1)
+            time.sleep(pause)
+            pause = min(pause * 1.5, 5.0)
 
     # --- markers ------------------------------------------------------------------------------
 

@@ -1,0 +1,479 @@
+"""The main job, as a library: mint ids with every strategy from concurrent writers while a fault
+proxy loses responses, then list a sample table's distinct partition keys with every method.
+
+``ddbkeys demo`` is a thin shell over :func:`run_demo`; the tests call the same functions.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.capacity import Usage, write_units
+from ddbkeys.connect import is_loopback, make_client
+from ddbkeys.ids import (
+    AtomicCounter,
+    BlockAllocator,
+    CollectionSequence,
+    GaplessSequence,
+    audit_attribute,
+    audit_collection,
+    audit_ids,
+)
+from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
+from ddbkeys.retry import RetryPolicy
+from ddbkeys.testing.proxy import FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+__all__ = [
+    "DemoReport",
+    "IdsResult",
+    "KeysResult",
+    "NaiveReadThenWrite",
+    "Progress",
+    "Sizes",
+    "load_items",
+    "run_demo",
+    "run_ids",
+    "run_partition_keys",
+]
+
+Progress = Callable[[str, int, int], None]
+"""``progress(phase, done, total)``: called as work advances (from several threads)."""
+
+WRITES = frozenset({"UpdateItem", "PutItem", "TransactWriteItems"})
+
+PROMISES = {
+    "counter": "unique; may skip",
+    "blocks": "unique; may skip",
+    "collection": "gapless per collection",
+    "gapless": "gapless, with the item",
+    "naive": "none (seed 001, bad #1)",
+}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much work each part of the demo does."""
+
+    writers: int = 16
+    counter: int = 800
+    blocks: int = 5000
+    block_size: int = 100
+    collection: int = 400
+    gapless: int = 800
+    naive: int = 200
+    keys: int = 1000
+    lose_response: float = 0.05
+    throttle: float = 0.02
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        return cls(
+            writers=8, counter=80, blocks=1000, collection=40, gapless=80, naive=40, keys=150
+        )
+
+
+@dataclass
+class IdsResult:
+    """What one strategy delivered under concurrent writers and injected faults."""
+
+    strategy: str
+    promise: str
+    writers: int
+    ids: int
+    seconds: float
+    gaps: int
+    duplicates: int
+    retries: int
+    lost_responses: int
+    throttled: int
+    billed_write_units: float
+    kept: bool
+    note: str = ""
+
+    @property
+    def ids_per_second(self) -> float:
+        return self.ids / self.seconds if self.seconds else 0.0
+
+    @property
+    def write_units_per_id(self) -> float:
+        return self.billed_write_units / self.ids if self.ids else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["ids_per_second"] = round(self.ids_per_second, 1)
+        data["write_units_per_id"] = round(self.write_units_per_id, 3)
+        return data
+
+
+@dataclass
+class KeysResult:
+    """What one listing method read to find the distinct partition keys."""
+
+    method: str
+    keys: int
+    requests: int
+    items_read: int
+    read_units: float
+    seconds: float
+    correct: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class DemoReport:
+    endpoint_url: str
+    faults: bool
+    ids: list[IdsResult] = field(default_factory=list)
+    keys: list[KeysResult] = field(default_factory=list)
+    table_items: int = 0
+    index_setup: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return all(r.kept for r in self.ids if r.strategy != "naive") and all(
+            r.correct for r in self.keys
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "endpoint_url": self.endpoint_url,
+            "faults": self.faults,
+            "ok": self.ok,
+            "seconds": round(self.seconds, 2),
+            "ids": [r.as_dict() for r in self.ids],
+            "partition_keys": {
+                "table_items": self.table_items,
+                "index_setup": self.index_setup,
+                "methods": [r.as_dict() for r in self.keys],
+            },
+        }
+
+
+class NaiveReadThenWrite:
+    """Seed 001's "bad solution number 1", kept for contrast (and as the tests' negative
+    control): read the last id, write the item with the next one, then store that id. Racing
+    writers read the same last id and give it out twice. Never use this."""
+
+    def __init__(self, client: DynamoDBClient, table: str, usage: Usage | None = None) -> None:
+        self.client = client
+        self.table = table
+        self.usage = usage or Usage()
+
+    def put(self, item: dict[str, Any]) -> int:
+        got = self.client.get_item(
+            TableName=self.table,
+            Key={"pk": {"S": "naive"}},
+            ConsistentRead=True,
+            ReturnConsumedCapacity="TOTAL",
+        )
+        self.usage.add(got, write=False, items=1)
+        new = int(got.get("Item", {}).get("last_id", {}).get("N", "0")) + 1
+        written: Any = {"pk": {"S": str(item["pk"])}, "id": {"N": str(new)}}
+        for key, value in item.items():
+            if key != "pk":
+                written[key] = {"S": str(value)}
+        put = self.client.put_item(TableName=self.table, Item=written)
+        self.usage.add(put, write=True, billed=write_units([written]))
+        counter: Any = {"pk": {"S": "naive"}, "last_id": {"N": str(new)}}
+        update = self.client.update_item(
+            TableName=self.table,
+            Key={"pk": {"S": "naive"}},
+            UpdateExpression="SET last_id = :n",
+            ExpressionAttributeValues={":n": {"N": str(new)}},
+        )
+        self.usage.add(update, write=True, billed=write_units([counter]))
+        return new
+
+
+def load_items(
+    client: DynamoDBClient, table: str, items: Sequence[dict[str, Any]], *, threads: int = 8
+) -> None:
+    """Write ``items`` (DynamoDB JSON) with BatchWriteItem, 25 at a time, resending whatever
+    comes back unprocessed (with a short, growing pause)."""
+    batches = [list(items[i : i + 25]) for i in range(0, len(items), 25)]
+
+    def write(batch: list[dict[str, Any]]) -> None:
+        request: Any = {table: [{"PutRequest": {"Item": item}} for item in batch]}
+        pause = 0.01
+        while request:
+            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems")
+            if request:
+                time.sleep(pause)
+                pause = min(pause * 2, 1.0)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(write, batches))
+
+
+# --- ids ----------------------------------------------------------------------------------
+
+
+def _minter(
+    kind: str, client: DynamoDBClient, table: str, sizes: Sizes
+) -> tuple[Callable[[str], int], Usage]:
+    """A function minting one id (writing an item tagged ``tag`` where the strategy writes),
+    and the strategy's usage."""
+    retry = RetryPolicy(max_attempts=200)
+    if kind == "counter":
+        counter = AtomicCounter(client, table, "orders", retry=retry)
+        return lambda _tag: counter.next(), counter.usage
+    if kind == "blocks":
+        tickets = AtomicCounter(client, table, "tickets", retry=retry)
+        blocks = BlockAllocator(tickets, sizes.block_size)
+        return lambda _tag: blocks.next(), tickets.usage
+    if kind == "collection":
+        sequence = CollectionSequence(client, table)
+        return lambda tag: sequence.put("projectA", {"tag": tag}), sequence.usage
+    if kind == "gapless":
+        gapless = GaplessSequence(client, table, "users", retry=retry)
+        return lambda tag: gapless.put({"pk": f"user#{tag}"}), gapless.usage
+    naive = NaiveReadThenWrite(client, table)
+    return lambda tag: naive.put({"pk": f"user#{tag}"}), naive.usage
+
+
+def _delivered(
+    kind: str, client: DynamoDBClient, table: str, handed_out: list[int]
+) -> tuple[int, int]:
+    """(gaps, duplicates), judged where the promise lives: in the table for the strategies that
+    write the item with its id, in the ids callers got for the others."""
+    if kind == "collection":
+        report = audit_collection(client, table, "projectA")
+    elif kind == "gapless":
+        report = audit_attribute(client, table, "id")
+    else:
+        report = audit_ids(handed_out)
+    return report.missing, sum(n - 1 for n in report.duplicates.values())
+
+
+def _mint(
+    kind: str, client: DynamoDBClient, table: str, sizes: Sizes, progress: Progress | None
+) -> tuple[list[int], float, Usage]:
+    """Mint ``sizes.<kind>`` ids from ``sizes.writers`` threads: (ids got, seconds, usage)."""
+    mint, usage = _minter(kind, client, table, sizes)
+    count: int = getattr(sizes, kind)
+    phase = f"ids: {kind}"
+    tag = uuid.uuid4().hex[:6]
+    lock = threading.Lock()
+    done = 0
+
+    def one(i: int) -> int:
+        nonlocal done
+        value = mint(f"{tag}-{i}")
+        with lock:
+            done += 1
+            if progress is not None and (done % 10 == 0 or done == count):
+                progress(phase, done, count)
+        return value
+
+    if progress is not None:
+        progress(phase, 0, count)
+    started = time.perf_counter()
+    with ThreadPoolExecutor(sizes.writers) as pool:
+        handed_out = list(pool.map(one, range(count)))
+    return handed_out, time.perf_counter() - started, usage
+
+
+def run_ids(
+    endpoint_url: str,
+    factory: TableFactory,
+    *,
+    sizes: Sizes | None = None,
+    faults: bool = True,
+    kinds: Sequence[str] = ("counter", "blocks", "collection", "gapless", "naive"),
+    progress: Progress | None = None,
+    region: str | None = None,
+    profile: str | None = None,
+) -> list[IdsResult]:
+    """Mint ids with each strategy in ``kinds`` from ``sizes.writers`` threads, through a fault
+    proxy losing ``sizes.lose_response`` of the write responses and throttling
+    ``sizes.throttle`` of the writes (when ``faults``), and check what was delivered."""
+    sizes = sizes or Sizes()
+    results: list[IdsResult] = []
+    proxy = FaultProxy(endpoint_url).start() if faults else None
+    try:
+        for kind in kinds:
+            count = getattr(sizes, kind)
+            table = (
+                factory(("pk", "S"), ("sk", "N")) if kind == "collection" else factory(("pk", "S"))
+            )
+            if proxy is not None:
+                proxy.set_plan(
+                    FaultPlan(
+                        lose_response=sizes.lose_response,
+                        throttle=sizes.throttle,
+                        operations=WRITES,
+                        seed=len(results) + 1,
+                    )
+                )
+                proxy.reset()
+            url = proxy.endpoint_url if proxy is not None else endpoint_url
+            client = make_client(url, region, profile, max_attempts=10)
+            handed_out, seconds, usage = _mint(kind, client, table, sizes, progress)
+            counts = proxy.counts if proxy is not None else {}
+            gaps, duplicates = _delivered(kind, client, table, handed_out)
+            kept = duplicates == 0 and (kind in ("counter", "blocks") or gaps == 0)
+            results.append(
+                IdsResult(
+                    strategy=kind,
+                    promise=PROMISES[kind],
+                    writers=sizes.writers,
+                    ids=count,
+                    seconds=seconds,
+                    gaps=gaps,
+                    duplicates=duplicates,
+                    retries=usage.retries,
+                    lost_responses=int(counts.get("lose_response", 0)),
+                    throttled=int(counts.get("throttle", 0)),
+                    billed_write_units=usage.billed_write_units,
+                    kept=kept if kind != "naive" else False,
+                )
+            )
+    finally:
+        if proxy is not None:
+            proxy.stop()
+    return results
+
+
+# --- partition keys -----------------------------------------------------------------------
+
+
+def sample_collections(keys: int) -> list[tuple[str, int]]:
+    """A customer-orders shape: most customers have 1 to 3 orders, one in five has 10 to 40,
+    and a few have hundreds. Deterministic."""
+    sizes: list[tuple[str, int]] = []
+    for k in range(keys):
+        if k % 100 == 99:
+            n = 300 + (k * 37) % 200
+        elif k % 5 == 0:
+            n = 10 + (k * 7) % 31
+        else:
+            n = 1 + k % 3
+        sizes.append((f"customer#{k:05}", n))
+    return sizes
+
+
+def run_partition_keys(
+    client: DynamoDBClient,
+    factory: TableFactory,
+    *,
+    keys: int = 1000,
+    progress: Progress | None = None,
+) -> tuple[int, dict[str, float], list[KeysResult]]:
+    """Load a sample table of ``keys`` collections, then list its partition keys with every
+    method (the marker index is created and backfilled on the way). Returns (items in the
+    table, what setting up the index cost, one result per method)."""
+    table = factory(("pk", "S"), ("sk", "N"))
+    collections = sample_collections(keys)
+    items = [
+        {
+            "pk": {"S": pk},
+            "sk": {"N": str(i)},
+            "total": {"N": str(i * 3 + 1)},
+            "p": {"S": "x" * 120},
+        }
+        for pk, n in collections
+        for i in range(1, n + 1)
+    ]
+    if progress is not None:
+        progress("load the sample table", 0, len(items))
+    for start in range(0, len(items), 2000):
+        load_items(client, table, items[start : start + 2000])
+        if progress is not None:
+            progress("load the sample table", min(start + 2000, len(items)), len(items))
+    expected = {pk for pk, _ in collections}
+    results: list[KeysResult] = []
+
+    def listing(method: str, segments: int = 1) -> None:
+        phase = f"keys: {method}" + (f" x{segments}" if segments > 1 else "")
+        if progress is not None:
+            progress(phase, 0, len(expected))
+        started = time.perf_counter()
+        found: list[Any] = []
+        run = distinct_partition_keys(client, table, method, segments=segments)
+        for key in run:
+            found.append(key)
+            if progress is not None and len(found) % 25 == 0:
+                progress(phase, len(found), len(expected))
+        if progress is not None:
+            progress(phase, len(found), len(expected))
+        name = method if method != "auto" else f"auto ({run.method_name})"
+        usage = run.usage
+        results.append(
+            KeysResult(
+                method=name + (f" x{segments}" if segments > 1 else ""),
+                keys=len(found),
+                requests=usage.requests,
+                items_read=usage.items,
+                read_units=usage.read_units,
+                seconds=time.perf_counter() - started,
+                correct=len(found) == len(expected) and set(found) == expected,
+            )
+        )
+
+    for method in ("scan", "skip", "skip-pages", "auto"):
+        listing(method)
+    marker = MarkerIndex(client, table)
+    if progress is not None:
+        progress("create and backfill the marker index", 0, len(expected))
+    marker.create()
+    marker.backfill(
+        progress=(lambda n: progress("create and backfill the marker index", n, len(expected)))
+        if progress is not None
+        else None
+    )
+    setup = marker.usage.snapshot()
+    for method, segments in (("index", 1), ("auto", 1), ("auto", 4)):
+        listing(method, segments)
+    return len(items), setup, results
+
+
+def run_demo(
+    endpoint_url: str,
+    *,
+    quick: bool = False,
+    sizes: Sizes | None = None,
+    progress: Progress | None = None,
+    region: str | None = None,
+    profile: str | None = None,
+) -> DemoReport:
+    """Both halves of the demo against ``endpoint_url``, in tables it creates and deletes.
+
+    The fault proxy sits in front of loopback endpoints only (it rewrites the Host header, so it
+    cannot carry a SigV4-signed request to AWS); elsewhere the ids run without injected faults.
+    """
+    sizes = sizes or (Sizes.quick() if quick else Sizes())
+    began = time.perf_counter()
+    client = make_client(endpoint_url, region, profile)
+    factory = TableFactory(client, prefix="ddbkeys-demo")
+    faults = is_loopback(endpoint_url)
+    report = DemoReport(endpoint_url=endpoint_url, faults=faults)
+    try:
+        report.ids = run_ids(
+            endpoint_url,
+            factory,
+            sizes=sizes,
+            faults=faults,
+            progress=progress,
+            region=region,
+            profile=profile,
+        )
+        report.table_items, report.index_setup, report.keys = run_partition_keys(
+            client, factory, keys=sizes.keys, progress=progress
+        )
+    finally:
+        factory.delete_all()
+    report.seconds = time.perf_counter() - began
+    return report

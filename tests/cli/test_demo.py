@@ -1,0 +1,112 @@
+"""The main job: ``ddbkeys demo`` end to end, and the library behind it on small sizes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.cli.demo import print_report
+from ddbkeys.demo import Sizes, run_demo
+
+if TYPE_CHECKING:
+    from ddbkeys.demo import DemoReport
+
+pytestmark = pytest.mark.integration
+
+STRATEGIES = ["counter", "blocks", "collection", "gapless", "naive"]
+METHODS = [
+    "scan",
+    "skip",
+    "skip-pages",
+    "auto (skip-pages)",
+    "index",
+    "auto (index)",
+    "auto (index) x4",
+]
+SMALL = Sizes(
+    writers=4, counter=30, blocks=200, block_size=10, collection=20, gapless=30, naive=40, keys=40
+)
+
+
+@pytest.fixture(scope="module")
+def report(ddb_endpoint_url: str) -> DemoReport:
+    seen: list[tuple[str, int, int]] = []
+    result = run_demo(ddb_endpoint_url, sizes=SMALL, progress=lambda *a: seen.append(a))
+    phases = [p for p, _, _ in seen]
+    # Progress covered every phase, and each phase reported its end.
+    for kind in STRATEGIES:
+        assert (f"ids: {kind}", getattr(SMALL, kind), getattr(SMALL, kind)) in seen
+    assert "load the sample table" in phases and "keys: auto x4" in phases
+    return result
+
+
+def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> None:
+    by = {r.strategy: r for r in report.ids}
+    assert list(by) == STRATEGIES
+    if report.faults:  # the proxy only sits in front of loopback endpoints
+        assert sum(r.lost_responses for r in report.ids) > 0
+        assert all(r.retries >= r.lost_responses + r.throttled for r in report.ids)
+    for kind in ("counter", "blocks", "collection", "gapless"):
+        assert by[kind].duplicates == 0 and by[kind].kept, by[kind]
+    for kind in ("collection", "gapless"):
+        assert by[kind].gaps == 0
+    # A lost counter response skips exactly one id; nothing else does.
+    assert by["counter"].gaps <= by["counter"].lost_responses
+    # The negative control: racing read-then-write gives ids out twice, and the demo sees it.
+    assert by["naive"].duplicates > 0 and not by["naive"].kept
+    assert by["blocks"].write_units_per_id < 0.2 < by["counter"].write_units_per_id
+    assert report.ok
+
+
+def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
+    rows = {r.method: r for r in report.keys}
+    assert list(rows) == METHODS
+    assert all(r.correct and r.keys == SMALL.keys for r in report.keys)
+    assert rows["index"].read_units < rows["skip-pages"].read_units < rows["scan"].read_units
+    assert rows["auto (index)"].read_units == rows["index"].read_units
+    assert report.index_setup["write_units"] > 0
+
+
+def test_text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[str]) -> None:
+    print_report(report, None)
+    text = capsys.readouterr().out
+    for word in [*STRATEGIES, *METHODS, "every promise kept", "RCU vs scan"]:
+        assert word in text
+    data = report.as_dict()
+    assert json.loads(json.dumps(data))["partition_keys"]["methods"][0]["method"] == "scan"
+
+
+@pytest.mark.embedded
+def test_demo_quick_on_its_own_embedded_server() -> None:
+    """The README's main job, as a user runs it (``make demo`` runs it without --quick)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
+    result = subprocess.run(
+        [sys.executable, "-m", "ddbkeys", "demo", "--quick", "--output", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["ok"] is True and data["faults"] is True
+    assert data["startup_seconds"] > 0
+    assert [r["strategy"] for r in data["ids"]] == STRATEGIES
+    assert all(m["correct"] for m in data["partition_keys"]["methods"])
+    # Progress went to stderr, one line per phase (stderr is not a terminal here).
+    assert "  ids: counter ..." in result.stderr.splitlines()
+
+
+def test_demo_help_teaches() -> None:
+    result = CliRunner().invoke(cli, ["demo", "--help"])
+    assert result.exit_code == 0
+    for word in ("--quick", "--quiet", "fault proxy", "Examples:"):
+        assert word in result.output
