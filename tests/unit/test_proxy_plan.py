@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+from ddbkeys.testing.proxy import Call, calls_in
 
 
 def test_script_comes_first_then_draws() -> None:
@@ -53,3 +56,26 @@ def test_script_can_wait_for_its_operations() -> None:
     assert proxy.decide("DescribeTable") is Fault.FORWARD
     assert proxy.decide("PutItem") is Fault.LOSE_RESPONSE
     assert proxy.decide("PutItem") is Fault.FORWARD
+
+
+def test_calls_name_every_table_of_a_request() -> None:
+    transact = {
+        "TransactItems": [
+            {"Update": {"TableName": "a", "Key": {}}},
+            {"Put": {"TableName": "b", "Item": {}}},
+            {"ConditionCheck": {"TableName": "a", "Key": {}}},
+        ]
+    }
+    assert calls_in("TransactWriteItems", json.dumps(transact).encode()) == [
+        Call("TransactWriteItems", "a"),
+        Call("TransactWriteItems", "b"),
+    ]
+    batch = {"RequestItems": {"t2": [], "t1": []}}
+    assert calls_in("BatchWriteItem", json.dumps(batch).encode()) == [
+        Call("BatchWriteItem", "t1"),
+        Call("BatchWriteItem", "t2"),
+    ]
+    scan = {"TableName": "t", "IndexName": "i"}
+    assert calls_in("Scan", json.dumps(scan).encode()) == [Call("Scan", "t", "i")]
+    assert calls_in("ListTables", b"{}") == [Call("ListTables", None)]
+    assert calls_in("GetItem", b"not json") == [Call("GetItem", None)]

@@ -7,6 +7,7 @@ import click
 from ddbkeys import __version__
 from ddbkeys.cli.common import DdbKeysGroup
 from ddbkeys.cli.demo import demo_command
+from ddbkeys.cli.iam_cmd import iam_policy_command
 from ddbkeys.cli.ids import ids_group
 from ddbkeys.cli.local_cmd import local_command
 from ddbkeys.cli.partition_keys import partition_keys_group
@@ -29,6 +30,7 @@ cli.add_command(demo_command)
 cli.add_command(local_command)
 cli.add_command(ids_group)
 cli.add_command(partition_keys_group)
+cli.add_command(iam_policy_command)
 
 
 def main() -> None:

@@ -11,7 +11,9 @@ proxy takes the next action of a scripted plan, or else draws one from seeded pr
 - ``forward``: pass it through.
 
 It counts what it did (:attr:`FaultProxy.counts`), so a test can assert that the faults really
-happened: a proxy that did nothing cannot pass such a test.
+happened: a proxy that did nothing cannot pass such a test. It also records which operation each
+request made on which table and index (:attr:`FaultProxy.calls`), which is how the tests check
+the IAM policies of :mod:`ddbkeys.iam` against what the commands really do.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
 from urllib.parse import urlparse
 
-__all__ = ["Fault", "FaultPlan", "FaultProxy"]
+__all__ = ["Call", "Fault", "FaultPlan", "FaultProxy", "calls_in"]
 
 _HOP_HEADERS = {"connection", "keep-alive", "transfer-encoding", "content-length", "host"}
 
@@ -83,6 +85,38 @@ def _operation(target: str | None) -> str:
     return (target or "").rsplit(".", 1)[-1]
 
 
+@dataclass(frozen=True)
+class Call:
+    """One operation on one table (and index) that a request named, as an IAM check sees it."""
+
+    operation: str
+    table: str | None
+    index: str | None = None
+
+
+def calls_in(operation: str, body: bytes) -> list[Call]:
+    """The (operation, table, index) triples a request names: one for most operations, one per
+    table for TransactWriteItems, TransactGetItems and the batch operations."""
+    try:
+        request = json.loads(body or b"{}")
+    except ValueError:
+        return [Call(operation, None)]
+    if not isinstance(request, dict):
+        return [Call(operation, None)]
+    if operation in ("TransactWriteItems", "TransactGetItems"):
+        tables = {
+            str(action.get("TableName"))
+            for entry in request.get("TransactItems", [])
+            for action in entry.values()
+            if isinstance(action, dict)
+        }
+        return [Call(operation, t) for t in sorted(tables)]
+    if operation in ("BatchWriteItem", "BatchGetItem"):
+        return [Call(operation, t) for t in sorted(request.get("RequestItems", {}))]
+    table = request.get("TableName")
+    return [Call(operation, table, request.get("IndexName"))]
+
+
 class FaultProxy:
     """The proxy. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
 
@@ -96,6 +130,7 @@ class FaultProxy:
         self._local = threading.local()
         self.counts: Counter[str] = Counter()
         self.counts_by_operation: Counter[tuple[str, str]] = Counter()
+        self.calls: list[Call] = []
         self.set_plan(plan or FaultPlan())
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -112,6 +147,7 @@ class FaultProxy:
         with self._lock:
             self.counts.clear()
             self.counts_by_operation.clear()
+            self.calls.clear()
 
     @property
     def endpoint_url(self) -> str:
@@ -231,6 +267,8 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             operation = _operation(self.headers.get("X-Amz-Target"))
+            with proxy._lock:
+                proxy.calls.extend(calls_in(operation, body))
             fault = proxy.decide(operation)
             json_type = [("Content-Type", "application/x-amz-json-1.0")]
             if fault is Fault.THROTTLE:

@@ -1,0 +1,129 @@
+"""Least-privilege IAM policies: exactly the DynamoDB actions each ddbkeys command calls, on the
+one table (and, where it reads or changes it, the one marker index) it works on.
+
+The catalog below is checked by the tests against the requests each command really sends (a
+proxy records every operation with its table and index), so it cannot promise less than the
+command needs or grant more than it uses.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys.index import DEFAULT_INDEX
+from ddbkeys.schema import check_table_name
+
+__all__ = ["COMMANDS", "Need", "needs", "policy"]
+
+On = Literal["table", "index"]
+
+
+@dataclass(frozen=True, order=True)
+class Need:
+    """One DynamoDB action on the table itself or on its marker index."""
+
+    action: str
+    on: On = "table"
+
+
+def _n(*actions: str, on: On = "table") -> frozenset[Need]:
+    return frozenset(Need(a, on) for a in actions)
+
+
+# command -> variant -> what it calls. The variant is the option that changes the calls
+# (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
+# "" is the only variant of the others.
+COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
+    "ids next": {"": _n("DescribeTable", "UpdateItem")},
+    "ids current": {"": _n("DescribeTable", "GetItem")},
+    "ids set": {"": _n("DescribeTable", "UpdateItem")},
+    "ids put": {
+        "gapless": _n("DescribeTable", "GetItem", "TransactWriteItems"),
+        "collection": _n("DescribeTable", "Query", "PutItem"),
+    },
+    "ids audit": {
+        "attribute": _n("Scan"),
+        "collection": _n("DescribeTable", "Query"),
+    },
+    "partition-keys": {
+        "auto": _n("DescribeTable", "Scan") | _n("Scan", on="index"),
+        "scan": _n("DescribeTable", "Scan"),
+        "skip": _n("DescribeTable", "Scan"),
+        "skip-pages": _n("DescribeTable", "Scan"),
+        "index": _n("DescribeTable") | _n("Scan", on="index"),
+    },
+    "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
+    "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
+    "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
+    "partition-keys index backfill": {"": _n("DescribeTable", "Scan", "PutItem")},
+    "partition-keys index verify": {
+        "": _n("DescribeTable", "Scan", "Query") | _n("Scan", on="index")
+    },
+    "partition-keys index repair": {
+        "": _n("DescribeTable", "Scan", "Query", "PutItem", "DeleteItem") | _n("Scan", on="index")
+    },
+}
+
+
+def _command(words: Iterable[str]) -> str:
+    command = " ".join(" ".join(words).split())
+    if command.startswith("ddbkeys "):
+        command = command[len("ddbkeys ") :]
+    if command not in COMMANDS:
+        raise ConfigurationError(
+            f"No IAM policy for {command!r}: ddbkeys knows "
+            + ", ".join(repr(c) for c in COMMANDS)
+            + " (`ddbkeys demo` and `ddbkeys local` make their own tables or need no AWS)."
+        )
+    return command
+
+
+def needs(command: str | Iterable[str], variant: str | None = None) -> frozenset[Need]:
+    """What ``command`` calls; ``variant`` picks among its variants (all of them when None)."""
+    name = _command([command] if isinstance(command, str) else command)
+    variants = COMMANDS[name]
+    if variant is None or variant == "":
+        return frozenset().union(*variants.values())
+    if variant not in variants:
+        raise ConfigurationError(
+            f"{name!r} has no variant {variant!r}; it has "
+            + ", ".join(repr(v) for v in variants if v)
+            + "."
+        )
+    return variants[variant]
+
+
+def policy(
+    command: str | Iterable[str],
+    table: str,
+    *,
+    variant: str | None = None,
+    index_name: str = DEFAULT_INDEX,
+    region: str = "*",
+    account_id: str = "*",
+    partition: str = "aws",
+) -> dict[str, Any]:
+    """The IAM policy document (a dict, ready for ``json.dumps``) that lets ``command`` run on
+    ``table``, with one statement for the table and one for the marker index if it is used."""
+    wanted = needs(command, variant)
+    check_table_name(table)
+    if not re.fullmatch(r"[a-z0-9-]+|\*", region):
+        raise ConfigurationError(f"{region!r} is not an AWS region (for example eu-west-1).")
+    if not re.fullmatch(r"\d{12}|\*", account_id):
+        raise ConfigurationError(f"{account_id!r} is not a 12-digit AWS account id.")
+    arn = f"arn:{partition}:dynamodb:{region}:{account_id}:table/{table}"
+    statements: list[dict[str, Any]] = []
+    for on, resource, sid in (
+        ("table", arn, "Table"),
+        ("index", f"{arn}/index/{index_name}", "MarkerIndex"),
+    ):
+        actions = sorted(f"dynamodb:{n.action}" for n in wanted if n.on == on)
+        if actions:
+            statements.append(
+                {"Sid": f"Ddbkeys{sid}", "Effect": "Allow", "Action": actions, "Resource": resource}
+            )
+    return {"Version": "2012-10-17", "Statement": statements}

@@ -1,0 +1,157 @@
+"""Each IAM policy against the calls its command really makes.
+
+Every command runs through the proxy, which records each request's operation, table and index.
+The test then asks two things of the policy for that command (and variant): that it allows every
+recorded call on the resource the call named, and that it grants no action the command never
+made. A policy that promised less than the command needs, or more than it uses, fails.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from fnmatch import fnmatchcase
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.iam import COMMANDS, policy
+from ddbkeys.testing.proxy import Call, FaultProxy
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+Runner = Callable[..., list[Call]]
+
+
+def allowed(document: dict[str, Any], call: Call, region: str, account: str) -> bool:
+    """Does the policy allow this call? (IAM's Allow matching: action and resource ARN.)"""
+    arn = f"arn:aws:dynamodb:{region}:{account}:table/{call.table}"
+    if call.index is not None:
+        arn += f"/index/{call.index}"
+    return any(
+        statement["Effect"] == "Allow"
+        and f"dynamodb:{call.operation}" in statement["Action"]
+        and fnmatchcase(arn, statement["Resource"])
+        for statement in document["Statement"]
+    )
+
+
+@pytest.fixture
+def run(fault_proxy: FaultProxy) -> Runner:
+    """Run a CLI command through the recording proxy; return the calls it made."""
+
+    def invoke(*args: str, record: bool = True) -> list[Call]:
+        fault_proxy.reset()
+        result = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
+        assert result.exit_code == 0, (args, result.output)
+        return list(fault_proxy.calls) if record else []
+
+    return invoke
+
+
+def scenarios(
+    run: Runner, client: DynamoDBClient, factory: TableFactory
+) -> dict[tuple[str, str], tuple[str, list[Call]]]:
+    """(command, variant) -> (table, the calls of every way that variant was run)."""
+    plain = factory(("pk", "S"))
+    coll = factory(("pk", "S"), ("sk", "N"))
+    client.put_item(TableName=plain, Item={"pk": {"S": "x"}, "id": {"N": "1"}})
+    for k in range(5):
+        for n in range(1, 4):
+            client.put_item(TableName=coll, Item={"pk": {"S": f"k{k}"}, "sk": {"N": str(n)}})
+    seen: dict[tuple[str, str], tuple[str, list[Call]]] = {}
+
+    def record(command: str, variant: str, table: str, *args: str) -> None:
+        calls = run(*command.split(), *args, "-t", table)
+        seen.setdefault((command, variant), (table, []))[1].extend(calls)
+
+    record("ids next", "", plain)
+    record("ids next", "", plain, "--count", "3", "--maximum", "1000")
+    record("ids current", "", plain)
+    record("ids set", "", plain, "100")
+    record("ids set", "", plain, "5", "--force")
+    record("ids put", "gapless", plain, "-s", "gapless", "--item", '{"pk": "g1"}')
+    record("ids put", "gapless", plain, "-s", "gapless", "--item", '[{"pk": "g2"}, {"pk": "g3"}]')
+    record("ids put", "collection", coll, "-s", "collection", "-k", "k1", "--item", "{}")
+    record("ids audit", "attribute", plain)
+    record("ids audit", "collection", coll, "-k", "k1")
+    for method in ("scan", "skip", "skip-pages", "auto"):
+        record("partition-keys", method, coll, "--method", method)
+    record("partition-keys index create", "", coll)
+    record("partition-keys index mark", "", coll, "k0")
+    record("partition-keys index unmark", "", coll, "k0")
+    record("partition-keys index backfill", "", coll)
+    record("partition-keys index verify", "", coll)
+    run("partition-keys", "index", "unmark", "-t", coll, "k2", record=False)
+    client.put_item(
+        TableName=coll,
+        Item={"pk": {"S": "gone"}, "sk": {"N": "-1"}, "ddbkeys_pk": {"S": "gone"}},
+    )
+    record("partition-keys index repair", "", coll)
+    for method in ("index", "auto"):  # auto again: now it takes the index
+        record("partition-keys", method, coll, "--method", method)
+    return seen
+
+
+def test_each_policy_allows_exactly_what_its_command_calls(
+    run: Runner, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    seen = scenarios(run, ddb_client, ddb_table_factory)
+    every = {(c, v) for c, variants in COMMANDS.items() for v in variants}
+    assert set(seen) == every, "each command and variant of the catalog was run"
+    for (command, variant), (table, calls) in sorted(seen.items()):
+        assert calls, f"{command} made no calls"
+        assert {c.table for c in calls} == {table}, f"{command} touched another table"
+        region, account = "eu-west-1", "123456789012"
+        document = policy(
+            command, table, variant=variant or None, region=region, account_id=account
+        )
+        refused = sorted({c for c in calls if not allowed(document, c, region, account)}, key=str)
+        assert not refused, f"{command} {variant}: the policy refuses {refused}"
+        granted = {
+            (a.removeprefix("dynamodb:"), "index" in s["Resource"])
+            for s in document["Statement"]
+            for a in s["Action"]
+        }
+        used = {(c.operation, c.index is not None) for c in calls}
+        assert granted == used, f"{command} {variant}: grants {granted - used} it never uses"
+
+
+def test_the_default_variant_covers_every_variant() -> None:
+    document = policy("partition-keys", "orders")
+    actions = {a for s in document["Statement"] for a in s["Action"]}
+    assert actions == {"dynamodb:DescribeTable", "dynamodb:Scan"}
+    resources = [s["Resource"] for s in document["Statement"]]
+    assert resources == [
+        "arn:aws:dynamodb:*:*:table/orders",
+        "arn:aws:dynamodb:*:*:table/orders/index/ddbkeys-partition-keys",
+    ]
+
+
+def test_cli_prints_a_policy_document_and_clear_errors() -> None:
+    runner = CliRunner()
+    result = runner.invoke(cli, ["iam-policy", "ids", "put", "-t", "users", "--variant", "gapless"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["Version"] == "2012-10-17"
+    assert document["Statement"][0]["Action"] == [
+        "dynamodb:DescribeTable",
+        "dynamodb:GetItem",
+        "dynamodb:TransactWriteItems",
+    ]
+    bad = runner.invoke(cli, ["iam-policy", "ids", "nxt", "-t", "users"])
+    assert bad.exit_code == 1
+    assert bad.output.startswith("Error: No IAM policy for 'ids nxt': ddbkeys knows 'ids next'")
+    variant = runner.invoke(cli, ["iam-policy", "ids", "put", "-t", "users", "--variant", "x"])
+    assert variant.output.strip() == (
+        "Error: 'ids put' has no variant 'x'; it has 'gapless', 'collection'."
+    )
+    account = runner.invoke(cli, ["iam-policy", "ids", "next", "-t", "users", "--account-id", "1"])
+    assert account.output.strip() == "Error: '1' is not a 12-digit AWS account id."
