@@ -70,7 +70,7 @@ def test_calls_name_every_table_of_a_request() -> None:
         Call("TransactWriteItems", "a"),
         Call("TransactWriteItems", "b"),
     ]
-    batch = {"RequestItems": {"t2": [], "t1": []}}
+    batch: dict[str, dict[str, list[object]]] = {"RequestItems": {"t2": [], "t1": []}}
     assert calls_in("BatchWriteItem", json.dumps(batch).encode()) == [
         Call("BatchWriteItem", "t1"),
         Call("BatchWriteItem", "t2"),
