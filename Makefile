@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck unit clean
+.PHONY: setup demo test lint typecheck unit clean docs
 
 setup: $(VENV)/.installed
 	@bash scripts/system-deps.sh
@@ -27,6 +27,9 @@ typecheck: $(VENV)/.installed
 
 test: setup lint typecheck
 	$(BIN)/pytest
+
+docs: $(VENV)/.installed
+	$(BIN)/python -m ddbkeys.cli.reference --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,30 @@
+"""docs/cli.md is generated from --help and must match the code."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.cli.reference import render
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+
+
+def test_cli_reference_is_up_to_date() -> None:
+    assert DOC.read_text(encoding="utf-8") == render(), (
+        "docs/cli.md is out of date: run `make docs` (python -m ddbkeys.cli.reference --write)"
+    )
+
+
+def test_reference_holds_each_commands_real_help() -> None:
+    """The reference is --help itself, not a paraphrase: compare a few against the CLI."""
+    text = DOC.read_text(encoding="utf-8")
+    for path in (["ids", "next"], ["partition-keys", "index", "verify"], ["iam-policy"]):
+        shown = CliRunner().invoke(cli, [*path, "--help"], terminal_width=100).output
+        assert f"## ddbkeys {' '.join(path)}\n" in text
+        # Wrapping may differ with the terminal; the words may not.
+        words = shown.split()
+        section = text.split(f"## ddbkeys {' '.join(path)}\n", 1)[1].split("\n## ", 1)[0]
+        assert section.split()[1:-1] == words, path
