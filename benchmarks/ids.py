@@ -3,6 +3,7 @@
     python benchmarks/ids.py                 # on an embedded DynamoDB Local
     python benchmarks/ids.py --quick         # smaller runs, for a smoke test
     python benchmarks/ids.py --endpoint-url http://127.0.0.1:8000
+    python benchmarks/ids.py --plot docs     # also write docs/ids-throughput.png (and .json)
 
 Counter and blocks are compared on minting ids alone (seed 000's UpdateItem ADD, without the put
 that follows it); the item-collection and gapless strategies on whole inserts (id and item
@@ -16,6 +17,7 @@ charges 2.)
 from __future__ import annotations
 
 import argparse
+import json
 import multiprocessing
 import statistics
 import sys
@@ -24,12 +26,14 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import write_units
 from ddbkeys.connect import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.local import DynamoDBLocal
+from ddbkeys.plots import grouped_bars
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:
@@ -322,6 +326,12 @@ def main() -> int:
         action="append",
         help="Run only these strategies (repeatable).",
     )
+    parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        type=Path,
+        help="Write ids-throughput.png (and the figures as .json) into DIR.",
+    )
     args = parser.parse_args()
     rounds = 1 if args.quick else args.rounds
     scale = 0.1 if args.quick else 1.0
@@ -354,6 +364,7 @@ def main() -> int:
         f"{'seed / ours':>13}"
     )
     failed = 0
+    measured: list[dict[str, Any]] = []
     try:
         for kind, writers, procs, seed_n, our_n in plan:
             seed_runs: list[Tally] = []
@@ -392,6 +403,9 @@ def main() -> int:
             failed += met == "MISSED"
             seed_t, our_t = seed_runs[-1], our_runs[-1]
             label = f"{writers}" if procs == 1 else f"{procs}x{writers // procs}"
+            measured.append(
+                {"strategy": kind, "writers": label, "seed": seed_rate, "ddbkeys": our_rate}
+            )
             print(
                 f"{kind:<11} {label:>9} {seed_rate:>10.0f} {our_rate:>13.0f} {ratio:>6.2f}x "
                 f"{(f'{target:g}x ' + met) if target else '':>7} "
@@ -404,7 +418,31 @@ def main() -> int:
         if server is not None:
             server.stop()
     print(f"\n{failed} target(s) missed." if failed else "\nAll targets met.")
+    if args.plot:
+        print(f"wrote {plot(measured, args.plot, quick=args.quick)}")
     return 0
+
+
+def plot(measured: list[dict[str, Any]], folder: Path, *, quick: bool) -> Path:
+    """ids/s by strategy and number of writers, the seed's code beside ddbkeys (log scale)."""
+    (folder / "ids-throughput.json").write_text(json.dumps(measured, indent=2) + "\n")
+    return grouped_bars(
+        folder / "ids-throughput.png",
+        title="Ids per second, by strategy and writers (threads; 4x4 = 4 processes x 4)",
+        groups=[
+            f"{m['strategy']}\n{m['writers']} writer{'' if m['writers'] == '1' else 's'}"
+            for m in measured
+        ],
+        series={
+            "seed articles' code": [m["seed"] for m in measured],
+            "ddbkeys": [m["ddbkeys"] for m in measured],
+        },
+        ylabel="ids/s (log scale)",
+        log=True,
+        note="benchmarks/ids.py"
+        + (" --quick" if quick else "")
+        + " on DynamoDB Local, 2 shared cores; medians of rounds alternating seed and ddbkeys",
+    )
 
 
 if __name__ == "__main__":

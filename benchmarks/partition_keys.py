@@ -14,12 +14,14 @@ times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage
@@ -27,6 +29,7 @@ from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
+from ddbkeys.plots import grouped_bars
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:
@@ -170,11 +173,31 @@ def peak_memory(endpoint: str, table: str) -> tuple[int, float]:
     return kib, time.perf_counter() - started
 
 
+def memory(client: DynamoDBClient, factory: TableFactory, endpoint: str, scale: float) -> None:
+    """The CLI's peak memory listing 10k and 100k keys (flat is the target)."""
+    for keys in (10_000, 100_000):
+        count = max(100, int(keys * scale))
+        table = factory(("pk", "S"), ("sk", "N"))
+        load(client, table, [(f"m{k:06}", 1) for k in range(count)], 20)
+        rss, seconds = peak_memory(endpoint, table)
+        print(
+            f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
+            flush=True,
+        )
+        factory.delete_all()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
     parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
+    parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        type=Path,
+        help="Write partition-keys-rcu.png (and the figures as .json) into DIR.",
+    )
     args = parser.parse_args()
     scale = 0.05 if args.quick else 1.0
     server = None if args.endpoint_url else DynamoDBLocal(heap_mb=2048).start()
@@ -182,6 +205,8 @@ def main() -> int:
     client = make_client(endpoint_url=endpoint)
     factory = TableFactory(client, prefix="ddbkeys-bench")
     problems: list[str] = []
+    measured: dict[str, dict[str, float]] = {}
+    labels: dict[str, str] = {}
     print(
         f"{'shape':<8} {'method':<24} {'requests':>8} {'items':>8} {'RCU':>9} "
         f"{'x seed':>7} {'wall s':>7} {'correct':>7}"
@@ -208,6 +233,8 @@ def main() -> int:
                 for m, s in [("index", 1), ("auto", 1), ("auto", 4)]
             ]
             print_rows(shape, rows)
+            measured[shape] = {r.method: r.rcu / len(expected) for r in rows}
+            labels[shape] = f"{shape}\n{len(sizes):,} keys, {sum(n for _, n in sizes):,} items"
             seed = rows[0]
             cheapest_plain = min(r.rcu for r in rows[1:4])
             cheapest_all = min(cheapest_plain, rows[6].rcu)
@@ -227,23 +254,45 @@ def main() -> int:
             ]
             factory.delete_all()
         print()
-        for keys in (10_000, 100_000):
-            count = max(100, int(keys * scale))
-            table = factory(("pk", "S"), ("sk", "N"))
-            load(client, table, [(f"m{k:06}", 1) for k in range(count)], 20)
-            rss, seconds = peak_memory(endpoint, table)
-            print(
-                f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
-                flush=True,
-            )
-            factory.delete_all()
+        memory(client, factory, endpoint, scale)
     finally:
         factory.delete_all()
         if server is not None:
             server.stop()
     print()
     print("\n".join(["Targets missed:", *problems]) if problems else "All targets met.")
+    if args.plot and measured:
+        print(f"wrote {plot(measured, labels, args.plot, quick=args.quick)}")
     return 0
+
+
+PLOTTED = ["seed 004", "scan", "skip", "skip-pages", "index"]
+
+
+def plot(
+    measured: dict[str, dict[str, float]], labels: dict[str, str], folder: Path, *, quick: bool
+) -> Path:
+    """Read units per distinct key, by method and table shape (log scale)."""
+    (folder / "partition-keys-rcu.json").write_text(json.dumps(measured, indent=2) + "\n")
+    shapes = list(measured)
+    series: dict[str, list[float | None]] = {
+        method: [measured[shape].get(method) for shape in shapes] for method in PLOTTED
+    }
+    series["auto (no index)"] = [
+        next((v for m, v in measured[s].items() if m.startswith("auto (skip")), None)
+        for s in shapes
+    ]
+    return grouped_bars(
+        folder / "partition-keys-rcu.png",
+        title="Read units per distinct partition key, by method and table shape",
+        groups=[labels[s] for s in shapes],
+        series=series,
+        ylabel="RCU per key (log scale)",
+        log=True,
+        note="benchmarks/partition_keys.py"
+        + (" --quick" if quick else "")
+        + "; consumed capacity as DynamoDB Local reports it (same rules as the service)",
+    )
 
 
 if __name__ == "__main__":

@@ -1,0 +1,50 @@
+"""The benchmark charts: a PNG of the right size, with one bar per value given."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddbkeys.plots import grouped_bars
+
+pytest.importorskip("matplotlib")
+
+
+def test_grouped_bars_writes_a_png(tmp_path: Path) -> None:
+    path = grouped_bars(
+        tmp_path / "sub" / "chart.png",
+        title="t",
+        groups=["a", "b", "c"],
+        series={"one": [1.0, 20.0, 300.0], "two": [0.5, None, 3000.0]},
+        ylabel="ids/s",
+        log=True,
+        note="a note",
+    )
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    width, height = struct.unpack(">II", data[16:24])
+    assert (width, height) == (770, 495)  # 7 x 4.5 inches at 110 dpi
+
+
+def test_bars_match_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from matplotlib.axes import Axes  # noqa: PLC0415
+
+    seen: list[int] = []
+    original = Axes.bar
+
+    def counting(self: Axes, x: list[float], *args: Any, **kwargs: Any) -> Any:
+        seen.append(len(x))
+        return original(self, x, *args, **kwargs)
+
+    monkeypatch.setattr(Axes, "bar", counting)
+    grouped_bars(
+        tmp_path / "c.png",
+        title="t",
+        groups=["a", "b"],
+        series={"one": [1.0, 2.0], "two": [None, 3.0]},
+        ylabel="y",
+    )
+    assert seen == [2, 1]  # a None value draws no bar
