@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from click.testing import CliRunner, Result
 
 from ddbkeys.cli import cli
 from ddbkeys.testing.tables import TableFactory
+from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -154,3 +156,25 @@ def test_interrupt_prints_a_resume_token(
     token = err.split("Resume with: --resume ")[1].split()[0]
     rest = run(ddb_endpoint_url, "-t", table, "--method", "skip", "--resume", token, "-q")
     assert sorted(first + rest.stdout.split()) == [f"k{k:03}" for k in range(40)]
+
+
+def test_progress_is_drawn_on_a_terminal(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """With stderr on a terminal, a live line shows keys, requests and RCU so far; stdout still
+    carries only the keys."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 300, per_key=1)
+    command = [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "skip"]
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "120"}
+    result, terminal = run_with_terminal_stderr([*command, "--endpoint-url", ddb_endpoint_url], env)
+    assert result.returncode == 0, terminal
+    assert len(result.stdout.splitlines()) == 300
+    # Updates while listing (a count below the total), then the summary.
+    drawn = [int(n) for n in re.findall(r"(\d+) keys \(skip\): ", terminal)]
+    assert any(0 < n < 300 for n in drawn), terminal[-2000:]
+    assert "300 keys (skip): 301 requests" in terminal
+    quiet, silent = run_with_terminal_stderr(
+        [*command, "--quiet", "--endpoint-url", ddb_endpoint_url], env
+    )
+    assert quiet.returncode == 0 and silent == ""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from typing import TYPE_CHECKING
 
@@ -12,8 +11,9 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
-from ddbkeys.cli.demo import print_report
+from ddbkeys.cli.demo import print_report, progress_display
 from ddbkeys.demo import Sizes, run_demo
+from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:
     from ddbkeys.demo import DemoReport
@@ -85,24 +85,35 @@ def test_text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[
 
 @pytest.mark.embedded
 def test_demo_quick_on_its_own_embedded_server() -> None:
-    """The README's main job, as a user runs it (``make demo`` runs it without --quick)."""
+    """The README's main job as a user runs it (``make demo`` runs it without --quick), with
+    stderr on a terminal, where progress is drawn as bars."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    result = subprocess.run(
-        [sys.executable, "-m", "ddbkeys", "demo", "--quick", "--output", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=False,
+    env.update(TERM="xterm-256color", COLUMNS="120")
+    result, terminal = run_with_terminal_stderr(
+        [sys.executable, "-m", "ddbkeys", "demo", "--quick", "--output", "json"], env
     )
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == 0, terminal
     data = json.loads(result.stdout)
     assert data["ok"] is True and data["faults"] is True
     assert data["startup_seconds"] > 0
     assert [r["strategy"] for r in data["ids"]] == STRATEGIES
     assert all(m["correct"] for m in data["partition_keys"]["methods"])
-    # Progress went to stderr, one line per phase (stderr is not a terminal here).
-    assert "  ids: counter ..." in result.stderr.splitlines()
+    # The bars: each phase with its count done out of its total.
+    quick = Sizes.quick()
+    assert "ids: counter" in terminal and f"{quick.counter}/{quick.counter}" in terminal
+    assert "keys: auto x4" in terminal and f"{quick.keys}/{quick.keys}" in terminal
+
+
+def test_progress_without_a_terminal_is_one_line_per_phase(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with progress_display(True) as progress:
+        assert progress is not None
+        for phase, done in (("ids: counter", 0), ("ids: counter", 5), ("keys: scan", 0)):
+            progress(phase, done, 5)
+    assert capsys.readouterr().err == "  ids: counter ...\n  keys: scan ...\n"
+    with progress_display(False) as nothing:
+        assert nothing is None
 
 
 def test_demo_help_teaches() -> None:

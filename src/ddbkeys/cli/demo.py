@@ -17,7 +17,7 @@ from ddbkeys.demo import Progress as ProgressCallback
 
 
 @contextmanager
-def _progress(show: bool) -> Iterator[ProgressCallback | None]:
+def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
     """A progress callback: bars on a terminal, one line per phase otherwise."""
     if not show:
         yield None
@@ -63,8 +63,7 @@ def print_report(report: DemoReport, startup: float | None) -> None:
     )
     first = report.ids[0] if report.ids else None
     console.print(
-        f"\n[bold]1. Ids[/bold] from {first.writers if first else 0} concurrent writers each, "
-        f"{faults}:"
+        f"\n[bold]1. Ids[/bold] from {first.writers if first else 0} concurrent writers, {faults}:"
     )
     ids = Table(show_edge=False)
     for name, justify in (
@@ -165,7 +164,7 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
     server = connection.server
     endpoint = server.endpoint_url if server is not None else connection.endpoint_url
     assert endpoint is not None
-    with _progress(not quiet) as progress:
+    with progress_display(not quiet) as progress:
         report = run_demo(
             endpoint,
             quick=quick,
