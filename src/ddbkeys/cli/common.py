@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
+from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
 
 from ddbkeys.connect import make_client
 from ddbkeys.errors import DdbKeysError, error_code, error_message, translate_error
@@ -46,6 +49,31 @@ class Connection:
                 self.server = ctx.with_resource(DynamoDBLocal())
             return self.server.client()
         return make_client(self.endpoint_url, self.region, self.profile)
+
+
+class StatusLine:
+    """A spinner and one line of text on a terminal's stderr that never captures stdout (rich's
+    own ``Console.status`` redirects stdout into the display, which would send piped keys and
+    ids to the terminal instead of the pipe)."""
+
+    def __init__(self, console: Console, text: str) -> None:
+        self._live = Live(
+            Spinner("dots", text),
+            console=console,
+            transient=True,
+            redirect_stdout=False,
+            redirect_stderr=False,
+            refresh_per_second=8,
+        )
+
+    def start(self) -> None:
+        self._live.start()
+
+    def update(self, text: str) -> None:
+        self._live.update(Spinner("dots", text))
+
+    def stop(self) -> None:
+        self._live.stop()
 
 
 def err_console_note(message: str) -> None:

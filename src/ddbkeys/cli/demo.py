@@ -34,7 +34,12 @@ def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
         yield line
         return
     bars = Progress(
-        TextColumn("  {task.description:<40}"), BarColumn(), MofNCompleteColumn(), console=console
+        TextColumn("  {task.description:<40}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        redirect_stdout=False,
+        redirect_stderr=False,
     )
     tasks: dict[str, TaskID] = {}
 

@@ -16,6 +16,7 @@ from rich.console import Console
 from ddbkeys.cli.common import (
     Connection,
     F,
+    StatusLine,
     connection_options,
     echo_json,
     json_key,
@@ -152,7 +153,7 @@ def partition_keys_group(
     client = connection.client()
     stderr = Console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
-    status = stderr.status("listing...") if show_progress else None
+    status = StatusLine(stderr, "listing...") if show_progress else None
     last_draw = [0.0]
 
     def progress(listing: Listing) -> None:
@@ -338,7 +339,7 @@ def backfill_command(
     """Mark every collection of the table (found with the skip scan)."""
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
-    status = stderr.status("backfilling...") if stderr.is_terminal else None
+    status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
     if status is not None:
         status.start()
     try:
