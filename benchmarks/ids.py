@@ -332,7 +332,17 @@ def main() -> int:
         type=Path,
         help="Write ids-throughput.png (and the figures as .json) into DIR.",
     )
+    parser.add_argument(
+        "--replot",
+        metavar="DIR",
+        type=Path,
+        help="Only redraw DIR/ids-throughput.png from the figures saved there by --plot.",
+    )
     args = parser.parse_args()
+    if args.replot:
+        saved = json.loads((args.replot / "ids-throughput.json").read_text())
+        print(f"wrote {plot(saved['rows'], args.replot, quick=saved['quick'])}")
+        return 0
     rounds = 1 if args.quick else args.rounds
     scale = 0.1 if args.quick else 1.0
 
@@ -425,7 +435,8 @@ def main() -> int:
 
 def plot(measured: list[dict[str, Any]], folder: Path, *, quick: bool) -> Path:
     """ids/s by strategy and number of writers, the seed's code beside ddbkeys (log scale)."""
-    (folder / "ids-throughput.json").write_text(json.dumps(measured, indent=2) + "\n")
+    saved = {"quick": quick, "rows": measured}
+    (folder / "ids-throughput.json").write_text(json.dumps(saved, indent=2) + "\n")
     return grouped_bars(
         folder / "ids-throughput.png",
         title="Ids per second, by strategy and writers (threads; 4x4 = 4 processes x 4)",

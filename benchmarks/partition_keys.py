@@ -187,7 +187,7 @@ def memory(client: DynamoDBClient, factory: TableFactory, endpoint: str, scale: 
         factory.delete_all()
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
     parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
@@ -198,7 +198,22 @@ def main() -> int:
         type=Path,
         help="Write partition-keys-rcu.png (and the figures as .json) into DIR.",
     )
-    args = parser.parse_args()
+    parser.add_argument(
+        "--replot",
+        metavar="DIR",
+        type=Path,
+        help="Only redraw DIR/partition-keys-rcu.png from the figures saved there by --plot.",
+    )
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    if args.replot:
+        saved = json.loads((args.replot / "partition-keys-rcu.json").read_text())
+        drawn = plot(saved["rcu_per_key"], saved["labels"], args.replot, quick=saved["quick"])
+        print(f"wrote {drawn}")
+        return 0
     scale = 0.05 if args.quick else 1.0
     server = None if args.endpoint_url else DynamoDBLocal(heap_mb=2048).start()
     endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
@@ -273,7 +288,8 @@ def plot(
     measured: dict[str, dict[str, float]], labels: dict[str, str], folder: Path, *, quick: bool
 ) -> Path:
     """Read units per distinct key, by method and table shape (log scale)."""
-    (folder / "partition-keys-rcu.json").write_text(json.dumps(measured, indent=2) + "\n")
+    saved = {"quick": quick, "labels": labels, "rcu_per_key": measured}
+    (folder / "partition-keys-rcu.json").write_text(json.dumps(saved, indent=2) + "\n")
     shapes = list(measured)
     series: dict[str, list[float | None]] = {
         method: [measured[shape].get(method) for shape in shapes] for method in PLOTTED

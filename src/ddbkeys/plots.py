@@ -24,8 +24,9 @@ def grouped_bars(
     import matplotlib.pyplot as plt  # noqa: PLC0415
 
     width = 0.8 / max(1, len(series))
-    size = 0.5 + 0.45 * len(groups) * max(1, len(series)) ** 0.5
-    fig, ax = plt.subplots(figsize=(min(12.0, max(7.0, size)), 4.5))
+    label_inches = 0.085 * max(len(line) for g in groups for line in g.split("\n"))
+    per_group = max(label_inches + 0.3, 0.3 * max(1, len(series)))
+    fig, ax = plt.subplots(figsize=(min(16.0, max(7.0, len(groups) * per_group) + 2.0), 4.5))
     for i, (name, values) in enumerate(series.items()):
         xs = [g + (i - (len(series) - 1) / 2) * width for g in range(len(groups))]
         shown = [(x, v) for x, v in zip(xs, values, strict=True) if v is not None]
@@ -36,7 +37,7 @@ def grouped_bars(
     ax.set_title(title)
     if log:
         ax.set_yscale("log")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     ax.grid(axis="y", alpha=0.3)
     if note:
         fig.text(0.01, 0.01, note, fontsize=7, color="#555")

@@ -26,7 +26,7 @@ def test_grouped_bars_writes_a_png(tmp_path: Path) -> None:
     data = path.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     width, height = struct.unpack(">II", data[16:24])
-    assert (width, height) == (770, 495)  # 7 x 4.5 inches at 110 dpi
+    assert (width, height) == (990, 495)  # 7 + 2 (the legend) x 4.5 inches at 110 dpi
 
 
 def test_bars_match_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
