@@ -4,6 +4,7 @@ from ddbkeys' own pytest plugin, so the tests use it the way our users do."""
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,14 @@ def fault_proxy(ddb_endpoint_url: str) -> Iterator[FaultProxy]:
 def proxied_client(proxy: FaultProxy, max_attempts: int = 5) -> DynamoDBClient:
     """A client that talks to DynamoDB through the proxy."""
     return make_client(endpoint_url=proxy.endpoint_url, max_attempts=max_attempts)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """A shell that starts a job in the background (``cmd &`` without job control) sets it to
+    ignore SIGINT, and an ignored signal stays ignored in every child. Tests that interrupt a
+    child (``ddbkeys local`` until Ctrl-C) would then hang, so give SIGINT back its default."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
