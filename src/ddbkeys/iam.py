@@ -17,7 +17,7 @@ from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.index import DEFAULT_INDEX
 from ddbkeys.schema import check_table_name
 
-__all__ = ["COMMANDS", "Need", "needs", "policy"]
+__all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 
 On = Literal["table", "index"]
 
@@ -57,6 +57,22 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "index": _n("DescribeTable") | _n("Scan", on="index"),
     },
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
+    "demo": {
+        "": _n(
+            "CreateTable",
+            "DescribeTable",
+            "DeleteTable",
+            "UpdateTable",
+            "GetItem",
+            "PutItem",
+            "UpdateItem",
+            "TransactWriteItems",
+            "BatchWriteItem",
+            "Query",
+            "Scan",
+        )
+        | _n("Scan", on="index")
+    },
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
     "partition-keys index backfill": {"": _n("DescribeTable", "Scan", "PutItem")},
@@ -69,6 +85,12 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
 }
 
 
+# Commands that make their own tables: the policy covers the tables of that name pattern. The
+# demo's tables are "ddbkeys-demo-" and 12 hex digits; "?" matches one character each, so the
+# pattern does not also match the tables' indexes, as "*" would (it matches "/" too).
+OWN_TABLES = {"demo": "ddbkeys-demo-" + "?" * 12}
+
+
 def _command(words: Iterable[str]) -> str:
     command = " ".join(" ".join(words).split())
     if command.startswith("ddbkeys "):
@@ -77,7 +99,7 @@ def _command(words: Iterable[str]) -> str:
         raise ConfigurationError(
             f"No IAM policy for {command!r}: ddbkeys knows "
             + ", ".join(repr(c) for c in COMMANDS)
-            + " (`ddbkeys demo` and `ddbkeys local` make their own tables or need no AWS)."
+            + " (`ddbkeys local` needs no AWS)."
         )
     return command
 
@@ -99,7 +121,7 @@ def needs(command: str | Iterable[str], variant: str | None = None) -> frozenset
 
 def policy(
     command: str | Iterable[str],
-    table: str,
+    table: str | None,
     *,
     variant: str | None = None,
     index_name: str = DEFAULT_INDEX,
@@ -108,9 +130,21 @@ def policy(
     partition: str = "aws",
 ) -> dict[str, Any]:
     """The IAM policy document (a dict, ready for ``json.dumps``) that lets ``command`` run on
-    ``table``, with one statement for the table and one for the marker index if it is used."""
+    ``table``, with one statement for the table and one for the marker index if it is used.
+    ``table`` is None for a command that makes its own tables (``demo``)."""
     wanted = needs(command, variant)
-    check_table_name(table)
+    name = _command([command] if isinstance(command, str) else command)
+    if name in OWN_TABLES:
+        if table is not None:
+            raise ConfigurationError(
+                f"`ddbkeys {name}` makes its own tables, named {OWN_TABLES[name]}, and deletes "
+                "them afterwards: leave out --table-name."
+            )
+        table = OWN_TABLES[name]
+    elif table is None:
+        raise ConfigurationError(f"`ddbkeys {name}` works on one table: give --table-name.")
+    else:
+        check_table_name(table)
     if not re.fullmatch(r"[a-z0-9-]+|\*", region):
         raise ConfigurationError(f"{region!r} is not an AWS region (for example eu-west-1).")
     if not re.fullmatch(r"\d{12}|\*", account_id):

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
-from ddbkeys.iam import COMMANDS, policy
+from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
 from ddbkeys.testing.proxy import Call, FaultProxy
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ def run(fault_proxy: FaultProxy) -> Runner:
 
 def scenarios(
     run: Runner, client: DynamoDBClient, factory: TableFactory
-) -> dict[tuple[str, str], tuple[str, list[Call]]]:
+) -> dict[tuple[str, str], tuple[str | None, list[Call]]]:
     """(command, variant) -> (table, the calls of every way that variant was run)."""
     plain = factory(("pk", "S"))
     coll = factory(("pk", "S"), ("sk", "N"))
@@ -66,7 +66,7 @@ def scenarios(
     for k in range(5):
         for n in range(1, 4):
             client.put_item(TableName=coll, Item={"pk": {"S": f"k{k}"}, "sk": {"N": str(n)}})
-    seen: dict[tuple[str, str], tuple[str, list[Call]]] = {}
+    seen: dict[tuple[str, str], tuple[str | None, list[Call]]] = {}
 
     def record(command: str, variant: str, table: str, *args: str) -> None:
         calls = run(*command.split(), *args, "-t", table)
@@ -97,6 +97,8 @@ def scenarios(
     record("partition-keys index repair", "", coll)
     for method in ("index", "auto"):  # auto again: now it takes the index
         record("partition-keys", method, coll, "--method", method)
+    # The demo makes its own tables (and puts its own fault proxy behind this one).
+    seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
     return seen
 
 
@@ -108,7 +110,11 @@ def test_each_policy_allows_exactly_what_its_command_calls(
     assert set(seen) == every, "each command and variant of the catalog was run"
     for (command, variant), (table, calls) in sorted(seen.items()):
         assert calls, f"{command} made no calls"
-        assert {c.table for c in calls} == {table}, f"{command} touched another table"
+        if table is None:  # the demo: its own tables, several of them
+            assert all(fnmatchcase(str(c.table), OWN_TABLES[command]) for c in calls)
+            assert len({c.table for c in calls}) > 1
+        else:
+            assert {c.table for c in calls} == {table}, f"{command} touched another table"
         region, account = "eu-west-1", "123456789012"
         document = policy(
             command, table, variant=variant or None, region=region, account_id=account
@@ -146,6 +152,12 @@ def test_cli_prints_a_policy_document_and_clear_errors() -> None:
         "dynamodb:GetItem",
         "dynamodb:TransactWriteItems",
     ]
+    demo = runner.invoke(cli, ["iam-policy", "demo", "-t", "users"])
+    assert demo.output.startswith("Error: `ddbkeys demo` makes its own tables")
+    missing = runner.invoke(cli, ["iam-policy", "ids", "next"])
+    assert (
+        missing.output.strip() == "Error: `ddbkeys ids next` works on one table: give --table-name."
+    )
     bad = runner.invoke(cli, ["iam-policy", "ids", "nxt", "-t", "users"])
     assert bad.exit_code == 1
     assert bad.output.startswith("Error: No IAM policy for 'ids nxt': ddbkeys knows 'ids next'")

@@ -6,7 +6,6 @@ import json
 
 import click
 
-from ddbkeys.cli.common import table_option
 from ddbkeys.iam import COMMANDS, policy
 from ddbkeys.partition_keys.index import DEFAULT_INDEX
 
@@ -35,12 +34,18 @@ Examples:
   ddbkeys iam-policy ids next -t orders --region eu-west-1 --account-id 123456789012
   ddbkeys iam-policy ids put -t users --variant gapless
   ddbkeys iam-policy partition-keys -t orders --variant index
+  ddbkeys iam-policy demo       (the tables it makes, ddbkeys-demo-..., on a real DynamoDB)
 """
 
 
 @click.command("iam-policy", help=HELP)
 @click.argument("command", nargs=-1, required=True)
-@table_option
+@click.option(
+    "--table-name",
+    "-t",
+    metavar="TABLE",
+    help="The DynamoDB table (required, except for demo, which makes its own tables).",
+)
 @click.option(
     "--variant",
     metavar="NAME",
@@ -64,7 +69,7 @@ Examples:
 )
 def iam_policy_command(
     command: tuple[str, ...],
-    table_name: str,
+    table_name: str | None,
     variant: str | None,
     index_name: str,
     region: str,
