@@ -325,6 +325,9 @@ def run_ids(
             counts = proxy.counts if proxy is not None else {}
             gaps, duplicates = _delivered(kind, client, table, handed_out)
             kept = duplicates == 0 and (kind in ("counter", "blocks") or gaps == 0)
+            if kind in ("collection", "gapless"):
+                # ... and the callers were told exactly the ids the table holds: 1 to count.
+                kept = kept and sorted(handed_out) == list(range(1, count + 1))
             results.append(
                 IdsResult(
                     strategy=kind,
@@ -338,7 +341,7 @@ def run_ids(
                     lost_responses=int(counts.get("lose_response", 0)),
                     throttled=int(counts.get("throttle", 0)),
                     billed_write_units=usage.billed_write_units,
-                    kept=kept if kind != "naive" else False,
+                    kept=kept if kind != "naive" else False,  # it promises nothing
                 )
             )
     finally:
