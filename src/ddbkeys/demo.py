@@ -98,7 +98,6 @@ class IdsResult:
     throttled: int
     billed_write_units: float
     kept: bool
-    note: str = ""
 
     @property
     def ids_per_second(self) -> float:

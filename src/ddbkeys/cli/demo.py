@@ -102,9 +102,10 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         )
     console.print(ids)
     console.print(
-        "  gaps: ids skipped below the highest one given out (counter, blocks: in what callers "
-        "got; collection, gapless: in the table).\n  WCU/id: write units the service would "
-        "bill, items included where the strategy writes them."
+        "  gaps: ids skipped below the highest one given out (counter, blocks: among the ids\n"
+        "  callers got; collection, gapless: in the table). lost / thr.: responses the proxy\n"
+        "  lost and writes it throttled. WCU/id: write units the service would bill, items\n"
+        "  included where the strategy writes them."
     )
     console.print(
         f"\n[bold]2. Distinct partition keys[/bold] of a {report.table_items:,}-item table "
@@ -128,9 +129,9 @@ def print_report(report: DemoReport, startup: float | None) -> None:
     console.print(keys)
     setup = report.index_setup
     console.print(
-        f"  The marker index cost {setup.get('requests', 0):.0f} requests, "
-        f"{setup.get('read_units', 0):.1f} RCU and {setup.get('write_units', 0):.1f} WCU to "
-        "backfill once; afterwards each new collection costs one conditional put."
+        f"  Backfilling the marker index cost {setup.get('requests', 0):.0f} requests, "
+        f"{setup.get('read_units', 0):.1f} RCU and {setup.get('write_units', 0):.1f} WCU, once;\n"
+        "  after that, one conditional put per new collection."
     )
     verdict = (
         "[green]every promise kept[/green]" if report.ok else "[red]A PROMISE WAS BROKEN[/red]"
