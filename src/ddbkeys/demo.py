@@ -134,6 +134,7 @@ class KeysResult:
 class DemoReport:
     endpoint_url: str
     faults: bool
+    sizes: Sizes = field(default_factory=Sizes)
     ids: list[IdsResult] = field(default_factory=list)
     keys: list[KeysResult] = field(default_factory=list)
     table_items: int = 0
@@ -150,6 +151,7 @@ class DemoReport:
         return {
             "endpoint_url": self.endpoint_url,
             "faults": self.faults,
+            "sizes": asdict(self.sizes),
             "ok": self.ok,
             "seconds": round(self.seconds, 2),
             "ids": [r.as_dict() for r in self.ids],
@@ -461,7 +463,7 @@ def run_demo(
     client = make_client(endpoint_url, region, profile)
     factory = TableFactory(client, prefix="ddbkeys-demo")
     faults = is_loopback(endpoint_url)
-    report = DemoReport(endpoint_url=endpoint_url, faults=faults)
+    report = DemoReport(endpoint_url=endpoint_url, faults=faults, sizes=sizes)
     try:
         report.ids = run_ids(
             endpoint_url,

@@ -62,9 +62,10 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         + (f" (started in {startup:.1f} s)" if startup is not None else "")
     )
     faults = (
-        "through a fault proxy that lost some write responses and throttled some writes"
+        f"through a fault proxy that lost {report.sizes.lose_response:.0%} of the write\n"
+        f"   responses and throttled {report.sizes.throttle:.0%} of the writes"
         if report.faults
-        else "without injected faults (the proxy only sits in front of a loopback endpoint)"
+        else "without injected faults\n   (the proxy only sits in front of a loopback endpoint)"
     )
     first = report.ids[0] if report.ids else None
     console.print(
