@@ -1,4 +1,5 @@
-"""Every code example in the README and docs/ runs, against the test endpoint.
+"""Every code example in the README and docs/ runs, against the test endpoint, and so does
+every example command in the CLI's --help (docs/cli.md is generated from it).
 
 Rules, so that no example can escape:
 - a ```python block is executed; the blocks of one page share a namespace, in order, like a
@@ -86,6 +87,27 @@ def shell_lines(code: str) -> list[str]:
     return lines
 
 
+def run_shell(line: str, env: dict[str, str], cwd: Path, where: str) -> None:
+    result = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", line],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=300,
+        check=False,
+    )
+    assert result.returncode == 0, f"{where}: {line}\n{result.stderr}"
+
+
+def shell_env(endpoint_url: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        "AWS_ENDPOINT_URL_DYNAMODB": endpoint_url,
+    }
+
+
 def run_local_until_interrupted(line: str, env: dict[str, str], cwd: Path) -> None:
     process = subprocess.Popen(
         ["bash", "-c", f"exec {line}"],
@@ -119,11 +141,7 @@ def test_examples_run(
     names = {name: ddb_table_factory(*keys) for name, keys in declared_tables(text).items()}
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_endpoint_url)
     monkeypatch.chdir(tmp_path)
-    env = {
-        **os.environ,
-        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        "AWS_ENDPOINT_URL_DYNAMODB": ddb_endpoint_url,
-    }
+    env = shell_env(ddb_endpoint_url)
     fixtures: dict[str, Any] = {"ddb_client": ddb_client, "ddb_table_factory": ddb_table_factory}
     namespace: dict[str, Any] = {"__name__": f"doc_{page.stem}"}
     ran = 0
@@ -150,16 +168,7 @@ def test_examples_run(
                     if not os.environ.get(ENDPOINT_ENV):
                         run_local_until_interrupted(line, env, tmp_path)
                     continue
-                result = subprocess.run(
-                    ["bash", "-o", "pipefail", "-c", line],
-                    capture_output=True,
-                    text=True,
-                    env=env,
-                    cwd=tmp_path,
-                    timeout=300,
-                    check=False,
-                )
-                assert result.returncode == 0, f"{where}: {line}\n{result.stderr}"
+                run_shell(line, env, tmp_path, where)
             ran += 1
         else:
             pytest.fail(f"{where}: a ```{language} block: use python or sh (run), text or json")
@@ -169,3 +178,38 @@ def test_examples_run(
 def test_every_page_is_collected() -> None:
     assert ROOT / "README.md" in PAGES
     assert len([p for p in PAGES if "docs" in p.parts]) >= 9
+
+
+# The examples in --help (docs/cli.md is --help) use these tables.
+HELP_TABLES: dict[str, list[tuple[str, str]]] = {
+    "orders": [("pk", "S")],
+    "users": [("pk", "S")],
+    "issues": [("pk", "S"), ("sk", "N")],
+}
+# Run by their own tests: tests/cli/test_demo.py and test_cli.py (until Ctrl-C).
+HELP_RUN_ELSEWHERE = ("ddbkeys demo", "ddbkeys local")
+
+
+def help_examples() -> list[str]:
+    """The example command lines of every command's --help, as docs/cli.md holds them."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
+    return [
+        line.strip()
+        for _, _, code in blocks(text)
+        for line in code.splitlines()
+        if line.strip().startswith("ddbkeys ") or "| ddbkeys " in line
+    ]
+
+
+def test_help_examples_run(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, tmp_path: Path
+) -> None:
+    names = {name: ddb_table_factory(*keys) for name, keys in HELP_TABLES.items()}
+    env = shell_env(ddb_endpoint_url)
+    ran = []
+    for line in help_examples():
+        if line.startswith(HELP_RUN_ELSEWHERE) or re.search(r"-t T\b", line):
+            continue  # the second kind: a synopsis with placeholders (T, KEY...)
+        run_shell(substitute(line, "sh", names), env, tmp_path, "docs/cli.md")
+        ran.append(line)
+    assert len(ran) >= 12, ran

@@ -34,7 +34,7 @@ Examples:
   ddbkeys iam-policy ids next -t orders --region eu-west-1 --account-id 123456789012
   ddbkeys iam-policy ids put -t users --variant gapless
   ddbkeys iam-policy partition-keys -t orders --variant index
-  ddbkeys iam-policy demo       (the tables it makes, ddbkeys-demo-..., on a real DynamoDB)
+  ddbkeys iam-policy demo   # the tables the demo makes, ddbkeys-demo-..., on a real DynamoDB
 """
 
 

@@ -269,7 +269,7 @@ def put_command(
     """Write an item with the next id of a gapless sequence or an item collection; print the id.
 
     \b
-    ddbkeys ids put -t users -s gapless --item '{"pk": "User#Kirk", "name": "Kirk"}'
+    ddbkeys ids put -t users -s gapless --item '{"pk": "User#Spock", "name": "Spock"}'
     ddbkeys ids put -t issues -s collection -k projectA --item '{"priority": "low"}'
     echo '[{"pk": "a"}, {"pk": "b"}]' | ddbkeys ids put -t users -s gapless
     """

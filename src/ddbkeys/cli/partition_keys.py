@@ -144,7 +144,7 @@ def partition_keys_group(
     Examples:
       ddbkeys partition-keys -t orders > keys.txt
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
-      ddbkeys partition-keys -t orders --output jsonl | jq .key
+      ddbkeys partition-keys -t orders --output jsonl | head -5
     """
     if ctx.invoked_subcommand is not None:
         return
