@@ -260,11 +260,15 @@ def _delivered(
 
 
 def _mint(
-    kind: str, client: DynamoDBClient, table: str, sizes: Sizes, progress: Progress | None
+    kind: str,
+    count: int,
+    client: DynamoDBClient,
+    table: str,
+    sizes: Sizes,
+    progress: Progress | None,
 ) -> tuple[list[int], float, Usage]:
-    """Mint ``sizes.<kind>`` ids from ``sizes.writers`` threads: (ids got, seconds, usage)."""
+    """Mint ``count`` ids from ``sizes.writers`` threads: (ids got, seconds, usage)."""
     mint, usage = _minter(kind, client, table, sizes)
-    count: int = getattr(sizes, kind)
     phase = f"ids: {kind}"
     tag = uuid.uuid4().hex[:6]
     lock = threading.Lock()
@@ -306,7 +310,7 @@ def run_ids(
     proxy = FaultProxy(endpoint_url).start() if faults else None
     try:
         for kind in kinds:
-            count = getattr(sizes, kind)
+            count: int = getattr(sizes, kind)
             table = (
                 factory(("pk", "S"), ("sk", "N")) if kind == "collection" else factory(("pk", "S"))
             )
@@ -322,7 +326,7 @@ def run_ids(
                 proxy.reset()
             url = proxy.endpoint_url if proxy is not None else endpoint_url
             client = make_client(url, region, profile, max_attempts=10)
-            handed_out, seconds, usage = _mint(kind, client, table, sizes, progress)
+            handed_out, seconds, usage = _mint(kind, count, client, table, sizes, progress)
             counts = proxy.counts if proxy is not None else {}
             gaps, duplicates = _delivered(kind, client, table, handed_out)
             kept = duplicates == 0 and (kind in ("counter", "blocks") or gaps == 0)

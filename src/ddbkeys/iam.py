@@ -91,8 +91,9 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
 OWN_TABLES = {"demo": "ddbkeys-demo-" + "?" * 12}
 
 
-def _command(words: Iterable[str]) -> str:
-    command = " ".join(" ".join(words).split())
+def _command(words: str | Iterable[str]) -> str:
+    """The catalog's name for ``words`` ("ids put", or ["ids", "put"]); an error if unknown."""
+    command = " ".join(" ".join([words] if isinstance(words, str) else words).split())
     if command.startswith("ddbkeys "):
         command = command[len("ddbkeys ") :]
     if command not in COMMANDS:
@@ -106,7 +107,10 @@ def _command(words: Iterable[str]) -> str:
 
 def needs(command: str | Iterable[str], variant: str | None = None) -> frozenset[Need]:
     """What ``command`` calls; ``variant`` picks among its variants (all of them when None)."""
-    name = _command([command] if isinstance(command, str) else command)
+    return _needs(_command(command), variant)
+
+
+def _needs(name: str, variant: str | None) -> frozenset[Need]:
     variants = COMMANDS[name]
     if variant is None or variant == "":
         return frozenset().union(*variants.values())
@@ -132,8 +136,8 @@ def policy(
     """The IAM policy document (a dict, ready for ``json.dumps``) that lets ``command`` run on
     ``table``, with one statement for the table and one for the marker index if it is used.
     ``table`` is None for a command that makes its own tables (``demo``)."""
-    wanted = needs(command, variant)
-    name = _command([command] if isinstance(command, str) else command)
+    name = _command(command)
+    wanted = _needs(name, variant)
     if name in OWN_TABLES:
         if table is not None:
             raise ConfigurationError(

@@ -67,9 +67,8 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         if report.faults
         else "without injected faults\n   (the proxy only sits in front of a loopback endpoint)"
     )
-    first = report.ids[0] if report.ids else None
     console.print(
-        f"\n[bold]1. Ids[/bold] from {first.writers if first else 0} concurrent writers, {faults}:"
+        f"\n[bold]1. Ids[/bold] from {report.sizes.writers} concurrent writers, {faults}:"
     )
     ids = Table(show_edge=False)
     for name, justify in (

@@ -155,6 +155,12 @@ class FaultProxy:
             raise RuntimeError("the proxy is not running: call start() first")
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
+    def record(self, operation: str, body: bytes) -> None:
+        """Note the operation, table and index that one request names (see :attr:`calls`)."""
+        named = calls_in(operation, body)
+        with self._lock:
+            self.calls.extend(named)
+
     def decide(self, operation: str) -> Fault:
         """The action for one request of this operation; counts it."""
         with self._lock:
@@ -267,8 +273,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             operation = _operation(self.headers.get("X-Amz-Target"))
-            with proxy._lock:
-                proxy.calls.extend(calls_in(operation, body))
+            proxy.record(operation, body)
             fault = proxy.decide(operation)
             json_type = [("Content-Type", "application/x-amz-json-1.0")]
             if fault is Fault.THROTTLE:
