@@ -3,6 +3,7 @@ parallel segments: the measurement behind issue 4's open wall-time target.
 
     python benchmarks/local_start_key.py            # on an embedded DynamoDB Local
     python benchmarks/local_start_key.py --keys 500 # a smaller table (50 items a key)
+    python benchmarks/local_start_key.py --db-path /tmp/ddb  # on SQLite files, not in memory
 
 It builds the benchmark's uniform shape (2,000 keys x 50 items of about 200 bytes), then times
 one-item Scans that start after a key at several depths of the scan order, the same for each of
@@ -66,8 +67,11 @@ def one_scan_ms(client: DynamoDBClient, table: str, after: str, **segment: int) 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--keys", type=int, default=2000, help="Partition keys (50 items each).")
+    parser.add_argument(
+        "--db-path", help="Run DynamoDB Local on SQLite files in this folder, not -inMemory."
+    )
     args = parser.parse_args()
-    with DynamoDBLocal(heap_mb=2048) as server:
+    with DynamoDBLocal(heap_mb=2048, db_path=args.db_path) as server:
         client = make_client(endpoint_url=server.endpoint_url)
         table = TableFactory(client, prefix="ddbkeys-bench")(("pk", "S"), ("sk", "N"))
         items = [

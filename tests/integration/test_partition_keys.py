@@ -3,13 +3,16 @@ through throttling and 5xx; resume, segments, budget and accounting."""
 
 from __future__ import annotations
 
+import re
+import threading
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys.connect import make_client
 from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
-from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
+from ddbkeys.partition_keys import MAX_SORT_KEY, Listing, MarkerIndex, distinct_partition_keys
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.conftest import proxied_client
@@ -174,6 +177,103 @@ def test_segments_and_resume(
         assert sorted(first + rest) == list(range(60)), (method, segments)
 
 
+def scans_sent(client: DynamoDBClient) -> list[tuple[int, int, str]]:
+    """Record each Scan's (Segment, TotalSegments, thread name) as the client sends it."""
+    sent: list[tuple[int, int, str]] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        segment = (params.get("Segment", 0), params.get("TotalSegments", 1))
+        sent.append((*segment, threading.current_thread().name))
+
+    client.meta.events.register("provide-client-params.dynamodb.Scan", record)
+    return sent
+
+
+def test_readers_take_scan_segments_in_turn(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    client = make_client(endpoint_url=ddb_endpoint_url)
+    table = ddb_table_factory(("pk", "N"), ("sk", "S"))
+    for key in range(60):
+        client.put_item(TableName=table, Item={"pk": {"N": str(key)}, "sk": {"S": "s"}})
+    sent = scans_sent(client)
+    listing = distinct_partition_keys(client, table, "skip", segments=3)
+    assert sorted(listing) == list(range(60))
+    assert listing.scan_segments == 12 and listing.segments_done == 12
+    assert {(segment, total) for segment, total, _ in sent} == {(s, 12) for s in range(12)}
+    # Each segment is read to its end by one reader; three readers share the twelve.
+    readers = {segment: name for segment, _, name in sent}
+    assert all(readers[segment] == name for segment, _, name in sent)
+    assert len(set(readers.values())) == 3
+    # The split is the caller's to choose; one reader reads the one segment in the caller's thread.
+    sent.clear()
+    assert len(listed(client, table, "skip-pages", segments=2, scan_segments=5)) == 60
+    assert {(segment, total) for segment, total, _ in sent} == {(s, 5) for s in range(5)}
+    sent.clear()
+    assert len(listed(client, table, "skip")) == 60
+    assert {(segment, total) for segment, total, _ in sent} == {(0, 1)}
+
+
+def test_a_held_up_reader_does_not_hold_up_the_rest(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    """Segment 0's first Scan waits until the other seven segments are done. With a fixed share
+    of segments per reader (segments 0-3 to one, 4-7 to the other) that never happens; with
+    readers taking segments in turn, the free reader reads all seven."""
+    client = make_client(endpoint_url=ddb_endpoint_url)
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in range(80):
+        client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
+    others_done = threading.Event()
+    sent = scans_sent(client)
+
+    def hold_segment_0(params: dict[str, Any], **_: Any) -> None:
+        if params.get("Segment") == 0 and "ExclusiveStartKey" not in params:
+            others_done.wait(timeout=60)
+
+    client.meta.events.register("provide-client-params.dynamodb.Scan", hold_segment_0)
+
+    def progress(listing: Listing) -> None:
+        if listing.segments_done == 7 and listing.positions[0] is not True:
+            others_done.set()
+
+    listing = distinct_partition_keys(
+        client, table, "skip", segments=2, scan_segments=8, on_key=progress
+    )
+    assert sorted(listing) == sorted(f"k{k}" for k in range(80))
+    assert others_done.is_set()
+    held = {name for segment, _, name in sent if segment == 0}
+    assert len(held) == 1
+    assert {segment for segment, _, name in sent if name in held} == {0}
+
+
+def test_resume_with_other_readers(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in range(50):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
+    listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=2)
+    first: list[Any] = []
+    for found in listing:
+        first.append(found)
+        if len(first) == 21:
+            break
+    token = listing.checkpoint()
+    for readers in (1, 5):
+        resumed = distinct_partition_keys(
+            ddb_client, table, "skip-pages", segments=readers, resume=token
+        )
+        rest = list(resumed)
+        assert resumed.scan_segments == 8
+        assert sorted(first + rest) == sorted(f"k{k}" for k in range(50)), readers
+    with pytest.raises(
+        ConfigurationError,
+        match=re.escape("for 8 scan segment(s), not 3: resume with --scan-segments 8"),
+    ):
+        distinct_partition_keys(ddb_client, table, segments=2, scan_segments=3, resume=token)
+
+
 def test_accounting_and_budget(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for key in range(10):
@@ -192,6 +292,8 @@ def test_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) 
         distinct_partition_keys(ddb_client, "no-such-table")
     with pytest.raises(ConfigurationError, match="segments must be a whole number from 1"):
         distinct_partition_keys(ddb_client, table, segments=0)
+    with pytest.raises(ConfigurationError, match="scan_segments must be a whole number from 1"):
+        distinct_partition_keys(ddb_client, table, segments=2, scan_segments=1_000_001)
     with pytest.raises(ConfigurationError, match="has no index 'ddbkeys-partition-keys'"):
         distinct_partition_keys(ddb_client, table, "index")
     with pytest.raises(ConfigurationError, match="Unknown method 'magic'"):

@@ -48,12 +48,15 @@ def index_options(func: F) -> F:
     )(func)
 
 
-def usage_line(listing: Listing) -> str:
+def usage_line(listing: Listing, *, progress: bool = False) -> str:
     u = listing.usage
-    return (
+    line = (
         f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
         f"{u.items} items read, {u.read_units:g} RCU"
     )
+    if progress and listing.scan_segments > 1:
+        line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
+    return line
 
 
 def write_keys(listing: Listing, output: str, collected: list[object], stop: list[int]) -> None:
@@ -92,7 +95,15 @@ def write_keys(listing: Listing, output: str, collected: list[object], stop: lis
     type=click.IntRange(1, 1_000_000),
     default=1,
     show_default=True,
-    help="Parallel Scan segments.",
+    help="Read this many Scan segments at once. Above 1, the table is split into 4 x N "
+    "segments that the readers take in turn.",
+)
+@click.option(
+    "--scan-segments",
+    type=click.IntRange(1, 1_000_000),
+    metavar="S",
+    help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
+    "one request.  [default: 1, or 4 x --segments]",
 )
 @click.option(
     "--output",
@@ -118,6 +129,7 @@ def partition_keys_group(
     table_name: str | None,
     method: str,
     segments: int,
+    scan_segments: int | None,
     output: str,
     max_rcu_per_second: float | None,
     resume: str | None,
@@ -160,13 +172,14 @@ def partition_keys_group(
         now = time.monotonic()
         if status is not None and now - last_draw[0] > 0.2:
             last_draw[0] = now
-            status.update(usage_line(listing))
+            status.update(usage_line(listing, progress=True))
 
     listing = distinct_partition_keys(
         client,
         table_name,
         method,
         segments=segments,
+        scan_segments=scan_segments,
         index=index_name,
         marker_attribute=marker_attribute,
         max_rcu_per_second=max_rcu_per_second,

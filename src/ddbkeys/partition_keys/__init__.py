@@ -103,12 +103,30 @@ def _choose(
     raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
 
 
+#: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given.
+SEGMENTS_PER_READER = 4
+MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
+
+
+def _whole(name: str, value: object, table: str) -> int:
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not 1 <= value <= MAX_TOTAL_SEGMENTS
+    ):
+        raise ConfigurationError(
+            f"{name} must be a whole number from 1 to 1,000,000, not {value!r}.", table=table
+        )
+    return value
+
+
 def distinct_partition_keys(
     client: DynamoDBClient,
     table: str,
     method: Method | str = "auto",
     *,
     segments: int = 1,
+    scan_segments: int | None = None,
     index: str = DEFAULT_INDEX,
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     max_rcu_per_second: float | None = None,
@@ -120,28 +138,35 @@ def distinct_partition_keys(
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
     Each key comes once, as str, int (Decimal when not whole) or bytes, as a stream whose
-    memory does not grow with the table. ``segments`` splits the work into parallel Scan
-    segments (each skipping inside its own). ``max_rcu_per_second`` spreads the reads so the
-    listing does not become a rolling hot partition. ``resume`` takes a token from
-    ``Listing.checkpoint()`` and goes on from there. ``listing.usage`` counts requests, items
-    read and read units. ``on_key`` is called after each key (for progress displays).
+    memory does not grow with the table.
+
+    ``segments`` is how many parallel Scan segments are read at once, each skipping inside its
+    own. With ``segments > 1`` the table is split into ``scan_segments`` segments (by default
+    ``4 x segments``) that the readers take in turn as they finish one: a reader held up by
+    throttling does not hold up the end of the listing, the resume token keeps every segment's
+    place (so a listing can go on with another number of readers), and ``segments_done`` /
+    ``scan_segments`` says how far it has come. Each segment costs at least one request, so
+    the split adds at most ``scan_segments - segments`` requests of 0.5 read units.
+
+    ``max_rcu_per_second`` spreads the reads so the listing does not become a rolling hot
+    partition. ``resume`` takes a token from ``Listing.checkpoint()`` and goes on from there.
+    ``listing.usage`` counts requests, items read and read units. ``on_key`` is called after
+    each key and each finished segment (for progress displays).
     """
-    if (
-        not isinstance(segments, int)
-        or isinstance(segments, bool)
-        or not 1 <= segments <= 1_000_000
-    ):
-        raise ConfigurationError(
-            f"segments must be a whole number from 1 to 1,000,000, not {segments!r}.", table=table
-        )
+    readers = _whole("segments", segments, table)
+    if scan_segments is not None:
+        _whole("scan_segments", scan_segments, table)
+    total = scan_segments or (
+        1 if readers == 1 else min(MAX_TOTAL_SEGMENTS, readers * SEGMENTS_PER_READER)
+    )
     info = describe(client, table)
-    positions: list[Position] = [None] * segments
+    positions: list[Position] = [None] * total
     if resume is not None:
         resumed_method, positions = decode_checkpoint(resume)
-        if len(positions) != segments:
+        if scan_segments is not None and len(positions) != scan_segments:
             raise ConfigurationError(
-                f"The resume token is for {len(positions)} segment(s), not {segments}: "
-                f"resume with --segments {len(positions)}.",
+                f"The resume token is for {len(positions)} scan segment(s), not {scan_segments}: "
+                f"resume with --scan-segments {len(positions)}, or without the option.",
                 table=table,
             )
         if method == "auto":
@@ -159,4 +184,4 @@ def distinct_partition_keys(
         usage=usage or Usage(),
         budget=ReadBudget(max_rcu_per_second) if max_rcu_per_second else None,
     )
-    return Listing(chosen, reader, segments, positions, on_key)
+    return Listing(chosen, reader, positions, readers, on_key)

@@ -158,7 +158,8 @@ class SegmentMethod:
         return {"Segment": segment, "TotalSegments": segments} if segments > 1 else {}
 
 
-_DONE = object()
+_DONE = object()  # a segment read to its end
+_EXITED = object()  # a reader thread finished
 
 
 def encode_checkpoint(method: str, positions: list[Position]) -> str:
@@ -201,21 +202,23 @@ class Listing:
     Keys come as Python values (str, int or Decimal, bytes), each once. ``usage`` counts
     requests, items read and read units so far; ``checkpoint()`` is a token that
     ``distinct_partition_keys(..., resume=token)`` continues from, without repeating or missing
-    a key. With several segments, keys of different segments interleave.
+    a key. ``positions`` holds one entry per Scan segment; ``readers`` threads take the
+    segments in turn, each reading one segment to its end before taking the next. With more
+    than one reader, keys of different segments interleave.
     """
 
     def __init__(
         self,
         method: SegmentMethod,
         reader: Reader,
-        segments: int,
         positions: list[Position],
+        readers: int = 1,
         on_key: Callable[[Listing], None] | None = None,
     ) -> None:
         self.method = method
         self.reader = reader
-        self.segments = segments
         self.positions = positions
+        self.readers = readers
         self.on_key = on_key
         self.keys_found = 0
         self._started = False
@@ -227,6 +230,15 @@ class Listing:
     @property
     def method_name(self) -> str:
         return self.method.name
+
+    @property
+    def scan_segments(self) -> int:
+        """How many Scan segments the table is split into (``TotalSegments``)."""
+        return len(self.positions)
+
+    @property
+    def segments_done(self) -> int:
+        return sum(p is True for p in self.positions)
 
     def checkpoint(self) -> str:
         return encode_checkpoint(self.method.name, list(self.positions))
@@ -240,53 +252,79 @@ class Listing:
         if self._started:
             raise DdbKeysError("A listing is a stream: iterate over it once.")
         self._started = True
-        todo = [s for s in range(self.segments) if self.positions[s] is not True]
-        if len(todo) <= 1:
+        todo = [s for s in range(self.scan_segments) if self.positions[s] is not True]
+        if self.readers <= 1 or len(todo) <= 1:
             for segment in todo:
-                after = self.positions[segment]
-                for key in self.method.keys(self.reader, segment, self.segments, after or None):  # type: ignore[arg-type]
+                for key in self._segment_keys(segment):
                     self._handed(segment, key)
                     yield key
                 self.positions[segment] = True
+                self._notify()
             return
         yield from self._parallel(todo)
+
+    def _segment_keys(self, segment: int) -> Iterator[Key]:
+        after = self.positions[segment]
+        return self.method.keys(self.reader, segment, self.scan_segments, after or None)  # type: ignore[arg-type]
 
     def _handed(self, segment: int, key: Key) -> None:
         self.positions[segment] = key
         self.keys_found += 1
+        self._notify()
+
+    def _notify(self) -> None:
         if self.on_key is not None:
             self.on_key(self)
 
     def _parallel(self, todo: list[int]) -> Iterator[Key]:
+        pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for segment in todo:
+            pending.put(segment)
         out: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=1024)
         stop = threading.Event()
 
-        def run(segment: int) -> None:
-            try:
-                after = self.positions[segment]
-                for key in self.method.keys(self.reader, segment, self.segments, after or None):  # type: ignore[arg-type]
-                    while not stop.is_set():
-                        try:
-                            out.put((segment, key), timeout=0.1)
-                            break
-                        except queue.Full:
-                            continue
-                    if stop.is_set():
-                        return
-                out.put((segment, _DONE))
-            except BaseException as exc:  # handed to the consumer
-                out.put((segment, exc))
+        def send(segment: int, item: Any) -> bool:
+            """Hand ``item`` to the consumer; False once the consumer has stopped."""
+            while not stop.is_set():
+                try:
+                    out.put((segment, item), timeout=0.1)
+                    return True
+                except queue.Full:
+                    continue
+            return False
 
-        threads = [threading.Thread(target=run, args=(s,), daemon=True) for s in todo]
+        def run() -> None:
+            segment = -1
+            try:
+                while not stop.is_set():
+                    try:
+                        segment = pending.get_nowait()
+                    except queue.Empty:
+                        break
+                    for key in self._segment_keys(segment):
+                        if not send(segment, key):
+                            return
+                    if not send(segment, _DONE):
+                        return
+            except BaseException as exc:  # handed to the consumer
+                send(segment, exc)
+            finally:
+                send(-1, _EXITED)
+
+        threads = [
+            threading.Thread(target=run, daemon=True) for _ in range(min(self.readers, len(todo)))
+        ]
         for thread in threads:
             thread.start()
         running = len(threads)
         try:
             while running:
                 segment, item = out.get()
-                if item is _DONE:
-                    self.positions[segment] = True
+                if item is _EXITED:
                     running -= 1
+                elif item is _DONE:
+                    self.positions[segment] = True
+                    self._notify()
                 elif isinstance(item, BaseException):
                     raise item
                 else:
