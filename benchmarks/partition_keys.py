@@ -6,7 +6,8 @@
 Three table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
 3 items) and skewed (1,000 keys x 1 item plus 10 keys x 5,000 items). For each: requests, items
 read, read units (RCU), wall time and correctness, for seed 004's Python sample (Limit 1,
-sequential) and every method, then the same after the marker index is built. Then the CLI's
+sequential) and every method, then the same after the marker index is built. "x4 of 16" is
+four parallel readers taking 16 Scan segments in turn. Then the CLI's
 peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over to the service; wall
 times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
 """
@@ -89,6 +90,7 @@ def run_method(
     client: DynamoDBClient, table: str, method: str, segments: int, expected: set[str]
 ) -> Row:
     started = time.perf_counter()
+    label = method
     if method == "seed 004":
         keys, usage = seed_004(client, table)
     else:
@@ -96,9 +98,10 @@ def run_method(
         keys = [str(k) for k in listing]
         usage = listing.usage
         if method == "auto":
-            method = f"auto ({listing.method_name})"
+            label = f"auto ({listing.method_name})"
+        if segments > 1:  # readers, and the Scan segments they took in turn
+            label += f" x{segments} of {listing.scan_segments}"
     seconds = time.perf_counter() - started
-    label = method if segments == 1 else f"{method} x{segments}"
     correct = len(keys) == len(expected) and set(keys) == expected
     return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
 
@@ -124,7 +127,7 @@ def print_rows(shape: str, rows: list[Row]) -> None:
     seed = rows[0]
     for row in rows:
         print(
-            f"{shape:<8} {row.method:<24} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
+            f"{shape:<8} {row.method:<28} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
             f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
             f"{'yes' if row.correct else 'NO':>7}",
             flush=True,
@@ -223,7 +226,7 @@ def main() -> int:
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
     print(
-        f"{'shape':<8} {'method':<24} {'requests':>8} {'items':>8} {'RCU':>9} "
+        f"{'shape':<8} {'method':<28} {'requests':>8} {'items':>8} {'RCU':>9} "
         f"{'x seed':>7} {'wall s':>7} {'correct':>7}"
     )
     try:

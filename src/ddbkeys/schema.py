@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +53,7 @@ class TableInfo:
     index_projections: Mapping[str, str]
     item_count: int
     size_bytes: int
+    index_sizes: Mapping[str, int] = field(default_factory=dict)  # IndexSizeBytes by name
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
@@ -105,6 +106,10 @@ def describe(client: DynamoDBClient, table: str) -> TableInfo:
         index_projections=projections,
         item_count=int(description.get("ItemCount", 0)),
         size_bytes=int(description.get("TableSizeBytes", 0)),
+        index_sizes={
+            index["IndexName"]: int(index.get("IndexSizeBytes", 0))
+            for index in description.get("GlobalSecondaryIndexes", [])
+        },
     )
 
 

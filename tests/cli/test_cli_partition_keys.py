@@ -180,7 +180,8 @@ def test_progress_is_drawn_on_a_terminal(
     assert quiet.returncode == 0 and silent == ""
     # With parallel readers the line also says how many of the Scan segments are done.
     parallel, drawn_text = run_with_terminal_stderr(
-        [*command, "--segments", "2", "--endpoint-url", ddb_endpoint_url], env
+        [*command, "--segments", "2", "--scan-segments", "8", "--endpoint-url", ddb_endpoint_url],
+        env,
     )
     assert parallel.returncode == 0 and len(parallel.stdout.splitlines()) == 300
     assert re.search(r"; [0-7]/8 segments done", drawn_text), drawn_text[-2000:]

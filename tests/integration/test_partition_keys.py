@@ -197,7 +197,7 @@ def test_readers_take_scan_segments_in_turn(
     for key in range(60):
         client.put_item(TableName=table, Item={"pk": {"N": str(key)}, "sk": {"S": "s"}})
     sent = scans_sent(client)
-    listing = distinct_partition_keys(client, table, "skip", segments=3)
+    listing = distinct_partition_keys(client, table, "skip", segments=3, scan_segments=12)
     assert sorted(listing) == list(range(60))
     assert listing.scan_segments == 12 and listing.segments_done == 12
     assert {(segment, total) for segment, total, _ in sent} == {(s, 12) for s in range(12)}
@@ -205,10 +205,11 @@ def test_readers_take_scan_segments_in_turn(
     readers = {segment: name for segment, _, name in sent}
     assert all(readers[segment] == name for segment, _, name in sent)
     assert len(set(readers.values())) == 3
-    # The split is the caller's to choose; one reader reads the one segment in the caller's thread.
+    # By default a table under a megabyte is not split beyond one segment a reader.
     sent.clear()
-    assert len(listed(client, table, "skip-pages", segments=2, scan_segments=5)) == 60
-    assert {(segment, total) for segment, total, _ in sent} == {(s, 5) for s in range(5)}
+    assert len(listed(client, table, "skip-pages", segments=2)) == 60
+    assert {(segment, total) for segment, total, _ in sent} == {(0, 2), (1, 2)}
+    # One reader reads the one segment in the caller's thread.
     sent.clear()
     assert len(listed(client, table, "skip")) == 60
     assert {(segment, total) for segment, total, _ in sent} == {(0, 1)}
@@ -253,7 +254,7 @@ def test_resume_with_other_readers(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for key in range(50):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
-    listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=2)
+    listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=2, scan_segments=8)
     first: list[Any] = []
     for found in listing:
         first.append(found)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys import ReadBudget, plain_key
+from ddbkeys.partition_keys import ReadBudget, default_scan_segments, plain_key
 from ddbkeys.partition_keys.base import decode_checkpoint, encode_checkpoint
 
 
@@ -49,3 +49,13 @@ def test_plain_keys() -> None:
     assert plain_key({"N": "10"}) == 10 and isinstance(plain_key({"N": "10"}), int)
     assert str(plain_key({"N": "2.50"})) == "2.50"
     assert plain_key({"B": b"\x01"}) == b"\x01"
+
+
+def test_default_scan_segments() -> None:
+    mb = 1024 * 1024
+    assert default_scan_segments(1, 500 * mb) == 1  # one reader: one segment, the seed's order
+    assert default_scan_segments(4, 0) == 4  # size unknown (a new table): one a reader
+    assert default_scan_segments(4, 6 * mb) == 6  # at most one a whole MB...
+    assert default_scan_segments(4, 21 * mb) == 16  # ...and 4 a reader
+    assert default_scan_segments(3, mb // 2) == 3  # never fewer than the readers
+    assert default_scan_segments(400_000, 10**15) == 1_000_000  # DynamoDB's limit

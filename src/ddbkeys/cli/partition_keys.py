@@ -95,15 +95,16 @@ def write_keys(listing: Listing, output: str, collected: list[object], stop: lis
     type=click.IntRange(1, 1_000_000),
     default=1,
     show_default=True,
-    help="Read this many Scan segments at once. Above 1, the table is split into 4 x N "
-    "segments that the readers take in turn.",
+    help="Read this many Scan segments at once. Above 1, the table is split into up to 4 x N "
+    "segments (at most one a MB) that the readers take in turn.",
 )
 @click.option(
     "--scan-segments",
     type=click.IntRange(1, 1_000_000),
     metavar="S",
     help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
-    "one request.  [default: 1, or 4 x --segments]",
+    "one request.  [default: 1; with --segments N, 4 x N but at most one a MB of the table, "
+    "and at least N]",
 )
 @click.option(
     "--output",

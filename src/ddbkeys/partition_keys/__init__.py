@@ -55,6 +55,7 @@ __all__ = [
     "MarkerIndex",
     "ReadBudget",
     "VerifyReport",
+    "default_scan_segments",
     "distinct_partition_keys",
     "plain_key",
 ]
@@ -103,9 +104,22 @@ def _choose(
     raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
 
 
-#: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given.
+#: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
+#: as each segment still holds a full Scan page (1 MB) of what is scanned.
 SEGMENTS_PER_READER = 4
+PAGE_BYTES = 1024 * 1024
 MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
+
+
+def default_scan_segments(readers: int, scanned_bytes: int) -> int:
+    """How many Scan segments ``readers`` parallel readers split the table into: up to 4 each,
+    but no more than the whole 1 MB pages the table (or index) holds, and never fewer than the
+    readers. A segment smaller than a page would cost a request for little work: this way the
+    split costs at most one request (0.5 read units) per MB scanned."""
+    if readers == 1:
+        return 1
+    pages = scanned_bytes // PAGE_BYTES
+    return max(readers, min(readers * SEGMENTS_PER_READER, pages, MAX_TOTAL_SEGMENTS))
 
 
 def _whole(name: str, value: object, table: str) -> int:
@@ -141,12 +155,14 @@ def distinct_partition_keys(
     memory does not grow with the table.
 
     ``segments`` is how many parallel Scan segments are read at once, each skipping inside its
-    own. With ``segments > 1`` the table is split into ``scan_segments`` segments (by default
-    ``4 x segments``) that the readers take in turn as they finish one: a reader held up by
-    throttling does not hold up the end of the listing, the resume token keeps every segment's
-    place (so a listing can go on with another number of readers), and ``segments_done`` /
-    ``scan_segments`` says how far it has come. Each segment costs at least one request, so
-    the split adds at most ``scan_segments - segments`` requests of 0.5 read units.
+    own. With ``segments > 1`` the table is split into ``scan_segments`` segments that the
+    readers take in turn as they finish one: a reader held up by throttling does not hold up
+    the end of the listing, the resume token keeps every segment's place (so a listing can go
+    on with another number of readers), and ``segments_done`` / ``scan_segments`` says how far
+    it has come. By default that is 4 segments a reader, but no more than the whole megabytes
+    the table (or the marker index) holds by DescribeTable, and never fewer than ``segments``:
+    each segment costs at least one request, so the split adds at most one request (0.5 read
+    units) per MB scanned.
 
     ``max_rcu_per_second`` spreads the reads so the listing does not become a rolling hot
     partition. ``resume`` takes a token from ``Listing.checkpoint()`` and goes on from there.
@@ -156,11 +172,8 @@ def distinct_partition_keys(
     readers = _whole("segments", segments, table)
     if scan_segments is not None:
         _whole("scan_segments", scan_segments, table)
-    total = scan_segments or (
-        1 if readers == 1 else min(MAX_TOTAL_SEGMENTS, readers * SEGMENTS_PER_READER)
-    )
     info = describe(client, table)
-    positions: list[Position] = [None] * total
+    positions: list[Position] | None = None
     if resume is not None:
         resumed_method, positions = decode_checkpoint(resume)
         if scan_segments is not None and len(positions) != scan_segments:
@@ -177,6 +190,9 @@ def distinct_partition_keys(
                 table=table,
             )
     chosen = _choose(method, client, table, info, index, marker_attribute)
+    if positions is None:
+        total = scan_segments or default_scan_segments(readers, chosen.scanned_bytes())
+        positions = [None] * total
     reader = Reader(
         client,
         table,

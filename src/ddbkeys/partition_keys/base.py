@@ -153,6 +153,10 @@ class SegmentMethod:
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
         raise NotImplementedError
 
+    def scanned_bytes(self) -> int:
+        """The size of what this method scans, as DescribeTable last reported it (0: unknown)."""
+        return self.info.size_bytes
+
     @staticmethod
     def segment_args(segment: int, segments: int) -> dict[str, int]:
         return {"Segment": segment, "TotalSegments": segments} if segments > 1 else {}

@@ -76,6 +76,9 @@ class IndexMethod(SegmentMethod):
             request["ExclusiveStartKey"] = self.start_key(after)
         yield from scan_from(reader, request, self.index.attribute, previous=after)
 
+    def scanned_bytes(self) -> int:
+        return self.info.index_sizes.get(self.index.name, 0)
+
 
 @dataclass
 class VerifyReport:
