@@ -93,9 +93,10 @@ def write_keys(listing: Listing, output: str, collected: list[object], stop: lis
 @click.option(
     "--segments",
     type=click.IntRange(1, 1_000_000),
+    metavar="N",
     default=1,
     show_default=True,
-    help="Read this many Scan segments at once. Above 1, the table is split into up to 4 x N "
+    help="Read N Scan segments at once. Above 1, the table is split into up to 4 x N "
     "segments (at most one a MB) that the readers take in turn.",
 )
 @click.option(
