@@ -7,7 +7,8 @@ parallel segments: the measurement behind issue 4's open wall-time target.
 
 It builds the benchmark's uniform shape (2,000 keys x 50 items of about 200 bytes), then times
 one-item Scans that start after a key at several depths of the scan order, the same for each of
-4 segments, and a batch of such Scans sent from 1, 2, 4 and 8 threads.
+4 segments, a batch of such Scans sent from 1, 2, 4 and 8 threads, and a whole skip listing by
+4 threads over 4, 8 and 16 segments (what ``segments=4`` splits a table into).
 """
 
 from __future__ import annotations
@@ -110,6 +111,16 @@ def main() -> int:
                 list(pool.map(lambda k: one_scan_ms(client, table, k), sample))
             rate = len(sample) / (time.perf_counter() - started)
             print(f"  {threads} thread(s): {rate:6.1f} Scans/s")
+        print("\nA whole skip listing (Limit 1) by 4 threads taking N segments in turn:")
+        for total in (4, 8, 16):
+            started = time.perf_counter()
+            segments = [{"Segment": s, "TotalSegments": total} for s in range(total)]
+            with ThreadPoolExecutor(4) as pool:
+                found = sum(
+                    pool.map(lambda seg: len(keys_in_order(client, table, **seg)), segments)
+                )
+            took = time.perf_counter() - started
+            print(f"  {total:2} segments: {took:6.1f} s for {found:,} keys")
     return 0
 
 
