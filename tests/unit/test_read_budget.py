@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys import ReadBudget, default_scan_segments, plain_key
 from ddbkeys.partition_keys.base import decode_checkpoint, encode_checkpoint
 
@@ -42,6 +42,9 @@ def test_checkpoint_round_trip_with_every_key_type() -> None:
     method, decoded = decode_checkpoint(encode_checkpoint("skip", positions))  # type: ignore[arg-type]
     assert method == "skip"
     assert decoded == positions
+    # A token without a single segment would list nothing: it is refused, not obeyed.
+    with pytest.raises(DdbKeysError, match="is not one ddbkeys wrote"):
+        decode_checkpoint(encode_checkpoint("skip", []))
 
 
 def test_plain_keys() -> None:

@@ -191,6 +191,8 @@ def decode_checkpoint(token: str) -> tuple[str, list[Position]]:
             else:
                 kind, raw = next(iter(p.items()))
                 positions.append({kind: base64.b64decode(raw) if kind == "B" else raw})
+        if not 1 <= len(positions) <= 1_000_000:
+            raise ValueError(f"{len(positions)} segments")
     except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
         raise DdbKeysError(
             f"The resume token {token[:40]!r}... is not one ddbkeys wrote: copy it whole from "
