@@ -17,7 +17,6 @@ charges 2.)
 from __future__ import annotations
 
 import argparse
-import json
 import multiprocessing
 import statistics
 import sys
@@ -33,7 +32,7 @@ from ddbkeys.capacity import write_units
 from ddbkeys.connect import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.local import DynamoDBLocal
-from ddbkeys.plots import grouped_bars
+from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:
@@ -326,21 +325,10 @@ def main() -> int:
         action="append",
         help="Run only these strategies (repeatable).",
     )
-    parser.add_argument(
-        "--plot",
-        metavar="DIR",
-        type=Path,
-        help="Write ids-throughput.png (and the figures as .json) into DIR.",
-    )
-    parser.add_argument(
-        "--replot",
-        metavar="DIR",
-        type=Path,
-        help="Only redraw DIR/ids-throughput.png from the figures saved there by --plot.",
-    )
+    plot_arguments(parser, CHART)
     args = parser.parse_args()
     if args.replot:
-        saved = json.loads((args.replot / "ids-throughput.json").read_text())
+        saved = saved_figures(args.replot, CHART)
         print(f"wrote {plot(saved['rows'], args.replot, quick=saved['quick'])}")
         return 0
     rounds = 1 if args.quick else args.rounds
@@ -433,12 +421,14 @@ def main() -> int:
     return 0
 
 
+CHART = "ids-throughput"
+
+
 def plot(measured: list[dict[str, Any]], folder: Path, *, quick: bool) -> Path:
     """ids/s by strategy and number of writers, the seed's code beside ddbkeys (log scale)."""
-    saved = {"quick": quick, "rows": measured}
-    (folder / "ids-throughput.json").write_text(json.dumps(saved, indent=2) + "\n")
+    save_figures(folder, CHART, {"quick": quick, "rows": measured})
     return grouped_bars(
-        folder / "ids-throughput.png",
+        folder / f"{CHART}.png",
         title="Ids per second, by strategy and writers (threads; 4x4 = 4 processes x 4)",
         groups=[
             f"{m['strategy']}\n{m['writers']} writer{'' if m['writers'] == '1' else 's'}"

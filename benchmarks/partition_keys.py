@@ -6,16 +6,15 @@
 Three table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
 3 items) and skewed (1,000 keys x 1 item plus 10 keys x 5,000 items). For each: requests, items
 read, read units (RCU), wall time and correctness, for seed 004's Python sample (Limit 1,
-sequential) and every method, then the same after the marker index is built. "x4 of 16" is
-four parallel readers taking 16 Scan segments in turn. Then the CLI's
-peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over to the service; wall
-times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
+sequential) and every method, then the same after the marker index is built ("x4 of 16": four
+parallel readers taking 16 Scan segments in turn). Then the CLI's peak memory listing 10,000 and
+100,000 keys. Requests and RCU carry over to the service; wall times on DynamoDB Local do not (a
+deep ExclusiveStartKey is slow there).
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import subprocess
@@ -30,7 +29,7 @@ from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
-from ddbkeys.plots import grouped_bars
+from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:
@@ -195,25 +194,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
     parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
-    parser.add_argument(
-        "--plot",
-        metavar="DIR",
-        type=Path,
-        help="Write partition-keys-rcu.png (and the figures as .json) into DIR.",
-    )
-    parser.add_argument(
-        "--replot",
-        metavar="DIR",
-        type=Path,
-        help="Only redraw DIR/partition-keys-rcu.png from the figures saved there by --plot.",
-    )
+    plot_arguments(parser, CHART)
     return parser.parse_args()
 
 
 def main() -> int:
     args = parse_args()
     if args.replot:
-        saved = json.loads((args.replot / "partition-keys-rcu.json").read_text())
+        saved = saved_figures(args.replot, CHART)
         drawn = plot(saved["rcu_per_key"], saved["labels"], args.replot, quick=saved["quick"])
         print(f"wrote {drawn}")
         return 0
@@ -284,6 +272,7 @@ def main() -> int:
     return 0
 
 
+CHART = "partition-keys-rcu"
 PLOTTED = ["seed 004", "scan", "skip", "skip-pages", "index"]
 
 
@@ -291,8 +280,7 @@ def plot(
     measured: dict[str, dict[str, float]], labels: dict[str, str], folder: Path, *, quick: bool
 ) -> Path:
     """Read units per distinct key, by method and table shape (log scale)."""
-    saved = {"quick": quick, "labels": labels, "rcu_per_key": measured}
-    (folder / "partition-keys-rcu.json").write_text(json.dumps(saved, indent=2) + "\n")
+    save_figures(folder, CHART, {"quick": quick, "labels": labels, "rcu_per_key": measured})
     shapes = list(measured)
     series: dict[str, list[float | None]] = {
         method: [measured[shape].get(method) for shape in shapes] for method in PLOTTED
@@ -302,7 +290,7 @@ def plot(
         for s in shapes
     ]
     return grouped_bars(
-        folder / "partition-keys-rcu.png",
+        folder / f"{CHART}.png",
         title="Read units per distinct partition key, by method and table shape",
         groups=[labels[s] for s in shapes],
         series=series,

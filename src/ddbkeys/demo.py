@@ -405,7 +405,8 @@ def run_partition_keys(
     results: list[KeysResult] = []
 
     def listing(method: str, segments: int = 1) -> None:
-        phase = f"keys: {method}" + (f" x{segments}" if segments > 1 else "")
+        parallel = f" x{segments}" if segments > 1 else ""
+        phase = f"keys: {method}{parallel}"
         if progress is not None:
             progress(phase, 0, len(expected))
         started = time.perf_counter()
@@ -421,7 +422,7 @@ def run_partition_keys(
         usage = run.usage
         results.append(
             KeysResult(
-                method=name + (f" x{segments}" if segments > 1 else ""),
+                method=name + parallel,
                 keys=len(found),
                 requests=usage.requests,
                 items_read=usage.items,

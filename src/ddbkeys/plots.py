@@ -1,9 +1,41 @@
-"""Charts of benchmark results: grouped bars as PNG (needs the ``plots`` extra: matplotlib)."""
+"""Charts of benchmark results: grouped bars as PNG (needs the ``plots`` extra: matplotlib),
+and the figures behind each chart saved beside it as JSON, so it can be redrawn unmeasured."""
 
 from __future__ import annotations
 
+import argparse
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
+
+
+def plot_arguments(parser: argparse.ArgumentParser, chart: str) -> None:
+    """Add a benchmark's ``--plot DIR`` and ``--replot DIR`` for the chart ``chart``.png."""
+    parser.add_argument(
+        "--plot",
+        metavar="DIR",
+        type=Path,
+        help=f"Write {chart}.png (and the figures as .json) into DIR.",
+    )
+    parser.add_argument(
+        "--replot",
+        metavar="DIR",
+        type=Path,
+        help=f"Only redraw DIR/{chart}.png from the figures saved there by --plot.",
+    )
+
+
+def save_figures(folder: Path, chart: str, figures: Mapping[str, Any]) -> None:
+    """Write the figures of ``chart`` to ``folder``/``chart``.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{chart}.json").write_text(json.dumps(figures, indent=2) + "\n")
+
+
+def saved_figures(folder: Path, chart: str) -> dict[str, Any]:
+    """The figures :func:`save_figures` wrote for ``chart``."""
+    figures: dict[str, Any] = json.loads((folder / f"{chart}.json").read_text())
+    return figures
 
 
 def grouped_bars(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import threading
 from decimal import Decimal
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -77,6 +78,12 @@ def expected(kind: str) -> set[Any]:
 
 def listed(client: DynamoDBClient, table: str, method: str, **kwargs: Any) -> list[Any]:
     return list(distinct_partition_keys(client, table, method, **kwargs))
+
+
+def stop_after(listing: Listing, count: int) -> tuple[list[Any], str]:
+    """Take the first ``count`` keys of a listing and stop: (those keys, the resume token)."""
+    first = list(islice(listing, count))
+    return first, listing.checkpoint()
 
 
 def make_index(client: DynamoDBClient, table: str) -> None:
@@ -167,12 +174,7 @@ def test_segments_and_resume(
     # Stop part way, resume from the checkpoint: every key exactly once in all.
     for segments in (1, 3):
         listing = distinct_partition_keys(ddb_client, table, method, segments=segments)
-        first: list[Any] = []
-        for found in listing:
-            first.append(found)
-            if len(first) == 17:
-                break
-        token = listing.checkpoint()
+        first, token = stop_after(listing, 17)
         rest = listed(ddb_client, table, method, segments=segments, resume=token)
         assert sorted(first + rest) == list(range(60)), (method, segments)
 
@@ -255,12 +257,7 @@ def test_resume_with_other_readers(
     for key in range(50):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
     listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=2, scan_segments=8)
-    first: list[Any] = []
-    for found in listing:
-        first.append(found)
-        if len(first) == 21:
-            break
-    token = listing.checkpoint()
+    first, token = stop_after(listing, 21)
     for readers in (1, 5):
         resumed = distinct_partition_keys(
             ddb_client, table, "skip-pages", segments=readers, resume=token

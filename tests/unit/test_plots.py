@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import struct
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ddbkeys.plots import grouped_bars
+from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
 
 pytest.importorskip("matplotlib")
 
@@ -48,3 +49,14 @@ def test_bars_match_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
         ylabel="y",
     )
     assert seen == [2, 1]  # a None value draws no bar
+
+
+def test_figures_round_trip_and_the_plot_options(tmp_path: Path) -> None:
+    figures = {"quick": False, "rows": [{"strategy": "counter", "seed": 314.5}]}
+    save_figures(tmp_path / "docs", "chart", figures)
+    assert saved_figures(tmp_path / "docs", "chart") == figures
+    parser = argparse.ArgumentParser()
+    plot_arguments(parser, "chart")
+    args = parser.parse_args(["--plot", "out"])
+    assert args.plot == Path("out") and args.replot is None
+    assert "DIR/chart.png" in parser.format_help()

@@ -155,7 +155,7 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
     2. Loads a sample table and lists its distinct partition keys with every method (scan,
        skip, skip-pages, the marker index, auto), against the cost of a full scan.
 
-    By default it starts an embedded DynamoDB Local and stops it at the end (about two minutes;
+    By default it starts an embedded DynamoDB Local and stops it at the end (about a minute;
     --quick about fifteen seconds). With --endpoint-url it runs against that endpoint instead,
     in tables of its own that it deletes afterwards. Exit status 1 if a promise was broken.
 
