@@ -23,6 +23,7 @@ __all__ = [
     "ConfigurationError",
     "CredentialsError",
     "DdbKeysError",
+    "DeadlineExceededError",
     "EndpointUnreachableError",
     "KeySchemaError",
     "LocalServerError",
@@ -80,6 +81,27 @@ class CredentialsError(ConfigurationError):
 
 class EndpointUnreachableError(DdbKeysError):
     """Nothing answered at the DynamoDB endpoint."""
+
+
+class DeadlineExceededError(DdbKeysError):
+    """A call ran out of its total time (``deadline=`` in the library, ``--timeout`` on the CLI)
+    before it could finish. ``seconds`` is the deadline, ``attempts`` how many requests were
+    tried; ``cause`` is the last failure (a read timeout, a refused connection, a throttle, a
+    lost race), and the message says which."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        seconds: float,
+        attempts: int,
+        table: str | None = None,
+        code: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        super().__init__(message, table=table, code=code, cause=cause)
+        self.seconds = seconds
+        self.attempts = attempts
 
 
 class TableNotFoundError(DdbKeysError):

@@ -27,7 +27,7 @@ from botocore.exceptions import (
 
 from ddbkeys.errors import DdbKeysError, error_code
 
-__all__ = ["RetriesExhaustedError", "RetryPolicy", "is_unavailable"]
+__all__ = ["DEFAULT_DEADLINE", "Deadline", "RetriesExhaustedError", "RetryPolicy", "is_unavailable"]
 
 _UNAVAILABLE_CODES = frozenset(
     {
@@ -41,6 +41,40 @@ _UNAVAILABLE_CODES = frozenset(
         "LimitExceededException",
     }
 )
+
+
+#: Seconds one call may take in all, retries and waits included, unless the caller says otherwise.
+DEFAULT_DEADLINE = 60.0
+
+
+class Deadline:
+    """The end of one call's total time: every attempt and every wait of the call fits in it.
+
+    ``seconds=None`` means no deadline. ``clock`` is injectable (``time.monotonic`` by default),
+    so tests move time by hand.
+    """
+
+    def __init__(
+        self, seconds: float | None, *, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        if seconds is not None and not seconds > 0:
+            raise ValueError(f"a deadline must be above 0 seconds, not {seconds!r}")
+        self.seconds = seconds
+        self._clock = clock
+        self._end = None if seconds is None else clock() + seconds
+
+    def remaining(self) -> float:
+        """Seconds left (``math.inf`` without a deadline, 0.0 once it has passed)."""
+        if self._end is None:
+            return float("inf")
+        return max(0.0, self._end - self._clock())
+
+    def expired(self) -> bool:
+        return self._end is not None and self._clock() >= self._end
+
+    def allows(self, wait: float) -> bool:
+        """Whether a wait of ``wait`` seconds still ends before the deadline."""
+        return self._end is None or self._clock() + wait < self._end
 
 
 class RetriesExhaustedError(DdbKeysError):

@@ -122,9 +122,16 @@ def is_dynamodb_json(item: Mapping[str, Any]) -> bool:
 
 
 def to_attributes(
-    item: Mapping[str, Any], *, table: str | None = None
+    item: Mapping[str, Any], *, table: str | None = None, typed: bool = False
 ) -> dict[str, AttributeValueTypeDef]:
-    """Plain Python values to DynamoDB's typed form, with an error naming the attribute at fault."""
+    """Plain Python values to DynamoDB's typed form, with an error naming the attribute at fault.
+
+    ``typed=True``: the item is already in DynamoDB's typed form (``{"name": {"S": "x"}}``).
+    """
+    if typed:
+        if not is_dynamodb_json(item):
+            raise DdbKeysError("The item is not DynamoDB JSON.", table=table)
+        return {str(k): v for k, v in item.items()}
     if not isinstance(item, Mapping):
         raise DdbKeysError(
             f"An item must be a mapping of attribute names to values, not {type(item).__name__}.",
