@@ -137,7 +137,7 @@ def to_attributes(
             f"An item must be a mapping of attribute names to values, not {type(item).__name__}.",
             table=table,
         )
-    typed: dict[str, Any] = {}
+    out: dict[str, Any] = {}
     for name, value in item.items():
         check_name("attribute name", name, table=table)
         if isinstance(value, float):
@@ -147,14 +147,14 @@ def to_attributes(
                 table=table,
             )
         try:
-            typed[name] = _SERIALIZER.serialize(value)
+            out[name] = _SERIALIZER.serialize(value)
         except (TypeError, ValueError, ArithmeticError) as exc:
             raise DdbKeysError(
                 f"Attribute {name!r} holds a value DynamoDB cannot store ({value!r}): {exc}",
                 table=table,
                 cause=exc,
             ) from exc
-    return typed
+    return out
 
 
 def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
