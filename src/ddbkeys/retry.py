@@ -111,6 +111,7 @@ class RetryPolicy:
     max_delay: float = 0.5
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     random: Callable[[], float] = field(default=_random.random, compare=False)
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False)
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:

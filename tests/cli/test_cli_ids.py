@@ -61,7 +61,8 @@ def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -
     exists = ids("put", "-t", users, "-s", "gapless", "--item", '{"pk": "a"}')
     assert exists.exit_code == 1
     assert exists.output.splitlines()[-1] == (
-        f"Error: An item with pk 'a' already exists in table {users!r}; it was not written and "
+        f"Error: An item with the key {{'pk': 'a'}} already exists in table {users!r}; it was not "
+        "written and "
         "used up no id."
     )
     audit = ids("audit", "-t", users, "--strict")
@@ -113,6 +114,6 @@ def test_bad_input(ids: Run, ddb_table_factory: TableFactory) -> None:
     no_pk = ids("put", "-t", table, "-s", "gapless", "--item", '{"name": "x"}')
     assert no_pk.exit_code == 1
     assert no_pk.output.splitlines()[-1] == (
-        f"Error: The item has no 'pk', a key attribute of table {table!r}."
+        f"Error: The item has no 'pk', a key attribute (S) of table {table!r}."
     )
     assert ids("current", "-t", table).output == "0\n"  # nothing was written

@@ -241,7 +241,8 @@ def test_gapless_existing_item_uses_no_id(
     with pytest.raises(ItemExistsError) as raised:
         users.put({"pk": "User#Kirk"})
     assert str(raised.value) == (
-        f"An item with pk 'User#Kirk' already exists in table {table!r}; it was not written and "
+        f"An item with the key {{'pk': 'User#Kirk'}} already exists in table {table!r}; it was not "
+        "written and "
         "used up no id."
     )
     assert users.put({"pk": "User#Spock"}) == 2
@@ -256,7 +257,7 @@ def test_gapless_put_many_is_all_or_nothing(
     table = ddb_table_factory()
     users = GaplessSequence(ddb_client, table, "users")
     assert users.put_many([{"pk": f"u{i}"} for i in range(99)]) == list(range(1, 100))
-    with pytest.raises(ItemExistsError, match="'u5' already exists"):
+    with pytest.raises(ItemExistsError, match="'u5'} already exists"):
         users.put_many([{"pk": "new1"}, {"pk": "u5"}, {"pk": "new2"}])
     assert users.current() == 99
     assert "Item" not in ddb_client.get_item(TableName=table, Key={"pk": {"S": "new1"}})

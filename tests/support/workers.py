@@ -46,16 +46,34 @@ def make_writer(kind: str, client: DynamoDBClient, table: str) -> Callable[[str]
     if kind == "gapless":
         gapless = GaplessSequence(client, table, "users", retry=retry)
         return lambda tag: gapless.put({"pk": f"user#{tag}", "tag": tag})
+    if kind == "gapless-key":
+        # The id is the partition key (a zero-padded string): racing writers take the same key.
+        keyed = GaplessSequence(client, table, "users", id_attribute="pk", retry=retry)
+        return lambda tag: keyed.put({"tag": tag})
     if kind == "unsafe":
         unsafe = NaiveReadThenWrite(client, table)
         return lambda tag: unsafe.put({"pk": f"user#{tag}"})
     raise ValueError(kind)
 
 
+#: Kinds whose every thread makes its own strategy object (independent writers, as separate
+#: services would be), rather than sharing one (and its group commit).
+INDEPENDENT = frozenset({"gapless-key"})
+
+
 def run_job(job: Job) -> list[int]:
     """Run one job (in this process, with its own client) and return the ids it got."""
     client = make_client(endpoint_url=job.endpoint_url, max_attempts=job.max_attempts)
-    write = make_writer(job.kind, client, job.table)
     tags = [f"{job.tag}-{i}" for i in range(job.count)]
+    if job.kind in INDEPENDENT:
+        shares = [tags[i :: job.threads] for i in range(job.threads)]
+
+        def run_alone(share: list[str]) -> list[int]:
+            write = make_writer(job.kind, client, job.table)
+            return [write(tag) for tag in share]
+
+        with ThreadPoolExecutor(job.threads) as pool:
+            return [i for ids in pool.map(run_alone, shares) for i in ids]
+    write = make_writer(job.kind, client, job.table)
     with ThreadPoolExecutor(job.threads) as pool:
         return list(pool.map(write, tags))

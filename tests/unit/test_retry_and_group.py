@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import Stubber
 
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids import (
     AuditReport,
     CollectionSequence,
@@ -82,10 +83,10 @@ def test_attempt_loop_is_bounded_and_waits_by_kind() -> None:
         calls.append(n)
         raise Contention
 
-    with pytest.raises(RetriesExhaustedError, match="still failed after 4 attempts") as raised:
+    with pytest.raises(RetriesExhaustedError, match="after 4 attempts: lost 4 races") as raised:
         s._attempts(always_lose, "testing")
     assert calls == [0, 1, 2, 3]
-    assert waits == pytest.approx([0.005, 0.01, 0.02, 0.04])
+    assert waits == pytest.approx([0.005, 0.01, 0.02])  # no wait after the last attempt
     assert raised.value.attempts == 4
     assert raised.value.table == "some-table"
     assert s.usage.conflicts == 4 and s.usage.retries == 3
@@ -196,3 +197,46 @@ def test_audit_ids_finds_gaps_and_duplicates() -> None:
     assert audit_ids(range(1, 100)).ok
     assert audit_ids([3, 4], start=1).gaps == [(1, 2)]
     assert audit_ids([]).ok
+
+
+def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
+    """With a deadline, the loop gives up before a wait that would pass it, and says why."""
+    now = [0.0]
+    waits: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        now[0] += seconds
+
+    policy = RetryPolicy(
+        max_attempts=1000,
+        base_delay=1.0,
+        max_delay=4.0,
+        sleep=sleep,
+        random=lambda: 1.0,
+        clock=lambda: now[0],
+    )
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    s = IdStrategy(client, "some-table", retry=policy, deadline=10.0)
+    throttled: Any = {
+        "Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+
+    def always_throttled(n: int) -> None:
+        now[0] += 0.5  # each request takes half a second
+        raise ClientError(throttled, "UpdateItem")
+
+    with pytest.raises(DeadlineExceededError) as raised:
+        s._attempts(always_throttled, "moving counter 'c'")
+    # 0.5 + 1 + 0.5 + 2 + 0.5 + 4 + 0.5 = 9 s; the next wait (4 s) would pass 10 s: no more.
+    assert waits == [1.0, 2.0, 4.0]
+    assert now[0] == 9.0 and raised.value.attempts == 4 and raised.value.seconds == 10.0
+    assert str(raised.value) == (
+        "Gave up moving counter 'c' on table 'some-table' after 10 s, the deadline (deadline=, "
+        "--timeout): DynamoDB answered ThrottlingException (Rate exceeded); 4 attempt(s)."
+    )
+    with pytest.raises(ConfigurationError, match="deadline must be a number of seconds above 0"):
+        IdStrategy(client, "some-table", deadline=0)

@@ -11,24 +11,37 @@ GaplessSequence        yes       yes         yes      about 2-4 WCU, item includ
 """
 
 from ddbkeys.ids.audit import AuditReport, audit_attribute, audit_collection, audit_ids
-from ddbkeys.ids.base import GlobalTableError, IdStrategy, ItemExistsError, SequenceExhaustedError
+from ddbkeys.ids.base import IdStrategy
 from ddbkeys.ids.blocks import BlockAllocator
+from ddbkeys.ids.cancellation import Cancellation, Verdict, read_cancellation
 from ddbkeys.ids.collection import CollectionSequence
 from ddbkeys.ids.counter import AtomicCounter, CounterBackwardsError
+from ddbkeys.ids.errors import (
+    CounterStateError,
+    GlobalTableError,
+    ItemExistsError,
+    ItemKeyClashError,
+    SequenceExhaustedError,
+)
 from ddbkeys.ids.gapless import GaplessSequence
 
 __all__ = [
     "AtomicCounter",
     "AuditReport",
     "BlockAllocator",
+    "Cancellation",
     "CollectionSequence",
     "CounterBackwardsError",
+    "CounterStateError",
     "GaplessSequence",
     "GlobalTableError",
     "IdStrategy",
     "ItemExistsError",
+    "ItemKeyClashError",
     "SequenceExhaustedError",
+    "Verdict",
     "audit_attribute",
     "audit_collection",
     "audit_ids",
+    "read_cancellation",
 ]

@@ -13,6 +13,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ddbkeys.capacity import Usage
 from ddbkeys.errors import KeySchemaError, raise_translated
 from ddbkeys.ids.collection import CollectionSequence
+from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.schema import check_name, check_table_name, key_value
 
 if TYPE_CHECKING:
@@ -144,17 +145,32 @@ def audit_collection(
     width: int = 10,
     prefix: str = "",
     usage: Usage | None = None,
+    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+    counter_attribute: str = "last_number",
 ) -> AuditReport:
     """Query one item collection's sort keys and report gaps and duplicates (a number written
-    twice with different padding). Cost: 0.5 read units per 4 KB of the collection."""
-    sequence = CollectionSequence(client, table, width=width, prefix=prefix, usage=usage)
+    twice with different padding). Cost: 0.5 read units per 4 KB of the collection.
+
+    Not counted as ids: the collection's marker item (it holds ``marker_attribute``, see
+    :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
+    0, holding ``counter_attribute``)."""
+    check_name("marker attribute", marker_attribute, table=table)
+    check_name("counter attribute", counter_attribute, table=table)
+    sequence = CollectionSequence(
+        client, table, width=width, prefix=prefix, usage=usage, counter_attribute=counter_attribute
+    )
     pk, sk = sequence.keys()
     kwargs: dict[str, Any] = {
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk",
-        "ExpressionAttributeNames": {"#pk": pk.name, "#sk": sk.name},
+        "ExpressionAttributeNames": {
+            "#pk": pk.name,
+            "#sk": sk.name,
+            "#m": marker_attribute,
+            "#c": counter_attribute,
+        },
         "ExpressionAttributeValues": {":pk": key_value(pk, partition_key_value, table=table)},
-        "ProjectionExpression": "#sk",
+        "ProjectionExpression": "#sk, #m, #c",
         "ReturnConsumedCapacity": "TOTAL",
     }
     values: list[int] = []
@@ -164,10 +180,16 @@ def audit_collection(
             page = client.query(**kwargs)
             sequence.usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
             for item in page.get("Items", []):
+                if marker_attribute in item:
+                    continue  # the collection's marker, not an id
                 try:
-                    values.append(sequence.number_of(item[sk.name]))
+                    number = sequence.number_of(item[sk.name])
                 except KeySchemaError:
                     not_numbers += 1
+                    continue
+                if number == 0 and counter_attribute in item:
+                    continue  # the never_reuse counter item
+                values.append(number)
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]

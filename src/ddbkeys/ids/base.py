@@ -1,5 +1,5 @@
-"""What the id strategies share: the bounded attempt loop, the table description, accounting,
-the global-table guard, and group commit."""
+"""What the id strategies share: the bounded attempt loop inside one deadline, table
+descriptions, the counter item's key, accounting, the global-table guard, and group commit."""
 
 from __future__ import annotations
 
@@ -10,40 +10,59 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    ReadTimeoutError,
+)
 
 from ddbkeys.capacity import Usage
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
+    DeadlineExceededError,
     KeySchemaError,
     error_code,
+    error_message,
     error_response,
     raise_translated,
 )
-from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
-from ddbkeys.schema import TableInfo, check_table_name, describe, key_value
+from ddbkeys.ids.cancellation import Cancellation, read_cancellation
+from ddbkeys.ids.errors import (
+    CounterStateError,
+    GlobalTableError,
+    ItemExistsError,
+    ItemKeyClashError,
+    SequenceExhaustedError,
+)
+from ddbkeys.ids.values import check_item_key
+from ddbkeys.retry import (
+    DEFAULT_DEADLINE,
+    Deadline,
+    RetriesExhaustedError,
+    RetryPolicy,
+    is_unavailable,
+)
+from ddbkeys.schema import TableInfo, check_table_name, describe, key_value, to_attributes
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = ["GlobalTableError", "IdStrategy", "ItemExistsError", "SequenceExhaustedError"]
+__all__ = [
+    "CounterStateError",
+    "GlobalTableError",
+    "IdStrategy",
+    "ItemExistsError",
+    "ItemKeyClashError",
+    "SequenceExhaustedError",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-
-class ItemExistsError(DdbKeysError):
-    """The item to write already exists. No id was used up."""
-
-
-class SequenceExhaustedError(DdbKeysError):
-    """The next id would pass the configured maximum (or no longer fits its sort key)."""
-
-
-class GlobalTableError(ConfigurationError):
-    """The table has replicas in other regions, where last-writer-wins breaks the strategy."""
 
 
 class Contention(Exception):
@@ -55,10 +74,21 @@ class Contention(Exception):
         self.immediate = immediate
 
 
-class IdStrategy:
-    """The base of every id strategy: a client, a table, a retry policy and a :class:`Usage`.
+class Throttled(Exception):
+    """Raised by an attempt whose transaction was cancelled for capacity; the loop waits with
+    exponential backoff, as for a throttled request."""
 
-    ``allow_global_tables`` matters only to strategies that are unsafe on global tables.
+    def __init__(self, codes: str) -> None:
+        super().__init__(f"throttled ({codes})")
+
+
+class IdStrategy:
+    """The base of every id strategy: a client, a table, a retry policy, a deadline and a
+    :class:`Usage`.
+
+    ``deadline`` is the most seconds one call may take in all, its retries and waits included
+    (None: no limit). ``allow_global_tables`` matters only to strategies that are unsafe on
+    global tables.
     """
 
     #: Strategies that depend on a single-region conditional write refuse global tables.
@@ -76,68 +106,188 @@ class IdStrategy:
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         allow_global_tables: bool = False,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         self.client = client
         self.table = check_table_name(table)
         self.retry = retry or self.default_retry
         self.usage = usage or Usage()
         self.allow_global_tables = allow_global_tables
-        self._info: TableInfo | None = None
+        if deadline is not None and (
+            isinstance(deadline, bool)
+            or not isinstance(deadline, (int, float))
+            or not 0 < deadline < 10**9
+        ):
+            raise ConfigurationError(
+                f"deadline must be a number of seconds above 0 (or None), not {deadline!r}.",
+                table=self.table,
+            )
+        self.deadline = None if deadline is None else float(deadline)
+        self._infos: dict[str, TableInfo] = {}
         self._info_lock = threading.Lock()
 
-    def table_info(self) -> TableInfo:
-        """The table's description, read once (and the global-table guard applied)."""
+    def table_info(self, table: str | None = None) -> TableInfo:
+        """A table's description (this strategy's table by default), read once, with the
+        global-table guard applied."""
+        table = table or self.table
         with self._info_lock:
-            if self._info is None:
-                info = describe(self.client, self.table)
+            info = self._infos.get(table)
+            if info is None:
+                info = describe(self.client, table)
                 if (
                     info.replica_regions
                     and self.refuses_global_tables
                     and not self.allow_global_tables
                 ):
                     raise GlobalTableError(
-                        f"Table {self.table!r} is a global table (replicas in "
+                        f"Table {table!r} is a global table (replicas in "
                         f"{', '.join(info.replica_regions)}). {type(self).__name__} relies on "
                         "conditional writes that last-writer-wins replication can silently "
                         "undo, so ids could repeat across regions. Write from one region only "
                         "and pass allow_global_tables=True (--allow-global-tables) to go on.",
-                        table=self.table,
+                        table=table,
                     )
-                self._info = info
-            return self._info
+                self._infos[table] = info
+            return info
 
     def _attempts(self, attempt: Callable[[int], R], what: str) -> R:
-        """Run ``attempt(n)`` until it returns, at most ``retry.max_attempts`` times.
+        """Run ``attempt(n)`` until it returns, at most ``retry.max_attempts`` times and within
+        one deadline.
 
-        :class:`Contention` waits with full jitter; throttling, 5xx and dropped connections
-        (after botocore's own retries) wait with exponential backoff and send the same request
-        again; any other error goes up at once, translated where ddbkeys knows it.
+        :class:`Contention` waits with full jitter; :class:`Throttled`, throttling, 5xx and
+        dropped connections wait with exponential backoff and send the same request again; any
+        other error goes up at once as a :class:`DdbKeysError`. A wait that would pass the
+        deadline is not waited: the call gives up at once, saying why.
         """
         policy = self.retry
+        deadline = Deadline(self.deadline, clock=policy.clock)
         last: BaseException | None = None
+        tried = 0
         for n in range(policy.max_attempts):
             if n:
                 self.usage.count(retries=1)
+            if deadline.expired():
+                break
+            tried += 1
             try:
                 return attempt(n)
             except Contention as lost:
                 last = lost
                 self.usage.count(conflicts=1)
-                if not lost.immediate:
-                    policy.wait_contention(n)
+                wait = 0.0 if lost.immediate else policy.full_jitter(n)
+            except Throttled as throttled:
+                last = throttled
+                wait = policy.exponential(n)
             except (ClientError, BotoCoreError) as exc:
                 if not is_unavailable(exc):
                     raise_translated(exc, table=self.table)
                 last = exc
-                policy.wait_unavailable(n)
-        raise RetriesExhaustedError(
-            f"{what} on table {self.table!r} still failed after {policy.max_attempts} attempts "
-            f"({'lost races to other writers' if isinstance(last, Contention) else last}). "
-            "Raise RetryPolicy.max_attempts, or spread the load.",
-            attempts=policy.max_attempts,
+                wait = policy.exponential(n)
+            if n + 1 < policy.max_attempts and wait:
+                if not deadline.allows(wait):
+                    break
+                policy.sleep(wait)
+        raise self._gave_up(what, deadline, tried, last)
+
+    def _gave_up(
+        self, what: str, deadline: Deadline, tried: int, last: BaseException | None
+    ) -> DdbKeysError:
+        if isinstance(last, Contention):
+            reason = f"lost {tried} races in a row to other writers"
+        elif isinstance(last, Throttled):
+            reason = f"its transaction was {last}"
+        else:
+            reason = failure_text(last)
+        if tried < self.retry.max_attempts and deadline.seconds is not None:
+            return DeadlineExceededError(
+                f"Gave up {what} on table {self.table!r} after {deadline.seconds:g} s, the "
+                f"deadline (deadline=, --timeout): {reason}; {tried} attempt(s).",
+                seconds=deadline.seconds,
+                attempts=tried,
+                table=self.table,
+                cause=last,
+            )
+        advice = (
+            "raise RetryPolicy.max_attempts, or spread the load"
+            if isinstance(last, Contention)
+            else "try again later"
+        )
+        return RetriesExhaustedError(
+            f"Gave up {what} on table {self.table!r} after {tried} attempts: {reason}. "
+            f"{advice[0].upper()}{advice[1:]}.",
+            attempts=tried,
             table=self.table,
             cause=last,
         )
+
+
+def failure_text(exc: BaseException | None) -> str:
+    """What went wrong with the last request, in words (the endpoint silent, refused,
+    throttling...)."""
+    if exc is None:
+        return "no attempt could be made"
+    endpoint = getattr(exc, "kwargs", {}).get("endpoint_url")
+    where = f"the DynamoDB endpoint {endpoint}" if endpoint else "the DynamoDB endpoint"
+    if isinstance(exc, ReadTimeoutError):
+        return f"{where} did not answer in time (read timeout)"
+    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
+        return f"could not connect to {where}: is it running?"
+    if isinstance(exc, ConnectionClosedError):
+        return f"{where} closed the connection before answering"
+    if isinstance(exc, ClientError):
+        return f"DynamoDB answered {error_code(exc)} ({error_message(exc)})"
+    return str(exc)
+
+
+@dataclass(frozen=True)
+class CounterItem:
+    """Where a counter lives: a table, the item's whole key (typed), and its attribute."""
+
+    table: str
+    key: dict[str, AttributeValueTypeDef]
+    attribute: str
+
+
+def counter_item_key(
+    strategy: IdStrategy,
+    name: str,
+    key_attribute: str | None,
+    *,
+    given: Mapping[str, Any] | None = None,
+    table: str | None = None,
+    key_parameter: str = "key",
+) -> dict[str, AttributeValueTypeDef]:
+    """The counter item's key: ``given`` checked against the table's key schema, or
+    ``{partition key: name}``; a clear error when the key schema does not allow a key made from
+    a name alone (naming the strategy's real parameter, ``key_parameter``)."""
+    table = table or strategy.table
+    info = strategy.table_info(table)
+    pk = info.partition_key
+    if given is not None:
+        key = to_attributes(given, table=table)
+        extra = sorted(set(key) - set(info.key_names()))
+        if extra:
+            raise KeySchemaError(
+                f"{key_parameter}= names {', '.join(map(repr, extra))}, which is not a key "
+                f"attribute of table {table!r}; its key is ({', '.join(info.key_names())}).",
+                table=table,
+            )
+        check_item_key(key, info, where=f"{key_parameter}=")
+        return key
+    if key_attribute and key_attribute != pk.name:
+        raise KeySchemaError(
+            f"Table {table!r} has partition key {pk.name!r}, not {key_attribute!r}: pass "
+            f"key_attribute={pk.name!r} (--key-attribute {pk.name}).",
+            table=table,
+        )
+    if info.sort_key is not None or pk.type != "S":
+        raise KeySchemaError(
+            f"Table {table!r} has the key ({', '.join(info.key_names())}); a counter item key "
+            f"cannot be made from a name alone: pass {key_parameter}= with the whole key of the "
+            "counter item (--counter-key JSON on the CLI).",
+            table=table,
+        )
+    return {pk.name: key_value(pk, name, table=table)}
 
 
 def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, Any]:
@@ -148,16 +298,17 @@ def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, A
             "Item": item,
             "ConditionExpression": "attribute_not_exists(#pk)",
             "ExpressionAttributeNames": {"#pk": pk_name},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
     }
 
 
 def transact(
     strategy: IdStrategy, actions: list[Any], token: str, *, items: int, billed: float
-) -> list[dict[str, Any]] | None:
+) -> Cancellation | None:
     """TransactWriteItems with a ClientRequestToken (so a retry of an applied transaction is not
-    applied again). Returns None when it was applied, or the CancellationReasons when it was
-    cancelled; other errors go up. Counted in ``strategy.usage``."""
+    applied again). Returns None when it was applied, or the reading of its CancellationReasons
+    when it was cancelled; other errors go up. Counted in ``strategy.usage``."""
     try:
         response = strategy.client.transact_write_items(
             TransactItems=actions, ClientRequestToken=token, ReturnConsumedCapacity="TOTAL"
@@ -166,32 +317,18 @@ def transact(
         if error_code(exc) != "TransactionCanceledException":
             raise
         strategy.usage.add(None, write=True)
-        return list(error_response(exc).get("CancellationReasons", []))
+        return read_cancellation(error_response(exc).get("CancellationReasons", []))
     strategy.usage.add(response, write=True, items=items, billed=billed)
     return None
 
 
-def counter_item_key(
-    strategy: IdStrategy, name: str, key_attribute: str | None
-) -> dict[str, AttributeValueTypeDef]:
-    """``{partition key: name}`` for a counter item, or a clear error when the table's key schema
-    does not allow a key made from a name alone."""
-    info = strategy.table_info()
-    pk = info.partition_key
-    table = strategy.table
-    if key_attribute and key_attribute != pk.name:
-        raise KeySchemaError(
-            f"Table {table!r} has partition key {pk.name!r}, not {key_attribute!r}: pass "
-            f"key_attribute={pk.name!r} (--key-attribute {pk.name}).",
-            table=table,
-        )
-    if info.sort_key is not None or pk.type != "S":
-        raise KeySchemaError(
-            f"Table {table!r} has the key ({', '.join(info.key_names())}); a counter item key "
-            "cannot be made from a name alone: pass key= with the whole key of the counter item.",
-            table=table,
-        )
-    return {pk.name: key_value(pk, name, table=table)}
+def cancelled_error(strategy: IdStrategy, cancellation: Cancellation) -> DdbKeysError:
+    """The error for a transaction cancelled for a reason no retry can fix."""
+    return DdbKeysError(
+        f"DynamoDB cancelled a transaction on table {strategy.table!r}: {cancellation.describe()}.",
+        table=strategy.table,
+        code="TransactionCanceledException",
+    )
 
 
 @dataclass

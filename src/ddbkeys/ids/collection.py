@@ -13,7 +13,6 @@ from botocore.exceptions import ClientError
 from ddbkeys.capacity import Usage, write_units
 from ddbkeys.errors import (
     ConfigurationError,
-    DdbKeysError,
     KeySchemaError,
     error_code,
     error_response,
@@ -23,10 +22,14 @@ from ddbkeys.ids.base import (
     GroupCommit,
     IdStrategy,
     SequenceExhaustedError,
+    Throttled,
+    cancelled_error,
     put_if_new,
     transact,
 )
-from ddbkeys.retry import RetryPolicy
+from ddbkeys.ids.cancellation import Verdict
+from ddbkeys.ids.values import check_key_value, check_padding, counter_value
+from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
 if TYPE_CHECKING:
@@ -67,9 +70,21 @@ class CollectionSequence(IdStrategy):
     the service (transactional). A lost race costs a rejected write. Throughput is that of one
     partition per collection.
 
+    Reuse: without a counter, the next number is the highest one *in the table* plus one. So
+    after the highest item of a collection is deleted, its number is handed out again (5
+    deleted, the next put gets 5), and an audit cannot see it. ``never_reuse=True`` prevents
+    that: the highest number is also kept in a counter item of the collection (sort key number
+    0, attribute ``counter_attribute``) written in the same transaction as the items, so a
+    number once given is never given again. Its cost: every put is a transaction of the items
+    and the counter item, ``2 * (k + 1)`` write units on the service for ``k`` items (4 for one
+    item, against 1 without), and the counter's strongly consistent read (1 read unit) replaces
+    the query when the highest number is not known. The counter item stays when the
+    collection's items are all deleted (it keeps the collection's partition key listed).
+
     Sort keys: a number sort key holds the number itself; a string sort key holds
     ``prefix`` + the number padded with zeros to ``width`` digits (an error once it no longer
-    fits). Refuses global tables unless ``allow_global_tables``.
+    fits). Refuses global tables unless ``allow_global_tables``. Each call ends within
+    ``deadline`` seconds.
     """
 
     refuses_global_tables = True
@@ -86,17 +101,22 @@ class CollectionSequence(IdStrategy):
         on_conflict: OnConflict = "next",
         token_attribute: str = "ddbkeys_token",
         group_commit: bool = True,
+        never_reuse: bool = False,
+        counter_attribute: str = "last_number",
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         allow_global_tables: bool = False,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         super().__init__(
-            client, table, retry=retry, usage=usage, allow_global_tables=allow_global_tables
+            client,
+            table,
+            retry=retry,
+            usage=usage,
+            allow_global_tables=allow_global_tables,
+            deadline=deadline,
         )
-        if not isinstance(width, int) or isinstance(width, bool) or not 1 <= width <= 38:
-            raise ConfigurationError(f"width must be 1 to 38 digits, not {width!r}.", table=table)
-        if not isinstance(prefix, str):
-            raise ConfigurationError(f"prefix must be a string, not {prefix!r}.", table=table)
+        check_padding(width, prefix, table=table)
         if on_conflict not in ("next", "requery"):
             raise ConfigurationError(
                 f"on_conflict must be 'next' or 'requery', not {on_conflict!r}.", table=table
@@ -107,6 +127,8 @@ class CollectionSequence(IdStrategy):
         self.on_conflict = on_conflict
         self.token_attribute = check_name("token attribute", token_attribute, table=table)
         self.group_commit = group_commit
+        self.never_reuse = bool(never_reuse)
+        self.counter_attribute = check_name("counter attribute", counter_attribute, table=table)
         self._lock = threading.Lock()
         self._groups: dict[str, GroupCommit[Item, int]] = {}
         self._highest: dict[str, int] = {}
@@ -125,21 +147,27 @@ class CollectionSequence(IdStrategy):
         self,
         partition_key_value: str | int | Decimal | bytes,
         item: Mapping[str, Any] | None = None,
+        *,
+        typed: bool = False,
     ) -> int:
         """Store ``item`` in the collection ``partition_key_value`` with the next number as its
-        sort key, and return the number."""
+        sort key, and return the number.
+
+        ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
+        """
         pk, sk = self.keys()
         pk_value = key_value(pk, partition_key_value, table=self.table)
-        typed = to_attributes(item or {}, table=self.table)
+        check_key_value(pk, pk_value, table=self.table, where="The partition key value")
+        typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
         for reserved in (pk.name, sk.name, self.token_attribute):
-            if reserved in typed:
+            if reserved in typed_item:
                 raise ConfigurationError(
                     f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
                 )
-        typed[pk.name] = pk_value
+        typed_item[pk.name] = pk_value
         collection = repr(pk_value)
         if not self.group_commit:
-            result = self._commit(collection, [typed])[0]
+            result = self._commit(collection, [typed_item])[0]
             if isinstance(result, BaseException):
                 raise result
             return result
@@ -147,9 +175,10 @@ class CollectionSequence(IdStrategy):
             group = self._groups.get(collection)
             if group is None:
                 group = self._groups[collection] = GroupCommit(
-                    lambda batch: self._commit(collection, batch), MAX_BATCH
+                    lambda batch: self._commit(collection, batch),
+                    MAX_BATCH - 1 if self.never_reuse else MAX_BATCH,
                 )
-        return group.submit(typed)
+        return group.submit(typed_item)
 
     def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number``."""
@@ -232,7 +261,17 @@ class CollectionSequence(IdStrategy):
             if "token" not in plan:
                 with self._lock:
                     known = self._highest.get(collection)
-                plan["highest"] = known if known is not None else self._query_highest(pk_value)
+                if known is not None:
+                    plan["highest"] = plan["counter"] = known
+                elif self.never_reuse:
+                    plan["counter"] = self._read_counter(pk_value)
+                    plan["highest"] = (
+                        plan["counter"]
+                        if plan["counter"] is not None
+                        else self._query_highest(pk_value)
+                    )
+                else:
+                    plan["highest"] = self._query_highest(pk_value)
                 plan["token"] = str(uuid.uuid4())
             highest: int = plan["highest"]
             numbers = list(range(highest + 1, highest + 1 + len(items)))
@@ -240,7 +279,9 @@ class CollectionSequence(IdStrategy):
                 dict(item, **{sk.name: self.sort_key_value(n)})
                 for item, n in zip(items, numbers, strict=True)
             ]
-            if len(written) == 1:
+            if self.never_reuse:
+                self._put_counted(written, plan, pk_value, numbers[-1])
+            elif len(written) == 1:
                 self._put_one(written[0], plan, collection, pk.name, highest)
             else:
                 self._put_many(written, plan, collection, pk.name, highest)
@@ -306,15 +347,81 @@ class CollectionSequence(IdStrategy):
         reasons = transact(self, actions, plan["token"], items=len(items), billed=billed)
         if reasons is None:
             return
-        codes = [r.get("Code", "None") for r in reasons]
-        taken = [i for i, code in enumerate(codes) if code == "ConditionalCheckFailed"]
+        if reasons.verdict is Verdict.INVALID:
+            raise cancelled_error(self, reasons)
+        taken = reasons.failed_conditions
         if taken:
             raise self._lost_race(plan, collection, highest + 1 + max(taken))
-        if any(code in ("TransactionConflict", "ThrottlingError") for code in codes):
-            plan.clear()
-            raise Contention(immediate=False)
-        raise DdbKeysError(
-            f"A transaction on table {self.table!r} was cancelled ({', '.join(codes)}).",
-            table=self.table,
-            code="TransactionCanceledException",
+        plan.clear()
+        if reasons.verdict is Verdict.THROTTLED:
+            raise Throttled(reasons.describe())
+        raise Contention(immediate=False)
+
+    # --- never_reuse: the highest number also kept in a counter item, number 0 ----------------
+
+    def counter_key(self, partition_key_value: AttributeValueTypeDef) -> Item:
+        """The key of a collection's counter item (``never_reuse``): the number 0."""
+        pk, sk = self.keys()
+        return {pk.name: partition_key_value, sk.name: self.sort_key_value(0)}
+
+    def _read_counter(self, pk_value: AttributeValueTypeDef) -> int | None:
+        key = self.counter_key(pk_value)
+        response = self.client.get_item(
+            TableName=self.table,
+            Key=key,
+            ConsistentRead=True,
+            ProjectionExpression="#c",
+            ExpressionAttributeNames={"#c": self.counter_attribute},
+            ReturnConsumedCapacity="TOTAL",
         )
+        self.usage.add(response, write=False)
+        value = response.get("Item", {}).get(self.counter_attribute)
+        return counter_value(value, table=self.table, key=key, attribute=self.counter_attribute)
+
+    def _put_counted(
+        self, items: list[Item], plan: dict[str, Any], pk_value: AttributeValueTypeDef, new: int
+    ) -> None:
+        """The items and the collection's counter, moved to ``new``, in one transaction."""
+        pk, _ = self.keys()
+        key = self.counter_key(pk_value)
+        counted: int | None = plan.get("counter")
+        update: dict[str, Any] = {
+            "TableName": self.table,
+            "Key": key,
+            "UpdateExpression": "SET #c = :new",
+            "ExpressionAttributeNames": {"#c": self.counter_attribute},
+            "ExpressionAttributeValues": {":new": {"N": str(new)}},
+            "ConditionExpression": "attribute_not_exists(#c)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if counted is not None:
+            update["ConditionExpression"] = "#c = :last"
+            update["ExpressionAttributeValues"][":last"] = {"N": str(counted)}
+        actions = [{"Update": update}] + [put_if_new(self.table, i, pk.name) for i in items]
+        counter_image = dict(key, **{self.counter_attribute: {"N": str(new)}})
+        billed = write_units([counter_image, *items], transactional=True)
+        reasons = transact(self, actions, plan["token"], items=len(items), billed=billed)
+        if reasons is None:
+            return
+        if reasons.verdict is Verdict.INVALID:
+            raise cancelled_error(self, reasons)
+        streak = plan.get("streak", 0) + 1
+        collection = repr(pk_value)
+        with self._lock:
+            self._highest.pop(collection, None)
+        if reasons.failed(0):
+            old = (reasons.old_item(0) or {}).get(self.counter_attribute)
+            now = counter_value(old, table=self.table, key=key, attribute=self.counter_attribute)
+            plan.update(counter=now, highest=max(now or 0, plan["highest"]))
+        elif reasons.failed_conditions:
+            # The counter held, but a number above it holds an item it did not count (written
+            # by something else): go past it, so the collection stays gapless.
+            plan["highest"] = plan["highest"] + max(reasons.failed_conditions)
+        else:
+            plan.clear()
+            plan["streak"] = streak
+            if reasons.verdict is Verdict.THROTTLED:
+                raise Throttled(reasons.describe())
+            raise Contention(immediate=False)
+        plan.update(token=str(uuid.uuid4()), streak=streak)
+        raise Contention(immediate=bool(streak % 2))

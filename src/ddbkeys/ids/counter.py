@@ -1,25 +1,32 @@
-"""The atomic counter (seed 000 "with a counter", seed 003)."""
+"""The atomic counter (one UpdateItem per id, as in "Implement resource counters with Amazon
+DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
-from ddbkeys.ids.base import IdStrategy, SequenceExhaustedError, counter_item_key
-from ddbkeys.retry import RetryPolicy
-from ddbkeys.schema import check_name, to_attributes
+from ddbkeys.ids.base import (
+    CounterStateError,
+    IdStrategy,
+    SequenceExhaustedError,
+    counter_item_key,
+)
+from ddbkeys.ids.values import MAX_ID, counter_value
+from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
+from ddbkeys.schema import check_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = ["AtomicCounter", "CounterBackwardsError"]
-
-MAX_ID = 10**38 - 1  # DynamoDB numbers keep 38 significant digits
 
 
 class CounterBackwardsError(DdbKeysError):
@@ -35,24 +42,33 @@ def _positive(what: str, value: object, *, minimum: int = 1, table: str | None =
     return value
 
 
+#: The counter moves only while it holds a number from 0 to the limit: a string, a list, a
+#: negative number or a number past the maximum is reported, never moved.
+_VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
+
+
 class AtomicCounter(IdStrategy):
     """Ids from one counter item, moved on by a single UpdateItem per call.
 
     Promises: **unique** and **increasing** ids, across any number of threads and processes
     (DynamoDB applies writes to one item one at a time). **Not gapless**: an id is used up when
     the counter moves, so a caller that fails before it stores its item leaves a gap, and so does
-    a write whose response was lost and that botocore sent again (the first increment is never
-    seen; no id is ever given out twice).
+    a write whose response was lost and that was sent again (the first increment is never seen;
+    no id is ever given out twice).
 
     Cost: ``next()`` and ``reserve(n)`` are one UpdateItem each, 1 write unit (the counter item is
     far below 1 KB), whatever ``n`` is; ``current()`` is one strongly consistent GetItem, 1 read
     unit. Throughput is bounded by one item's partition (about 1,000 writes/s on the service);
     :class:`~ddbkeys.ids.blocks.BlockAllocator` goes past that.
 
-    The counter item is ``{key_attribute: name}`` (or ``key``, given whole, for tables with a
-    sort key or a numeric key) holding ``attribute``, the last id given out. It is created on
-    first use. Ids start at ``start`` and go up by ``step``; with ``maximum``, a call that would
-    pass it raises :class:`SequenceExhaustedError` and moves nothing.
+    The counter item is ``{partition key: name}`` (or ``key``, given whole, for tables with a
+    sort key or a non-string partition key) holding ``attribute``, the last id given out. It is
+    created on first use; a counter holding 0 (seeded by another tool) gives 1 next. A counter
+    holding anything but a whole number from 0 to 10**38 - 1 raises
+    :class:`~ddbkeys.ids.errors.CounterStateError` and is left as it was. Ids start at
+    ``start`` and go up by ``step``; with ``maximum``, a call that would pass it raises
+    :class:`SequenceExhaustedError` and moves nothing. Each call ends within ``deadline``
+    seconds.
     """
 
     def __init__(
@@ -69,14 +85,19 @@ class AtomicCounter(IdStrategy):
         maximum: int | None = None,
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
-        super().__init__(client, table, retry=retry, usage=usage)
+        super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
         self.name = check_name("counter name", name, table=table)
         self.attribute = check_name("counter attribute", attribute, table=table)
         self.key_attribute = (
             check_name("key attribute", key_attribute, table=table) if key_attribute else None
         )
-        self._key_given = to_attributes(key, table=table) if key is not None else None
+        if key is not None and not isinstance(key, Mapping):
+            raise ConfigurationError(
+                f"key must be a mapping of key attributes to values, not {key!r}.", table=table
+            )
+        self._key_given = key
         self.start = _positive("start", start, minimum=0, table=table)
         self.step = _positive("step", step, table=table)
         self.maximum = (
@@ -91,7 +112,9 @@ class AtomicCounter(IdStrategy):
     def key(self) -> dict[str, AttributeValueTypeDef]:
         """The counter item's key (found from the table's key schema on first use)."""
         if self._key is None:
-            self._key = self._key_given or counter_item_key(self, self.name, self.key_attribute)
+            self._key = counter_item_key(
+                self, self.name, self.key_attribute, given=self._key_given, key_parameter="key"
+            )
         return self._key
 
     def next(self) -> int:
@@ -103,12 +126,23 @@ class AtomicCounter(IdStrategy):
         count = _positive("count", count, table=self.table)
         return self._advance(count)
 
+    @property
+    def _limit(self) -> int:
+        return MAX_ID if self.maximum is None else self.maximum
+
     def _request(self, count: int) -> dict[str, Any]:
         """The UpdateItem that moves the counter on by ``count`` ids (next()'s is built once)."""
         if count == 1 and self._next_request is not None:
             return self._next_request
         increment = count * self.step
-        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}}
+        if self.start - self.step + increment > self._limit:
+            raise self._exhausted(None, count)
+        values: dict[str, AttributeValueTypeDef] = {
+            ":inc": {"N": str(increment)},
+            ":number": {"S": "N"},
+            ":zero": {"N": "0"},
+            ":limit": {"N": str(self._limit - increment)},
+        }
         if self.start == self.step:
             # Starting at the step itself: a plain ADD (a missing counter counts as 0).
             update = "ADD #v :inc"
@@ -120,17 +154,27 @@ class AtomicCounter(IdStrategy):
             "TableName": self.table,
             "Key": self.key,
             "UpdateExpression": update,
+            "ConditionExpression": _VALID,
             "ExpressionAttributeNames": {"#v": self.attribute},
+            "ExpressionAttributeValues": values,
             "ReturnValues": "UPDATED_NEW",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if self.maximum is not None:
-            values[":limit"] = {"N": str(self.maximum - increment)}
-            request["ConditionExpression"] = "attribute_not_exists(#v) OR #v <= :limit"
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        request["ExpressionAttributeValues"] = values
         if count == 1:
             self._next_request = request
         return request
+
+    def _exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
+        where = f"is at {at}" if at is not None else "starts at " + str(self.start)
+        limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
+        return SequenceExhaustedError(
+            f"Counter {self.name!r} of table {self.table!r} {where}: {count} more id(s) would "
+            f"pass its maximum {limit}.",
+            table=self.table,
+        )
+
+    def _check(self, value: Mapping[str, Any] | None) -> int | None:
+        return counter_value(value, table=self.table, key=self.key, attribute=self.attribute)
 
     def _advance(self, count: int) -> range:
         increment = count * self.step
@@ -141,19 +185,49 @@ class AtomicCounter(IdStrategy):
                 response = self.client.update_item(**request)
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old = error_response(exc).get("Item", {}).get(self.attribute, {}).get("N", "?")
-                    raise SequenceExhaustedError(
-                        f"Counter {self.name!r} of table {self.table!r} is at {old}: "
-                        f"{count} more id(s) would pass its maximum {self.maximum}.",
-                        table=self.table,
-                        cause=exc,
-                    ) from exc
+                    old = error_response(exc).get("Item", {}).get(self.attribute)
+                    at = self._check(old)  # CounterStateError when it holds no valid counter
+                    raise self._exhausted(at, count) from exc
                 raise
             self.usage.add(response, write=True, billed=1.0)
-            last = int(response["Attributes"][self.attribute]["N"])
+            raw = response["Attributes"][self.attribute]
+            try:
+                last = self._check(raw)
+            except CounterStateError:
+                # Only a fraction passes the condition and still moves (5.5 + 1 = 6.5): put it
+                # back as it was, then say what the item holds.
+                self._undo(increment)
+                held = {"N": str(_decimal(raw) - increment)}
+                self._check(held)
+                raise
+            assert last is not None
             return range(last - increment + self.step, last + 1, self.step)
 
         return self._attempts(attempt, f"moving counter {self.name!r}")
+
+    def _undo(self, increment: int) -> None:
+        """Take ``increment`` back off the counter, once: a transaction with a token, so that a
+        retry after a lost response does not take it off twice (2 write units)."""
+        token = str(uuid.uuid4())
+
+        def attempt(_: int) -> None:
+            self.client.transact_write_items(
+                TransactItems=[
+                    {
+                        "Update": {
+                            "TableName": self.table,
+                            "Key": self.key,
+                            "UpdateExpression": "ADD #v :dec",
+                            "ExpressionAttributeNames": {"#v": self.attribute},
+                            "ExpressionAttributeValues": {":dec": {"N": str(-increment)}},
+                        }
+                    }
+                ],
+                ClientRequestToken=token,
+            )
+            self.usage.add(None, write=True, billed=2.0)
+
+        self._attempts(attempt, f"putting counter {self.name!r} back")
 
     def current(self) -> int | None:
         """The last id given out, or None before the first."""
@@ -169,14 +243,14 @@ class AtomicCounter(IdStrategy):
             f"reading counter {self.name!r}",
         )
         self.usage.add(response, write=False)
-        value = response.get("Item", {}).get(self.attribute)
-        return int(value["N"]) if value and "N" in value else None
+        return self._check(response.get("Item", {}).get(self.attribute))
 
     def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
 
         Refuses to move the counter backwards (which would give ids out twice) unless ``force``.
-        The check is a condition on the write itself, not a read followed by a write.
+        The check is a condition on the write itself, not a read followed by a write. A counter
+        that holds no valid value (a string, a list...) is replaced only with ``force``.
         """
         value = _positive("value", value, minimum=0, table=self.table)
         request: dict[str, Any] = {
@@ -188,7 +262,10 @@ class AtomicCounter(IdStrategy):
             "ReturnConsumedCapacity": "TOTAL",
         }
         if not force:
-            request["ConditionExpression"] = "attribute_not_exists(#v) OR #v <= :value"
+            request["ConditionExpression"] = (
+                "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v <= :value)"
+            )
+            request["ExpressionAttributeValues"][":number"] = {"S": "N"}
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
 
         def attempt(_: int) -> int:
@@ -196,7 +273,14 @@ class AtomicCounter(IdStrategy):
                 response = self.client.update_item(**request)
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old = error_response(exc).get("Item", {}).get(self.attribute, {}).get("N", "?")
+                    old_value = error_response(exc).get("Item", {}).get(self.attribute)
+                    old = counter_value(
+                        old_value,
+                        table=self.table,
+                        key=self.key,
+                        attribute=self.attribute,
+                        maximum=10**126,
+                    )
                     raise CounterBackwardsError(
                         f"Refusing to move counter {self.name!r} of table {self.table!r} "
                         f"backwards from {old} to {value}: ids after {value} were already given "
@@ -210,3 +294,7 @@ class AtomicCounter(IdStrategy):
             return value
 
         return self._attempts(attempt, f"setting counter {self.name!r}")
+
+
+def _decimal(value: Mapping[str, Any]) -> Decimal:
+    return Decimal(str(value.get("N")))
