@@ -1,0 +1,157 @@
+"""The one reading of CancellationReasons, for every combination of codes, without a server."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import boto3
+import pytest
+
+from ddbkeys.ids import GaplessSequence, ItemExistsError, Verdict, read_cancellation
+from ddbkeys.ids.base import Contention, CounterItem, Throttled
+from ddbkeys.ids.gapless import _Plan
+from ddbkeys.schema import KeyAttribute, TableInfo
+
+CODES = [
+    "None",
+    "ConditionalCheckFailed",
+    "TransactionConflict",
+    "ThrottlingError",
+    "ProvisionedThroughputExceeded",
+    "RequestLimitExceeded",
+    "ValidationError",
+    "ItemCollectionSizeLimitExceeded",
+    "SomethingNew",
+]
+INVALID = {"ValidationError", "ItemCollectionSizeLimitExceeded", "SomethingNew"}
+THROTTLE = {"ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded"}
+
+
+def expected_verdict(codes: tuple[str, ...]) -> Verdict:
+    """The documented precedence: invalid, then conditions, then throttling, then conflicts."""
+    if any(c in INVALID for c in codes):
+        return Verdict.INVALID
+    if "ConditionalCheckFailed" in codes:
+        return Verdict.CONDITIONS
+    if any(c in THROTTLE for c in codes):
+        return Verdict.THROTTLED
+    if "TransactionConflict" in codes:
+        return Verdict.CONFLICT
+    return Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("codes", list(itertools.product(CODES, repeat=3)))
+def test_every_combination_of_three_actions(codes: tuple[str, ...]) -> None:
+    reasons: list[dict[str, Any]] = []
+    for n, code in enumerate(codes):
+        reason: dict[str, Any] = {"Code": code, "Message": f"m{n}" if code != "None" else None}
+        if code == "ConditionalCheckFailed":
+            reason["Item"] = {"pk": {"S": f"old{n}"}}
+        reasons.append(reason)
+    reading = read_cancellation(reasons)
+    assert reading.codes == codes
+    assert reading.verdict is expected_verdict(codes)
+    assert reading.failed_conditions == tuple(
+        n for n, c in enumerate(codes) if c == "ConditionalCheckFailed"
+    )
+    assert reading.conflicts == tuple(n for n, c in enumerate(codes) if c == "TransactionConflict")
+    assert reading.throttled == tuple(n for n, c in enumerate(codes) if c in THROTTLE)
+    assert [i for i, _, _ in reading.invalid] == [n for n, c in enumerate(codes) if c in INVALID]
+    for n, code in enumerate(codes):
+        assert reading.failed(n) == (code == "ConditionalCheckFailed")
+        old = reading.old_item(n)
+        assert old == ({"pk": {"S": f"old{n}"}} if code == "ConditionalCheckFailed" else None)
+
+
+def test_missing_and_odd_reasons() -> None:
+    assert read_cancellation(None).verdict is Verdict.UNKNOWN
+    assert read_cancellation([]).describe() == "no reason given"
+    # A reason without a code is "None" (fine); a condition without an old item has none.
+    reading = read_cancellation([{}, {"Code": "ConditionalCheckFailed"}])
+    assert reading.codes == ("None", "ConditionalCheckFailed")
+    assert reading.verdict is Verdict.CONDITIONS and reading.old_item(1) is None
+
+
+def test_describe_names_the_invalid_actions_with_the_servers_words() -> None:
+    reading = read_cancellation(
+        [
+            {"Code": "None"},
+            {"Code": "ValidationError", "Message": "Item size has exceeded the maximum"},
+        ]
+    )
+    assert reading.describe() == "action 2: ValidationError (Item size has exceeded the maximum)"
+    assert read_cancellation([{"Code": "TransactionConflict"}]).describe() == "TransactionConflict"
+
+
+# --- what the gapless sequence makes of each combination --------------------------------------
+
+GAPLESS_CODES = ["None", "ConditionalCheckFailed", "TransactionConflict", "ThrottlingError"]
+
+
+def gapless(id_in_key: bool) -> Any:
+    """A GaplessSequence that knows its table and counter without asking a server."""
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    sequence = GaplessSequence(client, "users", id_attribute="pk" if id_in_key else "id")
+    sequence._infos["users"] = TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0)
+    sequence._counter = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
+    return sequence
+
+
+@pytest.mark.parametrize("atomic", [False, True])
+@pytest.mark.parametrize("id_in_key", [False, True])
+@pytest.mark.parametrize("codes", list(itertools.product(GAPLESS_CODES, repeat=3)))
+def test_gapless_reads_every_combination(
+    codes: tuple[str, str, str], id_in_key: bool, atomic: bool
+) -> None:
+    """Action 0 is the counter (its old image holds 7), actions 1 and 2 the items. A failed
+    item condition is an existing item only when the id is not the key, or when the counter
+    held (an id's key taken by an item the sequence did not write); with the id as the key and
+    the counter moved, it is the racing writer's item: a lost race, retried."""
+    sequence = gapless(id_in_key)
+    reasons: list[dict[str, Any]] = [{"Code": c} for c in codes]
+    if codes[0] == "ConditionalCheckFailed":
+        reasons[0]["Item"] = {"pk": {"S": "sequence"}, "last_id": {"N": "7"}}
+    for n in (1, 2):
+        if codes[n] == "ConditionalCheckFailed":
+            reasons[n]["Item"] = {"pk": {"S": f"k{n}"}}
+    items = [{"pk": {"S": "k1"}}, {"pk": {"S": "k2"}}] if not id_in_key else [{}, {}]
+    live = [0, 1]
+    results: list[Any] = [None, None]
+    plan = _Plan(last=3, token="t")
+    counter_moved = codes[0] == "ConditionalCheckFailed"
+    items_failed = [n - 1 for n in (1, 2) if codes[n] == "ConditionalCheckFailed"]
+    exists = (
+        items_failed if not id_in_key else ([0, 1] if items_failed and not counter_moved else [])
+    )
+    outcome: Any
+    try:
+        sequence._cancelled(read_cancellation(reasons), items, live, results, plan, atomic=atomic)
+        outcome = "return"
+    except Contention as lost:
+        outcome = ("contention", lost.immediate)
+    except Throttled:
+        outcome = "throttled"
+    except ItemExistsError:
+        outcome = "exists"
+    assert plan.token is None and plan.last is None  # a cancelled plan is never sent again
+    if exists and atomic:
+        assert outcome == "exists"
+        return
+    assert [isinstance(r, ItemExistsError) for r in results] == [i in exists for i in (0, 1)]
+    assert live == [i for i in (0, 1) if i not in exists]
+    if counter_moved:
+        assert sequence._last == 7
+        assert outcome == ("contention", True)  # the first loss in a row: again at once
+    elif (items_failed and id_in_key) or exists:
+        assert outcome == "return"
+        assert sequence._last == 3  # the counter held
+    elif "ThrottlingError" in codes:
+        assert outcome == "throttled"
+    else:
+        assert outcome == ("contention", False)
+    for error in results:
+        if isinstance(error, ItemExistsError):
+            assert "already exists in table 'users'" in str(error)
