@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-KINDS = ["counter", "blocks", "collection", "gapless", "gapless-key"]
+KINDS = ["counter", "blocks", "collection", "collection-nr", "gapless", "gapless-key"]
 THREADS = 16
 PER_THREAD = 25
 PROCESSES = 4
@@ -38,7 +38,7 @@ FAULTS = FaultPlan(
 
 
 def make_table(kind: str, factory: TableFactory) -> str:
-    if kind == "collection":
+    if kind.startswith("collection"):
         return factory(("pk", "S"), ("sk", "N"))
     return factory(("pk", "S"))
 

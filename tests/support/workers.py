@@ -40,8 +40,10 @@ def make_writer(kind: str, client: DynamoDBClient, table: str) -> Callable[[str]
     if kind == "blocks":
         blocks = BlockAllocator(AtomicCounter(client, table, "blocks", retry=retry), 10)
         return lambda _tag: blocks.next()
-    if kind == "collection":
-        sequence = CollectionSequence(client, table, retry=retry)
+    if kind in ("collection", "collection-nr"):
+        sequence = CollectionSequence(
+            client, table, retry=retry, never_reuse=kind == "collection-nr"
+        )
         return lambda tag: sequence.put(COLLECTION, {"tag": tag})
     if kind == "gapless":
         gapless = GaplessSequence(client, table, "users", retry=retry)

@@ -263,9 +263,11 @@ class AtomicCounter(IdStrategy):
         }
         if not force:
             request["ConditionExpression"] = (
-                "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v <= :value)"
+                "attribute_not_exists(#v) OR "
+                "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value)"
             )
             request["ExpressionAttributeValues"][":number"] = {"S": "N"}
+            request["ExpressionAttributeValues"][":zero"] = {"N": "0"}
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
 
         def attempt(_: int) -> int:
@@ -274,13 +276,7 @@ class AtomicCounter(IdStrategy):
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
                     old_value = error_response(exc).get("Item", {}).get(self.attribute)
-                    old = counter_value(
-                        old_value,
-                        table=self.table,
-                        key=self.key,
-                        attribute=self.attribute,
-                        maximum=10**126,
-                    )
+                    old = self._check(old_value)
                     raise CounterBackwardsError(
                         f"Refusing to move counter {self.name!r} of table {self.table!r} "
                         f"backwards from {old} to {value}: ids after {value} were already given "

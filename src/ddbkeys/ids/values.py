@@ -97,6 +97,7 @@ def counter_value(
         except InvalidOperation:
             number = None
     problem = ""
+    most = "10**38 - 1" if maximum == MAX_ID else str(maximum)
     if number is None:
         problem = f"{type_name(value)}, not a number"
     elif not number.is_finite() or number != number.to_integral_value():
@@ -104,12 +105,12 @@ def counter_value(
     elif number < 0:
         problem = "below 0"
     elif number > maximum:
-        problem = f"past the maximum {maximum}"
+        problem = f"past the maximum {most}"
     if problem:
         raise CounterStateError(
             f"The counter item {show_key(key)} of table {table!r} holds {attribute} = "
             f"{show_value(value)} ({problem}): a counter holds a whole number from 0 to "
-            f"{'10**38 - 1' if maximum == MAX_ID else maximum}. Nothing was changed; fix the "
+            f"{most}. Nothing was changed; fix the "
             "item, for example with `ddbkeys ids set VALUE --force`.",
             table=table,
         )

@@ -1,0 +1,388 @@
+"""Ids you can trust, whatever the table holds: counters other tools wrote, every key type, the
+counter in another table, items that collide, collections that lose their highest item. Each bad
+case asserts the exact error and, by scanning the tables, that nothing was written or moved."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.errors import KeySchemaError
+from ddbkeys.ids import (
+    AtomicCounter,
+    CollectionSequence,
+    CounterStateError,
+    GaplessSequence,
+    ItemExistsError,
+    ItemKeyClashError,
+    audit_collection,
+)
+from ddbkeys.partition_keys import MarkerIndex
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+def snapshot(client: DynamoDBClient, *tables: str) -> list[Any]:
+    """Every item of the tables, in a stable order."""
+    items: list[Any] = []
+    for table in tables:
+        kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+        while True:
+            page = client.scan(**kwargs)
+            items.extend((table, sorted(i.items(), key=str)) for i in page["Items"])
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    return sorted(items, key=str)
+
+
+def unchanged(client: DynamoDBClient, *tables: str) -> Callable[[], None]:
+    """A check that the tables still hold what they hold now."""
+    before = snapshot(client, *tables)
+
+    def check() -> None:
+        assert snapshot(client, *tables) == before, "something was written or moved"
+
+    return check
+
+
+# --- point 2: counter states other tools write ---------------------------------------------
+
+BAD_COUNTERS = [
+    ({"S": "41"}, "'41' (a string (S), not a number)"),
+    ({"N": "5.5"}, "5.5 (not a whole number)"),
+    ({"N": "-3"}, "-3 (below 0)"),
+    ({"N": "100000000000000000000000000000000000000"}, None),
+    ({"L": [{"N": "1"}]}, "{'L': [{'N': '1'}]} (a list (L), not a number)"),
+    ({"BOOL": True}, "{'BOOL': True} (a boolean (BOOL), not a number)"),
+]
+
+
+def counter_message(table: str, name: str, shown: str) -> str:
+    return (
+        f"The counter item {{'pk': {name!r}}} of table {table!r} holds last_id = {shown}: a "
+        "counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix the item, "
+        "for example with `ddbkeys ids set VALUE --force`."
+    )
+
+
+@pytest.mark.parametrize(("value", "shown"), BAD_COUNTERS)
+def test_a_bad_counter_is_reported_and_never_moved(
+    value: dict[str, Any],
+    shown: str | None,
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    table = ddb_table_factory()
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": value})
+    if shown is None:  # DynamoDB writes the number as it likes: show what it holds
+        held = ddb_client.get_item(TableName=table, Key={"pk": {"S": "c"}})["Item"]["last_id"]
+        shown = f"{held['N']} (past the maximum 10**38 - 1)"
+    expected = counter_message(table, "c", shown)
+    same = unchanged(ddb_client, table)
+    calls: list[Callable[[], object]] = [
+        AtomicCounter(ddb_client, table, "c").next,
+        lambda: AtomicCounter(ddb_client, table, "c").reserve(5),
+        AtomicCounter(ddb_client, table, "c").current,
+        lambda: AtomicCounter(ddb_client, table, "c", start=10).next(),
+        lambda: GaplessSequence(ddb_client, table, "c").put({"pk": "x"}),
+        lambda: GaplessSequence(ddb_client, table, "c", group_commit=False).put({"pk": "x"}),
+        lambda: GaplessSequence(ddb_client, table, "c").put_many([{"pk": "x"}, {"pk": "y"}]),
+        GaplessSequence(ddb_client, table, "c").current,
+    ]
+    for call in calls:
+        with pytest.raises(CounterStateError) as raised:
+            call()
+        assert str(raised.value) == expected
+        assert raised.value.table == table
+        same()
+    for args in (
+        ["next", "--counter", "c"],
+        ["current", "--counter", "c"],
+        ["put", "-s", "gapless", "--item", '{"pk": "x"}', "--sequence", "c"],
+    ):
+        result = CliRunner().invoke(
+            cli, ["ids", *args, "-t", table, "--endpoint-url", ddb_endpoint_url]
+        )
+        assert (result.exit_code, result.output.splitlines()[-1]) == (1, f"Error: {expected}")
+        same()
+    # Moving it backwards is refused the same way; --force replaces it.
+    with pytest.raises(CounterStateError):
+        AtomicCounter(ddb_client, table, "c").set(2)
+    same()
+    assert AtomicCounter(ddb_client, table, "c").set(2, force=True) == 2
+    assert AtomicCounter(ddb_client, table, "c").next() == 3
+
+
+def test_a_counter_seeded_with_zero_just_works(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    for name in ("a", "g"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": name}, "last_id": {"N": "0"}})
+    assert AtomicCounter(ddb_client, table, "a").next() == 1
+    gapless = GaplessSequence(ddb_client, table, "g", group_commit=False)
+    assert gapless.put({"pk": "x"}) == 1
+    assert gapless.usage.conflicts == 0, "a counter holding 0 must not look like a lost race"
+    # `ids set 0` on a fresh sequence, then a put, as a user seeds it from the shell.
+    url = ["--endpoint-url", ddb_endpoint_url]
+    seeded = CliRunner().invoke(cli, ["ids", "set", "0", "-t", table, "-c", "h", *url])
+    assert (seeded.exit_code, seeded.output) == (0, "0\n")
+    item = ["--item", '{"pk": "y"}']
+    put = CliRunner().invoke(
+        cli, ["ids", "put", "-t", table, "-s", "gapless", "--sequence", "h", *item, *url]
+    )
+    assert (put.exit_code, put.output) == (0, "1\n")
+
+
+def test_a_counter_at_the_maximum(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    top = 10**38 - 1
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": {"N": str(top)}})
+    same = unchanged(ddb_client, table)
+    with pytest.raises(Exception, match=r"is at 9{38}: 1 more id\(s\) would pass its maximum"):
+        AtomicCounter(ddb_client, table, "c").next()
+    with pytest.raises(Exception, match=r"1 more id\(s\) would pass 10\*\*38 - 1"):
+        GaplessSequence(ddb_client, table, "c").put({"pk": "x"})
+    same()
+    assert AtomicCounter(ddb_client, table, "c").current() == top
+
+
+# --- point 1: the id as the key; a real existing item still raises ----------------------------
+
+
+def test_an_existing_item_at_the_ids_key_is_named(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    users = GaplessSequence(ddb_client, table, "users", id_attribute="pk", width=4)
+    assert users.put({"name": "Kirk"}) == 1
+    # Another tool wrote the item the next id would be.
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "0002"}, "name": {"S": "Spock"}})
+    same = unchanged(ddb_client, table)
+    with pytest.raises(ItemExistsError) as raised:
+        users.put({"name": "Uhura"})
+    assert str(raised.value) == (
+        f"Id 2 is taken: an item with the key {{'pk': '0002'}} already exists in table {table!r}, "
+        "but sequence 'users' is at 1 (the counter is behind the ids in the table: was it set "
+        "back?). The item was not written and used up no id."
+    )
+    assert raised.value.key == {"pk": {"S": "0002"}}
+    same()
+
+
+def test_put_many_with_the_same_key_twice_or_the_counters_key(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    users = GaplessSequence(ddb_client, table, "users")
+    same = unchanged(ddb_client, table)
+    with pytest.raises(ItemKeyClashError) as raised:
+        users.put_many([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}])
+    assert str(raised.value) == (
+        f"Items 1 and 3 of put_many have the same key {{'pk': 'a'}} in table {table!r}: one "
+        "transaction cannot write an item twice. Nothing was written."
+    )
+    with pytest.raises(ItemKeyClashError) as raised:
+        users.put({"pk": "users"})
+    assert str(raised.value) == (
+        f"The item has the key {{'pk': 'users'}}, which is the counter item's key of sequence "
+        f"'users' in table {table!r}: give the item another key, or keep the counter elsewhere "
+        "(counter_table=, counter_key=)."
+    )
+    same()
+
+
+def test_an_id_key_that_would_be_the_counters_key(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "N"))
+    ids = GaplessSequence(ddb_client, table, id_attribute="pk", counter_key={"pk": 2})
+    assert ids.put({"n": "one"}) == 1
+    same = unchanged(ddb_client, table)
+    with pytest.raises(ItemKeyClashError, match=r"Id 2 would give the item the key \{'pk': 2\}"):
+        ids.put({"n": "two"})
+    same()
+
+
+# --- point 3: every key type in every key position -------------------------------------------
+
+
+def test_every_key_type_in_every_position(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    counters = ddb_table_factory()
+    # N and B keys that are not the id.
+    nb = ddb_table_factory(("pk", "N"), ("sk", "B"))
+    seq = GaplessSequence(ddb_client, nb, counter_table=counters)
+    assert seq.put({"pk": 7, "sk": b"\x01x"}) == 1
+    assert seq.put({"pk": {"N": "7"}, "sk": {"B": b"\x02"}}, typed=True) == 2
+    got = ddb_client.get_item(TableName=nb, Key={"pk": {"N": "7"}, "sk": {"B": b"\x02"}})
+    assert got["Item"]["id"] == {"N": "2"}
+    # The id as a number partition key; the counter item at key 0 of the same table.
+    n = ddb_table_factory(("pk", "N"))
+    numbered = GaplessSequence(ddb_client, n, id_attribute="pk", counter_key={"pk": 0})
+    assert [numbered.put({"v": i}) for i in range(3)] == [1, 2, 3]
+    assert ddb_client.get_item(TableName=n, Key={"pk": {"N": "3"}})["Item"]["v"] == {"N": "2"}
+    # The id as a string sort key, padded, after a prefix: key order is id order.
+    ss = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    invoices = GaplessSequence(
+        ddb_client,
+        ss,
+        id_attribute="sk",
+        prefix="INV#",
+        width=6,
+        counter_table=counters,
+        counter_key={"pk": "invoices"},
+    )
+    assert [invoices.put({"pk": "acct"}) for _ in range(11)] == list(range(1, 12))
+    page = ddb_client.query(
+        TableName=ss,
+        KeyConditionExpression="pk = :a",
+        ExpressionAttributeValues={":a": {"S": "acct"}},
+        ScanIndexForward=False,
+        Limit=1,
+    )
+    assert page["Items"][0]["sk"] == {"S": "INV#000011"}
+    # The id as a number sort key beside a binary partition key.
+    bn = ddb_table_factory(("pk", "B"), ("sk", "N"))
+    binary = GaplessSequence(
+        ddb_client, bn, id_attribute="sk", counter_table=counters, counter_key={"pk": "binary"}
+    )
+    assert binary.put({"pk": b"\x00\xff"}) == 1
+
+
+KEY_TYPE_CASES = [
+    # (table key, id attribute, item, message after "Key attribute ")
+    (
+        (("pk", "S"),),
+        "id",
+        {"pk": 7},
+        "'pk' of table {t!r} is a string (S); the item gives a number (N): 7.",
+    ),
+    (
+        (("pk", "N"),),
+        "id",
+        {"pk": "7"},
+        "'pk' of table {t!r} is a number (N); the item gives a string (S): '7'.",
+    ),
+    (
+        (("pk", "B"),),
+        "id",
+        {"pk": "x"},
+        "'pk' of table {t!r} is binary (B); the item gives a string (S): 'x'.",
+    ),
+    (
+        (("pk", "S"), ("sk", "N")),
+        "id",
+        {"pk": "a", "sk": b"1"},
+        "'sk' of table {t!r} is a number (N); the item gives binary (B): b'1'.",
+    ),
+    (
+        (("pk", "S"),),
+        "id",
+        {"pk": ""},
+        "'pk' of table {t!r} is a string (S); the item gives an empty value, which DynamoDB "
+        "does not allow in a key.",
+    ),
+    (
+        (("pk", "B"),),
+        "pk",
+        {"v": 1},
+        "'pk' of table {t!r} is binary (B); an id goes in a number (N) or string (S) "
+        "attribute: choose another id_attribute.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("keys", "id_attribute", "item", "message"), KEY_TYPE_CASES)
+def test_a_key_of_the_wrong_type_is_refused_before_any_request(
+    keys: tuple[tuple[str, str], ...],
+    id_attribute: str,
+    item: dict[str, Any],
+    message: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    table = ddb_table_factory(*keys)
+    counters = ddb_table_factory()
+    same = unchanged(ddb_client, table, counters)
+    sequence = GaplessSequence(ddb_client, table, id_attribute=id_attribute, counter_table=counters)
+    with pytest.raises(KeySchemaError) as raised:
+        sequence.put(item)
+    assert str(raised.value) == "Key attribute " + message.format(t=table)
+    assert sequence.usage.requests == 0, "refused before any request"
+    same()
+
+
+def test_counter_key_errors_name_the_real_parameter(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    with pytest.raises(KeySchemaError, match=r"pass key= with the whole key"):
+        AtomicCounter(ddb_client, table).next()
+    with pytest.raises(KeySchemaError, match=r"pass counter_key= with the whole key"):
+        GaplessSequence(ddb_client, table).put({"pk": "a", "sk": 1})
+    with pytest.raises(KeySchemaError) as raised:
+        AtomicCounter(ddb_client, table, key={"pk": "c", "sk": "x"}).next()
+    assert str(raised.value) == (
+        f"Key attribute 'sk' of table {table!r} is a number (N); key= gives a string (S): 'x'."
+    )
+    with pytest.raises(KeySchemaError, match=r"counter_key= names 'other', which is not a key"):
+        GaplessSequence(ddb_client, table, counter_key={"pk": "c", "sk": 0, "other": 1}).current()
+    assert AtomicCounter(ddb_client, table, key={"pk": "c", "sk": 0}).next() == 1
+
+
+# --- point 6: the counter in another table ----------------------------------------------------
+
+
+def test_the_counter_in_another_table_leaves_no_phantom_row(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    items = ddb_table_factory()
+    counters = ddb_table_factory()
+    users = GaplessSequence(ddb_client, items, "users", counter_table=counters)
+    assert users.put_many([{"pk": "a"}, {"pk": "b"}]) == [1, 2]
+    assert users.put({"pk": "users"}) == 3  # no clash: the counter lives elsewhere
+    assert {i["pk"]["S"] for i in ddb_client.scan(TableName=items)["Items"]} == {"a", "b", "users"}
+    assert ddb_client.scan(TableName=counters)["Items"] == [
+        {"pk": {"S": "users"}, "last_id": {"N": "3"}}
+    ]
+    assert users.current() == 3
+
+
+# --- point 10: collections ------------------------------------------------------------------
+
+
+def test_a_deleted_highest_number_is_reused_unless_never_reuse(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    plain = CollectionSequence(ddb_client, table)
+    kept = CollectionSequence(ddb_client, table, never_reuse=True)
+    for sequence, collection in ((plain, "reuses"), (kept, "keeps")):
+        assert [sequence.put(collection, {"n": i}) for i in range(5)] == [1, 2, 3, 4, 5]
+        ddb_client.delete_item(TableName=table, Key={"pk": {"S": collection}, "sk": {"N": "5"}})
+    # A new process (a new object) knows nothing remembered.
+    assert CollectionSequence(ddb_client, table).put("reuses") == 5  # documented: reused
+    fresh = CollectionSequence(ddb_client, table, never_reuse=True)
+    assert fresh.put("keeps") == 6
+    assert fresh.put("keeps") == 7
+    counter = ddb_client.get_item(TableName=table, Key={"pk": {"S": "keeps"}, "sk": {"N": "0"}})
+    assert counter["Item"]["last_number"] == {"N": "7"}
+    # The audit counts neither the counter item nor a marker as an id.
+    MarkerIndex(ddb_client, table).mark("keeps")
+    report = audit_collection(ddb_client, table, "keeps")
+    assert (report.count, report.first, report.last, report.gaps) == (6, 1, 7, [(5, 5)])
+    assert audit_collection(ddb_client, table, "reuses").ok
