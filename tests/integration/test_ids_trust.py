@@ -19,6 +19,7 @@ from ddbkeys.ids import (
     GaplessSequence,
     ItemExistsError,
     ItemKeyClashError,
+    audit_attribute,
     audit_collection,
 )
 from ddbkeys.partition_keys import MarkerIndex
@@ -255,6 +256,8 @@ def test_every_key_type_in_every_position(
         Limit=1,
     )
     assert page["Items"][0]["sk"] == {"S": "INV#000011"}
+    report = audit_attribute(ddb_client, ss, "sk", prefix="INV#")
+    assert (report.ok, report.count, report.last) == (True, 11, 11)
     # The id as a number sort key beside a binary partition key.
     bn = ddb_table_factory(("pk", "B"), ("sk", "N"))
     binary = GaplessSequence(

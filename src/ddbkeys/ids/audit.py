@@ -83,8 +83,12 @@ def audit_ids(
     return report
 
 
-def _as_int(value: dict[str, Any]) -> int | None:
+def _as_int(value: dict[str, Any], prefix: str = "") -> int | None:
     raw = value.get("N", value.get("S"))
+    if "S" in value:
+        if not str(raw).startswith(prefix):
+            return None
+        raw = str(raw)[len(prefix) :]
     try:
         number = Decimal(str(raw))
     except InvalidOperation:
@@ -101,9 +105,12 @@ def audit_attribute(
     *,
     start: int = 1,
     usage: Usage | None = None,
+    prefix: str = "",
 ) -> AuditReport:
     """Scan ``table`` for ``attribute`` (items without it are skipped) and report gaps and
-    duplicates. Cost: a full scan, 0.5 read units per 4 KB of the table."""
+    duplicates. A string id counts when it is ``prefix`` and digits (the padded ids of a
+    gapless sequence kept in a string key). Cost: a full scan, 0.5 read units per 4 KB of the
+    table."""
     check_table_name(table)
     check_name("attribute", attribute, table=table)
     usage = usage or Usage()
@@ -121,7 +128,7 @@ def audit_attribute(
             page = client.scan(**kwargs)
             usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
             for item in page.get("Items", []):
-                number = _as_int(dict(item[attribute]))
+                number = _as_int(dict(item[attribute]), prefix)
                 if number is None:
                     not_numbers += 1
                 else:
