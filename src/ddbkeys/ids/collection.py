@@ -156,7 +156,7 @@ class CollectionSequence(IdStrategy):
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
         pk, sk = self.keys()
-        pk_value = key_value(pk, partition_key_value, table=self.table)
+        pk_value = to_attributes({pk.name: partition_key_value}, table=self.table)[pk.name]
         check_key_value(pk, pk_value, table=self.table, where="The partition key value")
         typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
         for reserved in (pk.name, sk.name, self.token_attribute):
