@@ -217,7 +217,8 @@ def test_collection_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: Tab
         sequence.put("p", {"sk": 5})
     with pytest.raises(
         KeySchemaError,
-        match=r"Key attribute 'pk' of table .* is a string \(S\); the partition key value gives a number \(N\): 5",
+        match=r"Key attribute 'pk' of table .* is a string \(S\); the partition key value "
+        r"gives a number \(N\): 5",
     ):
         sequence.put(5)
     with pytest.raises(DdbKeysError, match=r"Attribute 'x' holds the float 1\.5"):
