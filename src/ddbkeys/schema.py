@@ -32,7 +32,6 @@ __all__ = [
 ]
 
 _TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")
-_SERIALIZER = TypeSerializer()
 _DYNAMODB_TYPES = frozenset({"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"})
 _NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
 MAX_DIGITS = 38  # significant digits of a DynamoDB number
@@ -369,6 +368,14 @@ def _typed_set(kind: str, raw: object, path: str, table: str | None) -> Attribut
     return cast("AttributeValueTypeDef", {kind: members})
 
 
+class _ExactSerializer(TypeSerializer):
+    """boto3's serializer, but numbers written exactly as they are (already checked against
+    DynamoDB's limits): boto3's own raises ``decimal.Rounded`` on 10**40, which DynamoDB takes."""
+
+    def _serialize_n(self, value: Any) -> str:
+        return str(value)
+
+
 class _ExactDeserializer(TypeDeserializer):
     """boto3's deserializer, but numbers exact whatever their length (boto3's own rounds to 38
     digits and raises ``decimal.Rounded`` on the 126-digit numbers DynamoDB can return) and
@@ -402,4 +409,5 @@ def key_value(attribute: KeyAttribute, value: object, *, table: str) -> Attribut
     )
 
 
+_SERIALIZER = _ExactSerializer()
 _DESERIALIZER = _ExactDeserializer()

@@ -2,23 +2,30 @@
 
 from __future__ import annotations
 
-import json
-import sys
-from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import click
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.cli.common import (
     Connection,
     F,
     connection_options,
     echo_json,
+    error_text,
     output_option,
     parse_key,
     table_option,
 )
+from ddbkeys.cli.items import (
+    counter_fields,
+    counter_key_of,
+    given,
+    item_format_option,
+    parse_items,
+    read_item_text,
+)
+from ddbkeys.errors import DdbKeysError
 from ddbkeys.ids import (
     AtomicCounter,
     CollectionSequence,
@@ -26,7 +33,13 @@ from ddbkeys.ids import (
     audit_attribute,
     audit_collection,
 )
-from ddbkeys.schema import describe, from_attributes, is_dynamodb_json
+from ddbkeys.ids.gapless import MAX_BATCH
+from ddbkeys.schema import describe
+
+COUNTER_KEY_HELP = (
+    "The counter item's whole key, as plain or DynamoDB JSON: for tables with a sort key or a "
+    "number or binary partition key (instead of --counter)."
+)
 
 
 def counter_options(func: F) -> F:
@@ -41,6 +54,7 @@ def counter_options(func: F) -> F:
                 metavar="NAME",
                 help="Which counter: its item key is the table's partition key set to NAME.",
             ),
+            click.option("--counter-key", metavar="JSON", help=COUNTER_KEY_HELP),
             click.option(
                 "--attribute",
                 default="last_id",
@@ -55,16 +69,17 @@ def counter_options(func: F) -> F:
 
 
 def sort_key_options(func: F) -> F:
-    """--width and --prefix: how a collection's string sort keys hold their numbers."""
+    """--width and --prefix: how string keys hold ids (a collection's sort keys, a gapless id
+    that is the key)."""
     func = click.option(
-        "--prefix", default="", help="Collections with string sort keys: text before the digits."
+        "--prefix", default="", help="Ids in string keys: the text before the digits."
     )(func)
     return click.option(
         "--width",
         type=click.IntRange(1, 38),
         default=10,
         show_default=True,
-        help="Collections with string sort keys: digits, padded with zeros.",
+        help="Ids in string keys: digits, padded with zeros (so key order is id order).",
     )(func)
 
 
@@ -116,6 +131,7 @@ def ids_group() -> None:
 def next_command(
     table_name: str,
     counter: str,
+    counter_key: str | None,
     attribute: str,
     count: int,
     start: int,
@@ -127,11 +143,17 @@ def next_command(
     """Take the next id (or --count ids) from an atomic counter; print one per line.
 
     The counter item is created on first use. One UpdateItem whatever --count is.
+
+    \b
+    ddbkeys ids next -t orders --counter order --count 3
+    ddbkeys ids next -t issues --counter-key '{"pk": "counters", "sk": 0}'
     """
+    key = counter_key_of(counter_key, table_name, instead_of="counter")
     strategy = AtomicCounter(
         connection.client(),
         table_name,
         counter,
+        key=key,
         attribute=attribute,
         start=start,
         step=step,
@@ -139,7 +161,7 @@ def next_command(
     )
     ids = list(strategy.reserve(count))
     if output == "json":
-        echo_json({"table": table_name, "counter": counter, "ids": ids})
+        echo_json({"table": table_name, **counter_fields(counter, key), "ids": ids})
     else:
         click.echo("\n".join(str(i) for i in ids))
 
@@ -150,13 +172,29 @@ def next_command(
 @connection_options
 @output_option
 def current_command(
-    table_name: str, counter: str, attribute: str, connection: Connection, output: str
+    table_name: str,
+    counter: str,
+    counter_key: str | None,
+    attribute: str,
+    connection: Connection,
+    output: str,
 ) -> None:
-    """Print the last id a counter gave out (0 if none). For a gapless sequence, pass its name:
-    --counter sequence (the default name of `ids put --strategy gapless`)."""
-    value = AtomicCounter(connection.client(), table_name, counter, attribute=attribute).current()
+    """Print the last id a counter gave out (0 if none).
+
+    -t names the table the counter item lives in. For a gapless sequence, pass its name,
+    --counter sequence (the default of `ids put --strategy gapless`), or, for a counter kept
+    in another table (`ids put --counter-table`), that table as -t and its key as --counter-key.
+    A counter holding anything but a whole number is reported, not read as 0.
+
+    \b
+    ddbkeys ids current -t orders --counter order
+    ddbkeys ids current -t users --counter sequence --output json
+    """
+    key = counter_key_of(counter_key, table_name, instead_of="counter")
+    client = connection.client()
+    value = AtomicCounter(client, table_name, counter, key=key, attribute=attribute).current()
     if output == "json":
-        echo_json({"table": table_name, "counter": counter, "current": value or 0})
+        echo_json({"table": table_name, **counter_fields(counter, key), "current": value or 0})
     else:
         click.echo(str(value or 0))
 
@@ -172,6 +210,7 @@ def set_command(
     value: int,
     table_name: str,
     counter: str,
+    counter_key: str | None,
     attribute: str,
     force: bool,
     connection: Connection,
@@ -180,27 +219,19 @@ def set_command(
     """Make VALUE the last id given out, so the next id is VALUE + 1.
 
     Refuses to move the counter backwards unless --force: the check is a condition on the
-    write itself, so a concurrent writer cannot slip in between.
+    write itself, so a concurrent writer cannot slip in between. The counter of a gapless
+    sequence is set the same way (--counter sequence, or --counter-key and its table as -t).
+
+    \b
+    ddbkeys ids set 1000 -t orders --counter invoice
     """
-    AtomicCounter(connection.client(), table_name, counter, attribute=attribute).set(
-        value, force=force
-    )
+    key = counter_key_of(counter_key, table_name, instead_of="counter")
+    client = connection.client()
+    AtomicCounter(client, table_name, counter, key=key, attribute=attribute).set(value, force=force)
     if output == "json":
-        echo_json({"table": table_name, "counter": counter, "current": value})
+        echo_json({"table": table_name, **counter_fields(counter, key), "current": value})
     else:
         click.echo(str(value))
-
-
-def parse_item_json(text: str, source: str) -> Any:
-    """Plain JSON or DynamoDB JSON, numbers kept exact."""
-    try:
-        value = json.loads(text, parse_float=Decimal, parse_int=int)
-    except json.JSONDecodeError as exc:
-        raise click.BadParameter(f"not valid JSON ({exc})", param_hint=source) from exc
-    items = value if isinstance(value, list) else [value]
-    if not items or not all(isinstance(i, dict) for i in items):
-        raise click.BadParameter("must be a JSON object, or an array of objects", param_hint=source)
-    return [from_attributes(i) if is_dynamodb_json(i) else i for i in items]
 
 
 @ids_group.command("put")
@@ -217,14 +248,15 @@ def parse_item_json(text: str, source: str) -> Any:
     "--item",
     "item_text",
     metavar="JSON",
-    help="The item, as plain JSON or DynamoDB JSON; an array writes several. "
-    "Default: read from --item-file, else standard input.",
+    help="The item, as plain JSON or DynamoDB JSON; an array writes several (gapless: 1 to "
+    f"{MAX_BATCH}, in one transaction). Default: read from --item-file, else standard input.",
 )
 @click.option(
     "--item-file",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Read the item JSON from this file.",
+    help="Read the item JSON from this file (UTF-8).",
 )
+@item_format_option
 @click.option(
     "--partition-key",
     "-k",
@@ -232,11 +264,29 @@ def parse_item_json(text: str, source: str) -> Any:
     help="collection: the item collection (base64 for a binary key).",
 )
 @click.option(
+    "--never-reuse",
+    is_flag=True,
+    help="collection: keep the highest number in a counter item of the collection too, so a "
+    "deleted highest number is never given again (4 write units a put instead of 1).",
+)
+@click.option(
     "--sequence",
     default="sequence",
     show_default=True,
     metavar="NAME",
     help="gapless: the counter item's partition key value.",
+)
+@click.option(
+    "--counter-key",
+    metavar="JSON",
+    help="gapless: the counter item's whole key (plain or DynamoDB JSON), instead of "
+    "--sequence: for tables with a sort key or a number or binary partition key.",
+)
+@click.option(
+    "--counter-table",
+    metavar="TABLE",
+    help="gapless: keep the counter item in this table (one transaction spans both), so it "
+    "is no row among the items. Default: the items' table.",
 )
 @click.option(
     "--id-attribute",
@@ -257,8 +307,12 @@ def put_command(
     strategy: str,
     item_text: str | None,
     item_file: Path | None,
+    item_format: str,
     partition_key: str | None,
+    never_reuse: bool,
     sequence: str,
+    counter_key: str | None,
+    counter_table: str | None,
     id_attribute: str,
     width: int,
     prefix: str,
@@ -268,47 +322,101 @@ def put_command(
 ) -> None:
     """Write an item with the next id of a gapless sequence or an item collection; print the id.
 
+    Items are checked before anything is written. An array given to --strategy collection is
+    written item by item: if one fails, the ids written are printed, then the error names the
+    item (its position in the array).
+
     \b
     ddbkeys ids put -t users -s gapless --item '{"pk": "User#Spock", "name": "Spock"}'
+    ddbkeys ids put -t users -s gapless --item '{"pk": {"S": "User#Uhura"}, "tags": {"SS": ["a"]}}'
+    ddbkeys ids put -t orders -s gapless --id-attribute pk --prefix order# --width 6 --item '{}'
+    ddbkeys ids put -t orders -s gapless --counter-key '{"pk": "ctr"}' --item '{"pk": "o1"}'
     ddbkeys ids put -t issues -s collection -k projectA --item '{"priority": "low"}'
+    ddbkeys ids put -t issues -s collection -k projectB --never-reuse --item '{}'
     echo '[{"pk": "a"}, {"pk": "b"}]' | ddbkeys ids put -t users -s gapless
     """
-    if item_text is not None and item_file is not None:
-        raise click.UsageError("Give the item with --item or --item-file, not both.")
-    if item_text is not None:
-        items = parse_item_json(item_text, "--item")
-    elif item_file is not None:
-        items = parse_item_json(item_file.read_text(), "--item-file")
-    else:
-        items = parse_item_json(sys.stdin.read(), "standard input")
+    _check_strategy_options(strategy)
     if strategy == "collection" and partition_key is None:
         raise click.UsageError("--strategy collection needs --partition-key.")
+    key = counter_key_of(counter_key, counter_table or table_name, instead_of="sequence")
+    text, source = read_item_text(item_text, item_file)
+    most = MAX_BATCH if strategy == "gapless" else None
+    items = parse_items(text, source, item_format, table=table_name, most=most)
     client = connection.client()
     if strategy == "gapless":
         gapless = GaplessSequence(
             client,
             table_name,
             sequence,
+            counter_key=key,
+            counter_table=counter_table,
             id_attribute=id_attribute,
-            allow_global_tables=allow_global_tables,
-            group_commit=False,
-        )
-        ids = [gapless.put(items[0])] if len(items) == 1 else gapless.put_many(items)
-    else:
-        collection = CollectionSequence(
-            client,
-            table_name,
             width=width,
             prefix=prefix,
             allow_global_tables=allow_global_tables,
             group_commit=False,
         )
-        pk_type = describe(client, table_name).partition_key.type
-        key = parse_key(str(partition_key), pk_type, table_name)
-        ids = [collection.put(key, item) for item in items]
-    if output == "json":
-        echo_json({"table": table_name, "ids": ids})
+        if len(items) == 1:
+            ids = [gapless.put(items[0], typed=True)]
+        else:
+            ids = gapless.put_many(items, typed=True)
+        _show_ids(table_name, ids, output)
+        return
+    collection = CollectionSequence(
+        client,
+        table_name,
+        width=width,
+        prefix=prefix,
+        never_reuse=never_reuse,
+        allow_global_tables=allow_global_tables,
+        group_commit=False,
+    )
+    pk_type = describe(client, table_name).partition_key.type
+    pk_value = parse_key(str(partition_key), pk_type, table_name)
+    written: list[int] = []
+    for n, item in enumerate(items, 1):
+        try:
+            written.append(collection.put(pk_value, item, typed=True))
+        except (DdbKeysError, BotoCoreError, ClientError) as exc:
+            if len(items) == 1:
+                raise
+            message = _partial_failure(n, len(items), error_text(exc))
+            _show_ids(table_name, written, output, error=message)
+            raise click.ClickException(message) from exc
+    _show_ids(table_name, written, output)
+
+
+GAPLESS_ONLY = ("sequence", "counter_key", "counter_table", "id_attribute")
+COLLECTION_ONLY = ("partition_key", "never_reuse")
+
+
+def _check_strategy_options(strategy: str) -> None:
+    """An option of the other strategy, given, is an error rather than silently ignored."""
+    for name in COLLECTION_ONLY if strategy == "gapless" else GAPLESS_ONLY:
+        if given(name):
+            option = "--" + name.replace("_", "-")
+            other = "collection" if strategy == "gapless" else "gapless"
+            raise click.UsageError(f"{option} applies to --strategy {other}, not {strategy}.")
+
+
+def _partial_failure(n: int, total: int, reason: str) -> str:
+    if n == 1:
+        done = "nothing was written"
     else:
+        done = "item 1 was written" if n == 2 else f"items 1 to {n - 1} were written"
+    if n < total:
+        done += (
+            f"; item {total} was not tried"
+            if n + 1 == total
+            else (f"; items {n + 1} to {total} were not tried")
+        )
+    return f"Item {n} of {total} was not written ({done}): {reason}"
+
+
+def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = None) -> None:
+    if output == "json":
+        echo_json({"table": table, "ids": ids} | ({"error": error} if error else {}))
+    elif ids:
         click.echo("\n".join(str(i) for i in ids))
 
 
