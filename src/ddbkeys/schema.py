@@ -237,9 +237,25 @@ def _depth_check(path: str, depth: int, table: str | None) -> None:
         )
 
 
+def _check_text(text: str, path: str, table: str | None) -> None:
+    """A string DynamoDB can store: valid Unicode (no lone surrogate, which UTF-8 cannot hold)."""
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            _fail(
+                path,
+                "holds a string that is not valid Unicode (a lone surrogate "
+                f"{text[exc.start]!a} at position {exc.start}).",
+                table,
+            )
+
+
 def _check_plain(value: object, path: str, depth: int, table: str | None) -> None:
     """What the serializer would let through (or fail on unclearly), refused with a path."""
-    if isinstance(value, float):
+    if isinstance(value, str):
+        _check_text(value, path, table)
+    elif isinstance(value, float):
         _fail(
             path,
             f"holds the float {value!r}: DynamoDB numbers must be exact; pass an int or a "
@@ -313,6 +329,8 @@ def _typed(value: object, path: str, depth: int, table: str | None) -> Attribute
             _fail(
                 path, f"holds {_show(value)}: {_article(kind)} {kind} value must be {what}.", table
             )
+        if isinstance(raw, str):
+            _check_text(raw, path, table)
         return cast(
             "AttributeValueTypeDef", {kind: bytes(raw) if isinstance(raw, bytearray) else raw}
         )
@@ -358,6 +376,8 @@ def _typed_set(kind: str, raw: object, path: str, table: str | None) -> Attribut
             types, what = _SCALARS[kind[0]]
             if not isinstance(member, types):
                 _fail(path, f"holds {_show(member)} in its {kind}: members must be {what}.", table)
+            if isinstance(member, str):
+                _check_text(member, path, table)
             members.append(bytes(member) if isinstance(member, bytearray) else member)
             identity = members[-1]
         if identity in seen:

@@ -101,6 +101,11 @@ PLAIN_ERRORS: list[tuple[dict[str, Any], str]] = [
     ),
     ({"": "x"}, "Invalid attribute name '': it must be a non-empty string of at most 255 bytes."),
     (
+        {"s": ["ok", "a\ud800"]},
+        "Attribute 's[1]' holds a string that is not valid Unicode (a lone "
+        "surrogate '\\ud800' at position 1).",
+    ),
+    (
         {7: "x"},  # type: ignore[dict-item]
         "Invalid attribute name 7: it must be a non-empty string of at most 255 bytes.",
     ),
@@ -167,6 +172,16 @@ TYPED_ERRORS: list[tuple[dict[str, Any], str]] = [
     ),
     ({"a": {"M": {"b": {"L": [{"S": "x"}, "y"]}}}}, f"Attribute 'a.b[1]' holds 'y', {NOT_AV}"),
     ({"a": {"L": {}}}, "Attribute 'a' holds {'L': {}}: an L value must be a list."),
+    (
+        {"a": {"S": "\udcff"}},
+        "Attribute 'a' holds a string that is not valid Unicode (a lone "
+        "surrogate '\\udcff' at position 0).",
+    ),
+    (
+        {"a": {"SS": ["x", "\udcff"]}},
+        "Attribute 'a' holds a string that is not valid Unicode (a "
+        "lone surrogate '\\udcff' at position 0).",
+    ),
     (
         {"a": nested(32, typed=True)},
         "Attribute 'a" + ".a" * 31 + "' nests maps, lists or sets "
