@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from botocore.exceptions import (
+    BotoCoreError,
     ClientError,
     ConnectTimeoutError,
     EndpointConnectionError,
@@ -27,6 +28,7 @@ __all__ = [
     "EndpointUnreachableError",
     "KeySchemaError",
     "LocalServerError",
+    "ServiceError",
     "TableNotFoundError",
     "translate_error",
 ]
@@ -112,6 +114,11 @@ class KeySchemaError(DdbKeysError):
     """The table's key schema is not what the operation needs."""
 
 
+class ServiceError(DdbKeysError):
+    """DynamoDB refused a request for a reason ddbkeys has no more specific error for; ``code``
+    is DynamoDB's error code."""
+
+
 class LocalServerError(DdbKeysError):
     """The embedded DynamoDB Local could not be obtained, started or reached."""
 
@@ -148,8 +155,10 @@ def error_message(exc: BaseException) -> str:
 def translate_error(exc: BaseException, *, table: str | None = None) -> BaseException:
     """Turn a botocore error into the ddbkeys error a caller can act on.
 
-    Returns the new error (with ``cause`` set); the caller raises it ``from exc``. An error that
-    ddbkeys does not recognise is returned unchanged, so it goes up as it was.
+    Returns the new error (with ``cause`` set); the caller raises it ``from exc``. Every
+    botocore error becomes a :class:`DdbKeysError`: a DynamoDB error ddbkeys has no specific
+    error for is a :class:`ServiceError` with its code, operation and table; anything else that
+    is not botocore's is returned unchanged.
     """
     if isinstance(exc, DdbKeysError):
         return exc
@@ -200,6 +209,23 @@ def translate_error(exc: BaseException, *, table: str | None = None) -> BaseExce
             table=table,
             cause=exc,
         )
+    if isinstance(exc, ClientError):
+        operation = getattr(exc, "operation_name", None) or "a request"
+        message = error_message(exc)
+        if code == "ValidationException" and "Item size has exceeded" in message:
+            return ServiceError(
+                f"The item is too large for table {table!r}: DynamoDB items are at most 400 KB, "
+                f"attribute names and values included ({operation}: {message}).",
+                table=table,
+                cause=exc,
+            )
+        return ServiceError(
+            f"DynamoDB refused {operation}{where} ({code}): {message}",
+            table=table,
+            cause=exc,
+        )
+    if isinstance(exc, BotoCoreError):
+        return DdbKeysError(f"The request to DynamoDB failed{where}: {exc}", table=table, cause=exc)
     return exc
 
 

@@ -18,6 +18,7 @@ from ddbkeys.errors import (
     DdbKeysError,
     EndpointUnreachableError,
     KeySchemaError,
+    ServiceError,
     TableNotFoundError,
     raise_translated,
     translate_error,
@@ -71,12 +72,24 @@ def test_missing_credentials_and_region() -> None:
     assert "--region" in str(region)
 
 
-def test_unknown_error_goes_up_unchanged() -> None:
-    cause = client_error("TransactionCanceledException", "Transaction cancelled")
-    assert translate_error(cause) is cause
-    with pytest.raises(ClientError) as raised:
-        raise_translated(cause)
-    assert raised.value is cause
+def test_unknown_service_error_is_a_ddbkeys_error_with_its_code() -> None:
+    cause = client_error("SomethingNewException", "Something new", "PutItem")
+    with pytest.raises(ServiceError) as raised:
+        raise_translated(cause, table="t")
+    assert raised.value.cause is cause and raised.value.__cause__ is cause
+    assert (raised.value.code, raised.value.table) == ("SomethingNewException", "t")
+    assert str(raised.value) == (
+        "DynamoDB refused PutItem for table 't' (SomethingNewException): Something new"
+    )
+    big = client_error(
+        "ValidationException", "Item size has exceeded the maximum allowed size", "PutItem"
+    )
+    assert str(translate_error(big, table="t")) == (
+        "The item is too large for table 't': DynamoDB items are at most 400 KB, attribute "
+        "names and values included (PutItem: Item size has exceeded the maximum allowed size)."
+    )
+    other = ValueError("not botocore's")
+    assert translate_error(other) is other
 
 
 def test_raise_translated_chains() -> None:

@@ -6,6 +6,7 @@ import base64
 import binascii
 import functools
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -157,6 +158,15 @@ class DdbKeysGroup(click.Group):
             return super().invoke(ctx)
         except (DdbKeysError, BotoCoreError, ClientError) as exc:
             raise click.ClickException(error_text(exc)) from exc
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except Exception as exc:  # the last resort: never a traceback, unless asked for
+            if os.environ.get("DDBKEYS_DEBUG"):
+                raise
+            raise click.ClickException(
+                f"internal error ({type(exc).__name__}: {exc}); please report it. Set "
+                "DDBKEYS_DEBUG=1 for the traceback."
+            ) from exc
 
 
 def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:

@@ -464,7 +464,7 @@ def audit_command(
         key = parse_key(partition_key, pk_type, table_name)
         report = audit_collection(client, table_name, key, width=width, prefix=prefix)
     else:
-        report = audit_attribute(client, table_name, attribute, start=start)
+        report = audit_attribute(client, table_name, attribute, start=start, prefix=prefix)
     if output == "json":
         echo_json(report.as_dict())
     else:
