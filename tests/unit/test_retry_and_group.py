@@ -12,7 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import Stubber
 
-from ddbkeys.errors import ConfigurationError, DeadlineExceededError
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError, ServiceError
 from ddbkeys.ids import (
     AuditReport,
     CollectionSequence,
@@ -113,8 +113,14 @@ def test_other_errors_go_up_at_once() -> None:
     def invalid(_: int) -> None:
         raise ClientError(bad, "PutItem")
 
-    with pytest.raises(ClientError):
+    with pytest.raises(ServiceError) as raised:
         s._attempts(invalid, "testing")
+    assert str(raised.value) == (
+        "DynamoDB refused PutItem for table 'some-table' (ValidationException): nope"
+    )
+    assert (
+        isinstance(raised.value.cause, ClientError) and raised.value.code == "ValidationException"
+    )
     assert s.usage.retries == 0
 
 
