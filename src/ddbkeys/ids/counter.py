@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -42,8 +42,7 @@ def _positive(what: str, value: object, *, minimum: int = 1, table: str | None =
     return value
 
 
-#: The counter moves only while it holds a number from 0 to the limit: a string, a list, a
-#: negative number or a number past the maximum is reported, never moved.
+#: With a maximum, the counter moves only while it holds a number from 0 to the limit.
 _VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
 
 
@@ -137,12 +136,7 @@ class AtomicCounter(IdStrategy):
         increment = count * self.step
         if self.start - self.step + increment > self._limit:
             raise self._exhausted(None, count)
-        values: dict[str, AttributeValueTypeDef] = {
-            ":inc": {"N": str(increment)},
-            ":number": {"S": "N"},
-            ":zero": {"N": "0"},
-            ":limit": {"N": str(self._limit - increment)},
-        }
+        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}}
         if self.start == self.step:
             # Starting at the step itself: a plain ADD (a missing counter counts as 0).
             update = "ADD #v :inc"
@@ -154,12 +148,19 @@ class AtomicCounter(IdStrategy):
             "TableName": self.table,
             "Key": self.key,
             "UpdateExpression": update,
-            "ConditionExpression": _VALID,
             "ExpressionAttributeNames": {"#v": self.attribute},
             "ExpressionAttributeValues": values,
             "ReturnValues": "UPDATED_NEW",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
+        if self.maximum is not None:
+            # With a maximum, a condition keeps the counter from passing it (and from moving
+            # when it holds no valid number). Without one, no condition: the common path stays
+            # a plain update, and a bad value is caught from the answer (see _advance).
+            values[":number"] = {"S": "N"}
+            values[":zero"] = {"N": "0"}
+            values[":limit"] = {"N": str(self._limit - increment)}
+            request["ConditionExpression"] = _VALID
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         if count == 1:
             self._next_request = request
         return request
@@ -188,18 +189,30 @@ class AtomicCounter(IdStrategy):
                     old = error_response(exc).get("Item", {}).get(self.attribute)
                     at = self._check(old)  # CounterStateError when it holds no valid counter
                     raise self._exhausted(at, count) from exc
+                if error_code(exc) == "ValidationException":
+                    # A string, a list or a map cannot be added to, and a number past 38 digits
+                    # cannot be stored: nothing moved. Say what the item holds.
+                    self._check(self._read())
                 raise
             self.usage.add(response, write=True, billed=1.0)
             raw = response["Attributes"][self.attribute]
-            try:
-                last = self._check(raw)
-            except CounterStateError:
-                # Only a fraction passes the condition and still moves (5.5 + 1 = 6.5): put it
-                # back as it was, then say what the item holds.
-                self._undo(increment)
+            digits = raw.get("N")
+            if isinstance(digits, str) and digits.isdigit() and len(digits) <= 38:
+                now = int(digits)  # the common case: a whole number, no more to check
+                if now >= increment:
+                    return range(now - increment + self.step, now + 1, self.step)
+            with localcontext() as exact:
+                exact.prec = 200
                 held = {"N": str(_decimal(raw) - increment)}
-                self._check(held)
-                raise
+            try:
+                at = self._check(held)  # what the counter held before this call
+                last = self._check(raw)  # and where it is now, within 10**38 - 1
+            except CounterStateError:
+                # It held a fraction or a negative number, or it is now past the largest
+                # number (5.5 + 1 = 6.5): put it back as it was, then say why.
+                self._undo(increment)
+                at = self._check(held)
+                raise self._exhausted(at, count) from None
             assert last is not None
             return range(last - increment + self.step, last + 1, self.step)
 
@@ -229,21 +242,23 @@ class AtomicCounter(IdStrategy):
 
         self._attempts(attempt, f"putting counter {self.name!r} back")
 
-    def current(self) -> int | None:
-        """The last id given out, or None before the first."""
-        response = self._attempts(
-            lambda _: self.client.get_item(
-                TableName=self.table,
-                Key=self.key,
-                ConsistentRead=True,
-                ProjectionExpression="#v",
-                ExpressionAttributeNames={"#v": self.attribute},
-                ReturnConsumedCapacity="TOTAL",
-            ),
-            f"reading counter {self.name!r}",
+    def _read(self) -> Any:
+        """The counter attribute as the item holds it (strongly consistent; 1 read unit)."""
+        response = self.client.get_item(
+            TableName=self.table,
+            Key=self.key,
+            ConsistentRead=True,
+            ProjectionExpression="#v",
+            ExpressionAttributeNames={"#v": self.attribute},
+            ReturnConsumedCapacity="TOTAL",
         )
         self.usage.add(response, write=False)
-        return self._check(response.get("Item", {}).get(self.attribute))
+        return response.get("Item", {}).get(self.attribute)
+
+    def current(self) -> int | None:
+        """The last id given out, or None before the first."""
+        value = self._attempts(lambda _: self._read(), f"reading counter {self.name!r}")
+        return self._check(value)
 
     def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
