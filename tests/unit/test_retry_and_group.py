@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import Stubber
 
+from ddbkeys.errors import ServiceError
 from ddbkeys.ids import (
     AuditReport,
     CollectionSequence,
@@ -112,8 +113,9 @@ def test_other_errors_go_up_at_once() -> None:
     def invalid(_: int) -> None:
         raise ClientError(bad, "PutItem")
 
-    with pytest.raises(ClientError):
+    with pytest.raises(ServiceError) as raised:  # every botocore error is a DdbKeysError
         s._attempts(invalid, "testing")
+    assert raised.value.code == "ValidationException"
     assert s.usage.retries == 0
 
 
