@@ -286,8 +286,10 @@ def _to_typed(value: Any) -> dict[str, Any]:
         return {"BOOL": value}
     if value is None:
         return {"NULL": True}
-    if isinstance(value, (int, decimal.Decimal)):
+    if isinstance(value, int):
         return {"N": str(value)}
+    if isinstance(value, decimal.Decimal):
+        return {"N": format(value, "f")}  # positional, as DynamoDB writes numbers out
     if isinstance(value, Binary):
         return {"B": value.__bytes__()}
     if isinstance(value, (bytes, bytearray)):

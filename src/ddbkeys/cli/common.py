@@ -197,14 +197,16 @@ class DdbKeysGroup(click.Group):
             raise click.ClickException(internal_error_text(exc)) from exc
 
 
-def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
+def parse_key(
+    text: str, key_type: str, table: str, param_hint: str = "--partition-key"
+) -> str | Decimal | bytes:
     """A partition key value given on the command line, in the table's key type."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise click.BadParameter(
             f"{text.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8 text",
-            param_hint="--partition-key",
+            param_hint=param_hint,
         ) from exc
     if key_type == "N":
         try:
@@ -212,7 +214,7 @@ def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
         except InvalidOperation as exc:
             raise click.BadParameter(
                 f"table {table!r} has a number partition key; {text!r} is not a number",
-                param_hint="--partition-key",
+                param_hint=param_hint,
             ) from exc
     if key_type == "B":
         try:
@@ -220,7 +222,7 @@ def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
         except binascii.Error as exc:
             raise click.BadParameter(
                 f"table {table!r} has a binary partition key: give it as base64",
-                param_hint="--partition-key",
+                param_hint=param_hint,
             ) from exc
     return text
 

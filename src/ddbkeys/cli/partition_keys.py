@@ -298,7 +298,7 @@ def for_each_key(
     index = open_index(connection, table_name, index_name, marker_attribute)
     key_type = index.info.partition_key.type
     change = index.mark if action == "mark" else index.unmark
-    return sum(change(parse_key(k, key_type, table_name)) for k in keys)
+    return sum(change(parse_key(k, key_type, table_name, "KEYS")) for k in keys)
 
 
 @index_group.command("create")

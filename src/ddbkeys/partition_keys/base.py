@@ -151,6 +151,7 @@ class Reader:
     budget: ReadBudget | None = None
     deadline: float | None = DEFAULT_DEADLINE
     what: str = "listing the partition keys"
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def scan(self, **request: Any) -> dict[str, Any]:
         """One Scan of this table (or of its index), retried on throttling, 5xx and dropped
@@ -176,7 +177,7 @@ class Reader:
         """``send()``, tried again after throttling, 5xx and dropped connections until it
         answers, the deadline passes, or ``retry.max_attempts`` attempts failed. Any other
         error goes up at once, as a DdbKeysError."""
-        deadline = Deadline(self.deadline)
+        deadline = Deadline(self.deadline, clock=self.clock)
         failures: Counter[str] = Counter()
         last: BaseException | None = None
         out_of_time = False
@@ -282,11 +283,13 @@ def decode_checkpoint(token: str) -> tuple[str, list[Position]]:
             if p is None or p is True:
                 positions.append(p)
             else:
-                kind, raw = next(iter(p.items()))
+                ((kind, raw),) = p.items()
+                if kind not in ("S", "N", "B") or not isinstance(raw, str):
+                    raise ValueError(f"not a key: {p!r}")
                 positions.append({kind: base64.b64decode(raw) if kind == "B" else raw})
         if not 1 <= len(positions) <= 1_000_000:
             raise ValueError(f"{len(positions)} segments")
-    except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise DdbKeysError(
             f"The resume token {token[:40]!r}... is not one ddbkeys wrote: copy it whole from "
             "the listing that stopped.",
