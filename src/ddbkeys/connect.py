@@ -8,6 +8,10 @@ Every setting is resolved when the client is made, never at import time, in this
 3. the AWS config and credentials files (``region``, ``endpoint_url`` of the profile);
 4. defaults: the public DynamoDB endpoint of the region.
 
+The client's connect timeout is at most 5 s and its read timeout at most 30 s, and neither more
+than ``timeout`` (the deadline it serves); botocore does not retry (``max_attempts=1``): the
+loops of ddbkeys count every attempt, and stop at the deadline.
+
 For an endpoint on the loopback address (DynamoDB Local, a test proxy) a missing region defaults to
 ``us-east-1`` and missing credentials to a dummy pair, since such servers accept any.
 """
@@ -25,7 +29,9 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ProfileNotFound
 
 from ddbkeys import __version__
+from ddbkeys.clients import as_client
 from ddbkeys.errors import ConfigurationError, translate_error
+from ddbkeys.retry import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -34,6 +40,8 @@ __all__ = ["ClientSettings", "is_loopback", "make_client", "resolve_settings"]
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCESS_KEY = "ddbkeyslocal"
+CONNECT_TIMEOUT = 5.0
+READ_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -86,14 +94,23 @@ def make_client(
     *,
     session: boto3.Session | None = None,
     config: Config | None = None,
-    max_attempts: int = 5,
+    max_attempts: int = 1,
+    timeout: float | None = DEFAULT_DEADLINE,
 ) -> DynamoDBClient:
     """Build a DynamoDB client from the given settings, the environment and the config files.
 
-    ``session`` is used as given when passed (its profile and credentials win). ``max_attempts``
-    bounds botocore's own retries (standard mode: exponential backoff with jitter, for
-    throttling, 5xx and connection errors); ``config`` is merged over ddbkeys' defaults.
+    ``session`` is used as given when passed (its profile and credentials win). ``timeout``
+    caps the connect timeout (5 s) and the read timeout (30 s): pass the deadline the client
+    will serve, so that no single request outlives it (None: no cap). ``max_attempts`` is
+    botocore's own attempts per request (standard mode: exponential backoff with jitter, for
+    throttling, 5xx and connection errors); the default, 1, leaves every retry to ddbkeys,
+    which counts them in one place and stops at the deadline. ``config`` is merged over
+    ddbkeys' defaults.
     """
+    if timeout is not None and not timeout > 0:
+        raise ConfigurationError(f"The timeout must be above 0 seconds, not {timeout!r}.")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigurationError(f"max_attempts must be 1 or more, not {max_attempts!r}.")
     settings = resolve_settings(endpoint_url, region, profile)
     try:
         if session is None:
@@ -110,12 +127,12 @@ def make_client(
         dummy = LOCAL_ACCESS_KEY if local and session.get_credentials() is None else None
         base = Config(
             retries={"mode": "standard", "total_max_attempts": max_attempts},
-            connect_timeout=5,
-            read_timeout=30,
+            connect_timeout=min(CONNECT_TIMEOUT, timeout or CONNECT_TIMEOUT),
+            read_timeout=min(READ_TIMEOUT, timeout or READ_TIMEOUT),
             max_pool_connections=64,
             user_agent_extra=f"ddbkeys/{__version__}",
         )
-        return session.client(
+        client = session.client(
             "dynamodb",
             region_name=region_name,
             endpoint_url=settings.endpoint_url,
@@ -131,7 +148,5 @@ def make_client(
             cause=exc,
         ) from exc
     except BotoCoreError as exc:
-        translated = translate_error(exc)
-        if translated is exc:
-            raise
-        raise translated from exc
+        raise translate_error(exc) from exc
+    return as_client(client)[0]

@@ -3,7 +3,10 @@
 Every error is a :class:`DdbKeysError`. It keeps the exception that caused it (``cause``, and the
 ``__cause__`` chain through ``raise ... from``), the DynamoDB error code when there was one
 (``code``) and the table it concerns (``table``). Subclasses exist only where callers branch on
-them. An error ddbkeys does not recognise is not wrapped: it goes up unchanged.
+them. Every error that comes from botocore (a :class:`~botocore.exceptions.ClientError` the
+server answered, or a :class:`~botocore.exceptions.BotoCoreError` on the way) becomes one: those
+ddbkeys knows get their own class and a message that says what to do, the others a
+:class:`ServiceError` (or a plain :class:`DdbKeysError`) that still carries the code.
 """
 
 from __future__ import annotations
@@ -13,11 +16,14 @@ from typing import Any, NoReturn
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
+    ConnectionClosedError,
     ConnectTimeoutError,
     EndpointConnectionError,
     NoCredentialsError,
     NoRegionError,
+    ParamValidationError,
     PartialCredentialsError,
+    ReadTimeoutError,
 )
 
 __all__ = [
@@ -30,6 +36,8 @@ __all__ = [
     "LocalServerError",
     "ServiceError",
     "TableNotFoundError",
+    "deadline_exceeded",
+    "describe_failure",
     "translate_error",
 ]
 
@@ -106,17 +114,17 @@ class DeadlineExceededError(DdbKeysError):
         self.attempts = attempts
 
 
+class ServiceError(DdbKeysError):
+    """DynamoDB refused a request for a reason ddbkeys has no class of its own for; ``code`` is
+    DynamoDB's error code (``ValidationException``, ``AccessDeniedException``, ...)."""
+
+
 class TableNotFoundError(DdbKeysError):
     """The table does not exist (or is not visible with these credentials and region)."""
 
 
 class KeySchemaError(DdbKeysError):
     """The table's key schema is not what the operation needs."""
-
-
-class ServiceError(DdbKeysError):
-    """DynamoDB refused a request for a reason ddbkeys has no more specific error for; ``code``
-    is DynamoDB's error code."""
 
 
 class LocalServerError(DdbKeysError):
@@ -152,22 +160,133 @@ def error_message(exc: BaseException) -> str:
     return str(exc)
 
 
+_THROTTLING_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "LimitExceededException",
+    }
+)
+_ITEM_TOO_LARGE = "Item size has exceeded the maximum allowed size"
+
+
+def one_line(text: object) -> str:
+    """``text`` with every run of whitespace (newlines included) made one space."""
+    return " ".join(str(text).split())
+
+
+def endpoint_of(exc: BaseException) -> str:
+    """The endpoint URL a botocore connection error names, or "the DynamoDB endpoint"."""
+    kwargs = getattr(exc, "kwargs", None)
+    url = kwargs.get("endpoint_url") if isinstance(kwargs, dict) else None
+    return f"the DynamoDB endpoint {url}" if url else "the DynamoDB endpoint"
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def _operation(exc: ClientError) -> str:
+    return str(getattr(exc, "operation_name", None) or "the request")
+
+
+def _status(exc: ClientError) -> int:
+    return int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0) or 0)
+
+
+def describe_failure(
+    exc: BaseException | None, *, times: int = 1, read_timeout: float | None = None
+) -> str:
+    """What went wrong with one request, as a phrase to put after a colon (lowercase, no
+    full stop): the endpoint that did not answer or could not be reached (with its URL), the
+    throttling code and how often (``times``), the HTTP status of a 5xx, or the server's own
+    words. ``read_timeout`` is the client's, when known. Pure: no I/O."""
+    if exc is None:
+        return "no request could be sent in time"
+    if isinstance(exc, ConnectTimeoutError):
+        return f"could not connect to {endpoint_of(exc)} (connect timeout): is it running?"
+    if isinstance(exc, EndpointConnectionError):
+        return f"could not connect to {endpoint_of(exc)}: is it running?"
+    if isinstance(exc, ReadTimeoutError):
+        within = f" within {read_timeout:g} s" if read_timeout else ""
+        return f"{endpoint_of(exc)} did not answer{within} (read timeout)"
+    if isinstance(exc, ConnectionClosedError):
+        return f"{endpoint_of(exc)} closed the connection without answering"
+    if isinstance(exc, ClientError):
+        code = error_code(exc) or "no code"
+        if code in _THROTTLING_CODES:
+            return f"throttled ({code}) {times} time{'s' if times != 1 else ''}"
+        status = _status(exc)
+        if status >= 500:
+            return f"DynamoDB answered HTTP {status} ({code}): {one_line(error_message(exc))}"
+        return f"DynamoDB refused {_operation(exc)} ({code}): {one_line(error_message(exc))}"
+    return one_line(exc) or type(exc).__name__
+
+
+def deadline_exceeded(
+    what: str,
+    table: str | None,
+    seconds: float,
+    attempts: int,
+    last: BaseException | None,
+    *,
+    failures: int | None = None,
+    read_timeout: float | None = None,
+) -> DeadlineExceededError:
+    """The error for a call that ran out of its deadline (the caller raises it ``from last``).
+
+    ``what`` names the call ("the next id", "a page of the listing"), ``attempts`` counts the
+    requests sent, ``last`` is the last failure and ``failures`` how many attempts failed the
+    same way (default: all of them), e.g. ``Gave up on a page of the listing on table 'T'
+    after 3.0 s (the deadline; raise it with deadline= or --timeout): the DynamoDB endpoint
+    http://127.0.0.1:8000 did not answer within 3 s (read timeout), 1 attempt.``
+    """
+    on = f" on table {table!r}" if table else ""
+    failed = describe_failure(
+        last, times=attempts if failures is None else failures, read_timeout=read_timeout
+    )
+    return DeadlineExceededError(
+        f"Gave up on {what}{on} after {seconds:.1f} s (the deadline; raise it with deadline= "
+        f"or --timeout): {failed}, {attempts} attempt{'s' if attempts != 1 else ''}.",
+        seconds=seconds,
+        attempts=attempts,
+        table=table,
+        cause=last,
+    )
+
+
 def translate_error(exc: BaseException, *, table: str | None = None) -> BaseException:
     """Turn a botocore error into the ddbkeys error a caller can act on.
 
     Returns the new error (with ``cause`` set); the caller raises it ``from exc``. Every
-    botocore error becomes a :class:`DdbKeysError`: a DynamoDB error ddbkeys has no specific
-    error for is a :class:`ServiceError` with its code, operation and table; anything else that
-    is not botocore's is returned unchanged.
+    ``ClientError`` and ``BotoCoreError`` becomes a :class:`DdbKeysError` (a
+    :class:`ServiceError` for DynamoDB codes without a class of their own); a DdbKeysError is
+    returned as it is, and so is any other exception (a bug, not an answer from DynamoDB).
     """
     if isinstance(exc, DdbKeysError):
         return exc
+    if isinstance(exc, ClientError):
+        return _translate_client_error(exc, table)
+    if isinstance(exc, BotoCoreError):
+        return _translate_botocore_error(exc, table)
+    return exc
+
+
+def _translate_botocore_error(exc: BotoCoreError, table: str | None) -> DdbKeysError:
     where = f" for table {table!r}" if table else ""
     if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
         endpoint = getattr(exc, "kwargs", {}).get("endpoint_url", "the endpoint")
         return EndpointUnreachableError(
             f"Could not connect to the DynamoDB endpoint {endpoint}: is it running, and is the URL "
             "right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.",
+            table=table,
+            cause=exc,
+        )
+    if isinstance(exc, (ReadTimeoutError, ConnectionClosedError)):
+        return EndpointUnreachableError(
+            f"{_capital(describe_failure(exc))}{where}: is it overloaded or stuck? Try again, "
+            "or raise --timeout (deadline= in Python).",
             table=table,
             cause=exc,
         )
@@ -186,20 +305,46 @@ def translate_error(exc: BaseException, *, table: str | None = None) -> BaseExce
             table=table,
             cause=exc,
         )
-    code = error_code(exc)
-    if code == "ResourceNotFoundException":
-        name = repr(table) if table else "the table"
-        return TableNotFoundError(
-            f"Table {name} not found: check the name, the region and the endpoint "
-            f"({error_message(exc)}).",
+    if isinstance(exc, ParamValidationError):
+        return ConfigurationError(
+            f"boto3 refused the request{where} before sending it: {one_line(exc)}",
             table=table,
             cause=exc,
         )
-    if code == "ValidationException" and any(
-        phrase in error_message(exc) for phrase in _KEY_SCHEMA_PHRASES
-    ):
+    return DdbKeysError(
+        f"boto3 failed{where} ({type(exc).__name__}): {one_line(exc)}", table=table, cause=exc
+    )
+
+
+def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError:
+    where = f" for table {table!r}" if table else ""
+    on = f" on table {table!r}" if table else ""
+    code = error_code(exc)
+    message = one_line(error_message(exc))
+    if code == "ResourceNotFoundException":
+        name = repr(table) if table else "the table"
+        return TableNotFoundError(
+            f"Table {name} not found: check the name, the region and the endpoint ({message}).",
+            table=table,
+            cause=exc,
+        )
+    if code == "ValidationException" and any(p in message for p in _KEY_SCHEMA_PHRASES):
         return KeySchemaError(
-            f"The key does not match the key schema{where}: {error_message(exc)}",
+            f"The key does not match the key schema{where}: {message}", table=table, cause=exc
+        )
+    if code == "ValidationException" and _ITEM_TOO_LARGE in message:
+        return ServiceError(
+            f"An item is too large for table {table!r}: DynamoDB items are at most 400 KB, "
+            f"attribute names and values included; nothing was written ({message})."
+            if table
+            else "An item is too large: DynamoDB items are at most 400 KB, attribute names and "
+            f"values included; nothing was written ({message}).",
+            table=table,
+            cause=exc,
+        )
+    if code == "ValidationException":
+        return ServiceError(
+            f"DynamoDB refused {_operation(exc)}{on} as invalid (ValidationException): {message}",
             table=table,
             cause=exc,
         )
@@ -209,28 +354,16 @@ def translate_error(exc: BaseException, *, table: str | None = None) -> BaseExce
             table=table,
             cause=exc,
         )
-    if isinstance(exc, ClientError):
-        operation = getattr(exc, "operation_name", None) or "a request"
-        message = error_message(exc)
-        if code == "ValidationException" and "Item size has exceeded" in message:
-            return ServiceError(
-                f"The item is too large for table {table!r}: DynamoDB items are at most 400 KB, "
-                f"attribute names and values included ({operation}: {message}).",
-                table=table,
-                cause=exc,
-            )
-        return ServiceError(
-            f"DynamoDB refused {operation}{where} ({code}): {message}",
-            table=table,
-            cause=exc,
-        )
-    if isinstance(exc, BotoCoreError):
-        return DdbKeysError(f"The request to DynamoDB failed{where}: {exc}", table=table, cause=exc)
-    return exc
+    return ServiceError(
+        f"DynamoDB refused {_operation(exc)}{on} ({code or 'no code'}): {message}",
+        table=table,
+        cause=exc,
+    )
 
 
 def raise_translated(exc: BaseException, *, table: str | None = None) -> NoReturn:
-    """Raise ``translate_error(exc)`` from ``exc``; re-raise ``exc`` itself when unrecognised."""
+    """Raise ``translate_error(exc)`` from ``exc``; re-raise ``exc`` itself when it is not a
+    botocore error (nor a DdbKeysError)."""
     translated = translate_error(exc, table=table)
     if translated is exc:
         raise exc

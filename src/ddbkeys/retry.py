@@ -27,7 +27,15 @@ from botocore.exceptions import (
 
 from ddbkeys.errors import DdbKeysError, error_code
 
-__all__ = ["DEFAULT_DEADLINE", "Deadline", "RetriesExhaustedError", "RetryPolicy", "is_unavailable"]
+__all__ = [
+    "DEFAULT_DEADLINE",
+    "MAX_REFUSED_ATTEMPTS",
+    "Deadline",
+    "RetriesExhaustedError",
+    "RetryPolicy",
+    "is_refused",
+    "is_unavailable",
+]
 
 _UNAVAILABLE_CODES = frozenset(
     {
@@ -42,6 +50,10 @@ _UNAVAILABLE_CODES = frozenset(
     }
 )
 
+
+#: Attempts at most when the connection is refused: nothing listens there, and waiting for the
+#: deadline would only make a mistyped endpoint slower to report.
+MAX_REFUSED_ATTEMPTS = 3
 
 #: Seconds one call may take in all, retries and waits included, unless the caller says otherwise.
 DEFAULT_DEADLINE = 60.0
@@ -100,6 +112,12 @@ def is_unavailable(exc: BaseException) -> bool:
         status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
         return error_code(exc) in _UNAVAILABLE_CODES or int(status) >= 500
     return False
+
+
+def is_refused(exc: BaseException) -> bool:
+    """The endpoint refused the connection (or its name did not resolve): retried at most
+    :data:`MAX_REFUSED_ATTEMPTS` times, then reported as unreachable."""
+    return isinstance(exc, EndpointConnectionError)
 
 
 @dataclass(frozen=True)

@@ -380,8 +380,8 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         [*PUT, "--item", json.dumps({"pk": "big", "x": "x" * 410_000})],
         None,
         1,
-        "The item is too large for table {t!r}: DynamoDB items are at most 400 KB, attribute "
-        "names and values included (TransactWriteItems: Item size has exceeded the maximum "
+        "An item is too large for table {t!r}: DynamoDB items are at most 400 KB, attribute "
+        "names and values included; nothing was written (Item size has exceeded the maximum "
         "allowed size).",
     ),
     (
@@ -685,9 +685,10 @@ def test_collection_array_that_fails_midway(
     result = ids(*put, "--item", json.dumps(items))
     assert result.exit_code == 1
     error = (
-        "Item 3 of 4 was not written (items 1 to 2 were written; item 4 was not tried): The "
+        "Item 3 of 4 was not written (items 1 to 2 were written; item 4 was not tried): An "
         f"item is too large for table {table!r}: DynamoDB items are at most 400 KB, attribute "
-        "names and values included (PutItem: Item size has exceeded the maximum allowed size)."
+        "names and values included; nothing was written (Item size has exceeded the maximum "
+        "allowed size)."
     )
     if output == "text":
         assert result.stdout == "1\n2\n"

@@ -1,4 +1,5 @@
-"""The error base keeps its cause, exposes the code and the table; unknown errors pass unchanged."""
+"""The error base keeps its cause, exposes the code and the table; every botocore error becomes a
+DdbKeysError, and a failure is described in one line (pure functions: no server)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import (
     ClientError,
+    ConnectionClosedError,
+    ConnectTimeoutError,
     EndpointConnectionError,
     NoCredentialsError,
     NoRegionError,
+    ParamValidationError,
+    ReadTimeoutError,
 )
 
 from ddbkeys.errors import (
@@ -20,13 +25,21 @@ from ddbkeys.errors import (
     KeySchemaError,
     ServiceError,
     TableNotFoundError,
+    deadline_exceeded,
+    describe_failure,
+    error_code,
     raise_translated,
     translate_error,
 )
 
 
-def client_error(code: str, message: str, operation: str = "GetItem") -> ClientError:
-    response: Any = {"Error": {"Code": code, "Message": message}}
+def client_error(
+    code: str, message: str, operation: str = "GetItem", status: int = 400
+) -> ClientError:
+    response: Any = {
+        "Error": {"Code": code, "Message": message},
+        "ResponseMetadata": {"HTTPStatusCode": status},
+    }
     return ClientError(response, operation)
 
 
@@ -72,24 +85,125 @@ def test_missing_credentials_and_region() -> None:
     assert "--region" in str(region)
 
 
-def test_unknown_service_error_is_a_ddbkeys_error_with_its_code() -> None:
-    cause = client_error("SomethingNewException", "Something new", "PutItem")
-    with pytest.raises(ServiceError) as raised:
-        raise_translated(cause, table="t")
-    assert raised.value.cause is cause and raised.value.__cause__ is cause
-    assert (raised.value.code, raised.value.table) == ("SomethingNewException", "t")
-    assert str(raised.value) == (
-        "DynamoDB refused PutItem for table 't' (SomethingNewException): Something new"
+def test_unknown_service_error_becomes_a_service_error() -> None:
+    cause = client_error("TransactionCanceledException", "Transaction cancelled", "PutItem")
+    error = translate_error(cause, table="orders")
+    assert isinstance(error, ServiceError)
+    assert str(error) == (
+        "DynamoDB refused PutItem on table 'orders' (TransactionCanceledException): "
+        "Transaction cancelled"
     )
-    big = client_error(
+    assert (error.cause, error.code, error.table) == (
+        cause,
+        "TransactionCanceledException",
+        "orders",
+    )
+    assert error_code(cause) == "TransactionCanceledException"
+    with pytest.raises(ServiceError) as raised:
+        raise_translated(cause, table="orders")
+    assert raised.value.__cause__ is cause
+    assert str(translate_error(cause)) == (
+        "DynamoDB refused PutItem (TransactionCanceledException): Transaction cancelled"
+    )
+
+
+def test_other_exceptions_are_not_botocore_answers() -> None:
+    bug = ZeroDivisionError("division by zero")
+    assert translate_error(bug) is bug
+    already = TableNotFoundError("gone", table="t")
+    assert translate_error(already, table="u") is already
+
+
+def test_item_over_400_kb() -> None:
+    cause = client_error(
         "ValidationException", "Item size has exceeded the maximum allowed size", "PutItem"
     )
-    assert str(translate_error(big, table="t")) == (
-        "The item is too large for table 't': DynamoDB items are at most 400 KB, attribute "
-        "names and values included (PutItem: Item size has exceeded the maximum allowed size)."
+    error = translate_error(cause, table="users")
+    assert isinstance(error, ServiceError)
+    assert str(error) == (
+        "An item is too large for table 'users': DynamoDB items are at most 400 KB, attribute "
+        "names and values included; nothing was written (Item size has exceeded the maximum "
+        "allowed size)."
     )
-    other = ValueError("not botocore's")
-    assert translate_error(other) is other
+    assert (error.code, error.table) == ("ValidationException", "users")
+
+
+def test_other_validation_error_names_operation_and_table() -> None:
+    cause = client_error(
+        "ValidationException",
+        "One or more parameter values were invalid:\nType mismatch for key pk",
+        "UpdateItem",
+    )
+    error = translate_error(cause, table="users")
+    assert isinstance(error, ServiceError)
+    assert str(error) == (
+        "DynamoDB refused UpdateItem on table 'users' as invalid (ValidationException): One "
+        "or more parameter values were invalid: Type mismatch for key pk"
+    )
+
+
+def test_timeouts_and_closed_connections_are_unreachable_endpoints() -> None:
+    timeout = translate_error(
+        ReadTimeoutError(endpoint_url="http://127.0.0.1:5", error="x"), table="t"
+    )
+    assert isinstance(timeout, EndpointUnreachableError)
+    assert str(timeout) == (
+        "The DynamoDB endpoint http://127.0.0.1:5 did not answer (read timeout) for table 't': "
+        "is it overloaded or stuck? Try again, or raise --timeout (deadline= in Python)."
+    )
+    closed = translate_error(ConnectionClosedError(endpoint_url="http://127.0.0.1:5"))
+    assert isinstance(closed, EndpointUnreachableError)
+    assert str(closed).startswith("The DynamoDB endpoint http://127.0.0.1:5 closed the connection")
+    connect = translate_error(ConnectTimeoutError(endpoint_url="http://10.0.0.1:5"))
+    assert isinstance(connect, EndpointUnreachableError)
+    assert "http://10.0.0.1:5" in str(connect)
+
+
+def test_other_botocore_errors_are_ddbkeys_errors() -> None:
+    invalid = translate_error(ParamValidationError(report="Invalid type for\nparameter Key"))
+    assert isinstance(invalid, ConfigurationError)
+    assert str(invalid) == (
+        "boto3 refused the request before sending it: Parameter validation failed: Invalid "
+        "type for parameter Key"
+    )
+
+
+def test_describe_failure() -> None:
+    url = "http://127.0.0.1:1234"
+    assert describe_failure(ReadTimeoutError(endpoint_url=url, error="x"), read_timeout=2) == (
+        f"the DynamoDB endpoint {url} did not answer within 2 s (read timeout)"
+    )
+    assert describe_failure(EndpointConnectionError(endpoint_url=url)) == (
+        f"could not connect to the DynamoDB endpoint {url}: is it running?"
+    )
+    throttled = client_error("ProvisionedThroughputExceededException", "slow down", "Scan")
+    assert describe_failure(throttled, times=12) == (
+        "throttled (ProvisionedThroughputExceededException) 12 times"
+    )
+    assert describe_failure(throttled) == (
+        "throttled (ProvisionedThroughputExceededException) 1 time"
+    )
+    busy = client_error("InternalServerError", "oops", "Scan", status=500)
+    assert describe_failure(busy) == "DynamoDB answered HTTP 500 (InternalServerError): oops"
+    assert describe_failure(None) == "no request could be sent in time"
+
+
+def test_deadline_exceeded_says_what_happened() -> None:
+    last = ReadTimeoutError(endpoint_url="http://127.0.0.1:1234", error="x")
+    error = deadline_exceeded("the next id", "T", 5.0, 3, last, read_timeout=2.0)
+    assert str(error) == (
+        "Gave up on the next id on table 'T' after 5.0 s (the deadline; raise it with "
+        "deadline= or --timeout): the DynamoDB endpoint http://127.0.0.1:1234 did not answer "
+        "within 2 s (read timeout), 3 attempts."
+    )
+    assert (error.seconds, error.attempts, error.table, error.cause) == (5.0, 3, "T", last)
+    throttled = client_error("ThrottlingException", "slow", "Scan")
+    error = deadline_exceeded("a listing", None, 0.5, 1, throttled)
+    assert str(error) == (
+        "Gave up on a listing after 0.5 s (the deadline; raise it with deadline= or "
+        "--timeout): throttled (ThrottlingException) 1 time, 1 attempt."
+    )
+    assert error.code == "ThrottlingException"
 
 
 def test_raise_translated_chains() -> None:

@@ -116,7 +116,7 @@ def test_other_errors_go_up_at_once() -> None:
     with pytest.raises(ServiceError) as raised:
         s._attempts(invalid, "testing")
     assert str(raised.value) == (
-        "DynamoDB refused PutItem for table 'some-table' (ValidationException): nope"
+        "DynamoDB refused PutItem on table 'some-table' as invalid (ValidationException): nope"
     )
     assert (
         isinstance(raised.value.cause, ClientError) and raised.value.code == "ValidationException"

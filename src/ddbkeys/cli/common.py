@@ -7,6 +7,7 @@ import binascii
 import functools
 import json
 import os
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -19,8 +20,9 @@ from rich.live import Live
 from rich.spinner import Spinner
 
 from ddbkeys.connect import make_client
-from ddbkeys.errors import DdbKeysError, error_code, error_message, translate_error
+from ddbkeys.errors import DdbKeysError, one_line, translate_error
 from ddbkeys.local import DynamoDBLocal
+from ddbkeys.retry import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -39,17 +41,20 @@ class Connection:
     profile: str | None
     local: bool
     server: DynamoDBLocal | None = None
+    #: --timeout: the deadline of each call (seconds, above 0); the clients' timeouts fit in it.
+    timeout: float = DEFAULT_DEADLINE
 
     def client(self) -> DynamoDBClient:
         """A client on the chosen endpoint; with --local, on a throwaway embedded DynamoDB Local
-        that is stopped when the command ends."""
+        that is stopped when the command ends. Its connect and read timeouts fit in
+        ``timeout``, and botocore does not retry: the library's loops do, within it."""
         if self.local:
             ctx = click.get_current_context()
             err_console_note("Starting an embedded DynamoDB Local (--local)...")
             if self.server is None:
                 self.server = ctx.with_resource(DynamoDBLocal())
-            return self.server.client()
-        return make_client(self.endpoint_url, self.region, self.profile)
+            return make_client(self.server.endpoint_url, timeout=self.timeout)
+        return make_client(self.endpoint_url, self.region, self.profile, timeout=self.timeout)
 
 
 class StatusLine:
@@ -83,7 +88,8 @@ def err_console_note(message: str) -> None:
 
 
 def connection_options(func: F) -> F:
-    """Add --endpoint-url, --region, --profile and --local, passed as ``connection``."""
+    """Add --endpoint-url, --region, --profile, --local and --timeout, passed as
+    ``connection``."""
 
     @click.option(
         "--endpoint-url",
@@ -100,6 +106,15 @@ def connection_options(func: F) -> F:
         is_flag=True,
         help="Run against a throwaway embedded DynamoDB Local (no AWS account needed).",
     )
+    @click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        metavar="SECONDS",
+        default=DEFAULT_DEADLINE,
+        show_default=True,
+        help="Give up on a call (retries included) that has not succeeded in this time; for "
+        "listings, on any one page.",
+    )
     @functools.wraps(func)
     def wrapper(
         *args: Any,
@@ -107,11 +122,12 @@ def connection_options(func: F) -> F:
         region: str | None,
         profile: str | None,
         local: bool,
+        timeout: float,
         **kwargs: Any,
     ) -> Any:
         if local and endpoint_url:
             raise click.UsageError("--local and --endpoint-url cannot be used together.")
-        kwargs["connection"] = Connection(endpoint_url, region, profile, local)
+        kwargs["connection"] = Connection(endpoint_url, region, profile, local, timeout=timeout)
         return func(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
@@ -144,40 +160,61 @@ def error_text(exc: BaseException) -> str:
     translated = translate_error(exc)
     if isinstance(translated, DdbKeysError):
         return translated.message
-    if isinstance(exc, ClientError):
-        operation = getattr(exc, "operation_name", "the request")
-        return f"DynamoDB refused {operation} ({error_code(exc)}): {error_message(exc)}"
-    return str(exc)
+    return one_line(exc)
+
+
+DEBUG_ENV = "DDBKEYS_DEBUG"
+
+
+def internal_error_text(exc: BaseException) -> str:
+    """The line for an error nobody foresaw: what it was, and how to see the traceback."""
+    detail = one_line(exc)
+    if len(detail) > 300:
+        detail = detail[:297] + "..."
+    kind = type(exc).__name__
+    return (
+        f"internal error ({kind}: {detail}); please report it. Set {DEBUG_ENV}=1 for the traceback."
+        if detail
+        else f"internal error ({kind}); please report it. Set {DEBUG_ENV}=1 for the traceback."
+    )
 
 
 class DdbKeysGroup(click.Group):
-    """A click group that turns library and botocore errors into ``Error: ...``, exit code 1."""
+    """A click group that turns every error into one ``Error: ...`` line, exit code 1: library
+    and botocore errors by their message, anything else as an internal error (its traceback
+    on stderr only with DDBKEYS_DEBUG=1)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (DdbKeysError, BotoCoreError, ClientError) as exc:
             raise click.ClickException(error_text(exc)) from exc
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except Exception as exc:  # the last resort: never a traceback, unless asked for
-            if os.environ.get("DDBKEYS_DEBUG"):
-                raise
-            raise click.ClickException(
-                f"internal error ({type(exc).__name__}: {exc}); please report it. Set "
-                "DDBKEYS_DEBUG=1 for the traceback."
-            ) from exc
+        except Exception as exc:  # the last resort: no traceback for any input
+            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+                click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
+            raise click.ClickException(internal_error_text(exc)) from exc
 
 
-def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
+def parse_key(
+    text: str, key_type: str, table: str, param_hint: str = "--partition-key"
+) -> str | Decimal | bytes:
     """A partition key value given on the command line, in the table's key type."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise click.BadParameter(
+            f"{text.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8 text",
+            param_hint=param_hint,
+        ) from exc
     if key_type == "N":
         try:
             return Decimal(text)
         except InvalidOperation as exc:
             raise click.BadParameter(
                 f"table {table!r} has a number partition key; {text!r} is not a number",
-                param_hint="--partition-key",
+                param_hint=param_hint,
             ) from exc
     if key_type == "B":
         try:
@@ -185,7 +222,7 @@ def parse_key(text: str, key_type: str, table: str) -> str | Decimal | bytes:
         except binascii.Error as exc:
             raise click.BadParameter(
                 f"table {table!r} has a binary partition key: give it as base64",
-                param_hint="--partition-key",
+                param_hint=param_hint,
             ) from exc
     return text
 

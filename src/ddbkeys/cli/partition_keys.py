@@ -25,6 +25,7 @@ from ddbkeys.cli.common import (
     show_key,
     table_option,
 )
+from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -73,6 +74,59 @@ def write_keys(listing: Listing, output: str, collected: list[object], stop: lis
         if stop:
             raise KeyboardInterrupt
     sys.stdout.flush()
+
+
+def resume_note(verb: str, listing: Listing, status: StatusLine | None) -> None:
+    """On stderr: how far the listing came, and the token that goes on from there."""
+    if status is not None:
+        status.stop()
+    sys.stdout.flush()
+    click.echo(
+        f"{verb} after {usage_line(listing)}.\nResume with: --resume {listing.checkpoint()}",
+        err=True,
+    )
+
+
+def stream_keys(
+    ctx: click.Context, listing: Listing, output: str, status: StatusLine | None
+) -> list[object]:
+    """Write the keys; on Ctrl-C or an error, say how to resume. Returns the keys collected
+    for ``--output json``."""
+    collected: list[object] = []
+    # The first Ctrl-C stops after the key being written, so the resume token is exact; a
+    # second one interrupts at once.
+    stop: list[int] = []
+
+    def first_interrupt(signum: int, frame: object) -> None:
+        stop.append(signum)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.getsignal(signal.SIGINT)
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        signal.signal(signal.SIGINT, first_interrupt)
+    try:
+        if status is not None:
+            status.start()
+        write_keys(listing, output, collected, stop)
+    except KeyboardInterrupt:
+        resume_note("Interrupted", listing, status)
+        ctx.exit(130)
+    except DdbKeysError:
+        # The keys written so far stand: say how to go on from them, then the error itself.
+        resume_note("Stopped", listing, status)
+        raise
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        ctx.exit(0)
+    finally:
+        if status is not None:
+            status.stop()
+        if in_main:
+            signal.signal(signal.SIGINT, previous)
+    return collected
 
 
 @click.group(
@@ -143,7 +197,8 @@ def partition_keys_group(
     """List the distinct partition keys of a table, at a small part of a full scan's cost.
 
     Keys go to stdout, one per line, so the output pipes; progress and a summary (requests,
-    items read, read units) go to stderr. Ctrl-C prints a --resume token that goes on without
+    items read, read units) go to stderr. Ctrl-C, or an error once keys are coming (a page
+    that got no answer within --timeout, say), prints a --resume token that goes on without
     repeating or missing a key.
 
     \b
@@ -187,44 +242,9 @@ def partition_keys_group(
         max_rcu_per_second=max_rcu_per_second,
         resume=resume,
         on_key=progress if show_progress else None,
+        deadline=connection.timeout,
     )
-    collected: list[object] = []
-    # The first Ctrl-C stops after the key being written, so the resume token is exact; a
-    # second one interrupts at once.
-    stop: list[int] = []
-
-    def first_interrupt(signum: int, frame: object) -> None:
-        stop.append(signum)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    previous = signal.getsignal(signal.SIGINT)
-    in_main = threading.current_thread() is threading.main_thread()
-    if in_main:
-        signal.signal(signal.SIGINT, first_interrupt)
-    try:
-        if status is not None:
-            status.start()
-        write_keys(listing, output, collected, stop)
-    except KeyboardInterrupt:
-        if status is not None:
-            status.stop()
-        sys.stdout.flush()
-        click.echo(
-            f"Interrupted after {usage_line(listing)}.\nResume with: --resume "
-            f"{listing.checkpoint()}",
-            err=True,
-        )
-        ctx.exit(130)
-    except BrokenPipeError:
-        # The reader went away (| head): stop quietly.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        ctx.exit(0)
-    finally:
-        if status is not None:
-            status.stop()
-        if in_main:
-            signal.signal(signal.SIGINT, previous)
+    collected = stream_keys(ctx, listing, output, status)
     if output == "json":
         echo_json(
             {
@@ -257,7 +277,13 @@ def index_group() -> None:
 def open_index(
     connection: Connection, table_name: str, index_name: str, marker_attribute: str
 ) -> MarkerIndex:
-    return MarkerIndex(connection.client(), table_name, name=index_name, attribute=marker_attribute)
+    return MarkerIndex(
+        connection.client(),
+        table_name,
+        name=index_name,
+        attribute=marker_attribute,
+        deadline=connection.timeout,
+    )
 
 
 def for_each_key(
@@ -272,7 +298,7 @@ def for_each_key(
     index = open_index(connection, table_name, index_name, marker_attribute)
     key_type = index.info.partition_key.type
     change = index.mark if action == "mark" else index.unmark
-    return sum(change(parse_key(k, key_type, table_name)) for k in keys)
+    return sum(change(parse_key(k, key_type, table_name, "KEYS")) for k in keys)
 
 
 @index_group.command("create")

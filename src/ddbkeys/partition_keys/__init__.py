@@ -28,6 +28,7 @@ from ddbkeys.partition_keys.base import (
     ReadBudget,
     Reader,
     SegmentMethod,
+    client_and_table,
     decode_checkpoint,
     plain_key,
 )
@@ -40,7 +41,7 @@ from ddbkeys.partition_keys.index import (
 )
 from ddbkeys.partition_keys.scan import ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
-from ddbkeys.retry import RetryPolicy
+from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo, describe
 
 if TYPE_CHECKING:
@@ -64,11 +65,13 @@ Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
 METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
 
 
-def _index_healthy(client: DynamoDBClient, table: str, info: TableInfo, index: str) -> bool:
+def _index_healthy(
+    client: DynamoDBClient, table: str, info: TableInfo, index: str, deadline: float | None
+) -> bool:
     """The marker index exists, is KEYS_ONLY and ACTIVE."""
     if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
         return False
-    return MarkerIndex(client, table, name=index).status() == "ACTIVE"
+    return MarkerIndex(client, table, name=index, deadline=deadline).status() == "ACTIVE"
 
 
 def _choose(
@@ -78,13 +81,17 @@ def _choose(
     info: TableInfo,
     index: str,
     marker_attribute: str,
+    deadline: float | None,
 ) -> SegmentMethod:
     if method == "auto":
         if info.sort_key is None:
             return ScanMethod(info)
-        if _index_healthy(client, table, info, index):
+        if _index_healthy(client, table, info, index, deadline):
             return IndexMethod(
-                info, MarkerIndex(client, table, name=index, attribute=marker_attribute)
+                info,
+                MarkerIndex(
+                    client, table, name=index, attribute=marker_attribute, deadline=deadline
+                ),
             )
         return PagedSkipMethod(info)
     if method == "scan":
@@ -98,7 +105,9 @@ def _choose(
             )
         return SkipMethod(info) if method == "skip" else PagedSkipMethod(info)
     if method == "index":
-        marker = MarkerIndex(client, table, name=index, attribute=marker_attribute)
+        marker = MarkerIndex(
+            client, table, name=index, attribute=marker_attribute, deadline=deadline
+        )
         marker.check()
         return IndexMethod(info, marker)
     raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
@@ -135,8 +144,8 @@ def _whole(name: str, value: object, table: str) -> int:
 
 
 def distinct_partition_keys(
-    client: DynamoDBClient,
-    table: str,
+    client: object,
+    table: str | None = None,
     method: Method | str = "auto",
     *,
     segments: int = 1,
@@ -148,6 +157,7 @@ def distinct_partition_keys(
     retry: RetryPolicy | None = None,
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -168,11 +178,26 @@ def distinct_partition_keys(
     partition. ``resume`` takes a token from ``Listing.checkpoint()`` and goes on from there.
     ``listing.usage`` counts requests, items read and read units. ``on_key`` is called after
     each key and each finished segment (for progress displays).
+
+    ``client`` is a boto3 DynamoDB client, resource or ``Table`` (which names the table
+    itself); see :func:`ddbkeys.clients.as_client`. ``deadline`` (seconds, None for none)
+    bounds each request with its retries: a listing may run for hours, but no answer for that
+    long (a silent or unreachable endpoint, throttling that does not let up) ends it with a
+    :class:`~ddbkeys.DeadlineExceededError` that says which; ``checkpoint()`` still resumes it.
     """
+    client, table = client_and_table(client, table, deadline)
     readers = _whole("segments", segments, table)
     if scan_segments is not None:
         _whole("scan_segments", scan_segments, table)
-    info = describe(client, table)
+    reader = Reader(
+        client,
+        table,
+        retry=retry or RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0),
+        usage=usage or Usage(),
+        budget=ReadBudget(max_rcu_per_second) if max_rcu_per_second else None,
+        deadline=deadline,
+    )
+    info = reader.call(lambda: describe(client, table))
     positions: list[Position] | None = None
     if resume is not None:
         resumed_method, positions = decode_checkpoint(resume)
@@ -189,15 +214,8 @@ def distinct_partition_keys(
                 f"The resume token is for method {resumed_method!r}, not {method!r}.",
                 table=table,
             )
-    chosen = _choose(method, client, table, info, index, marker_attribute)
+    chosen = _choose(method, client, table, info, index, marker_attribute, deadline)
     if positions is None:
         total = scan_segments or default_scan_segments(readers, chosen.scanned_bytes())
         positions = [None] * total
-    reader = Reader(
-        client,
-        table,
-        retry=retry or RetryPolicy(max_attempts=10, base_delay=0.05, max_delay=5.0),
-        usage=usage or Usage(),
-        budget=ReadBudget(max_rcu_per_second) if max_rcu_per_second else None,
-    )
     return Listing(chosen, reader, positions, readers, on_key)

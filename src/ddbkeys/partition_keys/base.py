@@ -8,22 +8,47 @@ import json
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, DdbKeysError, raise_translated
-from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
+from ddbkeys.clients import as_client, deadline_scope
+from ddbkeys.errors import (
+    ConfigurationError,
+    DdbKeysError,
+    deadline_exceeded,
+    describe_failure,
+    error_code,
+    raise_translated,
+)
+from ddbkeys.retry import (
+    DEFAULT_DEADLINE,
+    MAX_REFUSED_ATTEMPTS,
+    Deadline,
+    RetriesExhaustedError,
+    RetryPolicy,
+    is_refused,
+    is_unavailable,
+)
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["MAX_SORT_KEY", "Key", "ReadBudget", "Reader", "SegmentMethod", "plain_key"]
+__all__ = [
+    "MAX_SORT_KEY",
+    "Key",
+    "ReadBudget",
+    "Reader",
+    "SegmentMethod",
+    "client_and_table",
+    "plain_key",
+]
 
 #: The greatest value of each key type: a start key holding it jumps past the whole collection.
 MAX_SORT_KEY: dict[str, dict[str, Any]] = {
@@ -32,8 +57,27 @@ MAX_SORT_KEY: dict[str, dict[str, Any]] = {
     "B": {"B": b"\xff" * 1024},
 }
 
+T = TypeVar("T")
 Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
 Position = Key | bool | None  # per segment: not started (None), last key handed out, done (True)
+
+
+def client_and_table(
+    client: object, table: str | None, deadline: float | None
+) -> tuple[DynamoDBClient, str]:
+    """What a public entry point needs from its arguments: a client (by
+    :func:`~ddbkeys.clients.as_client`), the table's name, and a deadline above 0 (or None)."""
+    resolved, name = as_client(client, table)
+    if name is None:
+        raise ConfigurationError("No table given: pass the table's name, or a boto3 Table.")
+    if deadline is not None and (
+        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
+    ):
+        raise ConfigurationError(
+            f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
+            table=name,
+        )
+    return resolved, name
 
 
 def plain_key(value: Mapping[str, Any]) -> str | int | Decimal | bytes:
@@ -92,45 +136,95 @@ class ReadBudget:
 
 @dataclass
 class Reader:
-    """Sends Scan requests for one listing: retries, the read budget and the accounting."""
+    """Sends the requests of one listing: retries, the deadline, the read budget and the
+    accounting.
+
+    A listing may rightly run for hours, so its deadline (``deadline`` seconds, None for none)
+    bounds each request with its retries: no answer for that long, through throttling, 5xx,
+    timeouts or a closed port, is a :class:`~ddbkeys.DeadlineExceededError` saying which.
+    """
 
     client: DynamoDBClient
     table: str
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     usage: Usage = field(default_factory=Usage)
     budget: ReadBudget | None = None
+    deadline: float | None = DEFAULT_DEADLINE
+    what: str = "listing the partition keys"
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def scan(self, **request: Any) -> dict[str, Any]:
-        """One Scan of this table (or of its index), retried on throttling and 5xx with
-        exponential backoff and jitter, at most ``retry.max_attempts`` times."""
+        """One Scan of this table (or of its index), retried on throttling, 5xx and dropped
+        connections with exponential backoff and jitter, within the deadline and at most
+        ``retry.max_attempts`` times."""
         request.setdefault("TableName", self.table)
         request["ReturnConsumedCapacity"] = "TOTAL"
-        last: BaseException | None = None
-        for attempt in range(self.retry.max_attempts):
+
+        def send() -> dict[str, Any]:
             if self.budget is not None:
                 self.budget.acquire()
-            try:
-                response: dict[str, Any] = dict(self.client.scan(**request))
-            except (ClientError, BotoCoreError) as exc:
-                if not is_unavailable(exc):
-                    raise_translated(exc, table=self.table)
-                last = exc
+            return dict(self.client.scan(**request))
+
+        response = self.call(send)
+        items = int(response.get("ScannedCount", len(response.get("Items", []))))
+        self.usage.add(response, write=False, items=items)
+        if self.budget is not None:
+            consumed = response.get("ConsumedCapacity") or {}
+            self.budget.spend(float(consumed.get("CapacityUnits", 0.5)))
+        return response
+
+    def call(self, send: Callable[[], T]) -> T:
+        """``send()``, tried again after throttling, 5xx and dropped connections until it
+        answers, the deadline passes, or ``retry.max_attempts`` attempts failed. Any other
+        error goes up at once, as a DdbKeysError."""
+        deadline = Deadline(self.deadline, clock=self.clock)
+        failures: Counter[str] = Counter()
+        last: BaseException | None = None
+        out_of_time = False
+        with deadline_scope(deadline):
+            for attempt in range(self.retry.max_attempts):
+                try:
+                    return send()
+                except (ClientError, BotoCoreError, DdbKeysError) as exc:
+                    failure = exc.cause if isinstance(exc, DdbKeysError) else exc
+                    if failure is None or not is_unavailable(failure):
+                        raise_translated(exc, table=self.table)
+                    last = failure
+                    failures[_kind(failure)] += 1
+                    if is_refused(failure) and failures[_kind(failure)] >= MAX_REFUSED_ATTEMPTS:
+                        raise_translated(failure, table=self.table)
                 self.usage.count(retries=1)
-                self.retry.wait_unavailable(attempt)
-                continue
-            items = int(response.get("ScannedCount", len(response.get("Items", []))))
-            self.usage.add(response, write=False, items=items)
-            if self.budget is not None:
-                consumed = response.get("ConsumedCapacity") or {}
-                self.budget.spend(float(consumed.get("CapacityUnits", 0.5)))
-            return response
+                wait = self.retry.exponential(attempt)
+                if attempt + 1 == self.retry.max_attempts:
+                    break
+                if not deadline.allows(wait):
+                    out_of_time = True
+                    break
+                self.retry.sleep(wait)
+        attempts = sum(failures.values())
+        times = failures[_kind(last)] if last is not None else 0
+        if out_of_time:
+            raise deadline_exceeded(
+                self.what,
+                self.table,
+                self.deadline or 0.0,
+                attempts,
+                last,
+                failures=times,
+                read_timeout=getattr(self.client.meta.config, "read_timeout", None),
+            ) from last
         raise RetriesExhaustedError(
-            f"Scan of table {self.table!r} still failed after {self.retry.max_attempts} "
-            f"attempts ({last}). Lower --max-rcu-per-second, or try again later.",
-            attempts=self.retry.max_attempts,
+            f"Gave up on {self.what} on table {self.table!r} after {attempts} attempts "
+            f"(RetryPolicy.max_attempts): {describe_failure(last, times=times)}. Lower "
+            "--max-rcu-per-second, or try again later.",
+            attempts=attempts,
             table=self.table,
             cause=last,
-        )
+        ) from last
+
+
+def _kind(exc: BaseException | None) -> str:
+    return (error_code(exc) if exc is not None else None) or type(exc).__name__
 
 
 class SegmentMethod:
@@ -189,11 +283,13 @@ def decode_checkpoint(token: str) -> tuple[str, list[Position]]:
             if p is None or p is True:
                 positions.append(p)
             else:
-                kind, raw = next(iter(p.items()))
+                ((kind, raw),) = p.items()
+                if kind not in ("S", "N", "B") or not isinstance(raw, str):
+                    raise ValueError(f"not a key: {p!r}")
                 positions.append({kind: base64.b64decode(raw) if kind == "B" else raw})
         if not 1 <= len(positions) <= 1_000_000:
             raise ValueError(f"{len(positions)} segments")
-    except (ValueError, KeyError, TypeError, AttributeError, StopIteration) as exc:
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
         raise DdbKeysError(
             f"The resume token {token[:40]!r}... is not one ddbkeys wrote: copy it whole from "
             "the listing that stopped.",

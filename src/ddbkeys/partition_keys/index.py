@@ -4,12 +4,12 @@ KEYS_ONLY global secondary index that holds nothing else, so listing scans only 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.errors import (
@@ -17,15 +17,15 @@ from ddbkeys.errors import (
     DdbKeysError,
     KeySchemaError,
     error_code,
-    raise_translated,
 )
-from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
+from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod, client_and_table
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.partition_keys.skip import PagedSkipMethod
+from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.schema import TableInfo, describe, key_value
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    pass
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -104,24 +104,31 @@ class MarkerIndex:
     attribute ``attribute`` set to the collection's partition key; the index ``name`` is keyed
     on that attribute, KEYS_ONLY, so it holds the markers alone. Marking is idempotent and
     conditional: a marker that exists is left as it is.
+
+    ``client`` is anything :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table`` names the
+    table itself). Every request is retried on throttling, 5xx and dropped connections for up
+    to ``deadline`` seconds.
     """
 
     def __init__(
         self,
-        client: DynamoDBClient,
-        table: str,
+        client: object,
+        table: str | None = None,
         *,
         name: str = DEFAULT_INDEX,
         attribute: str = DEFAULT_MARKER_ATTRIBUTE,
         marker_sort_key: Any = None,
         usage: Usage | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
-        self.client = client
+        self.client, table = client_and_table(client, table, deadline)
         self.table = table
         self.name = name
         self.attribute = attribute
         self.usage = usage or Usage()
-        self.info = describe(client, table)
+        self.deadline = deadline
+        self._requests = self._reader()
+        self.info = self._requests.call(lambda: describe(self.client, table))
         if self.info.sort_key is None:
             raise KeySchemaError(
                 f"Table {table!r} has no sort key, so a marker item cannot sit beside the "
@@ -138,12 +145,14 @@ class MarkerIndex:
 
     # --- the index itself -------------------------------------------------------------------
 
+    def _reader(self) -> Reader:
+        return Reader(self.client, self.table, usage=self.usage, deadline=self.deadline)
+
     def status(self) -> str | None:
         """The index's status (ACTIVE, CREATING, ...), or None when there is no such index."""
-        try:
-            table = self.client.describe_table(TableName=self.table)["Table"]
-        except (ClientError, BotoCoreError) as exc:
-            raise_translated(exc, table=self.table)
+        table = self._requests.call(lambda: self.client.describe_table(TableName=self.table))[
+            "Table"
+        ]
         for index in table.get("GlobalSecondaryIndexes", []):
             if index["IndexName"] == self.name:
                 return str(index.get("IndexStatus", "ACTIVE"))
@@ -151,7 +160,7 @@ class MarkerIndex:
 
     def check(self) -> None:
         """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
-        info = describe(self.client, self.table)
+        info = self._requests.call(lambda: describe(self.client, self.table))
         projection = info.index_projections.get(self.name)
         if projection is None:
             raise ConfigurationError(
@@ -178,7 +187,9 @@ class MarkerIndex:
             "KeySchema": [{"AttributeName": self.attribute, "KeyType": "HASH"}],
             "Projection": {"ProjectionType": "KEYS_ONLY"},
         }
-        table = self.client.describe_table(TableName=self.table)["Table"]
+        table = self._requests.call(lambda: self.client.describe_table(TableName=self.table))[
+            "Table"
+        ]
         billing = table.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
         if billing == "PROVISIONED" and "ProvisionedThroughput" in table:
             throughput = table["ProvisionedThroughput"]
@@ -191,10 +202,7 @@ class MarkerIndex:
             "AttributeDefinitions": [{"AttributeName": self.attribute, "AttributeType": pk.type}],
             "GlobalSecondaryIndexUpdates": [{"Create": update}],
         }
-        try:
-            self.client.update_table(**request)
-        except (ClientError, BotoCoreError) as exc:
-            raise_translated(exc, table=self.table)
+        self._requests.call(lambda: self.client.update_table(**request))
         deadline = time.monotonic() + timeout
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while wait and self.status() != "ACTIVE":
@@ -223,42 +231,47 @@ class MarkerIndex:
         """Put the marker into one collection. True if it was written, False if it was there."""
         key = self.marker_key(partition_key_value)
         item = dict(key, **{self.attribute: key[self.info.partition_key.name]})
-        try:
-            response = self.client.put_item(
+        response = self._conditional(
+            lambda: self.client.put_item(
                 TableName=self.table,
                 Item=item,
                 ConditionExpression="attribute_not_exists(#pk)",
                 ExpressionAttributeNames={"#pk": self.info.partition_key.name},
                 ReturnConsumedCapacity="TOTAL",
             )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                self.usage.add(None, write=True)
-                return False
-            raise_translated(exc, table=self.table)
-        except BotoCoreError as exc:
-            raise_translated(exc, table=self.table)
-        self.usage.add(response, write=True, items=1)
-        return True
+        )
+        self.usage.add(response, write=True, items=1 if response is not None else 0)
+        return response is not None
 
     def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Remove one collection's marker. True if there was one."""
-        try:
-            response = self.client.delete_item(
+        key = self.marker_key(partition_key_value)
+        response = self._conditional(
+            lambda: self.client.delete_item(
                 TableName=self.table,
-                Key=self.marker_key(partition_key_value),
+                Key=key,
                 ConditionExpression="attribute_exists(#m)",
                 ExpressionAttributeNames={"#m": self.attribute},
                 ReturnConsumedCapacity="TOTAL",
             )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise_translated(exc, table=self.table)
-        except BotoCoreError as exc:
-            raise_translated(exc, table=self.table)
+        )
+        if response is None:
+            return False
         self.usage.add(response, write=True)
         return True
+
+    def _conditional(self, send: Callable[[], Any]) -> Any:
+        """``send()`` with retries; None when its condition failed."""
+
+        def once() -> Any:
+            try:
+                return send()
+            except ClientError as exc:
+                if error_code(exc) == "ConditionalCheckFailedException":
+                    return None
+                raise
+
+        return self._requests.call(once)
 
     def _table_keys(self, reader: Reader) -> Iterator[Key]:
         yield from PagedSkipMethod(self.info).keys(reader, 0, 1, None)
@@ -269,7 +282,7 @@ class MarkerIndex:
     def backfill(self, progress: Any = None) -> int:
         """Mark every collection of the table (found with the skip scan). Returns how many
         markers were written; collections already marked cost one rejected put each."""
-        reader = Reader(self.client, self.table, usage=self.usage)
+        reader = self._reader()
         written = 0
         for key in self._table_keys(reader):
             written += self.mark(key)
@@ -280,7 +293,7 @@ class MarkerIndex:
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
         self.check()
-        reader = Reader(self.client, self.table, usage=self.usage)
+        reader = self._reader()
         table_keys = {_hashable(k) for k in self._table_keys(reader)}
         index_keys = {_hashable(k) for k in self._index_keys(reader)}
         report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
@@ -293,14 +306,16 @@ class MarkerIndex:
 
     def _alone(self, key: Key) -> bool:
         pk = self.info.partition_key.name
-        response = self.client.query(
-            TableName=self.table,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={"#pk": pk},
-            ExpressionAttributeValues={":pk": key},
-            Limit=2,
-            ProjectionExpression="#pk",
-            ReturnConsumedCapacity="TOTAL",
+        response = self._requests.call(
+            lambda: self.client.query(
+                TableName=self.table,
+                KeyConditionExpression="#pk = :pk",
+                ExpressionAttributeNames={"#pk": pk},
+                ExpressionAttributeValues={":pk": key},
+                Limit=2,
+                ProjectionExpression="#pk",
+                ReturnConsumedCapacity="TOTAL",
+            )
         )
         self.usage.add(response, write=False, items=len(response.get("Items", [])))
         return len(response.get("Items", [])) < 2 and "LastEvaluatedKey" not in response

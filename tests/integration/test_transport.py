@@ -1,0 +1,316 @@
+"""No hangs, and every kind of boto3 object, against real servers: a TCP port that accepts and
+never answers, a closed port, the fault proxy throttling every Scan, and DynamoDB Local through
+boto3's resource layer."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError
+from click.testing import CliRunner
+
+from ddbkeys import DeadlineExceededError, EndpointUnreachableError, make_client
+from ddbkeys.cli import cli
+from ddbkeys.clients import ResourceClientAdapter, as_client
+from ddbkeys.partition_keys import distinct_partition_keys
+from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a server accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:  # the timeout, or the socket closed
+                continue
+            held.append(connection)  # kept open, never read, never answered
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+@pytest.fixture
+def closed_endpoint() -> str:
+    """http://127.0.0.1:PORT where nothing listens (the port was free a moment ago)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
+    started = time.monotonic()
+    result = CliRunner().invoke(
+        cli,
+        ["partition-keys", "-t", "orders", "--endpoint-url", silent_endpoint, "--timeout", "3"],
+    )
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: Gave up on listing the partition keys on table 'orders' after 3.0 s (the "
+        "deadline; raise it with deadline= or --timeout): the DynamoDB endpoint "
+        f"{silent_endpoint}/ did not answer within 3 s (read timeout), 1 attempt.\n"
+    )
+    assert 3 <= elapsed < 3 + 3 + 5
+
+
+def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        distinct_partition_keys(make_client(silent_endpoint, timeout=2), "orders", deadline=2)
+    assert time.monotonic() - started < 2 + 2 + 5
+    assert raised.value.seconds == 2 and raised.value.attempts == 1
+    assert f"{silent_endpoint}/ did not answer within 2 s (read timeout)" in str(raised.value)
+
+
+def test_own_client_outlives_the_deadline_by_one_read_timeout_at_most(
+    silent_endpoint: str,
+) -> None:
+    """A client built with boto3's defaults (read timeout 60 s, 3 attempts in standard mode):
+    botocore would wait 3 x 60 s; inside the deadline it does not retry after the first."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=silent_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+    config: Any = client.meta.config
+    read_timeout = config.read_timeout
+    assert read_timeout == 60
+    assert (config.retries or {}).get("total_max_attempts") != 1  # botocore does retry
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        distinct_partition_keys(client, "orders", deadline=1)
+    assert str(raised.value).endswith(
+        f"{silent_endpoint}/ did not answer within 60 s (read timeout), 1 attempt."
+    )
+    elapsed = time.monotonic() - started
+    assert read_timeout <= elapsed < 1 + read_timeout + 5
+
+
+def test_closed_port(closed_endpoint: str) -> None:
+    result = CliRunner().invoke(
+        cli, ["partition-keys", "-t", "orders", "--endpoint-url", closed_endpoint]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: Could not connect to the DynamoDB endpoint {closed_endpoint}/: is it running, "
+        "and is the URL right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.\n"
+    )
+    with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+        distinct_partition_keys(make_client(closed_endpoint), "orders")
+
+
+def throttled_table(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> str:
+    """A table of one item, behind a proxy that throttles every Scan."""
+    table = ddb_table_factory(("pk", "S"))
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}})
+    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"Scan"})))
+    return table
+
+
+def test_throttled_listing_gives_up_within_its_deadline(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = throttled_table(fault_proxy, ddb_client, ddb_table_factory)
+    listing = distinct_partition_keys(
+        make_client(fault_proxy.endpoint_url, timeout=2), table, deadline=2
+    )
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        list(listing)
+    assert time.monotonic() - started < 2 + 1
+    throttles = fault_proxy.counts["throttle"]
+    assert throttles == raised.value.attempts > 3
+    assert fault_proxy.counts_by_operation[("Scan", "throttle")] == throttles
+    assert str(raised.value) == (
+        f"Gave up on listing the partition keys on table {table!r} after 2.0 s (the deadline; "
+        "raise it with deadline= or --timeout): throttled "
+        f"(ProvisionedThroughputExceededException) {throttles} times, {throttles} attempts."
+    )
+    assert raised.value.code == "ProvisionedThroughputExceededException"
+
+
+def test_cli_prints_the_resume_token_when_a_page_fails(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = throttled_table(fault_proxy, ddb_client, ddb_table_factory)
+    result = CliRunner().invoke(
+        cli,
+        ["partition-keys", "-t", table, "--endpoint-url", fault_proxy.endpoint_url, "--timeout=1"],
+    )
+    assert result.exit_code == 1
+    stopped, resume, error = result.stderr.splitlines()
+    assert stopped == "Stopped after 0 keys (scan): 0 requests, 0 items read, 0 RCU."
+    assert resume.startswith("Resume with: --resume ")
+    assert error.startswith(f"Error: Gave up on listing the partition keys on table {table!r}")
+    fault_proxy.set_plan(FaultPlan())
+    url = fault_proxy.endpoint_url
+    again = CliRunner().invoke(
+        cli,
+        [
+            "partition-keys",
+            "-t",
+            table,
+            "-q",
+            "--resume",
+            resume.split()[-1],
+            "--endpoint-url",
+            url,
+        ],
+    )
+    assert (again.exit_code, again.stdout) == (0, "a\n")
+
+
+# --- boto3's resource layer -------------------------------------------------------------------
+
+ITEM: dict[str, Any] = {
+    "pk": {"S": "k1"},
+    "sk": {"N": "7"},
+    "s": {"S": "x"},
+    "n": {"N": "12345678901234567890123456789012345678"},
+    "f": {"N": "-0.000000000000000000000000000000000001"},
+    "b": {"B": b"\x00\xff"},
+    "m": {"M": {"S": {"S": "looks typed"}, "inner": {"L": [{"N": "1"}, {"NULL": True}]}}},
+    "ss": {"SS": ["a", "b"]},
+    "ns": {"NS": ["1", "2.5"]},
+    "bs": {"BS": [b"\x01", b"\x02"]},
+    "yes": {"BOOL": True},
+}
+
+
+def resource(endpoint: str) -> Any:
+    return boto3.resource(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+
+
+def sets_sorted(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        k: {t: sorted(v)} if t in ("SS", "NS", "BS") else {t: v}
+        for k, value in item.items()
+        for t, v in value.items()
+    }
+
+
+@pytest.mark.parametrize("kind", ["resource", "table", "resource client", "table client"])
+def test_every_resource_object_lists_and_round_trips(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, kind: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    service = resource(ddb_endpoint_url)
+    given: Any = {
+        "resource": service,
+        "table": service.Table(table),
+        "resource client": service.meta.client,
+        "table client": service.Table(table).meta.client,
+    }[kind]
+    client, name = as_client(given, None if kind == "table" else table)
+    assert name == table
+    assert isinstance(client, ResourceClientAdapter)
+    client.put_item(TableName=table, Item=ITEM)
+    for pk in ("k2", "k3"):
+        for sk in range(3):
+            client.put_item(TableName=table, Item={"pk": {"S": pk}, "sk": {"N": str(sk)}})
+    got = client.get_item(TableName=table, Key={"pk": {"S": "k1"}, "sk": {"N": "7"}})["Item"]
+    assert sets_sorted(got) == sets_sorted(ITEM)
+    key = {"pk": ITEM["pk"], "sk": ITEM["sk"]}
+    stored = ddb_client.get_item(TableName=table, Key=key)["Item"]
+    assert sets_sorted(dict(stored)) == sets_sorted(ITEM)  # stored as given, typed
+    queried = client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :pk AND sk >= :low",
+        ExpressionAttributeValues={":pk": {"S": "k2"}, ":low": {"N": "1"}},
+    )
+    assert [i["sk"] for i in queried["Items"]] == [{"N": "1"}, {"N": "2"}]
+    client.transact_write_items(
+        TransactItems=[
+            {"Put": {"TableName": table, "Item": {"pk": {"S": "k4"}, "sk": {"N": "0"}}}},
+            {
+                "Update": {
+                    "TableName": table,
+                    "Key": {"pk": {"S": "k1"}, "sk": {"N": "7"}},
+                    "UpdateExpression": "ADD ns :more",
+                    "ExpressionAttributeValues": {":more": {"NS": ["3"]}},
+                }
+            },
+        ]
+    )
+    low_level = ddb_client.get_item(TableName=table, Key=key)["Item"]
+    assert sorted(low_level["ns"]["NS"]) == ["1", "2.5", "3"]
+    assert low_level["m"] == ITEM["m"]  # not a map of maps
+    listing = distinct_partition_keys(given, None if kind == "table" else table, "skip")
+    assert sorted(listing) == ["k1", "k2", "k3", "k4"]
+    assert listing.usage.requests >= 4
+
+
+def test_resource_client_errors_stay_typed(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    client, _ = as_client(resource(ddb_endpoint_url).meta.client)
+    client.put_item(TableName=table, Item={"pk": {"S": "a"}, "n": {"N": "5"}})
+    with pytest.raises(ClientError) as raised:
+        client.put_item(
+            TableName=table,
+            Item={"pk": {"S": "a"}},
+            ConditionExpression="attribute_not_exists(pk)",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+    assert raised.value.response["Error"]["Code"] == "ConditionalCheckFailedException"
+    error: Any = raised.value.response
+    assert error["Item"] == {"pk": {"S": "a"}, "n": {"N": "5"}}
+
+
+def test_greatest_number_through_the_resource_layer(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """DynamoDB Local answers the greatest number in 126 digits, which boto3's resource layer
+    cannot read (decimal.Rounded); through the adapter it comes back exact."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    greatest = "9.9999999999999999999999999999999999999E+125"
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"N": greatest}})
+    raw = ddb_client.scan(TableName=table)["Items"][0]["sk"]["N"]
+    assert len(raw) == 126  # DynamoDB Local writes it out in full
+    client, _ = as_client(resource(ddb_endpoint_url).meta.client)
+    item = client.scan(TableName=table)["Items"][0]
+    assert Decimal(item["sk"]["N"]) == Decimal(greatest)
+    assert list(distinct_partition_keys(client, table, "skip-pages")) == ["a"]

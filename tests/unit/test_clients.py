@@ -1,0 +1,175 @@
+"""What as_client accepts and refuses, and the deadline handler, without a server (building a
+boto3 client or resource sends no request)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import boto3
+import pytest
+from botocore.awsrequest import AWSResponse
+from botocore.exceptions import ReadTimeoutError
+
+from ddbkeys.clients import (
+    ResourceClientAdapter,
+    as_client,
+    current_deadline,
+    deadline_scope,
+    serializes_again,
+)
+from ddbkeys.connect import make_client
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.retry import Deadline
+
+ACCEPTED = (
+    "ddbkeys takes a boto3 DynamoDB client (boto3.client('dynamodb') or ddbkeys.make_client()), "
+    "a DynamoDB resource (boto3.resource('dynamodb')) or one of its Tables"
+)
+NO_HEADERS: Any = {}
+SETTINGS: dict[str, Any] = {
+    "region_name": "us-east-1",
+    "aws_access_key_id": "a",
+    "aws_secret_access_key": "b",
+    "endpoint_url": "http://127.0.0.1:1",
+}
+
+
+def test_a_low_level_client_is_returned_as_it_is() -> None:
+    client = boto3.client("dynamodb", **SETTINGS)
+    assert not serializes_again(client)
+    assert as_client(client, "orders") == (client, "orders")
+    assert as_client(client) == (client, None)
+
+
+def test_a_resource_and_its_clients_get_the_adapter() -> None:
+    service = boto3.resource("dynamodb", **SETTINGS)
+    assert serializes_again(service.meta.client)
+    for given in (service, service.meta.client, service.Table("orders").meta.client):
+        client, table = as_client(given, "orders")
+        assert isinstance(client, ResourceClientAdapter)
+        assert table == "orders"
+        assert client.meta is service.meta.client.meta
+    adapter, _ = as_client(service)
+    assert as_client(adapter)[0] is adapter
+
+
+def test_a_table_names_itself() -> None:
+    table = boto3.resource("dynamodb", **SETTINGS).Table("orders")
+    client, name = as_client(table)
+    assert isinstance(client, ResourceClientAdapter)
+    assert name == "orders"
+    assert as_client(table, "orders")[1] == "orders"
+    with pytest.raises(ConfigurationError) as raised:
+        as_client(table, "users")
+    assert str(raised.value) == (
+        "Two tables named: the Table object is 'orders' but table='users' was given as well; "
+        "pass one of them."
+    )
+
+
+@pytest.mark.parametrize(
+    ("given", "what"),
+    [
+        (None, "None"),
+        ("orders", "the string 'orders'"),
+        (42, "a builtins.int"),
+    ],
+)
+def test_anything_else_is_refused(given: object, what: str) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        as_client(given, "orders")
+    assert str(raised.value) == f"{ACCEPTED}, not {what}."
+
+
+def test_another_service_is_refused() -> None:
+    s3 = boto3.client("s3", **SETTINGS)
+    with pytest.raises(ConfigurationError) as raised:
+        as_client(s3)
+    assert str(raised.value) == f"{ACCEPTED}, not a boto3 client for 's3'."
+
+
+def test_the_adapter_converts_by_the_model_and_leaves_the_request_alone() -> None:
+    """A resource client with a handler on ``before-call`` that records the wire parameters and
+    answers without sending; the public event API gives no other way to see them offline."""
+    service = boto3.resource("dynamodb", **SETTINGS)
+    seen: list[dict[str, Any]] = []
+
+    def answer(params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
+        seen.append(json.loads(params["body"]))
+        item = {"pk": {"S": "a"}, "n": {"N": "1" + "0" * 125}, "b": {"B": b"\x00"}}
+        http = AWSResponse("http://127.0.0.1:1", 200, NO_HEADERS, None)
+        return (http, {"Item": item, "ResponseMetadata": {"HTTPStatusCode": 200}})
+
+    handler: Any = answer
+    service.meta.client.meta.events.register("before-call.dynamodb.GetItem", handler)
+    client, _ = as_client(service)
+    key: Any = {"pk": {"S": "a"}, "m": {"M": {"S": {"S": "x"}}}}
+    response = client.get_item(TableName="t", Key=key)
+    assert key == {"pk": {"S": "a"}, "m": {"M": {"S": {"S": "x"}}}}  # not changed in place
+    assert response["Item"] == {"pk": {"S": "a"}, "n": {"N": "1" + "0" * 125}, "b": {"B": b"\x00"}}
+    assert seen == [{"TableName": "t", "Key": key}]  # on the wire, typed as given
+
+
+def test_make_client_timeouts_and_no_botocore_retries() -> None:
+    client = make_client("http://127.0.0.1:1", timeout=3)
+    config: Any = client.meta.config
+    assert (config.connect_timeout, config.read_timeout) == (3, 3)
+    assert config.retries == {"mode": "standard", "total_max_attempts": 1}
+    default: Any = make_client("http://127.0.0.1:1").meta.config
+    assert (default.connect_timeout, default.read_timeout) == (5, 30)
+    four: Any = make_client("http://127.0.0.1:1", max_attempts=4).meta.config
+    assert four.retries == {
+        "mode": "standard",
+        "total_max_attempts": 4,
+    }
+    with pytest.raises(ConfigurationError, match="The timeout must be above 0 seconds, not 0"):
+        make_client("http://127.0.0.1:1", timeout=0)
+
+
+def test_deadline_scope_nests_and_ends() -> None:
+    now = [100.0]
+    outer, inner = Deadline(5, clock=lambda: now[0]), Deadline(1, clock=lambda: now[0])
+    assert current_deadline() is None
+    with deadline_scope(outer):
+        assert current_deadline() is outer
+        with deadline_scope(inner):
+            assert current_deadline() is inner
+        assert current_deadline() is outer
+    assert current_deadline() is None
+
+
+def test_no_botocore_retry_once_the_deadline_has_passed() -> None:
+    """The handler as botocore calls it (the ``needs-retry`` event, emitted by hand: a retry
+    decision is not something a real server lets us time exactly)."""
+    client = boto3.client("dynamodb", **SETTINGS)
+    as_client(client)
+    as_client(client)  # registered once
+    operation = client.meta.service_model.operation_model("Scan")
+    failure = ReadTimeoutError(endpoint_url="http://127.0.0.1:1", error="x")
+    http = AWSResponse("http://127.0.0.1:1", 400, NO_HEADERS, None)
+    throttled: Any = (http, {"Error": {"Code": "ThrottlingException"}})
+
+    def decide(response: Any = None, caught: BaseException | None = None) -> Any:
+        """The first answer of the handlers: ours comes first."""
+        answers = client.meta.events.emit(
+            "needs-retry.dynamodb.Scan",
+            response=response,
+            endpoint=None,
+            operation=operation,
+            attempts=1,
+            caught_exception=caught,
+            request_dict={"context": {}},
+        )
+        return answers[0][1]
+
+    now = [0.0]
+    deadline = Deadline(2, clock=lambda: now[0])
+    assert decide(caught=failure) is None  # no scope: botocore decides
+    with deadline_scope(deadline):
+        assert decide(caught=failure) is None  # in time
+        assert decide(throttled) is None
+        now[0] = 2.0
+        with pytest.raises(ReadTimeoutError):  # no retry: the failure ends the call
+            decide(caught=failure)
+        assert decide(throttled) is False  # no retry: the error response is the answer

@@ -1,0 +1,133 @@
+"""The deadline and the reader's retries, with an injected clock and recorded waits: no server,
+no sleeping."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
+
+from ddbkeys.errors import (
+    DeadlineExceededError,
+    EndpointUnreachableError,
+    ServiceError,
+)
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
+from tests.unit.test_read_budget import FakeClock as Clock
+
+
+def test_deadline() -> None:
+    clock = Clock()
+    deadline = Deadline(2.0, clock=clock)
+    assert deadline.remaining() == 2.0 and not deadline.expired()
+    assert deadline.allows(1.9) and not deadline.allows(2.0)
+    clock.now += 2.0
+    assert deadline.expired() and deadline.remaining() == 0.0
+    endless = Deadline(None, clock=clock)
+    assert endless.allows(1e9) and not endless.expired()
+    assert endless.remaining() == float("inf")
+    with pytest.raises(ValueError, match="above 0 seconds"):
+        Deadline(0)
+
+
+def reader(clock: Clock, *, attempts: int = 100, deadline: float | None = 2.0) -> Reader:
+    client = boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+        endpoint_url="http://127.0.0.1:1",
+    )
+    policy = RetryPolicy(
+        max_attempts=attempts, base_delay=0.1, max_delay=1.0, sleep=clock.sleep, random=lambda: 1
+    )
+    return Reader(client, "T", retry=policy, deadline=deadline, clock=clock)
+
+
+def throttled() -> ClientError:
+    response: Any = {
+        "Error": {"Code": "ThrottlingException", "Message": "slow down"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    return ClientError(response, "Scan")
+
+
+def test_throttling_until_the_deadline() -> None:
+    clock = Clock()
+    calls: list[float] = []
+
+    def send() -> None:
+        calls.append(clock.now)
+        raise throttled()
+
+    with pytest.raises(DeadlineExceededError) as raised:
+        reader(clock).call(send)
+    # waits of 0.1, 0.2, 0.4, 0.8 fit in 2 s (1.5 in all); the next, 1.0, would not.
+    assert clock.slept == pytest.approx([0.1, 0.2, 0.4, 0.8])
+    assert len(calls) == 5
+    assert str(raised.value) == (
+        "Gave up on listing the partition keys on table 'T' after 2.0 s (the deadline; raise "
+        "it with deadline= or --timeout): throttled (ThrottlingException) 5 times, 5 attempts."
+    )
+    assert raised.value.attempts == 5 and raised.value.code == "ThrottlingException"
+
+
+def test_a_silent_endpoint_is_named() -> None:
+    clock = Clock()
+
+    def send() -> None:
+        clock.now += 2.0  # the read timeout
+        raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/", error="timed out")
+
+    with pytest.raises(DeadlineExceededError) as raised:
+        reader(clock).call(send)
+    assert clock.slept == []
+    assert str(raised.value).endswith(
+        "the DynamoDB endpoint http://127.0.0.1:1/ did not answer within 60 s (read timeout), "
+        "1 attempt."
+    )
+
+
+def test_a_refused_connection_is_tried_three_times() -> None:
+    clock = Clock()
+    calls: list[int] = []
+
+    def send() -> None:
+        calls.append(1)
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:1/")
+
+    with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+        reader(clock, deadline=None).call(send)
+    assert len(calls) == 3
+
+
+def test_out_of_attempts_before_the_deadline() -> None:
+    clock = Clock()
+
+    def send() -> None:
+        raise throttled()
+
+    with pytest.raises(RetriesExhaustedError) as raised:
+        reader(clock, attempts=3, deadline=None).call(send)
+    assert clock.slept == pytest.approx([0.1, 0.2])  # no wait after the last attempt
+    assert str(raised.value) == (
+        "Gave up on listing the partition keys on table 'T' after 3 attempts "
+        "(RetryPolicy.max_attempts): throttled (ThrottlingException) 3 times. Lower "
+        "--max-rcu-per-second, or try again later."
+    )
+
+
+def test_other_errors_go_up_at_once_as_ddbkeys_errors() -> None:
+    clock = Clock()
+    response: Any = {"Error": {"Code": "AccessDeniedException", "Message": "no"}}
+
+    def send() -> None:
+        raise ClientError(response, "Scan")
+
+    with pytest.raises(ServiceError) as raised:
+        reader(clock).call(send)
+    assert str(raised.value) == "DynamoDB refused Scan on table 'T' (AccessDeniedException): no"
+    assert clock.slept == []
