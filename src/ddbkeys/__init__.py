@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from ddbkeys.clients import as_client
 from ddbkeys.connect import make_client
 from ddbkeys.errors import (
     ConfigurationError,
@@ -13,9 +14,11 @@ from ddbkeys.errors import (
     EndpointUnreachableError,
     KeySchemaError,
     LocalServerError,
+    ServiceError,
     TableNotFoundError,
 )
 from ddbkeys.local import DynamoDBLocal
+from ddbkeys.retry import RetriesExhaustedError
 
 __all__ = [
     "ConfigurationError",
@@ -26,7 +29,10 @@ __all__ = [
     "EndpointUnreachableError",
     "KeySchemaError",
     "LocalServerError",
+    "RetriesExhaustedError",
+    "ServiceError",
     "TableNotFoundError",
     "__version__",
+    "as_client",
     "make_client",
 ]

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 from boto3.dynamodb.types import Binary
 from boto3.resources.base import ServiceResource
 from botocore.client import BaseClient
+from botocore.exceptions import ClientError
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.retry import Deadline
@@ -71,18 +72,26 @@ def current_deadline() -> Deadline | None:
 
 
 def _stop_retrying_past_deadline(
-    caught_exception: BaseException | None = None, **_: Any
-) -> bool | None:
+    response: Any = None,
+    caught_exception: BaseException | None = None,
+    operation: Any = None,
+    **_: Any,
+) -> None:
     """A ``needs-retry`` handler, registered first: once the deadline of the current scope has
-    passed, no more retries. botocore takes the first answer that is not None: ``False`` means
-    "do not retry", and the call ends with the failure it had (re-raised here when it was an
-    exception, which is what botocore does with it when no retry is wanted)."""
+    passed, botocore retries no more. The call ends with the failure it had, raised here: the
+    exception caught, or the error response as a ``ClientError`` (what botocore raises for it
+    when no retry is wanted). Raising, rather than answering ``False``, means the same in every
+    botocore version (before 1.35 a ``False`` answer meant "retry at once"). A success, or any
+    call within its deadline, is left to botocore's own handlers (None)."""
     deadline = _DEADLINE.get()
     if deadline is None or not deadline.expired():
-        return None
+        return
     if caught_exception is not None:
         raise caught_exception
-    return False
+    if response is not None:
+        http, parsed = response
+        if int(getattr(http, "status_code", 200)) >= 300 or "Error" in (parsed or {}):
+            raise ClientError(parsed, getattr(operation, "name", "the request"))
 
 
 def _guard(client: Any) -> None:
@@ -147,8 +156,13 @@ def serializes_again(client: Any) -> bool:
     put through the client's own ``before-parameter-build`` handlers and comes out changed."""
     probe: dict[str, Any] = {"TableName": "ddbkeys-probe", "Key": {"k": {"S": "probe"}}}
     model = client.meta.service_model.operation_model("GetItem")
+    # No request is built from the probe, as for a presigned URL: the context says so, and
+    # botocore's Stubber (which checks each request against its queue) leaves it alone.
     client.meta.events.emit(
-        "before-parameter-build.dynamodb.GetItem", params=probe, model=model, context={}
+        "before-parameter-build.dynamodb.GetItem",
+        params=probe,
+        model=model,
+        context={"is_presign_request": True},
     )
     return bool(probe["Key"].get("k") != {"S": "probe"})
 

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
-from botocore.exceptions import ReadTimeoutError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from ddbkeys.clients import (
     ResourceClientAdapter,
@@ -172,4 +172,9 @@ def test_no_botocore_retry_once_the_deadline_has_passed() -> None:
         now[0] = 2.0
         with pytest.raises(ReadTimeoutError):  # no retry: the failure ends the call
             decide(caught=failure)
-        assert decide(throttled) is False  # no retry: the error response is the answer
+        with pytest.raises(ClientError) as raised:  # no retry: the error response is the answer
+            decide(throttled)
+        assert raised.value.response["Error"]["Code"] == "ThrottlingException"
+        assert raised.value.operation_name == "Scan"
+        ok: Any = (AWSResponse("http://127.0.0.1:1", 200, NO_HEADERS, None), {"Items": []})
+        assert decide(ok) is None  # a success is never retried: botocore decides

@@ -83,7 +83,8 @@ def test_attempt_loop_is_bounded_and_waits_by_kind() -> None:
         calls.append(n)
         raise Contention
 
-    with pytest.raises(RetriesExhaustedError, match="after 4 attempts: lost 4 races") as raised:
+    lost = r"after 4 attempts \(RetryPolicy.max_attempts\): lost 4 races"
+    with pytest.raises(RetriesExhaustedError, match=lost) as raised:
         s._attempts(always_lose, "testing")
     assert calls == [0, 1, 2, 3]
     assert waits == pytest.approx([0.005, 0.01, 0.02])  # no wait after the last attempt
@@ -241,8 +242,8 @@ def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
     assert waits == [1.0, 2.0, 4.0]
     assert now[0] == 9.0 and raised.value.attempts == 4 and raised.value.seconds == 10.0
     assert str(raised.value) == (
-        "Gave up moving counter 'c' on table 'some-table' after 10 s, the deadline (deadline=, "
-        "--timeout): DynamoDB answered ThrottlingException (Rate exceeded); 4 attempt(s)."
+        "Gave up on moving counter 'c' on table 'some-table' after 10.0 s (the deadline; raise "
+        "it with deadline= or --timeout): throttled (ThrottlingException) 4 times, 4 attempts."
     )
     with pytest.raises(ConfigurationError, match="deadline must be a number of seconds above 0"):
         IdStrategy(client, "some-table", deadline=0)

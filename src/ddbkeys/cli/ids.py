@@ -158,6 +158,7 @@ def next_command(
         start=start,
         step=step,
         maximum=maximum,
+        deadline=connection.timeout,
     )
     ids = list(strategy.reserve(count))
     if output == "json":
@@ -192,7 +193,9 @@ def current_command(
     """
     key = counter_key_of(counter_key, table_name, instead_of="counter")
     client = connection.client()
-    value = AtomicCounter(client, table_name, counter, key=key, attribute=attribute).current()
+    value = AtomicCounter(
+        client, table_name, counter, key=key, attribute=attribute, deadline=connection.timeout
+    ).current()
     if output == "json":
         echo_json({"table": table_name, **counter_fields(counter, key), "current": value or 0})
     else:
@@ -227,7 +230,9 @@ def set_command(
     """
     key = counter_key_of(counter_key, table_name, instead_of="counter")
     client = connection.client()
-    AtomicCounter(client, table_name, counter, key=key, attribute=attribute).set(value, force=force)
+    AtomicCounter(
+        client, table_name, counter, key=key, attribute=attribute, deadline=connection.timeout
+    ).set(value, force=force)
     if output == "json":
         echo_json({"table": table_name, **counter_fields(counter, key), "current": value})
     else:
@@ -355,6 +360,7 @@ def put_command(
             prefix=prefix,
             allow_global_tables=allow_global_tables,
             group_commit=False,
+            deadline=connection.timeout,
         )
         if len(items) == 1:
             ids = [gapless.put(items[0], typed=True)]
@@ -370,8 +376,9 @@ def put_command(
         never_reuse=never_reuse,
         allow_global_tables=allow_global_tables,
         group_commit=False,
+        deadline=connection.timeout,
     )
-    pk_type = describe(client, table_name).partition_key.type
+    pk_type = collection.table_info().partition_key.type
     pk_value = parse_key(str(partition_key), pk_type, table_name)
     written: list[int] = []
     for n, item in enumerate(items, 1):
@@ -462,9 +469,18 @@ def audit_command(
     if partition_key is not None:
         pk_type = describe(client, table_name).partition_key.type
         key = parse_key(partition_key, pk_type, table_name)
-        report = audit_collection(client, table_name, key, width=width, prefix=prefix)
+        report = audit_collection(
+            client, table_name, key, width=width, prefix=prefix, deadline=connection.timeout
+        )
     else:
-        report = audit_attribute(client, table_name, attribute, start=start, prefix=prefix)
+        report = audit_attribute(
+            client,
+            table_name,
+            attribute,
+            start=start,
+            prefix=prefix,
+            deadline=connection.timeout,
+        )
     if output == "json":
         echo_json(report.as_dict())
     else:

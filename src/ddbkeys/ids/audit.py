@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import KeySchemaError, raise_translated
+from ddbkeys.errors import KeySchemaError
 from ddbkeys.ids.collection import CollectionSequence
+from ddbkeys.partition_keys.base import Reader, client_and_table
 from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
-from ddbkeys.schema import check_name, check_table_name, key_value
+from ddbkeys.retry import DEFAULT_DEADLINE
+from ddbkeys.schema import check_name, key_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -99,21 +100,24 @@ def _as_int(value: dict[str, Any], prefix: str = "") -> int | None:
 
 
 def audit_attribute(
-    client: DynamoDBClient,
-    table: str,
+    client: object,
+    table: str | None = None,
     attribute: str = "id",
     *,
     start: int = 1,
     usage: Usage | None = None,
     prefix: str = "",
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> AuditReport:
     """Scan ``table`` for ``attribute`` (items without it are skipped) and report gaps and
     duplicates. A string id counts when it is ``prefix`` and digits (the padded ids of a
     gapless sequence kept in a string key). Cost: a full scan, 0.5 read units per 4 KB of the
-    table."""
-    check_table_name(table)
+    table. ``client`` is anything :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table``
+    names the table); each page is retried within ``deadline`` seconds."""
+    ddb, table = client_and_table(client, table, deadline)
     check_name("attribute", attribute, table=table)
     usage = usage or Usage()
+    reader = Reader(ddb, table, usage=usage, deadline=deadline, what="a page of the audit")
     values: list[int] = []
     not_numbers = 0
     kwargs: dict[str, Any] = {
@@ -123,21 +127,17 @@ def audit_attribute(
         "ExpressionAttributeNames": {"#a": attribute},
         "ReturnConsumedCapacity": "TOTAL",
     }
-    try:
-        while True:
-            page = client.scan(**kwargs)
-            usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
-            for item in page.get("Items", []):
-                number = _as_int(dict(item[attribute]), prefix)
-                if number is None:
-                    not_numbers += 1
-                else:
-                    values.append(number)
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    except (ClientError, BotoCoreError) as exc:
-        raise_translated(exc, table=table)
+    while True:
+        page = reader.scan(**kwargs)
+        for item in page.get("Items", []):
+            number = _as_int(dict(item[attribute]), prefix)
+            if number is None:
+                not_numbers += 1
+            else:
+                values.append(number)
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     report = audit_ids(values, table=table, source=f"attribute {attribute}", start=start)
     report.not_numbers = not_numbers
     report.usage = usage.snapshot()
@@ -145,8 +145,8 @@ def audit_attribute(
 
 
 def audit_collection(
-    client: DynamoDBClient,
-    table: str,
+    client: object,
+    table: str | None,
     partition_key_value: str | int | Decimal | bytes,
     *,
     width: int = 10,
@@ -154,18 +154,29 @@ def audit_collection(
     usage: Usage | None = None,
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     counter_attribute: str = "last_number",
+    deadline: float | None = DEFAULT_DEADLINE,
 ) -> AuditReport:
     """Query one item collection's sort keys and report gaps and duplicates (a number written
     twice with different padding). Cost: 0.5 read units per 4 KB of the collection.
 
     Not counted as ids: the collection's marker item (it holds ``marker_attribute``, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
-    0, holding ``counter_attribute``)."""
+    0, holding ``counter_attribute``). ``client`` is anything
+    :func:`ddbkeys.clients.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
+    page is retried within ``deadline`` seconds."""
+    ddb, table = client_and_table(client, table, deadline)
     check_name("marker attribute", marker_attribute, table=table)
     check_name("counter attribute", counter_attribute, table=table)
     sequence = CollectionSequence(
-        client, table, width=width, prefix=prefix, usage=usage, counter_attribute=counter_attribute
+        ddb,
+        table,
+        width=width,
+        prefix=prefix,
+        usage=usage,
+        counter_attribute=counter_attribute,
+        deadline=deadline,
     )
+    reader = Reader(ddb, table, usage=sequence.usage, deadline=deadline, what="a page of the audit")
     pk, sk = sequence.keys()
     kwargs: dict[str, Any] = {
         "TableName": table,
@@ -182,27 +193,28 @@ def audit_collection(
     }
     values: list[int] = []
     not_numbers = 0
-    try:
-        while True:
-            page = client.query(**kwargs)
-            sequence.usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
-            for item in page.get("Items", []):
-                if marker_attribute in item:
-                    continue  # the collection's marker, not an id
-                try:
-                    number = sequence.number_of(item[sk.name])
-                except KeySchemaError:
-                    not_numbers += 1
-                    continue
-                if number == 0 and counter_attribute in item:
-                    continue  # the never_reuse counter item
-                values.append(number)
-            if "LastEvaluatedKey" not in page:
-                break
-            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    except (ClientError, BotoCoreError) as exc:
-        raise_translated(exc, table=table)
+    while True:
+        page: dict[str, Any] = reader.call(functools.partial(_query, ddb, dict(kwargs)))
+        sequence.usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
+        for item in page.get("Items", []):
+            if marker_attribute in item:
+                continue  # the collection's marker, not an id
+            try:
+                number = sequence.number_of(item[sk.name])
+            except KeySchemaError:
+                not_numbers += 1
+                continue
+            if number == 0 and counter_attribute in item:
+                continue  # the never_reuse counter item
+            values.append(number)
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
     report = audit_ids(values, table=table, source=f"collection {partition_key_value!r}")
     report.not_numbers = not_numbers
     report.usage = sequence.usage.snapshot()
     return report
+
+
+def _query(client: DynamoDBClient, request: dict[str, Any]) -> dict[str, Any]:
+    return dict(client.query(**request))

@@ -10,23 +10,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from botocore.exceptions import (
-    BotoCoreError,
-    ClientError,
-    ConnectionClosedError,
-    ConnectTimeoutError,
-    EndpointConnectionError,
-    ReadTimeoutError,
-)
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.capacity import Usage
+from ddbkeys.clients import as_client, current_deadline, deadline_scope
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
     DeadlineExceededError,
     KeySchemaError,
+    deadline_exceeded,
+    describe_failure,
     error_code,
-    error_message,
     error_response,
     raise_translated,
 )
@@ -41,15 +36,16 @@ from ddbkeys.ids.errors import (
 from ddbkeys.ids.values import check_item_key
 from ddbkeys.retry import (
     DEFAULT_DEADLINE,
+    MAX_REFUSED_ATTEMPTS,
     Deadline,
     RetriesExhaustedError,
     RetryPolicy,
+    is_refused,
     is_unavailable,
 )
 from ddbkeys.schema import TableInfo, check_table_name, describe, key_value, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = [
@@ -100,16 +96,21 @@ class IdStrategy:
 
     def __init__(
         self,
-        client: DynamoDBClient,
-        table: str,
+        client: object,
+        table: str | None = None,
         *,
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         allow_global_tables: bool = False,
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
-        self.client = client
-        self.table = check_table_name(table)
+        self.client, name = as_client(client, table)
+        if name is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} needs a table: pass table= with its name, or a boto3 "
+                "Table object as the client."
+            )
+        self.table = check_table_name(name)
         self.retry = retry or self.default_retry
         self.usage = usage or Usage()
         self.allow_global_tables = allow_global_tables
@@ -127,13 +128,17 @@ class IdStrategy:
         self._info_lock = threading.Lock()
 
     def table_info(self, table: str | None = None) -> TableInfo:
-        """A table's description (this strategy's table by default), read once, with the
+        """A table's description (this strategy's table by default), read once (DescribeTable
+        retried like any request, within the deadline of the call in progress), with the
         global-table guard applied."""
         table = table or self.table
         with self._info_lock:
             info = self._infos.get(table)
             if info is None:
-                info = describe(self.client, table)
+                name = table
+                info = self._attempts(
+                    lambda _: describe(self.client, name), "DescribeTable", table=name
+                )
                 if (
                     info.replica_regions
                     and self.refuses_global_tables
@@ -150,93 +155,114 @@ class IdStrategy:
                 self._infos[table] = info
             return info
 
-    def _attempts(self, attempt: Callable[[int], R], what: str) -> R:
+    def _attempts(self, attempt: Callable[[int], R], what: str, *, table: str | None = None) -> R:
         """Run ``attempt(n)`` until it returns, at most ``retry.max_attempts`` times and within
-        one deadline.
+        one deadline (the deadline of the call in progress when this runs inside one).
 
-        :class:`Contention` waits with full jitter; :class:`Throttled`, throttling, 5xx and
-        dropped connections wait with exponential backoff and send the same request again; any
-        other error goes up at once as a :class:`DdbKeysError`. A wait that would pass the
-        deadline is not waited: the call gives up at once, saying why.
+        :class:`Contention` waits with full jitter; :class:`Throttled`, throttling, 5xx, timeouts
+        and dropped connections wait with exponential backoff and send the same request again
+        (a refused connection at most :data:`~ddbkeys.retry.MAX_REFUSED_ATTEMPTS` times: nothing
+        listens there); any other error goes up at once as a :class:`DdbKeysError`. A wait that
+        would pass the deadline is not waited: the call gives up at once, saying why. Inside,
+        botocore's own retries (on a client the caller built) stop at the deadline too.
         """
         policy = self.retry
-        deadline = Deadline(self.deadline, clock=policy.clock)
+        table = table or self.table
+        deadline = current_deadline() or Deadline(self.deadline, clock=policy.clock)
         last: BaseException | None = None
-        tried = 0
-        for n in range(policy.max_attempts):
-            if n:
-                self.usage.count(retries=1)
-            if deadline.expired():
-                break
-            tried += 1
-            try:
-                return attempt(n)
-            except Contention as lost:
-                last = lost
-                self.usage.count(conflicts=1)
-                wait = 0.0 if lost.immediate else policy.full_jitter(n)
-            except Throttled as throttled:
-                last = throttled
-                wait = policy.exponential(n)
-            except (ClientError, BotoCoreError) as exc:
-                if not is_unavailable(exc):
-                    raise_translated(exc, table=self.table)
-                last = exc
-                wait = policy.exponential(n)
-            if n + 1 < policy.max_attempts and wait:
-                if not deadline.allows(wait):
+        tried = refused = 0
+        out_of_time = False
+        with deadline_scope(deadline):
+            for n in range(policy.max_attempts):
+                if n:
+                    self.usage.count(retries=1)
+                if deadline.expired():
+                    out_of_time = True
                     break
-                policy.sleep(wait)
-        raise self._gave_up(what, deadline, tried, last)
+                tried += 1
+                try:
+                    return attempt(n)
+                except Contention as lost:
+                    last = lost
+                    self.usage.count(conflicts=1)
+                    wait = 0.0 if lost.immediate else policy.full_jitter(n)
+                except Throttled as throttled:
+                    last = throttled
+                    wait = policy.exponential(n)
+                except (ClientError, BotoCoreError, DdbKeysError) as exc:
+                    failure = _unavailable_failure(exc)
+                    if failure is None:
+                        raise_translated(exc, table=table)
+                    last = failure
+                    refused += is_refused(failure)
+                    if refused >= MAX_REFUSED_ATTEMPTS:
+                        raise_translated(failure, table=table)
+                    wait = policy.exponential(n)
+                if n + 1 < policy.max_attempts and wait:
+                    if not deadline.allows(wait):
+                        out_of_time = True
+                        break
+                    policy.sleep(wait)
+        raise self._gave_up(what, table, deadline, tried, last, out_of_time) from last
 
     def _gave_up(
-        self, what: str, deadline: Deadline, tried: int, last: BaseException | None
+        self,
+        what: str,
+        table: str,
+        deadline: Deadline,
+        tried: int,
+        last: BaseException | None,
+        out_of_time: bool,
     ) -> DdbKeysError:
         if isinstance(last, Contention):
-            reason = f"lost {tried} races in a row to other writers"
+            reason = f"lost {tried} race{'s' if tried != 1 else ''} in a row to other writers"
         elif isinstance(last, Throttled):
             reason = f"its transaction was {last}"
         else:
-            reason = failure_text(last)
-        if tried < self.retry.max_attempts and deadline.seconds is not None:
+            reason = ""
+        if out_of_time and deadline.seconds is not None:
+            if not reason:
+                return deadline_exceeded(
+                    what,
+                    table,
+                    deadline.seconds,
+                    tried,
+                    last,
+                    read_timeout=getattr(self.client.meta.config, "read_timeout", None),
+                )
             return DeadlineExceededError(
-                f"Gave up {what} on table {self.table!r} after {deadline.seconds:g} s, the "
-                f"deadline (deadline=, --timeout): {reason}; {tried} attempt(s).",
+                f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
+                f"deadline; raise it with deadline= or --timeout): {reason}, {tried} "
+                f"attempt{'s' if tried != 1 else ''}.",
                 seconds=deadline.seconds,
                 attempts=tried,
-                table=self.table,
+                table=table,
                 cause=last,
             )
-        advice = (
-            "raise RetryPolicy.max_attempts, or spread the load"
-            if isinstance(last, Contention)
-            else "try again later"
-        )
+        if isinstance(last, Contention):
+            advice = "Raise RetryPolicy.max_attempts, or spread the load."
+        else:
+            reason = reason or describe_failure(last, times=tried)
+            advice = "Try again later."
         return RetriesExhaustedError(
-            f"Gave up {what} on table {self.table!r} after {tried} attempts: {reason}. "
-            f"{advice[0].upper()}{advice[1:]}.",
+            f"Gave up on {what} on table {table!r} after {tried} attempts "
+            f"(RetryPolicy.max_attempts): {reason}. {advice}",
             attempts=tried,
-            table=self.table,
+            table=table,
             cause=last,
         )
 
 
-def failure_text(exc: BaseException | None) -> str:
-    """What went wrong with the last request, in words (the endpoint silent, refused,
-    throttling...)."""
-    if exc is None:
-        return "no attempt could be made"
-    endpoint = getattr(exc, "kwargs", {}).get("endpoint_url")
-    where = f"the DynamoDB endpoint {endpoint}" if endpoint else "the DynamoDB endpoint"
-    if isinstance(exc, ReadTimeoutError):
-        return f"{where} did not answer in time (read timeout)"
-    if isinstance(exc, (EndpointConnectionError, ConnectTimeoutError)):
-        return f"could not connect to {where}: is it running?"
-    if isinstance(exc, ConnectionClosedError):
-        return f"{where} closed the connection before answering"
-    if isinstance(exc, ClientError):
-        return f"DynamoDB answered {error_code(exc)} ({error_message(exc)})"
-    return str(exc)
+def _unavailable_failure(exc: BaseException) -> BaseException | None:
+    """The botocore failure behind ``exc`` when it is worth the same request again after a
+    wait (throttling, 5xx, a timeout, a dropped or refused connection), else None. A
+    DdbKeysError counts by its cause, unless it is already a final verdict on retries."""
+    if isinstance(exc, (RetriesExhaustedError, DeadlineExceededError)):
+        return None
+    failure = exc.cause if isinstance(exc, DdbKeysError) else exc
+    if failure is None or not is_unavailable(failure):
+        return None
+    return failure
 
 
 @dataclass(frozen=True)

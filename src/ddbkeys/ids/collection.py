@@ -33,7 +33,6 @@ from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = ["CollectionSequence"]
@@ -92,8 +91,8 @@ class CollectionSequence(IdStrategy):
 
     def __init__(
         self,
-        client: DynamoDBClient,
-        table: str,
+        client: object,
+        table: str | None = None,
         *,
         width: int = 10,
         prefix: str = "",
@@ -116,19 +115,21 @@ class CollectionSequence(IdStrategy):
             allow_global_tables=allow_global_tables,
             deadline=deadline,
         )
-        check_padding(width, prefix, table=table)
+        check_padding(width, prefix, table=self.table)
         if on_conflict not in ("next", "requery"):
             raise ConfigurationError(
-                f"on_conflict must be 'next' or 'requery', not {on_conflict!r}.", table=table
+                f"on_conflict must be 'next' or 'requery', not {on_conflict!r}.", table=self.table
             )
         self.width = width
         self.prefix = prefix
         self.consistent_read = consistent_read
         self.on_conflict = on_conflict
-        self.token_attribute = check_name("token attribute", token_attribute, table=table)
+        self.token_attribute = check_name("token attribute", token_attribute, table=self.table)
         self.group_commit = group_commit
         self.never_reuse = bool(never_reuse)
-        self.counter_attribute = check_name("counter attribute", counter_attribute, table=table)
+        self.counter_attribute = check_name(
+            "counter attribute", counter_attribute, table=self.table
+        )
         self._lock = threading.Lock()
         self._groups: dict[str, GroupCommit[Item, int]] = {}
         self._highest: dict[str, int] = {}

@@ -23,7 +23,6 @@ from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import check_name
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = ["AtomicCounter", "CounterBackwardsError"]
@@ -72,8 +71,8 @@ class AtomicCounter(IdStrategy):
 
     def __init__(
         self,
-        client: DynamoDBClient,
-        table: str,
+        client: object,
+        table: str | None = None,
         name: str = "counter",
         *,
         key_attribute: str | None = None,
@@ -87,20 +86,20 @@ class AtomicCounter(IdStrategy):
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
-        self.name = check_name("counter name", name, table=table)
-        self.attribute = check_name("counter attribute", attribute, table=table)
+        self.name = check_name("counter name", name, table=self.table)
+        self.attribute = check_name("counter attribute", attribute, table=self.table)
         self.key_attribute = (
-            check_name("key attribute", key_attribute, table=table) if key_attribute else None
+            check_name("key attribute", key_attribute, table=self.table) if key_attribute else None
         )
         if key is not None and not isinstance(key, Mapping):
             raise ConfigurationError(
-                f"key must be a mapping of key attributes to values, not {key!r}.", table=table
+                f"key must be a mapping of key attributes to values, not {key!r}.", table=self.table
             )
         self._key_given = key
-        self.start = _positive("start", start, minimum=0, table=table)
-        self.step = _positive("step", step, table=table)
+        self.start = _positive("start", start, minimum=0, table=self.table)
+        self.step = _positive("step", step, table=self.table)
         self.maximum = (
-            _positive("maximum", maximum, minimum=start, table=table)
+            _positive("maximum", maximum, minimum=start, table=self.table)
             if maximum is not None
             else None
         )

@@ -39,7 +39,6 @@ from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, check_table_name, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = ["MAX_BATCH", "GaplessSequence"]
@@ -97,8 +96,8 @@ class GaplessSequence(IdStrategy):
 
     def __init__(
         self,
-        client: DynamoDBClient,
-        table: str,
+        client: object,
+        table: str | None = None,
         name: str = "sequence",
         *,
         key_attribute: str | None = None,
@@ -124,12 +123,14 @@ class GaplessSequence(IdStrategy):
             allow_global_tables=allow_global_tables,
             deadline=deadline,
         )
-        self.name = check_name("sequence name", name, table=table)
+        self.name = check_name("sequence name", name, table=self.table)
         self.key_attribute = key_attribute
         self.counter_table = check_table_name(counter_table) if counter_table else self.table
-        self.counter_attribute = check_name("counter attribute", counter_attribute, table=table)
-        self.id_attribute = check_name("id attribute", id_attribute, table=table)
-        check_padding(width, prefix, table=table)
+        self.counter_attribute = check_name(
+            "counter attribute", counter_attribute, table=self.table
+        )
+        self.id_attribute = check_name("id attribute", id_attribute, table=self.table)
+        check_padding(width, prefix, table=self.table)
         self.width = width
         self.prefix = prefix
         if not isinstance(max_batch, int) or not 1 <= max_batch <= MAX_BATCH:
@@ -137,7 +138,7 @@ class GaplessSequence(IdStrategy):
         if counter_key is not None and not isinstance(counter_key, Mapping):
             raise ConfigurationError(
                 f"counter_key must be a mapping of key attributes to values, not {counter_key!r}.",
-                table=table,
+                table=self.table,
             )
         self._counter_key_given = counter_key
         self._counter: CounterItem | None = None
