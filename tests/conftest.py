@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
+import threading
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -28,6 +30,46 @@ def fault_proxy(ddb_endpoint_url: str) -> Iterator[FaultProxy]:
         )
     with FaultProxy(ddb_endpoint_url) as proxy:
         yield proxy
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a server accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:  # the timeout, or the socket closed
+                continue
+            held.append(connection)  # kept open, never read, never answered
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for connection in held:
+            connection.close()
+        server.close()
+
+
+@pytest.fixture
+def closed_endpoint() -> str:
+    """http://127.0.0.1:PORT where nothing listens (the port was free a moment ago)."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    return f"http://127.0.0.1:{port}"
 
 
 def proxied_client(proxy: FaultProxy, max_attempts: int = 5) -> DynamoDBClient:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys.connect import is_loopback
 from ddbkeys.testing.plugin import ENDPOINT_ENV
 
 if TYPE_CHECKING:
@@ -47,6 +48,13 @@ PAGES = [
 BLOCK = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 TABLES = re.compile(r"<!-- doc-tables: (.*?) -->")
 RUN_ELSEWHERE = {"make demo", "make test"}
+#: What examples that build boto3 objects themselves (``boto3.resource("dynamodb")``) need on
+#: DynamoDB Local, where a developer's AWS profile would give them: set unless already set.
+LOCAL_SETTINGS = {
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_ACCESS_KEY_ID": "local",
+    "AWS_SECRET_ACCESS_KEY": "local",
+}
 
 
 def blocks(text: str) -> list[tuple[str, int, str]]:
@@ -140,6 +148,9 @@ def test_examples_run(
     text = page.read_text(encoding="utf-8")
     names = {name: ddb_table_factory(*keys) for name, keys in declared_tables(text).items()}
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_endpoint_url)
+    if is_loopback(ddb_endpoint_url):  # as a developer's AWS profile would give boto3
+        for name, value in LOCAL_SETTINGS.items():
+            monkeypatch.setenv(name, os.environ.get(name, value))
     monkeypatch.chdir(tmp_path)
     env = shell_env(ddb_endpoint_url)
     fixtures: dict[str, Any] = {"ddb_client": ddb_client, "ddb_table_factory": ddb_table_factory}

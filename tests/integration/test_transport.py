@@ -4,10 +4,7 @@ boto3's resource layer."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import time
-from collections.abc import Iterator
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -22,51 +19,12 @@ from ddbkeys.clients import ResourceClientAdapter, as_client
 from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.testing import FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
+from tests.support.resources import resource
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def silent_endpoint() -> Iterator[str]:
-    """http://127.0.0.1:PORT where a server accepts connections and never answers."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    server.settimeout(0.2)
-    held: list[socket.socket] = []
-    stop = threading.Event()
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except OSError:  # the timeout, or the socket closed
-                continue
-            held.append(connection)  # kept open, never read, never answered
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for connection in held:
-            connection.close()
-        server.close()
-
-
-@pytest.fixture
-def closed_endpoint() -> str:
-    """http://127.0.0.1:PORT where nothing listens (the port was free a moment ago)."""
-    probe = socket.socket()
-    probe.bind(("127.0.0.1", 0))
-    port = probe.getsockname()[1]
-    probe.close()
-    return f"http://127.0.0.1:{port}"
 
 
 def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
@@ -211,16 +169,6 @@ ITEM: dict[str, Any] = {
     "bs": {"BS": [b"\x01", b"\x02"]},
     "yes": {"BOOL": True},
 }
-
-
-def resource(endpoint: str) -> Any:
-    return boto3.resource(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="a",
-        aws_secret_access_key="b",
-    )
 
 
 def sets_sorted(item: dict[str, Any]) -> dict[str, Any]:

@@ -316,6 +316,21 @@ def counter_item_key(
     return {pk.name: key_value(pk, name, table=table)}
 
 
+def read_counter(strategy: IdStrategy, counter: CounterItem) -> Any:
+    """The counter attribute as the counter item holds it, raw (None when the item or the
+    attribute is missing): one strongly consistent GetItem (1 read unit), counted."""
+    response = strategy.client.get_item(
+        TableName=counter.table,
+        Key=counter.key,
+        ConsistentRead=True,
+        ProjectionExpression="#v",
+        ExpressionAttributeNames={"#v": counter.attribute},
+        ReturnConsumedCapacity="TOTAL",
+    )
+    strategy.usage.add(response, write=False)
+    return response.get("Item", {}).get(counter.attribute)
+
+
 def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, Any]:
     """A transaction action that writes ``item`` only if no item with its key exists."""
     return {

@@ -19,12 +19,14 @@ from ddbkeys.errors import (
 )
 from ddbkeys.ids.base import (
     Contention,
+    CounterItem,
     GroupCommit,
     IdStrategy,
     SequenceExhaustedError,
     Throttled,
     cancelled_error,
     put_if_new,
+    read_counter,
     transact,
 )
 from ddbkeys.ids.cancellation import Verdict
@@ -366,18 +368,9 @@ class CollectionSequence(IdStrategy):
         return {pk.name: partition_key_value, sk.name: self.sort_key_value(0)}
 
     def _read_counter(self, pk_value: AttributeValueTypeDef) -> int | None:
-        key = self.counter_key(pk_value)
-        response = self.client.get_item(
-            TableName=self.table,
-            Key=key,
-            ConsistentRead=True,
-            ProjectionExpression="#c",
-            ExpressionAttributeNames={"#c": self.counter_attribute},
-            ReturnConsumedCapacity="TOTAL",
-        )
-        self.usage.add(response, write=False)
-        value = response.get("Item", {}).get(self.counter_attribute)
-        return counter_value(value, table=self.table, key=key, attribute=self.counter_attribute)
+        counter = CounterItem(self.table, self.counter_key(pk_value), self.counter_attribute)
+        value = read_counter(self, counter)
+        return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
 
     def _put_counted(
         self, items: list[Item], plan: dict[str, Any], pk_value: AttributeValueTypeDef, new: int

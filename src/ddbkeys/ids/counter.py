@@ -13,10 +13,12 @@ from botocore.exceptions import ClientError
 from ddbkeys.capacity import Usage
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
 from ddbkeys.ids.base import (
+    CounterItem,
     CounterStateError,
     IdStrategy,
     SequenceExhaustedError,
     counter_item_key,
+    read_counter,
 )
 from ddbkeys.ids.values import MAX_ID, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
@@ -243,16 +245,7 @@ class AtomicCounter(IdStrategy):
 
     def _read(self) -> Any:
         """The counter attribute as the item holds it (strongly consistent; 1 read unit)."""
-        response = self.client.get_item(
-            TableName=self.table,
-            Key=self.key,
-            ConsistentRead=True,
-            ProjectionExpression="#v",
-            ExpressionAttributeNames={"#v": self.attribute},
-            ReturnConsumedCapacity="TOTAL",
-        )
-        self.usage.add(response, write=False)
-        return response.get("Item", {}).get(self.attribute)
+        return read_counter(self, CounterItem(self.table, self.key, self.attribute))
 
     def current(self) -> int | None:
         """The last id given out, or None before the first."""

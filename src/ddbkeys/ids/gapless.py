@@ -23,6 +23,7 @@ from ddbkeys.ids.base import (
     cancelled_error,
     counter_item_key,
     put_if_new,
+    read_counter,
     transact,
 )
 from ddbkeys.ids.cancellation import Cancellation, Verdict
@@ -243,17 +244,7 @@ class GaplessSequence(IdStrategy):
         return prepared
 
     def _read_last(self) -> int:
-        counter = self.counter()
-        response = self.client.get_item(
-            TableName=counter.table,
-            Key=counter.key,
-            ConsistentRead=True,
-            ProjectionExpression="#v",
-            ExpressionAttributeNames={"#v": counter.attribute},
-            ReturnConsumedCapacity="TOTAL",
-        )
-        self.usage.add(response, write=False)
-        return self._value(response.get("Item", {}).get(counter.attribute))
+        return self._value(read_counter(self, self.counter()))
 
     def _value(self, value: Mapping[str, Any] | None) -> int:
         counter = self.counter()
@@ -382,7 +373,7 @@ class GaplessSequence(IdStrategy):
             # did not write (the counter is behind the table).
             blocked = taken if target is None else list(live)
             for index in blocked:
-                results[index] = self._exists_error(items[index], cancellation, live, index, last)
+                results[index] = self._exists_error(items[index], cancellation, last)
             if atomic:
                 raise results[blocked[0]]  # type: ignore[misc]
             live[:] = [i for i in live if results[i] is None]
@@ -400,13 +391,9 @@ class GaplessSequence(IdStrategy):
         self,
         item: Item,
         cancellation: Cancellation,
-        live: list[int],
-        index: int,
         last: int | None,
     ) -> ItemExistsError:
         info = self.table_info()
-        position = live.index(index) + 1
-        old = cancellation.old_item(position)
         if self._id_target() is None:
             key = item_key(item, info)
             return ItemExistsError(

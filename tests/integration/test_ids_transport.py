@@ -1,0 +1,238 @@
+"""The id strategies with what boto3 users hold (a resource, a Table, a resource's client), and
+with endpoints that never answer, refuse connections or throttle: every call ends within its
+deadline, and the error says what the endpoint did."""
+
+from __future__ import annotations
+
+import time
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import boto3
+import pytest
+from botocore.config import Config
+from click.testing import CliRunner
+
+from ddbkeys import (
+    ConfigurationError,
+    DeadlineExceededError,
+    EndpointUnreachableError,
+    make_client,
+)
+from ddbkeys.cli import cli
+from ddbkeys.ids import (
+    AtomicCounter,
+    BlockAllocator,
+    CollectionSequence,
+    GaplessSequence,
+    audit_attribute,
+    audit_collection,
+)
+from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+from tests.support.resources import resource
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+KINDS = ["resource", "table", "resource client", "table client"]
+
+
+def held(endpoint: str, table: str, kind: str) -> tuple[Any, str | None]:
+    """What a boto3 user of that kind passes: the object, and the table name beside it (None
+    for a Table, which names itself)."""
+    service = resource(endpoint)
+    given: Any = {
+        "resource": service,
+        "table": service.Table(table),
+        "resource client": service.meta.client,
+        "table client": service.Table(table).meta.client,
+    }[kind]
+    return given, None if kind == "table" else table
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_counters_and_blocks_from_resource_objects(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, kind: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    given, name = held(ddb_endpoint_url, table, kind)
+    counter = AtomicCounter(given, name, "orders")
+    assert counter.table == table
+    assert [counter.next(), counter.next()] == [1, 2]
+    assert list(counter.reserve(3)) == [3, 4, 5]
+    assert counter.current() == 5
+    counter.set(41)
+    assert AtomicCounter(given, name, "orders").next() == 42
+    blocks = BlockAllocator(AtomicCounter(given, name, "tickets"), 10)
+    assert [blocks.next() for _ in range(25)] == list(range(1, 26))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_gapless_from_resource_objects_stores_what_a_low_level_client_stores(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, kind: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    given, name = held(ddb_endpoint_url, table, kind)
+    sequence = GaplessSequence(given, name, "users")
+    plain = {"pk": "User#Kirk", "rank": Decimal("1.5"), "tags": {"a", "b"}, "raw": b"\x00"}
+    assert sequence.put(plain) == 1
+    typed = {"pk": {"S": "User#Spock"}, "m": {"M": {"S": {"S": "looks typed"}}}}
+    assert sequence.put(typed, typed=True) == 2
+    assert sequence.put_many([{"pk": "User#Uhura"}, {"pk": "User#Sulu"}]) == [3, 4]
+    assert sequence.current() == 4
+    kirk = ddb_client.get_item(TableName=table, Key={"pk": {"S": "User#Kirk"}})["Item"]
+    assert kirk["rank"] == {"N": "1.5"} and kirk["raw"] == {"B": b"\x00"}
+    assert sorted(kirk["tags"]["SS"]) == ["a", "b"] and kirk["id"] == {"N": "1"}
+    spock = ddb_client.get_item(TableName=table, Key={"pk": {"S": "User#Spock"}})["Item"]
+    assert spock["m"] == {"M": {"S": {"S": "looks typed"}}}  # a map, not a map of maps
+    report = audit_attribute(given, name, "id")
+    assert (report.count, report.gaps, report.duplicates) == (4, [], {})
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_collections_from_resource_objects(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, kind: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    given, name = held(ddb_endpoint_url, table, kind)
+    sequence = CollectionSequence(given, name, never_reuse=True)
+    assert [sequence.put("projectA", {"title": "x"}) for _ in range(3)] == [1, 2, 3]
+    assert sequence.put("projectB", {"title": {"S": "y"}}, typed=True) == 1
+    items = ddb_client.query(
+        TableName=table,
+        KeyConditionExpression="pk = :p",
+        ExpressionAttributeValues={":p": {"S": "projectB"}},
+    )["Items"]
+    assert [(i["sk"], i.get("title")) for i in items] == [
+        ({"N": "0"}, None),  # the never_reuse counter item
+        ({"N": "1"}, {"S": "y"}),
+    ]
+    report = audit_collection(given, name, "projectA")
+    assert (report.count, report.gaps, report.duplicates) == (3, [], {})
+
+
+def test_a_table_and_another_name_is_refused(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    service = resource(ddb_endpoint_url)
+    with pytest.raises(ConfigurationError) as raised:
+        AtomicCounter(service.Table(table), "orders")
+    assert str(raised.value) == (
+        f"Two tables named: the Table object is {table!r} but table='orders' was given as "
+        "well; pass one of them."
+    )
+    with pytest.raises(ConfigurationError) as no_table:
+        GaplessSequence(service)
+    assert str(no_table.value) == (
+        "GaplessSequence needs a table: pass table= with its name, or a boto3 Table object as "
+        "the client."
+    )
+    with pytest.raises(ConfigurationError, match="not the string 'orders'"):
+        AtomicCounter("orders", table)
+
+
+# --- endpoints that never answer, refuse, or throttle -----------------------------------------
+
+PUT = ["ids", "put", "-t", "orders", "-s", "gapless", "--item", '{"pk": "a"}']
+NEXT = ["ids", "next", "-t", "orders", "--counter", "order"]
+
+
+@pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])
+def test_cli_id_commands_end_at_their_timeout_on_a_silent_endpoint(
+    silent_endpoint: str, command: list[str]
+) -> None:
+    started = time.monotonic()
+    arguments = [*command, "--endpoint-url", silent_endpoint, "--timeout", "2"]
+    result = CliRunner().invoke(cli, arguments)
+    elapsed = time.monotonic() - started
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: Gave up on DescribeTable on table 'orders' after 2.0 s (the deadline; raise it "
+        f"with deadline= or --timeout): the DynamoDB endpoint {silent_endpoint}/ did not answer "
+        "within 2 s (read timeout), 1 attempt.\n"
+    )
+    assert 2 <= elapsed < 2 + 2 + 5
+
+
+def test_library_ends_at_its_deadline_on_a_client_of_its_own(silent_endpoint: str) -> None:
+    """A client the caller built (read timeout 3 s, botocore's standard mode with 10 attempts):
+    botocore would wait 10 x 3 s; inside the deadline it stops after the first read timeout."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=silent_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+        config=Config(read_timeout=3, retries={"mode": "standard", "total_max_attempts": 10}),
+    )
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        GaplessSequence(client, "orders", deadline=1).put({"pk": "a"})
+    elapsed = time.monotonic() - started
+    assert 3 <= elapsed < 1 + 3 + 5
+    assert raised.value.attempts == 1 and raised.value.seconds == 1
+    assert str(raised.value).endswith(
+        f"{silent_endpoint}/ did not answer within 3 s (read timeout), 1 attempt."
+    )
+
+
+@pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])
+def test_cli_id_commands_on_a_closed_port(closed_endpoint: str, command: list[str]) -> None:
+    started = time.monotonic()
+    result = CliRunner().invoke(cli, [*command, "--endpoint-url", closed_endpoint])
+    assert time.monotonic() - started < 10
+    assert result.exit_code == 1
+    assert result.stderr == (
+        f"Error: Could not connect to the DynamoDB endpoint {closed_endpoint}/: is it running, "
+        "and is the URL right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.\n"
+    )
+    with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+        AtomicCounter(make_client(closed_endpoint), "orders").next()
+
+
+def test_throttled_counter_gives_up_within_its_deadline(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    counter = AtomicCounter(make_client(fault_proxy.endpoint_url, timeout=2), table, deadline=2)
+    assert counter.next() == 1
+    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        counter.next()
+    assert time.monotonic() - started < 2 + 1
+    throttles = fault_proxy.counts["throttle"]
+    assert throttles == raised.value.attempts > 3
+    assert fault_proxy.counts_by_operation[("UpdateItem", "throttle")] == throttles
+    assert str(raised.value) == (
+        f"Gave up on moving counter 'counter' on table {table!r} after 2.0 s (the deadline; "
+        "raise it with deadline= or --timeout): throttled "
+        f"(ProvisionedThroughputExceededException) {throttles} times, {throttles} attempts."
+    )
+    item = ddb_client.get_item(TableName=table, Key={"pk": {"S": "counter"}})["Item"]
+    assert item["last_id"] == {"N": "1"}  # nothing moved
+
+
+def test_throttled_gapless_put_through_the_cli(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"TransactWriteItems"})))
+    url = fault_proxy.endpoint_url
+    started = time.monotonic()
+    put = ["ids", "put", "-t", table, "-s", "gapless", "--item", '{"pk": "a"}']
+    result = CliRunner().invoke(cli, [*put, "--timeout", "2", "--endpoint-url", url])
+    assert time.monotonic() - started < 2 + 2
+    assert result.exit_code == 1
+    throttles = fault_proxy.counts_by_operation[("TransactWriteItems", "throttle")]
+    assert throttles > 3
+    assert result.stderr.startswith(
+        f"Error: Gave up on writing 1 item(s) with sequence 'sequence' on table {table!r} after "
+        "2.0 s (the deadline; raise it with deadline= or --timeout): throttled "
+        "(ProvisionedThroughputExceededException) "
+    )
+    assert ddb_client.scan(TableName=table)["Items"] == []  # nothing written
