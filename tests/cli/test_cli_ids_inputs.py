@@ -388,7 +388,8 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         [*PUT, "--counter-key", '{"pk": "sequence", "sk": 1}', "--item", '{"pk": "b"}'],
         None,
         1,
-        "counter_key= names 'sk', which is not a key attribute of table {t!r}; its key is (pk).",
+        "counter_key= (--counter-key) names 'sk', which is not a key attribute of table {t!r}; "
+        "its key is (pk).",
     ),
     (
         [*PUT, "--counter-table", "no-such-table", "--item", '{"pk": "b"}'],
@@ -504,12 +505,13 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "counter"}'],
         1,
-        "key= has no 'sk', a key attribute (N) of table {t!r}.",
+        "key= (--counter-key) has no 'sk', a key attribute (N) of table {t!r}.",
     ),
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "counter", "sk": "0"}'],
         1,
-        "Key attribute 'sk' of table {t!r} is a number (N); key= gives a string (S): '0'.",
+        "Key attribute 'sk' of table {t!r} is a number (N); key= (--counter-key) gives a "
+        "string (S): '0'.",
     ),
     (
         ["next", "-t", "{t}"],

@@ -340,9 +340,11 @@ def test_counter_key_errors_name_the_real_parameter(
     with pytest.raises(KeySchemaError) as raised:
         AtomicCounter(ddb_client, table, key={"pk": "c", "sk": "x"}).next()
     assert str(raised.value) == (
-        f"Key attribute 'sk' of table {table!r} is a number (N); key= gives a string (S): 'x'."
+        f"Key attribute 'sk' of table {table!r} is a number (N); key= (--counter-key) gives a "
+        "string (S): 'x'."
     )
-    with pytest.raises(KeySchemaError, match=r"counter_key= names 'other', which is not a key"):
+    not_a_key = r"counter_key= \(--counter-key\) names 'other', which is not a key"
+    with pytest.raises(KeySchemaError, match=not_a_key):
         GaplessSequence(ddb_client, table, counter_key={"pk": "c", "sk": 0, "other": 1}).current()
     assert AtomicCounter(ddb_client, table, key={"pk": "c", "sk": 0}).next() == 1
 

@@ -289,16 +289,17 @@ def counter_item_key(
     table = table or strategy.table
     info = strategy.table_info(table)
     pk = info.partition_key
+    named = f"{key_parameter}= (--counter-key)"
     if given is not None:
         key = to_attributes(given, table=table)
         extra = sorted(set(key) - set(info.key_names()))
         if extra:
             raise KeySchemaError(
-                f"{key_parameter}= names {', '.join(map(repr, extra))}, which is not a key "
+                f"{named} names {', '.join(map(repr, extra))}, which is not a key "
                 f"attribute of table {table!r}; its key is ({', '.join(info.key_names())}).",
                 table=table,
             )
-        check_item_key(key, info, where=f"{key_parameter}=")
+        check_item_key(key, info, where=named)
         return key
     if key_attribute and key_attribute != pk.name:
         raise KeySchemaError(
