@@ -28,6 +28,7 @@ __all__ = [
     "is_dynamodb_json",
     "looks_typed",
     "serialize_plain",
+    "show_value",
     "to_attributes",
 ]
 
@@ -431,3 +432,18 @@ def key_value(attribute: KeyAttribute, value: object, *, table: str) -> Attribut
 
 _SERIALIZER = _ExactSerializer()
 _DESERIALIZER = _ExactDeserializer()
+
+
+def show_value(value: Mapping[str, Any] | None) -> str:
+    """An AttributeValue as a reader knows it: ``'41'`` for a string, ``5.5`` for a number,
+    ``b'\\x01'`` for binary, and the typed form for anything else."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return repr(value)
+    kind, raw = next(iter(value.items()))
+    if kind == "S":
+        return repr(str(raw))
+    if kind == "N":
+        return str(raw)
+    if kind == "B":
+        return repr(bytes(raw) if isinstance(raw, (bytes, bytearray)) else raw)
+    return repr(dict(value))

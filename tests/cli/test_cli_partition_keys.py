@@ -84,16 +84,25 @@ def test_index_commands(
         "1 marker(s) written, 0 already there\n"
     )
     backfill = run(ddb_endpoint_url, "index", "backfill", "-t", table)
-    assert backfill.stdout == "4 marker(s) written\n"
-    assert run(ddb_endpoint_url, "index", "verify", "-t", table, "--strict").exit_code == 0
+    assert backfill.stdout == "4 marker(s) written, 1 already there\n"
+    assert run(ddb_endpoint_url, "index", "verify", "-t", table).exit_code == 0
     listed = run(ddb_endpoint_url, "-t", table, "--method", "index")
     assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]
     assert "(index)" in listed.stderr
-    assert run(ddb_endpoint_url, "index", "unmark", "-t", table, "k004").stdout == (
-        "1 marker(s) removed\n"
+    assert run(ddb_endpoint_url, "index", "unmark", "-t", table, "k004", "k009").stdout == (
+        "1 marker(s) removed, 1 not there\n"
     )
     repair = run(ddb_endpoint_url, "index", "repair", "-t", table)
-    assert "missing markers: 1: k004" in repair.stdout
+    assert repair.exit_code == 0
+    assert repair.stdout.splitlines()[1:] == [
+        "missing markers: 1: k004",
+        "orphaned markers: 0",
+        "collections that cannot be marked (data at the marker's key): 0",
+        "markers written: 1: k004",
+        "orphaned markers removed: 0",
+        "REPAIRED",
+    ]
+    assert run(ddb_endpoint_url, "index", "verify", "-t", table).stdout.splitlines()[-1] == "OK"
 
 
 def test_errors(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:

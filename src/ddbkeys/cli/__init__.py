@@ -10,6 +10,7 @@ from ddbkeys.cli.demo import demo_command
 from ddbkeys.cli.iam_cmd import iam_policy_command
 from ddbkeys.cli.ids import ids_group
 from ddbkeys.cli.local_cmd import local_command
+from ddbkeys.cli.marker_index import index_group
 from ddbkeys.cli.partition_keys import partition_keys_group
 
 __all__ = ["cli", "main"]
@@ -29,6 +30,7 @@ def cli() -> None:
 cli.add_command(demo_command)
 cli.add_command(local_command)
 cli.add_command(ids_group)
+partition_keys_group.add_command(index_group)
 cli.add_command(partition_keys_group)
 cli.add_command(iam_policy_command)
 

@@ -22,6 +22,7 @@ from rich.spinner import Spinner
 from ddbkeys.connect import make_client
 from ddbkeys.errors import DdbKeysError, one_line, translate_error
 from ddbkeys.local import DynamoDBLocal
+from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.retry import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
@@ -242,3 +243,15 @@ def json_key(value: object) -> object:
     if isinstance(value, Decimal):
         return str(value)
     return value
+
+
+def index_options(func: F) -> F:
+    func = click.option(
+        "--marker-attribute",
+        default=DEFAULT_MARKER_ATTRIBUTE,
+        show_default=True,
+        help="The attribute that keys the marker index.",
+    )(func)
+    return click.option(
+        "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
+    )(func)

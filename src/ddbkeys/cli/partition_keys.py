@@ -8,45 +8,26 @@ import signal
 import sys
 import threading
 import time
-from typing import Any
 
 import click
 from rich.console import Console
 
 from ddbkeys.cli.common import (
     Connection,
-    F,
     StatusLine,
     connection_options,
     echo_json,
+    index_options,
     json_key,
-    output_option,
-    parse_key,
     show_key,
-    table_option,
 )
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys import (
-    DEFAULT_INDEX,
-    DEFAULT_MARKER_ATTRIBUTE,
     METHODS,
     Listing,
-    MarkerIndex,
     distinct_partition_keys,
     plain_key,
 )
-
-
-def index_options(func: F) -> F:
-    func = click.option(
-        "--marker-attribute",
-        default=DEFAULT_MARKER_ATTRIBUTE,
-        show_default=True,
-        help="The attribute that keys the marker index.",
-    )(func)
-    return click.option(
-        "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
-    )(func)
 
 
 def usage_line(listing: Listing, *, progress: bool = False) -> str:
@@ -256,208 +237,3 @@ def partition_keys_group(
         )
     if not quiet:
         click.echo(usage_line(listing), err=True)
-
-
-@partition_keys_group.group("index")
-def index_group() -> None:
-    """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
-
-    \b
-    Set it up once, keep it up as collections come and go:
-      ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
-      ddbkeys partition-keys index backfill -t T   # mark every existing collection
-      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
-      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
-      ddbkeys partition-keys index verify   -t T   # compare the index with the table
-      ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
-    Then `ddbkeys partition-keys -t T` lists the keys by scanning the index.
-    """
-
-
-def open_index(
-    connection: Connection, table_name: str, index_name: str, marker_attribute: str
-) -> MarkerIndex:
-    return MarkerIndex(
-        connection.client(),
-        table_name,
-        name=index_name,
-        attribute=marker_attribute,
-        deadline=connection.timeout,
-    )
-
-
-def for_each_key(
-    connection: Connection,
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    keys: tuple[str, ...],
-    action: str,
-) -> int:
-    """Mark or unmark each of KEYS (given as text, in the table's key type); how many changed."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    key_type = index.info.partition_key.type
-    change = index.mark if action == "mark" else index.unmark
-    return sum(change(parse_key(k, key_type, table_name, "KEYS")) for k in keys)
-
-
-@index_group.command("create")
-@table_option
-@index_options
-@click.option("--no-wait", is_flag=True, help="Return without waiting for the index to be ACTIVE.")
-@connection_options
-@output_option
-def create_command(
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    no_wait: bool,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there)."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    index.create(wait=not no_wait)
-    status = index.status()
-    if output == "json":
-        echo_json({"table": table_name, "index": index_name, "status": status})
-    else:
-        click.echo(f"Index {index_name} of table {table_name}: {status}")
-
-
-@index_group.command("mark")
-@click.argument("keys", nargs=-1, required=True)
-@table_option
-@index_options
-@connection_options
-@output_option
-def mark_command(
-    keys: tuple[str, ...],
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Put the marker into the collections KEYS (base64 for binary keys). Idempotent."""
-    written = for_each_key(connection, table_name, index_name, marker_attribute, keys, "mark")
-    if output == "json":
-        echo_json({"table": table_name, "written": written, "already": len(keys) - written})
-    else:
-        click.echo(f"{written} marker(s) written, {len(keys) - written} already there")
-
-
-@index_group.command("unmark")
-@click.argument("keys", nargs=-1, required=True)
-@table_option
-@index_options
-@connection_options
-@output_option
-def unmark_command(
-    keys: tuple[str, ...],
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Remove the marker of the collections KEYS."""
-    removed = for_each_key(connection, table_name, index_name, marker_attribute, keys, "unmark")
-    if output == "json":
-        echo_json({"table": table_name, "removed": removed})
-    else:
-        click.echo(f"{removed} marker(s) removed")
-
-
-@index_group.command("backfill")
-@table_option
-@index_options
-@connection_options
-@output_option
-def backfill_command(
-    table_name: str, index_name: str, marker_attribute: str, connection: Connection, output: str
-) -> None:
-    """Mark every collection of the table (found with the skip scan)."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    stderr = Console(stderr=True)
-    status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
-    if status is not None:
-        status.start()
-    try:
-        written = index.backfill(
-            progress=(lambda n: status.update(f"{n} markers written")) if status else None
-        )
-    finally:
-        if status is not None:
-            status.stop()
-    if output == "json":
-        echo_json({"table": table_name, "written": written, "usage": index.usage.snapshot()})
-    else:
-        click.echo(f"{written} marker(s) written")
-
-
-def _report(report: Any, output: str, table_name: str, repaired: bool) -> None:
-    if output == "json":
-        echo_json(
-            {
-                "table": table_name,
-                "index": report.index,
-                "collections": report.collections,
-                "markers": report.markers,
-                "missing": [json_key(plain_key(k)) for k in report.missing],
-                "orphans": [json_key(plain_key(k)) for k in report.orphans],
-                "healthy": report.healthy,
-                "repaired": repaired,
-            }
-        )
-        return
-    click.echo(f"{report.collections} collections, {report.markers} markers")
-    missing = ", ".join(show_key(plain_key(k)) for k in report.missing[:20])
-    orphans = ", ".join(show_key(plain_key(k)) for k in report.orphans[:20])
-    click.echo(f"missing markers: {len(report.missing)}" + (f": {missing}" if missing else ""))
-    click.echo(f"orphaned markers: {len(report.orphans)}" + (f": {orphans}" if orphans else ""))
-    if repaired:
-        click.echo("REPAIRED" if not report.healthy else "OK")
-    else:
-        click.echo("OK" if report.healthy else "NOT HEALTHY (run `index repair`)")
-
-
-@index_group.command("verify")
-@table_option
-@index_options
-@click.option("--strict", is_flag=True, help="Exit with code 1 when the index is not healthy.")
-@connection_options
-@output_option
-def verify_command(
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    strict: bool,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Compare the marker index with the table: missing and orphaned markers."""
-    report = open_index(connection, table_name, index_name, marker_attribute).verify()
-    _report(report, output, table_name, repaired=False)
-    if strict and not report.healthy:
-        raise click.exceptions.Exit(1)
-
-
-@index_group.command("repair")
-@table_option
-@index_options
-@click.option("--keep-orphans", is_flag=True, help="Do not remove orphaned markers.")
-@connection_options
-@output_option
-def repair_command(
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    keep_orphans: bool,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Mark the collections verify finds unmarked, and remove orphaned markers."""
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    report = index.repair(remove_orphans=not keep_orphans)
-    _report(report, output, table_name, repaired=True)

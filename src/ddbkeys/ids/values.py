@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.errors import ConfigurationError, KeySchemaError
 from ddbkeys.ids.errors import CounterStateError, SequenceExhaustedError
+from ddbkeys.schema import show_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -40,21 +41,6 @@ _TYPE_NAMES = {
     "NS": "a number set (NS)",
     "BS": "a binary set (BS)",
 }
-
-
-def show_value(value: Mapping[str, Any] | None) -> str:
-    """An AttributeValue as a reader knows it: ``'41'`` for a string, ``5.5`` for a number,
-    ``b'\\x01'`` for binary, and the typed form for anything else."""
-    if not isinstance(value, Mapping) or len(value) != 1:
-        return repr(value)
-    kind, raw = next(iter(value.items()))
-    if kind == "S":
-        return repr(str(raw))
-    if kind == "N":
-        return str(raw)
-    if kind == "B":
-        return repr(bytes(raw) if isinstance(raw, (bytes, bytearray)) else raw)
-    return repr(dict(value))
 
 
 def type_name(value: Mapping[str, Any] | None) -> str:

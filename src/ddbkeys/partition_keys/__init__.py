@@ -35,7 +35,9 @@ from ddbkeys.partition_keys.base import (
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
+    BackfillReport,
     IndexMethod,
+    MarkerClashError,
     MarkerIndex,
     VerifyReport,
 )
@@ -52,7 +54,9 @@ __all__ = [
     "DEFAULT_MARKER_ATTRIBUTE",
     "MAX_SORT_KEY",
     "METHODS",
+    "BackfillReport",
     "Listing",
+    "MarkerClashError",
     "MarkerIndex",
     "ReadBudget",
     "VerifyReport",

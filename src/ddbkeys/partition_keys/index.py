@@ -4,10 +4,10 @@ KEYS_ONLY global secondary index that holds nothing else, so listing scans only 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from botocore.exceptions import ClientError
 
@@ -17,32 +17,45 @@ from ddbkeys.errors import (
     DdbKeysError,
     KeySchemaError,
     error_code,
+    error_response,
 )
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod, client_and_table
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.partition_keys.skip import PagedSkipMethod
 from ddbkeys.retry import DEFAULT_DEADLINE
-from ddbkeys.schema import TableInfo, describe, key_value
-
-if TYPE_CHECKING:
-    pass
+from ddbkeys.schema import TableInfo, describe, key_value, show_value
 
 __all__ = [
     "DEFAULT_INDEX",
     "DEFAULT_MARKER_ATTRIBUTE",
+    "BackfillReport",
     "IndexMethod",
+    "MarkerClashError",
     "MarkerIndex",
     "VerifyReport",
 ]
 
 DEFAULT_INDEX = "ddbkeys-partition-keys"
 DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
-#: The marker's sort key, by the sort key's type: the smallest value, out of the way of data.
+#: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. A marker is
+#: known by its attribute, never by its sort key: an item at this key without the attribute is
+#: data, and its collection cannot be marked (a clash, reported). The number is -(10**38 - 1),
+#: 38 digits however it is written, so that boto3's TypeDeserializer (38 digits of precision)
+#: reads it back; the string is not the smallest (" " and "!" sort before "#").
 DEFAULT_MARKER_SORT_KEY: dict[str, dict[str, Any]] = {
     "S": {"S": "#ddbkeys#marker"},
-    "N": {"N": "-9.9999999999999999999999999999999999999E+125"},
+    "N": {"N": "-" + "9" * 38},
     "B": {"B": b"\x00"},
 }
+
+
+class MarkerClashError(DdbKeysError):
+    """A collection holds an item that is not a marker at the marker's sort key, so it cannot
+    be marked; ``key`` is the collection's partition key (typed)."""
+
+    def __init__(self, message: str, *, key: Key, table: str | None = None) -> None:
+        super().__init__(message, table=table)
+        self.key = key
 
 
 class IndexMethod(SegmentMethod):
@@ -82,8 +95,13 @@ class IndexMethod(SegmentMethod):
 
 @dataclass
 class VerifyReport:
-    """What ``verify`` found: collections without a marker, and markers whose collection holds
-    nothing else (``orphans``)."""
+    """What ``verify`` found: collections without a marker (``missing``), markers whose
+    collection holds nothing else (``orphans``), and collections that cannot be marked because
+    a data item sits at the marker's sort key (``clashes``, never counted as marked).
+
+    After ``repair``: ``fixed_missing`` and ``fixed_orphans`` say what it did, and
+    ``unfixed`` what it could not fix (the clashes, and anything that failed); ``repaired`` is
+    true only when nothing is left."""
 
     table: str
     index: str
@@ -91,10 +109,29 @@ class VerifyReport:
     markers: int = 0
     missing: list[Any] = field(default_factory=list)
     orphans: list[Any] = field(default_factory=list)
+    clashes: list[Any] = field(default_factory=list)
+    fixed_missing: list[Any] = field(default_factory=list)
+    fixed_orphans: list[Any] = field(default_factory=list)
+    unfixed: list[Any] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:
-        return not self.missing and not self.orphans
+        return not self.missing and not self.orphans and not self.clashes
+
+    @property
+    def repaired(self) -> bool:
+        return not self.unfixed
+
+
+@dataclass
+class BackfillReport:
+    """What ``backfill`` did: markers ``written``, collections already marked (``present``),
+    and collections that cannot be marked (``clashes``: a data item holds the marker's sort
+    key)."""
+
+    written: int = 0
+    present: int = 0
+    clashes: list[Any] = field(default_factory=list)
 
 
 class MarkerIndex:
@@ -128,6 +165,7 @@ class MarkerIndex:
         self.usage = usage or Usage()
         self.deadline = deadline
         self._requests = self._reader()
+        self._checked = False
         self.info = self._requests.call(lambda: describe(self.client, table))
         if self.info.sort_key is None:
             raise KeySchemaError(
@@ -228,23 +266,54 @@ class MarkerIndex:
         return {pk.name: value, sk.name: self.marker_sort_key}
 
     def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
-        """Put the marker into one collection. True if it was written, False if it was there."""
+        """Put the marker into one collection. True if it was written, False if a marker was
+        there already; :class:`MarkerClashError` (nothing written) when an item that is not a
+        marker (it lacks the marker attribute) holds the marker's key."""
         key = self.marker_key(partition_key_value)
         item = dict(key, **{self.attribute: key[self.info.partition_key.name]})
-        response = self._conditional(
-            lambda: self.client.put_item(
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(#pk)",
-                ExpressionAttributeNames={"#pk": self.info.partition_key.name},
-                ReturnConsumedCapacity="TOTAL",
-            )
-        )
+        old: dict[str, Any] = {}
+
+        def put() -> Any:
+            try:
+                return self.client.put_item(
+                    TableName=self.table,
+                    Item=item,
+                    ConditionExpression="attribute_not_exists(#pk)",
+                    ExpressionAttributeNames={"#pk": self.info.partition_key.name},
+                    ReturnConsumedCapacity="TOTAL",
+                    ReturnValuesOnConditionCheckFailure="ALL_OLD",
+                )
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                old.update(error_response(exc).get("Item") or {})
+                return None
+
+        response = self._requests.call(put)
         self.usage.add(response, write=True, items=1 if response is not None else 0)
+        if response is None and self.attribute not in old:
+            raise self._clash(key)
         return response is not None
 
+    def _clash(self, key: dict[str, Any]) -> MarkerClashError:
+        pk, sk = self.info.partition_key, self.info.sort_key
+        assert sk is not None
+        return MarkerClashError(
+            f"Collection {show_value(key[pk.name])} of table {self.table!r} cannot be marked: "
+            f"its item at the marker's sort key ({sk.name} = {show_value(key[sk.name])}) is "
+            f"data, not a marker (it has no {self.attribute!r}); it was left as it is. Give "
+            "the markers another sort key value (marker_sort_key=) for this table.",
+            key=key[pk.name],
+            table=self.table,
+        )
+
     def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
-        """Remove one collection's marker. True if there was one."""
+        """Remove one collection's marker. True if there was one; an item at the marker's key
+        that is not a marker is never removed. An error when the table has no marker index
+        (there are no markers to remove: is it the right table, or index name?)."""
+        if not self._checked:
+            self.check()
+            self._checked = True
         key = self.marker_key(partition_key_value)
         response = self._conditional(
             lambda: self.client.delete_item(
@@ -279,16 +348,28 @@ class MarkerIndex:
     def _index_keys(self, reader: Reader) -> Iterator[Key]:
         yield from IndexMethod(self.info, self).keys(reader, 0, 1, None)
 
-    def backfill(self, progress: Any = None) -> int:
-        """Mark every collection of the table (found with the skip scan). Returns how many
-        markers were written; collections already marked cost one rejected put each."""
-        reader = self._reader()
-        written = 0
-        for key in self._table_keys(reader):
-            written += self.mark(key)
+    def mark_many(self, keys: Iterable[Any], progress: Any = None) -> BackfillReport:
+        """:meth:`mark` each collection of ``keys``: how many were written, already marked,
+        and which cannot be marked (``clashes``, each left as it is). ``progress(written)`` is
+        called after each one."""
+        report = BackfillReport()
+        for key in keys:
+            try:
+                if self.mark(key):
+                    report.written += 1
+                else:
+                    report.present += 1
+            except MarkerClashError as clash:
+                report.clashes.append(clash.key)
             if progress is not None:
-                progress(written)
-        return written
+                progress(report.written)
+        return report
+
+    def backfill(self, progress: Any = None) -> BackfillReport:
+        """Mark every collection of the table (found with the skip scan). Collections already
+        marked cost one rejected put each; a collection whose item at the marker's sort key is
+        data is left as it is and reported (``clashes``)."""
+        return self.mark_many(self._table_keys(self._reader()), progress)
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
@@ -297,7 +378,12 @@ class MarkerIndex:
         table_keys = {_hashable(k) for k in self._table_keys(reader)}
         index_keys = {_hashable(k) for k in self._index_keys(reader)}
         report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
-        report.missing = [_unhash(k) for k in sorted(table_keys - index_keys)]
+        for key in sorted(table_keys - index_keys):
+            unmarked = _unhash(key)
+            if self._holds_data_at_marker(unmarked):
+                report.clashes.append(unmarked)  # it cannot be marked: not "missing"
+            else:
+                report.missing.append(unmarked)
         # A marker whose collection holds nothing else: the data is gone but the marker stays.
         for key in sorted(index_keys):
             if self._alone(_unhash(key)):
@@ -320,14 +406,37 @@ class MarkerIndex:
         self.usage.add(response, write=False, items=len(response.get("Items", [])))
         return len(response.get("Items", [])) < 2 and "LastEvaluatedKey" not in response
 
+    def _holds_data_at_marker(self, key: Key) -> bool:
+        """Whether the collection's item at the marker's key exists and is not a marker."""
+        response = self._requests.call(
+            lambda: self.client.get_item(
+                TableName=self.table,
+                Key=self.marker_key(key),
+                ReturnConsumedCapacity="TOTAL",
+            )
+        )
+        self.usage.add(response, write=False)
+        item = response.get("Item")
+        return item is not None and self.attribute not in item
+
     def repair(self, *, remove_orphans: bool = True) -> VerifyReport:
-        """Mark the collections ``verify`` found unmarked (and remove orphaned markers)."""
+        """Mark the collections ``verify`` found unmarked, and remove orphaned markers (unless
+        ``remove_orphans=False``). What it could not fix is in ``report.unfixed``: collections
+        that cannot be marked (``clashes``), and orphans kept."""
         report = self.verify()
+        report.unfixed.extend(report.clashes)
         for key in report.missing:
-            self.mark(key)
-        if remove_orphans:
-            for key in report.orphans:
+            try:
+                self.mark(key)
+                report.fixed_missing.append(key)
+            except MarkerClashError:  # data written at the marker's key since verify
+                report.unfixed.append(key)
+        for key in report.orphans:
+            if remove_orphans:
                 self.unmark(key)
+                report.fixed_orphans.append(key)
+            else:
+                report.unfixed.append(key)
         return report
 
 

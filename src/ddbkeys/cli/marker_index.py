@@ -1,0 +1,283 @@
+"""``ddbkeys partition-keys index``: create, fill, check and mend the marker index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ddbkeys.cli.common import (
+    Connection,
+    StatusLine,
+    connection_options,
+    echo_json,
+    index_options,
+    json_key,
+    output_option,
+    parse_key,
+    show_key,
+    table_option,
+)
+from ddbkeys.partition_keys import (
+    BackfillReport,
+    MarkerIndex,
+    VerifyReport,
+    plain_key,
+)
+
+__all__ = ["index_group"]
+
+
+@click.group("index")
+def index_group() -> None:
+    """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
+
+    \b
+    Set it up once, keep it up as collections come and go:
+      ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
+      ddbkeys partition-keys index backfill -t T   # mark every existing collection
+      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
+      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+      ddbkeys partition-keys index verify   -t T   # compare the index with the table
+      ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
+    Then `ddbkeys partition-keys -t T` lists the keys by scanning the index.
+    """
+
+
+def open_index(
+    connection: Connection, table_name: str, index_name: str, marker_attribute: str
+) -> MarkerIndex:
+    return MarkerIndex(
+        connection.client(),
+        table_name,
+        name=index_name,
+        attribute=marker_attribute,
+        deadline=connection.timeout,
+    )
+
+
+def parse_keys(index: MarkerIndex, keys: tuple[str, ...], table_name: str) -> list[Any]:
+    """KEYS as given on the command line, in the table's partition key type."""
+    key_type = index.info.partition_key.type
+    return [parse_key(k, key_type, table_name, "KEYS") for k in keys]
+
+
+def clash_error(table_name: str, clashes: list[Any], index: MarkerIndex) -> click.ClickException:
+    """The error (exit 1) for collections that cannot be marked."""
+    shown = ", ".join(show_key(plain_key(k)) for k in clashes[:20])
+    more = f" and {len(clashes) - 20} more" if len(clashes) > 20 else ""
+    return click.ClickException(
+        f"{len(clashes)} collection(s) of table {table_name!r} cannot be marked: {shown}{more}. "
+        "Each holds a data item at the marker's sort key (without "
+        f"{index.attribute!r}), left as it is; give the markers another sort key value "
+        "(marker_sort_key= in Python)."
+    )
+
+
+@index_group.command("create")
+@table_option
+@index_options
+@click.option("--no-wait", is_flag=True, help="Return without waiting for the index to be ACTIVE.")
+@connection_options
+@output_option
+def create_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    no_wait: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there)."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    index.create(wait=not no_wait)
+    status = index.status()
+    if output == "json":
+        echo_json({"table": table_name, "index": index_name, "status": status})
+    else:
+        click.echo(f"Index {index_name} of table {table_name}: {status}")
+
+
+@index_group.command("mark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def mark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Put the marker into the collections KEYS (base64 for binary keys). Idempotent.
+
+    A collection whose item at the marker's sort key is data (it lacks the marker attribute)
+    is not marked: it is named, and the exit code is 1.
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.mark_many(parse_keys(index, keys, table_name))
+    show_marked(report, index, output)
+
+
+@index_group.command("unmark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def unmark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Remove the marker of the collections KEYS (an item at the marker's key that is not a
+    marker is never removed). An error when the table has no marker index."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    removed = sum(index.unmark(key) for key in parse_keys(index, keys, table_name))
+    if output == "json":
+        echo_json({"table": table_name, "removed": removed, "absent": len(keys) - removed})
+    else:
+        click.echo(f"{removed} marker(s) removed, {len(keys) - removed} not there")
+
+
+@index_group.command("backfill")
+@table_option
+@index_options
+@connection_options
+@output_option
+def backfill_command(
+    table_name: str, index_name: str, marker_attribute: str, connection: Connection, output: str
+) -> None:
+    """Mark every collection of the table (found with the skip scan).
+
+    Collections whose item at the marker's sort key is data are not marked: they are named,
+    and the exit code is 1.
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    stderr = Console(stderr=True)
+    status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
+    if status is not None:
+        status.start()
+    try:
+        report = index.backfill(
+            progress=(lambda n: status.update(f"{n} markers written")) if status else None
+        )
+    finally:
+        if status is not None:
+            status.stop()
+    show_marked(report, index, output, usage=True)
+
+
+def show_marked(
+    report: BackfillReport, index: MarkerIndex, output: str, *, usage: bool = False
+) -> None:
+    """What mark or backfill did; the error (exit 1) for collections that cannot be marked."""
+    if output == "json":
+        fields: dict[str, Any] = {
+            "table": index.table,
+            "written": report.written,
+            "already": report.present,
+            "clashes": [json_key(plain_key(k)) for k in report.clashes],
+        }
+        if usage:
+            fields["usage"] = index.usage.snapshot()
+        echo_json(fields)
+    else:
+        click.echo(f"{report.written} marker(s) written, {report.present} already there")
+    if report.clashes:
+        raise clash_error(index.table, report.clashes, index)
+
+
+def _keys(keys: list[Any]) -> str:
+    shown = ", ".join(show_key(plain_key(k)) for k in keys[:20])
+    return f"{len(keys)}" + (f": {shown}" if shown else "") + (", ..." if len(keys) > 20 else "")
+
+
+def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) -> None:
+    if output == "json":
+        fields: dict[str, Any] = {
+            "table": table_name,
+            "index": report.index,
+            "collections": report.collections,
+            "markers": report.markers,
+            "missing": [json_key(plain_key(k)) for k in report.missing],
+            "orphans": [json_key(plain_key(k)) for k in report.orphans],
+            "clashes": [json_key(plain_key(k)) for k in report.clashes],
+            "healthy": report.healthy,
+        }
+        if repaired:
+            fields["fixed_missing"] = [json_key(plain_key(k)) for k in report.fixed_missing]
+            fields["fixed_orphans"] = [json_key(plain_key(k)) for k in report.fixed_orphans]
+            fields["unfixed"] = [json_key(plain_key(k)) for k in report.unfixed]
+            fields["repaired"] = report.repaired
+        echo_json(fields)
+        return
+    click.echo(f"{report.collections} collections, {report.markers} markers")
+    click.echo(f"missing markers: {_keys(report.missing)}")
+    click.echo(f"orphaned markers: {_keys(report.orphans)}")
+    click.echo(
+        f"collections that cannot be marked (data at the marker's key): {_keys(report.clashes)}"
+    )
+    if not repaired:
+        click.echo("OK" if report.healthy else "NOT HEALTHY (run `index repair`)")
+        return
+    click.echo(f"markers written: {_keys(report.fixed_missing)}")
+    click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")
+    if report.healthy:
+        click.echo("OK")
+    elif report.repaired:
+        click.echo("REPAIRED")
+    else:
+        click.echo(f"NOT REPAIRED: {_keys(report.unfixed)} left as they are")
+
+
+@index_group.command("verify")
+@table_option
+@index_options
+@click.option("--strict", is_flag=True, hidden=True, help="Kept for old scripts: now the default.")
+@connection_options
+@output_option
+def verify_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    strict: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Compare the marker index with the table: missing and orphaned markers, and collections
+    that cannot be marked. Exit code 1 when the index is not healthy."""
+    report = open_index(connection, table_name, index_name, marker_attribute).verify()
+    _report(report, output, table_name, repaired=False)
+    if not report.healthy:
+        raise click.exceptions.Exit(1)
+
+
+@index_group.command("repair")
+@table_option
+@index_options
+@click.option("--keep-orphans", is_flag=True, help="Do not remove orphaned markers.")
+@connection_options
+@output_option
+def repair_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    keep_orphans: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Mark the collections verify finds unmarked, and remove orphaned markers. Says what it
+    did and what it could not fix; exit code 1 when something is left."""
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.repair(remove_orphans=not keep_orphans)
+    _report(report, output, table_name, repaired=True)
+    if not report.repaired:
+        raise click.exceptions.Exit(1)
