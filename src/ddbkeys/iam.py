@@ -77,10 +77,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
     "partition-keys index backfill": {"": _n("DescribeTable", "Scan", "PutItem")},
     "partition-keys index verify": {
-        "": _n("DescribeTable", "Scan", "Query") | _n("Scan", on="index")
+        "": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index")
     },
     "partition-keys index repair": {
-        "": _n("DescribeTable", "Scan", "Query", "PutItem", "DeleteItem") | _n("Scan", on="index")
+        "": _n("DescribeTable", "Scan", "Query", "GetItem", "PutItem", "DeleteItem")
+        | _n("Scan", on="index")
     },
 }
 

@@ -47,10 +47,10 @@ def allowed(document: dict[str, Any], call: Call, region: str, account: str) -> 
 def run(fault_proxy: FaultProxy) -> Runner:
     """Run a CLI command through the recording proxy; return the calls it made."""
 
-    def invoke(*args: str, record: bool = True) -> list[Call]:
+    def invoke(*args: str, record: bool = True, exit_code: int = 0) -> list[Call]:
         fault_proxy.reset()
         result = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
-        assert result.exit_code == 0, (args, result.output)
+        assert result.exit_code == exit_code, (args, result.output)
         return list(fault_proxy.calls) if record else []
 
     return invoke
@@ -68,8 +68,8 @@ def scenarios(
             client.put_item(TableName=coll, Item={"pk": {"S": f"k{k}"}, "sk": {"N": str(n)}})
     seen: dict[tuple[str, str], tuple[str | None, list[Call]]] = {}
 
-    def record(command: str, variant: str, table: str, *args: str) -> None:
-        calls = run(*command.split(), *args, "-t", table)
+    def record(command: str, variant: str, table: str, *args: str, exit_code: int = 0) -> None:
+        calls = run(*command.split(), *args, "-t", table, exit_code=exit_code)
         seen.setdefault((command, variant), (table, []))[1].extend(calls)
 
     record("ids next", "", plain)
@@ -90,9 +90,12 @@ def scenarios(
     record("partition-keys index backfill", "", coll)
     record("partition-keys index verify", "", coll)
     run("partition-keys", "index", "unmark", "-t", coll, "k2", record=False)
+    # k2 is missing (is its key free?): not healthy, exit 1
+    record("partition-keys index verify", "", coll, exit_code=1)
+    marker_sk = {"N": "-" + "9" * 38}
     client.put_item(
         TableName=coll,
-        Item={"pk": {"S": "gone"}, "sk": {"N": "-1"}, "ddbkeys_pk": {"S": "gone"}},
+        Item={"pk": {"S": "gone"}, "sk": marker_sk, "ddbkeys_pk": {"S": "gone"}},
     )
     record("partition-keys index repair", "", coll)
     for method in ("index", "auto"):  # auto again: now it takes the index

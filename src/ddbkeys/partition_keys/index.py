@@ -432,10 +432,9 @@ class MarkerIndex:
             except MarkerClashError:  # data written at the marker's key since verify
                 report.unfixed.append(key)
         for key in report.orphans:
-            if remove_orphans:
-                self.unmark(key)
+            if remove_orphans and self.unmark(key):
                 report.fixed_orphans.append(key)
-            else:
+            else:  # kept, or not a marker at the marker's key (an item of the index all the same)
                 report.unfixed.append(key)
         return report
 
