@@ -59,6 +59,8 @@ class TableInfo:
     item_count: int
     size_bytes: int
     index_sizes: Mapping[str, int] = field(default_factory=dict)  # IndexSizeBytes by name
+    #: The table's stream (its LatestStreamArn) while the stream is on, else None.
+    stream_arn: str | None = None
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
@@ -115,6 +117,11 @@ def describe(client: DynamoDBClient, table: str) -> TableInfo:
             index["IndexName"]: int(index.get("IndexSizeBytes", 0))
             for index in description.get("GlobalSecondaryIndexes", [])
         },
+        stream_arn=(
+            description.get("LatestStreamArn")
+            if description.get("StreamSpecification", {}).get("StreamEnabled")
+            else None
+        ),
     )
 
 

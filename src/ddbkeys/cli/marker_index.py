@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Any
 
 import click
@@ -25,6 +27,8 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
+from ddbkeys.partition_keys.follow import FollowReport, StreamFollower
+from ddbkeys.partition_keys.state import STATE_TABLE
 
 __all__ = ["index_group"]
 
@@ -281,3 +285,133 @@ def repair_command(
     _report(report, output, table_name, repaired=True)
     if not report.repaired:
         raise click.exceptions.Exit(1)
+
+
+STREAM_COST = (
+    "Turning a stream on is free, and so are the reads of a Lambda trigger; other readers (such "
+    "as `index follow`) pay per GetRecords request (streams read request units, on the "
+    "DynamoDB pricing page). Each record the maintainer handles costs about one read unit (a "
+    "consistent Query of at most two items), plus a write when a marker must change."
+)
+
+
+@index_group.command("stream")
+@table_option
+@connection_options
+@output_option
+def stream_command(table_name: str, connection: Connection, output: str) -> None:
+    """Turn the table's stream on (KEYS_ONLY), if it is off, for `index follow` or the Lambda
+    handler to keep the markers right. A stream already on is left as it is."""
+    client = connection.client()
+    table = client.describe_table(TableName=table_name)["Table"]
+    spec = table.get("StreamSpecification", {})
+    changed = not spec.get("StreamEnabled")
+    if changed:
+        client.update_table(
+            TableName=table_name,
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+        )
+        client.get_waiter("table_exists").wait(TableName=table_name)
+        table = client.describe_table(TableName=table_name)["Table"]
+    arn = table.get("LatestStreamArn")
+    view = table.get("StreamSpecification", {}).get("StreamViewType")
+    if output == "json":
+        echo_json({"table": table_name, "stream": arn, "view": view, "changed": changed})
+        return
+    click.echo(f"Stream of {table_name}: {arn} ({view}){'' if changed else ', already on'}")
+    click.echo(STREAM_COST, err=True)
+
+
+@index_group.command("follow")
+@table_option
+@index_options
+@click.option(
+    "--state-table",
+    default=STATE_TABLE,
+    show_default=True,
+    help="Where the checkpoint and the evidence live.",
+)
+@click.option(
+    "--from-start",
+    is_flag=True,
+    help="On a first start, begin at the stream's oldest record (24 h back at most).",
+)
+@click.option(
+    "--until-caught-up",
+    is_flag=True,
+    help="Stop once every shard has been read to its end (for cron jobs and tests).",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.05, max=60),
+    default=1.0,
+    show_default=True,
+    help="Seconds between reads at the end of the stream.",
+)
+@connection_options
+@output_option
+def follow_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str,
+    from_start: bool,
+    until_caught_up: bool,
+    poll: float,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Keep the markers right from the table's stream: a marker appears when a collection gets
+    its first item and goes when its last item goes, whatever wrote them.
+
+    Reads every shard (and the shards that split from them), reconciles each collection a
+    record names with a consistent Query, and saves its position in --state-table after each
+    batch: after a kill, the same command goes on from there. Ctrl-C and SIGTERM stop it
+    cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
+
+    \b
+    ddbkeys partition-keys index stream -t orders
+    ddbkeys partition-keys index follow -t orders --until-caught-up
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    stop = threading.Event()
+    stderr = Console(stderr=True)
+
+    def on_batch(report: FollowReport) -> None:
+        if stderr.is_terminal:
+            stderr.print(
+                f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked",
+                end="\r",
+            )
+
+    follower = StreamFollower(
+        index, state_table=state_table, poll=poll, on_batch=on_batch if output == "text" else None
+    )
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    handler = lambda *_: stop.set()  # noqa: E731 - a signal handler of one line
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        for sig in previous:
+            signal.signal(sig, handler)
+    try:
+        report = follower.run(stop, until_caught_up=until_caught_up, from_start=from_start)
+    finally:
+        if in_main:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+    fields = {
+        "table": table_name,
+        "records": report.records,
+        "marked": report.marked,
+        "unmarked": report.unmarked,
+        "clashes": report.clashes,
+        "caught_up": report.caught_up,
+    }
+    if output == "json":
+        echo_json(fields)
+    else:
+        click.echo(
+            f"{report.records} record(s) handled: {report.marked} marked, {report.unmarked} "
+            f"unmarked, {report.clashes} clash(es); "
+            + ("caught up" if report.caught_up else "stopped before catching up")
+        )

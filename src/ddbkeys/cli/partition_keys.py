@@ -225,12 +225,21 @@ def partition_keys_group(
         on_key=progress if show_progress else None,
         deadline=connection.timeout,
     )
+    if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
+        click.echo(
+            f"Warning: {listing.method_reason}."
+            if method == "index"
+            else f"Note: {listing.method_reason[:1].upper()}{listing.method_reason[1:]}; "
+            f"listing with {listing.method_name}.",
+            err=True,
+        )
     collected = stream_keys(ctx, listing, output, status)
     if output == "json":
         echo_json(
             {
                 "table": table_name,
                 "method": listing.method_name,
+                "method_reason": listing.method_reason,
                 "keys": collected,
                 "usage": listing.usage.snapshot(),
             }

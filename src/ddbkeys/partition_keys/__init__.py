@@ -17,6 +17,7 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from ddbkeys.capacity import Usage
@@ -43,6 +44,7 @@ from ddbkeys.partition_keys.index import (
 )
 from ddbkeys.partition_keys.scan import ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
+from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE, StateStore, vouch
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo, describe
 
@@ -69,13 +71,27 @@ Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
 METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
 
 
-def _index_healthy(
-    client: DynamoDBClient, table: str, info: TableInfo, index: str, deadline: float | None
-) -> bool:
-    """The marker index exists, is KEYS_ONLY and ACTIVE."""
-    if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
-        return False
-    return MarkerIndex(client, table, name=index, deadline=deadline).status() == "ACTIVE"
+def _index_ready(info: TableInfo, index: str) -> bool:
+    """The marker index exists and is KEYS_ONLY (ACTIVE is asked separately)."""
+    return info.sort_key is not None and info.index_projections.get(index) == "KEYS_ONLY"
+
+
+@dataclass
+class _Choice:
+    method: SegmentMethod
+    reason: str
+    trusted: bool | None = None
+
+
+def _trust(
+    marker: MarkerIndex, info: TableInfo, state_table: str, max_lag: float
+) -> tuple[bool, str]:
+    """Whether ``marker`` can be vouched for now, and why (``state.vouch``)."""
+    if marker.status() != "ACTIVE":
+        return False, f"index {marker.name!r} is not ACTIVE yet"
+    store = StateStore(marker.client, state_table, deadline=marker.deadline)
+    record = store.load(marker.table, marker.name)
+    return vouch(record, info.stream_arn, store.clock(), max_lag)
 
 
 def _choose(
@@ -86,20 +102,30 @@ def _choose(
     index: str,
     marker_attribute: str,
     deadline: float | None,
-) -> SegmentMethod:
+    state_table: str = STATE_TABLE,
+    max_lag: float = DEFAULT_MAX_LAG,
+) -> _Choice:
+    def marker_index() -> MarkerIndex:
+        return MarkerIndex(client, table, name=index, attribute=marker_attribute, deadline=deadline)
+
     if method == "auto":
         if info.sort_key is None:
-            return ScanMethod(info)
-        if _index_healthy(client, table, info, index, deadline):
-            return IndexMethod(
-                info,
-                MarkerIndex(
-                    client, table, name=index, attribute=marker_attribute, deadline=deadline
-                ),
+            return _Choice(
+                ScanMethod(info), "the table has no sort key: a scan reads each key once"
             )
-        return PagedSkipMethod(info)
+        if not _index_ready(info, index):
+            return _Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
+        marker = marker_index()
+        trusted, why = _trust(marker, info, state_table, max_lag)
+        if trusted:
+            return _Choice(IndexMethod(info, marker), f"the marker index: {why}", True)
+        return _Choice(
+            PagedSkipMethod(info),
+            f"not using the marker index {index!r}, which cannot be vouched for: {why}",
+            False,
+        )
     if method == "scan":
-        return ScanMethod(info)
+        return _Choice(ScanMethod(info), "asked for")
     if method in ("skip", "skip-pages"):
         if info.sort_key is None:
             raise KeySchemaError(
@@ -107,13 +133,13 @@ def _choose(
                 "is nothing to skip. Use --method scan (or auto).",
                 table=table,
             )
-        return SkipMethod(info) if method == "skip" else PagedSkipMethod(info)
+        return _Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
     if method == "index":
-        marker = MarkerIndex(
-            client, table, name=index, attribute=marker_attribute, deadline=deadline
-        )
+        marker = marker_index()
         marker.check()
-        return IndexMethod(info, marker)
+        trusted, why = _trust(marker, info, state_table, max_lag)
+        reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
+        return _Choice(IndexMethod(info, marker), reason, trusted)
     raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
 
 
@@ -162,6 +188,8 @@ def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
+    state_table: str = STATE_TABLE,
+    max_lag: float = DEFAULT_MAX_LAG,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -188,6 +216,14 @@ def distinct_partition_keys(
     bounds each request with its retries: a listing may run for hours, but no answer for that
     long (a silent or unreachable endpoint, throttling that does not let up) ends it with a
     :class:`~ddbkeys.DeadlineExceededError` that says which; ``checkpoint()`` still resumes it.
+
+    ``auto`` uses the marker index only when it can vouch that the index is complete: a
+    backfill recorded in ``state_table``, begun after a maintainer (``index follow``, or the
+    Lambda handler) began following the table's stream, and that maintainer caught up within
+    ``max_lag`` seconds (see :func:`ddbkeys.partition_keys.state.vouch`). Otherwise it lists
+    with the skip scan. ``listing.method_reason`` says why; ``listing.index_trusted`` is
+    False when an index was there but could not be vouched for (``method="index"`` then
+    still reads it, as asked, and says so).
     """
     client, table = client_and_table(client, table, deadline)
     readers = _whole("segments", segments, table)
@@ -218,8 +254,13 @@ def distinct_partition_keys(
                 f"The resume token is for method {resumed_method!r}, not {method!r}.",
                 table=table,
             )
-    chosen = _choose(method, client, table, info, index, marker_attribute, deadline)
+    choice = _choose(
+        method, client, table, info, index, marker_attribute, deadline, state_table, max_lag
+    )
     if positions is None:
-        total = scan_segments or default_scan_segments(readers, chosen.scanned_bytes())
+        total = scan_segments or default_scan_segments(readers, choice.method.scanned_bytes())
         positions = [None] * total
-    return Listing(chosen, reader, positions, readers, on_key)
+    listing = Listing(choice.method, reader, positions, readers, on_key)
+    listing.method_reason = choice.reason
+    listing.index_trusted = choice.trusted
+    return listing

@@ -323,6 +323,10 @@ class Listing:
         self.readers = readers
         self.on_key = on_key
         self.keys_found = 0
+        #: Why this method was chosen (for ``auto``: why the index was or was not used).
+        self.method_reason = ""
+        #: Whether the marker index could be vouched for (None: no index was considered).
+        self.index_trusted: bool | None = None
         self._started = False
 
     @property

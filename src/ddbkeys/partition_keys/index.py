@@ -4,10 +4,11 @@ KEYS_ONLY global secondary index that holds nothing else, so listing scans only 
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -22,6 +23,7 @@ from ddbkeys.errors import (
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod, client_and_table
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.partition_keys.skip import PagedSkipMethod
+from ddbkeys.partition_keys.state import STATE_TABLE, StateStore
 from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.schema import TableInfo, describe, key_value, show_value
 
@@ -35,8 +37,13 @@ __all__ = [
     "VerifyReport",
 ]
 
+T = TypeVar("T")
+
 DEFAULT_INDEX = "ddbkeys-partition-keys"
 DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
+#: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
+#: as it saw it (see ddbkeys.partition_keys.maintain).
+VERSION_ATTRIBUTE = "ddbkeys_v"
 #: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. A marker is
 #: known by its attribute, never by its sort key: an item at this key without the attribute is
 #: data, and its collection cannot be marked (a clash, reported). The number is -(10**38 - 1),
@@ -186,6 +193,11 @@ class MarkerIndex:
     def _reader(self) -> Reader:
         return Reader(self.client, self.table, usage=self.usage, deadline=self.deadline)
 
+    def call(self, send: Callable[[], T]) -> T:
+        """``send()`` retried on throttling, 5xx and dropped connections within the deadline
+        (errors as DdbKeysError)."""
+        return self._requests.call(send)
+
     def status(self) -> str | None:
         """The index's status (ACTIVE, CREATING, ...), or None when there is no such index."""
         table = self._requests.call(lambda: self.client.describe_table(TableName=self.table))[
@@ -270,7 +282,13 @@ class MarkerIndex:
         there already; :class:`MarkerClashError` (nothing written) when an item that is not a
         marker (it lacks the marker attribute) holds the marker's key."""
         key = self.marker_key(partition_key_value)
-        item = dict(key, **{self.attribute: key[self.info.partition_key.name]})
+        item = dict(
+            key,
+            **{
+                self.attribute: key[self.info.partition_key.name],
+                VERSION_ATTRIBUTE: {"S": uuid.uuid4().hex[:16]},
+            },
+        )
         old: dict[str, Any] = {}
 
         def put() -> Any:
@@ -365,11 +383,30 @@ class MarkerIndex:
                 progress(report.written)
         return report
 
-    def backfill(self, progress: Any = None) -> BackfillReport:
+    def backfill(
+        self, progress: Any = None, *, state_table: str | None = STATE_TABLE
+    ) -> BackfillReport:
         """Mark every collection of the table (found with the skip scan). Collections already
         marked cost one rejected put each; a collection whose item at the marker's sort key is
-        data is left as it is and reported (``clashes``)."""
-        return self.mark_many(self._table_keys(self._reader()), progress)
+        data is left as it is and reported (``clashes``).
+
+        The start and the end are recorded in ``state_table`` (created if missing; None: not
+        recorded), the evidence ``auto`` needs to trust the index (see ``state.vouch``)."""
+        store = (
+            StateStore(self.client, state_table, deadline=self.deadline) if state_table else None
+        )
+        if store is not None:
+            store.ensure()
+            store.update(
+                self.table,
+                self.name,
+                {"backfill_started": store.clock()},
+                remove=("backfill_finished",),
+            )
+        report = self.mark_many(self._table_keys(self._reader()), progress)
+        if store is not None:
+            store.update(self.table, self.name, {"backfill_finished": store.clock()})
+        return report
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
