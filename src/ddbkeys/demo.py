@@ -419,6 +419,8 @@ def run_partition_keys(
         if progress is not None:
             progress(phase, len(found), len(expected))
         name = method if method != "auto" else f"auto ({run.method_name})"
+        if method == "auto" and run.index_trusted is False:
+            name = f"auto ({run.method_name}: index not vouched for)"
         usage = run.usage
         results.append(
             KeysResult(

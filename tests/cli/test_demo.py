@@ -27,8 +27,8 @@ METHODS = [
     "skip-pages",
     "auto (skip-pages)",
     "index",
-    "auto (index)",
-    "auto (index) x4",
+    "auto (skip-pages: index not vouched for)",
+    "auto (skip-pages: index not vouched for) x4",
 ]
 SMALL = Sizes(
     writers=4, counter=30, blocks=200, block_size=10, collection=20, gapless=30, naive=40, keys=40
@@ -70,7 +70,8 @@ def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
     assert list(rows) == METHODS
     assert all(r.correct and r.keys == SMALL.keys for r in report.keys)
     assert rows["index"].read_units < rows["skip-pages"].read_units < rows["scan"].read_units
-    assert rows["auto (index)"].read_units == rows["index"].read_units
+    # Backfilled, but no maintainer follows the stream: auto does not trust the index.
+    assert rows["auto (skip-pages: index not vouched for)"].keys == SMALL.keys
     assert report.index_setup["write_units"] > 0
 
 

@@ -27,7 +27,7 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
-from ddbkeys.partition_keys.follow import FollowReport, StreamFollower
+from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
 from ddbkeys.partition_keys.state import STATE_TABLE
 
 __all__ = ["index_group"]
@@ -302,23 +302,11 @@ STREAM_COST = (
 def stream_command(table_name: str, connection: Connection, output: str) -> None:
     """Turn the table's stream on (KEYS_ONLY), if it is off, for `index follow` or the Lambda
     handler to keep the markers right. A stream already on is left as it is."""
-    client = connection.client()
-    table = client.describe_table(TableName=table_name)["Table"]
-    spec = table.get("StreamSpecification", {})
-    changed = not spec.get("StreamEnabled")
-    if changed:
-        client.update_table(
-            TableName=table_name,
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
-        )
-        client.get_waiter("table_exists").wait(TableName=table_name)
-        table = client.describe_table(TableName=table_name)["Table"]
-    arn = table.get("LatestStreamArn")
-    view = table.get("StreamSpecification", {}).get("StreamViewType")
+    arn, changed = enable_stream(connection.client(), table_name)
     if output == "json":
-        echo_json({"table": table_name, "stream": arn, "view": view, "changed": changed})
+        echo_json({"table": table_name, "stream": arn, "changed": changed})
         return
-    click.echo(f"Stream of {table_name}: {arn} ({view}){'' if changed else ', already on'}")
+    click.echo(f"Stream of {table_name}: {arn}" + (" (turned on)" if changed else " (already on)"))
     click.echo(STREAM_COST, err=True)
 
 
@@ -370,8 +358,9 @@ def follow_command(
     cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
 
     \b
-    ddbkeys partition-keys index stream -t orders
-    ddbkeys partition-keys index follow -t orders --until-caught-up
+    ddbkeys partition-keys index stream -t issues
+    ddbkeys partition-keys index create -t issues
+    ddbkeys partition-keys index follow -t issues --until-caught-up
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()

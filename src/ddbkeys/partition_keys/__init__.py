@@ -33,6 +33,7 @@ from ddbkeys.partition_keys.base import (
     decode_checkpoint,
     plain_key,
 )
+from ddbkeys.partition_keys.follow import StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -61,9 +62,11 @@ __all__ = [
     "MarkerClashError",
     "MarkerIndex",
     "ReadBudget",
+    "StreamFollower",
     "VerifyReport",
     "default_scan_segments",
     "distinct_partition_keys",
+    "enable_stream",
     "plain_key",
 ]
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import boto3
 
 from ddbkeys.errors import ConfigurationError, error_code
+from ddbkeys.partition_keys.base import Reader, client_and_table
 from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import STATE_TABLE, StateStore
@@ -29,7 +30,13 @@ from ddbkeys.partition_keys.state import STATE_TABLE, StateStore
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["FollowReport", "StreamFollower", "keys_of_records", "streams_client_for"]
+__all__ = [
+    "FollowReport",
+    "StreamFollower",
+    "enable_stream",
+    "keys_of_records",
+    "streams_client_for",
+]
 
 #: How often (seconds) the follower rewrites its "caught up" time while it stays caught up.
 HEARTBEAT = 5.0
@@ -55,6 +62,26 @@ def streams_client_for(client: Any) -> Any:
             aws_session_token=frozen.token,
         )
     return boto3.session.Session().client("dynamodbstreams", **kwargs)
+
+
+def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
+    """Turn ``table``'s stream on (KEYS_ONLY: a record names the item, which is all a maintainer
+    needs) if it is off, and wait until the table is ACTIVE again. Returns the stream's ARN and
+    whether it was turned on now (a stream already on is left as it is, whatever its view)."""
+    ddb, name = client_and_table(client, table, 60.0)
+    reader = Reader(ddb, name, what="turning the stream on")
+    description = reader.call(lambda: ddb.describe_table(TableName=name))["Table"]
+    changed = not description.get("StreamSpecification", {}).get("StreamEnabled")
+    if changed:
+        reader.call(
+            lambda: ddb.update_table(
+                TableName=name,
+                StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+            )
+        )
+        ddb.get_waiter("table_exists").wait(TableName=name)
+        description = reader.call(lambda: ddb.describe_table(TableName=name))["Table"]
+    return str(description["LatestStreamArn"]), changed
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
@@ -221,9 +248,12 @@ class StreamFollower:
         try:
             page = self._call(lambda: self.streams.get_records(ShardIterator=iterator, Limit=1000))
         except Exception as exc:
-            if error_code(getattr(exc, "cause", None) or exc) != "ExpiredIteratorException":
+            code = error_code(getattr(exc, "cause", None) or exc)
+            if code not in ("ExpiredIteratorException", "TrimmedDataAccessException"):
                 raise
-            del self._iterators[shard]  # taken again from the position on the next round
+            # An iterator too old (15 minutes), or one that points before what the shard
+            # still holds: taken again from the position saved, on the next round.
+            del self._iterators[shard]
             return []
         records: list[dict[str, Any]] = list(page.get("Records", []))
         following = page.get("NextShardIterator")
@@ -266,6 +296,7 @@ class StreamFollower:
         shard has been read to its end once. The checkpoint is saved after every batch."""
         stop = stop or threading.Event()
         arn = self._stream_arn()
+        self._iterators.clear()  # a new run goes on from the positions saved
         self._start(arn, from_start)
         discovered = last_beat = self.clock()
         while not stop.is_set():
