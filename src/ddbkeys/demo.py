@@ -384,6 +384,7 @@ def run_partition_keys(
     method (the marker index is created and backfilled on the way). Returns (items in the
     table, what setting up the index cost, one result per method)."""
     table = factory(("pk", "S"), ("sk", "N"))
+    state_table = factory(("id", "S"))  # the index's record: the demo's own, deleted after it
     collections = sample_collections(keys)
     items = [
         {
@@ -411,7 +412,9 @@ def run_partition_keys(
             progress(phase, 0, len(expected))
         started = time.perf_counter()
         found: list[Any] = []
-        run = distinct_partition_keys(client, table, method, segments=segments)
+        run = distinct_partition_keys(
+            client, table, method, segments=segments, state_table=state_table
+        )
         for key in run:
             found.append(key)
             if progress is not None and len(found) % 25 == 0:
@@ -443,7 +446,8 @@ def run_partition_keys(
     marker.backfill(
         progress=(lambda n: progress("create and backfill the marker index", n, len(expected)))
         if progress is not None
-        else None
+        else None,
+        state_table=state_table,
     )
     setup = marker.usage.snapshot()
     for method, segments in (("index", 1), ("auto", 1), ("auto", 4)):

@@ -1,5 +1,6 @@
 """Least-privilege IAM policies: exactly the DynamoDB actions each ddbkeys command calls, on the
-one table (and, where it reads or changes it, the one marker index) it works on.
+one table (and, where it reads or changes it, the one marker index) it works on, the marker
+index's record in the state table (``ddbkeys-state``), and the table's stream.
 
 The catalog below is checked by the tests against the requests each command really sends (a
 proxy records every operation with its table and index), so it cannot promise less than the
@@ -15,16 +16,18 @@ from typing import Any, Literal
 
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.index import DEFAULT_INDEX
+from ddbkeys.partition_keys.state import STATE_TABLE
 from ddbkeys.schema import check_table_name
 
 __all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 
-On = Literal["table", "index"]
+On = Literal["table", "index", "state", "stream"]
 
 
 @dataclass(frozen=True, order=True)
 class Need:
-    """One DynamoDB action on the table itself or on its marker index."""
+    """One DynamoDB action on the table itself, its marker index, the state table (where the
+    evidence for the index lives) or the table's stream."""
 
     action: str
     on: On = "table"
@@ -33,6 +36,9 @@ class Need:
 def _n(*actions: str, on: On = "table") -> frozenset[Need]:
     return frozenset(Need(a, on) for a in actions)
 
+
+#: What making sure the state table exists calls (CreateTable only the first time, anywhere).
+ENSURE = ("DescribeTable", "CreateTable")
 
 # command -> variant -> what it calls. The variant is the option that changes the calls
 # (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
@@ -50,11 +56,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "collection": _n("DescribeTable", "Query"),
     },
     "partition-keys": {
-        "auto": _n("DescribeTable", "Scan") | _n("Scan", on="index"),
+        "auto": _n("DescribeTable", "Scan") | _n("Scan", on="index") | _n("GetItem", on="state"),
         "scan": _n("DescribeTable", "Scan"),
         "skip": _n("DescribeTable", "Scan"),
         "skip-pages": _n("DescribeTable", "Scan"),
-        "index": _n("DescribeTable") | _n("Scan", on="index"),
+        "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state"),
     },
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
     "demo": {
@@ -75,7 +81,15 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     },
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
-    "partition-keys index backfill": {"": _n("DescribeTable", "Scan", "PutItem")},
+    "partition-keys index backfill": {
+        "": _n("DescribeTable", "Scan", "PutItem") | _n(*ENSURE, "UpdateItem", on="state")
+    },
+    "partition-keys index stream": {"": _n("DescribeTable", "UpdateTable")},
+    "partition-keys index follow": {
+        "": _n("DescribeTable", "Query", "GetItem", "PutItem", "DeleteItem")
+        | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
+        | _n("DescribeStream", "GetShardIterator", "GetRecords", on="stream")
+    },
     "partition-keys index verify": {
         "": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index")
     },
@@ -130,6 +144,7 @@ def policy(
     *,
     variant: str | None = None,
     index_name: str = DEFAULT_INDEX,
+    state_table: str = STATE_TABLE,
     region: str = "*",
     account_id: str = "*",
     partition: str = "aws",
@@ -156,9 +171,13 @@ def policy(
         raise ConfigurationError(f"{account_id!r} is not a 12-digit AWS account id.")
     arn = f"arn:{partition}:dynamodb:{region}:{account_id}:table/{table}"
     statements: list[dict[str, Any]] = []
+    check_table_name(state_table)
+    state_arn = f"arn:{partition}:dynamodb:{region}:{account_id}:table/{state_table}"
     for on, resource, sid in (
         ("table", arn, "Table"),
         ("index", f"{arn}/index/{index_name}", "MarkerIndex"),
+        ("state", state_arn, "MarkerIndexRecord"),
+        ("stream", f"{arn}/stream/*", "Stream"),
     ):
         actions = sorted(f"dynamodb:{n.action}" for n in wanted if n.on == on)
         if actions:

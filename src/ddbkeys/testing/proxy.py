@@ -92,6 +92,7 @@ class Call:
     operation: str
     table: str | None
     index: str | None = None
+    stream: bool = False  # on the table's stream (DynamoDB Streams); GetRecords names no table
 
 
 def calls_in(operation: str, body: bytes) -> list[Call]:
@@ -113,6 +114,10 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
         return [Call(operation, t) for t in sorted(tables)]
     if operation in ("BatchWriteItem", "BatchGetItem"):
         return [Call(operation, t) for t in sorted(request.get("RequestItems", {}))]
+    if "StreamArn" in request or "ShardIterator" in request:
+        arn = str(request.get("StreamArn", ""))
+        table = arn.split(":table/", 1)[1].split("/stream/", 1)[0] if ":table/" in arn else None
+        return [Call(operation, table, stream=True)]
     table = request.get("TableName")
     return [Call(operation, table, request.get("IndexName"))]
 
