@@ -63,22 +63,6 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state"),
     },
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
-    "demo": {
-        "": _n(
-            "CreateTable",
-            "DescribeTable",
-            "DeleteTable",
-            "UpdateTable",
-            "GetItem",
-            "PutItem",
-            "UpdateItem",
-            "TransactWriteItems",
-            "BatchWriteItem",
-            "Query",
-            "Scan",
-        )
-        | _n("Scan", on="index")
-    },
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
     "partition-keys index backfill": {
@@ -95,6 +79,22 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     },
     "partition-keys index repair": {
         "": _n("DescribeTable", "Scan", "Query", "GetItem", "PutItem", "DeleteItem")
+        | _n("Scan", on="index")
+    },
+    "demo": {
+        "": _n(
+            "CreateTable",
+            "DescribeTable",
+            "DeleteTable",
+            "UpdateTable",
+            "GetItem",
+            "PutItem",
+            "UpdateItem",
+            "TransactWriteItems",
+            "BatchWriteItem",
+            "Query",
+            "Scan",
+        )
         | _n("Scan", on="index")
     },
 }
