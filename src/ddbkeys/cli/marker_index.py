@@ -354,8 +354,8 @@ def follow_command(
 
     Reads every shard (and the shards that split from them), reconciles each collection a
     record names with a consistent Query, and saves its position in --state-table after each
-    batch: after a kill, the same command goes on from there. Ctrl-C and SIGTERM stop it
-    cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
+    batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
+    stop it cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
 
     \b
     ddbkeys partition-keys index stream -t issues
@@ -376,8 +376,14 @@ def follow_command(
     follower = StreamFollower(
         index, state_table=state_table, poll=poll, on_batch=on_batch if output == "text" else None
     )
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    handler = lambda *_: stop.set()  # noqa: E731 - a signal handler of one line
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in stopping}
+    received: list[int] = []
+
+    def handler(number: int, _frame: object) -> None:
+        received.append(number)
+        stop.set()
+
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         for sig in previous:
@@ -388,6 +394,12 @@ def follow_command(
         if in_main:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+    if received:
+        click.echo(
+            f"Stopped by {signal.Signals(received[0]).name}; the next start goes on from the "
+            f"checkpoint in table {state_table!r}.",
+            err=True,
+        )
     fields = {
         "table": table_name,
         "records": report.records,

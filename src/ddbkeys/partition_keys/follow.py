@@ -301,7 +301,10 @@ class StreamFollower:
         discovered = last_beat = self.clock()
         while not stop.is_set():
             self._open_iterators(arn)
-            at_end = True
+            # At the end only when every shard was read and gave nothing: a shard that ended
+            # (its children come next) or whose iterator expired (taken again next round) is
+            # not the end of the stream.
+            at_end, ended = True, False
             for shard in list(self._iterators):
                 records = self._read(arn, shard)
                 if records or shard in self._finished:
@@ -309,8 +312,9 @@ class StreamFollower:
                     self._save(caught_up=False)
                     if self.on_batch is not None:
                         self.on_batch(self.report)
-                if records:
+                if records or shard not in self._iterators:
                     at_end = False
+                ended = ended or shard in self._finished
                 if stop.is_set():
                     break
             now = self.clock()
@@ -322,7 +326,7 @@ class StreamFollower:
                 if until_caught_up:
                     break
                 stop.wait(self.poll)
-            if now - discovered >= DISCOVER or any(s not in self._parents for s in self._finished):
+            if now - discovered >= DISCOVER or ended:
                 self._parents = {s["ShardId"]: s.get("ParentShardId") for s in self._shards(arn)}
                 discovered = now
         return self.report
