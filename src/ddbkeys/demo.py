@@ -16,6 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage, write_units
 from ddbkeys.connect import is_loopback, make_client
+from ddbkeys.demo_keys import (
+    KeysResult,
+    MaintainedResult,
+    Progress,
+    load_items,
+    run_maintained,
+    run_partition_keys,
+)
 from ddbkeys.ids import (
     AtomicCounter,
     BlockAllocator,
@@ -25,7 +33,6 @@ from ddbkeys.ids import (
     audit_collection,
     audit_ids,
 )
-from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.testing.proxy import FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
@@ -37,6 +44,7 @@ __all__ = [
     "DemoReport",
     "IdsResult",
     "KeysResult",
+    "MaintainedResult",
     "NaiveReadThenWrite",
     "Progress",
     "Sizes",
@@ -45,9 +53,6 @@ __all__ = [
     "run_ids",
     "run_partition_keys",
 ]
-
-Progress = Callable[[str, int, int], None]
-"""``progress(phase, done, total)``: called as work advances (from several threads)."""
 
 WRITES = frozenset({"UpdateItem", "PutItem", "TransactWriteItems"})
 
@@ -72,13 +77,21 @@ class Sizes:
     gapless: int = 800
     naive: int = 200
     keys: int = 1000
+    changes: int = 80  # collections added or emptied while the follower keeps the index
     lose_response: float = 0.05
     throttle: float = 0.02
 
     @classmethod
     def quick(cls) -> Sizes:
         return cls(
-            writers=8, counter=80, blocks=1000, collection=40, gapless=80, naive=40, keys=150
+            writers=8,
+            counter=80,
+            blocks=1000,
+            collection=40,
+            gapless=80,
+            naive=40,
+            keys=150,
+            changes=30,
         )
 
 
@@ -115,22 +128,6 @@ class IdsResult:
 
 
 @dataclass
-class KeysResult:
-    """What one listing method read to find the distinct partition keys."""
-
-    method: str
-    keys: int
-    requests: int
-    items_read: int
-    read_units: float
-    seconds: float
-    correct: bool
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass
 class DemoReport:
     endpoint_url: str
     faults: bool
@@ -139,12 +136,15 @@ class DemoReport:
     keys: list[KeysResult] = field(default_factory=list)
     table_items: int = 0
     index_setup: dict[str, float] = field(default_factory=dict)
+    maintained: MaintainedResult | None = None
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return all(r.kept for r in self.ids if r.strategy != "naive") and all(
-            r.correct for r in self.keys
+        return (
+            all(r.kept for r in self.ids if r.strategy != "naive")
+            and all(r.correct for r in self.keys)
+            and (self.maintained is None or self.maintained.ok)
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -159,6 +159,7 @@ class DemoReport:
                 "table_items": self.table_items,
                 "index_setup": self.index_setup,
                 "methods": [r.as_dict() for r in self.keys],
+                "maintained": self.maintained.as_dict() if self.maintained else None,
             },
         }
 
@@ -197,26 +198,6 @@ class NaiveReadThenWrite:
         )
         self.usage.add(update, write=True, billed=write_units([counter]))
         return new
-
-
-def load_items(
-    client: DynamoDBClient, table: str, items: Sequence[dict[str, Any]], *, threads: int = 8
-) -> None:
-    """Write ``items`` (DynamoDB JSON) with BatchWriteItem, 25 at a time, resending whatever
-    comes back unprocessed (with a short, growing pause)."""
-    batches = [list(items[i : i + 25]) for i in range(0, len(items), 25)]
-
-    def write(batch: list[dict[str, Any]]) -> None:
-        request: Any = {table: [{"PutRequest": {"Item": item}} for item in batch]}
-        pause = 0.01
-        while request:
-            request = client.batch_write_item(RequestItems=request).get("UnprocessedItems")
-            if request:
-                time.sleep(pause)
-                pause = min(pause * 2, 1.0)
-
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(write, batches))
 
 
 # --- ids ----------------------------------------------------------------------------------
@@ -358,103 +339,6 @@ def run_ids(
 # --- partition keys -----------------------------------------------------------------------
 
 
-def sample_collections(keys: int) -> list[tuple[str, int]]:
-    """A customer-orders shape: most customers have 1 to 3 orders, one in five has 10 to 40,
-    and a few have hundreds. Deterministic."""
-    sizes: list[tuple[str, int]] = []
-    for k in range(keys):
-        if k % 100 == 99:
-            n = 300 + (k * 37) % 200
-        elif k % 5 == 0:
-            n = 10 + (k * 7) % 31
-        else:
-            n = 1 + k % 3
-        sizes.append((f"customer#{k:05}", n))
-    return sizes
-
-
-def run_partition_keys(
-    client: DynamoDBClient,
-    factory: TableFactory,
-    *,
-    keys: int = 1000,
-    progress: Progress | None = None,
-) -> tuple[int, dict[str, float], list[KeysResult]]:
-    """Load a sample table of ``keys`` collections, then list its partition keys with every
-    method (the marker index is created and backfilled on the way). Returns (items in the
-    table, what setting up the index cost, one result per method)."""
-    table = factory(("pk", "S"), ("sk", "N"))
-    state_table = factory(("id", "S"))  # the index's record: the demo's own, deleted after it
-    collections = sample_collections(keys)
-    items = [
-        {
-            "pk": {"S": pk},
-            "sk": {"N": str(i)},
-            "total": {"N": str(i * 3 + 1)},
-            "p": {"S": "x" * 120},
-        }
-        for pk, n in collections
-        for i in range(1, n + 1)
-    ]
-    if progress is not None:
-        progress("load the sample table", 0, len(items))
-    for start in range(0, len(items), 2000):
-        load_items(client, table, items[start : start + 2000])
-        if progress is not None:
-            progress("load the sample table", min(start + 2000, len(items)), len(items))
-    expected = {pk for pk, _ in collections}
-    results: list[KeysResult] = []
-
-    def listing(method: str, segments: int = 1) -> None:
-        parallel = f" x{segments}" if segments > 1 else ""
-        phase = f"keys: {method}{parallel}"
-        if progress is not None:
-            progress(phase, 0, len(expected))
-        started = time.perf_counter()
-        found: list[Any] = []
-        run = distinct_partition_keys(
-            client, table, method, segments=segments, state_table=state_table
-        )
-        for key in run:
-            found.append(key)
-            if progress is not None and len(found) % 25 == 0:
-                progress(phase, len(found), len(expected))
-        if progress is not None:
-            progress(phase, len(found), len(expected))
-        name = method if method != "auto" else f"auto ({run.method_name})"
-        if method == "auto" and run.index_trusted is False:
-            name = f"auto ({run.method_name}: index not vouched for)"
-        usage = run.usage
-        results.append(
-            KeysResult(
-                method=name + parallel,
-                keys=len(found),
-                requests=usage.requests,
-                items_read=usage.items,
-                read_units=usage.read_units,
-                seconds=time.perf_counter() - started,
-                correct=len(found) == len(expected) and set(found) == expected,
-            )
-        )
-
-    for method in ("scan", "skip", "skip-pages", "auto"):
-        listing(method)
-    marker = MarkerIndex(client, table)
-    if progress is not None:
-        progress("create and backfill the marker index", 0, len(expected))
-    marker.create()
-    marker.backfill(
-        progress=(lambda n: progress("create and backfill the marker index", n, len(expected)))
-        if progress is not None
-        else None,
-        state_table=state_table,
-    )
-    setup = marker.usage.snapshot()
-    for method, segments in (("index", 1), ("auto", 1), ("auto", 4)):
-        listing(method, segments)
-    return len(items), setup, results
-
-
 def run_demo(
     endpoint_url: str,
     *,
@@ -485,8 +369,11 @@ def run_demo(
             region=region,
             profile=profile,
         )
-        report.table_items, report.index_setup, report.keys = run_partition_keys(
-            client, factory, keys=sizes.keys, progress=progress
+        table, state_table, report.table_items, report.index_setup, report.keys = (
+            run_partition_keys(client, factory, keys=sizes.keys, progress=progress)
+        )
+        report.maintained = run_maintained(
+            client, table, state_table, keys=sizes.keys, changes=sizes.changes, progress=progress
         )
     finally:
         factory.delete_all()

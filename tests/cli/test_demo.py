@@ -31,7 +31,15 @@ METHODS = [
     "auto (skip-pages: index not vouched for) x4",
 ]
 SMALL = Sizes(
-    writers=4, counter=30, blocks=200, block_size=10, collection=20, gapless=30, naive=40, keys=40
+    writers=4,
+    counter=30,
+    blocks=200,
+    block_size=10,
+    collection=20,
+    gapless=30,
+    naive=40,
+    keys=40,
+    changes=16,
 )
 
 
@@ -44,6 +52,7 @@ def report(ddb_endpoint_url: str) -> DemoReport:
     for kind in STRATEGIES:
         assert (f"ids: {kind}", getattr(SMALL, kind), getattr(SMALL, kind)) in seen
     assert "load the sample table" in phases and "keys: auto x4" in phases
+    assert ("keys: a follower keeps the index", SMALL.changes, SMALL.changes) in seen
     return result
 
 
@@ -75,10 +84,23 @@ def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
     assert report.index_setup["write_units"] > 0
 
 
+def test_the_follower_keeps_the_index_exact_while_writers_change_collections(
+    report: DemoReport,
+) -> None:
+    upkeep = report.maintained
+    assert upkeep is not None
+    assert "no maintainer keeps the markers" in upkeep.refused_reason
+    assert upkeep.added + upkeep.emptied == SMALL.changes and upkeep.emptied > 0
+    # Every added collection got its marker from the follower, every emptied one lost it.
+    assert (upkeep.marked, upkeep.unmarked) == (upkeep.added, upkeep.emptied)
+    assert upkeep.auto_method == "index" and upkeep.correct and upkeep.healthy
+    assert upkeep.keys == SMALL.keys + upkeep.added - upkeep.emptied
+
+
 def test_text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[str]) -> None:
     print_report(report, None)
     text = capsys.readouterr().out
-    for word in [*STRATEGIES, *METHODS, "every promise kept", "RCU vs scan"]:
+    for word in [*STRATEGIES, *METHODS, "every promise kept", "RCU vs scan", "auto refused it"]:
         assert word in text
     data = report.as_dict()
     assert json.loads(json.dumps(data))["partition_keys"]["methods"][0]["method"] == "scan"

@@ -131,8 +131,27 @@ def print_report(report: DemoReport, startup: float | None) -> None:
     console.print(
         f"  Backfilling the marker index cost {setup.get('requests', 0):.0f} requests, "
         f"{setup.get('read_units', 0):.1f} RCU and {setup.get('write_units', 0):.1f} WCU, once;\n"
-        "  after that, one conditional put per new collection."
+        "  after that, a maintainer keeps it right (section 3)."
     )
+    upkeep = report.maintained
+    if upkeep is not None:
+        console.print("\n[bold]3. A marker index kept right from the table's stream[/bold]")
+        console.print(
+            "  Backfilled, with nothing following the stream, auto refused it: "
+            f"{upkeep.refused_reason}."
+        )
+        console.print(
+            f"  With `index follow` running and a new backfill, {report.sizes.changes} changes "
+            f"from 4 writers ({upkeep.added} collections added, {upkeep.emptied} emptied):\n"
+            f"  the follower handled {upkeep.records} stream records, wrote {upkeep.marked} "
+            f"markers and removed {upkeep.unmarked}."
+        )
+        right = "[green]yes[/green]" if upkeep.correct else "[red]NO[/red]"
+        healthy = "[green]healthy[/green]" if upkeep.healthy else "[red]NOT HEALTHY[/red]"
+        console.print(
+            f"  Then auto used the {upkeep.auto_method}: {upkeep.keys:,} keys, right? {right}; "
+            f"index verify: {healthy}."
+        )
     verdict = (
         "[green]every promise kept[/green]" if report.ok else "[red]A PROMISE WAS BROKEN[/red]"
     )
@@ -154,6 +173,9 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
        some writes; then checks the ids for gaps and duplicates.
     2. Loads a sample table and lists its distinct partition keys with every method (scan,
        skip, skip-pages, the marker index, auto), against the cost of a full scan.
+    3. Shows auto refusing a marker index nothing keeps right, then a follower of the
+       table's stream keeping it exact while writers add and empty collections, and auto
+       using it once it can vouch for it.
 
     By default it starts an embedded DynamoDB Local and stops it at the end (about a minute;
     --quick about fifteen seconds). With --endpoint-url it runs against that endpoint instead,
