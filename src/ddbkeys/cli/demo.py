@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -136,14 +137,13 @@ def print_report(report: DemoReport, startup: float | None) -> None:
     upkeep = report.maintained
     if upkeep is not None:
         console.print("\n[bold]3. A marker index kept right from the table's stream[/bold]")
-        console.print(
-            "  Backfilled, with nothing following the stream, auto refused it: "
-            f"{upkeep.refused_reason}."
-        )
+        console.print("  Backfilled, with nothing following the stream, auto refused it:")
+        reason = textwrap.fill(upkeep.refused_reason + ".", 96, initial_indent="    ")
+        console.print(textwrap.indent(reason, "    ").removeprefix("    "), markup=False)
         console.print(
             f"  With `index follow` running and a new backfill, {report.sizes.changes} changes "
-            f"from 4 writers ({upkeep.added} collections added, {upkeep.emptied} emptied):\n"
-            f"  the follower handled {upkeep.records} stream records, wrote {upkeep.marked} "
+            f"from 4 writers\n  ({upkeep.added} collections added, {upkeep.emptied} emptied): "
+            f"the follower handled {upkeep.records} stream records,\n  wrote {upkeep.marked} "
             f"markers and removed {upkeep.unmarked}."
         )
         right = "[green]yes[/green]" if upkeep.correct else "[red]NO[/red]"
