@@ -10,12 +10,15 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import islice
 from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner, Result
 
+from ddbkeys import ResumeTokenError
 from ddbkeys.cli import cli
+from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.testing.tables import TableFactory
 from tests.support.terminal import run_with_terminal_stderr
 
@@ -195,3 +198,37 @@ def test_progress_is_drawn_on_a_terminal(
     assert parallel.returncode == 0 and len(parallel.stdout.splitlines()) == 300
     assert re.search(r"; [0-7]/8 segments done", drawn_text), drawn_text[-2000:]
     assert "300 keys (skip): 308 requests" in drawn_text
+
+
+def test_a_token_is_bound_to_its_table_and_method(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A token of another table (same key schema) is refused, in the CLI and the library, and
+    so is a tampered one; the table's own token still resumes."""
+    first, other = (ddb_table_factory(("pk", "S"), ("sk", "N")) for _ in range(2))
+    fill(ddb_client, first, 5, per_key=1)
+    fill(ddb_client, other, 5, per_key=1)
+    listing = distinct_partition_keys(ddb_client, first, "skip")
+    taken = list(islice(listing, 2))
+    token = listing.checkpoint()
+    refused = run(ddb_endpoint_url, "-t", other, "--resume", token)
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        f"Error: The resume token is for table {first!r}, not {other!r}: resume with -t "
+        f"{first}, or start the listing of {other!r} without it.\n"
+    )
+    with pytest.raises(ResumeTokenError, match=f"for table {first!r}, not {other!r}"):
+        distinct_partition_keys(ddb_client, other, resume=token)
+    wrong_method = run(ddb_endpoint_url, "-t", first, "--resume", token, "--method", "scan")
+    assert wrong_method.exit_code == 1
+    assert wrong_method.stderr == (
+        "Error: The resume token is for method 'skip', not 'scan': resume with --method skip "
+        "(or auto).\n"
+    )
+    data, _, check = token.rpartition(".")
+    tampered = run(ddb_endpoint_url, "-t", first, "--resume", f"{data}.{check[::-1]}")
+    assert tampered.exit_code == 1
+    assert "(its check does not match)" in tampered.stderr
+    rest = run(ddb_endpoint_url, "-t", first, "--resume", token, "-q")
+    assert rest.exit_code == 0
+    assert sorted(taken + rest.stdout.split()) == [f"k{k:03}" for k in range(5)]

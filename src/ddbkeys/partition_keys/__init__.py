@@ -30,9 +30,9 @@ from ddbkeys.partition_keys.base import (
     Reader,
     SegmentMethod,
     client_and_table,
-    decode_checkpoint,
     plain_key,
 )
+from ddbkeys.partition_keys.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys.follow import StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
@@ -243,18 +243,13 @@ def distinct_partition_keys(
     info = reader.call(lambda: describe(client, table))
     positions: list[Position] | None = None
     if resume is not None:
-        resumed_method, positions = decode_checkpoint(resume)
+        resumed = decode_token(resume)
+        method = check_binding(resumed, info, method)
+        positions = resumed.positions
         if scan_segments is not None and len(positions) != scan_segments:
             raise ConfigurationError(
                 f"The resume token is for {len(positions)} scan segment(s), not {scan_segments}: "
                 f"resume with --scan-segments {len(positions)}, or without the option.",
-                table=table,
-            )
-        if method == "auto":
-            method = resumed_method
-        elif method != resumed_method:
-            raise ConfigurationError(
-                f"The resume token is for method {resumed_method!r}, not {method!r}.",
                 table=table,
             )
     choice = _choose(
