@@ -231,4 +231,4 @@ def test_a_token_is_bound_to_its_table_and_method(
     assert "(its check does not match)" in tampered.stderr
     rest = run(ddb_endpoint_url, "-t", first, "--resume", token, "-q")
     assert rest.exit_code == 0
-    assert sorted(taken + rest.stdout.split()) == [f"k{k:03}" for k in range(5)]
+    assert sorted([*map(str, taken), *rest.stdout.split()]) == [f"k{k:03}" for k in range(5)]
