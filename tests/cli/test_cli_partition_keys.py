@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 
 from ddbkeys import ResumeTokenError
 from ddbkeys.cli import cli
+from ddbkeys.cli.listing_output import read_text_key
 from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.testing.tables import TableFactory
 from tests.support.terminal import run_with_terminal_stderr
@@ -120,6 +121,14 @@ def test_errors(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
     )
     zero = run(ddb_endpoint_url, "-t", table, "--segments", "0")
     assert zero.exit_code == 2
+    million = run(ddb_endpoint_url, "-t", table, "--segments", "1000000")
+    assert million.exit_code == 2
+    assert million.output.splitlines()[-1] == (
+        "Error: Invalid value for '--segments': 1000000 is not in the range 1<=x<=64."
+    )
+    no_rate = run(ddb_endpoint_url, "-t", table, "--max-rcu-per-second", "0")
+    assert no_rate.exit_code == 2
+    assert "'--max-rcu-per-second': 0.0 is not in the range x>=0.1" in no_rate.output
     no_table = run(ddb_endpoint_url)
     assert no_table.exit_code == 2
     assert no_table.output.splitlines()[-1] == "Error: Missing option '--table-name' / '-t'."
@@ -232,3 +241,24 @@ def test_a_token_is_bound_to_its_table_and_method(
     rest = run(ddb_endpoint_url, "-t", first, "--resume", token, "-q")
     assert rest.exit_code == 0
     assert sorted([*map(str, taken), *rest.stdout.split()]) == [f"k{k:03}" for k in range(5)]
+
+
+def test_a_key_with_line_breaks_stays_one_line(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Text output escapes backslashes and line breaks (reversibly); jsonl is unchanged."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    keys = ["two\nlines", "cr\rlf\r\n", "ls\u2028ps\u2029nel\x85", "C:\\new", "plain"]
+    for key in keys:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    for method in ("scan", "skip-pages"):
+        text = run(ddb_endpoint_url, "-t", table, "-q", "--method", method)
+        assert text.exit_code == 0, text.output
+        lines = text.stdout.split("\n")
+        assert lines[-1] == "" and len(lines) == len(keys) + 1
+        assert sorted(lines[:-1]) == sorted(
+            ["two\\nlines", "cr\\rlf\\r\\n", "ls\\u2028ps\\u2029nel\\x85", "C:\\\\new", "plain"]
+        )
+        assert sorted(read_text_key(line) for line in lines[:-1]) == sorted(keys)
+    jsonl = run(ddb_endpoint_url, "-t", table, "-q", "--output", "jsonl")
+    assert sorted(json.loads(line)["key"] for line in jsonl.stdout.splitlines()) == sorted(keys)
