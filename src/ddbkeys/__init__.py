@@ -14,6 +14,7 @@ from ddbkeys.errors import (
     EndpointUnreachableError,
     KeySchemaError,
     LocalServerError,
+    ResumeTokenError,
     ServiceError,
     TableNotFoundError,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "EndpointUnreachableError",
     "KeySchemaError",
     "LocalServerError",
+    "ResumeTokenError",
     "RetriesExhaustedError",
     "ServiceError",
     "TableNotFoundError",

@@ -34,6 +34,7 @@ __all__ = [
     "EndpointUnreachableError",
     "KeySchemaError",
     "LocalServerError",
+    "ResumeTokenError",
     "ServiceError",
     "TableNotFoundError",
     "deadline_exceeded",
@@ -83,6 +84,12 @@ def _rebuild(cls: type[DdbKeysError], message: str, state: dict[str, Any]) -> Dd
 
 class ConfigurationError(DdbKeysError):
     """A setting is missing or wrong: no region, a bad endpoint URL, bad arguments."""
+
+
+class ResumeTokenError(ConfigurationError):
+    """A resume token or checkpoint file cannot be used: not written by ddbkeys, cut short or
+    changed (its check does not match), of another version, or for another table, key schema
+    or method than the listing asked for."""
 
 
 class CredentialsError(ConfigurationError):

@@ -10,12 +10,16 @@ import signal
 import subprocess
 import sys
 import time
+from itertools import islice
 from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner, Result
 
+from ddbkeys import ResumeTokenError
 from ddbkeys.cli import cli
+from ddbkeys.cli.listing_output import read_text_key
+from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.testing.tables import TableFactory
 from tests.support.terminal import run_with_terminal_stderr
 
@@ -117,6 +121,14 @@ def test_errors(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
     )
     zero = run(ddb_endpoint_url, "-t", table, "--segments", "0")
     assert zero.exit_code == 2
+    million = run(ddb_endpoint_url, "-t", table, "--segments", "1000000")
+    assert million.exit_code == 2
+    assert million.output.splitlines()[-1] == (
+        "Error: Invalid value for '--segments': 1000000 is not in the range 1<=x<=64."
+    )
+    no_rate = run(ddb_endpoint_url, "-t", table, "--max-rcu-per-second", "0")
+    assert no_rate.exit_code == 2
+    assert "'--max-rcu-per-second': 0.0 is not in the range x>=0.1" in no_rate.output
     no_table = run(ddb_endpoint_url)
     assert no_table.exit_code == 2
     assert no_table.output.splitlines()[-1] == "Error: Missing option '--table-name' / '-t'."
@@ -195,3 +207,58 @@ def test_progress_is_drawn_on_a_terminal(
     assert parallel.returncode == 0 and len(parallel.stdout.splitlines()) == 300
     assert re.search(r"; [0-7]/8 segments done", drawn_text), drawn_text[-2000:]
     assert "300 keys (skip): 308 requests" in drawn_text
+
+
+def test_a_token_is_bound_to_its_table_and_method(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A token of another table (same key schema) is refused, in the CLI and the library, and
+    so is a tampered one; the table's own token still resumes."""
+    first, other = (ddb_table_factory(("pk", "S"), ("sk", "N")) for _ in range(2))
+    fill(ddb_client, first, 5, per_key=1)
+    fill(ddb_client, other, 5, per_key=1)
+    listing = distinct_partition_keys(ddb_client, first, "skip")
+    taken = list(islice(listing, 2))
+    token = listing.checkpoint()
+    refused = run(ddb_endpoint_url, "-t", other, "--resume", token)
+    assert refused.exit_code == 1 and refused.stdout == ""
+    assert refused.stderr == (
+        f"Error: The resume token is for table {first!r}, not {other!r}: resume with -t "
+        f"{first}, or start the listing of {other!r} without it.\n"
+    )
+    with pytest.raises(ResumeTokenError, match=f"for table {first!r}, not {other!r}"):
+        distinct_partition_keys(ddb_client, other, resume=token)
+    wrong_method = run(ddb_endpoint_url, "-t", first, "--resume", token, "--method", "scan")
+    assert wrong_method.exit_code == 1
+    assert wrong_method.stderr == (
+        "Error: The resume token is for method 'skip', not 'scan': resume with --method skip "
+        "(or auto).\n"
+    )
+    data, _, check = token.rpartition(".")
+    tampered = run(ddb_endpoint_url, "-t", first, "--resume", f"{data}.{check[::-1]}")
+    assert tampered.exit_code == 1
+    assert "(its check does not match)" in tampered.stderr
+    rest = run(ddb_endpoint_url, "-t", first, "--resume", token, "-q")
+    assert rest.exit_code == 0
+    assert sorted([*map(str, taken), *rest.stdout.split()]) == [f"k{k:03}" for k in range(5)]
+
+
+def test_a_key_with_line_breaks_stays_one_line(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Text output escapes backslashes and line breaks (reversibly); jsonl is unchanged."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    keys = ["two\nlines", "cr\rlf\r\n", "ls\u2028ps\u2029nel\x85", "C:\\new", "plain"]
+    for key in keys:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    for method in ("scan", "skip-pages"):
+        text = run(ddb_endpoint_url, "-t", table, "-q", "--method", method)
+        assert text.exit_code == 0, text.output
+        lines = text.stdout.split("\n")
+        assert lines[-1] == "" and len(lines) == len(keys) + 1
+        assert sorted(lines[:-1]) == sorted(
+            ["two\\nlines", "cr\\rlf\\r\\n", "ls\\u2028ps\\u2029nel\\x85", "C:\\\\new", "plain"]
+        )
+        assert sorted(read_text_key(line) for line in lines[:-1]) == sorted(keys)
+    jsonl = run(ddb_endpoint_url, "-t", table, "-q", "--output", "jsonl")
+    assert sorted(json.loads(line)["key"] for line in jsonl.stdout.splitlines()) == sorted(keys)

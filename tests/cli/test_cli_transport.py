@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from ddbkeys.cli import cli
 from ddbkeys.cli.common import DdbKeysGroup
+from ddbkeys.partition_keys.checkpoint import digest
 from ddbkeys.testing.tables import TableFactory
 
 pytestmark = pytest.mark.integration
@@ -50,23 +51,29 @@ def test_debug_shows_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def token(payload: object) -> str:
-    return base64.urlsafe_b64encode(json.dumps(payload).encode()).decode()
+    """A token with a valid check around ``payload``."""
+    data = base64.urlsafe_b64encode(json.dumps(payload).encode())
+    return f"{data.decode()}.{digest(data)}"
+
+
+def v2(positions: object) -> dict[str, object]:
+    return {"v": 2, "table": "t", "keys": "pk:S", "method": "scan", "positions": positions}
 
 
 @pytest.mark.parametrize(
-    "resume",
+    ("resume", "why"),
     [
-        "\udcff\udcfeabc",  # not UTF-8 (as a shell passes such bytes to Python)
-        "nonsense",
-        token({"v": 1, "method": "scan", "positions": [{"N": 5}]}),
-        token({"v": 1, "method": "scan", "positions": [{"X": "a"}]}),
-        token({"v": 1, "method": "scan", "positions": [{"S": "a", "N": "1"}]}),
-        token({"v": 1, "method": "scan", "positions": []}),
-        base64.urlsafe_b64encode(b"[" * 100_000).decode(),  # deeper than json can go
+        ("nonsense", "no check"),
+        (token(v2([{"N": 5}])), "not a key: {'N': 5}"),
+        (token(v2([{"X": "a"}])), "not a key: {'X': 'a'}"),
+        (token(v2([{"S": "a", "N": "1"}])), "too many values to unpack (expected 1)"),
+        (token(v2([])), "0 segments"),
+        (token(v2([None]))[:-1], "its check does not match"),
+        (base64.urlsafe_b64encode(b"[" * 100_000).decode(), "no check"),  # deeper than json goes
     ],
 )
 def test_malformed_resume_tokens(
-    ddb_endpoint_url: str, ddb_table_factory: TableFactory, resume: str
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, resume: str, why: str
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
     result = CliRunner().invoke(
@@ -75,8 +82,22 @@ def test_malformed_resume_tokens(
     )
     assert result.exit_code == 1
     assert result.stderr == (
-        f"Error: The resume token {resume[:40]!r}... is not one ddbkeys wrote: copy it whole "
-        "from the listing that stopped.\n"
+        f"Error: The resume token {resume[:40]!r}{'...' if len(resume) > 40 else ''} is not "
+        f"one ddbkeys wrote, or it was cut short or changed ({why}): copy it whole from the "
+        "listing that stopped.\n"
+    )
+
+
+def test_an_old_resume_token(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
+    table = ddb_table_factory(("pk", "S"))
+    old = base64.urlsafe_b64encode(b'{"v":1,"method":"scan","positions":[null]}').decode()
+    result = CliRunner().invoke(
+        cli, ["partition-keys", "-t", table, "--resume", old, "--endpoint-url", ddb_endpoint_url]
+    )
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "Error: The resume token is of version 1, and this ddbkeys reads version 2 only: the "
+        "listing cannot go on from it; start it again.\n"
     )
 
 

@@ -296,8 +296,21 @@ def test_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) 
         distinct_partition_keys(ddb_client, table, "index")
     with pytest.raises(ConfigurationError, match="Unknown method 'magic'"):
         distinct_partition_keys(ddb_client, table, "magic")
-    with pytest.raises(ConfigurationError, match="read budget must be above 0"):
-        distinct_partition_keys(ddb_client, table, max_rcu_per_second=-1)
+    for rate in (0, -1, 0.0, float("nan"), float("inf"), True, "5"):
+        with pytest.raises(ConfigurationError) as refused:
+            distinct_partition_keys(ddb_client, table, max_rcu_per_second=rate)  # type: ignore[arg-type]
+        assert str(refused.value) == (
+            "max_rcu_per_second must be a number of read units a second above 0 (or None for no "
+            f"limit), not {rate!r}."
+        )
+    for readers in (65, 1_000_000):
+        with pytest.raises(ConfigurationError) as too_many:
+            distinct_partition_keys(ddb_client, table, segments=readers)
+        assert str(too_many.value) == (
+            "segments must be a whole number from 1 to 64 (reader threads; for more, split the "
+            f"Scan segments between processes), not {readers}."
+        )
+    assert len(list(distinct_partition_keys(ddb_client, table, segments=64))) == 0
     with pytest.raises(Exception, match="not one ddbkeys wrote"):
         distinct_partition_keys(ddb_client, table, resume="garbage")
     all_keys = ddb_table_factory(

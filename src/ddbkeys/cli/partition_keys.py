@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sys
@@ -19,10 +18,11 @@ from ddbkeys.cli.common import (
     echo_json,
     index_options,
     json_key,
-    show_key,
 )
+from ddbkeys.cli.listing_output import jsonl_line, text_line
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys import (
+    MAX_READERS,
     METHODS,
     Listing,
     distinct_partition_keys,
@@ -47,9 +47,9 @@ def write_keys(listing: Listing, output: str, collected: list[object], stop: lis
     for raw in listing.raw():
         key = plain_key(raw)
         if output == "text":
-            sys.stdout.write(show_key(key) + "\n")
+            sys.stdout.write(text_line(key) + "\n")
         elif output == "jsonl":
-            sys.stdout.write(json.dumps({"key": json_key(key)}) + "\n")
+            sys.stdout.write(jsonl_line(key) + "\n")
         else:
             collected.append(json_key(key))
         if stop:
@@ -127,12 +127,13 @@ def stream_keys(
 )
 @click.option(
     "--segments",
-    type=click.IntRange(1, 1_000_000),
+    type=click.IntRange(1, MAX_READERS),
     metavar="N",
     default=1,
     show_default=True,
-    help="Read N Scan segments at once. Above 1, the table is split into up to 4 x N "
-    "segments (at most one a MB) that the readers take in turn.",
+    help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
+    "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
+    "in turn.",
 )
 @click.option(
     "--scan-segments",
@@ -147,8 +148,9 @@ def stream_keys(
     type=click.Choice(["text", "json", "jsonl"]),
     default="text",
     show_default=True,
-    help="text: one key per line (binary keys in base64); jsonl: a "
-    "JSON object per key; json: one document at the end.",
+    help="text: one key per line (binary keys in base64; in strings a backslash, newline, CR "
+    "and the other line breaks are escaped as \\\\, \\n, \\r, \\u2028, ...); jsonl: a JSON "
+    "object per key; json: one document at the end.",
 )
 @click.option(
     "--max-rcu-per-second",

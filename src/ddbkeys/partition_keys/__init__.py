@@ -16,8 +16,10 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Literal
 
 from ddbkeys.capacity import Usage
@@ -30,9 +32,9 @@ from ddbkeys.partition_keys.base import (
     Reader,
     SegmentMethod,
     client_and_table,
-    decode_checkpoint,
     plain_key,
 )
+from ddbkeys.partition_keys.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys.follow import StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
@@ -55,6 +57,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_INDEX",
     "DEFAULT_MARKER_ATTRIBUTE",
+    "MAX_READERS",
     "MAX_SORT_KEY",
     "METHODS",
     "BackfillReport",
@@ -151,6 +154,10 @@ def _choose(
 SEGMENTS_PER_READER = 4
 PAGE_BYTES = 1024 * 1024
 MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
+#: The most reader threads (``segments``) one listing runs. More gain nothing in one Python
+#: process (they share one interpreter and one connection pool); for more parallelism, split
+#: the Scan segments between processes.
+MAX_READERS = 64
 
 
 def default_scan_segments(readers: int, scanned_bytes: int) -> int:
@@ -164,16 +171,34 @@ def default_scan_segments(readers: int, scanned_bytes: int) -> int:
     return max(readers, min(readers * SEGMENTS_PER_READER, pages, MAX_TOTAL_SEGMENTS))
 
 
-def _whole(name: str, value: object, table: str) -> int:
-    if (
-        not isinstance(value, int)
-        or isinstance(value, bool)
-        or not 1 <= value <= MAX_TOTAL_SEGMENTS
-    ):
+def _whole(name: str, value: object, table: str, most: int = MAX_TOTAL_SEGMENTS) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        why = (
+            " (reader threads; for more, split the Scan segments between processes)"
+            if most == MAX_READERS
+            else ""
+        )
         raise ConfigurationError(
-            f"{name} must be a whole number from 1 to 1,000,000, not {value!r}.", table=table
+            f"{name} must be a whole number from 1 to {most:,}{why}, not {value!r}.", table=table
         )
     return value
+
+
+def _rate(value: object, table: str) -> float | None:
+    """``max_rcu_per_second``: None (no limit) or a finite number above 0."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, Decimal))
+        or not 0 < value < math.inf
+    ):
+        raise ConfigurationError(
+            f"max_rcu_per_second must be a number of read units a second above 0 (or None for "
+            f"no limit), not {value!r}.",
+            table=table,
+        )
+    return float(value)
 
 
 def distinct_partition_keys(
@@ -200,19 +225,19 @@ def distinct_partition_keys(
     memory does not grow with the table.
 
     ``segments`` is how many parallel Scan segments are read at once, each skipping inside its
-    own. With ``segments > 1`` the table is split into ``scan_segments`` segments that the
-    readers take in turn as they finish one: a reader held up by throttling does not hold up
-    the end of the listing, the resume token keeps every segment's place (so a listing can go
-    on with another number of readers), and ``segments_done`` / ``scan_segments`` says how far
-    it has come. By default that is 4 segments a reader, but no more than the whole megabytes
-    the table (or the marker index) holds by DescribeTable, and never fewer than ``segments``:
-    each segment costs at least one request, so the split adds at most one request (0.5 read
-    units) per MB scanned.
+    own, by as many reader threads: 1 to ``MAX_READERS`` (64). With ``segments > 1`` the table
+    is split into ``scan_segments`` segments that the readers take in turn as they finish one: a
+    reader held up by throttling does not hold up the end of the listing, the resume token keeps
+    every segment's place (so a listing can go on with another number of readers), and
+    ``segments_done`` / ``scan_segments`` says how far it has come. By default that is 4
+    segments a reader, but no more than the whole megabytes the table (or the marker index)
+    holds by DescribeTable, and never fewer than ``segments``: each segment costs at least one
+    request, so the split adds at most one request (0.5 read units) per MB scanned.
 
-    ``max_rcu_per_second`` spreads the reads so the listing does not become a rolling hot
-    partition. ``resume`` takes a token from ``Listing.checkpoint()`` and goes on from there.
-    ``listing.usage`` counts requests, items read and read units. ``on_key`` is called after
-    each key and each finished segment (for progress displays).
+    ``max_rcu_per_second`` (above 0, or None for no limit) spreads the reads so the listing does
+    not become a rolling hot partition. ``resume`` takes a token from ``Listing.checkpoint()``
+    and goes on from there. ``listing.usage`` counts requests, items read and read units.
+    ``on_key`` is called after each key and each finished segment (for progress displays).
 
     ``client`` is a boto3 DynamoDB client, resource or ``Table`` (which names the table
     itself); see :func:`ddbkeys.clients.as_client`. ``deadline`` (seconds, None for none)
@@ -229,7 +254,8 @@ def distinct_partition_keys(
     still reads it, as asked, and says so).
     """
     client, table = client_and_table(client, table, deadline)
-    readers = _whole("segments", segments, table)
+    readers = _whole("segments", segments, table, MAX_READERS)
+    rate = _rate(max_rcu_per_second, table)
     if scan_segments is not None:
         _whole("scan_segments", scan_segments, table)
     reader = Reader(
@@ -237,24 +263,19 @@ def distinct_partition_keys(
         table,
         retry=retry or RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0),
         usage=usage or Usage(),
-        budget=ReadBudget(max_rcu_per_second) if max_rcu_per_second else None,
+        budget=ReadBudget(rate) if rate is not None else None,
         deadline=deadline,
     )
     info = reader.call(lambda: describe(client, table))
     positions: list[Position] | None = None
     if resume is not None:
-        resumed_method, positions = decode_checkpoint(resume)
+        resumed = decode_token(resume)
+        method = check_binding(resumed, info, method)
+        positions = resumed.positions
         if scan_segments is not None and len(positions) != scan_segments:
             raise ConfigurationError(
                 f"The resume token is for {len(positions)} scan segment(s), not {scan_segments}: "
                 f"resume with --scan-segments {len(positions)}, or without the option.",
-                table=table,
-            )
-        if method == "auto":
-            method = resumed_method
-        elif method != resumed_method:
-            raise ConfigurationError(
-                f"The resume token is for method {resumed_method!r}, not {method!r}.",
                 table=table,
             )
     choice = _choose(

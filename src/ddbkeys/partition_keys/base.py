@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import base64
-import json
 import queue
 import threading
 import time
@@ -26,6 +24,7 @@ from ddbkeys.errors import (
     error_code,
     raise_translated,
 )
+from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
 from ddbkeys.retry import (
     DEFAULT_DEADLINE,
     MAX_REFUSED_ATTEMPTS,
@@ -260,44 +259,6 @@ _DONE = object()  # a segment read to its end
 _EXITED = object()  # a reader thread finished
 
 
-def encode_checkpoint(method: str, positions: list[Position]) -> str:
-    """A resume token: the method and, per segment, the last key handed out (True: done)."""
-
-    def one(position: Position) -> Any:
-        if position is None or position is True:
-            return position
-        kind, raw = next(iter(position.items()))  # type: ignore[union-attr]
-        return {kind: base64.b64encode(raw).decode() if kind == "B" else raw}
-
-    payload = {"v": 1, "method": method, "positions": [one(p) for p in positions]}
-    return base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode()).decode()
-
-
-def decode_checkpoint(token: str) -> tuple[str, list[Position]]:
-    """The method and positions of a resume token, or a clear error."""
-    try:
-        payload = json.loads(base64.urlsafe_b64decode(token.encode()))
-        method = str(payload["method"])
-        positions: list[Position] = []
-        for p in payload["positions"]:
-            if p is None or p is True:
-                positions.append(p)
-            else:
-                ((kind, raw),) = p.items()
-                if kind not in ("S", "N", "B") or not isinstance(raw, str):
-                    raise ValueError(f"not a key: {p!r}")
-                positions.append({kind: base64.b64decode(raw) if kind == "B" else raw})
-        if not 1 <= len(positions) <= 1_000_000:
-            raise ValueError(f"{len(positions)} segments")
-    except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as exc:
-        raise DdbKeysError(
-            f"The resume token {token[:40]!r}... is not one ddbkeys wrote: copy it whole from "
-            "the listing that stopped.",
-            cause=exc,
-        ) from exc
-    return method, positions
-
-
 class Listing:
     """The distinct partition keys of a table, as a stream (iterate over it once).
 
@@ -347,7 +308,12 @@ class Listing:
         return sum(p is True for p in self.positions)
 
     def checkpoint(self) -> str:
-        return encode_checkpoint(self.method.name, list(self.positions))
+        """The resume token of where the listing stands: bound to the table, its key schema
+        and the method (see :mod:`ddbkeys.partition_keys.checkpoint`)."""
+        info = self.method.info
+        return encode_token(
+            Checkpoint(info.name, key_schema(info), self.method.name, list(self.positions))
+        )
 
     @property
     def finished(self) -> bool:

@@ -1,0 +1,150 @@
+"""Resume tokens are bound to the table, key schema and method, versioned and checked (pure: no
+server)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import pytest
+
+from ddbkeys import DdbKeysError, ResumeTokenError
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys.base import Position
+from ddbkeys.partition_keys.checkpoint import (
+    Checkpoint,
+    check_binding,
+    decode_token,
+    digest,
+    encode_token,
+    key_schema,
+)
+from ddbkeys.schema import KeyAttribute, TableInfo
+
+SORT_N = KeyAttribute("sk", "N")
+
+
+def info(name: str = "orders", sort: KeyAttribute | None = SORT_N) -> TableInfo:
+    return TableInfo(name, KeyAttribute("pk", "S"), sort, (), {}, 0, 0)
+
+
+POSITIONS: list[Position] = [{"S": "é𝄞"}, {"N": "-1E-100"}, {"B": b"\x00\xff"}, None, True]
+TOKEN = encode_token(Checkpoint("orders", "pk:S,sk:N", "skip", POSITIONS))
+
+
+def signed(payload: Any) -> str:
+    """A token with a valid check around any payload (what a careless edit cannot make)."""
+    data = base64.urlsafe_b64encode(json.dumps(payload).encode())
+    return f"{data.decode()}.{digest(data)}"
+
+
+def v2(**change: Any) -> dict[str, Any]:
+    payload = {"v": 2, "table": "orders", "keys": "pk:S", "method": "scan", "positions": [None]}
+    payload.update(change)
+    return payload
+
+
+def test_round_trip_with_every_key_type() -> None:
+    checkpoint = decode_token(TOKEN)
+    assert checkpoint == Checkpoint("orders", "pk:S,sk:N", "skip", POSITIONS)
+    assert check_binding(checkpoint, info(), "auto") == "skip"  # auto goes on with the token's
+    assert check_binding(checkpoint, info(), "skip") == "skip"
+
+
+def test_key_schema() -> None:
+    assert key_schema(info()) == "pk:S,sk:N"
+    assert key_schema(info(sort=None)) == "pk:S"
+
+
+@pytest.mark.parametrize(
+    ("table", "method", "message"),
+    [
+        (
+            info("invoices"),
+            "auto",
+            "The resume token is for table 'orders', not 'invoices': resume with -t orders, or "
+            "start the listing of 'invoices' without it.",
+        ),
+        (
+            info(sort=KeyAttribute("sk", "S")),
+            "auto",
+            "The resume token is for table 'orders' keyed pk:S,sk:N, but the table is now keyed "
+            "pk:S,sk:S (created again?): start the listing again.",
+        ),
+        (
+            info(sort=None),
+            "skip",
+            "The resume token is for table 'orders' keyed pk:S,sk:N, but the table is now keyed "
+            "pk:S (created again?): start the listing again.",
+        ),
+        (
+            info(),
+            "scan",
+            "The resume token is for method 'skip', not 'scan': resume with --method skip (or "
+            "auto).",
+        ),
+    ],
+)
+def test_a_token_for_something_else_is_refused(table: TableInfo, method: str, message: str) -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        check_binding(decode_token(TOKEN), table, method)
+    assert str(caught.value) == message
+    assert "\n" not in message
+
+
+def _flip(token: str, at: int) -> str:
+    changed = "A" if token[at] != "A" else "B"
+    return token[:at] + changed + token[at + 1 :]
+
+
+NOT_OURS = [
+    ("garbage", "nonsense", "no check"),
+    ("empty", "", "no check"),
+    ("cut short", TOKEN[:-5], "its check does not match"),
+    ("cut at the front", TOKEN[8:], "its check does not match"),
+    ("payload changed", _flip(TOKEN, 20), "its check does not match"),
+    ("check changed", _flip(TOKEN, len(TOKEN) - 1), "its check does not match"),
+    ("no check", TOKEN.rpartition(".")[0], "no check"),
+    ("json list", signed([1, 2]), "not a JSON object"),
+    ("no segments", signed(v2(positions=[])), "0 segments"),
+    ("bad key type", signed(v2(positions=[{"X": "a"}])), "not a key: {'X': 'a'}"),
+    ("number as json number", signed(v2(positions=[{"N": 5}])), "not a key: {'N': 5}"),
+    ("two types", signed(v2(positions=[{"S": "a", "N": "1"}])), "too many values to unpack"),
+    ("no table", signed({k: v for k, v in v2().items() if k != "table"}), "'table'"),
+    ("table not a string", signed(v2(table=5)), "table, keys and method must be strings"),
+    ("bad base64 in a key", signed(v2(positions=[{"B": "@@"}])), "Only base64 data is allowed"),
+    ("too deep", base64.urlsafe_b64encode(b"[" * 100_000).decode(), "no check"),
+]
+
+
+@pytest.mark.parametrize(("token", "why"), [c[1:] for c in NOT_OURS], ids=[c[0] for c in NOT_OURS])
+def test_a_broken_token_is_refused(token: str, why: str) -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        decode_token(token)
+    message = str(caught.value)
+    assert message.startswith(f"The resume token {token[:40]!r}")
+    assert "is not one ddbkeys wrote, or it was cut short or changed (" in message
+    assert why in message
+    assert message.endswith("): copy it whole from the listing that stopped.")
+    assert isinstance(caught.value, ConfigurationError) and isinstance(caught.value, DdbKeysError)
+
+
+@pytest.mark.parametrize(
+    ("token", "version"),
+    [
+        (  # a token of ddbkeys 0.1 (no check, no table)
+            base64.urlsafe_b64encode(b'{"v":1,"method":"scan","positions":[null]}').decode(),
+            "1",
+        ),
+        (signed(v2(v=3)), "3"),
+        (signed({"method": "scan"}), "None"),
+    ],
+)
+def test_another_version_is_refused(token: str, version: str) -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        decode_token(token)
+    assert str(caught.value) == (
+        f"The resume token is of version {version}, and this ddbkeys reads version 2 only: the "
+        "listing cannot go on from it; start it again."
+    )
