@@ -6,12 +6,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
+from ddbkeys.partition_keys.pages import PageSize
 from ddbkeys.schema import TableInfo
 
 __all__ = ["PagedSkipMethod", "SkipMethod"]
-
-READ_UNIT_BYTES = 4096
-MAX_PAGE_ITEMS = 1000
 
 
 class SkipMethod(SegmentMethod):
@@ -43,7 +41,7 @@ class SkipMethod(SegmentMethod):
         if after is not None:
             request["ExclusiveStartKey"] = self.start_key(after)
         last: Key | None = after
-        state = _Observed()
+        state = self.start_state()
         while True:
             page = reader.scan(**request)
             items = page.get("Items", [])
@@ -60,7 +58,11 @@ class SkipMethod(SegmentMethod):
                 request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
             self.adapt(request, page, state)
 
-    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: _Observed) -> None:
+    def start_state(self) -> Any:
+        """What one segment learns from its pages (nothing, for the seed's Limit 1)."""
+        return None
+
+    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: Any) -> None:
         """Change the request for the next page (the seed's Limit 1 stays as it is)."""
 
 
@@ -68,40 +70,26 @@ class PagedSkipMethod(SkipMethod):
     """The skip scan reading up to ``k`` items a request, and jumping past the last key seen.
 
     A Scan page of up to 4 KB costs 0.5 read units, the same as a page of one item. So ``k`` is
-    what fits in 4 KB by the table's average item size (from DescribeTable), and shrinks
-    (``k / units``) whenever a page cost more than one read unit. Only when the table reports
-    no size does it probe upwards (doubling while pages come back full and cheap), which costs
-    at most one half unit too many per segment. Small collections then give several keys per
-    request at the price of one: where collections are smaller than a page the jumps skip
-    nothing and this reads like a plain scan in 4 KB pages, at a plain scan's cost; where they
-    are large it reads one page per collection, like seed 004. ``auto`` does not go on to 1 MB
-    scan pages when collections prove small: that would save requests but not read units, and
-    one large collection met later would cost up to 128 read units for a single key.
+    kept near what fits in 4 KB, learning from what each page cost (``pages.PageSize``); where
+    collections prove small and items large, pages aim at 8 KB, so rounding up to the next 4 KB
+    costs half as much. Small collections then give several keys per request: where they are
+    smaller than a page the jumps skip little and this reads like a plain scan in small pages,
+    at about a plain scan's cost; where they are large it reads one page per collection, like
+    seed 004, and never reads a large collection's tail.
     """
 
     name = "skip-pages"
 
     def __init__(self, info: TableInfo) -> None:
-        average = info.size_bytes / info.item_count if info.item_count else 0
-        self.known = bool(average)
-        first = int(READ_UNIT_BYTES // average) if average else 8
-        super().__init__(info, page_items=max(1, min(MAX_PAGE_ITEMS, first)))
+        self.average = info.size_bytes / info.item_count if info.item_count else 0.0
+        super().__init__(info, page_items=PageSize.for_items_of(self.average).limit)
 
-    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: _Observed) -> None:
-        k = int(request["Limit"])
-        if self.known:
-            state.ceiling = min(state.ceiling, self.page_items)
+    def start_state(self) -> PageSize:
+        return PageSize.for_items_of(self.average)
+
+    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: PageSize) -> None:
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
-        units = consumed / 0.5  # 4 KB read units of an eventually consistent scan
-        if units > 1:
-            state.ceiling = max(1, int(k / units))
-            request["Limit"] = state.ceiling
-        elif len(page.get("Items", [])) >= k and k < state.ceiling:
-            request["Limit"] = min(state.ceiling, k * 2)
-
-
-class _Observed:
-    """What one segment has learned so far."""
-
-    def __init__(self) -> None:
-        self.ceiling = MAX_PAGE_ITEMS  # the largest page that stayed within one read unit
+        items = page.get("Items", [])
+        pk = self.info.partition_key.name
+        keys = len({repr(item.get(pk)) for item in items})
+        request["Limit"] = state.observe(len(items), consumed / 0.5, keys)
