@@ -33,6 +33,7 @@ __all__ = [
     "DeadlineExceededError",
     "EndpointUnreachableError",
     "KeySchemaError",
+    "ListingInterrupted",
     "LocalServerError",
     "ResumeTokenError",
     "ServiceError",
@@ -84,6 +85,11 @@ def _rebuild(cls: type[DdbKeysError], message: str, state: dict[str, Any]) -> Dd
 
 class ConfigurationError(DdbKeysError):
     """A setting is missing or wrong: no region, a bad endpoint URL, bad arguments."""
+
+
+class ListingInterrupted(DdbKeysError):
+    """A listing was asked to stop (``Listing.stop()``; on the command line Ctrl-C, SIGTERM or
+    SIGHUP) before it finished. Its ``checkpoint()`` goes on from the last key handed out."""
 
 
 class ResumeTokenError(ConfigurationError):

@@ -13,10 +13,15 @@ from ddbkeys import DdbKeysError, ResumeTokenError
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.base import Position
 from ddbkeys.partition_keys.checkpoint import (
+    FILE_VERSION,
     Checkpoint,
+    CheckpointFile,
     check_binding,
+    check_output,
+    decode_file,
     decode_token,
     digest,
+    encode_file,
     encode_token,
     key_schema,
 )
@@ -148,3 +153,85 @@ def test_another_version_is_refused(token: str, version: str) -> None:
         f"The resume token is of version {version}, and this ddbkeys reads version 2 only: the "
         "listing cannot go on from it; start it again."
     )
+
+
+SAVED = CheckpointFile(TOKEN, "/data/keys.txt", "text", 1234, 99)
+
+
+def test_checkpoint_file_round_trip() -> None:
+    assert decode_file(encode_file(SAVED), "c.ckpt") == SAVED
+    to_stdout = CheckpointFile(TOKEN, None, "jsonl")
+    assert decode_file(encode_file(to_stdout), "c.ckpt") == to_stdout
+
+
+def _edited(**change: Any) -> str:
+    body = json.loads(encode_file(SAVED))
+    body.update(change)
+    return json.dumps(body)
+
+
+_DROP = object()
+
+
+def _resigned(**change: Any) -> str:
+    """A checkpoint file with a valid check, changed (a field set to _DROP is left out)."""
+    body = json.loads(encode_file(SAVED))
+    del body["check"]
+    body.update(change)
+    body = {k: v for k, v in body.items() if v is not _DROP}
+    check = digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    return json.dumps({**body, "check": check})
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("", "not JSON"),
+        ("\udcff garbage", "not JSON"),
+        ("[" * 100_000, "not JSON"),
+        ("[1, 2]", "not a ddbkeys checkpoint"),
+        ('{"kind": "something else"}', "not a ddbkeys checkpoint"),
+        (_edited(output_bytes=1), "its check does not match"),
+        (_edited(token=TOKEN[:-1]), "its check does not match"),
+        (encode_file(SAVED)[:-20], "not JSON"),
+        (_resigned(output_bytes="many"), "a field of the wrong type"),
+        (_resigned(keys=None), "a field of the wrong type"),
+        (_resigned(format=_DROP), "no 'format'"),
+    ],
+)
+def test_a_broken_checkpoint_file_is_refused(text: str, why: str) -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        decode_file(text, "c.ckpt")
+    assert caught.value.message == (
+        f"The checkpoint file c.ckpt is not one ddbkeys wrote, or it was cut short or changed "
+        f"({why}): delete it to start the listing again."
+    )
+
+
+def test_a_checkpoint_file_of_another_version_is_refused() -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        decode_file(_resigned(version=FILE_VERSION + 1), "c.ckpt")
+    assert caught.value.message == (
+        f"The checkpoint file c.ckpt is of version {FILE_VERSION + 1}, and this ddbkeys reads "
+        f"version {FILE_VERSION} only: delete it to start the listing again."
+    )
+
+
+@pytest.mark.parametrize(
+    ("output", "output_format", "said"),
+    [
+        (None, "text", "not to stdout (text)"),
+        ("/data/other.txt", "text", "not to --output-file /data/other.txt (text)"),
+        ("/data/keys.txt", "jsonl", "not to --output-file /data/keys.txt (jsonl)"),
+    ],
+)
+def test_a_checkpoint_of_another_output_is_refused(
+    output: str | None, output_format: str, said: str
+) -> None:
+    with pytest.raises(ResumeTokenError) as caught:
+        check_output(SAVED, "c.ckpt", output, output_format)
+    assert caught.value.message == (
+        f"The checkpoint file c.ckpt is of a listing to --output-file /data/keys.txt (text), "
+        f"{said}: run the same command again, or delete c.ckpt to start over."
+    )
+    check_output(SAVED, "c.ckpt", "/data/keys.txt", "text")  # the same output goes on

@@ -152,8 +152,13 @@ def output_option(func: F) -> F:
     )(func)
 
 
+def json_text(value: Any) -> str:
+    """A JSON document as the CLI prints it."""
+    return json.dumps(value, indent=2, sort_keys=True, default=str)
+
+
 def echo_json(value: Any) -> None:
-    click.echo(json.dumps(value, indent=2, sort_keys=True, default=str))
+    click.echo(json_text(value))
 
 
 def error_text(exc: BaseException) -> str:

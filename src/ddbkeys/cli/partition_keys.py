@@ -15,12 +15,13 @@ from ddbkeys.cli.common import (
     Connection,
     StatusLine,
     connection_options,
-    echo_json,
     index_options,
     json_key,
+    json_text,
 )
 from ddbkeys.cli.listing_output import jsonl_line, text_line
-from ddbkeys.errors import DdbKeysError
+from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, KeySink
+from ddbkeys.errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
@@ -41,61 +42,91 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
     return line
 
 
-def write_keys(listing: Listing, output: str, collected: list[object], stop: list[int]) -> None:
-    """Write each key as it comes (text, jsonl) or collect it (json); stop after the key being
-    written once ``stop`` is set."""
+#: What each stopping signal is called, and the exit code it leads to (128 + its number).
+STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[object]) -> None:
+    """Write each key as it comes (text, jsonl) or collect it (json), checkpointing as it goes."""
     for raw in listing.raw():
         key = plain_key(raw)
         if output == "text":
-            sys.stdout.write(text_line(key) + "\n")
+            sink.write(text_line(key))
         elif output == "jsonl":
-            sys.stdout.write(jsonl_line(key) + "\n")
+            sink.write(jsonl_line(key))
         else:
             collected.append(json_key(key))
-        if stop:
-            raise KeyboardInterrupt
-    sys.stdout.flush()
+        sink.tick(listing)
 
 
-def resume_note(verb: str, listing: Listing, status: StatusLine | None) -> None:
-    """On stderr: how far the listing came, and the token that goes on from there."""
+def resume_note(verb: str, listing: Listing, sink: KeySink, status: StatusLine | None) -> None:
+    """On stderr: how far the listing came, and how to go on from there."""
     if status is not None:
         status.stop()
-    sys.stdout.flush()
-    click.echo(
-        f"{verb} after {usage_line(listing)}.\nResume with: --resume {listing.checkpoint()}",
-        err=True,
-    )
+    sink.save(listing)
+    how = f"Resume with: --resume {listing.checkpoint()}"
+    if sink.checkpoint_path is not None:
+        how += f"\nOr run the same command again: it goes on from {sink.checkpoint_path}."
+    click.echo(f"{verb} after {usage_line(listing)}.\n{how}", err=True)
 
 
 def stream_keys(
-    ctx: click.Context, listing: Listing, output: str, status: StatusLine | None
+    ctx: click.Context, listing: Listing, output: str, sink: KeySink, status: StatusLine | None
 ) -> list[object]:
-    """Write the keys; on Ctrl-C or an error, say how to resume. Returns the keys collected
-    for ``--output json``."""
+    """Write the keys; on Ctrl-C, SIGTERM, SIGHUP or an error, say how to resume. Returns the
+    keys collected for ``--output json``."""
     collected: list[object] = []
-    # The first Ctrl-C stops after the key being written, so the resume token is exact; a
-    # second one interrupts at once.
-    stop: list[int] = []
+    # A stopping signal asks the listing to stop: within about 0.1 s, after the key being
+    # written, so that the resume token and the checkpoint are exact. A second Ctrl-C
+    # interrupts at once, leaving the last checkpoint as it was.
+    received: list[int] = []
 
-    def first_interrupt(signum: int, frame: object) -> None:
-        stop.append(signum)
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        listing.stop()
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
-    previous = signal.getsignal(signal.SIGINT)
     in_main = threading.current_thread() is threading.main_thread()
+    previous = {}
     if in_main:
-        signal.signal(signal.SIGINT, first_interrupt)
+        for name in STOP_SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, stop)
+    listing.background = True  # so that a stop never waits on an outstanding request
     try:
         if status is not None:
             status.start()
-        write_keys(listing, output, collected, stop)
+        write_keys(listing, output, sink, collected)
+    except ListingInterrupted:
+        number = received[0] if received else signal.SIGINT
+        verb = (
+            "Interrupted"
+            if number == signal.SIGINT
+            else f"Stopped by {signal.Signals(number).name}"
+        )
+        resume_note(verb, listing, sink, status)
+        sink.close()
+        ctx.exit(128 + number)
     except KeyboardInterrupt:
-        resume_note("Interrupted", listing, status)
+        if status is not None:
+            status.stop()
+        sink.close()
+        where = sink.checkpoint_path or "a resume token"
+        click.echo(
+            f"Interrupted twice: stopped at once, after {usage_line(listing)}; "
+            + (
+                f"{where} holds the last checkpoint."
+                if sink.checkpoint_path
+                else "no resume token."
+            ),
+            err=True,
+        )
         ctx.exit(130)
     except DdbKeysError:
         # The keys written so far stand: say how to go on from them, then the error itself.
-        resume_note("Stopped", listing, status)
+        resume_note("Stopped", listing, sink, status)
+        sink.close()
         raise
     except BrokenPipeError:
         # The reader went away (| head): stop quietly.
@@ -105,8 +136,8 @@ def stream_keys(
     finally:
         if status is not None:
             status.stop()
-        if in_main:
-            signal.signal(signal.SIGINT, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     return collected
 
 
@@ -159,6 +190,24 @@ def stream_keys(
     help="Spread the reads: at most R read units a second.",
 )
 @click.option("--resume", metavar="TOKEN", help="Go on from where a stopped listing was.")
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keep the listing's position in FILE (replaced atomically after each flush of output, "
+    f"at least every second and every {CHECKPOINT_KEYS} keys): after a kill, even kill -9, "
+    "the same command goes on from there. Removed once the listing ends. On stdout a resume may "
+    f"repeat up to {CHECKPOINT_KEYS} keys; with --output-file, none.",
+)
+@click.option(
+    "--output-file",
+    "-o",
+    metavar="OUT",
+    type=click.Path(dir_okay=False),
+    help="Write the keys to OUT instead of stdout (truncated at the start). With --checkpoint, a "
+    "resume first cuts OUT back to what the checkpoint recorded: every key exactly once.",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
 @index_options
 @connection_options
@@ -172,6 +221,8 @@ def partition_keys_group(
     output: str,
     max_rcu_per_second: float | None,
     resume: str | None,
+    checkpoint_file: str | None,
+    output_file: str | None,
     quiet: bool,
     index_name: str,
     marker_attribute: str,
@@ -179,10 +230,11 @@ def partition_keys_group(
 ) -> None:
     """List the distinct partition keys of a table, at a small part of a full scan's cost.
 
-    Keys go to stdout, one per line, so the output pipes; progress and a summary (requests,
-    items read, read units) go to stderr. Ctrl-C, or an error once keys are coming (a page
-    that got no answer within --timeout, say), prints a --resume token that goes on without
-    repeating or missing a key.
+    Keys go to stdout (or --output-file), one per line, so the output pipes; progress and a
+    summary (requests, items read, read units) go to stderr. Ctrl-C, SIGTERM, SIGHUP, or an
+    error once keys are coming (a page that got no answer within --timeout, say), prints a
+    --resume token that goes on without repeating or missing a key. For long listings that may
+    be killed outright, --checkpoint FILE: run the same command again to go on.
 
     \b
     Methods (--method):
@@ -197,11 +249,28 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders > keys.txt
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
+      ddbkeys partition-keys -t orders --checkpoint orders.ckpt -o keys.txt
     """
     if ctx.invoked_subcommand is not None:
         return
     if table_name is None:
         raise click.UsageError("Missing option '--table-name' / '-t'.")
+    if checkpoint_file is not None and output == "json":
+        raise click.UsageError(
+            "--checkpoint goes with --output text or jsonl (json is one document at the end)."
+        )
+    sink = KeySink(output, output_file, checkpoint_file)
+    if sink.resume_token is not None:
+        if resume is not None:
+            raise click.UsageError(
+                f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
+                f"--resume to go on from {checkpoint_file}, or delete it."
+            )
+        resume = sink.resume_token
+        if not quiet:
+            click.echo(
+                f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True
+            )
     client = connection.client()
     stderr = Console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
@@ -227,6 +296,7 @@ def partition_keys_group(
         on_key=progress if show_progress else None,
         deadline=connection.timeout,
     )
+    sink.open()
     if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
         click.echo(
             f"Warning: {listing.method_reason}."
@@ -235,16 +305,19 @@ def partition_keys_group(
             f"listing with {listing.method_name}.",
             err=True,
         )
-    collected = stream_keys(ctx, listing, output, status)
+    collected = stream_keys(ctx, listing, output, sink, status)
     if output == "json":
-        echo_json(
-            {
-                "table": table_name,
-                "method": listing.method_name,
-                "method_reason": listing.method_reason,
-                "keys": collected,
-                "usage": listing.usage.snapshot(),
-            }
+        sink.write_document(
+            json_text(
+                {
+                    "table": table_name,
+                    "method": listing.method_name,
+                    "method_reason": listing.method_reason,
+                    "keys": collected,
+                    "usage": listing.usage.snapshot(),
+                }
+            )
         )
+    sink.finish()
     if not quiet:
         click.echo(usage_line(listing), err=True)

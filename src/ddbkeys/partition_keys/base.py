@@ -25,6 +25,7 @@ from ddbkeys.errors import (
     raise_translated,
 )
 from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
+from ddbkeys.partition_keys.stopping import STOP_SLICE, StopFlag
 from ddbkeys.retry import (
     DEFAULT_DEADLINE,
     MAX_REFUSED_ATTEMPTS,
@@ -118,14 +119,19 @@ class ReadBudget:
         self._tokens = min(self.rate, self._tokens + (now - self._stamp) * self.rate)
         self._stamp = now
 
-    def acquire(self) -> None:
+    def acquire(self, stop: StopFlag | None = None) -> None:
+        """Wait until the bucket is not in debt; with ``stop``, look at it every 0.1 s."""
         while True:
             with self._lock:
                 self._refill()
                 if self._tokens > -1e-9:  # (float dust is no debt)
                     return
                 wait = max(0.001, -self._tokens / self.rate)
-            self.sleep(wait)
+            if stop is None:
+                self.sleep(wait)
+            else:
+                stop.check()
+                self.sleep(min(wait, STOP_SLICE))
 
     def spend(self, units: float) -> None:
         with self._lock:
@@ -151,6 +157,8 @@ class Reader:
     deadline: float | None = DEFAULT_DEADLINE
     what: str = "listing the partition keys"
     clock: Callable[[], float] = field(default=time.monotonic, repr=False)
+    #: Set to stop the listing: looked at before each request and while waiting.
+    stop: StopFlag = field(default_factory=StopFlag, repr=False)
 
     def scan(self, **request: Any) -> dict[str, Any]:
         """One Scan of this table (or of its index), retried on throttling, 5xx and dropped
@@ -160,8 +168,9 @@ class Reader:
         request["ReturnConsumedCapacity"] = "TOTAL"
 
         def send() -> dict[str, Any]:
+            self.stop.check()
             if self.budget is not None:
-                self.budget.acquire()
+                self.budget.acquire(self.stop)
             return dict(self.client.scan(**request))
 
         response = self.call(send)
@@ -199,7 +208,7 @@ class Reader:
                 if not deadline.allows(wait):
                     out_of_time = True
                     break
-                self.retry.sleep(wait)
+                self.stop.sleep(wait, self.retry.sleep)
         attempts = sum(failures.values())
         times = failures[_kind(last)] if last is not None else 0
         if out_of_time:
@@ -268,6 +277,11 @@ class Listing:
     a key. ``positions`` holds one entry per Scan segment; ``readers`` threads take the
     segments in turn, each reading one segment to its end before taking the next. With more
     than one reader, keys of different segments interleave.
+
+    ``stop()`` (safe from a signal handler or another thread) ends the iteration with
+    :class:`~ddbkeys.errors.ListingInterrupted` between requests and out of any wait. With
+    ``background = True`` even a single reader reads in a thread, so that the stop takes effect
+    within about 0.1 s while a request is still outstanding (the command line does this).
     """
 
     def __init__(
@@ -288,6 +302,8 @@ class Listing:
         self.method_reason = ""
         #: Whether the marker index could be vouched for (None: no index was considered).
         self.index_trusted: bool | None = None
+        #: Read in a thread even with one reader, so that ``stop()`` never waits on a request.
+        self.background = False
         self._started = False
 
     @property
@@ -315,6 +331,13 @@ class Listing:
             Checkpoint(info.name, key_schema(info), self.method.name, list(self.positions))
         )
 
+    def stop(self) -> None:
+        """Ask the listing to stop; safe from a signal handler or another thread. Within about
+        0.1 s (or the end of the request being sent), iterating raises
+        :class:`~ddbkeys.errors.ListingInterrupted`, and ``checkpoint()`` goes on from the last
+        key handed out."""
+        self.reader.stop.set()
+
     @property
     def finished(self) -> bool:
         return all(p is True for p in self.positions)
@@ -325,9 +348,10 @@ class Listing:
             raise DdbKeysError("A listing is a stream: iterate over it once.")
         self._started = True
         todo = [s for s in range(self.scan_segments) if self.positions[s] is not True]
-        if self.readers <= 1 or len(todo) <= 1:
+        if (self.readers <= 1 or len(todo) <= 1) and not self.background:
             for segment in todo:
                 for key in self._segment_keys(segment):
+                    self.reader.stop.check()
                     self._handed(segment, key)
                     yield key
                 self.positions[segment] = True
@@ -348,11 +372,21 @@ class Listing:
         if self.on_key is not None:
             self.on_key(self)
 
+    def _next_item(self, out: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
+        """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""
+        while True:
+            self.reader.stop.check()
+            try:
+                return out.get(timeout=STOP_SLICE)
+            except queue.Empty:
+                continue
+
     def _parallel(self, todo: list[int]) -> Iterator[Key]:
         pending: queue.SimpleQueue[int] = queue.SimpleQueue()
         for segment in todo:
             pending.put(segment)
-        out: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=1024)
+        # One reader in the background reads little ahead: a stop wastes at most a page.
+        out: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=1024 if self.readers > 1 else 64)
         stop = threading.Event()
 
         def send(segment: int, item: Any) -> bool:
@@ -391,7 +425,7 @@ class Listing:
         running = len(threads)
         try:
             while running:
-                segment, item = out.get()
+                segment, item = self._next_item(out)
                 if item is _EXITED:
                     running -= 1
                 elif item is _DONE:
@@ -404,8 +438,12 @@ class Listing:
                     yield item
         finally:
             stop.set()
+            self.reader.stop.set()  # the readers stop between pages, and out of their waits
+            # A reader inside a request is not waited for past half a second in all (daemon threads:
+            # its answer is dropped, and the positions handed out stand).
+            until = time.monotonic() + 0.5
             for thread in threads:
-                thread.join(timeout=5)
+                thread.join(timeout=max(0.0, until - time.monotonic()))
 
     def __iter__(self) -> Iterator[str | int | Decimal | bytes]:
         for key in self.raw():

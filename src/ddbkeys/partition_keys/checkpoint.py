@@ -23,12 +23,17 @@ if TYPE_CHECKING:
     from ddbkeys.schema import TableInfo
 
 __all__ = [
+    "FILE_VERSION",
     "MAX_TOKEN_SEGMENTS",
     "TOKEN_VERSION",
     "Checkpoint",
+    "CheckpointFile",
     "check_binding",
+    "check_output",
+    "decode_file",
     "decode_token",
     "digest",
+    "encode_file",
     "encode_token",
     "key_schema",
 ]
@@ -174,3 +179,86 @@ def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
             table=info.name,
         )
     return checkpoint.method
+
+
+#: The version of the checkpoint file format (``--checkpoint FILE``).
+FILE_VERSION = 1
+_FILE_KIND = "ddbkeys partition-keys checkpoint"
+
+
+@dataclass(frozen=True)
+class CheckpointFile:
+    """What ``--checkpoint FILE`` holds: the resume token, and the output it goes with (the
+    absolute path of ``--output-file``, or None for stdout; its format; its length in bytes
+    when the token was written; how many keys were written to it)."""
+
+    token: str
+    output: str | None
+    format: str
+    output_bytes: int = 0
+    keys: int = 0
+
+
+def encode_file(saved: CheckpointFile) -> str:
+    """The text of a checkpoint file: JSON, with a check over the rest."""
+    body = {
+        "kind": _FILE_KIND,
+        "version": FILE_VERSION,
+        "token": saved.token,
+        "output": saved.output,
+        "format": saved.format,
+        "output_bytes": saved.output_bytes,
+        "keys": saved.keys,
+    }
+    check = digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
+    return json.dumps({**body, "check": check}, indent=1) + "\n"
+
+
+def decode_file(text: str, name: str) -> CheckpointFile:
+    """The checkpoint a file holds, or a ResumeTokenError naming the file and what is wrong."""
+
+    def broken(why: str) -> ResumeTokenError:
+        return ResumeTokenError(
+            f"The checkpoint file {name} is not one ddbkeys wrote, or it was cut short or "
+            f"changed ({why}): delete it to start the listing again."
+        )
+
+    try:
+        body = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise broken("not JSON") from exc
+    if not isinstance(body, dict) or body.get("kind") != _FILE_KIND:
+        raise broken("not a ddbkeys checkpoint")
+    check = body.pop("check", None)
+    if check != digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()):
+        raise broken("its check does not match")
+    if body.get("version") != FILE_VERSION:
+        raise ResumeTokenError(
+            f"The checkpoint file {name} is of version {body.get('version')!r}, and this "
+            f"ddbkeys reads version {FILE_VERSION} only: delete it to start the listing again."
+        )
+    try:
+        saved = CheckpointFile(
+            str(body["token"]),
+            None if body["output"] is None else str(body["output"]),
+            str(body["format"]),
+            int(body["output_bytes"]),
+            int(body["keys"]),
+        )
+    except KeyError as exc:
+        raise broken(f"no {exc}") from exc
+    except (TypeError, ValueError) as exc:
+        raise broken("a field of the wrong type") from exc
+    return saved
+
+
+def check_output(saved: CheckpointFile, name: str, output: str | None, output_format: str) -> None:
+    """Refuse to go on from ``saved`` into another output than the one it was written for."""
+    if saved.output != output or saved.format != output_format:
+        was = f"--output-file {saved.output}" if saved.output else "stdout"
+        now = f"--output-file {output}" if output else "stdout"
+        raise ResumeTokenError(
+            f"The checkpoint file {name} is of a listing to {was} ({saved.format}), not to "
+            f"{now} ({output_format}): run the same command again, or delete {name} to start "
+            "over."
+        )

@@ -1,0 +1,177 @@
+"""Where ``ddbkeys partition-keys`` writes its keys, and the ``--checkpoint FILE`` it keeps.
+
+The checkpoint is replaced atomically (a temporary file in the same directory, then
+``os.replace``) right after each flush of the output: at least once a second while keys come,
+and after at most :data:`CHECKPOINT_KEYS` keys. So a kill at any moment leaves a checkpoint
+whose keys have all been flushed:
+
+- with ``--output-file OUT`` the checkpoint also records OUT's length, and a resume first cuts
+  OUT back to it: every key exactly once, however many kills;
+- on stdout, a resume may repeat the keys written since the last checkpoint (at most
+  :data:`CHECKPOINT_KEYS`), and never loses one.
+
+Once the listing ends, the checkpoint file is removed: the same command then starts over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+import time
+from typing import IO, TYPE_CHECKING
+
+import click
+
+from ddbkeys.errors import ResumeTokenError
+from ddbkeys.partition_keys.checkpoint import (
+    CheckpointFile,
+    check_output,
+    decode_file,
+    encode_file,
+)
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys import Listing
+
+__all__ = ["CHECKPOINT_KEYS", "CHECKPOINT_SECONDS", "KeySink", "write_atomically"]
+
+#: The most keys written between two checkpoints (what a kill may repeat on stdout).
+CHECKPOINT_KEYS = 1000
+#: The longest time between two checkpoints while keys come, in seconds.
+CHECKPOINT_SECONDS = 1.0
+
+
+def write_atomically(path: str, text: str) -> None:
+    """Replace ``path`` with ``text``: readers (and a kill) see the old file or the new one."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, temporary = tempfile.mkstemp(prefix=".ddbkeys-checkpoint-", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+class KeySink:
+    """Key lines to stdout or to ``output_file``, and the checkpoint file kept beside them.
+
+    ``resume_token`` is the token to go on from when the checkpoint file exists (None: start
+    afresh, which truncates ``output_file``). Nothing is written, and the output file is not
+    touched, before :meth:`open`.
+    """
+
+    def __init__(self, output_format: str, output_file: str | None, checkpoint: str | None) -> None:
+        self.format = output_format
+        self.path = os.path.abspath(output_file) if output_file else None
+        self.checkpoint_path = checkpoint
+        self.resume_token: str | None = None
+        self.keys = 0  # written in all, this run and the runs it goes on from
+        self._since = 0  # written since the last checkpoint
+        self._stamp = time.monotonic()
+        self._saved = self._load()
+        self._file: IO[bytes] | None = None
+        if self._saved is not None:
+            self.resume_token = self._saved.token
+            self.keys = self._saved.keys
+
+    def open(self) -> None:
+        """Open the output file, once the listing is known to fit the checkpoint: truncated to
+        what the checkpoint recorded (or to nothing, with no checkpoint)."""
+        if self.path is not None and self._file is None:
+            self._file = self._open(self._saved)
+
+    def _load(self) -> CheckpointFile | None:
+        name = self.checkpoint_path
+        if name is None or not os.path.exists(name):
+            return None
+        try:
+            with open(name, encoding="utf-8", errors="replace") as handle:
+                text = handle.read(1 << 20)
+        except OSError as exc:
+            raise click.FileError(name, exc.strerror) from exc
+        saved = decode_file(text, name)
+        check_output(saved, name, self.path, self.format)
+        return saved
+
+    def _open(self, saved: CheckpointFile | None) -> IO[bytes]:
+        assert self.path is not None
+        try:
+            if saved is None:
+                return open(self.path, "wb")
+            handle = open(self.path, "r+b")  # noqa: SIM115
+        except OSError as exc:
+            raise click.FileError(self.path, exc.strerror) from exc
+        size = handle.seek(0, os.SEEK_END)
+        if size < saved.output_bytes:
+            handle.close()
+            raise ResumeTokenError(
+                f"The output file {self.path} holds {size} bytes, fewer than the "
+                f"{saved.output_bytes} the checkpoint file {self.checkpoint_path} recorded (it "
+                f"was changed): delete {self.checkpoint_path} to start the listing again."
+            )
+        handle.truncate(saved.output_bytes)
+        handle.seek(saved.output_bytes)
+        return handle
+
+    def write(self, line: str) -> None:
+        """Write one line (a key), without waiting for a checkpoint."""
+        if self._file is not None:
+            self._file.write(line.encode("utf-8", "surrogateescape") + b"\n")
+        else:
+            sys.stdout.write(line + "\n")
+        self.keys += 1
+        self._since += 1
+
+    def write_document(self, text: str) -> None:
+        """The whole output at once (``--output json``)."""
+        if self._file is not None:
+            self._file.write(text.encode("utf-8") + b"\n")
+        else:
+            click.echo(text)
+
+    def tick(self, listing: Listing) -> None:
+        """Flush and checkpoint when it is time to."""
+        if self.checkpoint_path is None:
+            return
+        if self._since >= CHECKPOINT_KEYS or time.monotonic() - self._stamp >= CHECKPOINT_SECONDS:
+            self.save(listing)
+
+    def flush(self) -> None:
+        if self._file is not None:
+            self._file.flush()
+        else:
+            sys.stdout.flush()
+
+    def save(self, listing: Listing) -> None:
+        """Flush the output, then replace the checkpoint file with where ``listing`` stands."""
+        self.flush()
+        if self.checkpoint_path is None:
+            return
+        size = self._file.tell() if self._file is not None else 0
+        saved = CheckpointFile(listing.checkpoint(), self.path, self.format, size, self.keys)
+        try:
+            write_atomically(self.checkpoint_path, encode_file(saved))
+        except OSError as exc:
+            raise click.FileError(self.checkpoint_path, exc.strerror) from exc
+        self._since = 0
+        self._stamp = time.monotonic()
+
+    def finish(self) -> None:
+        """The listing ended: flush, close, and remove the checkpoint (a new run starts over)."""
+        self.close()
+        if self.checkpoint_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.checkpoint_path)
+
+    def close(self) -> None:
+        self.flush()
+        if self._file is not None:
+            self._file.close()
+            self._file = None

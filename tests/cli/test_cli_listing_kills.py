@@ -1,0 +1,282 @@
+"""``ddbkeys partition-keys`` killed at any moment: ``--checkpoint FILE`` goes on from where it
+was, ``--output-file`` holds every key exactly once, and SIGTERM, SIGHUP and Ctrl-C stop it
+cleanly within a second, even while a request is outstanding. The listings are slowed down by
+the fault proxy (delayed Scan responses, counted) so that the kills land mid-listing."""
+
+from __future__ import annotations
+
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, write_atomically
+from ddbkeys.partition_keys.checkpoint import Checkpoint, CheckpointFile, encode_file, encode_token
+from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+KEYS = 300
+
+
+def fill(client: DynamoDBClient, table: str, keys: int) -> list[str]:
+    """``keys`` collections of 2 items each; every 50th key holds a newline."""
+    names = [f"k{k:04}" + ("\nline" if k % 50 == 0 else "") for k in range(keys)]
+    requests: list[Any] = [
+        {"PutRequest": {"Item": {"pk": {"S": name}, "sk": {"N": str(i)}}}}
+        for name in names
+        for i in range(2)
+    ]
+    for start in range(0, len(requests), 25):
+        client.batch_write_item(RequestItems={table: requests[start : start + 25]})
+    return names
+
+
+def listing(endpoint: str, table: str, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "ddbkeys",
+        "partition-keys",
+        "-t",
+        table,
+        "--method",
+        "skip",
+        "--endpoint-url",
+        endpoint,
+        *args,
+    ]
+
+
+def text_keys(names: list[str]) -> list[str]:
+    """The lines text output shows for ``names``."""
+    return sorted(name.replace("\n", "\\n") for name in names)
+
+
+def kill_at_random(command: list[str], kills: int, rng: random.Random) -> tuple[int, list[str]]:
+    """Run ``command`` again and again, SIGKILLing it at a random moment each time, until
+    ``kills`` kills landed while it was running; then run it to its end. Returns the exit code
+    of the last run and the stderr of every run."""
+    landed = 0
+    errors: list[str] = []
+    while landed < kills:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        time.sleep(rng.uniform(0.8, 2.5))
+        if process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            landed += 1
+        _, err = process.communicate(timeout=60)
+        errors.append(err.decode())
+        assert landed or process.returncode == 0, err
+    last = subprocess.run(command, check=False, capture_output=True, timeout=300)
+    errors.append(last.stderr.decode())
+    return last.returncode, errors
+
+
+def test_kill9_at_random_then_the_same_command_writes_every_key_exactly_once(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    names = fill(ddb_client, table, KEYS)
+    # Each Scan answered 20 ms late: about 40 keys a second, so a run lasts some seconds.
+    fault_proxy.set_plan(
+        FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=11)
+    )
+    out, checkpoint = tmp_path / "keys.txt", tmp_path / "listing.ckpt"
+    command = listing(
+        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
+    )
+    code, errors = kill_at_random(command, kills=4, rng=random.Random(5))
+    assert code == 0, errors[-1]
+    lines = out.read_text().splitlines()
+    assert sorted(lines) == text_keys(names)  # every key, and each exactly once
+    assert not checkpoint.exists()  # removed once the listing ended
+    assert any("Going on from" in err for err in errors[1:]), errors  # a run did resume
+    assert fault_proxy.counts["delay"] > KEYS  # the proxy slowed every Scan
+
+
+def test_kill9_on_stdout_repeats_at_most_what_came_since_the_last_checkpoint(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """Block-buffered stdout into a file: no key is lost across kills, and each kill repeats
+    at most CHECKPOINT_KEYS keys."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    names = fill(ddb_client, table, KEYS)
+    fault_proxy.set_plan(
+        FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=12)
+    )
+    checkpoint = tmp_path / "listing.ckpt"
+    command = listing(fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-q")
+    rng = random.Random(6)
+    written: list[str] = []
+    kills = 0
+    while True:
+        with open(tmp_path / "run.txt", "wb") as sink:
+            process = subprocess.Popen(command, stdout=sink, stderr=subprocess.PIPE)
+            time.sleep(rng.uniform(0.8, 2.5))
+            killed = process.poll() is None and kills < 3
+            if killed:
+                process.send_signal(signal.SIGKILL)
+                kills += 1
+            _, err = process.communicate(timeout=300)
+        written += (tmp_path / "run.txt").read_text().splitlines()
+        if not killed:
+            assert process.returncode == 0, err
+            break
+    assert kills >= 2
+    counts = Counter(written)
+    assert sorted(counts) == text_keys(names)  # none lost
+    assert sum(counts.values()) - len(counts) <= kills * CHECKPOINT_KEYS
+    assert not checkpoint.exists()
+    assert fault_proxy.counts["delay"] > KEYS
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "said"),
+    [
+        (signal.SIGTERM, 143, "Stopped by SIGTERM"),
+        (signal.SIGHUP, 129, "Stopped by SIGHUP"),
+        (signal.SIGINT, 130, "Interrupted"),
+    ],
+)
+def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
+    stop: signal.Signals,
+    code: int,
+    said: str,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """The 6th Scan is answered only after 30 s: the signal comes while the listing waits on
+    it. The listing stops within about a second, says how to go on, and going on (by the
+    token, and by running the same command again) is exact."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    names = fill(ddb_client, table, 40)
+    fault_proxy.set_plan(
+        FaultPlan(
+            script=[Fault.FORWARD] * 5 + [Fault.DELAY],
+            delay_seconds=30,
+            operations=frozenset({"Scan"}),
+        )
+    )
+    checkpoint, out = tmp_path / "listing.ckpt", tmp_path / "keys.txt"
+    command = listing(
+        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
+    )
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while fault_proxy.counts["delay"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fault_proxy.counts["delay"] == 1  # the listing now waits on the delayed answer
+    time.sleep(0.3)
+    sent = time.monotonic()
+    process.send_signal(stop)
+    _, err = process.communicate(timeout=30)
+    took = time.monotonic() - sent
+    assert process.returncode == code, err
+    assert took < 5, f"stopped {took:.1f} s after {stop.name}, while the answer takes 30 s"
+    assert f"{said} after 5 keys (skip)" in err, err
+    assert f"it goes on from {checkpoint}" in err
+    token = err.split("Resume with: --resume ")[1].split()[0]
+    assert out.read_text().count("\n") == 5
+    assert checkpoint.exists()
+    fault_proxy.set_plan(FaultPlan())
+    by_token = subprocess.run(
+        listing(fault_proxy.endpoint_url, table, "--resume", token, "-q"),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert by_token.returncode == 0, by_token.stderr
+    first = out.read_text().splitlines()
+    assert sorted(first + by_token.stdout.splitlines()) == text_keys(names)
+    again = subprocess.run(command, check=False, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert "Going on from" in again.stderr
+    assert sorted(out.read_text().splitlines()) == text_keys(names)
+    assert not checkpoint.exists()
+
+
+def run_cli(endpoint: str, table: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        listing(endpoint, table, *args), check=False, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_checkpoint_files_that_do_not_fit_are_refused(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    other = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 5)
+    full = run_cli(ddb_endpoint_url, table, "-q").stdout.splitlines()  # in scan order
+    checkpoint, out = tmp_path / "c.ckpt", tmp_path / "keys.txt"
+    garbage = tmp_path / "garbage.ckpt"
+    garbage.write_bytes(b"\xff\xfe not a checkpoint")
+    refused = run_cli(ddb_endpoint_url, table, "--checkpoint", str(garbage))
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"Error: The checkpoint file {garbage} is not one ddbkeys wrote, or it was cut short or "
+        f"changed (not JSON): delete it to start the listing again."
+    )
+    # A checkpoint left by a stopped listing of `table` (written by the library's own parts).
+    second = full[1].replace("\\n", "\n")
+    token = encode_token(Checkpoint(table, "pk:S,sk:N", "skip", [{"S": second}]))
+    head = "".join(line + "\n" for line in full[:2])
+    out.write_text(head + "partial")
+    write_atomically(
+        str(checkpoint), encode_file(CheckpointFile(token, str(out), "text", len(head), 2))
+    )
+    wrong_table = run_cli(ddb_endpoint_url, other, "--checkpoint", str(checkpoint), "-o", str(out))
+    assert wrong_table.returncode == 1
+    assert f"The resume token is for table {table!r}, not {other!r}" in wrong_table.stderr
+    to_stdout = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint))
+    assert to_stdout.returncode == 1
+    assert f"is of a listing to --output-file {out} (text), not to stdout (text)" in (
+        to_stdout.stderr
+    )
+    both = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out), "--resume", token
+    )
+    assert both.returncode == 2 and "--resume and the checkpoint file" in both.stderr
+    assert out.read_text() == head + "partial"  # nothing touched by a refusal
+    tampered = checkpoint.read_text().replace('"keys": 2', '"keys": 3')
+    (tmp_path / "tampered.ckpt").write_text(tampered)
+    changed = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(tmp_path / "tampered.ckpt"), "-o", str(out)
+    )
+    assert changed.returncode == 1 and "(its check does not match)" in changed.stderr
+    json_output = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--output", "json"
+    )
+    assert json_output.returncode == 2 and "--checkpoint goes with --output text" in (
+        json_output.stderr
+    )
+    # The right command goes on: the partial line is cut off, the other keys follow.
+    resumed = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    assert resumed.returncode == 0, resumed.stderr
+    assert "Going on from" in resumed.stderr and "(2 keys written before)" in resumed.stderr
+    assert out.read_text().splitlines() == full
+    assert not checkpoint.exists()
+    assert not list(tmp_path.glob(".ddbkeys-checkpoint-*"))  # no temporary file left behind
