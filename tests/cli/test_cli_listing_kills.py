@@ -240,6 +240,12 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
         f"Error: The checkpoint file {garbage} is not one ddbkeys wrote, or it was cut short or "
         f"changed (not JSON): delete it to start the listing again."
     )
+    nowhere = tmp_path / "no-such-folder" / "c.ckpt"
+    unwritable = run_cli(ddb_endpoint_url, table, "--checkpoint", str(nowhere))
+    assert (unwritable.returncode, unwritable.stdout) == (1, "")  # said before any key
+    assert unwritable.stderr.strip().splitlines()[-1] == (
+        f"Error: Could not open file {str(nowhere)!r}: No such file or directory"
+    )
     # A checkpoint left by a stopped listing of `table` (written by the library's own parts).
     second = full[1].replace("\\n", "\n")
     token = encode_token(Checkpoint(table, "pk:S,sk:N", "skip", [{"S": second}]))

@@ -81,11 +81,13 @@ class KeySink:
             self.resume_token = self._saved.token
             self.keys = self._saved.keys
 
-    def open(self) -> None:
-        """Open the output file, once the listing is known to fit the checkpoint: truncated to
-        what the checkpoint recorded (or to nothing, with no checkpoint)."""
+    def open(self, listing: Listing) -> None:
+        """Open the output file, once ``listing`` is known to fit the checkpoint: truncated to
+        what the checkpoint recorded (or to nothing, with no checkpoint); then write the first
+        checkpoint, so that a FILE that cannot be written is said before any key."""
         if self.path is not None and self._file is None:
             self._file = self._open(self._saved)
+        self.save(listing)
 
     def _load(self) -> CheckpointFile | None:
         name = self.checkpoint_path

@@ -296,7 +296,7 @@ def partition_keys_group(
         on_key=progress if show_progress else None,
         deadline=connection.timeout,
     )
-    sink.open()
+    sink.open(listing)
     if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
         click.echo(
             f"Warning: {listing.method_reason}."
