@@ -240,6 +240,11 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
         f"Error: The checkpoint file {garbage} is not one ddbkeys wrote, or it was cut short or "
         f"changed (not JSON): delete it to start the listing again."
     )
+    same = run_cli(ddb_endpoint_url, table, "--checkpoint", str(out), "-o", str(out))
+    assert same.returncode == 2 and same.stderr.strip().splitlines()[-1] == (
+        f"Error: --checkpoint and --output-file are the same file ({out}): name two files."
+    )
+    assert not out.exists()
     nowhere = tmp_path / "no-such-folder" / "c.ckpt"
     unwritable = run_cli(ddb_endpoint_url, table, "--checkpoint", str(nowhere))
     assert (unwritable.returncode, unwritable.stdout) == (1, "")  # said before any key

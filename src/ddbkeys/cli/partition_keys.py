@@ -259,6 +259,14 @@ def partition_keys_group(
         raise click.UsageError(
             "--checkpoint goes with --output text or jsonl (json is one document at the end)."
         )
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
+        )
     sink = KeySink(output, output_file, checkpoint_file)
     if sink.resume_token is not None:
         if resume is not None:
