@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 __version__ = "0.1.0"
 
 from ddbkeys.clients import as_client
@@ -22,18 +24,57 @@ from ddbkeys.errors import (
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.retry import RetriesExhaustedError
 
+if TYPE_CHECKING:
+    from ddbkeys.ids.counter import CounterBackwardsError
+    from ddbkeys.ids.errors import (
+        CounterStateError,
+        GlobalTableError,
+        ItemExistsError,
+        ItemKeyClashError,
+        SequenceExhaustedError,
+    )
+    from ddbkeys.partition_keys.index import MarkerClashError
+
+#: Errors defined beside what raises them, importable from here too (loaded when first asked for).
+_LAZY_ERRORS = {
+    "CounterBackwardsError": "ddbkeys.ids.counter",
+    "CounterStateError": "ddbkeys.ids.errors",
+    "GlobalTableError": "ddbkeys.ids.errors",
+    "ItemExistsError": "ddbkeys.ids.errors",
+    "ItemKeyClashError": "ddbkeys.ids.errors",
+    "MarkerClashError": "ddbkeys.partition_keys.index",
+    "SequenceExhaustedError": "ddbkeys.ids.errors",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY_ERRORS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ddbkeys' has no attribute {name!r}")
+    import importlib  # noqa: PLC0415
+
+    return getattr(importlib.import_module(module), name)
+
+
 __all__ = [
     "ConfigurationError",
+    "CounterBackwardsError",
+    "CounterStateError",
     "CredentialsError",
     "DdbKeysError",
     "DeadlineExceededError",
     "DynamoDBLocal",
     "EndpointUnreachableError",
+    "GlobalTableError",
+    "ItemExistsError",
+    "ItemKeyClashError",
     "KeySchemaError",
     "ListingInterrupted",
     "LocalServerError",
+    "MarkerClashError",
     "ResumeTokenError",
     "RetriesExhaustedError",
+    "SequenceExhaustedError",
     "ServiceError",
     "TableNotFoundError",
     "__version__",

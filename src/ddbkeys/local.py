@@ -20,7 +20,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import ctypes
-import fcntl
 import os
 import re
 import shutil
@@ -35,7 +34,7 @@ import time
 from collections.abc import Mapping
 from pathlib import Path
 from types import FrameType, TracebackType
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import boto3
 from botocore.config import Config
@@ -102,6 +101,16 @@ def find_jar(*, fetch: bool = True, environ: Mapping[str, str] | None = None) ->
     return _fetch(cache_dir(env))
 
 
+def _lock_exclusively(lock: IO[str]) -> None:
+    """Wait for an exclusive lock on ``lock``: fcntl's where it exists (POSIX). Elsewhere (Windows)
+    there is no lock: fetch once (`ddbkeys local --fetch-only`) before starting servers at once."""
+    try:
+        import fcntl  # noqa: PLC0415 - not on Windows, where `import ddbkeys` must still work
+    except ImportError:
+        return
+    fcntl.flock(lock, fcntl.LOCK_EX)
+
+
 def _fetch(dest: Path) -> Path:
     npm = shutil.which("npm")
     if npm is None:
@@ -112,7 +121,7 @@ def _fetch(dest: Path) -> Path:
         )
     dest.parent.mkdir(parents=True, exist_ok=True)
     with open(dest.parent / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one fetch at a time; the others then find it
+        _lock_exclusively(lock)  # one fetch at a time; the others then find it
         jar = _jar_in(dest)
         if jar is not None:
             return jar
@@ -290,7 +299,8 @@ class DynamoDBLocal:
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,  # noqa: PLW1509 - only sets the death signal
+                # Only sets the death signal; there is no preexec_fn on Windows.
+                preexec_fn=_die_with_parent if os.name == "posix" else None,  # noqa: PLW1509
             )
             self.port = port
             with _RUNNING_LOCK:

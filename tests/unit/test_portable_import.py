@@ -1,0 +1,43 @@
+"""``import ddbkeys`` works where POSIX-only modules do not exist (Windows has no ``fcntl``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HIDE = "import sys; sys.modules['fcntl'] = None; sys.modules['termios'] = None; "
+
+
+def test_import_without_fcntl() -> None:
+    code = (
+        HIDE + "import ddbkeys, ddbkeys.ids, ddbkeys.partition_keys, ddbkeys.cli; "
+        "from ddbkeys import DynamoDBLocal, make_client; print(ddbkeys.__version__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == __import__("ddbkeys").__version__
+
+
+def test_every_public_error_is_importable_from_ddbkeys() -> None:
+    """Every DdbKeysError subclass the package defines can be imported from ``ddbkeys``."""
+    import ddbkeys  # noqa: PLC0415
+    import ddbkeys.ids  # noqa: PLC0415
+    import ddbkeys.partition_keys  # noqa: PLC0415
+
+    def subclasses(cls: type) -> set[type]:
+        found: set[type] = set(cls.__subclasses__())
+        for sub in list(found):
+            found |= subclasses(sub)
+        return found
+
+    public = {c for c in subclasses(ddbkeys.DdbKeysError) if c.__module__.startswith("ddbkeys.")}
+    assert public, "no error classes found"
+    for error in public:
+        assert getattr(ddbkeys, error.__name__) is error
+        assert error.__name__ in ddbkeys.__all__
+    from ddbkeys import ItemExistsError, MarkerClashError  # noqa: PLC0415
+
+    assert issubclass(ItemExistsError, ddbkeys.DdbKeysError)
+    assert issubclass(MarkerClashError, ddbkeys.DdbKeysError)
