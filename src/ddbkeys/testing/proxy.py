@@ -23,8 +23,8 @@ import http.client
 import json
 import random
 import socket
+import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -139,6 +139,8 @@ class FaultProxy:
         self.set_plan(plan or FaultPlan())
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: Set by stop(): delayed answers are dropped at once instead of being slept out.
+        self.stopping = threading.Event()
 
     def set_plan(self, plan: FaultPlan) -> None:
         """Replace the plan (the counts are kept; see :meth:`reset`)."""
@@ -220,7 +222,8 @@ class FaultProxy:
     def start(self) -> FaultProxy:
         if self._server is not None:
             return self
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self.stopping.clear()
+        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="ddbkeys-fault-proxy", daemon=True
@@ -229,6 +232,7 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        self.stopping.set()
         server, self._server = self._server, None
         if server is not None:
             server.shutdown()
@@ -247,6 +251,15 @@ class FaultProxy:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that went away before its (delayed) answer is no error worth a traceback."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)  # type: ignore[arg-type]
 
 
 def _error_body(code: str, message: str) -> bytes:
@@ -290,8 +303,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 message = "Internal server error (injected by the ddbkeys fault proxy)"
                 self._answer(500, json_type, _error_body("InternalServerError", message))
                 return
-            if fault is Fault.DELAY:
-                time.sleep(proxy.plan.delay_seconds)
+            if fault is Fault.DELAY and proxy.stopping.wait(proxy.plan.delay_seconds):
+                self.close_connection = True  # the proxy stops: no answer
+                return
             try:
                 status, headers, data = proxy.forward(
                     self.command, self.path, self.headers.items(), body
