@@ -92,10 +92,12 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
             "UpdateItem",
             "TransactWriteItems",
             "BatchWriteItem",
+            "DeleteItem",
             "Query",
             "Scan",
         )
         | _n("Scan", on="index")
+        | _n("DescribeStream", "GetShardIterator", "GetRecords", on="stream")
     },
 }
 

@@ -86,6 +86,7 @@ CHILD = textwrap.dedent(
     server = DynamoDBLocal().start()
     print(server.pid, flush=True)
     how = sys.argv[1]
+    sys.stdin.readline()  # the test has seen the JVM alive: go on
     if how == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
     elif how == "exit":
@@ -101,6 +102,7 @@ CHILD = textwrap.dedent(
 def test_no_jvm_outlives_its_parent(how: str) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, how],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -110,6 +112,9 @@ def test_no_jvm_outlives_its_parent(how: str) -> None:
     assert line.strip().isdigit(), f"child printed {line!r}"
     jvm = int(line)
     assert alive(jvm)
+    assert child.stdin is not None
+    child.stdin.write("go\n")
+    child.stdin.flush()
     if how == "sigterm":
         child.send_signal(signal.SIGTERM)
     elif how == "sigint":
