@@ -379,6 +379,11 @@ def test_a_deleted_highest_number_is_reused_unless_never_reuse(
     for sequence, collection in ((plain, "reuses"), (kept, "keeps")):
         assert [sequence.put(collection, {"n": i}) for i in range(5)] == [1, 2, 3, 4, 5]
         ddb_client.delete_item(TableName=table, Key={"pk": {"S": collection}, "sk": {"N": "5"}})
+    # The running instance remembers 5 and goes on without a read: 5 is left a gap (documented).
+    assert plain.put("warm") == 1
+    ddb_client.delete_item(TableName=table, Key={"pk": {"S": "warm"}, "sk": {"N": "1"}})
+    assert plain.put("warm") == 2
+    assert audit_collection(ddb_client, table, "warm").gaps == [(1, 1)]
     # A new process (a new object) knows nothing remembered.
     assert CollectionSequence(ddb_client, table).put("reuses") == 5  # documented: reused
     fresh = CollectionSequence(ddb_client, table, never_reuse=True)
