@@ -61,7 +61,7 @@ PROMISES = {
     "blocks": "unique; may skip",
     "collection": "gapless per collection",
     "gapless": "gapless, with the item",
-    "naive": "none (seed 001, bad #1)",
+    "naive": "none (read, then write)",
 }
 
 
@@ -165,9 +165,10 @@ class DemoReport:
 
 
 class NaiveReadThenWrite:
-    """Seed 001's "bad solution number 1", kept for contrast (and as the tests' negative
-    control): read the last id, write the item with the next one, then store that id. Racing
-    writers read the same last id and give it out twice. Never use this."""
+    """The transactional optimistic lock article's "bad solution number 1", kept for contrast
+    (and as the tests' negative control): read the last id, write the item with the next one,
+    then store that id. Racing writers read the same last id and give it out twice. Never use
+    this."""
 
     def __init__(self, client: DynamoDBClient, table: str, usage: Usage | None = None) -> None:
         self.client = client

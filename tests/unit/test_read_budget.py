@@ -45,7 +45,7 @@ def test_plain_keys() -> None:
 
 def test_default_scan_segments() -> None:
     mb = 1024 * 1024
-    assert default_scan_segments(1, 500 * mb) == 1  # one reader: one segment, the seed's order
+    assert default_scan_segments(1, 500 * mb) == 1  # one reader: one segment, the article's order
     assert default_scan_segments(4, 0) == 4  # size unknown (a new table): one a reader
     assert default_scan_segments(4, 6 * mb) == 6  # at most one a whole MB...
     assert default_scan_segments(4, 21 * mb) == 16  # ...and 4 a reader

@@ -168,7 +168,7 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
 
     \b
     1. Mints ids with each strategy (atomic counter, blocks, item-collection sequence,
-       gapless sequence, and seed 001's naive read-then-write for contrast) from many
+       gapless sequence, and a naive read-then-write for contrast) from many
        concurrent writers, through a fault proxy that loses some responses and throttles
        some writes; then checks the ids for gaps and duplicates.
     2. Loads a sample table and lists its distinct partition keys with every method (scan,

@@ -239,7 +239,7 @@ def partition_keys_group(
     \b
     Methods (--method):
       scan        read every item's key: best with no sort key or tiny collections
-      skip        seed 004: one item per request, jump past the rest of the collection
+      skip        the skip scan: one item per request, jump past the rest of the collection
       skip-pages  up to 4 KB per request, jump past the last key seen
       index       scan the sparse marker index (see `partition-keys index --help`)
       auto        the cheapest that applies (default)

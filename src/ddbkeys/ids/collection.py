@@ -1,4 +1,5 @@
-"""The item-collection sequence (seed 000 "with a sort key"): the number is the sort key."""
+"""The item-collection sequence (the AWS post on auto-increment, "with a sort key"): the number
+is the sort key."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ class CollectionSequence(IdStrategy):
     How: read the highest sort key of the collection (Query, newest first, Limit 1; strongly
     consistent when ``consistent_read``), then write ``highest + 1`` on condition that it does
     not exist. A lost race is retried, at most ``retry.max_attempts`` times, by
-    ``on_conflict``: ``"next"`` tries the next number at once (the seed's loop; every third
+    ``on_conflict``: ``"next"`` tries the next number at once (the article's loop; every third
     lost race in a row it reads the highest again, since another writer is then far ahead),
     ``"requery"`` reads the highest again after a full-jitter wait. Within one process,
     concurrent ``put()``

@@ -1,5 +1,6 @@
-"""The sparse marker index (seed 004): one marker item per item collection, projected into a
-KEYS_ONLY global secondary index that holds nothing else, so listing scans only that."""
+"""The sparse marker index (from the AWS post on distinct partition keys): one marker item per
+item collection, projected into a KEYS_ONLY global secondary index that holds nothing else, so
+listing scans only that."""
 
 from __future__ import annotations
 
