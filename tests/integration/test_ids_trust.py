@@ -160,6 +160,26 @@ def test_a_counter_at_the_maximum(
     assert AtomicCounter(ddb_client, table, "c").current() == top
 
 
+@pytest.mark.parametrize(("count", "step"), [(3, 1), (4, 1), (1, 4)])
+def test_a_counter_near_the_maximum_says_so_for_several_ids(
+    count: int, step: int, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # 3 more is 1E+38 (DynamoDB stores it, then it is taken back), 4 more needs 39 digits:
+    # DynamoDB refuses the update as invalid. Either way the error is the counter's own.
+    table = ddb_table_factory()
+    near = 10**38 - 3
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": {"N": str(near)}})
+    same = unchanged(ddb_client, table)
+    counter = AtomicCounter(ddb_client, table, "c", step=step)
+    with pytest.raises(Exception) as raised:
+        counter.reserve(count)
+    assert str(raised.value) == (
+        f"Counter 'c' of table {table!r} is at {near}: {count} more id(s) would pass its "
+        "maximum 10**38 - 1."
+    )
+    same()
+
+
 # --- point 1: the id as the key; a real existing item still raises ----------------------------
 
 
