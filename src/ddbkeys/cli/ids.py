@@ -380,6 +380,14 @@ def put_command(
     )
     pk_type = collection.table_info().partition_key.type
     pk_value = parse_key(str(partition_key), pk_type, table_name)
+    if len(items) > 1:
+        for n, item in enumerate(items, 1):
+            try:
+                collection.check(pk_value, item, typed=True)
+            except DdbKeysError as exc:
+                message = f"Item {n} of {len(items)}: {error_text(exc)} Nothing was written."
+                _show_ids(table_name, [], output, error=message)
+                raise click.ClickException(message) from exc
     written: list[int] = []
     for n, item in enumerate(items, 1):
         try:
