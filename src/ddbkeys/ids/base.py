@@ -229,6 +229,7 @@ class IdStrategy:
                     tried,
                     last,
                     read_timeout=getattr(self.client.meta.config, "read_timeout", None),
+                    elapsed=deadline.elapsed(),
                 )
             return DeadlineExceededError(
                 f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
