@@ -19,6 +19,7 @@ from ddbkeys.ids import (
     GaplessSequence,
     ItemExistsError,
     ItemKeyClashError,
+    SequenceExhaustedError,
     audit_attribute,
     audit_collection,
 )
@@ -176,6 +177,27 @@ def test_a_counter_near_the_maximum_says_so_for_several_ids(
     assert str(raised.value) == (
         f"Counter 'c' of table {table!r} is at {near}: {count} more id(s) would pass its "
         "maximum 10**38 - 1."
+    )
+    same()
+
+
+@pytest.mark.parametrize("never_reuse", [False, True])
+def test_a_collection_at_the_maximum(
+    never_reuse: bool, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # The highest item (or the never_reuse counter) at 10**38 - 1: the next number is 1E+38,
+    # which DynamoDB would store; it must be refused like a counter's, and nothing written.
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    top = str(10**38 - 1)
+    held: dict[str, Any] = {"sk": {"N": "0"}, "last_number": {"N": top}}
+    item = held if never_reuse else {"sk": {"N": top}}
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, **item})
+    same = unchanged(ddb_client, table)
+    with pytest.raises(SequenceExhaustedError) as raised:
+        CollectionSequence(ddb_client, table, never_reuse=never_reuse).put("a", {"x": 1})
+    assert str(raised.value) == (
+        f"Collection {{'S': 'a'}} of table {table!r} is at {top}: 1 more number(s) would pass "
+        "10**38 - 1, the largest DynamoDB number."
     )
     same()
 

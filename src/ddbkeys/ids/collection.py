@@ -30,7 +30,7 @@ from ddbkeys.ids.base import (
     transact,
 )
 from ddbkeys.ids.cancellation import Verdict
-from ddbkeys.ids.values import check_key_value, check_padding, counter_value
+from ddbkeys.ids.values import MAX_ID, check_key_value, check_padding, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
@@ -300,6 +300,13 @@ class CollectionSequence(IdStrategy):
                     plan["highest"] = self._query_highest(pk_value)
                 plan["token"] = str(uuid.uuid4())
             highest: int = plan["highest"]
+            if highest + len(items) > MAX_ID:
+                raise SequenceExhaustedError(
+                    f"Collection {collection} of table {self.table!r} is at {highest}: "
+                    f"{len(items)} more number(s) would pass 10**38 - 1, the largest DynamoDB "
+                    "number.",
+                    table=self.table,
+                )
             numbers = list(range(highest + 1, highest + 1 + len(items)))
             written = [
                 dict(item, **{sk.name: self.sort_key_value(n)})
