@@ -4,6 +4,7 @@ case asserts the exact error and, by scanning the tables, that nothing was writt
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
-from ddbkeys.errors import KeySchemaError
+from ddbkeys.errors import KeySchemaError, ServiceError
 from ddbkeys.ids import (
     AtomicCounter,
     CollectionSequence,
@@ -200,6 +201,37 @@ def test_a_collection_at_the_maximum(
         "10**38 - 1, the largest DynamoDB number."
     )
     same()
+
+
+@pytest.mark.parametrize("kind", ["gapless", "collection"])
+def test_one_oversized_item_fails_only_its_own_put(
+    kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # Threads share one instance, so their puts are committed together; the item over 400 KB
+    # must not make DynamoDB's refusal of the batch every caller's.
+    table = ddb_table_factory(("pk", "S"), ("sk", "N")) if kind == "collection" else None
+    table = table or ddb_table_factory()
+    gapless = GaplessSequence(ddb_client, table, "s", linger=0.05)
+    collection = CollectionSequence(ddb_client, table)
+    results: dict[int, Any] = {}
+
+    def put(k: int) -> None:
+        item = {"big": "x" * (410_000 if k == 3 else 1)}
+        try:
+            if kind == "gapless":
+                results[k] = gapless.put({"pk": f"k{k}", **item})
+            else:
+                results[k] = collection.put("a", item)
+        except ServiceError as exc:
+            results[k] = exc.code
+
+    threads = [threading.Thread(target=put, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results.pop(3) == "ValidationException"
+    assert sorted(results.values()) == list(range(1, 8))
 
 
 # --- point 1: the id as the key; a real existing item still raises ----------------------------
