@@ -66,16 +66,30 @@ def resolve_settings(
         endpoint_url or env.get("AWS_ENDPOINT_URL_DYNAMODB") or env.get("AWS_ENDPOINT_URL") or None
     )
     if endpoint is not None:
-        parsed = urlparse(endpoint)
-        if parsed.scheme not in {"http", "https"} or not parsed.netloc:
-            raise ConfigurationError(
-                f"Endpoint URL {endpoint!r} is not an http:// or https:// URL, for example "
-                "http://127.0.0.1:8000."
-            )
+        _check_endpoint(endpoint)
     return ClientSettings(
         endpoint_url=endpoint,
         region=region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
         profile=profile or env.get("AWS_PROFILE") or None,
+    )
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """Refuse an endpoint URL botocore or urllib would fail on later with a bare ValueError."""
+    why = ""
+    try:
+        parsed = urlparse(endpoint)
+        parsed.port  # noqa: B018 - raises ValueError on a port that is no number from 0 to 65535
+    except ValueError as exc:
+        why = f" ({exc})"
+    else:
+        if any(c.isspace() or not c.isprintable() for c in endpoint):
+            why = " (it holds a space or a control character)"
+        elif parsed.scheme in {"http", "https"} and parsed.hostname:
+            return
+    raise ConfigurationError(
+        f"Endpoint URL {endpoint!r} is not an http:// or https:// URL{why}, for example "
+        "http://127.0.0.1:8000."
     )
 
 

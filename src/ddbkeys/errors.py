@@ -246,6 +246,7 @@ def deadline_exceeded(
     *,
     failures: int | None = None,
     read_timeout: float | None = None,
+    elapsed: float | None = None,
 ) -> DeadlineExceededError:
     """The error for a call that ran out of its deadline (the caller raises it ``from last``).
 
@@ -254,14 +255,23 @@ def deadline_exceeded(
     same way (default: all of them), e.g. ``Gave up on a page of the listing on table 'T'
     after 3.0 s (the deadline; raise it with deadline= or --timeout): the DynamoDB endpoint
     http://127.0.0.1:8000 did not answer within 3 s (read timeout), 1 attempt.``
+
+    ``elapsed`` is the time the call took: when a request outlived the deadline by more than a
+    second (a client whose read timeout is longer than the deadline), the message gives it.
     """
     on = f" on table {table!r}" if table else ""
     failed = describe_failure(
         last, times=attempts if failures is None else failures, read_timeout=read_timeout
     )
+    when = f"after {seconds:.1f} s (the deadline; raise it with deadline= or --timeout)"
+    if elapsed is not None and elapsed > seconds + 1.0:
+        when = (
+            f"after {elapsed:.1f} s, past its {seconds:.1f} s deadline (a request outlived it: "
+            "give the client a read timeout within the deadline, e.g. make_client(timeout=...))"
+        )
     return DeadlineExceededError(
-        f"Gave up on {what}{on} after {seconds:.1f} s (the deadline; raise it with deadline= "
-        f"or --timeout): {failed}, {attempts} attempt{'s' if attempts != 1 else ''}.",
+        f"Gave up on {what}{on} {when}: {failed}, {attempts} "
+        f"attempt{'s' if attempts != 1 else ''}.",
         seconds=seconds,
         attempts=attempts,
         table=table,

@@ -73,7 +73,12 @@ class Deadline:
             raise ValueError(f"a deadline must be above 0 seconds, not {seconds!r}")
         self.seconds = seconds
         self._clock = clock
-        self._end = None if seconds is None else clock() + seconds
+        self._start = clock()
+        self._end = None if seconds is None else self._start + seconds
+
+    def elapsed(self) -> float:
+        """Seconds since the call began (a request in flight can carry it past the deadline)."""
+        return self._clock() - self._start
 
     def remaining(self) -> float:
         """Seconds left (``math.inf`` without a deadline, 0.0 once it has passed)."""

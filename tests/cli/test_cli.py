@@ -89,6 +89,25 @@ def test_bad_endpoint_url() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[::1", " (Invalid IPv6 URL)"),
+        ("http://127.0.0.1:99999", " (Port out of range 0-65535)"),
+        ("http://127.0.0.1:abc", " (Port could not be cast to integer value as 'abc')"),
+        ("https://x y", " (it holds a space or a control character)"),
+        ("http://:8000", ""),
+    ],
+)
+def test_malformed_endpoint_url_is_no_internal_error(url: str, why: str) -> None:
+    result = run("ids", "current", "-t", "orders", "--endpoint-url", url)
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"Error: Endpoint URL {url!r} is not an http:// or https:// URL{why}, for example "
+        "http://127.0.0.1:8000."
+    ]
+
+
 def test_missing_region(tmp_path: Path) -> None:
     config = tmp_path / "config"
     config.write_text("")

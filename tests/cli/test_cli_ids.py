@@ -93,6 +93,24 @@ def test_audit_reports_problems(
     ]
 
 
+def test_audit_that_finds_no_number(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    put = ["put", "-t", table, "-s", "gapless", "--id-attribute", "pk", "--prefix", "order#"]
+    assert ids(*put, "--item", "[{}, {}]").output == "1\n2\n"
+    result = ids("audit", "-t", table, "--attribute", "pk")
+    assert result.output.splitlines() == [
+        f"attribute pk of table {table}: 0 ids",
+        "gaps: 0 missing",
+        "duplicates: 0",
+        "not whole numbers: 3 (ids in a string key: give their --prefix and --width)",
+        "OK",
+    ]
+    prefixed = ids("audit", "-t", table, "--attribute", "pk", "--prefix", "order#")
+    assert prefixed.output.splitlines()[0] == f"attribute pk of table {table}: 2 ids, from 1 to 2"
+
+
 def test_bad_input(ids: Run, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory()
     missing = ids("next", "-t", "no-such-table")

@@ -678,6 +678,30 @@ def test_collection_never_reuse(
 
 
 @pytest.mark.parametrize("output", ["text", "json"])
+def test_collection_array_is_checked_before_any_item_is_written(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, output: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    put = ["put", "-t", table, "-s", "collection", "-k", "p", "--output", output]
+    for items, reason in (
+        ([{}, {"sk": 5}], "Item 2 of 2: The item must not hold 'sk': the sequence sets it."),
+        (
+            [{}, {}, {"pk": "q"}, {}],
+            "Item 3 of 4: The item must not hold 'pk': the sequence sets it.",
+        ),
+    ):
+        result = ids(*put, "--item", json.dumps(items))
+        assert result.exit_code == 1
+        error = reason + " Nothing was written."
+        if output == "text":
+            assert result.stdout == ""
+        else:
+            assert json.loads(result.stdout) == {"table": table, "ids": [], "error": error}
+        assert result.stderr.splitlines() == [f"Error: {error}"]
+        assert scan(ddb_client, table) == []
+
+
+@pytest.mark.parametrize("output", ["text", "json"])
 def test_collection_array_that_fails_midway(
     ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, output: str
 ) -> None:

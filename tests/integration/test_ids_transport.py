@@ -4,6 +4,7 @@ deadline, and the error says what the endpoint did."""
 
 from __future__ import annotations
 
+import re
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -178,6 +179,15 @@ def test_library_ends_at_its_deadline_on_a_client_of_its_own(silent_endpoint: st
     assert str(raised.value).endswith(
         f"{silent_endpoint}/ did not answer within 3 s (read timeout), 1 attempt."
     )
+    # The message gives the time the call took, not the deadline it overran.
+    told = re.match(
+        r"Gave up on DescribeTable on table 'orders' after (\d+\.\d) s, past its 1\.0 s "
+        r"deadline \(a request outlived it: give the client a read timeout within the "
+        r"deadline, e\.g\. make_client\(timeout=\.\.\.\)\): ",
+        str(raised.value),
+    )
+    assert told, str(raised.value)
+    assert 3 <= float(told.group(1)) <= elapsed + 0.1
 
 
 @pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])

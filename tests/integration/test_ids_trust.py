@@ -4,6 +4,7 @@ case asserts the exact error and, by scanning the tables, that nothing was writt
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
-from ddbkeys.errors import KeySchemaError
+from ddbkeys.errors import KeySchemaError, ServiceError
 from ddbkeys.ids import (
     AtomicCounter,
     CollectionSequence,
@@ -19,6 +20,7 @@ from ddbkeys.ids import (
     GaplessSequence,
     ItemExistsError,
     ItemKeyClashError,
+    SequenceExhaustedError,
     audit_attribute,
     audit_collection,
 )
@@ -158,6 +160,78 @@ def test_a_counter_at_the_maximum(
         GaplessSequence(ddb_client, table, "c").put({"pk": "x"})
     same()
     assert AtomicCounter(ddb_client, table, "c").current() == top
+
+
+@pytest.mark.parametrize(("count", "step"), [(3, 1), (4, 1), (1, 4)])
+def test_a_counter_near_the_maximum_says_so_for_several_ids(
+    count: int, step: int, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # 3 more is 1E+38 (DynamoDB stores it, then it is taken back), 4 more needs 39 digits:
+    # DynamoDB refuses the update as invalid. Either way the error is the counter's own.
+    table = ddb_table_factory()
+    near = 10**38 - 3
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": {"N": str(near)}})
+    same = unchanged(ddb_client, table)
+    counter = AtomicCounter(ddb_client, table, "c", step=step)
+    with pytest.raises(Exception) as raised:
+        counter.reserve(count)
+    assert str(raised.value) == (
+        f"Counter 'c' of table {table!r} is at {near}: {count} more id(s) would pass its "
+        "maximum 10**38 - 1."
+    )
+    same()
+
+
+@pytest.mark.parametrize("never_reuse", [False, True])
+def test_a_collection_at_the_maximum(
+    never_reuse: bool, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # The highest item (or the never_reuse counter) at 10**38 - 1: the next number is 1E+38,
+    # which DynamoDB would store; it must be refused like a counter's, and nothing written.
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    top = str(10**38 - 1)
+    held: dict[str, Any] = {"sk": {"N": "0"}, "last_number": {"N": top}}
+    item = held if never_reuse else {"sk": {"N": top}}
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, **item})
+    same = unchanged(ddb_client, table)
+    with pytest.raises(SequenceExhaustedError) as raised:
+        CollectionSequence(ddb_client, table, never_reuse=never_reuse).put("a", {"x": 1})
+    assert str(raised.value) == (
+        f"Collection {{'S': 'a'}} of table {table!r} is at {top}: 1 more number(s) would pass "
+        "10**38 - 1, the largest DynamoDB number."
+    )
+    same()
+
+
+@pytest.mark.parametrize("kind", ["gapless", "collection"])
+def test_one_oversized_item_fails_only_its_own_put(
+    kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # Threads share one instance, so their puts are committed together; the item over 400 KB
+    # must not make DynamoDB's refusal of the batch every caller's.
+    table = ddb_table_factory(("pk", "S"), ("sk", "N")) if kind == "collection" else None
+    table = table or ddb_table_factory()
+    gapless = GaplessSequence(ddb_client, table, "s", linger=0.05)
+    collection = CollectionSequence(ddb_client, table)
+    results: dict[int, Any] = {}
+
+    def put(k: int) -> None:
+        item = {"big": "x" * (410_000 if k == 3 else 1)}
+        try:
+            if kind == "gapless":
+                results[k] = gapless.put({"pk": f"k{k}", **item})
+            else:
+                results[k] = collection.put("a", item)
+        except ServiceError as exc:
+            results[k] = exc.code
+
+    threads = [threading.Thread(target=put, args=(k,)) for k in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert results.pop(3) == "ValidationException"
+    assert sorted(results.values()) == list(range(1, 8))
 
 
 # --- point 1: the id as the key; a real existing item still raises ----------------------------

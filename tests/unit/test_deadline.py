@@ -91,6 +91,24 @@ def test_a_silent_endpoint_is_named() -> None:
     )
 
 
+def test_a_request_that_outlives_the_deadline_is_told_as_it_was() -> None:
+    clock = Clock()
+
+    def send() -> None:
+        clock.now += 30.0  # a client whose read timeout is longer than the 2 s deadline
+        raise ReadTimeoutError(endpoint_url="http://127.0.0.1:1/", error="timed out")
+
+    with pytest.raises(DeadlineExceededError) as raised:
+        reader(clock).call(send)
+    assert str(raised.value) == (
+        "Gave up on listing the partition keys on table 'T' after 30.0 s, past its 2.0 s "
+        "deadline (a request outlived it: give the client a read timeout within the deadline, "
+        "e.g. make_client(timeout=...)): the DynamoDB endpoint http://127.0.0.1:1/ did not "
+        "answer within 60 s (read timeout), 1 attempt."
+    )
+    assert raised.value.seconds == 2.0
+
+
 def test_a_refused_connection_is_tried_three_times() -> None:
     clock = Clock()
     calls: list[int] = []

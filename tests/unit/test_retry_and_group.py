@@ -161,6 +161,49 @@ def test_group_commit_combines_concurrent_calls() -> None:
     assert len(batches) < 40
 
 
+@pytest.mark.parametrize(("bad", "split"), [(13, True), (99, False)])
+def test_a_batch_refused_as_invalid_is_committed_one_by_one(bad: int, split: bool) -> None:
+    """One caller's item over 400 KB makes DynamoDB refuse the whole batch: every other caller
+    still gets its own answer. An error of another kind is every caller's."""
+    batches: list[list[int]] = []
+    gate = threading.Event()
+
+    def commit(values: Sequence[int]) -> list[int | BaseException]:
+        gate.wait(1)
+        batches.append(list(values))
+        if 13 in values:
+            raise ServiceError("An item is too large", code="ValidationException")
+        if 99 in values:
+            raise ServiceError("Access denied", code="AccessDeniedException")
+        return [v * 10 for v in values]
+
+    group: GroupCommit[int, int] = GroupCommit(commit, max_batch=8)
+    results: dict[int, Any] = {}
+
+    def call(v: int) -> None:
+        try:
+            results[v] = group.submit(v)
+        except ServiceError as exc:
+            results[v] = exc.code
+
+    values = [*range(5), bad, *range(5, 10)]
+    threads = [threading.Thread(target=call, args=(v,)) for v in values]
+    for t in threads:
+        t.start()
+    time.sleep(0.05)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    refused = [b for b in batches if bad in b and len(b) > 1]
+    assert refused, "the bad value must have been committed with others"
+    if split:
+        assert results == {v: v * 10 for v in values if v != bad} | {bad: "ValidationException"}
+        assert [bad] in batches  # retried alone, and refused alone
+    else:
+        assert all(results[v] == "AccessDeniedException" for v in refused[0])
+        assert [bad] not in batches
+
+
 def test_global_tables_are_refused() -> None:
     # DynamoDB Local cannot create replicas in other regions, so the description of a global
     # table comes from botocore's Stubber: the only way to produce this case here.

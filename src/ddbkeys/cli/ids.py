@@ -380,6 +380,14 @@ def put_command(
     )
     pk_type = collection.table_info().partition_key.type
     pk_value = parse_key(str(partition_key), pk_type, table_name)
+    if len(items) > 1:
+        for n, item in enumerate(items, 1):
+            try:
+                collection.check(pk_value, item, typed=True)
+            except DdbKeysError as exc:
+                message = f"Item {n} of {len(items)}: {error_text(exc)} Nothing was written."
+                _show_ids(table_name, [], output, error=message)
+                raise click.ClickException(message) from exc
     written: list[int] = []
     for n, item in enumerate(items, 1):
         try:
@@ -486,15 +494,18 @@ def audit_command(
     else:
         shown = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in report.gaps[:20])
         more = f" (+{len(report.gaps) - 20} more)" if len(report.gaps) > 20 else ""
-        click.echo(
-            f"{report.source} of table {table_name}: {report.count} ids, "
-            f"from {report.first} to {report.last}"
-        )
+        span = f", from {report.first} to {report.last}" if report.count else ""
+        click.echo(f"{report.source} of table {table_name}: {report.count} ids{span}")
         click.echo(f"gaps: {report.missing} missing" + (f": {shown}{more}" if shown else ""))
         dupes = ", ".join(f"{k} x{v}" for k, v in sorted(report.duplicates.items())[:20])
         click.echo(f"duplicates: {len(report.duplicates)}" + (f": {dupes}" if dupes else ""))
         if report.not_numbers:
-            click.echo(f"not whole numbers: {report.not_numbers}")
+            hint = (
+                " (ids in a string key: give their --prefix and --width)"
+                if not report.count
+                else ""
+            )
+            click.echo(f"not whole numbers: {report.not_numbers}{hint}")
         click.echo("OK" if report.ok else "PROBLEMS FOUND")
     if strict and not report.ok:
         raise click.exceptions.Exit(1)

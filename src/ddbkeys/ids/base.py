@@ -229,6 +229,7 @@ class IdStrategy:
                     tried,
                     last,
                     read_timeout=getattr(self.client.meta.config, "read_timeout", None),
+                    elapsed=deadline.elapsed(),
                 )
             return DeadlineExceededError(
                 f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
@@ -442,7 +443,7 @@ class GroupCommit(Generic[T, R]):
             try:
                 results: Sequence[Any] = self._commit([s.value for s in batch])
             except BaseException as exc:  # handed to every caller of the batch
-                results = [exc] * len(batch)
+                results = self._one_by_one(batch, exc)
             for slot, result in zip(batch, results, strict=True):
                 if isinstance(result, BaseException):
                     slot.error = result
@@ -458,3 +459,18 @@ class GroupCommit(Generic[T, R]):
                 heir.done.set()
             else:
                 self._leading = False
+
+    def _one_by_one(self, batch: list[_Slot[T, R]], exc: BaseException) -> list[Any]:
+        """The answers for a batch whose commit raised ``exc``. DynamoDB refuses a whole batch
+        as invalid (ValidationException) when one caller's value is (an item over 400 KB, a
+        transaction over 4 MB): then each value is committed alone, so only its own caller
+        fails. Any other error is every caller's."""
+        if len(batch) == 1 or getattr(exc, "code", None) != "ValidationException":
+            return [exc] * len(batch)
+        results: list[Any] = []
+        for slot in batch:
+            try:
+                results.extend(self._commit([slot.value]))
+            except BaseException as alone:  # that caller's own answer
+                results.append(alone)
+        return results

@@ -31,7 +31,7 @@ from ddbkeys.ids.base import (
     transact,
 )
 from ddbkeys.ids.cancellation import Verdict
-from ddbkeys.ids.values import check_key_value, check_padding, counter_value
+from ddbkeys.ids.values import MAX_ID, check_key_value, check_padding, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
@@ -159,17 +159,8 @@ class CollectionSequence(IdStrategy):
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        pk, sk = self.keys()
-        pk_value = to_attributes({pk.name: partition_key_value}, table=self.table)[pk.name]
-        check_key_value(pk, pk_value, table=self.table, where="The partition key value")
-        typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
-        for reserved in (pk.name, sk.name, self.token_attribute):
-            if reserved in typed_item:
-                raise ConfigurationError(
-                    f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
-                )
-        typed_item[pk.name] = pk_value
-        collection = repr(pk_value)
+        typed_item = self._prepare(partition_key_value, item, typed=typed)
+        collection = repr(typed_item[self.keys()[0].name])
         if not self.group_commit:
             result = self._commit(collection, [typed_item])[0]
             if isinstance(result, BaseException):
@@ -183,6 +174,38 @@ class CollectionSequence(IdStrategy):
                     MAX_BATCH - 1 if self.never_reuse else MAX_BATCH,
                 )
         return group.submit(typed_item)
+
+    def check(
+        self,
+        partition_key_value: str | int | Decimal | bytes,
+        item: Mapping[str, Any] | None = None,
+        *,
+        typed: bool = False,
+    ) -> None:
+        """Raise the error :meth:`put` would raise for this item before sending it (a key of the
+        wrong type, a value DynamoDB cannot store, an attribute the sequence sets); 1
+        DescribeTable, once per table. Check every item of a batch first, then write them."""
+        self._prepare(partition_key_value, item, typed=typed)
+
+    def _prepare(
+        self,
+        partition_key_value: str | int | Decimal | bytes,
+        item: Mapping[str, Any] | None,
+        *,
+        typed: bool,
+    ) -> Item:
+        """The typed item to write, with its partition key set, or the error that refuses it."""
+        pk, sk = self.keys()
+        pk_value = to_attributes({pk.name: partition_key_value}, table=self.table)[pk.name]
+        check_key_value(pk, pk_value, table=self.table, where="The partition key value")
+        typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
+        for reserved in (pk.name, sk.name, self.token_attribute):
+            if reserved in typed_item:
+                raise ConfigurationError(
+                    f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
+                )
+        typed_item[pk.name] = pk_value
+        return typed_item
 
     def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number``."""
@@ -278,6 +301,13 @@ class CollectionSequence(IdStrategy):
                     plan["highest"] = self._query_highest(pk_value)
                 plan["token"] = str(uuid.uuid4())
             highest: int = plan["highest"]
+            if highest + len(items) > MAX_ID:
+                raise SequenceExhaustedError(
+                    f"Collection {collection} of table {self.table!r} is at {highest}: "
+                    f"{len(items)} more number(s) would pass 10**38 - 1, the largest DynamoDB "
+                    "number.",
+                    table=self.table,
+                )
             numbers = list(range(highest + 1, highest + 1 + len(items)))
             written = [
                 dict(item, **{sk.name: self.sort_key_value(n)})

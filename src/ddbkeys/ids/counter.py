@@ -192,8 +192,11 @@ class AtomicCounter(IdStrategy):
                     raise self._exhausted(at, count) from exc
                 if error_code(exc) == "ValidationException":
                     # A string, a list or a map cannot be added to, and a number past 38 digits
-                    # cannot be stored: nothing moved. Say what the item holds.
-                    self._check(self._read())
+                    # cannot be stored: nothing moved. Say what the item holds, or that
+                    # --count or --step ids would pass 10**38 - 1.
+                    at = self._check(self._read())
+                    if at is not None and at + increment > MAX_ID:
+                        raise self._exhausted(at, count) from exc
                 raise
             self.usage.add(response, write=True, billed=1.0)
             raw = response["Attributes"][self.attribute]

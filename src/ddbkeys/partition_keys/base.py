@@ -220,6 +220,7 @@ class Reader:
                 last,
                 failures=times,
                 read_timeout=getattr(self.client.meta.config, "read_timeout", None),
+                elapsed=deadline.elapsed(),
             ) from last
         raise RetriesExhaustedError(
             f"Gave up on {self.what} on table {self.table!r} after {attempts} attempts "
