@@ -63,6 +63,47 @@ def silent_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
+def trickling_endpoint() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a server answers 200 with a body that comes one byte every
+    0.5 s: no single read ever times out, and the whole answer would take hours."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def drip(connection: socket.socket) -> None:
+        with connection:
+            try:
+                connection.recv(65536)
+                connection.sendall(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/x-amz-json-1.0\r\n"
+                    b"Content-Length: 100000\r\n\r\n"
+                )
+                while not stop.wait(0.5):
+                    connection.sendall(b" ")
+            except OSError:
+                return
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                connection, _ = server.accept()
+            except OSError:
+                continue
+            threading.Thread(target=drip, args=(connection,), daemon=True).start()
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        server.close()
+
+
+@pytest.fixture
 def closed_endpoint() -> str:
     """http://127.0.0.1:PORT where nothing listens (the port was free a moment ago)."""
     probe = socket.socket()

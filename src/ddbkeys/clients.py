@@ -12,15 +12,20 @@ after it. Numbers stay exact: they travel as :class:`decimal.Decimal`, never as 
 progress. A client ddbkeys builds (:func:`ddbkeys.make_client`) does not retry in botocore at
 all (ddbkeys' loops count every attempt), and its read timeout is at most the deadline. A
 client you built keeps its own configuration, retries included: inside a ddbkeys call,
-botocore retries no more once the call's deadline has passed. So **on a client you built, one
-request can outlive the deadline by at most its read timeout** (60 s in botocore's default
-configuration): set ``read_timeout`` in its ``botocore.config.Config`` to bound that.
+botocore retries no more once the call's deadline has passed.
+
+:class:`DeadlineBoundClient` (what :func:`as_client` hands out) keeps every request inside the
+deadline even then: when less time is left than one request may take by the client's own
+timeouts (connect plus read), the request is sent from a worker thread and waited for only
+until the deadline, and then it is given up as :class:`~ddbkeys.errors.NoAnswerInTime`. With
+time to spare it is sent from the caller's thread, as it would be without ddbkeys.
 """
 
 from __future__ import annotations
 
 import contextvars
 import decimal
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -30,14 +35,20 @@ from boto3.resources.base import ServiceResource
 from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.errors import ConfigurationError, DdbKeysError, NoAnswerInTime
 from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
     from botocore.model import Shape
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["ResourceClientAdapter", "as_client", "current_deadline", "deadline_scope"]
+__all__ = [
+    "DeadlineBoundClient",
+    "ResourceClientAdapter",
+    "as_client",
+    "current_deadline",
+    "deadline_scope",
+]
 
 _ACCEPTED = (
     "ddbkeys takes a boto3 DynamoDB client (boto3.client('dynamodb') or ddbkeys.make_client()), "
@@ -117,6 +128,8 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
     Each client gets the handler that keeps botocore's retries inside :func:`deadline_scope`.
     """
     client: Any
+    if isinstance(obj, DeadlineBoundClient):
+        return cast("DynamoDBClient", obj), table
     if isinstance(obj, ResourceClientAdapter):
         client = obj
     elif isinstance(obj, BaseClient):
@@ -140,7 +153,84 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
     else:
         raise ConfigurationError(f"{_ACCEPTED}, not {_kind(obj)}.")
     _guard(client)
+    if not isinstance(client, DeadlineBoundClient):
+        client = DeadlineBoundClient(client)
     return cast("DynamoDBClient", client), table
+
+
+# --- requests bounded by the deadline ---------------------------------------------------------
+
+
+def _in_worker(send: Callable[[], Any], seconds: float, url: str) -> Any:
+    """``send()`` in a daemon thread (one that never answers does not hold up the exit), waited
+    for ``seconds`` at most: its answer or its error, else NoAnswerInTime."""
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            outcome.append((True, context.run(send)))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="ddbkeys-request", daemon=True).start()
+    if not done.wait(seconds):
+        raise NoAnswerInTime(endpoint_url=url, waited=seconds)
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
+def longest_request(config: Any) -> float:
+    """How long one request may take by a client's configuration: its connect timeout plus its
+    read timeout (botocore's default 60 s each), or infinity when either is None (no limit).
+    A response trickling in byte by byte can take longer: each read is bounded, not the sum."""
+    connect = getattr(config, "connect_timeout", 60)
+    read = getattr(config, "read_timeout", 60)
+    if connect is None or read is None:
+        return float("inf")
+    return float(connect) + float(read)
+
+
+class DeadlineBoundClient:
+    """A client whose requests keep to the deadline of the :func:`deadline_scope` they run in.
+
+    With at least :func:`longest_request` left, a request is sent as it is. With less, it is
+    sent from a worker thread and waited for until the deadline; then ``NoAnswerInTime`` (a
+    botocore ``ReadTimeoutError``) is raised in the caller, and the retry layer above gives up
+    saying so. Everything else is the wrapped client's."""
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+        self.meta = client.meta
+        self.exceptions = client.exceptions
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.client, name)
+        if name not in self.client.meta.method_to_api_mapping:
+            return attribute
+
+        def call(**request: Any) -> Any:
+            deadline = _DEADLINE.get()
+            if deadline is None:
+                return attribute(**request)
+            left = deadline.remaining()
+            if left >= longest_request(self.meta.config):
+                return attribute(**request)
+            url = self.meta.endpoint_url
+            if left <= 0:
+                raise NoAnswerInTime(endpoint_url=url, waited=0.0)
+            return _in_worker(lambda: attribute(**request), left, url)
+
+        call.__name__ = name
+        return call
+
+    def __repr__(self) -> str:
+        return f"DeadlineBoundClient({self.client!r})"
 
 
 def _kind(obj: object) -> str:

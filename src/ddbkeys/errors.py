@@ -35,9 +35,11 @@ __all__ = [
     "KeySchemaError",
     "ListingInterrupted",
     "LocalServerError",
+    "NoAnswerInTime",
     "ResumeTokenError",
     "ServiceError",
     "TableNotFoundError",
+    "cut_short",
     "deadline_exceeded",
     "describe_failure",
     "translate_error",
@@ -104,6 +106,19 @@ class CredentialsError(ConfigurationError):
 
 class EndpointUnreachableError(DdbKeysError):
     """Nothing answered at the DynamoDB endpoint."""
+
+
+class NoAnswerInTime(ReadTimeoutError):
+    """A request that had not been answered when its call's deadline came: ddbkeys stopped
+    waiting for it (the request itself may still reach DynamoDB and be applied)."""
+
+    fmt = "{endpoint_url} had not answered when the deadline came, after {waited:.1f} s"
+
+
+def cut_short(exc: BaseException) -> bool:
+    """Whether ``exc`` is a request ddbkeys stopped waiting for because its call's deadline came
+    (after other failures, those tell better why the call ran out of time)."""
+    return isinstance(exc, NoAnswerInTime)
 
 
 class DeadlineExceededError(DdbKeysError):
@@ -221,6 +236,9 @@ def describe_failure(
         return f"could not connect to {endpoint_of(exc)} (connect timeout): is it running?"
     if isinstance(exc, EndpointConnectionError):
         return f"could not connect to {endpoint_of(exc)}: is it running?"
+    if isinstance(exc, NoAnswerInTime):
+        waited = exc.kwargs.get("waited", 0.0)
+        return f"{endpoint_of(exc)} had not answered when the deadline came ({waited:.1f} s)"
     if isinstance(exc, ReadTimeoutError):
         within = f" within {read_timeout:g} s" if read_timeout else ""
         return f"{endpoint_of(exc)} did not answer{within} (read timeout)"

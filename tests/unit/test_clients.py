@@ -38,8 +38,10 @@ SETTINGS: dict[str, Any] = {
 def test_a_low_level_client_is_returned_as_it_is() -> None:
     client = boto3.client("dynamodb", **SETTINGS)
     assert not serializes_again(client)
-    assert as_client(client, "orders") == (client, "orders")
-    assert as_client(client) == (client, None)
+    bound, table = as_client(client, "orders")
+    assert (bound.client, table) == (client, "orders")  # type: ignore[attr-defined]
+    assert as_client(client)[1] is None
+    assert as_client(bound)[0] is bound  # not wrapped twice
 
 
 def test_a_resource_and_its_clients_get_the_adapter() -> None:
@@ -47,7 +49,7 @@ def test_a_resource_and_its_clients_get_the_adapter() -> None:
     assert serializes_again(service.meta.client)
     for given in (service, service.meta.client, service.Table("orders").meta.client):
         client, table = as_client(given, "orders")
-        assert isinstance(client, ResourceClientAdapter)
+        assert isinstance(client.client, ResourceClientAdapter)  # type: ignore[attr-defined]
         assert table == "orders"
         assert client.meta is service.meta.client.meta
     adapter, _ = as_client(service)
@@ -57,7 +59,7 @@ def test_a_resource_and_its_clients_get_the_adapter() -> None:
 def test_a_table_names_itself() -> None:
     table = boto3.resource("dynamodb", **SETTINGS).Table("orders")
     client, name = as_client(table)
-    assert isinstance(client, ResourceClientAdapter)
+    assert isinstance(client.client, ResourceClientAdapter)  # type: ignore[attr-defined]
     assert name == "orders"
     assert as_client(table, "orders")[1] == "orders"
     with pytest.raises(ConfigurationError) as raised:

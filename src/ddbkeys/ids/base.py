@@ -19,6 +19,7 @@ from ddbkeys.errors import (
     DdbKeysError,
     DeadlineExceededError,
     KeySchemaError,
+    cut_short,
     deadline_exceeded,
     describe_failure,
     error_code,
@@ -193,7 +194,8 @@ class IdStrategy:
                     failure = _unavailable_failure(exc)
                     if failure is None:
                         raise_translated(exc, table=table)
-                    last = failure
+                    if last is None or not cut_short(failure):
+                        last = failure  # (the deadline cutting a request short tells less)
                     refused += is_refused(failure)
                     if refused >= MAX_REFUSED_ATTEMPTS:
                         raise_translated(failure, table=table)

@@ -19,6 +19,7 @@ from ddbkeys.clients import as_client, deadline_scope
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
+    cut_short,
     deadline_exceeded,
     describe_failure,
     error_code,
@@ -197,7 +198,8 @@ class Reader:
                     failure = exc.cause if isinstance(exc, DdbKeysError) else exc
                     if failure is None or not is_unavailable(failure):
                         raise_translated(exc, table=self.table)
-                    last = failure
+                    if last is None or not cut_short(failure):
+                        last = failure  # (the deadline cutting a request short tells less)
                     failures[_kind(failure)] += 1
                     if is_refused(failure) and failures[_kind(failure)] >= MAX_REFUSED_ATTEMPTS:
                         raise_translated(failure, table=self.table)
