@@ -10,6 +10,7 @@ import pytest
 from ddbkeys.partition_keys import pages
 from ddbkeys.partition_keys.pages import (
     MAX_PAGE_ITEMS,
+    MAX_PROBE_AFTER,
     MAX_TARGET,
     PROBE_AFTER,
     REGRET,
@@ -119,6 +120,35 @@ def test_the_ceiling_holds_until_the_probe() -> None:
     assert limits[-1] == 10  # tried again
 
 
+def test_a_probe_that_overshoots_waits_twice_as_long() -> None:
+    size = PageSize(limit=9)
+    waits = []
+    for _ in range(12):  # 10 items always overshoot: each probe fails
+        clean = 0
+        while size.limit == 9:
+            size.observe(9, 1, 9)
+            clean += 1
+        waits.append(clean)
+        assert size.observe(10, 2, 10) == 9
+    assert waits[:4] == [PROBE_AFTER, 2 * PROBE_AFTER, 4 * PROBE_AFTER, 8 * PROBE_AFTER]
+    assert waits[-1] == MAX_PROBE_AFTER
+
+
+def test_a_probe_that_fits_brings_the_wait_back() -> None:
+    size = PageSize(limit=9, probe_after=4 * PROBE_AFTER)
+    for _ in range(4 * PROBE_AFTER):
+        size.observe(9, 1, 9)
+    assert (size.limit, size.probing) == (10, True)
+    size.observe(10, 1, 10)  # the probe fitted
+    assert (size.probe_after, size.probing) == (PROBE_AFTER, False)
+
+
+def test_a_page_that_was_not_full_does_not_judge_a_probe() -> None:
+    size = PageSize(limit=10, probing=True, probe_after=2 * PROBE_AFTER)
+    size.observe(4, 1, 4)
+    assert (size.probing, size.probe_after) == (True, 2 * PROBE_AFTER)
+
+
 @pytest.mark.parametrize(
     ("target", "credit", "units", "after_target", "after_limit"),
     [
@@ -191,8 +221,9 @@ def simulate(collections: list[int], item_bytes: int) -> float:
         ([1] * 300 + [5000]) * 10,  # ... or a lot
         [1, 2, 3, 4] * 300,
         [9] * 500,  # collections about one unit each
+        [50] * 500,  # collections of several units
     ],
-    ids=["small", "large-often", "large-rarely", "mixed", "unit-sized"],
+    ids=["small", "large-often", "large-rarely", "mixed", "unit-sized", "large"],
 )
 def test_growing_costs_at_most_one_regret_more(
     collections: list[int], monkeypatch: pytest.MonkeyPatch
@@ -201,6 +232,12 @@ def test_growing_costs_at_most_one_regret_more(
     monkeypatch.setattr(pages, "MAX_TARGET", 1)  # the same controller, never growing
     one_unit = simulate(collections, 500)
     assert grown <= one_unit * (1 + 1 / REGRET)
+
+
+def test_large_collections_cost_about_a_unit_each() -> None:
+    """Items of 4096 // 9 bytes: 9 fill a unit exactly, 10 overshoot; probing stays rare."""
+    collections = [50] * 2000
+    assert simulate(collections, 4096 // 9) <= 1.01 * len(collections)
 
 
 def test_growing_reads_small_collections_at_about_a_scans_cost() -> None:

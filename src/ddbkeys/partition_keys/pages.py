@@ -10,7 +10,10 @@ within its target, learning from what each page cost.
   while pages come back full and within target when the table reports no size.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
   when that was more than one unit), and that limit is not tried again until the next probe.
-- After ``PROBE_AFTER`` full pages within target in a row it tries one item more.
+- After ``PROBE_AFTER`` full pages within target in a row it tries one item more. A probe that
+  overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
+  fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
+  costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
 - Where collections prove small, pages grow: the target (4 KB units a page aims at) doubles
   each time the pages read since the last sign of a large collection cost ``REGRET`` times the
   new target, up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the rounding up to the
@@ -28,13 +31,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_PAGE_ITEMS", "MAX_TARGET", "PROBE_AFTER", "REGRET", "PageSize"]
+__all__ = [
+    "MAX_PAGE_ITEMS",
+    "MAX_PROBE_AFTER",
+    "MAX_TARGET",
+    "PROBE_AFTER",
+    "REGRET",
+    "PageSize",
+]
 
 MAX_PAGE_ITEMS = 1000
 #: The most 4 KB units a page aims at (256 KB: a quarter of DynamoDB's 1 MB page).
 MAX_TARGET = 64
 #: Full pages within target, in a row, before one more item is tried.
 PROBE_AFTER = 16
+#: The longest wait between probes, after probes that overshot.
+MAX_PROBE_AFTER = 1024
 #: Units read since the last such sign, as a multiple of the new target, before pages grow.
 REGRET = 4
 
@@ -48,6 +60,8 @@ class PageSize:
     target: int = 1  # read units (4 KB) a page aims at
     ceiling: int | None = None  # a limit that overshot: not tried again until the next probe
     clean: int = 0  # full pages within target since the last change
+    probe_after: int = PROBE_AFTER  # clean pages before the next probe
+    probing: bool = False  # the limit is a probe, not yet judged
     credit: float = 0.0  # units read since the last page whose last collection filled a unit
 
     @classmethod
@@ -81,19 +95,26 @@ class PageSize:
         """Keep the limit near the most items that stay within the target."""
         k = self.limit
         if units > self.target:  # overshot: one item less, or the share it overshot
+            if self.probing:
+                self.probe_after = min(MAX_PROBE_AFTER, self.probe_after * 2)
+            self.probing = False
             step = 1 if units <= self.target + 1 else max(1, round(k - k * self.target / units))
             self.ceiling = k
             self.limit = max(1, k - step)
             self.clean = 0
             self.known = True  # no more doubling
         elif items >= k:  # a full page within target
+            if self.probing:
+                self.probe_after = PROBE_AFTER
+            self.probing = False
             self.clean += 1
             if not self.known:
                 self.limit = min(MAX_PAGE_ITEMS, k * 2)
                 self.clean = 0
-            elif self.clean >= PROBE_AFTER:
+            elif self.clean >= self.probe_after:
                 self.ceiling = None
                 self.limit = min(MAX_PAGE_ITEMS, k + 1)
+                self.probing = self.limit > k
                 self.clean = 0
         if self.ceiling is not None and self.limit >= self.ceiling:
             self.limit = max(1, self.ceiling - 1)
@@ -103,3 +124,4 @@ class PageSize:
         self.ceiling = None
         self.target = target
         self.clean = 0
+        self.probing = False
