@@ -112,40 +112,61 @@ def test_unknown_size_stops_doubling_after_an_overshoot() -> None:
     assert size.known
 
 
+@pytest.fixture
+def two_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages stay at two units (the probe tests look at the limit alone)."""
+    monkeypatch.setattr(pages, "MAX_TARGET", 2)
+
+
+def clean_page(size: PageSize) -> int:
+    """A full two-unit page of 18 items within target, holding several collections."""
+    return size.observe(size.limit, 2, 8)
+
+
+@pytest.mark.usefixtures("two_units")
 def test_the_ceiling_holds_until_the_probe() -> None:
-    size = PageSize(limit=10)
-    assert size.observe(10, 2, 10) == 9  # 10 overshot
-    limits = [size.observe(9, 1, 9) for _ in range(PROBE_AFTER)]  # large collections: no growth
-    assert limits[:-1] == [9] * (PROBE_AFTER - 1)
-    assert limits[-1] == 10  # tried again
+    size = PageSize(limit=20, target=2)
+    assert size.observe(20, 3, 8) == 19  # 20 overshot
+    assert size.observe(19, 3, 8) == 18  # and 19
+    limits = [clean_page(size) for _ in range(PROBE_AFTER)]
+    assert limits[:-1] == [18] * (PROBE_AFTER - 1)
+    assert limits[-1] == 19  # tried again
 
 
-def test_a_probe_that_overshoots_waits_twice_as_long() -> None:
+def test_pages_of_a_single_collection_never_probe() -> None:
     size = PageSize(limit=9)
+    limits = {size.observe(9, 1, 9) for _ in range(10 * PROBE_AFTER)}
+    assert limits == {9}
+
+
+@pytest.mark.usefixtures("two_units")
+def test_a_probe_that_overshoots_waits_twice_as_long() -> None:
+    size = PageSize(limit=18, target=2)
     waits = []
-    for _ in range(12):  # 10 items always overshoot: each probe fails
+    for _ in range(12):  # 19 items always overshoot: each probe fails
         clean = 0
-        while size.limit == 9:
-            size.observe(9, 1, 9)
+        while size.limit == 18:
+            clean_page(size)
             clean += 1
         waits.append(clean)
-        assert size.observe(10, 2, 10) == 9
+        assert size.observe(19, 3, 8) == 18
     assert waits[:4] == [PROBE_AFTER, 2 * PROBE_AFTER, 4 * PROBE_AFTER, 8 * PROBE_AFTER]
     assert waits[-1] == MAX_PROBE_AFTER
 
 
+@pytest.mark.usefixtures("two_units")
 def test_a_probe_that_fits_brings_the_wait_back() -> None:
-    size = PageSize(limit=9, probe_after=4 * PROBE_AFTER)
+    size = PageSize(limit=18, target=2, probe_after=4 * PROBE_AFTER)
     for _ in range(4 * PROBE_AFTER):
-        size.observe(9, 1, 9)
-    assert (size.limit, size.probing) == (10, True)
-    size.observe(10, 1, 10)  # the probe fitted
+        clean_page(size)
+    assert (size.limit, size.probing) == (19, True)
+    clean_page(size)  # the probe fitted
     assert (size.probe_after, size.probing) == (PROBE_AFTER, False)
 
 
 def test_a_page_that_was_not_full_does_not_judge_a_probe() -> None:
     size = PageSize(limit=10, probing=True, probe_after=2 * PROBE_AFTER)
-    size.observe(4, 1, 4)
+    size.observe(4, 1, 1)
     assert (size.probing, size.probe_after) == (True, 2 * PROBE_AFTER)
 
 

@@ -10,7 +10,9 @@ within its target, learning from what each page cost.
   while pages come back full and within target when the table reports no size.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
   when that was more than one unit), and that limit is not tried again until the next probe.
-- After ``PROBE_AFTER`` full pages within target in a row it tries one item more. A probe that
+- After ``PROBE_AFTER`` full pages within target in a row, each holding more than one
+  collection, it tries one item more (a page of a single collection would gain nothing from
+  it: one item more there only reads more of a collection that is skipped anyway). A probe that
   overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
@@ -75,7 +77,7 @@ class PageSize:
         """After a page that asked for ``limit`` items, read ``items``, cost ``units`` 4 KB read
         units and ended with ``tail`` items of its last key: the next page's limit."""
         per_unit = self.limit / self.target
-        self._fit(items, units)
+        self._fit(items, units, several=tail < items)
         if tail >= per_unit:
             self.credit = 0.0
             if self.target > 1:
@@ -91,7 +93,7 @@ class PageSize:
                 self._retarget(grown)
         return self.limit
 
-    def _fit(self, items: int, units: float) -> None:
+    def _fit(self, items: int, units: float, *, several: bool) -> None:
         """Keep the limit near the most items that stay within the target."""
         k = self.limit
         if units > self.target:  # overshot: one item less, or the share it overshot
@@ -107,7 +109,8 @@ class PageSize:
             if self.probing:
                 self.probe_after = PROBE_AFTER
             self.probing = False
-            self.clean += 1
+            if several:
+                self.clean += 1
             if not self.known:
                 self.limit = min(MAX_PAGE_ITEMS, k * 2)
                 self.clean = 0
