@@ -23,10 +23,7 @@ import os
 import random
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,15 +31,9 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import followed
 from ddbkeys.local import DynamoDBLocal
-from ddbkeys.partition_keys import (
-    MAX_SORT_KEY,
-    MarkerIndex,
-    StreamFollower,
-    distinct_partition_keys,
-    enable_stream,
-)
-from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.testing.tables import TableFactory
 
@@ -181,44 +172,6 @@ def shapes(scale: float) -> dict[str, Shape]:
     }
 
 
-@contextmanager
-def maintained_index(client: DynamoDBClient, table: str, state_table: str) -> Iterator[None]:
-    """The marker index of ``table``, built and kept by a running follower of its stream, so
-    that ``auto`` can vouch for it: a follower started, then a backfill, then caught up."""
-    index = MarkerIndex(client, table)
-    index.create()
-    enable_stream(client, table)
-    follower = StreamFollower(index, state_table=state_table, poll=0.1)
-    stop = threading.Event()
-    runner = threading.Thread(target=follower.run, args=(stop,), daemon=True)
-    runner.start()
-    store = StateStore(client, state_table)
-    try:
-        _wait(
-            lambda: (state := store.load(table, index.name)) is not None and bool(state.maintainer)
-        )
-        index.backfill(state_table=state_table)
-        done = time.time()
-        _wait(
-            lambda: (
-                (state := store.load(table, index.name)) is not None
-                and (state.caught_up_at or 0) > done
-            )
-        )
-        yield
-    finally:
-        stop.set()
-        runner.join(timeout=60)
-
-
-def _wait(condition: Callable[[], bool], seconds: float = 120.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError("the follower did not catch up within two minutes")
-        time.sleep(0.1)
-
-
 def print_rows(shape: str, rows: list[Row]) -> None:
     seed = rows[0]
     for row in rows:
@@ -312,7 +265,11 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
 
     plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
     rows = [run(m, s) for m, s in plan]
-    with maintained_index(client, table, state_table):
+    MarkerIndex(client, table).create()
+    # A follower of the table's stream, then a backfill: auto can vouch for the index.
+    with followed(client, table, state_table) as (index, _, caught_up_since):
+        index.backfill(state_table=state_table)
+        caught_up_since(time.time())
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
     return rows
 
