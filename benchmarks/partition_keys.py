@@ -3,12 +3,16 @@
     python benchmarks/partition_keys.py            # on an embedded DynamoDB Local
     python benchmarks/partition_keys.py --quick    # smaller tables, for a smoke test
 
-Three table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
-3 items) and skewed (1,000 keys x 1 item plus 10 keys x 5,000 items). For each: requests, items
-read, read units (RCU), wall time and correctness, for seed 004's Python sample (Limit 1,
-sequential) and every method, then the same after the marker index is built ("x4 of 16": four
-parallel readers taking 16 Scan segments in turn). Then the CLI's peak memory listing 10,000 and
-100,000 keys. Requests and RCU carry over to the service; wall times on DynamoDB Local do not (a
+Five table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
+3 items), skewed (1,000 keys x 1 item plus 10 keys x 5,000 items), and two shaped like the
+published samples' tables: sample-b (900 keys, a binary sort key, 1 to 4 items of 0.3 to 0.7 KB)
+and sample-s (the same with a string sort key). For each: requests, items read, read units (RCU),
+wall time and correctness, for seed 004's Python sample (Limit 1, sequential) and every method,
+then the same once the marker index is built, backfilled and kept by a running follower of the
+table's stream, so that ``auto`` vouches for it ("x4 of 16": four parallel readers taking 16
+Scan segments in turn). ``auto`` must stay within 1.05x of the cheapest method's RCU, and where
+it costs the same, not take much longer. Then the CLI's peak memory listing 10,000 and 100,000
+keys. Requests and RCU carry over to the service; wall times on DynamoDB Local do not (a
 deep ExclusiveStartKey is slow there).
 """
 
@@ -27,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import followed
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
@@ -46,20 +51,49 @@ class Row:
     correct: bool
 
 
-def load(client: DynamoDBClient, table: str, sizes: list[tuple[str, int]], pad: int) -> None:
-    """Write ``count`` items for each ``(key, count)``, with a ``pad``-byte payload."""
+#: 1 to 4 items a collection, each 0.3 to 0.7 KB: the published samples' tables.
+SAMPLE_ITEMS = (1, 4)
+SAMPLE_BYTES = (280, 680)
+
+
+@dataclass
+class Shape:
+    """A table to benchmark: ``sizes`` (key, item count), the sort key's type, and a payload
+    of ``pad`` bytes (or, with ``pad`` 0, of ``SAMPLE_BYTES``, drawn per item)."""
+
+    sizes: list[tuple[str, int]]
+    pad: int
+    sort_type: str = "N"
+
+
+def sort_value(kind: str, i: int, rng: random.Random) -> dict[str, Any]:
+    """The ``i``th sort key of a collection: a number, an ``item#`` string, or 16 random bytes."""
+    if kind == "N":
+        return {"N": str(i)}
+    if kind == "S":
+        return {"S": f"item#{i:04}"}
+    return {"B": rng.randbytes(16)}
+
+
+def load(client: DynamoDBClient, table: str, shape: Shape) -> None:
+    """Write ``count`` items for each ``(key, count)`` of ``shape``."""
+    rng = random.Random(11)
     load_items(
         client,
         table,
         [
-            {"pk": {"S": key}, "sk": {"N": str(i)}, "p": {"S": "x" * pad}}
-            for key, count in sizes
+            {
+                "pk": {"S": key},
+                "sk": sort_value(shape.sort_type, i, rng),
+                "p": {"S": "x" * (shape.pad or rng.randint(*SAMPLE_BYTES))},
+            }
+            for key, count in shape.sizes
             for i in range(count)
         ],
     )
 
 
-def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:
+def seed_004(client: DynamoDBClient, table: str, sort_type: str) -> tuple[list[str], Usage]:
     """Seed 004's Python sample, as published but on the low-level client: Limit 1, sequential,
     jumping with the greatest sort key value (its retry branch never runs here)."""
     usage = Usage()
@@ -81,19 +115,28 @@ def seed_004(client: DynamoDBClient, table: str) -> tuple[list[str], Usage]:
         if "LastEvaluatedKey" not in response:
             break
         last = response["LastEvaluatedKey"]
-        last_evaluated_key = {"pk": last["pk"], "sk": MAX_SORT_KEY["N"]}
+        last_evaluated_key = {"pk": last["pk"], "sk": MAX_SORT_KEY[sort_type]}
     return keys, usage
 
 
 def run_method(
-    client: DynamoDBClient, table: str, method: str, segments: int, expected: set[str]
+    client: DynamoDBClient,
+    table: str,
+    method: str,
+    segments: int,
+    expected: set[str],
+    *,
+    sort_type: str = "N",
+    state_table: str,
 ) -> Row:
     started = time.perf_counter()
     label = method
     if method == "seed 004":
-        keys, usage = seed_004(client, table)
+        keys, usage = seed_004(client, table, sort_type)
     else:
-        listing = distinct_partition_keys(client, table, method, segments=segments)
+        listing = distinct_partition_keys(
+            client, table, method, segments=segments, state_table=state_table
+        )
         keys = [str(k) for k in listing]
         usage = listing.usage
         if method == "auto":
@@ -105,20 +148,27 @@ def run_method(
     return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
 
 
-def shapes(scale: float) -> dict[str, tuple[list[tuple[str, int]], int]]:
+def shapes(scale: float) -> dict[str, Shape]:
     rng = random.Random(4)
 
     def n(x: int) -> int:
         return max(2, int(x * scale))
 
+    def sample() -> list[tuple[str, int]]:
+        return [
+            (f"user#{rng.getrandbits(40):010x}", rng.randint(*SAMPLE_ITEMS)) for _ in range(n(900))
+        ]
+
     return {
-        "uniform": ([(f"u{k:05}", 50) for k in range(n(2000))], 200),
-        "small": ([(f"s{k:05}", rng.randint(1, 3)) for k in range(n(5000))], 100),
-        "skewed": (
+        "uniform": Shape([(f"u{k:05}", 50) for k in range(n(2000))], 200),
+        "small": Shape([(f"s{k:05}", rng.randint(1, 3)) for k in range(n(5000))], 100),
+        "skewed": Shape(
             [(f"k{k:05}", 1) for k in range(n(1000))]
             + [(f"big{k:02}", n(5000)) for k in range(10)],
             100,
         ),
+        "sample-b": Shape(sample(), 0, "B"),
+        "sample-s": Shape(sample(), 0, "S"),
     }
 
 
@@ -126,7 +176,7 @@ def print_rows(shape: str, rows: list[Row]) -> None:
     seed = rows[0]
     for row in rows:
         print(
-            f"{shape:<8} {row.method:<28} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
+            f"{shape:<9} {row.method:<28} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
             f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
             f"{'yes' if row.correct else 'NO':>7}",
             flush=True,
@@ -180,7 +230,7 @@ def memory(client: DynamoDBClient, factory: TableFactory, endpoint: str, scale: 
     for keys in (10_000, 100_000):
         count = max(100, int(keys * scale))
         table = factory(("pk", "S"), ("sk", "N"))
-        load(client, table, [(f"m{k:06}", 1) for k in range(count)], 20)
+        load(client, table, Shape([(f"m{k:06}", 1) for k in range(count)], 20))
         rss, seconds = peak_memory(endpoint, table)
         print(
             f"CLI peak memory listing {count:>7} keys: {rss / 1024:6.1f} MiB ({seconds:.1f} s)",
@@ -196,6 +246,70 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
     plot_arguments(parser, CHART)
     return parser.parse_args()
+
+
+def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: str) -> list[Row]:
+    """The seed, every method and ``auto``; then, with the index maintained, index and auto."""
+    expected = {key for key, _ in spec.sizes}
+
+    def run(method: str, segments: int) -> Row:
+        return run_method(
+            client,
+            table,
+            method,
+            segments,
+            expected,
+            sort_type=spec.sort_type,
+            state_table=state_table,
+        )
+
+    plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
+    rows = [run(m, s) for m, s in plan]
+    MarkerIndex(client, table).create()
+    # A follower of the table's stream, then a backfill: auto can vouch for the index.
+    with followed(client, table, state_table) as (index, _, caught_up_since):
+        index.backfill(state_table=state_table)
+        caught_up_since(time.time())
+        rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
+    return rows
+
+
+#: ``auto`` may cost at most this times the cheapest method's read units.
+AUTO_WITHIN = 1.05
+#: Where ``auto`` costs what the cheapest costs, it may take at most this times its wall time
+#: (plus ``SLACK_SECONDS``, for timings too short to compare).
+SLOWER_AT_EQUAL = 3.0
+SLACK_SECONDS = 0.25
+
+
+def check(shape: str, rows: list[Row]) -> list[str]:
+    """The targets ``rows`` (in ``bench_shape``'s order) missed."""
+    problems: list[str] = []
+    seed = rows[0]
+    cheapest_plain = min(rows[1:4], key=lambda r: r.rcu)
+    cheapest_all = min([cheapest_plain, rows[6]], key=lambda r: r.rcu)
+    for row, cheapest in ((rows[4], cheapest_plain), (rows[7], cheapest_all)):
+        if row.rcu > AUTO_WITHIN * cheapest.rcu:
+            problems.append(
+                f"{shape}: {row.method} RCU {row.rcu} > {AUTO_WITHIN} x {cheapest.method}'s "
+                f"{cheapest.rcu}"
+            )
+        elif row.seconds > SLOWER_AT_EQUAL * cheapest.seconds + SLACK_SECONDS:
+            problems.append(
+                f"{shape}: {row.method} wall {row.seconds:.2f}s, at {cheapest.method}'s cost, "
+                f"> {SLOWER_AT_EQUAL} x its {cheapest.seconds:.2f}s"
+            )
+        if row.rcu > seed.rcu or row.requests > seed.requests:
+            problems.append(f"{shape}: {row.method} above the seed's RCU or requests")
+    if not rows[7].method.startswith("auto (index)"):
+        problems.append(f"{shape}: auto did not vouch for the maintained index")
+    for row in (rows[5], rows[8]):
+        if row.seconds > seed.seconds / 4:
+            problems.append(
+                f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the seed's "
+                f"{seed.seconds:.2f}s"
+            )
+    return problems + [f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct]
 
 
 def main() -> int:
@@ -214,55 +328,27 @@ def main() -> int:
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
     print(
-        f"{'shape':<8} {'method':<28} {'requests':>8} {'items':>8} {'RCU':>9} "
+        f"{'shape':<9} {'method':<28} {'requests':>8} {'items':>8} {'RCU':>9} "
         f"{'x seed':>7} {'wall s':>7} {'correct':>7}"
     )
+    states = TableFactory(client, prefix="ddbkeys-bench-state")
+    state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
     try:
-        for shape, (sizes, pad) in [] if args.memory_only else shapes(scale).items():
-            table = factory(("pk", "S"), ("sk", "N"))
-            load(client, table, sizes, pad)
-            expected = {key for key, _ in sizes}
-            plan = [
-                ("seed 004", 1),
-                ("scan", 1),
-                ("skip", 1),
-                ("skip-pages", 1),
-                ("auto", 1),
-                ("auto", 4),
-            ]
-            rows = [run_method(client, table, m, s, expected) for m, s in plan]
-            index = MarkerIndex(client, table)
-            index.create()
-            index.backfill()
-            rows += [
-                run_method(client, table, m, s, expected | set())
-                for m, s in [("index", 1), ("auto", 1), ("auto", 4)]
-            ]
+        for shape, spec in [] if args.memory_only else shapes(scale).items():
+            sizes = spec.sizes
+            table = factory(("pk", "S"), ("sk", spec.sort_type))
+            load(client, table, spec)
+            rows = bench_shape(client, table, spec, state_table)
             print_rows(shape, rows)
-            measured[shape] = {r.method: r.rcu / len(expected) for r in rows}
+            measured[shape] = {r.method: r.rcu / len(sizes) for r in rows}
             labels[shape] = f"{shape}\n{len(sizes):,} keys, {sum(n for _, n in sizes):,} items"
-            seed = rows[0]
-            cheapest_plain = min(r.rcu for r in rows[1:4])
-            cheapest_all = min(cheapest_plain, rows[6].rcu)
-            for row, cheapest in ((rows[4], cheapest_plain), (rows[7], cheapest_all)):
-                if row.rcu > 1.1 * cheapest:
-                    problems.append(f"{shape}: {row.method} RCU {row.rcu} > 1.1 x {cheapest}")
-                if row.rcu > seed.rcu or row.requests > seed.requests:
-                    problems.append(f"{shape}: {row.method} above the seed's RCU or requests")
-            for row in (rows[5], rows[8]):
-                if row.seconds > seed.seconds / 4:
-                    problems.append(
-                        f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the seed's "
-                        f"{seed.seconds:.2f}s"
-                    )
-            problems += [
-                f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct
-            ]
+            problems += check(shape, rows)
             factory.delete_all()
         print()
         memory(client, factory, endpoint, scale)
     finally:
         factory.delete_all()
+        states.delete_all()
         if server is not None:
             server.stop()
     print()

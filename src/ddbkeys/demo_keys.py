@@ -10,8 +10,9 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +29,7 @@ __all__ = [
     "KeysResult",
     "MaintainedResult",
     "Progress",
+    "followed",
     "load_items",
     "run_maintained",
     "run_partition_keys",
@@ -227,17 +229,7 @@ def run_maintained(
     phase = "keys: a follower keeps the index"
     if progress is not None:
         progress(phase, 0, changes)
-    enable_stream(client, table)
-    index = MarkerIndex(client, table)
-    follower = StreamFollower(index, state_table=state_table, poll=0.1)
-    stop = threading.Event()
-    runner = threading.Thread(target=follower.run, args=(stop,), daemon=True)
-    runner.start()
-    store = StateStore(client, state_table)
-    try:
-        _wait(
-            lambda: (state := store.load(table, index.name)) is not None and bool(state.maintainer)
-        )
+    with followed(client, table, state_table) as (index, follower, caught_up_since):
         index.backfill(state_table=state_table)
         # Small collections to empty (their items one by one), new ones to add (1 to 3 items).
         small = [pk for pk, n in sample_collections(keys) if n <= 3]
@@ -263,16 +255,7 @@ def run_maintained(
 
         with ThreadPoolExecutor(writers) as pool:
             list(pool.map(change, work))
-        written = time.time()
-        _wait(
-            lambda: (
-                (state := store.load(table, index.name)) is not None
-                and (state.caught_up_at or 0) > written
-            )
-        )
-    finally:
-        stop.set()
-        runner.join(timeout=60)
+        caught_up_since(time.time())
     trusted = distinct_partition_keys(client, table, state_table=state_table)
     found = list(trusted)
     truth = _truth(client, table)
@@ -288,6 +271,40 @@ def run_maintained(
         correct=len(found) == len(truth) and set(map(str, found)) == truth,
         healthy=index.verify().healthy,
     )
+
+
+@contextmanager
+def followed(
+    client: DynamoDBClient, table: str, state_table: str
+) -> Iterator[tuple[MarkerIndex, StreamFollower, Callable[[float], None]]]:
+    """Turn ``table``'s stream on and run a follower of it in a thread (stopped on leaving),
+    once it has recorded itself as the maintainer: a backfill begun now can be vouched for.
+    Gives the marker index, the follower, and ``caught_up_since(t)``, which waits until the
+    follower was caught up after time ``t``."""
+    enable_stream(client, table)
+    index = MarkerIndex(client, table)
+    follower = StreamFollower(index, state_table=state_table, poll=0.1)
+    stop = threading.Event()
+    runner = threading.Thread(target=follower.run, args=(stop,), daemon=True)
+    runner.start()
+    store = StateStore(client, state_table)
+
+    def caught_up_since(moment: float) -> None:
+        _wait(
+            lambda: (
+                (state := store.load(table, index.name)) is not None
+                and (state.caught_up_at or 0) > moment
+            )
+        )
+
+    try:
+        _wait(
+            lambda: (state := store.load(table, index.name)) is not None and bool(state.maintainer)
+        )
+        yield index, follower, caught_up_since
+    finally:
+        stop.set()
+        runner.join(timeout=60)
 
 
 def _wait(condition: Callable[[], bool], seconds: float = 120.0) -> None:

@@ -5,12 +5,12 @@ method         how                                             read cost
 =============  ==============================================  ===============================
 scan           Scan the keys, hand each out once               the whole table
 skip           seed 004: 1 item a request, jump past the rest  0.5 RCU per key (items <= 4 KB)
-skip-pages     up to 4 KB a request, jump past the last key    0.5 RCU per request, often less
-                                                               than one request per key
+skip-pages     pages of 4 KB (more where collections prove   0.5 RCU per 4 KB page, often
+               small), jump past the last key seen             less than one page per key
 index          scan the sparse KEYS_ONLY marker index          about 0.5 RCU per 40 keys
 auto           no sort key: scan; healthy index: index;        the cheapest that applies
                else skip-pages (which reads like a scan, in
-               4 KB pages, where collections prove small)
+               growing pages, where collections prove small)
 =============  ==============================================  ===============================
 """
 

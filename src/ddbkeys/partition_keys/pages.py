@@ -7,31 +7,50 @@ sizes vary, so the right number moves: :class:`PageSize` keeps it near the large
 within its target, learning from what each page cost.
 
 - It starts from the table's average item size (DescribeTable), or from 8 items and doubling
-  while pages come back full and within one unit when the table reports no size.
+  while pages come back full and within target when the table reports no size.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
-  when that was more than one unit), and that limit is not tried again for ``PROBE_AFTER`` pages.
-- After ``PROBE_AFTER`` full pages within target in a row it tries one item more.
-- Where collections prove small (every one of the last ``SMALL_RUN`` pages found at least
-  ``SMALL_KEYS`` keys) and few items fill a unit, pages aim at two units: the rounding then
-  costs half as much per byte. The first page that finds a single key (a collection larger than
-  the page) brings the target back to one unit, so a large collection costs at most one unit
-  more than with one-unit pages.
+  when that was more than one unit), and that limit is not tried again until the next probe.
+- After ``PROBE_AFTER`` full pages within target in a row, each holding more than one
+  collection, it tries one item more (a page of a single collection would gain nothing from
+  it: one item more there only reads more of a collection that is skipped anyway). A probe that
+  overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
+  fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
+  costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
+- Where collections prove small, pages grow: the target (4 KB units a page aims at) doubles
+  each time the pages read since the last sign of a large collection cost ``REGRET`` times the
+  new target, up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the rounding up to the
+  next 4 KB less often and take fewer requests, so where every collection is small the listing
+  reads like a plain scan, at about its cost and speed.
+- A page whose last collection filled a unit or more (its ``tail``: the items of the page's
+  last key, a collection as large as a one-unit page or larger, whose rest is skipped) brings the
+  target back to one unit and starts the count again. Such a page cost at most ``target - 1``
+  units more than a one-unit page would have, and the target got there only after ``REGRET``
+  times as much was read: so growing costs at most about ``1 / REGRET`` more than never growing,
+  wherever the large collections lie, and where they are frequent the pages stay small.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["MAX_PAGE_ITEMS", "PROBE_AFTER", "PageSize"]
+__all__ = [
+    "MAX_PAGE_ITEMS",
+    "MAX_PROBE_AFTER",
+    "MAX_TARGET",
+    "PROBE_AFTER",
+    "REGRET",
+    "PageSize",
+]
 
 MAX_PAGE_ITEMS = 1000
+#: The most 4 KB units a page aims at (256 KB: a quarter of DynamoDB's 1 MB page).
+MAX_TARGET = 64
 #: Full pages within target, in a row, before one more item is tried.
 PROBE_AFTER = 16
-#: Pages in a row, each with at least SMALL_KEYS keys, that show collections are small.
-SMALL_RUN = 4
-SMALL_KEYS = 3
-#: Two-unit pages only where a unit holds fewer items than this (large items: rounding bites).
-ROUNDING_BITES = 16
+#: The longest wait between probes, after probes that overshot.
+MAX_PROBE_AFTER = 1024
+#: Units read since the last such sign, as a multiple of the new target, before pages grow.
+REGRET = 4
 
 
 @dataclass
@@ -41,9 +60,11 @@ class PageSize:
     limit: int
     known: bool = True  # the start came from the table's average item size
     target: int = 1  # read units (4 KB) a page aims at
-    ceiling: int = MAX_PAGE_ITEMS  # a limit that overshot: not tried again for a while
+    ceiling: int | None = None  # a limit that overshot: not tried again until the next probe
     clean: int = 0  # full pages within target since the last change
-    small: int = 0  # pages in a row with at least SMALL_KEYS keys
+    probe_after: int = PROBE_AFTER  # clean pages before the next probe
+    probing: bool = False  # the limit is a probe, not yet judged
+    credit: float = 0.0  # units read since the last page whose last collection filled a unit
 
     @classmethod
     def for_items_of(cls, average_bytes: float) -> PageSize:
@@ -52,37 +73,58 @@ class PageSize:
             return cls(limit=8, known=False)
         return cls(limit=max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes))))
 
-    def observe(self, items: int, units: float, keys: int) -> int:
+    def observe(self, items: int, units: float, tail: int) -> int:
         """After a page that asked for ``limit`` items, read ``items``, cost ``units`` 4 KB read
-        units and held ``keys`` distinct keys: the next page's limit."""
+        units and ended with ``tail`` items of its last key: the next page's limit."""
+        per_unit = self.limit / self.target
+        self._fit(items, units, several=tail < items)
+        if tail >= per_unit:
+            self.credit = 0.0
+            if self.target > 1:
+                self._retarget(1)
+        else:
+            self.credit += units
+            grown = self.target * 2
+            if (
+                grown <= MAX_TARGET
+                and self.limit < MAX_PAGE_ITEMS
+                and self.credit >= REGRET * grown
+            ):
+                self._retarget(grown)
+        return self.limit
+
+    def _fit(self, items: int, units: float, *, several: bool) -> None:
+        """Keep the limit near the most items that stay within the target."""
         k = self.limit
-        per_unit = k / self.target
         if units > self.target:  # overshot: one item less, or the share it overshot
+            if self.probing:
+                self.probe_after = min(MAX_PROBE_AFTER, self.probe_after * 2)
+            self.probing = False
             step = 1 if units <= self.target + 1 else max(1, round(k - k * self.target / units))
             self.ceiling = k
             self.limit = max(1, k - step)
             self.clean = 0
             self.known = True  # no more doubling
         elif items >= k:  # a full page within target
-            self.clean += 1
-            if not self.known and k * 2 < self.ceiling and self.clean == 1:
+            if self.probing:
+                self.probe_after = PROBE_AFTER
+            self.probing = False
+            if several:
+                self.clean += 1
+            if not self.known:
                 self.limit = min(MAX_PAGE_ITEMS, k * 2)
                 self.clean = 0
-            elif self.clean >= PROBE_AFTER:
-                self.ceiling = MAX_PAGE_ITEMS
+            elif self.clean >= self.probe_after:
+                self.ceiling = None
                 self.limit = min(MAX_PAGE_ITEMS, k + 1)
+                self.probing = self.limit > k
                 self.clean = 0
-        if self.limit >= self.ceiling:
+        if self.ceiling is not None and self.limit >= self.ceiling:
             self.limit = max(1, self.ceiling - 1)
-        self.small = self.small + 1 if keys >= SMALL_KEYS else 0
-        if self.target == 1 and self.small >= SMALL_RUN and per_unit < ROUNDING_BITES:
-            self._retarget(2)
-        elif self.target > 1 and keys <= 1:
-            self._retarget(1)
-        return self.limit
 
     def _retarget(self, target: int) -> None:
         self.limit = max(1, min(MAX_PAGE_ITEMS, self.limit * target // self.target))
-        self.ceiling = MAX_PAGE_ITEMS
+        self.ceiling = None
         self.target = target
         self.clean = 0
+        self.probing = False

@@ -70,12 +70,12 @@ class PagedSkipMethod(SkipMethod):
     """The skip scan reading up to ``k`` items a request, and jumping past the last key seen.
 
     A Scan page of up to 4 KB costs 0.5 read units, the same as a page of one item. So ``k`` is
-    kept near what fits in 4 KB, learning from what each page cost (``pages.PageSize``); where
-    collections prove small and items large, pages aim at 8 KB, so rounding up to the next 4 KB
-    costs half as much. Small collections then give several keys per request: where they are
-    smaller than a page the jumps skip little and this reads like a plain scan in small pages,
-    at about a plain scan's cost; where they are large it reads one page per collection, like
-    seed 004, and never reads a large collection's tail.
+    kept near what fits in the page's target, learning from what each page cost
+    (``pages.PageSize``). Where collections prove small, the target grows from 4 KB towards
+    256 KB, so rounding up to the next 4 KB costs less and requests are few: the listing then
+    reads like a plain scan, at about its cost and speed. The first page whose last collection
+    fills 4 KB or more brings pages back to 4 KB, so where collections are large it reads one
+    page per collection, like seed 004, and never reads a large collection's tail.
     """
 
     name = "skip-pages"
@@ -91,5 +91,17 @@ class PagedSkipMethod(SkipMethod):
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         items = page.get("Items", [])
         pk = self.info.partition_key.name
-        keys = len({repr(item.get(pk)) for item in items})
-        request["Limit"] = state.observe(len(items), consumed / 0.5, keys)
+        request["Limit"] = state.observe(len(items), consumed / 0.5, tail_items(items, pk))
+
+
+def tail_items(items: list[dict[str, Any]], pk: str) -> int:
+    """How many of ``items``, at the end, share the last item's partition key."""
+    if not items:
+        return 0
+    last = items[-1].get(pk)
+    count = 0
+    for item in reversed(items):
+        if item.get(pk) != last:
+            break
+        count += 1
+    return count

@@ -1,0 +1,275 @@
+"""The skip-pages page-size controller decides from what each page cost (no server)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from ddbkeys.partition_keys import pages
+from ddbkeys.partition_keys.pages import (
+    MAX_PAGE_ITEMS,
+    MAX_PROBE_AFTER,
+    MAX_TARGET,
+    PROBE_AFTER,
+    REGRET,
+    PageSize,
+)
+from ddbkeys.partition_keys.skip import tail_items
+
+
+@pytest.mark.parametrize(
+    ("average_bytes", "limit", "known"),
+    [
+        (512.0, 8, True),  # 4096 // 512
+        (300.0, 13, True),  # rounded down: 13 items of 300 bytes stay within 4 KB
+        (5000.0, 1, True),  # items above 4 KB: one a page
+        (2.0, MAX_PAGE_ITEMS, True),  # never above the cap
+        (0.0, 8, False),  # no size reported: start small and double
+        (-1.0, 8, False),
+    ],
+)
+def test_start_from_the_average_item_size(average_bytes: float, limit: int, known: bool) -> None:
+    start = PageSize.for_items_of(average_bytes)
+    assert (start.limit, start.known, start.target) == (limit, known, 1)
+
+
+# (state before, the page: items, units, tail) -> (limit, target, ceiling, clean) after it.
+# The tail is 1 (small collections, no growth yet) unless a row says otherwise.
+DECISIONS: list[tuple[str, dict[str, Any], tuple[int, float, int], tuple[int, int, Any, int]]] = [
+    (
+        "unknown size: a full page within target doubles",
+        {"limit": 8, "known": False},
+        (8, 1, 1),
+        (16, 1, None, 0),
+    ),
+    (
+        "unknown size: doubling stops at the cap",
+        {"limit": 600, "known": False},
+        (600, 1, 1),
+        (MAX_PAGE_ITEMS, 1, None, 0),
+    ),
+    (
+        "a page that was not full changes nothing",
+        {"limit": 8, "clean": 3},
+        (5, 1, 1),
+        (8, 1, None, 3),
+    ),
+    (
+        "a full page within target counts as clean",
+        {"limit": 8, "clean": 3},
+        (8, 1, 1),
+        (8, 1, None, 4),
+    ),
+    (
+        "probe: one item more after PROBE_AFTER clean pages",
+        {"limit": 8, "clean": PROBE_AFTER - 1},
+        (8, 1, 1),
+        (9, 1, None, 0),
+    ),
+    (
+        "probe clears the ceiling",
+        {"limit": 8, "ceiling": 9, "clean": PROBE_AFTER - 1},
+        (8, 1, 1),
+        (9, 1, None, 0),
+    ),
+    (
+        "probe at the cap stays at the cap",
+        {"limit": MAX_PAGE_ITEMS, "clean": PROBE_AFTER - 1},
+        (MAX_PAGE_ITEMS, 1, 1),
+        (MAX_PAGE_ITEMS, 1, None, 0),
+    ),
+    (
+        "overshoot by one unit: one item less, and a ceiling",
+        {"limit": 9, "clean": 5},
+        (9, 2, 1),
+        (8, 1, 9, 0),
+    ),
+    ("overshoot by more: back by the share it overshot", {"limit": 16}, (16, 3, 1), (5, 1, 16, 0)),
+    ("overshoot never goes below one item", {"limit": 1}, (1, 2, 1), (1, 1, 1, 0)),
+    ("overshoot at a two-unit target", {"limit": 16, "target": 2}, (16, 3, 1), (15, 2, 16, 0)),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "page", "after"), [row[1:] for row in DECISIONS], ids=[row[0] for row in DECISIONS]
+)
+def test_each_page_decision(
+    before: dict[str, Any], page: tuple[int, float, int], after: tuple[int, int, Any, int]
+) -> None:
+    size = PageSize(**before)
+    returned = size.observe(*page)
+    assert returned == size.limit
+    assert (size.limit, size.target, size.ceiling, size.clean) == after
+
+
+def test_unknown_size_stops_doubling_after_an_overshoot() -> None:
+    size = PageSize(limit=8, known=False)
+    assert size.observe(8, 1, 1) == 16
+    assert size.observe(16, 2, 1) == 15
+    assert not size.observe(15, 1, 1) > 15  # a clean page: no doubling any more
+    assert size.known
+
+
+@pytest.fixture
+def two_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages stay at two units (the probe tests look at the limit alone)."""
+    monkeypatch.setattr(pages, "MAX_TARGET", 2)
+
+
+def clean_page(size: PageSize) -> int:
+    """A full two-unit page of 18 items within target, holding several collections."""
+    return size.observe(size.limit, 2, 8)
+
+
+@pytest.mark.usefixtures("two_units")
+def test_the_ceiling_holds_until_the_probe() -> None:
+    size = PageSize(limit=20, target=2)
+    assert size.observe(20, 3, 8) == 19  # 20 overshot
+    assert size.observe(19, 3, 8) == 18  # and 19
+    limits = [clean_page(size) for _ in range(PROBE_AFTER)]
+    assert limits[:-1] == [18] * (PROBE_AFTER - 1)
+    assert limits[-1] == 19  # tried again
+
+
+def test_pages_of_a_single_collection_never_probe() -> None:
+    size = PageSize(limit=9)
+    limits = {size.observe(9, 1, 9) for _ in range(10 * PROBE_AFTER)}
+    assert limits == {9}
+
+
+@pytest.mark.usefixtures("two_units")
+def test_a_probe_that_overshoots_waits_twice_as_long() -> None:
+    size = PageSize(limit=18, target=2)
+    waits = []
+    for _ in range(12):  # 19 items always overshoot: each probe fails
+        clean = 0
+        while size.limit == 18:
+            clean_page(size)
+            clean += 1
+        waits.append(clean)
+        assert size.observe(19, 3, 8) == 18
+    assert waits[:4] == [PROBE_AFTER, 2 * PROBE_AFTER, 4 * PROBE_AFTER, 8 * PROBE_AFTER]
+    assert waits[-1] == MAX_PROBE_AFTER
+
+
+@pytest.mark.usefixtures("two_units")
+def test_a_probe_that_fits_brings_the_wait_back() -> None:
+    size = PageSize(limit=18, target=2, probe_after=4 * PROBE_AFTER)
+    for _ in range(4 * PROBE_AFTER):
+        clean_page(size)
+    assert (size.limit, size.probing) == (19, True)
+    clean_page(size)  # the probe fitted
+    assert (size.probe_after, size.probing) == (PROBE_AFTER, False)
+
+
+def test_a_page_that_was_not_full_does_not_judge_a_probe() -> None:
+    size = PageSize(limit=10, probing=True, probe_after=2 * PROBE_AFTER)
+    size.observe(4, 1, 1)
+    assert (size.probing, size.probe_after) == (True, 2 * PROBE_AFTER)
+
+
+@pytest.mark.parametrize(
+    ("target", "credit", "units", "after_target", "after_limit"),
+    [
+        (1, 2 * REGRET - 1.0, 1.0, 2, 16),  # enough read since the last large collection: grow
+        (1, 2 * REGRET - 2.0, 1.0, 1, 8),  # not yet
+        (2, 4 * REGRET - 2.0, 2.0, 4, 32),  # doubling again needs twice the credit
+        (MAX_TARGET, 10_000.0, 1.0, MAX_TARGET, 8 * MAX_TARGET),  # never above MAX_TARGET
+    ],
+)
+def test_pages_grow_where_collections_are_small(
+    target: int, credit: float, units: float, after_target: int, after_limit: int
+) -> None:
+    size = PageSize(limit=8 * target, target=target, credit=credit)
+    size.observe(5, units, 1)  # a page that was not full: the limit itself does not move
+    assert (size.target, size.limit) == (after_target, after_limit)
+
+
+def test_pages_do_not_grow_past_the_item_cap() -> None:
+    size = PageSize(limit=MAX_PAGE_ITEMS, credit=10_000.0)
+    size.observe(10, 1, 1)
+    assert (size.target, size.limit) == (1, MAX_PAGE_ITEMS)
+
+
+@pytest.mark.parametrize(
+    ("target", "limit", "tail", "after_target", "after_limit", "credit_kept"),
+    [
+        (4, 32, 32, 1, 8, False),  # one key filled the page: back to one unit
+        (4, 32, 8, 1, 8, False),  # its last collection filled a unit: back to one unit
+        (4, 32, 7, 4, 32, True),  # less than a unit: stays
+        (1, 8, 8, 1, 8, False),  # at one unit: the count of what was read starts again
+        (1, 8, 7, 1, 8, True),
+    ],
+)
+def test_a_large_collection_brings_pages_back_to_one_unit(
+    target: int, limit: int, tail: int, after_target: int, after_limit: int, credit_kept: bool
+) -> None:
+    size = PageSize(limit=limit, target=target, credit=3.0)
+    size.observe(limit, target, tail)
+    assert (size.target, size.limit) == (after_target, after_limit)
+    assert (size.credit > 3.0) is credit_kept
+    assert (size.credit == 0.0) is not credit_kept
+
+
+def simulate(collections: list[int], item_bytes: int) -> float:
+    """Read units skip-pages pays on a table of ``collections`` (item counts), every item
+    ``item_bytes``, in scan order: each page reads up to ``limit`` items and the next starts at
+    the collection after the page's last key."""
+    size = PageSize.for_items_of(item_bytes)
+    units = 0.0
+    position = 0  # the collection the next page starts at
+    while position < len(collections):
+        read: list[int] = []  # the collection of each item read
+        at = position
+        while len(read) < size.limit and at < len(collections):
+            take = min(collections[at], size.limit - len(read))
+            read += [at] * take
+            at += 1
+        cost = float(math.ceil(len(read) * item_bytes / 4096))
+        units += cost
+        position = read[-1] + 1
+        size.observe(len(read), cost, tail_items([{"pk": c} for c in read], "pk"))
+    return units
+
+
+@pytest.mark.parametrize(
+    "collections",
+    [
+        [2] * 900,  # every collection small
+        ([1] * 40 + [5000]) * 20,  # a large collection whenever pages have grown a little
+        ([1] * 300 + [5000]) * 10,  # ... or a lot
+        [1, 2, 3, 4] * 300,
+        [9] * 500,  # collections about one unit each
+        [50] * 500,  # collections of several units
+    ],
+    ids=["small", "large-often", "large-rarely", "mixed", "unit-sized", "large"],
+)
+def test_growing_costs_at_most_one_regret_more(
+    collections: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grown = simulate(collections, 500)
+    monkeypatch.setattr(pages, "MAX_TARGET", 1)  # the same controller, never growing
+    one_unit = simulate(collections, 500)
+    assert grown <= one_unit * (1 + 1 / REGRET)
+
+
+def test_large_collections_cost_about_a_unit_each() -> None:
+    """Items of 4096 // 9 bytes: 9 fill a unit exactly, 10 overshoot; probing stays rare."""
+    collections = [50] * 2000
+    assert simulate(collections, 4096 // 9) <= 1.01 * len(collections)
+
+
+def test_growing_reads_small_collections_at_about_a_scans_cost() -> None:
+    collections = [1, 2, 3, 4] * 300
+    scan = math.ceil(sum(collections) * 500 / 4096)
+    assert simulate(collections, 500) <= 1.05 * scan
+
+
+def test_tail_items_counts_the_last_keys_run() -> None:
+    assert tail_items([], "pk") == 0
+    items = [{"pk": {"S": k}} for k in ("a", "a", "b", "c", "c", "c")]
+    assert tail_items(items, "pk") == 3
+    assert tail_items(items[:3], "pk") == 1
+    assert tail_items(items[:2], "pk") == 2
