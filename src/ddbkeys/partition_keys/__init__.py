@@ -4,8 +4,8 @@
 method         how                                             read cost
 =============  ==============================================  ===============================
 scan           Scan the keys, hand each out once               the whole table
-skip           seed 004: 1 item a request, jump past the rest  0.5 RCU per key (items <= 4 KB)
-skip-pages     pages of 4 KB (more where collections prove   0.5 RCU per 4 KB page, often
+skip           1 item a request, jump past the rest            0.5 RCU per key (items <= 4 KB)
+skip-pages     pages of 4 KB (more where collections prove    0.5 RCU per 4 KB page, often
                small), jump past the last key seen             less than one page per key
 index          scan the sparse KEYS_ONLY marker index          about 0.5 RCU per 40 keys
 auto           no sort key: scan; healthy index: index;        the cheapest that applies

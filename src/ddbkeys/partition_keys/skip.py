@@ -1,4 +1,5 @@
-"""The skip scan (seed 004): read the first item of a collection, then jump past the rest."""
+"""The skip scan (the AWS post on distinct partition keys): read the first item of a collection,
+then jump past the rest."""
 
 from __future__ import annotations
 
@@ -13,12 +14,12 @@ __all__ = ["PagedSkipMethod", "SkipMethod"]
 
 
 class SkipMethod(SegmentMethod):
-    """Seed 004's modified ExclusiveStartKey, made robust.
+    """The article's modified ExclusiveStartKey, made robust.
 
     Each request is a Scan with ``Limit`` items; after it, the next request starts just past the
     last partition key seen, at the greatest value of the sort key's type (found by name in the
     table description), so the rest of that collection is never read. With ``Limit=1`` this is
-    the seed's algorithm: 0.5 read units per distinct key (items up to 4 KB). Works for S, N and
+    the article's algorithm: 0.5 read units per distinct key (items up to 4 KB). Works for S, N and
     B keys under any attribute names, for collections whose sort key already holds the greatest
     value, and for numbers boto3's Decimal context cannot hold (the low-level client keeps them
     as text). Needs a sort key.
@@ -59,11 +60,11 @@ class SkipMethod(SegmentMethod):
             self.adapt(request, page, state)
 
     def start_state(self) -> Any:
-        """What one segment learns from its pages (nothing, for the seed's Limit 1)."""
+        """What one segment learns from its pages (nothing, for the article's Limit 1)."""
         return None
 
     def adapt(self, request: dict[str, Any], page: dict[str, Any], state: Any) -> None:
-        """Change the request for the next page (the seed's Limit 1 stays as it is)."""
+        """Change the request for the next page (the article's Limit 1 stays as it is)."""
 
 
 class PagedSkipMethod(SkipMethod):
@@ -75,7 +76,7 @@ class PagedSkipMethod(SkipMethod):
     256 KB, so rounding up to the next 4 KB costs less and requests are few: the listing then
     reads like a plain scan, at about its cost and speed. The first page whose last collection
     fills 4 KB or more brings pages back to 4 KB, so where collections are large it reads one
-    page per collection, like seed 004, and never reads a large collection's tail.
+    page per collection, like the article's skip scan, and never reads a large collection's tail.
     """
 
     name = "skip-pages"
