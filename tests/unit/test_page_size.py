@@ -273,3 +273,19 @@ def test_tail_items_counts_the_last_keys_run() -> None:
     assert tail_items(items, "pk") == 3
     assert tail_items(items[:3], "pk") == 1
     assert tail_items(items[:2], "pk") == 2
+
+
+def test_a_page_asked_for_under_another_limit_does_not_move_the_limit() -> None:
+    """Segments read in parallel share one PageSize: a page asked for before another segment's
+    page changed the limit neither shrinks nor probes it; its collections still count."""
+    pages = PageSize.for_items_of(400)  # 10 items a unit
+    assert pages.limit == 10
+    # Overshot (2 units for a 1-unit target), but asked for 20 items, not the present 10.
+    assert pages.observe(20, 2.0, 1, asked=20) == 10
+    assert pages.ceiling is None and pages.clean == 0
+    before = pages.credit
+    pages.observe(20, 2.0, 1, asked=20)
+    assert pages.credit == before + 2.0  # its cost still counts towards larger pages
+    # The same page asked for under the present limit is judged.
+    assert pages.observe(10, 2.0, 1, asked=10) == 9
+    assert pages.ceiling == 10

@@ -73,11 +73,14 @@ class PageSize:
             return cls(limit=8, known=False)
         return cls(limit=max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes))))
 
-    def observe(self, items: int, units: float, tail: int) -> int:
-        """After a page that asked for ``limit`` items, read ``items``, cost ``units`` 4 KB read
-        units and ended with ``tail`` items of its last key: the next page's limit."""
+    def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
+        """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
+        cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
+        page's limit. A page asked for under another limit (segments read in parallel share
+        one PageSize) says nothing about the present limit: only its collections count."""
         per_unit = self.limit / self.target
-        self._fit(items, units, several=tail < items)
+        if asked is None or asked == self.limit:
+            self._fit(items, units, several=tail < items)
         if tail >= per_unit:
             self.credit = 0.0
             if self.target > 1:

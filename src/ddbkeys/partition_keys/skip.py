@@ -3,6 +3,7 @@ then jump past the rest."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,13 +37,13 @@ class SkipMethod(SegmentMethod):
         request: dict[str, Any] = {
             "ProjectionExpression": "#pk",
             "ExpressionAttributeNames": {"#pk": pk},
-            "Limit": self.page_items,
             **self.segment_args(segment, segments),
         }
         if after is not None:
             request["ExclusiveStartKey"] = self.start_key(after)
         last: Key | None = after
         state = self.start_state()
+        request["Limit"] = self.first_limit(state)
         while True:
             page = reader.scan(**request)
             items = page.get("Items", [])
@@ -62,6 +63,10 @@ class SkipMethod(SegmentMethod):
     def start_state(self) -> Any:
         """What one segment learns from its pages (nothing, for the article's Limit 1)."""
         return None
+
+    def first_limit(self, state: Any) -> int:
+        """The Limit of a segment's first page."""
+        return self.page_items
 
     def adapt(self, request: dict[str, Any], page: dict[str, Any], state: Any) -> None:
         """Change the request for the next page (the article's Limit 1 stays as it is)."""
@@ -84,15 +89,27 @@ class PagedSkipMethod(SkipMethod):
     def __init__(self, info: TableInfo) -> None:
         self.average = info.size_bytes / info.item_count if info.item_count else 0.0
         super().__init__(info, page_items=PageSize.for_items_of(self.average).limit)
+        # One controller for every segment of the listing: segments read in parallel learn
+        # together (each alone would pay the ramp up to large pages once per segment).
+        self._pages = PageSize.for_items_of(self.average)
+        self._lock = threading.Lock()
 
     def start_state(self) -> PageSize:
-        return PageSize.for_items_of(self.average)
+        return self._pages
+
+    def first_limit(self, state: PageSize) -> int:
+        with self._lock:  # a segment that starts late goes on from what the others learned
+            return state.limit
 
     def adapt(self, request: dict[str, Any], page: dict[str, Any], state: PageSize) -> None:
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         items = page.get("Items", [])
         pk = self.info.partition_key.name
-        request["Limit"] = state.observe(len(items), consumed / 0.5, tail_items(items, pk))
+        asked = int(request.get("Limit", self.page_items))
+        with self._lock:
+            request["Limit"] = state.observe(
+                len(items), consumed / 0.5, tail_items(items, pk), asked=asked
+            )
 
 
 def tail_items(items: list[dict[str, Any]], pk: str) -> int:
