@@ -61,10 +61,21 @@ class TableInfo:
     index_sizes: Mapping[str, int] = field(default_factory=dict)  # IndexSizeBytes by name
     #: The table's stream (its LatestStreamArn) while the stream is on, else None.
     stream_arn: str | None = None
+    #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
+    #: a table deleted and created again under the same name is another table.
+    created: str = ""
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
         return (self.partition_key.name, *sort)
+
+
+def _created(value: object) -> str:
+    """CreationDateTime as text: a datetime (botocore) or a number of seconds (raw JSON)."""
+    if value is None:
+        return ""
+    isoformat = getattr(value, "isoformat", None)
+    return str(isoformat()) if callable(isoformat) else str(value)
 
 
 def check_table_name(table: str) -> str:
@@ -112,6 +123,7 @@ def describe(client: DynamoDBClient, table: str) -> TableInfo:
         ),
         index_projections=projections,
         item_count=int(description.get("ItemCount", 0)),
+        created=_created(description.get("CreationDateTime")),
         size_bytes=int(description.get("TableSizeBytes", 0)),
         index_sizes={
             index["IndexName"]: int(index.get("IndexSizeBytes", 0))

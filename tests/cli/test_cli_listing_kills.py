@@ -5,7 +5,10 @@ the fault proxy (delayed Scan responses, counted) so that the kills land mid-lis
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import random
+import shlex
 import signal
 import subprocess
 import sys
@@ -16,7 +19,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys import ResumeTokenError
+from ddbkeys.cli.listing_output import text_line
 from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, write_atomically
+from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.partition_keys.checkpoint import Checkpoint, CheckpointFile, encode_file, encode_token
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
@@ -42,7 +48,7 @@ def fill(client: DynamoDBClient, table: str, keys: int) -> list[str]:
     return names
 
 
-def listing(endpoint: str, table: str, *args: str) -> list[str]:
+def listing_args(endpoint: str, table: str, *args: str) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -96,7 +102,7 @@ def test_kill9_at_random_then_the_same_command_writes_every_key_exactly_once(
         FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=11)
     )
     out, checkpoint = tmp_path / "keys.txt", tmp_path / "listing.ckpt"
-    command = listing(
+    command = listing_args(
         fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
     )
     code, errors = kill_at_random(command, kills=4, rng=random.Random(5))
@@ -122,7 +128,7 @@ def test_kill9_on_stdout_repeats_at_most_what_came_since_the_last_checkpoint(
         FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=12)
     )
     checkpoint = tmp_path / "listing.ckpt"
-    command = listing(fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-q")
+    command = listing_args(fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-q")
     rng = random.Random(6)
     written: list[str] = []
     kills = 0
@@ -177,7 +183,7 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
         )
     )
     checkpoint, out = tmp_path / "listing.ckpt", tmp_path / "keys.txt"
-    command = listing(
+    command = listing_args(
         fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
     )
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -199,7 +205,7 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
     assert checkpoint.exists()
     fault_proxy.set_plan(FaultPlan())
     by_token = subprocess.run(
-        listing(fault_proxy.endpoint_url, table, "--resume", token, "-q"),
+        listing_args(fault_proxy.endpoint_url, table, "--resume", token, "-q"),
         check=False,
         capture_output=True,
         text=True,
@@ -217,7 +223,11 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
 
 def run_cli(endpoint: str, table: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        listing(endpoint, table, *args), check=False, capture_output=True, text=True, timeout=60
+        listing_args(endpoint, table, *args),
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
 
 
@@ -249,7 +259,7 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
     unwritable = run_cli(ddb_endpoint_url, table, "--checkpoint", str(nowhere))
     assert (unwritable.returncode, unwritable.stdout) == (1, "")  # said before any key
     assert unwritable.stderr.strip().splitlines()[-1] == (
-        f"Error: Could not open file {str(nowhere)!r}: No such file or directory"
+        f"Error: Could not open file {str(nowhere) + '.lock'!r}: No such file or directory"
     )
     # A checkpoint left by a stopped listing of `table` (written by the library's own parts).
     second = full[1].replace("\\n", "\n")
@@ -291,3 +301,100 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
     assert out.read_text().splitlines() == full
     assert not checkpoint.exists()
     assert not list(tmp_path.glob(".ddbkeys-checkpoint-*"))  # no temporary file left behind
+
+
+def test_what_a_checkpoint_cannot_vouch_for_is_refused_or_forgotten(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """OUT changed inside what the checkpoint covers, a second run of the same listing, and a
+    reader of stdout gone away (| head): never a wrong key set with exit 0."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    names = fill(ddb_client, table, 20)
+    checkpoint, out = tmp_path / "c.ckpt", tmp_path / "keys.txt"
+    # A checkpoint after 5 keys, with OUT as that run left it.
+    listing = distinct_partition_keys(ddb_client, table, "skip")
+    first = [next(iter_keys) for iter_keys in [iter(listing)] for _ in range(5)]
+    head = "".join(text_line(k) + "\n" for k in first)
+    out.write_text(head)
+    write_atomically(
+        str(checkpoint),
+        encode_file(
+            CheckpointFile(
+                listing.checkpoint(),
+                str(out),
+                "text",
+                len(head.encode()),
+                5,
+                hashlib.sha256(head.encode()).hexdigest(),
+            )
+        ),
+    )
+    out.write_text(head.replace("k", "K", 1))  # edited, same length
+    edited = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    assert edited.returncode == 1
+    assert edited.stderr.strip().splitlines()[-1] == (
+        f"Error: The output file {out} was changed since the checkpoint file {checkpoint} was "
+        f"written (its first {len(head.encode())} bytes differ): delete {checkpoint} to start "
+        "the listing again."
+    )
+    out.write_text(head)
+    # Another run of the same listing holds the lock: refused, nothing touched.
+    with open(f"{checkpoint}.lock", "ab") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        twice = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    assert twice.returncode == 1
+    assert twice.stderr.strip().splitlines()[-1] == (
+        f"Error: Another listing is using the checkpoint file {checkpoint} (it holds "
+        f"{checkpoint}.lock): wait for it to end, or name another file."
+    )
+    assert out.read_text() == head
+    done = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    assert done.returncode == 0, done.stderr
+    assert sorted(out.read_text().splitlines()) == text_keys(names)
+    assert not checkpoint.exists() and not Path(f"{checkpoint}.lock").exists()
+    # A reader of stdout that goes away (| head, | true): what it threw away is unknown, so
+    # the checkpoint is forgotten (the keys come at 8 a second: the pipe breaks mid-listing).
+    arguments = listing_args(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--max-rcu-per-second", "4"
+    )
+    command = " ".join(shlex.quote(a) for a in arguments)
+    piped = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", f"{command} | true"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert not checkpoint.exists()
+
+
+def test_a_table_created_again_is_another_table(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 6)
+    listing = distinct_partition_keys(ddb_client, table, "skip")
+    taken = [k for _, k in zip(range(3), listing, strict=False)]
+    assert len(taken) == 3
+    token = listing.checkpoint()
+    ddb_client.delete_table(TableName=table)
+    ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    time.sleep(1.1)  # a creation time of its own
+    ddb_client.create_table(
+        TableName=table,
+        KeySchema=[
+            {"AttributeName": "pk", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "pk", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    with pytest.raises(ResumeTokenError, match="was deleted and created again"):
+        distinct_partition_keys(ddb_client, table, "skip", resume=token)

@@ -197,6 +197,9 @@ class DdbKeysGroup(click.Group):
             raise click.ClickException(error_text(exc)) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
+            click.echo("Interrupted (a request already sent may still be applied).", err=True)
+            ctx.exit(130)
         except Exception as exc:  # the last resort: no traceback for any input
             if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
                 click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)

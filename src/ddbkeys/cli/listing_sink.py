@@ -16,6 +16,7 @@ Once the listing ends, the checkpoint file is removed: the same command then sta
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
-from ddbkeys.errors import ResumeTokenError
+from ddbkeys.errors import DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys.checkpoint import (
     CheckpointFile,
     check_output,
@@ -59,6 +60,29 @@ def write_atomically(path: str, text: str) -> None:
         raise
 
 
+def _lock(checkpoint: str) -> IO[bytes] | None:
+    """Hold ``checkpoint``.lock for this run: a second run of the same listing is refused (both
+    would write OUT and the checkpoint). Where there is no fcntl (Windows), no lock."""
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+    except ImportError:
+        return None
+    try:
+        handle = open(checkpoint + ".lock", "ab")  # noqa: SIM115 - held until the process ends
+    except OSError as exc:
+        raise click.FileError(checkpoint + ".lock", exc.strerror) from exc
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        handle.close()
+        raise DdbKeysError(
+            f"Another listing is using the checkpoint file {checkpoint} (it holds "
+            f"{checkpoint}.lock): wait for it to end, or name another file.",
+            cause=exc,
+        ) from exc
+    return handle
+
+
 class KeySink:
     """Key lines to stdout or to ``output_file``, and the checkpoint file kept beside them.
 
@@ -75,8 +99,14 @@ class KeySink:
         self.keys = 0  # written in all, this run and the runs it goes on from
         self._since = 0  # written since the last checkpoint
         self._stamp = time.monotonic()
+        self._hash = hashlib.sha256()  # of everything OUT holds
+        self._lock: IO[bytes] | None = None
+        if checkpoint is not None:
+            self._lock = _lock(checkpoint)
         self._saved = self._load()
         self._file: IO[bytes] | None = None
+        #: Whether this run goes on from a checkpoint file.
+        self.resumed = self._saved is not None
         if self._saved is not None:
             self.resume_token = self._saved.token
             self.keys = self._saved.keys
@@ -118,6 +148,23 @@ class KeySink:
                 f"{saved.output_bytes} the checkpoint file {self.checkpoint_path} recorded (it "
                 f"was changed): delete {self.checkpoint_path} to start the listing again."
             )
+        handle.seek(0)
+        kept = hashlib.sha256()
+        left = saved.output_bytes
+        while left:
+            chunk = handle.read(min(left, 1 << 20))
+            if not chunk:
+                break
+            kept.update(chunk)
+            left -= len(chunk)
+        if saved.output_sha256 and kept.hexdigest() != saved.output_sha256:
+            handle.close()
+            raise ResumeTokenError(
+                f"The output file {self.path} was changed since the checkpoint file "
+                f"{self.checkpoint_path} was written (its first {saved.output_bytes} bytes "
+                f"differ): delete {self.checkpoint_path} to start the listing again."
+            )
+        self._hash = kept
         handle.truncate(saved.output_bytes)
         handle.seek(saved.output_bytes)
         return handle
@@ -125,7 +172,9 @@ class KeySink:
     def write(self, line: str) -> None:
         """Write one line (a key), without waiting for a checkpoint."""
         if self._file is not None:
-            self._file.write(line.encode("utf-8", "surrogateescape") + b"\n")
+            data = line.encode("utf-8", "surrogateescape") + b"\n"
+            self._file.write(data)
+            self._hash.update(data)
         else:
             sys.stdout.write(line + "\n")
         self.keys += 1
@@ -157,7 +206,14 @@ class KeySink:
         if self.checkpoint_path is None:
             return
         size = self._file.tell() if self._file is not None else 0
-        saved = CheckpointFile(listing.checkpoint(), self.path, self.format, size, self.keys)
+        saved = CheckpointFile(
+            listing.checkpoint(),
+            self.path,
+            self.format,
+            size,
+            self.keys,
+            self._hash.hexdigest() if self._file is not None else "",
+        )
         try:
             write_atomically(self.checkpoint_path, encode_file(saved))
         except OSError as exc:
@@ -168,6 +224,15 @@ class KeySink:
     def finish(self) -> None:
         """The listing ended: flush, close, and remove the checkpoint (a new run starts over)."""
         self.close()
+        if self.checkpoint_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.checkpoint_path)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.checkpoint_path + ".lock")
+
+    def forget(self) -> None:
+        """Remove the checkpoint file: what was written cannot be vouched for (the reader of
+        stdout went away), so the next run starts over."""
         if self.checkpoint_path is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.checkpoint_path)

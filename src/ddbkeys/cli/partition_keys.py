@@ -129,9 +129,11 @@ def stream_keys(
         sink.close()
         raise
     except BrokenPipeError:
-        # The reader went away (| head): stop quietly.
+        # The reader went away (| head): stop quietly. What it read of the keys written is
+        # unknown, so a checkpoint would skip keys it threw away: it is removed.
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
+        sink.forget()
         ctx.exit(0)
     finally:
         if status is not None:
@@ -275,10 +277,6 @@ def partition_keys_group(
                 f"--resume to go on from {checkpoint_file}, or delete it."
             )
         resume = sink.resume_token
-        if not quiet:
-            click.echo(
-                f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True
-            )
     client = connection.client()
     stderr = Console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
@@ -305,6 +303,8 @@ def partition_keys_group(
         deadline=connection.timeout,
     )
     sink.open(listing)
+    if sink.resumed and not quiet:
+        click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
     if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
         click.echo(
             f"Warning: {listing.method_reason}."

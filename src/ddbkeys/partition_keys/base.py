@@ -331,7 +331,9 @@ class Listing:
         and the method (see :mod:`ddbkeys.partition_keys.checkpoint`)."""
         info = self.method.info
         return encode_token(
-            Checkpoint(info.name, key_schema(info), self.method.name, list(self.positions))
+            Checkpoint(
+                info.name, key_schema(info), self.method.name, list(self.positions), info.created
+            )
         )
 
     def stop(self) -> None:
@@ -442,9 +444,9 @@ class Listing:
         finally:
             stop.set()
             self.reader.stop.set()  # the readers stop between pages, and out of their waits
-            # A reader inside a request is not waited for past half a second in all (daemon threads:
+            # A reader inside a request is not waited for past 0.1 s in all (daemon threads:
             # its answer is dropped, and the positions handed out stand).
-            until = time.monotonic() + 0.5
+            until = time.monotonic() + 0.1
             for thread in threads:
                 thread.join(timeout=max(0.0, until - time.monotonic()))
 

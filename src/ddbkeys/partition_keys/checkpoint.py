@@ -53,6 +53,8 @@ class Checkpoint:
     key_schema: str
     method: str
     positions: list[Position]
+    #: When the table was created ("" if unknown): a table created again is another table.
+    created: str = ""
 
 
 def key_schema(info: TableInfo) -> str:
@@ -82,6 +84,8 @@ def encode_token(checkpoint: Checkpoint) -> str:
         "method": checkpoint.method,
         "positions": [_one(p) for p in checkpoint.positions],
     }
+    if checkpoint.created:
+        payload["created"] = checkpoint.created
     data = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode())
     return f"{data.decode()}.{digest(data)}"
 
@@ -152,7 +156,10 @@ def decode_token(token: str) -> Checkpoint:
             raise ValueError(f"{len(positions)} segments")
     except (ValueError, KeyError, TypeError, AttributeError, binascii.Error) as exc:
         raise _not_ours(token, str(exc) or type(exc).__name__, exc) from exc
-    return Checkpoint(table, keys, method, positions)
+    created = payload.get("created", "")
+    if not isinstance(created, str):
+        raise _not_ours(token, "created must be a string")
+    return Checkpoint(table, keys, method, positions, created)
 
 
 def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
@@ -163,6 +170,13 @@ def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
         raise ResumeTokenError(
             f"The resume token is for table {checkpoint.table!r}, not {info.name!r}: resume "
             f"with -t {checkpoint.table}, or start the listing of {info.name!r} without it.",
+            table=info.name,
+        )
+    if checkpoint.created and info.created and checkpoint.created != info.created:
+        raise ResumeTokenError(
+            f"The resume token is for table {info.name!r} as created at {checkpoint.created}, "
+            f"but the table was deleted and created again (at {info.created}): start the "
+            "listing again (with --checkpoint, delete the checkpoint file).",
             table=info.name,
         )
     schema = key_schema(info)
@@ -197,6 +211,8 @@ class CheckpointFile:
     format: str
     output_bytes: int = 0
     keys: int = 0
+    #: The SHA-256 (hex) of OUT's first ``output_bytes`` bytes: a resume checks them.
+    output_sha256: str = ""
 
 
 def encode_file(saved: CheckpointFile) -> str:
@@ -209,6 +225,7 @@ def encode_file(saved: CheckpointFile) -> str:
         "format": saved.format,
         "output_bytes": saved.output_bytes,
         "keys": saved.keys,
+        "output_sha256": saved.output_sha256,
     }
     check = digest(json.dumps(body, sort_keys=True, separators=(",", ":")).encode())
     return json.dumps({**body, "check": check}, indent=1) + "\n"
@@ -244,6 +261,7 @@ def decode_file(text: str, name: str) -> CheckpointFile:
             str(body["format"]),
             int(body["output_bytes"]),
             int(body["keys"]),
+            str(body.get("output_sha256", "")),
         )
     except KeyError as exc:
         raise broken(f"no {exc}") from exc
