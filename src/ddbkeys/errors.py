@@ -43,6 +43,7 @@ __all__ = [
     "deadline_exceeded",
     "describe_failure",
     "translate_error",
+    "unanswered",
 ]
 
 
@@ -255,6 +256,11 @@ def describe_failure(
     return one_line(exc) or type(exc).__name__
 
 
+def unanswered(exc: BaseException | None) -> bool:
+    """Whether ``exc`` is a request sent that got no answer (it may still have been applied)."""
+    return isinstance(exc, (ReadTimeoutError, ConnectionClosedError))
+
+
 def deadline_exceeded(
     what: str,
     table: str | None,
@@ -265,6 +271,7 @@ def deadline_exceeded(
     failures: int | None = None,
     read_timeout: float | None = None,
     elapsed: float | None = None,
+    note: str = "",
 ) -> DeadlineExceededError:
     """The error for a call that ran out of its deadline (the caller raises it ``from last``).
 
@@ -289,7 +296,7 @@ def deadline_exceeded(
         )
     return DeadlineExceededError(
         f"Gave up on {what}{on} {when}: {failed}, {attempts} "
-        f"attempt{'s' if attempts != 1 else ''}.",
+        f"attempt{'s' if attempts != 1 else ''}.{note}",
         seconds=seconds,
         attempts=attempts,
         table=table,

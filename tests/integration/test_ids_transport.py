@@ -4,6 +4,9 @@ deadline, and the error says what the endpoint did."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -275,3 +278,37 @@ def test_an_answer_trickling_in_byte_by_byte_ends_at_the_timeout(
     with pytest.raises(DeadlineExceededError):
         GaplessSequence(library, "orders", deadline=2).put({"pk": "a"})
     assert time.monotonic() - started < 2 + 2
+
+
+def test_the_first_call_keeps_to_one_deadline_description_included(
+    fault_proxy: FaultProxy, ddb_table_factory: TableFactory
+) -> None:
+    """The first call of a strategy also describes the table: both requests share the call's
+    one deadline (each had its own, so a 0.5 s call could take 1 s)."""
+    table = ddb_table_factory(("pk", "S"))
+    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.4))
+    client = make_client(endpoint_url=fault_proxy.endpoint_url)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        AtomicCounter(client, table, "order", deadline=0.6).next()
+    assert time.monotonic() - started < 0.6 + 0.5
+    assert "after 0.6 s (the deadline" in str(raised.value)
+    # The UpdateItem was sent: the counter may have moved (a gap), and the error says so.
+    assert str(raised.value).endswith(
+        "The last write got no answer: it may still have been applied."
+    )
+    assert fault_proxy.counts["delay"] == 2  # DescribeTable, then the UpdateItem cut short
+
+
+def test_ctrl_c_on_an_id_command_exits_130(silent_endpoint: str) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddbkeys", *NEXT, "--endpoint-url", silent_endpoint],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(2)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 130
+    assert err == "Interrupted (a request already sent may still be applied).\n"

@@ -3,12 +3,13 @@ descriptions, the counter item's key, accounting, the global-table guard, and gr
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -25,6 +26,7 @@ from ddbkeys.errors import (
     error_code,
     error_response,
     raise_translated,
+    unanswered,
 )
 from ddbkeys.ids.cancellation import Cancellation, read_cancellation
 from ddbkeys.ids.errors import (
@@ -77,6 +79,27 @@ class Throttled(Exception):
 
     def __init__(self, codes: str) -> None:
         super().__init__(f"throttled ({codes})")
+
+
+_P = ParamSpec("_P")
+_T = TypeVar("_T")
+_S = TypeVar("_S", bound="IdStrategy")
+
+
+def within_deadline(
+    method: Callable[Concatenate[_S, _P], _T],
+) -> Callable[Concatenate[_S, _P], _T]:
+    """A public call of a strategy: everything it sends (the first DescribeTable included)
+    keeps to one deadline, the strategy's ``deadline`` from the moment it is called."""
+
+    @functools.wraps(method)
+    def call(self: _S, /, *args: _P.args, **kwargs: _P.kwargs) -> _T:
+        if current_deadline() is not None:
+            return method(self, *args, **kwargs)
+        with deadline_scope(Deadline(self.deadline, clock=self.retry.clock)):
+            return method(self, *args, **kwargs)
+
+    return call
 
 
 class IdStrategy:
@@ -222,6 +245,9 @@ class IdStrategy:
             reason = f"its transaction was {last}"
         else:
             reason = ""
+        note = ""
+        if unanswered(last) and not what.startswith(("DescribeTable", "reading")):
+            note = " The last write got no answer: it may still have been applied."
         if out_of_time and deadline.seconds is not None:
             if not reason:
                 return deadline_exceeded(
@@ -232,6 +258,7 @@ class IdStrategy:
                     last,
                     read_timeout=getattr(self.client.meta.config, "read_timeout", None),
                     elapsed=deadline.elapsed(),
+                    note=note,
                 )
             return DeadlineExceededError(
                 f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
@@ -249,7 +276,7 @@ class IdStrategy:
             advice = "Try again later."
         return RetriesExhaustedError(
             f"Gave up on {what} on table {table!r} after {tried} attempts "
-            f"(RetryPolicy.max_attempts): {reason}. {advice}",
+            f"(RetryPolicy.max_attempts): {reason}. {advice}{note}",
             attempts=tried,
             table=table,
             cause=last,

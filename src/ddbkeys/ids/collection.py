@@ -29,6 +29,7 @@ from ddbkeys.ids.base import (
     put_if_new,
     read_counter,
     transact,
+    within_deadline,
 )
 from ddbkeys.ids.cancellation import Verdict
 from ddbkeys.ids.values import MAX_ID, check_key_value, check_padding, counter_value
@@ -147,6 +148,7 @@ class CollectionSequence(IdStrategy):
             )
         return info.partition_key, info.sort_key
 
+    @within_deadline
     def put(
         self,
         partition_key_value: str | int | Decimal | bytes,
@@ -245,6 +247,7 @@ class CollectionSequence(IdStrategy):
             )
         return int(number)
 
+    @within_deadline
     def highest(self, partition_key_value: str | int | Decimal | bytes) -> int:
         """The highest number in the collection (0 when it has none)."""
         pk, _ = self.keys()

@@ -19,6 +19,7 @@ from ddbkeys.ids.base import (
     SequenceExhaustedError,
     counter_item_key,
     read_counter,
+    within_deadline,
 )
 from ddbkeys.ids.values import MAX_ID, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
@@ -117,10 +118,12 @@ class AtomicCounter(IdStrategy):
             )
         return self._key
 
+    @within_deadline
     def next(self) -> int:
         """The next id."""
         return self._advance(1)[0]
 
+    @within_deadline
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write."""
         count = _positive("count", count, table=self.table)
@@ -250,11 +253,13 @@ class AtomicCounter(IdStrategy):
         """The counter attribute as the item holds it (strongly consistent; 1 read unit)."""
         return read_counter(self, CounterItem(self.table, self.key, self.attribute))
 
+    @within_deadline
     def current(self) -> int | None:
         """The last id given out, or None before the first."""
         value = self._attempts(lambda _: self._read(), f"reading counter {self.name!r}")
         return self._check(value)
 
+    @within_deadline
     def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
 

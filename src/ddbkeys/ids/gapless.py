@@ -25,6 +25,7 @@ from ddbkeys.ids.base import (
     put_if_new,
     read_counter,
     transact,
+    within_deadline,
 )
 from ddbkeys.ids.cancellation import Cancellation, Verdict
 from ddbkeys.ids.values import (
@@ -167,6 +168,7 @@ class GaplessSequence(IdStrategy):
     def counter_key(self) -> Item:
         return self.counter().key
 
+    @within_deadline
     def put(self, item: Mapping[str, Any], *, typed: bool = False) -> int:
         """Write ``item`` with the next id, and return the id.
 
@@ -180,6 +182,7 @@ class GaplessSequence(IdStrategy):
             raise result
         return result
 
+    @within_deadline
     def put_many(self, items: Sequence[Mapping[str, Any]], *, typed: bool = False) -> list[int]:
         """Write up to 99 items in one transaction with consecutive ids; all or none.
 
@@ -253,6 +256,7 @@ class GaplessSequence(IdStrategy):
         )
         return number or 0
 
+    @within_deadline
     def current(self) -> int:
         """The last id given out (0 before the first)."""
         return self._attempts(lambda _: self._read_last(), f"reading sequence {self.name!r}")
