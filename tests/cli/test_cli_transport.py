@@ -116,7 +116,7 @@ def test_a_key_that_is_not_utf8(ddb_endpoint_url: str, ddb_table_factory: TableF
     assert scan["Count"] == 0
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "soon"])
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf", "1e9"])
 def test_timeout_must_be_a_positive_number(value: str) -> None:
     result = CliRunner().invoke(cli, ["partition-keys", "-t", "orders", "--timeout", value])
     assert result.exit_code == 2

@@ -6,6 +6,7 @@ import base64
 import binascii
 import functools
 import json
+import math
 import os
 import traceback
 from collections.abc import Callable
@@ -88,6 +89,13 @@ def err_console_note(message: str) -> None:
     click.echo(message, err=True)
 
 
+def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """A number of seconds: not NaN (which every range check lets through)."""
+    if value is not None and math.isnan(value):
+        raise click.BadParameter(f"{value} is not a number of seconds.", ctx, param)
+    return value
+
+
 def connection_options(func: F) -> F:
     """Add --endpoint-url, --region, --profile, --local and --timeout, passed as
     ``connection``."""
@@ -109,7 +117,8 @@ def connection_options(func: F) -> F:
     )
     @click.option(
         "--timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=click.FloatRange(min=0, min_open=True, max=86_400),
+        callback=_finite,
         metavar="SECONDS",
         default=DEFAULT_DEADLINE,
         show_default=True,
