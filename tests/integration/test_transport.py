@@ -38,25 +38,26 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     assert result.stderr == (
         "Error: Gave up on listing the partition keys on table 'orders' after 3.0 s (the "
         "deadline; raise it with deadline= or --timeout): the DynamoDB endpoint "
-        f"{silent_endpoint}/ did not answer within 3 s (read timeout), 1 attempt.\n"
+        f"{silent_endpoint} had not answered when the deadline came (3.0 s), 1 attempt.\n"
     )
-    assert 3 <= elapsed < 3 + 3 + 5
+    assert 3 <= elapsed < 3 + 5
 
 
 def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         distinct_partition_keys(make_client(silent_endpoint, timeout=2), "orders", deadline=2)
-    assert time.monotonic() - started < 2 + 2 + 5
+    assert time.monotonic() - started < 2 + 5
     assert raised.value.seconds == 2 and raised.value.attempts == 1
-    assert f"{silent_endpoint}/ did not answer within 2 s (read timeout)" in str(raised.value)
+    assert f"{silent_endpoint} had not answered when the deadline came (2.0 s)" in str(raised.value)
 
 
-def test_own_client_outlives_the_deadline_by_one_read_timeout_at_most(
+def test_own_client_keeps_to_the_deadline_too(
     silent_endpoint: str,
 ) -> None:
     """A client built with boto3's defaults (read timeout 60 s, 3 attempts in standard mode):
-    botocore would wait 3 x 60 s; inside the deadline it does not retry after the first."""
+    botocore would wait 3 x 60 s; the listing's page gives up at its 1 s deadline (the request
+    is waited for in a worker thread, as less time is left than it may take)."""
     client = boto3.client(
         "dynamodb",
         endpoint_url=silent_endpoint,
@@ -72,10 +73,10 @@ def test_own_client_outlives_the_deadline_by_one_read_timeout_at_most(
     with pytest.raises(DeadlineExceededError) as raised:
         distinct_partition_keys(client, "orders", deadline=1)
     assert str(raised.value).endswith(
-        f"{silent_endpoint}/ did not answer within 60 s (read timeout), 1 attempt."
+        f"{silent_endpoint} had not answered when the deadline came (1.0 s), 1 attempt."
     )
     elapsed = time.monotonic() - started
-    assert read_timeout <= elapsed < 1 + read_timeout + 5
+    assert 1 <= elapsed < 1 + 5
 
 
 def test_closed_port(closed_endpoint: str) -> None:
@@ -193,7 +194,7 @@ def test_every_resource_object_lists_and_round_trips(
     }[kind]
     client, name = as_client(given, None if kind == "table" else table)
     assert name == table
-    assert isinstance(client, ResourceClientAdapter)
+    assert isinstance(client.client, ResourceClientAdapter)  # type: ignore[attr-defined]
     client.put_item(TableName=table, Item=ITEM)
     for pk in ("k2", "k3"):
         for sk in range(3):
