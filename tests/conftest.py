@@ -7,7 +7,8 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pytest
@@ -32,14 +33,16 @@ def fault_proxy(ddb_endpoint_url: str) -> Iterator[FaultProxy]:
         yield proxy
 
 
-@pytest.fixture
-def silent_endpoint() -> Iterator[str]:
-    """http://127.0.0.1:PORT where a server accepts connections and never answers."""
+@contextmanager
+def _local_server(
+    handle: Callable[[socket.socket, threading.Event], None],
+) -> Iterator[str]:
+    """http://127.0.0.1:PORT of a server that runs ``handle(connection, stopping)`` in a thread
+    of its own for each connection, until the block ends (then ``stopping`` is set)."""
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(64)
     server.settimeout(0.2)
-    held: list[socket.socket] = []
     stop = threading.Event()
 
     def accept() -> None:
@@ -48,7 +51,7 @@ def silent_endpoint() -> Iterator[str]:
                 connection, _ = server.accept()
             except OSError:  # the timeout, or the socket closed
                 continue
-            held.append(connection)  # kept open, never read, never answered
+            threading.Thread(target=handle, args=(connection, stop), daemon=True).start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
@@ -57,22 +60,27 @@ def silent_endpoint() -> Iterator[str]:
     finally:
         stop.set()
         thread.join(timeout=5)
-        for connection in held:
-            connection.close()
         server.close()
+
+
+@pytest.fixture
+def silent_endpoint() -> Iterator[str]:
+    """http://127.0.0.1:PORT where a server accepts connections and never answers."""
+
+    def hold(connection: socket.socket, stop: threading.Event) -> None:
+        with connection:  # kept open, never read, never answered
+            stop.wait()
+
+    with _local_server(hold) as url:
+        yield url
 
 
 @pytest.fixture
 def trickling_endpoint() -> Iterator[str]:
     """http://127.0.0.1:PORT where a server answers 200 with a body that comes one byte every
     0.5 s: no single read ever times out, and the whole answer would take hours."""
-    server = socket.socket()
-    server.bind(("127.0.0.1", 0))
-    server.listen(64)
-    server.settimeout(0.2)
-    stop = threading.Event()
 
-    def drip(connection: socket.socket) -> None:
+    def drip(connection: socket.socket, stop: threading.Event) -> None:
         with connection:
             try:
                 connection.recv(65536)
@@ -85,22 +93,8 @@ def trickling_endpoint() -> Iterator[str]:
             except OSError:
                 return
 
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                connection, _ = server.accept()
-            except OSError:
-                continue
-            threading.Thread(target=drip, args=(connection,), daemon=True).start()
-
-    thread = threading.Thread(target=accept, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        server.close()
+    with _local_server(drip) as url:
+        yield url
 
 
 @pytest.fixture

@@ -153,9 +153,7 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
     else:
         raise ConfigurationError(f"{_ACCEPTED}, not {_kind(obj)}.")
     _guard(client)
-    if not isinstance(client, DeadlineBoundClient):
-        client = DeadlineBoundClient(client)
-    return cast("DynamoDBClient", client), table
+    return cast("DynamoDBClient", DeadlineBoundClient(client)), table
 
 
 # --- requests bounded by the deadline ---------------------------------------------------------

@@ -224,9 +224,8 @@ class KeySink:
     def finish(self) -> None:
         """The listing ended: flush, close, and remove the checkpoint (a new run starts over)."""
         self.close()
+        self.forget()
         if self.checkpoint_path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.checkpoint_path)
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.checkpoint_path + ".lock")
 

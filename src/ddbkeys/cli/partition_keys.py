@@ -112,11 +112,10 @@ def stream_keys(
         if status is not None:
             status.stop()
         sink.close()
-        where = sink.checkpoint_path or "a resume token"
         click.echo(
             f"Interrupted twice: stopped at once, after {usage_line(listing)}; "
             + (
-                f"{where} holds the last checkpoint."
+                f"{sink.checkpoint_path} holds the last checkpoint."
                 if sink.checkpoint_path
                 else "no resume token."
             ),
