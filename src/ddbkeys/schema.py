@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, NoReturn, cast
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ddbkeys.core.steps import Flow, describe_table
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError, raise_translated
 
 if TYPE_CHECKING:
@@ -24,11 +25,13 @@ __all__ = [
     "check_name",
     "check_table_name",
     "describe",
+    "describe_flow",
     "from_attributes",
     "is_dynamodb_json",
     "looks_typed",
     "serialize_plain",
     "show_value",
+    "table_info",
     "to_attributes",
 ]
 
@@ -106,6 +109,19 @@ def describe(client: DynamoDBClient, table: str) -> TableInfo:
         description = client.describe_table(TableName=table)["Table"]
     except (ClientError, BotoCoreError) as exc:
         raise_translated(exc, table=table)
+    return table_info(description, table)
+
+
+def describe_flow(table: str) -> Flow[TableInfo]:
+    """DescribeTable as a flow step (see :mod:`ddbkeys.core`); errors go up as they came, for
+    the retry layer to read."""
+    check_table_name(table)
+    answer = yield describe_table({"TableName": table})
+    return table_info(answer["Table"], table)
+
+
+def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
+    """What DescribeTable's ``Table`` says, with the keys found by name."""
     types = {d["AttributeName"]: d["AttributeType"] for d in description["AttributeDefinitions"]}
     roles = {k["KeyType"]: k["AttributeName"] for k in description["KeySchema"]}
     hash_name = roles["HASH"]

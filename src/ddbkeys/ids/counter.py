@@ -4,6 +4,7 @@ DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
 from __future__ import annotations
 
 import uuid
+import warnings
 from collections.abc import Mapping
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
@@ -11,24 +12,26 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow, transact_write_items, update_item
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
 from ddbkeys.ids.base import (
     CounterItem,
     CounterStateError,
     IdStrategy,
     SequenceExhaustedError,
+    StrategyCore,
     counter_item_key,
     read_counter,
-    within_deadline,
+    renamed,
 )
 from ddbkeys.ids.values import MAX_ID, counter_value
-from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
+from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
 
-__all__ = ["AtomicCounter", "CounterBackwardsError"]
+__all__ = ["AtomicCounter", "CounterBackwardsError", "CounterCore"]
 
 
 class CounterBackwardsError(DdbKeysError):
@@ -48,7 +51,7 @@ def _positive(what: str, value: object, *, minimum: int = 1, table: str | None =
 _VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
 
 
-class AtomicCounter(IdStrategy):
+class CounterCore(StrategyCore):
     """Ids from one counter item, moved on by a single UpdateItem per call.
 
     Promises: **unique** and **increasing** ids, across any number of threads and processes
@@ -62,14 +65,15 @@ class AtomicCounter(IdStrategy):
     unit. Throughput is bounded by one item's partition (about 1,000 writes/s on the service);
     :class:`~ddbkeys.ids.blocks.BlockAllocator` goes past that.
 
-    The counter item is ``{partition key: name}`` (or ``key``, given whole, for tables with a
-    sort key or a non-string partition key) holding ``attribute``, the last id given out. It is
+    The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables
+    with a sort key or a non-string partition key) holding ``counter_attribute``, the last id
+    given out (``key=`` and ``attribute=`` are the old names of these two, deprecated). It is
     created on first use; a counter holding 0 (seeded by another tool) gives 1 next. A counter
     holding anything but a whole number from 0 to 10**38 - 1 raises
     :class:`~ddbkeys.ids.errors.CounterStateError` and is left as it was. Ids start at
     ``start`` and go up by ``step``; with ``maximum``, a call that would pass it raises
     :class:`SequenceExhaustedError` and moves nothing. Each call ends within ``deadline``
-    seconds.
+    seconds. Nothing is sent before the first call.
     """
 
     def __init__(
@@ -79,26 +83,35 @@ class AtomicCounter(IdStrategy):
         name: str = "counter",
         *,
         key_attribute: str | None = None,
-        key: Mapping[str, Any] | None = None,
-        attribute: str = "last_id",
+        counter_key: Mapping[str, Any] | None = None,
+        counter_attribute: str = "last_id",
         start: int = 1,
         step: int = 1,
         maximum: int | None = None,
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
+        key: Mapping[str, Any] | None = None,
+        attribute: str | None = None,
     ) -> None:
         super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
+        counter_key = renamed("key", "counter_key", key, counter_key, None)
+        counter_attribute = renamed(
+            "attribute", "counter_attribute", attribute, counter_attribute, "last_id"
+        )
         self.name = check_name("counter name", name, table=self.table)
-        self.attribute = check_name("counter attribute", attribute, table=self.table)
+        self.counter_attribute = check_name(
+            "counter attribute", counter_attribute, table=self.table
+        )
         self.key_attribute = (
             check_name("key attribute", key_attribute, table=self.table) if key_attribute else None
         )
-        if key is not None and not isinstance(key, Mapping):
+        if counter_key is not None and not isinstance(counter_key, Mapping):
             raise ConfigurationError(
-                f"key must be a mapping of key attributes to values, not {key!r}.", table=self.table
+                f"counter_key must be a mapping of key attributes to values, not {counter_key!r}.",
+                table=self.table,
             )
-        self._key_given = key
+        self._key_given = counter_key
         self.start = _positive("start", start, minimum=0, table=self.table)
         self.step = _positive("step", step, table=self.table)
         self.maximum = (
@@ -106,34 +119,28 @@ class AtomicCounter(IdStrategy):
             if maximum is not None
             else None
         )
-        self._key: dict[str, AttributeValueTypeDef] | None = None
-        self._next_request: dict[str, Any] | None = None
+        self._counter: CounterItem | None = None
+        self._next_request: UpdateItemInputTypeDef | None = None
 
     @property
-    def key(self) -> dict[str, AttributeValueTypeDef]:
-        """The counter item's key (found from the table's key schema on first use)."""
-        if self._key is None:
-            self._key = counter_item_key(
-                self, self.name, self.key_attribute, given=self._key_given, key_parameter="key"
+    def attribute(self) -> str:
+        """(The old name of :attr:`counter_attribute`.)"""
+        return self.counter_attribute
+
+    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
+        """Where the counter lives (its key found from the table's key schema on first use)."""
+        if self._counter is None:
+            key = yield from counter_item_key(
+                self, deadline, self.name, self.key_attribute, given=self._key_given
             )
-        return self._key
-
-    @within_deadline
-    def next(self) -> int:
-        """The next id."""
-        return self._advance(1)[0]
-
-    @within_deadline
-    def reserve(self, count: int) -> range:
-        """``count`` consecutive ids (``step`` apart), taken with one write."""
-        count = _positive("count", count, table=self.table)
-        return self._advance(count)
+            self._counter = CounterItem(self.table, key, self.counter_attribute)
+        return self._counter
 
     @property
     def _limit(self) -> int:
         return MAX_ID if self.maximum is None else self.maximum
 
-    def _request(self, count: int) -> dict[str, Any]:
+    def _request(self, counter: CounterItem, count: int) -> UpdateItemInputTypeDef:
         """The UpdateItem that moves the counter on by ``count`` ids (next()'s is built once)."""
         if count == 1 and self._next_request is not None:
             return self._next_request
@@ -148,11 +155,11 @@ class AtomicCounter(IdStrategy):
             update = "SET #v = if_not_exists(#v, :base) + :inc"
             values[":base"] = {"N": str(self.start - self.step)}
         # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
-        request: dict[str, Any] = {
+        request: UpdateItemInputTypeDef = {
             "TableName": self.table,
-            "Key": self.key,
+            "Key": counter.key,
             "UpdateExpression": update,
-            "ExpressionAttributeNames": {"#v": self.attribute},
+            "ExpressionAttributeNames": {"#v": self.counter_attribute},
             "ExpressionAttributeValues": values,
             "ReturnValues": "UPDATED_NEW",
         }
@@ -178,31 +185,35 @@ class AtomicCounter(IdStrategy):
             table=self.table,
         )
 
-    def _check(self, value: Mapping[str, Any] | None) -> int | None:
-        return counter_value(value, table=self.table, key=self.key, attribute=self.attribute)
+    def _check(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int | None:
+        return counter_value(
+            value, table=self.table, key=counter.key, attribute=self.counter_attribute
+        )
 
-    def _advance(self, count: int) -> range:
+    def _advance(self, count: int) -> Flow[range]:
+        """``count`` ids, with one write: the flow of ``next()`` and ``reserve()``."""
+        deadline = self._begin()
+        counter = yield from self._counter_item(deadline)
         increment = count * self.step
-        request = self._request(count)
+        request = self._request(counter, count)
 
-        def attempt(_: int) -> range:
+        def attempt(_: int) -> Flow[range]:
             try:
-                response = self.client.update_item(**request)
+                response = yield update_item(request, billed=1.0)
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old = error_response(exc).get("Item", {}).get(self.attribute)
-                    at = self._check(old)  # CounterStateError when it holds no valid counter
+                    old = error_response(exc).get("Item", {}).get(self.counter_attribute)
+                    at = self._check(counter, old)  # CounterStateError: no valid counter
                     raise self._exhausted(at, count) from exc
                 if error_code(exc) == "ValidationException":
                     # A string, a list or a map cannot be added to, and a number past 38 digits
                     # cannot be stored: nothing moved. Say what the item holds, or that
                     # --count or --step ids would pass 10**38 - 1.
-                    at = self._check(self._read())
+                    at = self._check(counter, (yield from read_counter(counter)))
                     if at is not None and at + increment > MAX_ID:
                         raise self._exhausted(at, count) from exc
                 raise
-            self.usage.add(response, write=True, billed=1.0)
-            raw = response["Attributes"][self.attribute]
+            raw = response["Attributes"][self.counter_attribute]
             digits = raw.get("N")
             if isinstance(digits, str) and digits.isdigit() and len(digits) <= 38:
                 now = int(digits)  # the common case: a whole number, no more to check
@@ -212,68 +223,66 @@ class AtomicCounter(IdStrategy):
                 exact.prec = 200
                 held = {"N": str(_decimal(raw) - increment)}
             try:
-                at = self._check(held)  # what the counter held before this call
-                last = self._check(raw)  # and where it is now, within 10**38 - 1
+                at = self._check(counter, held)  # what the counter held before this call
+                last = self._check(counter, raw)  # and where it is now, within 10**38 - 1
             except CounterStateError:
                 # It held a fraction or a negative number, or it is now past the largest
                 # number (5.5 + 1 = 6.5): put it back as it was, then say why.
-                self._undo(increment)
-                at = self._check(held)
+                yield from self._undo(counter, increment, deadline)
+                at = self._check(counter, held)
                 raise self._exhausted(at, count) from None
             assert last is not None
             return range(last - increment + self.step, last + 1, self.step)
 
-        return self._attempts(attempt, f"moving counter {self.name!r}")
+        return (yield from self._attempts(attempt, f"moving counter {self.name!r}", deadline))
 
-    def _undo(self, increment: int) -> None:
+    def _undo(self, counter: CounterItem, increment: int, deadline: Deadline) -> Flow[None]:
         """Take ``increment`` back off the counter, once: a transaction with a token, so that a
         retry after a lost response does not take it off twice (2 write units)."""
         token = str(uuid.uuid4())
 
-        def attempt(_: int) -> None:
-            self.client.transact_write_items(
-                TransactItems=[
-                    {
-                        "Update": {
-                            "TableName": self.table,
-                            "Key": self.key,
-                            "UpdateExpression": "ADD #v :dec",
-                            "ExpressionAttributeNames": {"#v": self.attribute},
-                            "ExpressionAttributeValues": {":dec": {"N": str(-increment)}},
+        def attempt(_: int) -> Flow[None]:
+            yield transact_write_items(
+                {
+                    "TransactItems": [
+                        {
+                            "Update": {
+                                "TableName": self.table,
+                                "Key": counter.key,
+                                "UpdateExpression": "ADD #v :dec",
+                                "ExpressionAttributeNames": {"#v": self.counter_attribute},
+                                "ExpressionAttributeValues": {":dec": {"N": str(-increment)}},
+                            }
                         }
-                    }
-                ],
-                ClientRequestToken=token,
+                    ],
+                    "ClientRequestToken": token,
+                },
+                billed=2.0,
             )
-            self.usage.add(None, write=True, billed=2.0)
 
-        self._attempts(attempt, f"putting counter {self.name!r} back")
+        yield from self._attempts(attempt, f"putting counter {self.name!r} back", deadline)
 
-    def _read(self) -> Any:
-        """The counter attribute as the item holds it (strongly consistent; 1 read unit)."""
-        return read_counter(self, CounterItem(self.table, self.key, self.attribute))
+    def _current(self) -> Flow[int]:
+        """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
+        deadline = self._begin()
+        counter = yield from self._counter_item(deadline)
+        value = yield from self._attempts(
+            lambda _: read_counter(counter), f"reading counter {self.name!r}", deadline
+        )
+        return self._check(counter, value) or 0
 
-    @within_deadline
-    def current(self) -> int | None:
-        """The last id given out, or None before the first."""
-        value = self._attempts(lambda _: self._read(), f"reading counter {self.name!r}")
-        return self._check(value)
-
-    @within_deadline
-    def set(self, value: int, *, force: bool = False) -> int:
-        """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
-
-        Refuses to move the counter backwards (which would give ids out twice) unless ``force``.
-        The check is a condition on the write itself, not a read followed by a write. A counter
-        that holds no valid value (a string, a list...) is replaced only with ``force``.
-        """
+    def _set(self, value: int, force: bool) -> Flow[int]:
+        """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
         value = _positive("value", value, minimum=0, table=self.table)
-        request: dict[str, Any] = {
+        deadline = self._begin()
+        counter = yield from self._counter_item(deadline)
+        values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}}
+        request: UpdateItemInputTypeDef = {
             "TableName": self.table,
-            "Key": self.key,
+            "Key": counter.key,
             "UpdateExpression": "SET #v = :value",
-            "ExpressionAttributeNames": {"#v": self.attribute},
-            "ExpressionAttributeValues": {":value": {"N": str(value)}},
+            "ExpressionAttributeNames": {"#v": self.counter_attribute},
+            "ExpressionAttributeValues": values,
             "ReturnConsumedCapacity": "TOTAL",
         }
         if not force:
@@ -281,17 +290,17 @@ class AtomicCounter(IdStrategy):
                 "attribute_not_exists(#v) OR "
                 "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value)"
             )
-            request["ExpressionAttributeValues"][":number"] = {"S": "N"}
-            request["ExpressionAttributeValues"][":zero"] = {"N": "0"}
+            values[":number"] = {"S": "N"}
+            values[":zero"] = {"N": "0"}
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
 
-        def attempt(_: int) -> int:
+        def attempt(_: int) -> Flow[int]:
             try:
-                response = self.client.update_item(**request)
+                yield update_item(request, billed=1.0)  # the counter item is < 1 KB
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
-                    old_value = error_response(exc).get("Item", {}).get(self.attribute)
-                    old = self._check(old_value)
+                    old_value = error_response(exc).get("Item", {}).get(self.counter_attribute)
+                    old = self._check(counter, old_value)
                     raise CounterBackwardsError(
                         f"Refusing to move counter {self.name!r} of table {self.table!r} "
                         f"backwards from {old} to {value}: ids after {value} were already given "
@@ -301,10 +310,52 @@ class AtomicCounter(IdStrategy):
                         cause=exc,
                     ) from exc
                 raise
-            self.usage.add(response, write=True, billed=1.0)  # the counter item is < 1 KB
             return value
 
-        return self._attempts(attempt, f"setting counter {self.name!r}")
+        return (yield from self._attempts(attempt, f"setting counter {self.name!r}", deadline))
+
+
+class AtomicCounter(CounterCore, IdStrategy):
+    __doc__ = CounterCore.__doc__
+
+    def next(self) -> int:
+        """The next id."""
+        return self._run(self._advance(1))[0]
+
+    def reserve(self, count: int) -> range:
+        """``count`` consecutive ids (``step`` apart), taken with one write."""
+        count = _positive("count", count, table=self.table)
+        return self._run(self._advance(count))
+
+    def current(self) -> int:
+        """The last id given out (0 before the first)."""
+        return self._run(self._current())
+
+    def set(self, value: int, *, force: bool = False) -> int:
+        """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
+
+        Refuses to move the counter backwards (which would give ids out twice) unless ``force``.
+        The check is a condition on the write itself, not a read followed by a write. A counter
+        that holds no valid value (a string, a list...) is replaced only with ``force``.
+        """
+        return self._run(self._set(value, force))
+
+    def counter_item(self) -> CounterItem:
+        """Where the counter lives: its table, key and attribute (one DescribeTable the first
+        time, to find the key from the table's key schema)."""
+        return self._run(self._counter_item(self._begin()))
+
+    @property
+    def key(self) -> dict[str, AttributeValueTypeDef]:
+        """(Deprecated: ``counter_item().key``, which says that it may send a request.)"""
+        if self._counter is None:
+            warnings.warn(
+                "AtomicCounter.key sends a DescribeTable the first time: use "
+                "counter_item().key instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        return self.counter_item().key
 
 
 def _decimal(value: Mapping[str, Any]) -> Decimal:

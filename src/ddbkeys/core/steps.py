@@ -1,0 +1,173 @@
+"""The steps a flow yields to its driver, and the typed request constructors."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Generator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        DeleteItemInputTypeDef,
+        DescribeTableInputTypeDef,
+        GetItemInputTypeDef,
+        PutItemInputTypeDef,
+        QueryInputTypeDef,
+        ScanInputTypeDef,
+        TransactWriteItemsInputTypeDef,
+        UpdateItemInputTypeDef,
+    )
+
+    from ddbkeys.core.stopping import StopFlag
+    from ddbkeys.retry import Deadline
+
+__all__ = [
+    "Emit",
+    "Flow",
+    "Once",
+    "OnceCell",
+    "Pause",
+    "Request",
+    "Step",
+    "delete_item",
+    "describe_table",
+    "get_item",
+    "once",
+    "put_item",
+    "query",
+    "scan",
+    "transact_write_items",
+    "update_item",
+]
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One request to send: the boto3 client method (``"update_item"``) and its parameters.
+
+    ``deadline`` bounds it (the retry layer stamps the deadline of its attempts). The driver
+    counts an answered request in its :class:`~ddbkeys.capacity.Usage` as ``write``, with
+    ``items`` and ``billed`` units (see :meth:`~ddbkeys.capacity.Usage.add`), unless
+    ``counted`` is False; ``count_refused`` counts a request DynamoDB refused (an error
+    answer, such as a cancelled transaction) too.
+    """
+
+    operation: str
+    params: Mapping[str, Any]
+    deadline: Deadline | None = None
+    write: bool = False
+    items: int = 0
+    billed: float = 0.0
+    counted: bool = True
+    count_refused: bool = False
+    #: Counted by the number of items the answer says were read (Scan, Query): ScannedCount.
+    count_scanned: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait ``seconds``. ``sleep`` is the retry policy's (injectable; the sync driver calls it,
+    the asyncio driver sleeps on the event loop unless it is not ``time.sleep``). With ``stop``,
+    the wait looks at that flag at least every 0.1 s and ends the flow when it is set."""
+
+    seconds: float
+    sleep: Callable[[float], None] = time.sleep
+    stop: StopFlag | None = None
+
+
+class OnceCell(Generic[T]):
+    """A value computed once per object (a table's description), whichever driver computes it:
+    concurrent callers wait for the first one (a thread lock, or an asyncio lock per loop)."""
+
+    __slots__ = ("_async_locks", "done", "thread_lock", "value")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: T | None = None
+        self.thread_lock = threading.Lock()
+        self._async_locks: dict[int, asyncio.Lock] = {}
+
+    def async_lock(self) -> asyncio.Lock:
+        loop = id(asyncio.get_running_loop())
+        with self.thread_lock:
+            lock = self._async_locks.get(loop)
+            if lock is None:
+                lock = self._async_locks[loop] = asyncio.Lock()
+            return lock
+
+    def set(self, value: T) -> T:
+        self.value = value
+        self.done = True
+        return value
+
+    def get(self) -> T:
+        assert self.done
+        return self.value  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, slots=True)
+class Once(Generic[T]):
+    """The value of ``cell``, computed by running ``flow()`` the first time (by one caller)."""
+
+    cell: OnceCell[T]
+    flow: Callable[[], Flow[T]]
+
+
+@dataclass(frozen=True, slots=True)
+class Emit(Generic[T]):
+    """A value a streaming flow (a listing) hands to its consumer; the flow goes on after it."""
+
+    value: T
+
+
+Step = Request | Pause | Once[Any] | Emit[Any]
+#: A flow: yields steps, is sent what each gave, returns its result.
+Flow = Generator[Step, Any, T]
+
+
+def once(cell: OnceCell[T], flow: Callable[[], Flow[T]]) -> Flow[T]:
+    """``value = yield from once(cell, flow)``: the cell's value, computed once."""
+    if cell.done:
+        return cell.get()
+    value: T = yield Once(cell, flow)
+    return value
+
+
+# --- typed requests (the mypy_boto3 TypedDicts) --------------------------------------------
+
+
+def update_item(params: UpdateItemInputTypeDef, **counting: Any) -> Request:
+    return Request("update_item", params, write=True, **counting)
+
+
+def put_item(params: PutItemInputTypeDef, **counting: Any) -> Request:
+    return Request("put_item", params, write=True, **counting)
+
+
+def delete_item(params: DeleteItemInputTypeDef, **counting: Any) -> Request:
+    return Request("delete_item", params, write=True, **counting)
+
+
+def get_item(params: GetItemInputTypeDef, **counting: Any) -> Request:
+    return Request("get_item", params, **counting)
+
+
+def query(params: QueryInputTypeDef, **counting: Any) -> Request:
+    return Request("query", params, **counting)
+
+
+def scan(params: ScanInputTypeDef, **counting: Any) -> Request:
+    return Request("scan", params, count_scanned=True, **counting)
+
+
+def transact_write_items(params: TransactWriteItemsInputTypeDef, **counting: Any) -> Request:
+    return Request("transact_write_items", params, write=True, **counting)
+
+
+def describe_table(params: DescribeTableInputTypeDef) -> Request:
+    return Request("describe_table", params, counted=False)

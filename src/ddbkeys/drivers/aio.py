@@ -1,0 +1,139 @@
+"""The asyncio driver: runs a flow on an aiobotocore client, in an event loop.
+
+aiobotocore is an optional dependency (``pip install 'ddbkeys[async]'``); this module imports
+without it, and says what to install when a client is needed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections.abc import AsyncIterator
+from typing import Any, TypeVar
+
+from ddbkeys.capacity import Usage
+from ddbkeys.clients import deadline_scope
+from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.core.stopping import STOP_SLICE
+from ddbkeys.drivers.sync import count, refused
+from ddbkeys.errors import NoAnswerInTime
+
+__all__ = ["AsyncDriver"]
+
+T = TypeVar("T")
+
+
+class AsyncDriver:
+    """Sends a flow's requests with an aiobotocore DynamoDB client, each inside the deadline
+    it carries (``asyncio.timeout``: a request still unanswered then is given up as
+    :class:`~ddbkeys.errors.NoAnswerInTime`); sleeps its pauses on the event loop; counts in
+    ``usage``."""
+
+    def __init__(self, client: Any, usage: Usage) -> None:
+        self.client = client
+        self.usage = usage
+
+    async def run(self, flow: Flow[T]) -> T:
+        """Run ``flow`` to its end and return its result."""
+        step: Step | _Done = _advance(flow, None, None)
+        while not isinstance(step, _Done):
+            if isinstance(step, Emit):
+                raise TypeError(f"a flow run for its result emitted {step!r}")
+            step = await self._step(flow, step)
+        return step.value  # type: ignore[no-any-return]
+
+    async def iterate(self, flow: Flow[Any]) -> AsyncIterator[Any]:
+        """Run a streaming flow, yielding what it emits."""
+        try:
+            step: Step | _Done = _advance(flow, None, None)
+            while not isinstance(step, _Done):
+                if isinstance(step, Emit):
+                    yield step.value
+                    step = _advance(flow, None, None)
+                else:
+                    step = await self._step(flow, step)
+        finally:
+            flow.close()
+
+    async def _step(self, flow: Flow[Any], step: Step) -> Step | _Done:
+        """Carry out ``step`` and hand the flow what it gave; the flow's next step (a
+        coroutine must not let StopIteration out, so the end comes as :class:`_Done`)."""
+        if isinstance(step, Request):
+            try:
+                answer = await self.send(step)
+            except Exception as exc:  # the flow reads what the request raised
+                return _advance(flow, None, exc)
+            return _advance(flow, answer, None)
+        if isinstance(step, Pause):
+            await pause(step)
+            return _advance(flow, None, None)
+        if isinstance(step, Once):
+            return _advance(flow, await self._once(step), None)
+        raise TypeError(f"not a step: {step!r}")
+
+    async def send(self, step: Request) -> Any:
+        """One request, given up when its deadline comes."""
+        left = step.deadline.remaining() if step.deadline is not None else math.inf
+        url = getattr(getattr(self.client, "meta", None), "endpoint_url", "the endpoint")
+        try:
+            if left <= 0:
+                raise NoAnswerInTime(endpoint_url=url, waited=0.0)
+            method = getattr(self.client, step.operation)
+            with deadline_scope(step.deadline):  # botocore's own retries stop there too
+                try:
+                    async with asyncio.timeout(None if math.isinf(left) else left):
+                        answer = await method(**step.params)
+                except TimeoutError:
+                    raise NoAnswerInTime(endpoint_url=url, waited=left) from None
+        except Exception as exc:
+            refused(self.usage, step, exc)
+            raise
+        count(self.usage, step, answer)
+        return answer
+
+    async def _once(self, step: Once[T]) -> T:
+        cell = step.cell
+        if cell.done:
+            return cell.get()
+        async with cell.async_lock():
+            if not cell.done:
+                cell.set(await self.run(step.flow()))
+        return cell.get()
+
+
+class _Done:
+    """A flow's end, and its result."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+
+
+def _advance(flow: Flow[Any], sent: Any, error: BaseException | None) -> Step | _Done:
+    """The flow's next step after it is sent ``sent`` (or thrown ``error``), or its end."""
+    try:
+        if error is not None:
+            return flow.throw(error)
+        return flow.send(sent)
+    except StopIteration as done:
+        return _Done(done.value)
+
+
+async def pause(step: Pause) -> None:
+    """A pause on the event loop (a test's injected ``sleep`` is called instead, once)."""
+    if step.sleep is not time.sleep:
+        step.sleep(step.seconds)
+        return
+    if step.stop is None:
+        if step.seconds > 0:
+            await asyncio.sleep(step.seconds)
+        return
+    step.stop.check()
+    end = time.monotonic() + step.seconds
+    while (left := end - time.monotonic()) > 0:
+        await asyncio.sleep(min(left, STOP_SLICE))
+        step.stop.check()
+    step.stop.check()

@@ -1,0 +1,106 @@
+"""The sync driver: runs a flow on a boto3 client, in the caller's thread."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from ddbkeys.capacity import Usage
+from ddbkeys.clients import deadline_scope
+from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+
+__all__ = ["SyncDriver", "count"]
+
+T = TypeVar("T")
+
+
+def count(usage: Usage, step: Request, answer: Any) -> None:
+    """Count an answered request in ``usage`` as the request says (both drivers do this)."""
+    if not step.counted:
+        return
+    items = step.items
+    if step.count_scanned:
+        items = int(answer.get("ScannedCount", len(answer.get("Items", []))))
+    usage.add(answer, write=step.write, items=items, billed=step.billed)
+
+
+def refused(usage: Usage, step: Request, exc: BaseException) -> None:
+    """Count a request DynamoDB answered with an error, when the request asks for it."""
+    if step.count_refused and isinstance(exc, ClientError):
+        usage.add(None, write=step.write)
+
+
+class SyncDriver:
+    """Sends a flow's requests with a boto3 client (one :func:`~ddbkeys.clients.as_client`
+    made), each inside the deadline it carries; sleeps its pauses; counts in ``usage``."""
+
+    def __init__(self, client: Any, usage: Usage) -> None:
+        self.client = client
+        self.usage = usage
+
+    def run(self, flow: Flow[T]) -> T:
+        """Run ``flow`` to its end and return its result."""
+        steps = self._drive(flow)
+        while True:
+            try:
+                emitted = next(steps)
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            raise TypeError(f"a flow run for its result emitted {emitted!r}")
+
+    def iterate(self, flow: Flow[Any]) -> Iterator[Any]:
+        """Run a streaming flow, yielding what it emits."""
+        return self._drive(flow)
+
+    def _drive(self, flow: Flow[T]) -> Flow[T]:
+        try:
+            step: Step = next(flow)
+            while True:
+                if isinstance(step, Request):
+                    try:
+                        answer = self.send(step)
+                    except Exception as exc:  # the flow reads what the request raised
+                        step = flow.throw(exc)
+                        continue
+                    step = flow.send(answer)
+                elif isinstance(step, Pause):
+                    pause(step)
+                    step = flow.send(None)
+                elif isinstance(step, Once):
+                    step = flow.send(self._once(step))
+                elif isinstance(step, Emit):
+                    yield step
+                    step = flow.send(None)
+                else:
+                    raise TypeError(f"not a step: {step!r}")
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+    def send(self, step: Request) -> Any:
+        """One request, kept inside its deadline (see ``DeadlineBoundClient``)."""
+        try:
+            with deadline_scope(step.deadline):
+                answer = getattr(self.client, step.operation)(**step.params)
+        except Exception as exc:
+            refused(self.usage, step, exc)
+            raise
+        count(self.usage, step, answer)
+        return answer
+
+    def _once(self, step: Once[T]) -> T:
+        cell = step.cell
+        if cell.done:
+            return cell.get()
+        with cell.thread_lock:
+            if not cell.done:
+                cell.set(self.run(step.flow()))
+        return cell.get()
+
+
+def pause(step: Pause) -> None:
+    if step.stop is not None:
+        step.stop.sleep(step.seconds, step.sleep)
+    elif step.seconds > 0:
+        step.sleep(step.seconds)

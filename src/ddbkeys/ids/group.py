@@ -1,0 +1,198 @@
+"""Group commit: concurrent calls of one process combined into shared commits, in a threading
+form (:class:`GroupCommit`) and an asyncio form (:class:`AsyncGroupCommit`) that share how a
+batch is taken and how a batch's failure is handed out."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+__all__ = ["AsyncGroupCommit", "GroupCommit", "alone_after"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def alone_after(batch_size: int, exc: BaseException) -> bool:
+    """Whether a batch whose commit raised ``exc`` is committed again one value at a time.
+
+    DynamoDB refuses a whole batch as invalid (ValidationException) when one caller's value is
+    (an item over 400 KB, a transaction over 4 MB): then each value is committed alone, so only
+    its own caller fails. Any other error is every caller's."""
+    return batch_size > 1 and getattr(exc, "code", None) == "ValidationException"
+
+
+def should_linger(linger: float, last_batch: int, pending: int, max_batch: int) -> bool:
+    """Busy (the last batch held more than one value, and fewer than a full batch wait): wait
+    ``linger`` for more callers. Batches grow, and writers in other processes get a window
+    between our commits instead of being starved."""
+    return bool(linger) and last_batch > 1 and pending < max_batch
+
+
+@dataclass
+class _Slot(Generic[T, R]):
+    value: T
+    done: threading.Event = field(default_factory=threading.Event)
+    result: R | None = None
+    error: BaseException | None = None
+    finished: bool = False
+    lead: bool = False
+
+
+class GroupCommit(Generic[T, R]):
+    """Combines concurrent calls from many threads into shared commits.
+
+    The first caller with nothing in flight becomes the leader: it takes up to ``max_batch``
+    pending values, calls ``commit(values)`` (which returns one result or exception per value,
+    in order), hands out the results, and goes on until its own value is done; then it passes
+    the lead to the oldest waiter. So one commit serves every caller that arrived while the
+    previous one was in flight: the busier the process, the fewer commits per id.
+    """
+
+    def __init__(
+        self,
+        commit: Callable[[Sequence[T]], Sequence[R | BaseException]],
+        max_batch: int,
+        *,
+        linger: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._commit = commit
+        self.max_batch = max_batch
+        self.linger = linger
+        self._sleep = sleep
+        self._last_batch = 0
+        self._lock = threading.Lock()
+        self._pending: deque[_Slot[T, R]] = deque()
+        self._leading = False
+
+    def submit(self, value: T) -> R:
+        slot: _Slot[T, R] = _Slot(value)
+        with self._lock:
+            self._pending.append(slot)
+            if self._leading:
+                lead = False
+            else:
+                self._leading = lead = True
+        if not lead:
+            slot.done.wait()
+            if not slot.finished:  # handed the lead
+                self._lead(slot)
+        else:
+            self._lead(slot)
+        if slot.error is not None:
+            raise slot.error
+        return slot.result  # type: ignore[return-value]
+
+    def _lead(self, own: _Slot[T, R]) -> None:
+        while not own.finished:
+            if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
+                self._sleep(self.linger)
+            with self._lock:
+                batch = [
+                    self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
+                ]
+            self._last_batch = len(batch)
+            values = [s.value for s in batch]
+            try:
+                results: Sequence[Any] = self._commit(values)
+            except BaseException as exc:  # handed to every caller of the batch
+                results = self._one_by_one(values, exc)
+            for slot, result in zip(batch, results, strict=True):
+                if isinstance(result, BaseException):
+                    slot.error = result
+                else:
+                    slot.result = result
+                slot.finished = True
+                if slot is not own:
+                    slot.done.set()
+        with self._lock:
+            if self._pending:
+                heir = self._pending[0]
+                heir.lead = True
+                heir.done.set()
+            else:
+                self._leading = False
+
+    def _one_by_one(self, values: list[T], exc: BaseException) -> list[Any]:
+        if not alone_after(len(values), exc):
+            return [exc] * len(values)
+        results: list[Any] = []
+        for value in values:
+            try:
+                results.extend(self._commit([value]))
+            except BaseException as alone:  # that caller's own answer
+                results.append(alone)
+        return results
+
+
+class AsyncGroupCommit(Generic[T, R]):
+    """The asyncio form of :class:`GroupCommit`: concurrent ``await submit(value)`` calls of
+    one event loop share commits. A committing task takes up to ``max_batch`` pending values at
+    a time while any are pending; each caller waits only for its own value's answer."""
+
+    def __init__(
+        self,
+        commit: Callable[[Sequence[T]], Awaitable[Sequence[R | BaseException]]],
+        max_batch: int,
+        *,
+        linger: float = 0.0,
+    ) -> None:
+        self._commit = commit
+        self.max_batch = max_batch
+        self.linger = linger
+        self._last_batch = 0
+        self._pending: deque[tuple[T, asyncio.Future[R]]] = deque()
+        self._task: asyncio.Task[None] | None = None
+
+    async def submit(self, value: T) -> R:
+        future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
+        self._pending.append((value, future))
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._lead())
+        return await future
+
+    async def _lead(self) -> None:
+        while self._pending:
+            if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
+                await asyncio.sleep(self.linger)
+            taken = [
+                self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
+            ]
+            batch = [(v, f) for v, f in taken if not f.cancelled()]  # (callers that gave up)
+            if not batch:
+                continue
+            self._last_batch = len(batch)
+            values = [v for v, _ in batch]
+            try:
+                results: Sequence[Any] = await self._commit(values)
+            except Exception as exc:  # handed to every caller of the batch
+                results = await self._one_by_one(values, exc)
+            except BaseException as exc:  # this task was cancelled: its callers learn so
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                raise
+            for (_, future), result in zip(batch, results, strict=True):
+                if future.done():
+                    continue
+                if isinstance(result, BaseException):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+    async def _one_by_one(self, values: list[T], exc: BaseException) -> list[Any]:
+        if not alone_after(len(values), exc):
+            return [exc] * len(values)
+        results: list[Any] = []
+        for value in values:
+            try:
+                results.extend(await self._commit([value]))
+            except Exception as alone:  # that caller's own answer
+                results.append(alone)
+        return results
