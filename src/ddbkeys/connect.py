@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
 import boto3
@@ -36,7 +36,14 @@ from ddbkeys.retry import DEFAULT_DEADLINE
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-__all__ = ["ClientSettings", "is_loopback", "make_client", "resolve_settings"]
+__all__ = [
+    "ClientSettings",
+    "client_options",
+    "is_loopback",
+    "make_client",
+    "region_for",
+    "resolve_settings",
+]
 
 LOCAL_REGION = "us-east-1"
 LOCAL_ACCESS_KEY = "ddbkeyslocal"
@@ -101,6 +108,40 @@ def is_loopback(endpoint_url: str | None) -> bool:
     return host in {"localhost", "::1"} or host.startswith("127.")
 
 
+def check_limits(max_attempts: int, timeout: float | None) -> None:
+    """Refuse a timeout or a number of attempts no client can have."""
+    if timeout is not None and not timeout > 0:
+        raise ConfigurationError(f"The timeout must be above 0 seconds, not {timeout!r}.")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigurationError(f"max_attempts must be 1 or more, not {max_attempts!r}.")
+
+
+def region_for(settings: ClientSettings, from_profile: str | None) -> str:
+    """The region a client uses: given, else the profile's, else us-east-1 for a loopback
+    endpoint; none at all is a :class:`ConfigurationError`."""
+    region_name = settings.region or from_profile
+    if region_name is None and is_loopback(settings.endpoint_url):
+        region_name = LOCAL_REGION
+    if region_name is None:
+        raise ConfigurationError(
+            "No AWS region set. Pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), "
+            "or a region in your AWS profile."
+        )
+    return region_name
+
+
+def client_options(max_attempts: int, timeout: float | None) -> dict[str, Any]:
+    """ddbkeys' client configuration: timeouts within ``timeout``, ``max_attempts`` botocore
+    attempts, a connection pool for 64 readers (for botocore's Config or aiobotocore's)."""
+    return {
+        "retries": {"mode": "standard", "total_max_attempts": max_attempts},
+        "connect_timeout": min(CONNECT_TIMEOUT, timeout or CONNECT_TIMEOUT),
+        "read_timeout": min(READ_TIMEOUT, timeout or READ_TIMEOUT),
+        "max_pool_connections": 64,
+        "user_agent_extra": f"ddbkeys/{__version__}",
+    }
+
+
 def make_client(
     endpoint_url: str | None = None,
     region: str | None = None,
@@ -121,36 +162,19 @@ def make_client(
     which counts them in one place and stops at the deadline. ``config`` is merged over
     ddbkeys' defaults.
     """
-    if timeout is not None and not timeout > 0:
-        raise ConfigurationError(f"The timeout must be above 0 seconds, not {timeout!r}.")
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ConfigurationError(f"max_attempts must be 1 or more, not {max_attempts!r}.")
+    check_limits(max_attempts, timeout)
     settings = resolve_settings(endpoint_url, region, profile)
     try:
         if session is None:
             session = boto3.Session(profile_name=settings.profile)
-        region_name = settings.region or session.region_name
         local = is_loopback(settings.endpoint_url)
-        if region_name is None and local:
-            region_name = LOCAL_REGION
-        if region_name is None:
-            raise ConfigurationError(
-                "No AWS region set. Pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), "
-                "or a region in your AWS profile."
-            )
+        region_name = region_for(settings, session.region_name)
         dummy = LOCAL_ACCESS_KEY if local and session.get_credentials() is None else None
-        base = Config(
-            retries={"mode": "standard", "total_max_attempts": max_attempts},
-            connect_timeout=min(CONNECT_TIMEOUT, timeout or CONNECT_TIMEOUT),
-            read_timeout=min(READ_TIMEOUT, timeout or READ_TIMEOUT),
-            max_pool_connections=64,
-            user_agent_extra=f"ddbkeys/{__version__}",
-        )
         client = session.client(
             "dynamodb",
             region_name=region_name,
             endpoint_url=settings.endpoint_url,
-            config=base.merge(config) if config is not None else base,
+            config=Config(**client_options(max_attempts, timeout)).merge(config or Config()),
             aws_access_key_id=dummy,
             aws_secret_access_key=dummy,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -48,13 +48,13 @@ class SyncDriver:
                 emitted = next(steps)
             except StopIteration as done:
                 return done.value  # type: ignore[no-any-return]
-            raise TypeError(f"a flow run for its result emitted {emitted!r}")
+            raise TypeError(f"a flow run for its result emitted {emitted!r}")  # a streaming flow
 
     def iterate(self, flow: Flow[Any]) -> Iterator[Any]:
         """Run a streaming flow, yielding what it emits."""
         return self._drive(flow)
 
-    def _drive(self, flow: Flow[T]) -> Flow[T]:
+    def _drive(self, flow: Flow[T]) -> Generator[Any, None, T]:
         try:
             step: Step = next(flow)
             while True:
@@ -71,7 +71,7 @@ class SyncDriver:
                 elif isinstance(step, Once):
                     step = flow.send(self._once(step))
                 elif isinstance(step, Emit):
-                    yield step
+                    yield step.value
                     step = flow.send(None)
                 else:
                     raise TypeError(f"not a step: {step!r}")
