@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
@@ -29,6 +29,9 @@ from ddbkeys.partition_keys.markers import (
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.partition_keys.state import STATE_TABLE
 from ddbkeys.schema import TableInfo
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -95,6 +98,8 @@ class MarkerIndex(MarkerCore):
     ``deadline`` seconds; in the long ones (``backfill``, ``verify``, ``repair``, ``create``'s
     wait) each request, with its retries on throttling, 5xx and dropped connections, does.
     """
+
+    client: DynamoDBClient
 
     def _run(self, flow: Flow[T]) -> T:
         # A driver per call: the client may be replaced (tests put a hand-driven one in).

@@ -4,7 +4,7 @@ marker_core`'s flows, whichever driver runs them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -175,7 +175,7 @@ def put_answer(written: bool, old: Mapping[str, Any] | None, attribute: str) -> 
 
 
 def read_collection(
-    items: list[Mapping[str, Any]],
+    items: Sequence[Mapping[str, Any]],
     more: bool,
     attribute: str,
     sort_key: str,
