@@ -265,16 +265,11 @@ def test_unmark_checks_the_index_once_and_reads_the_condition() -> None:
 def test_status_and_check_from_a_known_description_send_nothing() -> None:
     marker = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
     assert play(marker._status(False), [])[0] == "CREATING"
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
     fresh = {
-        "Table": {
-            "AttributeDefinitions": [
-                {"AttributeName": "pk", "AttributeType": "S"},
-                {"AttributeName": "sk", "AttributeType": "N"},
-            ],
-            "KeySchema": [
-                {"AttributeName": "pk", "KeyType": "HASH"},
-                {"AttributeName": "sk", "KeyType": "RANGE"},
-            ],
+        "Table": {  # the index is gone since
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+            "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
         }
     }
     assert play(marker._status(True), [("describe_table", fresh)])[0] is None
