@@ -62,6 +62,8 @@ class TableInfo:
     item_count: int
     size_bytes: int
     index_sizes: Mapping[str, int] = field(default_factory=dict)  # IndexSizeBytes by name
+    #: IndexStatus by index name (ACTIVE, CREATING, UPDATING, DELETING) when described.
+    index_statuses: dict[str, str] = field(default_factory=dict)
     #: The table's stream (its LatestStreamArn) while the stream is on, else None.
     stream_arn: str | None = None
     #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
@@ -143,6 +145,10 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
         size_bytes=int(description.get("TableSizeBytes", 0)),
         index_sizes={
             index["IndexName"]: int(index.get("IndexSizeBytes", 0))
+            for index in description.get("GlobalSecondaryIndexes", [])
+        },
+        index_statuses={
+            index["IndexName"]: str(index.get("IndexStatus", "ACTIVE"))
             for index in description.get("GlobalSecondaryIndexes", [])
         },
         stream_arn=(

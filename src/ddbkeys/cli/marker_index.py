@@ -63,7 +63,7 @@ def open_index(
 
 def parse_keys(index: MarkerIndex, keys: tuple[str, ...], table_name: str) -> list[Any]:
     """KEYS as given on the command line, in the table's partition key type."""
-    key_type = index.info.partition_key.type
+    key_type = index.table_info().partition_key.type
     return [parse_key(k, key_type, table_name, "KEYS") for k in keys]
 
 

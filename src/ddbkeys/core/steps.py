@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
+        CreateTableInputTypeDef,
         DeleteItemInputTypeDef,
         DescribeTableInputTypeDef,
         GetItemInputTypeDef,
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
         ScanInputTypeDef,
         TransactWriteItemsInputTypeDef,
         UpdateItemInputTypeDef,
+        UpdateTableInputTypeDef,
     )
 
     from ddbkeys.core.stopping import StopFlag
@@ -32,15 +34,20 @@ __all__ = [
     "Pause",
     "Request",
     "Step",
+    "create_table",
     "delete_item",
+    "describe_stream",
     "describe_table",
     "get_item",
+    "get_records",
+    "get_shard_iterator",
     "once",
     "put_item",
     "query",
     "scan",
     "transact_write_items",
     "update_item",
+    "update_table",
 ]
 
 T = TypeVar("T")
@@ -171,3 +178,27 @@ def transact_write_items(params: TransactWriteItemsInputTypeDef, **counting: Any
 
 def describe_table(params: DescribeTableInputTypeDef) -> Request:
     return Request("describe_table", params, counted=False)
+
+
+def update_table(params: UpdateTableInputTypeDef) -> Request:
+    return Request("update_table", params, counted=False)
+
+
+def create_table(params: CreateTableInputTypeDef) -> Request:
+    return Request("create_table", params, counted=False)
+
+
+# DynamoDB Streams (no type stubs installed; sent by a client that answers them, see
+# ddbkeys.partition_keys.follow)
+
+
+def describe_stream(params: Mapping[str, Any]) -> Request:
+    return Request("describe_stream", params, counted=False)
+
+
+def get_shard_iterator(params: Mapping[str, Any]) -> Request:
+    return Request("get_shard_iterator", params, counted=False)
+
+
+def get_records(params: Mapping[str, Any]) -> Request:
+    return Request("get_records", params, counted=False)

@@ -119,7 +119,7 @@ class StreamHandler:
             by_table.setdefault(record["eventSourceARN"], []).append(record)
         for arn, some in by_table.items():
             index = self._index(table_of(arn))
-            pk = index.info.partition_key.name
+            pk = index.table_info().partition_key.name
             failed: set[str] = set()
             for key in keys_of_records(some, pk):
                 try:

@@ -34,15 +34,17 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from ddbkeys.errors import DdbKeysError, error_code
-from ddbkeys.partition_keys.index import VERSION_ATTRIBUTE, MarkerClashError
+from ddbkeys.core.steps import Flow, Request, delete_item, get_item
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.marker_core import conditional, send
+from ddbkeys.partition_keys.markers import VERSION_ATTRIBUTE, MarkerClashError, read_collection
+from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.index import MarkerIndex
+    from ddbkeys.partition_keys.marker_core import MarkerCore
 
-__all__ = ["MAX_ROUNDS", "Outcome", "reconcile"]
+__all__ = ["MAX_ROUNDS", "Outcome", "Step", "next_step", "reconcile", "reconcile_flow"]
 
 #: Reads and writes at most, per reconciliation, before giving up (it is tried again later).
 MAX_ROUNDS = 8
@@ -57,22 +59,49 @@ class Outcome(enum.Enum):
     CLASH = "clash"  # data at the marker's key: the collection cannot be marked
 
 
+class Step(enum.Enum):
+    """What one round of a reconciliation does, from what it read."""
+
+    MARK = "mark"
+    UNMARK = "unmark"
+    DONE = "done"
+
+
+def next_step(data: bool, marker: dict[str, Any] | None) -> Step:
+    """Data and no marker: mark; a marker and no data: unmark; else the marker is right."""
+    if data and marker is None:
+        return Step.MARK
+    if not data and marker is not None:
+        return Step.UNMARK
+    return Step.DONE
+
+
 def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
     """Make the marker of the collection ``partition_key`` (typed, e.g. ``{"S": "a"}``) match
-    the collection as it is now. See the module's docstring for the protocol."""
+    the collection as it is now, within ``index``'s deadline. See the module's docstring for
+    the protocol."""
+    return index._run(reconcile_flow(index, partition_key, index._begin()))
+
+
+def reconcile_flow(
+    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+) -> Flow[Outcome]:
+    """:func:`reconcile` as a flow, for any driver."""
     outcome = Outcome.UNCHANGED
     for _ in range(MAX_ROUNDS):
-        data, marker = _look(index, partition_key)
-        if data and marker is None:
+        data, marker = yield from _look(index, partition_key, deadline)
+        step = next_step(data, marker)
+        if step is Step.MARK:
             try:
-                wrote = index.mark(partition_key)
+                wrote = yield from index._mark(partition_key, deadline)
             except MarkerClashError:
                 return Outcome.CLASH
             if not wrote:
                 return outcome  # another maintainer marked it meanwhile: right as it is
             outcome = Outcome.MARKED
-        elif not data and marker is not None:
-            if _unmark_version(index, partition_key, marker):
+        elif step is Step.UNMARK:
+            assert marker is not None
+            if (yield from _unmark_version(index, partition_key, marker, deadline)):
                 outcome = Outcome.UNMARKED
         else:
             return outcome
@@ -84,89 +113,85 @@ def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
     )
 
 
-def _look(index: MarkerIndex, partition_key: dict[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+def _look(
+    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+) -> Flow[tuple[bool, dict[str, Any] | None]]:
     """Whether the collection holds data, and its marker (None when there is none)."""
-    pk, sk = index.info.partition_key, index.info.sort_key
+    info = yield from index._table_info(deadline)
+    pk, sk = info.partition_key, info.sort_key
     assert sk is not None
-    response = index.call(
-        lambda: index.client.query(
-            TableName=index.table,
-            KeyConditionExpression="#pk = :pk",
-            ExpressionAttributeNames={
+    request = Request(
+        "query",
+        {
+            "TableName": index.table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {
                 "#pk": pk.name,
                 "#sk": sk.name,
                 "#m": index.attribute,
                 "#v": VERSION_ATTRIBUTE,
             },
-            ExpressionAttributeValues={":pk": partition_key},
-            ProjectionExpression="#sk, #m, #v",
-            ConsistentRead=True,
-            Limit=2,
-            ReturnConsumedCapacity="TOTAL",
-        )
+            "ExpressionAttributeValues": {":pk": partition_key},
+            "ProjectionExpression": "#sk, #m, #v",
+            "ConsistentRead": True,
+            "Limit": 2,
+            "ReturnConsumedCapacity": "TOTAL",
+        },
+        count_scanned=True,
     )
-    items = response.get("Items", [])
-    index.usage.add(response, write=False, items=len(items))
-    data = any(index.attribute not in item for item in items)
-    marker = next(
-        (
-            item
-            for item in items
-            if index.attribute in item and item.get(sk.name) == index.marker_sort_key
-        ),
-        None,
+    answer = yield from index._attempts(
+        lambda _: send(request), "reading a collection", deadline, writes=False
     )
-    if data and marker is None and (len(items) == 2 or "LastEvaluatedKey" in response):
-        marker = _get_marker(index, partition_key)  # not among the first two: look it up
+    data, marker, look_up = read_collection(
+        answer.get("Items", []),
+        "LastEvaluatedKey" in answer,
+        index.attribute,
+        sk.name,
+        index._sort_key(info),
+    )
+    if look_up:  # not among the first two: look it up
+        marker = yield from _get_marker(index, partition_key, deadline)
     return data, marker
 
 
-def _get_marker(index: MarkerIndex, partition_key: dict[str, Any]) -> dict[str, Any] | None:
-    response = index.call(
-        lambda: index.client.get_item(
-            TableName=index.table,
-            Key=index.marker_key(partition_key),
-            ConsistentRead=True,
-            ReturnConsumedCapacity="TOTAL",
-        )
+def _get_marker(
+    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+) -> Flow[dict[str, Any] | None]:
+    info = yield from index._table_info(deadline)
+    request = get_item(
+        {
+            "TableName": index.table,
+            "Key": index._marker_key(info, partition_key),
+            "ConsistentRead": True,
+            "ReturnConsumedCapacity": "TOTAL",
+        }
     )
-    index.usage.add(response, write=False)
-    item = response.get("Item")
+    answer = yield from index._attempts(
+        lambda _: send(request), "reading a marker", deadline, writes=False
+    )
+    item = answer.get("Item")
     return dict(item) if item is not None and index.attribute in item else None
 
 
 def _unmark_version(
-    index: MarkerIndex, partition_key: dict[str, Any], marker: dict[str, Any]
-) -> bool:
+    index: MarkerCore, partition_key: dict[str, Any], marker: dict[str, Any], deadline: Deadline
+) -> Flow[bool]:
     """Delete the marker if it is still the one read (same version). True if deleted."""
+    info = yield from index._table_info(deadline)
+    request: dict[str, Any] = {
+        "TableName": index.table,
+        "Key": index._marker_key(info, partition_key),
+        "ConditionExpression": "attribute_exists(#m) AND attribute_not_exists(#v)",
+        "ExpressionAttributeNames": {"#m": index.attribute, "#v": VERSION_ATTRIBUTE},
+        "ReturnConsumedCapacity": "TOTAL",
+    }
     version = marker.get(VERSION_ATTRIBUTE)
-    names = {"#m": index.attribute, "#v": VERSION_ATTRIBUTE}
-    if version is None:
-        condition = "attribute_exists(#m) AND attribute_not_exists(#v)"
-        values: dict[str, Any] = {}
-    else:
-        condition = "attribute_exists(#m) AND #v = :v"
-        values = {":v": version}
-
-    def delete() -> Any:
-        request: dict[str, Any] = {
-            "TableName": index.table,
-            "Key": index.marker_key(partition_key),
-            "ConditionExpression": condition,
-            "ExpressionAttributeNames": names,
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-        if values:
-            request["ExpressionAttributeValues"] = values
-        try:
-            return index.client.delete_item(**request)
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return None  # written again, or gone, since we read it
-            raise
-
-    response = index.call(delete)
-    if response is None:
-        return False
-    index.usage.add(response, write=True)
-    return True
+    if version is not None:
+        request["ConditionExpression"] = "attribute_exists(#m) AND #v = :v"
+        request["ExpressionAttributeValues"] = {":v": version}
+    answer = yield from index._attempts(
+        lambda _: conditional(delete_item(request)),  # type: ignore[arg-type]
+        "removing a marker",
+        deadline,
+    )
+    return answer is not None  # None: written again, or gone, since we read it

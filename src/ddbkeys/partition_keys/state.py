@@ -22,17 +22,36 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from ddbkeys.errors import error_code, raise_translated
-from ddbkeys.partition_keys.base import Reader
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import (
+    Flow,
+    Pause,
+    Request,
+    create_table,
+    describe_table,
+    get_item,
+    update_item,
+)
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.errors import DdbKeysError, error_code
+from ddbkeys.retry import Deadline, RetryPolicy
 
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+__all__ = [
+    "DEFAULT_MAX_LAG",
+    "STATE_TABLE",
+    "IndexState",
+    "StateCore",
+    "StateStore",
+    "update_request",
+    "vouch",
+]
 
-__all__ = ["DEFAULT_MAX_LAG", "STATE_TABLE", "IndexState", "StateStore", "vouch"]
+T = TypeVar("T")
 
 STATE_TABLE = "ddbkeys-state"
 #: Seconds since the maintainer last showed it was caught up, beyond which ``auto`` does not
@@ -137,91 +156,176 @@ def vouch(
     )
 
 
-class StateStore:
-    """Reads and writes the records of marker indexes in the state table ``name``."""
+class StateCore:
+    """Reads and writes the records of marker indexes in the state table ``name``, driver
+    aside: flows (see :mod:`ddbkeys.core`), run by :class:`StateStore` (sync), by
+    ``ddbkeys.aio.index.StateStore``, or inside a marker index's own flows. Nothing is sent by
+    the constructor. ``deadline`` bounds each call (None: no limit)."""
 
     def __init__(
         self,
-        client: DynamoDBClient,
+        client: Any,
         name: str = STATE_TABLE,
         *,
         deadline: float | None = 60.0,
         clock: Callable[[], float] = time.time,
+        retry: RetryPolicy | None = None,
     ) -> None:
         self.client = client
         self.name = name
         self.clock = clock
-        self._reader = Reader(client, name, deadline=deadline, what="the index's record")
+        self.deadline = deadline
+        self.retry = retry or RetryPolicy()
+        #: Retries only: the state table's requests are not the listing's or the index's cost.
+        self.usage = Usage()
 
     @staticmethod
     def key(table: str, index: str) -> dict[str, Any]:
         return {"id": {"S": f"{table}/{index}"}}
 
+    def _send(self, request: Request, what: str, deadline: Deadline | None = None) -> Flow[Any]:
+        """``request`` (not counted) through the retry layer; its answer."""
+        return attempts(
+            lambda _: _one(request),
+            what=what,
+            table=self.name,
+            policy=self.retry,
+            deadline=deadline or Deadline(self.deadline, clock=self.retry.clock),
+            usage=self.usage,
+        )
+
+    def _ensure(self) -> Flow[None]:
+        """Create the state table if it is missing, and wait until it is ACTIVE."""
+        deadline = Deadline(self.deadline, clock=self.retry.clock)
+        try:
+            yield from self._send(
+                describe_table({"TableName": self.name}), "reading the state table", deadline
+            )
+            return
+        except DdbKeysError as exc:
+            if _code(exc) != "ResourceNotFoundException":
+                raise
+        yield from attempts(
+            lambda _: _create(self.name),
+            what="creating the state table",
+            table=self.name,
+            policy=self.retry,
+            deadline=deadline,
+            usage=self.usage,
+        )
+        pause = 0.1
+        ends = Deadline(120.0, clock=self.retry.clock)
+        while True:
+            answer = yield from self._send(
+                describe_table({"TableName": self.name}), "reading the state table"
+            )
+            if answer["Table"].get("TableStatus") == "ACTIVE":
+                return
+            if not ends.allows(pause):
+                raise DdbKeysError(
+                    f"The state table {self.name!r} is not ACTIVE after 120 s.", table=self.name
+                )
+            yield Pause(pause, self.retry.sleep)
+            pause = min(pause * 1.5, 5.0)
+
+    def _load(self, table: str, index: str) -> Flow[IndexState | None]:
+        """The record of ``table``'s index ``index``; None when there is none (or no state
+        table at all)."""
+        request = get_item(
+            {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
+            counted=False,
+        )
+        try:
+            answer = yield from self._send(request, "reading the index's record")
+        except DdbKeysError as exc:
+            if _code(exc) == "ResourceNotFoundException":
+                return None
+            raise
+        item = answer.get("Item")
+        return IndexState.from_item(table, index, dict(item)) if item else None
+
+    def _update(
+        self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
+    ) -> Flow[None]:
+        """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
+        request = update_item(
+            update_request(self.name, self.key(table, index), values, remove),  # type: ignore[arg-type]
+            counted=False,
+        )
+        yield from self._send(request, "writing the index's record")
+
+
+class StateStore(StateCore):
+    """Reads and writes the records of marker indexes in the state table ``name`` (sync)."""
+
+    def _run(self, flow: Flow[T]) -> T:
+        return SyncDriver(self.client, self.usage).run(flow)
+
     def ensure(self) -> None:
         """Create the state table if it is missing, and wait until it is ACTIVE."""
-        try:
-            self._reader.call(lambda: self.client.describe_table(TableName=self.name))
-            return
-        except Exception as exc:
-            if error_code(getattr(exc, "cause", None) or exc) != "ResourceNotFoundException":
-                raise
-        try:
-            self.client.create_table(
-                TableName=self.name,
-                KeySchema=[{"AttributeName": "id", "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": "id", "AttributeType": "S"}],
-                BillingMode="PAY_PER_REQUEST",
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ResourceInUseException":  # made by another process meanwhile
-                raise_translated(exc, table=self.name)
-        except BotoCoreError as exc:
-            raise_translated(exc, table=self.name)
-        self.client.get_waiter("table_exists").wait(
-            TableName=self.name, WaiterConfig={"Delay": 1, "MaxAttempts": 120}
-        )
+        self._run(self._ensure())
 
     def load(self, table: str, index: str) -> IndexState | None:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
-        try:
-            response = self._reader.call(
-                lambda: self.client.get_item(
-                    TableName=self.name, Key=self.key(table, index), ConsistentRead=True
-                )
-            )
-        except Exception as exc:
-            if error_code(getattr(exc, "cause", None) or exc) == "ResourceNotFoundException":
-                return None
-            raise
-        item = response.get("Item")
-        return IndexState.from_item(table, index, dict(item)) if item else None
+        return self._run(self._load(table, index))
 
     def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> None:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        names: dict[str, str] = {}
-        typed: dict[str, Any] = {}
-        sets: list[str] = []
-        for n, (name, value) in enumerate(sorted(values.items())):
-            names[f"#a{n}"] = name
-            typed[f":v{n}"] = _typed(value)
-            sets.append(f"#a{n} = :v{n}")
-        expression = "SET " + ", ".join(sets) if sets else ""
-        if remove:
-            for n, name in enumerate(remove):
-                names[f"#r{n}"] = name
-            expression += " REMOVE " + ", ".join(f"#r{n}" for n in range(len(remove)))
-        request: dict[str, Any] = {
-            "TableName": self.name,
-            "Key": self.key(table, index),
-            "UpdateExpression": expression.strip(),
-            "ExpressionAttributeNames": names,
-        }
-        if typed:
-            request["ExpressionAttributeValues"] = typed
-        self._reader.call(lambda: self.client.update_item(**request))
+        self._run(self._update(table, index, values, remove))
+
+
+def update_request(
+    name: str, key: dict[str, Any], values: dict[str, Any], remove: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The UpdateItem that sets ``values`` and removes ``remove`` on the record ``key``."""
+    names: dict[str, str] = {}
+    typed: dict[str, Any] = {}
+    sets: list[str] = []
+    for n, (attribute, value) in enumerate(sorted(values.items())):
+        names[f"#a{n}"] = attribute
+        typed[f":v{n}"] = _typed(value)
+        sets.append(f"#a{n} = :v{n}")
+    expression = "SET " + ", ".join(sets) if sets else ""
+    if remove:
+        for n, attribute in enumerate(remove):
+            names[f"#r{n}"] = attribute
+        expression += " REMOVE " + ", ".join(f"#r{n}" for n in range(len(remove)))
+    request: dict[str, Any] = {
+        "TableName": name,
+        "Key": key,
+        "UpdateExpression": expression.strip(),
+        "ExpressionAttributeNames": names,
+    }
+    if typed:
+        request["ExpressionAttributeValues"] = typed
+    return request
+
+
+def _one(request: Request) -> Flow[Any]:
+    answer = yield request
+    return answer
+
+
+def _create(name: str) -> Flow[None]:
+    try:
+        yield create_table(
+            {
+                "TableName": name,
+                "KeySchema": [{"AttributeName": "id", "KeyType": "HASH"}],
+                "AttributeDefinitions": [{"AttributeName": "id", "AttributeType": "S"}],
+                "BillingMode": "PAY_PER_REQUEST",
+            }
+        )
+    except ClientError as exc:
+        if error_code(exc) != "ResourceInUseException":  # made by another process meanwhile
+            raise
+
+
+def _code(exc: BaseException) -> str | None:
+    return error_code(getattr(exc, "cause", None) or exc)
 
 
 def _typed(value: Any) -> dict[str, Any]:

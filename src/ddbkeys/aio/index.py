@@ -1,0 +1,205 @@
+"""The marker index for asyncio: the same names, settings and flows as
+:mod:`ddbkeys.partition_keys.index`, ``state`` and ``follow``, with ``await``, over an
+aiobotocore client (``pip install 'ddbkeys[async]'``)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import threading
+import time
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from ddbkeys.aio.client import as_async_client
+from ddbkeys.core.steps import Flow
+from ddbkeys.drivers.aio import AsyncDriver
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys import index as _sync
+from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.follow import (
+    Both,
+    FollowerCore,
+    FollowReport,
+    StopOn,
+    _Stopped,
+    enable_stream_flow,
+)
+from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
+from ddbkeys.partition_keys.marker_core import MarkerCore
+from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
+from ddbkeys.partition_keys.state import STATE_TABLE, IndexState, StateCore
+from ddbkeys.retry import RetryPolicy
+from ddbkeys.schema import TableInfo
+
+__all__ = ["MarkerIndex", "StateStore", "StreamFollower", "enable_stream", "reconcile"]
+
+T = TypeVar("T")
+
+
+class MarkerIndex(MarkerCore):
+    __doc__ = _sync.MarkerIndex.__doc__
+
+    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
+        resolved, name = as_async_client(client, table)
+        if name is None:
+            raise ConfigurationError("No table given: pass the table's name.")
+        return resolved, name
+
+    async def _run(self, flow: Flow[T]) -> T:
+        return await AsyncDriver(self.client, self.usage).run(flow)
+
+    async def table_info(self) -> TableInfo:
+        """The table's description: the one given, or one DescribeTable the first time."""
+        return await self._run(self._table_info(self._begin()))
+
+    async def status(self, *, fresh: bool = False) -> str | None:
+        """The index's status, or None when there is no such index (see the sync one)."""
+        return await self._run(self._status(fresh))
+
+    async def check(self) -> None:
+        """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
+        await self._run(self._check(self._begin()))
+
+    async def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
+        """Add the KEYS_ONLY index on the marker attribute (no-op if it exists)."""
+        await self._run(self._create(wait, timeout))
+
+    async def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
+        """The whole key (typed) of the marker of the collection ``partition_key_value``."""
+        return self._marker_key(await self.table_info(), partition_key_value)
+
+    async def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
+        """Put the marker into one collection (see the sync ``MarkerIndex.mark``)."""
+        return await self._run(self._mark(partition_key_value, self._begin()))
+
+    async def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
+        """Remove one collection's marker (see the sync ``MarkerIndex.unmark``)."""
+        return await self._run(self._unmark(partition_key_value, self._begin()))
+
+    async def mark_many(
+        self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
+    ) -> BackfillReport:
+        """:meth:`mark` each collection of ``keys``, one after another."""
+        return await self._run(self._mark_many(keys, progress))
+
+    async def backfill(
+        self,
+        progress: Callable[[int], None] | None = None,
+        *,
+        state_table: str | None = STATE_TABLE,
+    ) -> BackfillReport:
+        """Mark every collection of the table (see the sync ``MarkerIndex.backfill``)."""
+        return await self._run(self._backfill(progress, state_table))
+
+    async def verify(self) -> VerifyReport:
+        """Compare the index with the table. Holds both key sets in memory."""
+        return await self._run(self._verify())
+
+    async def repair(self, *, remove_orphans: bool = True) -> VerifyReport:
+        """Mark what ``verify`` found unmarked, and remove orphaned markers."""
+        return await self._run(self._repair(remove_orphans))
+
+
+async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
+    """Make the marker of the collection ``partition_key`` match the collection as it is now
+    (see :func:`ddbkeys.partition_keys.maintain.reconcile`)."""
+    return await index._run(reconcile_flow(index, partition_key, index._begin()))
+
+
+async def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
+    """Turn ``table``'s stream on if it is off (see the sync ``enable_stream``)."""
+    index = MarkerIndex(client, table, deadline=60.0)
+    return await index._run(enable_stream_flow(index))
+
+
+class StateStore(StateCore):
+    """Reads and writes the records of marker indexes in the state table ``name``."""
+
+    def __init__(
+        self,
+        client: object,
+        name: str = STATE_TABLE,
+        *,
+        deadline: float | None = 60.0,
+        clock: Callable[[], float] = time.time,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        resolved = as_async_client(client, None)[0]
+        super().__init__(resolved, name, deadline=deadline, clock=clock, retry=retry)
+
+    async def _run(self, flow: Flow[T]) -> T:
+        return await AsyncDriver(self.client, self.usage).run(flow)
+
+    async def ensure(self) -> None:
+        """Create the state table if it is missing, and wait until it is ACTIVE."""
+        await self._run(self._ensure())
+
+    async def load(self, table: str, index: str) -> IndexState | None:
+        """The record of ``table``'s index ``index``; None when there is none."""
+        return await self._run(self._load(table, index))
+
+    async def update(
+        self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
+    ) -> None:
+        """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
+        await self._run(self._update(table, index, values, remove))
+
+
+class StreamFollower(FollowerCore):
+    """Follows ``index.table``'s stream (see the sync ``StreamFollower``): the same loop, one
+    task, its waits on the event loop. ``streams`` is an aiobotocore DynamoDB Streams client;
+    by default ``run`` opens one like the index's client, and closes it at its end."""
+
+    def _default_streams(self, index: MarkerCore) -> Any:
+        return None  # opened by run(): an aiobotocore client lives in an event loop
+
+    async def run(
+        self,
+        stop: asyncio.Event | threading.Event | None = None,
+        *,
+        until_caught_up: bool = False,
+        from_start: bool = False,
+    ) -> FollowReport:
+        """Follow the stream until ``stop`` is set, or (``until_caught_up``) until every open
+        shard has been read to its end once. The checkpoint is saved after every batch."""
+        async with contextlib.AsyncExitStack() as stack:
+            streams = self.streams
+            if streams is None:
+                streams = await stack.enter_async_context(
+                    await _streams_client_for(self.index.client)
+                )
+            driver = AsyncDriver(Both(self.index.client, streams), self.index.usage)
+            flag = StopOn(stop or asyncio.Event())
+            try:
+                return await driver.run(self._follow(flag, until_caught_up, from_start))
+            except _Stopped:
+                return self.report
+
+
+async def _streams_client_for(client: Any) -> Any:
+    """An aiobotocore DynamoDB Streams client (to enter) like ``client``: its endpoint (unless
+    the service's own), region, config and credentials."""
+    from aiobotocore.session import get_session  # noqa: PLC0415 (the optional extra)
+
+    meta = client.meta
+    endpoint = str(meta.endpoint_url)
+    own = endpoint.startswith("https://dynamodb.") and endpoint.endswith(".amazonaws.com")
+    kwargs: dict[str, Any] = {"region_name": meta.region_name, "config": meta.config}
+    if not own:
+        kwargs["endpoint_url"] = endpoint
+    credentials = client._get_credentials() if hasattr(client, "_get_credentials") else None
+    if inspect.isawaitable(credentials):
+        credentials = await credentials
+    if credentials is not None:
+        frozen = credentials.get_frozen_credentials()
+        if inspect.isawaitable(frozen):
+            frozen = await frozen
+        kwargs.update(
+            aws_access_key_id=frozen.access_key,
+            aws_secret_access_key=frozen.secret_key,
+            aws_session_token=frozen.token,
+        )
+    return get_session().create_client("dynamodbstreams", **kwargs)

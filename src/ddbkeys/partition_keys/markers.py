@@ -1,0 +1,292 @@
+"""The marker index's decisions without I/O: what a marker is, what each answer means, and the
+pages of the scans ``backfill`` and ``verify`` read. Sent by :mod:`ddbkeys.partition_keys.
+marker_core`'s flows, whichever driver runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.scan import PAGE_ITEMS
+from ddbkeys.partition_keys.skip import PagedSkipMethod
+from ddbkeys.schema import TableInfo, key_value, show_value
+
+__all__ = [
+    "DEFAULT_INDEX",
+    "DEFAULT_MARKER_ATTRIBUTE",
+    "DEFAULT_MARKER_SORT_KEY",
+    "VERSION_ATTRIBUTE",
+    "BackfillReport",
+    "IndexPages",
+    "KeyPages",
+    "MarkerClashError",
+    "SkipPages",
+    "VerifyReport",
+    "check_index",
+    "create_request",
+    "index_status",
+    "marker_sort_key",
+    "put_answer",
+    "read_collection",
+]
+
+DEFAULT_INDEX = "ddbkeys-partition-keys"
+DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
+#: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
+#: as it saw it (see ddbkeys.partition_keys.maintain).
+VERSION_ATTRIBUTE = "ddbkeys_v"
+#: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. A marker is
+#: known by its attribute, never by its sort key: an item at this key without the attribute is
+#: data, and its collection cannot be marked (a clash, reported). The number is -(10**38 - 1),
+#: 38 digits however it is written, so that boto3's TypeDeserializer (38 digits of precision)
+#: reads it back; the string is not the smallest (" " and "!" sort before "#").
+DEFAULT_MARKER_SORT_KEY: dict[str, dict[str, Any]] = {
+    "S": {"S": "#ddbkeys#marker"},
+    "N": {"N": "-" + "9" * 38},
+    "B": {"B": b"\x00"},
+}
+
+
+class MarkerClashError(DdbKeysError):
+    """A collection holds an item that is not a marker at the marker's sort key, so it cannot
+    be marked; ``key`` is the collection's partition key (typed)."""
+
+    def __init__(self, message: str, *, key: Key, table: str | None = None) -> None:
+        super().__init__(message, table=table)
+        self.key = key
+
+
+@dataclass
+class VerifyReport:
+    """What ``verify`` found: collections without a marker (``missing``), markers whose
+    collection holds nothing else (``orphans``), and collections that cannot be marked because
+    a data item sits at the marker's sort key (``clashes``, never counted as marked).
+
+    After ``repair``: ``fixed_missing`` and ``fixed_orphans`` say what it did, and
+    ``unfixed`` what it could not fix (the clashes, and anything that failed); ``repaired`` is
+    true only when nothing is left."""
+
+    table: str
+    index: str
+    collections: int = 0
+    markers: int = 0
+    missing: list[Any] = field(default_factory=list)
+    orphans: list[Any] = field(default_factory=list)
+    clashes: list[Any] = field(default_factory=list)
+    fixed_missing: list[Any] = field(default_factory=list)
+    fixed_orphans: list[Any] = field(default_factory=list)
+    unfixed: list[Any] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.missing and not self.orphans and not self.clashes
+
+    @property
+    def repaired(self) -> bool:
+        return not self.unfixed
+
+
+@dataclass
+class BackfillReport:
+    """What ``backfill`` did: markers ``written``, collections already marked (``present``),
+    and collections that cannot be marked (``clashes``: a data item holds the marker's sort
+    key)."""
+
+    written: int = 0
+    present: int = 0
+    clashes: list[Any] = field(default_factory=list)
+
+
+def marker_sort_key(info: TableInfo, given: Any = None) -> dict[str, Any]:
+    """The markers' sort key value (typed) in ``info``'s table: ``given`` in the sort key's
+    type, or the default for that type; a clear error for a table without a sort key."""
+    sk = info.sort_key
+    if sk is None:
+        raise KeySchemaError(
+            f"Table {info.name!r} has no sort key, so a marker item cannot sit beside the "
+            "collection's items; list its keys with a plain scan (--method scan), which "
+            "reads each key once anyway.",
+            table=info.name,
+        )
+    if given is None:
+        return DEFAULT_MARKER_SORT_KEY[sk.type]
+    return dict(key_value(sk, given, table=info.name))
+
+
+def index_status(info: TableInfo, name: str) -> str | None:
+    """The status of index ``name`` as ``info`` describes it (None: no such index)."""
+    if name not in info.index_projections:
+        return None
+    return info.index_statuses.get(name, "ACTIVE")
+
+
+def check_index(info: TableInfo, name: str) -> None:
+    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY."""
+    projection = info.index_projections.get(name)
+    if projection is None:
+        raise ConfigurationError(
+            f"Table {info.name!r} has no index {name!r}. Create it with "
+            f"`ddbkeys partition-keys index create --table-name {info.name}`, then "
+            "backfill the markers.",
+            table=info.name,
+        )
+    if projection != "KEYS_ONLY":
+        raise ConfigurationError(
+            f"Index {name!r} of table {info.name!r} projects {projection}, not "
+            "KEYS_ONLY: it is not a marker index (it would cost more to scan).",
+            table=info.name,
+        )
+
+
+def create_request(
+    description: Mapping[str, Any], table: str, name: str, attribute: str, key_type: str
+) -> dict[str, Any]:
+    """The UpdateTable that adds the marker index to the table ``description`` describes (the
+    table's provisioned throughput copied when it is provisioned)."""
+    update: dict[str, Any] = {
+        "IndexName": name,
+        "KeySchema": [{"AttributeName": attribute, "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+    billing = description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+    if billing == "PROVISIONED" and "ProvisionedThroughput" in description:
+        throughput = description["ProvisionedThroughput"]
+        update["ProvisionedThroughput"] = {
+            "ReadCapacityUnits": throughput["ReadCapacityUnits"],
+            "WriteCapacityUnits": throughput["WriteCapacityUnits"],
+        }
+    return {
+        "TableName": table,
+        "AttributeDefinitions": [{"AttributeName": attribute, "AttributeType": key_type}],
+        "GlobalSecondaryIndexUpdates": [{"Create": update}],
+    }
+
+
+def put_answer(written: bool, old: Mapping[str, Any] | None, attribute: str) -> bool | None:
+    """What a conditional put of a marker (``attribute_not_exists``, ALL_OLD on failure) did:
+    True, written; False, a marker (an item with ``attribute``) was there; None, the item there
+    is data, so the collection cannot be marked (a clash)."""
+    if written:
+        return True
+    return False if old is not None and attribute in old else None
+
+
+def read_collection(
+    items: Sequence[Mapping[str, Any]],
+    more: bool,
+    attribute: str,
+    sort_key: str,
+    marker_key: Mapping[str, Any],
+) -> tuple[bool, dict[str, Any] | None, bool]:
+    """What the first (at most two) items of a collection say: whether it holds data, its
+    marker among them (None), and whether the marker must be looked up by its key (data, no
+    marker among the items read, and more items than were read)."""
+    data = any(attribute not in item for item in items)
+    marker = next(
+        (dict(i) for i in items if attribute in i and i.get(sort_key) == marker_key),
+        None,
+    )
+    return data, marker, data and marker is None and (len(items) >= 2 or more)
+
+
+class KeyPages:
+    """The pages of one Scan that hands out each value of ``attribute`` once (in scan order):
+    ``request()`` is the next page's Scan (None at the end), ``take(page)`` its new keys."""
+
+    def __init__(self, request: dict[str, Any], attribute: str) -> None:
+        self._request: dict[str, Any] | None = request
+        self.attribute = attribute
+        self.last: Key | None = None
+
+    def request(self) -> dict[str, Any] | None:
+        return dict(self._request) if self._request is not None else None
+
+    def take(self, page: Mapping[str, Any]) -> list[Key]:
+        assert self._request is not None
+        keys: list[Key] = []
+        items = page.get("Items", [])
+        for item in items:
+            key = item[self.attribute]
+            if key != self.last:
+                self.last = key
+                keys.append(key)
+        if "LastEvaluatedKey" not in page:
+            self._request = None
+        else:
+            self._next(page, bool(items))
+        return keys
+
+    def _next(self, page: Mapping[str, Any], any_items: bool) -> None:
+        assert self._request is not None
+        self._request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class IndexPages(KeyPages):
+    """The marker index's keys: a Scan of the index (KEYS_ONLY), the marker attribute only."""
+
+    def __init__(self, table: str, index: str, attribute: str) -> None:
+        super().__init__(
+            {
+                "TableName": table,
+                "IndexName": index,
+                "ProjectionExpression": "#m",
+                "ExpressionAttributeNames": {"#m": attribute},
+                "Limit": PAGE_ITEMS,
+                "ReturnConsumedCapacity": "TOTAL",
+            },
+            attribute,
+        )
+
+
+class SkipPages(KeyPages):
+    """The table's keys by the paged skip scan (:class:`~ddbkeys.partition_keys.skip.
+    PagedSkipMethod`'s page sizes and jumps)."""
+
+    def __init__(self, info: TableInfo) -> None:
+        self.method = PagedSkipMethod(info)
+        self.state = self.method.start_state()
+        pk = info.partition_key.name
+        super().__init__(
+            {
+                "TableName": info.name,
+                "ProjectionExpression": "#pk",
+                "ExpressionAttributeNames": {"#pk": pk},
+                "Limit": self.method.first_limit(self.state),
+                "ReturnConsumedCapacity": "TOTAL",
+            },
+            pk,
+        )
+
+    def _next(self, page: Mapping[str, Any], any_items: bool) -> None:
+        assert self._request is not None
+        if self.last is not None and any_items:
+            self._request["ExclusiveStartKey"] = self.method.start_key(self.last)
+        else:
+            self._request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        self.method.adapt(self._request, dict(page), self.state)
+
+
+def clash(info: TableInfo, key: Mapping[str, Any], attribute: str) -> MarkerClashError:
+    """The error for a collection whose item at the marker's key (``key``) is data."""
+    pk, sk = info.partition_key, info.sort_key
+    assert sk is not None
+    return MarkerClashError(
+        f"Collection {show_value(key[pk.name])} of table {info.name!r} cannot be marked: "
+        f"its item at the marker's sort key ({sk.name} = {show_value(key[sk.name])}) is "
+        f"data, not a marker (it has no {attribute!r}); it was left as it is. Give "
+        "the markers another sort key value (marker_sort_key=) for this table.",
+        key=key[pk.name],
+        table=info.name,
+    )
+
+
+def hashable(key: Key) -> tuple[str, Any]:
+    kind, raw = next(iter(key.items()))
+    return (kind, bytes(raw) if kind == "B" else str(raw))
+
+
+def unhash(key: tuple[str, Any]) -> Key:
+    return {key[0]: key[1]}

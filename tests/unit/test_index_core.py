@@ -1,0 +1,499 @@
+"""The marker index's decisions without a server: each flow driven by hand with scripted
+answers (what mark, unmark, backfill, verify and a reconciliation send and conclude from each
+answer), the pagers, the evidence rule (vouch) and the follower's handling of stream records."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ddbkeys.connect import make_client
+from ddbkeys.core.steps import Flow, Pause, Request
+from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.base import MAX_SORT_KEY
+from ddbkeys.partition_keys.follow import (
+    FollowReport,
+    StopOn,
+    StreamFollower,
+    _Stopped,
+    keys_of_records,
+)
+from ddbkeys.partition_keys.index import MarkerIndex
+from ddbkeys.partition_keys.maintain import MAX_ROUNDS, Outcome, Step, next_step, reconcile_flow
+from ddbkeys.partition_keys.markers import (
+    DEFAULT_MARKER_SORT_KEY,
+    IndexPages,
+    MarkerClashError,
+    SkipPages,
+    check_index,
+    create_request,
+    index_status,
+    marker_sort_key,
+    put_answer,
+    read_collection,
+)
+from ddbkeys.partition_keys.state import IndexState, update_request, vouch
+from ddbkeys.schema import KeyAttribute, TableInfo
+
+SK = DEFAULT_MARKER_SORT_KEY["N"]
+M = "ddbkeys_pk"
+
+
+def info(**changes: Any) -> TableInfo:
+    fields: dict[str, Any] = {
+        "name": "orders",
+        "partition_key": KeyAttribute("pk", "S"),
+        "sort_key": KeyAttribute("sk", "N"),
+        "replica_regions": (),
+        "index_projections": {"ddbkeys-partition-keys": "KEYS_ONLY"},
+        "item_count": 10,
+        "size_bytes": 1000,
+        "index_statuses": {"ddbkeys-partition-keys": "ACTIVE"},
+    }
+    fields.update(changes)
+    return TableInfo(**fields)
+
+
+def index(**changes: Any) -> MarkerIndex:
+    """A marker index that knows its table: its flows need no DescribeTable (and no server)."""
+    client = make_client(endpoint_url="http://127.0.0.1:9")
+    return MarkerIndex(client, "orders", info=info(**changes), deadline=5.0)
+
+
+def failure(code: str, **extra: Any) -> ClientError:
+    response: Any = {"Error": {"Code": code, "Message": code}, **extra}
+    return ClientError(response, "Op")
+
+
+def play(flow: Flow[Any], script: list[tuple[str, Any]]) -> tuple[Any, list[Request]]:
+    """Run ``flow``, answering its requests in turn from ``script`` ((operation, answer or
+    exception)); pauses pass at once. The flow's result and the requests it sent."""
+    sent: list[Request] = []
+    answers = iter(script)
+    try:
+        step = next(flow)
+        while True:
+            if isinstance(step, Pause):
+                step = flow.send(None)
+                continue
+            assert isinstance(step, Request), step
+            sent.append(step)
+            operation, answer = next(answers)
+            assert step.operation == operation, (step.operation, operation)
+            step = flow.throw(answer) if isinstance(answer, Exception) else flow.send(answer)
+    except StopIteration as done:
+        assert next(answers, None) is None, "the flow ended before the script"
+        return done.value, sent
+
+
+# --- pure decisions ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("written", "old", "expected"),
+    [
+        (True, None, True),  # written
+        (False, {M: {"S": "a"}}, False),  # a marker was there
+        (False, {"note": {"S": "data"}}, None),  # data there: a clash
+        (False, {}, None),  # nothing said: not known to be a marker
+    ],
+)
+def test_put_answer(written: bool, old: dict[str, Any] | None, expected: bool | None) -> None:
+    assert put_answer(written, old, M) is expected
+
+
+MARKER = {"sk": SK, M: {"S": "a"}, "ddbkeys_v": {"S": "v1"}}
+DATA = {"sk": {"N": "1"}}
+
+
+@pytest.mark.parametrize(
+    ("items", "more", "data", "has_marker", "look_up"),
+    [
+        ([], False, False, False, False),  # empty
+        ([MARKER], False, False, True, False),  # a marker alone
+        ([MARKER, DATA], True, True, True, False),  # both
+        ([DATA], False, True, False, False),  # data, no marker (all read)
+        ([DATA, {"sk": {"N": "2"}}], False, True, False, True),  # two data items: look it up
+        ([DATA], True, True, False, True),  # more than read: look it up
+        ([{"sk": SK}], False, True, False, False),  # data at the marker's key: not a marker
+    ],
+)
+def test_read_collection(
+    items: list[dict[str, Any]], more: bool, data: bool, has_marker: bool, look_up: bool
+) -> None:
+    found, marker, must = read_collection(items, more, M, "sk", SK)
+    assert (found, marker is not None, must) == (data, has_marker, look_up)
+
+
+@pytest.mark.parametrize(
+    ("data", "marker", "step"),
+    [
+        (True, None, Step.MARK),
+        (False, MARKER, Step.UNMARK),
+        (True, MARKER, Step.DONE),
+        (False, None, Step.DONE),
+    ],
+)
+def test_next_step(data: bool, marker: dict[str, Any] | None, step: Step) -> None:
+    assert next_step(data, marker) is step
+
+
+def test_marker_sort_key_index_status_and_check() -> None:
+    assert marker_sort_key(info()) == SK
+    assert marker_sort_key(info(), 7) == {"N": "7"}
+    with pytest.raises(KeySchemaError, match="has no sort key"):
+        marker_sort_key(info(sort_key=None))
+    assert index_status(info(), "ddbkeys-partition-keys") == "ACTIVE"
+    assert index_status(info(index_statuses={}), "ddbkeys-partition-keys") == "ACTIVE"
+    assert index_status(info(), "other") is None
+    check_index(info(), "ddbkeys-partition-keys")
+    with pytest.raises(ConfigurationError, match="has no index 'other'"):
+        check_index(info(), "other")
+    with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
+        check_index(info(index_projections={"x": "ALL"}), "x")
+
+
+@pytest.mark.parametrize(
+    ("description", "throughput"),
+    [
+        ({"BillingModeSummary": {"BillingMode": "PAY_PER_REQUEST"}}, None),
+        (
+            {"ProvisionedThroughput": {"ReadCapacityUnits": 3, "WriteCapacityUnits": 4}},
+            {"ReadCapacityUnits": 3, "WriteCapacityUnits": 4},
+        ),
+    ],
+)
+def test_create_request(description: dict[str, Any], throughput: Any) -> None:
+    request = create_request(description, "orders", "ix", M, "S")
+    create = request["GlobalSecondaryIndexUpdates"][0]["Create"]
+    assert create.get("ProvisionedThroughput") == throughput
+    assert create["Projection"] == {"ProjectionType": "KEYS_ONLY"}
+    assert request["AttributeDefinitions"] == [{"AttributeName": M, "AttributeType": "S"}]
+
+
+def test_update_request() -> None:
+    request = update_request(
+        "state", {"id": {"S": "t/i"}}, {"b": 1.5, "a": "x", "s": ["z", "y"]}, remove=("c",)
+    )
+    assert request["UpdateExpression"] == "SET #a0 = :v0, #a1 = :v1, #a2 = :v2 REMOVE #r0"
+    assert request["ExpressionAttributeNames"] == {"#a0": "a", "#a1": "b", "#a2": "s", "#r0": "c"}
+    assert request["ExpressionAttributeValues"] == {
+        ":v0": {"S": "x"},
+        ":v1": {"N": "1.5"},
+        ":v2": {"SS": ["y", "z"]},
+    }
+
+
+# --- vouch: the evidence rule ------------------------------------------------------------------
+
+ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
+
+
+def state(**changes: Any) -> IndexState:
+    fields: dict[str, Any] = {
+        "table": "orders",
+        "index": "ix",
+        "backfill_started": 200.0,
+        "backfill_finished": 300.0,
+        "maintainer": "follow",
+        "stream_arn": ARN,
+        "maintained_since": 100.0,
+        "caught_up_at": 990.0,
+    }
+    fields.update(changes)
+    return IndexState(**fields)
+
+
+@pytest.mark.parametrize(
+    ("record", "arn", "trusted", "why"),
+    [
+        (None, ARN, False, "there is no record of a backfill"),
+        (state(backfill_finished=None), ARN, False, "its backfill has not finished"),
+        (state(maintainer=None), ARN, False, "no maintainer keeps the markers"),
+        (state(), None, False, "the table's stream is off"),
+        (state(), ARN + "x", False, "followed another stream"),
+        (state(backfill_started=50.0), ARN, False, "the backfill began before the maintainer"),
+        (state(caught_up_at=None), ARN, False, "last seen caught up never"),
+        (state(caught_up_at=800.0), ARN, False, "more than 120 s ago"),
+        (state(maintainer="lambda", caught_up_at=800.0), ARN, False, "quiet table"),
+        (state(), ARN, True, "the follower was caught up 10 s ago"),
+        (state(maintainer="lambda"), ARN, True, "the Lambda handler was caught up"),
+    ],
+)
+def test_vouch(record: IndexState | None, arn: str | None, trusted: bool, why: str) -> None:
+    verdict, reason = vouch(record, arn, 1000.0)
+    assert verdict is trusted and why in reason
+
+
+# --- the flows, driven by hand -------------------------------------------------------------
+
+
+def test_mark_reads_each_answer() -> None:
+    marker = index()
+    deadline = marker._begin()
+    written, sent = play(marker._mark("a", deadline), [("put_item", {})])
+    assert written is True
+    params = sent[0].params
+    assert params["Item"]["pk"] == params["Item"][M] == {"S": "a"} and params["Item"]["sk"] == SK
+    assert params["ConditionExpression"] == "attribute_not_exists(#pk)"
+    there = failure("ConditionalCheckFailedException", Item={M: {"S": "a"}})
+    assert play(marker._mark("a", deadline), [("put_item", there)])[0] is False
+    squatter = failure("ConditionalCheckFailedException", Item={"note": {"S": "x"}})
+    with pytest.raises(MarkerClashError, match="cannot be marked") as clash:
+        play(marker._mark("a", deadline), [("put_item", squatter)])
+    assert clash.value.key == {"S": "a"}
+    # Throttled, then written: the one retry layer sends it again.
+    throttled = failure("ProvisionedThroughputExceededException")
+    assert play(marker._mark("a", deadline), [("put_item", throttled), ("put_item", {})])[0]
+    with pytest.raises(DdbKeysError, match="ValidationException"):
+        play(marker._mark("a", deadline), [("put_item", failure("ValidationException"))])
+
+
+def test_unmark_checks_the_index_once_and_reads_the_condition() -> None:
+    marker = index()
+    removed, sent = play(marker._unmark("a", marker._begin()), [("delete_item", {})])
+    assert removed is True and sent[0].params["ConditionExpression"] == "attribute_exists(#m)"
+    gone = failure("ConditionalCheckFailedException")
+    assert play(marker._unmark("a", marker._begin()), [("delete_item", gone)])[0] is False
+    with pytest.raises(ConfigurationError, match="has no index"):
+        play(index(index_projections={})._unmark("a", marker._begin()), [])
+
+
+def test_status_and_check_from_a_known_description_send_nothing() -> None:
+    marker = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
+    assert play(marker._status(False), [])[0] == "CREATING"
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+    fresh = {
+        "Table": {  # the index is gone since
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+            "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+        }
+    }
+    assert play(marker._status(True), [("describe_table", fresh)])[0] is None
+    assert marker.info is not None and marker.info.index_projections == {}
+
+
+def page(*keys: str, last: bool = True, pk: str = "pk") -> dict[str, Any]:
+    answer: dict[str, Any] = {"Items": [{pk: {"S": k}} for k in keys], "ScannedCount": len(keys)}
+    if not last:
+        answer["LastEvaluatedKey"] = {pk: {"S": keys[-1]}, "sk": {"N": "1"}}
+    return answer
+
+
+def test_backfill_marks_each_key_once_and_reports_clashes() -> None:
+    marker = index()
+    squatter = failure("ConditionalCheckFailedException", Item={"note": {"S": "x"}})
+    there = failure("ConditionalCheckFailedException", Item={M: {"S": "c"}})
+    progress: list[int] = []
+    report, sent = play(
+        marker._backfill(progress.append, None),
+        [
+            ("scan", page("a", "a", "b", last=False)),
+            ("put_item", {}),
+            ("put_item", squatter),
+            ("scan", page("b", "c")),  # b again (the page's start): handed out once
+            ("put_item", there),
+        ],
+    )
+    assert (report.written, report.present, report.clashes) == (1, 1, [{"S": "b"}])
+    assert progress == [1, 1, 1]
+    # The second page jumps past collection b (the skip scan), not from where the first ended.
+    assert sent[3].params["ExclusiveStartKey"] == {"pk": {"S": "b"}, "sk": MAX_SORT_KEY["N"]}
+
+
+def test_verify_finds_missing_orphans_and_clashes() -> None:
+    marker = index()
+    report, _ = play(
+        marker._verify(),
+        [
+            ("scan", page("a", "b", "c")),  # the table's collections
+            ("scan", page("a", "d", pk=M)),  # the markers
+            ("get_item", {}),  # b: nothing at the marker's key: missing
+            ("get_item", {"Item": {"note": {"S": "x"}}}),  # c: data there: a clash
+            ("query", {"Items": [MARKER, DATA]}),  # a: marker and data
+            ("query", {"Items": [MARKER]}),  # d: the marker alone: an orphan
+        ],
+    )
+    assert (report.collections, report.markers) == (3, 2)
+    assert report.missing == [{"S": "b"}] and report.clashes == [{"S": "c"}]
+    assert report.orphans == [{"S": "d"}] and not report.healthy
+
+
+def test_index_pages_follow_last_evaluated_key() -> None:
+    pages = IndexPages("orders", "ix", M)
+    assert pages.take(page("a", "b", last=False, pk=M)) == [{"S": "a"}, {"S": "b"}]
+    request = pages.request()
+    assert request is not None and request["ExclusiveStartKey"][M] == {"S": "b"}
+    assert pages.take(page("b", "c", pk=M)) == [{"S": "c"}] and pages.request() is None
+
+
+def test_skip_pages_jump_past_the_last_collection() -> None:
+    pages = SkipPages(info())
+    assert pages.take(page("a", last=False)) == [{"S": "a"}]
+    request = pages.request()
+    assert request is not None and request["ExclusiveStartKey"]["pk"] == {"S": "a"}
+    assert pages.take({"Items": [], "LastEvaluatedKey": {"pk": {"S": "z"}}}) == []
+    request = pages.request()  # an empty page goes on from where it ended
+    assert request is not None and request["ExclusiveStartKey"] == {"pk": {"S": "z"}}
+
+
+# --- reconciliation ------------------------------------------------------------------------
+
+
+def query(*items: dict[str, Any], more: bool = False) -> dict[str, Any]:
+    answer: dict[str, Any] = {"Items": list(items), "ScannedCount": len(items)}
+    if more:
+        answer["LastEvaluatedKey"] = {"pk": {"S": "a"}, "sk": {"N": "2"}}
+    return answer
+
+
+CCF = failure("ConditionalCheckFailedException")
+
+
+@pytest.mark.parametrize(
+    ("script", "outcome"),
+    [
+        ([("query", query(DATA, MARKER))], Outcome.UNCHANGED),
+        ([("query", query())], Outcome.UNCHANGED),  # a replayed INSERT of a gone item
+        ([("query", query(DATA)), ("put_item", {}), ("query", query(DATA, MARKER))], "MARKED"),
+        # ABA: marked, but the last item went meanwhile: the read after the write unmarks.
+        (
+            [
+                ("query", query(DATA)),
+                ("put_item", {}),
+                ("query", query(MARKER)),
+                ("delete_item", {}),
+                ("query", query()),
+            ],
+            Outcome.UNMARKED,
+        ),
+        ([("query", query(MARKER)), ("delete_item", {}), ("query", query())], "UNMARKED"),
+        # The marker was written again since our read: our delete does nothing.
+        ([("query", query(MARKER)), ("delete_item", CCF), ("query", query(MARKER, DATA))], "-"),
+        # Another maintainer marked it between our read and our put.
+        (
+            [
+                ("query", query(DATA)),
+                ("put_item", failure("ConditionalCheckFailedException", Item=MARKER)),
+            ],
+            Outcome.UNCHANGED,
+        ),
+        (
+            [
+                ("query", query(DATA)),
+                ("put_item", failure("ConditionalCheckFailedException", Item={"x": {"S": "1"}})),
+            ],
+            Outcome.CLASH,
+        ),
+        # Two data items first: the marker is looked up by its key.
+        ([("query", query(DATA, DATA, more=True)), ("get_item", {"Item": MARKER})], "-"),
+    ],
+)
+def test_reconcile_reads_the_state_not_the_event(
+    script: list[tuple[str, Any]], outcome: Outcome | str
+) -> None:
+    marker = index()
+    result, sent = play(reconcile_flow(marker, {"S": "a"}, marker._begin()), script)
+    expected = {"MARKED": Outcome.MARKED, "UNMARKED": Outcome.UNMARKED, "-": Outcome.UNCHANGED}
+    assert result is (expected[outcome] if isinstance(outcome, str) else outcome)
+    assert sent[0].params["ConsistentRead"] is True
+    for request in sent:
+        if request.operation == "delete_item":  # conditional on the version read
+            assert request.params["ExpressionAttributeValues"] == {":v": {"S": "v1"}}
+
+
+def test_reconcile_gives_up_after_max_rounds() -> None:
+    marker = index()
+    churn: list[tuple[str, Any]] = []
+    for _ in range(MAX_ROUNDS // 2):
+        churn += [("query", query(DATA)), ("put_item", {})]
+        churn += [("query", query(MARKER)), ("delete_item", {})]
+    with pytest.raises(DdbKeysError, match="did not settle"):
+        play(reconcile_flow(marker, {"S": "a"}, marker._begin()), churn)
+
+
+# --- stream records ----------------------------------------------------------------------------
+
+
+def record(pk: Any, sequence: str = "1") -> dict[str, Any]:
+    return {"dynamodb": {"Keys": {"pk": pk, "sk": {"N": "1"}}, "SequenceNumber": sequence}}
+
+
+def test_keys_of_records_dedupes_in_order() -> None:
+    records = [record({"S": "b"}), record({"S": "a"}), record({"S": "b"}), {"dynamodb": {}}]
+    records += [record({"B": b"\x00"}), record({"B": bytearray(b"\x00")})]
+    assert keys_of_records(records, "pk") == [{"S": "b"}, {"S": "a"}, {"B": b"\x00"}]
+
+
+def follower() -> StreamFollower:
+    return StreamFollower(index(), streams=object(), state_table="state", clock=lambda: 50.0)
+
+
+@pytest.mark.parametrize(
+    ("answer", "iterator", "finished", "records"),
+    [
+        ({"Records": [record({"S": "a"})], "NextShardIterator": "it2"}, "it2", False, 1),
+        ({"Records": []}, None, True, 0),  # the shard's end: its children come next
+        (failure("ExpiredIteratorException"), None, False, 0),  # taken again next round
+        (failure("TrimmedDataAccessException"), None, False, 0),
+    ],
+)
+def test_reading_a_shard(answer: Any, iterator: str | None, finished: bool, records: int) -> None:
+    reader = follower()
+    reader._iterators["s1"] = "it1"
+    got, sent = play(reader._read("s1"), [("get_records", answer)])
+    assert sent[0].params == {"ShardIterator": "it1", "Limit": 1000}
+    assert len(got) == records
+    assert reader._iterators.get("s1") == iterator and ("s1" in reader._finished) is finished
+
+
+def test_handling_a_batch_reconciles_each_collection_once_and_moves_the_position() -> None:
+    reader = follower()
+    batch = [record({"S": "a"}, "5"), record({"S": "a"}, "6"), record({"S": "b"}, "7")]
+    play(
+        reader._handle("s1", batch),
+        [
+            ("query", query(DATA)),
+            ("put_item", {}),
+            ("query", query(DATA, MARKER)),
+            ("query", query(MARKER)),
+            ("delete_item", {}),
+            ("query", query()),
+        ],
+    )
+    assert reader._positions == {"s1": "7"}
+    assert reader.report == FollowReport(records=3, batches=1, marked=1, unmarked=1)
+
+
+def test_a_child_shard_waits_for_its_parent() -> None:
+    reader = follower()
+    reader._parents = {"parent": None, "child": "parent", "orphan": "gone"}
+    assert reader._ready("parent") and reader._ready("orphan") and not reader._ready("child")
+    reader._finished.add("parent")
+    assert reader._ready("child")
+
+
+def test_stop_on_an_event() -> None:
+    event = threading.Event()
+    flag = StopOn(event)
+    assert not flag.requested
+    flag.check()
+    event.set()
+    assert flag.requested
+    with pytest.raises(_Stopped):
+        flag.check()
+
+
+def test_nothing_is_sent_by_the_constructors() -> None:
+    client = make_client(endpoint_url="http://127.0.0.1:9")
+    fresh = MarkerIndex(client, "orders")
+    assert fresh.info is None and fresh.marker_sort_key is None
+    step = next(fresh._mark("a", fresh._begin()))  # the first call: the description, once
+    assert type(step).__name__ == "Once"
+    with pytest.raises(KeySchemaError, match="has no sort key"):
+        MarkerIndex(client, "orders", info=info(sort_key=None))
+    with pytest.raises(ConfigurationError, match="describes table 'other'"):
+        MarkerIndex(client, "orders", info=info(name="other"))
