@@ -74,6 +74,9 @@ class Request:
     count_refused: bool = False
     #: Counted by the number of items the answer says were read (Scan, Query): ScannedCount.
     count_scanned: bool = False
+    #: With ``count_refused``: a refusal is billed ``billed`` units too (a conditional PutItem
+    #: whose condition failed is charged like a write).
+    bill_refused: bool = False
 
 
 @dataclass(frozen=True, slots=True)

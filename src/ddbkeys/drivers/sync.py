@@ -29,7 +29,7 @@ def count(usage: Usage, step: Request, answer: Any) -> None:
 def refused(usage: Usage, step: Request, exc: BaseException) -> None:
     """Count a request DynamoDB answered with an error, when the request asks for it."""
     if step.count_refused and isinstance(exc, ClientError):
-        usage.add(None, write=step.write)
+        usage.add(None, write=step.write, billed=step.billed if step.bill_refused else 0.0)
 
 
 class SyncDriver:

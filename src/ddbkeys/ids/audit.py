@@ -1,26 +1,43 @@
-"""Audit: find the gaps and duplicates in the ids a table holds."""
+"""Audit: find the gaps and duplicates in the ids a table holds.
+
+The scans and queries are flows (see :mod:`ddbkeys.core`): :func:`audit_attribute` and
+:func:`audit_collection` run them on the sync driver, and :mod:`ddbkeys.aio.audit` runs the
+same flows on the asyncio driver."""
 
 from __future__ import annotations
 
-import functools
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import KeySchemaError
-from ddbkeys.ids.collection import CollectionSequence
-from ddbkeys.partition_keys.base import Reader, client_and_table
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow, Request, query, scan
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.errors import ConfigurationError, KeySchemaError
+from ddbkeys.ids.collection_keys import collection_keys, number_in
+from ddbkeys.ids.values import check_padding
+from ddbkeys.partition_keys.base import client_and_table
 from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
-from ddbkeys.retry import DEFAULT_DEADLINE
-from ddbkeys.schema import check_name, key_value
+from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
+from ddbkeys.schema import check_name, describe_flow, key_value
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, ScanInputTypeDef
 
-__all__ = ["AuditReport", "audit_attribute", "audit_collection", "audit_ids"]
+__all__ = [
+    "AuditReport",
+    "attribute_flow",
+    "audit_attribute",
+    "audit_collection",
+    "audit_ids",
+    "collection_flow",
+]
+
+#: What a page's retries are called in an error.
+_WHAT = "a page of the audit"
 
 
 @dataclass
@@ -99,6 +116,152 @@ def _as_int(value: dict[str, Any], prefix: str = "") -> int | None:
     return int(number)
 
 
+def checked_deadline(table: str, deadline: float | None) -> None:
+    """A deadline above 0 seconds (or None), or a :class:`ConfigurationError`."""
+    if deadline is not None and (
+        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
+    ):
+        raise ConfigurationError(
+            f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
+            table=table,
+        )
+
+
+def _answer(request: Request) -> Flow[Any]:
+    return (yield request)
+
+
+def _pages(
+    table: str, usage: Usage, deadline: float | None, retry: RetryPolicy
+) -> Callable[[Request], Flow[Any]]:
+    """One request of the audit, retried on throttling, 5xx and dropped connections within its
+    own ``deadline`` (a page's: an audit may rightly read for a long time)."""
+
+    def page(request: Request) -> Flow[Any]:
+        return attempts(
+            lambda _: _answer(request),
+            what=_WHAT,
+            table=table,
+            policy=retry,
+            deadline=Deadline(deadline, clock=retry.clock),
+            usage=usage,
+            per_kind=True,
+            writes=False,
+        )
+
+    return page
+
+
+def attribute_flow(
+    table: str,
+    attribute: str,
+    *,
+    start: int = 1,
+    prefix: str = "",
+    usage: Usage,
+    deadline: float | None = DEFAULT_DEADLINE,
+    retry: RetryPolicy | None = None,
+) -> Flow[AuditReport]:
+    """The flow of :func:`audit_attribute`: a full Scan, page by page (counted in ``usage``,
+    which the driver that runs it counts in)."""
+    page = _pages(table, usage, deadline, retry or RetryPolicy())
+    values: list[int] = []
+    not_numbers = 0
+    params: ScanInputTypeDef = {
+        "TableName": table,
+        "ProjectionExpression": "#a",
+        "FilterExpression": "attribute_exists(#a)",
+        "ExpressionAttributeNames": {"#a": attribute},
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    while True:
+        answer = yield from page(scan(params.copy()))
+        for item in answer.get("Items", []):
+            number = _as_int(dict(item[attribute]), prefix)
+            if number is None:
+                not_numbers += 1
+            else:
+                values.append(number)
+        if "LastEvaluatedKey" not in answer:
+            break
+        params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+    report = audit_ids(values, table=table, source=f"attribute {attribute}", start=start)
+    report.not_numbers = not_numbers
+    report.usage = usage.snapshot()
+    return report
+
+
+def collection_flow(
+    table: str,
+    partition_key_value: str | int | Decimal | bytes,
+    *,
+    prefix: str = "",
+    usage: Usage,
+    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+    counter_attribute: str = "last_number",
+    deadline: float | None = DEFAULT_DEADLINE,
+    retry: RetryPolicy | None = None,
+) -> Flow[AuditReport]:
+    """The flow of :func:`audit_collection`: one DescribeTable (for the key schema), then a
+    Query of the collection, page by page."""
+    policy = retry or RetryPolicy()
+    page = _pages(table, usage, deadline, policy)
+    info = yield from attempts(
+        lambda _: describe_flow(table),
+        what="DescribeTable",
+        table=table,
+        policy=policy,
+        deadline=Deadline(deadline, clock=policy.clock),
+        usage=usage,
+        writes=False,
+    )
+    pk, sk = collection_keys(info, table)
+    params: QueryInputTypeDef = {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": {
+            "#pk": pk.name,
+            "#sk": sk.name,
+            "#m": marker_attribute,
+            "#c": counter_attribute,
+        },
+        "ExpressionAttributeValues": {":pk": key_value(pk, partition_key_value, table=table)},
+        "ProjectionExpression": "#sk, #m, #c",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    values: list[int] = []
+    not_numbers = 0
+    while True:
+        answer = yield from page(query(params.copy(), count_scanned=True))
+        for item in answer.get("Items", []):
+            if marker_attribute in item:
+                continue  # the collection's marker, not an id
+            try:
+                number = number_in(item[sk.name], prefix=prefix, table=table)
+            except KeySchemaError:
+                not_numbers += 1
+                continue
+            if number == 0 and counter_attribute in item:
+                continue  # the never_reuse counter item
+            values.append(number)
+        if "LastEvaluatedKey" not in answer:
+            break
+        params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+    report = audit_ids(values, table=table, source=f"collection {partition_key_value!r}")
+    report.not_numbers = not_numbers
+    report.usage = usage.snapshot()
+    return report
+
+
+def check_collection_settings(
+    table: str, width: int, prefix: str, marker_attribute: str, counter_attribute: str
+) -> None:
+    """The settings of :func:`audit_collection`, or a :class:`ConfigurationError`."""
+    check_padding(width, prefix, table=table)
+    check_name("marker attribute", marker_attribute, table=table)
+    check_name("counter attribute", counter_attribute, table=table)
+
+
 def audit_attribute(
     client: object,
     table: str | None = None,
@@ -117,31 +280,10 @@ def audit_attribute(
     ddb, table = client_and_table(client, table, deadline)
     check_name("attribute", attribute, table=table)
     usage = usage or Usage()
-    reader = Reader(ddb, table, usage=usage, deadline=deadline, what="a page of the audit")
-    values: list[int] = []
-    not_numbers = 0
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "ProjectionExpression": "#a",
-        "FilterExpression": "attribute_exists(#a)",
-        "ExpressionAttributeNames": {"#a": attribute},
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    while True:
-        page = reader.scan(**kwargs)
-        for item in page.get("Items", []):
-            number = _as_int(dict(item[attribute]), prefix)
-            if number is None:
-                not_numbers += 1
-            else:
-                values.append(number)
-        if "LastEvaluatedKey" not in page:
-            break
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    report = audit_ids(values, table=table, source=f"attribute {attribute}", start=start)
-    report.not_numbers = not_numbers
-    report.usage = usage.snapshot()
-    return report
+    flow = attribute_flow(
+        table, attribute, start=start, prefix=prefix, usage=usage, deadline=deadline
+    )
+    return SyncDriver(ddb, usage).run(flow)
 
 
 def audit_collection(
@@ -157,7 +299,8 @@ def audit_collection(
     deadline: float | None = DEFAULT_DEADLINE,
 ) -> AuditReport:
     """Query one item collection's sort keys and report gaps and duplicates (a number written
-    twice with different padding). Cost: 0.5 read units per 4 KB of the collection.
+    twice with different padding). Cost: one DescribeTable, then 0.5 read units per 4 KB of
+    the collection.
 
     Not counted as ids: the collection's marker item (it holds ``marker_attribute``, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
@@ -165,56 +308,15 @@ def audit_collection(
     :func:`ddbkeys.clients.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
     page is retried within ``deadline`` seconds."""
     ddb, table = client_and_table(client, table, deadline)
-    check_name("marker attribute", marker_attribute, table=table)
-    check_name("counter attribute", counter_attribute, table=table)
-    sequence = CollectionSequence(
-        ddb,
+    check_collection_settings(table, width, prefix, marker_attribute, counter_attribute)
+    usage = usage or Usage()
+    flow = collection_flow(
         table,
-        width=width,
+        partition_key_value,
         prefix=prefix,
         usage=usage,
+        marker_attribute=marker_attribute,
         counter_attribute=counter_attribute,
         deadline=deadline,
     )
-    reader = Reader(ddb, table, usage=sequence.usage, deadline=deadline, what="a page of the audit")
-    pk, sk = sequence.keys()
-    kwargs: dict[str, Any] = {
-        "TableName": table,
-        "KeyConditionExpression": "#pk = :pk",
-        "ExpressionAttributeNames": {
-            "#pk": pk.name,
-            "#sk": sk.name,
-            "#m": marker_attribute,
-            "#c": counter_attribute,
-        },
-        "ExpressionAttributeValues": {":pk": key_value(pk, partition_key_value, table=table)},
-        "ProjectionExpression": "#sk, #m, #c",
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    values: list[int] = []
-    not_numbers = 0
-    while True:
-        page: dict[str, Any] = reader.call(functools.partial(_query, ddb, dict(kwargs)))
-        sequence.usage.add(page, write=False, items=int(page.get("ScannedCount", 0)))
-        for item in page.get("Items", []):
-            if marker_attribute in item:
-                continue  # the collection's marker, not an id
-            try:
-                number = sequence.number_of(item[sk.name])
-            except KeySchemaError:
-                not_numbers += 1
-                continue
-            if number == 0 and counter_attribute in item:
-                continue  # the never_reuse counter item
-            values.append(number)
-        if "LastEvaluatedKey" not in page:
-            break
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    report = audit_ids(values, table=table, source=f"collection {partition_key_value!r}")
-    report.not_numbers = not_numbers
-    report.usage = sequence.usage.snapshot()
-    return report
-
-
-def _query(client: DynamoDBClient, request: dict[str, Any]) -> dict[str, Any]:
-    return dict(client.query(**request))
+    return SyncDriver(ddb, usage).run(flow)

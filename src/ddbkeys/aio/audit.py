@@ -1,0 +1,83 @@
+"""Audits for asyncio: the same names and signatures as :mod:`ddbkeys.ids.audit`, with
+``await``; the very scan and query flows, run by the asyncio driver."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from ddbkeys.aio.client import as_async_client
+from ddbkeys.capacity import Usage
+from ddbkeys.drivers.aio import AsyncDriver
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids.audit import (
+    AuditReport,
+    attribute_flow,
+    audit_ids,
+    check_collection_settings,
+    checked_deadline,
+    collection_flow,
+)
+from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.retry import DEFAULT_DEADLINE
+from ddbkeys.schema import check_name, check_table_name
+
+__all__ = ["AuditReport", "audit_attribute", "audit_collection", "audit_ids"]
+
+
+def _target(client: object, table: str | None, deadline: float | None) -> tuple[object, str]:
+    resolved, name = as_async_client(client, table)
+    if name is None:
+        raise ConfigurationError("No table given: pass the table's name.")
+    check_table_name(name)
+    checked_deadline(name, deadline)
+    return resolved, name
+
+
+async def audit_attribute(
+    client: object,
+    table: str | None = None,
+    attribute: str = "id",
+    *,
+    start: int = 1,
+    usage: Usage | None = None,
+    prefix: str = "",
+    deadline: float | None = DEFAULT_DEADLINE,
+) -> AuditReport:
+    """Scan ``table`` for ``attribute`` and report gaps and duplicates (see the sync
+    :func:`ddbkeys.ids.audit_attribute`); ``client`` is an aiobotocore DynamoDB client."""
+    ddb, table = _target(client, table, deadline)
+    check_name("attribute", attribute, table=table)
+    usage = usage or Usage()
+    flow = attribute_flow(
+        table, attribute, start=start, prefix=prefix, usage=usage, deadline=deadline
+    )
+    return await AsyncDriver(ddb, usage).run(flow)
+
+
+async def audit_collection(
+    client: object,
+    table: str | None,
+    partition_key_value: str | int | Decimal | bytes,
+    *,
+    width: int = 10,
+    prefix: str = "",
+    usage: Usage | None = None,
+    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+    counter_attribute: str = "last_number",
+    deadline: float | None = DEFAULT_DEADLINE,
+) -> AuditReport:
+    """Query one item collection's sort keys and report gaps and duplicates (see the sync
+    :func:`ddbkeys.ids.audit_collection`); ``client`` is an aiobotocore DynamoDB client."""
+    ddb, table = _target(client, table, deadline)
+    check_collection_settings(table, width, prefix, marker_attribute, counter_attribute)
+    usage = usage or Usage()
+    flow = collection_flow(
+        table,
+        partition_key_value,
+        prefix=prefix,
+        usage=usage,
+        marker_attribute=marker_attribute,
+        counter_attribute=counter_attribute,
+        deadline=deadline,
+    )
+    return await AsyncDriver(ddb, usage).run(flow)

@@ -1,0 +1,87 @@
+"""The item-collection sequence for asyncio: the same name, settings and flows as
+:class:`ddbkeys.ids.CollectionSequence`, with ``await``. Concurrent ``put()`` calls of one event
+loop on one collection share commits through :class:`~ddbkeys.ids.group.AsyncGroupCommit`."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.aio.base import AsyncIdStrategy
+from ddbkeys.ids.collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
+from ddbkeys.ids.group import AsyncGroupCommit
+from ddbkeys.schema import KeyAttribute
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+__all__ = ["CollectionSequence", "OnConflict"]
+
+
+class CollectionSequence(CollectionCore, AsyncIdStrategy):
+    __doc__ = CollectionCore.__doc__
+
+    async def put(
+        self,
+        partition_key_value: PartitionKeyValue,
+        item: Mapping[str, Any] | None = None,
+        *,
+        typed: bool = False,
+    ) -> int:
+        """Store ``item`` in the collection ``partition_key_value`` with the next number as its
+        sort key, and return the number (see the sync ``CollectionSequence.put``)."""
+        pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
+        if not self.group_commit:
+            return (await self._run(self._commit([pending])))[0]
+        return await self._group(pending.collection).submit(pending)
+
+    def _group(self, collection: str) -> AsyncGroupCommit[Pending, int]:
+        # One group per collection and event loop (its futures belong to one loop).
+        key = (id(asyncio.get_running_loop()), collection)
+        with self._lock:
+            group: AsyncGroupCommit[Pending, int] | None = self._groups.get(key)
+            if group is None:
+                group = self._groups[key] = AsyncGroupCommit(
+                    lambda batch: self._run(self._commit(batch)), self._max_batch
+                )
+        return group
+
+    async def check(
+        self,
+        partition_key_value: PartitionKeyValue,
+        item: Mapping[str, Any] | None = None,
+        *,
+        typed: bool = False,
+    ) -> None:
+        """Raise the error :meth:`put` would raise for this item before sending it; at most 1
+        DescribeTable, once per object."""
+        await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
+
+    async def current(self, partition_key_value: PartitionKeyValue) -> int:
+        """The last number given out in the collection, 0 before the first (see the sync
+        ``CollectionSequence.current``)."""
+        return await self._run(self._current(partition_key_value))
+
+    async def highest(self, partition_key_value: PartitionKeyValue) -> int:
+        """(Deprecated: :meth:`current`, the name every strategy uses.)"""
+        warnings.warn(
+            "CollectionSequence.highest() is deprecated: call current() instead (the same "
+            "number, one name in every class); the old name goes in the next release.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return await self.current(partition_key_value)
+
+    async def keys(self) -> tuple[KeyAttribute, KeyAttribute]:
+        """The table's partition and sort key (one DescribeTable the first time)."""
+        return await self._run(self._keys(self._begin()))
+
+    async def sort_key_value(self, number: int) -> AttributeValueTypeDef:
+        """The sort key that holds ``number`` (one DescribeTable the first time)."""
+        return self._sort_key((await self.keys())[1], number)
+
+    async def counter_key(self, partition_key_value: AttributeValueTypeDef) -> dict[str, Any]:
+        """The key of a collection's counter item (``never_reuse``): the number 0."""
+        return self._counter_key(await self.keys(), partition_key_value)

@@ -1,0 +1,202 @@
+"""Flows driven by hand, without a server (for the unit tests of the pure cores): each request
+gets the next scripted answer (an answer, an exception to throw, or a callable of the request
+giving either); and the answers and the collection sequence's helpers those tests share."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+from botocore.exceptions import ClientError, ReadTimeoutError
+
+from ddbkeys.core.steps import Flow, Once, Pause, Request
+from ddbkeys.ids.collection_core import CollectionCore, Pending
+from ddbkeys.retry import Deadline, RetryPolicy
+from ddbkeys.schema import table_info
+
+TABLE = "issues"
+Answer = Any  # an answer, an exception to throw, or a callable of the request giving either
+
+
+def described(sort_type: str | None = "N") -> Any:
+    definitions = [{"AttributeName": "pk", "AttributeType": "S"}]
+    schema = [{"AttributeName": "pk", "KeyType": "HASH"}]
+    if sort_type is not None:
+        definitions.append({"AttributeName": "sk", "AttributeType": sort_type})
+        schema.append({"AttributeName": "sk", "KeyType": "RANGE"})
+    return table_info({"AttributeDefinitions": definitions, "KeySchema": schema}, TABLE)
+
+
+@dataclass
+class Run:
+    """What a flow did: its result, its requests and the waits it asked for."""
+
+    result: Any = None
+    requests: list[Request] = field(default_factory=list)
+    pauses: list[float] = field(default_factory=list)
+
+    @property
+    def operations(self) -> list[str]:
+        return [r.operation for r in self.requests]
+
+
+def drive(
+    flow: Flow[Any],
+    answers: Iterable[Answer],
+    *,
+    info: Any = None,
+    lock: Any = None,
+    run: Run | None = None,
+) -> Run:
+    """Run ``flow`` by hand: each request gets the next answer; a Once step the table's
+    description. ``lock`` (the strategy's) must be free at every step the flow yields."""
+    run = run if run is not None else Run()
+    queue = list(answers)
+    try:
+        step = next(flow)
+        while True:
+            assert lock is None or not lock.locked(), "a lock held across a yield"
+            if isinstance(step, Once):
+                step.cell.set(info if info is not None else described())
+                step = flow.send(step.cell.get())
+            elif isinstance(step, Pause):
+                run.pauses.append(step.seconds)
+                step = flow.send(None)
+            else:
+                assert isinstance(step, Request)
+                run.requests.append(step)
+                assert queue, f"no answer left for {step.operation}"
+                answer = queue.pop(0)
+                if callable(answer):
+                    answer = answer(step)
+                step = (
+                    flow.throw(answer) if isinstance(answer, BaseException) else flow.send(answer)
+                )
+    except StopIteration as done:
+        run.result = done.value
+    assert not queue, f"answers left over: {queue}"
+    return run
+
+
+def client() -> Any:
+    return boto3.client(
+        "dynamodb",
+        region_name="us-east-1",
+        endpoint_url="http://127.0.0.1:9",
+        aws_access_key_id="x",
+        aws_secret_access_key="x",
+    )
+
+
+POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 1.0)
+
+
+def core(**settings: Any) -> CollectionCore:
+    settings.setdefault("retry", POLICY)
+    return CollectionCore(client(), TABLE, **settings)
+
+
+def pending(sequence: CollectionCore, *items: dict[str, Any], info: Any = None) -> list[Pending]:
+    return [
+        drive(sequence._prepare(Deadline(None), "p", item, False), [], info=info).result
+        for item in (items or ({},))
+    ]
+
+
+def commit(
+    sequence: CollectionCore, answers: list[Answer], count: int = 1, info: Any = None
+) -> Run:
+    batch = pending(sequence, *({"n": i} for i in range(count)), info=info)
+    return drive(sequence._commit(batch), answers, lock=sequence._lock, info=info)
+
+
+# --- answers ---------------------------------------------------------------------------------
+
+
+def highest(number: int, kind: str = "N", text: str | None = None) -> dict[str, Any]:
+    if not number and text is None:
+        return {"Items": [], "Count": 0, "ScannedCount": 0}
+    return {"Items": [{"sk": {kind: text if text is not None else str(number)}}]}
+
+
+OK: dict[str, Any] = {}
+
+
+def failed_condition(item: dict[str, Any] | None = None) -> ClientError:
+    response: Any = {"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}}
+    if item is not None:
+        response["Item"] = item
+    return ClientError(response, "PutItem")
+
+
+def taken_by_another(_: Request) -> ClientError:
+    return failed_condition({"pk": {"S": "p"}, "ddbkeys_token": {"S": "another writer's"}})
+
+
+def our_own_write(request: Request) -> ClientError:
+    item = request.params["Item"]
+    return failed_condition({"pk": item["pk"], "ddbkeys_token": item["ddbkeys_token"]})
+
+
+def lost() -> ReadTimeoutError:
+    return ReadTimeoutError(endpoint_url="http://127.0.0.1:9")
+
+
+def cancelled(*reasons: str | tuple[str, dict[str, Any]]) -> ClientError:
+    read: list[dict[str, Any]] = []
+    for reason in reasons:
+        code, item = reason if isinstance(reason, tuple) else (reason, None)
+        entry: dict[str, Any] = {"Code": code, "Message": f"{code} here"}
+        if item is not None:
+            entry["Item"] = item
+        read.append(entry)
+    response: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+        "CancellationReasons": read,
+    }
+    return ClientError(response, "TransactWriteItems")
+
+
+def counter(value: str | None, kind: str = "N") -> dict[str, Any]:
+    return {} if value is None else {"Item": {"last_number": {kind: value}}}
+
+
+def error(code: str) -> ClientError:
+    return ClientError({"Error": {"Code": code, "Message": f"{code} here"}}, "PutItem")
+
+
+# --- what the requests held -----------------------------------------------------------------
+
+
+def written(run: Run) -> list[list[str]]:
+    """The sort keys each write tried, in order."""
+    out: list[list[str]] = []
+    for r in run.requests:
+        if r.operation == "put_item":
+            out.append([_shown(r.params["Item"]["sk"])])
+        elif r.operation == "transact_write_items":
+            out.append(
+                [_shown(a["Put"]["Item"]["sk"]) for a in r.params["TransactItems"] if "Put" in a]
+            )
+    return out
+
+
+def _shown(value: dict[str, str]) -> str:
+    return next(iter(value.values()))
+
+
+def tokens(run: Run) -> list[str]:
+    found = []
+    for r in run.requests:
+        if r.operation == "put_item":
+            found.append(r.params["Item"]["ddbkeys_token"]["S"])
+        elif r.operation == "transact_write_items":
+            found.append(r.params["ClientRequestToken"])
+    return found
+
+
+def counter_update(request: Request) -> dict[str, Any]:
+    update: dict[str, Any] = request.params["TransactItems"][0]["Update"]
+    return update
