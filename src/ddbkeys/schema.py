@@ -67,6 +67,8 @@ class TableInfo:
     #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
     #: a table deleted and created again under the same name is another table.
     created: str = ""
+    #: IndexStatus (ACTIVE, CREATING, ...) of each global secondary index, by name.
+    index_status: Mapping[str, str] = field(default_factory=dict)
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
@@ -150,6 +152,10 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
             if description.get("StreamSpecification", {}).get("StreamEnabled")
             else None
         ),
+        index_status={
+            index["IndexName"]: str(index.get("IndexStatus", "ACTIVE"))
+            for index in description.get("GlobalSecondaryIndexes", [])
+        },
     )
 
 

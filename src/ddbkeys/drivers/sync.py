@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -54,7 +54,7 @@ class SyncDriver:
         """Run a streaming flow, yielding what it emits."""
         return self._drive(flow)
 
-    def _drive(self, flow: Flow[T]) -> Flow[T]:
+    def _drive(self, flow: Flow[T]) -> Generator[Any, None, T]:
         try:
             step: Step = next(flow)
             while True:
@@ -71,7 +71,7 @@ class SyncDriver:
                 elif isinstance(step, Once):
                     step = flow.send(self._once(step))
                 elif isinstance(step, Emit):
-                    yield step
+                    yield step.value
                     step = flow.send(None)
                 else:
                     raise TypeError(f"not a step: {step!r}")

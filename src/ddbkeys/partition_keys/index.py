@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
@@ -86,7 +87,7 @@ class IndexMethod(SegmentMethod):
             key[self.info.sort_key.name] = self.index.marker_sort_key
         return key
 
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
         request: dict[str, Any] = {
             "IndexName": self.index.name,
             "ProjectionExpression": "#m",
@@ -362,10 +363,10 @@ class MarkerIndex:
         return self._requests.call(once)
 
     def _table_keys(self, reader: Reader) -> Iterator[Key]:
-        yield from PagedSkipMethod(self.info).keys(reader, 0, 1, None)
+        yield from reader.iterate(PagedSkipMethod(self.info).keys(reader, 0, 1, None))
 
     def _index_keys(self, reader: Reader) -> Iterator[Key]:
-        yield from IndexMethod(self.info, self).keys(reader, 0, 1, None)
+        yield from reader.iterate(IndexMethod(self.info, self).keys(reader, 0, 1, None))
 
     def mark_many(self, keys: Iterable[Any], progress: Any = None) -> BackfillReport:
         """:meth:`mark` each collection of ``keys``: how many were written, already marked,
