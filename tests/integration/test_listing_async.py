@@ -16,7 +16,7 @@ from aiobotocore.session import get_session
 
 from ddbkeys import ListingInterrupted
 from ddbkeys.aio.listing import AsyncListing, distinct_partition_keys
-from ddbkeys.connect import LOCAL_ACCESS_KEY
+from ddbkeys.connect import LOCAL_ACCESS_KEY, make_client
 from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
 from ddbkeys.partition_keys import distinct_partition_keys as sync_listing
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
@@ -247,5 +247,37 @@ def test_what_the_async_form_refuses(
         assert await read(listing) == []
         with pytest.raises(Exception, match="iterate over it once"):
             await read(listing)
+
+    run(ddb_endpoint_url, body)
+
+
+def describes(client: Any) -> list[str]:
+    """Record the table of each DescribeTable ``client`` sends."""
+    sent: list[str] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(params["TableName"])
+
+    client.meta.events.register("provide-client-params.dynamodb.DescribeTable", record)
+    return sent
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_describe_table_per_listing(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, method: str
+) -> None:
+    sync_client = make_client(endpoint_url=ddb_endpoint_url)
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(sync_client, table, 12)
+    sent = describes(sync_client)
+    listing = sync_listing(sync_client, table, method, segments=3)
+    assert sent == [table]  # before the first key: the listing's one description
+    assert sorted(listing) == expected and sent == [table]
+
+    async def body(client: Any) -> None:
+        sent = describes(client)
+        listing = await distinct_partition_keys(client, table, method, segments=3)
+        assert sorted(await read(listing)) == expected
+        assert sent == [table]
 
     run(ddb_endpoint_url, body)
