@@ -10,15 +10,17 @@ and sample-s (the same with a string sort key). For each: requests, items read, 
 wall time and correctness, for seed 004's Python sample (Limit 1, sequential) and every method,
 then the same once the marker index is built, backfilled and kept by a running follower of the
 table's stream, so that ``auto`` vouches for it ("x4 of 16": four parallel readers taking 16
-Scan segments in turn). ``auto`` must stay within 1.05x of the cheapest method's RCU, and where
-it costs the same, not take much longer. Then the CLI's peak memory listing 10,000 and 100,000
-keys. Requests and RCU carry over to the service; wall times on DynamoDB Local do not (a
-deep ExclusiveStartKey is slow there).
+Scan segments in turn). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
+before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
+must stay within 1.05x of the cheapest method's RCU, and where it costs the same, not take much
+longer. Then the CLI's peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over
+to the service; wall times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import random
 import subprocess
@@ -28,8 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
+from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
 from ddbkeys.demo import load_items
 from ddbkeys.demo_keys import followed
 from ddbkeys.local import DynamoDBLocal
@@ -143,6 +149,40 @@ def run_method(
             label = f"auto ({listing.method_name})"
         if segments > 1:  # readers, and the Scan segments they took in turn
             label += f" x{segments} of {listing.scan_segments}"
+    seconds = time.perf_counter() - started
+    correct = len(keys) == len(expected) and set(keys) == expected
+    return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
+
+
+#: Concurrent Scan segments of the asyncio row: tasks of one event loop.
+AIO_SEGMENTS = 32
+
+
+def run_aio(endpoint: str, region: str, table: str, expected: set[str]) -> Row:
+    """``ddbkeys.aio``'s listing (``auto``; the row names the method it chose) with
+    ``AIO_SEGMENTS`` concurrent segments, as tasks of one event loop over one aiobotocore
+    client."""
+
+    async def listed() -> tuple[list[str], Usage, str]:
+        local = is_loopback(endpoint)
+        async with get_session().create_client(
+            "dynamodb",
+            endpoint_url=endpoint,
+            region_name=region,
+            aws_access_key_id=LOCAL_ACCESS_KEY if local else None,
+            aws_secret_access_key=LOCAL_ACCESS_KEY if local else None,
+            config=AioConfig(
+                retries={"mode": "standard", "total_max_attempts": 1},
+                max_pool_connections=AIO_SEGMENTS,
+            ),
+        ) as client:
+            listing = await aio_listing(client, table, segments=AIO_SEGMENTS)
+            keys = [str(key) async for key in listing]
+            label = f"aio {listing.method_name} x{AIO_SEGMENTS} of {listing.scan_segments}"
+            return keys, listing.usage, label
+
+    started = time.perf_counter()
+    keys, usage, label = asyncio.run(listed())
     seconds = time.perf_counter() - started
     correct = len(keys) == len(expected) and set(keys) == expected
     return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
@@ -265,13 +305,16 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
 
     plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
     rows = [run(m, s) for m, s in plan]
+    # The asyncio row, without the index (which ddbkeys.aio does not read yet); printed last.
+    endpoint = client.meta.endpoint_url
+    aio = run_aio(endpoint, client.meta.region_name, table, expected)
     MarkerIndex(client, table).create()
     # A follower of the table's stream, then a backfill: auto can vouch for the index.
     with followed(client, table, state_table) as (index, _, caught_up_since):
         index.backfill(state_table=state_table)
         caught_up_since(time.time())
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
-    return rows
+    return [*rows, aio]
 
 
 #: ``auto`` may cost at most this times the cheapest method's read units.

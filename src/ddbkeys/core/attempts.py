@@ -71,7 +71,10 @@ def unavailable_failure(exc: BaseException) -> BaseException | None:
 
 def bounded(flow: Flow[R], deadline: Deadline) -> Flow[R]:
     """``flow`` with ``deadline`` on every request it sends that carries none yet."""
-    step: Step = next(flow)
+    try:
+        step: Step = next(flow)
+    except StopIteration as done:  # a flow that had nothing to send
+        return done.value  # type: ignore[no-any-return]
     while True:
         if isinstance(step, Request) and step.deadline is None:
             step = replace(step, deadline=deadline)

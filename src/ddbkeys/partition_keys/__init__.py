@@ -26,7 +26,6 @@ from ddbkeys.capacity import Usage
 from ddbkeys.errors import ConfigurationError, KeySchemaError
 from ddbkeys.partition_keys.base import (
     MAX_SORT_KEY,
-    Listing,
     Position,
     ReadBudget,
     Reader,
@@ -45,11 +44,12 @@ from ddbkeys.partition_keys.index import (
     MarkerIndex,
     VerifyReport,
 )
+from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.scan import ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE, StateStore, vouch
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
-from ddbkeys.schema import TableInfo, describe
+from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -89,12 +89,56 @@ class _Choice:
     trusted: bool | None = None
 
 
+def _plan(method: str, info: TableInfo, index: str) -> _Choice | None:
+    """The method to list with, decided from the table's description alone; None when the
+    marker index is to be read, or vouched for (which takes the index's record)."""
+    table = info.name
+    if method == "auto":
+        if info.sort_key is None:
+            return _Choice(
+                ScanMethod(info), "the table has no sort key: a scan reads each key once"
+            )
+        if not _index_ready(info, index):
+            return _Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
+        return None
+    if method == "scan":
+        return _Choice(ScanMethod(info), "asked for")
+    if method in ("skip", "skip-pages"):
+        if info.sort_key is None:
+            raise KeySchemaError(
+                f"Table {table!r} has no sort key: every item is its own collection, so there "
+                "is nothing to skip. Use --method scan (or auto).",
+                table=table,
+            )
+        return _Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
+    if method == "index":
+        return None
+    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+
+
+def _untrusted(info: TableInfo, index: str, why: str) -> _Choice:
+    """``auto``'s choice when the marker index cannot be vouched for."""
+    return _Choice(
+        PagedSkipMethod(info),
+        f"not using the marker index {index!r}, which cannot be vouched for: {why}",
+        False,
+    )
+
+
+def _not_active(info: TableInfo, index: str) -> str | None:
+    """Why the index cannot be vouched for from the table's description (IndexStatus), if so."""
+    status = info.index_statuses.get(index)
+    return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
+
+
 def _trust(
     marker: MarkerIndex, info: TableInfo, state_table: str, max_lag: float
 ) -> tuple[bool, str]:
-    """Whether ``marker`` can be vouched for now, and why (``state.vouch``)."""
-    if marker.status() != "ACTIVE":
-        return False, f"index {marker.name!r} is not ACTIVE yet"
+    """Whether ``marker`` can be vouched for now, and why (``state.vouch``): its status from
+    the listing's one description of the table, its record from ``state_table``."""
+    why = _not_active(info, marker.name)
+    if why is not None:
+        return False, why
     store = StateStore(marker.client, state_table, deadline=marker.deadline)
     record = store.load(marker.table, marker.name)
     return vouch(record, info.stream_arn, store.clock(), max_lag)
@@ -111,42 +155,22 @@ def _choose(
     state_table: str = STATE_TABLE,
     max_lag: float = DEFAULT_MAX_LAG,
 ) -> _Choice:
-    def marker_index() -> MarkerIndex:
-        return MarkerIndex(client, table, name=index, attribute=marker_attribute, deadline=deadline)
-
+    planned = _plan(method, info, index)
+    if planned is not None:
+        return planned
+    # The listing's one description: the marker index sends no DescribeTable of its own.
+    marker = MarkerIndex(
+        client, table, name=index, attribute=marker_attribute, deadline=deadline, info=info
+    )
     if method == "auto":
-        if info.sort_key is None:
-            return _Choice(
-                ScanMethod(info), "the table has no sort key: a scan reads each key once"
-            )
-        if not _index_ready(info, index):
-            return _Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
-        marker = marker_index()
         trusted, why = _trust(marker, info, state_table, max_lag)
         if trusted:
             return _Choice(IndexMethod(info, marker), f"the marker index: {why}", True)
-        return _Choice(
-            PagedSkipMethod(info),
-            f"not using the marker index {index!r}, which cannot be vouched for: {why}",
-            False,
-        )
-    if method == "scan":
-        return _Choice(ScanMethod(info), "asked for")
-    if method in ("skip", "skip-pages"):
-        if info.sort_key is None:
-            raise KeySchemaError(
-                f"Table {table!r} has no sort key: every item is its own collection, so there "
-                "is nothing to skip. Use --method scan (or auto).",
-                table=table,
-            )
-        return _Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
-    if method == "index":
-        marker = marker_index()
-        marker.check()
-        trusted, why = _trust(marker, info, state_table, max_lag)
-        reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
-        return _Choice(IndexMethod(info, marker), reason, trusted)
-    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+        return _untrusted(info, index, why)
+    marker.check()
+    trusted, why = _trust(marker, info, state_table, max_lag)
+    reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
+    return _Choice(IndexMethod(info, marker), reason, trusted)
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
@@ -254,11 +278,45 @@ def distinct_partition_keys(
     still reads it, as asked, and says so).
     """
     client, table = client_and_table(client, table, deadline)
+    readers, rate = _settings(table, segments, scan_segments, max_rcu_per_second)
+    reader = _reader(client, table, retry, usage, rate, deadline)
+    info = reader.run(reader.describe())
+    method, positions = _resumed(resume, info, method, scan_segments)
+    choice = _choose(
+        method, client, table, info, index, marker_attribute, deadline, state_table, max_lag
+    )
+    listing = Listing(
+        choice.method,
+        reader,
+        _positions(positions, scan_segments, readers, choice),
+        readers,
+        on_key,
+    )
+    listing.method_reason = choice.reason
+    listing.index_trusted = choice.trusted
+    return listing
+
+
+def _settings(
+    table: str, segments: int, scan_segments: int | None, max_rcu_per_second: float | None
+) -> tuple[int, float | None]:
+    """The reader count and the read budget's rate, checked (both forms of the listing)."""
     readers = _whole("segments", segments, table, MAX_READERS)
     rate = _rate(max_rcu_per_second, table)
     if scan_segments is not None:
         _whole("scan_segments", scan_segments, table)
-    reader = Reader(
+    return readers, rate
+
+
+def _reader(
+    client: object,
+    table: str,
+    retry: RetryPolicy | None,
+    usage: Usage | None,
+    rate: float | None,
+    deadline: float | None,
+) -> Reader:
+    return Reader(
         client,
         table,
         retry=retry or RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0),
@@ -266,25 +324,31 @@ def distinct_partition_keys(
         budget=ReadBudget(rate) if rate is not None else None,
         deadline=deadline,
     )
-    info = reader.call(lambda: describe(client, table))
-    positions: list[Position] | None = None
-    if resume is not None:
-        resumed = decode_token(resume)
-        method = check_binding(resumed, info, method)
-        positions = resumed.positions
-        if scan_segments is not None and len(positions) != scan_segments:
-            raise ConfigurationError(
-                f"The resume token is for {len(positions)} scan segment(s), not {scan_segments}: "
-                f"resume with --scan-segments {len(positions)}, or without the option.",
-                table=table,
-            )
-    choice = _choose(
-        method, client, table, info, index, marker_attribute, deadline, state_table, max_lag
-    )
-    if positions is None:
-        total = scan_segments or default_scan_segments(readers, choice.method.scanned_bytes())
-        positions = [None] * total
-    listing = Listing(choice.method, reader, positions, readers, on_key)
-    listing.method_reason = choice.reason
-    listing.index_trusted = choice.trusted
-    return listing
+
+
+def _resumed(
+    resume: str | None, info: TableInfo, method: str, scan_segments: int | None
+) -> tuple[str, list[Position] | None]:
+    """The method and the positions to go on from (None: a new listing)."""
+    if resume is None:
+        return method, None
+    resumed = decode_token(resume)
+    method = check_binding(resumed, info, method)
+    positions = resumed.positions
+    if scan_segments is not None and len(positions) != scan_segments:
+        raise ConfigurationError(
+            f"The resume token is for {len(positions)} scan segment(s), not {scan_segments}: "
+            f"resume with --scan-segments {len(positions)}, or without the option.",
+            table=info.name,
+        )
+    return method, positions
+
+
+def _positions(
+    positions: list[Position] | None, scan_segments: int | None, readers: int, choice: _Choice
+) -> list[Position]:
+    """Where each segment stands: as resumed, or none started."""
+    if positions is not None:
+        return positions
+    total = scan_segments or default_scan_segments(readers, choice.method.scanned_bytes())
+    return [None] * total

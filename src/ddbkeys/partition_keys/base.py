@@ -1,52 +1,39 @@
 """What every partition-key listing method shares: the greatest sort key values, the reader
-(retries, read budget, accounting), parallel segments, checkpoints, and typed keys."""
+(its flows: one Scan page with retries, read budget and accounting), the read budget, the
+segment method's shape, and typed keys. The listings that run the methods are in
+:mod:`ddbkeys.partition_keys.listing` (threads) and :mod:`ddbkeys.aio.listing` (asyncio)."""
 
 from __future__ import annotations
 
-import queue
 import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.exceptions import BotoCoreError, ClientError
-
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import as_client, deadline_scope
-from ddbkeys.errors import (
-    ConfigurationError,
-    DdbKeysError,
-    cut_short,
-    deadline_exceeded,
-    describe_failure,
-    error_code,
-    raise_translated,
-)
-from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow, Pause, scan
+from ddbkeys.drivers.sync import SyncDriver, pause
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.stopping import STOP_SLICE, StopFlag
-from ddbkeys.retry import (
-    DEFAULT_DEADLINE,
-    MAX_REFUSED_ATTEMPTS,
-    Deadline,
-    RetriesExhaustedError,
-    RetryPolicy,
-    is_refused,
-    is_unavailable,
-)
-from ddbkeys.schema import TableInfo
+from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
+from ddbkeys.schema import TableInfo, describe_flow
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
+    "ADVICE",
     "MAX_SORT_KEY",
     "Key",
+    "Position",
     "ReadBudget",
     "Reader",
     "SegmentMethod",
+    "check_deadline",
     "client_and_table",
     "plain_key",
 ]
@@ -57,10 +44,24 @@ MAX_SORT_KEY: dict[str, dict[str, Any]] = {
     "N": {"N": "9.9999999999999999999999999999999999999E+125"},
     "B": {"B": b"\xff" * 1024},
 }
+#: What a listing that ran out of attempts advises.
+ADVICE = "Lower --max-rcu-per-second, or try again later."
 
 T = TypeVar("T")
+R = TypeVar("R")
 Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
 Position = Key | bool | None  # per segment: not started (None), last key handed out, done (True)
+
+
+def check_deadline(deadline: float | None, table: str) -> None:
+    """A listing's deadline: above 0 seconds, or None for none."""
+    if deadline is not None and (
+        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
+    ):
+        raise ConfigurationError(
+            f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
+            table=table,
+        )
 
 
 def client_and_table(
@@ -71,13 +72,7 @@ def client_and_table(
     resolved, name = as_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name, or a boto3 Table.")
-    if deadline is not None and (
-        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
-    ):
-        raise ConfigurationError(
-            f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
-            table=name,
-        )
+    check_deadline(deadline, name)
     return resolved, name
 
 
@@ -95,8 +90,10 @@ def plain_key(value: Mapping[str, Any]) -> str | int | Decimal | bytes:
 class ReadBudget:
     """At most ``rate`` read units a second, on average: a token bucket one second deep.
 
-    Before a request the reader waits until the bucket is not in debt; after it, the request's
-    consumed units are taken out. ``clock`` and ``sleep`` are injectable.
+    Pure: it says how long to wait (:meth:`wait_time`, or :meth:`wait`, a flow of
+    :class:`~ddbkeys.core.steps.Pause` steps that a stop flag ends) and takes the units a
+    request consumed (:meth:`spend`), each under a short lock held across no wait, so one budget
+    serves reader threads and asyncio tasks alike. ``clock`` and ``sleep`` are injectable.
     """
 
     def __init__(
@@ -120,21 +117,27 @@ class ReadBudget:
         self._tokens = min(self.rate, self._tokens + (now - self._stamp) * self.rate)
         self._stamp = now
 
+    def wait_time(self) -> float:
+        """Seconds until the bucket is out of debt (0: a request may go now)."""
+        with self._lock:
+            self._refill()
+            if self._tokens > -1e-9:  # (float dust is no debt)
+                return 0.0
+            return max(0.001, -self._tokens / self.rate)
+
+    def wait(self, stop: StopFlag | None = None) -> Generator[Pause, None, None]:
+        """Pause until the bucket is out of debt. With ``stop``, in pauses of at most
+        ``STOP_SLICE`` seconds that look at it (the debt is looked at again after each)."""
+        while (seconds := self.wait_time()) > 0:
+            yield Pause(seconds if stop is None else min(seconds, STOP_SLICE), self.sleep, stop)
+
     def acquire(self, stop: StopFlag | None = None) -> None:
-        """Wait until the bucket is not in debt; with ``stop``, look at it every 0.1 s."""
-        while True:
-            with self._lock:
-                self._refill()
-                if self._tokens > -1e-9:  # (float dust is no debt)
-                    return
-                wait = max(0.001, -self._tokens / self.rate)
-            if stop is None:
-                self.sleep(wait)
-            else:
-                stop.check()
-                self.sleep(min(wait, STOP_SLICE))
+        """:meth:`wait` in this thread."""
+        for step in self.wait(stop):
+            pause(step)
 
     def spend(self, units: float) -> None:
+        """Take out the units a request consumed."""
         with self._lock:
             self._refill()
             self._tokens -= units
@@ -142,15 +145,17 @@ class ReadBudget:
 
 @dataclass
 class Reader:
-    """Sends the requests of one listing: retries, the deadline, the read budget and the
-    accounting.
+    """The requests of one listing: its retries, deadline, read budget, stop flag and
+    accounting. Its flows (:meth:`page`, :meth:`describe`, :meth:`attempts`) run under either
+    driver; ``client`` is the one that driver sends with (:meth:`call`, :meth:`scan`,
+    :meth:`run` and :meth:`iterate` send with it in this thread: a boto3 client).
 
     A listing may rightly run for hours, so its deadline (``deadline`` seconds, None for none)
     bounds each request with its retries: no answer for that long, through throttling, 5xx,
     timeouts or a closed port, is a :class:`~ddbkeys.DeadlineExceededError` saying which.
     """
 
-    client: DynamoDBClient
+    client: Any
     table: str
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     usage: Usage = field(default_factory=Usage)
@@ -161,86 +166,91 @@ class Reader:
     #: Set to stop the listing: looked at before each request and while waiting.
     stop: StopFlag = field(default_factory=StopFlag, repr=False)
 
-    def scan(self, **request: Any) -> dict[str, Any]:
-        """One Scan of this table (or of its index), retried on throttling, 5xx and dropped
-        connections with exponential backoff and jitter, within the deadline and at most
-        ``retry.max_attempts`` times."""
-        request.setdefault("TableName", self.table)
-        request["ReturnConsumedCapacity"] = "TOTAL"
+    # --- flows -------------------------------------------------------------------------------
 
-        def send() -> dict[str, Any]:
-            self.stop.check()
-            if self.budget is not None:
-                self.budget.acquire(self.stop)
-            return dict(self.client.scan(**request))
+    def attempts(
+        self, attempt: Callable[[int], Flow[R]], deadline: Deadline | None = None
+    ) -> Flow[R]:
+        """``attempt(n)`` run by the one retry layer (:func:`ddbkeys.core.attempts.attempts`)
+        within a deadline of its own (a new one per request with its retries), tried again
+        after throttling, 5xx and dropped connections, at most ``retry.max_attempts`` times;
+        any other error goes up at once, as a DdbKeysError."""
+        return attempts(
+            attempt,
+            what=self.what,
+            table=self.table,
+            policy=self.retry,
+            deadline=deadline or Deadline(self.deadline, clock=self.clock),
+            usage=self.usage,
+            read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
+            and getattr(self.client.meta.config, "read_timeout", None),
+            stop=self.stop,
+            advice=ADVICE,
+            per_kind=True,
+            writes=False,
+        )
 
-        response = self.call(send)
-        items = int(response.get("ScannedCount", len(response.get("Items", []))))
-        self.usage.add(response, write=False, items=items)
-        if self.budget is not None:
+    def page(self, request: Mapping[str, Any]) -> Flow[dict[str, Any]]:
+        """One Scan of this table (or of its index; ``request`` is not changed): within the
+        read budget (waited for before the request's deadline starts), retried, counted by the
+        driver, its consumed units taken out of the budget."""
+        params: dict[str, Any] = {"TableName": self.table, **request}
+        params["ReturnConsumedCapacity"] = "TOTAL"
+        budget = self.budget
+        if budget is not None:
+            yield from budget.wait(self.stop)
+
+        def attempt(n: int) -> Flow[dict[str, Any]]:
+            if n and budget is not None:
+                yield from budget.wait(self.stop)
+            answer: dict[str, Any] = yield scan(params)  # type: ignore[arg-type]
+            return answer
+
+        response = yield from self.attempts(attempt)
+        if budget is not None:
             consumed = response.get("ConsumedCapacity") or {}
-            self.budget.spend(float(consumed.get("CapacityUnits", 0.5)))
+            budget.spend(float(consumed.get("CapacityUnits", 0.5)))
         return response
 
+    def describe(self) -> Flow[TableInfo]:
+        """The table's description: one DescribeTable (not counted), retried."""
+        return self.attempts(lambda _: describe_flow(self.table))
+
+    # --- in this thread, with a boto3 client ------------------------------------------------
+
+    def run(self, flow: Flow[T]) -> T:
+        """Run ``flow`` on the sync driver, with this reader's client and usage."""
+        return SyncDriver(self.client, self.usage).run(flow)
+
+    def iterate(self, flow: Flow[Any]) -> Iterator[Any]:
+        """Run a streaming flow on the sync driver: what it emits."""
+        return SyncDriver(self.client, self.usage).iterate(flow)
+
+    def scan(self, **request: Any) -> dict[str, Any]:
+        """:meth:`page`, sent in this thread."""
+        return self.run(self.page(request))
+
     def call(self, send: Callable[[], T]) -> T:
-        """``send()``, tried again after throttling, 5xx and dropped connections until it
-        answers, the deadline passes, or ``retry.max_attempts`` attempts failed. Any other
-        error goes up at once, as a DdbKeysError."""
+        """``send()`` (a call of the client's), through the same retry layer, in this thread.
+
+        TEMPORARY, for the modules whose requests are not flows yet: ``send`` is I/O inside an
+        attempt, which only this sync path may run."""
         deadline = Deadline(self.deadline, clock=self.clock)
-        failures: Counter[str] = Counter()
-        last: BaseException | None = None
-        out_of_time = False
-        with deadline_scope(deadline):
-            for attempt in range(self.retry.max_attempts):
-                try:
-                    return send()
-                except (ClientError, BotoCoreError, DdbKeysError) as exc:
-                    failure = exc.cause if isinstance(exc, DdbKeysError) else exc
-                    if failure is None or not is_unavailable(failure):
-                        raise_translated(exc, table=self.table)
-                    if last is None or not cut_short(failure):
-                        last = failure  # (the deadline cutting a request short tells less)
-                    failures[_kind(failure)] += 1
-                    if is_refused(failure) and failures[_kind(failure)] >= MAX_REFUSED_ATTEMPTS:
-                        raise_translated(failure, table=self.table)
-                self.usage.count(retries=1)
-                wait = self.retry.exponential(attempt)
-                if attempt + 1 == self.retry.max_attempts:
-                    break
-                if not deadline.allows(wait):
-                    out_of_time = True
-                    break
-                self.stop.sleep(wait, self.retry.sleep)
-        attempts = sum(failures.values())
-        times = failures[_kind(last)] if last is not None else 0
-        if out_of_time:
-            raise deadline_exceeded(
-                self.what,
-                self.table,
-                self.deadline or 0.0,
-                attempts,
-                last,
-                failures=times,
-                read_timeout=getattr(self.client.meta.config, "read_timeout", None),
-                elapsed=deadline.elapsed(),
-            ) from last
-        raise RetriesExhaustedError(
-            f"Gave up on {self.what} on table {self.table!r} after {attempts} attempts "
-            f"(RetryPolicy.max_attempts): {describe_failure(last, times=times)}. Lower "
-            "--max-rcu-per-second, or try again later.",
-            attempts=attempts,
-            table=self.table,
-            cause=last,
-        ) from last
+        return self.run(self.attempts(lambda _: _now(send, deadline), deadline))
 
 
-def _kind(exc: BaseException | None) -> str:
-    return (error_code(exc) if exc is not None else None) or type(exc).__name__
+def _now(send: Callable[[], T], deadline: Deadline) -> Flow[T]:
+    """(:meth:`Reader.call`'s attempt: no step, ``send()`` at once under ``deadline``.)"""
+    with deadline_scope(deadline):
+        return send()
+    yield  # pragma: no cover (makes this a generator)
 
 
 class SegmentMethod:
-    """One listing method: yields the partition keys of one Scan segment, each once, in scan
-    order, starting after the collection of ``after`` (a key AttributeValue) when given."""
+    """One listing method: its :meth:`keys` flow emits the partition keys of one Scan segment,
+    each once, in scan order, starting after the collection of ``after`` (a key
+    AttributeValue) when given. The flow only decides (which page to ask for next, which keys
+    are new); a driver sends its requests."""
 
     name = "?"
 
@@ -255,7 +265,21 @@ class SegmentMethod:
             key[self.info.sort_key.name] = MAX_SORT_KEY[self.info.sort_key.type]
         return key
 
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
+    def first_request(self, segment: int, segments: int, after: Key | None) -> dict[str, Any]:
+        """The Scan of a segment's first page (projecting the partition key alone), starting
+        past the collection of ``after`` when given."""
+        request: dict[str, Any] = {
+            "ProjectionExpression": "#pk",
+            "ExpressionAttributeNames": {"#pk": self.info.partition_key.name},
+            **self.segment_args(segment, segments),
+        }
+        if after is not None:
+            request["ExclusiveStartKey"] = self.start_key(after)
+        return request
+
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        """A streaming flow: Scan pages (through ``reader.page``), and ``Emit(key)`` for each
+        partition key of the segment, once."""
         raise NotImplementedError
 
     def scanned_bytes(self) -> int:
@@ -265,191 +289,3 @@ class SegmentMethod:
     @staticmethod
     def segment_args(segment: int, segments: int) -> dict[str, int]:
         return {"Segment": segment, "TotalSegments": segments} if segments > 1 else {}
-
-
-_DONE = object()  # a segment read to its end
-_EXITED = object()  # a reader thread finished
-
-
-class Listing:
-    """The distinct partition keys of a table, as a stream (iterate over it once).
-
-    Keys come as Python values (str, int or Decimal, bytes), each once. ``usage`` counts
-    requests, items read and read units so far; ``checkpoint()`` is a token that
-    ``distinct_partition_keys(..., resume=token)`` continues from, without repeating or missing
-    a key. ``positions`` holds one entry per Scan segment; ``readers`` threads take the
-    segments in turn, each reading one segment to its end before taking the next. With more
-    than one reader, keys of different segments interleave.
-
-    ``stop()`` (safe from a signal handler or another thread) ends the iteration with
-    :class:`~ddbkeys.errors.ListingInterrupted` between requests and out of any wait. With
-    ``background = True`` even a single reader reads in a thread, so that the stop takes effect
-    within about 0.1 s while a request is still outstanding (the command line does this).
-    """
-
-    def __init__(
-        self,
-        method: SegmentMethod,
-        reader: Reader,
-        positions: list[Position],
-        readers: int = 1,
-        on_key: Callable[[Listing], None] | None = None,
-    ) -> None:
-        self.method = method
-        self.reader = reader
-        self.positions = positions
-        self.readers = readers
-        self.on_key = on_key
-        self.keys_found = 0
-        #: Why this method was chosen (for ``auto``: why the index was or was not used).
-        self.method_reason = ""
-        #: Whether the marker index could be vouched for (None: no index was considered).
-        self.index_trusted: bool | None = None
-        #: Read in a thread even with one reader, so that ``stop()`` never waits on a request.
-        self.background = False
-        self._started = False
-
-    @property
-    def usage(self) -> Usage:
-        return self.reader.usage
-
-    @property
-    def method_name(self) -> str:
-        return self.method.name
-
-    @property
-    def scan_segments(self) -> int:
-        """How many Scan segments the table is split into (``TotalSegments``)."""
-        return len(self.positions)
-
-    @property
-    def segments_done(self) -> int:
-        return sum(p is True for p in self.positions)
-
-    def checkpoint(self) -> str:
-        """The resume token of where the listing stands: bound to the table, its key schema
-        and the method (see :mod:`ddbkeys.partition_keys.checkpoint`)."""
-        info = self.method.info
-        return encode_token(
-            Checkpoint(
-                info.name, key_schema(info), self.method.name, list(self.positions), info.created
-            )
-        )
-
-    def stop(self) -> None:
-        """Ask the listing to stop; safe from a signal handler or another thread. Within about
-        0.1 s (or the end of the request being sent), iterating raises
-        :class:`~ddbkeys.errors.ListingInterrupted`, and ``checkpoint()`` goes on from the last
-        key handed out."""
-        self.reader.stop.set()
-
-    @property
-    def finished(self) -> bool:
-        return all(p is True for p in self.positions)
-
-    def raw(self) -> Iterator[Key]:
-        """The keys as DynamoDB AttributeValues (``{"S": ...}``)."""
-        if self._started:
-            raise DdbKeysError("A listing is a stream: iterate over it once.")
-        self._started = True
-        todo = [s for s in range(self.scan_segments) if self.positions[s] is not True]
-        if (self.readers <= 1 or len(todo) <= 1) and not self.background:
-            for segment in todo:
-                for key in self._segment_keys(segment):
-                    self.reader.stop.check()
-                    self._handed(segment, key)
-                    yield key
-                self.positions[segment] = True
-                self._notify()
-            return
-        yield from self._parallel(todo)
-
-    def _segment_keys(self, segment: int) -> Iterator[Key]:
-        after = self.positions[segment]
-        return self.method.keys(self.reader, segment, self.scan_segments, after or None)  # type: ignore[arg-type]
-
-    def _handed(self, segment: int, key: Key) -> None:
-        self.positions[segment] = key
-        self.keys_found += 1
-        self._notify()
-
-    def _notify(self) -> None:
-        if self.on_key is not None:
-            self.on_key(self)
-
-    def _next_item(self, out: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
-        """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""
-        while True:
-            self.reader.stop.check()
-            try:
-                return out.get(timeout=STOP_SLICE)
-            except queue.Empty:
-                continue
-
-    def _parallel(self, todo: list[int]) -> Iterator[Key]:
-        pending: queue.SimpleQueue[int] = queue.SimpleQueue()
-        for segment in todo:
-            pending.put(segment)
-        # One reader in the background reads little ahead: a stop wastes at most a page.
-        out: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=1024 if self.readers > 1 else 64)
-        stop = threading.Event()
-
-        def send(segment: int, item: Any) -> bool:
-            """Hand ``item`` to the consumer; False once the consumer has stopped."""
-            while not stop.is_set():
-                try:
-                    out.put((segment, item), timeout=0.1)
-                    return True
-                except queue.Full:
-                    continue
-            return False
-
-        def run() -> None:
-            segment = -1
-            try:
-                while not stop.is_set():
-                    try:
-                        segment = pending.get_nowait()
-                    except queue.Empty:
-                        break
-                    for key in self._segment_keys(segment):
-                        if not send(segment, key):
-                            return
-                    if not send(segment, _DONE):
-                        return
-            except BaseException as exc:  # handed to the consumer
-                send(segment, exc)
-            finally:
-                send(-1, _EXITED)
-
-        threads = [
-            threading.Thread(target=run, daemon=True) for _ in range(min(self.readers, len(todo)))
-        ]
-        for thread in threads:
-            thread.start()
-        running = len(threads)
-        try:
-            while running:
-                segment, item = self._next_item(out)
-                if item is _EXITED:
-                    running -= 1
-                elif item is _DONE:
-                    self.positions[segment] = True
-                    self._notify()
-                elif isinstance(item, BaseException):
-                    raise item
-                else:
-                    self._handed(segment, item)
-                    yield item
-        finally:
-            stop.set()
-            self.reader.stop.set()  # the readers stop between pages, and out of their waits
-            # A reader inside a request is not waited for past 0.1 s in all (daemon threads:
-            # its answer is dropped, and the positions handed out stand).
-            until = time.monotonic() + 0.1
-            for thread in threads:
-                thread.join(timeout=max(0.0, until - time.monotonic()))
-
-    def __iter__(self) -> Iterator[str | int | Decimal | bytes]:
-        for key in self.raw():
-            yield plain_key(key)

@@ -68,7 +68,7 @@ class IndexMethod(SegmentMethod):
             key[self.info.sort_key.name] = marker_sort_key(self.info, self.index._sort_key_given)
         return key
 
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
         request: dict[str, Any] = {
             "IndexName": self.index.name,
             "ProjectionExpression": "#m",

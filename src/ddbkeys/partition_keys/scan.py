@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
+from ddbkeys.core.steps import Emit, Flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
 
-__all__ = ["PAGE_ITEMS", "ScanMethod", "scan_from"]
+__all__ = ["PAGE_ITEMS", "ScanMethod", "new_keys", "scan_from"]
 
 PAGE_ITEMS = 1000
 
@@ -23,35 +23,41 @@ class ScanMethod(SegmentMethod):
 
     name = "scan"
 
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
-        pk = self.info.partition_key.name
-        request: dict[str, Any] = {
-            "ProjectionExpression": "#pk",
-            "ExpressionAttributeNames": {"#pk": pk},
-            **self.segment_args(segment, segments),
-        }
-        if after is not None:
-            request["ExclusiveStartKey"] = self.start_key(after)
-        yield from scan_from(reader, request, pk, previous=after)
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        request = self.first_request(segment, segments, after)
+        yield from scan_from(reader, request, self.info.partition_key.name, previous=after)
+
+
+def new_keys(
+    items: list[dict[str, Any]], attribute: str, previous: Key | None
+) -> tuple[list[Key], Key | None]:
+    """The values of ``attribute`` in ``items`` that differ from the one before (the first
+    from ``previous``), and the last value seen: a collection's items come together."""
+    found: list[Key] = []
+    for item in items:
+        key = item[attribute]
+        if key != previous:
+            previous = key
+            found.append(key)
+    return found, previous
 
 
 def scan_from(
     reader: Reader, request: dict[str, Any], attribute: str, previous: Key | None = None
-) -> Iterator[Key]:
-    """Scan pages from ``request`` to the end, handing out each new value of ``attribute``.
+) -> Flow[None]:
+    """A streaming flow: Scan pages from ``request`` to the end, emitting each new value of
+    ``attribute``.
 
     Pages hold at most ``PAGE_ITEMS`` items (besides DynamoDB's 1 MB), so memory stays the same
     whatever the size of the table: a 1 MB page of small items is hundreds of thousands of
     Python objects. The read units are the same; the requests a few more.
     """
-    request.setdefault("Limit", PAGE_ITEMS)
+    request = {"Limit": PAGE_ITEMS, **request}
     while True:
-        page = reader.scan(**request)
-        for item in page.get("Items", []):
-            key = item[attribute]
-            if key != previous:
-                previous = key
-                yield key
+        page = yield from reader.page(request)
+        found, previous = new_keys(page.get("Items", []), attribute, previous)
+        for key in found:
+            yield Emit(key)
         if "LastEvaluatedKey" not in page:
             return
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}

@@ -4,14 +4,15 @@ then jump past the rest."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
+from ddbkeys.core.steps import Emit, Flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys.pages import PageSize
+from ddbkeys.partition_keys.scan import new_keys
 from ddbkeys.schema import TableInfo
 
-__all__ = ["PagedSkipMethod", "SkipMethod"]
+__all__ = ["PagedSkipMethod", "SkipMethod", "tail_items"]
 
 
 class SkipMethod(SegmentMethod):
@@ -32,33 +33,38 @@ class SkipMethod(SegmentMethod):
         super().__init__(info)
         self.page_items = page_items
 
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Iterator[Key]:
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
         pk = self.info.partition_key.name
-        request: dict[str, Any] = {
-            "ProjectionExpression": "#pk",
-            "ExpressionAttributeNames": {"#pk": pk},
-            **self.segment_args(segment, segments),
-        }
-        if after is not None:
-            request["ExclusiveStartKey"] = self.start_key(after)
-        last: Key | None = after
         state = self.start_state()
+        request = self.first_request(segment, segments, after)
         request["Limit"] = self.first_limit(state)
+        last: Key | None = after
         while True:
-            page = reader.scan(**request)
+            page = yield from reader.page(request)
             items = page.get("Items", [])
-            for item in items:
-                key = item[pk]
-                if key != last:
-                    last = key
-                    yield key
-            if "LastEvaluatedKey" not in page:
+            found, last = new_keys(items, pk, last)
+            for key in found:
+                yield Emit(key)
+            following = self.next_request(request, page, last, state)
+            if following is None:
                 return
-            if last is not None and items:
-                request["ExclusiveStartKey"] = self.start_key(last)
-            else:
-                request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-            self.adapt(request, page, state)
+            request = following
+
+    def next_request(
+        self, request: dict[str, Any], page: dict[str, Any], last: Key | None, state: Any
+    ) -> dict[str, Any] | None:
+        """The Scan after ``page`` (None: the segment is read to its end). It starts just past
+        the collection of ``last``, the last key seen, when the page held items; else (no item
+        came back, DynamoDB stopped short) where DynamoDB stopped."""
+        if "LastEvaluatedKey" not in page:
+            return None
+        following = dict(request)
+        if last is not None and page.get("Items"):
+            following["ExclusiveStartKey"] = self.start_key(last)
+        else:
+            following["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        self.adapt(following, page, state)
+        return following
 
     def start_state(self) -> Any:
         """What one segment learns from its pages (nothing, for the article's Limit 1)."""
@@ -89,8 +95,9 @@ class PagedSkipMethod(SkipMethod):
     def __init__(self, info: TableInfo) -> None:
         self.average = info.size_bytes / info.item_count if info.item_count else 0.0
         super().__init__(info, page_items=PageSize.for_items_of(self.average).limit)
-        # One controller for every segment of the listing: segments read in parallel learn
-        # together (each alone would pay the ramp up to large pages once per segment).
+        # One controller for every segment of the listing: segments read in parallel (threads
+        # or tasks) learn together (each alone would pay the ramp up to large pages once per
+        # segment). The lock is held across no wait.
         self._pages = PageSize.for_items_of(self.average)
         self._lock = threading.Lock()
 

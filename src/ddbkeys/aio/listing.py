@@ -1,0 +1,202 @@
+"""The distinct partition keys for asyncio: the same listing methods, flows and bookkeeping as
+:mod:`ddbkeys.partition_keys`, read by asyncio tasks over an aiobotocore client.
+
+``distinct_partition_keys`` is a coroutine function: awaiting it reads the table's description
+(one DescribeTable) and checks every argument and the resume token, so that a missing table or
+a bad token is raised where the listing is asked for, as in the sync form; it returns an
+:class:`AsyncListing` to read with ``async for``::
+
+    listing = await distinct_partition_keys(client, "orders", segments=32)
+    async for key in listing:
+        ...
+
+``segments`` Scan segments are read at once by as many tasks on the caller's event loop (up to
+64), taking the Scan segments in turn and handing keys to the consumer through one queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from contextlib import aclosing
+from decimal import Decimal
+from typing import Any
+
+from ddbkeys.aio.client import as_async_client
+from ddbkeys.capacity import Usage
+from ddbkeys.drivers.aio import AsyncDriver
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys import (
+    DEFAULT_INDEX,
+    DEFAULT_MARKER_ATTRIBUTE,
+    Method,
+    _Choice,
+    _not_active,
+    _plan,
+    _positions,
+    _reader,
+    _resumed,
+    _settings,
+)
+from ddbkeys.partition_keys.base import (
+    Key,
+    Position,
+    Reader,
+    SegmentMethod,
+    check_deadline,
+    plain_key,
+)
+from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
+from ddbkeys.partition_keys.skip import PagedSkipMethod
+from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE
+from ddbkeys.partition_keys.stopping import STOP_SLICE
+from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
+from ddbkeys.schema import TableInfo
+
+__all__ = ["AsyncListing", "distinct_partition_keys"]
+
+
+class AsyncListing(ListingCore):
+    """The distinct partition keys of a table, as a stream (``async for``, once), read by
+    asyncio tasks: the asyncio form of :class:`ddbkeys.partition_keys.Listing`, with the same
+    ``usage``, ``checkpoint()``, ``stop()``, ``positions``, ``method_reason`` and
+    ``index_trusted``.
+
+    ``readers`` tasks take the Scan segments in turn, each reading one segment to its end
+    before taking the next; keys of different segments interleave. The consumer looks at the
+    stop flag at least every 0.1 s, so ``stop()`` (from a task, a thread or a signal handler)
+    ends the iteration with :class:`~ddbkeys.errors.ListingInterrupted` even while a request is
+    outstanding; that request is cancelled, and ``checkpoint()`` goes on from the last key
+    handed out.
+    """
+
+    def __init__(
+        self,
+        method: SegmentMethod,
+        reader: Reader,
+        positions: list[Position],
+        readers: int = 1,
+        on_key: Callable[[AsyncListing], None] | None = None,
+    ) -> None:
+        super().__init__(method, reader, positions, readers, on_key)
+        self._driver = AsyncDriver(reader.client, reader.usage)
+
+    def __aiter__(self) -> AsyncIterator[str | int | Decimal | bytes]:
+        return self._plain()
+
+    async def _plain(self) -> AsyncGenerator[str | int | Decimal | bytes, None]:
+        async with aclosing(self.raw()) as keys:
+            async for key in keys:
+                yield plain_key(key)
+
+    async def raw(self) -> AsyncGenerator[Key, None]:
+        """The keys as DynamoDB AttributeValues (``{"S": ...}``)."""
+        todo = self._begin()
+        if not todo:
+            return
+        pending = deque(todo)
+        # One reader reads little ahead: a stop wastes at most a page.
+        out: asyncio.Queue[tuple[int, Any]] = asyncio.Queue(1024 if self.readers > 1 else 64)
+
+        async def run() -> None:
+            segment = -1
+            try:
+                while pending:
+                    segment = pending.popleft()
+                    async for key in self._driver.iterate(self._segment_flow(segment)):
+                        await out.put((segment, key))
+                    await out.put((segment, DONE))
+            except Exception as exc:  # handed to the consumer
+                await out.put((segment, exc))
+            await out.put((-1, EXITED))
+
+        tasks = [asyncio.create_task(run()) for _ in range(min(self.readers, len(todo)))]
+        running = len(tasks)
+        try:
+            while running:
+                segment, item = await self._next_item(out)
+                if item is EXITED:
+                    running -= 1
+                elif (key := self._take(segment, item)) is not None:
+                    yield key
+        finally:
+            self.reader.stop.set()  # the readers stop between pages, and out of their waits
+            for task in tasks:
+                task.cancel()  # a request outstanding is given up: its keys were not handed out
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _next_item(self, out: asyncio.Queue[tuple[int, Any]]) -> tuple[int, Any]:
+        """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""
+        while True:
+            self.reader.stop.check()
+            try:
+                return out.get_nowait()
+            except asyncio.QueueEmpty:
+                pass
+            try:
+                return await asyncio.wait_for(out.get(), STOP_SLICE)
+            except TimeoutError:
+                continue
+
+
+def _index_choice(method: str, info: TableInfo, index: str) -> _Choice:
+    """What the asyncio form does where the marker index would be read: not yet (the marker
+    index's requests are not flows yet). ``auto`` lists with the skip scan, saying why."""
+    if method == "auto":
+        why = _not_active(info, index) or "the asyncio listing does not read the marker index yet"
+        return _Choice(PagedSkipMethod(info), f"not using the marker index {index!r}: {why}")
+    raise ConfigurationError(
+        "method='index' is not in ddbkeys.aio yet: list with method='auto' or 'skip-pages', or "
+        "with ddbkeys.partition_keys.distinct_partition_keys.",
+        table=info.name,
+    )
+
+
+async def distinct_partition_keys(
+    client: object,
+    table: str | None = None,
+    method: Method | str = "auto",
+    *,
+    segments: int = 1,
+    scan_segments: int | None = None,
+    index: str = DEFAULT_INDEX,
+    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+    max_rcu_per_second: float | None = None,
+    resume: str | None = None,
+    retry: RetryPolicy | None = None,
+    usage: Usage | None = None,
+    on_key: Callable[[AsyncListing], None] | None = None,
+    deadline: float | None = DEFAULT_DEADLINE,
+    state_table: str = STATE_TABLE,
+    max_lag: float = DEFAULT_MAX_LAG,
+) -> AsyncListing:
+    """The distinct partition keys of ``table``: ``await`` it for an :class:`AsyncListing`,
+    then ``async for`` over it once. The arguments mean what they mean in
+    :func:`ddbkeys.partition_keys.distinct_partition_keys`; ``client`` is an aiobotocore
+    DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
+
+    Methods ``scan``, ``skip``, ``skip-pages`` and ``auto``; ``auto`` does not read the marker
+    index yet (it lists with ``skip-pages`` and says so in ``method_reason``), and ``index``
+    is refused. A resume token of either form goes on in the other.
+    """
+    client, name = as_async_client(client, table)
+    if name is None:
+        raise ConfigurationError("No table given: pass the table's name.")
+    check_deadline(deadline, name)
+    readers, rate = _settings(name, segments, scan_segments, max_rcu_per_second)
+    reader = _reader(client, name, retry, usage, rate, deadline)
+    info = await AsyncDriver(client, reader.usage).run(reader.describe())
+    method, positions = _resumed(resume, info, method, scan_segments)
+    choice = _plan(method, info, index) or _index_choice(method, info, index)
+    del marker_attribute, state_table, max_lag  # (for the marker index, not read here yet)
+    listing = AsyncListing(
+        choice.method,
+        reader,
+        _positions(positions, scan_segments, readers, choice),
+        readers,
+        on_key,
+    )
+    listing.method_reason = choice.reason
+    listing.index_trusted = choice.trusted
+    return listing

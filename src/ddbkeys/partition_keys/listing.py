@@ -1,0 +1,254 @@
+"""A listing: the segments of one table read by a segment method, and where each stands.
+
+:class:`ListingCore` is the bookkeeping both forms share: one position per Scan segment (not
+started, the last key handed out, done), the keys found, the resume token, the stop flag, and
+the flow that reads one segment. :class:`Listing` runs those flows on the sync driver, in the
+caller's thread or in reader threads; :class:`ddbkeys.aio.listing.AsyncListing` runs the same
+flows as asyncio tasks. Only the waiting and the spawning differ.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from decimal import Decimal
+from typing import Any
+
+from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.base import Key, Position, Reader, SegmentMethod, plain_key
+from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
+from ddbkeys.partition_keys.stopping import STOP_SLICE
+
+__all__ = ["DONE", "EXITED", "Listing", "ListingCore"]
+
+#: What a reader hands the consumer besides keys: a segment read to its end, a reader finished.
+DONE = object()
+EXITED = object()
+
+
+class ListingCore:
+    """The distinct partition keys of a table, as a stream (iterate over it once): what the
+    threaded and the asyncio form share.
+
+    ``positions`` holds one entry per Scan segment: None (not started), the last key handed out
+    (a key AttributeValue), or True (done). ``checkpoint()`` is a token that
+    ``distinct_partition_keys(..., resume=token)`` continues from, without repeating or missing
+    a key. ``usage`` counts requests, items read and read units so far. ``on_key`` is called
+    with the listing after each key handed out and each segment finished.
+    """
+
+    def __init__(
+        self,
+        method: SegmentMethod,
+        reader: Reader,
+        positions: list[Position],
+        readers: int = 1,
+        on_key: Callable[[Any], None] | None = None,
+    ) -> None:
+        self.method = method
+        self.reader = reader
+        self.positions = positions
+        self.readers = readers
+        self.on_key = on_key
+        self.keys_found = 0
+        #: Why this method was chosen (for ``auto``: why the index was or was not used).
+        self.method_reason = ""
+        #: Whether the marker index could be vouched for (None: no index was considered).
+        self.index_trusted: bool | None = None
+        self._started = False
+
+    @property
+    def usage(self) -> Usage:
+        return self.reader.usage
+
+    @property
+    def method_name(self) -> str:
+        return self.method.name
+
+    @property
+    def scan_segments(self) -> int:
+        """How many Scan segments the table is split into (``TotalSegments``)."""
+        return len(self.positions)
+
+    @property
+    def segments_done(self) -> int:
+        return sum(p is True for p in self.positions)
+
+    @property
+    def finished(self) -> bool:
+        return all(p is True for p in self.positions)
+
+    def checkpoint(self) -> str:
+        """The resume token of where the listing stands: bound to the table, its key schema
+        and the method (see :mod:`ddbkeys.partition_keys.checkpoint`)."""
+        info = self.method.info
+        return encode_token(
+            Checkpoint(
+                info.name, key_schema(info), self.method.name, list(self.positions), info.created
+            )
+        )
+
+    def stop(self) -> None:
+        """Ask the listing to stop; safe from a signal handler, another thread or task. Within
+        about 0.1 s, iterating raises :class:`~ddbkeys.errors.ListingInterrupted`, and
+        ``checkpoint()`` goes on from the last key handed out."""
+        self.reader.stop.set()
+
+    # --- the bookkeeping both forms share -----------------------------------------------------
+
+    def _begin(self) -> list[int]:
+        """The segments left to read, once: a listing is a stream."""
+        if self._started:
+            raise DdbKeysError("A listing is a stream: iterate over it once.")
+        self._started = True
+        return [s for s in range(self.scan_segments) if self.positions[s] is not True]
+
+    def _segment_flow(self, segment: int) -> Flow[None]:
+        """The flow that emits the keys of ``segment`` from where it stands."""
+        after = self.positions[segment]
+        start = after if isinstance(after, dict) else None
+        return self.method.keys(self.reader, segment, self.scan_segments, start)
+
+    def _handed(self, segment: int, key: Key) -> None:
+        """``key`` of ``segment`` was handed to the consumer."""
+        self.positions[segment] = key
+        self.keys_found += 1
+        self._notify()
+
+    def _done(self, segment: int) -> None:
+        """``segment`` was read to its end, and every key of it handed out."""
+        self.positions[segment] = True
+        self._notify()
+
+    def _notify(self) -> None:
+        if self.on_key is not None:
+            self.on_key(self)
+
+    def _take(self, segment: int, item: Any) -> Key | None:
+        """What a reader handed the consumer: a key (returned, to hand out), a segment
+        done, or a reader's failure (raised)."""
+        if item is DONE:
+            self._done(segment)
+        elif isinstance(item, BaseException):
+            raise item
+        else:
+            self._handed(segment, item)
+            return item  # type: ignore[no-any-return]
+        return None
+
+
+class Listing(ListingCore):
+    """The distinct partition keys of a table, as a stream (iterate over it once), read with
+    the sync driver.
+
+    Keys come as Python values (str, int or Decimal, bytes), each once. ``readers`` threads
+    take the segments in turn, each reading one segment to its end before taking the next. With
+    more than one reader, keys of different segments interleave.
+
+    ``stop()`` (safe from a signal handler or another thread) ends the iteration with
+    :class:`~ddbkeys.errors.ListingInterrupted` between requests and out of any wait. With
+    ``background = True`` even a single reader reads in a thread, so that the stop takes effect
+    within about 0.1 s while a request is still outstanding (the command line does this).
+    """
+
+    def __init__(
+        self,
+        method: SegmentMethod,
+        reader: Reader,
+        positions: list[Position],
+        readers: int = 1,
+        on_key: Callable[[Listing], None] | None = None,
+    ) -> None:
+        super().__init__(method, reader, positions, readers, on_key)
+        #: Read in a thread even with one reader, so that ``stop()`` never waits on a request.
+        self.background = False
+        self._driver = SyncDriver(reader.client, reader.usage)
+
+    def raw(self) -> Iterator[Key]:
+        """The keys as DynamoDB AttributeValues (``{"S": ...}``)."""
+        todo = self._begin()
+        if (self.readers <= 1 or len(todo) <= 1) and not self.background:
+            for segment in todo:
+                for key in self._driver.iterate(self._segment_flow(segment)):
+                    self.reader.stop.check()
+                    self._handed(segment, key)
+                    yield key
+                self._done(segment)
+            return
+        yield from self._parallel(todo)
+
+    def __iter__(self) -> Iterator[str | int | Decimal | bytes]:
+        for key in self.raw():
+            yield plain_key(key)
+
+    def _next_item(self, out: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
+        """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""
+        while True:
+            self.reader.stop.check()
+            try:
+                return out.get(timeout=STOP_SLICE)
+            except queue.Empty:
+                continue
+
+    def _parallel(self, todo: list[int]) -> Iterator[Key]:
+        pending: queue.SimpleQueue[int] = queue.SimpleQueue()
+        for segment in todo:
+            pending.put(segment)
+        # One reader in the background reads little ahead: a stop wastes at most a page.
+        out: queue.Queue[tuple[int, Any]] = queue.Queue(maxsize=1024 if self.readers > 1 else 64)
+        stop = threading.Event()
+
+        def send(segment: int, item: Any) -> bool:
+            """Hand ``item`` to the consumer; False once the consumer has stopped."""
+            while not stop.is_set():
+                try:
+                    out.put((segment, item), timeout=STOP_SLICE)
+                    return True
+                except queue.Full:
+                    continue
+            return False
+
+        def run() -> None:
+            segment = -1
+            try:
+                while not stop.is_set():
+                    try:
+                        segment = pending.get_nowait()
+                    except queue.Empty:
+                        break
+                    for key in self._driver.iterate(self._segment_flow(segment)):
+                        if not send(segment, key):
+                            return
+                    if not send(segment, DONE):
+                        return
+            except BaseException as exc:  # handed to the consumer
+                send(segment, exc)
+            finally:
+                send(-1, EXITED)
+
+        threads = [
+            threading.Thread(target=run, daemon=True) for _ in range(min(self.readers, len(todo)))
+        ]
+        for thread in threads:
+            thread.start()
+        running = len(threads)
+        try:
+            while running:
+                segment, item = self._next_item(out)
+                if item is EXITED:
+                    running -= 1
+                elif (key := self._take(segment, item)) is not None:
+                    yield key
+        finally:
+            stop.set()
+            self.reader.stop.set()  # the readers stop between pages, and out of their waits
+            # A reader inside a request is not waited for past 0.1 s in all (daemon threads:
+            # its answer is dropped, and the positions handed out stand).
+            until = time.monotonic() + 0.1
+            for thread in threads:
+                thread.join(timeout=max(0.0, until - time.monotonic()))

@@ -1,0 +1,283 @@
+"""The asyncio listing (``ddbkeys.aio.listing``) against DynamoDB Local: the exact key set for
+each method with 1 and 32 concurrent segments, resume from a checkpoint taken mid-way, and
+``stop()``; the same flows the sync listing runs, read by asyncio tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import pytest
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+from ddbkeys import ListingInterrupted
+from ddbkeys.aio.listing import AsyncListing, distinct_partition_keys
+from ddbkeys.connect import LOCAL_ACCESS_KEY, make_client
+from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
+from ddbkeys.partition_keys import distinct_partition_keys as sync_listing
+from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T")
+METHODS = ["scan", "skip", "skip-pages", "auto"]
+KEYS = 60
+
+
+@asynccontextmanager
+async def aio_client(endpoint_url: str) -> AsyncIterator[Any]:
+    """An aiobotocore DynamoDB client on ``endpoint_url`` (retries left to ddbkeys)."""
+    config = AioConfig(
+        retries={"mode": "standard", "total_max_attempts": 1},
+        connect_timeout=5,
+        read_timeout=30,
+        max_pool_connections=64,
+    )
+    session = get_session()
+    async with session.create_client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id=LOCAL_ACCESS_KEY,
+        aws_secret_access_key=LOCAL_ACCESS_KEY,
+        config=config,
+    ) as client:
+        yield client
+
+
+def run(endpoint_url: str, body: Callable[[Any], Awaitable[T]]) -> T:
+    """``body(client)`` on a new event loop, with an aiobotocore client on ``endpoint_url``."""
+
+    async def main() -> T:
+        async with aio_client(endpoint_url) as client:
+            return await body(client)
+
+    return asyncio.run(main())
+
+
+def fill(client: DynamoDBClient, table: str, keys: int = KEYS) -> list[str]:
+    """``keys`` collections of 1 to 4 items; the sorted partition keys."""
+    for key in range(keys):
+        for i in range(1 + key % 4):
+            client.put_item(
+                TableName=table,
+                Item={"pk": {"S": f"k{key:03}"}, "sk": {"N": str(i)}, "pad": {"S": "x" * 100}},
+            )
+    return [f"k{key:03}" for key in range(keys)]
+
+
+async def read(listing: AsyncListing, count: int | None = None) -> list[Any]:
+    """The listing's keys (the first ``count`` of them, then stop reading)."""
+    got: list[Any] = []
+    async for key in listing:
+        got.append(key)
+        if count is not None and len(got) == count:
+            break
+    return got
+
+
+@pytest.mark.parametrize("segments", [1, 32])
+def test_every_method_gives_the_exact_key_set(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    segments: int,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table)
+
+    async def body(client: Any) -> None:
+        for method in METHODS:
+            listing = await distinct_partition_keys(client, table, method, segments=segments)
+            keys = await read(listing)
+            assert len(keys) == len(set(keys)), f"{method} repeated a key"
+            assert sorted(keys) == expected, method
+            assert listing.finished and listing.keys_found == KEYS
+            assert listing.scan_segments == segments and listing.segments_done == segments
+            assert listing.usage.requests >= segments
+            sync = sync_listing(ddb_client, table, method)
+            assert sorted(sync) == expected
+            assert sync.method_name == listing.method_name, method
+
+    run(ddb_endpoint_url, body)
+
+
+def test_auto_without_a_sort_key_scans(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "N"))
+    for key in range(25):
+        ddb_client.put_item(TableName=table, Item={"pk": {"N": str(key)}})
+
+    async def body(client: Any) -> None:
+        listing = await distinct_partition_keys(client, table, segments=32)
+        assert sorted(await read(listing)) == list(range(25))
+        assert listing.method_name == "scan"
+        with pytest.raises(KeySchemaError, match="has no sort key"):
+            await distinct_partition_keys(client, table, "skip")
+
+    run(ddb_endpoint_url, body)
+
+
+@pytest.mark.parametrize("method", ["scan", "skip", "skip-pages"])
+@pytest.mark.parametrize("segments", [1, 32])
+def test_resume_from_a_checkpoint_taken_mid_way(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    method: str,
+    segments: int,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table)
+
+    async def body(client: Any) -> None:
+        listing = await distinct_partition_keys(client, table, method, segments=segments)
+        first = await read(listing, 17)
+        token = listing.checkpoint()
+        resumed = await distinct_partition_keys(client, table, method, resume=token)
+        rest = await read(resumed)
+        assert sorted(first + rest) == expected, (method, segments)  # each key exactly once
+        assert resumed.scan_segments == segments
+        # A token of the async form goes on in the sync form, and the other way round.
+        sync_rest = list(sync_listing(ddb_client, table, method, resume=token))
+        assert sorted(first + sync_rest) == expected
+        sync = sync_listing(ddb_client, table, method, segments=min(segments, 4))
+        sync_first = [key for _, key in zip(range(23), sync, strict=False)]
+        again = await distinct_partition_keys(
+            client, table, method, segments=segments, resume=sync.checkpoint()
+        )
+        assert sorted(sync_first + await read(again)) == expected
+
+    run(ddb_endpoint_url, body)
+
+
+@pytest.mark.parametrize("segments", [1, 3])
+def test_stop_during_a_read_budget_wait(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    segments: int,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table, 30)
+
+    async def body(client: Any) -> None:
+        # 1 read unit a second: each key of the skip scan waits about half a second.
+        listing = await distinct_partition_keys(
+            client, table, "skip", max_rcu_per_second=1, segments=segments
+        )
+        got: list[Any] = []
+
+        async def stop_soon() -> float:
+            await asyncio.sleep(2.0)
+            listing.stop()
+            return time.monotonic()
+
+        stopper = asyncio.create_task(stop_soon())
+        with pytest.raises(ListingInterrupted, match=r"Listing\.stop\(\)"):
+            async for key in listing:
+                got.append(key)
+        ended = time.monotonic()
+        assert ended - await stopper < 1.0
+        assert 0 < len(got) < 30
+        rest = await read(await distinct_partition_keys(client, table, resume=listing.checkpoint()))
+        assert sorted(got + rest) == expected  # each key once, none missed
+
+    run(ddb_endpoint_url, body)
+
+
+def test_stop_during_an_outstanding_request(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table, 10)
+    fault_proxy.set_plan(
+        FaultPlan(
+            script=[Fault.FORWARD] * 5 + [Fault.DELAY],
+            delay_seconds=20,
+            operations=frozenset({"Scan"}),
+        )
+    )
+
+    async def body(client: Any) -> None:
+        listing = await distinct_partition_keys(client, table, "skip")
+        got: list[Any] = []
+        sent = 0.0
+        with pytest.raises(ListingInterrupted):
+            async for key in listing:
+                got.append(key)
+                if len(got) == 4:
+                    # The 6th Scan will be answered 20 s late: stop while it is outstanding.
+                    while fault_proxy.counts["delay"] == 0:
+                        await asyncio.sleep(0.01)
+                    sent = time.monotonic()
+                    listing.stop()
+        assert time.monotonic() - sent < 1.0, "the stop waited on the outstanding request"
+        assert fault_proxy.counts["delay"] == 1
+        rest = list(sync_listing(ddb_client, table, "skip", resume=listing.checkpoint()))
+        assert sorted(got + rest) == expected
+
+    run(fault_proxy.endpoint_url, body)
+
+
+def test_what_the_async_form_refuses(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+
+    async def body(client: Any) -> None:
+        with pytest.raises(TableNotFoundError, match="Table 'no-such-table' not found"):
+            await distinct_partition_keys(client, "no-such-table")
+        with pytest.raises(ConfigurationError, match="from 1 to 64"):
+            await distinct_partition_keys(client, table, segments=65)
+        with pytest.raises(ConfigurationError, match=r"method='index' is not in ddbkeys\.aio"):
+            await distinct_partition_keys(client, table, "index")
+        with pytest.raises(ConfigurationError, match="takes an aiobotocore DynamoDB client"):
+            await distinct_partition_keys(ddb_client, table)
+        listing = await distinct_partition_keys(client, table)
+        assert await read(listing) == []
+        with pytest.raises(Exception, match="iterate over it once"):
+            await read(listing)
+
+    run(ddb_endpoint_url, body)
+
+
+def describes(client: Any) -> list[str]:
+    """Record the table of each DescribeTable ``client`` sends."""
+    sent: list[str] = []
+
+    def record(params: dict[str, Any], **_: Any) -> None:
+        sent.append(params["TableName"])
+
+    client.meta.events.register("provide-client-params.dynamodb.DescribeTable", record)
+    return sent
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_one_describe_table_per_listing(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, method: str
+) -> None:
+    sync_client = make_client(endpoint_url=ddb_endpoint_url)
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(sync_client, table, 12)
+    sent = describes(sync_client)
+    listing = sync_listing(sync_client, table, method, segments=3)
+    assert sent == [table]  # before the first key: the listing's one description
+    assert sorted(listing) == expected and sent == [table]
+
+    async def body(client: Any) -> None:
+        sent = describes(client)
+        listing = await distinct_partition_keys(client, table, method, segments=3)
+        assert sorted(await read(listing)) == expected
+        assert sent == [table]
+
+    run(ddb_endpoint_url, body)

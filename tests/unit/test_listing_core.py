@@ -1,0 +1,376 @@
+"""The listing's decisions without a server: each method's flow is driven by hand (its Scan
+requests answered with scripted pages, failures thrown in), and what it asks for next, what it
+emits, how long the read budget waits and where each segment stands are asserted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ddbkeys import ListingInterrupted
+from ddbkeys.core.steps import Emit, Flow, Pause, Request
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
+from ddbkeys.partition_keys.checkpoint import decode_token
+from ddbkeys.partition_keys.listing import DONE, ListingCore
+from ddbkeys.partition_keys.pages import PageSize
+from ddbkeys.partition_keys.scan import PAGE_ITEMS, ScanMethod
+from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
+from ddbkeys.partition_keys.stopping import STOP_SLICE
+from ddbkeys.retry import RetryPolicy
+from ddbkeys.schema import KeyAttribute, TableInfo
+from tests.unit.test_read_budget import FakeClock
+
+Page = dict[str, Any]
+
+
+def info(sort: str | None = "N", *, size: int = 0, items: int = 0) -> TableInfo:
+    return TableInfo(
+        name="orders",
+        partition_key=KeyAttribute("pk", "S"),
+        sort_key=KeyAttribute("sk", sort) if sort else None,
+        replica_regions=(),
+        index_projections={},
+        item_count=items,
+        size_bytes=size,
+        created="2024-01-01T00:00:00",
+    )
+
+
+def reader(**settings: Any) -> Reader:
+    policy = RetryPolicy(max_attempts=3, base_delay=0.1, sleep=lambda _: None, random=lambda: 1)
+    return Reader(None, "orders", retry=policy, deadline=None, **settings)
+
+
+def page(*keys: str, more: dict[str, Any] | None = None, units: float = 0.5) -> Page:
+    answer: Page = {
+        "Items": [{"pk": {"S": key}} for key in keys],
+        "ScannedCount": len(keys),
+        "ConsumedCapacity": {"CapacityUnits": units},
+    }
+    if more is not None:
+        answer["LastEvaluatedKey"] = more
+    return answer
+
+
+def drive(flow: Flow[Any], answers: list[Page | Exception]) -> tuple[list[Any], list[Any]]:
+    """Run ``flow``, answering its requests from ``answers`` in turn (an exception is thrown
+    in): (the steps it yielded, Emits as their values), (the params of each request)."""
+    steps: list[Any] = []
+    sent: list[Any] = []
+    answers = list(answers)
+    try:
+        step = next(flow)
+        while True:
+            if isinstance(step, Request):
+                sent.append(dict(step.params))
+                answer = answers.pop(0)
+                steps.append("request")
+                step = flow.throw(answer) if isinstance(answer, Exception) else flow.send(answer)
+            else:
+                steps.append(step.value if isinstance(step, Emit) else step)
+                step = flow.send(None)
+    except StopIteration:
+        pass
+    assert not answers, "answers left over"
+    return steps, sent
+
+
+def keys_of(steps: list[Any]) -> list[str]:
+    return [s["S"] for s in steps if isinstance(s, dict)]
+
+
+# --- the skip scan: where the next page starts ----------------------------------------------
+
+LAST = {"S": "b"}
+ANY_LEK = {"pk": {"S": "b"}, "sk": {"N": "3"}}
+
+
+@pytest.mark.parametrize(
+    ("sort", "answer", "last", "start"),
+    [
+        # A page with items: just past the last key's collection, at the greatest sort key.
+        ("N", page("a", "b", more=ANY_LEK), LAST, {"pk": LAST, "sk": MAX_SORT_KEY["N"]}),
+        ("S", page("a", "b", more=ANY_LEK), LAST, {"pk": LAST, "sk": MAX_SORT_KEY["S"]}),
+        ("B", page("a", "b", more=ANY_LEK), LAST, {"pk": LAST, "sk": MAX_SORT_KEY["B"]}),
+        # Items all of a collection already handed out: past it all the same.
+        ("N", page("b", more=ANY_LEK), LAST, {"pk": LAST, "sk": MAX_SORT_KEY["N"]}),
+        # No item came back (DynamoDB stopped short): where DynamoDB stopped.
+        ("N", page(more=ANY_LEK), LAST, ANY_LEK),
+        ("N", page(more=ANY_LEK), None, ANY_LEK),
+        # No LastEvaluatedKey: the segment is read to its end.
+        ("N", page("a", "b"), LAST, None),
+        ("N", page(), None, None),
+    ],
+    ids=[
+        "items N",
+        "items S",
+        "items B",
+        "seen before",
+        "empty page",
+        "empty first page",
+        "end",
+        "empty end",
+    ],
+)
+def test_where_the_next_skip_page_starts(
+    sort: str, answer: Page, last: dict[str, Any] | None, start: dict[str, Any] | None
+) -> None:
+    method = SkipMethod(info(sort))
+    request = {"Limit": 1, "ProjectionExpression": "#pk"}
+    following = method.next_request(request, answer, last, None)
+    if start is None:
+        assert following is None
+    else:
+        assert following == {**request, "ExclusiveStartKey": start}
+        assert request == {"Limit": 1, "ProjectionExpression": "#pk"}  # not changed
+
+
+def test_a_collection_at_the_greatest_sort_key_is_passed_exactly() -> None:
+    """The start key is the greatest item a collection can hold: an item there is the start
+    key itself (exclusive), so the next page begins with the next collection either way."""
+    for sort in ("S", "N", "B"):
+        start = SkipMethod(info(sort)).start_key({"S": "k"})
+        assert start == {"pk": {"S": "k"}, "sk": MAX_SORT_KEY[sort]}
+    assert ScanMethod(info(None)).start_key({"S": "k"}) == {"pk": {"S": "k"}}
+
+
+@pytest.mark.parametrize(
+    ("after", "segments", "expected"),
+    [
+        (None, 1, {}),
+        ({"S": "k"}, 1, {"ExclusiveStartKey": {"pk": {"S": "k"}, "sk": MAX_SORT_KEY["N"]}}),
+        (None, 4, {"Segment": 2, "TotalSegments": 4}),
+        (
+            {"S": "k"},
+            4,
+            {
+                "Segment": 2,
+                "TotalSegments": 4,
+                "ExclusiveStartKey": {"pk": {"S": "k"}, "sk": MAX_SORT_KEY["N"]},
+            },
+        ),
+    ],
+    ids=["new", "resumed", "segment", "resumed segment"],
+)
+def test_a_segments_first_request(
+    after: dict[str, Any] | None, segments: int, expected: dict[str, Any]
+) -> None:
+    request = SkipMethod(info()).first_request(2 if segments > 1 else 0, segments, after)
+    assert request == {
+        "ProjectionExpression": "#pk",
+        "ExpressionAttributeNames": {"#pk": "pk"},
+        **expected,
+    }
+
+
+def test_the_skip_flow_pages_and_emits_each_key_once() -> None:
+    flow = SkipMethod(info()).keys(reader(), 0, 1, None)
+    steps, sent = drive(
+        flow,
+        [page("a", more={"pk": {"S": "a"}, "sk": {"N": "1"}}), page("c", more=ANY_LEK), page()],
+    )
+    assert keys_of(steps) == ["a", "c"]
+    assert steps == ["request", {"S": "a"}, "request", {"S": "c"}, "request"]
+    assert [r.get("ExclusiveStartKey") for r in sent] == [
+        None,
+        {"pk": {"S": "a"}, "sk": MAX_SORT_KEY["N"]},
+        {"pk": {"S": "c"}, "sk": MAX_SORT_KEY["N"]},
+    ]
+    assert all(r["Limit"] == 1 and r["TableName"] == "orders" for r in sent)
+    assert all(r["ReturnConsumedCapacity"] == "TOTAL" for r in sent)
+
+
+def test_a_resumed_segment_hands_out_nothing_of_the_collection_it_stopped_in() -> None:
+    flow = SkipMethod(info(), page_items=3).keys(reader(), 0, 1, {"S": "b"})
+    steps, sent = drive(flow, [page("b", "c", "c")])
+    assert keys_of(steps) == ["c"]
+    assert sent[0]["ExclusiveStartKey"] == {"pk": {"S": "b"}, "sk": MAX_SORT_KEY["N"]}
+
+
+def test_the_scan_flow_hands_each_key_once_across_pages() -> None:
+    flow = ScanMethod(info()).keys(reader(), 1, 2, None)
+    lek = {"pk": {"S": "b"}, "sk": {"N": "2"}}
+    steps, sent = drive(flow, [page("a", "a", "b", more=lek), page("b", "b", "c")])
+    assert keys_of(steps) == ["a", "b", "c"]
+    assert [r["Limit"] for r in sent] == [PAGE_ITEMS, PAGE_ITEMS]
+    assert sent[1]["ExclusiveStartKey"] == lek  # a scan goes on where DynamoDB stopped
+    assert sent[0]["Segment"] == 1 and sent[0]["TotalSegments"] == 2
+
+
+def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
+    method = PagedSkipMethod(info(size=100 * 500, items=100))  # items of 500 bytes: 8 a page
+    assert method.first_limit(method.start_state()) == 8
+    more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
+    # A page of 8 items that cost 2 units (over its 1-unit target): one item less.
+    answer = page(*"abcdefgh", more=more, units=1.0)
+    following = method.next_request({"Limit": 8}, answer, {"S": "h"}, method.start_state())
+    assert following is not None and following["Limit"] == 7
+    expected = PageSize.for_items_of(500)
+    expected.observe(8, 2.0, 1, asked=8)
+    assert method.start_state() == expected
+    # A segment that starts later goes on from what the others learned.
+    first = drive(method.keys(reader(), 3, 4, None), [page()])[1][0]
+    assert first["Limit"] == 7
+
+
+# --- the reader: retries, the read budget -----------------------------------------------------
+
+
+def throttled() -> ClientError:
+    response: Any = {
+        "Error": {"Code": "ThrottlingException", "Message": "slow down"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    return ClientError(response, "Scan")
+
+
+def test_a_throttled_page_is_asked_for_again_after_a_backoff() -> None:
+    steps, sent = drive(reader().page({"Limit": 1}), [throttled(), page("a")])
+    assert steps[0] == "request" and steps[2] == "request"
+    assert isinstance(steps[1], Pause) and steps[1].seconds == pytest.approx(0.1)
+    assert sent[0] == sent[1]
+
+
+def test_a_stopped_reader_sends_nothing_more() -> None:
+    stopped = reader()
+    flow = stopped.page({"Limit": 1})
+    assert isinstance(next(flow), Request)
+    backoff = flow.throw(throttled())
+    assert isinstance(backoff, Pause) and backoff.stop is stopped.stop  # a driver looks at it
+    stopped.stop.set()
+    with pytest.raises(ListingInterrupted):
+        flow.send(None)  # the next attempt looks at the flag before it sends
+
+
+@pytest.mark.parametrize(
+    ("rate", "spent", "elapsed", "wait"),
+    [
+        (10.0, 0.0, 0.0, 0.0),  # a full bucket
+        (10.0, 10.0, 0.0, 0.0),  # emptied, not in debt
+        (10.0, 15.0, 0.0, 0.5),  # 5 units of debt at 10 a second
+        (10.0, 15.0, 0.2, 0.3),  # refilled meanwhile
+        (10.0, 15.0, 1.0, 0.0),  # paid off
+        (1.0, 129.0, 0.0, 128.0),  # a 1 MB page at 1 unit a second
+        (10.0, 10.0 + 1e-12, 0.0, 0.0),  # float dust is no debt
+    ],
+)
+def test_how_long_the_read_budget_waits(
+    rate: float, spent: float, elapsed: float, wait: float
+) -> None:
+    clock = FakeClock()
+    budget = ReadBudget(rate, clock=clock)
+    budget.spend(spent)
+    clock.now += elapsed
+    assert budget.wait_time() == pytest.approx(wait)
+
+
+def test_the_read_budget_waits_in_pauses_a_stop_can_end() -> None:
+    clock = FakeClock()
+    budget = ReadBudget(2.0, clock=clock, sleep=clock.sleep)
+    budget.spend(3.0)  # 1 unit of debt: 0.5 s
+    stop = reader().stop
+    whole = next(budget.wait())
+    assert whole.seconds == pytest.approx(0.5) and whole.stop is None  # no stop: in one pause
+    steps: list[Pause] = []
+    for step in budget.wait(stop):
+        steps.append(step)
+        clock.now += step.seconds
+    assert [s.seconds for s in steps] == pytest.approx([STOP_SLICE] * 5)
+    assert all(s.stop is stop and s.sleep == clock.sleep for s in steps)
+
+
+def test_a_page_waits_for_the_budget_then_spends_what_it_cost() -> None:
+    clock = FakeClock()
+    budget = ReadBudget(1.0, clock=clock)
+    budget.spend(2.0)  # 1 unit of debt
+    flow = reader(budget=budget).page({"Limit": 1})
+    first = next(flow)
+    assert isinstance(first, Pause) and first.seconds == pytest.approx(STOP_SLICE)
+    clock.now += 1.0
+    assert isinstance(flow.send(None), Request)  # out of debt: the request goes
+    with pytest.raises(StopIteration):
+        flow.send(page("a", units=4.0))
+    assert budget.wait_time() == pytest.approx(4.0)
+
+
+# --- where each segment stands: not started -> a key -> done, and resume ---------------------
+
+
+class Scripted(SegmentMethod):
+    """A method whose segments hold the given keys, emitted without a request."""
+
+    name = "skip"
+
+    def __init__(self, segments: dict[int, list[str]]) -> None:
+        super().__init__(info())
+        self.segments = segments
+        self.started: list[tuple[int, Any]] = []
+
+    def keys(self, reader: Reader, segment: int, segments: int, after: Any) -> Flow[None]:
+        self.started.append((segment, after))
+        keys = self.segments[segment]
+        if after is not None:
+            keys = keys[keys.index(after["S"]) + 1 :]
+        for key in keys:
+            yield Emit({"S": key})
+
+
+def run_segment(listing: ListingCore, segment: int, count: int | None = None) -> list[str]:
+    """Hand out the keys of ``segment`` as a listing does (``count``: then stop)."""
+    got: list[str] = []
+    flow = listing._segment_flow(segment)
+    for step in flow:
+        assert isinstance(step, Emit)
+        listing._take(segment, step.value)
+        got.append(step.value["S"])
+        if count is not None and len(got) == count:
+            return got
+    listing._take(segment, DONE)
+    return got
+
+
+def test_checkpoint_transitions_and_resume_of_each() -> None:
+    notified: list[int] = []
+    method = Scripted({0: ["a", "b"], 1: ["c", "d", "e"], 2: ["f"]})
+    listing = ListingCore(method, reader(), [None, None, None], 2, lambda _: notified.append(1))
+    assert listing._begin() == [0, 1, 2]
+    with pytest.raises(DdbKeysError, match="iterate over it once"):
+        listing._begin()
+    assert decode_token(listing.checkpoint()).positions == [None, None, None]
+    assert run_segment(listing, 0) == ["a", "b"]
+    assert run_segment(listing, 1, count=1) == ["c"]
+    assert listing.positions == [True, {"S": "c"}, None]
+    assert (listing.keys_found, listing.segments_done, listing.finished) == (3, 1, False)
+    assert len(notified) == 4  # each key, and the segment done
+    token = listing.checkpoint()
+    saved = decode_token(token)
+    assert (saved.table, saved.key_schema, saved.method) == ("orders", "pk:S,sk:N", "skip")
+    assert saved.positions == [True, {"S": "c"}, None]
+    assert saved.created == "2024-01-01T00:00:00"
+
+    # Resume: a done segment is not read again, a started one goes on after its last key, one
+    # not started starts from its beginning.
+    again = Scripted(method.segments)
+    resumed = ListingCore(again, reader(), saved.positions)
+    assert resumed._begin() == [1, 2]
+    assert run_segment(resumed, 1) == ["d", "e"]
+    assert run_segment(resumed, 2) == ["f"]
+    assert again.started == [(1, {"S": "c"}), (2, None)]
+    assert resumed.finished and decode_token(resumed.checkpoint()).positions == [True] * 3
+
+
+def test_a_readers_failure_reaches_the_consumer() -> None:
+    listing = ListingCore(Scripted({0: []}), reader(), [None])
+    with pytest.raises(ListingInterrupted):
+        listing._take(0, ListingInterrupted("stopped"))
+    assert listing.positions == [None]
+
+
+def test_stop_sets_the_readers_flag() -> None:
+    listing = ListingCore(Scripted({0: []}), reader(), [None])
+    listing.stop()
+    with pytest.raises(ListingInterrupted):
+        listing.reader.stop.check()
