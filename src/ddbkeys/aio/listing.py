@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from ddbkeys.aio.client import as_async_client
+from ddbkeys.aio.index import MarkerIndex, StateStore
 from ddbkeys.capacity import Usage
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
@@ -38,6 +39,7 @@ from ddbkeys.partition_keys import (
     _reader,
     _resumed,
     _settings,
+    _untrusted,
 )
 from ddbkeys.partition_keys.base import (
     Key,
@@ -47,9 +49,9 @@ from ddbkeys.partition_keys.base import (
     check_deadline,
     plain_key,
 )
+from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
-from ddbkeys.partition_keys.skip import PagedSkipMethod
-from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE
+from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE, vouch
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
@@ -140,17 +142,36 @@ class AsyncListing(ListingCore):
                 continue
 
 
-def _index_choice(method: str, info: TableInfo, index: str) -> _Choice:
-    """What the asyncio form does where the marker index would be read: not yet (the marker
-    index's requests are not flows yet). ``auto`` lists with the skip scan, saying why."""
-    if method == "auto":
-        why = _not_active(info, index) or "the asyncio listing does not read the marker index yet"
-        return _Choice(PagedSkipMethod(info), f"not using the marker index {index!r}: {why}")
-    raise ConfigurationError(
-        "method='index' is not in ddbkeys.aio yet: list with method='auto' or 'skip-pages', or "
-        "with ddbkeys.partition_keys.distinct_partition_keys.",
-        table=info.name,
+async def _index_choice(
+    method: str,
+    client: Any,
+    info: TableInfo,
+    index: str,
+    marker_attribute: str,
+    deadline: float | None,
+    state_table: str,
+    max_lag: float,
+) -> _Choice:
+    """Where the marker index would be read: the same choice as the sync listing makes, from
+    the listing's one description (the index sends no DescribeTable) and the index's record
+    in ``state_table`` (one GetItem)."""
+    marker = MarkerIndex(
+        client, info.name, name=index, attribute=marker_attribute, deadline=deadline, info=info
     )
+    if method == "index":
+        await marker.check()
+    why = _not_active(info, index)
+    trusted = False
+    if why is None:
+        store = StateStore(client, state_table, deadline=deadline)
+        record = await store.load(info.name, index)
+        trusted, why = vouch(record, info.stream_arn, store.clock(), max_lag)
+    if method == "auto":
+        if trusted:
+            return _Choice(IndexMethod(info, marker), f"the marker index: {why}", True)
+        return _untrusted(info, index, why)
+    reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
+    return _Choice(IndexMethod(info, marker), reason, trusted)
 
 
 async def distinct_partition_keys(
@@ -176,9 +197,8 @@ async def distinct_partition_keys(
     :func:`ddbkeys.partition_keys.distinct_partition_keys`; ``client`` is an aiobotocore
     DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
 
-    Methods ``scan``, ``skip``, ``skip-pages`` and ``auto``; ``auto`` does not read the marker
-    index yet (it lists with ``skip-pages`` and says so in ``method_reason``), and ``index``
-    is refused. A resume token of either form goes on in the other.
+    Every method of the sync form, the marker index's included; a resume token of either form
+    goes on in the other.
     """
     client, name = as_async_client(client, table)
     if name is None:
@@ -188,8 +208,9 @@ async def distinct_partition_keys(
     reader = _reader(client, name, retry, usage, rate, deadline)
     info = await AsyncDriver(client, reader.usage).run(reader.describe())
     method, positions = _resumed(resume, info, method, scan_segments)
-    choice = _plan(method, info, index) or _index_choice(method, info, index)
-    del marker_attribute, state_table, max_lag  # (for the marker index, not read here yet)
+    choice = _plan(method, info, index) or await _index_choice(
+        method, client, info, index, marker_attribute, deadline, state_table, max_lag
+    )
     listing = AsyncListing(
         choice.method,
         reader,
