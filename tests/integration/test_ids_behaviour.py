@@ -242,7 +242,7 @@ def test_collection_bad_input(
     with pytest.raises(ConfigurationError, match="width must be 1 to 38"):
         driver.make("CollectionSequence", ddb_client, table, width=0)
     with pytest.raises(ConfigurationError, match="on_conflict must be"):
-        driver.make("CollectionSequence", ddb_client, table, on_conflict="later")  # type: ignore[arg-type]
+        driver.make("CollectionSequence", ddb_client, table, on_conflict="later")
     no_sort = ddb_table_factory(("pk", "S"))
     with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\) sort key"):
         driver.make("CollectionSequence", ddb_client, no_sort).put("p")
@@ -308,7 +308,7 @@ def test_gapless_bad_input(
     with pytest.raises(ConfigurationError, match="already has the id attribute 'id'"):
         users.put({"pk": "a", "id": 5})
     with pytest.raises(DdbKeysError, match="An item must be a mapping"):
-        users.put(["pk", "a"])  # type: ignore[arg-type]
+        users.put(["pk", "a"])
     assert item_count(ddb_client, table) == 0
     assert users.current() == 0
 

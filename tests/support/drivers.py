@@ -1,8 +1,8 @@
 """One test body for both drivers: build a strategy (or call a public function) by its public
 name, then call it synchronously whichever driver runs it.
 
-- ``Driver("sync")`` builds the class of :mod:`ddbkeys` (``ddbkeys.ids``, ``ddbkeys.partition_keys``)
-  and hands it back as it is.
+- ``Driver("sync")`` builds the class of :mod:`ddbkeys` (``ddbkeys.ids``,
+  ``ddbkeys.partition_keys``) and hands it back as it is.
 - ``Driver("async")`` builds the class of :mod:`ddbkeys.aio` of the same name, on an event loop
   of its own running in a background thread, with an aiobotocore client made (on that loop) for
   the same endpoint, region, credentials, timeouts and botocore attempts as the boto3 client the
@@ -56,7 +56,7 @@ class EventLoopThread:
             raise RuntimeError("a proxy was called from its own event loop (it would deadlock)")
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout)
 
-    def call(self, function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def call(self, function: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
         """``function(*args, **kwargs)`` called on the loop, awaited when it gives an awaitable."""
 
         async def invoke() -> Any:
@@ -113,9 +113,10 @@ async def async_client_for(client: Any) -> Any:
 
     base = _sync_base(client)
     assert base is not None, f"not a boto3 DynamoDB client: {client!r}"
-    config = base.meta.config
+    config: Any = base.meta.config
     retries = dict(getattr(config, "retries", None) or {})
-    credentials = base._request_signer._credentials  # noqa: SLF001 - the same identity
+    signer: Any = getattr(base, "_request_signer")  # noqa: B009 - the same identity
+    credentials = signer._credentials
     frozen = credentials.get_frozen_credentials() if credentials is not None else None
     creator = get_session().create_client(
         "dynamodb",
