@@ -16,6 +16,7 @@ import pytest
 from ddbkeys.connect import is_loopback, make_client
 from ddbkeys.testing import FaultProxy
 from ddbkeys.testing.plugin import ENDPOINT_ENV
+from tests.support.drivers import DRIVERS, Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -31,6 +32,15 @@ def fault_proxy(ddb_endpoint_url: str) -> Iterator[FaultProxy]:
         )
     with FaultProxy(ddb_endpoint_url) as proxy:
         yield proxy
+
+
+@pytest.fixture(params=DRIVERS)
+def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
+    """The driver a test body runs on: ``sync`` (the classes of ddbkeys) and ``async`` (those of
+    ddbkeys.aio, on an event loop of their own; see tests/support/drivers.py). Build with
+    ``driver.make("AtomicCounter", client, table, ...)``; a name not in ddbkeys.aio yet skips."""
+    with Driver(request.param) as chosen:
+        yield chosen
 
 
 @contextmanager

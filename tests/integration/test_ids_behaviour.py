@@ -10,19 +10,14 @@ import pytest
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError, TableNotFoundError
 from ddbkeys.ids import (
-    AtomicCounter,
-    BlockAllocator,
-    CollectionSequence,
     CounterBackwardsError,
-    GaplessSequence,
     ItemExistsError,
     SequenceExhaustedError,
-    audit_attribute,
-    audit_collection,
 )
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.conftest import proxied_client
+from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -37,11 +32,13 @@ def item_count(client: DynamoDBClient, table: str) -> int:
 # --- atomic counter ------------------------------------------------------------------------
 
 
-def test_counter_basics(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_counter_basics(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory()
-    orders = AtomicCounter(ddb_client, table, "orders")
-    tickets = AtomicCounter(ddb_client, table, "tickets", start=1000, step=10)
-    assert orders.current() is None
+    orders = driver.make("AtomicCounter", ddb_client, table, "orders")
+    tickets = driver.make("AtomicCounter", ddb_client, table, "tickets", start=1000, step=10)
+    assert orders.current() == 0
     assert [orders.next(), orders.next()] == [1, 2]
     assert list(orders.reserve(3)) == [3, 4, 5]
     assert orders.current() == 5
@@ -54,20 +51,28 @@ def test_counter_basics(ddb_client: DynamoDBClient, ddb_table_factory: TableFact
 
 
 def test_counter_custom_key_and_attribute(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("id", "N"), ("kind", "S"))
-    counter = AtomicCounter(ddb_client, table, key={"id": 0, "kind": "counter"}, attribute="n")
+    counter = driver.make(
+        "AtomicCounter",
+        ddb_client,
+        table,
+        counter_key={"id": 0, "kind": "counter"},
+        counter_attribute="n",
+    )
     assert counter.next() == 1
     item = ddb_client.get_item(TableName=table, Key={"id": {"N": "0"}, "kind": {"S": "counter"}})
     assert item["Item"]["n"] == {"N": "1"}
-    with pytest.raises(KeySchemaError, match="pass key= with the whole key"):
-        AtomicCounter(ddb_client, table, "x").next()
+    with pytest.raises(KeySchemaError, match="pass counter_key= with the whole key"):
+        driver.make("AtomicCounter", ddb_client, table, "x").next()
 
 
-def test_counter_maximum(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_counter_maximum(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory()
-    counter = AtomicCounter(ddb_client, table, "small", maximum=3)
+    counter = driver.make("AtomicCounter", ddb_client, table, "small", maximum=3)
     assert list(counter.reserve(2)) == [1, 2]
     with pytest.raises(
         SequenceExhaustedError, match=r"is at 2: 2 more id\(s\) would pass its maximum 3"
@@ -79,9 +84,11 @@ def test_counter_maximum(ddb_client: DynamoDBClient, ddb_table_factory: TableFac
     assert counter.current() == 3  # nothing moved
 
 
-def test_counter_set(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_counter_set(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory()
-    counter = AtomicCounter(ddb_client, table, "c")
+    counter = driver.make("AtomicCounter", ddb_client, table, "c")
     counter.set(41)
     assert counter.next() == 42
     with pytest.raises(CounterBackwardsError) as raised:
@@ -96,19 +103,19 @@ def test_counter_set(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 
 
 def test_counter_wrong_key_attribute(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("id", "S"))
     with pytest.raises(KeySchemaError, match="has partition key 'id', not 'pk'"):
-        AtomicCounter(ddb_client, table, "c", key_attribute="pk").next()
-    assert AtomicCounter(ddb_client, table, "c", key_attribute="id").next() == 1
+        driver.make("AtomicCounter", ddb_client, table, "c", key_attribute="pk").next()
+    assert driver.make("AtomicCounter", ddb_client, table, "c", key_attribute="id").next() == 1
 
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
         ({"name": ""}, "Invalid counter name ''"),
-        ({"attribute": ""}, "Invalid counter attribute ''"),
+        ({"counter_attribute": ""}, "Invalid counter attribute ''"),
         ({"step": 0}, "step must be a whole number from 1"),
         ({"start": -1}, "start must be a whole number from 0"),
         ({"maximum": 0}, "maximum must be a whole number from 1"),
@@ -116,6 +123,7 @@ def test_counter_wrong_key_attribute(
     ],
 )
 def test_counter_bad_input(
+    driver: Driver,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
     kwargs: dict[str, Any],
@@ -123,41 +131,45 @@ def test_counter_bad_input(
 ) -> None:
     table = ddb_table_factory()
     with pytest.raises(ConfigurationError, match=message):
-        AtomicCounter(ddb_client, table, **kwargs)
+        driver.make("AtomicCounter", ddb_client, table, **kwargs)
     assert item_count(ddb_client, table) == 0
 
 
-def test_counter_bad_calls(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_counter_bad_calls(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory()
-    counter = AtomicCounter(ddb_client, table, "c")
+    counter = driver.make("AtomicCounter", ddb_client, table, "c")
     with pytest.raises(ConfigurationError, match="count must be a whole number from 1"):
         counter.reserve(0)
     with pytest.raises(ConfigurationError, match="value must be a whole number from 0"):
         counter.set(-5)
     assert item_count(ddb_client, table) == 0
     with pytest.raises(ConfigurationError, match="Invalid table name 'x'"):
-        AtomicCounter(ddb_client, "x")
+        driver.make("AtomicCounter", ddb_client, "x")
     with pytest.raises(TableNotFoundError, match="Table 'no-such-table' not found"):
-        AtomicCounter(ddb_client, "no-such-table").next()
+        driver.make("AtomicCounter", ddb_client, "no-such-table").next()
 
 
 # --- blocks --------------------------------------------------------------------------------
 
 
 def test_blocks_increase_and_use_one_write_per_block(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    counter = AtomicCounter(ddb_client, table, "b")
-    first = BlockAllocator(counter, 100)
-    second = BlockAllocator(AtomicCounter(ddb_client, table, "b"), 100, prefetch=False)
+    counter = driver.make("AtomicCounter", ddb_client, table, "b")
+    first = driver.make("BlockAllocator", counter, 100)
+    second = driver.make(
+        "BlockAllocator", driver.make("AtomicCounter", ddb_client, table, "b"), 100, prefetch=False
+    )
     a = [first.next() for _ in range(250)]
     b = [second.next() for _ in range(150)]
     assert a == sorted(a) and b == sorted(b)
     assert not set(a) & set(b)
     assert counter.usage.snapshot()["requests"] <= 4  # 250 ids in 3 blocks (+1 prefetched)
     with pytest.raises(ConfigurationError, match="block_size must be a whole number"):
-        BlockAllocator(counter, 0)
+        driver.make("BlockAllocator", counter, 0)
 
 
 # --- item-collection sequence --------------------------------------------------------------
@@ -165,7 +177,7 @@ def test_blocks_increase_and_use_one_write_per_block(
 
 @pytest.mark.parametrize("pk_type", ["S", "N", "B"])
 def test_collection_numbers_per_collection(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, pk_type: str
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, pk_type: str
 ) -> None:
     table = ddb_table_factory(("project", pk_type), ("issue", "N"))
     keys: dict[str, tuple[Any, Any]] = {
@@ -174,37 +186,39 @@ def test_collection_numbers_per_collection(
         "B": (b"\x00a", b"\xffb"),
     }
     a, b = keys[pk_type]
-    sequence = CollectionSequence(ddb_client, table, group_commit=False)
+    sequence = driver.make("CollectionSequence", ddb_client, table, group_commit=False)
     assert [sequence.put(a, {"priority": "low"}) for _ in range(3)] == [1, 2, 3]
     assert sequence.put(b) == 1
     assert sequence.current(a) == 3
     with pytest.warns(DeprecationWarning, match=r"highest\(\) is deprecated: call current\(\)"):
         assert sequence.highest(b) == 1
     assert sequence.current(b"\x01" if pk_type == "B" else ("none" if pk_type == "S" else 9)) == 0
-    assert audit_collection(ddb_client, table, a).ok
+    assert driver.call("audit_collection", ddb_client, table, a).ok
 
 
 def test_collection_string_sort_keys(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "S"))
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "p"}, "sk": {"S": "PROFILE"}})
-    sequence = CollectionSequence(ddb_client, table, width=2, prefix="ISSUE#")
+    sequence = driver.make("CollectionSequence", ddb_client, table, width=2, prefix="ISSUE#")
     assert [sequence.put("p") for _ in range(99)] == list(range(1, 100))
     got = ddb_client.get_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"S": "ISSUE#07"}})
     assert "Item" in got
     with pytest.raises(SequenceExhaustedError, match="Number 100 no longer fits the 2-digit"):
         sequence.put("p")
-    report = audit_collection(ddb_client, table, "p", width=2, prefix="ISSUE#")
+    report = driver.call("audit_collection", ddb_client, table, "p", width=2, prefix="ISSUE#")
     assert report.ok and report.count == 99 and report.not_numbers == 1
 
 
 @pytest.mark.parametrize("on_conflict", ["next", "requery"])
 def test_collection_lost_race(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, on_conflict: Any
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, on_conflict: Any
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    sequence = CollectionSequence(ddb_client, table, on_conflict=on_conflict, group_commit=False)
+    sequence = driver.make(
+        "CollectionSequence", ddb_client, table, on_conflict=on_conflict, group_commit=False
+    )
     assert sequence.put("p") == 1
     # Another writer takes 2 and 3 behind our back: our remembered highest (1) is stale.
     for n in (2, 3):
@@ -213,9 +227,11 @@ def test_collection_lost_race(
     assert sequence.usage.snapshot()["conflicts"] >= 1
 
 
-def test_collection_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_collection_bad_input(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    sequence = CollectionSequence(ddb_client, table)
+    sequence = driver.make("CollectionSequence", ddb_client, table)
     with pytest.raises(ConfigurationError, match="must not hold 'sk'"):
         sequence.put("p", {"sk": 5})
     with pytest.raises(
@@ -227,12 +243,12 @@ def test_collection_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: Tab
     with pytest.raises(DdbKeysError, match=r"Attribute 'x' holds the float 1\.5"):
         sequence.put("p", {"x": 1.5})
     with pytest.raises(ConfigurationError, match="width must be 1 to 38"):
-        CollectionSequence(ddb_client, table, width=0)
+        driver.make("CollectionSequence", ddb_client, table, width=0)
     with pytest.raises(ConfigurationError, match="on_conflict must be"):
-        CollectionSequence(ddb_client, table, on_conflict="later")  # type: ignore[arg-type]
+        driver.make("CollectionSequence", ddb_client, table, on_conflict="later")
     no_sort = ddb_table_factory(("pk", "S"))
     with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\) sort key"):
-        CollectionSequence(ddb_client, no_sort).put("p")
+        driver.make("CollectionSequence", ddb_client, no_sort).put("p")
     assert item_count(ddb_client, table) == 0
 
 
@@ -240,10 +256,10 @@ def test_collection_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: Tab
 
 
 def test_gapless_existing_item_uses_no_id(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    users = GaplessSequence(ddb_client, table, "users", group_commit=False)
+    users = driver.make("GaplessSequence", ddb_client, table, "users", group_commit=False)
     assert users.put({"pk": "User#Kirk", "name": "Kirk"}) == 1
     with pytest.raises(ItemExistsError) as raised:
         users.put({"pk": "User#Kirk"})
@@ -254,15 +270,15 @@ def test_gapless_existing_item_uses_no_id(
     )
     assert users.put({"pk": "User#Spock"}) == 2
     assert users.current() == 2
-    report = audit_attribute(ddb_client, table, "id")
+    report = driver.call("audit_attribute", ddb_client, table, "id")
     assert report.ok and report.count == 2
 
 
 def test_gapless_put_many_is_all_or_nothing(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    users = GaplessSequence(ddb_client, table, "users")
+    users = driver.make("GaplessSequence", ddb_client, table, "users")
     assert users.put_many([{"pk": f"u{i}"} for i in range(99)]) == list(range(1, 100))
     with pytest.raises(ItemExistsError, match="'u5'} already exists"):
         users.put_many([{"pk": "new1"}, {"pk": "u5"}, {"pk": "new2"}])
@@ -273,23 +289,29 @@ def test_gapless_put_many_is_all_or_nothing(
     assert users.put_many([{"pk": "new1"}]) == [100]
 
 
-def test_gapless_id_as_the_key(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_gapless_id_as_the_key(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory(("ticket", "N"))
-    tickets = GaplessSequence(ddb_client, table, counter_key={"ticket": 0}, id_attribute="ticket")
+    tickets = driver.make(
+        "GaplessSequence", ddb_client, table, counter_key={"ticket": 0}, id_attribute="ticket"
+    )
     assert [tickets.put({"title": f"t{i}"}) for i in range(3)] == [1, 2, 3]
     got = ddb_client.get_item(TableName=table, Key={"ticket": {"N": "2"}})
     assert got["Item"]["title"] == {"S": "t1"}
 
 
-def test_gapless_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_gapless_bad_input(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory()
-    users = GaplessSequence(ddb_client, table, "users")
+    users = driver.make("GaplessSequence", ddb_client, table, "users")
     with pytest.raises(KeySchemaError, match="The item has no 'pk', a key attribute"):
         users.put({"name": "Kirk"})
     with pytest.raises(ConfigurationError, match="already has the id attribute 'id'"):
         users.put({"pk": "a", "id": 5})
     with pytest.raises(DdbKeysError, match="An item must be a mapping"):
-        users.put(["pk", "a"])  # type: ignore[arg-type]
+        users.put(["pk", "a"])
     assert item_count(ddb_client, table) == 0
     assert users.current() == 0
 
@@ -298,11 +320,16 @@ def test_gapless_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableF
 
 
 def test_lost_put_response_is_recognised(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fault_proxy.set_plan(FaultPlan(script=[Fault.LOSE_RESPONSE], operations=frozenset({"PutItem"})))
-    sequence = CollectionSequence(proxied_client(fault_proxy), table, group_commit=False)
+    sequence = driver.make(
+        "CollectionSequence", proxied_client(fault_proxy), table, group_commit=False
+    )
     assert sequence.put("p", {"v": "first"}) == 1
     assert sequence.put("p", {"v": "second"}) == 2
     assert fault_proxy.counts_by_operation[("PutItem", "lose_response")] == 1
@@ -315,7 +342,10 @@ def test_lost_put_response_is_recognised(
 
 
 def test_lost_transaction_response_is_applied_once(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory()
     fault_proxy.set_plan(
@@ -324,23 +354,23 @@ def test_lost_transaction_response_is_applied_once(
             operations=frozenset({"TransactWriteItems"}),
         )
     )
-    users = GaplessSequence(proxied_client(fault_proxy), table, "users")
+    users = driver.make("GaplessSequence", proxied_client(fault_proxy), table, "users")
     assert users.put({"pk": "a"}) == 1
     assert users.put({"pk": "b"}) == 2
     assert fault_proxy.counts_by_operation[("TransactWriteItems", "lose_response")] == 2
-    report = audit_attribute(ddb_client, table, "id")
+    report = driver.call("audit_attribute", ddb_client, table, "id")
     assert report.ok and report.count == 2
-    assert GaplessSequence(ddb_client, table, "users").current() == 2
+    assert driver.make("GaplessSequence", ddb_client, table, "users").current() == 2
 
 
 def test_lost_counter_response_leaves_a_gap_never_a_duplicate(
-    fault_proxy: FaultProxy, ddb_table_factory: TableFactory
+    driver: Driver, fault_proxy: FaultProxy, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
     fault_proxy.set_plan(
         FaultPlan(script=[Fault.FORWARD, Fault.LOSE_RESPONSE], operations=frozenset({"UpdateItem"}))
     )
-    counter = AtomicCounter(proxied_client(fault_proxy), table, "c")
+    counter = driver.make("AtomicCounter", proxied_client(fault_proxy), table, "c")
     # The second increment is applied, its answer lost, and sent again by botocore: id 2 is
     # skipped, and never given to anyone.
     assert [counter.next(), counter.next(), counter.next()] == [1, 3, 4]

@@ -1,5 +1,6 @@
 """Every id strategy under parallel writers (threads, and processes), with and without faults,
-checked on the exact set of ids; and an unsafe variant the same checker must catch."""
+checked on the exact set of ids, on both drivers (async: the writers are tasks of one event loop
+in each process); and an unsafe variant the same checker must catch."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ import pytest
 from ddbkeys.ids import AtomicCounter, audit_attribute, audit_collection, audit_ids
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
-from tests.support.workers import COLLECTION, Job, run_job
+from tests.support.drivers import Driver
+from tests.support.workers import COLLECTION, NEEDS, Job, run_job
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -90,12 +92,14 @@ def check(
         assert len(tags) == n and set(tags.values()) == {1}, "an item was written twice"
 
 
-def run_threads(kind: str, endpoint: str, table: str) -> list[int]:
-    return run_job(Job(kind, endpoint, table, THREADS * PER_THREAD, THREADS, "t"))
+def run_threads(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[int]:
+    return run_job(Job(kind, endpoint, table, THREADS * PER_THREAD, THREADS, "t", driver=driver))
 
 
-def run_processes(kind: str, endpoint: str, table: str) -> list[int]:
-    jobs = [Job(kind, endpoint, table, PER_PROCESS, 4, f"p{i}") for i in range(PROCESSES)]
+def run_processes(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[int]:
+    jobs = [
+        Job(kind, endpoint, table, PER_PROCESS, 4, f"p{i}", driver=driver) for i in range(PROCESSES)
+    ]
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
         return [i for ids in pool.map(run_job, jobs) for i in ids]
@@ -104,15 +108,17 @@ def run_processes(kind: str, endpoint: str, table: str) -> list[int]:
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("how", ["threads", "processes"])
 def test_parallel_writers(
+    driver: Driver,
     kind: str,
     how: str,
     ddb_endpoint_url: str,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
 ) -> None:
+    driver.require(*NEEDS[kind])
     table = make_table(kind, ddb_table_factory)
     runner = run_threads if how == "threads" else run_processes
-    ids = runner(kind, ddb_endpoint_url, table)
+    ids = runner(kind, ddb_endpoint_url, table, driver.name)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
     check(kind, ddb_client, table, ids, n=n, lost_counter_moves=0)
 
@@ -120,16 +126,18 @@ def test_parallel_writers(
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("how", ["threads", "processes"])
 def test_parallel_writers_through_faults(
+    driver: Driver,
     kind: str,
     how: str,
     fault_proxy: FaultProxy,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
 ) -> None:
+    driver.require(*NEEDS[kind])
     table = make_table(kind, ddb_table_factory)
     fault_proxy.set_plan(FAULTS)
     runner = run_threads if how == "threads" else run_processes
-    ids = runner(kind, fault_proxy.endpoint_url, table)
+    ids = runner(kind, fault_proxy.endpoint_url, table, driver.name)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
     # The faults really happened.
     assert fault_proxy.counts["lose_response"] > 0

@@ -33,6 +33,7 @@ from ddbkeys.ids import (
 )
 from ddbkeys.testing import FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
+from tests.support.drivers import Driver
 from tests.support.resources import resource
 
 if TYPE_CHECKING:
@@ -196,15 +197,25 @@ def test_cli_id_commands_on_a_closed_port(closed_endpoint: str, command: list[st
         f"Error: Could not connect to the DynamoDB endpoint {closed_endpoint}/: is it running, "
         "and is the URL right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.\n"
     )
+
+
+def test_a_closed_port_is_unreachable(driver: Driver, closed_endpoint: str) -> None:
+    started = time.monotonic()
     with pytest.raises(EndpointUnreachableError, match="Could not connect"):
-        AtomicCounter(make_client(closed_endpoint), "orders").next()
+        driver.make("AtomicCounter", make_client(closed_endpoint), "orders").next()
+    assert time.monotonic() - started < 10
 
 
 def test_throttled_counter_gives_up_within_its_deadline(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
-    counter = AtomicCounter(make_client(fault_proxy.endpoint_url, timeout=2), table, deadline=2)
+    counter = driver.make(
+        "AtomicCounter", make_client(fault_proxy.endpoint_url, timeout=2), table, deadline=2
+    )
     assert counter.next() == 1
     fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
     started = time.monotonic()
@@ -244,13 +255,16 @@ def test_throttled_gapless_put_through_the_cli(
     assert ddb_client.scan(TableName=table)["Items"] == []  # nothing written
 
 
-def test_a_make_client_client_keeps_to_a_shorter_deadline(silent_endpoint: str) -> None:
-    """make_client()'s read timeout is 30 s; a call with deadline=2 still ends at 2 s (the
-    request is waited for in a worker thread once less time is left than it may take)."""
+def test_a_make_client_client_keeps_to_a_shorter_deadline(
+    driver: Driver, silent_endpoint: str
+) -> None:
+    """make_client()'s read timeout is 30 s; a call with deadline=2 still ends at 2 s (sync: the
+    request is waited for in a worker thread once less time is left than it may take; async:
+    the request is given up at its deadline on the event loop)."""
     client = make_client(endpoint_url=silent_endpoint, region="us-east-1")
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
-        AtomicCounter(client, "orders", "order", deadline=2).next()
+        driver.make("AtomicCounter", client, "orders", "order", deadline=2).next()
     assert time.monotonic() - started < 2 + 2
     assert str(raised.value) == (
         "Gave up on DescribeTable on table 'orders' after 2.0 s (the deadline; raise it with "
@@ -281,7 +295,7 @@ def test_an_answer_trickling_in_byte_by_byte_ends_at_the_timeout(
 
 
 def test_the_first_call_keeps_to_one_deadline_description_included(
-    fault_proxy: FaultProxy, ddb_table_factory: TableFactory
+    driver: Driver, fault_proxy: FaultProxy, ddb_table_factory: TableFactory
 ) -> None:
     """The first call of a strategy also describes the table: both requests share the call's
     one deadline (each had its own, so a 0.5 s call could take 1 s)."""
@@ -290,7 +304,7 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
-        AtomicCounter(client, table, "order", deadline=0.6).next()
+        driver.make("AtomicCounter", client, table, "order", deadline=0.6).next()
     assert time.monotonic() - started < 0.6 + 0.5
     assert "after 0.6 s (the deadline" in str(raised.value)
     # The UpdateItem was sent: the counter may have moved (a gap), and the error says so.

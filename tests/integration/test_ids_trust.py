@@ -14,18 +14,14 @@ from click.testing import CliRunner
 from ddbkeys.cli import cli
 from ddbkeys.errors import KeySchemaError, ServiceError
 from ddbkeys.ids import (
-    AtomicCounter,
-    CollectionSequence,
     CounterStateError,
-    GaplessSequence,
     ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
-    audit_attribute,
-    audit_collection,
 )
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.testing.tables import TableFactory
+from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -79,6 +75,7 @@ def counter_message(table: str, name: str, shown: str) -> str:
 
 @pytest.mark.parametrize(("value", "shown"), BAD_COUNTERS)
 def test_a_bad_counter_is_reported_and_never_moved(
+    driver: Driver,
     value: dict[str, Any],
     shown: str | None,
     ddb_endpoint_url: str,
@@ -93,14 +90,18 @@ def test_a_bad_counter_is_reported_and_never_moved(
     expected = counter_message(table, "c", shown)
     same = unchanged(ddb_client, table)
     calls: list[Callable[[], object]] = [
-        AtomicCounter(ddb_client, table, "c").next,
-        lambda: AtomicCounter(ddb_client, table, "c").reserve(5),
-        AtomicCounter(ddb_client, table, "c").current,
-        lambda: AtomicCounter(ddb_client, table, "c", start=10).next(),
-        lambda: GaplessSequence(ddb_client, table, "c").put({"pk": "x"}),
-        lambda: GaplessSequence(ddb_client, table, "c", group_commit=False).put({"pk": "x"}),
-        lambda: GaplessSequence(ddb_client, table, "c").put_many([{"pk": "x"}, {"pk": "y"}]),
-        GaplessSequence(ddb_client, table, "c").current,
+        driver.make("AtomicCounter", ddb_client, table, "c").next,
+        lambda: driver.make("AtomicCounter", ddb_client, table, "c").reserve(5),
+        driver.make("AtomicCounter", ddb_client, table, "c").current,
+        lambda: driver.make("AtomicCounter", ddb_client, table, "c", start=10).next(),
+        lambda: driver.make("GaplessSequence", ddb_client, table, "c").put({"pk": "x"}),
+        lambda: driver.make("GaplessSequence", ddb_client, table, "c", group_commit=False).put(
+            {"pk": "x"}
+        ),
+        lambda: driver.make("GaplessSequence", ddb_client, table, "c").put_many(
+            [{"pk": "x"}, {"pk": "y"}]
+        ),
+        driver.make("GaplessSequence", ddb_client, table, "c").current,
     ]
     for call in calls:
         with pytest.raises(CounterStateError) as raised:
@@ -108,11 +109,12 @@ def test_a_bad_counter_is_reported_and_never_moved(
         assert str(raised.value) == expected
         assert raised.value.table == table
         same()
-    for args in (
+    commands = [
         ["next", "--counter", "c"],
         ["current", "--counter", "c"],
         ["put", "-s", "gapless", "--item", '{"pk": "x"}', "--sequence", "c"],
-    ):
+    ]
+    for args in [] if driver.is_async else commands:  # (the CLI runs on the sync driver)
         result = CliRunner().invoke(
             cli, ["ids", *args, "-t", table, "--endpoint-url", ddb_endpoint_url]
         )
@@ -120,22 +122,27 @@ def test_a_bad_counter_is_reported_and_never_moved(
         same()
     # Moving it backwards is refused the same way; --force replaces it.
     with pytest.raises(CounterStateError):
-        AtomicCounter(ddb_client, table, "c").set(2)
+        driver.make("AtomicCounter", ddb_client, table, "c").set(2)
     same()
-    assert AtomicCounter(ddb_client, table, "c").set(2, force=True) == 2
-    assert AtomicCounter(ddb_client, table, "c").next() == 3
+    assert driver.make("AtomicCounter", ddb_client, table, "c").set(2, force=True) == 2
+    assert driver.make("AtomicCounter", ddb_client, table, "c").next() == 3
 
 
 def test_a_counter_seeded_with_zero_just_works(
-    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory()
     for name in ("a", "g"):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": name}, "last_id": {"N": "0"}})
-    assert AtomicCounter(ddb_client, table, "a").next() == 1
-    gapless = GaplessSequence(ddb_client, table, "g", group_commit=False)
+    assert driver.make("AtomicCounter", ddb_client, table, "a").next() == 1
+    gapless = driver.make("GaplessSequence", ddb_client, table, "g", group_commit=False)
     assert gapless.put({"pk": "x"}) == 1
     assert gapless.usage.conflicts == 0, "a counter holding 0 must not look like a lost race"
+    if driver.is_async:
+        return  # (the CLI runs on the sync driver)
     # `ids set 0` on a fresh sequence, then a put, as a user seeds it from the shell.
     url = ["--endpoint-url", ddb_endpoint_url]
     seeded = CliRunner().invoke(cli, ["ids", "set", "0", "-t", table, "-c", "h", *url])
@@ -148,23 +155,27 @@ def test_a_counter_seeded_with_zero_just_works(
 
 
 def test_a_counter_at_the_maximum(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
     top = 10**38 - 1
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": {"N": str(top)}})
     same = unchanged(ddb_client, table)
     with pytest.raises(Exception, match=r"is at 9{38}: 1 more id\(s\) would pass its maximum"):
-        AtomicCounter(ddb_client, table, "c").next()
+        driver.make("AtomicCounter", ddb_client, table, "c").next()
     with pytest.raises(Exception, match=r"1 more id\(s\) would pass 10\*\*38 - 1"):
-        GaplessSequence(ddb_client, table, "c").put({"pk": "x"})
+        driver.make("GaplessSequence", ddb_client, table, "c").put({"pk": "x"})
     same()
-    assert AtomicCounter(ddb_client, table, "c").current() == top
+    assert driver.make("AtomicCounter", ddb_client, table, "c").current() == top
 
 
 @pytest.mark.parametrize(("count", "step"), [(3, 1), (4, 1), (1, 4)])
 def test_a_counter_near_the_maximum_says_so_for_several_ids(
-    count: int, step: int, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    count: int,
+    step: int,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     # 3 more is 1E+38 (DynamoDB stores it, then it is taken back), 4 more needs 39 digits:
     # DynamoDB refuses the update as invalid. Either way the error is the counter's own.
@@ -172,7 +183,7 @@ def test_a_counter_near_the_maximum_says_so_for_several_ids(
     near = 10**38 - 3
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "c"}, "last_id": {"N": str(near)}})
     same = unchanged(ddb_client, table)
-    counter = AtomicCounter(ddb_client, table, "c", step=step)
+    counter = driver.make("AtomicCounter", ddb_client, table, "c", step=step)
     with pytest.raises(Exception) as raised:
         counter.reserve(count)
     assert str(raised.value) == (
@@ -184,7 +195,7 @@ def test_a_counter_near_the_maximum_says_so_for_several_ids(
 
 @pytest.mark.parametrize("never_reuse", [False, True])
 def test_a_collection_at_the_maximum(
-    never_reuse: bool, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, never_reuse: bool, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     # The highest item (or the never_reuse counter) at 10**38 - 1: the next number is 1E+38,
     # which DynamoDB would store; it must be refused like a counter's, and nothing written.
@@ -195,7 +206,9 @@ def test_a_collection_at_the_maximum(
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, **item})
     same = unchanged(ddb_client, table)
     with pytest.raises(SequenceExhaustedError) as raised:
-        CollectionSequence(ddb_client, table, never_reuse=never_reuse).put("a", {"x": 1})
+        driver.make("CollectionSequence", ddb_client, table, never_reuse=never_reuse).put(
+            "a", {"x": 1}
+        )
     assert str(raised.value) == (
         f"Collection {{'S': 'a'}} of table {table!r} is at {top}: 1 more number(s) would pass "
         "10**38 - 1, the largest DynamoDB number."
@@ -205,14 +218,14 @@ def test_a_collection_at_the_maximum(
 
 @pytest.mark.parametrize("kind", ["gapless", "collection"])
 def test_one_oversized_item_fails_only_its_own_put(
-    kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     # Threads share one instance, so their puts are committed together; the item over 400 KB
     # must not make DynamoDB's refusal of the batch every caller's.
     table = ddb_table_factory(("pk", "S"), ("sk", "N")) if kind == "collection" else None
     table = table or ddb_table_factory()
-    gapless = GaplessSequence(ddb_client, table, "s", linger=0.05)
-    collection = CollectionSequence(ddb_client, table)
+    gapless = driver.make("GaplessSequence", ddb_client, table, "s", linger=0.05)
+    collection = driver.make("CollectionSequence", ddb_client, table)
     results: dict[int, Any] = {}
 
     def put(k: int) -> None:
@@ -238,10 +251,10 @@ def test_one_oversized_item_fails_only_its_own_put(
 
 
 def test_an_existing_item_at_the_ids_key_is_named(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    users = GaplessSequence(ddb_client, table, "users", id_attribute="pk", width=4)
+    users = driver.make("GaplessSequence", ddb_client, table, "users", id_attribute="pk", width=4)
     assert users.put({"name": "Kirk"}) == 1
     # Another tool wrote the item the next id would be.
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "0002"}, "name": {"S": "Spock"}})
@@ -258,10 +271,10 @@ def test_an_existing_item_at_the_ids_key_is_named(
 
 
 def test_put_many_with_the_same_key_twice_or_the_counters_key(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    users = GaplessSequence(ddb_client, table, "users")
+    users = driver.make("GaplessSequence", ddb_client, table, "users")
     same = unchanged(ddb_client, table)
     with pytest.raises(ItemKeyClashError) as raised:
         users.put_many([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}])
@@ -280,10 +293,12 @@ def test_put_many_with_the_same_key_twice_or_the_counters_key(
 
 
 def test_an_id_key_that_would_be_the_counters_key(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "N"))
-    ids = GaplessSequence(ddb_client, table, id_attribute="pk", counter_key={"pk": 2})
+    ids = driver.make(
+        "GaplessSequence", ddb_client, table, id_attribute="pk", counter_key={"pk": 2}
+    )
     assert ids.put({"n": "one"}) == 1
     same = unchanged(ddb_client, table)
     with pytest.raises(ItemKeyClashError, match=r"Id 2 would give the item the key \{'pk': 2\}"):
@@ -295,24 +310,27 @@ def test_an_id_key_that_would_be_the_counters_key(
 
 
 def test_every_key_type_in_every_position(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     counters = ddb_table_factory()
     # N and B keys that are not the id.
     nb = ddb_table_factory(("pk", "N"), ("sk", "B"))
-    seq = GaplessSequence(ddb_client, nb, counter_table=counters)
+    seq = driver.make("GaplessSequence", ddb_client, nb, counter_table=counters)
     assert seq.put({"pk": 7, "sk": b"\x01x"}) == 1
     assert seq.put({"pk": {"N": "7"}, "sk": {"B": b"\x02"}}, typed=True) == 2
     got = ddb_client.get_item(TableName=nb, Key={"pk": {"N": "7"}, "sk": {"B": b"\x02"}})
     assert got["Item"]["id"] == {"N": "2"}
     # The id as a number partition key; the counter item at key 0 of the same table.
     n = ddb_table_factory(("pk", "N"))
-    numbered = GaplessSequence(ddb_client, n, id_attribute="pk", counter_key={"pk": 0})
+    numbered = driver.make(
+        "GaplessSequence", ddb_client, n, id_attribute="pk", counter_key={"pk": 0}
+    )
     assert [numbered.put({"v": i}) for i in range(3)] == [1, 2, 3]
     assert ddb_client.get_item(TableName=n, Key={"pk": {"N": "3"}})["Item"]["v"] == {"N": "2"}
     # The id as a string sort key, padded, after a prefix: key order is id order.
     ss = ddb_table_factory(("pk", "S"), ("sk", "S"))
-    invoices = GaplessSequence(
+    invoices = driver.make(
+        "GaplessSequence",
         ddb_client,
         ss,
         id_attribute="sk",
@@ -330,12 +348,17 @@ def test_every_key_type_in_every_position(
         Limit=1,
     )
     assert page["Items"][0]["sk"] == {"S": "INV#000011"}
-    report = audit_attribute(ddb_client, ss, "sk", prefix="INV#")
+    report = driver.call("audit_attribute", ddb_client, ss, "sk", prefix="INV#")
     assert (report.ok, report.count, report.last) == (True, 11, 11)
     # The id as a number sort key beside a binary partition key.
     bn = ddb_table_factory(("pk", "B"), ("sk", "N"))
-    binary = GaplessSequence(
-        ddb_client, bn, id_attribute="sk", counter_table=counters, counter_key={"pk": "binary"}
+    binary = driver.make(
+        "GaplessSequence",
+        ddb_client,
+        bn,
+        id_attribute="sk",
+        counter_table=counters,
+        counter_key={"pk": "binary"},
     )
     assert binary.put({"pk": b"\x00\xff"}) == 1
 
@@ -385,6 +408,7 @@ KEY_TYPE_CASES = [
 
 @pytest.mark.parametrize(("keys", "id_attribute", "item", "message"), KEY_TYPE_CASES)
 def test_a_key_of_the_wrong_type_is_refused_before_any_request(
+    driver: Driver,
     keys: tuple[tuple[str, str], ...],
     id_attribute: str,
     item: dict[str, Any],
@@ -395,7 +419,9 @@ def test_a_key_of_the_wrong_type_is_refused_before_any_request(
     table = ddb_table_factory(*keys)
     counters = ddb_table_factory()
     same = unchanged(ddb_client, table, counters)
-    sequence = GaplessSequence(ddb_client, table, id_attribute=id_attribute, counter_table=counters)
+    sequence = driver.make(
+        "GaplessSequence", ddb_client, table, id_attribute=id_attribute, counter_table=counters
+    )
     with pytest.raises(KeySchemaError) as raised:
         sequence.put(item)
     assert str(raised.value) == "Key attribute " + message.format(t=table)
@@ -404,34 +430,40 @@ def test_a_key_of_the_wrong_type_is_refused_before_any_request(
 
 
 def test_counter_key_errors_name_the_real_parameter(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    with pytest.raises(KeySchemaError, match=r"pass key= with the whole key"):
-        AtomicCounter(ddb_client, table).next()
     with pytest.raises(KeySchemaError, match=r"pass counter_key= with the whole key"):
-        GaplessSequence(ddb_client, table).put({"pk": "a", "sk": 1})
+        driver.make("AtomicCounter", ddb_client, table).next()
+    with pytest.raises(KeySchemaError, match=r"pass counter_key= with the whole key"):
+        driver.make("GaplessSequence", ddb_client, table).put({"pk": "a", "sk": 1})
     with pytest.raises(KeySchemaError) as raised:
-        AtomicCounter(ddb_client, table, key={"pk": "c", "sk": "x"}).next()
+        driver.make("AtomicCounter", ddb_client, table, counter_key={"pk": "c", "sk": "x"}).next()
     assert str(raised.value) == (
-        f"Key attribute 'sk' of table {table!r} is a number (N); key= (--counter-key) gives a "
+        f"Key attribute 'sk' of table {table!r} is a number (N); counter_key= (--counter-key) "
+        "gives a "
         "string (S): 'x'."
     )
     not_a_key = r"counter_key= \(--counter-key\) names 'other', which is not a key"
     with pytest.raises(KeySchemaError, match=not_a_key):
-        GaplessSequence(ddb_client, table, counter_key={"pk": "c", "sk": 0, "other": 1}).current()
-    assert AtomicCounter(ddb_client, table, key={"pk": "c", "sk": 0}).next() == 1
+        driver.make(
+            "GaplessSequence", ddb_client, table, counter_key={"pk": "c", "sk": 0, "other": 1}
+        ).current()
+    assert (
+        driver.make("AtomicCounter", ddb_client, table, counter_key={"pk": "c", "sk": 0}).next()
+        == 1
+    )
 
 
 # --- point 6: the counter in another table ----------------------------------------------------
 
 
 def test_the_counter_in_another_table_leaves_no_phantom_row(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     items = ddb_table_factory()
     counters = ddb_table_factory()
-    users = GaplessSequence(ddb_client, items, "users", counter_table=counters)
+    users = driver.make("GaplessSequence", ddb_client, items, "users", counter_table=counters)
     assert users.put_many([{"pk": "a"}, {"pk": "b"}]) == [1, 2]
     assert users.put({"pk": "users"}) == 3  # no clash: the counter lives elsewhere
     assert {i["pk"]["S"] for i in ddb_client.scan(TableName=items)["Items"]} == {"a", "b", "users"}
@@ -445,11 +477,11 @@ def test_the_counter_in_another_table_leaves_no_phantom_row(
 
 
 def test_a_deleted_highest_number_is_reused_unless_never_reuse(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    plain = CollectionSequence(ddb_client, table)
-    kept = CollectionSequence(ddb_client, table, never_reuse=True)
+    plain = driver.make("CollectionSequence", ddb_client, table)
+    kept = driver.make("CollectionSequence", ddb_client, table, never_reuse=True)
     for sequence, collection in ((plain, "reuses"), (kept, "keeps")):
         assert [sequence.put(collection, {"n": i}) for i in range(5)] == [1, 2, 3, 4, 5]
         ddb_client.delete_item(TableName=table, Key={"pk": {"S": collection}, "sk": {"N": "5"}})
@@ -457,16 +489,18 @@ def test_a_deleted_highest_number_is_reused_unless_never_reuse(
     assert plain.put("warm") == 1
     ddb_client.delete_item(TableName=table, Key={"pk": {"S": "warm"}, "sk": {"N": "1"}})
     assert plain.put("warm") == 2
-    assert audit_collection(ddb_client, table, "warm").gaps == [(1, 1)]
+    assert driver.call("audit_collection", ddb_client, table, "warm").gaps == [(1, 1)]
     # A new process (a new object) knows nothing remembered.
-    assert CollectionSequence(ddb_client, table).put("reuses") == 5  # documented: reused
-    fresh = CollectionSequence(ddb_client, table, never_reuse=True)
+    assert (
+        driver.make("CollectionSequence", ddb_client, table).put("reuses") == 5
+    )  # documented: reused
+    fresh = driver.make("CollectionSequence", ddb_client, table, never_reuse=True)
     assert fresh.put("keeps") == 6
     assert fresh.put("keeps") == 7
     counter = ddb_client.get_item(TableName=table, Key={"pk": {"S": "keeps"}, "sk": {"N": "0"}})
     assert counter["Item"]["last_number"] == {"N": "7"}
     # The audit counts neither the counter item nor a marker as an id.
     MarkerIndex(ddb_client, table).mark("keeps")
-    report = audit_collection(ddb_client, table, "keeps")
+    report = driver.call("audit_collection", ddb_client, table, "keeps")
     assert (report.count, report.first, report.last, report.gaps) == (6, 1, 7, [(5, 5)])
-    assert audit_collection(ddb_client, table, "reuses").ok
+    assert driver.call("audit_collection", ddb_client, table, "reuses").ok

@@ -1,6 +1,7 @@
 """``Listing.stop()``: from another thread (or a signal handler), a listing ends within about
 0.1 s wherever it waits (a read-budget wait, a retry backoff, an outstanding request with
-``background``), and its checkpoint goes on exactly from the last key handed out."""
+``background``), and its checkpoint goes on exactly from the last key handed out; on both
+drivers (async: ``stop()`` is called on the listing's event loop)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ddbkeys import ListingInterrupted
-from ddbkeys.partition_keys import Listing, distinct_partition_keys
+from ddbkeys.partition_keys import Listing
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.conftest import proxied_client
+from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,24 +53,36 @@ def read_until_stopped(listing: Listing) -> tuple[list[object], float]:
 
 @pytest.mark.parametrize("segments", [1, 3])
 def test_stop_during_a_read_budget_wait(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, segments: int
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, segments: int
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     expected = fill(ddb_client, table, 30)
     # 1 read unit a second: each key of the skip scan waits about half a second.
-    listing = distinct_partition_keys(
-        ddb_client, table, "skip", max_rcu_per_second=1, segments=segments
+    listing = driver.call(
+        "distinct_partition_keys",
+        ddb_client,
+        table,
+        "skip",
+        max_rcu_per_second=1,
+        segments=segments,
     )
     when = stop_after(listing, 2.0)
     got, ended = read_until_stopped(listing)
     assert ended - when[0] < 1.0
     assert 0 < len(got) < 30
-    rest = list(distinct_partition_keys(ddb_client, table, "skip", resume=listing.checkpoint()))
+    rest = list(
+        driver.call(
+            "distinct_partition_keys", ddb_client, table, "skip", resume=listing.checkpoint()
+        )
+    )
     assert sorted(map(str, got + rest)) == sorted(expected)  # each key once, none missed
 
 
 def test_stop_during_an_outstanding_request_in_the_background(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     expected = fill(ddb_client, table, 10)
@@ -79,7 +93,7 @@ def test_stop_during_an_outstanding_request_in_the_background(
             operations=frozenset({"Scan"}),
         )
     )
-    listing = distinct_partition_keys(proxied_client(fault_proxy), table, "skip")
+    listing = driver.call("distinct_partition_keys", proxied_client(fault_proxy), table, "skip")
     listing.background = True
     got: list[object] = []
     ended = 0.0
@@ -95,5 +109,9 @@ def test_stop_during_an_outstanding_request_in_the_background(
         ended = time.monotonic()
     assert fault_proxy.counts["delay"] == 1
     assert ended - sent < 1.0, "the stop waited on the outstanding request"
-    rest = list(distinct_partition_keys(ddb_client, table, "skip", resume=listing.checkpoint()))
+    rest = list(
+        driver.call(
+            "distinct_partition_keys", ddb_client, table, "skip", resume=listing.checkpoint()
+        )
+    )
     assert sorted(map(str, got + rest)) == sorted(expected)

@@ -17,12 +17,15 @@ from ddbkeys.partition_keys import MAX_SORT_KEY, Listing, MarkerIndex, distinct_
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.conftest import proxied_client
+from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.integration
 
+#: For the tests of the sync driver's own mechanics (reader threads, botocore event hooks).
+SYNC = Driver("sync")
 METHODS = ["auto", "scan", "skip", "skip-pages", "index"]
 
 KEYS: dict[str, list[Any]] = {
@@ -76,8 +79,10 @@ def expected(kind: str) -> set[Any]:
     }
 
 
-def listed(client: DynamoDBClient, table: str, method: str, **kwargs: Any) -> list[Any]:
-    return list(distinct_partition_keys(client, table, method, **kwargs))
+def listed(
+    driver: Driver, client: DynamoDBClient, table: str, method: str, **kwargs: Any
+) -> list[Any]:
+    return list(driver.call("distinct_partition_keys", client, table, method, **kwargs))
 
 
 def stop_after(listing: Listing, count: int) -> tuple[list[Any], str]:
@@ -95,7 +100,11 @@ def make_index(client: DynamoDBClient, table: str) -> None:
 @pytest.mark.parametrize("pk_type", ["S", "N", "B"])
 @pytest.mark.parametrize("sk_type", ["S", "N", "B"])
 def test_every_method_every_key_type(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, pk_type: str, sk_type: str
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    pk_type: str,
+    sk_type: str,
 ) -> None:
     # Odd attribute names, defined in an unusual order, and a GSI besides.
     pk, sk = ("Tenant Id", pk_type), ("#sort", sk_type)
@@ -114,34 +123,36 @@ def test_every_method_every_key_type(
     fill(ddb_client, table, pk, sk, KEYS[pk_type], per_key=7)
     make_index(ddb_client, table)
     for method in METHODS:
-        keys = listed(ddb_client, table, method)
+        keys = listed(driver, ddb_client, table, method)
         assert len(keys) == len(set(keys)), f"{method} repeated a key"
         assert set(keys) == expected(pk_type), method
 
 
 def test_table_without_sort_key(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
     fill(ddb_client, table, ("pk", "S"), None, KEYS["S"], per_key=1)
     for method in ("auto", "scan"):
-        assert sorted(listed(ddb_client, table, method)) == sorted(KEYS["S"])
-    listing = distinct_partition_keys(ddb_client, table)
+        assert sorted(listed(driver, ddb_client, table, method)) == sorted(KEYS["S"])
+    listing = driver.call("distinct_partition_keys", ddb_client, table)
     assert listing.method_name == "scan"
     with pytest.raises(KeySchemaError, match="has no sort key: every item is its own collection"):
-        distinct_partition_keys(ddb_client, table, "skip")
+        driver.call("distinct_partition_keys", ddb_client, table, "skip")
 
 
-def test_empty_table(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_empty_table(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     make_index(ddb_client, table)
     for method in METHODS:
-        assert listed(ddb_client, table, method) == []
-        assert listed(ddb_client, table, method, segments=3) == []
+        assert listed(driver, ddb_client, table, method) == []
+        assert listed(driver, ddb_client, table, method, segments=3) == []
 
 
 def test_skip_reads_one_item_per_key(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for key in range(20):
@@ -150,32 +161,34 @@ def test_skip_reads_one_item_per_key(
                 TableName=table,
                 Item={"pk": {"S": f"k{key:02}"}, "sk": {"N": str(i)}, "pad": {"S": "x" * 400}},
             )
-    scan = distinct_partition_keys(ddb_client, table, "scan")
-    skip = distinct_partition_keys(ddb_client, table, "skip")
+    scan = driver.call("distinct_partition_keys", ddb_client, table, "scan")
+    skip = driver.call("distinct_partition_keys", ddb_client, table, "skip")
     assert sorted(scan) == sorted(skip) == [f"k{k:02}" for k in range(20)]
     assert scan.usage.items == 600
     assert skip.usage.items <= 20 + 1
     assert skip.usage.read_units < scan.usage.read_units
-    auto = distinct_partition_keys(ddb_client, table)
+    auto = driver.call("distinct_partition_keys", ddb_client, table)
     assert len(list(auto)) == 20
     assert auto.usage.read_units <= 1.1 * skip.usage.read_units  # the target of issue 4
 
 
 @pytest.mark.parametrize("method", ["scan", "skip", "skip-pages", "index"])
 def test_segments_and_resume(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, method: str
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, method: str
 ) -> None:
     table = ddb_table_factory(("pk", "N"), ("sk", "S"))
     for key in range(60):
         for i in range(1 + key % 4):
             ddb_client.put_item(TableName=table, Item={"pk": {"N": str(key)}, "sk": {"S": f"s{i}"}})
     make_index(ddb_client, table)
-    assert sorted(listed(ddb_client, table, method, segments=4)) == list(range(60))
+    assert sorted(listed(driver, ddb_client, table, method, segments=4)) == list(range(60))
     # Stop part way, resume from the checkpoint: every key exactly once in all.
     for segments in (1, 3):
-        listing = distinct_partition_keys(ddb_client, table, method, segments=segments)
+        listing = driver.call(
+            "distinct_partition_keys", ddb_client, table, method, segments=segments
+        )
         first, token = stop_after(listing, 17)
-        rest = listed(ddb_client, table, method, segments=segments, resume=token)
+        rest = listed(driver, ddb_client, table, method, segments=segments, resume=token)
         assert sorted(first + rest) == list(range(60)), (method, segments)
 
 
@@ -209,11 +222,11 @@ def test_readers_take_scan_segments_in_turn(
     assert len(set(readers.values())) == 3
     # By default a table under a megabyte is not split beyond one segment a reader.
     sent.clear()
-    assert len(listed(client, table, "skip-pages", segments=2)) == 60
+    assert len(listed(SYNC, client, table, "skip-pages", segments=2)) == 60
     assert {(segment, total) for segment, total, _ in sent} == {(0, 2), (1, 2)}
     # One reader reads the one segment in the caller's thread.
     sent.clear()
-    assert len(listed(client, table, "skip")) == 60
+    assert len(listed(SYNC, client, table, "skip")) == 60
     assert {(segment, total) for segment, total, _ in sent} == {(0, 1)}
 
 
@@ -251,16 +264,23 @@ def test_a_held_up_reader_does_not_hold_up_the_rest(
 
 
 def test_resume_with_other_readers(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for key in range(50):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
-    listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=2, scan_segments=8)
+    listing = driver.call(
+        "distinct_partition_keys", ddb_client, table, "skip-pages", segments=2, scan_segments=8
+    )
     first, token = stop_after(listing, 21)
     for readers in (1, 5):
-        resumed = distinct_partition_keys(
-            ddb_client, table, "skip-pages", segments=readers, resume=token
+        resumed = driver.call(
+            "distinct_partition_keys",
+            ddb_client,
+            table,
+            "skip-pages",
+            segments=readers,
+            resume=token,
         )
         rest = list(resumed)
         assert resumed.scan_segments == 8
@@ -269,14 +289,20 @@ def test_resume_with_other_readers(
         ConfigurationError,
         match=re.escape("for 8 scan segment(s), not 3: resume with --scan-segments 8"),
     ):
-        distinct_partition_keys(ddb_client, table, segments=2, scan_segments=3, resume=token)
+        driver.call(
+            "distinct_partition_keys", ddb_client, table, segments=2, scan_segments=3, resume=token
+        )
 
 
-def test_accounting_and_budget(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_accounting_and_budget(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for key in range(10):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{key}"}, "sk": {"N": "1"}})
-    listing = distinct_partition_keys(ddb_client, table, "skip", max_rcu_per_second=1000)
+    listing = driver.call(
+        "distinct_partition_keys", ddb_client, table, "skip", max_rcu_per_second=1000
+    )
     assert len(list(listing)) == 10
     usage = listing.usage.snapshot()
     assert usage["requests"] == 11
@@ -284,35 +310,39 @@ def test_accounting_and_budget(ddb_client: DynamoDBClient, ddb_table_factory: Ta
     assert 5.0 <= usage["read_units"] <= 5.5  # 0.5 a request (the last, empty one may be free)
 
 
-def test_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> None:
+def test_bad_input(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     with pytest.raises(TableNotFoundError, match="Table 'no-such-table' not found"):
-        distinct_partition_keys(ddb_client, "no-such-table")
+        driver.call("distinct_partition_keys", ddb_client, "no-such-table")
     with pytest.raises(ConfigurationError, match="segments must be a whole number from 1"):
-        distinct_partition_keys(ddb_client, table, segments=0)
+        driver.call("distinct_partition_keys", ddb_client, table, segments=0)
     with pytest.raises(ConfigurationError, match="scan_segments must be a whole number from 1"):
-        distinct_partition_keys(ddb_client, table, segments=2, scan_segments=1_000_001)
+        driver.call(
+            "distinct_partition_keys", ddb_client, table, segments=2, scan_segments=1_000_001
+        )
     with pytest.raises(ConfigurationError, match="has no index 'ddbkeys-partition-keys'"):
-        distinct_partition_keys(ddb_client, table, "index")
+        driver.call("distinct_partition_keys", ddb_client, table, "index")
     with pytest.raises(ConfigurationError, match="Unknown method 'magic'"):
-        distinct_partition_keys(ddb_client, table, "magic")
+        driver.call("distinct_partition_keys", ddb_client, table, "magic")
     for rate in (0, -1, 0.0, float("nan"), float("inf"), True, "5"):
         with pytest.raises(ConfigurationError) as refused:
-            distinct_partition_keys(ddb_client, table, max_rcu_per_second=rate)  # type: ignore[arg-type]
+            driver.call("distinct_partition_keys", ddb_client, table, max_rcu_per_second=rate)
         assert str(refused.value) == (
             "max_rcu_per_second must be a number of read units a second above 0 (or None for no "
             f"limit), not {rate!r}."
         )
     for readers in (65, 1_000_000):
         with pytest.raises(ConfigurationError) as too_many:
-            distinct_partition_keys(ddb_client, table, segments=readers)
+            driver.call("distinct_partition_keys", ddb_client, table, segments=readers)
         assert str(too_many.value) == (
             "segments must be a whole number from 1 to 64 (reader threads; for more, split the "
             f"Scan segments between processes), not {readers}."
         )
-    assert len(list(distinct_partition_keys(ddb_client, table, segments=64))) == 0
+    assert len(list(driver.call("distinct_partition_keys", ddb_client, table, segments=64))) == 0
     with pytest.raises(Exception, match="not one ddbkeys wrote"):
-        distinct_partition_keys(ddb_client, table, resume="garbage")
+        driver.call("distinct_partition_keys", ddb_client, table, resume="garbage")
     all_keys = ddb_table_factory(
         ("pk", "S"),
         ("sk", "N"),
@@ -326,16 +356,16 @@ def test_bad_input(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) 
         ],
     )
     with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
-        distinct_partition_keys(ddb_client, all_keys, "index")
+        driver.call("distinct_partition_keys", ddb_client, all_keys, "index")
 
 
 def test_index_verify_and_repair(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "S"))
     for key in ("a", "b", "c"):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"S": "data"}})
-    index = MarkerIndex(ddb_client, table)
+    index = driver.make("MarkerIndex", ddb_client, table)
     index.create()
     assert index.mark("a") is True
     assert index.mark("a") is False  # idempotent
@@ -343,19 +373,22 @@ def test_index_verify_and_repair(
     assert report.missing == [{"S": "b"}, {"S": "c"}] and not report.healthy
     index.repair()
     assert index.verify().healthy
-    assert sorted(listed(ddb_client, table, "index")) == ["a", "b", "c"]
+    assert sorted(listed(driver, ddb_client, table, "index")) == ["a", "b", "c"]
     ddb_client.delete_item(TableName=table, Key={"pk": {"S": "c"}, "sk": {"S": "data"}})
     assert index.verify().orphans == [{"S": "c"}]
     index.repair()
-    assert sorted(listed(ddb_client, table, "index")) == ["a", "b"]
+    assert sorted(listed(driver, ddb_client, table, "index")) == ["a", "b"]
     assert index.unmark("b") is True and index.unmark("b") is False
-    auto = distinct_partition_keys(ddb_client, table)  # marked by hand: no evidence to trust
+    auto = driver.call(
+        "distinct_partition_keys", ddb_client, table
+    )  # marked by hand: no evidence to trust
     assert (auto.method_name, auto.index_trusted) == ("skip-pages", False)
     assert "there is no record of a backfill" in auto.method_reason
 
 
 @pytest.mark.parametrize("method", METHODS)
 def test_through_throttling_and_5xx(
+    driver: Driver,
     fault_proxy: FaultProxy,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
@@ -378,7 +411,7 @@ def test_through_throttling_and_5xx(
         )
     )
     client = proxied_client(fault_proxy, max_attempts=1)  # our own retries do the work
-    keys = listed(client, table, method, segments=2)
+    keys = listed(driver, client, table, method, segments=2)
     assert sorted(keys) == sorted(f"k{k}" for k in range(40))
     assert fault_proxy.counts["throttle"] > 0
     assert fault_proxy.counts["error_500"] > 0

@@ -1,4 +1,5 @@
-"""Writers for the concurrency tests: the same code runs as threads and as spawned processes."""
+"""Writers for the concurrency tests: the same code runs as threads and as spawned processes, on
+either driver (``async``: the threads' calls are concurrent tasks of one event loop)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from ddbkeys.connect import make_client
 from ddbkeys.demo import NaiveReadThenWrite
-from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.retry import RetryPolicy
+from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -29,29 +30,47 @@ class Job:
     threads: int
     tag: str
     max_attempts: int = 10
+    driver: str = "sync"
 
 
-def make_writer(kind: str, client: DynamoDBClient, table: str) -> Callable[[str], int]:
+#: The public names each kind is built from (what the async driver must have).
+NEEDS = {
+    "counter": ("AtomicCounter",),
+    "blocks": ("AtomicCounter", "BlockAllocator"),
+    "collection": ("CollectionSequence",),
+    "collection-nr": ("CollectionSequence",),
+    "gapless": ("GaplessSequence",),
+    "gapless-key": ("GaplessSequence",),
+}
+
+
+def make_writer(
+    kind: str, client: DynamoDBClient, table: str, driver: Driver | None = None
+) -> Callable[[str], int]:
     """A function that mints one id (writing an item tagged ``tag`` where the strategy writes)."""
+    driver = driver or Driver("sync")
+    make = driver.make
     retry = RetryPolicy(max_attempts=60)
     if kind == "counter":
-        counter = AtomicCounter(client, table, "orders", retry=retry)
-        return lambda _tag: counter.next()
+        counter = make("AtomicCounter", client, table, "orders", retry=retry)
+        return lambda _tag: int(counter.next())
     if kind == "blocks":
-        blocks = BlockAllocator(AtomicCounter(client, table, "blocks", retry=retry), 10)
-        return lambda _tag: blocks.next()
-    if kind in ("collection", "collection-nr"):
-        sequence = CollectionSequence(
-            client, table, retry=retry, never_reuse=kind == "collection-nr"
+        blocks = make(
+            "BlockAllocator", make("AtomicCounter", client, table, "blocks", retry=retry), 10
         )
-        return lambda tag: sequence.put(COLLECTION, {"tag": tag})
+        return lambda _tag: int(blocks.next())
+    if kind in ("collection", "collection-nr"):
+        sequence = make(
+            "CollectionSequence", client, table, retry=retry, never_reuse=kind == "collection-nr"
+        )
+        return lambda tag: int(sequence.put(COLLECTION, {"tag": tag}))
     if kind == "gapless":
-        gapless = GaplessSequence(client, table, "users", retry=retry)
-        return lambda tag: gapless.put({"pk": f"user#{tag}", "tag": tag})
+        gapless = make("GaplessSequence", client, table, "users", retry=retry)
+        return lambda tag: int(gapless.put({"pk": f"user#{tag}", "tag": tag}))
     if kind == "gapless-key":
         # The id is the partition key (a zero-padded string): racing writers take the same key.
-        keyed = GaplessSequence(client, table, "users", id_attribute="pk", retry=retry)
-        return lambda tag: keyed.put({"tag": tag})
+        keyed = make("GaplessSequence", client, table, "users", id_attribute="pk", retry=retry)
+        return lambda tag: int(keyed.put({"tag": tag}))
     if kind == "unsafe":
         unsafe = NaiveReadThenWrite(client, table)
         return lambda tag: unsafe.put({"pk": f"user#{tag}"})
@@ -64,18 +83,20 @@ INDEPENDENT = frozenset({"gapless-key"})
 
 
 def run_job(job: Job) -> list[int]:
-    """Run one job (in this process, with its own client) and return the ids it got."""
+    """Run one job (in this process, with its own client) and return the ids it got. With the
+    async driver, one event loop runs every writer: the threads' calls are its tasks."""
     client = make_client(endpoint_url=job.endpoint_url, max_attempts=job.max_attempts)
     tags = [f"{job.tag}-{i}" for i in range(job.count)]
-    if job.kind in INDEPENDENT:
-        shares = [tags[i :: job.threads] for i in range(job.threads)]
+    with Driver(job.driver) as driver:
+        if job.kind in INDEPENDENT:
+            shares = [tags[i :: job.threads] for i in range(job.threads)]
 
-        def run_alone(share: list[str]) -> list[int]:
-            write = make_writer(job.kind, client, job.table)
-            return [write(tag) for tag in share]
+            def run_alone(share: list[str]) -> list[int]:
+                write = make_writer(job.kind, client, job.table, driver)
+                return [write(tag) for tag in share]
 
+            with ThreadPoolExecutor(job.threads) as pool:
+                return [i for ids in pool.map(run_alone, shares) for i in ids]
+        write = make_writer(job.kind, client, job.table, driver)
         with ThreadPoolExecutor(job.threads) as pool:
-            return [i for ids in pool.map(run_alone, shares) for i in ids]
-    write = make_writer(job.kind, client, job.table)
-    with ThreadPoolExecutor(job.threads) as pool:
-        return list(pool.map(write, tags))
+            return list(pool.map(write, tags))

@@ -1,20 +1,22 @@
-"""The deadline and the reader's retries, with an injected clock and recorded waits: no server,
-no sleeping."""
+"""The deadline, and the retry layer (:func:`ddbkeys.core.attempts.attempts`) as a listing
+uses it, with an injected clock and recorded waits: no server, no sleeping."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow, Pause, Request, scan
 from ddbkeys.errors import (
     DeadlineExceededError,
     EndpointUnreachableError,
     ServiceError,
 )
-from ddbkeys.partition_keys.base import Reader
 from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
 from tests.unit.test_read_budget import FakeClock as Clock
 
@@ -33,18 +35,58 @@ def test_deadline() -> None:
         Deadline(0)
 
 
+class Reader:
+    """A listing's reads as the retry layer runs them: each attempt is one Scan, answered by
+    ``send()`` (which may move the clock, and raises what the request raised); pauses are
+    slept on the clock (recorded in ``clock.slept``)."""
+
+    def __init__(self, clock: Clock, *, attempts: int = 100, deadline: float | None = 2.0):
+        self.clock = clock
+        self.policy = RetryPolicy(
+            max_attempts=attempts,
+            base_delay=0.1,
+            max_delay=1.0,
+            sleep=clock.sleep,
+            random=lambda: 1,
+        )
+        self.deadline = deadline
+
+    def call(self, send: Callable[[], Any]) -> Any:
+        def attempt(_: int) -> Flow[Any]:
+            return (yield scan({"TableName": "T"}))
+
+        flow = attempts(
+            attempt,
+            what="listing the partition keys",
+            table="T",
+            policy=self.policy,
+            deadline=Deadline(self.deadline, clock=self.clock),
+            usage=Usage(),
+            read_timeout=60,  # botocore's default
+            advice="Lower --max-rcu-per-second, or try again later.",
+            per_kind=True,
+            writes=False,
+        )
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Request):
+                    try:
+                        answer = send()
+                    except Exception as exc:  # the request's failure, for the flow
+                        step = flow.throw(exc)
+                        continue
+                    step = flow.send(answer)
+                else:
+                    assert isinstance(step, Pause)
+                    step.sleep(step.seconds)
+                    step = flow.send(None)
+        except StopIteration as done:
+            return done.value
+
+
 def reader(clock: Clock, *, attempts: int = 100, deadline: float | None = 2.0) -> Reader:
-    client = boto3.client(
-        "dynamodb",
-        region_name="us-east-1",
-        aws_access_key_id="a",
-        aws_secret_access_key="b",
-        endpoint_url="http://127.0.0.1:1",
-    )
-    policy = RetryPolicy(
-        max_attempts=attempts, base_delay=0.1, max_delay=1.0, sleep=clock.sleep, random=lambda: 1
-    )
-    return Reader(client, "T", retry=policy, deadline=deadline, clock=clock)
+    return Reader(clock, attempts=attempts, deadline=deadline)
 
 
 def throttled() -> ClientError:

@@ -1,10 +1,11 @@
-"""The retry policy (bounded, jittered, injectable) and group commit, without a server."""
+"""The retry policy (bounded, jittered, injectable), the retry layer run by the sync driver, and
+group commit, without a server."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import boto3
@@ -12,6 +13,10 @@ import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 from botocore.stub import Stubber
 
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import Contention, attempts
+from ddbkeys.core.steps import Flow, update_item
+from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, ServiceError
 from ddbkeys.ids import (
     AuditReport,
@@ -20,8 +25,8 @@ from ddbkeys.ids import (
     GlobalTableError,
     audit_ids,
 )
-from ddbkeys.ids.base import Contention, GroupCommit, IdStrategy
-from ddbkeys.retry import RetriesExhaustedError, RetryPolicy, is_unavailable
+from ddbkeys.ids.base import GroupCommit, IdStrategy
+from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy, is_unavailable
 
 
 def recording_policy(waits: list[float], attempts: int = 5) -> RetryPolicy:
@@ -67,30 +72,68 @@ def test_unavailable_errors() -> None:
     assert not is_unavailable(ClientError(failed, "PutItem"))
 
 
-def strategy(policy: RetryPolicy) -> IdStrategy:
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+class StubClient:
+    """A client whose update_item answers with ``answer(n)`` for the n-th request (0-based):
+    an exception is raised, a value is the answer's ``outcome``."""
+
+    def __init__(self, answer: Callable[[int], Any]) -> None:
+        self.answer = answer
+        self.sent = 0
+
+    def update_item(self, **params: Any) -> Any:
+        n, self.sent = self.sent, self.sent + 1
+        outcome = self.answer(n)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return {"outcome": outcome}
+
+
+def run_attempts(
+    answer: Callable[[int], Any],
+    policy: RetryPolicy,
+    *,
+    what: str = "testing",
+    deadline: float | None = None,
+    usage: Usage | None = None,
+) -> Any:
+    """``attempts()`` of one UpdateItem per attempt (a lost race when the answer says so), run
+    by the sync driver on a stub client."""
+    usage = usage or Usage()
+
+    def attempt(_: int) -> Flow[Any]:
+        answer = yield update_item({"TableName": "some-table", "Key": {}})
+        if answer["outcome"] == "lost":
+            raise Contention
+        return answer["outcome"]
+
+    flow = attempts(
+        attempt,
+        what=what,
+        table="some-table",
+        policy=policy,
+        deadline=Deadline(deadline, clock=policy.clock),
+        usage=usage,
     )
-    return IdStrategy(client, "some-table", retry=policy)
+    return SyncDriver(StubClient(answer), usage).run(flow)
 
 
 def test_attempt_loop_is_bounded_and_waits_by_kind() -> None:
     waits: list[float] = []
-    s = strategy(recording_policy(waits, attempts=4))
+    usage = Usage()
     calls: list[int] = []
 
-    def always_lose(n: int) -> int:
+    def always_lose(n: int) -> Any:
         calls.append(n)
-        raise Contention
+        return "lost"
 
     lost = r"after 4 attempts \(RetryPolicy.max_attempts\): lost 4 races"
     with pytest.raises(RetriesExhaustedError, match=lost) as raised:
-        s._attempts(always_lose, "testing")
+        run_attempts(always_lose, recording_policy(waits, attempts=4), usage=usage)
     assert calls == [0, 1, 2, 3]
     assert waits == pytest.approx([0.005, 0.01, 0.02])  # no wait after the last attempt
     assert raised.value.attempts == 4
     assert raised.value.table == "some-table"
-    assert s.usage.conflicts == 4 and s.usage.retries == 3
+    assert usage.conflicts == 4 and usage.retries == 3
 
     waits.clear()
     throttled: Any = {
@@ -98,31 +141,26 @@ def test_attempt_loop_is_bounded_and_waits_by_kind() -> None:
         "ResponseMetadata": {"HTTPStatusCode": 400},
     }
 
-    def throttled_then_ok(n: int) -> str:
-        if n < 2:
-            raise ClientError(throttled, "UpdateItem")
-        return "done"
+    def throttled_then_ok(n: int) -> Any:
+        return ClientError(throttled, "UpdateItem") if n < 2 else "done"
 
-    assert s._attempts(throttled_then_ok, "testing") == "done"
+    assert run_attempts(throttled_then_ok, recording_policy(waits)) == "done"
     assert waits == pytest.approx([0.0075, 0.015])
 
 
 def test_other_errors_go_up_at_once() -> None:
-    s = strategy(recording_policy([]))
+    usage = Usage()
     bad: Any = {"Error": {"Code": "ValidationException", "Message": "nope"}}
 
-    def invalid(_: int) -> None:
-        raise ClientError(bad, "PutItem")
-
     with pytest.raises(ServiceError) as raised:
-        s._attempts(invalid, "testing")
+        run_attempts(lambda _: ClientError(bad, "PutItem"), recording_policy([]), usage=usage)
     assert str(raised.value) == (
         "DynamoDB refused PutItem on table 'some-table' as invalid (ValidationException): nope"
     )
     assert (
         isinstance(raised.value.cause, ClientError) and raised.value.code == "ValidationException"
     )
-    assert s.usage.retries == 0
+    assert usage.retries == 0
 
 
 def test_group_commit_combines_concurrent_calls() -> None:
@@ -266,27 +304,26 @@ def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
         random=lambda: 1.0,
         clock=lambda: now[0],
     )
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    s = IdStrategy(client, "some-table", retry=policy, deadline=10.0)
     throttled: Any = {
         "Error": {"Code": "ThrottlingException", "Message": "Rate exceeded"},
         "ResponseMetadata": {"HTTPStatusCode": 400},
     }
 
-    def always_throttled(n: int) -> None:
+    def always_throttled(n: int) -> Any:
         now[0] += 0.5  # each request takes half a second
-        raise ClientError(throttled, "UpdateItem")
+        return ClientError(throttled, "UpdateItem")
 
     with pytest.raises(DeadlineExceededError) as raised:
-        s._attempts(always_throttled, "moving counter 'c'")
+        run_attempts(always_throttled, policy, what="moving counter 'c'", deadline=10.0)
     # 0.5 + 1 + 0.5 + 2 + 0.5 + 4 + 0.5 = 9 s; the next wait (4 s) would pass 10 s: no more.
     assert waits == [1.0, 2.0, 4.0]
     assert now[0] == 9.0 and raised.value.attempts == 4 and raised.value.seconds == 10.0
     assert str(raised.value) == (
         "Gave up on moving counter 'c' on table 'some-table' after 10.0 s (the deadline; raise "
         "it with deadline= or --timeout): throttled (ThrottlingException) 4 times, 4 attempts."
+    )
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
     )
     with pytest.raises(ConfigurationError, match="deadline must be a number of seconds above 0"):
         IdStrategy(client, "some-table", deadline=0)
