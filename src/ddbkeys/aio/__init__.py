@@ -1,10 +1,91 @@
 """ddbkeys for asyncio: the same names and signatures as :mod:`ddbkeys`, with ``await`` and
-``async for``, over an aiobotocore client (``pip install 'ddbkeys[async]'``).
+``async for``, over an aiobotocore client (``pip install 'ddbkeys[async]'``; aiobotocore pins
+botocore to a narrow range of versions, which is why the base package does not depend on it).
+
+::
+
+    async with ddbkeys.aio.make_client() as client:
+        counter = ddbkeys.aio.AtomicCounter(client, "orders", "order")
+        order_id = await counter.next()
+        listing = await ddbkeys.aio.distinct_partition_keys(client, "orders")
+        async for key in listing:
+            ...
 
 The strategies and listing methods are the very flows the sync API runs (see
-:mod:`ddbkeys.core`), sent by the asyncio driver (:mod:`ddbkeys.drivers.aio`).
+:mod:`ddbkeys.core`), sent by the asyncio driver (:mod:`ddbkeys.drivers.aio`). What runs
+concurrently in threads in the sync API (group commit, block prefetch, segment readers, the
+stream follower) runs as tasks of the one event loop here.
 """
 
-from ddbkeys.aio.ids import AtomicCounter
+from __future__ import annotations
 
-__all__ = ["AtomicCounter"]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ddbkeys.aio.audit import AuditReport, audit_attribute, audit_collection, audit_ids
+    from ddbkeys.aio.blocks import BlockAllocator
+    from ddbkeys.aio.client import make_client
+    from ddbkeys.aio.collection import CollectionSequence
+    from ddbkeys.aio.gapless import GaplessSequence
+    from ddbkeys.aio.ids import AtomicCounter
+    from ddbkeys.aio.index import (
+        MarkerIndex,
+        StateStore,
+        StreamFollower,
+        enable_stream,
+        reconcile,
+    )
+    from ddbkeys.aio.listing import AsyncListing, distinct_partition_keys
+    from ddbkeys.aio.listing import AsyncListing as Listing
+
+#: Where each public name lives (imported on first use, so that ``import ddbkeys.aio`` is
+#: cheap and a missing aiobotocore is reported where a client is needed).
+_HOMES = {
+    "AtomicCounter": "ddbkeys.aio.ids",
+    "BlockAllocator": "ddbkeys.aio.blocks",
+    "CollectionSequence": "ddbkeys.aio.collection",
+    "GaplessSequence": "ddbkeys.aio.gapless",
+    "AuditReport": "ddbkeys.aio.audit",
+    "audit_attribute": "ddbkeys.aio.audit",
+    "audit_collection": "ddbkeys.aio.audit",
+    "audit_ids": "ddbkeys.aio.audit",
+    "AsyncListing": "ddbkeys.aio.listing",
+    "Listing": "ddbkeys.aio.listing",
+    "distinct_partition_keys": "ddbkeys.aio.listing",
+    "MarkerIndex": "ddbkeys.aio.index",
+    "StateStore": "ddbkeys.aio.index",
+    "StreamFollower": "ddbkeys.aio.index",
+    "enable_stream": "ddbkeys.aio.index",
+    "reconcile": "ddbkeys.aio.index",
+    "make_client": "ddbkeys.aio.client",
+}
+
+__all__ = [
+    "AsyncListing",
+    "AtomicCounter",
+    "AuditReport",
+    "BlockAllocator",
+    "CollectionSequence",
+    "GaplessSequence",
+    "Listing",
+    "MarkerIndex",
+    "StateStore",
+    "StreamFollower",
+    "audit_attribute",
+    "audit_collection",
+    "audit_ids",
+    "distinct_partition_keys",
+    "enable_stream",
+    "make_client",
+    "reconcile",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'ddbkeys.aio' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), "AsyncListing" if name == "Listing" else name)
+    globals()[name] = value
+    return value
