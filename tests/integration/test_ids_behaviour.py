@@ -57,11 +57,13 @@ def test_counter_custom_key_and_attribute(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("id", "N"), ("kind", "S"))
-    counter = AtomicCounter(ddb_client, table, key={"id": 0, "kind": "counter"}, attribute="n")
+    counter = AtomicCounter(
+        ddb_client, table, counter_key={"id": 0, "kind": "counter"}, counter_attribute="n"
+    )
     assert counter.next() == 1
     item = ddb_client.get_item(TableName=table, Key={"id": {"N": "0"}, "kind": {"S": "counter"}})
     assert item["Item"]["n"] == {"N": "1"}
-    with pytest.raises(KeySchemaError, match="pass key= with the whole key"):
+    with pytest.raises(KeySchemaError, match="pass counter_key= with the whole key"):
         AtomicCounter(ddb_client, table, "x").next()
 
 

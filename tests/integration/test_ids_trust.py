@@ -407,20 +407,20 @@ def test_counter_key_errors_name_the_real_parameter(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    with pytest.raises(KeySchemaError, match=r"pass key= with the whole key"):
+    with pytest.raises(KeySchemaError, match=r"pass counter_key= with the whole key"):
         AtomicCounter(ddb_client, table).next()
     with pytest.raises(KeySchemaError, match=r"pass counter_key= with the whole key"):
         GaplessSequence(ddb_client, table).put({"pk": "a", "sk": 1})
     with pytest.raises(KeySchemaError) as raised:
-        AtomicCounter(ddb_client, table, key={"pk": "c", "sk": "x"}).next()
+        AtomicCounter(ddb_client, table, counter_key={"pk": "c", "sk": "x"}).next()
     assert str(raised.value) == (
-        f"Key attribute 'sk' of table {table!r} is a number (N); key= (--counter-key) gives a "
-        "string (S): 'x'."
+        f"Key attribute 'sk' of table {table!r} is a number (N); counter_key= (--counter-key) "
+        "gives a string (S): 'x'."
     )
     not_a_key = r"counter_key= \(--counter-key\) names 'other', which is not a key"
     with pytest.raises(KeySchemaError, match=not_a_key):
         GaplessSequence(ddb_client, table, counter_key={"pk": "c", "sk": 0, "other": 1}).current()
-    assert AtomicCounter(ddb_client, table, key={"pk": "c", "sk": 0}).next() == 1
+    assert AtomicCounter(ddb_client, table, counter_key={"pk": "c", "sk": 0}).next() == 1
 
 
 # --- point 6: the counter in another table ----------------------------------------------------
