@@ -41,7 +41,7 @@ def test_counter_basics(ddb_client: DynamoDBClient, ddb_table_factory: TableFact
     table = ddb_table_factory()
     orders = AtomicCounter(ddb_client, table, "orders")
     tickets = AtomicCounter(ddb_client, table, "tickets", start=1000, step=10)
-    assert orders.current() is None
+    assert orders.current() == 0  # (an int: 0 before the first id)
     assert [orders.next(), orders.next()] == [1, 2]
     assert list(orders.reserve(3)) == [3, 4, 5]
     assert orders.current() == 5
@@ -110,7 +110,7 @@ def test_counter_wrong_key_attribute(
     ("kwargs", "message"),
     [
         ({"name": ""}, "Invalid counter name ''"),
-        ({"attribute": ""}, "Invalid counter attribute ''"),
+        ({"counter_attribute": ""}, "Invalid counter attribute ''"),
         ({"step": 0}, "step must be a whole number from 1"),
         ({"start": -1}, "start must be a whole number from 0"),
         ({"maximum": 0}, "maximum must be a whole number from 1"),
