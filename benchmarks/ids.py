@@ -1,17 +1,17 @@
-"""Benchmark: each id strategy against the seeds' own code as published, same server, same run.
+"""Benchmark: each id strategy against its article's own code as published, same server, same run.
 
     python benchmarks/ids.py                 # on an embedded DynamoDB Local
     python benchmarks/ids.py --quick         # smaller runs, for a smoke test
     python benchmarks/ids.py --endpoint-url http://127.0.0.1:8000
     python benchmarks/ids.py --plot docs     # also write docs/ids-throughput.png (and .json)
 
-Counter and blocks are compared on minting ids alone (seed 000's UpdateItem ADD, without the put
-that follows it); the item-collection and gapless strategies on whole inserts (id and item
-written). Each row is a median over rounds that alternate seed and ddbkeys, and every ratio is
-against the seed measured in the same run, because these machines are shared and noisy. Wall
-times on DynamoDB Local are not the service's; the ratios, retries and write units per id are
-what carry over. (DynamoDB Local counts a transactional write as 1 unit per item; the service
-charges 2.)
+Counter and blocks are compared on minting ids alone (the UpdateItem ADD of "Implement
+auto-increment with Amazon DynamoDB", without the put that follows it); the item-collection and
+gapless strategies on whole inserts (id and item written). Each row is a median over rounds that
+alternate the article's code and ddbkeys, and every ratio is against the article's code measured
+in the same run, because these machines are shared and noisy. Wall times on DynamoDB Local are
+not the service's; the ratios, retries and write units per id are what carry over. (DynamoDB
+Local counts a transactional write as 1 unit per item; the service charges 2.)
 """
 
 from __future__ import annotations
@@ -55,8 +55,8 @@ class Tally:
         return self.ids / self.seconds if self.seconds else 0.0
 
 
-class SeedStats:
-    """Retries and write units of the seeds' loops (thread-safe)."""
+class ArticleStats:
+    """Retries and write units of the articles' loops (thread-safe)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -70,11 +70,14 @@ class SeedStats:
             self.write_units += units
 
 
-# --- the seeds' code, as published (low-level client; billed units by the service's rules) ---
+# --- the articles' code, as published (low-level client; billed units by the service's rules) -
 
 
-def seed_counter(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
-    """Seed 000 "with a counter": UpdateItem ADD, UPDATED_NEW (the put that follows is left out)."""
+def article_counter(
+    client: DynamoDBClient, table: str, stats: ArticleStats
+) -> Callable[[int], int]:
+    """ "Implement auto-increment with Amazon DynamoDB", with a counter: UpdateItem ADD,
+    UPDATED_NEW (the put that follows is left out)."""
 
     def mint(_: int) -> int:
         response = client.update_item(
@@ -91,9 +94,12 @@ def seed_counter(client: DynamoDBClient, table: str, stats: SeedStats) -> Callab
     return mint
 
 
-def seed_collection(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
-    """Seed 000 "with a sort key": query the highest, then put highest + 1, + 2, ... until one
-    succeeds (an unbounded loop in the seed; bounded here only to stop a runaway benchmark)."""
+def article_collection(
+    client: DynamoDBClient, table: str, stats: ArticleStats
+) -> Callable[[int], int]:
+    """The same article, with a sort key: query the highest, then put highest + 1, + 2, ...
+    until one succeeds (an unbounded loop in the article; bounded here only to stop a runaway
+    benchmark)."""
 
     def insert(i: int) -> int:
         response = client.query(
@@ -125,9 +131,12 @@ def seed_collection(client: DynamoDBClient, table: str, stats: SeedStats) -> Cal
     return insert
 
 
-def seed_gapless(client: DynamoDBClient, table: str, stats: SeedStats) -> Callable[[int], int]:
-    """Seed 001's good solution: GetItem the LastID, then one transaction that moves it on
-    condition and puts the user; on failure, do both again "until it works"."""
+def article_gapless(
+    client: DynamoDBClient, table: str, stats: ArticleStats
+) -> Callable[[int], int]:
+    """The good solution of "Reliable Auto-Incrementing Integers in DynamoDB": GetItem the
+    LastID, then one transaction that moves it on condition and puts the user; on failure, do
+    both again "until it works"."""
     tag = uuid.uuid4().hex[:8]
 
     def insert(i: int) -> int:
@@ -194,11 +203,11 @@ def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int],
     return lambda i: gapless.put({"pk": f"User#{tag}-{i}"}), gapless.usage
 
 
-SEEDS = {
-    "counter": seed_counter,
-    "blocks": seed_counter,
-    "collection": seed_collection,
-    "gapless": seed_gapless,
+ARTICLES = {
+    "counter": article_counter,
+    "blocks": article_counter,
+    "collection": article_collection,
+    "gapless": article_gapless,
 }
 
 
@@ -212,12 +221,12 @@ def prepare(client: DynamoDBClient, factory: TableFactory, kind: str) -> str:
 
 
 def make_op(
-    seed: bool, kind: str, client: DynamoDBClient, table: str
+    article: bool, kind: str, client: DynamoDBClient, table: str
 ) -> tuple[Callable[[int], int], Callable[[], tuple[int, float]]]:
     """The operation, and a function giving (retries, write units) so far."""
-    if seed:
-        stats = SeedStats()
-        op = SEEDS[kind](client, table, stats)
+    if article:
+        stats = ArticleStats()
+        op = ARTICLES[kind](client, table, stats)
         return op, lambda: (stats.retries, stats.write_units)
     op, usage = ours(kind, client, table)
     return op, lambda: (usage.retries, usage.billed_write_units)
@@ -244,9 +253,9 @@ def run_threads(op: Callable[[int], int], writers: int, count: int, offset: int 
 
 
 def process_worker(args: tuple[bool, str, str, str, int, int, Barrier, Any]) -> None:
-    seed, kind, endpoint, table, threads, count, barrier, results = args
+    article, kind, endpoint, table, threads, count, barrier, results = args
     client = make_client(endpoint_url=endpoint, max_attempts=10)
-    op, totals = make_op(seed, kind, client, table)
+    op, totals = make_op(article, kind, client, table)
     barrier.wait()
     started = time.time()
     offset = (multiprocessing.current_process().pid or 0) * 10**6
@@ -256,7 +265,7 @@ def process_worker(args: tuple[bool, str, str, str, int, int, Barrier, Any]) -> 
 
 
 def run_processes(
-    seed: bool, kind: str, endpoint: str, table: str, procs: int, threads: int, count: int
+    article: bool, kind: str, endpoint: str, table: str, procs: int, threads: int, count: int
 ) -> Tally:
     spawn = multiprocessing.get_context("spawn")
     barrier = spawn.Barrier(procs)
@@ -264,7 +273,7 @@ def run_processes(
     workers = [
         spawn.Process(
             target=process_worker,
-            args=((seed, kind, endpoint, table, threads, count // procs, barrier, results),),
+            args=((article, kind, endpoint, table, threads, count // procs, barrier, results),),
         )
         for _ in range(procs)
     ]
@@ -284,7 +293,7 @@ def run_processes(
 
 
 def measure(
-    seed: bool,
+    article: bool,
     kind: str,
     endpoint: str,
     factory: TableFactory,
@@ -295,9 +304,9 @@ def measure(
 ) -> Tally:
     table = prepare(client, factory, kind)
     if procs > 1:
-        return run_processes(seed, kind, endpoint, table, procs, writers // procs, count)
+        return run_processes(article, kind, endpoint, table, procs, writers // procs, count)
     worker_client = make_client(endpoint_url=endpoint, max_attempts=10)
-    op, totals = make_op(seed, kind, worker_client, table)
+    op, totals = make_op(article, kind, worker_client, table)
     op(-1)  # warm up: the table description, connections
     before = totals()
     seconds = run_threads(op, writers, count)
@@ -321,7 +330,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument(
         "--only",
-        choices=sorted(SEEDS),
+        choices=sorted(ARTICLES),
         action="append",
         help="Run only these strategies (repeatable).",
     )
@@ -338,7 +347,7 @@ def main() -> int:
     endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
     client = make_client(endpoint_url=endpoint)
     factory = TableFactory(client, prefix="ddbkeys-bench")
-    # (kind, writers, processes, ids per run for the seed, ids per run for ddbkeys)
+    # (kind, writers, processes, ids per run for the article's code, ids per run for ddbkeys)
     plan = [
         ("counter", 1, 1, 600, 600),
         ("counter", 16, 1, 2000, 2000),
@@ -353,22 +362,22 @@ def main() -> int:
     if args.only:
         plan = [row for row in plan if row[0] in args.only]
     header = (
-        f"{'strategy':<11} {'writers':>9} {'seed ids/s':>10} {'ddbkeys ids/s':>13} "
-        f"{'ratio':>7} {'target':>7} {'retries/id':>16} {'WCU/id':>13}"
+        f"{'strategy':<11} {'writers':>9} {'article ids/s':>13} {'ddbkeys ids/s':>13} "
+        f"{'ratio':>7} {'target':>7} {'retries/id':>16} {'WCU/id':>14}"
     )
     print(header)
     print(
-        f"{'':<11} {'':>9} {'':>10} {'':>13} {'':>7} {'':>7} {'seed / ours':>16} "
-        f"{'seed / ours':>13}"
+        f"{'':<11} {'':>9} {'':>13} {'':>13} {'':>7} {'':>7} {'article / ours':>16} "
+        f"{'article / ours':>14}"
     )
     failed = 0
     measured: list[dict[str, Any]] = []
     try:
-        for kind, writers, procs, seed_n, our_n in plan:
-            seed_runs: list[Tally] = []
+        for kind, writers, procs, article_n, our_n in plan:
+            article_runs: list[Tally] = []
             our_runs: list[Tally] = []
             for _ in range(rounds):
-                seed_runs.append(
+                article_runs.append(
                     measure(
                         True,
                         kind,
@@ -376,7 +385,7 @@ def main() -> int:
                         factory,
                         client,
                         writers,
-                        max(16, int(seed_n * scale)),
+                        max(16, int(article_n * scale)),
                         procs,
                     )
                 )
@@ -393,22 +402,23 @@ def main() -> int:
                     )
                 )
                 factory.delete_all()
-            seed_rate = statistics.median(t.rate for t in seed_runs)
+            article_rate = statistics.median(t.rate for t in article_runs)
             our_rate = statistics.median(t.rate for t in our_runs)
-            ratio = our_rate / seed_rate
+            ratio = our_rate / article_rate
             target = TARGETS.get((kind, writers, procs))
             met = "" if target is None else ("ok" if ratio >= target else "MISSED")
             failed += met == "MISSED"
-            seed_t, our_t = seed_runs[-1], our_runs[-1]
+            article_t, our_t = article_runs[-1], our_runs[-1]
             label = f"{writers}" if procs == 1 else f"{procs}x{writers // procs}"
             measured.append(
-                {"strategy": kind, "writers": label, "seed": seed_rate, "ddbkeys": our_rate}
+                {"strategy": kind, "writers": label, "article": article_rate, "ddbkeys": our_rate}
             )
             print(
-                f"{kind:<11} {label:>9} {seed_rate:>10.0f} {our_rate:>13.0f} {ratio:>6.2f}x "
+                f"{kind:<11} {label:>9} {article_rate:>13.0f} {our_rate:>13.0f} {ratio:>6.2f}x "
                 f"{(f'{target:g}x ' + met) if target else '':>7} "
-                f"{seed_t.retries / seed_t.ids:>7.2f} / {our_t.retries / our_t.ids:<6.2f} "
-                f"{seed_t.write_units / seed_t.ids:>5.2f} / {our_t.write_units / our_t.ids:<5.2f}",
+                f"{article_t.retries / article_t.ids:>7.2f} / {our_t.retries / our_t.ids:<6.2f} "
+                f"{article_t.write_units / article_t.ids:>6.2f} / "
+                f"{our_t.write_units / our_t.ids:<5.2f}",
                 flush=True,
             )
     finally:
@@ -425,7 +435,7 @@ CHART = "ids-throughput"
 
 
 def plot(measured: list[dict[str, Any]], folder: Path, *, quick: bool) -> Path:
-    """ids/s by strategy and number of writers, the seed's code beside ddbkeys (log scale)."""
+    """ids/s by strategy and number of writers, the articles' code beside ddbkeys (log scale)."""
     save_figures(folder, CHART, {"quick": quick, "rows": measured})
     return grouped_bars(
         folder / f"{CHART}.png",
@@ -435,14 +445,15 @@ def plot(measured: list[dict[str, Any]], folder: Path, *, quick: bool) -> Path:
             for m in measured
         ],
         series={
-            "seed articles' code": [m["seed"] for m in measured],
+            "the articles' code": [m["article"] for m in measured],
             "ddbkeys": [m["ddbkeys"] for m in measured],
         },
         ylabel="ids/s (log scale)",
         log=True,
         note="benchmarks/ids.py"
         + (" --quick" if quick else "")
-        + " on DynamoDB Local, 2 shared cores; medians of rounds alternating seed and ddbkeys",
+        + " on DynamoDB Local, 2 shared cores; medians of rounds alternating the articles' code"
+        + " and ddbkeys",
     )
 
 

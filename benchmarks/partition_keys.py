@@ -1,4 +1,4 @@
-"""Benchmark: every partition-key listing method against seed 004's algorithm, in one run.
+"""Benchmark: every partition-key listing method against the article's skip scan, in one run.
 
     python benchmarks/partition_keys.py            # on an embedded DynamoDB Local
     python benchmarks/partition_keys.py --quick    # smaller tables, for a smoke test
@@ -7,7 +7,8 @@ Five table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,
 3 items), skewed (1,000 keys x 1 item plus 10 keys x 5,000 items), and two shaped like the
 published samples' tables: sample-b (900 keys, a binary sort key, 1 to 4 items of 0.3 to 0.7 KB)
 and sample-s (the same with a string sort key). For each: requests, items read, read units (RCU),
-wall time and correctness, for seed 004's Python sample (Limit 1, sequential) and every method,
+wall time and correctness, for the Python sample of "Generate a distinct set of partition keys
+for an Amazon DynamoDB table efficiently" (its skip scan: Limit 1, sequential) and every method,
 then the same once the marker index is built, backfilled and kept by a running follower of the
 table's stream, so that ``auto`` vouches for it ("x4 of 16": four parallel readers taking 16
 Scan segments in turn). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
@@ -99,9 +100,17 @@ def load(client: DynamoDBClient, table: str, shape: Shape) -> None:
     )
 
 
-def seed_004(client: DynamoDBClient, table: str, sort_type: str) -> tuple[list[str], Usage]:
-    """Seed 004's Python sample, as published but on the low-level client: Limit 1, sequential,
-    jumping with the greatest sort key value (its retry branch never runs here)."""
+#: The baseline's row: the Python sample of the article the skip scan comes from (see the README,
+#: "Where the techniques come from").
+ARTICLE = "article's skip scan"
+
+
+def article_skip_scan(
+    client: DynamoDBClient, table: str, sort_type: str
+) -> tuple[list[str], Usage]:
+    """The article's Python sample (its skip scan), as published but on the low-level client:
+    Limit 1, sequential, jumping with the greatest sort key value (its retry branch never runs
+    here)."""
     usage = Usage()
     keys: list[str] = []
     last_evaluated_key = None
@@ -137,8 +146,8 @@ def run_method(
 ) -> Row:
     started = time.perf_counter()
     label = method
-    if method == "seed 004":
-        keys, usage = seed_004(client, table, sort_type)
+    if method == ARTICLE:
+        keys, usage = article_skip_scan(client, table, sort_type)
     else:
         listing = distinct_partition_keys(
             client, table, method, segments=segments, state_table=state_table
@@ -213,11 +222,11 @@ def shapes(scale: float) -> dict[str, Shape]:
 
 
 def print_rows(shape: str, rows: list[Row]) -> None:
-    seed = rows[0]
+    article = rows[0]
     for row in rows:
         print(
             f"{shape:<9} {row.method:<28} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
-            f"{row.rcu / seed.rcu if seed.rcu else 0:>7.3f} {row.seconds:>7.2f} "
+            f"{row.rcu / article.rcu if article.rcu else 0:>9.3f} {row.seconds:>7.2f} "
             f"{'yes' if row.correct else 'NO':>7}",
             flush=True,
         )
@@ -289,7 +298,8 @@ def parse_args() -> argparse.Namespace:
 
 
 def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: str) -> list[Row]:
-    """The seed, every method and ``auto``; then, with the index maintained, index and auto."""
+    """The article's skip scan, every method and ``auto``; then, with the index maintained,
+    index and auto."""
     expected = {key for key, _ in spec.sizes}
 
     def run(method: str, segments: int) -> Row:
@@ -303,7 +313,7 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
             state_table=state_table,
         )
 
-    plan = [("seed 004", 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
+    plan = [(ARTICLE, 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
     rows = [run(m, s) for m, s in plan]
     # The asyncio row, without the index (which ddbkeys.aio does not read yet); printed last.
     endpoint = client.meta.endpoint_url
@@ -328,7 +338,7 @@ SLACK_SECONDS = 0.25
 def check(shape: str, rows: list[Row]) -> list[str]:
     """The targets ``rows`` (in ``bench_shape``'s order) missed."""
     problems: list[str] = []
-    seed = rows[0]
+    article = rows[0]
     cheapest_plain = min(rows[1:4], key=lambda r: r.rcu)
     cheapest_all = min([cheapest_plain, rows[6]], key=lambda r: r.rcu)
     for row, cheapest in ((rows[4], cheapest_plain), (rows[7], cheapest_all)):
@@ -342,15 +352,15 @@ def check(shape: str, rows: list[Row]) -> list[str]:
                 f"{shape}: {row.method} wall {row.seconds:.2f}s, at {cheapest.method}'s cost, "
                 f"> {SLOWER_AT_EQUAL} x its {cheapest.seconds:.2f}s"
             )
-        if row.rcu > seed.rcu or row.requests > seed.requests:
-            problems.append(f"{shape}: {row.method} above the seed's RCU or requests")
+        if row.rcu > article.rcu or row.requests > article.requests:
+            problems.append(f"{shape}: {row.method} above the article's RCU or requests")
     if not rows[7].method.startswith("auto (index)"):
         problems.append(f"{shape}: auto did not vouch for the maintained index")
     for row in (rows[5], rows[8]):
-        if row.seconds > seed.seconds / 4:
+        if row.seconds > article.seconds / 4:
             problems.append(
-                f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the seed's "
-                f"{seed.seconds:.2f}s"
+                f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the article's "
+                f"{article.seconds:.2f}s"
             )
     return problems + [f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct]
 
@@ -372,7 +382,7 @@ def main() -> int:
     labels: dict[str, str] = {}
     print(
         f"{'shape':<9} {'method':<28} {'requests':>8} {'items':>8} {'RCU':>9} "
-        f"{'x seed':>7} {'wall s':>7} {'correct':>7}"
+        f"{'x article':>9} {'wall s':>7} {'correct':>7}"
     )
     states = TableFactory(client, prefix="ddbkeys-bench-state")
     state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
@@ -402,7 +412,7 @@ def main() -> int:
 
 
 CHART = "partition-keys-rcu"
-PLOTTED = ["seed 004", "scan", "skip", "skip-pages", "index"]
+PLOTTED = [ARTICLE, "scan", "skip", "skip-pages", "index"]
 
 
 def plot(

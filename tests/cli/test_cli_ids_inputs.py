@@ -505,20 +505,20 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "counter"}'],
         1,
-        "key= (--counter-key) has no 'sk', a key attribute (N) of table {t!r}.",
+        "counter_key= (--counter-key) has no 'sk', a key attribute (N) of table {t!r}.",
     ),
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "counter", "sk": "0"}'],
         1,
-        "Key attribute 'sk' of table {t!r} is a number (N); key= (--counter-key) gives a "
-        "string (S): '0'.",
+        "Key attribute 'sk' of table {t!r} is a number (N); counter_key= (--counter-key) "
+        "gives a string (S): '0'.",
     ),
     (
         ["next", "-t", "{t}"],
         1,
         "Table {t!r} has the key (pk, sk); a counter item key cannot be "
-        "made from a name alone: pass key= with the whole key of the counter item (--counter-key "
-        "JSON on the CLI).",
+        "made from a name alone: pass counter_key= with the whole key of the counter item "
+        "(--counter-key JSON on the CLI).",
     ),
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "odd", "sk": 0}'],

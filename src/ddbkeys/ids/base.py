@@ -183,9 +183,13 @@ class IdStrategy(StrategyCore):
         return self._run(self._table_info(self._begin(), table))
 
 
-def renamed(old: str, new: str, value: Any, current: Any, default: Any) -> Any:
+def renamed(
+    old: str, new: str, value: Any, current: Any, default: Any, *, stacklevel: int = 3
+) -> Any:
     """The value of a setting given under its old name ``old`` (with a DeprecationWarning), or
-    under its new one ``new``; both is a :class:`ConfigurationError`."""
+    under its new one ``new``; both is a :class:`ConfigurationError`. The warning names the line
+    that called the constructor calling ``renamed`` (``stacklevel`` 3: renamed, __init__, that
+    line), so ``-W error::DeprecationWarning:module`` finds the caller's module."""
     if value is None:
         return current
     if current is not default and current != default:
@@ -194,7 +198,7 @@ def renamed(old: str, new: str, value: Any, current: Any, default: Any) -> Any:
         f"{old}= is deprecated: pass {new}= instead (the same setting, one name in every "
         "class); the old name goes in the next release.",
         DeprecationWarning,
-        stacklevel=4,
+        stacklevel=stacklevel,
     )
     return value
 

@@ -1,0 +1,77 @@
+"""Names that changed keep working for this release, with a DeprecationWarning that points at the
+caller's line (the project's own tests turn such warnings into errors: see pyproject.toml)."""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import boto3
+import pytest
+
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids import AtomicCounter
+
+# Nothing is sent: no request from a constructor.
+CLIENT = boto3.client(
+    "dynamodb",
+    region_name="us-east-1",
+    endpoint_url="http://127.0.0.1:9",
+    aws_access_key_id="unused",
+    aws_secret_access_key="unused",
+)
+KEY = {"pk": "c", "sk": 0}
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "value"),
+    [("key", "counter_key", KEY), ("attribute", "counter_attribute", "n")],
+)
+def test_the_old_counter_names_still_work_with_a_warning(old: str, new: str, value: Any) -> None:
+    with pytest.warns(DeprecationWarning, match=f"{old}= is deprecated: pass {new}= instead") as w:
+        counter = AtomicCounter(CLIENT, "table", **{old: value})
+    assert w[0].filename == __file__  # the warning names the line that used the old name
+    assert getattr(counter, "_key_given" if old == "key" else "counter_attribute") == value
+    assert counter.attribute == counter.counter_attribute  # (the old property, kept)
+
+
+def test_the_new_names_do_not_warn() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        counter = AtomicCounter(CLIENT, "table", counter_key=KEY, counter_attribute="n")
+    assert (counter._key_given, counter.counter_attribute) == (KEY, "n")
+
+
+def test_both_names_at_once_are_a_configuration_error() -> None:
+    with pytest.raises(ConfigurationError, match="key= is the old name of counter_key="):
+        AtomicCounter(CLIENT, "table", key=KEY, counter_key=KEY)
+    with pytest.raises(ConfigurationError, match="attribute= is the old name of counter_attribute"):
+        AtomicCounter(CLIENT, "table", attribute="a", counter_attribute="b")
+
+
+def test_the_key_property_warns_that_it_sends_a_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    counter = AtomicCounter(CLIENT, "table", counter_key=KEY)
+    sent: list[str] = []
+
+    def describe_table(**params: Any) -> Any:
+        sent.append(params["TableName"])
+        return {
+            "Table": {
+                "TableName": "table",
+                "TableStatus": "ACTIVE",
+                "KeySchema": [
+                    {"AttributeName": "pk", "KeyType": "HASH"},
+                    {"AttributeName": "sk", "KeyType": "RANGE"},
+                ],
+                "AttributeDefinitions": [
+                    {"AttributeName": "pk", "AttributeType": "S"},
+                    {"AttributeName": "sk", "AttributeType": "N"},
+                ],
+            }
+        }
+
+    monkeypatch.setattr(counter.client, "describe_table", describe_table)
+    with pytest.warns(DeprecationWarning, match=r"use counter_item\(\)\.key instead"):
+        key = counter.key
+    assert key == {"pk": {"S": "c"}, "sk": {"N": "0"}} == counter.counter_item().key
+    assert sent == ["table"]  # one DescribeTable, the first time
