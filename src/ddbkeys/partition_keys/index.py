@@ -8,7 +8,7 @@ The work is flows (:mod:`ddbkeys.partition_keys.marker_core`, decisions in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
