@@ -111,7 +111,6 @@ class _Done:
         self.value = value
 
 
-
 def _advance(flow: Flow[Any], sent: Any, error: BaseException | None) -> Step | _Done:
     """The flow's next step after it is sent ``sent`` (or thrown ``error``), or its end."""
     try:
