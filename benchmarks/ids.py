@@ -7,7 +7,9 @@
 
 Counter and blocks are compared on minting ids alone (the UpdateItem ADD of "Implement
 auto-increment with Amazon DynamoDB", without the put that follows it); the item-collection and
-gapless strategies on whole inserts (id and item written). Each row is a median over rounds that
+gapless strategies on whole inserts (id and item written). One more row, "gapless aio 64",
+puts from 64 tasks of one event loop with ddbkeys.aio, and its ratio is against the sync gapless
+row with 16 threads (target: at least as fast). Each row is a median over rounds that
 alternate the article's code and ddbkeys, and every ratio is against the article's code measured
 in the same run, because these machines are shared and noisy. Wall times on DynamoDB Local are
 not the service's; the ratios, retries and write units per id are what carry over. (DynamoDB
@@ -17,6 +19,7 @@ Local counts a transactional write as 1 unit per item; the service charges 2.)
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
 import statistics
 import sys
@@ -28,8 +31,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from aiobotocore.config import AioConfig
+from aiobotocore.session import get_session
+
+from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.capacity import write_units
-from ddbkeys.connect import make_client
+from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
@@ -314,6 +321,89 @@ def measure(
     return Tally(count, seconds, retries - before[0], units - before[1])
 
 
+# --- ddbkeys.aio: gapless from many tasks of one event loop --------------------------------
+
+#: The async row: (kind, tasks), measured in the rounds of the sync row it is compared with.
+ASYNC_ROW = ("gapless", 64)
+#: ... which is this sync row (kind, writers, processes); target: async ids/s / sync ids/s.
+ASYNC_AGAINST = ("gapless", 16, 1)
+ASYNC_TARGET = 1.0
+
+
+async def run_tasks(endpoint: str, table: str, tasks: int, count: int) -> Tally:
+    """``tasks`` tasks of one event loop, each putting its share of ``count`` items with one
+    ``ddbkeys.aio.GaplessSequence`` (their puts share commits)."""
+    keys = LOCAL_ACCESS_KEY if is_loopback(endpoint) else None
+    config = AioConfig(
+        retries={"mode": "standard", "total_max_attempts": 10}, max_pool_connections=64
+    )
+    async with get_session().create_client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name=make_client(endpoint_url=endpoint).meta.region_name,
+        aws_access_key_id=keys,
+        aws_secret_access_key=keys,
+        config=config,
+    ) as client:
+        gapless = AsyncGaplessSequence(client, table, "users")
+        tag = uuid.uuid4().hex[:8]
+        await gapless.put({"pk": f"User#{tag}-warm-up"})  # the table description, connections
+        before = (gapless.usage.retries, gapless.usage.billed_write_units)
+
+        async def writer(share: range) -> int:
+            for i in share:
+                await gapless.put({"pk": f"User#{tag}-{i}"})
+            return len(share)
+
+        started = time.perf_counter()
+        done = await asyncio.gather(*(writer(range(t, count, tasks)) for t in range(tasks)))
+        seconds = time.perf_counter() - started
+        assert sum(done) == count, "a task failed"
+        return Tally(
+            count,
+            seconds,
+            gapless.usage.retries - before[0],
+            gapless.usage.billed_write_units - before[1],
+        )
+
+
+def measure_async(
+    endpoint: str, factory: TableFactory, client: DynamoDBClient, tasks: int, count: int
+) -> Tally:
+    table = prepare(client, factory, ASYNC_ROW[0])
+    return asyncio.run(run_tasks(endpoint, table, tasks, count))
+
+
+def run_rounds(
+    kind: str,
+    writers: int,
+    procs: int,
+    article_n: int,
+    our_n: int,
+    rounds: int,
+    scale: float,
+    endpoint: str,
+    factory: TableFactory,
+    client: DynamoDBClient,
+) -> tuple[list[Tally], list[Tally], list[Tally]]:
+    """The rounds of one row, alternating the article's code and ddbkeys (and, for the sync row the async
+    row is compared with, ddbkeys.aio): the runs of each."""
+    article_runs: list[Tally] = []
+    our_runs: list[Tally] = []
+    async_runs: list[Tally] = []
+    for _ in range(rounds):
+        article_count = max(16, int(article_n * scale))
+        article_runs.append(measure(True, kind, endpoint, factory, client, writers, article_count, procs))
+        our_count = max(16, int(our_n * scale))
+        our_runs.append(measure(False, kind, endpoint, factory, client, writers, our_count, procs))
+        if (kind, writers, procs) == ASYNC_AGAINST:
+            tasks = ASYNC_ROW[1]
+            count = max(tasks, int(our_n * scale))
+            async_runs.append(measure_async(endpoint, factory, client, tasks, count))
+        factory.delete_all()
+    return article_runs, our_runs, async_runs
+
+
 TARGETS = {
     ("counter", 16, 1): 0.95,
     ("blocks", 16, 1): 50.0,
@@ -374,34 +464,9 @@ def main() -> int:
     measured: list[dict[str, Any]] = []
     try:
         for kind, writers, procs, article_n, our_n in plan:
-            article_runs: list[Tally] = []
-            our_runs: list[Tally] = []
-            for _ in range(rounds):
-                article_runs.append(
-                    measure(
-                        True,
-                        kind,
-                        endpoint,
-                        factory,
-                        client,
-                        writers,
-                        max(16, int(article_n * scale)),
-                        procs,
-                    )
-                )
-                our_runs.append(
-                    measure(
-                        False,
-                        kind,
-                        endpoint,
-                        factory,
-                        client,
-                        writers,
-                        max(16, int(our_n * scale)),
-                        procs,
-                    )
-                )
-                factory.delete_all()
+            article_runs, our_runs, async_runs = run_rounds(
+                kind, writers, procs, article_n, our_n, rounds, scale, endpoint, factory, client
+            )
             article_rate = statistics.median(t.rate for t in article_runs)
             our_rate = statistics.median(t.rate for t in our_runs)
             ratio = our_rate / article_rate
@@ -421,6 +486,8 @@ def main() -> int:
                 f"{our_t.write_units / our_t.ids:<5.2f}",
                 flush=True,
             )
+            if async_runs:
+                failed += async_row(async_runs, our_rate, measured)
     finally:
         factory.delete_all()
         if server is not None:
@@ -429,6 +496,30 @@ def main() -> int:
     if args.plot:
         print(f"wrote {plot(measured, args.plot, quick=args.quick)}")
     return 0
+
+
+def async_row(runs: list[Tally], sync_rate: float, measured: list[dict[str, Any]]) -> int:
+    """Print the async row under the sync row it is compared with (its "article ids/s" column is
+    that sync row's ddbkeys ids/s); 1 if its target was missed."""
+    kind, tasks = ASYNC_ROW
+    rate = statistics.median(t.rate for t in runs)
+    ratio = rate / sync_rate if sync_rate else 0.0
+    met = "ok" if ratio >= ASYNC_TARGET else "MISSED"
+    last = runs[-1]
+    label = f"aio {tasks}"
+    measured.append({"strategy": kind, "writers": label, "article": None, "ddbkeys": rate})
+    print(
+        f"{kind:<11} {label:>9} {sync_rate:>13.0f} {rate:>13.0f} {ratio:>6.2f}x "
+        f"{f'{ASYNC_TARGET:g}x ' + met:>7} {'-':>7} / {last.retries / last.ids:<6.2f} "
+        f"{'-':>5} / {last.write_units / last.ids:<5.2f}",
+        flush=True,
+    )
+    print(
+        f"  (aio {tasks}: {tasks} tasks of one event loop, ddbkeys.aio; its ratio is against the "
+        f"sync row above, {ASYNC_AGAINST[1]} threads, not the article's code)",
+        flush=True,
+    )
+    return met == "MISSED"
 
 
 CHART = "ids-throughput"

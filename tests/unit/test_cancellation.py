@@ -8,6 +8,7 @@ from typing import Any
 import boto3
 import pytest
 
+from ddbkeys.core.steps import OnceCell
 from ddbkeys.ids import GaplessSequence, ItemExistsError, Verdict, read_cancellation
 from ddbkeys.ids.base import Contention, CounterItem, Throttled
 from ddbkeys.ids.gapless import _Plan
@@ -95,7 +96,9 @@ def gapless(id_in_key: bool) -> Any:
         "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
     )
     sequence = GaplessSequence(client, "users", id_attribute="pk" if id_in_key else "id")
-    sequence._infos["users"] = TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0)
+    info: OnceCell[TableInfo] = OnceCell()
+    info.set(TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0))
+    sequence._infos["users"] = info
     sequence._counter = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
     return sequence
 

@@ -1,0 +1,460 @@
+"""The gapless sequence's core, driven by hand without a server: the commit flow is sent the
+answers (and thrown the cancellations) DynamoDB would give, and each row says which step comes
+next and what the call ends with."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import boto3
+import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
+
+from ddbkeys.core.steps import Flow, OnceCell, Pause, Request, Step
+from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.ids import (
+    CounterStateError,
+    GaplessSequence,
+    ItemExistsError,
+    ItemKeyClashError,
+    SequenceExhaustedError,
+)
+from ddbkeys.ids.base import CounterItem
+from ddbkeys.ids.gapless_core import Pending, earliest
+from ddbkeys.retry import Deadline, RetryPolicy
+from ddbkeys.schema import KeyAttribute, TableInfo
+
+MAX = 10**38 - 1
+POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 0.5)
+JITTER = POLICY.full_jitter(0)  # after a conflict
+BACKOFF = POLICY.exponential(0)  # after throttling
+
+
+def sequence(*, id_in_key: bool = False, last: int | None = 3) -> GaplessSequence:
+    """A sequence on table ``users`` (key ``pk``, a string) that knows its table and counter
+    (``{"pk": "sequence"}``) and, unless ``last`` is None, the counter's value."""
+    client = boto3.client(
+        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
+    )
+    seq = GaplessSequence(client, "users", id_attribute="pk" if id_in_key else "id", retry=POLICY)
+    info: OnceCell[TableInfo] = OnceCell()
+    info.set(TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0))
+    seq._infos["users"] = info
+    seq._counter = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
+    seq._last = last
+    return seq
+
+
+def items(id_in_key: bool, n: int = 2) -> list[Any]:
+    return [{} if id_in_key else {"pk": {"S": f"k{i + 1}"}} for i in range(n)]
+
+
+def commit(seq: GaplessSequence, n: int = 2, *, atomic: bool = False) -> Flow[Any]:
+    return seq._commit(items(seq.id_attribute == "pk", n), atomic=atomic, deadline=Deadline(None))
+
+
+def cancelled(codes: tuple[str, ...], counter_holds: str | None = "7") -> ClientError:
+    """The TransactionCanceledException DynamoDB answers with: action 0 is the counter (its old
+    image holds ``counter_holds``), the others the items (an old image ``{"pk": "old<n>"}``)."""
+    reasons: list[dict[str, Any]] = []
+    for n, code in enumerate(codes):
+        reason: dict[str, Any] = {"Code": code}
+        if code == "ConditionalCheckFailed":
+            if n == 0 and counter_holds is not None:
+                reason["Item"] = {"pk": {"S": "sequence"}, "last_id": {"N": counter_holds}}
+            elif n:
+                reason["Item"] = {"pk": {"S": f"old{n}"}}
+        elif code not in ("None", "TransactionConflict"):
+            reason["Message"] = f"the server says {code}"
+        reasons.append(reason)
+    response: Any = {
+        "Error": {"Code": "TransactionCanceledException", "Message": "cancelled"},
+        "CancellationReasons": reasons,
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    return ClientError(response, "TransactWriteItems")
+
+
+def shown(step: Step) -> tuple[Any, ...]:
+    """A step, for the tables: ("get",), ("pause", seconds), or ("tx", last, ids)."""
+    if isinstance(step, Pause):
+        return ("pause", step.seconds)
+    assert isinstance(step, Request)
+    if step.operation == "get_item":
+        return ("get",)
+    assert step.operation == "transact_write_items"
+    actions = step.params["TransactItems"]
+    update = actions[0]["Update"]
+    last = int(update["ExpressionAttributeValues"][":last"]["N"])
+    new = int(update["ExpressionAttributeValues"][":new"]["N"])
+    ids = []
+    for action in actions[1:]:
+        item = action["Put"]["Item"]
+        ids.append(int(item["id"]["N"]) if "id" in item else int(item["pk"]["S"]))
+    assert new == last + len(ids)
+    return ("tx", last, ids)
+
+
+def until_request(flow: Flow[Any], step: Step) -> tuple[list[tuple[Any, ...]], Step]:
+    """The steps from ``step`` up to the next TransactWriteItems, and that one (a GetItem of
+    the counter is answered with 3, a pause is taken at once)."""
+    seen = [shown(step)]
+    while seen[-1][0] != "tx":
+        step = flow.send({"Item": {"last_id": {"N": "3"}}} if seen[-1][0] == "get" else None)
+        seen.append(shown(step))
+    return seen, step
+
+
+def finish(flow: Flow[Any]) -> Any:
+    """Answer the transaction in flight as applied; what the flow returns."""
+    with pytest.raises(StopIteration) as done:
+        flow.send({})
+    return done.value.value
+
+
+# --- the first request ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("last", "steps", "condition"),
+    [
+        (3, [("tx", 3, [4, 5])], "#v = :last"),
+        (None, [("get",), ("tx", 3, [4, 5])], "#v = :last"),  # unknown: read it first
+        (0, [("tx", 0, [1, 2])], "attribute_not_exists(#v) OR #v = :last"),  # holds 0
+        (MAX - 2, [("tx", MAX - 2, [MAX - 1, MAX])], "#v = :last"),  # the last ids there are
+    ],
+)
+def test_the_first_request(last: int | None, steps: list[Any], condition: str) -> None:
+    seq = sequence(last=last)
+    flow = commit(seq)
+    seen, tx = until_request(flow, next(flow))
+    assert seen == steps
+    assert isinstance(tx, Request)
+    update = tx.params["TransactItems"][0]["Update"]
+    assert update["ConditionExpression"] == condition
+    assert update["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+    assert tx.params["ClientRequestToken"]
+    puts = [a["Put"] for a in tx.params["TransactItems"][1:]]
+    assert all(p["ConditionExpression"] == "attribute_not_exists(#pk)" for p in puts)
+    assert (tx.write, tx.items, tx.count_refused) == (True, 2, True)
+    base = steps[-1][1]
+    assert finish(flow) == [base + 1, base + 2]
+    assert seq._last == base + 2
+
+
+@pytest.mark.parametrize("last", [MAX, MAX - 1])
+def test_a_counter_at_the_largest_number_gives_no_more_ids(last: int) -> None:
+    with pytest.raises(SequenceExhaustedError, match=r"2 more id\(s\) would pass 10\*\*38 - 1"):
+        next(commit(sequence(last=last)))
+    assert shown(next(commit(sequence(last=MAX - 1), 1))) == ("tx", MAX - 1, [MAX])
+
+
+# --- every cancellation the strategy reads ----------------------------------------------------
+
+CCF, TC, NONE = "ConditionalCheckFailed", "TransactionConflict", "None"
+
+
+@dataclass
+class Row:
+    """A cancelled commit of two items after 3 (the counter's old image holds ``holds``): the
+    steps that follow (up to the next transaction), and what the call ends with once that one
+    is applied (``exists``: the index of an item that failed with ItemExistsError)."""
+
+    name: str
+    codes: tuple[str, str, str]
+    id_in_key: bool
+    atomic: bool
+    then: list[tuple[Any, ...]] | type[BaseException]
+    ends: list[int | str] = field(default_factory=list)
+    holds: str | None = "7"
+    conflicts: int = 1
+
+
+ROWS = [
+    # The counter moved: its old image says where to, so go again at once, without a read.
+    Row("counter moved", (CCF, NONE, NONE), False, False, [("tx", 7, [8, 9])], [8, 9]),
+    Row("counter moved, atomic", (CCF, NONE, NONE), False, True, [("tx", 7, [8, 9])], [8, 9]),
+    Row("counter moved, id key", (CCF, NONE, NONE), True, False, [("tx", 7, [8, 9])], [8, 9]),
+    Row("counter moved to 0", (CCF, NONE, NONE), False, False, [("tx", 0, [1, 2])], [1, 2], "0"),
+    Row("counter gone", (CCF, NONE, NONE), False, False, [("tx", 0, [1, 2])], [1, 2], None),
+    Row(
+        "counter moved to the top",
+        (CCF, NONE, NONE),
+        False,
+        False,
+        SequenceExhaustedError,
+        holds=str(MAX),
+    ),
+    Row("counter holds a string", (CCF, NONE, NONE), False, False, CounterStateError, [], "x", 0),
+    # The id is the key and the counter moved: the racing writer's items hold those keys.
+    Row("racing writer's item", (CCF, CCF, NONE), True, False, [("tx", 7, [8, 9])], [8, 9]),
+    Row("racing writer's items", (CCF, CCF, CCF), True, True, [("tx", 7, [8, 9])], [8, 9]),
+    # The id is not the key: an item that exists fails alone (group) or all (atomic).
+    Row("item exists", (NONE, CCF, NONE), False, False, [("tx", 3, [4])], ["exists", 4], "7", 0),
+    Row("item exists, atomic", (NONE, CCF, NONE), False, True, ItemExistsError, conflicts=0),
+    Row("both exist", (NONE, CCF, CCF), False, False, [], ["exists", "exists"], "7", 0),
+    Row(
+        "item exists, counter moved",
+        (CCF, NONE, CCF),
+        False,
+        False,
+        [("tx", 7, [8])],
+        [8, "exists"],
+    ),
+    Row(
+        "item exists, counter moved, atomic",
+        (CCF, CCF, NONE),
+        False,
+        True,
+        ItemExistsError,
+        conflicts=0,
+    ),
+    Row(
+        "item exists, throttled",
+        (NONE, CCF, "ThrottlingError"),
+        False,
+        False,
+        [("tx", 3, [4])],
+        ["exists", 4],
+        "7",
+        0,
+    ),
+    Row(
+        "item exists, conflict",
+        (TC, CCF, NONE),
+        False,
+        False,
+        [("tx", 3, [4])],
+        ["exists", 4],
+        "7",
+        0,
+    ),
+    # The id is the key and the counter held: a key an id needs holds an item the sequence did
+    # not write (the counter is behind the table): every item of the batch fails.
+    Row("id's key taken", (NONE, CCF, NONE), True, False, [], ["exists", "exists"], "7", 0),
+    Row("id's key taken, atomic", (NONE, NONE, CCF), True, True, ItemExistsError, conflicts=0),
+    # Conflicts: a full-jitter wait, then a fresh read of the counter.
+    Row("conflict on the counter", (TC, NONE, NONE), False, False, [("pause", JITTER), ("get",)]),
+    Row("conflict on an item", (NONE, TC, NONE), True, True, [("pause", JITTER), ("get",)]),
+    Row("no reason given", (NONE, NONE, NONE), False, False, [("pause", JITTER), ("get",)]),
+    # Throttling: an exponential wait (not a lost race), then a fresh read.
+    *[
+        Row(code, (NONE, code, NONE), False, False, [("pause", BACKOFF), ("get",)], conflicts=0)
+        for code in ("ThrottlingError", "ProvisionedThroughputExceeded", "RequestLimitExceeded")
+    ],
+    Row(
+        "throttled and conflict",
+        (TC, "ThrottlingError", NONE),
+        False,
+        False,
+        [("pause", BACKOFF), ("get",)],
+        conflicts=0,
+    ),
+    # The counter moved wins over throttling and conflicts: its old image is news.
+    Row(
+        "moved and throttled",
+        (CCF, "ThrottlingError", TC),
+        False,
+        False,
+        [("tx", 7, [8, 9])],
+        [8, 9],
+    ),
+    # A request error: no retry can fix it.
+    *[
+        Row(code, (NONE, NONE, code), id_in_key, False, DdbKeysError, conflicts=0)
+        for code in ("ValidationError", "ItemCollectionSizeLimitExceeded", "SomethingNew")
+        for id_in_key in (False, True)
+    ],
+    Row(
+        "invalid beats a condition",
+        (CCF, "ValidationError", NONE),
+        False,
+        True,
+        DdbKeysError,
+        conflicts=0,
+    ),
+    Row(
+        "invalid beats throttling",
+        ("ThrottlingError", NONE, "SomethingNew"),
+        False,
+        False,
+        DdbKeysError,
+        conflicts=0,
+    ),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
+def test_every_cancellation(row: Row) -> None:
+    seq = sequence(id_in_key=row.id_in_key)
+    flow = commit(seq, atomic=row.atomic)
+    first = next(flow)
+    assert shown(first) == ("tx", 3, [4, 5])
+    error = cancelled(row.codes, row.holds)
+    if not isinstance(row.then, list):
+        with pytest.raises(row.then) as raised:
+            flow.throw(error)
+        if row.then is DdbKeysError:
+            assert raised.value.code == "TransactionCanceledException"  # type: ignore[attr-defined]
+            bad = next(c for c in row.codes if c not in (NONE, CCF, TC, "ThrottlingError"))
+            assert f"{bad} (the server says {bad})" in str(raised.value)
+        if row.then is ItemExistsError:
+            assert "used up no id" in str(raised.value)
+        assert seq.usage.conflicts == row.conflicts
+        return
+    if not row.then:  # every item failed: the call ends without another request
+        with pytest.raises(StopIteration) as done:
+            flow.throw(error)
+        results = done.value.value
+    else:
+        seen, step = until_request(flow, flow.throw(error))
+        assert seen[: len(row.then)] == row.then
+        assert isinstance(first, Request) and isinstance(step, Request)
+        assert step.params["ClientRequestToken"] != first.params["ClientRequestToken"]
+        if row.then[-1] == ("get",):  # read again: 3 still
+            assert seen[-1] == ("tx", 3, [4, 5])
+            row.ends = [4, 5]
+        results = finish(flow)
+    assert [r if isinstance(r, int) else "exists" for r in results] == row.ends
+    for result in results:
+        if isinstance(result, ItemExistsError):
+            assert "already exists in table 'users'" in str(result)
+    assert seq.usage.conflicts == row.conflicts
+
+
+def test_the_existing_item_errors_say_which_item() -> None:
+    # The id is not the key: the item's own key.
+    flow = commit(sequence(), atomic=True)
+    next(flow)
+    with pytest.raises(ItemExistsError) as raised:
+        flow.throw(cancelled((NONE, NONE, CCF)))
+    assert str(raised.value) == (
+        "An item with the key {'pk': 'k2'} already exists in table 'users'; it was not written "
+        "and used up no id."
+    )
+    assert raised.value.key == {"pk": {"S": "k2"}}
+    # The id is the key: the id's key, from the old image, and where the counter is.
+    flow = commit(sequence(id_in_key=True), atomic=True)
+    next(flow)
+    with pytest.raises(ItemExistsError) as raised:
+        flow.throw(cancelled((NONE, NONE, CCF)))
+    assert str(raised.value) == (
+        "Id 5 is taken: an item with the key {'pk': 'old2'} already exists in table 'users', but "
+        "sequence 'sequence' is at 3 (the counter is behind the ids in the table: was it set "
+        "back?). The item was not written and used up no id."
+    )
+
+
+def test_lost_races_in_a_row_go_again_at_once_then_wait() -> None:
+    seq = sequence()
+    flow = commit(seq)
+    next(flow)
+    step = flow.throw(cancelled((CCF, NONE, NONE), "7"))
+    assert shown(step) == ("tx", 7, [8, 9])  # first loss: at once
+    step = flow.throw(cancelled((CCF, NONE, NONE), "9"))
+    assert shown(step) == ("pause", POLICY.full_jitter(1))  # second: a full-jitter wait
+    assert shown(flow.send(None)) == ("tx", 9, [10, 11])
+    step = flow.throw(cancelled((CCF, NONE, NONE), "12"))
+    assert shown(step) == ("tx", 12, [13, 14])  # third: at once again
+    assert finish(flow) == [13, 14]
+    assert (seq._last, seq.usage.conflicts, seq.usage.retries) == (14, 3, 3)
+
+
+def test_a_lost_answer_sends_the_same_transaction_again() -> None:
+    """A retry after no answer carries the same ClientRequestToken (applied once at most); a
+    retry after a cancellation a new one."""
+    flow = commit(sequence())
+    first = next(flow)
+    assert isinstance(first, Request)
+    pause = flow.throw(ConnectionClosedError(endpoint_url="http://x"))
+    assert shown(pause) == ("pause", BACKOFF)
+    again = flow.send(None)
+    assert isinstance(again, Request)
+    assert again.params == first.params
+    after = flow.throw(cancelled((CCF, NONE, NONE), "3"))
+    assert isinstance(after, Request)
+    assert after.params["ClientRequestToken"] != first.params["ClientRequestToken"]
+
+
+def test_another_error_goes_up_translated() -> None:
+    flow = commit(sequence())
+    next(flow)
+    refused: Any = {
+        "Error": {"Code": "ValidationException", "Message": "Item size has exceeded the maximum"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    with pytest.raises(DdbKeysError) as raised:
+        flow.throw(ClientError(refused, "TransactWriteItems"))
+    assert raised.value.code == "ValidationException"
+
+
+def test_the_shared_last_value_only_moves_forward() -> None:
+    seq = sequence(last=3)
+    slow, fast = commit(seq, 1), commit(seq, 1)
+    assert shown(next(slow)) == ("tx", 3, [4])
+    assert shown(next(fast)) == ("tx", 3, [4])
+    seq._last = 10  # another commit of this object went further meanwhile
+    assert finish(fast) == [4]  # (a real server would refuse one of these two)
+    assert seq._last == 10
+
+
+# --- preparing items, current(), the deadline of a shared commit ------------------------------
+
+
+def run_to_end(flow: Flow[Any], answers: list[Any] | None = None) -> Any:
+    answers = list(answers or [])
+    try:
+        step = next(flow)
+        while True:
+            assert answers, f"an unexpected step {step!r}"
+            step = flow.send(answers.pop(0))
+    except StopIteration as done:
+        assert not answers
+        return done.value
+
+
+def test_items_are_checked_before_any_request() -> None:
+    seq = sequence()
+    with pytest.raises(ConfigurationError, match="The item already has the id attribute 'id'"):
+        run_to_end(seq._prepared([{"pk": "a", "id": 1}], False, Deadline(None)))
+    with pytest.raises(ItemKeyClashError, match=re.escape("Item 2 has the key {'pk': 'sequence'}")):
+        run_to_end(seq._prepared([{"pk": "a"}, {"pk": "sequence"}], False, Deadline(None)))
+    with pytest.raises(ItemKeyClashError, match="Items 1 and 3 of put_many have the same key"):
+        run_to_end(seq._put_many([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}], False))
+    with pytest.raises(ConfigurationError, match="put_many takes 1 to 99 items, not 0"):
+        run_to_end(seq._put_many([], False))
+    with pytest.raises(ConfigurationError, match="put_many takes a list of items, not dict"):
+        run_to_end(seq._put_many({"pk": "a"}, False))  # type: ignore[arg-type]
+    keyed = sequence(id_in_key=True, last=1)
+    keyed._counter = CounterItem("users", {"pk": {"S": "0000000002"}}, "last_id")
+    with pytest.raises(ItemKeyClashError, match="Id 2 would give the item the key"):
+        run_to_end(keyed._commit([{}], atomic=False, deadline=Deadline(None)))
+    assert seq.usage.requests == keyed.usage.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("answer", "current"),
+    [
+        ({}, 0),
+        ({"Item": {"last_id": {"N": "0"}}}, 0),
+        ({"Item": {"last_id": {"N": str(MAX)}}}, MAX),
+    ],
+)
+def test_current(answer: Any, current: int) -> None:
+    assert run_to_end(sequence()._current(), [answer]) == current
+
+
+def test_a_shared_commit_keeps_to_the_deadline_that_ends_first() -> None:
+    now = [0.0]
+    late = Deadline(10, clock=lambda: now[0])
+    now[0] = 5.0
+    later = Deadline(10, clock=lambda: now[0])
+    free = Deadline(None)
+    pending = [Pending({}, d) for d in (free, later, late)]
+    assert earliest(pending) is late
+
+
+def test_counter_key_sends_no_request_once_known() -> None:
+    assert sequence().counter_key == {"pk": {"S": "sequence"}}
