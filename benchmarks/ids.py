@@ -386,14 +386,16 @@ def run_rounds(
     factory: TableFactory,
     client: DynamoDBClient,
 ) -> tuple[list[Tally], list[Tally], list[Tally]]:
-    """The rounds of one row, alternating the article's code and ddbkeys (and, for the sync row the async
-    row is compared with, ddbkeys.aio): the runs of each."""
+    """The rounds of one row, alternating the article's code and ddbkeys (and, for the sync row
+    the async row is compared with, ddbkeys.aio): the runs of each."""
     article_runs: list[Tally] = []
     our_runs: list[Tally] = []
     async_runs: list[Tally] = []
     for _ in range(rounds):
         article_count = max(16, int(article_n * scale))
-        article_runs.append(measure(True, kind, endpoint, factory, client, writers, article_count, procs))
+        article_runs.append(
+            measure(True, kind, endpoint, factory, client, writers, article_count, procs)
+        )
         our_count = max(16, int(our_n * scale))
         our_runs.append(measure(False, kind, endpoint, factory, client, writers, our_count, procs))
         if (kind, writers, procs) == ASYNC_AGAINST:

@@ -328,7 +328,3 @@ def cancelled_error(strategy: StrategyCore, cancellation: Cancellation) -> DdbKe
         table=strategy.table,
         code="TransactionCanceledException",
     )
-
-
-def within_deadline(method: Any) -> Any:  # TEMPORARY: removed once every strategy is a flow
-    return method
