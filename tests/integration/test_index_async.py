@@ -17,6 +17,7 @@ from ddbkeys.aio.listing import distinct_partition_keys
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.testing.tables import TableFactory
+from tests.integration.test_listing_async import describes
 from tests.integration.test_marker_lifecycle import item, marked, non_empty
 
 if TYPE_CHECKING:
@@ -81,8 +82,10 @@ def test_create_backfill_verify_give_the_exact_key_set(
         assert saved is not None and saved.backfill_finished is not None
         # The asyncio listing reads the index when asked (no follower: it cannot vouch for it,
         # so auto lists with the skip scan, and says why).
+        sent = describes(client)
         listing = await distinct_partition_keys(client, table, "index", state_table=store)
         assert sorted([str(k) async for k in listing]) == expected
+        assert sent == [table]  # one DescribeTable for the listing, the index's check included
         assert listing.method_name == "index" and listing.index_trusted is False
         auto = await distinct_partition_keys(client, table, state_table=store, segments=4)
         assert sorted([str(k) async for k in auto]) == expected

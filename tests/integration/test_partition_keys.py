@@ -415,3 +415,24 @@ def test_through_throttling_and_5xx(
     assert sorted(keys) == sorted(f"k{k}" for k in range(40))
     assert fault_proxy.counts["throttle"] > 0
     assert fault_proxy.counts["error_500"] > 0
+
+
+def test_a_listing_describes_the_table_once_whatever_the_method(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """One DescribeTable per listing: the marker index and its check read the listing's own."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    for key in ("a", "b"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"S": "data"}})
+    MarkerIndex(ddb_client, table).create()
+    client = make_client(ddb_endpoint_url)
+    sent: list[str] = []
+    client.meta.events.register(
+        "provide-client-params.dynamodb.*",
+        lambda model, **_: sent.append(model.name),
+    )
+    for method in ("auto", "index", "skip-pages", "scan"):
+        sent.clear()
+        listing = distinct_partition_keys(client, table, method)
+        list(listing)
+        assert sent.count("DescribeTable") == 1, (method, sent)

@@ -91,7 +91,8 @@ def _sync_base(client: Any) -> BaseClient | None:
     seen = 0
     while client is not None and seen < 5:
         if isinstance(client, BaseClient):
-            return client
+            # (an aiobotocore client is a BaseClient too: not a sync one, nor what holds it)
+            return None if type(client).__module__.startswith("aiobotocore") else client
         client = getattr(client, "client", None)
         seen += 1
     return None
