@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.capacity import Usage
-from ddbkeys.clients import as_client, deadline_scope
+from ddbkeys.clients import as_client
 from ddbkeys.core.attempts import attempts
 from ddbkeys.core.steps import Flow, Pause, scan
 from ddbkeys.drivers.sync import SyncDriver, pause
@@ -229,21 +229,6 @@ class Reader:
     def scan(self, **request: Any) -> dict[str, Any]:
         """:meth:`page`, sent in this thread."""
         return self.run(self.page(request))
-
-    def call(self, send: Callable[[], T]) -> T:
-        """``send()`` (a call of the client's), through the same retry layer, in this thread.
-
-        TEMPORARY, for the modules whose requests are not flows yet: ``send`` is I/O inside an
-        attempt, which only this sync path may run."""
-        deadline = Deadline(self.deadline, clock=self.clock)
-        return self.run(self.attempts(lambda _: _now(send, deadline), deadline))
-
-
-def _now(send: Callable[[], T], deadline: Deadline) -> Flow[T]:
-    """(:meth:`Reader.call`'s attempt: no step, ``send()`` at once under ``deadline``.)"""
-    with deadline_scope(deadline):
-        return send()
-    yield  # pragma: no cover (makes this a generator)
 
 
 class SegmentMethod:
