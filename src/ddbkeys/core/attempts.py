@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -77,7 +76,7 @@ def bounded(flow: Flow[R], deadline: Deadline) -> Flow[R]:
         return done.value  # type: ignore[no-any-return]
     while True:
         if isinstance(step, Request) and step.deadline is None:
-            step = replace(step, deadline=deadline)
+            step.deadline = deadline
         try:
             sent = yield step
         except Exception as exc:  # the request's failure, for the flow to read

@@ -53,11 +53,12 @@ __all__ = [
 T = TypeVar("T")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Request:
     """One request to send: the boto3 client method (``"update_item"``) and its parameters.
 
-    ``deadline`` bounds it (the retry layer stamps the deadline of its attempts). The driver
+    ``deadline`` bounds it (the retry layer stamps the deadline of its attempts on the request,
+    which a flow builds for one sending: a request is never yielded twice). The driver
     counts an answered request in its :class:`~ddbkeys.capacity.Usage` as ``write``, with
     ``items`` and ``billed`` units (see :meth:`~ddbkeys.capacity.Usage.add`), unless
     ``counted`` is False; ``count_refused`` counts a request DynamoDB refused (an error
