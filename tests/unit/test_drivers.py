@@ -133,7 +133,7 @@ def test_streaming_flows_in_both_drivers() -> None:
         return [k async for k in AsyncDriver(AsyncRecorder(page), Usage()).iterate(streaming())]
 
     assert asyncio.run(collect()) == ["a", "b"]
-    with pytest.raises(TypeError, match="emitted"):
+    with pytest.raises(TypeError, match="run for its result yielded Emit"):
         SyncDriver(Recorder(page), Usage()).run(streaming())
 
 

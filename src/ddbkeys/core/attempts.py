@@ -75,7 +75,7 @@ def bounded(flow: Flow[R], deadline: Deadline) -> Flow[R]:
     except StopIteration as done:  # a flow that had nothing to send
         return done.value  # type: ignore[no-any-return]
     while True:
-        if isinstance(step, Request) and step.deadline is None:
+        if type(step) is Request and step.deadline is None:
             step.deadline = deadline
         try:
             sent = yield step

@@ -39,7 +39,7 @@ class AsyncDriver:
         step: Step | _Done = _advance(flow, None, None)
         while not isinstance(step, _Done):
             if isinstance(step, Emit):
-                raise TypeError(f"a flow run for its result emitted {step!r}")
+                raise TypeError(f"a flow run for its result yielded {step!r}")
             step = await self._step(flow, step)
         return step.value  # type: ignore[no-any-return]
 

@@ -41,14 +41,27 @@ class SyncDriver:
         self.usage = usage
 
     def run(self, flow: Flow[T]) -> T:
-        """Run ``flow`` to its end and return its result."""
-        steps = self._drive(flow)
-        while True:
-            try:
-                emitted = next(steps)
-            except StopIteration as done:
-                return done.value  # type: ignore[no-any-return]
-            raise TypeError(f"a flow run for its result emitted {emitted!r}")  # a streaming flow
+        """Run ``flow`` to its end and return its result (the loop of :meth:`iterate`, without
+        a generator of its own: this is every call's path)."""
+        try:
+            step: Step = next(flow)
+            while True:
+                if isinstance(step, Request):
+                    try:
+                        answer = self.send(step)
+                    except Exception as exc:  # the flow reads what the request raised
+                        step = flow.throw(exc)
+                        continue
+                    step = flow.send(answer)
+                elif isinstance(step, Pause):
+                    pause(step)
+                    step = flow.send(None)
+                elif isinstance(step, Once):
+                    step = flow.send(self._once(step))
+                else:
+                    raise TypeError(f"a flow run for its result yielded {step!r}")
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
     def iterate(self, flow: Flow[Any]) -> Iterator[Any]:
         """Run a streaming flow, yielding what it emits."""

@@ -193,7 +193,7 @@ class CounterCore(StrategyCore):
     def _advance(self, count: int) -> Flow[range]:
         """``count`` ids, with one write: the flow of ``next()`` and ``reserve()``."""
         deadline = self._begin()
-        counter = yield from self._counter_item(deadline)
+        counter = self._counter or (yield from self._counter_item(deadline))
         increment = count * self.step
         request = self._request(counter, count)
 
