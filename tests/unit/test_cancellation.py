@@ -11,7 +11,7 @@ import pytest
 from ddbkeys.core.steps import OnceCell
 from ddbkeys.ids import GaplessSequence, ItemExistsError, Verdict, read_cancellation
 from ddbkeys.ids.base import Contention, CounterItem, Throttled
-from ddbkeys.ids.gapless import _Plan
+from ddbkeys.ids.gapless_core import _Plan
 from ddbkeys.schema import KeyAttribute, TableInfo
 
 CODES = [

@@ -9,13 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.ids.base import CounterItem, IdStrategy
-from ddbkeys.ids.gapless_core import MAX_BATCH, GaplessCore, Pending, _Plan, earliest
+from ddbkeys.ids.gapless_core import MAX_BATCH, GaplessCore, Pending, earliest
 from ddbkeys.ids.group import GroupCommit
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = ["MAX_BATCH", "GaplessCore", "GaplessSequence", "_Plan"]
+__all__ = ["MAX_BATCH", "GaplessSequence"]
 
 
 class GaplessSequence(GaplessCore, IdStrategy):
