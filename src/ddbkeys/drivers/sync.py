@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -41,55 +41,44 @@ class SyncDriver:
         self.usage = usage
 
     def run(self, flow: Flow[T]) -> T:
-        """Run ``flow`` to its end and return its result (the loop of :meth:`iterate`, without
-        a generator of its own: this is every call's path)."""
+        """Run ``flow`` to its end and return its result."""
         try:
             step: Step = next(flow)
             while True:
-                if isinstance(step, Request):
-                    try:
-                        answer = self.send(step)
-                    except Exception as exc:  # the flow reads what the request raised
-                        step = flow.throw(exc)
-                        continue
-                    step = flow.send(answer)
-                elif isinstance(step, Pause):
-                    pause(step)
-                    step = flow.send(None)
-                elif isinstance(step, Once):
-                    step = flow.send(self._once(step))
-                else:
+                if isinstance(step, Emit):
                     raise TypeError(f"a flow run for its result yielded {step!r}")
+                step = self._step(flow, step)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
 
     def iterate(self, flow: Flow[Any]) -> Iterator[Any]:
         """Run a streaming flow, yielding what it emits."""
-        return self._drive(flow)
-
-    def _drive(self, flow: Flow[T]) -> Generator[Any, None, T]:
         try:
             step: Step = next(flow)
             while True:
-                if isinstance(step, Request):
-                    try:
-                        answer = self.send(step)
-                    except Exception as exc:  # the flow reads what the request raised
-                        step = flow.throw(exc)
-                        continue
-                    step = flow.send(answer)
-                elif isinstance(step, Pause):
-                    pause(step)
-                    step = flow.send(None)
-                elif isinstance(step, Once):
-                    step = flow.send(self._once(step))
-                elif isinstance(step, Emit):
+                if isinstance(step, Emit):
                     yield step.value
                     step = flow.send(None)
                 else:
-                    raise TypeError(f"not a step: {step!r}")
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+                    step = self._step(flow, step)
+        except StopIteration:
+            return
+
+    def _step(self, flow: Flow[Any], step: Step) -> Step:
+        """Carry out ``step`` and hand the flow what it gave: the flow's next step
+        (StopIteration at its end)."""
+        if isinstance(step, Request):
+            try:
+                answer = self.send(step)
+            except Exception as exc:  # the flow reads what the request raised
+                return flow.throw(exc)
+            return flow.send(answer)
+        if isinstance(step, Pause):
+            pause(step)
+            return flow.send(None)
+        if isinstance(step, Once):
+            return flow.send(self._once(step))
+        raise TypeError(f"not a step: {step!r}")
 
     def send(self, step: Request) -> Any:
         """One request, kept inside its deadline (see ``DeadlineBoundClient``)."""
