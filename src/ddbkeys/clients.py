@@ -133,6 +133,11 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
     if isinstance(obj, ResourceClientAdapter):
         client = obj
     elif isinstance(obj, BaseClient):
+        if type(obj).__module__.startswith("aiobotocore"):  # its calls return coroutines
+            raise ConfigurationError(
+                f"{_ACCEPTED}, not an aiobotocore client: an aiobotocore client is for the "
+                "asyncio API (from ddbkeys import aio)."
+            )
         service = obj.meta.service_model.service_name
         if service != "dynamodb":
             raise ConfigurationError(f"{_ACCEPTED}, not a boto3 client for {service!r}.")

@@ -3,6 +3,7 @@ boto3 client or resource sends no request)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -180,3 +181,25 @@ def test_no_botocore_retry_once_the_deadline_has_passed() -> None:
         assert raised.value.operation_name == "Scan"
         ok: Any = (AWSResponse("http://127.0.0.1:1", 200, NO_HEADERS, None), {"Items": []})
         assert decide(ok) is None  # a success is never retried: botocore decides
+
+
+def test_an_aiobotocore_client_given_to_the_sync_api_is_a_configuration_error() -> None:
+    # Its calls return coroutines: without this check the sync API failed with a raw
+    # "TypeError: 'coroutine' object is not subscriptable" on the first answer.
+    aiobotocore_session = pytest.importorskip("aiobotocore.session")
+
+    async def check() -> str:
+        session = aiobotocore_session.get_session()
+        async with session.create_client(
+            "dynamodb",
+            region_name="us-east-1",
+            endpoint_url="http://127.0.0.1:9",
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+        ) as client:
+            with pytest.raises(ConfigurationError) as caught:
+                as_client(client, "t")
+            return str(caught.value)
+
+    message = asyncio.run(check())
+    assert "aiobotocore" in message and "from ddbkeys import aio" in message

@@ -39,7 +39,7 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
     if not isinstance(obj, AioBaseClient):
         kind = type(obj).__name__
         hint = (
-            " (a boto3 client is for the sync API: from ddbkeys import ...)"
+            " (a boto3 client is for the sync API: ddbkeys.ids, ddbkeys.partition_keys)"
             if hasattr(obj, "meta") and not hasattr(obj, "__aenter__")
             else ""
         )
