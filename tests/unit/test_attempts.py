@@ -140,7 +140,6 @@ class Case:
     retries: int = 0
     what: str = "moving counter 'c'"
     writes: bool = True
-    per_kind: bool = False
     advice: str = "Try again later."
     read_timeout: float | None = None
 
@@ -276,13 +275,12 @@ CASES = {
         [throttled(), NoAnswerInTime(endpoint_url=URL, waited=0.2)],
         [0.0075],
         error=DeadlineExceededError,
-        message=OUT_OF_TIME.format(s="0.5") + "throttled (ThrottlingException) 2 times, "
-        "2 attempts.",
+        message=OUT_OF_TIME.format(s="0.5") + "throttled (ThrottlingException) 1 time, 2 attempts.",
         deadline=0.5,
         took=0.25,
         retries=1,
     ),
-    "per kind: only the failures of the last kind are counted": Case(
+    "only the failures of the last kind are counted (a listing)": Case(
         [error_500(), throttled(), throttled()],
         [0.0075, 0.015],
         error=RetriesExhaustedError,
@@ -292,16 +290,15 @@ CASES = {
         max_attempts=3,
         retries=2,
         what="listing the partition keys",
-        per_kind=True,
         writes=False,
         advice="Lower --max-rcu-per-second, or try again later.",
     ),
-    "not per kind: every failure is counted": Case(
+    "only the failures of the last kind are counted (an id)": Case(
         [error_500(), throttled(), throttled()],
         [0.0075, 0.015],
         error=RetriesExhaustedError,
         message=OUT_OF_ATTEMPTS.format(n=3) + "(RetryPolicy.max_attempts): throttled "
-        "(ThrottlingException) 3 times. Try again later.",
+        "(ThrottlingException) 2 times. Try again later.",
         max_attempts=3,
         retries=2,
     ),
@@ -322,7 +319,6 @@ def test_every_outcome(case: Case) -> None:
         usage=usage,
         read_timeout=case.read_timeout,
         advice=case.advice,
-        per_kind=case.per_kind,
         writes=case.writes,
     )
     run = drive(flow, case.outcomes, clock, took=case.took)

@@ -64,7 +64,6 @@ class Reader:
             usage=Usage(),
             read_timeout=60,  # botocore's default
             advice="Lower --max-rcu-per-second, or try again later.",
-            per_kind=True,
             writes=False,
         )
         try:

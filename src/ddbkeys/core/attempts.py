@@ -102,7 +102,6 @@ def attempts(
     read_timeout: float | None = None,
     stop: StopFlag | None = None,
     advice: str = "Try again later.",
-    per_kind: bool = False,
     writes: bool = True,
 ) -> Flow[R]:
     """Run ``attempt(n)`` until it returns, at most ``policy.max_attempts`` times and within
@@ -115,8 +114,9 @@ def attempts(
     would pass the deadline is not waited: the call gives up at once, saying why. Every
     request of an attempt carries the deadline, so the driver ends it there.
 
-    ``stop`` (a listing's) is looked at before each attempt and during each wait. With
-    ``per_kind`` (a listing's way of saying it) the error counts the failures of the last kind.
+    ``stop`` (a listing's) is looked at before each attempt and during each wait. The error
+    counts the failures of the last kind (a request the deadline cut short is an attempt, not a
+    throttle).
     ``writes=False``: nothing the attempt sends changes the table (no "may still have been
     applied" note when the last request got no answer).
     """
@@ -158,7 +158,7 @@ def attempts(
                 out_of_time = True
                 break
             yield Pause(wait, policy.sleep, stop)
-    times = kinds[_kind(last)] if per_kind and last is not None else tried
+    times = kinds[_kind(last)] if last is not None and kinds[_kind(last)] else tried
     raise gave_up(
         what, table, deadline, tried, last, out_of_time, read_timeout, advice, times, writes
     ) from last

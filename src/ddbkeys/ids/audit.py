@@ -145,7 +145,6 @@ def _pages(
             policy=retry,
             deadline=Deadline(deadline, clock=retry.clock),
             usage=usage,
-            per_kind=True,
             writes=False,
         )
 

@@ -186,7 +186,6 @@ class Reader:
             and getattr(self.client.meta.config, "read_timeout", None),
             stop=self.stop,
             advice=ADVICE,
-            per_kind=True,
             writes=False,
         )
 
