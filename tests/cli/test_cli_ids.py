@@ -48,6 +48,24 @@ def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
     assert ids("next", "-t", table, "--counter", "order").output == "3\n"
 
 
+def test_next_idempotent_shares_the_counter(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    assert ids("next", "-t", table, "--counter", "order", "--idempotent").output == "1\n"
+    assert ids("next", "-t", table, "--counter", "order").output == "2\n"
+    assert ids("next", "-t", table, "--counter", "order", "--idempotent", "-n", "2").output == (
+        "3\n4\n"
+    )
+    # A counter that another tool seeded with a string: refused, nothing written.
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "order"}, "last_id": {"S": "12"}})
+    bad = ids("next", "-t", table, "--counter", "order", "--idempotent")
+    assert bad.exit_code == 1
+    assert "holds last_id = '12' (a string (S), not a number)" in bad.output.splitlines()[-1]
+    item = ddb_client.get_item(TableName=table, Key={"pk": {"S": "order"}})["Item"]
+    assert item["last_id"] == {"S": "12"}
+
+
 def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -> None:
     users = ddb_table_factory()
     # The default counter and the default gapless sequence are different items.

@@ -22,7 +22,17 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-KINDS = ["counter", "blocks", "collection", "collection-nr", "gapless", "gapless-key"]
+KINDS = [
+    "counter",
+    "counter-coalesce",
+    "counter-exact",
+    "counter-exact-alone",
+    "blocks",
+    "collection",
+    "collection-nr",
+    "gapless",
+    "gapless-key",
+]
 THREADS = 16
 PER_THREAD = 25
 PROCESSES = 4
@@ -75,6 +85,17 @@ def check(
         assert report.last == n + lost_counter_moves
         assert report.missing == lost_counter_moves
         assert AtomicCounter(client, table, "orders").current() == report.last
+    elif kind == "counter-coalesce":
+        # Unique; the only gaps are the runs of coalesced writes whose response was lost (at
+        # least one id each, and none without a lost response).
+        assert report.missing >= lost_counter_moves
+        assert (report.missing == 0) == (lost_counter_moves == 0)
+        assert report.last == n + report.missing
+        assert AtomicCounter(client, table, "orders").current() == report.last
+    elif kind.startswith("counter-exact"):
+        # Idempotent: no gap even where responses were lost.
+        assert sorted(ids) == list(range(1, n + 1)), f"{kind} skipped ids: {report.gaps}"
+        assert AtomicCounter(client, table, "orders").current() == n
     elif kind == "blocks":
         assert report.first is not None and report.first >= 1
         assert AtomicCounter(client, table, "blocks").current() >= report.last  # type: ignore[operator]
@@ -143,6 +164,8 @@ def test_parallel_writers_through_faults(
     assert fault_proxy.counts["lose_response"] > 0
     assert fault_proxy.counts["throttle"] > 0
     lost_updates = fault_proxy.counts_by_operation[("UpdateItem", "lose_response")]
+    if kind.startswith("counter-exact"):
+        assert fault_proxy.counts_by_operation[("TransactWriteItems", "lose_response")] > 0
     check(kind, ddb_client, table, ids, n=n, lost_counter_moves=lost_updates)
 
 

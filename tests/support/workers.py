@@ -36,6 +36,9 @@ class Job:
 #: The public names each kind is built from (what the async driver must have).
 NEEDS = {
     "counter": ("AtomicCounter",),
+    "counter-coalesce": ("AtomicCounter",),
+    "counter-exact": ("AtomicCounter",),
+    "counter-exact-alone": ("AtomicCounter",),
     "blocks": ("AtomicCounter", "BlockAllocator"),
     "collection": ("CollectionSequence",),
     "collection-nr": ("CollectionSequence",),
@@ -53,6 +56,19 @@ def make_writer(
     retry = RetryPolicy(max_attempts=60)
     if kind == "counter":
         counter = make("AtomicCounter", client, table, "orders", retry=retry)
+        return lambda _tag: int(counter.next())
+    if kind.startswith("counter-"):
+        coalesce = kind in ("counter-coalesce", "counter-exact")
+        idempotent = kind.startswith("counter-exact")
+        counter = make(
+            "AtomicCounter",
+            client,
+            table,
+            "orders",
+            coalesce=coalesce,
+            idempotent=idempotent,
+            **({} if idempotent else {"retry": retry}),
+        )
         return lambda _tag: int(counter.next())
     if kind == "blocks":
         blocks = make(
@@ -79,7 +95,7 @@ def make_writer(
 
 #: Kinds whose every thread makes its own strategy object (independent writers, as separate
 #: services would be), rather than sharing one (and its group commit).
-INDEPENDENT = frozenset({"gapless-key"})
+INDEPENDENT = frozenset({"gapless-key", "counter-exact-alone"})
 
 
 def run_job(job: Job) -> list[int]:

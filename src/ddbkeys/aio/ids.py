@@ -3,9 +3,12 @@ with ``await``."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from ddbkeys.aio.base import AsyncIdStrategy
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.counter import CounterCore, _positive
+from ddbkeys.ids.counter import MAX_COALESCED, CounterCore, Want, _positive
+from ddbkeys.ids.group import AsyncGroupCommit
 
 __all__ = ["AtomicCounter"]
 
@@ -13,14 +16,26 @@ __all__ = ["AtomicCounter"]
 class AtomicCounter(CounterCore, AsyncIdStrategy):
     __doc__ = CounterCore.__doc__
 
+    _group: AsyncGroupCommit[Want, range] | None
+
+    def _start_group(self, enabled: bool) -> None:
+        self._group = AsyncGroupCommit(self._commit, MAX_COALESCED) if enabled else None
+
+    async def _commit(self, wants: Sequence[Want]) -> list[range | BaseException]:
+        """One coalesced write (run by the group's committing task)."""
+        return await self._run(self._coalesced(wants))
+
     async def next(self) -> int:
         """The next id."""
-        return (await self._run(self._advance(1)))[0]
+        return (await self.reserve(1))[0]
 
     async def reserve(self, count: int) -> range:
-        """``count`` consecutive ids (``step`` apart), taken with one write."""
+        """``count`` consecutive ids (``step`` apart), taken with one write (shared with
+        concurrent calls of the event loop, with ``coalesce``)."""
         count = _positive("count", count, table=self.table)
-        return await self._run(self._advance(count))
+        if self._group is None:
+            return await self._run(self._advance(count))
+        return await self._group.submit(Want(count, self._begin()))
 
     async def current(self) -> int:
         """The last id given out (0 before the first)."""
@@ -28,7 +43,10 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
 
     async def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out (see the sync ``AtomicCounter.set``)."""
-        return await self._run(self._set(value, force))
+        try:
+            return await self._run(self._set(value, force))
+        finally:
+            self._known.set(None)
 
     async def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first

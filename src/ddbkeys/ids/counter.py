@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import uuid
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +25,8 @@ from ddbkeys.ids.base import (
     read_counter,
     renamed,
 )
+from ddbkeys.ids.exact import Known, exact_advance
+from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.values import MAX_ID, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
@@ -31,7 +34,10 @@ from ddbkeys.schema import check_name
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
 
-__all__ = ["AtomicCounter", "CounterBackwardsError", "CounterCore"]
+__all__ = ["MAX_COALESCED", "AtomicCounter", "CounterBackwardsError", "CounterCore", "Want"]
+
+#: At most this many calls share one coalesced write.
+MAX_COALESCED = 1000
 
 
 class CounterBackwardsError(DdbKeysError):
@@ -45,6 +51,24 @@ def _positive(what: str, value: object, *, minimum: int = 1, table: str | None =
             table=table,
         )
     return value
+
+
+@dataclass(frozen=True)
+class Want:
+    """A call waiting for a coalesced write: how many ids it wants, and its deadline."""
+
+    count: int
+    deadline: Deadline
+
+
+def split(ids: range, counts: Sequence[int]) -> list[range]:
+    """One coalesced write's ``ids``, handed out in order: consecutive runs of ``counts``."""
+    runs = []
+    offset = 0
+    for count in counts:
+        runs.append(ids[offset : offset + count])
+        offset += count
+    return runs
 
 
 #: With a maximum, the counter moves only while it holds a number from 0 to the limit.
@@ -64,6 +88,22 @@ class CounterCore(StrategyCore):
     far below 1 KB), whatever ``n`` is; ``current()`` is one strongly consistent GetItem, 1 read
     unit. Throughput is bounded by one item's partition (about 1,000 writes/s on the service);
     :class:`~ddbkeys.ids.blocks.BlockAllocator` goes past that.
+
+    ``coalesce=True``: concurrent calls of one object (threads, or the tasks of one event loop
+    with :mod:`ddbkeys.aio`) share one write: while a write is in flight, the calls that arrive
+    wait, and the next write moves the counter by all their ids at once (up to
+    :data:`MAX_COALESCED` calls), each caller getting its own consecutive run. Ids stay unique
+    across processes and dense among the callers of one write; 1 write unit per write, however
+    many ids. A write that fails fails each of its callers; a lost response retried skips the
+    whole write's ids.
+
+    ``idempotent=True``: each write is a one-item transaction with a ClientRequestToken that
+    moves the counter from the value it holds, on condition that it still does, so a lost
+    response retried never skips an id (see :mod:`ddbkeys.ids.exact`). Cost: 2 write units a
+    write on the service instead of 1, one read on an object's first call, and a lost race (a
+    cancelled transaction, retried at once) when writers of other objects moved the counter.
+    A call that gives up (its deadline passed with the last write unanswered) may still have
+    moved the counter: those ids are a gap, as with any counter. Both settings combine.
 
     The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables
     with a sort key or a non-string partition key) holding ``counter_attribute``, the last id
@@ -91,9 +131,13 @@ class CounterCore(StrategyCore):
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
+        coalesce: bool = False,
+        idempotent: bool = False,
         key: Mapping[str, Any] | None = None,
         attribute: str | None = None,
     ) -> None:
+        if idempotent and retry is None:
+            retry = self.exact_retry
         super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
         counter_key = renamed("key", "counter_key", key, counter_key, None)
         counter_attribute = renamed(
@@ -121,6 +165,17 @@ class CounterCore(StrategyCore):
         )
         self._counter: CounterItem | None = None
         self._next_request: UpdateItemInputTypeDef | None = None
+        self.coalesce = _flag("coalesce", coalesce, self.table)
+        self.idempotent = _flag("idempotent", idempotent, self.table)
+        self._known = Known()  # the counter's value after our last idempotent write
+        self._start_group(self.coalesce)
+
+    #: Lost races are part of an idempotent counter's life (each write is conditional on the
+    #: value it builds on): more, shorter retries than a plain counter's.
+    exact_retry = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.05)
+
+    def _start_group(self, enabled: bool) -> None:
+        """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
 
     @property
     def attribute(self) -> str:
@@ -190,10 +245,32 @@ class CounterCore(StrategyCore):
             value, table=self.table, key=counter.key, attribute=self.counter_attribute
         )
 
-    def _advance(self, count: int) -> Flow[range]:
+    def _coalesced(self, wants: Sequence[Want]) -> Flow[list[range | BaseException]]:
+        """One write for the calls of a group (each its own run of ids, in order), within the
+        deadline that ends first. When all of them would pass ``maximum``, each goes alone, so
+        the ones that fit get their ids."""
+        deadline = min((w.deadline for w in wants), key=lambda d: d.remaining())
+        total = sum(w.count for w in wants)
+        try:
+            ids = yield from self._advance(total, deadline)
+        except SequenceExhaustedError as exhausted:
+            if len(wants) == 1:
+                return [exhausted]
+            alone: list[range | BaseException] = []
+            for want in wants:
+                try:
+                    alone.append((yield from self._advance(want.count, want.deadline)))
+                except DdbKeysError as exc:
+                    alone.append(exc)
+            return alone
+        return list(split(ids, [w.count for w in wants]))
+
+    def _advance(self, count: int, deadline: Deadline | None = None) -> Flow[range]:
         """``count`` ids, with one write: the flow of ``next()`` and ``reserve()``."""
-        deadline = self._begin()
+        deadline = deadline or self._begin()
         counter = self._counter or (yield from self._counter_item(deadline))
+        if self.idempotent:
+            return (yield from exact_advance(self, counter, count, deadline))
         increment = count * self.step
         request = self._request(counter, count)
 
@@ -235,6 +312,13 @@ class CounterCore(StrategyCore):
             return range(last - increment + self.step, last + 1, self.step)
 
         return (yield from self._attempts(attempt, f"moving counter {self.name!r}", deadline))
+
+    def _held(self, value: Mapping[str, Any] | None) -> int:
+        """The number a raw counter value stands for: the value before ``start`` when it is
+        missing; CounterStateError for what no counter may hold."""
+        assert self._counter is not None
+        number = self._check(self._counter, value)
+        return self.start - self.step if number is None else number
 
     def _undo(self, counter: CounterItem, increment: int, deadline: Deadline) -> Flow[None]:
         """Take ``increment`` back off the counter, once: a transaction with a token, so that a
@@ -318,14 +402,26 @@ class CounterCore(StrategyCore):
 class AtomicCounter(CounterCore, IdStrategy):
     __doc__ = CounterCore.__doc__
 
+    _group: GroupCommit[Want, range] | None
+
+    def _start_group(self, enabled: bool) -> None:
+        self._group = GroupCommit(self._commit, MAX_COALESCED) if enabled else None
+
+    def _commit(self, wants: Sequence[Want]) -> list[range | BaseException]:
+        """One coalesced write (run by the leading thread)."""
+        return self._run(self._coalesced(wants))
+
     def next(self) -> int:
         """The next id."""
-        return self._run(self._advance(1))[0]
+        return self.reserve(1)[0]
 
     def reserve(self, count: int) -> range:
-        """``count`` consecutive ids (``step`` apart), taken with one write."""
+        """``count`` consecutive ids (``step`` apart), taken with one write (shared with
+        concurrent calls, with ``coalesce``)."""
         count = _positive("count", count, table=self.table)
-        return self._run(self._advance(count))
+        if self._group is None:
+            return self._run(self._advance(count))
+        return self._group.submit(Want(count, self._begin()))
 
     def current(self) -> int:
         """The last id given out (0 before the first)."""
@@ -338,7 +434,10 @@ class AtomicCounter(CounterCore, IdStrategy):
         The check is a condition on the write itself, not a read followed by a write. A counter
         that holds no valid value (a string, a list...) is replaced only with ``force``.
         """
-        return self._run(self._set(value, force))
+        try:
+            return self._run(self._set(value, force))
+        finally:
+            self._known.set(None)
 
     def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first
@@ -356,6 +455,12 @@ class AtomicCounter(CounterCore, IdStrategy):
                 stacklevel=2,
             )
         return self.counter_item().key
+
+
+def _flag(name: str, value: object, table: str | None) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
+    return value
 
 
 def _decimal(value: Mapping[str, Any]) -> Decimal:
