@@ -43,10 +43,17 @@ def driver(request: pytest.FixtureRequest) -> Iterator[Driver]:
         yield chosen
 
 
+class ServerURL(str):
+    """A local server's URL; ``connected`` is set once a client has connected (a process
+    under test got as far as sending its request)."""
+
+    connected: threading.Event
+
+
 @contextmanager
 def _local_server(
     handle: Callable[[socket.socket, threading.Event], None],
-) -> Iterator[str]:
+) -> Iterator[ServerURL]:
     """http://127.0.0.1:PORT of a server that runs ``handle(connection, stopping)`` in a thread
     of its own for each connection, until the block ends (then ``stopping`` is set)."""
     server = socket.socket()
@@ -54,6 +61,8 @@ def _local_server(
     server.listen(64)
     server.settimeout(0.2)
     stop = threading.Event()
+    url = ServerURL(f"http://127.0.0.1:{server.getsockname()[1]}")
+    url.connected = threading.Event()
 
     def accept() -> None:
         while not stop.is_set():
@@ -61,12 +70,13 @@ def _local_server(
                 connection, _ = server.accept()
             except OSError:  # the timeout, or the socket closed
                 continue
+            url.connected.set()
             threading.Thread(target=handle, args=(connection, stop), daemon=True).start()
 
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+        yield url
     finally:
         stop.set()
         thread.join(timeout=5)
@@ -74,7 +84,7 @@ def _local_server(
 
 
 @pytest.fixture
-def silent_endpoint() -> Iterator[str]:
+def silent_endpoint() -> Iterator[ServerURL]:
     """http://127.0.0.1:PORT where a server accepts connections and never answers."""
 
     def hold(connection: socket.socket, stop: threading.Event) -> None:
@@ -86,7 +96,7 @@ def silent_endpoint() -> Iterator[str]:
 
 
 @pytest.fixture
-def trickling_endpoint() -> Iterator[str]:
+def trickling_endpoint() -> Iterator[ServerURL]:
     """http://127.0.0.1:PORT where a server answers 200 with a body that comes one byte every
     0.5 s: no single read ever times out, and the whole answer would take hours."""
 

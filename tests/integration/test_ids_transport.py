@@ -40,6 +40,8 @@ from tests.support.resources import resource
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from tests.conftest import ServerURL
+
 pytestmark = pytest.mark.integration
 
 KINDS = ["resource", "table", "resource client", "table client"]
@@ -307,13 +309,15 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     """The first call of a strategy also describes the table: both requests share the call's
     one deadline (each had its own, so a 0.5 s call could take 1 s)."""
     table = ddb_table_factory(("pk", "S"))
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.4))
+    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.9))
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
+    counter = driver.make("AtomicCounter", client, table, "order", deadline=1.0)
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
-        driver.make("AtomicCounter", client, table, "order", deadline=0.6).next()
-    assert time.monotonic() - started < 0.6 + 0.5
-    assert "after 0.6 s (the deadline" in str(raised.value)
+        counter.next()
+    # One deadline: about 1.0 s; a deadline each would take 0.9 + 1.0 s.
+    assert time.monotonic() - started < 1.0 + 0.6
+    assert "after 1.0 s (the deadline" in str(raised.value)
     # The UpdateItem was sent: the counter may have moved (a gap), and the error says so.
     assert str(raised.value).endswith(
         "The last write got no answer: it may still have been applied."
@@ -321,14 +325,16 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     assert fault_proxy.counts["delay"] == 2  # DescribeTable, then the UpdateItem cut short
 
 
-def test_ctrl_c_on_an_id_command_exits_130(silent_endpoint: str) -> None:
+def test_ctrl_c_on_an_id_command_exits_130(silent_endpoint: ServerURL) -> None:
     process = subprocess.Popen(
         [sys.executable, "-m", "ddbkeys", *NEXT, "--endpoint-url", silent_endpoint],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(2)
+    # Interrupt the command while its request waits (not while Python starts up).
+    assert silent_endpoint.connected.wait(30)
+    time.sleep(0.2)
     process.send_signal(signal.SIGINT)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 130

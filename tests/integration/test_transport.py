@@ -47,7 +47,7 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
 def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
-        distinct_partition_keys(make_client(silent_endpoint, timeout=2), "orders", deadline=2)
+        distinct_partition_keys(make_client(silent_endpoint, timeout=10), "orders", deadline=2)
     assert time.monotonic() - started < 2 + 5
     assert raised.value.seconds == 2 and raised.value.attempts == 1
     assert f"{silent_endpoint} had not answered when the deadline came (2.0 s)" in str(raised.value)
