@@ -6,8 +6,11 @@
     python benchmarks/ids.py --plot docs     # also write docs/ids-throughput.png (and .json)
 
 Counter and blocks are compared on minting ids alone (the UpdateItem ADD of "Implement
-auto-increment with Amazon DynamoDB", without the put that follows it); the item-collection and
-gapless strategies on whole inserts (id and item written). One more row, "gapless aio 64",
+auto-increment with Amazon DynamoDB", without the put that follows it), and so are two more
+counter rows: "coalesced", ``AtomicCounter(coalesce=True)`` (concurrent calls share one ADD), and
+"idempotent", ``AtomicCounter(coalesce=True, idempotent=True)`` (each shared write a one-item
+transaction with a token: 2 write units on the service); the item-collection and gapless
+strategies on whole inserts (id and item written). One more row, "gapless aio 64",
 puts from 64 tasks of one event loop with ddbkeys.aio, and its ratio is against the sync gapless
 row with 16 threads (target: at least as fast). Each row is a median over rounds that
 alternate the article's code and ddbkeys, and every ratio is against the article's code measured
@@ -198,6 +201,11 @@ def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int],
     if kind == "counter":
         counter = AtomicCounter(client, table, "orders")
         return lambda _: counter.next(), counter.usage
+    if kind in ("coalesced", "idempotent"):
+        counter = AtomicCounter(
+            client, table, "orders", coalesce=True, idempotent=kind == "idempotent"
+        )
+        return lambda _: counter.next(), counter.usage
     if kind == "blocks":
         counter = AtomicCounter(client, table, "blocks")
         blocks = BlockAllocator(counter, 100)
@@ -212,6 +220,8 @@ def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int],
 
 ARTICLES = {
     "counter": article_counter,
+    "coalesced": article_counter,
+    "idempotent": article_counter,
     "blocks": article_counter,
     "collection": article_collection,
     "gapless": article_gapless,
@@ -408,6 +418,7 @@ def run_rounds(
 
 TARGETS = {
     ("counter", 16, 1): 0.95,
+    ("coalesced", 16, 1): 8.0,
     ("blocks", 16, 1): 50.0,
     ("gapless", 16, 1): 10.0,
     ("gapless", 16, 4): 3.0,
@@ -443,6 +454,8 @@ def main() -> int:
     plan = [
         ("counter", 1, 1, 600, 600),
         ("counter", 16, 1, 2000, 2000),
+        ("coalesced", 16, 1, 2000, 12000),
+        ("idempotent", 16, 1, 2000, 6000),
         ("blocks", 1, 1, 600, 20000),
         ("blocks", 16, 1, 2000, 60000),
         ("collection", 1, 1, 300, 300),

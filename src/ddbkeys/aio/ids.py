@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from ddbkeys.aio.base import AsyncIdStrategy
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.counter import MAX_COALESCED, CounterCore, Want, _positive
+from ddbkeys.ids.counter import COALESCE_LINGER, MAX_COALESCED, CounterCore, Want, _positive
 from ddbkeys.ids.group import AsyncGroupCommit
 
 __all__ = ["AtomicCounter"]
@@ -19,7 +19,11 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
     _group: AsyncGroupCommit[Want, range] | None
 
     def _start_group(self, enabled: bool) -> None:
-        self._group = AsyncGroupCommit(self._commit, MAX_COALESCED) if enabled else None
+        self._group = (
+            AsyncGroupCommit(self._commit, MAX_COALESCED, linger=COALESCE_LINGER, fill=True)
+            if enabled
+            else None
+        )
 
     async def _commit(self, wants: Sequence[Want]) -> list[range | BaseException]:
         """One coalesced write (run by the group's committing task)."""

@@ -34,6 +34,13 @@ def should_linger(linger: float, last_batch: int, pending: int, max_batch: int) 
     return bool(linger) and last_batch > 1 and pending < max_batch
 
 
+def filled(last_batch: int, pending: int, max_batch: int) -> bool:
+    """With ``fill``, a linger ends early once as many callers wait as the last batch held
+    (the callers it served are back): no time is spent waiting for callers that are not
+    coming."""
+    return pending >= min(last_batch, max_batch)
+
+
 @dataclass
 class _Slot(Generic[T, R]):
     value: T
@@ -61,13 +68,16 @@ class GroupCommit(Generic[T, R]):
         *,
         linger: float = 0.0,
         sleep: Callable[[float], None] = time.sleep,
+        fill: bool = False,
     ) -> None:
         self._commit = commit
         self.max_batch = max_batch
         self.linger = linger
+        self.fill = fill
         self._sleep = sleep
         self._last_batch = 0
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)  # (with fill) a caller joined
         self._pending: deque[_Slot[T, R]] = deque()
         self._leading = False
 
@@ -77,6 +87,8 @@ class GroupCommit(Generic[T, R]):
             self._pending.append(slot)
             if self._leading:
                 lead = False
+                if self.fill:
+                    self._arrived.notify()
             else:
                 self._leading = lead = True
         if not lead:
@@ -92,7 +104,14 @@ class GroupCommit(Generic[T, R]):
     def _lead(self, own: _Slot[T, R]) -> None:
         while not own.finished:
             if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
-                self._sleep(self.linger)
+                if self.fill:
+                    with self._lock:
+                        self._arrived.wait_for(
+                            lambda: filled(self._last_batch, len(self._pending), self.max_batch),
+                            self.linger,
+                        )
+                else:
+                    self._sleep(self.linger)
             with self._lock:
                 batch = [
                     self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
@@ -142,17 +161,24 @@ class AsyncGroupCommit(Generic[T, R]):
         max_batch: int,
         *,
         linger: float = 0.0,
+        fill: bool = False,
     ) -> None:
         self._commit = commit
         self.max_batch = max_batch
         self.linger = linger
+        self.fill = fill
         self._last_batch = 0
         self._pending: deque[tuple[T, asyncio.Future[R]]] = deque()
         self._task: asyncio.Task[None] | None = None
+        self._arrived: asyncio.Event | None = None  # (with fill) set once the batch is full
 
     async def submit(self, value: T) -> R:
         future: asyncio.Future[R] = asyncio.get_running_loop().create_future()
         self._pending.append((value, future))
+        if self._arrived is not None and filled(
+            self._last_batch, len(self._pending), self.max_batch
+        ):
+            self._arrived.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._lead())
         return await future
@@ -160,7 +186,7 @@ class AsyncGroupCommit(Generic[T, R]):
     async def _lead(self) -> None:
         while self._pending:
             if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
-                await asyncio.sleep(self.linger)
+                await self._wait(self.linger)
             taken = [
                 self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
             ]
@@ -185,6 +211,21 @@ class AsyncGroupCommit(Generic[T, R]):
                     future.set_exception(result)
                 else:
                     future.set_result(result)
+
+    async def _wait(self, linger: float) -> None:
+        """Linger: ``linger`` seconds, or (with fill) until the batch is full."""
+        if not self.fill:
+            await asyncio.sleep(linger)
+            return
+        if filled(self._last_batch, len(self._pending), self.max_batch):
+            return
+        self._arrived = asyncio.Event()
+        try:
+            await asyncio.wait_for(self._arrived.wait(), linger)
+        except TimeoutError:
+            pass
+        finally:
+            self._arrived = None
 
     async def _one_by_one(self, values: list[T], exc: BaseException) -> list[Any]:
         if not alone_after(len(values), exc):
