@@ -4,7 +4,7 @@ emits, how long the read budget waits and where each segment stands are asserted
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from botocore.exceptions import ClientError
@@ -22,6 +22,9 @@ from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import KeyAttribute, TableInfo
 from tests.unit.test_read_budget import FakeClock
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.base import ScanPage
 
 Page = dict[str, Any]
 
@@ -232,6 +235,15 @@ def test_a_throttled_page_is_asked_for_again_after_a_backoff() -> None:
     assert steps[0] == "request" and steps[2] == "request"
     assert isinstance(steps[1], Pause) and steps[1].seconds == pytest.approx(0.1)
     assert sent[0] == sent[1]
+
+
+def test_a_page_is_a_scan_of_the_readers_table_that_asks_for_its_cost() -> None:
+    request: ScanPage = {"Limit": 2, "IndexName": "ix", "ReturnConsumedCapacity": "NONE"}
+    _, sent = drive(reader().page(request), [page("a")])
+    assert sent == [
+        {"TableName": "orders", "Limit": 2, "IndexName": "ix", "ReturnConsumedCapacity": "TOTAL"}
+    ]
+    assert request == {"Limit": 2, "IndexName": "ix", "ReturnConsumedCapacity": "NONE"}
 
 
 def test_a_stopped_reader_sends_nothing_more() -> None:

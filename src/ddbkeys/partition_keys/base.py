@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import as_client
@@ -23,7 +23,44 @@ from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import TableInfo, describe_flow
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from mypy_boto3_dynamodb import DynamoDBClient
+    from mypy_boto3_dynamodb.literals import (
+        ConditionalOperatorType,
+        ReturnConsumedCapacityType,
+        SelectType,
+    )
+    from mypy_boto3_dynamodb.type_defs import (
+        ConditionTypeDef,
+        ScanInputTypeDef,
+        ScanOutputTypeDef,
+        UniversalAttributeValueTypeDef,
+    )
+
+    class ScanPage(TypedDict, total=False):
+        """A Scan without its table: what a listing method asks of one page. The reader adds
+        ``TableName`` (and ``ReturnConsumedCapacity``). The keys of mypy_boto3's
+        ``ScanInputTypeDef`` but ``TableName``, with their types, so that
+        ``{"TableName": table, **page}`` is a ``ScanInputTypeDef`` and a ``ScanInputTypeDef``
+        is a ``ScanPage``."""
+
+        IndexName: str
+        AttributesToGet: Sequence[str]
+        Limit: int
+        Select: SelectType
+        ScanFilter: Mapping[str, ConditionTypeDef]
+        ConditionalOperator: ConditionalOperatorType
+        ExclusiveStartKey: Mapping[str, UniversalAttributeValueTypeDef]
+        ReturnConsumedCapacity: ReturnConsumedCapacityType
+        TotalSegments: int
+        Segment: int
+        ProjectionExpression: str
+        FilterExpression: str
+        ExpressionAttributeNames: Mapping[str, str]
+        ExpressionAttributeValues: Mapping[str, UniversalAttributeValueTypeDef]
+        ConsistentRead: bool
+
 
 __all__ = [
     "ADVICE",
@@ -189,20 +226,23 @@ class Reader:
             writes=False,
         )
 
-    def page(self, request: Mapping[str, Any]) -> Flow[dict[str, Any]]:
+    def page(self, request: ScanPage) -> Flow[ScanOutputTypeDef]:
         """One Scan of this table (or of its index; ``request`` is not changed): within the
         read budget (waited for before the request's deadline starts), retried, counted by the
         driver, its consumed units taken out of the budget."""
-        params: dict[str, Any] = {"TableName": self.table, **request}
-        params["ReturnConsumedCapacity"] = "TOTAL"
+        params: ScanInputTypeDef = {
+            "TableName": self.table,
+            **request,
+            "ReturnConsumedCapacity": "TOTAL",
+        }
         budget = self.budget
         if budget is not None:
             yield from budget.wait(self.stop)
 
-        def attempt(n: int) -> Flow[dict[str, Any]]:
+        def attempt(n: int) -> Flow[ScanOutputTypeDef]:
             if n and budget is not None:
                 yield from budget.wait(self.stop)
-            answer: dict[str, Any] = yield scan(params)  # type: ignore[arg-type]
+            answer: ScanOutputTypeDef = yield scan(params)
             return answer
 
         response = yield from self.attempts(attempt)
@@ -225,7 +265,7 @@ class Reader:
         """Run a streaming flow on the sync driver: what it emits."""
         return SyncDriver(self.client, self.usage).iterate(flow)
 
-    def scan(self, **request: Any) -> dict[str, Any]:
+    def scan(self, **request: Unpack[ScanPage]) -> ScanOutputTypeDef:
         """:meth:`page`, sent in this thread."""
         return self.run(self.page(request))
 
@@ -249,10 +289,10 @@ class SegmentMethod:
             key[self.info.sort_key.name] = MAX_SORT_KEY[self.info.sort_key.type]
         return key
 
-    def first_request(self, segment: int, segments: int, after: Key | None) -> dict[str, Any]:
+    def first_request(self, segment: int, segments: int, after: Key | None) -> ScanPage:
         """The Scan of a segment's first page (projecting the partition key alone), starting
         past the collection of ``after`` when given."""
-        request: dict[str, Any] = {
+        request: ScanPage = {
             "ProjectionExpression": "#pk",
             "ExpressionAttributeNames": {"#pk": self.info.partition_key.name},
             **self.segment_args(segment, segments),
@@ -271,5 +311,5 @@ class SegmentMethod:
         return self.info.size_bytes
 
     @staticmethod
-    def segment_args(segment: int, segments: int) -> dict[str, int]:
+    def segment_args(segment: int, segments: int) -> ScanPage:
         return {"Segment": segment, "TotalSegments": segments} if segments > 1 else {}

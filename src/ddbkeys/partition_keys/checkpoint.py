@@ -71,7 +71,8 @@ def digest(data: bytes) -> str:
 def _one(position: Position) -> Any:
     if position is None or position is True:
         return position
-    kind, raw = next(iter(position.items()))  # type: ignore[union-attr]
+    assert isinstance(position, dict)  # a key (a position is never False)
+    kind, raw = next(iter(position.items()))
     return {kind: base64.b64encode(raw).decode() if kind == "B" else raw}
 
 

@@ -33,6 +33,8 @@ from ddbkeys.schema import TableInfo
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from ddbkeys.partition_keys.base import ScanPage
+
 __all__ = [
     "DEFAULT_INDEX",
     "DEFAULT_MARKER_ATTRIBUTE",
@@ -69,7 +71,7 @@ class IndexMethod(SegmentMethod):
         return key
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
-        request: dict[str, Any] = {
+        request: ScanPage = {
             "IndexName": self.index.name,
             "ProjectionExpression": "#m",
             "ExpressionAttributeNames": {"#m": self.index.attribute},

@@ -137,8 +137,9 @@ class ListingCore:
         elif isinstance(item, BaseException):
             raise item
         else:
-            self._handed(segment, item)
-            return item  # type: ignore[no-any-return]
+            key: Key = item
+            self._handed(segment, key)
+            return key
         return None
 
 

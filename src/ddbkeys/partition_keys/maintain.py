@@ -34,13 +34,19 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.core.steps import Flow, Request, delete_item, get_item
+from ddbkeys.core.steps import Flow, delete_item, get_item, query
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.marker_core import conditional, send
 from ddbkeys.partition_keys.markers import VERSION_ATTRIBUTE, MarkerClashError, read_collection
 from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        DeleteItemInputTypeDef,
+        GetItemOutputTypeDef,
+        QueryOutputTypeDef,
+    )
+
     from ddbkeys.partition_keys.index import MarkerIndex
     from ddbkeys.partition_keys.marker_core import MarkerCore
 
@@ -120,8 +126,7 @@ def _look(
     info = yield from index._table_info(deadline)
     pk, sk = info.partition_key, info.sort_key
     assert sk is not None
-    request = Request(
-        "query",
+    request = query(
         {
             "TableName": index.table,
             "KeyConditionExpression": "#pk = :pk",
@@ -139,7 +144,7 @@ def _look(
         },
         count_scanned=True,
     )
-    answer = yield from index._attempts(
+    answer: QueryOutputTypeDef = yield from index._attempts(
         lambda _: send(request), "reading a collection", deadline, writes=False
     )
     data, marker, look_up = read_collection(
@@ -166,7 +171,7 @@ def _get_marker(
             "ReturnConsumedCapacity": "TOTAL",
         }
     )
-    answer = yield from index._attempts(
+    answer: GetItemOutputTypeDef = yield from index._attempts(
         lambda _: send(request), "reading a marker", deadline, writes=False
     )
     item = answer.get("Item")
@@ -178,7 +183,7 @@ def _unmark_version(
 ) -> Flow[bool]:
     """Delete the marker if it is still the one read (same version). True if deleted."""
     info = yield from index._table_info(deadline)
-    request: dict[str, Any] = {
+    request: DeleteItemInputTypeDef = {
         "TableName": index.table,
         "Key": index._marker_key(info, partition_key),
         "ConditionExpression": "attribute_exists(#m) AND attribute_not_exists(#v)",
@@ -190,7 +195,7 @@ def _unmark_version(
         request["ConditionExpression"] = "attribute_exists(#m) AND #v = :v"
         request["ExpressionAttributeValues"] = {":v": version}
     answer = yield from index._attempts(
-        lambda _: conditional(delete_item(request)),  # type: ignore[arg-type]
+        lambda _: conditional(delete_item(request)),
         "removing a marker",
         deadline,
     )

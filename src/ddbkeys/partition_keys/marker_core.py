@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -23,6 +23,7 @@ from ddbkeys.core.steps import (
     get_item,
     once,
     put_item,
+    query,
     scan,
     update_table,
 )
@@ -50,6 +51,16 @@ from ddbkeys.partition_keys.markers import (
 from ddbkeys.partition_keys.state import StateCore
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import TableInfo, check_table_name, describe_flow, key_value, table_info
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        DeleteItemInputTypeDef,
+        GetItemInputTypeDef,
+        GetItemOutputTypeDef,
+        QueryInputTypeDef,
+        QueryOutputTypeDef,
+        ScanOutputTypeDef,
+    )
 
 __all__ = ["MarkerCore", "check_deadline", "send"]
 
@@ -215,7 +226,7 @@ class MarkerCore:
             raw, self.table, self.name, self.attribute, info.partition_key.type
         )
         yield from self._attempts(
-            lambda _: send(update_table(request)),  # type: ignore[arg-type]
+            lambda _: send(update_table(request)),
             f"UpdateTable (adding index {self.name!r})",
             deadline,
         )
@@ -279,7 +290,7 @@ class MarkerCore:
             yield from self._check(deadline)
             self._checked = True
         info = yield from self._table_info(deadline)
-        request: dict[str, Any] = {
+        request: DeleteItemInputTypeDef = {
             "TableName": self.table,
             "Key": self._marker_key(info, value),
             "ConditionExpression": "attribute_exists(#m)",
@@ -287,7 +298,7 @@ class MarkerCore:
             "ReturnConsumedCapacity": "TOTAL",
         }
         removed = yield from self._attempts(
-            lambda _: conditional(delete_item(request)),  # type: ignore[arg-type]
+            lambda _: conditional(delete_item(request)),
             "removing a marker",
             deadline,
         )
@@ -316,8 +327,8 @@ class MarkerCore:
         """One page of ``pages`` (each request with its own deadline): its new keys."""
         request = pages.request()
         assert request is not None
-        page = yield from self._attempts(
-            lambda _: send(scan(request)),  # type: ignore[arg-type]
+        page: ScanOutputTypeDef = yield from self._attempts(
+            lambda _: send(scan(request)),
             what,
             writes=False,
         )
@@ -378,7 +389,7 @@ class MarkerCore:
 
     def _alone(self, info: TableInfo, key: Key) -> Flow[bool]:
         """Whether the collection ``key`` holds at most one item (its marker)."""
-        request: dict[str, Any] = {
+        request: QueryInputTypeDef = {
             "TableName": self.table,
             "KeyConditionExpression": "#pk = :pk",
             "ExpressionAttributeNames": {"#pk": info.partition_key.name},
@@ -387,8 +398,8 @@ class MarkerCore:
             "ProjectionExpression": "#pk",
             "ReturnConsumedCapacity": "TOTAL",
         }
-        answer = yield from self._attempts(
-            lambda _: send(Request("query", request, count_scanned=True)),
+        answer: QueryOutputTypeDef = yield from self._attempts(
+            lambda _: send(query(request, count_scanned=True)),
             "reading a collection",
             writes=False,
         )
@@ -396,13 +407,13 @@ class MarkerCore:
 
     def _holds_data_at_marker(self, info: TableInfo, key: Key) -> Flow[bool]:
         """Whether the collection's item at the marker's key exists and is not a marker."""
-        request = {
+        request: GetItemInputTypeDef = {
             "TableName": self.table,
             "Key": self._marker_key(info, key),
             "ReturnConsumedCapacity": "TOTAL",
         }
-        answer = yield from self._attempts(
-            lambda _: send(get_item(request)),  # type: ignore[arg-type]
+        answer: GetItemOutputTypeDef = yield from self._attempts(
+            lambda _: send(get_item(request)),
             "reading a marker",
             writes=False,
         )

@@ -6,13 +6,21 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.scan import PAGE_ITEMS
 from ddbkeys.partition_keys.skip import PagedSkipMethod
 from ddbkeys.schema import TableInfo, key_value, show_value
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
+    from mypy_boto3_dynamodb.type_defs import (
+        CreateGlobalSecondaryIndexActionTypeDef,
+        ScanInputTypeDef,
+        UpdateTableInputTypeDef,
+    )
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -48,6 +56,8 @@ DEFAULT_MARKER_SORT_KEY: dict[str, dict[str, Any]] = {
     "N": {"N": "-" + "9" * 38},
     "B": {"B": b"\x00"},
 }
+#: A key attribute's type, as an AttributeDefinition spells it (a key is S, N or B).
+_KEY_TYPES: dict[str, ScalarAttributeTypeType] = {"S": "S", "N": "N", "B": "B"}
 
 
 class MarkerClashError(DdbKeysError):
@@ -143,10 +153,11 @@ def check_index(info: TableInfo, name: str) -> None:
 
 def create_request(
     description: Mapping[str, Any], table: str, name: str, attribute: str, key_type: str
-) -> dict[str, Any]:
+) -> UpdateTableInputTypeDef:
     """The UpdateTable that adds the marker index to the table ``description`` describes (the
-    table's provisioned throughput copied when it is provisioned)."""
-    update: dict[str, Any] = {
+    table's provisioned throughput copied when it is provisioned); ``key_type`` is the type of
+    the table's partition key (S, N or B)."""
+    update: CreateGlobalSecondaryIndexActionTypeDef = {
         "IndexName": name,
         "KeySchema": [{"AttributeName": attribute, "KeyType": "HASH"}],
         "Projection": {"ProjectionType": "KEYS_ONLY"},
@@ -160,7 +171,9 @@ def create_request(
         }
     return {
         "TableName": table,
-        "AttributeDefinitions": [{"AttributeName": attribute, "AttributeType": key_type}],
+        "AttributeDefinitions": [
+            {"AttributeName": attribute, "AttributeType": _KEY_TYPES[key_type]}
+        ],
         "GlobalSecondaryIndexUpdates": [{"Create": update}],
     }
 
@@ -196,13 +209,13 @@ class KeyPages:
     """The pages of one Scan that hands out each value of ``attribute`` once (in scan order):
     ``request()`` is the next page's Scan (None at the end), ``take(page)`` its new keys."""
 
-    def __init__(self, request: dict[str, Any], attribute: str) -> None:
-        self._request: dict[str, Any] | None = request
+    def __init__(self, request: ScanInputTypeDef, attribute: str) -> None:
+        self._request: ScanInputTypeDef | None = request
         self.attribute = attribute
         self.last: Key | None = None
 
-    def request(self) -> dict[str, Any] | None:
-        return dict(self._request) if self._request is not None else None
+    def request(self) -> ScanInputTypeDef | None:
+        return self._request.copy() if self._request is not None else None
 
     def take(self, page: Mapping[str, Any]) -> list[Key]:
         assert self._request is not None

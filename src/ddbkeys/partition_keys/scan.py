@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Emit, Flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.base import ScanPage
 
 __all__ = ["PAGE_ITEMS", "ScanMethod", "new_keys", "scan_from"]
 
@@ -43,7 +46,7 @@ def new_keys(
 
 
 def scan_from(
-    reader: Reader, request: dict[str, Any], attribute: str, previous: Key | None = None
+    reader: Reader, request: ScanPage, attribute: str, previous: Key | None = None
 ) -> Flow[None]:
     """A streaming flow: Scan pages from ``request`` to the end, emitting each new value of
     ``attribute``.

@@ -4,7 +4,8 @@ then jump past the rest."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.core.steps import Emit, Flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
@@ -12,7 +13,14 @@ from ddbkeys.partition_keys.pages import PageSize
 from ddbkeys.partition_keys.scan import new_keys
 from ddbkeys.schema import TableInfo
 
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.base import ScanPage
+
 __all__ = ["PagedSkipMethod", "SkipMethod", "tail_items"]
+
+#: A page's Scan: typed (a listing's own, or the marker index's ScanInputTypeDef, which is a
+#: ScanPage), or a plain dict (a caller's).
+_Request = TypeVar("_Request", "ScanPage", dict[str, Any])
 
 
 class SkipMethod(SegmentMethod):
@@ -51,14 +59,14 @@ class SkipMethod(SegmentMethod):
             request = following
 
     def next_request(
-        self, request: dict[str, Any], page: dict[str, Any], last: Key | None, state: Any
-    ) -> dict[str, Any] | None:
+        self, request: _Request, page: Mapping[str, Any], last: Key | None, state: Any
+    ) -> _Request | None:
         """The Scan after ``page`` (None: the segment is read to its end). It starts just past
         the collection of ``last``, the last key seen, when the page held items; else (no item
         came back, DynamoDB stopped short) where DynamoDB stopped."""
         if "LastEvaluatedKey" not in page:
             return None
-        following = dict(request)
+        following = request.copy()
         if last is not None and page.get("Items"):
             following["ExclusiveStartKey"] = self.start_key(last)
         else:
@@ -74,7 +82,7 @@ class SkipMethod(SegmentMethod):
         """The Limit of a segment's first page."""
         return self.page_items
 
-    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: Any) -> None:
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Any) -> None:
         """Change the request for the next page (the article's Limit 1 stays as it is)."""
 
 
@@ -108,7 +116,7 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:  # a segment that starts late goes on from what the others learned
             return state.limit
 
-    def adapt(self, request: dict[str, Any], page: dict[str, Any], state: PageSize) -> None:
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: PageSize) -> None:
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         items = page.get("Items", [])
         pk = self.info.partition_key.name

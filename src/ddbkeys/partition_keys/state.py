@@ -22,7 +22,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -40,6 +40,13 @@ from ddbkeys.core.steps import (
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import DdbKeysError, error_code
 from ddbkeys.retry import Deadline, RetryPolicy
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        DescribeTableOutputTypeDef,
+        GetItemOutputTypeDef,
+        UpdateItemInputTypeDef,
+    )
 
 __all__ = [
     "DEFAULT_MAX_LAG",
@@ -216,7 +223,7 @@ class StateCore:
         pause = 0.1
         ends = Deadline(120.0, clock=self.retry.clock)
         while True:
-            answer = yield from self._send(
+            answer: DescribeTableOutputTypeDef = yield from self._send(
                 describe_table({"TableName": self.name}), "reading the state table"
             )
             if answer["Table"].get("TableStatus") == "ACTIVE":
@@ -236,7 +243,9 @@ class StateCore:
             counted=False,
         )
         try:
-            answer = yield from self._send(request, "reading the index's record")
+            answer: GetItemOutputTypeDef = yield from self._send(
+                request, "reading the index's record"
+            )
         except DdbKeysError as exc:
             if _code(exc) == "ResourceNotFoundException":
                 return None
@@ -249,7 +258,7 @@ class StateCore:
     ) -> Flow[None]:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
         request = update_item(
-            update_request(self.name, self.key(table, index), values, remove),  # type: ignore[arg-type]
+            update_request(self.name, self.key(table, index), values, remove),
             counted=False,
         )
         yield from self._send(request, "writing the index's record")
@@ -279,7 +288,7 @@ class StateStore(StateCore):
 
 def update_request(
     name: str, key: dict[str, Any], values: dict[str, Any], remove: tuple[str, ...] = ()
-) -> dict[str, Any]:
+) -> UpdateItemInputTypeDef:
     """The UpdateItem that sets ``values`` and removes ``remove`` on the record ``key``."""
     names: dict[str, str] = {}
     typed: dict[str, Any] = {}
@@ -293,7 +302,7 @@ def update_request(
         for n, attribute in enumerate(remove):
             names[f"#r{n}"] = attribute
         expression += " REMOVE " + ", ".join(f"#r{n}" for n in range(len(remove)))
-    request: dict[str, Any] = {
+    request: UpdateItemInputTypeDef = {
         "TableName": name,
         "Key": key,
         "UpdateExpression": expression.strip(),
