@@ -41,14 +41,19 @@ def _n(*actions: str, on: On = "table") -> frozenset[Need]:
 ENSURE = ("DescribeTable", "CreateTable")
 
 # command -> variant -> what it calls. The variant is the option that changes the calls
-# (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
-# "" is the only variant of the others.
+# (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`,
+# --idempotent for `ids next`); "" is the only variant of the others. IAM has no action for a
+# transaction: each of its actions needs the permission of the request it stands for (an Update
+# needs dynamodb:UpdateItem, a Put dynamodb:PutItem, a ConditionCheck dynamodb:ConditionCheckItem).
 COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
-    "ids next": {"": _n("DescribeTable", "UpdateItem")},
+    "ids next": {
+        "plain": _n("DescribeTable", "UpdateItem"),
+        "idempotent": _n("DescribeTable", "GetItem", "UpdateItem"),
+    },
     "ids current": {"": _n("DescribeTable", "GetItem")},
     "ids set": {"": _n("DescribeTable", "UpdateItem")},
     "ids put": {
-        "gapless": _n("DescribeTable", "GetItem", "TransactWriteItems"),
+        "gapless": _n("DescribeTable", "GetItem", "PutItem", "UpdateItem"),
         "collection": _n("DescribeTable", "Query", "PutItem"),
     },
     "ids audit": {
@@ -90,7 +95,6 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
             "GetItem",
             "PutItem",
             "UpdateItem",
-            "TransactWriteItems",
             "BatchWriteItem",
             "DeleteItem",
             "Query",

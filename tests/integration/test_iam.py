@@ -82,8 +82,10 @@ def scenarios(
         calls = run(*command.split(), *args, "-t", table, exit_code=exit_code)
         seen.setdefault((command, variant), (table, []))[1].extend(calls)
 
-    record("ids next", "", plain)
-    record("ids next", "", plain, "--count", "3", "--maximum", "1000")
+    record("ids next", "plain", plain)
+    record("ids next", "plain", plain, "--count", "3", "--maximum", "1000")
+    record("ids next", "idempotent", plain, "--idempotent")
+    record("ids next", "idempotent", plain, "--idempotent", "--count", "2")
     record("ids current", "", plain)
     record("ids set", "", plain, "100")
     record("ids set", "", plain, "5", "--force")
@@ -187,7 +189,8 @@ def test_cli_prints_a_policy_document_and_clear_errors() -> None:
     assert document["Statement"][0]["Action"] == [
         "dynamodb:DescribeTable",
         "dynamodb:GetItem",
-        "dynamodb:TransactWriteItems",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
     ]
     demo = runner.invoke(cli, ["iam-policy", "demo", "-t", "users"])
     assert demo.output.startswith("Error: `ddbkeys demo` makes its own tables")

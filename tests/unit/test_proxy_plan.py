@@ -66,10 +66,14 @@ def test_calls_name_every_table_of_a_request() -> None:
             {"ConditionCheck": {"TableName": "a", "Key": {}}},
         ]
     }
+    # As IAM authorizes a transaction: each action as the request it stands for.
     assert calls_in("TransactWriteItems", json.dumps(transact).encode()) == [
-        Call("TransactWriteItems", "a"),
-        Call("TransactWriteItems", "b"),
+        Call("ConditionCheckItem", "a"),
+        Call("PutItem", "b"),
+        Call("UpdateItem", "a"),
     ]
+    gets = {"TransactItems": [{"Get": {"TableName": "a", "Key": {}}}]}
+    assert calls_in("TransactGetItems", json.dumps(gets).encode()) == [Call("GetItem", "a")]
     batch: dict[str, dict[str, list[object]]] = {"RequestItems": {"t2": [], "t1": []}}
     assert calls_in("BatchWriteItem", json.dumps(batch).encode()) == [
         Call("BatchWriteItem", "t1"),

@@ -95,9 +95,21 @@ class Call:
     stream: bool = False  # on the table's stream (DynamoDB Streams); GetRecords names no table
 
 
+#: The IAM action of each kind of transaction action.
+_TRANSACT_ACTIONS = {
+    "Put": "PutItem",
+    "Update": "UpdateItem",
+    "Delete": "DeleteItem",
+    "ConditionCheck": "ConditionCheckItem",
+    "Get": "GetItem",
+}
+
+
 def calls_in(operation: str, body: bytes) -> list[Call]:
-    """The (operation, table, index) triples a request names: one for most operations, one per
-    table for TransactWriteItems, TransactGetItems and the batch operations."""
+    """The (operation, table, index) triples a request names, as IAM authorizes it: one for most
+    operations, one per table for the batch operations, and for TransactWriteItems and
+    TransactGetItems one per kind of action and table, named as IAM knows it (an Update is an
+    UpdateItem: IAM has no action for a transaction)."""
     try:
         request = json.loads(body or b"{}")
     except ValueError:
@@ -105,13 +117,15 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
     if not isinstance(request, dict):
         return [Call(operation, None)]
     if operation in ("TransactWriteItems", "TransactGetItems"):
-        tables = {
-            str(action.get("TableName"))
+        # IAM authorizes each action of a transaction as the request it stands for.
+        named = {
+            (_TRANSACT_ACTIONS.get(kind, kind), str(action.get("TableName")))
             for entry in request.get("TransactItems", [])
-            for action in entry.values()
+            if isinstance(entry, dict)
+            for kind, action in entry.items()
             if isinstance(action, dict)
         }
-        return [Call(operation, t) for t in sorted(tables)]
+        return [Call(name, t) for name, t in sorted(named)]
     if operation in ("BatchWriteItem", "BatchGetItem"):
         return [Call(operation, t) for t in sorted(request.get("RequestItems", {}))]
     if "StreamArn" in request or "ShardIterator" in request:
