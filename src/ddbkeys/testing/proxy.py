@@ -119,7 +119,7 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
     if operation in ("TransactWriteItems", "TransactGetItems"):
         # IAM authorizes each action of a transaction as the request it stands for.
         named = {
-            (_TRANSACT_ACTIONS.get(kind, kind), str(action.get("TableName")))
+            (str(_TRANSACT_ACTIONS.get(kind, kind)), str(action.get("TableName")))
             for entry in request.get("TransactItems", [])
             if isinstance(entry, dict)
             for kind, action in entry.items()
