@@ -34,7 +34,7 @@ from ddbkeys.ids import (
     audit_ids,
 )
 from ddbkeys.retry import RetryPolicy
-from ddbkeys.testing.proxy import FaultPlan, FaultProxy
+from ddbkeys.testing.proxy import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:
@@ -58,6 +58,8 @@ WRITES = frozenset({"UpdateItem", "PutItem", "TransactWriteItems"})
 
 PROMISES = {
     "counter": "unique; may skip",
+    "coalesced": "shared writes; may skip",
+    "idempotent": "no skip on lost answers",
     "blocks": "unique; may skip",
     "collection": "gapless per collection",
     "gapless": "gapless, with the item",
@@ -71,6 +73,8 @@ class Sizes:
 
     writers: int = 16
     counter: int = 800
+    coalesced: int = 800
+    idempotent: int = 800
     blocks: int = 5000
     block_size: int = 100
     collection: int = 400
@@ -86,6 +90,8 @@ class Sizes:
         return cls(
             writers=8,
             counter=80,
+            coalesced=80,
+            idempotent=80,
             blocks=1000,
             collection=40,
             gapless=80,
@@ -213,6 +219,13 @@ def _minter(
     if kind == "counter":
         counter = AtomicCounter(client, table, "orders", retry=retry)
         return lambda _tag: counter.next(), counter.usage
+    if kind in ("coalesced", "idempotent"):
+        # The same counter, its concurrent calls sharing writes (and, idempotent, each write a
+        # transaction with a token: a lost answer retried skips nothing).
+        shared = AtomicCounter(
+            client, table, "orders", coalesce=True, idempotent=kind == "idempotent"
+        )
+        return lambda _tag: shared.next(), shared.usage
     if kind == "blocks":
         tickets = AtomicCounter(client, table, "tickets", retry=retry)
         blocks = BlockAllocator(tickets, sizes.block_size)
@@ -279,7 +292,15 @@ def run_ids(
     *,
     sizes: Sizes | None = None,
     faults: bool = True,
-    kinds: Sequence[str] = ("counter", "blocks", "collection", "gapless", "naive"),
+    kinds: Sequence[str] = (
+        "counter",
+        "coalesced",
+        "idempotent",
+        "blocks",
+        "collection",
+        "gapless",
+        "naive",
+    ),
     progress: Progress | None = None,
     region: str | None = None,
     profile: str | None = None,
@@ -303,6 +324,9 @@ def run_ids(
                         throttle=sizes.throttle,
                         operations=WRITES,
                         seed=len(results) + 1,
+                        # Every strategy meets a lost answer, from its first write.
+                        script=[Fault.LOSE_RESPONSE],
+                        script_operations=WRITES,
                     )
                 )
                 proxy.reset()
@@ -311,8 +335,8 @@ def run_ids(
             handed_out, seconds, usage = _mint(kind, count, client, table, sizes, progress)
             counts = proxy.counts if proxy is not None else {}
             gaps, duplicates = _delivered(kind, client, table, handed_out)
-            kept = duplicates == 0 and (kind in ("counter", "blocks") or gaps == 0)
-            if kind in ("collection", "gapless"):
+            kept = duplicates == 0 and (kind in ("counter", "coalesced", "blocks") or gaps == 0)
+            if kind in ("collection", "gapless", "idempotent"):
                 # ... and the callers were told exactly the ids the table holds: 1 to count.
                 kept = kept and sorted(handed_out) == list(range(1, count + 1))
             results.append(

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-STRATEGIES = ["counter", "blocks", "collection", "gapless", "naive"]
+STRATEGIES = ["counter", "coalesced", "idempotent", "blocks", "collection", "gapless", "naive"]
 METHODS = [
     "scan",
     "skip",
@@ -62,10 +62,14 @@ def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> No
     if report.faults:  # the proxy only sits in front of loopback endpoints
         assert sum(r.lost_responses for r in report.ids) > 0
         assert all(r.retries >= r.lost_responses + r.throttled for r in report.ids)
-    for kind in ("counter", "blocks", "collection", "gapless"):
+    for kind in ("counter", "coalesced", "idempotent", "blocks", "collection", "gapless"):
         assert by[kind].duplicates == 0 and by[kind].kept, by[kind]
-    for kind in ("collection", "gapless"):
+    for kind in ("idempotent", "collection", "gapless"):
         assert by[kind].gaps == 0
+    if report.faults:  # the idempotent counter really met lost answers, and skipped nothing
+        assert by["idempotent"].lost_responses > 0
+    # Shared writes: fewer write units per id than one write per id.
+    assert by["coalesced"].write_units_per_id < by["counter"].write_units_per_id
     # A lost counter response skips exactly one id; nothing else does.
     assert by["counter"].gaps <= by["counter"].lost_responses
     # The negative control: racing read-then-write gives ids out twice, and the demo sees it.

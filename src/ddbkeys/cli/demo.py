@@ -167,10 +167,11 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
     """Show every strategy and method working, with no AWS account needed.
 
     \b
-    1. Mints ids with each strategy (atomic counter, blocks, item-collection sequence,
-       gapless sequence, and a naive read-then-write for contrast) from many
-       concurrent writers, through a fault proxy that loses some responses and throttles
-       some writes; then checks the ids for gaps and duplicates.
+    1. Mints ids with each strategy (atomic counter, the counter with shared writes and
+       with idempotent writes, blocks, item-collection sequence, gapless sequence, and a
+       naive read-then-write for contrast) from many concurrent writers, through a
+       fault proxy that loses some responses and throttles some writes; then checks
+       the ids for gaps and duplicates.
     2. Loads a sample table and lists its distinct partition keys with every method (scan,
        skip, skip-pages, the marker index, auto), against the cost of a full scan.
     3. Shows auto refusing a marker index nothing keeps right, then a follower of the

@@ -27,9 +27,16 @@ def count(usage: Usage, step: Request, answer: Any) -> None:
 
 
 def refused(usage: Usage, step: Request, exc: BaseException) -> None:
-    """Count a request DynamoDB answered with an error, when the request asks for it."""
-    if step.count_refused and isinstance(exc, ClientError):
+    """Count a request DynamoDB answered with an error, when the request asks for it, and
+    botocore's own retries before that answer (a lost response resent, then refused: a
+    conditional write that finds its own first attempt applied) in any case."""
+    if not isinstance(exc, ClientError):
+        return
+    if step.count_refused:
         usage.add(None, write=step.write, billed=step.billed if step.bill_refused else 0.0)
+    resent = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)
+    if step.counted and isinstance(resent, int) and resent > 0:
+        usage.count(retries=resent)
 
 
 class SyncDriver:
