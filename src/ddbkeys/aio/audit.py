@@ -51,7 +51,7 @@ async def audit_attribute(
     flow = attribute_flow(
         table, attribute, start=start, prefix=prefix, usage=usage, deadline=deadline
     )
-    return await AsyncDriver(ddb, usage).run(flow)
+    return await AsyncDriver(ddb, usage, "ddbkeys.aio.audit_attribute").run(flow)
 
 
 async def audit_collection(
@@ -80,4 +80,4 @@ async def audit_collection(
         counter_attribute=counter_attribute,
         deadline=deadline,
     )
-    return await AsyncDriver(ddb, usage).run(flow)
+    return await AsyncDriver(ddb, usage, "ddbkeys.aio.audit_collection").run(flow)

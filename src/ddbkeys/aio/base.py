@@ -20,7 +20,7 @@ class AsyncIdStrategy(StrategyCore):
 
     def __init__(self, client: object, table: str | None = None, **settings: Any) -> None:
         super().__init__(client, table, **settings)
-        self._driver = AsyncDriver(self.client, self.usage)
+        self._driver = AsyncDriver(self.client, self.usage, f"ddbkeys.aio.{type(self).__name__}")
 
     def _connect(self, client: object, table: str | None) -> tuple[Any, str | None]:
         return as_async_client(client, table)

@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from ddbkeys.aio.ids import AtomicCounter
-from ddbkeys.ids.blocks import BlockState, Direct, Fetch, Hand, check_block_size
+from ddbkeys.core.loops import LoopBinding
+from ddbkeys.ids.blocks import BlockState, Direct, Fetch, Hand, check_block_size, check_counter
 from ddbkeys.ids.counter import _positive
 
 __all__ = ["BlockAllocator"]
@@ -17,10 +18,17 @@ class BlockAllocator:
     per block: the asyncio form of :class:`ddbkeys.ids.BlockAllocator`, with the same promises
     and cost.
 
+    The same signature as the sync one, ``BlockAllocator(counter, block_size=100, *,
+    prefetch=True)``; ``counter`` is a :class:`ddbkeys.aio.AtomicCounter` (a sync
+    :class:`ddbkeys.ids.AtomicCounter` is a :class:`~ddbkeys.errors.ConfigurationError`).
+
     Promises: **unique** ids across every process that shares the counter, **increasing
     within one process** (an id handed out after a call returned is greater than every id that
     call got), **not gapless** (a stopped process leaves the rest of its block unused, and so
-    does a lost reservation response). Safe for any number of tasks of one event loop.
+    does a lost reservation response). Safe for any number of tasks of one event loop: the
+    allocator belongs to the loop of its first ``next()`` or ``reserve()`` (its reservations
+    are tasks of that loop), and a call from another loop is a ConfigurationError; create one
+    allocator per event loop.
 
     Cost: one UpdateItem (1 write unit) per ``block_size`` ids.
 
@@ -34,12 +42,15 @@ class BlockAllocator:
     def __init__(
         self, counter: AtomicCounter, block_size: int = 100, *, prefetch: bool = True
     ) -> None:
-        self.counter = counter
+        self.counter = check_counter(counter, asynchronous=True)
         self.block_size = check_block_size(block_size, counter.table)
         self.prefetch = prefetch
         self._state = BlockState(self.block_size, prefetch=prefetch)
         self._changed: asyncio.Event | None = None  # set when a reservation ends
         self._task: asyncio.Task[None] | None = None
+        self._loop = LoopBinding(
+            "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
+        )
 
     @property
     def table(self) -> str:
@@ -56,6 +67,7 @@ class BlockAllocator:
         return await self._take(count)
 
     async def _take(self, count: int) -> range:
+        self._loop.check()
         ticket: int | None = None
         while True:  # no await between a decision and the wait it asks for
             step = self._state.take(count, ticket)

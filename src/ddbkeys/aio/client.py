@@ -1,13 +1,27 @@
-"""What the asyncio API takes where it takes a client: an aiobotocore DynamoDB client."""
+"""What the asyncio API takes where it takes a client: an aiobotocore DynamoDB client, entered
+(``async with session.create_client("dynamodb") as client:``) and used in one event loop.
+
+An aiobotocore client sends through an HTTP session that exists only between its
+``__aenter__`` and ``__aexit__``, and whose connections belong to the loop of its first request.
+aiobotocore reports a request sent outside that (read in its ``httpsession.py``) as an
+``HTTPClientError`` wrapping the internal error: ``'NoneType' object has no attribute 'get'``
+for a client closed or never entered (its sessions are ``None``), and ``RuntimeError`` about a
+different or a closed event loop for a client whose connections belong to another loop. The
+asyncio driver asks :func:`check_loop` before each request and :func:`misuse` after a failure,
+and raises a :class:`ConfigurationError` that says which it is and what to do.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import threading
+import weakref
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager, suppress
 from typing import Any
 
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ProfileNotFound
+from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
 from ddbkeys.clients import _guard
 from ddbkeys.connect import (
@@ -18,14 +32,28 @@ from ddbkeys.connect import (
     region_for,
     resolve_settings,
 )
+from ddbkeys.core.loops import loop_state
 from ddbkeys.errors import ConfigurationError, translate_error
 from ddbkeys.retry import DEFAULT_DEADLINE
 
-__all__ = ["INSTALL", "as_async_client", "make_client"]
+__all__ = [
+    "INSTALL",
+    "OPEN_A_CLIENT",
+    "as_async_client",
+    "check_loop",
+    "make_client",
+    "misuse",
+    "record_loop",
+]
 
 INSTALL = (
     "The asyncio API sends with aiobotocore: pip install 'ddbkeys[async]' (aiobotocore pins "
     "botocore to a narrow range of versions, so it is not a dependency of ddbkeys itself)."
+)
+#: How to have an open client, for the error messages.
+OPEN_A_CLIENT = (
+    "async with session.create_client('dynamodb') as client: (or async with "
+    "ddbkeys.aio.make_client() as client:)"
 )
 
 
@@ -38,6 +66,13 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
         raise ConfigurationError(INSTALL) from exc
     if not isinstance(obj, AioBaseClient):
         kind = type(obj).__name__
+        if hasattr(obj, "__aenter__") and type(obj).__module__.startswith(
+            ("aiobotocore", "contextlib")
+        ):  # create_client(...) or make_client() without async with
+            raise ConfigurationError(
+                f"ddbkeys.aio was given a client that was not entered ({kind}): open it with "
+                f"{OPEN_A_CLIENT} and pass client, inside that block."
+            )
         hint = (
             " (a boto3 client is for the sync API: ddbkeys.ids, ddbkeys.partition_keys)"
             if hasattr(obj, "meta") and not hasattr(obj, "__aenter__")
@@ -54,7 +89,109 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
             f"ddbkeys.aio takes an aiobotocore DynamoDB client, not one for {service!r}."
         )
     _guard(obj)
+    obj.meta.events.register_first(
+        "needs-retry.dynamodb", _no_retry_on_misuse, unique_id="ddbkeys-misuse"
+    )
     return obj, table
+
+
+# --- a client closed, never entered, or in another event loop ----------------------------------
+
+#: The event loop each client last sent a ddbkeys request in (the client's entry goes with it;
+#: the loop is held weakly where it can be).
+_LOOPS: weakref.WeakKeyDictionary[Any, Callable[[], asyncio.AbstractEventLoop | None]] = (
+    weakref.WeakKeyDictionary()
+)
+_LOOPS_GUARD = threading.Lock()
+
+
+def _weak(loop: asyncio.AbstractEventLoop) -> Callable[[], asyncio.AbstractEventLoop | None]:
+    try:
+        return weakref.ref(loop)
+    except TypeError:  # a loop class without weak references
+        return lambda: loop
+
+
+def _last_loop(client: Any) -> asyncio.AbstractEventLoop | None:
+    with _LOOPS_GUARD:
+        try:
+            ref = _LOOPS.get(client)
+        except TypeError:  # a stand-in that cannot be weakly referenced: not tracked
+            return None
+    return ref() if ref is not None else None
+
+
+def record_loop(client: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """``client`` sent a ddbkeys request in ``loop`` (its connections are that loop's now)."""
+    with _LOOPS_GUARD, suppress(TypeError):  # a stand-in without weak references: not tracked
+        _LOOPS[client] = _weak(loop)
+
+
+def _another_loop(owner: str, other: asyncio.AbstractEventLoop | None) -> str:
+    state = f" ({loop_state(other)})" if other is not None else ""
+    return (
+        f"{owner} was called in an event loop other than the one its aiobotocore client was "
+        f"used in{state}, and a client's connections belong to one loop: "
+        f"create one {owner.rsplit('.', 1)[-1]} per event loop, over a client opened in that "
+        f"loop ({OPEN_A_CLIENT})."
+    )
+
+
+def check_loop(
+    client: Any, owner: str, table: str | None = None
+) -> asyncio.AbstractEventLoop | None:
+    """Before ``owner`` sends a request with ``client``: a :class:`ConfigurationError` when the
+    client last sent one in another loop that is still open (its connections are in use
+    there); that loop when it has ended (the request is sent: a client closed and entered
+    again in this loop works, one left open fails and :func:`misuse` says why); else None."""
+    previous = _last_loop(client)
+    if previous is None or previous is asyncio.get_running_loop():
+        return None
+    if not previous.is_closed():
+        raise ConfigurationError(_another_loop(owner, previous), table=table)
+    return previous
+
+
+def _misused(exc: BaseException) -> str | None:
+    """What the HTTPClientError ``exc`` says of the client: ``"closed"`` (closed, or never
+    entered), ``"loop"`` (its connections are another event loop's), or None (something else)."""
+    if not isinstance(exc, HTTPClientError):
+        return None
+    error = exc.kwargs.get("error")
+    if isinstance(error, AttributeError):  # its sessions are None outside async with
+        return "closed"
+    if isinstance(error, RuntimeError) and "loop" in str(error):
+        return "loop"
+    return None
+
+
+def misuse(
+    exc: BaseException,
+    owner: str,
+    previous: asyncio.AbstractEventLoop | None,
+    table: str | None = None,
+) -> ConfigurationError | None:
+    """The error to raise instead of ``exc`` when it says the client ``owner`` sent with is
+    closed or was never entered, or belongs to another event loop (``previous``, the loop it
+    last sent in); None when ``exc`` is another failure."""
+    kind = _misused(exc)
+    if kind is None and not (previous is not None and isinstance(exc, HTTPClientError)):
+        return None
+    if kind == "closed":
+        message = (
+            f"The aiobotocore client of {owner} is closed, or was never entered: send with it "
+            f"inside its block, {OPEN_A_CLIENT}, and create the ddbkeys.aio objects there."
+        )
+    else:
+        message = _another_loop(owner, previous)
+    return ConfigurationError(message, table=table, cause=exc)
+
+
+def _no_retry_on_misuse(caught_exception: BaseException | None = None, **_: Any) -> None:
+    """A ``needs-retry`` handler: botocore does not send again with a client that is closed or
+    in another event loop (it would fail the same way, after backoff)."""
+    if caught_exception is not None and _misused(caught_exception) is not None:
+        raise caught_exception
 
 
 @asynccontextmanager

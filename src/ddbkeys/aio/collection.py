@@ -1,6 +1,8 @@
 """The item-collection sequence for asyncio: the same name, settings and flows as
 :class:`ddbkeys.ids.CollectionSequence`, with ``await``. Concurrent ``put()`` calls of one event
-loop on one collection share commits through :class:`~ddbkeys.ids.group.AsyncGroupCommit`."""
+loop on one collection share commits through :class:`~ddbkeys.ids.group.AsyncGroupCommit`: one
+group per collection and event loop, so that the sequence may be used from one loop after
+another (with a client that is open in each)."""
 
 from __future__ import annotations
 
@@ -38,11 +40,15 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
         return await self._group(pending.collection).submit(pending)
 
     def _group(self, collection: str) -> AsyncGroupCommit[Pending, int]:
-        # One group per collection and event loop (its futures belong to one loop).
-        key = (id(asyncio.get_running_loop()), collection)
+        # One group per collection and event loop (its futures belong to one loop), keyed by
+        # the loop itself: a new loop may get the id of one that is gone. The groups of loops
+        # that are closed go when a group is made.
+        key = (asyncio.get_running_loop(), collection)
         with self._lock:
             group: AsyncGroupCommit[Pending, int] | None = self._groups.get(key)
             if group is None:
+                for closed in [k for k in self._groups if k[0].is_closed()]:
+                    del self._groups[closed]
                 group = self._groups[key] = AsyncGroupCommit(
                     lambda batch: self._run(self._commit(batch)), self._max_batch
                 )

@@ -1,6 +1,8 @@
 """The gapless sequence for asyncio: the same settings and flows as
 :class:`ddbkeys.ids.GaplessSequence`, with ``await``. Concurrent ``put()`` calls of one event
-loop share commits (:class:`~ddbkeys.ids.group.AsyncGroupCommit`)."""
+loop share commits (:class:`~ddbkeys.ids.group.AsyncGroupCommit`): one group per event loop, so
+that the sequence holds no task or future of a loop between calls and may be used from one loop
+after another (with a client that is open in each)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.aio.base import AsyncIdStrategy
+from ddbkeys.core.loops import PerLoop
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.gapless_core import GaplessCore, Pending, earliest
@@ -22,12 +25,13 @@ __all__ = ["GaplessSequence"]
 class GaplessSequence(GaplessCore, AsyncIdStrategy):
     __doc__ = GaplessCore.__doc__
 
-    _group: AsyncGroupCommit[Pending, int] | None
+    _group: PerLoop[AsyncGroupCommit[Pending, int]] | None
 
     def _start_group(self, enabled: bool, max_batch: int, linger: float) -> None:
-        self._group = (
-            AsyncGroupCommit(self._commit_batch, max_batch, linger=linger) if enabled else None
-        )
+        def group() -> AsyncGroupCommit[Pending, int]:
+            return AsyncGroupCommit(self._commit_batch, max_batch, linger=linger)
+
+        self._group = PerLoop(group) if enabled else None
 
     async def _commit_batch(self, pending: Sequence[Pending]) -> list[int | BaseException]:
         """One shared commit of the group (run by the committing task)."""
@@ -43,7 +47,7 @@ class GaplessSequence(GaplessCore, AsyncIdStrategy):
         (prepared,) = await self._run(self._prepared([item], typed, deadline))
         if self._group is None:
             return await self._run(self._put_alone(prepared, deadline))
-        return await self._group.submit(Pending(prepared, deadline))
+        return await self._group.get().submit(Pending(prepared, deadline))
 
     async def put_many(
         self, items: Sequence[Mapping[str, Any]], *, typed: bool = False

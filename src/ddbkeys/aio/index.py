@@ -49,7 +49,8 @@ class MarkerIndex(MarkerCore):
         return resolved, name
 
     async def _run(self, flow: Flow[T]) -> T:
-        return await AsyncDriver(self.client, self.usage).run(flow)
+        owner = f"ddbkeys.aio.{type(self).__name__}"
+        return await AsyncDriver(self.client, self.usage, owner).run(flow)
 
     async def table_info(self) -> TableInfo:
         """The table's description: the one given, or one DescribeTable the first time."""
@@ -131,7 +132,8 @@ class StateStore(StateCore):
         super().__init__(resolved, name, deadline=deadline, clock=clock, retry=retry)
 
     async def _run(self, flow: Flow[T]) -> T:
-        return await AsyncDriver(self.client, self.usage).run(flow)
+        owner = f"ddbkeys.aio.{type(self).__name__}"
+        return await AsyncDriver(self.client, self.usage, owner).run(flow)
 
     async def ensure(self) -> None:
         """Create the state table if it is missing, and wait until it is ACTIVE."""
@@ -171,7 +173,9 @@ class StreamFollower(FollowerCore):
                 streams = await stack.enter_async_context(
                     await _streams_client_for(self.index.client)
                 )
-            driver = AsyncDriver(Both(self.index.client, streams), self.index.usage)
+            driver = AsyncDriver(
+                Both(self.index.client, streams), self.index.usage, "ddbkeys.aio.StreamFollower"
+            )
             flag = StopOn(stop or asyncio.Event())
             try:
                 return await driver.run(self._follow(flag, until_caught_up, from_start))

@@ -21,11 +21,12 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from contextlib import aclosing
 from decimal import Decimal
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ddbkeys.aio.client import as_async_client
 from ddbkeys.aio.index import MarkerIndex, StateStore
 from ddbkeys.capacity import Usage
+from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import (
@@ -56,7 +57,38 @@ from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
-__all__ = ["AsyncListing", "distinct_partition_keys"]
+__all__ = ["AsyncListing", "OneLoopIterator", "distinct_partition_keys"]
+
+_OWNER = "ddbkeys.aio.distinct_partition_keys"
+
+T = TypeVar("T")
+
+
+class OneLoopIterator(Generic[T]):
+    """An async iterator over ``keys`` that belongs to the event loop of its first step: a step
+    from another loop is a :class:`ConfigurationError` (the readers, their queue and the
+    generator are that loop's; an ``asyncio.run()`` that ends closes the generator, which would
+    otherwise look like the end of the listing in the next one)."""
+
+    __slots__ = ("_binding", "_keys")
+
+    def __init__(self, keys: AsyncGenerator[T, None], binding: LoopBinding) -> None:
+        self._keys = keys
+        self._binding = binding
+
+    def __aiter__(self) -> OneLoopIterator[T]:
+        return self
+
+    async def __anext__(self) -> T:
+        self._binding.check()
+        return await self._keys.__anext__()
+
+    async def aclose(self) -> None:
+        """Stop reading (in the listing's own loop; from another, the readers are only told to
+        stop, between pages)."""
+        home = self._binding.loop
+        if home is None or home is asyncio.get_running_loop():
+            await self._keys.aclose()
 
 
 class AsyncListing(ListingCore):
@@ -71,6 +103,11 @@ class AsyncListing(ListingCore):
     ends the iteration with :class:`~ddbkeys.errors.ListingInterrupted` even while a request is
     outstanding; that request is cancelled, and ``checkpoint()`` goes on from the last key
     handed out.
+
+    The iteration belongs to the event loop of its first step (its readers are tasks of that
+    loop): a step from another loop is a :class:`~ddbkeys.errors.ConfigurationError`. Make and
+    read one listing per event loop; ``checkpoint()`` and a new listing with ``resume=`` carry
+    a listing over to another loop or process.
     """
 
     def __init__(
@@ -82,18 +119,24 @@ class AsyncListing(ListingCore):
         on_key: Callable[[AsyncListing], None] | None = None,
     ) -> None:
         super().__init__(method, reader, positions, readers, on_key)
-        self._driver = AsyncDriver(reader.client, reader.usage)
+        self._driver = AsyncDriver(reader.client, reader.usage, "ddbkeys.aio.AsyncListing")
+        self._loop = LoopBinding(
+            "ddbkeys.aio.AsyncListing", "its segments are read by tasks of that loop"
+        )
 
     def __aiter__(self) -> AsyncIterator[str | int | Decimal | bytes]:
-        return self._plain()
+        return OneLoopIterator(self._plain(), self._loop)
 
     async def _plain(self) -> AsyncGenerator[str | int | Decimal | bytes, None]:
-        async with aclosing(self.raw()) as keys:
+        async with aclosing(self._raw()) as keys:
             async for key in keys:
                 yield plain_key(key)
 
-    async def raw(self) -> AsyncGenerator[Key, None]:
-        """The keys as DynamoDB AttributeValues (``{"S": ...}``)."""
+    def raw(self) -> OneLoopIterator[Key]:
+        """The keys as DynamoDB AttributeValues (``{"S": ...}``), with ``async for``."""
+        return OneLoopIterator(self._raw(), self._loop)
+
+    async def _raw(self) -> AsyncGenerator[Key, None]:
         todo = self._begin()
         if not todo:
             return
@@ -206,7 +249,7 @@ async def distinct_partition_keys(
     check_deadline(deadline, name)
     readers, rate = _settings(name, segments, scan_segments, max_rcu_per_second)
     reader = _reader(client, name, retry, usage, rate, deadline)
-    info = await AsyncDriver(client, reader.usage).run(reader.describe())
+    info = await AsyncDriver(client, reader.usage, _OWNER).run(reader.describe())
     method, positions = _resumed(resume, info, method, scan_segments)
     choice = _plan(method, info, index) or await _index_choice(
         method, client, info, index, marker_attribute, deadline, state_table, max_lag

@@ -9,6 +9,8 @@ from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from ddbkeys.core.loops import PerLoop
+
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         CreateTableInputTypeDef,
@@ -93,7 +95,8 @@ class Pause:
 
 class OnceCell(Generic[T]):
     """A value computed once per object (a table's description), whichever driver computes it:
-    concurrent callers wait for the first one (a thread lock, or an asyncio lock per loop)."""
+    concurrent callers wait for the first one (a thread lock, or an asyncio lock per loop: the
+    object that holds the cell may be used from one loop after another)."""
 
     __slots__ = ("_async_locks", "done", "thread_lock", "value")
 
@@ -101,15 +104,10 @@ class OnceCell(Generic[T]):
         self.done = False
         self.value: T | None = None
         self.thread_lock = threading.Lock()
-        self._async_locks: dict[int, asyncio.Lock] = {}
+        self._async_locks: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
 
     def async_lock(self) -> asyncio.Lock:
-        loop = id(asyncio.get_running_loop())
-        with self.thread_lock:
-            lock = self._async_locks.get(loop)
-            if lock is None:
-                lock = self._async_locks[loop] = asyncio.Lock()
-            return lock
+        return self._async_locks.get()
 
     def set(self, value: T) -> T:
         self.value = value

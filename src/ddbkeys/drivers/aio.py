@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
+from ddbkeys.aio.client import check_loop, misuse, record_loop
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import deadline_scope
 from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
@@ -28,11 +29,16 @@ class AsyncDriver:
     """Sends a flow's requests with an aiobotocore DynamoDB client, each inside the deadline
     it carries (``asyncio.timeout``: a request still unanswered then is given up as
     :class:`~ddbkeys.errors.NoAnswerInTime`); sleeps its pauses on the event loop; counts in
-    ``usage``."""
+    ``usage``.
 
-    def __init__(self, client: Any, usage: Usage) -> None:
+    ``owner`` (``"ddbkeys.aio.AtomicCounter"``) is named by the :class:`ConfigurationError`
+    raised for a client that is closed, was never entered, or belongs to another event loop
+    (see :mod:`ddbkeys.aio.client`)."""
+
+    def __init__(self, client: Any, usage: Usage, owner: str = "ddbkeys.aio") -> None:
         self.client = client
         self.usage = usage
+        self.owner = owner
 
     async def run(self, flow: Flow[T]) -> T:
         """Run ``flow`` to its end and return its result."""
@@ -76,19 +82,29 @@ class AsyncDriver:
         """One request, given up when its deadline comes."""
         left = step.deadline.remaining() if step.deadline is not None else math.inf
         url = getattr(getattr(self.client, "meta", None), "endpoint_url", "the endpoint")
+        table = step.params.get("TableName")
         try:
             if left <= 0:
                 raise NoAnswerInTime(endpoint_url=url, waited=0.0)
             method = getattr(self.client, step.operation)
+            client = getattr(method, "__self__", self.client)  # (Both: the client it picked)
+            previous = check_loop(client, self.owner, table)
             with deadline_scope(step.deadline):  # botocore's own retries stop there too
                 try:
                     async with asyncio.timeout(None if math.isinf(left) else left):
                         answer = await method(**step.params)
                 except TimeoutError:
                     raise NoAnswerInTime(endpoint_url=url, waited=left) from None
+                except Exception as exc:
+                    wrong = misuse(exc, self.owner, previous, table)
+                    if wrong is not None:
+                        raise wrong from exc
+                    record_loop(client, asyncio.get_running_loop())
+                    raise
         except Exception as exc:
             refused(self.usage, step, exc)
             raise
+        record_loop(client, asyncio.get_running_loop())
         count(self.usage, step, answer)
         return answer
 

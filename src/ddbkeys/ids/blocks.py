@@ -8,13 +8,26 @@ and the spawning differ.
 
 from __future__ import annotations
 
+import inspect
 import threading
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.counter import AtomicCounter, _positive
 
-__all__ = ["BlockAllocator", "BlockState", "Direct", "Fetch", "Hand", "Wait", "check_block_size"]
+__all__ = [
+    "BlockAllocator",
+    "BlockState",
+    "Direct",
+    "Fetch",
+    "Hand",
+    "Wait",
+    "check_block_size",
+    "check_counter",
+]
+
+C = TypeVar("C")
 
 
 @dataclass(frozen=True)
@@ -58,6 +71,28 @@ def check_block_size(block_size: object, table: str | None) -> int:
             f"block_size must be a whole number of at least 1, not {block_size!r}.", table=table
         )
     return block_size
+
+
+def check_counter(counter: C, *, asynchronous: bool) -> C:
+    """``counter`` when it is the kind of counter the allocator awaits (``asynchronous``) or
+    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
+    :class:`ddbkeys.aio.AtomicCounter`; the other kind is a :class:`ConfigurationError`."""
+    reserve: Any = getattr(counter, "reserve", None)
+    if reserve is None or not hasattr(counter, "table"):
+        raise ConfigurationError(
+            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, table, "
+            f"name), block_size=100)), not {type(counter).__name__}."
+        )
+    if inspect.iscoroutinefunction(reserve) != asynchronous:
+        given, wanted = (
+            ("ddbkeys.aio", "ddbkeys.ids") if not asynchronous else ("ddbkeys.ids", "ddbkeys.aio")
+        )
+        raise ConfigurationError(
+            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
+            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
+            table=getattr(counter, "table", None),
+        )
+    return counter
 
 
 class BlockState:
@@ -170,7 +205,7 @@ class BlockAllocator:
     def __init__(
         self, counter: AtomicCounter, block_size: int = 100, *, prefetch: bool = True
     ) -> None:
-        self.counter = counter
+        self.counter = check_counter(counter, asynchronous=False)
         self.block_size = check_block_size(block_size, counter.table)
         self.prefetch = prefetch
         self._state = BlockState(self.block_size, prefetch=prefetch)
