@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ddbkeys.aio.base import AsyncIdStrategy
+from ddbkeys.core.loops import PerLoop
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.counter import COALESCE_LINGER, MAX_COALESCED, CounterCore, Want, _positive
 from ddbkeys.ids.group import AsyncGroupCommit
@@ -16,14 +17,15 @@ __all__ = ["AtomicCounter"]
 class AtomicCounter(CounterCore, AsyncIdStrategy):
     __doc__ = CounterCore.__doc__
 
-    _group: AsyncGroupCommit[Want, range] | None
+    _group: PerLoop[AsyncGroupCommit[Want, range]] | None
 
     def _start_group(self, enabled: bool) -> None:
-        self._group = (
-            AsyncGroupCommit(self._commit, MAX_COALESCED, linger=COALESCE_LINGER, fill=True)
-            if enabled
-            else None
-        )
+        # One group per event loop (with coalesce): the counter holds no task or future of a
+        # loop between calls, and may be used from one loop after another.
+        def group() -> AsyncGroupCommit[Want, range]:
+            return AsyncGroupCommit(self._commit, MAX_COALESCED, linger=COALESCE_LINGER, fill=True)
+
+        self._group = PerLoop(group) if enabled else None
 
     async def _commit(self, wants: Sequence[Want]) -> list[range | BaseException]:
         """One coalesced write (run by the group's committing task)."""
@@ -39,7 +41,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
         count = _positive("count", count, table=self.table)
         if self._group is None:
             return await self._run(self._advance(count))
-        return await self._group.submit(Want(count, self._begin()))
+        return await self._group.get().submit(Want(count, self._begin()))
 
     async def current(self) -> int:
         """The last id given out (0 before the first)."""
