@@ -7,7 +7,7 @@ key, and the requests several strategies send. Every request goes out as a flow 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -39,7 +39,7 @@ from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import TableInfo, check_table_name, describe_flow, key_value, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 __all__ = [
     "Contention",
@@ -284,7 +284,9 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
     return response.get("Item", {}).get(counter.attribute)
 
 
-def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, Any]:
+def put_if_new(
+    table: str, item: Mapping[str, AttributeValueTypeDef], pk_name: str
+) -> TransactWriteItemTypeDef:
     """A transaction action that writes ``item`` only if no item with its key exists."""
     return {
         "Put": {
@@ -298,7 +300,7 @@ def put_if_new(table: str, item: Mapping[str, Any], pk_name: str) -> dict[str, A
 
 
 def transact(
-    actions: list[Any], token: str, *, items: int, billed: float
+    actions: Sequence[TransactWriteItemTypeDef], token: str, *, items: int, billed: float
 ) -> Flow[Cancellation | None]:
     """TransactWriteItems with a ClientRequestToken (so a retry of an applied transaction is not
     applied again). Returns None when it was applied, or the reading of its CancellationReasons

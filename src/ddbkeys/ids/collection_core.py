@@ -34,7 +34,11 @@ from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateTypeDef,
+    )
 
 __all__ = ["MAX_BATCH", "REQUERY_EVERY", "CollectionCore", "OnConflict", "Pending", "Plan"]
 
@@ -405,7 +409,7 @@ class CollectionCore(StrategyCore):
         key = self._counter_key(keys, pk_value)
         new = plan.highest + len(items)
         values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}}
-        update: dict[str, Any] = {
+        update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": key,
             "UpdateExpression": "SET #c = :new",
@@ -417,7 +421,8 @@ class CollectionCore(StrategyCore):
         if plan.counter is not None:
             update["ConditionExpression"] = "#c = :last"
             values[":last"] = {"N": str(plan.counter)}
-        actions = [{"Update": update}] + [put_if_new(self.table, i, keys[0].name) for i in items]
+        actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
+        actions += [put_if_new(self.table, i, keys[0].name) for i in items]
         counter_image = dict(key, **{self.counter_attribute: {"N": str(new)}})
         billed = write_units([counter_image, *items], transactional=True)
         reasons = yield from transact(actions, plan.token, items=len(items), billed=billed)

@@ -28,6 +28,8 @@ from ddbkeys.ids.base import CounterItem, cancelled_error, read_counter, transac
 from ddbkeys.ids.cancellation import Cancellation, Verdict
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
+
     from ddbkeys.ids.counter import CounterCore
     from ddbkeys.retry import Deadline
 
@@ -63,11 +65,13 @@ class _Plan:
     streak: int = 0  # lost races in a row
 
 
-def exact_update(counter: CounterItem, last: int, new: int, *, base: int) -> dict[str, Any]:
+def exact_update(
+    counter: CounterItem, last: int, new: int, *, base: int
+) -> TransactWriteItemTypeDef:
     """The transaction's one action: the counter from ``last`` to ``new``, on condition that it
     still holds ``last`` (or holds nothing, when ``last`` is the value a missing counter
     stands for, ``base``)."""
-    update: dict[str, Any] = {
+    update: UpdateTypeDef = {
         "TableName": counter.table,
         "Key": counter.key,
         "UpdateExpression": "SET #v = :new",

@@ -41,7 +41,11 @@ from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import KeyAttribute, TableInfo, check_name, check_table_name, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateTypeDef,
+    )
 
 __all__ = ["MAX_BATCH", "GaplessCore", "Pending", "earliest"]
 
@@ -348,7 +352,7 @@ class GaplessCore(StrategyCore):
         last: int,
         info: TableInfo,
         counter: CounterItem,
-    ) -> tuple[list[Any], int, float]:
+    ) -> tuple[list[TransactWriteItemTypeDef], int, float]:
         """The transaction that writes the ``live`` items after ``last``: its actions, the
         counter's new value and the units it is billed."""
         new = last + len(live)
@@ -358,7 +362,7 @@ class GaplessCore(StrategyCore):
                 "more id(s) would pass 10**38 - 1, the largest DynamoDB number.",
                 table=self.table,
             )
-        update: dict[str, Any] = {
+        update: UpdateTypeDef = {
             "TableName": counter.table,
             "Key": counter.key,
             "UpdateExpression": "SET #v = :new",
@@ -380,9 +384,8 @@ class GaplessCore(StrategyCore):
                 self._check_not_counter(item_key(item, info), counter, last + offset)
             written.append(item)
         counter_image = dict(counter.key, **{counter.attribute: {"N": str(new)}})
-        actions = [{"Update": update}] + [
-            put_if_new(self.table, i, info.partition_key.name) for i in written
-        ]
+        actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
+        actions += [put_if_new(self.table, i, info.partition_key.name) for i in written]
         return actions, new, write_units([counter_image, *written], transactional=True)
 
     def _check_not_counter(self, key: Mapping[str, Any], counter: CounterItem, number: int) -> None:
