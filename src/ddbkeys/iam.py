@@ -41,15 +41,14 @@ def _n(*actions: str, on: On = "table") -> frozenset[Need]:
 ENSURE = ("DescribeTable", "CreateTable")
 
 # command -> variant -> what it calls. The variant is the option that changes the calls
-# (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`,
-# --idempotent for `ids next`); "" is the only variant of the others. IAM has no action for a
-# transaction: each of its actions needs the permission of the request it stands for (an Update
-# needs dynamodb:UpdateItem, a Put dynamodb:PutItem, a ConditionCheck dynamodb:ConditionCheckItem).
+# (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
+# "" is the only variant of the others. IAM has no action for a transaction: each of its
+# actions needs the permission of the request it stands for (an Update needs
+# dynamodb:UpdateItem, a Put dynamodb:PutItem, a ConditionCheck dynamodb:ConditionCheckItem).
 COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
-    "ids next": {
-        "plain": _n("DescribeTable", "UpdateItem"),
-        "idempotent": _n("DescribeTable", "GetItem", "UpdateItem"),
-    },
+    # GetItem: --idempotent reads the counter first, and a plain increment refused because the
+    # counter holds no number reads it to say what it holds.
+    "ids next": {"": _n("DescribeTable", "GetItem", "UpdateItem")},
     "ids current": {"": _n("DescribeTable", "GetItem")},
     "ids set": {"": _n("DescribeTable", "UpdateItem")},
     "ids put": {

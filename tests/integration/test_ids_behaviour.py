@@ -50,6 +50,35 @@ def test_counter_basics(
     assert usage["requests"] == 6
 
 
+MODES = [{}, {"coalesce": True}, {"idempotent": True}, {"coalesce": True, "idempotent": True}]
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["plain", "coalesce", "idempotent", "both"])
+@pytest.mark.parametrize(("start", "step"), [(0, 1), (2, 5), (1, 1), (1000, 10)])
+def test_counter_starts_where_asked_in_every_mode(
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    mode: dict[str, bool],
+    start: int,
+    step: int,
+) -> None:
+    """A new counter gives ``start`` first, even below its step (start=0), in every mode, and
+    every mode continues the same counter item."""
+    table = ddb_table_factory()
+    first = driver.make("AtomicCounter", ddb_client, table, "c", start=start, step=step, **mode)
+    assert [first.next(), first.next()] == [start, start + step]
+    assert list(first.reserve(2)) == [start + 2 * step, start + 3 * step]
+    assert first.current() == start + 3 * step
+    for other in MODES:
+        again = driver.make(
+            "AtomicCounter", ddb_client, table, "c", start=start, step=step, **other
+        )
+        assert again.next() == first.current()
+    stored = ddb_client.get_item(TableName=table, Key={"pk": {"S": "c"}})["Item"]["last_id"]
+    assert stored == {"N": str(start + 7 * step)}
+
+
 def test_counter_custom_key_and_attribute(
     driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

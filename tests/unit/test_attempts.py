@@ -275,7 +275,8 @@ CASES = {
         [throttled(), NoAnswerInTime(endpoint_url=URL, waited=0.2)],
         [0.0075],
         error=DeadlineExceededError,
-        message=OUT_OF_TIME.format(s="0.5") + "throttled (ThrottlingException) 1 time, 2 attempts.",
+        message=OUT_OF_TIME.format(s="0.5") + "throttled (ThrottlingException) 1 time, 2 "
+        "attempts. A write of this call got no answer: it may still have been applied.",
         deadline=0.5,
         took=0.25,
         retries=1,
@@ -292,6 +293,27 @@ CASES = {
         what="listing the partition keys",
         writes=False,
         advice="Lower --max-rcu-per-second, or try again later.",
+    ),
+    "a lost answer, then throttles: the call may have written all the same": Case(
+        [read_timeout(), throttled(), throttled()],
+        [0.0075, 0.015],
+        error=RetriesExhaustedError,
+        message=OUT_OF_ATTEMPTS.format(n=3) + "(RetryPolicy.max_attempts): throttled "
+        "(ThrottlingException) 2 times. Try again later. A write of this call got no answer: "
+        "it may still have been applied.",
+        max_attempts=3,
+        retries=2,
+    ),
+    "a lost answer, then lost races until the deadline: the note too": Case(
+        [read_timeout(), LOST, LOST],
+        [0.0075, 0.01],
+        error=DeadlineExceededError,
+        message=OUT_OF_TIME.format(s="0.3") + "lost 3 races in a row to other writers, 3 "
+        "attempts. A write of this call got no answer: it may still have been applied.",
+        deadline=0.35,
+        took=0.15,
+        conflicts=2,
+        retries=2,
     ),
     "only the failures of the last kind are counted (an id)": Case(
         [error_500(), throttled(), throttled()],

@@ -172,7 +172,17 @@ ROWS = [
     Row(
         "moved to a string", [moved_to("x", "S")], [("tx", 7, 8, "", 1)], CounterStateError, known=7
     ),
-    Row("at the top", [], [], SequenceExhaustedError, known=MAX),
+    Row("at the top", [held(str(MAX))], [("get",)], SequenceExhaustedError, known=MAX),
+    # Known near the maximum, but set back since (elsewhere): what it holds now decides.
+    Row(
+        "set back since",
+        [held("10"), {}],
+        [("get",), ("tx", 10, 20, "", 1)],
+        range(11, 21),
+        known=95,
+        count=10,
+        settings={"maximum": 100},
+    ),
     Row(
         "moved to the top",
         [moved_to(str(MAX))],
@@ -254,10 +264,12 @@ def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() 
     made = counter(maximum=10)
     made._known.set(8)
     wants = [Want(1, Deadline(None)), Want(2, Deadline(None)), Want(1, Deadline(None))]
-    run = drive(made._coalesced(wants), [{}, {}])
+    # Known at 8, 4 ids would pass 10: read (it is 8), then each caller alone; the one that
+    # would pass is read again first (it may have been set back), and refused.
+    run = drive(made._coalesced(wants), [held("8"), {}, held("9"), {}])
     assert [r[0] for r in [run.result[0], run.result[2]]] == [9, 10]
     assert isinstance(run.result[1], SequenceExhaustedError)
-    assert [(s[1], s[2]) for s in shown(run)] == [(8, 9), (9, 10)]
+    assert shown(run) == [("get",), ("tx", 8, 9, "", 1), ("get",), ("tx", 9, 10, "", 2)]
 
 
 @pytest.mark.parametrize(("name", "value"), [("coalesce", "yes"), ("idempotent", 1)])

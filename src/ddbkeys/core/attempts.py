@@ -124,6 +124,7 @@ def attempts(
     tried = refused = 0
     kinds: Counter[str] = Counter()
     out_of_time = False
+    sent_unanswered = False  # some attempt's write got no answer: it may have been applied
     for n in range(policy.max_attempts):
         if n:
             usage.count(retries=1)
@@ -146,6 +147,7 @@ def attempts(
             failure = unavailable_failure(exc)
             if failure is None:
                 raise_translated(exc, table=table)
+            sent_unanswered = sent_unanswered or unanswered(failure)
             if last is None or not cut_short(failure):
                 last = failure  # (the deadline cutting a request short tells less)
             refused += is_refused(failure)
@@ -160,7 +162,17 @@ def attempts(
             yield Pause(wait, policy.sleep, stop)
     times = kinds[_kind(last)] if last is not None and kinds[_kind(last)] else tried
     raise gave_up(
-        what, table, deadline, tried, last, out_of_time, read_timeout, advice, times, writes
+        what,
+        table,
+        deadline,
+        tried,
+        last,
+        out_of_time,
+        read_timeout,
+        advice,
+        times,
+        writes,
+        sent_unanswered=sent_unanswered,
     ) from last
 
 
@@ -179,8 +191,12 @@ def gave_up(
     advice: str = "Try again later.",
     times: int | None = None,
     writes: bool = True,
+    *,
+    sent_unanswered: bool = False,
 ) -> DdbKeysError:
-    """The error for a call that stopped trying: out of time, or out of attempts."""
+    """The error for a call that stopped trying: out of time, or out of attempts.
+    ``sent_unanswered``: an earlier attempt's write got no answer (not only the last one's),
+    so the call may have changed the table: the message says so, whatever the last failure."""
     if isinstance(last, Contention):
         reason = f"lost {tried} race{'s' if tried != 1 else ''} in a row to other writers"
     elif isinstance(last, Throttled):
@@ -188,8 +204,16 @@ def gave_up(
     else:
         reason = ""
     note = ""
-    if writes and unanswered(last) and not what.startswith(("DescribeTable", "reading")):
-        note = " The last write got no answer: it may still have been applied."
+    if (
+        writes
+        and (unanswered(last) or sent_unanswered)
+        and not what.startswith(("DescribeTable", "reading"))
+    ):
+        note = (
+            " The last write got no answer: it may still have been applied."
+            if unanswered(last)
+            else " A write of this call got no answer: it may still have been applied."
+        )
     if out_of_time and deadline.seconds is not None:
         if not reason:
             return deadline_exceeded(
@@ -206,7 +230,7 @@ def gave_up(
         return DeadlineExceededError(
             f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
             f"deadline; raise it with deadline= or --timeout): {reason}, {tried} "
-            f"attempt{'s' if tried != 1 else ''}.",
+            f"attempt{'s' if tried != 1 else ''}.{note}",
             seconds=deadline.seconds,
             attempts=tried,
             table=table,

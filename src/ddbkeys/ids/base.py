@@ -93,6 +93,14 @@ class StrategyCore:
                 "Table object as the client."
             )
         self.table = check_table_name(name)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(
+                f"retry must be a ddbkeys.retry.RetryPolicy, not {retry!r}.", table=self.table
+            )
+        if usage is not None and not isinstance(usage, Usage):
+            raise ConfigurationError(
+                f"usage must be a ddbkeys.capacity.Usage, not {usage!r}.", table=self.table
+            )
         self.retry = retry or self.default_retry
         self.usage = usage or Usage()
         self.allow_global_tables = allow_global_tables

@@ -295,9 +295,10 @@ class CounterCore(StrategyCore):
                 raise
             raw = response["Attributes"][self.counter_attribute]
             digits = raw.get("N")
-            if isinstance(digits, str) and digits.isdigit() and len(digits) <= 38:
+            if isinstance(digits, str) and digits.lstrip("-").isdigit() and len(digits) <= 39:
                 now = int(digits)  # the common case: a whole number, no more to check
-                if now >= increment:
+                if now >= increment or (now >= 0 and now - increment == self.start - self.step):
+                    # (or a new counter whose first id is below its step: start=0, say)
                     return range(now - increment + self.step, now + 1, self.step)
             with localcontext() as exact:
                 exact.prec = 200

@@ -63,6 +63,7 @@ class _Plan:
     last: int | None = None
     token: str | None = None
     streak: int = 0  # lost races in a row
+    fresh: bool = False  # the value was read (or seen in an old image) during this call
 
 
 def exact_update(
@@ -103,8 +104,13 @@ def exact_advance(
     def attempt(_: int) -> Flow[range]:
         if plan.token is None:
             last = known.get()
-            if last is None:
+            if last is None or (last + increment > core._limit and not plan.fresh):
+                # Unknown; or known from an earlier call and too high for these ids: the
+                # counter may have been set back since (set(force=True) elsewhere), and only
+                # what it holds now may refuse the call.
                 last = held((yield from read_counter(counter)))
+                known.set(last)
+                plan.fresh = True
             if last + increment > core._limit:
                 raise core._exhausted(last, count)
             plan.last, plan.token = last, str(uuid.uuid4())
@@ -138,6 +144,7 @@ def _cancelled(
     if cancellation.failed(0):
         old = cancellation.old_item(0) or {}
         known.set(held(old.get(core.counter_attribute)))  # CounterStateError: not a counter
+        plan.fresh = True
         raise Contention(immediate=bool(plan.streak % 2))
     if cancellation.verdict is Verdict.THROTTLED:
         raise Throttled(cancellation.describe())
