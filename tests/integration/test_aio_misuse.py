@@ -344,3 +344,48 @@ def test_objects_in_use_by_a_loop_in_another_thread(
         home.run(objects["client"].__aexit__(None, None, None))
     finally:
         home.close()
+
+
+def test_another_thread_may_not_be_first_to_use_a_client_entered_in_this_loop(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    """Thread 1 opens a client and builds a counter on it, sending nothing yet; thread 2 calls
+    the counter first from its own loop. Thread 2 is refused (the client belongs to thread 1's
+    loop), and thread 1 goes on unharmed (aiohttp's connections stay its loop's)."""
+    table = ddb_table_factory(("pk", "S"))
+    shared: dict[str, Any] = {}
+    built, tried = threading.Event(), threading.Event()
+    results: dict[str, Any] = {}
+
+    async def owner() -> list[int]:
+        async with aio.make_client(ddb_endpoint_url) as client:
+            shared["counter"] = aio.AtomicCounter(client, table, "c", coalesce=True)
+            built.set()
+            await asyncio.get_running_loop().run_in_executor(None, tried.wait, AT_ONCE)
+            return list(await asyncio.gather(*(shared["counter"].next() for _ in range(5))))
+
+    async def intruder() -> int:
+        try:
+            return int(await shared["counter"].next())
+        finally:
+            tried.set()
+
+    def run(name: str, make: Callable[[], Coroutine[Any, Any, Any]], wait: bool) -> None:
+        if wait:
+            built.wait(AT_ONCE)
+        try:
+            results[name] = asyncio.run(make())
+        except Exception as exc:
+            results[name] = exc
+
+    threads = [
+        threading.Thread(target=run, args=("owner", owner, False)),
+        threading.Thread(target=run, args=("intruder", intruder, True)),
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(DEADLINE)
+    assert isinstance(results["intruder"], ConfigurationError)
+    assert "create one AtomicCounter per event loop" in str(results["intruder"])
+    assert sorted(results["owner"]) == [1, 2, 3, 4, 5]

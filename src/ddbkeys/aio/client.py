@@ -92,7 +92,19 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
     obj.meta.events.register_first(
         "needs-retry.dynamodb", _no_retry_on_misuse, unique_id="ddbkeys-misuse"
     )
+    _home(obj)
     return obj, table
+
+
+def _home(client: Any) -> None:
+    """A client handed over inside a running event loop, and not yet used by ddbkeys, belongs
+    to that loop (it was entered there): another loop may not be the first to send with it."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:  # made outside any loop: the first request says
+        return
+    if _last_loop(client) is None:
+        record_loop(client, loop)
 
 
 # --- a client closed, never entered, or in another event loop ----------------------------------
