@@ -228,12 +228,14 @@ def test_sync_worker_starts_with_the_first_block_and_an_allocator_can_be_collect
     blocks = allocator(counter)
     assert set(threading.enumerate()) == before  # started lazily
     blocks.next()
+    until(lambda: blocks._state.spare is not None)
     (worker,) = set(threading.enumerate()) - before
     assert worker.daemon and worker.name == "ddbkeys-blocks-stand-in"
     assert blocks in sync_blocks._OPEN
     gone = weakref.ref(blocks)
-    del blocks
-    gc.collect()
+    with pytest.warns(ResourceWarning, match="collected without close\\(\\): 19 ids it held"):
+        del blocks
+        gc.collect()
     assert gone() is None  # neither the worker nor the exit hook holds it
     worker.join(5)
     assert not worker.is_alive()

@@ -13,6 +13,7 @@ import contextlib
 import os
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from types import TracebackType
@@ -119,8 +120,9 @@ class BlockAllocator:
         self._closing = threading.Lock()
         self._report: CloseReport | None = None
         self._pid = os.getpid()
+        self._stopped = threading.Event()  # collected: the worker ends
         # Collected without close(): the worker ends, the ids held are left unused.
-        stop = weakref.finalize(self, _stop, self._lock, self._work, self._state)
+        stop = weakref.finalize(self, _stop, self._lock, self._work, self._stopped, self._state)
         stop.atexit = False
 
     @property
@@ -251,7 +253,14 @@ class BlockAllocator:
         if worker is None or not worker.is_alive():
             worker = self._worker = threading.Thread(
                 target=_work,
-                args=(self._lock, self._work, self._ready, self._state, self.counter),
+                args=(
+                    self._lock,
+                    self._work,
+                    self._ready,
+                    self._stopped,
+                    self._state,
+                    self.counter,
+                ),
                 name=f"ddbkeys-blocks-{self.table}",
                 daemon=True,
             )
@@ -264,6 +273,7 @@ def _work(
     lock: threading.Lock,
     work: threading.Condition,
     ready: threading.Condition,
+    stopped: threading.Event,
     state: BlockState,
     counter: AtomicCounter,
 ) -> None:
@@ -274,7 +284,7 @@ def _work(
         with lock:
             size = state.claim_refill()
             while size is None:
-                if state.closed:
+                if state.closed or stopped.is_set():
                     return
                 work.wait()
                 size = state.claim_refill()
@@ -295,10 +305,27 @@ def _work(
                 ready.notify_all()
 
 
-def _stop(lock: threading.Lock, work: threading.Condition, state: BlockState) -> None:
-    with lock:
-        state.close()
-        work.notify_all()
+def _stop(
+    lock: threading.Lock, work: threading.Condition, stopped: threading.Event, state: BlockState
+) -> None:
+    """The allocator was collected without close(): end its worker (without waiting for the
+    lock, which only the worker can hold now: it looks at ``stopped`` before it waits), and say
+    how many ids are left unused (a ResourceWarning, shown in development mode)."""
+    stopped.set()
+    if lock.acquire(blocking=False):
+        try:
+            work.notify_all()
+        finally:
+            lock.release()
+    unused = 0 if state.closed else state.left + len(state.spare or ())
+    if unused:
+        warnings.warn(
+            f"A BlockAllocator on table {state.table!r} was collected without close(): "
+            f"{unused} ids it held are left unused. Close it (or use it in a with block) to "
+            "hand them back.",
+            ResourceWarning,
+            stacklevel=2,
+        )
 
 
 #: The allocators holding blocks and not closed, closed at interpreter exit (weakly held).
