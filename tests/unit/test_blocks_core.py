@@ -90,6 +90,18 @@ def test_the_next_block_is_asked_for_once_refill_at_of_the_block_is_handed_out(
     assert state.stats.stalls == 0
 
 
+def test_lend_gives_the_fast_path_the_ids_up_to_the_next_decision() -> None:
+    state = held(range(1, 101))  # refill_at 0.1: the tenth id's take asks
+    assert state.take(1) == Hand(range(1, 2))
+    assert state.lend() == range(2, 10)
+    assert state.lend() == range(0)  # (nothing more until a take decides)
+    state.unlend(3)  # 7, 8 and 9 were not handed out
+    assert state.take(4) == Hand(range(7, 11), refill=True)
+    assert state.lend() == range(11, 100)  # up to the last id, whose take measures the block
+    state.close()
+    assert state.lend() == range(0)
+
+
 def test_a_refill_in_flight_or_a_spare_held_asks_for_nothing_more() -> None:
     state = held(range(1, 11), refill_at=0.1)
     assert next_id(state) == (1, "S")
@@ -503,3 +515,36 @@ def test_hand_back_sends_one_conditional_update(
         assert params["UpdateExpression"] == "SET #v = :value"
         assert params["ExpressionAttributeValues"][":value"] == {"N": str(plan.value)}
     assert run.requests[0].billed == 1.0 and run.requests[0].bill_refused
+
+
+@pytest.mark.parametrize(
+    ("settings", "asked_ahead", "size_after"),
+    [
+        # the block asked for ahead is still on its way when the current one runs out: the
+        # blocks are too small for the time a reservation takes; doubled, once for that block
+        ({"max_block_size": 100}, True, 20),
+        ({"max_block_size": 15}, True, 15),  # within the bounds
+        ({}, True, 10),  # a fixed size
+        # nothing was asked ahead (prefetch=False, or the first block): waiting is expected
+        ({"max_block_size": 100, "prefetch": False}, False, 10),
+    ],
+)
+def test_a_refill_ahead_that_does_not_keep_up_doubles_the_size(
+    settings: dict[str, Any], asked_ahead: bool, size_after: int
+) -> None:
+    ticks = iter(range(1000))
+    # each block lasts 1 s, the target: the size is kept when a block is used up
+    state = held(range(1, 11), block_lifetime=1.0, clock=lambda: next(ticks), **settings)
+    assert state.take(10).refill is asked_ahead
+    first = state.take(1)
+    assert isinstance(first, Wait) and first.refill is not asked_ahead
+    assert state.take(1) == Wait(1)  # a second caller waiting for the same block
+    assert state.block_size == size_after
+    assert state.stats.stalls == 2
+
+
+def test_the_first_block_does_not_double_the_size() -> None:
+    state = BlockState(10, max_block_size=100)
+    assert state.take(1) == Wait(0, refill=True)
+    assert state.take(1) == Wait(0)
+    assert state.block_size == 10

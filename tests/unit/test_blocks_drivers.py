@@ -228,7 +228,8 @@ def test_sync_worker_starts_with_the_first_block_and_an_allocator_can_be_collect
     blocks = allocator(counter)
     assert set(threading.enumerate()) == before  # started lazily
     blocks.next()
-    until(lambda: blocks._state.spare is not None)
+    state = blocks._state
+    until(lambda: state.spare is not None)
     (worker,) = set(threading.enumerate()) - before
     assert worker.daemon and worker.name == "ddbkeys-blocks-stand-in"
     assert blocks in sync_blocks._OPEN

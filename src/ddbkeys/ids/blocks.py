@@ -11,11 +11,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import os
+import sys
 import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import TracebackType
 
 from ddbkeys.ids.blocks_core import (
@@ -113,6 +114,7 @@ class BlockAllocator:
             clock=clock,
             table=counter.table,
         )
+        self._fast = _Fast()  # the ids lent to next()'s fast path
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)  # callers waiting for a reservation
         self._work = threading.Condition(self._lock)  # the worker waiting for one to send
@@ -122,7 +124,9 @@ class BlockAllocator:
         self._pid = os.getpid()
         self._stopped = threading.Event()  # collected: the worker ends
         # Collected without close(): the worker ends, the ids held are left unused.
-        stop = weakref.finalize(self, _stop, self._lock, self._work, self._stopped, self._state)
+        stop = weakref.finalize(
+            self, _stop, self._lock, self._work, self._stopped, self._state, self._fast
+        )
         stop.atexit = False
 
     @property
@@ -167,11 +171,10 @@ class BlockAllocator:
 
     def next(self) -> int:
         """The next id of this allocator."""
-        with self._lock:
-            got = self._state.take_one()
-        if got is not None:
-            return got
-        return self._take(1)[0]
+        try:
+            return _next(self._fast.ids)  # (no lock: one C call, atomic under the GIL)
+        except StopIteration:
+            return self._take(1)[0]
 
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids of this allocator (``step`` apart), all greater than the
@@ -202,6 +205,7 @@ class BlockAllocator:
             seconds = timeout if timeout is not None else self.counter.deadline
             deadline = Deadline(seconds, clock=self.counter.retry.clock)
             with self._lock:
+                self._fast.reclaim(self._state)
                 self._state.close()
                 self._work.notify_all()
                 self._ready.notify_all()
@@ -232,20 +236,27 @@ class BlockAllocator:
 
     def _take(self, count: int) -> range:
         ticket: int | None = None
+        state, fast = self._state, self._fast
         with self._lock:
+            fast.reclaim(state)
             while True:
-                step = self._state.take(count, ticket)
+                step = state.take(count, ticket)
                 if step.refill:
                     self._wake()
                 if isinstance(step, Hand):
+                    fast.lend(state)
                     return step.ids
                 if isinstance(step, Direct):
                     break
                 ticket = step.ticket
                 self._ready.wait()
+                fast.reclaim(state)
         ids = self.counter.reserve(step.count)
         with self._lock:
-            return self._state.reserved(ids)
+            fast.reclaim(state)
+            state.reserved(ids)
+            fast.lend(state)
+            return ids
 
     def _wake(self) -> None:
         """Have the worker send the reservation asked for (the lock held)."""
@@ -259,6 +270,7 @@ class BlockAllocator:
                     self._ready,
                     self._stopped,
                     self._state,
+                    self._fast,
                     self.counter,
                 ),
                 name=f"ddbkeys-blocks-{self.table}",
@@ -269,12 +281,43 @@ class BlockAllocator:
         self._work.notify()
 
 
+_next = next
+#: Whether one C call (next() of a range iterator, list() of one) runs without another
+#: thread running: true with the GIL. Without it (free-threaded builds), nothing is lent.
+_ATOMIC: bool = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+class _Fast:
+    """The ids lent to ``next()``'s fast path (see :meth:`BlockState.lend`), as an iterator
+    taken without the lock: next() of a range iterator is one C call, so no id goes to two
+    threads. Lent and reclaimed with the lock held."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: Iterator[int] = iter(())
+
+    def lend(self, state: BlockState) -> None:
+        if _ATOMIC:
+            self.ids = iter(state.lend())
+
+    def reclaim(self, state: BlockState) -> None:
+        """Take back what the fast path has not handed out: the iterator is swapped for an
+        empty one and emptied with list(), one C call, so that a thread still holding it gets
+        either an id before the rest or none."""
+        lent, self.ids = self.ids, iter(())
+        rest = len(list(lent))
+        if rest:
+            state.unlend(rest)
+
+
 def _work(
     lock: threading.Lock,
     work: threading.Condition,
     ready: threading.Condition,
     stopped: threading.Event,
     state: BlockState,
+    fast: _Fast,
     counter: AtomicCounter,
 ) -> None:
     """The worker thread: sends each reservation asked for, reports its outcome, wakes the
@@ -292,6 +335,7 @@ def _work(
             block = counter.reserve(size)
         except Exception as exc:  # the waiters' error, and the next take asks again
             with lock:
+                fast.reclaim(state)  # (so that the next take decides)
                 state.failed(exc)
                 ready.notify_all()
         except BaseException:
@@ -306,7 +350,11 @@ def _work(
 
 
 def _stop(
-    lock: threading.Lock, work: threading.Condition, stopped: threading.Event, state: BlockState
+    lock: threading.Lock,
+    work: threading.Condition,
+    stopped: threading.Event,
+    state: BlockState,
+    fast: _Fast,
 ) -> None:
     """The allocator was collected without close(): end its worker (without waiting for the
     lock, which only the worker can hold now: it looks at ``stopped`` before it waits), and say
@@ -317,7 +365,7 @@ def _stop(
             work.notify_all()
         finally:
             lock.release()
-    unused = 0 if state.closed else state.left + len(state.spare or ())
+    unused = 0 if state.closed else state.left + len(state.spare or ()) + len(list(fast.ids))
     if unused:
         warnings.warn(
             f"A BlockAllocator on table {state.table!r} was collected without close(): "

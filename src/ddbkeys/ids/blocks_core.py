@@ -198,7 +198,9 @@ class BlockState:
 
     The size of the next block starts at ``block_size`` and, when ``min_block_size`` and
     ``max_block_size`` leave room, adapts with :func:`adapt_block_size` each time a block is
-    used up, from how long it lasted (``clock``: seconds, injectable).
+    used up, from how long it lasted (``clock``: seconds, injectable); and it doubles when a
+    caller finds nothing left while the block asked for ahead is still being reserved (the
+    refill did not keep up: the blocks are too small for the time a reservation takes).
     """
 
     def __init__(
@@ -255,6 +257,7 @@ class BlockState:
         self.since: float | None = None  # when the current block became current (adaptive)
         self.spare: range | None = None
         self.fetching = False  # a reservation asked for and not ended
+        self.ahead = False  # ... asked for ahead of need (not by a caller with nothing left)
         self.pending: int | None = None  # ... its size, until the driver claims it
         self.floor: int | None = None  # no block starting below this is handed out
         self.top: int | None = None  # the last id of the highest reservation
@@ -277,6 +280,18 @@ class BlockState:
             return self.block[position]
         return None
 
+    def lend(self) -> range:
+        """The ids the fast path may hand out without a decision (up to the take that asks
+        for the next block, or to the last id of the block): counted as handed out, until
+        :meth:`unlend` takes back the ones it did not hand out. (The sync driver hands them
+        out from an iterator, without its lock.)"""
+        first, self.position = self.position, max(self.position, self.fast_stop)
+        return self.block[first : self.position]
+
+    def unlend(self, count: int) -> None:
+        """The last ``count`` ids lent were not handed out."""
+        self.position -= count
+
     def take(self, count: int, ticket: int | None = None) -> Step:
         """What a caller wanting ``count`` ids does next. Raises the error of a reservation
         that ended since ``ticket`` (the caller waited for it) when no block holds the ids, and
@@ -290,7 +305,7 @@ class BlockState:
                 self.position = last = first + count
                 refill = self._due() and last >= self.mark
                 if refill:
-                    self._ask()
+                    self._ask(ahead=True)
                 if last == size:
                     self._retire()
                 self._settle()
@@ -303,11 +318,14 @@ class BlockState:
             self._current(spare)
         if ticket is not None and self.failure is not None and self.failure[0] > ticket:
             raise self.failure[1]
-        refill = not self.fetching
-        if refill:
-            self._ask()
         if ticket is None:
             self.stats.stalls += 1
+            if self.fetching and self.ahead:  # the block asked for ahead did not come in time
+                self.ahead = False  # (once for each)
+                self.block_size = min(self.block_size * 2, self.max_block_size)
+        refill = not self.fetching
+        if refill:
+            self._ask(ahead=False)
         return Wait(self.outcomes, refill)
 
     def claim_refill(self) -> int | None:
@@ -400,8 +418,9 @@ class BlockState:
         """Whether the next block is to be asked for ahead of need, once the mark is reached."""
         return self.prefetch and self.spare is None and not self.fetching and not self.closed
 
-    def _ask(self) -> None:
+    def _ask(self, *, ahead: bool) -> None:
         self.fetching = True
+        self.ahead = ahead
         self.pending = self.block_size
 
     def _ended(self) -> None:
