@@ -187,7 +187,7 @@ def measure_rows(
     )
     print(
         f"{'writers':>9} {'article ids/s':>13} {'ddbkeys ids/s':>13} {'ratio':>7} "
-        f"{'ids/s target':>14} {'p99.9 ms':>9} {'<1 ms':>6} {'worst ms':>9} {'stalls':>7} "
+        f"{'ids/s target':>14} {'p99.9 ms':>9} {'<1 ms':>6} {'worst ms':>9} {'stalls':>11} "
         f"{'blocks':>7} {'last size':>9} {'WCU/id':>8} {'restart waste':>14}"
     )
     missed = 0
@@ -214,15 +214,16 @@ def measure_rows(
         last = runs[-1]
         print(
             f"{label:>9} {article:>13.0f} {rate:>13.0f} {rate / article:>6.0f}x "
-            f"{f'{TARGET_RATE:.0f} {fast}':>14} {p999:>9.3f} {quick:>6} "
+            f"{f'{TARGET_RATE:.0f} {fast}':>14} {p999:>9.4f} {quick:>6} "
             f"{max(r.worst for r in runs):>9.1f} "
-            f"{'/'.join(str(r.stalls) for r in runs):>7} "
+            f"{'/'.join(str(r.stalls) for r in runs):>11} "
             f"{'/'.join(str(r.refills) for r in runs):>7} {last.block_size:>9} "
             f"{last.write_units / last.ids:>8.5f} {f'{waste} {clean}':>14}",
             flush=True,
         )
     print(
-        "  (stalls and blocks: of each round; an aio task awaits asyncio.sleep(0) after each id;"
-        " restart waste: ids left between two allocators, closed cleanly, target 0)"
+        "  (stalls and blocks: of each round, the stalls while the blocks grow from 100; worst: a"
+        " stalled call, in our runs; an aio task awaits asyncio.sleep(0) after each id; restart"
+        " waste: ids left unused between two allocators closed cleanly, target 0)"
     )
     return missed

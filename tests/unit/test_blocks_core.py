@@ -11,6 +11,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError
 
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
+from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     BlockState,
     CloseReport,
@@ -20,7 +21,6 @@ from ddbkeys.ids.blocks_core import (
     Step,
     Wait,
     adapt_block_size,
-    hand_back,
     plan_hand_back,
 )
 from ddbkeys.retry import Deadline

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from ddbkeys.aio.ids import AtomicCounter
+from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
@@ -18,7 +19,6 @@ from ddbkeys.ids.blocks_core import (
     CloseReport,
     Direct,
     Hand,
-    hand_back,
 )
 from ddbkeys.ids.counter import _positive
 from ddbkeys.retry import Deadline

@@ -19,6 +19,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
 
+from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
@@ -32,7 +33,6 @@ from ddbkeys.ids.blocks_core import (
     Wait,
     adapt_block_size,
     check_block_size,
-    hand_back,
     plan_hand_back,
 )
 from ddbkeys.ids.counter import AtomicCounter, _positive
@@ -213,9 +213,11 @@ class BlockAllocator:
                     self._ready.wait(min(deadline.remaining(), 3600.0))
                 plan = self._state.release()
             _OPEN.discard(self)
+            if os.getpid() != self._pid:  # a forked child: the ids are its parent's
+                plan = HandBack(None, None, 0, 0)
             applied = False
             try:
-                if plan.write and os.getpid() == self._pid:
+                if plan.write:
                     write = Deadline(seconds, clock=self.counter.retry.clock)
                     applied = self.counter._run(hand_back(self.counter, plan, write))
             finally:
