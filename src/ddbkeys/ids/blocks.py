@@ -76,7 +76,8 @@ class BlockAllocator:
     **Never waiting while refills keep up.** With ``prefetch`` (the default) the next block is
     reserved by a worker thread of the allocator (a daemon, started with the first block) once
     ``refill_at`` of the current block is handed out (default 0.1, as Meituan's Leaf), so
-    ``next()`` only takes a lock and reads memory. A caller that finds no id held waits for the
+    ``next()`` takes an id from memory, without even a lock (the ids up to the next decision
+    come from a range iterator); every block is reserved by the worker. A caller that finds no id held waits for the
     block being reserved: a stall, counted in :attr:`stats` (with the blocks reserved, the ids
     skipped, handed back and wasted). When a reservation fails, every caller waiting for it
     gets its error, and the next take that needs a block asks again. ``prefetch=False``
@@ -85,9 +86,10 @@ class BlockAllocator:
     **Adaptive size.** Blocks start at ``block_size`` ids. Given bounds wider than that
     (``min_block_size``, ``max_block_size``; both default to ``block_size``: a fixed size),
     the size doubles when a block lasted less than ``block_lifetime`` seconds (default 60) and
-    halves when it lasted more than twice that, so a block lasts about a minute at any rate,
-    and a crash loses about two minutes of ids at most (one block and a spare). ``clock`` is
-    injectable (``time.monotonic``).
+    halves when it lasted more than twice that, so a block lasts a minute or two at any rate;
+    it also doubles when callers stall while the block reserved ahead is on its way. A crash
+    then loses at most a block and a spare: ``2 * max_block_size`` ids, a few minutes' worth
+    at the rate it had. ``clock`` is injectable (``time.monotonic``).
     """
 
     def __init__(
