@@ -77,9 +77,9 @@ class BlockAllocator:
     reserved by a worker thread of the allocator (a daemon, started with the first block) once
     ``refill_at`` of the current block is handed out (default 0.1, as Meituan's Leaf), so
     ``next()`` takes an id from memory, without even a lock (the ids up to the next decision
-    come from a range iterator); every block is reserved by the worker. A caller that finds no id held waits for the
-    block being reserved: a stall, counted in :attr:`stats` (with the blocks reserved, the ids
-    skipped, handed back and wasted). When a reservation fails, every caller waiting for it
+    come from a range iterator); every block is reserved by the worker. A caller that finds
+    no id held waits for the block being reserved: a stall, counted in :attr:`stats` (with the
+    blocks reserved, the ids skipped, handed back and wasted). When a reservation fails, every caller waiting for it
     gets its error, and the next take that needs a block asks again. ``prefetch=False``
     reserves a block only when one is needed (every block is a stall).
 
