@@ -79,9 +79,10 @@ class BlockAllocator:
     ``next()`` takes an id from memory, without even a lock (the ids up to the next decision
     come from a range iterator); every block is reserved by the worker. A caller that finds
     no id held waits for the block being reserved: a stall, counted in :attr:`stats` (with the
-    blocks reserved, the ids skipped, handed back and wasted). When a reservation fails, every caller waiting for it
-    gets its error, and the next take that needs a block asks again. ``prefetch=False``
-    reserves a block only when one is needed (every block is a stall).
+    blocks reserved, the ids skipped, handed back and wasted). When a reservation fails,
+    every caller waiting for it gets its error, and the next take that needs a block asks
+    again. ``prefetch=False`` reserves a block only when one is needed (every block is a
+    stall).
 
     **Adaptive size.** Blocks start at ``block_size`` ids. Given bounds wider than that
     (``min_block_size``, ``max_block_size``; both default to ``block_size``: a fixed size),
