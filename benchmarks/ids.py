@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
+from blocks_latency import measure_rows as blocks_rows
 
 from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.capacity import write_units
@@ -503,6 +504,15 @@ def main() -> int:
             )
             if async_runs:
                 failed += async_row(async_runs, our_rate, measured)
+        if not args.only or "blocks" in args.only:
+            failed += blocks_rows(
+                endpoint,
+                factory,
+                client,
+                lambda n: measure(True, "blocks", endpoint, factory, client, 16, n, 1).rate,
+                rounds,
+                scale,
+            )
     finally:
         factory.delete_all()
         if server is not None:

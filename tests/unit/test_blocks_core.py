@@ -1,148 +1,219 @@
-"""The block allocator's decisions (BlockState), without a server; and both forms of its
-concurrency over a counter stand-in, for what a real server cannot produce on demand (a
-reservation that fails or hangs while callers wait for it)."""
+"""The block allocator's decisions (BlockState), without a server: when the next block is asked
+for, how its size adapts (a fake clock), what close() hands back, and the hand-back's write
+driven by hand."""
 
 from __future__ import annotations
 
-import asyncio
-import threading
-import time
-from typing import Any, cast
+from typing import Any
 
 import pytest
+from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.blocks import BlockAllocator, BlockState, Direct, Fetch, Hand, Step, Wait
+from ddbkeys.ids import AtomicCounter
+from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.blocks_core import (
+    BlockState,
+    CloseReport,
+    Direct,
+    Hand,
+    HandBack,
+    Step,
+    Wait,
+    adapt_block_size,
+    plan_hand_back,
+)
+from ddbkeys.retry import Deadline
+from tests.support.hand import POLICY, client, described, drive, failed_condition
 
 
-def filled(block_size: int, *blocks: range, prefetch: bool = True) -> BlockState:
-    """A state whose current block is ``blocks[0]``, none of it handed out (and ``blocks[1]``,
-    if given, the spare)."""
-    state = BlockState(block_size, prefetch=prefetch)
-    assert state.take(1) == Fetch()
-    state.filled(blocks[0])
-    state.block, state.position, state.spare = blocks[0], 0, None
-    if len(blocks) > 1:
-        state.filled(blocks[1])
+class Clock:
+    """A clock moved by hand."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def held(block: range, block_size: int | None = None, **settings: Any) -> BlockState:
+    """A state with ``block`` reserved (the spare: the next take makes it current)."""
+    state = BlockState(block_size or len(block), **settings)
+    assert state.take(1) == Wait(0, refill=True)
+    assert state.claim_refill() == (block_size or len(block))
+    state.filled(block)
+    state.stats.stalls = 0
     return state
 
 
-# --- handing out and prefetching -------------------------------------------------------------
+def next_id(state: BlockState) -> tuple[int, str]:
+    """What ``next()`` does: the fast path, else ``take(1)``: (the id, "f" fast, "s" slow,
+    "S" slow and asking for the next block)."""
+    got = state.take_one()
+    if got is not None:
+        return got, "f"
+    step = state.take(1)
+    assert isinstance(step, Hand)
+    return step.ids[0], "S" if step.refill else "s"
 
 
-def test_nothing_held_one_caller_reserves_the_others_wait() -> None:
-    state = BlockState(10)
-    assert state.take(1) == Fetch()
-    assert state.fetching
-    assert state.take(1) == Wait(0)
-    assert state.take(3) == Wait(0)
-    state.filled(range(1, 11))
-    assert not state.fetching and state.spare == range(1, 11)
-    assert state.take(1, ticket=0) == Hand(range(1, 2))
+# --- when the next block is asked for (refill_at), and the fast path ----------------------------
 
 
 @pytest.mark.parametrize(
-    ("block_size", "prefetch", "takes", "expected"),
+    ("block_size", "refill_at", "prefetch", "paths"),
     [
-        # blocks of 10: the prefetch is asked for once, by the take that leaves 5
-        (10, True, [1, 1, 1, 1, 1, 1, 1], [False, False, False, False, True, False, False]),
-        (10, True, [4, 1, 1], [False, True, False]),
-        (10, True, [10], [True]),
-        (10, False, [1] * 10, [False] * 10),
-        (1, True, [1], [True]),  # a block of 1: the next one at once
-        (3, True, [1, 1, 1], [False, True, False]),  # 3 // 2 = 1 left
+        # the take that hands out refill_at of the block asks (at least the first take); the
+        # last id of a block goes the slow way (its take measures the block's lifetime)
+        (10, 0.1, True, "Sffffffffs"),
+        (10, 0.5, True, "sfffSffffs"),
+        (10, 0.45, True, "sfffSffffs"),  # 4.5 ids: the fifth
+        (10, 1.0, True, "sffffffffS"),  # at the last id: the next caller may stall
+        (10, 0.1, False, "sffffffffs"),  # no refill ahead
+        (100, 0.1, True, "s" + "f" * 8 + "S" + "f" * 89 + "s"),
+        (1, 0.1, True, "S"),
+        (3, 0.5, True, "sSs"),
+        (2, 1.0, True, "sS"),
     ],
 )
-def test_prefetch_once_half_the_block_is_handed_out(
-    block_size: int, prefetch: bool, takes: list[int], expected: list[bool]
+def test_the_next_block_is_asked_for_once_refill_at_of_the_block_is_handed_out(
+    block_size: int, refill_at: float, prefetch: bool, paths: str
 ) -> None:
-    state = filled(block_size, range(1, block_size + 1), prefetch=prefetch)
-    got = []
-    for count in takes:
-        step = state.take(count)
-        assert isinstance(step, Hand)
-        got.append(step.prefetch)
-    assert got == expected
-    assert state.fetching == any(expected)
+    state = held(range(1, block_size + 1), refill_at=refill_at, prefetch=prefetch)
+    got = [next_id(state) for _ in range(block_size)]
+    assert [i for i, _ in got] == list(range(1, block_size + 1))
+    assert "".join(p for _, p in got) == paths
+    assert state.fetching == ("S" in paths)
+    if prefetch:
+        assert state.claim_refill() == block_size and state.claim_refill() is None
+    assert state.stats.stalls == 0
+
+
+def test_lend_gives_the_fast_path_the_ids_up_to_the_next_decision() -> None:
+    state = held(range(1, 101))  # refill_at 0.1: the tenth id's take asks
+    assert state.take(1) == Hand(range(1, 2))
+    assert state.lend() == range(2, 10)
+    assert state.lend() == range(0)  # (nothing more until a take decides)
+    state.unlend(3)  # 7, 8 and 9 were not handed out
+    assert state.take(4) == Hand(range(7, 11), refill=True)
+    assert state.lend() == range(11, 100)  # up to the last id, whose take measures the block
+    state.close()
+    assert state.lend() == range(0)
+
+
+def test_a_refill_in_flight_or_a_spare_held_asks_for_nothing_more() -> None:
+    state = held(range(1, 11), refill_at=0.1)
+    assert next_id(state) == (1, "S")
+    state.filled(range(11, 21))  # the spare: nothing is asked while it is held
+    assert [next_id(state)[1] for _ in range(9)] == ["f"] * 8 + ["s"]
+    assert next_id(state) == (11, "S")  # the spare is current: the next one is asked for
+
+
+def test_nothing_held_one_caller_asks_the_others_wait_and_count_as_stalls() -> None:
+    state = BlockState(10)
+    assert state.take(1) == Wait(0, refill=True)
+    assert state.fetching and state.claim_refill() == 10
+    assert state.take(1) == Wait(0)
+    assert state.take(3) == Wait(0)
+    assert state.stats.stalls == 3
+    state.filled(range(1, 11))
+    assert not state.fetching and state.spare == range(1, 11)
+    assert state.take(1, ticket=0) == Hand(range(1, 2), refill=True)
+    assert state.stats.stalls == 3  # (a caller that waited is counted once)
+    assert state.stats.refills == 1
 
 
 def test_ids_are_handed_out_in_order_with_the_counters_step() -> None:
-    state = filled(5, range(10, 60, 10), prefetch=False)
+    state = held(range(10, 60, 10), prefetch=False)
     handed = [state.take(count) for count in (1, 2, 2)]
     assert handed == [Hand(range(10, 20, 10)), Hand(range(20, 40, 10)), Hand(range(40, 60, 10))]
-    assert state.take(1) == Fetch()
+    assert state.take(1) == Wait(1, refill=True)  # prefetch=False: every block is a stall
+    assert state.stats.stalls == 1
 
 
 # --- reserve(count): a slice, the next block, or one write of its own ------------------------
 
 
 @pytest.mark.parametrize(
-    ("spare", "fetching", "count", "expected", "block_after"),
+    ("spare", "fetching", "count", "expected", "block_after", "skipped"),
     [
-        # fits in what is left (4 of 1..10 are handed out): a slice
-        (None, False, 6, Hand(range(5, 11), prefetch=True), range(1, 11)),
+        # fits in what is left (4 of 1..10 are handed out): a slice (and, with nothing in
+        # flight, the next block is asked for)
+        (None, False, 6, Hand(range(5, 11), refill=True), range(1, 11), 0),
+        (None, True, 6, Hand(range(5, 11)), range(1, 11), 0),
         # does not fit, a spare is held: the rest (5..10) is skipped, the spare is sliced
-        (range(11, 21), False, 7, Hand(range(11, 18), prefetch=True), range(11, 21)),
-        (range(11, 21), False, 10, Hand(range(11, 21), prefetch=True), range(11, 21)),
-        # does not fit, nothing spare: reserve one, or wait for the one being reserved
-        (None, False, 7, Fetch(), range(1, 11)),
-        (None, True, 7, Wait(1), range(1, 11)),  # (one reservation ended: the first block)
+        (range(11, 21), False, 7, Hand(range(11, 18), refill=True), range(11, 21), 6),
+        (range(11, 21), False, 10, Hand(range(11, 21), refill=True), range(11, 21), 6),
+        # does not fit, nothing spare: wait for the block being reserved, or ask for one
+        (None, True, 7, Wait(1), range(1, 11), 0),
+        (None, False, 7, Wait(1, refill=True), range(1, 11), 0),
         # more than a block: one write of its own, whatever is held
-        (range(11, 21), False, 11, Direct(11), range(1, 11)),
-        (None, True, 500, Direct(500), range(1, 11)),
+        (range(11, 21), False, 11, Direct(11), range(1, 11), 0),
+        (None, True, 500, Direct(500), range(1, 11), 0),
+        # a spare too small for it (the size grew since): one write of its own too
+        (range(11, 16), False, 8, Direct(8), range(1, 11), 0),
     ],
 )
 def test_reserve_count(
-    spare: range | None, fetching: bool, count: int, expected: Step, block_after: range
+    spare: range | None,
+    fetching: bool,
+    count: int,
+    expected: Step,
+    block_after: range,
+    skipped: int,
 ) -> None:
-    state = filled(10, range(1, 11), prefetch=True)
-    assert state.take(4) == Hand(range(1, 5))
+    state = held(range(1, 11))
+    assert state.take(4) == Hand(range(1, 5), refill=True)
+    state.claim_refill()
     state.spare, state.fetching = spare, fetching
     assert state.take(count) == expected
     assert state.block == block_after
+    assert state.stats.skipped == skipped
 
 
 @pytest.mark.parametrize(
-    ("block", "spare", "direct", "block_after", "spare_after"),
+    ("spare", "direct", "block_after", "spare_after", "skipped"),
     [
         # the blocks held below the direct ids are dropped
-        (range(1, 11), range(11, 21), range(21, 521), range(0), None),
-        # a block above them (another process wrote in between... of ours, a later one) is kept
-        (range(1, 11), range(600, 610), range(21, 521), range(0), range(600, 610)),
-        (range(600, 610), None, range(21, 521), range(600, 610), None),
+        (range(11, 21), range(21, 521), range(0), None, 7 + 10),
+        # a block above them (reserved later, answered first) is kept
+        (range(600, 610), range(21, 521), range(0), range(600, 610), 7),
     ],
 )
 def test_direct_ids_drop_the_blocks_below_them(
-    block: range,
     spare: range | None,
     direct: range,
     block_after: range,
     spare_after: range | None,
+    skipped: int,
 ) -> None:
-    state = filled(10, block, *([spare] if spare else []))
+    state = held(range(1, 11))
+    state.take(3)
+    state.filled(spare) if spare else None
     assert state.reserved(direct) == direct
     assert (state.block, state.spare, state.floor) == (block_after, spare_after, direct.stop)
+    assert state.stats.skipped == skipped
+    assert state.top == max(direct[-1], spare[-1] if spare else 0)
 
 
 def test_a_block_reserved_below_direct_ids_is_dropped_when_it_arrives() -> None:
-    state = filled(10, range(1, 11))
-    step = state.take(6)
-    assert step == Hand(range(1, 7), prefetch=True)
+    state = held(range(1, 11))
+    assert state.take(6) == Hand(range(1, 7), refill=True)
     assert state.take(20) == Direct(20)
-    state.reserved(range(21, 41))  # sent while the prefetch was in flight, answered first
-    state.filled(range(11, 21))  # the prefetch's block: below ids handed out, dropped
+    state.reserved(range(21, 41))  # sent while the refill was in flight, answered first
+    state.filled(range(11, 21))  # the refill's block: below ids handed out, dropped
     assert state.spare is None and not state.fetching
-    assert state.take(1) == Fetch()
+    assert state.take(1) == Wait(2, refill=True)
     state.filled(range(41, 51))
-    assert state.take(1) == Hand(range(41, 42))
+    assert state.take(1) == Hand(range(41, 42), refill=True)
 
 
 def test_direct_ids_keep_the_highest_floor() -> None:
     state = BlockState(10)
     state.reserved(range(101, 201))
     state.reserved(range(21, 41))  # a concurrent direct reservation, answered later
-    assert state.floor == 201
+    assert state.floor == 201 and state.top == 200
     state.reserved(range(0))
     assert state.floor == 201
 
@@ -156,17 +227,17 @@ class Throttled(Exception):
 
 def test_a_failed_reservation_is_the_error_of_those_who_waited_for_it() -> None:
     state = BlockState(10)
-    assert state.take(1) == Fetch()
+    assert state.take(1) == Wait(0, refill=True)
     waiting = state.take(1)
     assert waiting == Wait(0)
     error = Throttled("slow down")
     state.failed(error)
-    assert not state.fetching
+    assert not state.fetching and state.stats.failed_refills == 1
     with pytest.raises(Throttled) as raised:
         state.take(1, ticket=0)
     assert raised.value is error
-    # a caller that did not wait for it reserves again, and new callers wait for that one
-    assert state.take(1) == Fetch()
+    # a caller that did not wait for it asks again, and new callers wait for that one
+    assert state.take(1) == Wait(1, refill=True)
     assert state.take(1) == Wait(1)
     state.failed(second := Throttled("again"))
     with pytest.raises(Throttled) as raised:
@@ -178,130 +249,302 @@ def test_failure_then_success_hands_out_ids() -> None:
     state = BlockState(10)
     state.take(1)
     state.failed(Throttled())
-    assert state.take(1) == Fetch()
+    assert state.take(1) == Wait(1, refill=True)
     state.filled(range(1, 11))
     assert state.failure is None
-    assert state.take(1, ticket=0) == Hand(range(1, 2))
+    assert state.take(1, ticket=1) == Hand(range(1, 2), refill=True)
 
 
-def test_the_error_reaches_only_callers_who_cannot_be_served() -> None:
-    state = filled(10, range(1, 11), prefetch=True)
-    assert state.take(5) == Hand(range(1, 6), prefetch=True)
-    state.failed(Throttled())  # the prefetch failed: the current block still serves...
-    assert state.take(5, ticket=1) == Hand(range(6, 11), prefetch=True)  # ...and asks again
+def test_a_failed_refill_ahead_reaches_only_callers_who_cannot_be_served() -> None:
+    state = held(range(1, 11), refill_at=0.5)
+    assert state.take(5) == Hand(range(1, 6), refill=True)
+    state.failed(Throttled())  # the current block still serves, and the next take asks again
+    assert state.fast_stop <= state.position  # (not the fast path: it would not ask)
+    assert next_id(state) == (6, "S")
+    assert [next_id(state) for _ in range(4)] == [(7, "f"), (8, "f"), (9, "f"), (10, "s")]
     state.failed(Throttled())
     with pytest.raises(Throttled):
         state.take(1, ticket=2)
 
 
-def test_an_abandoned_reservation_is_taken_again_without_error() -> None:
+def test_an_abandoned_reservation_is_asked_again_without_error() -> None:
     state = BlockState(10)
-    assert state.take(1) == Fetch()
+    assert state.take(1) == Wait(0, refill=True)
     assert state.take(1) == Wait(0)
     state.abandoned()
-    assert state.take(1, ticket=0) == Fetch()
+    assert state.take(1, ticket=0) == Wait(1, refill=True)
 
 
-# --- both forms over a counter stand-in --------------------------------------------------------
+# --- adaptive size ---------------------------------------------------------------------------
 
 
-class Counter:
-    """Stands in for AtomicCounter: blocks from 1 up, optionally failing or held."""
-
-    table = "stand-in"
-
-    def __init__(self, fail: BaseException | None = None) -> None:
-        self.last = 0
-        self.calls: list[int] = []
-        self.fail = fail
-        self.release = threading.Event()
-        self.release.set()
-
-    def _reserve(self, count: int) -> range:
-        self.calls.append(count)
-        if self.fail is not None:
-            raise self.fail
-        first, self.last = self.last + 1, self.last + count
-        return range(first, self.last + 1)
-
-    def reserve(self, count: int) -> range:
-        assert self.release.wait(5)
-        return self._reserve(count)
+@pytest.mark.parametrize(
+    ("size", "lifetime", "expected"),
+    [
+        (100, 0.5, 200),  # under the target (10 s): doubled
+        (100, 9.99, 200),
+        (100, 10.0, 100),  # between the target and twice it: kept
+        (100, 20.0, 100),
+        (100, 20.01, 50),  # over twice the target: halved
+        (800, 0.1, 1000),  # within the bounds (50..1000)
+        (60, 100.0, 50),
+        (50, 100.0, 50),
+        (1000, 0.0, 1000),
+        (101, 30.0, 50),  # 50.5 rounds down, and stays within the bounds
+    ],
+)
+def test_adapt_block_size(size: int, lifetime: float, expected: int) -> None:
+    assert adapt_block_size(size, lifetime, target=10.0, smallest=50, largest=1000) == expected
 
 
-class AsyncCounter(Counter):
-    async def reserve(self, count: int) -> range:  # type: ignore[override]
-        while not self.release.is_set():
-            await asyncio.sleep(0.001)
-        return self._reserve(count)
+def run_blocks(state: BlockState, clock: Clock, rates: list[float]) -> list[tuple[int, int]]:
+    """For each rate (ids per second), the spare becomes current and is used up at that rate;
+    the block asked for meanwhile then arrives with the size asked. (Each block's length, the
+    size decided after it.)"""
+    top = state.top or 0
+    seen = []
+    for rate in rates:
+        assert next_id(state)[1] != "f"  # the spare becomes current (the clock read)
+        length = len(state.block)
+        clock.now += length / rate
+        while state.left:
+            next_id(state)  # the last id's take measures how long the block lasted
+        size = state.claim_refill()
+        assert size is not None
+        state.filled(range(top + 1, top + 1 + size))
+        top += size
+        seen.append((length, state.block_size))
+    return seen
 
 
-def test_sync_allocator_hands_the_error_to_every_waiting_thread() -> None:
-    counter = Counter(fail=Throttled("busy"))
-    counter.release.clear()
-    blocks = BlockAllocator(cast(Any, counter), 10)
-    errors: list[BaseException] = []
-
-    def call() -> None:
-        try:
-            blocks.next()
-        except Throttled as exc:
-            errors.append(exc)
-
-    threads = [threading.Thread(target=call) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.05)  # (callers that come after the failure send their own, failing too)
-    counter.release.set()
-    for thread in threads:
-        thread.join(5)
-    # the one that sent it and every caller that waited for it; late ones sent their own
-    assert len(errors) == 8
-    assert counter.calls and all(c == 10 for c in counter.calls)
+def test_the_size_doubles_when_blocks_go_fast_and_halves_when_they_go_slowly() -> None:
+    clock = Clock()
+    state = held(
+        range(1, 101), min_block_size=50, max_block_size=800, block_lifetime=10.0, clock=clock
+    )
+    seen = run_blocks(state, clock, [100.0] * 5 + [5.0] * 5)
+    # 100 ids/s: a block of 800 lasts 8 s (under 10: the bound stops it); 5 ids/s: a block
+    # of 100 lasts 20 s (not over twice 10: kept). A block is asked for at 10% of the one
+    # before, so the lengths follow the decided size one block late.
+    assert [size for _, size in seen] == [200, 400, 800, 800, 800, 400, 200, 100, 100, 100]
+    assert [length for length, _ in seen] == [100, 100, 200, 400, 800, 800, 800, 400, 200, 100]
 
 
-def test_sync_allocator_a_failed_prefetch_is_not_its_callers_error() -> None:
-    counter = Counter()
-    blocks = BlockAllocator(cast(Any, counter), 10)
-    assert [blocks.next() for _ in range(4)] == [1, 2, 3, 4]
-    counter.fail = Throttled()
-    assert blocks.next() == 5  # it sent the prefetch, which failed
-    assert [blocks.next() for _ in range(5)] == [6, 7, 8, 9, 10]
-    with pytest.raises(Throttled):
-        blocks.next()
-    counter.fail = None
-    assert blocks.next() == 11
-    assert blocks.reserve(3) == range(12, 15)
-    assert blocks.reserve(25) == range(21, 46)  # one write of its own; 15..20 dropped
-    assert blocks.next() == 46
-    with pytest.raises(ConfigurationError, match="count must be a whole number"):
-        blocks.reserve(0)
-    with pytest.raises(ConfigurationError, match="block_size must be a whole number"):
-        BlockAllocator(cast(Any, counter), 0)
+def test_adaptation_projects_the_rate_onto_the_size_to_come() -> None:
+    clock = Clock()
+    state = held(
+        range(1, 101), min_block_size=100, max_block_size=10_000, block_lifetime=10.0, clock=clock
+    )
+    assert [next_id(state)[0] for _ in range(10)] == list(range(1, 11))
+    assert state.claim_refill() == 100
+    state.block_size = 400  # (as if it had grown since this block was asked for)
+    clock.now += 3.0
+    for _ in range(90):
+        next_id(state)
+    # 100 ids in 3 s: a block of 400 would last 12 s, within the band: kept (not doubled)
+    assert state.block_size == 400
 
 
-def test_async_allocator_one_reservation_for_64_tasks_and_its_error_for_all() -> None:
-    async def main() -> None:
-        counter = AsyncCounter()
-        counter.release.clear()
-        blocks = AsyncBlockAllocator(cast(Any, counter), 100)
-        calls = [asyncio.create_task(blocks.next()) for _ in range(64)]
-        await asyncio.sleep(0.01)
-        assert counter.calls == [] and not any(c.done() for c in calls)
-        calls[0].cancel()  # the caller that asked for the block: the block still comes
-        counter.release.set()
-        got = await asyncio.gather(*calls[1:])
-        assert sorted(got) == list(range(1, 64))
-        assert counter.calls[0] == 100
+def test_a_block_skipped_before_its_end_is_measured_on_what_it_handed_out() -> None:
+    clock = Clock()
+    state = held(range(1, 11), max_block_size=1000, block_lifetime=10.0, clock=clock)
+    assert state.take(4) == Hand(range(1, 5), refill=True)
+    state.filled(range(11, 21))
+    clock.now += 100.0  # 4 ids in 100 s: a block of 10 would last 250 s
+    assert state.take(8) == Hand(range(11, 19), refill=True)  # 5..10 skipped
+    assert state.block_size == 10  # halved, but not below min_block_size (10)
+    assert state.stats.skipped == 6
 
-        failing = AsyncCounter(fail=Throttled("busy"))
-        failing.release.clear()
-        broken = AsyncBlockAllocator(cast(Any, failing), 10)
-        waiting = [asyncio.create_task(broken.reserve(2)) for _ in range(16)]
-        await asyncio.sleep(0.01)
-        failing.release.set()
-        results = await asyncio.gather(*waiting, return_exceptions=True)
-        assert all(isinstance(r, Throttled) for r in results)
-        assert failing.calls == [10]
 
-    asyncio.run(main())
+def test_a_fixed_size_never_reads_the_clock() -> None:
+    def clock() -> float:
+        raise AssertionError("read")
+
+    state = held(range(1, 11), clock=clock)
+    for _ in range(10):
+        next_id(state)
+    assert state.block_size == 10 and not state.adaptive
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"block_size": 0}, "block_size must be a whole number of at least 1, not 0"),
+        ({"min_block_size": 0}, "min_block_size must be a whole number of at least 1"),
+        ({"max_block_size": 50}, r"block_size \(100\) must lie between min_block_size \(100\)"),
+        ({"min_block_size": 200}, r"between min_block_size \(200\) and max_block_size \(100\)"),
+        ({"refill_at": 0}, "refill_at must be a number above 0 and at most 1"),
+        ({"refill_at": 1.5}, "refill_at must be a number above 0 and at most 1"),
+        ({"refill_at": True}, "refill_at must be a number above 0 and at most 1"),
+        ({"block_lifetime": 0}, "block_lifetime must be a number of seconds above 0"),
+        ({"block_lifetime": "60"}, "block_lifetime must be a number of seconds above 0"),
+    ],
+)
+def test_settings_are_checked(settings: dict[str, Any], message: str) -> None:
+    settings.setdefault("block_size", 100)
+    with pytest.raises(ConfigurationError, match=message):
+        BlockState(**settings)
+
+
+# --- what close() hands back -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("unused", "top", "expected"),
+    [
+        # the current block's rest and the spare, contiguous and the highest: both go back
+        ([range(41, 51), range(51, 61)], 60, HandBack(60, 40, 20, 0)),
+        # another process reserved 51..60 in between: only the spare goes back
+        ([range(41, 51), range(61, 71)], 70, HandBack(70, 60, 10, 10)),
+        # no spare, the current block is the highest
+        ([range(45, 51), range(0)], 50, HandBack(50, 44, 6, 0)),
+        # a direct reservation (or another's block, or the counter moved) is the highest
+        ([range(41, 51), range(51, 61)], 90, HandBack(None, None, 0, 20)),
+        ([range(0), range(0)], 90, HandBack(None, None, 0, 0)),
+        ([range(0), range(0)], None, HandBack(None, None, 0, 0)),
+        # nothing handed out of the first block: the counter goes back to "none given"
+        ([range(1, 101), range(101, 201)], 200, HandBack(200, 0, 200, 0)),
+        # step 10 from 10: the counter holds the last id given out, 30
+        ([range(40, 60, 10), range(60, 110, 10)], 100, HandBack(100, 30, 7, 0)),
+        # start 0: the id below the first is -1, so the counter is removed (reads as none)
+        ([range(0, 100), range(0)], 99, HandBack(99, None, 100, 0)),
+        # start 3, step 5: the counter would hold -2
+        ([range(3, 53, 5), range(0)], 48, HandBack(48, None, 10, 0)),
+        # start 1000: the counter holds 999 before its first id
+        ([range(1000, 1100), range(0)], 1099, HandBack(1099, 999, 100, 0)),
+    ],
+)
+def test_plan_hand_back(unused: list[range], top: int | None, expected: HandBack) -> None:
+    assert plan_hand_back(unused, top) == expected
+
+
+def test_close_waits_for_nothing_it_did_not_send_and_refuses_takes() -> None:
+    state = held(range(1, 11))
+    assert state.take(3) == Hand(range(1, 4), refill=True)  # asked, not claimed yet
+    state.close()
+    assert not state.fetching and state.claim_refill() is None  # never sent
+    assert state.take_one() is None
+    with pytest.raises(ConfigurationError, match="This BlockAllocator is closed"):
+        state.take(1)
+    plan = state.release()
+    assert plan == HandBack(10, 3, 7, 0)
+    assert state.closed_with(plan, applied=True) == CloseReport(7, 0, sent=True)
+    assert (state.stats.handed_back, state.stats.wasted) == (7, 0)
+
+
+@pytest.mark.parametrize(
+    ("applied", "report"), [(True, CloseReport(15, 7, True)), (False, CloseReport(0, 22, True))]
+)
+def test_close_counts_what_could_not_go_back(applied: bool, report: CloseReport) -> None:
+    state = held(range(1, 11), table="tickets")
+    state.take(3)
+    state.claim_refill()
+    state.filled(range(21, 36))  # another process took 11..20
+    state.close()
+    plan = state.release()
+    assert plan == HandBack(35, 20, 15, 7)
+    assert state.closed_with(plan, applied) == report
+    assert (state.stats.handed_back, state.stats.wasted) == (report.handed_back, report.wasted)
+    with pytest.raises(ConfigurationError, match="BlockAllocator on table 'tickets' is closed"):
+        state.take(1)
+
+
+def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back() -> None:
+    state = held(range(1, 11))
+    state.take(2)
+    state.claim_refill()
+    state.close()
+    state.filled(range(11, 21))  # in flight when close() began: waited for, handed back
+    plan = state.release()
+    assert plan == HandBack(20, 2, 18, 0)
+    late = held(range(1, 11))
+    late.take(2)
+    late.claim_refill()
+    late.close()
+    assert late.release() == HandBack(10, 2, 8, 0)
+    late.filled(range(11, 21))  # the wait gave up on it: it comes after the plan
+    assert late.stats.wasted == 10 and late.spare is None
+
+
+# --- the hand-back's write, driven by hand ----------------------------------------------------
+
+
+def counter(**settings: Any) -> AtomicCounter:
+    return AtomicCounter(client(), "issues", "tickets", retry=POLICY, **settings)
+
+
+def lost() -> ConnectionClosedError:
+    return ConnectionClosedError(endpoint_url="http://127.0.0.1:9")
+
+
+def throttled() -> ClientError:
+    response: Any = {
+        "Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow"},
+        "ResponseMetadata": {"HTTPStatusCode": 400},
+    }
+    return ClientError(response, "UpdateItem")
+
+
+@pytest.mark.parametrize(
+    ("plan", "answers", "applied"),
+    [
+        (HandBack(60, 40, 20, 0), [{}], True),
+        (HandBack(60, 40, 20, 0), [failed_condition({"last_id": {"N": "75"}})], False),
+        # applied, its answer lost: the retry finds the counter where it put it
+        (HandBack(60, 40, 20, 0), [lost(), failed_condition({"last_id": {"N": "40"}})], True),
+        # ... or moved on since (another process reserved): not ours to count
+        (HandBack(60, 40, 20, 0), [lost(), failed_condition({"last_id": {"N": "90"}})], False),
+        (HandBack(60, 40, 20, 0), [throttled(), {}], True),
+        (HandBack(99, None, 100, 0), [lost(), failed_condition({"pk": {"S": "tickets"}})], True),
+    ],
+)
+def test_hand_back_sends_one_conditional_update(
+    plan: HandBack, answers: list[Any], applied: bool
+) -> None:
+    run = drive(hand_back(counter(), plan, Deadline(None)), answers, info=described(None))
+    assert run.result is applied
+    assert run.operations == ["update_item"] * len(answers)
+    params = run.requests[0].params
+    assert params["ConditionExpression"] == "#v = :top"
+    assert params["ExpressionAttributeNames"] == {"#v": "last_id"}
+    assert params["ExpressionAttributeValues"][":top"] == {"N": str(plan.top)}
+    assert params["Key"] == {"pk": {"S": "tickets"}}
+    if plan.value is None:
+        assert params["UpdateExpression"] == "REMOVE #v"
+    else:
+        assert params["UpdateExpression"] == "SET #v = :value"
+        assert params["ExpressionAttributeValues"][":value"] == {"N": str(plan.value)}
+    assert run.requests[0].billed == 1.0 and run.requests[0].bill_refused
+
+
+@pytest.mark.parametrize(
+    ("settings", "asked_ahead", "size_after"),
+    [
+        # the block asked for ahead is still on its way when the current one runs out: the
+        # blocks are too small for the time a reservation takes; doubled, once for that block
+        ({"max_block_size": 100}, True, 20),
+        ({"max_block_size": 15}, True, 15),  # within the bounds
+        ({}, True, 10),  # a fixed size
+        # nothing was asked ahead (prefetch=False, or the first block): waiting is expected
+        ({"max_block_size": 100, "prefetch": False}, False, 10),
+    ],
+)
+def test_a_refill_ahead_that_does_not_keep_up_doubles_the_size(
+    settings: dict[str, Any], asked_ahead: bool, size_after: int
+) -> None:
+    ticks = iter(range(1000))
+    # each block lasts 1 s, the target: the size is kept when a block is used up
+    state = held(range(1, 11), block_lifetime=1.0, clock=lambda: next(ticks), **settings)
+    assert state.take(10).refill is asked_ahead
+    first = state.take(1)
+    assert isinstance(first, Wait) and first.refill is not asked_ahead
+    assert state.take(1) == Wait(1)  # a second caller waiting for the same block
+    assert state.block_size == size_after
+    assert state.stats.stalls == 2
+
+
+def test_the_first_block_does_not_double_the_size() -> None:
+    state = BlockState(10, max_block_size=100)
+    assert state.take(1) == Wait(0, refill=True)
+    assert state.take(1) == Wait(0)
+    assert state.block_size == 10

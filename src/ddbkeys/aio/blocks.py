@@ -1,53 +1,88 @@
 """Blocks of ids handed out locally (hi/lo), for asyncio: the decisions of
-:class:`ddbkeys.ids.blocks.BlockState`, with the reservations sent as tasks of the event loop."""
+:class:`ddbkeys.ids.blocks_core.BlockState`, with the reservations sent as tasks of the event
+loop."""
 
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
+from types import TracebackType
 
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
-from ddbkeys.ids.blocks import BlockState, Direct, Fetch, Hand, check_block_size, check_counter
+from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.blocks_core import (
+    DEFAULT_BLOCK_LIFETIME,
+    DEFAULT_REFILL_AT,
+    BlockState,
+    BlockStats,
+    CloseReport,
+    Direct,
+    Hand,
+    check_counter,
+)
 from ddbkeys.ids.counter import _positive
+from ddbkeys.retry import Deadline
 
-__all__ = ["BlockAllocator"]
+__all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
 
 
 class BlockAllocator:
     """Hands out ids from blocks reserved on a :class:`ddbkeys.aio.AtomicCounter`, one write
-    per block: the asyncio form of :class:`ddbkeys.ids.BlockAllocator`, with the same promises
-    and cost.
-
-    The same signature as the sync one, ``BlockAllocator(counter, block_size=100, *,
-    prefetch=True)``; ``counter`` is a :class:`ddbkeys.aio.AtomicCounter` (a sync
-    :class:`ddbkeys.ids.AtomicCounter` is a :class:`~ddbkeys.errors.ConfigurationError`).
+    per block: the asyncio form of :class:`ddbkeys.ids.BlockAllocator`, with the same settings,
+    promises and cost.
 
     Promises: **unique** ids across every process that shares the counter, **increasing
-    within one process** (an id handed out after a call returned is greater than every id that
-    call got), **not gapless** (a stopped process leaves the rest of its block unused, and so
-    does a lost reservation response). Safe for any number of tasks of one event loop: the
-    allocator belongs to the loop of its first ``next()`` or ``reserve()`` (its reservations
-    are tasks of that loop), and a call from another loop is a ConfigurationError; create one
-    allocator per event loop.
+    within one allocator** (an id handed out after a call returned is greater than every id
+    that call got), **not gapless**, but with a gap only where something was lost:
+    ``await aclose()`` (or the end of ``async with``) hands the unused ids back when nobody
+    has reserved since. Nothing is handed back at interpreter exit (the event loop is gone by
+    then): close it. Safe for any number of tasks of one event loop: the allocator belongs to
+    the loop of its first ``next()`` or ``reserve()`` that needs a block (its reservations are
+    tasks of that loop), and a call from another loop is a ConfigurationError; create one
+    allocator per event loop. ``counter`` is a :class:`ddbkeys.aio.AtomicCounter` (a sync
+    one is a ConfigurationError).
 
-    Cost: one UpdateItem (1 write unit) per ``block_size`` ids.
+    Cost: one UpdateItem (1 write unit) per block, and one conditional UpdateItem at close.
 
-    Each block is reserved by a task of its own (with ``prefetch``, the default, once half of
-    the current block is handed out), and callers with nothing to hand out wait on an
-    :class:`asyncio.Event`, never on a thread lock; a caller that is cancelled does not cancel
-    the reservation other callers wait for. When a reservation fails, every caller waiting for
-    it gets its error.
+    Each block is reserved by a task of its own, once ``refill_at`` of the current block is
+    handed out (with ``prefetch``, the default), so ``await next()`` does not wait for
+    DynamoDB while refills keep up; callers with nothing to hand out wait on an
+    :class:`asyncio.Event` (a stall, counted in :attr:`stats`), and a caller that is cancelled
+    does not cancel the reservation other callers wait for. When a reservation fails, every
+    caller waiting for it gets its error, and the next take that needs a block asks again.
+    The size adapts between ``min_block_size`` and ``max_block_size`` as in the sync form.
     """
 
     def __init__(
-        self, counter: AtomicCounter, block_size: int = 100, *, prefetch: bool = True
+        self,
+        counter: AtomicCounter,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.counter = check_counter(counter, asynchronous=True)
-        self.block_size = check_block_size(block_size, counter.table)
+        self.counter = counter = check_counter(counter, asynchronous=True)
         self.prefetch = prefetch
-        self._state = BlockState(self.block_size, prefetch=prefetch)
+        self._state = BlockState(
+            block_size,
+            prefetch=prefetch,
+            refill_at=refill_at,
+            min_block_size=min_block_size,
+            max_block_size=max_block_size,
+            block_lifetime=block_lifetime,
+            clock=clock,
+            table=counter.table,
+        )
         self._changed: asyncio.Event | None = None  # set when a reservation ends
         self._task: asyncio.Task[None] | None = None
+        self._report: CloseReport | None = None
+        self._closing: asyncio.Future[CloseReport] | None = None
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
@@ -56,8 +91,47 @@ class BlockAllocator:
     def table(self) -> str:
         return self.counter.table
 
+    @property
+    def block_size(self) -> int:
+        """The size of the next block (``block_size`` as given, until it adapts)."""
+        return self._state.block_size
+
+    @property
+    def min_block_size(self) -> int:
+        return self._state.min_block_size
+
+    @property
+    def max_block_size(self) -> int:
+        return self._state.max_block_size
+
+    @property
+    def refill_at(self) -> float:
+        return self._state.refill_at
+
+    @property
+    def block_lifetime(self) -> float:
+        return self._state.block_lifetime
+
+    @property
+    def stats(self) -> BlockStats:
+        """Stalls, blocks reserved, ids skipped, handed back and wasted."""
+        return self._state.stats
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
+
     async def next(self) -> int:
-        """The next id of this process."""
+        """The next id of this allocator."""
+        self._loop.check()
+        got = self._state.take_one()
+        if got is not None:
+            return got
         return (await self._take(1))[0]
 
     async def reserve(self, count: int) -> range:
@@ -66,41 +140,90 @@ class BlockAllocator:
         count = _positive("count", count, table=self.table)
         return await self._take(count)
 
+    async def aclose(self, timeout: float | None = None) -> CloseReport:
+        """Hand the unused ids back and stop (see the sync ``BlockAllocator.close``): waits
+        for the block being reserved within ``timeout`` seconds (default: the counter's
+        deadline), then sends one conditional UpdateItem. Calling it again returns the same
+        report."""
+        if self._report is not None:
+            return self._report
+        if self._closing is not None:  # another task is closing it
+            return await asyncio.shield(self._closing)
+        self._closing = asyncio.get_running_loop().create_future()
+        try:
+            report = await self._close(timeout)
+        except BaseException as exc:
+            self._closing.set_exception(exc)
+            self._closing.exception()  # (retrieved: no "never retrieved" warning)
+            raise
+        self._closing.set_result(report)
+        return report
+
+    async def _close(self, timeout: float | None) -> CloseReport:
+        seconds = timeout if timeout is not None else self.counter.deadline
+        self._state.close()
+        self._wake()
+        task = self._task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=seconds)
+        plan = self._state.release()
+        applied = False
+        try:
+            if plan.write:
+                write = Deadline(seconds, clock=self.counter.retry.clock)
+                applied = await self.counter._run(hand_back(self.counter, plan, write))
+        finally:
+            self._report = self._state.closed_with(plan, applied)
+        return self._report
+
+    async def __aenter__(self) -> BlockAllocator:
+        return self
+
+    async def __aexit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
     async def _take(self, count: int) -> range:
         self._loop.check()
         ticket: int | None = None
         while True:  # no await between a decision and the wait it asks for
             step = self._state.take(count, ticket)
+            if step.refill:
+                self._spawn()
             if isinstance(step, Hand):
-                if step.prefetch:
-                    self._spawn()
                 return step.ids
             if isinstance(step, Direct):
                 return self._state.reserved(await self.counter.reserve(step.count))
-            if isinstance(step, Fetch):
-                self._spawn()
-                ticket = self._state.outcomes
-            else:
-                ticket = step.ticket
+            ticket = step.ticket
             if self._changed is None:
                 self._changed = asyncio.Event()
             await self._changed.wait()
 
     def _spawn(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._fill())
+        size = self._state.claim_refill()
+        if size is not None:
+            self._task = asyncio.get_running_loop().create_task(self._fill(size))
 
-    async def _fill(self) -> None:
+    def _wake(self) -> None:
+        """Wake every caller waiting (a reservation ended, or the allocator closed)."""
+        changed, self._changed = self._changed, None
+        if changed is not None:
+            changed.set()
+
+    async def _fill(self, size: int) -> None:
         """Reserve one block into the spare slot; wake every caller waiting when it ends."""
         try:
-            block = await self.counter.reserve(self.block_size)
+            block = await self.counter.reserve(size)
         except Exception as exc:  # the waiters' error (the task itself ends quietly)
             self._state.failed(exc)
-        except BaseException:  # cancelled: the waiters take again, one of them reserves
+        except BaseException:  # cancelled: the waiters take again, one of them asks again
             self._state.abandoned()
             raise
         else:
             self._state.filled(block)
         finally:
-            changed, self._changed = self._changed, None
-            if changed is not None:
-                changed.set()
+            self._wake()

@@ -1,277 +1,407 @@
 """Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take.
 
-:class:`BlockState` decides (which block is current, when to reserve the next one, where the
-hand-out is, which error a failed reservation hands its waiters); :class:`BlockAllocator` runs
-it for threads, :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks. Only the waiting
-and the spawning differ.
+:class:`~ddbkeys.ids.blocks_core.BlockState` decides (which block is current, when to reserve
+the next one and how big, what goes back to the counter on close); :class:`BlockAllocator`
+runs it for threads, :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks. Only the
+waiting and the sending differ.
 """
 
 from __future__ import annotations
 
-import inspect
+import atexit
+import contextlib
+import os
+import sys
 import threading
-from dataclasses import dataclass
-from typing import Any, TypeVar
+import time
+import warnings
+import weakref
+from collections.abc import Callable, Iterator
+from types import TracebackType
 
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.blocks_core import (
+    DEFAULT_BLOCK_LIFETIME,
+    DEFAULT_REFILL_AT,
+    BlockState,
+    BlockStats,
+    CloseReport,
+    Direct,
+    Hand,
+    HandBack,
+    Step,
+    Wait,
+    adapt_block_size,
+    check_block_size,
+    check_counter,
+    plan_hand_back,
+)
 from ddbkeys.ids.counter import AtomicCounter, _positive
+from ddbkeys.retry import Deadline
 
 __all__ = [
+    "EXIT_TIMEOUT",
     "BlockAllocator",
     "BlockState",
+    "BlockStats",
+    "CloseReport",
     "Direct",
-    "Fetch",
     "Hand",
+    "HandBack",
+    "Step",
     "Wait",
+    "adapt_block_size",
     "check_block_size",
-    "check_counter",
+    "plan_hand_back",
 ]
 
-C = TypeVar("C")
-
-
-@dataclass(frozen=True)
-class Hand:
-    """Hand ``ids`` out; with ``prefetch``, this caller then reserves the next block (after
-    taking its ids, and it is the only one doing so: report the outcome with
-    :meth:`BlockState.filled`, :meth:`~BlockState.failed` or :meth:`~BlockState.abandoned`)."""
-
-    ids: range
-    prefetch: bool = False
-
-
-@dataclass(frozen=True)
-class Fetch:
-    """No block holds the ids: this caller reserves the next block now (the only one doing so),
-    reports the outcome, and takes again."""
-
-
-@dataclass(frozen=True)
-class Wait:
-    """Another caller is reserving the next block: wait until an outcome is reported, then take
-    again with this ``ticket`` (so the error of that reservation reaches this caller)."""
-
-    ticket: int
-
-
-@dataclass(frozen=True)
-class Direct:
-    """More ids than a block holds: reserve ``count`` ids on the counter with one write, then
-    report them with :meth:`BlockState.reserved`."""
-
-    count: int
-
-
-Step = Hand | Fetch | Wait | Direct
-
-
-def check_block_size(block_size: object, table: str | None) -> int:
-    if not isinstance(block_size, int) or isinstance(block_size, bool) or block_size < 1:
-        raise ConfigurationError(
-            f"block_size must be a whole number of at least 1, not {block_size!r}.", table=table
-        )
-    return block_size
-
-
-def check_counter(counter: C, *, asynchronous: bool) -> C:
-    """``counter`` when it is the kind of counter the allocator awaits (``asynchronous``) or
-    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
-    :class:`ddbkeys.aio.AtomicCounter`; the other kind is a :class:`ConfigurationError`."""
-    reserve: Any = getattr(counter, "reserve", None)
-    if reserve is None or not hasattr(counter, "table"):
-        raise ConfigurationError(
-            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, table, "
-            f"name), block_size=100)), not {type(counter).__name__}."
-        )
-    if inspect.iscoroutinefunction(reserve) != asynchronous:
-        given, wanted = (
-            ("ddbkeys.aio", "ddbkeys.ids") if not asynchronous else ("ddbkeys.ids", "ddbkeys.aio")
-        )
-        raise ConfigurationError(
-            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
-            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
-            table=getattr(counter, "table", None),
-        )
-    return counter
-
-
-class BlockState:
-    """The block allocator's decisions, without I/O, locks or waiting (the caller holds its own
-    lock around every method, or runs in one event loop).
-
-    ``take(count)`` hands out ``count`` consecutive ids from the current block when they fit in
-    what is left of it. When they do not and ``count`` is at most ``block_size``, the rest of the
-    current block is skipped (a gap) and the next block becomes current: the spare one already
-    reserved, or one the caller is told to reserve (:class:`Fetch`) or to wait for
-    (:class:`Wait`): one reservation at a time. More than ``block_size`` ids are one write of
-    their own (:class:`Direct`), after which the blocks held below them are dropped, so that
-    ids stay increasing within the allocator. With ``prefetch``, the next block is reserved
-    once half of the current one is handed out.
-    """
-
-    def __init__(self, block_size: int, *, prefetch: bool = True) -> None:
-        self.block_size = block_size
-        self.prefetch = prefetch
-        self.block: range = range(0)
-        self.position = 0
-        self.spare: range | None = None
-        self.fetching = False
-        self.floor: int | None = None  # no block starting below this is handed out
-        self.outcomes = 0  # reservations of a block that have ended (tickets count these)
-        self.failure: tuple[int, Exception] | None = None  # the last one, if it failed
-
-    @property
-    def left(self) -> int:
-        return len(self.block) - self.position
-
-    def take(self, count: int, ticket: int | None = None) -> Step:
-        """What a caller wanting ``count`` ids does next. Raises the error of a reservation
-        that ended since ``ticket`` (the caller waited for it) when no block holds the ids."""
-        if count <= self.left:
-            ids = self.block[self.position : self.position + count]
-            self.position += count
-            prefetch = (
-                self.prefetch
-                and self.left <= self.block_size // 2
-                and self.spare is None
-                and not self.fetching
-            )
-            self.fetching = self.fetching or prefetch
-            return Hand(ids, prefetch)
-        if count > self.block_size:
-            return Direct(count)
-        if self.spare is not None:  # the rest of the current block (fewer than count) is skipped
-            self.block, self.position, self.spare = self.spare, 0, None
-            return self.take(count, ticket)
-        if ticket is not None and self.failure is not None and self.failure[0] > ticket:
-            raise self.failure[1]
-        if self.fetching:
-            return Wait(self.outcomes)
-        self.fetching = True
-        return Fetch()
-
-    def _ended(self) -> None:
-        self.fetching = False
-        self.outcomes += 1
-
-    def filled(self, block: range) -> None:
-        """A block was reserved: it becomes the spare (dropped if below ids already handed out
-        by a :class:`Direct` reservation)."""
-        self._ended()
-        self.failure = None
-        if self.floor is None or block.start >= self.floor:
-            self.spare = block
-
-    def failed(self, error: Exception) -> None:
-        """Reserving a block failed: the callers waiting for it get ``error``."""
-        self._ended()
-        self.failure = (self.outcomes, error)
-
-    def abandoned(self) -> None:
-        """Reserving a block was given up (the thread interrupted, the task cancelled): the
-        callers waiting for it take again, and one of them reserves."""
-        self._ended()
-
-    def reserved(self, ids: range) -> range:
-        """A :class:`Direct` reservation's ``ids``: the blocks held below them are dropped."""
-        if ids:
-            self.floor = max(self.floor or ids.stop, ids.stop)
-            if self.block and self.block.start < self.floor:
-                self.block, self.position = range(0), 0
-            if self.spare is not None and self.spare.start < self.floor:
-                self.spare = None
-        return ids
+#: The most seconds the hand-back of each allocator still open may take at interpreter exit.
+EXIT_TIMEOUT = 5.0
 
 
 class BlockAllocator:
     """Hands out ids from blocks reserved on an :class:`AtomicCounter`, one write per block.
 
     Promises: **unique** ids across every process that shares the counter (blocks never
-    overlap), **increasing within one process** (and within one allocator: an id handed out
-    after a call returned is greater than every id that call got), but not across processes:
-    two processes interleave their blocks. **Not gapless**: a process that stops (or dies)
-    leaves the rest of its block unused forever, and so does a block whose reservation
-    response was lost. Thread-safe.
+    overlap), **increasing within one allocator** (an id handed out after a call returned is
+    greater than every id that call got), but not across processes: two processes interleave
+    their blocks. **Not gapless**, but a gap only where something was lost: ``close()`` (or
+    the end of a ``with`` block, or the interpreter's exit) hands the unused ids back to the
+    counter when nobody has reserved since, so a clean restart leaves none unused; a process
+    that dies leaves at most its current block's rest and its spare block unused, and a block
+    whose reservation response was lost is never seen. Thread-safe.
 
-    Cost: one UpdateItem (1 write unit) per ``block_size`` ids, so 0.01 write units an id with
-    blocks of 100, and ``block_size`` times the throughput the counter item alone allows.
+    Cost: one UpdateItem (1 write unit) per block, and one conditional UpdateItem (1 write
+    unit) at close when there is something to hand back.
 
-    With ``prefetch`` (the default) the next block is reserved by one caller, outside the lock,
-    once half of the current block is used, so other threads rarely wait for DynamoDB. When a
-    reservation fails, every caller waiting for it gets its error (a failed prefetch is its
-    waiters' error, not the error of the caller that sent it, which has its id already).
+    **Never waiting while refills keep up.** With ``prefetch`` (the default) the next block is
+    reserved by a worker thread of the allocator (a daemon, started with the first block) once
+    ``refill_at`` of the current block is handed out (default 0.1, as Meituan's Leaf), so
+    ``next()`` takes an id from memory, without even a lock (the ids up to the next decision
+    come from a range iterator); every block is reserved by the worker. A caller that finds
+    no id held waits for the block being reserved: a stall, counted in :attr:`stats` (with the
+    blocks reserved, the ids skipped, handed back and wasted). When a reservation fails,
+    every caller waiting for it gets its error, and the next take that needs a block asks
+    again. ``prefetch=False`` reserves a block only when one is needed (every block is a
+    stall).
+
+    **Adaptive size.** Blocks start at ``block_size`` ids. Given bounds wider than that
+    (``min_block_size``, ``max_block_size``; both default to ``block_size``: a fixed size),
+    the size doubles when a block lasted less than ``block_lifetime`` seconds (default 60) and
+    halves when it lasted more than twice that, so a block lasts a minute or two at any rate;
+    it also doubles when callers stall while the block reserved ahead is on its way. A crash
+    then loses at most a block and a spare: ``2 * max_block_size`` ids, a few minutes' worth
+    at the rate it had. ``clock`` is injectable (``time.monotonic``).
     """
 
     def __init__(
-        self, counter: AtomicCounter, block_size: int = 100, *, prefetch: bool = True
+        self,
+        counter: AtomicCounter,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.counter = check_counter(counter, asynchronous=False)
-        self.block_size = check_block_size(block_size, counter.table)
+        self.counter = counter = check_counter(counter, asynchronous=False)
         self.prefetch = prefetch
-        self._state = BlockState(self.block_size, prefetch=prefetch)
-        self._cond = threading.Condition()
+        self._state = BlockState(
+            block_size,
+            prefetch=prefetch,
+            refill_at=refill_at,
+            min_block_size=min_block_size,
+            max_block_size=max_block_size,
+            block_lifetime=block_lifetime,
+            clock=clock,
+            table=counter.table,
+        )
+        self._fast = _Fast()  # the ids lent to next()'s fast path
+        self._lock = threading.Lock()
+        self._ready = threading.Condition(self._lock)  # callers waiting for a reservation
+        self._work = threading.Condition(self._lock)  # the worker waiting for one to send
+        self._worker: threading.Thread | None = None
+        self._closing = threading.Lock()
+        self._report: CloseReport | None = None
+        self._pid = os.getpid()
+        self._stopped = threading.Event()  # collected: the worker ends
+        # Collected without close(): the worker ends, the ids held are left unused.
+        stop = weakref.finalize(
+            self, _stop, self._lock, self._work, self._stopped, self._state, self._fast
+        )
+        stop.atexit = False
 
     @property
     def table(self) -> str:
         return self.counter.table
 
+    @property
+    def block_size(self) -> int:
+        """The size of the next block (``block_size`` as given, until it adapts)."""
+        return self._state.block_size
+
+    @property
+    def min_block_size(self) -> int:
+        return self._state.min_block_size
+
+    @property
+    def max_block_size(self) -> int:
+        return self._state.max_block_size
+
+    @property
+    def refill_at(self) -> float:
+        return self._state.refill_at
+
+    @property
+    def block_lifetime(self) -> float:
+        return self._state.block_lifetime
+
+    @property
+    def stats(self) -> BlockStats:
+        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
+        :class:`~ddbkeys.ids.blocks_core.BlockStats`)."""
+        return self._state.stats
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
+
     def next(self) -> int:
-        """The next id of this process."""
-        return self._take(1)[0]
+        """The next id of this allocator."""
+        try:
+            return _next(self._fast.ids)  # (no lock: one C call, atomic under the GIL)
+        except StopIteration:
+            return self._take(1)[0]
 
     def reserve(self, count: int) -> range:
-        """``count`` consecutive ids of this process (``step`` apart), all greater than the ids
-        handed out before the call.
+        """``count`` consecutive ids of this allocator (``step`` apart), all greater than the
+        ids handed out before the call.
 
         Up to ``block_size`` ids come from a block (what is left of the current block when they
         fit, or else the next block, skipping that rest: a gap). More are one write of their own
         (``counter.reserve(count)``), and the blocks this allocator holds below them are no
-        longer handed out (a gap, too), so that ids stay increasing within the process.
+        longer handed out (a gap, too), so that ids stay increasing.
         """
         count = _positive("count", count, table=self.table)
         return self._take(count)
 
+    def close(self, timeout: float | None = None) -> CloseReport:
+        """Hand the unused ids back and stop: later calls raise a ConfigurationError (make a
+        new allocator to go on).
+
+        Waits for a block being reserved, within ``timeout`` seconds (default: the counter's
+        deadline), then sends, within as long again, one conditional UpdateItem that sets the
+        counter back to the last id handed out if it still holds the end of this allocator's
+        highest block (nobody reserved since). The current block's rest and the spare go back
+        together when they follow each other; what cannot go back (or all, when the condition
+        fails) is counted as wasted. Calling it again returns the same report.
+        """
+        with self._closing:
+            if self._report is not None:
+                return self._report
+            seconds = timeout if timeout is not None else self.counter.deadline
+            deadline = Deadline(seconds, clock=self.counter.retry.clock)
+            with self._lock:
+                self._fast.reclaim(self._state)
+                self._state.close()
+                self._work.notify_all()
+                self._ready.notify_all()
+                while self._state.fetching and not deadline.expired():
+                    self._ready.wait(min(deadline.remaining(), 3600.0))
+                plan = self._state.release()
+            _OPEN.discard(self)
+            if os.getpid() != self._pid:  # a forked child: the ids are its parent's
+                plan = HandBack(None, None, 0, 0)
+            applied = False
+            try:
+                if plan.write:
+                    write = Deadline(seconds, clock=self.counter.retry.clock)
+                    applied = self.counter._run(hand_back(self.counter, plan, write))
+            finally:
+                with self._lock:
+                    self._report = self._state.closed_with(plan, applied)
+            return self._report
+
+    def __enter__(self) -> BlockAllocator:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
     def _take(self, count: int) -> range:
         ticket: int | None = None
-        with self._cond:
+        state, fast = self._state, self._fast
+        with self._lock:
+            fast.reclaim(state)
             while True:
-                step = self._state.take(count, ticket)
-                if isinstance(step, Hand | Direct):
+                step = state.take(count, ticket)
+                if step.refill:
+                    self._wake()
+                if isinstance(step, Hand):
+                    fast.lend(state)
+                    return step.ids
+                if isinstance(step, Direct):
                     break
-                if isinstance(step, Wait):
-                    ticket = step.ticket
-                    self._cond.wait()
-                    continue
-                self._cond.release()  # Fetch: reserve the next block without the lock
-                try:
-                    self._fill(demand=True)
-                finally:
-                    self._cond.acquire()
-        if isinstance(step, Direct):
-            ids = self.counter.reserve(step.count)
-            with self._cond:
-                return self._state.reserved(ids)
-        if step.prefetch:
-            self._fill(demand=False)
-        return step.ids
+                ticket = step.ticket
+                self._ready.wait()
+                fast.reclaim(state)
+        ids = self.counter.reserve(step.count)
+        with self._lock:
+            fast.reclaim(state)
+            state.reserved(ids)
+            fast.lend(state)
+            return ids
 
-    def _fill(self, *, demand: bool) -> None:
-        """Reserve one block into the spare slot (called without the lock held). A prefetch
-        that fails hands its error to the callers waiting for it, not to its own caller."""
+    def _wake(self) -> None:
+        """Have the worker send the reservation asked for (the lock held)."""
+        worker = self._worker
+        if worker is None or not worker.is_alive():
+            worker = self._worker = threading.Thread(
+                target=_work,
+                args=(
+                    self._lock,
+                    self._work,
+                    self._ready,
+                    self._stopped,
+                    self._state,
+                    self._fast,
+                    self.counter,
+                ),
+                name=f"ddbkeys-blocks-{self.table}",
+                daemon=True,
+            )
+            worker.start()
+            _track(self)
+        self._work.notify()
+
+
+_next = next
+#: Whether one C call (next() of a range iterator, list() of one) runs without another
+#: thread running: true with the GIL. Without it (free-threaded builds), nothing is lent.
+_ATOMIC: bool = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+class _Fast:
+    """The ids lent to ``next()``'s fast path (see :meth:`BlockState.lend`), as an iterator
+    taken without the lock: next() of a range iterator is one C call, so no id goes to two
+    threads. Lent and reclaimed with the lock held."""
+
+    __slots__ = ("ids",)
+
+    def __init__(self) -> None:
+        self.ids: Iterator[int] = iter(())
+
+    def lend(self, state: BlockState) -> None:
+        if _ATOMIC:
+            self.ids = iter(state.lend())
+
+    def reclaim(self, state: BlockState) -> None:
+        """Take back what the fast path has not handed out: the iterator is swapped for an
+        empty one and emptied with list(), one C call, so that a thread still holding it gets
+        either an id before the rest or none."""
+        lent, self.ids = self.ids, iter(())
+        rest = len(list(lent))
+        if rest:
+            state.unlend(rest)
+
+
+def _work(
+    lock: threading.Lock,
+    work: threading.Condition,
+    ready: threading.Condition,
+    stopped: threading.Event,
+    state: BlockState,
+    fast: _Fast,
+    counter: AtomicCounter,
+) -> None:
+    """The worker thread: sends each reservation asked for, reports its outcome, wakes the
+    callers waiting; ends when the allocator is closed or collected. It holds no reference to
+    the allocator, so that an allocator nobody holds can be collected."""
+    while True:
+        with lock:
+            size = state.claim_refill()
+            while size is None:
+                if state.closed or stopped.is_set():
+                    return
+                work.wait()
+                size = state.claim_refill()
         try:
-            block = self.counter.reserve(self.block_size)
-        except Exception as exc:
-            with self._cond:
-                self._state.failed(exc)
-                self._cond.notify_all()
-            if demand:
-                raise
-            return
+            block = counter.reserve(size)
+        except Exception as exc:  # the waiters' error, and the next take asks again
+            with lock:
+                fast.reclaim(state)  # (so that the next take decides)
+                state.failed(exc)
+                ready.notify_all()
         except BaseException:
-            with self._cond:
-                self._state.abandoned()
-                self._cond.notify_all()
+            with lock:
+                state.abandoned()
+                ready.notify_all()
             raise
-        with self._cond:
-            self._state.filled(block)
-            self._cond.notify_all()
+        else:
+            with lock:
+                state.filled(block)
+                ready.notify_all()
+
+
+def _stop(
+    lock: threading.Lock,
+    work: threading.Condition,
+    stopped: threading.Event,
+    state: BlockState,
+    fast: _Fast,
+) -> None:
+    """The allocator was collected without close(): end its worker (without waiting for the
+    lock, which only the worker can hold now: it looks at ``stopped`` before it waits), and say
+    how many ids are left unused (a ResourceWarning, shown in development mode)."""
+    stopped.set()
+    if lock.acquire(blocking=False):
+        try:
+            work.notify_all()
+        finally:
+            lock.release()
+    unused = 0 if state.closed else state.left + len(state.spare or ()) + len(list(fast.ids))
+    if unused:
+        warnings.warn(
+            f"A BlockAllocator on table {state.table!r} was collected without close(): "
+            f"{unused} ids it held are left unused. Close it (or use it in a with block) to "
+            "hand them back.",
+            ResourceWarning,
+            stacklevel=2,
+        )
+
+
+#: The allocators holding blocks and not closed, closed at interpreter exit (weakly held).
+_OPEN: weakref.WeakSet[BlockAllocator] = weakref.WeakSet()
+_hooked = False
+_hooking = threading.Lock()
+
+
+def _track(allocator: BlockAllocator) -> None:
+    global _hooked  # noqa: PLW0603 - registered once per process
+    with _hooking:
+        if not _hooked:
+            atexit.register(_close_at_exit)
+            # A forked child must not hand back its parent's ids.
+            os.register_at_fork(after_in_child=_OPEN.clear)
+            _hooked = True
+        _OPEN.add(allocator)
+
+
+def _close_at_exit() -> None:
+    """Hand back what each open allocator holds (within :data:`EXIT_TIMEOUT` each); a failure
+    leaves its ids unused, as a crash would."""
+    for allocator in list(_OPEN):
+        with contextlib.suppress(Exception):  # nothing to tell at exit; the ids stay unused
+            allocator.close(timeout=min(EXIT_TIMEOUT, allocator.counter.deadline or EXIT_TIMEOUT))

@@ -1,0 +1,438 @@
+"""The block allocator's decisions, without I/O, locks or waiting: which block is current, when
+the next one is reserved and how big it is, and what goes back to the counter on close.
+
+:class:`ddbkeys.ids.blocks.BlockAllocator` runs :class:`BlockState` for threads (a lock, a
+worker thread), :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks (one event loop,
+a task per reservation); both send the hand-back of
+:func:`~ddbkeys.ids.blocks_close.hand_back`. Only the waiting and the sending differ.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
+from ddbkeys.ids.values import MAX_ID
+
+C = TypeVar("C")
+
+
+def check_counter(counter: C, *, asynchronous: bool) -> C:
+    """``counter`` when it is the kind of counter the allocator awaits (``asynchronous``) or
+    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
+    :class:`ddbkeys.aio.AtomicCounter`; the other kind is a :class:`ConfigurationError`."""
+    reserve: Any = getattr(counter, "reserve", None)
+    if reserve is None or not hasattr(counter, "table"):
+        raise ConfigurationError(
+            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, table, "
+            f"name), block_size=100)), not {type(counter).__name__}."
+        )
+    if inspect.iscoroutinefunction(reserve) != asynchronous:
+        given, wanted = (
+            ("ddbkeys.aio", "ddbkeys.ids") if not asynchronous else ("ddbkeys.ids", "ddbkeys.aio")
+        )
+        raise ConfigurationError(
+            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
+            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
+            table=getattr(counter, "table", None),
+        )
+    return counter
+
+
+__all__ = [
+    "DEFAULT_BLOCK_LIFETIME",
+    "DEFAULT_REFILL_AT",
+    "BlockState",
+    "BlockStats",
+    "CloseReport",
+    "Direct",
+    "Hand",
+    "HandBack",
+    "Step",
+    "Wait",
+    "adapt_block_size",
+    "check_block_size",
+    "check_counter",
+    "plan_hand_back",
+]
+
+#: The fraction of a block handed out when the next one is reserved (Meituan Leaf's 10%).
+DEFAULT_REFILL_AT = 0.1
+#: How long a block should last, in seconds, when its size adapts (see :func:`adapt_block_size`).
+DEFAULT_BLOCK_LIFETIME = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    """Hand ``ids`` out. With ``refill``, this take asked for the next block: the driver starts
+    its reservation (:meth:`BlockState.claim_refill` gives the size)."""
+
+    ids: range
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """No block holds the ids and one is being reserved (with ``refill``: this take asked for
+    it, the driver starts it): wait for an outcome, then take again with ``ticket`` (so that
+    the error of a reservation that failed meanwhile reaches this caller)."""
+
+    ticket: int
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Direct:
+    """More ids than a block holds: reserve ``count`` ids on the counter with one write, then
+    report them with :meth:`BlockState.reserved`."""
+
+    count: int
+    refill: ClassVar[bool] = False
+
+
+Step = Hand | Wait | Direct
+
+
+@dataclass(slots=True)
+class BlockStats:
+    """What an allocator did (counted under its lock; read them at any time)."""
+
+    #: Calls that had to wait for a block to be reserved (nothing held, or not enough).
+    stalls: int = 0
+    #: Blocks reserved (one UpdateItem each), ahead of need or on demand.
+    refills: int = 0
+    #: Reservations of a block that failed (their error went to the callers waiting for them).
+    failed_refills: int = 0
+    #: Ids skipped while open: the rest of a block too short for ``reserve(count)``, and blocks
+    #: held below a reservation of more than a block (so that ids keep increasing).
+    skipped: int = 0
+    #: Ids given back to the counter by ``close()`` (the next reservation starts with them).
+    handed_back: int = 0
+    #: Ids reserved and neither handed out nor handed back (at close, or arriving after it).
+    wasted: int = 0
+
+
+def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
+    if (
+        not isinstance(block_size, int)
+        or isinstance(block_size, bool)
+        or not 1 <= block_size <= MAX_ID
+    ):
+        raise ConfigurationError(
+            f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
+        )
+    return block_size
+
+
+def _fraction(what: str, value: object, table: str | None, hint: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigurationError(
+            f"{what} must be a number above 0 and at most 1 ({hint}), not {value!r}.", table=table
+        )
+    return float(value)
+
+
+def adapt_block_size(
+    size: int, lifetime: float, *, target: float, smallest: int, largest: int
+) -> int:
+    """The size of the next block, given that a block of ``size`` ids lasts ``lifetime``
+    seconds at the rate just measured: doubled when that is under ``target``, halved when it is
+    over twice ``target`` (the band between keeps the size from flapping), within ``smallest``
+    and ``largest``. (Meituan's Leaf: doubled under 15 minutes, halved over 30.)"""
+    if lifetime < target:
+        return max(min(size * 2, largest), smallest)
+    if lifetime > 2 * target:
+        return min(max(size // 2, smallest), largest)
+    return min(max(size, smallest), largest)
+
+
+class BlockState:
+    """The block allocator's decisions, without I/O, locks or waiting (the driver holds its
+    own lock around every method, or runs in one event loop).
+
+    ``take(count)`` hands out ``count`` consecutive ids from the current block when they fit in
+    what is left of it. When they do not, the rest of the current block is skipped (a gap) and
+    the spare block becomes current, or the caller waits (:class:`Wait`) for the block being
+    reserved; one reservation at a time. More than a block's ids are one write of their own
+    (:class:`Direct`), after which the blocks held below them are dropped, so that ids stay
+    increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
+    take that hands out the ``refill_at`` fraction of the current one; without, only a caller
+    that finds nothing asks (and waits: a stall).
+
+    :meth:`take_one` is the fast path of ``next()``: the next id when taking it decides
+    nothing (no refill to ask for, not the last id of a block), else None.
+
+    The size of the next block starts at ``block_size`` and, when ``min_block_size`` and
+    ``max_block_size`` leave room, adapts with :func:`adapt_block_size` each time a block is
+    used up, from how long it lasted (``clock``: seconds, injectable); and it doubles when a
+    caller finds nothing left while the block asked for ahead is still being reserved (the
+    refill did not keep up: the blocks are too small for the time a reservation takes).
+    """
+
+    def __init__(
+        self,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
+        table: str | None = None,
+    ) -> None:
+        self.table = table
+        self.block_size = check_block_size(block_size, table)
+        self.min_block_size = check_block_size(
+            block_size if min_block_size is None else min_block_size, table, "min_block_size"
+        )
+        self.max_block_size = check_block_size(
+            block_size if max_block_size is None else max_block_size, table, "max_block_size"
+        )
+        if not self.min_block_size <= block_size <= self.max_block_size:
+            raise ConfigurationError(
+                f"block_size ({block_size}) must lie between min_block_size "
+                f"({self.min_block_size}) and max_block_size ({self.max_block_size}): it is the "
+                "size of the first block, which then adapts within those bounds.",
+                table=table,
+            )
+        self.refill_at = _fraction(
+            "refill_at",
+            refill_at,
+            table,
+            "the fraction of a block handed out when the next one is reserved",
+        )
+        if (
+            isinstance(block_lifetime, bool)
+            or not isinstance(block_lifetime, (int, float))
+            or not 0 < block_lifetime < 10**9
+        ):
+            raise ConfigurationError(
+                f"block_lifetime must be a number of seconds above 0, not {block_lifetime!r}.",
+                table=table,
+            )
+        self.block_lifetime = float(block_lifetime)
+        self.prefetch = bool(prefetch)
+        self.adaptive = self.min_block_size < self.max_block_size
+        self.clock = clock
+        self.stats = BlockStats()
+        self.block: range = range(0)
+        self.position = 0  # ids of the current block handed out
+        self.mark = 1  # ... when this many are, the next block is asked for
+        self.fast_stop = 0  # take_one() hands out while position is below this
+        self.since: float | None = None  # when the current block became current (adaptive)
+        self.spare: range | None = None
+        self.fetching = False  # a reservation asked for and not ended
+        self.ahead = False  # ... asked for ahead of need (not by a caller with nothing left)
+        self.pending: int | None = None  # ... its size, until the driver claims it
+        self.floor: int | None = None  # no block starting below this is handed out
+        self.top: int | None = None  # the last id of the highest reservation
+        self.outcomes = 0  # reservations that have ended (tickets count these)
+        self.failure: tuple[int, Exception] | None = None  # the last one, if it failed
+        self.closed = False  # no more takes
+        self.released = False  # the plan of the hand-back is made: what arrives is wasted
+
+    @property
+    def left(self) -> int:
+        """Ids left in the current block."""
+        return len(self.block) - self.position
+
+    def take_one(self) -> int | None:
+        """The next id, when the current block has it and taking it decides nothing else; else
+        None (call :meth:`take`)."""
+        position = self.position
+        if position < self.fast_stop:
+            self.position = position + 1
+            return self.block[position]
+        return None
+
+    def lend(self) -> range:
+        """The ids the fast path may hand out without a decision (up to the take that asks
+        for the next block, or to the last id of the block): counted as handed out, until
+        :meth:`unlend` takes back the ones it did not hand out. (The sync driver hands them
+        out from an iterator, without its lock.)"""
+        first, self.position = self.position, max(self.position, self.fast_stop)
+        return self.block[first : self.position]
+
+    def unlend(self, count: int) -> None:
+        """The last ``count`` ids lent were not handed out."""
+        self.position -= count
+
+    def take(self, count: int, ticket: int | None = None) -> Step:
+        """What a caller wanting ``count`` ids does next. Raises the error of a reservation
+        that ended since ``ticket`` (the caller waited for it) when no block holds the ids, and
+        a :class:`ConfigurationError` once closed."""
+        if self.closed:
+            raise self.closed_error()
+        while True:  # at most twice: the spare becomes current once
+            size = len(self.block)
+            if count <= size - self.position:
+                first = self.position
+                self.position = last = first + count
+                refill = self._due() and last >= self.mark
+                if refill:
+                    self._ask(ahead=True)
+                if last == size:
+                    self._retire()
+                self._settle()
+                return Hand(self.block[first:last], refill)
+            spare = self.spare
+            if count > self.block_size or (spare is not None and count > len(spare)):
+                return Direct(count)
+            if spare is None:
+                break
+            self._current(spare)
+        if ticket is not None and self.failure is not None and self.failure[0] > ticket:
+            raise self.failure[1]
+        if ticket is None:
+            self.stats.stalls += 1
+            if self.fetching and self.ahead:  # the block asked for ahead did not come in time
+                self.ahead = False  # (once for each)
+                self.block_size = min(self.block_size * 2, self.max_block_size)
+        refill = not self.fetching
+        if refill:
+            self._ask(ahead=False)
+        return Wait(self.outcomes, refill)
+
+    def claim_refill(self) -> int | None:
+        """The size of the block asked for and not sent yet (None: none); the driver sends it
+        now and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
+        size, self.pending = self.pending, None
+        return size
+
+    def filled(self, block: range) -> None:
+        """A block was reserved: it becomes the spare (dropped if below ids already handed out
+        by a :class:`Direct` reservation, wasted if it came after the close)."""
+        self._ended()
+        self.failure = None
+        self.stats.refills += 1
+        self._reached(block)
+        if self.released:
+            self.stats.wasted += len(block)
+        elif self.floor is not None and block.start < self.floor:
+            self.stats.skipped += len(block)
+        else:
+            self.spare = block
+        self._settle()
+
+    def failed(self, error: Exception) -> None:
+        """Reserving a block failed: the callers waiting for it get ``error``; the next take
+        that needs a block asks again."""
+        self._ended()
+        self.stats.failed_refills += 1
+        self.failure = (self.outcomes, error)
+        self._settle()
+
+    def abandoned(self) -> None:
+        """Reserving a block was given up (the worker interrupted, the task cancelled): the
+        callers waiting for it take again, and one of them asks again."""
+        self._ended()
+        self._settle()
+
+    def reserved(self, ids: range) -> range:
+        """A :class:`Direct` reservation's ``ids``: the blocks held below them are dropped."""
+        if ids:
+            self._reached(ids)
+            self.floor = max(self.floor or ids.stop, ids.stop)
+            if self.block and self.block.start < self.floor:
+                self.stats.skipped += self.left
+                self.block, self.position, self.since = range(0), 0, None
+            if self.spare is not None and self.spare.start < self.floor:
+                self.stats.skipped += len(self.spare)
+                self.spare = None
+            self._settle()
+        return ids
+
+    # --- closing -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """No more takes (they raise); a block asked for and not sent yet is not sent. The
+        driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
+        self.closed = True
+        if self.pending is not None:
+            self.pending = None
+            self.fetching = False
+        self._settle()
+
+    def release(self) -> HandBack:
+        """What goes back to the counter (see :func:`plan_hand_back`); the blocks are let go."""
+        self.closed = self.released = True
+        plan = plan_hand_back([self.block[self.position :], self.spare or range(0)], self.top)
+        self.block, self.position, self.spare, self.since = range(0), 0, None, None
+        self._settle()
+        return plan
+
+    def closed_with(self, plan: HandBack, applied: bool) -> CloseReport:
+        """Count what the hand-back did: ``applied`` (the write succeeded), or nothing went."""
+        back = plan.ids if applied else 0
+        wasted = plan.wasted + plan.ids - back
+        self.stats.handed_back += back
+        self.stats.wasted += wasted
+        return CloseReport(back, wasted, plan.write)
+
+    def closed_error(self) -> ConfigurationError:
+        where = f" on table {self.table!r}" if self.table else ""
+        return ConfigurationError(
+            f"This BlockAllocator{where} is closed (its unused ids went back to the counter "
+            "where they could): make a new BlockAllocator to hand out more ids.",
+            table=self.table,
+        )
+
+    # --- the rest ------------------------------------------------------------------------
+
+    def _due(self) -> bool:
+        """Whether the next block is to be asked for ahead of need, once the mark is reached."""
+        return self.prefetch and self.spare is None and not self.fetching and not self.closed
+
+    def _ask(self, *, ahead: bool) -> None:
+        self.fetching = True
+        self.ahead = ahead
+        self.pending = self.block_size
+
+    def _ended(self) -> None:
+        self.fetching = False
+        self.pending = None
+        self.outcomes += 1
+
+    def _reached(self, ids: range) -> None:
+        if ids:
+            self.top = ids[-1] if self.top is None else max(self.top, ids[-1])
+
+    def _current(self, block: range) -> None:
+        """The spare becomes current; the rest of the current block is skipped."""
+        self.stats.skipped += self.left
+        self._retire()
+        self.block, self.position, self.spare = block, 0, None
+        self.since = self.clock() if self.adaptive else None
+        # the take that hands out this many ids asks for the next block (at least the first)
+        self.mark = max(1, math.ceil(round(self.refill_at * len(block), 9)))
+
+    def _retire(self) -> None:
+        """The current block is used up (or skipped): adapt the size from how long it lasted."""
+        if self.since is not None and self.position:
+            lifetime = self.clock() - self.since
+            self.block_size = adapt_block_size(
+                self.block_size,
+                lifetime * self.block_size / self.position,  # a block of that size, this rate
+                target=self.block_lifetime,
+                smallest=self.min_block_size,
+                largest=self.max_block_size,
+            )
+        self.since = None
+
+    def _settle(self) -> None:
+        """Where the fast path stops: before the take that asks for the next block, and before
+        the last id of the block (whose take measures the block's lifetime)."""
+        if self.closed:
+            self.fast_stop = 0
+            return
+        stop = len(self.block) - 1
+        if self._due():
+            stop = min(stop, self.mark - 1)
+        self.fast_stop = max(stop, 0)

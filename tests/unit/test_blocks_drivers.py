@@ -1,0 +1,336 @@
+"""Both forms of the block allocator over a counter stand-in, for what a real server cannot
+produce on demand: a reservation that fails or hangs while callers wait for it, a close while
+one is in flight, an allocator collected without being closed."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+import time
+import weakref
+from collections.abc import Callable
+from typing import Any, cast
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.core.steps import Flow, Request
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids import blocks as sync_blocks
+from ddbkeys.ids.base import CounterItem
+from ddbkeys.ids.blocks import BlockAllocator, CloseReport
+from ddbkeys.retry import Deadline
+
+
+class Throttled(Exception):
+    pass
+
+
+class Counter:
+    """Stands in for AtomicCounter: blocks from 1 up (optionally failing, or held until
+    released), and the hand-back's conditional write applied to ``last``."""
+
+    table = "stand-in"
+    name = "tickets"
+    deadline = 5.0
+
+    class retry:  # as AtomicCounter.retry
+        clock = staticmethod(time.monotonic)
+
+    def __init__(self, fail: BaseException | None = None) -> None:
+        self.last = 0
+        self.calls: list[int] = []
+        self.writes: list[dict[str, Any]] = []
+        self.fail = fail
+        self.release = threading.Event()
+        self.release.set()
+        self.lock = threading.Lock()
+
+    def _reserve(self, count: int) -> range:
+        with self.lock:
+            self.calls.append(count)
+            if self.fail is not None:
+                raise self.fail
+            first, self.last = self.last + 1, self.last + count
+            return range(first, self.last + 1)
+
+    def reserve(self, count: int) -> range:
+        assert self.release.wait(5)
+        return self._reserve(count)
+
+    # what hand_back() uses
+
+    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
+        return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
+        yield  # (a flow that sends nothing)
+
+    def _attempts(self, attempt: Callable[[int], Flow[Any]], what: str, _: Deadline) -> Flow[Any]:
+        return (yield from attempt(0))
+
+    def _run(self, flow: Flow[Any]) -> Any:
+        try:
+            step = next(flow)
+            while True:
+                assert isinstance(step, Request) and step.operation == "update_item"
+                step = self._write(flow, dict(step.params))
+        except StopIteration as done:
+            return done.value
+
+    def _write(self, flow: Flow[Any], params: dict[str, Any]) -> Any:
+        self.writes.append(params)
+        values = params["ExpressionAttributeValues"]
+        with self.lock:
+            if self.last != int(values[":top"]["N"]):
+                error: Any = {
+                    "Error": {"Code": "ConditionalCheckFailedException", "Message": "no"},
+                    "Item": {"last_id": {"N": str(self.last)}},
+                }
+                return flow.throw(ClientError(error, "UpdateItem"))
+            self.last = int(values[":value"]["N"]) if ":value" in values else 0
+        return flow.send({})
+
+
+class AsyncCounter(Counter):
+    async def reserve(self, count: int) -> range:  # type: ignore[override]
+        while not self.release.is_set():
+            await asyncio.sleep(0.001)
+        return self._reserve(count)
+
+    async def _run(self, flow: Flow[Any]) -> Any:
+        return super()._run(flow)
+
+
+def allocator(counter: Counter, block_size: int = 10, **settings: Any) -> BlockAllocator:
+    return BlockAllocator(cast(Any, counter), block_size, **settings)
+
+
+def until(condition: Callable[[], bool], seconds: float = 5.0) -> None:
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.001)
+
+
+# --- sync -------------------------------------------------------------------------------------
+
+
+def test_sync_one_reservation_and_its_error_for_every_waiting_thread() -> None:
+    counter = Counter(fail=Throttled("busy"))
+    counter.release.clear()
+    blocks = allocator(counter)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            blocks.next()
+        except Throttled as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    until(lambda: blocks.stalls == 8)
+    counter.release.set()
+    for thread in threads:
+        thread.join(5)
+    assert len(errors) == 8 and counter.calls == [10]  # one reservation, sent by the worker
+    assert blocks.stats.failed_refills == 1
+    counter.fail = None
+    assert blocks.next() == 1  # the next take asks again
+
+
+def test_sync_a_failed_refill_ahead_is_not_its_callers_error_and_is_asked_again() -> None:
+    counter = Counter()
+    blocks = allocator(counter, refill_at=0.5)
+    assert [blocks.next() for _ in range(4)] == [1, 2, 3, 4]
+    until(lambda: not blocks._state.fetching)
+    counter.fail = Throttled()
+    assert blocks.next() == 5  # it asked for the next block, which failed in the worker
+    until(lambda: blocks.stats.failed_refills == 1)
+    assert blocks.next() == 6  # asks again
+    until(lambda: blocks.stats.failed_refills == 2)
+    assert [blocks.next() for _ in range(4)] == [7, 8, 9, 10]
+    with pytest.raises(Throttled):
+        blocks.next()  # nothing left: it waits for a reservation, and gets its error
+    counter.fail = None
+    assert blocks.next() == 11
+    assert blocks.reserve(3) == range(12, 15)
+    assert blocks.reserve(25).start > 15  # one write of its own; what is held below dropped
+    assert blocks.stats.stalls >= 2 and blocks.stats.skipped > 0
+    with pytest.raises(ConfigurationError, match="count must be a whole number"):
+        blocks.reserve(0)
+    with pytest.raises(ConfigurationError, match="block_size must be a whole number"):
+        allocator(counter, 0)
+
+
+def test_sync_close_hands_back_the_rest_and_the_spare() -> None:
+    counter = Counter()
+    with allocator(counter) as blocks:
+        assert [blocks.next() for _ in range(3)] == [1, 2, 3]
+        until(lambda: blocks._state.spare is not None)  # 11..20 reserved ahead
+    assert blocks.close() == CloseReport(handed_back=17, wasted=0, sent=True)
+    assert counter.last == 3 and len(counter.writes) == 1
+    assert counter.writes[0]["ExpressionAttributeValues"] == {
+        ":top": {"N": "20"},
+        ":value": {"N": "3"},
+    }
+    assert blocks.closed and (blocks.stats.handed_back, blocks.stats.wasted) == (17, 0)
+    with pytest.raises(ConfigurationError, match="is closed"):
+        blocks.next()
+    with pytest.raises(ConfigurationError, match="is closed"):
+        blocks.reserve(2)
+    assert allocator(counter).next() == 4  # a clean restart: no gap
+
+
+def test_sync_close_after_another_reservation_hands_back_nothing() -> None:
+    counter = Counter()
+    blocks = allocator(counter)
+    assert blocks.next() == 1
+    until(lambda: blocks._state.spare is not None)
+    assert counter.reserve(5) == range(21, 26)  # another process
+    assert blocks.close() == CloseReport(handed_back=0, wasted=19, sent=True)
+    assert counter.last == 25
+
+
+def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_late() -> None:
+    counter = Counter()
+    blocks = allocator(counter)
+    assert blocks.next() == 1
+    until(lambda: blocks._state.spare is not None)
+    for _ in range(9):
+        blocks.next()  # 2..10
+    counter.release.clear()
+    assert blocks.next() == 11  # 11..20 current, 21..30 asked for
+    until(lambda: blocks._state.fetching and blocks._state.pending is None)  # sent
+    threading.Timer(0.05, counter.release.set).start()
+    assert blocks.close() == CloseReport(19, 0, True)  # 12..30 (it waited for 21..30)
+    assert counter.last == 11
+
+    late = allocator(counter)
+    assert late.next() == 12
+    until(lambda: late._state.spare is not None)
+    counter.release.clear()
+    for _ in range(10):
+        late.next()  # 22..31 current, the next block asked for and held
+    until(lambda: late._state.fetching and late._state.pending is None)
+    assert late.close(timeout=0.05) == CloseReport(9, 0, True)  # without the block in flight
+    assert counter.last == 22
+    counter.release.set()
+    until(lambda: late.stats.wasted == 10)  # it came after the plan: wasted
+    assert counter.last == 32
+
+
+def test_sync_worker_starts_with_the_first_block_and_an_allocator_can_be_collected() -> None:
+    counter = Counter()
+    before = set(threading.enumerate())
+    blocks = allocator(counter)
+    assert set(threading.enumerate()) == before  # started lazily
+    blocks.next()
+    state = blocks._state
+    until(lambda: state.spare is not None)
+    (worker,) = set(threading.enumerate()) - before
+    assert worker.daemon and worker.name == "ddbkeys-blocks-stand-in"
+    assert blocks in sync_blocks._OPEN
+    gone = weakref.ref(blocks)
+    with pytest.warns(ResourceWarning, match="collected without close\\(\\): 19 ids it held"):
+        del blocks
+        gc.collect()
+    assert gone() is None  # neither the worker nor the exit hook holds it
+    worker.join(5)
+    assert not worker.is_alive()
+    assert counter.writes == []  # collected, not closed: nothing handed back
+
+
+def test_sync_open_allocators_hand_back_at_exit() -> None:
+    counter = Counter()
+    blocks = allocator(counter)
+    assert blocks.next() == 1
+    until(lambda: blocks._state.spare is not None)
+    closed = allocator(counter)
+    closed.close()
+    sync_blocks._close_at_exit()
+    assert blocks.closed and counter.last == 1
+    assert blocks.stats.handed_back == 19 and closed not in sync_blocks._OPEN
+
+
+def test_sync_many_threads_adaptive_blocks_unique_and_dense() -> None:
+    counter = Counter()
+    blocks = allocator(counter, 10, max_block_size=640)
+    got: list[list[int]] = [[] for _ in range(16)]
+
+    def call(n: int) -> None:
+        got[n] = [blocks.next() for _ in range(2000)]
+
+    threads = [threading.Thread(target=call, args=(n,)) for n in range(16)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    every = sorted(i for ids in got for i in ids)
+    assert every == list(range(1, 32001))
+    assert all(ids == sorted(ids) for ids in got)
+    assert blocks.block_size == 640  # grew: 10 ids last far less than a minute
+    report = blocks.close()
+    assert report.wasted == 0 and counter.last == 32000
+
+
+# --- asyncio ---------------------------------------------------------------------------------
+
+
+def test_async_one_reservation_for_64_tasks_and_its_error_for_all() -> None:
+    async def main() -> None:
+        counter = AsyncCounter()
+        counter.release.clear()
+        blocks = AsyncBlockAllocator(cast(Any, counter), 100)
+        calls = [asyncio.create_task(blocks.next()) for _ in range(64)]
+        await asyncio.sleep(0.01)
+        assert counter.calls == [] and not any(c.done() for c in calls)
+        assert blocks.stalls == 64
+        calls[0].cancel()  # the caller that asked for the block: the block still comes
+        counter.release.set()
+        got = await asyncio.gather(*calls[1:])
+        assert sorted(got) == list(range(1, 64))
+        assert counter.calls[0] == 100
+
+        failing = AsyncCounter(fail=Throttled("busy"))
+        failing.release.clear()
+        broken = AsyncBlockAllocator(cast(Any, failing), 10)
+        waiting = [asyncio.create_task(broken.reserve(2)) for _ in range(16)]
+        await asyncio.sleep(0.01)
+        failing.release.set()
+        results = await asyncio.gather(*waiting, return_exceptions=True)
+        assert all(isinstance(r, Throttled) for r in results)
+        assert failing.calls == [10] and broken.stats.failed_refills == 1
+        failing.fail = None
+        assert await broken.next() == 1  # the next take asks again
+
+    asyncio.run(main())
+
+
+def test_async_close_hands_back_and_refuses_more() -> None:
+    async def main() -> None:
+        counter = AsyncCounter()
+        async with AsyncBlockAllocator(cast(Any, counter), 10, refill_at=0.2) as blocks:
+            assert [await blocks.next() for _ in range(5)] == [1, 2, 3, 4, 5]
+            await asyncio.sleep(0.01)
+            counter.release.clear()
+            assert [await blocks.next() for _ in range(10)] == list(range(6, 16))
+            closing = asyncio.create_task(blocks.aclose())  # waits for 21..30 in flight
+            await asyncio.sleep(0.01)
+            assert not closing.done()
+            counter.release.set()
+            assert await closing == CloseReport(15, 0, True)
+        assert await blocks.aclose() == CloseReport(15, 0, True)  # (the same report)
+        assert counter.last == 15
+        with pytest.raises(ConfigurationError, match="is closed"):
+            await blocks.next()
+        again = AsyncBlockAllocator(cast(Any, counter), 10)
+        assert await again.next() == 16  # 16..25, and the next block asked for
+        counter.last += 5  # another process takes 26..30 before it is sent
+        # the spare (31..40) goes back, the rest of 16..25 cannot: it is below 26..30
+        assert await again.aclose() == CloseReport(10, 9, True)
+        assert counter.last == 30
+
+    asyncio.run(main())
