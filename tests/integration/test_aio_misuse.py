@@ -225,7 +225,7 @@ def test_what_holds_no_loop_state_goes_on_in_the_next_loop_and_thread(
                 "counter": counter,
                 "gapless": aio.GaplessSequence(client, simple, "user", deadline=DEADLINE),
                 "collection": aio.CollectionSequence(client, collections, deadline=DEADLINE),
-                "blocks": aio.BlockAllocator(counter, 10),
+                "blocks": aio.BlockAllocator(counter, 10, prefetch=False),
                 "index": aio.MarkerIndex(client, collections, deadline=DEADLINE),
             }
             assert await objects["blocks"].next() == 1

@@ -295,7 +295,8 @@ class CounterCore(StrategyCore):
                 raise
             raw = response["Attributes"][self.counter_attribute]
             digits = raw.get("N")
-            if isinstance(digits, str) and digits.lstrip("-").isdigit() and len(digits) <= 39:
+            magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
+            if magnitude.isdigit() and len(magnitude) <= 38:  # (within 10**38 - 1)
                 now = int(digits)  # the common case: a whole number, no more to check
                 if now >= increment or (now >= 0 and now - increment == self.start - self.step):
                     # (or a new counter whose first id is below its step: start=0, say)
