@@ -267,3 +267,75 @@ def test_a_killed_process_leaves_only_a_gap(
     # the rest of its current block and its spare, no more
     assert 0 < gap <= 2 * ADAPTIVE["max_block_size"]
     assert sorted(later) == list(range(min(later), min(later) + 640))
+
+
+def _forked_child(blocks: Any, results: Any) -> None:
+    started = time.monotonic()
+    ids = [blocks.next() for _ in range(150)]
+    report = blocks.close()
+    results.put((ids, report.handed_back, time.monotonic() - started))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_never_hands_out_its_parents_ids(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, fault_proxy: FaultProxy
+) -> None:
+    """A child forked from a process holding blocks drops them: it reserves its own, its
+    close() hands back only its own and returns at once, and the parent goes on. (Forked while
+    a reservation is in flight, the child would share a boto3 client whose connection another
+    thread was using: not fork-safe, whatever the allocator does; the unit tests cover the
+    allocator's part of that case.)"""
+    refill_in_flight = False
+    import multiprocessing  # noqa: PLC0415
+
+    from ddbkeys.ids import AtomicCounter, BlockAllocator  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"))
+    client = make_client(fault_proxy.endpoint_url, timeout=10)
+    blocks = BlockAllocator(AtomicCounter(client, table, "b", deadline=10), 100)
+    parent = [blocks.next() for _ in range(5)]
+    if refill_in_flight:  # the next reservation is slow: the fork comes while it is sent
+        fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=1.0))
+        parent += [blocks.next() for _ in range(10)]  # asks for the next block ahead
+    context = multiprocessing.get_context("fork")
+    results = context.Queue()
+    child = context.Process(target=_forked_child, args=(blocks, results))
+    child.start()
+    kid, handed_back, took = results.get(timeout=60)
+    child.join(30)
+    fault_proxy.set_plan(FaultPlan())
+    parent += [blocks.next() for _ in range(150)]
+    blocks.close()
+    assert child.exitcode == 0
+    assert not set(parent) & set(kid), "a forked child handed out its parent's ids"
+    assert len(set(kid)) == 150 and handed_back >= 0
+    assert took < 30  # (not the counter's deadline, waiting for the parent's reservation)
+
+
+def test_an_aclose_cancelled_while_it_waits_goes_on_and_reports(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, fault_proxy: FaultProxy
+) -> None:
+    """wait_for(aclose(), tiny) times out while the refill in flight is slow: the closing goes
+    on as a task of its own, and the next aclose() gets its report (the ids went back)."""
+    import asyncio  # noqa: PLC0415
+
+    from ddbkeys import aio  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"))
+
+    async def scenario() -> tuple[list[int], CloseReport, int]:
+        async with aio.make_client(fault_proxy.endpoint_url) as client:
+            counter = aio.AtomicCounter(client, table, "b")
+            blocks = aio.BlockAllocator(counter, 10)
+            ids = [await blocks.next() for _ in range(3)]  # the next block is asked for
+            fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.5))
+            with pytest.raises(TimeoutError):
+                await asyncio.wait_for(blocks.aclose(), 0.05)
+            fault_proxy.set_plan(FaultPlan())
+            return ids, await blocks.aclose(), await counter.current()
+
+    ids, report, counter_now = asyncio.run(scenario())
+    assert ids == [1, 2, 3]
+    assert report.sent and report.handed_back == 17 and report.wasted == 0
+    assert counter_now == 3  # nothing lost: the next allocator starts at 4
+    assert fault_proxy.counts["delay"] >= 1

@@ -24,7 +24,7 @@ from ddbkeys.ids.blocks_core import (
     plan_hand_back,
 )
 from ddbkeys.retry import Deadline
-from tests.support.hand import POLICY, client, described, drive, failed_condition
+from tests.support.hand import POLICY, cancelled, client, described, drive
 
 
 class Clock:
@@ -485,26 +485,35 @@ def throttled() -> ClientError:
     return ClientError(response, "UpdateItem")
 
 
+def moved_on(held: str) -> ClientError:
+    """The hand-back's transaction cancelled: the counter no longer holds the top."""
+    return cancelled(("ConditionalCheckFailed", {"last_id": {"N": held}}))
+
+
 @pytest.mark.parametrize(
     ("plan", "answers", "applied"),
     [
         (HandBack(60, 40, 20, 0), [{}], True),
-        (HandBack(60, 40, 20, 0), [failed_condition({"last_id": {"N": "75"}})], False),
-        # applied, its answer lost: the retry finds the counter where it put it
-        (HandBack(60, 40, 20, 0), [lost(), failed_condition({"last_id": {"N": "40"}})], True),
-        # ... or moved on since (another process reserved): not ours to count
-        (HandBack(60, 40, 20, 0), [lost(), failed_condition({"last_id": {"N": "90"}})], False),
+        (HandBack(60, 40, 20, 0), [moved_on("75")], False),
+        # its answer lost: the same transaction again (the same token: applied once)
+        (HandBack(60, 40, 20, 0), [lost(), {}], True),
+        # ... or the counter moved on before it arrived (another process reserved)
+        (HandBack(60, 40, 20, 0), [lost(), moved_on("90")], False),
         (HandBack(60, 40, 20, 0), [throttled(), {}], True),
-        (HandBack(99, None, 100, 0), [lost(), failed_condition({"pk": {"S": "tickets"}})], True),
+        (HandBack(60, 40, 20, 0), [cancelled("TransactionConflict"), {}], True),
+        (HandBack(99, None, 100, 0), [lost(), {}], True),
     ],
 )
-def test_hand_back_sends_one_conditional_update(
+def test_hand_back_sends_one_conditional_update_with_a_token(
     plan: HandBack, answers: list[Any], applied: bool
 ) -> None:
     run = drive(hand_back(counter(), plan, Deadline(None)), answers, info=described(None))
     assert run.result is applied
-    assert run.operations == ["update_item"] * len(answers)
-    params = run.requests[0].params
+    assert run.operations == ["transact_write_items"] * len(answers)
+    # Every try is the same transaction: one token, so a late first try is not applied twice.
+    assert len({r.params["ClientRequestToken"] for r in run.requests}) == 1
+    (action,) = run.requests[0].params["TransactItems"]
+    params = action["Update"]
     assert params["ConditionExpression"] == "#v = :top"
     assert params["ExpressionAttributeNames"] == {"#v": "last_id"}
     assert params["ExpressionAttributeValues"][":top"] == {"N": str(plan.top)}
@@ -514,7 +523,7 @@ def test_hand_back_sends_one_conditional_update(
     else:
         assert params["UpdateExpression"] == "SET #v = :value"
         assert params["ExpressionAttributeValues"][":value"] == {"N": str(plan.value)}
-    assert run.requests[0].billed == 1.0 and run.requests[0].bill_refused
+    assert run.requests[0].billed == 2.0 and run.requests[0].count_refused
 
 
 @pytest.mark.parametrize(

@@ -73,8 +73,9 @@ class Counter:
         try:
             step = next(flow)
             while True:
-                assert isinstance(step, Request) and step.operation == "update_item"
-                step = self._write(flow, dict(step.params))
+                assert isinstance(step, Request) and step.operation == "transact_write_items"
+                (action,) = step.params["TransactItems"]
+                step = self._write(flow, dict(action["Update"]))
         except StopIteration as done:
             return done.value
 
@@ -84,10 +85,15 @@ class Counter:
         with self.lock:
             if self.last != int(values[":top"]["N"]):
                 error: Any = {
-                    "Error": {"Code": "ConditionalCheckFailedException", "Message": "no"},
-                    "Item": {"last_id": {"N": str(self.last)}},
+                    "Error": {"Code": "TransactionCanceledException", "Message": "no"},
+                    "CancellationReasons": [
+                        {
+                            "Code": "ConditionalCheckFailed",
+                            "Item": {"last_id": {"N": str(self.last)}},
+                        }
+                    ],
                 }
-                return flow.throw(ClientError(error, "UpdateItem"))
+                return flow.throw(ClientError(error, "TransactWriteItems"))
             self.last = int(values[":value"]["N"]) if ":value" in values else 0
         return flow.send({})
 
@@ -334,3 +340,21 @@ def test_async_close_hands_back_and_refuses_more() -> None:
         assert counter.last == 30
 
     asyncio.run(main())
+
+
+def test_a_forked_child_drops_the_blocks_and_the_reservation_in_flight() -> None:
+    """What the fork hook does in the child (called here directly): the blocks held and a
+    reservation in flight (its worker thread does not exist in a child) are the parent's; the
+    child reserves its own, and its close() waits for nothing of the parent's."""
+    counter = Counter()
+    blocks = BlockAllocator(cast(Any, counter), 10)
+    assert blocks.next() == 1
+    counter.release.clear()  # the parent's next reservation hangs (as if in flight)
+    blocks._state.fetching = True  # ... and the child inherits that it was asked for
+    blocks._forked()
+    counter.release.set()
+    child = [blocks.next() for _ in range(3)]
+    assert min(child) > 10  # none of the parent's block (1..10)
+    started = time.monotonic()
+    blocks.close()
+    assert time.monotonic() - started < 5

@@ -44,7 +44,8 @@ class BlockAllocator:
     allocator per event loop. ``counter`` is a :class:`ddbkeys.aio.AtomicCounter` (a sync
     one is a ConfigurationError).
 
-    Cost: one UpdateItem (1 write unit) per block, and one conditional UpdateItem at close.
+    Cost: one UpdateItem (1 write unit) per block, and one conditional update (a transaction
+    with a token, 2 write units) at close.
 
     Each block is reserved by a task of its own, once ``refill_at`` of the current block is
     handed out (with ``prefetch``, the default), so ``await next()`` does not wait for
@@ -82,7 +83,7 @@ class BlockAllocator:
         self._changed: asyncio.Event | None = None  # set when a reservation ends
         self._task: asyncio.Task[None] | None = None
         self._report: CloseReport | None = None
-        self._closing: asyncio.Future[CloseReport] | None = None
+        self._closing: asyncio.Task[CloseReport] | None = None
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
@@ -143,21 +144,16 @@ class BlockAllocator:
     async def aclose(self, timeout: float | None = None) -> CloseReport:
         """Hand the unused ids back and stop (see the sync ``BlockAllocator.close``): waits
         for the block being reserved within ``timeout`` seconds (default: the counter's
-        deadline), then sends one conditional UpdateItem. Calling it again returns the same
+        deadline), then sends one conditional update. Calling it again returns the same
+        report. The closing is a task of its own: a caller cancelled while it waits (a
+        ``wait_for`` that times out) does not stop it, and the next ``aclose()`` gets its
         report."""
         if self._report is not None:
             return self._report
-        if self._closing is not None:  # another task is closing it
-            return await asyncio.shield(self._closing)
-        self._closing = asyncio.get_running_loop().create_future()
-        try:
-            report = await self._close(timeout)
-        except BaseException as exc:
-            self._closing.set_exception(exc)
-            self._closing.exception()  # (retrieved: no "never retrieved" warning)
-            raise
-        self._closing.set_result(report)
-        return report
+        if self._closing is None:
+            self._loop.check()
+            self._closing = asyncio.get_running_loop().create_task(self._close(timeout))
+        return await asyncio.shield(self._closing)
 
     async def _close(self, timeout: float | None) -> CloseReport:
         seconds = timeout if timeout is not None else self.counter.deadline

@@ -71,8 +71,8 @@ class BlockAllocator:
     that dies leaves at most its current block's rest and its spare block unused, and a block
     whose reservation response was lost is never seen. Thread-safe.
 
-    Cost: one UpdateItem (1 write unit) per block, and one conditional UpdateItem (1 write
-    unit) at close when there is something to hand back.
+    Cost: one UpdateItem (1 write unit) per block, and one conditional update (a one-action
+    transaction with a token: 2 write units) at close when there is something to hand back.
 
     **Never waiting while refills keep up.** With ``prefetch`` (the default) the next block is
     reserved by a worker thread of the allocator (a daemon, started with the first block) once
@@ -118,20 +118,44 @@ class BlockAllocator:
             clock=clock,
             table=counter.table,
         )
+        self._report: CloseReport | None = None
+        self._start()
+        _ALL.add(self)
+
+    def _start(self) -> None:
+        """The locks, the fast path and the worker's state: made anew in a forked child."""
         self._fast = _Fast()  # the ids lent to next()'s fast path
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)  # callers waiting for a reservation
         self._work = threading.Condition(self._lock)  # the worker waiting for one to send
         self._worker: threading.Thread | None = None
         self._closing = threading.Lock()
-        self._report: CloseReport | None = None
         self._pid = os.getpid()
         self._stopped = threading.Event()  # collected: the worker ends
         # Collected without close(): the worker ends, the ids held are left unused.
-        stop = weakref.finalize(
+        self._finalizer = weakref.finalize(
             self, _stop, self._lock, self._work, self._stopped, self._state, self._fast
         )
-        stop.atexit = False
+        self._finalizer.atexit = False
+
+    def _forked(self) -> None:
+        """In a forked child: the blocks held (and the reservation the parent's worker had in
+        flight) are the parent's to hand out, never the child's. The child drops them, and
+        reserves blocks of its own when asked for ids."""
+        self._finalizer.detach()
+        old = self._state
+        if not old.closed:
+            self._state = BlockState(
+                old.block_size,
+                prefetch=old.prefetch,
+                refill_at=old.refill_at,
+                min_block_size=old.min_block_size,
+                max_block_size=old.max_block_size,
+                block_lifetime=old.block_lifetime,
+                clock=old.clock,
+                table=old.table,
+            )
+        self._start()
 
     @property
     def table(self) -> str:
@@ -197,7 +221,7 @@ class BlockAllocator:
         new allocator to go on).
 
         Waits for a block being reserved, within ``timeout`` seconds (default: the counter's
-        deadline), then sends, within as long again, one conditional UpdateItem that sets the
+        deadline), then sends, within as long again, one conditional update that sets the
         counter back to the last id handed out if it still holds the end of this allocator's
         highest block (nobody reserved since). The current block's rest and the spare go back
         together when they follow each other; what cannot go back (or all, when the condition
@@ -381,6 +405,19 @@ def _stop(
             stacklevel=2,
         )
 
+
+#: Every allocator of this process (weakly held): a forked child makes each drop its parent's
+#: blocks (see BlockAllocator._forked).
+_ALL: weakref.WeakSet[BlockAllocator] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for allocator in list(_ALL):
+        allocator._forked()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 #: The allocators holding blocks and not closed, closed at interpreter exit (weakly held).
 _OPEN: weakref.WeakSet[BlockAllocator] = weakref.WeakSet()

@@ -1,19 +1,21 @@
 """What a block allocator's close() hands back to the counter: the plan (which unused ids can
-go back, pure) and the flow of its one conditional UpdateItem, for both drivers."""
+go back, pure) and the flow of its one conditional update (a transaction with a token), for
+both drivers."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from botocore.exceptions import ClientError
-
-from ddbkeys.core.steps import Flow, update_item
-from ddbkeys.errors import error_code, error_response
+from ddbkeys.core.attempts import Contention, Throttled
+from ddbkeys.core.steps import Flow
+from ddbkeys.ids.base import cancelled_error, transact
+from ddbkeys.ids.cancellation import Verdict
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
     from ddbkeys.ids.counter import CounterCore
     from ddbkeys.retry import Deadline
@@ -68,10 +70,15 @@ def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
 
 
 def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
-    """The flow of ``close()``: one conditional UpdateItem (1 write unit, a refused one too)
-    that sets the counter to ``plan.value`` if it still holds ``plan.top`` (nobody reserved
-    since). True when it was applied. A retry that finds the counter at ``plan.value`` already
-    (the first try was applied, its answer lost) counts as applied."""
+    """The flow of ``close()``: one conditional update of the counter, sent as a one-action
+    transaction with a ClientRequestToken (2 write units), that sets it to ``plan.value`` if it
+    still holds ``plan.top`` (nobody reserved since). True when it was applied.
+
+    Why a transaction: a plain conditional write whose first try arrives late (after a retry
+    was applied and another allocator reserved the same block again, bringing the counter back
+    to ``plan.top``) would set the counter back a second time and those ids would be handed
+    out twice. With a token, every try of the hand-back is the same transaction, applied once.
+    """
     assert plan.top is not None
     item = yield from counter._counter_item(deadline)
     values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
@@ -80,36 +87,33 @@ def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[
     else:
         update = "SET #v = :value"
         values[":value"] = {"N": str(plan.value)}
-    request: UpdateItemInputTypeDef = {
-        "TableName": item.table,
-        "Key": item.key,
-        "UpdateExpression": update,
-        "ConditionExpression": "#v = :top",
-        "ExpressionAttributeNames": {"#v": item.attribute},
-        "ExpressionAttributeValues": values,
-        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    action: TransactWriteItemTypeDef = {
+        "Update": {
+            "TableName": item.table,
+            "Key": item.key,
+            "UpdateExpression": update,
+            "ConditionExpression": "#v = :top",
+            "ExpressionAttributeNames": {"#v": item.attribute},
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
     }
+    token = str(uuid.uuid4())
 
-    def attempt(n: int) -> Flow[bool]:
-        try:
-            yield update_item(request, billed=1.0, count_refused=True, bill_refused=True)
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            held: Any = error_response(exc).get("Item", {}).get(item.attribute)
-            return n > 0 and _holds(held, plan.value)
-        return True
+    def attempt(_: int) -> Flow[bool]:
+        cancellation = yield from transact([action], token, items=0, billed=2.0)
+        if cancellation is None:
+            return True
+        if cancellation.verdict is Verdict.INVALID:
+            raise cancelled_error(counter, cancellation)
+        if cancellation.failed(0):
+            return False  # the counter moved on: someone reserved since
+        if cancellation.verdict is Verdict.THROTTLED:
+            raise Throttled(cancellation.describe())
+        raise Contention()
 
     return (
         yield from counter._attempts(
             attempt, f"handing ids back to counter {counter.name!r}", deadline
         )
     )
-
-
-def _holds(value: Any, expected: int | None) -> bool:
-    """Whether a counter attribute as DynamoDB returned it is ``expected`` (None: missing)."""
-    if expected is None:
-        return value is None
-    digits = value.get("N") if isinstance(value, dict) else None
-    return isinstance(digits, str) and digits.isdigit() and int(digits) == expected
