@@ -15,6 +15,7 @@ from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
+    AllocatorViews,
     BlockState,
     BlockStats,
     CloseReport,
@@ -28,7 +29,7 @@ from ddbkeys.retry import Deadline
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
 
 
-class BlockAllocator:
+class BlockAllocator(AllocatorViews):
     """Hands out ids from blocks reserved on a :class:`ddbkeys.aio.AtomicCounter`, one write
     per block: the asyncio form of :class:`ddbkeys.ids.BlockAllocator`, with the same settings,
     promises and cost.
@@ -55,6 +56,8 @@ class BlockAllocator:
     caller waiting for it gets its error, and the next take that needs a block asks again.
     The size adapts between ``min_block_size`` and ``max_block_size`` as in the sync form.
     """
+
+    counter: AtomicCounter
 
     def __init__(
         self,
@@ -87,45 +90,6 @@ class BlockAllocator:
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
-
-    @property
-    def table(self) -> str:
-        return self.counter.table
-
-    @property
-    def block_size(self) -> int:
-        """The size of the next block (``block_size`` as given, until it adapts)."""
-        return self._state.block_size
-
-    @property
-    def min_block_size(self) -> int:
-        return self._state.min_block_size
-
-    @property
-    def max_block_size(self) -> int:
-        return self._state.max_block_size
-
-    @property
-    def refill_at(self) -> float:
-        return self._state.refill_at
-
-    @property
-    def block_lifetime(self) -> float:
-        return self._state.block_lifetime
-
-    @property
-    def stats(self) -> BlockStats:
-        """Stalls, blocks reserved, ids skipped, handed back and wasted."""
-        return self._state.stats
-
-    @property
-    def stalls(self) -> int:
-        """Calls that waited for a block to be reserved."""
-        return self._state.stats.stalls
-
-    @property
-    def closed(self) -> bool:
-        return self._state.closed
 
     async def next(self) -> int:
         """The next id of this allocator."""

@@ -23,6 +23,7 @@ from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
+    AllocatorViews,
     BlockState,
     BlockStats,
     CloseReport,
@@ -59,7 +60,7 @@ __all__ = [
 EXIT_TIMEOUT = 5.0
 
 
-class BlockAllocator:
+class BlockAllocator(AllocatorViews):
     """Hands out ids from blocks reserved on an :class:`AtomicCounter`, one write per block.
 
     Promises: **unique** ids across every process that shares the counter (blocks never
@@ -93,6 +94,8 @@ class BlockAllocator:
     then loses at most a block and a spare: ``2 * max_block_size`` ids, a few minutes' worth
     at the rate it had. ``clock`` is injectable (``time.monotonic``).
     """
+
+    counter: AtomicCounter
 
     def __init__(
         self,
@@ -156,46 +159,6 @@ class BlockAllocator:
                 table=old.table,
             )
         self._start()
-
-    @property
-    def table(self) -> str:
-        return self.counter.table
-
-    @property
-    def block_size(self) -> int:
-        """The size of the next block (``block_size`` as given, until it adapts)."""
-        return self._state.block_size
-
-    @property
-    def min_block_size(self) -> int:
-        return self._state.min_block_size
-
-    @property
-    def max_block_size(self) -> int:
-        return self._state.max_block_size
-
-    @property
-    def refill_at(self) -> float:
-        return self._state.refill_at
-
-    @property
-    def block_lifetime(self) -> float:
-        return self._state.block_lifetime
-
-    @property
-    def stats(self) -> BlockStats:
-        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
-        :class:`~ddbkeys.ids.blocks_core.BlockStats`)."""
-        return self._state.stats
-
-    @property
-    def stalls(self) -> int:
-        """Calls that waited for a block to be reserved."""
-        return self._state.stats.stalls
-
-    @property
-    def closed(self) -> bool:
-        return self._state.closed
 
     def next(self) -> int:
         """The next id of this allocator."""

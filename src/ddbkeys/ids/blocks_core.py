@@ -48,6 +48,7 @@ def check_counter(counter: C, *, asynchronous: bool) -> C:
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
     "DEFAULT_REFILL_AT",
+    "AllocatorViews",
     "BlockState",
     "BlockStats",
     "CloseReport",
@@ -442,3 +443,50 @@ class BlockState:
         if self._due():
             stop = min(stop, self.mark - 1)
         self.fast_stop = max(stop, 0)
+
+
+class AllocatorViews:
+    """What both allocators show of their counter and :class:`BlockState` (read-only)."""
+
+    counter: Any
+    _state: BlockState
+
+    @property
+    def table(self) -> str:
+        return str(self.counter.table)
+
+    @property
+    def block_size(self) -> int:
+        """The size of the next block (``block_size`` as given, until it adapts)."""
+        return self._state.block_size
+
+    @property
+    def min_block_size(self) -> int:
+        return self._state.min_block_size
+
+    @property
+    def max_block_size(self) -> int:
+        return self._state.max_block_size
+
+    @property
+    def refill_at(self) -> float:
+        return self._state.refill_at
+
+    @property
+    def block_lifetime(self) -> float:
+        return self._state.block_lifetime
+
+    @property
+    def stats(self) -> BlockStats:
+        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
+        :class:`BlockStats`)."""
+        return self._state.stats
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
