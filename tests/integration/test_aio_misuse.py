@@ -19,7 +19,7 @@ from ddbkeys import aio
 from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.testing.tables import TableFactory
-from tests.support.drivers import EventLoopThread
+from tests.support.drivers import EventLoopThread, in_thread
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -45,25 +45,6 @@ def creator(endpoint_url: str, ddb_client: DynamoDBClient) -> Any:
         aws_access_key_id=keys,
         aws_secret_access_key=keys,
     )
-
-
-def in_thread(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)`` in a thread of its own, its result or its error."""
-    outcome: list[tuple[bool, Any]] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, asyncio.run(coroutine)))
-        except BaseException as exc:  # handed to the caller
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(120)
-    ok, value = outcome[0]
-    if ok:
-        return cast(T, value)
-    raise value
 
 
 def run(call: Callable[[], Coroutine[Any, Any, T]]) -> T:

@@ -24,14 +24,22 @@ import inspect
 import pkgutil
 import threading
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 from botocore.client import BaseClient
 
 T = TypeVar("T")
 
-__all__ = ["DRIVERS", "NOT_IN_AIO", "AsyncProxy", "Driver", "EventLoopThread", "async_client_for"]
+__all__ = [
+    "DRIVERS",
+    "NOT_IN_AIO",
+    "AsyncProxy",
+    "Driver",
+    "EventLoopThread",
+    "async_client_for",
+    "in_thread",
+]
 
 DRIVERS = ["sync", "async"]
 #: The reason of every async test skipped because its class or function is not ported yet.
@@ -332,3 +340,23 @@ class Driver:
 
     def __exit__(self, *_: object) -> None:
         self.close()
+
+
+def in_thread(coroutine: Coroutine[Any, Any, T], timeout: float = 120) -> T:
+    """``asyncio.run(coroutine)`` in a thread of its own (an event loop of its own), waited
+    for ``timeout`` seconds: its result, or its error raised here."""
+    outcome: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            outcome.append((True, asyncio.run(coroutine)))
+        except BaseException as exc:  # handed to the caller
+            outcome.append((False, exc))
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout)
+    ok, value = outcome[0]
+    if ok:
+        return cast(T, value)
+    raise value

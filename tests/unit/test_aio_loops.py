@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import threading
-from collections.abc import Coroutine
 from typing import Any, TypeVar, cast
 
 import pytest
@@ -22,29 +20,10 @@ from ddbkeys.core.steps import Flow, OnceCell, get_item
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.blocks import BlockAllocator
-from tests.support.drivers import EventLoopThread
+from tests.support.drivers import EventLoopThread, in_thread
 from tests.unit.test_blocks_drivers import AsyncCounter, Counter
 
 T = TypeVar("T")
-
-
-def in_thread(coroutine: Coroutine[Any, Any, T]) -> T:
-    """``asyncio.run(coroutine)`` in a new thread (its own loop), its result or its error."""
-    outcome: list[Any] = []
-
-    def run() -> None:
-        try:
-            outcome.append((True, asyncio.run(coroutine)))
-        except BaseException as exc:  # handed to the caller
-            outcome.append((False, exc))
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(30)
-    ok, value = outcome[0]
-    if ok:
-        return cast(T, value)
-    raise value
 
 
 # --- what belongs to one loop -------------------------------------------------------------------
@@ -61,7 +40,7 @@ def test_per_loop_makes_one_value_per_loop_and_drops_those_of_closed_loops() -> 
     second, _ = asyncio.run(twice())  # a new loop (it may even get the id of the first)
     assert second is not first
     assert len(per_loop) == 1  # the first loop's value went: that loop is closed
-    assert in_thread(twice())[0] is not second
+    assert in_thread(twice(), 30)[0] is not second
 
 
 def test_a_once_cell_has_a_lock_per_loop() -> None:
@@ -129,7 +108,7 @@ def test_a_client_may_go_on_in_a_new_loop_once_its_loop_has_ended() -> None:
     driver = AsyncDriver(client, Usage(), "ddbkeys.aio.AtomicCounter")
     asyncio.run(driver.run(one_read()))
     asyncio.run(driver.run(one_read()))
-    in_thread(driver.run(one_read()))
+    in_thread(driver.run(one_read()), 30)
     assert client.sent == 3
 
 
@@ -271,5 +250,5 @@ def test_an_async_block_allocator_belongs_to_one_loop() -> None:
     with pytest.raises(ConfigurationError, match=r"^ddbkeys.aio.BlockAllocator was called in an"):
         asyncio.run(three())
     with pytest.raises(ConfigurationError, match="create one BlockAllocator per event loop"):
-        in_thread(three())
+        in_thread(three(), 30)
     assert counter.calls == reserved  # nothing more was reserved
