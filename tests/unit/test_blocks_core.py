@@ -18,6 +18,7 @@ from ddbkeys.ids.blocks_core import (
     Direct,
     Hand,
     HandBack,
+    Refill,
     Step,
     Wait,
     adapt_block_size,
@@ -37,12 +38,37 @@ class Clock:
         return self.now
 
 
+def claimed(state: BlockState) -> Refill:
+    """The reservation asked for, as the driver sends it."""
+    refill = state.claim_refill()
+    assert refill is not None, "nothing was asked for"
+    return refill
+
+
+def in_flight(state: BlockState, refill: Refill | None) -> Refill:
+    """``refill``, or else the first reservation sent and not ended (sending the first one
+    asked for when none is in flight)."""
+    if refill is not None:
+        return refill
+    if not state.flight:
+        return claimed(state)
+    return Refill(min(state.flight), 0)
+
+
+def arrive(state: BlockState, block: range, refill: Refill | None = None) -> None:
+    state.filled(in_flight(state, refill), block)
+
+
+def fail(state: BlockState, error: Exception, refill: Refill | None = None) -> None:
+    state.failed(in_flight(state, refill), error)
+
+
 def held(block: range, block_size: int | None = None, **settings: Any) -> BlockState:
     """A state with ``block`` reserved (the spare: the next take makes it current)."""
     state = BlockState(block_size or len(block), **settings)
     assert state.take(1) == Wait(0, refill=True)
-    assert state.claim_refill() == (block_size or len(block))
-    state.filled(block)
+    assert claimed(state).size == (block_size or len(block))
+    arrive(state, block)
     state.stats.stalls = 0
     return state
 
@@ -86,7 +112,7 @@ def test_the_next_block_is_asked_for_once_refill_at_of_the_block_is_handed_out(
     assert "".join(p for _, p in got) == paths
     assert state.fetching == ("S" in paths)
     if prefetch:
-        assert state.claim_refill() == block_size and state.claim_refill() is None
+        assert claimed(state).size == block_size and state.claim_refill() is None
     assert state.stats.stalls == 0
 
 
@@ -105,7 +131,7 @@ def test_lend_gives_the_fast_path_the_ids_up_to_the_next_decision() -> None:
 def test_a_refill_in_flight_or_a_spare_held_asks_for_nothing_more() -> None:
     state = held(range(1, 11), refill_at=0.1)
     assert next_id(state) == (1, "S")
-    state.filled(range(11, 21))  # the spare: nothing is asked while it is held
+    arrive(state, range(11, 21))  # the spare: nothing is asked while it is held
     assert [next_id(state)[1] for _ in range(9)] == ["f"] * 8 + ["s"]
     assert next_id(state) == (11, "S")  # the spare is current: the next one is asked for
 
@@ -113,11 +139,11 @@ def test_a_refill_in_flight_or_a_spare_held_asks_for_nothing_more() -> None:
 def test_nothing_held_one_caller_asks_the_others_wait_and_count_as_stalls() -> None:
     state = BlockState(10)
     assert state.take(1) == Wait(0, refill=True)
-    assert state.fetching and state.claim_refill() == 10
+    assert state.fetching and claimed(state).size == 10
     assert state.take(1) == Wait(0)
     assert state.take(3) == Wait(0)
     assert state.stats.stalls == 3
-    state.filled(range(1, 11))
+    arrive(state, range(1, 11))
     assert not state.fetching and state.spare == range(1, 11)
     assert state.take(1, ticket=0) == Hand(range(1, 2), refill=True)
     assert state.stats.stalls == 3  # (a caller that waited is counted once)
@@ -145,8 +171,9 @@ def test_ids_are_handed_out_in_order_with_the_counters_step() -> None:
         # does not fit, a spare is held: the rest (5..10) is skipped, the spare is sliced
         (range(11, 21), False, 7, Hand(range(11, 18), refill=True), range(11, 21), 6),
         (range(11, 21), False, 10, Hand(range(11, 21), refill=True), range(11, 21), 6),
-        # does not fit, nothing spare: wait for the block being reserved, or ask for one
-        (None, True, 7, Wait(1), range(1, 11), 0),
+        # does not fit, nothing spare: wait for the block being reserved (asked for ahead:
+        # it did not keep up, a second one goes beside it), or ask for one
+        (None, True, 7, Wait(1, refill=True), range(1, 11), 0),
         (None, False, 7, Wait(1, refill=True), range(1, 11), 0),
         # more than a block: one write of its own, whatever is held
         (range(11, 21), False, 11, Direct(11), range(1, 11), 0),
@@ -165,8 +192,11 @@ def test_reserve_count(
 ) -> None:
     state = held(range(1, 11))
     assert state.take(4) == Hand(range(1, 5), refill=True)
-    state.claim_refill()
-    state.spare, state.fetching = spare, fetching
+    claimed(state)  # the block asked for ahead: in flight, or else ended (the spare, or none)
+    state.queue = [spare] if spare else []
+    if not fetching:
+        state.flight.clear()
+        state.ahead = False
     assert state.take(count) == expected
     assert state.block == block_after
     assert state.stats.skipped == skipped
@@ -190,7 +220,7 @@ def test_direct_ids_drop_the_blocks_below_them(
 ) -> None:
     state = held(range(1, 11))
     state.take(3)
-    state.filled(spare) if spare else None
+    arrive(state, spare) if spare else None
     assert state.reserved(direct) == direct
     assert (state.block, state.spare, state.floor) == (block_after, spare_after, direct.stop)
     assert state.stats.skipped == skipped
@@ -202,10 +232,10 @@ def test_a_block_reserved_below_direct_ids_is_dropped_when_it_arrives() -> None:
     assert state.take(6) == Hand(range(1, 7), refill=True)
     assert state.take(20) == Direct(20)
     state.reserved(range(21, 41))  # sent while the refill was in flight, answered first
-    state.filled(range(11, 21))  # the refill's block: below ids handed out, dropped
+    arrive(state, range(11, 21))  # the refill's block: below ids handed out, dropped
     assert state.spare is None and not state.fetching
     assert state.take(1) == Wait(2, refill=True)
-    state.filled(range(41, 51))
+    arrive(state, range(41, 51))
     assert state.take(1) == Hand(range(41, 42), refill=True)
 
 
@@ -231,7 +261,7 @@ def test_a_failed_reservation_is_the_error_of_those_who_waited_for_it() -> None:
     waiting = state.take(1)
     assert waiting == Wait(0)
     error = Throttled("slow down")
-    state.failed(error)
+    fail(state, error)
     assert not state.fetching and state.stats.failed_refills == 1
     with pytest.raises(Throttled) as raised:
         state.take(1, ticket=0)
@@ -239,7 +269,7 @@ def test_a_failed_reservation_is_the_error_of_those_who_waited_for_it() -> None:
     # a caller that did not wait for it asks again, and new callers wait for that one
     assert state.take(1) == Wait(1, refill=True)
     assert state.take(1) == Wait(1)
-    state.failed(second := Throttled("again"))
+    fail(state, second := Throttled("again"))
     with pytest.raises(Throttled) as raised:
         state.take(1, ticket=1)
     assert raised.value is second
@@ -248,9 +278,9 @@ def test_a_failed_reservation_is_the_error_of_those_who_waited_for_it() -> None:
 def test_failure_then_success_hands_out_ids() -> None:
     state = BlockState(10)
     state.take(1)
-    state.failed(Throttled())
+    fail(state, Throttled())
     assert state.take(1) == Wait(1, refill=True)
-    state.filled(range(1, 11))
+    arrive(state, range(1, 11))
     assert state.failure is None
     assert state.take(1, ticket=1) == Hand(range(1, 2), refill=True)
 
@@ -258,11 +288,11 @@ def test_failure_then_success_hands_out_ids() -> None:
 def test_a_failed_refill_ahead_reaches_only_callers_who_cannot_be_served() -> None:
     state = held(range(1, 11), refill_at=0.5)
     assert state.take(5) == Hand(range(1, 6), refill=True)
-    state.failed(Throttled())  # the current block still serves, and the next take asks again
+    fail(state, Throttled())  # the current block still serves, and the next take asks again
     assert state.fast_stop <= state.position  # (not the fast path: it would not ask)
     assert next_id(state) == (6, "S")
     assert [next_id(state) for _ in range(4)] == [(7, "f"), (8, "f"), (9, "f"), (10, "s")]
-    state.failed(Throttled())
+    fail(state, Throttled())
     with pytest.raises(Throttled):
         state.take(1, ticket=2)
 
@@ -271,7 +301,7 @@ def test_an_abandoned_reservation_is_asked_again_without_error() -> None:
     state = BlockState(10)
     assert state.take(1) == Wait(0, refill=True)
     assert state.take(1) == Wait(0)
-    state.abandoned()
+    state.abandoned(in_flight(state, None))
     assert state.take(1, ticket=0) == Wait(1, refill=True)
 
 
@@ -309,9 +339,8 @@ def run_blocks(state: BlockState, clock: Clock, rates: list[float]) -> list[tupl
         clock.now += length / rate
         while state.left:
             next_id(state)  # the last id's take measures how long the block lasted
-        size = state.claim_refill()
-        assert size is not None
-        state.filled(range(top + 1, top + 1 + size))
+        size = claimed(state).size
+        arrive(state, range(top + 1, top + 1 + size))
         top += size
         seen.append((length, state.block_size))
     return seen
@@ -336,7 +365,7 @@ def test_adaptation_projects_the_rate_onto_the_size_to_come() -> None:
         range(1, 101), min_block_size=100, max_block_size=10_000, block_lifetime=10.0, clock=clock
     )
     assert [next_id(state)[0] for _ in range(10)] == list(range(1, 11))
-    assert state.claim_refill() == 100
+    assert claimed(state).size == 100
     state.block_size = 400  # (as if it had grown since this block was asked for)
     clock.now += 3.0
     for _ in range(90):
@@ -349,7 +378,7 @@ def test_a_block_skipped_before_its_end_is_measured_on_what_it_handed_out() -> N
     clock = Clock()
     state = held(range(1, 11), max_block_size=1000, block_lifetime=10.0, clock=clock)
     assert state.take(4) == Hand(range(1, 5), refill=True)
-    state.filled(range(11, 21))
+    arrive(state, range(11, 21))
     clock.now += 100.0  # 4 ids in 100 s: a block of 10 would last 250 s
     assert state.take(8) == Hand(range(11, 19), refill=True)  # 5..10 skipped
     assert state.block_size == 10  # halved, but not below min_block_size (10)
@@ -439,7 +468,7 @@ def test_close_counts_what_could_not_go_back(applied: bool, report: CloseReport)
     state = held(range(1, 11), table="tickets")
     state.take(3)
     state.claim_refill()
-    state.filled(range(21, 36))  # another process took 11..20
+    arrive(state, range(21, 36))  # another process took 11..20
     state.close()
     plan = state.release()
     assert plan == HandBack(35, 20, 15, 7)
@@ -454,7 +483,7 @@ def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back
     state.take(2)
     state.claim_refill()
     state.close()
-    state.filled(range(11, 21))  # in flight when close() began: waited for, handed back
+    arrive(state, range(11, 21))  # in flight when close() began: waited for, handed back
     plan = state.release()
     assert plan == HandBack(20, 2, 18, 0)
     late = held(range(1, 11))
@@ -462,7 +491,7 @@ def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back
     late.claim_refill()
     late.close()
     assert late.release() == HandBack(10, 2, 8, 0)
-    late.filled(range(11, 21))  # the wait gave up on it: it comes after the plan
+    arrive(late, range(11, 21))  # the wait gave up on it: it comes after the plan
     assert late.stats.wasted == 10 and late.spare is None
 
 
@@ -545,9 +574,11 @@ def test_a_refill_ahead_that_does_not_keep_up_doubles_the_size(
     # each block lasts 1 s, the target: the size is kept when a block is used up
     state = held(range(1, 11), block_lifetime=1.0, clock=lambda: next(ticks), **settings)
     assert state.take(10).refill is asked_ahead
-    first = state.take(1)
-    assert isinstance(first, Wait) and first.refill is not asked_ahead
-    assert state.take(1) == Wait(1)  # a second caller waiting for the same block
+    # nothing held: the first caller asks (for a second reservation beside the one asked for
+    # ahead, when there is one: it did not keep up)
+    assert state.take(1) == Wait(1, refill=True)
+    assert state.take(1) == Wait(1)  # a second caller waiting for the same blocks
+    assert len(state.asked) == (2 if asked_ahead else 1)
     assert state.block_size == size_after
     assert state.stats.stalls == 2
 

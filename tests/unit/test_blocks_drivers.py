@@ -209,7 +209,7 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
         blocks.next()  # 2..10
     counter.release.clear()
     assert blocks.next() == 11  # 11..20 current, 21..30 asked for
-    until(lambda: blocks._state.fetching and blocks._state.pending is None)  # sent
+    until(lambda: bool(blocks._state.flight) and not blocks._state.asked)  # sent
     threading.Timer(0.05, counter.release.set).start()
     assert blocks.close() == CloseReport(19, 0, True)  # 12..30 (it waited for 21..30)
     assert counter.last == 11
@@ -220,7 +220,7 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     counter.release.clear()
     for _ in range(10):
         late.next()  # 22..31 current, the next block asked for and held
-    until(lambda: late._state.fetching and late._state.pending is None)
+    until(lambda: bool(late._state.flight) and not late._state.asked)
     assert late.close(timeout=0.05) == CloseReport(9, 0, True)  # without the block in flight
     assert counter.last == 22
     counter.release.set()
@@ -350,7 +350,7 @@ def test_a_forked_child_drops_the_blocks_and_the_reservation_in_flight() -> None
     blocks = BlockAllocator(cast(Any, counter), 10)
     assert blocks.next() == 1
     counter.release.clear()  # the parent's next reservation hangs (as if in flight)
-    blocks._state.fetching = True  # ... and the child inherits that it was asked for
+    blocks._state.flight[99] = None  # ... and the child inherits that it was in flight
     blocks._forked()
     counter.release.set()
     child = [blocks.next() for _ in range(3)]

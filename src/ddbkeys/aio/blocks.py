@@ -15,14 +15,14 @@ from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
-    AllocatorViews,
     BlockState,
     BlockStats,
     CloseReport,
     Direct,
     Hand,
-    check_counter,
+    Refill,
 )
+from ddbkeys.ids.blocks_views import AllocatorViews, check_counter
 from ddbkeys.ids.counter import _positive
 from ddbkeys.retry import Deadline
 
@@ -84,7 +84,7 @@ class BlockAllocator(AllocatorViews):
             table=counter.table,
         )
         self._changed: asyncio.Event | None = None  # set when a reservation ends
-        self._task: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[None]] = set()  # the reservations in flight
         self._report: CloseReport | None = None
         self._closing: asyncio.Task[CloseReport] | None = None
         self._loop = LoopBinding(
@@ -123,9 +123,8 @@ class BlockAllocator(AllocatorViews):
         seconds = timeout if timeout is not None else self.counter.deadline
         self._state.close()
         self._wake()
-        task = self._task
-        if task is not None and not task.done():
-            await asyncio.wait({task}, timeout=seconds)
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=seconds)
         plan = self._state.release()
         applied = False
         try:
@@ -164,9 +163,11 @@ class BlockAllocator(AllocatorViews):
             await self._changed.wait()
 
     def _spawn(self) -> None:
-        size = self._state.claim_refill()
-        if size is not None:
-            self._task = asyncio.get_running_loop().create_task(self._fill(size))
+        refill = self._state.claim_refill()
+        if refill is not None:
+            task = asyncio.get_running_loop().create_task(self._fill(refill))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     def _wake(self) -> None:
         """Wake every caller waiting (a reservation ended, or the allocator closed)."""
@@ -174,16 +175,16 @@ class BlockAllocator(AllocatorViews):
         if changed is not None:
             changed.set()
 
-    async def _fill(self, size: int) -> None:
-        """Reserve one block into the spare slot; wake every caller waiting when it ends."""
+    async def _fill(self, refill: Refill) -> None:
+        """Reserve one block; wake every caller waiting when it ends."""
         try:
-            block = await self.counter.reserve(size)
+            block = await self.counter.reserve(refill.size)
         except Exception as exc:  # the waiters' error (the task itself ends quietly)
-            self._state.failed(exc)
+            self._state.failed(refill, exc)
         except BaseException:  # cancelled: the waiters take again, one of them asks again
-            self._state.abandoned()
+            self._state.abandoned(refill)
             raise
         else:
-            self._state.filled(block)
+            self._state.filled(refill, block)
         finally:
             self._wake()

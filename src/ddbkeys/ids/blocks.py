@@ -23,7 +23,6 @@ from ddbkeys.ids.blocks_close import hand_back
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
-    AllocatorViews,
     BlockState,
     BlockStats,
     CloseReport,
@@ -34,9 +33,9 @@ from ddbkeys.ids.blocks_core import (
     Wait,
     adapt_block_size,
     check_block_size,
-    check_counter,
     plan_hand_back,
 )
+from ddbkeys.ids.blocks_views import AllocatorViews, check_counter
 from ddbkeys.ids.counter import AtomicCounter, _positive
 from ddbkeys.retry import Deadline
 
@@ -69,8 +68,9 @@ class BlockAllocator(AllocatorViews):
     their blocks. **Not gapless**, but a gap only where something was lost: ``close()`` (or
     the end of a ``with`` block, or the interpreter's exit) hands the unused ids back to the
     counter when nobody has reserved since, so a clean restart leaves none unused; a process
-    that dies leaves at most its current block's rest and its spare block unused, and a block
-    whose reservation response was lost is never seen. Thread-safe.
+    that dies leaves at most two blocks unused (its current block's rest and the block
+    reserved after it, or the two reserved after it), and a block whose reservation response
+    was lost is never seen. Thread-safe.
 
     Cost: one UpdateItem (1 write unit) per block, and one conditional update (a one-action
     transaction with a token: 2 write units) at close when there is something to hand back.
@@ -79,19 +79,21 @@ class BlockAllocator(AllocatorViews):
     reserved by a worker thread of the allocator (a daemon, started with the first block) once
     ``refill_at`` of the current block is handed out (default 0.1, as Meituan's Leaf), so
     ``next()`` takes an id from memory, without even a lock (the ids up to the next decision
-    come from a range iterator); every block is reserved by the worker. A caller that finds
+    come from a range iterator); every block is reserved by a worker. A caller that finds
     no id held waits for the block being reserved: a stall, counted in :attr:`stats` (with the
-    blocks reserved, the ids skipped, handed back and wasted). When a reservation fails,
-    every caller waiting for it gets its error, and the next take that needs a block asks
-    again. ``prefetch=False`` reserves a block only when one is needed (every block is a
-    stall).
+    blocks reserved, the ids skipped, handed back and wasted). When callers outrun the block
+    reserved ahead, a second worker reserves another beside it (two round trips overlap:
+    twice the ids a round trip allows, for a fixed size), still never more than two blocks
+    held. When a reservation fails, every caller waiting gets its error (once no other
+    reservation is in flight), and the next take that needs a block asks again.
+    ``prefetch=False`` reserves a block only when one is needed (every block is a stall).
 
     **Adaptive size.** Blocks start at ``block_size`` ids. Given bounds wider than that
     (``min_block_size``, ``max_block_size``; both default to ``block_size``: a fixed size),
     the size doubles when a block lasted less than ``block_lifetime`` seconds (default 60) and
     halves when it lasted more than twice that, so a block lasts a minute or two at any rate;
     it also doubles when callers stall while the block reserved ahead is on its way. A crash
-    then loses at most a block and a spare: ``2 * max_block_size`` ids, a few minutes' worth
+    then loses at most two blocks: ``2 * max_block_size`` ids, a few minutes' worth
     at the rate it had. ``clock`` is injectable (``time.monotonic``).
     """
 
@@ -131,7 +133,7 @@ class BlockAllocator(AllocatorViews):
         self._lock = threading.Lock()
         self._ready = threading.Condition(self._lock)  # callers waiting for a reservation
         self._work = threading.Condition(self._lock)  # the worker waiting for one to send
-        self._worker: threading.Thread | None = None
+        self._workers: list[threading.Thread] = []
         self._closing = threading.Lock()
         self._pid = os.getpid()
         self._stopped = threading.Event()  # collected: the worker ends
@@ -252,10 +254,11 @@ class BlockAllocator(AllocatorViews):
             return ids
 
     def _wake(self) -> None:
-        """Have the worker send the reservation asked for (the lock held)."""
-        worker = self._worker
-        if worker is None or not worker.is_alive():
-            worker = self._worker = threading.Thread(
+        """Have a worker send the reservation asked for (the lock held): a worker for each
+        reservation asked for or in flight (at most two at once), started when first needed."""
+        self._workers = workers = [worker for worker in self._workers if worker.is_alive()]
+        if len(workers) < len(self._state.asked) + len(self._state.flight):
+            worker = threading.Thread(
                 target=_work,
                 args=(
                     self._lock,
@@ -270,6 +273,7 @@ class BlockAllocator(AllocatorViews):
                 daemon=True,
             )
             worker.start()
+            workers.append(worker)
             _track(self)
         self._work.notify()
 
@@ -318,27 +322,27 @@ def _work(
     the allocator, so that an allocator nobody holds can be collected."""
     while True:
         with lock:
-            size = state.claim_refill()
-            while size is None:
+            refill = state.claim_refill()
+            while refill is None:
                 if state.closed or stopped.is_set():
                     return
                 work.wait()
-                size = state.claim_refill()
+                refill = state.claim_refill()
         try:
-            block = counter.reserve(size)
+            block = counter.reserve(refill.size)
         except Exception as exc:  # the waiters' error, and the next take asks again
             with lock:
                 fast.reclaim(state)  # (so that the next take decides)
-                state.failed(exc)
+                state.failed(refill, exc)
                 ready.notify_all()
         except BaseException:
             with lock:
-                state.abandoned()
+                state.abandoned(refill)
                 ready.notify_all()
             raise
         else:
             with lock:
-                state.filled(block)
+                state.filled(refill, block)
                 ready.notify_all()
 
 
@@ -358,7 +362,7 @@ def _stop(
             work.notify_all()
         finally:
             lock.release()
-    unused = 0 if state.closed else state.left + len(state.spare or ()) + len(list(fast.ids))
+    unused = 0 if state.closed else state.unused + len(list(fast.ids))
     if unused:
         warnings.warn(
             f"A BlockAllocator on table {state.table!r} was collected without close(): "

@@ -9,57 +9,30 @@ a task per reservation); both send the hand-back of
 
 from __future__ import annotations
 
-import inspect
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar
 
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
 from ddbkeys.ids.values import MAX_ID
 
-C = TypeVar("C")
-
-
-def check_counter(counter: C, *, asynchronous: bool) -> C:
-    """``counter`` when it is the kind of counter the allocator awaits (``asynchronous``) or
-    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
-    :class:`ddbkeys.aio.AtomicCounter`; the other kind is a :class:`ConfigurationError`."""
-    reserve: Any = getattr(counter, "reserve", None)
-    if reserve is None or not hasattr(counter, "table"):
-        raise ConfigurationError(
-            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, table, "
-            f"name), block_size=100)), not {type(counter).__name__}."
-        )
-    if inspect.iscoroutinefunction(reserve) != asynchronous:
-        given, wanted = (
-            ("ddbkeys.aio", "ddbkeys.ids") if not asynchronous else ("ddbkeys.ids", "ddbkeys.aio")
-        )
-        raise ConfigurationError(
-            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
-            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
-            table=getattr(counter, "table", None),
-        )
-    return counter
-
-
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
     "DEFAULT_REFILL_AT",
-    "AllocatorViews",
     "BlockState",
     "BlockStats",
     "CloseReport",
     "Direct",
     "Hand",
     "HandBack",
+    "Refill",
     "Step",
     "Wait",
     "adapt_block_size",
     "check_block_size",
-    "check_counter",
     "plan_hand_back",
 ]
 
@@ -90,6 +63,15 @@ class Wait:
 
     ticket: int
     refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refill:
+    """A reservation of a block of ``size`` ids for the driver to send (``number``: which one,
+    for the report of its outcome)."""
+
+    number: int
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,8 +145,12 @@ class BlockState:
 
     ``take(count)`` hands out ``count`` consecutive ids from the current block when they fit in
     what is left of it. When they do not, the rest of the current block is skipped (a gap) and
-    the spare block becomes current, or the caller waits (:class:`Wait`) for the block being
-    reserved; one reservation at a time. More than a block's ids are one write of their own
+    the next block held becomes current, or the caller waits (:class:`Wait`) for the block
+    being reserved. One reservation at a time, but for a second one beside it when callers
+    outran a block asked for ahead and nothing is held (so never more than two blocks held or
+    on their way); a block is handed out only once no reservation in flight may land below it
+    (each was sent after an id at least as high was known), so ids stay increasing whatever
+    order the answers come in. More than a block's ids are one write of their own
     (:class:`Direct`), after which the blocks held below them are dropped, so that ids stay
     increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
     take that hands out the ``refill_at`` fraction of the current one; without, only a caller
@@ -232,10 +218,11 @@ class BlockState:
         self.mark = 1  # ... when this many are, the next block is asked for
         self.fast_stop = 0  # take_one() hands out while position is below this
         self.since: float | None = None  # when the current block became current (adaptive)
-        self.spare: range | None = None
-        self.fetching = False  # a reservation asked for and not ended
-        self.ahead = False  # ... asked for ahead of need (not by a caller with nothing left)
-        self.pending: int | None = None  # ... its size, until the driver claims it
+        self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
+        self.asked: list[int] = []  # the sizes of the reservations asked for, not sent yet
+        self.flight: dict[int, int | None] = {}  # sent, not ended: the top known when sent
+        self.sent = 0  # reservations sent (numbers them)
+        self.ahead = False  # the one in flight was asked for ahead of need
         self.floor: int | None = None  # no block starting below this is handed out
         self.top: int | None = None  # the last id of the highest reservation
         self.outcomes = 0  # reservations that have ended (tickets count these)
@@ -247,6 +234,21 @@ class BlockState:
     def left(self) -> int:
         """Ids left in the current block."""
         return len(self.block) - self.position
+
+    @property
+    def spare(self) -> range | None:
+        """The next block to become current (None: none held)."""
+        return self.queue[0] if self.queue else None
+
+    @property
+    def fetching(self) -> bool:
+        """Whether a reservation is asked for or in flight."""
+        return bool(self.asked or self.flight)
+
+    @property
+    def unused(self) -> int:
+        """Ids held and not handed out: the current block's rest and the blocks after it."""
+        return self.left + sum(len(block) for block in self.queue)
 
     def take_one(self) -> int | None:
         """The next id, when the current block has it and taking it decides nothing else; else
@@ -292,31 +294,45 @@ class BlockState:
             spare = self.spare
             if count > self.block_size or (spare is not None and count > len(spare)):
                 return Direct(count)
-            if spare is None:
+            if spare is None or not self._safe(spare):
                 break
-            self._current(spare)
-        if ticket is not None and self.failure is not None and self.failure[0] > ticket:
+            self._current(self.queue.pop(0))
+        if (
+            ticket is not None
+            and self.failure is not None
+            and self.failure[0] > ticket
+            and not self.fetching
+        ):
             raise self.failure[1]
+        late = False
         if ticket is None:
             self.stats.stalls += 1
-            if self.fetching and self.ahead:  # the block asked for ahead did not come in time
-                self.ahead = False  # (once for each)
+            if self.ahead and self.fetching:  # the block asked for ahead did not come in time
+                self.ahead, late = False, True  # (once for each)
                 self.block_size = min(self.block_size * 2, self.max_block_size)
-        refill = not self.fetching
+        # one reservation at a time, and a second one beside it when the callers outran the
+        # first (asked for ahead) and nothing is held: never more than two blocks held
+        refill = not self.fetching or (
+            late and self.prefetch and not self.queue and len(self.flight) + len(self.asked) < 2
+        )
         if refill:
             self._ask(ahead=False)
         return Wait(self.outcomes, refill)
 
-    def claim_refill(self) -> int | None:
-        """The size of the block asked for and not sent yet (None: none); the driver sends it
-        now and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
-        size, self.pending = self.pending, None
-        return size
+    def claim_refill(self) -> Refill | None:
+        """The reservation asked for and not sent yet (None: none); the driver sends it now
+        and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
+        if not self.asked:
+            return None
+        self.sent += 1
+        self.flight[self.sent] = self.top  # it lands above every id known now
+        return Refill(self.sent, self.asked.pop(0))
 
-    def filled(self, block: range) -> None:
-        """A block was reserved: it becomes the spare (dropped if below ids already handed out
-        by a :class:`Direct` reservation, wasted if it came after the close)."""
-        self._ended()
+    def filled(self, refill: Refill, block: range) -> None:
+        """A block was reserved: it joins the blocks held (dropped if below ids already
+        handed out by a :class:`Direct` reservation, wasted if it came after the close). It
+        becomes current once no reservation in flight may land below it."""
+        self._ended(refill)
         self.failure = None
         self.stats.refills += 1
         self._reached(block)
@@ -325,21 +341,22 @@ class BlockState:
         elif self.floor is not None and block.start < self.floor:
             self.stats.skipped += len(block)
         else:
-            self.spare = block
+            self.queue.append(block)
+            self.queue.sort(key=lambda held: held.start)
         self._settle()
 
-    def failed(self, error: Exception) -> None:
-        """Reserving a block failed: the callers waiting for it get ``error``; the next take
-        that needs a block asks again."""
-        self._ended()
+    def failed(self, refill: Refill, error: Exception) -> None:
+        """Reserving a block failed: the callers waiting get ``error`` (once no other
+        reservation is in flight); the next take that needs a block asks again."""
+        self._ended(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
         self._settle()
 
-    def abandoned(self) -> None:
+    def abandoned(self, refill: Refill) -> None:
         """Reserving a block was given up (the worker interrupted, the task cancelled): the
         callers waiting for it take again, and one of them asks again."""
-        self._ended()
+        self._ended(refill)
         self._settle()
 
     def reserved(self, ids: range) -> range:
@@ -350,9 +367,9 @@ class BlockState:
             if self.block and self.block.start < self.floor:
                 self.stats.skipped += self.left
                 self.block, self.position, self.since = range(0), 0, None
-            if self.spare is not None and self.spare.start < self.floor:
-                self.stats.skipped += len(self.spare)
-                self.spare = None
+            below = [held for held in self.queue if held.start < self.floor]
+            self.stats.skipped += sum(len(held) for held in below)
+            self.queue = [held for held in self.queue if held.start >= self.floor]
             self._settle()
         return ids
 
@@ -362,16 +379,14 @@ class BlockState:
         """No more takes (they raise); a block asked for and not sent yet is not sent. The
         driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
         self.closed = True
-        if self.pending is not None:
-            self.pending = None
-            self.fetching = False
+        self.asked.clear()
         self._settle()
 
     def release(self) -> HandBack:
         """What goes back to the counter (see :func:`plan_hand_back`); the blocks are let go."""
         self.closed = self.released = True
-        plan = plan_hand_back([self.block[self.position :], self.spare or range(0)], self.top)
-        self.block, self.position, self.spare, self.since = range(0), 0, None, None
+        plan = plan_hand_back([self.block[self.position :], *self.queue], self.top)
+        self.block, self.position, self.queue, self.since = range(0), 0, [], None
         self._settle()
         return plan
 
@@ -398,13 +413,18 @@ class BlockState:
         return self.prefetch and self.spare is None and not self.fetching and not self.closed
 
     def _ask(self, *, ahead: bool) -> None:
-        self.fetching = True
-        self.ahead = ahead
-        self.pending = self.block_size
+        self.ahead = ahead or self.ahead
+        self.asked.append(self.block_size)
 
-    def _ended(self) -> None:
-        self.fetching = False
-        self.pending = None
+    def _safe(self, block: range) -> bool:
+        """Whether every reservation in flight lands above ``block`` (it was sent after an
+        id at least as high was known), so that handing ``block`` out keeps ids increasing."""
+        return all(known is not None and known >= block[-1] for known in self.flight.values())
+
+    def _ended(self, refill: Refill) -> None:
+        self.flight.pop(refill.number, None)
+        if not self.flight:
+            self.ahead = False
         self.outcomes += 1
 
     def _reached(self, ids: range) -> None:
@@ -412,10 +432,11 @@ class BlockState:
             self.top = ids[-1] if self.top is None else max(self.top, ids[-1])
 
     def _current(self, block: range) -> None:
-        """The spare becomes current; the rest of the current block is skipped."""
+        """``block`` (taken from the queue) becomes current; the rest of the current block is
+        skipped."""
         self.stats.skipped += self.left
         self._retire()
-        self.block, self.position, self.spare = block, 0, None
+        self.block, self.position = block, 0
         self.since = self.clock() if self.adaptive else None
         # the take that hands out this many ids asks for the next block (at least the first)
         self.mark = max(1, math.ceil(round(self.refill_at * len(block), 9)))
@@ -443,50 +464,3 @@ class BlockState:
         if self._due():
             stop = min(stop, self.mark - 1)
         self.fast_stop = max(stop, 0)
-
-
-class AllocatorViews:
-    """What both allocators show of their counter and :class:`BlockState` (read-only)."""
-
-    counter: Any
-    _state: BlockState
-
-    @property
-    def table(self) -> str:
-        return str(self.counter.table)
-
-    @property
-    def block_size(self) -> int:
-        """The size of the next block (``block_size`` as given, until it adapts)."""
-        return self._state.block_size
-
-    @property
-    def min_block_size(self) -> int:
-        return self._state.min_block_size
-
-    @property
-    def max_block_size(self) -> int:
-        return self._state.max_block_size
-
-    @property
-    def refill_at(self) -> float:
-        return self._state.refill_at
-
-    @property
-    def block_lifetime(self) -> float:
-        return self._state.block_lifetime
-
-    @property
-    def stats(self) -> BlockStats:
-        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
-        :class:`BlockStats`)."""
-        return self._state.stats
-
-    @property
-    def stalls(self) -> int:
-        """Calls that waited for a block to be reserved."""
-        return self._state.stats.stalls
-
-    @property
-    def closed(self) -> bool:
-        return self._state.closed

@@ -1,0 +1,85 @@
+"""What both block allocators share outside :class:`~ddbkeys.ids.blocks_core.BlockState`: the
+check of the counter they are given, and the read-only views of their settings and stats."""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ddbkeys.errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from ddbkeys.ids.blocks_core import BlockState, BlockStats
+
+__all__ = ["AllocatorViews", "check_counter"]
+
+C = TypeVar("C")
+
+
+def check_counter(counter: C, *, asynchronous: bool) -> C:
+    """``counter`` when it is the kind of counter the allocator awaits (``asynchronous``) or
+    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
+    :class:`ddbkeys.aio.AtomicCounter`; the other kind is a :class:`ConfigurationError`."""
+    reserve: Any = getattr(counter, "reserve", None)
+    if reserve is None or not hasattr(counter, "table"):
+        raise ConfigurationError(
+            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, table, "
+            f"name), block_size=100)), not {type(counter).__name__}."
+        )
+    if inspect.iscoroutinefunction(reserve) != asynchronous:
+        given, wanted = (
+            ("ddbkeys.aio", "ddbkeys.ids") if not asynchronous else ("ddbkeys.ids", "ddbkeys.aio")
+        )
+        raise ConfigurationError(
+            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
+            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
+            table=getattr(counter, "table", None),
+        )
+    return counter
+
+
+class AllocatorViews:
+    """What both allocators show of their counter and :class:`BlockState` (read-only)."""
+
+    counter: Any
+    _state: BlockState
+
+    @property
+    def table(self) -> str:
+        return str(self.counter.table)
+
+    @property
+    def block_size(self) -> int:
+        """The size of the next block (``block_size`` as given, until it adapts)."""
+        return self._state.block_size
+
+    @property
+    def min_block_size(self) -> int:
+        return self._state.min_block_size
+
+    @property
+    def max_block_size(self) -> int:
+        return self._state.max_block_size
+
+    @property
+    def refill_at(self) -> float:
+        return self._state.refill_at
+
+    @property
+    def block_lifetime(self) -> float:
+        return self._state.block_lifetime
+
+    @property
+    def stats(self) -> BlockStats:
+        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
+        :class:`BlockStats`)."""
+        return self._state.stats
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
