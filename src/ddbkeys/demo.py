@@ -61,6 +61,7 @@ PROMISES = {
     "coalesced": "shared writes; may skip",
     "idempotent": "no skip on lost answers",
     "blocks": "unique; may skip",
+    "blocks-adaptive": "no skip: lost answers, restart",
     "collection": "gapless per collection",
     "gapless": "gapless, with the item",
     "naive": "none (read, then write)",
@@ -76,6 +77,7 @@ class Sizes:
     coalesced: int = 800
     idempotent: int = 800
     blocks: int = 5000
+    blocks_adaptive: int = 20000
     block_size: int = 100
     collection: int = 400
     gapless: int = 800
@@ -93,6 +95,7 @@ class Sizes:
             coalesced=80,
             idempotent=80,
             blocks=1000,
+            blocks_adaptive=4000,
             collection=40,
             gapless=80,
             naive=40,
@@ -117,6 +120,9 @@ class IdsResult:
     throttled: int
     billed_write_units: float
     kept: bool
+    #: What the row shows beside the table's columns (blocks-adaptive: how the blocks grew,
+    #: what close() handed back and where the restart went on).
+    note: str = ""
 
     @property
     def ids_per_second(self) -> float:
@@ -264,26 +270,73 @@ def _mint(
 ) -> tuple[list[int], float, Usage]:
     """Mint ``count`` ids from ``sizes.writers`` threads: (ids got, seconds, usage)."""
     mint, usage = _minter(kind, client, table, sizes)
-    phase = f"ids: {kind}"
+    started = time.perf_counter()
+    handed_out = _in_threads(mint, range(count), count, sizes.writers, f"ids: {kind}", progress)
+    return handed_out, time.perf_counter() - started, usage
+
+
+def _in_threads(
+    mint: Callable[[str], int],
+    calls: range,
+    total: int,
+    writers: int,
+    phase: str,
+    progress: Progress | None,
+) -> list[int]:
+    """The ids ``mint`` gives for each of ``calls`` (numbers out of ``total``, for progress),
+    from ``writers`` threads."""
     tag = uuid.uuid4().hex[:6]
     lock = threading.Lock()
-    done = 0
+    done = calls.start
 
     def one(i: int) -> int:
         nonlocal done
         value = mint(f"{tag}-{i}")
         with lock:
             done += 1
-            if progress is not None and (done % 10 == 0 or done == count):
-                progress(phase, done, count)
+            if progress is not None and (done % 10 == 0 or done == total):
+                progress(phase, done, total)
         return value
 
-    if progress is not None:
-        progress(phase, 0, count)
-    started = time.perf_counter()
-    with ThreadPoolExecutor(sizes.writers) as pool:
-        handed_out = list(pool.map(one, range(count)))
-    return handed_out, time.perf_counter() - started, usage
+    if progress is not None and not calls.start:
+        progress(phase, 0, total)
+    with ThreadPoolExecutor(writers) as pool:
+        return list(pool.map(one, calls))
+
+
+def _next_of(blocks: BlockAllocator) -> Callable[[str], int]:
+    return lambda _tag: blocks.next()
+
+
+def _mint_restarted(
+    count: int, client: DynamoDBClient, table: str, sizes: Sizes, progress: Progress | None
+) -> tuple[list[int], float, Usage, str, bool]:
+    """Blocks whose size adapts (from ``sizes.block_size`` up to 1,000 times that), reserved
+    on an idempotent counter, closed halfway and restarted as a new allocator on the same
+    counter: (ids got, seconds, usage, a
+    note on the blocks and the restart, whether each close left the counter at the last id
+    handed out, so that the restart wasted nothing)."""
+    # Idempotent reservations: a lost answer retried skips no block (grown blocks are big).
+    counter = AtomicCounter(client, table, "tickets", idempotent=True)
+    phase, half, started = "ids: blocks-adaptive", count // 2, time.perf_counter()
+    handed_out: list[int] = []
+    notes, exact = [], True
+    for calls in (range(half), range(half, count)):
+        blocks = BlockAllocator(counter, sizes.block_size, max_block_size=1000 * sizes.block_size)
+        with blocks:
+            mint = _next_of(blocks)
+            got = _in_threads(mint, calls, count, sizes.writers, phase, progress)
+        closed = blocks.close()  # (the with block closed it: its report again)
+        before, handed_out = handed_out, handed_out + got
+        left_at = counter.current()
+        exact = exact and left_at == max(handed_out) and min(got) > max(before or [0])
+        notes.append(
+            (f"restarted at {min(got):,}; " if before else "")
+            + f"blocks grew from {sizes.block_size:,} to {blocks.block_size:,} ids; close() "
+            f"handed back the {closed.handed_back:,} ids held unused, leaving the counter at "
+            f"{left_at:,}" + (" (the last id given out)" if left_at == max(handed_out) else "")
+        )
+    return handed_out, time.perf_counter() - started, counter.usage, "; ".join(notes), exact
 
 
 def run_ids(
@@ -297,6 +350,7 @@ def run_ids(
         "coalesced",
         "idempotent",
         "blocks",
+        "blocks-adaptive",
         "collection",
         "gapless",
         "naive",
@@ -313,7 +367,7 @@ def run_ids(
     proxy = FaultProxy(endpoint_url).start() if faults else None
     try:
         for kind in kinds:
-            count: int = getattr(sizes, kind)
+            count: int = getattr(sizes, kind.replace("-", "_"))
             table = (
                 factory(("pk", "S"), ("sk", "N")) if kind == "collection" else factory(("pk", "S"))
             )
@@ -332,12 +386,19 @@ def run_ids(
                 proxy.reset()
             url = proxy.endpoint_url if proxy is not None else endpoint_url
             client = make_client(url, region, profile, max_attempts=10)
-            handed_out, seconds, usage = _mint(kind, count, client, table, sizes, progress)
+            note, exact = "", True
+            if kind == "blocks-adaptive":
+                handed_out, seconds, usage, note, exact = _mint_restarted(
+                    count, client, table, sizes, progress
+                )
+            else:
+                handed_out, seconds, usage = _mint(kind, count, client, table, sizes, progress)
             counts = proxy.counts if proxy is not None else {}
             gaps, duplicates = _delivered(kind, client, table, handed_out)
-            kept = duplicates == 0 and (kind in ("counter", "coalesced", "blocks") or gaps == 0)
-            if kind in ("collection", "gapless", "idempotent"):
-                # ... and the callers were told exactly the ids the table holds: 1 to count.
+            kept = duplicates == 0 and exact
+            kept = kept and (kind in ("counter", "coalesced", "blocks") or gaps == 0)
+            if kind in ("collection", "gapless", "idempotent", "blocks-adaptive"):
+                # ... and the callers were told exactly 1 to count (the ids the table holds).
                 kept = kept and sorted(handed_out) == list(range(1, count + 1))
             results.append(
                 IdsResult(
@@ -353,6 +414,7 @@ def run_ids(
                     throttled=int(counts.get("throttle", 0)),
                     billed_write_units=usage.billed_write_units,
                     kept=kept if kind != "naive" else False,  # it promises nothing
+                    note=note,
                 )
             )
     finally:

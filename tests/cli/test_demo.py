@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,16 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-STRATEGIES = ["counter", "coalesced", "idempotent", "blocks", "collection", "gapless", "naive"]
+STRATEGIES = [
+    "counter",
+    "coalesced",
+    "idempotent",
+    "blocks",
+    "blocks-adaptive",
+    "collection",
+    "gapless",
+    "naive",
+]
 METHODS = [
     "scan",
     "skip",
@@ -34,6 +44,7 @@ SMALL = Sizes(
     writers=4,
     counter=30,
     blocks=200,
+    blocks_adaptive=400,
     block_size=10,
     collection=20,
     gapless=30,
@@ -50,7 +61,8 @@ def report(ddb_endpoint_url: str) -> DemoReport:
     phases = [p for p, _, _ in seen]
     # Progress covered every phase, and each phase reported its end.
     for kind in STRATEGIES:
-        assert (f"ids: {kind}", getattr(SMALL, kind), getattr(SMALL, kind)) in seen
+        total = getattr(SMALL, kind.replace("-", "_"))
+        assert (f"ids: {kind}", total, total) in seen
     assert "load the sample table" in phases and "keys: auto x4" in phases
     assert ("keys: a follower keeps the index", SMALL.changes, SMALL.changes) in seen
     return result
@@ -62,12 +74,13 @@ def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> No
     if report.faults:  # the proxy only sits in front of loopback endpoints
         assert sum(r.lost_responses for r in report.ids) > 0
         assert all(r.retries >= r.lost_responses + r.throttled for r in report.ids)
-    for kind in ("counter", "coalesced", "idempotent", "blocks", "collection", "gapless"):
+    for kind in STRATEGIES[:-1]:
         assert by[kind].duplicates == 0 and by[kind].kept, by[kind]
-    for kind in ("idempotent", "collection", "gapless"):
+    for kind in ("idempotent", "blocks-adaptive", "collection", "gapless"):
         assert by[kind].gaps == 0
-    if report.faults:  # the idempotent counter really met lost answers, and skipped nothing
-        assert by["idempotent"].lost_responses > 0
+    if report.faults:  # the idempotent counter (and the blocks reserved on one) really met
+        # lost answers, and skipped nothing
+        assert by["idempotent"].lost_responses > 0 and by["blocks-adaptive"].lost_responses > 0
     # Shared writes: fewer write units per id than one write per id.
     assert by["coalesced"].write_units_per_id < by["counter"].write_units_per_id
     # A lost counter response skips exactly one id; nothing else does.
@@ -75,6 +88,16 @@ def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> No
     # The negative control: racing read-then-write gives ids out twice, and the demo sees it.
     assert by["naive"].duplicates > 0 and not by["naive"].kept
     assert by["blocks"].write_units_per_id < 0.2 < by["counter"].write_units_per_id
+    # Adaptive blocks: they grew, and each close() left the counter at the last id given out,
+    # so the restart went on from there (kept says so; the note shows it).
+    adaptive = by["blocks-adaptive"]
+    assert adaptive.note.count("leaving the counter at") == 2
+    assert adaptive.note.count("(the last id given out)") == 2, adaptive.note
+    grown = [
+        int(n.replace(",", "")) for n in re.findall(r"grew from 10 to ([\d,]+) ids", adaptive.note)
+    ]
+    assert len(grown) == 2 and min(grown) > 10, adaptive.note
+    assert "restarted at" in adaptive.note
     assert report.ok
 
 

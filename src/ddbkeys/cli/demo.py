@@ -56,7 +56,7 @@ def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
 def print_report(report: DemoReport, startup: float | None) -> None:
     console = Console()
     if not console.is_terminal:
-        console = Console(width=120)
+        console = Console(width=130)
     where = "an embedded DynamoDB Local" if startup is not None else report.endpoint_url
     console.print(
         f"\n[bold]ddbkeys demo[/bold] on {where}"
@@ -102,6 +102,10 @@ def print_report(report: DemoReport, startup: float | None) -> None:
             kept,
         )
     console.print(ids)
+    for r in report.ids:
+        if r.note:
+            note = textwrap.fill(f"{r.strategy}: {r.note}.", 94, subsequent_indent="    ")
+            console.print(textwrap.indent(note, "  "), markup=False)
     console.print(
         "  gaps: ids skipped below the highest one given out (counter, blocks: among the ids\n"
         "  callers got; collection, gapless: in the table). lost / thr.: responses the proxy\n"
@@ -168,10 +172,11 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
 
     \b
     1. Mints ids with each strategy (atomic counter, the counter with shared writes and
-       with idempotent writes, blocks, item-collection sequence, gapless sequence, and a
-       naive read-then-write for contrast) from many concurrent writers, through a
-       fault proxy that loses some responses and throttles some writes; then checks
-       the ids for gaps and duplicates.
+       with idempotent writes, blocks, blocks of adaptive size closed and restarted
+       halfway, item-collection sequence, gapless sequence, and a naive read-then-write
+       for contrast) from many concurrent writers, through a fault proxy that loses some
+       responses and throttles some writes; then checks the ids for gaps and duplicates
+       (and that the restart lost no id).
     2. Loads a sample table and lists its distinct partition keys with every method (scan,
        skip, skip-pages, the marker index, auto), against the cost of a full scan.
     3. Shows auto refusing a marker index nothing keeps right, then a follower of the
