@@ -9,7 +9,6 @@ import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 __all__ = ["AsyncGroupCommit", "GroupCommit", "alone_after"]
@@ -41,14 +40,21 @@ def filled(last_batch: int, pending: int, max_batch: int) -> bool:
     return pending >= min(last_batch, max_batch)
 
 
-@dataclass
 class _Slot(Generic[T, R]):
-    value: T
-    done: threading.Event = field(default_factory=threading.Event)
-    result: R | None = None
-    error: BaseException | None = None
-    finished: bool = False
-    lead: bool = False
+    """One caller's value and answer. ``done`` is a lock taken at once: the caller waits by
+    taking it again, the leader lets it go by releasing it (cheaper than an Event, whose wait
+    makes a lock of its own each time)."""
+
+    __slots__ = ("done", "error", "finished", "lead", "result", "value")
+
+    def __init__(self, value: T) -> None:
+        self.value = value
+        self.done = threading.Lock()
+        self.done.acquire()
+        self.result: R | None = None
+        self.error: BaseException | None = None
+        self.finished = False
+        self.lead = False
 
 
 class GroupCommit(Generic[T, R]):
@@ -87,12 +93,12 @@ class GroupCommit(Generic[T, R]):
             self._pending.append(slot)
             if self._leading:
                 lead = False
-                if self.fill:
-                    self._arrived.notify()
+                if self.fill and filled(self._last_batch, len(self._pending), self.max_batch):
+                    self._arrived.notify()  # (only then: the leader wakes once a batch)
             else:
                 self._leading = lead = True
         if not lead:
-            slot.done.wait()
+            slot.done.acquire()
             if not slot.finished:  # handed the lead
                 self._lead(slot)
         else:
@@ -129,12 +135,12 @@ class GroupCommit(Generic[T, R]):
                     slot.result = result
                 slot.finished = True
                 if slot is not own:
-                    slot.done.set()
+                    slot.done.release()
         with self._lock:
             if self._pending:
                 heir = self._pending[0]
                 heir.lead = True
-                heir.done.set()
+                heir.done.release()
             else:
                 self._leading = False
 
