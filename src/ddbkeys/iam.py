@@ -135,10 +135,10 @@ def _needs(name: str, variant: str | None) -> frozenset[Need]:
     if variant is None or variant == "":
         return frozenset().union(*variants.values())
     if variant not in variants:
+        named = [repr(v) for v in variants if v]
         raise ConfigurationError(
-            f"{name!r} has no variant {variant!r}; it has "
-            + ", ".join(repr(v) for v in variants if v)
-            + "."
+            f"{name!r} has no variant {variant!r}; "
+            + (f"it has {', '.join(named)}." if named else "it has none: leave --variant out.")
         )
     return variants[variant]
 

@@ -192,18 +192,27 @@ def test_cli_prints_a_policy_document_and_clear_errors() -> None:
         "dynamodb:PutItem",
         "dynamodb:UpdateItem",
     ]
-    demo = runner.invoke(cli, ["iam-policy", "demo", "-t", "users"])
-    assert demo.output.startswith("Error: `ddbkeys demo` makes its own tables")
-    missing = runner.invoke(cli, ["iam-policy", "ids", "next"])
-    assert (
-        missing.output.strip() == "Error: `ddbkeys ids next` works on one table: give --table-name."
+
+    # Usage errors: exit 2, the usage line, then the error naming what is not there.
+    def refused(*args: str) -> str:
+        result = runner.invoke(cli, ["iam-policy", *args])
+        assert result.exit_code == 2, result.output
+        assert result.output.startswith("Usage: ddbkeys iam-policy")
+        return result.output.strip().splitlines()[-1]
+
+    assert refused("demo", "-t", "users").startswith("Error: `ddbkeys demo` makes its own tables")
+    assert refused("ids", "next") == (
+        "Error: `ddbkeys ids next` works on one table: give --table-name."
     )
-    bad = runner.invoke(cli, ["iam-policy", "ids", "nxt", "-t", "users"])
-    assert bad.exit_code == 1
-    assert bad.output.startswith("Error: No IAM policy for 'ids nxt': ddbkeys knows 'ids next'")
-    variant = runner.invoke(cli, ["iam-policy", "ids", "put", "-t", "users", "--variant", "x"])
-    assert variant.output.strip() == (
+    assert refused("ids", "nxt", "-t", "users").startswith(
+        "Error: No IAM policy for 'ids nxt': ddbkeys knows 'ids next'"
+    )
+    assert refused("ids", "put", "-t", "users", "--variant", "x") == (
         "Error: 'ids put' has no variant 'x'; it has 'gapless', 'collection'."
     )
-    account = runner.invoke(cli, ["iam-policy", "ids", "next", "-t", "users", "--account-id", "1"])
-    assert account.output.strip() == "Error: '1' is not a 12-digit AWS account id."
+    assert refused("ids", "next", "-t", "users", "--variant", "x") == (
+        "Error: 'ids next' has no variant 'x'; it has none: leave --variant out."
+    )
+    assert refused("ids", "next", "-t", "users", "--account-id", "1") == (
+        "Error: '1' is not a 12-digit AWS account id."
+    )

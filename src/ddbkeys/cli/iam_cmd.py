@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.iam import COMMANDS, policy
 from ddbkeys.partition_keys.index import DEFAULT_INDEX
 
@@ -76,13 +77,16 @@ def iam_policy_command(
     account_id: str,
     partition: str,
 ) -> None:
-    document = policy(
-        command,
-        table_name,
-        variant=variant,
-        index_name=index_name,
-        region=region,
-        account_id=account_id,
-        partition=partition,
-    )
+    try:
+        document = policy(
+            command,
+            table_name,
+            variant=variant,
+            index_name=index_name,
+            region=region,
+            account_id=account_id,
+            partition=partition,
+        )
+    except ConfigurationError as exc:  # (the arguments name what is not there: exit 2)
+        raise click.UsageError(str(exc)) from exc
     click.echo(json.dumps(document, indent=2))
