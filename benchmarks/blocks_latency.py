@@ -27,6 +27,7 @@ from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.aio.ids import AtomicCounter as AsyncAtomicCounter
 from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator
+from ddbkeys.testing.proxy import FaultPlan, FaultProxy
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -227,3 +228,32 @@ def measure_rows(
         " waste: ids left unused between two allocators closed cleanly, target 0)"
     )
     return missed
+
+
+#: The round trip a real DynamoDB adds (a few ms), against DynamoDB Local's fraction of one.
+LINK_DELAY = 0.005
+
+
+def linked_row(
+    endpoint: str, rate: Callable[[bool, str, int], float], rounds: int, scale: float
+) -> None:
+    """The fixed blocks row (blocks of 100, 16 threads) again, through the fault proxy adding
+    :data:`LINK_DELAY` to every request, the article's counter code through the same link.
+    ``rate(article, endpoint, ids)``: the ids/s of the article's code or of ddbkeys. No
+    target: it shows what the link does to blocks of a fixed size (a round trip or two per
+    block), and why sizes adapt."""
+    with FaultProxy(endpoint, FaultPlan(delay=1.0, delay_seconds=LINK_DELAY)) as proxy:
+        articles, ours = [], []
+        for _ in range(rounds):
+            articles.append(rate(True, proxy.endpoint_url, max(16, int(1000 * scale))))
+            ours.append(rate(False, proxy.endpoint_url, max(1600, int(40_000 * scale))))
+        delayed = proxy.counts["delay"]
+    assert delayed > 0, "the proxy delayed nothing"
+    article, rate_ = statistics.median(articles), statistics.median(ours)
+    print(
+        f"\nblocks of {START_BLOCK} (fixed), 16 threads, every request {LINK_DELAY * 1000:.0f} ms "
+        f"later (the fault proxy; {delayed} requests delayed): article {article:.0f} ids/s, "
+        f"ddbkeys {rate_:.0f} ids/s, {rate_ / article:.1f}x (two reservations overlap when the "
+        "callers outrun one)",
+        flush=True,
+    )

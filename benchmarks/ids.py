@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
+from blocks_latency import linked_row
 from blocks_latency import measure_rows as blocks_rows
 
 from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
@@ -510,6 +511,14 @@ def main() -> int:
                 factory,
                 client,
                 lambda n: measure(True, "blocks", endpoint, factory, client, 16, n, 1).rate,
+                rounds,
+                scale,
+            )
+            linked_row(
+                endpoint,
+                lambda article, url, n: (
+                    measure(article, "blocks", url, factory, client, 16, n, 1).rate
+                ),
                 rounds,
                 scale,
             )
