@@ -137,3 +137,27 @@ def test_close_waits_for_both_and_hands_back_what_follows_on(
     assert not state.fetching
     assert state.release() == plan
     assert state.closed_with(plan, applied=True) == report
+
+
+@pytest.mark.parametrize(
+    ("max_block_size", "second", "size_after"),
+    [
+        (10, True, 10),  # a fixed size: a second reservation beside the first
+        (40, False, 20),  # room to grow: the next blocks double, no second reservation
+        (15, False, 15),
+    ],
+)
+def test_blocks_that_can_grow_grow_instead_of_a_second_reservation(
+    max_block_size: int, second: bool, size_after: int
+) -> None:
+    ticks = iter(range(1000))  # a block lasts a second: the lifetime (1 s) keeps the size
+    state = BlockState(
+        10, max_block_size=max_block_size, block_lifetime=1.0, clock=lambda: next(ticks)
+    )
+    assert state.take(1) == Wait(0, refill=True)
+    first = state.claim_refill()
+    assert first is not None
+    state.filled(first, range(1, 11))
+    assert state.take(10).refill  # the block after, asked for ahead
+    assert state.take(1) == Wait(1, refill=second)
+    assert (state.block_size, len(state.asked)) == (size_after, 2 if second else 1)

@@ -82,9 +82,9 @@ class BlockAllocator(AllocatorViews):
     come from a range iterator); every block is reserved by a worker. A caller that finds
     no id held waits for the block being reserved: a stall, counted in :attr:`stats` (with the
     blocks reserved, the ids skipped, handed back and wasted). When callers outrun the block
-    reserved ahead, a second worker reserves another beside it (two round trips overlap:
-    twice the ids a round trip allows, for a fixed size), still never more than two blocks
-    held. When a reservation fails, every caller waiting gets its error (once no other
+    reserved ahead and the size cannot grow (fixed, or at ``max_block_size``), a second
+    worker reserves another beside it (two round trips overlap), still never more than two
+    blocks held. When a reservation fails, every caller waiting gets its error (once no other
     reservation is in flight), and the next take that needs a block asks again.
     ``prefetch=False`` reserves a block only when one is needed (every block is a stall).
 

@@ -147,10 +147,10 @@ class BlockState:
     what is left of it. When they do not, the rest of the current block is skipped (a gap) and
     the next block held becomes current, or the caller waits (:class:`Wait`) for the block
     being reserved. One reservation at a time, but for a second one beside it when callers
-    outran a block asked for ahead and nothing is held (so never more than two blocks held or
-    on their way); a block is handed out only once no reservation in flight may land below it
-    (each was sent after an id at least as high was known), so ids stay increasing whatever
-    order the answers come in. More than a block's ids are one write of their own
+    outran a block asked for ahead, nothing is held and the size cannot grow (fixed, or at
+    ``max_block_size``): never more than two blocks held or on their way; a block is handed
+    out only once no reservation in flight may land below it (each was sent after an id at
+    least as high was known), so ids stay increasing whatever order the answers come in. More than a block's ids are one write of their own
     (:class:`Direct`), after which the blocks held below them are dropped, so that ids stay
     increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
     take that hands out the ``refill_at`` fraction of the current one; without, only a caller
@@ -304,16 +304,18 @@ class BlockState:
             and not self.fetching
         ):
             raise self.failure[1]
-        late = False
+        second = False
         if ticket is None:
             self.stats.stalls += 1
             if self.ahead and self.fetching:  # the block asked for ahead did not come in time
-                self.ahead, late = False, True  # (once for each)
-                self.block_size = min(self.block_size * 2, self.max_block_size)
-        # one reservation at a time, and a second one beside it when the callers outran the
-        # first (asked for ahead) and nothing is held: never more than two blocks held
+                self.ahead = False  # (once for each)
+                grown = min(self.block_size * 2, self.max_block_size)
+                # the next blocks grow; or, at the largest size, a second reservation goes
+                # beside the first (nothing held: never more than two blocks held)
+                second = grown == self.block_size and not self.queue
+                self.block_size = grown
         refill = not self.fetching or (
-            late and self.prefetch and not self.queue and len(self.flight) + len(self.asked) < 2
+            second and self.prefetch and len(self.flight) + len(self.asked) < 2
         )
         if refill:
             self._ask(ahead=False)
