@@ -150,9 +150,9 @@ class BlockState:
     outran a block asked for ahead, nothing is held and the size cannot grow (fixed, or at
     ``max_block_size``): never more than two blocks held or on their way; a block is handed
     out only once no reservation in flight may land below it (each was sent after an id at
-    least as high was known), so ids stay increasing whatever order the answers come in. More than a block's ids are one write of their own
-    (:class:`Direct`), after which the blocks held below them are dropped, so that ids stay
-    increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
+    least as high was known), so ids stay increasing whatever order the answers come in.
+    More than a block's ids are one write of their own (:class:`Direct`), after which the
+    blocks held below them are dropped, so that ids stay increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
     take that hands out the ``refill_at`` fraction of the current one; without, only a caller
     that finds nothing asks (and waits: a stall).
 
