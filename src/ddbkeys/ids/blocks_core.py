@@ -152,9 +152,10 @@ class BlockState:
     out only once no reservation in flight may land below it (each was sent after an id at
     least as high was known), so ids stay increasing whatever order the answers come in.
     More than a block's ids are one write of their own (:class:`Direct`), after which the
-    blocks held below them are dropped, so that ids stay increasing. With ``prefetch``, the next block is asked for (``Hand(refill=True)``) by the
-    take that hands out the ``refill_at`` fraction of the current one; without, only a caller
-    that finds nothing asks (and waits: a stall).
+    blocks held below them are dropped, so that ids stay increasing. With ``prefetch``, the
+    next block is asked for (``Hand(refill=True)``) by the take that hands out the
+    ``refill_at`` fraction of the current one; without, only a caller that finds nothing asks
+    (and waits: a stall).
 
     :meth:`take_one` is the fast path of ``next()``: the next id when taking it decides
     nothing (no refill to ask for, not the last id of a block), else None.
