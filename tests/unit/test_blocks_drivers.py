@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.core.steps import Flow, Request
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids import blocks as sync_blocks
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
@@ -358,3 +358,35 @@ def test_a_forked_child_drops_the_blocks_and_the_reservation_in_flight() -> None
     started = time.monotonic()
     blocks.close()
     assert time.monotonic() - started < 5
+
+
+def test_a_caller_waits_for_a_block_no_longer_than_the_counters_deadline() -> None:
+    """(A breaker's finding: under overload, callers waiting for blocks were served after
+    newer callers, again and again, far past the deadline.) Sync and asyncio."""
+    message = "No block of ids came within the 0.2 s deadline on table 'stand-in'"
+    counter = Counter()
+    counter.deadline = 0.2
+    counter.release.clear()  # the reservation hangs (its own deadline is the counter's)
+    blocks = allocator(counter)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError, match=message):
+        blocks.next()
+    assert 0.2 <= time.monotonic() - started < 3
+    counter.release.set()
+    assert blocks.next() == 1  # the block came later: the next call gets it
+    blocks.close()
+
+    async def main() -> None:
+        counter = AsyncCounter()
+        counter.deadline = 0.2
+        counter.release.clear()
+        blocks = AsyncBlockAllocator(cast(Any, counter), 10)
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceededError, match=message):
+            await blocks.next()
+        assert 0.2 <= time.monotonic() - started < 3
+        counter.release.set()
+        assert await blocks.next() == 1
+        await blocks.aclose()
+
+    asyncio.run(main())

@@ -161,3 +161,18 @@ def test_blocks_that_can_grow_grow_instead_of_a_second_reservation(
     assert state.take(10).refill  # the block after, asked for ahead
     assert state.take(1) == Wait(1, refill=second)
     assert (state.block_size, len(state.asked)) == (size_after, 2 if second else 1)
+
+
+def test_a_failure_reaches_the_callers_waiting_though_a_newer_caller_asked_again() -> None:
+    """(Found by a breaker: under steady load the callers waiting for a failed reservation
+    waited for the next one, asked for by a newer caller, and so on, far past the deadline.)"""
+    state = BlockState(10)
+    assert state.take(1) == Wait(0, refill=True)  # A waits
+    first = state.claim_refill()
+    assert first is not None
+    state.failed(first, error := RuntimeError("throttled"))
+    assert state.take(1) == Wait(1, refill=True)  # B, new, asks again before A woke
+    with pytest.raises(RuntimeError) as raised:
+        state.take(1, ticket=0)  # A: what it waited for failed
+    assert raised.value is error
+    assert state.take(1, ticket=1) == Wait(1)  # B waits for its own

@@ -5,6 +5,7 @@ loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from types import TracebackType
@@ -149,6 +150,7 @@ class BlockAllocator(AllocatorViews):
     async def _take(self, count: int) -> range:
         self._loop.check()
         ticket: int | None = None
+        deadline = Deadline(self.counter.deadline, clock=self.counter.retry.clock)
         while True:  # no await between a decision and the wait it asks for
             step = self._state.take(count, ticket)
             if step.refill:
@@ -157,10 +159,13 @@ class BlockAllocator(AllocatorViews):
                 return step.ids
             if isinstance(step, Direct):
                 return self._state.reserved(await self.counter.reserve(step.count))
+            if ticket is not None and deadline.expired():  # waited through the deadline
+                raise self._state.late_error(deadline.seconds)
             ticket = step.ticket
             if self._changed is None:
                 self._changed = asyncio.Event()
-            await self._changed.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._changed.wait(), min(deadline.remaining(), 3600.0))
 
     def _spawn(self) -> None:
         refill = self._state.claim_refill()

@@ -232,6 +232,7 @@ class BlockAllocator(AllocatorViews):
     def _take(self, count: int) -> range:
         ticket: int | None = None
         state, fast = self._state, self._fast
+        deadline = Deadline(self.counter.deadline, clock=self.counter.retry.clock)
         with self._lock:
             fast.reclaim(state)
             while True:
@@ -243,8 +244,10 @@ class BlockAllocator(AllocatorViews):
                     return step.ids
                 if isinstance(step, Direct):
                     break
+                if ticket is not None and deadline.expired():  # waited through the deadline
+                    raise state.late_error(deadline.seconds)
                 ticket = step.ticket
-                self._ready.wait()
+                self._ready.wait(min(deadline.remaining(), 3600.0))
                 fast.reclaim(state)
         ids = self.counter.reserve(step.count)
         with self._lock:

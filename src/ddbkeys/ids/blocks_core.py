@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
 from ddbkeys.ids.values import MAX_ID
 
@@ -222,6 +222,10 @@ class BlockState:
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
         self.asked: list[int] = []  # the sizes of the reservations asked for, not sent yet
         self.flight: dict[int, int | None] = {}  # sent, not ended: the top known when sent
+        # ... and how many reservations had ended when each was asked for (which of them a
+        # caller waiting since a given ticket awaits)
+        self.asked_at: list[int] = []
+        self.flight_at: dict[int, int] = {}
         self.sent = 0  # reservations sent (numbers them)
         self.ahead = False  # the one in flight was asked for ahead of need
         self.floor: int | None = None  # no block starting below this is handed out
@@ -302,7 +306,7 @@ class BlockState:
             ticket is not None
             and self.failure is not None
             and self.failure[0] > ticket
-            and not self.fetching
+            and not self._awaited(ticket)
         ):
             raise self.failure[1]
         second = False
@@ -329,6 +333,7 @@ class BlockState:
             return None
         self.sent += 1
         self.flight[self.sent] = self.top  # it lands above every id known now
+        self.flight_at[self.sent] = self.asked_at.pop(0)
         return Refill(self.sent, self.asked.pop(0))
 
     def filled(self, refill: Refill, block: range) -> None:
@@ -383,6 +388,7 @@ class BlockState:
         driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
         self.closed = True
         self.asked.clear()
+        self.asked_at.clear()
         self._settle()
 
     def release(self) -> HandBack:
@@ -401,6 +407,19 @@ class BlockState:
         self.stats.wasted += wasted
         return CloseReport(back, wasted, plan.write)
 
+    def late_error(self, seconds: float | None) -> DeadlineExceededError:
+        """What a caller that waited for a block through its whole deadline raises."""
+        where = f" on table {self.table!r}" if self.table else ""
+        return DeadlineExceededError(
+            f"No block of ids came within the {seconds:g} s deadline{where}: the allocator's "
+            f"reservations did not keep up with its callers ({self.stats.stalls} stalls so far). "
+            "Give the counter a longer deadline, or the allocator larger blocks (block_size, "
+            "max_block_size).",
+            seconds=seconds or 0.0,
+            attempts=0,
+            table=self.table,
+        )
+
     def closed_error(self) -> ConfigurationError:
         where = f" on table {self.table!r}" if self.table else ""
         return ConfigurationError(
@@ -418,6 +437,14 @@ class BlockState:
     def _ask(self, *, ahead: bool) -> None:
         self.ahead = ahead or self.ahead
         self.asked.append(self.block_size)
+        self.asked_at.append(self.outcomes)
+
+    def _awaited(self, ticket: int) -> bool:
+        """Whether a reservation asked for by the time of ``ticket`` has not ended yet (a
+        caller that waited since then waits for it, not for ones asked for later)."""
+        return any(at <= ticket for at in self.asked_at) or any(
+            at <= ticket for at in self.flight_at.values()
+        )
 
     def _safe(self, block: range) -> bool:
         """Whether every reservation in flight lands above ``block`` (it was sent after an
@@ -426,6 +453,7 @@ class BlockState:
 
     def _ended(self, refill: Refill) -> None:
         self.flight.pop(refill.number, None)
+        self.flight_at.pop(refill.number, None)
         if not self.flight:
             self.ahead = False
         self.outcomes += 1
