@@ -390,3 +390,25 @@ def test_a_caller_waits_for_a_block_no_longer_than_the_counters_deadline() -> No
         await blocks.aclose()
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("timeout", [0, -1, 0.0, True, "5"])
+def test_close_with_a_timeout_that_is_not_seconds_above_0_is_refused_and_closes_nothing(
+    timeout: object,
+) -> None:
+    counter = Counter()
+    blocks = allocator(counter)
+    assert blocks.next() == 1
+    with pytest.raises(ConfigurationError, match=r"close\(timeout=\.\.\.\) must be a number"):
+        blocks.close(timeout=cast(Any, timeout))
+    assert not blocks.closed and blocks.next() == 2
+    blocks.close()
+
+    async def main() -> None:
+        blocks = AsyncBlockAllocator(cast(Any, AsyncCounter()), 10)
+        with pytest.raises(ConfigurationError, match=r"close\(timeout=\.\.\.\) must be"):
+            await blocks.aclose(timeout=cast(Any, timeout))
+        assert not blocks.closed
+        await blocks.aclose()
+
+    asyncio.run(main())

@@ -23,7 +23,7 @@ from ddbkeys.ids.blocks_core import (
     Hand,
     Refill,
 )
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter
+from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout
 from ddbkeys.ids.counter import _positive
 from ddbkeys.retry import Deadline
 
@@ -115,6 +115,7 @@ class BlockAllocator(AllocatorViews):
         report."""
         if self._report is not None:
             return self._report
+        timeout = check_timeout(timeout, self.table)
         if self._closing is None:
             self._loop.check()
             self._closing = asyncio.get_running_loop().create_task(self._close(timeout))

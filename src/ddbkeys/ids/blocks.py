@@ -35,7 +35,7 @@ from ddbkeys.ids.blocks_core import (
     check_block_size,
     plan_hand_back,
 )
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter
+from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout
 from ddbkeys.ids.counter import AtomicCounter, _positive
 from ddbkeys.retry import Deadline
 
@@ -195,6 +195,7 @@ class BlockAllocator(AllocatorViews):
         with self._closing:
             if self._report is not None:
                 return self._report
+            timeout = check_timeout(timeout, self.table)
             seconds = timeout if timeout is not None else self.counter.deadline
             deadline = Deadline(seconds, clock=self.counter.retry.clock)
             with self._lock:

@@ -11,7 +11,7 @@ from ddbkeys.errors import ConfigurationError
 if TYPE_CHECKING:
     from ddbkeys.ids.blocks_core import BlockState, BlockStats
 
-__all__ = ["AllocatorViews", "check_counter"]
+__all__ = ["AllocatorViews", "check_counter", "check_timeout"]
 
 C = TypeVar("C")
 
@@ -83,3 +83,17 @@ class AllocatorViews:
     @property
     def closed(self) -> bool:
         return self._state.closed
+
+
+def check_timeout(timeout: object, table: str | None) -> float | None:
+    """``close(timeout=...)``: None (the counter's deadline) or seconds above 0."""
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
+        raise ConfigurationError(
+            f"close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
+            f"block in flight, then for the hand-back), or None for the counter's deadline; "
+            f"not {timeout!r}.",
+            table=table,
+        )
+    return float(timeout)
