@@ -11,7 +11,7 @@ ddbkeys knows get their own class and a message that says what to do, the others
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from botocore.exceptions import (
     BotoCoreError,
@@ -416,3 +416,24 @@ def raise_translated(exc: BaseException, *, table: str | None = None) -> NoRetur
     if translated is exc:
         raise exc
     raise translated from exc
+
+
+_E = TypeVar("_E", bound=BaseException)
+
+
+def fresh(error: _E) -> _E:
+    """``error``, to raise in one more caller, as a copy (same class, message, attributes,
+    cause and first traceback): one failure raised in many threads or tasks would otherwise
+    chain every caller's frames onto one traceback, and keep them all alive. ``error`` itself
+    when it cannot be copied."""
+    kind = type(error)
+    try:
+        copy = kind.__new__(kind, *error.args)
+        copy.__dict__.update(error.__dict__)
+    except Exception:  # (no __dict__, or a __new__ of its own)
+        return error
+    copy.args = error.args
+    copy.__cause__ = error.__cause__
+    copy.__context__ = error.__context__
+    copy.__suppress_context__ = error.__suppress_context__
+    return copy.with_traceback(error.__traceback__)

@@ -8,6 +8,7 @@ import asyncio
 import gc
 import threading
 import time
+import traceback
 import weakref
 from collections.abc import Callable
 from typing import Any, cast
@@ -412,3 +413,29 @@ def test_close_with_a_timeout_that_is_not_seconds_above_0_is_refused_and_closes_
         await blocks.aclose()
 
     asyncio.run(main())
+
+
+def test_one_failure_raised_in_many_threads_keeps_a_short_traceback_in_each() -> None:
+    """(A breaker's finding: 32 threads waiting for one failed block reservation each raised
+    the same exception object, whose traceback then held 135 frames of all of them.)"""
+    counter = Counter(fail=RuntimeError("throttled"))
+    counter.release.clear()
+    blocks = allocator(counter)
+    errors: list[BaseException] = []
+
+    def call() -> None:
+        try:
+            blocks.next()
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    until(lambda: blocks.stalls >= 32)
+    counter.release.set()
+    for thread in threads:
+        thread.join()
+    assert len(errors) == 32 and all(str(e) == "throttled" for e in errors)
+    assert max(len(traceback.extract_tb(e.__traceback__)) for e in errors) < 12
+    blocks.close(timeout=1)

@@ -21,6 +21,7 @@ from ddbkeys.errors import (
     ConfigurationError,
     CredentialsError,
     DdbKeysError,
+    DeadlineExceededError,
     EndpointUnreachableError,
     KeySchemaError,
     ServiceError,
@@ -28,6 +29,7 @@ from ddbkeys.errors import (
     deadline_exceeded,
     describe_failure,
     error_code,
+    fresh,
     raise_translated,
     translate_error,
 )
@@ -212,3 +214,24 @@ def test_raise_translated_chains() -> None:
         raise_translated(cause, table="t")
     assert raised.value.__cause__ is cause
     assert raised.value.cause is cause
+
+
+def test_fresh_copies_an_error_for_each_caller_with_its_attributes_and_cause() -> None:
+    cause = TimeoutError("read timed out")
+    try:
+        raise DeadlineExceededError("late", seconds=2.0, attempts=3, table="t") from cause
+    except DeadlineExceededError as error:
+        original = error
+    copy = fresh(original)
+    assert copy is not original and type(copy) is DeadlineExceededError
+    assert (str(copy), copy.seconds, copy.attempts, copy.table) == ("late", 2.0, 3, "t")
+    assert copy.__cause__ is cause and copy.__traceback__ is original.__traceback__
+
+    class Odd(Exception):
+        __slots__ = ()
+
+        def __new__(cls, *args: object) -> Odd:
+            raise RuntimeError("cannot be made again")
+
+    odd = Exception.__new__(Odd)
+    assert fresh(odd) is odd  # (what cannot be copied is raised as it is)

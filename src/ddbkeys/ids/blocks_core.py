@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ddbkeys.errors import ConfigurationError, DeadlineExceededError
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
 from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
 from ddbkeys.ids.values import MAX_ID
 
@@ -308,7 +308,7 @@ class BlockState:
             and self.failure[0] > ticket
             and not self._awaited(ticket)
         ):
-            raise self.failure[1]
+            raise fresh(self.failure[1])  # (every caller that waited gets a copy)
         second = False
         if ticket is None:
             self.stats.stalls += 1

@@ -11,6 +11,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic, TypeVar
 
+from ddbkeys.errors import fresh
+
 __all__ = ["AsyncGroupCommit", "GroupCommit", "alone_after"]
 
 T = TypeVar("T")
@@ -104,7 +106,7 @@ class GroupCommit(Generic[T, R]):
         else:
             self._lead(slot)
         if slot.error is not None:
-            raise slot.error
+            raise fresh(slot.error)  # (one failure may be every caller's)
         return slot.result  # type: ignore[return-value]
 
     def _lead(self, own: _Slot[T, R]) -> None:
@@ -214,7 +216,7 @@ class AsyncGroupCommit(Generic[T, R]):
                 if future.done():
                     continue
                 if isinstance(result, BaseException):
-                    future.set_exception(result)
+                    future.set_exception(fresh(result))
                 else:
                     future.set_result(result)
 
