@@ -28,6 +28,7 @@ from ddbkeys.ids.base import (
     transact,
 )
 from ddbkeys.ids.cancellation import Cancellation, Verdict
+from ddbkeys.ids.exact import exact_update
 from ddbkeys.ids.values import (
     MAX_ID,
     check_item_key,
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         AttributeValueTypeDef,
         TransactWriteItemTypeDef,
-        UpdateTypeDef,
     )
 
 __all__ = ["MAX_BATCH", "GaplessCore", "Pending", "earliest"]
@@ -362,17 +362,8 @@ class GaplessCore(StrategyCore):
                 "more id(s) would pass 10**38 - 1, the largest DynamoDB number.",
                 table=self.table,
             )
-        update: UpdateTypeDef = {
-            "TableName": counter.table,
-            "Key": counter.key,
-            "UpdateExpression": "SET #v = :new",
-            "ExpressionAttributeNames": {"#v": counter.attribute},
-            "ExpressionAttributeValues": {":new": {"N": str(new)}, ":last": {"N": str(last)}},
-            "ConditionExpression": "#v = :last",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if last == 0:  # a new counter, or one that holds 0 (seeded by another tool)
-            update["ConditionExpression"] = "attribute_not_exists(#v) OR #v = :last"
+        # (at 0: a new counter, or one that holds 0, seeded by another tool)
+        update = exact_update(counter, last, new, base=0)
         target = self._id_target(info)
         written = []
         for offset, index in enumerate(live, start=1):
@@ -384,7 +375,7 @@ class GaplessCore(StrategyCore):
                 self._check_not_counter(item_key(item, info), counter, last + offset)
             written.append(item)
         counter_image = dict(counter.key, **{counter.attribute: {"N": str(new)}})
-        actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
+        actions: list[TransactWriteItemTypeDef] = [update]
         actions += [put_if_new(self.table, i, info.partition_key.name) for i in written]
         return actions, new, write_units([counter_image, *written], transactional=True)
 
