@@ -22,6 +22,7 @@ from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids import blocks as sync_blocks
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
+from ddbkeys.ids.blocks_core import Sent
 from ddbkeys.retry import Deadline
 
 
@@ -351,7 +352,7 @@ def test_a_forked_child_drops_the_blocks_and_the_reservation_in_flight() -> None
     blocks = BlockAllocator(cast(Any, counter), 10)
     assert blocks.next() == 1
     counter.release.clear()  # the parent's next reservation hangs (as if in flight)
-    blocks._state.flight[99] = None  # ... and the child inherits that it was in flight
+    blocks._state.flight[99] = Sent(None, 0)  # ... and the child inherits that it was in flight
     blocks._forked()
     counter.release.set()
     child = [blocks.next() for _ in range(3)]

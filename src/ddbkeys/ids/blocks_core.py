@@ -13,11 +13,11 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, NamedTuple
 
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
 from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
-from ddbkeys.ids.values import MAX_ID
+from ddbkeys.ids.blocks_views import check_block_size, check_fraction
 
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
@@ -74,6 +74,20 @@ class Refill:
     size: int
 
 
+class Asked(NamedTuple):
+    """A reservation asked for, not sent: its size; ``at``: the reservations ended by then."""
+
+    size: int
+    at: int
+
+
+class Sent(NamedTuple):
+    """A reservation in flight: the highest id known when sent (it lands above), and ``at``."""
+
+    known: int | None
+    at: int
+
+
 @dataclass(frozen=True, slots=True)
 class Direct:
     """More ids than a block holds: reserve ``count`` ids on the counter with one write, then
@@ -103,26 +117,6 @@ class BlockStats:
     handed_back: int = 0
     #: Ids reserved and neither handed out nor handed back (at close, or arriving after it).
     wasted: int = 0
-
-
-def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
-    if (
-        not isinstance(block_size, int)
-        or isinstance(block_size, bool)
-        or not 1 <= block_size <= MAX_ID
-    ):
-        raise ConfigurationError(
-            f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
-        )
-    return block_size
-
-
-def _fraction(what: str, value: object, table: str | None, hint: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
-        raise ConfigurationError(
-            f"{what} must be a number above 0 and at most 1 ({hint}), not {value!r}.", table=table
-        )
-    return float(value)
 
 
 def adapt_block_size(
@@ -194,7 +188,7 @@ class BlockState:
                 "size of the first block, which then adapts within those bounds.",
                 table=table,
             )
-        self.refill_at = _fraction(
+        self.refill_at = check_fraction(
             "refill_at",
             refill_at,
             table,
@@ -220,12 +214,8 @@ class BlockState:
         self.fast_stop = 0  # take_one() hands out while position is below this
         self.since: float | None = None  # when the current block became current (adaptive)
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
-        self.asked: list[int] = []  # the sizes of the reservations asked for, not sent yet
-        self.flight: dict[int, int | None] = {}  # sent, not ended: the top known when sent
-        # ... and how many reservations had ended when each was asked for (which of them a
-        # caller waiting since a given ticket awaits)
-        self.asked_at: list[int] = []
-        self.flight_at: dict[int, int] = {}
+        self.asked: list[Asked] = []  # the reservations asked for, not sent yet
+        self.flight: dict[int, Sent] = {}  # sent, not ended, by number
         self.sent = 0  # reservations sent (numbers them)
         self.ahead = False  # the one in flight was asked for ahead of need
         self.floor: int | None = None  # no block starting below this is handed out
@@ -331,10 +321,10 @@ class BlockState:
         and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
         if not self.asked:
             return None
+        asked = self.asked.pop(0)
         self.sent += 1
-        self.flight[self.sent] = self.top  # it lands above every id known now
-        self.flight_at[self.sent] = self.asked_at.pop(0)
-        return Refill(self.sent, self.asked.pop(0))
+        self.flight[self.sent] = Sent(self.top, asked.at)  # it lands above every id known now
+        return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
         """A block was reserved: it joins the blocks held (dropped if below ids already
@@ -388,7 +378,6 @@ class BlockState:
         driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
         self.closed = True
         self.asked.clear()
-        self.asked_at.clear()
         self._settle()
 
     def release(self) -> HandBack:
@@ -436,24 +425,23 @@ class BlockState:
 
     def _ask(self, *, ahead: bool) -> None:
         self.ahead = ahead or self.ahead
-        self.asked.append(self.block_size)
-        self.asked_at.append(self.outcomes)
+        self.asked.append(Asked(self.block_size, self.outcomes))
 
     def _awaited(self, ticket: int) -> bool:
         """Whether a reservation asked for by the time of ``ticket`` has not ended yet (a
         caller that waited since then waits for it, not for ones asked for later)."""
-        return any(at <= ticket for at in self.asked_at) or any(
-            at <= ticket for at in self.flight_at.values()
-        )
+        asked = [one.at for one in self.asked] + [one.at for one in self.flight.values()]
+        return any(at <= ticket for at in asked)
 
     def _safe(self, block: range) -> bool:
         """Whether every reservation in flight lands above ``block`` (it was sent after an
         id at least as high was known), so that handing ``block`` out keeps ids increasing."""
-        return all(known is not None and known >= block[-1] for known in self.flight.values())
+        return all(
+            sent.known is not None and sent.known >= block[-1] for sent in self.flight.values()
+        )
 
     def _ended(self, refill: Refill) -> None:
         self.flight.pop(refill.number, None)
-        self.flight_at.pop(refill.number, None)
         if not self.flight:
             self.ahead = False
         self.outcomes += 1

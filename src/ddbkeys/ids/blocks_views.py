@@ -1,5 +1,6 @@
 """What both block allocators share outside :class:`~ddbkeys.ids.blocks_core.BlockState`: the
-check of the counter they are given, and the read-only views of their settings and stats."""
+checks of the counter and the settings they are given, and the read-only views of their
+settings and stats."""
 
 from __future__ import annotations
 
@@ -7,11 +8,18 @@ import inspect
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids.values import MAX_ID
 
 if TYPE_CHECKING:
     from ddbkeys.ids.blocks_core import BlockState, BlockStats
 
-__all__ = ["AllocatorViews", "check_counter", "check_timeout"]
+__all__ = [
+    "AllocatorViews",
+    "check_block_size",
+    "check_counter",
+    "check_fraction",
+    "check_timeout",
+]
 
 C = TypeVar("C")
 
@@ -97,3 +105,25 @@ def check_timeout(timeout: object, table: str | None) -> float | None:
             table=table,
         )
     return float(timeout)
+
+
+def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
+    """A block size (or one of its bounds): a whole number from 1 to the largest id."""
+    if (
+        not isinstance(block_size, int)
+        or isinstance(block_size, bool)
+        or not 1 <= block_size <= MAX_ID
+    ):
+        raise ConfigurationError(
+            f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
+        )
+    return block_size
+
+
+def check_fraction(what: str, value: object, table: str | None, hint: str) -> float:
+    """A fraction of a block (``refill_at``): above 0 and at most 1."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        raise ConfigurationError(
+            f"{what} must be a number above 0 and at most 1 ({hint}), not {value!r}.", table=table
+        )
+    return float(value)
