@@ -148,18 +148,8 @@ class BlockAllocator(AllocatorViews):
         flight) are the parent's to hand out, never the child's. The child drops them, and
         reserves blocks of its own when asked for ids."""
         self._finalizer.detach()
-        old = self._state
-        if not old.closed:
-            self._state = BlockState(
-                old.block_size,
-                prefetch=old.prefetch,
-                refill_at=old.refill_at,
-                min_block_size=old.min_block_size,
-                max_block_size=old.max_block_size,
-                block_lifetime=old.block_lifetime,
-                clock=old.clock,
-                table=old.table,
-            )
+        if not self._state.closed:
+            self._state = self._state.anew()
         self._start()
 
     def next(self) -> int:

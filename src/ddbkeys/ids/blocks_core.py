@@ -225,6 +225,19 @@ class BlockState:
         self.closed = False  # no more takes
         self.released = False  # the plan of the hand-back is made: what arrives is wasted
 
+    def anew(self) -> BlockState:
+        """A state with these settings, the size reached so far, and nothing held."""
+        return BlockState(
+            self.block_size,
+            prefetch=self.prefetch,
+            refill_at=self.refill_at,
+            min_block_size=self.min_block_size,
+            max_block_size=self.max_block_size,
+            block_lifetime=self.block_lifetime,
+            clock=self.clock,
+            table=self.table,
+        )
+
     @property
     def left(self) -> int:
         """Ids left in the current block."""
