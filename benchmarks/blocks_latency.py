@@ -20,12 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from aiobotocore.config import AioConfig
-from aiobotocore.session import get_session
-
+from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.aio.ids import AtomicCounter as AsyncAtomicCounter
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
+from ddbkeys.connect import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator
 from ddbkeys.testing.proxy import FaultPlan, FaultProxy
 
@@ -124,16 +122,7 @@ def run_threads(endpoint: str, table: str, threads: int, count: int) -> Run:
 
 
 async def run_tasks(endpoint: str, table: str, tasks: int, count: int) -> Run:
-    keys = LOCAL_ACCESS_KEY if is_loopback(endpoint) else None
-    config = AioConfig(retries={"mode": "standard", "total_max_attempts": 10})
-    async with get_session().create_client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name=make_client(endpoint_url=endpoint).meta.region_name,
-        aws_access_key_id=keys,
-        aws_secret_access_key=keys,
-        config=config,
-    ) as client:
+    async with make_aio_client(endpoint, max_attempts=10) as client:
         counter = AsyncAtomicCounter(client, table, "blocks")
         blocks = AsyncBlockAllocator(counter, START_BLOCK, max_block_size=MAX_BLOCK)
         handed = [await blocks.next()]

@@ -35,13 +35,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiobotocore.config import AioConfig
-from aiobotocore.session import get_session
 from blocks_latency import linked_row
 from blocks_latency import measure_rows as blocks_rows
 
+from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.capacity import write_units
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
+from ddbkeys.connect import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
@@ -345,18 +345,8 @@ ASYNC_TARGET = 1.0
 async def run_tasks(endpoint: str, table: str, tasks: int, count: int) -> Tally:
     """``tasks`` tasks of one event loop, each putting its share of ``count`` items with one
     ``ddbkeys.aio.GaplessSequence`` (their puts share commits)."""
-    keys = LOCAL_ACCESS_KEY if is_loopback(endpoint) else None
-    config = AioConfig(
-        retries={"mode": "standard", "total_max_attempts": 10}, max_pool_connections=64
-    )
-    async with get_session().create_client(
-        "dynamodb",
-        endpoint_url=endpoint,
-        region_name=make_client(endpoint_url=endpoint).meta.region_name,
-        aws_access_key_id=keys,
-        aws_secret_access_key=keys,
-        config=config,
-    ) as client:
+    config = AioConfig(max_pool_connections=64)
+    async with make_aio_client(endpoint, max_attempts=10, config=config) as client:
         gapless = AsyncGaplessSequence(client, table, "users")
         tag = uuid.uuid4().hex[:8]
         await gapless.put({"pk": f"User#{tag}-warm-up"})  # the table description, connections
