@@ -32,11 +32,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiobotocore.config import AioConfig
-from aiobotocore.session import get_session
 
+from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.capacity import Usage
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback, make_client
+from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
 from ddbkeys.demo_keys import followed
 from ddbkeys.local import DynamoDBLocal
@@ -173,18 +173,8 @@ def run_aio(endpoint: str, region: str, table: str, expected: set[str]) -> Row:
     client."""
 
     async def listed() -> tuple[list[str], Usage, str]:
-        local = is_loopback(endpoint)
-        async with get_session().create_client(
-            "dynamodb",
-            endpoint_url=endpoint,
-            region_name=region,
-            aws_access_key_id=LOCAL_ACCESS_KEY if local else None,
-            aws_secret_access_key=LOCAL_ACCESS_KEY if local else None,
-            config=AioConfig(
-                retries={"mode": "standard", "total_max_attempts": 1},
-                max_pool_connections=AIO_SEGMENTS,
-            ),
-        ) as client:
+        config = AioConfig(max_pool_connections=AIO_SEGMENTS)
+        async with make_aio_client(endpoint, region, config=config) as client:
             listing = await aio_listing(client, table, segments=AIO_SEGMENTS)
             keys = [str(key) async for key in listing]
             label = f"aio {listing.method_name} x{AIO_SEGMENTS} of {listing.scan_segments}"
