@@ -41,6 +41,9 @@ class Counter:
     class retry:  # as AtomicCounter.retry
         clock = staticmethod(time.monotonic)
 
+    def _begin(self) -> Deadline:  # as AtomicCounter's: a call's deadline
+        return Deadline(self.deadline, clock=self.retry.clock)
+
     def __init__(self, fail: BaseException | None = None) -> None:
         self.last = 0
         self.calls: list[int] = []

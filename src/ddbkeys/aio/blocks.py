@@ -151,7 +151,7 @@ class BlockAllocator(AllocatorViews):
     async def _take(self, count: int) -> range:
         self._loop.check()
         ticket: int | None = None
-        deadline = Deadline(self.counter.deadline, clock=self.counter.retry.clock)
+        deadline: Deadline | None = None  # (of a call that waits: the counter's)
         while True:  # no await between a decision and the wait it asks for
             step = self._state.take(count, ticket)
             if step.refill:
@@ -160,7 +160,9 @@ class BlockAllocator(AllocatorViews):
                 return step.ids
             if isinstance(step, Direct):
                 return self._state.reserved(await self.counter.reserve(step.count))
-            if ticket is not None and deadline.expired():  # waited through the deadline
+            if deadline is None:
+                deadline = self.counter._begin()
+            elif deadline.expired():  # waited through the deadline
                 raise self._state.late_error(deadline.seconds)
             ticket = step.ticket
             if self._changed is None:

@@ -223,7 +223,7 @@ class BlockAllocator(AllocatorViews):
     def _take(self, count: int) -> range:
         ticket: int | None = None
         state, fast = self._state, self._fast
-        deadline = Deadline(self.counter.deadline, clock=self.counter.retry.clock)
+        deadline: Deadline | None = None  # (of a call that waits: the counter's)
         with self._lock:
             fast.reclaim(state)
             while True:
@@ -235,7 +235,9 @@ class BlockAllocator(AllocatorViews):
                     return step.ids
                 if isinstance(step, Direct):
                     break
-                if ticket is not None and deadline.expired():  # waited through the deadline
+                if deadline is None:
+                    deadline = self.counter._begin()
+                elif deadline.expired():  # waited through the deadline
                     raise state.late_error(deadline.seconds)
                 ticket = step.ticket
                 self._ready.wait(min(deadline.remaining(), 3600.0))
