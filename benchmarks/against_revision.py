@@ -7,9 +7,10 @@ The other benchmarks give ratios against the articles' code, which moves with th
 article's 16-thread counter ran at 331 ids/s in one published run and at 840 in another): a
 ratio published long ago says little about whether ddbkeys itself got slower. This one runs
 the revision's ``src`` (extracted with ``git archive``) and this tree's in child processes,
-alternating, on the same server and table, for the rows whose published ratios are compared:
-the atomic counter from 1 writer and blocks of 100 from 16 threads (both their defaults, in
-every revision). It prints each side's median ids/s and their ratio.
+alternating, on the same server and table, for each sync row of ``benchmarks/ids.py`` that every
+revision since 764ee4e has (the counter, blocks of 100, the item collection and the gapless
+sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads).
+It prints each side's median ids/s and their ratio.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
+import uuid
 from pathlib import Path
 
 from ddbkeys.connect import make_client
@@ -28,40 +31,74 @@ from ddbkeys.testing.tables import TableFactory
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent / "src"
 
-#: The child: mints ``count`` ids with ``threads`` threads after one to warm up; prints ids/s.
+#: The child: after one call to warm up, waits for the agreed start, then calls with
+#: ``threads`` threads; prints when it began and ended (epoch seconds) and how many calls.
 CHILD = """
-import sys, threading, time, uuid
+import os, sys, threading, time
 from ddbkeys.connect import make_client
-from ddbkeys.ids import AtomicCounter, BlockAllocator
-endpoint, table, kind, threads, count = sys.argv[1:6]
-threads, count = int(threads), int(count)
-counter = AtomicCounter(make_client(endpoint_url=endpoint, max_attempts=10), table,
-                        "c" + uuid.uuid4().hex[:8])
-mint = counter.next if kind == "counter" else BlockAllocator(counter, 100).next
+from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
+endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
+threads, count, start_at = int(threads), int(count), float(start_at)
+client = make_client(endpoint_url=endpoint, max_attempts=10)
+if kind in ("counter", "blocks"):
+    counter = AtomicCounter(client, table, name)
+    mint = counter.next if kind == "counter" else BlockAllocator(counter, 100).next
+elif kind == "collection":
+    sequence = CollectionSequence(client, table)
+    mint = lambda: sequence.put(name, {"priority": "low"})
+else:
+    gapless, made = GaplessSequence(client, table, name), iter(range(10**9))
+    mint = lambda: gapless.put({"pk": f"User#{name}-{os.getpid()}-{next(made)}"})
 mint()
 def run(n):
     for _ in range(n):
         mint()
 workers = [threading.Thread(target=run, args=(count // threads,)) for _ in range(threads)]
-began = time.perf_counter()
+time.sleep(max(0.0, start_at - time.time()))
+began = time.time()
 for w in workers: w.start()
 for w in workers: w.join()
-print(count // threads * threads / (time.perf_counter() - began))
+print(began, time.time(), count // threads * threads)
 """
 
-#: (label, kind, threads, ids per run)
-ROWS = [("counter, 1 writer", "counter", 1, 1500), ("blocks of 100, 16", "blocks", 16, 60_000)]
+#: The sync rows of benchmarks/ids.py: (label, kind, processes, threads each, ids per run).
+ROWS = [
+    ("counter, 1", "counter", 1, 1, 1500),
+    ("counter, 16", "counter", 1, 16, 3000),
+    ("blocks of 100, 1", "blocks", 1, 1, 20_000),
+    ("blocks of 100, 16", "blocks", 1, 16, 60_000),
+    ("collection, 1", "collection", 1, 1, 400),
+    ("collection, 16", "collection", 1, 16, 2000),
+    ("gapless, 1", "gapless", 1, 1, 400),
+    ("gapless, 16", "gapless", 1, 16, 3000),
+    ("gapless, 4x4", "gapless", 4, 4, 2000),
+]
 
 
-def rate(source: Path, endpoint: str, table: str, kind: str, threads: int, count: int) -> float:
-    out = subprocess.run(
-        [sys.executable, "-c", CHILD, endpoint, table, kind, str(threads), str(count)],
-        env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return float(out.stdout.strip())
+def rate(source: Path, endpoint: str, table: str, row: tuple[str, str, int, int, int]) -> float:
+    """ids/s of one run of ``row`` with the ddbkeys in ``source``: its processes start
+    together (on the same counter, collection or sequence) and the run lasts from the first
+    start to the last end."""
+    _, kind, procs, threads, count = row
+    name = "r" + uuid.uuid4().hex[:8]
+    start_at = time.time() + 3.0  # after every child has imported and warmed up
+    command = [sys.executable, "-c", CHILD, endpoint, table, kind, name, str(threads)]
+    children = [
+        subprocess.Popen(
+            [*command, str(count // procs), str(start_at)],
+            env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(procs)
+    ]
+    outs = [child.communicate()[0].split() for child in children]
+    if any(child.returncode for child in children):
+        raise SystemExit(f"a child failed on {row[0]} with {source}")
+    began, ended = min(float(o[0]) for o in outs), max(float(o[1]) for o in outs)
+    if began < start_at - 0.5:
+        raise SystemExit(f"{row[0]}: a child was not ready at the agreed start")
+    return sum(int(o[2]) for o in outs) / (ended - began)
 
 
 def main() -> int:
@@ -69,6 +106,12 @@ def main() -> int:
     parser.add_argument("revision", help="A git revision of this repository (e.g. 764ee4e).")
     parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
     parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument(
+        "--only",
+        choices=sorted({row[1] for row in ROWS}),
+        action="append",
+        help="Run only these strategies (repeatable).",
+    )
     args = parser.parse_args()
     server = None if args.endpoint_url else DynamoDBLocal(heap_mb=1024).start()
     endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
@@ -82,17 +125,22 @@ def main() -> int:
             )
             subprocess.run(["tar", "-x", "-C", tree], input=archive.stdout, check=True)
             old = Path(tree) / "src"
-            table = factory(("pk", "S"))
             print(
                 f"{'row':<20} {args.revision + ' ids/s':>16} {'this tree ids/s':>16} {'ratio':>7}"
             )
-            for label, kind, threads, count in ROWS:
+            for row in ROWS:
+                if args.only and row[1] not in args.only:
+                    continue
+                keys = [("pk", "S"), ("sk", "N")] if row[1] == "collection" else [("pk", "S")]
+                table = factory(*keys)
                 runs: dict[str, list[float]] = {"old": [], "new": []}
                 for _ in range(args.rounds):  # alternating: the machine's drift hits both
-                    runs["old"].append(rate(old, endpoint, table, kind, threads, count))
-                    runs["new"].append(rate(SOURCE, endpoint, table, kind, threads, count))
+                    runs["old"].append(rate(old, endpoint, table, row))
+                    runs["new"].append(rate(SOURCE, endpoint, table, row))
                 before, now = statistics.median(runs["old"]), statistics.median(runs["new"])
-                print(f"{label:<20} {before:>16.0f} {now:>16.0f} {now / before:>6.2f}x", flush=True)
+                print(
+                    f"{row[0]:<20} {before:>16.0f} {now:>16.0f} {now / before:>6.2f}x", flush=True
+                )
     finally:
         factory.delete_all()
         if server is not None:

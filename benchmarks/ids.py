@@ -9,7 +9,10 @@ Counter and blocks are compared on minting ids alone (the UpdateItem ADD of "Imp
 auto-increment with Amazon DynamoDB", without the put that follows it), and so are two more
 counter rows: "coalesced", ``AtomicCounter(coalesce=True)`` (concurrent calls share one ADD), and
 "idempotent", ``AtomicCounter(coalesce=True, idempotent=True)`` (each shared write a one-item
-transaction with a token: 2 write units on the service); the item-collection and gapless
+transaction with a token: 2 write units on the service), and "boto3", the counter again with a
+client as ``boto3.client("dynamodb")`` makes it, for both (its timeouts, 60 s to connect and 60 s
+to read, are longer than ddbkeys' deadline, so ddbkeys sends each request from a thread that
+keeps the deadline: this row shows what that costs); the item-collection and gapless
 strategies on whole inserts (id and item written). One more row, "gapless aio 64",
 puts from 64 tasks of one event loop with ddbkeys.aio, and its ratio is against the sync gapless
 row with 16 threads (target: at least as fast). Each row is a median over rounds that
@@ -34,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import boto3
 from aiobotocore.config import AioConfig
 from blocks_latency import linked_row
 from blocks_latency import measure_rows as blocks_rows
@@ -200,7 +204,7 @@ def article_gapless(
 
 
 def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int], int], Any]:
-    if kind == "counter":
+    if kind in ("counter", "boto3"):
         counter = AtomicCounter(client, table, "orders")
         return lambda _: counter.next(), counter.usage
     if kind in ("coalesced", "idempotent"):
@@ -222,6 +226,7 @@ def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int],
 
 ARTICLES = {
     "counter": article_counter,
+    "boto3": article_counter,
     "coalesced": article_counter,
     "idempotent": article_counter,
     "blocks": article_counter,
@@ -324,13 +329,27 @@ def measure(
     table = prepare(client, factory, kind)
     if procs > 1:
         return run_processes(article, kind, endpoint, table, procs, writers // procs, count)
-    worker_client = make_client(endpoint_url=endpoint, max_attempts=10)
+    worker_client = (
+        boto3_client(endpoint) if kind == "boto3" else make_client(endpoint, max_attempts=10)
+    )
     op, totals = make_op(article, kind, worker_client, table)
     op(-1)  # warm up: the table description, connections
     before = totals()
     seconds = run_threads(op, writers, count)
     retries, units = totals()
     return Tally(count, seconds, retries - before[0], units - before[1])
+
+
+def boto3_client(endpoint: str) -> DynamoDBClient:
+    """A client as a user makes it: boto3's default configuration (credentials given, since
+    DynamoDB Local takes any and the machine may have none)."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="local",
+        aws_secret_access_key="local",
+    )
 
 
 # --- ddbkeys.aio: gapless from many tasks of one event loop --------------------------------
@@ -446,6 +465,7 @@ def main() -> int:
     plan = [
         ("counter", 1, 1, 600, 600),
         ("counter", 16, 1, 2000, 2000),
+        ("boto3", 1, 1, 600, 600),
         ("coalesced", 16, 1, 2000, 12000),
         ("idempotent", 16, 1, 2000, 6000),
         ("blocks", 1, 1, 600, 20000),

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextvars
 import decimal
-import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, cast
@@ -36,6 +35,7 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError, NoAnswerInTime
+from ddbkeys.request_threads import send_within
 from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
@@ -165,26 +165,14 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
 
 
 def _in_worker(send: Callable[[], Any], seconds: float, url: str) -> Any:
-    """``send()`` in a daemon thread (one that never answers does not hold up the exit), waited
-    for ``seconds`` at most: its answer or its error, else NoAnswerInTime."""
-    outcome: list[tuple[bool, Any]] = []
-    done = threading.Event()
-    context = contextvars.copy_context()
-
-    def run() -> None:
-        try:
-            outcome.append((True, context.run(send)))
-        except BaseException as exc:  # handed to the caller
-            outcome.append((False, exc))
-        finally:
-            done.set()
-
-    threading.Thread(target=run, name="ddbkeys-request", daemon=True).start()
-    if not done.wait(seconds):
-        raise NoAnswerInTime(endpoint_url=url, waited=seconds)
-    ok, value = outcome[0]
+    """``send()`` from a daemon thread (one that never answers does not hold up the exit; see
+    :mod:`ddbkeys.request_threads`), waited for ``seconds`` at most: its answer or its error,
+    else NoAnswerInTime."""
+    ok, value = send_within(send, seconds)
     if ok:
         return value
+    if value is None:
+        raise NoAnswerInTime(endpoint_url=url, waited=seconds)
     raise value
 
 
