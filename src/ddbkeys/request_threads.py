@@ -9,7 +9,9 @@ Starting a thread for every request cost about 0.35 ms of CPU, a third more than
 itself on a local server; so a thread that has sent its request waits for the next one, up to
 :data:`IDLE_SECONDS`. One whose request never answers is left to it (daemon threads do not hold
 up the exit); a caller finding no thread free starts a new one. After ``fork()`` the child's
-list of waiting threads is emptied: none of them exists in the child.
+list of waiting threads is emptied: none of them exists in the child; and before it, the
+threads waiting for a request end, so that a fork does not see them (Python 3.12 warns when a
+process with threads forks).
 """
 
 from __future__ import annotations
@@ -56,24 +58,31 @@ class _Thread:
     def __init__(self, pool: RequestThreads) -> None:
         self.pool = pool
         self.job: _Job | None = None
+        self.stop = False  # set (with no job) to end a waiting thread before a fork
         self.go = threading.Lock()
         self.go.acquire()  # released by the caller that hands this thread a job
-        threading.Thread(target=self._loop, name="ddbkeys-request", daemon=True).start()
+        self.thread = threading.Thread(target=self._loop, name="ddbkeys-request", daemon=True)
+        self.thread.start()
 
     def _loop(self) -> None:
+        idle = self.pool.idle_seconds
         while True:
-            if not self.go.acquire(timeout=self.pool.idle_seconds):
-                if self.pool.retire(self):
-                    return
-                self.go.acquire()  # a caller took this thread as it timed out: a job comes
+            # A caller that takes this thread releases ``go`` at once (or was interrupted, and
+            # then it never does: the second wait ends the thread).
+            if not self.go.acquire(timeout=idle) and (
+                self.pool.retire(self) or not self.go.acquire(timeout=idle)
+            ):
+                return
+            if self.stop:
+                return
             job, self.job = self.job, None
-            if job is None:  # (never: a caller releases go only with a job)
-                continue
-            job.run()
+            if job is not None:
+                job.run()
             # Free again before the caller hears of it: a caller sending one request after
             # another finds this thread waiting, rather than starting a second one.
             keep = self.pool.rest(self)
-            job.done.release()
+            if job is not None:
+                job.done.release()
             del job  # (its outcome is the caller's; nothing of it stays on this thread)
             if not keep:
                 return
@@ -92,15 +101,21 @@ class RequestThreads:
     def send(self, send: Callable[[], Any], seconds: float) -> tuple[bool, Any]:
         """``send()`` from a thread, waited for ``seconds`` at most: ``(True, its answer)``,
         ``(False, the exception it raised)``, or ``(False, None)`` when it had not ended."""
+        job = _Job(send)
         with self._lock:
             thread = self._idle.pop() if self._idle else None
             if thread is None:
                 self.started += 1
         if thread is None:
             thread = _Thread(self)
-        job = _Job(send)
-        thread.job = job
-        thread.go.release()
+        handed = False
+        try:
+            thread.job = job
+            handed = True
+        finally:
+            if not handed:  # interrupted (Ctrl-C): nothing is sent, the thread waits again
+                thread.job = None
+            thread.go.release()
         if not job.done.acquire(timeout=max(seconds, 0.0)):
             return False, None
         return job.ok, job.value
@@ -127,6 +142,17 @@ class RequestThreads:
         with self._lock:
             return len(self._idle)
 
+    def _end_waiting(self) -> None:
+        """Before a fork: the threads waiting for a request end (so that the child is forked
+        from a process with no more threads than the caller's own), each waited for briefly."""
+        with self._lock:
+            waiting, self._idle = self._idle, []
+        for thread in waiting:
+            thread.stop = True
+            thread.go.release()
+        for thread in waiting:
+            thread.thread.join(0.05)
+
     def _forget(self) -> None:
         """In a forked child: the parent's threads are not there."""
         self._lock = threading.Lock()
@@ -135,7 +161,7 @@ class RequestThreads:
 
 _THREADS = RequestThreads()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_THREADS._forget)
+    os.register_at_fork(before=_THREADS._end_waiting, after_in_child=_THREADS._forget)
 
 
 def send_within(send: Callable[[], Any], seconds: float) -> tuple[bool, Any]:

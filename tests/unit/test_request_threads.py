@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from ddbkeys import request_threads
 from ddbkeys.request_threads import RequestThreads, send_within
 
 TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="none")
@@ -106,7 +107,9 @@ def test_threads_with_nothing_to_send_end() -> None:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
 def test_a_forked_child_starts_threads_of_its_own() -> None:
-    assert send_within(lambda: "parent", 5.0) == (True, "parent")  # a thread now waits
+    ok, sender = send_within(threading.current_thread, 5.0)  # that thread now waits
+    assert ok
+    assert sender.is_alive()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: the parent's waiting thread is not here
@@ -120,6 +123,51 @@ def test_a_forked_child_starts_threads_of_its_own() -> None:
         said = pipe.read()
     os.waitpid(pid, 0)
     assert said == "True child", said
+    # The waiting thread ended before the fork (Python 3.12 warns of a fork with threads).
+    assert not sender.is_alive()
+
+
+class Interrupt(BaseException):
+    """Stands for the KeyboardInterrupt a signal handler raises between two bytecodes."""
+
+
+@pytest.mark.parametrize("reused", [True, False], ids=["a waiting thread", "a new thread"])
+def test_a_caller_interrupted_while_handing_over_leaves_no_thread_behind(
+    monkeypatch: pytest.MonkeyPatch, reused: bool
+) -> None:
+    """Ctrl-C in the caller between taking a thread and handing it the request: nothing is
+    sent, and the thread still ends once idle (it used to wait for that request forever)."""
+    threads = RequestThreads(idle_seconds=0.2)
+    if reused:
+        assert threads.send(lambda: "warm", 5.0) == (True, "warm")
+        assert threads.waiting() == 1
+    seen: list[threading.Thread] = []
+    if reused:  # the interrupt lands as the request is handed over
+
+        def setattr_(self: object, name: str, value: object) -> None:
+            if name == "job" and value is not None:
+                seen.append(self.thread)  # type: ignore[attr-defined]
+                raise Interrupt
+            object.__setattr__(self, name, value)
+
+        monkeypatch.setattr(request_threads._Thread, "__setattr__", setattr_)
+    else:  # ... or as the new thread starts
+        real = threading.Thread.start
+
+        def start(thread: threading.Thread) -> None:
+            real(thread)
+            seen.append(thread)
+            raise Interrupt
+
+        monkeypatch.setattr(threading.Thread, "start", start)
+    sent: list[str] = []
+    with pytest.raises(Interrupt):
+        threads.send(lambda: sent.append("sent"), 5.0)
+    monkeypatch.undo()
+    assert len(seen) == 1
+    assert wait_for(lambda: not seen[0].is_alive(), 3.0), "the thread waits for good"
+    assert sent == []
+    assert threads.waiting() == 0
 
 
 if sys.version_info >= (3, 12):  # fork() in a process with threads warns from 3.12 on
