@@ -167,8 +167,9 @@ class BlockAllocator(AllocatorViews):
             ticket = step.ticket
             if self._changed is None:
                 self._changed = asyncio.Event()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._changed.wait(), min(deadline.remaining(), 3600.0))
+            with contextlib.suppress(TimeoutError):  # (wait_for may swallow a cancellation)
+                async with asyncio.timeout(min(deadline.remaining(), 3600.0)):
+                    await self._changed.wait()
 
     def _spawn(self) -> None:
         refill = self._state.claim_refill()

@@ -17,8 +17,9 @@ a bad token is raised where the listing is asked for, as in the sync form; it re
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import aclosing
 from decimal import Decimal
 from typing import Any, Generic, TypeVar
@@ -68,20 +69,33 @@ class OneLoopIterator(Generic[T]):
     """An async iterator over ``keys`` that belongs to the event loop of its first step: a step
     from another loop is a :class:`ConfigurationError` (the readers, their queue and the
     generator are that loop's; an ``asyncio.run()`` that ends closes the generator, which would
-    otherwise look like the end of the listing in the next one)."""
+    otherwise look like the end of the listing in the next one). After a step raised (a stop,
+    an error, a cancellation: ``asyncio.wait_for(anext(keys), ...)`` that timed out), the next
+    one raises :class:`~ddbkeys.errors.ListingInterrupted` again, as the sync form's does,
+    rather than ending as if the keys handed out were all of them."""
 
-    __slots__ = ("_binding", "_keys")
+    __slots__ = ("_binding", "_keys", "_listing")
 
-    def __init__(self, keys: AsyncGenerator[T, None], binding: LoopBinding) -> None:
+    def __init__(
+        self, keys: AsyncGenerator[T, None], binding: LoopBinding, listing: ListingCore
+    ) -> None:
         self._keys = keys
         self._binding = binding
+        self._listing = listing
 
     def __aiter__(self) -> OneLoopIterator[T]:
         return self
 
     async def __anext__(self) -> T:
         self._binding.check()
-        return await self._keys.__anext__()
+        self._listing._check_ended()
+        try:
+            return await self._keys.__anext__()
+        except StopAsyncIteration:
+            raise
+        except BaseException as exc:
+            self._listing._end_early(exc)
+            raise
 
     async def aclose(self) -> None:
         """Stop reading (in the listing's own loop; from another, the readers are only told to
@@ -116,16 +130,25 @@ class AsyncListing(ListingCore):
         reader: Reader,
         positions: list[Position],
         readers: int = 1,
-        on_key: Callable[[AsyncListing], None] | None = None,
+        on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
     ) -> None:
         super().__init__(method, reader, positions, readers, on_key)
+        self._notices: deque[Awaitable[Any]] = deque()
         self._driver = AsyncDriver(reader.client, reader.usage, "ddbkeys.aio.AsyncListing")
         self._loop = LoopBinding(
             "ddbkeys.aio.AsyncListing", "its segments are read by tasks of that loop"
         )
 
+    def _notify(self) -> None:
+        """``on_key`` may be a coroutine function: what it returns is awaited before the key
+        is handed out (or the segment's end is told)."""
+        if self.on_key is not None:
+            result = self.on_key(self)
+            if inspect.isawaitable(result):
+                self._notices.append(result)
+
     def __aiter__(self) -> AsyncIterator[str | int | Decimal | bytes]:
-        return OneLoopIterator(self._plain(), self._loop)
+        return OneLoopIterator(self._plain(), self._loop, self)
 
     async def _plain(self) -> AsyncGenerator[str | int | Decimal | bytes, None]:
         async with aclosing(self._raw()) as keys:
@@ -134,7 +157,7 @@ class AsyncListing(ListingCore):
 
     def raw(self) -> OneLoopIterator[Key]:
         """The keys as DynamoDB AttributeValues (``{"S": ...}``), with ``async for``."""
-        return OneLoopIterator(self._raw(), self._loop)
+        return OneLoopIterator(self._raw(), self._loop, self)
 
     async def _raw(self) -> AsyncGenerator[Key, None]:
         todo = self._begin()
@@ -163,7 +186,11 @@ class AsyncListing(ListingCore):
                 segment, item = await self._next_item(out)
                 if item is EXITED:
                     running -= 1
-                elif (key := self._take(segment, item)) is not None:
+                    continue
+                key = self._take(segment, item)
+                while self._notices:  # what an async on_key returned
+                    await self._notices.popleft()
+                if key is not None:
                     yield key
         finally:
             self.reader.stop.set()  # the readers stop between pages, and out of their waits
@@ -180,7 +207,10 @@ class AsyncListing(ListingCore):
             except asyncio.QueueEmpty:
                 pass
             try:
-                return await asyncio.wait_for(out.get(), STOP_SLICE)
+                # (Not wait_for: on Python 3.11 it can swallow a cancellation of the caller
+                # that comes as the queue answers, and the listing would read on.)
+                async with asyncio.timeout(STOP_SLICE):
+                    return await out.get()
             except TimeoutError:
                 continue
 
@@ -230,7 +260,7 @@ async def distinct_partition_keys(
     resume: str | None = None,
     retry: RetryPolicy | None = None,
     usage: Usage | None = None,
-    on_key: Callable[[AsyncListing], None] | None = None,
+    on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
     state_table: str = STATE_TABLE,
     max_lag: float = DEFAULT_MAX_LAG,
@@ -241,7 +271,8 @@ async def distinct_partition_keys(
     DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
 
     Every method of the sync form, the marker index's included; a resume token of either form
-    goes on in the other.
+    goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
+    with an async client): it is awaited before each key is handed out.
     """
     client, name = as_async_client(client, table)
     if name is None:

@@ -229,7 +229,8 @@ class AsyncGroupCommit(Generic[T, R]):
             return
         self._arrived = asyncio.Event()
         try:
-            await asyncio.wait_for(self._arrived.wait(), linger)
+            async with asyncio.timeout(linger):  # (wait_for may swallow a cancellation)
+                await self._arrived.wait()
         except TimeoutError:
             pass
         finally:

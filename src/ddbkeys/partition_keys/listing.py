@@ -9,22 +9,25 @@ flows as asyncio tasks. Only the waiting and the spawning differ.
 
 from __future__ import annotations
 
+import inspect
 import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import DdbKeysError
+from ddbkeys.errors import ConfigurationError, DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys.base import Key, Position, Reader, SegmentMethod, plain_key
 from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 
-__all__ = ["DONE", "EXITED", "Listing", "ListingCore"]
+__all__ = ["DONE", "EXITED", "Keys", "Listing", "ListingCore"]
+
+T = TypeVar("T")
 
 #: What a reader hands the consumer besides keys: a segment read to its end, a reader finished.
 DONE = object()
@@ -48,7 +51,7 @@ class ListingCore:
         reader: Reader,
         positions: list[Position],
         readers: int = 1,
-        on_key: Callable[[Any], None] | None = None,
+        on_key: Callable[[Any], object] | None = None,
     ) -> None:
         self.method = method
         self.reader = reader
@@ -61,6 +64,7 @@ class ListingCore:
         #: Whether the marker index could be vouched for (None: no index was considered).
         self.index_trusted: bool | None = None
         self._started = False
+        self._ended: str | None = None  # why the iteration ended before the last key
 
     @property
     def usage(self) -> Usage:
@@ -100,6 +104,22 @@ class ListingCore:
         self.reader.stop.set()
 
     # --- the bookkeeping both forms share -----------------------------------------------------
+
+    def _end_early(self, exc: BaseException) -> None:
+        """The iteration raised ``exc``: any later step raises :meth:`_ended_error`, rather than
+        ending as a complete listing does (a generator that raised is over)."""
+        if self._ended is None and not self.finished:
+            self._ended = "stopped" if isinstance(exc, ListingInterrupted) else type(exc).__name__
+
+    def _check_ended(self) -> None:
+        if self._ended is not None:
+            info = self.method.info
+            raise ListingInterrupted(
+                f"The listing of table {info.name!r} ended early ({self._ended}) after "
+                f"{self.keys_found} key(s): they are not all the keys. Go on with "
+                "distinct_partition_keys(..., resume=listing.checkpoint()).",
+                table=info.name,
+            )
 
     def _begin(self) -> list[int]:
         """The segments left to read, once: a listing is a stream."""
@@ -143,6 +163,31 @@ class ListingCore:
         return None
 
 
+class Keys(Iterator[T]):
+    """A listing's keys, once. After the iteration raised (a stop, an error, Ctrl-C), the next
+    step raises :class:`~ddbkeys.errors.ListingInterrupted` again: it does not end as if the
+    keys handed out were all of them."""
+
+    __slots__ = ("_keys", "_listing")
+
+    def __init__(self, listing: ListingCore, keys: Iterator[T]) -> None:
+        self._listing = listing
+        self._keys = keys
+
+    def __iter__(self) -> Keys[T]:
+        return self
+
+    def __next__(self) -> T:
+        self._listing._check_ended()
+        try:
+            return next(self._keys)
+        except StopIteration:
+            raise
+        except BaseException as exc:
+            self._listing._end_early(exc)
+            raise
+
+
 class Listing(ListingCore):
     """The distinct partition keys of a table, as a stream (iterate over it once), read with
     the sync driver.
@@ -165,13 +210,22 @@ class Listing(ListingCore):
         readers: int = 1,
         on_key: Callable[[Listing], None] | None = None,
     ) -> None:
+        if inspect.iscoroutinefunction(on_key):
+            raise ConfigurationError(
+                f"on_key={on_key.__qualname__} is a coroutine function, which a listing read "
+                "with threads cannot await: pass a plain function, or list with ddbkeys.aio.",
+                table=method.info.name,
+            )
         super().__init__(method, reader, positions, readers, on_key)
         #: Read in a thread even with one reader, so that ``stop()`` never waits on a request.
         self.background = False
         self._driver = SyncDriver(reader.client, reader.usage)
 
-    def raw(self) -> Iterator[Key]:
+    def raw(self) -> Keys[Key]:
         """The keys as DynamoDB AttributeValues (``{"S": ...}``)."""
+        return Keys(self, self._raw())
+
+    def _raw(self) -> Iterator[Key]:
         todo = self._begin()
         if (self.readers <= 1 or len(todo) <= 1) and not self.background:
             for segment in todo:
@@ -183,9 +237,8 @@ class Listing(ListingCore):
             return
         yield from self._parallel(todo)
 
-    def __iter__(self) -> Iterator[str | int | Decimal | bytes]:
-        for key in self.raw():
-            yield plain_key(key)
+    def __iter__(self) -> Keys[str | int | Decimal | bytes]:
+        return Keys(self, (plain_key(key) for key in self._raw()))
 
     def _next_item(self, out: queue.Queue[tuple[int, Any]]) -> tuple[int, Any]:
         """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""
