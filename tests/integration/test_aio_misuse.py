@@ -18,6 +18,7 @@ import pytest
 from ddbkeys import aio
 from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids import AtomicCounter, CollectionSequence, GaplessSequence
 from ddbkeys.testing.tables import TableFactory
 from tests.support.drivers import EventLoopThread, in_thread
 
@@ -188,6 +189,14 @@ def test_a_client_left_open_when_its_loop_ended(
         )
         assert f"create one {name} per event loop, over a client opened in that loop" in message
         assert OPEN in message
+        assert message.endswith("Nothing was sent.")
+    # ... and nothing was: the request would have gone out on the ended loop's connection,
+    # been applied, and failed as its answer was read (the Lambda pattern: a client entered
+    # once, kept in a global, and asyncio.run() for each invocation).
+    assert AtomicCounter(ddb_client, simple, "order").current() == 1
+    assert GaplessSequence(ddb_client, simple, "user").current() == 1
+    assert CollectionSequence(ddb_client, collections).current("p") == 1
+    assert "Item" not in ddb_client.get_item(TableName=simple, Key={"pk": {"S": "user#2"}})
 
 
 def test_what_holds_no_loop_state_goes_on_in_the_next_loop_and_thread(

@@ -156,12 +156,27 @@ def check_loop(
     client last sent one in another loop that is still open (its connections are in use
     there); that loop when it has ended (the request is sent: a client closed and entered
     again in this loop works, one left open fails and :func:`misuse` says why); else None."""
+    running = asyncio.get_running_loop()
+    stale = next((loop for loop in _http_loops(client) if loop is not running), None)
+    if stale is not None:  # its connections are another loop's: a request would go out on one
+        raise ConfigurationError(_another_loop(owner, stale) + " Nothing was sent.", table=table)
     previous = _last_loop(client)
-    if previous is None or previous is asyncio.get_running_loop():
+    if previous is None or previous is running:
         return None
     if not previous.is_closed():
         raise ConfigurationError(_another_loop(owner, previous), table=table)
     return previous
+
+
+def _http_loops(client: Any) -> list[asyncio.AbstractEventLoop]:
+    """The event loops of the client's open aiohttp sessions (made on its first request in a
+    loop): aiobotocore's insides, read defensively (nothing where they differ)."""
+    http = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    sessions = getattr(http, "_sessions", None)
+    if not isinstance(sessions, dict):
+        return []
+    loops = (getattr(session, "_loop", None) for session in list(sessions.values()))
+    return [loop for loop in loops if isinstance(loop, asyncio.AbstractEventLoop)]
 
 
 def _misused(exc: BaseException) -> str | None:
@@ -194,8 +209,8 @@ def misuse(
             f"The aiobotocore client of {owner} is closed, or was never entered: send with it "
             f"inside its block, {OPEN_A_CLIENT}, and create the ddbkeys.aio objects there."
         )
-    else:
-        message = _another_loop(owner, previous)
+    else:  # (it may have failed as the answer was read: after the request went out)
+        message = _another_loop(owner, previous) + " The request may have been applied."
     return ConfigurationError(message, table=table, cause=exc)
 
 
