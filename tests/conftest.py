@@ -117,6 +117,28 @@ def trickling_endpoint() -> Iterator[ServerURL]:
         yield url
 
 
+@pytest.fixture(params=[b"<html>hello</html>", b"{}", b""], ids=["html", "empty-json", "empty"])
+def not_dynamodb_endpoint(request: pytest.FixtureRequest) -> Iterator[ServerURL]:
+    """http://127.0.0.1:PORT where a web server that is not DynamoDB answers every request
+    with HTTP 200 and a body that holds none of DynamoDB's answers."""
+    body: bytes = request.param
+
+    def answer(connection: socket.socket, stop: threading.Event) -> None:
+        with connection:
+            try:
+                while not stop.is_set() and connection.recv(65536):
+                    connection.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n"
+                        + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                        + body
+                    )
+            except OSError:
+                return
+
+    with _local_server(answer) as url:
+        yield url
+
+
 @pytest.fixture
 def closed_endpoint() -> str:
     """http://127.0.0.1:PORT where nothing listens (the port was free a moment ago)."""

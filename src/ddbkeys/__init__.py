@@ -20,6 +20,7 @@ from ddbkeys.errors import (
     ResumeTokenError,
     ServiceError,
     TableNotFoundError,
+    UnexpectedAnswerError,
 )
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.retry import RetriesExhaustedError
@@ -77,6 +78,7 @@ __all__ = [
     "SequenceExhaustedError",
     "ServiceError",
     "TableNotFoundError",
+    "UnexpectedAnswerError",
     "__version__",
     "as_client",
     "make_client",

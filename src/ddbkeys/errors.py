@@ -39,6 +39,7 @@ __all__ = [
     "ResumeTokenError",
     "ServiceError",
     "TableNotFoundError",
+    "UnexpectedAnswerError",
     "cut_short",
     "deadline_exceeded",
     "describe_failure",
@@ -107,6 +108,11 @@ class CredentialsError(ConfigurationError):
 
 class EndpointUnreachableError(DdbKeysError):
     """Nothing answered at the DynamoDB endpoint."""
+
+
+class UnexpectedAnswerError(DdbKeysError):
+    """The endpoint answered what DynamoDB never would (an HTTP 200 without the answer's
+    parts: a web server on the wrong port, a captive portal): most likely not DynamoDB."""
 
 
 class NoAnswerInTime(ReadTimeoutError):

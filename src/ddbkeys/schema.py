@@ -13,7 +13,13 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.core.steps import Flow, describe_table
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError, raise_translated
+from ddbkeys.errors import (
+    ConfigurationError,
+    DdbKeysError,
+    KeySchemaError,
+    UnexpectedAnswerError,
+    raise_translated,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,6 +32,7 @@ __all__ = [
     "check_table_name",
     "describe",
     "describe_flow",
+    "described",
     "from_attributes",
     "is_dynamodb_json",
     "looks_typed",
@@ -108,10 +115,10 @@ def describe(client: DynamoDBClient, table: str) -> TableInfo:
     """DescribeTable, with the keys found by name and a clear error for a missing table."""
     check_table_name(table)
     try:
-        description = client.describe_table(TableName=table)["Table"]
+        answer = client.describe_table(TableName=table)
     except (ClientError, BotoCoreError) as exc:
         raise_translated(exc, table=table)
-    return table_info(description, table)
+    return table_info(described(answer, table), table)
 
 
 def describe_flow(table: str) -> Flow[TableInfo]:
@@ -119,7 +126,29 @@ def describe_flow(table: str) -> Flow[TableInfo]:
     the retry layer to read."""
     check_table_name(table)
     answer = yield describe_table({"TableName": table})
-    return table_info(answer["Table"], table)
+    return table_info(described(answer, table), table)
+
+
+def described(answer: object, table: str) -> Mapping[str, Any]:
+    """The table description of a DescribeTable answer: an :class:`UnexpectedAnswerError`
+    when it has none, or one without keys (an endpoint that answers HTTP 200 and is not
+    DynamoDB), rather than a KeyError further on."""
+    description = answer.get("Table") if isinstance(answer, Mapping) else None
+    if (
+        not isinstance(description, Mapping)
+        or not isinstance(description.get("KeySchema"), list)
+        or not isinstance(description.get("AttributeDefinitions"), list)
+    ):
+        if isinstance(answer, Mapping):  # (botocore's ResponseMetadata says nothing here)
+            answer = {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+        said = repr(answer)
+        said = said if len(said) <= 80 else said[:77] + "..."
+        raise UnexpectedAnswerError(
+            f"The endpoint's answer to DescribeTable of table {table!r} holds no table "
+            f"description with its keys (it said {said}): is the endpoint DynamoDB?",
+            table=table,
+        )
+    return description
 
 
 def table_info(description: Mapping[str, Any], table: str) -> TableInfo:

@@ -4,6 +4,7 @@ boto3's resource layer."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from decimal import Decimal
@@ -14,9 +15,16 @@ import pytest
 from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
-from ddbkeys import DeadlineExceededError, EndpointUnreachableError, make_client
+from ddbkeys import (
+    DeadlineExceededError,
+    EndpointUnreachableError,
+    UnexpectedAnswerError,
+    aio,
+    make_client,
+)
 from ddbkeys.cli import cli
 from ddbkeys.clients import ResourceClientAdapter, as_client
+from ddbkeys.ids import AtomicCounter
 from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.testing import FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
@@ -42,6 +50,32 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
         f"{silent_endpoint} had not answered when the deadline came (3.0 s), 1 attempt.\n"
     )
     assert 3 <= elapsed < 3 + 5
+
+
+def test_an_endpoint_that_is_not_dynamodb_is_named_as_such(not_dynamodb_endpoint: str) -> None:
+    """HTTP 200 without DynamoDB's answer (a web server on the wrong port): a one-line
+    UnexpectedAnswerError from the library, the asyncio form and the CLI (it was a KeyError,
+    and "internal error" on the command line)."""
+    said = (
+        "The endpoint's answer to DescribeTable of table 'orders' holds no table description "
+        "with its keys (it said {}): is the endpoint DynamoDB?"
+    )
+    client = make_client(not_dynamodb_endpoint)
+    with pytest.raises(UnexpectedAnswerError) as raised:
+        AtomicCounter(client, "orders", "order", deadline=3).next()
+    assert str(raised.value) == said
+    with pytest.raises(UnexpectedAnswerError, match=re.escape(said)):
+        list(distinct_partition_keys(client, "orders", deadline=3))
+
+    async def aio_next() -> int:
+        async with aio.make_client(not_dynamodb_endpoint) as client:
+            return await aio.AtomicCounter(client, "orders", "order", deadline=3).next()
+
+    with pytest.raises(UnexpectedAnswerError, match=re.escape(said)):
+        asyncio.run(aio_next())
+    command = ["ids", "next", "-t", "orders", "--counter", "order"]
+    result = CliRunner().invoke(cli, [*command, "--endpoint-url", not_dynamodb_endpoint])
+    assert (result.exit_code, result.stderr) == (1, f"Error: {said}\n")
 
 
 def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:

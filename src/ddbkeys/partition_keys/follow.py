@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -36,6 +36,7 @@ from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore, send
 from ddbkeys.partition_keys.state import STATE_TABLE, StateCore
 from ddbkeys.retry import Deadline
+from ddbkeys.schema import described
 
 __all__ = [
     "FollowReport",
@@ -92,7 +93,7 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
     answer = yield from index._attempts(
         lambda _: send(describe_table({"TableName": index.table})), "DescribeTable", writes=False
     )
-    changed = not answer["Table"].get("StreamSpecification", {}).get("StreamEnabled")
+    changed = not described(answer, index.table).get("StreamSpecification", {}).get("StreamEnabled")
     if changed:
         request = update_table(
             {
@@ -105,7 +106,7 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
             "turning the stream on",
         )
     pause, ends = 0.1, Deadline(600.0, clock=index.retry.clock)
-    while not _streaming(answer["Table"]):
+    while not _streaming(described(answer, index.table)):
         if not ends.allows(pause):
             raise DdbKeysError(
                 f"Table {index.table!r} is not ACTIVE after 600 s.", table=index.table
@@ -117,10 +118,10 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
             "DescribeTable",
             writes=False,
         )
-    return str(answer["Table"]["LatestStreamArn"]), changed
+    return str(described(answer, index.table)["LatestStreamArn"]), changed
 
 
-def _streaming(table: dict[str, Any]) -> bool:
+def _streaming(table: Mapping[str, Any]) -> bool:
     return table.get("TableStatus") == "ACTIVE" and "LatestStreamArn" in table
 
 
@@ -233,7 +234,7 @@ class FollowerCore:
     def _stream_arn(self) -> Flow[str]:
         table = self.index.table
         answer = yield from self._ask(describe_table({"TableName": table}), "DescribeTable")
-        description = answer["Table"]
+        description = described(answer, table)
         if not description.get("StreamSpecification", {}).get("StreamEnabled"):
             raise ConfigurationError(
                 f"Table {table!r} has no stream: turn it on with `ddbkeys "

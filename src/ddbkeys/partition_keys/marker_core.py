@@ -50,7 +50,14 @@ from ddbkeys.partition_keys.markers import (
 )
 from ddbkeys.partition_keys.state import StateCore
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.schema import TableInfo, check_table_name, describe_flow, key_value, table_info
+from ddbkeys.schema import (
+    TableInfo,
+    check_table_name,
+    describe_flow,
+    described,
+    key_value,
+    table_info,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -197,7 +204,7 @@ class MarkerCore:
             deadline,
             writes=False,
         )
-        raw: dict[str, Any] = dict(answer["Table"])
+        raw: dict[str, Any] = dict(described(answer, self.table))
         self._learn(table_info(raw, self.table))
         return raw
 

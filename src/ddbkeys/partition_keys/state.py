@@ -40,6 +40,7 @@ from ddbkeys.core.steps import (
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import DdbKeysError, error_code
 from ddbkeys.retry import Deadline, RetryPolicy
+from ddbkeys.schema import described
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -226,7 +227,7 @@ class StateCore:
             answer: DescribeTableOutputTypeDef = yield from self._send(
                 describe_table({"TableName": self.name}), "reading the state table"
             )
-            if answer["Table"].get("TableStatus") == "ACTIVE":
+            if described(answer, self.name).get("TableStatus") == "ACTIVE":
                 return
             if not ends.allows(pause):
                 raise DdbKeysError(
