@@ -12,7 +12,8 @@ after it. Numbers stay exact: they travel as :class:`decimal.Decimal`, never as 
 progress. A client ddbkeys builds (:func:`ddbkeys.make_client`) does not retry in botocore at
 all (ddbkeys' loops count every attempt), and its read timeout is at most the deadline. A
 client you built keeps its own configuration, retries included: inside a ddbkeys call,
-botocore retries no more once the call's deadline has passed.
+botocore retries no more once less of the call's deadline is left than one request may take
+by the client's timeouts (ddbkeys' own retries go on from there, within the deadline).
 
 :class:`DeadlineBoundClient` (what :func:`as_client` hands out) keeps every request inside the
 deadline even then: when less time is left than one request may take by the client's own
@@ -27,6 +28,7 @@ import contextvars
 import decimal
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 from boto3.dynamodb.types import Binary
@@ -86,16 +88,23 @@ def _stop_retrying_past_deadline(
     response: Any = None,
     caught_exception: BaseException | None = None,
     operation: Any = None,
+    *,
+    longest: float = 0.0,
     **_: Any,
 ) -> None:
-    """A ``needs-retry`` handler, registered first: once the deadline of the current scope has
-    passed, botocore retries no more. The call ends with the failure it had, raised here: the
-    exception caught, or the error response as a ``ClientError`` (what botocore raises for it
-    when no retry is wanted). Raising, rather than answering ``False``, means the same in every
-    botocore version (before 1.35 a ``False`` answer meant "retry at once"). A success, or any
-    call within its deadline, is left to botocore's own handlers (None)."""
+    """A ``needs-retry`` handler, registered first: once less of the deadline of the current
+    scope is left than one more request may take by the client's timeouts (``longest``, see
+    :func:`longest_request`), botocore retries no more, and the failure goes up to ddbkeys'
+    own retries, which count it and send the next try within the deadline. (A retry botocore
+    started just before the deadline could otherwise run up to ``longest`` past it, and a
+    request given up at the deadline would hide what the endpoint answered before.) The call
+    ends with the failure it had, raised here: the exception caught, or the error response as a
+    ``ClientError`` (what botocore raises for it when no retry is wanted). Raising, rather than
+    answering ``False``, means the same in every botocore version (before 1.35 a ``False``
+    answer meant "retry at once"). A success, or a call with time to spare, is left to
+    botocore's own handlers (None)."""
     deadline = _DEADLINE.get()
-    if deadline is None or not deadline.expired():
+    if deadline is None or deadline.remaining() >= longest:
         return
     if caught_exception is not None:
         raise caught_exception
@@ -107,8 +116,11 @@ def _stop_retrying_past_deadline(
 
 def _guard(client: Any) -> None:
     """Register the deadline handler on ``client`` (once: the unique id makes it idempotent)."""
+    longest = longest_request(getattr(client.meta, "config", None))
     client.meta.events.register_first(
-        "needs-retry.dynamodb", _stop_retrying_past_deadline, unique_id="ddbkeys-deadline"
+        "needs-retry.dynamodb",
+        partial(_stop_retrying_past_deadline, longest=longest),
+        unique_id="ddbkeys-deadline",
     )
 
 

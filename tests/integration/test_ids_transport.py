@@ -190,6 +190,54 @@ def test_library_ends_at_its_deadline_on_a_client_of_its_own(silent_endpoint: st
     )
 
 
+def test_a_retry_botocore_would_start_near_the_deadline_does_not_outrun_it(
+    silent_endpoint: str,
+) -> None:
+    """Timeouts of 1 + 1 s and a 3.5 s deadline: the first request has time to spare and is
+    sent from the caller's thread; botocore's retry of it would start at 2 s and run to 4 s.
+    Once less than one request's timeouts is left, botocore retries no more and ddbkeys' own
+    retry waits for the next try only until the deadline (it ended after 3.8 to 4.3 s)."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=silent_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+        config=Config(
+            connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 10}
+        ),
+    )
+    for _ in range(3):
+        started = time.monotonic()
+        with pytest.raises(DeadlineExceededError, match=r"after 3\.5 s"):
+            AtomicCounter(client, "orders", deadline=3.5).next()
+        assert 3.5 <= time.monotonic() - started < 3.5 + 0.25
+
+
+def test_a_default_clients_throttles_are_told_as_throttles(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A client as boto3 makes it (its own retries, 60 s timeouts: every request is sent from
+    a request thread): the error says what the endpoint answered, not that it "had not
+    answered" (botocore's own retries of the throttles were still going at the deadline)."""
+    table = ddb_table_factory(("pk", "S"))
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=fault_proxy.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+    counter = AtomicCounter(client, table, deadline=1.5)
+    assert counter.next() == 1
+    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
+    with pytest.raises(DeadlineExceededError) as raised:
+        counter.next()
+    assert fault_proxy.counts["throttle"] >= 3
+    assert "throttled (ProvisionedThroughputExceededException)" in str(raised.value)
+    assert "had not answered" not in str(raised.value)
+
+
 @pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])
 def test_cli_id_commands_on_a_closed_port(closed_endpoint: str, command: list[str]) -> None:
     started = time.monotonic()
