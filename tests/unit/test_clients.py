@@ -142,9 +142,10 @@ def test_deadline_scope_nests_and_ends() -> None:
     assert current_deadline() is None
 
 
-def test_no_botocore_retry_once_the_deadline_has_passed() -> None:
+def test_no_botocore_retry_once_less_than_one_request_of_the_deadline_is_left() -> None:
     """The handler as botocore calls it (the ``needs-retry`` event, emitted by hand: a retry
-    decision is not something a real server lets us time exactly)."""
+    decision is not something a real server lets us time exactly). The client has botocore's
+    default timeouts, 60 s to connect and 60 s to read: a retry needs 120 s of the deadline."""
     client = boto3.client("dynamodb", **SETTINGS)
     as_client(client)
     as_client(client)  # registered once
@@ -167,12 +168,13 @@ def test_no_botocore_retry_once_the_deadline_has_passed() -> None:
         return answers[0][1]
 
     now = [0.0]
-    deadline = Deadline(2, clock=lambda: now[0])
+    deadline = Deadline(200, clock=lambda: now[0])
     assert decide(caught=failure) is None  # no scope: botocore decides
     with deadline_scope(deadline):
-        assert decide(caught=failure) is None  # in time
-        assert decide(throttled) is None
-        now[0] = 2.0
+        assert decide(caught=failure) is None  # in time: 200 s left
+        now[0] = 80.0
+        assert decide(throttled) is None  # 120 s left
+        now[0] = 80.5
         with pytest.raises(ReadTimeoutError):  # no retry: the failure ends the call
             decide(caught=failure)
         with pytest.raises(ClientError) as raised:  # no retry: the error response is the answer
