@@ -22,6 +22,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from ddbkeys.errors import DdbKeysError
+
 __all__ = ["IDLE_SECONDS", "KEEP", "RequestThreads", "send_within"]
 
 #: How long a thread with nothing to send waits for the next request before it ends.
@@ -107,7 +109,16 @@ class RequestThreads:
             if thread is None:
                 self.started += 1
         if thread is None:
-            thread = _Thread(self)
+            try:
+                thread = _Thread(self)
+            except RuntimeError as exc:  # "can't start new thread": out of threads or memory
+                raise DdbKeysError(
+                    f"Could not start a thread to send a request within its deadline ({exc}): "
+                    "the process has no room for another thread. Give the client timeouts "
+                    "within the deadline (ddbkeys.make_client() does) to send from the "
+                    "caller's thread.",
+                    cause=exc,
+                ) from exc
         handed = False
         try:
             thread.job = job

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from ddbkeys import request_threads
+from ddbkeys import DdbKeysError, request_threads
 from ddbkeys.request_threads import RequestThreads, send_within
 
 TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="none")
@@ -172,3 +172,12 @@ def test_a_caller_interrupted_while_handing_over_leaves_no_thread_behind(
 
 if sys.version_info >= (3, 12):  # fork() in a process with threads warns from 3.12 on
     pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_no_room_for_a_thread_is_a_ddbkeys_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def start(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    with pytest.raises(DdbKeysError, match=r"Could not start a thread .*can't start new thread"):
+        RequestThreads().send(lambda: "never", 5.0)
