@@ -22,7 +22,7 @@ from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids import blocks as sync_blocks
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
-from ddbkeys.ids.blocks_core import Sent
+from ddbkeys.ids.blocks_steps import Sent
 from ddbkeys.retry import Deadline
 
 
