@@ -20,8 +20,8 @@ from ddbkeys.core.steps import Flow, OnceCell, get_item
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.blocks import BlockAllocator
+from tests.support.blocks_counter import AsyncCounter, Counter
 from tests.support.drivers import EventLoopThread, in_thread
-from tests.unit.test_blocks_drivers import AsyncCounter, Counter
 
 T = TypeVar("T")
 

@@ -176,10 +176,10 @@ def test_ids_are_handed_out_in_order_with_the_counters_step() -> None:
         (None, True, 7, Wait(1, refill=True), range(1, 11), 0),
         (None, False, 7, Wait(1, refill=True), range(1, 11), 0),
         # more than a block: one write of its own, whatever is held
-        (range(11, 21), False, 11, Direct(11), range(1, 11), 0),
-        (None, True, 500, Direct(500), range(1, 11), 0),
+        (range(11, 21), False, 11, Direct(11, 3), range(1, 11), 0),
+        (None, True, 500, Direct(500, 3), range(1, 11), 0),
         # a spare too small for it (the size grew since): one write of its own too
-        (range(11, 16), False, 8, Direct(8), range(1, 11), 0),
+        (range(11, 16), False, 8, Direct(8, 3), range(1, 11), 0),
     ],
 )
 def test_reserve_count(
@@ -221,7 +221,9 @@ def test_direct_ids_drop_the_blocks_below_them(
     state = held(range(1, 11))
     state.take(3)
     arrive(state, spare) if spare else None
-    assert state.reserved(direct) == direct
+    step = state.take(len(direct))
+    assert isinstance(step, Direct)
+    assert state.reserved(step, direct) == direct
     assert (state.block, state.spare, state.floor) == (block_after, spare_after, direct.stop)
     assert state.stats.skipped == skipped
     assert state.top == max(direct[-1], spare[-1] if spare else 0)
@@ -230,22 +232,13 @@ def test_direct_ids_drop_the_blocks_below_them(
 def test_a_block_reserved_below_direct_ids_is_dropped_when_it_arrives() -> None:
     state = held(range(1, 11))
     assert state.take(6) == Hand(range(1, 7), refill=True)
-    assert state.take(20) == Direct(20)
-    state.reserved(range(21, 41))  # sent while the refill was in flight, answered first
+    assert (direct := state.take(20)) == Direct(20, 2)
+    assert state.reserved(direct, range(21, 41))  # sent while the refill was asked for
     arrive(state, range(11, 21))  # the refill's block: below ids handed out, dropped
     assert state.spare is None and not state.fetching
     assert state.take(1) == Wait(2, refill=True)
     arrive(state, range(41, 51))
     assert state.take(1) == Hand(range(41, 42), refill=True)
-
-
-def test_direct_ids_keep_the_highest_floor() -> None:
-    state = BlockState(10)
-    state.reserved(range(101, 201))
-    state.reserved(range(21, 41))  # a concurrent direct reservation, answered later
-    assert state.floor == 201 and state.top == 200
-    state.reserved(range(0))
-    assert state.floor == 201
 
 
 # --- a reservation that fails or is given up --------------------------------------------------

@@ -159,17 +159,37 @@ class BlockAllocator(AllocatorViews):
             if isinstance(step, Hand):
                 return step.ids
             if isinstance(step, Direct):
-                return self._state.reserved(await self.counter.reserve(step.count))
-            if deadline is None:
-                deadline = self.counter._begin()
-            elif deadline.expired():  # waited through the deadline
-                raise self._state.late_error(deadline.seconds)
+                return await self._direct(step)
+            deadline = self._waiting(deadline)
             ticket = step.ticket
-            if self._changed is None:
-                self._changed = asyncio.Event()
-            with contextlib.suppress(TimeoutError):  # (wait_for may swallow a cancellation)
-                async with asyncio.timeout(min(deadline.remaining(), 3600.0)):
-                    await self._changed.wait()
+            await self._change(deadline)
+
+    async def _direct(self, direct: Direct) -> range:
+        """More than a block's ids, with one write of their own; handed out once the state
+        says (the blocks' callers waiting meanwhile are woken after)."""
+        got: range | None = None
+        try:
+            got = self._state.reserved(direct, await self.counter.reserve(direct.count))
+            deadline: Deadline | None = None  # (of a call that waits: the counter's)
+            if got is None:
+                self._wake()  # (what waited for its answer goes on)
+            while got is None:
+                deadline = self._waiting(deadline, direct)
+                await self._change(deadline)
+                got = self._state.collect(direct)
+            return got
+        finally:
+            if got is None:  # the write failed, or the caller leaves (cancelled, say)
+                self._state.forgone(direct)
+            self._wake()
+
+    async def _change(self, deadline: Deadline) -> None:
+        """Wait for a reservation to end (or the allocator to close), within ``deadline``."""
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        with contextlib.suppress(TimeoutError):  # (wait_for may swallow a cancellation)
+            async with asyncio.timeout(min(deadline.remaining(), 3600.0)):
+                await self._changed.wait()
 
     def _spawn(self) -> None:
         refill = self._state.claim_refill()

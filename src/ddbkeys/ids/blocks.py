@@ -69,8 +69,9 @@ class BlockAllocator(AllocatorViews):
     the end of a ``with`` block, or the interpreter's exit) hands the unused ids back to the
     counter when nobody has reserved since, so a clean restart leaves none unused; a process
     that dies leaves at most two blocks unused (its current block's rest and the block
-    reserved after it, or the two reserved after it), and a block whose reservation response
-    was lost is never seen. Thread-safe.
+    reserved after it, or the two reserved after it), and the ids of a ``reserve(count)`` of
+    more than a block that had not returned; a block whose reservation response was lost is
+    never seen. Thread-safe.
 
     Cost: one UpdateItem (1 write unit) per block, and one conditional update (a one-action
     transaction with a token: 2 write units) at close when there is something to hand back.
@@ -166,7 +167,11 @@ class BlockAllocator(AllocatorViews):
         Up to ``block_size`` ids come from a block (what is left of the current block when they
         fit, or else the next block, skipping that rest: a gap). More are one write of their own
         (``counter.reserve(count)``), and the blocks this allocator holds below them are no
-        longer handed out (a gap, too), so that ids stay increasing.
+        longer handed out (a gap, too), so that ids stay increasing. While that write is
+        unanswered, a block that may lie above its ids is not handed out (a caller that needs
+        one waits for the answer), and such writes at once are handed out lowest first: one
+        answered above another still unanswered waits for it, at most the counter's deadline
+        (then a DeadlineExceededError, its ids unused).
         """
         count = _positive("count", count, table=self.table)
         return self._take(count)
@@ -235,19 +240,38 @@ class BlockAllocator(AllocatorViews):
                     return step.ids
                 if isinstance(step, Direct):
                     break
-                if deadline is None:
-                    deadline = self.counter._begin()
-                elif deadline.expired():  # waited through the deadline
-                    raise state.late_error(deadline.seconds)
+                deadline = self._waiting(deadline)
                 ticket = step.ticket
                 self._ready.wait(min(deadline.remaining(), 3600.0))
                 fast.reclaim(state)
-        ids = self.counter.reserve(step.count)
-        with self._lock:
-            fast.reclaim(state)
-            state.reserved(ids)
-            fast.lend(state)
-            return ids
+        return self._direct(step)
+
+    def _direct(self, direct: Direct) -> range:
+        """More than a block's ids, with one write of their own; handed out once the state
+        says (the blocks' callers waiting meanwhile are woken after)."""
+        state, fast = self._state, self._fast
+        got: range | None = None
+        try:
+            ids = self.counter.reserve(direct.count)
+            deadline: Deadline | None = None  # (of a call that waits: the counter's)
+            with self._lock:
+                fast.reclaim(state)
+                got = state.reserved(direct, ids)
+                if got is None:
+                    self._ready.notify_all()  # (what waited for its answer goes on)
+                while got is None:
+                    deadline = self._waiting(deadline, direct)
+                    self._ready.wait(min(deadline.remaining(), 3600.0))
+                    fast.reclaim(state)
+                    got = state.collect(direct)
+            return got
+        finally:
+            with self._lock:
+                fast.reclaim(state)
+                if got is None:  # the write failed, or the caller leaves
+                    state.forgone(direct)
+                fast.lend(state)
+                self._ready.notify_all()
 
     def _wake(self) -> None:
         """Have a worker send the reservation asked for (the lock held): a worker for each

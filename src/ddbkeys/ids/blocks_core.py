@@ -71,8 +71,11 @@ class BlockState:
     ``max_block_size``): never more than two blocks held or on their way; a block is handed
     out only once no reservation in flight may land below it (each was sent after an id at
     least as high was known), so ids stay increasing whatever order the answers come in.
-    More than a block's ids are one write of their own (:class:`Direct`), after which the
-    blocks held below them are dropped, so that ids stay increasing. With ``prefetch``, the
+    More than a block's ids are one write of their own (:class:`Direct`), in flight too until
+    answered: no block that may lie above its ids is handed out meanwhile, and its ids are
+    handed out (:meth:`collect`) once no such write sent before may land below them, lowest
+    first; then the blocks held below them are dropped. So each id handed out is above every
+    one handed out before, whatever order the answers come in. With ``prefetch``, the
     next block is asked for (``Hand(refill=True)``) by the take that hands out the
     ``refill_at`` fraction of the current one; without, only a caller that finds nothing asks
     (and waits: a stall).
@@ -142,6 +145,10 @@ class BlockState:
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
         self.asked: list[Asked] = []  # the reservations asked for, not sent yet
         self.flight: dict[int, Sent] = {}  # sent, not ended, by number
+        # Direct reservations by number: sent and unanswered (the highest id known when sent:
+        # they land above it), and answered but not handed out yet
+        self.directs: dict[int, int | None] = {}
+        self.answered: dict[int, range] = {}
         self.sent = 0  # reservations sent (numbers them)
         self.ahead = False  # the one in flight was asked for ahead of need
         self.floor: int | None = None  # no block starting below this is handed out
@@ -227,7 +234,9 @@ class BlockState:
                 return Hand(self.block[first:last], refill)
             spare = self.spare
             if count > self.block_size or (spare is not None and count > len(spare)):
-                return Direct(count)
+                self.sent += 1
+                self.directs[self.sent] = self.top  # it lands above every id known now
+                return Direct(count, self.sent)
             if spare is None or not self._safe(spare):
                 break
             self._current(self.queue.pop(0))
@@ -248,8 +257,10 @@ class BlockState:
                 # beside the first (nothing held: never more than two blocks held)
                 second = grown == self.block_size and not self.queue
                 self.block_size = grown
-        refill = not self.fetching or (
-            second and self.prefetch and len(self.flight) + len(self.asked) < 2
+        # (a spare held back by a Direct reservation in flight asks for nothing more)
+        refill = self.spare is None and (
+            not self.fetching
+            or (second and self.prefetch and len(self.flight) + len(self.asked) < 2)
         )
         if refill:
             self._ask(ahead=False)
@@ -296,19 +307,38 @@ class BlockState:
         self._ended(refill)
         self._settle()
 
-    def reserved(self, ids: range) -> range:
-        """A :class:`Direct` reservation's ``ids``: the blocks held below them are dropped."""
-        if ids:
-            self._reached(ids)
-            self.floor = max(self.floor or ids.stop, ids.stop)
-            if self.block and self.block.start < self.floor:
-                self.stats.skipped += self.left
-                self.block, self.position, self.since = range(0), 0, None
-            below = [held for held in self.queue if held.start < self.floor]
-            self.stats.skipped += sum(len(held) for held in below)
-            self.queue = [held for held in self.queue if held.start >= self.floor]
-            self._settle()
+    def reserved(self, direct: Direct, ids: range) -> range | None:
+        """A :class:`Direct` reservation's ``ids`` came: see :meth:`collect`."""
+        self.directs.pop(direct.number, None)
+        self._reached(ids)
+        self.answered[direct.number] = ids
+        return self.collect(direct)
+
+    def collect(self, direct: Direct) -> range | None:
+        """A :class:`Direct` reservation's ids, handed out once no other one sent before and
+        unanswered may land below them, nor one answered below them is still to be handed
+        out; then the blocks held below them are dropped. None: the caller waits for a change
+        and asks again (or leaves: :meth:`forgone`)."""
+        ids = self.answered[direct.number]
+        if not self._clear(ids[-1], direct.number):
+            return None
+        del self.answered[direct.number]
+        self.floor = max(self.floor or ids.stop, ids.stop)
+        if self.block and self.block.start < self.floor:
+            self.stats.skipped += self.left
+            self.block, self.position, self.since = range(0), 0, None
+        below = [held for held in self.queue if held.start < self.floor]
+        self.stats.skipped += sum(len(held) for held in below)
+        self.queue = [held for held in self.queue if held.start >= self.floor]
+        self._settle()
         return ids
+
+    def forgone(self, direct: Direct) -> None:
+        """A :class:`Direct` reservation's caller leaves without its ids (the write failed or
+        was given up, or the caller waited through its deadline or was cancelled): what it
+        reserved, if anything, is wasted, and what waited for it goes on."""
+        self.directs.pop(direct.number, None)
+        self.stats.wasted += len(self.answered.pop(direct.number, range(0)))
 
     # --- closing -------------------------------------------------------------------------
 
@@ -335,18 +365,26 @@ class BlockState:
         self.stats.wasted += wasted
         return CloseReport(back, wasted, plan.write)
 
-    def late_error(self, seconds: float | None) -> DeadlineExceededError:
-        """What a caller that waited for a block through its whole deadline raises."""
+    def late_error(
+        self, seconds: float | None, direct: Direct | None = None
+    ) -> DeadlineExceededError:
+        """What a caller that waited for a block through its whole deadline raises (or, with
+        ``direct``, one that waited to hand out the ids of its own write)."""
         where = f" on table {self.table!r}" if self.table else ""
-        return DeadlineExceededError(
+        message = (
             f"No block of ids came within the {seconds:g} s deadline{where}: the allocator's "
             f"reservations did not keep up with its callers ({self.stats.stalls} stalls so far). "
             "Give the counter a longer deadline, or the allocator larger blocks (block_size, "
-            "max_block_size).",
-            seconds=seconds or 0.0,
-            attempts=0,
-            table=self.table,
+            "max_block_size)."
         )
+        if direct is not None:
+            message = (
+                f"The {direct.count} ids reserved{where} came, but another reservation of more "
+                "than a block, whose ids may lie below them, was still unanswered or not handed "
+                f"out after the {seconds:g} s deadline: these are left unused (an allocator "
+                "hands out increasing ids). Give the counter a longer deadline."
+            )
+        return DeadlineExceededError(message, seconds=seconds or 0.0, attempts=0, table=self.table)
 
     def closed_error(self) -> ConfigurationError:
         where = f" on table {self.table!r}" if self.table else ""
@@ -375,8 +413,16 @@ class BlockState:
     def _safe(self, block: range) -> bool:
         """Whether every reservation in flight lands above ``block`` (it was sent after an
         id at least as high was known), so that handing ``block`` out keeps ids increasing."""
-        return all(
+        return self._clear(block[-1]) and all(
             sent.known is not None and sent.known >= block[-1] for sent in self.flight.values()
+        )
+
+    def _clear(self, last: int, own: int | None = None) -> bool:
+        """Whether no id of a :class:`Direct` reservation (but ``own``) is to be handed out
+        below ``last`` from now on: each unanswered lands above it (it was sent after an id at
+        least as high was known), each answered and not handed out yet lies above it."""
+        return all(known is not None and known >= last for known in self.directs.values()) and all(
+            ids.start > last for number, ids in self.answered.items() if number != own
         )
 
     def _ended(self, refill: Refill) -> None:

@@ -55,9 +55,13 @@ class Sent(NamedTuple):
 @dataclass(frozen=True, slots=True)
 class Direct:
     """More ids than a block holds: reserve ``count`` ids on the counter with one write, then
-    report them with :meth:`~ddbkeys.ids.blocks_core.BlockState.reserved`."""
+    report them with :meth:`~ddbkeys.ids.blocks_core.BlockState.reserved` (or report that the
+    caller leaves without them with :meth:`~ddbkeys.ids.blocks_core.BlockState.forgone`).
+    ``number``: which reservation, for those reports. Until it is answered it counts as in
+    flight: no id that may lie above its ids is handed out."""
 
     count: int
+    number: int
     refill: ClassVar[bool] = False
 
 
@@ -79,5 +83,6 @@ class BlockStats:
     skipped: int = 0
     #: Ids given back to the counter by ``close()`` (the next reservation starts with them).
     handed_back: int = 0
-    #: Ids reserved and neither handed out nor handed back (at close, or arriving after it).
+    #: Ids reserved and neither handed out nor handed back (at close, or arriving after it,
+    #: or reserved with one write for a caller that left without them).
     wasted: int = 0

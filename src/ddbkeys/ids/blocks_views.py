@@ -1,6 +1,6 @@
 """What both block allocators share outside :class:`~ddbkeys.ids.blocks_core.BlockState`: the
-checks of the counter and the settings they are given, and the read-only views of their
-settings and stats."""
+checks of the counter and the settings they are given, the read-only views of their settings
+and stats, and the deadline of a caller that waits."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from ddbkeys.ids.values import MAX_ID
 
 if TYPE_CHECKING:
     from ddbkeys.ids.blocks_core import BlockState, BlockStats
+    from ddbkeys.ids.blocks_steps import Direct
+    from ddbkeys.retry import Deadline
 
 __all__ = [
     "AllocatorViews",
@@ -47,10 +49,22 @@ def check_counter(counter: C, *, asynchronous: bool) -> C:
 
 
 class AllocatorViews:
-    """What both allocators show of their counter and :class:`BlockState` (read-only)."""
+    """What both allocators show of their counter and :class:`BlockState` (read-only), and
+    the deadline of their callers that wait."""
 
     counter: Any
     _state: BlockState
+
+    def _waiting(self, deadline: Deadline | None, direct: Direct | None = None) -> Deadline:
+        """The deadline of a caller about to wait (for a block, or to hand out the ids of its
+        ``direct`` write): the counter's, begun when it first waits; a DeadlineExceededError
+        once it has waited through it."""
+        if deadline is None:
+            begun: Deadline = self.counter._begin()
+            return begun
+        if deadline.expired():
+            raise self._state.late_error(deadline.seconds, direct)
+        return deadline
 
     @property
     def table(self) -> str:
