@@ -1,8 +1,10 @@
-"""Each of the proxy's four behaviours, against a real DynamoDB Local, with its counts asserted."""
+"""Each of the proxy's behaviours, against a real DynamoDB Local, with its counts asserted."""
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import pytest
 from botocore.exceptions import ClientError
@@ -10,6 +12,9 @@ from botocore.exceptions import ClientError
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
 from tests.conftest import proxied_client
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.integration
 
@@ -93,6 +98,22 @@ def test_delay_adds_latency(fault_proxy: FaultProxy, ddb_table_factory: TableFac
     assert add_one(client, table) == 1
     assert time.monotonic() - started >= 0.3
     assert fault_proxy.counts["delay"] == 1
+
+
+def test_delay_answer_applies_first_then_answers_late(
+    fault_proxy: FaultProxy, ddb_table_factory: TableFactory, ddb_client: DynamoDBClient
+) -> None:
+    table = ddb_table_factory()
+    fault_proxy.set_plan(FaultPlan(script=[Fault.DELAY_ANSWER], delay_seconds=0.5))
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        answer = pool.submit(add_one, proxied_client(fault_proxy), table)
+        while "Item" not in ddb_client.get_item(TableName=table, Key={"pk": {"S": "counter"}}):
+            assert time.monotonic() - started < 5, "never applied"
+        assert not answer.done()  # applied, its answer on its way
+        assert answer.result(5) == 1
+    assert time.monotonic() - started >= 0.5
+    assert fault_proxy.counts["delay_answer"] == 1
 
 
 def test_seeded_mix_under_load(fault_proxy: FaultProxy, ddb_table_factory: TableFactory) -> None:

@@ -32,6 +32,12 @@ def test_draws_are_seeded_and_near_their_rates() -> None:
     assert sum(v for k, v in a.counts.items() if k != "requests") == 4000
 
 
+def test_a_slow_answer_is_drawn_too() -> None:
+    proxy = FaultProxy("http://127.0.0.1:1", FaultPlan(delay_answer=1.0))
+    assert proxy.decide("UpdateItem") is Fault.DELAY_ANSWER
+    assert proxy.counts == {"requests": 1, "delay_answer": 1}
+
+
 def test_operations_filter() -> None:
     proxy = FaultProxy(
         "http://127.0.0.1:1", FaultPlan(throttle=1.0, operations=frozenset({"PutItem"}))
@@ -44,6 +50,10 @@ def test_operations_filter() -> None:
 def test_bad_plans_are_refused() -> None:
     with pytest.raises(ValueError, match="add up to <= 1"):
         FaultPlan(throttle=0.7, error_500=0.7)
+    with pytest.raises(ValueError, match="add up to <= 1"):
+        FaultPlan(delay=0.5, delay_answer=0.6)
+    with pytest.raises(ValueError, match="add up to <= 1"):
+        FaultPlan(delay_answer=-0.1)
     with pytest.raises(ValueError, match="throttle_code"):
         FaultPlan(throttle_code="Slow")
     with pytest.raises(ValueError, match="http:// URL"):

@@ -8,6 +8,9 @@ proxy takes the next action of a scripted plan, or else draws one from seeded pr
 - ``throttle``: answer a throttling error in DynamoDB's JSON format without forwarding;
 - ``error_500``: answer HTTP 500 InternalServerError without forwarding;
 - ``delay``: wait ``delay_seconds``, then forward;
+- ``delay_answer``: forward, let the server apply it, then wait ``delay_seconds`` before
+  answering (a slow answer, as on a congested connection: the write is applied long before the
+  client hears of it);
 - ``forward``: pass it through.
 
 It counts what it did (:attr:`FaultProxy.counts`), so a test can assert that the faults really
@@ -46,6 +49,7 @@ class Fault(StrEnum):
     THROTTLE = "throttle"
     ERROR_500 = "error_500"
     DELAY = "delay"
+    DELAY_ANSWER = "delay_answer"
 
 
 @dataclass
@@ -63,6 +67,7 @@ class FaultPlan:
     throttle: float = 0.0
     error_500: float = 0.0
     delay: float = 0.0
+    delay_answer: float = 0.0
     delay_seconds: float = 0.05
     script: list[Fault] = field(default_factory=list)
     operations: frozenset[str] | None = None
@@ -71,8 +76,9 @@ class FaultPlan:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        total = self.lose_response + self.throttle + self.error_500 + self.delay
-        if min(self.lose_response, self.throttle, self.error_500, self.delay) < 0 or total > 1:
+        chances = (self.lose_response, self.throttle, self.error_500, self.delay, self.delay_answer)
+        total = sum(chances)
+        if min(chances) < 0 or total > 1:
             raise ValueError(f"fault probabilities must be >= 0 and add up to <= 1, not {total}")
         if self.throttle_code not in {
             "ProvisionedThroughputExceededException",
@@ -198,6 +204,7 @@ class FaultProxy:
                         (Fault.THROTTLE, plan.throttle),
                         (Fault.ERROR_500, plan.error_500),
                         (Fault.DELAY, plan.delay),
+                        (Fault.DELAY_ANSWER, plan.delay_answer),
                     ):
                         if draw < p:
                             fault = candidate
@@ -339,6 +346,9 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True
                 with contextlib.suppress(OSError):
                     self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            if fault is Fault.DELAY_ANSWER and proxy.stopping.wait(proxy.plan.delay_seconds):
+                self.close_connection = True  # the proxy stops: no answer
                 return
             self._answer(status, headers, data)
 
