@@ -9,6 +9,7 @@ import gc
 import threading
 import time
 import traceback
+import warnings
 import weakref
 from typing import Any, cast
 
@@ -244,6 +245,33 @@ def test_async_close_hands_back_and_refuses_more() -> None:
         # the spare (31..40) goes back, the rest of 16..25 cannot: it is below 26..30
         assert await again.aclose() == CloseReport(10, 9, True)
         assert counter.last == 30
+
+    asyncio.run(main())
+
+
+def test_async_an_allocator_collected_without_aclose_says_what_it_left_unused() -> None:
+    """(As the sync one does; the asyncio one used to say nothing.)"""
+
+    async def main() -> None:
+        counter = AsyncCounter()
+        blocks = AsyncBlockAllocator(cast(Any, counter), 10)
+        assert await blocks.next() == 1
+        while blocks._state.spare is None or blocks._tasks:  # 11..20 reserved ahead
+            await asyncio.sleep(0.001)
+        gone = weakref.ref(blocks)
+        with pytest.warns(ResourceWarning, match=r"collected without aclose\(\): 19 ids it held"):
+            del blocks
+            gc.collect()
+        assert gone() is None
+
+        closed = AsyncBlockAllocator(cast(Any, counter), 10)
+        assert await closed.next() == 21
+        await closed.aclose()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            del closed
+            gc.collect()
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
 
     asyncio.run(main())
 

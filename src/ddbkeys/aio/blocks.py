@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import weakref
 from collections.abc import Callable
 from types import TracebackType
 
@@ -23,7 +24,12 @@ from ddbkeys.ids.blocks_core import (
     Hand,
     Refill,
 )
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout
+from ddbkeys.ids.blocks_views import (
+    AllocatorViews,
+    check_counter,
+    check_timeout,
+    warn_unclosed,
+)
 from ddbkeys.ids.counter import _positive
 from ddbkeys.retry import Deadline
 
@@ -40,7 +46,8 @@ class BlockAllocator(AllocatorViews):
     that call got), **not gapless**, but with a gap only where something was lost:
     ``await aclose()`` (or the end of ``async with``) hands the unused ids back when nobody
     has reserved since. Nothing is handed back at interpreter exit (the event loop is gone by
-    then): close it. Safe for any number of tasks of one event loop: the allocator belongs to
+    then), nor when it is collected (a ResourceWarning says how many ids it left unused):
+    close it. Safe for any number of tasks of one event loop: the allocator belongs to
     the loop of its first ``next()`` or ``reserve()`` that needs a block (its reservations are
     tasks of that loop), and a call from another loop is a ConfigurationError; create one
     allocator per event loop. ``counter`` is a :class:`ddbkeys.aio.AtomicCounter` (a sync
@@ -91,6 +98,8 @@ class BlockAllocator(AllocatorViews):
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
+        # Collected without aclose(): the ids held are left unused (a ResourceWarning).
+        weakref.finalize(self, _forgotten, self._state).atexit = False
 
     async def next(self) -> int:
         """The next id of this allocator."""
@@ -217,3 +226,9 @@ class BlockAllocator(AllocatorViews):
             self._state.filled(refill, block)
         finally:
             self._wake()
+
+
+def _forgotten(state: BlockState) -> None:
+    """The allocator was collected without aclose(): say how many ids are left unused (a
+    ResourceWarning, as the sync allocator's)."""
+    warn_unclosed(state, 0 if state.closed else state.unused, asynchronous=True)

@@ -14,7 +14,6 @@ import os
 import sys
 import threading
 import time
-import warnings
 import weakref
 from collections.abc import Callable, Iterator
 from types import TracebackType
@@ -35,7 +34,12 @@ from ddbkeys.ids.blocks_core import (
     check_block_size,
     plan_hand_back,
 )
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout
+from ddbkeys.ids.blocks_views import (
+    AllocatorViews,
+    check_counter,
+    check_timeout,
+    warn_unclosed,
+)
 from ddbkeys.ids.counter import AtomicCounter, _positive
 from ddbkeys.retry import Deadline
 
@@ -383,14 +387,7 @@ def _stop(
         finally:
             lock.release()
     unused = 0 if state.closed else state.unused + len(list(fast.ids))
-    if unused:
-        warnings.warn(
-            f"A BlockAllocator on table {state.table!r} was collected without close(): "
-            f"{unused} ids it held are left unused. Close it (or use it in a with block) to "
-            "hand them back.",
-            ResourceWarning,
-            stacklevel=2,
-        )
+    warn_unclosed(state, unused, asynchronous=False)
 
 
 #: Every allocator of this process (weakly held): a forked child makes each drop its parent's

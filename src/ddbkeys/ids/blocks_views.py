@@ -1,10 +1,11 @@
 """What both block allocators share outside :class:`~ddbkeys.ids.blocks_core.BlockState`: the
 checks of the counter and the settings they are given, the read-only views of their settings
-and stats, and the deadline of a caller that waits."""
+and stats, the deadline of a caller that waits, and the warning of one collected unclosed."""
 
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.errors import ConfigurationError
@@ -21,6 +22,7 @@ __all__ = [
     "check_counter",
     "check_fraction",
     "check_timeout",
+    "warn_unclosed",
 ]
 
 C = TypeVar("C")
@@ -141,3 +143,18 @@ def check_fraction(what: str, value: object, table: str | None, hint: str) -> fl
             f"{what} must be a number above 0 and at most 1 ({hint}), not {value!r}.", table=table
         )
     return float(value)
+
+
+def warn_unclosed(state: BlockState, unused: int, *, asynchronous: bool) -> None:
+    """An allocator was collected without being closed, holding ``unused`` ids: say so (a
+    ResourceWarning, shown in development mode), when there are any."""
+    if not unused:
+        return
+    close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
+    warnings.warn(
+        f"A BlockAllocator on table {state.table!r} was collected without {close}: "
+        f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
+        "hand them back.",
+        ResourceWarning,
+        stacklevel=3,
+    )
