@@ -114,6 +114,11 @@ class CollectionCore(StrategyCore):
     the query when the highest number is not known. The counter item stays when the
     collection's items are all deleted (it keeps the collection's partition key listed).
 
+    Numbers start at 1: items whose number sort key is 0 or negative (written by another tool)
+    are left alone and not counted, so the next number is ``max(highest, 0) + 1``; the first
+    put to a collection holding only such items gets 1, and a ``never_reuse`` counter is never
+    set below 0.
+
     Sort keys: a number sort key holds the number itself; a string sort key holds
     ``prefix`` + the number padded with zeros to ``width`` digits (an error once it no longer
     fits). Refuses global tables unless ``allow_global_tables``. Each call ends within
@@ -228,7 +233,10 @@ class CollectionCore(StrategyCore):
     # --- reads ----------------------------------------------------------------------------
 
     def _query_highest(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int]:
-        """The highest number in the collection (0 when it has none): one Query of one item."""
+        """The highest number in the collection (0 when it has none): one Query of one item.
+        Numbers start at 1, so a highest sort key below 1 (0, or a negative number another tool
+        wrote) counts as none: the sequence never hands out, nor counts up to, a number below
+        1."""
         request = highest_query(
             self.table,
             keys,
@@ -239,7 +247,7 @@ class CollectionCore(StrategyCore):
         )
         response = yield query(request, count_scanned=True)
         items = response.get("Items", [])
-        return self.number_of(items[0][keys[1].name]) if items else 0
+        return max(self.number_of(items[0][keys[1].name]), 0) if items else 0
 
     def _read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
