@@ -111,6 +111,27 @@ def test_audit_reports_problems(
     ]
 
 
+def test_audit_reports_ids_below_start_and_values_that_are_not_ids(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    values = [("a", {"N": "-1"}), ("b", {"N": "0"}), ("c", {"N": "1"}), ("d", {"S": "2"})]
+    for pk, value in values:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": pk}, "id": value})
+    result = ids("audit", "-t", table, "--strict")
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"attribute id of table {table}: 1 ids, from 1 to 1",
+        "gaps: 0 missing",
+        "duplicates: 0",
+        "below 1: 2: -1, 0",
+        "not whole numbers: 1",
+        "PROBLEMS FOUND",
+    ]
+    report = json.loads(ids("audit", "-t", table, "--start", "0", "--output", "json").output)
+    assert (report["below_start"], report["not_numbers"], report["ok"]) == ([-1], 1, False)
+
+
 def test_audit_that_finds_no_number(
     ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -122,8 +143,8 @@ def test_audit_that_finds_no_number(
         f"attribute pk of table {table}: 0 ids",
         "gaps: 0 missing",
         "duplicates: 0",
-        "not whole numbers: 3 (ids in a string key: give their --prefix and --width)",
-        "OK",
+        "not whole numbers: 2 (ids in a string key: give their --prefix and --width)",
+        "PROBLEMS FOUND",
     ]
     prefixed = ids("audit", "-t", table, "--attribute", "pk", "--prefix", "order#")
     assert prefixed.output.splitlines()[0] == f"attribute pk of table {table}: 2 ids, from 1 to 2"

@@ -348,8 +348,11 @@ def test_every_key_type_in_every_position(
         Limit=1,
     )
     assert page["Items"][0]["sk"] == {"S": "INV#000011"}
-    report = driver.call("audit_attribute", ddb_client, ss, "sk", prefix="INV#")
+    report = driver.call("audit_attribute", ddb_client, ss, "sk", prefix="INV#", width=6)
     assert (report.ok, report.count, report.last) == (True, 11, 11)
+    # Another width: no string is an id then, and that is a problem.
+    wrong = driver.call("audit_attribute", ddb_client, ss, "sk", prefix="INV#")
+    assert (wrong.ok, wrong.count, wrong.not_numbers) == (False, 0, 11)
     # The id as a number sort key beside a binary partition key.
     bn = ddb_table_factory(("pk", "B"), ("sk", "N"))
     binary = driver.make(

@@ -109,7 +109,7 @@ def commit(
     sequence: CollectionCore, answers: list[Answer], count: int = 1, info: Any = None
 ) -> Run:
     batch = pending(sequence, *({"n": i} for i in range(count)), info=info)
-    return drive(sequence._commit(batch), answers, lock=sequence._lock, info=info)
+    return drive(sequence._commit(batch), answers, lock=sequence._highest._lock, info=info)
 
 
 # --- answers ---------------------------------------------------------------------------------

@@ -156,7 +156,7 @@ def test_a_batch_is_committed_within_the_call_with_least_time_left() -> None:
     sequence = core()
     early = Pending({"pk": {"S": "p"}}, repr({"S": "p"}), Deadline(5))
     late = Pending({"pk": {"S": "p"}}, repr({"S": "p"}), Deadline(50))
-    run = drive(sequence._commit([late, early]), [highest(0), OK], lock=sequence._lock)
+    run = drive(sequence._commit([late, early]), [highest(0), OK], lock=sequence._highest._lock)
     assert run.result == [1, 2]
     assert all(r.deadline is early.deadline for r in run.requests)
 

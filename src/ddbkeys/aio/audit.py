@@ -13,13 +13,14 @@ from ddbkeys.ids.audit import (
     AuditReport,
     attribute_flow,
     audit_ids,
+    check_attribute_settings,
     check_collection_settings,
     checked_deadline,
     collection_flow,
 )
 from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.retry import DEFAULT_DEADLINE
-from ddbkeys.schema import check_name, check_table_name
+from ddbkeys.schema import check_table_name
 
 __all__ = ["AuditReport", "audit_attribute", "audit_collection", "audit_ids"]
 
@@ -41,16 +42,17 @@ async def audit_attribute(
     start: int = 1,
     usage: Usage | None = None,
     prefix: str = "",
+    width: int = 10,
+    counter_attribute: str = "last_id",
     deadline: float | None = DEFAULT_DEADLINE,
 ) -> AuditReport:
-    """Scan ``table`` for ``attribute`` and report gaps and duplicates (see the sync
-    :func:`ddbkeys.ids.audit_attribute`); ``client`` is an aiobotocore DynamoDB client."""
+    """Scan ``table`` for ``attribute`` and report gaps, duplicates, ids below ``start`` and
+    values that are not ids (see the sync :func:`ddbkeys.ids.audit_attribute`); ``client`` is
+    an aiobotocore DynamoDB client."""
     ddb, table = _target(client, table, deadline)
-    check_name("attribute", attribute, table=table)
+    settings = check_attribute_settings(table, attribute, start, prefix, width, counter_attribute)
     usage = usage or Usage()
-    flow = attribute_flow(
-        table, attribute, start=start, prefix=prefix, usage=usage, deadline=deadline
-    )
+    flow = attribute_flow(table, attribute, **settings, usage=usage, deadline=deadline)
     return await AsyncDriver(ddb, usage, "ddbkeys.aio.audit_attribute").run(flow)
 
 

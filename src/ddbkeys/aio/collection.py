@@ -37,22 +37,18 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
         pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
             return (await self._run(self._commit([pending])))[0]
-        return await self._group(pending.collection).submit(pending)
-
-    def _group(self, collection: str) -> AsyncGroupCommit[Pending, int]:
         # One group per collection and event loop (its futures belong to one loop), keyed by
-        # the loop itself: a new loop may get the id of one that is gone. The groups of loops
-        # that are closed go when a group is made.
-        key = (asyncio.get_running_loop(), collection)
-        with self._lock:
-            group: AsyncGroupCommit[Pending, int] | None = self._groups.get(key)
-            if group is None:
-                for closed in [k for k in self._groups if k[0].is_closed()]:
-                    del self._groups[closed]
-                group = self._groups[key] = AsyncGroupCommit(
-                    lambda batch: self._run(self._commit(batch)), self._max_batch
-                )
-        return group
+        # the loop itself: a new loop may get the id of one that is gone.
+        with self._groups.using((asyncio.get_running_loop(), pending.collection)) as group:
+            number: int = await group.submit(pending)
+        return number
+
+    def _new_group(self) -> AsyncGroupCommit[Pending, int]:
+        return AsyncGroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
+
+    def _group_gone(self, key: Any) -> bool:
+        """A group of a loop that was closed with calls still waiting (they never end)."""
+        return bool(key[0].is_closed())
 
     async def check(
         self,

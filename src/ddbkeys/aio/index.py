@@ -31,6 +31,7 @@ from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
 from ddbkeys.partition_keys.state import STATE_TABLE, IndexState, StateCore
+from ddbkeys.partition_keys.streams import SharedCredentials, client_credentials, streams_settings
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -183,27 +184,33 @@ class StreamFollower(FollowerCore):
                 return self.report
 
 
+class _SharedAioCredentials:
+    """An aiobotocore credential provider handing out one credentials object (see
+    :class:`ddbkeys.partition_keys.streams.SharedCredentials`)."""
+
+    METHOD = SharedCredentials.METHOD
+    CANONICAL_NAME = SharedCredentials.CANONICAL_NAME
+
+    def __init__(self, credentials: Any) -> None:
+        self.credentials = credentials
+
+    async def load(self) -> Any:
+        return self.credentials
+
+
 async def _streams_client_for(client: Any) -> Any:
     """An aiobotocore DynamoDB Streams client (to enter) like ``client``: its endpoint (unless
-    the service's own), region, config and credentials."""
-    from aiobotocore.session import get_session  # noqa: PLC0415 (the optional extra)
+    the service's own), region and config, and the very credentials object it signs with, so
+    temporary credentials are refreshed for both (see :mod:`ddbkeys.partition_keys.streams`)."""
+    from aiobotocore.credentials import AioCredentialResolver  # noqa: PLC0415 (optional extra)
+    from aiobotocore.session import get_session  # noqa: PLC0415
 
-    meta = client.meta
-    endpoint = str(meta.endpoint_url)
-    own = endpoint.startswith("https://dynamodb.") and endpoint.endswith(".amazonaws.com")
-    kwargs: dict[str, Any] = {"region_name": meta.region_name, "config": meta.config}
-    if not own:
-        kwargs["endpoint_url"] = endpoint
-    credentials = client._get_credentials() if hasattr(client, "_get_credentials") else None
+    session = get_session()
+    credentials = client_credentials(client)
     if inspect.isawaitable(credentials):
         credentials = await credentials
     if credentials is not None:
-        frozen = credentials.get_frozen_credentials()
-        if inspect.isawaitable(frozen):
-            frozen = await frozen
-        kwargs.update(
-            aws_access_key_id=frozen.access_key,
-            aws_secret_access_key=frozen.secret_key,
-            aws_session_token=frozen.token,
-        )
-    return get_session().create_client("dynamodbstreams", **kwargs)
+        providers: list[Any] = [_SharedAioCredentials(credentials)]  # load() is awaited
+        resolver = AioCredentialResolver(providers)
+        session.register_component("credential_provider", resolver)
+    return session.create_client("dynamodbstreams", **streams_settings(client))

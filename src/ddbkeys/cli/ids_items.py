@@ -26,7 +26,13 @@ from ddbkeys.cli.items import (
     read_item_text,
 )
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.ids import CollectionSequence, GaplessSequence, audit_attribute, audit_collection
+from ddbkeys.ids import (
+    AuditReport,
+    CollectionSequence,
+    GaplessSequence,
+    audit_attribute,
+    audit_collection,
+)
 from ddbkeys.ids.gapless import MAX_BATCH
 from ddbkeys.schema import describe
 
@@ -263,7 +269,12 @@ def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = No
     show_default=True,
     help="The first id the sequence should hold.",
 )
-@click.option("--strict", is_flag=True, help="Exit with code 1 when gaps or duplicates are found.")
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit with code 1 when the audit finds problems: gaps, duplicates, and (--attribute) "
+    "ids below --start or values that are not ids.",
+)
 @connection_options
 @output_option
 def audit_command(
@@ -280,7 +291,10 @@ def audit_command(
     """Report the gaps and duplicates among a table's ids.
 
     Scans the table for --attribute (a full scan: 0.5 read units per 4 KB), or queries one
-    item collection's sort keys with --partition-key.
+    item collection's sort keys with --partition-key. Every value of --attribute should be an
+    id: one below --start, or not a number (a string id is --prefix and --width digits), is a
+    problem. A collection's other items (not numbered, or numbered below 1) are counted, not
+    problems.
     """
     client = connection.client()
     if partition_key is not None:
@@ -296,25 +310,35 @@ def audit_command(
             attribute,
             start=start,
             prefix=prefix,
+            width=width,
             deadline=connection.timeout,
         )
     if output == "json":
         echo_json(report.as_dict())
     else:
-        shown = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in report.gaps[:20])
-        more = f" (+{len(report.gaps) - 20} more)" if len(report.gaps) > 20 else ""
-        span = f", from {report.first} to {report.last}" if report.count else ""
-        click.echo(f"{report.source} of table {table_name}: {report.count} ids{span}")
-        click.echo(f"gaps: {report.missing} missing" + (f": {shown}{more}" if shown else ""))
-        dupes = ", ".join(f"{k} x{v}" for k, v in sorted(report.duplicates.items())[:20])
-        click.echo(f"duplicates: {len(report.duplicates)}" + (f": {dupes}" if dupes else ""))
-        if report.not_numbers:
-            hint = (
-                " (ids in a string key: give their --prefix and --width)"
-                if not report.count
-                else ""
-            )
-            click.echo(f"not whole numbers: {report.not_numbers}{hint}")
-        click.echo("OK" if report.ok else "PROBLEMS FOUND")
+        _show_audit(report, table_name, start if partition_key is None else 1)
     if strict and not report.ok:
         raise click.exceptions.Exit(1)
+
+
+def _listed(texts: list[str], shown: int = 20) -> str:
+    """The first ``shown`` of ``texts``, and how many more there are."""
+    more = f" (+{len(texts) - shown} more)" if len(texts) > shown else ""
+    return ", ".join(texts[:shown]) + more
+
+
+def _show_audit(report: AuditReport, table_name: str, start: int) -> None:
+    """An audit's report as text, one finding a line, and OK or PROBLEMS FOUND."""
+    gaps = _listed([f"{a}-{b}" if a != b else str(a) for a, b in report.gaps])
+    span = f", from {report.first} to {report.last}" if report.count else ""
+    click.echo(f"{report.source} of table {table_name}: {report.count} ids{span}")
+    click.echo(f"gaps: {report.missing} missing" + (f": {gaps}" if gaps else ""))
+    dupes = _listed([f"{k} x{v}" for k, v in sorted(report.duplicates.items())])
+    click.echo(f"duplicates: {len(report.duplicates)}" + (f": {dupes}" if dupes else ""))
+    if report.below_start:
+        below = _listed([str(n) for n in report.below_start])
+        click.echo(f"below {start}: {len(report.below_start)}: {below}")
+    if report.not_numbers:
+        hint = "" if report.count else " (ids in a string key: give their --prefix and --width)"
+        click.echo(f"not whole numbers: {report.not_numbers}{hint}")
+    click.echo("OK" if report.ok else "PROBLEMS FOUND")

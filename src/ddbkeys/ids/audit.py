@@ -33,6 +33,7 @@ __all__ = [
     "audit_attribute",
     "audit_collection",
     "audit_ids",
+    "check_attribute_settings",
     "collection_flow",
 ]
 
@@ -42,8 +43,15 @@ _WHAT = "a page of the audit"
 
 @dataclass
 class AuditReport:
-    """What an audit found. ``gaps`` are inclusive ranges of missing ids between ``start`` and
-    the highest id; ``duplicates`` maps an id to how many items hold it."""
+    """What an audit found. ``count``, ``first`` and ``last`` are those of the ids from
+    ``start`` on; ``gaps`` are inclusive ranges of missing ids between ``start`` and the
+    highest id; ``duplicates`` maps an id to how many items hold it; ``below_start`` holds the
+    whole numbers below ``start`` (once per item, sorted) and ``not_numbers`` counts the values
+    that are not ids (not whole numbers; for a string, not ``prefix`` and ``width`` digits).
+
+    ``values_are_ids``: whether every value read should be an id, so that one below ``start``
+    or not a number is a problem (an attribute audit), or not (an item collection holds other
+    items beside its numbered ones: a profile, items another tool numbered 0 or below)."""
 
     table: str
     source: str
@@ -54,6 +62,8 @@ class AuditReport:
     duplicates: dict[int, int] = field(default_factory=dict)
     not_numbers: int = 0
     usage: dict[str, float] = field(default_factory=dict)
+    below_start: list[int] = field(default_factory=list)
+    values_are_ids: bool = True
 
     @property
     def missing(self) -> int:
@@ -61,8 +71,10 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
-        """No gaps and no duplicates."""
-        return not self.gaps and not self.duplicates
+        """No gaps and no duplicates; and when every value should be an id
+        (``values_are_ids``), none below ``start`` and none that is not a number."""
+        strays = self.values_are_ids and bool(self.below_start or self.not_numbers)
+        return not self.gaps and not self.duplicates and not strays
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -75,20 +87,34 @@ class AuditReport:
             "gaps": [list(g) for g in self.gaps],
             "duplicates": {str(k): v for k, v in sorted(self.duplicates.items())},
             "not_numbers": self.not_numbers,
+            "below_start": self.below_start,
             "ok": self.ok,
             "usage": self.usage,
         }
 
 
 def audit_ids(
-    ids: Iterable[int], *, table: str = "", source: str = "ids", start: int = 1
+    ids: Iterable[int],
+    *,
+    table: str = "",
+    source: str = "ids",
+    start: int = 1,
+    values_are_ids: bool = True,
 ) -> AuditReport:
-    """Check a collection of ids for gaps (from ``start`` to the highest) and duplicates.
+    """Check a collection of ids for gaps (from ``start`` to the highest), duplicates and ids
+    below ``start`` (problems unless ``values_are_ids`` is False, see :class:`AuditReport`).
 
     This is the checker the tests apply to every strategy (and to the unsafe negative control).
     """
-    counts = Counter(ids)
-    report = AuditReport(table=table, source=source, count=sum(counts.values()))
+    every = Counter(ids)
+    counts = Counter({k: v for k, v in every.items() if k >= start})
+    report = AuditReport(
+        table=table,
+        source=source,
+        count=sum(counts.values()),
+        below_start=sorted(n for n in every.elements() if n < start),
+        values_are_ids=values_are_ids,
+    )
     report.duplicates = {k: v for k, v in counts.items() if v > 1}
     if counts:
         ordered = sorted(counts)
@@ -101,12 +127,16 @@ def audit_ids(
     return report
 
 
-def _as_int(value: dict[str, Any], prefix: str = "") -> int | None:
-    raw = value.get("N", value.get("S"))
+def _as_int(value: dict[str, Any], prefix: str = "", width: int = 10) -> int | None:
+    """The id a value holds: a whole number, or a string of ``prefix`` and exactly ``width``
+    digits (the padded form the sequences write in string keys); else None."""
     if "S" in value:
-        if not str(raw).startswith(prefix):
+        text = str(value["S"])
+        digits = text[len(prefix) :]
+        if not text.startswith(prefix) or len(digits) != width:
             return None
-        raw = str(raw)[len(prefix) :]
+        return int(digits) if digits.isascii() and digits.isdigit() else None
+    raw = value.get("N")
     try:
         number = Decimal(str(raw))
     except InvalidOperation:
@@ -157,6 +187,8 @@ def attribute_flow(
     *,
     start: int = 1,
     prefix: str = "",
+    width: int = 10,
+    counter_attribute: str = "last_id",
     usage: Usage,
     deadline: float | None = DEFAULT_DEADLINE,
     retry: RetryPolicy | None = None,
@@ -168,15 +200,17 @@ def attribute_flow(
     not_numbers = 0
     params: ScanInputTypeDef = {
         "TableName": table,
-        "ProjectionExpression": "#a",
+        "ProjectionExpression": "#a, #c",
         "FilterExpression": "attribute_exists(#a)",
-        "ExpressionAttributeNames": {"#a": attribute},
+        "ExpressionAttributeNames": {"#a": attribute, "#c": counter_attribute},
         "ReturnConsumedCapacity": "TOTAL",
     }
     while True:
         answer = yield from page(scan(params.copy()))
         for item in answer.get("Items", []):
-            number = _as_int(dict(item[attribute]), prefix)
+            if counter_attribute != attribute and counter_attribute in item:
+                continue  # the sequence's counter item (its key may be the id attribute)
+            number = _as_int(dict(item[attribute]), prefix, width)
             if number is None:
                 not_numbers += 1
             else:
@@ -246,10 +280,29 @@ def collection_flow(
         if "LastEvaluatedKey" not in answer:
             break
         params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-    report = audit_ids(values, table=table, source=f"collection {partition_key_value!r}")
+    source = f"collection {partition_key_value!r}"
+    report = audit_ids(values, table=table, source=source, values_are_ids=False)
     report.not_numbers = not_numbers
     report.usage = usage.snapshot()
     return report
+
+
+def check_attribute_settings(
+    table: str, attribute: str, start: int, prefix: str, width: int, counter_attribute: str
+) -> dict[str, Any]:
+    """The settings of :func:`audit_attribute` as :func:`attribute_flow` takes them, or a
+    :class:`ConfigurationError`."""
+    check_name("attribute", attribute, table=table)
+    check_padding(width, prefix, table=table)
+    check_name("counter attribute", counter_attribute, table=table)
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise ConfigurationError(f"start must be a whole number, not {start!r}.", table=table)
+    return {
+        "start": start,
+        "prefix": prefix,
+        "width": width,
+        "counter_attribute": counter_attribute,
+    }
 
 
 def check_collection_settings(
@@ -269,19 +322,23 @@ def audit_attribute(
     start: int = 1,
     usage: Usage | None = None,
     prefix: str = "",
+    width: int = 10,
+    counter_attribute: str = "last_id",
     deadline: float | None = DEFAULT_DEADLINE,
 ) -> AuditReport:
-    """Scan ``table`` for ``attribute`` (items without it are skipped) and report gaps and
-    duplicates. A string id counts when it is ``prefix`` and digits (the padded ids of a
-    gapless sequence kept in a string key). Cost: a full scan, 0.5 read units per 4 KB of the
-    table. ``client`` is anything :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table``
-    names the table); each page is retried within ``deadline`` seconds."""
+    """Scan ``table`` for ``attribute`` (items without it are skipped) and report gaps,
+    duplicates, ids below ``start`` and values that are not ids: every value of the attribute
+    should be an id, so each of these makes the report not ``ok``. An id is a whole number, or
+    a string of ``prefix`` and exactly ``width`` digits (the padded ids of a gapless sequence
+    kept in a string key). The sequence's counter item (it holds ``counter_attribute``; its key
+    is the id attribute when the ids are the key) is not an id, and is skipped. Cost: a full
+    scan, 0.5 read units per 4 KB of the table. ``client`` is anything
+    :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table`` names the table); each page is
+    retried within ``deadline`` seconds."""
     ddb, table = client_and_table(client, table, deadline)
-    check_name("attribute", attribute, table=table)
+    settings = check_attribute_settings(table, attribute, start, prefix, width, counter_attribute)
     usage = usage or Usage()
-    flow = attribute_flow(
-        table, attribute, start=start, prefix=prefix, usage=usage, deadline=deadline
-    )
+    flow = attribute_flow(table, attribute, **settings, usage=usage, deadline=deadline)
     return SyncDriver(ddb, usage).run(flow)
 
 

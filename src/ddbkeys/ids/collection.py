@@ -38,16 +38,12 @@ class CollectionSequence(CollectionCore, IdStrategy):
         pending = self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
             return self._run(self._commit([pending]))[0]
-        return self._group(pending.collection).submit(pending)
+        with self._groups.using(pending.collection) as group:
+            number: int = group.submit(pending)
+        return number
 
-    def _group(self, collection: str) -> GroupCommit[Pending, int]:
-        with self._lock:
-            group: GroupCommit[Pending, int] | None = self._groups.get(collection)
-            if group is None:
-                group = self._groups[collection] = GroupCommit(
-                    lambda batch: self._run(self._commit(batch)), self._max_batch
-                )
-        return group
+    def _new_group(self) -> GroupCommit[Pending, int]:
+        return GroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
 
     def check(
         self,

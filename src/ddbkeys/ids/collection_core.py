@@ -5,7 +5,6 @@ asyncio one (:mod:`ddbkeys.aio.collection`) both run."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,8 @@ from ddbkeys.ids.base import (
 )
 from ddbkeys.ids.cancellation import Cancellation, Verdict
 from ddbkeys.ids.collection_keys import collection_keys, highest_query, number_in, sort_key_of
+from ddbkeys.ids.group import GroupsInUse
+from ddbkeys.ids.remembered import REMEMBERED, Remembered
 from ddbkeys.ids.values import MAX_ID, check_key_value, check_padding, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
@@ -114,6 +115,18 @@ class CollectionCore(StrategyCore):
     the query when the highest number is not known. The counter item stays when the
     collection's items are all deleted (it keeps the collection's partition key listed).
 
+    Memory: the highest number written is remembered for the ``remembered`` collections
+    written to last (10,000 by default, about 150 bytes each), a group commit only for the
+    collections that calls are writing to now; so a long-lived sequence writing to ever new
+    collections stays bounded. A collection forgotten is read again (the query, or the
+    counter) by its next write: as for a new instance, a deleted highest number may then be
+    given again (without ``never_reuse``).
+
+    Numbers start at 1: items whose number sort key is 0 or negative (written by another tool)
+    are left alone and not counted, so the next number is ``max(highest, 0) + 1``; the first
+    put to a collection holding only such items gets 1, and a ``never_reuse`` counter is never
+    set below 0.
+
     Sort keys: a number sort key holds the number itself; a string sort key holds
     ``prefix`` + the number padded with zeros to ``width`` digits (an error once it no longer
     fits). Refuses global tables unless ``allow_global_tables``. Each call ends within
@@ -141,6 +154,7 @@ class CollectionCore(StrategyCore):
         usage: Usage | None = None,
         allow_global_tables: bool = False,
         deadline: float | None = DEFAULT_DEADLINE,
+        remembered: int = REMEMBERED,
     ) -> None:
         super().__init__(
             client,
@@ -165,10 +179,15 @@ class CollectionCore(StrategyCore):
         self.counter_attribute = check_name(
             "counter attribute", counter_attribute, table=self.table
         )
-        #: Guards _highest and _groups; held for a few lines, never across a yield or a wait.
-        self._lock = threading.Lock()
-        self._highest: dict[str, int] = {}
-        self._groups: dict[Any, Any] = {}
+        if isinstance(remembered, bool) or not isinstance(remembered, int) or remembered < 0:
+            raise ConfigurationError(
+                f"remembered must be a whole number of collections, 0 or more, not {remembered!r}.",
+                table=self.table,
+            )
+        #: The highest number written, per collection used last (at most ``remembered``).
+        self._highest = Remembered(remembered)
+        #: The group commits of the collections that calls are using now.
+        self._groups: GroupsInUse[Any, Any] = GroupsInUse(self._new_group, self._group_gone)
         #: The most items of one commit (a never_reuse transaction also holds the counter).
         self._max_batch = MAX_BATCH - 1 if self.never_reuse else MAX_BATCH
 
@@ -210,25 +229,32 @@ class CollectionCore(StrategyCore):
         typed_item[pk.name] = pk_value
         return Pending(typed_item, repr(pk_value), deadline)
 
-    # --- the highest number remembered per collection (short lock sections only) ----------
+    # --- what is kept per collection: bounded, see Remembered and GroupsInUse --------------
 
     def _remembered(self, collection: str) -> int | None:
-        with self._lock:
-            return self._highest.get(collection)
+        return self._highest.get(collection)
 
     def _remember(self, collection: str, number: int) -> None:
-        with self._lock:
-            if self._highest.get(collection, 0) < number:
-                self._highest[collection] = number
+        self._highest.raise_to(collection, number)
 
     def _forget(self, collection: str) -> None:
-        with self._lock:
-            self._highest.pop(collection, None)
+        self._highest.forget(collection)
+
+    def _new_group(self) -> Any:
+        """A group commit for one collection, in the driver's form."""
+        raise NotImplementedError
+
+    def _group_gone(self, key: Any) -> bool:
+        """Whether the calls of a group's ``key`` can no longer end (none, in threads)."""
+        return False
 
     # --- reads ----------------------------------------------------------------------------
 
     def _query_highest(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int]:
-        """The highest number in the collection (0 when it has none): one Query of one item."""
+        """The highest number in the collection (0 when it has none): one Query of one item.
+        Numbers start at 1, so a highest sort key below 1 (0, or a negative number another tool
+        wrote) counts as none: the sequence never hands out, nor counts up to, a number below
+        1."""
         request = highest_query(
             self.table,
             keys,
@@ -239,7 +265,7 @@ class CollectionCore(StrategyCore):
         )
         response = yield query(request, count_scanned=True)
         items = response.get("Items", [])
-        return self.number_of(items[0][keys[1].name]) if items else 0
+        return max(self.number_of(items[0][keys[1].name]), 0) if items else 0
 
     def _read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""

@@ -5,18 +5,21 @@ batch is taken and how a batch's failure is handed out."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 from ddbkeys.errors import fresh
 
-__all__ = ["AsyncGroupCommit", "GroupCommit", "alone_after"]
+__all__ = ["AsyncGroupCommit", "GroupCommit", "GroupsInUse", "alone_after"]
 
 T = TypeVar("T")
 R = TypeVar("R")
+K = TypeVar("K", bound=Hashable)
+G = TypeVar("G")
 
 
 def alone_after(batch_size: int, exc: BaseException) -> bool:
@@ -246,3 +249,52 @@ class AsyncGroupCommit(Generic[T, R]):
             except Exception as alone:  # that caller's own answer
                 results.append(alone)
         return results
+
+
+class _InUse(Generic[G]):
+    __slots__ = ("group", "users")
+
+    def __init__(self, group: G) -> None:
+        self.group = group
+        self.users = 0
+
+
+class GroupsInUse(Generic[K, G]):
+    """The group commits of the keys (item collections) that calls are using now: one is made
+    for the first call on a key, shared by the calls that come while any is using it, and
+    dropped when the last of them is done. A group holds nothing between calls (its callers
+    are all answered), so a long-lived object keeps none for the keys it once wrote to: its
+    memory follows the calls in flight, not every key it ever met.
+
+    ``gone``: keys whose calls will never end theirs (say, of an event loop closed with calls
+    still waiting); their groups are dropped whenever a group is made."""
+
+    def __init__(self, make: Callable[[], G], gone: Callable[[K], bool] | None = None) -> None:
+        self._make = make
+        self._gone = gone
+        self._lock = threading.Lock()
+        self._groups: dict[K, _InUse[G]] = {}
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._groups)
+
+    @contextlib.contextmanager
+    def using(self, key: K) -> Iterator[G]:
+        """The group of ``key`` while the ``with`` block runs (its own lock is held only
+        here, never across the block, which may wait or ``await``)."""
+        with self._lock:
+            entry = self._groups.get(key)
+            if entry is None:
+                if self._gone is not None:
+                    for stale in [k for k in self._groups if self._gone(k)]:
+                        del self._groups[stale]
+                entry = self._groups[key] = _InUse(self._make())
+            entry.users += 1
+        try:
+            yield entry.group
+        finally:
+            with self._lock:
+                entry.users -= 1
+                if not entry.users and self._groups.get(key) is entry:
+                    del self._groups[key]

@@ -18,8 +18,6 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-import boto3
-
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -35,6 +33,7 @@ from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore, send
 from ddbkeys.partition_keys.state import STATE_TABLE, StateCore
+from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.retry import Deadline
 from ddbkeys.schema import described
 
@@ -54,26 +53,6 @@ HEARTBEAT = 5.0
 DISCOVER = 10.0
 #: The Streams operations, sent to the Streams client (the rest to the table's).
 STREAM_OPERATIONS = frozenset({"describe_stream", "get_shard_iterator", "get_records"})
-
-
-def streams_client_for(client: Any) -> Any:
-    """A DynamoDB Streams client on the same endpoint, region and credentials as ``client``
-    (the service's own endpoint on AWS; DynamoDB Local serves both APIs on one port)."""
-    meta = client.meta
-    endpoint = str(meta.endpoint_url)
-    own = endpoint.startswith("https://dynamodb.") and endpoint.endswith(".amazonaws.com")
-    credentials = client._get_credentials() if hasattr(client, "_get_credentials") else None
-    kwargs: dict[str, Any] = {"region_name": meta.region_name, "config": meta.config}
-    if not own:
-        kwargs["endpoint_url"] = endpoint
-    if credentials is not None:
-        frozen = credentials.get_frozen_credentials()
-        kwargs.update(
-            aws_access_key_id=frozen.access_key,
-            aws_secret_access_key=frozen.secret_key,
-            aws_session_token=frozen.token,
-        )
-    return boto3.session.Session().client("dynamodbstreams", **kwargs)
 
 
 class Both:
