@@ -176,3 +176,27 @@ def test_a_failure_reaches_the_callers_waiting_though_a_newer_caller_asked_again
         state.take(1, ticket=0)  # A: what it waited for failed
     assert type(raised.value) is type(error) and raised.value.args == error.args
     assert state.take(1, ticket=1) == Wait(1)  # B waits for its own
+
+
+def test_a_caller_out_of_time_is_told_whether_the_endpoint_answered() -> None:
+    """The error of a caller that waited through its deadline says what it waited for: a
+    reservation that had no answer for most of that time (an endpoint that does not answer),
+    or reservations that were answered but did not keep up."""
+    now = [0.0]
+    state = BlockState(10, table="orders", clock=lambda: now[0])
+    assert state.take(1) == Wait(0, refill=True)
+    assert state.claim_refill() is not None  # sent at 0 s, never answered
+    now[0] = 2.0
+    unanswered = str(state.late_error(2.0))
+    assert unanswered == (
+        "No block of ids came within the 2 s deadline on table 'orders': the block's "
+        "reservation, sent 2.0 s before, had no answer yet (is the endpoint slow, or not "
+        "answering?). Give the counter a longer deadline if the endpoint is only slow."
+    )
+    busy = BlockState(10, table="orders", clock=lambda: now[0])
+    assert busy.take(1) == Wait(0, refill=True)
+    assert str(busy.late_error(2.0)) == (  # (nothing sent yet: waiting for a turn)
+        "No block of ids came within the 2 s deadline on table 'orders': the allocator's "
+        "reservations did not keep up with its callers (1 stalls so far). Give the counter a "
+        "longer deadline, or the allocator larger blocks (block_size, max_block_size)."
+    )

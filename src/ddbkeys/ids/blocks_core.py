@@ -273,7 +273,7 @@ class BlockState:
             return None
         asked = self.asked.pop(0)
         self.sent += 1
-        self.flight[self.sent] = Sent(self.top, asked.at)  # it lands above every id known now
+        self.flight[self.sent] = Sent(self.top, asked.at, self.clock())  # lands above the ids known
         return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
@@ -371,12 +371,21 @@ class BlockState:
         """What a caller that waited for a block through its whole deadline raises (or, with
         ``direct``, one that waited to hand out the ids of its own write)."""
         where = f" on table {self.table!r}" if self.table else ""
-        message = (
-            f"No block of ids came within the {seconds:g} s deadline{where}: the allocator's "
-            f"reservations did not keep up with its callers ({self.stats.stalls} stalls so far). "
-            "Give the counter a longer deadline, or the allocator larger blocks (block_size, "
-            "max_block_size)."
-        )
+        sent = min((one.when for one in self.flight.values()), default=None)
+        if sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
+            # (An endpoint that does not answer: the reservation's own error is on its way.)
+            why = (
+                f"the block's reservation, sent {self.clock() - sent:.1f} s before, had no "
+                "answer yet (is the endpoint slow, or not answering?). Give the counter a "
+                "longer deadline if the endpoint is only slow."
+            )
+        else:
+            why = (
+                "the allocator's reservations did not keep up with its callers "
+                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or "
+                "the allocator larger blocks (block_size, max_block_size)."
+            )
+        message = f"No block of ids came within the {seconds:g} s deadline{where}: {why}"
         if direct is not None:
             message = (
                 f"The {direct.count} ids reserved{where} came, but another reservation of more "

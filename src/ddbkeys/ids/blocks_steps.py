@@ -46,10 +46,12 @@ class Asked(NamedTuple):
 
 
 class Sent(NamedTuple):
-    """A reservation in flight: the highest id known when sent (it lands above), and ``at``."""
+    """A reservation in flight: the highest id known when sent (it lands above), ``at``, and
+    ``when`` it was sent (by the state's clock: to tell an endpoint that does not answer)."""
 
     known: int | None
     at: int
+    when: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
