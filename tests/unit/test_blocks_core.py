@@ -378,14 +378,19 @@ def test_a_block_skipped_before_its_end_is_measured_on_what_it_handed_out() -> N
     assert state.stats.skipped == 6
 
 
-def test_a_fixed_size_never_reads_the_clock() -> None:
-    def clock() -> float:
-        raise AssertionError("read")
+def test_a_fixed_size_reads_the_clock_only_to_date_a_reservation_sent() -> None:
+    reads = [0]
 
-    state = held(range(1, 11), clock=clock)
+    def clock() -> float:
+        reads[0] += 1
+        return 0.0
+
+    state = held(range(1, 11), clock=clock)  # one reservation sent
     for _ in range(10):
         next_id(state)
+    assert claimed(state).size == 10  # the one after, asked for at the first id
     assert state.block_size == 10 and not state.adaptive
+    assert reads[0] == state.sent == 2  # (for a caller's error: how long it went unanswered)
 
 
 @pytest.mark.parametrize(
