@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import pytest
-from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
 from ddbkeys.testing.tables import TableFactory
+from tests.cli.conftest import Run
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.integration
-Run = Callable[..., Result]
-
-
-@pytest.fixture
-def ids(ddb_endpoint_url: str) -> Run:
-    def run(*args: str, input: str | None = None) -> Result:
-        return CliRunner().invoke(
-            cli, ["ids", *args, "--endpoint-url", ddb_endpoint_url], input=input
-        )
-
-    return run
 
 
 def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:

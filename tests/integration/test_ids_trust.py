@@ -19,7 +19,6 @@ from ddbkeys.ids import (
     ItemKeyClashError,
     SequenceExhaustedError,
 )
-from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.testing.tables import TableFactory
 from tests.support.drivers import Driver
 
@@ -474,36 +473,3 @@ def test_the_counter_in_another_table_leaves_no_phantom_row(
         {"pk": {"S": "users"}, "last_id": {"N": "3"}}
     ]
     assert users.current() == 3
-
-
-# --- point 10: collections ------------------------------------------------------------------
-
-
-def test_a_deleted_highest_number_is_reused_unless_never_reuse(
-    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
-) -> None:
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    plain = driver.make("CollectionSequence", ddb_client, table)
-    kept = driver.make("CollectionSequence", ddb_client, table, never_reuse=True)
-    for sequence, collection in ((plain, "reuses"), (kept, "keeps")):
-        assert [sequence.put(collection, {"n": i}) for i in range(5)] == [1, 2, 3, 4, 5]
-        ddb_client.delete_item(TableName=table, Key={"pk": {"S": collection}, "sk": {"N": "5"}})
-    # The running instance remembers 5 and goes on without a read: 5 is left a gap (documented).
-    assert plain.put("warm") == 1
-    ddb_client.delete_item(TableName=table, Key={"pk": {"S": "warm"}, "sk": {"N": "1"}})
-    assert plain.put("warm") == 2
-    assert driver.call("audit_collection", ddb_client, table, "warm").gaps == [(1, 1)]
-    # A new process (a new object) knows nothing remembered.
-    assert (
-        driver.make("CollectionSequence", ddb_client, table).put("reuses") == 5
-    )  # documented: reused
-    fresh = driver.make("CollectionSequence", ddb_client, table, never_reuse=True)
-    assert fresh.put("keeps") == 6
-    assert fresh.put("keeps") == 7
-    counter = ddb_client.get_item(TableName=table, Key={"pk": {"S": "keeps"}, "sk": {"N": "0"}})
-    assert counter["Item"]["last_number"] == {"N": "7"}
-    # The audit counts neither the counter item nor a marker as an id.
-    MarkerIndex(ddb_client, table).mark("keeps")
-    report = driver.call("audit_collection", ddb_client, table, "keeps")
-    assert (report.count, report.first, report.last, report.gaps) == (6, 1, 7, [(5, 5)])
-    assert driver.call("audit_collection", ddb_client, table, "reuses").ok

@@ -1,0 +1,112 @@
+"""``ddbkeys ids`` refuses bad counter input (keys, names, values, steps) as one line, and
+moves nothing (checked by scanning the table)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ddbkeys.testing.tables import TableFactory
+from tests.cli.conftest import BASE64, Run, fill, last_line, scan, seeded
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+BAD_COUNTERS: list[tuple[list[str], int, str]] = [
+    (
+        ["next", "-t", "{t}", "--counter", "c", "--counter-key", '{"pk": "c"}'],
+        2,
+        "--counter-key and --counter cannot be used together: --counter names the counter by its "
+        "partition key value, --counter-key gives its whole key.",
+    ),
+    (
+        ["current", "-t", "{t}", "--counter-key", "{}"],
+        2,
+        "Invalid value for --counter-key: give "
+        'the counter item\'s whole key as a JSON object, like {"pk": "ctr"}',
+    ),
+    (
+        ["set", "9", "-t", "{t}", "--counter-key", "{oops"],
+        2,
+        "Invalid value for --counter-key: "
+        "not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 "
+        "(char 1))",
+    ),
+    (
+        ["next", "-t", "{t}", "--counter-key", '{"pk": {"B": "%"}}'],
+        2,
+        f"Invalid value for --counter-key: Attribute 'pk' holds the binary value \"%\", {BASE64}",
+    ),
+    (
+        ["next", "-t", "{t}", "--counter-key", '{"pk": "c", "sk": NaN}'],
+        2,
+        "Invalid value for "
+        "--counter-key: not valid JSON (NaN is not a JSON number, and DynamoDB has no NaN or "
+        "Infinity)",
+    ),
+    (
+        ["next", "-t", "{t}", "--counter-key", '{"pk": "counter"}'],
+        1,
+        "counter_key= (--counter-key) has no 'sk', a key attribute (N) of table {t!r}.",
+    ),
+    (
+        ["next", "-t", "{t}", "--counter-key", '{"pk": "counter", "sk": "0"}'],
+        1,
+        "Key attribute 'sk' of table {t!r} is a number (N); counter_key= (--counter-key) "
+        "gives a string (S): '0'.",
+    ),
+    (
+        ["next", "-t", "{t}"],
+        1,
+        "Table {t!r} has the key (pk, sk); a counter item key cannot be "
+        "made from a name alone: pass counter_key= with the whole key of the counter item "
+        "(--counter-key JSON on the CLI).",
+    ),
+    (
+        ["next", "-t", "{t}", "--counter-key", '{"pk": "odd", "sk": 0}'],
+        1,
+        "The counter item "
+        "{'pk': 'odd', 'sk': 0} of table {t!r} holds last_id = 5.5 (not a whole number): a "
+        "counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix the item, for "
+        "example with `ddbkeys ids set VALUE --force`.",
+    ),
+    (
+        ["current", "-t", "{t}", "--counter-key", '{"pk": "text", "sk": 0}'],
+        1,
+        "The counter item "
+        "{'pk': 'text', 'sk': 0} of table {t!r} holds last_id = '41' (a string (S), not a "
+        "number): a counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix "
+        "the item, for example with `ddbkeys ids set VALUE --force`.",
+    ),
+    (
+        ["set", "3", "-t", "{t}", "--counter-key", '{"pk": {"S": "counter"}, "sk": {"N": "0"}}'],
+        1,
+        "Refusing to move counter 'counter' of table {t!r} backwards from 7 to 3: ids after 3 were "
+        "already given out and would be given out again. Pass force=True (--force) if you really "
+        "mean it.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "message"), BAD_COUNTERS)
+def test_bad_counter_input_moves_nothing(
+    ids: Run,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    args: list[str],
+    code: int,
+    message: str,
+) -> None:
+    table = seeded(ddb_client, ddb_table_factory, ("pk", "S"), ("sk", "N"))
+    for pk, value in (("odd", {"N": "5.5"}), ("text", {"S": "41"})):
+        item = {"pk": {"S": pk}, "sk": {"N": "0"}, "last_id": value}
+        ddb_client.put_item(TableName=table, Item=item)
+    before = scan(ddb_client, table)
+    result = ids(*[table if a == "{t}" else a for a in args])
+    assert result.exit_code == code, result.output
+    assert last_line(result) == "Error: " + fill(message, table)
+    assert scan(ddb_client, table) == before
