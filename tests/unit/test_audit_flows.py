@@ -180,3 +180,23 @@ def test_the_attribute_audits_settings_are_checked_before_any_request(
     with pytest.raises(ConfigurationError, match=re.escape(message)) as caught:
         check_attribute_settings(TABLE, "id", **given)
     assert TABLE in str(caught.value) or caught.value.table == TABLE
+
+
+def test_an_id_on_an_item_that_also_holds_the_counter_attribute_is_counted() -> None:
+    """Only the counter item is skipped: items whose id is valid are ids whatever else they
+    hold (two items with id 2 and a last_id attribute of their own are a duplicate); and the
+    counter attribute itself can be audited (one path in the projection, not two)."""
+    items = [
+        {"id": {"N": "1"}, "last_id": {"N": "9"}},
+        {"id": {"N": "2"}, "last_id": {"N": "9"}},
+        {"id": {"N": "2"}, "last_id": {"N": "9"}},
+    ]
+    report = drive(attribute_flow(TABLE, "id", usage=Usage(), retry=POLICY), [{"Items": items}])
+    assert (report.result.count, report.result.duplicates, report.result.ok) == (3, {2: 2}, False)
+    run = drive(
+        attribute_flow(TABLE, "last_id", usage=Usage(), retry=POLICY),
+        [{"Items": [{"last_id": {"N": "1"}}, {"last_id": {"N": "1"}}]}],
+    )
+    assert run.requests[0].params["ProjectionExpression"] == "#a"
+    assert run.requests[0].params["ExpressionAttributeNames"] == {"#a": "last_id"}
+    assert (run.result.duplicates, run.result.ok) == ({1: 2}, False)

@@ -198,22 +198,24 @@ def attribute_flow(
     page = _pages(table, usage, deadline, retry or RetryPolicy())
     values: list[int] = []
     not_numbers = 0
+    apart = counter_attribute != attribute
+    names = {"#a": attribute, "#c": counter_attribute} if apart else {"#a": attribute}
     params: ScanInputTypeDef = {
         "TableName": table,
-        "ProjectionExpression": "#a, #c",
+        "ProjectionExpression": "#a, #c" if apart else "#a",  # (two equal paths: refused)
         "FilterExpression": "attribute_exists(#a)",
-        "ExpressionAttributeNames": {"#a": attribute, "#c": counter_attribute},
+        "ExpressionAttributeNames": names,
         "ReturnConsumedCapacity": "TOTAL",
     }
     while True:
         answer = yield from page(scan(params.copy()))
         for item in answer.get("Items", []):
-            if counter_attribute != attribute and counter_attribute in item:
-                continue  # the sequence's counter item (its key may be the id attribute)
             number = _as_int(dict(item[attribute]), prefix, width)
+            if apart and counter_attribute in item and (number is None or number < start):
+                continue  # the sequence's counter item (its key may be the id attribute)
             if number is None:
                 not_numbers += 1
-            else:
+            else:  # (an id, even on an item that holds the counter attribute as well)
                 values.append(number)
         if "LastEvaluatedKey" not in answer:
             break
@@ -330,9 +332,10 @@ def audit_attribute(
     duplicates, ids below ``start`` and values that are not ids: every value of the attribute
     should be an id, so each of these makes the report not ``ok``. An id is a whole number, or
     a string of ``prefix`` and exactly ``width`` digits (the padded ids of a gapless sequence
-    kept in a string key). The sequence's counter item (it holds ``counter_attribute``; its key
-    is the id attribute when the ids are the key) is not an id, and is skipped. Cost: a full
-    scan, 0.5 read units per 4 KB of the table. ``client`` is anything
+    kept in a string key). The sequence's counter item (it holds ``counter_attribute``, and its
+    key, the sequence's name or 0, is the id attribute when the ids are the key) is not an id:
+    an item holding ``counter_attribute`` whose value is not an id from ``start`` is skipped.
+    Cost: a full scan, 0.5 read units per 4 KB of the table. ``client`` is anything
     :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table`` names the table); each page is
     retried within ``deadline`` seconds."""
     ddb, table = client_and_table(client, table, deadline)
