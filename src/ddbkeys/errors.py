@@ -45,6 +45,7 @@ __all__ = [
     "describe_failure",
     "translate_error",
     "unanswered",
+    "unexpected_answer",
 ]
 
 
@@ -120,6 +121,23 @@ class NoAnswerInTime(ReadTimeoutError):
     waiting for it (the request itself may still reach DynamoDB and be applied)."""
 
     fmt = "{endpoint_url} had not answered when the deadline came, after {waited:.1f} s"
+
+
+def unexpected_answer(
+    operation: str, table: str | None, what: str, answer: object
+) -> UnexpectedAnswerError:
+    """The error for an answer to ``operation`` that lacks ``what`` every answer of DynamoDB
+    holds (an endpoint that answers HTTP 200 and is not DynamoDB), showing what it said."""
+    if isinstance(answer, dict):  # (botocore's ResponseMetadata says nothing here)
+        answer = {k: v for k, v in answer.items() if k != "ResponseMetadata"}
+    said = repr(answer)
+    said = said if len(said) <= 80 else said[:77] + "..."
+    where = f" of table {table!r}" if table else ""
+    return UnexpectedAnswerError(
+        f"The endpoint's answer to {operation}{where} holds no {what} (it said {said}): is the "
+        "endpoint DynamoDB?",
+        table=table,
+    )
 
 
 def cut_short(exc: BaseException) -> bool:

@@ -27,8 +27,8 @@ from ddbkeys.core.steps import Flow, describe_table
 from ddbkeys.errors import (
     ConfigurationError,
     KeySchemaError,
-    UnexpectedAnswerError,
     raise_translated,
+    unexpected_answer,
 )
 
 if TYPE_CHECKING:
@@ -137,15 +137,7 @@ def described(answer: object, table: str) -> Mapping[str, Any]:
         or not isinstance(description.get("KeySchema"), list)
         or not isinstance(description.get("AttributeDefinitions"), list)
     ):
-        if isinstance(answer, Mapping):  # (botocore's ResponseMetadata says nothing here)
-            answer = {k: v for k, v in answer.items() if k != "ResponseMetadata"}
-        said = repr(answer)
-        said = said if len(said) <= 80 else said[:77] + "..."
-        raise UnexpectedAnswerError(
-            f"The endpoint's answer to DescribeTable of table {table!r} holds no table "
-            f"description with its keys (it said {said}): is the endpoint DynamoDB?",
-            table=table,
-        )
+        raise unexpected_answer("DescribeTable", table, "table description with its keys", answer)
     return description
 
 

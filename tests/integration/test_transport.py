@@ -76,6 +76,14 @@ def test_an_endpoint_that_is_not_dynamodb_is_named_as_such(not_dynamodb_endpoint
     command = ["ids", "next", "-t", "orders", "--counter", "order"]
     result = CliRunner().invoke(cli, [*command, "--endpoint-url", not_dynamodb_endpoint])
     assert (result.exit_code, result.stderr) == (1, f"Error: {said}\n")
+    # An audit sends only Scans: an answer without items was an empty table, "OK", exit 0.
+    audit = ["ids", "audit", "-t", "orders", "--strict", "--endpoint-url", not_dynamodb_endpoint]
+    result = CliRunner().invoke(cli, audit)
+    assert (result.exit_code, result.stderr) == (
+        1,
+        "Error: The endpoint's answer to Scan of table 'orders' holds no Items (it said {}): is "
+        "the endpoint DynamoDB?\n",
+    )
 
 
 def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import boto3
 import pytest
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.errors import ConfigurationError, DdbKeysError, UnexpectedAnswerError
 from ddbkeys.ids import AtomicCounter, CounterStateError, SequenceExhaustedError
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.counter import Want, split
@@ -276,3 +276,20 @@ def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() 
 def test_the_modes_are_flags(name: str, value: Any) -> None:
     with pytest.raises(ConfigurationError, match=f"{name} must be True or False"):
         counter(**{name: value})
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [{}, {"Attributes": {}}, {"Attributes": {"other": {"N": "1"}}}],
+    ids=["empty", "no attributes", "another attribute"],
+)
+def test_an_answer_without_the_counter_is_not_dynamodbs(answer: dict[str, Any]) -> None:
+    """DynamoDB's answer to the counter's ADD holds the counter: without it (an endpoint that
+    answers HTTP 200 and is not DynamoDB) a clear error, not a KeyError."""
+    made = counter(idempotent=False)
+    with pytest.raises(UnexpectedAnswerError) as raised:
+        drive(made._advance(1, Deadline(None)), [answer])
+    assert str(raised.value).startswith(
+        "The endpoint's answer to UpdateItem of table 'ids' holds no counter attribute "
+        "'last_id' (it said "
+    )

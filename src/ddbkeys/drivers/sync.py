@@ -10,14 +10,25 @@ from botocore.exceptions import ClientError
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import deadline_scope
 from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.errors import unexpected_answer
 
 __all__ = ["SyncDriver", "count"]
 
 T = TypeVar("T")
 
 
+#: What every answer DynamoDB gives to these operations holds, and what it is called.
+_HOLDS = {"scan": ("Scan", "Items"), "query": ("Query", "Items")}
+
+
 def count(usage: Usage, step: Request, answer: Any) -> None:
-    """Count an answered request in ``usage`` as the request says (both drivers do this)."""
+    """Count an answered request in ``usage`` as the request says (both drivers do this); an
+    answer without what DynamoDB's always hold is an UnexpectedAnswerError (an endpoint that
+    is not DynamoDB answering HTTP 200: read as no items, a listing or an audit would be empty
+    and say nothing)."""
+    holds = _HOLDS.get(step.operation)
+    if holds is not None and not isinstance(answer.get(holds[1]), list):
+        raise unexpected_answer(holds[0], step.params.get("TableName"), "Items", answer)
     if not step.counted:
         return
     items = step.items

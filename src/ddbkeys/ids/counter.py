@@ -14,7 +14,13 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.steps import Flow, transact_write_items, update_item
-from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
+from ddbkeys.errors import (
+    ConfigurationError,
+    DdbKeysError,
+    error_code,
+    error_response,
+    unexpected_answer,
+)
 from ddbkeys.ids.base import (
     CounterItem,
     CounterStateError,
@@ -293,11 +299,14 @@ class CounterCore(StrategyCore):
                     if at is not None and at + increment > MAX_ID:
                         raise self._exhausted(at, count) from exc
                 raise
-            raw = response["Attributes"][self.counter_attribute]
+            raw = response.get("Attributes", {}).get(self.counter_attribute)
+            if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
+                what = f"counter attribute {self.counter_attribute!r}"
+                raise unexpected_answer("UpdateItem", self.table, what, response)
             digits = raw.get("N")
             magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
-            if magnitude.isdigit() and len(magnitude) <= 38:  # (within 10**38 - 1)
-                now = int(digits)  # the common case: a whole number, no more to check
+            if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
+                now = int(digits)  # (within 10**38 - 1)
                 if now >= increment or (now >= 0 and now - increment == self.start - self.step):
                     # (or a new counter whose first id is below its step: start=0, say)
                     return range(now - increment + self.step, now + 1, self.step)
