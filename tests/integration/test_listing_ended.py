@@ -121,3 +121,46 @@ def test_an_async_on_key_is_awaited_and_the_sync_form_refuses_one(
     assert len(saved) == 12 + 1  # each key, and the segment's end
     with pytest.raises(ConfigurationError, match=r"on_key=.*save is a coroutine function"):
         sync_listing(ddb_client, table, "skip", on_key=save)  # type: ignore[arg-type]
+
+
+def test_a_key_whose_on_key_failed_is_not_skipped_on_resume(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """``on_key`` that raises (the sync form), or an async one that raises or is cancelled
+    (``asyncio.wait_for`` on the step): the key was not handed out, and the checkpoint goes on
+    before it. It used to count the key as handed out, and the resume skipped it."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table, 20)
+
+    def failing(listing: Any) -> None:
+        if listing.keys_found == 10:
+            raise OSError("checkpoint store unavailable")
+
+    listing = sync_listing(ddb_client, table, "skip", on_key=failing)
+    got: list[Any] = []
+    with pytest.raises(OSError, match="checkpoint store unavailable"):
+        got.extend(listing)
+    rest = list(sync_listing(ddb_client, table, "skip", resume=listing.checkpoint()))
+    assert sorted(got + rest) == expected
+
+    async def body(how: str) -> tuple[list[Any], str]:
+        async def save(listing: Any) -> None:
+            if listing.keys_found == 10:
+                if how == "raise":
+                    raise OSError("checkpoint store unavailable")
+                await asyncio.sleep(5)  # ... or slow: the step is cancelled meanwhile
+
+        async with make_aio_client(ddb_endpoint_url) as client:
+            listing = await aio_listing(client, table, "skip", on_key=save)
+            keys = aiter(listing)
+            got: list[Any] = []
+            with pytest.raises((OSError, TimeoutError)):
+                while True:
+                    got.append(await asyncio.wait_for(anext(keys), 1.0))
+            return got, listing.checkpoint()
+
+    for how in ("raise", "cancel"):
+        got, token = asyncio.run(body(how))
+        assert len(got) == 9
+        rest = list(sync_listing(ddb_client, table, "skip", resume=token))
+        assert sorted(got + rest) == expected, how

@@ -187,9 +187,10 @@ class AsyncListing(ListingCore):
                 if item is EXITED:
                     running -= 1
                     continue
+                before = (self.positions[segment], self.keys_found) if segment >= 0 else None
                 key = self._take(segment, item)
-                while self._notices:  # what an async on_key returned
-                    await self._notices.popleft()
+                if self._notices:
+                    await self._notified(segment, before)
                 if key is not None:
                     yield key
         finally:
@@ -197,6 +198,22 @@ class AsyncListing(ListingCore):
             for task in tasks:
                 task.cancel()  # a request outstanding is given up: its keys were not handed out
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    async def _notified(self, segment: int, before: tuple[Position, int] | None) -> None:
+        """Await what an async ``on_key`` returned. When it raises, or the step is cancelled
+        meanwhile, the key was not handed out: the segment's position goes back (as when a
+        plain ``on_key`` raises), so that a checkpoint goes on before it."""
+        try:
+            while self._notices:
+                await self._notices.popleft()
+        except BaseException:
+            for notice in self._notices:
+                if inspect.iscoroutine(notice):
+                    notice.close()
+            self._notices.clear()
+            if before is not None:
+                self.positions[segment], self.keys_found = before
+            raise
 
     async def _next_item(self, out: asyncio.Queue[tuple[int, Any]]) -> tuple[int, Any]:
         """The readers' next item, looking at the stop flag every ``STOP_SLICE`` seconds."""

@@ -136,14 +136,25 @@ class ListingCore:
 
     def _handed(self, segment: int, key: Key) -> None:
         """``key`` of ``segment`` was handed to the consumer."""
-        self.positions[segment] = key
-        self.keys_found += 1
-        self._notify()
+        self._moved(segment, key, 1)
 
     def _done(self, segment: int) -> None:
         """``segment`` was read to its end, and every key of it handed out."""
-        self.positions[segment] = True
-        self._notify()
+        self._moved(segment, True, 0)
+
+    def _moved(self, segment: int, position: Position, keys: int) -> None:
+        """``segment`` stands at ``position``, ``on_key`` is told. When ``on_key`` raises, the
+        position goes back: the key was not handed out, and a checkpoint taken after that
+        goes on before it (it was skipped on resume)."""
+        previous = self.positions[segment]
+        self.positions[segment] = position
+        self.keys_found += keys
+        try:
+            self._notify()
+        except BaseException:
+            self.positions[segment] = previous
+            self.keys_found -= keys
+            raise
 
     def _notify(self) -> None:
         if self.on_key is not None:
