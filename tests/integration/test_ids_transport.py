@@ -8,6 +8,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
@@ -236,6 +237,33 @@ def test_a_default_clients_throttles_are_told_as_throttles(
     assert fault_proxy.counts["throttle"] >= 3
     assert "throttled (ProvisionedThroughputExceededException)" in str(raised.value)
     assert "had not answered" not in str(raised.value)
+
+
+def test_callers_waiting_for_the_table_description_keep_their_deadline(
+    silent_endpoint: str,
+) -> None:
+    """One counter, 8 threads calling on and on while the endpoint does not answer: a caller
+    that finds another reading the table's description waits for it only until its own
+    deadline (they queued on the lock, each call up to 8 s with a 0.5 s deadline)."""
+    client = make_client(silent_endpoint, timeout=0.5)
+    counter = AtomicCounter(client, "orders", deadline=0.5)
+    took: list[float] = []
+
+    def call() -> None:
+        end = time.monotonic() + 3
+        while time.monotonic() < end:
+            began = time.monotonic()
+            with pytest.raises(DeadlineExceededError):
+                counter.next()
+            took.append(time.monotonic() - began)
+
+    threads = [threading.Thread(target=call) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(took) >= 16
+    assert max(took) < 0.5 + 0.5
 
 
 @pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])

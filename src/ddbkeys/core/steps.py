@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ddbkeys.core.loops import PerLoop
+from ddbkeys.errors import DeadlineExceededError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -121,10 +122,27 @@ class OnceCell(Generic[T]):
 
 @dataclass(frozen=True, slots=True)
 class Once(Generic[T]):
-    """The value of ``cell``, computed by running ``flow()`` the first time (by one caller)."""
+    """The value of ``cell``, computed by running ``flow()`` the first time (by one caller).
+    A caller finding another computing it waits until ``deadline`` at most (``what`` names the
+    value in the error then)."""
 
     cell: OnceCell[T]
     flow: Callable[[], Flow[T]]
+    deadline: Deadline | None = None
+    what: str = "the value"
+    table: str | None = None
+
+    def late(self) -> DeadlineExceededError:
+        """What a caller that waited for another to compute the value through its deadline
+        raises."""
+        seconds = self.deadline.seconds if self.deadline is not None else 0.0
+        return DeadlineExceededError(
+            f"Gave up waiting for {self.what}, which another call of this object was reading, "
+            f"after {seconds or 0.0:g} s (the deadline; raise it with deadline= or --timeout).",
+            seconds=seconds or 0.0,
+            attempts=0,
+            table=self.table,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +157,18 @@ Step = Request | Pause | Once[Any] | Emit[Any]
 Flow = Generator[Step, Any, T]
 
 
-def once(cell: OnceCell[T], flow: Callable[[], Flow[T]]) -> Flow[T]:
-    """``value = yield from once(cell, flow)``: the cell's value, computed once."""
+def once(
+    cell: OnceCell[T],
+    flow: Callable[[], Flow[T]],
+    deadline: Deadline | None = None,
+    what: str = "the value",
+    table: str | None = None,
+) -> Flow[T]:
+    """``value = yield from once(cell, flow)``: the cell's value, computed once (waited for
+    within ``deadline`` when another caller is computing it)."""
     if cell.done:
         return cell.get()
-    value: T = yield Once(cell, flow)
+    value: T = yield Once(cell, flow, deadline, what, table)
     return value
 
 

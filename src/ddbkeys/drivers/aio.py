@@ -112,9 +112,18 @@ class AsyncDriver:
         cell = step.cell
         if cell.done:
             return cell.get()
-        async with cell.async_lock():
+        left = step.deadline.remaining() if step.deadline is not None else None
+        lock = cell.async_lock()
+        try:  # (another task computing it: waited for within this caller's deadline)
+            async with asyncio.timeout(left if left is None else max(left, 0.0)):
+                await lock.acquire()
+        except TimeoutError:
+            raise step.late() from None
+        try:
             if not cell.done:
                 cell.set(await self.run(step.flow()))
+        finally:
+            lock.release()
         return cell.get()
 
 

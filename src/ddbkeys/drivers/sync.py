@@ -113,9 +113,15 @@ class SyncDriver:
         cell = step.cell
         if cell.done:
             return cell.get()
-        with cell.thread_lock:
+        left = step.deadline.remaining() if step.deadline is not None else None
+        # (Another caller computing it: waited for within this caller's deadline.)
+        if not cell.thread_lock.acquire(timeout=-1 if left is None else max(left, 0.0)):
+            raise step.late()
+        try:
             if not cell.done:
                 cell.set(self.run(step.flow()))
+        finally:
+            cell.thread_lock.release()
         return cell.get()
 
 

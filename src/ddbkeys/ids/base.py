@@ -156,6 +156,9 @@ class StrategyCore:
             lambda: self._attempts(
                 lambda _: describe_flow(name), "DescribeTable", deadline, table=name
             ),
+            deadline,
+            f"the description of table {name!r}",
+            name,
         )
         if info.replica_regions and self.refuses_global_tables and not self.allow_global_tables:
             raise GlobalTableError(

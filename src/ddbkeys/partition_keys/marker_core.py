@@ -192,6 +192,9 @@ class MarkerCore:
             lambda: self._attempts(
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
             ),
+            deadline,
+            f"the description of table {self.table!r}",
+            self.table,
         )
         self._sort_key(info)
         return info
