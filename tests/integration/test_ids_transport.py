@@ -166,17 +166,25 @@ def test_cli_id_commands_end_at_their_timeout_on_a_silent_endpoint(
     assert 2 <= elapsed < 2 + 5
 
 
+def users_client(endpoint_url: str, config: Config | None = None) -> Any:
+    """A client as a user builds it: boto3's own configuration unless ``config`` is given."""
+    return boto3.client(
+        "dynamodb",
+        endpoint_url=endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+        config=config,
+    )
+
+
 def test_library_ends_at_its_deadline_on_a_client_of_its_own(silent_endpoint: str) -> None:
     """A client the caller built (read timeout 3 s, botocore's standard mode with 10 attempts):
     botocore would wait 10 x 3 s; the call ends at its 1 s deadline, while the request it gave
     up on is still waiting for its read timeout (in a daemon thread)."""
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=silent_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="a",
-        aws_secret_access_key="b",
-        config=Config(read_timeout=3, retries={"mode": "standard", "total_max_attempts": 10}),
+    client = users_client(
+        silent_endpoint,
+        Config(read_timeout=3, retries={"mode": "standard", "total_max_attempts": 10}),
     )
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
@@ -198,15 +206,9 @@ def test_a_retry_botocore_would_start_near_the_deadline_does_not_outrun_it(
     sent from the caller's thread; botocore's retry of it would start at 2 s and run to 4 s.
     Once less than one request's timeouts is left, botocore retries no more and ddbkeys' own
     retry waits for the next try only until the deadline (it ended after 3.8 to 4.3 s)."""
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=silent_endpoint,
-        region_name="us-east-1",
-        aws_access_key_id="a",
-        aws_secret_access_key="b",
-        config=Config(
-            connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 10}
-        ),
+    client = users_client(
+        silent_endpoint,
+        Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 10}),
     )
     for _ in range(3):
         started = time.monotonic()
@@ -222,13 +224,7 @@ def test_a_default_clients_throttles_are_told_as_throttles(
     a request thread): the error says what the endpoint answered, not that it "had not
     answered" (botocore's own retries of the throttles were still going at the deadline)."""
     table = ddb_table_factory(("pk", "S"))
-    client = boto3.client(
-        "dynamodb",
-        endpoint_url=fault_proxy.endpoint_url,
-        region_name="us-east-1",
-        aws_access_key_id="a",
-        aws_secret_access_key="b",
-    )
+    client = users_client(fault_proxy.endpoint_url)
     counter = AtomicCounter(client, table, deadline=1.5)
     assert counter.next() == 1
     fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
