@@ -106,11 +106,11 @@ class RequestThreads:
         job = _Job(send)
         with self._lock:
             thread = self._idle.pop() if self._idle else None
-            if thread is None:
-                self.started += 1
         if thread is None:
             try:
                 thread = _Thread(self)
+                with self._lock:
+                    self.started += 1
             except RuntimeError as exc:  # "can't start new thread": out of threads or memory
                 raise DdbKeysError(
                     f"Could not start a thread to send a request within its deadline ({exc}): "

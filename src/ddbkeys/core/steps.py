@@ -135,11 +135,11 @@ class Once(Generic[T]):
     def late(self) -> DeadlineExceededError:
         """What a caller that waited for another to compute the value through its deadline
         raises."""
-        seconds = self.deadline.seconds if self.deadline is not None else 0.0
+        seconds = (self.deadline.seconds if self.deadline is not None else None) or 0.0
         return DeadlineExceededError(
             f"Gave up waiting for {self.what}, which another call of this object was reading, "
-            f"after {seconds or 0.0:g} s (the deadline; raise it with deadline= or --timeout).",
-            seconds=seconds or 0.0,
+            f"after {seconds:g} s (the deadline; raise it with deadline= or --timeout).",
+            seconds=seconds,
             attempts=0,
             table=self.table,
         )

@@ -106,8 +106,8 @@ class ListingCore:
     # --- the bookkeeping both forms share -----------------------------------------------------
 
     def _end_early(self, exc: BaseException) -> None:
-        """The iteration raised ``exc``: any later step raises :meth:`_ended_error`, rather than
-        ending as a complete listing does (a generator that raised is over)."""
+        """The iteration raised ``exc``: any later step raises in :meth:`_check_ended`, rather
+        than ending as a complete listing does (a generator that raised is over)."""
         if self._ended is None and not self.finished:
             self._ended = "stopped" if isinstance(exc, ListingInterrupted) else type(exc).__name__
 
