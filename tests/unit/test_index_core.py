@@ -1,6 +1,7 @@
 """The marker index's decisions without a server: each flow driven by hand with scripted
 answers (what mark, unmark, backfill, verify and a reconciliation send and conclude from each
-answer), the pagers, the evidence rule (vouch) and the follower's handling of stream records."""
+answer), the pagers, and the follower's handling of stream records (the evidence rule is in
+test_evidence.py)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     read_collection,
 )
-from ddbkeys.partition_keys.state import IndexState, update_request, vouch
+from ddbkeys.partition_keys.state import update_request
 from ddbkeys.schema import KeyAttribute, TableInfo
 
 SK = DEFAULT_MARKER_SORT_KEY["N"]
@@ -187,47 +188,6 @@ def test_update_request() -> None:
     }
 
 
-# --- vouch: the evidence rule ------------------------------------------------------------------
-
-ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
-
-
-def state(**changes: Any) -> IndexState:
-    fields: dict[str, Any] = {
-        "table": "orders",
-        "index": "ix",
-        "backfill_started": 200.0,
-        "backfill_finished": 300.0,
-        "maintainer": "follow",
-        "stream_arn": ARN,
-        "maintained_since": 100.0,
-        "caught_up_at": 990.0,
-    }
-    fields.update(changes)
-    return IndexState(**fields)
-
-
-@pytest.mark.parametrize(
-    ("record", "arn", "trusted", "why"),
-    [
-        (None, ARN, False, "there is no record of a backfill"),
-        (state(backfill_finished=None), ARN, False, "its backfill has not finished"),
-        (state(maintainer=None), ARN, False, "no maintainer keeps the markers"),
-        (state(), None, False, "the table's stream is off"),
-        (state(), ARN + "x", False, "followed another stream"),
-        (state(backfill_started=50.0), ARN, False, "the backfill began before the maintainer"),
-        (state(caught_up_at=None), ARN, False, "last seen caught up never"),
-        (state(caught_up_at=800.0), ARN, False, "more than 120 s ago"),
-        (state(maintainer="lambda", caught_up_at=800.0), ARN, False, "quiet table"),
-        (state(), ARN, True, "the follower was caught up 10 s ago"),
-        (state(maintainer="lambda"), ARN, True, "the Lambda handler was caught up"),
-    ],
-)
-def test_vouch(record: IndexState | None, arn: str | None, trusted: bool, why: str) -> None:
-    verdict, reason = vouch(record, arn, 1000.0)
-    assert verdict is trusted and why in reason
-
-
 # --- the flows, driven by hand -------------------------------------------------------------
 
 
@@ -283,25 +243,30 @@ def page(*keys: str, last: bool = True, pk: str = "pk") -> dict[str, Any]:
     return answer
 
 
-def test_backfill_marks_each_key_once_and_reports_clashes() -> None:
+def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
     marker = index()
-    squatter = failure("ConditionalCheckFailedException", Item={"note": {"S": "x"}})
-    there = failure("ConditionalCheckFailedException", Item={M: {"S": "c"}})
     progress: list[int] = []
     report, sent = play(
-        marker._backfill(progress.append, None),
+        marker._backfill(progress.append, None, record=False),
         [
             ("scan", page("a", "a", "b", last=False)),
+            ("query", query(DATA)),  # a: data, no marker: marked
             ("put_item", {}),
-            ("put_item", squatter),
-            ("scan", page("b", "c")),  # b again (the page's start): handed out once
-            ("put_item", there),
+            ("query", query(DATA, MARKER)),
+            ("query", query(DATA)),  # b: data at the marker's key: a clash
+            ("put_item", failure("ConditionalCheckFailedException", Item={"x": {"S": "1"}})),
+            ("scan", page("b", "c", "d")),  # b again (the page's start): handed out once
+            ("query", query(DATA, MARKER)),  # c: marked already
+            ("query", query(MARKER)),  # d: its marker alone: removed
+            ("delete_item", {}),
+            ("query", query()),
         ],
     )
-    assert (report.written, report.present, report.clashes) == (1, 1, [{"S": "b"}])
-    assert progress == [1, 1, 1]
+    assert (report.written, report.present, report.removed) == (1, 1, 1)
+    assert report.clashes == [{"S": "b"}]
+    assert progress == [1, 1, 1, 1]
     # The second page jumps past collection b (the skip scan), not from where the first ended.
-    assert sent[3].params["ExclusiveStartKey"] == {"pk": {"S": "b"}, "sk": MAX_SORT_KEY["N"]}
+    assert sent[6].params["ExclusiveStartKey"] == {"pk": {"S": "b"}, "sk": MAX_SORT_KEY["N"]}
 
 
 def test_verify_finds_missing_orphans_and_clashes() -> None:
@@ -450,11 +415,11 @@ def test_reading_a_shard(answer: Any, iterator: str | None, finished: bool, reco
     assert reader._iterators.get("s1") == iterator and ("s1" in reader._finished) is finished
 
 
-def test_handling_a_batch_reconciles_each_collection_once_and_moves_the_position() -> None:
+def test_handling_a_batch_reconciles_each_collection_once_then_saves_the_mark() -> None:
     reader = follower()
     batch = [record({"S": "a"}, "5"), record({"S": "a"}, "6"), record({"S": "b"}, "7")]
-    play(
-        reader._handle("s1", batch),
+    _, sent = play(
+        reader._handle("arn", "s1", batch),
         [
             ("query", query(DATA)),
             ("put_item", {}),
@@ -462,10 +427,22 @@ def test_handling_a_batch_reconciles_each_collection_once_and_moves_the_position
             ("query", query(MARKER)),
             ("delete_item", {}),
             ("query", query()),
+            ("update_item", {}),  # the mark, only once every record is applied
         ],
     )
-    assert reader._positions == {"s1": "7"}
+    assert reader._marks["s1"].marks == (("7", 50.0),)
+    assert sent[-1].params["ExpressionAttributeValues"][":v0"]["S"] == reader._marks["s1"].to_json()
     assert reader.report == FollowReport(records=3, batches=1, marked=1, unmarked=1)
+
+
+def test_a_failed_reconciliation_leaves_the_mark_where_it_was() -> None:
+    reader = follower()
+    with pytest.raises(DdbKeysError):
+        play(
+            reader._handle("arn", "s1", [record({"S": "a"}, "5")]),
+            [("query", failure("ValidationException"))],
+        )
+    assert "s1" not in reader._marks
 
 
 def test_a_child_shard_waits_for_its_parent() -> None:

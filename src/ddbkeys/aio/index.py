@@ -30,7 +30,7 @@ from ddbkeys.partition_keys.follow import (
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
-from ddbkeys.partition_keys.state import STATE_TABLE, IndexState, StateCore
+from ddbkeys.partition_keys.state import IndexState, StateCore
 from ddbkeys.partition_keys.streams import SharedCredentials, client_credentials, streams_settings
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import TableInfo
@@ -91,18 +91,21 @@ class MarkerIndex(MarkerCore):
         self,
         progress: Callable[[int], None] | None = None,
         *,
-        state_table: str | None = STATE_TABLE,
+        state_table: str | None = None,
+        record: bool = True,
     ) -> BackfillReport:
         """Mark every collection of the table (see the sync ``MarkerIndex.backfill``)."""
-        return await self._run(self._backfill(progress, state_table))
+        return await self._run(self._backfill(progress, state_table, record))
 
     async def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
         return await self._run(self._verify())
 
-    async def repair(self, *, remove_orphans: bool = True) -> VerifyReport:
+    async def repair(
+        self, *, remove_orphans: bool = True, state_table: str | None = None
+    ) -> VerifyReport:
         """Mark what ``verify`` found unmarked, and remove orphaned markers."""
-        return await self._run(self._repair(remove_orphans))
+        return await self._run(self._repair(remove_orphans, state_table))
 
 
 async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
@@ -123,7 +126,7 @@ class StateStore(StateCore):
     def __init__(
         self,
         client: object,
-        name: str = STATE_TABLE,
+        name: str | None = None,
         *,
         deadline: float | None = 60.0,
         clock: Callable[[], float] = time.time,

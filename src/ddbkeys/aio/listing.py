@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import Any, Generic, TypeVar
 
 from ddbkeys.aio.client import as_async_client
-from ddbkeys.aio.index import MarkerIndex, StateStore
+from ddbkeys.aio.index import MarkerIndex, StateStore, _streams_client_for
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
@@ -34,14 +34,11 @@ from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     Method,
-    _Choice,
-    _not_active,
-    _plan,
+    _check_trust,
     _positions,
     _reader,
     _resumed,
     _settings,
-    _untrusted,
 )
 from ddbkeys.partition_keys.base import (
     Key,
@@ -51,9 +48,22 @@ from ddbkeys.partition_keys.base import (
     check_deadline,
     plain_key,
 )
-from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.choice import (
+    Choice,
+    check_margin,
+    declined,
+    most_keys,
+    not_active,
+    plan,
+    proven,
+    read_as_is,
+    resumed_replay,
+    warn_max_lag,
+)
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
+from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
-from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE, vouch
+from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
@@ -232,36 +242,55 @@ class AsyncListing(ListingCore):
                 continue
 
 
-async def _index_choice(
+async def _choose(
     method: str,
-    client: Any,
+    reader: Reader,
     info: TableInfo,
     index: str,
     marker_attribute: str,
-    deadline: float | None,
-    state_table: str,
-    max_lag: float,
-) -> _Choice:
-    """Where the marker index would be read: the same choice as the sync listing makes, from
-    the listing's one description (the index sends no DescribeTable) and the index's record
-    in ``state_table`` (one GetItem)."""
+    state_table: str | None,
+    margin: float,
+    trust_index: bool,
+    replay: dict[str, Any] | None,
+) -> Choice:
+    """The same choice as the sync listing makes (:mod:`ddbkeys.partition_keys.choice`), the
+    proof's flows run on the asyncio driver, the stream read with a Streams client opened for
+    it and closed after."""
+    planned = plan(method, info, index)
+    if planned is not None:
+        return planned
     marker = MarkerIndex(
-        client, info.name, name=index, attribute=marker_attribute, deadline=deadline, info=info
+        reader.client,
+        info.name,
+        name=index,
+        attribute=marker_attribute,
+        deadline=reader.deadline,
+        info=info,
     )
     if method == "index":
         await marker.check()
-    why = _not_active(info, index)
-    trusted = False
-    if why is None:
-        store = StateStore(client, state_table, deadline=deadline)
-        record = await store.load(info.name, index)
-        trusted, why = vouch(record, info.stream_arn, store.clock(), max_lag)
-    if method == "auto":
-        if trusted:
-            return _Choice(IndexMethod(info, marker), f"the marker index: {why}", True)
-        return _untrusted(info, index, why)
-    reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
-    return _Choice(IndexMethod(info, marker), reason, trusted)
+        if trust_index:
+            return read_as_is(info, marker)
+    if replay is not None:
+        return resumed_replay(replay, info, marker)
+    why = not_active(info, index)
+    if why is not None:
+        return declined(method, info, index, why)
+    store = StateStore(reader.client, state_table, deadline=reader.deadline)
+    now = store.clock()
+    evidence, refused = await AsyncDriver(reader.client, reader.usage, _OWNER).run(
+        load_evidence(store, info, index, margin)
+    )
+    if refused is not None:
+        return declined(method, info, index, refused.reason)
+    async with await _streams_client_for(reader.client) as streams:
+        driver = AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER)
+        result = await driver.run(
+            replay_flow(reader, marker, info, evidence, margin, now, most_keys(method, info, index))
+        )
+    if isinstance(result, Decline):
+        return declined(method, info, index, result.reason)
+    return proven(info, marker, result)
 
 
 async def distinct_partition_keys(
@@ -279,8 +308,10 @@ async def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
-    state_table: str = STATE_TABLE,
-    max_lag: float = DEFAULT_MAX_LAG,
+    state_table: str | None = None,
+    replay_margin: float = DEFAULT_REPLAY_MARGIN,
+    trust_index: bool = False,
+    max_lag: float | None = None,
 ) -> AsyncListing:
     """The distinct partition keys of ``table``: ``await`` it for an :class:`AsyncListing`,
     then ``async for`` over it once. The arguments mean what they mean in
@@ -291,16 +322,19 @@ async def distinct_partition_keys(
     goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
     with an async client): it is awaited before each key is handed out.
     """
+    warn_max_lag(max_lag)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
     check_deadline(deadline, name)
     readers, rate = _settings(name, segments, scan_segments, max_rcu_per_second)
+    margin = check_margin(replay_margin, name)
+    _check_trust(trust_index, method, name)
     reader = _reader(client, name, retry, usage, rate, deadline)
     info = await AsyncDriver(client, reader.usage, _OWNER).run(reader.describe())
-    method, positions = _resumed(resume, info, method, scan_segments)
-    choice = _plan(method, info, index) or await _index_choice(
-        method, client, info, index, marker_attribute, deadline, state_table, max_lag
+    method, positions, replayed = _resumed(resume, info, method, scan_segments)
+    choice = await _choose(
+        method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
     )
     listing = AsyncListing(
         choice.method,
@@ -311,4 +345,5 @@ async def distinct_partition_keys(
     )
     listing.method_reason = choice.reason
     listing.index_trusted = choice.trusted
+    listing.replay = choice.replay
     return listing

@@ -18,49 +18,61 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Literal
+from typing import Any, Literal
 
 from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, KeySchemaError
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.base import (
     MAX_SORT_KEY,
     Position,
     ReadBudget,
     Reader,
-    SegmentMethod,
     client_and_table,
     plain_key,
 )
 from ddbkeys.partition_keys.checkpoint import check_binding, decode_token
-from ddbkeys.partition_keys.follow import StreamFollower, enable_stream
+from ddbkeys.partition_keys.choice import (
+    METHODS,
+    Choice,
+    IndexUnprovenError,
+    check_margin,
+    declined,
+    most_keys,
+    not_active,
+    plan,
+    proven,
+    read_as_is,
+    resumed_replay,
+    warn_max_lag,
+)
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
+from ddbkeys.partition_keys.follow import Both, StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     BackfillReport,
-    IndexMethod,
     MarkerClashError,
     MarkerIndex,
     VerifyReport,
 )
 from ddbkeys.partition_keys.listing import Listing
-from ddbkeys.partition_keys.scan import ScanMethod
-from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
-from ddbkeys.partition_keys.state import DEFAULT_MAX_LAG, STATE_TABLE, StateStore, vouch
+from ddbkeys.partition_keys.replay import load_evidence, replay_flow
+from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
-
-if TYPE_CHECKING:
-    from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
     "DEFAULT_INDEX",
     "DEFAULT_MARKER_ATTRIBUTE",
+    "DEFAULT_REPLAY_MARGIN",
     "MAX_READERS",
     "MAX_SORT_KEY",
     "METHODS",
     "BackfillReport",
+    "IndexUnprovenError",
     "Listing",
     "MarkerClashError",
     "MarkerIndex",
@@ -74,103 +86,54 @@ __all__ = [
 ]
 
 Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
-METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
-
-
-def _index_ready(info: TableInfo, index: str) -> bool:
-    """The marker index exists and is KEYS_ONLY (ACTIVE is asked separately)."""
-    return info.sort_key is not None and info.index_projections.get(index) == "KEYS_ONLY"
-
-
-@dataclass
-class _Choice:
-    method: SegmentMethod
-    reason: str
-    trusted: bool | None = None
-
-
-def _plan(method: str, info: TableInfo, index: str) -> _Choice | None:
-    """The method to list with, decided from the table's description alone; None when the
-    marker index is to be read, or vouched for (which takes the index's record)."""
-    table = info.name
-    if method == "auto":
-        if info.sort_key is None:
-            return _Choice(
-                ScanMethod(info), "the table has no sort key: a scan reads each key once"
-            )
-        if not _index_ready(info, index):
-            return _Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
-        return None
-    if method == "scan":
-        return _Choice(ScanMethod(info), "asked for")
-    if method in ("skip", "skip-pages"):
-        if info.sort_key is None:
-            raise KeySchemaError(
-                f"Table {table!r} has no sort key: every item is its own collection, so there "
-                "is nothing to skip. Use --method scan (or auto).",
-                table=table,
-            )
-        return _Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
-    if method == "index":
-        return None
-    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
-
-
-def _untrusted(info: TableInfo, index: str, why: str) -> _Choice:
-    """``auto``'s choice when the marker index cannot be vouched for."""
-    return _Choice(
-        PagedSkipMethod(info),
-        f"not using the marker index {index!r}, which cannot be vouched for: {why}",
-        False,
-    )
-
-
-def _not_active(info: TableInfo, index: str) -> str | None:
-    """Why the index cannot be vouched for from the table's description (IndexStatus), if so."""
-    status = info.index_statuses.get(index)
-    return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
-
-
-def _trust(
-    marker: MarkerIndex, info: TableInfo, state_table: str, max_lag: float
-) -> tuple[bool, str]:
-    """Whether ``marker`` can be vouched for now, and why (``state.vouch``): its status from
-    the listing's one description of the table, its record from ``state_table``."""
-    why = _not_active(info, marker.name)
-    if why is not None:
-        return False, why
-    store = StateStore(marker.client, state_table, deadline=marker.deadline)
-    record = store.load(marker.table, marker.name)
-    return vouch(record, info.stream_arn, store.clock(), max_lag)
 
 
 def _choose(
     method: str,
-    client: DynamoDBClient,
-    table: str,
+    reader: Reader,
     info: TableInfo,
     index: str,
     marker_attribute: str,
-    deadline: float | None,
-    state_table: str = STATE_TABLE,
-    max_lag: float = DEFAULT_MAX_LAG,
-) -> _Choice:
-    planned = _plan(method, info, index)
+    state_table: str | None,
+    margin: float,
+    trust_index: bool,
+    replay: dict[str, Any] | None,
+) -> Choice:
+    """The method, and why (see :mod:`ddbkeys.partition_keys.choice`): for the marker index,
+    the proof's flows run here, on the sync driver."""
+    planned = plan(method, info, index)
     if planned is not None:
         return planned
     # The listing's one description: the marker index sends no DescribeTable of its own.
     marker = MarkerIndex(
-        client, table, name=index, attribute=marker_attribute, deadline=deadline, info=info
+        reader.client,
+        info.name,
+        name=index,
+        attribute=marker_attribute,
+        deadline=reader.deadline,
+        info=info,
     )
-    if method == "auto":
-        trusted, why = _trust(marker, info, state_table, max_lag)
-        if trusted:
-            return _Choice(IndexMethod(info, marker), f"the marker index: {why}", True)
-        return _untrusted(info, index, why)
-    marker.check()
-    trusted, why = _trust(marker, info, state_table, max_lag)
-    reason = "asked for" if trusted else f"asked for, but it cannot be vouched for: {why}"
-    return _Choice(IndexMethod(info, marker), reason, trusted)
+    if method == "index":
+        marker.check()
+        if trust_index:
+            return read_as_is(info, marker)
+    if replay is not None:
+        return resumed_replay(replay, info, marker)
+    why = not_active(info, index)
+    if why is not None:
+        return declined(method, info, index, why)
+    store = StateStore(reader.client, state_table, deadline=reader.deadline)
+    now = store.clock()
+    evidence, refused = reader.run(load_evidence(store, info, index, margin))
+    if refused is not None:
+        return declined(method, info, index, refused.reason)
+    streams = SyncDriver(Both(reader.client, streams_client_for(reader.client)), reader.usage)
+    result = streams.run(
+        replay_flow(reader, marker, info, evidence, margin, now, most_keys(method, info, index))
+    )
+    if isinstance(result, Decline):
+        return declined(method, info, index, result.reason)
+    return proven(info, marker, result)
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
@@ -240,8 +203,10 @@ def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
     deadline: float | None = DEFAULT_DEADLINE,
-    state_table: str = STATE_TABLE,
-    max_lag: float = DEFAULT_MAX_LAG,
+    state_table: str | None = None,
+    replay_margin: float = DEFAULT_REPLAY_MARGIN,
+    trust_index: bool = False,
+    max_lag: float | None = None,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -269,21 +234,29 @@ def distinct_partition_keys(
     long (a silent or unreachable endpoint, throttling that does not let up) ends it with a
     :class:`~ddbkeys.DeadlineExceededError` that says which; ``checkpoint()`` still resumes it.
 
-    ``auto`` uses the marker index only when it can vouch that the index is complete: a
-    backfill recorded in ``state_table``, begun after a maintainer (``index follow``, or the
-    Lambda handler) began following the table's stream, and that maintainer caught up within
-    ``max_lag`` seconds (see :func:`ddbkeys.partition_keys.state.vouch`). Otherwise it lists
-    with the skip scan. ``listing.method_reason`` says why; ``listing.index_trusted`` is
-    False when an index was there but could not be vouched for (``method="index"`` then
-    still reads it, as asked, and says so).
+    ``auto`` uses the marker index only when it can prove the index complete now: from the
+    backfill and the maintainer's positions recorded in ``state_table`` (see
+    :func:`~ddbkeys.partition_keys.state.state_table_name`), it reads the table's stream past
+    those positions held back ``replay_margin`` seconds, re-checks each collection named there
+    with a consistent Query, scans the index leaving those out, and hands out those that exist
+    (see :mod:`ddbkeys.partition_keys.evidence` for the proof and its one assumption). It
+    counts the collections to re-check first, and lists with the skip scan instead when they
+    would cost more, or when nothing proves the index; ``listing.method_reason`` says why, and
+    ``listing.replay`` what the proof read and re-checked. ``method="index"`` fails with the
+    same reason (:class:`~ddbkeys.partition_keys.choice.IndexUnprovenError`) unless
+    ``trust_index=True``, which reads the index as it is (for an index the application keeps
+    itself with ``mark()``/``unmark()``). ``max_lag`` is ignored (deprecated).
     """
+    warn_max_lag(max_lag)
     client, table = client_and_table(client, table, deadline)
     readers, rate = _settings(table, segments, scan_segments, max_rcu_per_second)
+    margin = check_margin(replay_margin, table)
+    _check_trust(trust_index, method, table)
     reader = _reader(client, table, retry, usage, rate, deadline)
     info = reader.run(reader.describe())
-    method, positions = _resumed(resume, info, method, scan_segments)
+    method, positions, replayed = _resumed(resume, info, method, scan_segments)
     choice = _choose(
-        method, client, table, info, index, marker_attribute, deadline, state_table, max_lag
+        method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
     )
     listing = Listing(
         choice.method,
@@ -294,7 +267,19 @@ def distinct_partition_keys(
     )
     listing.method_reason = choice.reason
     listing.index_trusted = choice.trusted
+    listing.replay = choice.replay
     return listing
+
+
+def _check_trust(trust_index: object, method: str, table: str) -> None:
+    if not isinstance(trust_index, bool):
+        raise ConfigurationError(f"trust_index must be True or False, not {trust_index!r}.")
+    if trust_index and method != "index":
+        raise ConfigurationError(
+            f"trust_index reads the marker index as it is, so it goes with method='index' "
+            f"(--method index), not {method!r}.",
+            table=table,
+        )
 
 
 def _settings(
@@ -328,10 +313,11 @@ def _reader(
 
 def _resumed(
     resume: str | None, info: TableInfo, method: str, scan_segments: int | None
-) -> tuple[str, list[Position] | None]:
-    """The method and the positions to go on from (None: a new listing)."""
+) -> tuple[str, list[Position] | None, dict[str, Any] | None]:
+    """The method, the positions to go on from (None: a new listing), and the proven index's
+    replay the token carries."""
     if resume is None:
-        return method, None
+        return method, None, None
     resumed = decode_token(resume)
     method = check_binding(resumed, info, method)
     positions = resumed.positions
@@ -341,14 +327,15 @@ def _resumed(
             f"resume with --scan-segments {len(positions)}, or without the option.",
             table=info.name,
         )
-    return method, positions
+    return method, positions, resumed.replay
 
 
 def _positions(
-    positions: list[Position] | None, scan_segments: int | None, readers: int, choice: _Choice
+    positions: list[Position] | None, scan_segments: int | None, readers: int, choice: Choice
 ) -> list[Position]:
-    """Where each segment stands: as resumed, or none started."""
+    """Where each segment stands: as resumed, or none started. The proven index has one more
+    segment than it scans: its last hands out the collections the proof re-checked."""
     if positions is not None:
         return positions
     total = scan_segments or default_scan_segments(readers, choice.method.scanned_bytes())
-    return [None] * total
+    return [None] * (total + (choice.replay is not None))

@@ -16,10 +16,20 @@ Deployment:
    ``CreateTable`` on the state table; and the stream read actions Lambda needs
    (``AWSLambdaDynamoDBExecutionRole``).
 5. Add the trigger (an event source mapping) with ``StartingPosition=TRIM_HORIZON``,
-   ``FunctionResponseTypes=["ReportBatchItemFailures"]``, and a retry limit or an on-failure
-   destination of your choice. TRIM_HORIZON matters: the handler then covers the stream from
-   its oldest record, so nothing between the trigger's creation and its first batch is lost.
-6. Once the handler has handled its first batch, run ``ddbkeys partition-keys index backfill``.
+   ``FunctionResponseTypes=["ReportBatchItemFailures"]``, a tumbling window
+   (``TumblingWindowInSeconds``: only then does an event name its shard, and the position the
+   handler records proves anything) and ``ParallelizationFactor=1`` (with more, batches of
+   one shard run at once), and a retry limit or an on-failure destination of your choice.
+   TRIM_HORIZON matters: the handler then covers the stream from its oldest record, so nothing
+   between the trigger's creation and its first batch is lost.
+6. Once the handler has handled its first batch, and the replay margin (60 s) has passed, run
+   ``ddbkeys partition-keys index backfill``.
+
+The evidence: after each batch, per shard, the sequence number up to which every record is
+applied (before the first failed one), in the state table; a listing reads the stream from
+there itself (see ``partition_keys.evidence``). A table with no writes for 24 hours is listed
+another way: the shards the handler named have then left the stream, and the handler is not
+called to name their successors.
 
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
 never left without a marker and an empty one keeps its marker no longer than until its next
@@ -34,15 +44,15 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
 import boto3
 
+from ddbkeys.partition_keys.evidence import DAY, SHARD_PREFIX, advance
 from ddbkeys.partition_keys.follow import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
-from ddbkeys.partition_keys.state import STATE_TABLE, StateStore
+from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
 
 __all__ = ["StreamHandler", "handler", "table_of"]
 
@@ -66,11 +76,6 @@ def _typed_key(value: dict[str, Any]) -> dict[str, Any]:
     return {kind: raw}
 
 
-def _created(record: Mapping[str, Any], default: float) -> float:
-    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime", default)
-    return float(value.timestamp()) if isinstance(value, datetime) else float(value)
-
-
 class StreamHandler:
     """Handles DynamoDB Streams events for the tables they come from. Keeps one
     :class:`MarkerIndex` per table (one DescribeTable each, per cold start)."""
@@ -81,7 +86,7 @@ class StreamHandler:
         *,
         index: str = DEFAULT_INDEX,
         attribute: str = DEFAULT_MARKER_ATTRIBUTE,
-        state_table: str = STATE_TABLE,
+        state_table: str | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
         self.client = client
@@ -91,7 +96,7 @@ class StreamHandler:
         self._clock = clock
         self._indexes: dict[str, MarkerIndex] = {}
         self._store: StateStore | None = None
-        self._known: set[str] = set()  # tables whose record names this stream already
+        self._warned: set[str] = set()  # tables whose events named no shard (said once)
 
     def _index(self, table: str) -> MarkerIndex:
         if table not in self._indexes:
@@ -111,8 +116,11 @@ class StreamHandler:
 
     def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """One event: reconcile every collection its records name; the failed ones in
-        ``batchItemFailures`` (by the sequence number of their first record)."""
+        ``batchItemFailures`` (by the sequence number of their first record). With a tumbling
+        window the event names its shard: the position up to which every record is applied
+        (before the first failed one) is recorded, and the window's ``state`` answered."""
         records = list(event.get("Records", []))
+        shard = event.get("shardId")
         failures: list[dict[str, str]] = []
         by_table: dict[str, list[dict[str, Any]]] = {}
         for record in records:
@@ -121,6 +129,7 @@ class StreamHandler:
             index = self._index(table_of(arn))
             pk = index.table_info().partition_key.name
             failed: set[str] = set()
+            clashes: list[str] = []
             for key in keys_of_records(some, pk):
                 try:
                     outcome = reconcile(index, _typed_key(key))
@@ -130,26 +139,61 @@ class StreamHandler:
                     continue
                 if outcome is Outcome.CLASH:
                     LOG.warning("ddbkeys: collection %r of %s cannot be marked", key, index.table)
-            for record in some:
+                    clashes.append(key_json(_typed_key(key)))
+            applied = some
+            for n, record in enumerate(some):
                 if repr(record["dynamodb"]["Keys"].get(pk)) in failed:
                     failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
+                    applied = some[:n]
                     break
-            if not failed:
-                self._record(index, arn, some)
-        return {"batchItemFailures": failures[:1]}
+            self._record(index, arn, shard, applied, clashes)
+        answer: dict[str, Any] = {"batchItemFailures": failures[:1]}
+        if shard is not None or "window" in event:
+            answer["state"] = dict(event.get("state") or {})
+        return answer
 
-    def _record(self, index: MarkerIndex, arn: str, records: list[dict[str, Any]]) -> None:
-        """The evidence: the stream, when the handler began covering it, and now."""
+    def _record(
+        self,
+        index: MarkerIndex,
+        arn: str,
+        shard: str | None,
+        applied: list[dict[str, Any]],
+        clashes: list[str],
+    ) -> None:
+        """The evidence: the clashes met, and the shard's new mark (every record up to the
+        last of ``applied`` is applied now). Without a shard id nothing can be vouched for:
+        that is recorded, so a listing says why."""
         store = self._state(index)
+        store._run(store._clashes(index.table, index.name, clashes, add=True))
         now = store.clock()
-        values: dict[str, Any] = {"maintainer": "lambda", "stream_arn": arn, "caught_up_at": now}
-        if index.table not in self._known:
-            saved = store.load(index.table, index.name)
-            if saved is None or saved.stream_arn != arn or saved.maintained_since is None:
-                first = min((_created(r, now) for r in records), default=now)
-                values["maintained_since"] = first
-            self._known.add(index.table)
-        store.update(index.table, index.name, values)
+        if shard is None:
+            if index.table not in self._warned:
+                LOG.warning(
+                    "ddbkeys: the events of %s name no shard (no tumbling window on the "
+                    "trigger): the markers are kept, but no listing can prove the index "
+                    "complete from them",
+                    index.table,
+                )
+                self._warned.add(index.table)
+            store.update(index.table, index.name, {"maintainer": "lambda", "unnamed_batches": now})
+            return
+        if not applied:
+            return
+        saved = store.load(index.table, index.name)
+        previous = saved.shards.get(shard) if saved is not None else None
+        last = str(applied[-1]["dynamodb"]["SequenceNumber"])
+        mark = advance(previous, shard, arn, "start", last, now)
+        stale = tuple(
+            SHARD_PREFIX + s
+            for s, m in (saved.shards.items() if saved is not None else ())
+            if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
+        )
+        store.update(
+            index.table,
+            index.name,
+            {"maintainer": "lambda", SHARD_PREFIX + shard: mark.to_json()},
+            remove=stale,
+        )
 
 
 @functools.cache
@@ -160,7 +204,7 @@ def _default_handler() -> StreamHandler:
         boto3.client("dynamodb"),
         index=os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
         attribute=os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
-        state_table=os.environ.get("DDBKEYS_STATE_TABLE", STATE_TABLE),
+        state_table=state_table_name(),
     )
 
 

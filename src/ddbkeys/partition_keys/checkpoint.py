@@ -55,6 +55,9 @@ class Checkpoint:
     positions: list[Position]
     #: When the table was created ("" if unknown): a table created again is another table.
     created: str = ""
+    #: A listing of the proven marker index: the collections it re-checked and their state
+    #: (``replay.Replay.to_json``), handed out by its last segment.
+    replay: dict[str, Any] | None = None
 
 
 def key_schema(info: TableInfo) -> str:
@@ -87,6 +90,8 @@ def encode_token(checkpoint: Checkpoint) -> str:
     }
     if checkpoint.created:
         payload["created"] = checkpoint.created
+    if checkpoint.replay is not None:
+        payload["replay"] = checkpoint.replay
     data = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode())
     return f"{data.decode()}.{digest(data)}"
 
@@ -160,7 +165,18 @@ def decode_token(token: str) -> Checkpoint:
     created = payload.get("created", "")
     if not isinstance(created, str):
         raise _not_ours(token, "created must be a string")
-    return Checkpoint(table, keys, method, positions, created)
+    replay = payload.get("replay")
+    if replay is not None and not (
+        isinstance(replay, dict)
+        and isinstance(replay.get("margin"), (int, float))
+        and isinstance(replay.get("keys"), list)
+        and all(
+            isinstance(k, list) and len(k) == 3 and k[0] in ("S", "N", "B") for k in replay["keys"]
+        )
+        and len(positions) >= 2
+    ):
+        raise _not_ours(token, "its replay is not one ddbkeys wrote")
+    return Checkpoint(table, keys, method, positions, created, replay)
 
 
 def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:

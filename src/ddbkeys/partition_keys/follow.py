@@ -30,9 +30,10 @@ from ddbkeys.core.steps import (
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys.partition_keys.evidence import CREATED_ROUNDING, SHARD_PREFIX, ShardMark, advance
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore, send
-from ddbkeys.partition_keys.state import STATE_TABLE, StateCore
+from ddbkeys.partition_keys.state import StateCore, key_json
 from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.retry import Deadline
 from ddbkeys.schema import described
@@ -47,8 +48,10 @@ __all__ = [
 
 T = TypeVar("T")
 
-#: How often (seconds) the follower rewrites its "caught up" time while it stays caught up.
-HEARTBEAT = 5.0
+#: Records created this long (seconds) before a follower began reading a shard at its end are
+#: history the backfill covers (the stream's ApproximateCreationDateTime is rounded down to
+#: the second, and the clocks may differ a little).
+CLOCK_MARGIN = 5.0
 #: How often (seconds) it asks for the stream's shards again, to find new ones.
 DISCOVER = 10.0
 #: The Streams operations, sent to the Streams client (the rest to the table's).
@@ -122,6 +125,26 @@ def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> li
     return list(seen.values())
 
 
+def _after(records: list[dict[str, Any]], skip_before: float | None) -> list[dict[str, Any]]:
+    """``records`` but those created before ``skip_before`` (seconds; None: all)."""
+    if skip_before is None:
+        return records
+    kept = []
+    for record in records:
+        created = _created(record)
+        if created is None or created + CREATED_ROUNDING >= skip_before:
+            kept.append(record)
+    return kept
+
+
+def _created(record: Mapping[str, Any]) -> float | None:
+    """A record's ApproximateCreationDateTime in seconds (None when it has none)."""
+    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+
+
 def _hashable(value: dict[str, Any]) -> str:
     kind, raw = next(iter(value.items()))
     if isinstance(raw, (bytes, bytearray)):
@@ -182,7 +205,7 @@ class FollowerCore:
         index: MarkerCore,
         *,
         streams: Any = None,
-        state_table: str = STATE_TABLE,
+        state_table: str | None = None,
         poll: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_batch: Callable[[FollowReport], None] | None = None,
@@ -196,7 +219,7 @@ class FollowerCore:
         self.clock = clock
         self.on_batch = on_batch
         self.report = FollowReport()
-        self._positions: dict[str, str] = {}  # shard -> last sequence number handled
+        self._marks: dict[str, ShardMark] = {}  # shard -> what is applied, saved as such
         self._finished: set[str] = set()
         self._iterators: dict[str, str | None] = {}
         self._parents: dict[str, str | None] = {}
@@ -246,33 +269,36 @@ class FollowerCore:
     # --- the loop -----------------------------------------------------------------------------
 
     def _start(self, arn: str, from_start: bool) -> Flow[None]:
-        """Load the checkpoint, or begin covering the stream now."""
+        """Load the marks saved under this stream, or begin covering it now."""
         index, name = self.index.table, self.index.name
         yield from self.state._ensure()
         saved = yield from self.state._load(index, name)
         shards = yield from self._shards(arn)
         self._parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
-        if saved is not None and saved.maintainer == "follow" and saved.stream_arn == arn:
-            self._positions = dict(saved.shards)
-            self._finished = set(saved.finished_shards)
-            return
-        # A first start: the open shards from their end (or oldest record), now.
-        since = self.clock()
-        for shard in shards:
-            if "EndingSequenceNumber" in shard.get("SequenceNumberRange", {}):
-                self._finished.add(shard["ShardId"])  # closed: its records are history
-            elif not from_start:
-                self._iterators[shard["ShardId"]] = yield from self._iterator(
-                    arn, shard["ShardId"], "LATEST"
-                )
-        values = {
-            "maintainer": "follow",
-            "stream_arn": arn,
-            "maintained_since": since,
-            "shards": {},
-            "finished_shards": sorted(self._finished),
+        self._marks = {
+            shard: mark
+            for shard, mark in (saved.shards.items() if saved is not None else ())
+            if mark.stream == arn
         }
-        yield from self.state._update(index, name, values, remove=("caught_up_at",))
+        if self._marks:
+            return
+        # A first start under this stream: every shard is named now. A closed shard holds
+        # history only (before now), which the backfill covers: marked at its end. An open one
+        # is read from its end (its records from now on), or with from_start from its oldest.
+        now = self.clock()
+        for shard in shards:
+            ending = shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber")
+            shard_id = str(shard["ShardId"])
+            if ending is not None:
+                self._marks[shard_id] = advance(None, shard_id, arn, now, str(ending), now)
+                self._finished.add(shard_id)
+            elif from_start:
+                self._marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
+            else:
+                self._iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
+                self._marks[shard_id] = advance(None, shard_id, arn, now, None, now)
+        yield from self._save_marks(list(self._marks))
+        yield from self.state._update(index, name, {"maintainer": "follow"})
 
     def _ready(self, shard: str) -> bool:
         parent = self._parents.get(shard)
@@ -282,8 +308,11 @@ class FollowerCore:
         for shard in list(self._parents):
             if shard in self._finished or shard in self._iterators or not self._ready(shard):
                 continue
-            position = self._positions.get(shard)
-            if not position:
+            mark = self._marks.get(shard)
+            position = mark.marks[-1][0] if mark is not None and mark.marks else None
+            if mark is None:  # found since: read from its first record
+                self._marks[shard] = advance(None, shard, arn, "start", None, self.clock())
+            if position is None:
                 self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
                 continue
             try:
@@ -294,12 +323,10 @@ class FollowerCore:
                 if _code(exc) != "TrimmedDataAccessException":
                     raise
                 # Stopped for longer than the stream keeps records (24 hours): some were never
-                # handled. Go on from the oldest, and record that coverage begins now, so the
-                # index is not trusted again until a new backfill.
+                # handled, and the marks cannot say so. Go on from the oldest record; a listing
+                # finds the gap itself (the position it would read from is gone) and declines
+                # the index until a new backfill.
                 self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
-                yield from self.state._update(
-                    self.index.table, self.index.name, {"maintained_since": self.clock()}
-                )
 
     def _read(self, shard: str) -> Flow[list[dict[str, Any]]]:
         """One GetRecords on ``shard``; [] at its end for now. A finished shard is dropped."""
@@ -322,34 +349,40 @@ class FollowerCore:
             self._finished.add(shard)
         return records
 
-    def _handle(self, shard: str, records: list[dict[str, Any]]) -> Flow[None]:
+    def _handle(self, arn: str, shard: str, records: list[dict[str, Any]]) -> Flow[None]:
+        """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
+        applied (a reconciliation that fails ends the run before the mark moves)."""
         info = yield from self.index._table_info(self.index._begin())
-        for key in keys_of_records(records, info.partition_key.name):
+        mark = self._marks.get(shard)
+        since = mark.since if mark is not None else "start"
+        skip = float(since) - CLOCK_MARGIN if isinstance(since, int | float) else None
+        clashes: list[str] = []
+        for key in keys_of_records(_after(records, skip), info.partition_key.name):
             outcome = yield from reconcile_flow(self.index, key, self.index._begin())
             count(self.report, outcome)
-        if records:
-            self._positions[shard] = str(records[-1]["dynamodb"]["SequenceNumber"])
+            if outcome is Outcome.CLASH:
+                clashes.append(key_json(key))
+        yield from self.state._clashes(self.index.table, self.index.name, clashes, add=True)
+        last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else None
+        self._marks[shard] = advance(mark, shard, arn, since, last, self.clock())
+        yield from self._save_marks([shard])
         self.report.records += len(records)
         self.report.batches += 1
 
-    def _save(self, caught_up: bool) -> Flow[None]:
-        values: dict[str, Any] = {
-            "shards": {k: v for k, v in self._positions.items() if k not in self._finished},
-            "finished_shards": sorted(self._finished),
-        }
-        if caught_up:
-            values["caught_up_at"] = self.clock()
+    def _save_marks(self, shards: list[str]) -> Flow[None]:
+        values = {SHARD_PREFIX + s: self._marks[s].to_json() for s in shards}
         yield from self.state._update(self.index.table, self.index.name, values)
 
     def _follow(
         self, stop: StopFlag, until_caught_up: bool, from_start: bool
     ) -> Flow[FollowReport]:
         """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once. The checkpoint is saved after every batch."""
+        shard has been read to its end once. A shard's mark is saved after each batch."""
         arn = yield from self._stream_arn()
-        self._iterators.clear()  # a new run goes on from the positions saved
+        self._iterators.clear()  # a new run goes on from the marks saved
+        self._finished.clear()
         yield from self._start(arn, from_start)
-        discovered = last_beat = self.clock()
+        discovered = self.clock()
         while not stop.requested:
             yield from self._open_iterators(arn)
             # At the end only when every shard was read and gave nothing: a shard that ended
@@ -359,8 +392,7 @@ class FollowerCore:
             for shard in list(self._iterators):
                 records = yield from self._read(shard)
                 if records or shard in self._finished:
-                    yield from self._handle(shard, records)
-                    yield from self._save(caught_up=False)
+                    yield from self._handle(arn, shard, records)
                     if self.on_batch is not None:
                         self.on_batch(self.report)
                 if records or shard not in self._iterators:
@@ -370,9 +402,6 @@ class FollowerCore:
                     break
             now = self.clock()
             if at_end and not stop.requested:
-                if now - last_beat >= HEARTBEAT or not self.report.caught_up:
-                    yield from self._save(caught_up=True)
-                    last_beat = now
                 self.report.caught_up = True
                 if until_caught_up:
                     break

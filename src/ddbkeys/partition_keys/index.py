@@ -27,7 +27,6 @@ from ddbkeys.partition_keys.markers import (
     marker_sort_key,
 )
 from ddbkeys.partition_keys.scan import scan_from
-from ddbkeys.partition_keys.state import STATE_TABLE
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -155,22 +154,32 @@ class MarkerIndex(MarkerCore):
         self,
         progress: Callable[[int], None] | None = None,
         *,
-        state_table: str | None = STATE_TABLE,
+        state_table: str | None = None,
+        record: bool = True,
     ) -> BackfillReport:
-        """Mark every collection of the table (found with the skip scan). Collections already
-        marked cost one rejected put each; a collection whose item at the marker's sort key is
-        data is left as it is and reported (``clashes``).
+        """Reconcile every collection of the table (found with the skip scan) with its marker:
+        mark those that have none, remove the markers of those that hold nothing else. Each
+        collection costs a consistent Query of at most two items (1 read unit), and a write
+        where its marker changes; a collection whose item at the marker's sort key is data is
+        left as it is and reported (``clashes``).
 
-        The start and the end are recorded in ``state_table`` (created if missing; None: not
-        recorded), the evidence ``auto`` needs to trust the index (see ``state.vouch``)."""
-        return self._run(self._backfill(progress, state_table))
+        The start and the end are recorded in ``state_table`` (see
+        ``state.state_table_name``; created if missing; ``record=False``: not recorded): the
+        snapshot a listing proves the index from, with the stream as its log (see
+        ``partition_keys.evidence``). It counts only if it met no clash and began at least the
+        replay margin after a maintainer recorded positions in the table's stream."""
+        return self._run(self._backfill(progress, state_table, record))
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
         return self._run(self._verify())
 
-    def repair(self, *, remove_orphans: bool = True) -> VerifyReport:
+    def repair(
+        self, *, remove_orphans: bool = True, state_table: str | None = None
+    ) -> VerifyReport:
         """Mark the collections ``verify`` found unmarked, and remove orphaned markers (unless
-        ``remove_orphans=False``). What it could not fix is in ``report.unfixed``: collections
-        that cannot be marked (``clashes``), and orphans kept."""
-        return self._run(self._repair(remove_orphans))
+        ``remove_orphans=False``). Clashes a maintainer recorded in ``state_table`` that
+        ``verify`` no longer finds are cleared. What it could not fix is in
+        ``report.unfixed``: collections that cannot be marked (``clashes``), and orphans
+        kept."""
+        return self._run(self._repair(remove_orphans, state_table))

@@ -61,8 +61,11 @@ class ListingCore:
         self.keys_found = 0
         #: Why this method was chosen (for ``auto``: why the index was or was not used).
         self.method_reason = ""
-        #: Whether the marker index could be vouched for (None: no index was considered).
+        #: Whether the marker index was proven complete (None: no index was considered; False:
+        #: it could not be, and was not used, or was read as it is with ``trust_index``).
         self.index_trusted: bool | None = None
+        #: The replay that proved the index (what it read and re-checked), when it was used.
+        self.replay: Any = None
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
@@ -91,9 +94,15 @@ class ListingCore:
         """The resume token of where the listing stands: bound to the table, its key schema
         and the method (see :mod:`ddbkeys.partition_keys.checkpoint`)."""
         info = self.method.info
+        replay = getattr(self.method, "replay", None)
         return encode_token(
             Checkpoint(
-                info.name, key_schema(info), self.method.name, list(self.positions), info.created
+                info.name,
+                key_schema(info),
+                self.method.name,
+                list(self.positions),
+                info.created,
+                replay.to_json() if replay is not None else None,
             )
         )
 

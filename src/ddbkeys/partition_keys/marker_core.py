@@ -5,6 +5,7 @@ run these same flows on their drivers."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -48,7 +49,7 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     unhash,
 )
-from ddbkeys.partition_keys.state import StateCore
+from ddbkeys.partition_keys.state import StateCore, key_json
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
     TableInfo,
@@ -345,31 +346,62 @@ class MarkerCore:
         return pages.take(page)
 
     def _backfill(
-        self, progress: Callable[[int], None] | None, state_table: str | None
+        self, progress: Callable[[int], None] | None, state_table: str | None, record: bool = True
     ) -> Flow[BackfillReport]:
+        """Reconcile every collection of the table (found with the skip scan) with its marker:
+        mark those without one, unmark those that hold nothing else. Recorded in the state
+        table (unless ``record`` is false) as evidence for listings (see ``evidence``): it
+        counts only if it met no clash, and began after a maintainer recorded positions."""
+        # (maintain builds on this module: imported here, when a backfill runs.)
+        from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow  # noqa: PLC0415
+
         info = yield from self._table_info(self._begin())
         store = (
             StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
-            if state_table
+            if record
             else None
         )
+        entry: dict[str, Any] = {}
         if store is not None:
             yield from store._ensure()
-            yield from store._update(
-                self.table,
-                self.name,
-                {"backfill_started": store.clock()},
-                remove=("backfill_finished",),
-            )
+            yield from self._describe(self._begin())  # the stream as it is now
+            stream = self._info.get().stream_arn
+            saved = yield from store._load(self.table, self.name)
+            firsts = [
+                m.first_saved
+                for m in (saved.shards.values() if saved is not None else ())
+                if m.stream == stream and m.first_saved is not None
+            ]
+            entry = {
+                "started": store.clock(),
+                "stream": stream,
+                "maintained_since": min(firsts, default=None),
+                "finished": None,
+                "clashes": [],
+            }
+            yield from store._update(self.table, self.name, {"backfill": _json(entry)})
+            # A new backfill looks again at the clashes recorded: it records those it meets.
+            old = list(saved.clashes) if saved is not None else []
+            yield from store._clashes(self.table, self.name, old, add=False)
         report = BackfillReport()
         pages = SkipPages(info)
         while pages.request() is not None:
             for key in (yield from self._pages(pages, "reading the table's keys")):
-                yield from self._mark_one(key, report)
+                outcome = yield from reconcile_flow(self, key, self._begin())
+                if outcome is Outcome.MARKED:
+                    report.written += 1
+                elif outcome is Outcome.UNMARKED:
+                    report.removed += 1
+                elif outcome is Outcome.CLASH:
+                    report.clashes.append(key)
+                else:
+                    report.present += 1
                 if progress is not None:
                     progress(report.written)
         if store is not None:
-            yield from store._update(self.table, self.name, {"backfill_finished": store.clock()})
+            entry["finished"] = store.clock()
+            entry["clashes"] = [key_json(k) for k in report.clashes]
+            yield from store._update(self.table, self.name, {"backfill": _json(entry)})
         return report
 
     def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
@@ -430,8 +462,16 @@ class MarkerCore:
         item = answer.get("Item")
         return item is not None and self.attribute not in item
 
-    def _repair(self, remove_orphans: bool) -> Flow[VerifyReport]:
+    def _repair(self, remove_orphans: bool, state_table: str | None = None) -> Flow[VerifyReport]:
+        store = StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
+        saved = yield from store._load(self.table, self.name)
         report = yield from self._verify()
+        if saved is not None and saved.clashes:
+            # Clashes a maintainer recorded that verify no longer finds: the index may be
+            # proven again (taken out one by one: one recorded meanwhile stays).
+            found = {key_json(k) for k in report.clashes}
+            cleared = [c for c in saved.clashes if c not in found]
+            yield from store._clashes(self.table, self.name, cleared, add=False)
         report.unfixed.extend(report.clashes)
         for key in report.missing:
             try:
@@ -445,6 +485,10 @@ class MarkerCore:
             else:  # kept, or not a marker at the marker's key (an item of the index all the same)
                 report.unfixed.append(key)
         return report
+
+
+def _json(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"))
 
 
 def conditional(request: Request) -> Flow[Any]:

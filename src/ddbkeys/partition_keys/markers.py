@@ -102,11 +102,12 @@ class VerifyReport:
 @dataclass
 class BackfillReport:
     """What ``backfill`` did: markers ``written``, collections already marked (``present``),
-    and collections that cannot be marked (``clashes``: a data item holds the marker's sort
-    key)."""
+    markers removed from collections that held nothing else (``removed``), and collections
+    that cannot be marked (``clashes``: a data item holds the marker's sort key)."""
 
     written: int = 0
     present: int = 0
+    removed: int = 0
     clashes: list[Any] = field(default_factory=list)
 
 

@@ -1,27 +1,23 @@
-"""The evidence that a marker index is complete: a record of the backfill and of the maintainer
-that keeps the markers right from the table's stream, and the rule that reads it.
+"""Where the evidence that a marker index is complete lives: one item per marker index in a
+small table of its own (``ddbkeys-state`` by default, keyed ``"<table>/<index>"``), not in your
+table, where anything kept would be an item your own scans and queries return. Every command,
+the library and the Lambda handler take its name from one place (:func:`state_table_name`: the
+argument, else ``DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``). ``index backfill`` and the
+maintainers create it when it is missing (on-demand billing).
 
-The records live in a small table of their own (``ddbkeys-state`` by default, one item per
-marker index, keyed ``"<table>/<index>"``), not in your table: anything kept there would be an
-item that your own scans and queries return. ``index backfill`` and the maintainers create the
-table when it is missing (on-demand billing; a few writes a minute while a follower runs).
-
-The rule (:func:`vouch`), pure: the index is complete when
-
-1. a backfill has finished, and it began after the maintainer began covering the stream (so
-   every change is covered by one or the other);
-2. the maintainer follows the table's stream as it is now (not one turned off since);
-3. the maintainer has shown it is alive and caught up within ``max_lag`` seconds: the follower
-   when it last reached the end of every open shard, the Lambda handler when it last handled
-   a batch (on a quiet table that goes stale: ddbkeys cannot tell a quiet table from a trigger
-   that stopped, so ``auto`` then reads the table instead, and says why).
+The record holds what :mod:`ddbkeys.partition_keys.evidence` needs to prove the index at answer
+time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
+applied, and when), the last backfill (``backfill``), and the collections a maintainer could not
+mark (``clashes``). No heartbeat: a listing reads the stream from the marks itself.
 """
 
 from __future__ import annotations
 
+import base64
+import json
+import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -38,7 +34,8 @@ from ddbkeys.core.steps import (
     update_item,
 )
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import DdbKeysError, error_code
+from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys.partition_keys.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import described
 
@@ -52,120 +49,83 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_MAX_LAG",
     "STATE_TABLE",
+    "STATE_TABLE_ENV",
     "IndexState",
     "StateCore",
     "StateStore",
+    "evidence_from_item",
+    "key_json",
+    "state_table_name",
     "update_request",
-    "vouch",
 ]
 
 T = TypeVar("T")
 
 STATE_TABLE = "ddbkeys-state"
-#: Seconds since the maintainer last showed it was caught up, beyond which ``auto`` does not
-#: trust the index.
+STATE_TABLE_ENV = "DDBKEYS_STATE_TABLE"
+#: Deprecated: listings no longer trust a maintainer's heartbeat (``max_lag`` is ignored).
 DEFAULT_MAX_LAG = 120.0
+#: The record of one index, as the proof reads it.
+IndexState = Evidence
 
 
-@dataclass
-class IndexState:
-    """What is known about one marker index (times in seconds since the epoch)."""
-
-    table: str
-    index: str
-    backfill_started: float | None = None
-    backfill_finished: float | None = None
-    maintainer: str | None = None  # "follow" or "lambda"
-    stream_arn: str | None = None
-    maintained_since: float | None = None
-    caught_up_at: float | None = None
-    shards: dict[str, str] = field(default_factory=dict)  # shard id -> last sequence handled
-    finished_shards: list[str] = field(default_factory=list)
-
-    @classmethod
-    def from_item(cls, table: str, index: str, item: dict[str, Any]) -> IndexState:
-        def number(name: str) -> float | None:
-            value = item.get(name, {}).get("N")
-            return float(value) if value is not None else None
-
-        def text(name: str) -> str | None:
-            value = item.get(name, {}).get("S")
-            return str(value) if value is not None else None
-
-        shards = item.get("shards", {}).get("M", {})
-        return cls(
-            table=table,
-            index=index,
-            backfill_started=number("backfill_started"),
-            backfill_finished=number("backfill_finished"),
-            maintainer=text("maintainer"),
-            stream_arn=text("stream_arn"),
-            maintained_since=number("maintained_since"),
-            caught_up_at=number("caught_up_at"),
-            shards={k: str(v.get("S", "")) for k, v in shards.items()},
-            finished_shards=list(item.get("finished_shards", {}).get("SS", [])),
-        )
+def state_table_name(given: str | None = None) -> str:
+    """The state table: ``given``, else ``$DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``."""
+    name = given or os.environ.get(STATE_TABLE_ENV) or STATE_TABLE
+    if not isinstance(name, str):
+        raise ConfigurationError(f"The state table's name must be a string, not {name!r}.")
+    return name
 
 
-def _ago(now: float, then: float) -> str:
-    seconds = max(0.0, now - then)
-    if seconds < 120:
-        return f"{seconds:.0f} s ago"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min ago"
-    return f"{seconds / 3600:.1f} h ago"
+def key_json(key: dict[str, Any]) -> str:
+    """A typed key as the record keeps it (JSON; binary values in base64)."""
+    kind, raw = next(iter(key.items()))
+    if isinstance(raw, (bytes, bytearray)):
+        raw = base64.b64encode(bytes(raw)).decode()
+    return json.dumps({kind: raw}, separators=(",", ":"))
 
 
-def vouch(
-    state: IndexState | None, stream_arn: str | None, now: float, max_lag: float = DEFAULT_MAX_LAG
-) -> tuple[bool, str]:
-    """Whether the index can be trusted to hold every collection now, and why (or why not).
-    Pure: ``state`` from :class:`StateStore`, ``stream_arn`` the table's stream now."""
-    if state is None or state.backfill_finished is None:
-        began = state is not None and state.backfill_started is not None
-        return False, (
-            "its backfill has not finished"
-            if began
-            else "there is no record of a backfill (run `ddbkeys partition-keys index backfill` "
-            "while `index follow` or the Lambda handler keeps the markers)"
-        )
-    if state.maintainer is None or state.maintained_since is None:
-        return False, (
-            "no maintainer keeps the markers from the table's stream, so collections created "
-            "or emptied since the backfill are not reflected (run `ddbkeys partition-keys index "
-            "follow`, or deploy the Lambda handler)"
-        )
-    if stream_arn is None or state.stream_arn != stream_arn:
-        return False, (
-            "the table's stream is off"
-            if stream_arn is None
-            else "the maintainer followed another stream than the table's stream now"
-        )
-    assert state.backfill_started is not None
-    if state.backfill_started < state.maintained_since:
-        return False, (
-            "the backfill began before the maintainer began following the stream: run "
-            "`ddbkeys partition-keys index backfill` again"
-        )
-    if state.caught_up_at is None or now - state.caught_up_at > max_lag:
-        seen = "never" if state.caught_up_at is None else _ago(now, state.caught_up_at)
-        who = "the follower" if state.maintainer == "follow" else "the Lambda handler"
-        quiet = (
-            " (on a quiet table the handler is not called: ddbkeys cannot tell that from a "
-            "trigger that stopped)"
-            if state.maintainer == "lambda"
-            else ""
-        )
-        return False, (f"{who} was last seen caught up {seen}, more than {max_lag:g} s ago{quiet}")
-    return True, (
-        f"backfilled {_ago(now, state.backfill_finished)}, and the "
-        f"{'follower' if state.maintainer == 'follow' else 'Lambda handler'} was caught up "
-        f"{_ago(now, state.caught_up_at)}"
+def _number(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence:
+    """The record ``item`` (as GetItem returns it) read as evidence; what it does not hold (or
+    holds in another form, as records of older versions of ddbkeys do) is left out."""
+    shards: dict[str, ShardMark] = {}
+    for name, value in item.items():
+        if name.startswith(SHARD_PREFIX) and "S" in value:
+            mark = ShardMark.from_json(name[len(SHARD_PREFIX) :], str(value["S"]))
+            if mark is not None:
+                shards[mark.shard] = mark
+    backfill = None
+    raw = item.get("backfill", {}).get("S")
+    if raw is not None:
+        try:
+            data = json.loads(raw)
+            backfill = Backfill(
+                started=float(data["started"]),
+                stream=data.get("stream"),
+                maintained_since=_number(data.get("maintained_since")),
+                finished=_number(data.get("finished")),
+                clashes=tuple(str(c) for c in data.get("clashes", [])),
+            )
+        except (ValueError, TypeError, KeyError):
+            backfill = None
+    unnamed = item.get("unnamed_batches", {}).get("N")
+    return Evidence(
+        table=table,
+        index=index,
+        shards=shards,
+        backfill=backfill,
+        clashes=tuple(sorted(item.get("clashes", {}).get("SS", []))),
+        unnamed_batches=float(unnamed) if unnamed is not None else None,
     )
 
 
 class StateCore:
-    """Reads and writes the records of marker indexes in the state table ``name``, driver
+    """Reads and writes the records of marker indexes in the state table ``name`` (None: see
+    :func:`state_table_name`), driver
     aside: flows (see :mod:`ddbkeys.core`), run by :class:`StateStore` (sync), by
     ``ddbkeys.aio.index.StateStore``, or inside a marker index's own flows. Nothing is sent by
     the constructor. ``deadline`` bounds each call (None: no limit)."""
@@ -173,14 +133,14 @@ class StateCore:
     def __init__(
         self,
         client: Any,
-        name: str = STATE_TABLE,
+        name: str | None = None,
         *,
         deadline: float | None = 60.0,
         clock: Callable[[], float] = time.time,
         retry: RetryPolicy | None = None,
     ) -> None:
         self.client = client
-        self.name = name
+        self.name = state_table_name(name)
         self.clock = clock
         self.deadline = deadline
         self.retry = retry or RetryPolicy()
@@ -236,7 +196,7 @@ class StateCore:
             yield Pause(pause, self.retry.sleep)
             pause = min(pause * 1.5, 5.0)
 
-    def _load(self, table: str, index: str) -> Flow[IndexState | None]:
+    def _load(self, table: str, index: str) -> Flow[Evidence | None]:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
         request = get_item(
@@ -252,7 +212,7 @@ class StateCore:
                 return None
             raise
         item = answer.get("Item")
-        return IndexState.from_item(table, index, dict(item)) if item else None
+        return evidence_from_item(table, index, dict(item)) if item else None
 
     def _update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
@@ -260,6 +220,23 @@ class StateCore:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
         request = update_item(
             update_request(self.name, self.key(table, index), values, remove),
+            counted=False,
+        )
+        yield from self._send(request, "writing the index's record")
+
+    def _clashes(self, table: str, index: str, keys: list[str], *, add: bool) -> Flow[None]:
+        """Add ``keys`` (:func:`key_json`) to the record's clashes, or take them out: an ADD or
+        DELETE of those elements alone, so that two writers never undo each other."""
+        if not keys:
+            return
+        request = update_item(
+            {
+                "TableName": self.name,
+                "Key": self.key(table, index),
+                "UpdateExpression": f"{'ADD' if add else 'DELETE'} #c :c",
+                "ExpressionAttributeNames": {"#c": "clashes"},
+                "ExpressionAttributeValues": {":c": {"SS": sorted(set(keys))}},
+            },
             counted=False,
         )
         yield from self._send(request, "writing the index's record")
@@ -275,7 +252,7 @@ class StateStore(StateCore):
         """Create the state table if it is missing, and wait until it is ACTIVE."""
         self._run(self._ensure())
 
-    def load(self, table: str, index: str) -> IndexState | None:
+    def load(self, table: str, index: str) -> Evidence | None:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
         return self._run(self._load(table, index))

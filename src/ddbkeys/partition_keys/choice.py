@@ -1,0 +1,163 @@
+"""Which method a listing uses, and why: decided from the table's description, and for the
+marker index from the proof (:mod:`ddbkeys.partition_keys.replay`). What both the sync and the
+asyncio listing share; they differ only in how they run the proof's flows."""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, estimate
+from ddbkeys.partition_keys.scan import ScanMethod
+from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.base import SegmentMethod
+    from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.schema import TableInfo
+
+__all__ = [
+    "METHODS",
+    "Choice",
+    "IndexUnprovenError",
+    "check_margin",
+    "declined",
+    "index_ready",
+    "most_keys",
+    "not_active",
+    "plan",
+    "proven",
+    "read_as_is",
+    "resumed_replay",
+    "warn_max_lag",
+]
+
+METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
+
+
+class IndexUnprovenError(DdbKeysError):
+    """``method="index"`` was asked for, and the marker index cannot be proven complete now
+    (the message says why); ``trust_index=True`` reads it as it is."""
+
+
+@dataclass
+class Choice:
+    method: SegmentMethod
+    reason: str
+    trusted: bool | None = None
+    replay: Replay | None = None
+
+
+def index_ready(info: TableInfo, index: str) -> bool:
+    """The marker index exists and is KEYS_ONLY (ACTIVE is asked separately)."""
+    return info.sort_key is not None and info.index_projections.get(index) == "KEYS_ONLY"
+
+
+def plan(method: str, info: TableInfo, index: str) -> Choice | None:
+    """The method to list with, decided from the table's description alone; None when the
+    marker index is to be read, or proven (which takes its record and the stream)."""
+    table = info.name
+    if method == "auto":
+        if info.sort_key is None:
+            return Choice(ScanMethod(info), "the table has no sort key: a scan reads each key once")
+        if not index_ready(info, index):
+            return Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
+        return None
+    if method == "scan":
+        return Choice(ScanMethod(info), "asked for")
+    if method in ("skip", "skip-pages"):
+        if info.sort_key is None:
+            raise KeySchemaError(
+                f"Table {table!r} has no sort key: every item is its own collection, so there "
+                "is nothing to skip. Use --method scan (or auto).",
+                table=table,
+            )
+        return Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
+    if method == "index":
+        return None
+    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+
+
+def not_active(info: TableInfo, index: str) -> str | None:
+    """Why the index cannot be used from the table's description (IndexStatus), if so."""
+    status = info.index_statuses.get(index)
+    return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
+
+
+def declined(method: str, info: TableInfo, index: str, why: str) -> Choice:
+    """``auto``'s choice when the index cannot be proven: the skip scan, and why. For
+    ``method="index"``, an :class:`IndexUnprovenError` with the same reason."""
+    if method == "auto":
+        return Choice(
+            PagedSkipMethod(info),
+            f"not using the marker index {index!r}, which cannot be proven complete now: {why}",
+            False,
+        )
+    raise IndexUnprovenError(
+        f"The marker index {index!r} of table {info.name!r} cannot be proven complete now: "
+        f"{why}. List with --method auto, or read the index as it is with --trust-index.",
+        table=info.name,
+    )
+
+
+def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:
+    """``method="index"`` with ``trust_index``: the index as it is, unproven (said)."""
+    return Choice(
+        IndexMethod(info, marker),
+        "asked for, and read as it is (trust_index): nothing proves it complete; it is as "
+        "right as whatever keeps its markers",
+        False,
+    )
+
+
+def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
+    """The index, proven by ``replay``."""
+    return Choice(
+        ReplayedIndexMethod(info, marker, replay),
+        f"the marker index, proven complete: {replay.records:,} stream record(s) read past the "
+        f"maintainer's positions held back {replay.margin:g} s, {replay.rechecked:,} "
+        "collection(s) re-checked",
+        True,
+        replay,
+    )
+
+
+def resumed_replay(raw: dict[str, Any] | None, info: TableInfo, marker: MarkerCore) -> Choice:
+    """A resumed listing of the proven index: the replay its token carries."""
+    assert raw is not None
+    replay = Replay.from_json(raw)
+    return Choice(
+        ReplayedIndexMethod(info, marker, replay), "resumed (the index proven at the start)", True
+    )
+
+
+def most_keys(method: str, info: TableInfo, index: str) -> int | None:
+    """For ``auto``: the most collections worth re-checking before the index costs more than
+    listing another way (a scan's read units, the most the skip scan reads). None: no limit."""
+    if method != "auto":
+        return None
+    scan, index_scan, per_key = estimate(info, index)
+    return max(0, int((scan - index_scan) / per_key))
+
+
+def check_margin(margin: object, table: str) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 3600:
+        raise ConfigurationError(
+            f"replay_margin must be a number of seconds from 0 to 3600, not {margin!r}.",
+            table=table,
+        )
+    return float(margin)
+
+
+def warn_max_lag(max_lag: float | None) -> None:
+    """``max_lag`` is ignored: a listing proves the index itself (one release of warning)."""
+    if max_lag is not None:
+        warnings.warn(
+            "max_lag is ignored: a listing no longer trusts a maintainer's heartbeat, it proves "
+            "the marker index from the table's stream (see replay_margin).",
+            DeprecationWarning,
+            stacklevel=3,
+        )

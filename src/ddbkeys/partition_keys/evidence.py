@@ -1,0 +1,367 @@
+"""What proves a marker index complete at answer time, decided without I/O: a snapshot (the
+index) plus its log (the table's stream after the maintainer's recorded positions).
+
+The maintainer (``index follow`` or the Lambda handler) records, per shard of the stream, the
+position up to which it has applied every record (a *mark*: the last sequence number applied,
+and when that was saved), only after applying it. A listing then (see
+:mod:`ddbkeys.partition_keys.replay`) reads each shard from the newest mark saved at least
+``margin`` seconds ago, to the shard's tip; re-checks every collection those records name with a
+consistent Query; scans the index leaving those collections out; and hands out the re-checked
+ones that exist. :func:`plan_replay` says where to read each shard from, or why no proof is
+possible (the listing then declines the index and says so).
+
+The proof, for a collection ``c`` that nothing writes while the listing runs:
+
+* If a record of ``c`` lies after a shard's chosen mark, ``c`` is re-checked by a consistent
+  Query: its answer is ``c``'s state.
+* Otherwise every record of ``c`` in the stream was applied by the maintainer, and saved at least
+  ``margin`` before the listing began. Applying reconciles ``c``'s marker with ``c``'s state as
+  read *after* that record's write (see :mod:`ddbkeys.partition_keys.maintain`), so after its
+  last record ``c``'s marker is right, and it shows in the index within the margin.
+* A collection written before the log begins (before the stream was on, or before the follower
+  started) was reconciled by the backfill, which must have begun at least ``margin`` after the
+  maintainer's first position under the current stream, met no clash, and run under the stream
+  the table has now.
+* Every shard of the stream must be accounted for: named by the maintainer, a descendant of
+  one (read from its start: a child's records all come after its parent's), or with no record
+  from before the backfill began (read from its start).
+
+It rests on one assumption, not proven here: DynamoDB shows every write in the index, in the
+stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
+are near real time), and the clocks of the maintainer and the listing agree to well within it.
+A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "CREATED_ROUNDING",
+    "DAY",
+    "DEFAULT_REPLAY_MARGIN",
+    "SHARD_PREFIX",
+    "Backfill",
+    "Decline",
+    "Evidence",
+    "ReplayPlan",
+    "ShardMark",
+    "ShardRead",
+    "advance",
+    "plan_replay",
+    "precheck",
+    "thin",
+]
+
+#: Seconds a listing holds the maintainer's positions back: what was applied within it is read
+#: again from the stream, as the index may not show it yet.
+DEFAULT_REPLAY_MARGIN = 60.0
+#: How long a stream keeps a record (seconds).
+DAY = 24 * 3600.0
+#: The attribute of the index's record that holds one shard's marks: ``shard <shard id>``.
+SHARD_PREFIX = "shard "
+#: How far a record's ApproximateCreationDateTime may lie before the write: it is rounded down
+#: (to the second on the service, to the minute on DynamoDB Local). A record is taken as
+#: created before a moment only when its time plus this is.
+CREATED_ROUNDING = 60.0
+#: The most marks kept per shard (the newest, and older ones spaced out by age).
+MAX_MARKS = 24
+
+
+@dataclass(frozen=True)
+class ShardMark:
+    """What a maintainer recorded for one shard of ``stream``.
+
+    ``since`` is where its coverage of the shard began: ``"start"`` (every record of the shard
+    is applied, from its first), or a time (it began reading at the shard's end then: records
+    from before were not applied; the backfill covers them). ``marks`` are ``(sequence, saved)``
+    pairs, oldest first: every record up to and including ``sequence`` (None: none yet) was
+    applied when ``saved``."""
+
+    shard: str
+    stream: str
+    since: str | float
+    marks: tuple[tuple[str | None, float], ...] = ()
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {"stream": self.stream, "since": self.since, "marks": [list(m) for m in self.marks]},
+            separators=(",", ":"),
+        )
+
+    @classmethod
+    def from_json(cls, shard: str, text: str) -> ShardMark | None:
+        """The mark saved as ``text``; None when it is not one (a stranger's attribute)."""
+        try:
+            raw = json.loads(text)
+            since = raw["since"]
+            if not (since == "start" or isinstance(since, (int, float))):
+                return None
+            marks = tuple(
+                (None if s is None else str(s), float(t)) for s, t in raw.get("marks", [])
+            )
+            return cls(shard, str(raw["stream"]), since, marks)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    @property
+    def first_saved(self) -> float | None:
+        """When coverage of the shard was first recorded."""
+        if isinstance(self.since, float | int):
+            return float(self.since)
+        return self.marks[0][1] if self.marks else None
+
+    def held_back(self, cut: float) -> tuple[str | None, bool]:
+        """The newest mark saved at or before ``cut``: (its sequence, True), or (None, False)
+        when there is none that old (the shard is then read from its start)."""
+        chosen: tuple[str | None, bool] = (None, False)
+        for sequence, saved in self.marks:
+            if saved <= cut:
+                chosen = (sequence, True)
+        return chosen
+
+
+def thin(
+    marks: Sequence[tuple[str | None, float]], now: float
+) -> tuple[tuple[str | None, float], ...]:
+    """At most ``MAX_MARKS`` marks: the newest, and older ones spaced by a quarter of their age
+    (at least 2 s), none older than a day but the newest of those. Any subset of the marks is
+    still right (a listing that finds no mark old enough reads more of the stream), so thinning
+    costs replay, never correctness."""
+    kept: list[tuple[str | None, float]] = []
+    for mark in reversed(marks):
+        if not kept:
+            kept.append(mark)
+            continue
+        age = now - mark[1]
+        if kept[-1][1] - mark[1] >= max(2.0, age / 4):
+            kept.append(mark)
+        if age > DAY:
+            break
+    return tuple(reversed(kept[:MAX_MARKS]))
+
+
+def advance(
+    previous: ShardMark | None,
+    shard: str,
+    stream: str,
+    since: str | float,
+    sequence: str | None,
+    now: float,
+) -> ShardMark:
+    """``previous`` with a new mark: every record of ``shard`` up to ``sequence`` applied by
+    ``now``. A mark of another stream is dropped; a mark never goes back (a sequence number
+    older than the newest is ignored, as a batch delivered again)."""
+    if previous is None or previous.stream != stream:
+        return ShardMark(shard, stream, since, thin([(sequence, now)], now))
+    if previous.marks and sequence is not None:
+        newest = previous.marks[-1][0]
+        if newest is not None and int(newest) >= int(sequence):
+            sequence = newest
+    elif previous.marks and sequence is None:
+        sequence = previous.marks[-1][0]
+    return ShardMark(shard, stream, previous.since, thin([*previous.marks, (sequence, now)], now))
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A backfill's record: when it began, under which stream, the maintainer's first recorded
+    position then (None: none), when it finished, and the collections it could not mark."""
+
+    started: float
+    stream: str | None
+    maintained_since: float | None
+    finished: float | None = None
+    clashes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The index's record, as far as the proof needs it."""
+
+    table: str
+    index: str
+    shards: Mapping[str, ShardMark] = field(default_factory=dict)
+    backfill: Backfill | None = None
+    #: Collections (JSON of their typed keys) where a maintainer found data at the marker's key.
+    clashes: tuple[str, ...] = ()
+    #: A Lambda handler got events without a shard id (no tumbling window): when, last.
+    unnamed_batches: float | None = None
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Why the index cannot be proven complete now (one line)."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class ShardRead:
+    """Read ``shard`` after ``after`` (None: from its start, TRIM_HORIZON). ``skip_before``:
+    records created before it (seconds) are covered by the backfill and need no re-check.
+    ``only_after``: the shard is accepted only if it has no record created before it (its
+    first record's ApproximateCreationDateTime): a shard nobody named."""
+
+    shard: str
+    after: str | None
+    skip_before: float | None = None
+    only_after: float | None = None
+
+
+@dataclass(frozen=True)
+class ReplayPlan:
+    """Where to read each shard of ``stream`` from; ``cut`` is the newest time a mark may have
+    been saved at to be used (the listing's start less the margin)."""
+
+    stream: str
+    reads: tuple[ShardRead, ...]
+    margin: float
+    cut: float
+
+
+def _keys(clashes: Sequence[str], most: int = 5) -> str:
+    shown = []
+    for text in clashes[:most]:
+        try:
+            value = next(iter(json.loads(text).values()))
+        except (ValueError, AttributeError, StopIteration):
+            value = text
+        shown.append(repr(value))
+    return ", ".join(shown) + (f" and {len(clashes) - most} more" if len(clashes) > most else "")
+
+
+def _backfill_reason(
+    evidence: Evidence, stream: str | None, margin: float
+) -> tuple[Backfill | None, str | None]:
+    backfill = evidence.backfill
+    if backfill is None:
+        return None, (
+            "there is no record of a backfill (run `ddbkeys partition-keys index backfill` while "
+            "`index follow` or the Lambda handler keeps the markers)"
+        )
+    if stream is None:
+        return None, (
+            "the table's stream is off, so the changes since the index's snapshot cannot be read"
+        )
+    if backfill.stream != stream:
+        return None, (
+            "the backfill was made under another stream than the table's stream now (it was "
+            "turned off and on since, and what happened meanwhile is in no log): run "
+            "`index backfill` again"
+        )
+    if backfill.finished is None:
+        return None, "its backfill has not finished (or was stopped): run `index backfill`"
+    if backfill.clashes:
+        return None, (
+            "the backfill met data at the marker's key of collection(s) "
+            f"{_keys(backfill.clashes)}: move those items, then run `index backfill` again"
+        )
+    if backfill.maintained_since is None:
+        return None, (
+            "no maintainer had recorded a position in the stream when the backfill began: run "
+            "`index backfill` again while `index follow` or the Lambda handler runs"
+        )
+    if backfill.started - backfill.maintained_since < margin:
+        return None, (
+            f"the backfill began {backfill.started - backfill.maintained_since:.0f} s after the "
+            f"maintainer's first position, less than the replay margin ({margin:g} s): run "
+            "`index backfill` again"
+        )
+    return backfill, None
+
+
+def precheck(evidence: Evidence | None, stream: str | None, margin: float) -> Decline | None:
+    """Why ``evidence`` proves nothing whatever the stream holds (no backfill under the stream
+    as it is now, or clashes recorded), if so: the part of :func:`plan_replay` that needs no
+    shard list."""
+    if evidence is None:
+        evidence = Evidence("", "")
+    _, why = _backfill_reason(evidence, stream, margin)
+    if why is not None:
+        return Decline(why)
+    if evidence.clashes:
+        return Decline(
+            f"a maintainer found data at the marker's key of collection(s) "
+            f"{_keys(list(evidence.clashes))}: move those items, then run `index repair`"
+        )
+    return None
+
+
+def plan_replay(
+    evidence: Evidence | None,
+    stream: str | None,
+    shards: Sequence[Mapping[str, Any]],
+    now: float,
+    margin: float = DEFAULT_REPLAY_MARGIN,
+) -> ReplayPlan | Decline:
+    """Where to read each shard of the table's ``stream`` (DescribeStream's ``shards``) from,
+    for a listing starting ``now``; or why the index cannot be proven complete. Pure."""
+    declined = precheck(evidence, stream, margin)
+    if declined is not None:
+        return declined
+    assert evidence is not None and evidence.backfill is not None and stream is not None
+    backfill = evidence.backfill
+    cut = now - margin
+    named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
+    listed = {str(s["ShardId"]): s for s in shards}
+    for shard, gone in named.items():
+        if shard not in listed and gone.marks and gone.marks[-1][1] > cut:
+            return Decline(
+                f"shard {shard} left the stream less than {margin:g} s after the maintainer "
+                "applied its records"
+            )
+    reads: list[ShardRead] = []
+    accepted: set[str] = set()
+    for shard in _parents_first(listed):
+        mark = named.get(shard)
+        if mark is not None:
+            if isinstance(mark.since, int | float) and mark.since > backfill.started - margin:
+                return Decline(
+                    f"the maintainer began reading shard {shard} after the backfill began: run "
+                    "`index backfill` again"
+                )
+            sequence, found = mark.held_back(cut)
+            skip = float(mark.since) - margin if isinstance(mark.since, int | float) else None
+            reads.append(ShardRead(shard, sequence if found else None, skip_before=skip))
+            accepted.add(shard)
+            continue
+        parent = listed[shard].get("ParentShardId")
+        if parent is not None and (parent in accepted or parent in named) and parent in listed:
+            reads.append(ShardRead(shard, None))
+            accepted.add(shard)
+            continue
+        if now - backfill.started < DAY - margin:
+            reads.append(ShardRead(shard, None, only_after=backfill.started))
+            accepted.add(shard)
+            continue
+        hint = (
+            " (the Lambda handler gets events without a shard id: give its trigger a tumbling "
+            "window)"
+            if evidence.unnamed_batches is not None
+            else ""
+        )
+        return Decline(f"no maintainer recorded a position in shard {shard} of the stream{hint}")
+    return ReplayPlan(stream, tuple(reads), margin, cut)
+
+
+def _parents_first(listed: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The shard ids, each after its parent when the parent is listed."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(shard: str, depth: int = 0) -> None:
+        if shard in seen:
+            return
+        parent = listed[shard].get("ParentShardId")
+        if parent in listed and depth < len(listed):
+            visit(str(parent), depth + 1)
+        seen.add(shard)
+        order.append(shard)
+
+    for shard in sorted(listed):
+        visit(shard)
+    return order

@@ -1,0 +1,346 @@
+"""A listing that proves the marker index at answer time (see :mod:`ddbkeys.partition_keys.
+evidence` for the argument): the flows that load the evidence, read the stream from the
+maintainer's marks to its tip, and re-check each collection the records name; and the listing
+method that scans the index leaving those collections out, then hands out the ones that exist.
+
+The flows only decide; the sync listing and ``ddbkeys.aio`` run them on their drivers (the
+stream's requests go to a DynamoDB Streams client, see ``follow.Both``).
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.core.steps import (
+    Emit,
+    Flow,
+    Request,
+    describe_stream,
+    get_records,
+    get_shard_iterator,
+    query,
+)
+from ddbkeys.errors import DdbKeysError, error_code
+from ddbkeys.partition_keys.base import Key, Reader
+from ddbkeys.partition_keys.evidence import (
+    CREATED_ROUNDING,
+    Decline,
+    Evidence,
+    ReplayPlan,
+    ShardRead,
+    plan_replay,
+    precheck,
+)
+from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.markers import hashable, unhash
+from ddbkeys.partition_keys.state import StateCore
+from ddbkeys.schema import TableInfo
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.marker_core import MarkerCore
+
+__all__ = [
+    "Replay",
+    "ReplayedIndexMethod",
+    "estimate",
+    "load_evidence",
+    "replay_flow",
+]
+
+Hashed = tuple[str, Any]
+#: Records per GetRecords (the most DynamoDB Streams gives).
+RECORDS_PER_READ = 1000
+
+
+@dataclass
+class Replay:
+    """What a listing read from the stream and found: the collections the records after the
+    maintainer's marks name (``touched``), and whether each exists (``exists``, after the
+    re-check). ``records`` read, ``margin`` held back (seconds)."""
+
+    margin: float
+    touched: dict[Hashed, Key] = field(default_factory=dict)
+    exists: dict[Hashed, bool] = field(default_factory=dict)
+    records: int = 0
+    shards: int = 0
+
+    @property
+    def rechecked(self) -> int:
+        return len(self.exists)
+
+    def existing(self, after: Key | None = None) -> Iterator[Key]:
+        """The re-checked collections that exist, in a fixed order, past ``after``."""
+        start = hashable(after) if after is not None else None
+        for hashed in sorted(h for h, there in self.exists.items() if there):
+            if start is None or hashed > start:
+                yield unhash(hashed)
+
+    def to_json(self) -> dict[str, Any]:
+        """For a resume token: the margin and each re-checked collection with its state."""
+        return {
+            "margin": self.margin,
+            "keys": [
+                [k, base64.b64encode(v).decode() if k == "B" else v, there]
+                for (k, v), there in sorted(self.exists.items())
+            ],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Replay:
+        replay = cls(float(raw["margin"]))
+        for kind, value, there in raw["keys"]:
+            hashed = (str(kind), base64.b64decode(value) if kind == "B" else str(value))
+            replay.touched[hashed] = unhash(hashed)
+            replay.exists[hashed] = bool(there)
+        return replay
+
+
+def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
+    """Read units: of scanning the table (what listing another way costs at most), of scanning
+    the index, and of re-checking one collection (a consistent Query of two items)."""
+    items = max(1, info.item_count)
+    average = info.size_bytes / items if info.size_bytes else 100.0
+    scan = max(0.5, info.size_bytes / 4096 * 0.5)
+    index_scan = max(0.5, info.index_sizes.get(index, 0) / 4096 * 0.5)
+    per_key = float(max(1, math.ceil(2 * average / 4096)))
+    return scan, index_scan, per_key
+
+
+def load_evidence(
+    store: StateCore, info: TableInfo, index: str, margin: float
+) -> Flow[tuple[Evidence | None, Decline | None]]:
+    """The index's record, and why it proves nothing (before the stream is read) if so."""
+    evidence = yield from store._load(info.name, index)
+    return evidence, precheck(evidence, info.stream_arn, margin)
+
+
+def replay_flow(
+    reader: Reader,
+    marker: MarkerCore,
+    info: TableInfo,
+    evidence: Evidence | None,
+    margin: float,
+    now: float,
+    most: int | None,
+) -> Flow[Replay | Decline]:
+    """Read the stream from the marks held back by ``margin`` to its tip and re-check what it
+    names; a :class:`Decline` when that cannot prove the index (a shard nobody covered, a
+    position the stream no longer keeps, the stream refused, or more than ``most``
+    collections to re-check)."""
+    arn = info.stream_arn
+    if arn is None:
+        return Decline("the table's stream is off")
+    try:
+        shards = yield from _shards(reader, arn)
+    except DdbKeysError as exc:
+        return _refused(exc, "describing the table's stream")
+    plan = plan_replay(evidence, arn, shards, now, margin)
+    if isinstance(plan, Decline):
+        return plan
+    replay = Replay(margin)
+    pk = info.partition_key.name
+    for read in plan.reads:
+        outcome = yield from _read_shard(reader, plan, read, pk, replay)
+        if outcome is not None:
+            return outcome
+        if most is not None and len(replay.touched) > most:
+            return Decline(
+                f"the stream since the maintainer's positions names more than {most:,} "
+                "collections, and re-checking them costs more than listing another way"
+            )
+    for hashed, key in replay.touched.items():
+        replay.exists[hashed] = yield from _exists(reader, marker, info, key)
+    return replay
+
+
+def _ask(reader: Reader, request: Request) -> Flow[Any]:
+    def attempt(_: int) -> Flow[Any]:
+        answer = yield request
+        return answer
+
+    return reader.attempts(attempt)
+
+
+def _refused(exc: DdbKeysError, what: str) -> Decline:
+    code = error_code(getattr(exc, "cause", None) or exc)
+    if code in ("AccessDeniedException", "UnrecognizedClientException"):
+        return Decline(
+            f"{what} was refused ({code}): grant dynamodb:DescribeStream, GetShardIterator "
+            "and GetRecords on the table's stream (see `ddbkeys iam-policy`)"
+        )
+    raise exc
+
+
+def _shards(reader: Reader, arn: str) -> Flow[list[dict[str, Any]]]:
+    shards: list[dict[str, Any]] = []
+    start: str | None = None
+    while True:
+        request: dict[str, Any] = {"StreamArn": arn}
+        if start:
+            request["ExclusiveStartShardId"] = start
+        page = yield from _ask(reader, describe_stream(request))
+        description = page["StreamDescription"]
+        shards.extend(description.get("Shards", []))
+        start = description.get("LastEvaluatedShardId")
+        if not start:
+            return shards
+
+
+def _created(record: Mapping[str, Any]) -> float | None:
+    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+
+
+def _iterator(
+    reader: Reader, plan: ReplayPlan, shard: str, after: str | None
+) -> Flow[str | Decline]:
+    request: dict[str, Any] = {"StreamArn": plan.stream, "ShardId": shard}
+    if after is None:
+        request["ShardIteratorType"] = "TRIM_HORIZON"
+    else:
+        request["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
+        request["SequenceNumber"] = after
+    try:
+        answer = yield from _ask(reader, get_shard_iterator(request))
+    except DdbKeysError as exc:
+        code = error_code(getattr(exc, "cause", None) or exc)
+        if code == "TrimmedDataAccessException":
+            return Decline(
+                f"the maintainer's position in shard {shard} is older than the stream keeps "
+                "(24 h): run `index backfill` again once the maintainer runs"
+            )
+        if code == "ResourceNotFoundException":
+            return Decline(f"shard {shard} is no longer in the stream")
+        return _refused(exc, "reading the table's stream")
+    return str(answer["ShardIterator"])
+
+
+def _read_shard(
+    reader: Reader, plan: ReplayPlan, read: ShardRead, pk: str, replay: Replay
+) -> Flow[Decline | None]:
+    """Read one shard from ``read.after`` to its tip; the keys its records name go into
+    ``replay.touched``. An expired iterator (15 minutes) is taken again past the last record."""
+    after, first = read.after, True
+    iterator = yield from _iterator(reader, plan, read.shard, after)
+    replay.shards += 1
+    while True:
+        if isinstance(iterator, Decline):
+            return iterator
+        try:
+            page = yield from _ask(
+                reader, get_records({"ShardIterator": iterator, "Limit": RECORDS_PER_READ})
+            )
+        except DdbKeysError as exc:
+            if error_code(getattr(exc, "cause", None) or exc) != "ExpiredIteratorException":
+                return _refused(exc, "reading the table's stream")
+            iterator = yield from _iterator(reader, plan, read.shard, after)
+            continue
+        records = page.get("Records", [])
+        for record in records:
+            created = _created(record)
+            if (
+                first
+                and read.only_after is not None
+                and (created is None or created < read.only_after)
+            ):
+                return Decline(
+                    f"no maintainer recorded a position in shard {read.shard}, which holds "
+                    "records from before the backfill"
+                )
+            first = False
+            after = str(record["dynamodb"]["SequenceNumber"])
+            replay.records += 1
+            if (
+                read.skip_before is not None
+                and created is not None
+                and created + CREATED_ROUNDING < read.skip_before
+            ):
+                continue  # history the backfill covers
+            key = record.get("dynamodb", {}).get("Keys", {}).get(pk)
+            if key is not None:
+                replay.touched.setdefault(hashable(key), key)
+        following = page.get("NextShardIterator")
+        if not records or not following:
+            return None  # the tip for now, or a closed shard's end
+        iterator = following
+
+
+def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Flow[bool]:
+    """Whether the collection ``key`` holds an item that is not ddbkeys' marker (a consistent
+    Query of at most two items a page; a second page only when the first held the marker
+    alone and stopped short)."""
+    pk, sk = info.partition_key.name, info.sort_key
+    assert sk is not None
+    marker_sk = marker._sort_key(info)
+    request: dict[str, Any] = {
+        "TableName": info.name,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": {"#pk": pk, "#sk": sk.name, "#m": marker.attribute},
+        "ExpressionAttributeValues": {":pk": key},
+        "ProjectionExpression": "#pk, #sk, #m",
+        "ConsistentRead": True,
+        "Limit": 2,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    budget = reader.budget
+    while True:
+        if budget is not None:
+            yield from budget.wait(reader.stop)
+        page = yield from _ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
+        if budget is not None:
+            consumed = page.get("ConsumedCapacity") or {}
+            budget.spend(float(consumed.get("CapacityUnits", 1.0)))
+        for item in page.get("Items", []):
+            if not (item.get(sk.name) == marker_sk and item.get(marker.attribute) == item.get(pk)):
+                return True
+        if "LastEvaluatedKey" not in page:
+            return False
+        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+
+class ReplayedIndexMethod(IndexMethod):
+    """The marker index, proven by a replay: its last segment hands out the re-checked
+    collections that exist; the others scan the index (``segments - 1`` Scan segments),
+    leaving the re-checked collections out."""
+
+    def __init__(self, info: TableInfo, index: MarkerCore, replay: Replay) -> None:
+        super().__init__(info, index)
+        self.replay = replay
+
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        if segment == segments - 1:
+            for key in self.replay.existing(after):
+                yield Emit(key)
+            return
+        touched = self.replay.touched
+        yield from _filtered(
+            super().keys(reader, segment, segments - 1, after),
+            lambda key: hashable(key) not in touched,
+        )
+
+
+def _filtered(flow: Flow[None], keep: Callable[[Key], bool]) -> Flow[None]:
+    """``flow`` with the keys it emits that ``keep`` refuses left out."""
+    try:
+        step = next(flow)
+        while True:
+            if isinstance(step, Emit) and not keep(step.value):
+                step = flow.send(None)
+                continue
+            try:
+                answer = yield step
+            except GeneratorExit:
+                flow.close()
+                raise
+            except BaseException as exc:
+                step = flow.throw(exc)
+                continue
+            step = flow.send(answer)
+    except StopIteration:
+        return

@@ -1,0 +1,158 @@
+"""The proof's decisions without a server: where a listing reads each shard of the stream from,
+and why it declines (see ddbkeys.partition_keys.evidence)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ddbkeys.partition_keys.evidence import (
+    DAY,
+    MAX_MARKS,
+    Backfill,
+    Decline,
+    Evidence,
+    ReplayPlan,
+    ShardMark,
+    ShardRead,
+    advance,
+    plan_replay,
+    thin,
+)
+from ddbkeys.partition_keys.state import evidence_from_item
+
+ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
+NOW = 10_000.0
+
+
+def shard(name: str, parent: str | None = None, ending: str | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {"ShardId": name, "SequenceNumberRange": {}}
+    if parent is not None:
+        found["ParentShardId"] = parent
+    if ending is not None:
+        found["SequenceNumberRange"]["EndingSequenceNumber"] = ending
+    return found
+
+
+def mark(name: str, *marks: tuple[str | None, float], since: str | float = "start") -> ShardMark:
+    return ShardMark(name, ARN, since, tuple(marks))
+
+
+def evidence(*marks: ShardMark, **backfill: Any) -> Evidence:
+    fields: dict[str, Any] = {"started": 5_000.0, "stream": ARN, "maintained_since": 1_000.0}
+    fields["finished"] = 6_000.0
+    fields.update(backfill)
+    clashes = fields.pop("maintainer_clashes", ())
+    return Evidence(
+        "orders", "ix", {m.shard: m for m in marks}, Backfill(**fields), tuple(clashes)
+    )
+
+
+GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
+
+
+@pytest.mark.parametrize(
+    ("record", "stream", "why"),
+    [
+        (None, ARN, "there is no record of a backfill"),
+        (GOOD, None, "the table's stream is off"),
+        (GOOD, ARN + "x", "another stream"),
+        (evidence(finished=None), ARN, "has not finished"),
+        (evidence(clashes=('{"S":"k"}',)), ARN, "backfill met data at the marker's key of"),
+        (evidence(maintained_since=None), ARN, "no maintainer had recorded a position"),
+        (evidence(maintained_since=4_990.0), ARN, "less than the replay margin"),
+        (evidence(maintainer_clashes=('{"S":"k"}',)), ARN, "a maintainer found data"),
+        (evidence(mark("s1", since=4_999.0)), ARN, "began reading shard s1 after the backfill"),
+    ],
+)
+def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, why: str) -> None:
+    verdict = plan_replay(record, stream, [shard("s1")], NOW, 60.0)
+    assert isinstance(verdict, Decline) and why in verdict.reason
+
+
+def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> None:
+    plan = plan_replay(GOOD, ARN, [shard("s1")], NOW, 60.0)
+    assert plan == ReplayPlan(ARN, (ShardRead("s1", "10"),), 60.0, NOW - 60.0)
+    # Once the newest mark is old enough, nothing before it is read again.
+    later = plan_replay(GOOD, ARN, [shard("s1")], NOW + 61, 60.0)
+    assert isinstance(later, ReplayPlan) and later.reads == (ShardRead("s1", "20"),)
+
+
+def test_a_shard_with_no_mark_old_enough_is_read_from_its_start() -> None:
+    young = evidence(mark("s1", ("20", 9_990.0)))
+    plan = plan_replay(young, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayPlan) and plan.reads == (ShardRead("s1", None),)
+
+
+def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> None:
+    latest = evidence(mark("s1", (None, 1_000.0), since=1_000.0))
+    plan = plan_replay(latest, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayPlan)
+    assert plan.reads == (ShardRead("s1", None, skip_before=940.0),)
+
+
+def test_unnamed_shards() -> None:
+    listed = [shard("s1", ending="30"), shard("child", "s1"), shard("grandchild", "child")]
+    plan = plan_replay(GOOD, ARN, listed, NOW, 60.0)
+    assert isinstance(plan, ReplayPlan)
+    # Descendants of a named shard: every record, from their start.
+    assert [r.shard for r in plan.reads] == ["s1", "child", "grandchild"]
+    assert plan.reads[1:] == (ShardRead("child", None), ShardRead("grandchild", None))
+    # A stranger: read from its start, but only if it holds nothing from before the backfill.
+    plan = plan_replay(GOOD, ARN, [shard("s1"), shard("s9")], NOW, 60.0)
+    assert isinstance(plan, ReplayPlan)
+    assert plan.reads[1] == ShardRead("s9", None, only_after=5_000.0)
+    # ... and not at all once the backfill is older than the stream keeps records.
+    declined = plan_replay(GOOD, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
+    assert isinstance(declined, Decline) and "no maintainer recorded a position in shard s9" in (
+        declined.reason
+    )
+    hinted = Evidence("orders", "ix", GOOD.shards, GOOD.backfill, (), unnamed_batches=1.0)
+    declined = plan_replay(hinted, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
+    assert isinstance(declined, Decline) and "tumbling window" in declined.reason
+
+
+def test_a_named_shard_that_left_the_stream_within_the_margin_is_declined() -> None:
+    verdict = plan_replay(GOOD, ARN, [shard("s2", "s1")], NOW, 60.0)
+    assert isinstance(verdict, Decline) and "left the stream" in verdict.reason
+    old = evidence(mark("s1", ("10", 7_000.0)))
+    plan = plan_replay(old, ARN, [shard("s2", "s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayPlan)  # gone long ago: its child is read from its start
+    assert plan.reads == (ShardRead("s2", None, only_after=5_000.0),)
+
+
+def test_marks_of_another_stream_count_for_nothing() -> None:
+    other = ShardMark("s1", ARN + "old", "start", (("10", 7_000.0),))
+    verdict = plan_replay(evidence(other), ARN, [shard("s1")], 5_000.0 + DAY, 60.0)
+    assert isinstance(verdict, Decline) and "shard s1" in verdict.reason
+
+
+def test_advance_never_goes_back_and_thins() -> None:
+    first = advance(None, "s1", ARN, "start", "5", 100.0)
+    assert first.marks == (("5", 100.0),)
+    again = advance(first, "s1", ARN, "start", "3", 200.0)  # a batch delivered again
+    assert again.marks[-1] == ("5", 200.0)
+    moved = advance(again, "s1", ARN, "start", "12", 300.0)
+    assert moved.marks[-1] == ("12", 300.0) and moved.since == "start"
+    restarted = advance(moved, "s1", ARN + "new", 400.0, None, 400.0)  # a new stream
+    assert restarted.marks == ((None, 400.0),) and restarted.since == 400.0
+    many = [(str(n), float(n)) for n in range(10_000)]
+    kept = thin(many, 10_000.0)
+    assert len(kept) <= MAX_MARKS and kept[-1] == many[-1]
+    assert [s for s, _ in kept] == sorted((s for s, _ in kept), key=lambda s: int(s or 0))
+
+
+def test_the_record_reads_back() -> None:
+    item = {
+        "id": {"S": "orders/ix"},
+        "shard s1": {"S": GOOD.shards["s1"].to_json()},
+        "shard junk": {"S": "not json"},
+        "backfill": {"S": '{"started":5000,"stream":"%s","maintained_since":1000}' % ARN},
+        "clashes": {"SS": ['{"S":"k"}']},
+        "unnamed_batches": {"N": "3"},
+    }
+    read = evidence_from_item("orders", "ix", item)
+    assert read.shards == {"s1": GOOD.shards["s1"]}
+    assert read.backfill == Backfill(5000.0, ARN, 1000.0)
+    assert read.clashes == ('{"S":"k"}',) and read.unnamed_batches == 3.0
