@@ -310,9 +310,9 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
     aio = run_aio(endpoint, client.meta.region_name, table, expected)
     MarkerIndex(client, table).create()
     # A follower of the table's stream, then a backfill: auto can vouch for the index.
-    with followed(client, table, state_table) as (index, _, caught_up_since):
+    with followed(client, table, state_table) as (index, _, settle):
         index.backfill(state_table=state_table)
-        caught_up_since(time.time())
+        settle()
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
     return [*rows, aio]
 

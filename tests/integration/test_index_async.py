@@ -15,6 +15,7 @@ from aiobotocore.session import get_session
 from ddbkeys.aio.index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
 from ddbkeys.aio.listing import distinct_partition_keys
 from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys import IndexUnprovenError
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.testing.tables import TableFactory
 from tests.integration.test_listing_async import describes
@@ -79,17 +80,21 @@ def test_create_backfill_verify_give_the_exact_key_set(
         verified = await index.verify()
         assert verified.healthy and (verified.collections, verified.markers) == (60, 60)
         saved = await StateStore(client, store).load(table, index.name)
-        assert saved is not None and saved.backfill_finished is not None
-        # The asyncio listing reads the index when asked (no follower: it cannot vouch for it,
-        # so auto lists with the skip scan, and says why).
+        assert saved is not None and saved.backfill is not None and saved.backfill.finished
+        # No follower: nothing proves the index. Asked for, it is an error saying why; read as
+        # it is with trust_index; auto lists with the skip scan, and says why.
+        with pytest.raises(IndexUnprovenError, match="no maintainer had recorded a position"):
+            await distinct_partition_keys(client, table, "index", state_table=store)
         sent = describes(client)
-        listing = await distinct_partition_keys(client, table, "index", state_table=store)
+        listing = await distinct_partition_keys(
+            client, table, "index", state_table=store, trust_index=True
+        )
         assert sorted([str(k) async for k in listing]) == expected
         assert sent == [table]  # one DescribeTable for the listing, the index's check included
         assert listing.method_name == "index" and listing.index_trusted is False
         auto = await distinct_partition_keys(client, table, state_table=store, segments=4)
         assert sorted([str(k) async for k in auto]) == expected
-        assert auto.method_name == "skip-pages" and "cannot be vouched for" in auto.method_reason
+        assert auto.method_name == "skip-pages" and "cannot be proven" in auto.method_reason
         # A second object given the description reads none itself.
         known = MarkerIndex(client, table, info=index.info)
         assert await known.status() == "ACTIVE"

@@ -82,12 +82,18 @@ def assert_exact(client: DynamoDBClient, table: str, store: str) -> None:
 def wait_for_record(
     client: DynamoDBClient, table: str, store: str, caught_up_after: float | None = None
 ) -> None:
-    """Wait until a follower has recorded its start (or, given a time, been caught up since)."""
+    """Wait until a follower has recorded its start (or, given a time, saved a mark since in
+    every shard it named: it applied every record up to then)."""
     deadline = time.monotonic() + 60
     while True:
         saved = StateStore(client, store).load(table, "ddbkeys-partition-keys")
-        if saved is not None and (
-            caught_up_after is None or (saved.caught_up_at or 0) > caught_up_after
+        if (
+            saved is not None
+            and saved.shards
+            and (
+                caught_up_after is None
+                or all(m.marks and m.marks[-1][1] > caught_up_after for m in saved.shards.values())
+            )
         ):
             return
         assert time.monotonic() < deadline, "the follower never recorded its start"
@@ -207,7 +213,7 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
         assert follower.wait(timeout=30) == -signal.SIGKILL
         kills += 1
         saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
-        assert saved is not None and saved.maintainer == "follow"
+        assert saved is not None and saved.shards
         follower = start(command, tmp_path, kills)
     background.join()
     # The last one catches up with every write above, from the checkpoint its killed
@@ -225,9 +231,9 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     # Nothing it kept was a position from another stream, and none of the starts began over:
     # the time coverage began is the first run's, so the backfill still counts.
     saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
-    assert saved is not None and saved.backfill_finished is not None
-    assert saved.maintained_since is not None and saved.backfill_started is not None
-    assert saved.maintained_since < saved.backfill_started
+    assert saved is not None and saved.backfill is not None and saved.backfill.finished
+    began = [m.first_saved for m in saved.shards.values()]
+    assert began and all(b is not None and b < saved.backfill.started for b in began)
 
 
 @pytest.mark.parametrize("stop_with", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
@@ -337,7 +343,7 @@ def test_a_split_shard_is_read_parent_first_and_an_expired_iterator_is_taken_aga
         )
         follower.run(until_caught_up=True)
     saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
-    assert saved is not None and dict(saved.shards) == {PARENT: seq(200)}
+    assert saved is not None and saved.shards[PARENT].marks[-1][0] == seq(200)
     # Second run: the parent split into a child. The parent's saved iterator position is
     # taken again; its first read says the iterator expired; it is taken again from the
     # saved position, read to its end, and only then is the child read.
@@ -358,4 +364,6 @@ def test_a_split_shard_is_read_parent_first_and_an_expired_iterator_is_taken_aga
     assert marked(ddb_client, table) == ["kept"] == non_empty(ddb_client, table)
     saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
     assert saved is not None
-    assert PARENT in saved.finished_shards and dict(saved.shards) == {CHILD: seq(1000)}
+    assert saved.shards[PARENT].marks[-1][0] == seq(300)  # read to its end
+    assert saved.shards[CHILD].marks[-1][0] == seq(1000)
+    assert saved.shards[CHILD].since == "start"

@@ -44,9 +44,7 @@ def evidence(*marks: ShardMark, **backfill: Any) -> Evidence:
     fields["finished"] = 6_000.0
     fields.update(backfill)
     clashes = fields.pop("maintainer_clashes", ())
-    return Evidence(
-        "orders", "ix", {m.shard: m for m in marks}, Backfill(**fields), tuple(clashes)
-    )
+    return Evidence("orders", "ix", {m.shard: m for m in marks}, Backfill(**fields), tuple(clashes))
 
 
 GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))

@@ -19,6 +19,7 @@ from ddbkeys.cli.common import (
     output_option,
     parse_key,
     show_key,
+    state_table_option,
     table_option,
 )
 from ddbkeys.partition_keys import (
@@ -28,7 +29,7 @@ from ddbkeys.partition_keys import (
     plain_key,
 )
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
-from ddbkeys.partition_keys.state import STATE_TABLE
+from ddbkeys.partition_keys.state import state_table_name
 
 __all__ = ["index_group"]
 
@@ -154,15 +155,28 @@ def unmark_command(
 @index_group.command("backfill")
 @table_option
 @index_options
+@state_table_option
 @connection_options
 @output_option
 def backfill_command(
-    table_name: str, index_name: str, marker_attribute: str, connection: Connection, output: str
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    connection: Connection,
+    output: str,
 ) -> None:
-    """Mark every collection of the table (found with the skip scan).
+    """Reconcile every collection of the table (found with the skip scan) with its marker:
+    mark those without one, remove the markers of those that hold nothing else.
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
-    and the exit code is 1.
+    and the exit code is 1. The backfill is recorded in --state-table: run it while `index
+    follow` or the Lambda handler keeps the markers (and at least the replay margin, 60 s,
+    after it began), so that listings can prove the index complete.
+
+    \b
+    Example:
+      ddbkeys partition-keys index backfill -t orders
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
@@ -171,7 +185,8 @@ def backfill_command(
         status.start()
     try:
         report = index.backfill(
-            progress=(lambda n: status.update(f"{n} markers written")) if status else None
+            progress=(lambda n: status.update(f"{n} markers written")) if status else None,
+            state_table=state_table,
         )
     finally:
         if status is not None:
@@ -268,6 +283,7 @@ def verify_command(
 @table_option
 @index_options
 @click.option("--keep-orphans", is_flag=True, help="Do not remove orphaned markers.")
+@state_table_option
 @connection_options
 @output_option
 def repair_command(
@@ -275,13 +291,20 @@ def repair_command(
     index_name: str,
     marker_attribute: str,
     keep_orphans: bool,
+    state_table: str | None,
     connection: Connection,
     output: str,
 ) -> None:
     """Mark the collections verify finds unmarked, and remove orphaned markers. Says what it
-    did and what it could not fix; exit code 1 when something is left."""
+    did and what it could not fix; exit code 1 when something is left. Clashes a maintainer
+    recorded in --state-table that verify no longer finds are cleared.
+
+    \b
+    Example:
+      ddbkeys partition-keys index repair -t orders
+    """
     index = open_index(connection, table_name, index_name, marker_attribute)
-    report = index.repair(remove_orphans=not keep_orphans)
+    report = index.repair(remove_orphans=not keep_orphans, state_table=state_table)
     _report(report, output, table_name, repaired=True)
     if not report.repaired:
         raise click.exceptions.Exit(1)
@@ -313,12 +336,7 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
 @index_group.command("follow")
 @table_option
 @index_options
-@click.option(
-    "--state-table",
-    default=STATE_TABLE,
-    show_default=True,
-    help="Where the checkpoint and the evidence live.",
-)
+@state_table_option
 @click.option(
     "--from-start",
     is_flag=True,
@@ -342,7 +360,7 @@ def follow_command(
     table_name: str,
     index_name: str,
     marker_attribute: str,
-    state_table: str,
+    state_table: str | None,
     from_start: bool,
     until_caught_up: bool,
     poll: float,
@@ -397,7 +415,7 @@ def follow_command(
     if received:
         click.echo(
             f"Stopped by {signal.Signals(received[0]).name}; the next start goes on from the "
-            f"checkpoint in table {state_table!r}.",
+            f"checkpoint in table {state_table_name(state_table)!r}.",
             err=True,
         )
     fields = {

@@ -7,6 +7,7 @@ import signal
 import sys
 import threading
 import time
+from typing import Any
 
 import click
 from rich.console import Console
@@ -18,11 +19,13 @@ from ddbkeys.cli.common import (
     index_options,
     json_key,
     json_text,
+    state_table_option,
 )
 from ddbkeys.cli.listing_output import jsonl_line, text_line
 from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, KeySink
 from ddbkeys.errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
+    DEFAULT_REPLAY_MARGIN,
     MAX_READERS,
     METHODS,
     Listing,
@@ -31,12 +34,32 @@ from ddbkeys.partition_keys import (
 )
 
 
+def _replay_fields(listing: Listing) -> dict[str, Any] | None:
+    """What the proof of the marker index read and re-checked (None: no proof)."""
+    replay = listing.replay
+    if replay is None:
+        return None
+    return {
+        "margin": replay.margin,
+        "records": replay.records,
+        "rechecked": replay.rechecked,
+        "existing": sum(replay.exists.values()),
+    }
+
+
 def usage_line(listing: Listing, *, progress: bool = False) -> str:
     u = listing.usage
     line = (
         f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
         f"{u.items} items read, {u.read_units:g} RCU"
     )
+    replay = listing.replay
+    if replay is not None and not progress:
+        line += (
+            f" (the index proven: {replay.records} stream records read past the maintainer's "
+            f"positions held back {replay.margin:g} s, {replay.rechecked} collections "
+            "re-checked, included)"
+        )
     if progress and listing.scan_segments > 1:
         line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
     return line
@@ -154,8 +177,8 @@ def stream_keys(
     type=click.Choice(METHODS),
     default="auto",
     show_default=True,
-    help="auto picks: no sort key -> scan; healthy marker index -> index; else the "
-    "adaptive skip scan.",
+    help="auto picks: no sort key -> scan; a marker index proven complete now -> index; else "
+    "the adaptive skip scan.",
 )
 @click.option(
     "--segments",
@@ -211,6 +234,22 @@ def stream_keys(
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
 @index_options
+@state_table_option
+@click.option(
+    "--replay-margin",
+    type=click.FloatRange(0, 3600, max_open=True),
+    default=DEFAULT_REPLAY_MARGIN,
+    show_default=True,
+    metavar="SECONDS",
+    help="How far back the marker index's proof reads the stream before the maintainer's "
+    "positions: writes reach the index and the stream within it (the proof's assumption).",
+)
+@click.option(
+    "--trust-index",
+    is_flag=True,
+    help="With --method index: read the index as it is when it cannot be proven complete (an "
+    "index your application keeps itself with `index mark`/`unmark`), with a warning.",
+)
 @connection_options
 @click.pass_context
 def partition_keys_group(
@@ -227,6 +266,9 @@ def partition_keys_group(
     quiet: bool,
     index_name: str,
     marker_attribute: str,
+    state_table: str | None,
+    replay_margin: float,
+    trust_index: bool,
     connection: Connection,
 ) -> None:
     """List the distinct partition keys of a table, at a small part of a full scan's cost.
@@ -242,8 +284,9 @@ def partition_keys_group(
       scan        read every item's key: best with no sort key or tiny collections
       skip        the skip scan: one item per request, jump past the rest of the collection
       skip-pages  up to 4 KB per request, jump past the last key seen
-      index       scan the sparse marker index (see `partition-keys index --help`)
-      auto        the cheapest that applies (default)
+      index       scan the sparse marker index (see `partition-keys index --help`),
+                  proven complete now from the table's stream, or an error saying why
+      auto        the cheapest that applies (default); the index only when proven
 
     \b
     Examples:
@@ -251,6 +294,7 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
       ddbkeys partition-keys -t orders --checkpoint orders.ckpt -o keys.txt
+      ddbkeys partition-keys -t orders -m index --trust-index
     """
     if ctx.invoked_subcommand is not None:
         return
@@ -300,6 +344,9 @@ def partition_keys_group(
         resume=resume,
         on_key=progress if show_progress else None,
         deadline=connection.timeout,
+        state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
     )
     sink.open(listing)
     if sink.resumed and not quiet:
@@ -320,6 +367,7 @@ def partition_keys_group(
                     "table": table_name,
                     "method": listing.method_name,
                     "method_reason": listing.method_reason,
+                    "replay": _replay_fields(listing),
                     "keys": collected,
                     "usage": listing.usage.snapshot(),
                 }

@@ -162,6 +162,8 @@ class FollowReport:
     unmarked: int = 0
     clashes: int = 0
     caught_up: bool = False
+    #: When (the follower's clock) it last found every shard read to its end.
+    caught_up_at: float | None = None
 
 
 class Event(Protocol):
@@ -403,6 +405,7 @@ class FollowerCore:
             now = self.clock()
             if at_end and not stop.requested:
                 self.report.caught_up = True
+                self.report.caught_up_at = now
                 if until_caught_up:
                     break
                 yield Pause(self.poll, stop=stop)
