@@ -3,6 +3,7 @@ and why it declines (see ddbkeys.partition_keys.evidence)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -146,7 +147,7 @@ def test_the_record_reads_back() -> None:
         "id": {"S": "orders/ix"},
         "shard s1": {"S": GOOD.shards["s1"].to_json()},
         "shard junk": {"S": "not json"},
-        "backfill": {"S": '{"started":5000,"stream":"%s","maintained_since":1000}' % ARN},
+        "backfill": {"S": json.dumps({"started": 5000, "stream": ARN, "maintained_since": 1000})},
         "clashes": {"SS": ['{"S":"k"}']},
         "unnamed_batches": {"N": "3"},
     }
