@@ -8,7 +8,6 @@ the non-empty collections, `index verify` healthy, `--method index` exact."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 import random
 import signal
@@ -24,32 +23,15 @@ from botocore.stub import ANY, Stubber
 
 from ddbkeys.connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follow import StreamFollower, enable_stream, streams_client_for
+from ddbkeys.partition_keys.follow import StreamFollower, streams_client_for
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.testing import FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
-from tests.integration.test_marker_lifecycle import item, marked, non_empty
+from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def streamed_table(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) -> str:
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    MarkerIndex(ddb_client, table).create()
-    enable_stream(ddb_client, table)
-    return table
-
-
-@pytest.fixture
-def state_table(ddb_client: DynamoDBClient, streamed_table: str) -> Any:
-    name = f"ddbkeys-state-{streamed_table[-12:]}"
-    yield name
-    with contextlib.suppress(ddb_client.exceptions.ResourceNotFoundException):
-        ddb_client.delete_table(TableName=name)
 
 
 def write_randomly(client: Any, table: str, seed: int, count: int, keys: int = 10) -> None:
@@ -74,7 +56,10 @@ def settle(client: DynamoDBClient, table: str, seconds: float = 90) -> None:
 def assert_exact(client: DynamoDBClient, table: str, store: str) -> None:
     assert marked(client, table) == non_empty(client, table)
     assert MarkerIndex(client, table).verify().healthy
-    listing = distinct_partition_keys(client, table, "index", state_table=store)
+    time.sleep(MARGIN)  # what the follower applied last is in the index (and held back)
+    listing = distinct_partition_keys(
+        client, table, "index", state_table=store, replay_margin=MARGIN
+    )
     assert listing.index_trusted is True, listing.method_reason
     assert sorted(listing) == non_empty(client, table)
 
@@ -124,6 +109,7 @@ def test_writers_and_the_follower_through_the_fault_proxy(
     runner.start()
     try:
         wait_for_record(ddb_client, table, store)
+        time.sleep(MARGIN)
         # A backfill through the same proxy, begun after the follower's start.
         # (A marker whose PutItem response was lost is found there on the retry.)
         backfill = MarkerIndex(proxied, table).backfill(state_table=store)
@@ -189,6 +175,7 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     command = follow_command(ddb_endpoint_url, table, store)
     follower = start(command, tmp_path, 0)
     wait_for_record(ddb_client, table, store)
+    time.sleep(MARGIN)
     MarkerIndex(ddb_client, table).backfill(state_table=store)
     done = threading.Event()
 

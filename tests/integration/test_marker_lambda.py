@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, enable_stream
+from ddbkeys.partition_keys import (
+    IndexUnprovenError,
+    MarkerIndex,
+    distinct_partition_keys,
+    enable_stream,
+)
 from ddbkeys.partition_keys.aws_lambda import StreamHandler, table_of
 from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.testing.tables import TableFactory
@@ -46,21 +51,36 @@ class Stream:
         self.iterators: dict[str, str] = {}
 
     def events(self) -> list[dict[str, Any]]:
+        """The new records of every shard, as one plain event's records (no shard named)."""
+        return [r for _, records in self.batches() for r in records]
+
+    def windowed(self) -> list[dict[str, Any]]:
+        """The new records as tumbling-window events, one per shard (each names its shard)."""
+        return [
+            {"Records": records, "shardId": shard, "window": {"start": "", "end": ""}, "state": {}}
+            for shard, records in self.batches()
+        ]
+
+    def batches(self) -> list[tuple[str, list[dict[str, Any]]]]:
         shards = self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
-        records: list[dict[str, Any]] = []
+        found: list[tuple[str, list[dict[str, Any]]]] = []
         for shard in shards:
+            records: list[dict[str, Any]] = []
             shard_id = shard["ShardId"]
             if shard_id not in self.iterators:
                 self.iterators[shard_id] = self.streams.get_shard_iterator(
                     StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
                 )["ShardIterator"]
-            while True:
+            while self.iterators[shard_id]:
                 page = self.streams.get_records(ShardIterator=self.iterators[shard_id])
-                self.iterators[shard_id] = page["NextShardIterator"]
+                self.iterators[shard_id] = page.get("NextShardIterator", "")  # "": closed
+                records.extend(page["Records"])
                 if not page["Records"]:
                     break
-                records.extend(page["Records"])
-        return [dict(lambda_json(r), eventSourceARN=self.arn) for r in records]
+            found.append(
+                (shard_id, [dict(lambda_json(r), eventSourceARN=self.arn) for r in records])
+            )
+        return found
 
 
 def markers(client: DynamoDBClient, table: str) -> list[Any]:
@@ -107,16 +127,61 @@ def test_lambda_events_keep_the_markers_exact(
     put(ddb_client, table, b"d", 1)
     assert handler.handle({"Records": stream.events()}) == {"batchItemFailures": []}
     assert markers(ddb_client, table) == [b"\x00a", b"d"] == collections(ddb_client, table)
-    # Backfill once the handler runs; then auto trusts the index while the handler is fresh.
+    ddb_client.delete_table(TableName=store)
+
+
+MARGIN = 1.0
+
+
+def index_listing(client: DynamoDBClient, table: str, store: str) -> Any:
+    return distinct_partition_keys(client, table, "index", state_table=store, replay_margin=MARGIN)
+
+
+def test_the_handler_records_positions_and_listings_prove_the_index_from_them(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "B"), ("sk", "N"))
+    MarkerIndex(ddb_client, table).create()
+    stream = Stream(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    handler = StreamHandler(ddb_client, state_table=store)
+    put(ddb_client, table, b"a", 1)
+    # A plain event names no shard: the markers are kept, but nothing can be proven.
+    assert handler.handle({"Records": stream.events()}) == {"batchItemFailures": []}
     MarkerIndex(ddb_client, table).backfill(state_table=store)
-    handler.handle({"Records": stream.events()})
-    listing = distinct_partition_keys(ddb_client, table, state_table=store)
-    assert (listing.method_name, listing.index_trusted) == ("index", True), listing.method_reason
-    assert sorted(listing) == [b"\x00a", b"d"]
-    time.sleep(0.05)
-    quiet = distinct_partition_keys(ddb_client, table, state_table=store, max_lag=0.01)
-    assert quiet.method_name == "skip-pages"
-    assert "cannot tell that from a trigger that stopped" in quiet.method_reason
+    with pytest.raises(IndexUnprovenError, match="no maintainer had recorded a position"):
+        index_listing(ddb_client, table, store)
+    # With a tumbling window: the position is recorded, and the window's state answered.
+    put(ddb_client, table, b"b", 1)
+    for event in stream.windowed():
+        assert handler.handle(event) == {"batchItemFailures": [], "state": {}}
+    time.sleep(MARGIN)
+    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    proven = index_listing(ddb_client, table, store)
+    assert proven.index_trusted is True, proven.method_reason
+    assert sorted(proven) == [b"a", b"b"] == collections(ddb_client, table)
+    # The handler falls behind (its records not handled yet, as under a backlog): the listing
+    # reads them past the handler's position itself and stays exact.
+    put(ddb_client, table, b"c", 1)
+    delete(ddb_client, table, b"a", 1)
+    behind = index_listing(ddb_client, table, store)
+    assert sorted(behind) == [b"b", b"c"] == collections(ddb_client, table)
+    assert behind.replay is not None and behind.replay.rechecked >= 2
+    for event in stream.windowed():
+        handler.handle(event)
+    # The stream off and on: what happened meanwhile is in no log. One batch of the new stream
+    # does not make the old backfill count.
+    ddb_client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+    put(ddb_client, table, b"unseen", 1)
+    stream = Stream(ddb_client, table)
+    put(ddb_client, table, b"e", 1)
+    for event in stream.windowed():
+        handler.handle(event)
+    time.sleep(MARGIN)
+    with pytest.raises(IndexUnprovenError, match="another stream"):
+        index_listing(ddb_client, table, store)
+    auto = distinct_partition_keys(ddb_client, table, state_table=store)
+    assert auto.method_name == "skip-pages" and b"unseen" in list(auto)
     ddb_client.delete_table(TableName=store)
 
 

@@ -1,0 +1,233 @@
+"""The marker index proven at answer time (snapshot plus log), against DynamoDB Local with the
+real follower: each case that made the old heartbeat rule list keys wrongly with no warning
+(issue 21) now lists exactly, or declines and says why."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.partition_keys import (
+    IndexUnprovenError,
+    MarkerIndex,
+    StreamFollower,
+    distinct_partition_keys,
+)
+from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys.state import StateStore
+from tests.integration.test_marker_follow_faults import (
+    follow_command,
+    start,
+    wait_for_record,
+    write_randomly,
+)
+from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+def listing(client: DynamoDBClient, table: str, store: str, method: str = "auto") -> Any:
+    return distinct_partition_keys(client, table, method, state_table=store, replay_margin=MARGIN)
+
+
+@contextlib.contextmanager
+def following(client: DynamoDBClient, table: str, store: str) -> Iterator[StreamFollower]:
+    """A follower in a thread, once it has recorded its positions and the margin has passed."""
+    follower = StreamFollower(MarkerIndex(client, table), state_table=store, poll=0.05)
+    stop = threading.Event()
+    runner = threading.Thread(target=follower.run, args=(stop,))
+    runner.start()
+    try:
+        wait_for_record(client, table, store)
+        time.sleep(MARGIN)
+        yield follower
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+
+
+def caught_up(follower: StreamFollower) -> None:
+    moment = time.time()
+    deadline = time.monotonic() + 30
+    while (follower.report.caught_up_at or 0) <= moment:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    time.sleep(MARGIN)
+
+
+def test_a_backfill_that_met_a_clash_proves_nothing(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    for n in range(10):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    squatter = {"pk": {"S": "k3"}, "sk": DEFAULT_MARKER_SORT_KEY["N"], "note": {"S": "mine"}}
+    ddb_client.put_item(TableName=table, Item=squatter)
+    with following(ddb_client, table, store):
+        report = MarkerIndex(ddb_client, table).backfill(state_table=store)
+        assert report.clashes == [{"S": "k3"}]
+        auto = listing(ddb_client, table, store)
+        assert auto.method_name == "skip-pages" and "'k3'" in auto.method_reason
+        assert sorted(auto) == non_empty(ddb_client, table)  # all 10, k3 included
+        with pytest.raises(IndexUnprovenError, match="backfill met data at the marker's key"):
+            listing(ddb_client, table, store, "index")
+
+
+def test_a_marker_overwritten_with_data_is_a_clash_until_repaired(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    for n in range(10):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+        assert listing(ddb_client, table, store).method_name == "index"
+        # The application writes data over k5's marker: the follower meets the clash.
+        marker_key = {"pk": {"S": "k5"}, "sk": DEFAULT_MARKER_SORT_KEY["N"]}
+        ddb_client.put_item(TableName=table, Item={**marker_key, "note": {"S": "mine"}})
+        caught_up(follower)
+        assert follower.report.clashes >= 1
+        auto = listing(ddb_client, table, store)
+        assert auto.method_name == "skip-pages" and "a maintainer found data" in auto.method_reason
+        assert "'k5'" in auto.method_reason and sorted(auto) == non_empty(ddb_client, table)
+        # The application moves its item; a repair finds no clash and clears the record.
+        ddb_client.delete_item(TableName=table, Key=marker_key)
+        caught_up(follower)
+        assert MarkerIndex(ddb_client, table).repair(state_table=store).repaired
+        proven = listing(ddb_client, table, store)
+        assert proven.method_name == "index", proven.method_reason
+        assert sorted(proven) == non_empty(ddb_client, table)
+
+
+def test_a_follower_that_stopped_is_read_past_not_trusted(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    for n in range(10):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+    # Nobody follows now. A new collection, and an emptied one, are in the stream only.
+    ddb_client.put_item(TableName=table, Item=item("new", 1))
+    ddb_client.delete_item(TableName=table, Key=item("k0", 1))
+    proven = listing(ddb_client, table, store, "index")
+    assert proven.index_trusted is True and proven.replay is not None
+    assert sorted(proven) == non_empty(ddb_client, table)
+    assert "new" in non_empty(ddb_client, table) and "k0" not in non_empty(ddb_client, table)
+    assert proven.replay.rechecked >= 2
+
+
+def test_markers_from_before_any_maintainer_are_removed_by_the_backfill(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    index = MarkerIndex(ddb_client, table)
+    for n in range(5):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    assert index.mark("stale") is True  # a marker on a collection with nothing else
+    index.mark("k0")
+    ddb_client.delete_item(TableName=table, Key=item("k0", 1))  # k0 emptied: its marker stays
+    with following(ddb_client, table, store) as follower:
+        report = index.backfill(state_table=store)
+        assert report.removed == 2
+        caught_up(follower)
+        proven = listing(ddb_client, table, store)
+        assert proven.method_name == "index", proven.method_reason
+        assert sorted(proven) == ["k1", "k2", "k3", "k4"] == non_empty(ddb_client, table)
+        assert index.verify().healthy
+
+
+def test_a_follower_killed_under_writers_leaves_listings_exact(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    streamed_table: str,
+    state_table: str,
+    tmp_path: Path,
+) -> None:
+    table, store = streamed_table, state_table
+    follower = start(follow_command(ddb_endpoint_url, table, store), tmp_path, 0)
+    try:
+        wait_for_record(ddb_client, table, store)
+        time.sleep(MARGIN)
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        writers = [
+            threading.Thread(target=write_randomly, args=(ddb_client, table, seed, 120, 40))
+            for seed in range(4)
+        ]
+        for w in writers:
+            w.start()
+        time.sleep(0.5)
+        follower.send_signal(signal.SIGKILL)  # in the middle of the writes
+        for w in writers:
+            w.join()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            follower.kill()
+        follower.wait(timeout=30)
+    truth = non_empty(ddb_client, table)
+    for method in ("index", "auto"):
+        found = listing(ddb_client, table, store, method)
+        assert sorted(found) == truth, (method, found.method_reason)
+        assert found.method_name == "index" or found.index_trusted is False
+
+
+def test_the_state_table_is_taken_from_the_environment_by_every_command(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    streamed_table: str,
+    state_table: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table, store = streamed_table, state_table
+    monkeypatch.setenv("DDBKEYS_STATE_TABLE", store)
+    for n in range(3):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    with following(ddb_client, table, store) as follower:  # (given the name: the same table)
+        run = CliRunner().invoke(
+            cli,
+            [
+                "partition-keys",
+                "index",
+                "backfill",
+                "-t",
+                table,
+                "--endpoint-url",
+                ddb_endpoint_url,
+            ],
+        )
+        assert run.exit_code == 0, run.output
+        saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
+        assert saved is not None and saved.backfill is not None
+        caught_up(follower)
+        run = CliRunner().invoke(
+            cli,
+            [
+                "partition-keys",
+                "-t",
+                table,
+                "--replay-margin",
+                str(MARGIN),
+                "--output",
+                "json",
+                "--endpoint-url",
+                ddb_endpoint_url,
+            ],
+        )
+        assert run.exit_code == 0, run.output
+        assert '"method": "index"' in run.stdout and '"rechecked": 0' in run.stdout
+    assert os.environ["DDBKEYS_STATE_TABLE"] == store
