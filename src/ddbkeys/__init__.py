@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ItemKeyClashError,
         SequenceExhaustedError,
     )
+    from ddbkeys.partition_keys.choice import IndexUnprovenError
     from ddbkeys.partition_keys.index import MarkerClashError
 
 #: Errors defined beside what raises them, importable from here too (loaded when first asked for).
@@ -41,6 +42,7 @@ _LAZY_ERRORS = {
     "CounterBackwardsError": "ddbkeys.ids.counter",
     "CounterStateError": "ddbkeys.ids.errors",
     "GlobalTableError": "ddbkeys.ids.errors",
+    "IndexUnprovenError": "ddbkeys.partition_keys.choice",
     "ItemExistsError": "ddbkeys.ids.errors",
     "ItemKeyClashError": "ddbkeys.ids.errors",
     "MarkerClashError": "ddbkeys.partition_keys.index",
@@ -67,6 +69,7 @@ __all__ = [
     "DynamoDBLocal",
     "EndpointUnreachableError",
     "GlobalTableError",
+    "IndexUnprovenError",
     "ItemExistsError",
     "ItemKeyClashError",
     "KeySchemaError",
