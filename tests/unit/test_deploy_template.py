@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from ddbkeys.iam import policy
 from ddbkeys.partition_keys import aws_lambda
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.state import STATE_TABLE
@@ -94,10 +95,27 @@ def test_the_function_runs_the_handler_with_the_settings_it_reads(
         assert defaults[required] is None, f"{required} has no default: the deployer gives it"
 
 
+def test_the_role_grants_what_iam_policy_lambda_handler_prints(template: dict[str, Any]) -> None:
+    """The same statements (by Sid) and actions; the resources differ only in how they are
+    written (the template's stream is the one stream it triggers on)."""
+    (inline,) = resource(template, "AWS::IAM::Role")["Policies"]
+    granted = statements(inline["PolicyDocument"])
+    dynamodb = {s["Sid"]: s["Action"] for s in granted if s["Action"][0].startswith("dynamodb:")}
+    printed = policy("lambda-handler", "orders")["Statement"]
+    assert dynamodb == {s["Sid"]: s["Action"] for s in printed}
+    others = {s["Sid"]: s["Action"] for s in granted if s["Sid"] not in dynamodb}
+    assert others == {
+        "Logs": ["logs:CreateLogStream", "logs:PutLogEvents"],  # on its own log group
+        "OnFailureQueue": ["sqs:SendMessage"],  # when there is one
+    }
+    resources = {s["Sid"]: s["Resource"] for s in granted}
+    assert resources["DdbkeysStream"] == {"Ref": "TableStreamArn"}
+    assert resources["Logs"] == {"Fn::GetAtt": ["LogGroup", "Arn"]}
+
+
 def test_the_role_grants_nothing_on_everything(template: dict[str, Any]) -> None:
-    role = resource(template, "AWS::IAM::Role")
-    (policy,) = role["Policies"]
-    for statement in statements(policy["PolicyDocument"]):
+    (inline,) = resource(template, "AWS::IAM::Role")["Policies"]
+    for statement in statements(inline["PolicyDocument"]):
         assert statement["Effect"] == "Allow"
         assert not any(a.endswith(":*") or a == "*" for a in statement["Action"]), statement
         if statement["Resource"] == "*":  # IAM grants ListStreams on * only
