@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         SequenceExhaustedError,
     )
     from ddbkeys.partition_keys.index import MarkerClashError
+    from ddbkeys.partition_keys.lambda_events import MalformedEventError
 
 #: Errors defined beside what raises them, importable from here too (loaded when first asked for).
 _LAZY_ERRORS = {
@@ -43,6 +44,7 @@ _LAZY_ERRORS = {
     "GlobalTableError": "ddbkeys.ids.errors",
     "ItemExistsError": "ddbkeys.ids.errors",
     "ItemKeyClashError": "ddbkeys.ids.errors",
+    "MalformedEventError": "ddbkeys.partition_keys.lambda_events",
     "MarkerClashError": "ddbkeys.partition_keys.index",
     "SequenceExhaustedError": "ddbkeys.ids.errors",
 }
@@ -72,6 +74,7 @@ __all__ = [
     "KeySchemaError",
     "ListingInterrupted",
     "LocalServerError",
+    "MalformedEventError",
     "MarkerClashError",
     "ResumeTokenError",
     "RetriesExhaustedError",
