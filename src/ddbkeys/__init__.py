@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from ddbkeys.partition_keys.choice import IndexUnprovenError
     from ddbkeys.partition_keys.index import MarkerClashError
+    from ddbkeys.partition_keys.lambda_events import MalformedEventError
 
 #: Errors defined beside what raises them, importable from here too (loaded when first asked for).
 _LAZY_ERRORS = {
@@ -45,6 +46,7 @@ _LAZY_ERRORS = {
     "IndexUnprovenError": "ddbkeys.partition_keys.choice",
     "ItemExistsError": "ddbkeys.ids.errors",
     "ItemKeyClashError": "ddbkeys.ids.errors",
+    "MalformedEventError": "ddbkeys.partition_keys.lambda_events",
     "MarkerClashError": "ddbkeys.partition_keys.index",
     "SequenceExhaustedError": "ddbkeys.ids.errors",
 }
@@ -75,6 +77,7 @@ __all__ = [
     "KeySchemaError",
     "ListingInterrupted",
     "LocalServerError",
+    "MalformedEventError",
     "MarkerClashError",
     "ResumeTokenError",
     "RetriesExhaustedError",

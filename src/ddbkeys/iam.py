@@ -1,6 +1,8 @@
 """Least-privilege IAM policies: exactly the DynamoDB actions each ddbkeys command calls, on the
 one table (and, where it reads or changes it, the one marker index) it works on, the marker
-index's record in the state table (``ddbkeys-state``), and the table's stream.
+index's record in the state table (``ddbkeys-state``), and the table's stream. One entry is not
+a command: ``lambda-handler``, the role of the Lambda function that keeps the marker index
+(``deploy/marker-handler.yaml`` grants the same, and its function's logs).
 
 The catalog below is checked by the tests against the requests each command really sends (a
 proxy records every operation with its table and index), so it cannot promise less than the
@@ -21,13 +23,14 @@ from ddbkeys.schema import check_table_name
 
 __all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 
-On = Literal["table", "index", "state", "stream"]
+On = Literal["table", "index", "state", "stream", "streams"]
 
 
 @dataclass(frozen=True, order=True)
 class Need:
     """One DynamoDB action on the table itself, its marker index, the state table (where the
-    evidence for the index lives) or the table's stream."""
+    evidence for the index lives), the table's stream, or every stream ("streams": ListStreams,
+    which IAM only grants on ``*``)."""
 
     action: str
     on: On = "table"
@@ -39,6 +42,13 @@ def _n(*actions: str, on: On = "table") -> frozenset[Need]:
 
 #: What making sure the state table exists calls (CreateTable only the first time, anywhere).
 ENSURE = ("DescribeTable", "CreateTable")
+#: Reading the table's stream, shard by shard.
+STREAM_READS = ("DescribeStream", "GetShardIterator", "GetRecords")
+#: What a listing that checks an index kept by the Lambda handler reads besides the index and the
+#: handler's record of how far it got in each shard (in the state table): the stream from those
+#: positions, and each collection a record there names (a consistent Query, and a GetItem for
+#: its marker). No listing replays the stream yet: tests/integration/test_iam.py says so.
+REPLAY = _n("Query", "GetItem") | _n(*STREAM_READS, on="stream")
 
 # command -> variant -> what it calls. The variant is the option that changes the calls
 # (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
@@ -65,6 +75,7 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "skip": _n("DescribeTable", "Scan"),
         "skip-pages": _n("DescribeTable", "Scan"),
         "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state"),
+        "replay": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state") | REPLAY,
     },
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
@@ -76,7 +87,7 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys index follow": {
         "": _n("DescribeTable", "Query", "GetItem", "PutItem", "DeleteItem")
         | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
-        | _n("DescribeStream", "GetShardIterator", "GetRecords", on="stream")
+        | _n(*STREAM_READS, on="stream")
     },
     "partition-keys index verify": {
         "": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index")
@@ -100,7 +111,16 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
             "Scan",
         )
         | _n("Scan", on="index")
-        | _n("DescribeStream", "GetShardIterator", "GetRecords", on="stream")
+        | _n(*STREAM_READS, on="stream")
+    },
+    # Not a command: the role of the Lambda function that runs the marker handler. What the
+    # handler calls, and what Lambda's poller calls with the function's role to read the stream
+    # (ListStreams among them). deploy/marker-handler.yaml grants exactly these, and logs.
+    "lambda-handler": {
+        "": _n("DescribeTable", "Query", "GetItem", "PutItem", "DeleteItem")
+        | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
+        | _n(*STREAM_READS, on="stream")
+        | _n("ListStreams", on="streams")
     },
 }
 
@@ -155,7 +175,8 @@ def policy(
     partition: str = "aws",
 ) -> dict[str, Any]:
     """The IAM policy document (a dict, ready for ``json.dumps``) that lets ``command`` run on
-    ``table``, with one statement for the table and one for the marker index if it is used.
+    ``table``, with one statement for each place it acts on: the table, the marker index, the
+    state table, the table's streams, and ``*`` for ListStreams (which names no stream).
     ``table`` is None for a command that makes its own tables (``demo``)."""
     name = _command(command)
     wanted = _needs(name, variant)
@@ -183,6 +204,7 @@ def policy(
         ("index", f"{arn}/index/{index_name}", "MarkerIndex"),
         ("state", state_arn, "MarkerIndexRecord"),
         ("stream", f"{arn}/stream/*", "Stream"),
+        ("streams", "*", "Streams"),
     ):
         actions = sorted(f"dynamodb:{n.action}" for n in wanted if n.on == on)
         if actions:

@@ -12,6 +12,7 @@ PLACES = {
     "index": "on the index",
     "state": "on the state table",
     "stream": "on the stream",
+    "streams": "on *",
 }
 
 

@@ -26,6 +26,9 @@ Only the DynamoDB actions COMMAND really calls, on that table and, for the comma
 change it, on its marker index. Attach the JSON to the role that runs the command. The tests
 check each policy against the requests each command sends.
 
+COMMAND lambda-handler is the role of the Lambda function that keeps the marker index (what
+deploy/marker-handler.yaml grants, but for the function's own logs).
+
 \b
 Variants, where the calls depend on an option:
 {_variants_help()}
@@ -35,6 +38,7 @@ Examples:
   ddbkeys iam-policy ids next -t orders --region eu-west-1 --account-id 123456789012
   ddbkeys iam-policy ids put -t users --variant gapless
   ddbkeys iam-policy partition-keys -t orders --variant index
+  ddbkeys iam-policy lambda-handler -t orders --region eu-west-1
   ddbkeys iam-policy demo   # the tables the demo makes, ddbkeys-demo-..., on a real DynamoDB
 """
 

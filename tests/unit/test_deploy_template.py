@@ -1,0 +1,127 @@
+"""deploy/marker-handler.yaml: it passes cfn-lint, and it holds the settings the handler's
+promises rest on (a tumbling window, one batch a shard at a time, from the stream's oldest
+record, partial batch failures reported, retries bounded, least privilege)."""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ddbkeys.iam import policy
+from ddbkeys.partition_keys import aws_lambda
+from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.partition_keys.state import STATE_TABLE
+
+TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "marker-handler.yaml"
+
+
+@pytest.fixture(scope="module")
+def template() -> dict[str, Any]:
+    # PyYAML comes with cfn-lint (the dev extra). The template uses no short tags (!Ref...),
+    # so a plain YAML reader loads it.
+    yaml = pytest.importorskip("yaml", reason="PyYAML is not installed (pip install -e '.[dev]')")
+    loaded: dict[str, Any] = yaml.safe_load(TEMPLATE.read_text(encoding="utf-8"))
+    return loaded
+
+
+def resource(template: dict[str, Any], kind: str) -> dict[str, Any]:
+    (found,) = [r["Properties"] for r in template["Resources"].values() if r["Type"] == kind]
+    properties: dict[str, Any] = found
+    return properties
+
+
+def test_cfn_lint_finds_nothing() -> None:
+    if importlib.util.find_spec("cfnlint") is None:
+        pytest.skip("cfn-lint is not installed (it is in the dev extra: pip install -e '.[dev]')")
+    command = Path(sys.executable).with_name("cfn-lint")
+    found = str(command) if command.exists() else shutil.which("cfn-lint")
+    assert found, "cfn-lint is importable but its command is not on PATH"
+    result = subprocess.run(
+        [found, "--info", str(TEMPLATE)], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert (result.returncode, result.stdout) == (0, ""), result.stdout + result.stderr
+
+
+def test_the_trigger_holds_what_the_handlers_evidence_needs(template: dict[str, Any]) -> None:
+    trigger = resource(template, "AWS::Lambda::EventSourceMapping")
+    assert trigger["EventSourceArn"] == {"Ref": "TableStreamArn"}
+    assert trigger["FunctionName"] == {"Ref": "Function"}
+    assert trigger["StartingPosition"] == "TRIM_HORIZON"
+    assert trigger["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    # Only an event from a tumbling window carries shardId (0 would mean no window).
+    assert 1 <= trigger["TumblingWindowInSeconds"] <= 900
+    assert trigger["ParallelizationFactor"] == 1
+    assert trigger["BisectBatchOnFunctionError"] is True
+    assert 0 <= trigger["MaximumRetryAttempts"] <= 100  # bounded (-1 would be forever)
+    assert trigger["MaximumRecordAgeInSeconds"] == -1  # never dropped for its age alone
+    on_failure = trigger["DestinationConfig"]["Fn::If"]
+    assert on_failure[0] == "HasOnFailureQueue"
+    assert on_failure[1] == {"OnFailure": {"Destination": {"Ref": "OnFailureQueueArn"}}}
+
+
+def test_the_function_runs_the_handler_with_the_settings_it_reads(
+    template: dict[str, Any],
+) -> None:
+    function = resource(template, "AWS::Lambda::Function")
+    module, name = function["Handler"].rsplit(".", 1)
+    assert (module, name) == (aws_lambda.__name__, "handler")
+    assert callable(aws_lambda.handler)
+    assert function["Runtime"] == {"Ref": "Runtime"}
+    runtimes = template["Parameters"]["Runtime"]
+    assert set(runtimes["AllowedValues"]) <= {"python3.11", "python3.12"}
+    assert runtimes["Default"] in runtimes["AllowedValues"]
+    assert function["Code"] == {"S3Bucket": {"Ref": "CodeS3Bucket"}, "S3Key": {"Ref": "CodeS3Key"}}
+    variables = function["Environment"]["Variables"]
+    assert variables == {
+        "DDBKEYS_INDEX": {"Ref": "IndexName"},
+        "DDBKEYS_MARKER_ATTRIBUTE": {"Ref": "MarkerAttribute"},
+        "DDBKEYS_STATE_TABLE": {"Ref": "StateTableName"},
+    }
+    source = inspect.getsource(aws_lambda)
+    assert all(f'"{variable}"' in source for variable in variables), "the handler reads them"
+    parameters = template["Parameters"]
+    defaults = {p: parameters[p].get("Default") for p in parameters}
+    assert defaults["IndexName"] == DEFAULT_INDEX
+    assert defaults["MarkerAttribute"] == DEFAULT_MARKER_ATTRIBUTE
+    assert defaults["StateTableName"] == STATE_TABLE
+    for required in ("TableName", "TableStreamArn", "CodeS3Bucket", "CodeS3Key"):
+        assert defaults[required] is None, f"{required} has no default: the deployer gives it"
+
+
+def test_the_role_grants_what_iam_policy_lambda_handler_prints(template: dict[str, Any]) -> None:
+    """The same statements (by Sid) and actions; the resources differ only in how they are
+    written (the template's stream is the one stream it triggers on)."""
+    (inline,) = resource(template, "AWS::IAM::Role")["Policies"]
+    granted = statements(inline["PolicyDocument"])
+    dynamodb = {s["Sid"]: s["Action"] for s in granted if s["Action"][0].startswith("dynamodb:")}
+    printed = policy("lambda-handler", "orders")["Statement"]
+    assert dynamodb == {s["Sid"]: s["Action"] for s in printed}
+    others = {s["Sid"]: s["Action"] for s in granted if s["Sid"] not in dynamodb}
+    assert others == {
+        "Logs": ["logs:CreateLogStream", "logs:PutLogEvents"],  # on its own log group
+        "OnFailureQueue": ["sqs:SendMessage"],  # when there is one
+    }
+    resources = {s["Sid"]: s["Resource"] for s in granted}
+    assert resources["DdbkeysStream"] == {"Ref": "TableStreamArn"}
+    assert resources["Logs"] == {"Fn::GetAtt": ["LogGroup", "Arn"]}
+
+
+def test_the_role_grants_nothing_on_everything(template: dict[str, Any]) -> None:
+    (inline,) = resource(template, "AWS::IAM::Role")["Policies"]
+    for statement in statements(inline["PolicyDocument"]):
+        assert statement["Effect"] == "Allow"
+        assert not any(a.endswith(":*") or a == "*" for a in statement["Action"]), statement
+        if statement["Resource"] == "*":  # IAM grants ListStreams on * only
+            assert statement["Action"] == ["dynamodb:ListStreams"]
+
+
+def statements(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The policy's statements, the conditional ones (Fn::If) as if their condition held."""
+    return [s["Fn::If"][1] if "Fn::If" in s else s for s in document["Statement"]]
