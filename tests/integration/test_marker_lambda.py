@@ -225,3 +225,42 @@ def test_a_failed_collection_is_reported_for_lambda_to_send_again(
     assert handler.handle({"Records": events[1:]}) == {"batchItemFailures": []}  # sent again
     assert markers(ddb_client, table) == [b"a", b"b", b"c"]
     ddb_client.delete_table(TableName=store)
+
+
+def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "B"), ("sk", "N"))
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+    stream = Stream(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    handler = StreamHandler(ddb_client, state_table=store)
+    put(ddb_client, table, b"a", 1)
+    for event in stream.windowed():
+        handler.handle(event)
+    time.sleep(MARGIN)
+    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    for event in stream.windowed():
+        handler.handle(event)
+    assert index_listing(ddb_client, table, store).index_trusted is True
+    put(ddb_client, table, b"b", 1)
+    put(ddb_client, table, b"c", 1)
+    (event,) = stream.windowed()
+    handler._indexes[table] = failing = MarkerIndex(ddb_client, table)
+    failing.client = FailingFor(ddb_client, {"B": b"b"})  # type: ignore[assignment]
+    answer = handler.handle(event)
+    skipped = event["Records"][0]["dynamodb"]["SequenceNumber"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": skipped}], "state": {}}
+    # Lambda's retries run out: it goes on with the records after the failed one.
+    handler._indexes[table] = MarkerIndex(ddb_client, table)
+    rest = {**event, "Records": event["Records"][1:]}
+    assert handler.handle(rest) == {"batchItemFailures": [], "state": {}}
+    time.sleep(MARGIN)
+    with pytest.raises(IndexUnprovenError, match="went on past records of shard"):
+        index_listing(ddb_client, table, store)
+    time.sleep(MARGIN)
+    MarkerIndex(ddb_client, table).backfill(state_table=store)  # b marked by the backfill
+    proven = index_listing(ddb_client, table, store)
+    assert sorted(proven) == [b"a", b"b", b"c"] == collections(ddb_client, table)
+    ddb_client.delete_table(TableName=store)

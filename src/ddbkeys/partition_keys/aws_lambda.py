@@ -44,6 +44,7 @@ import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import boto3
@@ -51,6 +52,7 @@ import boto3
 from ddbkeys.partition_keys.evidence import DAY, SHARD_PREFIX, advance
 from ddbkeys.partition_keys.follow import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
+from ddbkeys.partition_keys.lambda_events import parse_event
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
 
@@ -119,9 +121,9 @@ class StreamHandler:
         ``batchItemFailures`` (by the sequence number of their first record). With a tumbling
         window the event names its shard: the position up to which every record is applied
         (before the first failed one) is recorded, and the window's ``state`` answered."""
-        records = list(event.get("Records", []))
-        shard = event.get("shardId")
-        failures: list[dict[str, str]] = []
+        parsed = parse_event(event)  # a malformed event: one line saying what is wrong
+        records, shard = parsed.records, parsed.shard_id
+        failures: list[str] = []
         by_table: dict[str, list[dict[str, Any]]] = {}
         for record in records:
             by_table.setdefault(record["eventSourceARN"], []).append(record)
@@ -140,17 +142,16 @@ class StreamHandler:
                 if outcome is Outcome.CLASH:
                     LOG.warning("ddbkeys: collection %r of %s cannot be marked", key, index.table)
                     clashes.append(key_json(_typed_key(key)))
-            applied = some
+            applied, failed_at = some, None
             for n, record in enumerate(some):
                 if repr(record["dynamodb"]["Keys"].get(pk)) in failed:
-                    failures.append({"itemIdentifier": record["dynamodb"]["SequenceNumber"]})
+                    failed_at = str(record["dynamodb"]["SequenceNumber"])
+                    failures.append(failed_at)
                     applied = some[:n]
                     break
-            self._record(index, arn, shard, applied, clashes)
-        answer: dict[str, Any] = {"batchItemFailures": failures[:1]}
-        if shard is not None or "window" in event:
-            answer["state"] = dict(event.get("state") or {})
-        return answer
+            first = str(some[0]["dynamodb"]["SequenceNumber"]) if some else None
+            self._record(index, arn, shard, applied, clashes, first, failed_at)
+        return parsed.answer(failures[:1])
 
     def _record(
         self,
@@ -159,10 +160,16 @@ class StreamHandler:
         shard: str | None,
         applied: list[dict[str, Any]],
         clashes: list[str],
+        first: str | None = None,
+        failed_at: str | None = None,
     ) -> None:
         """The evidence: the clashes met, and the shard's new mark (every record up to the
         last of ``applied`` is applied now). Without a shard id nothing can be vouched for:
-        that is recorded, so a listing says why."""
+        that is recorded, so a listing says why.
+
+        A batch that begins past a record this handler reported failed means Lambda gave up on
+        that record (its retries ran out, or it grew too old) and went on: a gap in what was
+        applied, which the mark records (a listing declines until a backfill begun after)."""
         store = self._state(index)
         store._run(store._clashes(index.table, index.name, clashes, add=True))
         now = store.clock()
@@ -177,12 +184,30 @@ class StreamHandler:
                 self._warned.add(index.table)
             store.update(index.table, index.name, {"maintainer": "lambda", "unnamed_batches": now})
             return
-        if not applied:
-            return
         saved = store.load(index.table, index.name)
         previous = saved.shards.get(shard) if saved is not None else None
-        last = str(applied[-1]["dynamodb"]["SequenceNumber"])
+        if previous is not None and previous.stream != arn:
+            previous = None
+        gap = previous.gap if previous is not None else None
+        if (
+            previous is not None
+            and previous.failed is not None
+            and first is not None
+            and int(first) > int(previous.failed)
+        ):
+            gap = now
+            LOG.error(
+                "ddbkeys: Lambda skipped records of shard %s of %s from %s on (retries ran "
+                "out): listings decline the index until `index backfill` runs again",
+                shard,
+                index.table,
+                previous.failed,
+            )
+        if not applied and failed_at is None and gap == (previous.gap if previous else None):
+            return
+        last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
         mark = advance(previous, shard, arn, "start", last, now)
+        mark = replace(mark, failed=failed_at, gap=gap)
         stale = tuple(
             SHARD_PREFIX + s
             for s, m in (saved.shards.items() if saved is not None else ())

@@ -85,12 +85,22 @@ class ShardMark:
     stream: str
     since: str | float
     marks: tuple[tuple[str | None, float], ...] = ()
+    #: A record the maintainer reported failed (Lambda sends it again), and when it found
+    #: that Lambda went on past such a record instead (its retries ran out): a gap.
+    failed: str | None = None
+    gap: float | None = None
 
     def to_json(self) -> str:
-        return json.dumps(
-            {"stream": self.stream, "since": self.since, "marks": [list(m) for m in self.marks]},
-            separators=(",", ":"),
-        )
+        raw: dict[str, Any] = {
+            "stream": self.stream,
+            "since": self.since,
+            "marks": [list(m) for m in self.marks],
+        }
+        if self.failed is not None:
+            raw["failed"] = self.failed
+        if self.gap is not None:
+            raw["gap"] = self.gap
+        return json.dumps(raw, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, shard: str, text: str) -> ShardMark | None:
@@ -103,7 +113,16 @@ class ShardMark:
             marks = tuple(
                 (None if s is None else str(s), float(t)) for s, t in raw.get("marks", [])
             )
-            return cls(shard, str(raw["stream"]), since, marks)
+            failed = raw.get("failed")
+            gap = raw.get("gap")
+            return cls(
+                shard,
+                str(raw["stream"]),
+                since,
+                marks,
+                None if failed is None else str(failed),
+                None if gap is None else float(gap),
+            )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
 
@@ -157,13 +176,22 @@ def advance(
     older than the newest is ignored, as a batch delivered again)."""
     if previous is None or previous.stream != stream:
         return ShardMark(shard, stream, since, thin([(sequence, now)], now))
+    if sequence is None and not previous.marks:
+        return previous
     if previous.marks and sequence is not None:
         newest = previous.marks[-1][0]
         if newest is not None and int(newest) >= int(sequence):
             sequence = newest
     elif previous.marks and sequence is None:
         sequence = previous.marks[-1][0]
-    return ShardMark(shard, stream, previous.since, thin([*previous.marks, (sequence, now)], now))
+    return ShardMark(
+        shard,
+        stream,
+        previous.since,
+        thin([*previous.marks, (sequence, now)], now),
+        previous.failed,
+        previous.gap,
+    )
 
 
 @dataclass(frozen=True)
@@ -319,6 +347,11 @@ def plan_replay(
     for shard in _parents_first(listed):
         mark = named.get(shard)
         if mark is not None:
+            if mark.gap is not None and mark.gap > backfill.started - margin:
+                return Decline(
+                    f"the Lambda trigger went on past records of shard {shard} it had not "
+                    "applied (its retries ran out): run `index backfill` again"
+                )
             if isinstance(mark.since, int | float) and mark.since > backfill.started - margin:
                 return Decline(
                     f"the maintainer began reading shard {shard} after the backfill began: run "
