@@ -1,0 +1,170 @@
+"""The listing's replay driven by hand (no server): what it reads from the stream, what it
+re-checks, and each way it declines (a position the stream no longer keeps, an iterator that
+expired, a shard holding history nobody applied, too many collections for auto, the stream
+refused: DynamoDB Local has no IAM, so AccessDenied is played here)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ddbkeys.connect import make_client
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.partition_keys.choice import most_keys
+from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark
+from ddbkeys.partition_keys.index import MarkerIndex
+from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, replay_flow
+from ddbkeys.retry import RetryPolicy
+from tests.unit.test_index_core import failure, info, play
+
+ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
+MARKER_SK = DEFAULT_MARKER_SORT_KEY["N"]
+NOW = 10_000.0
+
+
+def evidence(*marks: ShardMark) -> Evidence:
+    return Evidence(
+        "orders", "ix", {m.shard: m for m in marks}, Backfill(5_000.0, ARN, 1_000.0, 6_000.0)
+    )
+
+
+def setup() -> tuple[Reader, MarkerIndex, Any]:
+    client = make_client(endpoint_url="http://127.0.0.1:9")
+    table = info(stream_arn=ARN)
+    reader = Reader(client, "orders", retry=RetryPolicy(max_attempts=2), deadline=5.0)
+    return reader, MarkerIndex(client, "orders", info=table), table
+
+
+def record(pk: str, sequence: str, created: float = 9_000.0) -> dict[str, Any]:
+    keys = {"pk": {"S": pk}, "sk": {"N": "1"}}
+    return {
+        "dynamodb": {
+            "Keys": keys,
+            "SequenceNumber": sequence,
+            "ApproximateCreationDateTime": created,
+        }
+    }
+
+
+def described(*shards: str) -> dict[str, Any]:
+    return {"StreamDescription": {"Shards": [{"ShardId": s} for s in shards]}}
+
+
+GOOD = evidence(ShardMark("s1", ARN, "start", (("10", 7_000.0),)))
+
+
+def test_it_reads_past_the_mark_and_rechecks_what_the_records_name() -> None:
+    reader, marker, table = setup()
+    data = {"pk": {"S": "a"}, "sk": {"N": "1"}}
+    only_marker = {"pk": {"S": "b"}, "sk": MARKER_SK, "ddbkeys_pk": {"S": "b"}}
+    result, sent = play(
+        replay_flow(reader, marker, table, GOOD, 60.0, NOW, None),
+        [
+            ("describe_stream", described("s1")),
+            ("get_shard_iterator", {"ShardIterator": "i1"}),
+            (
+                "get_records",
+                {"Records": [record("a", "11"), record("b", "12")], "NextShardIterator": "i2"},
+            ),
+            ("get_records", {"Records": [record("a", "13")], "NextShardIterator": "i3"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i4"}),  # the tip
+            ("query", {"Items": [data]}),
+            ("query", {"Items": [only_marker]}),  # b holds nothing but the marker: gone
+        ],
+    )
+    assert isinstance(result, Replay)
+    assert sent[1].params["ShardIteratorType"] == "AFTER_SEQUENCE_NUMBER"
+    assert sent[1].params["SequenceNumber"] == "10"
+    assert all(r.params["ConsistentRead"] for r in sent if r.operation == "query")
+    assert result.records == 3 and result.exists == {("S", "a"): True, ("S", "b"): False}
+    assert list(result.existing()) == [{"S": "a"}]
+    # The token carries the re-checked keys; the method hands out those that exist last.
+    again = Replay.from_json(result.to_json())
+    assert again.exists == result.exists and again.margin == 60.0
+    method = ReplayedIndexMethod(table, marker, again)
+    emitted = [s.value for s in method.keys(reader, 1, 2, None)]  # type: ignore[union-attr]
+    assert emitted == [{"S": "a"}]
+
+
+@pytest.mark.parametrize(
+    ("script", "why"),
+    [
+        (
+            [("describe_stream", failure("AccessDeniedException"))],
+            "describing the table's stream was refused (AccessDeniedException)",
+        ),
+        (
+            [
+                ("describe_stream", described("s1")),
+                ("get_shard_iterator", failure("TrimmedDataAccessException")),
+            ],
+            "older than the stream keeps",
+        ),
+        (
+            [
+                ("describe_stream", described("s1")),
+                ("get_shard_iterator", {"ShardIterator": "i1"}),
+                ("get_records", failure("AccessDeniedException")),
+            ],
+            "reading the table's stream was refused",
+        ),
+    ],
+)
+def test_it_declines_what_it_cannot_read(script: list[tuple[str, Any]], why: str) -> None:
+    reader, marker, table = setup()
+    result, _ = play(replay_flow(reader, marker, table, GOOD, 60.0, NOW, None), script)
+    assert isinstance(result, Decline) and why in result.reason
+
+
+def test_an_expired_iterator_is_taken_again_past_the_last_record_read() -> None:
+    reader, marker, table = setup()
+    result, sent = play(
+        replay_flow(reader, marker, table, GOOD, 60.0, NOW, None),
+        [
+            ("describe_stream", described("s1")),
+            ("get_shard_iterator", {"ShardIterator": "i1"}),
+            ("get_records", {"Records": [record("a", "11")], "NextShardIterator": "i2"}),
+            ("get_records", failure("ExpiredIteratorException")),
+            ("get_shard_iterator", {"ShardIterator": "i5"}),
+            ("get_records", {"Records": []}),  # a closed shard's end
+            ("query", {"Items": []}),
+        ],
+    )
+    assert isinstance(result, Replay) and sent[4].params["SequenceNumber"] == "11"
+
+
+def test_a_shard_nobody_named_must_hold_nothing_from_before_the_backfill() -> None:
+    reader, marker, table = setup()
+    script: list[tuple[str, Any]] = [
+        ("describe_stream", described("s1", "s9")),
+        ("get_shard_iterator", {"ShardIterator": "i1"}),
+        ("get_records", {"Records": []}),
+        ("get_shard_iterator", {"ShardIterator": "j1"}),
+        ("get_records", {"Records": [record("z", "3", created=4_000.0)]}),
+    ]
+    result, sent = play(replay_flow(reader, marker, table, GOOD, 60.0, NOW, None), script)
+    assert sent[3].params["ShardIteratorType"] == "TRIM_HORIZON"
+    assert isinstance(result, Decline) and "holds records from before the backfill" in (
+        result.reason
+    )
+
+
+def test_auto_counts_the_collections_before_rechecking_them() -> None:
+    reader, marker, table = setup()
+    most = most_keys("auto", table, "ddbkeys-partition-keys")
+    assert most is not None and most == 0  # a 1 KB table: a scan costs 0.5 RCU
+    result, sent = play(
+        replay_flow(reader, marker, table, GOOD, 60.0, NOW, most),
+        [
+            ("describe_stream", described("s1")),
+            ("get_shard_iterator", {"ShardIterator": "i1"}),
+            ("get_records", {"Records": [record("a", "11")]}),
+        ],
+    )
+    assert not any(r.operation == "query" for r in sent)
+    assert isinstance(result, Decline) and "costs more than listing another way" in result.reason
+    big = info(stream_arn=ARN, size_bytes=4096 * 1000, item_count=10_000)
+    assert most_keys("auto", big, "ddbkeys-partition-keys") == 499  # (500 - 0.5) / 1 RCU a re-check
+    assert most_keys("index", big, "ddbkeys-partition-keys") is None
