@@ -231,3 +231,38 @@ def test_the_state_table_is_taken_from_the_environment_by_every_command(
         assert run.exit_code == 0, run.output
         assert '"method": "index"' in run.stdout and '"rechecked": 0' in run.stdout
     assert os.environ["DDBKEYS_STATE_TABLE"] == store
+
+
+def test_a_proven_listing_resumes_with_the_collections_it_rechecked(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    for n in range(20):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n:02}", 1))
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+    for n in range(3):  # past the follower's positions: re-checked by the listing
+        ddb_client.put_item(TableName=table, Item=item(f"new{n}", 1))
+    ddb_client.delete_item(TableName=table, Key=item("k00", 1))
+    first = listing(ddb_client, table, store, "index")
+    assert first.replay is not None and first.replay.rechecked == 4
+    keys = iter(first)
+    taken = [next(keys) for _ in range(5)]
+    token = first.checkpoint()
+    # The token carries the re-checked collections: the resume reads no stream, and goes on
+    # in the other form too.
+    rest = list(distinct_partition_keys(ddb_client, table, resume=token, state_table=store))
+    assert sorted(taken + rest) == non_empty(ddb_client, table)
+    assert len(taken + rest) == len(set(taken + rest))
+
+    async def in_asyncio() -> list[Any]:
+        from ddbkeys import aio  # noqa: PLC0415 (the optional extra)
+
+        async with aio.make_client(endpoint_url=ddb_client.meta.endpoint_url) as aclient:
+            resumed = await aio.distinct_partition_keys(aclient, table, resume=token)
+            return [k async for k in resumed]
+
+    import asyncio  # noqa: PLC0415
+
+    assert sorted(taken + asyncio.run(in_asyncio())) == non_empty(ddb_client, table)
