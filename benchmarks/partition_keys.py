@@ -10,8 +10,11 @@ and sample-s (the same with a string sort key). For each: requests, items read, 
 wall time and correctness, for the Python sample of "Generate a distinct set of partition keys
 for an Amazon DynamoDB table efficiently" (its skip scan: Limit 1, sequential) and every method,
 then the same once the marker index is built, backfilled and kept by a running follower of the
-table's stream, so that ``auto`` vouches for it ("x4 of 16": four parallel readers taking 16
-Scan segments in turn). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
+table's stream, so that ``auto`` can prove it complete ("x4 of 16": four parallel readers taking
+16 Scan segments in turn), and the index and ``auto`` once the follower is held 1,000 changes
+behind (the listing reads them from the stream and re-checks what they name, or lists another
+way when that costs more; the replay margin is 3 s: DynamoDB Local shows writes in its index at
+once). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
 before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
 must stay within 1.05x of the cheapest method's RCU, and where it costs the same, not take much
 longer. Then the CLI's peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over
@@ -38,7 +41,7 @@ from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
-from ddbkeys.demo_keys import followed
+from ddbkeys.demo_keys import DEMO_MARGIN, followed
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
@@ -143,6 +146,7 @@ def run_method(
     *,
     sort_type: str = "N",
     state_table: str,
+    suffix: str = "",
 ) -> Row:
     started = time.perf_counter()
     label = method
@@ -150,7 +154,12 @@ def run_method(
         keys, usage = article_skip_scan(client, table, sort_type)
     else:
         listing = distinct_partition_keys(
-            client, table, method, segments=segments, state_table=state_table
+            client,
+            table,
+            method,
+            segments=segments,
+            state_table=state_table,
+            replay_margin=DEMO_MARGIN,
         )
         keys = [str(k) for k in listing]
         usage = listing.usage
@@ -158,6 +167,9 @@ def run_method(
             label = f"auto ({listing.method_name})"
         if segments > 1:  # readers, and the Scan segments they took in turn
             label += f" x{segments} of {listing.scan_segments}"
+        if listing.replay is not None and listing.replay.rechecked:
+            label += f", {listing.replay.rechecked} re-checked"
+    label += suffix
     seconds = time.perf_counter() - started
     correct = len(keys) == len(expected) and set(keys) == expected
     return Row(label, usage.requests, usage.items, usage.read_units, seconds, correct)
@@ -212,11 +224,12 @@ def shapes(scale: float) -> dict[str, Shape]:
 
 
 def print_rows(shape: str, rows: list[Row]) -> None:
-    article = rows[0]
+    article, scan = rows[0], rows[1]
     for row in rows:
         print(
-            f"{shape:<9} {row.method:<28} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
-            f"{row.rcu / article.rcu if article.rcu else 0:>9.3f} {row.seconds:>7.2f} "
+            f"{shape:<9} {row.method:<52} {row.requests:>8} {row.items:>8} {row.rcu:>9.1f} "
+            f"{row.rcu / article.rcu if article.rcu else 0:>9.3f} "
+            f"{row.rcu / scan.rcu if scan.rcu else 0:>7.3f} {row.seconds:>7.2f} "
             f"{'yes' if row.correct else 'NO':>7}",
             flush=True,
         )
@@ -287,12 +300,14 @@ def parse_args() -> argparse.Namespace:
     return parser.parse_args()
 
 
-def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: str) -> list[Row]:
+def bench_shape(
+    client: DynamoDBClient, table: str, spec: Shape, state_table: str, lag: int
+) -> list[Row]:
     """The article's skip scan, every method and ``auto``; then, with the index maintained,
-    index and auto."""
+    index and auto; then both with the maintainer ``lag`` changes behind."""
     expected = {key for key, _ in spec.sizes}
 
-    def run(method: str, segments: int) -> Row:
+    def run(method: str, segments: int, suffix: str = "") -> Row:
         return run_method(
             client,
             table,
@@ -301,6 +316,7 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
             expected,
             sort_type=spec.sort_type,
             state_table=state_table,
+            suffix=suffix,
         )
 
     plan = [(ARTICLE, 1), ("scan", 1), ("skip", 1), ("skip-pages", 1), ("auto", 1), ("auto", 4)]
@@ -309,13 +325,70 @@ def bench_shape(client: DynamoDBClient, table: str, spec: Shape, state_table: st
     endpoint = client.meta.endpoint_url
     aio = run_aio(endpoint, client.meta.region_name, table, expected)
     MarkerIndex(client, table).create()
-    # A follower of the table's stream, then a backfill: auto can vouch for the index.
+    # A follower of the table's stream, then a backfill: auto can prove the index complete.
     with followed(client, table, state_table) as (index, _, settle):
         index.backfill(state_table=state_table)
         settle()
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
+    # The follower stopped, and held that many changes behind: a listing reads them from the
+    # stream itself (and re-checks what they name), or lists another way when that costs more.
+    behind = changes_behind(client, table, spec, lag)
+    expected = non_empty(client, table)
+    suffix = f", maintainer {behind:,} behind"
+    rows += [run("index", 1, suffix), run("auto", 1, suffix)]
     return [*rows, aio]
 
+
+def changes_behind(client: DynamoDBClient, table: str, spec: Shape, count: int) -> int:
+    """``count`` writes nobody applies: items added to collections, new collections, and
+    collections emptied (each a write in the stream)."""
+    rng = random.Random(11)
+    sizes = dict(spec.sizes)
+    small = [k for k, n in spec.sizes if n == 1]
+    done = 0
+    while done < count:
+        roll = rng.random()
+        if roll < 0.4:
+            key = f"lag#{done:05}"
+            client.put_item(
+                TableName=table, Item={"pk": {"S": key}, "sk": sort_value(spec.sort_type, 0, rng)}
+            )
+        elif roll < 0.6 and small:
+            key = small.pop()
+            emptied = client.query(
+                TableName=table,
+                KeyConditionExpression="pk = :p",
+                ExpressionAttributeValues={":p": {"S": key}},
+                ConsistentRead=True,
+            )["Items"]
+            for item in emptied:
+                client.delete_item(TableName=table, Key={"pk": item["pk"], "sk": item["sk"]})
+                done += 1
+            continue
+        else:
+            key = rng.choice(list(sizes))
+            client.put_item(
+                TableName=table,
+                Item={"pk": {"S": key}, "sk": sort_value(spec.sort_type, 10_000 + done, rng)},
+            )
+        done += 1
+    return done
+
+
+def non_empty(client: DynamoDBClient, table: str) -> set[str]:
+    """The collections holding an item that is not ddbkeys' marker (a consistent scan)."""
+    found: set[str] = set()
+    request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**request)
+        found.update(str(i["pk"]["S"]) for i in page["Items"] if "ddbkeys_pk" not in i)
+        if "LastEvaluatedKey" not in page:
+            return found
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+#: How many changes the maintainer is held behind, in the last two rows of each shape.
+LAG = 1000
 
 #: ``auto`` may cost at most this times the cheapest method's read units.
 AUTO_WITHIN = 1.05
@@ -371,8 +444,8 @@ def main() -> int:
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
     print(
-        f"{'shape':<9} {'method':<28} {'requests':>8} {'items':>8} {'RCU':>9} "
-        f"{'x article':>9} {'wall s':>7} {'correct':>7}"
+        f"{'shape':<9} {'method':<52} {'requests':>8} {'items':>8} {'RCU':>9} "
+        f"{'x article':>9} {'x scan':>7} {'wall s':>7} {'correct':>7}"
     )
     states = TableFactory(client, prefix="ddbkeys-bench-state")
     state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
@@ -381,7 +454,7 @@ def main() -> int:
             sizes = spec.sizes
             table = factory(("pk", "S"), ("sk", spec.sort_type))
             load(client, table, spec)
-            rows = bench_shape(client, table, spec, state_table)
+            rows = bench_shape(client, table, spec, state_table, max(50, int(LAG * scale)))
             print_rows(shape, rows)
             measured[shape] = {r.method: r.rcu / len(sizes) for r in rows}
             labels[shape] = f"{shape}\n{len(sizes):,} keys, {sum(n for _, n in sizes):,} items"
