@@ -44,11 +44,10 @@ def _n(*actions: str, on: On = "table") -> frozenset[Need]:
 ENSURE = ("DescribeTable", "CreateTable")
 #: Reading the table's stream, shard by shard.
 STREAM_READS = ("DescribeStream", "GetShardIterator", "GetRecords")
-#: What a listing that checks an index kept by the Lambda handler reads besides the index and the
-#: handler's record of how far it got in each shard (in the state table): the stream from those
-#: positions, and each collection a record there names (a consistent Query, and a GetItem for
-#: its marker). No listing replays the stream yet: tests/integration/test_iam.py says so.
-REPLAY = _n("Query", "GetItem") | _n(*STREAM_READS, on="stream")
+#: What a listing that proves the marker index reads besides the index and the maintainer's
+#: record of how far it got in each shard (in the state table): the stream from those
+#: positions, and each collection a record there names (a consistent Query).
+REPLAY = _n("Query") | _n(*STREAM_READS, on="stream")
 
 # command -> variant -> what it calls. The variant is the option that changes the calls
 # (--strategy for `ids put`, --method for `partition-keys`, --partition-key for `ids audit`);
@@ -70,12 +69,14 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "collection": _n("DescribeTable", "Query"),
     },
     "partition-keys": {
-        "auto": _n("DescribeTable", "Scan") | _n("Scan", on="index") | _n("GetItem", on="state"),
+        "auto": _n("DescribeTable", "Scan")
+        | _n("Scan", on="index")
+        | _n("GetItem", on="state")
+        | REPLAY,
         "scan": _n("DescribeTable", "Scan"),
         "skip": _n("DescribeTable", "Scan"),
         "skip-pages": _n("DescribeTable", "Scan"),
-        "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state"),
-        "replay": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state") | REPLAY,
+        "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state") | REPLAY,
     },
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},

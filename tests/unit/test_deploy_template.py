@@ -5,7 +5,6 @@ record, partial batch failures reported, retries bounded, least privilege)."""
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import shutil
 import subprocess
 import sys
@@ -84,8 +83,18 @@ def test_the_function_runs_the_handler_with_the_settings_it_reads(
         "DDBKEYS_MARKER_ATTRIBUTE": {"Ref": "MarkerAttribute"},
         "DDBKEYS_STATE_TABLE": {"Ref": "StateTableName"},
     }
-    source = inspect.getsource(aws_lambda)
-    assert all(f'"{variable}"' in source for variable in variables), "the handler reads them"
+    # The handler reads each of them (its one handler per execution environment, made anew).
+    settings = {"DDBKEYS_INDEX": "ix", "DDBKEYS_MARKER_ATTRIBUTE": "m", "DDBKEYS_STATE_TABLE": "st"}
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in settings.items():
+            patch.setenv(name, value)
+        patch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
+        aws_lambda._default_handler.cache_clear()
+        try:
+            made = aws_lambda._default_handler()
+        finally:
+            aws_lambda._default_handler.cache_clear()
+    assert (made.index_name, made.attribute, made.state_table) == ("ix", "m", "st")
     parameters = template["Parameters"]
     defaults = {p: parameters[p].get("Default") for p in parameters}
     assert defaults["IndexName"] == DEFAULT_INDEX
