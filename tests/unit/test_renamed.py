@@ -3,14 +3,17 @@ caller's line (the project's own tests turn such warnings into errors: see pypro
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from typing import Any
 
 import boto3
 import pytest
 
+from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
+from ddbkeys.partition_keys import distinct_partition_keys
 
 # Nothing is sent: no request from a constructor.
 CLIENT = boto3.client(
@@ -75,3 +78,18 @@ def test_the_key_property_warns_that_it_sends_a_request(monkeypatch: pytest.Monk
         key = counter.key
     assert key == {"pk": {"S": "c"}, "sk": {"N": "0"}} == counter.counter_item().key
     assert sent == ["table"]  # one DescribeTable, the first time
+
+
+def test_max_lag_is_ignored_with_a_warning() -> None:
+    # (The deadline is refused right after the warning: nothing is sent.)
+    with (
+        pytest.warns(DeprecationWarning, match="max_lag is ignored") as w,
+        pytest.raises(ConfigurationError, match="deadline"),
+    ):
+        distinct_partition_keys(CLIENT, "table", max_lag=30, deadline=-1)
+    assert w[0].filename == __file__
+    with (
+        pytest.warns(DeprecationWarning, match="max_lag is ignored"),
+        pytest.raises(ConfigurationError),
+    ):
+        asyncio.run(aio_listing(CLIENT, "table", max_lag=30, deadline=-1))

@@ -6,9 +6,11 @@ import json
 
 import click
 
+from ddbkeys.cli.common import state_table_option
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.iam import COMMANDS, policy
 from ddbkeys.partition_keys.index import DEFAULT_INDEX
+from ddbkeys.partition_keys.state import state_table_name
 
 
 def _variants_help() -> str:
@@ -62,6 +64,7 @@ Examples:
     show_default=True,
     help="The marker index, for the commands that read or change it.",
 )
+@state_table_option
 @click.option("--region", default="*", show_default=True, help="Region in the resource ARNs.")
 @click.option(
     "--account-id", default="*", show_default=True, help="AWS account id in the resource ARNs."
@@ -77,6 +80,7 @@ def iam_policy_command(
     table_name: str | None,
     variant: str | None,
     index_name: str,
+    state_table: str | None,
     region: str,
     account_id: str,
     partition: str,
@@ -87,6 +91,7 @@ def iam_policy_command(
             table_name,
             variant=variant,
             index_name=index_name,
+            state_table=state_table_name(state_table),
             region=region,
             account_id=account_id,
             partition=partition,
