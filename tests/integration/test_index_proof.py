@@ -266,3 +266,32 @@ def test_a_proven_listing_resumes_with_the_collections_it_rechecked(
     import asyncio  # noqa: PLC0415
 
     assert sorted(taken + asyncio.run(in_asyncio())) == non_empty(ddb_client, table)
+
+
+def test_the_asyncio_listing_proves_the_index_the_same_way(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    import asyncio  # noqa: PLC0415
+
+    from ddbkeys import aio  # noqa: PLC0415 (the optional extra)
+
+    table, store = streamed_table, state_table
+    for n in range(6):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+    ddb_client.put_item(TableName=table, Item=item("late", 1))  # nobody follows now
+
+    async def listed(method: str) -> tuple[list[Any], Any]:
+        async with aio.make_client(endpoint_url=ddb_client.meta.endpoint_url) as aclient:
+            run = await aio.distinct_partition_keys(
+                aclient, table, method, state_table=store, replay_margin=MARGIN
+            )
+            return [k async for k in run], run
+
+    keys, run = asyncio.run(listed("index"))
+    assert run.index_trusted is True and run.replay is not None and run.replay.rechecked == 1
+    assert sorted(keys) == non_empty(ddb_client, table)
+    sync = listing(ddb_client, table, store, "index")
+    assert sync.method_reason == run.method_reason  # one choice, two drivers
