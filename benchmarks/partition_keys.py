@@ -41,7 +41,7 @@ from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.demo import load_items
-from ddbkeys.demo_keys import DEMO_MARGIN, followed
+from ddbkeys.demo_keys import DEMO_MARGIN, followed, non_empty_collections
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
@@ -333,7 +333,7 @@ def bench_shape(
     # The follower stopped, and held that many changes behind: a listing reads them from the
     # stream itself (and re-checks what they name), or lists another way when that costs more.
     behind = changes_behind(client, table, spec, lag)
-    expected = non_empty(client, table)
+    expected = non_empty_collections(client, table)
     suffix = f", maintainer {behind:,} behind"
     rows += [run("index", 1, suffix), run("auto", 1, suffix)]
     return [*rows, aio]
@@ -373,18 +373,6 @@ def changes_behind(client: DynamoDBClient, table: str, spec: Shape, count: int) 
             )
         done += 1
     return done
-
-
-def non_empty(client: DynamoDBClient, table: str) -> set[str]:
-    """The collections holding an item that is not ddbkeys' marker (a consistent scan)."""
-    found: set[str] = set()
-    request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**request)
-        found.update(str(i["pk"]["S"]) for i in page["Items"] if "ddbkeys_pk" not in i)
-        if "LastEvaluatedKey" not in page:
-            return found
-        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 #: How many changes the maintainer is held behind, in the last two rows of each shape.

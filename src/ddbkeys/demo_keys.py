@@ -225,7 +225,7 @@ def run_partition_keys(
     return table, state_table, len(items), setup, results
 
 
-def _truth(client: DynamoDBClient, table: str) -> set[str]:
+def non_empty_collections(client: DynamoDBClient, table: str) -> set[str]:
     """The non-empty collections, by a full consistent scan (markers left out)."""
     found: set[str] = set()
     request: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
@@ -308,7 +308,7 @@ def _proven(client: DynamoDBClient, table: str, state_table: str) -> ProvenListi
         client, table, state_table=state_table, replay_margin=DEMO_MARGIN
     )
     found = list(listing)
-    truth = _truth(client, table)
+    truth = non_empty_collections(client, table)
     replay = listing.replay
     return ProvenListing(
         method=listing.method_name,

@@ -51,6 +51,7 @@ __all__ = [
     "ShardMark",
     "ShardRead",
     "advance",
+    "created_at",
     "plan_replay",
     "precheck",
     "thin",
@@ -141,6 +142,15 @@ class ShardMark:
             if saved <= cut:
                 chosen = (sequence, True)
         return chosen
+
+
+def created_at(record: Mapping[str, Any]) -> float | None:
+    """A stream record's ApproximateCreationDateTime in seconds (None when it has none); see
+    ``CREATED_ROUNDING``."""
+    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
 
 
 def thin(

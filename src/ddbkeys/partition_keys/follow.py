@@ -21,7 +21,6 @@ from typing import Any, Protocol, TypeVar
 from ddbkeys.core.steps import (
     Flow,
     Pause,
-    describe_stream,
     describe_table,
     get_records,
     get_shard_iterator,
@@ -30,11 +29,17 @@ from ddbkeys.core.steps import (
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
-from ddbkeys.partition_keys.evidence import CREATED_ROUNDING, SHARD_PREFIX, ShardMark, advance
+from ddbkeys.partition_keys.evidence import (
+    CREATED_ROUNDING,
+    SHARD_PREFIX,
+    ShardMark,
+    advance,
+    created_at,
+)
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore, send
 from ddbkeys.partition_keys.state import StateCore, key_json
-from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys.streams import stream_shards, streams_client_for
 from ddbkeys.retry import Deadline
 from ddbkeys.schema import described
 
@@ -131,18 +136,10 @@ def _after(records: list[dict[str, Any]], skip_before: float | None) -> list[dic
         return records
     kept = []
     for record in records:
-        created = _created(record)
+        created = created_at(record)
         if created is None or created + CREATED_ROUNDING >= skip_before:
             kept.append(record)
     return kept
-
-
-def _created(record: Mapping[str, Any]) -> float | None:
-    """A record's ApproximateCreationDateTime in seconds (None when it has none)."""
-    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
-    if value is None:
-        return None
-    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
 
 
 def _hashable(value: dict[str, Any]) -> str:
@@ -248,18 +245,7 @@ class FollowerCore:
         return str(description["LatestStreamArn"])
 
     def _shards(self, arn: str) -> Flow[list[dict[str, Any]]]:
-        shards: list[dict[str, Any]] = []
-        start: str | None = None
-        while True:
-            request: dict[str, Any] = {"StreamArn": arn}
-            if start:
-                request["ExclusiveStartShardId"] = start
-            page = yield from self._ask(describe_stream(request), "reading the stream's shards")
-            description = page["StreamDescription"]
-            shards.extend(description.get("Shards", []))
-            start = description.get("LastEvaluatedShardId")
-            if not start:
-                return shards
+        return stream_shards(lambda request: self._ask(request, "reading the stream's shards"), arn)
 
     def _iterator(self, arn: str, shard: str, kind: str, sequence: str | None = None) -> Flow[str]:
         request: dict[str, Any] = {"StreamArn": arn, "ShardId": shard, "ShardIteratorType": kind}

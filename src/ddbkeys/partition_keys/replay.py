@@ -19,7 +19,6 @@ from ddbkeys.core.steps import (
     Emit,
     Flow,
     Request,
-    describe_stream,
     get_records,
     get_shard_iterator,
     query,
@@ -32,12 +31,14 @@ from ddbkeys.partition_keys.evidence import (
     Evidence,
     ReplayPlan,
     ShardRead,
+    created_at,
     plan_replay,
     precheck,
 )
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable, unhash
 from ddbkeys.partition_keys.state import StateCore
+from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -176,25 +177,7 @@ def _refused(exc: DdbKeysError, what: str) -> Decline:
 
 
 def _shards(reader: Reader, arn: str) -> Flow[list[dict[str, Any]]]:
-    shards: list[dict[str, Any]] = []
-    start: str | None = None
-    while True:
-        request: dict[str, Any] = {"StreamArn": arn}
-        if start:
-            request["ExclusiveStartShardId"] = start
-        page = yield from _ask(reader, describe_stream(request))
-        description = page["StreamDescription"]
-        shards.extend(description.get("Shards", []))
-        start = description.get("LastEvaluatedShardId")
-        if not start:
-            return shards
-
-
-def _created(record: Mapping[str, Any]) -> float | None:
-    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
-    if value is None:
-        return None
-    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+    return stream_shards(lambda request: _ask(reader, request), arn)
 
 
 def _iterator(
@@ -243,7 +226,7 @@ def _read_shard(
             continue
         records = page.get("Records", [])
         for record in records:
-            created = _created(record)
+            created = created_at(record)
             if (
                 first
                 and read.only_after is not None

@@ -12,13 +12,22 @@ client takes it exactly as it would take the session's own credentials.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import boto3
 import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver
 
-__all__ = ["SharedCredentials", "client_credentials", "streams_client_for", "streams_settings"]
+from ddbkeys.core.steps import Flow, Request, describe_stream
+
+__all__ = [
+    "SharedCredentials",
+    "client_credentials",
+    "stream_shards",
+    "streams_client_for",
+    "streams_settings",
+]
 
 
 class SharedCredentials(CredentialProvider):
@@ -66,3 +75,20 @@ def streams_client_for(client: Any) -> Any:
         session.register_component("credential_provider", resolver)
     streams = boto3.session.Session(botocore_session=session)
     return streams.client("dynamodbstreams", **streams_settings(client))
+
+
+def stream_shards(ask: Callable[[Request], Flow[Any]], arn: str) -> Flow[list[dict[str, Any]]]:
+    """Every shard of the stream ``arn`` (DescribeStream, page by page), each request sent
+    by ``ask``."""
+    shards: list[dict[str, Any]] = []
+    start: str | None = None
+    while True:
+        request: dict[str, Any] = {"StreamArn": arn}
+        if start:
+            request["ExclusiveStartShardId"] = start
+        page = yield from ask(describe_stream(request))
+        description = page["StreamDescription"]
+        shards.extend(description.get("Shards", []))
+        start = description.get("LastEvaluatedShardId")
+        if not start:
+            return shards
