@@ -303,7 +303,7 @@ async def distinct_partition_keys(
         method, client, info, index, marker_attribute, deadline, state_table, max_lag
     )
     listing = AsyncListing(
-        choice.method,
+        choice.method.knowing_markers_by(marker_attribute),
         reader,
         _positions(positions, scan_segments, readers, choice),
         readers,

@@ -73,9 +73,9 @@ def clash_error(table_name: str, clashes: list[Any], index: MarkerIndex) -> clic
     more = f" and {len(clashes) - 20} more" if len(clashes) > 20 else ""
     return click.ClickException(
         f"{len(clashes)} collection(s) of table {table_name!r} cannot be marked: {shown}{more}. "
-        "Each holds a data item at the marker's sort key (without "
-        f"{index.attribute!r}), left as it is; give the markers another sort key value "
-        "(marker_sort_key= in Python)."
+        "Each holds a data item at the marker's sort key (its "
+        f"{index.attribute!r} is not its own partition key), left as it is; give the markers "
+        "another sort key value (marker_sort_key= in Python)."
     )
 
 
@@ -119,8 +119,8 @@ def mark_command(
 ) -> None:
     """Put the marker into the collections KEYS (base64 for binary keys). Idempotent.
 
-    A collection whose item at the marker's sort key is data (it lacks the marker attribute)
-    is not marked: it is named, and the exit code is 1.
+    A collection whose item at the marker's sort key is data (its marker attribute is not its
+    own partition key) is not marked: it is named, and the exit code is 1.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.mark_many(parse_keys(index, keys, table_name))

@@ -286,7 +286,7 @@ def distinct_partition_keys(
         method, client, table, info, index, marker_attribute, deadline, state_table, max_lag
     )
     listing = Listing(
-        choice.method,
+        choice.method.knowing_markers_by(marker_attribute),
         reader,
         _positions(positions, scan_segments, readers, choice),
         readers,

@@ -53,6 +53,10 @@ T = TypeVar("T")
 class IndexMethod(SegmentMethod):
     """List the keys by scanning the marker index.
 
+    Only markers are handed out: an item of the index whose marker attribute is not its own
+    partition key (data that happens to hold the attribute) lists nothing. The index is
+    KEYS_ONLY, so its items are the table's keys and the marker attribute, all projected.
+
     Cost: 0.5 read units per 4 KB of the index, which holds one small item (about 100 bytes)
     per collection: roughly 0.5 units per 40 keys. Needs the index to be complete: see
     :class:`MarkerIndex` (``backfill``, ``verify``, ``repair``).
@@ -61,7 +65,7 @@ class IndexMethod(SegmentMethod):
     name = "index"
 
     def __init__(self, info: TableInfo, index: MarkerCore) -> None:
-        super().__init__(info)
+        super().__init__(info, index._markers(info))
         self.index = index
 
     def start_key(self, after: Key) -> dict[str, Any]:
@@ -71,15 +75,18 @@ class IndexMethod(SegmentMethod):
         return key
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        markers = self.index._markers(self.info)
+        projection, names = markers.projection()
         request: ScanPage = {
             "IndexName": self.index.name,
-            "ProjectionExpression": "#m",
-            "ExpressionAttributeNames": {"#m": self.index.attribute},
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names,
             **self.segment_args(segment, segments),
         }
         if after is not None:
             request["ExclusiveStartKey"] = self.start_key(after)
-        yield from scan_from(reader, request, self.index.attribute, previous=after)
+        pk = self.info.partition_key.name
+        yield from scan_from(reader, request, pk, previous=after, counts=markers.is_marker)
 
     def scanned_bytes(self) -> int:
         return self.info.index_sizes.get(self.index.name, 0)

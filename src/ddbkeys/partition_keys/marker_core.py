@@ -27,6 +27,7 @@ from ddbkeys.core.steps import (
     scan,
     update_table,
 )
+from ddbkeys.entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
 from ddbkeys.partition_keys.base import Key, client_and_table
 from ddbkeys.partition_keys.markers import (
@@ -37,6 +38,7 @@ from ddbkeys.partition_keys.markers import (
     IndexPages,
     KeyPages,
     MarkerClashError,
+    Markers,
     SkipPages,
     VerifyReport,
     check_index,
@@ -153,6 +155,12 @@ class MarkerCore:
     def _sort_key(self, info: TableInfo) -> dict[str, Any]:
         return marker_sort_key(info, self._sort_key_given)
 
+    def _markers(self, info: TableInfo) -> Markers:
+        """How this index's markers are known (see :mod:`ddbkeys.partition_keys.recognise`)."""
+        pk, sk = info.partition_key, info.sort_key
+        assert sk is not None
+        return Markers(pk.name, sk.name, self.attribute, self._sort_key(info))
+
     def _marker_key(self, info: TableInfo, value: Any) -> dict[str, Any]:
         pk, sk = info.partition_key, info.sort_key
         assert sk is not None
@@ -267,6 +275,7 @@ class MarkerCore:
             **key,
             self.attribute: key[pk],
             VERSION_ATTRIBUTE: {"S": uuid.uuid4().hex[:16]},
+            ENTITY_ATTRIBUTE: {"S": MARKER},
         }
 
         def attempt(_: int) -> Flow[tuple[bool, Mapping[str, Any] | None]]:
@@ -290,7 +299,7 @@ class MarkerCore:
             return True, None
 
         written, old = yield from self._attempts(attempt, "marking a collection", deadline)
-        answer = put_answer(written, old, self.attribute)
+        answer = put_answer(written, old, self._markers(info))
         if answer is None:
             raise clash(info, key, self.attribute)
         return answer
@@ -303,8 +312,8 @@ class MarkerCore:
         request: DeleteItemInputTypeDef = {
             "TableName": self.table,
             "Key": self._marker_key(info, value),
-            "ConditionExpression": "attribute_exists(#m)",
-            "ExpressionAttributeNames": {"#m": self.attribute},
+            "ConditionExpression": "#m = #pk",  # a marker: its attribute holds its own key
+            "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
             "ReturnConsumedCapacity": "TOTAL",
         }
         removed = yield from self._attempts(
@@ -362,7 +371,7 @@ class MarkerCore:
                 remove=("backfill_finished",),
             )
         report = BackfillReport()
-        pages = SkipPages(info)
+        pages = SkipPages(info, self._markers(info))
         while pages.request() is not None:
             for key in (yield from self._pages(pages, "reading the table's keys")):
                 yield from self._mark_one(key, report)
@@ -380,9 +389,10 @@ class MarkerCore:
 
     def _verify(self) -> Flow[VerifyReport]:
         info = yield from self._check(self._begin())
-        table_keys = yield from self._keys(SkipPages(info), "reading the table's keys")
+        markers = self._markers(info)
+        table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
         index_keys = yield from self._keys(
-            IndexPages(self.table, self.name, self.attribute), "reading the marker index"
+            IndexPages(self.table, self.name, markers), "reading the marker index"
         )
         report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
         for hashed in sorted(table_keys - index_keys):
@@ -428,7 +438,7 @@ class MarkerCore:
             writes=False,
         )
         item = answer.get("Item")
-        return item is not None and self.attribute not in item
+        return item is not None and self._markers(info).is_data(item)
 
     def _repair(self, remove_orphans: bool) -> Flow[VerifyReport]:
         report = yield from self._verify()
