@@ -54,6 +54,7 @@ def info(**changes: Any) -> TableInfo:
         "item_count": 10,
         "size_bytes": 1000,
         "index_statuses": {"ddbkeys-partition-keys": "ACTIVE"},
+        "index_hash_keys": {"ddbkeys-partition-keys": M},
     }
     fields.update(changes)
     return TableInfo(**fields)
@@ -157,11 +158,11 @@ def test_marker_sort_key_index_status_and_check() -> None:
     assert index_status(info(), "ddbkeys-partition-keys") == "ACTIVE"
     assert index_status(info(index_statuses={}), "ddbkeys-partition-keys") == "ACTIVE"
     assert index_status(info(), "other") is None
-    check_index(info(), "ddbkeys-partition-keys")
+    check_index(info(), "ddbkeys-partition-keys", M)
     with pytest.raises(ConfigurationError, match="has no index 'other'"):
-        check_index(info(), "other")
+        check_index(info(), "other", M)
     with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
-        check_index(info(index_projections={"x": "ALL"}), "x")
+        check_index(info(index_projections={"x": "ALL"}, index_hash_keys={"x": M}), "x", M)
 
 
 @pytest.mark.parametrize(
@@ -270,6 +271,44 @@ def test_unmark_checks_the_index_once_and_reads_the_condition() -> None:
     assert play(marker._unmark("a", marker._begin()), [("delete_item", gone)])[0] is False
     with pytest.raises(ConfigurationError, match="has no index"):
         play(index(index_projections={})._unmark("a", marker._begin()), [])
+
+
+def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active() -> None:
+    """An index seen building is described again before a refusal; one that is still not
+    ACTIVE, or keyed on another attribute, is refused with nothing sent to the table."""
+    building = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
+
+    def described(status: str) -> dict[str, Any]:
+        names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+        index = {
+            "IndexName": "ddbkeys-partition-keys",
+            "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+            "IndexStatus": status,
+        }
+        return {
+            "Table": {
+                "AttributeDefinitions": [
+                    {"AttributeName": n, "AttributeType": t} for n, t, _ in names
+                ],
+                "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+                "GlobalSecondaryIndexes": [index],
+            }
+        }
+
+    with pytest.raises(ConfigurationError, match="is CREATING, not ACTIVE: wait until it is"):
+        play(building._mark("a", building._begin()), [("describe_table", described("CREATING"))])
+    written, sent = play(
+        building._mark("a", building._begin()),
+        [("describe_table", described("ACTIVE")), ("put_item", {})],
+    )
+    assert written is True and [r.operation for r in sent] == ["describe_table", "put_item"]
+    other = index(index_hash_keys={"ddbkeys-partition-keys": "owner"})
+    with pytest.raises(ConfigurationError, match="is keyed on 'owner', not on the marker"):
+        play(other._mark("a", other._begin()), [])
+    # A maintainer given no attribute takes the index's own.
+    assert play(other._maintained(other._begin()), [])[0] is other.info
+    assert other.attribute == "owner"
 
 
 def test_status_and_check_from_a_known_description_send_nothing() -> None:

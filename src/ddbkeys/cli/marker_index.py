@@ -14,6 +14,7 @@ from ddbkeys.cli.common import (
     StatusLine,
     connection_options,
     echo_json,
+    index_name_option,
     index_options,
     json_key,
     output_option,
@@ -50,7 +51,7 @@ def index_group() -> None:
 
 
 def open_index(
-    connection: Connection, table_name: str, index_name: str, marker_attribute: str
+    connection: Connection, table_name: str, index_name: str, marker_attribute: str | None
 ) -> MarkerIndex:
     return MarkerIndex(
         connection.client(),
@@ -120,7 +121,8 @@ def mark_command(
     """Put the marker into the collections KEYS (base64 for binary keys). Idempotent.
 
     A collection whose item at the marker's sort key is data (its marker attribute is not its
-    own partition key) is not marked: it is named, and the exit code is 1.
+    own partition key) is not marked: it is named, and the exit code is 1. Nothing is written
+    unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE).
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.mark_many(parse_keys(index, keys, table_name))
@@ -162,7 +164,8 @@ def backfill_command(
     """Mark every collection of the table (found with the skip scan).
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
-    and the exit code is 1.
+    and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
+    keyed on --marker-attribute, ACTIVE).
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
@@ -312,7 +315,13 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
 
 @index_group.command("follow")
 @table_option
-@index_options
+@index_name_option
+@click.option(
+    "--marker-attribute",
+    default=None,
+    help="The attribute that keys the marker index. By default the index's own key; "
+    "another one is an error.",
+)
 @click.option(
     "--state-table",
     default=STATE_TABLE,
@@ -341,7 +350,7 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
 def follow_command(
     table_name: str,
     index_name: str,
-    marker_attribute: str,
+    marker_attribute: str | None,
     state_table: str,
     from_start: bool,
     until_caught_up: bool,
@@ -356,6 +365,7 @@ def follow_command(
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
     stop it cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
+    It refuses, writing nothing, unless the marker index is there (KEYS_ONLY, ACTIVE).
 
     \b
     ddbkeys partition-keys index stream -t issues

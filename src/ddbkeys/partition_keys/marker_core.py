@@ -108,7 +108,7 @@ class MarkerCore:
         table: str | None = None,
         *,
         name: str = DEFAULT_INDEX,
-        attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+        attribute: str | None = None,
         marker_sort_key: Any = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
@@ -118,7 +118,10 @@ class MarkerCore:
         self.client, self.table = self._connect(client, table, deadline)
         check_table_name(self.table)
         self.name = name
-        self.attribute = attribute
+        #: The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
+        #: the index's own key instead when none was given.
+        self.attribute = DEFAULT_MARKER_ATTRIBUTE if attribute is None else attribute
+        self._attribute_given = attribute
         self.usage = usage or Usage()
         self.deadline = check_deadline(deadline, self.table)
         self.retry = retry or RetryPolicy()
@@ -229,8 +232,32 @@ class MarkerCore:
         return index_status(info, self.name)
 
     def _check(self, deadline: Deadline) -> Flow[TableInfo]:
+        """The table's description, once the index is known to be there, KEYS_ONLY, keyed on
+        the marker attribute and ACTIVE (an index seen building is described again)."""
         info = yield from self._table_info(deadline)
-        check_index(info, self.name)
+        if index_status(info, self.name) not in (None, "ACTIVE"):
+            yield from self._describe(deadline)
+            info = self._info.get()
+        check_index(info, self.name, self.attribute)
+        return info
+
+    def _checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`_check`, once per object: before the first marker is written or removed."""
+        if not self._checked:
+            yield from self._check(deadline)
+            self._checked = True
+        info = yield from self._table_info(deadline)
+        return info
+
+    def _maintained(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`_check` for a maintainer: the marker attribute is the index's own key when
+        none was given (one given that differs is an error, as any mismatch)."""
+        info = yield from self._table_info(deadline)
+        keyed = info.index_hash_keys.get(self.name)
+        if self._attribute_given is None and keyed is not None:
+            self.attribute = keyed
+        info = yield from self._check(deadline)
+        self._checked = True
         return info
 
     def _create(self, wait: bool, timeout: float) -> Flow[None]:
@@ -238,16 +265,18 @@ class MarkerCore:
         raw = yield from self._describe(deadline)
         info = yield from self._table_info(deadline)
         if index_status(info, self.name) is not None:
-            check_index(info, self.name)
-            return
-        request = create_request(
-            raw, self.table, self.name, self.attribute, info.partition_key.type
-        )
-        yield from self._attempts(
-            lambda _: send(update_table(request)),
-            f"UpdateTable (adding index {self.name!r})",
-            deadline,
-        )
+            check_index(info, self.name, self.attribute, active=False)
+            if not wait or index_status(info, self.name) == "ACTIVE":
+                return
+        else:
+            request = create_request(
+                raw, self.table, self.name, self.attribute, info.partition_key.type
+            )
+            yield from self._attempts(
+                lambda _: send(update_table(request)),
+                f"UpdateTable (adding index {self.name!r})",
+                deadline,
+            )
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:
@@ -267,8 +296,9 @@ class MarkerCore:
 
     def _mark(self, value: Any, deadline: Deadline) -> Flow[bool]:
         """Put the marker (conditional: nothing there); True if written, False if a marker
-        was there, :class:`MarkerClashError` if data is."""
-        info = yield from self._table_info(deadline)
+        was there, :class:`MarkerClashError` if data is. A clear error, nothing written, unless
+        the index is there (checked once per object)."""
+        info = yield from self._checked_info(deadline)
         key = self._marker_key(info, value)
         pk = info.partition_key.name
         item = {
@@ -305,10 +335,7 @@ class MarkerCore:
         return answer
 
     def _unmark(self, value: Any, deadline: Deadline) -> Flow[bool]:
-        if not self._checked:
-            yield from self._check(deadline)
-            self._checked = True
-        info = yield from self._table_info(deadline)
+        info = yield from self._checked_info(deadline)
         request: DeleteItemInputTypeDef = {
             "TableName": self.table,
             "Key": self._marker_key(info, value),
@@ -356,7 +383,7 @@ class MarkerCore:
     def _backfill(
         self, progress: Callable[[int], None] | None, state_table: str | None
     ) -> Flow[BackfillReport]:
-        info = yield from self._table_info(self._begin())
+        info = yield from self._check(self._begin())
         store = (
             StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
             if state_table

@@ -115,20 +115,40 @@ def index_status(info: TableInfo, name: str) -> str | None:
     return info.index_statuses.get(name, "ACTIVE")
 
 
-def check_index(info: TableInfo, name: str) -> None:
-    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY."""
+def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = True) -> None:
+    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY, keyed on the
+    marker ``attribute``, and (``active``) ACTIVE: before any marker is written or read."""
+    where = f"Index {name!r} of table {info.name!r}"
+    flag = "" if attribute == DEFAULT_MARKER_ATTRIBUTE else f" --marker-attribute {attribute}"
     projection = info.index_projections.get(name)
     if projection is None:
         raise ConfigurationError(
             f"Table {info.name!r} has no index {name!r}. Create it with "
-            f"`ddbkeys partition-keys index create --table-name {info.name}`, then "
-            "backfill the markers.",
+            f"`ddbkeys partition-keys index create --table-name {info.name}{flag}` (KEYS_ONLY, "
+            f"keyed on the marker attribute {attribute!r}), then backfill the markers.",
             table=info.name,
         )
     if projection != "KEYS_ONLY":
         raise ConfigurationError(
-            f"Index {name!r} of table {info.name!r} projects {projection}, not "
-            "KEYS_ONLY: it is not a marker index (it would cost more to scan).",
+            f"{where} projects {projection}, not KEYS_ONLY: it is not a marker index (it "
+            f"would cost more to scan); name the marker index (keyed on {attribute!r}) with "
+            "--index-name.",
+            table=info.name,
+        )
+    keyed = info.index_hash_keys.get(name)
+    if keyed != attribute:
+        raise ConfigurationError(
+            f"{where} is keyed on {keyed!r}, not on the marker attribute {attribute!r}: pass "
+            f"--marker-attribute {keyed} (attribute= in Python) if it is the marker index, or "
+            "name the marker index with --index-name.",
+            table=info.name,
+        )
+    status = index_status(info, name)
+    if active and status != "ACTIVE":
+        raise ConfigurationError(
+            f"{where} (keyed on {attribute!r}) is {status}, not ACTIVE: wait until it is "
+            f"(`ddbkeys partition-keys index create --table-name {info.name}{flag}` waits for "
+            "it), then try again.",
             table=info.name,
         )
 
