@@ -2,8 +2,9 @@
 marker's sort key whose marker attribute holds its own partition key is a marker. Data that
 carries the marker attribute (another key's value, or its own key at another sort key) lists no
 key from the index, never makes its collection look marked, and is never taken for a marker by
-mark, unmark, verify, backfill or a reconciliation; in the sync and the asyncio forms. Every
-marker written carries ``ddbkeys_type: marker``, which recognition never reads."""
+mark, unmark, verify, backfill, a reconciliation or a collection's id audit; in the sync and the
+asyncio forms. Every marker written carries ``ddbkeys_type: marker``, which recognition never
+reads."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.aio import index as aio_index
+from ddbkeys.aio.audit import audit_collection as aio_audit_collection
 from ddbkeys.aio.listing import distinct_partition_keys as aio_keys
+from ddbkeys.ids.audit import audit_collection
 from ddbkeys.partition_keys import MarkerClashError, MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys.index import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
@@ -136,3 +139,27 @@ def test_the_asyncio_forms_recognise_markers_alike(
     assert at_marker_key(ddb_client, table, "e") == LOOKALIKE
     marker = at_marker_key(ddb_client, table, "b")
     assert marker is not None and marker["ddbkeys_type"] == {"S": "marker"}
+
+
+def test_the_collection_audit_counts_an_id_that_carries_the_marker_attribute(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Ids 1 to 3 of collection a, id 2 holding ``ddbkeys_pk`` (another tool's), and a's
+    marker: the marker is not an id, id 2 is (sync and asyncio)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in (1, 2, 3):
+        item: dict[str, Any] = {"pk": {"S": "a"}, "sk": {"N": str(n)}}
+        if n == 2:
+            item["ddbkeys_pk"] = {"S": "a"}
+        ddb_client.put_item(TableName=table, Item=item)
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+    assert index.mark("a") is True
+    report = audit_collection(ddb_client, table, "a")
+    assert (report.count, report.first, report.last, report.gaps) == (3, 1, 3, [])
+
+    async def body(client: Any) -> tuple[int, list[Any]]:
+        found = await aio_audit_collection(client, table, "a")
+        return found.count, found.gaps
+
+    assert run(ddb_client, body) == (3, [])
