@@ -36,6 +36,7 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     read_collection,
 )
+from ddbkeys.partition_keys.recognise import same_value
 from ddbkeys.partition_keys.state import IndexState, update_request, vouch
 from ddbkeys.schema import KeyAttribute, TableInfo
 
@@ -135,6 +136,21 @@ def test_read_collection(
 ) -> None:
     found, marker, must = read_collection(items, more, RULE)
     assert (found, marker is not None, must) == (data, has_marker, look_up)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ({"S": "a"}, {"S": "a"}, True),
+        ({"S": "1"}, {"N": "1"}, False),  # another type
+        ({"N": "1"}, {"N": "1.0"}, True),  # numbers by value, as DynamoDB compares them
+        ({"B": b"x"}, {"B": bytearray(b"x")}, True),
+        ({"S": "a"}, None, False),  # missing
+        ({"L": []}, {"L": []}, False),  # not a key value
+    ],
+)
+def test_same_value(a: Any, b: Any, same: bool) -> None:
+    assert same_value(a, b) is same and same_value(b, a) is same
 
 
 @pytest.mark.parametrize(
