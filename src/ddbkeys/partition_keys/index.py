@@ -125,7 +125,8 @@ class MarkerIndex(MarkerCore):
         return self._run(self._status(fresh))
 
     def check(self) -> None:
-        """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
+        """A clear error unless the index exists, is KEYS_ONLY, is keyed on the marker
+        attribute and is ACTIVE."""
         self._run(self._check(self._begin()))
 
     def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
@@ -140,8 +141,10 @@ class MarkerIndex(MarkerCore):
     def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Put the marker into one collection. True if it was written, False if a marker was
         there already; :class:`MarkerClashError` (nothing written) when an item that is not a
-        marker (it lacks the marker attribute) holds the marker's key. One conditional
-        PutItem (1 write unit)."""
+        marker (its marker attribute does not hold its own partition key) holds the marker's
+        key. A clear error, nothing written, unless the table has the index, KEYS_ONLY, keyed on
+        the marker attribute and ACTIVE (checked once per object). One conditional PutItem (1
+        write unit)."""
         return self._run(self._mark(partition_key_value, self._begin()))
 
     def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:

@@ -38,9 +38,9 @@ class SkipMethod(SegmentMethod):
 
     A collection whose first item is ddbkeys' marker needs a look at its next item (the next
     request starts just after the marker, not past the collection): one request more for each
-    marked collection whose marker sorts first (the number marker always does), and none for a
-    collection left with nothing but its marker, which is not handed out (the request after
-    the marker reads the next collection's first item).
+    marked collection whose marker sorts first (the default number marker does, but for numbers
+    below -(10**38 - 1)), and none for a collection left with nothing but its marker, which is
+    not handed out (the request after the marker reads the next collection's first item).
     """
 
     name = "skip"
