@@ -7,7 +7,7 @@ so a scan or a model of your own can leave them out with one filter:
 ``attribute_not_exists(ddbkeys_type)``.
 
 ddbkeys itself never trusts this attribute (another tool may write anything): a marker is
-recognised by its key and its marker attribute (see ``partition_keys.markers``)."""
+recognised by its key and its marker attribute (see ``partition_keys.recognise``)."""
 
 from __future__ import annotations
 

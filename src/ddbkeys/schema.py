@@ -79,6 +79,8 @@ class TableInfo:
     index_sizes: Mapping[str, int] = field(default_factory=dict)  # IndexSizeBytes by name
     #: IndexStatus by index name (ACTIVE, CREATING, UPDATING, DELETING) when described.
     index_statuses: dict[str, str] = field(default_factory=dict)
+    #: The partition (HASH) key attribute of each global secondary index, by index name.
+    index_hash_keys: Mapping[str, str] = field(default_factory=dict)
     #: The table's stream (its LatestStreamArn) while the stream is on, else None.
     stream_arn: str | None = None
     #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
@@ -169,6 +171,12 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
         index_statuses={
             index["IndexName"]: str(index.get("IndexStatus", "ACTIVE"))
             for index in description.get("GlobalSecondaryIndexes", [])
+        },
+        index_hash_keys={
+            index["IndexName"]: key["AttributeName"]
+            for index in description.get("GlobalSecondaryIndexes", [])
+            for key in index.get("KeySchema", [])
+            if key.get("KeyType") == "HASH"
         },
         stream_arn=(
             description.get("LatestStreamArn")

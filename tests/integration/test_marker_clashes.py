@@ -1,5 +1,5 @@
-"""Markers are known by their attribute: a data item at the marker's sort key is never taken
-for a marker, never overwritten or removed, and every command says so (exit 1). Default
+"""Markers are known by their key and their attribute: a data item at the marker's sort key is
+never taken for a marker, never overwritten or removed, and every command says so (exit 1). Default
 markers read back through boto3's resource layer. Exit codes tell the truth."""
 
 from __future__ import annotations
@@ -99,8 +99,8 @@ def test_the_cli_names_what_it_could_not_mark_and_exits_1(
     assert run(ddb_endpoint_url, "index", "create", "-t", table).exit_code == 0
     clash = (
         f"Error: 1 collection(s) of table {table!r} cannot be marked: a. Each holds a data item "
-        "at the marker's sort key (without 'ddbkeys_pk'), left as it is; give the markers "
-        "another sort key value (marker_sort_key= in Python).\n"
+        "at the marker's sort key (its 'ddbkeys_pk' is not its own partition key), left as it "
+        "is; give the markers another sort key value (marker_sort_key= in Python).\n"
     )
     backfill = run(ddb_endpoint_url, "index", "backfill", "-t", table)
     assert (backfill.exit_code, backfill.stdout, backfill.stderr) == (

@@ -63,24 +63,28 @@ def test_the_attribute_audit_scans_every_page_and_retries_a_throttled_one() -> N
 
 
 def test_the_collection_audit_skips_the_marker_and_the_counter() -> None:
+    """The marker is recognised by its key and attribute: an id that carries the marker
+    attribute (another tool's, or a key's value) is still an id."""
+    p = {"S": "p"}
     done = drive(
         collection_flow(TABLE, "p", usage=Usage(), retry=POLICY),
         [
             DESCRIPTION,
             {
                 "Items": [
-                    {"sk": {"N": "0"}, "last_number": {"N": "4"}},
-                    {"sk": {"N": "1"}},
-                    {"sk": {"N": "2"}, "ddbkeys_pk": {"S": "p"}},
+                    {"pk": p, "sk": {"N": "-" + "9" * 38}, "ddbkeys_pk": p},  # the marker
+                    {"pk": p, "sk": {"N": "0"}, "last_number": {"N": "4"}},
+                    {"pk": p, "sk": {"N": "1"}},
+                    {"pk": p, "sk": {"N": "2"}, "ddbkeys_pk": {"S": "zzz"}},  # an id
                 ],
-                "LastEvaluatedKey": {"pk": {"S": "p"}, "sk": {"N": "2"}},
+                "LastEvaluatedKey": {"pk": p, "sk": {"N": "2"}},
             },
-            {"Items": [{"sk": {"N": "4"}}]},
+            {"Items": [{"pk": p, "sk": {"N": "4"}, "ddbkeys_pk": p}]},  # an id
         ],
     )
     report = done.result
     assert done.operations == ["describe_table", "query", "query"]
-    assert (report.count, report.first, report.last, report.gaps) == (2, 1, 4, [(2, 3)])
+    assert (report.count, report.first, report.last, report.gaps) == (3, 1, 4, [(3, 3)])
     query = done.requests[1].params
     assert query["ExpressionAttributeValues"] == {":pk": {"S": "p"}}
     assert done.requests[2].params["ExclusiveStartKey"] == {"pk": {"S": "p"}, "sk": {"N": "2"}}

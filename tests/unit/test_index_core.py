@@ -28,6 +28,7 @@ from ddbkeys.partition_keys.markers import (
     DEFAULT_MARKER_SORT_KEY,
     IndexPages,
     MarkerClashError,
+    Markers,
     SkipPages,
     check_index,
     create_request,
@@ -36,11 +37,13 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     read_collection,
 )
+from ddbkeys.partition_keys.recognise import same_value
 from ddbkeys.partition_keys.state import update_request
 from ddbkeys.schema import KeyAttribute, TableInfo
 
 SK = DEFAULT_MARKER_SORT_KEY["N"]
 M = "ddbkeys_pk"
+RULE = Markers("pk", "sk", M, SK)
 
 
 def info(**changes: Any) -> TableInfo:
@@ -53,6 +56,7 @@ def info(**changes: Any) -> TableInfo:
         "item_count": 10,
         "size_bytes": 1000,
         "index_statuses": {"ddbkeys-partition-keys": "ACTIVE"},
+        "index_hash_keys": {"ddbkeys-partition-keys": M},
     }
     fields.update(changes)
     return TableInfo(**fields)
@@ -97,17 +101,19 @@ def play(flow: Flow[Any], script: list[tuple[str, Any]]) -> tuple[Any, list[Requ
     ("written", "old", "expected"),
     [
         (True, None, True),  # written
-        (False, {M: {"S": "a"}}, False),  # a marker was there
-        (False, {"note": {"S": "data"}}, None),  # data there: a clash
+        (False, {"pk": {"S": "a"}, "sk": SK, M: {"S": "a"}}, False),  # a marker was there
+        (False, {"pk": {"S": "a"}, "sk": SK, "note": {"S": "data"}}, None),  # data: a clash
+        (False, {"pk": {"S": "a"}, "sk": SK, M: {"S": "zzz"}}, None),  # another key: data
+        (False, {"pk": {"S": "1"}, "sk": SK, M: {"N": "1"}}, None),  # another type: data
         (False, {}, None),  # nothing said: not known to be a marker
     ],
 )
 def test_put_answer(written: bool, old: dict[str, Any] | None, expected: bool | None) -> None:
-    assert put_answer(written, old, M) is expected
+    assert put_answer(written, old, RULE) is expected
 
 
-MARKER = {"sk": SK, M: {"S": "a"}, "ddbkeys_v": {"S": "v1"}}
-DATA = {"sk": {"N": "1"}}
+MARKER = {"pk": {"S": "a"}, "sk": SK, M: {"S": "a"}, "ddbkeys_v": {"S": "v1"}}
+DATA = {"pk": {"S": "a"}, "sk": {"N": "1"}}
 
 
 @pytest.mark.parametrize(
@@ -119,14 +125,33 @@ DATA = {"sk": {"N": "1"}}
         ([DATA], False, True, False, False),  # data, no marker (all read)
         ([DATA, {"sk": {"N": "2"}}], False, True, False, True),  # two data items: look it up
         ([DATA], True, True, False, True),  # more than read: look it up
-        ([{"sk": SK}], False, True, False, False),  # data at the marker's key: not a marker
+        ([{"pk": {"S": "a"}, "sk": SK}], False, True, False, False),  # data at the marker's key
+        # The marker attribute on data: at the marker's key with another key, or elsewhere.
+        ([{**MARKER, M: {"S": "zzz"}}], False, True, False, False),
+        ([{**DATA, M: {"S": "a"}}], False, True, False, False),
+        ([{**DATA, M: {"S": "a"}}, MARKER], False, True, True, False),
     ],
 )
 def test_read_collection(
     items: list[dict[str, Any]], more: bool, data: bool, has_marker: bool, look_up: bool
 ) -> None:
-    found, marker, must = read_collection(items, more, M, "sk", SK)
+    found, marker, must = read_collection(items, more, RULE)
     assert (found, marker is not None, must) == (data, has_marker, look_up)
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ({"S": "a"}, {"S": "a"}, True),
+        ({"S": "1"}, {"N": "1"}, False),  # another type
+        ({"N": "1"}, {"N": "1.0"}, True),  # numbers by value, as DynamoDB compares them
+        ({"B": b"x"}, {"B": bytearray(b"x")}, True),
+        ({"S": "a"}, None, False),  # missing
+        ({"L": []}, {"L": []}, False),  # not a key value
+    ],
+)
+def test_same_value(a: Any, b: Any, same: bool) -> None:
+    assert same_value(a, b) is same and same_value(b, a) is same
 
 
 @pytest.mark.parametrize(
@@ -150,11 +175,11 @@ def test_marker_sort_key_index_status_and_check() -> None:
     assert index_status(info(), "ddbkeys-partition-keys") == "ACTIVE"
     assert index_status(info(index_statuses={}), "ddbkeys-partition-keys") == "ACTIVE"
     assert index_status(info(), "other") is None
-    check_index(info(), "ddbkeys-partition-keys")
+    check_index(info(), "ddbkeys-partition-keys", M)
     with pytest.raises(ConfigurationError, match="has no index 'other'"):
-        check_index(info(), "other")
+        check_index(info(), "other", M)
     with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
-        check_index(info(index_projections={"x": "ALL"}), "x")
+        check_index(info(index_projections={"x": "ALL"}, index_hash_keys={"x": M}), "x", M)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +224,8 @@ def test_mark_reads_each_answer() -> None:
     params = sent[0].params
     assert params["Item"]["pk"] == params["Item"][M] == {"S": "a"} and params["Item"]["sk"] == SK
     assert params["ConditionExpression"] == "attribute_not_exists(#pk)"
-    there = failure("ConditionalCheckFailedException", Item={M: {"S": "a"}})
+    assert params["Item"]["ddbkeys_type"] == {"S": "marker"}
+    there = failure("ConditionalCheckFailedException", Item=MARKER)
     assert play(marker._mark("a", deadline), [("put_item", there)])[0] is False
     squatter = failure("ConditionalCheckFailedException", Item={"note": {"S": "x"}})
     with pytest.raises(MarkerClashError, match="cannot be marked") as clash:
@@ -215,11 +241,50 @@ def test_mark_reads_each_answer() -> None:
 def test_unmark_checks_the_index_once_and_reads_the_condition() -> None:
     marker = index()
     removed, sent = play(marker._unmark("a", marker._begin()), [("delete_item", {})])
-    assert removed is True and sent[0].params["ConditionExpression"] == "attribute_exists(#m)"
+    assert removed is True and sent[0].params["ConditionExpression"] == "#m = #pk"
+    assert sent[0].params["ExpressionAttributeNames"] == {"#m": M, "#pk": "pk"}
     gone = failure("ConditionalCheckFailedException")
     assert play(marker._unmark("a", marker._begin()), [("delete_item", gone)])[0] is False
     with pytest.raises(ConfigurationError, match="has no index"):
         play(index(index_projections={})._unmark("a", marker._begin()), [])
+
+
+def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active() -> None:
+    """An index seen building is described again before a refusal; one that is still not
+    ACTIVE, or keyed on another attribute, is refused with nothing sent to the table."""
+    building = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
+
+    def described(status: str) -> dict[str, Any]:
+        names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+        index = {
+            "IndexName": "ddbkeys-partition-keys",
+            "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}],
+            "Projection": {"ProjectionType": "KEYS_ONLY"},
+            "IndexStatus": status,
+        }
+        return {
+            "Table": {
+                "AttributeDefinitions": [
+                    {"AttributeName": n, "AttributeType": t} for n, t, _ in names
+                ],
+                "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+                "GlobalSecondaryIndexes": [index],
+            }
+        }
+
+    with pytest.raises(ConfigurationError, match="is CREATING, not ACTIVE: wait until it is"):
+        play(building._mark("a", building._begin()), [("describe_table", described("CREATING"))])
+    written, sent = play(
+        building._mark("a", building._begin()),
+        [("describe_table", described("ACTIVE")), ("put_item", {})],
+    )
+    assert written is True and [r.operation for r in sent] == ["describe_table", "put_item"]
+    other = index(index_hash_keys={"ddbkeys-partition-keys": "owner"})
+    with pytest.raises(ConfigurationError, match="is keyed on 'owner', not on the marker"):
+        play(other._mark("a", other._begin()), [])
+    # A maintainer given no attribute takes the index's own.
+    assert play(other._maintained(other._begin()), [])[0] is other.info
+    assert other.attribute == "owner"
 
 
 def test_status_and_check_from_a_known_description_send_nothing() -> None:
@@ -236,10 +301,14 @@ def test_status_and_check_from_a_known_description_send_nothing() -> None:
     assert marker.info is not None and marker.info.index_projections == {}
 
 
-def page(*keys: str, last: bool = True, pk: str = "pk") -> dict[str, Any]:
-    answer: dict[str, Any] = {"Items": [{pk: {"S": k}} for k in keys], "ScannedCount": len(keys)}
+def page(*keys: str, last: bool = True, markers: bool = False) -> dict[str, Any]:
+    """A Scan page of data items (or, ``markers``, of the index's markers) of ``keys``."""
+    items = [{"pk": {"S": k}, "sk": SK if markers else {"N": "1"}} for k in keys]
+    if markers:
+        items = [{**item, M: item["pk"]} for item in items]
+    answer: dict[str, Any] = {"Items": items, "ScannedCount": len(keys)}
     if not last:
-        answer["LastEvaluatedKey"] = {pk: {"S": keys[-1]}, "sk": {"N": "1"}}
+        answer["LastEvaluatedKey"] = {**items[-1]}
     return answer
 
 
@@ -275,7 +344,7 @@ def test_verify_finds_missing_orphans_and_clashes() -> None:
         marker._verify(),
         [
             ("scan", page("a", "b", "c")),  # the table's collections
-            ("scan", page("a", "d", pk=M)),  # the markers
+            ("scan", page("a", "d", markers=True)),  # the markers
             ("get_item", {}),  # b: nothing at the marker's key: missing
             ("get_item", {"Item": {"note": {"S": "x"}}}),  # c: data there: a clash
             ("query", {"Items": [MARKER, DATA]}),  # a: marker and data
@@ -288,15 +357,15 @@ def test_verify_finds_missing_orphans_and_clashes() -> None:
 
 
 def test_index_pages_follow_last_evaluated_key() -> None:
-    pages = IndexPages("orders", "ix", M)
-    assert pages.take(page("a", "b", last=False, pk=M)) == [{"S": "a"}, {"S": "b"}]
+    pages = IndexPages("orders", "ix", RULE)
+    assert pages.take(page("a", "b", last=False, markers=True)) == [{"S": "a"}, {"S": "b"}]
     request = pages.request()
     assert request is not None and request["ExclusiveStartKey"][M] == {"S": "b"}
-    assert pages.take(page("b", "c", pk=M)) == [{"S": "c"}] and pages.request() is None
+    assert pages.take(page("b", "c", markers=True)) == [{"S": "c"}] and pages.request() is None
 
 
 def test_skip_pages_jump_past_the_last_collection() -> None:
-    pages = SkipPages(info())
+    pages = SkipPages(info(), RULE)
     assert pages.take(page("a", last=False)) == [{"S": "a"}]
     request = pages.request()
     assert request is not None and request["ExclusiveStartKey"]["pk"] == {"S": "a"}

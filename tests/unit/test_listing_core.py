@@ -16,6 +16,7 @@ from ddbkeys.partition_keys.base import MAX_SORT_KEY, ReadBudget, Reader, Segmen
 from ddbkeys.partition_keys.checkpoint import decode_token
 from ddbkeys.partition_keys.listing import DONE, ListingCore
 from ddbkeys.partition_keys.pages import PageSize
+from ddbkeys.partition_keys.recognise import Seen
 from ddbkeys.partition_keys.scan import PAGE_ITEMS, ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys.stopping import STOP_SLICE
@@ -123,12 +124,70 @@ def test_where_the_next_skip_page_starts(
 ) -> None:
     method = SkipMethod(info(sort))
     request = {"Limit": 1, "ProjectionExpression": "#pk"}
-    following = method.next_request(request, answer, last, None)
+    following = method.next_request(request, answer, Seen(last), None)
     if start is None:
         assert following is None
     else:
         assert following == {**request, "ExclusiveStartKey": start}
         assert request == {"Limit": 1, "ProjectionExpression": "#pk"}  # not changed
+
+
+MARKER_SK = {"N": "-" + "9" * 38}
+
+
+def marker(key: str) -> dict[str, Any]:
+    return {"pk": {"S": key}, "sk": MARKER_SK, "ddbkeys_pk": {"S": key}}
+
+
+def data(key: str, sk: str = "1", **more: Any) -> dict[str, Any]:
+    return {"pk": {"S": key}, "sk": {"N": sk}, **more}
+
+
+def items(*found: dict[str, Any], more: dict[str, Any] | None = None) -> Page:
+    answer: Page = {"Items": list(found), "ScannedCount": len(found)}
+    if more is not None:
+        answer["LastEvaluatedKey"] = more
+    return answer
+
+
+def test_the_skip_scan_looks_past_a_marker_and_never_lists_a_lone_one() -> None:
+    """A page that ends with a marker goes on just after it (its collection's next item says
+    whether it holds data), not past the collection; a marker alone is not a key."""
+    a_marker = {"pk": {"S": "a"}, "sk": MARKER_SK}
+    c_marker = {"pk": {"S": "c"}, "sk": MARKER_SK}
+    answers: list[Page | Exception] = [
+        items(marker("a"), more=a_marker),  # a's marker first: look at a's next item
+        items(data("a"), more=data("a")),  # a holds data: a key; past a
+        items(marker("b"), more={"pk": {"S": "b"}, "sk": MARKER_SK}),
+        items(marker("c"), more=c_marker),  # b held its marker alone: not a key
+        items(data("c", ddbkeys_pk={"S": "zzz"})),  # data with the attribute: data
+    ]
+    steps, sent = drive(SkipMethod(info()).keys(reader(), 0, 1, None), answers)
+    assert keys_of(steps) == ["a", "c"]
+    assert [r.get("ExclusiveStartKey") for r in sent] == [
+        None,
+        a_marker,
+        {"pk": {"S": "a"}, "sk": MAX_SORT_KEY["N"]},
+        {"pk": {"S": "b"}, "sk": MARKER_SK},
+        c_marker,
+    ]
+    assert all(r["Limit"] == 1 for r in sent)
+
+
+def test_the_scan_hands_out_a_collection_at_its_first_item_that_is_not_a_marker() -> None:
+    answers: list[Page | Exception] = [
+        items(marker("a"), marker("b"), more=data("b")),
+        items(data("b", "2"), marker("c"), data("d"), marker("d")),
+    ]
+    steps, _ = drive(ScanMethod(info()).keys(reader(), 0, 1, None), answers)
+    assert keys_of(steps) == ["b", "d"]
+    # A table without a sort key has no markers: every item counts.
+    plain = ScanMethod(info(None))
+    assert (
+        plain.markers is None and plain.first_request(0, 1, None)["ProjectionExpression"] == "#pk"
+    )
+    steps, _ = drive(plain.keys(reader(), 0, 1, None), [items(marker("a"))])
+    assert keys_of(steps) == ["a"]
 
 
 def test_a_collection_at_the_greatest_sort_key_is_passed_exactly() -> None:
@@ -163,8 +222,8 @@ def test_a_segments_first_request(
 ) -> None:
     request = SkipMethod(info()).first_request(2 if segments > 1 else 0, segments, after)
     assert request == {
-        "ProjectionExpression": "#pk",
-        "ExpressionAttributeNames": {"#pk": "pk"},
+        "ProjectionExpression": "#pk, #sk, #m",  # (what tells a marker: no read unit more)
+        "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk", "#m": "ddbkeys_pk"},
         **expected,
     }
 
@@ -209,7 +268,7 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
     # A page of 8 items that cost 2 units (over its 1-unit target): one item less.
     answer = page(*"abcdefgh", more=more, units=1.0)
-    following = method.next_request({"Limit": 8}, answer, {"S": "h"}, method.start_state())
+    following = method.next_request({"Limit": 8}, answer, Seen({"S": "h"}), method.start_state())
     assert following is not None and following["Limit"] == 7
     expected = PageSize.for_items_of(500)
     expected.observe(8, 2.0, 1, asked=8)

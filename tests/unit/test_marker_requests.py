@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.partition_keys.markers import IndexPages, create_request
+from ddbkeys.partition_keys.markers import IndexPages, Markers, create_request
 from ddbkeys.partition_keys.scan import PAGE_ITEMS
 from ddbkeys.partition_keys.state import update_request
 
@@ -42,13 +42,13 @@ def test_an_update_that_only_removes_sends_no_values() -> None:
 
 
 def test_the_index_pages_are_scans_of_the_index_each_a_copy() -> None:
-    pages = IndexPages("orders", "ix", M)
+    pages = IndexPages("orders", "ix", Markers("pk", "sk", M, {"S": "#ddbkeys#marker"}))
     first = pages.request()
     assert first == {
         "TableName": "orders",
         "IndexName": "ix",
-        "ProjectionExpression": "#m",
-        "ExpressionAttributeNames": {"#m": M},
+        "ProjectionExpression": "#pk, #sk, #m",
+        "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk", "#m": M},
         "Limit": PAGE_ITEMS,
         "ReturnConsumedCapacity": "TOTAL",
     }

@@ -337,7 +337,7 @@ async def distinct_partition_keys(
         method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
     )
     listing = AsyncListing(
-        choice.method,
+        choice.method.knowing_markers_by(marker_attribute),
         reader,
         _positions(positions, scan_segments, readers, choice),
         readers,

@@ -281,6 +281,10 @@ def index_options(func: F) -> F:
         show_default=True,
         help="The attribute that keys the marker index.",
     )(func)
+    return index_name_option(func)
+
+
+def index_name_option(func: F) -> F:
     return click.option(
         "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
     )(func)

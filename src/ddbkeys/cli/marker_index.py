@@ -14,6 +14,7 @@ from ddbkeys.cli.common import (
     StatusLine,
     connection_options,
     echo_json,
+    index_name_option,
     index_options,
     json_key,
     output_option,
@@ -51,7 +52,7 @@ def index_group() -> None:
 
 
 def open_index(
-    connection: Connection, table_name: str, index_name: str, marker_attribute: str
+    connection: Connection, table_name: str, index_name: str, marker_attribute: str | None
 ) -> MarkerIndex:
     return MarkerIndex(
         connection.client(),
@@ -74,9 +75,9 @@ def clash_error(table_name: str, clashes: list[Any], index: MarkerIndex) -> clic
     more = f" and {len(clashes) - 20} more" if len(clashes) > 20 else ""
     return click.ClickException(
         f"{len(clashes)} collection(s) of table {table_name!r} cannot be marked: {shown}{more}. "
-        "Each holds a data item at the marker's sort key (without "
-        f"{index.attribute!r}), left as it is; give the markers another sort key value "
-        "(marker_sort_key= in Python)."
+        "Each holds a data item at the marker's sort key (its "
+        f"{index.attribute!r} is not its own partition key), left as it is; give the markers "
+        "another sort key value (marker_sort_key= in Python)."
     )
 
 
@@ -120,8 +121,9 @@ def mark_command(
 ) -> None:
     """Put the marker into the collections KEYS (base64 for binary keys). Idempotent.
 
-    A collection whose item at the marker's sort key is data (it lacks the marker attribute)
-    is not marked: it is named, and the exit code is 1.
+    A collection whose item at the marker's sort key is data (its marker attribute is not its
+    own partition key) is not marked: it is named, and the exit code is 1. Nothing is written
+    unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE).
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.mark_many(parse_keys(index, keys, table_name))
@@ -170,9 +172,10 @@ def backfill_command(
     mark those without one, remove the markers of those that hold nothing else.
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
-    and the exit code is 1. The backfill is recorded in --state-table: run it while `index
-    follow` or the Lambda handler keeps the markers (and at least the replay margin, 60 s,
-    after it began), so that listings can prove the index complete.
+    and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
+    keyed on --marker-attribute, ACTIVE). The backfill is recorded in --state-table: run it
+    while `index follow` or the Lambda handler keeps the markers (and at least the replay
+    margin, 60 s, after it began), so that listings can prove the index complete.
 
     \b
     Example:
@@ -335,7 +338,13 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
 
 @index_group.command("follow")
 @table_option
-@index_options
+@index_name_option
+@click.option(
+    "--marker-attribute",
+    default=None,
+    help="The attribute that keys the marker index. By default the index's own key; "
+    "another one is an error.",
+)
 @state_table_option
 @click.option(
     "--from-start",
@@ -359,7 +368,7 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
 def follow_command(
     table_name: str,
     index_name: str,
-    marker_attribute: str,
+    marker_attribute: str | None,
     state_table: str | None,
     from_start: bool,
     until_caught_up: bool,
@@ -374,6 +383,7 @@ def follow_command(
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
     stop it cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
+    It refuses, writing nothing, unless the marker index is there (KEYS_ONLY, ACTIVE).
 
     \b
     ddbkeys partition-keys index stream -t issues

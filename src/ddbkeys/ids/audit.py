@@ -21,6 +21,7 @@ from ddbkeys.ids.collection_keys import collection_keys, number_in
 from ddbkeys.ids.values import check_padding
 from ddbkeys.partition_keys.base import client_and_table
 from ddbkeys.partition_keys.index import DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.partition_keys.recognise import Markers, marker_sort_key
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name, describe_flow, key_value
 
@@ -251,6 +252,7 @@ def collection_flow(
         writes=False,
     )
     pk, sk = collection_keys(info, table)
+    markers = Markers(pk.name, sk.name, marker_attribute, marker_sort_key(info))
     params: QueryInputTypeDef = {
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk",
@@ -261,7 +263,7 @@ def collection_flow(
             "#c": counter_attribute,
         },
         "ExpressionAttributeValues": {":pk": key_value(pk, partition_key_value, table=table)},
-        "ProjectionExpression": "#sk, #m, #c",
+        "ProjectionExpression": "#pk, #sk, #m, #c",
         "ReturnConsumedCapacity": "TOTAL",
     }
     values: list[int] = []
@@ -269,8 +271,8 @@ def collection_flow(
     while True:
         answer = yield from page(query(params.copy(), count_scanned=True))
         for item in answer.get("Items", []):
-            if marker_attribute in item:
-                continue  # the collection's marker, not an id
+            if markers.is_marker(item):
+                continue  # the collection's marker (by its key and attribute), not an id
             try:
                 number = number_in(item[sk.name], prefix=prefix, table=table)
             except KeySchemaError:
@@ -361,7 +363,8 @@ def audit_collection(
     twice with different padding). Cost: one DescribeTable, then 0.5 read units per 4 KB of
     the collection.
 
-    Not counted as ids: the collection's marker item (it holds ``marker_attribute``, see
+    Not counted as ids: the collection's marker item (at the default marker sort key, its
+    ``marker_attribute`` holding its own partition key, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
     0, holding ``counter_attribute``). ``client`` is anything
     :func:`ddbkeys.clients.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each

@@ -259,7 +259,7 @@ def distinct_partition_keys(
         method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
     )
     listing = Listing(
-        choice.method,
+        choice.method.knowing_markers_by(marker_attribute),
         reader,
         _positions(positions, scan_segments, readers, choice),
         readers,

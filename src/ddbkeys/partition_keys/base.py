@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack
 
@@ -18,6 +18,7 @@ from ddbkeys.core.attempts import attempts
 from ddbkeys.core.steps import Flow, Pause, scan
 from ddbkeys.drivers.sync import SyncDriver, pause
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys.recognise import Markers, markers_of
 from ddbkeys.partition_keys.stopping import STOP_SLICE, StopFlag
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import TableInfo, describe_flow
@@ -274,12 +275,28 @@ class SegmentMethod:
     """One listing method: its :meth:`keys` flow emits the partition keys of one Scan segment,
     each once, in scan order, starting after the collection of ``after`` (a key
     AttributeValue) when given. The flow only decides (which page to ask for next, which keys
-    are new); a driver sends its requests."""
+    are new); a driver sends its requests.
+
+    ``markers`` says how ddbkeys' markers are known (by default: the default marker attribute
+    and sort key; None in a table without a sort key). A collection that holds nothing but its
+    marker is not handed out: ddbkeys' own item is not a key."""
 
     name = "?"
 
-    def __init__(self, info: TableInfo) -> None:
+    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
         self.info = info
+        self.markers = markers or markers_of(info)
+
+    def knowing_markers_by(self, attribute: str) -> SegmentMethod:
+        """This method, knowing ddbkeys' markers by ``attribute`` (a listing's
+        ``marker_attribute``)."""
+        if self.markers is not None:
+            self.markers = replace(self.markers, attribute=attribute)
+        return self
+
+    def counts(self, item: Mapping[str, Any]) -> bool:
+        """Whether ``item`` makes its collection one to hand out: any item but a marker."""
+        return self.markers is None or self.markers.is_data(item)
 
     def start_key(self, after: Key) -> dict[str, Any]:
         """The ExclusiveStartKey just past the collection of partition key ``after``."""
@@ -290,11 +307,15 @@ class SegmentMethod:
         return key
 
     def first_request(self, segment: int, segments: int, after: Key | None) -> ScanPage:
-        """The Scan of a segment's first page (projecting the partition key alone), starting
-        past the collection of ``after`` when given."""
+        """The Scan of a segment's first page (projecting the partition key, and what tells a
+        marker when the table has a sort key), starting past the collection of ``after`` when
+        given."""
+        projection, names = "#pk", {"#pk": self.info.partition_key.name}
+        if self.markers is not None:
+            projection, names = self.markers.projection()
         request: ScanPage = {
-            "ProjectionExpression": "#pk",
-            "ExpressionAttributeNames": {"#pk": self.info.partition_key.name},
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names,
             **self.segment_args(segment, segments),
         }
         if after is not None:

@@ -365,7 +365,10 @@ class FollowerCore:
         self, stop: StopFlag, until_caught_up: bool, from_start: bool
     ) -> Flow[FollowReport]:
         """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once. A shard's mark is saved after each batch."""
+        shard has been read to its end once. A shard's mark is saved after each batch.
+        Nothing is written unless the marker index is there (keyed on the marker attribute,
+        KEYS_ONLY, ACTIVE)."""
+        yield from self.index._maintained(self.index._begin())
         arn = yield from self._stream_arn()
         self._iterators.clear()  # a new run goes on from the marks saved
         self._finished.clear()
@@ -406,6 +409,11 @@ class StreamFollower(FollowerCore):
     """Follows ``index.table``'s stream and reconciles the marker of every collection a record
     names. ``run`` until ``stop`` is set (or, with ``until_caught_up``, until every open shard
     has been read to its end once).
+
+    ``run`` refuses (a :class:`~ddbkeys.errors.ConfigurationError`, before anything is
+    written) unless the table has the index ``index.name``, KEYS_ONLY and ACTIVE. The marker
+    attribute is that index's own key: an ``index`` made without ``attribute=`` takes it, and
+    one made with another attribute is refused.
 
     On the first run (or when the table has a new stream), reading starts at the stream's end
     (``from_start=False``) or at its oldest record (``TRIM_HORIZON``, up to 24 hours back); the

@@ -52,6 +52,10 @@ T = TypeVar("T")
 class IndexMethod(SegmentMethod):
     """List the keys by scanning the marker index.
 
+    Only markers are handed out: an item of the index whose marker attribute is not its own
+    partition key (data that happens to hold the attribute) lists nothing. The index is
+    KEYS_ONLY, so its items are the table's keys and the marker attribute, all projected.
+
     Cost: 0.5 read units per 4 KB of the index, which holds one small item (about 100 bytes)
     per collection: roughly 0.5 units per 40 keys. Needs the index to be complete: see
     :class:`MarkerIndex` (``backfill``, ``verify``, ``repair``).
@@ -60,7 +64,7 @@ class IndexMethod(SegmentMethod):
     name = "index"
 
     def __init__(self, info: TableInfo, index: MarkerCore) -> None:
-        super().__init__(info)
+        super().__init__(info, index._markers(info))
         self.index = index
 
     def start_key(self, after: Key) -> dict[str, Any]:
@@ -70,15 +74,18 @@ class IndexMethod(SegmentMethod):
         return key
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        markers = self.index._markers(self.info)
+        projection, names = markers.projection()
         request: ScanPage = {
             "IndexName": self.index.name,
-            "ProjectionExpression": "#m",
-            "ExpressionAttributeNames": {"#m": self.index.attribute},
+            "ProjectionExpression": projection,
+            "ExpressionAttributeNames": names,
             **self.segment_args(segment, segments),
         }
         if after is not None:
             request["ExclusiveStartKey"] = self.start_key(after)
-        yield from scan_from(reader, request, self.index.attribute, previous=after)
+        pk = self.info.partition_key.name
+        yield from scan_from(reader, request, pk, previous=after, counts=markers.is_marker)
 
     def scanned_bytes(self) -> int:
         return self.info.index_sizes.get(self.index.name, 0)
@@ -117,7 +124,8 @@ class MarkerIndex(MarkerCore):
         return self._run(self._status(fresh))
 
     def check(self) -> None:
-        """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
+        """A clear error unless the index exists, is KEYS_ONLY, is keyed on the marker
+        attribute and is ACTIVE."""
         self._run(self._check(self._begin()))
 
     def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
@@ -132,8 +140,10 @@ class MarkerIndex(MarkerCore):
     def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Put the marker into one collection. True if it was written, False if a marker was
         there already; :class:`MarkerClashError` (nothing written) when an item that is not a
-        marker (it lacks the marker attribute) holds the marker's key. One conditional
-        PutItem (1 write unit)."""
+        marker (its marker attribute does not hold its own partition key) holds the marker's
+        key. A clear error, nothing written, unless the table has the index, KEYS_ONLY, keyed on
+        the marker attribute and ACTIVE (checked once per object). One conditional PutItem (1
+        write unit)."""
         return self._run(self._mark(partition_key_value, self._begin()))
 
     def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:

@@ -137,7 +137,7 @@ def _look(
                 "#v": VERSION_ATTRIBUTE,
             },
             "ExpressionAttributeValues": {":pk": partition_key},
-            "ProjectionExpression": "#sk, #m, #v",
+            "ProjectionExpression": "#pk, #sk, #m, #v",
             "ConsistentRead": True,
             "Limit": 2,
             "ReturnConsumedCapacity": "TOTAL",
@@ -148,11 +148,7 @@ def _look(
         lambda _: send(request), "reading a collection", deadline, writes=False
     )
     data, marker, look_up = read_collection(
-        answer.get("Items", []),
-        "LastEvaluatedKey" in answer,
-        index.attribute,
-        sk.name,
-        index._sort_key(info),
+        answer.get("Items", []), "LastEvaluatedKey" in answer, index._markers(info)
     )
     if look_up:  # not among the first two: look it up
         marker = yield from _get_marker(index, partition_key, deadline)
@@ -175,7 +171,7 @@ def _get_marker(
         lambda _: send(request), "reading a marker", deadline, writes=False
     )
     item = answer.get("Item")
-    return dict(item) if item is not None and index.attribute in item else None
+    return dict(item) if item is not None and index._markers(info).is_marker(item) else None
 
 
 def _unmark_version(
@@ -186,13 +182,17 @@ def _unmark_version(
     request: DeleteItemInputTypeDef = {
         "TableName": index.table,
         "Key": index._marker_key(info, partition_key),
-        "ConditionExpression": "attribute_exists(#m) AND attribute_not_exists(#v)",
-        "ExpressionAttributeNames": {"#m": index.attribute, "#v": VERSION_ATTRIBUTE},
+        "ConditionExpression": "#m = #pk AND attribute_not_exists(#v)",
+        "ExpressionAttributeNames": {
+            "#m": index.attribute,
+            "#pk": info.partition_key.name,
+            "#v": VERSION_ATTRIBUTE,
+        },
         "ReturnConsumedCapacity": "TOTAL",
     }
     version = marker.get(VERSION_ATTRIBUTE)
     if version is not None:
-        request["ConditionExpression"] = "attribute_exists(#m) AND #v = :v"
+        request["ConditionExpression"] = "#m = #pk AND #v = :v"
         request["ExpressionAttributeValues"] = {":v": version}
     answer = yield from index._attempts(
         lambda _: conditional(delete_item(request)),

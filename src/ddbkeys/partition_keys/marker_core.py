@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -28,6 +29,7 @@ from ddbkeys.core.steps import (
     scan,
     update_table,
 )
+from ddbkeys.entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
 from ddbkeys.partition_keys.base import Key, client_and_table
 from ddbkeys.partition_keys.markers import (
@@ -38,6 +40,7 @@ from ddbkeys.partition_keys.markers import (
     IndexPages,
     KeyPages,
     MarkerClashError,
+    Markers,
     SkipPages,
     VerifyReport,
     check_index,
@@ -107,7 +110,7 @@ class MarkerCore:
         table: str | None = None,
         *,
         name: str = DEFAULT_INDEX,
-        attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+        attribute: str | None = None,
         marker_sort_key: Any = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
@@ -117,7 +120,10 @@ class MarkerCore:
         self.client, self.table = self._connect(client, table, deadline)
         check_table_name(self.table)
         self.name = name
-        self.attribute = attribute
+        #: The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
+        #: the index's own key instead when none was given.
+        self.attribute = DEFAULT_MARKER_ATTRIBUTE if attribute is None else attribute
+        self._attribute_given = attribute
         self.usage = usage or Usage()
         self.deadline = check_deadline(deadline, self.table)
         self.retry = retry or RetryPolicy()
@@ -153,6 +159,12 @@ class MarkerCore:
 
     def _sort_key(self, info: TableInfo) -> dict[str, Any]:
         return marker_sort_key(info, self._sort_key_given)
+
+    def _markers(self, info: TableInfo) -> Markers:
+        """How this index's markers are known (see :mod:`ddbkeys.partition_keys.recognise`)."""
+        pk, sk = info.partition_key, info.sort_key
+        assert sk is not None
+        return Markers(pk.name, sk.name, self.attribute, self._sort_key(info))
 
     def _marker_key(self, info: TableInfo, value: Any) -> dict[str, Any]:
         pk, sk = info.partition_key, info.sort_key
@@ -222,8 +234,32 @@ class MarkerCore:
         return index_status(info, self.name)
 
     def _check(self, deadline: Deadline) -> Flow[TableInfo]:
+        """The table's description, once the index is known to be there, KEYS_ONLY, keyed on
+        the marker attribute and ACTIVE (an index seen building is described again)."""
         info = yield from self._table_info(deadline)
-        check_index(info, self.name)
+        if index_status(info, self.name) not in (None, "ACTIVE"):
+            yield from self._describe(deadline)
+            info = self._info.get()
+        check_index(info, self.name, self.attribute)
+        return info
+
+    def _checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`_check`, once per object: before the first marker is written or removed."""
+        if not self._checked:
+            yield from self._check(deadline)
+            self._checked = True
+        info = yield from self._table_info(deadline)
+        return info
+
+    def _maintained(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`_check` for a maintainer: the marker attribute is the index's own key when
+        none was given (one given that differs is an error, as any mismatch)."""
+        info = yield from self._table_info(deadline)
+        keyed = info.index_hash_keys.get(self.name)
+        if self._attribute_given is None and keyed is not None:
+            self.attribute = keyed
+        info = yield from self._check(deadline)
+        self._checked = True
         return info
 
     def _create(self, wait: bool, timeout: float) -> Flow[None]:
@@ -231,16 +267,18 @@ class MarkerCore:
         raw = yield from self._describe(deadline)
         info = yield from self._table_info(deadline)
         if index_status(info, self.name) is not None:
-            check_index(info, self.name)
-            return
-        request = create_request(
-            raw, self.table, self.name, self.attribute, info.partition_key.type
-        )
-        yield from self._attempts(
-            lambda _: send(update_table(request)),
-            f"UpdateTable (adding index {self.name!r})",
-            deadline,
-        )
+            check_index(info, self.name, self.attribute, active=False)
+            if not wait or index_status(info, self.name) == "ACTIVE":
+                return
+        else:
+            request = create_request(
+                raw, self.table, self.name, self.attribute, info.partition_key.type
+            )
+            yield from self._attempts(
+                lambda _: send(update_table(request)),
+                f"UpdateTable (adding index {self.name!r})",
+                deadline,
+            )
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:
@@ -260,14 +298,16 @@ class MarkerCore:
 
     def _mark(self, value: Any, deadline: Deadline) -> Flow[bool]:
         """Put the marker (conditional: nothing there); True if written, False if a marker
-        was there, :class:`MarkerClashError` if data is."""
-        info = yield from self._table_info(deadline)
+        was there, :class:`MarkerClashError` if data is. A clear error, nothing written, unless
+        the index is there (checked once per object)."""
+        info = yield from self._checked_info(deadline)
         key = self._marker_key(info, value)
         pk = info.partition_key.name
         item = {
             **key,
             self.attribute: key[pk],
             VERSION_ATTRIBUTE: {"S": uuid.uuid4().hex[:16]},
+            ENTITY_ATTRIBUTE: {"S": MARKER},
         }
 
         def attempt(_: int) -> Flow[tuple[bool, Mapping[str, Any] | None]]:
@@ -291,21 +331,18 @@ class MarkerCore:
             return True, None
 
         written, old = yield from self._attempts(attempt, "marking a collection", deadline)
-        answer = put_answer(written, old, self.attribute)
+        answer = put_answer(written, old, self._markers(info))
         if answer is None:
             raise clash(info, key, self.attribute)
         return answer
 
     def _unmark(self, value: Any, deadline: Deadline) -> Flow[bool]:
-        if not self._checked:
-            yield from self._check(deadline)
-            self._checked = True
-        info = yield from self._table_info(deadline)
+        info = yield from self._checked_info(deadline)
         request: DeleteItemInputTypeDef = {
             "TableName": self.table,
             "Key": self._marker_key(info, value),
-            "ConditionExpression": "attribute_exists(#m)",
-            "ExpressionAttributeNames": {"#m": self.attribute},
+            "ConditionExpression": "#m = #pk",  # a marker: its attribute holds its own key
+            "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
             "ReturnConsumedCapacity": "TOTAL",
         }
         removed = yield from self._attempts(
@@ -355,7 +392,7 @@ class MarkerCore:
         # (maintain builds on this module: imported here, when a backfill runs.)
         from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow  # noqa: PLC0415
 
-        info = yield from self._table_info(self._begin())
+        info = yield from self._check(self._begin())
         store = (
             StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
             if record
@@ -384,7 +421,9 @@ class MarkerCore:
             old = list(saved.clashes) if saved is not None else []
             yield from store._clashes(self.table, self.name, old, add=False)
         report = BackfillReport()
-        pages = SkipPages(info)
+        # Every collection, one holding nothing but a marker included (its marker goes): the
+        # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
+        pages = SkipPages(info, replace(self._markers(info), sort_value={"NULL": True}))
         while pages.request() is not None:
             for key in (yield from self._pages(pages, "reading the table's keys")):
                 outcome = yield from reconcile_flow(self, key, self._begin())
@@ -412,9 +451,10 @@ class MarkerCore:
 
     def _verify(self) -> Flow[VerifyReport]:
         info = yield from self._check(self._begin())
-        table_keys = yield from self._keys(SkipPages(info), "reading the table's keys")
+        markers = self._markers(info)
+        table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
         index_keys = yield from self._keys(
-            IndexPages(self.table, self.name, self.attribute), "reading the marker index"
+            IndexPages(self.table, self.name, markers), "reading the marker index"
         )
         report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
         for hashed in sorted(table_keys - index_keys):
@@ -460,7 +500,7 @@ class MarkerCore:
             writes=False,
         )
         item = answer.get("Item")
-        return item is not None and self.attribute not in item
+        return item is not None and self._markers(info).is_data(item)
 
     def _repair(self, remove_orphans: bool, state_table: str | None = None) -> Flow[VerifyReport]:
         store = StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)

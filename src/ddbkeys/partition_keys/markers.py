@@ -4,15 +4,22 @@ marker_core`'s flows, whichever driver runs them."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.recognise import (
+    DEFAULT_MARKER_ATTRIBUTE,
+    DEFAULT_MARKER_SORT_KEY,
+    Markers,
+    Seen,
+    marker_sort_key,
+)
 from ddbkeys.partition_keys.scan import PAGE_ITEMS
 from ddbkeys.partition_keys.skip import PagedSkipMethod
-from ddbkeys.schema import TableInfo, key_value, show_value
+from ddbkeys.schema import TableInfo, show_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
@@ -31,6 +38,7 @@ __all__ = [
     "IndexPages",
     "KeyPages",
     "MarkerClashError",
+    "Markers",
     "SkipPages",
     "VerifyReport",
     "check_index",
@@ -42,27 +50,17 @@ __all__ = [
 ]
 
 DEFAULT_INDEX = "ddbkeys-partition-keys"
-DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
 #: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
 #: as it saw it (see ddbkeys.partition_keys.maintain).
 VERSION_ATTRIBUTE = "ddbkeys_v"
-#: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. A marker is
-#: known by its attribute, never by its sort key: an item at this key without the attribute is
-#: data, and its collection cannot be marked (a clash, reported). The number is -(10**38 - 1),
-#: 38 digits however it is written, so that boto3's TypeDeserializer (38 digits of precision)
-#: reads it back; the string is not the smallest (" " and "!" sort before "#").
-DEFAULT_MARKER_SORT_KEY: dict[str, dict[str, Any]] = {
-    "S": {"S": "#ddbkeys#marker"},
-    "N": {"N": "-" + "9" * 38},
-    "B": {"B": b"\x00"},
-}
 #: A key attribute's type, as an AttributeDefinition spells it (a key is S, N or B).
 _KEY_TYPES: dict[str, ScalarAttributeTypeType] = {"S": "S", "N": "N", "B": "B"}
 
 
 class MarkerClashError(DdbKeysError):
-    """A collection holds an item that is not a marker at the marker's sort key, so it cannot
-    be marked; ``key`` is the collection's partition key (typed)."""
+    """A collection holds an item that is not a marker at the marker's sort key (its marker
+    attribute does not hold its own partition key), so it cannot be marked; ``key`` is the
+    collection's partition key (typed)."""
 
     def __init__(self, message: str, *, key: Key, table: str | None = None) -> None:
         super().__init__(message, table=table)
@@ -111,22 +109,6 @@ class BackfillReport:
     clashes: list[Any] = field(default_factory=list)
 
 
-def marker_sort_key(info: TableInfo, given: Any = None) -> dict[str, Any]:
-    """The markers' sort key value (typed) in ``info``'s table: ``given`` in the sort key's
-    type, or the default for that type; a clear error for a table without a sort key."""
-    sk = info.sort_key
-    if sk is None:
-        raise KeySchemaError(
-            f"Table {info.name!r} has no sort key, so a marker item cannot sit beside the "
-            "collection's items; list its keys with a plain scan (--method scan), which "
-            "reads each key once anyway.",
-            table=info.name,
-        )
-    if given is None:
-        return DEFAULT_MARKER_SORT_KEY[sk.type]
-    return dict(key_value(sk, given, table=info.name))
-
-
 def index_status(info: TableInfo, name: str) -> str | None:
     """The status of index ``name`` as ``info`` describes it (None: no such index)."""
     if name not in info.index_projections:
@@ -134,20 +116,40 @@ def index_status(info: TableInfo, name: str) -> str | None:
     return info.index_statuses.get(name, "ACTIVE")
 
 
-def check_index(info: TableInfo, name: str) -> None:
-    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY."""
+def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = True) -> None:
+    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY, keyed on the
+    marker ``attribute``, and (``active``) ACTIVE: before any marker is written or read."""
+    where = f"Index {name!r} of table {info.name!r}"
+    flag = "" if attribute == DEFAULT_MARKER_ATTRIBUTE else f" --marker-attribute {attribute}"
     projection = info.index_projections.get(name)
     if projection is None:
         raise ConfigurationError(
             f"Table {info.name!r} has no index {name!r}. Create it with "
-            f"`ddbkeys partition-keys index create --table-name {info.name}`, then "
-            "backfill the markers.",
+            f"`ddbkeys partition-keys index create --table-name {info.name}{flag}` (KEYS_ONLY, "
+            f"keyed on the marker attribute {attribute!r}), then backfill the markers.",
             table=info.name,
         )
     if projection != "KEYS_ONLY":
         raise ConfigurationError(
-            f"Index {name!r} of table {info.name!r} projects {projection}, not "
-            "KEYS_ONLY: it is not a marker index (it would cost more to scan).",
+            f"{where} projects {projection}, not KEYS_ONLY: it is not a marker index (it "
+            f"would cost more to scan); name the marker index (keyed on {attribute!r}) with "
+            "--index-name.",
+            table=info.name,
+        )
+    keyed = info.index_hash_keys.get(name)
+    if keyed != attribute:
+        raise ConfigurationError(
+            f"{where} is keyed on {keyed!r}, not on the marker attribute {attribute!r}: pass "
+            f"--marker-attribute {keyed} (attribute= in Python) if it is the marker index, or "
+            "name the marker index with --index-name.",
+            table=info.name,
+        )
+    status = index_status(info, name)
+    if active and status != "ACTIVE":
+        raise ConfigurationError(
+            f"{where} (keyed on {attribute!r}) is {status}, not ACTIVE: wait until it is "
+            f"(`ddbkeys partition-keys index create --table-name {info.name}{flag}` waits for "
+            "it), then try again.",
             table=info.name,
         )
 
@@ -179,108 +181,100 @@ def create_request(
     }
 
 
-def put_answer(written: bool, old: Mapping[str, Any] | None, attribute: str) -> bool | None:
+def put_answer(written: bool, old: Mapping[str, Any] | None, markers: Markers) -> bool | None:
     """What a conditional put of a marker (``attribute_not_exists``, ALL_OLD on failure) did:
-    True, written; False, a marker (an item with ``attribute``) was there; None, the item there
+    True, written; False, a marker was there (by ``markers.is_marker``); None, the item there
     is data, so the collection cannot be marked (a clash)."""
     if written:
         return True
-    return False if old is not None and attribute in old else None
+    return False if old is not None and markers.is_marker(old) else None
 
 
 def read_collection(
-    items: Sequence[Mapping[str, Any]],
-    more: bool,
-    attribute: str,
-    sort_key: str,
-    marker_key: Mapping[str, Any],
+    items: Sequence[Mapping[str, Any]], more: bool, markers: Markers
 ) -> tuple[bool, dict[str, Any] | None, bool]:
-    """What the first (at most two) items of a collection say: whether it holds data, its
-    marker among them (None), and whether the marker must be looked up by its key (data, no
-    marker among the items read, and more items than were read)."""
-    data = any(attribute not in item for item in items)
-    marker = next(
-        (dict(i) for i in items if attribute in i and i.get(sort_key) == marker_key),
-        None,
-    )
+    """What the first (at most two) items of a collection say: whether it holds data (an item
+    that is not a marker), its marker among them (None), and whether the marker must be looked
+    up by its key (data, no marker among the items read, and more items than were read)."""
+    data = any(markers.is_data(item) for item in items)
+    marker = next((dict(i) for i in items if markers.is_marker(i)), None)
     return data, marker, data and marker is None and (len(items) >= 2 or more)
 
 
 class KeyPages:
-    """The pages of one Scan that hands out each value of ``attribute`` once (in scan order):
-    ``request()`` is the next page's Scan (None at the end), ``take(page)`` its new keys."""
+    """The pages of one Scan that hands out each value of ``attribute`` once (in scan order), at
+    the first item of its collection that ``counts``: ``request()`` is the next page's Scan
+    (None at the end), ``take(page)`` its new keys."""
 
-    def __init__(self, request: ScanInputTypeDef, attribute: str) -> None:
+    def __init__(
+        self,
+        request: ScanInputTypeDef,
+        attribute: str,
+        counts: Callable[[Mapping[str, Any]], bool],
+    ) -> None:
         self._request: ScanInputTypeDef | None = request
         self.attribute = attribute
-        self.last: Key | None = None
+        self.counts = counts
+        self.seen = Seen()
 
     def request(self) -> ScanInputTypeDef | None:
         return self._request.copy() if self._request is not None else None
 
     def take(self, page: Mapping[str, Any]) -> list[Key]:
         assert self._request is not None
-        keys: list[Key] = []
-        items = page.get("Items", [])
-        for item in items:
-            key = item[self.attribute]
-            if key != self.last:
-                self.last = key
-                keys.append(key)
+        keys = self.seen.take(page.get("Items", []), self.attribute, self.counts)
         if "LastEvaluatedKey" not in page:
             self._request = None
         else:
-            self._next(page, bool(items))
+            self._next(page)
         return keys
 
-    def _next(self, page: Mapping[str, Any], any_items: bool) -> None:
+    def _next(self, page: Mapping[str, Any]) -> None:
         assert self._request is not None
         self._request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
 class IndexPages(KeyPages):
-    """The marker index's keys: a Scan of the index (KEYS_ONLY), the marker attribute only."""
+    """The marker index's keys: a Scan of the index (KEYS_ONLY: the table's keys and the
+    marker attribute, the same read units whatever is projected), handing out the partition
+    key of each item that is a marker (``markers``): an item that holds the marker attribute
+    and is not a marker lists nothing."""
 
-    def __init__(self, table: str, index: str, attribute: str) -> None:
+    def __init__(self, table: str, index: str, markers: Markers) -> None:
+        projection, names = markers.projection()
         super().__init__(
             {
                 "TableName": table,
                 "IndexName": index,
-                "ProjectionExpression": "#m",
-                "ExpressionAttributeNames": {"#m": attribute},
+                "ProjectionExpression": projection,
+                "ExpressionAttributeNames": names,
                 "Limit": PAGE_ITEMS,
                 "ReturnConsumedCapacity": "TOTAL",
             },
-            attribute,
+            markers.partition_key,
+            markers.is_marker,
         )
 
 
 class SkipPages(KeyPages):
     """The table's keys by the paged skip scan (:class:`~ddbkeys.partition_keys.skip.
-    PagedSkipMethod`'s page sizes and jumps)."""
+    PagedSkipMethod`'s page sizes and jumps): a collection that holds nothing but its marker
+    is not one of them."""
 
-    def __init__(self, info: TableInfo) -> None:
-        self.method = PagedSkipMethod(info)
+    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
+        self.method = PagedSkipMethod(info, markers)
         self.state = self.method.start_state()
-        pk = info.partition_key.name
-        super().__init__(
-            {
-                "TableName": info.name,
-                "ProjectionExpression": "#pk",
-                "ExpressionAttributeNames": {"#pk": pk},
-                "Limit": self.method.first_limit(self.state),
-                "ReturnConsumedCapacity": "TOTAL",
-            },
-            pk,
-        )
+        request: ScanInputTypeDef = {
+            "TableName": info.name,
+            **self.method.first_request(0, 1, None),
+            "Limit": self.method.first_limit(self.state),
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        super().__init__(request, info.partition_key.name, self.method.counts)
 
-    def _next(self, page: Mapping[str, Any], any_items: bool) -> None:
+    def _next(self, page: Mapping[str, Any]) -> None:
         assert self._request is not None
-        if self.last is not None and any_items:
-            self._request["ExclusiveStartKey"] = self.method.start_key(self.last)
-        else:
-            self._request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        self.method.adapt(self._request, dict(page), self.state)
+        self._request = self.method.next_request(self._request, page, self.seen, self.state)
 
 
 def clash(info: TableInfo, key: Mapping[str, Any], attribute: str) -> MarkerClashError:
@@ -290,7 +284,8 @@ def clash(info: TableInfo, key: Mapping[str, Any], attribute: str) -> MarkerClas
     return MarkerClashError(
         f"Collection {show_value(key[pk.name])} of table {info.name!r} cannot be marked: "
         f"its item at the marker's sort key ({sk.name} = {show_value(key[sk.name])}) is "
-        f"data, not a marker (it has no {attribute!r}); it was left as it is. Give "
+        f"data, not a marker (its {attribute!r} is not its own partition key); it was left as "
+        "it is. Give "
         "the markers another sort key value (marker_sort_key=) for this table.",
         key=key[pk.name],
         table=info.name,

@@ -10,17 +10,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ddbkeys.core.steps import Emit, Flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys.pages import PageSize
-from ddbkeys.partition_keys.scan import new_keys
+from ddbkeys.partition_keys.recognise import Markers, Seen
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef
+
     from ddbkeys.partition_keys.base import ScanPage
 
 __all__ = ["PagedSkipMethod", "SkipMethod", "tail_items"]
 
-#: A page's Scan: typed (a listing's own, or the marker index's ScanInputTypeDef, which is a
-#: ScanPage), or a plain dict (a caller's).
-_Request = TypeVar("_Request", "ScanPage", dict[str, Any])
+#: A page's Scan: typed (a listing's own, or the marker index's ScanInputTypeDef, with its
+#: table), or a plain dict (a caller's).
+_Request = TypeVar("_Request", "ScanPage", "ScanInputTypeDef", dict[str, Any])
 
 
 class SkipMethod(SegmentMethod):
@@ -33,12 +35,20 @@ class SkipMethod(SegmentMethod):
     B keys under any attribute names, for collections whose sort key already holds the greatest
     value, and for numbers boto3's Decimal context cannot hold (the low-level client keeps them
     as text). Needs a sort key.
+
+    A collection whose first item is ddbkeys' marker needs a look at its next item (the next
+    request starts just after the marker, not past the collection): one request more for each
+    marked collection whose marker sorts first (the default number marker does, but for numbers
+    below -(10**38 - 1)), and none for a collection left with nothing but its marker, which is
+    not handed out (the request after the marker reads the next collection's first item).
     """
 
     name = "skip"
 
-    def __init__(self, info: TableInfo, page_items: int = 1) -> None:
-        super().__init__(info)
+    def __init__(
+        self, info: TableInfo, page_items: int = 1, markers: Markers | None = None
+    ) -> None:
+        super().__init__(info, markers)
         self.page_items = page_items
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
@@ -46,29 +56,29 @@ class SkipMethod(SegmentMethod):
         state = self.start_state()
         request = self.first_request(segment, segments, after)
         request["Limit"] = self.first_limit(state)
-        last: Key | None = after
+        seen = Seen(after)
         while True:
             page = yield from reader.page(request)
-            items = page.get("Items", [])
-            found, last = new_keys(items, pk, last)
-            for key in found:
+            for key in seen.take(page.get("Items", []), pk, self.counts):
                 yield Emit(key)
-            following = self.next_request(request, page, last, state)
+            following = self.next_request(request, page, seen, state)
             if following is None:
                 return
             request = following
 
     def next_request(
-        self, request: _Request, page: Mapping[str, Any], last: Key | None, state: Any
+        self, request: _Request, page: Mapping[str, Any], seen: Seen, state: Any
     ) -> _Request | None:
         """The Scan after ``page`` (None: the segment is read to its end). It starts just past
-        the collection of ``last``, the last key seen, when the page held items; else (no item
-        came back, DynamoDB stopped short) where DynamoDB stopped."""
+        the collection of the last item read when the page held items and that collection was
+        handed out; else where DynamoDB stopped: after a lone marker that ended the page (its
+        collection's next item says whether it holds data), or where no item came back
+        (DynamoDB stopped short)."""
         if "LastEvaluatedKey" not in page:
             return None
         following = request.copy()
-        if last is not None and page.get("Items"):
-            following["ExclusiveStartKey"] = self.start_key(last)
+        if seen.last is not None and seen.handed and page.get("Items"):
+            following["ExclusiveStartKey"] = self.start_key(seen.last)
         else:
             following["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         self.adapt(following, page, state)
@@ -100,9 +110,9 @@ class PagedSkipMethod(SkipMethod):
 
     name = "skip-pages"
 
-    def __init__(self, info: TableInfo) -> None:
+    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
         self.average = info.size_bytes / info.item_count if info.item_count else 0.0
-        super().__init__(info, page_items=PageSize.for_items_of(self.average).limit)
+        super().__init__(info, PageSize.for_items_of(self.average).limit, markers)
         # One controller for every segment of the listing: segments read in parallel (threads
         # or tasks) learn together (each alone would pay the ramp up to large pages once per
         # segment). The lock is held across no wait.
