@@ -83,7 +83,7 @@ def test_create_backfill_verify_give_the_exact_key_set(
         assert saved is not None and saved.backfill is not None and saved.backfill.finished
         # No follower: nothing proves the index. Asked for, it is an error saying why; read as
         # it is with trust_index; auto lists with the skip scan, and says why.
-        with pytest.raises(IndexUnprovenError, match="no maintainer had recorded a position"):
+        with pytest.raises(IndexUnprovenError, match="cannot be proven complete now"):
             await distinct_partition_keys(client, table, "index", state_table=store)
         sent = describes(client)
         listing = await distinct_partition_keys(
