@@ -114,6 +114,7 @@ def test_put_answer(written: bool, old: dict[str, Any] | None, expected: bool | 
 
 MARKER = {"pk": {"S": "a"}, "sk": SK, M: {"S": "a"}, "ddbkeys_v": {"S": "v1"}}
 DATA = {"pk": {"S": "a"}, "sk": {"N": "1"}}
+LOW = {"pk": {"S": "a"}, "sk": {"N": "-1E+100"}}  # below the marker's -(10**38 - 1)
 
 
 @pytest.mark.parametrize(
@@ -123,8 +124,12 @@ DATA = {"pk": {"S": "a"}, "sk": {"N": "1"}}
         ([MARKER], False, False, True, False),  # a marker alone
         ([MARKER, DATA], True, True, True, False),  # both
         ([DATA], False, True, False, False),  # data, no marker (all read)
-        ([DATA, {"sk": {"N": "2"}}], False, True, False, True),  # two data items: look it up
-        ([DATA], True, True, False, True),  # more than read: look it up
+        # Two data items, or more than read: the marker, were it there, would have come first.
+        ([DATA, {"sk": {"N": "2"}}], False, True, False, False),
+        ([DATA], True, True, False, False),
+        # Data sorting before the marker's key: it may come later, so it is looked up.
+        ([LOW, {"sk": {"N": "2"}}], False, True, False, True),
+        ([LOW], True, True, False, True),
         ([{"pk": {"S": "a"}, "sk": SK}], False, True, False, False),  # data at the marker's key
         # The marker attribute on data: at the marker's key with another key, or elsewhere.
         ([{**MARKER, M: {"S": "zzz"}}], False, True, False, False),
@@ -422,8 +427,17 @@ CCF = failure("ConditionalCheckFailedException")
             ],
             Outcome.CLASH,
         ),
-        # Two data items first: the marker is looked up by its key.
-        ([("query", query(DATA, DATA, more=True)), ("get_item", {"Item": MARKER})], "-"),
+        # Two data items first, sorting before the marker's key: it is looked up by its key.
+        ([("query", query(LOW, LOW, more=True)), ("get_item", {"Item": MARKER})], "-"),
+        # ... and after it: it would have come first, so it is not there.
+        (
+            [
+                ("query", query(DATA, DATA, more=True)),
+                ("put_item", {}),
+                ("query", query(MARKER, DATA)),
+            ],
+            "MARKED",
+        ),
     ],
 )
 def test_reconcile_reads_the_state_not_the_event(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError
@@ -190,6 +191,19 @@ def put_answer(written: bool, old: Mapping[str, Any] | None, markers: Markers) -
     return False if old is not None and markers.is_marker(old) else None
 
 
+def sorts_before(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether key value ``a`` sorts before ``b`` in DynamoDB's order for their type (numbers
+    by value, strings by their UTF-8 bytes, binary by bytes); False for values of two types."""
+    (kind, left), (other, right) = next(iter(a.items())), next(iter(b.items()))
+    if kind != other:
+        return False
+    if kind == "N":
+        return Decimal(str(left)) < Decimal(str(right))
+    if kind == "S":
+        return str(left).encode() < str(right).encode()
+    return bytes(left) < bytes(right)
+
+
 def read_collection(
     items: Sequence[Mapping[str, Any]], more: bool, markers: Markers
 ) -> tuple[bool, dict[str, Any] | None, bool]:
@@ -198,7 +212,11 @@ def read_collection(
     up by its key (data, no marker among the items read, and more items than were read)."""
     data = any(markers.is_data(item) for item in items)
     marker = next((dict(i) for i in items if markers.is_marker(i)), None)
-    return data, marker, data and marker is None and (len(items) >= 2 or more)
+    # A Query reads a collection in sort key order: when its first item sorts after the
+    # marker's key, the marker would have come first, and there is none to look up.
+    first = items[0].get(markers.sort_key) if items else None
+    after = first is not None and sorts_before(markers.sort_value, first)
+    return data, marker, data and marker is None and (len(items) >= 2 or more) and not after
 
 
 class KeyPages:
