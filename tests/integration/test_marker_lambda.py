@@ -4,7 +4,6 @@ twice, in reverse, and with a failure reported for Lambda to send again."""
 
 from __future__ import annotations
 
-import base64
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -12,8 +11,8 @@ import pytest
 
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, enable_stream
 from ddbkeys.partition_keys.aws_lambda import StreamHandler, table_of
-from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.testing.tables import TableFactory
+from tests.support.stream_events import ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -21,46 +20,22 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
-def lambda_json(value: Any) -> Any:
-    """A value of a GetRecords answer as Lambda's event JSON carries it."""
-    if isinstance(value, dict):
-        return {
-            k: base64.b64encode(bytes(v)).decode()
-            if k == "B" and isinstance(v, (bytes, bytearray))
-            else lambda_json(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [lambda_json(v) for v in value]
-    if hasattr(value, "timestamp"):
-        return value.timestamp()
-    return value
-
-
 class Stream:
     """Reads a table's stream from where it was last read, as Lambda event records."""
 
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self.arn, _ = enable_stream(client, table)
-        self.streams = streams_client_for(client)
-        self.iterators: dict[str, str] = {}
+        self.reader = ShardReader(client, self.arn)
 
     def events(self) -> list[dict[str, Any]]:
-        shards = self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
         records: list[dict[str, Any]] = []
-        for shard in shards:
-            shard_id = shard["ShardId"]
-            if shard_id not in self.iterators:
-                self.iterators[shard_id] = self.streams.get_shard_iterator(
-                    StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
+        for shard in self.reader.shards():
             while True:
-                page = self.streams.get_records(ShardIterator=self.iterators[shard_id])
-                self.iterators[shard_id] = page["NextShardIterator"]
-                if not page["Records"]:
+                page, _ = self.reader.page(shard)
+                if not page:
                     break
-                records.extend(page["Records"])
-        return [dict(lambda_json(r), eventSourceARN=self.arn) for r in records]
+                records.extend(page)
+        return records
 
 
 def markers(client: DynamoDBClient, table: str) -> list[Any]:
