@@ -6,12 +6,13 @@ that hold something besides ddbkeys' marker.
 
 The model keeps the proof's one assumption and no more: a write reaches the index, and a
 Scan, at most ``lag`` seconds late (the listing's margin), and the stream at once. It leaves out
-six things ddbkeys gets wrong today, each shown by its own schedule in
+seven things ddbkeys gets wrong today, each shown by its own schedule in
 tests/unit/test_proof_bugs.py: a maintainer a day behind (``long_wait`` only comes once every
 record is applied); Lambda's event source mapping dropping a batch that keeps failing; data
 written at the marker's key of a collection younger than the lag; ``repair`` while the index
-lags; GetRecords' empty pages before a shard's tip; and a write while a follower starts (its
-start, up to its first GetRecords, runs at once)."""
+lags; GetRecords' empty pages before a shard's tip; a write while a follower starts (its
+start, up to its first GetRecords, runs at once); and a data item holding another
+collection's key in the marker attribute (``put`` tags an item with its own key)."""
 
 from __future__ import annotations
 

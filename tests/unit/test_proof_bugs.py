@@ -8,13 +8,14 @@ the same schedule is answered right, or declined."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 
 import pytest
 
 from ddbkeys.partition_keys.evidence import DAY
 from tests.support.proof_actors import Verdict, follower_at_rest, repair
 from tests.support.proof_machine import ListingWrong, ProofMachine
-from tests.support.proof_world import MARKER_SK, typed_item
+from tests.support.proof_world import ATTR, MARKER_SK, typed_item
 
 
 def started(
@@ -148,6 +149,21 @@ def a_write_while_the_follower_starts(fault: bool) -> Verdict:
     return state.check()
 
 
+def a_data_item_holds_another_key_in_the_marker_attribute(fault: bool) -> Verdict:
+    """An unstated assumption rather than a slip: an application item that carries the marker
+    attribute is indexed under that attribute's value. With its own partition key there the
+    listing is right (the machine does that); with another key it lists a collection that
+    may not exist, and the maintainers take the item for a marker, not data, so its own
+    collection gets no marker and is missed. Without the fault the item holds its own key."""
+    state = started("follower")
+    item = typed_item("c", Decimal(1), note={"S": "data"})
+    item[ATTR] = {"S": "z" if fault else "c"}
+    state.world.write(("c", Decimal(1)), item)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
 #: Each schedule, and what it answers without its fault (None: it declines).
 SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (a_day_behind, ["a"]),
@@ -156,6 +172,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (repair_reads_a_lagging_index, None),
     (an_empty_page_before_the_tip, ["c"]),
     (a_write_while_the_follower_starts, ["c", "d"]),
+    (a_data_item_holds_another_key_in_the_marker_attribute, ["c"]),
 ]
 NAMES = [schedule.__name__ for schedule, _ in SCHEDULES]
 
