@@ -4,7 +4,6 @@ twice, in reverse, and with a failure reported for Lambda to send again."""
 
 from __future__ import annotations
 
-import base64
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -17,8 +16,8 @@ from ddbkeys.partition_keys import (
     enable_stream,
 )
 from ddbkeys.partition_keys.aws_lambda import StreamHandler, table_of
-from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.testing.tables import TableFactory
+from tests.support.stream_events import ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -26,29 +25,12 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
-def lambda_json(value: Any) -> Any:
-    """A value of a GetRecords answer as Lambda's event JSON carries it."""
-    if isinstance(value, dict):
-        return {
-            k: base64.b64encode(bytes(v)).decode()
-            if k == "B" and isinstance(v, (bytes, bytearray))
-            else lambda_json(v)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [lambda_json(v) for v in value]
-    if hasattr(value, "timestamp"):
-        return value.timestamp()
-    return value
-
-
 class Stream:
     """Reads a table's stream from where it was last read, as Lambda event records."""
 
     def __init__(self, client: DynamoDBClient, table: str) -> None:
         self.arn, _ = enable_stream(client, table)
-        self.streams = streams_client_for(client)
-        self.iterators: dict[str, str] = {}
+        self.reader = ShardReader(client, self.arn)
 
     def events(self) -> list[dict[str, Any]]:
         """The new records of every shard, as one plain event's records (no shard named)."""
@@ -62,24 +44,15 @@ class Stream:
         ]
 
     def batches(self) -> list[tuple[str, list[dict[str, Any]]]]:
-        shards = self.streams.describe_stream(StreamArn=self.arn)["StreamDescription"]["Shards"]
         found: list[tuple[str, list[dict[str, Any]]]] = []
-        for shard in shards:
+        for shard in self.reader.shards():
             records: list[dict[str, Any]] = []
-            shard_id = shard["ShardId"]
-            if shard_id not in self.iterators:
-                self.iterators[shard_id] = self.streams.get_shard_iterator(
-                    StreamArn=self.arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-                )["ShardIterator"]
-            while self.iterators[shard_id]:
-                page = self.streams.get_records(ShardIterator=self.iterators[shard_id])
-                self.iterators[shard_id] = page.get("NextShardIterator", "")  # "": closed
-                records.extend(page["Records"])
-                if not page["Records"]:
+            while True:
+                page, more = self.reader.page(shard)
+                records.extend(page)
+                if not page or not more:
                     break
-            found.append(
-                (shard_id, [dict(lambda_json(r), eventSourceARN=self.arn) for r in records])
-            )
+            found.append((shard, records))
         return found
 
 

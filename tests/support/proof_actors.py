@@ -1,0 +1,292 @@
+"""The actors of the proof's schedules, each ddbkeys' own code run against a
+:class:`~tests.support.proof_world.World`: the follower (``FollowerCore._follow``) and the
+backfill (``MarkerCore._backfill``) stepped one request at a time, the Lambda handler
+(``StreamHandler.handle``) fed by a model of Lambda's event source mapping, and the proven
+listing (``load_evidence``, ``replay_flow`` and ``ReplayedIndexMethod``)."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+from unittest import mock
+
+from ddbkeys.capacity import Usage
+from ddbkeys.connect import make_client
+from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.core.stopping import StopFlag
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.partition_keys import marker_core
+from ddbkeys.partition_keys.aws_lambda import StreamHandler
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.partition_keys.evidence import Decline
+from ddbkeys.partition_keys.follow import FollowerCore
+from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
+from ddbkeys.partition_keys.marker_core import MarkerCore
+from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
+from ddbkeys.partition_keys.state import StateCore, StateStore
+from tests.support.proof_client import ModelClient, stream_record
+from tests.support.proof_world import INDEX, STATE, TABLE, Record, Shard, World
+
+
+@functools.cache
+def boto() -> Any:
+    """A boto3 client that is never sent anything (the flows' requests go to the model)."""
+    return make_client(endpoint_url="http://127.0.0.1:9")
+
+
+def marker(world: World) -> MarkerCore:
+    return MarkerCore(boto(), TABLE, info=world.info(), deadline=None)
+
+
+class Stepper:
+    """Runs a flow a few requests at a time, answered by the model when each is sent; a flow
+    that raises ends there (a maintainer that crashed)."""
+
+    def __init__(
+        self,
+        flow: Flow[Any],
+        client: ModelClient,
+        first: Callable[[], AbstractContextManager[Any]] = nullcontext,
+    ) -> None:
+        self.flow = flow
+        self.driver = SyncDriver(client, Usage())
+        self.first = first
+        self.step: Step | None = None
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    def advance(self, requests: int) -> None:
+        if self.done:
+            return
+        try:
+            if self.step is None:
+                with self.first():
+                    self.step = next(self.flow)
+            for _ in range(requests):
+                self.step = self._one(self.step)
+        except StopIteration as finished:
+            self.done, self.result = True, finished.value
+        except Exception as exc:  # the maintainer crashed: it does no more
+            self.done, self.error = True, exc
+
+    def advance_until(self, ready: Callable[[Step], bool], most: int) -> None:
+        """Advance until the next step is one ``ready`` accepts (at most ``most`` requests)."""
+        for _ in range(most):
+            if self.done or (self.step is not None and ready(self.step)):
+                return
+            self.advance(1)
+
+    def _one(self, step: Step) -> Step:
+        if isinstance(step, Request):
+            return self.driver._step(self.flow, step)
+        if isinstance(step, Once):
+            return self.flow.send(self.driver._once(step))
+        assert isinstance(step, Pause | Emit), step
+        return self.flow.send(None)
+
+
+def follower(world: World, client: ModelClient, from_start: bool) -> Stepper:
+    """``index follow``, started now (a new process: nothing in memory). Its start (up to its
+    first GetRecords) runs at once: a write in the middle of it is test_proof_bugs' case."""
+    stepper = follower_at_rest(world, client, from_start)
+    stepper.advance_until(_reads_records, 60)
+    return stepper
+
+
+def follower_at_rest(world: World, client: ModelClient, from_start: bool) -> Stepper:
+    """``index follow`` before its first request, to be stepped (its start too)."""
+    core = FollowerCore(
+        marker(world), streams=client, state_table=STATE, poll=0.0, clock=world.clock
+    )
+    return Stepper(core._follow(StopFlag(), False, from_start), client)
+
+
+def _reads_records(step: Step) -> bool:
+    return isinstance(step, Request) and step.operation == "get_records"
+
+
+def backfill(world: World, client: ModelClient) -> Stepper:
+    """``index backfill``, recording its start and end on the model clock (its record's
+    StateCore takes the wall clock: given the model's here)."""
+
+    def model_clock() -> AbstractContextManager[Any]:
+        return mock.patch.object(
+            marker_core, "StateCore", functools.partial(StateCore, clock=world.clock)
+        )
+
+    return Stepper(marker(world)._backfill(None, STATE, True), client, model_clock)
+
+
+def repair(world: World, client: ModelClient) -> None:
+    """``index repair`` (at once): clears the recorded clashes it no longer finds."""
+    SyncDriver(client, Usage()).run(marker(world)._repair(True, STATE))
+
+
+class ModelHandler(StreamHandler):
+    """The Lambda handler, its requests answered by the model, on the model clock."""
+
+    def __init__(self, world: World, client: ModelClient) -> None:
+        super().__init__(boto(), state_table=STATE, clock=world.clock)
+        self.world = world
+        self.model = client
+
+    def _index(self, table: str) -> MarkerIndex:
+        index = MarkerIndex(boto(), table, deadline=None, info=self.world.info())
+        index.client = self.model  # type: ignore[assignment]
+        return index
+
+    def _state(self, index: MarkerIndex) -> StateStore:
+        return StateStore(self.model, STATE, deadline=None, clock=self.world.clock)
+
+    def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """The handler's answer; what it logs (each collection the model refused, with a
+        traceback) is left out."""
+        logger = logging.getLogger("ddbkeys")
+        was, logger.disabled = logger.disabled, True
+        try:
+            return super().handle(event)
+        finally:
+            logger.disabled = was
+
+
+@dataclass
+class Trigger:
+    """Lambda's event source mapping on one stream, from TRIM_HORIZON: per shard, the last
+    record it has checkpointed; a child shard only once its parent is finished. ``named``: a
+    tumbling window (events carry ``shardId``)."""
+
+    arn: str
+    named: bool
+    positions: dict[str, int] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    failed: dict[str, list[int]] = field(default_factory=dict)  # shard -> its failing batch
+
+    def ready(self, world: World) -> list[Shard]:
+        stream = world.streams.get(self.arn)
+        if stream is None:
+            return []
+        shards = stream.shards
+        return [
+            s
+            for s in sorted(shards.values(), key=lambda s: s.start)
+            if s.id not in self.finished
+            and (s.parent is None or s.parent in self.finished or s.parent not in shards)
+        ]
+
+    def position(self, shard: Shard) -> int:
+        """Where the mapping goes on from: its checkpoint, or past what the stream no longer
+        keeps (Lambda skips records that expired, a day old)."""
+        return max(self.positions.get(shard.id, shard.start - 1), shard.trimmed_to)
+
+    def event(self, world: World, shard: Shard, records: list[Record]) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "Records": [
+                stream_record(self.arn, r, world.created(r.written), event=True) for r in records
+            ]
+        }
+        if self.named:
+            event.update(shardId=shard.id, window={"start": "", "end": ""}, state={})
+        return event
+
+    def deliver(
+        self, world: World, handler: ModelHandler, n: int, size: int, fail: int | None
+    ) -> None:
+        """One batch of up to ``size`` records of a ready shard; with ``fail``, that record's
+        collection cannot be reconciled during the batch. The checkpoint moves to the record
+        before the first failed one, or past the batch."""
+        ready = self.ready(world)
+        if not ready:
+            return
+        shard = ready[n % len(ready)]
+        position = self.position(shard)
+        batch = [r for r in shard.records if r.seq > position][:size]
+        if not batch:
+            if not shard.open:
+                self.finished.add(shard.id)
+            return
+        if fail is not None:
+            world.failing = {batch[fail % len(batch)].key[0]}
+        try:
+            answer = handler.handle(self.event(world, shard, batch))
+        finally:
+            world.failing = set()
+        failures = answer["batchItemFailures"]
+        if not failures:
+            self.positions[shard.id] = batch[-1].seq
+            self.failed.pop(shard.id, None)
+            return
+        first = int(failures[0]["itemIdentifier"])
+        before = [r.seq for r in batch if r.seq < first]
+        if before:
+            self.positions[shard.id] = before[-1]
+        self.failed[shard.id] = [r.seq for r in batch if r.seq >= first]
+
+    def again(self, world: World, handler: ModelHandler, n: int, back: int, size: int) -> None:
+        """At-least-once: a batch already handled, delivered again (its answer is ignored)."""
+        stream = world.streams.get(self.arn)
+        if stream is None or not stream.shards:
+            return
+        shards = sorted(stream.shards.values(), key=lambda s: s.start)
+        shard = shards[n % len(shards)]
+        done = [r for r in shard.records if r.seq <= self.position(shard)]
+        batch = done[max(0, len(done) - back) :][:size]
+        if batch:
+            handler.handle(self.event(world, shard, batch))
+
+    def give_up(self, n: int) -> None:
+        """The mapping's retry limit: a failing batch is dropped, and the shard goes on past
+        it (what Lambda does after MaximumRetryAttempts, or when the records expire)."""
+        if not self.failed:
+            return
+        shard = sorted(self.failed)[n % len(self.failed)]
+        self.positions[shard] = max(self.failed.pop(shard))
+
+
+@dataclass
+class Verdict:
+    """What the proven listing said: its keys, or why it declined."""
+
+    keys: list[str] | None
+    reason: str = ""
+    replay: Replay | None = None
+
+
+def listing(
+    world: World,
+    client: ModelClient,
+    margin: float,
+    *,
+    segments: int = 1,
+    most: int | None = None,
+    recheck: bool = True,
+) -> Verdict:
+    """The listing's decision core, as ``distinct_partition_keys`` runs it for the marker
+    index (``partition_keys._choose``), on the model clock: the evidence and its precheck, the
+    replay (plan, stream, re-checks), then the index scanned leaving the touched collections
+    out and the existing ones handed out. ``recheck=False`` is the negative control: the
+    index as it is, after a replay that proved it."""
+    info = world.info()
+    reader = Reader(boto(), TABLE, deadline=None)
+    driver = SyncDriver(client, Usage())
+    store = StateCore(client, STATE, deadline=None, clock=world.clock)
+    evidence, refused = driver.run(load_evidence(store, info, INDEX, margin))
+    if refused is not None:
+        return Verdict(None, refused.reason)
+    core = marker(world)
+    result = driver.run(replay_flow(reader, core, info, evidence, margin, world.now, most))
+    if isinstance(result, Decline):
+        return Verdict(None, result.reason)
+    method: IndexMethod = (
+        ReplayedIndexMethod(info, core, result) if recheck else IndexMethod(info, core)
+    )
+    total = segments + 1 if recheck else segments
+    keys: list[str] = []
+    for segment in range(total):
+        for key in driver.iterate(method.keys(reader, segment, total, None)):
+            keys.append(str(key["S"]))
+    return Verdict(keys, "", result)

@@ -1,0 +1,213 @@
+"""Schedules where the proven listing answers wrong today (found by the state machine of
+test_proof_schedules.py and its variants, then cut down by hand): each is the machine's steps,
+with the listing checked after each as the machine does. With their fault they are expected
+failures (strict: one that starts to pass says its bug is fixed, and the machine's rule that
+leaves the fault out, see tests/support/proof_machine.py, can take it in again). Without it,
+the same schedule is answered right, or declined."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+
+import pytest
+
+from ddbkeys.partition_keys.evidence import DAY
+from tests.support.proof_actors import Verdict, follower_at_rest, repair
+from tests.support.proof_machine import ListingWrong, ProofMachine
+from tests.support.proof_world import ATTR, MARKER_SK, typed_item
+
+
+def started(
+    settled: str, history: list[tuple[str, int]] | None = None, shards: int = 1
+) -> ProofMachine:
+    """A table with one shard, maintained (``settled``) and backfilled, the margin past."""
+    state = ProofMachine()
+    state.start(history=history or [], shards=shards, settled=settled)
+    state.check()
+    return state
+
+
+def a_day_behind(fault: bool) -> Verdict:
+    """The follower started reading its shard at the end and has applied nothing since (its
+    mark: no sequence number); a collection is written, and the follower applies nothing for
+    a day: the record is trimmed. The listing reads the named shard "from its start"
+    (TRIM_HORIZON), which now begins after the trimmed record, finds nothing to re-check and
+    proves the index complete without the collection. A read from a shard's start proves
+    nothing once the shard may have lost records (its mark, or the shard, a day old).
+    Without the fault the follower applies the record before the day passes."""
+    state = started("follower")
+    state.put("a", 1, tagged=False, lane=0)
+    state.check()
+    if fault:
+        state.world.tick(DAY + 3600)  # the follower, alive or not, read nothing meanwhile
+    else:
+        state.long_wait(hours=25.0)
+    return state.check()
+
+
+def lambda_drops_a_failed_batch(fault: bool) -> Verdict:
+    """Lambda's trigger (tumbling window) hands the handler a record whose collection cannot
+    be reconciled: the handler reports it in batchItemFailures and records no position. The
+    event source mapping gives up on it (MaximumRetryAttempts, which aws_lambda.py advises
+    setting, or MaximumRecordAgeInSeconds, or the record's 24 hours) and goes on; the next
+    batch of that shard is applied and the handler records a position past the dropped
+    record, as if it had been applied. After the margin the listing reads after that
+    position and misses the collection, which never got its marker. Without the fault the
+    mapping sends the failed record again."""
+    state = started("lambda")
+    state.put("c", 1, tagged=False, lane=0)
+    state.check()
+    state.lambda_batch(n=0, size=1, fail=0, meanwhile=None)  # c's Query is refused
+    state.check()
+    if fault:
+        assert state.trigger is not None
+        state.trigger.give_up(0)  # the mapping's retry limit: the batch is dropped
+    state.put("d", 1, tagged=False, lane=0)
+    state.check()
+    state.quiet()  # the next batch is applied: its position is recorded
+    return state.check()
+
+
+def a_backfill_forgets_a_clash(fault: bool) -> Verdict:
+    """The application writes data at the marker's key of a new collection; the follower
+    meets the clash and records it (the listing declines). A backfill starts a moment later:
+    it takes every recorded clash out, and its eventually consistent Scan does not see the
+    collection yet, so it records none. After the margin the listing proves the index
+    without the collection (its record was applied long ago, and it has no marker). Without
+    the fault the Scan sees the collection and the backfill records the clash again."""
+    state = started("follower")
+    state.world.write(("c", MARKER_SK), typed_item("c", MARKER_SK, note={"S": "data"}))
+    state.follower_runs(slot=0, requests=30, refused=None)  # the clash is recorded
+    state.check()
+    state.scans_lag(stale=1.0 if fault else 0.0)  # a Scan sees the table as it was the lag ago
+    state.tick(1.0)
+    state.backfill_starts()
+    state.backfill_runs(requests=10)
+    state.backfill_runs(requests=10)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
+def repair_reads_a_lagging_index(fault: bool) -> Verdict:
+    """The application writes data over a collection's marker; the follower meets the clash
+    and records it. ``index repair`` runs while the index still shows the old marker: verify
+    finds the collection marked, so repair takes the recorded clash out. Once the index
+    catches up the collection is in it no more, and after the margin the listing proves the
+    index complete without it. Without the fault repair runs once the index has caught up."""
+    state = started("follower", history=[("c", 1)])
+    state.clash(pk="c", lane=0)
+    state.follower_runs(slot=0, requests=30, refused=None)
+    state.check()
+    assert state.world.pending  # the index has not caught up with the overwritten marker
+    if not fault:
+        state.world.tick(state.lag)
+    repair(state.world, state.client)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
+def an_empty_page_before_the_tip(fault: bool) -> Verdict:
+    """GetRecords "might take multiple calls to get to a portion of the shard that contains
+    stream records" (its API reference): an empty page with a next iterator is not the tip.
+    The replay stops at the first empty page, re-checks nothing, and proves the index without
+    a collection written a moment ago. Without the fault the first page holds the record."""
+    state = started("follower")
+    state.world.hollow = 1 if fault else 0
+    state.put("c", 1, tagged=False, lane=0)
+    return state.check()
+
+
+def a_write_while_the_follower_starts(fault: bool) -> Verdict:
+    """The follower takes the time it begins covering the stream (its marks' ``since``)
+    before it opens each shard at its end (LATEST); a write in between is after ``since``
+    but before the shard's iterator, so the follower never applies it. The backfill, begun a
+    margin after ``since`` as the proof asks, reads with an eventually consistent Scan that
+    does not show the write yet. Once the follower has applied a later record of that shard
+    (its mark past the write), the listing, after the margin, misses the collection. Without
+    the fault the backfill's Scan is not stale and marks the collection."""
+    state = started("none", shards=2)
+    state.followers[0] = follower_at_rest(state.world, state.client, from_start=False)
+    state.followers[0].advance(5)  # up to its first GetShardIterator (LATEST)
+    state.check()
+    state.tick(0.5)
+    state.put("c", 1, tagged=False, lane=1)  # in the shard it has not opened yet
+    state.check()
+    state.follower_runs(slot=0, requests=10, refused=None)
+    state.check()
+    state.scans_lag(stale=1.0 if fault else 0.0)
+    state.tick(state.margin - 0.5)
+    state.backfill_starts()
+    state.backfill_runs(requests=10)
+    state.backfill_runs(requests=10)
+    state.check()
+    state.put("d", 1, tagged=False, lane=1)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
+def a_data_item_holds_another_key_in_the_marker_attribute(fault: bool) -> Verdict:
+    """An unstated assumption rather than a slip: an application item that carries the marker
+    attribute is indexed under that attribute's value. With its own partition key there the
+    listing is right (the machine does that); with another key it lists a collection that
+    may not exist, and the maintainers take the item for a marker, not data, so its own
+    collection gets no marker and is missed. Without the fault the item holds its own key."""
+    state = started("follower")
+    item = typed_item("c", Decimal(1), note={"S": "data"})
+    item[ATTR] = {"S": "z" if fault else "c"}
+    state.world.write(("c", Decimal(1)), item)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
+#: Each schedule, and what it answers without its fault (None: it declines).
+SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
+    (a_day_behind, ["a"]),
+    (lambda_drops_a_failed_batch, ["a", "c", "d"]),
+    (a_backfill_forgets_a_clash, None),
+    (repair_reads_a_lagging_index, None),
+    (an_empty_page_before_the_tip, ["c"]),
+    (a_write_while_the_follower_starts, ["c", "d"]),
+    (a_data_item_holds_another_key_in_the_marker_attribute, ["c"]),
+]
+NAMES = [schedule.__name__ for schedule, _ in SCHEDULES]
+#: The schedules whose fault still makes the listing answer wrong (each a bug to fix).
+OPEN: set[str] = {
+    "a_day_behind",
+    "a_backfill_forgets_a_clash",
+    "repair_reads_a_lagging_index",
+    "an_empty_page_before_the_tip",
+    "a_write_while_the_follower_starts",
+}
+
+
+@pytest.mark.parametrize(
+    ("schedule", "right"),
+    [
+        pytest.param(
+            schedule,
+            right,
+            id=schedule.__name__,
+            marks=[pytest.mark.xfail(strict=True, raises=ListingWrong, reason="a bug in ddbkeys")]
+            if schedule.__name__ in OPEN
+            else [],
+        )
+        for schedule, right in SCHEDULES
+    ],
+)
+def test_with_its_fault_the_listing_is_exact_or_declines(
+    schedule: Callable[[bool], Verdict], right: list[str] | None
+) -> None:
+    schedule(True)  # every listing of the schedule is checked: ListingWrong if one is wrong
+
+
+@pytest.mark.parametrize(("schedule", "right"), SCHEDULES, ids=NAMES)
+def test_without_its_fault_the_listing_is_right(
+    schedule: Callable[[bool], Verdict], right: list[str] | None
+) -> None:
+    verdict = schedule(False)
+    assert (sorted(verdict.keys) if verdict.keys is not None else None) == right, verdict.reason
