@@ -5,14 +5,14 @@ listing's decision core, which must decline with a reason or answer exactly the 
 that hold something besides ddbkeys' marker.
 
 The model keeps the proof's one assumption and no more: a write reaches the index, and a
-Scan, at most ``lag`` seconds late (the listing's margin), and the stream at once. It leaves out
-seven things ddbkeys gets wrong today, each shown by its own schedule in
-tests/unit/test_proof_bugs.py: a maintainer a day behind (``long_wait`` only comes once every
-record is applied); Lambda's event source mapping dropping a batch that keeps failing; data
-written at the marker's key of a collection younger than the lag; ``repair`` while the index
-lags; GetRecords' empty pages before a shard's tip; a write while a follower starts (its
-start, up to its first GetRecords, runs at once); and a data item holding another
-collection's key in the marker attribute (``put`` tags an item with its own key)."""
+Scan, at most ``lag`` seconds late (the listing's margin), and the stream at once. The seven
+faults its first runs found, each kept as a schedule in tests/unit/test_proof_bugs.py, are
+rules here too: a maintainer a day behind (``long_wait``, whatever is applied); Lambda's event
+source mapping dropping a batch that keeps failing (``trigger_gives_up``); data written at the
+marker's key of any collection (``clash``); ``repair`` while the index lags; empty GetRecords
+pages before a shard's records (``hollow_pages``, fewer than the replay's tip rule reads);
+a write while a follower starts (``follower_starts`` stops anywhere in its start); and a data
+item holding another collection's key in the marker attribute (``put``'s ``tag``)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,7 @@ from tests.support.proof_actors import (
     Verdict,
     backfill,
     follower,
+    follower_at_rest,
     listing,
     repair,
 )
@@ -125,11 +126,11 @@ class ProofMachine(RuleBasedStateMachine):
 
     # --- the application ---------------------------------------------------------------------
 
-    @rule(pk=KEYS, sk=SORTS, tagged=st.booleans(), lane=LANES)
-    def put(self, pk: str, sk: int, tagged: bool, lane: int) -> None:
+    @rule(pk=KEYS, sk=SORTS, tag=st.none() | KEYS, lane=LANES)
+    def put(self, pk: str, sk: int, tag: str | None, lane: int) -> None:
         item = typed_item(pk, _sk(sk), note={"S": "data"})
-        if tagged:  # a data item that carries the marker attribute (its own key)
-            item[ATTR] = {"S": pk}
+        if tag is not None:  # a data item that carries the marker attribute (any key)
+            item[ATTR] = {"S": tag}
         self.world.write((pk, _sk(sk)), item, lane)
 
     @rule(pk=KEYS, sk=SORTS, lane=LANES)
@@ -138,11 +139,8 @@ class ProofMachine(RuleBasedStateMachine):
 
     @rule(pk=KEYS, lane=LANES)
     def clash(self, pk: str, lane: int) -> None:
-        """The application writes data at the marker's key (over the marker, if any), in a
-        collection that has held items for the lag at least (younger: test_proof_bugs)."""
-        since = self.world.held_since(pk)
-        if since is not None and since <= self.world.now - self.lag:
-            self.world.write((pk, MARKER_SK), typed_item(pk, MARKER_SK, note={"S": "x"}), lane)
+        """The application writes data at the marker's key (over the marker, if any)."""
+        self.world.write((pk, MARKER_SK), typed_item(pk, MARKER_SK, note={"S": "x"}), lane)
 
     @rule(pk=KEYS)
     def unclash(self, pk: str) -> None:
@@ -159,11 +157,19 @@ class ProofMachine(RuleBasedStateMachine):
 
     @rule(hours=st.sampled_from((6.0, 23.0, 25.0)))
     def long_wait(self, hours: float) -> None:
-        """Hours without writes, while the maintainers run: only once they have applied every
-        record of the stream (a maintainer a day behind: test_proof_bugs)."""
+        """Hours without writes: the maintainers run first, or (``behind``) not at all."""
         self.quiet()
-        if self.caught_up():
-            self.world.tick(hours * 3600)
+        self.world.tick(hours * 3600)
+
+    @rule(hours=st.sampled_from((6.0, 23.0, 25.0)))
+    def long_wait_behind(self, hours: float) -> None:
+        """Hours with nothing applied: records may be trimmed before a maintainer reads them."""
+        self.world.tick(hours * 3600)
+
+    @rule(pages=st.integers(0, 2))
+    def hollow_pages(self, pages: int) -> None:
+        """GetRecords answers this many empty pages before a shard's records."""
+        self.world.hollow = pages
 
     def caught_up(self) -> bool:
         stream = self.world.stream
@@ -218,11 +224,18 @@ class ProofMachine(RuleBasedStateMachine):
 
     # --- the followers (two processes at most) ------------------------------------------------
 
-    @rule(slot=st.integers(0, 1), from_start=st.booleans())
-    def follower_starts(self, slot: int, from_start: bool) -> None:
+    @rule(slot=st.integers(0, 1), from_start=st.booleans(), steps=st.none() | st.integers(1, 6))
+    def follower_starts(self, slot: int, from_start: bool, steps: int | None) -> None:
+        """A follower process starts: its start runs at once, or stops after ``steps``
+        requests (other rules act in the middle of it)."""
         running = self.followers.get(slot)
         if running is None or running.done:
-            self.followers[slot] = follower(self.world, self.client, from_start)
+            if steps is None:
+                self.followers[slot] = follower(self.world, self.client, from_start)
+            else:
+                started = follower_at_rest(self.world, self.client, from_start)
+                started.advance(steps)
+                self.followers[slot] = started
 
     @precondition(lambda self: bool(self.followers))
     @rule(slot=st.integers(0, 1), requests=st.integers(1, 30), refused=st.none() | KEYS)
@@ -276,6 +289,13 @@ class ProofMachine(RuleBasedStateMachine):
         self.trigger.again(self.world, self.handler, n, back, size)
 
     @precondition(lambda self: self.trigger is not None)
+    @rule(n=st.integers(0, 3))
+    def trigger_gives_up(self, n: int) -> None:
+        """The mapping's retry limit: a failing batch is dropped and the shard goes on."""
+        assert self.trigger is not None
+        self.trigger.give_up(n)
+
+    @precondition(lambda self: self.trigger is not None)
     @rule()
     def trigger_removed(self) -> None:
         self.trigger = None
@@ -298,10 +318,9 @@ class ProofMachine(RuleBasedStateMachine):
     def backfill_killed(self) -> None:
         self.backfill = None
 
-    @precondition(lambda self: not self.world.pending)
     @rule()
     def repaired(self) -> None:
-        """``index repair``, once the index has caught up (while it lags: test_proof_bugs)."""
+        """``index repair``, whether the index has caught up or not."""
         repair(self.world, self.client)
 
     # --- what must hold after every step ----------------------------------------------------

@@ -72,16 +72,16 @@ def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, 
 
 def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> None:
     plan = plan_replay(GOOD, ARN, [shard("s1")], NOW, 60.0)
-    assert plan == ReplayPlan(ARN, (ShardRead("s1", "10"),), 60.0, NOW - 60.0)
+    assert plan == ReplayPlan(ARN, (ShardRead("s1", "10", reach="20"),), 60.0, NOW - 60.0)
     # Once the newest mark is old enough, nothing before it is read again.
     later = plan_replay(GOOD, ARN, [shard("s1")], NOW + 61, 60.0)
-    assert isinstance(later, ReplayPlan) and later.reads == (ShardRead("s1", "20"),)
+    assert isinstance(later, ReplayPlan) and later.reads == (ShardRead("s1", "20", reach="20"),)
 
 
 def test_a_shard_with_no_mark_old_enough_is_read_from_its_start() -> None:
     young = evidence(mark("s1", ("20", 9_990.0)))
     plan = plan_replay(young, ARN, [shard("s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayPlan) and plan.reads == (ShardRead("s1", None),)
+    assert isinstance(plan, ReplayPlan) and plan.reads == (ShardRead("s1", None, reach="20"),)
 
 
 def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> None:
@@ -89,6 +89,9 @@ def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> Non
     plan = plan_replay(latest, ARN, [shard("s1")], NOW, 60.0)
     assert isinstance(plan, ReplayPlan)
     assert plan.reads == (ShardRead("s1", None, skip_before=940.0),)
+    # A day on with nothing applied: records after its start may have been trimmed unapplied.
+    stale = plan_replay(latest, ARN, [shard("s1")], 1_000.0 + DAY, 60.0)
+    assert isinstance(stale, Decline) and "more than a day ago" in stale.reason
 
 
 def test_unnamed_shards() -> None:

@@ -171,18 +171,14 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (a_backfill_forgets_a_clash, None),
     (repair_reads_a_lagging_index, None),
     (an_empty_page_before_the_tip, ["c"]),
-    (a_write_while_the_follower_starts, ["c", "d"]),
+    # (Fixed: the follower takes its start once its shards are open, after the write, so this
+    # backfill begins less than the margin after it and proves nothing: the listing declines.)
+    (a_write_while_the_follower_starts, None),
     (a_data_item_holds_another_key_in_the_marker_attribute, ["c"]),
 ]
 NAMES = [schedule.__name__ for schedule, _ in SCHEDULES]
 #: The schedules whose fault still makes the listing answer wrong (each a bug to fix).
-OPEN: set[str] = {
-    "a_day_behind",
-    "a_backfill_forgets_a_clash",
-    "repair_reads_a_lagging_index",
-    "an_empty_page_before_the_tip",
-    "a_write_while_the_follower_starts",
-}
+OPEN: set[str] = set()
 
 
 @pytest.mark.parametrize(

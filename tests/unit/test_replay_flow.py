@@ -69,7 +69,10 @@ def test_it_reads_past_the_mark_and_rechecks_what_the_records_name() -> None:
                 {"Records": [record("a", "11"), record("b", "12")], "NextShardIterator": "i2"},
             ),
             ("get_records", {"Records": [record("a", "13")], "NextShardIterator": "i3"}),
-            ("get_records", {"Records": [], "NextShardIterator": "i4"}),  # the tip
+            # Past the maintainer's position (10), three empty pages in a row: the tip.
+            ("get_records", {"Records": [], "NextShardIterator": "i4"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i5"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i6"}),
             ("query", {"Items": [data]}),
             ("query", {"Items": [only_marker]}),  # b holds nothing but the marker: gone
         ],

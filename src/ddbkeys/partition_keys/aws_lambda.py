@@ -49,7 +49,14 @@ from typing import Any
 
 import boto3
 
-from ddbkeys.partition_keys.evidence import DAY, SHARD_PREFIX, advance
+from ddbkeys.partition_keys.evidence import (
+    DAY,
+    SHARD_PREFIX,
+    TRIM_SAFETY,
+    ShardMark,
+    advance,
+    created_at,
+)
 from ddbkeys.partition_keys.follow import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
 from ddbkeys.partition_keys.lambda_events import parse_event
@@ -130,6 +137,7 @@ class StreamHandler:
         for arn, some in by_table.items():
             index = self._index(table_of(arn))
             pk = index.table_info().partition_key.name
+            began = self._begin_batch(index, arn, shard, some)
             failed: set[str] = set()
             clashes: list[str] = []
             for key in keys_of_records(some, pk):
@@ -149,27 +157,71 @@ class StreamHandler:
                     failures.append(failed_at)
                     applied = some[:n]
                     break
-            first = str(some[0]["dynamodb"]["SequenceNumber"]) if some else None
-            self._record(index, arn, shard, applied, clashes, first, failed_at)
+            self._end_batch(index, arn, shard, began, applied, clashes, failed_at)
         return parsed.answer(failures[:1])
 
-    def _record(
+    def _begin_batch(
+        self, index: MarkerIndex, arn: str, shard: str | None, records: list[dict[str, Any]]
+    ) -> ShardMark | None:
+        """Before a batch of a named shard is applied: its mark says the batch's first record
+        is not known applied (``failed``), so a batch Lambda gives up on, whatever ends this
+        invocation (a crash included), leaves a trace; and a batch that begins past such a
+        record, or that is nearly a day old (earlier records may have been trimmed), is a gap:
+        listings decline until a backfill begun after it. The mark as it stands."""
+        if shard is None or not records:
+            return None
+        store = self._state(index)
+        now = store.clock()
+        saved = store.load(index.table, index.name)
+        previous = saved.shards.get(shard) if saved is not None else None
+        if previous is not None and previous.stream != arn:
+            previous = None
+        first = str(records[0]["dynamodb"]["SequenceNumber"])
+        oldest = created_at(records[0])
+        skipped = (
+            previous is not None
+            and previous.failed is not None
+            and int(first) > int(previous.failed)
+        )
+        gap = previous.gap if previous is not None else None
+        if skipped or (oldest is not None and oldest < now - DAY + TRIM_SAFETY):
+            gap = now
+            LOG.error(
+                "ddbkeys: records of shard %s of %s were not applied (Lambda went on past "
+                "them, or they grew too old): listings decline the index until `index "
+                "backfill` runs again",
+                shard,
+                index.table,
+            )
+        pending = advance(previous, shard, arn, "start", None, now)
+        pending = replace(pending, failed=first, gap=gap)
+        stale = tuple(
+            SHARD_PREFIX + s
+            for s, m in (saved.shards.items() if saved is not None else ())
+            if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
+        )
+        store.update(
+            index.table,
+            index.name,
+            {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()},
+            remove=stale,
+        )
+        return pending
+
+    def _end_batch(
         self,
         index: MarkerIndex,
         arn: str,
         shard: str | None,
+        began: ShardMark | None,
         applied: list[dict[str, Any]],
         clashes: list[str],
-        first: str | None = None,
-        failed_at: str | None = None,
+        failed_at: str | None,
     ) -> None:
-        """The evidence: the clashes met, and the shard's new mark (every record up to the
-        last of ``applied`` is applied now). Without a shard id nothing can be vouched for:
-        that is recorded, so a listing says why.
-
-        A batch that begins past a record this handler reported failed means Lambda gave up on
-        that record (its retries ran out, or it grew too old) and went on: a gap in what was
-        applied, which the mark records (a listing declines until a backfill begun after)."""
+        """The evidence once the batch is applied: the clashes met, and the shard's new mark
+        (every record up to the last of ``applied`` is applied now; ``failed_at``, the first
+        that was not, is sent again by Lambda). Without a shard id nothing can be vouched
+        for: that is recorded, so a listing says why."""
         store = self._state(index)
         store._run(store._clashes(index.table, index.name, clashes, add=True))
         now = store.clock()
@@ -184,41 +236,11 @@ class StreamHandler:
                 self._warned.add(index.table)
             store.update(index.table, index.name, {"maintainer": "lambda", "unnamed_batches": now})
             return
-        saved = store.load(index.table, index.name)
-        previous = saved.shards.get(shard) if saved is not None else None
-        if previous is not None and previous.stream != arn:
-            previous = None
-        gap = previous.gap if previous is not None else None
-        if (
-            previous is not None
-            and previous.failed is not None
-            and first is not None
-            and int(first) > int(previous.failed)
-        ):
-            gap = now
-            LOG.error(
-                "ddbkeys: Lambda skipped records of shard %s of %s from %s on (retries ran "
-                "out): listings decline the index until `index backfill` runs again",
-                shard,
-                index.table,
-                previous.failed,
-            )
-        if not applied and failed_at is None and gap == (previous.gap if previous else None):
+        if began is None:
             return
         last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
-        mark = advance(previous, shard, arn, "start", last, now)
-        mark = replace(mark, failed=failed_at, gap=gap)
-        stale = tuple(
-            SHARD_PREFIX + s
-            for s, m in (saved.shards.items() if saved is not None else ())
-            if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
-        )
-        store.update(
-            index.table,
-            index.name,
-            {"maintainer": "lambda", SHARD_PREFIX + shard: mark.to_json()},
-            remove=stale,
-        )
+        mark = replace(advance(began, shard, arn, "start", last, now), failed=failed_at)
+        store.update(index.table, index.name, {SHARD_PREFIX + shard: mark.to_json()})
 
 
 @functools.cache

@@ -44,6 +44,7 @@ __all__ = [
     "DAY",
     "DEFAULT_REPLAY_MARGIN",
     "SHARD_PREFIX",
+    "TRIM_SAFETY",
     "Backfill",
     "Decline",
     "Evidence",
@@ -68,6 +69,10 @@ SHARD_PREFIX = "shard "
 #: (to the second on the service, to the minute on DynamoDB Local). A record is taken as
 #: created before a moment only when its time plus this is.
 CREATED_ROUNDING = 60.0
+#: A shard read from its oldest record is trusted to hold every record since it began only if
+#: that record is younger than a day less this (seconds): older, and records before it may
+#: have been trimmed (the stream keeps a record 24 hours).
+TRIM_SAFETY = 3600.0
 #: The most marks kept per shard (the newest, and older ones spaced out by age).
 MAX_MARKS = 24
 
@@ -248,6 +253,9 @@ class ShardRead:
     after: str | None
     skip_before: float | None = None
     only_after: float | None = None
+    #: The maintainer's newest position in the shard: the read goes on to it, whatever empty
+    #: pages come before (None: no position to reach).
+    reach: str | None = None
 
 
 @dataclass(frozen=True)
@@ -368,8 +376,17 @@ def plan_replay(
                     "`index backfill` again"
                 )
             sequence, found = mark.held_back(cut)
-            skip = float(mark.since) - margin if isinstance(mark.since, int | float) else None
-            reads.append(ShardRead(shard, sequence if found else None, skip_before=skip))
+            since = float(mark.since) if isinstance(mark.since, int | float) else None
+            newest = mark.marks[-1][0] if mark.marks else None
+            if since is not None and newest is None and now - since > DAY - margin:
+                return Decline(
+                    f"the maintainer has applied no record of shard {shard} since it began "
+                    "reading it more than a day ago: records may have been trimmed unapplied"
+                )
+            skip = since - margin if since is not None else None
+            reads.append(
+                ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+            )
             accepted.add(shard)
             continue
         parent = listed[shard].get("ParentShardId")

@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, TypeVar
 
 from ddbkeys.core.steps import (
@@ -31,7 +31,9 @@ from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys.partition_keys.evidence import (
     CREATED_ROUNDING,
+    DAY,
     SHARD_PREFIX,
+    TRIM_SAFETY,
     ShardMark,
     advance,
     created_at,
@@ -220,6 +222,7 @@ class FollowerCore:
         self.report = FollowReport()
         self._marks: dict[str, ShardMark] = {}  # shard -> what is applied, saved as such
         self._finished: set[str] = set()
+        self._from_oldest: set[str] = set()  # shards opened at TRIM_HORIZON, not yet read
         self._iterators: dict[str, str | None] = {}
         self._parents: dict[str, str | None] = {}
 
@@ -273,6 +276,11 @@ class FollowerCore:
         # A first start under this stream: every shard is named now. A closed shard holds
         # history only (before now), which the backfill covers: marked at its end. An open one
         # is read from its end (its records from now on), or with from_start from its oldest.
+        if not from_start:  # open first: a write before ``now`` below is covered by a backfill
+            for shard in shards:
+                if "EndingSequenceNumber" not in shard.get("SequenceNumberRange", {}):
+                    shard_id = str(shard["ShardId"])
+                    self._iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
         now = self.clock()
         for shard in shards:
             ending = shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber")
@@ -283,7 +291,6 @@ class FollowerCore:
             elif from_start:
                 self._marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
             else:
-                self._iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
                 self._marks[shard_id] = advance(None, shard_id, arn, now, None, now)
         yield from self._save_marks(list(self._marks))
         yield from self.state._update(index, name, {"maintainer": "follow"})
@@ -302,6 +309,7 @@ class FollowerCore:
                 self._marks[shard] = advance(None, shard, arn, "start", None, self.clock())
             if position is None:
                 self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
+                self._from_oldest.add(shard)
                 continue
             try:
                 self._iterators[shard] = yield from self._iterator(
@@ -311,9 +319,9 @@ class FollowerCore:
                 if _code(exc) != "TrimmedDataAccessException":
                     raise
                 # Stopped for longer than the stream keeps records (24 hours): some were never
-                # handled, and the marks cannot say so. Go on from the oldest record; a listing
-                # finds the gap itself (the position it would read from is gone) and declines
-                # the index until a new backfill.
+                # applied. Recorded as a gap in the shard's mark (listings decline until a
+                # backfill begun after it), and the follower goes on from the oldest record.
+                self._gap(shard)
                 self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
 
     def _read(self, shard: str) -> Flow[list[dict[str, Any]]]:
@@ -341,6 +349,13 @@ class FollowerCore:
         """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
         applied (a reconciliation that fails ends the run before the mark moves)."""
         info = yield from self.index._table_info(self.index._begin())
+        if shard in self._from_oldest and records:
+            # The first records of a shard read from its oldest: when they are nearly a day
+            # old, earlier ones may have been trimmed unapplied (a gap, as above).
+            self._from_oldest.discard(shard)
+            created = created_at(records[0])
+            if created is not None and created < self.clock() - DAY + TRIM_SAFETY:
+                self._gap(shard)
         mark = self._marks.get(shard)
         since = mark.since if mark is not None else "start"
         skip = float(since) - CLOCK_MARGIN if isinstance(since, int | float) else None
@@ -356,6 +371,12 @@ class FollowerCore:
         yield from self._save_marks([shard])
         self.report.records += len(records)
         self.report.batches += 1
+
+    def _gap(self, shard: str) -> None:
+        """Records of ``shard`` were lost before this follower applied them: said in its mark."""
+        mark = self._marks.get(shard)
+        if mark is not None:
+            self._marks[shard] = replace(mark, gap=self.clock())
 
     def _save_marks(self, shards: list[str]) -> Flow[None]:
         values = {SHARD_PREFIX + s: self._marks[s].to_json() for s in shards}

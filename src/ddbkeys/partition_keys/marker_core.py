@@ -5,6 +5,7 @@ run these same flows on their drivers."""
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -417,9 +418,11 @@ class MarkerCore:
                 "clashes": [],
             }
             yield from store._update(self.table, self.name, {"backfill": _json(entry)})
-            # A new backfill looks again at the clashes recorded: it records those it meets.
-            old = list(saved.clashes) if saved is not None else []
-            yield from store._clashes(self.table, self.name, old, add=False)
+        # The clashes recorded before: taken out at the end only those this backfill found
+        # resolved (its eventually consistent scan may not show a collection a maintainer
+        # met a moment ago: such a clash stays).
+        recorded = set(saved.clashes) if store is not None and saved is not None else set()
+        resolved: list[str] = []
         report = BackfillReport()
         # Every collection, one holding nothing but a marker included (its marker goes): the
         # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
@@ -427,6 +430,8 @@ class MarkerCore:
         while pages.request() is not None:
             for key in (yield from self._pages(pages, "reading the table's keys")):
                 outcome = yield from reconcile_flow(self, key, self._begin())
+                if outcome is not Outcome.CLASH and key_json(key) in recorded:
+                    resolved.append(key_json(key))
                 if outcome is Outcome.MARKED:
                     report.written += 1
                 elif outcome is Outcome.UNMARKED:
@@ -441,6 +446,7 @@ class MarkerCore:
             entry["finished"] = store.clock()
             entry["clashes"] = [key_json(k) for k in report.clashes]
             yield from store._update(self.table, self.name, {"backfill": _json(entry)})
+            yield from store._clashes(self.table, self.name, resolved, add=False)
         return report
 
     def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
@@ -507,10 +513,16 @@ class MarkerCore:
         saved = yield from store._load(self.table, self.name)
         report = yield from self._verify()
         if saved is not None and saved.clashes:
-            # Clashes a maintainer recorded that verify no longer finds: the index may be
-            # proven again (taken out one by one: one recorded meanwhile stays).
-            found = {key_json(k) for k in report.clashes}
-            cleared = [c for c in saved.clashes if c not in found]
+            # Each clash a maintainer recorded is looked at again, by the collection itself (a
+            # consistent reconciliation, not the index, which may lag): one resolved is taken
+            # out (one by one: one recorded meanwhile stays).
+            from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow  # noqa: PLC0415
+
+            cleared = []
+            for text in saved.clashes:
+                outcome = yield from reconcile_flow(self, _key_of(text), self._begin())
+                if outcome is not Outcome.CLASH:
+                    cleared.append(text)
             yield from store._clashes(self.table, self.name, cleared, add=False)
         report.unfixed.extend(report.clashes)
         for key in report.missing:
@@ -525,6 +537,12 @@ class MarkerCore:
             else:  # kept, or not a marker at the marker's key (an item of the index all the same)
                 report.unfixed.append(key)
         return report
+
+
+def _key_of(text: str) -> Key:
+    """A typed key as the state table keeps it (see ``state.key_json``)."""
+    kind, raw = next(iter(json.loads(text).items()))
+    return {kind: base64.b64decode(raw) if kind == "B" else raw}
 
 
 def _json(value: Mapping[str, Any]) -> str:

@@ -27,6 +27,8 @@ from ddbkeys.errors import DdbKeysError, error_code
 from ddbkeys.partition_keys.base import Key, Reader
 from ddbkeys.partition_keys.evidence import (
     CREATED_ROUNDING,
+    DAY,
+    TRIM_SAFETY,
     Decline,
     Evidence,
     ReplayPlan,
@@ -55,6 +57,11 @@ __all__ = [
 Hashed = tuple[str, Any]
 #: Records per GetRecords (the most DynamoDB Streams gives).
 RECORDS_PER_READ = 1000
+#: Past the maintainer's newest position, this many empty GetRecords pages in a row are the
+#: shard's tip (an assumption: an empty page may come before records; see _read_shard).
+EMPTY_AT_TIP = 3
+#: Empty pages in a row before the maintainer's position that end the read (declined).
+MOST_EMPTY = 1000
 
 
 @dataclass
@@ -208,8 +215,16 @@ def _read_shard(
     reader: Reader, plan: ReplayPlan, read: ShardRead, pk: str, replay: Replay
 ) -> Flow[Decline | None]:
     """Read one shard from ``read.after`` to its tip; the keys its records name go into
-    ``replay.touched``. An expired iterator (15 minutes) is taken again past the last record."""
-    after, first = read.after, True
+    ``replay.touched``. An expired iterator (15 minutes) is taken again past the last record.
+
+    GetRecords may answer an empty page before a shard's records (its API reference: "it
+    might take multiple calls to get to a portion of the shard that contains stream
+    records"): the read goes on through empty pages until it has passed the maintainer's
+    newest position in the shard (``read.reach``), and beyond it ends at ``EMPTY_AT_TIP``
+    empty pages in a row (or at a closed shard's end)."""
+    after, first, empty = read.after, True, 0
+    reached = read.reach is None or (after is not None and int(after) >= int(read.reach))
+    now = plan.cut + plan.margin
     iterator = yield from _iterator(reader, plan, read.shard, after)
     replay.shards += 1
     while True:
@@ -227,17 +242,13 @@ def _read_shard(
         records = page.get("Records", [])
         for record in records:
             created = created_at(record)
-            if (
-                first
-                and read.only_after is not None
-                and (created is None or created < read.only_after)
-            ):
-                return Decline(
-                    f"no maintainer recorded a position in shard {read.shard}, which holds "
-                    "records from before the backfill"
-                )
+            if first and read.after is None:
+                declined = _from_the_start(read, created, now)
+                if declined is not None:
+                    return declined
             first = False
             after = str(record["dynamodb"]["SequenceNumber"])
+            reached = reached or int(after) >= int(str(read.reach))
             replay.records += 1
             if (
                 read.skip_before is not None
@@ -249,9 +260,34 @@ def _read_shard(
             if key is not None:
                 replay.touched.setdefault(hashable(key), key)
         following = page.get("NextShardIterator")
-        if not records or not following:
-            return None  # the tip for now, or a closed shard's end
+        if not following:
+            return None  # a closed shard's end
+        empty = 0 if records else empty + 1
+        if reached and empty >= EMPTY_AT_TIP:
+            return None  # the tip, for now
+        if empty >= MOST_EMPTY:
+            return Decline(
+                f"shard {read.shard} gave {MOST_EMPTY} empty pages in a row before the "
+                "maintainer's position in it"
+            )
         iterator = following
+
+
+def _from_the_start(read: ShardRead, created: float | None, now: float) -> Decline | None:
+    """Why a shard read from its start cannot be trusted to hold every record needed, if so:
+    records from before the backfill in a shard nobody named, or a first record so old that
+    earlier ones may have been trimmed (24 hours) before anyone applied them."""
+    if read.only_after is not None and (created is None or created < read.only_after):
+        return Decline(
+            f"no maintainer recorded a position in shard {read.shard}, which holds records "
+            "from before the backfill"
+        )
+    if created is not None and created < now - DAY + TRIM_SAFETY:
+        return Decline(
+            f"shard {read.shard} is read from its oldest record, which is nearly 24 h old: "
+            "earlier ones may have been trimmed before anyone applied them"
+        )
+    return None
 
 
 def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Flow[bool]:
