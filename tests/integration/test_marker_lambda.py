@@ -230,7 +230,7 @@ def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
     rest = {**event, "Records": event["Records"][1:]}
     assert handler.handle(rest) == {"batchItemFailures": [], "state": {}}
     time.sleep(MARGIN)
-    with pytest.raises(IndexUnprovenError, match="went on past records of shard"):
+    with pytest.raises(IndexUnprovenError, match="were lost before the maintainer applied them"):
         index_listing(ddb_client, table, store)
     time.sleep(MARGIN)
     MarkerIndex(ddb_client, table).backfill(state_table=store)  # b marked by the backfill

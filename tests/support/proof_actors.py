@@ -19,7 +19,7 @@ from ddbkeys.connect import make_client
 from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.partition_keys import marker_core
+from ddbkeys.partition_keys import backfill as backfill_module
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
@@ -116,7 +116,7 @@ def backfill(world: World, client: ModelClient) -> Stepper:
 
     def model_clock() -> AbstractContextManager[Any]:
         return mock.patch.object(
-            marker_core, "StateCore", functools.partial(StateCore, clock=world.clock)
+            backfill_module, "StateCore", functools.partial(StateCore, clock=world.clock)
         )
 
     return Stepper(marker(world)._backfill(None, STATE, True), client, model_clock)

@@ -355,6 +355,12 @@ def plan_replay(
     named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
     listed = {str(s["ShardId"]): s for s in shards}
     for shard, gone in named.items():
+        if gone.gap is not None and gone.gap > backfill.started - margin:
+            return Decline(
+                f"records of shard {shard} were lost before the maintainer applied them (its "
+                "position older than the stream keeps, or Lambda went on past them): run "
+                "`index backfill` again"
+            )
         if shard not in listed and gone.marks and gone.marks[-1][1] > cut:
             return Decline(
                 f"shard {shard} left the stream less than {margin:g} s after the maintainer "
@@ -365,11 +371,6 @@ def plan_replay(
     for shard in _parents_first(listed):
         mark = named.get(shard)
         if mark is not None:
-            if mark.gap is not None and mark.gap > backfill.started - margin:
-                return Decline(
-                    f"the Lambda trigger went on past records of shard {shard} it had not "
-                    "applied (its retries ran out): run `index backfill` again"
-                )
             if isinstance(mark.since, int | float) and mark.since > backfill.started - margin:
                 return Decline(
                     f"the maintainer began reading shard {shard} after the backfill began: run "

@@ -308,6 +308,8 @@ class FollowerCore:
             if mark is None:  # found since: read from its first record
                 self._marks[shard] = advance(None, shard, arn, "start", None, self.clock())
             if position is None:
+                if self._may_have_lost(shard, mark):
+                    self._gap(shard)
                 self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
                 self._from_oldest.add(shard)
                 continue
@@ -371,6 +373,17 @@ class FollowerCore:
         yield from self._save_marks([shard])
         self.report.records += len(records)
         self.report.batches += 1
+
+    def _may_have_lost(self, shard: str, mark: ShardMark | None) -> bool:
+        """Whether records of ``shard``, about to be read from its oldest one with none of
+        them applied yet, may have been trimmed (kept 24 hours) before now: it was begun at
+        its end more than a day ago, or its parent was last read more than a day ago (the
+        shard holds the records that came after the parent's)."""
+        limit = self.clock() - DAY + TRIM_SAFETY
+        if mark is not None and isinstance(mark.since, int | float):
+            return float(mark.since) < limit
+        parent = self._marks.get(self._parents.get(shard) or "")
+        return parent is not None and bool(parent.marks) and parent.marks[-1][1] < limit
 
     def _gap(self, shard: str) -> None:
         """Records of ``shard`` were lost before this follower applied them: said in its mark."""

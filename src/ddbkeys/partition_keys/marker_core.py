@@ -5,11 +5,8 @@ run these same flows on their drivers."""
 
 from __future__ import annotations
 
-import base64
-import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -53,7 +50,6 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     unhash,
 )
-from ddbkeys.partition_keys.state import StateCore, key_json
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
     TableInfo,
@@ -386,67 +382,10 @@ class MarkerCore:
     def _backfill(
         self, progress: Callable[[int], None] | None, state_table: str | None, record: bool = True
     ) -> Flow[BackfillReport]:
-        """Reconcile every collection of the table (found with the skip scan) with its marker:
-        mark those without one, unmark those that hold nothing else. Recorded in the state
-        table (unless ``record`` is false) as evidence for listings (see ``evidence``): it
-        counts only if it met no clash, and began after a maintainer recorded positions."""
-        # (maintain builds on this module: imported here, when a backfill runs.)
-        from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow  # noqa: PLC0415
+        """See :func:`ddbkeys.partition_keys.backfill.backfill_flow`."""
+        from ddbkeys.partition_keys.backfill import backfill_flow  # noqa: PLC0415 (it uses this)
 
-        info = yield from self._check(self._begin())
-        store = (
-            StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
-            if record
-            else None
-        )
-        entry: dict[str, Any] = {}
-        if store is not None:
-            yield from store._ensure()
-            yield from self._describe(self._begin())  # the stream as it is now
-            stream = self._info.get().stream_arn
-            saved = yield from store._load(self.table, self.name)
-            firsts = [
-                m.first_saved
-                for m in (saved.shards.values() if saved is not None else ())
-                if m.stream == stream and m.first_saved is not None
-            ]
-            entry = {
-                "started": store.clock(),
-                "stream": stream,
-                "maintained_since": min(firsts, default=None),
-                "finished": None,
-                "clashes": [],
-            }
-            yield from store._update(self.table, self.name, {"backfill": _json(entry)})
-        # The clashes recorded before: taken out at the end only those this backfill found
-        # resolved (its eventually consistent scan may not show a collection a maintainer
-        # met a moment ago: such a clash stays).
-        recorded = set(saved.clashes) if store is not None and saved is not None else set()
-        resolved: list[str] = []
-        report = BackfillReport()
-        # Every collection, one holding nothing but a marker included (its marker goes): the
-        # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
-        pages = SkipPages(info, replace(self._markers(info), sort_value={"NULL": True}))
-        while pages.request() is not None:
-            for key in (yield from self._pages(pages, "reading the table's keys")):
-                outcome = yield from reconcile_flow(self, key, self._begin())
-                if outcome is not Outcome.CLASH and key_json(key) in recorded:
-                    resolved.append(key_json(key))
-                if outcome is Outcome.MARKED:
-                    report.written += 1
-                elif outcome is Outcome.UNMARKED:
-                    report.removed += 1
-                elif outcome is Outcome.CLASH:
-                    report.clashes.append(key)
-                else:
-                    report.present += 1
-                if progress is not None:
-                    progress(report.written)
-        if store is not None:
-            entry["finished"] = store.clock()
-            entry["clashes"] = [key_json(k) for k in report.clashes]
-            yield from store._update(self.table, self.name, {"backfill": _json(entry)})
-            yield from store._clashes(self.table, self.name, resolved, add=False)
+        report: BackfillReport = yield from backfill_flow(self, progress, state_table, record)
         return report
 
     def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
@@ -509,44 +448,11 @@ class MarkerCore:
         return item is not None and self._markers(info).is_data(item)
 
     def _repair(self, remove_orphans: bool, state_table: str | None = None) -> Flow[VerifyReport]:
-        store = StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
-        saved = yield from store._load(self.table, self.name)
-        report = yield from self._verify()
-        if saved is not None and saved.clashes:
-            # Each clash a maintainer recorded is looked at again, by the collection itself (a
-            # consistent reconciliation, not the index, which may lag): one resolved is taken
-            # out (one by one: one recorded meanwhile stays).
-            from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow  # noqa: PLC0415
+        """See :func:`ddbkeys.partition_keys.backfill.repair_flow`."""
+        from ddbkeys.partition_keys.backfill import repair_flow  # noqa: PLC0415 (it uses this)
 
-            cleared = []
-            for text in saved.clashes:
-                outcome = yield from reconcile_flow(self, _key_of(text), self._begin())
-                if outcome is not Outcome.CLASH:
-                    cleared.append(text)
-            yield from store._clashes(self.table, self.name, cleared, add=False)
-        report.unfixed.extend(report.clashes)
-        for key in report.missing:
-            try:
-                yield from self._mark(key, self._begin())
-                report.fixed_missing.append(key)
-            except MarkerClashError:  # data written at the marker's key since verify
-                report.unfixed.append(key)
-        for key in report.orphans:
-            if remove_orphans and (yield from self._unmark(key, self._begin())):
-                report.fixed_orphans.append(key)
-            else:  # kept, or not a marker at the marker's key (an item of the index all the same)
-                report.unfixed.append(key)
+        report: VerifyReport = yield from repair_flow(self, remove_orphans, state_table)
         return report
-
-
-def _key_of(text: str) -> Key:
-    """A typed key as the state table keeps it (see ``state.key_json``)."""
-    kind, raw = next(iter(json.loads(text).items()))
-    return {kind: base64.b64decode(raw) if kind == "B" else raw}
-
-
-def _json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 def conditional(request: Request) -> Flow[Any]:

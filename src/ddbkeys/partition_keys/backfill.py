@@ -1,0 +1,136 @@
+"""The backfill and the repair of a marker index as flows (see :mod:`ddbkeys.core`): each
+reconciles collections with their markers and keeps the index's evidence in the state table
+(see :mod:`ddbkeys.partition_keys.evidence`). Run through ``MarkerCore._backfill`` and
+``_repair`` by either driver."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.core.steps import Flow
+from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
+from ddbkeys.partition_keys.markers import (
+    BackfillReport,
+    MarkerClashError,
+    SkipPages,
+    VerifyReport,
+)
+from ddbkeys.partition_keys.state import StateCore, key_json
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.marker_core import MarkerCore
+
+__all__ = ["backfill_flow", "repair_flow"]
+
+
+def backfill_flow(
+    self: MarkerCore,
+    progress: Callable[[int], None] | None,
+    state_table: str | None,
+    record: bool = True,
+) -> Flow[BackfillReport]:
+    """Reconcile every collection of the table (found with the skip scan) with its marker:
+    mark those without one, unmark those that hold nothing else. Recorded in the state
+    table (unless ``record`` is false) as evidence for listings (see ``evidence``): it
+    counts only if it met no clash, and began after a maintainer recorded positions."""
+    info = yield from self._check(self._begin())
+    store = (
+        StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
+        if record
+        else None
+    )
+    entry: dict[str, Any] = {}
+    if store is not None:
+        yield from store._ensure()
+        yield from self._describe(self._begin())  # the stream as it is now
+        stream = self._info.get().stream_arn
+        saved = yield from store._load(self.table, self.name)
+        firsts = [
+            m.first_saved
+            for m in (saved.shards.values() if saved is not None else ())
+            if m.stream == stream and m.first_saved is not None
+        ]
+        entry = {
+            "started": store.clock(),
+            "stream": stream,
+            "maintained_since": min(firsts, default=None),
+            "finished": None,
+            "clashes": [],
+        }
+        yield from store._update(self.table, self.name, {"backfill": _json(entry)})
+    # The clashes recorded before: taken out at the end only those this backfill found
+    # resolved (its eventually consistent scan may not show a collection a maintainer
+    # met a moment ago: such a clash stays).
+    recorded = set(saved.clashes) if store is not None and saved is not None else set()
+    resolved: list[str] = []
+    report = BackfillReport()
+    # Every collection, one holding nothing but a marker included (its marker goes): the
+    # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
+    pages = SkipPages(info, replace(self._markers(info), sort_value={"NULL": True}))
+    while pages.request() is not None:
+        for key in (yield from self._pages(pages, "reading the table's keys")):
+            outcome = yield from reconcile_flow(self, key, self._begin())
+            if outcome is not Outcome.CLASH and key_json(key) in recorded:
+                resolved.append(key_json(key))
+            if outcome is Outcome.MARKED:
+                report.written += 1
+            elif outcome is Outcome.UNMARKED:
+                report.removed += 1
+            elif outcome is Outcome.CLASH:
+                report.clashes.append(key)
+            else:
+                report.present += 1
+            if progress is not None:
+                progress(report.written)
+    if store is not None:
+        entry["finished"] = store.clock()
+        entry["clashes"] = [key_json(k) for k in report.clashes]
+        yield from store._update(self.table, self.name, {"backfill": _json(entry)})
+        yield from store._clashes(self.table, self.name, resolved, add=False)
+    return report
+
+
+def repair_flow(
+    self: MarkerCore, remove_orphans: bool, state_table: str | None = None
+) -> Flow[VerifyReport]:
+    store = StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
+    saved = yield from store._load(self.table, self.name)
+    report = yield from self._verify()
+    if saved is not None and saved.clashes:
+        # Each clash a maintainer recorded is looked at again, by the collection itself (a
+        # consistent reconciliation, not the index, which may lag): one resolved is taken
+        # out (one by one: one recorded meanwhile stays).
+        cleared = []
+        for text in saved.clashes:
+            outcome = yield from reconcile_flow(self, _key_of(text), self._begin())
+            if outcome is not Outcome.CLASH:
+                cleared.append(text)
+        yield from store._clashes(self.table, self.name, cleared, add=False)
+    report.unfixed.extend(report.clashes)
+    for key in report.missing:
+        try:
+            yield from self._mark(key, self._begin())
+            report.fixed_missing.append(key)
+        except MarkerClashError:  # data written at the marker's key since verify
+            report.unfixed.append(key)
+    for key in report.orphans:
+        if remove_orphans and (yield from self._unmark(key, self._begin())):
+            report.fixed_orphans.append(key)
+        else:  # kept, or not a marker at the marker's key (an item of the index all the same)
+            report.unfixed.append(key)
+    return report
+
+
+def _key_of(text: str) -> Key:
+    """A typed key as the state table keeps it (see ``state.key_json``)."""
+    kind, raw = next(iter(json.loads(text).items()))
+    return {kind: base64.b64decode(raw) if kind == "B" else raw}
+
+
+def _json(value: Mapping[str, Any]) -> str:
+    return json.dumps(value, separators=(",", ":"))
