@@ -5,7 +5,7 @@ table holding a sequence, a counter and an item, ``fill`` and ``last_line`` read
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -34,8 +34,12 @@ def ids(ddb_endpoint_url: str) -> Run:
 
 
 def scan(client: DynamoDBClient, table: str) -> list[dict[str, Any]]:
-    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
-    return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=str))
+    return ordered(client.scan(TableName=table, ConsistentRead=True)["Items"])
+
+
+def ordered(items: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Items in the order :func:`scan` gives them."""
+    return sorted(map(dict, items), key=lambda item: json.dumps(item, sort_keys=True, default=str))
 
 
 def seeded(client: DynamoDBClient, factory: TableFactory, *keys: tuple[str, str]) -> str:

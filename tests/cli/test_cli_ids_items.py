@@ -97,7 +97,12 @@ def test_counter_key(ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: Ta
     }
     assert ids("next", "-t", table, *plain).output == "11\n"
     assert scan(ddb_client, table) == [
-        {"pk": {"S": "counters"}, "sk": {"N": "0"}, "last_id": {"N": "11"}}
+        {
+            "pk": {"S": "counters"},
+            "sk": {"N": "0"},
+            "last_id": {"N": "11"},
+            "ddbkeys_type": {"S": "counter"},
+        }
     ]
 
 

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
+from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.errors import KeySchemaError, ServiceError
 from ddbkeys.ids import (
     CounterStateError,
@@ -28,14 +29,22 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 
+#: What a counter item gains from a refused call that moved it and put it back (a counter holding
+#: 5.5, or at the maximum): the attribute that says what it is, for other readers.
+COUNTER_TYPE = (ENTITY_ATTRIBUTE, {"S": COUNTER})
+
+
 def snapshot(client: DynamoDBClient, *tables: str) -> list[Any]:
-    """Every item of the tables, in a stable order."""
+    """Every item of the tables, in a stable order (a counter item's type left out)."""
     items: list[Any] = []
     for table in tables:
         kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
         while True:
             page = client.scan(**kwargs)
-            items.extend((table, sorted(i.items(), key=str)) for i in page["Items"])
+            items.extend(
+                (table, sorted((a for a in i.items() if a != COUNTER_TYPE), key=str))
+                for i in page["Items"]
+            )
             if "LastEvaluatedKey" not in page:
                 break
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
@@ -470,6 +479,6 @@ def test_the_counter_in_another_table_leaves_no_phantom_row(
     assert users.put({"pk": "users"}) == 3  # no clash: the counter lives elsewhere
     assert {i["pk"]["S"] for i in ddb_client.scan(TableName=items)["Items"]} == {"a", "b", "users"}
     assert ddb_client.scan(TableName=counters)["Items"] == [
-        {"pk": {"S": "users"}, "last_id": {"N": "3"}}
+        {"pk": {"S": "users"}, "last_id": {"N": "3"}, "ddbkeys_type": {"S": "counter"}}
     ]
     assert users.current() == 3

@@ -150,12 +150,14 @@ def test_hand_back_sends_one_conditional_update_with_a_token(
     (action,) = run.requests[0].params["TransactItems"]
     params = action["Update"]
     assert params["ConditionExpression"] == "#v = :top"
-    assert params["ExpressionAttributeNames"] == {"#v": "last_id"}
+    assert params["ExpressionAttributeNames"] == {"#v": "last_id", "#ddbkeys_type": "ddbkeys_type"}
     assert params["ExpressionAttributeValues"][":top"] == {"N": str(plan.top)}
+    assert params["ExpressionAttributeValues"][":ddbkeys_type"] == {"S": "counter"}
     assert params["Key"] == {"pk": {"S": "tickets"}}
+    # The counter item says what it is in the same write (for other readers of the table).
     if plan.value is None:
-        assert params["UpdateExpression"] == "REMOVE #v"
+        assert params["UpdateExpression"] == "REMOVE #v SET #ddbkeys_type = :ddbkeys_type"
     else:
-        assert params["UpdateExpression"] == "SET #v = :value"
+        assert params["UpdateExpression"] == "SET #v = :value, #ddbkeys_type = :ddbkeys_type"
         assert params["ExpressionAttributeValues"][":value"] == {"N": str(plan.value)}
     assert run.requests[0].billed == 2.0 and run.requests[0].count_refused

@@ -88,6 +88,7 @@ def test_sync_close_hands_back_the_rest_and_the_spare() -> None:
     assert counter.writes[0]["ExpressionAttributeValues"] == {
         ":top": {"N": "20"},
         ":value": {"N": "3"},
+        ":ddbkeys_type": {"S": "counter"},
     }
     assert blocks.closed and (blocks.stats.handed_back, blocks.stats.wasted) == (17, 0)
     with pytest.raises(ConfigurationError, match="is closed"):

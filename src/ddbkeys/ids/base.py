@@ -18,6 +18,7 @@ from ddbkeys.clients import as_client
 from ddbkeys.core.attempts import Contention, Throttled, attempts
 from ddbkeys.core.steps import Flow, OnceCell, get_item, once, transact_write_items
 from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
@@ -36,7 +37,14 @@ from ddbkeys.ids.errors import (
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.values import check_item_key
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.schema import TableInfo, check_table_name, describe_flow, key_value, to_attributes
+from ddbkeys.schema import (
+    TableInfo,
+    check_name,
+    check_table_name,
+    describe_flow,
+    key_value,
+    to_attributes,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
@@ -212,6 +220,36 @@ def renamed(
         stacklevel=stacklevel,
     )
     return value
+
+
+#: Every write of a counter item sets, in the same expression, what the item is
+#: (``ddbkeys_type = "counter"``, see :mod:`ddbkeys.entity`), so that other readers of the
+#: table can leave it out: this SET action, with its name and value. ddbkeys never reads it back
+#: (a counter seeded by another tool has none, and gets it with its next write).
+TYPE_SET = "#ddbkeys_type = :ddbkeys_type"
+TYPE_NAMES: Mapping[str, str] = {"#ddbkeys_type": ENTITY_ATTRIBUTE}
+TYPE_VALUES: Mapping[str, AttributeValueTypeDef] = {":ddbkeys_type": {"S": COUNTER}}
+
+
+def check_counter_attribute(value: object, *, table: str) -> str:
+    """A counter attribute name, or a :class:`ConfigurationError`: not empty, and not the
+    attribute that says what the counter item is (:data:`ddbkeys.entity.ENTITY_ATTRIBUTE`)."""
+    name = check_name("counter attribute", value, table=table)
+    if name == ENTITY_ATTRIBUTE:
+        raise ConfigurationError(
+            f"Invalid counter attribute {name!r}: ddbkeys sets it on the counter item to say "
+            "what the item is (see ddbkeys.entity). Choose another name.",
+            table=table,
+        )
+    return name
+
+
+def counter_written(
+    key: Mapping[str, AttributeValueTypeDef], attribute: str, value: int
+) -> dict[str, AttributeValueTypeDef]:
+    """The counter item as a write leaves it: its key, its number and its type (what its
+    write units are counted from)."""
+    return {**key, attribute: {"N": str(value)}, ENTITY_ATTRIBUTE: {"S": COUNTER}}
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
-from ddbkeys.ids.base import cancelled_error, transact
+from ddbkeys.ids.base import TYPE_NAMES, TYPE_SET, TYPE_VALUES, cancelled_error, transact
 from ddbkeys.ids.cancellation import Verdict
 
 if TYPE_CHECKING:
@@ -81,11 +81,11 @@ def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[
     """
     assert plan.top is not None
     item = yield from counter._counter_item(deadline)
-    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}, **TYPE_VALUES}
     if plan.value is None:
-        update = "REMOVE #v"
+        update = f"REMOVE #v SET {TYPE_SET}"
     else:
-        update = "SET #v = :value"
+        update = f"SET #v = :value, {TYPE_SET}"
         values[":value"] = {"N": str(plan.value)}
     action: TransactWriteItemTypeDef = {
         "Update": {
@@ -93,7 +93,7 @@ def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[
             "Key": item.key,
             "UpdateExpression": update,
             "ConditionExpression": "#v = :top",
-            "ExpressionAttributeNames": {"#v": item.attribute},
+            "ExpressionAttributeNames": {"#v": item.attribute, **TYPE_NAMES},
             "ExpressionAttributeValues": values,
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }

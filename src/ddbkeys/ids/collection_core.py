@@ -18,10 +18,15 @@ from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow, put_item, query
 from ddbkeys.errors import ConfigurationError, error_code, error_response
 from ddbkeys.ids.base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
     CounterItem,
     SequenceExhaustedError,
     StrategyCore,
     cancelled_error,
+    check_counter_attribute,
+    counter_written,
     put_if_new,
     read_counter,
     transact,
@@ -108,7 +113,8 @@ class CollectionCore(StrategyCore):
     after the highest item of a collection is deleted, its number is handed out again (5
     deleted, the next put gets 5), and an audit cannot see it. ``never_reuse=True`` prevents
     that: the highest number is also kept in a counter item of the collection (sort key number
-    0, attribute ``counter_attribute``) written in the same transaction as the items, so a
+    0, attribute ``counter_attribute``, and ``ddbkeys_type = "counter"``, see
+    :mod:`ddbkeys.entity`) written in the same transaction as the items, so a
     number once given is never given again. Its cost: every put is a transaction of the items
     and the counter item, ``2 * (k + 1)`` write units on the service for ``k`` items (4 for one
     item, against 1 without), and the counter's strongly consistent read (1 read unit) replaces
@@ -176,9 +182,7 @@ class CollectionCore(StrategyCore):
         self.token_attribute = check_name("token attribute", token_attribute, table=self.table)
         self.group_commit = group_commit
         self.never_reuse = bool(never_reuse)
-        self.counter_attribute = check_name(
-            "counter attribute", counter_attribute, table=self.table
-        )
+        self.counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
         if isinstance(remembered, bool) or not isinstance(remembered, int) or remembered < 0:
             raise ConfigurationError(
                 f"remembered must be a whole number of collections, 0 or more, not {remembered!r}.",
@@ -434,12 +438,12 @@ class CollectionCore(StrategyCore):
         assert plan.token is not None and plan.highest is not None
         key = self._counter_key(keys, pk_value)
         new = plan.highest + len(items)
-        values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}}
+        values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}, **TYPE_VALUES}
         update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": key,
-            "UpdateExpression": "SET #c = :new",
-            "ExpressionAttributeNames": {"#c": self.counter_attribute},
+            "UpdateExpression": f"SET #c = :new, {TYPE_SET}",
+            "ExpressionAttributeNames": {"#c": self.counter_attribute, **TYPE_NAMES},
             "ExpressionAttributeValues": values,
             "ConditionExpression": "attribute_not_exists(#c)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
@@ -449,7 +453,7 @@ class CollectionCore(StrategyCore):
             values[":last"] = {"N": str(plan.counter)}
         actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
         actions += [put_if_new(self.table, i, keys[0].name) for i in items]
-        counter_image = dict(key, **{self.counter_attribute: {"N": str(new)}})
+        counter_image = counter_written(key, self.counter_attribute, new)
         billed = write_units([counter_image, *items], transactional=True)
         reasons = yield from transact(actions, plan.token, items=len(items), billed=billed)
         if reasons is None:

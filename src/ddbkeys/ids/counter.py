@@ -22,11 +22,15 @@ from ddbkeys.errors import (
     unexpected_answer,
 )
 from ddbkeys.ids.base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
     CounterItem,
     CounterStateError,
     IdStrategy,
     SequenceExhaustedError,
     StrategyCore,
+    check_counter_attribute,
     counter_item_key,
     read_counter,
     renamed,
@@ -116,13 +120,15 @@ class CounterCore(StrategyCore):
 
     The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables
     with a sort key or a non-string partition key) holding ``counter_attribute``, the last id
-    given out (``key=`` and ``attribute=`` are the old names of these two, deprecated). It is
-    created on first use; a counter holding 0 (seeded by another tool) gives 1 next. A counter
-    holding anything but a whole number from 0 to 10**38 - 1 raises
-    :class:`~ddbkeys.ids.errors.CounterStateError` and is left as it was. Ids start at
-    ``start`` and go up by ``step``; with ``maximum``, a call that would pass it raises
-    :class:`SequenceExhaustedError` and moves nothing. Each call ends within ``deadline``
-    seconds. Nothing is sent before the first call.
+    given out (``key=`` and ``attribute=`` are the old names of these two, deprecated), and
+    ``ddbkeys_type = "counter"`` (:mod:`ddbkeys.entity`, for other readers: every write sets it,
+    nothing reads it; ``counter_attribute`` cannot be that name). It is created on first use; a
+    counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything but a
+    whole number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.errors.CounterStateError` and
+    its value is left as it was (a fraction or a negative number is moved, then put back: the
+    item then says it is a counter). Ids start at ``start`` and go up by ``step``; with
+    ``maximum``, a call that would pass it raises :class:`SequenceExhaustedError` and moves
+    nothing. Each call ends within ``deadline`` seconds. Nothing is sent before the first call.
     """
 
     def __init__(
@@ -153,9 +159,7 @@ class CounterCore(StrategyCore):
             "attribute", "counter_attribute", attribute, counter_attribute, "last_id"
         )
         self.name = check_name("counter name", name, table=self.table)
-        self.counter_attribute = check_name(
-            "counter attribute", counter_attribute, table=self.table
-        )
+        self.counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
         self.key_attribute = (
             check_name("key attribute", key_attribute, table=self.table) if key_attribute else None
         )
@@ -211,19 +215,19 @@ class CounterCore(StrategyCore):
         increment = count * self.step
         if self.start - self.step + increment > self._limit:
             raise self._exhausted(None, count)
-        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}}
+        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}, **TYPE_VALUES}
         if self.start == self.step:
             # Starting at the step itself: a plain ADD (a missing counter counts as 0).
-            update = "ADD #v :inc"
+            update = f"ADD #v :inc SET {TYPE_SET}"
         else:
-            update = "SET #v = if_not_exists(#v, :base) + :inc"
+            update = f"SET #v = if_not_exists(#v, :base) + :inc, {TYPE_SET}"
             values[":base"] = {"N": str(self.start - self.step)}
         # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
         request: UpdateItemInputTypeDef = {
             "TableName": self.table,
             "Key": counter.key,
             "UpdateExpression": update,
-            "ExpressionAttributeNames": {"#v": self.counter_attribute},
+            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
             "ExpressionAttributeValues": values,
             "ReturnValues": "UPDATED_NEW",
         }
@@ -347,9 +351,15 @@ class CounterCore(StrategyCore):
                             "Update": {
                                 "TableName": self.table,
                                 "Key": counter.key,
-                                "UpdateExpression": "ADD #v :dec",
-                                "ExpressionAttributeNames": {"#v": self.counter_attribute},
-                                "ExpressionAttributeValues": {":dec": {"N": str(-increment)}},
+                                "UpdateExpression": f"ADD #v :dec SET {TYPE_SET}",
+                                "ExpressionAttributeNames": {
+                                    "#v": self.counter_attribute,
+                                    **TYPE_NAMES,
+                                },
+                                "ExpressionAttributeValues": {
+                                    ":dec": {"N": str(-increment)},
+                                    **TYPE_VALUES,
+                                },
                             }
                         }
                     ],
@@ -374,12 +384,12 @@ class CounterCore(StrategyCore):
         value = _positive("value", value, minimum=0, table=self.table)
         deadline = self._begin()
         counter = yield from self._counter_item(deadline)
-        values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}}
+        values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}, **TYPE_VALUES}
         request: UpdateItemInputTypeDef = {
             "TableName": self.table,
             "Key": counter.key,
-            "UpdateExpression": "SET #v = :value",
-            "ExpressionAttributeNames": {"#v": self.counter_attribute},
+            "UpdateExpression": f"SET #v = :value, {TYPE_SET}",
+            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
             "ExpressionAttributeValues": values,
             "ReturnConsumedCapacity": "TOTAL",
         }

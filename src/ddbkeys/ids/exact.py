@@ -24,7 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
-from ddbkeys.ids.base import CounterItem, cancelled_error, read_counter, transact
+from ddbkeys.ids.base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
+    CounterItem,
+    cancelled_error,
+    read_counter,
+    transact,
+)
 from ddbkeys.ids.cancellation import Cancellation, Verdict
 
 if TYPE_CHECKING:
@@ -71,13 +79,17 @@ def exact_update(
 ) -> TransactWriteItemTypeDef:
     """The transaction's one action: the counter from ``last`` to ``new``, on condition that it
     still holds ``last`` (or holds nothing, when ``last`` is the value a missing counter
-    stands for, ``base``)."""
+    stands for, ``base``). It also sets what the item is (``ddbkeys_type``)."""
     update: UpdateTypeDef = {
         "TableName": counter.table,
         "Key": counter.key,
-        "UpdateExpression": "SET #v = :new",
-        "ExpressionAttributeNames": {"#v": counter.attribute},
-        "ExpressionAttributeValues": {":new": {"N": str(new)}, ":last": {"N": str(last)}},
+        "UpdateExpression": f"SET #v = :new, {TYPE_SET}",
+        "ExpressionAttributeNames": {"#v": counter.attribute, **TYPE_NAMES},
+        "ExpressionAttributeValues": {
+            ":new": {"N": str(new)},
+            ":last": {"N": str(last)},
+            **TYPE_VALUES,
+        },
         "ConditionExpression": "#v = :last",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }

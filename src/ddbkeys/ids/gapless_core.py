@@ -22,7 +22,9 @@ from ddbkeys.ids.base import (
     StrategyCore,
     Throttled,
     cancelled_error,
+    check_counter_attribute,
     counter_item_key,
+    counter_written,
     put_if_new,
     read_counter,
     transact,
@@ -109,8 +111,9 @@ class GaplessCore(StrategyCore):
     binary key cannot hold an id. Items carry the rest of the key. The counter item is
     ``{partition key: name}`` in the same table, or ``counter_key`` (the whole key) in
     ``counter_table`` (default: the same table; a transaction spans tables, so the counter need
-    not be a row among your items). Refuses global tables unless ``allow_global_tables``.
-    Nothing is sent before the first call.
+    not be a row among your items); every commit also sets its ``ddbkeys_type = "counter"``
+    (:mod:`ddbkeys.entity`), which your items never get. Refuses global tables unless
+    ``allow_global_tables``. Nothing is sent before the first call.
     """
 
     refuses_global_tables = True
@@ -148,9 +151,7 @@ class GaplessCore(StrategyCore):
         self.name = check_name("sequence name", name, table=self.table)
         self.key_attribute = key_attribute
         self.counter_table = check_table_name(counter_table) if counter_table else self.table
-        self.counter_attribute = check_name(
-            "counter attribute", counter_attribute, table=self.table
-        )
+        self.counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
         self.id_attribute = check_name("id attribute", id_attribute, table=self.table)
         check_padding(width, prefix, table=self.table)
         self.width = width
@@ -374,7 +375,7 @@ class GaplessCore(StrategyCore):
             if target is not None and counter.table == self.table:
                 self._check_not_counter(item_key(item, info), counter, last + offset)
             written.append(item)
-        counter_image = dict(counter.key, **{counter.attribute: {"N": str(new)}})
+        counter_image = counter_written(counter.key, counter.attribute, new)
         actions: list[TransactWriteItemTypeDef] = [update]
         actions += [put_if_new(self.table, i, info.partition_key.name) for i in written]
         return actions, new, write_units([counter_image, *written], transactional=True)
