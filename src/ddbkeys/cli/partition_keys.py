@@ -294,7 +294,6 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
       ddbkeys partition-keys -t orders --checkpoint orders.ckpt -o keys.txt
-      ddbkeys partition-keys -t orders -m index --trust-index
     """
     if ctx.invoked_subcommand is not None:
         return
