@@ -176,10 +176,6 @@ def backfill_command(
     keyed on --marker-attribute, ACTIVE). The backfill is recorded in --state-table: run it
     while `index follow` or the Lambda handler keeps the markers (and at least the replay
     margin, 60 s, after it began), so that listings can prove the index complete.
-
-    \b
-    Example:
-      ddbkeys partition-keys index backfill -t orders
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
@@ -300,11 +296,8 @@ def repair_command(
 ) -> None:
     """Mark the collections verify finds unmarked, and remove orphaned markers. Says what it
     did and what it could not fix; exit code 1 when something is left. Clashes a maintainer
-    recorded in --state-table that verify no longer finds are cleared.
-
-    \b
-    Example:
-      ddbkeys partition-keys index repair -t orders
+    recorded in --state-table that a consistent read of their collection no longer finds
+    are cleared.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.repair(remove_orphans=not keep_orphans, state_table=state_table)
