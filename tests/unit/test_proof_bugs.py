@@ -188,6 +188,28 @@ def a_day_behind_then_a_split(fault: bool) -> Verdict:
     return state.check()
 
 
+def lambda_a_day_without_batches(fault: bool) -> Verdict:
+    """Found by a longer run after the fixes above: the trigger hands the handler nothing for
+    more than a day (disabled, throttled) while a clash is written; its record is trimmed
+    before Lambda reads it, and the next batch (a later write) begins past it with nothing
+    pending. The handler must know from the time: its shard's last batch is nearly a day old.
+    Without the fault the trigger runs meanwhile."""
+    state = started("lambda", history=[("b", 1)])
+    state.clash(pk="a", lane=0)
+    state.check()
+    if fault:
+        state.long_wait_behind(hours=6.0)
+        state.check()
+        state.long_wait_behind(hours=23.0)
+    else:
+        state.quiet()
+    state.check()
+    state.delete(pk="b", sk=1, lane=0)
+    state.check()
+    state.long_wait(hours=6.0)
+    return state.check()
+
+
 #: Each schedule, and what it answers without its fault (None: it declines).
 SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (a_day_behind, ["a"]),
@@ -195,6 +217,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     # older than the stream keeps when it reads again: it cannot tell what it missed, and the
     # listing declines until a backfill, as the docs say of a follower stopped for a day.)
     (a_day_behind_then_a_split, None),
+    (lambda_a_day_without_batches, None),  # (a's clash: declined, with or without the fault)
     (lambda_drops_a_failed_batch, ["a", "c", "d"]),
     (a_backfill_forgets_a_clash, None),
     (repair_reads_a_lagging_index, None),

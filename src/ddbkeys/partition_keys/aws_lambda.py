@@ -183,8 +183,15 @@ class StreamHandler:
             and previous.failed is not None
             and int(first) > int(previous.failed)
         )
+        # The shard's last batch nearly a day ago: records written after it may have been
+        # trimmed before Lambda read them (the handler cannot tell which, so it says so).
+        stale = (
+            previous is not None
+            and bool(previous.marks)
+            and (previous.marks[-1][1] < now - DAY + TRIM_SAFETY)
+        )
         gap = previous.gap if previous is not None else None
-        if skipped or (oldest is not None and oldest < now - DAY + TRIM_SAFETY):
+        if skipped or stale or (oldest is not None and oldest < now - DAY + TRIM_SAFETY):
             gap = now
             LOG.error(
                 "ddbkeys: records of shard %s of %s were not applied (Lambda went on past "
@@ -195,7 +202,7 @@ class StreamHandler:
             )
         pending = advance(previous, shard, arn, "start", None, now)
         pending = replace(pending, failed=first, gap=gap)
-        stale = tuple(
+        gone = tuple(
             SHARD_PREFIX + s
             for s, m in (saved.shards.items() if saved is not None else ())
             if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
@@ -204,7 +211,7 @@ class StreamHandler:
             index.table,
             index.name,
             {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()},
-            remove=stale,
+            remove=gone,
         )
         return pending
 
