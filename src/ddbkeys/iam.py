@@ -81,8 +81,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
+    # A backfill reconciles each collection (a consistent Query, then a put or a delete, and
+    # the Query again), and reads the maintainer's record before writing its own.
     "partition-keys index backfill": {
-        "": _n("DescribeTable", "Scan", "PutItem") | _n(*ENSURE, "UpdateItem", on="state")
+        "": _n("DescribeTable", "Scan", "Query", "PutItem", "DeleteItem")
+        | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
     },
     "partition-keys index stream": {"": _n("DescribeTable", "UpdateTable")},
     "partition-keys index follow": {
@@ -93,9 +96,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys index verify": {
         "": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index")
     },
+    # Repair also reads the clashes a maintainer recorded, and takes out those resolved.
     "partition-keys index repair": {
         "": _n("DescribeTable", "Scan", "Query", "GetItem", "PutItem", "DeleteItem")
         | _n("Scan", on="index")
+        | _n("GetItem", "UpdateItem", on="state")
     },
     "demo": {
         "": _n(

@@ -107,6 +107,8 @@ def scenarios(
     record("partition-keys index create", "", coll)
     record("partition-keys index mark", "", coll, "k0")
     record("partition-keys index unmark", "", coll, "k0")
+    orphan = {"pk": {"S": "orphan"}, "sk": {"N": "-" + "9" * 38}, "ddbkeys_pk": {"S": "orphan"}}
+    client.put_item(TableName=coll, Item=orphan)  # a marker alone: the backfill removes it
     record("partition-keys index backfill", "", coll)
     record("partition-keys index verify", "", coll)
     run("partition-keys", "index", "unmark", "-t", coll, "k2", record=False)
@@ -116,6 +118,13 @@ def scenarios(
     client.put_item(
         TableName=coll,
         Item={"pk": {"S": "gone"}, "sk": marker_sk, "ddbkeys_pk": {"S": "gone"}},
+    )
+    # A clash a maintainer recorded (k1's, resolved since): repair looks again and clears it.
+    client.update_item(
+        TableName="ddbkeys-state",
+        Key={"id": {"S": f"{coll}/ddbkeys-partition-keys"}},
+        UpdateExpression="ADD clashes :c",
+        ExpressionAttributeValues={":c": {"SS": ['{"S":"k1"}']}},
     )
     record("partition-keys index repair", "", coll)
     # Backfilled, but no maintainer: auto lists another way; the index only as it is.
@@ -132,7 +141,12 @@ def scenarios(
     run("partition-keys", "index", "backfill", "-t", coll, record=False)
     run("partition-keys", "index", "follow", "-t", coll, "--until-caught-up", record=False)
     record("partition-keys", "auto", coll, "--method", "auto", "--replay-margin", "0")
-    # A write nobody followed: the listing reads it from the stream and re-checks it.
+    # A write nobody followed: the listing reads it from the stream and re-checks it (auto
+    # too: the table is made big enough that one re-check costs less than a scan).
+    for n in range(8):
+        padded = {"pk": {"S": f"big{n % 2}"}, "sk": {"N": str(n)}, "pad": {"S": "x" * 4000}}
+        client.put_item(TableName=coll, Item=padded)
+    run("partition-keys", "index", "follow", "-t", coll, "--until-caught-up", record=False)
     client.put_item(TableName=coll, Item={"pk": {"S": "unfollowed"}, "sk": {"N": "1"}})
     for method in ("index", "auto"):
         record("partition-keys", method, coll, "--method", method, "--replay-margin", "0")
