@@ -141,8 +141,17 @@ def scenarios(
     run("partition-keys", "index", "backfill", "-t", coll, record=False)
     run("partition-keys", "index", "follow", "-t", coll, "--until-caught-up", record=False)
     record("partition-keys", "auto", coll, "--method", "auto", "--replay-margin", "0")
-    # A write nobody followed: the listing reads it from the stream and re-checks it (auto
-    # too: the table is made big enough that one re-check costs less than a scan).
+    replayed(record, run, client, coll)
+    seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
+    # The demo makes its own tables (and puts its own fault proxy behind this one).
+    seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
+    return seen
+
+
+def replayed(record: Callable[..., None], run: Runner, client: DynamoDBClient, coll: str) -> None:
+    """The index and auto listings once a write nobody followed is in the stream: they read
+    it and re-check it (auto too: the table is made big enough that one re-check costs less
+    than a scan)."""
     for n in range(8):
         padded = {"pk": {"S": f"big{n % 2}"}, "sk": {"N": str(n)}, "pad": {"S": "x" * 4000}}
         client.put_item(TableName=coll, Item=padded)
@@ -150,10 +159,6 @@ def scenarios(
     client.put_item(TableName=coll, Item={"pk": {"S": "unfollowed"}, "sk": {"N": "1"}})
     for method in ("index", "auto"):
         record("partition-keys", method, coll, "--method", method, "--replay-margin", "0")
-    seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
-    # The demo makes its own tables (and puts its own fault proxy behind this one).
-    seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
-    return seen
 
 
 def lambda_handler_calls(proxy: FaultProxy, client: DynamoDBClient, table: str) -> list[Call]:

@@ -295,3 +295,27 @@ def test_the_asyncio_listing_proves_the_index_the_same_way(
     assert sorted(keys) == non_empty(ddb_client, table)
     sync = listing(ddb_client, table, store, "index")
     assert sync.method_reason == run.method_reason  # one choice, two drivers
+
+
+def test_a_running_follower_moves_to_a_new_stream(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    with following(ddb_client, table, store) as follower:
+        ddb_client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+        ddb_client.update_table(
+            TableName=table,
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+        )
+        latest = ddb_client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        deadline = time.monotonic() + 60
+        while True:
+            saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
+            assert saved is not None
+            if any(m.stream == latest for m in saved.shards.values()):
+                break
+            assert time.monotonic() < deadline, "the follower stayed on the old stream"
+            time.sleep(0.2)
+        ddb_client.put_item(TableName=table, Item=item("after", 1))
+        caught_up(follower)
+        assert follower.report.marked >= 1  # it keeps the markers of the new stream

@@ -65,7 +65,12 @@ def assert_exact(client: DynamoDBClient, table: str, store: str) -> None:
 
 
 def wait_for_record(
-    client: DynamoDBClient, table: str, store: str, caught_up_after: float | None = None
+    client: DynamoDBClient,
+    table: str,
+    store: str,
+    caught_up_after: float | None = None,
+    *,
+    any_shard: bool = False,
 ) -> None:
     """Wait until a follower has recorded its start (or, given a time, saved a mark since in
     every shard it named: it applied every record up to then)."""
@@ -205,10 +210,14 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     background.join()
     # The last one catches up with every write above, from the checkpoint its killed
     # predecessors left, and stops cleanly on SIGTERM.
-    restarted = time.time()
     try:
         settle(ddb_client, table)
-        wait_for_record(ddb_client, table, store, caught_up_after=restarted)
+        # A last write, once settled: its marker shows the follower applied everything before
+        # it, and its mark (saved after it) says so in the state table.
+        restarted = time.time()
+        ddb_client.put_item(TableName=table, Item=item("last", 1))
+        settle(ddb_client, table)
+        wait_for_record(ddb_client, table, store, caught_up_after=restarted, any_shard=True)
     finally:
         follower.send_signal(signal.SIGTERM)
         code = follower.wait(timeout=30)

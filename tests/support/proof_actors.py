@@ -29,7 +29,7 @@ from ddbkeys.partition_keys.marker_core import MarkerCore
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
 from ddbkeys.partition_keys.state import StateCore, StateStore
 from tests.support.proof_client import ModelClient, stream_record
-from tests.support.proof_world import INDEX, STATE, TABLE, Record, Shard, World
+from tests.support.proof_world import STATE, TABLE, Record, Shard, World
 
 
 @functools.cache
@@ -274,10 +274,10 @@ def listing(
     reader = Reader(boto(), TABLE, deadline=None)
     driver = SyncDriver(client, Usage())
     store = StateCore(client, STATE, deadline=None, clock=world.clock)
-    evidence, refused = driver.run(load_evidence(store, info, INDEX, margin))
+    core = marker(world)
+    evidence, refused = driver.run(load_evidence(store, info, core, margin))
     if refused is not None:
         return Verdict(None, refused.reason)
-    core = marker(world)
     result = driver.run(replay_flow(reader, core, info, evidence, margin, world.now, most))
     if isinstance(result, Decline):
         return Verdict(None, result.reason)

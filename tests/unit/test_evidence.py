@@ -158,3 +158,25 @@ def test_the_record_reads_back() -> None:
     assert read.shards == {"s1": GOOD.shards["s1"]}
     assert read.backfill == Backfill(5000.0, ARN, 1000.0)
     assert read.clashes == ('{"S":"k"}',) and read.unnamed_batches == 3.0
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "own"),
+    [
+        ("https://dynamodb.eu-west-1.amazonaws.com", True),
+        ("https://dynamodb-fips.us-east-1.amazonaws.com", True),
+        ("https://dynamodb.cn-north-1.amazonaws.com.cn", True),
+        ("https://dynamodb.us-east-1.api.aws", True),
+        ("https://vpce-1a2b.dynamodb.us-east-1.vpce.amazonaws.com", True),
+        ("http://127.0.0.1:8000", False),
+        ("http://localhost:8000", False),
+    ],
+)
+def test_the_streams_client_finds_its_own_endpoint_on_aws(endpoint: str, own: bool) -> None:
+    """On AWS the Streams API has endpoints of its own (botocore finds them from the region);
+    DynamoDB Local serves both APIs on one port."""
+    from ddbkeys.connect import make_client  # noqa: PLC0415
+    from ddbkeys.partition_keys.streams import streams_settings  # noqa: PLC0415
+
+    settings = streams_settings(make_client(endpoint_url=endpoint, region="us-east-1"))
+    assert ("endpoint_url" not in settings) is own

@@ -29,7 +29,7 @@ from ddbkeys.aio.index import MarkerIndex, StateStore, _streams_client_for
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -55,6 +55,7 @@ from ddbkeys.partition_keys.choice import (
     most_keys,
     not_active,
     plan,
+    proof_failed,
     proven,
     read_as_is,
     resumed_replay,
@@ -256,7 +257,7 @@ async def _choose(
     """The same choice as the sync listing makes (:mod:`ddbkeys.partition_keys.choice`), the
     proof's flows run on the asyncio driver, the stream read with a Streams client opened for
     it and closed after."""
-    planned = plan(method, info, index)
+    planned = plan(method, info, index, marker_attribute)
     if planned is not None:
         return planned
     marker = MarkerIndex(
@@ -278,16 +279,22 @@ async def _choose(
         return declined(method, info, index, why)
     store = StateStore(reader.client, state_table, deadline=reader.deadline)
     now = store.clock()
-    evidence, refused = await AsyncDriver(reader.client, reader.usage, _OWNER).run(
-        load_evidence(store, info, index, margin)
-    )
-    if refused is not None:
-        return declined(method, info, index, refused.reason)
-    async with await _streams_client_for(reader.client) as streams:
-        driver = AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER)
-        result = await driver.run(
-            replay_flow(reader, marker, info, evidence, margin, now, most_keys(method, info, index))
+    try:
+        evidence, refused = await AsyncDriver(reader.client, reader.usage, _OWNER).run(
+            load_evidence(store, info, marker, margin)
         )
+        if refused is not None:
+            return declined(method, info, index, refused.reason)
+        most = most_keys(method, info, index)
+        async with await _streams_client_for(reader.client) as streams:
+            driver = AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER)
+            result = await driver.run(
+                replay_flow(reader, marker, info, evidence, margin, now, most)
+            )
+    except DdbKeysError as exc:
+        if method != "auto":
+            raise
+        result = Decline(proof_failed(exc))
     if isinstance(result, Decline):
         return declined(method, info, index, result.reason)
     return proven(info, marker, result)

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ddbkeys.capacity import Usage
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import ConfigurationError
+from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys.base import (
     MAX_SORT_KEY,
     Position,
@@ -42,6 +42,7 @@ from ddbkeys.partition_keys.choice import (
     most_keys,
     not_active,
     plan,
+    proof_failed,
     proven,
     read_as_is,
     resumed_replay,
@@ -101,7 +102,7 @@ def _choose(
 ) -> Choice:
     """The method, and why (see :mod:`ddbkeys.partition_keys.choice`): for the marker index,
     the proof's flows run here, on the sync driver."""
-    planned = plan(method, info, index)
+    planned = plan(method, info, index, marker_attribute)
     if planned is not None:
         return planned
     # The listing's one description: the marker index sends no DescribeTable of its own.
@@ -124,13 +125,17 @@ def _choose(
         return declined(method, info, index, why)
     store = StateStore(reader.client, state_table, deadline=reader.deadline)
     now = store.clock()
-    evidence, refused = reader.run(load_evidence(store, info, index, margin))
-    if refused is not None:
-        return declined(method, info, index, refused.reason)
-    streams = SyncDriver(Both(reader.client, streams_client_for(reader.client)), reader.usage)
-    result = streams.run(
-        replay_flow(reader, marker, info, evidence, margin, now, most_keys(method, info, index))
-    )
+    try:
+        evidence, refused = reader.run(load_evidence(store, info, marker, margin))
+        if refused is not None:
+            return declined(method, info, index, refused.reason)
+        streams = SyncDriver(Both(reader.client, streams_client_for(reader.client)), reader.usage)
+        most = most_keys(method, info, index)
+        result = streams.run(replay_flow(reader, marker, info, evidence, margin, now, most))
+    except DdbKeysError as exc:
+        if method != "auto":
+            raise
+        result = Decline(proof_failed(exc))
     if isinstance(result, Decline):
         return declined(method, info, index, result.reason)
     return proven(info, marker, result)

@@ -20,7 +20,7 @@ from ddbkeys.partition_keys.markers import (
     SkipPages,
     VerifyReport,
 )
-from ddbkeys.partition_keys.state import StateCore, key_json
+from ddbkeys.partition_keys.state import StateCore, key_json, markers_key
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_core import MarkerCore
@@ -61,6 +61,7 @@ def backfill_flow(
             "maintained_since": min(firsts, default=None),
             "finished": None,
             "clashes": [],
+            "markers": markers_key(self.attribute, self._sort_key(info)),
         }
         yield from store._update(self.table, self.name, {"backfill": _json(entry)})
     # The clashes recorded before: taken out at the end only those this backfill found

@@ -29,6 +29,7 @@ __all__ = [
     "most_keys",
     "not_active",
     "plan",
+    "proof_failed",
     "proven",
     "read_as_is",
     "resumed_replay",
@@ -51,12 +52,16 @@ class Choice:
     replay: Replay | None = None
 
 
-def index_ready(info: TableInfo, index: str) -> bool:
-    """The marker index exists and is KEYS_ONLY (ACTIVE is asked separately)."""
-    return info.sort_key is not None and info.index_projections.get(index) == "KEYS_ONLY"
+def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:
+    """The marker index exists, is KEYS_ONLY and (when known) keyed on ``attribute`` (ACTIVE
+    is asked separately)."""
+    if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
+        return False
+    key = info.index_hash_keys.get(index)
+    return attribute is None or key is None or key == attribute
 
 
-def plan(method: str, info: TableInfo, index: str) -> Choice | None:
+def plan(method: str, info: TableInfo, index: str, attribute: str | None = None) -> Choice | None:
     """The method to list with, decided from the table's description alone; None when the
     marker index is to be read, or proven (which takes its record and the stream)."""
     table = info.name
@@ -65,6 +70,12 @@ def plan(method: str, info: TableInfo, index: str) -> Choice | None:
             return Choice(ScanMethod(info), "the table has no sort key: a scan reads each key once")
         if not index_ready(info, index):
             return Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
+        if not index_ready(info, index, attribute):
+            return Choice(
+                PagedSkipMethod(info),
+                f"index {index!r} is keyed on {info.index_hash_keys.get(index)!r}, not the "
+                f"marker attribute {attribute!r}",
+            )
         return None
     if method == "scan":
         return Choice(ScanMethod(info), "asked for")
@@ -101,6 +112,13 @@ def declined(method: str, info: TableInfo, index: str, why: str) -> Choice:
         f"{why}. List with --method auto, or read the index as it is with --trust-index.",
         table=info.name,
     )
+
+
+def proof_failed(exc: BaseException) -> str:
+    """``auto``'s reason when the evidence could not be read (the stream or the state table
+    throttled, failing or slow past the deadline): the error's first line."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"reading its evidence failed ({first.rstrip('.')})"
 
 
 def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:

@@ -35,6 +35,7 @@ A shard is listed by DescribeStream for as long as any of its records is kept (2
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -119,6 +120,10 @@ class ShardMark:
             marks = tuple(
                 (None if s is None else str(s), float(t)) for s, t in raw.get("marks", [])
             )
+            if not all((s is None or s.isdigit()) and math.isfinite(t) for s, t in marks) or (
+                isinstance(since, float | int) and not math.isfinite(since)
+            ):
+                return None
             failed = raw.get("failed")
             gap = raw.get("gap")
             return cls(
@@ -219,6 +224,8 @@ class Backfill:
     maintained_since: float | None
     finished: float | None = None
     clashes: tuple[str, ...] = ()
+    #: How it recognised markers (``state.markers_key``: their attribute and sort key).
+    markers: str | None = None
 
 
 @dataclass(frozen=True)
@@ -233,6 +240,8 @@ class Evidence:
     clashes: tuple[str, ...] = ()
     #: A Lambda handler got events without a shard id (no tumbling window): when, last.
     unnamed_batches: float | None = None
+    #: Why the record is not one ddbkeys wrote, if it is not (a part edited or broken).
+    corrupt: str | None = None
 
 
 @dataclass(frozen=True)
@@ -320,15 +329,36 @@ def _backfill_reason(
     return backfill, None
 
 
-def precheck(evidence: Evidence | None, stream: str | None, margin: float) -> Decline | None:
+def _shown_markers(text: str | None) -> str:
+    """``state.markers_key`` as a reader would say it."""
+    try:
+        attribute, sort_key = json.loads(text or "")
+        value = next(iter(json.loads(sort_key).values()))
+    except (ValueError, TypeError, StopIteration, AttributeError):
+        return "not recorded"
+    return f"attribute {attribute!r} at sort key {value!r}"
+
+
+def precheck(
+    evidence: Evidence | None, stream: str | None, margin: float, markers: str | None = None
+) -> Decline | None:
     """Why ``evidence`` proves nothing whatever the stream holds (no backfill under the stream
     as it is now, or clashes recorded), if so: the part of :func:`plan_replay` that needs no
     shard list."""
     if evidence is None:
         evidence = Evidence("", "")
+    if evidence.corrupt is not None:
+        return Decline(f"the index's record in the state table is broken: {evidence.corrupt}")
     _, why = _backfill_reason(evidence, stream, margin)
     if why is not None:
         return Decline(why)
+    assert evidence.backfill is not None
+    if markers is not None and evidence.backfill.markers != markers:
+        return Decline(
+            "the backfill knew markers by another attribute or sort key than this listing "
+            f"({_shown_markers(evidence.backfill.markers)}, not {_shown_markers(markers)}): "
+            "list with the index's own, or run `index backfill` again"
+        )
     if evidence.clashes:
         return Decline(
             f"a maintainer found data at the marker's key of collection(s) "
@@ -343,10 +373,11 @@ def plan_replay(
     shards: Sequence[Mapping[str, Any]],
     now: float,
     margin: float = DEFAULT_REPLAY_MARGIN,
+    markers: str | None = None,
 ) -> ReplayPlan | Decline:
     """Where to read each shard of the table's ``stream`` (DescribeStream's ``shards``) from,
     for a listing starting ``now``; or why the index cannot be proven complete. Pure."""
-    declined = precheck(evidence, stream, margin)
+    declined = precheck(evidence, stream, margin, markers)
     if declined is not None:
         return declined
     assert evidence is not None and evidence.backfill is not None and stream is not None

@@ -242,7 +242,7 @@ class FollowerCore:
         if not description.get("StreamSpecification", {}).get("StreamEnabled"):
             raise ConfigurationError(
                 f"Table {table!r} has no stream: turn it on with `ddbkeys "
-                f"partition-keys index stream enable -t {table}`.",
+                f"partition-keys index stream -t {table}`.",
                 table=table,
             )
         return str(description["LatestStreamArn"])
@@ -305,8 +305,14 @@ class FollowerCore:
                 continue
             mark = self._marks.get(shard)
             position = mark.marks[-1][0] if mark is not None and mark.marks else None
-            if mark is None:  # found since: read from its first record
-                self._marks[shard] = advance(None, shard, arn, "start", None, self.clock())
+            if mark is None:
+                # Found since. A child of a shard this follower named holds the records that
+                # came after its parent's: every one is applied, from its first. Any other
+                # shard may hold records nobody applied (or that were trimmed): covered from
+                # now, so only a backfill begun after this counts for it.
+                now = self.clock()
+                child = self._parents.get(shard) in self._marks
+                self._marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
             if position is None:
                 if self._may_have_lost(shard, mark):
                     self._gap(shard)
@@ -433,6 +439,15 @@ class FollowerCore:
                     break
                 yield Pause(self.poll, stop=stop)
             if now - discovered >= DISCOVER or ended:
+                latest = yield from self._stream_arn()
+                if latest != arn:
+                    # The stream was turned off and on: a new stream, begun anew (from its
+                    # end, as a first start: only a backfill begun after counts).
+                    arn = latest
+                    self._iterators.clear()
+                    self._finished.clear()
+                    self._marks = {}
+                    yield from self._start(arn, False)
                 shards = yield from self._shards(arn)
                 self._parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
                 discovered = now

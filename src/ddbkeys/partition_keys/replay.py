@@ -39,7 +39,7 @@ from ddbkeys.partition_keys.evidence import (
 )
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable, unhash
-from ddbkeys.partition_keys.state import StateCore
+from ddbkeys.partition_keys.state import StateCore, markers_key
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
 
@@ -119,11 +119,16 @@ def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
 
 
 def load_evidence(
-    store: StateCore, info: TableInfo, index: str, margin: float
+    store: StateCore, info: TableInfo, marker: MarkerCore, margin: float
 ) -> Flow[tuple[Evidence | None, Decline | None]]:
     """The index's record, and why it proves nothing (before the stream is read) if so."""
-    evidence = yield from store._load(info.name, index)
-    return evidence, precheck(evidence, info.stream_arn, margin)
+    evidence = yield from store._load(info.name, marker.name)
+    return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
+
+
+def _markers(marker: MarkerCore, info: TableInfo) -> str:
+    """How this listing recognises markers, as a backfill records it."""
+    return markers_key(marker.attribute, marker._sort_key(info))
 
 
 def replay_flow(
@@ -146,7 +151,7 @@ def replay_flow(
         shards = yield from _shards(reader, arn)
     except DdbKeysError as exc:
         return _refused(exc, "describing the table's stream")
-    plan = plan_replay(evidence, arn, shards, now, margin)
+    plan = plan_replay(evidence, arn, shards, now, margin, _markers(marker, info))
     if isinstance(plan, Decline):
         return plan
     replay = Replay(margin)
@@ -159,6 +164,9 @@ def replay_flow(
             return Decline(
                 f"the stream since the maintainer's positions names more than {most:,} "
                 "collections, and re-checking them costs more than listing another way"
+                if most
+                else "the stream since the maintainer's positions names a collection to "
+                "re-check, which costs more than a scan of this small table"
             )
     for hashed, key in replay.touched.items():
         replay.exists[hashed] = yield from _exists(reader, marker, info, key)

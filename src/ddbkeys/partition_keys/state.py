@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import os
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ __all__ = [
     "StateStore",
     "evidence_from_item",
     "key_json",
+    "markers_key",
     "state_table_name",
     "update_request",
 ]
@@ -86,32 +88,51 @@ def key_json(key: dict[str, Any]) -> str:
 
 
 def _number(value: Any) -> float | None:
-    return None if value is None else float(value)
+    """A time from the record: a finite number (anything else is not one ddbkeys wrote)."""
+    if value is None:
+        return None
+    number = float(value)
+    if not math.isfinite(number):
+        raise ValueError(f"not a time: {value!r}")
+    return number
+
+
+def markers_key(attribute: str, sort_key: dict[str, Any]) -> str:
+    """How markers were recognised (their attribute and sort key), as a backfill records it:
+    a listing proves the index only with the same."""
+    return json.dumps([attribute, key_json(sort_key)], separators=(",", ":"))
 
 
 def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence:
     """The record ``item`` (as GetItem returns it) read as evidence; what it does not hold (or
     holds in another form, as records of older versions of ddbkeys do) is left out."""
+    corrupt: str | None = None
     shards: dict[str, ShardMark] = {}
     for name, value in item.items():
         if name.startswith(SHARD_PREFIX) and "S" in value:
             mark = ShardMark.from_json(name[len(SHARD_PREFIX) :], str(value["S"]))
             if mark is not None:
                 shards[mark.shard] = mark
+            else:
+                corrupt = f"its attribute {name!r} is not a position ddbkeys wrote"
     backfill = None
     raw = item.get("backfill", {}).get("S")
     if raw is not None:
         try:
             data = json.loads(raw)
             backfill = Backfill(
-                started=float(data["started"]),
+                started=float(_number(data["started"])),  # type: ignore[arg-type]
                 stream=data.get("stream"),
                 maintained_since=_number(data.get("maintained_since")),
                 finished=_number(data.get("finished")),
                 clashes=tuple(str(c) for c in data.get("clashes", [])),
+                markers=str(data["markers"]) if data.get("markers") is not None else None,
             )
-        except (ValueError, TypeError, KeyError):
-            backfill = None
+        except (ValueError, TypeError, KeyError, AttributeError):
+            corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
+    clashes = item.get("clashes")
+    if clashes is not None and "SS" not in clashes:
+        corrupt = "its clashes are not a string set (edited by hand?)"
     unnamed = item.get("unnamed_batches", {}).get("N")
     return Evidence(
         table=table,
@@ -120,6 +141,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         backfill=backfill,
         clashes=tuple(sorted(item.get("clashes", {}).get("SS", []))),
         unnamed_batches=float(unnamed) if unnamed is not None else None,
+        corrupt=corrupt,
     )
 
 

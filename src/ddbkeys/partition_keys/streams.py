@@ -14,12 +14,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import boto3
 import botocore.session
 from botocore.credentials import CredentialProvider, CredentialResolver
 
 from ddbkeys.core.steps import Flow, Request, describe_stream
+
+#: The domains of AWS's own endpoints.
+AWS_DOMAINS = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".amazonwebservices.com.cn")
 
 __all__ = [
     "SharedCredentials",
@@ -50,7 +54,11 @@ def streams_settings(client: Any) -> dict[str, Any]:
     port; on AWS the Streams endpoint is another one)."""
     meta = client.meta
     endpoint = str(meta.endpoint_url)
-    own = endpoint.startswith("https://dynamodb.") and endpoint.endswith(".amazonaws.com")
+    # Any endpoint of AWS (a region's, FIPS, dual-stack, China, a VPC endpoint): the Streams
+    # endpoint is another one, which botocore finds from the region and the config. Any other
+    # (DynamoDB Local, a proxy in front of it) serves both APIs on one port.
+    host = urlsplit(endpoint).hostname or ""
+    own = host.endswith(AWS_DOMAINS)
     settings: dict[str, Any] = {"region_name": meta.region_name, "config": meta.config}
     if not own:
         settings["endpoint_url"] = endpoint
