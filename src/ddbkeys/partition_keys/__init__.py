@@ -62,6 +62,7 @@ from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -75,6 +76,7 @@ __all__ = [
     "BackfillReport",
     "IndexUnprovenError",
     "Listing",
+    "ListingTask",
     "MarkerClashError",
     "MarkerIndex",
     "ReadBudget",
@@ -84,6 +86,9 @@ __all__ = [
     "distinct_partition_keys",
     "enable_stream",
     "plain_key",
+    "plan_listing",
+    "run_task",
+    "run_tasks",
 ]
 
 Method = Literal["auto", "scan", "skip", "skip-pages", "index"]

@@ -1,0 +1,191 @@
+"""A listing as tasks: plain data that an engine (a process pool, Dask, Spark) runs anywhere.
+
+``plan_listing`` settles the method once (``auto``'s choice, and for the marker index its proof,
+the stream replayed once) and splits the listing into tasks, one Scan segment each (the proven
+index has one more: the collections the proof re-checked). Each task is a
+:class:`ListingTask`: picklable, JSON through :meth:`ListingTask.to_json`, and holding what a
+worker needs to build its own client (endpoint, region, profile; never credentials).
+``run_task`` lists one task's keys on any worker. Parallel-scan segments split the items by
+partition key, so the tasks' key sets are disjoint and their union is the listing; a task run
+again from its start yields the same keys, so an engine's retries never lose or repeat one. A
+task's listing can be stopped and continued: ``task.going_on(listing.checkpoint())``.
+
+Each task is a resume token of the planned listing in which every other segment is done, so a
+task runs through the one listing code path (its retries, deadline, read budget and accounting).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from ddbkeys.connect import make_client
+from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.partition_keys.base import Position
+from ddbkeys.partition_keys.checkpoint import decode_token, encode_token
+from ddbkeys.partition_keys.listing import Listing
+
+__all__ = ["ListingTask", "plan_listing", "run_task", "run_tasks"]
+
+#: How often a process pool is built again after a worker died, before ``run_tasks`` gives up.
+POOL_RESTARTS = 3
+
+
+@dataclass(frozen=True)
+class ListingTask:
+    """One segment of a planned listing, as plain data. ``token`` is the listing's resume
+    token with every other segment done; ``rate`` this task's share of the read budget (read
+    units a second, None: none); ``reason`` why the plan chose ``method``."""
+
+    table: str
+    method: str
+    reason: str
+    segment: int
+    segments: int
+    token: str
+    endpoint_url: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    rate: float | None = None
+    index: str = "ddbkeys-partition-keys"
+    marker_attribute: str = "ddbkeys_pk"
+    trust_index: bool = False
+    deadline: float | None = 60.0
+
+    def to_json(self) -> str:
+        """The task as one line of JSON."""
+        return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> ListingTask:
+        """The task :meth:`to_json` wrote; a clear error for anything else."""
+        try:
+            raw = json.loads(text)
+            task = cls(**raw)
+            decode_token(task.token)
+        except (ValueError, TypeError) as exc:
+            raise ConfigurationError(
+                f"Not a listing task ddbkeys wrote ({type(exc).__name__}: {exc}): pass one line "
+                "of `ddbkeys partition-keys plan` output, or ListingTask.to_json()."
+            ) from exc
+        return task
+
+    def going_on(self, token: str) -> ListingTask:
+        """This task, continued from ``token`` (``checkpoint()`` of its listing)."""
+        return replace(self, token=token)
+
+
+def plan_listing(
+    client: object,
+    table: str | None = None,
+    method: str = "auto",
+    *,
+    tasks: int = 4,
+    concurrency: int | None = None,
+    max_rcu_per_second: float | None = None,
+    endpoint_url: str | None = None,
+    region: str | None = None,
+    profile: str | None = None,
+    **listing: Any,
+) -> list[ListingTask]:
+    """Split the listing of ``table`` into ``tasks`` tasks (one Scan segment each; the proven
+    marker index adds one: the collections its proof re-checked).
+
+    The method is settled here, once, with the arguments of
+    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index``,
+    ``state_table``, ``replay_margin``, ``trust_index``, ...). ``max_rcu_per_second`` is the
+    budget of the whole listing, shared by the ``concurrency`` tasks that run at once (by
+    default all of them). ``endpoint_url``, ``region`` and ``profile`` are how workers build
+    their own clients (by default: ``client``'s endpoint and region)."""
+    from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
+
+    if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
+        raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
+    running = tasks if concurrency is None else concurrency
+    if isinstance(running, bool) or not isinstance(running, int) or running < 1:
+        raise ConfigurationError(f"concurrency must be a whole number from 1, not {running!r}.")
+    planned = distinct_partition_keys(client, table, method, scan_segments=tasks, **listing)
+    meta = getattr(planned.reader.client, "meta", None)
+    total = planned.scan_segments
+    token = planned.checkpoint()
+    checkpoint = decode_token(token)
+    rate = None if max_rcu_per_second is None else max_rcu_per_second / min(running, total)
+    found: list[ListingTask] = []
+    for segment in range(total):
+        positions: list[Position] = [None if n == segment else True for n in range(total)]
+        alone = encode_token(replace(checkpoint, positions=list(positions)))
+        found.append(
+            ListingTask(
+                table=checkpoint.table,
+                method=planned.method_name,
+                reason=planned.method_reason,
+                segment=segment,
+                segments=total,
+                token=alone,
+                endpoint_url=endpoint_url or getattr(meta, "endpoint_url", None),
+                region=region or getattr(meta, "region_name", None),
+                profile=profile,
+                rate=rate,
+                index=listing.get("index", "ddbkeys-partition-keys"),
+                marker_attribute=listing.get("marker_attribute", "ddbkeys_pk"),
+                trust_index=bool(listing.get("trust_index", False)),
+                deadline=listing.get("deadline", 60.0),
+            )
+        )
+    return found
+
+
+def run_task(task: ListingTask, client: object = None) -> Listing:
+    """The listing of one task (iterate over it once for its keys), with ``client`` or one
+    built from the task's endpoint, region and profile. Its ``checkpoint()`` continues the
+    task: ``run_task(task.going_on(listing.checkpoint()))``."""
+    from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
+
+    if client is None:
+        client = make_client(task.endpoint_url, task.region, task.profile, timeout=task.deadline)
+    return distinct_partition_keys(
+        client,
+        task.table,
+        task.method,
+        resume=task.token,
+        max_rcu_per_second=task.rate,
+        index=task.index,
+        marker_attribute=task.marker_attribute,
+        trust_index=task.trust_index,
+        deadline=task.deadline,
+    )
+
+
+def _task_keys(line: str) -> list[Any]:
+    """A worker's part: the keys of one task (given as JSON), listed to its end."""
+    return list(run_task(ListingTask.from_json(line)))
+
+
+def run_tasks(tasks: Iterable[ListingTask], workers: int = 2) -> Iterator[Any]:
+    """The keys of every task, from a pool of ``workers`` processes, each task's keys once it
+    has finished. A worker that dies (killed, out of memory) breaks a bare pool for good; here
+    the pool is built again and the tasks it had not finished are run again from their start
+    (at most ``POOL_RESTARTS`` times), so no key is lost or repeated. An error of a task (a
+    DdbKeysError) ends the run with it."""
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigurationError(f"workers must be a whole number from 1, not {workers!r}.")
+    pending = {task.segment: task.to_json() for task in tasks}
+    restarts = 0
+    while pending:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(_task_keys, line): segment for segment, line in pending.items()}
+            try:
+                for future in concurrent.futures.as_completed(futures):
+                    keys = future.result()
+                    del pending[futures[future]]
+                    yield from keys
+            except concurrent.futures.process.BrokenProcessPool as exc:
+                restarts += 1
+                if restarts > POOL_RESTARTS:
+                    raise DdbKeysError(
+                        f"The worker processes died {restarts} times; {len(pending)} task(s) "
+                        "were not finished."
+                    ) from exc

@@ -1,0 +1,127 @@
+"""A listing as tasks (issue 22, its first step), against DynamoDB Local: the tasks' key sets are
+disjoint and their union is the listing, for every method that splits; a task run again yields
+the same keys; a task goes on from its checkpoint; the proven marker index is replayed once, in
+the plan; and a process pool whose worker is killed runs that worker's task again."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys import (
+    ListingTask,
+    MarkerIndex,
+    plan_listing,
+    run_task,
+    run_tasks,
+)
+from ddbkeys.partition_keys import tasks as tasks_module
+from tests.integration.test_index_proof import caught_up, following
+from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+
+def fill(client: DynamoDBClient, table: str, keys: int = 60) -> None:
+    for n in range(keys):
+        for i in range(1 + n % 3):
+            client.put_item(TableName=table, Item=item(f"k{n:03}", i))
+
+
+@pytest.mark.parametrize("method", ["scan", "skip", "skip-pages", "auto"])
+def test_the_tasks_split_the_listing_exactly(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, method: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table)
+    planned = plan_listing(ddb_client, table, method, tasks=5)
+    assert len(planned) == 5 and {t.segment for t in planned} == set(range(5))
+    assert all(t.method == planned[0].method for t in planned)
+    per_task = [list(run_task(ListingTask.from_json(t.to_json()))) for t in planned]
+    union = Counter(k for keys in per_task for k in keys)
+    assert sorted(union) == non_empty(ddb_client, table)
+    assert set(union.values()) == {1}  # disjoint: no key in two tasks
+    assert list(run_task(planned[2])) == per_task[2]  # run again: the same keys
+
+
+def test_a_task_goes_on_from_its_checkpoint(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table)
+    (task,) = plan_listing(ddb_client, table, "skip-pages", tasks=1)
+    listing = run_task(task)
+    keys = iter(listing)
+    first = [next(keys) for _ in range(7)]
+    rest = list(run_task(task.going_on(listing.checkpoint())))
+    assert sorted(first + rest) == non_empty(ddb_client, table)
+    assert len(first + rest) == len(set(first + rest))
+
+
+def test_the_proven_index_is_replayed_once_in_the_plan(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, 20)
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+    ddb_client.put_item(TableName=table, Item=item("late", 1))  # nobody follows now
+    planned = plan_listing(
+        ddb_client, table, "index", tasks=3, state_table=store, replay_margin=MARGIN
+    )
+    assert len(planned) == 4 and "proven" in planned[0].reason  # 3 index segments + re-checked
+    sent: list[str] = []
+    found: list[Any] = []
+    for task in planned:
+        listing = run_task(task)
+        listing.reader.client.meta.events.register(
+            "provide-client-params.*.*", lambda model, **_: sent.append(model.name)
+        )
+        found.extend(listing)
+    assert sorted(found) == non_empty(ddb_client, table) and len(found) == len(set(found))
+    assert "GetRecords" not in sent and "DescribeStream" not in sent  # no task reads the stream
+
+
+def test_a_pool_runs_again_the_task_of_a_worker_that_died(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Any,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table)
+    planned = plan_listing(ddb_client, table, "scan", tasks=4)
+    # The first worker to start a task kills itself (once: a file says it did).
+    monkeypatch.setenv("DDBKEYS_TEST_KILL_ONCE", str(tmp_path / "killed"))
+    monkeypatch.setattr(tasks_module, "_task_keys", _dies_once)
+    keys = list(run_tasks(planned, workers=2))
+    assert (tmp_path / "killed").exists()  # a worker did die
+    assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
+    with pytest.raises(ConfigurationError, match="workers must be a whole number"):
+        list(run_tasks(planned, workers=0))
+    with pytest.raises(ConfigurationError, match="Not a listing task"):
+        ListingTask.from_json('{"table": "x"}')
+
+
+def _dies_once(line: str) -> list[Any]:
+    marker = os.environ["DDBKEYS_TEST_KILL_ONCE"]
+    try:
+        with open(marker, "x"):
+            pass
+    except FileExistsError:
+        return list(run_task(ListingTask.from_json(line)))
+    time.sleep(0.2)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable")
