@@ -86,6 +86,13 @@ class TableInfo:
     #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
     #: a table deleted and created again under the same name is another table.
     created: str = ""
+    #: Its read capacity as DescribeTable tells it: the billing mode, the provisioned read
+    #: units, on demand the most read units a second (OnDemandThroughput, None when unset)
+    #: and the warm throughput's read units a second (None when not told).
+    billing_mode: str = "PROVISIONED"
+    provisioned_reads: float | None = None
+    max_reads: float | None = None
+    warm_reads: float | None = None
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
@@ -183,7 +190,22 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
             if description.get("StreamSpecification", {}).get("StreamEnabled")
             else None
         ),
+        billing_mode=str(
+            description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+        ),
+        provisioned_reads=_positive(
+            description.get("ProvisionedThroughput", {}).get("ReadCapacityUnits")
+        ),
+        max_reads=_positive(description.get("OnDemandThroughput", {}).get("MaxReadRequestUnits")),
+        warm_reads=_positive(description.get("WarmThroughput", {}).get("ReadUnitsPerSecond")),
     )
+
+
+def _positive(value: object) -> float | None:
+    """A capacity DescribeTable told, above 0 (0 and -1 mean none set)."""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool) and value > 0:
+        return float(value)
+    return None
 
 
 def key_value(attribute: KeyAttribute, value: object, *, table: str) -> AttributeValueTypeDef:

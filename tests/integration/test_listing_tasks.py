@@ -125,3 +125,45 @@ def _dies_once(line: str) -> list[Any]:
     time.sleep(0.2)
     os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError("unreachable")
+
+
+def test_one_read_budget_as_a_share_of_the_capacity(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, ddb_endpoint_url: str
+) -> None:
+    from click.testing import CliRunner  # noqa: PLC0415
+
+    from ddbkeys.cli import cli  # noqa: PLC0415
+    from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415
+    from ddbkeys.partition_keys.read_share import read_capacity  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 10)
+    listing = distinct_partition_keys(ddb_client, table, read_percent=0.5, read_capacity=40)
+    assert listing.reader.budget is not None and listing.reader.budget.rate == 20.0
+    assert sorted(listing) == non_empty(ddb_client, table)
+    capacity, _ = read_capacity(listing.method.info)
+    lower = distinct_partition_keys(ddb_client, table, read_percent=1.0, max_rcu_per_second=3)
+    assert lower.reader.budget is not None and lower.reader.budget.rate == min(3.0, capacity)
+    # The plan shares the whole listing's budget among the tasks that run at once.
+    planned = plan_listing(
+        ddb_client, table, tasks=4, concurrency=2, read_percent=0.5, read_capacity=40
+    )
+    assert {t.rate for t in planned} == {10.0}
+    run = CliRunner().invoke(
+        cli,
+        [
+            "partition-keys",
+            "-t",
+            table,
+            "--read-percent",
+            "0.2",
+            "--endpoint-url",
+            ddb_endpoint_url,
+        ],
+    )
+    assert run.exit_code == 0 and sorted(run.stdout.split()) == non_empty(ddb_client, table)
+    bad = CliRunner().invoke(
+        cli,
+        ["partition-keys", "-t", table, "--read-percent", "2", "--endpoint-url", ddb_endpoint_url],
+    )
+    assert bad.exit_code == 2 and "0.1<=x<=1.5" in bad.output

@@ -34,6 +34,7 @@ from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     Method,
+    _budget,
     _check_trust,
     _positions,
     _reader,
@@ -64,6 +65,7 @@ from ddbkeys.partition_keys.choice import (
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
 from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
+from ddbkeys.partition_keys.read_share import check_percent
 from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
@@ -319,6 +321,8 @@ async def distinct_partition_keys(
     replay_margin: float = DEFAULT_REPLAY_MARGIN,
     trust_index: bool = False,
     max_lag: float | None = None,
+    read_percent: float | None = None,
+    read_capacity: float | None = None,
 ) -> AsyncListing:
     """The distinct partition keys of ``table``: ``await`` it for an :class:`AsyncListing`,
     then ``async for`` over it once. The arguments mean what they mean in
@@ -337,8 +341,10 @@ async def distinct_partition_keys(
     readers, rate = _settings(name, segments, scan_segments, max_rcu_per_second)
     margin = check_margin(replay_margin, name)
     _check_trust(trust_index, method, name)
+    percent = check_percent(read_percent, name)
     reader = _reader(client, name, retry, usage, rate, deadline)
     info = await AsyncDriver(client, reader.usage, _OWNER).run(reader.describe())
+    _budget(reader, info, percent, rate, read_capacity)
     method, positions, replayed = _resumed(resume, info, method, scan_segments)
     choice = await _choose(
         method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed

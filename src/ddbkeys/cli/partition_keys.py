@@ -213,6 +213,14 @@ def stream_keys(
     metavar="R",
     help="Spread the reads: at most R read units a second.",
 )
+@click.option(
+    "--read-percent",
+    type=click.FloatRange(0.1, 1.5),
+    metavar="P",
+    help="Spread the reads: at most P (0.1 to 1.5) of the table's read capacity (provisioned; "
+    "on demand its maximum, else its warm throughput, else 40,000 RCU). With "
+    "--max-rcu-per-second, the lower wins.",
+)
 @click.option("--resume", metavar="TOKEN", help="Go on from where a stopped listing was.")
 @click.option(
     "--checkpoint",
@@ -260,6 +268,7 @@ def partition_keys_group(
     scan_segments: int | None,
     output: str,
     max_rcu_per_second: float | None,
+    read_percent: float | None,
     resume: str | None,
     checkpoint_file: str | None,
     output_file: str | None,
@@ -340,6 +349,7 @@ def partition_keys_group(
         index=index_name,
         marker_attribute=marker_attribute,
         max_rcu_per_second=max_rcu_per_second,
+        read_percent=read_percent,
         resume=resume,
         on_key=progress if show_progress else None,
         deadline=connection.timeout,

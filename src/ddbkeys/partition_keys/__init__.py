@@ -59,6 +59,7 @@ from ddbkeys.partition_keys.index import (
     VerifyReport,
 )
 from ddbkeys.partition_keys.listing import Listing
+from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
@@ -217,6 +218,8 @@ def distinct_partition_keys(
     replay_margin: float = DEFAULT_REPLAY_MARGIN,
     trust_index: bool = False,
     max_lag: float | None = None,
+    read_percent: float | None = None,
+    read_capacity: float | None = None,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -234,7 +237,10 @@ def distinct_partition_keys(
     request, so the split adds at most one request (0.5 read units) per MB scanned.
 
     ``max_rcu_per_second`` (above 0, or None for no limit) spreads the reads so the listing does
-    not become a rolling hot partition. ``resume`` takes a token from ``Listing.checkpoint()``
+    not become a rolling hot partition. ``read_percent`` (0.1 to 1.5) does it as a share of the
+    table's read capacity: provisioned, or on demand its maximum where set, else its warm
+    throughput, else 40,000 read units a second (``read_capacity`` overrides it); with both,
+    the lower limit wins. ``resume`` takes a token from ``Listing.checkpoint()``
     and goes on from there. ``listing.usage`` counts requests, items read and read units.
     ``on_key`` is called after each key and each finished segment (for progress displays).
 
@@ -262,8 +268,10 @@ def distinct_partition_keys(
     readers, rate = _settings(table, segments, scan_segments, max_rcu_per_second)
     margin = check_margin(replay_margin, table)
     _check_trust(trust_index, method, table)
+    percent = check_percent(read_percent, table)
     reader = _reader(client, table, retry, usage, rate, deadline)
     info = reader.run(reader.describe())
+    _budget(reader, info, percent, rate, read_capacity)
     method, positions, replayed = _resumed(resume, info, method, scan_segments)
     choice = _choose(
         method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
@@ -279,6 +287,19 @@ def distinct_partition_keys(
     listing.index_trusted = choice.trusted
     listing.replay = choice.replay
     return listing
+
+
+def _budget(
+    reader: Reader,
+    info: TableInfo,
+    percent: float | None,
+    rate: float | None,
+    capacity: float | None,
+) -> None:
+    """The listing's read budget, once the table's capacity is known: ``read_percent`` of it
+    and ``max_rcu_per_second``, the lower where both are given."""
+    limit = share(info, percent, rate, capacity)
+    reader.budget = ReadBudget(limit) if limit is not None else None
 
 
 def _check_trust(trust_index: object, method: str, table: str) -> None:

@@ -27,6 +27,7 @@ from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys.base import Position
 from ddbkeys.partition_keys.checkpoint import decode_token, encode_token
 from ddbkeys.partition_keys.listing import Listing
+from ddbkeys.partition_keys.read_share import check_percent, share
 
 __all__ = ["ListingTask", "plan_listing", "run_task", "run_tasks"]
 
@@ -98,7 +99,9 @@ def plan_listing(
     :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index``,
     ``state_table``, ``replay_margin``, ``trust_index``, ...). ``max_rcu_per_second`` is the
     budget of the whole listing, shared by the ``concurrency`` tasks that run at once (by
-    default all of them). ``endpoint_url``, ``region`` and ``profile`` are how workers build
+    default all of them), with ``read_percent`` of the table's read capacity (0.1 to 1.5; see
+    :mod:`ddbkeys.partition_keys.read_share`), the lower where both are given.
+    ``endpoint_url``, ``region`` and ``profile`` are how workers build
     their own clients (by default: ``client``'s endpoint and region)."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
@@ -107,12 +110,21 @@ def plan_listing(
     running = tasks if concurrency is None else concurrency
     if isinstance(running, bool) or not isinstance(running, int) or running < 1:
         raise ConfigurationError(f"concurrency must be a whole number from 1, not {running!r}.")
+    percent = listing.pop("read_percent", None)
+    capacity = listing.pop("read_capacity", None)
     planned = distinct_partition_keys(client, table, method, scan_segments=tasks, **listing)
     meta = getattr(planned.reader.client, "meta", None)
     total = planned.scan_segments
     token = planned.checkpoint()
     checkpoint = decode_token(token)
-    rate = None if max_rcu_per_second is None else max_rcu_per_second / min(running, total)
+    info = planned.method.info
+    rate = share(
+        info,
+        check_percent(percent, info.name),
+        max_rcu_per_second,
+        capacity,
+        concurrency=min(running, total),
+    )
     found: list[ListingTask] = []
     for segment in range(total):
         positions: list[Position] = [None if n == segment else True for n in range(total)]
