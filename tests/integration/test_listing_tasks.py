@@ -167,3 +167,47 @@ def test_one_read_budget_as_a_share_of_the_capacity(
         ["partition-keys", "-t", table, "--read-percent", "2", "--endpoint-url", ddb_endpoint_url],
     )
     assert bad.exit_code == 2 and "0.1<=x<=1.5" in bad.output
+
+
+def test_plan_and_run_task_from_the_shell(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    ddb_endpoint_url: str,
+    tmp_path: Any,
+) -> None:
+    import subprocess  # noqa: PLC0415
+    import sys  # noqa: PLC0415
+
+    # The ddbkeys command beside this Python (the virtual environment's).
+    path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"
+    env = {**os.environ, "PATH": path}
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 30)
+    script = (
+        f"ddbkeys partition-keys plan -t {table} --tasks 3 --endpoint-url {ddb_endpoint_url}"
+        " > tasks.jsonl && while read -r task; do"
+        ' echo "$task" | ddbkeys partition-keys run-task; done < tasks.jsonl'
+    )
+    done = subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "tasks.jsonl").read_text().splitlines()) == 3
+    keys = done.stdout.split()
+    assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
+    assert "3 task(s), method skip-pages" in done.stderr
+    empty = subprocess.run(
+        ["bash", "-c", "ddbkeys partition-keys run-task < /dev/null"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=env,
+    )
+    assert empty.returncode == 2 and "No task on stdin" in empty.stderr

@@ -168,7 +168,7 @@ def stream_keys(
 @click.group(
     "partition-keys",
     invoke_without_command=True,
-    subcommand_metavar="[index COMMAND]",
+    subcommand_metavar="[index COMMAND | plan | run-task]",
 )
 @click.option("--table-name", "-t", metavar="TABLE", help="The DynamoDB table.")
 @click.option(

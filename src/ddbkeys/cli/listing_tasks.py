@@ -1,0 +1,112 @@
+"""``ddbkeys partition-keys plan`` and ``run-task``: a listing as tasks, one JSON line each, for
+a shell loop, ``xargs -P``, AWS Batch or Step Functions to run (see
+:mod:`ddbkeys.partition_keys.tasks`)."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ddbkeys.cli.common import Connection, connection_options, index_options, state_table_option
+from ddbkeys.cli.listing_output import jsonl_line, text_line
+from ddbkeys.partition_keys import METHODS, ListingTask, plan_listing, run_task
+
+__all__ = ["plan_command", "run_task_command"]
+
+
+@click.command("plan")
+@click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
+@click.option("--tasks", type=click.IntRange(1, 1_000_000), default=4, show_default=True)
+@click.option("--method", "-m", type=click.Choice(METHODS), default="auto", show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1),
+    metavar="N",
+    help="How many tasks run at once: the read budget is shared among them.  [default: all]",
+)
+@click.option(
+    "--read-percent",
+    type=click.FloatRange(0.1, 1.5),
+    metavar="P",
+    help="The whole listing reads at most P of the table's read capacity.",
+)
+@click.option(
+    "--max-rcu-per-second",
+    type=click.FloatRange(min=0.1),
+    metavar="R",
+    help="The whole listing reads at most R read units a second (the lower limit wins).",
+)
+@index_options
+@state_table_option
+@connection_options
+def plan_command(
+    table_name: str,
+    tasks: int,
+    method: str,
+    concurrency: int | None,
+    read_percent: float | None,
+    max_rcu_per_second: float | None,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    connection: Connection,
+) -> None:
+    """Plan a listing as TASKS tasks, one JSON line each on stdout (the method settled once:
+    auto's choice, the marker index's proof). Run each with `ddbkeys partition-keys run-task`:
+    their keys together are the listing, each key in one task.
+
+    \b
+    Example:
+      ddbkeys partition-keys plan -t orders --tasks 4 > tasks.jsonl
+    """
+    planned = plan_listing(
+        connection.client(),
+        table_name,
+        method,
+        tasks=tasks,
+        concurrency=concurrency,
+        read_percent=read_percent,
+        max_rcu_per_second=max_rcu_per_second,
+        endpoint_url=connection.endpoint_url,
+        region=connection.region,
+        profile=connection.profile,
+        index=index_name,
+        marker_attribute=marker_attribute,
+        state_table=state_table,
+        deadline=connection.timeout,
+    )
+    for task in planned:
+        click.echo(task.to_json())
+    click.echo(f"{len(planned)} task(s), method {planned[0].method}: {planned[0].reason}", err=True)
+
+
+@click.command("run-task")
+@click.option(
+    "--output",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: one key per line (as the listing writes them); jsonl: a JSON object per key.",
+)
+def run_task_command(output: str) -> None:
+    """Run one task of `ddbkeys partition-keys plan` (its JSON line on stdin) and write its
+    keys on stdout. Run again, a task writes the same keys.
+
+    \b
+    Example:
+      ddbkeys partition-keys plan -t orders --tasks 1 | ddbkeys partition-keys run-task
+    """
+    line = sys.stdin.readline()
+    if not line.strip():
+        raise click.UsageError("No task on stdin: pipe one line of `partition-keys plan` in.")
+    listing = run_task(ListingTask.from_json(line))
+    write = text_line if output == "text" else jsonl_line
+    for key in listing:
+        click.echo(write(key))
+    usage = listing.usage
+    click.echo(
+        f"{listing.keys_found} keys ({listing.method_name}): {usage.requests} requests, "
+        f"{usage.read_units:g} RCU",
+        err=True,
+    )
