@@ -210,6 +210,27 @@ def lambda_a_day_without_batches(fault: bool) -> Verdict:
     return state.check()
 
 
+def a_follower_from_the_start_then_a_day_behind(fault: bool) -> Verdict:
+    """Found by a random run in CI: a follower that began a shard from its start has applied
+    none of its records when it stops for a day; the record of a collection written meanwhile
+    is trimmed, and a read from the shard's start shows nothing. A mark with nothing applied,
+    a day old, proves nothing (the follower now says a quiet shard's position again while it
+    runs, so only a stopped one grows that old)."""
+    state = ProofMachine()
+    state.start(history=[], shards=1, settled="none")
+    state.backfill_starts()
+    state.follower_starts(from_start=True, slot=0, steps=1)
+    state.long_wait(hours=6.0)
+    state.backfill_runs(requests=6)
+    state.put(pk="a", sk=1, tag=None, lane=0)
+    state.check()
+    if fault:
+        state.long_wait_behind(hours=25.0)
+    else:
+        state.long_wait(hours=25.0)
+    return state.check()
+
+
 #: Each schedule, and what it answers without its fault (None: it declines).
 SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (a_day_behind, ["a"]),
@@ -217,7 +238,11 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     # older than the stream keeps when it reads again: it cannot tell what it missed, and the
     # listing declines until a backfill, as the docs say of a follower stopped for a day.)
     (a_day_behind_then_a_split, None),
-    (lambda_a_day_without_batches, None),  # (a's clash: declined, with or without the fault)
+    (lambda_a_day_without_batches, None),
+    (
+        a_follower_from_the_start_then_a_day_behind,
+        ["a"],
+    ),  # (a's clash: declined, with or without the fault)
     (lambda_drops_a_failed_batch, ["a", "c", "d"]),
     (a_backfill_forgets_a_clash, None),
     (repair_reads_a_lagging_index, None),

@@ -21,7 +21,11 @@ from hypothesis.stateful import run_state_machine_as_test
 from tests.support.proof_machine import SEEN, ListingWrong, ProofMachine
 
 #: 1,500 schedules of up to 50 steps, a listing after each step.
-SCHEDULES = settings(max_examples=1500, stateful_step_count=50, deadline=None)
+# Derandomized: the same schedules on every run, so that CI does not pass or fail by chance;
+# a longer random run is one command away (see tests/support/proof_machine.py).
+SCHEDULES = settings(
+    max_examples=1500, stateful_step_count=50, deadline=None, derandomize=True, database=None
+)
 
 
 def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:

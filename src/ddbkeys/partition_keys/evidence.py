@@ -410,10 +410,10 @@ def plan_replay(
             sequence, found = mark.held_back(cut)
             since = float(mark.since) if isinstance(mark.since, int | float) else None
             newest = mark.marks[-1][0] if mark.marks else None
-            if since is not None and newest is None and now - since > DAY - margin:
+            if newest is None and mark.marks and mark.marks[-1][1] < now - DAY + TRIM_SAFETY:
                 return Decline(
-                    f"the maintainer has applied no record of shard {shard} since it began "
-                    "reading it more than a day ago: records may have been trimmed unapplied"
+                    f"the maintainer has said nothing of shard {shard} for nearly a day, and "
+                    "applied none of its records: records may have been trimmed unapplied"
                 )
             skip = since - margin if since is not None else None
             reads.append(

@@ -59,6 +59,8 @@ T = TypeVar("T")
 #: history the backfill covers (the stream's ApproximateCreationDateTime is rounded down to
 #: the second, and the clocks may differ a little).
 CLOCK_MARGIN = 5.0
+#: How old (seconds) a quiet shard's mark grows before the follower, caught up, says it again.
+REFRESH = 3600.0
 #: How often (seconds) it asks for the stream's shards again, to find new ones.
 DISCOVER = 10.0
 #: The Streams operations, sent to the Streams client (the rest to the table's).
@@ -435,6 +437,20 @@ class FollowerCore:
             if at_end and not stop.requested:
                 self.report.caught_up = True
                 self.report.caught_up_at = now
+                # Every open shard read to its tip: a shard with nothing new keeps its
+                # position, said again now (true: nothing after it as of now), so that a quiet
+                # shard's mark does not grow a day old while the follower runs.
+                quiet = [
+                    shard
+                    for shard, mark in self._marks.items()
+                    if shard in self._iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
+                ]
+                for shard in quiet:
+                    self._marks[shard] = advance(
+                        self._marks[shard], shard, arn, self._marks[shard].since, None, now
+                    )
+                if quiet:
+                    yield from self._save_marks(quiet)
                 if until_caught_up:
                     break
                 yield Pause(self.poll, stop=stop)
