@@ -175,16 +175,19 @@ def test_interrupt_prints_a_resume_token(
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
+        # Unbuffered on our side too: communicate() reads the pipe itself, so a key that a
+        # buffered readline() had taken in beyond its line would be lost to the test.
+        bufsize=0,
         env=dict(os.environ, PYTHONUNBUFFERED="1"),
     )
     assert process.stdout is not None
     printed = process.stdout.readline()  # the listing runs (its signal handlers are in place)
     time.sleep(1)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=30)
+    out_bytes, err_bytes = process.communicate(timeout=30)
+    out, err = out_bytes.decode(), err_bytes.decode()
     assert process.returncode == 130, err
-    first = (printed + out).split()
+    first = (printed.decode() + out).split()
     assert 0 < len(first) < 40
     token = err.split("Resume with: --resume ")[1].split()[0]
     rest = run(ddb_endpoint_url, "-t", table, "--method", "skip", "--resume", token, "-q")
