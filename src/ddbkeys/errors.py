@@ -65,7 +65,7 @@ class DdbKeysError(Exception):
         code: str | None = None,
         cause: BaseException | None = None,
     ) -> None:
-        super().__init__(message)
+        Exception.__init__(self, message)  # (not super(): some subclasses are ClientErrors too)
         self.message = message
         self.table = table
         self.cause = cause
@@ -167,13 +167,37 @@ class DeadlineExceededError(DdbKeysError):
         self.attempts = attempts
 
 
-class ServiceError(DdbKeysError):
+class _Answered(DdbKeysError, ClientError):
+    """An error DynamoDB answered, which is also a botocore :class:`ClientError` (so code that
+    catches ``ClientError`` and reads ``error.response["Error"]["Code"]`` goes on working): its
+    ``response`` and ``operation_name`` are those of the ``ClientError`` it came from."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        table: str | None = None,
+        code: str | None = None,
+        cause: BaseException | None = None,
+    ) -> None:
+        DdbKeysError.__init__(self, message, table=table, code=code, cause=cause)
+        if isinstance(cause, ClientError):
+            self.response = cause.response
+            self.operation_name = cause.operation_name
+        else:
+            self.response = {"Error": {"Code": self.code or "", "Message": message}}
+            self.operation_name = ""
+
+
+class ServiceError(_Answered):
     """DynamoDB refused a request for a reason ddbkeys has no class of its own for; ``code`` is
-    DynamoDB's error code (``ValidationException``, ``AccessDeniedException``, ...)."""
+    DynamoDB's error code (``ValidationException``, ``AccessDeniedException``, ...). Also a
+    botocore ``ClientError``, with the service's ``response``."""
 
 
-class TableNotFoundError(DdbKeysError):
-    """The table does not exist (or is not visible with these credentials and region)."""
+class TableNotFoundError(_Answered):
+    """The table does not exist (or is not visible with these credentials and region). Also a
+    botocore ``ClientError`` (``ResourceNotFoundException`` when DynamoDB said so)."""
 
 
 class KeySchemaError(DdbKeysError):

@@ -110,6 +110,32 @@ def test_every_method_gives_the_exact_key_set(
     run(ddb_endpoint_url, body)
 
 
+def test_the_listing_is_iterated_directly_or_awaited_once(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """``async for key in distinct_partition_keys(...)`` (a newcomer's first try) lists the
+    keys as awaiting first does; a call used twice says so in one line, and a missing table is
+    raised at the first step of either form."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    expected = fill(ddb_client, table, 12)
+
+    async def body(client: Any) -> None:
+        direct = [key async for key in distinct_partition_keys(client, table, "skip")]
+        assert sorted(direct) == expected
+        call = distinct_partition_keys(client, table, "skip", segments=4)
+        assert sorted(await read(await call)) == expected
+        with pytest.raises(ConfigurationError, match="already awaited or iterated"):
+            await call
+        # Still a coroutine, as when this was a coroutine function: a task can run it.
+        in_task = await asyncio.create_task(distinct_partition_keys(client, table, "scan"))
+        assert sorted(await read(in_task)) == expected
+        with pytest.raises(TableNotFoundError):
+            async for _ in distinct_partition_keys(client, "no-such-table-here"):
+                pass
+
+    run(ddb_endpoint_url, body)
+
+
 def test_auto_without_a_sort_key_scans(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

@@ -109,6 +109,31 @@ def test_unknown_service_error_becomes_a_service_error() -> None:
     )
 
 
+def test_errors_dynamodb_answered_are_also_botocore_client_errors() -> None:
+    """Code that catches botocore's ClientError and reads the code (the habit of every boto3
+    user) still sees DynamoDB's answer through ddbkeys: the response is the answer's own; the
+    message stays ddbkeys' one line; across processes (pickle) the class and response stay."""
+    import pickle  # noqa: PLC0415
+
+    cause = client_error("AccessDeniedException", "not allowed", "UpdateItem")
+    missing = client_error("ResourceNotFoundException", "Requested resource not found")
+    for raw, kind in ((cause, ServiceError), (missing, TableNotFoundError)):
+        with pytest.raises(ClientError) as caught:
+            raise_translated(raw, table="orders")
+        error = caught.value
+        assert isinstance(error, kind) and isinstance(error, DdbKeysError)
+        assert error.response["Error"]["Code"] == raw.response["Error"]["Code"]
+        assert error.operation_name == raw.operation_name
+        assert "'orders'" in str(error)
+        again = pickle.loads(pickle.dumps(error))
+        assert type(again) is kind and again.response == error.response
+        assert str(again) == str(error)
+    made_here = TableNotFoundError("Table 'x' not found.", table="x")
+    assert isinstance(made_here, ClientError)
+    assert made_here.response["Error"] == {"Code": "", "Message": "Table 'x' not found."}
+    assert not isinstance(KeySchemaError("not the schema"), ClientError)
+
+
 def test_other_exceptions_are_not_botocore_answers() -> None:
     bug = ZeroDivisionError("division by zero")
     assert translate_error(bug) is bug

@@ -32,7 +32,11 @@ def test_every_public_error_is_importable_from_ddbkeys() -> None:
             found |= subclasses(sub)
         return found
 
-    public = {c for c in subclasses(ddbkeys.DdbKeysError) if c.__module__.startswith("ddbkeys.")}
+    public = {
+        c
+        for c in subclasses(ddbkeys.DdbKeysError)
+        if c.__module__.startswith("ddbkeys.") and not c.__name__.startswith("_")
+    }
     assert public, "no error classes found"
     for error in public:
         assert getattr(ddbkeys, error.__name__) is error
@@ -41,3 +45,27 @@ def test_every_public_error_is_importable_from_ddbkeys() -> None:
 
     assert issubclass(ItemExistsError, ddbkeys.DdbKeysError)
     assert issubclass(MarkerClashError, ddbkeys.DdbKeysError)
+
+
+def test_the_main_names_are_importable_from_ddbkeys_as_from_ddbkeys_aio() -> None:
+    """``from ddbkeys import AtomicCounter`` works (a newcomer's first line), for every name
+    ``ddbkeys.aio`` has, and ``import ddbkeys`` alone loads none of them."""
+    code = (
+        "import sys, ddbkeys, ddbkeys.aio; "
+        "print(sorted(m for m in ('ddbkeys.ids', 'ddbkeys.partition_keys') if m in sys.modules)); "
+        "from ddbkeys import AtomicCounter, distinct_partition_keys; "
+        "from ddbkeys.ids import AtomicCounter as home; "
+        "print(AtomicCounter is home, distinct_partition_keys.__module__)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split("\n")[:2] == ["[]", "True ddbkeys.partition_keys"]
+    import ddbkeys  # noqa: PLC0415
+    import ddbkeys.aio  # noqa: PLC0415
+
+    for name in set(ddbkeys.aio.__all__) - {"AsyncListing"}:
+        assert name in ddbkeys.__all__, name
+        value = getattr(ddbkeys, name)
+        assert getattr(value, "__name__", name) == name, name

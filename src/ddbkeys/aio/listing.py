@@ -1,13 +1,15 @@
 """The distinct partition keys for asyncio: the same listing methods, flows and bookkeeping as
 :mod:`ddbkeys.partition_keys`, read by asyncio tasks over an aiobotocore client.
 
-``distinct_partition_keys`` is a coroutine function: awaiting it reads the table's description
+``distinct_partition_keys`` is awaited or iterated: awaiting it reads the table's description
 (one DescribeTable) and checks every argument and the resume token, so that a missing table or
-a bad token is raised where the listing is asked for, as in the sync form; it returns an
-:class:`AsyncListing` to read with ``async for``::
+a bad token is raised where the listing is asked for, as in the sync form; it gives an
+:class:`AsyncListing` to read with ``async for``. Or ``async for`` over the call directly::
 
     listing = await distinct_partition_keys(client, "orders", segments=32)
     async for key in listing:
+        ...
+    async for key in distinct_partition_keys(client, "orders"):
         ...
 
 ``segments`` Scan segments are read at once by as many tasks on the caller's event loop (up to
@@ -17,12 +19,20 @@ a bad token is raised where the listing is asked for, as in the sync form; it re
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Generator,
+)
 from contextlib import aclosing
 from decimal import Decimal
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
 from ddbkeys.aio.client import as_async_client
 from ddbkeys.aio.index import MarkerIndex, StateStore, _streams_client_for
@@ -71,11 +81,12 @@ from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
-__all__ = ["AsyncListing", "OneLoopIterator", "distinct_partition_keys"]
+__all__ = ["AsyncListing", "ListingCall", "OneLoopIterator", "distinct_partition_keys"]
 
 _OWNER = "ddbkeys.aio.distinct_partition_keys"
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class OneLoopIterator(Generic[T]):
@@ -302,6 +313,68 @@ async def _choose(
     return proven(info, marker, result)
 
 
+class ListingCall(Coroutine[Any, Any, "AsyncListing"]):
+    """What :func:`distinct_partition_keys` returns: ``await`` it for the
+    :class:`AsyncListing` (its ``usage``, ``checkpoint()`` and ``stop()`` at hand), or
+    ``async for`` over it directly. Either once; nothing is sent before. It is a coroutine too
+    (``asyncio.run``, ``create_task`` and ``gather`` take it, as they took the coroutine
+    function this was)."""
+
+    def __init__(self, opening: Callable[[], Coroutine[Any, Any, AsyncListing]]) -> None:
+        self._opening: Callable[[], Coroutine[Any, Any, AsyncListing]] | None = opening
+        self._running: Coroutine[Any, Any, AsyncListing] | None = None
+
+    def _opened(self) -> Coroutine[Any, Any, AsyncListing]:
+        if self._opening is None:
+            raise ConfigurationError(
+                "This listing was already awaited or iterated: call distinct_partition_keys() "
+                "again for another (with resume= to go on from a checkpoint)."
+            )
+        opening, self._opening = self._opening, None
+        return opening()
+
+    def __await__(self) -> Generator[Any, None, AsyncListing]:
+        return self._opened().__await__()
+
+    def send(self, value: Any) -> Any:
+        if self._running is None:
+            self._running = self._opened()
+        return self._running.send(value)
+
+    def throw(self, *error: Any) -> Any:
+        if self._running is None:
+            self._running = self._opened()
+        return self._running.throw(*error)
+
+    def close(self) -> None:
+        if self._running is not None:
+            self._running.close()
+
+    def __aiter__(self) -> AsyncIterator[str | int | Decimal | bytes]:
+        return self._keys(self._opened())
+
+    @staticmethod
+    async def _keys(
+        opened: Awaitable[AsyncListing],
+    ) -> AsyncGenerator[str | int | Decimal | bytes, None]:
+        listing = await opened
+        async for key in listing:
+            yield key
+
+
+def _either_way(
+    open_listing: Callable[P, Coroutine[Any, Any, AsyncListing]],
+) -> Callable[P, ListingCall]:
+    """``open_listing`` as a function whose result is awaited or iterated directly."""
+
+    @functools.wraps(open_listing)
+    def call(*args: P.args, **kwargs: P.kwargs) -> ListingCall:
+        return ListingCall(lambda: open_listing(*args, **kwargs))
+
+    return call
+
+
+@_either_way
 async def distinct_partition_keys(
     client: object,
     table: str | None = None,
@@ -324,10 +397,18 @@ async def distinct_partition_keys(
     read_percent: float | None = None,
     read_capacity: float | None = None,
 ) -> AsyncListing:
-    """The distinct partition keys of ``table``: ``await`` it for an :class:`AsyncListing`,
-    then ``async for`` over it once. The arguments mean what they mean in
-    :func:`ddbkeys.partition_keys.distinct_partition_keys`; ``client`` is an aiobotocore
-    DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
+    """The distinct partition keys of ``table``, either way::
+
+        listing = await distinct_partition_keys(client, "orders")  # then: async for key in listing
+        async for key in distinct_partition_keys(client, "orders"):
+            ...
+
+    Awaiting reads the table's description (one DescribeTable) and checks every argument and
+    the resume token, so that a missing table or a bad token is raised where the listing is
+    asked for, as in the sync form; it gives an :class:`AsyncListing` (``usage``,
+    ``checkpoint()``, ``stop()``) to read with ``async for`` once. The arguments mean what
+    they mean in :func:`ddbkeys.partition_keys.distinct_partition_keys`; ``client`` is an
+    aiobotocore DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
 
     Every method of the sync form, the marker index's included; a resume token of either form
     goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
