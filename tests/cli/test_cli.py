@@ -43,6 +43,17 @@ def test_connection_options_after_the_command_name() -> None:
         assert option in run("demo", "--help").output
 
 
+def test_the_demo_says_where_it_runs_and_never_reads_the_endpoint_from_the_environment() -> None:
+    """The demo makes and deletes tables: it runs on an embedded DynamoDB Local unless given
+    --endpoint-url, and its --help says so (it used to promise AWS_ENDPOINT_URL_DYNAMODB)."""
+    text = " ".join(run("demo", "--help").output.split())
+    assert "Default: an embedded DynamoDB Local (AWS_ENDPOINT_URL_DYNAMODB is not read" in text
+    assert "Default: AWS_ENDPOINT_URL_DYNAMODB" not in text
+    assert "Default: AWS_ENDPOINT_URL_DYNAMODB" in " ".join(
+        run("ids", "next", "--help").output.split()
+    )
+
+
 def test_version() -> None:
     result = run("--version")
     assert result.exit_code == 0

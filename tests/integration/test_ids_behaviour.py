@@ -135,8 +135,10 @@ def test_counter_wrong_key_attribute(
     driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("id", "S"))
-    with pytest.raises(KeySchemaError, match="has partition key 'id', not 'pk'"):
+    with pytest.raises(KeySchemaError, match="has partition key 'id', not 'pk'") as wrong:
         driver.make("AtomicCounter", ddb_client, table, "c", key_attribute="pk").next()
+    assert "--key-attribute" not in str(wrong.value)  # (no such option: it pointed nowhere)
+    assert str(wrong.value).endswith("or leave it out (it is read from the table).")
     assert driver.make("AtomicCounter", ddb_client, table, "c", key_attribute="id").next() == 1
 
 

@@ -96,16 +96,17 @@ def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> 
     return value
 
 
-def connection_options(func: F) -> F:
+ENDPOINT_HELP = (
+    "DynamoDB endpoint, e.g. http://127.0.0.1:8000. "
+    "Default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, your AWS config, then AWS."
+)
+
+
+def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP) -> F:
     """Add --endpoint-url, --region, --profile, --local and --timeout, passed as
     ``connection``."""
 
-    @click.option(
-        "--endpoint-url",
-        metavar="URL",
-        help="DynamoDB endpoint, e.g. http://127.0.0.1:8000. "
-        "Default: AWS_ENDPOINT_URL_DYNAMODB, AWS_ENDPOINT_URL, your AWS config, then AWS.",
-    )
+    @click.option("--endpoint-url", metavar="URL", help=endpoint_help)
     @click.option(
         "--region", metavar="REGION", help="AWS region. Default: AWS_REGION, AWS_DEFAULT_REGION."
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -182,7 +183,12 @@ def print_report(report: DemoReport, startup: float | None) -> None:
 @click.command("demo")
 @click.option("--quick", is_flag=True, help="Fewer writers, ids and keys: about 15 seconds.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
-@connection_options
+@functools.partial(
+    connection_options,
+    endpoint_help="Run against this endpoint, in tables of its own that it deletes afterwards. "
+    "Default: an embedded DynamoDB Local (AWS_ENDPOINT_URL_DYNAMODB is not read here, so that "
+    "the demo never makes tables where you did not say).",
+)
 @output_option
 def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) -> None:
     """Show every strategy and method working, with no AWS account needed.

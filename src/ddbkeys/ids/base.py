@@ -304,7 +304,7 @@ def counter_key_from(
     if key_attribute and key_attribute != pk.name:
         raise KeySchemaError(
             f"Table {table!r} has partition key {pk.name!r}, not {key_attribute!r}: pass "
-            f"key_attribute={pk.name!r} (--key-attribute {pk.name}).",
+            f"key_attribute={pk.name!r}, or leave it out (it is read from the table).",
             table=table,
         )
     if info.sort_key is not None or pk.type != "S":
