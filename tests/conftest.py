@@ -48,6 +48,7 @@ class ServerURL(str):
     under test got as far as sending its request)."""
 
     connected: threading.Event
+    requests: list[int]  # (web_page_endpoint: the answers it gave)
 
 
 @contextmanager
@@ -136,6 +137,37 @@ def not_dynamodb_endpoint(request: pytest.FixtureRequest) -> Iterator[ServerURL]
                 return
 
     with _local_server(answer) as url:
+        yield url
+
+
+@pytest.fixture(params=[404, 502])
+def web_page_endpoint(request: pytest.FixtureRequest) -> Iterator[ServerURL]:
+    """http://127.0.0.1:PORT where a web server answers every request with an HTML error page
+    (HTTP 404 or 502: a proxy, a portal, the wrong port); ``url.requests`` counts them."""
+    status: int = request.param
+    body = b"<html><head><title>Not here</title></head><body>" + b"x" * 400 + b"</body></html>"
+    answered: list[int] = []
+
+    def answer(connection: socket.socket, stop: threading.Event) -> None:
+        with connection:
+            try:
+                while not stop.is_set():
+                    data = connection.recv(65536)
+                    if not data:
+                        return
+                    if not data.startswith(b"POST "):
+                        continue  # (the rest of a request: its body)
+                    answered.append(status)
+                    connection.sendall(
+                        f"HTTP/1.1 {status} Oops\r\nContent-Type: text/html; charset=utf-8\r\n"
+                        f"Content-Length: {len(body)}\r\n\r\n".encode()
+                        + body
+                    )
+            except OSError:
+                return
+
+    with _local_server(answer) as url:
+        url.requests = answered
         yield url
 
 

@@ -11,6 +11,7 @@ ddbkeys knows get their own class and a message that says what to do, the others
 
 from __future__ import annotations
 
+import re
 from typing import Any, NoReturn, TypeVar
 
 from botocore.exceptions import (
@@ -43,6 +44,7 @@ __all__ = [
     "cut_short",
     "deadline_exceeded",
     "describe_failure",
+    "foreign_answer",
     "translate_error",
     "unanswered",
     "unexpected_answer",
@@ -237,6 +239,29 @@ def error_message(exc: BaseException) -> str:
     return str(exc)
 
 
+def foreign_answer(exc: BaseException) -> str | None:
+    """The content type of an error answer that is not DynamoDB's (every DynamoDB answer is
+    JSON: an HTML page comes from a web server or a proxy on the endpoint's address), else
+    None. Answers without headers (botocore's Stubber) count as DynamoDB's."""
+    if not isinstance(exc, ClientError):
+        return None
+    headers = exc.response.get("ResponseMetadata", {}).get("HTTPHeaders") or {}
+    kind = str(headers.get("content-type", "")).split(";")[0].strip().lower()
+    return kind if kind and "json" not in kind else None
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.I | re.S)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_gist(exc: ClientError) -> str:
+    """A few words of what a foreign answer said: its HTML title, else its first words."""
+    said = error_message(exc)
+    title = _TITLE.search(said)
+    gist = " ".join((title[1] if title else _TAG.sub(" ", said)).split())
+    return gist if len(gist) <= 60 else gist[:57] + "..."
+
+
 _THROTTLING_CODES = frozenset(
     {
         "ProvisionedThroughputExceededException",
@@ -415,6 +440,16 @@ def _translate_botocore_error(exc: BotoCoreError, table: str | None) -> DdbKeysE
 def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError:
     where = f" for table {table!r}" if table else ""
     on = f" on table {table!r}" if table else ""
+    kind = foreign_answer(exc)
+    if kind is not None:
+        gist = _page_gist(exc)
+        return UnexpectedAnswerError(
+            f"The endpoint answered {_operation(exc)}{on} with HTTP {_status(exc)} and a {kind} "
+            f"page{f' ({gist!r})' if gist else ''}, not DynamoDB's JSON: is the endpoint "
+            "DynamoDB? (check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)",
+            table=table,
+            cause=exc,
+        )
     code = error_code(exc)
     message = one_line(error_message(exc))
     if code == "ResourceNotFoundException":

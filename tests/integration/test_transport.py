@@ -26,8 +26,10 @@ from ddbkeys.cli import cli
 from ddbkeys.clients import ResourceClientAdapter, as_client
 from ddbkeys.ids import AtomicCounter
 from ddbkeys.partition_keys import distinct_partition_keys
+from ddbkeys.retry import MAX_REFUSED_ATTEMPTS
 from ddbkeys.testing import FaultPlan, FaultProxy
 from ddbkeys.testing.tables import TableFactory
+from tests.conftest import ServerURL
 from tests.support.resources import resource
 
 if TYPE_CHECKING:
@@ -50,6 +52,29 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
         f"{silent_endpoint} had not answered when the deadline came (3.0 s), 1 attempt.\n"
     )
     assert 3 <= elapsed < 3 + 5
+
+
+def test_a_web_page_for_an_answer_is_named_in_one_line_after_a_few_tries(
+    web_page_endpoint: ServerURL,
+) -> None:
+    """A web server's HTML error page (a proxy, the wrong port) is not DynamoDB: at most
+    MAX_REFUSED_ATTEMPTS tries (a 5xx was retried 25 times), then one line naming the status
+    and the page's title, never the page itself."""
+    client = make_client(web_page_endpoint)
+    with pytest.raises(UnexpectedAnswerError) as raised:
+        AtomicCounter(client, "orders", "order", deadline=20).next()
+    said = str(raised.value)
+    assert "\n" not in said and "<" not in said, said
+    # (botocore keeps a 4xx page, which gives its title; of a 5xx, only the status's name)
+    gist = r"(404 and a text/html page \('Not here'\)|502 and a text/html page \('Bad Gateway'\))"
+    assert re.search("with HTTP " + gist, said), said
+    assert said.endswith(
+        "is the endpoint DynamoDB? (check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)"
+    )
+    assert 1 <= len(web_page_endpoint.requests) <= MAX_REFUSED_ATTEMPTS
+    command = ["ids", "next", "-t", "orders", "--counter", "order"]
+    result = CliRunner().invoke(cli, [*command, "--endpoint-url", web_page_endpoint])
+    assert result.exit_code == 1 and result.stderr == f"Error: {said}\n"
 
 
 def test_an_endpoint_that_is_not_dynamodb_is_named_as_such(not_dynamodb_endpoint: str) -> None:

@@ -134,6 +134,30 @@ def test_errors_dynamodb_answered_are_also_botocore_client_errors() -> None:
     assert not isinstance(KeySchemaError("not the schema"), ClientError)
 
 
+def test_an_html_page_for_an_answer_is_not_dynamodb() -> None:
+    """Every DynamoDB answer is JSON; an HTML error page (a proxy, a portal, the wrong port) is
+    named in one line with its title, never pasted whole."""
+    from ddbkeys.errors import UnexpectedAnswerError, foreign_answer  # noqa: PLC0415
+
+    page = "<html><head><title>Sign in to the network</title></head><body>" + "x" * 500
+    cause = client_error("404", page, "DescribeTable", status=404)
+    cause.response["ResponseMetadata"]["HTTPHeaders"] = {"content-type": "text/html; charset=utf-8"}
+    assert foreign_answer(cause) == "text/html"
+    error = translate_error(cause, table="orders")
+    assert isinstance(error, UnexpectedAnswerError)
+    assert str(error) == (
+        "The endpoint answered DescribeTable on table 'orders' with HTTP 404 and a text/html "
+        "page ('Sign in to the network'), not DynamoDB's JSON: is the endpoint DynamoDB? "
+        "(check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)"
+    )
+    json_answer = client_error("ValidationException", "bad", "GetItem")
+    json_answer.response["ResponseMetadata"]["HTTPHeaders"] = {
+        "content-type": "application/x-amz-json-1.0"
+    }
+    assert foreign_answer(json_answer) is None
+    assert foreign_answer(client_error("ValidationException", "no headers")) is None
+
+
 def test_other_exceptions_are_not_botocore_answers() -> None:
     bug = ZeroDivisionError("division by zero")
     assert translate_error(bug) is bug

@@ -22,6 +22,7 @@ from ddbkeys.errors import (
     deadline_exceeded,
     describe_failure,
     error_code,
+    foreign_answer,
     raise_translated,
     unanswered,
 )
@@ -150,7 +151,8 @@ def attempts(
             sent_unanswered = sent_unanswered or unanswered(failure)
             if last is None or not cut_short(failure):
                 last = failure  # (the deadline cutting a request short tells less)
-            refused += is_refused(failure)
+            # Refused, or answered by a web server that is not DynamoDB: a few tries, not all.
+            refused += is_refused(failure) or foreign_answer(failure) is not None
             kinds[_kind(failure)] += 1
             if refused >= MAX_REFUSED_ATTEMPTS:
                 raise_translated(failure, table=table)
