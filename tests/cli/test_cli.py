@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 import pytest
@@ -14,6 +16,11 @@ from click.testing import CliRunner
 
 from ddbkeys import __version__
 from ddbkeys.cli import cli
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
 
 
 def run(*args: str, env: dict[str, str | None] | None = None) -> click.testing.Result:
@@ -173,3 +180,35 @@ def test_local_runs_in_the_foreground_until_interrupted() -> None:
     finally:
         if process.poll() is None:
             process.kill()
+
+
+@pytest.mark.integration
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full (a disk always full)")
+def test_a_full_disk_is_named_not_reported_as_an_internal_error(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Keys or an id written where no space is left: the system's words in one line, exit 1
+    (it was "internal error ... please report it")."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in range(3):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{n}"}, "sk": {"N": "1"}})
+    commands = [
+        ["partition-keys", "-t", table, "-q"],
+        ["partition-keys", "-t", table, "-q", "--output-file", "/dev/full"],
+        ["ids", "next", "-t", table, "--counter-key", '{"pk": "c", "sk": 0}'],
+    ]
+    for command in commands:
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "ddbkeys", *command, "--endpoint-url", ddb_endpoint_url],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        assert done.returncode == 1, done.stderr
+        assert done.stderr == (
+            "Error: No space left on device (ENOSPC), writing the output (standard output, or "
+            "the file it goes to).\n"
+        ), command

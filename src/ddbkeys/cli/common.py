@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import errno
 import functools
 import json
 import math
@@ -195,6 +196,17 @@ def internal_error_text(exc: BaseException) -> str:
     )
 
 
+def os_error_text(exc: OSError) -> str:
+    """The line for what the machine refused (a full disk, a read-only or missing folder, no
+    permission): what and where, in the system's words."""
+    what = exc.strerror or one_line(exc) or type(exc).__name__
+    name = errno.errorcode.get(exc.errno or 0)
+    code = f" ({name})" if name else ""
+    if exc.filename is not None:
+        return f"{what}{code}: {os.fsdecode(exc.filename)!r}."
+    return f"{what}{code}, writing the output (standard output, or the file it goes to)."
+
+
 class DdbKeysGroup(click.Group):
     """A click group that turns every error into one ``Error: ...`` line, exit code 1: library
     and botocore errors by their message, anything else as an internal error (its traceback
@@ -207,6 +219,8 @@ class DdbKeysGroup(click.Group):
             raise click.ClickException(error_text(exc)) from exc
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except OSError as exc:  # a full disk, a read-only folder: the machine's, not ours
+            raise click.ClickException(os_error_text(exc)) from exc
         except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
             click.echo("Interrupted (a request already sent may still be applied).", err=True)
             ctx.exit(130)
