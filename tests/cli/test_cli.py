@@ -41,8 +41,11 @@ def test_help_for_every_command(path: tuple[str, ...]) -> None:
     result = run(*path, "--help")
     assert result.exit_code == 0, result.output
     assert result.output.startswith(f"Usage: ddbkeys {' '.join(path)}".rstrip())
-    # Each command has a real description, not just the usage line.
+    # Each command has a real description, not just the usage line, and an example to copy
+    # (tests/docs/test_examples.py runs them).
     assert len(result.output.splitlines()) > 5
+    lines = result.output.splitlines()
+    assert any(line.strip().startswith("ddbkeys ") for line in lines), "no example"
 
 
 def test_connection_options_after_the_command_name() -> None:

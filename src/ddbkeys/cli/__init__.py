@@ -25,6 +25,12 @@ def cli() -> None:
     Every command takes --endpoint-url, --region, --profile (or the standard AWS_* environment
     variables) and --local, which runs it against a throwaway embedded DynamoDB Local.
     Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest.
+
+    \b
+    Examples:
+      ddbkeys ids next -t orders --counter order
+      ddbkeys partition-keys -t orders
+      ddbkeys partition-keys --help
     """
 
 

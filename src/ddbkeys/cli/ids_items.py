@@ -295,6 +295,11 @@ def audit_command(
     id: one below --start, or not a number (a string id is --prefix and --width digits), is a
     problem. A collection's other items (not numbered, or numbered below 1) are counted, not
     problems.
+
+    \b
+    Examples:
+      ddbkeys ids audit -t orders --attribute order_id --strict
+      ddbkeys ids audit -t issues -k projectA
     """
     client = connection.client()
     if partition_key is not None:

@@ -35,19 +35,36 @@ from ddbkeys.partition_keys.state import state_table_name
 __all__ = ["index_group"]
 
 
-@click.group("index")
+#: The index commands in the order of the work, as --help and docs/cli.md list them.
+WORK_ORDER = ("create", "stream", "follow", "backfill", "mark", "unmark", "verify", "repair")
+
+
+class InOrder(click.Group):
+    """A group that lists its commands in the order of the work, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        known = [name for name in WORK_ORDER if name in self.commands]
+        return known + sorted(set(self.commands) - set(known))
+
+
+@click.group("index", cls=InOrder)
 def index_group() -> None:
     """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
 
     \b
-    Set it up once, keep it up as collections come and go:
+    Set it up once, then keep it right from the table's stream:
       ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
+      ddbkeys partition-keys index stream   -t T   # turn the stream on (KEYS_ONLY)
+      ddbkeys partition-keys index follow   -t T   # apply the stream (or the Lambda handler)
       ddbkeys partition-keys index backfill -t T   # mark every existing collection
-      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
-      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+    \b
+    Check it, fix it, or keep it yourself (no stream):
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
       ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
-    Then `ddbkeys partition-keys -t T` lists the keys by scanning the index.
+      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
+      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+    Then `ddbkeys partition-keys -t T` lists the keys from the index once it can prove it
+    complete (the follower's positions and the stream since), and says why when it cannot.
     """
 
 
@@ -95,7 +112,12 @@ def create_command(
     connection: Connection,
     output: str,
 ) -> None:
-    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there)."""
+    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there).
+
+    \b
+    Example:
+      ddbkeys partition-keys index create -t issues
+    """
     index = open_index(connection, table_name, index_name, marker_attribute)
     index.create(wait=not no_wait)
     status = index.status()
@@ -124,6 +146,10 @@ def mark_command(
     A collection whose item at the marker's sort key is data (its marker attribute is not its
     own partition key) is not marked: it is named, and the exit code is 1. Nothing is written
     unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE).
+
+    \b
+    Example:
+      ddbkeys partition-keys index mark -t issues projectA projectB
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.mark_many(parse_keys(index, keys, table_name))
@@ -145,7 +171,12 @@ def unmark_command(
     output: str,
 ) -> None:
     """Remove the marker of the collections KEYS (an item at the marker's key that is not a
-    marker is never removed). An error when the table has no marker index."""
+    marker is never removed). An error when the table has no marker index.
+
+    \b
+    Example:
+      ddbkeys partition-keys index unmark -t issues projectB   # before deleting projectB
+    """
     index = open_index(connection, table_name, index_name, marker_attribute)
     removed = sum(index.unmark(key) for key in parse_keys(index, keys, table_name))
     if output == "json":
@@ -176,6 +207,11 @@ def backfill_command(
     keyed on --marker-attribute, ACTIVE). The backfill is recorded in --state-table: run it
     while `index follow` or the Lambda handler keeps the markers (and at least the replay
     margin, 60 s, after it began), so that listings can prove the index complete.
+
+    \b
+    Examples:
+      ddbkeys partition-keys index backfill -t issues
+      ddbkeys partition-keys index backfill -t issues --output json
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
@@ -271,7 +307,12 @@ def verify_command(
     output: str,
 ) -> None:
     """Compare the marker index with the table: missing and orphaned markers, and collections
-    that cannot be marked. Exit code 1 when the index is not healthy."""
+    that cannot be marked. Exit code 1 when the index is not healthy.
+
+    \b
+    Example:
+      ddbkeys partition-keys index verify -t issues || ddbkeys partition-keys index repair -t issues
+    """
     report = open_index(connection, table_name, index_name, marker_attribute).verify()
     _report(report, output, table_name, repaired=False)
     if not report.healthy:
@@ -298,6 +339,10 @@ def repair_command(
     did and what it could not fix; exit code 1 when something is left. Clashes a maintainer
     recorded in --state-table that a consistent read of their collection no longer finds
     are cleared.
+
+    \b
+    Example:
+      ddbkeys partition-keys index repair -t issues --output json
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     report = index.repair(remove_orphans=not keep_orphans, state_table=state_table)
@@ -320,7 +365,12 @@ STREAM_COST = (
 @output_option
 def stream_command(table_name: str, connection: Connection, output: str) -> None:
     """Turn the table's stream on (KEYS_ONLY), if it is off, for `index follow` or the Lambda
-    handler to keep the markers right. A stream already on is left as it is."""
+    handler to keep the markers right. A stream already on is left as it is.
+
+    \b
+    Example:
+      ddbkeys partition-keys index stream -t issues
+    """
     arn, changed = enable_stream(connection.client(), table_name)
     if output == "json":
         echo_json({"table": table_name, "stream": arn, "changed": changed})
