@@ -154,9 +154,10 @@ def test_the_time_keeps_to_the_budget_and_shares_the_readers() -> None:
     ],
 )
 def test_auto_s_likely_choice_and_why(changes: dict[str, Any], auto: str, why: str) -> None:
-    found = estimated(big(**changes))
+    found = estimated(big(**changes, index_sizes={INDEX: MB}))
     assert found.auto == auto and why in found.auto_reason
     assert found.method("auto").method == auto
+    assert ("its proof (not known in advance)" in found.summary()) == (auto == "index")
 
 
 def test_methods_the_table_cannot_be_listed_with_are_said() -> None:

@@ -12,9 +12,11 @@ per 4 KB, the index scan the index's size), with what the sample adds:
 - each sampled collection's size up to 4 KB: the adaptive skip scan (``skip-pages``) pays about
   that share of a 4 KB page per collection (one page for a large one, whose rest it jumps past;
   small ones packed like a scan), at most what a scan costs;
-- the speed of one reader: the sample's bytes a second (for scans) and seconds a request (for
-  the skip scan, whose requests read one item). Both are measured on pages of about 64 KB: a
-  scan's pages are larger, a skip scan's smaller, so both times lean long.
+- the speed of one reader: a request's latency (the fastest of the one-item pages) and the
+  bytes a second a page reads on top of it (the median of the ~64 KB pages). A method's time
+  is its requests times the latency plus the bytes it reads at that speed. (On DynamoDB Local a
+  request that starts further into a table takes longer: there the skip scans' times lean
+  short.)
 
 The time is the longer of that speed shared by ``concurrency`` readers and the read units
 divided by the read budget (``read_percent``, ``max_rcu_per_second``) or by the table's own
@@ -228,6 +230,8 @@ class ListingEstimate:
             if chosen.rcu is not None and chosen.seconds is not None
             else "cost unknown"
         )
+        if chosen.method == "index":
+            cost += " and its proof (not known in advance)"
         tasks = f"; {chosen.tasks} task(s) suggested" if chosen.tasks is not None else ""
         return f"Estimate for {self.table}: {what}; {named}: {cost}{tasks} ({REFRESHED})."
 
