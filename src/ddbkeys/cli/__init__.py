@@ -9,6 +9,7 @@ from ddbkeys.cli.common import DdbKeysGroup
 from ddbkeys.cli.demo import demo_command
 from ddbkeys.cli.iam_cmd import iam_policy_command
 from ddbkeys.cli.ids import ids_group
+from ddbkeys.cli.listing_estimate import estimate_command
 from ddbkeys.cli.listing_tasks import plan_command, run_task_command
 from ddbkeys.cli.local_cmd import local_command
 from ddbkeys.cli.marker_index import index_group
@@ -38,6 +39,7 @@ cli.add_command(demo_command)
 cli.add_command(local_command)
 cli.add_command(ids_group)
 partition_keys_group.add_command(index_group)
+partition_keys_group.add_command(estimate_command)
 partition_keys_group.add_command(plan_command)
 partition_keys_group.add_command(run_task_command)
 cli.add_command(partition_keys_group)

@@ -8,9 +8,17 @@ import sys
 
 import click
 
-from ddbkeys.cli.common import Connection, connection_options, index_options, state_table_option
+from ddbkeys.cli.common import (
+    Connection,
+    connection_options,
+    error_text,
+    index_options,
+    state_table_option,
+)
+from ddbkeys.cli.listing_estimate import budget_options
 from ddbkeys.cli.listing_output import jsonl_line, text_line
-from ddbkeys.partition_keys import METHODS, ListingTask, plan_listing, run_task
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys import METHODS, ListingTask, estimate_listing, plan_listing, run_task
 
 __all__ = ["plan_command", "run_task_command"]
 
@@ -25,18 +33,7 @@ __all__ = ["plan_command", "run_task_command"]
     metavar="N",
     help="How many tasks run at once: the read budget is shared among them.  [default: all]",
 )
-@click.option(
-    "--read-percent",
-    type=click.FloatRange(0.1, 1.5),
-    metavar="P",
-    help="The whole listing reads at most P of the table's read capacity.",
-)
-@click.option(
-    "--max-rcu-per-second",
-    type=click.FloatRange(min=0.1),
-    metavar="R",
-    help="The whole listing reads at most R read units a second (the lower limit wins).",
-)
+@budget_options
 @index_options
 @state_table_option
 @connection_options
@@ -54,7 +51,8 @@ def plan_command(
 ) -> None:
     """Plan a listing as TASKS tasks, one JSON line each on stdout (the method settled once:
     auto's choice, the marker index's proof). Run each with `ddbkeys partition-keys run-task`:
-    their keys together are the listing, each key in one task.
+    their keys together are the listing, each key in one task. On stderr: the plan, and what
+    it will likely cost (see `partition-keys estimate`).
 
     \b
     Example:
@@ -79,6 +77,21 @@ def plan_command(
     for task in planned:
         click.echo(task.to_json())
     click.echo(f"{len(planned)} task(s), method {planned[0].method}: {planned[0].reason}", err=True)
+    try:
+        found = estimate_listing(
+            connection.client(),
+            table_name,
+            read_percent=read_percent,
+            max_rcu_per_second=max_rcu_per_second,
+            concurrency=min(concurrency or tasks, tasks),
+            index=index_name,
+            marker_attribute=marker_attribute,
+            deadline=connection.timeout,
+        )
+    except DdbKeysError as exc:  # the tasks stand; the estimate is advice
+        click.echo(f"No estimate: {error_text(exc)}", err=True)
+        return
+    click.echo(found.summary(planned[0].method), err=True)
 
 
 @click.command("run-task")

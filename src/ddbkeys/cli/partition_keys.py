@@ -21,6 +21,7 @@ from ddbkeys.cli.common import (
     json_text,
     state_table_option,
 )
+from ddbkeys.cli.listing_estimate import progress_note
 from ddbkeys.cli.listing_output import jsonl_line, text_line
 from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, KeySink
 from ddbkeys.errors import DdbKeysError, ListingInterrupted
@@ -32,6 +33,7 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
     plain_key,
 )
+from ddbkeys.partition_keys.progress import Gauge
 
 
 def _replay_fields(listing: Listing) -> dict[str, Any] | None:
@@ -168,7 +170,7 @@ def stream_keys(
 @click.group(
     "partition-keys",
     invoke_without_command=True,
-    subcommand_metavar="[index COMMAND | plan | run-task]",
+    subcommand_metavar="[index COMMAND | estimate | plan | run-task]",
 )
 @click.option("--table-name", "-t", metavar="TABLE", help="The DynamoDB table.")
 @click.option(
@@ -333,12 +335,14 @@ def partition_keys_group(
     show_progress = not quiet and stderr.is_terminal
     status = StatusLine(stderr, "listing...") if show_progress else None
     last_draw = [0.0]
+    gauges: list[Gauge] = []  # made once the listing stands, before its first key
 
     def progress(listing: Listing) -> None:
         now = time.monotonic()
         if status is not None and now - last_draw[0] > 0.2:
             last_draw[0] = now
-            status.update(usage_line(listing, progress=True))
+            line = usage_line(listing, progress=True)
+            status.update(line + progress_note(gauges[0], listing) if gauges else line)
 
     listing = distinct_partition_keys(
         client,
@@ -357,6 +361,7 @@ def partition_keys_group(
         replay_margin=replay_margin,
         trust_index=trust_index,
     )
+    gauges.append(Gauge.of(listing))
     sink.open(listing)
     if sink.resumed and not quiet:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)

@@ -48,6 +48,7 @@ from ddbkeys.partition_keys.choice import (
     resumed_replay,
     warn_max_lag,
 )
+from ddbkeys.partition_keys.estimate import ListingEstimate
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
 from ddbkeys.partition_keys.follow import Both, StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
@@ -61,6 +62,7 @@ from ddbkeys.partition_keys.index import (
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.replay import load_evidence, replay_flow
+from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
@@ -77,6 +79,7 @@ __all__ = [
     "BackfillReport",
     "IndexUnprovenError",
     "Listing",
+    "ListingEstimate",
     "ListingTask",
     "MarkerClashError",
     "MarkerIndex",
@@ -86,6 +89,7 @@ __all__ = [
     "default_scan_segments",
     "distinct_partition_keys",
     "enable_stream",
+    "estimate_listing",
     "plain_key",
     "plan_listing",
     "run_task",

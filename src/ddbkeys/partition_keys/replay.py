@@ -52,6 +52,7 @@ __all__ = [
     "estimate",
     "load_evidence",
     "replay_flow",
+    "scan_units",
 ]
 
 Hashed = tuple[str, Any]
@@ -107,13 +108,19 @@ class Replay:
         return replay
 
 
+def scan_units(size_bytes: int) -> float:
+    """Read units of scanning ``size_bytes`` (0.5 per 4 KB, eventually consistent; at least a
+    request's 0.5)."""
+    return max(0.5, size_bytes / 4096 * 0.5)
+
+
 def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
     """Read units: of scanning the table (what listing another way costs at most), of scanning
     the index, and of re-checking one collection (a consistent Query of two items)."""
     items = max(1, info.item_count)
     average = info.size_bytes / items if info.size_bytes else 100.0
-    scan = max(0.5, info.size_bytes / 4096 * 0.5)
-    index_scan = max(0.5, info.index_sizes.get(index, 0) / 4096 * 0.5)
+    scan = scan_units(info.size_bytes)
+    index_scan = scan_units(info.index_sizes.get(index, 0))
     per_key = float(max(1, math.ceil(2 * average / 4096)))
     return scan, index_scan, per_key
 

@@ -1,0 +1,122 @@
+"""``ddbkeys partition-keys estimate`` (text and json), the estimate ``plan`` says on stderr,
+and the listing's progress line with its share of the table and the time left."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ddbkeys.cli import cli
+from ddbkeys.partition_keys.estimate import REFRESHED
+from tests.support.terminal import run_with_terminal_stderr
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+
+def run(endpoint: str, *args: str) -> Result:
+    return CliRunner().invoke(cli, ["partition-keys", *args, "--endpoint-url", endpoint])
+
+
+def filled(client: DynamoDBClient, factory: TableFactory, keys: int = 300, pad: int = 280) -> str:
+    """A table of ``keys`` collections of 4 items of about ``pad`` + 20 bytes."""
+    table = factory(("pk", "S"), ("sk", "N"))
+    for start in range(0, keys * 4, 25):
+        batch: list[Any] = [
+            {"PutRequest": {"Item": {"pk": {"S": f"k{n // 4:04}"}, "sk": {"N": str(n % 4)},
+                                     "pad": {"S": "x" * pad}}}}
+            for n in range(start, min(start + 25, keys * 4))
+        ]  # fmt: skip
+        client.batch_write_item(RequestItems={table: batch})
+    return table
+
+
+def test_estimate_as_text_and_json(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = filled(ddb_client, ddb_table_factory)
+    text = run(ddb_endpoint_url, "estimate", "-t", table)
+    assert text.exit_code == 0, text.output
+    lines = text.stdout.splitlines()
+    assert re.fullmatch(
+        rf"Table {table}: ~\d+ KB, ~1,200 items, ~\d+ partition keys \(from DescribeTable\)\.",
+        lines[0],
+    ), lines[0]
+    rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index)", line)}
+    assert set(rows) == {"scan", "skip", "skip-pages", "index"}
+    assert re.match(r"scan +~\d+ +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
+    assert "not available: the table has no marker index" in rows["index"]
+    assert "auto would likely list with skip-pages: the table has no marker index" in text.stdout
+    assert f"Note: {REFRESHED}." in text.stdout
+    document = run(
+        ddb_endpoint_url, "estimate", "-t", table, "--output", "json", "--read-percent", "0.5"
+    )
+    assert document.exit_code == 0, document.output
+    found = json.loads(document.stdout)
+    assert found["items"] == 1200 and found["rate"] == 0.5 * found["read_capacity"]
+    keys = found["keys"]
+    assert 200 <= keys <= 450, keys  # 300, from a sample of four segments' starts
+    by_method = {m["method"]: m for m in found["methods"]}
+    assert by_method["skip"]["rcu"] == 0.5 * (keys + 1)
+    assert by_method["scan"]["rcu"] == found["size_bytes"] / 4096 * 0.5
+
+
+def test_estimate_refuses_what_it_cannot_use(ddb_endpoint_url: str) -> None:
+    bad = run(ddb_endpoint_url, "estimate", "-t", "orders", "--read-percent", "3")
+    assert bad.exit_code == 2 and "0.1<=x<=1.5" in bad.output
+    missing = run(ddb_endpoint_url, "estimate", "-t", "no-such-table")
+    assert missing.exit_code == 1
+    assert missing.stderr.startswith("Error: ") and "no-such-table" in missing.stderr
+
+
+def test_plan_says_what_it_will_cost_on_stderr(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = filled(ddb_client, ddb_table_factory)
+    planned = run(ddb_endpoint_url, "plan", "-t", table, "--tasks", "3", "--method", "scan")
+    assert planned.exit_code == 0, planned.output
+    tasks = [json.loads(line) for line in planned.stdout.splitlines()]  # only tasks on stdout
+    assert [t["segment"] for t in tasks] == [0, 1, 2]
+    said = planned.stderr.splitlines()
+    assert said[0] == "3 task(s), method scan: asked for"
+    assert re.fullmatch(
+        rf"Estimate for {table}: ~\d+ KB, ~1,200 items, ~\d+ keys; scan: ~\d+ RCU, ~[\d.]+ m?s; "
+        rf"1 task\(s\) suggested \({REFRESHED}\)\.",
+        said[1],
+    ), said[1]
+
+
+def test_the_progress_line_shows_the_share_of_the_table_and_the_time_left(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A scan of 5 pages kept to 6 RCU a second (about 45 RCU in all, some 7 s): the line says
+    ~N% of the table's estimated size, never over 100%, and the time left once there is
+    something to go by."""
+    table = filled(ddb_client, ddb_table_factory, keys=1250, pad=60)
+    command = [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "scan"]
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"}
+    result, terminal = run_with_terminal_stderr(
+        [*command, "--max-rcu-per-second", "6", "--endpoint-url", ddb_endpoint_url], env
+    )
+    assert result.returncode == 0, terminal
+    assert len(result.stdout.splitlines()) == 1250
+    shares = [int(n) for n in re.findall(r"; ~(\d+)% of ~\d+ KB", terminal)]
+    assert shares and all(0 <= n <= 100 for n in shares), terminal[-2000:]
+    assert any(0 < n < 100 for n in shares), terminal[-2000:]
+    assert re.search(r"% of ~\d+ KB, ~[\d.]+ s left", terminal), terminal[-2000:]
+    # A skip scan in one segment reads an unknown part of the table: nothing is said.
+    skip, drawn = run_with_terminal_stderr(
+        [*command[:-1], "skip", "--endpoint-url", ddb_endpoint_url], env
+    )
+    assert skip.returncode == 0 and "keys (skip): " in drawn
+    assert "%" not in drawn and " left" not in drawn

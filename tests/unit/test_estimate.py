@@ -1,0 +1,295 @@
+"""The estimate of a listing, decided from a table's description and a sample (no server, no
+client): the cost model per method, auto's likely choice, the tasks rule, what is said when the
+size is unknown; the sample's flow driven by hand; the progress gauge on a fake clock."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+
+from ddbkeys.capacity import item_size
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.partition_keys.estimate import (
+    REFRESHED,
+    SAMPLE_PAGE_BYTES,
+    TASK_SECONDS,
+    Sample,
+    SampledSegment,
+    estimate,
+    sample_limit,
+)
+from ddbkeys.partition_keys.progress import MIN_SECONDS, Gauge
+from ddbkeys.partition_keys.sample import sample_flow
+from tests.unit.test_index_core import info, play
+
+INDEX = "ddbkeys-partition-keys"
+MARKER = "ddbkeys_pk"
+MB = 1024 * 1024
+
+
+def item(pk: str, sk: int, pad: int) -> dict[str, Any]:
+    return {"pk": {"S": pk}, "sk": {"N": str(sk)}, "pad": {"S": "x" * pad}}
+
+
+def collection(pk: str, items: int, pad: int) -> list[dict[str, Any]]:
+    return [item(pk, n, pad) for n in range(items)]
+
+
+def sample(**fields: Any) -> Sample:
+    """A sample of 4 segments (8 requests): 1,000 items in 100 collections (10 of them of
+    4 KB or more), a request's latency 10 ms and the larger pages reading 1 MB a second."""
+    base: dict[str, Any] = {
+        "segments": 4,
+        "requests": 8,
+        "items": 1000,
+        "bytes": 400_000,
+        "keys": 100,
+        "large": 10,
+        "capped_bytes": 100_000,
+        "read_units": 50.0,
+        "latency": 0.01,
+        "bytes_per_second": MB,
+    }
+    return Sample(**{**base, **fields})
+
+
+def big(**changes: Any) -> Any:
+    """A table of 100 MB in 250,000 items, with the marker index."""
+    return info(**{"item_count": 250_000, "size_bytes": 100 * MB, **changes})
+
+
+def estimated(table: Any = None, found: Sample | None = None, **settings: Any) -> Any:
+    return estimate(
+        table or big(),
+        found or sample(),
+        index=INDEX,
+        marker_attribute=MARKER,
+        **settings,
+    )
+
+
+def test_a_sample_is_summed_up_by_collection() -> None:
+    """Keys are collection starts; each collection's bytes count whole, up to 4 KB, and as
+    large from 4 KB; the latency is the fastest first page; the larger pages read their bytes
+    (past each segment's first item) in their time past it; the sample is the whole table only
+    when every segment ended."""
+    first = [*collection("a", 3, 100), *collection("b", 10, 500)]  # b: over 4 KB
+    second = collection("c", 1, 100)
+    segments = [
+        SampledSegment(first, 0.02, 0.5, 2, 3.0, ended=False),
+        SampledSegment(second, 0.01, 0.0, 1, 0.5, ended=True),
+        SampledSegment([], 0.03, 0.0, 1, 0.5, ended=True),
+    ]
+    found = Sample.of_segments(segments, "pk")
+    sizes = {pk: sum(item_size(i) for i in [*first, *second] if i["pk"]["S"] == pk) for pk in "abc"}
+    assert sizes["b"] >= 4096 > sizes["a"]
+    assert (found.items, found.keys, found.large, found.requests) == (14, 3, 1, 4)
+    assert found.bytes == sum(sizes.values())
+    assert found.capped_bytes == sizes["a"] + 4096 + sizes["c"]
+    assert found.bytes_per_second == sum(item_size(i) for i in first[1:]) / (0.5 - 0.01)
+    assert (found.latency, found.read_units) == (0.01, 4.0)
+    assert not found.whole_table
+    assert Sample.of_segments(segments[1:], "pk").whole_table
+
+
+def test_each_method_costs_what_the_model_says() -> None:
+    """Scan: 0.5 RCU per 4 KB of the table; skip: 0.5 RCU a key (keys: the table's items
+    times the sample's keys per item), a request each; skip-pages: each collection's bytes up
+    to 4 KB, at most a scan; the index: its size; times from the measured speed."""
+    table = big(index_sizes={INDEX: 2 * MB})
+    found = estimated(table)
+    assert found.keys == 25_000 and found.items == 250_000 and found.source == "DescribeTable"
+    scan, skip, pages, index = (found.method(m) for m in ("scan", "skip", "skip-pages", "index"))
+    assert scan.rcu == 100 * MB / 4096 * 0.5 and scan.requests == 250
+    # One reader: a request's latency each, and 1 MB a second of reading on top.
+    assert scan.seconds == pytest.approx(250 * 0.01 + 100.0)
+    assert skip.rcu == 0.5 * 25_001 and skip.requests == 25_001
+    average = 100 * MB / 250_000
+    assert skip.seconds == pytest.approx(25_001 * (0.01 + average / MB))
+    assert pages.rcu == pytest.approx(25_000 * 1000 / 4096 * 0.5)
+    assert pages.rcu is not None and scan.rcu is not None and pages.rcu < scan.rcu
+    assert index.available and index.rcu == 2 * MB / 4096 * 0.5
+    assert "cannot be known in advance" in index.note
+    # Tasks: about 15 minutes each at one reader's speed, at most one per MB.
+    assert scan.tasks == 1 and scan.seconds is not None and scan.seconds < TASK_SECONDS
+    huge = estimated(big(size_bytes=10 * 1024 * MB)).method("scan")
+    assert huge.seconds is not None
+    assert huge.tasks == math.ceil(huge.seconds / TASK_SECONDS) > 1
+
+
+def test_a_large_item_costs_the_skip_scan_more_than_a_unit() -> None:
+    found = estimated(big(size_bytes=250_000 * 10_000))  # 10 KB items: 3 units each
+    assert found.method("skip").rcu == 0.5 * 3 * (found.keys + 1)
+
+
+def test_the_time_keeps_to_the_budget_and_shares_the_readers() -> None:
+    """The time is the longer of one reader's time shared by the readers and the read units
+    over the budget (or the table's provisioned limit)."""
+    alone = estimated().method("scan")
+    four = estimated(concurrency=4).method("scan")
+    assert alone.seconds is not None and alone.rcu is not None
+    assert four.seconds == pytest.approx(alone.seconds / 4)
+    slow = estimated(max_rcu_per_second=10).method("scan")
+    assert slow.seconds == pytest.approx(alone.rcu / 10)
+    provisioned = estimated(big(billing_mode="PROVISIONED", provisioned_reads=20.0))
+    assert provisioned.limit == 20.0
+    assert provisioned.method("scan").seconds == pytest.approx(alone.rcu / 20)
+    shared = estimated(big(billing_mode="PROVISIONED", provisioned_reads=400.0), read_percent=0.5)
+    assert shared.rate == 200.0 and shared.read_capacity == 400.0
+    on_demand = estimated(big(billing_mode="PAY_PER_REQUEST"))
+    assert on_demand.limit is None and on_demand.capacity_source.startswith("assumed")
+
+
+@pytest.mark.parametrize(
+    ("changes", "auto", "why"),
+    [
+        ({"sort_key": None}, "scan", "no sort key"),
+        ({"index_projections": {}}, "skip-pages", "no marker index"),
+        ({}, "skip-pages", "the table's stream is off"),
+        ({"stream_arn": "arn:s", "index_statuses": {INDEX: "CREATING"}}, "skip-pages", "ACTIVE"),
+        ({"stream_arn": "arn:s"}, "index", "if its proof succeeds"),
+    ],
+)
+def test_auto_s_likely_choice_and_why(changes: dict[str, Any], auto: str, why: str) -> None:
+    found = estimated(big(**changes, index_sizes={INDEX: MB}))
+    assert found.auto == auto and why in found.auto_reason
+    assert found.method("auto").method == auto
+    assert ("its proof (not known in advance)" in found.summary()) == (auto == "index")
+
+
+def test_methods_the_table_cannot_be_listed_with_are_said() -> None:
+    found = estimated(big(sort_key=None, index_projections={}))
+    assert [m.method for m in found.methods if not m.available] == ["skip", "skip-pages", "index"]
+    assert "no sort key" in found.method("skip").note
+    assert "cannot list it" in found.summary("skip")
+
+
+def test_no_total_is_made_up_when_the_table_reports_nothing() -> None:
+    """A table that says 0 items (on AWS, until its size is refreshed) and a sample that did
+    not reach its end: no numbers, and a note saying why."""
+    found = estimated(info(item_count=0, size_bytes=0))
+    assert (found.items, found.size_bytes, found.keys) == (None, None, None)
+    for method in found.methods:
+        assert method.rcu is None and method.seconds is None and method.tasks is None
+    assert any("no total can be estimated" in note for note in found.notes)
+    assert "size unknown" in found.summary() and "cost unknown" in found.summary()
+
+
+def test_a_sample_that_read_the_whole_table_is_its_truth() -> None:
+    whole = sample(whole_table=True, items=12, bytes=3000, keys=4)
+    found = estimated(info(item_count=0, size_bytes=0), whole)
+    assert (found.items, found.size_bytes, found.keys) == (12, 3000, 4)
+    assert found.source.startswith("the sample")
+    empty = estimated(
+        info(item_count=0, size_bytes=0), Sample(segments=4, requests=4, whole_table=True)
+    )
+    assert empty.keys == 0 and empty.method("scan").rcu == 0.0
+
+
+def test_no_time_when_nothing_was_measured() -> None:
+    """A clock that did not move: no speed, so no time and no tasks (never a made-up one)."""
+    found = estimated(found=sample(latency=0.0, bytes_per_second=0.0))
+    assert found.method("scan").seconds is None and found.method("scan").tasks is None
+    assert found.method("scan").rcu is not None
+
+
+def test_the_estimate_as_json_and_in_one_line() -> None:
+    found = estimated()
+    data = json.loads(found.to_json())
+    assert data["auto"] == "skip-pages" and data["keys"] == 25_000
+    assert [m["method"] for m in data["methods"]] == ["scan", "skip", "skip-pages", "index"]
+    assert data["sample"]["requests"] == 8 and REFRESHED in data["notes"]
+    line = found.summary()
+    assert line.startswith("Estimate for orders: ~100 MB, ~250,000 items, ~25,000 keys;")
+    assert "skip-pages (auto's likely choice): ~" in line and "refreshed" in line
+    assert "\n" not in line and found.summary("scan").count("scan:") == 1
+
+
+def test_a_sampled_page_reads_about_64_kb() -> None:
+    assert sample_limit(info(item_count=1000, size_bytes=1000 * 100)) == SAMPLE_PAGE_BYTES // 100
+    assert sample_limit(info(item_count=10, size_bytes=10 * 400_000)) == 1
+    assert sample_limit(info(item_count=10**6, size_bytes=10**6)) == 1000
+    assert sample_limit(info(item_count=0, size_bytes=0)) == 100
+
+
+def test_the_sample_reads_the_start_of_four_segments() -> None:
+    """Each segment: a page of one item (its latency), then from there a larger page; a
+    segment that ends at its first page gets no second one. Times come from the given clock."""
+    table = info(item_count=1000, size_bytes=100_000)
+    reader = Reader(None, "orders")
+    # Each first page takes 1 s; the second pages 3 s.
+    ticks = iter([0, 1, 1, 4, 4, 5, 5, 6, 6, 7, 7, 10])
+    flow = sample_flow(reader, table, clock=lambda: float(next(ticks)))
+    rest = collection("a", 5, 50)
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}}
+    cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
+    script = [
+        ("scan", {"Items": rest[:1], **more, **cost}),
+        ("scan", {"Items": rest[1:], **more, **cost}),
+        ("scan", {"Items": [item("b", 0, 10)], **cost}),  # ended at its first page
+        ("scan", {"Items": [], **cost}),
+        ("scan", {"Items": collection("c", 1, 10), **more, **cost}),
+        ("scan", {"Items": [], **cost}),
+    ]
+    found, sent = play(flow, script)
+    params = [dict(r.params) for r in sent]
+    assert [(p["Segment"], p["TotalSegments"], p["Limit"]) for p in params] == [
+        (0, 4, 1),
+        (0, 4, SAMPLE_PAGE_BYTES // 100),
+        (1, 4, 1),
+        (2, 4, 1),
+        (3, 4, 1),
+        (3, 4, SAMPLE_PAGE_BYTES // 100),
+    ]
+    assert params[1]["ExclusiveStartKey"] == more["LastEvaluatedKey"]
+    assert "ProjectionExpression" not in params[0]  # whole items: their sizes are measured
+    assert (found.segments, found.requests, found.items, found.keys) == (4, 6, 7, 3)
+    assert found.latency == 1.0 and found.read_units == 3.0
+    # The one larger page that read items: its bytes over its time past the latency.
+    assert found.bytes_per_second == sum(item_size(i) for i in rest[1:]) / 2
+    assert not found.whole_table
+
+
+# --- the progress gauge ---------------------------------------------------------------------
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_scan_s_progress_is_its_read_units_against_the_size() -> None:
+    clock = Clock()
+    gauge = Gauge("scan", 8192 * 100, 1, clock=clock)  # 100 RCU to scan
+    assert gauge.read(0.0, 0).done == 0.0
+    clock.now += MIN_SECONDS / 2
+    early = gauge.read(50.0, 0)
+    assert early.done == 0.5 and early.by == "size" and early.seconds_left is None
+    clock.now += MIN_SECONDS * 1.5  # 2 x MIN_SECONDS for half: as long again
+    assert gauge.read(50.0, 0).seconds_left == pytest.approx(2 * MIN_SECONDS)
+    past = gauge.read(120.0, 0)  # more than the estimate: ~100%, and no time left is said
+    assert past.done == 1.0 and past.capped and past.seconds_left is None
+    assert gauge.read(120.0, 1).done == 1.0 and not gauge.read(120.0, 1).capped
+
+
+def test_a_resumed_scan_counts_the_segments_it_had_done() -> None:
+    clock = Clock()
+    gauge = Gauge("index", 8192 * 100, 8, done_at_start=4, units_at_start=7.0, clock=clock)
+    assert gauge.read(7.0 + 25.0, 4).done == pytest.approx(0.5 + 0.25 * 0.5)
+
+
+def test_a_skip_scan_s_progress_is_its_segments_or_nothing() -> None:
+    clock = Clock()
+    gauge = Gauge("skip-pages", 8192 * 100, 8, clock=clock)
+    clock.now += 10
+    found = gauge.read(999.0, 2)
+    assert found.done == 0.25 and found.by == "segments" and found.seconds_left == 30.0
+    assert Gauge("skip", 8192 * 100, 1, clock=clock).read(5.0, 0).done is None
+    unknown = Gauge("scan", 0, 1, clock=clock)  # DescribeTable gave no size: nothing said
+    assert unknown.read(5.0, 0).done is None
