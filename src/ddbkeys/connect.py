@@ -4,8 +4,11 @@ Every setting is resolved when the client is made, never at import time, in this
 
 1. the argument given (``--endpoint-url``, ``--region``, ``--profile`` on the CLI);
 2. the standard AWS environment variables: ``AWS_ENDPOINT_URL_DYNAMODB`` then ``AWS_ENDPOINT_URL``;
-   ``AWS_REGION`` then ``AWS_DEFAULT_REGION``; ``AWS_PROFILE``;
+   ``AWS_REGION`` then ``AWS_DEFAULT_REGION``;
 3. the AWS config and credentials files (``region``, ``endpoint_url`` of the profile);
+   ``AWS_PROFILE`` and the credentials are left to boto3, so they resolve exactly as a
+   ``boto3.client("dynamodb")`` resolves them (keys exported in the environment win over
+   ``AWS_PROFILE``'s, as in boto3 and the AWS CLI; ``--profile`` names the profile to use);
 4. defaults: the public DynamoDB endpoint of the region.
 
 The client's connect timeout is at most 5 s and its read timeout at most 30 s, and neither more
@@ -77,7 +80,9 @@ def resolve_settings(
     return ClientSettings(
         endpoint_url=endpoint,
         region=region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-        profile=profile or env.get("AWS_PROFILE") or None,
+        # (AWS_PROFILE is boto3's to read: given to it as an argument, it would make the
+        # profile's keys win over exported ones, which boto3 and the AWS CLI do not do.)
+        profile=profile or None,
     )
 
 

@@ -53,6 +53,8 @@ def test_argument_beats_environment() -> None:
     assert settings.endpoint_url == "http://127.0.0.1:9999"
     assert settings.region == "ap-south-1"
     assert settings.profile == "from-arg"
+    # AWS_PROFILE is left to boto3 (test_credentials_resolve_as_boto3_resolves_them)
+    assert resolve_settings(environ=env).profile is None
 
 
 def test_service_specific_variables_beat_general_ones() -> None:
@@ -82,6 +84,29 @@ def test_client_uses_environment(clean_env: Path, monkeypatch: pytest.MonkeyPatc
     client = make_client()
     assert client.meta.endpoint_url == "http://127.0.0.1:4567"
     assert client.meta.region_name == "eu-west-3"
+
+
+def test_credentials_resolve_as_boto3_resolves_them(
+    clean_env: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AWS_PROFILE set and keys exported: boto3 (and the AWS CLI) sign with the exported keys,
+    and so does ddbkeys (it signed with the profile's); --profile picks the profile's."""
+    import boto3  # noqa: PLC0415
+
+    clean_env.write_text(
+        "[profile team]\nregion = sa-east-1\naws_access_key_id = AKIDTEAM\n"
+        "aws_secret_access_key = secret\n"
+    )
+    monkeypatch.setenv("AWS_PROFILE", "team")
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXPORTED")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "exported-secret")
+    boto3_keys = boto3.client("dynamodb")._request_signer._credentials.access_key
+    ours = make_client()
+    assert boto3_keys == "AKIDEXPORTED"
+    assert ours._request_signer._credentials.access_key == boto3_keys
+    assert ours.meta.region_name == "sa-east-1"  # the profile still gives its settings
+    named = make_client(profile="team")._request_signer._credentials.access_key
+    assert named == "AKIDTEAM"
 
 
 def test_client_uses_profile_from_config_file(
