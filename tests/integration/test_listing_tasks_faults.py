@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys import ResumeTokenError
 from ddbkeys.partition_keys import ListingTask, MarkerIndex, plan_listing, run_task, run_tasks
 from ddbkeys.partition_keys import tasks as tasks_module
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy
@@ -160,6 +161,16 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
     per_task = run_under_faults(fault_proxy, planned, seed=20, reading=3)
     assert_exact(ddb_client, table, per_task)
     assert sorted(per_task[3]) == ["k001", "late"]  # the re-checked collections that exist
+    # Each task stopped after a key goes on from its checkpoint (its proof carried along);
+    # another task's checkpoint is refused.
+    for task, keys in zip(planned, per_task, strict=True):
+        listing = run_task(task)
+        first = next(iter(listing))
+        rest = list(run_task(task.going_on(listing.checkpoint())))
+        assert sorted([first, *rest]) == sorted(keys)
+        other = planned[task.segment - 1]
+        with pytest.raises(ResumeTokenError, match=f"not a checkpoint of task {other.segment} "):
+            other.going_on(listing.checkpoint())
 
 
 #: A worker: runs the task on its stdin, writing for each key one JSON line of the key and the
