@@ -23,9 +23,9 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ddbkeys.connect import make_client
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys.base import Position
-from ddbkeys.partition_keys.checkpoint import decode_token, encode_token
+from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, encode_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
 
@@ -75,8 +75,36 @@ class ListingTask:
         return task
 
     def going_on(self, token: str) -> ListingTask:
-        """This task, continued from ``token`` (``checkpoint()`` of its listing)."""
+        """This task, continued from ``token`` (``checkpoint()`` of its listing). A checkpoint
+        of another task (or of another plan's) is refused with a ResumeTokenError: it would
+        continue that task, whose keys the engine would take for this one's."""
+        theirs, ours = decode_token(token), decode_token(self.token)
+        why = _not_of_task(theirs, ours, self.segment)
+        if why is not None:
+            raise ResumeTokenError(
+                f"The resume token is not a checkpoint of task {self.segment} of "
+                f"{self.segments} of the listing of table {self.table!r} ({why}): continue a "
+                "task from its own listing's checkpoint(), or run it again from its start."
+            )
         return replace(self, token=token)
+
+
+def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | None:
+    """Why checkpoint ``theirs`` is not of the task whose token is ``ours`` (None: it is)."""
+    if theirs.table != ours.table:
+        return f"it is of table {theirs.table!r}"
+    if (theirs.key_schema, theirs.created) != (ours.key_schema, ours.created):
+        return f"it is of a table created at {theirs.created or 'an unknown time'}"
+    if theirs.method != ours.method:
+        return f"it is of method {theirs.method}"
+    if len(theirs.positions) != len(ours.positions):
+        return f"it is of {len(theirs.positions)} Scan segments, not {len(ours.positions)}"
+    for n, position in enumerate(theirs.positions):
+        if n != segment and position is not True:
+            return f"segment {n} is not done in it"
+    if theirs.replay != ours.replay:
+        return "it holds another proof of the marker index"
+    return None
 
 
 def plan_listing(

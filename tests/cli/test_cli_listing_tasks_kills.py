@@ -1,0 +1,122 @@
+"""``ddbkeys partition-keys plan`` and ``run-task`` from the shell (issue 22, "Done when"), as
+a shell loop, ``xargs -P`` or AWS Batch drive them: through the fault proxy (throttles, lost
+answers, 5xx, and every Scan answered late), one ``run-task`` process is killed with SIGKILL
+mid-task, the tasks are run (that one again, from its start), and the union of their outputs
+is exactly the table's keys, each once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from ddbkeys.testing import FaultPlan, FaultProxy
+from tests.integration.test_listing_tasks_faults import FAULTS, faulty, fill_wide
+from tests.integration.test_marker_lifecycle import non_empty
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+TASKS = 3
+
+
+def shell_env() -> dict[str, str]:
+    """The environment of the shell: the ddbkeys command beside this Python (the virtual
+    environment's) first on PATH, and unbuffered output, so a killed run-task leaves on disk
+    the keys it had written."""
+    path = f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"
+    return {**os.environ, "PATH": path, "PYTHONUNBUFFERED": "1"}
+
+
+def shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", script],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=shell_env(),
+    )
+
+
+def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill_wide(ddb_client, table, 45)  # a 4 KB page holds a key or two: many Scans a task
+    # The plan, through the faults: the whole listing reads at most 6 RCU a second, 2 a task.
+    fault_proxy.set_plan(faulty(1, frozenset({"DescribeTable"})))
+    planned = shell(
+        f"ddbkeys partition-keys plan -t {table} --tasks {TASKS} --method skip-pages"
+        f" --max-rcu-per-second 6 --endpoint-url {fault_proxy.endpoint_url} > tasks.jsonl"
+        " && split -l 1 -a 1 -d tasks.jsonl task.",
+        tmp_path,
+    )
+    assert planned.returncode == 0, planned.stderr
+    assert f"{TASKS} task(s), method skip-pages" in planned.stderr
+    assert sorted(p.name for p in tmp_path.glob("task.?")) == ["task.0", "task.1", "task.2"]
+    for fault in FAULTS:
+        assert fault_proxy.counts_by_operation[("DescribeTable", fault.value)] >= 1
+    # Task 0 alone, each Scan answered 50 ms late and meeting every fault first; killed with
+    # SIGKILL once it has written 3 keys.
+    fault_proxy.reset()
+    fault_proxy.set_plan(
+        FaultPlan(
+            script=list(FAULTS),
+            script_operations=frozenset({"Scan"}),
+            delay_answer=1.0,
+            delay_seconds=0.05,
+            operations=frozenset({"Scan"}),
+        )
+    )
+    killed = subprocess.Popen(
+        ["bash", "-c", "exec ddbkeys partition-keys run-task < task.0 > keys.0"],
+        cwd=tmp_path,
+        env=shell_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    partial = tmp_path / "keys.0"
+    deadline = time.monotonic() + 60
+    while not partial.exists() or partial.read_text().count("\n") < 3:
+        assert killed.poll() is None, killed.communicate()
+        assert time.monotonic() < deadline, "the task wrote no 3 keys in 60 s"
+        time.sleep(0.01)
+    killed.send_signal(signal.SIGKILL)
+    _, err = killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL, err  # it died by the signal, mid-task
+    assert err == ""  # no summary: it never finished
+    before = partial.read_text().splitlines()
+    for fault in FAULTS:
+        assert fault_proxy.counts_by_operation[("Scan", fault.value)] == 1
+    # Every task, the killed one again from its start, 3 at once, through random faults.
+    fault_proxy.set_plan(faulty(2, chance=0.1))
+    done = shell(
+        "printf '%s\\n' 0 1 2 | xargs -P 3 -I{} sh -c"
+        " 'ddbkeys partition-keys run-task < task.{} > keys.{}'",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("keys (skip-pages):") == TASKS
+    outputs = [(tmp_path / f"keys.{n}").read_text().splitlines() for n in range(TASKS)]
+    union = Counter(key for keys in outputs for key in keys)
+    assert sorted(union) == non_empty(ddb_client, table)
+    assert set(union.values()) == {1}  # each key in one task's output, once
+    assert 3 <= len(before) < len(outputs[0]) and set(before) < set(outputs[0])  # mid-task
+    for fault in FAULTS:
+        assert fault_proxy.counts_by_operation[("Scan", fault.value)] >= 2  # and then more

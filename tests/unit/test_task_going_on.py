@@ -1,0 +1,55 @@
+"""``ListingTask.going_on`` takes only a checkpoint of that task (pure: no server). A checkpoint
+of another task of the plan would continue that task instead, and the engine would take its
+keys for this one's: some keys twice, this task's never."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from ddbkeys import ResumeTokenError
+from ddbkeys.partition_keys import ListingTask
+from ddbkeys.partition_keys.base import Position
+from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token
+
+
+def token(positions: list[Position], **changed: object) -> str:
+    checkpoint = Checkpoint("orders", "pk:S,sk:N", "skip-pages", positions, "2024-01-01")
+    return encode_token(replace(checkpoint, **changed))  # type: ignore[arg-type]
+
+
+def task(segment: int, segments: int = 3) -> ListingTask:
+    alone: list[Position] = [None if n == segment else True for n in range(segments)]
+    return ListingTask("orders", "skip-pages", "", segment, segments, token(alone))
+
+
+def test_a_task_goes_on_from_a_checkpoint_of_its_own() -> None:
+    at = token([True, {"S": "k7"}, True])
+    assert task(1).going_on(at).token == at
+    done = token([True, True, True])  # the task's listing ended: nothing left
+    assert task(1).going_on(done).token == done
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "why"),
+    [
+        (token([{"S": "k7"}, True, True]), "segment 0 is not done in it"),
+        (token([True, {"S": "k7"}]), "it is of 2 Scan segments, not 3"),
+        (token([True, {"S": "k7"}, True], table="other"), "it is of table 'other'"),
+        (token([True, {"S": "k7"}, True], method="scan"), "it is of method scan"),
+        (token([True, {"S": "k7"}, True], created="2023"), "it is of a table created at 2023"),
+        (
+            token([True, {"S": "k7"}, True], replay={"margin": 1.0, "keys": []}),
+            "it holds another proof of the marker index",
+        ),
+    ],
+)
+def test_a_checkpoint_of_another_task_or_plan_is_refused(checkpoint: str, why: str) -> None:
+    with pytest.raises(ResumeTokenError) as refused:
+        task(1).going_on(checkpoint)
+    assert str(refused.value) == (
+        f"The resume token is not a checkpoint of task 1 of 3 of the listing of table 'orders' "
+        f"({why}): continue a task from its own listing's checkpoint(), or run it again from "
+        "its start."
+    )
