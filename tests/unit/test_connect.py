@@ -100,13 +100,31 @@ def test_credentials_resolve_as_boto3_resolves_them(
     monkeypatch.setenv("AWS_PROFILE", "team")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXPORTED")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "exported-secret")
-    boto3_keys = boto3.client("dynamodb")._request_signer._credentials.access_key
+    boto3_keys = signed_with(boto3.client("dynamodb"))
     ours = make_client()
     assert boto3_keys == "AKIDEXPORTED"
-    assert ours._request_signer._credentials.access_key == boto3_keys
+    assert signed_with(ours) == boto3_keys
     assert ours.meta.region_name == "sa-east-1"  # the profile still gives its settings
-    named = make_client(profile="team")._request_signer._credentials.access_key
-    assert named == "AKIDTEAM"
+    assert signed_with(make_client(profile="team")) == "AKIDTEAM"
+
+
+class _Sent(Exception):
+    """(Stops a request once signed: nothing leaves the machine.)"""
+
+
+def signed_with(client: Any) -> str:
+    """The access key id a client signs its requests with (read from the Authorization header
+    of a request stopped before it is sent)."""
+    seen: list[str] = []
+
+    def stop(request: Any, **_: Any) -> None:
+        seen.append(request.headers["Authorization"].decode())
+        raise _Sent
+
+    client.meta.events.register("before-send.dynamodb", stop)
+    with pytest.raises(_Sent):
+        client.list_tables()
+    return seen[0].split("Credential=")[1].split("/")[0]
 
 
 def test_client_uses_profile_from_config_file(
