@@ -120,3 +120,54 @@ def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
     assert 3 <= len(before) < len(outputs[0]) and set(before) < set(outputs[0])  # mid-task
     for fault in FAULTS:
         assert fault_proxy.counts_by_operation[("Scan", fault.value)] >= 2  # and then more
+
+
+def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """With --checkpoint and --output-file, a run-task killed with SIGKILL mid-task goes on
+    from its checkpoint when the same command runs again: its output holds each of its keys
+    exactly once; another task's checkpoint is refused."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill_wide(ddb_client, table, 45)
+    planned = shell(
+        f"ddbkeys partition-keys plan -t {table} --tasks 2 --method skip-pages"
+        f" --max-rcu-per-second 4 --endpoint-url {fault_proxy.endpoint_url} > tasks.jsonl"
+        " && split -l 1 -a 1 -d tasks.jsonl task.",
+        tmp_path,
+    )
+    assert planned.returncode == 0, planned.stderr
+    fault_proxy.set_plan(
+        FaultPlan(delay_answer=1.0, delay_seconds=0.05, operations=frozenset({"Scan"}))
+    )
+    command = "ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file keys.0 < task.0"
+    killed = subprocess.Popen(
+        ["bash", "-c", f"exec {command}"], cwd=tmp_path, env=shell_env(), stderr=subprocess.PIPE
+    )
+    out, checkpoint = tmp_path / "keys.0", tmp_path / "t0.ckpt"
+    deadline = time.monotonic() + 60
+    while not out.exists() or out.read_text().count("\n") < 3 or not checkpoint.exists():
+        assert killed.poll() is None, killed.communicate()
+        assert time.monotonic() < deadline, "the task wrote no 3 keys in 60 s"
+        time.sleep(0.01)
+    killed.send_signal(signal.SIGKILL)
+    killed.communicate(timeout=30)
+    assert killed.returncode == -signal.SIGKILL
+    assert fault_proxy.counts_by_operation[("Scan", "delay_answer")] >= 1
+    # Another task on this checkpoint: refused, nothing written.
+    other = shell("ddbkeys partition-keys run-task --checkpoint t0.ckpt < task.1", tmp_path)
+    assert other.returncode == 1 and other.stdout == "", other.stderr
+    assert "Error: " in other.stderr and "\n" not in other.stderr.strip(), other.stderr
+    fault_proxy.set_plan(faulty(3, chance=0.1))
+    again = shell(command, tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert "Going on from t0.ckpt" in again.stderr
+    assert not checkpoint.exists()  # removed once the task ended
+    alone = shell("ddbkeys partition-keys run-task < task.0", tmp_path)
+    task_keys = alone.stdout.splitlines()
+    written = out.read_text().splitlines()
+    assert Counter(written) == Counter(task_keys) and len(set(written)) == len(written)
+    assert 0 < len(task_keys) < len(non_empty(ddb_client, table))

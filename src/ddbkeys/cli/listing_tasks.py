@@ -4,6 +4,7 @@ a shell loop, ``xargs -P``, AWS Batch or Step Functions to run (see
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -16,7 +17,8 @@ from ddbkeys.cli.common import (
     state_table_option,
 )
 from ddbkeys.cli.listing_estimate import budget_options
-from ddbkeys.cli.listing_output import jsonl_line, text_line
+from ddbkeys.cli.listing_sink import KeySink
+from ddbkeys.cli.partition_keys import stream_keys
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys import METHODS, ListingTask, estimate_listing, plan_listing, run_task
 
@@ -102,21 +104,58 @@ def plan_command(
     show_default=True,
     help="text: one key per line (as the listing writes them); jsonl: a JSON object per key.",
 )
-def run_task_command(output: str) -> None:
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keep the task's position in FILE (as the listing's --checkpoint): after a kill, even "
+    "kill -9, the same command goes on from there; with --output-file, every key exactly "
+    "once. A checkpoint of another task is refused.",
+)
+@click.option(
+    "--output-file",
+    metavar="OUT",
+    type=click.Path(dir_okay=False),
+    help="Write the keys to OUT instead of stdout (with --checkpoint, a resume first cuts OUT "
+    "back to what the checkpoint recorded).",
+)
+@click.pass_context
+def run_task_command(
+    ctx: click.Context, output: str, checkpoint_file: str | None, output_file: str | None
+) -> None:
     """Run one task of `ddbkeys partition-keys plan` (its JSON line on stdin) and write its
-    keys on stdout. Run again, a task writes the same keys.
+    keys on stdout. Run again from its start, a task writes the same keys; with --checkpoint
+    it goes on from where a killed run stopped instead. Ctrl-C, SIGTERM and SIGHUP stop it
+    after the key being written, with a checkpoint saved.
 
     \b
-    Example:
+    Examples:
       ddbkeys partition-keys plan -t orders --tasks 1 | ddbkeys partition-keys run-task
+      ddbkeys partition-keys plan -t orders --tasks 2 > tasks.jsonl
+      head -1 tasks.jsonl | ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file t0
     """
     line = sys.stdin.readline()
     if not line.strip():
         raise click.UsageError("No task on stdin: pipe one line of `partition-keys plan` in.")
-    listing = run_task(ListingTask.from_json(line))
-    write = text_line if output == "text" else jsonl_line
-    for key in listing:
-        click.echo(write(key))
+    task = ListingTask.from_json(line)
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two."
+        )
+    sink = KeySink(output, output_file, checkpoint_file)
+    if sink.resume_token is not None:
+        task = task.going_on(sink.resume_token)  # (another task's checkpoint is refused)
+    listing = run_task(task)
+    sink.open(listing)
+    if sink.resumed:
+        click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
+    stream_keys(ctx, listing, output, sink, None)
+    sink.finish()
     usage = listing.usage
     click.echo(
         f"{listing.keys_found} keys ({listing.method_name}): {usage.requests} requests, "
