@@ -11,6 +11,10 @@ Rules, so that no example can escape:
   ``make test`` are the README's two commands, which CI runs itself (``make test`` *is* CI; the
   demo is run by tests/cli/test_demo.py); ``ddbkeys local`` without ``--fetch-only`` runs until
   Ctrl-C, so it is started, its first lines checked, and interrupted.
+- a ```python block whose first line is a comment naming a file (``# glue_listing.py``) is a
+  script the page tells the reader to save (a Glue job's): it is saved in the scratch folder
+  under that name instead of being run in the namespace, and a later ```sh line of the page must
+  run it.
 - ```text and ```json blocks are output, shown to the reader; any other language fails the test.
 - a page declares the tables its examples use in a comment, ``<!-- doc-tables: orders=pk:S,sk:N
   -->``; each is created under a unique name for the run, and the name is substituted where a
@@ -48,6 +52,7 @@ PAGES = [
 BLOCK = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 TABLES = re.compile(r"<!-- doc-tables: (.*?) -->")
 RUN_ELSEWHERE = {"make demo", "make test"}
+SAVED_SCRIPT = re.compile(r"\A# ([\w-]+\.py)\n")
 #: What examples that build boto3 objects themselves (``boto3.resource("dynamodb")``) need on
 #: DynamoDB Local, where a developer's AWS profile would give them: set unless already set.
 LOCAL_SETTINGS = {
@@ -156,10 +161,15 @@ def test_examples_run(
     fixtures: dict[str, Any] = {"ddb_client": ddb_client, "ddb_table_factory": ddb_table_factory}
     namespace: dict[str, Any] = {"__name__": f"doc_{page.stem}"}
     ran = 0
+    saved: list[str] = []  # scripts saved, each run by a shell line that names it
     for language, line_no, original in blocks(text):
         where = f"{page.relative_to(ROOT)}:{line_no}"
         code = substitute(original, language, names)
         if language in ("text", "json"):
+            continue
+        if language == "python" and (script := SAVED_SCRIPT.match(code)):
+            (tmp_path / script[1]).write_text(code, encoding="utf-8")
+            saved.append(script[1])
             continue
         if language == "python":
             if "DynamoDBLocal(" in code and os.environ.get(ENDPOINT_ENV):
@@ -180,10 +190,12 @@ def test_examples_run(
                         run_local_until_interrupted(line, env, tmp_path)
                     continue
                 run_shell(line, env, tmp_path, where)
+                saved = [name for name in saved if name not in line]
             ran += 1
         else:
             pytest.fail(f"{where}: a ```{language} block: use python or sh (run), text or json")
     assert ran, f"{page.name} has no runnable example"
+    assert not saved, f"{page.name}: no shell line runs {', '.join(saved)}"
 
 
 def test_every_page_is_collected() -> None:
