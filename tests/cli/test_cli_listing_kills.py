@@ -103,7 +103,7 @@ def test_kill9_at_random_then_the_same_command_writes_every_key_exactly_once(
     )
     out, checkpoint = tmp_path / "keys.txt", tmp_path / "listing.ckpt"
     command = listing_args(
-        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
+        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
     )
     code, errors = kill_at_random(command, kills=4, rng=random.Random(5))
     assert code == 0, errors[-1]
@@ -184,7 +184,7 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
     )
     checkpoint, out = tmp_path / "listing.ckpt", tmp_path / "keys.txt"
     command = listing_args(
-        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out)
+        fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
     )
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -250,7 +250,7 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
         f"Error: The checkpoint file {garbage} is not one ddbkeys wrote, or it was cut short or "
         f"changed (not JSON): delete it to start the listing again."
     )
-    same = run_cli(ddb_endpoint_url, table, "--checkpoint", str(out), "-o", str(out))
+    same = run_cli(ddb_endpoint_url, table, "--checkpoint", str(out), "--output-file", str(out))
     assert same.returncode == 2 and same.stderr.strip().splitlines()[-1] == (
         f"Error: --checkpoint and --output-file are the same file ({out}): name two files."
     )
@@ -269,7 +269,9 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
     write_atomically(
         str(checkpoint), encode_file(CheckpointFile(token, str(out), "text", len(head), 2))
     )
-    wrong_table = run_cli(ddb_endpoint_url, other, "--checkpoint", str(checkpoint), "-o", str(out))
+    wrong_table = run_cli(
+        ddb_endpoint_url, other, "--checkpoint", str(checkpoint), "--output-file", str(out)
+    )
     assert wrong_table.returncode == 1
     assert f"The resume token is for table {table!r}, not {other!r}" in wrong_table.stderr
     to_stdout = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint))
@@ -278,14 +280,26 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
         to_stdout.stderr
     )
     both = run_cli(
-        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out), "--resume", token
+        ddb_endpoint_url,
+        table,
+        "--checkpoint",
+        str(checkpoint),
+        "--output-file",
+        str(out),
+        "--resume",
+        token,
     )
     assert both.returncode == 2 and "--resume and the checkpoint file" in both.stderr
     assert out.read_text() == head + "partial"  # nothing touched by a refusal
     tampered = checkpoint.read_text().replace('"keys": 2', '"keys": 3')
     (tmp_path / "tampered.ckpt").write_text(tampered)
     changed = run_cli(
-        ddb_endpoint_url, table, "--checkpoint", str(tmp_path / "tampered.ckpt"), "-o", str(out)
+        ddb_endpoint_url,
+        table,
+        "--checkpoint",
+        str(tmp_path / "tampered.ckpt"),
+        "--output-file",
+        str(out),
     )
     assert changed.returncode == 1 and "(its check does not match)" in changed.stderr
     json_output = run_cli(
@@ -295,7 +309,9 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
         json_output.stderr
     )
     # The right command goes on: the partial line is cut off, the other keys follow.
-    resumed = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    resumed = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert "Going on from" in resumed.stderr and "(2 keys written before)" in resumed.stderr
     assert out.read_text().splitlines() == full
@@ -333,7 +349,9 @@ def test_what_a_checkpoint_cannot_vouch_for_is_refused_or_forgotten(
         ),
     )
     out.write_text(head.replace("k", "K", 1))  # edited, same length
-    edited = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    edited = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
+    )
     assert edited.returncode == 1
     assert edited.stderr.strip().splitlines()[-1] == (
         f"Error: The output file {out} was changed since the checkpoint file {checkpoint} was "
@@ -344,14 +362,18 @@ def test_what_a_checkpoint_cannot_vouch_for_is_refused_or_forgotten(
     # Another run of the same listing holds the lock: refused, nothing touched.
     with open(f"{checkpoint}.lock", "ab") as held:
         fcntl.flock(held, fcntl.LOCK_EX)
-        twice = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+        twice = run_cli(
+            ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
+        )
     assert twice.returncode == 1
     assert twice.stderr.strip().splitlines()[-1] == (
         f"Error: Another listing is using the checkpoint file {checkpoint} (it holds "
         f"{checkpoint}.lock): wait for it to end, or name another file."
     )
     assert out.read_text() == head
-    done = run_cli(ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "-o", str(out))
+    done = run_cli(
+        ddb_endpoint_url, table, "--checkpoint", str(checkpoint), "--output-file", str(out)
+    )
     assert done.returncode == 0, done.stderr
     assert sorted(out.read_text().splitlines()) == text_keys(names)
     assert not checkpoint.exists() and not Path(f"{checkpoint}.lock").exists()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from ddbkeys import __version__
@@ -18,21 +20,51 @@ from ddbkeys.cli.partition_keys import partition_keys_group
 __all__ = ["cli", "main"]
 
 
+#: The options every command takes that may also come before the command's name, as with the
+#: AWS CLI (``ddbkeys --region eu-west-1 ids next ...``); given after it, they win.
+GLOBAL_OPTIONS = ("endpoint_url", "region", "profile", "timeout", "output", "query")
+
+
+def _defaults_for(command: click.Command, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` as the defaults of ``command`` and of every command under it (click's
+    default_map: a command's own options by name, its subcommands' by command name)."""
+    names = {param.name for param in command.params}
+    defaults: dict[str, Any] = {k: v for k, v in given.items() if k in names}
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            defaults[name] = _defaults_for(sub, given)
+    return defaults
+
+
 @click.group("ddbkeys", cls=DdbKeysGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="ddbkeys")
-def cli() -> None:
+@click.option("--endpoint-url", metavar="URL", help="As after the command (see its --help).")
+@click.option("--region", metavar="REGION", help="As after the command.")
+@click.option("--profile", metavar="NAME", help="As after the command.")
+@click.option("--timeout", type=float, metavar="SECONDS", help="As after the command.")
+@click.option("--output", metavar="FORMAT", help="As after the command (its choices).")
+@click.option("--query", metavar="JMESPATH", help="As after the command.")
+@click.pass_context
+def cli(ctx: click.Context, /, **given: Any) -> None:
     """Ever-increasing ids and distinct partition keys for Amazon DynamoDB.
 
     Every command takes --endpoint-url, --region, --profile (or the standard AWS_* environment
-    variables) and --local, which runs it against a throwaway embedded DynamoDB Local.
-    Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest.
+    variables, resolved as boto3 resolves them), --timeout, and where it prints a JSON
+    document --output json|table|text and --query; before the command's name too, as with the
+    AWS CLI (after it, they win). --local runs a command against a throwaway embedded
+    DynamoDB Local. Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for
+    the rest.
 
     \b
     Examples:
       ddbkeys ids next -t orders --counter order
+      ddbkeys --output json ids current -t orders --counter order
       ddbkeys partition-keys -t orders
       ddbkeys partition-keys --help
     """
+    chosen = {k: v for k, v in given.items() if v is not None}
+    if chosen:
+        ctx.default_map = _defaults_for(ctx.command, chosen)
 
 
 cli.add_command(demo_command)

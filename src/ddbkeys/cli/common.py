@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.spinner import Spinner
 
+from ddbkeys.cli.rendering import FORMATS, check_query, configured_output, render
 from ddbkeys.connect import make_client
 from ddbkeys.errors import DdbKeysError, one_line, translate_error
 from ddbkeys.local import DynamoDBLocal
@@ -32,7 +33,9 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-OUTPUT_CHOICE = click.Choice(["text", "json"])
+OUTPUT_CHOICE = click.Choice(list(FORMATS))
+#: Where --query is kept for the command being run (ctx.meta).
+QUERY_KEY = "ddbkeys.query"
 
 
 @dataclass
@@ -152,15 +155,40 @@ def table_option(func: F) -> F:
     )(func)
 
 
+def _default_output() -> str:
+    return configured_output() or "text"
+
+
+def _keep_query(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    check_query(value)
+    if value is not None:
+        ctx.meta[QUERY_KEY] = value
+    return value
+
+
 def output_option(func: F) -> F:
-    """Add --output text|json."""
+    """Add --output text|json|table and --query (JMESPath), as the AWS CLI has them."""
+    func = click.option(
+        "--query",
+        metavar="JMESPATH",
+        expose_value=False,
+        callback=_keep_query,
+        help="Print only this part of the JSON document (a JMESPath expression, as in the AWS "
+        "CLI), e.g. --query 'ids[0]'.",
+    )(func)
     return click.option(
         "--output",
         type=OUTPUT_CHOICE,
-        default="text",
-        show_default=True,
-        help="text for people and pipes, json for programs.",
+        default=_default_output,
+        show_default="AWS_DEFAULT_OUTPUT or your AWS profile's output, else text",
+        help="text for people and pipes, json for programs, table for a boxed table.",
     )(func)
+
+
+def structured(output: str) -> bool:
+    """Whether the command prints its JSON document (--output json or table, or a --query)."""
+    ctx = click.get_current_context(silent=True)
+    return output != "text" or (ctx is not None and QUERY_KEY in ctx.meta)
 
 
 def json_text(value: Any) -> str:
@@ -169,7 +197,14 @@ def json_text(value: Any) -> str:
 
 
 def echo_json(value: Any) -> None:
-    click.echo(json_text(value))
+    """Print the command's one JSON document as --output and --query say."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        click.echo(json_text(value))
+        return
+    output = str(ctx.params.get("output") or "json")
+    title = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip()
+    click.echo(render(value, output, ctx.meta.get(QUERY_KEY), title))
 
 
 def error_text(exc: BaseException) -> str:

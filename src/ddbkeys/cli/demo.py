@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 from rich.table import Table
 
-from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option
+from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option, structured
 from ddbkeys.demo import DemoReport, run_demo
 from ddbkeys.demo import Progress as ProgressCallback
 
@@ -229,7 +229,7 @@ def demo_command(connection: Connection, output: str, quick: bool, quiet: bool) 
             region=connection.region,
             profile=connection.profile,
         )
-    if output == "json":
+    if structured(output):
         data = report.as_dict()
         data["startup_seconds"] = server.startup_seconds if server is not None else None
         echo_json(data)

@@ -11,6 +11,7 @@ from ddbkeys.cli.common import (
     connection_options,
     echo_json,
     output_option,
+    structured,
     table_option,
 )
 from ddbkeys.cli.ids_items import audit_command, put_command
@@ -138,7 +139,7 @@ def next_command(
         idempotent=idempotent,
     )
     ids = list(strategy.reserve(count))
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "ids": ids})
     else:
         click.echo("\n".join(str(i) for i in ids))
@@ -178,7 +179,7 @@ def current_command(
         counter_attribute=attribute,
         deadline=connection.timeout,
     ).current()
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "current": value})
     else:
         click.echo(str(value))
@@ -220,7 +221,7 @@ def set_command(
         counter_attribute=attribute,
         deadline=connection.timeout,
     ).set(value, force=force)
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "current": value})
     else:
         click.echo(str(value))

@@ -16,6 +16,7 @@ from ddbkeys.cli.common import (
     error_text,
     output_option,
     parse_key,
+    structured,
     table_option,
 )
 from ddbkeys.cli.items import (
@@ -244,7 +245,7 @@ def _partial_failure(n: int, total: int, reason: str) -> str:
 
 
 def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = None) -> None:
-    if output == "json":
+    if structured(output):
         echo_json({"table": table, "ids": ids} | ({"error": error} if error else {}))
     elif ids:
         click.echo("\n".join(str(i) for i in ids))
@@ -318,7 +319,7 @@ def audit_command(
             width=width,
             deadline=connection.timeout,
         )
-    if output == "json":
+    if structured(output):
         echo_json(report.as_dict())
     else:
         _show_audit(report, table_name, start if partition_key is None else 1)

@@ -3,13 +3,21 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import click
 
-from ddbkeys.cli.common import Connection, connection_options, index_options, output_option
+from ddbkeys.cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    index_options,
+    output_option,
+    structured,
+)
 from ddbkeys.partition_keys import Listing, ListingEstimate, estimate_listing
 from ddbkeys.partition_keys.estimate import duration, size
 from ddbkeys.partition_keys.progress import Gauge
@@ -128,7 +136,10 @@ def estimate_command(
         marker_attribute=marker_attribute,
         deadline=connection.timeout,
     )
-    click.echo(found.to_json(indent=2) if output == "json" else estimate_text(found))
+    if structured(output):
+        echo_json(json.loads(found.to_json()))
+    else:
+        click.echo(estimate_text(found))
 
 
 def progress_note(gauge: Gauge, listing: Listing) -> str:

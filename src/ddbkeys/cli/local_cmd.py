@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ddbkeys.cli.common import echo_json, output_option
+from ddbkeys.cli.common import echo_json, output_option, structured
 from ddbkeys.local import DynamoDBLocal, find_jar
 
 
@@ -49,14 +49,14 @@ def local_command(
     """
     if fetch_only:
         jar = find_jar()
-        if output == "json":
+        if structured(output):
             echo_json({"jar": str(jar)})
         else:
             click.echo(str(jar))
         return
     server = DynamoDBLocal(port=port, db_path=db_path, heap_mb=heap_mb).start()
     try:
-        if output == "json":
+        if structured(output):
             echo_json({"endpoint_url": server.endpoint_url, "pid": server.pid})
         else:
             click.echo(f"DynamoDB Local is running on {server.endpoint_url} (Ctrl-C stops it).")

@@ -21,6 +21,7 @@ from ddbkeys.cli.common import (
     parse_key,
     show_key,
     state_table_option,
+    structured,
     table_option,
 )
 from ddbkeys.partition_keys import (
@@ -121,7 +122,7 @@ def create_command(
     index = open_index(connection, table_name, index_name, marker_attribute)
     index.create(wait=not no_wait)
     status = index.status()
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, "index": index_name, "status": status})
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
@@ -179,7 +180,7 @@ def unmark_command(
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     removed = sum(index.unmark(key) for key in parse_keys(index, keys, table_name))
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, "removed": removed, "absent": len(keys) - removed})
     else:
         click.echo(f"{removed} marker(s) removed, {len(keys) - removed} not there")
@@ -233,7 +234,7 @@ def show_marked(
     report: BackfillReport, index: MarkerIndex, output: str, *, usage: bool = False
 ) -> None:
     """What mark or backfill did; the error (exit 1) for collections that cannot be marked."""
-    if output == "json":
+    if structured(output):
         fields: dict[str, Any] = {
             "table": index.table,
             "written": report.written,
@@ -255,7 +256,7 @@ def _keys(keys: list[Any]) -> str:
 
 
 def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) -> None:
-    if output == "json":
+    if structured(output):
         fields: dict[str, Any] = {
             "table": table_name,
             "index": report.index,
@@ -372,7 +373,7 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
       ddbkeys partition-keys index stream -t issues
     """
     arn, changed = enable_stream(connection.client(), table_name)
-    if output == "json":
+    if structured(output):
         echo_json({"table": table_name, "stream": arn, "changed": changed})
         return
     click.echo(f"Stream of {table_name}: {arn}" + (" (turned on)" if changed else " (already on)"))
@@ -445,7 +446,7 @@ def follow_command(
             )
 
     follower = StreamFollower(
-        index, state_table=state_table, poll=poll, on_batch=on_batch if output == "text" else None
+        index, state_table=state_table, poll=poll, on_batch=None if structured(output) else on_batch
     )
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.getsignal(sig) for sig in stopping}
@@ -479,7 +480,7 @@ def follow_command(
         "clashes": report.clashes,
         "caught_up": report.caught_up,
     }
-    if output == "json":
+    if structured(output):
         echo_json(fields)
     else:
         click.echo(

@@ -18,12 +18,12 @@ from ddbkeys.cli.common import (
     connection_options,
     index_options,
     json_key,
-    json_text,
     state_table_option,
 )
 from ddbkeys.cli.listing_estimate import progress_note
 from ddbkeys.cli.listing_output import jsonl_line, text_line
 from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, KeySink
+from ddbkeys.cli.rendering import check_query, render, render_table
 from ddbkeys.errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
     DEFAULT_REPLAY_MARGIN,
@@ -65,6 +65,24 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
     if progress and listing.scan_segments > 1:
         line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
     return line
+
+
+def _short_output_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``-o``: --output-file for one more release, with a warning; ``-o json`` (the habit of
+    other tools, where -o is --output) is a usage error that says what was likely meant."""
+    if value is None:
+        return None
+    if value in ("json", "text", "table", "jsonl"):
+        raise click.UsageError(
+            f"-o {value}: did you mean --output {value}? (-o is short for --output-file, "
+            "deprecated)",
+            ctx,
+        )
+    click.echo(
+        f"Warning: -o is deprecated and goes in the next release: use --output-file {value}.",
+        err=True,
+    )
+    return value
 
 
 #: What each stopping signal is called, and the exit code it leads to (128 + its number).
@@ -202,12 +220,20 @@ def stream_keys(
 )
 @click.option(
     "--output",
-    type=click.Choice(["text", "json", "jsonl"]),
+    type=click.Choice(["text", "json", "jsonl", "table"]),
     default="text",
     show_default=True,
     help="text: one key per line (binary keys in base64; in strings a backslash, newline, CR "
     "and the other line breaks are escaped as \\\\, \\n, \\r, \\u2028, ...); jsonl: a JSON "
-    "object per key; json: one document at the end.",
+    "object per key; json: one document at the end; table: the keys in a boxed table at the "
+    "end. Never taken from AWS_DEFAULT_OUTPUT or your AWS profile: keys stay one a line.",
+)
+@click.option(
+    "--query",
+    metavar="JMESPATH",
+    callback=lambda ctx, param, value: (check_query(value), value)[1],
+    help="With --output json or table: print only this part of the document (JMESPath, as "
+    "in the AWS CLI), e.g. --query 'keys[:10]'.",
 )
 @click.option(
     "--max-rcu-per-second",
@@ -235,8 +261,15 @@ def stream_keys(
     f"repeat up to {CHECKPOINT_KEYS} keys; with --output-file, none.",
 )
 @click.option(
-    "--output-file",
     "-o",
+    "short_output_file",
+    metavar="OUT",
+    hidden=True,
+    callback=_short_output_file,
+    help="(Deprecated: --output-file.)",
+)
+@click.option(
+    "--output-file",
     metavar="OUT",
     type=click.Path(dir_okay=False),
     help="Write the keys to OUT instead of stdout (truncated at the start). With --checkpoint, a "
@@ -269,11 +302,13 @@ def partition_keys_group(
     segments: int,
     scan_segments: int | None,
     output: str,
+    query: str | None,
     max_rcu_per_second: float | None,
     read_percent: float | None,
     resume: str | None,
     checkpoint_file: str | None,
     output_file: str | None,
+    short_output_file: str | None,
     quiet: bool,
     index_name: str,
     marker_attribute: str,
@@ -304,15 +339,24 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders > keys.txt
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
-      ddbkeys partition-keys -t orders --checkpoint orders.ckpt -o keys.txt
+      ddbkeys partition-keys -t orders --checkpoint orders.ckpt --output-file keys.txt
     """
     if ctx.invoked_subcommand is not None:
         return
+    if short_output_file is not None:
+        if output_file is not None:
+            raise click.UsageError("-o and --output-file both given: keep --output-file.")
+        output_file = short_output_file
+    if query is not None and output not in ("json", "table"):
+        raise click.UsageError(
+            "--query goes with --output json or table (one document at the end); with text "
+            "and jsonl each key is written as it comes."
+        )
     if table_name is None:
         raise click.UsageError("Missing option '--table-name' / '-t'.")
-    if checkpoint_file is not None and output == "json":
+    if checkpoint_file is not None and output in ("json", "table"):
         raise click.UsageError(
-            "--checkpoint goes with --output text or jsonl (json is one document at the end)."
+            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
         )
     if (
         checkpoint_file is not None
@@ -374,19 +418,18 @@ def partition_keys_group(
             err=True,
         )
     collected = stream_keys(ctx, listing, output, sink, status)
-    if output == "json":
-        sink.write_document(
-            json_text(
-                {
-                    "table": table_name,
-                    "method": listing.method_name,
-                    "method_reason": listing.method_reason,
-                    "replay": _replay_fields(listing),
-                    "keys": collected,
-                    "usage": listing.usage.snapshot(),
-                }
-            )
-        )
+    if output == "json" or (output == "table" and query is not None):
+        document = {
+            "table": table_name,
+            "method": listing.method_name,
+            "method_reason": listing.method_reason,
+            "replay": _replay_fields(listing),
+            "keys": collected,
+            "usage": listing.usage.snapshot(),
+        }
+        sink.write_document(render(document, output, query, "partition-keys"))
+    elif output == "table":
+        sink.write_document(render_table(collected, f"partition keys of {table_name}"))
     sink.finish()
     if not quiet:
         click.echo(usage_line(listing), err=True)

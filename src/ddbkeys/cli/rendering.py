@@ -1,0 +1,137 @@
+"""One JSON document as the AWS CLI would print it: ``--output json|table|text`` and ``--query``.
+
+The commands that print one document (``ids next``, ``index verify``, ``estimate``, ...) build
+it once; this module filters it with a JMESPath ``--query`` (the language of the AWS CLI, which
+botocore already installs) and renders it:
+
+- ``json``: the document (or the query's result), indented, keys sorted;
+- ``table``: boxed tables, as the AWS CLI's ``--output table``: a mapping as rows of key and
+  value, a list of mappings as one row each, nested values as compact JSON in their cell;
+- ``text`` with a query: the result as the AWS CLI's text output does (a scalar as it is, a
+  list of scalars tab-separated on one line, a list of lists or mappings a line each).
+
+Which format applies when ``--output`` is not given: ``AWS_DEFAULT_OUTPUT``, then ``output`` of
+the AWS profile, where it is one of these three; else ``text``. The listing of partition keys
+never takes its format from there: a user with ``output = json`` in their AWS config still
+gets one key per line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import click
+import jmespath
+from jmespath.exceptions import JMESPathError
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+__all__ = [
+    "FORMATS",
+    "apply_query",
+    "check_query",
+    "configured_output",
+    "render",
+    "render_table",
+    "render_text",
+]
+
+#: The formats of the commands that print one document.
+FORMATS = ("text", "json", "table")
+
+
+def configured_output(environ: Mapping[str, str] | None = None) -> str | None:
+    """The format the AWS CLI would use here when none is given (``AWS_DEFAULT_OUTPUT``, then
+    the profile's ``output``), when it is one ddbkeys has; else None."""
+    env = os.environ if environ is None else environ
+    wanted = env.get("AWS_DEFAULT_OUTPUT") or _profile_output()
+    wanted = (wanted or "").strip().lower()
+    return wanted if wanted in FORMATS else None
+
+
+def _profile_output() -> str | None:
+    """``output`` of the AWS profile in use (the AWS config file), or None."""
+    try:
+        import botocore.session  # noqa: PLC0415 (only when a command prints a document)
+
+        value = botocore.session.get_session().get_scoped_config().get("output")
+    except Exception:  # a missing or broken profile: no preference (the client will say why)
+        return None
+    return str(value) if value else None
+
+
+def check_query(text: str | None) -> jmespath.parser.ParsedResult | None:
+    """``--query`` compiled, or a usage error that says where it is wrong."""
+    if text is None:
+        return None
+    try:
+        return jmespath.compile(text)
+    except JMESPathError as exc:
+        raise click.BadParameter(f"{text!r} is not a JMESPath expression ({exc})") from exc
+
+
+def apply_query(document: Any, query: str | None) -> Any:
+    """The part of ``document`` that ``query`` selects (all of it without one)."""
+    compiled = check_query(query)
+    if compiled is None:
+        return document
+    plain = json.loads(json.dumps(document, default=str))  # (Decimal and the like as JSON has)
+    return compiled.search(plain)
+
+
+def render(document: Any, output: str, query: str | None = None, title: str = "") -> str:
+    """``document`` filtered by ``query`` and rendered as ``output``."""
+    found = apply_query(document, query)
+    if output == "table":
+        return render_table(found, title)
+    if output == "text":
+        return render_text(found)
+    return json.dumps(found, indent=2, sort_keys=True, default=str)
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
+    return "None" if value is None else str(value)
+
+
+def render_table(value: Any, title: str = "") -> str:
+    """``value`` as boxed tables (ASCII, as the AWS CLI draws them)."""
+    table = Table(title=title or None, box=box.ASCII, show_lines=False)
+    if isinstance(value, dict):
+        table.add_column("key")
+        table.add_column("value")
+        for key in sorted(value):
+            table.add_row(str(key), _cell(value[key]))
+    elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        columns = sorted({k for row in value for k in row})
+        for column in columns:
+            table.add_column(column)
+        for row in value:
+            table.add_row(*(_cell(row.get(c, "")) for c in columns))
+    elif isinstance(value, list):
+        table.add_column("value")
+        for item in value:
+            table.add_row(_cell(item))
+    else:
+        table.add_column("value")
+        table.add_row(_cell(value))
+    console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
+    with console.file:
+        console.print(table)
+    return console.export_text().rstrip("\n")
+
+
+def render_text(value: Any) -> str:
+    """``value`` as the AWS CLI's text output: tab-separated values, a row a line."""
+    if isinstance(value, dict):
+        return "\t".join(_cell(value[k]) for k in sorted(value))
+    if isinstance(value, list):
+        if all(not isinstance(v, (dict, list)) for v in value):
+            return "\t".join(_cell(v) for v in value)
+        return "\n".join(render_text(v) for v in value)
+    return _cell(value)
