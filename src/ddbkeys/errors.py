@@ -414,8 +414,8 @@ def _translate_botocore_error(exc: BotoCoreError, table: str | None) -> DdbKeysE
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
         return CredentialsError(
             "No AWS credentials found. Set AWS_PROFILE or pass --profile, set "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or use --local for an embedded "
-            "DynamoDB Local.",
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or point --endpoint-url at a DynamoDB "
+            "Local (`ddbkeys local` starts one).",
             table=table,
             cause=exc,
         )

@@ -64,6 +64,15 @@ def test_the_demo_says_where_it_runs_and_never_reads_the_endpoint_from_the_envir
     )
 
 
+def test_local_is_offered_only_where_a_table_need_not_exist() -> None:
+    """--local starts an empty server: on a command whose table must exist it is not in
+    --help, and given anyway it says what to do instead (it failed with "table not found")."""
+    assert "--local" not in run("ids", "next", "--help").output
+    result = run("ids", "next", "-t", "orders", "--local")
+    assert result.exit_code == 2
+    assert "run `ddbkeys local` in another shell and pass the --endpoint-url" in result.output
+
+
 def test_version() -> None:
     result = run("--version")
     assert result.exit_code == 0

@@ -51,9 +51,8 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
     Every command takes --endpoint-url, --region, --profile (or the standard AWS_* environment
     variables, resolved as boto3 resolves them), --timeout, and where it prints a JSON
     document --output json|table|text and --query; before the command's name too, as with the
-    AWS CLI (after it, they win). --local runs a command against a throwaway embedded
-    DynamoDB Local. Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for
-    the rest.
+    AWS CLI (after it, they win). `ddbkeys local` runs a DynamoDB Local to point them at.
+    Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest.
 
     \b
     Examples:

@@ -106,9 +106,12 @@ ENDPOINT_HELP = (
 )
 
 
-def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP) -> F:
+def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP, local: bool = False) -> F:
     """Add --endpoint-url, --region, --profile, --local and --timeout, passed as
-    ``connection``."""
+    ``connection``. --local (a throwaway, empty DynamoDB Local) is offered only where
+    ``local``: on the other commands, whose table must exist already, it is hidden and says
+    so when given."""
+    offered = local
 
     @click.option("--endpoint-url", metavar="URL", help=endpoint_help)
     @click.option(
@@ -118,6 +121,7 @@ def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP) -> F:
     @click.option(
         "--local",
         is_flag=True,
+        hidden=not offered,
         help="Run against a throwaway embedded DynamoDB Local (no AWS account needed).",
     )
     @click.option(
@@ -140,6 +144,12 @@ def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP) -> F:
         timeout: float,
         **kwargs: Any,
     ) -> Any:
+        if local and not offered:
+            raise click.UsageError(
+                "--local starts an empty, throwaway DynamoDB Local, where no table of yours "
+                "exists: run `ddbkeys local` in another shell and pass the --endpoint-url it "
+                "prints (or export AWS_ENDPOINT_URL_DYNAMODB)."
+            )
         if local and endpoint_url:
             raise click.UsageError("--local and --endpoint-url cannot be used together.")
         kwargs["connection"] = Connection(endpoint_url, region, profile, local, timeout=timeout)

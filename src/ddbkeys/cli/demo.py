@@ -185,6 +185,7 @@ def print_report(report: DemoReport, startup: float | None) -> None:
 @click.option("--quiet", "-q", is_flag=True, help="No progress on stderr.")
 @functools.partial(
     connection_options,
+    local=True,
     endpoint_help="Run against this endpoint, in tables of its own that it deletes afterwards. "
     "Default: an embedded DynamoDB Local (AWS_ENDPOINT_URL_DYNAMODB is not read here, so that "
     "the demo never makes tables where you did not say).",
