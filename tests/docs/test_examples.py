@@ -208,6 +208,7 @@ HELP_TABLES: dict[str, list[tuple[str, str]]] = {
     "orders": [("pk", "S")],
     "users": [("pk", "S")],
     "issues": [("pk", "S"), ("sk", "N")],
+    "customers": [("pk", "S"), ("sk", "S")],
 }
 # Run by their own tests: tests/cli/test_demo.py and test_cli.py (until Ctrl-C).
 HELP_RUN_ELSEWHERE = ("ddbkeys demo", "ddbkeys local")

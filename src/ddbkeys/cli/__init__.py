@@ -16,6 +16,7 @@ from ddbkeys.cli.listing_tasks import plan_command, run_task_command
 from ddbkeys.cli.local_cmd import local_command
 from ddbkeys.cli.marker_index import index_group
 from ddbkeys.cli.partition_keys import partition_keys_group
+from ddbkeys.cli.table_cmd import table_group
 
 __all__ = ["cli", "main"]
 
@@ -68,6 +69,7 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
 
 cli.add_command(demo_command)
 cli.add_command(local_command)
+cli.add_command(table_group)
 cli.add_command(ids_group)
 partition_keys_group.add_command(index_group)
 partition_keys_group.add_command(estimate_command)

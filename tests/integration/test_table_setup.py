@@ -1,0 +1,75 @@
+"""``ddbkeys table create`` against DynamoDB Local: a table made ACTIVE with the key schema of
+its strategy, left as it is when there already with that schema, refused with another; the
+stream when asked; --dry-run sends nothing."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.errors import KeySchemaError
+from ddbkeys.table_setup import create_table_for
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def name(ddb_client: DynamoDBClient) -> Iterator[str]:
+    """A table name nobody uses, the table deleted afterwards if made."""
+    table = f"ddbkeys-test-create-{uuid.uuid4().hex[:10]}"
+    yield table
+    if table in ddb_client.list_tables()["TableNames"]:
+        ddb_client.delete_table(TableName=table)
+
+
+def test_a_table_for_a_strategy_then_left_as_it_is(ddb_client: DynamoDBClient, name: str) -> None:
+    made = create_table_for(ddb_client, name, "collection")
+    assert made.created and made.description["TableStatus"] == "ACTIVE"
+    described = ddb_client.describe_table(TableName=name)["Table"]
+    assert [(k["AttributeName"], k["KeyType"]) for k in described["KeySchema"]] == [
+        ("pk", "HASH"),
+        ("sk", "RANGE"),
+    ]
+    assert described["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
+    again = create_table_for(ddb_client, name, "collection")
+    assert not again.created
+    with pytest.raises(KeySchemaError, match=r"exists with the key \(pk:S, sk:N\), not \(pk:S\)"):
+        create_table_for(ddb_client, name, "counter")
+
+
+def test_the_cli_makes_it_with_a_stream_and_says_so(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, name: str
+) -> None:
+    at = ["--endpoint-url", ddb_endpoint_url]
+    dry = CliRunner().invoke(cli, ["table", "create", "-t", name, "--for", "counter", "--dry-run"])
+    assert dry.exit_code == 0 and json.loads(dry.output)["TableName"] == name
+    assert name not in ddb_client.list_tables()["TableNames"]  # nothing sent
+    command = ["table", "create", "-t", name, "--partition-key", "id:N", "--stream", *at]
+    made = CliRunner().invoke(cli, command)
+    assert (made.exit_code, made.output) == (
+        0,
+        f"Created table {name} (id:N), on demand: ACTIVE.\n",
+    )
+    described = ddb_client.describe_table(TableName=name)["Table"]
+    assert described["StreamSpecification"] == {
+        "StreamEnabled": True,
+        "StreamViewType": "KEYS_ONLY",
+    }
+    there = CliRunner().invoke(cli, [*command, "--output", "json"])
+    assert there.exit_code == 0 and json.loads(there.output)["created"] is False
+    other = CliRunner().invoke(cli, ["table", "create", "-t", name, "--for", "counter", *at])
+    assert other.exit_code == 1
+    assert other.stderr == (
+        f"Error: Table {name!r} exists with the key (id:N), not (pk:S): pick another name, or "
+        "use it as it is.\n"
+    )
