@@ -215,3 +215,24 @@ def test_plan_and_run_task_from_the_shell(
         env=env,
     )
     assert empty.returncode == 2 and "No task on stdin" in empty.stderr
+
+
+def test_a_process_builds_one_client_for_its_tasks(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    import multiprocessing  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 6)
+    first, second = plan_listing(ddb_client, table, "scan", tasks=2)
+    one, two = run_task(first), run_task(second)
+    assert one.reader.client is two.reader.client and one.reader.client is not ddb_client
+    assert sorted([*one, *two]) == non_empty(ddb_client, table)
+    # A forked worker builds its own (a client's connections are not shared across processes).
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_clients_built) == 0
+    assert _clients_built() >= 1
+
+
+def _clients_built() -> int:
+    return len(tasks_module._CLIENTS)

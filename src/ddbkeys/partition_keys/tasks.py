@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
@@ -179,14 +181,39 @@ def plan_listing(
     return found
 
 
+#: The clients built for tasks in this process, by how they connect: a worker running many
+#: tasks builds one once (building a boto3 client reads botocore's endpoint data, about 0.1 s of
+#: CPU, as much as listing thousands of keys). A forked child builds its own.
+_CLIENTS: dict[tuple[str | None, str | None, str | None, float | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _forget_clients() -> None:
+    global _CLIENTS_LOCK  # noqa: PLW0603 - a new lock in a forked child
+    _CLIENTS.clear()
+    _CLIENTS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients)
+
+
+def _client_for(task: ListingTask) -> Any:
+    how = (task.endpoint_url, task.region, task.profile, task.deadline)
+    with _CLIENTS_LOCK:
+        if how not in _CLIENTS:
+            _CLIENTS[how] = make_client(*how[:3], timeout=task.deadline)
+        return _CLIENTS[how]
+
+
 def run_task(task: ListingTask, client: object = None) -> Listing:
-    """The listing of one task (iterate over it once for its keys), with ``client`` or one
-    built from the task's endpoint, region and profile. Its ``checkpoint()`` continues the
-    task: ``run_task(task.going_on(listing.checkpoint()))``."""
+    """The listing of one task (iterate over it once for its keys), with ``client`` or the
+    process's client for the task's endpoint, region and profile (built at its first task).
+    Its ``checkpoint()`` continues the task: ``run_task(task.going_on(listing.checkpoint()))``."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
     if client is None:
-        client = make_client(task.endpoint_url, task.region, task.profile, timeout=task.deadline)
+        client = _client_for(task)
     return distinct_partition_keys(
         client,
         task.table,
