@@ -155,7 +155,7 @@ def dask_rows(
                 n_workers=workers,
                 threads_per_worker=1,
                 dashboard_address=None,
-                silence_logs=logging.ERROR,
+                silence_logs=logging.CRITICAL,  # (a closing cluster may log a lost heartbeat)
             ) as cluster,
             Client(cluster) as client,
         ):

@@ -435,14 +435,15 @@ def main() -> int:
     problems: list[str] = []
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
-    print(
-        f"{'shape':<9} {'method':<52} {'requests':>8} {'items':>8} {'RCU':>9} "
-        f"{'x article':>9} {'x scan':>7} {'wall s':>7} {'correct':>7}"
-    )
+    only = args.memory_only or args.workers_only
+    if not only:
+        print(
+            f"{'shape':<9} {'method':<52} {'requests':>8} {'items':>8} {'RCU':>9} "
+            f"{'x article':>9} {'x scan':>7} {'wall s':>7} {'correct':>7}"
+        )
     states = TableFactory(client, prefix="ddbkeys-bench-state")
     state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
     try:
-        only = args.memory_only or args.workers_only
         for shape, spec in [] if only else shapes(scale).items():
             sizes = spec.sizes
             table = factory(("pk", "S"), ("sk", spec.sort_type))
