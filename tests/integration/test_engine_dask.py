@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections import Counter
 from typing import TYPE_CHECKING, Any
@@ -15,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.capacity import Usage
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import plan_listing
 from ddbkeys.partition_keys.tasks import list_task
 from tests.integration.test_listing_tasks import fill
@@ -115,29 +114,5 @@ def test_the_tasks_bag_reports_what_each_task_read(
     assert usage.read_units == pytest.approx(sum(r["read_units"] for _, r in alone))
     assert usage.requests == sum(r["requests"] for _, r in alone) > 0
     assert sorted(k for keys, _ in results for k in keys) == non_empty(ddb_client, table)
-
-
-def test_without_dask_the_import_says_what_to_install(tmp_path: Any) -> None:
-    # A Python where importing dask fails, as where it is not installed.
-    (tmp_path / "dask").mkdir()
-    (tmp_path / "dask" / "__init__.py").write_text("raise ImportError('No module named dask')\n")
-    code = (
-        "from ddbkeys.errors import ConfigurationError\n"
-        "try:\n"
-        "    import ddbkeys.engines.dask\n"
-        "except ConfigurationError as e:\n"
-        "    assert isinstance(e, ImportError)\n"
-        "    print(e)\n"
-    )
-    path = os.pathsep.join([str(tmp_path), *sys.path])
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    assert done.stdout.strip() == (
-        "ddbkeys.engines.dask needs Dask: pip install 'ddbkeys[dask]' (dask[bag], distributed)."
-    )
+    with pytest.raises(ConfigurationError, match=r"pass ListingTask\.from_json\(line\)"):
+        keys_bag([planned[0].to_json()])  # type: ignore[list-item]

@@ -22,19 +22,14 @@ from typing import TYPE_CHECKING
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.tasks import ListingTask, list_task
 
-__all__ = ["INSTALL", "keys_bag", "tasks_bag"]
-
-INSTALL = "ddbkeys.engines.dask needs Dask: pip install 'ddbkeys[dask]' (dask[bag], distributed)."
-
-
-class _DaskMissing(ConfigurationError, ImportError):
-    """Dask is not installed (an ImportError too, for code that tries optional imports)."""
-
-
 try:
     import dask.bag
 except ImportError as exc:  # the extra is not installed
-    raise _DaskMissing(INSTALL) from exc
+    raise ConfigurationError(
+        f"ddbkeys.engines.dask needs Dask ({exc}): pip install 'ddbkeys[dask]'."
+    ) from exc
+
+__all__ = ["keys_bag", "tasks_bag"]
 
 if TYPE_CHECKING:
     from dask.bag import Bag
@@ -43,14 +38,28 @@ if TYPE_CHECKING:
 def tasks_bag(tasks: Iterable[ListingTask]) -> Bag:
     """One element per task, in its own partition: the task's keys (a list) and what it read
     (a dict: ``requests``, ``items``, ``read_units``, ...; add them up with
-    :meth:`ddbkeys.capacity.Usage.merge`)."""
-    lines = [task.to_json() for task in tasks]
+    :meth:`ddbkeys.capacity.Usage.merge`). Nothing is read until it is computed."""
+    lines = [_line(task) for task in tasks]
     bag: Bag = dask.bag.from_sequence(lines, partition_size=1).map(list_task)
     return bag
 
 
 def keys_bag(tasks: Iterable[ListingTask]) -> Bag:
-    """The keys of every task, as a bag with one partition per task (each key once: the
-    tasks' keys are disjoint, their union is the listing)."""
+    """The keys of ``tasks`` (from :func:`~ddbkeys.partition_keys.plan_listing`), as a bag
+    with one partition per task; nothing is read until it is computed. Each key once: the
+    tasks' key sets are disjoint, and their union is the listing.
+
+    Costs what the listing costs, spread over the tasks: each task reads its Scan segment
+    within its ``rate`` (read units a second)."""
     keys: Bag = tasks_bag(tasks).pluck(0).flatten()
     return keys
+
+
+def _line(task: object) -> str:
+    if not isinstance(task, ListingTask):
+        raise ConfigurationError(
+            f"ddbkeys.engines.dask takes ListingTask objects (plan_listing(...)), not "
+            f"{type(task).__name__}: for a line of `ddbkeys partition-keys plan`, pass "
+            "ListingTask.from_json(line)."
+        )
+    return task.to_json()
