@@ -31,6 +31,7 @@ from ddbkeys.partition_keys.base import Position
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, encode_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
+from ddbkeys.renames import renamed
 
 __all__ = ["ListingTask", "list_task", "plan_listing", "run_task", "run_tasks"]
 
@@ -54,7 +55,7 @@ class ListingTask:
     region: str | None = None
     profile: str | None = None
     rate: float | None = None
-    index: str = "ddbkeys-partition-keys"
+    index_name: str = "ddbkeys-partition-keys"
     marker_attribute: str = "ddbkeys_pk"
     trust_index: bool = False
     deadline: float | None = 60.0
@@ -68,6 +69,8 @@ class ListingTask:
         """The task :meth:`to_json` wrote; a clear error for anything else."""
         try:
             raw = json.loads(text)
+            if isinstance(raw, dict) and "index" in raw:  # (a task of the release before)
+                raw["index_name"] = raw.pop("index")
             task = cls(**raw)
             decode_token(task.token)
         except (ValueError, TypeError) as exc:
@@ -127,7 +130,7 @@ def plan_listing(
     marker index adds one: the collections its proof re-checked).
 
     The method is settled here, once, with the arguments of
-    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index``,
+    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index_name``,
     ``state_table``, ``replay_margin``, ``trust_index``, ...). ``max_rcu_per_second`` is the
     budget of the whole listing, shared by the ``concurrency`` tasks that run at once (by
     default all of them), with ``read_percent`` of the table's read capacity (0.1 to 1.5; see
@@ -136,6 +139,10 @@ def plan_listing(
     their own clients (by default: ``client``'s endpoint and region)."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
+    if "index" in listing:
+        listing["index_name"] = renamed(
+            "index", "index_name", listing.pop("index"), listing.get("index_name"), None
+        )
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
     running = tasks if concurrency is None else concurrency
@@ -172,7 +179,7 @@ def plan_listing(
                 region=region or getattr(meta, "region_name", None),
                 profile=profile,
                 rate=rate,
-                index=listing.get("index", "ddbkeys-partition-keys"),
+                index_name=listing.get("index_name", "ddbkeys-partition-keys"),
                 marker_attribute=listing.get("marker_attribute", "ddbkeys_pk"),
                 trust_index=bool(listing.get("trust_index", False)),
                 deadline=listing.get("deadline", 60.0),
@@ -220,7 +227,7 @@ def run_task(task: ListingTask, client: object = None) -> Listing:
         task.method,
         resume=task.token,
         max_rcu_per_second=task.rate,
-        index=task.index,
+        index_name=task.index_name,
         marker_attribute=task.marker_attribute,
         trust_index=task.trust_index,
         deadline=task.deadline,
