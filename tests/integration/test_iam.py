@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from ddbkeys.cli import cli
 from ddbkeys.connect import make_client
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
+from ddbkeys.ids import described
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.partition_keys.lambda_events import parse_event
@@ -63,6 +64,7 @@ def run(fault_proxy: FaultProxy) -> Runner:
 
     def invoke(*args: str, record: bool = True, exit_code: int = 0) -> list[Call]:
         fault_proxy.reset()
+        described.forget_all()  # (each command runs in a process of its own)
         result = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
         assert result.exit_code == exit_code, (args, result.output)
         return list(fault_proxy.calls) if record else []

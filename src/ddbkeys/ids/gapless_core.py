@@ -189,6 +189,13 @@ class GaplessCore(StrategyCore):
             self._counter = CounterItem(self.counter_table, key, self.counter_attribute)
         return self._counter
 
+    def _forget_table(self, table: str) -> None:
+        super()._forget_table(table)
+        if table == self.counter_table:
+            self._counter = None
+            with self._last_lock:
+                self._last = None
+
     def _known(self) -> tuple[TableInfo, CounterItem]:
         """The table's description and the counter item, which every commit reads first."""
         info = self._known_info()
