@@ -49,10 +49,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
 
     async def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out (see the sync ``AtomicCounter.set``)."""
-        try:
-            return await self._run(self._set(value, force))
-        finally:
-            self._known.set(None)
+        return await self._run(self._set(value, force))
 
     async def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first
