@@ -82,7 +82,15 @@ def scenarios(
     """(command, variant) -> (table, the calls of every way that variant was run)."""
     plain = factory(("pk", "S"))
     coll = factory(("pk", "S"), ("sk", "N"))
-    client.put_item(TableName=plain, Item={"pk": {"S": "x"}, "id": {"N": "1"}})
+    # (and "bad", a counter another tool left holding a string: `ids next` reads it to say so)
+    client.batch_write_item(
+        RequestItems={
+            plain: [
+                {"PutRequest": {"Item": {"pk": {"S": "x"}, "id": {"N": "1"}}}},
+                {"PutRequest": {"Item": {"pk": {"S": "bad"}, "last_id": {"S": "x"}}}},
+            ]
+        }
+    )
     for k in range(5):
         for n in range(1, 4):
             client.put_item(TableName=coll, Item={"pk": {"S": f"k{k}"}, "sk": {"N": str(n)}})
@@ -96,8 +104,6 @@ def scenarios(
     record("ids next", "", plain, "--count", "3", "--maximum", "1000")
     record("ids next", "", plain, "--idempotent")
     record("ids next", "", plain, "--idempotent", "--count", "2")
-    # (a counter another tool left holding a string: read to say so)
-    client.put_item(TableName=plain, Item={"pk": {"S": "bad"}, "last_id": {"S": "x"}})
     record("ids next", "", plain, "--counter", "bad", exit_code=1)
     record("ids current", "", plain)
     record("ids set", "", plain, "100")

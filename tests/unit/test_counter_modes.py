@@ -11,7 +11,7 @@ import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError, UnexpectedAnswerError
+from ddbkeys.errors import ConfigurationError, UnexpectedAnswerError
 from ddbkeys.ids import AtomicCounter, CounterStateError, SequenceExhaustedError, exact, slots
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.counter import Want, split
@@ -218,7 +218,7 @@ ROWS = [
         [JITTER],
     ),
     # The slot holds a number this process never gave it: another writer uses its name.
-    Row("a slot clash", [refused({"N": "4"}, mine=(NUMBER + 1, 4))], [one()], DdbKeysError),
+    Row("a slot clash", [refused({"N": "4"}, mine=(NUMBER + 1, 4))], [one()], CounterStateError),
 ]
 
 

@@ -36,7 +36,14 @@ from botocore.exceptions import ClientError
 from ddbkeys.core.attempts import Contention
 from ddbkeys.core.steps import Flow, update_item
 from ddbkeys.errors import DdbKeysError, error_code, error_response, unexpected_answer
-from ddbkeys.ids.base import TYPE_NAMES, TYPE_SET, TYPE_VALUES, CounterItem, read_counter
+from ddbkeys.ids.base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
+    CounterItem,
+    CounterStateError,
+    read_counter,
+)
 from ddbkeys.ids.slots import (
     MOST_DEADLINE,
     SEEN,
@@ -47,6 +54,7 @@ from ddbkeys.ids.slots import (
     slots_in,
     value_name,
 )
+from ddbkeys.ids.values import show_key, show_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -59,17 +67,11 @@ if TYPE_CHECKING:
     from ddbkeys.ids.counter import CounterCore
     from ddbkeys.retry import Deadline
 
-__all__ = ["VALID", "SlotClashError", "exact_advance", "exact_update", "item_name", "slot_update"]
+__all__ = ["VALID", "exact_advance", "exact_update", "item_name", "slot_update"]
 
 #: The counter moves only while it holds a number from 0 to ``:limit`` (or nothing).
 VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
 _MOVED = "if_not_exists(#v, :base) + :inc"
-
-
-class SlotClashError(DdbKeysError):
-    """The counter item shows this call's writer slot at a request number this process never
-    gave it: another process uses the same slot name (72 random bits: not expected), or a
-    tool wrote it. Nothing was moved."""
 
 
 def exact_update(
@@ -265,12 +267,12 @@ def _refused(
             )
         return range(last - increment + core.step, last + 1, core.step)
     if held is None or held > number:
-        raise SlotClashError(
-            f"The counter item {json.dumps(counter.key, default=str)} of table "
-            f"{counter.table!r} holds writer slot {slot!r} at "
-            f"{old.get(number_name(slot))!r}, a request number this process never gave it "
-            "(past this call's): is another tool writing ddbkeys_w.* attributes? Nothing was "
-            "moved.",
+        # Another process with the same slot name (72 random bits: not expected), or a tool.
+        raise CounterStateError(
+            f"The counter item {show_key(counter.key)} of table {counter.table!r} holds "
+            f"{number_name(slot)} = {show_value(old.get(number_name(slot)))}, past the request "
+            f"number {number} this process gave that writer slot: is another tool writing "
+            "ddbkeys_w.* attributes? Nothing was moved; remove the attribute to go on.",
             table=counter.table,
         )
     at = core._held(old.get(counter.attribute))  # CounterStateError: not a counter
