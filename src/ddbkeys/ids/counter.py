@@ -117,9 +117,11 @@ class CounterCore(StrategyCore):
     per call in progress (one, in a Lambda function); each slot is about 60 bytes of the counter
     item, kept until its call's deadline plus :data:`~ddbkeys.ids.slots.CLOCK_MARGIN` (60 s)
     have passed, then removed by the next write that sees it. Cost: 1 write unit a write while
-    the item stays within 1 KB (about a dozen writers in a few minutes), 2 up to 2 KB. It
-    assumes that writers' clocks agree within 60 s, and it needs a deadline (at most 900 s:
-    None is refused). Writers of earlier releases (a one-item transaction that moves the
+    the item stays within 1 KB (about a dozen writers in a few minutes), 2 up to 2 KB
+    (processes that take one id each and exit leave a slot each: prefer long-lived writers). It
+    assumes that writers' clocks agree within 60 s (a writer further behind may skip ids on a
+    lost response, never give one twice), and it needs a deadline (at most 900 s: None is
+    refused). Writers of earlier releases (a one-item transaction that moves the
     counter from the value it holds) work beside it on one counter. A call that gives up (its
     deadline passed with the last write unanswered) may still have moved the counter: those ids
     are a gap, as with any counter; a call that is retried by its caller is a new call (for "the

@@ -98,7 +98,7 @@ class GaplessCore(StrategyCore):
     learnt the same value from the old image, and only one could win with it: each waits a
     full-jitter time up to the lost transaction's round trip (a measure of the contention),
     doubled with each loss in a row (at most ``retry.max_delay``, 0.25 s by default), then reads
-    the counter afresh. From 8 independent processes taking one id at a time, that is about 1.7
+    the counter afresh. From 8 independent processes taking one id at a time, that is 1.6 to 1.9
     transactions per id (benchmarks/ids.py, fleet row), where going again at once cost 3 to 4.
 
     Group commit: concurrent ``put()`` calls of one process (threads, or the tasks of one event
