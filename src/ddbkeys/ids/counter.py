@@ -104,10 +104,9 @@ class CounterCore(StrategyCore):
     (threads, or the tasks of one event loop with :mod:`ddbkeys.aio`) share one write: while
     a write is in flight, the calls that arrive wait, and the next write moves the counter by
     all their ids at once (up to :data:`MAX_COALESCED` calls), each caller getting its own
-    consecutive run. Ids stay unique
-    across processes and dense among the callers of one write; 1 write unit per write, however
-    many ids. A write that fails fails each of its callers; a lost response retried skips the
-    whole write's ids.
+    consecutive run. Ids stay unique across processes and dense among the callers of one write;
+    1 write unit per write, however many ids. A write that fails fails each of its callers; a
+    lost response retried skips the whole write's ids.
 
     ``idempotent=True``: a lost response retried never skips an id. Each write is still one
     UpdateItem, conditional on the call's **writer slot** (see :mod:`ddbkeys.ids.exact` and
