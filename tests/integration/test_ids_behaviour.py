@@ -50,10 +50,15 @@ def test_counter_basics(
     assert usage["requests"] == 6
 
 
-MODES = [{}, {"coalesce": True}, {"idempotent": True}, {"coalesce": True, "idempotent": True}]
+MODES = [
+    {},
+    {"group_commit": True},
+    {"idempotent": True},
+    {"group_commit": True, "idempotent": True},
+]
 
 
-@pytest.mark.parametrize("mode", MODES, ids=["plain", "coalesce", "idempotent", "both"])
+@pytest.mark.parametrize("mode", MODES, ids=["plain", "group_commit", "idempotent", "both"])
 @pytest.mark.parametrize(("start", "step"), [(0, 1), (2, 5), (1, 1), (1000, 10)])
 def test_counter_starts_where_asked_in_every_mode(
     driver: Driver,

@@ -23,7 +23,12 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 TYPE = {ENTITY_ATTRIBUTE: {"S": COUNTER}}
-MODES = [{}, {"coalesce": True}, {"idempotent": True}, {"coalesce": True, "idempotent": True}]
+MODES = [
+    {},
+    {"group_commit": True},
+    {"idempotent": True},
+    {"group_commit": True, "idempotent": True},
+]
 
 
 def item(client: DynamoDBClient, table: str, **key: Any) -> dict[str, Any]:
@@ -40,7 +45,7 @@ def everything(client: DynamoDBClient, table: str) -> list[dict[str, Any]]:
     return list(client.scan(TableName=table, ConsistentRead=True)["Items"])
 
 
-@pytest.mark.parametrize("mode", MODES, ids=["plain", "coalesce", "idempotent", "both"])
+@pytest.mark.parametrize("mode", MODES, ids=["plain", "group_commit", "idempotent", "both"])
 @pytest.mark.parametrize(("start", "step"), [(1, 1), (1000, 10)], ids=["add", "set"])
 def test_the_atomic_counter_says_what_it_is(
     driver: Driver,
