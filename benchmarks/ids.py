@@ -7,9 +7,10 @@
 
 Counter and blocks are compared on minting ids alone (the UpdateItem ADD of "Implement
 auto-increment with Amazon DynamoDB", without the put that follows it), and so are two more
-counter rows: "coalesced", ``AtomicCounter(coalesce=True)`` (concurrent calls share one ADD), and
-"idempotent", ``AtomicCounter(coalesce=True, idempotent=True)`` (each shared write a one-item
-transaction with a token: 2 write units on the service), and "boto3", the counter again with a
+counter rows: "coalesced", ``AtomicCounter(group_commit=True)`` (concurrent calls share one
+ADD), and "idempotent", ``AtomicCounter(group_commit=True, idempotent=True)`` (each shared write
+stamped with a writer slot, so a lost answer retried is recognised), and "boto3", the counter
+again with a
 client as ``boto3.client("dynamodb")`` makes it, for both (its timeouts, 60 s to connect and 60 s
 to read, are longer than ddbkeys' deadline, so ddbkeys sends each request from a thread that
 keeps the deadline: this row shows what that costs); the item-collection and gapless
@@ -17,7 +18,12 @@ strategies on whole inserts (id and item written). One more row, "gapless aio 64
 puts from 64 tasks of one event loop with ddbkeys.aio, and its ratio is against the sync gapless
 row with 16 threads (target: at least as fast). Each row is a median over rounds that
 alternate the article's code and ddbkeys, and every ratio is against the article's code measured
-in the same run, because these machines are shared and noisy. Wall times on DynamoDB Local are
+in the same run, because these machines are shared and noisy. The fleet rows
+(benchmarks/fleet.py) take ids as a fleet of Lambda functions does: 8 independent processes, one
+call at a time each, objects built per call, for the counter, the idempotent counter and
+gapless; they report ids/s, write requests, write units and DescribeTables per id (targets: the
+idempotent counter at most 1.3 write requests and 2 write units per id, gapless at most 2.5
+write requests, and at most 2 DescribeTables per process). Wall times on DynamoDB Local are
 not the service's; the ratios, retries and write units per id are what carry over. (DynamoDB
 Local counts a transactional write as 1 unit per item; the service charges 2.)
 """
@@ -42,6 +48,7 @@ from aiobotocore.config import AioConfig
 from articles import ArticleStats, article_collection, article_counter, article_gapless
 from blocks_latency import linked_row
 from blocks_latency import measure_rows as blocks_rows
+from fleet import fleet_rows, spawned
 
 from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
@@ -80,7 +87,7 @@ def ours(kind: str, client: DynamoDBClient, table: str) -> tuple[Callable[[int],
         return lambda _: counter.next(), counter.usage
     if kind in ("coalesced", "idempotent"):
         counter = AtomicCounter(
-            client, table, "orders", coalesce=True, idempotent=kind == "idempotent"
+            client, table, "orders", group_commit=True, idempotent=kind == "idempotent"
         )
         return lambda _: counter.next(), counter.usage
     if kind == "blocks":
@@ -162,21 +169,8 @@ def process_worker(args: tuple[bool, str, str, str, int, int, Barrier, Any]) -> 
 def run_processes(
     article: bool, kind: str, endpoint: str, table: str, procs: int, threads: int, count: int
 ) -> Tally:
-    spawn = multiprocessing.get_context("spawn")
-    barrier = spawn.Barrier(procs)
-    results = spawn.Queue()
-    workers = [
-        spawn.Process(
-            target=process_worker,
-            args=((article, kind, endpoint, table, threads, count // procs, barrier, results),),
-        )
-        for _ in range(procs)
-    ]
-    for w in workers:
-        w.start()
-    rows = [results.get(timeout=600) for _ in workers]
-    for w in workers:
-        w.join()
+    job = (article, kind, endpoint, table, threads, count // procs)
+    rows = spawned(process_worker, [job] * procs)
     start = min(r[0] for r in rows)
     end = max(r[1] for r in rows)
     return Tally(
@@ -298,6 +292,10 @@ def run_rounds(
     return article_runs, our_runs, async_runs
 
 
+#: The strategies of the fleet rows (benchmarks/fleet.py): 8 independent processes, one call at
+#: a time each, objects built per call, as a fleet of Lambda functions takes ids.
+FLEET_KINDS = ("counter", "idempotent", "gapless")
+
 TARGETS = {
     ("counter", 16, 1): 0.95,
     ("coalesced", 16, 1): 8.0,
@@ -386,6 +384,9 @@ def main() -> int:
             )
             if async_runs:
                 failed += async_row(async_runs, our_rate, measured)
+        failed += fleet_rows(
+            endpoint, factory, rounds, scale, [k for k in FLEET_KINDS if k in (args.only or [k])]
+        )
         if not args.only or "blocks" in args.only:
             failed += blocks_rows(
                 endpoint,

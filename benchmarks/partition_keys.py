@@ -17,8 +17,10 @@ way when that costs more; the replay margin is 3 s: DynamoDB Local shows writes 
 once). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
 before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
 must stay within 1.05x of the cheapest method's RCU, and where it costs the same, not take much
-longer. Then the CLI's peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over
-to the service; wall times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
+longer. Then one listing's tasks by one worker, process pools and Dask (benchmarks/
+listing_workers.py; ``--workers-only`` runs only that part), and the CLI's peak memory listing
+10,000 and 100,000 keys. Requests and RCU carry over to the service; wall times on DynamoDB
+Local do not (a deep ExclusiveStartKey is slow there).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from aiobotocore.config import AioConfig
+from listing_workers import bench_workers
 
 from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
@@ -296,6 +299,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
     parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
+    parser.add_argument("--workers-only", action="store_true", help="Only the workers' rows.")
     plot_arguments(parser, CHART)
     return parser.parse_args()
 
@@ -431,14 +435,16 @@ def main() -> int:
     problems: list[str] = []
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
-    print(
-        f"{'shape':<9} {'method':<52} {'requests':>8} {'items':>8} {'RCU':>9} "
-        f"{'x article':>9} {'x scan':>7} {'wall s':>7} {'correct':>7}"
-    )
+    only = args.memory_only or args.workers_only
+    if not only:
+        print(
+            f"{'shape':<9} {'method':<52} {'requests':>8} {'items':>8} {'RCU':>9} "
+            f"{'x article':>9} {'x scan':>7} {'wall s':>7} {'correct':>7}"
+        )
     states = TableFactory(client, prefix="ddbkeys-bench-state")
     state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
     try:
-        for shape, spec in [] if args.memory_only else shapes(scale).items():
+        for shape, spec in [] if only else shapes(scale).items():
             sizes = spec.sizes
             table = factory(("pk", "S"), ("sk", spec.sort_type))
             load(client, table, spec)
@@ -449,7 +455,11 @@ def main() -> int:
             problems += check(shape, rows)
             factory.delete_all()
         print()
-        memory(client, factory, endpoint, scale)
+        if not args.memory_only:
+            problems += bench_workers(client, factory, server.pid if server else None, scale)
+            print()
+        if not args.workers_only:
+            memory(client, factory, endpoint, scale)
     finally:
         factory.delete_all()
         states.delete_all()

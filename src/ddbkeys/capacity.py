@@ -61,6 +61,17 @@ class Usage:
             self.retries += retries
             self.conflicts += conflicts
 
+    def merge(self, totals: Mapping[str, float]) -> None:
+        """Add another's :meth:`snapshot` (a worker's, sent back from its process)."""
+        with self._lock:
+            self.requests += int(totals.get("requests", 0))
+            self.items += int(totals.get("items", 0))
+            self.read_units += float(totals.get("read_units", 0.0))
+            self.write_units += float(totals.get("write_units", 0.0))
+            self.retries += int(totals.get("retries", 0))
+            self.conflicts += int(totals.get("conflicts", 0))
+            self.billed_write_units += float(totals.get("billed_write_units", 0.0))
+
     def snapshot(self) -> dict[str, float]:
         """A plain copy, for reports and JSON."""
         with self._lock:

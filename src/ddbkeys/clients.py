@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextvars
 import decimal
+import inspect
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
@@ -251,12 +252,20 @@ def serializes_again(client: Any) -> bool:
     model = client.meta.service_model.operation_model("GetItem")
     # No request is built from the probe, as for a presigned URL: the context says so, and
     # botocore's Stubber (which checks each request against its queue) leaves it alone.
-    client.meta.events.emit(
+    emitted = client.meta.events.emit(
         "before-parameter-build.dynamodb.GetItem",
         params=probe,
         model=model,
         context={"is_presign_request": True},
     )
+    if inspect.iscoroutine(emitted):  # aiobotocore's emitter: its handlers run when driven
+        try:
+            emitted.send(None)
+        except StopIteration:
+            pass  # every handler ran (a resource layer's are plain functions)
+        else:  # a handler waits on something: not a resource layer's; leave it be
+            emitted.close()
+            return False
     return bool(probe["Key"].get("k") != {"S": "probe"})
 
 
@@ -289,22 +298,49 @@ class ResourceClientAdapter:
         model = self.client.meta.service_model.operation_model(operation)
 
         def call(**request: Any) -> Any:
-            plain = _walk(request, model.input_shape, _to_plain)
-            try:
-                response = attribute(**plain)
-            except decimal.DecimalException as exc:
-                raise DdbKeysError(
-                    f"{operation} answered a number that has more than {_MAX_DIGITS} "
-                    f"significant digits, which boto3's resource layer cannot read ({exc!r}).",
-                    cause=exc,
-                ) from exc
+            with _readable_numbers(operation):
+                response = attribute(**_walk(request, model.input_shape, _to_plain))
             return _walk(response, model.output_shape, _to_typed)
 
         call.__name__ = name
         return call
 
     def __repr__(self) -> str:
-        return f"ResourceClientAdapter({self.client!r})"
+        return f"{type(self).__name__}({self.client!r})"
+
+
+class AsyncResourceClientAdapter(ResourceClientAdapter):
+    """:class:`ResourceClientAdapter` for an aiobotocore client that serializes like a
+    resource's (aioboto3's ``resource.meta.client``): the same conversions around an awaited
+    call."""
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self.client, name)
+        operation = self.client.meta.method_to_api_mapping.get(name)
+        if operation is None:
+            return attribute
+        model = self.client.meta.service_model.operation_model(operation)
+
+        async def call(**request: Any) -> Any:
+            with _readable_numbers(operation):
+                response = await attribute(**_walk(request, model.input_shape, _to_plain))
+            return _walk(response, model.output_shape, _to_typed)
+
+        call.__name__ = name
+        return call
+
+
+@contextmanager
+def _readable_numbers(operation: str) -> Iterator[None]:
+    """A number the resource layer cannot read, as a DdbKeysError that says so."""
+    try:
+        yield
+    except decimal.DecimalException as exc:
+        raise DdbKeysError(
+            f"{operation} answered a number that has more than {_MAX_DIGITS} "
+            f"significant digits, which boto3's resource layer cannot read ({exc!r}).",
+            cause=exc,
+        ) from exc
 
 
 def _holds_values(shape: Shape, seen: frozenset[str] = frozenset()) -> bool:

@@ -229,7 +229,7 @@ def _minter(
         # The same counter, its concurrent calls sharing writes (and, idempotent, each write a
         # transaction with a token: a lost answer retried skips nothing).
         shared = AtomicCounter(
-            client, table, "orders", coalesce=True, idempotent=kind == "idempotent"
+            client, table, "orders", group_commit=True, idempotent=kind == "idempotent"
         )
         return lambda _tag: shared.next(), shared.usage
     if kind == "blocks":

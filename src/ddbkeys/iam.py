@@ -55,8 +55,8 @@ REPLAY = _n("Query") | _n(*STREAM_READS, on="stream")
 # actions needs the permission of the request it stands for (an Update needs
 # dynamodb:UpdateItem, a Put dynamodb:PutItem, a ConditionCheck dynamodb:ConditionCheckItem).
 COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
-    # GetItem: --idempotent reads the counter first, and a plain increment refused because the
-    # counter holds no number reads it to say what it holds.
+    # GetItem: an increment refused because the counter holds no number reads it to say what
+    # it holds.
     "ids next": {"": _n("DescribeTable", "GetItem", "UpdateItem")},
     "ids current": {"": _n("DescribeTable", "GetItem")},
     "ids set": {"": _n("DescribeTable", "UpdateItem")},

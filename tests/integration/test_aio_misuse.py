@@ -349,7 +349,7 @@ def test_another_thread_may_not_be_first_to_use_a_client_entered_in_this_loop(
 
     async def owner() -> list[int]:
         async with aio.make_client(ddb_endpoint_url) as client:
-            shared["counter"] = aio.AtomicCounter(client, table, "c", coalesce=True)
+            shared["counter"] = aio.AtomicCounter(client, table, "c", group_commit=True)
             built.set()
             await asyncio.get_running_loop().run_in_executor(None, tried.wait, AT_ONCE)
             return list(await asyncio.gather(*(shared["counter"].next() for _ in range(5))))

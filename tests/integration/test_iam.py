@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from ddbkeys.cli import cli
 from ddbkeys.connect import make_client
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
+from ddbkeys.ids import described
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.partition_keys.lambda_events import parse_event
@@ -63,6 +64,7 @@ def run(fault_proxy: FaultProxy) -> Runner:
 
     def invoke(*args: str, record: bool = True, exit_code: int = 0) -> list[Call]:
         fault_proxy.reset()
+        described.forget_all()  # (each command runs in a process of its own)
         result = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
         assert result.exit_code == exit_code, (args, result.output)
         return list(fault_proxy.calls) if record else []
@@ -80,7 +82,15 @@ def scenarios(
     """(command, variant) -> (table, the calls of every way that variant was run)."""
     plain = factory(("pk", "S"))
     coll = factory(("pk", "S"), ("sk", "N"))
-    client.put_item(TableName=plain, Item={"pk": {"S": "x"}, "id": {"N": "1"}})
+    # (and "bad", a counter another tool left holding a string: `ids next` reads it to say so)
+    client.batch_write_item(
+        RequestItems={
+            plain: [
+                {"PutRequest": {"Item": {"pk": {"S": "x"}, "id": {"N": "1"}}}},
+                {"PutRequest": {"Item": {"pk": {"S": "bad"}, "last_id": {"S": "x"}}}},
+            ]
+        }
+    )
     for k in range(5):
         for n in range(1, 4):
             client.put_item(TableName=coll, Item={"pk": {"S": f"k{k}"}, "sk": {"N": str(n)}})
@@ -94,6 +104,7 @@ def scenarios(
     record("ids next", "", plain, "--count", "3", "--maximum", "1000")
     record("ids next", "", plain, "--idempotent")
     record("ids next", "", plain, "--idempotent", "--count", "2")
+    record("ids next", "", plain, "--counter", "bad", exit_code=1)
     record("ids current", "", plain)
     record("ids set", "", plain, "100")
     record("ids set", "", plain, "5", "--force")

@@ -392,15 +392,17 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     """The first call of a strategy also describes the table: both requests share the call's
     one deadline (each had its own, so a 0.5 s call could take 1 s)."""
     table = ddb_table_factory(("pk", "S"))
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.9))
+    # Every answer 1.5 s late, a 3 s deadline: the DescribeTable leaves 1.5 s to send the
+    # UpdateItem (room for a loaded machine), which the deadline then cuts short at 3 s; a
+    # deadline each would take 1.5 + 3 s. The margins are wide so that load cannot flip it.
+    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=1.5))
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
-    counter = driver.make("AtomicCounter", client, table, "order", deadline=1.0)
+    counter = driver.make("AtomicCounter", client, table, "order", deadline=3.0)
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         counter.next()
-    # One deadline: about 1.0 s; a deadline each would take 0.9 + 1.0 s.
-    assert time.monotonic() - started < 1.0 + 0.6
-    assert "after 1.0 s (the deadline" in str(raised.value)
+    assert time.monotonic() - started < 3.0 + 1.0
+    assert "after 3.0 s (the deadline" in str(raised.value)
     # The UpdateItem was sent: the counter may have moved (a gap), and the error says so.
     assert str(raised.value).endswith(
         "The last write got no answer: it may still have been applied."

@@ -102,6 +102,11 @@ def test_a_bad_counter_is_reported_and_never_moved(
         lambda: driver.make("AtomicCounter", ddb_client, table, "c").reserve(5),
         driver.make("AtomicCounter", ddb_client, table, "c").current,
         lambda: driver.make("AtomicCounter", ddb_client, table, "c", start=10).next(),
+        # (idempotent: refused by its write's condition, or moved and put back with its slot)
+        driver.make("AtomicCounter", ddb_client, table, "c", idempotent=True).next,
+        lambda: driver.make(
+            "AtomicCounter", ddb_client, table, "c", idempotent=True, group_commit=True
+        ).reserve(2),
         lambda: driver.make("GaplessSequence", ddb_client, table, "c").put({"pk": "x"}),
         lambda: driver.make("GaplessSequence", ddb_client, table, "c", group_commit=False).put(
             {"pk": "x"}
@@ -119,6 +124,7 @@ def test_a_bad_counter_is_reported_and_never_moved(
         same()
     commands = [
         ["next", "--counter", "c"],
+        ["next", "--counter", "c", "--idempotent"],
         ["current", "--counter", "c"],
         ["put", "-s", "gapless", "--item", '{"pk": "x"}', "--sequence", "c"],
     ]

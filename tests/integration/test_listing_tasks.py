@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys.capacity import Usage
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import (
     ListingTask,
@@ -22,6 +23,7 @@ from ddbkeys.partition_keys import (
     run_tasks,
 )
 from ddbkeys.partition_keys import tasks as tasks_module
+from ddbkeys.partition_keys.tasks import list_task
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 
@@ -105,9 +107,11 @@ def test_a_pool_runs_again_the_task_of_a_worker_that_died(
     planned = plan_listing(ddb_client, table, "scan", tasks=4)
     # The first worker to start a task kills itself (once: a file says it did).
     monkeypatch.setenv("DDBKEYS_TEST_KILL_ONCE", str(tmp_path / "killed"))
-    monkeypatch.setattr(tasks_module, "_task_keys", _dies_once)
-    keys = list(run_tasks(planned, workers=2))
+    monkeypatch.setattr(tasks_module, "list_task", _dies_once)
+    usage = Usage()
+    keys = list(run_tasks(planned, workers=2, usage=usage))
     assert (tmp_path / "killed").exists()  # a worker did die
+    assert usage.requests >= 4 and usage.read_units > 0  # each task's usage, sent back
     assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
     with pytest.raises(ConfigurationError, match="workers must be a whole number"):
         list(run_tasks(planned, workers=0))
@@ -115,13 +119,13 @@ def test_a_pool_runs_again_the_task_of_a_worker_that_died(
         ListingTask.from_json('{"table": "x"}')
 
 
-def _dies_once(line: str) -> list[Any]:
+def _dies_once(line: str) -> tuple[list[Any], dict[str, float]]:
     marker = os.environ["DDBKEYS_TEST_KILL_ONCE"]
     try:
         with open(marker, "x"):
             pass
     except FileExistsError:
-        return list(run_task(ListingTask.from_json(line)))
+        return list_task(line)
     time.sleep(0.2)
     os.kill(os.getpid(), signal.SIGKILL)
     raise AssertionError("unreachable")
@@ -211,3 +215,24 @@ def test_plan_and_run_task_from_the_shell(
         env=env,
     )
     assert empty.returncode == 2 and "No task on stdin" in empty.stderr
+
+
+def test_a_process_builds_one_client_for_its_tasks(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    import multiprocessing  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 6)
+    first, second = plan_listing(ddb_client, table, "scan", tasks=2)
+    one, two = run_task(first), run_task(second)
+    assert one.reader.client is two.reader.client and one.reader.client is not ddb_client
+    assert sorted([*one, *two]) == non_empty(ddb_client, table)
+    # A forked worker builds its own (a client's connections are not shared across processes).
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply(_clients_built) == 0
+    assert _clients_built() >= 1
+
+
+def _clients_built() -> int:
+    return len(tasks_module._CLIENTS)

@@ -251,7 +251,7 @@ def test_a_pool_whose_worker_dies_mid_task_under_faults_is_exact(
     planned = plan_listing(proxied_client(fault_proxy, max_attempts=1), table, "scan", tasks=4)
     fault_proxy.set_plan(faulty(seed=9))
     monkeypatch.setenv("DDBKEYS_TEST_KILL_ONCE", str(tmp_path / "killed"))
-    monkeypatch.setattr(tasks_module, "_task_keys", _dies_mid_task_once)
+    monkeypatch.setattr(tasks_module, "list_task", _dies_mid_task_once)
     keys = list(run_tasks(planned, workers=2))
     assert (tmp_path / "killed").read_text() == "3"  # a worker died, 3 keys into its task
     assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
@@ -259,7 +259,7 @@ def test_a_pool_whose_worker_dies_mid_task_under_faults_is_exact(
         assert fault_proxy.counts_by_operation[("Scan", fault)] >= 1, fault_proxy.counts
 
 
-def _dies_mid_task_once(line: str) -> list[Any]:
+def _dies_mid_task_once(line: str) -> tuple[list[Any], dict[str, float]]:
     """A worker's part that, the first time (a file says it did), dies 3 keys into its task."""
     listing = run_task(ListingTask.from_json(line))
     keys: list[Any] = []
@@ -272,4 +272,4 @@ def _dies_mid_task_once(line: str) -> list[Any]:
             except FileExistsError:
                 continue
             os.kill(os.getpid(), signal.SIGKILL)
-    return keys
+    return keys, listing.usage.snapshot()

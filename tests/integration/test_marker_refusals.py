@@ -96,12 +96,13 @@ def test_an_index_keyed_on_another_attribute_is_refused(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = collections(ddb_client, ddb_table_factory)
-    MarkerIndex(ddb_client, table, attribute="owner").create()
+    MarkerIndex(ddb_client, table, marker_attribute="owner").create()
     before = everything(ddb_client, table)
     refused = (
         f"Index 'ddbkeys-partition-keys' of table {table!r} is keyed on 'owner', not on the "
-        "marker attribute 'ddbkeys_pk': pass --marker-attribute owner (attribute= in Python) "
-        "if it is the marker index, or name the marker index with --index-name."
+        "marker attribute 'ddbkeys_pk': pass --marker-attribute owner (marker_attribute= in "
+        "Python) if it is the marker index, or name the marker index with --index-name "
+        "(index_name=)."
     )
     with pytest.raises(ConfigurationError) as raised:
         MarkerIndex(ddb_client, table).mark("a")
@@ -110,7 +111,7 @@ def test_an_index_keyed_on_another_attribute_is_refused(
     assert (result.exit_code, result.stderr) == (1, f"Error: {refused}\n")
     assert everything(ddb_client, table) == before
     # With the index's own attribute, it marks.
-    assert MarkerIndex(ddb_client, table, attribute="owner").mark("a") is True
+    assert MarkerIndex(ddb_client, table, marker_attribute="owner").mark("a") is True
 
 
 def test_follow_with_a_mistyped_attribute_writes_nothing(
@@ -125,13 +126,13 @@ def test_follow_with_a_mistyped_attribute_writes_nothing(
     assert typo.stderr == (
         f"Error: Index 'ddbkeys-partition-keys' of table {table!r} is keyed on 'ddbkeys_pk', "
         "not on the marker attribute 'ddbkeys_pkk': pass --marker-attribute ddbkeys_pk "
-        "(attribute= in Python) if it is the marker index, or name the marker index with "
-        "--index-name.\n"
+        "(marker_attribute= in Python) if it is the marker index, or name the marker index with "
+        "--index-name (index_name=).\n"
     )
     assert everything(ddb_client, table) == before
     assert not exists(ddb_client, store)
     with pytest.raises(ConfigurationError, match="keyed on 'ddbkeys_pk', not on the marker"):
-        index = MarkerIndex(ddb_client, table, attribute="ddbkeys_pkk")
+        index = MarkerIndex(ddb_client, table, marker_attribute="ddbkeys_pkk")
         StreamFollower(index, state_table=store).run(until_caught_up=True, from_start=True)
     absent = cli_run(ddb_endpoint_url, *args, "--index-name", "nope")
     assert absent.exit_code == 1 and f"Table {table!r} has no index 'nope'" in absent.stderr
@@ -143,7 +144,7 @@ def test_follow_takes_the_attribute_from_the_index(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, store: str
 ) -> None:
     table = collections(ddb_client, ddb_table_factory, stream=True)
-    MarkerIndex(ddb_client, table, attribute="owner").create()
+    MarkerIndex(ddb_client, table, marker_attribute="owner").create()
     args = ("follow", "-t", table, "--state-table", store, "--from-start", "--until-caught-up")
     result = cli_run(ddb_endpoint_url, *args)
     assert result.exit_code == 0, result.stderr
@@ -151,18 +152,18 @@ def test_follow_takes_the_attribute_from_the_index(
     markers = [i for i in everything(ddb_client, table) if "owner" in i]
     assert [m["owner"] for m in markers] == [{"S": "a"}, {"S": "b"}, {"S": "c"}]
     assert not any("ddbkeys_pk" in i for i in everything(ddb_client, table))
-    assert MarkerIndex(ddb_client, table, attribute="owner").verify().healthy
+    assert MarkerIndex(ddb_client, table, marker_attribute="owner").verify().healthy
 
 
 def test_the_asyncio_follower_refuses_and_adopts_alike(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, store: str
 ) -> None:
     table = collections(ddb_client, ddb_table_factory, stream=True)
-    MarkerIndex(ddb_client, table, attribute="owner").create()
+    MarkerIndex(ddb_client, table, marker_attribute="owner").create()
     before = everything(ddb_client, table)
 
     async def body(client: Any) -> int:
-        typo = aio_index.MarkerIndex(client, table, attribute="ownr")
+        typo = aio_index.MarkerIndex(client, table, marker_attribute="ownr")
         with pytest.raises(ConfigurationError, match="keyed on 'owner', not on the marker"):
             await aio_index.StreamFollower(typo, state_table=store).run(until_caught_up=True)
         assert everything(ddb_client, table) == before and not exists(ddb_client, store)
@@ -173,4 +174,4 @@ def test_the_asyncio_follower_refuses_and_adopts_alike(
         return report.marked
 
     assert run_async(ddb_client, body) == 3
-    assert MarkerIndex(ddb_client, table, attribute="owner").verify().healthy
+    assert MarkerIndex(ddb_client, table, marker_attribute="owner").verify().healthy

@@ -65,7 +65,7 @@ def make_writer(
             client,
             table,
             "orders",
-            coalesce=coalesce,
+            group_commit=coalesce,
             idempotent=idempotent,
             **({} if idempotent else {"retry": retry}),
         )

@@ -37,6 +37,7 @@ PARAMS: Any = {"TableName": TABLE, "Key": {"pk": {"S": "c"}}, "UpdateExpression"
 # What an attempt's request gets back, as a test writes it.
 LOST = "lost a race"  # the answer says another writer won: Contention
 LOST_NOW = "lost a race, knowing the winner's value"  # Contention(immediate=True)
+LOST_WAIT = "lost a race, choosing its own wait"  # Contention(wait=0.042)
 CAPACITY = "cancelled for capacity"  # Throttled
 
 
@@ -67,6 +68,8 @@ def attempt(n: int) -> Flow[str]:
         raise Contention
     if answer == LOST_NOW:
         raise Contention(immediate=True)
+    if answer == LOST_WAIT:
+        raise Contention(wait=0.042)
     if answer == CAPACITY:
         raise Throttled("ProvisionedThroughputExceeded")
     return f"{answer} at attempt {n}"
@@ -158,6 +161,13 @@ CASES = {
     ),
     "contention knowing the winner: no wait": Case(
         [LOST_NOW, LOST_NOW, "ok"], [], result="ok at attempt 2", conflicts=2, retries=2
+    ),
+    "contention with a wait of the attempt's choosing": Case(
+        [LOST_WAIT, LOST_WAIT, "ok"],
+        [0.042, 0.042],
+        result="ok at attempt 2",
+        conflicts=2,
+        retries=2,
     ),
     "contention every time: out of attempts, no wait after the last": Case(
         [LOST] * 4,

@@ -134,7 +134,7 @@ def test_gapless_reads_every_combination(
         sequence._cancelled(read_cancellation(reasons), items, live, results, plan, atomic=atomic)
         outcome = "return"
     except Contention as lost:
-        outcome = ("contention", lost.immediate)
+        outcome = ("contention", lost.immediate, lost.wait is not None)
     except Throttled:
         outcome = "throttled"
     except ItemExistsError:
@@ -147,14 +147,15 @@ def test_gapless_reads_every_combination(
     assert live == [i for i in (0, 1) if i not in exists]
     if counter_moved:
         assert sequence._last == 7
-        assert outcome == ("contention", True)  # the first loss in a row: again at once
+        # Not at once (every loser learnt 7): a wait of its own, then the counter read afresh.
+        assert outcome == ("contention", False, True) and plan.reread
     elif (items_failed and id_in_key) or exists:
         assert outcome == "return"
         assert sequence._last == 3  # the counter held
     elif "ThrottlingError" in codes:
         assert outcome == "throttled"
     else:
-        assert outcome == ("contention", False)
+        assert outcome == ("contention", False, False)
     for error in results:
         if isinstance(error, ItemExistsError):
             assert "already exists in table 'users'" in str(error)

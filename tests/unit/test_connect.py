@@ -100,7 +100,9 @@ def test_credentials_resolve_as_boto3_resolves_them(
     monkeypatch.setenv("AWS_PROFILE", "team")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXPORTED")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "exported-secret")
-    boto3_keys = signed_with(boto3.client("dynamodb"))
+    boto3_keys = signed_with(
+        boto3.Session().client("dynamodb")
+    )  # (a fresh session: as a new process)
     ours = make_client()
     assert boto3_keys == "AKIDEXPORTED"
     assert signed_with(ours) == boto3_keys

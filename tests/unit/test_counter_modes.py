@@ -1,72 +1,132 @@
 """The counter's modes without a server: the idempotent increment driven by hand (every answer
-and cancellation it reads, and which request comes next), and the coalesced write's split."""
+and refusal it reads, and which request comes next), and the coalesced write's split."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 import pytest
+from botocore.exceptions import ClientError
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError, UnexpectedAnswerError
-from ddbkeys.ids import AtomicCounter, CounterStateError, SequenceExhaustedError
+from ddbkeys.errors import ConfigurationError, UnexpectedAnswerError
+from ddbkeys.ids import AtomicCounter, CounterStateError, SequenceExhaustedError, exact, slots
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.counter import Want, split
 from ddbkeys.retry import Deadline, RetryPolicy
-from tests.support.hand import Run, cancelled, drive, lost
+from tests.support.hand import Run, drive, failed_condition, lost
 
 POLICY = RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.1, random=lambda: 0.5)
-JITTER = POLICY.full_jitter(1)
+JITTER = POLICY.full_jitter(0)
 BACKOFF = POLICY.exponential(0)
 MAX = 10**38 - 1
 KEY: Any = {"pk": {"S": "orders"}}
+NOW = 1_800_000_000.0  # the writers' wall clock (s)
+NOW_MS = int(NOW * 1000)
+#: The request number of a call that starts at NOW with the whole deadline (60 s) left.
+NUMBER = slots.keep_until(NOW, 60.0)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_slots(monkeypatch: pytest.MonkeyPatch) -> Iterator[slots.WriterSlots]:
+    """A process with no slots yet and no counter item seen."""
+    pool = slots.WriterSlots()
+    monkeypatch.setattr(exact, "SLOTS", pool)
+    yield pool
+
+
+@pytest.fixture(autouse=True)
+def seen(monkeypatch: pytest.MonkeyPatch) -> slots.SeenSlots:
+    """What the process has seen of counter items: nothing yet."""
+    memory = slots.SeenSlots()
+    monkeypatch.setattr(exact, "SEEN", memory)
+    return memory
 
 
 def counter(**settings: Any) -> AtomicCounter:
-    """An idempotent counter that knows where it lives (no DescribeTable)."""
+    """An idempotent counter that knows where it lives (no DescribeTable), at NOW."""
     client = boto3.client(
         "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
     )
     settings = {"idempotent": True, **settings}
     made = AtomicCounter(client, "ids", "orders", retry=POLICY, **settings)
     made._counter = CounterItem("ids", KEY, "last_id")
+    made.wall_clock = lambda: NOW
     return made
 
 
-def held(value: str | None, kind: str = "N") -> dict[str, Any]:
-    """A GetItem answer: the counter holding ``value`` (None: no counter yet)."""
-    return {} if value is None else {"Item": {"last_id": {kind: value}}}
+def own_slot(request: Any) -> str:
+    """The writer slot a request stamps."""
+    return str(request.params["ExpressionAttributeNames"]["#w"][len(slots.NUMBER_PREFIX) :])
 
 
-def moved_to(value: str | None, kind: str = "N") -> Any:
-    """The transaction cancelled: the counter's condition failed, its old image says this."""
-    item = {**KEY, "last_id": {kind: value}} if value is not None else dict(KEY)
-    return cancelled(("ConditionalCheckFailed", item))
+def slot_of(run: Run, n: int = 0) -> str:
+    """The writer slot the ``n``-th request stamped."""
+    return own_slot(run.requests[n])
+
+
+def moved(value: str, number: int = NUMBER) -> Any:
+    """An answer to the slot's write: the item after it."""
+
+    def answer(request: Any) -> Any:
+        slot = own_slot(request)
+        return {
+            "Attributes": {
+                **KEY,
+                "last_id": {"N": value},
+                slots.number_name(slot): {"N": str(number)},
+                slots.value_name(slot): {"N": value},
+            }
+        }
+
+    return answer
+
+
+def refused(value: dict[str, Any] | None, **stamped: Any) -> Any:
+    """The write refused; the old image holds the counter ``value`` and the ``stamped`` slots
+    ({name: (number, value)}; ``"mine"`` is the request's own slot)."""
+
+    def answer(request: Any) -> ClientError:
+        item: dict[str, Any] = dict(KEY)
+        if value is not None:
+            item["last_id"] = value
+        for name, (number, held) in stamped.items():
+            slot = own_slot(request) if name == "mine" else name
+            item[slots.number_name(slot)] = {"N": str(number)}
+            item[slots.value_name(slot)] = {"N": str(held)}
+        return failed_condition(item)
+
+    return answer
 
 
 def shown(run: Run) -> list[tuple[Any, ...]]:
-    """The requests: ("get",) or ("tx", from, to, condition, token number)."""
-    tokens: dict[str, int] = {}
+    """The requests: ("update", increment, base, number, removed slots) or ("undo", ...)."""
     out: list[tuple[Any, ...]] = []
     for r in run.requests:
-        if r.operation == "get_item":
-            out.append(("get",))
+        if r.operation == "transact_write_items":
+            update = r.params["TransactItems"][0]["Update"]
+            out.append(("undo", update["ExpressionAttributeValues"][":dec"]["N"]))
             continue
-        assert r.operation == "transact_write_items"
-        assert r.billed == 2.0 and r.write and r.count_refused
-        (action,) = r.params["TransactItems"]
-        update = action["Update"]
-        assert update["Key"] == KEY and update["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
-        values = update["ExpressionAttributeValues"]
-        token = tokens.setdefault(r.params["ClientRequestToken"], len(tokens) + 1)
+        assert r.operation == "update_item" and r.write
+        params = r.params
+        assert params["Key"] == KEY and params["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
+        assert params["ReturnValues"] == "ALL_NEW"
+        values = params["ExpressionAttributeValues"]
+        names = params["ExpressionAttributeNames"]
+        removed = sorted(
+            names[n][len(slots.NUMBER_PREFIX) :]
+            for n in names
+            if n.startswith("#r") and not n.endswith("v")
+        )
         out.append(
             (
-                "tx",
-                int(values[":last"]["N"]),
-                int(values[":new"]["N"]),
-                "missing ok" if "attribute_not_exists" in update["ConditionExpression"] else "",
-                token,
+                "update",
+                int(values[":inc"]["N"]),
+                int(values[":base"]["N"]),
+                int(values[":seq"]["N"]),
+                removed,
             )
         )
     return out
@@ -74,165 +134,149 @@ def shown(run: Run) -> list[tuple[Any, ...]]:
 
 @dataclass
 class Row:
-    """``count`` ids from a counter that knows ``known`` (None: it reads first); the answers in
-    order; the requests sent; the ids, or the error the call ends with; the waits."""
+    """``count`` ids; the answers in order; the requests sent; the ids, or the error the call
+    ends with; the waits; ``seen``: an image of the counter item the process saw before."""
 
     name: str
     answers: list[Any]
     requests: list[tuple[Any, ...]]
     ends: range | type[BaseException]
-    known: int | None = None
     count: int = 1
     pauses: list[float] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    seen: dict[str, Any] | None = None
 
+
+def one(inc: int = 1, base: int = 0, removed: list[str] | None = None) -> tuple[Any, ...]:
+    return ("update", inc, base, NUMBER, removed or [])
+
+
+STALE = {slots.number_name("old"): {"N": str(NOW_MS - 1)}, slots.value_name("old"): {"N": "3"}}
+LIVE = {slots.number_name("busy"): {"N": str(NOW_MS)}, slots.value_name("busy"): {"N": "4"}}
 
 ROWS = [
-    Row("a new counter", [held(None), {}], [("get",), ("tx", 0, 1, "missing ok", 1)], range(1, 2)),
-    Row(
-        "a counter at 0",
-        [held("0"), {}],
-        [("get",), ("tx", 0, 3, "missing ok", 1)],
-        range(1, 4),
-        count=3,
-    ),
-    Row("known: no read", [{}], [("tx", 7, 8, "", 1)], range(8, 9), known=7),
+    Row("a new counter", [moved("1")], [one()], range(1, 2)),
+    Row("three ids", [moved("10")], [one(3)], range(8, 11), count=3),
     Row(
         "start and step",
-        [held(None), {}],
-        [("get",), ("tx", 90, 110, "missing ok", 1)],
+        [moved("110")],
+        [one(20, 90)],
         range(100, 111, 10),
         count=2,
         settings={"start": 100, "step": 10},
     ),
-    # A lost response: the same transaction, the same token (applied once by DynamoDB).
+    # The response lost after the write was applied: sent again with the same number, refused,
+    # and the old image shows the slot at that number with the value it wrote: those ids.
     Row(
-        "lost response",
-        [lost(), {}],
-        [("tx", 7, 8, "", 1), ("tx", 7, 8, "", 1)],
-        range(8, 9),
-        known=7,
+        "lost, applied",
+        [lost(), refused({"N": "9"}, mine=(NUMBER, 5))],
+        [one(), one()],
+        range(5, 6),
         pauses=[BACKOFF],
     ),
+    Row("lost, not applied", [lost(), moved("6")], [one(), one()], range(6, 7), pauses=[BACKOFF]),
     Row(
-        "throttled by the proxy",
-        [
-            boto3.client("dynamodb", region_name="us-east-1").exceptions.ClientError(
-                {"Error": {"Code": "ThrottlingException", "Message": "slow"}}, "TransactWriteItems"
-            ),
-            {},
-        ],
-        [("tx", 7, 8, "", 1), ("tx", 7, 8, "", 1)],
-        range(8, 9),
-        known=7,
+        "throttled",
+        [ClientError({"Error": {"Code": "ThrottlingException"}}, "UpdateItem"), moved("2")],
+        [one(), one()],
+        range(2, 3),
         pauses=[BACKOFF],
     ),
-    # Another writer moved it: the old image says where to, a new token at once.
-    Row(
-        "moved",
-        [moved_to("12"), {}],
-        [("tx", 7, 8, "", 1), ("tx", 12, 13, "", 2)],
-        range(13, 14),
-        known=7,
-    ),
-    Row(
-        "moved twice in a row: the second time waits",
-        [moved_to("12"), moved_to("20"), {}],
-        [("tx", 7, 8, "", 1), ("tx", 12, 13, "", 2), ("tx", 20, 21, "", 3)],
-        range(21, 22),
-        known=7,
-        pauses=[JITTER],
-    ),
-    Row(
-        "deleted meanwhile",
-        [moved_to(None), {}],
-        [("tx", 7, 8, "", 1), ("tx", 0, 1, "missing ok", 2)],
-        range(1, 2),
-        known=7,
-    ),
-    Row(
-        "conflict",
-        [cancelled("TransactionConflict"), {}],
-        [("tx", 7, 8, "", 1), ("tx", 7, 8, "", 2)],
-        range(8, 9),
-        known=7,
-        pauses=[POLICY.full_jitter(0)],
-    ),
-    Row(
-        "throttled in the transaction",
-        [cancelled("ThrottlingError"), {}],
-        [("tx", 7, 8, "", 1), ("tx", 7, 8, "", 2)],
-        range(8, 9),
-        known=7,
-        pauses=[BACKOFF],
-    ),
-    Row("invalid", [cancelled("ValidationError")], [("tx", 7, 8, "", 1)], DdbKeysError, known=7),
-    Row("holds a string", [held("x", "S")], [("get",)], CounterStateError),
-    Row("holds a fraction", [held("5.5")], [("get",)], CounterStateError),
-    Row(
-        "moved to a string", [moved_to("x", "S")], [("tx", 7, 8, "", 1)], CounterStateError, known=7
-    ),
-    Row("at the top", [held(str(MAX))], [("get",)], SequenceExhaustedError, known=MAX),
-    # Known near the maximum, but set back since (elsewhere): what it holds now decides.
-    Row(
-        "set back since",
-        [held("10"), {}],
-        [("get",), ("tx", 10, 20, "", 1)],
-        range(11, 21),
-        known=95,
-        count=10,
-        settings={"maximum": 100},
-    ),
-    Row(
-        "moved to the top",
-        [moved_to(str(MAX))],
-        [("tx", 7, 8, "", 1)],
-        SequenceExhaustedError,
-        known=7,
-    ),
+    Row("holds a string", [refused({"S": "x"})], [one()], CounterStateError),
+    Row("holds a list", [refused({"L": []})], [one()], CounterStateError),
+    Row("holds a negative number", [refused({"N": "-3"})], [one()], CounterStateError),
+    # A fraction passes the condition: moved, then put back (with the slot), and refused.
+    Row("holds a fraction", [moved("6.5"), {}], [one(), ("undo", "-1")], CounterStateError),
+    Row("at the top", [refused({"N": str(MAX)})], [one()], SequenceExhaustedError),
     Row(
         "past the maximum",
-        [held("9")],
-        [("get",)],
+        [refused({"N": "9"})],
+        [one(2)],
         SequenceExhaustedError,
         count=2,
         settings={"maximum": 10},
     ),
+    Row("up to the maximum", [moved("10")], [one(2)], range(9, 11), 2, settings={"maximum": 10}),
+    # The process saw a stale slot: this write removes it, on condition that it still is.
+    Row("a stale slot removed", [moved("4")], [one(removed=["old"])], range(4, 5), seen=STALE),
+    Row("a live slot kept", [moved("5")], [one()], range(5, 6), seen=LIVE),
+    # It was renewed meanwhile: the write is refused, and goes again at once without it.
     Row(
-        "up to the maximum",
-        [held("8"), {}],
-        [("get",), ("tx", 8, 10, "", 1)],
-        range(9, 11),
-        count=2,
-        settings={"maximum": 10},
+        "a stale slot renewed",
+        [refused({"N": "4"}, old=(NOW_MS + 5, 4)), moved("5")],
+        [one(removed=["old"]), one()],
+        range(5, 6),
+        seen=STALE,
     ),
+    # Refused for no reason the image shows (it changed since): the usual wait, again.
+    Row(
+        "refused, no reason",
+        [refused({"N": "4"}), moved("5")],
+        [one(), one()],
+        range(5, 6),
+        1,
+        [JITTER],
+    ),
+    # The slot holds a number this process never gave it: another writer uses its name.
+    Row("a slot clash", [refused({"N": "4"}, mine=(NUMBER + 1, 4))], [one()], CounterStateError),
 ]
 
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
-def test_idempotent_increment(row: Row) -> None:
+def test_idempotent_increment(row: Row, seen: slots.SeenSlots) -> None:
     made = counter(**row.settings)
-    made._known.set(row.known)
+    where = CounterItem("ids", KEY, "last_id")
+    if row.seen is not None:
+        seen.saw(exact.item_name(where), {**KEY, **row.seen})
     run = Run()
-    flow = made._advance(row.count, Deadline(None))
+    flow = made._advance(row.count, Deadline(60.0, clock=lambda: 0.0))
     if isinstance(row.ends, range):
         drive(flow, row.answers, run=run)
         assert run.result == row.ends
-        assert made._known.get() == row.ends[-1]
     else:
         with pytest.raises(row.ends):
             drive(flow, row.answers, run=run)
     assert shown(run) == row.requests
     assert run.pauses == row.pauses
+    updates = [n for n, r in enumerate(run.requests) if r.operation == "update_item"]
+    assert len({slot_of(run, n) for n in updates}) == 1, "one slot for the whole call"
 
 
-def test_a_known_value_only_goes_up() -> None:
+def test_the_fraction_is_put_back_with_the_slot() -> None:
     made = counter()
-    made._known.set(10)
-    made._known.set(8, only_up=True)
-    assert made._known.get() == 10
-    made._known.set(None)  # set() forgets it
-    assert made._known.get() is None
+    run = Run()
+    with pytest.raises(CounterStateError, match=r"holds last_id = 5.5 \(not a whole number\)"):
+        drive(made._advance(1, Deadline(60.0)), [moved("6.5"), {}], run=run)
+    undo = run.requests[1].params["TransactItems"][0]["Update"]
+    mine = slot_of(run)
+    assert sorted(undo["ExpressionAttributeNames"].values()) == sorted(
+        ["last_id", "ddbkeys_type", slots.number_name(mine), slots.value_name(mine)]
+    )
+    assert " REMOVE " in undo["UpdateExpression"]
+
+
+def test_one_slot_per_call_at_a_time(_fresh_slots: slots.WriterSlots) -> None:
+    """Calls one after another reuse the process's slot with growing numbers; calls at once
+    take a slot each."""
+    made = counter()
+    first = drive(made._advance(1, Deadline(60.0)), [moved("1")])
+    second = drive(made._advance(1, Deadline(60.0)), [moved("2")])
+    assert slot_of(first) == slot_of(second)
+    numbers = [
+        int(r.requests[0].params["ExpressionAttributeValues"][":seq"]["N"]) for r in (first, second)
+    ]
+    assert numbers == [NUMBER, NUMBER + 1]  # (the same clock: one more)
+    held = _fresh_slots.take()
+    third = drive(made._advance(1, Deadline(60.0)), [moved("3")])
+    assert slot_of(third) not in (held.name, slot_of(first))
+
+
+@pytest.mark.parametrize("deadline", [None, 901])
+def test_idempotent_needs_a_bounded_deadline(deadline: float | None) -> None:
+    with pytest.raises(
+        ConfigurationError, match="idempotent=True needs a deadline of at most 900 s"
+    ):
+        counter(deadline=deadline)
 
 
 @pytest.mark.parametrize(
@@ -251,8 +295,7 @@ def test_a_coalesced_write_is_split_in_order(
 
 
 def test_a_coalesced_write_sends_one_update_for_every_caller() -> None:
-    made = counter()
-    made.idempotent = False
+    made = counter(idempotent=False)
     wants = [Want(1, Deadline(None)), Want(3, Deadline(None)), Want(1, Deadline(None))]
     run = drive(made._coalesced(wants), [{"Attributes": {"last_id": {"N": "15"}}}])
     assert run.operations == ["update_item"]
@@ -262,17 +305,17 @@ def test_a_coalesced_write_sends_one_update_for_every_caller() -> None:
 
 def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() -> None:
     made = counter(maximum=10)
-    made._known.set(8)
-    wants = [Want(1, Deadline(None)), Want(2, Deadline(None)), Want(1, Deadline(None))]
-    # Known at 8, 4 ids would pass 10: read (it is 8), then each caller alone; the one that
-    # would pass is read again first (it may have been set back), and refused.
-    run = drive(made._coalesced(wants), [held("8"), {}, held("9"), {}])
+    wants = [Want(1, Deadline(60.0)), Want(2, Deadline(60.0)), Want(1, Deadline(60.0))]
+    # At 8, 4 ids would pass 10: refused; then each caller alone, the one that would pass
+    # refused too.
+    answers = [refused({"N": "8"}), moved("9"), refused({"N": "9"}), moved("10")]
+    run = drive(made._coalesced(wants), answers)
     assert [r[0] for r in [run.result[0], run.result[2]]] == [9, 10]
     assert isinstance(run.result[1], SequenceExhaustedError)
-    assert shown(run) == [("get",), ("tx", 8, 9, "", 1), ("get",), ("tx", 9, 10, "", 2)]
+    assert [r[1] for r in shown(run)] == [4, 1, 2, 1]
 
 
-@pytest.mark.parametrize(("name", "value"), [("coalesce", "yes"), ("idempotent", 1)])
+@pytest.mark.parametrize(("name", "value"), [("group_commit", "yes"), ("idempotent", 1)])
 def test_the_modes_are_flags(name: str, value: Any) -> None:
     with pytest.raises(ConfigurationError, match=f"{name} must be True or False"):
         counter(**{name: value})

@@ -27,9 +27,15 @@ from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import KeyAttribute, TableInfo
 
 MAX = 10**38 - 1
-POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 0.5)
+#: (A clock that stands still: a transaction takes no time, so a lost race waits from
+#: base_delay.)
+POLICY = RetryPolicy(
+    max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 0.5, clock=lambda: 0.0
+)
 JITTER = POLICY.full_jitter(0)  # after a conflict
 BACKOFF = POLICY.exponential(0)  # after throttling
+#: After the n-th lost race in a row: half of base_delay doubled n times (random() is 0.5).
+LOST = {n: 0.5 * min(0.1, 0.01 * 2**n) for n in (1, 2, 3)}
 
 
 def sequence(*, id_in_key: bool = False, last: int | None = 3) -> GaplessSequence:
@@ -97,12 +103,15 @@ def shown(step: Step) -> tuple[Any, ...]:
     return ("tx", last, ids)
 
 
-def until_request(flow: Flow[Any], step: Step) -> tuple[list[tuple[Any, ...]], Step]:
+def until_request(
+    flow: Flow[Any], step: Step, holds: str | None = "3"
+) -> tuple[list[tuple[Any, ...]], Step]:
     """The steps from ``step`` up to the next TransactWriteItems, and that one (a GetItem of
-    the counter is answered with 3, a pause is taken at once)."""
+    the counter is answered with ``holds``, a pause is taken at once)."""
     seen = [shown(step)]
+    held = {} if holds is None else {"Item": {"last_id": {"N": holds}}}
     while seen[-1][0] != "tx":
-        step = flow.send({"Item": {"last_id": {"N": "3"}}} if seen[-1][0] == "get" else None)
+        step = flow.send(held if seen[-1][0] == "get" else None)
         seen.append(shown(step))
     return seen, step
 
@@ -172,25 +181,35 @@ class Row:
     conflicts: int = 1
 
 
+MOVED = [("pause", LOST[1]), ("get",)]
 ROWS = [
-    # The counter moved: its old image says where to, so go again at once, without a read.
-    Row("counter moved", (CCF, NONE, NONE), False, False, [("tx", 7, [8, 9])], [8, 9]),
-    Row("counter moved, atomic", (CCF, NONE, NONE), False, True, [("tx", 7, [8, 9])], [8, 9]),
-    Row("counter moved, id key", (CCF, NONE, NONE), True, False, [("tx", 7, [8, 9])], [8, 9]),
-    Row("counter moved to 0", (CCF, NONE, NONE), False, False, [("tx", 0, [1, 2])], [1, 2], "0"),
-    Row("counter gone", (CCF, NONE, NONE), False, False, [("tx", 0, [1, 2])], [1, 2], None),
+    # The counter moved: every writer that lost to that commit learnt its value from the old
+    # image, and only one could win with it at once: a wait of its own, then a fresh read.
+    Row("counter moved", (CCF, NONE, NONE), False, False, [*MOVED, ("tx", 7, [8, 9])], [8, 9]),
+    Row("counter moved, atomic", (CCF, NONE, NONE), False, True, [*MOVED, ("tx", 7, [8, 9])]),
+    Row("counter moved, id key", (CCF, NONE, NONE), True, False, [*MOVED, ("tx", 7, [8, 9])]),
     Row(
-        "counter moved to the top",
+        "counter moved to 0",
+        (CCF, NONE, NONE),
+        False,
+        False,
+        [*MOVED, ("tx", 0, [1, 2])],
+        holds="0",
+    ),
+    Row("counter gone", (CCF, NONE, NONE), False, False, [*MOVED, ("tx", 0, [1, 2])], holds=None),
+    Row(
+        "counter moved to the top",  # (the old image is enough: no wait, no read)
         (CCF, NONE, NONE),
         False,
         False,
         SequenceExhaustedError,
         holds=str(MAX),
+        conflicts=0,
     ),
     Row("counter holds a string", (CCF, NONE, NONE), False, False, CounterStateError, [], "x", 0),
     # The id is the key and the counter moved: the racing writer's items hold those keys.
-    Row("racing writer's item", (CCF, CCF, NONE), True, False, [("tx", 7, [8, 9])], [8, 9]),
-    Row("racing writer's items", (CCF, CCF, CCF), True, True, [("tx", 7, [8, 9])], [8, 9]),
+    Row("racing writer's item", (CCF, CCF, NONE), True, False, [*MOVED, ("tx", 7, [8, 9])]),
+    Row("racing writer's items", (CCF, CCF, CCF), True, True, [*MOVED, ("tx", 7, [8, 9])]),
     # The id is not the key: an item that exists fails alone (group) or all (atomic).
     Row("item exists", (NONE, CCF, NONE), False, False, [("tx", 3, [4])], ["exists", 4], "7", 0),
     Row("item exists, atomic", (NONE, CCF, NONE), False, True, ItemExistsError, conflicts=0),
@@ -200,7 +219,7 @@ ROWS = [
         (CCF, NONE, CCF),
         False,
         False,
-        [("tx", 7, [8])],
+        [*MOVED, ("tx", 7, [8])],
         [8, "exists"],
     ),
     Row(
@@ -258,8 +277,7 @@ ROWS = [
         (CCF, "ThrottlingError", TC),
         False,
         False,
-        [("tx", 7, [8, 9])],
-        [8, 9],
+        [*MOVED, ("tx", 7, [8, 9])],
     ),
     # A request error: no retry can fix it.
     *[
@@ -309,13 +327,17 @@ def test_every_cancellation(row: Row) -> None:
             flow.throw(error)
         results = done.value.value
     else:
-        seen, step = until_request(flow, flow.throw(error))
+        now = row.holds if row.codes[0] == CCF else "3"  # (what a fresh read finds)
+        seen, step = until_request(flow, flow.throw(error), now)
         assert seen[: len(row.then)] == row.then
         assert isinstance(first, Request) and isinstance(step, Request)
         assert step.params["ClientRequestToken"] != first.params["ClientRequestToken"]
         if row.then[-1] == ("get",):  # read again: 3 still
             assert seen[-1] == ("tx", 3, [4, 5])
             row.ends = [4, 5]
+        elif not row.ends:  # (moved: the ids after what the read found)
+            last = seen[-1][1]
+            row.ends = [last + 1, last + 2]
         results = finish(flow)
     assert [r if isinstance(r, int) else "exists" for r in results] == row.ends
     for result in results:
@@ -347,19 +369,42 @@ def test_the_existing_item_errors_say_which_item() -> None:
     )
 
 
-def test_lost_races_in_a_row_go_again_at_once_then_wait() -> None:
+def test_lost_races_in_a_row_wait_longer_each_time_then_read_again() -> None:
+    """Every loser of one commit learns the same value from the old image: none goes again
+    with it at once (only one could win). Each waits a full-jitter time scaled by how long
+    the lost transaction took (at least base_delay), doubled with each loss in a row, then
+    reads the counter afresh."""
     seq = sequence()
     flow = commit(seq)
     next(flow)
-    step = flow.throw(cancelled((CCF, NONE, NONE), "7"))
-    assert shown(step) == ("tx", 7, [8, 9])  # first loss: at once
-    step = flow.throw(cancelled((CCF, NONE, NONE), "9"))
-    assert shown(step) == ("pause", POLICY.full_jitter(1))  # second: a full-jitter wait
-    assert shown(flow.send(None)) == ("tx", 9, [10, 11])
-    step = flow.throw(cancelled((CCF, NONE, NONE), "12"))
-    assert shown(step) == ("tx", 12, [13, 14])  # third: at once again
+    for n, (holds, then) in enumerate([("7", "8"), ("9", "11"), ("12", "12")], start=1):
+        step = flow.throw(cancelled((CCF, NONE, NONE), holds))
+        assert shown(step) == ("pause", LOST[n])
+        assert shown(flow.send(None)) == ("get",)
+        step = flow.send({"Item": {"last_id": {"N": then}}})
+        assert shown(step) == ("tx", int(then), [int(then) + 1, int(then) + 2])
     assert finish(flow) == [13, 14]
     assert (seq._last, seq.usage.conflicts, seq.usage.retries) == (14, 3, 3)
+
+
+def test_the_wait_after_a_lost_race_follows_the_round_trip() -> None:
+    """A slow transaction (a busy server) makes a longer wait: its round trip, doubled with
+    each loss in a row, up to max_delay."""
+    ticks = iter([0.0, 0.03, 1.0, 1.2])  # (the lost transaction took 30 ms, then 200 ms)
+    seq = sequence()
+    seq.retry = RetryPolicy(
+        max_attempts=10,
+        base_delay=0.01,
+        max_delay=0.1,
+        random=lambda: 1.0,
+        clock=lambda: next(ticks),
+    )
+    flow = seq._commit(items(False), atomic=False, deadline=Deadline(None, clock=lambda: 0.0))
+    next(flow)
+    assert shown(flow.throw(cancelled((CCF, NONE, NONE), "7"))) == ("pause", 0.06)
+    flow.send(None)
+    flow.send({"Item": {"last_id": {"N": "7"}}})
+    assert shown(flow.throw(cancelled((CCF, NONE, NONE), "9"))) == ("pause", 0.1)  # the most
 
 
 def test_a_lost_answer_sends_the_same_transaction_again() -> None:
@@ -373,7 +418,8 @@ def test_a_lost_answer_sends_the_same_transaction_again() -> None:
     again = flow.send(None)
     assert isinstance(again, Request)
     assert again.params == first.params
-    after = flow.throw(cancelled((CCF, NONE, NONE), "3"))
+    seen, after = until_request(flow, flow.throw(cancelled((CCF, NONE, NONE), "3")))
+    assert seen == [("pause", LOST[1]), ("get",), ("tx", 3, [4, 5])]
     assert isinstance(after, Request)
     assert after.params["ClientRequestToken"] != first.params["ClientRequestToken"]
 

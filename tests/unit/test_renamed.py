@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import boto3
@@ -93,3 +94,51 @@ def test_max_lag_is_ignored_with_a_warning() -> None:
         pytest.raises(ConfigurationError),
     ):
         asyncio.run(aio_listing(CLIENT, "table", max_lag=30, deadline=-1))
+
+
+def test_the_marker_index_settings_have_one_name_everywhere() -> None:
+    """index_name= and marker_attribute=, as --index-name and --marker-attribute: the old
+    names (index=, name=, attribute=) still work for this release, with a warning that names
+    the caller's line."""
+    from ddbkeys.partition_keys import MarkerIndex, estimate_listing, plan_listing  # noqa: PLC0415
+    from ddbkeys.partition_keys.aws_lambda import StreamHandler  # noqa: PLC0415
+
+    async def awaited() -> object:
+        return await aio_listing(CLIENT, "table", index="mine", deadline=-1)
+
+    with pytest.warns(DeprecationWarning) as w:
+        index = MarkerIndex(CLIENT, "table", name="mine", attribute="owner")
+    assert [str(x.message).split(" is ")[0] for x in w] == ["name=", "attribute="]
+    assert all(x.filename == __file__ for x in w)
+    assert (index.name, index.attribute) == ("mine", "owner")
+    with pytest.warns(DeprecationWarning) as w:
+        handler = StreamHandler(CLIENT, index="mine", attribute="owner")
+    assert [str(x.message).split(" is ")[0] for x in w] == ["index=", "attribute="]
+    assert (handler.index_name, handler.attribute) == ("mine", "owner")
+    olds: list[Callable[[], object]] = [
+        lambda: distinct_partition_keys(CLIENT, "table", index="mine", deadline=-1),
+        lambda: estimate_listing(CLIENT, "table", index="mine", deadline=-1),
+        lambda: plan_listing(CLIENT, "table", tasks=0, index="mine"),
+        lambda: asyncio.run(awaited()),
+    ]
+    for old in olds:
+        with (
+            pytest.warns(DeprecationWarning, match="index= is deprecated") as w,
+            pytest.raises(ConfigurationError),  # (refused right after: nothing is sent)
+        ):
+            old()
+        assert w[0].filename == __file__
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MarkerIndex(CLIENT, "table", index_name="mine", marker_attribute="owner")
+    with pytest.raises(ConfigurationError, match="name= is the old name of index_name="):
+        MarkerIndex(CLIENT, "table", name="a", index_name="b")
+
+
+def test_the_counters_shared_writes_are_called_group_commit_as_the_sequences() -> None:
+    with pytest.warns(DeprecationWarning, match="coalesce= is deprecated: pass group_commit=") as w:
+        counter = AtomicCounter(CLIENT, "table", coalesce=True)
+    assert w[0].filename == __file__ and counter.group_commit is True
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert AtomicCounter(CLIENT, "table", group_commit=True).group_commit is True

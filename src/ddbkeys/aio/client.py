@@ -23,7 +23,7 @@ from typing import Any
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
-from ddbkeys.clients import _guard
+from ddbkeys.clients import AsyncResourceClientAdapter, _guard, serializes_again
 from ddbkeys.connect import (
     LOCAL_ACCESS_KEY,
     check_limits,
@@ -93,6 +93,8 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
         "needs-retry.dynamodb", _no_retry_on_misuse, unique_id="ddbkeys-misuse"
     )
     _home(obj)
+    if serializes_again(obj):  # aioboto3's resource.meta.client: it converts values itself
+        return AsyncResourceClientAdapter(obj), table
     return obj, table
 
 

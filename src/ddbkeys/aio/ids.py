@@ -37,7 +37,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
 
     async def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write (shared with
-        concurrent calls of the event loop, with ``coalesce``)."""
+        concurrent calls of the event loop, with ``group_commit``)."""
         count = _positive("count", count, table=self.table)
         if self._group is None:
             return await self._run(self._advance(count))
@@ -49,10 +49,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
 
     async def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out (see the sync ``AtomicCounter.set``)."""
-        try:
-            return await self._run(self._set(value, force))
-        finally:
-            self._known.set(None)
+        return await self._run(self._set(value, force))
 
     async def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first

@@ -78,6 +78,7 @@ from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
 from ddbkeys.partition_keys.read_share import check_percent
 from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.stopping import STOP_SLICE
+from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -276,8 +277,8 @@ async def _choose(
     marker = MarkerIndex(
         reader.client,
         info.name,
-        name=index,
-        attribute=marker_attribute,
+        index_name=index,
+        marker_attribute=marker_attribute,
         deadline=reader.deadline,
         info=info,
     )
@@ -382,7 +383,7 @@ async def distinct_partition_keys(
     *,
     segments: int = 1,
     scan_segments: int | None = None,
-    index: str = DEFAULT_INDEX,
+    index_name: str = DEFAULT_INDEX,
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     max_rcu_per_second: float | None = None,
     resume: str | None = None,
@@ -396,6 +397,7 @@ async def distinct_partition_keys(
     max_lag: float | None = None,
     read_percent: float | None = None,
     read_capacity: float | None = None,
+    index: str | None = None,
 ) -> AsyncListing:
     """The distinct partition keys of ``table``, either way::
 
@@ -415,6 +417,7 @@ async def distinct_partition_keys(
     with an async client): it is awaited before each key is handed out.
     """
     warn_max_lag(max_lag)
+    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
@@ -428,7 +431,15 @@ async def distinct_partition_keys(
     _budget(reader, info, percent, rate, read_capacity)
     method, positions, replayed = _resumed(resume, info, method, scan_segments)
     choice = await _choose(
-        method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
+        method,
+        reader,
+        info,
+        index_name,
+        marker_attribute,
+        state_table,
+        margin,
+        trust_index,
+        replayed,
     )
     listing = AsyncListing(
         choice.method.knowing_markers_by(marker_attribute),

@@ -96,8 +96,8 @@ def ids_group() -> None:
 @click.option(
     "--idempotent",
     is_flag=True,
-    help="Move the counter with a one-item transaction and a ClientRequestToken, so a retry "
-    "after a lost response never skips ids (2 write units instead of 1).",
+    help="Stamp the write with a writer slot, so a retry after a lost response never skips "
+    "ids (still one UpdateItem; the counter item holds each recent writer's slot).",
 )
 @connection_options
 @output_option
@@ -117,8 +117,7 @@ def next_command(
     """Take the next id (or --count ids) from an atomic counter; print one per line.
 
     The counter item is created on first use. One UpdateItem whatever --count is (with
-    --idempotent, one strongly consistent read and one transaction, retried with the same
-    token when its answer is lost).
+    --idempotent too: sent again with the same request number when its answer is lost).
 
     \b
     ddbkeys ids next -t orders --counter order --count 3

@@ -132,7 +132,7 @@ def estimate_command(
         read_percent=read_percent,
         max_rcu_per_second=max_rcu_per_second,
         concurrency=concurrency,
-        index=index_name,
+        index_name=index_name,
         marker_attribute=marker_attribute,
         deadline=connection.timeout,
     )

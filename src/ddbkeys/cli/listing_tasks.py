@@ -71,7 +71,7 @@ def plan_command(
         endpoint_url=connection.endpoint_url,
         region=connection.region,
         profile=connection.profile,
-        index=index_name,
+        index_name=index_name,
         marker_attribute=marker_attribute,
         state_table=state_table,
         deadline=connection.timeout,
@@ -86,7 +86,7 @@ def plan_command(
             read_percent=read_percent,
             max_rcu_per_second=max_rcu_per_second,
             concurrency=min(concurrency or tasks, tasks),
-            index=index_name,
+            index_name=index_name,
             marker_attribute=marker_attribute,
             deadline=connection.timeout,
         )

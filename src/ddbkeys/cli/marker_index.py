@@ -75,8 +75,8 @@ def open_index(
     return MarkerIndex(
         connection.client(),
         table_name,
-        name=index_name,
-        attribute=marker_attribute,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
         deadline=connection.timeout,
     )
 

@@ -394,7 +394,7 @@ def partition_keys_group(
         method,
         segments=segments,
         scan_segments=scan_segments,
-        index=index_name,
+        index_name=index_name,
         marker_attribute=marker_attribute,
         max_rcu_per_second=max_rcu_per_second,
         read_percent=read_percent,

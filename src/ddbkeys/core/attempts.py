@@ -44,9 +44,11 @@ class Contention(Exception):
     """Raised by an attempt that lost a race; the loop tries again (after a full-jitter wait
     unless ``immediate``)."""
 
-    def __init__(self, immediate: bool = False) -> None:
+    def __init__(self, immediate: bool = False, *, wait: float | None = None) -> None:
         super().__init__("lost a race")
         self.immediate = immediate
+        #: The wait the attempt chose itself (from what it saw of the contention), if any.
+        self.wait = wait
 
 
 class Throttled(Exception):
@@ -140,7 +142,12 @@ def attempts(
         except Contention as lost:
             last = lost
             usage.count(conflicts=1)
-            wait = 0.0 if lost.immediate else policy.full_jitter(n)
+            if lost.immediate:
+                wait = 0.0
+            elif lost.wait is not None:
+                wait = lost.wait
+            else:
+                wait = policy.full_jitter(n)
         except Throttled as throttled:
             last = throttled
             wait = policy.exponential(n)

@@ -6,7 +6,6 @@ key, and the requests several strategies send. Every request goes out as a flow 
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,9 +22,11 @@ from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
     KeySchemaError,
+    TableNotFoundError,
     error_code,
     error_response,
 )
+from ddbkeys.ids import described
 from ddbkeys.ids.cancellation import Cancellation, read_cancellation
 from ddbkeys.ids.errors import (
     CounterStateError,
@@ -74,7 +75,9 @@ class StrategyCore:
     ``deadline`` is the most seconds one call may take in all, its retries and waits included
     (None: no limit). ``allow_global_tables`` matters only to strategies that are unsafe on
     global tables. Nothing is sent before the first call: the table's description is read then,
-    once per table and object.
+    once per table and process (:mod:`ddbkeys.ids.described`: objects built in every call of a
+    Lambda handler describe their table once per container), and read again after a write
+    found the table gone or its key schema changed.
     """
 
     #: Strategies that depend on a single-region conditional write refuse global tables.
@@ -141,33 +144,52 @@ class StrategyCore:
         table: str | None = None,
     ) -> Flow[R]:
         """``attempt(n)`` run by the retry layer (:func:`ddbkeys.core.attempts.attempts`)
-        with this strategy's policy, accounting and ``deadline``."""
-        return attempts(
-            attempt,
-            what=what,
-            table=table or self.table,
-            policy=self.retry,
-            deadline=deadline,
-            usage=self.usage,
-            read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
-            and getattr(self.client.meta.config, "read_timeout", None),
-        )
+        with this strategy's policy, accounting and ``deadline``. A table found gone, or whose
+        key schema no longer matches, is described again by the next call."""
+        name = table or self.table
+        try:
+            return (
+                yield from attempts(
+                    attempt,
+                    what=what,
+                    table=name,
+                    policy=self.retry,
+                    deadline=deadline,
+                    usage=self.usage,
+                    read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
+                    and getattr(self.client.meta.config, "read_timeout", None),
+                )
+            )
+        except (TableNotFoundError, KeySchemaError):
+            self._forget_table(name)
+            raise
+
+    def _forget_table(self, table: str) -> None:
+        """Forget what this object and this process know of ``table``'s description (and what
+        was made from it: subclasses drop their counter item's key too)."""
+        described.forget(described.table_key(self.client, table))
+        self._infos.pop(table, None)
 
     def _table_info(self, deadline: Deadline, table: str | None = None) -> Flow[TableInfo]:
-        """A table's description (this strategy's table by default), read once per object
+        """A table's description (this strategy's table by default), read once per process
         (DescribeTable retried like any request, within ``deadline``), with the global-table
         guard applied."""
         name = table or self.table
         cell = self._infos.setdefault(name, OnceCell())
-        info = yield from once(
-            cell,
-            lambda: self._attempts(
+        where = described.table_key(self.client, name)
+        if not cell.done:
+            kept = described.known(where)
+            if kept is not None:
+                cell.set(kept)
+
+        def describe() -> Flow[TableInfo]:
+            info = yield from self._attempts(
                 lambda _: describe_flow(name), "DescribeTable", deadline, table=name
-            ),
-            deadline,
-            f"the description of table {name!r}",
-            name,
-        )
+            )
+            described.keep(where, info)
+            return info
+
+        info = yield from once(cell, describe, deadline, f"the description of table {name!r}", name)
         if info.replica_regions and self.refuses_global_tables and not self.allow_global_tables:
             raise GlobalTableError(
                 f"Table {name!r} is a global table (replicas in "
@@ -200,26 +222,6 @@ class IdStrategy(StrategyCore):
         """A table's description (this strategy's table by default): one DescribeTable the
         first time, within the strategy's deadline; the global-table guard applied."""
         return self._run(self._table_info(self._begin(), table))
-
-
-def renamed(
-    old: str, new: str, value: Any, current: Any, default: Any, *, stacklevel: int = 3
-) -> Any:
-    """The value of a setting given under its old name ``old`` (with a DeprecationWarning), or
-    under its new one ``new``; both is a :class:`ConfigurationError`. The warning names the line
-    that called the constructor calling ``renamed`` (``stacklevel`` 3: renamed, __init__, that
-    line), so ``-W error::DeprecationWarning:module`` finds the caller's module."""
-    if value is None:
-        return current
-    if current is not default and current != default:
-        raise ConfigurationError(f"{old}= is the old name of {new}=: pass only {new}=.")
-    warnings.warn(
-        f"{old}= is deprecated: pass {new}= instead (the same setting, one name in every "
-        "class); the old name goes in the next release.",
-        DeprecationWarning,
-        stacklevel=stacklevel,
-    )
-    return value
 
 
 #: Every write of a counter item sets, in the same expression, what the item is

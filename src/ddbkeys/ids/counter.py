@@ -3,9 +3,10 @@ DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
 
 from __future__ import annotations
 
+import time
 import uuid
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
@@ -33,11 +34,12 @@ from ddbkeys.ids.base import (
     check_counter_attribute,
     counter_item_key,
     read_counter,
-    renamed,
 )
-from ddbkeys.ids.exact import Known, exact_advance
+from ddbkeys.ids.exact import VALID, exact_advance
 from ddbkeys.ids.group import GroupCommit
+from ddbkeys.ids.slots import CLOCK_MARGIN, MOST_DEADLINE
 from ddbkeys.ids.values import MAX_ID, counter_value
+from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
 
@@ -84,10 +86,6 @@ def split(ids: range, counts: Sequence[int]) -> list[range]:
     return runs
 
 
-#: With a maximum, the counter moves only while it holds a number from 0 to the limit.
-_VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
-
-
 class CounterCore(StrategyCore):
     """Ids from one counter item, moved on by a single UpdateItem per call.
 
@@ -102,21 +100,32 @@ class CounterCore(StrategyCore):
     unit. Throughput is bounded by one item's partition (about 1,000 writes/s on the service);
     :class:`~ddbkeys.ids.blocks.BlockAllocator` goes past that.
 
-    ``coalesce=True``: concurrent calls of one object (threads, or the tasks of one event loop
-    with :mod:`ddbkeys.aio`) share one write: while a write is in flight, the calls that arrive
-    wait, and the next write moves the counter by all their ids at once (up to
-    :data:`MAX_COALESCED` calls), each caller getting its own consecutive run. Ids stay unique
-    across processes and dense among the callers of one write; 1 write unit per write, however
-    many ids. A write that fails fails each of its callers; a lost response retried skips the
-    whole write's ids.
+    ``group_commit=True`` (``coalesce=`` before, deprecated): concurrent calls of one object
+    (threads, or the tasks of one event loop with :mod:`ddbkeys.aio`) share one write: while
+    a write is in flight, the calls that arrive wait, and the next write moves the counter by
+    all their ids at once (up to :data:`MAX_COALESCED` calls), each caller getting its own
+    consecutive run. Ids stay unique across processes and dense among the callers of one write;
+    1 write unit per write, however many ids. A write that fails fails each of its callers; a
+    lost response retried skips the whole write's ids.
 
-    ``idempotent=True``: each write is a one-item transaction with a ClientRequestToken that
-    moves the counter from the value it holds, on condition that it still does, so a lost
-    response retried never skips an id (see :mod:`ddbkeys.ids.exact`). Cost: 2 write units a
-    write on the service instead of 1, one read on an object's first call, and a lost race (a
-    cancelled transaction, retried at once) when writers of other objects moved the counter.
-    A call that gives up (its deadline passed with the last write unanswered) may still have
-    moved the counter: those ids are a gap, as with any counter. Both settings combine.
+    ``idempotent=True``: a lost response retried never skips an id. Each write is still one
+    UpdateItem, conditional on the call's **writer slot** (see :mod:`ddbkeys.ids.exact` and
+    :mod:`ddbkeys.ids.slots`): it moves the counter and stamps the slot with the call's request
+    number and the value it produced; sent again after a lost response, it is refused if the
+    first one was applied, and the refusal's old image gives the call its ids. Writers of other
+    objects and processes never make it fail, and nothing is read first. A process has one slot
+    per call in progress (one, in a Lambda function); each slot is about 60 bytes of the counter
+    item, kept until its call's deadline plus :data:`~ddbkeys.ids.slots.CLOCK_MARGIN` (60 s)
+    have passed, then removed by the next write that sees it. Cost: 1 write unit a write while
+    the item stays within 1 KB (about a dozen writers in a few minutes), 2 up to 2 KB
+    (processes that take one id each and exit leave a slot each: prefer long-lived writers). It
+    assumes that writers' clocks agree within 60 s (a writer further behind may skip ids on a
+    lost response, never give one twice), and it needs a deadline (at most 900 s: None is
+    refused). Writers of earlier releases (a one-item transaction that moves the
+    counter from the value it holds) work beside it on one counter. A call that gives up (its
+    deadline passed with the last write unanswered) may still have moved the counter: those ids
+    are a gap, as with any counter; a call that is retried by its caller is a new call (for "the
+    same event, the same id", see docs/ids/lambda.md). Both settings combine.
 
     The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables
     with a sort key or a non-string partition key) holding ``counter_attribute``, the last id
@@ -146,13 +155,12 @@ class CounterCore(StrategyCore):
         retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
-        coalesce: bool = False,
+        group_commit: bool = False,
         idempotent: bool = False,
         key: Mapping[str, Any] | None = None,
         attribute: str | None = None,
+        coalesce: bool | None = None,
     ) -> None:
-        if idempotent and retry is None:
-            retry = self.exact_retry
         super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
         counter_key = renamed("key", "counter_key", key, counter_key, None)
         counter_attribute = renamed(
@@ -178,14 +186,20 @@ class CounterCore(StrategyCore):
         )
         self._counter: CounterItem | None = None
         self._next_request: UpdateItemInputTypeDef | None = None
-        self.coalesce = _flag("coalesce", coalesce, self.table)
+        group_commit = renamed("coalesce", "group_commit", coalesce, group_commit, False)
+        #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
+        self.group_commit = _flag("group_commit", group_commit, self.table)
         self.idempotent = _flag("idempotent", idempotent, self.table)
-        self._known = Known()  # the counter's value after our last idempotent write
-        self._start_group(self.coalesce)
-
-    #: Lost races are part of an idempotent counter's life (each write is conditional on the
-    #: value it builds on): more, shorter retries than a plain counter's.
-    exact_retry = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.05)
+        if self.idempotent and (self.deadline is None or self.deadline > MOST_DEADLINE):
+            raise ConfigurationError(
+                f"idempotent=True needs a deadline of at most {MOST_DEADLINE:g} s, not "
+                f"{self.deadline!r}: a retried write is recognised for as long as the call may "
+                f"send it (its deadline, plus {CLOCK_MARGIN:g} s for clocks that disagree).",
+                table=self.table,
+            )
+        #: The wall clock (seconds since 1970) that dates the idempotent writes' slots.
+        self.wall_clock: Callable[[], float] = time.time
+        self._start_group(self.group_commit)
 
     def _start_group(self, enabled: bool) -> None:
         """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
@@ -203,6 +217,10 @@ class CounterCore(StrategyCore):
             )
             self._counter = CounterItem(self.table, key, self.counter_attribute)
         return self._counter
+
+    def _forget_table(self, table: str) -> None:
+        super()._forget_table(table)
+        self._counter = self._next_request = None
 
     @property
     def _limit(self) -> int:
@@ -238,7 +256,7 @@ class CounterCore(StrategyCore):
             values[":number"] = {"S": "N"}
             values[":zero"] = {"N": "0"}
             values[":limit"] = {"N": str(self._limit - increment)}
-            request["ConditionExpression"] = _VALID
+            request["ConditionExpression"] = VALID
             request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
         if count == 1:
             self._next_request = request
@@ -314,22 +332,35 @@ class CounterCore(StrategyCore):
                 if now >= increment or (now >= 0 and now - increment == self.start - self.step):
                     # (or a new counter whose first id is below its step: start=0, say)
                     return range(now - increment + self.step, now + 1, self.step)
-            with localcontext() as exact:
-                exact.prec = 200
-                held = {"N": str(_decimal(raw) - increment)}
             try:
-                at = self._check(counter, held)  # what the counter held before this call
-                last = self._check(counter, raw)  # and where it is now, within 10**38 - 1
+                self._check(counter, self._before(raw, increment))  # what it held before
+                last = self._held(raw)  # and where it is now, within 10**38 - 1
             except CounterStateError:
                 # It held a fraction or a negative number, or it is now past the largest
                 # number (5.5 + 1 = 6.5): put it back as it was, then say why.
                 yield from self._undo(counter, increment, deadline)
-                at = self._check(counter, held)
-                raise self._exhausted(at, count) from None
-            assert last is not None
+                raise self._state_before(counter, raw, increment) from None
             return range(last - increment + self.step, last + 1, self.step)
 
         return (yield from self._attempts(attempt, f"moving counter {self.name!r}", deadline))
+
+    @staticmethod
+    def _before(raw: Mapping[str, Any], increment: int) -> dict[str, str]:
+        """What a counter held before a write moved it by ``increment`` to ``raw``."""
+        with localcontext() as exact:
+            exact.prec = 200
+            return {"N": str(_decimal(raw) - increment)}
+
+    def _state_before(
+        self, counter: CounterItem, raw: Mapping[str, Any], increment: int
+    ) -> DdbKeysError:
+        """The error for a write that moved the counter to ``raw`` from what no counter may
+        hold (a fraction, a negative number), or past the largest number; it is put back."""
+        try:
+            at = self._check(counter, self._before(raw, increment))
+        except CounterStateError as exc:
+            return exc
+        return self._exhausted(at, increment // self.step)
 
     def _held(self, value: Mapping[str, Any] | None) -> int:
         """The number a raw counter value stands for: the value before ``start`` when it is
@@ -338,10 +369,17 @@ class CounterCore(StrategyCore):
         number = self._check(self._counter, value)
         return self.start - self.step if number is None else number
 
-    def _undo(self, counter: CounterItem, increment: int, deadline: Deadline) -> Flow[None]:
+    def _undo(
+        self, counter: CounterItem, increment: int, deadline: Deadline, remove: Sequence[str] = ()
+    ) -> Flow[None]:
         """Take ``increment`` back off the counter, once: a transaction with a token, so that a
-        retry after a lost response does not take it off twice (2 write units)."""
+        retry after a lost response does not take it off twice (2 write units); and remove the
+        attributes ``remove`` (the idempotent write's slot)."""
         token = str(uuid.uuid4())
+        removed = {f"#x{n}": name for n, name in enumerate(remove)}
+        update = f"ADD #v :dec SET {TYPE_SET}"
+        if removed:
+            update += " REMOVE " + ", ".join(removed)
 
         def attempt(_: int) -> Flow[None]:
             yield transact_write_items(
@@ -351,10 +389,11 @@ class CounterCore(StrategyCore):
                             "Update": {
                                 "TableName": self.table,
                                 "Key": counter.key,
-                                "UpdateExpression": f"ADD #v :dec SET {TYPE_SET}",
+                                "UpdateExpression": update,
                                 "ExpressionAttributeNames": {
                                     "#v": self.counter_attribute,
                                     **TYPE_NAMES,
+                                    **removed,
                                 },
                                 "ExpressionAttributeValues": {
                                     ":dec": {"N": str(-increment)},
@@ -445,7 +484,7 @@ class AtomicCounter(CounterCore, IdStrategy):
 
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write (shared with
-        concurrent calls, with ``coalesce``)."""
+        concurrent calls, with ``group_commit``)."""
         count = _positive("count", count, table=self.table)
         if self._group is None:
             return self._run(self._advance(count))
@@ -462,10 +501,7 @@ class AtomicCounter(CounterCore, IdStrategy):
         The check is a condition on the write itself, not a read followed by a write. A counter
         that holds no valid value (a string, a list...) is replaced only with ``force``.
         """
-        try:
-            return self._run(self._set(value, force))
-        finally:
-            self._known.set(None)
+        return self._run(self._set(value, force))
 
     def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first

@@ -1,85 +1,86 @@
-"""The idempotent counter's increment (``AtomicCounter(idempotent=True)``), without I/O.
+"""The idempotent counter's increment (``AtomicCounter(idempotent=True)``): which request comes
+next and what each answer means, without I/O.
 
 A plain increment (UpdateItem ADD) whose response is lost cannot be told from one that never
 arrived: sent again, it moves the counter twice and the first ids are never seen (a gap).
-Here the increment is a one-item transaction with a ClientRequestToken that moves the counter
-from the value it is known to hold to that value plus the increment, on condition that it
-still holds it. Sent again after a lost response, the same transaction with the same token is
-not applied twice (DynamoDB answers it as done, for 10 minutes), so no id is skipped. When the
-counter moved meanwhile (another writer), the condition fails, the cancellation's old image
-says where it is, and a new transaction with a new token goes at once.
+Here the increment is one plain conditional UpdateItem that moves the counter
+(``SET #v = if_not_exists(#v, :base) + :inc``) and, in the same write, stamps the call's
+**writer slot** (see :mod:`ddbkeys.ids.slots`): the call's request number, and the value the
+write produced (``if_not_exists(#v, :base) + :inc`` again: every operand of a SET is read
+from the item as it was before the write). It is applied only while the slot holds a lower
+number. Sent again after a lost response, it is refused if the first one was applied, and
+the refusal's old image (``ReturnValuesOnConditionCheckFailure=ALL_OLD``) shows the slot at
+this number with its value: those are the call's ids. No read first, no race to lose: writers
+of other objects and processes do not make it fail. The same write removes up to
+:data:`~ddbkeys.ids.slots.MOST_REMOVED` slots the process saw stale, each on condition that it
+still is; one renewed meanwhile makes the write fail, and it goes again at once without it.
 
-Cost: a transactional write is 2 write units on the service (DynamoDB Local reports 1); a lost
-race costs a cancelled transaction, and the first call of an object one strongly consistent
-read (1 read unit) unless the counter's value is already known from an earlier commit.
+It works beside writers of earlier releases, whose increment is a one-item transaction that
+moves the counter from the value it holds on condition that it still does
+(:func:`exact_update`, which the gapless sequence uses too): they see the counter move, and
+build on its new value.
+
+Cost: one UpdateItem per call (a lost response costs one more), billed by the counter item's
+size: 1 write unit up to 1 KB, which holds about a dozen writers' slots (about 60 bytes each),
+2 up to 2 KB. Nothing is read first.
 """
 
 from __future__ import annotations
 
-import threading
-import uuid
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.core.attempts import Contention, Throttled
-from ddbkeys.core.steps import Flow
+from botocore.exceptions import ClientError
+
+from ddbkeys.core.attempts import Contention
+from ddbkeys.core.steps import Flow, update_item
+from ddbkeys.errors import DdbKeysError, error_code, error_response, unexpected_answer
 from ddbkeys.ids.base import (
     TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
     CounterItem,
-    cancelled_error,
+    CounterStateError,
     read_counter,
-    transact,
 )
-from ddbkeys.ids.cancellation import Cancellation, Verdict
+from ddbkeys.ids.slots import (
+    MOST_DEADLINE,
+    SEEN,
+    SLOTS,
+    Seen,
+    keep_until,
+    number_name,
+    slots_in,
+    value_name,
+)
+from ddbkeys.ids.values import show_key, show_value
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import TransactWriteItemTypeDef, UpdateTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+        UpdateTypeDef,
+    )
 
     from ddbkeys.ids.counter import CounterCore
     from ddbkeys.retry import Deadline
 
-__all__ = ["Known", "exact_advance", "exact_update"]
+__all__ = ["VALID", "exact_advance", "exact_update", "item_name", "slot_update"]
 
-
-class Known:
-    """The counter value this object last saw (after its own commit, or from a failed
-    condition's old image): the next transaction builds on it without a read. Shared by the
-    threads of one object; a stale value only costs a lost race."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value: int | None = None
-
-    def get(self) -> int | None:
-        with self._lock:
-            return self.value
-
-    def set(self, value: int | None, *, only_up: bool = False) -> None:
-        with self._lock:
-            if not only_up or value is None or self.value is None or value > self.value:
-                self.value = value
-
-
-@dataclass
-class _Plan:
-    """One transaction's plan: the value it builds on and its token (kept for its retries,
-    dropped once it is cancelled, so a cancelled plan is never sent again)."""
-
-    last: int | None = None
-    token: str | None = None
-    streak: int = 0  # lost races in a row
-    fresh: bool = False  # the value was read (or seen in an old image) during this call
+#: The counter moves only while it holds a number from 0 to ``:limit`` (or nothing).
+VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
+_MOVED = "if_not_exists(#v, :base) + :inc"
 
 
 def exact_update(
     counter: CounterItem, last: int, new: int, *, base: int
 ) -> TransactWriteItemTypeDef:
-    """The transaction's one action: the counter from ``last`` to ``new``, on condition that it
-    still holds ``last`` (or holds nothing, when ``last`` is the value a missing counter
-    stands for, ``base``). It also sets what the item is (``ddbkeys_type``)."""
+    """A transaction action that moves the counter from ``last`` to ``new`` on condition that
+    it still holds ``last`` (or holds nothing, when ``last`` is the value a missing counter
+    stands for, ``base``); it also sets what the item is (``ddbkeys_type``). The gapless
+    sequence's counter write, and the idempotent counter's of earlier releases."""
     update: UpdateTypeDef = {
         "TableName": counter.table,
         "Key": counter.key,
@@ -98,66 +99,183 @@ def exact_update(
     return {"Update": update}
 
 
+def item_name(counter: CounterItem) -> str:
+    """What the process's memory of seen slots calls a counter item: its table and key."""
+    return counter.table + "\n" + json.dumps(counter.key, sort_keys=True, default=str)
+
+
+def slot_update(
+    counter: CounterItem,
+    *,
+    slot: str,
+    number: int,
+    increment: int,
+    base: int,
+    limit: int,
+    stale: list[str] = [],  # noqa: B006 (never changed)
+    now_ms: int = 0,
+) -> UpdateItemInputTypeDef:
+    """The UpdateItem that moves the counter by ``increment`` (from ``base`` when it holds
+    nothing) and stamps writer slot ``slot`` with request number ``number`` and the value it
+    produced; applied only while the slot holds a lower number, the counter a number from 0
+    to ``limit - increment``, and each slot of ``stale`` (removed) a number below ``now_ms``.
+    """
+    names = {
+        "#v": counter.attribute,
+        "#w": number_name(slot),
+        "#wv": value_name(slot),
+        **TYPE_NAMES,
+    }
+    values: dict[str, AttributeValueTypeDef] = {
+        ":base": {"N": str(base)},
+        ":inc": {"N": str(increment)},
+        ":seq": {"N": str(number)},
+        ":number": {"S": "N"},
+        ":zero": {"N": "0"},
+        ":limit": {"N": str(limit - increment)},
+        **TYPE_VALUES,
+    }
+    update = f"SET #v = {_MOVED}, #wv = {_MOVED}, #w = :seq, {TYPE_SET}"
+    conditions = ["(attribute_not_exists(#w) OR #w < :seq)", f"({VALID})"]
+    if stale:
+        values[":now"] = {"N": str(now_ms)}
+        removed = []
+        for n, name in enumerate(stale):
+            names[f"#r{n}"], names[f"#r{n}v"] = number_name(name), value_name(name)
+            removed += [f"#r{n}", f"#r{n}v"]
+            conditions.append(f"(attribute_not_exists(#r{n}) OR #r{n} < :now)")
+        update += " REMOVE " + ", ".join(removed)
+    return {
+        "TableName": counter.table,
+        "Key": counter.key,
+        "UpdateExpression": update,
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": values,
+        "ReturnValues": "ALL_NEW",
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def billed(seen: Seen | None, counter: CounterItem, slot: str) -> float:
+    """The write units the service will charge, as far as this process knows the item: its
+    size when last seen (or the counter alone), with this slot's two attributes if new."""
+    size = seen.size if seen is not None else 40 + len(json.dumps(counter.key))
+    if seen is None or slot not in seen.slots:
+        size += len(number_name(slot)) + len(value_name(slot)) + 30
+    return float(max(1, -(-size // 1024)))
+
+
 def exact_advance(
     core: CounterCore,
     counter: CounterItem,
     count: int,
     deadline: Deadline,
 ) -> Flow[range]:
-    """``count`` ids (``core.step`` apart) taken with one idempotent transaction, retried
-    through lost responses with the same token, and through lost races with a new one.
-    ``core._held(raw)`` is the number a raw counter value stands for (the base when it is
-    missing; :class:`~ddbkeys.ids.errors.CounterStateError` for what no counter may hold)."""
-    known, held = core._known, core._held
+    """``count`` ids (``core.step`` apart) taken with one conditional UpdateItem stamped with
+    a writer slot of this process, sent again with the same request number after a lost
+    response. ``core._held(raw)`` is the number a raw counter value stands for (the base when
+    it is missing; :class:`~ddbkeys.ids.errors.CounterStateError` for what no counter may
+    hold)."""
     increment = count * core.step
     base = core.start - core.step
-    plan = _Plan()
+    if base + increment > core._limit:
+        raise core._exhausted(None, count)
+    item = item_name(counter)
+    slot = SLOTS.take()
+    try:
+        left = min(deadline.remaining(), MOST_DEADLINE)  # (the constructor refuses more)
+        number = slot.number(keep_until(core.wall_clock(), left))
+        skip: set[str] = {slot.name}  # stale slots not to remove in this call
 
-    def attempt(_: int) -> Flow[range]:
-        if plan.token is None:
-            last = known.get()
-            if last is None or (last + increment > core._limit and not plan.fresh):
-                # Unknown; or known from an earlier call and too high for these ids: the
-                # counter may have been set back since (set(force=True) elsewhere), and only
-                # what it holds now may refuse the call.
-                last = held((yield from read_counter(counter)))
-                known.set(last)
-                plan.fresh = True
-            if last + increment > core._limit:
-                raise core._exhausted(last, count)
-            plan.last, plan.token = last, str(uuid.uuid4())
-        last = plan.last
-        assert last is not None
-        new = last + increment
-        action = exact_update(counter, last, new, base=base)
-        cancellation = yield from transact([action], plan.token, items=0, billed=2.0)
-        if cancellation is None:
-            known.set(new, only_up=True)
-            return range(last + core.step, new + 1, core.step)
-        _cancelled(core, cancellation, plan, known, held)
-        raise AssertionError("unreachable")  # _cancelled always raises
+        def attempt(_: int) -> Flow[range]:
+            now_ms = int(core.wall_clock() * 1000)
+            stale = SEEN.stale(item, now_ms, skip=skip)
+            request = slot_update(
+                counter,
+                slot=slot.name,
+                number=number,
+                increment=increment,
+                base=base,
+                limit=core._limit,
+                stale=stale,
+                now_ms=now_ms,
+            )
+            try:
+                answer = yield update_item(
+                    request, billed=billed(SEEN.get(item), counter, slot.name)
+                )
+            except ClientError as exc:
+                if error_code(exc) == "ConditionalCheckFailedException":
+                    old = error_response(exc).get("Item") or {}
+                    done = _refused(core, counter, old, slot.name, number, count)
+                    if done is not None:
+                        return done
+                    skip.update(stale)  # (one was renewed: leave them to later writes)
+                    raise Contention(immediate=bool(stale)) from None
+                if error_code(exc) == "ValidationException":
+                    # (The condition keeps a counter that holds no number from moving; if a
+                    # service ever says so this way instead: what it holds, or that it is full.)
+                    at = core._check(counter, (yield from read_counter(counter)))
+                    if at is not None and at + increment > core._limit:
+                        raise core._exhausted(at, count) from exc
+                raise
+            image = answer.get("Attributes")
+            if not isinstance(image, Mapping) or not isinstance(
+                image.get(counter.attribute), Mapping
+            ):
+                what = f"counter attribute {counter.attribute!r}"
+                raise unexpected_answer("UpdateItem", counter.table, what, answer)
+            SEEN.saw(item, image)
+            try:
+                last = core._held(image[counter.attribute])
+            except DdbKeysError:
+                # It held a fraction (a number the condition cannot tell from a whole one):
+                # moved, so put it back as it was, then say why.
+                mine = [number_name(slot.name), value_name(slot.name)]
+                yield from core._undo(counter, increment, deadline, remove=mine)
+                raise core._state_before(counter, image[counter.attribute], increment) from None
+            return range(last - increment + core.step, last + 1, core.step)
 
-    return (yield from core._attempts(attempt, f"moving counter {core.name!r}", deadline))
+        return (yield from core._attempts(attempt, f"moving counter {core.name!r}", deadline))
+    finally:
+        SLOTS.give(slot)
 
 
-def _cancelled(
+def _refused(
     core: CounterCore,
-    cancellation: Cancellation,
-    plan: _Plan,
-    known: Known,
-    held: Callable[[Mapping[str, Any] | None], int],
-) -> None:
-    """What a cancelled transaction means: raises :class:`Contention` (go again with the value
-    the old image gave, at once the first time in a row), :class:`Throttled`, or the error."""
-    if cancellation.verdict is Verdict.INVALID:
-        raise cancelled_error(core, cancellation)
-    plan.token = None
-    plan.streak += 1
-    if cancellation.failed(0):
-        old = cancellation.old_item(0) or {}
-        known.set(held(old.get(core.counter_attribute)))  # CounterStateError: not a counter
-        plan.fresh = True
-        raise Contention(immediate=bool(plan.streak % 2))
-    if cancellation.verdict is Verdict.THROTTLED:
-        raise Throttled(cancellation.describe())
-    raise Contention(immediate=False)
+    counter: CounterItem,
+    old: Mapping[str, Any],
+    slot: str,
+    number: int,
+    count: int,
+) -> range | None:
+    """What a refused write means, from the item's old image: the call's ids (its write was
+    applied before: a lost response), or an error (the counter holds no valid number, or
+    would pass its maximum), or None (a stale slot it was to remove was renewed: go again)."""
+    increment = count * core.step
+    if old:
+        SEEN.saw(item_name(counter), old)
+    held = slots_in(old).get(slot, -1)
+    if held == number:
+        raw = old.get(value_name(slot))
+        last = core._check(counter, raw) if isinstance(raw, Mapping) else None
+        if last is None:
+            raise unexpected_answer(
+                "UpdateItem", counter.table, f"the value of writer slot {slot!r}", old
+            )
+        return range(last - increment + core.step, last + 1, core.step)
+    if held is None or held > number:
+        # Another process with the same slot name (72 random bits: not expected), or a tool.
+        raise CounterStateError(
+            f"The counter item {show_key(counter.key)} of table {counter.table!r} holds "
+            f"{number_name(slot)} = {show_value(old.get(number_name(slot)))}, past the request "
+            f"number {number} this process gave that writer slot: is another tool writing "
+            "ddbkeys_w.* attributes? Nothing was moved; remove the attribute to go on.",
+            table=counter.table,
+        )
+    at = core._held(old.get(counter.attribute))  # CounterStateError: not a counter
+    if at + increment > core._limit:
+        raise core._exhausted(at, count)
+    return None

@@ -66,6 +66,7 @@ from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
+from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -119,8 +120,8 @@ def _choose(
     marker = MarkerIndex(
         reader.client,
         info.name,
-        name=index,
-        attribute=marker_attribute,
+        index_name=index,
+        marker_attribute=marker_attribute,
         deadline=reader.deadline,
         info=info,
     )
@@ -210,7 +211,7 @@ def distinct_partition_keys(
     *,
     segments: int = 1,
     scan_segments: int | None = None,
-    index: str = DEFAULT_INDEX,
+    index_name: str = DEFAULT_INDEX,
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     max_rcu_per_second: float | None = None,
     resume: str | None = None,
@@ -224,6 +225,7 @@ def distinct_partition_keys(
     max_lag: float | None = None,
     read_percent: float | None = None,
     read_capacity: float | None = None,
+    index: str | None = None,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -268,6 +270,7 @@ def distinct_partition_keys(
     itself with ``mark()``/``unmark()``). ``max_lag`` is ignored (deprecated).
     """
     warn_max_lag(max_lag)
+    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, table = client_and_table(client, table, deadline)
     readers, rate = _settings(table, segments, scan_segments, max_rcu_per_second)
     margin = check_margin(replay_margin, table)
@@ -278,7 +281,15 @@ def distinct_partition_keys(
     _budget(reader, info, percent, rate, read_capacity)
     method, positions, replayed = _resumed(resume, info, method, scan_segments)
     choice = _choose(
-        method, reader, info, index, marker_attribute, state_table, margin, trust_index, replayed
+        method,
+        reader,
+        info,
+        index_name,
+        marker_attribute,
+        state_table,
+        margin,
+        trust_index,
+        replayed,
     )
     listing = Listing(
         choice.method.knowing_markers_by(marker_attribute),

@@ -62,6 +62,7 @@ from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.lambda_events import parse_event
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
+from ddbkeys.renames import renamed
 
 __all__ = ["StreamHandler", "handler", "table_of"]
 
@@ -93,14 +94,18 @@ class StreamHandler:
         self,
         client: object,
         *,
-        index: str = DEFAULT_INDEX,
-        attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+        index_name: str = DEFAULT_INDEX,
+        marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
         state_table: str | None = None,
         clock: Callable[[], float] | None = None,
+        index: str | None = None,
+        attribute: str | None = None,
     ) -> None:
         self.client = client
-        self.index_name = index
-        self.attribute = attribute
+        self.index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
+        self.attribute = renamed(
+            "attribute", "marker_attribute", attribute, marker_attribute, DEFAULT_MARKER_ATTRIBUTE
+        )
         self.state_table = state_table
         self._clock = clock
         self._indexes: dict[str, MarkerIndex] = {}
@@ -110,7 +115,7 @@ class StreamHandler:
     def _index(self, table: str) -> MarkerIndex:
         if table not in self._indexes:
             self._indexes[table] = MarkerIndex(
-                self.client, table, name=self.index_name, attribute=self.attribute
+                self.client, table, index_name=self.index_name, marker_attribute=self.attribute
             )
         return self._indexes[table]
 
@@ -256,8 +261,8 @@ def _default_handler() -> StreamHandler:
     reused by every invocation after a cold start)."""
     return StreamHandler(
         boto3.client("dynamodb"),
-        index=os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
-        attribute=os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
+        index_name=os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
+        marker_attribute=os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
         state_table=state_table_name(),
     )
 

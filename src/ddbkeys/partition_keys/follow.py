@@ -477,7 +477,7 @@ class StreamFollower(FollowerCore):
 
     ``run`` refuses (a :class:`~ddbkeys.errors.ConfigurationError`, before anything is
     written) unless the table has the index ``index.name``, KEYS_ONLY and ACTIVE. The marker
-    attribute is that index's own key: an ``index`` made without ``attribute=`` takes it, and
+    attribute is that index's own key: an ``index`` made without ``marker_attribute=`` takes it, and
     one made with another attribute is refused.
 
     On the first run (or when the table has a new stream), reading starts at the stream's end

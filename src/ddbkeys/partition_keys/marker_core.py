@@ -50,6 +50,7 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     unhash,
 )
+from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
     TableInfo,
@@ -106,16 +107,21 @@ class MarkerCore:
         client: object,
         table: str | None = None,
         *,
-        name: str = DEFAULT_INDEX,
-        attribute: str | None = None,
+        index_name: str = DEFAULT_INDEX,
+        marker_attribute: str | None = None,
         marker_sort_key: Any = None,
         usage: Usage | None = None,
         deadline: float | None = DEFAULT_DEADLINE,
         retry: RetryPolicy | None = None,
         info: TableInfo | None = None,
+        name: str | None = None,
+        attribute: str | None = None,
     ) -> None:
         self.client, self.table = self._connect(client, table, deadline)
         check_table_name(self.table)
+        name = renamed("name", "index_name", name, index_name, DEFAULT_INDEX)
+        attribute = renamed("attribute", "marker_attribute", attribute, marker_attribute, None)
+        #: The marker index's name (``index_name=``, ``--index-name``).
         self.name = name
         #: The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
         #: the index's own key instead when none was given.

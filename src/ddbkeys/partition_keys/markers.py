@@ -141,8 +141,8 @@ def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = Tr
     if keyed != attribute:
         raise ConfigurationError(
             f"{where} is keyed on {keyed!r}, not on the marker attribute {attribute!r}: pass "
-            f"--marker-attribute {keyed} (attribute= in Python) if it is the marker index, or "
-            "name the marker index with --index-name.",
+            f"--marker-attribute {keyed} (marker_attribute= in Python) if it is the marker index, "
+            "or name the marker index with --index-name (index_name=).",
             table=info.name,
         )
     status = index_status(info, name)

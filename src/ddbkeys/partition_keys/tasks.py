@@ -18,18 +18,22 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import os
+import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys.base import Position
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, encode_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
+from ddbkeys.renames import renamed
 
-__all__ = ["ListingTask", "plan_listing", "run_task", "run_tasks"]
+__all__ = ["ListingTask", "list_task", "plan_listing", "run_task", "run_tasks"]
 
 #: How often a process pool is built again after a worker died, before ``run_tasks`` gives up.
 POOL_RESTARTS = 3
@@ -51,7 +55,7 @@ class ListingTask:
     region: str | None = None
     profile: str | None = None
     rate: float | None = None
-    index: str = "ddbkeys-partition-keys"
+    index_name: str = "ddbkeys-partition-keys"
     marker_attribute: str = "ddbkeys_pk"
     trust_index: bool = False
     deadline: float | None = 60.0
@@ -65,6 +69,8 @@ class ListingTask:
         """The task :meth:`to_json` wrote; a clear error for anything else."""
         try:
             raw = json.loads(text)
+            if isinstance(raw, dict) and "index" in raw:  # (a task of the release before)
+                raw["index_name"] = raw.pop("index")
             task = cls(**raw)
             decode_token(task.token)
         except (ValueError, TypeError) as exc:
@@ -124,7 +130,7 @@ def plan_listing(
     marker index adds one: the collections its proof re-checked).
 
     The method is settled here, once, with the arguments of
-    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index``,
+    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index_name``,
     ``state_table``, ``replay_margin``, ``trust_index``, ...). ``max_rcu_per_second`` is the
     budget of the whole listing, shared by the ``concurrency`` tasks that run at once (by
     default all of them), with ``read_percent`` of the table's read capacity (0.1 to 1.5; see
@@ -133,6 +139,10 @@ def plan_listing(
     their own clients (by default: ``client``'s endpoint and region)."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
+    if "index" in listing:
+        listing["index_name"] = renamed(
+            "index", "index_name", listing.pop("index"), listing.get("index_name"), None
+        )
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
     running = tasks if concurrency is None else concurrency
@@ -169,7 +179,7 @@ def plan_listing(
                 region=region or getattr(meta, "region_name", None),
                 profile=profile,
                 rate=rate,
-                index=listing.get("index", "ddbkeys-partition-keys"),
+                index_name=listing.get("index_name", "ddbkeys-partition-keys"),
                 marker_attribute=listing.get("marker_attribute", "ddbkeys_pk"),
                 trust_index=bool(listing.get("trust_index", False)),
                 deadline=listing.get("deadline", 60.0),
@@ -178,49 +188,83 @@ def plan_listing(
     return found
 
 
+#: The clients built for tasks in this process, by how they connect: a worker running many
+#: tasks builds one once (building a boto3 client reads botocore's endpoint data, about 0.1 s of
+#: CPU, as much as listing thousands of keys). A forked child builds its own.
+_CLIENTS: dict[tuple[str | None, str | None, str | None, float | None], Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _forget_clients() -> None:
+    global _CLIENTS_LOCK  # noqa: PLW0603 - a new lock in a forked child
+    _CLIENTS.clear()
+    _CLIENTS_LOCK = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_clients)
+
+
+def _client_for(task: ListingTask) -> Any:
+    how = (task.endpoint_url, task.region, task.profile, task.deadline)
+    with _CLIENTS_LOCK:
+        if how not in _CLIENTS:
+            _CLIENTS[how] = make_client(*how[:3], timeout=task.deadline)
+        return _CLIENTS[how]
+
+
 def run_task(task: ListingTask, client: object = None) -> Listing:
-    """The listing of one task (iterate over it once for its keys), with ``client`` or one
-    built from the task's endpoint, region and profile. Its ``checkpoint()`` continues the
-    task: ``run_task(task.going_on(listing.checkpoint()))``."""
+    """The listing of one task (iterate over it once for its keys), with ``client`` or the
+    process's client for the task's endpoint, region and profile (built at its first task).
+    Its ``checkpoint()`` continues the task: ``run_task(task.going_on(listing.checkpoint()))``."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
     if client is None:
-        client = make_client(task.endpoint_url, task.region, task.profile, timeout=task.deadline)
+        client = _client_for(task)
     return distinct_partition_keys(
         client,
         task.table,
         task.method,
         resume=task.token,
         max_rcu_per_second=task.rate,
-        index=task.index,
+        index_name=task.index_name,
         marker_attribute=task.marker_attribute,
         trust_index=task.trust_index,
         deadline=task.deadline,
     )
 
 
-def _task_keys(line: str) -> list[Any]:
-    """A worker's part: the keys of one task (given as JSON), listed to its end."""
-    return list(run_task(ListingTask.from_json(line)))
+def list_task(task: ListingTask | str) -> tuple[list[Any], dict[str, float]]:
+    """A worker's part: one task (or its line of JSON) listed to its end, with its keys and
+    what its listing read (``Usage.snapshot()``: ``requests``, ``items``, ``read_units``, ...),
+    so that an engine can report the whole listing's cost."""
+    listing = run_task(ListingTask.from_json(task) if isinstance(task, str) else task)
+    keys = list(listing)
+    return keys, listing.usage.snapshot()
 
 
-def run_tasks(tasks: Iterable[ListingTask], workers: int = 2) -> Iterator[Any]:
+def run_tasks(
+    tasks: Iterable[ListingTask], workers: int = 2, *, usage: Usage | None = None
+) -> Iterator[Any]:
     """The keys of every task, from a pool of ``workers`` processes, each task's keys once it
     has finished. A worker that dies (killed, out of memory) breaks a bare pool for good; here
     the pool is built again and the tasks it had not finished are run again from their start
     (at most ``POOL_RESTARTS`` times), so no key is lost or repeated. An error of a task (a
-    DdbKeysError) ends the run with it."""
+    DdbKeysError) ends the run with it. ``usage``, when given, adds up what the finished tasks
+    read (a task run again counts once)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigurationError(f"workers must be a whole number from 1, not {workers!r}.")
     pending = {task.segment: task.to_json() for task in tasks}
     restarts = 0
     while pending:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_task_keys, line): segment for segment, line in pending.items()}
+            futures = {pool.submit(list_task, line): segment for segment, line in pending.items()}
             try:
                 for future in concurrent.futures.as_completed(futures):
-                    keys = future.result()
+                    keys, read = future.result()
                     del pending[futures[future]]
+                    if usage is not None:
+                        usage.merge(read)
                     yield from keys
             except concurrent.futures.process.BrokenProcessPool as exc:
                 restarts += 1

@@ -1,0 +1,291 @@
+"""Benchmark: one listing's tasks by one worker, a process pool and Dask, in one run.
+
+    python benchmarks/listing_workers.py               # on an embedded DynamoDB Local
+    python benchmarks/listing_workers.py --quick       # a smaller table, for a smoke test
+    python benchmarks/listing_workers.py --latency 100 # each request answered 100 ms later
+
+(``python benchmarks/partition_keys.py`` runs it too, after its table shapes.) One table of
+``KEYS`` single-item collections, planned once into ``TASKS`` tasks (``plan_listing``, method
+``scan``), then listed by: one worker (a pool of one process, reading one task at a time), a
+process pool of 2 and 4 (``run_tasks``) and Dask's LocalCluster of 2 and 4 worker processes
+(``ddbkeys.engines.dask``; the cluster is started, and ddbkeys imported on its workers, before
+the clock starts, as on a cluster already running). Each row gives keys/s and the read units
+the workers sent back, against the one worker's in the same run; the targets: 2 workers at
+least ``TARGETS[2]`` times its keys/s, 4 workers ``TARGETS[4]`` times, the RCU within
+``RCU_WITHIN``. The CPU seconds the workers used are shown, and with an embedded DynamoDB
+Local its own.
+
+DynamoDB Local is not the service: it shares this machine's cores with the workers, and it
+does a request's work on one thread, one request at a time (with 4 clients sending at once,
+one of its threads used 90% of its CPU time, and it answered no more requests a second than
+for one client). Each page of the listing starts at an ``ExclusiveStartKey``, which costs it
+about 15 ms of CPU on this table. So no row can be faster than the one worker's wall time over
+the server's CPU seconds: the last line says how fast that is, and on this 2-core machine it is
+below the 4-workers target. ``--latency MS`` puts the fault proxy between the workers and the
+server, holding each request that long (as a service's network and its own work would): the
+rows then show what the engines do where the server's work is not on these cores. (The method
+is ``scan``: ``skip-pages`` sends more, smaller pages, each with its start key.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import resource
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.capacity import Usage
+from ddbkeys.connect import make_client
+from ddbkeys.demo import load_items
+from ddbkeys.local import DynamoDBLocal
+from ddbkeys.partition_keys import ListingTask, plan_listing, run_tasks
+from ddbkeys.testing.proxy import FaultPlan, FaultProxy
+from ddbkeys.testing.tables import TableFactory
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+#: The table: this many collections of one item (about 150 bytes each), in this many tasks.
+KEYS = 200_000
+TASKS = 16
+METHOD = "scan"
+#: Workers -> the least keys/s against one worker; and how far the RCU may move (a fraction).
+TARGETS = {2: 1.6, 4: 2.5}
+RCU_WITHIN = 0.03
+#: Rounds of every row, one after the other; each row keeps its fastest (the machine is shared).
+ROUNDS = 2
+
+
+@dataclass
+class WorkerRow:
+    label: str
+    workers: int
+    keys: int
+    rcu: float
+    seconds: float
+    workers_cpu: float
+    server_cpu: float | None
+    correct: bool
+
+
+def cpu_seconds(pid: int | None) -> float | None:
+    """The CPU seconds (user and system) process ``pid`` has used, if it can be read."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu(who: int = resource.RUSAGE_SELF) -> float:
+    """The CPU seconds of this process (or of its children that ended)."""
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
+
+
+def measured(
+    label: str,
+    workers: int,
+    listed: Callable[[Usage], tuple[list[Any], float]],
+    expected: set[str],
+    server_pid: int | None,
+) -> WorkerRow:
+    """One row: ``listed`` lists every task, adds what they read to the usage it is given, and
+    returns the keys and the workers' CPU seconds."""
+    usage = Usage()
+    cpu = cpu_seconds(server_pid)
+    started = time.perf_counter()
+    keys, workers_cpu = listed(usage)
+    seconds = time.perf_counter() - started
+    after = cpu_seconds(server_pid)
+    server = after - cpu if after is not None and cpu is not None else None
+    correct = len(keys) == len(expected) and set(keys) == expected
+    read = usage.read_units
+    return WorkerRow(label, workers, len(keys), read, seconds, workers_cpu, server, correct)
+
+
+def pool(tasks: list[ListingTask], workers: int) -> Callable[[Usage], tuple[list[Any], float]]:
+    def listed(usage: Usage) -> tuple[list[Any], float]:
+        before = own_cpu(resource.RUSAGE_CHILDREN)  # the pool's, once it has ended
+        keys = list(run_tasks(tasks, workers=workers, usage=usage))
+        return keys, own_cpu(resource.RUSAGE_CHILDREN) - before
+
+    return listed
+
+
+def _import_ddbkeys() -> None:
+    import ddbkeys.partition_keys.tasks  # noqa: F401, PLC0415 (on a Dask worker)
+
+
+def dask_rows(
+    tasks: list[ListingTask], expected: set[str], server_pid: int | None
+) -> list[WorkerRow]:
+    """The LocalCluster rows, or none (said) when Dask is not installed."""
+    try:
+        from distributed import Client, LocalCluster  # noqa: PLC0415 (an optional extra)
+
+        from ddbkeys.engines.dask import tasks_bag  # noqa: PLC0415
+    except ImportError as exc:
+        print(f"(no Dask rows: {exc})")
+        return []
+
+    def on_dask(client: Client) -> Callable[[Usage], tuple[list[Any], float]]:
+        def listed(usage: Usage) -> tuple[list[Any], float]:
+            before = sum(client.run(own_cpu).values())
+            keys: list[Any] = []
+            for found, read in tasks_bag(tasks).compute():
+                keys += found
+                usage.merge(read)
+            return keys, sum(client.run(own_cpu).values()) - before
+
+        return listed
+
+    rows = []
+    for workers in (2, 4):
+        with (
+            LocalCluster(
+                n_workers=workers,
+                threads_per_worker=1,
+                dashboard_address=None,
+                silence_logs=logging.CRITICAL,  # (a closing cluster may log a lost heartbeat)
+            ) as cluster,
+            Client(cluster) as client,
+        ):
+            client.wait_for_workers(workers)
+            client.run(_import_ddbkeys)
+            label = f"Dask LocalCluster, {workers} workers"
+            rows.append(measured(label, workers, on_dask(client), expected, server_pid))
+    return rows
+
+
+def bench_workers(
+    client: DynamoDBClient,
+    factory: TableFactory,
+    pid: int | None,
+    scale: float,
+    workers_endpoint: str | None = None,
+) -> list[str]:
+    """Load the table, print the rows, and return the targets they missed. The workers use
+    ``workers_endpoint`` (by default ``client``'s)."""
+    count = max(200, int(KEYS * scale))
+    table = factory(("pk", "S"), ("sk", "N"))
+    load_items(
+        client,
+        table,
+        [{"pk": {"S": f"w{k:07}"}, "sk": {"N": "1"}, "p": {"S": "x" * 120}} for k in range(count)],
+    )
+    expected = {f"w{k:07}" for k in range(count)}
+    tasks = plan_listing(client, table, METHOD, tasks=TASKS, endpoint_url=workers_endpoint)
+    load = os.getloadavg()[0]
+    print(
+        f"One listing ({METHOD}, {count:,} keys, {len(tasks)} tasks) by workers; this machine: "
+        f"{os.cpu_count()} cores, load average {load:.1f} at the start"
+        + (f"; workers through {workers_endpoint}" if workers_endpoint else "")
+    )
+    print(
+        f"{'workers (the fastest of ' + str(ROUNDS) + ' rounds)':<36} {'keys':>8} {'RCU':>8} "
+        f"{'x RCU':>6} {'wall s':>7} {'keys/s':>8} {'x keys/s':>8} {'workers CPU s':>13} "
+        f"{'server CPU s':>12} {'correct':>7}"
+    )
+    rounds = []
+    for _ in range(ROUNDS):
+        rows = [measured("one worker (run_tasks, 1 process)", 1, pool(tasks, 1), expected, pid)]
+        rows += [
+            measured(f"process pool (run_tasks), {n} workers", n, pool(tasks, n), expected, pid)
+            for n in (2, 4)
+        ]
+        rounds.append(rows + dask_rows(tasks, expected, pid))
+    factory.delete_all()
+    rows = [fastest(runs) for runs in zip(*rounds, strict=True)]
+    for row in rows:
+        print_row(row, rows[0])
+    one = rows[0]
+    if one.server_cpu:
+        print(
+            f"(the server used {one.server_cpu:.1f} CPU s in the one worker's {one.seconds:.1f} s,"
+            f" one request at a time: no row can be faster than "
+            f"{one.seconds / one.server_cpu:.2f}x)"
+        )
+    return check_workers(rows)
+
+
+def fastest(runs: tuple[WorkerRow, ...]) -> WorkerRow:
+    """A row's fastest run, correct only if every run was."""
+    best = min(runs, key=lambda r: r.seconds)
+    return replace(best, correct=all(r.correct for r in runs))
+
+
+def print_row(row: WorkerRow, one: WorkerRow) -> None:
+    server = "" if row.server_cpu is None else f"{row.server_cpu:.1f}"
+    print(
+        f"{row.label:<36} {row.keys:>8} {row.rcu:>8.1f} {row.rcu / one.rcu:>6.3f} "
+        f"{row.seconds:>7.2f} {row.keys / row.seconds:>8.0f} "
+        f"{one.seconds / row.seconds:>8.2f} {row.workers_cpu:>13.1f} {server:>12} "
+        f"{'yes' if row.correct else 'NO':>7}",
+        flush=True,
+    )
+
+
+def check_workers(rows: list[WorkerRow]) -> list[str]:
+    """The targets ``rows`` missed (the first row is the one worker)."""
+    one = rows[0]
+    problems = [f"workers: {r.label} listed the wrong keys" for r in rows if not r.correct]
+    for row in rows[1:]:
+        speedup = one.seconds / row.seconds
+        if speedup < TARGETS[row.workers]:
+            problems.append(
+                f"workers: {row.label} at {speedup:.2f}x one worker's keys/s "
+                f"< {TARGETS[row.workers]}x"
+            )
+        if abs(row.rcu - one.rcu) > RCU_WITHIN * one.rcu:
+            problems.append(
+                f"workers: {row.label} RCU {row.rcu:.1f}, not within {RCU_WITHIN:.0%} of one "
+                f"worker's {one.rcu:.1f}"
+            )
+    return problems
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--endpoint-url", help="Default: an embedded DynamoDB Local.")
+    parser.add_argument("--quick", action="store_true", help="A small table (a smoke test).")
+    parser.add_argument(
+        "--latency", type=float, metavar="MS", help="Hold each of the workers' requests this long."
+    )
+    args = parser.parse_args()
+    server = None if args.endpoint_url else DynamoDBLocal(heap_mb=2048).start()
+    endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
+    factory = TableFactory(make_client(endpoint_url=endpoint), prefix="ddbkeys-bench")
+    proxy = None
+    if args.latency:
+        proxy = FaultProxy(endpoint, FaultPlan(delay=1.0, delay_seconds=args.latency / 1000))
+        proxy.start()
+    try:
+        problems = bench_workers(
+            factory.client,
+            factory,
+            server.pid if server else None,
+            0.05 if args.quick else 1.0,
+            proxy.endpoint_url if proxy else None,
+        )
+    finally:
+        factory.delete_all()
+        if proxy is not None:
+            proxy.stop()
+        if server is not None:
+            server.stop()
+    print()
+    print("\n".join(["Targets missed:", *problems]) if problems else "All targets met.")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
