@@ -7,18 +7,27 @@ Rules, so that no example can escape:
   fixtures it names (``ddb_client``, ``ddb_table_factory``).
 - a ```sh block is run line by line with bash (``\\`` continues a line), in a scratch folder,
   with ``AWS_ENDPOINT_URL_DYNAMODB`` pointing at the test endpoint; each line must exit 0.
-  Three kinds of line are handled differently, and each is accounted for: ``make demo`` and
+  Four kinds of line are handled differently, and each is accounted for: ``make demo`` and
   ``make test`` are the README's two commands, which CI runs itself (``make test`` *is* CI; the
   demo is run by tests/cli/test_demo.py); ``ddbkeys local`` without ``--fetch-only`` runs until
-  Ctrl-C, so it is started, its first lines checked, and interrupted.
+  Ctrl-C, so it is started, its first lines checked, and interrupted; ``export NAME=value ...``
+  holds for the page's later lines and Python blocks, as in the reader's terminal (plain boto3's
+  region and credentials for DynamoDB Local), unless the test's environment sets NAME already.
 - a ```python block whose first line is a comment naming a file (``# glue_listing.py``) is a
   script the page tells the reader to save (a Glue job's): it is saved in the scratch folder
   under that name instead of being run in the namespace, and a later ```sh line of the page must
   run it.
 - ```text and ```json blocks are output, shown to the reader; any other language fails the test.
-- a page declares the tables its examples use in a comment, ``<!-- doc-tables: orders=pk:S,sk:N
-  -->``; each is created under a unique name for the run, and the name is substituted where a
-  table name stands (a quoted string in Python, after ``-t``/``--table-name`` in a shell).
+- nothing is made or set for a page: as far as it can tell it starts from an empty
+  server, and its own visible commands make the tables it uses (``ddbkeys table create -t
+  orders ...`` in a ```sh block, ``create_table_for(client, "orders", ...)`` in Python, or a
+  PynamoDB model's ``table_name = "orders"`` with its ``create_table()``). Those names, and only
+  those, are substituted for the run by unique ones where a table name stands (a quoted string
+  in Python, after ``-t``/``--table-name`` in a shell), and checked absent before the page runs;
+  so a snippet that uses a table its page never makes fails (not found). On the embedded server,
+  a table the page made under any other name (an unsubstituted one, which a later page would
+  find there) fails the test too; the marker index's state table, which ddbkeys makes itself, is
+  allowed.
 """
 
 from __future__ import annotations
@@ -29,12 +38,16 @@ import re
 import signal
 import subprocess
 import sys
+import uuid
+from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.connect import is_loopback
+from ddbkeys.errors import TableNotFoundError
+from ddbkeys.partition_keys.state import state_table_name
 from ddbkeys.testing.plugin import ENDPOINT_ENV
 
 if TYPE_CHECKING:
@@ -50,16 +63,19 @@ PAGES = [
     *sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "cli.md"),
 ]
 BLOCK = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.M | re.S)
-TABLES = re.compile(r"<!-- doc-tables: (.*?) -->")
+#: How a page makes a table, by language: the names found are the ones substituted.
+MADE = {
+    "sh": re.compile(r"\bddbkeys table create\b.*?(?:-t|--table-name)[\s=]+([\w.-]+)"),
+    "python": re.compile(
+        r"\bcreate_table_for\([^\"']*[\"']([\w.-]+)[\"']"  # ddbkeys.table_setup: its first string
+        r"|^\s*table_name = [\"']([\w.-]+)[\"']",  # a PynamoDB model's Meta: create_table()
+        re.M,
+    ),
+}
 RUN_ELSEWHERE = {"make demo", "make test"}
 SAVED_SCRIPT = re.compile(r"\A# ([\w-]+\.py)\n")
-#: What examples that build boto3 objects themselves (``boto3.resource("dynamodb")``) need on
-#: DynamoDB Local, where a developer's AWS profile would give them: set unless already set.
-LOCAL_SETTINGS = {
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "AWS_ACCESS_KEY_ID": "local",
-    "AWS_SECRET_ACCESS_KEY": "local",
-}
+#: ``export NAME=value ...``: the reader's terminal keeps it for the page's later lines.
+EXPORT = re.compile(r"export(\s+\w+=\S+)+\s*(#.*)?")
 
 
 def blocks(text: str) -> list[tuple[str, int, str]]:
@@ -67,14 +83,18 @@ def blocks(text: str) -> list[tuple[str, int, str]]:
     return [(m[1], text[: m.start()].count("\n") + 2, m[2]) for m in BLOCK.finditer(text)]
 
 
-def declared_tables(text: str) -> dict[str, list[tuple[str, str]]]:
-    """name -> [(attribute, type), ...] (partition key first)."""
-    tables: dict[str, list[tuple[str, str]]] = {}
-    for declaration in TABLES.findall(text):
-        for entry in declaration.split():
-            name, keys = entry.split("=")
-            tables[name] = [tuple(k.split(":")) for k in keys.split(",")]
-    return tables
+def made_tables(text: str) -> list[str]:
+    """The tables a page makes with its own visible commands, in page order."""
+    names: list[str] = []
+    for language, _, code in blocks(text):
+        if language not in MADE:
+            continue
+        lines = "\n".join(shell_lines(code)) if language == "sh" else code
+        for found in MADE[language].finditer(lines):
+            name = next(group for group in found.groups() if group)
+            if name not in names:
+                names.append(name)
+    return names
 
 
 def substitute(code: str, language: str, names: dict[str, str]) -> str:
@@ -82,7 +102,9 @@ def substitute(code: str, language: str, names: dict[str, str]) -> str:
         if language == "python":
             code = re.sub(rf"([\"']){re.escape(name)}\1", f'"{real}"', code)
         else:
-            code = re.sub(rf"(-t|--table-name)(\s+){re.escape(name)}\b", rf"\g<1>\g<2>{real}", code)
+            code = re.sub(
+                rf"(-t|--table-name)([\s=]+){re.escape(name)}(?![\w.-])", rf"\g<1>\g<2>{real}", code
+            )
     return code
 
 
@@ -141,61 +163,155 @@ def run_local_until_interrupted(line: str, env: dict[str, str], cwd: Path) -> No
             process.kill()
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_examples_run(
-    page: Path,
+def table_names(client: DynamoDBClient) -> set[str]:
+    pages = client.get_paginator("list_tables").paginate()
+    return {name for page in pages for name in page["TableNames"]}
+
+
+@dataclass
+class Reader:
+    """What a reader of the page has: a terminal (its environment, a scratch folder), a Python
+    session in the same environment, and the pytest fixtures a ``test_`` function asks for."""
+
+    client: DynamoDBClient
+    env: dict[str, str]
+    folder: Path
+    fixtures: dict[str, Any]
+    monkeypatch: pytest.MonkeyPatch
+
+    def export(self, line: str) -> bool:
+        """Apply an ``export NAME=value ...`` line, as the reader's terminal keeps it, unless
+        the test's own environment sets NAME (a real endpoint's credentials win)."""
+        if not EXPORT.fullmatch(line):
+            return False
+        for name, value in re.findall(r"(\w+)=(\S+)", line.partition("#")[0]):
+            if name not in os.environ:
+                self.env[name] = value
+                self.monkeypatch.setenv(name, value)
+        return True
+
+
+@pytest.fixture
+def reader(
     ddb_endpoint_url: str,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    text = page.read_text(encoding="utf-8")
-    names = {name: ddb_table_factory(*keys) for name, keys in declared_tables(text).items()}
+) -> Reader:
+    """A reader pointed at the test endpoint, as `ddbkeys local`'s export line points them."""
     monkeypatch.setenv("AWS_ENDPOINT_URL_DYNAMODB", ddb_endpoint_url)
-    if is_loopback(ddb_endpoint_url):  # as a developer's AWS profile would give boto3
-        for name, value in LOCAL_SETTINGS.items():
-            monkeypatch.setenv(name, os.environ.get(name, value))
     monkeypatch.chdir(tmp_path)
-    env = shell_env(ddb_endpoint_url)
     fixtures: dict[str, Any] = {"ddb_client": ddb_client, "ddb_table_factory": ddb_table_factory}
-    namespace: dict[str, Any] = {"__name__": f"doc_{page.stem}"}
+    env = shell_env(ddb_endpoint_url)
+    return Reader(ddb_client, env, tmp_path, fixtures, monkeypatch)
+
+
+def run_page(text: str, page: str, reader: Reader) -> None:
+    """Run a page's examples in order, as the module's docstring says, on tables of its own."""
+    client = reader.client
+    run = uuid.uuid4().hex[:8]
+    names = {name: f"doc-{name}-{run}" for name in made_tables(text)}
+    for real in names.values():
+        with pytest.raises(client.exceptions.ResourceNotFoundException):
+            client.describe_table(TableName=real)  # the page starts with none of its tables
+    embedded = not os.environ.get(ENDPOINT_ENV)  # a server of this worker's alone
+    before = table_names(client) if embedded else set()
+    try:
+        run_blocks(text, page, names, reader)
+    finally:
+        made = table_names(client) - before if embedded else set(names.values())
+        kept = {state_table_name(), *reader.fixtures["ddb_table_factory"].created}
+        for table in made - kept:
+            with suppress(client.exceptions.ResourceNotFoundException):
+                client.delete_table(TableName=table)
+    stray = sorted(made - kept - set(names.values()))
+    assert not stray, f"{page} made {stray}, not by a command the module's docstring names"
+
+
+def run_blocks(text: str, page: str, names: dict[str, str], reader: Reader) -> None:
+    namespace: dict[str, Any] = {"__name__": f"doc_{Path(page).stem}"}
+    env, folder = reader.env, reader.folder
     ran = 0
     saved: list[str] = []  # scripts saved, each run by a shell line that names it
     for language, line_no, original in blocks(text):
-        where = f"{page.relative_to(ROOT)}:{line_no}"
+        where = f"{page}:{line_no}"
         code = substitute(original, language, names)
         if language in ("text", "json"):
             continue
         if language == "python" and (script := SAVED_SCRIPT.match(code)):
-            (tmp_path / script[1]).write_text(code, encoding="utf-8")
+            (folder / script[1]).write_text(code, encoding="utf-8")
             saved.append(script[1])
             continue
         if language == "python":
             if "DynamoDBLocal(" in code and os.environ.get(ENDPOINT_ENV):
                 continue  # needs Java and the jar, which another endpoint does not
-            before = set(namespace)
+            known = set(namespace)
             exec(compile(code, where, "exec"), namespace)
-            for name in sorted(set(namespace) - before):
+            for name in sorted(set(namespace) - known):
                 func = namespace[name]
                 if name.startswith("test_") and callable(func):
-                    func(**{p: fixtures[p] for p in inspect.signature(func).parameters})
+                    func(**{p: reader.fixtures[p] for p in inspect.signature(func).parameters})
             ran += 1
         elif language == "sh":
             for line in shell_lines(code):
-                if line.split("#")[0].strip() in RUN_ELSEWHERE:
+                if line.split("#")[0].strip() in RUN_ELSEWHERE or reader.export(line):
                     continue
                 if line.startswith("ddbkeys local") and "--fetch-only" not in line:
                     if not os.environ.get(ENDPOINT_ENV):
-                        run_local_until_interrupted(line, env, tmp_path)
+                        run_local_until_interrupted(line, env, folder)
                     continue
-                run_shell(line, env, tmp_path, where)
+                run_shell(line, env, folder, where)
                 saved = [name for name in saved if name not in line]
             ran += 1
         else:
             pytest.fail(f"{where}: a ```{language} block: use python or sh (run), text or json")
-    assert ran, f"{page.name} has no runnable example"
-    assert not saved, f"{page.name}: no shell line runs {', '.join(saved)}"
+    assert ran, f"{page} has no runnable example"
+    assert not saved, f"{page}: no shell line runs {', '.join(saved)}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_examples_run(page: Path, reader: Reader) -> None:
+    run_page(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)), reader)
+
+
+NEXT_ID = "```sh\nddbkeys ids next -t orders --counter order\n```\n"
+NEXT_ID_PY = (
+    "```python\nimport ddbkeys\nfrom ddbkeys.ids import AtomicCounter\n\n"
+    'AtomicCounter(ddbkeys.make_client(), "orders", "order").next()\n```\n'
+)
+MAKE_ORDERS = "```sh\nddbkeys table create -t orders --for counter\n```\n"
+MAKE_ORDERS_PY = (
+    "```python\nimport ddbkeys\nfrom ddbkeys.table_setup import create_table_for\n\n"
+    'create_table_for(ddbkeys.make_client(), "orders", "counter")\n```\n'
+)
+
+
+@pytest.mark.parametrize("made", [MAKE_ORDERS, MAKE_ORDERS_PY], ids=["sh", "python"])
+@pytest.mark.parametrize("uses", [NEXT_ID, NEXT_ID_PY], ids=["sh", "python"])
+def test_a_page_runs_on_the_tables_it_makes_and_no_other(
+    made: str, uses: str, reader: Reader
+) -> None:
+    """The rules' controls: a page that uses a table it does not make fails, wherever its
+    snippets run; made by its own visible command, the table is the run's, not ``orders``."""
+    missing = TableNotFoundError if uses == NEXT_ID_PY else AssertionError
+    with pytest.raises(missing, match="Table 'orders' not found"):
+        run_page(uses, "uses.md", reader)
+    run_page(made + uses, "makes.md", reader)
+    assert "orders" not in table_names(reader.client)
+
+
+def test_a_table_made_another_way_fails_the_page(reader: Reader) -> None:
+    if os.environ.get(ENDPOINT_ENV):
+        pytest.skip("the server is shared: tables made meanwhile are not the page's alone")
+    page = (
+        "```sh\nddbkeys table create -t other --for counter\n```\n"
+        "```python\nimport ddbkeys\nfrom ddbkeys.table_setup import table_request\n\n"
+        'ddbkeys.make_client().create_table(**table_request("orders"))\n```\n'
+    )
+    with pytest.raises(AssertionError, match=r"made \['orders'\]"):
+        run_page(page, "other.md", reader)
+    assert not {"orders", "other"} & table_names(reader.client)  # made, then deleted
 
 
 def test_every_page_is_collected() -> None:
