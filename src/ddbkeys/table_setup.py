@@ -53,9 +53,9 @@ STRATEGY_KEYS: dict[str, tuple[tuple[str, str], tuple[str, str] | None]] = {
 
 
 def key_spec(text: str, option: str = "--partition-key") -> tuple[str, str]:
-    """``NAME:TYPE`` (``pk:S``; the type S, N or B, S when left out) as a pair."""
+    """``NAME:TYPE`` (``pk:S``; the type S, N or B) as a pair."""
     name, _, kind = text.partition(":")
-    kind = (kind or "S").upper()
+    kind = kind.upper()
     if not name or kind not in KEY_TYPES:
         raise ConfigurationError(
             f"{option} {text!r}: give NAME:TYPE, the type one of S (string), N (number) or B "

@@ -74,6 +74,11 @@ def test_the_default_output_of_aws_config_for_documents_never_for_keys(
     from_profile = run(*current, env={"AWS_CONFIG_FILE": str(config)})
     assert from_profile.output.splitlines()[1].startswith("+---"), from_profile.output
     assert run(*current, "--output", "text", env={"AWS_DEFAULT_OUTPUT": "json"}).output == "0\n"
+    # --profile picks that profile's output, after the command's name or before it.
+    config.write_text("[default]\noutput = table\n[profile j]\noutput = json\n")
+    for named in ([*current, "--profile", "j"], ["--profile", "j", *current]):
+        picked = run(*named, env={"AWS_CONFIG_FILE": str(config)})
+        assert json.loads(picked.output)["current"] == 0, picked.output
     assert run(*current, env={"AWS_DEFAULT_OUTPUT": "yaml"}).output == "0\n"  # not ours: text
     for env in ({"AWS_DEFAULT_OUTPUT": "json"}, {"AWS_CONFIG_FILE": str(config)}):
         keys = run("partition-keys", "-t", table, "-q", *at, env=env)
@@ -124,3 +129,18 @@ def test_dash_o_names_the_output_file_once_more_and_never_a_format(
     assert old.stderr == f"Warning: -o is deprecated and goes in the next release: use " \
         f"--output-file {out}.\n"  # fmt: skip
     assert sorted(out.read_text().split()) == ["c0", "c1", "c2"]
+
+
+def test_run_task_refuses_a_whole_plan_on_stdin(ddb_endpoint_url: str, table: str) -> None:
+    """run-task runs one task: given several lines (`plan --tasks 3 | run-task`), running the
+    first alone would print a part of the keys with exit 0; it says so instead."""
+    at = ["--endpoint-url", ddb_endpoint_url]
+    plan = run("partition-keys", "plan", "-t", table, "--tasks", "3", *at)
+    assert plan.exit_code == 0 and len(plan.stdout.splitlines()) == 3
+    ran = CliRunner().invoke(cli, ["partition-keys", "run-task"], input=plan.stdout)
+    assert ran.exit_code == 2 and ran.stdout == ""
+    assert "stdin holds 3 tasks; run-task runs one" in ran.output
+    one = CliRunner().invoke(
+        cli, ["partition-keys", "run-task"], input=plan.stdout.splitlines()[0] + "\n"
+    )
+    assert one.exit_code == 0, one.output

@@ -166,7 +166,15 @@ def table_option(func: F) -> F:
 
 
 def _default_output() -> str:
-    return configured_output() or "text"
+    ctx = click.get_current_context(silent=True)
+    profile = None
+    if ctx is not None:  # --profile, after the command's name or before it (not yet parsed:
+        # click's placeholder, not a string)
+        for given in (ctx.params.get("profile"), (ctx.default_map or {}).get("profile")):
+            if isinstance(given, str):
+                profile = given
+                break
+    return configured_output(profile=profile) or "text"
 
 
 def _keep_query(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -135,9 +135,15 @@ def run_task_command(
       ddbkeys partition-keys plan -t orders --tasks 2 > tasks.jsonl
       head -1 tasks.jsonl | ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file t0
     """
-    line = sys.stdin.readline()
-    if not line.strip():
+    lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    if not lines:
         raise click.UsageError("No task on stdin: pipe one line of `partition-keys plan` in.")
+    if len(lines) > 1:  # (running the first alone would answer a part of the listing)
+        raise click.UsageError(
+            f"stdin holds {len(lines)} tasks; run-task runs one: give each line to its own "
+            "run-task (a shell loop, xargs -P), or run them all with run_tasks() in Python."
+        )
+    line = lines[0]
     task = ListingTask.from_json(line)
     if (
         checkpoint_file is not None

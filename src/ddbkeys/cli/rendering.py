@@ -44,21 +44,26 @@ __all__ = [
 FORMATS = ("text", "json", "table")
 
 
-def configured_output(environ: Mapping[str, str] | None = None) -> str | None:
+def configured_output(
+    environ: Mapping[str, str] | None = None, profile: str | None = None
+) -> str | None:
     """The format the AWS CLI would use here when none is given (``AWS_DEFAULT_OUTPUT``, then
-    the profile's ``output``), when it is one ddbkeys has; else None."""
+    ``output`` of ``profile``, by default the one in use), when it is one ddbkeys has; else
+    None."""
     env = os.environ if environ is None else environ
-    wanted = env.get("AWS_DEFAULT_OUTPUT") or _profile_output()
+    wanted = env.get("AWS_DEFAULT_OUTPUT") or _profile_output(profile)
     wanted = (wanted or "").strip().lower()
     return wanted if wanted in FORMATS else None
 
 
-def _profile_output() -> str | None:
-    """``output`` of the AWS profile in use (the AWS config file), or None."""
+def _profile_output(profile: str | None = None) -> str | None:
+    """``output`` of ``profile`` (by default the AWS profile in use) in the AWS config file,
+    or None."""
     try:
         import botocore.session  # noqa: PLC0415 (only when a command prints a document)
 
-        value = botocore.session.get_session().get_scoped_config().get("output")
+        session = botocore.session.Session(profile=profile)
+        value = session.get_scoped_config().get("output")
     except Exception:  # a missing or broken profile: no preference (the client will say why)
         return None
     return str(value) if value else None
@@ -71,7 +76,8 @@ def check_query(text: str | None) -> jmespath.parser.ParsedResult | None:
     try:
         return jmespath.compile(text)
     except JMESPathError as exc:
-        raise click.BadParameter(f"{text!r} is not a JMESPath expression ({exc})") from exc
+        why = str(exc).splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise click.BadParameter(f"{text!r} is not a JMESPath expression ({why})") from exc
 
 
 def apply_query(document: Any, query: str | None) -> Any:
@@ -101,7 +107,7 @@ def _cell(value: Any) -> str:
 
 def render_table(value: Any, title: str = "") -> str:
     """``value`` as boxed tables (ASCII, as the AWS CLI draws them)."""
-    table = Table(title=title or None, box=box.ASCII, show_lines=False)
+    table = Table(box=box.ASCII, show_lines=False)
     if isinstance(value, dict):
         table.add_column("key")
         table.add_column("value")
@@ -123,7 +129,8 @@ def render_table(value: Any, title: str = "") -> str:
     console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     with console.file:
         console.print(table)
-    return console.export_text().rstrip("\n")
+    drawn = console.export_text().rstrip("\n")
+    return f"{title}\n{drawn}" if title else drawn  # (a title above: never wrapped)
 
 
 def render_text(value: Any) -> str:

@@ -80,10 +80,10 @@ def create_command(
       ddbkeys table create -t issues --for collection --dry-run
       ddbkeys table create -t customers --partition-key pk:S --sort-key sk:S --stream
     """
-    if (strategy is None) == (partition_key is None):
-        raise click.UsageError("Give --for STRATEGY, or --partition-key NAME:TYPE (not both).")
     if sort_key is not None and partition_key is None:
         raise click.UsageError("--sort-key goes with --partition-key.")
+    if (strategy is None) == (partition_key is None):
+        raise click.UsageError("Give --for STRATEGY, or --partition-key NAME:TYPE (not both).")
     pk, sk = _key(partition_key, "--partition-key"), _key(sort_key, "--sort-key")
     if strategy is not None:
         pk, sk = STRATEGY_KEYS[strategy]
