@@ -264,7 +264,9 @@ def test_callers_waiting_for_the_table_description_keep_their_deadline(
     for thread in threads:
         thread.join()
     assert len(took) >= 16
-    assert max(took) < 0.5 + 0.5
+    # Queued on the lock, a call took up to 8 s; 1.5 s of slack is for a loaded machine (one
+    # call took 1.09 s on a loaded CI run, against 0.5 + 0.5).
+    assert max(took) < 0.5 + 1.5
 
 
 @pytest.mark.parametrize("command", [NEXT, PUT], ids=["next", "put"])
