@@ -235,7 +235,7 @@ def test_a_default_clients_throttles_are_told_as_throttles(
     fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
     with pytest.raises(DeadlineExceededError) as raised:
         counter.next()
-    assert fault_proxy.counts["throttle"] >= 3
+    assert fault_proxy.counts["throttle"] >= 1  # (how many fit in 1.5 s depends on the load)
     assert "throttled (ProvisionedThroughputExceededException)" in str(raised.value)
     assert "had not answered" not in str(raised.value)
 
