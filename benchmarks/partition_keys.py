@@ -3,10 +3,12 @@
     python benchmarks/partition_keys.py            # on an embedded DynamoDB Local
     python benchmarks/partition_keys.py --quick    # smaller tables, for a smoke test
 
-Five table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
-3 items), skewed (1,000 keys x 1 item plus 10 keys x 5,000 items), and two shaped like the
-published samples' tables: sample-b (900 keys, a binary sort key, 1 to 4 items of 0.3 to 0.7 KB)
-and sample-s (the same with a string sort key). For each: requests, items read, read units (RCU),
+Six table shapes: uniform (2,000 keys x 50 items of about 200 bytes), small (5,000 keys x 1 to
+3 items), skewed (1,000 keys x 1 item plus 10 keys x 5,000 items), two shaped like the published
+samples' tables: sample-b (900 keys, a binary sort key, 1 to 4 items of 0.3 to 0.7 KB) and
+sample-s (the same with a string sort key), and unit-b (2,000 keys x 9 items of about 470 bytes,
+a binary sort key: collections of about a 4 KB unit, where skipping saves an item of nine for a
+request a key, so ``auto`` should read like a scan). For each: requests, items read, RCU,
 wall time and correctness, for the Python sample of "Generate a distinct set of partition keys
 for an Amazon DynamoDB table efficiently" (its skip scan: Limit 1, sequential) and every method,
 then the same once the marker index is built, backfilled and kept by a running follower of the
@@ -223,6 +225,8 @@ def shapes(scale: float) -> dict[str, Shape]:
         ),
         "sample-b": Shape(sample(), 0, "B"),
         "sample-s": Shape(sample(), 0, "S"),
+        # Collections of about a unit each: skipping saves an item of nine, for a request a key.
+        "unit-b": Shape([(f"user#{k:05}", 9) for k in range(n(2000))], 430, "B"),
     }
 
 

@@ -15,7 +15,7 @@ from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
 from ddbkeys.partition_keys.checkpoint import decode_token
 from ddbkeys.partition_keys.listing import DONE, ListingCore
-from ddbkeys.partition_keys.pages import PageSize
+from ddbkeys.partition_keys.pages import PageSize, Reading
 from ddbkeys.partition_keys.recognise import Seen
 from ddbkeys.partition_keys.scan import PAGE_ITEMS, ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
@@ -270,9 +270,9 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     answer = page(*"abcdefgh", more=more, units=1.0)
     following = method.next_request({"Limit": 8}, answer, Seen({"S": "h"}), method.start_state())
     assert following is not None and following["Limit"] == 7
-    expected = PageSize.for_items_of(500)
-    expected.observe(8, 2.0, 1, asked=8)
-    assert method.start_state() == expected
+    expected = Reading(PageSize.for_items_of(500))
+    expected.after(list("abcdefgh"), 2.0, asked=8)
+    assert method.start_state().pages == expected.pages
     # A segment that starts later goes on from what the others learned.
     first = drive(method.keys(reader(), 3, 4, None), [page()])[1][0]
     assert first["Limit"] == 7

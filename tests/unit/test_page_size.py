@@ -3,20 +3,27 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddbkeys.partition_keys import pages
 from ddbkeys.partition_keys.pages import (
+    LOOK_AFTER,
     MAX_PAGE_ITEMS,
     MAX_PROBE_AFTER,
     MAX_TARGET,
     PROBE_AFTER,
     REGRET,
+    WASTE,
+    WINDOW,
     PageSize,
+    Reading,
+    tail_of,
 )
-from ddbkeys.partition_keys.skip import tail_items
 
 
 @pytest.mark.parametrize(
@@ -213,25 +220,39 @@ def test_a_large_collection_brings_pages_back_to_one_unit(
     assert (size.credit == 0.0) is not credit_kept
 
 
-def simulate(collections: list[int], item_bytes: int) -> float:
-    """Read units skip-pages pays on a table of ``collections`` (item counts), every item
-    ``item_bytes``, in scan order: each page reads up to ``limit`` items and the next starts at
-    the collection after the page's last key."""
-    size = PageSize.for_items_of(item_bytes)
-    units = 0.0
-    position = 0  # the collection the next page starts at
-    while position < len(collections):
-        read: list[int] = []  # the collection of each item read
-        at = position
-        while len(read) < size.limit and at < len(collections):
-            take = min(collections[at], size.limit - len(read))
-            read += [at] * take
-            at += 1
+@dataclass
+class Cost:
+    units: float
+    requests: int
+
+
+def simulate(collections: list[int], item_bytes: int, *, through: bool = True) -> Cost:
+    """What skip-pages pays on a table of ``collections`` (item counts), every item
+    ``item_bytes``, in scan order, one segment: each page reads up to ``limit`` items from where
+    the last one stopped, or from the collection after its last key when it skips (always,
+    unless it may read ``through``)."""
+    keys = [c for c, count in enumerate(collections) for _ in range(count)]
+    reading = Reading(PageSize.for_items_of(item_bytes))
+    if not through:
+        reading.pages.look_after = 10**9
+    units, requests, at = 0.0, 0, 0
+    while at < len(keys):
+        read = keys[at : at + reading.pages.limit]
         cost = float(math.ceil(len(read) * item_bytes / 4096))
-        units += cost
-        position = read[-1] + 1
-        size.observe(len(read), cost, tail_items([{"pk": c} for c in read], "pk"))
-    return units
+        units, requests = units + cost, requests + 1
+        _, skip = reading.after(read, cost)
+        at += len(read)
+        if skip:
+            while at < len(keys) and keys[at] == read[-1]:
+                at += 1
+    return Cost(units, requests)
+
+
+def scan(collections: list[int], item_bytes: int) -> Cost:
+    """What a scan pays: pages of 1,000 items or 1 MB."""
+    items = sum(collections)
+    per_page = min(1000, 1024 * 1024 // item_bytes)
+    return Cost(math.ceil(items * item_bytes / 4096), math.ceil(items / per_page))
 
 
 @pytest.mark.parametrize(
@@ -249,30 +270,29 @@ def simulate(collections: list[int], item_bytes: int) -> float:
 def test_growing_costs_at_most_one_regret_more(
     collections: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    grown = simulate(collections, 500)
+    grown = simulate(collections, 500).units
     monkeypatch.setattr(pages, "MAX_TARGET", 1)  # the same controller, never growing
-    one_unit = simulate(collections, 500)
+    one_unit = simulate(collections, 500, through=False).units  # ... nor reading through
     assert grown <= one_unit * (1 + 1 / REGRET)
 
 
 def test_large_collections_cost_about_a_unit_each() -> None:
     """Items of 4096 // 9 bytes: 9 fill a unit exactly, 10 overshoot; probing stays rare."""
     collections = [50] * 2000
-    assert simulate(collections, 4096 // 9) <= 1.01 * len(collections)
+    assert simulate(collections, 4096 // 9).units <= 1.01 * len(collections)
 
 
 def test_growing_reads_small_collections_at_about_a_scans_cost() -> None:
     collections = [1, 2, 3, 4] * 300
-    scan = math.ceil(sum(collections) * 500 / 4096)
-    assert simulate(collections, 500) <= 1.05 * scan
+    assert simulate(collections, 500).units <= 1.05 * scan(collections, 500).units
 
 
-def test_tail_items_counts_the_last_keys_run() -> None:
-    assert tail_items([], "pk") == 0
-    items = [{"pk": {"S": k}} for k in ("a", "a", "b", "c", "c", "c")]
-    assert tail_items(items, "pk") == 3
-    assert tail_items(items[:3], "pk") == 1
-    assert tail_items(items[:2], "pk") == 2
+def test_tail_of_counts_the_last_keys_run() -> None:
+    assert tail_of([]) == 0
+    keys = [{"S": k} for k in ("a", "a", "b", "c", "c", "c")]
+    assert tail_of(keys) == 3
+    assert tail_of(keys[:3]) == 1
+    assert tail_of(keys[:2]) == 2
 
 
 def test_a_page_asked_for_under_another_limit_does_not_move_the_limit() -> None:
@@ -289,3 +309,92 @@ def test_a_page_asked_for_under_another_limit_does_not_move_the_limit() -> None:
     # The same page asked for under the present limit is judged.
     assert pages.observe(10, 2.0, 1, asked=10) == 9
     assert pages.ceiling == 10
+
+
+# --- reading through where skips save nothing -------------------------------------------------
+
+
+def unit_pages(reading: Reading, first: int, count: int) -> list[bool]:
+    """``count`` pages of one whole collection each (8 items of 512 bytes: a unit exactly),
+    keys from ``first`` on: whether each next page skips."""
+    return [reading.after([key] * 8, 1.0)[1] for key in range(first, first + count)]
+
+
+def test_a_trial_of_reading_through_starts_after_skips_past_full_pages() -> None:
+    """Each page one whole collection that filled it: ``LOOK_AFTER`` skips, then the next page
+    reads on, one unit, as a trial. A page whose last collection is small never counts."""
+    reading = Reading(PageSize.for_items_of(512))
+    assert unit_pages(reading, 0, LOOK_AFTER) == [True] * (LOOK_AFTER - 1) + [False]
+    assert reading.pages.through and reading.pages.limit == 8
+    small = Reading(PageSize.for_items_of(512))
+    assert all(small.after([k, k, k + 1], 1.0)[1] for k in range(0, 4 * LOOK_AFTER, 2))
+    assert not small.pages.through
+
+
+def test_a_trial_that_costs_no_more_a_key_goes_on_in_larger_pages() -> None:
+    reading = Reading(PageSize.for_items_of(512))
+    unit_pages(reading, 0, LOOK_AFTER)  # skipping: a unit a key
+    limits = []
+    key = LOOK_AFTER
+    for _ in range(40):  # read through: still a unit a key
+        limit, skip = reading.after([key] * 8, 1.0)
+        assert not skip
+        limits.append(limit)
+        key += 1
+    assert limits[: WINDOW - 1] == [8] * (WINDOW - 1)  # judged after a window: pages double
+    assert limits[WINDOW - 1] == 16
+    assert reading.pages.through and reading.pages.window == 8 * WINDOW  # 4 + 8 + 16 passed
+
+
+def test_a_trial_into_a_large_collection_ends_as_soon_as_it_cannot_pay() -> None:
+    reading = Reading(PageSize.for_items_of(512))
+    unit_pages(reading, 0, LOOK_AFTER)  # skipping: a unit a key; the trial reads on in 15
+    assert not reading.after([LOOK_AFTER - 1] * 8, 1.0)[1]  # 15 goes on: no key yet
+    _, skip = reading.after([LOOK_AFTER - 1] * 8, 1.0)  # 2 units, no key: no key can pay
+    assert skip and not reading.pages.through
+    assert (reading.pages.limit, reading.pages.look_after) == (8, 2 * LOOK_AFTER)
+
+
+def test_a_trial_that_costs_more_a_key_than_skipping_ends_at_its_window() -> None:
+    """Collections of 7 items, 8 a unit: skipping reads one whole and the first item of the
+    next, which it skips (half a unit a key); read through, a key costs 7/8 of a unit."""
+    reading = Reading(PageSize.for_items_of(512))
+    for key in range(0, 2 * LOOK_AFTER, 2):  # half a unit a key
+        reading.after([key] * 7 + [key + 1], 1.0)
+    assert not reading.pages.through  # the last collection was small: no trial
+    reading.pages.skips = reading.pages.look_after - 1  # (as if after full pages)
+    assert not reading.after([99] * 8, 1.0)[1]
+    items = [k for k in range(100, 200) for _ in range(7)]
+    for page in range(WINDOW):
+        reading.after(items[page * 8 : page * 8 + 8], 1.0)
+    assert not reading.pages.through
+
+
+def test_unit_sized_collections_are_read_in_a_scans_requests_and_units() -> None:
+    """The table where skip-pages sent a request a collection for a scan's read units: each
+    collection about a unit, ending with its page (or one item later)."""
+    for collections in ([8] * 2000, [8 if k % 5 else 9 for k in range(3000)]):
+        listed = simulate(collections, 500)
+        assert listed.units <= 1.02 * scan(collections, 500).units
+        assert listed.requests <= 0.05 * simulate(collections, 500, through=False).requests
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from([1, 3, 7, 8, 9, 16, 50, 400]), st.integers(1, 300)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.sampled_from([100, 450, 500, 1000]),
+)
+def test_reading_through_costs_at_most_its_share_more_than_skipping(
+    runs: list[tuple[int, int]], item_bytes: int
+) -> None:
+    """Whatever the mix and order of collection sizes (runs of ``count`` collections of
+    ``size`` items), trials of reading through cost at most ``WASTE`` more read units than
+    skipping always, plus a page of ``MAX_TARGET`` units where the table changes under them."""
+    collections = [size for size, count in runs for _ in range(count)]
+    listed = simulate(collections, item_bytes)
+    skipping = simulate(collections, item_bytes, through=False)
+    assert listed.units <= (1 + WASTE) * skipping.units + MAX_TARGET * len(runs)

@@ -27,19 +27,37 @@ within its target, learning from what each page cost.
   units more than a one-unit page would have, and the target got there only after ``REGRET``
   times as much was read: so growing costs at most about ``1 / REGRET`` more than never growing,
   wherever the large collections lie, and where they are frequent the pages stay small.
+- Skipping past a page's last collection saves nothing where collections end about where a
+  one-unit page does (each a unit or so): the listing would then read what a scan reads, in a
+  request per collection. So after ``LOOK_AFTER`` skips past a collection that filled its page,
+  a trial reads on through instead, like a scan, from one-unit pages (:class:`Reading`). Each
+  ``window`` of read units read through is judged against the skipping before it: while a key
+  costs at most ``WASTE`` more, pages and windows double (up to ``MAX_TARGET`` units and
+  ``MAX_WINDOW``); else skipping starts again at one unit and the next trial waits twice as
+  long (up to ``MAX_PROBE_AFTER`` skips). A trial that fails costs about a window more, a rare
+  one the longer the table says no; reading through for good costs at most about ``WASTE`` more
+  and saves the requests.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 
 __all__ = [
+    "LOOK_AFTER",
     "MAX_PAGE_ITEMS",
     "MAX_PROBE_AFTER",
     "MAX_TARGET",
+    "MAX_WINDOW",
     "PROBE_AFTER",
     "REGRET",
+    "WASTE",
+    "WINDOW",
     "PageSize",
+    "Reading",
+    "tail_of",
 ]
 
 MAX_PAGE_ITEMS = 1000
@@ -51,6 +69,14 @@ PROBE_AFTER = 16
 MAX_PROBE_AFTER = 1024
 #: Units read since the last such sign, as a multiple of the new target, before pages grow.
 REGRET = 4
+#: Skips past a collection that filled its page, before a trial of reading through.
+LOOK_AFTER = 16
+#: Read units a trial of reading through reads before it is first judged (the window doubles
+#: with each judgement it passes, up to ``MAX_WINDOW``).
+WINDOW = 4
+MAX_WINDOW = 64
+#: How much more a key may cost read through than skipping (it saves requests).
+WASTE = 0.05
 
 
 @dataclass
@@ -65,19 +91,32 @@ class PageSize:
     probe_after: int = PROBE_AFTER  # clean pages before the next probe
     probing: bool = False  # the limit is a probe, not yet judged
     credit: float = 0.0  # units read since the last page whose last collection filled a unit
+    through: bool = False  # reading through, like a scan, as a trial or for good
+    unit_items: int = 0  # while reading through: the items of a unit
+    skips: int = 0  # skips past a collection that filled its page, since the last trial
+    look_after: int = LOOK_AFTER  # such skips before the next trial
+    skip_units: float = 0.0  # read units of the skipping pages since the last trial
+    skip_keys: int = 0  # the keys they handed out
+    through_units: float = 0.0  # read units read through since the last judgement
+    through_keys: float = 0.0  # the keys they handed out
+    window: float = WINDOW  # read units read through before the next judgement
+    item_bytes: float = 0.0  # the table's average item size (0: unknown)
 
     @classmethod
     def for_items_of(cls, average_bytes: float) -> PageSize:
         """Start from the table's average item size (0 when it reports none)."""
         if average_bytes <= 0:
             return cls(limit=8, known=False)
-        return cls(limit=max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes))))
+        limit = max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes)))
+        return cls(limit=limit, item_bytes=average_bytes)
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
         page's limit. A page asked for under another limit (segments read in parallel share
         one PageSize) says nothing about the present limit: only its collections count."""
+        if self.through:
+            return self.limit
         per_unit = self.limit / self.target
         if asked is None or asked == self.limit:
             self._fit(items, units, several=tail < items)
@@ -95,6 +134,56 @@ class PageSize:
             ):
                 self._retarget(grown)
         return self.limit
+
+    def skip_past(self, tail: int) -> bool:
+        """Whether the next page skips past the last collection of this one, which ended with
+        ``tail`` items of it (after :meth:`observe`); False: it reads on, through the rest.
+        After ``look_after`` skips past a collection that filled its page, a trial of reading
+        through starts, at one unit a page."""
+        if self.through:
+            return False
+        if tail < self.limit / self.target:  # a small collection: nothing to look at
+            return True
+        self.skips += 1
+        if self.skips < self.look_after or not self.skip_keys:
+            return True
+        self.unit_items = max(1, self.limit // self.target)
+        self.through, self.skips, self.window = True, 0, WINDOW
+        self.through_units, self.through_keys = 0.0, 0.0
+        self.limit, self.target, self.ceiling, self.probing = self.unit_items, 1, None, False
+        return False
+
+    def skipped(self, units: float, keys: int) -> None:
+        """A skipping page cost ``units`` and handed out ``keys``."""
+        self.skip_units += units
+        self.skip_keys += keys
+
+    def read_through(self, units: float, keys: int, items: int) -> None:
+        """A page read through cost ``units``, read ``items`` and handed out ``keys``. Its cost
+        is judged as the items' share of 4 KB units at the table's average item size where
+        known (the pages grow: the rounding up to the next 4 KB that small pages pay is not
+        what reading through costs), else as the units it cost. It goes on while a key costs
+        at most ``WASTE`` more than skipping (with one key more: pages cut collections), and
+        after each window's worth, in pages twice as large (up to ``MAX_TARGET`` units), with
+        a window twice as long and what was read before counting half; else skipping starts
+        again at one unit, and the next trial waits twice as long."""
+        self.through_units += items * self.item_bytes / 4096 if self.item_bytes else units
+        self.through_keys += keys
+        most = (1 + WASTE) * self.skip_units / self.skip_keys  # read units a key
+        if self.through_units <= most * (self.through_keys + 1):  # (pages cut collections)
+            if self.through_units >= self.window:
+                if self.window >= MAX_WINDOW:  # held for long: a later trial need not wait
+                    self.look_after = LOOK_AFTER
+                self.window = min(MAX_WINDOW, self.window * 2)
+                self.target = min(MAX_TARGET, self.target * 2)
+                self.limit = min(MAX_PAGE_ITEMS, self.unit_items * self.target)
+                self.through_units /= 2  # what was read long ago counts less
+                self.through_keys /= 2
+            return
+        self.through, self.credit = False, 0.0
+        self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
+        self.limit, self.target, self.clean = self.unit_items, 1, 0
+        self.skip_units, self.skip_keys = 0.0, 0
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
         """Keep the limit near the most items that stay within the target."""
@@ -131,3 +220,41 @@ class PageSize:
         self.target = target
         self.clean = 0
         self.probing = False
+
+
+@dataclass
+class Reading:
+    """One segment's reading, with the :class:`PageSize` every segment shares (the caller
+    holds a lock around :meth:`after` where segments run in parallel): the last key of a page
+    the next page reads on through, so that a key is counted once."""
+
+    pages: PageSize
+    last: object = None  # the last page's last key, when the next page reads on through it
+
+    def after(
+        self, keys: Sequence[object], units: float, asked: int | None = None
+    ) -> tuple[int, bool]:
+        """After a page of items whose partition keys were ``keys`` (in order), which cost
+        ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit, and
+        whether it skips past the page's last collection."""
+        pages = self.pages
+        if not keys:
+            return pages.observe(0, units, 0, asked), True
+        new = sum(1 for a, b in pairwise(keys) if a != b) + (keys[0] != self.last)
+        tail = tail_of(keys)
+        if pages.through:  # (a page read through says nothing of a skipping page's size)
+            pages.read_through(units, new, len(keys))
+        else:
+            pages.skipped(units, new)
+            pages.observe(len(keys), units, tail, asked)
+        skip = pages.skip_past(tail)
+        self.last = None if skip else keys[-1]
+        return pages.limit, skip
+
+
+def tail_of(keys: Sequence[object]) -> int:
+    """How many of ``keys``, at the end, are the same as the last."""
+    tail = 0
+    while tail < len(keys) and keys[-tail - 1] == keys[-1]:
+        tail += 1
+    return tail
