@@ -235,12 +235,12 @@ def simulate(collections: list[int], item_bytes: int, *, through: bool = True) -
     reading = Reading(PageSize.for_items_of(item_bytes))
     if not through:
         reading.pages.look_after = 10**9
-    units, requests, at = 0.0, 0, 0
+    units, requests, at, limit = 0.0, 0, 0, reading.pages.limit
     while at < len(keys):
-        read = keys[at : at + reading.pages.limit]
+        read = keys[at : at + limit]
         cost = float(math.ceil(len(read) * item_bytes / 4096))
         units, requests = units + cost, requests + 1
-        _, skip = reading.after(read, cost)
+        limit, skip = reading.after(read, cost)
         at += len(read)
         if skip:
             while at < len(keys) and keys[at] == read[-1]:
@@ -325,7 +325,8 @@ def test_a_trial_of_reading_through_starts_after_skips_past_full_pages() -> None
     reads on, one unit, as a trial. A page whose last collection is small never counts."""
     reading = Reading(PageSize.for_items_of(512))
     assert unit_pages(reading, 0, LOOK_AFTER) == [True] * (LOOK_AFTER - 1) + [False]
-    assert reading.pages.through and reading.pages.limit == 8
+    assert reading.pages.trying and reading.trial and not reading.pages.through
+    assert reading.pages.through_limit == 8
     small = Reading(PageSize.for_items_of(512))
     assert all(small.after([k, k, k + 1], 1.0)[1] for k in range(0, 4 * LOOK_AFTER, 2))
     assert not small.pages.through
@@ -361,13 +362,14 @@ def test_a_trial_that_costs_more_a_key_than_skipping_ends_at_its_window() -> Non
     reading = Reading(PageSize.for_items_of(512))
     for key in range(0, 2 * LOOK_AFTER, 2):  # half a unit a key
         reading.after([key] * 7 + [key + 1], 1.0)
-    assert not reading.pages.through  # the last collection was small: no trial
+    assert not reading.pages.trying  # the last collection was small: no trial
     reading.pages.skips = reading.pages.look_after - 1  # (as if after full pages)
     assert not reading.after([99] * 8, 1.0)[1]
     items = [k for k in range(100, 200) for _ in range(7)]
     for page in range(WINDOW):
         reading.after(items[page * 8 : page * 8 + 8], 1.0)
-    assert not reading.pages.through
+    assert not reading.pages.trying and not reading.trial and not reading.pages.through
+    assert reading.pages.look_after == 2 * LOOK_AFTER
 
 
 def test_unit_sized_collections_are_read_in_a_scans_requests_and_units() -> None:
@@ -398,3 +400,45 @@ def test_reading_through_costs_at_most_its_share_more_than_skipping(
     listed = simulate(collections, item_bytes)
     skipping = simulate(collections, item_bytes, through=False)
     assert listed.units <= (1 + WASTE) * skipping.units + MAX_TARGET * len(runs)
+
+
+def simulate_segments(collections: list[int], item_bytes: int, segments: int) -> Cost:
+    """As :func:`simulate`, with the collections split among ``segments`` segments that share
+    one PageSize: each round, every segment asks for its next page before any answer comes
+    back (as readers in parallel do), then the answers come in turn."""
+    shared = PageSize.for_items_of(item_bytes)
+    per = math.ceil(len(collections) / segments)
+    parts = [collections[i : i + per] for i in range(0, len(collections), per)]
+    tables = [[c for c, count in enumerate(part) for _ in range(count)] for part in parts]
+    readings = [Reading(shared) for _ in parts]
+    at, limits = [0] * len(parts), [shared.limit] * len(parts)
+    units, requests = 0.0, 0
+    while any(at[n] < len(keys) for n, keys in enumerate(tables)):
+        asked = [(n, keys[at[n] : at[n] + limits[n]]) for n, keys in enumerate(tables)]
+        for n, read in asked:
+            if not read:
+                continue
+            cost = float(math.ceil(len(read) * item_bytes / 4096))
+            units, requests = units + cost, requests + 1
+            at[n] += len(read)
+            if at[n] >= len(tables[n]):
+                readings[n].end()
+                continue
+            limits[n], skip = readings[n].after(read, cost, asked=len(read))
+            while skip and at[n] < len(tables[n]) and tables[n][at[n]] == read[-1]:
+                at[n] += 1
+    return Cost(units, requests)
+
+
+@pytest.mark.parametrize("segments", [4, 32])
+def test_segments_in_parallel_try_one_at_a_time(segments: int) -> None:
+    """One segment runs a trial while the others skip: where collections are large, trials
+    cost what one segment's pages cost, not every segment's; where they are about a unit, every
+    segment reads through once the trial has passed."""
+    large = [50] * 2000
+    alone = simulate(large, 500, through=False)
+    assert simulate_segments(large, 500, segments).units <= 1.02 * alone.units
+    unit = [8] * 4000
+    listed = simulate_segments(unit, 500, segments)
+    assert listed.units <= 1.03 * scan(unit, 500).units
+    assert listed.requests <= 0.2 * len(unit)

@@ -30,13 +30,14 @@ within its target, learning from what each page cost.
 - Skipping past a page's last collection saves nothing where collections end about where a
   one-unit page does (each a unit or so): the listing would then read what a scan reads, in a
   request per collection. So after ``LOOK_AFTER`` skips past a collection that filled its page,
-  a trial reads on through instead, like a scan, from one-unit pages (:class:`Reading`). Each
-  ``window`` of read units read through is judged against the skipping before it: while a key
-  costs at most ``WASTE`` more, pages and windows double (up to ``MAX_TARGET`` units and
-  ``MAX_WINDOW``); else skipping starts again at one unit and the next trial waits twice as
-  long (up to ``MAX_PROBE_AFTER`` skips). A trial that fails costs about a window more, a rare
-  one the longer the table says no; reading through for good costs at most about ``WASTE`` more
-  and saves the requests.
+  one segment tries reading on through instead, like a scan, from one-unit pages (the others
+  skip meanwhile; :class:`Reading`). What it reads is judged against the skipping before it:
+  once a ``window`` of read units costs at most ``WASTE`` more a key, every segment reads
+  through, and pages and windows double (up to ``MAX_TARGET`` units and ``MAX_WINDOW``); as
+  soon as a key costs more (or no next key could make it up), skipping starts again at one
+  unit and the next trial waits twice as long (up to ``MAX_PROBE_AFTER`` skips). A trial that
+  fails costs about a unit or two; reading through for good costs at most about ``WASTE``
+  more, plus a page where the table changes under it, and saves the requests.
 """
 
 from __future__ import annotations
@@ -91,8 +92,10 @@ class PageSize:
     probe_after: int = PROBE_AFTER  # clean pages before the next probe
     probing: bool = False  # the limit is a probe, not yet judged
     credit: float = 0.0  # units read since the last page whose last collection filled a unit
-    through: bool = False  # reading through, like a scan, as a trial or for good
-    unit_items: int = 0  # while reading through: the items of a unit
+    through: bool = False  # every segment reads on through, like a scan
+    trying: bool = False  # one segment's trial of reading through is under way
+    unit_items: int = 0  # the items of a unit, when the last trial started
+    through_target: int = 1  # read units (4 KB) a page read through aims at
     skips: int = 0  # skips past a collection that filled its page, since the last trial
     look_after: int = LOOK_AFTER  # such skips before the next trial
     skip_units: float = 0.0  # read units of the skipping pages since the last trial
@@ -137,21 +140,23 @@ class PageSize:
 
     def skip_past(self, tail: int) -> bool:
         """Whether the next page skips past the last collection of this one, which ended with
-        ``tail`` items of it (after :meth:`observe`); False: it reads on, through the rest.
-        After ``look_after`` skips past a collection that filled its page, a trial of reading
-        through starts, at one unit a page."""
-        if self.through:
-            return False
+        ``tail`` items of it (after :meth:`observe`). After ``look_after`` skips past a
+        collection that filled its page, False: that segment's next page starts a trial of
+        reading on through (``trying``; one at a time, the other segments skip meanwhile)."""
         if tail < self.limit / self.target:  # a small collection: nothing to look at
             return True
         self.skips += 1
-        if self.skips < self.look_after or not self.skip_keys:
+        if self.trying or self.skips < self.look_after or not self.skip_keys:
             return True
         self.unit_items = max(1, self.limit // self.target)
-        self.through, self.skips, self.window = True, 0, WINDOW
+        self.trying, self.skips, self.window, self.through_target = True, 0, WINDOW, 1
         self.through_units, self.through_keys = 0.0, 0.0
-        self.limit, self.target, self.ceiling, self.probing = self.unit_items, 1, None, False
         return False
+
+    @property
+    def through_limit(self) -> int:
+        """The Limit of a page read through."""
+        return min(MAX_PAGE_ITEMS, self.unit_items * self.through_target)
 
     def skipped(self, units: float, keys: int) -> None:
         """A skipping page cost ``units`` and handed out ``keys``."""
@@ -159,14 +164,16 @@ class PageSize:
         self.skip_keys += keys
 
     def read_through(self, units: float, keys: int, items: int) -> None:
-        """A page read through cost ``units``, read ``items`` and handed out ``keys``. Its cost
-        is judged as the items' share of 4 KB units at the table's average item size where
-        known (the pages grow: the rounding up to the next 4 KB that small pages pay is not
-        what reading through costs), else as the units it cost. It goes on while a key costs
-        at most ``WASTE`` more than skipping (with one key more: pages cut collections), and
-        after each window's worth, in pages twice as large (up to ``MAX_TARGET`` units), with
-        a window twice as long and what was read before counting half; else skipping starts
-        again at one unit, and the next trial waits twice as long."""
+        """A page read through (in the trial, or by any segment once ``through``) cost
+        ``units``, read ``items`` and handed out ``keys``. Its cost is judged as the items'
+        share of 4 KB units at the table's average item size where known (the pages grow: the
+        rounding up to the next 4 KB that small pages pay is not what reading through costs),
+        else as the units it cost. It goes on while a key costs at most ``WASTE`` more than
+        skipping (with one key more: pages cut collections), and after each window's worth
+        (the first ends the trial: every segment reads through), in pages twice as large (up to
+        ``MAX_TARGET`` units), with a window twice as long and what was read before counting
+        half; else skipping starts again at one unit, and the next trial waits twice as
+        long."""
         self.through_units += items * self.item_bytes / 4096 if self.item_bytes else units
         self.through_keys += keys
         most = (1 + WASTE) * self.skip_units / self.skip_keys  # read units a key
@@ -174,15 +181,22 @@ class PageSize:
             if self.through_units >= self.window:
                 if self.window >= MAX_WINDOW:  # held for long: a later trial need not wait
                     self.look_after = LOOK_AFTER
+                self.through, self.trying = True, False
                 self.window = min(MAX_WINDOW, self.window * 2)
-                self.target = min(MAX_TARGET, self.target * 2)
-                self.limit = min(MAX_PAGE_ITEMS, self.unit_items * self.target)
+                self.through_target = min(MAX_TARGET, self.through_target * 2)
                 self.through_units /= 2  # what was read long ago counts less
                 self.through_keys /= 2
             return
-        self.through, self.credit = False, 0.0
+        self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
-        self.limit, self.target, self.clean = self.unit_items, 1, 0
+        self.limit, self.target, self.ceiling, self.clean, self.credit = (
+            self.unit_items,
+            1,
+            None,
+            0,
+            0.0,
+        )
+        self.probing = False
         self.skip_units, self.skip_keys = 0.0, 0
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
@@ -230,26 +244,42 @@ class Reading:
 
     pages: PageSize
     last: object = None  # the last page's last key, when the next page reads on through it
+    trial: bool = False  # this segment runs the trial of reading through
 
     def after(
         self, keys: Sequence[object], units: float, asked: int | None = None
     ) -> tuple[int, bool]:
         """After a page of items whose partition keys were ``keys`` (in order), which cost
         ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit, and
-        whether it skips past the page's last collection."""
+        whether it skips past the page's last collection. A page read on counts for reading
+        through while this segment's trial or reading through lasts; one that skipped counts
+        for skipping; each is judged by the way it was asked for, whatever the other
+        segments changed meanwhile."""
         pages = self.pages
-        if not keys:
-            return pages.observe(0, units, 0, asked), True
-        new = sum(1 for a, b in pairwise(keys) if a != b) + (keys[0] != self.last)
-        tail = tail_of(keys)
-        if pages.through:  # (a page read through says nothing of a skipping page's size)
-            pages.read_through(units, new, len(keys))
+        read_on = self.last is not None
+        if keys:
+            new = sum(1 for a, b in pairwise(keys) if a != b) + (keys[0] != self.last)
+            if not read_on:
+                pages.skipped(units, new)
+                pages.observe(len(keys), units, tail_of(keys), asked)
+            elif self.trial or pages.through:
+                pages.read_through(units, new, len(keys))
+        elif not read_on:
+            pages.observe(0, units, 0, asked)
+        self.trial = self.trial and pages.trying
+        if self.trial or pages.through:
+            skip = False
         else:
-            pages.skipped(units, new)
-            pages.observe(len(keys), units, tail, asked)
-        skip = pages.skip_past(tail)
-        self.last = None if skip else keys[-1]
-        return pages.limit, skip
+            skip = not keys or pages.skip_past(tail_of(keys))
+            self.trial = not skip
+        if keys or skip:
+            self.last = None if skip else keys[-1]
+        return (pages.limit if skip else pages.through_limit), skip
+
+    def end(self) -> None:
+        """The segment was read to its end: a trial it ran ends unjudged."""
+        if self.trial:
+            self.pages.trying = self.trial = False
 
 
 def tail_of(keys: Sequence[object]) -> int:

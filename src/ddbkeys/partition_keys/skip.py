@@ -76,6 +76,7 @@ class SkipMethod(SegmentMethod):
         data), where no item came back (DynamoDB stopped short), or where a read through goes
         on."""
         if "LastEvaluatedKey" not in page:
+            self.finish(state)
             return None
         following = request.copy()
         skip = self.adapt(following, page, state)
@@ -92,6 +93,9 @@ class SkipMethod(SegmentMethod):
     def first_limit(self, state: Any) -> int:
         """The Limit of a segment's first page."""
         return self.page_items
+
+    def finish(self, state: Any) -> None:
+        """The segment was read to its end."""
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Any) -> bool:
         """Change the request for the next page (the article's Limit 1 stays as it is), and say
@@ -140,3 +144,7 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:
             request["Limit"], skip = state.after(keys, consumed / 0.5, asked=asked)
         return skip
+
+    def finish(self, state: Reading) -> None:
+        with self._lock:
+            state.end()
