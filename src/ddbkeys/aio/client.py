@@ -18,12 +18,12 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, cast
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
-from ddbkeys.clients import AsyncResourceClientAdapter, _guard, serializes_again
+from ddbkeys.clients import ResourceClient, guard, serializes_again
 from ddbkeys.connect import (
     LOCAL_ACCESS_KEY,
     check_limits,
@@ -88,13 +88,9 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
         raise ConfigurationError(
             f"ddbkeys.aio takes an aiobotocore DynamoDB client, not one for {service!r}."
         )
-    _guard(obj)
-    obj.meta.events.register_first(
-        "needs-retry.dynamodb", _no_retry_on_misuse, unique_id="ddbkeys-misuse"
-    )
     _home(obj)
     if serializes_again(obj):  # aioboto3's resource.meta.client: it converts values itself
-        return AsyncResourceClientAdapter(obj), table
+        return ResourceClient(obj), table
     return obj, table
 
 
@@ -217,8 +213,9 @@ def misuse(
 
 
 def _no_retry_on_misuse(caught_exception: BaseException | None = None, **_: Any) -> None:
-    """A ``needs-retry`` handler: botocore does not send again with a client that is closed or
-    in another event loop (it would fail the same way, after backoff)."""
+    """A ``needs-retry`` handler on the clients :func:`make_client` builds: botocore does not
+    send again with a client that is closed or in another event loop (it would fail the same
+    way, after backoff)."""
     if caught_exception is not None and _misused(caught_exception) is not None:
         raise caught_exception
 
@@ -257,7 +254,7 @@ async def make_client(
             region_name=region_name,
             endpoint_url=settings.endpoint_url,
             config=AioConfig(**client_options(max_attempts, timeout)).merge(
-                AioConfig(**getattr(config, "_user_provided_options", {}))
+                cast("AioConfig", config or AioConfig())  # (it merges any Config)
             ),
             aws_access_key_id=dummy,
             aws_secret_access_key=dummy,
@@ -271,4 +268,5 @@ async def make_client(
     except BotoCoreError as exc:
         raise translate_error(exc) from exc
     async with opened as client:
+        guard(client).meta.events.register_first("needs-retry.dynamodb", _no_retry_on_misuse)
         yield as_async_client(client, None)[0]
