@@ -1,20 +1,12 @@
-"""What ddbkeys accepts where it takes a client, and how a request keeps to its call's deadline.
+"""What ddbkeys accepts where it takes a client, and how a request keeps to its deadline.
 
-:func:`as_client` takes a low-level DynamoDB client, a DynamoDB service resource, one of its
-``Table`` objects, or a resource's client. boto3's resource layer converts plain Python values
-to DynamoDB's typed form and back on such a client; ddbkeys speaks the typed form, so it is
-wrapped in a :class:`ResourceClient` that converts them the other way around the call. Nothing
-is registered on a client the caller passed: ddbkeys only calls its public methods.
-
-:func:`send` keeps a request inside the deadline of the :func:`deadline_scope` it runs in. It
-is sent from the caller's thread when nothing can make it outlast the deadline: a client
-:func:`ddbkeys.make_client` built (it carries a handler that stops botocore's retries once
-less of the deadline is left than one request may take) or one making a single attempt, with
-at least one request's timeouts left (connect plus read). Otherwise (a client's own retries,
-timeouts longer than what is left) it is sent from a request thread and waited for until the
-deadline, then given up as :class:`~ddbkeys.errors.NoAnswerInTime`: an answer trickling in
-byte by byte, each read within the read timeout, ends there too.
-"""
+Nothing is registered on a client the caller passed. A resource's client, whose resource layer
+converts values, is wrapped in a :class:`ResourceClient` that converts them back. :func:`send`
+sends from the caller's thread when nothing can make a request outlast what is left of the
+deadline: a client that makes one attempt, or one :func:`guard` stops retrying in time (those
+ddbkeys builds), with one request's timeouts left. Otherwise (the client's own retries, longer
+timeouts, an answer trickling in byte by byte) the request is sent from a request thread and
+waited for until the deadline, then given up as :class:`~ddbkeys.errors.NoAnswerInTime`."""
 
 from __future__ import annotations
 
@@ -45,7 +37,6 @@ if TYPE_CHECKING:
 __all__ = [
     "ResourceClient",
     "as_client",
-    "current_deadline",
     "deadline_scope",
     "guard",
     "send",
@@ -63,8 +54,6 @@ _DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
 _GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: How long a request thread with nothing to send waits for the next request before it ends.
 IDLE_SECONDS = 30.0
-#: At most this many request threads wait for requests; more end when their request does.
-KEEP = 64
 
 
 @contextmanager
@@ -77,23 +66,15 @@ def deadline_scope(deadline: Deadline | None) -> Iterator[Deadline | None]:
         _DEADLINE.reset(token)
 
 
-def current_deadline() -> Deadline | None:
-    """The deadline of the innermost :func:`deadline_scope`, or None."""
-    return _DEADLINE.get()
-
-
 def longest_request(config: Any) -> float:
-    """How long one request may take by a client's configuration: its connect timeout plus its
-    read timeout (botocore's default 60 s each), or infinity when either is None."""
+    """A client's connect plus read timeout (botocore's default 60 s each; None: infinity)."""
     connect, read = getattr(config, "connect_timeout", 60), getattr(config, "read_timeout", 60)
     return float("inf") if connect is None or read is None else float(connect) + float(read)
 
 
 def guard(client: Any) -> Any:
-    """``client``, one ddbkeys built, with a ``needs-retry`` handler (registered first): once
-    less of the deadline of the scope is left than one more request may take, botocore retries
-    no more, and the failure goes up to ddbkeys' own retries. It raises the failure (a
-    ``False`` answer meant "retry at once" before botocore 1.35)."""
+    """``client`` (one ddbkeys built) made to retry no more once less of the deadline is left
+    than a request may take: the failure is raised (``False`` meant "at once" before 1.35)."""
     longest = longest_request(client.meta.config)
 
     def stop_retrying(response: Any = None, caught_exception: Any = None, **kw: Any) -> None:
@@ -113,8 +94,7 @@ def guard(client: Any) -> Any:
 
 
 def send(client: Any, operation: str, params: Mapping[str, Any]) -> Any:
-    """``client.<operation>(**params)``, answered within the deadline of the scope or given up
-    at it as :class:`NoAnswerInTime` (see the module's docstring)."""
+    """``client.<operation>(**params)`` within the scope's deadline (see the module's doc)."""
     call = partial(getattr(client, operation), **params)
     deadline, meta = _DEADLINE.get(), getattr(client, "meta", None)
     if deadline is None or meta is None:  # (no deadline, or a stand-in for a client)
@@ -126,8 +106,7 @@ def send(client: Any, operation: str, params: Mapping[str, Any]) -> Any:
     if once and left >= longest_request(meta.config):
         return call()
     if left > 0:
-        job = _Job(call)
-        _THREADS.hand(job)
+        _THREADS.hand(job := _Job(call))
         if job.done.acquire(timeout=left):
             if isinstance(job.outcome, BaseException):
                 raise job.outcome
@@ -148,16 +127,10 @@ class _Job:
 
 
 class _Threads:
-    """Daemon threads, each sending one request after another (starting one cost about a
-    third of a request on a local server) and ending after :data:`IDLE_SECONDS` without one,
-    or at once when :data:`KEEP` wait already; a request that never ends holds its thread
-    alone, and the exit does not wait for it."""
+    """Daemon threads sending one request after another (a new thread costs a third of a local
+    request), ending after :data:`IDLE_SECONDS` idle; the exit waits for none of them."""
 
-    def __init__(self) -> None:
-        self.reset()
-
-    def reset(self) -> None:
-        """Empty (and in a forked child: the parent's threads are not there)."""
+    def __init__(self) -> None:  # (again in a forked child: the parent's threads are not there)
         self.lock, self.jobs = threading.Lock(), queue.SimpleQueue[_Job]()
         self.idle = 0  # threads waiting for a job that no caller has claimed
 
@@ -168,12 +141,8 @@ class _Threads:
             try:
                 threading.Thread(target=self._work, name="ddbkeys-request", daemon=True).start()
             except RuntimeError as exc:  # "can't start new thread"
-                raise DdbKeysError(
-                    f"Could not start a thread to send a request within its deadline ({exc}): "
-                    "give the client timeouts within the deadline (ddbkeys.make_client() does) "
-                    "to send from the caller's thread.",
-                    cause=exc,
-                ) from exc
+                why = "give the client timeouts within the deadline, as make_client() does"
+                raise DdbKeysError(f"Could not start a thread ({exc}): {why}.", cause=exc) from exc
         self.jobs.put(job)
 
     def _work(self) -> None:
@@ -198,10 +167,8 @@ class _Threads:
                 except BaseException as exc:  # the caller's to raise
                     job.outcome = exc
             with self.lock:  # free again before the caller hears of it, to be reused at once
-                keep, self.idle = self.idle < KEEP, min(self.idle + 1, KEEP)
+                self.idle += 1
             job.done.release()
-            if not keep:
-                return
             del job
             waits = 0
 
@@ -218,14 +185,14 @@ class _Threads:
 
 _THREADS = _Threads()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_THREADS.end_idle, after_in_child=_THREADS.reset)
+    os.register_at_fork(
+        before=_THREADS.end_idle, after_in_child=partial(_Threads.__init__, _THREADS)
+    )
 
 
 def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, str | None]:
-    """The client ddbkeys sends with, and the table name, from what the caller passed: a
-    low-level DynamoDB client as it is; a resource, a ``Table`` (whose name is the table's: a
-    different ``table`` is a :class:`ConfigurationError`) or a resource's client in a
-    :class:`ResourceClient`; anything else is a ConfigurationError saying what is taken."""
+    """The client to send with and the table, from a low-level client (as it is), a resource,
+    a ``Table`` (its name) or a resource's client (in a :class:`ResourceClient`)."""
     client: Any = obj
     if isinstance(obj, BaseClient):
         if type(obj).__module__.startswith("aiobotocore"):  # its calls return coroutines
@@ -258,9 +225,8 @@ def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, st
 
 
 def serializes_again(client: Any) -> bool:
-    """Whether boto3's resource layer converts the parameters of ``client``: a probe ``Key`` is
-    put through the client's own ``before-parameter-build`` handlers and comes out changed (no
-    request is built from it, as for a presigned URL: botocore's Stubber leaves it alone)."""
+    """Whether a resource layer converts the parameters of ``client``: a probe ``Key`` changed by
+    its ``before-parameter-build`` handlers (as for a presigned URL: Stubber lets it be)."""
     probe: dict[str, Any] = {"TableName": "ddbkeys-probe", "Key": {"k": {"S": "probe"}}}
     emitted = client.meta.events.emit(
         "before-parameter-build.dynamodb.GetItem",
@@ -269,21 +235,16 @@ def serializes_again(client: Any) -> bool:
         context={"is_presign_request": True},
     )
     if inspect.iscoroutine(emitted):  # aiobotocore's emitter: its handlers run when driven
-        try:
+        with suppress(StopIteration):  # raised once every handler ran (a resource layer's do)
             emitted.send(None)
-        except StopIteration:
-            pass  # every handler ran (a resource layer's are plain functions)
-        else:  # a handler waits on something: not a resource layer's; leave it be
-            emitted.close()
+            emitted.close()  # a handler waits on something: not a resource layer's
             return False
     return bool(probe["Key"].get("k") != {"S": "probe"})
 
 
 class ResourceClient:
-    """A boto3 (or aioboto3) resource's client with a low-level client's face: requests and
-    answers hold typed AttributeValues, converted to and from the plain values the resource
-    layer takes, by the operation's shapes. Errors go up as they are (typed already); a number
-    the resource layer cannot read is a :class:`~ddbkeys.DdbKeysError`."""
+    """A (aio)boto3 resource's client with a low-level client's face: typed values converted to
+    and from plain ones by the operation's shapes (errors are typed already)."""
 
     def __init__(self, client: Any) -> None:
         self.client, self.meta, self.exceptions = client, client.meta, client.exceptions
@@ -315,20 +276,15 @@ def _readable(operation: str) -> Iterator[None]:
     try:
         yield
     except decimal.DecimalException as exc:
-        raise DdbKeysError(
-            f"{operation} carried a number boto3's resource layer cannot read (more than "
-            f"{MAX_DIGITS} significant digits, as DynamoDB Local writes 1E+125 out) ({exc!r}).",
-            cause=exc,
-        ) from exc
+        why = f"more than {MAX_DIGITS} significant digits, as DynamoDB Local writes 1E+125 out"
+        said = f"{operation} carried a number boto3's resource layer cannot read ({why})"
+        raise DdbKeysError(f"{said} ({exc!r}).", cause=exc) from exc
 
 
 def _walk(value: Any, shape: Shape | None, convert: Callable[[Any], Any]) -> Any:
-    """``value`` with every AttributeValue inside it (found by ``shape``) converted, in new
-    containers (the caller's request is left as it was)."""
-    if shape is None:
-        return value
-    if shape.name == "AttributeValue":
-        return convert(value)
+    """``value`` with the AttributeValues ``shape`` finds converted, in new containers."""
+    if shape is None or shape.name == "AttributeValue":
+        return value if shape is None else convert(value)
     if shape.type_name == "structure" and isinstance(value, Mapping):
         members = shape.members  # type: ignore[attr-defined]
         return {k: _walk(v, members[k], convert) if k in members else v for k, v in value.items()}

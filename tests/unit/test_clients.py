@@ -14,9 +14,9 @@ from botocore.config import Config
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from ddbkeys.clients import (
+    _DEADLINE,
     ResourceClient,
     as_client,
-    current_deadline,
     deadline_scope,
     serializes_again,
 )
@@ -151,13 +151,13 @@ def test_make_client_timeouts_and_no_botocore_retries() -> None:
 def test_deadline_scope_nests_and_ends() -> None:
     now = [100.0]
     outer, inner = Deadline(5, clock=lambda: now[0]), Deadline(1, clock=lambda: now[0])
-    assert current_deadline() is None
+    assert _DEADLINE.get() is None
     with deadline_scope(outer):
-        assert current_deadline() is outer
+        assert _DEADLINE.get() is outer
         with deadline_scope(inner):
-            assert current_deadline() is inner
-        assert current_deadline() is outer
-    assert current_deadline() is None
+            assert _DEADLINE.get() is inner
+        assert _DEADLINE.get() is outer
+    assert _DEADLINE.get() is None
 
 
 def test_no_botocore_retry_once_less_than_one_request_of_the_deadline_is_left() -> None:

@@ -93,7 +93,7 @@ def test_many_callers_at_once_each_get_their_own_answer() -> None:
     for thread in callers:
         thread.join()
     assert errors == []
-    assert clients._THREADS.idle <= clients.KEEP
+    assert clients._THREADS.idle <= 16
 
 
 def test_threads_with_nothing_to_send_end(monkeypatch: pytest.MonkeyPatch) -> None:
