@@ -9,7 +9,8 @@ ratio published long ago says little about whether ddbkeys itself got slower. Th
 the revision's ``src`` (extracted with ``git archive``) and this tree's in child processes,
 alternating, on the same server and table, for each sync row of ``benchmarks/ids.py`` that every
 revision since 764ee4e has (the counter, blocks of 100, the item collection and the gapless
-sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads).
+sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads),
+and the "boto3" row: the counter on a client as ``boto3.client("dynamodb")`` makes it.
 It prints each side's median ids/s and their ratio.
 """
 
@@ -40,9 +41,13 @@ from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, Gaple
 endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
 threads, count, start_at = int(threads), int(count), float(start_at)
 client = make_client(endpoint_url=endpoint, max_attempts=10)
-if kind in ("counter", "blocks"):
+if kind == "boto3":  # a client as boto3 makes it: its timeouts are longer than the deadline
+    import boto3
+    client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+                          aws_access_key_id="local", aws_secret_access_key="local")
+if kind in ("counter", "blocks", "boto3"):
     counter = AtomicCounter(client, table, name)
-    mint = counter.next if kind == "counter" else BlockAllocator(counter, 100).next
+    mint = BlockAllocator(counter, 100).next if kind == "blocks" else counter.next
 elif kind == "collection":
     sequence = CollectionSequence(client, table)
     mint = lambda: sequence.put(name, {"priority": "low"})
@@ -65,6 +70,8 @@ print(began, time.time(), count // threads * threads)
 ROWS = [
     ("counter, 1", "counter", 1, 1, 1500),
     ("counter, 16", "counter", 1, 16, 3000),
+    ("boto3, 1", "boto3", 1, 1, 600),
+    ("boto3, 16", "boto3", 1, 16, 3000),
     ("blocks of 100, 1", "blocks", 1, 1, 20_000),
     ("blocks of 100, 16", "blocks", 1, 16, 60_000),
     ("collection, 1", "collection", 1, 1, 400),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Context, Decimal
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -23,9 +23,11 @@ __all__ = [
     "from_attributes",
     "is_dynamodb_json",
     "looks_typed",
+    "resource_value",
     "serialize_plain",
     "show_value",
     "to_attributes",
+    "typed_value",
 ]
 
 _DYNAMODB_TYPES = frozenset({"S", "N", "B", "SS", "NS", "BS", "M", "L", "NULL", "BOOL"})
@@ -341,8 +343,39 @@ def from_attributes(item: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _DESERIALIZER.deserialize(value) for name, value in item.items()}
 
 
+class _ResourceSerializer(_ExactSerializer):
+    """For answers boto3's resource layer read: numbers written out as DynamoDB writes them."""
+
+    def _serialize_n(self, value: Any) -> str:
+        return format(value, "f") if isinstance(value, Decimal) else str(value)
+
+
+class _ResourceDeserializer(_ExactDeserializer):
+    """For requests boto3's resource layer will write: numbers in at most 38 digits (its
+    context refuses 10**125 written out in full, exact as it is)."""
+
+    def _deserialize_n(self, value: str) -> Decimal:
+        number = Decimal(value)
+        if len(number.as_tuple().digits) > MAX_DIGITS:
+            number = number.normalize(_WIDE)
+        return number
+
+
+def resource_value(value: Any) -> Any:
+    """A typed AttributeValue as boto3's resource layer takes it (plain, numbers exact)."""
+    return _FOR_RESOURCE.deserialize(value)
+
+
+def typed_value(value: Any) -> Any:
+    """A plain value as boto3's resource layer answers it, back to a typed AttributeValue."""
+    return _FROM_RESOURCE.serialize(value)
+
+
+_WIDE = Context(prec=200, Emax=999_999, Emin=-999_999)
 _SERIALIZER = _ExactSerializer()
 _DESERIALIZER = _ExactDeserializer()
+_FOR_RESOURCE = _ResourceDeserializer()
+_FROM_RESOURCE = _ResourceSerializer()
 
 
 def show_value(value: Mapping[str, Any] | None) -> str:

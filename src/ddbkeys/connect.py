@@ -32,7 +32,7 @@ from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ProfileNotFound
 
 from ddbkeys import __version__
-from ddbkeys.clients import as_client
+from ddbkeys.clients import guard
 from ddbkeys.errors import ConfigurationError, translate_error
 from ddbkeys.retry import DEFAULT_DEADLINE
 
@@ -192,4 +192,4 @@ def make_client(
         ) from exc
     except BotoCoreError as exc:
         raise translate_error(exc) from exc
-    return as_client(client)[0]
+    return guard(client)  # type: ignore[no-any-return]

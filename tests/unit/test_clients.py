@@ -10,12 +10,13 @@ from typing import Any
 import boto3
 import pytest
 from botocore.awsrequest import AWSResponse
+from botocore.config import Config
 from botocore.exceptions import ClientError, ReadTimeoutError
 
 from ddbkeys.clients import (
-    ResourceClientAdapter,
+    _DEADLINE,
+    ResourceClient,
     as_client,
-    current_deadline,
     deadline_scope,
     serializes_again,
 )
@@ -36,13 +37,28 @@ SETTINGS: dict[str, Any] = {
 }
 
 
+def retry_handlers(client: Any) -> int:
+    """How many handlers answer a ``needs-retry`` event of ``client``."""
+    return len(
+        client.meta.events.emit(
+            "needs-retry.dynamodb.Scan",
+            response=None,
+            endpoint=None,
+            operation=client.meta.service_model.operation_model("Scan"),
+            attempts=1,
+            caught_exception=ReadTimeoutError(endpoint_url="http://127.0.0.1:1", error="x"),
+            request_dict={"context": {}},
+        )
+    )
+
+
 def test_a_low_level_client_is_returned_as_it_is() -> None:
     client = boto3.client("dynamodb", **SETTINGS)
+    botocores = retry_handlers(client)
     assert not serializes_again(client)
-    bound, table = as_client(client, "orders")
-    assert (bound.client, table) == (client, "orders")  # type: ignore[attr-defined]
+    assert as_client(client, "orders") == (client, "orders")
     assert as_client(client)[1] is None
-    assert as_client(bound)[0] is bound  # not wrapped twice
+    assert retry_handlers(client) == botocores  # none of ddbkeys' on the caller's client
 
 
 def test_a_resource_and_its_clients_get_the_adapter() -> None:
@@ -50,7 +66,7 @@ def test_a_resource_and_its_clients_get_the_adapter() -> None:
     assert serializes_again(service.meta.client)
     for given in (service, service.meta.client, service.Table("orders").meta.client):
         client, table = as_client(given, "orders")
-        assert isinstance(client.client, ResourceClientAdapter)  # type: ignore[attr-defined]
+        assert isinstance(client, ResourceClient)
         assert table == "orders"
         assert client.meta is service.meta.client.meta
     adapter, _ = as_client(service)
@@ -60,7 +76,7 @@ def test_a_resource_and_its_clients_get_the_adapter() -> None:
 def test_a_table_names_itself() -> None:
     table = boto3.resource("dynamodb", **SETTINGS).Table("orders")
     client, name = as_client(table)
-    assert isinstance(client.client, ResourceClientAdapter)  # type: ignore[attr-defined]
+    assert isinstance(client, ResourceClient)
     assert name == "orders"
     assert as_client(table, "orders")[1] == "orders"
     with pytest.raises(ConfigurationError) as raised:
@@ -100,17 +116,19 @@ def test_the_adapter_converts_by_the_model_and_leaves_the_request_alone() -> Non
 
     def answer(params: dict[str, Any], **_: Any) -> tuple[Any, dict[str, Any]]:
         seen.append(json.loads(params["body"]))
-        item = {"pk": {"S": "a"}, "n": {"N": "1" + "0" * 125}, "b": {"B": b"\x00"}}
+        item = {"pk": {"S": "a"}, "n": {"N": "1E+125"}, "b": {"B": b"\x00"}}
         http = AWSResponse("http://127.0.0.1:1", 200, NO_HEADERS, None)
         return (http, {"Item": item, "ResponseMetadata": {"HTTPStatusCode": 200}})
 
     handler: Any = answer
     service.meta.client.meta.events.register("before-call.dynamodb.GetItem", handler)
+    botocores = retry_handlers(service.meta.client)
     client, _ = as_client(service)
     key: Any = {"pk": {"S": "a"}, "m": {"M": {"S": {"S": "x"}}}}
     response = client.get_item(TableName="t", Key=key)
     assert key == {"pk": {"S": "a"}, "m": {"M": {"S": {"S": "x"}}}}  # not changed in place
     assert response["Item"] == {"pk": {"S": "a"}, "n": {"N": "1" + "0" * 125}, "b": {"B": b"\x00"}}
+    assert retry_handlers(service.meta.client) == botocores  # none of ddbkeys' added
     assert seen == [{"TableName": "t", "Key": key}]  # on the wire, typed as given
 
 
@@ -133,22 +151,22 @@ def test_make_client_timeouts_and_no_botocore_retries() -> None:
 def test_deadline_scope_nests_and_ends() -> None:
     now = [100.0]
     outer, inner = Deadline(5, clock=lambda: now[0]), Deadline(1, clock=lambda: now[0])
-    assert current_deadline() is None
+    assert _DEADLINE.get() is None
     with deadline_scope(outer):
-        assert current_deadline() is outer
+        assert _DEADLINE.get() is outer
         with deadline_scope(inner):
-            assert current_deadline() is inner
-        assert current_deadline() is outer
-    assert current_deadline() is None
+            assert _DEADLINE.get() is inner
+        assert _DEADLINE.get() is outer
+    assert _DEADLINE.get() is None
 
 
 def test_no_botocore_retry_once_less_than_one_request_of_the_deadline_is_left() -> None:
-    """The handler as botocore calls it (the ``needs-retry`` event, emitted by hand: a retry
-    decision is not something a real server lets us time exactly). The client has botocore's
-    default timeouts, 60 s to connect and 60 s to read: a retry needs 120 s of the deadline."""
-    client = boto3.client("dynamodb", **SETTINGS)
-    as_client(client)
-    as_client(client)  # registered once
+    """The handler on a client make_client() built, as botocore calls it (the ``needs-retry``
+    event, emitted by hand: a retry decision is not something a real server lets us time
+    exactly). Timeouts of 60 s to connect and 60 s to read: a retry needs 120 s of the deadline.
+    """
+    config = Config(connect_timeout=60, read_timeout=60)
+    client = make_client("http://127.0.0.1:1", config=config, max_attempts=3, timeout=None)
     operation = client.meta.service_model.operation_model("Scan")
     failure = ReadTimeoutError(endpoint_url="http://127.0.0.1:1", error="x")
     http = AWSResponse("http://127.0.0.1:1", 400, NO_HEADERS, None)

@@ -1,6 +1,7 @@
-"""The threads that send requests for callers with less time left than a request may take
-(ddbkeys.request_threads): reused, never waited for past the limit, ended when idle, and
-forgotten in a forked child."""
+"""The request threads :func:`ddbkeys.clients.send` waits on when a request may outlast what
+is left of its deadline: reused, never waited for past the deadline, ended when idle, and
+forgotten in a forked child. Played with a stand-in client whose timeouts are unknown (so
+every request goes to a thread)."""
 
 from __future__ import annotations
 
@@ -9,81 +10,82 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
-from ddbkeys import DdbKeysError, request_threads
-from ddbkeys.request_threads import RequestThreads, send_within
+from ddbkeys import DdbKeysError, clients
+from ddbkeys.clients import deadline_scope, send
+from ddbkeys.errors import NoAnswerInTime
+from ddbkeys.retry import Deadline
 
 TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="none")
 
 
-def wait_for(predicate: object, seconds: float = 5.0) -> bool:
+def stand_in(call: Callable[[], Any]) -> Any:
+    """A client whose one operation, ``op``, is ``call()``, with no timeouts it would say."""
+    meta = SimpleNamespace(config=None, endpoint_url="http://127.0.0.1:1")
+    return SimpleNamespace(meta=meta, op=call)
+
+
+def within(call: Callable[[], Any], seconds: float = 5.0) -> Any:
+    with deadline_scope(Deadline(seconds)):
+        return send(stand_in(call), "op", {})
+
+
+def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
     end = time.monotonic() + seconds
     while time.monotonic() < end:
-        if predicate():  # type: ignore[operator]
+        if predicate():
             return True
         time.sleep(0.005)
     return False
 
 
 def test_one_caller_after_another_reuses_one_thread() -> None:
-    threads = RequestThreads()
-    names = set()
-    for i in range(200):
-
-        def send(i: int = i) -> tuple[int | None, int]:
-            return threading.current_thread().ident, i
-
-        ok, value = threads.send(send, 5.0)
-        assert ok
-        names.add(value[0])
-        assert value[1] == i
-    assert threads.started == 1
-    assert names != {threading.current_thread().ident}
-    assert len(names) == 1
+    senders = {within(threading.get_ident) for _ in range(200)}
+    assert len(senders) == 1 and senders != {threading.get_ident()}
 
 
 def test_the_answer_the_error_and_the_callers_context() -> None:
-    threads = RequestThreads()
     TAG.set("caller's")
-    assert threads.send(TAG.get, 5.0) == (True, "caller's")
+    assert within(TAG.get) == "caller's"
     failure = KeyError("no such table")
 
     def fails() -> None:
         raise failure
 
-    assert threads.send(fails, 5.0) == (False, failure)
+    with pytest.raises(KeyError) as raised:
+        within(fails)
+    assert raised.value is failure
 
 
-def test_a_request_that_does_not_end_is_left_to_its_thread() -> None:
-    threads = RequestThreads()
+def test_a_request_that_does_not_end_is_left_to_its_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
     release = threading.Event()
     started = time.monotonic()
-    assert threads.send(lambda: release.wait(30), 0.2) == (False, None)
+    with pytest.raises(NoAnswerInTime):
+        within(lambda: release.wait(30), 0.2)
     assert 0.2 <= time.monotonic() - started < 2.0
-    # Meanwhile the next request gets a thread of its own, and the answer is its own.
-    assert threads.send(lambda: "second", 5.0) == (True, "second")
-    assert threads.started == 2
+    assert within(lambda: "second") == "second"  # another thread answers meanwhile
     release.set()  # the first request ends: its thread waits for work again
-    assert wait_for(lambda: threads.waiting() == 2)
-    assert threads.send(lambda: "third", 5.0) == (True, "third")
-    assert threads.started == 2
+    assert wait_for(lambda: clients._THREADS.idle == 2)
+    assert within(lambda: "third") == "third"
+    assert clients._THREADS.idle == 2  # no third thread
 
 
 def test_many_callers_at_once_each_get_their_own_answer() -> None:
-    threads = RequestThreads(keep=4)
     errors: list[str] = []
 
     def caller(n: int) -> None:
         for i in range(50):
-
-            def send(i: int = i) -> tuple[int, int]:
-                return n, i
-
-            ok, value = threads.send(send, 5.0)
-            if not ok or value != (n, i):
-                errors.append(f"{n}/{i}: {ok} {value}")
+            got = within(lambda i=i: (n, i))  # type: ignore[misc]
+            if got != (n, i):
+                errors.append(f"{n}/{i}: {got}")
 
     callers = [threading.Thread(target=caller, args=(n,)) for n in range(16)]
     for thread in callers:
@@ -91,83 +93,38 @@ def test_many_callers_at_once_each_get_their_own_answer() -> None:
     for thread in callers:
         thread.join()
     assert errors == []
-    assert threads.started >= 1
-    assert wait_for(lambda: threads.waiting() <= 4)  # no more kept than asked
+    assert clients._THREADS.idle <= 16
 
 
-def test_threads_with_nothing_to_send_end() -> None:
-    threads = RequestThreads(idle_seconds=0.05)
+def test_threads_with_nothing_to_send_end(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(clients, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
     before = threading.active_count()
     for _ in range(3):
-        threading.Thread(target=lambda: threads.send(lambda: time.sleep(0.05), 5.0)).start()
-    assert wait_for(lambda: threads.started == 3 and threads.waiting() == 0)
+        threading.Thread(target=lambda: within(lambda: time.sleep(0.05))).start()
     assert wait_for(lambda: threading.active_count() <= before)
-    assert threads.send(lambda: "again", 5.0) == (True, "again")  # a new one starts
+    assert clients._THREADS.idle == 0
+    assert within(lambda: "again") == "again"  # a new one starts
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
 def test_a_forked_child_starts_threads_of_its_own() -> None:
-    ok, sender = send_within(threading.current_thread, 5.0)  # that thread now waits
-    assert ok
+    sender = within(threading.current_thread)  # that thread now waits
     assert sender.is_alive()
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: the parent's waiting thread is not here
         try:
-            ok, value = send_within(lambda: "child", 2.0)
-            os.write(write, f"{ok} {value}".encode())
+            os.write(write, str(within(lambda: "child", 2.0)).encode())
         finally:
             os._exit(0)
     os.close(write)
     with os.fdopen(read) as pipe:
         said = pipe.read()
     os.waitpid(pid, 0)
-    assert said == "True child", said
+    assert said == "child", said
     # The waiting thread ended before the fork (Python 3.12 warns of a fork with threads).
     assert not sender.is_alive()
-
-
-class Interrupt(BaseException):
-    """Stands for the KeyboardInterrupt a signal handler raises between two bytecodes."""
-
-
-@pytest.mark.parametrize("reused", [True, False], ids=["a waiting thread", "a new thread"])
-def test_a_caller_interrupted_while_handing_over_leaves_no_thread_behind(
-    monkeypatch: pytest.MonkeyPatch, reused: bool
-) -> None:
-    """Ctrl-C in the caller between taking a thread and handing it the request: nothing is
-    sent, and the thread still ends once idle (it used to wait for that request forever)."""
-    threads = RequestThreads(idle_seconds=0.2)
-    if reused:
-        assert threads.send(lambda: "warm", 5.0) == (True, "warm")
-        assert threads.waiting() == 1
-    seen: list[threading.Thread] = []
-    if reused:  # the interrupt lands as the request is handed over
-
-        def setattr_(self: object, name: str, value: object) -> None:
-            if name == "job" and value is not None:
-                seen.append(self.thread)  # type: ignore[attr-defined]
-                raise Interrupt
-            object.__setattr__(self, name, value)
-
-        monkeypatch.setattr(request_threads._Thread, "__setattr__", setattr_)
-    else:  # ... or as the new thread starts
-        real = threading.Thread.start
-
-        def start(thread: threading.Thread) -> None:
-            real(thread)
-            seen.append(thread)
-            raise Interrupt
-
-        monkeypatch.setattr(threading.Thread, "start", start)
-    sent: list[str] = []
-    with pytest.raises(Interrupt):
-        threads.send(lambda: sent.append("sent"), 5.0)
-    monkeypatch.undo()
-    assert len(seen) == 1
-    assert wait_for(lambda: not seen[0].is_alive(), 3.0), "the thread waits for good"
-    assert sent == []
-    assert threads.waiting() == 0
 
 
 if sys.version_info >= (3, 12):  # fork() in a process with threads warns from 3.12 on
@@ -178,6 +135,7 @@ def test_no_room_for_a_thread_is_a_ddbkeys_error(monkeypatch: pytest.MonkeyPatch
     def start(thread: threading.Thread) -> None:
         raise RuntimeError("can't start new thread")
 
+    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
     monkeypatch.setattr(threading.Thread, "start", start)
     with pytest.raises(DdbKeysError, match=r"Could not start a thread .*can't start new thread"):
-        RequestThreads().send(lambda: "never", 5.0)
+        within(lambda: "never")

@@ -18,12 +18,12 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
-from typing import Any
+from typing import Any, cast
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
-from ddbkeys.clients import AsyncResourceClientAdapter, _guard, serializes_again
+from ddbkeys.clients import ResourceClient, guard, serializes_again
 from ddbkeys.connect import (
     LOCAL_ACCESS_KEY,
     check_limits,
@@ -88,13 +88,9 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
         raise ConfigurationError(
             f"ddbkeys.aio takes an aiobotocore DynamoDB client, not one for {service!r}."
         )
-    _guard(obj)
-    obj.meta.events.register_first(
-        "needs-retry.dynamodb", _no_retry_on_misuse, unique_id="ddbkeys-misuse"
-    )
     _home(obj)
     if serializes_again(obj):  # aioboto3's resource.meta.client: it converts values itself
-        return AsyncResourceClientAdapter(obj), table
+        return ResourceClient(obj), table
     return obj, table
 
 
@@ -151,34 +147,31 @@ def _another_loop(owner: str, other: asyncio.AbstractEventLoop | None) -> str:
     )
 
 
-def check_loop(
-    client: Any, owner: str, table: str | None = None
+async def check_loop(
+    client: Any, owner: str, table: str | None = None, left: float | None = None
 ) -> asyncio.AbstractEventLoop | None:
     """Before ``owner`` sends a request with ``client``: a :class:`ConfigurationError` when the
     client last sent one in another loop that is still open (its connections are in use
-    there); that loop when it has ended (the request is sent: a client closed and entered
-    again in this loop works, one left open fails and :func:`misuse` says why); else None."""
+    there). When that loop has ended, the client answers a harmless request (ListTables, one
+    name; any answer, even a refusal, will do) if it was entered again in this loop; left
+    open, its connections are the ended loop's, and that is a ConfigurationError before the
+    request is sent. Else None (a failure after the request is told by :func:`misuse`)."""
     running = asyncio.get_running_loop()
-    stale = next((loop for loop in _http_loops(client) if loop is not running), None)
-    if stale is not None:  # its connections are another loop's: a request would go out on one
-        raise ConfigurationError(_another_loop(owner, stale) + " Nothing was sent.", table=table)
     previous = _last_loop(client)
     if previous is None or previous is running:
         return None
     if not previous.is_closed():
         raise ConfigurationError(_another_loop(owner, previous), table=table)
-    return previous
-
-
-def _http_loops(client: Any) -> list[asyncio.AbstractEventLoop]:
-    """The event loops of the client's open aiohttp sessions (made on its first request in a
-    loop): aiobotocore's insides, read defensively (nothing where they differ)."""
-    http = getattr(getattr(client, "_endpoint", None), "http_session", None)
-    sessions = getattr(http, "_sessions", None)
-    if not isinstance(sessions, dict):
-        return []
-    loops = (getattr(session, "_loop", None) for session in list(sessions.values()))
-    return [loop for loop in loops if isinstance(loop, asyncio.AbstractEventLoop)]
+    try:
+        async with asyncio.timeout(left):
+            await client.list_tables(Limit=1)
+    except Exception as exc:
+        if _misused(exc) == "loop":
+            said = _another_loop(owner, previous) + " Nothing was sent."
+            raise ConfigurationError(said, table=table, cause=exc) from exc
+        return previous  # (closed, a refusal or no answer: the request itself tells)
+    record_loop(client, running)
+    return None
 
 
 def _misused(exc: BaseException) -> str | None:
@@ -217,8 +210,9 @@ def misuse(
 
 
 def _no_retry_on_misuse(caught_exception: BaseException | None = None, **_: Any) -> None:
-    """A ``needs-retry`` handler: botocore does not send again with a client that is closed or
-    in another event loop (it would fail the same way, after backoff)."""
+    """A ``needs-retry`` handler on the clients :func:`make_client` builds: botocore does not
+    send again with a client that is closed or in another event loop (it would fail the same
+    way, after backoff)."""
     if caught_exception is not None and _misused(caught_exception) is not None:
         raise caught_exception
 
@@ -257,7 +251,7 @@ async def make_client(
             region_name=region_name,
             endpoint_url=settings.endpoint_url,
             config=AioConfig(**client_options(max_attempts, timeout)).merge(
-                AioConfig(**getattr(config, "_user_provided_options", {}))
+                cast("AioConfig", config or AioConfig())  # (it merges any Config)
             ),
             aws_access_key_id=dummy,
             aws_secret_access_key=dummy,
@@ -271,4 +265,5 @@ async def make_client(
     except BotoCoreError as exc:
         raise translate_error(exc) from exc
     async with opened as client:
+        guard(client).meta.events.register_first("needs-retry.dynamodb", _no_retry_on_misuse)
         yield as_async_client(client, None)[0]

@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.clients import deadline_scope
+from ddbkeys.clients import deadline_scope, send
 from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
 from ddbkeys.errors import unexpected_answer
 
@@ -99,10 +99,10 @@ class SyncDriver:
         raise TypeError(f"not a step: {step!r}")
 
     def send(self, step: Request) -> Any:
-        """One request, kept inside its deadline (see ``DeadlineBoundClient``)."""
+        """One request, kept inside its deadline (see :func:`ddbkeys.clients.send`)."""
         try:
             with deadline_scope(step.deadline):
-                answer = getattr(self.client, step.operation)(**step.params)
+                answer = send(self.client, step.operation, step.params)
         except Exception as exc:
             refused(self.usage, step, exc)
             raise
