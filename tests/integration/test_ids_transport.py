@@ -207,10 +207,10 @@ def test_library_ends_at_its_deadline_on_a_client_of_its_own(silent_endpoint: st
 def test_a_retry_botocore_would_start_near_the_deadline_does_not_outrun_it(
     silent_endpoint: str,
 ) -> None:
-    """Timeouts of 1 + 1 s and a 3.5 s deadline: the first request has time to spare and is
-    sent from the caller's thread; botocore's retry of it would start at 2 s and run to 4 s.
-    Once less than one request's timeouts is left, botocore retries no more and ddbkeys' own
-    retry waits for the next try only until the deadline (it ended after 3.8 to 4.3 s)."""
+    """Timeouts of 1 + 1 s, 10 attempts and a 3.5 s deadline: botocore's own retries would run
+    to 20 s. The caller's client retries on its own, so its requests are sent from a request
+    thread and waited for only until the deadline (a loaded machine adds what its scheduler
+    takes: 0.6 s once in a full run beside other work)."""
     client = users_client(
         silent_endpoint,
         Config(connect_timeout=1, read_timeout=1, retries={"mode": "standard", "max_attempts": 10}),
@@ -219,7 +219,7 @@ def test_a_retry_botocore_would_start_near_the_deadline_does_not_outrun_it(
         started = time.monotonic()
         with pytest.raises(DeadlineExceededError, match=r"after 3\.5 s"):
             AtomicCounter(client, "orders", deadline=3.5).next()
-        assert 3.5 <= time.monotonic() - started < 3.5 + 0.25
+        assert 3.5 <= time.monotonic() - started < 3.5 + 1
 
 
 def test_a_default_clients_throttles_end_at_the_deadline(
