@@ -347,12 +347,12 @@ def test_a_trial_that_costs_no_more_a_key_goes_on_in_larger_pages() -> None:
     assert reading.pages.through and reading.pages.window == 8 * WINDOW  # 4 + 8 + 16 passed
 
 
-def test_a_trial_into_a_large_collection_ends_as_soon_as_it_cannot_pay() -> None:
+def test_a_trial_into_a_large_collection_ends_at_its_first_page() -> None:
+    """The trial's first page is all the collection looked past: a skip saved that page."""
     reading = Reading(PageSize.for_items_of(512))
     unit_pages(reading, 0, LOOK_AFTER)  # skipping: a unit a key; the trial reads on in 15
-    assert not reading.after([LOOK_AFTER - 1] * 8, 1.0)[1]  # 15 goes on: no key yet
-    _, skip = reading.after([LOOK_AFTER - 1] * 8, 1.0)  # 2 units, no key: no key can pay
-    assert skip and not reading.pages.through
+    _, skip = reading.after([LOOK_AFTER - 1] * 8, 1.0)
+    assert skip and not reading.pages.through and not reading.pages.trying
     assert (reading.pages.limit, reading.pages.look_after) == (8, 2 * LOOK_AFTER)
 
 

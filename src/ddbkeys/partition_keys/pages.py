@@ -169,7 +169,8 @@ class PageSize:
         share of 4 KB units at the table's average item size where known (the pages grow: the
         rounding up to the next 4 KB that small pages pay is not what reading through costs),
         else as the units it cost. It goes on while a key costs at most ``WASTE`` more than
-        skipping (with one key more: pages cut collections), and after each window's worth
+        skipping (with one key more once some came: pages cut collections; a first page that
+        held none ends it), and after each window's worth
         (the first ends the trial: every segment reads through), in pages twice as large (up to
         ``MAX_TARGET`` units), with a window twice as long and what was read before counting
         half; else skipping starts again at one unit, and the next trial waits twice as
@@ -177,7 +178,9 @@ class PageSize:
         self.through_units += items * self.item_bytes / 4096 if self.item_bytes else units
         self.through_keys += keys
         most = (1 + WASTE) * self.skip_units / self.skip_keys  # read units a key
-        if self.through_units <= most * (self.through_keys + 1):  # (pages cut collections)
+        # One key more where some came (pages cut collections); none before: a page of the
+        # collection looked past and nothing else is one a skip would have saved.
+        if self.through_units <= most * (self.through_keys + 1 if self.through_keys else 0):
             if self.through_units >= self.window:
                 if self.window >= MAX_WINDOW:  # held for long: a later trial need not wait
                     self.look_after = LOOK_AFTER
