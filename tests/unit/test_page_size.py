@@ -442,3 +442,16 @@ def test_segments_in_parallel_try_one_at_a_time(segments: int) -> None:
     listed = simulate_segments(unit, 500, segments)
     assert listed.units <= 1.03 * scan(unit, 500).units
     assert listed.requests <= 0.2 * len(unit)
+
+
+def test_items_larger_than_the_average_are_priced_by_what_their_pages_cost() -> None:
+    """The table's average item is 1,000 bytes, but here collections hold ten items of 20 KB:
+    a skip reads one (5 units a key). Read through, a page of 4 of them costs 20 units for the
+    1 key it starts: at the average size that would be 1 unit, cheaper than a skip; within a
+    unit of what the page cost, 19, and the trial ends."""
+    reading = Reading(PageSize.for_items_of(1000))  # 4 items a unit, by the average
+    skips = [reading.after([key], 5.0)[1] for key in range(LOOK_AFTER)]  # one 20 KB item
+    assert skips[-1] is False and reading.pages.trying  # the trial reads on in the last one
+    last = LOOK_AFTER - 1
+    _, skip = reading.after([last, last, last, last + 1], 20.0)
+    assert skip and not reading.pages.trying and not reading.pages.through

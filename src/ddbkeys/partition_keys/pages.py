@@ -168,6 +168,8 @@ class PageSize:
         ``units``, read ``items`` and handed out ``keys``. Its cost is judged as the items'
         share of 4 KB units at the table's average item size where known (the pages grow: the
         rounding up to the next 4 KB that small pages pay is not what reading through costs),
+        held within the unit of rounding below what the page cost (items larger than the
+        average, or a DescribeTable hours old, are not taken for cheap ones),
         else as the units it cost. It goes on while a key costs at most ``WASTE`` more than
         skipping (with one key more once some came: pages cut collections; a first page that
         held none ends it), and after each window's worth
@@ -175,7 +177,9 @@ class PageSize:
         ``MAX_TARGET`` units), with a window twice as long and what was read before counting
         half; else skipping starts again at one unit, and the next trial waits twice as
         long."""
-        self.through_units += items * self.item_bytes / 4096 if self.item_bytes else units
+        # (A page costs its bytes rounded up to a unit: within one unit of what they cost.)
+        share = items * self.item_bytes / 4096 if self.item_bytes else units
+        self.through_units += min(units, max(units - 1, share))
         self.through_keys += keys
         most = (1 + WASTE) * self.skip_units / self.skip_keys  # read units a key
         # One key more where some came (pages cut collections); none before: a page of the
