@@ -36,6 +36,7 @@ from typing import Any
 
 from ddbkeys.capacity import item_size
 from ddbkeys.partition_keys.choice import index_ready, most_keys, not_active, plan
+from ddbkeys.partition_keys.pages import LOOK_AFTER, MAX_TARGET, WASTE
 from ddbkeys.partition_keys.read_share import read_capacity, share
 from ddbkeys.partition_keys.replay import estimate as scan_costs
 from ddbkeys.partition_keys.replay import scan_units
@@ -415,6 +416,15 @@ def _skip_pages(
     scan_rcu = scan_units(info.size_bytes) if items else 0.0
     per_key = sample.capped_bytes / sample.keys / UNIT * 0.5 if sample.keys else 0.5
     rcu = min(scan_rcu, max(0.5, keys * per_key)) if items else 0.0
+    if items and scan_rcu <= (1 + WASTE) * rcu:  # skipping saves little: it reads through
+        requests = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
+        note = (
+            "collections of about 4 KB or less: skipping would save under 5% a key, so it "
+            "reads through like a scan, in pages of up to 256 KB"
+        )
+        return speed.method(
+            "skip-pages", scan_rcu, requests, info.size_bytes, info.size_bytes, note
+        )
     large = round(keys * sample.large / sample.keys) if sample.keys else keys
     small_bytes = max(0.0, (rcu - 0.5 * large) / 0.5 * UNIT)
     requests = large + math.ceil(small_bytes / SAMPLE_PAGE_BYTES) + 1
