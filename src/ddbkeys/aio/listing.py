@@ -39,7 +39,7 @@ from ddbkeys.aio.index import MarkerIndex, StateStore, _streams_client_for
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -59,24 +59,11 @@ from ddbkeys.partition_keys.base import (
     check_deadline,
     plain_key,
 )
-from ddbkeys.partition_keys.choice import (
-    Choice,
-    check_margin,
-    declined,
-    most_keys,
-    not_active,
-    plan,
-    proof_failed,
-    proven,
-    read_as_is,
-    resumed_replay,
-    warn_max_lag,
-)
-from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
+from ddbkeys.partition_keys.choice import Choice, check_margin, choose_flow, warn_max_lag
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
 from ddbkeys.partition_keys.read_share import check_percent
-from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
@@ -268,50 +255,49 @@ async def _choose(
     trust_index: bool,
     replay: dict[str, Any] | None,
 ) -> Choice:
-    """The same choice as the sync listing makes (:mod:`ddbkeys.partition_keys.choice`), the
-    proof's flows run on the asyncio driver, the stream read with a Streams client opened for
-    it and closed after."""
-    planned = plan(method, info, index, marker_attribute)
-    if planned is not None:
-        return planned
-    marker = MarkerIndex(
-        reader.client,
-        info.name,
-        index_name=index,
-        marker_attribute=marker_attribute,
-        deadline=reader.deadline,
-        info=info,
+    """The same choice as the sync listing makes (:func:`~ddbkeys.partition_keys.choice.
+    choose_flow`), on the asyncio driver; a Streams client is opened only if the stream is
+    read, and closed after."""
+    flow = choose_flow(
+        method,
+        reader,
+        info,
+        index,
+        marker_attribute,
+        state_table,
+        (MarkerIndex, StateStore),
+        margin=margin,
+        trust_index=trust_index,
+        replay=replay,
     )
-    if method == "index":
-        await marker.check()
-        if trust_index:
-            return read_as_is(info, marker)
-    if replay is not None:
-        return resumed_replay(replay, info, marker)
-    why = not_active(info, index)
-    if why is not None:
-        return declined(method, info, index, why)
-    store = StateStore(reader.client, state_table, deadline=reader.deadline)
-    now = store.clock()
+    streams = _OpenedOnUse(reader.client)
     try:
-        evidence, refused = await AsyncDriver(reader.client, reader.usage, _OWNER).run(
-            load_evidence(store, info, marker, margin)
-        )
-        if refused is not None:
-            return declined(method, info, index, refused.reason)
-        most = most_keys(method, info, index)
-        async with await _streams_client_for(reader.client) as streams:
-            driver = AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER)
-            result = await driver.run(
-                replay_flow(reader, marker, info, evidence, margin, now, most)
-            )
-    except DdbKeysError as exc:
-        if method != "auto":
-            raise
-        result = Decline(proof_failed(exc))
-    if isinstance(result, Decline):
-        return declined(method, info, index, result.reason)
-    return proven(info, marker, result)
+        return await AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER).run(flow)
+    finally:
+        await streams.aclose()
+
+
+class _OpenedOnUse:
+    """An aiobotocore Streams client like ``client``, opened on its first request."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._opened: Any = None
+        self._streams: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(**params: Any) -> Any:
+            if self._streams is None:
+                self._opened = await _streams_client_for(self._client)
+                self._streams = await self._opened.__aenter__()
+            return await getattr(self._streams, name)(**params)
+
+        return call
+
+    async def aclose(self) -> None:
+        opened, self._opened, self._streams = self._opened, None, None
+        if opened is not None:
+            await opened.__aexit__(None, None, None)
 
 
 class ListingCall(Coroutine[Any, Any, "AsyncListing"]):

@@ -23,7 +23,7 @@ from typing import Any, Literal
 
 from ddbkeys.capacity import Usage
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.base import (
     MAX_SORT_KEY,
     Position,
@@ -38,19 +38,12 @@ from ddbkeys.partition_keys.choice import (
     Choice,
     IndexUnprovenError,
     check_margin,
-    declined,
-    most_keys,
-    not_active,
-    plan,
-    proof_failed,
-    proven,
-    read_as_is,
-    resumed_replay,
+    choose_flow,
     warn_max_lag,
 )
 from ddbkeys.partition_keys.estimate import ListingEstimate
-from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Decline
-from ddbkeys.partition_keys.follow import Both, StreamFollower, enable_stream
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys.follow import Both, Lazy, StreamFollower, enable_stream
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -61,7 +54,6 @@ from ddbkeys.partition_keys.index import (
 )
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
-from ddbkeys.partition_keys.replay import load_evidence, replay_flow
 from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
@@ -111,45 +103,22 @@ def _choose(
     trust_index: bool,
     replay: dict[str, Any] | None,
 ) -> Choice:
-    """The method, and why (see :mod:`ddbkeys.partition_keys.choice`): for the marker index,
-    the proof's flows run here, on the sync driver."""
-    planned = plan(method, info, index, marker_attribute)
-    if planned is not None:
-        return planned
-    # The listing's one description: the marker index sends no DescribeTable of its own.
-    marker = MarkerIndex(
-        reader.client,
-        info.name,
-        index_name=index,
-        marker_attribute=marker_attribute,
-        deadline=reader.deadline,
-        info=info,
+    """The method, and why (:func:`~ddbkeys.partition_keys.choice.choose_flow`, on the sync
+    driver; a Streams client is made only if the stream is read)."""
+    flow = choose_flow(
+        method,
+        reader,
+        info,
+        index,
+        marker_attribute,
+        state_table,
+        (MarkerIndex, StateStore),
+        margin=margin,
+        trust_index=trust_index,
+        replay=replay,
     )
-    if method == "index":
-        marker.check()
-        if trust_index:
-            return read_as_is(info, marker)
-    if replay is not None:
-        return resumed_replay(replay, info, marker)
-    why = not_active(info, index)
-    if why is not None:
-        return declined(method, info, index, why)
-    store = StateStore(reader.client, state_table, deadline=reader.deadline)
-    now = store.clock()
-    try:
-        evidence, refused = reader.run(load_evidence(store, info, marker, margin))
-        if refused is not None:
-            return declined(method, info, index, refused.reason)
-        streams = SyncDriver(Both(reader.client, streams_client_for(reader.client)), reader.usage)
-        most = most_keys(method, info, index)
-        result = streams.run(replay_flow(reader, marker, info, evidence, margin, now, most))
-    except DdbKeysError as exc:
-        if method != "auto":
-            raise
-        result = Decline(proof_failed(exc))
-    if isinstance(result, Decline):
-        return declined(method, info, index, result.reason)
-    return proven(info, marker, result)
+    streams = Lazy(lambda: streams_client_for(reader.client))
+    return SyncDriver(Both(reader.client, streams), reader.usage).run(flow)
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long

@@ -5,18 +5,28 @@ asyncio listing share; they differ only in how they run the proof's flows."""
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.evidence import Decline
 from ddbkeys.partition_keys.index import IndexMethod
-from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, estimate
+from ddbkeys.partition_keys.replay import (
+    Replay,
+    ReplayedIndexMethod,
+    estimate,
+    load_evidence,
+    replay_flow,
+)
 from ddbkeys.partition_keys.scan import ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
 
 if TYPE_CHECKING:
-    from ddbkeys.partition_keys.base import SegmentMethod
+    from ddbkeys.core.steps import Flow
+    from ddbkeys.partition_keys.base import Reader, SegmentMethod
     from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.partition_keys.state import StateCore
     from ddbkeys.schema import TableInfo
 
 __all__ = [
@@ -24,6 +34,7 @@ __all__ = [
     "Choice",
     "IndexUnprovenError",
     "check_margin",
+    "choose_flow",
     "declined",
     "index_ready",
     "most_keys",
@@ -90,6 +101,63 @@ def plan(method: str, info: TableInfo, index: str, attribute: str | None = None)
     if method == "index":
         return None
     raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+
+
+def choose_flow(
+    method: str,
+    reader: Reader,
+    info: TableInfo,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    kinds: tuple[Callable[..., MarkerCore], Callable[..., StateCore]],
+    *,
+    margin: float,
+    trust_index: bool,
+    replay: dict[str, Any] | None,
+) -> Flow[Choice]:
+    """The method to list with, and why: :func:`plan` from the table's description, else the
+    marker index (a ``kinds[0]``, the driver's MarkerIndex, with its record in a ``kinds[1]``,
+    its StateStore, in ``state_table``), checked, resumed, or proven by its record and the
+    table's stream (:mod:`ddbkeys.partition_keys.replay`). One flow for both drivers; its
+    Streams requests go to a Streams client the driver opens when one is sent."""
+    planned = plan(method, info, index_name, marker_attribute)
+    if planned is not None:
+        return planned
+    marker_index, state_store = kinds
+    # The listing's one description: the marker index sends no DescribeTable of its own.
+    index = marker_index(
+        reader.client,
+        info.name,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        deadline=reader.deadline,
+        info=info,
+    )
+    if method == "index":
+        yield from index.check_flow()
+        if trust_index:
+            return read_as_is(info, index)
+    if replay is not None:
+        return resumed_replay(replay, info, index)
+    why = not_active(info, index.name)
+    if why is not None:
+        return declined(method, info, index.name, why)
+    records = state_store(reader.client, state_table, deadline=reader.deadline)
+    now = records.clock()
+    try:
+        evidence, refused = yield from load_evidence(records, info, index, margin)
+        if refused is not None:
+            return declined(method, info, index.name, refused.reason)
+        most = most_keys(method, info, index.name)
+        result = yield from replay_flow(reader, index, info, evidence, margin, now, most)
+    except DdbKeysError as exc:
+        if method != "auto":
+            raise
+        result = Decline(proof_failed(exc))
+    if isinstance(result, Decline):
+        return declined(method, info, index.name, result.reason)
+    return proven(info, index, result)
 
 
 def not_active(info: TableInfo, index: str) -> str | None:

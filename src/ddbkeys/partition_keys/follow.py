@@ -79,6 +79,20 @@ class Both:
         return getattr(self._streams if name in STREAM_OPERATIONS else self._client, name)
 
 
+class Lazy:
+    """A client made by ``make()`` on first use (for :class:`Both`: a Streams client made only
+    when a Streams request is sent)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._made: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, name)
+
+
 def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
     """:func:`enable_stream` as a flow (each request within ``index``'s deadline)."""
     answer = yield from index._attempts(

@@ -236,6 +236,10 @@ class MarkerCore:
         info = yield from self._table_info(deadline)
         return index_status(info, self.name)
 
+    def check_flow(self) -> Flow[TableInfo]:
+        """The flow of ``check()``: the table's description, once the index is fit to list."""
+        return self._check(self._begin())
+
     def _check(self, deadline: Deadline) -> Flow[TableInfo]:
         """The table's description, once the index is known to be there, KEYS_ONLY, keyed on
         the marker attribute and ACTIVE (an index seen building is described again)."""
