@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
 from ddbkeys.clients import as_client
 from ddbkeys.connect import make_client
 from ddbkeys.errors import (
@@ -31,6 +29,7 @@ from ddbkeys.errors import (
 )
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.retry import RetriesExhaustedError
+from ddbkeys.version import __version__
 
 if TYPE_CHECKING:
     from ddbkeys.ids.audit import AuditReport, audit_attribute, audit_collection, audit_ids

@@ -31,10 +31,10 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ProfileNotFound
 
-from ddbkeys import __version__
 from ddbkeys.clients import guard
 from ddbkeys.errors import ConfigurationError, translate_error
 from ddbkeys.retry import DEFAULT_DEADLINE
+from ddbkeys.version import __version__
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

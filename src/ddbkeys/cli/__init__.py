@@ -6,7 +6,6 @@ from typing import Any
 
 import click
 
-from ddbkeys import __version__
 from ddbkeys.cli.common import DdbKeysGroup
 from ddbkeys.cli.demo import demo_command
 from ddbkeys.cli.iam_cmd import iam_policy_command
@@ -17,6 +16,7 @@ from ddbkeys.cli.local_cmd import local_command
 from ddbkeys.cli.marker_index import index_group
 from ddbkeys.cli.partition_keys import partition_keys_group
 from ddbkeys.cli.table_cmd import table_group
+from ddbkeys.version import __version__
 
 __all__ = ["cli", "main"]
 

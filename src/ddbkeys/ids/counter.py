@@ -4,17 +4,15 @@ DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
 from __future__ import annotations
 
 import time
-import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Flow, transact_write_items, update_item
+from ddbkeys.core.steps import Flow, update_item
 from ddbkeys.errors import (
     ConfigurationError,
     DdbKeysError,
@@ -35,10 +33,11 @@ from ddbkeys.ids.base import (
     counter_item_key,
     read_counter,
 )
-from ddbkeys.ids.exact import VALID, exact_advance
+from ddbkeys.ids.counter_plan import CounterPlan
+from ddbkeys.ids.exact import exact_advance
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.slots import CLOCK_MARGIN, MOST_DEADLINE
-from ddbkeys.ids.values import MAX_ID, counter_value
+from ddbkeys.ids.values import MAX_ID
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
@@ -199,6 +198,10 @@ class CounterCore(StrategyCore):
             )
         #: The wall clock (seconds since 1970) that dates the idempotent writes' slots.
         self.wall_clock: Callable[[], float] = time.time
+        #: What its writes ask for and what their answers mean (no client in it).
+        self.plan = CounterPlan(
+            self.table, self.name, self.counter_attribute, self.start, self.step, self.maximum
+        )
         self._start_group(self.group_commit)
 
     def _start_group(self, enabled: bool) -> None:
@@ -222,59 +225,14 @@ class CounterCore(StrategyCore):
         super()._forget_table(table)
         self._counter = self._next_request = None
 
-    @property
-    def _limit(self) -> int:
-        return MAX_ID if self.maximum is None else self.maximum
-
     def _request(self, counter: CounterItem, count: int) -> UpdateItemInputTypeDef:
         """The UpdateItem that moves the counter on by ``count`` ids (next()'s is built once)."""
         if count == 1 and self._next_request is not None:
             return self._next_request
-        increment = count * self.step
-        if self.start - self.step + increment > self._limit:
-            raise self._exhausted(None, count)
-        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}, **TYPE_VALUES}
-        if self.start == self.step:
-            # Starting at the step itself: a plain ADD (a missing counter counts as 0).
-            update = f"ADD #v :inc SET {TYPE_SET}"
-        else:
-            update = f"SET #v = if_not_exists(#v, :base) + :inc, {TYPE_SET}"
-            values[":base"] = {"N": str(self.start - self.step)}
-        # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
-        request: UpdateItemInputTypeDef = {
-            "TableName": self.table,
-            "Key": counter.key,
-            "UpdateExpression": update,
-            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
-            "ExpressionAttributeValues": values,
-            "ReturnValues": "UPDATED_NEW",
-        }
-        if self.maximum is not None:
-            # With a maximum, a condition keeps the counter from passing it (and from moving
-            # when it holds no valid number). Without one, no condition: the common path stays
-            # a plain update, and a bad value is caught from the answer (see _advance).
-            values[":number"] = {"S": "N"}
-            values[":zero"] = {"N": "0"}
-            values[":limit"] = {"N": str(self._limit - increment)}
-            request["ConditionExpression"] = VALID
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        request = self.plan.request(counter, count)
         if count == 1:
             self._next_request = request
         return request
-
-    def _exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
-        where = f"is at {at}" if at is not None else "starts at " + str(self.start)
-        limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
-        return SequenceExhaustedError(
-            f"Counter {self.name!r} of table {self.table!r} {where}: {count} more id(s) would "
-            f"pass its maximum {limit}.",
-            table=self.table,
-        )
-
-    def _check(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int | None:
-        return counter_value(
-            value, table=self.table, key=counter.key, attribute=self.counter_attribute
-        )
 
     def _coalesced(self, wants: Sequence[Want]) -> Flow[list[range | BaseException]]:
         """One write for the calls of a group (each its own run of ids, in order), within the
@@ -301,7 +259,11 @@ class CounterCore(StrategyCore):
         deadline = deadline or self._begin()
         counter = self._counter or (yield from self._counter_item(deadline))
         if self.idempotent:
-            return (yield from exact_advance(self, counter, count, deadline))
+            return (
+                yield from exact_advance(
+                    self.plan, counter, count, deadline, self._attempts, self.wall_clock
+                )
+            )
         increment = count * self.step
         request = self._request(counter, count)
 
@@ -311,15 +273,15 @@ class CounterCore(StrategyCore):
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
                     old = error_response(exc).get("Item", {}).get(self.counter_attribute)
-                    at = self._check(counter, old)  # CounterStateError: no valid counter
-                    raise self._exhausted(at, count) from exc
+                    at = self.plan.check(counter, old)  # CounterStateError: no valid counter
+                    raise self.plan.exhausted(at, count) from exc
                 if error_code(exc) == "ValidationException":
                     # A string, a list or a map cannot be added to, and a number past 38 digits
                     # cannot be stored: nothing moved. Say what the item holds, or that
                     # --count or --step ids would pass 10**38 - 1.
-                    at = self._check(counter, (yield from read_counter(counter)))
+                    at = self.plan.check(counter, (yield from read_counter(counter)))
                     if at is not None and at + increment > MAX_ID:
-                        raise self._exhausted(at, count) from exc
+                        raise self.plan.exhausted(at, count) from exc
                 raise
             raw = response.get("Attributes", {}).get(self.counter_attribute)
             if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
@@ -333,81 +295,16 @@ class CounterCore(StrategyCore):
                     # (or a new counter whose first id is below its step: start=0, say)
                     return range(now - increment + self.step, now + 1, self.step)
             try:
-                self._check(counter, self._before(raw, increment))  # what it held before
-                last = self._held(raw)  # and where it is now, within 10**38 - 1
+                self.plan.check(counter, self.plan.before(raw, increment))  # what it held before
+                last = self.plan.held(counter, raw)  # and where it is now, within 10**38 - 1
             except CounterStateError:
                 # It held a fraction or a negative number, or it is now past the largest
                 # number (5.5 + 1 = 6.5): put it back as it was, then say why.
-                yield from self._undo(counter, increment, deadline)
-                raise self._state_before(counter, raw, increment) from None
+                yield from self.plan.undo(counter, increment, deadline, self._attempts)
+                raise self.plan.state_before(counter, raw, increment) from None
             return range(last - increment + self.step, last + 1, self.step)
 
         return (yield from self._attempts(attempt, f"moving counter {self.name!r}", deadline))
-
-    @staticmethod
-    def _before(raw: Mapping[str, Any], increment: int) -> dict[str, str]:
-        """What a counter held before a write moved it by ``increment`` to ``raw``."""
-        with localcontext() as exact:
-            exact.prec = 200
-            return {"N": str(_decimal(raw) - increment)}
-
-    def _state_before(
-        self, counter: CounterItem, raw: Mapping[str, Any], increment: int
-    ) -> DdbKeysError:
-        """The error for a write that moved the counter to ``raw`` from what no counter may
-        hold (a fraction, a negative number), or past the largest number; it is put back."""
-        try:
-            at = self._check(counter, self._before(raw, increment))
-        except CounterStateError as exc:
-            return exc
-        return self._exhausted(at, increment // self.step)
-
-    def _held(self, value: Mapping[str, Any] | None) -> int:
-        """The number a raw counter value stands for: the value before ``start`` when it is
-        missing; CounterStateError for what no counter may hold."""
-        assert self._counter is not None
-        number = self._check(self._counter, value)
-        return self.start - self.step if number is None else number
-
-    def _undo(
-        self, counter: CounterItem, increment: int, deadline: Deadline, remove: Sequence[str] = ()
-    ) -> Flow[None]:
-        """Take ``increment`` back off the counter, once: a transaction with a token, so that a
-        retry after a lost response does not take it off twice (2 write units); and remove the
-        attributes ``remove`` (the idempotent write's slot)."""
-        token = str(uuid.uuid4())
-        removed = {f"#x{n}": name for n, name in enumerate(remove)}
-        update = f"ADD #v :dec SET {TYPE_SET}"
-        if removed:
-            update += " REMOVE " + ", ".join(removed)
-
-        def attempt(_: int) -> Flow[None]:
-            yield transact_write_items(
-                {
-                    "TransactItems": [
-                        {
-                            "Update": {
-                                "TableName": self.table,
-                                "Key": counter.key,
-                                "UpdateExpression": update,
-                                "ExpressionAttributeNames": {
-                                    "#v": self.counter_attribute,
-                                    **TYPE_NAMES,
-                                    **removed,
-                                },
-                                "ExpressionAttributeValues": {
-                                    ":dec": {"N": str(-increment)},
-                                    **TYPE_VALUES,
-                                },
-                            }
-                        }
-                    ],
-                    "ClientRequestToken": token,
-                },
-                billed=2.0,
-            )
-
-        yield from self._attempts(attempt, f"putting counter {self.name!r} back", deadline)
 
     def _current(self) -> Flow[int]:
         """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
@@ -416,7 +313,7 @@ class CounterCore(StrategyCore):
         value = yield from self._attempts(
             lambda _: read_counter(counter), f"reading counter {self.name!r}", deadline
         )
-        return self._check(counter, value) or 0
+        return self.plan.check(counter, value) or 0
 
     def _set(self, value: int, force: bool) -> Flow[int]:
         """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
@@ -447,7 +344,7 @@ class CounterCore(StrategyCore):
             except ClientError as exc:
                 if error_code(exc) == "ConditionalCheckFailedException":
                     old_value = error_response(exc).get("Item", {}).get(self.counter_attribute)
-                    old = self._check(counter, old_value)
+                    old = self.plan.check(counter, old_value)
                     raise CounterBackwardsError(
                         f"Refusing to move counter {self.name!r} of table {self.table!r} "
                         f"backwards from {old} to {value}: ids after {value} were already given "
@@ -525,7 +422,3 @@ def _flag(name: str, value: object, table: str | None) -> bool:
     if not isinstance(value, bool):
         raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
     return value
-
-
-def _decimal(value: Mapping[str, Any]) -> Decimal:
-    return Decimal(str(value.get("N")))

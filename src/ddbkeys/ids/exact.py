@@ -28,7 +28,7 @@ size: 1 write unit up to 1 KB, which holds about a dozen writers' slots (about 6
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
@@ -44,6 +44,7 @@ from ddbkeys.ids.base import (
     CounterStateError,
     read_counter,
 )
+from ddbkeys.ids.counter_plan import VALID, Attempts, CounterPlan
 from ddbkeys.ids.slots import (
     MOST_DEADLINE,
     SEEN,
@@ -64,13 +65,10 @@ if TYPE_CHECKING:
         UpdateTypeDef,
     )
 
-    from ddbkeys.ids.counter import CounterCore
     from ddbkeys.retry import Deadline
 
 __all__ = ["VALID", "exact_advance", "exact_update", "item_name", "slot_update"]
 
-#: The counter moves only while it holds a number from 0 to ``:limit`` (or nothing).
-VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
 _MOVED = "if_not_exists(#v, :base) + :inc"
 
 
@@ -168,29 +166,29 @@ def billed(seen: Seen | None, counter: CounterItem, slot: str) -> float:
 
 
 def exact_advance(
-    core: CounterCore,
+    core: CounterPlan,
     counter: CounterItem,
     count: int,
     deadline: Deadline,
+    attempts: Attempts,
+    wall_clock: Callable[[], float],
 ) -> Flow[range]:
     """``count`` ids (``core.step`` apart) taken with one conditional UpdateItem stamped with
-    a writer slot of this process, sent again with the same request number after a lost
-    response. ``core._held(raw)`` is the number a raw counter value stands for (the base when
-    it is missing; :class:`~ddbkeys.ids.errors.CounterStateError` for what no counter may
-    hold)."""
+    a writer slot of this process (dated by ``wall_clock``), sent again with the same request
+    number after a lost response, through the retry layer ``attempts``."""
     increment = count * core.step
     base = core.start - core.step
-    if base + increment > core._limit:
-        raise core._exhausted(None, count)
+    if base + increment > core.limit:
+        raise core.exhausted(None, count)
     item = item_name(counter)
     slot = SLOTS.take()
     try:
         left = min(deadline.remaining(), MOST_DEADLINE)  # (the constructor refuses more)
-        number = slot.number(keep_until(core.wall_clock(), left))
+        number = slot.number(keep_until(wall_clock(), left))
         skip: set[str] = {slot.name}  # stale slots not to remove in this call
 
         def attempt(_: int) -> Flow[range]:
-            now_ms = int(core.wall_clock() * 1000)
+            now_ms = int(wall_clock() * 1000)
             stale = SEEN.stale(item, now_ms, skip=skip)
             request = slot_update(
                 counter,
@@ -198,7 +196,7 @@ def exact_advance(
                 number=number,
                 increment=increment,
                 base=base,
-                limit=core._limit,
+                limit=core.limit,
                 stale=stale,
                 now_ms=now_ms,
             )
@@ -217,9 +215,9 @@ def exact_advance(
                 if error_code(exc) == "ValidationException":
                     # (The condition keeps a counter that holds no number from moving; if a
                     # service ever says so this way instead: what it holds, or that it is full.)
-                    at = core._check(counter, (yield from read_counter(counter)))
-                    if at is not None and at + increment > core._limit:
-                        raise core._exhausted(at, count) from exc
+                    at = core.check(counter, (yield from read_counter(counter)))
+                    if at is not None and at + increment > core.limit:
+                        raise core.exhausted(at, count) from exc
                 raise
             image = answer.get("Attributes")
             if not isinstance(image, Mapping) or not isinstance(
@@ -229,22 +227,23 @@ def exact_advance(
                 raise unexpected_answer("UpdateItem", counter.table, what, answer)
             SEEN.saw(item, image)
             try:
-                last = core._held(image[counter.attribute])
+                last = core.held(counter, image[counter.attribute])
             except DdbKeysError:
                 # It held a fraction (a number the condition cannot tell from a whole one):
                 # moved, so put it back as it was, then say why.
                 mine = [number_name(slot.name), value_name(slot.name)]
-                yield from core._undo(counter, increment, deadline, remove=mine)
-                raise core._state_before(counter, image[counter.attribute], increment) from None
+                yield from core.undo(counter, increment, deadline, attempts, remove=mine)
+                raise core.state_before(counter, image[counter.attribute], increment) from None
             return range(last - increment + core.step, last + 1, core.step)
 
-        return (yield from core._attempts(attempt, f"moving counter {core.name!r}", deadline))
+        moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
+        return moved
     finally:
         SLOTS.give(slot)
 
 
 def _refused(
-    core: CounterCore,
+    core: CounterPlan,
     counter: CounterItem,
     old: Mapping[str, Any],
     slot: str,
@@ -260,7 +259,7 @@ def _refused(
     held = slots_in(old).get(slot, -1)
     if held == number:
         raw = old.get(value_name(slot))
-        last = core._check(counter, raw) if isinstance(raw, Mapping) else None
+        last = core.check(counter, raw) if isinstance(raw, Mapping) else None
         if last is None:
             raise unexpected_answer(
                 "UpdateItem", counter.table, f"the value of writer slot {slot!r}", old
@@ -275,7 +274,7 @@ def _refused(
             "ddbkeys_w.* attributes? Nothing was moved; remove the attribute to go on.",
             table=counter.table,
         )
-    at = core._held(old.get(counter.attribute))  # CounterStateError: not a counter
-    if at + increment > core._limit:
-        raise core._exhausted(at, count)
+    at = core.held(counter, old.get(counter.attribute))  # CounterStateError: not a counter
+    if at + increment > core.limit:
+        raise core.exhausted(at, count)
     return None

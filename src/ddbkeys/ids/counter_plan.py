@@ -1,0 +1,176 @@
+"""The atomic counter's decisions, apart from any client: a value built from its settings alone
+(:class:`CounterPlan`). What a write asks for, what an answer or a refusal means, and the
+flow that takes a write back; :class:`~ddbkeys.ids.counter.AtomicCounter` (sync or asyncio)
+is this plan, a client and a driver."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.core.steps import Flow, transact_write_items
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.ids.base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
+    CounterItem,
+    CounterStateError,
+    SequenceExhaustedError,
+)
+from ddbkeys.ids.values import MAX_ID, counter_value
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
+
+    from ddbkeys.retry import Deadline
+
+__all__ = ["VALID", "Attempts", "CounterPlan"]
+
+#: The condition of a write that keeps a counter from passing its limit or moving when it holds
+#: no valid number (with ``:number``, ``:zero`` and ``:limit``, the value before less the
+#: increment).
+VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
+
+#: The retry layer a flow's requests go through: ``attempts(attempt, what, deadline)``.
+Attempts = Callable[[Callable[[int], Flow[Any]], str, "Deadline"], Flow[Any]]
+
+
+@dataclass(frozen=True)
+class CounterPlan:
+    """The counter ``name`` of ``table``: ids from ``start``, ``step`` apart, up to
+    ``maximum`` (None: 10**38 - 1), the last one given out held in ``counter_attribute``."""
+
+    table: str
+    name: str
+    counter_attribute: str = "last_id"
+    start: int = 1
+    step: int = 1
+    maximum: int | None = None
+
+    @property
+    def limit(self) -> int:
+        """The greatest id it may give out."""
+        return MAX_ID if self.maximum is None else self.maximum
+
+    def request(self, counter: CounterItem, count: int) -> UpdateItemInputTypeDef:
+        """The UpdateItem that moves the counter on by ``count`` ids (a
+        :class:`SequenceExhaustedError` when they would pass the limit from the start)."""
+        increment = count * self.step
+        if self.start - self.step + increment > self.limit:
+            raise self.exhausted(None, count)
+        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}, **TYPE_VALUES}
+        if self.start == self.step:
+            # Starting at the step itself: a plain ADD (a missing counter counts as 0).
+            update = f"ADD #v :inc SET {TYPE_SET}"
+        else:
+            update = f"SET #v = if_not_exists(#v, :base) + :inc, {TYPE_SET}"
+            values[":base"] = {"N": str(self.start - self.step)}
+        # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
+        request: UpdateItemInputTypeDef = {
+            "TableName": self.table,
+            "Key": counter.key,
+            "UpdateExpression": update,
+            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "UPDATED_NEW",
+        }
+        if self.maximum is not None:
+            # With a maximum, a condition keeps the counter from passing it (and from moving
+            # when it holds no valid number). Without one, no condition: the common path stays
+            # a plain update, and a bad value is caught from the answer.
+            values[":number"] = {"S": "N"}
+            values[":zero"] = {"N": "0"}
+            values[":limit"] = {"N": str(self.limit - increment)}
+            request["ConditionExpression"] = VALID
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return request
+
+    def exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
+        """The error for ``count`` more ids past the limit, the counter ``at`` (None: unknown)."""
+        where = f"is at {at}" if at is not None else "starts at " + str(self.start)
+        limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
+        return SequenceExhaustedError(
+            f"Counter {self.name!r} of table {self.table!r} {where}: {count} more id(s) would "
+            f"pass its maximum {limit}.",
+            table=self.table,
+        )
+
+    def check(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int | None:
+        """The number a raw counter value holds (None: missing); CounterStateError for what no
+        counter may hold."""
+        return counter_value(
+            value, table=self.table, key=counter.key, attribute=self.counter_attribute
+        )
+
+    def held(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int:
+        """The number a raw counter value stands for: the value before ``start`` when it is
+        missing; CounterStateError for what no counter may hold."""
+        number = self.check(counter, value)
+        return self.start - self.step if number is None else number
+
+    @staticmethod
+    def before(raw: Mapping[str, Any], increment: int) -> dict[str, str]:
+        """What a counter held before a write moved it by ``increment`` to ``raw``."""
+        with localcontext() as exact:
+            exact.prec = 200
+            return {"N": str(Decimal(str(raw.get("N"))) - increment)}
+
+    def state_before(
+        self, counter: CounterItem, raw: Mapping[str, Any], increment: int
+    ) -> DdbKeysError:
+        """The error for a write that moved the counter to ``raw`` from what no counter may
+        hold (a fraction, a negative number), or past the largest number."""
+        try:
+            at = self.check(counter, self.before(raw, increment))
+        except CounterStateError as exc:
+            return exc
+        return self.exhausted(at, increment // self.step)
+
+    def undo(
+        self,
+        counter: CounterItem,
+        increment: int,
+        deadline: Deadline,
+        attempts: Attempts,
+        remove: Sequence[str] = (),
+    ) -> Flow[None]:
+        """Take ``increment`` back off the counter, once: a transaction with a token, so that a
+        retry after a lost response does not take it off twice (2 write units); and remove the
+        attributes ``remove`` (the idempotent write's slot)."""
+        token = str(uuid.uuid4())
+        removed = {f"#x{n}": name for n, name in enumerate(remove)}
+        update = f"ADD #v :dec SET {TYPE_SET}"
+        if removed:
+            update += " REMOVE " + ", ".join(removed)
+
+        def attempt(_: int) -> Flow[None]:
+            yield transact_write_items(
+                {
+                    "TransactItems": [
+                        {
+                            "Update": {
+                                "TableName": self.table,
+                                "Key": counter.key,
+                                "UpdateExpression": update,
+                                "ExpressionAttributeNames": {
+                                    "#v": self.counter_attribute,
+                                    **TYPE_NAMES,
+                                    **removed,
+                                },
+                                "ExpressionAttributeValues": {
+                                    ":dec": {"N": str(-increment)},
+                                    **TYPE_VALUES,
+                                },
+                            }
+                        }
+                    ],
+                    "ClientRequestToken": token,
+                },
+                billed=2.0,
+            )
+
+        yield from attempts(attempt, f"putting counter {self.name!r} back", deadline)
