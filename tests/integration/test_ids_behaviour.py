@@ -156,6 +156,10 @@ def test_counter_wrong_key_attribute(
         ({"start": -1}, "start must be a whole number from 0"),
         ({"maximum": 0}, "maximum must be a whole number from 1"),
         ({"step": True}, "step must be a whole number"),
+        ({"group_commit": "yes"}, "group_commit must be True or False"),
+        ({"idempotent": 1}, "idempotent must be True or False"),
+        ({"idempotent": True, "deadline": None}, "idempotent=True needs a deadline of at most 900"),
+        ({"idempotent": True, "deadline": 901}, "idempotent=True needs a deadline of at most 900"),
     ],
 )
 def test_counter_bad_input(

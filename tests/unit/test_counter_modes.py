@@ -1,20 +1,24 @@
-"""The counter's modes without a server: the idempotent increment driven by hand (every answer
-and refusal it reads, and which request comes next), and the coalesced write's split."""
+"""The counter's modes without a server or a client: its plan's flows driven by hand (every
+answer and refusal the idempotent increment reads, and which request comes next), and the
+coalesced write's split."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.errors import ConfigurationError, UnexpectedAnswerError
-from ddbkeys.ids import AtomicCounter, CounterStateError, SequenceExhaustedError, exact, slots
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow
+from ddbkeys.errors import UnexpectedAnswerError
+from ddbkeys.ids import CounterStateError, SequenceExhaustedError, exact, slots
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.counter import Want, split
+from ddbkeys.ids.counter import Want, advance, coalesced, split
+from ddbkeys.ids.counter_plan import CounterPlan
 from ddbkeys.retry import Deadline, RetryPolicy
 from tests.support.hand import Run, drive, failed_condition, lost
 
@@ -45,16 +49,20 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> slots.SeenSlots:
     return memory
 
 
-def counter(**settings: Any) -> AtomicCounter:
-    """An idempotent counter that knows where it lives (no DescribeTable), at NOW."""
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    settings = {"idempotent": True, **settings}
-    made = AtomicCounter(client, "ids", "orders", retry=POLICY, **settings)
-    made._counter = CounterItem("ids", KEY, "last_id")
-    made.wall_clock = lambda: NOW
-    return made
+WHERE = CounterItem("ids", KEY, "last_id")
+
+
+def counter(**settings: Any) -> Callable[[int, Deadline], Flow[range]]:
+    """The flow of an idempotent counter's ``reserve(count)`` (unless ``idempotent=False``),
+    where it lives known, at NOW: its plan, the retry layer and a clock, no client."""
+    plan = CounterPlan("ids", "orders", **{"idempotent": True, **settings})
+
+    def tries(attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline) -> Flow[Any]:
+        return attempts(
+            attempt, what=what, table="ids", policy=POLICY, deadline=deadline, usage=Usage()
+        )
+
+    return lambda count, deadline: advance(plan, WHERE, count, deadline, tries, lambda: NOW)
 
 
 def own_slot(request: Any) -> str:
@@ -224,12 +232,10 @@ ROWS = [
 
 @pytest.mark.parametrize("row", ROWS, ids=[r.name for r in ROWS])
 def test_idempotent_increment(row: Row, seen: slots.SeenSlots) -> None:
-    made = counter(**row.settings)
-    where = CounterItem("ids", KEY, "last_id")
     if row.seen is not None:
-        seen.saw(exact.item_name(where), {**KEY, **row.seen})
+        seen.saw(exact.item_name(WHERE), {**KEY, **row.seen})
     run = Run()
-    flow = made._advance(row.count, Deadline(60.0, clock=lambda: 0.0))
+    flow = counter(**row.settings)(row.count, Deadline(60.0, clock=lambda: 0.0))
     if isinstance(row.ends, range):
         drive(flow, row.answers, run=run)
         assert run.result == row.ends
@@ -243,10 +249,9 @@ def test_idempotent_increment(row: Row, seen: slots.SeenSlots) -> None:
 
 
 def test_the_fraction_is_put_back_with_the_slot() -> None:
-    made = counter()
     run = Run()
     with pytest.raises(CounterStateError, match=r"holds last_id = 5.5 \(not a whole number\)"):
-        drive(made._advance(1, Deadline(60.0)), [moved("6.5"), {}], run=run)
+        drive(counter()(1, Deadline(60.0)), [moved("6.5"), {}], run=run)
     undo = run.requests[1].params["TransactItems"][0]["Update"]
     mine = slot_of(run)
     assert sorted(undo["ExpressionAttributeNames"].values()) == sorted(
@@ -259,24 +264,16 @@ def test_one_slot_per_call_at_a_time(_fresh_slots: slots.WriterSlots) -> None:
     """Calls one after another reuse the process's slot with growing numbers; calls at once
     take a slot each."""
     made = counter()
-    first = drive(made._advance(1, Deadline(60.0)), [moved("1")])
-    second = drive(made._advance(1, Deadline(60.0)), [moved("2")])
+    first = drive(made(1, Deadline(60.0)), [moved("1")])
+    second = drive(made(1, Deadline(60.0)), [moved("2")])
     assert slot_of(first) == slot_of(second)
     numbers = [
         int(r.requests[0].params["ExpressionAttributeValues"][":seq"]["N"]) for r in (first, second)
     ]
     assert numbers == [NUMBER, NUMBER + 1]  # (the same clock: one more)
     held = _fresh_slots.take()
-    third = drive(made._advance(1, Deadline(60.0)), [moved("3")])
+    third = drive(made(1, Deadline(60.0)), [moved("3")])
     assert slot_of(third) not in (held.name, slot_of(first))
-
-
-@pytest.mark.parametrize("deadline", [None, 901])
-def test_idempotent_needs_a_bounded_deadline(deadline: float | None) -> None:
-    with pytest.raises(
-        ConfigurationError, match="idempotent=True needs a deadline of at most 900 s"
-    ):
-        counter(deadline=deadline)
 
 
 @pytest.mark.parametrize(
@@ -295,30 +292,23 @@ def test_a_coalesced_write_is_split_in_order(
 
 
 def test_a_coalesced_write_sends_one_update_for_every_caller() -> None:
-    made = counter(idempotent=False)
     wants = [Want(1, Deadline(None)), Want(3, Deadline(None)), Want(1, Deadline(None))]
-    run = drive(made._coalesced(wants), [{"Attributes": {"last_id": {"N": "15"}}}])
+    flow = coalesced(wants, counter(idempotent=False))
+    run = drive(flow, [{"Attributes": {"last_id": {"N": "15"}}}])
     assert run.operations == ["update_item"]
     assert run.requests[0].params["ExpressionAttributeValues"][":inc"] == {"N": "5"}
     assert run.result == [range(11, 12), range(12, 15), range(15, 16)]
 
 
 def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() -> None:
-    made = counter(maximum=10)
     wants = [Want(1, Deadline(60.0)), Want(2, Deadline(60.0)), Want(1, Deadline(60.0))]
     # At 8, 4 ids would pass 10: refused; then each caller alone, the one that would pass
     # refused too.
     answers = [refused({"N": "8"}), moved("9"), refused({"N": "9"}), moved("10")]
-    run = drive(made._coalesced(wants), answers)
+    run = drive(coalesced(wants, counter(maximum=10)), answers)
     assert [r[0] for r in [run.result[0], run.result[2]]] == [9, 10]
     assert isinstance(run.result[1], SequenceExhaustedError)
     assert [r[1] for r in shown(run)] == [4, 1, 2, 1]
-
-
-@pytest.mark.parametrize(("name", "value"), [("group_commit", "yes"), ("idempotent", 1)])
-def test_the_modes_are_flags(name: str, value: Any) -> None:
-    with pytest.raises(ConfigurationError, match=f"{name} must be True or False"):
-        counter(**{name: value})
 
 
 @pytest.mark.parametrize(
@@ -329,9 +319,8 @@ def test_the_modes_are_flags(name: str, value: Any) -> None:
 def test_an_answer_without_the_counter_is_not_dynamodbs(answer: dict[str, Any]) -> None:
     """DynamoDB's answer to the counter's ADD holds the counter: without it (an endpoint that
     answers HTTP 200 and is not DynamoDB) a clear error, not a KeyError."""
-    made = counter(idempotent=False)
     with pytest.raises(UnexpectedAnswerError) as raised:
-        drive(made._advance(1, Deadline(None)), [answer])
+        drive(counter(idempotent=False)(1, Deadline(None)), [answer])
     assert str(raised.value).startswith(
         "The endpoint's answer to UpdateItem of table 'ids' holds no counter attribute "
         "'last_id' (it said "

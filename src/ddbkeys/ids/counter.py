@@ -33,7 +33,7 @@ from ddbkeys.ids.base import (
     counter_item_key,
     read_counter,
 )
-from ddbkeys.ids.counter_plan import CounterPlan
+from ddbkeys.ids.counter_plan import Attempts, CounterPlan
 from ddbkeys.ids.exact import exact_advance
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.slots import CLOCK_MARGIN, MOST_DEADLINE
@@ -45,7 +45,15 @@ from ddbkeys.schema import check_name
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
 
-__all__ = ["MAX_COALESCED", "AtomicCounter", "CounterBackwardsError", "CounterCore", "Want"]
+__all__ = [
+    "MAX_COALESCED",
+    "AtomicCounter",
+    "CounterBackwardsError",
+    "CounterCore",
+    "Want",
+    "advance",
+    "coalesced",
+]
 
 #: At most this many calls share one coalesced write.
 MAX_COALESCED = 1000
@@ -200,7 +208,13 @@ class CounterCore(StrategyCore):
         self.wall_clock: Callable[[], float] = time.time
         #: What its writes ask for and what their answers mean (no client in it).
         self.plan = CounterPlan(
-            self.table, self.name, self.counter_attribute, self.start, self.step, self.maximum
+            self.table,
+            self.name,
+            self.counter_attribute,
+            self.start,
+            self.step,
+            self.maximum,
+            self.idempotent,
         )
         self._start_group(self.group_commit)
 
@@ -235,76 +249,19 @@ class CounterCore(StrategyCore):
         return request
 
     def _coalesced(self, wants: Sequence[Want]) -> Flow[list[range | BaseException]]:
-        """One write for the calls of a group (each its own run of ids, in order), within the
-        deadline that ends first. When all of them would pass ``maximum``, each goes alone, so
-        the ones that fit get their ids."""
-        deadline = min((w.deadline for w in wants), key=lambda d: d.remaining())
-        total = sum(w.count for w in wants)
-        try:
-            ids = yield from self._advance(total, deadline)
-        except SequenceExhaustedError as exhausted:
-            if len(wants) == 1:
-                return [exhausted]
-            alone: list[range | BaseException] = []
-            for want in wants:
-                try:
-                    alone.append((yield from self._advance(want.count, want.deadline)))
-                except DdbKeysError as exc:
-                    alone.append(exc)
-            return alone
-        return list(split(ids, [w.count for w in wants]))
+        """One write for the calls of a group (see :func:`coalesced`)."""
+        return (yield from coalesced(wants, self._advance))
 
     def _advance(self, count: int, deadline: Deadline | None = None) -> Flow[range]:
         """``count`` ids, with one write: the flow of ``next()`` and ``reserve()``."""
         deadline = deadline or self._begin()
         counter = self._counter or (yield from self._counter_item(deadline))
-        if self.idempotent:
-            return (
-                yield from exact_advance(
-                    self.plan, counter, count, deadline, self._attempts, self.wall_clock
-                )
+        request = None if self.idempotent else self._request(counter, count)
+        return (
+            yield from advance(
+                self.plan, counter, count, deadline, self._attempts, self.wall_clock, request
             )
-        increment = count * self.step
-        request = self._request(counter, count)
-
-        def attempt(_: int) -> Flow[range]:
-            try:
-                response = yield update_item(request, billed=1.0)
-            except ClientError as exc:
-                if error_code(exc) == "ConditionalCheckFailedException":
-                    old = error_response(exc).get("Item", {}).get(self.counter_attribute)
-                    at = self.plan.check(counter, old)  # CounterStateError: no valid counter
-                    raise self.plan.exhausted(at, count) from exc
-                if error_code(exc) == "ValidationException":
-                    # A string, a list or a map cannot be added to, and a number past 38 digits
-                    # cannot be stored: nothing moved. Say what the item holds, or that
-                    # --count or --step ids would pass 10**38 - 1.
-                    at = self.plan.check(counter, (yield from read_counter(counter)))
-                    if at is not None and at + increment > MAX_ID:
-                        raise self.plan.exhausted(at, count) from exc
-                raise
-            raw = response.get("Attributes", {}).get(self.counter_attribute)
-            if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
-                what = f"counter attribute {self.counter_attribute!r}"
-                raise unexpected_answer("UpdateItem", self.table, what, response)
-            digits = raw.get("N")
-            magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
-            if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
-                now = int(digits)  # (within 10**38 - 1)
-                if now >= increment or (now >= 0 and now - increment == self.start - self.step):
-                    # (or a new counter whose first id is below its step: start=0, say)
-                    return range(now - increment + self.step, now + 1, self.step)
-            try:
-                self.plan.check(counter, self.plan.before(raw, increment))  # what it held before
-                last = self.plan.held(counter, raw)  # and where it is now, within 10**38 - 1
-            except CounterStateError:
-                # It held a fraction or a negative number, or it is now past the largest
-                # number (5.5 + 1 = 6.5): put it back as it was, then say why.
-                yield from self.plan.undo(counter, increment, deadline, self._attempts)
-                raise self.plan.state_before(counter, raw, increment) from None
-            return range(last - increment + self.step, last + 1, self.step)
-
-        return (yield from self._attempts(attempt, f"moving counter {self.name!r}", deadline))
+        )
 
     def _current(self) -> Flow[int]:
         """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
@@ -357,6 +314,87 @@ class CounterCore(StrategyCore):
             return value
 
         return (yield from self._attempts(attempt, f"setting counter {self.name!r}", deadline))
+
+
+def advance(
+    plan: CounterPlan,
+    counter: CounterItem,
+    count: int,
+    deadline: Deadline,
+    attempts: Attempts,
+    wall_clock: Callable[[], float],
+    request: UpdateItemInputTypeDef | None = None,
+) -> Flow[range]:
+    """``count`` ids of the counter ``plan`` describes, at ``counter``, with one write (its
+    ``request``, when built before), through the retry layer ``attempts``; idempotent writes
+    are dated by ``wall_clock`` (:func:`~ddbkeys.ids.exact.exact_advance`)."""
+    if plan.idempotent:
+        return (yield from exact_advance(plan, counter, count, deadline, attempts, wall_clock))
+    increment = count * plan.step
+    request = request or plan.request(counter, count)
+
+    def attempt(_: int) -> Flow[range]:
+        try:
+            response = yield update_item(request, billed=1.0)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                old = error_response(exc).get("Item", {}).get(plan.counter_attribute)
+                at = plan.check(counter, old)  # CounterStateError: no valid counter
+                raise plan.exhausted(at, count) from exc
+            if error_code(exc) == "ValidationException":
+                # A string, a list or a map cannot be added to, and a number past 38 digits
+                # cannot be stored: nothing moved. Say what the item holds, or that
+                # --count or --step ids would pass 10**38 - 1.
+                at = plan.check(counter, (yield from read_counter(counter)))
+                if at is not None and at + increment > MAX_ID:
+                    raise plan.exhausted(at, count) from exc
+            raise
+        raw = response.get("Attributes", {}).get(plan.counter_attribute)
+        if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
+            what = f"counter attribute {plan.counter_attribute!r}"
+            raise unexpected_answer("UpdateItem", plan.table, what, response)
+        digits = raw.get("N")
+        magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
+        if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
+            now = int(digits)  # (within 10**38 - 1)
+            if now >= increment or (now >= 0 and now - increment == plan.start - plan.step):
+                # (or a new counter whose first id is below its step: start=0, say)
+                return range(now - increment + plan.step, now + 1, plan.step)
+        try:
+            plan.check(counter, plan.before(raw, increment))  # what it held before
+            last = plan.held(counter, raw)  # and where it is now, within 10**38 - 1
+        except CounterStateError:
+            # It held a fraction or a negative number, or it is now past the largest
+            # number (5.5 + 1 = 6.5): put it back as it was, then say why.
+            yield from plan.undo(counter, increment, deadline, attempts)
+            raise plan.state_before(counter, raw, increment) from None
+        return range(last - increment + plan.step, last + 1, plan.step)
+
+    moved: range = yield from attempts(attempt, f"moving counter {plan.name!r}", deadline)
+    return moved
+
+
+def coalesced(
+    wants: Sequence[Want], advance_by: Callable[[int, Deadline], Flow[range]]
+) -> Flow[list[range | BaseException]]:
+    """One write (``advance_by(count, deadline)``) for the calls of a group, each its own run
+    of ids in order, within the deadline that ends first. When all of them would pass the
+    maximum, each goes alone, so the ones that fit get their ids."""
+    deadline = min((w.deadline for w in wants), key=lambda d: d.remaining())
+    total = sum(w.count for w in wants)
+    try:
+        ids = yield from advance_by(total, deadline)
+    except SequenceExhaustedError as exhausted:
+        if len(wants) == 1:
+            return [exhausted]
+        alone: list[range | BaseException] = []
+        for want in wants:
+            try:
+                alone.append((yield from advance_by(want.count, want.deadline)))
+            except DdbKeysError as exc:
+                alone.append(exc)
+        return alone
+    return list(split(ids, [w.count for w in wants]))
 
 
 class AtomicCounter(CounterCore, IdStrategy):

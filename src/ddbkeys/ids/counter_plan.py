@@ -42,7 +42,8 @@ Attempts = Callable[[Callable[[int], Flow[Any]], str, "Deadline"], Flow[Any]]
 @dataclass(frozen=True)
 class CounterPlan:
     """The counter ``name`` of ``table``: ids from ``start``, ``step`` apart, up to
-    ``maximum`` (None: 10**38 - 1), the last one given out held in ``counter_attribute``."""
+    ``maximum`` (None: 10**38 - 1), the last one given out held in ``counter_attribute``;
+    ``idempotent``: a lost response retried never skips an id."""
 
     table: str
     name: str
@@ -50,6 +51,7 @@ class CounterPlan:
     start: int = 1
     step: int = 1
     maximum: int | None = None
+    idempotent: bool = False  # writes stamped with a writer slot (ddbkeys.ids.exact)
 
     @property
     def limit(self) -> int:
