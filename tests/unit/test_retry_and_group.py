@@ -3,6 +3,7 @@ group commit, without a server."""
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +27,7 @@ from ddbkeys.ids import (
     audit_ids,
 )
 from ddbkeys.ids.base import GroupCommit, IdStrategy
+from ddbkeys.ids.group import AsyncGroupCommit
 from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy, is_unavailable
 
 
@@ -327,3 +329,68 @@ def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
     )
     with pytest.raises(ConfigurationError, match="deadline must be a number of seconds above 0"):
         IdStrategy(client, "some-table", deadline=0)
+
+
+class Interrupted(BaseException):
+    """An interrupt (as KeyboardInterrupt) raised inside a commit."""
+
+
+def test_an_interrupted_commit_is_told_to_its_callers_and_the_rest_go_on() -> None:
+    """A batch refused as invalid goes one by one; an interrupt in one of those commits ends
+    the batch: each of its callers is told, none waits for ever, and the callers after it are
+    committed by the next leader (before, the interrupted leader went on committing)."""
+    gate = threading.Event()
+
+    def commit(values: Sequence[int]) -> list[int | BaseException]:
+        gate.wait(1)
+        if len(values) > 1 and 13 in values:
+            raise ServiceError("An item is too large", code="ValidationException")
+        if values == [13]:
+            raise Interrupted
+        return [v * 10 for v in values]
+
+    group: GroupCommit[int, int] = GroupCommit(commit, max_batch=4)
+    results: dict[int, Any] = {}
+
+    def call(v: int) -> None:
+        try:
+            results[v] = group.submit(v)
+        except Interrupted:
+            results[v] = "interrupted"
+
+    threads = [threading.Thread(target=call, args=(v,)) for v in (0, 1, 13, 2, 3, 4, 5, 6)]
+    for t in threads:
+        t.start()
+        time.sleep(0.01)  # (in this order)
+    gate.set()
+    for t in threads:
+        t.join(5)
+    assert not any(t.is_alive() for t in threads)
+    assert results[0] == 0  # the first batch, alone
+    # Committed one by one by 1's thread: 1 done, then 13 interrupted; 2 and 3 are told so,
+    # and the leader's thread itself raises the interrupt (its own id taken: a gap).
+    assert [results[v] for v in (1, 13, 2, 3)] == ["interrupted"] * 4
+    assert [results[v] for v in (4, 5, 6)] == [40, 50, 60]  # the next leader's
+
+
+def test_a_cancelled_commit_is_told_to_its_callers_in_asyncio() -> None:
+    """The same in asyncio: a cancellation inside the one-by-one commits of a batch reaches
+    each of its callers (before, it left them waiting for ever)."""
+
+    async def commit(values: Sequence[int]) -> list[int | BaseException]:
+        await asyncio.sleep(0)
+        if len(values) > 1 and 13 in values:
+            raise ServiceError("An item is too large", code="ValidationException")
+        if values == [13]:
+            raise asyncio.CancelledError
+        return [v * 10 for v in values]
+
+    async def main() -> list[Any]:
+        group: AsyncGroupCommit[int, int] = AsyncGroupCommit(commit, max_batch=4)
+        calls = [group.submit(v) for v in (1, 13, 2)]
+        async with asyncio.timeout(5):
+            return await asyncio.gather(*calls, return_exceptions=True)
+
+    results = asyncio.run(main())
+    assert results[0] == 10
+    assert all(isinstance(r, asyncio.CancelledError) for r in results[1:])

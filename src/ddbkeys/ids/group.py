@@ -113,52 +113,75 @@ class GroupCommit(Generic[T, R]):
         return slot.result  # type: ignore[return-value]
 
     def _lead(self, own: _Slot[T, R]) -> None:
-        while not own.finished:
-            if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
-                if self.fill:
-                    with self._lock:
-                        self._arrived.wait_for(
-                            lambda: filled(self._last_batch, len(self._pending), self.max_batch),
-                            self.linger,
-                        )
+        try:
+            while not own.finished:
+                if should_linger(self.linger, self._last_batch, len(self._pending), self.max_batch):
+                    if self.fill:
+                        with self._lock:
+                            self._arrived.wait_for(
+                                lambda: filled(
+                                    self._last_batch, len(self._pending), self.max_batch
+                                ),
+                                self.linger,
+                            )
+                    else:
+                        self._sleep(self.linger)
+                with self._lock:
+                    batch = [
+                        self._pending.popleft()
+                        for _ in range(min(self.max_batch, len(self._pending)))
+                    ]
+                self._last_batch = len(batch)
+                values = [s.value for s in batch]
+                stop: BaseException | None = None
+                try:
+                    try:
+                        results: Sequence[Any] = self._commit(values)
+                    except Exception as exc:  # every caller's, or each its own (see alone_after)
+                        results, stop = self._one_by_one(values, exc)
+                except BaseException as exc:  # interrupted: the batch's callers learn so
+                    results, stop = [exc] * len(batch), exc
+                self._hand(batch, results, own)
+                if stop is not None:
+                    raise stop
+        finally:
+            with self._lock:  # the next caller leads (an interrupted leader's too)
+                if not own.finished and own in self._pending:  # (interrupted before its batch)
+                    self._pending.remove(own)
+                if self._pending:
+                    heir = self._pending[0]
+                    heir.lead = True
+                    heir.done.release()
                 else:
-                    self._sleep(self.linger)
-            with self._lock:
-                batch = [
-                    self._pending.popleft() for _ in range(min(self.max_batch, len(self._pending)))
-                ]
-            self._last_batch = len(batch)
-            values = [s.value for s in batch]
-            try:
-                results: Sequence[Any] = self._commit(values)
-            except BaseException as exc:  # handed to every caller of the batch
-                results = self._one_by_one(values, exc)
-            for slot, result in zip(batch, results, strict=True):
-                if isinstance(result, BaseException):
-                    slot.error = result
-                else:
-                    slot.result = result
-                slot.finished = True
-                if slot is not own:
-                    slot.done.release()
-        with self._lock:
-            if self._pending:
-                heir = self._pending[0]
-                heir.lead = True
-                heir.done.release()
-            else:
-                self._leading = False
+                    self._leading = False
 
-    def _one_by_one(self, values: list[T], exc: BaseException) -> list[Any]:
+    @staticmethod
+    def _hand(batch: list[_Slot[T, R]], results: Sequence[Any], own: _Slot[T, R]) -> None:
+        for slot, result in zip(batch, results, strict=True):
+            if isinstance(result, BaseException):
+                slot.error = result
+            else:
+                slot.result = result
+            slot.finished = True
+            if slot is not own:
+                slot.done.release()
+
+    def _one_by_one(
+        self, values: list[T], exc: Exception
+    ) -> tuple[list[Any], BaseException | None]:
+        """Each value's own answer when the batch was refused as invalid (else ``exc`` for
+        all), and an interrupt that came meanwhile (its value's answer and the rest's)."""
         if not alone_after(len(values), exc):
-            return [exc] * len(values)
+            return [exc] * len(values), None
         results: list[Any] = []
-        for value in values:
+        for n, value in enumerate(values):
             try:
                 results.extend(self._commit([value]))
-            except BaseException as alone:  # that caller's own answer
+            except Exception as alone:  # that caller's own answer
                 results.append(alone)
-        return results
+            except BaseException as stop:  # interrupted: it and the rest are told so
+                return results + [stop] * (len(values) - n), stop
+        return results, None
 
 
 class AsyncGroupCommit(Generic[T, R]):
@@ -206,22 +229,23 @@ class AsyncGroupCommit(Generic[T, R]):
                 continue
             self._last_batch = len(batch)
             values = [v for v, _ in batch]
+            stop: BaseException | None = None
             try:
-                results: Sequence[Any] = await self._commit(values)
-            except Exception as exc:  # handed to every caller of the batch
-                results = await self._one_by_one(values, exc)
-            except BaseException as exc:  # this task was cancelled: its callers learn so
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(exc)
-                raise
+                try:
+                    results: Sequence[Any] = await self._commit(values)
+                except Exception as exc:  # every caller's, or each its own (see alone_after)
+                    results, stop = await self._one_by_one(values, exc)
+            except BaseException as exc:  # this task was cancelled: the batch's callers learn so
+                results, stop = [exc] * len(batch), exc
             for (_, future), result in zip(batch, results, strict=True):
                 if future.done():
                     continue
                 if isinstance(result, BaseException):
-                    future.set_exception(fresh(result))
+                    future.set_exception(result if result is stop else fresh(result))
                 else:
                     future.set_result(result)
+            if stop is not None:
+                raise stop
 
     async def _wait(self, linger: float) -> None:
         """Linger: ``linger`` seconds, or (with fill) until the batch is full."""
@@ -239,16 +263,21 @@ class AsyncGroupCommit(Generic[T, R]):
         finally:
             self._arrived = None
 
-    async def _one_by_one(self, values: list[T], exc: BaseException) -> list[Any]:
+    async def _one_by_one(
+        self, values: list[T], exc: Exception
+    ) -> tuple[list[Any], BaseException | None]:
+        """As :meth:`GroupCommit._one_by_one`: a cancellation meanwhile is the rest's answer."""
         if not alone_after(len(values), exc):
-            return [exc] * len(values)
+            return [exc] * len(values), None
         results: list[Any] = []
-        for value in values:
+        for n, value in enumerate(values):
             try:
                 results.extend(await self._commit([value]))
             except Exception as alone:  # that caller's own answer
                 results.append(alone)
-        return results
+            except BaseException as stop:  # cancelled: it and the rest are told so
+                return results + [stop] * (len(values) - n), stop
+        return results, None
 
 
 class _InUse(Generic[G]):
