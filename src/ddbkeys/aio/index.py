@@ -63,7 +63,7 @@ class MarkerIndex(MarkerCore):
 
     async def check(self) -> None:
         """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
-        await self._run(self._check(self._begin()))
+        await self._run(self.check_flow())
 
     async def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists)."""

@@ -173,8 +173,8 @@ class CounterCore(StrategyCore):
         counter_attribute = renamed(
             "attribute", "counter_attribute", attribute, counter_attribute, "last_id"
         )
-        self.name = check_name("counter name", name, table=self.table)
-        self.counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
+        name = check_name("counter name", name, table=self.table)
+        counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
         self.key_attribute = (
             check_name("key attribute", key_attribute, table=self.table) if key_attribute else None
         )
@@ -184,20 +184,17 @@ class CounterCore(StrategyCore):
                 table=self.table,
             )
         self._key_given = counter_key
-        self.start = _positive("start", start, minimum=0, table=self.table)
-        self.step = _positive("step", step, table=self.table)
-        self.maximum = (
-            _positive("maximum", maximum, minimum=start, table=self.table)
-            if maximum is not None
-            else None
-        )
+        start = _positive("start", start, minimum=0, table=self.table)
+        step = _positive("step", step, table=self.table)
+        if maximum is not None:
+            maximum = _positive("maximum", maximum, minimum=start, table=self.table)
         self._counter: CounterItem | None = None
         self._next_request: UpdateItemInputTypeDef | None = None
         group_commit = renamed("coalesce", "group_commit", coalesce, group_commit, False)
         #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
         self.group_commit = _flag("group_commit", group_commit, self.table)
-        self.idempotent = _flag("idempotent", idempotent, self.table)
-        if self.idempotent and (self.deadline is None or self.deadline > MOST_DEADLINE):
+        idempotent = _flag("idempotent", idempotent, self.table)
+        if idempotent and (self.deadline is None or self.deadline > MOST_DEADLINE):
             raise ConfigurationError(
                 f"idempotent=True needs a deadline of at most {MOST_DEADLINE:g} s, not "
                 f"{self.deadline!r}: a retried write is recognised for as long as the call may "
@@ -206,20 +203,39 @@ class CounterCore(StrategyCore):
             )
         #: The wall clock (seconds since 1970) that dates the idempotent writes' slots.
         self.wall_clock: Callable[[], float] = time.time
-        #: What its writes ask for and what their answers mean (no client in it).
+        #: What its writes ask for and what their answers mean (no client in it); the
+        #: counter's settings below are its.
         self.plan = CounterPlan(
-            self.table,
-            self.name,
-            self.counter_attribute,
-            self.start,
-            self.step,
-            self.maximum,
-            self.idempotent,
+            self.table, name, counter_attribute, start, step, maximum, idempotent
         )
         self._start_group(self.group_commit)
 
     def _start_group(self, enabled: bool) -> None:
         """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    @property
+    def counter_attribute(self) -> str:
+        return self.plan.counter_attribute
+
+    @property
+    def start(self) -> int:
+        return self.plan.start
+
+    @property
+    def step(self) -> int:
+        return self.plan.step
+
+    @property
+    def maximum(self) -> int | None:
+        return self.plan.maximum
+
+    @property
+    def idempotent(self) -> bool:
+        return self.plan.idempotent
 
     @property
     def attribute(self) -> str:

@@ -38,7 +38,7 @@ def backfill_flow(
     mark those without one, unmark those that hold nothing else. Recorded in the state
     table (unless ``record`` is false) as evidence for listings (see ``evidence``): it
     counts only if it met no clash, and began after a maintainer recorded positions."""
-    info = yield from self._check(self._begin())
+    info = yield from self.check_flow()
     store = (
         StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
         if record

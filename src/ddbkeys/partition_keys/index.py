@@ -126,7 +126,7 @@ class MarkerIndex(MarkerCore):
     def check(self) -> None:
         """A clear error unless the index exists, is KEYS_ONLY, is keyed on the marker
         attribute and is ACTIVE."""
-        self._run(self._check(self._begin()))
+        self._run(self.check_flow())
 
     def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists); with

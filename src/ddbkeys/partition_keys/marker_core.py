@@ -405,7 +405,7 @@ class MarkerCore:
         return found
 
     def _verify(self) -> Flow[VerifyReport]:
-        info = yield from self._check(self._begin())
+        info = yield from self.check_flow()
         markers = self._markers(info)
         table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
         index_keys = yield from self._keys(

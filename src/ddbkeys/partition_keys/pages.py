@@ -196,14 +196,8 @@ class PageSize:
             return
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
-        self.limit, self.target, self.ceiling, self.clean, self.credit = (
-            self.unit_items,
-            1,
-            None,
-            0,
-            0.0,
-        )
-        self.probing = False
+        self._retarget(1)  # skipping again, at one unit
+        self.limit, self.credit = self.unit_items, 0.0
         self.skip_units, self.skip_keys = 0.0, 0
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
@@ -264,11 +258,12 @@ class Reading:
         segments changed meanwhile."""
         pages = self.pages
         read_on = self.last is not None
+        tail = tail_of(keys)
         if keys:
             new = sum(1 for a, b in pairwise(keys) if a != b) + (keys[0] != self.last)
             if not read_on:
                 pages.skipped(units, new)
-                pages.observe(len(keys), units, tail_of(keys), asked)
+                pages.observe(len(keys), units, tail, asked)
             elif self.trial or pages.through:
                 pages.read_through(units, new, len(keys))
         elif not read_on:
@@ -277,7 +272,7 @@ class Reading:
         if self.trial or pages.through:
             skip = False
         else:
-            skip = not keys or pages.skip_past(tail_of(keys))
+            skip = not keys or pages.skip_past(tail)
             self.trial = not skip
         if keys or skip:
             self.last = None if skip else keys[-1]

@@ -113,9 +113,9 @@ class PagedSkipMethod(SkipMethod):
     reads like a plain scan, at about its cost and speed. The first page whose last collection
     fills 4 KB or more brings pages back to 4 KB, so where collections are large it reads one
     page per collection, like the article's skip scan, and never reads a large collection's tail.
-    Where collections end about where a one-unit page does, skipping saves nothing: a few looks
-    past them show it, and the listing reads through like a scan, in a few large requests,
-    until skipping would save more than 5% (``pages.Reading``).
+    Where collections end about where a one-unit page does, skipping saves nothing: a trial of
+    reading on past them shows it, and the listing reads through like a scan, in a few large
+    requests, until skipping would save more than 5% (``pages.Reading``).
     """
 
     name = "skip-pages"
