@@ -33,6 +33,7 @@ from botocore.exceptions import BotoCoreError, ProfileNotFound
 
 from ddbkeys.clients import guard
 from ddbkeys.errors import ConfigurationError, translate_error
+from ddbkeys.origins import remember
 from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.version import __version__
 
@@ -183,6 +184,7 @@ def make_client(
             aws_access_key_id=dummy,
             aws_secret_access_key=dummy,
         )
+        remember(client, session, aws_access_key_id=dummy, aws_secret_access_key=dummy)
     except ProfileNotFound as exc:
         missing = exc.kwargs.get("profile", settings.profile)
         raise ConfigurationError(

@@ -34,6 +34,7 @@ from ddbkeys.connect import (
 )
 from ddbkeys.core.loops import loop_state
 from ddbkeys.errors import ConfigurationError, translate_error
+from ddbkeys.origins import remember
 from ddbkeys.retry import DEFAULT_DEADLINE
 
 __all__ = [
@@ -265,5 +266,6 @@ async def make_client(
     except BotoCoreError as exc:
         raise translate_error(exc) from exc
     async with opened as client:
+        remember(client, session, aws_access_key_id=dummy, aws_secret_access_key=dummy)
         guard(client).meta.events.register_first("needs-retry.dynamodb", _no_retry_on_misuse)
         yield as_async_client(client, None)[0]

@@ -6,17 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import threading
 import time
 from collections.abc import Callable, Iterable
 from decimal import Decimal
 from typing import Any, TypeVar
 
+from botocore.exceptions import BotoCoreError
+
 from ddbkeys.aio.client import as_async_client
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.follow import (
@@ -31,7 +33,13 @@ from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_core import MarkerCore
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
 from ddbkeys.partition_keys.state import IndexState, StateCore
-from ddbkeys.partition_keys.streams import SharedCredentials, client_credentials, streams_settings
+from ddbkeys.partition_keys.streams import (
+    PRESIGN,
+    own_endpoint,
+    signed_as,
+    streams_keys,
+    streams_settings,
+)
 from ddbkeys.retry import RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -175,7 +183,7 @@ class StreamFollower(FollowerCore):
             streams = self.streams
             if streams is None:
                 streams = await stack.enter_async_context(
-                    await _streams_client_for(self.index.client)
+                    await _streams_client_for(self.index.client, self.index.table)
                 )
             driver = AsyncDriver(
                 Both(self.index.client, streams), self.index.usage, "ddbkeys.aio.StreamFollower"
@@ -187,33 +195,24 @@ class StreamFollower(FollowerCore):
                 return self.report
 
 
-class _SharedAioCredentials:
-    """An aiobotocore credential provider handing out one credentials object (see
-    :class:`ddbkeys.partition_keys.streams.SharedCredentials`)."""
+async def _streams_client_for(client: Any, table: str | None = None) -> Any:
+    """An aiobotocore DynamoDB Streams client (to enter) like ``client``, signing as it does,
+    as :func:`ddbkeys.partition_keys.streams.streams_client_for` proves (a client
+    ``ddbkeys.aio.make_client`` made: its session; any other: a new session when it signs with
+    that session's access key)."""
+    from aiobotocore.session import AioSession  # noqa: PLC0415 (an optional extra)
 
-    METHOD = SharedCredentials.METHOD
-    CANONICAL_NAME = SharedCredentials.CANONICAL_NAME
-
-    def __init__(self, credentials: Any) -> None:
-        self.credentials = credentials
-
-    async def load(self) -> Any:
-        return self.credentials
-
-
-async def _streams_client_for(client: Any) -> Any:
-    """An aiobotocore DynamoDB Streams client (to enter) like ``client``: its endpoint (unless
-    the service's own), region and config, and the very credentials object it signs with, so
-    temporary credentials are refreshed for both (see :mod:`ddbkeys.partition_keys.streams`)."""
-    from aiobotocore.credentials import AioCredentialResolver  # noqa: PLC0415 (optional extra)
-    from aiobotocore.session import get_session  # noqa: PLC0415
-
-    session = get_session()
-    credentials = client_credentials(client)
-    if inspect.isawaitable(credentials):
-        credentials = await credentials
-    if credentials is not None:
-        providers: list[Any] = [_SharedAioCredentials(credentials)]  # load() is awaited
-        resolver = AioCredentialResolver(providers)
-        session.register_component("credential_provider", resolver)
-    return session.create_client("dynamodbstreams", **streams_settings(client))
+    origin = origin_of(client)
+    if origin is None:
+        try:
+            url = await client.generate_presigned_url(PRESIGN[0], Params=PRESIGN[1])
+            theirs = signed_as(url)
+        except BotoCoreError:  # it signs with nothing: neither will the Streams client
+            theirs = None
+        session = AioSession()
+        credentials = await session.get_credentials()
+        ours = None if credentials is None else (await credentials.get_frozen_credentials())
+        keys = streams_keys(theirs, ours and ours.access_key, own_endpoint(client), table)
+        origin = Origin(session, keys)
+    settings = streams_settings(client)
+    return origin.session.create_client("dynamodbstreams", **settings, **origin.keys)

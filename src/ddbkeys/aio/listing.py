@@ -254,6 +254,7 @@ async def _choose(
     margin: float,
     trust_index: bool,
     replay: dict[str, Any] | None,
+    streams: Any = None,
 ) -> Choice:
     """The same choice as the sync listing makes (:func:`~ddbkeys.partition_keys.choice.
     choose_flow`), on the asyncio driver; a Streams client is opened only if the stream is
@@ -270,25 +271,27 @@ async def _choose(
         trust_index=trust_index,
         replay=replay,
     )
-    streams = _OpenedOnUse(reader.client)
-    try:
+    if streams is not None:
         return await AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER).run(flow)
+    opened = _OpenedOnUse(reader.client, reader.table)
+    try:
+        return await AsyncDriver(Both(reader.client, opened), reader.usage, _OWNER).run(flow)
     finally:
-        await streams.aclose()
+        await opened.aclose()
 
 
 class _OpenedOnUse:
     """An aiobotocore Streams client like ``client``, opened on its first request."""
 
-    def __init__(self, client: Any) -> None:
-        self._client = client
+    def __init__(self, client: Any, table: str) -> None:
+        self._client, self._table = client, table
         self._opened: Any = None
         self._streams: Any = None
 
     def __getattr__(self, name: str) -> Any:
         async def call(**params: Any) -> Any:
             if self._streams is None:
-                self._opened = await _streams_client_for(self._client)
+                self._opened = await _streams_client_for(self._client, self._table)
                 self._streams = await self._opened.__aenter__()
             return await getattr(self._streams, name)(**params)
 
@@ -384,6 +387,7 @@ async def distinct_partition_keys(
     read_percent: float | None = None,
     read_capacity: float | None = None,
     index: str | None = None,
+    streams: Any = None,
 ) -> AsyncListing:
     """The distinct partition keys of ``table``, either way::
 
@@ -426,6 +430,7 @@ async def distinct_partition_keys(
         margin,
         trust_index,
         replayed,
+        streams,
     )
     listing = AsyncListing(
         choice.method.knowing_markers_by(marker_attribute),

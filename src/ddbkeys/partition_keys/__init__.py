@@ -102,6 +102,7 @@ def _choose(
     margin: float,
     trust_index: bool,
     replay: dict[str, Any] | None,
+    streams: Any = None,
 ) -> Choice:
     """The method, and why (:func:`~ddbkeys.partition_keys.choice.choose_flow`, on the sync
     driver; a Streams client is made only if the stream is read)."""
@@ -117,7 +118,8 @@ def _choose(
         trust_index=trust_index,
         replay=replay,
     )
-    streams = Lazy(lambda: streams_client_for(reader.client))
+    if streams is None:
+        streams = Lazy(lambda: streams_client_for(reader.client, reader.table))
     return SyncDriver(Both(reader.client, streams), reader.usage).run(flow)
 
 
@@ -195,6 +197,7 @@ def distinct_partition_keys(
     read_percent: float | None = None,
     read_capacity: float | None = None,
     index: str | None = None,
+    streams: Any = None,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
@@ -236,7 +239,11 @@ def distinct_partition_keys(
     ``listing.replay`` what the proof read and re-checked. ``method="index"`` fails with the
     same reason (:class:`~ddbkeys.partition_keys.choice.IndexUnprovenError`) unless
     ``trust_index=True``, which reads the index as it is (for an index the application keeps
-    itself with ``mark()``/``unmark()``). ``max_lag`` is ignored (deprecated).
+    itself with ``mark()``/``unmark()``). ``streams`` is the DynamoDB Streams client the
+    replay reads with; by default one like ``client`` (see
+    :func:`~ddbkeys.partition_keys.streams.streams_client_for`: pass one when ``client`` was
+    made with credentials other than boto3's default session's). ``max_lag`` is ignored
+    (deprecated).
     """
     warn_max_lag(max_lag)
     index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
@@ -259,6 +266,7 @@ def distinct_partition_keys(
         margin,
         trust_index,
         replayed,
+        streams,
     )
     listing = Listing(
         choice.method.knowing_markers_by(marker_attribute),

@@ -244,7 +244,7 @@ class FollowerCore:
 
     def _default_streams(self, index: MarkerCore) -> Any:
         """The Streams client when none is given: one like the index's client."""
-        return streams_client_for(index.client)
+        return streams_client_for(index.client, index.table)
 
     # --- the stream ---------------------------------------------------------------------------
 

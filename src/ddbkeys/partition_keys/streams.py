@@ -1,88 +1,121 @@
-"""The DynamoDB Streams client a :class:`~ddbkeys.partition_keys.follow.StreamFollower` opens
-when it is given none: one like the index's DynamoDB client (its endpoint unless the service's
-own, its region and config), signing with the very credentials object that client signs with.
+"""The DynamoDB Streams client a :class:`~ddbkeys.partition_keys.follow.StreamFollower` (or a
+listing replaying the stream) opens when it is given none: one like the DynamoDB client (its
+endpoint unless the service's own, its region and config) that signs as that client does.
 
-Sharing the object, not a frozen copy of its keys, is what a botocore session does for all the
-clients it creates: temporary credentials (an assumed role, ECS/EC2/Lambda roles, SSO) are
-refreshed by that object before they expire, for both clients. A copy would keep the first
-token, and a follower running longer than it lasts would fail. The object is handed to a new
-session as its credential provider (botocore's ``credential_provider`` component), so the new
-client takes it exactly as it would take the session's own credentials.
+Signing alike is proven, not assumed, with public botocore only:
+
+- a client ddbkeys made (``make_client``, the CLI) is remembered with its session
+  (:mod:`ddbkeys.origins`): the Streams client comes from that session, and so shares its very
+  credentials object, which refreshes temporary credentials (an assumed role, ECS/EC2/Lambda
+  roles, SSO) for both;
+- any other client: the Streams client comes from boto3's default session (the one
+  ``boto3.client()`` uses) when the client signs with that session's access key, read from a
+  URL the client presigns (no request is sent);
+- otherwise, on an endpoint that is not AWS's (DynamoDB Local, which checks no signature and
+  keeps tables per access key unless ``-sharedDb``), it signs with the client's access key and
+  a stand-in secret; on AWS, ddbkeys cannot copy a client's credentials, and says to pass a
+  Streams client (``streams=``) made from the DynamoDB client's session.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import boto3
-import botocore.session
-from botocore.credentials import CredentialProvider, CredentialResolver
+from botocore.exceptions import BotoCoreError
 
 from ddbkeys.core.steps import Flow, Request, describe_stream
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.origins import Origin, origin_of
 
 #: The domains of AWS's own endpoints.
 AWS_DOMAINS = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".amazonwebservices.com.cn")
+#: The secret a Streams client on an endpoint other than AWS's signs with (never checked there).
+STAND_IN_SECRET = "ddbkeys-stand-in"
+#: What a client is asked to presign to learn the access key it signs with.
+PRESIGN = ("describe_table", {"TableName": "ddbkeys"})
 
 __all__ = [
-    "SharedCredentials",
-    "client_credentials",
+    "STAND_IN_SECRET",
+    "own_endpoint",
+    "signed_as",
     "stream_shards",
     "streams_client_for",
+    "streams_keys",
     "streams_settings",
 ]
 
 
-class SharedCredentials(CredentialProvider):
-    """A credential provider handing out one credentials object (refreshable or not)."""
+def own_endpoint(client: Any) -> bool:
+    """Whether ``client`` talks to one of AWS's own endpoints (a region's, FIPS, dual-stack,
+    China, a VPC endpoint)."""
+    host = urlsplit(str(client.meta.endpoint_url)).hostname or ""
+    return host.endswith(AWS_DOMAINS)
 
-    METHOD = "ddbkeys-shared"
-    CANONICAL_NAME = "custom-ddbkeys-shared"
 
-    def __init__(self, credentials: Any) -> None:
-        super().__init__()
-        self.credentials = credentials
+def signed_as(url: str) -> tuple[str, str | None] | None:
+    """The access key (and session token) a presigned ``url`` was signed with."""
+    query = parse_qs(urlsplit(url).query)
+    key = query.get("X-Amz-Credential", [""])[0].split("/")[0]
+    return (key, query.get("X-Amz-Security-Token", [None])[0]) if key else None
 
-    def load(self) -> Any:
-        return self.credentials
+
+def streams_keys(
+    theirs: tuple[str, str | None] | None, ours: str | None, own: bool, table: str | None = None
+) -> dict[str, Any]:
+    """The keys a Streams client made from a session (which signs as ``ours``) is given, to
+    sign as a DynamoDB client that signs as ``theirs`` (None: with no credentials) does.
+    ``own``: the endpoint is AWS's."""
+    if theirs is None or theirs[0] == ours:
+        return {}
+    if not own:
+        token = {"aws_session_token": theirs[1]} if theirs[1] else {}
+        return {"aws_access_key_id": theirs[0], "aws_secret_access_key": STAND_IN_SECRET, **token}
+    whose = f"Table {table!r}'s stream" if table else "The table's stream"
+    raise ConfigurationError(
+        f"{whose} must be read with the credentials its DynamoDB client signs with (access key "
+        f"{theirs[0]}), which ddbkeys cannot copy from a client: pass streams= a DynamoDB "
+        "Streams client made from the same session (session.client('dynamodbstreams')).",
+        table=table,
+    )
+
+
+def _from(origin: Origin, client: Any) -> Any:
+    return origin.session.client("dynamodbstreams", **streams_settings(client), **origin.keys)
+
+
+def _access_key(credentials: Any) -> str | None:
+    return None if credentials is None else credentials.get_frozen_credentials().access_key
+
+
+def streams_client_for(client: Any, table: str | None = None) -> Any:
+    """A DynamoDB Streams client like ``client``, signing as it does (see above); a
+    :class:`~ddbkeys.errors.ConfigurationError` naming ``table`` when that cannot be proven."""
+    origin = origin_of(client) or origin_of(getattr(client, "client", None))
+    if origin is not None:
+        return _from(origin, client)
+    try:
+        theirs = signed_as(client.generate_presigned_url(PRESIGN[0], Params=PRESIGN[1]))
+    except BotoCoreError:  # it signs with nothing: neither will the Streams client
+        theirs = None
+    session = boto3.DEFAULT_SESSION or boto3.Session()
+    ours = _access_key(session.get_credentials())
+    keys = streams_keys(theirs, ours, own_endpoint(client), table)
+    return _from(Origin(session, keys), client)
 
 
 def streams_settings(client: Any) -> dict[str, Any]:
     """``create_client`` arguments for a Streams client like ``client``: its region and config,
-    and its endpoint unless it is the service's own (DynamoDB Local serves both APIs on one
-    port; on AWS the Streams endpoint is another one)."""
+    and its endpoint unless it is the service's own (any other, DynamoDB Local or a proxy in
+    front of it, serves both APIs on one port; botocore finds AWS's Streams endpoint from the
+    region and the config)."""
     meta = client.meta
-    endpoint = str(meta.endpoint_url)
-    # Any endpoint of AWS (a region's, FIPS, dual-stack, China, a VPC endpoint): the Streams
-    # endpoint is another one, which botocore finds from the region and the config. Any other
-    # (DynamoDB Local, a proxy in front of it) serves both APIs on one port.
-    host = urlsplit(endpoint).hostname or ""
-    own = host.endswith(AWS_DOMAINS)
     settings: dict[str, Any] = {"region_name": meta.region_name, "config": meta.config}
-    if not own:
-        settings["endpoint_url"] = endpoint
+    if not own_endpoint(client):
+        settings["endpoint_url"] = str(meta.endpoint_url)
     return settings
-
-
-def client_credentials(client: Any) -> Any:
-    """The credentials object ``client`` signs with (None when it signs with none, or when
-    botocore no longer offers it: the new client then finds credentials as any client does).
-    An aiobotocore client answers with an awaitable."""
-    get = getattr(client, "_get_credentials", None)
-    return get() if callable(get) else None
-
-
-def streams_client_for(client: Any) -> Any:
-    """A DynamoDB Streams client on the same endpoint, region and credentials as ``client``:
-    the same credentials object, so temporary credentials are refreshed for both."""
-    session = botocore.session.get_session()
-    credentials = client_credentials(client)
-    if credentials is not None:
-        resolver = CredentialResolver([SharedCredentials(credentials)])
-        session.register_component("credential_provider", resolver)
-    streams = boto3.session.Session(botocore_session=session)
-    return streams.client("dynamodbstreams", **streams_settings(client))
 
 
 def stream_shards(ask: Callable[[Request], Flow[Any]], arn: str) -> Flow[list[dict[str, Any]]]:
