@@ -13,7 +13,7 @@ from ddbkeys.aio.base import AsyncIdStrategy
 from ddbkeys.core.loops import PerLoop
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.gapless_core import GaplessCore, Pending, earliest
+from ddbkeys.ids.gapless_core import GaplessCore, Pending
 from ddbkeys.ids.group import AsyncGroupCommit
 
 if TYPE_CHECKING:
@@ -35,8 +35,7 @@ class GaplessSequence(GaplessCore, AsyncIdStrategy):
 
     async def _commit_batch(self, pending: Sequence[Pending]) -> list[int | BaseException]:
         """One shared commit of the group (run by the committing task)."""
-        items = [p.item for p in pending]
-        return await self._run(self._commit(items, atomic=False, deadline=earliest(pending)))
+        return await self._run(self._shared(pending))
 
     async def put(self, item: Mapping[str, Any], *, typed: bool = False) -> int:
         """Write ``item`` with the next id, and return the id.

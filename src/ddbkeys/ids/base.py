@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 __all__ = [
+    "Attempts",
     "Contention",
     "CounterStateError",
     "GlobalTableError",
@@ -65,6 +66,18 @@ __all__ = [
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: The retry layer a plan's requests go through: ``attempts(attempt, what, deadline)`` (a
+#: strategy's :meth:`StrategyCore._attempts`, or :func:`ddbkeys.core.attempts.attempts` with
+#: a policy and a :class:`Usage` in a test).
+Attempts = Callable[[Callable[[int], Flow[Any]], str, Deadline], Flow[Any]]
+
+
+class OnTable(Protocol):
+    """What names a table: a strategy, or its plan."""
+
+    @property
+    def table(self) -> str: ...
 
 
 class StrategyCore:
@@ -374,10 +387,11 @@ def transact(
     return None
 
 
-def cancelled_error(strategy: StrategyCore, cancellation: Cancellation) -> DdbKeysError:
-    """The error for a transaction cancelled for a reason no retry can fix."""
+def cancelled_error(on: OnTable, cancellation: Cancellation) -> DdbKeysError:
+    """The error for a transaction cancelled for a reason no retry can fix, on the table of
+    ``on`` (a strategy, or its plan)."""
     return DdbKeysError(
-        f"DynamoDB cancelled a transaction on table {strategy.table!r}: {cancellation.describe()}.",
-        table=strategy.table,
+        f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}.",
+        table=on.table,
         code="TransactionCanceledException",
     )
