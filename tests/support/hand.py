@@ -4,15 +4,19 @@ giving either); and the answers and the collection sequence's helpers those test
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
 from ddbkeys.core.steps import Flow, Once, Pause, Request
-from ddbkeys.ids.collection_core import CollectionCore, Pending
+from ddbkeys.ids.collection_plan import CollectionPlan, Keys, Pending
+from ddbkeys.ids.remembered import Remembered
 from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import table_info
 
@@ -93,23 +97,52 @@ def client() -> Any:
 POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 1.0)
 
 
-def core(**settings: Any) -> CollectionCore:
-    settings.setdefault("retry", POLICY)
-    return CollectionCore(client(), TABLE, **settings)
+@dataclass
+class Collection:
+    """A collection sequence without a client: its plan, the highest numbers it remembers
+    (``memory``, and its ``lock``, which no flow may hold across a step), and the retry layer
+    its requests go through (``policy``), counted in ``usage``."""
+
+    plan: CollectionPlan
+    policy: RetryPolicy
+    lock: Any = field(default_factory=threading.Lock)
+    usage: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self.memory = Remembered(self.plan.remembered, lock=self.lock)
+
+    def attempts(
+        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
+    ) -> Flow[Any]:
+        return attempts(
+            attempt, what=what, table=TABLE, policy=self.policy, deadline=deadline, usage=self.usage
+        )
 
 
-def pending(sequence: CollectionCore, *items: dict[str, Any], info: Any = None) -> list[Pending]:
+def core(*, retry: RetryPolicy = POLICY, **settings: Any) -> Collection:
+    return Collection(CollectionPlan(TABLE, **settings), retry)
+
+
+def keys(info: Any = None) -> Keys:
+    """The keys of table ``issues`` as ``info`` describes it (by default pk S, sk N)."""
+    return CollectionPlan(TABLE).keys(info if info is not None else described())
+
+
+def pending(sequence: Collection, *items: dict[str, Any], info: Any = None) -> list[Pending]:
     return [
-        drive(sequence._prepare(Deadline(None), "p", item, False), [], info=info).result
+        sequence.plan.prepare(keys(info), "p", item, False, Deadline(None))
         for item in (items or ({},))
     ]
 
 
-def commit(
-    sequence: CollectionCore, answers: list[Answer], count: int = 1, info: Any = None
-) -> Run:
+def committing(sequence: Collection, batch: list[Pending], info: Any = None) -> Flow[list[int]]:
+    """The flow of the commit of ``batch``."""
+    return sequence.plan.commit(batch, keys(info), sequence.memory, sequence.attempts)
+
+
+def commit(sequence: Collection, answers: list[Answer], count: int = 1, info: Any = None) -> Run:
     batch = pending(sequence, *({"n": i} for i in range(count)), info=info)
-    return drive(sequence._commit(batch), answers, lock=sequence._highest._lock, info=info)
+    return drive(committing(sequence, batch, info), answers, lock=sequence.lock)
 
 
 # --- answers ---------------------------------------------------------------------------------

@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.aio.base import AsyncIdStrategy
-from ddbkeys.ids.collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
+from ddbkeys.ids.collection_core import CollectionCore
+from ddbkeys.ids.collection_plan import OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids.group import AsyncGroupCommit
 from ddbkeys.schema import KeyAttribute
 
@@ -44,7 +45,7 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
         return number
 
     def _new_group(self) -> AsyncGroupCommit[Pending, int]:
-        return AsyncGroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
+        return AsyncGroupCommit(lambda batch: self._run(self._commit(batch)), self.plan.max_batch)
 
     def _group_gone(self, key: Any) -> bool:
         """A group of a loop that was closed with calls still waiting (they never end)."""

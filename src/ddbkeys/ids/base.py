@@ -6,7 +6,7 @@ key, and the requests several strategies send. Every request goes out as a flow 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -62,6 +62,7 @@ __all__ = [
     "SequenceExhaustedError",
     "StrategyCore",
     "Throttled",
+    "earliest",
 ]
 
 T = TypeVar("T")
@@ -78,6 +79,19 @@ class OnTable(Protocol):
 
     @property
     def table(self) -> str: ...
+
+
+class Waiting(Protocol):
+    """A call waiting for a shared commit, with its deadline."""
+
+    @property
+    def deadline(self) -> Deadline: ...
+
+
+def earliest(waiting: Iterable[Waiting]) -> Deadline:
+    """The deadline a shared commit keeps to: the one that ends first, so that no caller of
+    the batch waits past its own."""
+    return min((w.deadline for w in waiting), key=lambda d: d.remaining())
 
 
 class StrategyCore:

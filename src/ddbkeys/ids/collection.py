@@ -1,7 +1,7 @@
 """The item-collection sequence (the AWS post on auto-increment, "with a sort key"): the number
-is the sort key. Its decisions are :class:`~ddbkeys.ids.collection_core.CollectionCore`'s
-flows; this is the sync form, on the sync driver (threads share commits through
-:class:`~ddbkeys.ids.group.GroupCommit`)."""
+is the sort key. Its decisions are its plan's
+(:class:`~ddbkeys.ids.collection_plan.CollectionPlan`); this is the sync form, on the sync driver
+(threads share commits through :class:`~ddbkeys.ids.group.GroupCommit`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.ids.base import IdStrategy
-from ddbkeys.ids.collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
+from ddbkeys.ids.collection_core import CollectionCore
+from ddbkeys.ids.collection_plan import OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.schema import KeyAttribute
 
@@ -43,7 +44,7 @@ class CollectionSequence(CollectionCore, IdStrategy):
         return number
 
     def _new_group(self) -> GroupCommit[Pending, int]:
-        return GroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
+        return GroupCommit(lambda batch: self._run(self._commit(batch)), self.plan.max_batch)
 
     def check(
         self,

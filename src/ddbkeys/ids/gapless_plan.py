@@ -29,6 +29,7 @@ from ddbkeys.ids.base import (
     check_counter_attribute,
     counter_key_from,
     counter_written,
+    earliest,
     put_if_new,
     read_counter,
     transact,
@@ -73,12 +74,6 @@ class Pending:
 
     item: Item
     deadline: Deadline
-
-
-def earliest(pending: Sequence[Pending]) -> Deadline:
-    """The deadline a shared commit keeps to: the one that ends first, so that no caller of
-    the batch waits past its own."""
-    return min((p.deadline for p in pending), key=lambda d: d.remaining())
 
 
 class CounterState:
