@@ -18,7 +18,7 @@ from ddbkeys.core.steps import Flow, Once, Pause, Request
 from ddbkeys.ids.collection_plan import CollectionPlan, Keys, Pending
 from ddbkeys.ids.remembered import Remembered
 from ddbkeys.retry import Deadline, RetryPolicy
-from ddbkeys.schema import table_info
+from ddbkeys.schema import KeyAttribute, TableInfo, table_info
 
 TABLE = "issues"
 Answer = Any  # an answer, an exception to throw, or a callable of the request giving either
@@ -31,6 +31,28 @@ def described(sort_type: str | None = "N") -> Any:
         definitions.append({"AttributeName": "sk", "AttributeType": sort_type})
         schema.append({"AttributeName": "sk", "KeyType": "RANGE"})
     return table_info({"AttributeDefinitions": definitions, "KeySchema": schema}, TABLE)
+
+
+#: A global table (replicas in two other regions), which DynamoDB Local cannot make.
+GLOBAL = TableInfo(
+    "users-global", KeyAttribute("pk", "S"), None, ("eu-west-1", "us-west-2"), {}, 0, 0
+)
+
+
+def description(info: TableInfo) -> dict[str, Any]:
+    """DynamoDB's answer to DescribeTable of the table ``info`` describes (its keys and
+    replicas)."""
+    keys = [(info.partition_key, "HASH"), *([(info.sort_key, "RANGE")] if info.sort_key else [])]
+    return {
+        "Table": {
+            "TableName": info.name,
+            "KeySchema": [{"AttributeName": k.name, "KeyType": role} for k, role in keys],
+            "AttributeDefinitions": [
+                {"AttributeName": k.name, "AttributeType": k.type} for k, _ in keys
+            ],
+            "Replicas": [{"RegionName": region} for region in info.replica_regions],
+        }
+    }
 
 
 @dataclass
@@ -54,8 +76,9 @@ def drive(
     lock: Any = None,
     run: Run | None = None,
 ) -> Run:
-    """Run ``flow`` by hand: each request gets the next answer; a Once step the table's
-    description. ``lock`` (the strategy's) must be free at every step the flow yields."""
+    """Run ``flow`` by hand: each request gets the next answer; with ``info``, a DescribeTable
+    (or a Once step) gets that description, and is not among the requests. ``lock`` (the
+    strategy's) must be free at every step the flow yields."""
     run = run if run is not None else Run()
     queue = list(answers)
     try:
@@ -65,6 +88,12 @@ def drive(
             if isinstance(step, Once):
                 step.cell.set(info if info is not None else described())
                 step = flow.send(step.cell.get())
+            elif (
+                isinstance(step, Request)
+                and info is not None
+                and step.operation == "describe_table"
+            ):
+                step = flow.send(description(info))
             elif isinstance(step, Pause):
                 run.pauses.append(step.seconds)
                 step = flow.send(None)
