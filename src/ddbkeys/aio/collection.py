@@ -35,9 +35,9 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
     ) -> int:
         """Store ``item`` in the collection ``partition_key_value`` with the next number as its
         sort key, and return the number (see the sync ``CollectionSequence.put``)."""
-        pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
-            return (await self._run(self._commit([pending])))[0]
+            return await self._run(self._put_alone(partition_key_value, item, typed))
+        pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         # One group per collection and event loop (its futures belong to one loop), keyed by
         # the loop itself: a new loop may get the id of one that is gone.
         with self._groups.using((asyncio.get_running_loop(), pending.collection)) as group:

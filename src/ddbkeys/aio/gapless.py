@@ -42,11 +42,9 @@ class GaplessSequence(GaplessCore, AsyncIdStrategy):
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        deadline = self._begin()
-        (prepared,) = await self._run(self._prepared([item], typed, deadline))
         if self._group is None:
-            return await self._run(self._put_alone(prepared, deadline))
-        return await self._group.get().submit(Pending(prepared, deadline))
+            return await self._run(self._put_alone(item, typed))
+        return await self._group.get().submit(await self._run(self._pending(item, typed)))
 
     async def put_many(
         self, items: Sequence[Mapping[str, Any]], *, typed: bool = False

@@ -36,9 +36,9 @@ class CollectionSequence(CollectionCore, IdStrategy):
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        pending = self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
-            return self._run(self._commit([pending]))[0]
+            return self._run(self._put_alone(partition_key_value, item, typed))
+        pending = self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         with self._groups.using(pending.collection) as group:
             number: int = group.submit(pending)
         return number

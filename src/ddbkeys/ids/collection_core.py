@@ -202,6 +202,14 @@ class CollectionCore(StrategyCore):
         keys = yield from self._keys(deadline)
         return self.plan.prepare(keys, partition_key_value, item, typed, deadline)
 
+    def _put_alone(
+        self, partition_key_value: PartitionKeyValue, item: Mapping[str, Any] | None, typed: bool
+    ) -> Flow[int]:
+        """``put()`` without group commit: a write of its own."""
+        pending = yield from self._prepare(self._begin(), partition_key_value, item, typed)
+        (number,) = yield from self._commit([pending])
+        return number
+
     def _current(self, partition_key_value: PartitionKeyValue) -> Flow[int]:
         """The flow of ``current()`` (see :meth:`CollectionPlan.current`)."""
         deadline = self._begin()

@@ -36,11 +36,9 @@ class GaplessSequence(GaplessCore, IdStrategy):
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        deadline = self._begin()
-        (prepared,) = self._run(self._prepared([item], typed, deadline))
         if self._group is None:
-            return self._run(self._put_alone(prepared, deadline))
-        return self._group.submit(Pending(prepared, deadline))
+            return self._run(self._put_alone(item, typed))
+        return self._group.submit(self._run(self._pending(item, typed)))
 
     def put_many(self, items: Sequence[Mapping[str, Any]], *, typed: bool = False) -> list[int]:
         """Write up to 99 items in one transaction with consecutive ids; all or none.

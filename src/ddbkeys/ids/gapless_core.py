@@ -181,9 +181,17 @@ class GaplessCore(StrategyCore):
         self.plan.not_the_counter(prepared, info, counter)
         return prepared
 
-    def _put_alone(self, item: Item, deadline: Deadline) -> Flow[int]:
+    def _pending(self, item: Mapping[str, Any], typed: bool) -> Flow[Pending]:
+        """A ``put()`` call begun: its item checked and typed (before any write), and its
+        deadline."""
+        deadline = self._begin()
+        (prepared,) = yield from self._prepared([item], typed, deadline)
+        return Pending(prepared, deadline)
+
+    def _put_alone(self, item: Mapping[str, Any], typed: bool) -> Flow[int]:
         """``put()`` without group commit: one transaction of its own."""
-        (result,) = yield from self._commit([item], atomic=False, deadline=deadline)
+        pending = yield from self._pending(item, typed)
+        (result,) = yield from self._shared([pending])
         if isinstance(result, BaseException):
             raise result
         return result
