@@ -83,8 +83,8 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
 
     async def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number`` (one DescribeTable the first time)."""
-        return self._sort_key((await self.keys())[1], number)
+        return self.plan.sort_key((await self.keys())[1], number)
 
     async def counter_key(self, partition_key_value: AttributeValueTypeDef) -> dict[str, Any]:
         """The key of a collection's counter item (``never_reuse``): the number 0."""
-        return self._counter_key(await self.keys(), partition_key_value)
+        return self.plan.counter_key(await self.keys(), partition_key_value)

@@ -81,8 +81,8 @@ class CollectionSequence(CollectionCore, IdStrategy):
     def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number`` (one DescribeTable the first time, to learn the
         sort key's type)."""
-        return self._sort_key(self.keys()[1], number)
+        return self.plan.sort_key(self.keys()[1], number)
 
     def counter_key(self, partition_key_value: AttributeValueTypeDef) -> dict[str, Any]:
         """The key of a collection's counter item (``never_reuse``): the number 0."""
-        return self._counter_key(self.keys(), partition_key_value)
+        return self.plan.counter_key(self.keys(), partition_key_value)

@@ -26,10 +26,9 @@ from ddbkeys.ids.collection_plan import (
 from ddbkeys.ids.group import GroupsInUse
 from ddbkeys.ids.remembered import REMEMBERED, Remembered
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.schema import KeyAttribute
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+    pass
 
 __all__ = ["MAX_BATCH", "REQUERY_EVERY", "CollectionCore", "OnConflict", "Pending"]
 
@@ -184,12 +183,6 @@ class CollectionCore(StrategyCore):
         """The table's partition and sort key (one DescribeTable the first time)."""
         info = yield from self._table_info(deadline)
         return self.plan.keys(info)
-
-    def _counter_key(self, keys: Keys, pk_value: AttributeValueTypeDef) -> dict[str, Any]:
-        return self.plan.counter_key(keys, pk_value)
-
-    def _sort_key(self, sort_key: KeyAttribute, number: int) -> AttributeValueTypeDef:
-        return self.plan.sort_key(sort_key, number)
 
     def _prepare(
         self,
