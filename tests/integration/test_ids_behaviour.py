@@ -160,6 +160,7 @@ def test_counter_wrong_key_attribute(
         ({"idempotent": 1}, "idempotent must be True or False"),
         ({"idempotent": True, "deadline": None}, "idempotent=True needs a deadline of at most 900"),
         ({"idempotent": True, "deadline": 901}, "idempotent=True needs a deadline of at most 900"),
+        ({"deadline": 0}, "deadline must be a number of seconds above 0"),  # (every strategy's)
     ],
 )
 def test_counter_bad_input(

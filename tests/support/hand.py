@@ -4,17 +4,21 @@ giving either); and the answers and the collection sequence's helpers those test
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
 from botocore.exceptions import ClientError, ReadTimeoutError
 
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
 from ddbkeys.core.steps import Flow, Once, Pause, Request
-from ddbkeys.ids.collection_core import CollectionCore, Pending
+from ddbkeys.ids.collection_plan import CollectionPlan, Keys, Pending
+from ddbkeys.ids.remembered import Remembered
 from ddbkeys.retry import Deadline, RetryPolicy
-from ddbkeys.schema import table_info
+from ddbkeys.schema import KeyAttribute, TableInfo, table_info
 
 TABLE = "issues"
 Answer = Any  # an answer, an exception to throw, or a callable of the request giving either
@@ -27,6 +31,28 @@ def described(sort_type: str | None = "N") -> Any:
         definitions.append({"AttributeName": "sk", "AttributeType": sort_type})
         schema.append({"AttributeName": "sk", "KeyType": "RANGE"})
     return table_info({"AttributeDefinitions": definitions, "KeySchema": schema}, TABLE)
+
+
+#: A global table (replicas in two other regions), which DynamoDB Local cannot make.
+GLOBAL = TableInfo(
+    "users-global", KeyAttribute("pk", "S"), None, ("eu-west-1", "us-west-2"), {}, 0, 0
+)
+
+
+def description(info: TableInfo) -> dict[str, Any]:
+    """DynamoDB's answer to DescribeTable of the table ``info`` describes (its keys and
+    replicas)."""
+    keys = [(info.partition_key, "HASH"), *([(info.sort_key, "RANGE")] if info.sort_key else [])]
+    return {
+        "Table": {
+            "TableName": info.name,
+            "KeySchema": [{"AttributeName": k.name, "KeyType": role} for k, role in keys],
+            "AttributeDefinitions": [
+                {"AttributeName": k.name, "AttributeType": k.type} for k, _ in keys
+            ],
+            "Replicas": [{"RegionName": region} for region in info.replica_regions],
+        }
+    }
 
 
 @dataclass
@@ -50,8 +76,9 @@ def drive(
     lock: Any = None,
     run: Run | None = None,
 ) -> Run:
-    """Run ``flow`` by hand: each request gets the next answer; a Once step the table's
-    description. ``lock`` (the strategy's) must be free at every step the flow yields."""
+    """Run ``flow`` by hand: each request gets the next answer; with ``info``, a DescribeTable
+    (or a Once step) gets that description, and is not among the requests. ``lock`` (the
+    strategy's) must be free at every step the flow yields."""
     run = run if run is not None else Run()
     queue = list(answers)
     try:
@@ -61,6 +88,12 @@ def drive(
             if isinstance(step, Once):
                 step.cell.set(info if info is not None else described())
                 step = flow.send(step.cell.get())
+            elif (
+                isinstance(step, Request)
+                and info is not None
+                and step.operation == "describe_table"
+            ):
+                step = flow.send(description(info))
             elif isinstance(step, Pause):
                 run.pauses.append(step.seconds)
                 step = flow.send(None)
@@ -93,23 +126,52 @@ def client() -> Any:
 POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lambda: 1.0)
 
 
-def core(**settings: Any) -> CollectionCore:
-    settings.setdefault("retry", POLICY)
-    return CollectionCore(client(), TABLE, **settings)
+@dataclass
+class Collection:
+    """A collection sequence without a client: its plan, the highest numbers it remembers
+    (``memory``, and its ``lock``, which no flow may hold across a step), and the retry layer
+    its requests go through (``policy``), counted in ``usage``."""
+
+    plan: CollectionPlan
+    policy: RetryPolicy
+    lock: Any = field(default_factory=threading.Lock)
+    usage: Usage = field(default_factory=Usage)
+
+    def __post_init__(self) -> None:
+        self.memory = Remembered(self.plan.remembered, lock=self.lock)
+
+    def attempts(
+        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
+    ) -> Flow[Any]:
+        return attempts(
+            attempt, what=what, table=TABLE, policy=self.policy, deadline=deadline, usage=self.usage
+        )
 
 
-def pending(sequence: CollectionCore, *items: dict[str, Any], info: Any = None) -> list[Pending]:
+def core(*, retry: RetryPolicy = POLICY, **settings: Any) -> Collection:
+    return Collection(CollectionPlan(TABLE, **settings), retry)
+
+
+def keys(info: Any = None) -> Keys:
+    """The keys of table ``issues`` as ``info`` describes it (by default pk S, sk N)."""
+    return CollectionPlan(TABLE).keys(info if info is not None else described())
+
+
+def pending(sequence: Collection, *items: dict[str, Any], info: Any = None) -> list[Pending]:
     return [
-        drive(sequence._prepare(Deadline(None), "p", item, False), [], info=info).result
+        sequence.plan.prepare(keys(info), "p", item, False, Deadline(None))
         for item in (items or ({},))
     ]
 
 
-def commit(
-    sequence: CollectionCore, answers: list[Answer], count: int = 1, info: Any = None
-) -> Run:
+def committing(sequence: Collection, batch: list[Pending], info: Any = None) -> Flow[list[int]]:
+    """The flow of the commit of ``batch``."""
+    return sequence.plan.commit(batch, keys(info), sequence.memory, sequence.attempts)
+
+
+def commit(sequence: Collection, answers: list[Answer], count: int = 1, info: Any = None) -> Run:
     batch = pending(sequence, *({"n": i} for i in range(count)), info=info)
-    return drive(sequence._commit(batch), answers, lock=sequence._highest._lock, info=info)
+    return drive(committing(sequence, batch, info), answers, lock=sequence.lock)
 
 
 # --- answers ---------------------------------------------------------------------------------

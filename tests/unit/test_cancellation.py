@@ -5,13 +5,11 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import boto3
 import pytest
 
-from ddbkeys.core.steps import OnceCell
-from ddbkeys.ids import GaplessSequence, ItemExistsError, Verdict, read_cancellation
+from ddbkeys.ids import ItemExistsError, Verdict, read_cancellation
 from ddbkeys.ids.base import Contention, CounterItem, Throttled
-from ddbkeys.ids.gapless_core import _Plan
+from ddbkeys.ids.gapless_plan import Commit, CounterState, GaplessPlan
 from ddbkeys.schema import KeyAttribute, TableInfo
 
 CODES = [
@@ -88,19 +86,9 @@ def test_describe_names_the_invalid_actions_with_the_servers_words() -> None:
 # --- what the gapless sequence makes of each combination --------------------------------------
 
 GAPLESS_CODES = ["None", "ConditionalCheckFailed", "TransactionConflict", "ThrottlingError"]
-
-
-def gapless(id_in_key: bool) -> Any:
-    """A GaplessSequence that knows its table and counter without asking a server."""
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    sequence = GaplessSequence(client, "users", id_attribute="pk" if id_in_key else "id")
-    info: OnceCell[TableInfo] = OnceCell()
-    info.set(TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0))
-    sequence._infos["users"] = info
-    sequence._counter = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
-    return sequence
+#: Table ``users`` (key ``pk``, a string) and where the sequence's counter lives in it.
+INFO = TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0)
+WHERE = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
 
 
 @pytest.mark.parametrize("atomic", [False, True])
@@ -113,17 +101,16 @@ def test_gapless_reads_every_combination(
     item condition is an existing item only when the id is not the key, or when the counter
     held (an id's key taken by an item the sequence did not write); with the id as the key and
     the counter moved, it is the racing writer's item: a lost race, retried."""
-    sequence = gapless(id_in_key)
+    plan = GaplessPlan("users", id_attribute="pk" if id_in_key else "id")
+    state = CounterState()  # (what it learns is all it knows)
     reasons: list[dict[str, Any]] = [{"Code": c} for c in codes]
     if codes[0] == "ConditionalCheckFailed":
         reasons[0]["Item"] = {"pk": {"S": "sequence"}, "last_id": {"N": "7"}}
     for n in (1, 2):
         if codes[n] == "ConditionalCheckFailed":
             reasons[n]["Item"] = {"pk": {"S": f"k{n}"}}
-    items = [{"pk": {"S": "k1"}}, {"pk": {"S": "k2"}}] if not id_in_key else [{}, {}]
-    live = [0, 1]
-    results: list[Any] = [None, None]
-    plan = _Plan(last=3, token="t")
+    items: Any = [{"pk": {"S": "k1"}}, {"pk": {"S": "k2"}}] if not id_in_key else [{}, {}]
+    commit = Commit(items, INFO, WHERE, atomic=atomic, last=3, token="t")
     counter_moved = codes[0] == "ConditionalCheckFailed"
     items_failed = [n - 1 for n in (1, 2) if codes[n] == "ConditionalCheckFailed"]
     exists = (
@@ -131,7 +118,7 @@ def test_gapless_reads_every_combination(
     )
     outcome: Any
     try:
-        sequence._cancelled(read_cancellation(reasons), items, live, results, plan, atomic=atomic)
+        plan.cancelled(commit, read_cancellation(reasons), state)
         outcome = "return"
     except Contention as lost:
         outcome = ("contention", lost.immediate, lost.wait is not None)
@@ -139,23 +126,23 @@ def test_gapless_reads_every_combination(
         outcome = "throttled"
     except ItemExistsError:
         outcome = "exists"
-    assert plan.token is None and plan.last is None  # a cancelled plan is never sent again
+    assert commit.token is None and commit.last is None  # a cancelled plan is never sent again
     if exists and atomic:
         assert outcome == "exists"
         return
-    assert [isinstance(r, ItemExistsError) for r in results] == [i in exists for i in (0, 1)]
-    assert live == [i for i in (0, 1) if i not in exists]
+    assert [isinstance(r, ItemExistsError) for r in commit.results] == [i in exists for i in (0, 1)]
+    assert commit.live == [i for i in (0, 1) if i not in exists]
     if counter_moved:
-        assert sequence._last == 7
+        assert state.last == 7
         # Not at once (every loser learnt 7): a wait of its own, then the counter read afresh.
-        assert outcome == ("contention", False, True) and plan.reread
+        assert outcome == ("contention", False, True) and commit.reread
     elif (items_failed and id_in_key) or exists:
         assert outcome == "return"
-        assert sequence._last == 3  # the counter held
+        assert state.last == 3  # the counter held
     elif "ThrottlingError" in codes:
         assert outcome == "throttled"
     else:
         assert outcome == ("contention", False, False)
-    for error in results:
+    for error in commit.results:
         if isinstance(error, ItemExistsError):
             assert "already exists in table 'users'" in str(error)

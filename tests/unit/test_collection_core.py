@@ -1,6 +1,6 @@
-"""The item-collection sequence's decisions, driven by hand without a server: each case lists
-the answers DynamoDB gives, in order, and asserts the requests the flow sends, the waits it asks
-for and what it returns or raises."""
+"""The item-collection sequence's plan, driven by hand without a server or a client: each case
+lists the answers DynamoDB gives, in order, and asserts the requests the flow sends, the waits it
+asks for and what it returns or raises."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from ddbkeys.capacity import Usage
 from ddbkeys.core.steps import Request
 from ddbkeys.drivers.sync import refused
 from ddbkeys.errors import DdbKeysError, KeySchemaError
-from ddbkeys.ids.collection_core import Pending
 from ddbkeys.ids.collection_keys import number_in, sort_key_of
+from ddbkeys.ids.collection_plan import Pending
 from ddbkeys.ids.errors import CounterStateError, SequenceExhaustedError
 from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
 from ddbkeys.schema import KeyAttribute
@@ -25,6 +25,7 @@ from tests.support.hand import (
     Run,
     cancelled,
     commit,
+    committing,
     core,
     counter,
     counter_update,
@@ -33,6 +34,7 @@ from tests.support.hand import (
     error,
     failed_condition,
     highest,
+    keys,
     lost,
     our_own_write,
     pending,
@@ -126,7 +128,7 @@ def test_a_single_put(
     shown = list(zip((t[0] for t in tried), tokens(run), strict=True))
     for (sk_a, tok_a), (sk_b, tok_b) in itertools.pairwise(shown):
         assert (tok_a == tok_b) == (sk_a == sk_b)
-    assert sequence._remembered(repr({"S": "p"})) == numbers[-1]
+    assert sequence.memory.get(repr({"S": "p"})) == numbers[-1]
     query = run.requests[0].params
     assert (query["ScanIndexForward"], query["Limit"], query["ConsistentRead"]) == (False, 1, True)
 
@@ -142,7 +144,7 @@ def test_the_remembered_highest_saves_the_query_and_a_lost_race_forgets_it() -> 
     with pytest.raises(DdbKeysError) as raised:
         commit(sequence, [error("ValidationException")])
     assert raised.value.code == "ValidationException"
-    assert sequence._remembered(repr({"S": "p"})) is None  # an error: read afresh next time
+    assert sequence.memory.get(repr({"S": "p"})) is None  # an error: read afresh next time
     assert commit(sequence, [highest(8), OK]).operations == [Q, P]
 
 
@@ -156,7 +158,7 @@ def test_a_batch_is_committed_within_the_call_with_least_time_left() -> None:
     sequence = core()
     early = Pending({"pk": {"S": "p"}}, repr({"S": "p"}), Deadline(5))
     late = Pending({"pk": {"S": "p"}}, repr({"S": "p"}), Deadline(50))
-    run = drive(sequence._commit([late, early]), [highest(0), OK], lock=sequence._highest._lock)
+    run = drive(committing(sequence, [late, early]), [highest(0), OK], lock=sequence.lock)
     assert run.result == [1, 2]
     assert all(r.deadline is early.deadline for r in run.requests)
 
@@ -280,7 +282,7 @@ def test_a_batch_cancelled_as_invalid_is_not_tried_again(reasons: tuple[str, ...
     sequence = core()
     with pytest.raises(DdbKeysError, match="DynamoDB cancelled a transaction on table 'issues'"):
         commit(sequence, [highest(0), cancelled(*reasons)], count=2)
-    assert sequence._remembered(repr({"S": "p"})) is None
+    assert sequence.memory.get(repr({"S": "p"})) is None
 
 
 # --- never_reuse: the counter item ------------------------------------------------------------
@@ -381,7 +383,7 @@ def test_never_reuse(
 
 
 def test_never_reuse_batches_hold_one_item_less_and_a_bad_counter_is_named() -> None:
-    assert core(never_reuse=True)._max_batch == 99 and core()._max_batch == 100
+    assert core(never_reuse=True).plan.max_batch == 99 and core().plan.max_batch == 100
     with pytest.raises(CounterStateError, match="holds last_number = 'x'"):
         commit(core(never_reuse=True), [counter("x", "S")])
     with pytest.raises(DdbKeysError, match="cancelled a transaction"):
@@ -426,7 +428,7 @@ def test_a_number_past_what_the_sort_key_holds_is_refused_and_nothing_written(
     run = Run()
     with pytest.raises(SequenceExhaustedError, match=message):
         batch = pending(sequence, info=described(sort_type))
-        drive(sequence._commit(batch), answers, info=described(sort_type), run=run)
+        drive(committing(sequence, batch, described(sort_type)), answers, run=run)
     assert written(run)[-1:] != [["10"]]  # the number that does not fit was never sent
     assert all(r.operation in (Q, G) for r in run.requests[:1])
 
@@ -447,16 +449,16 @@ def test_sort_key_values_and_numbers() -> None:
 def test_a_table_without_a_number_or_string_sort_key_is_refused() -> None:
     for info in (described(None), described("B")):
         with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\) sort key"):
-            drive(core()._keys(Deadline(None)), [], info=info)
+            core().plan.keys(info)
 
 
 def test_prepare_refuses_what_the_sequence_sets_and_sends_nothing() -> None:
     sequence = core()
     for item in ({"sk": 1}, {"pk": "x"}, {"ddbkeys_token": "t"}):
         with pytest.raises(DdbKeysError, match="must not hold"):
-            drive(sequence._prepare(Deadline(None), "p", item, False), [])
+            sequence.plan.prepare(keys(), "p", item, False, Deadline(None))
     with pytest.raises(KeySchemaError, match="the partition key value gives a number"):
-        drive(sequence._prepare(Deadline(None), 5, None, False), [])
+        sequence.plan.prepare(keys(), 5, None, False, Deadline(None))
 
 
 # --- current() ---------------------------------------------------------------------------------
@@ -476,7 +478,7 @@ def test_current(
     never_reuse: bool, answers: list[Answer], expected: int, operations: list[str]
 ) -> None:
     sequence = core(never_reuse=never_reuse)
-    run = drive(sequence._current("p"), answers)
+    run = drive(sequence.plan.current(keys(), "p", Deadline(None), sequence.attempts), answers)
     assert (run.result, run.operations) == (expected, operations)
 
 

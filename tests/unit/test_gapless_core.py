@@ -1,28 +1,29 @@
-"""The gapless sequence's core, driven by hand without a server: the commit flow is sent the
-answers (and thrown the cancellations) DynamoDB would give, and each row says which step comes
-next and what the call ends with."""
+"""The gapless sequence's plan, driven by hand without a server or a client: the commit flow is
+sent the answers (and thrown the cancellations) DynamoDB would give, and each row says which step
+comes next and what the call ends with."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys.core.steps import Flow, OnceCell, Pause, Request, Step
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow, Pause, Request, Step
 from ddbkeys.errors import ConfigurationError, DdbKeysError
 from ddbkeys.ids import (
     CounterStateError,
-    GaplessSequence,
     ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
 )
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.gapless_core import Pending, earliest
+from ddbkeys.ids.gapless_plan import Commit, CounterState, GaplessPlan, Pending, earliest
 from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import KeyAttribute, TableInfo
 
@@ -36,29 +37,57 @@ JITTER = POLICY.full_jitter(0)  # after a conflict
 BACKOFF = POLICY.exponential(0)  # after throttling
 #: After the n-th lost race in a row: half of base_delay doubled n times (random() is 0.5).
 LOST = {n: 0.5 * min(0.1, 0.01 * 2**n) for n in (1, 2, 3)}
+#: Table ``users`` (key ``pk``, a string) and where the sequence's counter lives in it.
+INFO = TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0)
+WHERE = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
 
 
-def sequence(*, id_in_key: bool = False, last: int | None = 3) -> GaplessSequence:
-    """A sequence on table ``users`` (key ``pk``, a string) that knows its table and counter
-    (``{"pk": "sequence"}``) and, unless ``last`` is None, the counter's value."""
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    seq = GaplessSequence(client, "users", id_attribute="pk" if id_in_key else "id", retry=POLICY)
-    info: OnceCell[TableInfo] = OnceCell()
-    info.set(TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0))
-    seq._infos["users"] = info
-    seq._counter = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
-    seq._last = last
-    return seq
+@dataclass
+class Sequence:
+    """What a gapless sequence is without its client: its plan, what it knows of its counter
+    (``state``), and the retry layer its requests go through, counted in ``usage``."""
+
+    plan: GaplessPlan
+    state: CounterState
+    usage: Usage = field(default_factory=Usage)
+
+    def attempts(
+        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
+    ) -> Flow[Any]:
+        return attempts(
+            attempt,
+            what=what,
+            table="users",
+            policy=self.plan.policy,
+            deadline=deadline,
+            usage=self.usage,
+        )
+
+
+def sequence(
+    *, id_in_key: bool = False, last: int | None = 3, policy: RetryPolicy = POLICY
+) -> Sequence:
+    """A sequence on table ``users`` whose counter is ``{"pk": "sequence"}`` and, unless ``last``
+    is None, knows the counter's value."""
+    plan = GaplessPlan("users", id_attribute="pk" if id_in_key else "id", policy=policy)
+    return Sequence(plan, CounterState(last))
 
 
 def items(id_in_key: bool, n: int = 2) -> list[Any]:
     return [{} if id_in_key else {"pk": {"S": f"k{i + 1}"}} for i in range(n)]
 
 
-def commit(seq: GaplessSequence, n: int = 2, *, atomic: bool = False) -> Flow[Any]:
-    return seq._commit(items(seq.id_attribute == "pk", n), atomic=atomic, deadline=Deadline(None))
+def commit(
+    seq: Sequence,
+    n: int = 2,
+    *,
+    atomic: bool = False,
+    counter: CounterItem = WHERE,
+    deadline: Deadline | None = None,
+) -> Flow[Any]:
+    """The flow of one commit of ``n`` items (the id is the key when ``id_attribute`` is pk)."""
+    batch = Commit(items(seq.plan.id_attribute == "pk", n), INFO, counter, atomic=atomic)
+    return seq.plan.write(batch, deadline or Deadline(None), seq.state, seq.attempts)
 
 
 def cancelled(codes: tuple[str, ...], counter_holds: str | None = "7") -> ClientError:
@@ -150,7 +179,7 @@ def test_the_first_request(last: int | None, steps: list[Any], condition: str) -
     assert (tx.write, tx.items, tx.count_refused) == (True, 2, True)
     base = steps[-1][1]
     assert finish(flow) == [base + 1, base + 2]
-    assert seq._last == base + 2
+    assert seq.state.last == base + 2
 
 
 @pytest.mark.parametrize("last", [MAX, MAX - 1])
@@ -384,22 +413,21 @@ def test_lost_races_in_a_row_wait_longer_each_time_then_read_again() -> None:
         step = flow.send({"Item": {"last_id": {"N": then}}})
         assert shown(step) == ("tx", int(then), [int(then) + 1, int(then) + 2])
     assert finish(flow) == [13, 14]
-    assert (seq._last, seq.usage.conflicts, seq.usage.retries) == (14, 3, 3)
+    assert (seq.state.last, seq.usage.conflicts, seq.usage.retries) == (14, 3, 3)
 
 
 def test_the_wait_after_a_lost_race_follows_the_round_trip() -> None:
     """A slow transaction (a busy server) makes a longer wait: its round trip, doubled with
     each loss in a row, up to max_delay."""
     ticks = iter([0.0, 0.03, 1.0, 1.2])  # (the lost transaction took 30 ms, then 200 ms)
-    seq = sequence()
-    seq.retry = RetryPolicy(
+    policy = RetryPolicy(
         max_attempts=10,
         base_delay=0.01,
         max_delay=0.1,
         random=lambda: 1.0,
         clock=lambda: next(ticks),
     )
-    flow = seq._commit(items(False), atomic=False, deadline=Deadline(None, clock=lambda: 0.0))
+    flow = commit(sequence(policy=policy), deadline=Deadline(None, clock=lambda: 0.0))
     next(flow)
     assert shown(flow.throw(cancelled((CCF, NONE, NONE), "7"))) == ("pause", 0.06)
     flow.send(None)
@@ -441,9 +469,9 @@ def test_the_shared_last_value_only_moves_forward() -> None:
     slow, fast = commit(seq, 1), commit(seq, 1)
     assert shown(next(slow)) == ("tx", 3, [4])
     assert shown(next(fast)) == ("tx", 3, [4])
-    seq._last = 10  # another commit of this object went further meanwhile
+    seq.state.passed(10)  # another commit of this object went further meanwhile
     assert finish(fast) == [4]  # (a real server would refuse one of these two)
-    assert seq._last == 10
+    assert seq.state.last == 10
 
 
 # --- preparing items, current(), the deadline of a shared commit ------------------------------
@@ -463,21 +491,48 @@ def run_to_end(flow: Flow[Any], answers: list[Any] | None = None) -> Any:
 
 def test_items_are_checked_before_any_request() -> None:
     seq = sequence()
+    plan = seq.plan
     with pytest.raises(ConfigurationError, match="The item already has the id attribute 'id'"):
-        run_to_end(seq._prepared([{"pk": "a", "id": 1}], False, Deadline(None)))
+        plan.prepare([{"pk": "a", "id": 1}], False, INFO)
     with pytest.raises(ItemKeyClashError, match=re.escape("Item 2 has the key {'pk': 'sequence'}")):
-        run_to_end(seq._prepared([{"pk": "a"}, {"pk": "sequence"}], False, Deadline(None)))
+        plan.not_the_counter(
+            plan.prepare([{"pk": "a"}, {"pk": "sequence"}], False, INFO), INFO, WHERE
+        )
     with pytest.raises(ItemKeyClashError, match="Items 1 and 3 of put_many have the same key"):
-        run_to_end(seq._put_many([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}], False))
+        plan.distinct(plan.prepare([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}], False, INFO), INFO)
     with pytest.raises(ConfigurationError, match="put_many takes 1 to 99 items, not 0"):
-        run_to_end(seq._put_many([], False))
+        plan.many([])
     with pytest.raises(ConfigurationError, match="put_many takes a list of items, not dict"):
-        run_to_end(seq._put_many({"pk": "a"}, False))  # type: ignore[arg-type]
+        plan.many({"pk": "a"})
     keyed = sequence(id_in_key=True, last=1)
-    keyed._counter = CounterItem("users", {"pk": {"S": "0000000002"}}, "last_id")
+    at_two = CounterItem("users", {"pk": {"S": "0000000002"}}, "last_id")
     with pytest.raises(ItemKeyClashError, match="Id 2 would give the item the key"):
-        run_to_end(keyed._commit([{}], atomic=False, deadline=Deadline(None)))
+        run_to_end(commit(keyed, 1, counter=at_two))
     assert seq.usage.requests == keyed.usage.requests == 0
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"name": ""}, "Invalid sequence name ''"),
+        ({"counter_table": "x"}, "Invalid table name 'x'"),
+        ({"counter_attribute": "ddbkeys_type"}, "Invalid counter attribute 'ddbkeys_type'"),
+        ({"id_attribute": ""}, "Invalid id attribute ''"),
+        ({"width": 0}, "width must be 1 to 38 digits, not 0"),
+        ({"prefix": 5}, "prefix must be a string, not 5"),
+        ({"max_batch": 100}, "max_batch must be 1 to 99, not 100"),
+        ({"counter_key": "pk"}, "counter_key must be a mapping of key attributes to values"),
+    ],
+)
+def test_settings_no_sequence_can_have(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        GaplessPlan("users", **settings)
+
+
+def test_the_counter_lives_where_the_settings_say() -> None:
+    assert GaplessPlan("users").counter_item(INFO) == WHERE
+    elsewhere = GaplessPlan("users", "s", counter_table="counters", counter_key={"pk": "ids"})
+    assert elsewhere.counter_item(INFO) == CounterItem("counters", {"pk": {"S": "ids"}}, "last_id")
 
 
 @pytest.mark.parametrize(
@@ -489,7 +544,8 @@ def test_items_are_checked_before_any_request() -> None:
     ],
 )
 def test_current(answer: Any, current: int) -> None:
-    assert run_to_end(sequence()._current(), [answer]) == current
+    seq = sequence()
+    assert run_to_end(seq.plan.current(WHERE, Deadline(None), seq.attempts), [answer]) == current
 
 
 def test_a_shared_commit_keeps_to_the_deadline_that_ends_first() -> None:
@@ -500,7 +556,3 @@ def test_a_shared_commit_keeps_to_the_deadline_that_ends_first() -> None:
     free = Deadline(None)
     pending = [Pending({}, d) for d in (free, later, late)]
     assert earliest(pending) is late
-
-
-def test_counter_key_sends_no_request_once_known() -> None:
-    assert sequence().counter_key == {"pk": {"S": "sequence"}}

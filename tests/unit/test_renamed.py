@@ -1,144 +1,47 @@
-"""Names that changed keep working for this release, with a DeprecationWarning that points at the
-caller's line (the project's own tests turn such warnings into errors: see pyproject.toml)."""
+"""How an old name of a setting is read (``renamed()``), without a client: the old name alone
+still works with a DeprecationWarning that points at the caller's line, the new name alone says
+nothing, and both at once are a ConfigurationError. The classes and functions that take old
+names, as a caller meets them: tests/integration/test_renamed.py."""
 
 from __future__ import annotations
 
-import asyncio
 import warnings
-from collections.abc import Callable
 from typing import Any
 
-import boto3
 import pytest
 
-from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids import AtomicCounter
-from ddbkeys.partition_keys import distinct_partition_keys
+from ddbkeys.renames import renamed
 
-# Nothing is sent: no request from a constructor.
-CLIENT = boto3.client(
-    "dynamodb",
-    region_name="us-east-1",
-    endpoint_url="http://127.0.0.1:9",
-    aws_access_key_id="unused",
-    aws_secret_access_key="unused",
-)
 KEY = {"pk": "c", "sk": 0}
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "value"),
-    [("key", "counter_key", KEY), ("attribute", "counter_attribute", "n")],
-)
-def test_the_old_counter_names_still_work_with_a_warning(old: str, new: str, value: Any) -> None:
-    with pytest.warns(DeprecationWarning, match=f"{old}= is deprecated: pass {new}= instead") as w:
-        counter = AtomicCounter(CLIENT, "table", **{old: value})
-    assert w[0].filename == __file__  # the warning names the line that used the old name
-    assert getattr(counter, "_key_given" if old == "key" else "counter_attribute") == value
-    assert counter.attribute == counter.counter_attribute  # (the old property, kept)
+def counter_key(key: Any = None, counter_key: Any = None) -> Any:
+    """A function that takes ``counter_key=`` and its old name ``key=``, as the classes do."""
+    return renamed("key", "counter_key", key, counter_key, None)
 
 
-def test_the_new_names_do_not_warn() -> None:
+def test_the_old_name_still_works_with_a_warning_at_the_callers_line() -> None:
+    said = "key= is deprecated: pass counter_key= instead"
+    with pytest.warns(DeprecationWarning, match=said) as w:
+        assert counter_key(key=KEY) == KEY
+    assert w[0].filename == __file__  # the line that called the function, not renamed's
+    assert "the old name goes in the next release" in str(w[0].message)
+
+
+def test_the_new_name_or_none_does_not_warn() -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        counter = AtomicCounter(CLIENT, "table", counter_key=KEY, counter_attribute="n")
-    assert (counter._key_given, counter.counter_attribute) == (KEY, "n")
+        assert counter_key(counter_key=KEY) == KEY
+        assert counter_key() is None
+        assert renamed("attribute", "counter_attribute", None, "n", "last_id") == "n"
 
 
 def test_both_names_at_once_are_a_configuration_error() -> None:
-    with pytest.raises(ConfigurationError, match="key= is the old name of counter_key="):
-        AtomicCounter(CLIENT, "table", key=KEY, counter_key=KEY)
+    with pytest.raises(ConfigurationError, match="key= is the old name of counter_key=: pass only"):
+        counter_key(key=KEY, counter_key=KEY)
     with pytest.raises(ConfigurationError, match="attribute= is the old name of counter_attribute"):
-        AtomicCounter(CLIENT, "table", attribute="a", counter_attribute="b")
-
-
-def test_the_key_property_warns_that_it_sends_a_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    counter = AtomicCounter(CLIENT, "table", counter_key=KEY)
-    sent: list[str] = []
-
-    def describe_table(**params: Any) -> Any:
-        sent.append(params["TableName"])
-        return {
-            "Table": {
-                "TableName": "table",
-                "TableStatus": "ACTIVE",
-                "KeySchema": [
-                    {"AttributeName": "pk", "KeyType": "HASH"},
-                    {"AttributeName": "sk", "KeyType": "RANGE"},
-                ],
-                "AttributeDefinitions": [
-                    {"AttributeName": "pk", "AttributeType": "S"},
-                    {"AttributeName": "sk", "AttributeType": "N"},
-                ],
-            }
-        }
-
-    monkeypatch.setattr(counter.client, "describe_table", describe_table)
-    with pytest.warns(DeprecationWarning, match=r"use counter_item\(\)\.key instead"):
-        key = counter.key
-    assert key == {"pk": {"S": "c"}, "sk": {"N": "0"}} == counter.counter_item().key
-    assert sent == ["table"]  # one DescribeTable, the first time
-
-
-def test_max_lag_is_ignored_with_a_warning() -> None:
-    # (The deadline is refused right after the warning: nothing is sent.)
-    with (
-        pytest.warns(DeprecationWarning, match="max_lag is ignored") as w,
-        pytest.raises(ConfigurationError, match="deadline"),
-    ):
-        distinct_partition_keys(CLIENT, "table", max_lag=30, deadline=-1)
-    assert w[0].filename == __file__
-    with (
-        pytest.warns(DeprecationWarning, match="max_lag is ignored"),
-        pytest.raises(ConfigurationError),
-    ):
-        asyncio.run(aio_listing(CLIENT, "table", max_lag=30, deadline=-1))
-
-
-def test_the_marker_index_settings_have_one_name_everywhere() -> None:
-    """index_name= and marker_attribute=, as --index-name and --marker-attribute: the old
-    names (index=, name=, attribute=) still work for this release, with a warning that names
-    the caller's line."""
-    from ddbkeys.partition_keys import MarkerIndex, estimate_listing, plan_listing  # noqa: PLC0415
-    from ddbkeys.partition_keys.aws_lambda import StreamHandler  # noqa: PLC0415
-
-    async def awaited() -> object:
-        return await aio_listing(CLIENT, "table", index="mine", deadline=-1)
-
-    with pytest.warns(DeprecationWarning) as w:
-        index = MarkerIndex(CLIENT, "table", name="mine", attribute="owner")
-    assert [str(x.message).split(" is ")[0] for x in w] == ["name=", "attribute="]
-    assert all(x.filename == __file__ for x in w)
-    assert (index.name, index.attribute) == ("mine", "owner")
-    with pytest.warns(DeprecationWarning) as w:
-        handler = StreamHandler(CLIENT, index="mine", attribute="owner")
-    assert [str(x.message).split(" is ")[0] for x in w] == ["index=", "attribute="]
-    assert (handler.index_name, handler.attribute) == ("mine", "owner")
-    olds: list[Callable[[], object]] = [
-        lambda: distinct_partition_keys(CLIENT, "table", index="mine", deadline=-1),
-        lambda: estimate_listing(CLIENT, "table", index="mine", deadline=-1),
-        lambda: plan_listing(CLIENT, "table", tasks=0, index="mine"),
-        lambda: asyncio.run(awaited()),
-    ]
-    for old in olds:
-        with (
-            pytest.warns(DeprecationWarning, match="index= is deprecated") as w,
-            pytest.raises(ConfigurationError),  # (refused right after: nothing is sent)
-        ):
-            old()
-        assert w[0].filename == __file__
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        MarkerIndex(CLIENT, "table", index_name="mine", marker_attribute="owner")
-    with pytest.raises(ConfigurationError, match="name= is the old name of index_name="):
-        MarkerIndex(CLIENT, "table", name="a", index_name="b")
-
-
-def test_the_counters_shared_writes_are_called_group_commit_as_the_sequences() -> None:
-    with pytest.warns(DeprecationWarning, match="coalesce= is deprecated: pass group_commit=") as w:
-        counter = AtomicCounter(CLIENT, "table", coalesce=True)
-    assert w[0].filename == __file__ and counter.group_commit is True
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert AtomicCounter(CLIENT, "table", group_commit=True).group_commit is True
+        renamed("attribute", "counter_attribute", "a", "b", "last_id")
+    # The new name at its default is not given: the old one is read, with its warning.
+    with pytest.warns(DeprecationWarning, match="attribute= is deprecated"):
+        assert renamed("attribute", "counter_attribute", "a", "last_id", "last_id") == "a"

@@ -7,28 +7,29 @@ import asyncio
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
-import boto3
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
-from botocore.stub import Stubber
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import Contention, attempts
 from ddbkeys.core.steps import Flow, update_item
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import ConfigurationError, DeadlineExceededError, ServiceError
+from ddbkeys.errors import DeadlineExceededError, ServiceError
 from ddbkeys.ids import (
+    AtomicCounter,
     AuditReport,
     CollectionSequence,
     GaplessSequence,
     GlobalTableError,
     audit_ids,
 )
-from ddbkeys.ids.base import GroupCommit, IdStrategy
+from ddbkeys.ids.base import GroupCommit, read_description, refuse_global
 from ddbkeys.ids.group import AsyncGroupCommit
 from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy, is_unavailable
+from tests.support.hand import GLOBAL, description, drive
 
 
 def recording_policy(waits: list[float], attempts: int = 5) -> RetryPolicy:
@@ -245,36 +246,40 @@ def test_a_batch_refused_as_invalid_is_committed_one_by_one(bad: int, split: boo
 
 
 def test_global_tables_are_refused() -> None:
-    # DynamoDB Local cannot create replicas in other regions, so the description of a global
-    # table comes from botocore's Stubber: the only way to produce this case here.
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    description: Any = {
-        "Table": {
-            "TableName": "users-global",
-            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
-            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
-            "Replicas": [{"RegionName": "eu-west-1"}, {"RegionName": "us-west-2"}],
-        }
-    }
-    with Stubber(client) as stub:
-        stub.add_response("describe_table", description, {"TableName": "users-global"})
-        with pytest.raises(GlobalTableError) as raised:
-            GaplessSequence(client, "users-global").put({"pk": "a"})
-        stub.assert_no_pending_responses()
+    """The description an id strategy reads (read_description, driven by hand: one
+    DescribeTable, then what the process kept) and the guard the sequences apply to it (the
+    strategies themselves refusing one: tests/integration/test_global_tables.py)."""
+    usage = Usage()
+
+    def tries(attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline) -> Flow[Any]:
+        return attempts(
+            attempt,
+            what=what,
+            table="users-global",
+            policy=recording_policy([]),
+            deadline=deadline,
+            usage=usage,
+        )
+
+    where = ("http://127.0.0.1:9", "us-east-1", "users-global")
+    answer = description(GLOBAL)
+    read = drive(read_description("users-global", where, Deadline(None), tries), [answer])
+    assert read.operations == ["describe_table"]
+    info = read.result
+    assert info.replica_regions == ("eu-west-1", "us-west-2")
+    again = drive(read_description("users-global", where, Deadline(None), tries), [])
+    assert again.result is info and again.operations == []  # kept: nothing sent
+    with pytest.raises(GlobalTableError) as raised:
+        refuse_global(info, "users-global", "GaplessSequence")
     assert "Table 'users-global' is a global table (replicas in eu-west-1, us-west-2)" in str(
         raised.value
     )
     assert "allow_global_tables=True" in str(raised.value)
-    with Stubber(client) as stub:
-        stub.add_response("describe_table", description, {"TableName": "users-global"})
-        with pytest.raises(GlobalTableError, match="CollectionSequence relies on conditional"):
-            CollectionSequence(client, "users-global").put("a")
-    with Stubber(client) as stub:
-        stub.add_response("describe_table", description, {"TableName": "users-global"})
-        allowed = GaplessSequence(client, "users-global", allow_global_tables=True)
-        assert allowed.table_info().replica_regions == ("eu-west-1", "us-west-2")
+    with pytest.raises(GlobalTableError, match="CollectionSequence relies on conditional"):
+        refuse_global(info, "users-global", "CollectionSequence")
+    refuse_global(replace(info, replica_regions=()), "users", "GaplessSequence")  # one region
+    assert GaplessSequence.refuses_global_tables and CollectionSequence.refuses_global_tables
+    assert not AtomicCounter.refuses_global_tables
 
 
 def test_audit_ids_finds_gaps_and_duplicates() -> None:
@@ -324,11 +329,7 @@ def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
         "Gave up on moving counter 'c' on table 'some-table' after 10.0 s (the deadline; raise "
         "it with deadline= or --timeout): throttled (ThrottlingException) 4 times, 4 attempts."
     )
-    client = boto3.client(
-        "dynamodb", region_name="us-east-1", aws_access_key_id="a", aws_secret_access_key="b"
-    )
-    with pytest.raises(ConfigurationError, match="deadline must be a number of seconds above 0"):
-        IdStrategy(client, "some-table", deadline=0)
+    # (A deadline of 0 refused by a strategy: test_ids_behaviour.py::test_counter_bad_input.)
 
 
 class Interrupted(BaseException):

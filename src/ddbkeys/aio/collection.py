@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.aio.base import AsyncIdStrategy
-from ddbkeys.ids.collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
+from ddbkeys.ids.collection_core import CollectionCore
+from ddbkeys.ids.collection_plan import OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids.group import AsyncGroupCommit
 from ddbkeys.schema import KeyAttribute
 
@@ -34,9 +35,9 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
     ) -> int:
         """Store ``item`` in the collection ``partition_key_value`` with the next number as its
         sort key, and return the number (see the sync ``CollectionSequence.put``)."""
-        pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
-            return (await self._run(self._commit([pending])))[0]
+            return await self._run(self._put_alone(partition_key_value, item, typed))
+        pending = await self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         # One group per collection and event loop (its futures belong to one loop), keyed by
         # the loop itself: a new loop may get the id of one that is gone.
         with self._groups.using((asyncio.get_running_loop(), pending.collection)) as group:
@@ -44,7 +45,7 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
         return number
 
     def _new_group(self) -> AsyncGroupCommit[Pending, int]:
-        return AsyncGroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
+        return AsyncGroupCommit(lambda batch: self._run(self._commit(batch)), self.plan.max_batch)
 
     def _group_gone(self, key: Any) -> bool:
         """A group of a loop that was closed with calls still waiting (they never end)."""
@@ -82,8 +83,8 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
 
     async def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number`` (one DescribeTable the first time)."""
-        return self._sort_key((await self.keys())[1], number)
+        return self.plan.sort_key((await self.keys())[1], number)
 
     async def counter_key(self, partition_key_value: AttributeValueTypeDef) -> dict[str, Any]:
         """The key of a collection's counter item (``never_reuse``): the number 0."""
-        return self._counter_key(await self.keys(), partition_key_value)
+        return self.plan.counter_key(await self.keys(), partition_key_value)

@@ -13,7 +13,7 @@ from ddbkeys.aio.base import AsyncIdStrategy
 from ddbkeys.core.loops import PerLoop
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.gapless_core import GaplessCore, Pending, earliest
+from ddbkeys.ids.gapless_core import GaplessCore, Pending
 from ddbkeys.ids.group import AsyncGroupCommit
 
 if TYPE_CHECKING:
@@ -35,19 +35,16 @@ class GaplessSequence(GaplessCore, AsyncIdStrategy):
 
     async def _commit_batch(self, pending: Sequence[Pending]) -> list[int | BaseException]:
         """One shared commit of the group (run by the committing task)."""
-        items = [p.item for p in pending]
-        return await self._run(self._commit(items, atomic=False, deadline=earliest(pending)))
+        return await self._run(self._shared(pending))
 
     async def put(self, item: Mapping[str, Any], *, typed: bool = False) -> int:
         """Write ``item`` with the next id, and return the id.
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        deadline = self._begin()
-        (prepared,) = await self._run(self._prepared([item], typed, deadline))
         if self._group is None:
-            return await self._run(self._put_alone(prepared, deadline))
-        return await self._group.get().submit(Pending(prepared, deadline))
+            return await self._run(self._put_alone(item, typed))
+        return await self._group.get().submit(await self._run(self._pending(item, typed)))
 
     async def put_many(
         self, items: Sequence[Mapping[str, Any]], *, typed: bool = False

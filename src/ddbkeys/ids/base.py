@@ -6,16 +6,16 @@ key, and the requests several strategies send. Every request goes out as a flow 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import as_client
 from ddbkeys.core.attempts import Contention, Throttled, attempts
-from ddbkeys.core.steps import Flow, OnceCell, get_item, once, transact_write_items
+from ddbkeys.core.steps import Flow, get_item, transact_write_items
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.errors import (
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 __all__ = [
+    "Attempts",
     "Contention",
     "CounterStateError",
     "GlobalTableError",
@@ -61,10 +62,36 @@ __all__ = [
     "SequenceExhaustedError",
     "StrategyCore",
     "Throttled",
+    "earliest",
 ]
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+#: The retry layer a plan's requests go through: ``attempts(attempt, what, deadline)`` (a
+#: strategy's :meth:`StrategyCore._attempts`, or :func:`ddbkeys.core.attempts.attempts` with
+#: a policy and a :class:`Usage` in a test).
+Attempts = Callable[[Callable[[int], Flow[Any]], str, Deadline], Flow[Any]]
+
+
+class OnTable(Protocol):
+    """What names a table: a strategy, or its plan."""
+
+    @property
+    def table(self) -> str: ...
+
+
+class Waiting(Protocol):
+    """A call waiting for a shared commit, with its deadline."""
+
+    @property
+    def deadline(self) -> Deadline: ...
+
+
+def earliest(waiting: Iterable[Waiting]) -> Deadline:
+    """The deadline a shared commit keeps to: the one that ends first, so that no caller of
+    the batch waits past its own."""
+    return min((w.deadline for w in waiting), key=lambda d: d.remaining())
 
 
 class StrategyCore:
@@ -75,9 +102,10 @@ class StrategyCore:
     ``deadline`` is the most seconds one call may take in all, its retries and waits included
     (None: no limit). ``allow_global_tables`` matters only to strategies that are unsafe on
     global tables. Nothing is sent before the first call: the table's description is read then,
-    once per table and process (:mod:`ddbkeys.ids.described`: objects built in every call of a
-    Lambda handler describe their table once per container), and read again after a write
-    found the table gone or its key schema changed.
+    once per table and process in steady state (:mod:`ddbkeys.ids.described`: objects built in
+    every call of a Lambda handler describe their table once per container; first calls at once
+    may each read it), and read again after a write found the table gone or its key schema
+    changed.
     """
 
     #: Strategies that depend on a single-region conditional write refuse global tables.
@@ -125,7 +153,8 @@ class StrategyCore:
                 table=self.table,
             )
         self.deadline = None if deadline is None else float(deadline)
-        self._infos: dict[str, OnceCell[TableInfo]] = {}
+        #: The descriptions this object has read, by table.
+        self._infos: dict[str, TableInfo] = {}
 
     def _connect(self, client: object, table: str | None) -> tuple[Any, str | None]:
         """The client this strategy's driver sends with, and the table's name."""
@@ -171,40 +200,50 @@ class StrategyCore:
         self._infos.pop(table, None)
 
     def _table_info(self, deadline: Deadline, table: str | None = None) -> Flow[TableInfo]:
-        """A table's description (this strategy's table by default), read once per process
-        (DescribeTable retried like any request, within ``deadline``), with the global-table
-        guard applied."""
+        """A table's description (this strategy's table by default), with the global-table
+        guard applied: what this object has read, else :func:`read_description` (what this
+        process has read, else one DescribeTable within ``deadline``). First calls at once may
+        each send one; later calls send none."""
         name = table or self.table
-        cell = self._infos.setdefault(name, OnceCell())
-        where = described.table_key(self.client, name)
-        if not cell.done:
-            kept = described.known(where)
-            if kept is not None:
-                cell.set(kept)
+        info = self._infos.get(name)
+        if info is None:
+            where = described.table_key(self.client, name)
 
-        def describe() -> Flow[TableInfo]:
-            info = yield from self._attempts(
-                lambda _: describe_flow(name), "DescribeTable", deadline, table=name
-            )
-            described.keep(where, info)
-            return info
+            def tries(attempt: Callable[[int], Flow[R]], what: str, ends: Deadline) -> Flow[R]:
+                return self._attempts(attempt, what, ends, table=name)
 
-        info = yield from once(cell, describe, deadline, f"the description of table {name!r}", name)
-        if info.replica_regions and self.refuses_global_tables and not self.allow_global_tables:
-            raise GlobalTableError(
-                f"Table {name!r} is a global table (replicas in "
-                f"{', '.join(info.replica_regions)}). {type(self).__name__} relies on "
-                "conditional writes that last-writer-wins replication can silently "
-                "undo, so ids could repeat across regions. Write from one region only "
-                "and pass allow_global_tables=True (--allow-global-tables) to go on.",
-                table=name,
-            )
+            info = yield from read_description(name, where, deadline, tries)
+            self._infos[name] = info
+        if self.refuses_global_tables and not self.allow_global_tables:
+            refuse_global(info, name, type(self).__name__)
         return info
 
-    def _known_info(self, table: str | None = None) -> TableInfo | None:
-        """The table's description if a call has read it already (no request)."""
-        cell = self._infos.get(table or self.table)
-        return cell.get() if cell is not None and cell.done else None
+
+def read_description(
+    table: str, where: described.TableKey, deadline: Deadline, attempts: Attempts
+) -> Flow[TableInfo]:
+    """The description of ``table`` (at ``where``: its endpoint, region and name): what this
+    process has read (:mod:`ddbkeys.ids.described`), else one DescribeTable through the retry
+    layer ``attempts``, kept for the process."""
+    info = described.known(where)
+    if info is None:
+        info = yield from attempts(lambda _: describe_flow(table), "DescribeTable", deadline)
+        described.keep(where, info)
+    return info
+
+
+def refuse_global(info: TableInfo, table: str, owner: str) -> None:
+    """A :class:`GlobalTableError` when ``info`` says the table is a global one: the strategy
+    ``owner`` relies on conditional writes that replication can undo."""
+    if info.replica_regions:
+        raise GlobalTableError(
+            f"Table {table!r} is a global table (replicas in "
+            f"{', '.join(info.replica_regions)}). {owner} relies on "
+            "conditional writes that last-writer-wins replication can silently "
+            "undo, so ids could repeat across regions. Write from one region only "
+            "and pass allow_global_tables=True (--allow-global-tables) to go on.",
+            table=table,
+        )
 
 
 class IdStrategy(StrategyCore):
@@ -374,10 +413,11 @@ def transact(
     return None
 
 
-def cancelled_error(strategy: StrategyCore, cancellation: Cancellation) -> DdbKeysError:
-    """The error for a transaction cancelled for a reason no retry can fix."""
+def cancelled_error(on: OnTable, cancellation: Cancellation) -> DdbKeysError:
+    """The error for a transaction cancelled for a reason no retry can fix, on the table of
+    ``on`` (a strategy, or its plan)."""
     return DdbKeysError(
-        f"DynamoDB cancelled a transaction on table {strategy.table!r}: {cancellation.describe()}.",
-        table=strategy.table,
+        f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}.",
+        table=on.table,
         code="TransactionCanceledException",
     )

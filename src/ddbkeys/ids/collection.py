@@ -1,7 +1,7 @@
 """The item-collection sequence (the AWS post on auto-increment, "with a sort key"): the number
-is the sort key. Its decisions are :class:`~ddbkeys.ids.collection_core.CollectionCore`'s
-flows; this is the sync form, on the sync driver (threads share commits through
-:class:`~ddbkeys.ids.group.GroupCommit`)."""
+is the sort key. Its decisions are its plan's
+(:class:`~ddbkeys.ids.collection_plan.CollectionPlan`); this is the sync form, on the sync driver
+(threads share commits through :class:`~ddbkeys.ids.group.GroupCommit`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.ids.base import IdStrategy
-from ddbkeys.ids.collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
+from ddbkeys.ids.collection_core import CollectionCore
+from ddbkeys.ids.collection_plan import OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.schema import KeyAttribute
 
@@ -35,15 +36,15 @@ class CollectionSequence(CollectionCore, IdStrategy):
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        pending = self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         if not self.group_commit:
-            return self._run(self._commit([pending]))[0]
+            return self._run(self._put_alone(partition_key_value, item, typed))
+        pending = self._run(self._prepare(self._begin(), partition_key_value, item, typed))
         with self._groups.using(pending.collection) as group:
             number: int = group.submit(pending)
         return number
 
     def _new_group(self) -> GroupCommit[Pending, int]:
-        return GroupCommit(lambda batch: self._run(self._commit(batch)), self._max_batch)
+        return GroupCommit(lambda batch: self._run(self._commit(batch)), self.plan.max_batch)
 
     def check(
         self,
@@ -80,8 +81,8 @@ class CollectionSequence(CollectionCore, IdStrategy):
     def sort_key_value(self, number: int) -> AttributeValueTypeDef:
         """The sort key that holds ``number`` (one DescribeTable the first time, to learn the
         sort key's type)."""
-        return self._sort_key(self.keys()[1], number)
+        return self.plan.sort_key(self.keys()[1], number)
 
     def counter_key(self, partition_key_value: AttributeValueTypeDef) -> dict[str, Any]:
         """The key of a collection's counter item (``never_reuse``): the number 0."""
-        return self._counter_key(self.keys(), partition_key_value)
+        return self.plan.counter_key(self.keys(), partition_key_value)

@@ -1,87 +1,36 @@
-"""The item-collection sequence's decisions, without I/O (the AWS post on auto-increment, "with a
-sort key"): which request a put sends next and what each answer means, as flows (see
-:mod:`ddbkeys.core`) that the sync :class:`~ddbkeys.ids.collection.CollectionSequence` and the
-asyncio one (:mod:`ddbkeys.aio.collection`) both run."""
+"""What both forms of the item-collection sequence share, driver aside (the AWS post on
+auto-increment, "with a sort key"): its settings made a plan
+(:class:`~ddbkeys.ids.collection_plan.CollectionPlan`, where every decision is), what the object
+keeps between calls (the table's description, the highest numbers it wrote, the group commits in
+use), and the flows of the public calls, which read the description and hand the table's keys to
+the plan. The sync :class:`~ddbkeys.ids.collection.CollectionSequence` and the asyncio one
+(:mod:`ddbkeys.aio.collection`) run them."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
-from ddbkeys.capacity import Usage, write_units
-from ddbkeys.core.attempts import Contention, Throttled
-from ddbkeys.core.steps import Flow, put_item, query
-from ddbkeys.errors import ConfigurationError, error_code, error_response
-from ddbkeys.ids.base import (
-    TYPE_NAMES,
-    TYPE_SET,
-    TYPE_VALUES,
-    CounterItem,
-    SequenceExhaustedError,
-    StrategyCore,
-    cancelled_error,
-    check_counter_attribute,
-    counter_written,
-    put_if_new,
-    read_counter,
-    transact,
+from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow
+from ddbkeys.ids.base import StrategyCore, earliest
+from ddbkeys.ids.collection_plan import (
+    MAX_BATCH,
+    REQUERY_EVERY,
+    CollectionPlan,
+    Keys,
+    OnConflict,
+    PartitionKeyValue,
+    Pending,
 )
-from ddbkeys.ids.cancellation import Cancellation, Verdict
-from ddbkeys.ids.collection_keys import collection_keys, highest_query, number_in, sort_key_of
 from ddbkeys.ids.group import GroupsInUse
 from ddbkeys.ids.remembered import REMEMBERED, Remembered
-from ddbkeys.ids.values import MAX_ID, check_key_value, check_padding, counter_value
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.schema import KeyAttribute, check_name, key_value, to_attributes
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import (
-        AttributeValueTypeDef,
-        TransactWriteItemTypeDef,
-        UpdateTypeDef,
-    )
+    pass
 
-__all__ = ["MAX_BATCH", "REQUERY_EVERY", "CollectionCore", "OnConflict", "Pending", "Plan"]
-
-Item = dict[str, "AttributeValueTypeDef"]
-Keys = tuple[KeyAttribute, KeyAttribute]
-PartitionKeyValue = str | int | Decimal | bytes
-#: The most items one commit writes (one TransactWriteItems).
-MAX_BATCH = 100
-#: With on_conflict="next", every third lost race in a row reads the highest number again.
-REQUERY_EVERY = 3
-OnConflict = Literal["next", "requery"]
-
-
-@dataclass(frozen=True)
-class Pending:
-    """One put waiting for its number: the typed item (its partition key set), the collection
-    it goes to, and the deadline of the call that put it."""
-
-    item: Item
-    collection: str
-    deadline: Deadline
-
-
-@dataclass
-class Plan:
-    """What the attempts of one commit know: the highest number taken (None: read it), the
-    ``never_reuse`` counter's value (None: no counter yet), the token of the write tried (the
-    same in a retry of it, a new one for new numbers), and the lost races in a row."""
-
-    highest: int | None = None
-    counter: int | None = None
-    token: str | None = None
-    streak: int = 0
-
-    def requery(self) -> None:
-        """Read the highest number again before the next attempt."""
-        self.highest = self.counter = self.token = None
+__all__ = ["MAX_BATCH", "REQUERY_EVERY", "CollectionCore", "OnConflict", "Pending"]
 
 
 class CollectionCore(StrategyCore):
@@ -170,79 +119,55 @@ class CollectionCore(StrategyCore):
             allow_global_tables=allow_global_tables,
             deadline=deadline,
         )
-        check_padding(width, prefix, table=self.table)
-        if on_conflict not in ("next", "requery"):
-            raise ConfigurationError(
-                f"on_conflict must be 'next' or 'requery', not {on_conflict!r}.", table=self.table
-            )
-        self.width = width
-        self.prefix = prefix
-        self.consistent_read = consistent_read
-        self.on_conflict = on_conflict
-        self.token_attribute = check_name("token attribute", token_attribute, table=self.table)
+        #: Its decisions (no client in it); the sequence's settings below are its.
+        self.plan = CollectionPlan(
+            self.table,
+            width,
+            prefix,
+            consistent_read,
+            on_conflict,
+            token_attribute,
+            never_reuse,
+            counter_attribute,
+            remembered,
+        )
         self.group_commit = group_commit
-        self.never_reuse = bool(never_reuse)
-        self.counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
-        if isinstance(remembered, bool) or not isinstance(remembered, int) or remembered < 0:
-            raise ConfigurationError(
-                f"remembered must be a whole number of collections, 0 or more, not {remembered!r}.",
-                table=self.table,
-            )
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)
         #: The group commits of the collections that calls are using now.
         self._groups: GroupsInUse[Any, Any] = GroupsInUse(self._new_group, self._group_gone)
-        #: The most items of one commit (a never_reuse transaction also holds the counter).
-        self._max_batch = MAX_BATCH - 1 if self.never_reuse else MAX_BATCH
 
-    # --- keys and values ------------------------------------------------------------------
+    @property
+    def width(self) -> int:
+        return self.plan.width
 
-    def _keys(self, deadline: Deadline) -> Flow[Keys]:
-        """The table's partition and sort key (one DescribeTable per object, the first time)."""
-        info = yield from self._table_info(deadline)
-        return collection_keys(info, self.table)
+    @property
+    def prefix(self) -> str:
+        return self.plan.prefix
 
-    def _sort_key(self, sort_key: KeyAttribute, number: int) -> AttributeValueTypeDef:
-        return sort_key_of(sort_key, number, width=self.width, prefix=self.prefix, table=self.table)
+    @property
+    def consistent_read(self) -> bool:
+        return self.plan.consistent_read
+
+    @property
+    def on_conflict(self) -> OnConflict:
+        return self.plan.on_conflict
+
+    @property
+    def token_attribute(self) -> str:
+        return self.plan.token_attribute
+
+    @property
+    def never_reuse(self) -> bool:
+        return self.plan.never_reuse
+
+    @property
+    def counter_attribute(self) -> str:
+        return self.plan.counter_attribute
 
     def number_of(self, value: Mapping[str, Any]) -> int:
         """The number a sort key holds, or a clear error naming the value (no request)."""
-        return number_in(value, prefix=self.prefix, table=self.table)
-
-    def _counter_key(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Item:
-        pk, sk = keys
-        return {pk.name: pk_value, sk.name: self._sort_key(sk, 0)}
-
-    def _prepare(
-        self,
-        deadline: Deadline,
-        partition_key_value: PartitionKeyValue,
-        item: Mapping[str, Any] | None,
-        typed: bool,
-    ) -> Flow[Pending]:
-        """The typed item to write, with its partition key set, or the error that refuses it."""
-        pk, sk = yield from self._keys(deadline)
-        pk_value = to_attributes({pk.name: partition_key_value}, table=self.table)[pk.name]
-        check_key_value(pk, pk_value, table=self.table, where="The partition key value")
-        typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
-        for reserved in (pk.name, sk.name, self.token_attribute):
-            if reserved in typed_item:
-                raise ConfigurationError(
-                    f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
-                )
-        typed_item[pk.name] = pk_value
-        return Pending(typed_item, repr(pk_value), deadline)
-
-    # --- what is kept per collection: bounded, see Remembered and GroupsInUse --------------
-
-    def _remembered(self, collection: str) -> int | None:
-        return self._highest.get(collection)
-
-    def _remember(self, collection: str, number: int) -> None:
-        self._highest.raise_to(collection, number)
-
-    def _forget(self, collection: str) -> None:
-        self._highest.forget(collection)
+        return self.plan.number_of(value)
 
     def _new_group(self) -> Any:
         """A group commit for one collection, in the driver's form."""
@@ -252,226 +177,40 @@ class CollectionCore(StrategyCore):
         """Whether the calls of a group's ``key`` can no longer end (none, in threads)."""
         return False
 
-    # --- reads ----------------------------------------------------------------------------
+    # --- the public calls' flows -----------------------------------------------------------
 
-    def _query_highest(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int]:
-        """The highest number in the collection (0 when it has none): one Query of one item.
-        Numbers start at 1, so a highest sort key below 1 (0, or a negative number another tool
-        wrote) counts as none: the sequence never hands out, nor counts up to, a number below
-        1."""
-        request = highest_query(
-            self.table,
-            keys,
-            pk_value,
-            width=self.width,
-            prefix=self.prefix,
-            consistent_read=self.consistent_read,
-        )
-        response = yield query(request, count_scanned=True)
-        items = response.get("Items", [])
-        return max(self.number_of(items[0][keys[1].name]), 0) if items else 0
+    def _keys(self, deadline: Deadline) -> Flow[Keys]:
+        """The table's partition and sort key (one DescribeTable the first time)."""
+        info = yield from self._table_info(deadline)
+        return self.plan.keys(info)
 
-    def _read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
-        """The ``never_reuse`` counter's value (None when the collection has none yet)."""
-        counter = CounterItem(self.table, self._counter_key(keys, pk_value), self.counter_attribute)
-        value = yield from read_counter(counter)
-        return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
+    def _prepare(
+        self,
+        deadline: Deadline,
+        partition_key_value: PartitionKeyValue,
+        item: Mapping[str, Any] | None,
+        typed: bool,
+    ) -> Flow[Pending]:
+        """The typed item to write, with its partition key set, or the error that refuses it."""
+        keys = yield from self._keys(deadline)
+        return self.plan.prepare(keys, partition_key_value, item, typed, deadline)
+
+    def _put_alone(
+        self, partition_key_value: PartitionKeyValue, item: Mapping[str, Any] | None, typed: bool
+    ) -> Flow[int]:
+        """``put()`` without group commit: a write of its own."""
+        pending = yield from self._prepare(self._begin(), partition_key_value, item, typed)
+        (number,) = yield from self._commit([pending])
+        return number
 
     def _current(self, partition_key_value: PartitionKeyValue) -> Flow[int]:
-        """The flow of ``current()``: the last number given out in the collection (0 before the
-        first): the ``never_reuse`` counter when there is one, else the highest sort key."""
+        """The flow of ``current()`` (see :meth:`CollectionPlan.current`)."""
         deadline = self._begin()
         keys = yield from self._keys(deadline)
-        pk_value = key_value(keys[0], partition_key_value, table=self.table)
-
-        def attempt(_: int) -> Flow[int]:
-            if self.never_reuse:
-                counted = yield from self._read_counter(keys, pk_value)
-                if counted is not None:
-                    return counted
-            return (yield from self._query_highest(keys, pk_value))
-
-        return (yield from self._attempts(attempt, "reading the highest number", deadline))
-
-    # --- the commit of a batch of one collection -------------------------------------------
+        return (yield from self.plan.current(keys, partition_key_value, deadline, self._attempts))
 
     def _commit(self, batch: Sequence[Pending]) -> Flow[list[int]]:
-        """Write the batch (of one collection) with its next numbers, retrying lost races;
-        within the deadline of the batch's call that has the least time left."""
-        deadline = min((p.deadline for p in batch), key=lambda d: d.remaining())
-        keys = yield from self._keys(deadline)
-        collection = batch[0].collection
-        items = [p.item for p in batch]
-        pk_value = items[0][keys[0].name]
-        plan = Plan()
-
-        def attempt(_: int) -> Flow[list[int]]:
-            if plan.token is None:
-                yield from self._plan(plan, collection, keys, pk_value)
-            assert plan.highest is not None
-            numbers = self._numbers(collection, plan.highest, len(items))
-            written = [
-                dict(item, **{keys[1].name: self._sort_key(keys[1], n)})
-                for item, n in zip(items, numbers, strict=True)
-            ]
-            if self.never_reuse:
-                yield from self._put_counted(written, plan, collection, keys, pk_value)
-            elif len(written) == 1:
-                yield from self._put_one(written[0], plan, collection, keys[0].name)
-            else:
-                yield from self._put_many(written, plan, collection, keys[0].name)
-            self._remember(collection, numbers[-1])
-            return numbers
-
-        try:
-            return (
-                yield from self._attempts(attempt, f"adding to collection {collection}", deadline)
-            )
-        except BaseException:
-            self._forget(collection)  # whatever happened, the next write reads afresh
-            raise
-
-    def _plan(self, plan: Plan, collection: str, keys: Keys, pk_value: Any) -> Flow[None]:
-        """Where the next write starts: the remembered highest number, else the counter
-        (``never_reuse``), else the collection's highest sort key; and a new token."""
-        known = self._remembered(collection)
-        if known is not None:
-            plan.highest = plan.counter = known
-        elif self.never_reuse:
-            plan.counter = yield from self._read_counter(keys, pk_value)
-            if plan.counter is not None:
-                plan.highest = plan.counter
-            else:
-                plan.highest = yield from self._query_highest(keys, pk_value)
-        else:
-            plan.highest = yield from self._query_highest(keys, pk_value)
-        plan.token = str(uuid.uuid4())
-
-    def _numbers(self, collection: str, highest: int, count: int) -> list[int]:
-        if highest + count > MAX_ID:
-            raise SequenceExhaustedError(
-                f"Collection {collection} of table {self.table!r} is at {highest}: "
-                f"{count} more number(s) would pass 10**38 - 1, the largest DynamoDB "
-                "number.",
-                table=self.table,
-            )
-        return list(range(highest + 1, highest + 1 + count))
-
-    def _lost_race(self, plan: Plan, collection: str, taken: int) -> Contention:
-        """After number ``taken`` turned out to exist: plan the next attempt by ``on_conflict``."""
-        self._forget(collection)  # what this process remembered proved stale
-        plan.streak += 1
-        if self.on_conflict == "next" and plan.streak % REQUERY_EVERY:
-            plan.highest, plan.token = taken, str(uuid.uuid4())
-            return Contention(immediate=True)
-        # "requery", or "next" losing again and again (another writer is far ahead): read the
-        # highest number afresh, after a full-jitter wait.
-        plan.requery()
-        return Contention(immediate=False)
-
-    def _put_one(self, item: Item, plan: Plan, collection: str, pk_name: str) -> Flow[None]:
-        """One conditional PutItem with the token attribute. A failed condition with our own
-        token on the old item is our write, applied before its response was lost: done."""
-        assert plan.token is not None and plan.highest is not None
-        item = dict(item, **{self.token_attribute: {"S": plan.token}})
-        try:
-            yield put_item(
-                {
-                    "TableName": self.table,
-                    "Item": item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": pk_name},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    "ReturnConsumedCapacity": "TOTAL",
-                },
-                items=1,
-                billed=write_units([item]),
-                count_refused=True,
-                bill_refused=True,  # a rejected conditional put is still paid
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise
-            old = error_response(exc).get("Item", {})
-            if old.get(self.token_attribute) == {"S": plan.token}:
-                return
-            raise self._lost_race(plan, collection, plan.highest + 1) from None
-
-    def _put_many(self, items: list[Item], plan: Plan, collection: str, pk_name: str) -> Flow[None]:
-        """One transaction of conditional puts, with the plan's token as ClientRequestToken."""
-        assert plan.token is not None and plan.highest is not None
-        actions = [put_if_new(self.table, item, pk_name) for item in items]
-        billed = write_units(items, transactional=True)
-        reasons = yield from transact(actions, plan.token, items=len(items), billed=billed)
-        if reasons is None:
-            return
-        if reasons.verdict is Verdict.INVALID:
-            raise cancelled_error(self, reasons)
-        if reasons.failed_conditions:  # action i holds number highest + 1 + i
-            taken = plan.highest + 1 + max(reasons.failed_conditions)
-            raise self._lost_race(plan, collection, taken)
-        raise self._retry_whole(reasons, plan, collection)
-
-    def _retry_whole(self, reasons: Cancellation, plan: Plan, collection: str) -> Exception:
-        """A transaction cancelled with no failed condition (conflicts, throttling, no reason):
-        read again and try again, after a full-jitter wait (conflicts) or an exponential one
-        (throttling)."""
-        self._forget(collection)
-        plan.requery()
-        if reasons.verdict is Verdict.THROTTLED:
-            return Throttled(reasons.describe())
-        return Contention(immediate=False)
-
-    # --- never_reuse: the highest number also kept in a counter item, number 0 ------------
-
-    def _put_counted(
-        self,
-        items: list[Item],
-        plan: Plan,
-        collection: str,
-        keys: Keys,
-        pk_value: AttributeValueTypeDef,
-    ) -> Flow[None]:
-        """The items and the collection's counter, moved to the last of their numbers, in one
-        transaction whose first action is the counter's (on condition it still holds what the
-        plan read)."""
-        assert plan.token is not None and plan.highest is not None
-        key = self._counter_key(keys, pk_value)
-        new = plan.highest + len(items)
-        values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}, **TYPE_VALUES}
-        update: UpdateTypeDef = {
-            "TableName": self.table,
-            "Key": key,
-            "UpdateExpression": f"SET #c = :new, {TYPE_SET}",
-            "ExpressionAttributeNames": {"#c": self.counter_attribute, **TYPE_NAMES},
-            "ExpressionAttributeValues": values,
-            "ConditionExpression": "attribute_not_exists(#c)",
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-        if plan.counter is not None:
-            update["ConditionExpression"] = "#c = :last"
-            values[":last"] = {"N": str(plan.counter)}
-        actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
-        actions += [put_if_new(self.table, i, keys[0].name) for i in items]
-        counter_image = counter_written(key, self.counter_attribute, new)
-        billed = write_units([counter_image, *items], transactional=True)
-        reasons = yield from transact(actions, plan.token, items=len(items), billed=billed)
-        if reasons is None:
-            return
-        if reasons.verdict is Verdict.INVALID:
-            raise cancelled_error(self, reasons)
-        self._forget(collection)
-        if reasons.failed(0):
-            # The counter moved (another writer): go on from where it is now.
-            old = (reasons.old_item(0) or {}).get(self.counter_attribute)
-            now = counter_value(old, table=self.table, key=key, attribute=self.counter_attribute)
-            plan.counter, plan.highest = now, max(now or 0, plan.highest)
-        elif reasons.failed_conditions:
-            # The counter held, but a number above it holds an item it did not count (written
-            # by something else): go past it, so the collection stays gapless.
-            plan.highest += max(reasons.failed_conditions)  # action i holds highest + i
-        else:
-            raise self._retry_whole(reasons, plan, collection)
-        plan.streak += 1
-        plan.token = str(uuid.uuid4())
-        raise Contention(immediate=bool(plan.streak % 2))
+        """Write the batch (of one collection) with its next numbers (see
+        :meth:`CollectionPlan.commit`)."""
+        keys = yield from self._keys(earliest(batch))
+        return (yield from self.plan.commit(batch, keys, self._highest, self._attempts))

@@ -6,7 +6,7 @@ is this plan, a client and a driver."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
@@ -17,6 +17,7 @@ from ddbkeys.ids.base import (
     TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
+    Attempts,
     CounterItem,
     CounterStateError,
     SequenceExhaustedError,
@@ -34,9 +35,6 @@ __all__ = ["VALID", "Attempts", "CounterPlan"]
 #: no valid number (with ``:number``, ``:zero`` and ``:limit``, the value before less the
 #: increment).
 VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
-
-#: The retry layer a flow's requests go through: ``attempts(attempt, what, deadline)``.
-Attempts = Callable[[Callable[[int], Flow[Any]], str, "Deadline"], Flow[Any]]
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """The gapless sequence (the transactional optimistic lock): the counter and the item move
-together, in one transaction. The decisions are :class:`~ddbkeys.ids.gapless_core.GaplessCore`'s;
-this is the sync API, on the sync driver (threads share commits through :class:`GroupCommit`)."""
+together, in one transaction. The decisions are its plan's
+(:class:`~ddbkeys.ids.gapless_plan.GaplessPlan`); this is the sync API, on the sync driver
+(threads share commits through :class:`GroupCommit`)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.ids.base import CounterItem, IdStrategy
-from ddbkeys.ids.gapless_core import MAX_BATCH, GaplessCore, Pending, earliest
+from ddbkeys.ids.gapless_core import MAX_BATCH, GaplessCore, Pending
 from ddbkeys.ids.group import GroupCommit
 
 if TYPE_CHECKING:
@@ -28,19 +29,16 @@ class GaplessSequence(GaplessCore, IdStrategy):
 
     def _commit_batch(self, pending: Sequence[Pending]) -> list[int | BaseException]:
         """One shared commit of the group (run by the leading thread)."""
-        items = [p.item for p in pending]
-        return self._run(self._commit(items, atomic=False, deadline=earliest(pending)))
+        return self._run(self._shared(pending))
 
     def put(self, item: Mapping[str, Any], *, typed: bool = False) -> int:
         """Write ``item`` with the next id, and return the id.
 
         ``typed=True``: the item is in DynamoDB's typed form (``{"name": {"S": "x"}}``).
         """
-        deadline = self._begin()
-        (prepared,) = self._run(self._prepared([item], typed, deadline))
         if self._group is None:
-            return self._run(self._put_alone(prepared, deadline))
-        return self._group.submit(Pending(prepared, deadline))
+            return self._run(self._put_alone(item, typed))
+        return self._group.submit(self._run(self._pending(item, typed)))
 
     def put_many(self, items: Sequence[Mapping[str, Any]], *, typed: bool = False) -> list[int]:
         """Write up to 99 items in one transaction with consecutive ids; all or none.

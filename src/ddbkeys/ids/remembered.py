@@ -19,11 +19,11 @@ class Remembered:
     collection's highest sort key, or its ``never_reuse`` counter) before the next write, and
     a write on a number that proved stale fails its condition and reads again; so forgetting
     a collection costs its next write that read, never a wrong number. Thread-safe: its lock
-    is held for a few lines, never across a wait."""
+    (``lock``, or one of its own) is held for a few lines, never across a wait."""
 
-    def __init__(self, size: int = REMEMBERED) -> None:
+    def __init__(self, size: int = REMEMBERED, *, lock: threading.Lock | None = None) -> None:
         self.size = size
-        self._lock = threading.Lock()
+        self._lock = lock or threading.Lock()
         self._numbers: OrderedDict[str, int] = OrderedDict()
 
     def __len__(self) -> int:
