@@ -6,14 +6,12 @@ listing (``load_evidence``, ``replay_flow`` and ``ReplayedIndexMethod``)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
 from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
@@ -28,13 +26,6 @@ from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evid
 from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
 from tests.support.proof_world import STATE, TABLE, Record, Shard, World
-
-
-@functools.cache
-def boto() -> Any:
-    """A boto3 client that is never sent anything (the Lambda handler's: its requests go to the
-    model)."""
-    return make_client(endpoint_url="http://127.0.0.1:9")
 
 
 def marker(world: World) -> MarkerPlan:
@@ -113,18 +104,25 @@ def repair(world: World, client: ModelClient) -> None:
     SyncDriver(client, Usage()).run(repair_flow(marker(world), record(world), True))
 
 
+class ModelIndex(MarkerIndex):
+    """A marker index whose client is the model (not a boto3 client, which a MarkerIndex
+    otherwise insists on)."""
+
+    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
+        assert isinstance(client, ModelClient) and table is not None
+        return client, table
+
+
 class ModelHandler(StreamHandler):
     """The Lambda handler, its requests answered by the model, on the model clock."""
 
     def __init__(self, world: World, client: ModelClient) -> None:
-        super().__init__(boto(), state_table=STATE, clock=world.clock)
+        super().__init__(client, state_table=STATE, clock=world.clock)
         self.world = world
         self.model = client
 
     def _index(self, table: str) -> MarkerIndex:
-        index = MarkerIndex(boto(), table, deadline=None, info=self.world.info())
-        index.client = self.model  # type: ignore[assignment]
-        return index
+        return ModelIndex(self.model, table, deadline=None, info=self.world.info())
 
     def _state(self, index: MarkerIndex) -> StateStore:
         return StateStore(self.model, STATE, deadline=None, clock=self.world.clock)
