@@ -25,7 +25,6 @@ from ddbkeys.partition_keys.markers import (
     BackfillReport,
     MarkerClashError,
     VerifyReport,
-    marker_sort_key,
 )
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.schema import TableInfo
@@ -71,7 +70,7 @@ class IndexMethod(SegmentMethod):
     def start_key(self, after: Key) -> dict[str, Any]:
         key: dict[str, Any] = {self.index.attribute: after, self.info.partition_key.name: after}
         if self.info.sort_key is not None:
-            key[self.info.sort_key.name] = marker_sort_key(self.info, self.index.sort_key_given)
+            key[self.info.sort_key.name] = self.index.sort_key(self.info)
         return key
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
@@ -102,10 +101,11 @@ class MarkerIndex(MarkerIndexBase):
 
     ``client`` is anything :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table`` names the
     table itself). ``info`` is the table's description when you have it (a listing passes its
-    own); otherwise the first call reads it, once. Nothing is sent by the constructor. Each
-    call of one request or a few (``mark``, ``unmark``, ``status``, ``check``) ends within
-    ``deadline`` seconds; in the long ones (``backfill``, ``verify``, ``repair``, ``create``'s
-    wait) each request, with its retries on throttling, 5xx and dropped connections, does.
+    own); otherwise the first call reads it and it is kept (two first calls at once may each
+    read it). Nothing is sent by the constructor. Each call of one request or a few (``mark``,
+    ``unmark``, ``status``, ``check``) ends within ``deadline`` seconds; in the long ones
+    (``backfill``, ``verify``, ``repair``, ``create``'s wait) each request, with its retries on
+    throttling, 5xx and dropped connections, does.
     """
 
     client: DynamoDBClient
