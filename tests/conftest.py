@@ -9,6 +9,7 @@ import socket
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -20,6 +21,33 @@ from tests.support.drivers import DRIVERS, Driver
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+
+#: The AWS settings a test of client settings starts without (see ``clean_env``).
+AWS_VARS = [
+    "AWS_ENDPOINT_URL",
+    "AWS_ENDPOINT_URL_DYNAMODB",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_PROFILE",
+    "AWS_DEFAULT_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+]
+
+
+@pytest.fixture
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """No AWS variables, and config files that we write ourselves."""
+    for var in AWS_VARS:
+        monkeypatch.delenv(var, raising=False)
+    config = tmp_path / "config"
+    config.write_text("")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    return config
 
 
 @pytest.fixture

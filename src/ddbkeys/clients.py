@@ -5,8 +5,8 @@ converts values, is wrapped in a :class:`ResourceClient` that converts them back
 sends from the caller's thread when nothing can make a request outlast what is left of the
 deadline: a client that makes one attempt, or one :func:`guard` stops retrying in time (those
 ddbkeys builds), with one request's timeouts left. Otherwise (the client's own retries, longer
-timeouts, an answer trickling in byte by byte) the request is sent from a request thread and
-waited for until the deadline, then given up as :class:`~ddbkeys.errors.NoAnswerInTime`."""
+timeouts, an answer trickling in byte by byte) it is sent from a thread of ``threads`` (by default
+the process's :class:`RequestThreads`), given up at the deadline as :class:`NoAnswerInTime`."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
 __all__ = [
+    "RequestThreads",
     "ResourceClient",
     "as_client",
     "deadline_scope",
@@ -47,9 +48,7 @@ _ACCEPTED = (
     "ddbkeys takes a boto3 DynamoDB client (boto3.client('dynamodb') or ddbkeys.make_client()), "
     "a DynamoDB resource (boto3.resource('dynamodb')) or one of its Tables"
 )
-_DEADLINE: contextvars.ContextVar[Deadline | None] = contextvars.ContextVar(
-    "ddbkeys_deadline", default=None
-)
+_DEADLINE = contextvars.ContextVar[Deadline | None]("ddbkeys_deadline", default=None)
 #: The clients ddbkeys built and guarded (:func:`guard`).
 _GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
 #: How long a request thread with nothing to send waits for the next request before it ends.
@@ -93,7 +92,9 @@ def guard(client: Any) -> Any:
     return client
 
 
-def send(client: Any, operation: str, params: Mapping[str, Any]) -> Any:
+def send(
+    client: Any, operation: str, params: Mapping[str, Any], threads: RequestThreads | None = None
+) -> Any:
     """``client.<operation>(**params)`` within the scope's deadline (see the module's doc)."""
     call = partial(getattr(client, operation), **params)
     deadline, meta = _DEADLINE.get(), getattr(client, "meta", None)
@@ -106,7 +107,7 @@ def send(client: Any, operation: str, params: Mapping[str, Any]) -> Any:
     if once and left >= longest_request(meta.config):
         return call()
     if left > 0:
-        _THREADS.hand(job := _Job(call))
+        (threads or _THREADS).hand(job := _Job(call))
         if job.done.acquire(timeout=left):
             if isinstance(job.outcome, BaseException):
                 raise job.outcome
@@ -126,7 +127,7 @@ class _Job:
         self.done.acquire()  # released once the outcome is in
 
 
-class _Threads:
+class RequestThreads:
     """Daemon threads sending one request after another (a new thread costs a third of a local
     request), ending after :data:`IDLE_SECONDS` idle; the exit waits for none of them."""
 
@@ -183,10 +184,10 @@ class _Threads:
                 stop.outcome.join(0.05)
 
 
-_THREADS = _Threads()
+_THREADS = RequestThreads()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(
-        before=_THREADS.end_idle, after_in_child=partial(_Threads.__init__, _THREADS)
+        before=_THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, _THREADS)
     )
 
 

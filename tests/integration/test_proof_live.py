@@ -28,7 +28,7 @@ from tests.support.stream_events import ShardReader
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
     from ddbkeys.partition_keys.replay import Replay
     from ddbkeys.schema import TableInfo
     from ddbkeys.testing.tables import TableFactory
@@ -116,7 +116,7 @@ class Unchecked(IndexMethod):
     """The negative control: the index as it is, once the replay has proven it (the
     collections the stream names are not re-checked)."""
 
-    def __init__(self, info: TableInfo, index: MarkerCore, replay: Replay) -> None:
+    def __init__(self, info: TableInfo, index: MarkerPlan, replay: Replay) -> None:
         super().__init__(info, index)
 
 

@@ -1,60 +1,49 @@
 """The actors of the proof's schedules, each ddbkeys' own code run against a
-:class:`~tests.support.proof_world.World`: the follower (``FollowerCore._follow``) and the
-backfill (``MarkerCore._backfill``) stepped one request at a time, the Lambda handler
+:class:`~tests.support.proof_world.World`: the follower (``FollowPlan.follow``) and the
+backfill (``backfill_flow``) stepped one request at a time, the Lambda handler
 (``StreamHandler.handle``) fed by a model of Lambda's event source mapping, and the proven
 listing (``load_evidence``, ``replay_flow`` and ``ReplayedIndexMethod``)."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
-from unittest import mock
 
 from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
-from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.partition_keys import backfill as backfill_module
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
+from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
-from ddbkeys.partition_keys.follow import FollowerCore
+from ddbkeys.partition_keys.follow import FollowPlan, FollowState
 from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
-from ddbkeys.partition_keys.marker_core import MarkerCore
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
-from ddbkeys.partition_keys.state import StateCore, StateStore
+from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
 from tests.support.proof_world import STATE, TABLE, Record, Shard, World
 
 
-@functools.cache
-def boto() -> Any:
-    """A boto3 client that is never sent anything (the flows' requests go to the model)."""
-    return make_client(endpoint_url="http://127.0.0.1:9")
+def marker(world: World) -> MarkerPlan:
+    return MarkerPlan(TABLE, info=world.info(), deadline=None)
 
 
-def marker(world: World) -> MarkerCore:
-    return MarkerCore(boto(), TABLE, info=world.info(), deadline=None)
+def record(world: World) -> StatePlan:
+    """The index's record in the state table, on the model clock."""
+    return StatePlan(STATE, deadline=None, clock=world.clock)
 
 
 class Stepper:
     """Runs a flow a few requests at a time, answered by the model when each is sent; a flow
     that raises ends there (a maintainer that crashed)."""
 
-    def __init__(
-        self,
-        flow: Flow[Any],
-        client: ModelClient,
-        first: Callable[[], AbstractContextManager[Any]] = nullcontext,
-    ) -> None:
+    def __init__(self, flow: Flow[Any], client: ModelClient) -> None:
         self.flow = flow
         self.driver = SyncDriver(client, Usage())
-        self.first = first
         self.step: Step | None = None
         self.done = False
         self.result: Any = None
@@ -65,8 +54,7 @@ class Stepper:
             return
         try:
             if self.step is None:
-                with self.first():
-                    self.step = next(self.flow)
+                self.step = next(self.flow)
             for _ in range(requests):
                 self.step = self._one(self.step)
         except StopIteration as finished:
@@ -84,8 +72,6 @@ class Stepper:
     def _one(self, step: Step) -> Step:
         if isinstance(step, Request):
             return self.driver._step(self.flow, step)
-        if isinstance(step, Once):
-            return self.flow.send(self.driver._once(step))
         assert isinstance(step, Pause | Emit), step
         return self.flow.send(None)
 
@@ -100,10 +86,8 @@ def follower(world: World, client: ModelClient, from_start: bool) -> Stepper:
 
 def follower_at_rest(world: World, client: ModelClient, from_start: bool) -> Stepper:
     """``index follow`` before its first request, to be stepped (its start too)."""
-    core = FollowerCore(
-        marker(world), streams=client, state_table=STATE, poll=0.0, clock=world.clock
-    )
-    return Stepper(core._follow(StopFlag(), False, from_start), client)
+    plan = FollowPlan(marker(world), state_table=STATE, poll=0.0, clock=world.clock)
+    return Stepper(plan.follow(FollowState(), StopFlag(), False, from_start), client)
 
 
 def _reads_records(step: Step) -> bool:
@@ -111,34 +95,34 @@ def _reads_records(step: Step) -> bool:
 
 
 def backfill(world: World, client: ModelClient) -> Stepper:
-    """``index backfill``, recording its start and end on the model clock (its record's
-    StateCore takes the wall clock: given the model's here)."""
-
-    def model_clock() -> AbstractContextManager[Any]:
-        return mock.patch.object(
-            backfill_module, "StateCore", functools.partial(StateCore, clock=world.clock)
-        )
-
-    return Stepper(marker(world)._backfill(None, STATE, True), client, model_clock)
+    """``index backfill``, recording its start and end on the model clock."""
+    return Stepper(backfill_flow(marker(world), None, record(world)), client)
 
 
 def repair(world: World, client: ModelClient) -> None:
     """``index repair`` (at once): clears the recorded clashes it no longer finds."""
-    SyncDriver(client, Usage()).run(marker(world)._repair(True, STATE))
+    SyncDriver(client, Usage()).run(repair_flow(marker(world), record(world), True))
+
+
+class ModelIndex(MarkerIndex):
+    """A marker index whose client is the model (not a boto3 client, which a MarkerIndex
+    otherwise insists on)."""
+
+    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
+        assert isinstance(client, ModelClient) and table is not None
+        return client, table
 
 
 class ModelHandler(StreamHandler):
     """The Lambda handler, its requests answered by the model, on the model clock."""
 
     def __init__(self, world: World, client: ModelClient) -> None:
-        super().__init__(boto(), state_table=STATE, clock=world.clock)
+        super().__init__(client, state_table=STATE, clock=world.clock)
         self.world = world
         self.model = client
 
     def _index(self, table: str) -> MarkerIndex:
-        index = MarkerIndex(boto(), table, deadline=None, info=self.world.info())
-        index.client = self.model  # type: ignore[assignment]
-        return index
+        return ModelIndex(self.model, table, deadline=None, info=self.world.info())
 
     def _state(self, index: MarkerIndex) -> StateStore:
         return StateStore(self.model, STATE, deadline=None, clock=self.world.clock)
@@ -271,11 +255,10 @@ def listing(
     out and the existing ones handed out. ``recheck=False`` is the negative control: the
     index as it is, after a replay that proved it."""
     info = world.info()
-    reader = Reader(boto(), TABLE, deadline=None)
+    reader = Reader(None, TABLE, deadline=None)  # (its requests go to the model's driver)
     driver = SyncDriver(client, Usage())
-    store = StateCore(client, STATE, deadline=None, clock=world.clock)
     core = marker(world)
-    evidence, refused = driver.run(load_evidence(store, info, core, margin))
+    evidence, refused = driver.run(load_evidence(record(world), info, core, margin))
     if refused is not None:
         return Verdict(None, refused.reason)
     result = driver.run(replay_flow(reader, core, info, evidence, margin, world.now, most))

@@ -1,7 +1,8 @@
 """ddbkeys.aio and event loops, without a server: what belongs to one loop (PerLoop,
 LoopBinding), the asyncio driver's check of the loop a client is used in, how a closed or
-never-entered aiobotocore client is told apart, and the block allocators' one signature.
-The same cases against DynamoDB Local are in tests/integration/test_aio_misuse.py."""
+never-entered aiobotocore client is told apart (from what aiobotocore raises; with real
+aiobotocore clients in tests/transport/test_aio_clients.py), and the block allocators' one
+signature. The same cases against DynamoDB Local are in tests/integration/test_aio_misuse.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import pytest
 from botocore.exceptions import HTTPClientError
 
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.aio.client import as_async_client, misuse
+from ddbkeys.aio.client import misuse
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding, PerLoop
 from ddbkeys.core.steps import Flow, OnceCell, get_item
@@ -157,53 +158,6 @@ def test_what_aiobotocore_raises_for_a_closed_client_or_another_loop_is_told_apa
     assert other is not None and "create one GaplessSequence per event loop" in str(other)
     assert misuse(http_client_error(ValueError("something else")), "x", None) is None
     assert misuse(RuntimeError("a different loop, but not from the client"), "x", None) is None
-
-
-def aiobotocore_client(**config: Any) -> Any:
-    aio_session = pytest.importorskip("aiobotocore.session")
-    aio_config = pytest.importorskip("aiobotocore.config")
-    return aio_session.get_session().create_client(
-        "dynamodb",
-        region_name="us-east-1",
-        endpoint_url="http://127.0.0.1:9",
-        aws_access_key_id="x",
-        aws_secret_access_key="x",
-        config=aio_config.AioConfig(**config),
-    )
-
-
-@pytest.mark.filterwarnings("ignore:coroutine .* was never awaited:RuntimeWarning")
-def test_a_client_not_entered_is_refused_where_it_is_given() -> None:
-    from ddbkeys.aio import make_client  # noqa: PLC0415 (imports aiobotocore)
-
-    for given in (aiobotocore_client(), make_client()):
-        with pytest.raises(ConfigurationError) as caught:
-            as_async_client(given, "orders")
-        assert str(caught.value).startswith(
-            f"ddbkeys.aio was given a client that was not entered ({type(given).__name__}): "
-            "open it with async with session.create_client('dynamodb') as client: (or async "
-            "with ddbkeys.aio.make_client() as client:)"
-        )
-
-
-def test_a_closed_client_is_told_after_botocores_own_retries() -> None:
-    # standard mode retries HTTPClientError: a closed client fails the same way each time, and
-    # ddbkeys registers nothing on a client the caller passed (ddbkeys.aio.make_client()'s
-    # clients make one attempt), so the error comes after the client's own attempts
-    from ddbkeys.aio import AtomicCounter  # noqa: PLC0415
-
-    async def closed() -> tuple[str, int]:
-        async with aiobotocore_client(retries={"mode": "standard", "max_attempts": 2}) as c:
-            pass
-        sent: list[object] = []
-        c.meta.events.register("before-send.dynamodb", lambda **_: sent.append(1))
-        with pytest.raises(ConfigurationError) as caught:
-            await AtomicCounter(c, "orders", "order").next()
-        return str(caught.value), len(sent)
-
-    message, sent = asyncio.run(closed())
-    assert "is closed, or was never entered" in message
-    assert 1 <= sent <= 3  # (max_attempts counts the retries)
 
 
 # --- the block allocators ------------------------------------------------------------------------

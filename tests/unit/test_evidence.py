@@ -4,6 +4,7 @@ and why it declines (see ddbkeys.partition_keys.evidence)."""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -22,6 +23,7 @@ from ddbkeys.partition_keys.evidence import (
     thin,
 )
 from ddbkeys.partition_keys.state import evidence_from_item
+from ddbkeys.partition_keys.streams import streams_settings
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
 NOW = 10_000.0
@@ -174,9 +176,10 @@ def test_the_record_reads_back() -> None:
 )
 def test_the_streams_client_finds_its_own_endpoint_on_aws(endpoint: str, own: bool) -> None:
     """On AWS the Streams API has endpoints of its own (botocore finds them from the region);
-    DynamoDB Local serves both APIs on one port."""
-    from ddbkeys.connect import make_client  # noqa: PLC0415
-    from ddbkeys.partition_keys.streams import streams_settings  # noqa: PLC0415
-
-    settings = streams_settings(make_client(endpoint_url=endpoint, region="us-east-1"))
+    DynamoDB Local serves both APIs on one port. (What streams_settings reads of a client is
+    its ``meta``: a stand-in has that.)"""
+    config = object()
+    meta = SimpleNamespace(endpoint_url=endpoint, region_name="us-east-1", config=config)
+    settings = streams_settings(SimpleNamespace(meta=meta))
     assert ("endpoint_url" not in settings) is own
+    assert settings["region_name"] == "us-east-1" and settings["config"] is config

@@ -1,7 +1,7 @@
-"""The marker index's decisions without a server: each flow driven by hand with scripted
-answers (what mark, unmark, backfill, verify and a reconciliation send and conclude from each
-answer), the pagers, and the follower's handling of stream records (the evidence rule is in
-test_evidence.py)."""
+"""The marker index's decisions without a server or a client: each flow of its plan driven by
+hand with scripted answers (what mark, unmark, backfill, verify and a reconciliation send and
+conclude from each answer), the pagers, and the follower's handling of stream records (the
+evidence rule is in test_evidence.py)."""
 
 from __future__ import annotations
 
@@ -11,19 +11,20 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.connect import make_client
 from ddbkeys.core.steps import Flow, Pause, Request
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.backfill import backfill_flow
 from ddbkeys.partition_keys.base import MAX_SORT_KEY
 from ddbkeys.partition_keys.follow import (
+    FollowPlan,
     FollowReport,
+    FollowState,
     StopOn,
-    StreamFollower,
     _Stopped,
     keys_of_records,
 )
-from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import MAX_ROUNDS, Outcome, Step, next_step, reconcile_flow
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import (
     DEFAULT_MARKER_SORT_KEY,
     IndexPages,
@@ -62,10 +63,9 @@ def info(**changes: Any) -> TableInfo:
     return TableInfo(**fields)
 
 
-def index(**changes: Any) -> MarkerIndex:
-    """A marker index that knows its table: its flows need no DescribeTable (and no server)."""
-    client = make_client(endpoint_url="http://127.0.0.1:9")
-    return MarkerIndex(client, "orders", info=info(**changes), deadline=5.0)
+def index(**changes: Any) -> MarkerPlan:
+    """A marker index's plan that knows its table: its flows need no DescribeTable."""
+    return MarkerPlan("orders", info=info(**changes), deadline=5.0)
 
 
 def failure(code: str, **extra: Any) -> ClientError:
@@ -223,35 +223,35 @@ def test_update_request() -> None:
 
 def test_mark_reads_each_answer() -> None:
     marker = index()
-    deadline = marker._begin()
-    written, sent = play(marker._mark("a", deadline), [("put_item", {})])
+    deadline = marker.begin()
+    written, sent = play(marker.mark("a", deadline), [("put_item", {})])
     assert written is True
     params = sent[0].params
     assert params["Item"]["pk"] == params["Item"][M] == {"S": "a"} and params["Item"]["sk"] == SK
     assert params["ConditionExpression"] == "attribute_not_exists(#pk)"
     assert params["Item"]["ddbkeys_type"] == {"S": "marker"}
     there = failure("ConditionalCheckFailedException", Item=MARKER)
-    assert play(marker._mark("a", deadline), [("put_item", there)])[0] is False
+    assert play(marker.mark("a", deadline), [("put_item", there)])[0] is False
     squatter = failure("ConditionalCheckFailedException", Item={"note": {"S": "x"}})
     with pytest.raises(MarkerClashError, match="cannot be marked") as clash:
-        play(marker._mark("a", deadline), [("put_item", squatter)])
+        play(marker.mark("a", deadline), [("put_item", squatter)])
     assert clash.value.key == {"S": "a"}
     # Throttled, then written: the one retry layer sends it again.
     throttled = failure("ProvisionedThroughputExceededException")
-    assert play(marker._mark("a", deadline), [("put_item", throttled), ("put_item", {})])[0]
+    assert play(marker.mark("a", deadline), [("put_item", throttled), ("put_item", {})])[0]
     with pytest.raises(DdbKeysError, match="ValidationException"):
-        play(marker._mark("a", deadline), [("put_item", failure("ValidationException"))])
+        play(marker.mark("a", deadline), [("put_item", failure("ValidationException"))])
 
 
 def test_unmark_checks_the_index_once_and_reads_the_condition() -> None:
     marker = index()
-    removed, sent = play(marker._unmark("a", marker._begin()), [("delete_item", {})])
+    removed, sent = play(marker.unmark("a", marker.begin()), [("delete_item", {})])
     assert removed is True and sent[0].params["ConditionExpression"] == "#m = #pk"
     assert sent[0].params["ExpressionAttributeNames"] == {"#m": M, "#pk": "pk"}
     gone = failure("ConditionalCheckFailedException")
-    assert play(marker._unmark("a", marker._begin()), [("delete_item", gone)])[0] is False
+    assert play(marker.unmark("a", marker.begin()), [("delete_item", gone)])[0] is False
     with pytest.raises(ConfigurationError, match="has no index"):
-        play(index(index_projections={})._unmark("a", marker._begin()), [])
+        play(index(index_projections={}).unmark("a", marker.begin()), [])
 
 
 def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active() -> None:
@@ -278,23 +278,23 @@ def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active()
         }
 
     with pytest.raises(ConfigurationError, match="is CREATING, not ACTIVE: wait until it is"):
-        play(building._mark("a", building._begin()), [("describe_table", described("CREATING"))])
+        play(building.mark("a"), [("describe_table", described("CREATING"))])
     written, sent = play(
-        building._mark("a", building._begin()),
+        building.mark("a"),
         [("describe_table", described("ACTIVE")), ("put_item", {})],
     )
     assert written is True and [r.operation for r in sent] == ["describe_table", "put_item"]
     other = index(index_hash_keys={"ddbkeys-partition-keys": "owner"})
     with pytest.raises(ConfigurationError, match="is keyed on 'owner', not on the marker"):
-        play(other._mark("a", other._begin()), [])
+        play(other.mark("a"), [])
     # A maintainer given no attribute takes the index's own.
-    assert play(other._maintained(other._begin()), [])[0] is other.info
+    assert play(other.maintained(), [])[0] is other.info
     assert other.attribute == "owner"
 
 
 def test_status_and_check_from_a_known_description_send_nothing() -> None:
     marker = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
-    assert play(marker._status(False), [])[0] == "CREATING"
+    assert play(marker.status(False), [])[0] == "CREATING"
     names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
     fresh = {
         "Table": {  # the index is gone since
@@ -302,7 +302,7 @@ def test_status_and_check_from_a_known_description_send_nothing() -> None:
             "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
         }
     }
-    assert play(marker._status(True), [("describe_table", fresh)])[0] is None
+    assert play(marker.status(True), [("describe_table", fresh)])[0] is None
     assert marker.info is not None and marker.info.index_projections == {}
 
 
@@ -321,7 +321,7 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
     marker = index()
     progress: list[int] = []
     report, sent = play(
-        marker._backfill(progress.append, None, record=False),
+        backfill_flow(marker, progress.append, None),
         [
             ("scan", page("a", "a", "b", last=False)),
             ("query", query(DATA)),  # a: data, no marker: marked
@@ -346,7 +346,7 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
 def test_verify_finds_missing_orphans_and_clashes() -> None:
     marker = index()
     report, _ = play(
-        marker._verify(),
+        marker.verify(),
         [
             ("scan", page("a", "b", "c")),  # the table's collections
             ("scan", page("a", "d", markers=True)),  # the markers
@@ -444,7 +444,7 @@ def test_reconcile_reads_the_state_not_the_event(
     script: list[tuple[str, Any]], outcome: Outcome | str
 ) -> None:
     marker = index()
-    result, sent = play(reconcile_flow(marker, {"S": "a"}, marker._begin()), script)
+    result, sent = play(reconcile_flow(marker, {"S": "a"}, marker.begin()), script)
     expected = {"MARKED": Outcome.MARKED, "UNMARKED": Outcome.UNMARKED, "-": Outcome.UNCHANGED}
     assert result is (expected[outcome] if isinstance(outcome, str) else outcome)
     assert sent[0].params["ConsistentRead"] is True
@@ -460,7 +460,7 @@ def test_reconcile_gives_up_after_max_rounds() -> None:
         churn += [("query", query(DATA)), ("put_item", {})]
         churn += [("query", query(MARKER)), ("delete_item", {})]
     with pytest.raises(DdbKeysError, match="did not settle"):
-        play(reconcile_flow(marker, {"S": "a"}, marker._begin()), churn)
+        play(reconcile_flow(marker, {"S": "a"}, marker.begin()), churn)
 
 
 # --- stream records ----------------------------------------------------------------------------
@@ -476,8 +476,8 @@ def test_keys_of_records_dedupes_in_order() -> None:
     assert keys_of_records(records, "pk") == [{"S": "b"}, {"S": "a"}, {"B": b"\x00"}]
 
 
-def follower() -> StreamFollower:
-    return StreamFollower(index(), streams=object(), state_table="state", clock=lambda: 50.0)
+def follower() -> FollowPlan:
+    return FollowPlan(index(), state_table="state", clock=lambda: 50.0)
 
 
 @pytest.mark.parametrize(
@@ -490,19 +490,18 @@ def follower() -> StreamFollower:
     ],
 )
 def test_reading_a_shard(answer: Any, iterator: str | None, finished: bool, records: int) -> None:
-    reader = follower()
-    reader._iterators["s1"] = "it1"
-    got, sent = play(reader._read("s1"), [("get_records", answer)])
+    state = FollowState(iterators={"s1": "it1"})
+    got, sent = play(follower().read(state, "s1"), [("get_records", answer)])
     assert sent[0].params == {"ShardIterator": "it1", "Limit": 1000}
     assert len(got) == records
-    assert reader._iterators.get("s1") == iterator and ("s1" in reader._finished) is finished
+    assert state.iterators.get("s1") == iterator and ("s1" in state.finished) is finished
 
 
 def test_handling_a_batch_reconciles_each_collection_once_then_saves_the_mark() -> None:
-    reader = follower()
+    state = FollowState()
     batch = [record({"S": "a"}, "5"), record({"S": "a"}, "6"), record({"S": "b"}, "7")]
     _, sent = play(
-        reader._handle("arn", "s1", batch),
+        follower().handle(state, "arn", "s1", batch),
         [
             ("query", query(DATA)),
             ("put_item", {}),
@@ -513,27 +512,27 @@ def test_handling_a_batch_reconciles_each_collection_once_then_saves_the_mark() 
             ("update_item", {}),  # the mark, only once every record is applied
         ],
     )
-    assert reader._marks["s1"].marks == (("7", 50.0),)
-    assert sent[-1].params["ExpressionAttributeValues"][":v0"]["S"] == reader._marks["s1"].to_json()
-    assert reader.report == FollowReport(records=3, batches=1, marked=1, unmarked=1)
+    assert state.marks["s1"].marks == (("7", 50.0),)
+    assert sent[-1].params["ExpressionAttributeValues"][":v0"]["S"] == state.marks["s1"].to_json()
+    assert state.report == FollowReport(records=3, batches=1, marked=1, unmarked=1)
 
 
 def test_a_failed_reconciliation_leaves_the_mark_where_it_was() -> None:
-    reader = follower()
+    state = FollowState()
     with pytest.raises(DdbKeysError):
         play(
-            reader._handle("arn", "s1", [record({"S": "a"}, "5")]),
+            follower().handle(state, "arn", "s1", [record({"S": "a"}, "5")]),
             [("query", failure("ValidationException"))],
         )
-    assert "s1" not in reader._marks
+    assert "s1" not in state.marks
 
 
 def test_a_child_shard_waits_for_its_parent() -> None:
-    reader = follower()
-    reader._parents = {"parent": None, "child": "parent", "orphan": "gone"}
-    assert reader._ready("parent") and reader._ready("orphan") and not reader._ready("child")
-    reader._finished.add("parent")
-    assert reader._ready("child")
+    state = FollowState(parents={"parent": None, "child": "parent", "orphan": "gone"})
+    ready = FollowPlan.ready
+    assert ready(state, "parent") and ready(state, "orphan") and not ready(state, "child")
+    state.finished.add("parent")
+    assert ready(state, "child")
 
 
 def test_stop_on_an_event() -> None:
@@ -547,13 +546,21 @@ def test_stop_on_an_event() -> None:
         flag.check()
 
 
-def test_nothing_is_sent_by_the_constructors() -> None:
-    client = make_client(endpoint_url="http://127.0.0.1:9")
-    fresh = MarkerIndex(client, "orders")
+def test_the_description_is_read_by_the_first_flow_that_needs_it_and_kept() -> None:
+    fresh = MarkerPlan("orders")
     assert fresh.info is None and fresh.marker_sort_key is None
-    step = next(fresh._mark("a", fresh._begin()))  # the first call: the description, once
-    assert type(step).__name__ == "Once"
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+    table = {
+        "Table": {
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+            "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+        }
+    }
+    described, sent = play(fresh.table_info(), [("describe_table", table)])
+    assert [r.operation for r in sent] == ["describe_table"]
+    assert fresh.info is described and fresh.marker_sort_key == SK
+    assert play(fresh.table_info(), [])[0] is described  # kept: nothing sent again
     with pytest.raises(KeySchemaError, match="has no sort key"):
-        MarkerIndex(client, "orders", info=info(sort_key=None))
+        MarkerPlan("orders", info=info(sort_key=None))
     with pytest.raises(ConfigurationError, match="describes table 'other'"):
-        MarkerIndex(client, "orders", info=info(name="other"))
+        MarkerPlan("orders", info=info(name="other"))

@@ -1,6 +1,6 @@
-"""The listing's replay driven by hand (no server): what it reads from the stream, what it
-re-checks, and each way it declines (a position the stream no longer keeps, an iterator that
-expired, a shard holding history nobody applied, too many collections for auto, the stream
+"""The listing's replay driven by hand (no server, no client): what it reads from the stream,
+what it re-checks, and each way it declines (a position the stream no longer keeps, an iterator
+that expired, a shard holding history nobody applied, too many collections for auto, the stream
 refused: DynamoDB Local has no IAM, so AccessDenied is played here)."""
 
 from __future__ import annotations
@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.connect import make_client
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.choice import most_keys
 from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark
-from ddbkeys.partition_keys.index import MarkerIndex
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, replay_flow
 from ddbkeys.partition_keys.state import markers_key
@@ -35,11 +34,11 @@ def evidence(*marks: ShardMark) -> Evidence:
     )
 
 
-def setup() -> tuple[Reader, MarkerIndex, Any]:
-    client = make_client(endpoint_url="http://127.0.0.1:9")
+def setup() -> tuple[Reader, MarkerPlan, Any]:
+    """The listing's reader (no client: its flows are driven by hand) and the index's plan."""
     table = info(stream_arn=ARN)
-    reader = Reader(client, "orders", retry=RetryPolicy(max_attempts=2), deadline=5.0)
-    return reader, MarkerIndex(client, "orders", info=table), table
+    reader = Reader(None, "orders", retry=RetryPolicy(max_attempts=2), deadline=5.0)
+    return reader, MarkerPlan("orders", info=table), table
 
 
 def record(pk: str, sequence: str, created: float = 9_000.0) -> dict[str, Any]:

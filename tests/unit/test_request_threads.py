@@ -1,7 +1,8 @@
 """The request threads :func:`ddbkeys.clients.send` waits on when a request may outlast what
 is left of its deadline: reused, never waited for past the deadline, ended when idle, and
 forgotten in a forked child. Played with a stand-in client whose timeouts are unknown (so
-every request goes to a thread)."""
+every request goes to a thread), most with request threads of their own (``send``'s
+``threads``)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from ddbkeys import DdbKeysError, clients
-from ddbkeys.clients import deadline_scope, send
+from ddbkeys.clients import RequestThreads, deadline_scope, send
 from ddbkeys.errors import NoAnswerInTime
 from ddbkeys.retry import Deadline
 
@@ -30,9 +31,11 @@ def stand_in(call: Callable[[], Any]) -> Any:
     return SimpleNamespace(meta=meta, op=call)
 
 
-def within(call: Callable[[], Any], seconds: float = 5.0) -> Any:
+def within(
+    call: Callable[[], Any], seconds: float = 5.0, threads: RequestThreads | None = None
+) -> Any:
     with deadline_scope(Deadline(seconds)):
-        return send(stand_in(call), "op", {})
+        return send(stand_in(call), "op", {}, threads)
 
 
 def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
@@ -62,28 +65,27 @@ def test_the_answer_the_error_and_the_callers_context() -> None:
     assert raised.value is failure
 
 
-def test_a_request_that_does_not_end_is_left_to_its_thread(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
+def test_a_request_that_does_not_end_is_left_to_its_thread() -> None:
+    threads = RequestThreads()
     release = threading.Event()
     started = time.monotonic()
     with pytest.raises(NoAnswerInTime):
-        within(lambda: release.wait(30), 0.2)
+        within(lambda: release.wait(30), 0.2, threads)
     assert 0.2 <= time.monotonic() - started < 2.0
-    assert within(lambda: "second") == "second"  # another thread answers meanwhile
+    assert within(lambda: "second", threads=threads) == "second"  # another thread answers
     release.set()  # the first request ends: its thread waits for work again
-    assert wait_for(lambda: clients._THREADS.idle == 2)
-    assert within(lambda: "third") == "third"
-    assert clients._THREADS.idle == 2  # no third thread
+    assert wait_for(lambda: threads.idle == 2)
+    assert within(lambda: "third", threads=threads) == "third"
+    assert threads.idle == 2  # no third thread
 
 
 def test_many_callers_at_once_each_get_their_own_answer() -> None:
     errors: list[str] = []
+    threads = RequestThreads()
 
     def caller(n: int) -> None:
         for i in range(50):
-            got = within(lambda i=i: (n, i))  # type: ignore[misc]
+            got = within(lambda i=i: (n, i), threads=threads)  # type: ignore[misc]
             if got != (n, i):
                 errors.append(f"{n}/{i}: {got}")
 
@@ -93,18 +95,18 @@ def test_many_callers_at_once_each_get_their_own_answer() -> None:
     for thread in callers:
         thread.join()
     assert errors == []
-    assert clients._THREADS.idle <= 16
+    assert threads.idle <= 16
 
 
 def test_threads_with_nothing_to_send_end(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(clients, "IDLE_SECONDS", 0.05)
-    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
+    threads = RequestThreads()
     before = threading.active_count()
     for _ in range(3):
-        threading.Thread(target=lambda: within(lambda: time.sleep(0.05))).start()
+        threading.Thread(target=lambda: within(lambda: time.sleep(0.05), threads=threads)).start()
     assert wait_for(lambda: threading.active_count() <= before)
-    assert clients._THREADS.idle == 0
-    assert within(lambda: "again") == "again"  # a new one starts
+    assert threads.idle == 0
+    assert within(lambda: "again", threads=threads) == "again"  # a new one starts
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork() here")
@@ -135,7 +137,6 @@ def test_no_room_for_a_thread_is_a_ddbkeys_error(monkeypatch: pytest.MonkeyPatch
     def start(thread: threading.Thread) -> None:
         raise RuntimeError("can't start new thread")
 
-    monkeypatch.setattr(clients, "_THREADS", clients._Threads())
     monkeypatch.setattr(threading.Thread, "start", start)
     with pytest.raises(DdbKeysError, match=r"Could not start a thread .*can't start new thread"):
-        within(lambda: "never")
+        within(lambda: "never", threads=RequestThreads())

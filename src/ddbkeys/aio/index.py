@@ -20,19 +20,20 @@ from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
+from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.follow import (
     Both,
-    FollowerCore,
+    FollowerBase,
     FollowReport,
     StopOn,
     _Stopped,
     enable_stream_flow,
 )
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
-from ddbkeys.partition_keys.marker_core import MarkerCore
+from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
-from ddbkeys.partition_keys.state import IndexState, StateCore
+from ddbkeys.partition_keys.state import IndexState, StoreBase
 from ddbkeys.partition_keys.streams import (
     PRESIGN,
     own_endpoint,
@@ -48,7 +49,7 @@ __all__ = ["MarkerIndex", "StateStore", "StreamFollower", "enable_stream", "reco
 T = TypeVar("T")
 
 
-class MarkerIndex(MarkerCore):
+class MarkerIndex(MarkerIndexBase):
     __doc__ = _sync.MarkerIndex.__doc__
 
     def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
@@ -63,37 +64,37 @@ class MarkerIndex(MarkerCore):
 
     async def table_info(self) -> TableInfo:
         """The table's description: the one given, or one DescribeTable the first time."""
-        return await self._run(self._table_info(self._begin()))
+        return await self._run(self.plan.table_info())
 
     async def status(self, *, fresh: bool = False) -> str | None:
         """The index's status, or None when there is no such index (see the sync one)."""
-        return await self._run(self._status(fresh))
+        return await self._run(self.plan.status(fresh))
 
     async def check(self) -> None:
         """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
-        await self._run(self.check_flow())
+        await self._run(self.plan.check())
 
     async def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists)."""
-        await self._run(self._create(wait, timeout))
+        await self._run(self.plan.create(wait, timeout))
 
     async def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""
-        return self._marker_key(await self.table_info(), partition_key_value)
+        return self.plan.marker_key(await self.table_info(), partition_key_value)
 
     async def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Put the marker into one collection (see the sync ``MarkerIndex.mark``)."""
-        return await self._run(self._mark(partition_key_value, self._begin()))
+        return await self._run(self.plan.mark(partition_key_value))
 
     async def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Remove one collection's marker (see the sync ``MarkerIndex.unmark``)."""
-        return await self._run(self._unmark(partition_key_value, self._begin()))
+        return await self._run(self.plan.unmark(partition_key_value))
 
     async def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
     ) -> BackfillReport:
         """:meth:`mark` each collection of ``keys``, one after another."""
-        return await self._run(self._mark_many(keys, progress))
+        return await self._run(self.plan.mark_many(keys, progress))
 
     async def backfill(
         self,
@@ -103,32 +104,34 @@ class MarkerIndex(MarkerCore):
         record: bool = True,
     ) -> BackfillReport:
         """Mark every collection of the table (see the sync ``MarkerIndex.backfill``)."""
-        return await self._run(self._backfill(progress, state_table, record))
+        return await self._run(
+            backfill_flow(self.plan, progress, self._state(state_table) if record else None)
+        )
 
     async def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
-        return await self._run(self._verify())
+        return await self._run(self.plan.verify())
 
     async def repair(
         self, *, remove_orphans: bool = True, state_table: str | None = None
     ) -> VerifyReport:
         """Mark what ``verify`` found unmarked, and remove orphaned markers."""
-        return await self._run(self._repair(remove_orphans, state_table))
+        return await self._run(repair_flow(self.plan, self._state(state_table), remove_orphans))
 
 
 async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
     """Make the marker of the collection ``partition_key`` match the collection as it is now
     (see :func:`ddbkeys.partition_keys.maintain.reconcile`)."""
-    return await index._run(reconcile_flow(index, partition_key, index._begin()))
+    return await index._run(reconcile_flow(index.plan, partition_key, index.plan.begin()))
 
 
 async def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
     """Turn ``table``'s stream on if it is off (see the sync ``enable_stream``)."""
     index = MarkerIndex(client, table, deadline=60.0)
-    return await index._run(enable_stream_flow(index))
+    return await index._run(enable_stream_flow(index.plan))
 
 
-class StateStore(StateCore):
+class StateStore(StoreBase):
     """Reads and writes the records of marker indexes in the state table ``name``."""
 
     def __init__(
@@ -149,25 +152,25 @@ class StateStore(StateCore):
 
     async def ensure(self) -> None:
         """Create the state table if it is missing, and wait until it is ACTIVE."""
-        await self._run(self._ensure())
+        await self._run(self.plan.ensure())
 
     async def load(self, table: str, index: str) -> IndexState | None:
         """The record of ``table``'s index ``index``; None when there is none."""
-        return await self._run(self._load(table, index))
+        return await self._run(self.plan.load(table, index))
 
     async def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> None:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        await self._run(self._update(table, index, values, remove))
+        await self._run(self.plan.update(table, index, values, remove))
 
 
-class StreamFollower(FollowerCore):
+class StreamFollower(FollowerBase):
     """Follows ``index.table``'s stream (see the sync ``StreamFollower``): the same loop, one
     task, its waits on the event loop. ``streams`` is an aiobotocore DynamoDB Streams client;
     by default ``run`` opens one like the index's client, and closes it at its end."""
 
-    def _default_streams(self, index: MarkerCore) -> Any:
+    def _default_streams(self, index: MarkerIndexBase) -> Any:
         return None  # opened by run(): an aiobotocore client lives in an event loop
 
     async def run(
@@ -190,7 +193,9 @@ class StreamFollower(FollowerCore):
             )
             flag = StopOn(stop or asyncio.Event())
             try:
-                return await driver.run(self._follow(flag, until_caught_up, from_start))
+                return await driver.run(
+                    self.plan.follow(self.position, flag, until_caught_up, from_start)
+                )
             except _Stopped:
                 return self.report
 

@@ -35,7 +35,7 @@ from decimal import Decimal
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from ddbkeys.aio.client import as_async_client
-from ddbkeys.aio.index import MarkerIndex, StateStore, _streams_client_for
+from ddbkeys.aio.index import _streams_client_for
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
@@ -266,7 +266,6 @@ async def _choose(
         index,
         marker_attribute,
         state_table,
-        (MarkerIndex, StateStore),
         margin=margin,
         trust_index=trust_index,
         replay=replay,

@@ -55,7 +55,6 @@ from ddbkeys.partition_keys.index import (
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.sample import estimate_listing
-from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
 from ddbkeys.renames import renamed
@@ -113,7 +112,6 @@ def _choose(
         index,
         marker_attribute,
         state_table,
-        (MarkerIndex, StateStore),
         margin=margin,
         trust_index=trust_index,
         replay=replay,

@@ -235,7 +235,7 @@ class StreamHandler:
         that was not, is sent again by Lambda). Without a shard id nothing can be vouched
         for: that is recorded, so a listing says why."""
         store = self._state(index)
-        store._run(store._clashes(index.table, index.name, clashes, add=True))
+        store._run(store.plan.clashes(index.table, index.name, clashes, add=True))
         now = store.clock()
         if shard is None:
             if index.table not in self._warned:

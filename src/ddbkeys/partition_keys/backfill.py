@@ -1,7 +1,7 @@
 """The backfill and the repair of a marker index as flows (see :mod:`ddbkeys.core`): each
 reconciles collections with their markers and keeps the index's evidence in the state table
-(see :mod:`ddbkeys.partition_keys.evidence`). Run through ``MarkerCore._backfill`` and
-``_repair`` by either driver."""
+(see :mod:`ddbkeys.partition_keys.evidence`): a marker index's plan and its record's, run by
+either ``MarkerIndex``."""
 
 from __future__ import annotations
 
@@ -20,36 +20,30 @@ from ddbkeys.partition_keys.markers import (
     SkipPages,
     VerifyReport,
 )
-from ddbkeys.partition_keys.state import StateCore, key_json, markers_key
+from ddbkeys.partition_keys.state import StatePlan, key_json, markers_key
 
 if TYPE_CHECKING:
-    from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
 __all__ = ["backfill_flow", "repair_flow"]
 
 
 def backfill_flow(
-    self: MarkerCore,
+    index: MarkerPlan,
     progress: Callable[[int], None] | None,
-    state_table: str | None,
-    record: bool = True,
+    store: StatePlan | None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table (found with the skip scan) with its marker:
-    mark those without one, unmark those that hold nothing else. Recorded in the state
-    table (unless ``record`` is false) as evidence for listings (see ``evidence``): it
-    counts only if it met no clash, and began after a maintainer recorded positions."""
-    info = yield from self.check_flow()
-    store = (
-        StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
-        if record
-        else None
-    )
+    mark those without one, unmark those that hold nothing else. Recorded in ``store``'s
+    state table (None: not recorded) as evidence for listings (see ``evidence``): it counts
+    only if it met no clash, and began after a maintainer recorded positions."""
+    info = yield from index.check()
     entry: dict[str, Any] = {}
     if store is not None:
-        yield from store._ensure()
-        yield from self._describe(self._begin())  # the stream as it is now
-        stream = self._info.get().stream_arn
-        saved = yield from store._load(self.table, self.name)
+        yield from store.ensure()
+        yield from index.describe()  # the stream as it is now
+        stream = (yield from index.table_info()).stream_arn
+        saved = yield from store.load(index.table, index.name)
         firsts = [
             m.first_saved
             for m in (saved.shards.values() if saved is not None else ())
@@ -61,9 +55,9 @@ def backfill_flow(
             "maintained_since": min(firsts, default=None),
             "finished": None,
             "clashes": [],
-            "markers": markers_key(self.attribute, self._sort_key(info)),
+            "markers": markers_key(index.attribute, index.sort_key(info)),
         }
-        yield from store._update(self.table, self.name, {"backfill": _json(entry)})
+        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
     # The clashes recorded before: taken out at the end only those this backfill found
     # resolved (its eventually consistent scan may not show a collection a maintainer
     # met a moment ago: such a clash stays).
@@ -72,10 +66,10 @@ def backfill_flow(
     report = BackfillReport()
     # Every collection, one holding nothing but a marker included (its marker goes): the
     # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
-    pages = SkipPages(info, replace(self._markers(info), sort_value={"NULL": True}))
+    pages = SkipPages(info, replace(index.markers(info), sort_value={"NULL": True}))
     while pages.request() is not None:
-        for key in (yield from self._pages(pages, "reading the table's keys")):
-            outcome = yield from reconcile_flow(self, key, self._begin())
+        for key in (yield from index.page(pages, "reading the table's keys")):
+            outcome = yield from reconcile_flow(index, key, index.begin())
             if outcome is not Outcome.CLASH and key_json(key) in recorded:
                 resolved.append(key_json(key))
             if outcome is Outcome.MARKED:
@@ -91,36 +85,36 @@ def backfill_flow(
     if store is not None:
         entry["finished"] = store.clock()
         entry["clashes"] = [key_json(k) for k in report.clashes]
-        yield from store._update(self.table, self.name, {"backfill": _json(entry)})
-        yield from store._clashes(self.table, self.name, resolved, add=False)
+        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
+        yield from store.clashes(index.table, index.name, resolved, add=False)
     return report
 
 
-def repair_flow(
-    self: MarkerCore, remove_orphans: bool, state_table: str | None = None
-) -> Flow[VerifyReport]:
-    store = StateCore(self.client, state_table, deadline=self.deadline, retry=self.retry)
-    saved = yield from store._load(self.table, self.name)
-    report = yield from self._verify()
+def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Flow[VerifyReport]:
+    """Mark the collections :meth:`~MarkerPlan.verify` finds unmarked and remove orphaned
+    markers (unless not ``remove_orphans``); clear the clashes recorded in ``store`` that are
+    resolved."""
+    saved = yield from store.load(index.table, index.name)
+    report = yield from index.verify()
     if saved is not None and saved.clashes:
         # Each clash a maintainer recorded is looked at again, by the collection itself (a
         # consistent reconciliation, not the index, which may lag): one resolved is taken
         # out (one by one: one recorded meanwhile stays).
         cleared = []
         for text in saved.clashes:
-            outcome = yield from reconcile_flow(self, _key_of(text), self._begin())
+            outcome = yield from reconcile_flow(index, _key_of(text), index.begin())
             if outcome is not Outcome.CLASH:
                 cleared.append(text)
-        yield from store._clashes(self.table, self.name, cleared, add=False)
+        yield from store.clashes(index.table, index.name, cleared, add=False)
     report.unfixed.extend(report.clashes)
     for key in report.missing:
         try:
-            yield from self._mark(key, self._begin())
+            yield from index.mark(key)
             report.fixed_missing.append(key)
         except MarkerClashError:  # data written at the marker's key since verify
             report.unfixed.append(key)
     for key in report.orphans:
-        if remove_orphans and (yield from self._unmark(key, self._begin())):
+        if remove_orphans and (yield from index.unmark(key)):
             report.fixed_orphans.append(key)
         else:  # kept, or not a marker at the marker's key (an item of the index all the same)
             report.unfixed.append(key)

@@ -74,6 +74,7 @@ __all__ = [
     "check_deadline",
     "client_and_table",
     "plain_key",
+    "read_timeout",
 ]
 
 #: The greatest value of each key type: a start key holding it jumps past the whole collection.
@@ -91,8 +92,8 @@ Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
 Position = Key | bool | None  # per segment: not started (None), last key handed out, done (True)
 
 
-def check_deadline(deadline: float | None, table: str) -> None:
-    """A listing's deadline: above 0 seconds, or None for none."""
+def check_deadline(deadline: float | None, table: str) -> float | None:
+    """A deadline above 0 seconds, or None (no deadline)."""
     if deadline is not None and (
         isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
     ):
@@ -100,6 +101,13 @@ def check_deadline(deadline: float | None, table: str) -> None:
             f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
             table=table,
         )
+    return None if deadline is None else float(deadline)
+
+
+def read_timeout(client: Any) -> float | None:
+    """The read timeout of ``client``'s config (None: unknown, or a stand-in without one)."""
+    config = getattr(getattr(client, "meta", None), "config", None)
+    return getattr(config, "read_timeout", None) if config is not None else None
 
 
 def client_and_table(
@@ -220,8 +228,7 @@ class Reader:
             policy=self.retry,
             deadline=deadline or Deadline(self.deadline, clock=self.clock),
             usage=self.usage,
-            read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
-            and getattr(self.client.meta.config, "read_timeout", None),
+            read_timeout=read_timeout(self.client),
             stop=self.stop,
             advice=ADVICE,
             writes=False,

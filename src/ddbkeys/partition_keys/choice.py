@@ -5,13 +5,14 @@ asyncio listing share; they differ only in how they run the proof's flows."""
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys.base import read_timeout
 from ddbkeys.partition_keys.evidence import Decline
 from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.replay import (
     Replay,
     ReplayedIndexMethod,
@@ -21,12 +22,11 @@ from ddbkeys.partition_keys.replay import (
 )
 from ddbkeys.partition_keys.scan import ScanMethod
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
+from ddbkeys.partition_keys.state import StatePlan
 
 if TYPE_CHECKING:
     from ddbkeys.core.steps import Flow
     from ddbkeys.partition_keys.base import Reader, SegmentMethod
-    from ddbkeys.partition_keys.marker_core import MarkerCore
-    from ddbkeys.partition_keys.state import StateCore
     from ddbkeys.schema import TableInfo
 
 __all__ = [
@@ -110,32 +110,29 @@ def choose_flow(
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
-    kinds: tuple[Callable[..., MarkerCore], Callable[..., StateCore]],
     *,
     margin: float,
     trust_index: bool,
     replay: dict[str, Any] | None,
 ) -> Flow[Choice]:
     """The method to list with, and why: :func:`plan` from the table's description, else the
-    marker index (a ``kinds[0]``, the driver's MarkerIndex, with its record in a ``kinds[1]``,
-    its StateStore, in ``state_table``), checked, resumed, or proven by its record and the
-    table's stream (:mod:`ddbkeys.partition_keys.replay`). One flow for both drivers; its
-    Streams requests go to a Streams client the driver opens when one is sent."""
+    marker index (its plan, with its record in ``state_table``), checked, resumed, or proven by
+    its record and the table's stream (:mod:`ddbkeys.partition_keys.replay`). One flow for both
+    drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
     planned = plan(method, info, index_name, marker_attribute)
     if planned is not None:
         return planned
-    marker_index, state_store = kinds
     # The listing's one description: the marker index sends no DescribeTable of its own.
-    index = marker_index(
-        reader.client,
+    index = MarkerPlan(
         info.name,
         index_name=index_name,
         marker_attribute=marker_attribute,
         deadline=reader.deadline,
         info=info,
+        read_timeout=read_timeout(reader.client),
     )
     if method == "index":
-        yield from index.check_flow()
+        yield from index.check()
         if trust_index:
             return read_as_is(info, index)
     if replay is not None:
@@ -143,7 +140,7 @@ def choose_flow(
     why = not_active(info, index.name)
     if why is not None:
         return declined(method, info, index.name, why)
-    records = state_store(reader.client, state_table, deadline=reader.deadline)
+    records = StatePlan(state_table, deadline=reader.deadline)
     now = records.clock()
     try:
         evidence, refused = yield from load_evidence(records, info, index, margin)
@@ -189,7 +186,7 @@ def proof_failed(exc: BaseException) -> str:
     return f"reading its evidence failed ({first.rstrip('.')})"
 
 
-def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:
+def read_as_is(info: TableInfo, marker: MarkerPlan) -> Choice:
     """``method="index"`` with ``trust_index``: the index as it is, unproven (said)."""
     return Choice(
         IndexMethod(info, marker),
@@ -199,7 +196,7 @@ def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:
     )
 
 
-def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
+def proven(info: TableInfo, marker: MarkerPlan, replay: Replay) -> Choice:
     """The index, proven by ``replay``."""
     return Choice(
         ReplayedIndexMethod(info, marker, replay),
@@ -211,7 +208,7 @@ def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
     )
 
 
-def resumed_replay(raw: dict[str, Any] | None, info: TableInfo, marker: MarkerCore) -> Choice:
+def resumed_replay(raw: dict[str, Any] | None, info: TableInfo, marker: MarkerPlan) -> Choice:
     """A resumed listing of the proven index: the replay its token carries."""
     assert raw is not None
     replay = Replay.from_json(raw)

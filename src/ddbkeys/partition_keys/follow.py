@@ -15,7 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
 from ddbkeys.core.steps import (
@@ -38,15 +38,18 @@ from ddbkeys.partition_keys.evidence import (
     advance,
     created_at,
 )
+from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
-from ddbkeys.partition_keys.marker_core import MarkerCore, send
-from ddbkeys.partition_keys.state import StateCore, key_json
+from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan, send
+from ddbkeys.partition_keys.state import StatePlan, key_json
 from ddbkeys.partition_keys.streams import stream_shards, streams_client_for
 from ddbkeys.retry import Deadline
 from ddbkeys.schema import described
 
 __all__ = [
+    "FollowPlan",
     "FollowReport",
+    "FollowState",
     "StreamFollower",
     "enable_stream",
     "keys_of_records",
@@ -93,9 +96,9 @@ class Lazy:
         return getattr(self._made, name)
 
 
-def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
+def enable_stream_flow(index: MarkerPlan) -> Flow[tuple[str, bool]]:
     """:func:`enable_stream` as a flow (each request within ``index``'s deadline)."""
-    answer = yield from index._attempts(
+    answer = yield from index.attempts(
         lambda _: send(describe_table({"TableName": index.table})), "DescribeTable", writes=False
     )
     changed = not described(answer, index.table).get("StreamSpecification", {}).get("StreamEnabled")
@@ -106,7 +109,7 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
                 "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
             }
         )
-        yield from index._attempts(
+        yield from index.attempts(
             lambda _: send(request),
             "turning the stream on",
         )
@@ -118,7 +121,7 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
             )
         yield Pause(pause, index.retry.sleep)
         pause = min(pause * 1.5, 5.0)
-        answer = yield from index._attempts(
+        answer = yield from index.attempts(
             lambda _: send(describe_table({"TableName": index.table})),
             "DescribeTable",
             writes=False,
@@ -134,8 +137,8 @@ def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
     """Turn ``table``'s stream on (KEYS_ONLY: a record names the item, which is all a maintainer
     needs) if it is off, and wait until the table is ACTIVE again. Returns the stream's ARN and
     whether it was turned on now (a stream already on is left as it is, whatever its view)."""
-    index = MarkerCore(client, table, deadline=60.0)
-    return SyncDriver(index.client, index.usage).run(enable_stream_flow(index))
+    index = MarkerIndex(client, table, deadline=60.0)
+    return index._run(enable_stream_flow(index.plan))
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
@@ -211,47 +214,51 @@ class StopOn(StopFlag):
             raise _Stopped
 
 
-class FollowerCore:
-    """Follows ``index.table``'s stream and reconciles the marker of every collection a record
-    names, driver aside: the whole run is one flow (:meth:`_follow`), which the sync
-    :class:`StreamFollower` and ``ddbkeys.aio.index.StreamFollower`` run. Nothing is sent by
-    the constructor."""
+@dataclass
+class FollowState:
+    """Where a follower stands, in memory (what outlives a run is its marks, saved in the state
+    table): per shard, what is applied (``marks``, saved as such), the shards read to their end
+    (``finished``), those opened at their oldest record and not read yet (``from_oldest``), the
+    open iterators, each shard's parent (as the stream lists them), and the report."""
+
+    marks: dict[str, ShardMark] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    from_oldest: set[str] = field(default_factory=set)
+    iterators: dict[str, str | None] = field(default_factory=dict)
+    parents: dict[str, str | None] = field(default_factory=dict)
+    report: FollowReport = field(default_factory=FollowReport)
+
+
+class FollowPlan:
+    """How a follower follows ``index.table``'s stream and reconciles the marker of every
+    collection a record names, driver and clients aside: the marker index's plan, the plan of
+    its record in ``state_table`` (``store``), ``poll``, ``clock`` and ``on_batch``, built from
+    settings alone. Its flows take where the follower stands (a :class:`FollowState`); the
+    whole run is one flow (:meth:`follow`), which the sync :class:`StreamFollower` and
+    ``ddbkeys.aio.index.StreamFollower`` run."""
 
     def __init__(
         self,
-        index: MarkerCore,
+        index: MarkerPlan,
         *,
-        streams: Any = None,
         state_table: str | None = None,
         poll: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_batch: Callable[[FollowReport], None] | None = None,
     ) -> None:
         self.index = index
-        self.streams = streams if streams is not None else self._default_streams(index)
-        self.state = StateCore(
-            index.client, state_table, deadline=index.deadline, clock=clock, retry=index.retry
-        )
+        self.store = StatePlan(state_table, deadline=index.deadline, clock=clock, retry=index.retry)
         self.poll = poll
         self.clock = clock
         self.on_batch = on_batch
-        self.report = FollowReport()
-        self._marks: dict[str, ShardMark] = {}  # shard -> what is applied, saved as such
-        self._finished: set[str] = set()
-        self._from_oldest: set[str] = set()  # shards opened at TRIM_HORIZON, not yet read
-        self._iterators: dict[str, str | None] = {}
-        self._parents: dict[str, str | None] = {}
-
-    def _default_streams(self, index: MarkerCore) -> Any:
-        """The Streams client when none is given: one like the index's client."""
-        return streams_client_for(index.client, index.table)
 
     # --- the stream ---------------------------------------------------------------------------
 
     def _ask(self, request: Any, what: str) -> Flow[Any]:
-        return self.index._attempts(lambda _: send(request), what, writes=False)
+        return self.index.attempts(lambda _: send(request), what, writes=False)
 
-    def _stream_arn(self) -> Flow[str]:
+    def stream_arn(self) -> Flow[str]:
+        """The table's stream (a clear error when it has none)."""
         table = self.index.table
         answer = yield from self._ask(describe_table({"TableName": table}), "DescribeTable")
         description = described(answer, table)
@@ -275,19 +282,19 @@ class FollowerCore:
 
     # --- the loop -----------------------------------------------------------------------------
 
-    def _start(self, arn: str, from_start: bool) -> Flow[None]:
+    def start(self, state: FollowState, arn: str, from_start: bool) -> Flow[None]:
         """Load the marks saved under this stream, or begin covering it now."""
         index, name = self.index.table, self.index.name
-        yield from self.state._ensure()
-        saved = yield from self.state._load(index, name)
+        yield from self.store.ensure()
+        saved = yield from self.store.load(index, name)
         shards = yield from self._shards(arn)
-        self._parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
-        self._marks = {
+        state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        state.marks = {
             shard: mark
             for shard, mark in (saved.shards.items() if saved is not None else ())
             if mark.stream == arn
         }
-        if self._marks:
+        if state.marks:
             return
         # A first start under this stream: every shard is named now. A closed shard holds
         # history only (before now), which the backfill covers: marked at its end. An open one
@@ -296,30 +303,33 @@ class FollowerCore:
             for shard in shards:
                 if "EndingSequenceNumber" not in shard.get("SequenceNumberRange", {}):
                     shard_id = str(shard["ShardId"])
-                    self._iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
+                    state.iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
         now = self.clock()
         for shard in shards:
             ending = shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber")
             shard_id = str(shard["ShardId"])
             if ending is not None:
-                self._marks[shard_id] = advance(None, shard_id, arn, now, str(ending), now)
-                self._finished.add(shard_id)
+                state.marks[shard_id] = advance(None, shard_id, arn, now, str(ending), now)
+                state.finished.add(shard_id)
             elif from_start:
-                self._marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
+                state.marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
             else:
-                self._marks[shard_id] = advance(None, shard_id, arn, now, None, now)
-        yield from self._save_marks(list(self._marks))
-        yield from self.state._update(index, name, {"maintainer": "follow"})
+                state.marks[shard_id] = advance(None, shard_id, arn, now, None, now)
+        yield from self._save_marks(state, list(state.marks))
+        yield from self.store.update(index, name, {"maintainer": "follow"})
 
-    def _ready(self, shard: str) -> bool:
-        parent = self._parents.get(shard)
-        return parent is None or parent not in self._parents or parent in self._finished
+    @staticmethod
+    def ready(state: FollowState, shard: str) -> bool:
+        """Whether ``shard`` may be read: its parent (if the stream still lists it) is
+        finished, so one item's records are handled in order."""
+        parent = state.parents.get(shard)
+        return parent is None or parent not in state.parents or parent in state.finished
 
-    def _open_iterators(self, arn: str) -> Flow[None]:
-        for shard in list(self._parents):
-            if shard in self._finished or shard in self._iterators or not self._ready(shard):
+    def _open_iterators(self, state: FollowState, arn: str) -> Flow[None]:
+        for shard in list(state.parents):
+            if shard in state.finished or shard in state.iterators or not self.ready(state, shard):
                 continue
-            mark = self._marks.get(shard)
+            mark = state.marks.get(shard)
             position = mark.marks[-1][0] if mark is not None and mark.marks else None
             if mark is None:
                 # Found since. A child of a shard this follower named holds the records that
@@ -327,16 +337,16 @@ class FollowerCore:
                 # shard may hold records nobody applied (or that were trimmed): covered from
                 # now, so only a backfill begun after this counts for it.
                 now = self.clock()
-                child = self._parents.get(shard) in self._marks
-                self._marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
+                child = state.parents.get(shard) in state.marks
+                state.marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
             if position is None:
-                if self._may_have_lost(shard, mark):
-                    self._gap(shard)
-                self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
-                self._from_oldest.add(shard)
+                if self._may_have_lost(state, shard, mark):
+                    self._gap(state, shard)
+                state.iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
+                state.from_oldest.add(shard)
                 continue
             try:
-                self._iterators[shard] = yield from self._iterator(
+                state.iterators[shard] = yield from self._iterator(
                     arn, shard, "AFTER_SEQUENCE_NUMBER", position
                 )
             except Exception as exc:
@@ -345,12 +355,12 @@ class FollowerCore:
                 # Stopped for longer than the stream keeps records (24 hours): some were never
                 # applied. Recorded as a gap in the shard's mark (listings decline until a
                 # backfill begun after it), and the follower goes on from the oldest record.
-                self._gap(shard)
-                self._iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
+                self._gap(state, shard)
+                state.iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
 
-    def _read(self, shard: str) -> Flow[list[dict[str, Any]]]:
+    def read(self, state: FollowState, shard: str) -> Flow[list[dict[str, Any]]]:
         """One GetRecords on ``shard``; [] at its end for now. A finished shard is dropped."""
-        request = {"ShardIterator": self._iterators[shard], "Limit": 1000}
+        request = {"ShardIterator": state.iterators[shard], "Limit": 1000}
         try:
             page = yield from self._ask(get_records(request), "reading a shard")
         except Exception as exc:
@@ -358,45 +368,47 @@ class FollowerCore:
                 raise
             # An iterator too old (15 minutes), or one that points before what the shard
             # still holds: taken again from the position saved, on the next round.
-            del self._iterators[shard]
+            del state.iterators[shard]
             return []
         records: list[dict[str, Any]] = list(page.get("Records", []))
         following = page.get("NextShardIterator")
         if following:
-            self._iterators[shard] = following
+            state.iterators[shard] = following
         else:
-            del self._iterators[shard]
-            self._finished.add(shard)
+            del state.iterators[shard]
+            state.finished.add(shard)
         return records
 
-    def _handle(self, arn: str, shard: str, records: list[dict[str, Any]]) -> Flow[None]:
+    def handle(
+        self, state: FollowState, arn: str, shard: str, records: list[dict[str, Any]]
+    ) -> Flow[None]:
         """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
         applied (a reconciliation that fails ends the run before the mark moves)."""
-        info = yield from self.index._table_info(self.index._begin())
-        if shard in self._from_oldest and records:
+        info = yield from self.index.table_info()
+        if shard in state.from_oldest and records:
             # The first records of a shard read from its oldest: when they are nearly a day
             # old, earlier ones may have been trimmed unapplied (a gap, as above).
-            self._from_oldest.discard(shard)
+            state.from_oldest.discard(shard)
             created = created_at(records[0])
             if created is not None and created < self.clock() - DAY + TRIM_SAFETY:
-                self._gap(shard)
-        mark = self._marks.get(shard)
+                self._gap(state, shard)
+        mark = state.marks.get(shard)
         since = mark.since if mark is not None else "start"
         skip = float(since) - CLOCK_MARGIN if isinstance(since, int | float) else None
         clashes: list[str] = []
         for key in keys_of_records(_after(records, skip), info.partition_key.name):
-            outcome = yield from reconcile_flow(self.index, key, self.index._begin())
-            count(self.report, outcome)
+            outcome = yield from reconcile_flow(self.index, key, self.index.begin())
+            count(state.report, outcome)
             if outcome is Outcome.CLASH:
                 clashes.append(key_json(key))
-        yield from self.state._clashes(self.index.table, self.index.name, clashes, add=True)
+        yield from self.store.clashes(self.index.table, self.index.name, clashes, add=True)
         last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else None
-        self._marks[shard] = advance(mark, shard, arn, since, last, self.clock())
-        yield from self._save_marks([shard])
-        self.report.records += len(records)
-        self.report.batches += 1
+        state.marks[shard] = advance(mark, shard, arn, since, last, self.clock())
+        yield from self._save_marks(state, [shard])
+        state.report.records += len(records)
+        state.report.batches += 1
 
-    def _may_have_lost(self, shard: str, mark: ShardMark | None) -> bool:
+    def _may_have_lost(self, state: FollowState, shard: str, mark: ShardMark | None) -> bool:
         """Whether records of ``shard``, about to be read from its oldest one with none of
         them applied yet, may have been trimmed (kept 24 hours) before now: it was begun at
         its end more than a day ago, or its parent was last read more than a day ago (the
@@ -404,87 +416,120 @@ class FollowerCore:
         limit = self.clock() - DAY + TRIM_SAFETY
         if mark is not None and isinstance(mark.since, int | float):
             return float(mark.since) < limit
-        parent = self._marks.get(self._parents.get(shard) or "")
+        parent = state.marks.get(state.parents.get(shard) or "")
         return parent is not None and bool(parent.marks) and parent.marks[-1][1] < limit
 
-    def _gap(self, shard: str) -> None:
+    def _gap(self, state: FollowState, shard: str) -> None:
         """Records of ``shard`` were lost before this follower applied them: said in its mark."""
-        mark = self._marks.get(shard)
+        mark = state.marks.get(shard)
         if mark is not None:
-            self._marks[shard] = replace(mark, gap=self.clock())
+            state.marks[shard] = replace(mark, gap=self.clock())
 
-    def _save_marks(self, shards: list[str]) -> Flow[None]:
-        values = {SHARD_PREFIX + s: self._marks[s].to_json() for s in shards}
-        yield from self.state._update(self.index.table, self.index.name, values)
+    def _save_marks(self, state: FollowState, shards: list[str]) -> Flow[None]:
+        values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
+        yield from self.store.update(self.index.table, self.index.name, values)
 
-    def _follow(
-        self, stop: StopFlag, until_caught_up: bool, from_start: bool
+    def follow(
+        self, state: FollowState, stop: StopFlag, until_caught_up: bool, from_start: bool
     ) -> Flow[FollowReport]:
         """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
         shard has been read to its end once. A shard's mark is saved after each batch.
         Nothing is written unless the marker index is there (keyed on the marker attribute,
         KEYS_ONLY, ACTIVE)."""
-        yield from self.index._maintained(self.index._begin())
-        arn = yield from self._stream_arn()
-        self._iterators.clear()  # a new run goes on from the marks saved
-        self._finished.clear()
-        yield from self._start(arn, from_start)
+        yield from self.index.maintained()
+        arn = yield from self.stream_arn()
+        state.iterators.clear()  # a new run goes on from the marks saved
+        state.finished.clear()
+        yield from self.start(state, arn, from_start)
         discovered = self.clock()
         while not stop.requested:
-            yield from self._open_iterators(arn)
+            yield from self._open_iterators(state, arn)
             # At the end only when every shard was read and gave nothing: a shard that ended
             # (its children come next) or whose iterator expired (taken again next round) is
             # not the end of the stream.
             at_end, ended = True, False
-            for shard in list(self._iterators):
-                records = yield from self._read(shard)
-                if records or shard in self._finished:
-                    yield from self._handle(arn, shard, records)
+            for shard in list(state.iterators):
+                records = yield from self.read(state, shard)
+                if records or shard in state.finished:
+                    yield from self.handle(state, arn, shard, records)
                     if self.on_batch is not None:
-                        self.on_batch(self.report)
-                if records or shard not in self._iterators:
+                        self.on_batch(state.report)
+                if records or shard not in state.iterators:
                     at_end = False
-                ended = ended or shard in self._finished
+                ended = ended or shard in state.finished
                 if stop.requested:
                     break
             now = self.clock()
             if at_end and not stop.requested:
-                self.report.caught_up = True
-                self.report.caught_up_at = now
+                state.report.caught_up = True
+                state.report.caught_up_at = now
                 # Every open shard read to its tip: a shard with nothing new keeps its
                 # position, said again now (true: nothing after it as of now), so that a quiet
                 # shard's mark does not grow a day old while the follower runs.
                 quiet = [
                     shard
-                    for shard, mark in self._marks.items()
-                    if shard in self._iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
+                    for shard, mark in state.marks.items()
+                    if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
                 ]
                 for shard in quiet:
-                    self._marks[shard] = advance(
-                        self._marks[shard], shard, arn, self._marks[shard].since, None, now
+                    state.marks[shard] = advance(
+                        state.marks[shard], shard, arn, state.marks[shard].since, None, now
                     )
                 if quiet:
-                    yield from self._save_marks(quiet)
+                    yield from self._save_marks(state, quiet)
                 if until_caught_up:
                     break
                 yield Pause(self.poll, stop=stop)
             if now - discovered >= DISCOVER or ended:
-                latest = yield from self._stream_arn()
+                latest = yield from self.stream_arn()
                 if latest != arn:
                     # The stream was turned off and on: a new stream, begun anew (from its
                     # end, as a first start: only a backfill begun after counts).
                     arn = latest
-                    self._iterators.clear()
-                    self._finished.clear()
-                    self._marks = {}
-                    yield from self._start(arn, False)
+                    state.iterators.clear()
+                    state.finished.clear()
+                    state.marks = {}
+                    yield from self.start(state, arn, False)
                 shards = yield from self._shards(arn)
-                self._parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+                state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
                 discovered = now
-        return self.report
+        return state.report
 
 
-class StreamFollower(FollowerCore):
+class FollowerBase:
+    """What both forms of ``StreamFollower`` share: its :class:`FollowPlan` (``plan``), where it
+    stands (``position``, a :class:`FollowState`: kept from one run to the next), the marker
+    index whose client it writes with (``index``) and its Streams client (``streams``). Nothing
+    is sent by the constructor."""
+
+    def __init__(
+        self,
+        index: MarkerIndexBase,
+        *,
+        streams: Any = None,
+        state_table: str | None = None,
+        poll: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        on_batch: Callable[[FollowReport], None] | None = None,
+    ) -> None:
+        self.index = index
+        self.streams = streams if streams is not None else self._default_streams(index)
+        self.plan = FollowPlan(
+            index.plan, state_table=state_table, poll=poll, clock=clock, on_batch=on_batch
+        )
+        self.position = FollowState()
+
+    def _default_streams(self, index: MarkerIndexBase) -> Any:
+        """The Streams client when none is given: one like the index's client."""
+        return streams_client_for(index.client, index.table)
+
+    @property
+    def report(self) -> FollowReport:
+        """What it did so far: records and batches handled, and what they did to markers."""
+        return self.position.report
+
+
+class StreamFollower(FollowerBase):
     """Follows ``index.table``'s stream and reconciles the marker of every collection a record
     names. ``run`` until ``stop`` is set (or, with ``until_caught_up``, until every open shard
     has been read to its end once).
@@ -513,7 +558,7 @@ class StreamFollower(FollowerCore):
         driver = SyncDriver(Both(self.index.client, self.streams), self.index.usage)
         flag = StopOn(stop or threading.Event())
         try:
-            return driver.run(self._follow(flag, until_caught_up, from_start))
+            return driver.run(self.plan.follow(self.position, flag, until_caught_up, from_start))
         except _Stopped:
             return self.report
 

@@ -2,9 +2,9 @@
 item collection, projected into a KEYS_ONLY global secondary index that holds nothing else, so
 listing scans only that.
 
-The work is flows (:mod:`ddbkeys.partition_keys.marker_core`, decisions in
-:mod:`ddbkeys.partition_keys.markers`); :class:`MarkerIndex` runs them on the sync driver,
-``ddbkeys.aio.index.MarkerIndex`` on the asyncio one."""
+The work is the flows of a :class:`~ddbkeys.partition_keys.marker_plan.MarkerPlan` (decisions in
+:mod:`ddbkeys.partition_keys.markers`); :class:`MarkerIndex` is that plan, a client and the
+sync driver, ``ddbkeys.aio.index.MarkerIndex`` the same with the asyncio one."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
-from ddbkeys.partition_keys.marker_core import MarkerCore
+from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -24,7 +25,6 @@ from ddbkeys.partition_keys.markers import (
     BackfillReport,
     MarkerClashError,
     VerifyReport,
-    marker_sort_key,
 )
 from ddbkeys.partition_keys.scan import scan_from
 from ddbkeys.schema import TableInfo
@@ -63,18 +63,18 @@ class IndexMethod(SegmentMethod):
 
     name = "index"
 
-    def __init__(self, info: TableInfo, index: MarkerCore) -> None:
-        super().__init__(info, index._markers(info))
+    def __init__(self, info: TableInfo, index: MarkerPlan) -> None:
+        super().__init__(info, index.markers(info))
         self.index = index
 
     def start_key(self, after: Key) -> dict[str, Any]:
         key: dict[str, Any] = {self.index.attribute: after, self.info.partition_key.name: after}
         if self.info.sort_key is not None:
-            key[self.info.sort_key.name] = marker_sort_key(self.info, self.index._sort_key_given)
+            key[self.info.sort_key.name] = self.index.sort_key(self.info)
         return key
 
     def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
-        markers = self.index._markers(self.info)
+        markers = self.index.markers(self.info)
         projection, names = markers.projection()
         request: ScanPage = {
             "IndexName": self.index.name,
@@ -91,7 +91,7 @@ class IndexMethod(SegmentMethod):
         return self.info.index_sizes.get(self.index.name, 0)
 
 
-class MarkerIndex(MarkerCore):
+class MarkerIndex(MarkerIndexBase):
     """Create, fill, check and mend the marker index of one table.
 
     A marker is an item in each collection with the sort key ``marker_sort_key`` and the
@@ -101,10 +101,11 @@ class MarkerIndex(MarkerCore):
 
     ``client`` is anything :func:`ddbkeys.clients.as_client` takes (a boto3 ``Table`` names the
     table itself). ``info`` is the table's description when you have it (a listing passes its
-    own); otherwise the first call reads it, once. Nothing is sent by the constructor. Each
-    call of one request or a few (``mark``, ``unmark``, ``status``, ``check``) ends within
-    ``deadline`` seconds; in the long ones (``backfill``, ``verify``, ``repair``, ``create``'s
-    wait) each request, with its retries on throttling, 5xx and dropped connections, does.
+    own); otherwise the first call reads it and it is kept (two first calls at once may each
+    read it). Nothing is sent by the constructor. Each call of one request or a few (``mark``,
+    ``unmark``, ``status``, ``check``) ends within ``deadline`` seconds; in the long ones
+    (``backfill``, ``verify``, ``repair``, ``create``'s wait) each request, with its retries on
+    throttling, 5xx and dropped connections, does.
     """
 
     client: DynamoDBClient
@@ -115,27 +116,27 @@ class MarkerIndex(MarkerCore):
 
     def table_info(self) -> TableInfo:
         """The table's description: the one given, or one DescribeTable the first time."""
-        return self._run(self._table_info(self._begin()))
+        return self._run(self.plan.table_info())
 
     def status(self, *, fresh: bool = False) -> str | None:
         """The index's status (ACTIVE, CREATING, ...), or None when there is no such index:
         from the table's description this object holds (given as ``info``, or read by a
         call before), or from a DescribeTable now when it holds none or ``fresh``."""
-        return self._run(self._status(fresh))
+        return self._run(self.plan.status(fresh))
 
     def check(self) -> None:
         """A clear error unless the index exists, is KEYS_ONLY, is keyed on the marker
         attribute and is ACTIVE."""
-        self._run(self.check_flow())
+        self._run(self.plan.check())
 
     def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists); with
         ``wait``, until it is ACTIVE (at most ``timeout`` seconds)."""
-        self._run(self._create(wait, timeout))
+        self._run(self.plan.create(wait, timeout))
 
     def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""
-        return self._marker_key(self.table_info(), partition_key_value)
+        return self.plan.marker_key(self.table_info(), partition_key_value)
 
     def mark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Put the marker into one collection. True if it was written, False if a marker was
@@ -144,13 +145,13 @@ class MarkerIndex(MarkerCore):
         key. A clear error, nothing written, unless the table has the index, KEYS_ONLY, keyed on
         the marker attribute and ACTIVE (checked once per object). One conditional PutItem (1
         write unit)."""
-        return self._run(self._mark(partition_key_value, self._begin()))
+        return self._run(self.plan.mark(partition_key_value))
 
     def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Remove one collection's marker. True if there was one; an item at the marker's key
         that is not a marker is never removed. An error when the table has no marker index
         (there are no markers to remove: is it the right table, or index name?)."""
-        return self._run(self._unmark(partition_key_value, self._begin()))
+        return self._run(self.plan.unmark(partition_key_value))
 
     def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
@@ -158,7 +159,7 @@ class MarkerIndex(MarkerCore):
         """:meth:`mark` each collection of ``keys``: how many were written, already marked,
         and which cannot be marked (``clashes``, each left as it is). ``progress(written)`` is
         called after each one."""
-        return self._run(self._mark_many(keys, progress))
+        return self._run(self.plan.mark_many(keys, progress))
 
     def backfill(
         self,
@@ -178,11 +179,13 @@ class MarkerIndex(MarkerCore):
         snapshot a listing proves the index from, with the stream as its log (see
         ``partition_keys.evidence``). It counts only if it met no clash and began at least the
         replay margin after a maintainer recorded positions in the table's stream."""
-        return self._run(self._backfill(progress, state_table, record))
+        return self._run(
+            backfill_flow(self.plan, progress, self._state(state_table) if record else None)
+        )
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
-        return self._run(self._verify())
+        return self._run(self.plan.verify())
 
     def repair(
         self, *, remove_orphans: bool = True, state_table: str | None = None
@@ -192,4 +195,4 @@ class MarkerIndex(MarkerCore):
         ``verify`` no longer finds are cleared. What it could not fix is in
         ``report.unfixed``: collections that cannot be marked (``clashes``), and orphans
         kept."""
-        return self._run(self._repair(remove_orphans, state_table))
+        return self._run(repair_flow(self.plan, self._state(state_table), remove_orphans))

@@ -35,8 +35,9 @@ import enum
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow, delete_item, get_item, query
+from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.marker_core import conditional, send
+from ddbkeys.partition_keys.marker_plan import conditional, send
 from ddbkeys.partition_keys.markers import VERSION_ATTRIBUTE, MarkerClashError, read_collection
 from ddbkeys.retry import Deadline
 
@@ -47,8 +48,7 @@ if TYPE_CHECKING:
         QueryOutputTypeDef,
     )
 
-    from ddbkeys.partition_keys.index import MarkerIndex
-    from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
 
 __all__ = ["MAX_ROUNDS", "Outcome", "Step", "next_step", "reconcile", "reconcile_flow"]
 
@@ -82,15 +82,17 @@ def next_step(data: bool, marker: dict[str, Any] | None) -> Step:
     return Step.DONE
 
 
-def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
+def reconcile(index: MarkerIndexBase, partition_key: dict[str, Any]) -> Outcome:
     """Make the marker of the collection ``partition_key`` (typed, e.g. ``{"S": "a"}``) match
-    the collection as it is now, within ``index``'s deadline. See the module's docstring for
-    the protocol."""
-    return index._run(reconcile_flow(index, partition_key, index._begin()))
+    the collection as it is now, within ``index``'s deadline (a sync ``MarkerIndex``; see
+    ``ddbkeys.aio.index.reconcile`` for asyncio). See the module's docstring for the
+    protocol."""
+    flow = reconcile_flow(index.plan, partition_key, index.plan.begin())
+    return SyncDriver(index.client, index.usage).run(flow)
 
 
 def reconcile_flow(
-    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+    index: MarkerPlan, partition_key: dict[str, Any], deadline: Deadline
 ) -> Flow[Outcome]:
     """:func:`reconcile` as a flow, for any driver."""
     outcome = Outcome.UNCHANGED
@@ -99,7 +101,7 @@ def reconcile_flow(
         step = next_step(data, marker)
         if step is Step.MARK:
             try:
-                wrote = yield from index._mark(partition_key, deadline)
+                wrote = yield from index.mark(partition_key, deadline)
             except MarkerClashError:
                 return Outcome.CLASH
             if not wrote:
@@ -120,10 +122,10 @@ def reconcile_flow(
 
 
 def _look(
-    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+    index: MarkerPlan, partition_key: dict[str, Any], deadline: Deadline
 ) -> Flow[tuple[bool, dict[str, Any] | None]]:
     """Whether the collection holds data, and its marker (None when there is none)."""
-    info = yield from index._table_info(deadline)
+    info = yield from index.table_info(deadline)
     pk, sk = info.partition_key, info.sort_key
     assert sk is not None
     request = query(
@@ -144,11 +146,11 @@ def _look(
         },
         count_scanned=True,
     )
-    answer: QueryOutputTypeDef = yield from index._attempts(
+    answer: QueryOutputTypeDef = yield from index.attempts(
         lambda _: send(request), "reading a collection", deadline, writes=False
     )
     data, marker, look_up = read_collection(
-        answer.get("Items", []), "LastEvaluatedKey" in answer, index._markers(info)
+        answer.get("Items", []), "LastEvaluatedKey" in answer, index.markers(info)
     )
     if look_up:  # not among the first two: look it up
         marker = yield from _get_marker(index, partition_key, deadline)
@@ -156,32 +158,32 @@ def _look(
 
 
 def _get_marker(
-    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+    index: MarkerPlan, partition_key: dict[str, Any], deadline: Deadline
 ) -> Flow[dict[str, Any] | None]:
-    info = yield from index._table_info(deadline)
+    info = yield from index.table_info(deadline)
     request = get_item(
         {
             "TableName": index.table,
-            "Key": index._marker_key(info, partition_key),
+            "Key": index.marker_key(info, partition_key),
             "ConsistentRead": True,
             "ReturnConsumedCapacity": "TOTAL",
         }
     )
-    answer: GetItemOutputTypeDef = yield from index._attempts(
+    answer: GetItemOutputTypeDef = yield from index.attempts(
         lambda _: send(request), "reading a marker", deadline, writes=False
     )
     item = answer.get("Item")
-    return dict(item) if item is not None and index._markers(info).is_marker(item) else None
+    return dict(item) if item is not None and index.markers(info).is_marker(item) else None
 
 
 def _unmark_version(
-    index: MarkerCore, partition_key: dict[str, Any], marker: dict[str, Any], deadline: Deadline
+    index: MarkerPlan, partition_key: dict[str, Any], marker: dict[str, Any], deadline: Deadline
 ) -> Flow[bool]:
     """Delete the marker if it is still the one read (same version). True if deleted."""
-    info = yield from index._table_info(deadline)
+    info = yield from index.table_info(deadline)
     request: DeleteItemInputTypeDef = {
         "TableName": index.table,
-        "Key": index._marker_key(info, partition_key),
+        "Key": index.marker_key(info, partition_key),
         "ConditionExpression": "#m = #pk AND attribute_not_exists(#v)",
         "ExpressionAttributeNames": {
             "#m": index.attribute,
@@ -194,7 +196,7 @@ def _unmark_version(
     if version is not None:
         request["ConditionExpression"] = "#m = #pk AND #v = :v"
         request["ExpressionAttributeValues"] = {":v": version}
-    answer = yield from index._attempts(
+    answer = yield from index.attempts(
         lambda _: conditional(delete_item(request)),
         "removing a marker",
         deadline,

@@ -1,6 +1,6 @@
 """The marker index's decisions without I/O: what a marker is, what each answer means, and the
 pages of the scans ``backfill`` and ``verify`` read. Sent by :mod:`ddbkeys.partition_keys.
-marker_core`'s flows, whichever driver runs them."""
+marker_plan`'s flows, whichever driver runs them."""
 
 from __future__ import annotations
 

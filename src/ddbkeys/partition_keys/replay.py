@@ -39,12 +39,12 @@ from ddbkeys.partition_keys.evidence import (
 )
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable, unhash
-from ddbkeys.partition_keys.state import StateCore, markers_key
+from ddbkeys.partition_keys.state import StatePlan, markers_key
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
-    from ddbkeys.partition_keys.marker_core import MarkerCore
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
 __all__ = [
     "Replay",
@@ -126,21 +126,21 @@ def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
 
 
 def load_evidence(
-    store: StateCore, info: TableInfo, marker: MarkerCore, margin: float
+    store: StatePlan, info: TableInfo, marker: MarkerPlan, margin: float
 ) -> Flow[tuple[Evidence | None, Decline | None]]:
     """The index's record, and why it proves nothing (before the stream is read) if so."""
-    evidence = yield from store._load(info.name, marker.name)
+    evidence = yield from store.load(info.name, marker.name)
     return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
 
 
-def _markers(marker: MarkerCore, info: TableInfo) -> str:
+def _markers(marker: MarkerPlan, info: TableInfo) -> str:
     """How this listing recognises markers, as a backfill records it."""
-    return markers_key(marker.attribute, marker._sort_key(info))
+    return markers_key(marker.attribute, marker.sort_key(info))
 
 
 def replay_flow(
     reader: Reader,
-    marker: MarkerCore,
+    marker: MarkerPlan,
     info: TableInfo,
     evidence: Evidence | None,
     margin: float,
@@ -305,13 +305,13 @@ def _from_the_start(read: ShardRead, created: float | None, now: float) -> Decli
     return None
 
 
-def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Flow[bool]:
+def _exists(reader: Reader, marker: MarkerPlan, info: TableInfo, key: Key) -> Flow[bool]:
     """Whether the collection ``key`` holds an item that is not ddbkeys' marker (a consistent
     Query of at most two items a page; a second page only when the first held the marker
     alone and stopped short)."""
     pk, sk = info.partition_key.name, info.sort_key
     assert sk is not None
-    marker_sk = marker._sort_key(info)
+    marker_sk = marker.sort_key(info)
     request: dict[str, Any] = {
         "TableName": info.name,
         "KeyConditionExpression": "#pk = :pk",
@@ -343,7 +343,7 @@ class ReplayedIndexMethod(IndexMethod):
     collections that exist; the others scan the index (``segments - 1`` Scan segments),
     leaving the re-checked collections out."""
 
-    def __init__(self, info: TableInfo, index: MarkerCore, replay: Replay) -> None:
+    def __init__(self, info: TableInfo, index: MarkerPlan, replay: Replay) -> None:
         super().__init__(info, index)
         self.replay = replay
 

@@ -52,8 +52,9 @@ __all__ = [
     "STATE_TABLE",
     "STATE_TABLE_ENV",
     "IndexState",
-    "StateCore",
+    "StatePlan",
     "StateStore",
+    "StoreBase",
     "evidence_from_item",
     "key_json",
     "markers_key",
@@ -145,23 +146,20 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     )
 
 
-class StateCore:
-    """Reads and writes the records of marker indexes in the state table ``name`` (None: see
-    :func:`state_table_name`), driver
-    aside: flows (see :mod:`ddbkeys.core`), run by :class:`StateStore` (sync), by
-    ``ddbkeys.aio.index.StateStore``, or inside a marker index's own flows. Nothing is sent by
-    the constructor. ``deadline`` bounds each call (None: no limit)."""
+class StatePlan:
+    """The records of marker indexes in the state table ``name`` (None: see
+    :func:`state_table_name`), apart from any client: flows (see :mod:`ddbkeys.core`) that a
+    :class:`StateStore` (sync), ``ddbkeys.aio.index.StateStore`` or a marker index's own flows
+    run. Built from its settings alone; ``deadline`` bounds each call (None: no limit)."""
 
     def __init__(
         self,
-        client: Any,
         name: str | None = None,
         *,
         deadline: float | None = 60.0,
         clock: Callable[[], float] = time.time,
         retry: RetryPolicy | None = None,
     ) -> None:
-        self.client = client
         self.name = state_table_name(name)
         self.clock = clock
         self.deadline = deadline
@@ -184,7 +182,7 @@ class StateCore:
             usage=self.usage,
         )
 
-    def _ensure(self) -> Flow[None]:
+    def ensure(self) -> Flow[None]:
         """Create the state table if it is missing, and wait until it is ACTIVE."""
         deadline = Deadline(self.deadline, clock=self.retry.clock)
         try:
@@ -218,7 +216,7 @@ class StateCore:
             yield Pause(pause, self.retry.sleep)
             pause = min(pause * 1.5, 5.0)
 
-    def _load(self, table: str, index: str) -> Flow[Evidence | None]:
+    def load(self, table: str, index: str) -> Flow[Evidence | None]:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
         request = get_item(
@@ -236,7 +234,7 @@ class StateCore:
         item = answer.get("Item")
         return evidence_from_item(table, index, dict(item)) if item else None
 
-    def _update(
+    def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> Flow[None]:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
@@ -246,7 +244,7 @@ class StateCore:
         )
         yield from self._send(request, "writing the index's record")
 
-    def _clashes(self, table: str, index: str, keys: list[str], *, add: bool) -> Flow[None]:
+    def clashes(self, table: str, index: str, keys: list[str], *, add: bool) -> Flow[None]:
         """Add ``keys`` (:func:`key_json`) to the record's clashes, or take them out: an ADD or
         DELETE of those elements alone, so that two writers never undo each other."""
         if not keys:
@@ -264,26 +262,69 @@ class StateCore:
         yield from self._send(request, "writing the index's record")
 
 
-class StateStore(StateCore):
-    """Reads and writes the records of marker indexes in the state table ``name`` (sync)."""
+class StoreBase:
+    """What both forms of ``StateStore`` share: a :class:`StatePlan` (``plan``) and the client
+    its flows are sent with (``client``); its settings read through."""
+
+    def __init__(
+        self,
+        client: Any,
+        name: str | None = None,
+        *,
+        deadline: float | None = 60.0,
+        clock: Callable[[], float] = time.time,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        self.client = client
+        self.plan = StatePlan(name, deadline=deadline, clock=clock, retry=retry)
+
+    @property
+    def name(self) -> str:
+        return self.plan.name
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self.plan.clock
+
+    @clock.setter
+    def clock(self, clock: Callable[[], float]) -> None:
+        self.plan.clock = clock
+
+    @property
+    def deadline(self) -> float | None:
+        return self.plan.deadline
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.plan.retry
+
+    @property
+    def usage(self) -> Usage:
+        return self.plan.usage
+
+
+class StateStore(StoreBase):
+    """Reads and writes the records of marker indexes in the state table ``name`` (sync): its
+    :class:`StatePlan`, run on the sync driver with ``client``. Nothing is sent by the
+    constructor."""
 
     def _run(self, flow: Flow[T]) -> T:
         return SyncDriver(self.client, self.usage).run(flow)
 
     def ensure(self) -> None:
         """Create the state table if it is missing, and wait until it is ACTIVE."""
-        self._run(self._ensure())
+        self._run(self.plan.ensure())
 
     def load(self, table: str, index: str) -> Evidence | None:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
-        return self._run(self._load(table, index))
+        return self._run(self.plan.load(table, index))
 
     def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> None:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        self._run(self._update(table, index, values, remove))
+        self._run(self.plan.update(table, index, values, remove))
 
 
 def update_request(

@@ -1,7 +1,9 @@
-"""The marker index's work as flows (see :mod:`ddbkeys.core`): create, check, mark, unmark,
-backfill, verify and repair, each request sent through the one retry layer. The sync
+"""The marker index's decisions apart from any client: :class:`MarkerPlan`, a value built from
+its settings alone, and its work as flows (see :mod:`ddbkeys.core`): the table's description,
+create, check, mark, unmark, verify (backfill and repair are in
+:mod:`ddbkeys.partition_keys.backfill`), each request sent through the one retry layer. The sync
 :class:`~ddbkeys.partition_keys.index.MarkerIndex` and :class:`ddbkeys.aio.index.MarkerIndex`
-run these same flows on their drivers."""
+are this plan, a client and a driver (what they share: :class:`MarkerIndexBase`)."""
 
 from __future__ import annotations
 
@@ -15,13 +17,11 @@ from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
 from ddbkeys.core.steps import (
     Flow,
-    OnceCell,
     Pause,
     Request,
     delete_item,
     describe_table,
     get_item,
-    once,
     put_item,
     query,
     scan,
@@ -29,7 +29,7 @@ from ddbkeys.core.steps import (
 )
 from ddbkeys.entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
-from ddbkeys.partition_keys.base import Key, client_and_table
+from ddbkeys.partition_keys.base import Key, check_deadline, client_and_table, read_timeout
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -50,6 +50,7 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     unhash,
 )
+from ddbkeys.partition_keys.state import StatePlan
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
@@ -71,21 +72,9 @@ if TYPE_CHECKING:
         ScanOutputTypeDef,
     )
 
-__all__ = ["MarkerCore", "check_deadline", "send"]
+__all__ = ["MarkerIndexBase", "MarkerPlan", "conditional", "send"]
 
 R = TypeVar("R")
-
-
-def check_deadline(deadline: float | None, table: str) -> float | None:
-    """A deadline above 0 seconds, or None (no deadline)."""
-    if deadline is not None and (
-        isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0
-    ):
-        raise ConfigurationError(
-            f"The deadline must be above 0 seconds (or None for none), not {deadline!r}.",
-            table=table,
-        )
-    return None if deadline is None else float(deadline)
 
 
 def send(request: Request) -> Flow[Any]:
@@ -94,18 +83,20 @@ def send(request: Request) -> Flow[Any]:
     return answer
 
 
-class MarkerCore:
-    """The marker index of one table, driver aside (see the sync ``MarkerIndex``).
+class MarkerPlan:
+    """The marker index ``index_name`` of ``table``, driver and client aside: its settings
+    (``marker_attribute``, ``marker_sort_key``, ``deadline``, ``retry``, ``usage``, and
+    ``read_timeout``, the client's, in seconds) and its work as flows. Nothing is sent by the
+    constructor; no client is needed to build it.
 
-    ``info`` is the table's description when the caller has read it already (a listing): then
-    nothing is described again. Otherwise the first call that needs it reads it, once per
-    object. Nothing is sent by the constructor.
+    What it knows besides its settings is the table's description (:attr:`info`): the one given
+    (a listing's), or read by the first flow that needs it and kept (two first calls at once
+    may each read it), and whether the index was checked before a marker was written.
     """
 
     def __init__(
         self,
-        client: object,
-        table: str | None = None,
+        table: str,
         *,
         index_name: str = DEFAULT_INDEX,
         marker_attribute: str | None = None,
@@ -114,74 +105,69 @@ class MarkerCore:
         deadline: float | None = DEFAULT_DEADLINE,
         retry: RetryPolicy | None = None,
         info: TableInfo | None = None,
-        name: str | None = None,
-        attribute: str | None = None,
+        read_timeout: float | None = None,
     ) -> None:
-        self.client, self.table = self._connect(client, table, deadline)
-        check_table_name(self.table)
-        name = renamed("name", "index_name", name, index_name, DEFAULT_INDEX)
-        attribute = renamed("attribute", "marker_attribute", attribute, marker_attribute, None)
+        self.table = check_table_name(table)
         #: The marker index's name (``index_name=``, ``--index-name``).
-        self.name = name
+        self.name = index_name
         #: The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
         #: the index's own key instead when none was given.
-        self.attribute = DEFAULT_MARKER_ATTRIBUTE if attribute is None else attribute
-        self._attribute_given = attribute
+        self.attribute = DEFAULT_MARKER_ATTRIBUTE if marker_attribute is None else marker_attribute
+        self.attribute_given = marker_attribute
+        self.sort_key_given = marker_sort_key
         self.usage = usage or Usage()
         self.deadline = check_deadline(deadline, self.table)
         self.retry = retry or RetryPolicy()
-        self._sort_key_given = marker_sort_key
-        self._info: OnceCell[TableInfo] = OnceCell()
-        self._checked = False
+        self.read_timeout = read_timeout
+        #: The table's description, once given or read (None before).
+        self.info: TableInfo | None = None
+        #: Whether the index was found fit (:meth:`check`) before the first marker written.
+        self.checked = False
         if info is not None:
             if info.name != self.table:
                 raise ConfigurationError(
                     f"info= describes table {info.name!r}, not {self.table!r}.", table=self.table
                 )
-            self._learn(info)
-
-    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
-        return client_and_table(client, table, deadline)
+            self.learn(info)
 
     # --- what is known without a request ---------------------------------------------------
-
-    @property
-    def info(self) -> TableInfo | None:
-        """The table's description, once given or read (None before: no request is sent)."""
-        return self._info.get() if self._info.done else None
 
     @property
     def marker_sort_key(self) -> dict[str, Any] | None:
         """The markers' sort key value (typed), once the table's description is known."""
         info = self.info
-        return marker_sort_key(info, self._sort_key_given) if info is not None else None
+        return marker_sort_key(info, self.sort_key_given) if info is not None else None
 
-    def _learn(self, info: TableInfo) -> TableInfo:
-        marker_sort_key(info, self._sort_key_given)  # no sort key: a clear error
-        return self._info.set(info)
+    def learn(self, info: TableInfo) -> TableInfo:
+        """Keep ``info``, the table's description (a table without a sort key: a clear error)."""
+        marker_sort_key(info, self.sort_key_given)
+        self.info = info
+        return info
 
-    def _sort_key(self, info: TableInfo) -> dict[str, Any]:
-        return marker_sort_key(info, self._sort_key_given)
+    def sort_key(self, info: TableInfo) -> dict[str, Any]:
+        """The markers' sort key value (typed) in the table ``info`` describes."""
+        return marker_sort_key(info, self.sort_key_given)
 
-    def _markers(self, info: TableInfo) -> Markers:
+    def markers(self, info: TableInfo) -> Markers:
         """How this index's markers are known (see :mod:`ddbkeys.partition_keys.recognise`)."""
         pk, sk = info.partition_key, info.sort_key
         assert sk is not None
-        return Markers(pk.name, sk.name, self.attribute, self._sort_key(info))
+        return Markers(pk.name, sk.name, self.attribute, self.sort_key(info))
 
-    def _marker_key(self, info: TableInfo, value: Any) -> dict[str, Any]:
+    def marker_key(self, info: TableInfo, value: Any) -> dict[str, Any]:
+        """The whole key (typed) of the marker of the collection ``value``."""
         pk, sk = info.partition_key, info.sort_key
         assert sk is not None
         typed = value if isinstance(value, dict) else key_value(pk, value, table=self.table)
-        return {pk.name: typed, sk.name: self._sort_key(info)}
+        return {pk.name: typed, sk.name: self.sort_key(info)}
 
     # --- sending ------------------------------------------------------------------------------
 
-    def _begin(self) -> Deadline:
+    def begin(self) -> Deadline:
         """The deadline of a call (or, in a long one such as backfill, of one request)."""
         return Deadline(self.deadline, clock=self.retry.clock)
 
-    def _attempts(
+    def attempts(
         self,
         attempt: Callable[[int], Flow[R]],
         what: str,
@@ -189,90 +175,90 @@ class MarkerCore:
         *,
         writes: bool = True,
     ) -> Flow[R]:
+        """``attempt(n)`` through the one retry layer, within ``deadline`` (a new one when
+        None), counted in ``usage``."""
         return attempts(
             attempt,
             what=what,
             table=self.table,
             policy=self.retry,
-            deadline=deadline or self._begin(),
+            deadline=deadline or self.begin(),
             usage=self.usage,
-            read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
-            and getattr(self.client.meta.config, "read_timeout", None),
+            read_timeout=self.read_timeout,
             writes=writes,
         )
 
-    def _table_info(self, deadline: Deadline) -> Flow[TableInfo]:
-        """The table's description: given, or read once per object."""
-        info = yield from once(
-            self._info,
-            lambda: self._attempts(
+    def table_info(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
+        """The table's description: the one known, or one DescribeTable, kept."""
+        info = self.info
+        if info is None:
+            info = yield from self.attempts(
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
-            ),
-            deadline,
-            f"the description of table {self.table!r}",
-            self.table,
-        )
-        self._sort_key(info)
+            )
+            self.info = info
+        self.sort_key(info)
         return info
 
-    def _describe(self, deadline: Deadline) -> Flow[dict[str, Any]]:
+    def describe(self, deadline: Deadline | None = None) -> Flow[dict[str, Any]]:
         """DescribeTable now (the index's status changes); what it says is kept."""
-        answer = yield from self._attempts(
+        answer = yield from self.attempts(
             lambda _: send(describe_table({"TableName": self.table})),
             "DescribeTable",
             deadline,
             writes=False,
         )
         raw: dict[str, Any] = dict(described(answer, self.table))
-        self._learn(table_info(raw, self.table))
+        self.learn(table_info(raw, self.table))
         return raw
 
     # --- the index ------------------------------------------------------------------------------
 
-    def _status(self, fresh: bool) -> Flow[str | None]:
-        deadline = self._begin()
-        if fresh or not self._info.done:
-            yield from self._describe(deadline)
-        info = yield from self._table_info(deadline)
+    def status(self, fresh: bool = False) -> Flow[str | None]:
+        """The index's status (None: no such index), from the description known unless
+        ``fresh`` or none is known."""
+        deadline = self.begin()
+        if fresh or self.info is None:
+            yield from self.describe(deadline)
+        info = yield from self.table_info(deadline)
         return index_status(info, self.name)
 
-    def check_flow(self) -> Flow[TableInfo]:
-        """The flow of ``check()``: the table's description, once the index is fit to list."""
-        return self._check(self._begin())
-
-    def _check(self, deadline: Deadline) -> Flow[TableInfo]:
+    def check(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
         """The table's description, once the index is known to be there, KEYS_ONLY, keyed on
         the marker attribute and ACTIVE (an index seen building is described again)."""
-        info = yield from self._table_info(deadline)
+        deadline = deadline or self.begin()
+        info = yield from self.table_info(deadline)
         if index_status(info, self.name) not in (None, "ACTIVE"):
-            yield from self._describe(deadline)
-            info = self._info.get()
+            yield from self.describe(deadline)
+            info = yield from self.table_info(deadline)
         check_index(info, self.name, self.attribute)
         return info
 
-    def _checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
-        """:meth:`_check`, once per object: before the first marker is written or removed."""
-        if not self._checked:
-            yield from self._check(deadline)
-            self._checked = True
-        info = yield from self._table_info(deadline)
+    def checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`check`, once: before the first marker is written or removed."""
+        if not self.checked:
+            yield from self.check(deadline)
+            self.checked = True
+        info = yield from self.table_info(deadline)
         return info
 
-    def _maintained(self, deadline: Deadline) -> Flow[TableInfo]:
-        """:meth:`_check` for a maintainer: the marker attribute is the index's own key when
+    def maintained(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
+        """:meth:`check` for a maintainer: the marker attribute is the index's own key when
         none was given (one given that differs is an error, as any mismatch)."""
-        info = yield from self._table_info(deadline)
+        deadline = deadline or self.begin()
+        info = yield from self.table_info(deadline)
         keyed = info.index_hash_keys.get(self.name)
-        if self._attribute_given is None and keyed is not None:
+        if self.attribute_given is None and keyed is not None:
             self.attribute = keyed
-        info = yield from self._check(deadline)
-        self._checked = True
+        info = yield from self.check(deadline)
+        self.checked = True
         return info
 
-    def _create(self, wait: bool, timeout: float) -> Flow[None]:
-        deadline = self._begin()
-        raw = yield from self._describe(deadline)
-        info = yield from self._table_info(deadline)
+    def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[None]:
+        """Add the KEYS_ONLY index on the marker attribute (nothing when it exists); with
+        ``wait``, until it is ACTIVE (``timeout`` seconds at most)."""
+        deadline = self.begin()
+        raw = yield from self.describe(deadline)
+        info = yield from self.table_info(deadline)
         if index_status(info, self.name) is not None:
             check_index(info, self.name, self.attribute, active=False)
             if not wait or index_status(info, self.name) == "ACTIVE":
@@ -281,7 +267,7 @@ class MarkerCore:
             request = create_request(
                 raw, self.table, self.name, self.attribute, info.partition_key.type
             )
-            yield from self._attempts(
+            yield from self.attempts(
                 lambda _: send(update_table(request)),
                 f"UpdateTable (adding index {self.name!r})",
                 deadline,
@@ -289,8 +275,9 @@ class MarkerCore:
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:
-            yield from self._describe(self._begin())
-            if not wait or index_status(self._info.get(), self.name) == "ACTIVE":
+            yield from self.describe()
+            info = yield from self.table_info()
+            if not wait or index_status(info, self.name) == "ACTIVE":
                 return
             if not ends.allows(pause):
                 raise DdbKeysError(
@@ -303,12 +290,13 @@ class MarkerCore:
 
     # --- markers ------------------------------------------------------------------------------
 
-    def _mark(self, value: Any, deadline: Deadline) -> Flow[bool]:
+    def mark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
         """Put the marker (conditional: nothing there); True if written, False if a marker
         was there, :class:`MarkerClashError` if data is. A clear error, nothing written, unless
-        the index is there (checked once per object)."""
-        info = yield from self._checked_info(deadline)
-        key = self._marker_key(info, value)
+        the index is there (checked once, see :meth:`checked_info`)."""
+        deadline = deadline or self.begin()
+        info = yield from self.checked_info(deadline)
+        key = self.marker_key(info, value)
         pk = info.partition_key.name
         item = {
             **key,
@@ -337,76 +325,69 @@ class MarkerCore:
                 return False, error_response(exc).get("Item") or {}
             return True, None
 
-        written, old = yield from self._attempts(attempt, "marking a collection", deadline)
-        answer = put_answer(written, old, self._markers(info))
+        written, old = yield from self.attempts(attempt, "marking a collection", deadline)
+        answer = put_answer(written, old, self.markers(info))
         if answer is None:
             raise clash(info, key, self.attribute)
         return answer
 
-    def _unmark(self, value: Any, deadline: Deadline) -> Flow[bool]:
-        info = yield from self._checked_info(deadline)
+    def unmark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
+        """Remove one collection's marker: True if there was one (an item at the marker's key
+        that is not a marker is never removed)."""
+        deadline = deadline or self.begin()
+        info = yield from self.checked_info(deadline)
         request: DeleteItemInputTypeDef = {
             "TableName": self.table,
-            "Key": self._marker_key(info, value),
+            "Key": self.marker_key(info, value),
             "ConditionExpression": "#m = #pk",  # a marker: its attribute holds its own key
             "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
             "ReturnConsumedCapacity": "TOTAL",
         }
-        removed = yield from self._attempts(
+        removed = yield from self.attempts(
             lambda _: conditional(delete_item(request)),
             "removing a marker",
             deadline,
         )
         return removed is not None
 
-    def _mark_many(
-        self, keys: Iterable[Any], progress: Callable[[int], None] | None
+    def mark_many(
+        self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
     ) -> Flow[BackfillReport]:
+        """:meth:`mark` each collection of ``keys`` (each with a deadline of its own)."""
         report = BackfillReport()
         for key in keys:
-            yield from self._mark_one(key, report)
+            try:
+                if (yield from self.mark(key)):
+                    report.written += 1
+                else:
+                    report.present += 1
+            except MarkerClashError as found:
+                report.clashes.append(found.key)
             if progress is not None:
                 progress(report.written)
         return report
 
-    def _mark_one(self, key: Any, report: BackfillReport) -> Flow[None]:
-        try:
-            if (yield from self._mark(key, self._begin())):
-                report.written += 1
-            else:
-                report.present += 1
-        except MarkerClashError as found:
-            report.clashes.append(found.key)
-
-    def _pages(self, pages: KeyPages, what: str) -> Flow[list[Key]]:
+    def page(self, pages: KeyPages, what: str) -> Flow[list[Key]]:
         """One page of ``pages`` (each request with its own deadline): its new keys."""
         request = pages.request()
         assert request is not None
-        page: ScanOutputTypeDef = yield from self._attempts(
+        page: ScanOutputTypeDef = yield from self.attempts(
             lambda _: send(scan(request)),
             what,
             writes=False,
         )
         return pages.take(page)
 
-    def _backfill(
-        self, progress: Callable[[int], None] | None, state_table: str | None, record: bool = True
-    ) -> Flow[BackfillReport]:
-        """See :func:`ddbkeys.partition_keys.backfill.backfill_flow`."""
-        from ddbkeys.partition_keys.backfill import backfill_flow  # noqa: PLC0415 (it uses this)
-
-        report: BackfillReport = yield from backfill_flow(self, progress, state_table, record)
-        return report
-
     def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
         found: set[tuple[str, Any]] = set()
         while pages.request() is not None:
-            found.update(hashable(k) for k in (yield from self._pages(pages, what)))
+            found.update(hashable(k) for k in (yield from self.page(pages, what)))
         return found
 
-    def _verify(self) -> Flow[VerifyReport]:
-        info = yield from self.check_flow()
-        markers = self._markers(info)
+    def verify(self) -> Flow[VerifyReport]:
+        """Compare the index with the table (both key sets in memory)."""
+        info = yield from self.check()
+        markers = self.markers(info)
         table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
         index_keys = yield from self._keys(
             IndexPages(self.table, self.name, markers), "reading the marker index"
@@ -435,7 +416,7 @@ class MarkerCore:
             "ProjectionExpression": "#pk",
             "ReturnConsumedCapacity": "TOTAL",
         }
-        answer: QueryOutputTypeDef = yield from self._attempts(
+        answer: QueryOutputTypeDef = yield from self.attempts(
             lambda _: send(query(request, count_scanned=True)),
             "reading a collection",
             writes=False,
@@ -446,23 +427,97 @@ class MarkerCore:
         """Whether the collection's item at the marker's key exists and is not a marker."""
         request: GetItemInputTypeDef = {
             "TableName": self.table,
-            "Key": self._marker_key(info, key),
+            "Key": self.marker_key(info, key),
             "ReturnConsumedCapacity": "TOTAL",
         }
-        answer: GetItemOutputTypeDef = yield from self._attempts(
+        answer: GetItemOutputTypeDef = yield from self.attempts(
             lambda _: send(get_item(request)),
             "reading a marker",
             writes=False,
         )
         item = answer.get("Item")
-        return item is not None and self._markers(info).is_data(item)
+        return item is not None and self.markers(info).is_data(item)
 
-    def _repair(self, remove_orphans: bool, state_table: str | None = None) -> Flow[VerifyReport]:
-        """See :func:`ddbkeys.partition_keys.backfill.repair_flow`."""
-        from ddbkeys.partition_keys.backfill import repair_flow  # noqa: PLC0415 (it uses this)
 
-        report: VerifyReport = yield from repair_flow(self, remove_orphans, state_table)
-        return report
+class MarkerIndexBase:
+    """What both forms of ``MarkerIndex`` share: the :class:`MarkerPlan` (``plan``: the
+    settings, and the table's description once known) and the client its flows are sent with
+    (``client``); the plan's settings read through."""
+
+    def __init__(
+        self,
+        client: object,
+        table: str | None = None,
+        *,
+        index_name: str = DEFAULT_INDEX,
+        marker_attribute: str | None = None,
+        marker_sort_key: Any = None,
+        usage: Usage | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        retry: RetryPolicy | None = None,
+        info: TableInfo | None = None,
+        name: str | None = None,
+        attribute: str | None = None,
+    ) -> None:
+        self.client, table = self._connect(client, table, deadline)
+        check_table_name(table)
+        self.plan = MarkerPlan(
+            table,
+            index_name=renamed("name", "index_name", name, index_name, DEFAULT_INDEX),
+            marker_attribute=renamed(
+                "attribute", "marker_attribute", attribute, marker_attribute, None
+            ),
+            marker_sort_key=marker_sort_key,
+            usage=usage,
+            deadline=deadline,
+            retry=retry,
+            info=info,
+            read_timeout=read_timeout(self.client),
+        )
+
+    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
+        return client_and_table(client, table, deadline)
+
+    def _state(self, state_table: str | None) -> StatePlan:
+        """The record of this index in ``state_table``, within this index's settings."""
+        return StatePlan(state_table, deadline=self.plan.deadline, retry=self.plan.retry)
+
+    @property
+    def table(self) -> str:
+        return self.plan.table
+
+    @property
+    def name(self) -> str:
+        """The marker index's name (``index_name=``, ``--index-name``)."""
+        return self.plan.name
+
+    @property
+    def attribute(self) -> str:
+        """The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
+        the index's own key instead when none was given."""
+        return self.plan.attribute
+
+    @property
+    def usage(self) -> Usage:
+        return self.plan.usage
+
+    @property
+    def deadline(self) -> float | None:
+        return self.plan.deadline
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self.plan.retry
+
+    @property
+    def info(self) -> TableInfo | None:
+        """The table's description, once given or read (None before: no request is sent)."""
+        return self.plan.info
+
+    @property
+    def marker_sort_key(self) -> dict[str, Any] | None:
+        """The markers' sort key value (typed), once the table's description is known."""
+        return self.plan.marker_sort_key
 
 
 def conditional(request: Request) -> Flow[Any]:
