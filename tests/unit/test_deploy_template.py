@@ -83,18 +83,14 @@ def test_the_function_runs_the_handler_with_the_settings_it_reads(
         "DDBKEYS_MARKER_ATTRIBUTE": {"Ref": "MarkerAttribute"},
         "DDBKEYS_STATE_TABLE": {"Ref": "StateTableName"},
     }
-    # The handler reads each of them (its one handler per execution environment, made anew).
+    # The handler reads each of them (its one handler per execution environment is made
+    # with these settings and boto3's default client: tests/transport/test_lambda_handler.py).
     settings = {"DDBKEYS_INDEX": "ix", "DDBKEYS_MARKER_ATTRIBUTE": "m", "DDBKEYS_STATE_TABLE": "st"}
     with pytest.MonkeyPatch.context() as patch:
         for name, value in settings.items():
             patch.setenv(name, value)
-        patch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
-        aws_lambda._default_handler.cache_clear()
-        try:
-            made = aws_lambda._default_handler()
-        finally:
-            aws_lambda._default_handler.cache_clear()
-    assert (made.index_name, made.attribute, made.state_table) == ("ix", "m", "st")
+        read = aws_lambda.environment_settings()
+    assert read == {"index_name": "ix", "marker_attribute": "m", "state_table": "st"}
     parameters = template["Parameters"]
     defaults = {p: parameters[p].get("Default") for p in parameters}
     assert defaults["IndexName"] == DEFAULT_INDEX

@@ -259,12 +259,17 @@ class StreamHandler:
 def _default_handler() -> StreamHandler:
     """One handler per Lambda execution environment (its client and table descriptions are
     reused by every invocation after a cold start)."""
-    return StreamHandler(
-        boto3.client("dynamodb"),
-        index_name=os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
-        marker_attribute=os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
-        state_table=state_table_name(),
-    )
+    return StreamHandler(boto3.client("dynamodb"), **environment_settings())
+
+
+def environment_settings() -> dict[str, str]:
+    """The handler's settings, from the function's environment (``DDBKEYS_INDEX``,
+    ``DDBKEYS_MARKER_ATTRIBUTE``, ``DDBKEYS_STATE_TABLE``), each defaulted."""
+    return {
+        "index_name": os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
+        "marker_attribute": os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
+        "state_table": state_table_name(),
+    }
 
 
 def handler(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
