@@ -528,6 +528,14 @@ class FollowerBase:
         """What it did so far: records and batches handled, and what they did to markers."""
         return self.position.report
 
+    # The settings it was made with, as before they moved to its plan (read and set there).
+    poll = property(lambda self: self.plan.poll, lambda self, v: setattr(self.plan, "poll", v))
+    on_batch = property(
+        lambda self: self.plan.on_batch, lambda self, v: setattr(self.plan, "on_batch", v)
+    )
+    clock = property(lambda self: self.plan.clock)
+    state = property(lambda self: self.plan.store, doc="The plan of its record (state table).")
+
 
 class StreamFollower(FollowerBase):
     """Follows ``index.table``'s stream and reconciles the marker of every collection a record
