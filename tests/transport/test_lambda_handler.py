@@ -3,6 +3,8 @@ with the settings the function's environment gives (building it sends no request
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from ddbkeys.partition_keys import aws_lambda
@@ -17,9 +19,10 @@ def test_the_default_handler_is_made_once_with_the_environment_s_settings(
     monkeypatch.setenv("AWS_DEFAULT_REGION", "eu-west-1")
     aws_lambda._default_handler.cache_clear()
     try:
-        made = aws_lambda._default_handler()
+        made: Any = aws_lambda._default_handler()
         assert aws_lambda._default_handler() is made
     finally:
         aws_lambda._default_handler.cache_clear()
     assert (made.index_name, made.attribute, made.state_table) == ("ix", "m", "st")
-    assert made.client.meta.region_name == "eu-west-1"
+    client: Any = made.client
+    assert client.meta.region_name == "eu-west-1"

@@ -262,7 +262,7 @@ def _default_handler() -> StreamHandler:
     return StreamHandler(boto3.client("dynamodb"), **environment_settings())
 
 
-def environment_settings() -> dict[str, str]:
+def environment_settings() -> dict[str, Any]:
     """The handler's settings, from the function's environment (``DDBKEYS_INDEX``,
     ``DDBKEYS_MARKER_ATTRIBUTE``, ``DDBKEYS_STATE_TABLE``), each defaulted."""
     return {
