@@ -14,7 +14,7 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow, Once, Pause, Request
+from ddbkeys.core.steps import Flow, Pause, Request
 from ddbkeys.ids.collection_plan import CollectionPlan, Keys, Pending
 from ddbkeys.ids.remembered import Remembered
 from ddbkeys.retry import Deadline, RetryPolicy
@@ -77,7 +77,7 @@ def drive(
     run: Run | None = None,
 ) -> Run:
     """Run ``flow`` by hand: each request gets the next answer; with ``info``, a DescribeTable
-    (or a Once step) gets that description, and is not among the requests. ``lock`` (the
+    gets that description, and is not among the requests. ``lock`` (the
     strategy's) must be free at every step the flow yields."""
     run = run if run is not None else Run()
     queue = list(answers)
@@ -85,10 +85,7 @@ def drive(
         step = next(flow)
         while True:
             assert lock is None or not lock.locked(), "a lock held across a yield"
-            if isinstance(step, Once):
-                step.cell.set(info if info is not None else described())
-                step = flow.send(step.cell.get())
-            elif (
+            if (
                 isinstance(step, Request)
                 and info is not None
                 and step.operation == "describe_table"

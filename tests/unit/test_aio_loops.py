@@ -17,7 +17,7 @@ from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.aio.client import misuse
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding, PerLoop
-from ddbkeys.core.steps import Flow, OnceCell, get_item
+from ddbkeys.core.steps import Flow, get_item
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.blocks import BlockAllocator
@@ -42,16 +42,6 @@ def test_per_loop_makes_one_value_per_loop_and_drops_those_of_closed_loops() -> 
     assert second is not first
     assert len(per_loop) == 1  # the first loop's value went: that loop is closed
     assert in_thread(twice(), 30)[0] is not second
-
-
-def test_a_once_cell_has_a_lock_per_loop() -> None:
-    cell: OnceCell[int] = OnceCell()
-
-    async def lock() -> asyncio.Lock:
-        return cell.async_lock()
-
-    first = asyncio.run(lock())
-    assert asyncio.run(lock()) is not first  # (the first one is bound to a closed loop)
 
 
 def test_a_binding_is_to_the_loop_of_the_first_call() -> None:

@@ -1,5 +1,5 @@
 """The two drivers run the same flows the same way: sending, reading errors, counting, pausing,
-computing a value once, streaming, and (asyncio) keeping a request inside its deadline.
+streaming, and (asyncio) keeping a request inside its deadline.
 
 The client here is a stand-in that records what it is sent: the drivers' mechanics need no
 DynamoDB (the strategies' behaviour on a real one is in tests/integration)."""
@@ -7,7 +7,6 @@ DynamoDB (the strategies' behaviour on a real one is in tests/integration)."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from typing import Any
 
@@ -15,7 +14,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Emit, Flow, OnceCell, Pause, Request, get_item, once, scan
+from ddbkeys.core.steps import Emit, Flow, Pause, Request, get_item, scan
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.drivers.sync import SyncDriver
@@ -135,39 +134,6 @@ def test_streaming_flows_in_both_drivers() -> None:
     assert asyncio.run(collect()) == ["a", "b"]
     with pytest.raises(TypeError, match="run for its result yielded Emit"):
         SyncDriver(Recorder(page), Usage()).run(streaming())
-
-
-def described(cell: OnceCell[str]) -> Flow[str]:
-    def fetch() -> Flow[str]:
-        answer = yield get_item({"TableName": "t", "Key": {}})
-        return str(answer["Item"])
-
-    return (yield from once(cell, fetch))
-
-
-def test_once_sends_one_request_for_many_threads() -> None:
-    client = Recorder(*[{"Item": "x"}] * 8, delay=0.05)
-    driver, cell = SyncDriver(client, Usage()), OnceCell[str]()
-    results: list[str] = []
-    threads = [
-        threading.Thread(target=lambda: results.append(driver.run(described(cell))))
-        for _ in range(8)
-    ]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    assert results == ["x"] * 8 and len(client.sent) == 1
-
-
-def test_once_sends_one_request_for_many_tasks() -> None:
-    client = AsyncRecorder(*[{"Item": "x"}] * 8, delay=0.05)
-    driver, cell = AsyncDriver(client, Usage()), OnceCell[str]()
-
-    async def many() -> list[str]:
-        return list(await asyncio.gather(*(driver.run(described(cell)) for _ in range(8))))
-
-    assert asyncio.run(many()) == ["x"] * 8 and len(client.sent) == 1
 
 
 def test_the_async_driver_gives_a_request_up_at_its_deadline() -> None:

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
-
-from ddbkeys.core.loops import PerLoop
-from ddbkeys.errors import DeadlineExceededError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -32,8 +27,6 @@ if TYPE_CHECKING:
 __all__ = [
     "Emit",
     "Flow",
-    "Once",
-    "OnceCell",
     "Pause",
     "Request",
     "Step",
@@ -44,7 +37,6 @@ __all__ = [
     "get_item",
     "get_records",
     "get_shard_iterator",
-    "once",
     "put_item",
     "query",
     "scan",
@@ -94,57 +86,6 @@ class Pause:
     stop: StopFlag | None = None
 
 
-class OnceCell(Generic[T]):
-    """A value computed once per object (a table's description), whichever driver computes it:
-    concurrent callers wait for the first one (a thread lock, or an asyncio lock per loop: the
-    object that holds the cell may be used from one loop after another)."""
-
-    __slots__ = ("_async_locks", "done", "thread_lock", "value")
-
-    def __init__(self) -> None:
-        self.done = False
-        self.value: T | None = None
-        self.thread_lock = threading.Lock()
-        self._async_locks: PerLoop[asyncio.Lock] = PerLoop(asyncio.Lock)
-
-    def async_lock(self) -> asyncio.Lock:
-        return self._async_locks.get()
-
-    def set(self, value: T) -> T:
-        self.value = value
-        self.done = True
-        return value
-
-    def get(self) -> T:
-        assert self.done
-        return self.value  # type: ignore[return-value]
-
-
-@dataclass(frozen=True, slots=True)
-class Once(Generic[T]):
-    """The value of ``cell``, computed by running ``flow()`` the first time (by one caller).
-    A caller finding another computing it waits until ``deadline`` at most (``what`` names the
-    value in the error then)."""
-
-    cell: OnceCell[T]
-    flow: Callable[[], Flow[T]]
-    deadline: Deadline | None = None
-    what: str = "the value"
-    table: str | None = None
-
-    def late(self) -> DeadlineExceededError:
-        """What a caller that waited for another to compute the value through its deadline
-        raises."""
-        seconds = (self.deadline.seconds if self.deadline is not None else None) or 0.0
-        return DeadlineExceededError(
-            f"Gave up waiting for {self.what}, which another call of this object was reading, "
-            f"after {seconds:g} s (the deadline; raise it with deadline= or --timeout).",
-            seconds=seconds,
-            attempts=0,
-            table=self.table,
-        )
-
-
 @dataclass(frozen=True, slots=True)
 class Emit(Generic[T]):
     """A value a streaming flow (a listing) hands to its consumer; the flow goes on after it."""
@@ -152,24 +93,9 @@ class Emit(Generic[T]):
     value: T
 
 
-Step = Request | Pause | Once[Any] | Emit[Any]
+Step = Request | Pause | Emit[Any]
 #: A flow: yields steps, is sent what each gave, returns its result.
 Flow = Generator[Step, Any, T]
-
-
-def once(
-    cell: OnceCell[T],
-    flow: Callable[[], Flow[T]],
-    deadline: Deadline | None = None,
-    what: str = "the value",
-    table: str | None = None,
-) -> Flow[T]:
-    """``value = yield from once(cell, flow)``: the cell's value, computed once (waited for
-    within ``deadline`` when another caller is computing it)."""
-    if cell.done:
-        return cell.get()
-    value: T = yield Once(cell, flow, deadline, what, table)
-    return value
 
 
 # --- typed requests (the mypy_boto3 TypedDicts) --------------------------------------------

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 from ddbkeys.aio.client import check_loop, misuse, record_loop
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import deadline_scope
-from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.core.stopping import STOP_SLICE
 from ddbkeys.drivers.sync import count, refused
 from ddbkeys.errors import NoAnswerInTime
@@ -74,8 +74,6 @@ class AsyncDriver:
         if isinstance(step, Pause):
             await pause(step)
             return _advance(flow, None, None)
-        if isinstance(step, Once):
-            return _advance(flow, await self._once(step), None)
         raise TypeError(f"not a step: {step!r}")
 
     async def send(self, step: Request) -> Any:
@@ -109,24 +107,6 @@ class AsyncDriver:
         record_loop(client, asyncio.get_running_loop())
         count(self.usage, step, answer)
         return answer
-
-    async def _once(self, step: Once[T]) -> T:
-        cell = step.cell
-        if cell.done:
-            return cell.get()
-        left = step.deadline.remaining() if step.deadline is not None else None
-        lock = cell.async_lock()
-        try:  # (another task computing it: waited for within this caller's deadline)
-            async with asyncio.timeout(left if left is None else max(left, 0.0)):
-                await lock.acquire()
-        except TimeoutError:
-            raise step.late() from None
-        try:
-            if not cell.done:
-                cell.set(await self.run(step.flow()))
-        finally:
-            lock.release()
-        return cell.get()
 
 
 class _Done:

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import deadline_scope, send
-from ddbkeys.core.steps import Emit, Flow, Once, Pause, Request, Step
+from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.errors import unexpected_answer
 
 __all__ = ["SyncDriver", "count"]
@@ -94,8 +94,6 @@ class SyncDriver:
         if isinstance(step, Pause):
             pause(step)
             return flow.send(None)
-        if isinstance(step, Once):
-            return flow.send(self._once(step))
         raise TypeError(f"not a step: {step!r}")
 
     def send(self, step: Request) -> Any:
@@ -108,21 +106,6 @@ class SyncDriver:
             raise
         count(self.usage, step, answer)
         return answer
-
-    def _once(self, step: Once[T]) -> T:
-        cell = step.cell
-        if cell.done:
-            return cell.get()
-        left = step.deadline.remaining() if step.deadline is not None else None
-        # (Another caller computing it: waited for within this caller's deadline.)
-        if not cell.thread_lock.acquire(timeout=-1 if left is None else max(left, 0.0)):
-            raise step.late()
-        try:
-            if not cell.done:
-                cell.set(self.run(step.flow()))
-        finally:
-            cell.thread_lock.release()
-        return cell.get()
 
 
 def pause(step: Pause) -> None:
