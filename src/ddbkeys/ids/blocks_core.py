@@ -1,22 +1,37 @@
 """The block allocator's decisions, without I/O, locks or waiting: which block is current, when
-the next one is reserved and how big it is, and what goes back to the counter on close.
-
-:class:`ddbkeys.ids.blocks.BlockAllocator` runs :class:`BlockState` for threads (a lock, a
-worker thread), :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks (one event loop,
-a task per reservation); both send the hand-back of
-:func:`~ddbkeys.ids.blocks_close.hand_back`. Only the waiting and the sending differ.
-"""
+the next one is reserved and how big, what goes back to the counter on close; and the flows of
+a take, a reservation and a close, which both drivers run (:mod:`ddbkeys.ids.blocks` with a
+lock and threads, :mod:`ddbkeys.aio.blocks` with tasks of one event loop)."""
 
 from __future__ import annotations
 
 import math
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
-from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
-from ddbkeys.ids.blocks_steps import Asked, BlockStats, Direct, Hand, Refill, Sent, Step, Wait
-from ddbkeys.ids.blocks_views import check_block_size, check_fraction
+from ddbkeys.ids.blocks_close import CloseReport, HandBack, hand_back, plan_hand_back
+from ddbkeys.ids.blocks_steps import (
+    WAKE,
+    Asked,
+    BlockFlow,
+    BlockStats,
+    Direct,
+    Hand,
+    Pause,
+    Refill,
+    Send,
+    Sent,
+    Step,
+    Wait,
+    Write,
+)
+from ddbkeys.ids.values import MAX_ID
+from ddbkeys.retry import Deadline
+
+if TYPE_CHECKING:
+    from ddbkeys.ids.counter import CounterCore
 
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
@@ -35,10 +50,6 @@ __all__ = [
     "plan_hand_back",
 ]
 
-#: The most ids lent to the sync fast path at once (taking back the rest, under the lock, costs
-#: a C loop over them: about 20 µs for 4,096).
-LEND_AT_MOST = 4096
-
 #: The fraction of a block handed out when the next one is reserved (Meituan Leaf's 10%).
 DEFAULT_REFILL_AT = 0.1
 #: How long a block should last, in seconds, when its size adapts (see :func:`adapt_block_size`).
@@ -49,9 +60,8 @@ def adapt_block_size(
     size: int, lifetime: float, *, target: float, smallest: int, largest: int
 ) -> int:
     """The size of the next block, given that a block of ``size`` ids lasts ``lifetime``
-    seconds at the rate just measured: doubled when that is under ``target``, halved when it is
-    over twice ``target`` (the band between keeps the size from flapping), within ``smallest``
-    and ``largest``. (Meituan's Leaf: doubled under 15 minutes, halved over 30.)"""
+    seconds at the rate just measured: doubled under ``target``, halved over twice ``target``
+    (the band between keeps it from flapping), within ``smallest`` and ``largest``."""
     if lifetime < target:
         return max(min(size * 2, largest), smallest)
     if lifetime > 2 * target:
@@ -59,35 +69,40 @@ def adapt_block_size(
     return min(max(size, smallest), largest)
 
 
+def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
+    """A block size (or one of its bounds): a whole number from 1 to the largest id."""
+    if (
+        not isinstance(block_size, int)
+        or isinstance(block_size, bool)
+        or not 1 <= block_size <= MAX_ID
+    ):
+        raise ConfigurationError(
+            f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
+        )
+    return block_size
+
+
+def _within(value: object, most: float) -> bool:
+    """Whether ``value`` is a number (not a bool) above 0 and at most ``most``."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= most
+
+
 class BlockState:
-    """The block allocator's decisions, without I/O, locks or waiting (the driver holds its
-    own lock around every method, or runs in one event loop).
+    """The block allocator's decisions, without I/O, locks or waiting (a driver holds its lock
+    around every call, or runs in one event loop).
 
-    ``take(count)`` hands out ``count`` consecutive ids from the current block when they fit in
-    what is left of it. When they do not, the rest of the current block is skipped (a gap) and
-    the next block held becomes current, or the caller waits (:class:`Wait`) for the block
-    being reserved. One reservation at a time, but for a second one beside it when callers
-    outran a block asked for ahead, nothing is held and the size cannot grow (fixed, or at
-    ``max_block_size``): never more than two blocks held or on their way; a block is handed
-    out only once no reservation in flight may land below it (each was sent after an id at
-    least as high was known), so ids stay increasing whatever order the answers come in.
-    More than a block's ids are one write of their own (:class:`Direct`), in flight too until
-    answered: no block that may lie above its ids is handed out meanwhile, and its ids are
-    handed out (:meth:`collect`) once no such write sent before may land below them, lowest
-    first; then the blocks held below them are dropped. So each id handed out is above every
-    one handed out before, whatever order the answers come in. With ``prefetch``, the
-    next block is asked for (``Hand(refill=True)``) by the take that hands out the
-    ``refill_at`` fraction of the current one; without, only a caller that finds nothing asks
-    (and waits: a stall).
+    :meth:`take` hands out ``count`` consecutive ids from the current block when they fit in
+    what is left of it; else the rest is skipped (a gap) and the next block held becomes
+    current, or the caller waits for the block being reserved. With ``prefetch``, the take
+    that hands out ``refill_at`` of a block asks for the next one. A second reservation goes
+    beside the first when callers outran a block asked for ahead and the size cannot grow:
+    never more than two blocks held or on their way. More than a block's ids are one write of
+    their own (:class:`Direct`). A block, or a Direct's ids, is handed out only once nothing in
+    flight may land below it, so ids keep increasing whatever order the answers come in.
 
-    :meth:`take_one` is the fast path of ``next()``: the next id when taking it decides
-    nothing (no refill to ask for, not the last id of a block), else None.
-
-    The size of the next block starts at ``block_size`` and, when ``min_block_size`` and
-    ``max_block_size`` leave room, adapts with :func:`adapt_block_size` each time a block is
-    used up, from how long it lasted (``clock``: seconds, injectable); and it doubles when a
-    caller finds nothing left while the block asked for ahead is still being reserved (the
-    refill did not keep up: the blocks are too small for the time a reservation takes).
+    The size starts at ``block_size`` and, within ``min_block_size`` and ``max_block_size``,
+    adapts with :func:`adapt_block_size` each time a block is used up (``clock``: seconds,
+    injectable); it doubles when callers stall while the block asked for ahead is on its way.
     """
 
     def __init__(
@@ -117,36 +132,30 @@ class BlockState:
                 "size of the first block, which then adapts within those bounds.",
                 table=table,
             )
-        self.refill_at = check_fraction(
-            "refill_at",
-            refill_at,
-            table,
-            "the fraction of a block handed out when the next one is reserved",
-        )
-        if (
-            isinstance(block_lifetime, bool)
-            or not isinstance(block_lifetime, (int, float))
-            or not 0 < block_lifetime < 10**9
-        ):
+        if not _within(refill_at, 1):
+            raise ConfigurationError(
+                "refill_at must be a number above 0 and at most 1 (the fraction of a block "
+                f"handed out when the next one is reserved), not {refill_at!r}.",
+                table=table,
+            )
+        if not _within(block_lifetime, 10**9):
             raise ConfigurationError(
                 f"block_lifetime must be a number of seconds above 0, not {block_lifetime!r}.",
                 table=table,
             )
-        self.block_lifetime = float(block_lifetime)
+        self.refill_at, self.block_lifetime = float(refill_at), float(block_lifetime)
         self.prefetch = bool(prefetch)
         self.adaptive = self.min_block_size < self.max_block_size
         self.clock = clock
         self.stats = BlockStats()
-        self.block: range = range(0)
-        self.position = 0  # ids of the current block handed out
+        self.block, self.position = range(0), 0  # the current block, and its ids handed out
         self.mark = 1  # ... when this many are, the next block is asked for
-        self.fast_stop = 0  # take_one() hands out while position is below this
         self.since: float | None = None  # when the current block became current (adaptive)
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
-        self.asked: list[Asked] = []  # the reservations asked for, not sent yet
+        self.asked: list[Asked] = []  # reservations asked for, not sent yet
         self.flight: dict[int, Sent] = {}  # sent, not ended, by number
-        # Direct reservations by number: sent and unanswered (the highest id known when sent:
-        # they land above it), and answered but not handed out yet
+        # Direct writes by number: unanswered (the highest id known when sent: they land
+        # above it), and answered but not handed out yet
         self.directs: dict[int, int | None] = {}
         self.answered: dict[int, range] = {}
         self.sent = 0  # reservations sent (numbers them)
@@ -157,6 +166,7 @@ class BlockState:
         self.failure: tuple[int, Exception] | None = None  # the last one, if it failed
         self.closed = False  # no more takes
         self.released = False  # the plan of the hand-back is made: what arrives is wasted
+        self.report: CloseReport | None = None  # what the close did, once done
 
     def anew(self) -> BlockState:
         """A state with these settings, the size reached so far, and nothing held."""
@@ -191,28 +201,7 @@ class BlockState:
         """Ids held and not handed out: the current block's rest and the blocks after it."""
         return self.left + sum(len(block) for block in self.queue)
 
-    def take_one(self) -> int | None:
-        """The next id, when the current block has it and taking it decides nothing else; else
-        None (call :meth:`take`)."""
-        position = self.position
-        if position < self.fast_stop:
-            self.position = position + 1
-            return self.block[position]
-        return None
-
-    def lend(self) -> range:
-        """The ids the fast path may hand out without a decision (up to the take that asks
-        for the next block, or to the last id of the block): counted as handed out, until
-        :meth:`unlend` takes back the ones it did not hand out. (The sync driver hands them
-        out from an iterator, without its lock.) At most :data:`LEND_AT_MOST` at a time, so
-        that taking back what was not handed out stays cheap whatever the block size."""
-        first = self.position
-        self.position = max(first, min(self.fast_stop, first + LEND_AT_MOST))
-        return self.block[first : self.position]
-
-    def unlend(self, count: int) -> None:
-        """The last ``count`` ids lent were not handed out."""
-        self.position -= count
+    # --- decisions ------------------------------------------------------------------------
 
     def take(self, count: int, ticket: int | None = None) -> Step:
         """What a caller wanting ``count`` ids does next. Raises the error of a reservation
@@ -225,12 +214,11 @@ class BlockState:
             if count <= size - self.position:
                 first = self.position
                 self.position = last = first + count
-                refill = self._due() and last >= self.mark
+                refill = last >= self.mark and self._due()
                 if refill:
                     self._ask(ahead=True)
                 if last == size:
                     self._retire()
-                self._settle()
                 return Hand(self.block[first:last], refill)
             spare = self.spare
             if count > self.block_size or (spare is not None and count > len(spare)):
@@ -257,7 +245,7 @@ class BlockState:
                 # beside the first (nothing held: never more than two blocks held)
                 second = grown == self.block_size and not self.queue
                 self.block_size = grown
-        # (a spare held back by a Direct reservation in flight asks for nothing more)
+        # (a spare held back by a Direct write in flight asks for nothing more)
         refill = self.spare is None and (
             not self.fetching
             or (second and self.prefetch and len(self.flight) + len(self.asked) < 2)
@@ -267,8 +255,8 @@ class BlockState:
         return Wait(self.outcomes, refill)
 
     def claim_refill(self) -> Refill | None:
-        """The reservation asked for and not sent yet (None: none); the driver sends it now
-        and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
+        """The reservation asked for and not sent yet (None: none), counted as sent now; report
+        its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
         if not self.asked:
             return None
         asked = self.asked.pop(0)
@@ -277,9 +265,8 @@ class BlockState:
         return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
-        """A block was reserved: it joins the blocks held (dropped if below ids already
-        handed out by a :class:`Direct` reservation, wasted if it came after the close). It
-        becomes current once no reservation in flight may land below it."""
+        """A block was reserved: it joins the blocks held (dropped if below ids a
+        :class:`Direct` handed out, wasted if it came after the close)."""
         self._ended(refill)
         self.failure = None
         self.stats.refills += 1
@@ -291,7 +278,6 @@ class BlockState:
         else:
             self.queue.append(block)
             self.queue.sort(key=lambda held: held.start)
-        self._settle()
 
     def failed(self, refill: Refill, error: Exception) -> None:
         """Reserving a block failed: the callers waiting get ``error`` (once no other
@@ -299,26 +285,22 @@ class BlockState:
         self._ended(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
-        self._settle()
 
     def abandoned(self, refill: Refill) -> None:
-        """Reserving a block was given up (the worker interrupted, the task cancelled): the
-        callers waiting for it take again, and one of them asks again."""
+        """Reserving a block was given up (cancelled): the callers waiting take again."""
         self._ended(refill)
-        self._settle()
 
     def reserved(self, direct: Direct, ids: range) -> range | None:
-        """A :class:`Direct` reservation's ``ids`` came: see :meth:`collect`."""
+        """A :class:`Direct` write's ``ids`` came: see :meth:`collect`."""
         self.directs.pop(direct.number, None)
         self._reached(ids)
         self.answered[direct.number] = ids
         return self.collect(direct)
 
     def collect(self, direct: Direct) -> range | None:
-        """A :class:`Direct` reservation's ids, handed out once no other one sent before and
-        unanswered may land below them, nor one answered below them is still to be handed
-        out; then the blocks held below them are dropped. None: the caller waits for a change
-        and asks again (or leaves: :meth:`forgone`)."""
+        """A :class:`Direct` write's ids, once no other one sent before and unanswered may land
+        below them, nor one answered below them is still to be handed out; the blocks held
+        below them are dropped. None: wait for a change and ask again (or :meth:`forgone`)."""
         ids = self.answered[direct.number]
         if not self._clear(ids[-1], direct.number):
             return None
@@ -330,31 +312,23 @@ class BlockState:
         below = [held for held in self.queue if held.start < self.floor]
         self.stats.skipped += sum(len(held) for held in below)
         self.queue = [held for held in self.queue if held.start >= self.floor]
-        self._settle()
         return ids
 
     def forgone(self, direct: Direct) -> None:
-        """A :class:`Direct` reservation's caller leaves without its ids (the write failed or
-        was given up, or the caller waited through its deadline or was cancelled): what it
-        reserved, if anything, is wasted, and what waited for it goes on."""
+        """A :class:`Direct` write's caller leaves without its ids: they are wasted."""
         self.directs.pop(direct.number, None)
         self.stats.wasted += len(self.answered.pop(direct.number, range(0)))
 
-    # --- closing -------------------------------------------------------------------------
-
     def close(self) -> None:
-        """No more takes (they raise); a block asked for and not sent yet is not sent. The
-        driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
+        """No more takes (they raise); a block asked for and not sent yet is not sent."""
         self.closed = True
         self.asked.clear()
-        self._settle()
 
     def release(self) -> HandBack:
         """What goes back to the counter (see :func:`plan_hand_back`); the blocks are let go."""
         self.closed = self.released = True
         plan = plan_hand_back([self.block[self.position :], *self.queue], self.top)
         self.block, self.position, self.queue, self.since = range(0), 0, [], None
-        self._settle()
         return plan
 
     def closed_with(self, plan: HandBack, applied: bool) -> CloseReport:
@@ -364,6 +338,82 @@ class BlockState:
         self.stats.handed_back += back
         self.stats.wasted += wasted
         return CloseReport(back, wasted, plan.write)
+
+    # --- the flows both drivers run ----------------------------------------------------------
+
+    def taking(self, count: int, step: Step, begin: Callable[[], Deadline]) -> BlockFlow[range]:
+        """The rest of a take whose first step (``take(count)``) was ``step``: start what it
+        asked for, wait within the deadline ``begin()`` gives (the counter's) and take again,
+        or send a :class:`Direct` write."""
+        deadline: Deadline | None = None
+        while True:
+            if step.refill and (refill := self.claim_refill()) is not None:
+                yield refill
+            if isinstance(step, Hand):
+                return step.ids
+            if isinstance(step, Direct):
+                return (yield from self._direct(step, begin))
+            deadline = self._waited(deadline, begin)
+            yield Pause(min(deadline.remaining(), 3600.0))
+            step = self.take(count, step.ticket)
+
+    def _direct(self, direct: Direct, begin: Callable[[], Deadline]) -> BlockFlow[range]:
+        got: range | None = None
+        try:
+            got = self.reserved(direct, (yield Send(direct.count)))
+            if got is None:
+                yield WAKE  # (what waited for its answer goes on)
+            deadline: Deadline | None = None
+            while got is None:
+                deadline = self._waited(deadline, begin, direct)
+                yield Pause(min(deadline.remaining(), 3600.0))
+                got = self.collect(direct)
+        finally:
+            if got is None:  # the write failed, or the caller leaves
+                self.forgone(direct)
+        yield WAKE
+        return got
+
+    def filling(self, refill: Refill) -> BlockFlow[None]:
+        """A reservation (run in the background): its outcome, then every flow woken."""
+        try:
+            block = yield Send(refill.size)
+        except Exception as exc:  # the waiters' error; the next take asks again
+            self.failed(refill, exc)
+        except BaseException:
+            self.abandoned(refill)
+            raise
+        else:
+            self.filled(refill, block)
+        yield WAKE
+
+    def closing(self, counter: CounterCore, seconds: float | None) -> BlockFlow[CloseReport]:
+        """``close()``: wait for the reservations in flight (within ``seconds``), then send the
+        hand-back (within as long again); the report is kept in :attr:`report`."""
+        self.close()
+        yield WAKE
+        deadline = Deadline(seconds, clock=counter.retry.clock)
+        while self.fetching and not deadline.expired():
+            yield Pause(min(deadline.remaining(), 3600.0))
+        plan, applied = self.release(), False
+        try:
+            if plan.write:
+                write = Deadline(seconds, clock=counter.retry.clock)
+                applied = yield Write(hand_back(counter, plan, write))
+        finally:
+            self.report = self.closed_with(plan, applied)
+        return self.report
+
+    def _waited(
+        self, deadline: Deadline | None, begin: Callable[[], Deadline], direct: Direct | None = None
+    ) -> Deadline:
+        """The deadline of a caller about to wait: begun when it first waits; once it has
+        waited through it, the error."""
+        if deadline is None:
+            return begin()
+        if deadline.expired():
+            raise self.late_error(deadline.seconds, direct)
+        return deadline
 
     def late_error(
         self, seconds: float | None, direct: Direct | None = None
@@ -407,7 +457,7 @@ class BlockState:
 
     def _due(self) -> bool:
         """Whether the next block is to be asked for ahead of need, once the mark is reached."""
-        return self.prefetch and self.spare is None and not self.fetching and not self.closed
+        return self.prefetch and not self.queue and not self.fetching and not self.closed
 
     def _ask(self, *, ahead: bool) -> None:
         self.ahead = ahead or self.ahead
@@ -427,9 +477,8 @@ class BlockState:
         )
 
     def _clear(self, last: int, own: int | None = None) -> bool:
-        """Whether no id of a :class:`Direct` reservation (but ``own``) is to be handed out
-        below ``last`` from now on: each unanswered lands above it (it was sent after an id at
-        least as high was known), each answered and not handed out yet lies above it."""
+        """Whether no id of a :class:`Direct` write (but ``own``) is to be handed out below
+        ``last`` from now on: each unanswered lands above it, each answered lies above it."""
         return all(known is not None and known >= last for known in self.directs.values()) and all(
             ids.start > last for number, ids in self.answered.items() if number != own
         )
@@ -466,14 +515,3 @@ class BlockState:
                 largest=self.max_block_size,
             )
         self.since = None
-
-    def _settle(self) -> None:
-        """Where the fast path stops: before the take that asks for the next block, and before
-        the last id of the block (whose take measures the block's lifetime)."""
-        if self.closed:
-            self.fast_stop = 0
-            return
-        stop = len(self.block) - 1
-        if self._due():
-            stop = min(stop, self.mark - 1)
-        self.fast_stop = max(stop, 0)

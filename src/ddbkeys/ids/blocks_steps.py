@@ -1,19 +1,37 @@
-"""What :class:`~ddbkeys.ids.blocks_core.BlockState` tells its driver to do next (the steps of a
-take, the reservations to send), the records it keeps of its reservations, and its counts.
-Plain data, shared by the thread and asyncio drivers."""
+"""Plain data of the block allocator: what :meth:`~ddbkeys.ids.blocks_core.BlockState.take`
+decides, what the state's flows ask a driver to do (the instructions), its records of the
+reservations, and its counts. Shared by the thread and asyncio drivers."""
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from dataclasses import dataclass
-from typing import ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
-__all__ = ["Asked", "BlockStats", "Direct", "Hand", "Refill", "Sent", "Step", "Wait"]
+__all__ = [
+    "WAKE",
+    "Asked",
+    "BlockFlow",
+    "BlockStats",
+    "Direct",
+    "Hand",
+    "Instruction",
+    "Pause",
+    "Refill",
+    "Send",
+    "Sent",
+    "Step",
+    "Wait",
+    "Wake",
+    "Write",
+]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
 class Hand:
-    """Hand ``ids`` out. With ``refill``, this take asked for the next block: the driver starts
-    its reservation (:meth:`~ddbkeys.ids.blocks_core.BlockState.claim_refill` gives the size)."""
+    """Hand ``ids`` out. With ``refill``, this take asked for the next block."""
 
     ids: range
     refill: bool = False
@@ -21,21 +39,64 @@ class Hand:
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """No block holds the ids and one is being reserved (with ``refill``: this take asked for
-    it, the driver starts it): wait for an outcome, then take again with ``ticket`` (so that
-    the error of a reservation that failed meanwhile reaches this caller)."""
+    """Nothing held has the ids and a block is being reserved (``refill``: this take asked for
+    it): wait for an outcome, then take again with ``ticket``."""
 
     ticket: int
     refill: bool = False
 
 
 @dataclass(frozen=True, slots=True)
+class Direct:
+    """More ids than a block: ``count`` ids with one write of their own (``number``: which)."""
+
+    count: int
+    number: int
+    refill: ClassVar[bool] = False
+
+
+Step = Hand | Wait | Direct
+
+
+@dataclass(frozen=True, slots=True)
 class Refill:
-    """A reservation of a block of ``size`` ids for the driver to send (``number``: which one,
-    for the report of its outcome)."""
+    """A block of ``size`` ids to reserve (``number``: which). In a flow: start
+    :meth:`~ddbkeys.ids.blocks_core.BlockState.filling` for it in the background."""
 
     number: int
     size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Call ``counter.reserve(count)`` now (no lock held); send its ids in, or throw its error."""
+
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class Write:
+    """Run the counter's ``flow`` now (``counter._run``; no lock held) and send its result in."""
+
+    flow: Generator[Any, Any, bool]
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait at most ``seconds`` for a :data:`WAKE` (another flow changed the state)."""
+
+    seconds: float
+
+
+class Wake:
+    """Wake every flow paused."""
+
+
+WAKE = Wake()
+
+Instruction = Refill | Send | Write | Pause | Wake
+#: A flow of the state: yields instructions, gets what a Send or Write gave, returns a T.
+BlockFlow = Generator[Instruction, Any, T]
 
 
 class Asked(NamedTuple):
@@ -54,25 +115,9 @@ class Sent(NamedTuple):
     when: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class Direct:
-    """More ids than a block holds: reserve ``count`` ids on the counter with one write, then
-    report them with :meth:`~ddbkeys.ids.blocks_core.BlockState.reserved` (or report that the
-    caller leaves without them with :meth:`~ddbkeys.ids.blocks_core.BlockState.forgone`).
-    ``number``: which reservation, for those reports. Until it is answered it counts as in
-    flight: no id that may lie above its ids is handed out."""
-
-    count: int
-    number: int
-    refill: ClassVar[bool] = False
-
-
-Step = Hand | Wait | Direct
-
-
 @dataclass(slots=True)
 class BlockStats:
-    """What an allocator did (counted under its lock; read them at any time)."""
+    """What an allocator did (read them at any time)."""
 
     #: Calls that had to wait for a block to be reserved (nothing held, or not enough).
     stalls: int = 0
