@@ -137,7 +137,7 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     assert counter.last == 32
 
 
-def test_sync_reservations_are_daemon_threads_and_an_allocator_can_be_collected() -> None:
+def test_sync_reservations_are_sent_by_threads_that_end_with_the_allocator() -> None:
     counter = Counter()
     before = set(threading.enumerate())
     blocks = allocator(counter)
@@ -147,8 +147,9 @@ def test_sync_reservations_are_daemon_threads_and_an_allocator_can_be_collected(
     until(lambda: stats.refills == 2)  # 11..20 reserved ahead
     counter.release.clear()
     assert blocks.next() == 11  # asks for 21..30: its reservation hangs
-    (worker,) = set(threading.enumerate()) - before
-    assert worker.daemon and worker.name == "ddbkeys-blocks-stand-in"
+    workers = set(threading.enumerate()) - before  # (a pool of at most two)
+    assert 1 <= len(workers) <= 2
+    assert all(w.name.startswith("ddbkeys-blocks-stand-in") for w in workers)
     counter.release.set()
     until(lambda: stats.refills == 3)
     gone = weakref.ref(blocks)
@@ -156,8 +157,9 @@ def test_sync_reservations_are_daemon_threads_and_an_allocator_can_be_collected(
         del blocks
         gc.collect()
     assert gone() is None  # neither a reservation's thread nor the exit hook holds it
-    worker.join(5)
-    assert not worker.is_alive()
+    for worker in workers:
+        worker.join(5)
+        assert not worker.is_alive()
     assert counter.writes == []  # collected, not closed: nothing handed back
 
 

@@ -80,7 +80,9 @@ class BlockAllocator(AllocatorViews):
 
     async def next(self) -> int:
         """The next id of this allocator."""
-        return (await self._take(1))[0]
+        self._loop.check()
+        got = self._state.take_one()
+        return (await self._take(1))[0] if got is None else got
 
     async def reserve(self, count: int) -> range:
         """``count`` consecutive ids (as the sync ``BlockAllocator.reserve``)."""

@@ -1,7 +1,7 @@
 """Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take.
 
 :class:`~ddbkeys.ids.blocks_core.BlockState` decides and holds the flows; :class:`BlockAllocator`
-runs them for threads (a lock per take, a daemon thread per reservation),
+runs them for threads (a lock per take, a pool of two threads for the reservations),
 :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks.
 """
 
@@ -14,6 +14,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -25,7 +26,7 @@ from ddbkeys.ids.blocks_core import (
     CloseReport,
     Hand,
 )
-from ddbkeys.ids.blocks_steps import BlockFlow, Pause, Refill, Send, Wake
+from ddbkeys.ids.blocks_steps import BlockFlow, Instruction, Pause, Refill, Send, Wake, Write
 from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout, warn_unclosed
 from ddbkeys.ids.counter import AtomicCounter, _positive
 
@@ -53,7 +54,7 @@ class BlockAllocator(AllocatorViews):
     transaction with a token: 2 write units) at close when there is something to hand back.
 
     With ``prefetch`` (the default), once ``refill_at`` of the current block is handed out
-    (0.1, as Meituan's Leaf), a daemon thread reserves the next one, so ``next()`` does not
+    (0.1, as Meituan's Leaf), a worker thread reserves the next one, so ``next()`` does not
     wait for DynamoDB while refills keep up; a caller that finds nothing held waits (a stall,
     counted in :attr:`stats`), at most the counter's deadline. The size adapts between
     ``min_block_size`` and ``max_block_size`` (both default to ``block_size``: fixed) so that
@@ -110,7 +111,10 @@ class BlockAllocator(AllocatorViews):
 
     def next(self) -> int:
         """The next id of this allocator."""
-        return self._take(1)[0]
+        threads = self._threads
+        with threads.mutex:
+            got = threads.state.take_one()
+        return self._take(1)[0] if got is None else got
 
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids of this allocator (``step`` apart), all greater than the
@@ -135,7 +139,7 @@ class BlockAllocator(AllocatorViews):
                 flow = self._state.closing(
                     self.counter, self.counter.deadline if seconds is None else seconds
                 )
-                with self._threads.lock:
+                with self._threads.mutex:
                     report = self._threads.run(flow)
             return report
 
@@ -152,27 +156,48 @@ class BlockAllocator(AllocatorViews):
 
     def _take(self, count: int) -> range:
         threads = self._threads
-        with threads.lock:
+        with threads.mutex:
             step = threads.state.take(count)
             if type(step) is Hand and not step.refill:
                 return step.ids
             return threads.run(threads.state.taking(count, step, self.counter._begin))
 
 
+#: Give the CPU to another thread (one that holds the GIL, say).
+_yield: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
+
+
+class _Mutex:
+    """A lock whose waiters yield the CPU rather than block on it: a thread woken to own a
+    lock must still wait for the GIL, and all the others queue behind it (a convoy: from 16
+    threads, next()'s p99.9 went from 2 us to 8 ms)."""
+
+    __slots__ = ("lock",)
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def __enter__(self) -> None:
+        while not self.lock.acquire(blocking=False):
+            _yield()
+
+    def __exit__(self, *_: object) -> None:
+        self.lock.release()
+
+
 class _Threads:
     """Runs a state's flows for threads: every decision under one lock, released while a flow
-    waits or sends; each reservation sent by a daemon thread of its own. It holds no reference
-    to the allocator, so that an allocator nobody holds can be collected."""
+    waits or sends; the reservations sent by a pool of two threads (they end once the
+    allocator is collected: nothing here refers to it)."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state
-        self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
+        self.mutex = _Mutex()
+        self.changed = threading.Condition(self.mutex.lock)
+        self.pool = ThreadPoolExecutor(2, f"ddbkeys-blocks-{counter.table}")
 
-    def run(self, flow: BlockFlow[T]) -> T:
-        """Run ``flow`` to its end (the lock held)."""
-        sent: Any = None
-        error: Exception | None = None
+    def run(self, flow: BlockFlow[T], sent: Any = None, error: BaseException | None = None) -> T:
+        """Run ``flow`` to its end (the lock held), from ``sent`` (or ``error``) on."""
         try:
             while True:
                 step = flow.send(sent) if error is None else flow.throw(error)
@@ -181,24 +206,14 @@ class _Threads:
                     self.changed.wait(step.seconds)
                 elif isinstance(step, Wake):
                     self.changed.notify_all()
-                elif isinstance(step, Refill):
-                    threading.Thread(
-                        target=self.fill,
-                        args=(step,),
-                        name=f"ddbkeys-blocks-{self.counter.table}",
-                        daemon=True,
-                    ).start()
+                elif isinstance(step, Refill):  # sent by a worker, which then takes the lock
+                    self.pool.submit(self.fill, self.state.filling(step))
                 else:
-                    self.lock.release()
+                    self.mutex.lock.release()
                     try:
-                        if isinstance(step, Send):
-                            sent = self.counter.reserve(step.count)
-                        else:
-                            sent = self.counter._run(step.flow)
-                    except Exception as exc:  # the flow's to handle
-                        error = exc
+                        sent, error = self.send(step)
                     finally:
-                        self.lock.acquire()
+                        self.mutex.__enter__()
         except StopIteration as done:
             result: T = done.value
             return result
@@ -207,9 +222,21 @@ class _Threads:
             self.changed.notify_all()
             raise
 
-    def fill(self, refill: Refill) -> None:
-        with self.lock:
-            self.run(self.state.filling(refill))
+    def send(self, step: Instruction) -> tuple[Any, BaseException | None]:
+        """What ``step`` (a Send or a Write) got from the counter, or its error (sent without
+        the lock)."""
+        try:
+            if isinstance(step, Send):
+                return self.counter.reserve(step.count), None
+            assert isinstance(step, Write)
+            return self.counter._run(step.flow), None
+        except BaseException as exc:  # the flow's to handle
+            return None, exc
+
+    def fill(self, flow: BlockFlow[None]) -> None:
+        sent, error = self.send(next(flow))  # (the flow's first step, a Send, reads no state)
+        with self.mutex:
+            self.run(flow, sent, error)
 
 
 #: Every allocator of this process (weakly held): closed at exit, made anew in a forked child.

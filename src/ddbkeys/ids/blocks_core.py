@@ -150,6 +150,7 @@ class BlockState:
         self.stats = BlockStats()
         self.block, self.position = range(0), 0  # the current block, and its ids handed out
         self.mark = 1  # ... when this many are, the next block is asked for
+        self.stop = 0  # ... and while fewer than this are, a take of one decides nothing else
         self.since: float | None = None  # when the current block became current (adaptive)
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
         self.asked: list[Asked] = []  # reservations asked for, not sent yet
@@ -203,6 +204,15 @@ class BlockState:
 
     # --- decisions ------------------------------------------------------------------------
 
+    def take_one(self) -> int | None:
+        """The next id when taking it decides nothing else (no refill to ask for, not the
+        last id of a block); else None: call :meth:`take`."""
+        position = self.position
+        if position < self.stop:
+            self.position = position + 1
+            return self.block[position]
+        return None
+
     def take(self, count: int, ticket: int | None = None) -> Step:
         """What a caller wanting ``count`` ids does next. Raises the error of a reservation
         that ended since ``ticket`` (the caller waited for it) when no block holds the ids, and
@@ -219,6 +229,8 @@ class BlockState:
                     self._ask(ahead=True)
                 if last == size:
                     self._retire()
+                # (the last id's take measures the block; a take at the mark may ask)
+                self.stop = min(size - 1, self.mark - 1 if self._due() else size)
                 return Hand(self.block[first:last], refill)
             spare = self.spare
             if count > self.block_size or (spare is not None and count > len(spare)):
@@ -285,10 +297,12 @@ class BlockState:
         self._ended(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
+        self.stop = 0  # (the next take asks again)
 
     def abandoned(self, refill: Refill) -> None:
         """Reserving a block was given up (cancelled): the callers waiting take again."""
         self._ended(refill)
+        self.stop = 0
 
     def reserved(self, direct: Direct, ids: range) -> range | None:
         """A :class:`Direct` write's ``ids`` came: see :meth:`collect`."""
@@ -305,7 +319,7 @@ class BlockState:
         if not self._clear(ids[-1], direct.number):
             return None
         del self.answered[direct.number]
-        self.floor = max(self.floor or ids.stop, ids.stop)
+        self.floor, self.stop = max(self.floor or ids.stop, ids.stop), 0
         if self.block and self.block.start < self.floor:
             self.stats.skipped += self.left
             self.block, self.position, self.since = range(0), 0, None
@@ -321,7 +335,7 @@ class BlockState:
 
     def close(self) -> None:
         """No more takes (they raise); a block asked for and not sent yet is not sent."""
-        self.closed = True
+        self.closed, self.stop = True, 0
         self.asked.clear()
 
     def release(self) -> HandBack:
