@@ -5,24 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import weakref
-from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TypeVar
 
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.ids.blocks_core import (
-    DEFAULT_BLOCK_LIFETIME,
-    DEFAULT_REFILL_AT,
     BlockState,
     BlockStats,
     CloseReport,
     Hand,
 )
 from ddbkeys.ids.blocks_steps import BlockFlow, Pause, Refill, Send, Wake
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout, warn_unclosed
+from ddbkeys.ids.blocks_views import AllocatorViews, check_timeout, warn_unclosed
 from ddbkeys.ids.counter import _positive
 
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
@@ -30,47 +26,19 @@ __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
 T = TypeVar("T")
 
 
-class BlockAllocator(AllocatorViews):
-    """Hands out ids from blocks reserved on a :class:`ddbkeys.aio.AtomicCounter`, one write
-    per block: the asyncio form of :class:`ddbkeys.ids.BlockAllocator`, with the same settings,
-    promises and cost.
+class BlockAllocator(AllocatorViews[AtomicCounter]):
+    """The asyncio form of :class:`ddbkeys.ids.BlockAllocator` (same settings, promises, cost)
+    over a :class:`ddbkeys.aio.AtomicCounter`, for the tasks of one event loop.
 
-    ``await aclose()`` (or the end of ``async with``) hands the unused ids back. Nothing is
-    handed back at interpreter exit (the event loop and its client are gone by then), nor when
-    it is collected (a ResourceWarning says how many ids it left unused): close it. Safe for
-    any number of tasks of one event loop: the allocator belongs to the loop of its first call
-    that needs a block (its reservations are tasks of that loop), and a call from another loop
-    is a ConfigurationError. A caller that is cancelled does not cancel the reservation other
-    callers wait for.
+    ``await aclose()`` (``async with``) hands the unused ids back; nothing is at interpreter
+    exit (its loop and client are gone by then) or when collected (a ResourceWarning says how
+    many ids are left unused). A call from another loop is a ConfigurationError.
     """
 
-    counter: AtomicCounter
+    asynchronous = True
 
-    def __init__(
-        self,
-        counter: AtomicCounter,
-        block_size: int = 100,
-        *,
-        prefetch: bool = True,
-        refill_at: float = DEFAULT_REFILL_AT,
-        min_block_size: int | None = None,
-        max_block_size: int | None = None,
-        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.counter = counter = check_counter(counter, asynchronous=True)
-        self.prefetch = prefetch
-        self._state = BlockState(
-            block_size,
-            prefetch=prefetch,
-            refill_at=refill_at,
-            min_block_size=min_block_size,
-            max_block_size=max_block_size,
-            block_lifetime=block_lifetime,
-            clock=clock,
-            table=counter.table,
-        )
-        self._tasks = _Tasks(counter, self._state)
+    def _start(self) -> None:
+        self._tasks = _Tasks(self.counter, self._state)
         self._closing: asyncio.Task[CloseReport] | None = None
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
@@ -89,9 +57,7 @@ class BlockAllocator(AllocatorViews):
         return await self._take(_positive("count", count, table=self.table))
 
     async def aclose(self, timeout: float | None = None) -> CloseReport:
-        """Hand the unused ids back and stop (as the sync ``BlockAllocator.close``). The
-        closing is a task of its own: a caller cancelled while it waits does not stop it, and
-        the next ``aclose()`` gets its report."""
+        """As the sync ``close()``; a task of its own: a caller cancelled does not stop it."""
         if self._state.report is not None:
             return self._state.report
         seconds = check_timeout(timeout, self.table)
@@ -123,8 +89,7 @@ class BlockAllocator(AllocatorViews):
 
 
 class _Tasks:
-    """Runs a state's flows for the tasks of one event loop (no await between a decision and
-    the wait it asks for); each reservation sent by a task of its own."""
+    """Runs a state's flows for the tasks of one loop; a task of its own per reservation."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state

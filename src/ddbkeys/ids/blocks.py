@@ -19,15 +19,13 @@ from types import TracebackType
 from typing import Any, TypeVar
 
 from ddbkeys.ids.blocks_core import (
-    DEFAULT_BLOCK_LIFETIME,
-    DEFAULT_REFILL_AT,
     BlockState,
     BlockStats,
     CloseReport,
     Hand,
 )
 from ddbkeys.ids.blocks_steps import BlockFlow, Instruction, Pause, Refill, Send, Wake, Write
-from ddbkeys.ids.blocks_views import AllocatorViews, check_counter, check_timeout, warn_unclosed
+from ddbkeys.ids.blocks_views import AllocatorViews, check_timeout, warn_unclosed
 from ddbkeys.ids.counter import AtomicCounter, _positive
 
 __all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport"]
@@ -38,63 +36,24 @@ EXIT_TIMEOUT = 5.0
 T = TypeVar("T")
 
 
-class BlockAllocator(AllocatorViews):
+class BlockAllocator(AllocatorViews[AtomicCounter]):
     """Hands out ids from blocks reserved on an :class:`AtomicCounter`, one write per block.
 
-    Promises: **unique** ids across every process that shares the counter (blocks never
-    overlap), **increasing within one allocator** (an id handed out after a call returned is
-    greater than every id that call got), but not across processes. **Not gapless**, but a
-    gap only where something was lost: ``close()`` (or the end of a ``with`` block, or the
-    interpreter's exit) hands the unused ids back when nobody has reserved since, so a clean
-    restart leaves none unused; a process that dies leaves at most two blocks unused, and the
-    ids of a ``reserve(count)`` of more than a block that had not returned. Thread-safe (a
-    lock per take).
-
-    Cost: one UpdateItem (1 write unit) per block, and one conditional update (a one-action
-    transaction with a token: 2 write units) at close when there is something to hand back.
-
-    With ``prefetch`` (the default), once ``refill_at`` of the current block is handed out
-    (0.1, as Meituan's Leaf), a worker thread reserves the next one, so ``next()`` does not
-    wait for DynamoDB while refills keep up; a caller that finds nothing held waits (a stall,
-    counted in :attr:`stats`), at most the counter's deadline. The size adapts between
-    ``min_block_size`` and ``max_block_size`` (both default to ``block_size``: fixed) so that
-    a block lasts ``block_lifetime`` seconds or up to twice that (``clock``: injectable).
-    See docs/ids/blocks.md.
+    Promises: **unique** ids across processes, **increasing within one allocator** (an id
+    handed out after a call returned is above every id that call got), **not gapless**: a gap
+    only where something was lost, as ``close()`` (``with``, interpreter exit) hands unused ids
+    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a worker
+    thread reserves the next block once ``refill_at`` of one is handed out; the size adapts
+    between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
     """
 
-    counter: AtomicCounter
+    asynchronous = False
 
-    def __init__(
-        self,
-        counter: AtomicCounter,
-        block_size: int = 100,
-        *,
-        prefetch: bool = True,
-        refill_at: float = DEFAULT_REFILL_AT,
-        min_block_size: int | None = None,
-        max_block_size: int | None = None,
-        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.counter = counter = check_counter(counter, asynchronous=False)
-        self.prefetch = prefetch
-        self._state = BlockState(
-            block_size,
-            prefetch=prefetch,
-            refill_at=refill_at,
-            min_block_size=min_block_size,
-            max_block_size=max_block_size,
-            block_lifetime=block_lifetime,
-            clock=clock,
-            table=counter.table,
-        )
-        self._start()
+    def _start(self) -> None:
+        """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`)."""
         _ALL.add(self)
         atexit.unregister(_close_at_exit)  # (registered again: it runs before older hooks)
         atexit.register(_close_at_exit)
-
-    def _start(self) -> None:
-        """The lock and the thread mechanics: made anew in a forked child (see :meth:`_forked`)."""
         self._closing = threading.Lock()
         self._threads = _Threads(self.counter, self._state)
         # Collected without close(): the ids held are left unused (a ResourceWarning).
@@ -102,8 +61,7 @@ class BlockAllocator(AllocatorViews):
         self._finalizer.atexit = False
 
     def _forked(self) -> None:
-        """In a forked child: the blocks held and the reservations in flight are the parent's
-        to hand out and back, never the child's; it reserves blocks of its own."""
+        """In a forked child: what is held or in flight is the parent's; start anew."""
         self._finalizer.detach()
         if not self._state.closed:
             self._state = self._state.anew()
@@ -117,21 +75,14 @@ class BlockAllocator(AllocatorViews):
         return self._take(1)[0] if got is None else got
 
     def reserve(self, count: int) -> range:
-        """``count`` consecutive ids of this allocator (``step`` apart), all greater than the
-        ids handed out before the call: from what is left of the current block when they fit,
-        else from the next block (skipping that rest: a gap). More than a block's ids are one
-        write of their own, and the blocks held below them are dropped (a gap, too); see
-        docs/ids/blocks.md for how such writes in flight keep ids increasing."""
+        """``count`` consecutive ids, above those handed out before: from a block (skipping
+        the rest of one too short: a gap), or more than a block's with a write of their own."""
         return self._take(_positive("count", count, table=self.table))
 
     def close(self, timeout: float | None = None) -> CloseReport:
-        """Hand the unused ids back and stop: later calls raise a ConfigurationError.
-
-        Waits for a block being reserved, within ``timeout`` seconds (default: the counter's
-        deadline), then sends, within as long again, one conditional update that sets the
-        counter back to the last id handed out if nobody reserved since. What cannot go back is
-        counted as wasted. Calling it again returns the same report.
-        """
+        """Hand the unused ids back (one conditional update, if nobody reserved since) and
+        stop; waits for a block in flight and for the write, each within ``timeout`` (default:
+        the counter's deadline). Calling it again returns the same report."""
         with self._closing:
             report = self._state.report
             if report is None:
@@ -168,9 +119,8 @@ _yield: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
 
 
 class _Mutex:
-    """A lock whose waiters yield the CPU rather than block on it: a thread woken to own a
-    lock must still wait for the GIL, and all the others queue behind it (a convoy: from 16
-    threads, next()'s p99.9 went from 2 us to 8 ms)."""
+    """A lock whose waiters yield the CPU rather than block (a thread woken to own a lock still
+    waits for the GIL, and the others queue behind it: next()'s p99.9 went to 8 ms)."""
 
     __slots__ = ("lock",)
 
@@ -186,9 +136,8 @@ class _Mutex:
 
 
 class _Threads:
-    """Runs a state's flows for threads: every decision under one lock, released while a flow
-    waits or sends; the reservations sent by a pool of two threads (they end once the
-    allocator is collected: nothing here refers to it)."""
+    """Runs a state's flows for threads under one lock, released to wait or send; a pool of
+    two threads sends the reservations (nothing here refers to the allocator)."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state
@@ -223,8 +172,7 @@ class _Threads:
             raise
 
     def send(self, step: Instruction) -> tuple[Any, BaseException | None]:
-        """What ``step`` (a Send or a Write) got from the counter, or its error (sent without
-        the lock)."""
+        """What a Send or a Write got from the counter, or its error (the lock not held)."""
         try:
             if isinstance(step, Send):
                 return self.counter.reserve(step.count), None
@@ -244,8 +192,7 @@ _ALL: weakref.WeakSet[BlockAllocator] = weakref.WeakSet()
 
 
 def _close_at_exit() -> None:
-    """Hand back what each open allocator holds (within :data:`EXIT_TIMEOUT` each); a failure
-    leaves its ids unused, as a crash would."""
+    """Hand back what each open allocator holds (a failure leaves its ids unused)."""
     for allocator in list(_ALL):
         with contextlib.suppress(Exception):  # nothing to tell at exit; the ids stay unused
             allocator.close(timeout=min(EXIT_TIMEOUT, allocator.counter.deadline or EXIT_TIMEOUT))

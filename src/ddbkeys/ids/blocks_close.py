@@ -25,9 +25,8 @@ __all__ = ["CloseReport", "HandBack", "hand_back", "plan_hand_back"]
 
 @dataclass(frozen=True, slots=True)
 class HandBack:
-    """What ``close()`` writes: ``SET counter = value`` (``REMOVE`` it when ``value`` is None:
-    the counter holds no id yet) on condition that the counter still holds ``top``; ``ids`` go
-    back if that succeeds, ``wasted`` cannot go back either way. ``top`` None: nothing to send."""
+    """``close()``'s write: the counter set to ``value`` (None: removed) if it holds ``top``
+    (None: no write); ``ids`` go back if it succeeds, ``wasted`` cannot either way."""
 
     top: int | None
     value: int | None
@@ -41,8 +40,7 @@ class HandBack:
 
 @dataclass(frozen=True, slots=True)
 class CloseReport:
-    """What ``close()`` did: ``handed_back`` ids went back to the counter, ``wasted`` ids (held,
-    never handed out) could not; ``sent``: whether it sent its one conditional UpdateItem."""
+    """What ``close()`` did: ids handed back, ids wasted, and whether it sent its write."""
 
     handed_back: int
     wasted: int
@@ -50,12 +48,9 @@ class CloseReport:
 
 
 def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
-    """What can go back to the counter: the unused ranges (the current block's tail, the
-    spare) that end at ``top`` (the last id of the highest reservation of the allocator, which
-    the counter holds if nobody reserved since), and the ones below them without a gap. Ids are
-    ``step`` apart (the ranges' own step): the counter is set to the id just below the lowest of
-    them, the last id handed out from there; below 0 (``start`` under ``step``), it is removed,
-    which a counter reads as "no id yet"."""
+    """What can go back: the unused ranges that end at ``top`` (the allocator's highest id,
+    which the counter holds if nobody reserved since) and those below them without a gap. The
+    counter is set to the id below the lowest of them (removed below 0: "no id yet")."""
     held = sorted((r for r in unused if r), key=lambda r: r.start, reverse=True)
     total = sum(len(r) for r in held)
     if not held or top is None or held[0][-1] != top:
@@ -70,15 +65,9 @@ def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
 
 
 def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
-    """The flow of ``close()``: one conditional update of the counter, sent as a one-action
-    transaction with a ClientRequestToken (2 write units), that sets it to ``plan.value`` if it
-    still holds ``plan.top`` (nobody reserved since). True when it was applied.
-
-    Why a transaction: a plain conditional write whose first try arrives late (after a retry
-    was applied and another allocator reserved the same block again, bringing the counter back
-    to ``plan.top``) would set the counter back a second time and those ids would be handed
-    out twice. With a token, every try of the hand-back is the same transaction, applied once.
-    """
+    """``close()``'s one conditional update, True when applied: a one-action transaction
+    with a token (2 write units), so that a first try arriving late, after a retry was applied
+    and another allocator reserved the same block again, is not applied a second time."""
     assert plan.top is not None
     item = yield from counter._counter_item(deadline)
     values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}, **TYPE_VALUES}

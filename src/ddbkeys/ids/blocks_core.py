@@ -59,9 +59,8 @@ DEFAULT_BLOCK_LIFETIME = 60.0
 def adapt_block_size(
     size: int, lifetime: float, *, target: float, smallest: int, largest: int
 ) -> int:
-    """The size of the next block, given that a block of ``size`` ids lasts ``lifetime``
-    seconds at the rate just measured: doubled under ``target``, halved over twice ``target``
-    (the band between keeps it from flapping), within ``smallest`` and ``largest``."""
+    """The next size, when a block of ``size`` would last ``lifetime`` seconds: doubled under
+    ``target``, halved over twice that, within ``smallest`` and ``largest``."""
     if lifetime < target:
         return max(min(size * 2, largest), smallest)
     if lifetime > 2 * target:
@@ -70,7 +69,6 @@ def adapt_block_size(
 
 
 def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
-    """A block size (or one of its bounds): a whole number from 1 to the largest id."""
     if (
         not isinstance(block_size, int)
         or isinstance(block_size, bool)
@@ -83,26 +81,17 @@ def check_block_size(block_size: object, table: str | None, what: str = "block_s
 
 
 def _within(value: object, most: float) -> bool:
-    """Whether ``value`` is a number (not a bool) above 0 and at most ``most``."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= most
 
 
 class BlockState:
     """The block allocator's decisions, without I/O, locks or waiting (a driver holds its lock
-    around every call, or runs in one event loop).
+    around every call, or runs in one event loop); docs/ids/blocks.md says what they promise.
 
-    :meth:`take` hands out ``count`` consecutive ids from the current block when they fit in
-    what is left of it; else the rest is skipped (a gap) and the next block held becomes
-    current, or the caller waits for the block being reserved. With ``prefetch``, the take
-    that hands out ``refill_at`` of a block asks for the next one. A second reservation goes
-    beside the first when callers outran a block asked for ahead and the size cannot grow:
-    never more than two blocks held or on their way. More than a block's ids are one write of
-    their own (:class:`Direct`). A block, or a Direct's ids, is handed out only once nothing in
-    flight may land below it, so ids keep increasing whatever order the answers come in.
-
-    The size starts at ``block_size`` and, within ``min_block_size`` and ``max_block_size``,
-    adapts with :func:`adapt_block_size` each time a block is used up (``clock``: seconds,
-    injectable); it doubles when callers stall while the block asked for ahead is on its way.
+    Never more than two blocks held or on their way; a block, or the ids of a write of more
+    than a block (:class:`Direct`), is handed out only once nothing in flight may land below
+    it, so ids keep increasing whatever order the answers come in. The size adapts with
+    :func:`adapt_block_size` each time a block is used up (``clock``: seconds, injectable).
     """
 
     def __init__(
@@ -170,7 +159,7 @@ class BlockState:
         self.report: CloseReport | None = None  # what the close did, once done
 
     def anew(self) -> BlockState:
-        """A state with these settings, the size reached so far, and nothing held."""
+        """The same settings and size reached, nothing held (for a forked child)."""
         return BlockState(
             self.block_size,
             prefetch=self.prefetch,
@@ -199,14 +188,13 @@ class BlockState:
 
     @property
     def unused(self) -> int:
-        """Ids held and not handed out: the current block's rest and the blocks after it."""
+        """Ids held and not handed out."""
         return self.left + sum(len(block) for block in self.queue)
 
     # --- decisions ------------------------------------------------------------------------
 
     def take_one(self) -> int | None:
-        """The next id when taking it decides nothing else (no refill to ask for, not the
-        last id of a block); else None: call :meth:`take`."""
+        """The next id when taking it decides nothing else; else None (call :meth:`take`)."""
         position = self.position
         if position < self.stop:
             self.position = position + 1
@@ -214,9 +202,8 @@ class BlockState:
         return None
 
     def take(self, count: int, ticket: int | None = None) -> Step:
-        """What a caller wanting ``count`` ids does next. Raises the error of a reservation
-        that ended since ``ticket`` (the caller waited for it) when no block holds the ids, and
-        a :class:`ConfigurationError` once closed."""
+        """What a caller wanting ``count`` ids does next; the error of a reservation that failed
+        since ``ticket`` (the caller waited for it) when nothing holds the ids."""
         if self.closed:
             raise self.closed_error()
         while True:  # at most twice: the spare becomes current once
@@ -267,8 +254,7 @@ class BlockState:
         return Wait(self.outcomes, refill)
 
     def claim_refill(self) -> Refill | None:
-        """The reservation asked for and not sent yet (None: none), counted as sent now; report
-        its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
+        """The reservation asked for and not sent yet (None: none), counted as sent now."""
         if not self.asked:
             return None
         asked = self.asked.pop(0)
@@ -277,8 +263,7 @@ class BlockState:
         return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
-        """A block was reserved: it joins the blocks held (dropped if below ids a
-        :class:`Direct` handed out, wasted if it came after the close)."""
+        """A block came: held (dropped below a :class:`Direct`'s ids, wasted after the close)."""
         self._ended(refill)
         self.failure = None
         self.stats.refills += 1
@@ -292,29 +277,25 @@ class BlockState:
             self.queue.sort(key=lambda held: held.start)
 
     def failed(self, refill: Refill, error: Exception) -> None:
-        """Reserving a block failed: the callers waiting get ``error`` (once no other
-        reservation is in flight); the next take that needs a block asks again."""
+        """Reserving a block failed: the callers waiting for it get ``error``."""
         self._ended(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
         self.stop = 0  # (the next take asks again)
 
     def abandoned(self, refill: Refill) -> None:
-        """Reserving a block was given up (cancelled): the callers waiting take again."""
         self._ended(refill)
         self.stop = 0
 
     def reserved(self, direct: Direct, ids: range) -> range | None:
-        """A :class:`Direct` write's ``ids`` came: see :meth:`collect`."""
         self.directs.pop(direct.number, None)
         self._reached(ids)
         self.answered[direct.number] = ids
         return self.collect(direct)
 
     def collect(self, direct: Direct) -> range | None:
-        """A :class:`Direct` write's ids, once no other one sent before and unanswered may land
-        below them, nor one answered below them is still to be handed out; the blocks held
-        below them are dropped. None: wait for a change and ask again (or :meth:`forgone`)."""
+        """A :class:`Direct` write's ids once none of another may come below them (else None);
+        the blocks held below them are dropped."""
         ids = self.answered[direct.number]
         if not self._clear(ids[-1], direct.number):
             return None
@@ -329,24 +310,20 @@ class BlockState:
         return ids
 
     def forgone(self, direct: Direct) -> None:
-        """A :class:`Direct` write's caller leaves without its ids: they are wasted."""
         self.directs.pop(direct.number, None)
         self.stats.wasted += len(self.answered.pop(direct.number, range(0)))
 
     def close(self) -> None:
-        """No more takes (they raise); a block asked for and not sent yet is not sent."""
         self.closed, self.stop = True, 0
         self.asked.clear()
 
     def release(self) -> HandBack:
-        """What goes back to the counter (see :func:`plan_hand_back`); the blocks are let go."""
         self.closed = self.released = True
         plan = plan_hand_back([self.block[self.position :], *self.queue], self.top)
         self.block, self.position, self.queue, self.since = range(0), 0, [], None
         return plan
 
     def closed_with(self, plan: HandBack, applied: bool) -> CloseReport:
-        """Count what the hand-back did: ``applied`` (the write succeeded), or nothing went."""
         back = plan.ids if applied else 0
         wasted = plan.wasted + plan.ids - back
         self.stats.handed_back += back
@@ -356,9 +333,7 @@ class BlockState:
     # --- the flows both drivers run ----------------------------------------------------------
 
     def taking(self, count: int, step: Step, begin: Callable[[], Deadline]) -> BlockFlow[range]:
-        """The rest of a take whose first step (``take(count)``) was ``step``: start what it
-        asked for, wait within the deadline ``begin()`` gives (the counter's) and take again,
-        or send a :class:`Direct` write."""
+        """The rest of a take whose first step was ``step``: waits within ``begin()``."""
         deadline: Deadline | None = None
         while True:
             if step.refill and (refill := self.claim_refill()) is not None:
@@ -389,7 +364,6 @@ class BlockState:
         return got
 
     def filling(self, refill: Refill) -> BlockFlow[None]:
-        """A reservation (run in the background): its outcome, then every flow woken."""
         try:
             block = yield Send(refill.size)
         except Exception as exc:  # the waiters' error; the next take asks again
@@ -402,8 +376,7 @@ class BlockState:
         yield WAKE
 
     def closing(self, counter: CounterCore, seconds: float | None) -> BlockFlow[CloseReport]:
-        """``close()``: wait for the reservations in flight (within ``seconds``), then send the
-        hand-back (within as long again); the report is kept in :attr:`report`."""
+        """``close()``: waits for what is in flight, then hands back (each within ``seconds``)."""
         self.close()
         yield WAKE
         deadline = Deadline(seconds, clock=counter.retry.clock)
@@ -421,8 +394,6 @@ class BlockState:
     def _waited(
         self, deadline: Deadline | None, begin: Callable[[], Deadline], direct: Direct | None = None
     ) -> Deadline:
-        """The deadline of a caller about to wait: begun when it first waits; once it has
-        waited through it, the error."""
         if deadline is None:
             return begin()
         if deadline.expired():
@@ -432,8 +403,6 @@ class BlockState:
     def late_error(
         self, seconds: float | None, direct: Direct | None = None
     ) -> DeadlineExceededError:
-        """What a caller that waited for a block through its whole deadline raises (or, with
-        ``direct``, one that waited to hand out the ids of its own write)."""
         where = f" on table {self.table!r}" if self.table else ""
         sent = min((one.when for one in self.flight.values()), default=None)
         if sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
@@ -470,7 +439,6 @@ class BlockState:
     # --- the rest ------------------------------------------------------------------------
 
     def _due(self) -> bool:
-        """Whether the next block is to be asked for ahead of need, once the mark is reached."""
         return self.prefetch and not self.queue and not self.fetching and not self.closed
 
     def _ask(self, *, ahead: bool) -> None:
@@ -478,21 +446,18 @@ class BlockState:
         self.asked.append(Asked(self.block_size, self.outcomes))
 
     def _awaited(self, ticket: int) -> bool:
-        """Whether a reservation asked for by the time of ``ticket`` has not ended yet (a
-        caller that waited since then waits for it, not for ones asked for later)."""
+        """Whether a reservation asked for by ``ticket``'s time is still on its way."""
         asked = [one.at for one in self.asked] + [one.at for one in self.flight.values()]
         return any(at <= ticket for at in asked)
 
     def _safe(self, block: range) -> bool:
-        """Whether every reservation in flight lands above ``block`` (it was sent after an
-        id at least as high was known), so that handing ``block`` out keeps ids increasing."""
+        """Whether nothing in flight may land below ``block``."""
         return self._clear(block[-1]) and all(
             sent.known is not None and sent.known >= block[-1] for sent in self.flight.values()
         )
 
     def _clear(self, last: int, own: int | None = None) -> bool:
-        """Whether no id of a :class:`Direct` write (but ``own``) is to be handed out below
-        ``last`` from now on: each unanswered lands above it, each answered lies above it."""
+        """Whether no :class:`Direct` write (but ``own``) may hand out ids below ``last``."""
         return all(known is not None and known >= last for known in self.directs.values()) and all(
             ids.start > last for number, ids in self.answered.items() if number != own
         )
@@ -508,8 +473,7 @@ class BlockState:
             self.top = ids[-1] if self.top is None else max(self.top, ids[-1])
 
     def _current(self, block: range) -> None:
-        """``block`` (taken from the queue) becomes current; the rest of the current block is
-        skipped."""
+        """``block`` becomes current; the rest of the current one is skipped."""
         self.stats.skipped += self.left
         self._retire()
         self.block, self.position = block, 0
@@ -518,7 +482,6 @@ class BlockState:
         self.mark = max(1, math.ceil(round(self.refill_at * len(block), 9)))
 
     def _retire(self) -> None:
-        """The current block is used up (or skipped): adapt the size from how long it lasted."""
         if self.since is not None and self.position:
             lifetime = self.clock() - self.since
             self.block_size = adapt_block_size(

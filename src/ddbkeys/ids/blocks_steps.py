@@ -1,6 +1,5 @@
-"""Plain data of the block allocator: what :meth:`~ddbkeys.ids.blocks_core.BlockState.take`
-decides, what the state's flows ask a driver to do (the instructions), its records of the
-reservations, and its counts. Shared by the thread and asyncio drivers."""
+"""Plain data of the block allocator: the steps of a take, the instructions its flows give a
+driver, its records of the reservations, and its counts."""
 
 from __future__ import annotations
 
@@ -39,8 +38,7 @@ class Hand:
 
 @dataclass(frozen=True, slots=True)
 class Wait:
-    """Nothing held has the ids and a block is being reserved (``refill``: this take asked for
-    it): wait for an outcome, then take again with ``ticket``."""
+    """Wait for a reservation (``refill``: this take asked for it), then take with ``ticket``."""
 
     ticket: int
     refill: bool = False
@@ -60,8 +58,7 @@ Step = Hand | Wait | Direct
 
 @dataclass(frozen=True, slots=True)
 class Refill:
-    """A block of ``size`` ids to reserve (``number``: which). In a flow: start
-    :meth:`~ddbkeys.ids.blocks_core.BlockState.filling` for it in the background."""
+    """Reserve a block of ``size`` ids (``number``: which) in the background (``filling``)."""
 
     number: int
     size: int
@@ -100,15 +97,14 @@ BlockFlow = Generator[Instruction, Any, T]
 
 
 class Asked(NamedTuple):
-    """A reservation asked for, not sent: its size; ``at``: the reservations ended by then."""
+    """A reservation asked for, not sent; ``at``: the reservations ended by then."""
 
     size: int
     at: int
 
 
 class Sent(NamedTuple):
-    """A reservation in flight: the highest id known when sent (it lands above), ``at``, and
-    ``when`` it was sent (by the state's clock: to tell an endpoint that does not answer)."""
+    """A reservation in flight: the highest id known when sent (it lands above), and when."""
 
     known: int | None
     at: int

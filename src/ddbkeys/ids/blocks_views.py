@@ -1,22 +1,29 @@
 """What both block allocators share apart from the decisions of
-:class:`~ddbkeys.ids.blocks_core.BlockState`: the checks of what they are given, the read-only
-views of their settings and stats, and the warning of one collected unclosed."""
+:class:`~ddbkeys.ids.blocks_core.BlockState`: how they are made and checked, what they show,
+and the warning of one collected unclosed."""
 
 from __future__ import annotations
 
 import inspect
+import time
 import warnings
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.blocks_core import BlockState, BlockStats
+from ddbkeys.ids.blocks_core import (
+    DEFAULT_BLOCK_LIFETIME,
+    DEFAULT_REFILL_AT,
+    BlockState,
+    BlockStats,
+)
 
 __all__ = ["AllocatorViews", "check_counter", "check_timeout", "warn_unclosed"]
 
-C = TypeVar("C")
+T = TypeVar("T")
 
 
-def check_counter(counter: C, *, asynchronous: bool) -> C:
+def check_counter(counter: T, *, asynchronous: bool) -> T:
     """``counter`` when it is the kind the allocator awaits (``asynchronous``) or calls: the
     sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
     :class:`ddbkeys.aio.AtomicCounter`; anything else is a :class:`ConfigurationError`."""
@@ -68,15 +75,54 @@ def warn_unclosed(state: BlockState, *, asynchronous: bool) -> None:
     )
 
 
-class AllocatorViews:
-    """What both allocators show of their counter and :class:`BlockState` (read-only)."""
+class _Counter(Protocol):
+    table: str
+    deadline: float | None
 
-    counter: Any
+
+C = TypeVar("C", bound=_Counter)
+
+
+class AllocatorViews(Generic[C]):
+    """What both allocators share: how they are made, and what they show (read-only)."""
+
+    asynchronous: ClassVar[bool]
+    counter: C
     _state: BlockState
+
+    def __init__(
+        self,
+        counter: C,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.counter = check_counter(counter, asynchronous=self.asynchronous)
+        self.prefetch = prefetch
+        self._state = BlockState(
+            block_size,
+            prefetch=prefetch,
+            refill_at=refill_at,
+            min_block_size=min_block_size,
+            max_block_size=max_block_size,
+            block_lifetime=block_lifetime,
+            clock=clock,
+            table=self.counter.table,
+        )
+        self._start()
+
+    def _start(self) -> None:
+        """The driver's own parts (locks, threads, tasks)."""
+        raise NotImplementedError
 
     @property
     def table(self) -> str:
-        return str(self.counter.table)
+        return self.counter.table
 
     @property
     def block_size(self) -> int:
@@ -101,8 +147,7 @@ class AllocatorViews:
 
     @property
     def stats(self) -> BlockStats:
-        """Stalls, blocks reserved, ids skipped, handed back and wasted (see
-        :class:`BlockStats`)."""
+        """Stalls, blocks reserved, ids skipped, handed back and wasted."""
         return self._state.stats
 
     @property
