@@ -5,6 +5,7 @@ lock and threads, :mod:`ddbkeys.aio.blocks` with tasks of one event loop)."""
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from collections.abc import Callable
@@ -136,6 +137,15 @@ class BlockState:
         self.prefetch = bool(prefetch)
         self.adaptive = self.min_block_size < self.max_block_size
         self.clock = clock
+        self._empty()
+
+    def anew(self) -> BlockState:
+        """The same settings and size reached, nothing held (for a forked child)."""
+        fresh = copy.copy(self)
+        fresh._empty()
+        return fresh
+
+    def _empty(self) -> None:
         self.stats = BlockStats()
         self.block, self.position = range(0), 0  # the current block, and its ids handed out
         self.mark = 1  # ... when this many are, the next block is asked for
@@ -157,19 +167,6 @@ class BlockState:
         self.closed = False  # no more takes
         self.released = False  # the plan of the hand-back is made: what arrives is wasted
         self.report: CloseReport | None = None  # what the close did, once done
-
-    def anew(self) -> BlockState:
-        """The same settings and size reached, nothing held (for a forked child)."""
-        return BlockState(
-            self.block_size,
-            prefetch=self.prefetch,
-            refill_at=self.refill_at,
-            min_block_size=self.min_block_size,
-            max_block_size=self.max_block_size,
-            block_lifetime=self.block_lifetime,
-            clock=self.clock,
-            table=self.table,
-        )
 
     @property
     def left(self) -> int:
