@@ -6,19 +6,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import weakref
-from types import TracebackType
 from typing import Any, TypeVar
 
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.ids.blocks_core import (
+    BlockFlow,
     BlockState,
     BlockStats,
     CloseReport,
     Hand,
+    Pause,
+    Refill,
+    Wake,
 )
-from ddbkeys.ids.blocks_steps import BlockFlow, Pause, Refill, Send, Wake
-from ddbkeys.ids.blocks_views import AllocatorViews, check_timeout, warn_unclosed
+from ddbkeys.ids.blocks_views import AllocatorViews, warn_unclosed
 from ddbkeys.ids.counter import _positive
 
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
@@ -48,9 +50,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
     async def next(self) -> int:
         """The next id of this allocator."""
-        self._loop.check()
-        got = self._state.take_one()
-        return (await self._take(1))[0] if got is None else got
+        return (await self._take(1))[0]
 
     async def reserve(self, count: int) -> range:
         """``count`` consecutive ids (as the sync ``BlockAllocator.reserve``)."""
@@ -60,24 +60,16 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         """As the sync ``close()``; a task of its own: a caller cancelled does not stop it."""
         if self._state.report is not None:
             return self._state.report
-        seconds = check_timeout(timeout, self.table)
+        flow = self._close_flow(timeout)
         if self._closing is None:
             self._loop.check()
-            flow = self._state.closing(
-                self.counter, self.counter.deadline if seconds is None else seconds
-            )
             self._closing = asyncio.get_running_loop().create_task(self._tasks.run(flow))
         return await asyncio.shield(self._closing)
 
     async def __aenter__(self) -> BlockAllocator:
         return self
 
-    async def __aexit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *_: object) -> None:
         await self.aclose()
 
     async def _take(self, count: int) -> range:
@@ -119,10 +111,7 @@ class _Tasks:
                     task.add_done_callback(self.tasks.discard)
                 else:
                     try:
-                        if isinstance(step, Send):
-                            sent = await self.counter.reserve(step.count)
-                        else:
-                            sent = await self.counter._run(step.flow)
+                        sent = await step.call(self.counter)
                     except Exception as exc:  # the flow's to handle
                         error = exc
         except StopIteration as done:

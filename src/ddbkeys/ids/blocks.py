@@ -1,7 +1,7 @@
 """Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take.
 
 :class:`~ddbkeys.ids.blocks_core.BlockState` decides and holds the flows; :class:`BlockAllocator`
-runs them for threads (a lock per take, a pool of two threads for the reservations),
+runs them for threads (a lock per take, a daemon thread per reservation),
 :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks.
 """
 
@@ -11,24 +11,45 @@ import atexit
 import contextlib
 import os
 import threading
-import time
 import weakref
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
-from types import TracebackType
 from typing import Any, TypeVar
 
 from ddbkeys.ids.blocks_core import (
+    BlockFlow,
     BlockState,
     BlockStats,
+    Call,
     CloseReport,
+    Direct,
     Hand,
+    HandBack,
+    Pause,
+    Refill,
+    Step,
+    Wait,
+    Wake,
+    adapt_block_size,
+    check_block_size,
+    plan_hand_back,
 )
-from ddbkeys.ids.blocks_steps import BlockFlow, Instruction, Pause, Refill, Send, Wake, Write
-from ddbkeys.ids.blocks_views import AllocatorViews, check_timeout, warn_unclosed
+from ddbkeys.ids.blocks_views import AllocatorViews, warn_unclosed
 from ddbkeys.ids.counter import AtomicCounter, _positive
 
-__all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport"]
+__all__ = [
+    "EXIT_TIMEOUT",
+    "BlockAllocator",
+    "BlockState",
+    "BlockStats",
+    "CloseReport",
+    "Direct",
+    "Hand",
+    "HandBack",
+    "Step",
+    "Wait",
+    "adapt_block_size",
+    "check_block_size",
+    "plan_hand_back",
+]
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
@@ -42,7 +63,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     Promises: **unique** ids across processes, **increasing within one allocator** (an id
     handed out after a call returned is above every id that call got), **not gapless**: a gap
     only where something was lost, as ``close()`` (``with``, interpreter exit) hands unused ids
-    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a worker
+    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a daemon
     thread reserves the next block once ``refill_at`` of one is handed out; the size adapts
     between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
     """
@@ -69,10 +90,15 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
     def next(self) -> int:
         """The next id of this allocator."""
-        threads = self._threads
-        with threads.mutex:
-            got = threads.state.take_one()
-        return self._take(1)[0] if got is None else got
+        state, lock = self._state, self._threads.lock
+        # (Nothing is called while the lock is held, so no thread gives up the GIL holding it:
+        # a thread woken to take a lock would wait for the GIL, the others queue behind it.)
+        with lock:
+            position = state.position
+            if position < state.stop:  # (a take of one that decides nothing else)
+                state.position = position + 1
+                return state.block[position]
+        return self._take(1)[0]
 
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids, above those handed out before: from a block (skipping
@@ -84,66 +110,36 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         stop; waits for a block in flight and for the write, each within ``timeout`` (default:
         the counter's deadline). Calling it again returns the same report."""
         with self._closing:
-            report = self._state.report
-            if report is None:
-                seconds = check_timeout(timeout, self.table)
-                flow = self._state.closing(
-                    self.counter, self.counter.deadline if seconds is None else seconds
-                )
-                with self._threads.mutex:
-                    report = self._threads.run(flow)
-            return report
+            if self._state.report is None:
+                flow = self._close_flow(timeout)
+                with self._threads.lock:
+                    return self._threads.run(flow)
+            return self._state.report
 
     def __enter__(self) -> BlockAllocator:
         return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *_: object) -> None:
         self.close()
 
     def _take(self, count: int) -> range:
         threads = self._threads
-        with threads.mutex:
+        with threads.lock:
             step = threads.state.take(count)
             if type(step) is Hand and not step.refill:
                 return step.ids
             return threads.run(threads.state.taking(count, step, self.counter._begin))
 
 
-#: Give the CPU to another thread (one that holds the GIL, say).
-_yield: Callable[[], None] = getattr(os, "sched_yield", lambda: time.sleep(0))
-
-
-class _Mutex:
-    """A lock whose waiters yield the CPU rather than block (a thread woken to own a lock still
-    waits for the GIL, and the others queue behind it: next()'s p99.9 went to 8 ms)."""
-
-    __slots__ = ("lock",)
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-
-    def __enter__(self) -> None:
-        while not self.lock.acquire(blocking=False):
-            _yield()
-
-    def __exit__(self, *_: object) -> None:
-        self.lock.release()
-
-
 class _Threads:
-    """Runs a state's flows for threads under one lock, released to wait or send; a pool of
-    two threads sends the reservations (nothing here refers to the allocator)."""
+    """Runs a state's flows for threads, under one lock released to wait, to call the counter
+    and to start a daemon thread per reservation (nothing here refers to the allocator)."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state
-        self.mutex = _Mutex()
-        self.changed = threading.Condition(self.mutex.lock)
-        self.pool = ThreadPoolExecutor(2, f"ddbkeys-blocks-{counter.table}")
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.name = f"ddbkeys-blocks-{counter.table}"  # (of each reservation's daemon thread)
 
     def run(self, flow: BlockFlow[T], sent: Any = None, error: BaseException | None = None) -> T:
         """Run ``flow`` to its end (the lock held), from ``sent`` (or ``error``) on."""
@@ -155,14 +151,17 @@ class _Threads:
                     self.changed.wait(step.seconds)
                 elif isinstance(step, Wake):
                     self.changed.notify_all()
-                elif isinstance(step, Refill):  # sent by a worker, which then takes the lock
-                    self.pool.submit(self.fill, self.state.filling(step))
+                elif isinstance(step, Refill):  # (its thread takes the lock once answered)
+                    fill = self.state.filling(step)
+                    threading.Thread(
+                        target=self.fill, args=(fill,), name=self.name, daemon=True
+                    ).start()
                 else:
-                    self.mutex.lock.release()
+                    self.lock.release()
                     try:
-                        sent, error = self.send(step)
+                        sent, error = self.call(step)
                     finally:
-                        self.mutex.__enter__()
+                        self.lock.acquire()
         except StopIteration as done:
             result: T = done.value
             return result
@@ -171,19 +170,18 @@ class _Threads:
             self.changed.notify_all()
             raise
 
-    def send(self, step: Instruction) -> tuple[Any, BaseException | None]:
-        """What a Send or a Write got from the counter, or its error (the lock not held)."""
+    def call(self, step: Call) -> tuple[Any, BaseException | None]:
+        """What the counter answered a Call, or its error (the lock not held)."""
         try:
-            if isinstance(step, Send):
-                return self.counter.reserve(step.count), None
-            assert isinstance(step, Write)
-            return self.counter._run(step.flow), None
+            return step.call(self.counter), None
         except BaseException as exc:  # the flow's to handle
             return None, exc
 
     def fill(self, flow: BlockFlow[None]) -> None:
-        sent, error = self.send(next(flow))  # (the flow's first step, a Send, reads no state)
-        with self.mutex:
+        step = next(flow)  # (its Call of the counter reads no state)
+        assert isinstance(step, Call)
+        sent, error = self.call(step)
+        with self.lock:
             self.run(flow, sent, error)
 
 

@@ -1,67 +1,45 @@
-"""What a block allocator's close() hands back to the counter: the plan (which unused ids can
-go back, pure) and the flow of its one conditional update (a transaction with a token), for
-both drivers."""
+"""A block allocator's close(), for both drivers: the flow that waits for the reservations in
+flight and hands the unused ids back, and the one conditional update that hands them back (a
+transaction with a token)."""
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
 from ddbkeys.ids.base import TYPE_NAMES, TYPE_SET, TYPE_VALUES, cancelled_error, transact
+from ddbkeys.ids.blocks_core import WAKE, BlockFlow, BlockState, Call, CloseReport, HandBack, Pause
 from ddbkeys.ids.cancellation import Verdict
+from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
     from ddbkeys.ids.counter import CounterCore
-    from ddbkeys.retry import Deadline
 
-__all__ = ["CloseReport", "HandBack", "hand_back", "plan_hand_back"]
-
-
-@dataclass(frozen=True, slots=True)
-class HandBack:
-    """``close()``'s write: the counter set to ``value`` (None: removed) if it holds ``top``
-    (None: no write); ``ids`` go back if it succeeds, ``wasted`` cannot either way."""
-
-    top: int | None
-    value: int | None
-    ids: int
-    wasted: int
-
-    @property
-    def write(self) -> bool:
-        return self.top is not None
+__all__ = ["closing", "hand_back"]
 
 
-@dataclass(frozen=True, slots=True)
-class CloseReport:
-    """What ``close()`` did: ids handed back, ids wasted, and whether it sent its write."""
-
-    handed_back: int
-    wasted: int
-    sent: bool
-
-
-def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
-    """What can go back: the unused ranges that end at ``top`` (the allocator's highest id,
-    which the counter holds if nobody reserved since) and those below them without a gap. The
-    counter is set to the id below the lowest of them (removed below 0: "no id yet")."""
-    held = sorted((r for r in unused if r), key=lambda r: r.start, reverse=True)
-    total = sum(len(r) for r in held)
-    if not held or top is None or held[0][-1] != top:
-        return HandBack(None, None, 0, total)
-    lowest, back = held[0], len(held[0])
-    for lower in held[1:]:
-        if lower[-1] + lower.step != lowest.start:
-            break
-        lowest, back = lower, back + len(lower)
-    value = lowest.start - lowest.step
-    return HandBack(top, value if value >= 0 else None, back, total - back)
+def closing(
+    state: BlockState, counter: CounterCore, seconds: float | None
+) -> BlockFlow[CloseReport]:
+    """``close()``: waits for the reservations in flight, then hands back what it can (each
+    within ``seconds``); what the counter's write did is in the report, and in ``state``."""
+    state.close()
+    yield WAKE
+    deadline = Deadline(seconds, clock=counter.retry.clock)
+    while state.fetching and not deadline.expired():
+        yield Pause(min(deadline.remaining(), 3600.0))
+    plan, applied = state.release(), False
+    try:
+        if plan.top is not None:
+            write = hand_back(counter, plan, Deadline(seconds, clock=counter.retry.clock))
+            applied = yield Call(lambda c: c._run(write))
+    finally:
+        state.report = state.closed_with(plan, applied)
+    return state.report
 
 
 def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
@@ -101,8 +79,5 @@ def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[
             raise Throttled(cancellation.describe())
         raise Contention()
 
-    return (
-        yield from counter._attempts(
-            attempt, f"handing ids back to counter {counter.name!r}", deadline
-        )
-    )
+    what = f"handing ids back to counter {counter.name!r}"
+    return (yield from counter._attempts(attempt, what, deadline))

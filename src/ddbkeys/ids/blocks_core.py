@@ -1,60 +1,190 @@
-"""The block allocator's decisions, without I/O, locks or waiting: which block is current, when
-the next one is reserved and how big, what goes back to the counter on close; and the flows of
-a take, a reservation and a close, which both drivers run (:mod:`ddbkeys.ids.blocks` with a
-lock and threads, :mod:`ddbkeys.aio.blocks` with tasks of one event loop)."""
+"""The block allocator's decisions, without I/O, locks or waiting (docs/ids/blocks.md says what
+they promise), and the flows of a take and of a reservation, which both drivers run: they yield
+an instruction (:class:`Refill`, :class:`Call`, :class:`Pause`, :data:`WAKE`) and
+:mod:`ddbkeys.ids.blocks` carries it out with a lock and threads, :mod:`ddbkeys.aio.blocks` with
+tasks of one event loop."""
 
 from __future__ import annotations
 
 import copy
 import math
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
-from ddbkeys.ids.blocks_close import CloseReport, HandBack, hand_back, plan_hand_back
-from ddbkeys.ids.blocks_steps import (
-    WAKE,
-    Asked,
-    BlockFlow,
-    BlockStats,
-    Direct,
-    Hand,
-    Pause,
-    Refill,
-    Send,
-    Sent,
-    Step,
-    Wait,
-    Write,
-)
 from ddbkeys.ids.values import MAX_ID
 from ddbkeys.retry import Deadline
-
-if TYPE_CHECKING:
-    from ddbkeys.ids.counter import CounterCore
 
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
     "DEFAULT_REFILL_AT",
+    "WAKE",
+    "BlockFlow",
     "BlockState",
     "BlockStats",
+    "Call",
     "CloseReport",
     "Direct",
     "Hand",
     "HandBack",
+    "Pause",
     "Refill",
     "Step",
     "Wait",
+    "Wake",
     "adapt_block_size",
     "check_block_size",
     "plan_hand_back",
 ]
 
+T = TypeVar("T")
+
 #: The fraction of a block handed out when the next one is reserved (Meituan Leaf's 10%).
 DEFAULT_REFILL_AT = 0.1
 #: How long a block should last, in seconds, when its size adapts (see :func:`adapt_block_size`).
 DEFAULT_BLOCK_LIFETIME = 60.0
+
+
+# --- what a take does next (Step), and the instructions a flow gives its driver -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    """Hand ``ids`` out. With ``refill``, this take asked for the next block."""
+
+    ids: range
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait for a reservation (``refill``: this take asked for it), then take with ``ticket``."""
+
+    ticket: int
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Direct:
+    """More ids than a block: ``count`` ids with one write of their own (``number``: which)."""
+
+    count: int
+    number: int
+    refill: ClassVar[bool] = False
+
+
+Step = Hand | Wait | Direct
+
+
+@dataclass(frozen=True, slots=True)
+class Refill:
+    """Reserve a block of ``size`` ids (``number``: which) in the background (:meth:`filling`)."""
+
+    number: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """Call ``call(counter)`` (awaited, in asyncio), no lock held; its result or error goes in."""
+
+    call: Callable[[Any], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Wait at most ``seconds`` for a :data:`WAKE` (another flow changed the state)."""
+
+    seconds: float
+
+
+class Wake:
+    """Wake every flow paused."""
+
+
+WAKE = Wake()
+#: A flow of the state: yields instructions, gets what a Call gave, returns a T.
+BlockFlow = Generator[Refill | Call | Pause | Wake, Any, T]
+
+
+class Asked(NamedTuple):
+    """A reservation asked for, not sent; ``at``: the reservations ended by then."""
+
+    size: int
+    at: int
+
+
+class Sent(NamedTuple):
+    """A reservation in flight: the highest id known when sent (it lands above), and when."""
+
+    known: int | None
+    at: int
+    when: float = 0.0
+
+
+@dataclass(slots=True)
+class BlockStats:
+    """What an allocator did (read them at any time)."""
+
+    #: Calls that had to wait for a block to be reserved (nothing held, or not enough).
+    stalls: int = 0
+    #: Blocks reserved (one UpdateItem each), ahead of need or on demand.
+    refills: int = 0
+    #: Reservations of a block that failed (their error went to the callers waiting for them).
+    failed_refills: int = 0
+    #: Ids skipped while open: the rest of a block too short for ``reserve(count)``, and blocks
+    #: held below a reservation of more than a block (so that ids keep increasing).
+    skipped: int = 0
+    #: Ids given back to the counter by ``close()`` (the next reservation starts with them).
+    handed_back: int = 0
+    #: Ids reserved and neither handed out nor handed back (at close, or arriving after it,
+    #: or reserved with one write for a caller that left without them).
+    wasted: int = 0
+
+
+# --- what close() hands back -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HandBack:
+    """``close()``'s write: the counter set to ``value`` (None: removed) if it holds ``top``
+    (None: no write); ``ids`` go back if it succeeds, ``wasted`` cannot either way."""
+
+    top: int | None
+    value: int | None
+    ids: int
+    wasted: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseReport:
+    """What ``close()`` did: ids handed back, ids wasted, and whether it sent its write."""
+
+    handed_back: int
+    wasted: int
+    sent: bool
+
+
+def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
+    """What can go back: the unused ranges that end at ``top`` (the allocator's highest id,
+    which the counter holds if nobody reserved since) and those below them without a gap. The
+    counter is set to the id below the lowest of them (removed below 0: "no id yet")."""
+    held = sorted((r for r in unused if r), key=lambda r: r.start, reverse=True)
+    total = sum(len(r) for r in held)
+    if not held or top is None or held[0][-1] != top:
+        return HandBack(None, None, 0, total)
+    lowest, back = held[0], len(held[0])
+    for lower in held[1:]:
+        if lower[-1] + lower.step != lowest.start:
+            break
+        lowest, back = lower, back + len(lower)
+    value = lowest.start - lowest.step
+    return HandBack(top, value if value >= 0 else None, back, total - back)
+
+
+# --- the decisions --------------------------------------------------------------------------------
 
 
 def adapt_block_size(
@@ -65,15 +195,15 @@ def adapt_block_size(
     if lifetime < target:
         return max(min(size * 2, largest), smallest)
     if lifetime > 2 * target:
-        return min(max(size // 2, smallest), largest)
+        size //= 2
     return min(max(size, smallest), largest)
 
 
 def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
     if (
-        not isinstance(block_size, int)
-        or isinstance(block_size, bool)
-        or not 1 <= block_size <= MAX_ID
+        isinstance(block_size, bool)
+        or not isinstance(block_size, int)
+        or not 0 < block_size <= MAX_ID
     ):
         raise ConfigurationError(
             f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
@@ -87,7 +217,7 @@ def _within(value: object, most: float) -> bool:
 
 class BlockState:
     """The block allocator's decisions, without I/O, locks or waiting (a driver holds its lock
-    around every call, or runs in one event loop); docs/ids/blocks.md says what they promise.
+    around every call, or runs in one event loop).
 
     Never more than two blocks held or on their way; a block, or the ids of a write of more
     than a block (:class:`Direct`), is handed out only once nothing in flight may land below
@@ -107,13 +237,14 @@ class BlockState:
         clock: Callable[[], float] = time.monotonic,
         table: str | None = None,
     ) -> None:
-        self.table = table
+        self.table, self.clock, self.prefetch = table, clock, bool(prefetch)
         self.block_size = check_block_size(block_size, table)
-        self.min_block_size = check_block_size(
-            block_size if min_block_size is None else min_block_size, table, "min_block_size"
-        )
-        self.max_block_size = check_block_size(
-            block_size if max_block_size is None else max_block_size, table, "max_block_size"
+        self.min_block_size, self.max_block_size = (
+            check_block_size(block_size if given is None else given, table, what)
+            for given, what in (
+                (min_block_size, "min_block_size"),
+                (max_block_size, "max_block_size"),
+            )
         )
         if not self.min_block_size <= block_size <= self.max_block_size:
             raise ConfigurationError(
@@ -134,9 +265,7 @@ class BlockState:
                 table=table,
             )
         self.refill_at, self.block_lifetime = float(refill_at), float(block_lifetime)
-        self.prefetch = bool(prefetch)
         self.adaptive = self.min_block_size < self.max_block_size
-        self.clock = clock
         self._empty()
 
     def anew(self) -> BlockState:
@@ -149,7 +278,9 @@ class BlockState:
         self.stats = BlockStats()
         self.block, self.position = range(0), 0  # the current block, and its ids handed out
         self.mark = 1  # ... when this many are, the next block is asked for
-        self.stop = 0  # ... and while fewer than this are, a take of one decides nothing else
+        # ... and while fewer than this are, a take of one decides nothing else: the sync
+        # next() hands out block[position] without calling take()
+        self.stop = 0
         self.since: float | None = None  # when the current block became current (adaptive)
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
         self.asked: list[Asked] = []  # reservations asked for, not sent yet
@@ -170,7 +301,6 @@ class BlockState:
 
     @property
     def left(self) -> int:
-        """Ids left in the current block."""
         return len(self.block) - self.position
 
     @property
@@ -185,18 +315,7 @@ class BlockState:
 
     @property
     def unused(self) -> int:
-        """Ids held and not handed out."""
         return self.left + sum(len(block) for block in self.queue)
-
-    # --- decisions ------------------------------------------------------------------------
-
-    def take_one(self) -> int | None:
-        """The next id when taking it decides nothing else; else None (call :meth:`take`)."""
-        position = self.position
-        if position < self.stop:
-            self.position = position + 1
-            return self.block[position]
-        return None
 
     def take(self, count: int, ticket: int | None = None) -> Step:
         """What a caller wanting ``count`` ids does next; the error of a reservation that failed
@@ -224,13 +343,9 @@ class BlockState:
             if spare is None or not self._safe(spare):
                 break
             self._current(self.queue.pop(0))
-        if (
-            ticket is not None
-            and self.failure is not None
-            and self.failure[0] > ticket
-            and not self._awaited(ticket)
-        ):
-            raise fresh(self.failure[1])  # (every caller that waited gets a copy)
+        failure = self.failure
+        if ticket is not None and failure and failure[0] > ticket and not self._awaited(ticket):
+            raise fresh(failure[1])  # (every caller that waited gets a copy)
         second = False
         if ticket is None:
             self.stats.stalls += 1
@@ -256,7 +371,7 @@ class BlockState:
             return None
         asked = self.asked.pop(0)
         self.sent += 1
-        self.flight[self.sent] = Sent(self.top, asked.at, self.clock())  # lands above the ids known
+        self.flight[self.sent] = Sent(self.top, asked.at, self.clock())  # lands above the top
         return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
@@ -270,19 +385,17 @@ class BlockState:
         elif self.floor is not None and block.start < self.floor:
             self.stats.skipped += len(block)
         else:
-            self.queue.append(block)
-            self.queue.sort(key=lambda held: held.start)
+            self.queue = sorted([*self.queue, block], key=lambda held: held.start)
 
     def failed(self, refill: Refill, error: Exception) -> None:
         """Reserving a block failed: the callers waiting for it get ``error``."""
-        self._ended(refill)
+        self.abandoned(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
-        self.stop = 0  # (the next take asks again)
 
     def abandoned(self, refill: Refill) -> None:
         self._ended(refill)
-        self.stop = 0
+        self.stop = 0  # (the next take asks again)
 
     def reserved(self, direct: Direct, ids: range) -> range | None:
         self.directs.pop(direct.number, None)
@@ -325,7 +438,7 @@ class BlockState:
         wasted = plan.wasted + plan.ids - back
         self.stats.handed_back += back
         self.stats.wasted += wasted
-        return CloseReport(back, wasted, plan.write)
+        return CloseReport(back, wasted, plan.top is not None)
 
     # --- the flows both drivers run ----------------------------------------------------------
 
@@ -339,20 +452,18 @@ class BlockState:
                 return step.ids
             if isinstance(step, Direct):
                 return (yield from self._direct(step, begin))
-            deadline = self._waited(deadline, begin)
-            yield Pause(min(deadline.remaining(), 3600.0))
+            deadline = yield from self._pause(deadline, begin)
             step = self.take(count, step.ticket)
 
     def _direct(self, direct: Direct, begin: Callable[[], Deadline]) -> BlockFlow[range]:
         got: range | None = None
         try:
-            got = self.reserved(direct, (yield Send(direct.count)))
+            got = self.reserved(direct, (yield Call(lambda c: c.reserve(direct.count))))
             if got is None:
                 yield WAKE  # (what waited for its answer goes on)
             deadline: Deadline | None = None
             while got is None:
-                deadline = self._waited(deadline, begin, direct)
-                yield Pause(min(deadline.remaining(), 3600.0))
+                deadline = yield from self._pause(deadline, begin, direct)
                 got = self.collect(direct)
         finally:
             if got is None:  # the write failed, or the caller leaves
@@ -362,7 +473,7 @@ class BlockState:
 
     def filling(self, refill: Refill) -> BlockFlow[None]:
         try:
-            block = yield Send(refill.size)
+            block = yield Call(lambda c: c.reserve(refill.size))
         except Exception as exc:  # the waiters' error; the next take asks again
             self.failed(refill, exc)
         except BaseException:
@@ -372,29 +483,15 @@ class BlockState:
             self.filled(refill, block)
         yield WAKE
 
-    def closing(self, counter: CounterCore, seconds: float | None) -> BlockFlow[CloseReport]:
-        """``close()``: waits for what is in flight, then hands back (each within ``seconds``)."""
-        self.close()
-        yield WAKE
-        deadline = Deadline(seconds, clock=counter.retry.clock)
-        while self.fetching and not deadline.expired():
-            yield Pause(min(deadline.remaining(), 3600.0))
-        plan, applied = self.release(), False
-        try:
-            if plan.write:
-                write = Deadline(seconds, clock=counter.retry.clock)
-                applied = yield Write(hand_back(counter, plan, write))
-        finally:
-            self.report = self.closed_with(plan, applied)
-        return self.report
-
-    def _waited(
+    def _pause(
         self, deadline: Deadline | None, begin: Callable[[], Deadline], direct: Direct | None = None
-    ) -> Deadline:
+    ) -> BlockFlow[Deadline]:
+        """Wait for a change within the deadline the first wait began (then its error)."""
         if deadline is None:
-            return begin()
-        if deadline.expired():
+            deadline = begin()
+        elif deadline.expired():
             raise self.late_error(deadline.seconds, direct)
+        yield Pause(min(deadline.remaining(), 3600.0))
         return deadline
 
     def late_error(
@@ -402,26 +499,27 @@ class BlockState:
     ) -> DeadlineExceededError:
         where = f" on table {self.table!r}" if self.table else ""
         sent = min((one.when for one in self.flight.values()), default=None)
-        if sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
-            # (An endpoint that does not answer: the reservation's own error is on its way.)
-            why = (
-                f"the block's reservation, sent {self.clock() - sent:.1f} s before, had no "
-                "answer yet (is the endpoint slow, or not answering?). Give the counter a "
-                "longer deadline if the endpoint is only slow."
-            )
-        else:
-            why = (
-                "the allocator's reservations did not keep up with its callers "
-                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or "
-                "the allocator larger blocks (block_size, max_block_size)."
-            )
-        message = f"No block of ids came within the {seconds:g} s deadline{where}: {why}"
         if direct is not None:
             message = (
                 f"The {direct.count} ids reserved{where} came, but another reservation of more "
                 "than a block, whose ids may lie below them, was still unanswered or not handed "
                 f"out after the {seconds:g} s deadline: these are left unused (an allocator "
                 "hands out increasing ids). Give the counter a longer deadline."
+            )
+        elif sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
+            # (An endpoint that does not answer: the reservation's own error is on its way.)
+            message = (
+                f"No block of ids came within the {seconds:g} s deadline{where}: the block's "
+                f"reservation, sent {self.clock() - sent:.1f} s before, had no answer yet (is "
+                "the endpoint slow, or not answering?). Give the counter a longer deadline if "
+                "the endpoint is only slow."
+            )
+        else:
+            message = (
+                f"No block of ids came within the {seconds:g} s deadline{where}: the "
+                "allocator's reservations did not keep up with its callers "
+                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or "
+                "the allocator larger blocks (block_size, max_block_size)."
             )
         return DeadlineExceededError(message, seconds=seconds or 0.0, attempts=0, table=self.table)
 
@@ -449,9 +547,8 @@ class BlockState:
 
     def _safe(self, block: range) -> bool:
         """Whether nothing in flight may land below ``block``."""
-        return self._clear(block[-1]) and all(
-            sent.known is not None and sent.known >= block[-1] for sent in self.flight.values()
-        )
+        known = [sent.known for sent in self.flight.values()]
+        return self._clear(block[-1]) and all(k is not None and k >= block[-1] for k in known)
 
     def _clear(self, last: int, own: int | None = None) -> bool:
         """Whether no :class:`Direct` write (but ``own``) may hand out ids below ``last``."""
@@ -461,8 +558,7 @@ class BlockState:
 
     def _ended(self, refill: Refill) -> None:
         self.flight.pop(refill.number, None)
-        if not self.flight:
-            self.ahead = False
+        self.ahead = self.ahead and bool(self.flight)
         self.outcomes += 1
 
     def _reached(self, ids: range) -> None:
@@ -480,10 +576,9 @@ class BlockState:
 
     def _retire(self) -> None:
         if self.since is not None and self.position:
-            lifetime = self.clock() - self.since
             self.block_size = adapt_block_size(
                 self.block_size,
-                lifetime * self.block_size / self.position,  # a block of that size, this rate
+                (self.clock() - self.since) * self.block_size / self.position,  # at this rate
                 target=self.block_lifetime,
                 smallest=self.min_block_size,
                 largest=self.max_block_size,

@@ -8,25 +8,27 @@ import inspect
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, Protocol, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids.blocks_close import closing
 from ddbkeys.ids.blocks_core import (
     DEFAULT_BLOCK_LIFETIME,
     DEFAULT_REFILL_AT,
+    BlockFlow,
     BlockState,
     BlockStats,
+    CloseReport,
 )
+from ddbkeys.ids.counter import CounterCore
 
-__all__ = ["AllocatorViews", "check_counter", "check_timeout", "warn_unclosed"]
-
-T = TypeVar("T")
+__all__ = ["AllocatorViews", "check_counter", "warn_unclosed"]
 
 
-def check_counter(counter: T, *, asynchronous: bool) -> T:
-    """``counter`` when it is the kind the allocator awaits (``asynchronous``) or calls: the
-    sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
-    :class:`ddbkeys.aio.AtomicCounter`; anything else is a :class:`ConfigurationError`."""
+def check_counter(counter: Any, *, asynchronous: bool) -> None:
+    """Refuse a ``counter`` that is not the kind the allocator awaits (``asynchronous``) or
+    calls: the sync allocator takes a :class:`ddbkeys.ids.AtomicCounter`, the asyncio one a
+    :class:`ddbkeys.aio.AtomicCounter` (a :class:`ConfigurationError` that says which)."""
     reserve: Any = getattr(counter, "reserve", None)
     if reserve is None or not hasattr(counter, "table"):
         raise ConfigurationError(
@@ -34,57 +36,36 @@ def check_counter(counter: T, *, asynchronous: bool) -> T:
             f"name), block_size=100)), not {type(counter).__name__}."
         )
     if inspect.iscoroutinefunction(reserve) != asynchronous:
-        given, wanted = ("ddbkeys.ids", "ddbkeys.aio")
-        if not asynchronous:
-            given, wanted = wanted, given
+        given, wanted = ("ids", "aio") if asynchronous else ("aio", "ids")
         raise ConfigurationError(
-            f"{wanted}.BlockAllocator takes a {wanted}.AtomicCounter, not a {given} one: use "
-            f"{given}.BlockAllocator with it, or make the counter with {wanted}.AtomicCounter.",
-            table=getattr(counter, "table", None),
+            f"ddbkeys.{wanted}.BlockAllocator takes a ddbkeys.{wanted}.AtomicCounter, not a "
+            f"ddbkeys.{given} one: use ddbkeys.{given}.BlockAllocator with it, or make the "
+            f"counter with ddbkeys.{wanted}.AtomicCounter.",
+            table=counter.table,
         )
-    return counter
-
-
-def check_timeout(timeout: object, table: str | None) -> float | None:
-    """``close(timeout=...)``: None (the counter's deadline) or seconds above 0."""
-    if timeout is None:
-        return None
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0:
-        raise ConfigurationError(
-            f"close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
-            f"block in flight, then for the hand-back), or None for the counter's deadline; "
-            f"not {timeout!r}.",
-            table=table,
-        )
-    return float(timeout)
 
 
 def warn_unclosed(state: BlockState, *, asynchronous: bool) -> None:
     """An allocator was collected without being closed: say how many ids it left unused (a
     ResourceWarning, shown in development mode), when there are any."""
     unused = 0 if state.closed else state.unused
-    if not unused:
-        return
-    close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
-    warnings.warn(
-        f"A BlockAllocator on table {state.table!r} was collected without {close}: "
-        f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
-        "hand them back.",
-        ResourceWarning,
-        stacklevel=3,
-    )
+    if unused:
+        close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
+        warnings.warn(
+            f"A BlockAllocator on table {state.table!r} was collected without {close}: "
+            f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
+            "hand them back.",
+            ResourceWarning,
+            stacklevel=3,
+        )
 
 
-class _Counter(Protocol):
-    table: str
-    deadline: float | None
-
-
-C = TypeVar("C", bound=_Counter)
+C = TypeVar("C", bound=CounterCore)
 
 
 class AllocatorViews(Generic[C]):
-    """What both allocators share: how they are made, and what they show (read-only)."""
+    """What both allocators share: how they are made, what they show (read-only), and the
+    flow of their close."""
 
     asynchronous: ClassVar[bool]
     counter: C
@@ -102,8 +83,8 @@ class AllocatorViews(Generic[C]):
         block_lifetime: float = DEFAULT_BLOCK_LIFETIME,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.counter = check_counter(counter, asynchronous=self.asynchronous)
-        self.prefetch = prefetch
+        check_counter(counter, asynchronous=self.asynchronous)
+        self.counter, self.prefetch = counter, prefetch
         self._state = BlockState(
             block_size,
             prefetch=prefetch,
@@ -112,13 +93,27 @@ class AllocatorViews(Generic[C]):
             max_block_size=max_block_size,
             block_lifetime=block_lifetime,
             clock=clock,
-            table=self.counter.table,
+            table=counter.table,
         )
         self._start()
 
     def _start(self) -> None:
         """The driver's own parts (locks, threads, tasks)."""
         raise NotImplementedError
+
+    def _close_flow(self, timeout: object) -> BlockFlow[CloseReport]:
+        """The flow of ``close(timeout)``: None waits the counter's deadline, else seconds."""
+        if timeout is not None and (
+            isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not timeout > 0
+        ):
+            raise ConfigurationError(
+                "close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
+                "block in flight, then for the hand-back), or None for the counter's deadline; "
+                f"not {timeout!r}.",
+                table=self.table,
+            )
+        seconds = self.counter.deadline if timeout is None else float(timeout)
+        return closing(self._state, self.counter, seconds)
 
     @property
     def table(self) -> str:
