@@ -10,7 +10,7 @@ from botocore.exceptions import ClientError, ConnectionClosedError
 
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
-from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.blocks import hand_back
 from ddbkeys.ids.blocks_core import (
     CloseReport,
     Hand,

@@ -1,26 +1,17 @@
-"""Blocks of ids handed out locally (hi/lo), for asyncio: the decisions and flows of
+"""Blocks of ids handed out locally (hi/lo), for asyncio: the flows of
 :class:`ddbkeys.ids.blocks_core.BlockState`, run by tasks of one event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import weakref
 from typing import Any, TypeVar
 
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
-from ddbkeys.ids.blocks_core import (
-    BlockFlow,
-    BlockState,
-    BlockStats,
-    CloseReport,
-    Hand,
-    Pause,
-    Refill,
-    Wake,
-)
-from ddbkeys.ids.blocks_views import AllocatorViews, warn_unclosed
+from ddbkeys.ids import blocks_core as core
+from ddbkeys.ids.blocks import AllocatorViews
+from ddbkeys.ids.blocks_core import BlockStats, CloseReport
 from ddbkeys.ids.counter import _positive
 
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
@@ -40,13 +31,12 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     asynchronous = True
 
     def _start(self) -> None:
+        super()._start()
         self._tasks = _Tasks(self.counter, self._state)
         self._closing: asyncio.Task[CloseReport] | None = None
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
-        # Collected without aclose(): the ids held are left unused (a ResourceWarning).
-        weakref.finalize(self, warn_unclosed, self._state, asynchronous=True).atexit = False
 
     async def next(self) -> int:
         """The next id of this allocator."""
@@ -75,7 +65,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     async def _take(self, count: int) -> range:
         self._loop.check()
         step = self._state.take(count)
-        if type(step) is Hand and not step.refill:
+        if type(step) is core.Hand and not step.refill:
             return step.ids
         return await self._tasks.run(self._state.taking(count, step, self.counter._begin))
 
@@ -83,12 +73,12 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 class _Tasks:
     """Runs a state's flows for the tasks of one loop; a task of its own per reservation."""
 
-    def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
+    def __init__(self, counter: AtomicCounter, state: core.BlockState) -> None:
         self.counter, self.state = counter, state
         self.changed: asyncio.Event | None = None  # set (and replaced) on a WAKE
         self.tasks: set[asyncio.Task[None]] = set()  # the reservations in flight
 
-    async def run(self, flow: BlockFlow[T]) -> T:
+    async def run(self, flow: core.BlockFlow[T]) -> T:
         """Run ``flow`` to its end."""
         sent: Any = None
         error: Exception | None = None
@@ -96,17 +86,16 @@ class _Tasks:
             while True:
                 step = flow.send(sent) if error is None else flow.throw(error)
                 sent = error = None
-                if isinstance(step, Pause):
+                if isinstance(step, core.Pause):
                     changed = self.changed = self.changed or asyncio.Event()
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(step.seconds):
                             await changed.wait()
-                elif isinstance(step, Wake):
+                elif isinstance(step, core.Wake):
                     self.wake()
-                elif isinstance(step, Refill):
-                    task = asyncio.get_running_loop().create_task(
-                        self.run(self.state.filling(step))
-                    )
+                elif isinstance(step, core.Refill):
+                    fill = self.state.filling(step)
+                    task = asyncio.get_running_loop().create_task(self.run(fill))
                     self.tasks.add(task)
                     task.add_done_callback(self.tasks.discard)
                 else:

@@ -1,39 +1,45 @@
-"""Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take.
-
-:class:`~ddbkeys.ids.blocks_core.BlockState` decides and holds the flows; :class:`BlockAllocator`
-runs them for threads (a lock per take, a daemon thread per reservation),
-:class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks.
-"""
+"""Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take:
+the flows of :class:`~ddbkeys.ids.blocks_core.BlockState` run for threads (:class:`BlockAllocator`)
+or asyncio tasks (:mod:`ddbkeys.aio.blocks`), on the base here, with the close both share."""
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import inspect
 import os
 import threading
+import time
+import uuid
+import warnings
 import weakref
-from typing import Any, TypeVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from ddbkeys.core.attempts import Contention, Throttled
+from ddbkeys.core.steps import Flow
+from ddbkeys.errors import ConfigurationError
+from ddbkeys.ids import blocks_core as core
+from ddbkeys.ids.base import TYPE_NAMES, TYPE_SET, TYPE_VALUES, cancelled_error, transact
 from ddbkeys.ids.blocks_core import (
-    BlockFlow,
     BlockState,
     BlockStats,
-    Call,
     CloseReport,
     Direct,
     Hand,
     HandBack,
-    Pause,
-    Refill,
     Step,
     Wait,
-    Wake,
     adapt_block_size,
     check_block_size,
     plan_hand_back,
 )
-from ddbkeys.ids.blocks_views import AllocatorViews, warn_unclosed
-from ddbkeys.ids.counter import AtomicCounter, _positive
+from ddbkeys.ids.cancellation import Verdict
+from ddbkeys.ids.counter import AtomicCounter, CounterCore, _positive
+from ddbkeys.retry import Deadline
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
 __all__ = [
     "EXIT_TIMEOUT",
@@ -48,6 +54,7 @@ __all__ = [
     "Wait",
     "adapt_block_size",
     "check_block_size",
+    "hand_back",
     "plan_hand_back",
 ]
 
@@ -55,6 +62,184 @@ __all__ = [
 EXIT_TIMEOUT = 5.0
 
 T = TypeVar("T")
+C = TypeVar("C", bound=CounterCore)
+
+
+class AllocatorViews(Generic[C]):
+    """What both allocators share: how they are made and checked, what they show, their close."""
+
+    asynchronous: ClassVar[bool]
+
+    def __init__(
+        self,
+        counter: C,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = core.DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = core.DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        reserve = getattr(counter, "reserve", None)
+        if reserve is None or not hasattr(counter, "table"):
+            raise ConfigurationError(
+                "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, "
+                f"table, name), block_size=100)), not {type(counter).__name__}."
+            )
+        if inspect.iscoroutinefunction(reserve) != self.asynchronous:
+            given, wanted = ("ids", "aio") if self.asynchronous else ("aio", "ids")
+            raise ConfigurationError(
+                f"ddbkeys.{wanted}.BlockAllocator takes a ddbkeys.{wanted}.AtomicCounter, not a "
+                f"ddbkeys.{given} one: use ddbkeys.{given}.BlockAllocator with it, or make the "
+                f"counter with ddbkeys.{wanted}.AtomicCounter.",
+                table=counter.table,
+            )
+        self.counter, self.prefetch = counter, prefetch
+        self._state = BlockState(
+            block_size,
+            prefetch=prefetch,
+            refill_at=refill_at,
+            min_block_size=min_block_size,
+            max_block_size=max_block_size,
+            block_lifetime=block_lifetime,
+            clock=clock,
+            table=counter.table,
+        )
+        self._start()
+
+    def _start(self) -> None:
+        """The driver's own parts (locks, threads, tasks); a warning if collected unclosed."""
+        self._finalizer = weakref.finalize(self, warn_unclosed, self._state, self.asynchronous)
+        self._finalizer.atexit = False
+
+    def _close_flow(self, timeout: float | None) -> core.BlockFlow[CloseReport]:
+        """The flow of ``close(timeout)``: None waits the counter's deadline, else seconds."""
+        if timeout is not None and not core.within(timeout, float("inf")):
+            raise ConfigurationError(
+                "close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
+                "block in flight, then for the hand-back), or None for the counter's deadline; "
+                f"not {timeout!r}.",
+                table=self.table,
+            )
+        seconds = self.counter.deadline if timeout is None else float(timeout)
+        return closing(self._state, self.counter, seconds)
+
+    @property
+    def table(self) -> str:
+        return self.counter.table
+
+    @property
+    def block_size(self) -> int:
+        """The size of the next block (``block_size`` as given, until it adapts)."""
+        return self._state.block_size
+
+    @property
+    def min_block_size(self) -> int:
+        return self._state.min_block_size
+
+    @property
+    def max_block_size(self) -> int:
+        return self._state.max_block_size
+
+    @property
+    def refill_at(self) -> float:
+        return self._state.refill_at
+
+    @property
+    def block_lifetime(self) -> float:
+        return self._state.block_lifetime
+
+    @property
+    def stats(self) -> BlockStats:
+        """Stalls, blocks reserved, ids skipped, handed back and wasted."""
+        return self._state.stats
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
+
+    @property
+    def closed(self) -> bool:
+        return self._state.closed
+
+
+def warn_unclosed(state: BlockState, asynchronous: bool) -> None:
+    """An allocator was collected without being closed: say how many ids it left unused (a
+    ResourceWarning, shown in development mode), when there are any."""
+    unused = 0 if state.closed else state.unused
+    if unused:
+        close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
+        warnings.warn(
+            f"A BlockAllocator on table {state.table!r} was collected without {close}: "
+            f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
+            "hand them back.",
+            ResourceWarning,
+            stacklevel=3,
+        )
+
+
+def closing(
+    state: BlockState, counter: CounterCore, seconds: float | None
+) -> core.BlockFlow[CloseReport]:
+    """``close()``: waits for the reservations in flight, then hands back what it can (each
+    within ``seconds``); what the counter's write did is in the report, and in ``state``."""
+    state.close()
+    yield core.WAKE
+    deadline = Deadline(seconds, clock=counter.retry.clock)
+    while state.fetching and not deadline.expired():
+        yield core.Pause(min(deadline.remaining(), 3600.0))
+    plan, applied = state.release(), False
+    try:
+        if plan.top is not None:
+            write = hand_back(counter, plan, Deadline(seconds, clock=counter.retry.clock))
+            applied = yield core.Call(lambda c: c._run(write))
+    finally:
+        state.report = state.closed_with(plan, applied)
+    return state.report
+
+
+def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
+    """``close()``'s one conditional update, True when applied: a one-action transaction
+    with a token (2 write units), so that a first try arriving late, after a retry was applied
+    and another allocator reserved the same block again, is not applied a second time."""
+    assert plan.top is not None
+    item = yield from counter._counter_item(deadline)
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}, **TYPE_VALUES}
+    if plan.value is None:
+        update = f"REMOVE #v SET {TYPE_SET}"
+    else:
+        update = f"SET #v = :value, {TYPE_SET}"
+        values[":value"] = {"N": str(plan.value)}
+    action: TransactWriteItemTypeDef = {
+        "Update": {
+            "TableName": item.table,
+            "Key": item.key,
+            "UpdateExpression": update,
+            "ConditionExpression": "#v = :top",
+            "ExpressionAttributeNames": {"#v": item.attribute, **TYPE_NAMES},
+            "ExpressionAttributeValues": values,
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+    token = str(uuid.uuid4())
+
+    def attempt(_: int) -> Flow[bool]:
+        cancellation = yield from transact([action], token, items=0, billed=2.0)
+        if cancellation is None:
+            return True
+        if cancellation.verdict is Verdict.INVALID:
+            raise cancelled_error(counter, cancellation)
+        if cancellation.failed(0):
+            return False  # the counter moved on: someone reserved since
+        if cancellation.verdict is Verdict.THROTTLED:
+            raise Throttled(cancellation.describe())
+        raise Contention()
+
+    what = f"handing ids back to counter {counter.name!r}"
+    return (yield from counter._attempts(attempt, what, deadline))
 
 
 class BlockAllocator(AllocatorViews[AtomicCounter]):
@@ -72,14 +257,12 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
     def _start(self) -> None:
         """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`)."""
+        super()._start()
         _ALL.add(self)
         atexit.unregister(_close_at_exit)  # (registered again: it runs before older hooks)
         atexit.register(_close_at_exit)
         self._closing = threading.Lock()
         self._threads = _Threads(self.counter, self._state)
-        # Collected without close(): the ids held are left unused (a ResourceWarning).
-        self._finalizer = weakref.finalize(self, warn_unclosed, self._state, asynchronous=False)
-        self._finalizer.atexit = False
 
     def _forked(self) -> None:
         """In a forked child: what is held or in flight is the parent's; start anew."""
@@ -90,10 +273,10 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
     def next(self) -> int:
         """The next id of this allocator."""
-        state, lock = self._state, self._threads.lock
+        state = self._state
         # (Nothing is called while the lock is held, so no thread gives up the GIL holding it:
         # a thread woken to take a lock would wait for the GIL, the others queue behind it.)
-        with lock:
+        with self._threads.lock:
             position = state.position
             if position < state.stop:  # (a take of one that decides nothing else)
                 state.position = position + 1
@@ -132,34 +315,35 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
 
 class _Threads:
-    """Runs a state's flows for threads, under one lock released to wait, to call the counter
-    and to start a daemon thread per reservation (nothing here refers to the allocator)."""
+    """Runs a state's flows for threads, under one lock released to wait and to call the
+    counter; a daemon thread per reservation (nothing here refers to the allocator)."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
-        self.name = f"ddbkeys-blocks-{counter.table}"  # (of each reservation's daemon thread)
 
-    def run(self, flow: BlockFlow[T], sent: Any = None, error: BaseException | None = None) -> T:
-        """Run ``flow`` to its end (the lock held), from ``sent`` (or ``error``) on."""
+    def run(self, flow: core.BlockFlow[T]) -> T:
+        """Run ``flow`` to its end, the lock held."""
+        sent: Any = None
+        error: BaseException | None = None
         try:
             while True:
                 step = flow.send(sent) if error is None else flow.throw(error)
                 sent = error = None
-                if isinstance(step, Pause):
+                if isinstance(step, core.Pause):
                     self.changed.wait(step.seconds)
-                elif isinstance(step, Wake):
+                elif isinstance(step, core.Wake):
                     self.changed.notify_all()
-                elif isinstance(step, Refill):  # (its thread takes the lock once answered)
-                    fill = self.state.filling(step)
-                    threading.Thread(
-                        target=self.fill, args=(fill,), name=self.name, daemon=True
-                    ).start()
+                elif isinstance(step, core.Refill):  # (its thread waits for the lock)
+                    name, fill = f"ddbkeys-blocks-{self.counter.table}", self.state.filling(step)
+                    threading.Thread(target=self.fill, args=(fill,), name=name, daemon=True).start()
                 else:
                     self.lock.release()
                     try:
-                        sent, error = self.call(step)
+                        sent = step.call(self.counter)
+                    except BaseException as exc:  # the flow's to handle
+                        error = exc
                     finally:
                         self.lock.acquire()
         except StopIteration as done:
@@ -170,19 +354,9 @@ class _Threads:
             self.changed.notify_all()
             raise
 
-    def call(self, step: Call) -> tuple[Any, BaseException | None]:
-        """What the counter answered a Call, or its error (the lock not held)."""
-        try:
-            return step.call(self.counter), None
-        except BaseException as exc:  # the flow's to handle
-            return None, exc
-
-    def fill(self, flow: BlockFlow[None]) -> None:
-        step = next(flow)  # (its Call of the counter reads no state)
-        assert isinstance(step, Call)
-        sent, error = self.call(step)
+    def fill(self, flow: core.BlockFlow[None]) -> None:
         with self.lock:
-            self.run(flow, sent, error)
+            self.run(flow)
 
 
 #: Every allocator of this process (weakly held): closed at exit, made anew in a forked child.

@@ -1,8 +1,6 @@
-"""The block allocator's decisions, without I/O, locks or waiting (docs/ids/blocks.md says what
-they promise), and the flows of a take and of a reservation, which both drivers run: they yield
-an instruction (:class:`Refill`, :class:`Call`, :class:`Pause`, :data:`WAKE`) and
-:mod:`ddbkeys.ids.blocks` carries it out with a lock and threads, :mod:`ddbkeys.aio.blocks` with
-tasks of one event loop."""
+"""The block allocator's decisions, without I/O, locks or waiting, and the flows of a take and
+of a reservation: both drivers run them (:mod:`ddbkeys.ids.blocks` with a lock and threads,
+:mod:`ddbkeys.aio.blocks` with tasks of one event loop), doing what each flow yields."""
 
 from __future__ import annotations
 
@@ -37,6 +35,7 @@ __all__ = [
     "adapt_block_size",
     "check_block_size",
     "plan_hand_back",
+    "within",
 ]
 
 T = TypeVar("T")
@@ -78,29 +77,26 @@ class Direct:
 Step = Hand | Wait | Direct
 
 
-@dataclass(frozen=True, slots=True)
-class Refill:
+class Refill(NamedTuple):
     """Reserve a block of ``size`` ids (``number``: which) in the background (:meth:`filling`)."""
 
     number: int
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(NamedTuple):
     """Call ``call(counter)`` (awaited, in asyncio), no lock held; its result or error goes in."""
 
     call: Callable[[Any], Any]
 
 
-@dataclass(frozen=True, slots=True)
-class Pause:
+class Pause(NamedTuple):
     """Wait at most ``seconds`` for a :data:`WAKE` (another flow changed the state)."""
 
     seconds: float
 
 
-class Wake:
+class Wake(NamedTuple):
     """Wake every flow paused."""
 
 
@@ -201,29 +197,25 @@ def adapt_block_size(
 
 def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
     if (
-        isinstance(block_size, bool)
-        or not isinstance(block_size, int)
-        or not 0 < block_size <= MAX_ID
+        isinstance(block_size, int)
+        and not isinstance(block_size, bool)
+        and 0 < block_size <= MAX_ID
     ):
-        raise ConfigurationError(
-            f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
-        )
-    return block_size
+        return block_size
+    raise ConfigurationError(
+        f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
+    )
 
 
-def _within(value: object, most: float) -> bool:
+def within(value: object, most: float) -> bool:
+    """Whether ``value`` is a number above 0 and at most ``most``."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= most
 
 
 class BlockState:
-    """The block allocator's decisions, without I/O, locks or waiting (a driver holds its lock
-    around every call, or runs in one event loop).
-
-    Never more than two blocks held or on their way; a block, or the ids of a write of more
-    than a block (:class:`Direct`), is handed out only once nothing in flight may land below
-    it, so ids keep increasing whatever order the answers come in. The size adapts with
-    :func:`adapt_block_size` each time a block is used up (``clock``: seconds, injectable).
-    """
+    """The block allocator's decisions (docs/ids/blocks.md says what they promise), and the
+    flows of a take and of a reservation; a driver holds its lock around every call, or runs in
+    one event loop. ``clock``: the seconds the adaptive size reads (injectable)."""
 
     def __init__(
         self,
@@ -253,13 +245,13 @@ class BlockState:
                 "size of the first block, which then adapts within those bounds.",
                 table=table,
             )
-        if not _within(refill_at, 1):
+        if not within(refill_at, 1):
             raise ConfigurationError(
                 "refill_at must be a number above 0 and at most 1 (the fraction of a block "
                 f"handed out when the next one is reserved), not {refill_at!r}.",
                 table=table,
             )
-        if not _within(block_lifetime, 10**9):
+        if not within(block_lifetime, 10**9):
             raise ConfigurationError(
                 f"block_lifetime must be a number of seconds above 0, not {block_lifetime!r}.",
                 table=table,
@@ -321,7 +313,12 @@ class BlockState:
         """What a caller wanting ``count`` ids does next; the error of a reservation that failed
         since ``ticket`` (the caller waited for it) when nothing holds the ids."""
         if self.closed:
-            raise self.closed_error()
+            where = f" on table {self.table!r}" if self.table else ""
+            raise ConfigurationError(
+                f"This BlockAllocator{where} is closed (its unused ids went back to the counter "
+                "where they could): make a new BlockAllocator to hand out more ids.",
+                table=self.table,
+            )
         while True:  # at most twice: the spare becomes current once
             size = len(self.block)
             if count <= size - self.position:
@@ -414,8 +411,7 @@ class BlockState:
         if self.block and self.block.start < self.floor:
             self.stats.skipped += self.left
             self.block, self.position, self.since = range(0), 0, None
-        below = [held for held in self.queue if held.start < self.floor]
-        self.stats.skipped += sum(len(held) for held in below)
+        self.stats.skipped += sum(len(held) for held in self.queue if held.start < self.floor)
         self.queue = [held for held in self.queue if held.start >= self.floor]
         return ids
 
@@ -498,7 +494,8 @@ class BlockState:
         self, seconds: float | None, direct: Direct | None = None
     ) -> DeadlineExceededError:
         where = f" on table {self.table!r}" if self.table else ""
-        sent = min((one.when for one in self.flight.values()), default=None)
+        waited = self.clock() - min((one.when for one in self.flight.values()), default=math.inf)
+        message = f"No block of ids came within the {seconds:g} s deadline{where}: "
         if direct is not None:
             message = (
                 f"The {direct.count} ids reserved{where} came, but another reservation of more "
@@ -506,30 +503,20 @@ class BlockState:
                 f"out after the {seconds:g} s deadline: these are left unused (an allocator "
                 "hands out increasing ids). Give the counter a longer deadline."
             )
-        elif sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
+        elif waited >= (seconds or 0.0) / 2:
             # (An endpoint that does not answer: the reservation's own error is on its way.)
-            message = (
-                f"No block of ids came within the {seconds:g} s deadline{where}: the block's "
-                f"reservation, sent {self.clock() - sent:.1f} s before, had no answer yet (is "
-                "the endpoint slow, or not answering?). Give the counter a longer deadline if "
-                "the endpoint is only slow."
+            message += (
+                f"the block's reservation, sent {waited:.1f} s before, had no answer yet (is the "
+                "endpoint slow, or not answering?). Give the counter a longer deadline if the "
+                "endpoint is only slow."
             )
         else:
-            message = (
-                f"No block of ids came within the {seconds:g} s deadline{where}: the "
-                "allocator's reservations did not keep up with its callers "
-                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or "
-                "the allocator larger blocks (block_size, max_block_size)."
+            message += (
+                "the allocator's reservations did not keep up with its callers "
+                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or the "
+                "allocator larger blocks (block_size, max_block_size)."
             )
         return DeadlineExceededError(message, seconds=seconds or 0.0, attempts=0, table=self.table)
-
-    def closed_error(self) -> ConfigurationError:
-        where = f" on table {self.table!r}" if self.table else ""
-        return ConfigurationError(
-            f"This BlockAllocator{where} is closed (its unused ids went back to the counter "
-            "where they could): make a new BlockAllocator to hand out more ids.",
-            table=self.table,
-        )
 
     # --- the rest ------------------------------------------------------------------------
 
