@@ -14,8 +14,10 @@ import uuid
 import warnings
 import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
+from ddbkeys.clients import _THREADS, _Job
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
@@ -248,9 +250,9 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     Promises: **unique** ids across processes, **increasing within one allocator** (an id
     handed out after a call returned is above every id that call got), **not gapless**: a gap
     only where something was lost, as ``close()`` (``with``, interpreter exit) hands unused ids
-    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a daemon
-    thread reserves the next block once ``refill_at`` of one is handed out; the size adapts
-    between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
+    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a request
+    thread (a daemon) reserves the next block once ``refill_at`` of one is handed out; the size
+    adapts between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
     """
 
     asynchronous = False
@@ -316,7 +318,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
 class _Threads:
     """Runs a state's flows for threads, under one lock released to wait and to call the
-    counter; a daemon thread per reservation (nothing here refers to the allocator)."""
+    counter; a request thread per reservation (nothing here refers to the allocator)."""
 
     def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
         self.counter, self.state = counter, state
@@ -335,13 +337,13 @@ class _Threads:
                     self.changed.wait(step.seconds)
                 elif isinstance(step, core.Wake):
                     self.changed.notify_all()
-                elif isinstance(step, core.Refill):  # (its thread waits for the lock)
-                    name, fill = f"ddbkeys-blocks-{self.counter.table}", self.state.filling(step)
-                    threading.Thread(target=self.fill, args=(fill,), name=name, daemon=True).start()
-                else:
+                else:  # (the lock released: handing a reservation over may start a thread)
                     self.lock.release()
                     try:
-                        sent = step.call(self.counter)
+                        if isinstance(step, core.Refill):
+                            _THREADS.hand(_Job(partial(self.fill, step)))
+                        else:
+                            sent = step.call(self.counter)
                     except BaseException as exc:  # the flow's to handle
                         error = exc
                     finally:
@@ -354,9 +356,9 @@ class _Threads:
             self.changed.notify_all()
             raise
 
-    def fill(self, flow: core.BlockFlow[None]) -> None:
+    def fill(self, refill: core.Refill) -> None:
         with self.lock:
-            self.run(flow)
+            self.run(self.state.filling(refill))
 
 
 #: Every allocator of this process (weakly held): closed at exit, made anew in a forked child.

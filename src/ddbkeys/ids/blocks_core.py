@@ -443,7 +443,14 @@ class BlockState:
         deadline: Deadline | None = None
         while True:
             if step.refill and (refill := self.claim_refill()) is not None:
-                yield refill
+                try:
+                    yield refill  # (a driver may let others in meanwhile: a wait takes again)
+                except BaseException:  # (no thread or task could be started for it)
+                    self.abandoned(refill)
+                    raise
+                if isinstance(step, Wait):
+                    step = self.take(count, step.ticket)
+                    continue
             if isinstance(step, Hand):
                 return step.ids
             if isinstance(step, Direct):
