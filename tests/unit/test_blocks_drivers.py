@@ -186,19 +186,8 @@ def test_sync_the_exit_hands_back_without_waiting_for_a_silent_reservation() -> 
     """(Review: the reservations' threads were not daemons, so the exit waited for one that a
     silent endpoint left hanging.) The exit hook waits for it within the counter's deadline,
     hands back the rest of the current block, and the interpreter ends."""
-    root = Path(__file__).resolve().parents[2]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
     started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-c", SILENT_AT_EXIT],
-        check=False,
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert (done.returncode, done.stdout) == (0, "11 9\n"), done.stderr
+    assert in_python(SILENT_AT_EXIT) == "11 9\n"
     assert time.monotonic() - started < 30
 
 
@@ -216,17 +205,24 @@ closed.close()
 
 
 def test_sync_open_allocators_hand_back_at_exit() -> None:
+    assert in_python(AT_EXIT) == "1 19 True\n"
+
+
+def in_python(script: str) -> str:
+    """What ``script`` prints, run by a Python of its own (which must end well within 60 s)."""
     root = Path(__file__).resolve().parents[2]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
     done = subprocess.run(
-        [sys.executable, "-c", AT_EXIT],
+        [sys.executable, "-c", script],
         check=False,
         cwd=root,
         env=env,
         capture_output=True,
         text=True,
+        timeout=60,
     )
-    assert (done.returncode, done.stdout) == (0, "1 19 True\n"), done.stderr
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_sync_many_threads_adaptive_blocks_unique_and_dense() -> None:
