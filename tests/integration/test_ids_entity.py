@@ -12,7 +12,7 @@ import pytest
 from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
-from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.blocks import hand_back
 from ddbkeys.ids.blocks_core import HandBack
 from ddbkeys.testing.tables import TableFactory
 from tests.support.drivers import Driver

@@ -51,6 +51,7 @@ class Counter:
         self.late: set[int] = set()
         self.answer = threading.Event()
         self.late_error: BaseException | None = None
+        self.senders: list[threading.Thread] = []  # the thread of each reservation (sync)
 
     def _reserve(self, count: int) -> range:
         with self.lock:
@@ -61,6 +62,7 @@ class Counter:
             return range(first, self.last + 1)
 
     def reserve(self, count: int) -> range:
+        self.senders.append(threading.current_thread())
         assert self.release.wait(5)
         ids = self._reserve(count)
         if count in self.late:

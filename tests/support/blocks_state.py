@@ -54,11 +54,8 @@ def held(block: range, block_size: int | None = None, **settings: Any) -> BlockS
 
 
 def next_id(state: BlockState) -> tuple[int, str]:
-    """What ``next()`` does: the fast path, else ``take(1)``: (the id, "f" fast, "s" slow,
-    "S" slow and asking for the next block)."""
-    got = state.take_one()
-    if got is not None:
-        return got, "f"
+    """What ``next()`` does, ``take(1)``: (the id, "S" when it asked for the next block, or
+    "s")."""
     step = state.take(1)
     assert isinstance(step, Hand)
     return step.ids[0], "S" if step.refill else "s"

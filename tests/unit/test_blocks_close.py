@@ -1,16 +1,21 @@
 """What a block allocator's close() hands back (BlockState, without a server), and the
-hand-back's one conditional write, driven by hand."""
+hand-back's one conditional write, driven by hand (no client: a counter's stand-in with the real
+retry layer)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids import AtomicCounter
-from ddbkeys.ids.blocks_close import hand_back
+from ddbkeys.ids.base import CounterItem
+from ddbkeys.ids.blocks import hand_back
 from ddbkeys.ids.blocks_core import (
     CloseReport,
     Hand,
@@ -19,7 +24,7 @@ from ddbkeys.ids.blocks_core import (
 )
 from ddbkeys.retry import Deadline
 from tests.support.blocks_state import arrive, held
-from tests.support.hand import POLICY, cancelled, client, described, drive
+from tests.support.hand import POLICY, cancelled, drive
 
 # --- what close() hands back -------------------------------------------------------------------
 
@@ -58,7 +63,6 @@ def test_close_waits_for_nothing_it_did_not_send_and_refuses_takes() -> None:
     assert state.take(3) == Hand(range(1, 4), refill=True)  # asked, not claimed yet
     state.close()
     assert not state.fetching and state.claim_refill() is None  # never sent
-    assert state.take_one() is None
     with pytest.raises(ConfigurationError, match="This BlockAllocator is closed"):
         state.take(1)
     plan = state.release()
@@ -104,8 +108,21 @@ def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back
 # --- the hand-back's write, driven by hand ----------------------------------------------------
 
 
-def counter(**settings: Any) -> AtomicCounter:
-    return AtomicCounter(client(), "issues", "tickets", retry=POLICY, **settings)
+class Tickets:
+    """What hand_back() reads of a counter: where it lives, its name, its retry layer."""
+
+    table, name = "issues", "tickets"
+
+    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
+        return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
+        yield  # (a flow that sends nothing)
+
+    def _attempts(
+        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
+    ) -> Flow[Any]:
+        return attempts(
+            attempt, what=what, table=self.table, policy=POLICY, deadline=deadline, usage=Usage()
+        )
 
 
 def lost() -> ConnectionClosedError:
@@ -142,7 +159,7 @@ def moved_on(held: str) -> ClientError:
 def test_hand_back_sends_one_conditional_update_with_a_token(
     plan: HandBack, answers: list[Any], applied: bool
 ) -> None:
-    run = drive(hand_back(counter(), plan, Deadline(None)), answers, info=described(None))
+    run = drive(hand_back(cast(Any, Tickets()), plan, Deadline(None)), answers)
     assert run.result is applied
     assert run.operations == ["transact_write_items"] * len(answers)
     # Every try is the same transaction: one token, so a late first try is not applied twice.

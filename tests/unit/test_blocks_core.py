@@ -19,20 +19,19 @@ from ddbkeys.ids.blocks_core import (
 )
 from tests.support.blocks_state import Clock, arrive, claimed, fail, held, in_flight, next_id
 
-# --- when the next block is asked for (refill_at), and the fast path ----------------------------
+# --- when the next block is asked for (refill_at) ----------------------------------------------
 
 
 @pytest.mark.parametrize(
     ("block_size", "refill_at", "prefetch", "paths"),
     [
-        # the take that hands out refill_at of the block asks (at least the first take); the
-        # last id of a block goes the slow way (its take measures the block's lifetime)
-        (10, 0.1, True, "Sffffffffs"),
-        (10, 0.5, True, "sfffSffffs"),
-        (10, 0.45, True, "sfffSffffs"),  # 4.5 ids: the fifth
-        (10, 1.0, True, "sffffffffS"),  # at the last id: the next caller may stall
-        (10, 0.1, False, "sffffffffs"),  # no refill ahead
-        (100, 0.1, True, "s" + "f" * 8 + "S" + "f" * 89 + "s"),
+        # the take that hands out refill_at of the block asks (at least the first take)
+        (10, 0.1, True, "S" + "s" * 9),
+        (10, 0.5, True, "ssssSsssss"),
+        (10, 0.45, True, "ssssSsssss"),  # 4.5 ids: the fifth
+        (10, 1.0, True, "sssssssssS"),  # at the last id: the next caller may stall
+        (10, 0.1, False, "ssssssssss"),  # no refill ahead
+        (100, 0.1, True, "s" * 9 + "S" + "s" * 90),
         (1, 0.1, True, "S"),
         (3, 0.5, True, "sSs"),
         (2, 1.0, True, "sS"),
@@ -51,23 +50,11 @@ def test_the_next_block_is_asked_for_once_refill_at_of_the_block_is_handed_out(
     assert state.stats.stalls == 0
 
 
-def test_lend_gives_the_fast_path_the_ids_up_to_the_next_decision() -> None:
-    state = held(range(1, 101))  # refill_at 0.1: the tenth id's take asks
-    assert state.take(1) == Hand(range(1, 2))
-    assert state.lend() == range(2, 10)
-    assert state.lend() == range(0)  # (nothing more until a take decides)
-    state.unlend(3)  # 7, 8 and 9 were not handed out
-    assert state.take(4) == Hand(range(7, 11), refill=True)
-    assert state.lend() == range(11, 100)  # up to the last id, whose take measures the block
-    state.close()
-    assert state.lend() == range(0)
-
-
 def test_a_refill_in_flight_or_a_spare_held_asks_for_nothing_more() -> None:
     state = held(range(1, 11), refill_at=0.1)
     assert next_id(state) == (1, "S")
     arrive(state, range(11, 21))  # the spare: nothing is asked while it is held
-    assert [next_id(state)[1] for _ in range(9)] == ["f"] * 8 + ["s"]
+    assert [next_id(state)[1] for _ in range(9)] == ["s"] * 9
     assert next_id(state) == (11, "S")  # the spare is current: the next one is asked for
 
 
@@ -217,9 +204,8 @@ def test_a_failed_refill_ahead_reaches_only_callers_who_cannot_be_served() -> No
     state = held(range(1, 11), refill_at=0.5)
     assert state.take(5) == Hand(range(1, 6), refill=True)
     fail(state, Throttled())  # the current block still serves, and the next take asks again
-    assert state.fast_stop <= state.position  # (not the fast path: it would not ask)
     assert next_id(state) == (6, "S")
-    assert [next_id(state) for _ in range(4)] == [(7, "f"), (8, "f"), (9, "f"), (10, "s")]
+    assert [next_id(state) for _ in range(4)] == [(7, "s"), (8, "s"), (9, "s"), (10, "s")]
     fail(state, Throttled())
     with pytest.raises(Throttled):
         state.take(1, ticket=2)
@@ -262,7 +248,7 @@ def run_blocks(state: BlockState, clock: Clock, rates: list[float]) -> list[tupl
     top = state.top or 0
     seen = []
     for rate in rates:
-        assert next_id(state)[1] != "f"  # the spare becomes current (the clock read)
+        next_id(state)  # the spare becomes current (the clock read)
         length = len(state.block)
         clock.now += length / rate
         while state.left:

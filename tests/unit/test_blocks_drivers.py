@@ -6,20 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 import traceback
 import warnings
 import weakref
+from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError
-from ddbkeys.ids import blocks as sync_blocks
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
-from ddbkeys.ids.blocks_steps import Sent
 from tests.support.blocks_counter import AsyncCounter, Counter, Throttled, allocator, until
 
 # --- sync -------------------------------------------------------------------------------------
@@ -58,7 +61,7 @@ def test_sync_a_failed_refill_ahead_is_not_its_callers_error_and_is_asked_again(
     counter = Counter()
     blocks = allocator(counter, refill_at=0.5)
     assert [blocks.next() for _ in range(4)] == [1, 2, 3, 4]
-    until(lambda: not blocks._state.fetching)
+    assert blocks.stats.refills == 1  # nothing asked for ahead yet
     counter.fail = Throttled()
     assert blocks.next() == 5  # it asked for the next block, which failed in the worker
     until(lambda: blocks.stats.failed_refills == 1)
@@ -82,7 +85,7 @@ def test_sync_close_hands_back_the_rest_and_the_spare() -> None:
     counter = Counter()
     with allocator(counter) as blocks:
         assert [blocks.next() for _ in range(3)] == [1, 2, 3]
-        until(lambda: blocks._state.spare is not None)  # 11..20 reserved ahead
+        until(lambda: blocks.stats.refills == 2)  # 11..20 reserved ahead
     assert blocks.close() == CloseReport(handed_back=17, wasted=0, sent=True)
     assert counter.last == 3 and len(counter.writes) == 1
     assert counter.writes[0]["ExpressionAttributeValues"] == {
@@ -102,7 +105,7 @@ def test_sync_close_after_another_reservation_hands_back_nothing() -> None:
     counter = Counter()
     blocks = allocator(counter)
     assert blocks.next() == 1
-    until(lambda: blocks._state.spare is not None)
+    until(lambda: blocks.stats.refills == 2)
     assert counter.reserve(5) == range(21, 26)  # another process
     assert blocks.close() == CloseReport(handed_back=0, wasted=19, sent=True)
     assert counter.last == 25
@@ -112,23 +115,21 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     counter = Counter()
     blocks = allocator(counter)
     assert blocks.next() == 1
-    until(lambda: blocks._state.spare is not None)
+    until(lambda: blocks.stats.refills == 2)
     for _ in range(9):
         blocks.next()  # 2..10
     counter.release.clear()
-    assert blocks.next() == 11  # 11..20 current, 21..30 asked for
-    until(lambda: bool(blocks._state.flight) and not blocks._state.asked)  # sent
+    assert blocks.next() == 11  # 11..20 current, 21..30 sent (held by the stand-in)
     threading.Timer(0.05, counter.release.set).start()
     assert blocks.close() == CloseReport(19, 0, True)  # 12..30 (it waited for 21..30)
     assert counter.last == 11
 
     late = allocator(counter)
     assert late.next() == 12
-    until(lambda: late._state.spare is not None)
+    until(lambda: late.stats.refills == 2)
     counter.release.clear()
     for _ in range(10):
-        late.next()  # 22..31 current, the next block asked for and held
-    until(lambda: bool(late._state.flight) and not late._state.asked)
+        late.next()  # 22..31 current, the next block sent and held by the stand-in
     assert late.close(timeout=0.05) == CloseReport(9, 0, True)  # without the block in flight
     assert counter.last == 22
     counter.release.set()
@@ -136,37 +137,92 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     assert counter.last == 32
 
 
-def test_sync_worker_starts_with_the_first_block_and_an_allocator_can_be_collected() -> None:
+def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -> None:
     counter = Counter()
     before = set(threading.enumerate())
     blocks = allocator(counter)
-    assert set(threading.enumerate()) == before  # started lazily
-    blocks.next()
-    state = blocks._state
-    until(lambda: state.spare is not None)
-    (worker,) = set(threading.enumerate()) - before
-    assert worker.daemon and worker.name == "ddbkeys-blocks-stand-in"
-    assert blocks in sync_blocks._OPEN
+    assert set(threading.enumerate()) == before  # none started with the allocator
+    stats = blocks.stats
+    assert [blocks.next() for _ in range(10)] == list(range(1, 11))
+    until(lambda: stats.refills == 2)  # 11..20 reserved ahead
+    counter.release.clear()
+    assert blocks.next() == 11  # asks for 21..30: its reservation hangs
+    until(lambda: len(counter.senders) == 3)
+    # ddbkeys' request threads: daemons (the exit waits for none), reused, ending when idle
+    assert all(t.daemon and t.name == "ddbkeys-request" for t in counter.senders)
+    assert threading.current_thread() not in counter.senders
+    counter.release.set()
+    until(lambda: stats.refills == 3)
     gone = weakref.ref(blocks)
     with pytest.warns(ResourceWarning, match="collected without close\\(\\): 19 ids it held"):
         del blocks
         gc.collect()
-    assert gone() is None  # neither the worker nor the exit hook holds it
-    worker.join(5)
-    assert not worker.is_alive()
+    assert gone() is None  # neither a reservation's thread nor the exit hook holds it
     assert counter.writes == []  # collected, not closed: nothing handed back
 
 
+SILENT_AT_EXIT = """
+import atexit, time
+from tests.support.blocks_counter import Counter, allocator, until
+class Silent(Counter):
+    hanging = False
+    def reserve(self, count):
+        if len(self.calls) >= 2:
+            self.hanging = True
+            time.sleep(60)  # the endpoint never answers the third reservation
+        return super().reserve(count)
+counter = Silent()
+counter.deadline = 1.0
+atexit.register(lambda: print(counter.last, blocks.stats.handed_back))
+blocks = allocator(counter)
+assert [blocks.next() for _ in range(10)] == list(range(1, 11))
+until(lambda: blocks.stats.refills == 2)  # 11..20 held
+assert blocks.next() == 11  # 11..20 current, 21..30 asked for
+until(lambda: counter.hanging)
+"""
+
+
+def test_sync_the_exit_hands_back_without_waiting_for_a_silent_reservation() -> None:
+    """(Review: the reservations' threads were not daemons, so the exit waited for one that a
+    silent endpoint left hanging.) The exit hook waits for it within the counter's deadline,
+    hands back the rest of the current block, and the interpreter ends."""
+    started = time.monotonic()
+    assert in_python(SILENT_AT_EXIT) == "11 9\n"
+    assert time.monotonic() - started < 30
+
+
+AT_EXIT = """
+import atexit
+from tests.support.blocks_counter import Counter, allocator, until
+counter = Counter()
+atexit.register(lambda: print(counter.last, blocks.stats.handed_back, closed.closed))
+blocks = allocator(counter)
+assert blocks.next() == 1
+until(lambda: blocks.stats.refills == 2)
+closed = allocator(counter)
+closed.close()
+"""
+
+
 def test_sync_open_allocators_hand_back_at_exit() -> None:
-    counter = Counter()
-    blocks = allocator(counter)
-    assert blocks.next() == 1
-    until(lambda: blocks._state.spare is not None)
-    closed = allocator(counter)
-    closed.close()
-    sync_blocks._close_at_exit()
-    assert blocks.closed and counter.last == 1
-    assert blocks.stats.handed_back == 19 and closed not in sync_blocks._OPEN
+    assert in_python(AT_EXIT) == "1 19 True\n"
+
+
+def in_python(script: str) -> str:
+    """What ``script`` prints, run by a Python of its own (which must end well within 60 s)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root)])}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def test_sync_many_threads_adaptive_blocks_unique_and_dense() -> None:
@@ -257,7 +313,7 @@ def test_async_an_allocator_collected_without_aclose_says_what_it_left_unused() 
         counter = AsyncCounter()
         blocks = AsyncBlockAllocator(cast(Any, counter), 10)
         assert await blocks.next() == 1
-        while blocks._state.spare is None or blocks._tasks:  # 11..20 reserved ahead
+        while blocks.stats.refills < 2:  # 11..20 reserved ahead
             await asyncio.sleep(0.001)
         gone = weakref.ref(blocks)
         with pytest.warns(ResourceWarning, match=r"collected without aclose\(\): 19 ids it held"):
@@ -277,22 +333,37 @@ def test_async_an_allocator_collected_without_aclose_says_what_it_left_unused() 
     asyncio.run(main())
 
 
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
 def test_a_forked_child_drops_the_blocks_and_the_reservation_in_flight() -> None:
-    """What the fork hook does in the child (called here directly): the blocks held and a
-    reservation in flight (its worker thread does not exist in a child) are the parent's; the
-    child reserves its own, and its close() waits for nothing of the parent's."""
+    """The blocks held and a reservation in flight (its thread does not exist in a child)
+    are the parent's; the child reserves its own, and its close() waits for nothing of the
+    parent's."""
     counter = Counter()
     blocks = BlockAllocator(cast(Any, counter), 10)
-    assert blocks.next() == 1
-    counter.release.clear()  # the parent's next reservation hangs (as if in flight)
-    blocks._state.flight[99] = Sent(None, 0)  # ... and the child inherits that it was in flight
-    blocks._forked()
+    assert [blocks.next() for _ in range(10)] == list(range(1, 11))
+    until(lambda: blocks.stats.refills == 2)  # 11..20 held
+    counter.release.clear()
+    assert blocks.next() == 11  # 21..30 in flight, hanging
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            counter.release.set()
+            started = time.monotonic()
+            child = [blocks.next() for _ in range(3)]
+            blocks.close()
+            os.write(writer, json.dumps([child, time.monotonic() - started]).encode())
+        finally:
+            os._exit(0)
+    os.close(writer)
+    with os.fdopen(reader) as got:
+        child, took = json.loads(got.read() or "[[], 99]")
+    os.waitpid(pid, 0)
+    assert child == [21, 22, 23]  # none of the parent's (12..20 held, 21..30 in flight)
+    assert took < 5
     counter.release.set()
-    child = [blocks.next() for _ in range(3)]
-    assert min(child) > 10  # none of the parent's block (1..10)
-    started = time.monotonic()
+    assert blocks.next() == 12  # the parent goes on with its own
     blocks.close()
-    assert time.monotonic() - started < 5
 
 
 def test_a_caller_waits_for_a_block_no_longer_than_the_counters_deadline() -> None:

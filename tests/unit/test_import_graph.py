@@ -71,5 +71,4 @@ def test_the_finder_finds_a_circle() -> None:
 def test_no_module_imports_one_that_imports_it() -> None:
     known = modules()
     graph = {name: imports(path, known) - {name} for name, path in known.items()}
-    # (The block allocator's two modules: the one circle left, until its rewrite lands.)
-    assert circles(graph) == [["ddbkeys.ids.blocks_core", "ddbkeys.ids.blocks_views"]]
+    assert circles(graph) == []

@@ -1,43 +1,44 @@
-"""The block allocator's decisions, without I/O, locks or waiting: which block is current, when
-the next one is reserved and how big it is, and what goes back to the counter on close.
-
-:class:`ddbkeys.ids.blocks.BlockAllocator` runs :class:`BlockState` for threads (a lock, a
-worker thread), :class:`ddbkeys.aio.blocks.BlockAllocator` for asyncio tasks (one event loop,
-a task per reservation); both send the hand-back of
-:func:`~ddbkeys.ids.blocks_close.hand_back`. Only the waiting and the sending differ.
-"""
+"""The block allocator's decisions, without I/O, locks or waiting, and the flows of a take and
+of a reservation: both drivers run them (:mod:`ddbkeys.ids.blocks` with a lock and threads,
+:mod:`ddbkeys.aio.blocks` with tasks of one event loop), doing what each flow yields."""
 
 from __future__ import annotations
 
+import copy
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
-from ddbkeys.ids.blocks_close import CloseReport, HandBack, plan_hand_back
-from ddbkeys.ids.blocks_steps import Asked, BlockStats, Direct, Hand, Refill, Sent, Step, Wait
-from ddbkeys.ids.blocks_views import check_block_size, check_fraction
+from ddbkeys.ids.values import MAX_ID
+from ddbkeys.retry import Deadline
 
 __all__ = [
     "DEFAULT_BLOCK_LIFETIME",
     "DEFAULT_REFILL_AT",
+    "WAKE",
+    "BlockFlow",
     "BlockState",
     "BlockStats",
+    "Call",
     "CloseReport",
     "Direct",
     "Hand",
     "HandBack",
+    "Pause",
     "Refill",
     "Step",
     "Wait",
+    "Wake",
     "adapt_block_size",
     "check_block_size",
     "plan_hand_back",
+    "within",
 ]
 
-#: The most ids lent to the sync fast path at once (taking back the rest, under the lock, costs
-#: a C loop over them: about 20 µs for 4,096).
-LEND_AT_MOST = 4096
+T = TypeVar("T")
 
 #: The fraction of a block handed out when the next one is reserved (Meituan Leaf's 10%).
 DEFAULT_REFILL_AT = 0.1
@@ -45,50 +46,176 @@ DEFAULT_REFILL_AT = 0.1
 DEFAULT_BLOCK_LIFETIME = 60.0
 
 
+# --- what a take does next (Step), and the instructions a flow gives its driver -------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Hand:
+    """Hand ``ids`` out. With ``refill``, this take asked for the next block."""
+
+    ids: range
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    """Wait for a reservation (``refill``: this take asked for it), then take with ``ticket``."""
+
+    ticket: int
+    refill: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Direct:
+    """More ids than a block: ``count`` ids with one write of their own (``number``: which)."""
+
+    count: int
+    number: int
+    refill: ClassVar[bool] = False
+
+
+Step = Hand | Wait | Direct
+
+
+class Refill(NamedTuple):
+    """Reserve a block of ``size`` ids (``number``: which) in the background (:meth:`filling`)."""
+
+    number: int
+    size: int
+
+
+class Call(NamedTuple):
+    """Call ``call(counter)`` (awaited, in asyncio), no lock held; its result or error goes in."""
+
+    call: Callable[[Any], Any]
+
+
+class Pause(NamedTuple):
+    """Wait at most ``seconds`` for a :data:`WAKE` (another flow changed the state)."""
+
+    seconds: float
+
+
+class Wake(NamedTuple):
+    """Wake every flow paused."""
+
+
+WAKE = Wake()
+#: A flow of the state: yields instructions, gets what a Call gave, returns a T.
+BlockFlow = Generator[Refill | Call | Pause | Wake, Any, T]
+
+
+class Asked(NamedTuple):
+    """A reservation asked for, not sent; ``at``: the reservations ended by then."""
+
+    size: int
+    at: int
+
+
+class Sent(NamedTuple):
+    """A reservation in flight: the highest id known when sent (it lands above), and when."""
+
+    known: int | None
+    at: int
+    when: float = 0.0
+
+
+@dataclass(slots=True)
+class BlockStats:
+    """What an allocator did (read them at any time)."""
+
+    #: Calls that had to wait for a block to be reserved (nothing held, or not enough).
+    stalls: int = 0
+    #: Blocks reserved (one UpdateItem each), ahead of need or on demand.
+    refills: int = 0
+    #: Reservations of a block that failed (their error went to the callers waiting for them).
+    failed_refills: int = 0
+    #: Ids skipped while open: the rest of a block too short for ``reserve(count)``, and blocks
+    #: held below a reservation of more than a block (so that ids keep increasing).
+    skipped: int = 0
+    #: Ids given back to the counter by ``close()`` (the next reservation starts with them).
+    handed_back: int = 0
+    #: Ids reserved and neither handed out nor handed back (at close, or arriving after it,
+    #: or reserved with one write for a caller that left without them).
+    wasted: int = 0
+
+
+# --- what close() hands back -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class HandBack:
+    """``close()``'s write: the counter set to ``value`` (None: removed) if it holds ``top``
+    (None: no write); ``ids`` go back if it succeeds, ``wasted`` cannot either way."""
+
+    top: int | None
+    value: int | None
+    ids: int
+    wasted: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseReport:
+    """What ``close()`` did: ids handed back, ids wasted, and whether it sent its write."""
+
+    handed_back: int
+    wasted: int
+    sent: bool
+
+
+def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
+    """What can go back: the unused ranges that end at ``top`` (the allocator's highest id,
+    which the counter holds if nobody reserved since) and those below them without a gap. The
+    counter is set to the id below the lowest of them (removed below 0: "no id yet")."""
+    held = sorted((r for r in unused if r), key=lambda r: r.start, reverse=True)
+    total = sum(len(r) for r in held)
+    if not held or top is None or held[0][-1] != top:
+        return HandBack(None, None, 0, total)
+    lowest, back = held[0], len(held[0])
+    for lower in held[1:]:
+        if lower[-1] + lower.step != lowest.start:
+            break
+        lowest, back = lower, back + len(lower)
+    value = lowest.start - lowest.step
+    return HandBack(top, value if value >= 0 else None, back, total - back)
+
+
+# --- the decisions --------------------------------------------------------------------------------
+
+
 def adapt_block_size(
     size: int, lifetime: float, *, target: float, smallest: int, largest: int
 ) -> int:
-    """The size of the next block, given that a block of ``size`` ids lasts ``lifetime``
-    seconds at the rate just measured: doubled when that is under ``target``, halved when it is
-    over twice ``target`` (the band between keeps the size from flapping), within ``smallest``
-    and ``largest``. (Meituan's Leaf: doubled under 15 minutes, halved over 30.)"""
+    """The next size, when a block of ``size`` would last ``lifetime`` seconds: doubled under
+    ``target``, halved over twice that, within ``smallest`` and ``largest``."""
     if lifetime < target:
         return max(min(size * 2, largest), smallest)
     if lifetime > 2 * target:
-        return min(max(size // 2, smallest), largest)
+        size //= 2
     return min(max(size, smallest), largest)
 
 
+def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
+    if (
+        isinstance(block_size, int)
+        and not isinstance(block_size, bool)
+        and 0 < block_size <= MAX_ID
+    ):
+        return block_size
+    raise ConfigurationError(
+        f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
+    )
+
+
+def within(value: object, most: float) -> bool:
+    """Whether ``value`` is a number above 0 and at most ``most``."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= most
+
+
 class BlockState:
-    """The block allocator's decisions, without I/O, locks or waiting (the driver holds its
-    own lock around every method, or runs in one event loop).
-
-    ``take(count)`` hands out ``count`` consecutive ids from the current block when they fit in
-    what is left of it. When they do not, the rest of the current block is skipped (a gap) and
-    the next block held becomes current, or the caller waits (:class:`Wait`) for the block
-    being reserved. One reservation at a time, but for a second one beside it when callers
-    outran a block asked for ahead, nothing is held and the size cannot grow (fixed, or at
-    ``max_block_size``): never more than two blocks held or on their way; a block is handed
-    out only once no reservation in flight may land below it (each was sent after an id at
-    least as high was known), so ids stay increasing whatever order the answers come in.
-    More than a block's ids are one write of their own (:class:`Direct`), in flight too until
-    answered: no block that may lie above its ids is handed out meanwhile, and its ids are
-    handed out (:meth:`collect`) once no such write sent before may land below them, lowest
-    first; then the blocks held below them are dropped. So each id handed out is above every
-    one handed out before, whatever order the answers come in. With ``prefetch``, the
-    next block is asked for (``Hand(refill=True)``) by the take that hands out the
-    ``refill_at`` fraction of the current one; without, only a caller that finds nothing asks
-    (and waits: a stall).
-
-    :meth:`take_one` is the fast path of ``next()``: the next id when taking it decides
-    nothing (no refill to ask for, not the last id of a block), else None.
-
-    The size of the next block starts at ``block_size`` and, when ``min_block_size`` and
-    ``max_block_size`` leave room, adapts with :func:`adapt_block_size` each time a block is
-    used up, from how long it lasted (``clock``: seconds, injectable); and it doubles when a
-    caller finds nothing left while the block asked for ahead is still being reserved (the
-    refill did not keep up: the blocks are too small for the time a reservation takes).
-    """
+    """The block allocator's decisions (docs/ids/blocks.md says what they promise), and the
+    flows of a take and of a reservation; a driver holds its lock around every call, or runs in
+    one event loop. ``clock``: the seconds the adaptive size reads (injectable)."""
 
     def __init__(
         self,
@@ -102,13 +229,14 @@ class BlockState:
         clock: Callable[[], float] = time.monotonic,
         table: str | None = None,
     ) -> None:
-        self.table = table
+        self.table, self.clock, self.prefetch = table, clock, bool(prefetch)
         self.block_size = check_block_size(block_size, table)
-        self.min_block_size = check_block_size(
-            block_size if min_block_size is None else min_block_size, table, "min_block_size"
-        )
-        self.max_block_size = check_block_size(
-            block_size if max_block_size is None else max_block_size, table, "max_block_size"
+        self.min_block_size, self.max_block_size = (
+            check_block_size(block_size if given is None else given, table, what)
+            for given, what in (
+                (min_block_size, "min_block_size"),
+                (max_block_size, "max_block_size"),
+            )
         )
         if not self.min_block_size <= block_size <= self.max_block_size:
             raise ConfigurationError(
@@ -117,36 +245,40 @@ class BlockState:
                 "size of the first block, which then adapts within those bounds.",
                 table=table,
             )
-        self.refill_at = check_fraction(
-            "refill_at",
-            refill_at,
-            table,
-            "the fraction of a block handed out when the next one is reserved",
-        )
-        if (
-            isinstance(block_lifetime, bool)
-            or not isinstance(block_lifetime, (int, float))
-            or not 0 < block_lifetime < 10**9
-        ):
+        if not within(refill_at, 1):
+            raise ConfigurationError(
+                "refill_at must be a number above 0 and at most 1 (the fraction of a block "
+                f"handed out when the next one is reserved), not {refill_at!r}.",
+                table=table,
+            )
+        if not within(block_lifetime, 10**9):
             raise ConfigurationError(
                 f"block_lifetime must be a number of seconds above 0, not {block_lifetime!r}.",
                 table=table,
             )
-        self.block_lifetime = float(block_lifetime)
-        self.prefetch = bool(prefetch)
+        self.refill_at, self.block_lifetime = float(refill_at), float(block_lifetime)
         self.adaptive = self.min_block_size < self.max_block_size
-        self.clock = clock
+        self._empty()
+
+    def anew(self) -> BlockState:
+        """The same settings and size reached, nothing held (for a forked child)."""
+        fresh = copy.copy(self)
+        fresh._empty()
+        return fresh
+
+    def _empty(self) -> None:
         self.stats = BlockStats()
-        self.block: range = range(0)
-        self.position = 0  # ids of the current block handed out
+        self.block, self.position = range(0), 0  # the current block, and its ids handed out
         self.mark = 1  # ... when this many are, the next block is asked for
-        self.fast_stop = 0  # take_one() hands out while position is below this
+        # ... and while fewer than this are, a take of one decides nothing else: the sync
+        # next() hands out block[position] without calling take()
+        self.stop = 0
         self.since: float | None = None  # when the current block became current (adaptive)
         self.queue: list[range] = []  # blocks reserved, not current yet (lowest first)
-        self.asked: list[Asked] = []  # the reservations asked for, not sent yet
+        self.asked: list[Asked] = []  # reservations asked for, not sent yet
         self.flight: dict[int, Sent] = {}  # sent, not ended, by number
-        # Direct reservations by number: sent and unanswered (the highest id known when sent:
-        # they land above it), and answered but not handed out yet
+        # Direct writes by number: unanswered (the highest id known when sent: they land
+        # above it), and answered but not handed out yet
         self.directs: dict[int, int | None] = {}
         self.answered: dict[int, range] = {}
         self.sent = 0  # reservations sent (numbers them)
@@ -157,23 +289,10 @@ class BlockState:
         self.failure: tuple[int, Exception] | None = None  # the last one, if it failed
         self.closed = False  # no more takes
         self.released = False  # the plan of the hand-back is made: what arrives is wasted
-
-    def anew(self) -> BlockState:
-        """A state with these settings, the size reached so far, and nothing held."""
-        return BlockState(
-            self.block_size,
-            prefetch=self.prefetch,
-            refill_at=self.refill_at,
-            min_block_size=self.min_block_size,
-            max_block_size=self.max_block_size,
-            block_lifetime=self.block_lifetime,
-            clock=self.clock,
-            table=self.table,
-        )
+        self.report: CloseReport | None = None  # what the close did, once done
 
     @property
     def left(self) -> int:
-        """Ids left in the current block."""
         return len(self.block) - self.position
 
     @property
@@ -188,49 +307,30 @@ class BlockState:
 
     @property
     def unused(self) -> int:
-        """Ids held and not handed out: the current block's rest and the blocks after it."""
         return self.left + sum(len(block) for block in self.queue)
 
-    def take_one(self) -> int | None:
-        """The next id, when the current block has it and taking it decides nothing else; else
-        None (call :meth:`take`)."""
-        position = self.position
-        if position < self.fast_stop:
-            self.position = position + 1
-            return self.block[position]
-        return None
-
-    def lend(self) -> range:
-        """The ids the fast path may hand out without a decision (up to the take that asks
-        for the next block, or to the last id of the block): counted as handed out, until
-        :meth:`unlend` takes back the ones it did not hand out. (The sync driver hands them
-        out from an iterator, without its lock.) At most :data:`LEND_AT_MOST` at a time, so
-        that taking back what was not handed out stays cheap whatever the block size."""
-        first = self.position
-        self.position = max(first, min(self.fast_stop, first + LEND_AT_MOST))
-        return self.block[first : self.position]
-
-    def unlend(self, count: int) -> None:
-        """The last ``count`` ids lent were not handed out."""
-        self.position -= count
-
     def take(self, count: int, ticket: int | None = None) -> Step:
-        """What a caller wanting ``count`` ids does next. Raises the error of a reservation
-        that ended since ``ticket`` (the caller waited for it) when no block holds the ids, and
-        a :class:`ConfigurationError` once closed."""
+        """What a caller wanting ``count`` ids does next; the error of a reservation that failed
+        since ``ticket`` (the caller waited for it) when nothing holds the ids."""
         if self.closed:
-            raise self.closed_error()
+            where = f" on table {self.table!r}" if self.table else ""
+            raise ConfigurationError(
+                f"This BlockAllocator{where} is closed (its unused ids went back to the counter "
+                "where they could): make a new BlockAllocator to hand out more ids.",
+                table=self.table,
+            )
         while True:  # at most twice: the spare becomes current once
             size = len(self.block)
             if count <= size - self.position:
                 first = self.position
                 self.position = last = first + count
-                refill = self._due() and last >= self.mark
+                refill = last >= self.mark and self._due()
                 if refill:
                     self._ask(ahead=True)
                 if last == size:
                     self._retire()
-                self._settle()
+                # (the last id's take measures the block; a take at the mark may ask)
+                self.stop = min(size - 1, self.mark - 1 if self._due() else size)
                 return Hand(self.block[first:last], refill)
             spare = self.spare
             if count > self.block_size or (spare is not None and count > len(spare)):
@@ -240,13 +340,9 @@ class BlockState:
             if spare is None or not self._safe(spare):
                 break
             self._current(self.queue.pop(0))
-        if (
-            ticket is not None
-            and self.failure is not None
-            and self.failure[0] > ticket
-            and not self._awaited(ticket)
-        ):
-            raise fresh(self.failure[1])  # (every caller that waited gets a copy)
+        failure = self.failure
+        if ticket is not None and failure and failure[0] > ticket and not self._awaited(ticket):
+            raise fresh(failure[1])  # (every caller that waited gets a copy)
         second = False
         if ticket is None:
             self.stats.stalls += 1
@@ -257,7 +353,7 @@ class BlockState:
                 # beside the first (nothing held: never more than two blocks held)
                 second = grown == self.block_size and not self.queue
                 self.block_size = grown
-        # (a spare held back by a Direct reservation in flight asks for nothing more)
+        # (a spare held back by a Direct write in flight asks for nothing more)
         refill = self.spare is None and (
             not self.fetching
             or (second and self.prefetch and len(self.flight) + len(self.asked) < 2)
@@ -267,19 +363,16 @@ class BlockState:
         return Wait(self.outcomes, refill)
 
     def claim_refill(self) -> Refill | None:
-        """The reservation asked for and not sent yet (None: none); the driver sends it now
-        and reports its outcome with :meth:`filled`, :meth:`failed` or :meth:`abandoned`."""
+        """The reservation asked for and not sent yet (None: none), counted as sent now."""
         if not self.asked:
             return None
         asked = self.asked.pop(0)
         self.sent += 1
-        self.flight[self.sent] = Sent(self.top, asked.at, self.clock())  # lands above the ids known
+        self.flight[self.sent] = Sent(self.top, asked.at, self.clock())  # lands above the top
         return Refill(self.sent, asked.size)
 
     def filled(self, refill: Refill, block: range) -> None:
-        """A block was reserved: it joins the blocks held (dropped if below ids already
-        handed out by a :class:`Direct` reservation, wasted if it came after the close). It
-        becomes current once no reservation in flight may land below it."""
+        """A block came: held (dropped below a :class:`Direct`'s ids, wasted after the close)."""
         self._ended(refill)
         self.failure = None
         self.stats.refills += 1
@@ -289,103 +382,127 @@ class BlockState:
         elif self.floor is not None and block.start < self.floor:
             self.stats.skipped += len(block)
         else:
-            self.queue.append(block)
-            self.queue.sort(key=lambda held: held.start)
-        self._settle()
+            self.queue = sorted([*self.queue, block], key=lambda held: held.start)
 
     def failed(self, refill: Refill, error: Exception) -> None:
-        """Reserving a block failed: the callers waiting get ``error`` (once no other
-        reservation is in flight); the next take that needs a block asks again."""
-        self._ended(refill)
+        """Reserving a block failed: the callers waiting for it get ``error``."""
+        self.abandoned(refill)
         self.stats.failed_refills += 1
         self.failure = (self.outcomes, error)
-        self._settle()
 
     def abandoned(self, refill: Refill) -> None:
-        """Reserving a block was given up (the worker interrupted, the task cancelled): the
-        callers waiting for it take again, and one of them asks again."""
         self._ended(refill)
-        self._settle()
+        self.stop = 0  # (the next take asks again)
 
     def reserved(self, direct: Direct, ids: range) -> range | None:
-        """A :class:`Direct` reservation's ``ids`` came: see :meth:`collect`."""
         self.directs.pop(direct.number, None)
         self._reached(ids)
         self.answered[direct.number] = ids
         return self.collect(direct)
 
     def collect(self, direct: Direct) -> range | None:
-        """A :class:`Direct` reservation's ids, handed out once no other one sent before and
-        unanswered may land below them, nor one answered below them is still to be handed
-        out; then the blocks held below them are dropped. None: the caller waits for a change
-        and asks again (or leaves: :meth:`forgone`)."""
+        """A :class:`Direct` write's ids once none of another may come below them (else None);
+        the blocks held below them are dropped."""
         ids = self.answered[direct.number]
         if not self._clear(ids[-1], direct.number):
             return None
         del self.answered[direct.number]
-        self.floor = max(self.floor or ids.stop, ids.stop)
+        self.floor, self.stop = max(self.floor or ids.stop, ids.stop), 0
         if self.block and self.block.start < self.floor:
             self.stats.skipped += self.left
             self.block, self.position, self.since = range(0), 0, None
-        below = [held for held in self.queue if held.start < self.floor]
-        self.stats.skipped += sum(len(held) for held in below)
+        self.stats.skipped += sum(len(held) for held in self.queue if held.start < self.floor)
         self.queue = [held for held in self.queue if held.start >= self.floor]
-        self._settle()
         return ids
 
     def forgone(self, direct: Direct) -> None:
-        """A :class:`Direct` reservation's caller leaves without its ids (the write failed or
-        was given up, or the caller waited through its deadline or was cancelled): what it
-        reserved, if anything, is wasted, and what waited for it goes on."""
         self.directs.pop(direct.number, None)
         self.stats.wasted += len(self.answered.pop(direct.number, range(0)))
 
-    # --- closing -------------------------------------------------------------------------
-
     def close(self) -> None:
-        """No more takes (they raise); a block asked for and not sent yet is not sent. The
-        driver then waits for the reservation in flight, if any, and calls :meth:`release`."""
-        self.closed = True
+        self.closed, self.stop = True, 0
         self.asked.clear()
-        self._settle()
 
     def release(self) -> HandBack:
-        """What goes back to the counter (see :func:`plan_hand_back`); the blocks are let go."""
         self.closed = self.released = True
         plan = plan_hand_back([self.block[self.position :], *self.queue], self.top)
         self.block, self.position, self.queue, self.since = range(0), 0, [], None
-        self._settle()
         return plan
 
     def closed_with(self, plan: HandBack, applied: bool) -> CloseReport:
-        """Count what the hand-back did: ``applied`` (the write succeeded), or nothing went."""
         back = plan.ids if applied else 0
         wasted = plan.wasted + plan.ids - back
         self.stats.handed_back += back
         self.stats.wasted += wasted
-        return CloseReport(back, wasted, plan.write)
+        return CloseReport(back, wasted, plan.top is not None)
+
+    # --- the flows both drivers run ----------------------------------------------------------
+
+    def taking(self, count: int, step: Step, begin: Callable[[], Deadline]) -> BlockFlow[range]:
+        """The rest of a take whose first step was ``step``: waits within ``begin()``."""
+        deadline: Deadline | None = None
+        while True:
+            if step.refill and (refill := self.claim_refill()) is not None:
+                try:
+                    yield refill  # (a driver may let others in meanwhile: a wait takes again)
+                except BaseException:  # (no thread or task could be started for it)
+                    self.abandoned(refill)
+                    raise
+                if isinstance(step, Wait):
+                    step = self.take(count, step.ticket)
+                    continue
+            if isinstance(step, Hand):
+                return step.ids
+            if isinstance(step, Direct):
+                return (yield from self._direct(step, begin))
+            deadline = yield from self._pause(deadline, begin)
+            step = self.take(count, step.ticket)
+
+    def _direct(self, direct: Direct, begin: Callable[[], Deadline]) -> BlockFlow[range]:
+        got: range | None = None
+        try:
+            got = self.reserved(direct, (yield Call(lambda c: c.reserve(direct.count))))
+            if got is None:
+                yield WAKE  # (what waited for its answer goes on)
+            deadline: Deadline | None = None
+            while got is None:
+                deadline = yield from self._pause(deadline, begin, direct)
+                got = self.collect(direct)
+        finally:
+            if got is None:  # the write failed, or the caller leaves
+                self.forgone(direct)
+        yield WAKE
+        return got
+
+    def filling(self, refill: Refill) -> BlockFlow[None]:
+        try:
+            block = yield Call(lambda c: c.reserve(refill.size))
+        except Exception as exc:  # the waiters' error; the next take asks again
+            self.failed(refill, exc)
+        except BaseException:
+            self.abandoned(refill)
+            raise
+        else:
+            self.filled(refill, block)
+        yield WAKE
+
+    def _pause(
+        self, deadline: Deadline | None, begin: Callable[[], Deadline], direct: Direct | None = None
+    ) -> BlockFlow[Deadline]:
+        """Wait for a change within the deadline the first wait began (then its error)."""
+        if deadline is None:
+            deadline = begin()
+        elif deadline.expired():
+            raise self.late_error(deadline.seconds, direct)
+        yield Pause(min(deadline.remaining(), 3600.0))
+        return deadline
 
     def late_error(
         self, seconds: float | None, direct: Direct | None = None
     ) -> DeadlineExceededError:
-        """What a caller that waited for a block through its whole deadline raises (or, with
-        ``direct``, one that waited to hand out the ids of its own write)."""
         where = f" on table {self.table!r}" if self.table else ""
-        sent = min((one.when for one in self.flight.values()), default=None)
-        if sent is not None and self.clock() - sent >= (seconds or 0.0) / 2:
-            # (An endpoint that does not answer: the reservation's own error is on its way.)
-            why = (
-                f"the block's reservation, sent {self.clock() - sent:.1f} s before, had no "
-                "answer yet (is the endpoint slow, or not answering?). Give the counter a "
-                "longer deadline if the endpoint is only slow."
-            )
-        else:
-            why = (
-                "the allocator's reservations did not keep up with its callers "
-                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or "
-                "the allocator larger blocks (block_size, max_block_size)."
-            )
-        message = f"No block of ids came within the {seconds:g} s deadline{where}: {why}"
+        waited = self.clock() - min((one.when for one in self.flight.values()), default=math.inf)
+        message = f"No block of ids came within the {seconds:g} s deadline{where}: "
         if direct is not None:
             message = (
                 f"The {direct.count} ids reserved{where} came, but another reservation of more "
@@ -393,51 +510,49 @@ class BlockState:
                 f"out after the {seconds:g} s deadline: these are left unused (an allocator "
                 "hands out increasing ids). Give the counter a longer deadline."
             )
+        elif waited >= (seconds or 0.0) / 2:
+            # (An endpoint that does not answer: the reservation's own error is on its way.)
+            message += (
+                f"the block's reservation, sent {waited:.1f} s before, had no answer yet (is the "
+                "endpoint slow, or not answering?). Give the counter a longer deadline if the "
+                "endpoint is only slow."
+            )
+        else:
+            message += (
+                "the allocator's reservations did not keep up with its callers "
+                f"({self.stats.stalls} stalls so far). Give the counter a longer deadline, or the "
+                "allocator larger blocks (block_size, max_block_size)."
+            )
         return DeadlineExceededError(message, seconds=seconds or 0.0, attempts=0, table=self.table)
-
-    def closed_error(self) -> ConfigurationError:
-        where = f" on table {self.table!r}" if self.table else ""
-        return ConfigurationError(
-            f"This BlockAllocator{where} is closed (its unused ids went back to the counter "
-            "where they could): make a new BlockAllocator to hand out more ids.",
-            table=self.table,
-        )
 
     # --- the rest ------------------------------------------------------------------------
 
     def _due(self) -> bool:
-        """Whether the next block is to be asked for ahead of need, once the mark is reached."""
-        return self.prefetch and self.spare is None and not self.fetching and not self.closed
+        return self.prefetch and not self.queue and not self.fetching and not self.closed
 
     def _ask(self, *, ahead: bool) -> None:
         self.ahead = ahead or self.ahead
         self.asked.append(Asked(self.block_size, self.outcomes))
 
     def _awaited(self, ticket: int) -> bool:
-        """Whether a reservation asked for by the time of ``ticket`` has not ended yet (a
-        caller that waited since then waits for it, not for ones asked for later)."""
+        """Whether a reservation asked for by ``ticket``'s time is still on its way."""
         asked = [one.at for one in self.asked] + [one.at for one in self.flight.values()]
         return any(at <= ticket for at in asked)
 
     def _safe(self, block: range) -> bool:
-        """Whether every reservation in flight lands above ``block`` (it was sent after an
-        id at least as high was known), so that handing ``block`` out keeps ids increasing."""
-        return self._clear(block[-1]) and all(
-            sent.known is not None and sent.known >= block[-1] for sent in self.flight.values()
-        )
+        """Whether nothing in flight may land below ``block``."""
+        known = [sent.known for sent in self.flight.values()]
+        return self._clear(block[-1]) and all(k is not None and k >= block[-1] for k in known)
 
     def _clear(self, last: int, own: int | None = None) -> bool:
-        """Whether no id of a :class:`Direct` reservation (but ``own``) is to be handed out
-        below ``last`` from now on: each unanswered lands above it (it was sent after an id at
-        least as high was known), each answered and not handed out yet lies above it."""
+        """Whether no :class:`Direct` write (but ``own``) may hand out ids below ``last``."""
         return all(known is not None and known >= last for known in self.directs.values()) and all(
             ids.start > last for number, ids in self.answered.items() if number != own
         )
 
     def _ended(self, refill: Refill) -> None:
         self.flight.pop(refill.number, None)
-        if not self.flight:
-            self.ahead = False
+        self.ahead = self.ahead and bool(self.flight)
         self.outcomes += 1
 
     def _reached(self, ids: range) -> None:
@@ -445,8 +560,7 @@ class BlockState:
             self.top = ids[-1] if self.top is None else max(self.top, ids[-1])
 
     def _current(self, block: range) -> None:
-        """``block`` (taken from the queue) becomes current; the rest of the current block is
-        skipped."""
+        """``block`` becomes current; the rest of the current one is skipped."""
         self.stats.skipped += self.left
         self._retire()
         self.block, self.position = block, 0
@@ -455,25 +569,12 @@ class BlockState:
         self.mark = max(1, math.ceil(round(self.refill_at * len(block), 9)))
 
     def _retire(self) -> None:
-        """The current block is used up (or skipped): adapt the size from how long it lasted."""
         if self.since is not None and self.position:
-            lifetime = self.clock() - self.since
             self.block_size = adapt_block_size(
                 self.block_size,
-                lifetime * self.block_size / self.position,  # a block of that size, this rate
+                (self.clock() - self.since) * self.block_size / self.position,  # at this rate
                 target=self.block_lifetime,
                 smallest=self.min_block_size,
                 largest=self.max_block_size,
             )
         self.since = None
-
-    def _settle(self) -> None:
-        """Where the fast path stops: before the take that asks for the next block, and before
-        the last id of the block (whose take measures the block's lifetime)."""
-        if self.closed:
-            self.fast_stop = 0
-            return
-        stop = len(self.block) - 1
-        if self._due():
-            stop = min(stop, self.mark - 1)
-        self.fast_stop = max(stop, 0)
