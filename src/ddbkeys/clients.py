@@ -107,7 +107,7 @@ def send(
     if once and left >= longest_request(meta.config):
         return call()
     if left > 0:
-        (threads or _THREADS).hand(job := _Job(call))
+        (threads or THREADS).hand(job := Job(call))
         if job.done.acquire(timeout=left):
             if isinstance(job.outcome, BaseException):
                 raise job.outcome
@@ -116,7 +116,7 @@ def send(
     raise NoAnswerInTime(endpoint_url=meta.endpoint_url, waited=max(left, 0.0))
 
 
-class _Job:
+class Job:
     """One request for a request thread, sent in the caller's context; then its outcome."""
 
     def __init__(self, call: Callable[[], Any] | None) -> None:
@@ -132,10 +132,10 @@ class RequestThreads:
     request), ending after :data:`IDLE_SECONDS` idle; the exit waits for none of them."""
 
     def __init__(self) -> None:  # (again in a forked child: the parent's threads are not there)
-        self.lock, self.jobs = threading.Lock(), queue.SimpleQueue[_Job]()
+        self.lock, self.jobs = threading.Lock(), queue.SimpleQueue[Job]()
         self.idle = 0  # threads waiting for a job that no caller has claimed
 
-    def hand(self, job: _Job) -> None:
+    def hand(self, job: Job) -> None:
         with self.lock:
             claimed, self.idle = self.idle > 0, max(self.idle - 1, 0)
         if not claimed:
@@ -176,7 +176,7 @@ class RequestThreads:
     def end_idle(self) -> None:
         """Before a fork: the waiting threads end (a fork with threads is warned of)."""
         with self.lock:
-            stops, self.idle = [_Job(None) for _ in range(self.idle)], 0
+            stops, self.idle = [Job(None) for _ in range(self.idle)], 0
         for stop in stops:
             self.jobs.put(stop)
         for stop in stops:
@@ -184,10 +184,10 @@ class RequestThreads:
                 stop.outcome.join(0.05)
 
 
-_THREADS = RequestThreads()
+THREADS = RequestThreads()  #: the process's (send() and the block allocator's reservations)
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(
-        before=_THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, _THREADS)
+        before=THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, THREADS)
     )
 
 

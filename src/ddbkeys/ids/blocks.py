@@ -17,7 +17,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from ddbkeys.clients import _THREADS, _Job
+from ddbkeys.clients import THREADS, Job
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
@@ -341,7 +341,7 @@ class _Threads:
                     self.lock.release()
                     try:
                         if isinstance(step, core.Refill):
-                            _THREADS.hand(_Job(partial(self.fill, step)))
+                            THREADS.hand(Job(partial(self.fill, step)))
                         else:
                             sent = step.call(self.counter)
                     except BaseException as exc:  # the flow's to handle
