@@ -44,12 +44,10 @@ from ddbkeys.partition_keys import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     Method,
-    _budget,
-    _check_trust,
-    _positions,
+    Opening,
     _reader,
-    _resumed,
-    _settings,
+    opened,
+    opening_flow,
 )
 from ddbkeys.partition_keys.base import (
     Key,
@@ -59,15 +57,13 @@ from ddbkeys.partition_keys.base import (
     check_deadline,
     plain_key,
 )
-from ddbkeys.partition_keys.choice import Choice, check_margin, choose_flow, warn_max_lag
+from ddbkeys.partition_keys.choice import warn_max_lag
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
-from ddbkeys.partition_keys.read_share import check_percent
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
-from ddbkeys.schema import TableInfo
 
 __all__ = ["AsyncListing", "ListingCall", "OneLoopIterator", "distinct_partition_keys"]
 
@@ -244,41 +240,6 @@ class AsyncListing(ListingCore):
                 continue
 
 
-async def _choose(
-    method: str,
-    reader: Reader,
-    info: TableInfo,
-    index: str,
-    marker_attribute: str,
-    state_table: str | None,
-    margin: float,
-    trust_index: bool,
-    replay: dict[str, Any] | None,
-    streams: Any = None,
-) -> Choice:
-    """The same choice as the sync listing makes (:func:`~ddbkeys.partition_keys.choice.
-    choose_flow`), on the asyncio driver; a Streams client is opened only if the stream is
-    read, and closed after."""
-    flow = choose_flow(
-        method,
-        reader,
-        info,
-        index,
-        marker_attribute,
-        state_table,
-        margin=margin,
-        trust_index=trust_index,
-        replay=replay,
-    )
-    if streams is not None:
-        return await AsyncDriver(Both(reader.client, streams), reader.usage, _OWNER).run(flow)
-    opened = _OpenedOnUse(reader.client, reader.table)
-    try:
-        return await AsyncDriver(Both(reader.client, opened), reader.usage, _OWNER).run(flow)
-    finally:
-        await opened.aclose()
-
-
 class _OpenedOnUse:
     """An aiobotocore Streams client like ``client``, opened on its first request."""
 
@@ -406,39 +367,38 @@ async def distinct_partition_keys(
     with an async client): it is awaited before each key is handed out.
     """
     warn_max_lag(max_lag)
-    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
     check_deadline(deadline, name)
-    readers, rate = _settings(name, segments, scan_segments, max_rcu_per_second)
-    margin = check_margin(replay_margin, name)
-    _check_trust(trust_index, method, name)
-    percent = check_percent(read_percent, name)
-    reader = _reader(client, name, retry, usage, rate, deadline)
-    info = await AsyncDriver(client, reader.usage, _OWNER).run(reader.describe())
-    _budget(reader, info, percent, rate, read_capacity)
-    method, positions, replayed = _resumed(resume, info, method, scan_segments)
-    choice = await _choose(
-        method,
-        reader,
-        info,
-        index_name,
-        marker_attribute,
-        state_table,
-        margin,
-        trust_index,
-        replayed,
-        streams,
+    opening = Opening.checked(
+        name,
+        method=method,
+        segments=segments,
+        scan_segments=scan_segments,
+        max_rcu_per_second=max_rcu_per_second,
+        read_percent=read_percent,
+        read_capacity=read_capacity,
+        resume=resume,
+        index_name=renamed("index", "index_name", index, index_name, DEFAULT_INDEX),
+        marker_attribute=marker_attribute,
+        state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
     )
+    reader = _reader(client, name, retry, usage, opening.rate, deadline)
+    given = streams if streams is not None else _OpenedOnUse(client, name)
+    try:
+        driver = AsyncDriver(Both(client, given), reader.usage, _OWNER)
+        choice, positions = await driver.run(opening_flow(opening, reader))
+    finally:
+        if streams is None:
+            await given.aclose()
     listing = AsyncListing(
         choice.method.knowing_markers_by(marker_attribute),
         reader,
-        _positions(positions, scan_segments, readers, choice),
-        readers,
+        positions,
+        opening.readers,
         on_key,
     )
-    listing.method_reason = choice.reason
-    listing.index_trusted = choice.trusted
-    listing.replay = choice.replay
-    return listing
+    return opened(listing, choice)

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.base import (
@@ -52,7 +54,7 @@ from ddbkeys.partition_keys.index import (
     MarkerIndex,
     VerifyReport,
 )
-from ddbkeys.partition_keys.listing import Listing
+from ddbkeys.partition_keys.listing import Listing, ListingCore
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.streams import streams_client_for
@@ -91,34 +93,69 @@ __all__ = [
 Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
 
 
-def _choose(
-    method: str,
-    reader: Reader,
-    info: TableInfo,
-    index: str,
-    marker_attribute: str,
-    state_table: str | None,
-    margin: float,
-    trust_index: bool,
-    replay: dict[str, Any] | None,
-    streams: Any = None,
-) -> Choice:
-    """The method, and why (:func:`~ddbkeys.partition_keys.choice.choose_flow`, on the sync
-    driver; a Streams client is made only if the stream is read)."""
-    flow = choose_flow(
+@dataclass(frozen=True)
+class Opening:
+    """What a listing opens with, checked alike by both forms (the client aside): the
+    settings :func:`opening_flow` takes."""
+
+    method: str
+    scan_segments: int | None
+    readers: int
+    rate: float | None
+    percent: float | None
+    read_capacity: float | None
+    resume: str | None
+    index_name: str
+    marker_attribute: str
+    state_table: str | None
+    margin: float
+    trust_index: bool
+
+    @classmethod
+    def checked(cls, table: str, **given: Any) -> Opening:
+        """The settings of ``distinct_partition_keys`` (either form) for ``table``, checked."""
+        readers, rate = _settings(
+            table, given.pop("segments"), given["scan_segments"], given.pop("max_rcu_per_second")
+        )
+        margin = check_margin(given.pop("replay_margin"), table)
+        _check_trust(given["trust_index"], given["method"], table)
+        percent = check_percent(given.pop("read_percent"), table)
+        return cls(readers=readers, rate=rate, margin=margin, percent=percent, **given)
+
+
+def opening_flow(opening: Opening, reader: Reader) -> Flow[tuple[Choice, list[Position]]]:
+    """A listing's start, one flow for both drivers: the table's description, the read budget,
+    the resume token and the method (:func:`~ddbkeys.partition_keys.choice.choose_flow`, whose
+    Streams requests go to the Streams client the driver has): the choice, and the positions
+    to read from."""
+    info = yield from reader.describe()
+    _budget(reader, info, opening.percent, opening.rate, opening.read_capacity)
+    method, positions, replayed = _resumed(
+        opening.resume, info, opening.method, opening.scan_segments
+    )
+    choice = yield from choose_flow(
         method,
         reader,
         info,
-        index,
-        marker_attribute,
-        state_table,
-        margin=margin,
-        trust_index=trust_index,
-        replay=replay,
+        opening.index_name,
+        opening.marker_attribute,
+        opening.state_table,
+        margin=opening.margin,
+        trust_index=opening.trust_index,
+        replay=replayed,
     )
-    if streams is None:
-        streams = Lazy(lambda: streams_client_for(reader.client, reader.table))
-    return SyncDriver(Both(reader.client, streams), reader.usage).run(flow)
+    return choice, _positions(positions, opening.scan_segments, opening.readers, choice)
+
+
+L = TypeVar("L", bound=ListingCore)
+
+
+def opened(listing: L, choice: Choice) -> L:
+    """``listing`` with what its choice says (method_reason, index_trusted, replay)."""
+    listing.method_reason = choice.reason
+    listing.index_trusted = choice.trusted
+    listing.replay = choice.replay
+    return listing
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
@@ -244,39 +281,35 @@ def distinct_partition_keys(
     (deprecated).
     """
     warn_max_lag(max_lag)
-    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, table = client_and_table(client, table, deadline)
-    readers, rate = _settings(table, segments, scan_segments, max_rcu_per_second)
-    margin = check_margin(replay_margin, table)
-    _check_trust(trust_index, method, table)
-    percent = check_percent(read_percent, table)
-    reader = _reader(client, table, retry, usage, rate, deadline)
-    info = reader.run(reader.describe())
-    _budget(reader, info, percent, rate, read_capacity)
-    method, positions, replayed = _resumed(resume, info, method, scan_segments)
-    choice = _choose(
-        method,
-        reader,
-        info,
-        index_name,
-        marker_attribute,
-        state_table,
-        margin,
-        trust_index,
-        replayed,
-        streams,
+    opening = Opening.checked(
+        table,
+        method=method,
+        segments=segments,
+        scan_segments=scan_segments,
+        max_rcu_per_second=max_rcu_per_second,
+        read_percent=read_percent,
+        read_capacity=read_capacity,
+        resume=resume,
+        index_name=renamed("index", "index_name", index, index_name, DEFAULT_INDEX),
+        marker_attribute=marker_attribute,
+        state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
     )
+    reader = _reader(client, table, retry, usage, opening.rate, deadline)
+    if streams is None:
+        streams = Lazy(lambda: streams_client_for(reader.client, reader.table))
+    driver = SyncDriver(Both(reader.client, streams), reader.usage)
+    choice, positions = driver.run(opening_flow(opening, reader))
     listing = Listing(
         choice.method.knowing_markers_by(marker_attribute),
         reader,
-        _positions(positions, scan_segments, readers, choice),
-        readers,
+        positions,
+        opening.readers,
         on_key,
     )
-    listing.method_reason = choice.reason
-    listing.index_trusted = choice.trusted
-    listing.replay = choice.replay
-    return listing
+    return opened(listing, choice)
 
 
 def _budget(
