@@ -367,6 +367,7 @@ async def distinct_partition_keys(
     with an async client): it is awaited before each key is handed out.
     """
     warn_max_lag(max_lag)
+    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
@@ -380,7 +381,7 @@ async def distinct_partition_keys(
         read_percent=read_percent,
         read_capacity=read_capacity,
         resume=resume,
-        index_name=renamed("index", "index_name", index, index_name, DEFAULT_INDEX),
+        index_name=index_name,
         marker_attribute=marker_attribute,
         state_table=state_table,
         replay_margin=replay_margin,

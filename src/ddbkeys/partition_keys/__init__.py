@@ -281,6 +281,7 @@ def distinct_partition_keys(
     (deprecated).
     """
     warn_max_lag(max_lag)
+    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, table = client_and_table(client, table, deadline)
     opening = Opening.checked(
         table,
@@ -291,7 +292,7 @@ def distinct_partition_keys(
         read_percent=read_percent,
         read_capacity=read_capacity,
         resume=resume,
-        index_name=renamed("index", "index_name", index, index_name, DEFAULT_INDEX),
+        index_name=index_name,
         marker_attribute=marker_attribute,
         state_table=state_table,
         replay_margin=replay_margin,
