@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 from ddbkeys.core.steps import Flow, Request
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.blocks import BlockAllocator
+from ddbkeys.ids.counter_plan import CounterPlan
 from ddbkeys.retry import Deadline
 
 __all__ = ["AsyncCounter", "Counter", "Throttled", "allocator", "until"]
@@ -32,6 +33,7 @@ class Counter:
 
     table = "stand-in"
     name = "tickets"
+    plan = CounterPlan(table, name)  # (its hand-back's write)
     deadline = 5.0
 
     class retry:  # as AtomicCounter.retry

@@ -22,6 +22,7 @@ from ddbkeys.ids.blocks_core import (
     HandBack,
     plan_hand_back,
 )
+from ddbkeys.ids.counter_plan import CounterPlan
 from ddbkeys.retry import Deadline
 from tests.support.blocks_state import arrive, held
 from tests.support.hand import POLICY, cancelled, drive
@@ -112,6 +113,7 @@ class Tickets:
     """What hand_back() reads of a counter: where it lives, its name, its retry layer."""
 
     table, name = "issues", "tickets"
+    plan = CounterPlan(table, name)
 
     def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
         return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")

@@ -1,11 +1,10 @@
 """Decisions without I/O: what every strategy and listing method decides, apart from sending.
 
 A strategy's work is a *flow*: a generator that yields the steps it needs (a
-:class:`~ddbkeys.core.steps.Request` to send, a :class:`~ddbkeys.core.steps.Pause` to wait,
-a :class:`~ddbkeys.core.steps.Once` to compute something once per object) and is sent back
-what each step gave: a response, or the error the request raised (thrown into the flow, so a
-flow reads ``ConditionalCheckFailedException`` where it sent the request). The flow returns
-its result. Only a driver (:mod:`ddbkeys.drivers.sync` over a boto3 client,
+:class:`~ddbkeys.core.steps.Request` to send, a :class:`~ddbkeys.core.steps.Pause` to wait)
+and is sent back what each step gave: a response, or the error the request raised (thrown into
+the flow, so a flow reads ``ConditionalCheckFailedException`` where it sent the request). The
+flow returns its result. Only a driver (:mod:`ddbkeys.drivers.sync` over a boto3 client,
 :mod:`ddbkeys.drivers.aio` over an aiobotocore client) sends, sleeps, keeps each request
 inside its deadline and counts capacity; the same flow runs under either.
 

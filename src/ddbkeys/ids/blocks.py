@@ -10,7 +10,6 @@ import inspect
 import os
 import threading
 import time
-import uuid
 import warnings
 import weakref
 from collections.abc import Callable
@@ -18,47 +17,19 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
 from ddbkeys.clients import THREADS, Job
-from ddbkeys.core.attempts import Contention, Throttled
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import blocks_core as core
-from ddbkeys.ids.base import TYPE_NAMES, TYPE_SET, TYPE_VALUES, cancelled_error, transact
-from ddbkeys.ids.blocks_core import (
-    BlockState,
-    BlockStats,
-    CloseReport,
-    Direct,
-    Hand,
-    HandBack,
-    Step,
-    Wait,
-    adapt_block_size,
-    check_block_size,
-    plan_hand_back,
-)
-from ddbkeys.ids.cancellation import Verdict
+from ddbkeys.ids.base import TYPE_SET
+from ddbkeys.ids.blocks_core import BlockState, BlockStats, CloseReport, Hand, HandBack
 from ddbkeys.ids.counter import AtomicCounter, CounterCore, _positive
 from ddbkeys.retry import Deadline
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = [
-    "EXIT_TIMEOUT",
-    "BlockAllocator",
-    "BlockState",
-    "BlockStats",
-    "CloseReport",
-    "Direct",
-    "Hand",
-    "HandBack",
-    "Step",
-    "Wait",
-    "adapt_block_size",
-    "check_block_size",
-    "hand_back",
-    "plan_hand_back",
-]
+__all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport", "hand_back"]
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
@@ -128,44 +99,23 @@ class AllocatorViews(Generic[C]):
         seconds = self.counter.deadline if timeout is None else float(timeout)
         return closing(self._state, self.counter, seconds)
 
-    @property
-    def table(self) -> str:
-        return self.counter.table
-
-    @property
-    def block_size(self) -> int:
-        """The size of the next block (``block_size`` as given, until it adapts)."""
-        return self._state.block_size
-
-    @property
-    def min_block_size(self) -> int:
-        return self._state.min_block_size
-
-    @property
-    def max_block_size(self) -> int:
-        return self._state.max_block_size
-
-    @property
-    def refill_at(self) -> float:
-        return self._state.refill_at
-
-    @property
-    def block_lifetime(self) -> float:
-        return self._state.block_lifetime
-
-    @property
-    def stats(self) -> BlockStats:
-        """Stalls, blocks reserved, ids skipped, handed back and wasted."""
-        return self._state.stats
+    table: Through[str] = Through("counter")
+    block_size: Through[int] = Through(
+        "_state", "The size of the next block (``block_size`` as given, until it adapts)."
+    )
+    min_block_size: Through[int] = Through("_state")
+    max_block_size: Through[int] = Through("_state")
+    refill_at: Through[float] = Through("_state")
+    block_lifetime: Through[float] = Through("_state")
+    stats: Through[BlockStats] = Through(
+        "_state", "Stalls, blocks reserved, ids skipped, handed back and wasted."
+    )
+    closed: Through[bool] = Through("_state")
 
     @property
     def stalls(self) -> int:
         """Calls that waited for a block to be reserved."""
         return self._state.stats.stalls
-
-    @property
-    def closed(self) -> bool:
-        return self._state.closed
 
 
 def warn_unclosed(state: BlockState, asynchronous: bool) -> None:
@@ -204,44 +154,20 @@ def closing(
 
 
 def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
-    """``close()``'s one conditional update, True when applied: a one-action transaction
-    with a token (2 write units), so that a first try arriving late, after a retry was applied
-    and another allocator reserved the same block again, is not applied a second time."""
+    """``close()``'s one conditional update, True when applied: applied once (as
+    :meth:`~ddbkeys.ids.counter_plan.CounterPlan.once` says), so that a first try arriving after
+    a retry was applied and another allocator reserved the same block again does nothing."""
     assert plan.top is not None
     item = yield from counter._counter_item(deadline)
-    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}, **TYPE_VALUES}
-    if plan.value is None:
-        update = f"REMOVE #v SET {TYPE_SET}"
-    else:
-        update = f"SET #v = :value, {TYPE_SET}"
-        values[":value"] = {"N": str(plan.value)}
-    action: TransactWriteItemTypeDef = {
-        "Update": {
-            "TableName": item.table,
-            "Key": item.key,
-            "UpdateExpression": update,
-            "ConditionExpression": "#v = :top",
-            "ExpressionAttributeNames": {"#v": item.attribute, **TYPE_NAMES},
-            "ExpressionAttributeValues": values,
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    }
-    token = str(uuid.uuid4())
-
-    def attempt(_: int) -> Flow[bool]:
-        cancellation = yield from transact([action], token, items=0, billed=2.0)
-        if cancellation is None:
-            return True
-        if cancellation.verdict is Verdict.INVALID:
-            raise cancelled_error(counter, cancellation)
-        if cancellation.failed(0):
-            return False  # the counter moved on: someone reserved since
-        if cancellation.verdict is Verdict.THROTTLED:
-            raise Throttled(cancellation.describe())
-        raise Contention()
-
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
+    update = f"REMOVE #v SET {TYPE_SET}"
+    if plan.value is not None:
+        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(plan.value)}
     what = f"handing ids back to counter {counter.name!r}"
-    return (yield from counter._attempts(attempt, what, deadline))
+    once = counter.plan.once(
+        item, update, values, deadline, counter._attempts, what, condition="#v = :top"
+    )
+    return (yield from once)
 
 
 class BlockAllocator(AllocatorViews[AtomicCounter]):
@@ -375,6 +301,21 @@ def _close_at_exit() -> None:
 def _after_fork_in_child() -> None:
     for allocator in list(_ALL):
         allocator._forked()
+
+
+#: Names of the allocator's decisions that this module gave before they moved to its core.
+_MOVED = {"Direct", "Step", "Wait", "adapt_block_size", "check_block_size", "plan_hand_back"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(
+        f"ddbkeys.ids.blocks.{name} is deprecated: import it from ddbkeys.ids.blocks_core.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(core, name)
 
 
 if hasattr(os, "register_at_fork"):

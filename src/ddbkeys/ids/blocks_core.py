@@ -15,29 +15,6 @@ from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
 from ddbkeys.ids.values import MAX_ID
 from ddbkeys.retry import Deadline
 
-__all__ = [
-    "DEFAULT_BLOCK_LIFETIME",
-    "DEFAULT_REFILL_AT",
-    "WAKE",
-    "BlockFlow",
-    "BlockState",
-    "BlockStats",
-    "Call",
-    "CloseReport",
-    "Direct",
-    "Hand",
-    "HandBack",
-    "Pause",
-    "Refill",
-    "Step",
-    "Wait",
-    "Wake",
-    "adapt_block_size",
-    "check_block_size",
-    "plan_hand_back",
-    "within",
-]
-
 T = TypeVar("T")
 
 #: The fraction of a block handed out when the next one is reserved (Meituan Leaf's 10%).
@@ -231,13 +208,10 @@ class BlockState:
     ) -> None:
         self.table, self.clock, self.prefetch = table, clock, bool(prefetch)
         self.block_size = check_block_size(block_size, table)
-        self.min_block_size, self.max_block_size = (
-            check_block_size(block_size if given is None else given, table, what)
-            for given, what in (
-                (min_block_size, "min_block_size"),
-                (max_block_size, "max_block_size"),
-            )
-        )
+        low = block_size if min_block_size is None else min_block_size
+        high = block_size if max_block_size is None else max_block_size
+        self.min_block_size = check_block_size(low, table, "min_block_size")
+        self.max_block_size = check_block_size(high, table, "max_block_size")
         if not self.min_block_size <= block_size <= self.max_block_size:
             raise ConfigurationError(
                 f"block_size ({block_size}) must lie between min_block_size "

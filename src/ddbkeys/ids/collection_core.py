@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow
 from ddbkeys.ids.base import StrategyCore, earliest
 from ddbkeys.ids.collection_plan import (
@@ -137,33 +138,13 @@ class CollectionCore(StrategyCore):
         #: The group commits of the collections that calls are using now.
         self._groups: GroupsInUse[Any, Any] = GroupsInUse(self._new_group, self._group_gone)
 
-    @property
-    def width(self) -> int:
-        return self.plan.width
-
-    @property
-    def prefix(self) -> str:
-        return self.plan.prefix
-
-    @property
-    def consistent_read(self) -> bool:
-        return self.plan.consistent_read
-
-    @property
-    def on_conflict(self) -> OnConflict:
-        return self.plan.on_conflict
-
-    @property
-    def token_attribute(self) -> str:
-        return self.plan.token_attribute
-
-    @property
-    def never_reuse(self) -> bool:
-        return self.plan.never_reuse
-
-    @property
-    def counter_attribute(self) -> str:
-        return self.plan.counter_attribute
+    width: Through[int] = Through("plan")
+    prefix: Through[str] = Through("plan")
+    consistent_read: Through[bool] = Through("plan")
+    on_conflict: Through[OnConflict] = Through("plan")
+    token_attribute: Through[str] = Through("plan")
+    never_reuse: Through[bool] = Through("plan")
+    counter_attribute: Through[str] = Through("plan")
 
     def number_of(self, value: Mapping[str, Any]) -> int:
         """The number a sort key holds, or a clear error naming the value (no request)."""

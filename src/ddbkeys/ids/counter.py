@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow, update_item
 from ddbkeys.errors import (
     ConfigurationError,
@@ -213,29 +214,12 @@ class CounterCore(StrategyCore):
     def _start_group(self, enabled: bool) -> None:
         """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
 
-    @property
-    def name(self) -> str:
-        return self.plan.name
-
-    @property
-    def counter_attribute(self) -> str:
-        return self.plan.counter_attribute
-
-    @property
-    def start(self) -> int:
-        return self.plan.start
-
-    @property
-    def step(self) -> int:
-        return self.plan.step
-
-    @property
-    def maximum(self) -> int | None:
-        return self.plan.maximum
-
-    @property
-    def idempotent(self) -> bool:
-        return self.plan.idempotent
+    name: Through[str] = Through("plan")
+    counter_attribute: Through[str] = Through("plan")
+    start: Through[int] = Through("plan")
+    step: Through[int] = Through("plan")
+    maximum: Through[int | None] = Through("plan")
+    idempotent: Through[bool] = Through("plan")
 
     @property
     def attribute(self) -> str:

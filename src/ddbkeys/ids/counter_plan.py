@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.core.steps import Flow, transact_write_items
+from ddbkeys.core.attempts import Contention, Throttled
+from ddbkeys.core.steps import Flow
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.ids.base import (
     TYPE_NAMES,
@@ -21,11 +22,18 @@ from ddbkeys.ids.base import (
     CounterItem,
     CounterStateError,
     SequenceExhaustedError,
+    cancelled_error,
+    transact,
 )
+from ddbkeys.ids.cancellation import Verdict
 from ddbkeys.ids.values import MAX_ID, counter_value
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+    )
 
     from ddbkeys.retry import Deadline
 
@@ -138,39 +146,56 @@ class CounterPlan:
         attempts: Attempts,
         remove: Sequence[str] = (),
     ) -> Flow[None]:
-        """Take ``increment`` back off the counter, once: a transaction with a token, so that a
-        retry after a lost response does not take it off twice (2 write units); and remove the
+        """Take ``increment`` back off the counter, once (:meth:`once`), and remove the
         attributes ``remove`` (the idempotent write's slot)."""
-        token = str(uuid.uuid4())
         removed = {f"#x{n}": name for n, name in enumerate(remove)}
-        update = f"ADD #v :dec SET {TYPE_SET}"
-        if removed:
-            update += " REMOVE " + ", ".join(removed)
+        update = f"ADD #v :dec SET {TYPE_SET}" + (
+            " REMOVE " + ", ".join(removed) if removed else ""
+        )
+        values: dict[str, AttributeValueTypeDef] = {":dec": {"N": str(-increment)}}
+        what = f"putting counter {self.name!r} back"
+        yield from self.once(counter, update, values, deadline, attempts, what, names=removed)
 
-        def attempt(_: int) -> Flow[None]:
-            yield transact_write_items(
-                {
-                    "TransactItems": [
-                        {
-                            "Update": {
-                                "TableName": self.table,
-                                "Key": counter.key,
-                                "UpdateExpression": update,
-                                "ExpressionAttributeNames": {
-                                    "#v": self.counter_attribute,
-                                    **TYPE_NAMES,
-                                    **removed,
-                                },
-                                "ExpressionAttributeValues": {
-                                    ":dec": {"N": str(-increment)},
-                                    **TYPE_VALUES,
-                                },
-                            }
-                        }
-                    ],
-                    "ClientRequestToken": token,
-                },
-                billed=2.0,
-            )
+    def once(
+        self,
+        counter: CounterItem,
+        update: str,
+        values: dict[str, AttributeValueTypeDef],
+        deadline: Deadline,
+        attempts: Attempts,
+        what: str,
+        *,
+        names: Mapping[str, str] = {},
+        condition: str | None = None,
+    ) -> Flow[bool]:
+        """One update of the counter item (``#v`` its attribute), applied at most once: a
+        transaction with a token (2 write units), so that a first try arriving late, after a
+        retry was applied, is not applied again. False when ``condition`` failed."""
+        action: TransactWriteItemTypeDef = {
+            "Update": {
+                "TableName": self.table,
+                "Key": counter.key,
+                "UpdateExpression": update,
+                "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES, **names},
+                "ExpressionAttributeValues": {**values, **TYPE_VALUES},
+            }
+        }
+        if condition is not None:
+            action["Update"]["ConditionExpression"] = condition
+            action["Update"]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        token = str(uuid.uuid4())
 
-        yield from attempts(attempt, f"putting counter {self.name!r} back", deadline)
+        def attempt(_: int) -> Flow[bool]:
+            cancellation = yield from transact([action], token, items=0, billed=2.0)
+            if cancellation is None:
+                return True
+            if cancellation.verdict is Verdict.INVALID:
+                raise cancelled_error(self, cancellation)
+            if condition is not None and cancellation.failed(0):
+                return False
+            if cancellation.verdict is Verdict.THROTTLED:
+                raise Throttled(cancellation.describe())
+            raise Contention()
+
+        applied: bool = yield from attempts(attempt, what, deadline)
+        return applied

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow
 from ddbkeys.ids.base import CounterItem, StrategyCore
 from ddbkeys.ids.gapless_plan import (
@@ -126,33 +127,13 @@ class GaplessCore(StrategyCore):
     def _start_group(self, enabled: bool, max_batch: int, linger: float) -> None:
         """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
 
-    @property
-    def name(self) -> str:
-        return self.plan.name
-
-    @property
-    def key_attribute(self) -> str | None:
-        return self.plan.key_attribute
-
-    @property
-    def counter_table(self) -> str:
-        return self.plan.counter_table
-
-    @property
-    def counter_attribute(self) -> str:
-        return self.plan.counter_attribute
-
-    @property
-    def id_attribute(self) -> str:
-        return self.plan.id_attribute
-
-    @property
-    def width(self) -> int:
-        return self.plan.width
-
-    @property
-    def prefix(self) -> str:
-        return self.plan.prefix
+    name: Through[str] = Through("plan")
+    key_attribute: Through[str | None] = Through("plan")
+    counter_table: Through[str] = Through("plan")
+    counter_attribute: Through[str] = Through("plan")
+    id_attribute: Through[str] = Through("plan")
+    width: Through[int] = Through("plan")
+    prefix: Through[str] = Through("plan")
 
     # --- what it keeps between calls -------------------------------------------------------
 

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -523,17 +524,14 @@ class FollowerBase:
         """The Streams client when none is given: one like the index's client."""
         return streams_client_for(index.client, index.table)
 
-    @property
-    def report(self) -> FollowReport:
-        """What it did so far: records and batches handled, and what they did to markers."""
-        return self.position.report
+    report: Through[FollowReport] = Through(
+        "position", "What it did so far: records and batches handled, and what they did to markers."
+    )
 
     # The settings it was made with, as before they moved to its plan (read and set there).
-    poll = property(lambda self: self.plan.poll, lambda self, v: setattr(self.plan, "poll", v))
-    on_batch = property(
-        lambda self: self.plan.on_batch, lambda self, v: setattr(self.plan, "on_batch", v)
-    )
-    clock = property(lambda self: self.plan.clock)
+    poll: Through[float] = Through("plan", writable=True)
+    on_batch: Through[Callable[[FollowReport], None] | None] = Through("plan", writable=True)
+    clock: Through[Callable[[], float]] = Through("plan")
     state = property(lambda self: self.plan.store, doc="The plan of its record (state table).")
 
 

@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any, TypeVar
 
 from ddbkeys.capacity import Usage
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ListingInterrupted
@@ -69,9 +70,7 @@ class ListingCore:
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
-    @property
-    def usage(self) -> Usage:
-        return self.reader.usage
+    usage: Through[Usage] = Through("reader")
 
     @property
     def method_name(self) -> str:

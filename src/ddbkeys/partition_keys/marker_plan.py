@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -482,42 +483,24 @@ class MarkerIndexBase:
         """The record of this index in ``state_table``, within this index's settings."""
         return StatePlan(state_table, deadline=self.plan.deadline, retry=self.plan.retry)
 
-    @property
-    def table(self) -> str:
-        return self.plan.table
-
-    @property
-    def name(self) -> str:
-        """The marker index's name (``index_name=``, ``--index-name``)."""
-        return self.plan.name
-
-    @property
-    def attribute(self) -> str:
-        """The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
-        the index's own key instead when none was given."""
-        return self.plan.attribute
-
-    @property
-    def usage(self) -> Usage:
-        return self.plan.usage
-
-    @property
-    def deadline(self) -> float | None:
-        return self.plan.deadline
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self.plan.retry
-
-    @property
-    def info(self) -> TableInfo | None:
-        """The table's description, once given or read (None before: no request is sent)."""
-        return self.plan.info
-
-    @property
-    def marker_sort_key(self) -> dict[str, Any] | None:
-        """The markers' sort key value (typed), once the table's description is known."""
-        return self.plan.marker_sort_key
+    table: Through[str] = Through("plan")
+    name: Through[str] = Through(
+        "plan", "The marker index's name (``index_name=``, ``--index-name``)."
+    )
+    attribute: Through[str] = Through(
+        "plan",
+        "The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes "
+        "the index's own key instead when none was given.",
+    )
+    usage: Through[Usage] = Through("plan")
+    deadline: Through[float | None] = Through("plan")
+    retry: Through[RetryPolicy] = Through("plan")
+    info: Through[TableInfo | None] = Through(
+        "plan", "The table's description, once given or read (None before: no request is sent)."
+    )
+    marker_sort_key: Through[dict[str, Any] | None] = Through(
+        "plan", "The markers' sort key value (typed), once the table's description is known."
+    )
 
 
 def conditional(request: Request) -> Flow[Any]:

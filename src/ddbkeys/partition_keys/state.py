@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
+from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -278,29 +279,11 @@ class StoreBase:
         self.client = client
         self.plan = StatePlan(name, deadline=deadline, clock=clock, retry=retry)
 
-    @property
-    def name(self) -> str:
-        return self.plan.name
-
-    @property
-    def clock(self) -> Callable[[], float]:
-        return self.plan.clock
-
-    @clock.setter
-    def clock(self, clock: Callable[[], float]) -> None:
-        self.plan.clock = clock
-
-    @property
-    def deadline(self) -> float | None:
-        return self.plan.deadline
-
-    @property
-    def retry(self) -> RetryPolicy:
-        return self.plan.retry
-
-    @property
-    def usage(self) -> Usage:
-        return self.plan.usage
+    name: Through[str] = Through("plan")
+    clock: Through[Callable[[], float]] = Through("plan", writable=True)
+    deadline: Through[float | None] = Through("plan")
+    retry: Through[RetryPolicy] = Through("plan")
+    usage: Through[Usage] = Through("plan")
 
 
 class StateStore(StoreBase):

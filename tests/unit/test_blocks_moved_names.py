@@ -1,0 +1,22 @@
+"""The allocator's decisions that ``ddbkeys.ids.blocks`` used to give: still there, warning."""
+
+from __future__ import annotations
+
+import pytest
+
+from ddbkeys.ids import blocks, blocks_core
+
+
+@pytest.mark.parametrize("name", sorted(blocks._MOVED))
+def test_a_moved_name_warns_and_is_the_cores(name: str) -> None:
+    with pytest.warns(DeprecationWarning, match=rf"ddbkeys\.ids\.blocks\.{name} .*blocks_core"):
+        assert getattr(blocks, name) is getattr(blocks_core, name)
+
+
+def test_the_modules_own_names_do_not_warn_and_others_are_missing() -> None:
+    from ddbkeys.ids.blocks import EXIT_TIMEOUT, BlockAllocator, BlockStats, CloseReport  # noqa: PLC0415 (the import is the check)
+
+    assert EXIT_TIMEOUT == 5.0 and BlockAllocator.__module__ == "ddbkeys.ids.blocks"
+    assert BlockStats is blocks_core.BlockStats and CloseReport is blocks_core.CloseReport
+    with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
+        blocks.Nothing  # noqa: B018

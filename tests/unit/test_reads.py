@@ -1,0 +1,45 @@
+"""The read-through attribute that public classes use over their plan or state."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from ddbkeys.core.reads import Through
+
+
+@dataclass
+class Plan:
+    width: int
+    poll: float
+
+
+class Public:
+    width: Through[int] = Through("plan", "How wide.")
+    poll: Through[float] = Through("plan", writable=True)
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+
+
+def test_reads_the_holders_value_at_each_read() -> None:
+    public = Public(Plan(width=3, poll=1.0))
+    assert public.width == 3
+    public.plan.width = 5
+    assert public.width == 5
+
+
+def test_read_only_unless_writable() -> None:
+    public = Public(Plan(width=3, poll=1.0))
+    with pytest.raises(AttributeError, match=r"Public\.width is read-only"):
+        public.width = 4
+    assert public.plan.width == 3 and "width" not in vars(public)
+    public.poll = 2.5
+    assert public.plan.poll == 2.5 and public.poll == 2.5
+
+
+def test_the_class_shows_the_descriptor_and_its_doc() -> None:
+    descriptor = Public.width
+    assert isinstance(descriptor, Through) and descriptor.__doc__ == "How wide."
+    assert descriptor.name == "width" and descriptor.holder == "plan"
