@@ -72,8 +72,9 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
         1,
         "The counter item "
         "{'pk': 'odd', 'sk': 0} of table {t!r} holds last_id = 5.5 (not a whole number): a "
-        "counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix the item, for "
-        "example with `ddbkeys ids set VALUE --force`.",
+        "counter holds a whole number from 0 to 10**38 - 1. Its value is as it was (this write "
+        "was taken back; it set ddbkeys_type); fix the item, for example with `ddbkeys ids set "
+        "VALUE --force`.",
     ),
     (
         ["current", "-t", "{t}", "--counter-key", '{"pk": "text", "sk": 0}'],

@@ -20,3 +20,14 @@ def test_the_modules_own_names_do_not_warn_and_others_are_missing() -> None:
     assert BlockStats is blocks_core.BlockStats and CloseReport is blocks_core.CloseReport
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
         blocks.Nothing  # noqa: B018
+
+
+def test_a_star_import_still_gives_every_name_it_gave_warning_for_the_moved() -> None:
+    space: dict[str, object] = {}
+    with pytest.warns(DeprecationWarning) as warned:
+        exec("from ddbkeys.ids.blocks import *", space)
+    given = {name for name in space if not name.startswith("__")}
+    assert given == set(blocks.__all__) and given > blocks._MOVED
+    assert {str(w.message).split()[0] for w in warned} == {
+        f"ddbkeys.ids.blocks.{name}" for name in blocks._MOVED
+    }

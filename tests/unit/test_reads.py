@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ddbkeys.core.reads import Through
+from ddbkeys.core.reads import Settable, Through
 
 
 @dataclass
@@ -17,7 +17,7 @@ class Plan:
 
 class Public:
     width: Through[int] = Through("plan", "How wide.")
-    poll: Through[float] = Through("plan", writable=True)
+    poll: Settable[float] = Settable("plan")
 
     def __init__(self, plan: Plan) -> None:
         self.plan = plan
@@ -30,10 +30,12 @@ def test_reads_the_holders_value_at_each_read() -> None:
     assert public.width == 5
 
 
-def test_read_only_unless_writable() -> None:
+def test_read_only_unless_settable() -> None:
     public = Public(Plan(width=3, poll=1.0))
     with pytest.raises(AttributeError, match=r"Public\.width is read-only"):
-        public.width = 4
+        public.width = 4  # type: ignore[assignment]
+    with pytest.raises(AttributeError, match=r"Public\.width is read-only"):
+        del public.width
     assert public.plan.width == 3 and "width" not in vars(public)
     public.poll = 2.5
     assert public.plan.poll == 2.5 and public.poll == 2.5

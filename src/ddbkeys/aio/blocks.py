@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
@@ -104,8 +104,7 @@ class _Tasks:
                     except Exception as exc:  # the flow's to handle
                         error = exc
         except StopIteration as done:
-            result: T = done.value
-            return result
+            return cast(T, done.value)
         except BaseException:
             flow.close()
             self.wake()

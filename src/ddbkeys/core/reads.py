@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, Generic, NoReturn, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -11,12 +11,12 @@ class Through(Generic[T]):
     """A read-only attribute that reads the same name on ``self.<holder>``.
 
     ``width: Through[int] = Through("plan")`` in a class body reads ``self.plan.width``, as a
-    ``@property`` returning it would; assigning to it is an AttributeError, as to a property,
-    unless ``writable`` (then it sets ``self.plan.width``).
+    ``@property`` returning it would. Assigning to it or deleting it is an AttributeError (and
+    a type checker flags an assignment); :class:`Settable` is one that sets it too.
     """
 
-    def __init__(self, holder: str, doc: str | None = None, *, writable: bool = False) -> None:
-        self.holder, self.name, self.__doc__, self.writable = holder, "", doc, writable
+    def __init__(self, holder: str, doc: str | None = None) -> None:
+        self.holder, self.name, self.__doc__ = holder, "", doc
 
     def __set_name__(self, owner: type, name: str) -> None:
         self.name = name
@@ -28,7 +28,15 @@ class Through(Generic[T]):
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         return self if obj is None else getattr(getattr(obj, self.holder), self.name)
 
+    def __set__(self, obj: object, value: NoReturn) -> None:
+        raise AttributeError(f"{type(obj).__name__}.{self.name} is read-only")
+
+    def __delete__(self, obj: object) -> None:
+        raise AttributeError(f"{type(obj).__name__}.{self.name} is read-only")
+
+
+class Settable(Through[T]):
+    """A :class:`Through` that assigning sets on the holder (``self.<holder>.<name>``)."""
+
     def __set__(self, obj: object, value: T) -> None:
-        if not self.writable:
-            raise AttributeError(f"{type(obj).__name__}.{self.name} is read-only")
         setattr(getattr(obj, self.holder), self.name, value)

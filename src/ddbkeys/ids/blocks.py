@@ -14,7 +14,7 @@ import warnings
 import weakref
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar, cast
 
 from ddbkeys.clients import THREADS, Job
 from ddbkeys.core.reads import Through
@@ -22,7 +22,7 @@ from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import blocks_core as core
 from ddbkeys.ids.base import TYPE_SET
-from ddbkeys.ids.blocks_core import BlockState, BlockStats, CloseReport, Hand, HandBack
+from ddbkeys.ids.blocks_core import BlockStats, CloseReport
 from ddbkeys.ids.counter import AtomicCounter, CounterCore, _positive
 from ddbkeys.retry import Deadline
 
@@ -30,6 +30,11 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport", "hand_back"]
+# The allocator's decisions, which this module gave before they moved to its core: deprecated
+# here, given by __getattr__ (each warns when read, by a star import too).
+__all__ += ["BlockState", "Direct", "Hand", "HandBack", "Step", "Wait"]  # noqa: F822
+__all__ += ["adapt_block_size", "check_block_size", "plan_hand_back"]  # noqa: F822
+_MOVED = frozenset(__all__[5:])
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
@@ -70,7 +75,7 @@ class AllocatorViews(Generic[C]):
                 table=counter.table,
             )
         self.counter, self.prefetch = counter, prefetch
-        self._state = BlockState(
+        self._state = core.BlockState(
             block_size,
             prefetch=prefetch,
             refill_at=refill_at,
@@ -118,7 +123,7 @@ class AllocatorViews(Generic[C]):
         return self._state.stats.stalls
 
 
-def warn_unclosed(state: BlockState, asynchronous: bool) -> None:
+def warn_unclosed(state: core.BlockState, asynchronous: bool) -> None:
     """An allocator was collected without being closed: say how many ids it left unused (a
     ResourceWarning, shown in development mode), when there are any."""
     unused = 0 if state.closed else state.unused
@@ -134,7 +139,7 @@ def warn_unclosed(state: BlockState, asynchronous: bool) -> None:
 
 
 def closing(
-    state: BlockState, counter: CounterCore, seconds: float | None
+    state: core.BlockState, counter: CounterCore, seconds: float | None
 ) -> core.BlockFlow[CloseReport]:
     """``close()``: waits for the reservations in flight, then hands back what it can (each
     within ``seconds``); what the counter's write did is in the report, and in ``state``."""
@@ -153,7 +158,7 @@ def closing(
     return state.report
 
 
-def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
+def hand_back(counter: CounterCore, plan: core.HandBack, deadline: Deadline) -> Flow[bool]:
     """``close()``'s one conditional update, True when applied: applied once (as
     :meth:`~ddbkeys.ids.counter_plan.CounterPlan.once` says), so that a first try arriving after
     a retry was applied and another allocator reserved the same block again does nothing."""
@@ -237,7 +242,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         threads = self._threads
         with threads.lock:
             step = threads.state.take(count)
-            if type(step) is Hand and not step.refill:
+            if type(step) is core.Hand and not step.refill:
                 return step.ids
             return threads.run(threads.state.taking(count, step, self.counter._begin))
 
@@ -246,7 +251,7 @@ class _Threads:
     """Runs a state's flows for threads, under one lock released to wait and to call the
     counter; a request thread per reservation (nothing here refers to the allocator)."""
 
-    def __init__(self, counter: AtomicCounter, state: BlockState) -> None:
+    def __init__(self, counter: AtomicCounter, state: core.BlockState) -> None:
         self.counter, self.state = counter, state
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)
@@ -275,8 +280,7 @@ class _Threads:
                     finally:
                         self.lock.acquire()
         except StopIteration as done:
-            result: T = done.value
-            return result
+            return cast(T, done.value)
         except BaseException:
             flow.close()
             self.changed.notify_all()
@@ -303,15 +307,12 @@ def _after_fork_in_child() -> None:
         allocator._forked()
 
 
-#: Names of the allocator's decisions that this module gave before they moved to its core.
-_MOVED = {"Direct", "Step", "Wait", "adapt_block_size", "check_block_size", "plan_hand_back"}
-
-
 def __getattr__(name: str) -> Any:
     if name not in _MOVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     warnings.warn(
-        f"ddbkeys.ids.blocks.{name} is deprecated: import it from ddbkeys.ids.blocks_core.",
+        f"ddbkeys.ids.blocks.{name} is deprecated: it is one of the allocator's decisions, "
+        "in ddbkeys.ids.blocks_core (internal: it may change in any release).",
         DeprecationWarning,
         stacklevel=2,
     )

@@ -333,7 +333,7 @@ def advance(
     increment = count * plan.step
     request = request or plan.request(counter, count)
 
-    def attempt(_: int) -> Flow[range]:
+    def attempt(n: int) -> Flow[range]:
         try:
             response = yield update_item(request, billed=1.0)
         except ClientError as exc:
@@ -367,7 +367,7 @@ def advance(
             # It held a fraction or a negative number, or it is now past the largest
             # number (5.5 + 1 = 6.5): put it back as it was, then say why.
             yield from plan.undo(counter, increment, deadline, attempts)
-            raise plan.state_before(counter, raw, increment) from None
+            raise plan.state_before(counter, raw, increment, retried=n > 0) from None
         return range(last - increment + plan.step, last + 1, plan.step)
 
     moved: range = yield from attempts(attempt, f"moving counter {plan.name!r}", deadline)
@@ -434,7 +434,9 @@ class AtomicCounter(CounterCore, IdStrategy):
 
         Refuses to move the counter backwards (which would give ids out twice) unless ``force``.
         The check is a condition on the write itself, not a read followed by a write. A counter
-        that holds no valid value (a string, a list...) is replaced only with ``force``.
+        that holds what no counter may (a string, a list, a number below 0) is replaced only with
+        ``force``; one that holds a fraction from 0 to ``value`` is replaced without it (that
+        moves it forward).
         """
         return self._run(self._set(value, force))
 

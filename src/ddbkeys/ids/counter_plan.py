@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow
+from ddbkeys.entity import ENTITY_ATTRIBUTE
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.ids.base import (
     TYPE_NAMES,
@@ -128,12 +129,27 @@ class CounterPlan:
             return {"N": str(Decimal(str(raw.get("N"))) - increment)}
 
     def state_before(
-        self, counter: CounterItem, raw: Mapping[str, Any], increment: int
+        self, counter: CounterItem, raw: Mapping[str, Any], increment: int, retried: bool
     ) -> DdbKeysError:
         """The error for a write that moved the counter to ``raw`` from what no counter may
-        hold (a fraction, a negative number), or past the largest number."""
+        hold (a fraction, a negative number), or past the largest number, once the write is
+        taken back; ``retried``: an earlier try of it may have been applied too."""
+        before = self.before(raw, increment)
+        then = f"Its value is as it was (this write was taken back; it set {ENTITY_ATTRIBUTE})"
+        if retried:
+            then = (
+                "This write was taken back, but an earlier try of it got no answer and may have "
+                f"been applied: the counter may have held {self.before(before, increment)['N']} "
+                "before this call"
+            )
         try:
-            at = self.check(counter, self.before(raw, increment))
+            at = counter_value(
+                before,
+                table=self.table,
+                key=counter.key,
+                attribute=self.counter_attribute,
+                then=then,
+            )
         except CounterStateError as exc:
             return exc
         return self.exhausted(at, increment // self.step)

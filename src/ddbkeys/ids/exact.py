@@ -187,7 +187,7 @@ def exact_advance(
         number = slot.number(keep_until(wall_clock(), left))
         skip: set[str] = {slot.name}  # stale slots not to remove in this call
 
-        def attempt(_: int) -> Flow[range]:
+        def attempt(n: int) -> Flow[range]:
             now_ms = int(wall_clock() * 1000)
             stale = SEEN.stale(item, now_ms, skip=skip)
             request = slot_update(
@@ -233,7 +233,9 @@ def exact_advance(
                 # moved, so put it back as it was, then say why.
                 mine = [number_name(slot.name), value_name(slot.name)]
                 yield from core.undo(counter, increment, deadline, attempts, remove=mine)
-                raise core.state_before(counter, image[counter.attribute], increment) from None
+                raise core.state_before(
+                    counter, image[counter.attribute], increment, retried=n > 0
+                ) from None
             return range(last - increment + core.step, last + 1, core.step)
 
         moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)

@@ -71,9 +71,11 @@ def counter_value(
     key: Mapping[str, Any],
     attribute: str,
     maximum: int = MAX_ID,
+    then: str = "Nothing was changed",
 ) -> int | None:
     """The whole number a counter attribute holds (None when the attribute is missing), or a
-    :class:`CounterStateError` naming table, key, attribute and value."""
+    :class:`CounterStateError` naming table, key, attribute and value (and ``then``, what
+    was done about it)."""
     if value is None:
         return None
     number: Decimal | None = None
@@ -96,7 +98,7 @@ def counter_value(
         raise CounterStateError(
             f"The counter item {show_key(key)} of table {table!r} holds {attribute} = "
             f"{show_value(value)} ({problem}): a counter holds a whole number from 0 to "
-            f"{most}. Nothing was changed; fix the "
+            f"{most}. {then}; fix the "
             "item, for example with `ddbkeys ids set VALUE --force`.",
             table=table,
         )

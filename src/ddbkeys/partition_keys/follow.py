@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
-from ddbkeys.core.reads import Through
+from ddbkeys.core.reads import Settable, Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -529,8 +529,8 @@ class FollowerBase:
     )
 
     # The settings it was made with, as before they moved to its plan (read and set there).
-    poll: Through[float] = Through("plan", writable=True)
-    on_batch: Through[Callable[[FollowReport], None] | None] = Through("plan", writable=True)
+    poll: Settable[float] = Settable("plan")
+    on_batch: Settable[Callable[[FollowReport], None] | None] = Settable("plan")
     clock: Through[Callable[[], float]] = Through("plan")
     state = property(lambda self: self.plan.store, doc="The plan of its record (state table).")
 

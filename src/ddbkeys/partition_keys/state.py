@@ -25,7 +25,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
-from ddbkeys.core.reads import Through
+from ddbkeys.core.reads import Settable, Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -280,7 +280,7 @@ class StoreBase:
         self.plan = StatePlan(name, deadline=deadline, clock=clock, retry=retry)
 
     name: Through[str] = Through("plan")
-    clock: Through[Callable[[], float]] = Through("plan", writable=True)
+    clock: Settable[Callable[[], float]] = Settable("plan")
     deadline: Through[float | None] = Through("plan")
     retry: Through[RetryPolicy] = Through("plan")
     usage: Through[Usage] = Through("plan")

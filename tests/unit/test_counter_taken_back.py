@@ -1,0 +1,62 @@
+"""A write that moved a counter holding what no counter may hold is taken back, and its error
+says what the item holds now: as it was, or, when an earlier try got no answer, that it may
+have moved once already (driven by hand: a lost answer on a chosen try)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from botocore.exceptions import ConnectionClosedError
+
+from ddbkeys.capacity import Usage
+from ddbkeys.core.attempts import attempts
+from ddbkeys.ids.base import CounterItem, CounterStateError
+from ddbkeys.ids.counter import advance
+from ddbkeys.ids.counter_plan import CounterPlan
+from ddbkeys.retry import Deadline
+from tests.support.hand import POLICY, Run, drive
+
+PLAN = CounterPlan("issues", "tickets")
+ITEM = CounterItem("issues", {"pk": {"S": "tickets"}}, "last_id")
+
+
+def retrying(attempt: Any, what: str, deadline: Deadline) -> Any:
+    return attempts(
+        attempt, what=what, table="issues", policy=POLICY, deadline=deadline, usage=Usage()
+    )
+
+
+def moved_to(value: str) -> dict[str, Any]:
+    return {"Attributes": {"last_id": {"N": value}}}
+
+
+@pytest.mark.parametrize(
+    ("answers", "says"),
+    [
+        # 5.5 moved to 6.5 and put back: as it was
+        (
+            [moved_to("6.5"), {}],
+            "Its value is as it was (this write was taken back; it set ddbkeys_type)",
+        ),
+        # the first try's answer lost (applied: 6.5), the second moved it to 7.5; put back to 6.5
+        (
+            [ConnectionClosedError(endpoint_url="http://x"), moved_to("7.5"), {}],
+            "This write was taken back, but an earlier try of it got no answer and may have "
+            "been applied: the counter may have held 5.5 before this call",
+        ),
+    ],
+)
+def test_the_error_says_what_the_take_back_left(answers: list[Any], says: str) -> None:
+    flow = advance(PLAN, ITEM, 1, Deadline(None), retrying, lambda: 0.0)
+    run = Run()
+    with pytest.raises(CounterStateError) as raised:
+        drive(flow, answers, run=run)
+    # every try sent, then the one take-back (by one increment, with a token)
+    assert run.operations == ["update_item"] * (len(answers) - 1) + ["transact_write_items"]
+    (undo,) = run.requests[-1].params["TransactItems"]
+    assert undo["Update"]["ExpressionAttributeValues"][":dec"] == {"N": "-1"}
+    assert says in str(raised.value)
+    assert str(raised.value).endswith(
+        "fix the item, for example with `ddbkeys ids set VALUE --force`."
+    )
