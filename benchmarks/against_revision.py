@@ -11,7 +11,8 @@ alternating, on the same server and table, for each sync row of ``benchmarks/ids
 revision since 764ee4e has (the counter, blocks of 100, the item collection and the gapless
 sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads),
 and the "boto3" row: the counter on a client as ``boto3.client("dynamodb")`` makes it.
-It prints each side's median ids/s and their ratio.
+It prints each side's median ids/s and their ratio, and the lowest and highest ratio of one
+round's pair of runs (how far the machine's noise moves it).
 """
 
 from __future__ import annotations
@@ -134,6 +135,7 @@ def main() -> int:
             old = Path(tree) / "src"
             print(
                 f"{'row':<20} {args.revision + ' ids/s':>16} {'this tree ids/s':>16} {'ratio':>7}"
+                f" {'rounds':>11}"
             )
             for row in ROWS:
                 if args.only and row[1] not in args.only:
@@ -145,8 +147,12 @@ def main() -> int:
                     runs["old"].append(rate(old, endpoint, table, row))
                     runs["new"].append(rate(SOURCE, endpoint, table, row))
                 before, now = statistics.median(runs["old"]), statistics.median(runs["new"])
+                # each round's pair of runs, one after the other: how far the ratio moves
+                pairs = [n / o for o, n in zip(runs["old"], runs["new"], strict=True)]
                 print(
-                    f"{row[0]:<20} {before:>16.0f} {now:>16.0f} {now / before:>6.2f}x", flush=True
+                    f"{row[0]:<20} {before:>16.0f} {now:>16.0f} {now / before:>6.2f}x "
+                    f"{min(pairs):>6.2f}-{max(pairs):.2f}x",
+                    flush=True,
                 )
     finally:
         factory.delete_all()
