@@ -99,14 +99,16 @@ def test_plan_says_what_it_will_cost_on_stderr(
 def test_the_progress_line_shows_the_share_of_the_table_and_the_time_left(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
-    """A scan of 5 pages kept to 6 RCU a second (about 45 RCU in all, some 7 s): the line says
+    """A scan of 5 segments of a page each (5,000 items: one page would hold them all), kept to
+    6 RCU a second (about 45 RCU in all, some 7 s): the line says
     ~N% of the table's estimated size, never over 100%, and the time left once there is
     something to go by."""
     table = filled(ddb_client, ddb_table_factory, keys=1250, pad=60)
     command = [sys.executable, "-m", "ddbkeys", "partition-keys", "-t", table, "--method", "scan"]
     env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"}
+    limited = ["--scan-segments", "5", "--max-rcu-per-second", "6"]
     result, terminal = run_with_terminal_stderr(
-        [*command, "--max-rcu-per-second", "6", "--endpoint-url", ddb_endpoint_url], env
+        [*command, *limited, "--endpoint-url", ddb_endpoint_url], env
     )
     assert result.returncode == 0, terminal
     assert len(result.stdout.splitlines()) == 1250

@@ -58,7 +58,7 @@ __all__ = [
 
 UNIT = 4096  # a read unit's bytes (0.5 RCU each, eventually consistent)
 MB = 1024 * 1024
-SCAN_PAGE_ITEMS = 1000  # the listing's Scan pages (scan.PAGE_ITEMS)
+SCAN_PAGE_ITEMS = 5000  # the listing's Scan pages (scan.PAGE_ITEMS)
 #: Parallel-scan segments whose first page the sample reads (spread over the key space).
 SAMPLE_SEGMENTS = 4
 #: About how many bytes each sampled page reads (a Limit from the table's average item size).
@@ -81,7 +81,7 @@ def sample_limit(info: TableInfo) -> int:
     (DescribeTable), 1 to 1000; 100 when the table reports no size."""
     if not info.item_count or not info.size_bytes:
         return 100
-    return max(1, min(SCAN_PAGE_ITEMS, int(SAMPLE_PAGE_BYTES * info.item_count / info.size_bytes)))
+    return max(1, min(1000, int(SAMPLE_PAGE_BYTES * info.item_count / info.size_bytes)))
 
 
 @dataclass(frozen=True)
