@@ -187,7 +187,10 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
     client = make_client(endpoint_url=fault_proxy.endpoint_url)  # no botocore retries
-    retry = RetryPolicy(max_attempts=2, base_delay=0.1, max_delay=0.1)
+    # (0.1 to 0.2 s between the two throttled attempts: every caller is waiting by then; and
+    # under the 0.45 s that the 45 ids left of a block last below, when the refill asked for
+    # ahead fails)
+    retry = RetryPolicy(max_attempts=2, base_delay=0.2, max_delay=0.2)
     counter = driver.make("AtomicCounter", client, table, "ids", retry=retry)
     counter.current()  # (the table's description read)
     blocks = driver.make("BlockAllocator", counter, 50)
@@ -195,7 +198,7 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
         script=[Fault.THROTTLE, Fault.THROTTLE], script_operations=frozenset({"UpdateItem"})
     )
     fault_proxy.set_plan(throttle_twice)
-    n = callers(driver)
+    n = 16  # threads, in both forms (64 threads reaching one event loop can come too late)
     errors: list[BaseException] = []
     start = threading.Barrier(n)
 
@@ -223,9 +226,12 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
     # the next take asks again
     fault_proxy.set_plan(throttle_twice)
     taken = []
-    while blocks.stats.failed_refills < 2:
+    for _ in range(500):  # (5 s at most: a failure here, not a hang)
+        if blocks.stats.failed_refills == 2:
+            break
         taken.append(blocks.next())
         time.sleep(0.01)
+    assert blocks.stats.failed_refills == 2
     taken += [blocks.next() for _ in range(100)]
     assert fault_proxy.counts_by_operation[("UpdateItem", "throttle")] == 4
     assert sorted(ids + taken) == list(range(1, len(ids) + len(taken) + 1))
