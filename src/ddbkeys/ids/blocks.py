@@ -34,7 +34,6 @@ __all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport", "hand_
 # here, given by __getattr__ (each warns when read, by a star import too).
 __all__ += ["BlockState", "Direct", "Hand", "HandBack", "Step", "Wait"]  # noqa: F822
 __all__ += ["adapt_block_size", "check_block_size", "plan_hand_back"]  # noqa: F822
-_MOVED = frozenset(__all__[5:])
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
@@ -305,6 +304,10 @@ def _close_at_exit() -> None:
 def _after_fork_in_child() -> None:
     for allocator in list(_ALL):
         allocator._forked()
+
+
+#: The names __all__ gives that this module does not define (all but its own).
+_MOVED = frozenset(name for name in __all__ if name not in globals())
 
 
 def __getattr__(name: str) -> Any:

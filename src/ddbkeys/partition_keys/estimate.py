@@ -40,6 +40,7 @@ from ddbkeys.partition_keys.pages import LOOK_AFTER, MAX_TARGET, WASTE
 from ddbkeys.partition_keys.read_share import read_capacity, share
 from ddbkeys.partition_keys.replay import estimate as scan_costs
 from ddbkeys.partition_keys.replay import scan_units
+from ddbkeys.partition_keys.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.schema import TableInfo
 
 __all__ = [
@@ -58,11 +59,12 @@ __all__ = [
 
 UNIT = 4096  # a read unit's bytes (0.5 RCU each, eventually consistent)
 MB = 1024 * 1024
-SCAN_PAGE_ITEMS = 5000  # the listing's Scan pages (scan.PAGE_ITEMS)
 #: Parallel-scan segments whose first page the sample reads (spread over the key space).
 SAMPLE_SEGMENTS = 4
-#: About how many bytes each sampled page reads (a Limit from the table's average item size).
+#: About how many bytes each sampled page reads (a Limit from the table's average item size),
+#: and the most items it asks for.
 SAMPLE_PAGE_BYTES = 64 * 1024
+SAMPLE_PAGE_ITEMS = 1000
 #: A suggested task takes about this long at one reader's measured speed: an engine that runs
 #: a failed task again loses at most about that much work.
 TASK_SECONDS = 15 * 60
@@ -78,10 +80,12 @@ REFRESHED = (
 
 def sample_limit(info: TableInfo) -> int:
     """The Limit of a sampled page: about ``SAMPLE_PAGE_BYTES`` of the table's average item
-    (DescribeTable), 1 to 1000; 100 when the table reports no size."""
+    (DescribeTable), 1 to ``SAMPLE_PAGE_ITEMS``; 100 when the table reports no size."""
     if not info.item_count or not info.size_bytes:
         return 100
-    return max(1, min(1000, int(SAMPLE_PAGE_BYTES * info.item_count / info.size_bytes)))
+    return max(
+        1, min(SAMPLE_PAGE_ITEMS, int(SAMPLE_PAGE_BYTES * info.item_count / info.size_bytes))
+    )
 
 
 @dataclass(frozen=True)
