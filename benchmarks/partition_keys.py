@@ -20,7 +20,9 @@ once). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
 before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
 must stay within 1.05x of the cheapest method's RCU, and where it costs the same (or a scan costs
 within 1.05x of it), not take much longer. Then one listing's tasks by one worker, process pools
-and Dask (benchmarks/listing_workers.py; ``--workers-only`` runs only that part), and the CLI's
+and Dask, straight to the server and through a proxy holding each request 100 ms, only the
+second set checked for speed (benchmarks/listing_workers.py says why; ``--workers-only`` runs
+only that part), and the CLI's
 peak memory listing 10,000 and 100,000 keys. Requests and RCU carry over to the service; wall
 times on DynamoDB Local do not (a deep ExclusiveStartKey is slow there).
 """
