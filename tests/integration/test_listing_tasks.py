@@ -119,6 +119,19 @@ def test_a_pool_runs_again_the_task_of_a_worker_that_died(
         ListingTask.from_json('{"table": "x"}')
 
 
+def test_a_pool_runs_the_tasks_of_two_plans(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Two plans' tasks share their segment numbers: each task is run, not one per segment."""
+    tables = [ddb_table_factory(("pk", "S"), ("sk", "N")) for _ in range(2)]
+    for table in tables:
+        fill(ddb_client, table, 12)
+    planned = [task for table in tables for task in plan_listing(ddb_client, table, tasks=2)]
+    assert [task.segment for task in planned] == [0, 1, 0, 1]
+    keys = list(run_tasks(planned, workers=2))
+    assert sorted(keys) == sorted(non_empty(ddb_client, tables[0]) * 2)  # the same keys in both
+
+
 def _dies_once(line: str) -> tuple[list[Any], dict[str, float]]:
     marker = os.environ["DDBKEYS_TEST_KILL_ONCE"]
     try:

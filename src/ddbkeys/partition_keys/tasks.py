@@ -254,11 +254,11 @@ def run_tasks(
     read (a task run again counts once)."""
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigurationError(f"workers must be a whole number from 1, not {workers!r}.")
-    pending = {task.segment: task.to_json() for task in tasks}
+    pending = dict(enumerate(task.to_json() for task in tasks))  # (tasks of several plans too)
     restarts = 0
     while pending:
         with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(list_task, line): segment for segment, line in pending.items()}
+            futures = {pool.submit(list_task, line): number for number, line in pending.items()}
             try:
                 for future in concurrent.futures.as_completed(futures):
                     keys, read = future.result()
