@@ -84,6 +84,16 @@ def test_the_proven_index_is_replayed_once_in_the_plan(
         ddb_client, table, "index", tasks=3, state_table=store, replay_margin=MARGIN
     )
     assert len(planned) == 4 and "proven" in planned[0].reason  # 3 index segments + re-checked
+    shared = plan_listing(
+        ddb_client,
+        table,
+        "index",
+        tasks=3,
+        state_table=store,
+        replay_margin=MARGIN,
+        max_rcu_per_second=100,
+    )
+    assert [task.rate for task in shared] == [25.0] * 4  # all 4 at once share the budget
     sent: list[str] = []
     found: list[Any] = []
     for task in planned:
@@ -130,6 +140,49 @@ def test_a_pool_runs_the_tasks_of_two_plans(
     assert [task.segment for task in planned] == [0, 1, 0, 1]
     keys = list(run_tasks(planned, workers=2))
     assert sorted(keys) == sorted(non_empty(ddb_client, tables[0]) * 2)  # the same keys in both
+
+
+def test_tasks_run_one_after_another_keep_to_their_share(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Each task reads at most its rate times the seconds it ran, however little it reads (its
+    budget starts empty, and its listing waits off the last page's units before it ends)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in range(40):  # about 10 read units in all, a page a task
+        ddb_client.put_item(
+            TableName=table, Item={"pk": {"S": f"k{n:02}"}, "sk": {"N": "1"}, "p": {"S": "x" * 900}}
+        )
+    planned = plan_listing(ddb_client, table, "scan", tasks=4, max_rcu_per_second=8)
+    assert [task.rate for task in planned] == [2.0] * 4
+    started, read, keys = time.monotonic(), 0.0, []
+    for task in planned:
+        began = time.monotonic()
+        listing = run_task(task)
+        keys += list(listing)
+        units = listing.usage.read_units
+        assert units > 0 and time.monotonic() - began >= units / 2.0 - 0.01
+        read += units
+    assert sorted(keys) == non_empty(ddb_client, table)
+    assert time.monotonic() - started >= read / 2.0 - 0.01  # one at a time: 2 RCU/s in all
+
+
+@pytest.mark.parametrize(
+    ("given", "message"),
+    [
+        ({"resume": "x"}, "plan_listing does not take resume: a task goes on from its own"),
+        ({"scan_segments": 8}, "plan_listing does not take scan_segments: a plan has one"),
+        ({"segments": 4}, "plan_listing does not take segments"),
+        ({"max_rcu_per_second": float("inf")}, "max_rcu_per_second must be a number"),
+        ({"max_rcu_per_second": 0}, "max_rcu_per_second must be a number"),
+        ({"concurrency": 0}, "concurrency must be a whole number from 1, not 0"),
+    ],
+)
+def test_a_plan_refuses_what_its_tasks_could_not_keep(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, given: dict[str, Any], message: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    with pytest.raises(ConfigurationError, match=message):
+        plan_listing(ddb_client, table, "scan", tasks=2, **given)
 
 
 def _dies_once(line: str) -> tuple[list[Any], dict[str, float]]:

@@ -24,6 +24,7 @@ from ddbkeys.partition_keys.checkpoint import (
     encode_file,
     encode_token,
     key_schema,
+    task_token,
 )
 from ddbkeys.schema import KeyAttribute, TableInfo
 
@@ -55,6 +56,23 @@ def test_round_trip_with_every_key_type() -> None:
     assert checkpoint == Checkpoint("orders", "pk:S,sk:N", "skip", POSITIONS)
     assert check_binding(checkpoint, info(), "auto") == "skip"  # auto goes on with the token's
     assert check_binding(checkpoint, info(), "skip") == "skip"
+
+
+def test_runs_of_done_segments_are_written_short() -> None:
+    positions: list[Position] = [True, True, True, {"S": "a"}, True, None, True, True]
+    token = encode_token(Checkpoint("orders", "pk:S", "scan", positions))
+    written = json.loads(base64.urlsafe_b64decode(token.rpartition(".")[0]))["positions"]
+    assert written == [{"done": 3}, {"S": "a"}, True, None, {"done": 2}]
+    assert decode_token(token).positions == positions
+
+
+@pytest.mark.parametrize(("segment", "segments"), [(0, 1), (0, 2), (1, 2), (1, 3), (7, 10**6)])
+def test_a_tasks_token_stays_short_whatever_the_segments(segment: int, segments: int) -> None:
+    token = task_token(Checkpoint("orders", "pk:S", "scan", [None]), segment, segments)
+    assert len(token) < 200
+    positions = decode_token(token).positions
+    assert len(positions) == segments and positions[segment] is None
+    assert positions.count(True) == segments - 1
 
 
 def test_key_schema() -> None:
@@ -120,6 +138,11 @@ NOT_OURS = [
     ("table not a string", signed(v2(table=5)), "table, keys and method must be strings"),
     ("bad base64 in a key", signed(v2(positions=[{"B": "@@"}])), "Only base64 data is allowed"),
     ("too deep", base64.urlsafe_b64encode(b"[" * 100_000).decode(), "no check"),
+    ("a run of one", signed(v2(positions=[{"done": 1}, None])), "not a run of done segments"),
+    ("a run of none", signed(v2(positions=[{"done": -3}, None])), "not a run of done segments"),
+    ("a run of text", signed(v2(positions=[{"done": "2"}])), "not a run of done segments"),
+    ("a run of true", signed(v2(positions=[{"done": True}])), "not a run of done segments"),
+    ("runs too long", signed(v2(positions=[{"done": 10**9}])), "more than 1000000 segments"),
 ]
 
 

@@ -31,6 +31,21 @@ def test_budget_keeps_to_the_rate() -> None:
     assert all(wait > 0 for wait in clock.slept)
 
 
+def test_an_empty_budget_keeps_to_the_rate_from_its_start() -> None:
+    """A task's budget starts empty and its listing waits off its debt before it ends: what
+    it read is at most the rate times the seconds it ran, even for one page."""
+    clock = FakeClock()
+    budget = ReadBudget(25.0, full=False, settles=True, clock=clock, sleep=clock.sleep)
+    budget.acquire()  # the first page goes at once ...
+    assert clock.now == 0.0
+    budget.spend(128.0)  # ... and reads a 1 MB page
+    budget.acquire()  # what settling waits for
+    assert clock.now == pytest.approx(128.0 / 25.0)
+    full = ReadBudget(25.0, clock=clock, sleep=clock.sleep)
+    full.spend(25.0)  # a full bucket: a second's units saved up
+    assert full.wait_time() == 0.0 and budget.settles and not full.settles
+
+
 def test_budget_refuses_nonsense() -> None:
     with pytest.raises(ConfigurationError, match="must be above 0"):
         ReadBudget(0)

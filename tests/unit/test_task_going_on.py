@@ -4,11 +4,13 @@ keys for this one's: some keys twice, this task's never."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 import pytest
 
 from ddbkeys import ResumeTokenError
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import ListingTask
 from ddbkeys.partition_keys.base import Position
 from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token
@@ -53,3 +55,33 @@ def test_a_checkpoint_of_another_task_or_plan_is_refused(checkpoint: str, why: s
         f"({why}): continue a task from its own listing's checkpoint(), or run it again from "
         "its start."
     )
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("deadline", "x"), ("segment", "1"), ("segment", True), ("trust_index", 1), ("rate", [])],
+)
+def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value: object) -> None:
+    line = json.loads(task(1).to_json())
+    line[field] = value
+    with pytest.raises(ConfigurationError, match=f"Not a listing task ddbkeys wrote .*{field}"):
+        ListingTask.from_json(json.dumps(line))
+    assert ListingTask.from_json(task(1).to_json()) == task(1)
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "why"),
+    [
+        ("segment", 0, "segment 1 is not done in it"),
+        ("segments", 4, "its token is of 3 segments"),
+        ("table", "other", "its token lists skip-pages of table 'orders'"),
+        ("method", "scan", "its token lists skip-pages of table 'orders'"),
+    ],
+)
+def test_a_task_line_whose_fields_disagree_with_its_token_is_refused(
+    field: str, value: object, why: str
+) -> None:
+    line = json.loads(task(1).to_json())
+    line[field] = value
+    with pytest.raises(ConfigurationError, match=f"a line edited: .*{why}"):
+        ListingTask.from_json(json.dumps(line))

@@ -140,22 +140,31 @@ class ReadBudget:
     :class:`~ddbkeys.core.steps.Pause` steps that a stop flag ends) and takes the units a
     request consumed (:meth:`spend`), each under a short lock held across no wait, so one budget
     serves reader threads and asyncio tasks alike. ``clock`` and ``sleep`` are injectable.
+
+    A request goes while the bucket is out of debt, and may take it into debt by what it read
+    (a page of up to 1 MB). ``full=False`` starts it empty, and ``settles`` has each segment's
+    listing wait off the debt before it ends: then a listing reads at most ``rate`` times the
+    seconds it ran, however short (a task's: tasks run one after another each keep to their
+    share, where a full bucket and a forgotten debt would let each read ahead of it).
     """
 
     def __init__(
         self,
         rate: float,
         *,
+        full: bool = True,
+        settles: bool = False,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         if not rate > 0:
             raise ConfigurationError(f"The read budget must be above 0 units a second, not {rate}.")
         self.rate = float(rate)
+        self.settles = settles
         self.clock = clock
         self.sleep = sleep
         self._lock = threading.Lock()
-        self._tokens = self.rate
+        self._tokens = self.rate if full else 0.0
         self._stamp = clock()
 
     def _refill(self) -> None:

@@ -2,7 +2,9 @@
 
 A token is ``<payload>.<check>``: the payload is URL-safe base64 of a JSON object holding the
 token's version, the table's name, its key schema (``pk:S,sk:N``), the listing method and, per
-Scan segment, the last key handed out (``null``: not started, ``true``: done); the check is the
+Scan segment, the last key handed out (``null``: not started, ``true``: done; a run of done
+segments is written ``{"done": n}``, so that a task's token stays short whatever the number of
+tasks); the check is the
 first 16 hex digits of the SHA-256 of the payload. The check is not a secret (anyone can compute
 it): it catches a token cut short, mistyped or edited, not a forger. Pure: no I/O.
 """
@@ -36,6 +38,7 @@ __all__ = [
     "encode_file",
     "encode_token",
     "key_schema",
+    "task_token",
 ]
 
 #: The version of the token format this ddbkeys writes and reads.
@@ -79,14 +82,37 @@ def _one(position: Position) -> Any:
     return {kind: base64.b64encode(raw).decode() if kind == "B" else raw}
 
 
+def _done(count: int) -> list[Any]:
+    """``count`` segments done, as a token writes them."""
+    return [] if count <= 0 else [True] if count == 1 else [{"done": count}]
+
+
 def encode_token(checkpoint: Checkpoint) -> str:
     """The resume token of ``checkpoint``."""
+    written: list[Any] = []
+    run = 0
+    for position in checkpoint.positions:
+        if position is True:
+            run += 1
+            continue
+        written += [*_done(run), _one(position)]
+        run = 0
+    return _encoded(checkpoint, [*written, *_done(run)])
+
+
+def task_token(checkpoint: Checkpoint, segment: int, segments: int) -> str:
+    """The token of ``checkpoint`` with segment ``segment`` of ``segments`` not started and
+    every other done (a listing's task), made without a list as long as ``segments``."""
+    return _encoded(checkpoint, [*_done(segment), None, *_done(segments - segment - 1)])
+
+
+def _encoded(checkpoint: Checkpoint, positions: list[Any]) -> str:
     payload = {
         "v": TOKEN_VERSION,
         "table": checkpoint.table,
         "keys": checkpoint.key_schema,
         "method": checkpoint.method,
-        "positions": [_one(p) for p in checkpoint.positions],
+        "positions": positions,
     }
     if checkpoint.created:
         payload["created"] = checkpoint.created
@@ -140,6 +166,22 @@ def _old_version(version: object) -> ResumeTokenError:
     )
 
 
+def _positions(written: list[Any]) -> list[Position]:
+    """The positions a token wrote, its runs of done segments (``{"done": n}``) spelt out."""
+    positions: list[Position] = []
+    for p in written:
+        count = p.get("done") if isinstance(p, dict) and len(p) == 1 else None
+        if count is None:
+            positions.append(_position(p))
+        elif isinstance(count, bool) or not isinstance(count, int) or count < 2:
+            raise ValueError(f"not a run of done segments: {p!r}")
+        elif len(positions) + count > MAX_TOKEN_SEGMENTS:
+            raise ValueError(f"more than {MAX_TOKEN_SEGMENTS} segments")
+        else:
+            positions += [True] * count
+    return positions
+
+
 def _position(p: Any) -> Position:
     if p is None or p is True:
         return p
@@ -154,7 +196,7 @@ def decode_token(token: str) -> Checkpoint:
     is wrong with it (not ddbkeys', cut short or changed, another version)."""
     payload = _payload(token)
     try:
-        positions = [_position(p) for p in payload["positions"]]
+        positions = _positions(payload["positions"])
         table, keys, method = payload["table"], payload["keys"], payload["method"]
         if not all(isinstance(x, str) for x in (table, keys, method)):
             raise ValueError("table, keys and method must be strings")

@@ -140,7 +140,9 @@ class ListingCore:
         """The flow that emits the keys of ``segment`` from where it stands."""
         after = self.positions[segment]
         start = after if isinstance(after, dict) else None
-        return self.method.keys(self.reader, segment, self.scan_segments, start)
+        keys = self.method.keys(self.reader, segment, self.scan_segments, start)
+        budget = self.reader.budget
+        return keys if budget is None or not budget.settles else _settled(keys, self.reader)
 
     def _handed(self, segment: int, key: Key) -> None:
         """``key`` of ``segment`` was handed to the consumer."""
@@ -180,6 +182,13 @@ class ListingCore:
             self._handed(segment, key)
             return key
         return None
+
+
+def _settled(keys: Flow[None], reader: Reader) -> Flow[None]:
+    """``keys``, then a wait until the read budget is out of debt (see ReadBudget)."""
+    yield from keys
+    assert reader.budget is not None
+    yield from reader.budget.wait(reader.stop)
 
 
 class Keys(Iterator[T]):

@@ -27,8 +27,8 @@ from typing import Any
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
-from ddbkeys.partition_keys.base import Position
-from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, encode_token
+from ddbkeys.partition_keys.base import ReadBudget
+from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, task_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.renames import renamed
@@ -37,6 +37,16 @@ __all__ = ["ListingTask", "list_task", "plan_listing", "run_task", "run_tasks"]
 
 #: How often a process pool is built again after a worker died, before ``run_tasks`` gives up.
 POOL_RESTARTS = 3
+#: What distinct_partition_keys takes that a plan does not, and what to do instead.
+_NOT_PLANNED = {
+    "resume": "a task goes on from its own checkpoint: task.going_on(listing.checkpoint())",
+    "scan_segments": "a plan has one Scan segment a task: give tasks=",
+    "segments": "each task reads its one segment; run tasks at once with concurrency=",
+    "usage": "each task's listing has its usage (list_task() returns it; run_tasks(usage=))",
+    "on_key": "each task's listing is iterated where it runs",
+    "retry": "each task's listing retries as a listing does",
+    "streams": "no task reads the stream: the plan replays it once",
+}
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,20 @@ class ListingTask:
             if isinstance(raw, dict) and "index" in raw:  # (a task of the release before)
                 raw["index_name"] = raw.pop("index")
             task = cls(**raw)
-            decode_token(task.token)
+            for name, kinds in _KINDS.items():
+                value = getattr(task, name)
+                if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+                    raise TypeError(f"{name} is {value!r}")
+            token = decode_token(task.token)
+            why = _not_of_task(token, token, task.segment)
+            if (token.table, token.method) != (task.table, task.method):
+                why = f"its token lists {token.method} of table {token.table!r}"
+            elif len(token.positions) != task.segments:
+                why = f"its token is of {len(token.positions)} segments"
+            if why is not None:
+                raise ValueError(
+                    f"a line edited: not task {task.segment} of {task.segments}, {why}"
+                )
         except (ValueError, TypeError) as exc:
             raise ConfigurationError(
                 f"Not a listing task ddbkeys wrote ({type(exc).__name__}: {exc}): pass one line "
@@ -93,6 +116,18 @@ class ListingTask:
                 "task from its own listing's checkpoint(), or run it again from its start."
             )
         return replace(self, token=token)
+
+
+#: What each field of a task's JSON may hold.
+_KINDS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(
+        ["table", "method", "reason", "token", "index_name", "marker_attribute"], (str,)
+    ),
+    **dict.fromkeys(["segment", "segments"], (int,)),
+    **dict.fromkeys(["endpoint_url", "region", "profile"], (str, type(None))),
+    **dict.fromkeys(["rate", "deadline"], (int, float, type(None))),
+    "trust_index": (bool,),
+}
 
 
 def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | None:
@@ -143,30 +178,33 @@ def plan_listing(
         listing["index_name"] = renamed(
             "index", "index_name", listing.pop("index"), listing.get("index_name"), None
         )
+    for name in listing.keys() & _NOT_PLANNED.keys():
+        raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
-    running = tasks if concurrency is None else concurrency
-    if isinstance(running, bool) or not isinstance(running, int) or running < 1:
-        raise ConfigurationError(f"concurrency must be a whole number from 1, not {running!r}.")
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+    ):
+        raise ConfigurationError(f"concurrency must be a whole number from 1, not {concurrency!r}.")
     percent = listing.pop("read_percent", None)
     capacity = listing.pop("read_capacity", None)
-    planned = distinct_partition_keys(client, table, method, scan_segments=tasks, **listing)
+    planned = distinct_partition_keys(
+        client, table, method, scan_segments=tasks, max_rcu_per_second=max_rcu_per_second, **listing
+    )
     meta = getattr(planned.reader.client, "meta", None)
-    total = planned.scan_segments
-    token = planned.checkpoint()
-    checkpoint = decode_token(token)
+    total = planned.scan_segments  # (the proven index's: one more, the collections re-checked)
+    checkpoint = decode_token(planned.checkpoint())
     info = planned.method.info
     rate = share(
         info,
         check_percent(percent, info.name),
         max_rcu_per_second,
         capacity,
-        concurrency=min(running, total),
+        concurrency=min(concurrency or total, total),
     )
     found: list[ListingTask] = []
     for segment in range(total):
-        positions: list[Position] = [None if n == segment else True for n in range(total)]
-        alone = encode_token(replace(checkpoint, positions=list(positions)))
+        alone = task_token(checkpoint, segment, total)
         found.append(
             ListingTask(
                 table=checkpoint.table,
@@ -216,12 +254,14 @@ def _client_for(task: ListingTask) -> Any:
 def run_task(task: ListingTask, client: object = None) -> Listing:
     """The listing of one task (iterate over it once for its keys), with ``client`` or the
     process's client for the task's endpoint, region and profile (built at its first task).
-    Its ``checkpoint()`` continues the task: ``run_task(task.going_on(listing.checkpoint()))``."""
+    Its ``checkpoint()`` continues the task: ``run_task(task.going_on(listing.checkpoint()))``.
+    It reads at most ``task.rate`` read units a second over its whole run: its budget starts
+    empty, and it waits off the last page's units before it ends."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
     if client is None:
         client = _client_for(task)
-    return distinct_partition_keys(
+    listing = distinct_partition_keys(
         client,
         task.table,
         task.method,
@@ -232,6 +272,9 @@ def run_task(task: ListingTask, client: object = None) -> Listing:
         trust_index=task.trust_index,
         deadline=task.deadline,
     )
+    if task.rate is not None:  # (checked by the listing: a finite number above 0)
+        listing.reader.budget = ReadBudget(task.rate, full=False, settles=True)
+    return listing
 
 
 def list_task(task: ListingTask | str) -> tuple[list[Any], dict[str, float]]:

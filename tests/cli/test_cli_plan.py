@@ -1,0 +1,58 @@
+"""``ddbkeys partition-keys plan`` on what its tasks could not keep, and with many tasks: a
+clear error and a non-zero exit before any task is written; a line a task that stays short."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.cli.test_cli_listing_tasks_kills import shell
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("rate", ["inf", "nan", "0", "-5"])
+def test_a_budget_no_task_could_keep_is_refused_by_the_plan(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, tmp_path: Path, rate: str
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    done = shell(
+        f"ddbkeys partition-keys plan -t {table} --tasks 2 --max-rcu-per-second={rate}"
+        f" --endpoint-url {ddb_endpoint_url}",
+        tmp_path,
+    )
+    assert done.returncode != 0 and done.stdout == ""
+    error = done.stderr.strip().splitlines()[-1]  # (click's usage errors come after a usage)
+    assert error.startswith("Error:") and "max" in error and "rcu" in error.lower()
+    assert "Traceback" not in done.stderr
+
+
+def test_many_tasks_each_stay_one_short_line(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """Every task's token names its own segment only (the others: one run of done ones), so a
+    plan of 20,000 tasks is 20,000 short lines, not 20,000 lines of 20,000 positions each."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"N": "1"}})
+    done = shell(
+        f"ddbkeys partition-keys plan -t {table} --tasks 20000 --method scan"
+        f" --endpoint-url {ddb_endpoint_url} > tasks.jsonl && sed -n 12345p tasks.jsonl"
+        " | ddbkeys partition-keys run-task",
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = (tmp_path / "tasks.jsonl").read_text().splitlines()
+    assert len(lines) == 20000 and max(len(line) for line in lines) < 1000
+    assert json.loads(lines[12344])["segment"] == 12344
