@@ -30,7 +30,8 @@ within its target, learning from what each page cost.
 - Skipping past a page's last collection saves nothing where collections end about where a
   one-unit page does (each a unit or so): the listing would then read what a scan reads, in a
   request per collection. So after ``LOOK_AFTER`` skips past a collection that filled its page,
-  one segment tries reading on through instead, like a scan, from one-unit pages (the others
+  one segment tries reading on through instead, like a scan, from one-unit pages (a unit's
+  items at the table's average item size, or the skipping pages' count where larger; the others
   skip meanwhile; :class:`Reading`). What it reads is judged against the skipping before it:
   once a ``window`` of read units costs at most ``WASTE`` more a key, every segment reads
   through, and pages and windows double (up to ``MAX_TARGET`` units and ``MAX_WINDOW``); as
@@ -148,7 +149,11 @@ class PageSize:
         self.skips += 1
         if self.trying or self.skips < self.look_after or not self.skip_keys:
             return True
-        self.unit_items = max(1, self.limit // self.target)
+        # (A unit's items at the table's average size where known: where item sizes vary, the
+        # limit fits the largest, and pages of an item or two read through would judge each
+        # small item at a whole unit, and start inside the collection looked past.)
+        average = int(4096 // self.item_bytes) if self.item_bytes else 0
+        self.unit_items = max(1, self.limit // self.target, average)
         self.trying, self.skips, self.window, self.through_target = True, 0, WINDOW, 1
         self.through_units, self.through_keys = 0.0, 0.0
         return False
