@@ -4,11 +4,14 @@ clear error and a non-zero exit before any task is written; a line a task that s
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import time
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.cli.test_cli_listing_tasks_kills import shell
+from tests.cli.test_cli_listing_tasks_kills import shell, shell_env
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -56,3 +59,38 @@ def test_many_tasks_each_stay_one_short_line(
     lines = (tmp_path / "tasks.jsonl").read_text().splitlines()
     assert len(lines) == 20000 and max(len(line) for line in lines) < 1000
     assert json.loads(lines[12344])["segment"] == 12344
+
+
+def test_a_run_task_stopped_in_its_budgets_last_wait_says_how_to_go_on(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """A task of one page at 1 RCU a second waits off that page before it ends; Ctrl-C there
+    stops it at once, and the note names what run-task takes (no --resume)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in range(20):
+        ddb_client.put_item(
+            TableName=table, Item={"pk": {"S": f"k{n}"}, "sk": {"N": "1"}, "p": {"S": "x" * 2000}}
+        )
+    planned = shell(
+        f"ddbkeys partition-keys plan -t {table} --tasks 1 --method scan --max-rcu-per-second 1"
+        f" --endpoint-url {ddb_endpoint_url} > task.jsonl",
+        tmp_path,
+    )
+    assert planned.returncode == 0, planned.stderr
+    running = subprocess.Popen(
+        ["bash", "-c", "exec ddbkeys partition-keys run-task < task.jsonl > keys.txt"],
+        cwd=tmp_path,
+        env=shell_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(4)  # the page is read at once; the wait for its units is about 5 s
+    started = time.monotonic()
+    running.send_signal(signal.SIGINT)
+    _, err = running.communicate(timeout=30)
+    assert running.returncode == 130 and time.monotonic() - started < 3, err
+    assert "run_task(task.going_on(" in err and "--resume" not in err
+    assert "Traceback" not in err

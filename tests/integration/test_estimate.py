@@ -87,34 +87,6 @@ def test_the_estimate_is_near_what_the_listing_consumes(
         assert each.seconds is not None and each.seconds > 0 and each.tasks == 1
 
 
-def test_the_estimate_of_skip_pages_where_item_sizes_vary(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
-) -> None:
-    """Collections of 1 to 15 items, a quarter of them of 3 KB items, the rest tiny: a page's
-    item count fits the large items, so its pages hold a collection or two and it reads more
-    than a scan. The estimate, running skip-pages' own decisions on the sample, says so."""
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    rng = random.Random(7)
-    items = []
-    for k in range(KEYS):
-        pad = "x" * rng.choice([1, 1, 1, 3000])
-        count = rng.choice([1, 1, 1, 2, 3, 5, 15])
-        items += [
-            {"pk": {"S": f"k{k:04}"}, "sk": {"N": str(n)}, "p": {"S": pad}} for n in range(count)
-        ]
-    for start in range(0, len(items), 25):
-        batch: list[Any] = [{"PutRequest": {"Item": item}} for item in items[start : start + 25]]
-        ddb_client.batch_write_item(RequestItems={table: batch})
-    found = estimate_listing(ddb_client, table)
-    pages, scan = consumed(ddb_client, table, "skip-pages"), consumed(ddb_client, table, "scan")
-    assert pages > scan  # what the estimate must show
-    estimated = found.method("skip-pages")
-    assert estimated.rcu is not None and estimated.rcu > found.method("scan").rcu  # type: ignore[operator]
-    assert ratio(estimated.rcu, pages) <= SKIP_FACTOR
-    assert "item sizes that vary" in estimated.note
-    assert f"(a scan: ~{found.method('scan').rcu:,.0f} RCU, --method scan)" in found.summary()
-
-
 def test_a_small_table_is_sampled_whole(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

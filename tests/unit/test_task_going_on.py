@@ -59,7 +59,17 @@ def test_a_checkpoint_of_another_task_or_plan_is_refused(checkpoint: str, why: s
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("deadline", "x"), ("segment", "1"), ("segment", True), ("trust_index", 1), ("rate", [])],
+    [
+        ("deadline", "x"),
+        ("deadline", 0),
+        ("deadline", float("nan")),
+        ("segment", "1"),
+        ("segment", True),
+        ("trust_index", 1),
+        ("rate", []),
+        ("rate", float("inf")),
+        ("rate", -1),
+    ],
 )
 def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value: object) -> None:
     line = json.loads(task(1).to_json())
@@ -72,7 +82,9 @@ def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value
 @pytest.mark.parametrize(
     ("field", "value", "why"),
     [
-        ("segment", 0, "segment 1 is not done in it"),
+        ("segment", 0, "not every other segment is done in its token"),
+        ("segment", 3, "its token is of 3 segments"),
+        ("segment", -1, "its token is of 3 segments"),
         ("segments", 4, "its token is of 3 segments"),
         ("table", "other", "its token lists skip-pages of table 'orders'"),
         ("method", "scan", "its token lists skip-pages of table 'orders'"),

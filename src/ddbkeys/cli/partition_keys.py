@@ -108,6 +108,12 @@ def resume_note(verb: str, listing: Listing, sink: KeySink, status: StatusLine |
         status.stop()
     sink.save(listing)
     how = f"Resume with: --resume {listing.checkpoint()}"
+    if click.get_current_context().info_name == "run-task":  # (it takes no --resume)
+        how = (
+            "Run the task line again (from its start; with --checkpoint FILE a run goes on "
+            "from where it stopped), or go on in Python with "
+            f"run_task(task.going_on({listing.checkpoint()!r}))."
+        )
     if sink.checkpoint_path is not None:
         how += f"\nOr run the same command again: it goes on from {sink.checkpoint_path}."
     click.echo(f"{verb} after {usage_line(listing)}.\n{how}", err=True)

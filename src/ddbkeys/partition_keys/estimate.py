@@ -11,9 +11,7 @@ per 4 KB, the index scan the index's size), with what the sample adds:
   number of keys, which the skip scan pays 0.5 read units each (per 4 KB of the item it reads);
 - each sampled collection's size up to 4 KB: the adaptive skip scan (``skip-pages``) pays about
   that share of a 4 KB page per collection (one page for a large one, whose rest it jumps past;
-  small ones packed like a scan), at most what a scan costs; or, where more, what its own
-  decisions (``pages.Reading``) read when run on the sampled items (item sizes that vary keep
-  its pages' item count small, so that it can cost more than a scan);
+  small ones packed like a scan), at most what a scan costs;
 - the speed of one reader: a request's latency (the fastest of the one-item pages) and the
   bytes a second a page reads on top of it (the median of the ~64 KB pages). A method's time
   is its requests times the latency plus the bytes it reads at that speed. (On DynamoDB Local a
@@ -33,12 +31,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from ddbkeys.capacity import item_size
 from ddbkeys.partition_keys.choice import index_ready, most_keys, not_active, plan
-from ddbkeys.partition_keys.pages import LOOK_AFTER, MAX_TARGET, WASTE, PageSize, Reading
+from ddbkeys.partition_keys.pages import LOOK_AFTER, MAX_TARGET, WASTE
 from ddbkeys.partition_keys.read_share import read_capacity, share
 from ddbkeys.partition_keys.replay import estimate as scan_costs
 from ddbkeys.partition_keys.replay import scan_units
@@ -127,14 +125,10 @@ class Sample:
     whole_table: bool = False
     latency: float = 0.0
     bytes_per_second: float = 0.0
-    paged: Paged = field(default_factory=lambda: Paged(0.0, 0, 0))
 
     @classmethod
-    def of_segments(
-        cls, segments: Sequence[SampledSegment], pk: str, average: float = 0.0
-    ) -> Sample:
-        """The sample of ``segments``, the items keyed by partition key ``pk``; ``average``:
-        the table's average item size (DescribeTable's, as ``skip-pages`` starts from)."""
+    def of_segments(cls, segments: Sequence[SampledSegment], pk: str) -> Sample:
+        """The sample of ``segments``, the items keyed by partition key ``pk``."""
         items = bytes_ = keys = large = capped = 0
         latency = min((s.latency for s in segments), default=0.0)
         rates: list[float] = []
@@ -161,42 +155,7 @@ class Sample:
             whole_table=bool(segments) and all(s.ended for s in segments),
             latency=latency,
             bytes_per_second=rates[len(rates) // 2] if rates else 0.0,
-            paged=paged(segments, pk, average),
         )
-
-
-@dataclass(frozen=True)
-class Paged:
-    """What ``skip-pages`` read over the sampled items, its own decisions run on them: read
-    units, requests and the keys its pages held."""
-
-    rcu: float
-    requests: int
-    keys: int
-
-
-def paged(segments: Sequence[SampledSegment], pk: str, average: float) -> Paged:
-    """:class:`Paged` of ``segments``: each segment's items read as ``skip-pages`` would read
-    them (``pages.Reading``, one ``PageSize`` for all, as in a listing), a page of ``limit``
-    items costing its bytes rounded up to 4 KB, and the next page starting past the last
-    collection where it skips. A page that would run past a segment's sampled items ends it,
-    unless the segment ended there."""
-    pages = PageSize.for_items_of(average)
-    units = requests = keys = 0
-    for segment in segments:
-        items, reading, at, seen = segment.items, Reading(pages), 0, set()
-        limit = pages.limit
-        while at < len(items) and (at + limit <= len(items) or segment.ended):
-            page = items[at : at + limit]
-            cost = max(1, math.ceil(sum(item_size(item) for item in page) / UNIT))
-            names = [repr(item.get(pk)) for item in page]
-            seen.update(names)
-            limit, skip = reading.after(names, cost, asked=len(page))
-            units, requests, at = units + cost, requests + 1, at + len(page)
-            while skip and at < len(items) and repr(items[at].get(pk)) == names[-1]:
-                at += 1
-        keys += len(seen)
-    return Paged(0.5 * units, requests, keys)
 
 
 def _collections(items: Sequence[Mapping[str, Any]], pk: str) -> list[int]:
@@ -278,9 +237,6 @@ class ListingEstimate:
         )
         if chosen.method == "index":
             cost += " and its proof (not known in advance)"
-        scan = self.method("scan")
-        if chosen.method != "scan" and scan.available and (scan.rcu or 0) < (chosen.rcu or 0):
-            cost += f" (a scan: ~{scan.rcu:,.0f} RCU, --method scan)"
         tasks = f"; {chosen.tasks} task(s) suggested" if chosen.tasks is not None else ""
         return f"Estimate for {self.table}: {what}; {named}: {cost}{tasks} ({REFRESHED})."
 
@@ -476,19 +432,15 @@ def _skip_pages(
     large = round(keys * sample.large / sample.keys) if sample.keys else keys
     small_bytes = max(0.0, (rcu - 0.5 * large) / 0.5 * UNIT)
     requests = large + math.ceil(small_bytes / SAMPLE_PAGE_BYTES) + 1
-    note = (
+    return speed.method(
+        "skip-pages",
+        rcu,
+        requests,
+        rcu / 0.5 * UNIT,
+        info.size_bytes,
         "a 4 KB page (0.5 RCU) a large collection, small ones packed like a scan; up to a "
-        "quarter more while its pages grow"
+        "quarter more while its pages grow",
     )
-    run = sample.paged
-    if run.keys and run.rcu / run.keys * keys > rcu:  # its pages, run on the sample, cost more
-        rcu = run.rcu / run.keys * keys
-        requests = max(requests, math.ceil(run.requests / run.keys * keys))
-        note = (
-            "as its pages read the sample: item sizes that vary keep them small (a page's item "
-            f"count fits the largest), about {rcu / keys:.2f} RCU a key"
-        )
-    return speed.method("skip-pages", rcu, requests, rcu / 0.5 * UNIT, info.size_bytes, note)
 
 
 def _index(

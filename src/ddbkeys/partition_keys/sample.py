@@ -67,8 +67,7 @@ def sample_flow(
         read.append(
             SampledSegment(items, latency, seconds, pages, units, "LastEvaluatedKey" not in page)
         )
-    average = info.size_bytes / info.item_count if info.item_count else 0.0
-    return Sample.of_segments(read, info.partition_key.name, average)
+    return Sample.of_segments(read, info.partition_key.name)
 
 
 def _units(page: Mapping[str, Any]) -> float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import math
 import os
 import threading
 from collections.abc import Iterable, Iterator
@@ -86,12 +87,19 @@ class ListingTask:
                 value = getattr(task, name)
                 if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
                     raise TypeError(f"{name} is {value!r}")
+            for name in ("rate", "deadline"):
+                value = getattr(task, name)
+                if value is not None and not 0 < value < math.inf:
+                    raise ValueError(f"{name} is {value!r}, not a number above 0")
             token = decode_token(task.token)
-            why = _not_of_task(token, token, task.segment)
-            if (token.table, token.method) != (task.table, task.method):
+            positions, why = token.positions, None
+            if not 0 <= task.segment < len(positions) or len(positions) != task.segments:
+                why = f"its token is of {len(positions)} segments"
+            elif (token.table, token.method) != (task.table, task.method):
                 why = f"its token lists {token.method} of table {token.table!r}"
-            elif len(token.positions) != task.segments:
-                why = f"its token is of {len(token.positions)} segments"
+            # (every other segment done, counted in C: a plan may have a million tasks)
+            elif positions.count(True) - (positions[task.segment] is True) < len(positions) - 1:
+                why = "not every other segment is done in its token"
             if why is not None:
                 raise ValueError(
                     f"a line edited: not task {task.segment} of {task.segments}, {why}"
@@ -128,6 +136,10 @@ _KINDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["rate", "deadline"], (int, float, type(None))),
     "trust_index": (bool,),
 }
+
+
+#: The arguments _NOT_PLANNED names, at their defaults (a shared set of listing arguments).
+_PLANNED_DEFAULTS: dict[str, Any] = {"segments": 1}
 
 
 def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | None:
@@ -179,7 +191,9 @@ def plan_listing(
             "index", "index_name", listing.pop("index"), listing.get("index_name"), None
         )
     for name in listing.keys() & _NOT_PLANNED.keys():
-        raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
+        if listing[name] != _PLANNED_DEFAULTS.get(name):  # (given as the default: nothing lost)
+            raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
+        del listing[name]
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
     if concurrency is not None and (
