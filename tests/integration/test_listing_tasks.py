@@ -183,6 +183,9 @@ def test_a_plan_refuses_what_its_tasks_could_not_keep(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     with pytest.raises(ConfigurationError, match=message):
         plan_listing(ddb_client, table, "scan", tasks=2, **given)
+    defaults: dict[str, Any] = dict.fromkeys(["resume", "scan_segments", "usage", "on_key"])
+    defaults.update(retry=None, streams=None, segments=1)  # (a shared set of arguments)
+    assert len(plan_listing(ddb_client, table, "scan", tasks=2, **defaults)) == 2
 
 
 def _dies_once(line: str) -> tuple[list[Any], dict[str, float]]:
