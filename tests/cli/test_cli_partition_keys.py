@@ -103,6 +103,21 @@ def test_index_commands(
     assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]
     assert "(index)" in listed.stderr
     assert "Warning: asked for, and read as it is" in listed.stderr
+    # The same from a plan: the tasks read the index as it is, and together list every key.
+    planned = run(
+        ddb_endpoint_url, "plan", "-t", table, "-m", "index", "--trust-index", "--tasks", "2"
+    )
+    assert planned.exit_code == 0, planned.output
+    lines = planned.stdout.splitlines()
+    assert len(lines) == 2 and all(json.loads(line)["trust_index"] for line in lines)
+    keys = []
+    for line in lines:
+        ran = CliRunner().invoke(cli, ["partition-keys", "run-task"], input=line)
+        assert ran.exit_code == 0, ran.output
+        keys += ran.stdout.split()
+    assert sorted(keys) == [f"k{k:03}" for k in range(5)]
+    margin = run(ddb_endpoint_url, "plan", "-t", table, "-m", "index", "--replay-margin", "5")
+    assert margin.exit_code == 1 and "cannot be proven complete now" in margin.output
     assert run(ddb_endpoint_url, "index", "unmark", "-t", table, "k004", "k009").stdout == (
         "1 marker(s) removed, 1 not there\n"
     )

@@ -25,6 +25,7 @@ from ddbkeys.cli.rendering import FORMATS, check_query, configured_output, rende
 from ddbkeys.connect import make_client
 from ddbkeys.errors import DdbKeysError, one_line, translate_error
 from ddbkeys.local import DynamoDBLocal
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.retry import DEFAULT_DEADLINE
 
@@ -339,6 +340,26 @@ def state_table_option(func: F) -> F:
         metavar="NAME",
         help="The table that holds the marker index's evidence (backfill, maintainer's "
         "positions).  [default: $DDBKEYS_STATE_TABLE, else ddbkeys-state]",
+    )(func)
+
+
+def proof_options(func: F) -> F:
+    """Add --replay-margin and --trust-index: how the marker index's proof reads the stream,
+    and reading the index as it is."""
+    func = click.option(
+        "--trust-index",
+        is_flag=True,
+        help="With --method index: read the index as it is when it cannot be proven complete "
+        "(an index your application keeps itself with `index mark`/`unmark`), with a warning.",
+    )(func)
+    return click.option(
+        "--replay-margin",
+        type=click.FloatRange(0, 3600, max_open=True),
+        default=DEFAULT_REPLAY_MARGIN,
+        show_default=True,
+        metavar="SECONDS",
+        help="How far back the marker index's proof reads the stream before the maintainer's "
+        "positions: writes reach the index and the stream within it (the proof's assumption).",
     )(func)
 
 

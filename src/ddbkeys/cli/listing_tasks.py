@@ -14,6 +14,7 @@ from ddbkeys.cli.common import (
     connection_options,
     error_text,
     index_options,
+    proof_options,
     state_table_option,
 )
 from ddbkeys.cli.listing_estimate import budget_options
@@ -38,6 +39,7 @@ __all__ = ["plan_command", "run_task_command"]
 @budget_options
 @index_options
 @state_table_option
+@proof_options
 @connection_options
 def plan_command(
     table_name: str,
@@ -49,6 +51,8 @@ def plan_command(
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
+    replay_margin: float,
+    trust_index: bool,
     connection: Connection,
 ) -> None:
     """Plan a listing as TASKS tasks, one JSON line each on stdout (the method settled once:
@@ -74,6 +78,8 @@ def plan_command(
         index_name=index_name,
         marker_attribute=marker_attribute,
         state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
         deadline=connection.timeout,
     )
     for task in planned:

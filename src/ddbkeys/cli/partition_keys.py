@@ -18,6 +18,7 @@ from ddbkeys.cli.common import (
     connection_options,
     index_options,
     json_key,
+    proof_options,
     state_table_option,
 )
 from ddbkeys.cli.listing_estimate import progress_note
@@ -26,7 +27,6 @@ from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, KeySink
 from ddbkeys.cli.rendering import check_query, render, render_table
 from ddbkeys.errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
-    DEFAULT_REPLAY_MARGIN,
     MAX_READERS,
     METHODS,
     Listing,
@@ -284,21 +284,7 @@ def stream_keys(
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
 @index_options
 @state_table_option
-@click.option(
-    "--replay-margin",
-    type=click.FloatRange(0, 3600, max_open=True),
-    default=DEFAULT_REPLAY_MARGIN,
-    show_default=True,
-    metavar="SECONDS",
-    help="How far back the marker index's proof reads the stream before the maintainer's "
-    "positions: writes reach the index and the stream within it (the proof's assumption).",
-)
-@click.option(
-    "--trust-index",
-    is_flag=True,
-    help="With --method index: read the index as it is when it cannot be proven complete (an "
-    "index your application keeps itself with `index mark`/`unmark`), with a warning.",
-)
+@proof_options
 @connection_options
 @click.pass_context
 def partition_keys_group(
