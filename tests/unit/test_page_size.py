@@ -487,3 +487,12 @@ def test_where_item_sizes_vary_trials_read_through_in_pages_of_the_average() -> 
                 at += 1
         ratios.append(units / math.ceil(total / 4096))
     assert max(ratios) <= 1.5 and sum(ratios) / len(ratios) <= 1.25
+
+
+def test_a_trials_unit_of_items_keeps_to_the_item_cap() -> None:
+    """Items of 2 bytes on average: a unit would hold 2,048, but no page asks for more than
+    ``MAX_PAGE_ITEMS`` (the skipping pages go back to it when a trial fails)."""
+    size = PageSize.for_items_of(2.0)
+    size.skip_keys, size.skips = 1, size.look_after
+    assert size.skip_past(size.limit) is False and size.trying
+    assert size.unit_items == MAX_PAGE_ITEMS

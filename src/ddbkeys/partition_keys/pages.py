@@ -81,6 +81,11 @@ MAX_WINDOW = 64
 WASTE = 0.05
 
 
+def items_a_unit(average_bytes: float) -> int:
+    """How many items of ``average_bytes`` (above 0) a 4 KB page holds: 1 to ``MAX_PAGE_ITEMS``."""
+    return max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes)))
+
+
 @dataclass
 class PageSize:
     """The Limit of the next page (``limit``) and what it learned from the pages so far."""
@@ -111,8 +116,7 @@ class PageSize:
         """Start from the table's average item size (0 when it reports none)."""
         if average_bytes <= 0:
             return cls(limit=8, known=False)
-        limit = max(1, min(MAX_PAGE_ITEMS, int(4096 // average_bytes)))
-        return cls(limit=limit, item_bytes=average_bytes)
+        return cls(limit=items_a_unit(average_bytes), item_bytes=average_bytes)
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
@@ -152,7 +156,7 @@ class PageSize:
         # (A unit's items at the table's average size where known: where item sizes vary, the
         # limit fits the largest, and pages of an item or two read through would judge each
         # small item at a whole unit, and start inside the collection looked past.)
-        average = int(4096 // self.item_bytes) if self.item_bytes else 0
+        average = items_a_unit(self.item_bytes) if self.item_bytes else 0
         self.unit_items = max(1, self.limit // self.target, average)
         self.trying, self.skips, self.window, self.through_target = True, 0, WINDOW, 1
         self.through_units, self.through_keys = 0.0, 0.0
