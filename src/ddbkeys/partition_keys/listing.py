@@ -22,7 +22,14 @@ from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ListingInterrupted
-from ddbkeys.partition_keys.base import Key, Position, Reader, SegmentMethod, plain_key
+from ddbkeys.partition_keys.base import (
+    Key,
+    Position,
+    ReadBudget,
+    Reader,
+    SegmentMethod,
+    plain_key,
+)
 from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token, key_schema
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 
@@ -142,7 +149,7 @@ class ListingCore:
         start = after if isinstance(after, dict) else None
         keys = self.method.keys(self.reader, segment, self.scan_segments, start)
         budget = self.reader.budget
-        return keys if budget is None or not budget.settles else _settled(keys, self.reader)
+        return keys if budget is None or not budget.settles else _settled(keys, budget, self.reader)
 
     def _handed(self, segment: int, key: Key) -> None:
         """``key`` of ``segment`` was handed to the consumer."""
@@ -184,11 +191,10 @@ class ListingCore:
         return None
 
 
-def _settled(keys: Flow[None], reader: Reader) -> Flow[None]:
-    """``keys``, then a wait until the read budget is out of debt (see ReadBudget)."""
+def _settled(keys: Flow[None], budget: ReadBudget, reader: Reader) -> Flow[None]:
+    """``keys``, then a wait until ``budget`` is out of debt (see ReadBudget)."""
     yield from keys
-    assert reader.budget is not None
-    yield from reader.budget.wait(reader.stop)
+    yield from budget.wait(reader.stop)
 
 
 class Keys(Iterator[T]):

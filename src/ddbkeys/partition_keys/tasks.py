@@ -28,7 +28,7 @@ from typing import Any
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
-from ddbkeys.partition_keys.base import ReadBudget
+from ddbkeys.partition_keys.base import Position, ReadBudget
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, task_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
@@ -97,8 +97,7 @@ class ListingTask:
                 why = f"its token is of {len(positions)} segments"
             elif (token.table, token.method) != (task.table, task.method):
                 why = f"its token lists {token.method} of table {token.table!r}"
-            # (every other segment done, counted in C: a plan may have a million tasks)
-            elif positions.count(True) - (positions[task.segment] is True) < len(positions) - 1:
+            elif not _others_done(positions, task.segment):
                 why = "not every other segment is done in its token"
             if why is not None:
                 raise ValueError(
@@ -142,6 +141,15 @@ _KINDS: dict[str, tuple[type, ...]] = {
 _PLANNED_DEFAULTS: dict[str, Any] = {"segments": 1}
 
 
+def _others_done(positions: list[Position], segment: int) -> bool:
+    """Whether every segment of ``positions`` but ``segment`` (one of them) is done, counted
+    in C: a plan may have a million tasks."""
+    inside = 0 <= segment < len(positions)
+    return (
+        positions.count(True) - (inside and positions[segment] is True) == len(positions) - inside
+    )
+
+
 def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | None:
     """Why checkpoint ``theirs`` is not of the task whose token is ``ours`` (None: it is)."""
     if theirs.table != ours.table:
@@ -152,9 +160,9 @@ def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | No
         return f"it is of method {theirs.method}"
     if len(theirs.positions) != len(ours.positions):
         return f"it is of {len(theirs.positions)} Scan segments, not {len(ours.positions)}"
-    for n, position in enumerate(theirs.positions):
-        if n != segment and position is not True:
-            return f"segment {n} is not done in it"
+    if not _others_done(theirs.positions, segment):
+        n = next(n for n, p in enumerate(theirs.positions) if n != segment and p is not True)
+        return f"segment {n} is not done in it"
     if theirs.replay != ours.replay:
         return "it holds another proof of the marker index"
     return None
