@@ -51,6 +51,18 @@ def shell(script: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def started(command: str, cwd: Path) -> subprocess.Popen[str]:
+    """``command`` running in the shell's environment (as its own process: no shell left
+    between it and a signal), its stderr piped."""
+    return subprocess.Popen(
+        ["bash", "-c", f"exec {command}"],
+        cwd=cwd,
+        env=shell_env(),
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
 def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
     fault_proxy: FaultProxy,
     ddb_client: DynamoDBClient,
@@ -84,13 +96,7 @@ def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
             operations=frozenset({"Scan"}),
         )
     )
-    killed = subprocess.Popen(
-        ["bash", "-c", "exec ddbkeys partition-keys run-task < task.0 > keys.0"],
-        cwd=tmp_path,
-        env=shell_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    killed = started("ddbkeys partition-keys run-task < task.0 > keys.0", tmp_path)
     partial = tmp_path / "keys.0"
     deadline = time.monotonic() + 60
     while not partial.exists() or partial.read_text().count("\n") < 3:
@@ -144,9 +150,7 @@ def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
         FaultPlan(delay_answer=1.0, delay_seconds=0.05, operations=frozenset({"Scan"}))
     )
     command = "ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file keys.0 < task.0"
-    killed = subprocess.Popen(
-        ["bash", "-c", f"exec {command}"], cwd=tmp_path, env=shell_env(), stderr=subprocess.PIPE
-    )
+    killed = started(command, tmp_path)
     out, checkpoint = tmp_path / "keys.0", tmp_path / "t0.ckpt"
     deadline = time.monotonic() + 60
     while not out.exists() or out.read_text().count("\n") < 3 or not checkpoint.exists():

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.cli.test_cli_listing_tasks_kills import shell, shell_env
+from tests.cli.test_cli_listing_tasks_kills import shell, started
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -80,17 +79,11 @@ def test_a_run_task_stopped_in_its_budgets_last_wait_says_how_to_go_on(
         tmp_path,
     )
     assert planned.returncode == 0, planned.stderr
-    running = subprocess.Popen(
-        ["bash", "-c", "exec ddbkeys partition-keys run-task < task.jsonl > keys.txt"],
-        cwd=tmp_path,
-        env=shell_env(),
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    running = started("ddbkeys partition-keys run-task < task.jsonl > keys.txt", tmp_path)
     time.sleep(4)  # the page is read at once; the wait for its units is about 5 s
-    started = time.monotonic()
+    signalled = time.monotonic()
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=30)
-    assert running.returncode == 130 and time.monotonic() - started < 3, err
+    assert running.returncode == 130 and time.monotonic() - signalled < 3, err
     assert "run_task(task.going_on(" in err and "--resume" not in err
     assert "Traceback" not in err
