@@ -27,6 +27,7 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from ddbkeys.attributes import MAX_DIGITS, resource_value, typed_value
+from ddbkeys.core.threads import start_thread
 from ddbkeys.errors import ConfigurationError, DdbKeysError, NoAnswerInTime
 from ddbkeys.retry import Deadline
 
@@ -139,11 +140,8 @@ class RequestThreads:
         with self.lock:
             claimed, self.idle = self.idle > 0, max(self.idle - 1, 0)
         if not claimed:
-            try:
-                threading.Thread(target=self._work, name="ddbkeys-request", daemon=True).start()
-            except RuntimeError as exc:  # "can't start new thread"
-                why = "give the client timeouts within the deadline, as make_client() does"
-                raise DdbKeysError(f"Could not start a thread ({exc}): {why}.", cause=exc) from exc
+            why = "give the client timeouts within the deadline, as make_client() does"
+            start_thread(self._work, "ddbkeys-request", why)
         self.jobs.put(job)
 
     def _work(self) -> None:
@@ -184,7 +182,7 @@ class RequestThreads:
                 stop.outcome.join(0.05)
 
 
-THREADS = RequestThreads()  #: the process's (send() and the block allocator's reservations)
+THREADS = RequestThreads()  #: the process's, for send()
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(
         before=THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, THREADS)

@@ -317,8 +317,8 @@ def test_a_fixed_size_reads_the_clock_only_to_date_a_reservation_sent() -> None:
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
-        ({"block_size": 0}, "block_size must be a whole number of at least 1, not 0"),
-        ({"min_block_size": 0}, "min_block_size must be a whole number of at least 1"),
+        ({"block_size": 0}, r"block_size must be a whole number from 1 to 10\*\*38 - 1, not 0"),
+        ({"min_block_size": 0}, "min_block_size must be a whole number from 1 to"),
         ({"max_block_size": 50}, r"block_size \(100\) must lie between min_block_size \(100\)"),
         ({"min_block_size": 200}, r"between min_block_size \(200\) and max_block_size \(100\)"),
         ({"refill_at": 0}, "refill_at must be a number above 0 and at most 1"),

@@ -21,7 +21,7 @@ from typing import Any, cast
 import pytest
 
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.errors import ConfigurationError, DeadlineExceededError
+from ddbkeys.errors import ConfigurationError, DdbKeysError, DeadlineExceededError
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
 from tests.support.blocks_counter import AsyncCounter, Counter, Throttled, allocator, until
 
@@ -148,8 +148,9 @@ def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -
     counter.release.clear()
     assert blocks.next() == 11  # asks for 21..30: its reservation hangs
     until(lambda: len(counter.senders) == 3)
-    # ddbkeys' request threads: daemons (the exit waits for none), reused, ending when idle
-    assert all(t.daemon and t.name == "ddbkeys-request" for t in counter.senders)
+    # the allocator's threads: daemons (the exit waits for none), reused, ending when idle
+    assert all(t.daemon and t.name == "ddbkeys-blocks" for t in counter.senders)
+    assert len(set(counter.senders)) == 1  # (one sent all three, each after the one before)
     assert threading.current_thread() not in counter.senders
     counter.release.set()
     until(lambda: stats.refills == 3)
@@ -159,6 +160,33 @@ def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -
         gc.collect()
     assert gone() is None  # neither a reservation's thread nor the exit hook holds it
     assert counter.writes == []  # collected, not closed: nothing handed back
+
+
+def test_sync_an_allocators_threads_end_when_it_is_closed() -> None:
+    counter = Counter()
+    blocks = allocator(counter)
+    blocks.next()
+    until(lambda: blocks.stats.refills == 2)
+    (sender,) = set(counter.senders)  # (one thread sent both: it waited for the second)
+    assert sender.is_alive()  # waiting for the next reservation
+    blocks.close()
+    sender.join(timeout=5)  # (not IDLE_SECONDS)
+    assert not sender.is_alive()
+
+
+def test_sync_no_room_for_a_reservations_thread_is_a_ddbkeys_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def start(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", start)
+    blocks = allocator(Counter())
+    with pytest.raises(DdbKeysError, match=r"Could not start a thread .*larger block_size"):
+        blocks.next()
+    monkeypatch.undo()
+    assert blocks.next() == 1  # (the reservation that could not be sent was not in flight)
+    blocks.close()
 
 
 SILENT_AT_EXIT = """

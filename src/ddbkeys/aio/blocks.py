@@ -12,7 +12,7 @@ from ddbkeys.core.loops import LoopBinding
 from ddbkeys.ids import blocks_core as core
 from ddbkeys.ids.blocks import AllocatorViews
 from ddbkeys.ids.blocks_core import BlockStats, CloseReport
-from ddbkeys.ids.counter import _positive
+from ddbkeys.ids.values import whole_number
 
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
 
@@ -44,7 +44,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 
     async def reserve(self, count: int) -> range:
         """``count`` consecutive ids (as the sync ``BlockAllocator.reserve``)."""
-        return await self._take(_positive("count", count, table=self.table))
+        return await self._take(whole_number("count", count, table=self.table))
 
     async def aclose(self, timeout: float | None = None) -> CloseReport:
         """As the sync ``close()``; a task of its own: a caller cancelled does not stop it."""

@@ -8,8 +8,9 @@ from collections.abc import Sequence
 from ddbkeys.aio.base import AsyncIdStrategy
 from ddbkeys.core.loops import PerLoop
 from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.counter import COALESCE_LINGER, MAX_COALESCED, CounterCore, Want, _positive
+from ddbkeys.ids.counter import COALESCE_LINGER, MAX_COALESCED, CounterCore, Want
 from ddbkeys.ids.group import AsyncGroupCommit
+from ddbkeys.ids.values import whole_number
 
 __all__ = ["AtomicCounter"]
 
@@ -38,7 +39,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
     async def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write (shared with
         concurrent calls of the event loop, with ``group_commit``)."""
-        count = _positive("count", count, table=self.table)
+        count = whole_number("count", count, table=self.table)
         if self._group is None:
             return await self._run(self._advance(count))
         return await self._group.get().submit(Want(count, self._begin()))

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
-from ddbkeys.ids.values import MAX_ID
+from ddbkeys.ids.values import whole_number
 from ddbkeys.retry import Deadline
 
 T = TypeVar("T")
@@ -173,15 +173,7 @@ def adapt_block_size(
 
 
 def check_block_size(block_size: object, table: str | None, what: str = "block_size") -> int:
-    if (
-        isinstance(block_size, int)
-        and not isinstance(block_size, bool)
-        and 0 < block_size <= MAX_ID
-    ):
-        return block_size
-    raise ConfigurationError(
-        f"{what} must be a whole number of at least 1, not {block_size!r}.", table=table
-    )
+    return whole_number(what, block_size, table=table)
 
 
 def within(value: object, most: float) -> bool:

@@ -38,13 +38,15 @@ from ddbkeys.ids.counter_plan import Attempts, CounterPlan
 from ddbkeys.ids.exact import exact_advance
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.slots import CLOCK_MARGIN, MOST_DEADLINE
-from ddbkeys.ids.values import MAX_ID
+from ddbkeys.ids.values import MAX_ID, whole_number
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
+
+    from ddbkeys.ids.blocks_core import HandBack
 
 __all__ = [
     "MAX_COALESCED",
@@ -65,15 +67,6 @@ COALESCE_LINGER = 0.001
 
 class CounterBackwardsError(DdbKeysError):
     """``set()`` would move a counter backwards, and ``force`` was not given."""
-
-
-def _positive(what: str, value: object, *, minimum: int = 1, table: str | None = None) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_ID:
-        raise ConfigurationError(
-            f"{what} must be a whole number from {minimum} to 10**38 - 1, not {value!r}.",
-            table=table,
-        )
-    return value
 
 
 @dataclass(frozen=True)
@@ -185,10 +178,10 @@ class CounterCore(StrategyCore):
                 table=self.table,
             )
         self._key_given = counter_key
-        start = _positive("start", start, minimum=0, table=self.table)
-        step = _positive("step", step, table=self.table)
+        start = whole_number("start", start, minimum=0, table=self.table)
+        step = whole_number("step", step, table=self.table)
         if maximum is not None:
-            maximum = _positive("maximum", maximum, minimum=start, table=self.table)
+            maximum = whole_number("maximum", maximum, minimum=start, table=self.table)
         self._counter: CounterItem | None = None
         self._next_request: UpdateItemInputTypeDef | None = None
         group_commit = renamed("coalesce", "group_commit", coalesce, group_commit, False)
@@ -274,7 +267,7 @@ class CounterCore(StrategyCore):
 
     def _set(self, value: int, force: bool) -> Flow[int]:
         """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
-        value = _positive("value", value, minimum=0, table=self.table)
+        value = whole_number("value", value, minimum=0, table=self.table)
         deadline = self._begin()
         counter = yield from self._counter_item(deadline)
         values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}, **TYPE_VALUES}
@@ -397,6 +390,24 @@ def coalesced(
     return list(split(ids, [w.count for w in wants]))
 
 
+def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
+    """A block allocator's ``close()``: the counter set back to ``plan.value`` (None: removed)
+    if it still holds ``plan.top``, with one conditional update, True when applied; once (as
+    :meth:`~ddbkeys.ids.counter_plan.CounterPlan.once` says), so that a first try arriving after
+    a retry was applied and another allocator reserved the same block again does nothing."""
+    assert plan.top is not None
+    item = yield from counter._counter_item(deadline)
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
+    update = f"REMOVE #v SET {TYPE_SET}"
+    if plan.value is not None:
+        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(plan.value)}
+    what = f"handing ids back to counter {counter.name!r}"
+    once = counter.plan.once(
+        item, update, values, deadline, counter._attempts, what, condition="#v = :top"
+    )
+    return (yield from once)
+
+
 class AtomicCounter(CounterCore, IdStrategy):
     __doc__ = CounterCore.__doc__
 
@@ -420,7 +431,7 @@ class AtomicCounter(CounterCore, IdStrategy):
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write (shared with
         concurrent calls, with ``group_commit``)."""
-        count = _positive("count", count, table=self.table)
+        count = whole_number("count", count, table=self.table)
         if self._group is None:
             return self._run(self._advance(count))
         return self._group.submit(Want(count, self._begin()))

@@ -26,6 +26,7 @@ __all__ = [
     "item_key",
     "show_key",
     "show_value",
+    "whole_number",
 ]
 
 MAX_ID = 10**38 - 1  # DynamoDB numbers keep 38 significant digits
@@ -41,6 +42,16 @@ _TYPE_NAMES = {
     "NS": "a number set (NS)",
     "BS": "a binary set (BS)",
 }
+
+
+def whole_number(what: str, value: object, *, minimum: int = 1, table: str | None = None) -> int:
+    """``value``, a whole number from ``minimum`` to :data:`MAX_ID`; else a ConfigurationError."""
+    if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_ID:
+        raise ConfigurationError(
+            f"{what} must be a whole number from {minimum} to 10**38 - 1, not {value!r}.",
+            table=table,
+        )
+    return value
 
 
 def type_name(value: Mapping[str, Any] | None) -> str:
