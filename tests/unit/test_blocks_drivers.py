@@ -160,6 +160,9 @@ def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -
         gc.collect()
     assert gone() is None  # neither a reservation's thread nor the exit hook holds it
     assert counter.writes == []  # collected, not closed: nothing handed back
+    (sender,) = set(counter.senders)
+    sender.join(timeout=5)  # its thread ends with it (not after IDLE_SECONDS)
+    assert not sender.is_alive()
 
 
 def test_sync_an_allocators_threads_end_when_it_is_closed() -> None:

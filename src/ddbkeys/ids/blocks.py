@@ -174,6 +174,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         atexit.register(_close_at_exit)
         self._closing = threading.Lock()
         self._threads = _Threads(self.counter, self._state)
+        weakref.finalize(self, self._threads.end).atexit = False
 
     def _forked(self) -> None:
         """In a forked child: what is held or in flight is the parent's; start anew."""
@@ -243,6 +244,7 @@ class _Threads:
         self.work = threading.Condition(self.lock)  # (idle threads wait on it)
         self.refills: list[core.Refill] = []
         self.idle = 0  # threads waiting for a reservation (never fewer than self.refills)
+        self.ended = False  # the allocator was collected
 
     def run(self, flow: core.BlockFlow[T]) -> T:
         """Run ``flow`` to its end, the lock held."""
@@ -279,13 +281,21 @@ class _Threads:
             self.changed.notify_all()
             raise
 
+    def end(self) -> None:
+        """The allocator was collected: the threads waiting end (not waiting for the lock: a
+        collection in a thread holding it would wait for itself; they end after IDLE_SECONDS)."""
+        self.ended = True
+        if self.lock.acquire(blocking=False):
+            self.work.notify_all()
+            self.lock.release()
+
     def send(self, refill: core.Refill | None) -> None:
-        """Send reservations, until none came for IDLE_SECONDS or the allocator is closed."""
+        """Send reservations until none came for IDLE_SECONDS, or the allocator closed or went."""
         with self.lock:
             while refill is not None:
                 self.run(self.state.filling(refill))
                 self.idle += 1
-                if not self.refills and not self.state.closed:
+                if not self.refills and not (self.state.closed or self.ended):
                     self.work.wait(IDLE_SECONDS)
                 self.idle -= 1
                 refill = self.refills.pop(0) if self.refills else None
