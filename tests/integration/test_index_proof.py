@@ -303,6 +303,10 @@ def test_a_running_follower_moves_to_a_new_stream(
     table, store = streamed_table, state_table
     with following(ddb_client, table, store) as follower:
         ddb_client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+        # (Off for a second, as a change of view type leaves it: the follower looks at the table
+        # meanwhile, its shards ended, and waits for a stream rather than ending with an error.)
+        time.sleep(1.0)
+        assert follower.report.stream_off_since is not None  # (and the CLI says so)
         ddb_client.update_table(
             TableName=table,
             StreamSpecification={"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
@@ -318,4 +322,5 @@ def test_a_running_follower_moves_to_a_new_stream(
             time.sleep(0.2)
         ddb_client.put_item(TableName=table, Item=item("after", 1))
         caught_up(follower)
+        assert follower.report.stream_off_since is None
         assert follower.report.marked >= 1  # it keeps the markers of the new stream

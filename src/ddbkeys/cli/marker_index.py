@@ -48,6 +48,13 @@ class InOrder(click.Group):
         return known + sorted(set(self.commands) - set(known))
 
 
+#: What ``follow`` says of a table whose stream it found off (it waits for a new one).
+STREAM_OFF = (
+    "the table's stream is off: waiting for it to be turned on "
+    "(`ddbkeys partition-keys index stream -t TABLE`)"
+)
+
+
 @click.group("index", cls=InOrder)
 def index_group() -> None:
     """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
@@ -439,10 +446,12 @@ def follow_command(
     stderr = Console(stderr=True)
 
     def on_batch(report: FollowReport) -> None:
-        if stderr.is_terminal:
+        off = report.stream_off_since is not None  # (said once, on a line of its own)
+        if stderr.is_terminal or off:
             stderr.print(
-                f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked",
-                end="\r",
+                f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"
+                + (f"; {STREAM_OFF}" if off else ""),
+                end="\n" if off else "\r",
             )
 
     follower = StreamFollower(
@@ -479,6 +488,7 @@ def follow_command(
         "unmarked": report.unmarked,
         "clashes": report.clashes,
         "caught_up": report.caught_up,
+        "stream_off": report.stream_off_since is not None,
     }
     if structured(output):
         echo_json(fields)
@@ -487,4 +497,5 @@ def follow_command(
             f"{report.records} record(s) handled: {report.marked} marked, {report.unmarked} "
             f"unmarked, {report.clashes} clash(es); "
             + ("caught up" if report.caught_up else "stopped before catching up")
+            + (f"; {STREAM_OFF}" if report.stream_off_since is not None else "")
         )

@@ -183,6 +183,8 @@ class FollowReport:
     caught_up: bool = False
     #: When (the follower's clock) it last found every shard read to its end.
     caught_up_at: float | None = None
+    #: Since when it has found the table's stream off (None: on); it waits for a new one.
+    stream_off_since: float | None = None
 
 
 class Event(Protocol):
@@ -260,15 +262,23 @@ class FollowPlan:
 
     def stream_arn(self) -> Flow[str]:
         """The table's stream (a clear error when it has none)."""
-        table = self.index.table
-        answer = yield from self._ask(describe_table({"TableName": table}), "DescribeTable")
-        description = described(answer, table)
-        if not description.get("StreamSpecification", {}).get("StreamEnabled"):
+        arn = yield from self.latest_stream()
+        if arn is None:
+            table = self.index.table
             raise ConfigurationError(
                 f"Table {table!r} has no stream: turn it on with `ddbkeys "
                 f"partition-keys index stream -t {table}`.",
                 table=table,
             )
+        return arn
+
+    def latest_stream(self) -> Flow[str | None]:
+        """The table's stream, None while it has none."""
+        table = self.index.table
+        answer = yield from self._ask(describe_table({"TableName": table}), "DescribeTable")
+        description = described(answer, table)
+        if not description.get("StreamSpecification", {}).get("StreamEnabled"):
+            return None
         return str(description["LatestStreamArn"])
 
     def _shards(self, arn: str) -> Flow[list[dict[str, Any]]]:
@@ -482,8 +492,16 @@ class FollowPlan:
                     break
                 yield Pause(self.poll, stop=stop)
             if now - discovered >= DISCOVER or ended:
-                latest = yield from self.stream_arn()
-                if latest != arn:
+                # None: the stream is off (as between the two updates that change its view
+                # type). The old stream is read to its end and the table looked at again: the
+                # follower goes on, and a listing's proof of the index says what it missed.
+                latest = yield from self.latest_stream()
+                off, state.report.stream_off_since = state.report.stream_off_since, None
+                if latest is None:
+                    state.report.stream_off_since = off or now
+                    if off is None and self.on_batch is not None:
+                        self.on_batch(state.report)  # (said once)
+                elif latest != arn:
                     # The stream was turned off and on: a new stream, begun anew (from its
                     # end, as a first start: only a backfill begun after counts).
                     arn = latest
