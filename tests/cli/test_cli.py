@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import click
 import pytest
@@ -16,11 +19,15 @@ from click.testing import CliRunner
 
 from ddbkeys import __version__
 from ddbkeys.cli import cli
+from ddbkeys.partition_keys.state import StateStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from ddbkeys.testing.tables import TableFactory
+
+
+INDEX = "ddbkeys-partition-keys"  # (the marker index's default name)
 
 
 def run(*args: str, env: dict[str, str | None] | None = None) -> click.testing.Result:
@@ -224,3 +231,58 @@ def test_a_full_disk_is_named_not_reported_as_an_internal_error(
             "Error: No space left on device (ENOSPC), writing the output (standard output, or "
             "the file it goes to).\n"
         ), command
+
+
+@pytest.mark.integration
+def test_follow_says_when_the_tables_stream_is_off_and_waits(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """(A running follower ended with "has no stream" when it looked at the table between the
+    two updates that change the stream's view type.) It says so in a line, and goes on."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    where = ["-t", table, "--endpoint-url", ddb_endpoint_url]
+    for command in ("stream", "create"):
+        done = subprocess.run(
+            [sys.executable, "-m", "ddbkeys", "partition-keys", "index", command, *where],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    follow = ["partition-keys", "index", "follow", *where, "--poll", "0.1"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "ddbkeys", *follow, "--state-table", f"{table}-state"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def read(stream: IO[str]) -> None:
+        for line in stream:
+            lines.put(line)
+
+    assert process.stderr is not None
+    threading.Thread(target=read, args=(process.stderr,), daemon=True).start()
+    try:
+        deadline = time.monotonic() + 60  # (its first start records where each shard stands)
+        while StateStore(ddb_client, f"{table}-state").load(table, INDEX) is None:
+            assert time.monotonic() < deadline and process.poll() is None
+            time.sleep(0.1)
+        ddb_client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+        said = lines.get(timeout=30)
+        assert said.strip() == (
+            "0 records, 0 marked, 0 unmarked; the table's stream is off: waiting for it to be "
+            f"turned on (`ddbkeys partition-keys index stream -t {table}`)"
+        )
+        assert process.poll() is None  # still running
+        process.send_signal(signal.SIGINT)
+        out, _ = process.communicate(timeout=30)
+        assert process.returncode == 0
+        assert out.strip().endswith(
+            "the table's stream is off: waiting for it to be turned on "
+            f"(`ddbkeys partition-keys index stream -t {table}`)"
+        )
+    finally:
+        if process.poll() is None:
+            process.kill()

@@ -48,11 +48,10 @@ class InOrder(click.Group):
         return known + sorted(set(self.commands) - set(known))
 
 
-#: What ``follow`` says of a table whose stream it found off (it waits for a new one).
-STREAM_OFF = (
-    "the table's stream is off: waiting for it to be turned on "
-    "(`ddbkeys partition-keys index stream -t TABLE`)"
-)
+def stream_off(table: str) -> str:
+    """What ``follow`` says of a table whose stream it found off (it waits for a new one)."""
+    turn_on = f"ddbkeys partition-keys index stream -t {table}"
+    return f"the table's stream is off: waiting for it to be turned on (`{turn_on}`)"
 
 
 @click.group("index", cls=InOrder)
@@ -450,8 +449,9 @@ def follow_command(
         if stderr.is_terminal or off:
             stderr.print(
                 f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"
-                + (f"; {STREAM_OFF}" if off else ""),
+                + (f"; {stream_off(table_name)}" if off else ""),
                 end="\n" if off else "\r",
+                soft_wrap=True,
             )
 
     follower = StreamFollower(
@@ -497,5 +497,5 @@ def follow_command(
             f"{report.records} record(s) handled: {report.marked} marked, {report.unmarked} "
             f"unmarked, {report.clashes} clash(es); "
             + ("caught up" if report.caught_up else "stopped before catching up")
-            + (f"; {STREAM_OFF}" if report.stream_off_since is not None else "")
+            + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
         )
