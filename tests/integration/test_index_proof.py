@@ -23,6 +23,7 @@ from ddbkeys.partition_keys import (
     StreamFollower,
     distinct_partition_keys,
 )
+from ddbkeys.partition_keys.follow import enable_stream
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_marker_follow_faults import (
@@ -324,3 +325,43 @@ def test_a_running_follower_moves_to_a_new_stream(
         caught_up(follower)
         assert follower.report.stream_off_since is None
         assert follower.report.marked >= 1  # it keeps the markers of the new stream
+
+
+def test_a_follower_run_again_on_a_table_made_anew_follows_it_as_it_is_now(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """(A follower kept the first table's description: on the new table's stream it looked for
+    the old key attribute, marked nothing, and saved its positions, so a proven listing missed
+    every collection written after the backfill.) It describes the table at each start, and
+    again when it finds a new stream."""
+    table, store = streamed_table, state_table
+    follower = StreamFollower(MarkerIndex(ddb_client, table), state_table=store, poll=0.05)
+    follower.run(until_caught_up=True)
+    ddb_client.delete_table(TableName=table)
+    ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    ddb_client.create_table(  # made anew, keyed on "id"
+        TableName=table,
+        KeySchema=[
+            {"AttributeName": "id", "KeyType": "HASH"},
+            {"AttributeName": "sk", "KeyType": "RANGE"},
+        ],
+        AttributeDefinitions=[
+            {"AttributeName": "id", "AttributeType": "S"},
+            {"AttributeName": "sk", "AttributeType": "N"},
+        ],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    ddb_client.get_waiter("table_exists").wait(TableName=table)
+    MarkerIndex(ddb_client, table).create()
+    enable_stream(ddb_client, table)
+    follower.run(until_caught_up=True)  # the same follower: its first start on this stream
+    time.sleep(MARGIN)
+    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    for n in range(5):
+        ddb_client.put_item(TableName=table, Item={"id": {"S": f"b{n}"}, "sk": {"N": "1"}})
+    time.sleep(MARGIN)
+    follower.run(until_caught_up=True)
+    time.sleep(MARGIN)
+    run = listing(ddb_client, table, store, "index")
+    assert sorted(run) == [f"b{n}" for n in range(5)]
+    assert run.index_trusted is True

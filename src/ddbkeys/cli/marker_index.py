@@ -444,13 +444,16 @@ def follow_command(
     stop = threading.Event()
     stderr = Console(stderr=True)
 
+    told: list[float | None] = [None]  # when the stream was found off, once said
+
     def on_batch(report: FollowReport) -> None:
-        off = report.stream_off_since is not None  # (said once, on a line of its own)
-        if stderr.is_terminal or off:
+        off = report.stream_off_since  # (said once each time, on a line of its own)
+        news, told[0] = off is not None and off != told[0], off
+        if stderr.is_terminal or news:
             stderr.print(
                 f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"
-                + (f"; {stream_off(table_name)}" if off else ""),
-                end="\n" if off else "\r",
+                + (f"; {stream_off(table_name)}" if news else ""),
+                end="\n" if news else "\r",
                 soft_wrap=True,
             )
 

@@ -273,10 +273,9 @@ class FollowPlan:
         return arn
 
     def latest_stream(self) -> Flow[str | None]:
-        """The table's stream, None while it has none."""
-        table = self.index.table
-        answer = yield from self._ask(describe_table({"TableName": table}), "DescribeTable")
-        description = described(answer, table)
+        """The table's stream, None while it has none; the table described now (and kept: a
+        table made anew under the same name has another key schema and index, maybe)."""
+        description = yield from self.index.describe()
         if not description.get("StreamSpecification", {}).get("StreamEnabled"):
             return None
         return str(description["LatestStreamArn"])
@@ -447,6 +446,7 @@ class FollowPlan:
         shard has been read to its end once. A shard's mark is saved after each batch.
         Nothing is written unless the marker index is there (keyed on the marker attribute,
         KEYS_ONLY, ACTIVE)."""
+        yield from self.index.describe()  # (now: not as an earlier run of this plan saw it)
         yield from self.index.maintained()
         arn = yield from self.stream_arn()
         state.iterators.clear()  # a new run goes on from the marks saved
@@ -502,6 +502,9 @@ class FollowPlan:
                     if off is None and self.on_batch is not None:
                         self.on_batch(state.report)  # (said once)
                 elif latest != arn:
+                    # (Checked again as at a first start, on the table as it is now: one made
+                    # anew under the same name may be keyed otherwise, or have no index.)
+                    yield from self.index.maintained()
                     # The stream was turned off and on: a new stream, begun anew (from its
                     # end, as a first start: only a backfill begun after counts).
                     arn = latest
