@@ -37,6 +37,8 @@ from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from ddbkeys.testing.tables import TableFactory
+
 pytestmark = pytest.mark.integration
 
 
@@ -328,7 +330,10 @@ def test_a_running_follower_moves_to_a_new_stream(
 
 
 def test_a_follower_run_again_on_a_table_made_anew_follows_it_as_it_is_now(
-    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    streamed_table: str,
+    state_table: str,
 ) -> None:
     """(A follower kept the first table's description: on the new table's stream it looked for
     the old key attribute, marked nothing, and saved its positions, so a proven listing missed
@@ -339,19 +344,7 @@ def test_a_follower_run_again_on_a_table_made_anew_follows_it_as_it_is_now(
     follower.run(until_caught_up=True)
     ddb_client.delete_table(TableName=table)
     ddb_client.get_waiter("table_not_exists").wait(TableName=table)
-    ddb_client.create_table(  # made anew, keyed on "id"
-        TableName=table,
-        KeySchema=[
-            {"AttributeName": "id", "KeyType": "HASH"},
-            {"AttributeName": "sk", "KeyType": "RANGE"},
-        ],
-        AttributeDefinitions=[
-            {"AttributeName": "id", "AttributeType": "S"},
-            {"AttributeName": "sk", "AttributeType": "N"},
-        ],
-        BillingMode="PAY_PER_REQUEST",
-    )
-    ddb_client.get_waiter("table_exists").wait(TableName=table)
+    ddb_table_factory(("id", "S"), ("sk", "N"), name=table)  # made anew, keyed on "id"
     MarkerIndex(ddb_client, table).create()
     enable_stream(ddb_client, table)
     follower.run(until_caught_up=True)  # the same follower: its first start on this stream
