@@ -444,11 +444,12 @@ def follow_command(
     stop = threading.Event()
     stderr = Console(stderr=True)
 
-    told: list[float | None] = [None]  # when the stream was found off, once said
+    told: float | None = None  # when the stream was found off, once said
 
     def on_batch(report: FollowReport) -> None:
+        nonlocal told
         off = report.stream_off_since  # (said once each time, on a line of its own)
-        news, told[0] = off is not None and off != told[0], off
+        news, told = off is not None and off != told, off
         if stderr.is_terminal or news:
             stderr.print(
                 f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"

@@ -261,8 +261,10 @@ class FollowPlan:
         return self.index.attempts(lambda _: send(request), what, writes=False)
 
     def stream_arn(self) -> Flow[str]:
-        """The table's stream (a clear error when it has none)."""
+        """At a start: the table's stream, the table described now (not as an earlier run of
+        this plan saw it) and its marker index checked first (a clear error when it has none)."""
         arn = yield from self.latest_stream()
+        yield from self.index.maintained()
         if arn is None:
             table = self.index.table
             raise ConfigurationError(
@@ -446,8 +448,6 @@ class FollowPlan:
         shard has been read to its end once. A shard's mark is saved after each batch.
         Nothing is written unless the marker index is there (keyed on the marker attribute,
         KEYS_ONLY, ACTIVE)."""
-        yield from self.index.describe()  # (now: not as an earlier run of this plan saw it)
-        yield from self.index.maintained()
         arn = yield from self.stream_arn()
         state.iterators.clear()  # a new run goes on from the marks saved
         state.finished.clear()
