@@ -44,7 +44,7 @@ NO_MAINTAINER = "no maintainer"
 #: The table's stream is off: nothing can prove the index.
 NO_STREAM = "no stream"
 #: How often (seconds) a backfill waiting for a maintainer reads the index's record again.
-MAINTAINER_POLL = 2.0
+MAINTAINER_POLL = 1.0
 #: How long (seconds) a backfill of a table whose stream is on waits for a maintainer's first
 #: position even when not asked to: one started a moment before (``index follow &``, then
 #: ``index backfill`` at once) takes a second or two to record it.
