@@ -65,8 +65,10 @@ def index_group() -> None:
     Set it up once, then keep it right from the table's stream:
       ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
       ddbkeys partition-keys index stream   -t T   # turn the stream on (KEYS_ONLY)
-      ddbkeys partition-keys index follow   -t T   # apply the stream (or the Lambda handler)
-      ddbkeys partition-keys index backfill -t T   # mark every existing collection
+      ddbkeys partition-keys index follow   -t T --backfill   # keep it right; fill it once
+    `--backfill` marks the collections already there once the replay margin has passed since
+    the follower's first position, so that listings can prove the index. With the Lambda
+    handler instead: `index backfill -t T --wait-for-maintainer` (it waits for the same).
     \b
     Check it, fix it, or keep it yourself (no stream):
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
@@ -257,9 +259,10 @@ def backfill_command(
 
     \b
     Examples:
-      ddbkeys partition-keys index follow -t issues &   # the maintainer, left running
-      ddbkeys partition-keys index backfill -t issues   # waits for the margin, then fills
-      ddbkeys partition-keys index backfill -t issues --wait-for-maintainer 600   # Lambda
+      ddbkeys partition-keys index backfill -t issues
+      ddbkeys partition-keys index backfill -t issues --output json
+      ddbkeys partition-keys index backfill -t T --wait-for-maintainer 600   # a new trigger
+    `index follow -t T --backfill` does the follower's part and this one in one command.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
@@ -535,7 +538,8 @@ def follow_command(
     \b
     ddbkeys partition-keys index stream -t issues
     ddbkeys partition-keys index create -t issues
-    ddbkeys partition-keys index follow -t issues --backfill
+    ddbkeys partition-keys index follow -t issues --until-caught-up
+    ddbkeys partition-keys index follow -t T --backfill   # left running: from empty to proven
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()
