@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from ddbkeys.core.steps import (
     Emit,
     Flow,
@@ -63,6 +65,8 @@ RECORDS_PER_READ = 1000
 EMPTY_AT_TIP = 3
 #: Empty pages in a row before the maintainer's position that end the read (declined).
 MOST_EMPTY = 1000
+#: GetShardIterator answered with a server error this many times in a row: declined at once.
+REFUSALS = 3
 
 
 @dataclass
@@ -211,10 +215,36 @@ def _iterator(
     else:
         request["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
         request["SequenceNumber"] = after
+    refused = 0
+
+    def attempt(_: int) -> Flow[Any]:
+        # A 5xx answer is a transient fault, tried again; REFUSALS of them in a row are the
+        # stream's verdict on the position (DynamoDB Local answers one past the shard's tip
+        # so), declined at once rather than retried to the deadline.
+        nonlocal refused
+        try:
+            answer = yield get_shard_iterator(request)
+        except ClientError as exc:
+            refused = refused + 1 if _server_error(exc) else 0
+            if refused >= REFUSALS:
+                return Decline(
+                    f"the stream refused {REFUSALS} times in a row to read shard {shard} "
+                    + (f"after the position {after} recorded for it" if after else "from its start")
+                    + f" ({error_code(exc)}): is it a position no maintainer wrote?"
+                )
+            raise
+        return answer
+
     try:
-        answer = yield from _ask(reader, get_shard_iterator(request))
+        answer = yield from reader.attempts(attempt)
     except DdbKeysError as exc:
         code = error_code(getattr(exc, "cause", None) or exc)
+        if code == "ValidationException" and after is not None:
+            return Decline(
+                f"the stream refuses the position {after} recorded for shard {shard} "
+                f"({_said(exc)}): no maintainer wrote it (only the maintainer's role may "
+                "write the state table)"
+            )
         if code == "TrimmedDataAccessException":
             return Decline(
                 f"the maintainer's position in shard {shard} is older than the stream keeps "
@@ -223,7 +253,25 @@ def _iterator(
         if code == "ResourceNotFoundException":
             return Decline(f"shard {shard} is no longer in the stream")
         return _refused(exc, "reading the table's stream")
+    if isinstance(answer, Decline):
+        return answer
     return str(answer["ShardIterator"])
+
+
+def _said(exc: DdbKeysError) -> str:
+    """The error code and DynamoDB's own message behind ``exc``."""
+    cause = getattr(exc, "cause", None)
+    message = (
+        cause.response.get("Error", {}).get("Message") if isinstance(cause, ClientError) else None
+    )
+    code = error_code(cause or exc)
+    return f"{code}: {message}" if message and message != code else str(code)
+
+
+def _server_error(exc: ClientError) -> bool:
+    """An answer with a 5xx status (not throttling, not a lost connection)."""
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return int(status) >= 500 or error_code(exc) in ("InternalServerError", "InternalFailure")
 
 
 def _read_shard(
