@@ -24,6 +24,7 @@ from ddbkeys.cli.common import (
     structured,
     table_option,
 )
+from ddbkeys.cli.index_status import status_command
 from ddbkeys.partition_keys import (
     BackfillReport,
     MarkerIndex,
@@ -37,7 +38,17 @@ __all__ = ["index_group"]
 
 
 #: The index commands in the order of the work, as --help and docs/cli.md list them.
-WORK_ORDER = ("create", "stream", "follow", "backfill", "mark", "unmark", "verify", "repair")
+WORK_ORDER = (
+    "create",
+    "stream",
+    "follow",
+    "backfill",
+    "status",
+    "mark",
+    "unmark",
+    "verify",
+    "repair",
+)
 
 
 class InOrder(click.Group):
@@ -64,6 +75,7 @@ def index_group() -> None:
       ddbkeys partition-keys index stream   -t T   # turn the stream on (KEYS_ONLY)
       ddbkeys partition-keys index follow   -t T   # apply the stream (or the Lambda handler)
       ddbkeys partition-keys index backfill -t T   # mark every existing collection
+      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
     \b
     Check it, fix it, or keep it yourself (no stream):
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
@@ -503,3 +515,6 @@ def follow_command(
             + ("caught up" if report.caught_up else "stopped before catching up")
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
         )
+
+
+index_group.add_command(status_command)

@@ -234,6 +234,8 @@ class Backfill:
     clashes: tuple[str, ...] = ()
     #: How it recognised markers (``state.markers_key``: their attribute and sort key).
     markers: str | None = None
+    #: The replay margin the backfill waited for (None: not recorded, as in older records).
+    margin: float | None = None
 
 
 @dataclass(frozen=True)
