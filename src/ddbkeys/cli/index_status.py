@@ -44,9 +44,12 @@ def _span(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _clock(moment: float) -> str:
+    return datetime.fromtimestamp(moment, UTC).strftime("%H:%M:%S UTC")
+
+
 def _at(moment: float, now: float) -> str:
-    shown = datetime.fromtimestamp(moment, UTC).strftime("%H:%M:%S UTC")
-    return f"{shown} ({_span(now - moment)} {'ago' if moment <= now else 'from now'})"
+    return f"{_clock(moment)} ({_span(now - moment)} {'ago' if moment <= now else 'from now'})"
 
 
 def _shard(shard: ShardStatus) -> str:
@@ -118,7 +121,7 @@ def render_status(status: ProofStatus) -> list[str]:
             if status.fix_in:
                 when = (
                     f" (counts when begun in {_span(status.fix_in)} or later, at "
-                    f"{_at(now + status.fix_in, now).split(' (')[0]}; provable once it finishes)"
+                    f"{_clock(now + status.fix_in)}; provable once it finishes)"
                 )
             lines.append(f"Fix: {status.fix}{when}")
         if status.provable_in is not None:
