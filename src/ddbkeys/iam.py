@@ -102,6 +102,10 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         | _n("Scan", on="index")
         | _n("GetItem", "UpdateItem", on="state")
     },
+    # What a listing reads to prove the index, and no more: never the table, nothing written.
+    "partition-keys index status": {
+        "": _n("DescribeTable") | _n("GetItem", on="state") | _n(*STREAM_READS, on="stream")
+    },
     "demo": {
         "": _n(
             "CreateTable",

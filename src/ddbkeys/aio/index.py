@@ -24,6 +24,7 @@ from ddbkeys.partition_keys import index as _sync
 from ddbkeys.partition_keys.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import (
     Both,
@@ -37,6 +38,8 @@ from ddbkeys.partition_keys.follow import (
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
+from ddbkeys.partition_keys.proof_report import ProofStatus
+from ddbkeys.partition_keys.proof_status import status_flow, status_reader
 from ddbkeys.partition_keys.state import IndexState, StoreBase
 from ddbkeys.partition_keys.streams import (
     PRESIGN,
@@ -136,6 +139,30 @@ class MarkerIndex(MarkerIndexBase):
     ) -> VerifyReport:
         """Mark what ``verify`` found unmarked, and remove orphaned markers."""
         return await self._run(repair_flow(self.plan, self._state(state_table), remove_orphans))
+
+    async def proof_status(
+        self,
+        *,
+        state_table: str | None = None,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        streams: Any = None,
+    ) -> ProofStatus:
+        """Where the index stands against its proof (see the sync
+        ``MarkerIndex.proof_status``); ``streams``: an aiobotocore Streams client (by
+        default one like this index's client, opened on the first stream request)."""
+        from ddbkeys.aio.listing import _OpenedOnUse  # noqa: PLC0415 (it imports this module)
+
+        margin = check_margin(replay_margin, self.table)
+        given = streams if streams is not None else _OpenedOnUse(self.client, self.table)
+        flow = status_flow(
+            status_reader(self.client, self.plan), self.plan, self._state(state_table), margin
+        )
+        owner = f"ddbkeys.aio.{type(self).__name__}"
+        try:
+            return await AsyncDriver(Both(self.client, given), self.usage, owner).run(flow)
+        finally:
+            if streams is None:
+                await given.aclose()
 
 
 async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:

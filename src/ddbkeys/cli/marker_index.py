@@ -25,6 +25,7 @@ from ddbkeys.cli.common import (
     structured,
     table_option,
 )
+from ddbkeys.cli.index_status import status_command
 from ddbkeys.partition_keys import (
     BackfillReport,
     MarkerIndex,
@@ -40,7 +41,17 @@ __all__ = ["index_group"]
 
 
 #: The index commands in the order of the work, as --help and docs/cli.md list them.
-WORK_ORDER = ("create", "stream", "follow", "backfill", "mark", "unmark", "verify", "repair")
+WORK_ORDER = (
+    "create",
+    "stream",
+    "follow",
+    "backfill",
+    "status",
+    "mark",
+    "unmark",
+    "verify",
+    "repair",
+)
 
 
 class InOrder(click.Group):
@@ -69,6 +80,7 @@ def index_group() -> None:
     `--backfill` marks the collections already there once the replay margin has passed since
     the follower's first position, so that listings can prove the index. With the Lambda
     handler instead: `index backfill -t T --wait-for-maintainer` (it waits for the same).
+      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
     \b
     Check it, fix it, or keep it yourself (no stream):
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
@@ -616,3 +628,6 @@ def follow_command(
             + ("caught up" if report.caught_up else "stopped before catching up")
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
         )
+
+
+index_group.add_command(status_command)

@@ -30,6 +30,13 @@ It rests on one assumption, not proven here: DynamoDB shows every write in the i
 stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
 are near real time), and the clocks of the maintainer and the listing agree to well within it.
 A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
+
+The state table is part of what a proof trusts: the positions recorded there are taken as the
+maintainer's word that every record up to them was applied. Only the maintainer's role may
+write it (the listing's policy only reads it, see :mod:`ddbkeys.iam`); whoever can write it can
+make a listing wrong. What no maintainer can have written is declined at once: a position
+outside its shard's ``SequenceNumberRange`` (:func:`out_of_range`), and one the stream refuses
+(see ``replay._iterator``).
 """
 
 from __future__ import annotations
@@ -54,6 +61,7 @@ __all__ = [
     "ShardRead",
     "advance",
     "created_at",
+    "out_of_range",
     "plan_replay",
     "precheck",
     "thin",
@@ -415,6 +423,9 @@ def plan_replay(
                     f"the maintainer began reading shard {shard} after the backfill began: run "
                     "`index backfill` again"
                 )
+            impossible = out_of_range(mark, listed[shard])
+            if impossible is not None:
+                return impossible
             sequence, found = mark.held_back(cut)
             since = float(mark.since) if isinstance(mark.since, int | float) else None
             newest = mark.marks[-1][0] if mark.marks else None
@@ -446,6 +457,30 @@ def plan_replay(
         )
         return Decline(f"no maintainer recorded a position in shard {shard} of the stream{hint}")
     return ReplayPlan(stream, tuple(reads), margin, cut)
+
+
+def out_of_range(mark: ShardMark, shard: Mapping[str, Any]) -> Decline | None:
+    """Why ``mark`` cannot be a maintainer's, if so: a recorded position outside the shard's
+    ``SequenceNumberRange`` (DescribeStream): before its first sequence number, or after the
+    last of a closed shard. No maintainer applies a record that is not in the shard, so such a
+    position was written by something else (the state table is part of what a proof trusts).
+    An open shard has no last number: a position past its tip is found by reading it."""
+    limits = shard.get("SequenceNumberRange") or {}
+    first, last = limits.get("StartingSequenceNumber"), limits.get("EndingSequenceNumber")
+    for sequence, _ in mark.marks:
+        if sequence is None:
+            continue
+        before = first is not None and str(first).isdigit() and int(sequence) < int(first)
+        after = last is not None and str(last).isdigit() and int(sequence) > int(last)
+        if before or after:
+            bound = f"before its first, {first}" if before else f"after its last, {last}"
+            return Decline(
+                f"the position recorded for shard {mark.shard}, {sequence}, lies {bound}: no "
+                "maintainer wrote it (only the maintainer's role may write the state table); "
+                "remove that shard's attribute from the index's record, restart the maintainer, "
+                "then run `index backfill` again"
+            )
+    return None
 
 
 def _parents_first(listed: Mapping[str, Mapping[str, Any]]) -> list[str]:

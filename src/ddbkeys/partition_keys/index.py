@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from ddbkeys.partition_keys.base import ScanPage
+    from ddbkeys.partition_keys.proof_report import ProofStatus
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -214,6 +215,34 @@ class MarkerIndex(MarkerIndexBase):
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
         return self._run(self.plan.verify())
+
+    def proof_status(
+        self,
+        *,
+        state_table: str | None = None,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        streams: Any = None,
+    ) -> ProofStatus:
+        """Where the index stands against its proof (``status()`` is the GSI's own state):
+        whether a listing can prove it complete now and, if not, the reason in the listing's
+        words, the command that fixes it and when; the stream, the maintainer's positions,
+        the backfill's record, and what a listing would pay now against a scan. Reads
+        DescribeTable, the index's record in ``state_table`` and the stream (``streams``: a
+        DynamoDB Streams client; by default one like this index's client): never the table,
+        and writes nothing. A :class:`~ddbkeys.DdbKeysError` when the table, the index or
+        the state table is missing."""
+        # (These modules import this one.)
+        from ddbkeys.partition_keys.choice import check_margin  # noqa: PLC0415
+        from ddbkeys.partition_keys.follow import Both, Lazy  # noqa: PLC0415
+        from ddbkeys.partition_keys.proof_status import status_flow, status_reader  # noqa: PLC0415
+        from ddbkeys.partition_keys.streams import streams_client_for  # noqa: PLC0415
+
+        margin = check_margin(replay_margin, self.table)
+        reader = status_reader(self.client, self.plan)
+        if streams is None:
+            streams = Lazy(lambda: streams_client_for(self.client, self.table))
+        flow = status_flow(reader, self.plan, self._state(state_table), margin)
+        return SyncDriver(Both(self.client, streams), self.usage).run(flow)
 
     def repair(
         self, *, remove_orphans: bool = True, state_table: str | None = None

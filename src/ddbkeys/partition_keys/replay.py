@@ -15,6 +15,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from botocore.exceptions import ClientError
+
 from ddbkeys.core.steps import (
     Emit,
     Flow,
@@ -49,8 +51,10 @@ if TYPE_CHECKING:
 __all__ = [
     "Replay",
     "ReplayedIndexMethod",
+    "StreamRead",
     "estimate",
     "load_evidence",
+    "read_flow",
     "replay_flow",
     "scan_units",
 ]
@@ -63,6 +67,8 @@ RECORDS_PER_READ = 1000
 EMPTY_AT_TIP = 3
 #: Empty pages in a row before the maintainer's position that end the read (declined).
 MOST_EMPTY = 1000
+#: GetShardIterator answered with a server error this many times in a row: declined at once.
+REFUSALS = 3
 
 
 @dataclass
@@ -76,6 +82,8 @@ class Replay:
     exists: dict[Hashed, bool] = field(default_factory=dict)
     records: int = 0
     shards: int = 0
+    #: Records read, by shard.
+    by_shard: dict[str, int] = field(default_factory=dict)
 
     @property
     def rechecked(self) -> int:
@@ -138,6 +146,62 @@ def _markers(marker: MarkerPlan, info: TableInfo) -> str:
     return markers_key(marker.attribute, marker.sort_key(info))
 
 
+@dataclass
+class StreamRead:
+    """What the replay's read of the stream found, before any re-check: the stream's shards
+    (DescribeStream; None when not read), where it read each from (``plan``), the records and
+    the collections they name (``replay``, nothing re-checked yet), and why it proves nothing
+    (``decline``) if so. What ``index status`` shows."""
+
+    shards: list[dict[str, Any]] | None = None
+    plan: ReplayPlan | None = None
+    replay: Replay | None = None
+    decline: Decline | None = None
+
+
+def read_flow(
+    reader: Reader,
+    marker: MarkerPlan,
+    info: TableInfo,
+    evidence: Evidence | None,
+    margin: float,
+    now: float,
+    most: int | None,
+) -> Flow[StreamRead]:
+    """Read the stream from the marks held back by ``margin`` to its tip: the collections its
+    records name, not re-checked (see :func:`replay_flow`). Only Streams requests."""
+    arn = info.stream_arn
+    if arn is None:
+        return StreamRead(decline=Decline("the table's stream is off"))
+    try:
+        shards = yield from _shards(reader, arn)
+    except DdbKeysError as exc:
+        return StreamRead(decline=_refused(exc, "describing the table's stream"))
+    plan = plan_replay(evidence, arn, shards, now, margin, _markers(marker, info))
+    if isinstance(plan, Decline):
+        return StreamRead(shards, decline=plan)
+    replay = Replay(margin)
+    pk = info.partition_key.name
+    for read in plan.reads:
+        outcome = yield from _read_shard(reader, plan, read, pk, replay)
+        if outcome is not None:
+            return StreamRead(shards, plan, replay, outcome)
+        if most is not None and len(replay.touched) > most:
+            return StreamRead(
+                shards,
+                plan,
+                replay,
+                Decline(
+                    f"the stream since the maintainer's positions names more than {most:,} "
+                    "collections, and re-checking them costs more than listing another way"
+                    if most
+                    else "the stream since the maintainer's positions names a collection to "
+                    "re-check, which costs more than a scan of this small table"
+                ),
+            )
+    return StreamRead(shards, plan, replay)
+
+
 def replay_flow(
     reader: Reader,
     marker: MarkerPlan,
@@ -151,30 +215,11 @@ def replay_flow(
     names; a :class:`Decline` when that cannot prove the index (a shard nobody covered, a
     position the stream no longer keeps, the stream refused, or more than ``most``
     collections to re-check)."""
-    arn = info.stream_arn
-    if arn is None:
-        return Decline("the table's stream is off")
-    try:
-        shards = yield from _shards(reader, arn)
-    except DdbKeysError as exc:
-        return _refused(exc, "describing the table's stream")
-    plan = plan_replay(evidence, arn, shards, now, margin, _markers(marker, info))
-    if isinstance(plan, Decline):
-        return plan
-    replay = Replay(margin)
-    pk = info.partition_key.name
-    for read in plan.reads:
-        outcome = yield from _read_shard(reader, plan, read, pk, replay)
-        if outcome is not None:
-            return outcome
-        if most is not None and len(replay.touched) > most:
-            return Decline(
-                f"the stream since the maintainer's positions names more than {most:,} "
-                "collections, and re-checking them costs more than listing another way"
-                if most
-                else "the stream since the maintainer's positions names a collection to "
-                "re-check, which costs more than a scan of this small table"
-            )
+    read = yield from read_flow(reader, marker, info, evidence, margin, now, most)
+    if read.decline is not None:
+        return read.decline
+    replay = read.replay
+    assert replay is not None
     for hashed, key in replay.touched.items():
         replay.exists[hashed] = yield from _exists(reader, marker, info, key)
     return replay
@@ -211,10 +256,36 @@ def _iterator(
     else:
         request["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
         request["SequenceNumber"] = after
+    refused = 0
+
+    def attempt(_: int) -> Flow[Any]:
+        # A 5xx answer is a transient fault, tried again; REFUSALS of them in a row are the
+        # stream's verdict on the position (DynamoDB Local answers one past the shard's tip
+        # so), declined at once rather than retried to the deadline.
+        nonlocal refused
+        try:
+            answer = yield get_shard_iterator(request)
+        except ClientError as exc:
+            refused = refused + 1 if _server_error(exc) else 0
+            if refused >= REFUSALS:
+                return Decline(
+                    f"the stream refused {REFUSALS} times in a row to read shard {shard} "
+                    + (f"after the position {after} recorded for it" if after else "from its start")
+                    + f" ({error_code(exc)}): is it a position no maintainer wrote?"
+                )
+            raise
+        return answer
+
     try:
-        answer = yield from _ask(reader, get_shard_iterator(request))
+        answer = yield from reader.attempts(attempt)
     except DdbKeysError as exc:
         code = error_code(getattr(exc, "cause", None) or exc)
+        if code == "ValidationException" and after is not None:
+            return Decline(
+                f"the stream refuses the position {after} recorded for shard {shard} "
+                f"({_said(exc)}): no maintainer wrote it (only the maintainer's role may "
+                "write the state table)"
+            )
         if code == "TrimmedDataAccessException":
             return Decline(
                 f"the maintainer's position in shard {shard} is older than the stream keeps "
@@ -223,7 +294,25 @@ def _iterator(
         if code == "ResourceNotFoundException":
             return Decline(f"shard {shard} is no longer in the stream")
         return _refused(exc, "reading the table's stream")
+    if isinstance(answer, Decline):
+        return answer
     return str(answer["ShardIterator"])
+
+
+def _said(exc: DdbKeysError) -> str:
+    """The error code and DynamoDB's own message behind ``exc``."""
+    cause = getattr(exc, "cause", None)
+    message = (
+        cause.response.get("Error", {}).get("Message") if isinstance(cause, ClientError) else None
+    )
+    code = error_code(cause or exc)
+    return f"{code}: {message}" if message and message != code else str(code)
+
+
+def _server_error(exc: ClientError) -> bool:
+    """An answer with a 5xx status (not throttling, not a lost connection)."""
+    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
+    return int(status) >= 500 or error_code(exc) in ("InternalServerError", "InternalFailure")
 
 
 def _read_shard(
@@ -265,6 +354,7 @@ def _read_shard(
             after = str(record["dynamodb"]["SequenceNumber"])
             reached = reached or int(after) >= int(str(read.reach))
             replay.records += 1
+            replay.by_shard[read.shard] = replay.by_shard.get(read.shard, 0) + 1
             if (
                 read.skip_before is not None
                 and created is not None

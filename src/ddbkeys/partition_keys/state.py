@@ -236,6 +236,31 @@ class StatePlan:
         item = answer.get("Item")
         return evidence_from_item(table, index, dict(item)) if item else None
 
+    def record(self, table: str, index: str) -> Flow[dict[str, Any] | None]:
+        """The record of ``table``'s index ``index`` as GetItem returns it (None: none), for
+        a reader that must not take a missing state table for an empty one: that is an error
+        naming it (nothing is created)."""
+        request = get_item(
+            {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
+            counted=False,
+        )
+        try:
+            answer: GetItemOutputTypeDef = yield from self._send(
+                request, "reading the index's record"
+            )
+        except DdbKeysError as exc:
+            if _code(exc) != "ResourceNotFoundException":
+                raise
+            raise DdbKeysError(
+                f"There is no state table {self.name!r}, so nothing proves marker index "
+                f"{index!r} of table {table!r}: `index follow`, the Lambda handler and `index "
+                "backfill` create it (or give its name with --state-table, "
+                "$DDBKEYS_STATE_TABLE).",
+                table=self.name,
+            ) from exc
+        item = answer.get("Item")
+        return dict(item) if item else None
+
     def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> Flow[None]:

@@ -1,0 +1,279 @@
+"""Where a marker index stands against its proof (``ddbkeys partition-keys index status``,
+``MarkerIndex.proof_status()``): whether a listing can prove it complete now and, if not, the
+reason in the listing's own words, the one command that fixes it and when; and what a listing
+would pay now against a scan.
+
+:func:`status_flow` reads what a listing reads, and no more: DescribeTable, the index's record
+in the state table (GetItem) and the stream (DescribeStream, GetShardIterator, GetRecords),
+never the table (the listing's re-checks are counted, not made) and it writes nothing, the
+state table included. :func:`decide` turns what was read into a :class:`ProofStatus`, with no
+I/O, by the proof's own code (``choice.not_active``, ``evidence.precheck``,
+``evidence.plan_replay`` and the replay's read of the stream)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys.core.steps import Flow
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.partition_keys.choice import most_keys, not_active, proof_failed
+from ddbkeys.partition_keys.evidence import (
+    DEFAULT_REPLAY_MARGIN,
+    Decline,
+    Evidence,
+    ShardMark,
+    plan_replay,
+    precheck,
+)
+from ddbkeys.partition_keys.markers import check_index, index_status
+from ddbkeys.partition_keys.proof_report import BackfillStatus, ProofStatus, ShardStatus
+from ddbkeys.partition_keys.replay import StreamRead, estimate, read_flow
+from ddbkeys.partition_keys.state import StatePlan, evidence_from_item, markers_key
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
+    from ddbkeys.schema import TableInfo
+
+__all__ = [
+    "BackfillStatus",
+    "ProofStatus",
+    "Seen",
+    "ShardStatus",
+    "decide",
+    "status_flow",
+    "status_reader",
+]
+
+#: The command lines a status names as the fix: ``index <verb> -t <table>``.
+COMMAND = "ddbkeys partition-keys index"
+#: A reason's own advice, as the proof words it: `index backfill`, `ddbkeys partition-keys
+#: index repair`, ...
+ADVISED = re.compile(r"`(?:ddbkeys partition-keys )?index (\w+)")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What :func:`status_flow` read: the table's description (and its stream's view type),
+    the index's record (``item``: as GetItem returns it; None: none) and the stream."""
+
+    info: TableInfo
+    view_type: str | None
+    item: dict[str, Any] | None
+    read: StreamRead
+
+
+def decide(
+    seen: Seen, *, index: str, markers: str, state_table: str, margin: float, now: float
+) -> ProofStatus:
+    """The status of marker index ``index`` from what was read (pure). ``markers``: how the
+    listing knows markers (``state.markers_key``), as a backfill records it."""
+    info = seen.info
+    evidence = evidence_from_item(info.name, index, seen.item) if seen.item is not None else None
+    stream = info.stream_arn
+    # The listing's order: the index's status, the record, then the stream.
+    declined = (
+        not_active(info, index)
+        or _reason(precheck(evidence, stream, margin, markers))
+        or _reason(seen.read.decline)
+    )
+    ours = _current(evidence, stream)
+    first = min((f for m in ours.values() if (f := m.first_saved) is not None), default=None)
+    fix, fix_in = _fix(declined, info, index, state_table, evidence, ours, first, margin, now)
+    replay = seen.read.replay if declined is None else None
+    scan, index_scan, per_key = estimate(info, index)
+    rechecks = len(replay.touched) if replay is not None else None
+    most = most_keys("auto", info, index)
+    item = seen.item or {}
+    return ProofStatus(
+        table=info.name,
+        index=index,
+        state_table=state_table,
+        index_status=index_status(info, index),
+        stream=stream,
+        view_type=seen.view_type,
+        maintainer=item.get("maintainer", {}).get("S"),
+        first_position=first,
+        shards=_shards(seen.read, ours, now, replay is not None),
+        backfill=_backfill(evidence, stream),
+        margin=margin,
+        now=now,
+        provable=declined is None,
+        reason=declined,
+        fix=fix,
+        fix_in=fix_in,
+        provable_in=_waiting(declined, evidence, stream, seen.read, markers, margin, now),
+        records=replay.records if replay is not None else None,
+        rechecks=rechecks,
+        listing_rcu=index_scan + per_key * rechecks if rechecks is not None else None,
+        scan_rcu=scan,
+        auto_uses_index=rechecks is not None and (most is None or rechecks <= most),
+    )
+
+
+def _reason(decline: Decline | None) -> str | None:
+    return None if decline is None else decline.reason
+
+
+def _current(evidence: Evidence | None, stream: str | None) -> dict[str, ShardMark]:
+    """The maintainer's marks under the table's stream as it is now."""
+    if evidence is None or stream is None:
+        return {}
+    return {s: m for s, m in evidence.shards.items() if m.stream == stream}
+
+
+def _fix(
+    reason: str | None,
+    info: TableInfo,
+    index: str,
+    state_table: str,
+    evidence: Evidence | None,
+    ours: dict[str, ShardMark],
+    first: float | None,
+    margin: float,
+    now: float,
+) -> tuple[str | None, float | None]:
+    """The one command that fixes ``reason``, and in how many seconds it counts."""
+    if reason is None:
+        return None, None
+    if info.stream_arn is None:
+        verb = "stream"
+    elif not_active(info, index) is not None:
+        verb = "create"  # (it waits until the index is ACTIVE)
+    elif evidence is not None and evidence.corrupt is not None:
+        verb = ""  # (the reason says which part of the record is broken)
+    elif not ours:
+        verb = "follow"  # a backfill counts only a margin after a maintainer's first position
+    else:
+        advised = ADVISED.search(reason)
+        verb = advised.group(1) if advised else ""
+    if not verb:
+        return None, None
+    options = "" if index == "ddbkeys-partition-keys" else f" --index-name {index}"
+    if verb in ("follow", "backfill", "repair") and state_table != "ddbkeys-state":
+        options += f" --state-table {state_table}"
+    command = f"{COMMAND} {verb} -t {info.name}{options}"
+    if verb != "backfill" or first is None:
+        return command, 0.0
+    # A backfill counts when it begins a margin after the maintainer's first position, and
+    # after it began each shard it reads from the shard's end.
+    ready = max([first] + [float(m.since) for m in ours.values() if not isinstance(m.since, str)])
+    return command, max(0.0, ready + margin - now)
+
+
+def _waiting(
+    reason: str | None,
+    evidence: Evidence | None,
+    stream: str | None,
+    read: StreamRead,
+    markers: str,
+    margin: float,
+    now: float,
+) -> float | None:
+    """Seconds until the shard plan proves the index with nothing done but waiting: the
+    first moment a mark becomes old enough (the margin after it was saved) at which
+    :func:`plan_replay` no longer declines; None when waiting does not help."""
+    if reason is None:
+        return 0.0
+    if read.shards is None or read.decline is None or reason != read.decline.reason:
+        return None
+    if not isinstance(plan_replay(evidence, stream, read.shards, now, margin, markers), Decline):
+        return None  # declined by the read, not the plan: waiting may not help
+    moments = sorted(
+        {saved + margin for m in _current(evidence, stream).values() for _, saved in m.marks}
+    )
+    for moment in moments:
+        if moment <= now:
+            continue
+        later = plan_replay(evidence, stream, read.shards, moment + 0.001, margin, markers)
+        if not isinstance(later, Decline):
+            return moment - now
+    return None
+
+
+def _shards(
+    read: StreamRead, ours: dict[str, ShardMark], now: float, counted: bool
+) -> tuple[ShardStatus, ...]:
+    listed = {str(s["ShardId"]): s for s in read.shards or ()}
+    by_shard = read.replay.by_shard if read.replay is not None and counted else {}
+    out = []
+    for shard in sorted(set(listed) | set(ours)):
+        raw, mark = listed.get(shard, {}), ours.get(shard)
+        newest = mark.marks[-1] if mark is not None and mark.marks else None
+        out.append(
+            ShardStatus(
+                shard=shard,
+                parent=raw.get("ParentShardId"),
+                listed=shard in listed,
+                open="EndingSequenceNumber" not in raw.get("SequenceNumberRange", {}),
+                named=mark is not None,
+                since=mark.since if mark is not None else None,
+                newest=newest[0] if newest is not None else None,
+                age=now - newest[1] if newest is not None else None,
+                records=by_shard.get(shard, 0) if counted else None,
+            )
+        )
+    return tuple(out)
+
+
+def _backfill(evidence: Evidence | None, stream: str | None) -> BackfillStatus | None:
+    backfill = evidence.backfill if evidence is not None else None
+    if backfill is None:
+        return None
+    since = backfill.maintained_since
+    margin = backfill.margin
+    return BackfillStatus(
+        started=backfill.started,
+        finished=backfill.finished,
+        current_stream=stream is not None and backfill.stream == stream,
+        maintained_since=since,
+        after_first=backfill.started - since if since is not None else None,
+        margin=float(margin) if margin is not None else None,
+        clashes=backfill.clashes,
+    )
+
+
+def status_reader(client: Any, marker: MarkerPlan) -> Reader:
+    """The reader of the stream a status sends with, within the marker index's settings."""
+    return Reader(
+        client,
+        marker.table,
+        retry=marker.retry,
+        usage=marker.usage,
+        deadline=marker.deadline,
+        what="reading the marker index's evidence",
+    )
+
+
+def status_flow(
+    reader: Reader,
+    marker: MarkerPlan,
+    store: StatePlan,
+    margin: float = DEFAULT_REPLAY_MARGIN,
+    now: float | None = None,
+) -> Flow[ProofStatus]:
+    """Read what a listing reads (no Query or Scan of the table, nothing written) and
+    :func:`decide`. A :class:`~ddbkeys.DdbKeysError` when the table, the index (or the
+    marker index it names is not one: not KEYS_ONLY, keyed on another attribute) or the
+    state table is missing."""
+    raw = yield from marker.describe()
+    info = yield from marker.table_info()
+    check_index(info, marker.name, marker.attribute, active=False)
+    item = yield from store.record(info.name, marker.name)
+    when = store.clock() if now is None else now
+    evidence = evidence_from_item(info.name, marker.name, item) if item is not None else None
+    try:
+        read = yield from read_flow(reader, marker, info, evidence, margin, when, None)
+    except DdbKeysError as exc:  # the stream failing past the deadline: the listing's words
+        read = StreamRead(decline=Decline(proof_failed(exc)))
+    spec = raw.get("StreamSpecification") or {}
+    return decide(
+        Seen(info, spec.get("StreamViewType") if info.stream_arn else None, item, read),
+        index=marker.name,
+        markers=markers_key(marker.attribute, marker.sort_key(info)),
+        state_table=store.name,
+        margin=margin,
+        now=when,
+    )

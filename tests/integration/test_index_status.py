@@ -1,0 +1,67 @@
+"""``MarkerIndex.proof_status()`` on DynamoDB Local, sync and asyncio: the same status from
+both; it reads the table's description, the index's record and the stream, never the table,
+and writes nothing (the record is the same after, and the requests are counted)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from ddbkeys import aio, make_client
+from ddbkeys.partition_keys import MarkerIndex
+from ddbkeys.partition_keys.proof_report import ProofStatus
+from tests.integration.test_index_async import run
+from tests.integration.test_index_proof import caught_up, following
+from tests.integration.test_marker_lifecycle import MARGIN, item
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+pytestmark = pytest.mark.integration
+
+INDEX = "ddbkeys-partition-keys"
+
+
+def record(client: DynamoDBClient, table: str, store: str) -> dict[str, Any]:
+    key = {"id": {"S": f"{table}/{INDEX}"}}
+    return dict(client.get_item(TableName=store, Key=key, ConsistentRead=True)["Item"])
+
+
+def test_sync_and_asyncio_tell_the_same_and_read_only_what_a_listing_reads(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    for n in range(5):
+        ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        caught_up(follower)
+    # Nobody follows now: two writes are in the stream only.
+    ddb_client.put_item(TableName=table, Item=item("new", 1))
+    ddb_client.delete_item(TableName=table, Key=item("k0", 1))
+    time.sleep(MARGIN)
+    before = record(ddb_client, table, store)
+    calls: list[tuple[str, str]] = []
+    client = make_client(endpoint_url=ddb_client.meta.endpoint_url)
+
+    def seen(model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        if not context.get("is_presign_request"):  # (ddbkeys' probe of a client: not sent)
+            calls.append((model.name, params.get("TableName", "")))
+
+    client.meta.events.register("before-parameter-build.dynamodb", seen)
+    told = MarkerIndex(client, table).proof_status(state_table=store, replay_margin=MARGIN)
+    assert told.provable, told.reason
+    assert told.records == 2 and told.rechecks == 2, told
+    # DynamoDB's side (the stream's requests go to a Streams client): no Query, no Scan.
+    assert calls == [("DescribeTable", table), ("GetItem", store)], calls
+    assert record(ddb_client, table, store) == before  # nothing written
+
+    async def body(client: Any) -> ProofStatus:
+        index = aio.MarkerIndex(client, table)
+        return await index.proof_status(state_table=store, replay_margin=MARGIN)
+
+    also = run(ddb_client, body)
+    assert (also.provable, also.records, also.rechecks, also.reason) == (True, 2, 2, None)
+    assert [s.shard for s in also.shards] == [s.shard for s in told.shards]

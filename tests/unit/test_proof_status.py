@@ -1,0 +1,218 @@
+"""``index status`` decided without a server (``proof_status.decide``): from the table's
+description, the index's record as GetItem returns it, and what the replay's read of the
+stream found, whether a listing proves the index now, the listing's own reason when not, the
+one command that fixes it and when it counts, and what a listing would pay now."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from ddbkeys.cli.index_status import render_status
+from ddbkeys.partition_keys.evidence import Decline, ShardMark, plan_replay
+from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys.proof_report import ProofStatus
+from ddbkeys.partition_keys.proof_status import Seen, decide
+from ddbkeys.partition_keys.replay import Replay, StreamRead, estimate
+from ddbkeys.partition_keys.state import markers_key
+from tests.unit.test_index_core import info
+
+ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
+INDEX = "ddbkeys-partition-keys"
+MARKERS = markers_key("ddbkeys_pk", DEFAULT_MARKER_SORT_KEY["N"])
+NOW = 100_000.0
+MARGIN = 60.0
+FIRST = NOW - 500  # the maintainer's first position
+SHARDS = [{"ShardId": "s1", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}]
+
+
+def record(
+    *marks: ShardMark, backfill: dict[str, Any] | None = None, **extra: Any
+) -> dict[str, Any]:
+    """The index's record as GetItem returns it."""
+    item: dict[str, Any] = {"id": {"S": f"orders/{INDEX}"}, "maintainer": {"S": "follow"}}
+    item.update({f"shard {m.shard}": {"S": m.to_json()} for m in marks})
+    if backfill is not None:
+        item["backfill"] = {"S": json.dumps(backfill)}
+    item.update(extra)
+    return item
+
+
+def backfill(started: float = FIRST + 100, **changes: Any) -> dict[str, Any]:
+    raw = {
+        "started": started,
+        "stream": ARN,
+        "maintained_since": FIRST,
+        "finished": started + 5,
+        "clashes": [],
+        "markers": MARKERS,
+        **changes,
+    }
+    return raw
+
+
+MARK = ShardMark("s1", ARN, "start", (("5", FIRST), ("10", NOW - 120)))
+
+
+def stream(item: dict[str, Any] | None, found: int = 0) -> StreamRead:
+    """What the replay's read finds on the table's stream (SHARDS): ``found`` records, each
+    naming a collection of its own, in s1."""
+    from ddbkeys.partition_keys.state import evidence_from_item  # noqa: PLC0415
+
+    evidence = evidence_from_item("orders", INDEX, item) if item else None
+    plan = plan_replay(evidence, ARN, SHARDS, NOW, MARGIN, MARKERS)
+    if isinstance(plan, Decline):
+        return StreamRead(SHARDS, decline=plan)
+    replay = Replay(MARGIN, records=found, by_shard={"s1": found} if found else {})
+    for n in range(found):
+        replay.touched[("S", f"k{n}")] = {"S": f"k{n}"}
+    return StreamRead(SHARDS, plan, replay)
+
+
+def status(
+    item: dict[str, Any] | None, read: StreamRead | None = None, **table: Any
+) -> ProofStatus:
+    described = info(stream_arn=ARN, **table)
+    seen = Seen(described, "KEYS_ONLY", item, read if read is not None else stream(item))
+    return decide(
+        seen, index=INDEX, markers=MARKERS, state_table="ddbkeys-state", margin=MARGIN, now=NOW
+    )
+
+
+def test_a_proven_index_says_what_a_listing_would_pay() -> None:
+    item = record(MARK, backfill=backfill(margin=60))
+    got = status(item, stream(item, found=3), size_bytes=4096 * 1000, item_count=10_000)
+    scan, index_scan, per_key = estimate(info(size_bytes=4096 * 1000, item_count=10_000), INDEX)
+    assert got.provable and got.reason is None and got.fix is None
+    assert (got.records, got.rechecks) == (3, 3)
+    assert got.listing_rcu == index_scan + 3 * per_key and got.scan_rcu == scan == 500.0
+    assert got.auto_uses_index
+    assert got.maintainer == "follow" and got.first_position == FIRST
+    assert got.backfill is not None and got.backfill.after_first == 100
+    assert got.backfill.margin == 60.0  # the margin the backfill waited for
+    (shard,) = got.shards
+    assert shard.named and shard.newest == "10" and shard.age == 120 and shard.records == 3
+    assert json.loads(json.dumps(got.to_json()))["provable"] is True
+
+
+def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
+    item = record(MARK, backfill=backfill())
+    got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU
+    assert got.provable and not got.auto_uses_index
+
+
+@pytest.mark.parametrize(
+    ("item", "reason", "fix", "fix_in"),
+    [
+        # No maintainer has recorded a position: start one first.
+        (
+            None,
+            "there is no record of a backfill",
+            "ddbkeys partition-keys index follow -t orders",
+            0.0,
+        ),
+        # A maintainer, no backfill: one counts now (its first position is 500 s old).
+        (
+            record(MARK),
+            "there is no record of a backfill",
+            "ddbkeys partition-keys index backfill -t orders",
+            0.0,
+        ),
+        # The setup's dead end: the backfill began 6 s after the maintainer's first position.
+        (
+            record(MARK, backfill=backfill(FIRST + 6)),
+            "the backfill began 6 s after the maintainer's first position, less than the "
+            "replay margin (60 s)",
+            "ddbkeys partition-keys index backfill -t orders",
+            0.0,
+        ),
+        # A maintainer started 20 s ago: a backfill counts when begun 40 s from now.
+        (
+            record(ShardMark("s1", ARN, NOW - 20, ((None, NOW - 20),))),
+            "there is no record of a backfill",
+            "ddbkeys partition-keys index backfill -t orders",
+            40.0,
+        ),
+        (
+            record(MARK, backfill=backfill(finished=None)),
+            "its backfill has not finished",
+            "ddbkeys partition-keys index backfill -t orders",
+            0.0,
+        ),
+        (
+            record(MARK, backfill=backfill(), clashes={"SS": ['{"S":"k1"}']}),
+            "a maintainer found data at the marker's key of collection(s) 'k1'",
+            "ddbkeys partition-keys index repair -t orders",
+            0.0,
+        ),
+        # A position the shard's range rules out: the reason says what comes before the command.
+        (
+            record(ShardMark("s1", ARN, "start", (("0", FIRST),)), backfill=backfill()),
+            "lies before its first, 1: no maintainer wrote it",
+            "ddbkeys partition-keys index backfill -t orders",
+            0.0,
+        ),
+    ],
+)
+def test_not_provable_says_why_and_the_command_that_fixes_it(
+    item: dict[str, Any] | None, reason: str, fix: str | None, fix_in: float | None
+) -> None:
+    got = status(item)
+    assert not got.provable and got.reason is not None and reason in got.reason
+    assert (got.fix, got.fix_in) == (fix, fix_in)
+    assert got.records is None and got.rechecks is None and not got.auto_uses_index
+    text = "\n".join(render_status(got))
+    assert f"Provable: no: {got.reason}" in text
+    assert (f"Fix: {fix}" in text) if fix else ("Fix:" not in text)
+
+
+def test_the_stream_off_and_the_index_building_name_their_command() -> None:
+    off = decide(
+        Seen(info(stream_arn=None), None, record(MARK, backfill=backfill()), StreamRead()),
+        index=INDEX,
+        markers=MARKERS,
+        state_table="ddbkeys-state",
+        margin=MARGIN,
+        now=NOW,
+    )
+    assert off.reason is not None and "stream is off" in off.reason
+    assert off.fix == "ddbkeys partition-keys index stream -t orders" and off.stream is None
+    building = status(record(MARK, backfill=backfill()), index_statuses={INDEX: "CREATING"})
+    assert building.reason == f"index {INDEX!r} is not ACTIVE yet"
+    assert building.fix == "ddbkeys partition-keys index create -t orders"
+
+
+def test_options_that_are_not_the_default_are_in_the_fix() -> None:
+    described = info(
+        stream_arn=ARN,
+        index_projections={"ix": "KEYS_ONLY"},
+        index_statuses={"ix": "ACTIVE"},
+        index_hash_keys={"ix": "ddbkeys_pk"},
+    )
+    seen = Seen(described, "KEYS_ONLY", record(MARK), stream(record(MARK)))
+    got = decide(seen, index="ix", markers=MARKERS, state_table="mine", margin=MARGIN, now=NOW)
+    assert (
+        got.fix
+        == "ddbkeys partition-keys index backfill -t orders --index-name ix --state-table mine"
+    )
+
+
+def test_a_shard_that_left_the_stream_within_the_margin_is_provable_by_waiting() -> None:
+    gone = ShardMark("s0", ARN, "start", (("3", FIRST), ("4", NOW - 20)))
+    item = record(MARK, gone, backfill=backfill())
+    got = status(item)
+    assert got.reason is not None and "left the stream less than 60 s" in got.reason
+    assert got.provable_in == pytest.approx(40.0, abs=0.01)
+    assert "Provable in 40 s with nothing done" in "\n".join(render_status(got))
+    (left,) = [s for s in got.shards if s.shard == "s0"]
+    assert not left.listed and left.named
+
+
+def test_waiting_does_not_help_a_read_that_declined() -> None:
+    item = record(MARK, backfill=backfill())
+    read = StreamRead(SHARDS, decline=Decline("shard s1 is no longer in the stream"))
+    got = status(item, read)
+    assert got.reason == "shard s1 is no longer in the stream"
+    assert got.provable_in is None and got.fix is None

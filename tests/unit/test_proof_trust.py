@@ -1,0 +1,124 @@
+"""The proof declines at once what no maintainer can have recorded (the state table is part of
+what it trusts): a position outside its shard's ``SequenceNumberRange``, a position the stream
+refuses (ValidationException), and a GetShardIterator answered with a server error three times
+in a row (one such answer is a transient fault, tried again). Driven by hand: DynamoDB Local
+answers the first and the last (see tests/integration/test_proof_forged.py); a closed shard's
+range and a single 500 cannot be made to order there."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ddbkeys.partition_keys.base import Reader
+from ddbkeys.partition_keys.evidence import (
+    Decline,
+    ReplayPlan,
+    ShardMark,
+    out_of_range,
+    plan_replay,
+)
+from ddbkeys.partition_keys.replay import REFUSALS, Replay, replay_flow
+from ddbkeys.retry import RetryPolicy
+from tests.unit.test_index_core import failure, play
+from tests.unit.test_replay_flow import ARN, GOOD, NOW, evidence, setup
+
+
+def shard(sid: str, first: str, last: str | None = None) -> dict[str, Any]:
+    limits = {"StartingSequenceNumber": first}
+    if last is not None:
+        limits["EndingSequenceNumber"] = last
+    return {"ShardId": sid, "SequenceNumberRange": limits}
+
+
+def server_error() -> Exception:
+    return failure("InternalFailure", ResponseMetadata={"HTTPStatusCode": 500})
+
+
+@pytest.mark.parametrize(
+    ("sequence", "first", "last", "bound"),
+    [
+        ("4", "5", None, "before its first, 5"),
+        ("21", "5", "20", "after its last, 20"),
+    ],
+)
+def test_a_position_outside_its_shard_is_declined(
+    sequence: str, first: str, last: str | None, bound: str
+) -> None:
+    mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
+    decided = plan_replay(evidence(mark), ARN, [shard("s1", first, last)], NOW)
+    assert isinstance(decided, Decline)
+    assert f"the position recorded for shard s1, {sequence}, lies {bound}" in decided.reason
+    assert "no maintainer wrote it" in decided.reason
+
+
+@pytest.mark.parametrize(
+    ("sequence", "first", "last"),
+    [
+        ("5", "5", None),  # the shard's first record
+        ("20", "5", "20"),  # a closed shard's last
+        ("999999", "5", None),  # an open shard has no last number: found by reading it
+        (None, "5", "20"),  # nothing applied yet
+    ],
+)
+def test_a_position_the_range_allows_is_read(
+    sequence: str | None, first: str, last: str | None
+) -> None:
+    mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
+    assert out_of_range(mark, shard("s1", first, last)) is None
+    assert isinstance(plan_replay(evidence(mark), ARN, [shard("s1", first, last)], NOW), ReplayPlan)
+
+
+def test_an_older_mark_outside_the_range_is_declined_too() -> None:
+    """Every recorded position is one the maintainer applied: one impossible mark among good
+    ones is a record something else wrote."""
+    mark = ShardMark("s1", ARN, "start", (("3", 6_000.0), ("10", 7_000.0)))
+    assert isinstance(out_of_range(mark, shard("s1", "5")), Decline)
+
+
+def patient() -> tuple[Reader, Any, Any]:
+    reader, marker, table = setup()
+    reader.retry = RetryPolicy(max_attempts=10)
+    reader.deadline = 600.0
+    return reader, marker, table
+
+
+def test_three_server_errors_in_a_row_decline_at_once() -> None:
+    reader, marker, table = patient()
+    script: list[tuple[str, Any]] = [
+        ("describe_stream", {"StreamDescription": {"Shards": [shard("s1", "1")]}}),
+        *[("get_shard_iterator", server_error()) for _ in range(REFUSALS)],
+    ]
+    result, sent = play(replay_flow(reader, marker, table, GOOD, 60.0, NOW, None), script)
+    assert len(sent) == 1 + REFUSALS  # not retried to the deadline (10 attempts allowed)
+    assert isinstance(result, Decline)
+    assert f"refused {REFUSALS} times in a row to read shard s1 after the position 10" in (
+        result.reason
+    )
+
+
+def test_one_server_error_is_a_transient_fault_tried_again() -> None:
+    reader, marker, table = patient()
+    script: list[tuple[str, Any]] = [
+        ("describe_stream", {"StreamDescription": {"Shards": [shard("s1", "1")]}}),
+        ("get_shard_iterator", server_error()),
+        ("get_shard_iterator", server_error()),
+        ("get_shard_iterator", failure("ThrottlingException")),  # not a refusal: the count restarts
+        ("get_shard_iterator", server_error()),
+        ("get_shard_iterator", {"ShardIterator": "i1"}),
+        ("get_records", {"Records": []}),  # a closed shard's end
+    ]
+    result, _ = play(replay_flow(reader, marker, table, GOOD, 60.0, NOW, None), script)
+    assert isinstance(result, Replay) and result.records == 0
+
+
+def test_a_position_the_stream_refuses_is_declined() -> None:
+    reader, marker, table = patient()
+    script: list[tuple[str, Any]] = [
+        ("describe_stream", {"StreamDescription": {"Shards": [shard("s1", "1")]}}),
+        ("get_shard_iterator", failure("ValidationException")),
+    ]
+    result, _ = play(replay_flow(reader, marker, table, GOOD, 60.0, NOW, None), script)
+    assert isinstance(result, Decline)
+    assert "the stream refuses the position 10 recorded for shard s1" in result.reason
