@@ -102,7 +102,7 @@ def render_status(status: ProofStatus) -> list[str]:
             text += ", before any maintainer's position"
         text += f" (a listing needs {status.margin:g} s)"
         if backfill.margin is not None:
-            text += f"; it waited for a margin of {backfill.margin:g} s"
+            text += f"; begun for a replay margin of {backfill.margin:g} s"
         text += (
             f"; finished at {_at(backfill.finished, now)}"
             if backfill.finished is not None

@@ -35,7 +35,8 @@ from ddbkeys.partition_keys import (
 from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
-from ddbkeys.partition_keys.state import state_table_name
+from ddbkeys.partition_keys.follow_backfill import needs_backfill
+from ddbkeys.partition_keys.state import StateStore, state_table_name
 
 __all__ = ["index_group"]
 
@@ -583,6 +584,19 @@ def follow_command(
         replay_margin=replay_margin,
         on_backfill=on_backfill,
     )
+    if not backfill and not structured(output):
+        index.status(fresh=True)  # the table as it is now: its stream
+        saved = StateStore(index.client, state_table, deadline=index.deadline).load(
+            table_name, index.name
+        )
+        if needs_backfill(saved, index.table_info().stream_arn, replay_margin):
+            click.echo(
+                "Note: no backfill under this stream lets a listing prove the index yet: run "
+                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
+                "runs (it waits for the replay margin after the follower's first position), or "
+                "follow with --backfill.",
+                err=True,
+            )
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.getsignal(sig) for sig in stopping}
     received: list[int] = []
