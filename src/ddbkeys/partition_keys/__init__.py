@@ -55,6 +55,7 @@ from ddbkeys.partition_keys.index import (
     VerifyReport,
 )
 from ddbkeys.partition_keys.listing import Listing, ListingCore
+from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.streams import streams_client_for
@@ -77,6 +78,7 @@ __all__ = [
     "ListingTask",
     "MarkerClashError",
     "MarkerIndex",
+    "ProofStatus",
     "ReadBudget",
     "StreamFollower",
     "VerifyReport",
