@@ -40,6 +40,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddbkeys.partition_keys.lambda_trigger import (
+    Parallelized,
+    TriggerCheck,
+    checked_cut,
+    trigger_decline,
+)
+
 __all__ = [
     "CREATED_ROUNDING",
     "DAY",
@@ -242,6 +249,11 @@ class Evidence:
     unnamed_batches: float | None = None
     #: Why the record is not one ddbkeys wrote, if it is not (a part edited or broken).
     corrupt: str | None = None
+    #: Per shard, the Lambda handler's check of its trigger (see ``lambda_trigger``); the
+    #: latest reading of a ParallelizationFactor other than 1; who said last it keeps the index.
+    triggers: Mapping[str, TriggerCheck] = field(default_factory=dict)
+    parallelized: Parallelized | None = None
+    maintainer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -364,6 +376,19 @@ def precheck(
             f"a maintainer found data at the marker's key of collection(s) "
             f"{_keys(list(evidence.clashes))}: move those items, then run `index repair`"
         )
+    assert stream is not None
+    saved = {s: [t for _, t in m.marks] for s, m in evidence.shards.items() if m.stream == stream}
+    out_of_order = trigger_decline(
+        stream,
+        saved,
+        evidence.triggers,
+        evidence.parallelized,
+        evidence.maintainer == "lambda",
+        evidence.backfill.started,
+        margin,
+    )
+    if out_of_order is not None:
+        return Decline(out_of_order)
     return None
 
 
@@ -407,7 +432,12 @@ def plan_replay(
                     f"the maintainer began reading shard {shard} after the backfill began: run "
                     "`index backfill` again"
                 )
-            sequence, found = mark.held_back(cut)
+            # While the Lambda handler keeps the index, a position counts once a check of its
+            # trigger vouches for it (see ``lambda_trigger``).
+            held = cut
+            if evidence.maintainer == "lambda":
+                held = checked_cut(evidence.triggers.get(shard), stream, cut)
+            sequence, found = mark.held_back(held)
             since = float(mark.since) if isinstance(mark.since, int | float) else None
             newest = mark.marks[-1][0] if mark.marks else None
             if newest is None and mark.marks and mark.marks[-1][1] < now - DAY + TRIM_SAFETY:
