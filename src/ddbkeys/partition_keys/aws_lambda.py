@@ -13,8 +13,9 @@ Deployment:
    ``eventSourceARN``.
 4. Give its role: ``dynamodb:Query``, ``GetItem``, ``PutItem``, ``DeleteItem`` and
    ``DescribeTable`` on the table; ``GetItem``, ``UpdateItem``, ``DescribeTable`` and
-   ``CreateTable`` on the state table; and the stream read actions Lambda needs
-   (``AWSLambdaDynamoDBExecutionRole``).
+   ``CreateTable`` on the state table; the stream read actions Lambda needs
+   (``AWSLambdaDynamoDBExecutionRole``); and ``lambda:ListEventSourceMappings`` (on ``*``), with
+   which the handler reads its trigger.
 5. Add the trigger (an event source mapping) with ``StartingPosition=TRIM_HORIZON``,
    ``FunctionResponseTypes=["ReportBatchItemFailures"]``, a tumbling window
    (``TumblingWindowInSeconds``: only then does an event name its shard, and the position the
@@ -27,9 +28,16 @@ Deployment:
 
 The evidence: after each batch, per shard, the sequence number up to which every record is
 applied (before the first failed one), in the state table; a listing reads the stream from
-there itself (see ``partition_keys.evidence``). A table with no writes for 24 hours is listed
-another way: the shards the handler named have then left the stream, and the handler is not
-called to name their successors.
+there itself (see ``partition_keys.evidence``). With it, per shard, the handler's check of its
+trigger (see ``partition_keys.lambda_trigger``): after its first batch in an execution
+environment and every ``CHECK_EVERY`` seconds (5 minutes), ``ListEventSourceMappings`` of the
+batch's ``eventSourceARN`` and the invoked function (``context.invoked_function_arn``) says its
+``ParallelizationFactor``; listings decline while it is not 1, and use a shard's positions only
+up to the last check. A batch that begins before the handler's own position in its shard, and
+is none it handled sent again, came out of order: a gap. A read refused (the role lacks the
+permission) keeps the markers right; only listings decline. A table with no writes for 24
+hours is listed another way: the shards the handler named have then left the stream, and the
+handler is not called to name their successors.
 
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
 never left without a marker and an empty one keeps its marker no longer than until its next
