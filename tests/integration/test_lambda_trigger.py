@@ -206,7 +206,7 @@ def test_the_trigger_is_read_at_the_first_batch_and_every_few_minutes(
 
 
 def test_a_role_without_the_permission_keeps_the_markers_and_listings_say_why(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     MarkerIndex(ddb_client, table).create()
@@ -234,6 +234,8 @@ def test_a_role_without_the_permission_keeps_the_markers_and_listings_say_why(
         put(ddb_client, table, "b")
         window.deliver(handler)  # within a minute of the refusal: not read again
     stubber.assert_no_pending_responses()
+    said = [r.getMessage() for r in caplog.records if "ListEventSourceMappings" in r.getMessage()]
+    assert len(said) == 1 and "AccessDeniedException" in said[0], said
     markers = ddb_client.scan(TableName=table, IndexName="ddbkeys-partition-keys")["Items"]
     assert sorted(m["pk"]["S"] for m in markers) == ["a", "b"] == collections(ddb_client, table)
     time.sleep(MARGIN + 0.1)

@@ -340,7 +340,8 @@ class StreamHandler:
             if now - last.at < wait:
                 return last
         reading = self._read_trigger(stream, now)
-        if reading.factor not in (1, last.factor if last else None):
+        said = (last.factor, last.error) if last is not None else None
+        if reading.factor != 1 and said != (reading.factor, reading.error):  # once, not a batch
             LOG.error(
                 "ddbkeys: the trigger of %s on %s: %s: listings decline the index",
                 self._function,

@@ -29,6 +29,10 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
 It rests on one assumption, not proven here: DynamoDB shows every write in the index, in the
 stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
 are near real time), and the clocks of the maintainer and the listing agree to well within it.
+Where the Lambda handler keeps the index, its positions count only with its check that the
+trigger hands it a shard's batches in order (see :mod:`ddbkeys.partition_keys.lambda_trigger`),
+which assumes besides that ``ParallelizationFactor`` does not go above 1 and back between two
+of its checks (minutes apart).
 A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
 """
 
