@@ -124,6 +124,9 @@ class World:
         self.route: dict[ItemKey, str] = {}  # item -> its shard (in the current stream)
         self.state: dict[str, Item] = {}  # the state table: id -> item
         self.failing: set[str] = set()  # collections whose Query is refused (AccessDenied)
+        #: Collections whose reconciliation gives up at its first read, with no write: it
+        #: stands for one that does not settle, and leaves no record of why in the stream.
+        self.unsettled: set[str] = set()
         self.generation = 0  # the table, created again, is another table
         self._seq = 10**20
         self._shard_names = 0

@@ -242,6 +242,9 @@ class Evidence:
     unnamed_batches: float | None = None
     #: Why the record is not one ddbkeys wrote, if it is not (a part edited or broken).
     corrupt: str | None = None
+    #: The pending set: elements naming collections whose reconciliation did not settle
+    #: (see :mod:`ddbkeys.partition_keys.pending`); a listing re-checks each one.
+    pending: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -39,6 +39,7 @@ from ddbkeys.partition_keys.evidence import (
 )
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable, unhash
+from ddbkeys.partition_keys.pending import pending_keys
 from ddbkeys.partition_keys.state import StatePlan, markers_key
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
@@ -76,6 +77,9 @@ class Replay:
     exists: dict[Hashed, bool] = field(default_factory=dict)
     records: int = 0
     shards: int = 0
+    #: Of the touched collections, those the maintainers recorded as pending (their
+    #: reconciliation did not settle), re-checked whatever the stream says.
+    pending: int = 0
 
     @property
     def rechecked(self) -> int:
@@ -162,6 +166,16 @@ def replay_flow(
     if isinstance(plan, Decline):
         return plan
     replay = Replay(margin)
+    # Every collection pending when the listing began (read with the evidence, at its start:
+    # see the evidence module for why that is when): re-checked, whatever the stream says.
+    for key in pending_keys(evidence.pending if evidence is not None else ()):
+        replay.touched.setdefault(hashable(key), key)
+    replay.pending = len(replay.touched)
+    if most is not None and replay.pending > most:
+        return Decline(
+            f"{replay.pending:,} collections are pending (their markers did not settle), and "
+            "re-checking them costs more than listing another way"
+        )
     pk = info.partition_key.name
     for read in plan.reads:
         outcome = yield from _read_shard(reader, plan, read, pk, replay)

@@ -135,6 +135,9 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     clashes = item.get("clashes")
     if clashes is not None and "SS" not in clashes:
         corrupt = "its clashes are not a string set (edited by hand?)"
+    pending = item.get("pending")
+    if pending is not None and "SS" not in pending:
+        corrupt = "its pending collections are not a string set (edited by hand?)"
     unnamed = item.get("unnamed_batches", {}).get("N")
     return Evidence(
         table=table,
@@ -144,6 +147,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         clashes=tuple(sorted(item.get("clashes", {}).get("SS", []))),
         unnamed_batches=float(unnamed) if unnamed is not None else None,
         corrupt=corrupt,
+        pending=tuple(sorted(item.get("pending", {}).get("SS", []))),
     )
 
 
