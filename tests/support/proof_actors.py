@@ -50,6 +50,7 @@ class Stepper:
         self.result: Any = None
         self.error: BaseException | None = None
         self.report: FollowReport | None = None  # a follower's: what it did so far
+        self.plan: FollowPlan | None = None  # a follower's plan (its settings)
 
     def advance(self, requests: int) -> None:
         if self.done:
@@ -106,7 +107,7 @@ def follower_at_rest(
     )
     state = FollowState()
     stepper = Stepper(plan.follow(state, StopFlag(), False, from_start), client)
-    stepper.report = state.report
+    stepper.report, stepper.plan = state.report, plan
     return stepper
 
 

@@ -303,9 +303,12 @@ class ProofMachine(RuleBasedStateMachine):
 
     @rule(most=st.sampled_from((0, 1, MAX_PENDING)))
     def pending_bound(self, most: int) -> None:
-        """The pending set's bound, for the Lambda handler and the followers started next."""
+        """The pending set's bound, for the Lambda handler and the followers."""
         self.max_pending = most
         self.handler.max_pending = most
+        for running in self.followers.values():
+            if running.plan is not None:
+                running.plan.max_pending = most
 
     @precondition(lambda self: bool(self.followers))
     @rule(slot=st.integers(0, 1))

@@ -127,6 +127,23 @@ def test_a_collection_that_does_not_settle_is_added_to_the_pending_set_alone() -
     assert update["ExpressionAttributeValues"][":n"] == {"N": str(MAX_PENDING)}
 
 
+def test_a_collection_that_gives_up_again_replaces_its_known_elements() -> None:
+    """A hot collection holds one element of each maintainer, not one a batch: the new one is
+    added (one more allowed), then those it knew of leave."""
+    plan = index()
+    old = element({"S": "a"}, 1.0, "n-0")
+    other = element({"S": "b"}, 1.0, "n-0")
+    result, sent = play(
+        apply_flow(plan, _store(), {"S": "a"}, Nonces("n"), known={old, other}),
+        [*_churn(), ("update_item", {}), ("update_item", {})],
+    )
+    assert result.element is not None and result.replaced == (old,)
+    add, delete = sent[-2].params, sent[-1].params
+    assert add["ExpressionAttributeValues"][":n"] == {"N": str(MAX_PENDING + 1)}
+    assert delete["UpdateExpression"] == "DELETE #p :p"
+    assert delete["ExpressionAttributeValues"][":p"] == {"SS": [old]}
+
+
 def test_a_full_pending_set_leaves_the_collection_unapplied() -> None:
     plan = index()
     full = failure("ConditionalCheckFailedException")

@@ -165,7 +165,7 @@ class StreamHandler:
             settled: list[Key] = []
             for key in keys_of_records(some, pk):
                 try:
-                    result = self._apply(index, _typed_key(key))
+                    result = self._apply(index, _typed_key(key), known)
                 except Exception:
                     LOG.exception("ddbkeys: reconciling %r of %s failed", key, index.table)
                     failed.add(repr(key))
@@ -195,11 +195,11 @@ class StreamHandler:
             self._end_batch(index, arn, shard, began, applied, clashes, failed_at)
         return parsed.answer(failures[:1])
 
-    def _apply(self, index: MarkerIndex, key: Key) -> Applied:
+    def _apply(self, index: MarkerIndex, key: Key, known: frozenset[str]) -> Applied:
         """Reconcile one collection; one that does not settle is recorded pending (unless the
-        pending set is full)."""
+        pending set is full), in place of its elements ``known``."""
         store = self._state(index)
-        flow = apply_flow(index.plan, store.plan, key, self._nonce, self.max_pending)
+        flow = apply_flow(index.plan, store.plan, key, self._nonce, self.max_pending, known)
         return SyncDriver(index.client, index.usage).run(flow)
 
     def _settle_pending(

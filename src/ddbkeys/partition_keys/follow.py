@@ -290,8 +290,10 @@ class FollowPlan:
         self.poll = poll
         self.clock = clock
         self.on_batch = on_batch
-        #: The most pending collections it records (see ``pending.MAX_PENDING``).
+        #: The most pending collections it records (see ``pending.MAX_PENDING``), and how often
+        #: (seconds) it tries those it knows of again.
         self.max_pending = max_pending
+        self.retry_every = RETRY_PENDING
         self.nonce = Nonces()
 
     # --- the stream ---------------------------------------------------------------------------
@@ -488,13 +490,14 @@ class FollowPlan:
         owed: list[Key] = []
         for key in keys:
             applied = yield from apply_flow(
-                self.index, self.store, key, self.nonce, self.max_pending
+                self.index, self.store, key, self.nonce, self.max_pending, known
             )
             if applied.outcome is not None:
                 count(state.report, applied.outcome)
                 (clashes if applied.outcome is Outcome.CLASH else settled).append(key)
             elif applied.element is not None:
                 state.pending.add(applied.element)
+                state.pending.difference_update(applied.replaced)
                 state.report.pending += 1
             else:
                 owed.append(key)
@@ -515,9 +518,9 @@ class FollowPlan:
 
     def retry_pending(self, state: FollowState) -> Flow[None]:
         """Reconcile the pending collections this follower knows of (at most once every
-        ``RETRY_PENDING`` seconds): those that settle leave the set."""
+        ``retry_every`` seconds): those that settle leave the set."""
         now, tried = self.clock(), state.pending_tried
-        if not state.pending or (tried is not None and now - tried < RETRY_PENDING):
+        if not state.pending or (tried is not None and now - tried < self.retry_every):
             return
         state.pending_tried = now
         outcomes, gone = yield from retry_flow(self.index, self.store, state.pending)

@@ -17,8 +17,9 @@ that began after its give-up has settled.
 
 The set is bounded, so that the record stays well under DynamoDB's 400 KB item: an element is
 added only while the set holds fewer than ``MAX_PENDING`` elements (``MAX_LARGE_PENDING`` for an
-element longer than ``SMALL_ELEMENT`` bytes), on the condition of the set's size, in the same
-request. At most :func:`most_bytes` bytes (about 110 KB). A collection that cannot be recorded
+element longer than ``SMALL_ELEMENT`` bytes; one more when the element replaces one of the same
+collection), on the condition of the set's size, in the same request. At most
+:func:`most_bytes` bytes (about 115 KB). A collection that cannot be recorded
 (the set is full) holds its shard's position where it is: the follower goes on applying records
 but saves no position past it until the collection settles or can be recorded; the Lambda
 handler reports it as a batch item failure, so Lambda sends it again.
@@ -135,9 +136,9 @@ def limit(text: str, most: int = MAX_PENDING) -> int:
 
 def most_bytes(most: int = MAX_PENDING) -> int:
     """The most bytes the pending set's elements take: at most ``MAX_LARGE_PENDING`` large ones
-    (each added while the set held fewer), the rest small."""
+    (each added while the set held fewer; one more for a replacement), the rest small."""
     largest = len(element({"B": bytes(MAX_KEY_BYTES)}, 9_999_999_999.999, "f" * 24).encode())
-    return min(most, MAX_LARGE_PENDING) * largest + most * SMALL_ELEMENT
+    return (min(most, MAX_LARGE_PENDING) + 1) * largest + (most + 1) * SMALL_ELEMENT
 
 
 class Nonces:
@@ -156,11 +157,12 @@ class Nonces:
 class Applied:
     """What applying one collection did: its reconciliation's ``outcome`` (None: it did not
     settle) and, if it did not, the pending ``element`` recorded (None: the set was full, and
-    the collection is not applied)."""
+    the collection is not applied), and the elements of the collection it replaced."""
 
     key: Key
     outcome: Outcome | None
     element: str | None = None
+    replaced: tuple[str, ...] = ()
 
     @property
     def applied(self) -> bool:
@@ -174,24 +176,41 @@ def apply_flow(
     key: Key,
     nonce: Callable[[], str],
     most: int = MAX_PENDING,
+    known: Iterable[str] = (),
 ) -> Flow[Applied]:
     """Reconcile the collection ``key``; when it does not settle, add it to the pending set of
-    the index's record in ``store`` (unless the set is full). Any other failure goes up."""
+    the index's record in ``store`` (unless the set is full). Any other failure goes up.
+
+    Elements of ``key`` among ``known`` (those the maintainer knows of) are then replaced: taken
+    out once the new one is in, so that a collection that keeps giving up holds one element of
+    each maintainer, not one a batch. (The new element stands for them: an element leaves only
+    once a reconciliation begun after it settled, which began after theirs too.)"""
     try:
         outcome = yield from reconcile_flow(index, key, index.begin())
     except UnsettledError:
         text = element(key, store.clock(), nonce())
-        added = yield from add_pending(store, index.table, index.name, text, most)
-        return Applied(key, None, text if added else None)
+        old = tuple(settled_elements(known, [key]))
+        added = yield from add_pending(store, index.table, index.name, text, most, bool(old))
+        if not added:
+            return Applied(key, None)
+        yield from remove_pending(store, index.table, index.name, old)
+        return Applied(key, None, text, old)
     return Applied(key, outcome)
 
 
 def add_pending(
-    store: StatePlan, table: str, index: str, text: str, most: int = MAX_PENDING
+    store: StatePlan,
+    table: str,
+    index: str,
+    text: str,
+    most: int = MAX_PENDING,
+    replacing: bool = False,
 ) -> Flow[bool]:
     """Add the element ``text`` to the pending set of ``table``'s index ``index``, in one
-    request conditioned on the set's size (see :func:`limit`). False when the set is full."""
-    if limit(text, most) <= 0:
+    request conditioned on the set's size (see :func:`limit`; one more when ``replacing``: an
+    element of the same collection leaves next). False when the set is full."""
+    bound = limit(text, most) + replacing
+    if bound <= 0:
         return False
     params: Any = {
         "TableName": store.name,
@@ -199,7 +218,7 @@ def add_pending(
         "UpdateExpression": "ADD #p :p",
         "ConditionExpression": "attribute_not_exists(#p) OR size(#p) < :n",
         "ExpressionAttributeNames": {"#p": PENDING_ATTRIBUTE},
-        "ExpressionAttributeValues": {":p": {"SS": [text]}, ":n": {"N": str(limit(text, most))}},
+        "ExpressionAttributeValues": {":p": {"SS": [text]}, ":n": {"N": str(bound)}},
     }
     answer = yield from _send(store, lambda: update_item(params, counted=False), conditional=True)
     return answer is not None

@@ -7,8 +7,10 @@ maintainers create it when it is missing (on-demand billing).
 
 The record holds what :mod:`ddbkeys.partition_keys.evidence` needs to prove the index at answer
 time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
-applied, and when), the last backfill (``backfill``), and the collections a maintainer could not
-mark (``clashes``). No heartbeat: a listing reads the stream from the marks itself.
+applied, and when), the last backfill (``backfill``), the collections a maintainer could not
+mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
+:mod:`ddbkeys.partition_keys.pending`). No heartbeat: a listing reads the stream from the marks
+itself.
 """
 
 from __future__ import annotations
