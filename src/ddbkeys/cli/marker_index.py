@@ -442,7 +442,9 @@ def follow_command(
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
     stop it cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
-    It refuses, writing nothing, unless the marker index is there (KEYS_ONLY, ACTIVE).
+    A collection changing too fast for its marker to settle is recorded as pending (listings
+    re-check it), not an error. It refuses, writing nothing, unless the marker index is there
+    (KEYS_ONLY, ACTIVE).
 
     \b
     ddbkeys partition-keys index stream -t issues

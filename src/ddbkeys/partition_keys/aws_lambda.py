@@ -34,7 +34,10 @@ called to name their successors.
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
 never left without a marker and an empty one keeps its marker no longer than until its next
 record is handled. A collection whose reconciliation fails is reported in
-``batchItemFailures`` (its first record in the batch), so Lambda sends it again.
+``batchItemFailures`` (its first record in the batch), so Lambda sends it again. One whose
+reconciliation does not settle (it keeps changing) is recorded as pending instead (see
+``partition_keys.pending``): listings re-check it; only when the pending set is full is it
+reported failed.
 """
 
 from __future__ import annotations

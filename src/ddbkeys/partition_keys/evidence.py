@@ -28,11 +28,12 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
   wrote nothing after ``W``: the marker was last written at or before ``W``, before the cut,
   and the index shows it. If it did not settle, its element was added before the mark was
   saved, so before the cut, so before the listing read the record: the listing re-checks
-  ``c``, unless the element was taken out by then. A maintainer takes an element out only if
-  it knew of it before its own reconciliation of ``c`` began, once that reconciliation
-  settled: it began after the give-up, so after ``W``, and found the marker right without
-  writing (a write would come after ``W``): the marker, last written at or before ``W``, is
-  right, and the index shows it. So the pending set is read once, with the rest of the record,
+  ``c``, unless the element was taken out by then. A maintainer takes an element out only
+  once a newer element of ``c`` is in (which then stands for it), or if it knew of it before
+  its own reconciliation of ``c`` began, once that reconciliation settled: it began after the
+  give-up, so after ``W``, and found the marker right without writing (a write would come
+  after ``W``): the marker, last written at or before ``W``, is right, and the index shows
+  it. So the pending set is read once, with the rest of the record,
   when the listing begins (after the cut): every element that matters was added before the
   cut, and one taken out at any time, even during the replay, was taken out safely. Read after
   the replay instead, the set would be as sound (it could only lack elements taken out safely,
