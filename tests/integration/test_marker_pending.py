@@ -9,18 +9,21 @@ again, they settle and leave the set."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from click.testing import CliRunner
 
 from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.aio.index import StreamFollower as AsyncStreamFollower
+from ddbkeys.cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys, maintain
 from ddbkeys.partition_keys.follow import FollowReport
-from ddbkeys.partition_keys.pending import pending_keys
+from ddbkeys.partition_keys.pending import MAX_PENDING, element, pending_keys
 from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_index_async import async_client
 from tests.integration.test_marker_follow_faults import wait_for_record
@@ -195,3 +198,41 @@ def until(done: Callable[[], bool], seconds: float) -> None:
     while not done():
         assert time.monotonic() < deadline, f"not done in {seconds} s"
         time.sleep(0.2)
+
+
+def test_index_follow_says_once_that_a_full_pending_set_holds_a_position(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    streamed_table: str,
+    state_table: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pending set full (left so by other maintainers), and reconciliations that give up:
+    the follower holds the shard's position, and `index follow` says so once."""
+    table, store = streamed_table, state_table
+    StateStore(ddb_client, store).ensure()
+    others = [element({"S": f"ghost{n}"}, 1.0, "another-1") for n in range(MAX_PENDING)]
+    ddb_client.update_item(
+        TableName=store,
+        Key={"id": {"S": f"{table}/ddbkeys-partition-keys"}},
+        UpdateExpression="ADD #p :p",
+        ExpressionAttributeNames={"#p": "pending"},
+        ExpressionAttributeValues={":p": {"SS": others}},
+    )
+    for pk in ("a", "b"):
+        ddb_client.put_item(TableName=table, Item=item(pk, 1))
+    monkeypatch.setattr(maintain, "MAX_ROUNDS", 0)
+    args = ["partition-keys", "index", "follow", "-t", table, "--state-table", store]
+    args += ["--from-start", "--until-caught-up", "--endpoint-url", ddb_endpoint_url]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.stderr
+    full = f"the pending set of {table}'s index is full"
+    assert result.stderr.count(full) == 1, result.stderr
+    assert full in result.stdout and "0 marked" in result.stdout
+    saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
+    assert saved is not None and len(saved.pending) == MAX_PENDING
+    (mark,) = saved.shards.values()
+    assert [sequence for sequence, _ in mark.marks] == [None]  # held before a's record
+    as_json = CliRunner().invoke(cli, [*args, "--output", "json"])
+    assert as_json.exit_code == 0, as_json.stderr
+    assert json.loads(as_json.stdout)["held"] is True

@@ -173,8 +173,8 @@ def replay_flow(
     replay.pending = len(replay.touched)
     if most is not None and replay.pending > most:
         return Decline(
-            f"{replay.pending:,} collections are pending (their markers did not settle), and "
-            "re-checking them costs more than listing another way"
+            f"{replay.pending:,} collection(s) are pending (their markers did not settle), "
+            "and re-checking them costs more than listing another way"
         )
     pk = info.partition_key.name
     for read in plan.reads:
