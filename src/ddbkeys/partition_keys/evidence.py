@@ -33,16 +33,16 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
   its own reconciliation of ``c`` began, once that reconciliation settled: it began after the
   give-up, so after ``W``, and found the marker right without writing (a write would come
   after ``W``): the marker, last written at or before ``W``, is right, and the index shows
-  it. So the pending set is read once, with the rest of the record,
-  when the listing begins (after the cut): every element that matters was added before the
-  cut, and one taken out at any time, even during the replay, was taken out safely. Read after
-  the replay instead, the set would be as sound (it could only lack elements taken out safely,
-  and hold newer ones) and cost a second read; an element added after the cut names a give-up
-  on a record the mark does not need (the one who saved the mark applied it before). A
-  collection that keeps changing leaves records of its changes after the give-up, so its last
-  record is in practice applied by a reconciliation that settles; the pending set keeps the
-  proof from resting on why a reconciliation gave up (the schedules' model makes
-  reconciliations give up with no write: a listing that ignores the set is then wrong).
+  it. So the pending set is read once, with the rest of the record, when the listing begins
+  (after the cut): every element that matters was added before the cut, and one taken out at
+  any time, even during the replay, was taken out safely. Read after the replay instead, the
+  set would be as sound (it could only lack elements taken out safely, and hold newer ones)
+  and cost a second read; an element added after the cut names a give-up on a record the mark
+  does not need (the one who saved the mark applied it before). A collection that keeps
+  changing leaves records of its changes after the give-up, so its last record is in practice
+  applied by a reconciliation that settles; the pending set keeps the proof from resting on
+  why a reconciliation gave up (the schedules' model makes reconciliations give up with no
+  write: a listing that ignores the set is then wrong).
 * A pending set at its bound holds the shard's mark where it is (the follower saves no mark
   past a record whose collection it could neither settle nor record; the Lambda handler
   reports that record failed): a mark that does not move only makes listings read more.
