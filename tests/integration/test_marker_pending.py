@@ -9,6 +9,7 @@ again, they settle and leave the set."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
@@ -22,15 +23,19 @@ from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.aio.index import StreamFollower as AsyncStreamFollower
 from ddbkeys.cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys, maintain
+from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.follow import FollowReport
 from ddbkeys.partition_keys.pending import MAX_PENDING, element, pending_keys
 from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_index_async import async_client
 from tests.integration.test_marker_follow_faults import wait_for_record
+from tests.integration.test_marker_lambda import Stream
 from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -236,3 +241,54 @@ def test_index_follow_says_once_that_a_full_pending_set_holds_a_position(
     as_json = CliRunner().invoke(cli, [*args, "--output", "json"])
     assert as_json.exit_code == 0, as_json.stderr
     assert json.loads(as_json.stdout)["held"] is True
+
+
+def test_the_lambda_handler_records_what_does_not_settle_and_goes_on(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Real records of DynamoDB Local's stream, as tumbling-window events: collections whose
+    reconciliation gives up are recorded pending and the batch is applied; with the set full,
+    the record is reported failed; once they settle, they leave the set."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    MarkerIndex(ddb_client, table).create()
+    stream = Stream(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    later = [0.0]  # (the handler's clock, moved on to try the pending ones again)
+    handler = StreamHandler(ddb_client, state_table=store, clock=lambda: time.time() + later[0])
+    try:
+        monkeypatch.setattr(maintain, "MAX_ROUNDS", 0)
+        for pk in ("a", "b"):
+            ddb_client.put_item(TableName=table, Item=item(pk, 1))
+        (event,) = stream.windowed()
+        assert handler.handle(event)["batchItemFailures"] == []  # applied
+        assert {k["S"] for k in pending_keys(_pending(ddb_client, table, store))} == {"a", "b"}
+        assert (
+            _newest(ddb_client, table, store) == event["Records"][-1]["dynamodb"]["SequenceNumber"]
+        )
+        # The set full: the record is reported, and the shard's position stays before it.
+        handler.max_pending = 2
+        ddb_client.put_item(TableName=table, Item=item("c", 1))
+        (event,) = stream.windowed()
+        c_at = event["Records"][0]["dynamodb"]["SequenceNumber"]
+        assert handler.handle(event)["batchItemFailures"] == [{"itemIdentifier": c_at}]
+        assert len(_pending(ddb_client, table, store)) == 2
+        assert int(_newest(ddb_client, table, store)) < int(c_at)
+        # Reconciliations settle again: Lambda sends c's batch again; a, b and c settle.
+        monkeypatch.setattr(maintain, "MAX_ROUNDS", 8)
+        later[0] = 60.0
+        assert handler.handle(event)["batchItemFailures"] == []
+        assert _pending(ddb_client, table, store) == ()
+        assert _newest(ddb_client, table, store) == c_at
+        assert MarkerIndex(ddb_client, table).verify().healthy
+    finally:
+        with contextlib.suppress(ddb_client.exceptions.ResourceNotFoundException):
+            ddb_client.delete_table(TableName=store)
+
+
+def _newest(client: DynamoDBClient, table: str, store: str) -> str | None:
+    saved = StateStore(client, store).load(table, "ddbkeys-partition-keys")
+    assert saved is not None
+    (mark,) = saved.shards.values()
+    return mark.marks[-1][0]
