@@ -123,11 +123,21 @@ def started(client: DynamoDBClient, table: str, store: str, kind: str) -> Runnin
     return running
 
 
-@pytest.mark.parametrize("kind", ["sync", "asyncio"])
+@pytest.mark.parametrize(
+    ("kind", "rounds"), [("sync", 8), ("asyncio", 8), ("sync", 2), ("asyncio", 2)]
+)
 def test_a_collection_put_and_emptied_200_times_does_not_stop_the_follower(
-    ddb_client: DynamoDBClient, streamed_table: str, state_table: str, kind: str
+    ddb_client: DynamoDBClient,
+    streamed_table: str,
+    state_table: str,
+    kind: str,
+    rounds: int,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """With 8 rounds (the default) DynamoDB Local seldom makes a reconciliation give up; with
+    2, the writers do, now and then (how often: timing decides, printed)."""
     table, store = streamed_table, state_table
+    monkeypatch.setattr(maintain, "MAX_ROUNDS", rounds)
     running = started(ddb_client, table, store, kind)
     try:
         hot_writers(ddb_client, table)
@@ -141,7 +151,7 @@ def test_a_collection_put_and_emptied_200_times_does_not_stop_the_follower(
         running.end()
     assert running.error is None, running.error
     assert running.report is not None and running.report.records >= 2 * CYCLES
-    print(f"{kind}: {running.report}")  # (how many did not settle: timing decides)
+    print(f"{kind}, {rounds} rounds: {running.report}")  # (how many gave up: timing decides)
 
 
 def test_collections_that_do_not_settle_are_recorded_and_re_checked(
