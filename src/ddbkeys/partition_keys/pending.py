@@ -13,16 +13,18 @@ maintainer's), with an ADD of that element alone. A later reconciliation of the 
 settles takes out the elements its maintainer knew of *before it began* (a DELETE of those
 elements alone): an element added since, by another maintainer giving up again, stays. So two
 maintainers never undo each other, and an element leaves the set only once a reconciliation
-that began after its give-up has settled.
+that began after its give-up has settled, or once a newer element of the same collection is in
+(a maintainer that gives up again on a collection replaces the elements of it it knew of: one
+element per maintainer, not one per batch).
 
 The set is bounded, so that the record stays well under DynamoDB's 400 KB item: an element is
 added only while the set holds fewer than ``MAX_PENDING`` elements (``MAX_LARGE_PENDING`` for an
 element longer than ``SMALL_ELEMENT`` bytes; one more when the element replaces one of the same
-collection), on the condition of the set's size, in the same request. At most
-:func:`most_bytes` bytes (about 115 KB). A collection that cannot be recorded
-(the set is full) holds its shard's position where it is: the follower goes on applying records
-but saves no position past it until the collection settles or can be recorded; the Lambda
-handler reports it as a batch item failure, so Lambda sends it again.
+collection), on the condition of the set's size, in the same request: at most
+:func:`most_bytes` bytes (about 113 KB). A collection that cannot be recorded (the set is full)
+holds its shard's position where it is: the follower goes on applying records but saves no
+position past it until the collection settles or can be recorded; the Lambda handler reports it
+as a batch item failure, so Lambda sends it again.
 """
 
 from __future__ import annotations
