@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys.lambda_events import MalformedEventError
     from ddbkeys.partition_keys.listing import Listing
-    from ddbkeys.partition_keys.maintain import reconcile
+    from ddbkeys.partition_keys.maintain import UnsettledError, reconcile
     from ddbkeys.partition_keys.state import StateStore
     from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
 
@@ -85,6 +85,7 @@ _LAZY = {
     "MalformedEventError": "ddbkeys.partition_keys.lambda_events",
     "MarkerClashError": "ddbkeys.partition_keys.index",
     "SequenceExhaustedError": "ddbkeys.ids.errors",
+    "UnsettledError": "ddbkeys.partition_keys.maintain",
 }
 
 
@@ -133,6 +134,7 @@ __all__ = [
     "StreamFollower",
     "TableNotFoundError",
     "UnexpectedAnswerError",
+    "UnsettledError",
     "__version__",
     "as_client",
     "audit_attribute",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -20,9 +20,10 @@ from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
-from ddbkeys.partition_keys.follow import FollowPlan, FollowState
+from ddbkeys.partition_keys.follow import FollowPlan, FollowReport, FollowState
 from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
+from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
 from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
@@ -49,10 +50,20 @@ class Stepper:
         self.done = False
         self.result: Any = None
         self.error: BaseException | None = None
+        self.report: FollowReport | None = None  # a follower's: what it did so far
+        self.plan: FollowPlan | None = None  # a follower's plan (its settings)
 
     def advance(self, requests: int) -> None:
         if self.done:
             return
+        logger = logging.getLogger("ddbkeys")  # (what a maintainer logs is left out)
+        was, logger.disabled = logger.disabled, True
+        try:
+            self._advance(requests)
+        finally:
+            logger.disabled = was
+
+    def _advance(self, requests: int) -> None:
         try:
             if self.step is None:
                 self.step = next(self.flow)
@@ -77,18 +88,29 @@ class Stepper:
         return self.flow.send(None)
 
 
-def follower(world: World, client: ModelClient, from_start: bool) -> Stepper:
+def follower(
+    world: World, client: ModelClient, from_start: bool, max_pending: int = MAX_PENDING
+) -> Stepper:
     """``index follow``, started now (a new process: nothing in memory). Its start (up to its
     first GetRecords) runs at once: a write in the middle of it is test_proof_bugs' case."""
-    stepper = follower_at_rest(world, client, from_start)
+    stepper = follower_at_rest(world, client, from_start, max_pending)
     stepper.advance_until(_reads_records, 60)
     return stepper
 
 
-def follower_at_rest(world: World, client: ModelClient, from_start: bool) -> Stepper:
-    """``index follow`` before its first request, to be stepped (its start too)."""
-    plan = FollowPlan(marker(world), state_table=STATE, poll=0.0, clock=world.clock)
-    return Stepper(plan.follow(FollowState(), StopFlag(), False, from_start), client)
+def follower_at_rest(
+    world: World, client: ModelClient, from_start: bool, max_pending: int = MAX_PENDING
+) -> Stepper:
+    """``index follow`` before its first request, to be stepped (its start too); it records
+    at most ``max_pending`` pending collections."""
+    plan = FollowPlan(
+        marker(world), state_table=STATE, poll=0.0, clock=world.clock, max_pending=max_pending
+    )
+    plan.nonce = Nonces(f"f{next(world.nonces)}")
+    state = FollowState()
+    stepper = Stepper(plan.follow(state, StopFlag(), False, from_start), client)
+    stepper.report, stepper.plan = state.report, plan
+    return stepper
 
 
 def _reads_records(step: Step) -> bool:
@@ -152,6 +174,7 @@ class ModelHandler(StreamHandler):
         )
         self.world = world
         self.model = client
+        self.nonce = Nonces(f"h{next(world.nonces)}")
 
     def _index(self, table: str) -> MarkerIndex:
         return ModelIndex(self.model, table, deadline=None, info=self.world.info())
@@ -316,12 +339,14 @@ def listing(
     segments: int = 1,
     most: int | None = None,
     recheck: bool = True,
+    pending: bool = True,
 ) -> Verdict:
     """The listing's decision core, as ``distinct_partition_keys`` runs it for the marker
     index (``partition_keys._choose``), on the model clock: the evidence and its precheck, the
     replay (plan, stream, re-checks), then the index scanned leaving the touched collections
-    out and the existing ones handed out. ``recheck=False`` is the negative control: the
-    index as it is, after a replay that proved it."""
+    out and the existing ones handed out. ``recheck=False`` is a negative control: the
+    index as it is, after a replay that proved it; ``pending=False`` another: a listing that
+    leaves the pending collections out of its re-checks."""
     info = world.info()
     reader = Reader(None, TABLE, deadline=None)  # (its requests go to the model's driver)
     driver = SyncDriver(client, Usage())
@@ -329,6 +354,8 @@ def listing(
     evidence, refused = driver.run(load_evidence(record(world), info, core, margin))
     if refused is not None:
         return Verdict(None, refused.reason)
+    if not pending and evidence is not None:
+        evidence = replace(evidence, pending=())
     result = driver.run(replay_flow(reader, core, info, evidence, margin, world.now, most))
     if isinstance(result, Decline):
         return Verdict(None, result.reason)

@@ -17,10 +17,12 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from ddbkeys.partition_keys.maintain import UnsettledError
 from tests.support.proof_world import (
     ATTR,
     INDEX,
     ITERATOR_LIFE,
+    MARKER_SK,
     PK,
     SK,
     STATE,
@@ -80,6 +82,9 @@ class ModelClient:
         self._iterators: dict[str, tuple[str, str, int, float, int]] = {}
         #: (requests left, what happens then): another actor between two of ours.
         self._between: list[tuple[int, Callable[[], object]]] = []
+        #: Hot collections: right after each marker write in one (this many more), the
+        #: application empties it if it holds data, or puts an item in it if not.
+        self.hot: dict[str, int] = {}
 
     def between(self, requests: int, action: Callable[[], object]) -> None:
         """Do ``action`` once, right after the next ``requests`` requests are answered."""
@@ -141,6 +146,12 @@ class ModelClient:
         pk = params["ExpressionAttributeValues"][":pk"]["S"]
         if pk in self.world.failing:
             raise refuse("AccessDeniedException", "Query")
+        if pk in self.world.unsettled and "#v" in _names(params):  # a reconciliation's read
+            raise UnsettledError(
+                f"(the model: the reconciliation of {pk!r} gives up)",
+                table=TABLE,
+                partition_key={"S": pk},
+            )
         items = sorted(
             (k, v) for k, v in self.world.table.items() if k[0] == pk
         )  # a collection, by sort key
@@ -173,6 +184,7 @@ class ModelClient:
                 )
                 raise refuse("ConditionalCheckFailedException", "PutItem", **extra)
         self.world.write(key, dict(item))
+        self._flip(key)
         return {}
 
     def _delete_item(self, **params: Any) -> dict[str, Any]:
@@ -182,7 +194,21 @@ class ModelClient:
         if not _holds(params.get("ConditionExpression"), params, old):
             raise refuse("ConditionalCheckFailedException", "DeleteItem")
         self.world.write(key, None)
+        self._flip(key)
         return {}
+
+    def _flip(self, key: tuple[str, Decimal]) -> None:
+        """After a marker write in a hot collection: the application changes it back."""
+        pk = key[0]
+        if key[1] != MARKER_SK or self.hot.get(pk, 0) <= 0:
+            return
+        self.hot[pk] -= 1
+        data = [k for k, v in self.world.table.items() if k[0] == pk and k[1] != MARKER_SK]
+        if data:
+            for k in data:
+                self.world.write(k, None)
+        else:
+            self.world.write((pk, Decimal(1)), {PK: {"S": pk}, SK: {"N": "1"}, "n": {"S": "h"}})
 
     def _scan(self, **params: Any) -> dict[str, Any]:
         assert params["TableName"] == TABLE, params
@@ -219,6 +245,9 @@ class ModelClient:
 
     def _update_item(self, **params: Any) -> dict[str, Any]:
         assert params["TableName"] == STATE, params
+        record = self.world.state.get(params["Key"]["id"]["S"])
+        if not _state_holds(params, record):
+            raise refuse("ConditionalCheckFailedException", "UpdateItem")
         record = self.world.state.setdefault(params["Key"]["id"]["S"], dict(params["Key"]))
         _update(record, params)
         return {}
@@ -364,6 +393,28 @@ def _holds(condition: str | None, params: dict[str, Any], old: Item | None) -> b
         if not ok:
             return False
     return True
+
+
+def _state_holds(params: dict[str, Any], record: Item | None) -> bool:
+    """Whether an UpdateItem's condition on a state record holds (the forms ddbkeys sends:
+    ``attribute_not_exists(#a)`` and ``size(#a) < :v``, joined by OR)."""
+    condition = params.get("ConditionExpression")
+    if condition is None:
+        return True
+    names = _names(params)
+    values = params.get("ExpressionAttributeValues", {})
+    record = record or {}
+    for part in condition.split(" OR "):
+        if m := re.fullmatch(r"attribute_not_exists\((#\w+)\)", part.strip()):
+            if names[m[1]] not in record:
+                return True
+        elif m := re.fullmatch(r"size\((#\w+)\) < (:\w+)", part.strip()):
+            held = record.get(names[m[1]])
+            if held is not None and len(held["SS"]) < int(values[m[2]]["N"]):
+                return True
+        else:
+            raise AssertionError(f"a condition the model does not know: {condition!r}")
+    return False
 
 
 def _update(record: Item, params: dict[str, Any]) -> None:

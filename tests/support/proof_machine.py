@@ -12,7 +12,13 @@ source mapping dropping a batch that keeps failing (``trigger_gives_up``); data 
 marker's key of any collection (``clash``); ``repair`` while the index lags; empty GetRecords
 pages before a shard's records (``hollow_pages``, fewer than the replay's tip rule reads);
 a write while a follower starts (``follower_starts`` stops anywhere in its start); and a data
-item holding another collection's key in the marker attribute (``put``'s ``tag``)."""
+item holding another collection's key in the marker attribute (``put``'s ``tag``).
+
+Reconciliations that do not settle (issue 33): a maintainer's step may run with a collection
+``hot`` (the application changes it right after each of the maintainer's marker writes, until
+the reconciliation gives up: the cause is in the stream) or ``unsettled`` (its reconciliation
+gives up at once, with no write: only the pending set says so), and the pending set's bound may
+be small (``pending_bound``): then a shard's position must hold."""
 
 from __future__ import annotations
 
@@ -23,7 +29,9 @@ from typing import ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from ddbkeys.partition_keys.maintain import MAX_ROUNDS
 from ddbkeys.partition_keys.markers import unhash
+from ddbkeys.partition_keys.pending import MAX_PENDING
 from ddbkeys.partition_keys.state import evidence_from_item
 from tests.support.proof_actors import (
     ModelHandler,
@@ -50,6 +58,9 @@ from tests.support.proof_world import (
 KEYS = st.sampled_from(("a", "b", "c", "d"))
 SORTS = st.sampled_from((1, 2))
 LANES = st.integers(0, 3)
+#: A maintainer's step with collections that do not settle: one ``hot`` (changed after each
+#: marker write), or every one ``unsettled`` (each reconciliation gives up with no write).
+UPSETS = st.none() | st.tuples(KEYS, st.just("hot")) | st.just(("*", "unsettled"))
 MARGIN = 5.0
 #: Seconds a rule lets pass: within the margin, at it, past it, past an iterator's life.
 TICKS = (0.5, 1.0, 2.0, 4.0, 5.0, 6.0, 30.0, 1000.0)
@@ -71,6 +82,7 @@ class ProofMachine(RuleBasedStateMachine):
     lag: ClassVar[float] = MARGIN  # the most a write takes to reach the index (the assumption)
     recheck: ClassVar[bool] = True  # False: the negative control that skips the re-checks
     factor_seen: ClassVar[bool] = True  # False: the control whose trigger always reads 1
+    pending: ClassVar[bool] = True  # False: the negative control that ignores pending ones
 
     def __init__(self) -> None:
         super().__init__()
@@ -83,6 +95,7 @@ class ProofMachine(RuleBasedStateMachine):
         self.trigger: Trigger | None = None
         self.segments = 1
         self.most: int | None = None
+        self.max_pending = MAX_PENDING  # for the followers started from now on
 
     # --- a start: history, and (or not) a maintained, backfilled index -----------------------
 
@@ -105,7 +118,7 @@ class ProofMachine(RuleBasedStateMachine):
         if settled == "none":
             return
         if settled == "follower":
-            self.followers[0] = follower(world, self.client, from_start=False)
+            self.followers[0] = follower(world, self.client, False, self.max_pending)
             self.followers[0].advance(40)
         else:
             self.trigger = Trigger(world.latest_arn or "", named=settled == "lambda")
@@ -126,6 +139,16 @@ class ProofMachine(RuleBasedStateMachine):
             for n in range(8):
                 self.trigger.deliver(self.world, self.handler, n, 10, None)
         self.world.tick(self.margin + 1)
+
+    @rule(upset=st.tuples(KEYS, st.just("hot")) | st.just(("*", "unsettled")))
+    def quiet_upset(self, upset: tuple[str, str]) -> None:
+        """:meth:`quiet`, the maintainers' reconciliations not settling as ``upset`` says
+        (see :meth:`upset`) while they catch up."""
+        self.upset(upset)
+        try:
+            self.quiet()
+        finally:
+            self.calm()
 
     # --- the application ---------------------------------------------------------------------
 
@@ -234,23 +257,61 @@ class ProofMachine(RuleBasedStateMachine):
         running = self.followers.get(slot)
         if running is None or running.done:
             if steps is None:
-                self.followers[slot] = follower(self.world, self.client, from_start)
+                self.followers[slot] = follower(
+                    self.world, self.client, from_start, self.max_pending
+                )
             else:
-                started = follower_at_rest(self.world, self.client, from_start)
+                started = follower_at_rest(self.world, self.client, from_start, self.max_pending)
                 started.advance(steps)
                 self.followers[slot] = started
 
     @precondition(lambda self: bool(self.followers))
-    @rule(slot=st.integers(0, 1), requests=st.integers(1, 30), refused=st.none() | KEYS)
-    def follower_runs(self, slot: int, requests: int, refused: str | None) -> None:
+    @rule(
+        slot=st.integers(0, 1),
+        requests=st.integers(1, 30),
+        refused=st.none() | KEYS,
+        upset=UPSETS,
+    )
+    def follower_runs(
+        self,
+        slot: int,
+        requests: int,
+        refused: str | None,
+        upset: tuple[str, str] | None = None,
+    ) -> None:
         running = self.followers.get(slot)
         if running is None:
             return
         self.world.failing = {refused} if refused is not None else set()
+        self.upset(upset)
         try:
             running.advance(requests)
         finally:
-            self.world.failing = set()
+            self.calm()
+
+    def upset(self, upset: tuple[str, str] | None) -> None:
+        """For one maintainer's step: a collection whose reconciliations do not settle."""
+        if upset is None:
+            return
+        pk, how = upset
+        if how == "hot":  # (enough changes for one reconciliation to give up)
+            self.client.hot = {pk: MAX_ROUNDS + 1}
+        else:
+            self.world.unsettled = {"a", "b", "c", "d"}
+
+    def calm(self) -> None:
+        self.world.failing = set()
+        self.world.unsettled = set()
+        self.client.hot = {}
+
+    @rule(most=st.sampled_from((0, 1, MAX_PENDING)))
+    def pending_bound(self, most: int) -> None:
+        """The pending set's bound, for the Lambda handler and the followers."""
+        self.max_pending = most
+        self.handler.max_pending = most
+        for running in self.followers.values():
+            if running.plan is not None:
+                running.plan.max_pending = most
 
     @precondition(lambda self: bool(self.followers))
     @rule(slot=st.integers(0, 1))
@@ -272,9 +333,15 @@ class ProofMachine(RuleBasedStateMachine):
         size=st.integers(1, 4),
         fail=st.none() | st.integers(0, 3),
         meanwhile=st.none() | st.tuples(st.integers(1, 6), KEYS, SORTS, st.booleans()),
+        upset=UPSETS,
     )
     def lambda_batch(
-        self, n: int, size: int, fail: int | None, meanwhile: tuple[int, str, int, bool] | None
+        self,
+        n: int,
+        size: int,
+        fail: int | None,
+        meanwhile: tuple[int, str, int, bool] | None,
+        upset: tuple[str, str] | None = None,
     ) -> None:
         """A batch of one shard; ``meanwhile``, the application puts or deletes an item
         between two of the handler's requests."""
@@ -283,7 +350,11 @@ class ProofMachine(RuleBasedStateMachine):
             after, pk, sk, there = meanwhile
             item = typed_item(pk, _sk(sk), note={"S": "late"}) if there else None
             self.client.between(after, lambda: self.world.write((pk, _sk(sk)), item))
-        self.trigger.deliver(self.world, self.handler, n, size, fail)
+        self.upset(upset)
+        try:
+            self.trigger.deliver(self.world, self.handler, n, size, fail)
+        finally:
+            self.calm()
         self.client.clear_between()
 
     @precondition(lambda self: self.trigger is not None)
@@ -395,6 +466,12 @@ class ProofMachine(RuleBasedStateMachine):
         self.check()
 
     def check(self) -> Verdict:
+        for running in self.followers.values():  # (what the followers met, counted)
+            report = running.report
+            if report is not None and report.pending:
+                SEEN["a follower recorded a collection pending"] += 1
+            if report is not None and report.held_since is not None:
+                SEEN["a follower held a shard's position (the pending set full)"] += 1
         verdict = listing(
             self.world,
             self.client,
@@ -402,6 +479,7 @@ class ProofMachine(RuleBasedStateMachine):
             segments=self.segments,
             most=self.most,
             recheck=self.recheck,
+            pending=self.pending,
         )
         check(verdict, self.world)
         return verdict
@@ -418,6 +496,8 @@ def check(verdict: Verdict, world: World) -> None:
     touched = {str(unhash(h)["S"]) for h in (replay.touched if replay else ())}
     if touched:
         SEEN["proven, with re-checks"] += 1
+    if replay is not None and replay.pending:
+        SEEN["proven, with pending collections"] += 1
     truth = world.non_empty()
     answer = set(verdict.keys)
     if answer - touched:

@@ -20,6 +20,7 @@ Requests are answered by :mod:`tests.support.proof_client`.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -103,6 +104,9 @@ class World:
 
     def __init__(self, lag: float, shards: int = 2) -> None:
         self.now = T0
+        #: The maintainers' nonce prefixes, counted (not random: the same schedule, the same
+        #: pending elements, so derandomized schedules are the same on every run).
+        self.nonces = itertools.count(1)
         self.lag = lag  # the most a write takes to reach the index (the assumption)
         self.scan_lag = 0.0  # how stale a Scan of the table may be (at most ``lag``)
         self.page_cap = 1000  # the most records (or index items) one page holds
@@ -124,6 +128,9 @@ class World:
         self.route: dict[ItemKey, str] = {}  # item -> its shard (in the current stream)
         self.state: dict[str, Item] = {}  # the state table: id -> item
         self.failing: set[str] = set()  # collections whose Query is refused (AccessDenied)
+        #: Collections whose reconciliation gives up at its first read, with no write: it
+        #: stands for one that does not settle, and leaves no record of why in the stream.
+        self.unsettled: set[str] = set()
         self.generation = 0  # the table, created again, is another table
         self._seq = 10**20
         self._shard_names = 0

@@ -10,9 +10,9 @@ decline with a reason, or answer exactly the collections that hold something bes
 ddbkeys' marker.
 
 The negative controls break the listing (no margin while the index lags; the index read as
-it is after the replay, without the re-checks) or the handler (a trigger that hands out a
-shard's batches out of order, read as ParallelizationFactor 1): the checker must find each
-out."""
+it is after the replay, without the re-checks; the pending collections left out of the
+re-checks) or the handler (a trigger that hands out a shard's batches out of order, read as
+ParallelizationFactor 1): the checker must find each out."""
 
 from __future__ import annotations
 
@@ -38,6 +38,12 @@ def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
     assert SEEN["proven"] > SEEN["declined"] / 10, SEEN
     assert SEEN["proven, with keys from the index"] > 1000, SEEN
     assert SEEN["proven, with re-checks"] > 1000, SEEN
+    # Collections that did not settle (issue 33): recorded, re-checked, and a full set held.
+    assert SEEN["proven, with pending collections"] > 100, SEEN
+    # A floor of coverage: 77 alone, 24 after the other unit tests in one xdist worker (the
+    # schedules are not the same there: something global in the model is not reset, yet to
+    # be found), with the Lambda trigger's rules among the same schedules.
+    assert SEEN["a follower held a shard's position (the pending set full)"] > 10, SEEN
 
 
 # --- the negative controls --------------------------------------------------------------------
@@ -53,6 +59,12 @@ class NoRecheck(ProofMachine):
     """A listing that reads the index as it is once the replay has proven it."""
 
     recheck = False
+
+
+class PendingIgnored(ProofMachine):
+    """A listing that re-checks what the stream names but not the pending collections."""
+
+    pending = False
 
 
 CONTROLS = settings(
@@ -93,10 +105,13 @@ class FactorUnseen(ProofMachine):
         pass
 
 
-@pytest.mark.parametrize("machine", [MarginIgnored, NoRecheck, FactorUnseen])
+@pytest.mark.parametrize("machine", [MarginIgnored, NoRecheck, PendingIgnored, FactorUnseen])
 def test_the_checker_catches_a_broken_listing(machine: type[ProofMachine]) -> None:
-    # The out-of-order schedule takes a few steps in a row: in 300 schedules the checker found
-    # it 9 times in 10 (measured), so this control runs up to 1,000 (it stops at the first).
-    chosen = settings(CONTROLS, max_examples=1000) if machine is FactorUnseen else CONTROLS
+    # The out-of-order schedule, and a pending collection the index has wrong at a listing,
+    # take a few steps in a row: in 300 schedules the checker found them 9 times in 10 (the
+    # first, measured) and not always (the second, once the schedules also drove the Lambda
+    # trigger), so these controls run up to 1,000 (each stops at the first it finds).
+    rare = (FactorUnseen, PendingIgnored)
+    chosen = settings(CONTROLS, max_examples=1000) if machine in rare else CONTROLS
     with pytest.raises(ListingWrong):
         run_state_machine_as_test(machine, settings=chosen)

@@ -5,6 +5,7 @@ refused: DynamoDB Local has no IAM, so AccessDenied is played here)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from ddbkeys.partition_keys.choice import most_keys
 from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys.pending import element
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, replay_flow
 from ddbkeys.partition_keys.state import markers_key
 from ddbkeys.retry import RetryPolicy
@@ -177,3 +179,39 @@ def test_auto_counts_the_collections_before_rechecking_them() -> None:
     big = info(stream_arn=ARN, size_bytes=4096 * 1000, item_count=10_000)
     assert most_keys("auto", big, "ddbkeys-partition-keys") == 499  # (500 - 0.5) / 1 RCU a re-check
     assert most_keys("index", big, "ddbkeys-partition-keys") is None
+
+
+def test_it_rechecks_every_pending_collection_whatever_the_stream_says() -> None:
+    """The maintainers recorded b as pending (its reconciliation did not settle): no record
+    past the mark names it, and it is re-checked all the same (see evidence's docstring)."""
+    reader, marker, table = setup()
+    pending = (element({"S": "b"}, 6_500.0, "m-1"), element({"S": "b"}, 6_600.0, "n-1"))
+    given = replace(GOOD, pending=pending)
+    data = {"pk": {"S": "b"}, "sk": {"N": "1"}}
+    result, sent = play(
+        replay_flow(reader, marker, table, given, 60.0, NOW, None),
+        [
+            ("describe_stream", described("s1")),
+            ("get_shard_iterator", {"ShardIterator": "i1"}),
+            ("get_records", {"Records": [record("a", "11")], "NextShardIterator": "i2"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i3"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i4"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i5"}),
+            ("query", {"Items": [data]}),  # b: holds data
+            ("query", {"Items": []}),  # a: empty
+        ],
+    )
+    assert isinstance(result, Replay) and result.pending == 1
+    assert list(result.existing()) == [{"S": "b"}]
+    assert [r.params["ExpressionAttributeValues"][":pk"] for r in sent[-2:]] == [
+        {"S": "b"},
+        {"S": "a"},
+    ]
+    # auto, with fewer collections worth re-checking than are pending: declined at once.
+    declined, sent = play(
+        replay_flow(reader, marker, table, given, 60.0, NOW, 0),
+        [
+            ("describe_stream", described("s1")),
+        ],
+    )
+    assert isinstance(declined, Decline) and "1 collection(s) are pending" in declined.reason

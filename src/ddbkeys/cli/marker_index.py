@@ -69,6 +69,15 @@ def stream_off(table: str) -> str:
     return f"the table's stream is off: waiting for it to be turned on (`{turn_on}`)"
 
 
+def held(table: str) -> str:
+    """What ``follow`` says when a shard's position stops advancing (the pending set full)."""
+    return (
+        f"the pending set of {table}'s index is full (collections whose markers did not settle "
+        "because they change fast): the position in a shard stops advancing until they settle; "
+        "markers are still kept, and listings read the stream from the held position"
+    )
+
+
 @click.group("index", cls=InOrder)
 def index_group() -> None:
     """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
@@ -541,8 +550,9 @@ def follow_command(
     Reads every shard (and the shards that split from them), reconciles each collection a
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
-    stop it cleanly. It refuses, writing nothing, unless the marker index is there
-    (KEYS_ONLY, ACTIVE).
+    stop it cleanly. A collection changing too fast for its marker to settle is recorded as
+    pending (listings re-check it), not an error. It refuses, writing nothing, unless the
+    marker index is there (KEYS_ONLY, ACTIVE).
 
     Listings prove the index from a backfill begun at least --replay-margin after this
     follower's first position: --backfill does that here (once the margin has passed), or
@@ -559,16 +569,21 @@ def follow_command(
     stderr = Console(stderr=True)
 
     told: float | None = None  # when the stream was found off, once said
+    told_held: float | None = None  # when a shard's position stopped advancing, once said
 
     def on_batch(report: FollowReport) -> None:
-        nonlocal told
+        nonlocal told, told_held
         off = report.stream_off_since  # (said once each time, on a line of its own)
         news, told = off is not None and off != told, off
-        if stderr.is_terminal or news:
+        stuck = report.held_since
+        news_held, told_held = stuck is not None and stuck != told_held, stuck
+        if stderr.is_terminal or news or news_held:
             stderr.print(
                 f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"
-                + (f"; {stream_off(table_name)}" if news else ""),
-                end="\n" if news else "\r",
+                + (f", {report.pending} pending" if report.pending else "")
+                + (f"; {stream_off(table_name)}" if news else "")
+                + (f"; {held(table_name)}" if news_held else ""),
+                end="\n" if news or news_held else "\r",
                 soft_wrap=True,
             )
 
@@ -629,6 +644,8 @@ def follow_command(
         "clashes": report.clashes,
         "caught_up": report.caught_up,
         "stream_off": report.stream_off_since is not None,
+        "pending": report.pending,
+        "held": report.held_since is not None,
     }
     if backfill:
         fields["backfills"] = report.backfills
@@ -638,9 +655,12 @@ def follow_command(
     else:
         click.echo(
             f"{report.records} record(s) handled: {report.marked} marked, {report.unmarked} "
-            f"unmarked, {report.clashes} clash(es); "
+            f"unmarked, {report.clashes} clash(es)"
+            + (f", {report.pending} recorded pending" if report.pending else "")
+            + "; "
             + ("caught up" if report.caught_up else "stopped before catching up")
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
+            + (f"; {held(table_name)}" if report.held_since is not None else "")
         )
 
 

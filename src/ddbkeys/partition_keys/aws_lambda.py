@@ -42,7 +42,10 @@ handler is not called to name their successors.
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
 never left without a marker and an empty one keeps its marker no longer than until its next
 record is handled. A collection whose reconciliation fails is reported in
-``batchItemFailures`` (its first record in the batch), so Lambda sends it again.
+``batchItemFailures`` (its first record in the batch), so Lambda sends it again. One whose
+reconciliation does not settle (it keeps changing) is recorded as pending instead (see
+``partition_keys.pending``): listings re-check it; only when the pending set is full is it
+reported failed.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import (
     DAY,
     SHARD_PREFIX,
@@ -81,7 +86,16 @@ from ddbkeys.partition_keys.lambda_trigger import (
     out_of_order,
     recorded,
 )
-from ddbkeys.partition_keys.maintain import Outcome, reconcile
+from ddbkeys.partition_keys.maintain import Outcome
+from ddbkeys.partition_keys.pending import (
+    MAX_PENDING,
+    RETRY_PENDING,
+    Applied,
+    Nonces,
+    apply_flow,
+    retry_flow,
+    unpend_flow,
+)
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
 from ddbkeys.renames import renamed
 
@@ -142,6 +156,12 @@ class StreamHandler:
         self._indexes: dict[str, MarkerIndex] = {}
         self._store: StateStore | None = None
         self._warned: set[str] = set()  # tables whose events named no shard (said once)
+        #: The most pending collections it records (see ``pending.MAX_PENDING``).
+        self.max_pending = MAX_PENDING
+        #: The prefix of its pending elements (random; a test gives a fixed one).
+        self.nonce = Nonces()
+        self._known: dict[str, frozenset[str]] = {}  # per table: the pending set, as loaded
+        self._pending_tried: dict[str, float] = {}  # per table: when it last tried them
 
     def _index(self, table: str) -> MarkerIndex:
         if table not in self._indexes:
@@ -177,18 +197,32 @@ class StreamHandler:
             index = self._index(table_of(arn))
             pk = index.table_info().partition_key.name
             began = self._begin_batch(index, arn, shard, some)
+            known = self._known.pop(index.table, frozenset())  # (loaded before reconciling)
             failed: set[str] = set()
             clashes: list[str] = []
+            settled: list[Key] = []
             for key in keys_of_records(some, pk):
                 try:
-                    outcome = reconcile(index, _typed_key(key))
+                    result = self._apply(index, _typed_key(key), known)
                 except Exception:
                     LOG.exception("ddbkeys: reconciling %r of %s failed", key, index.table)
                     failed.add(repr(key))
                     continue
-                if outcome is Outcome.CLASH:
+                if not result.applied:
+                    LOG.error(
+                        "ddbkeys: collection %r of %s did not settle, and the index's pending "
+                        "set is full: reported failed, so the shard's position stops there "
+                        "until it settles",
+                        key,
+                        index.table,
+                    )
+                    failed.add(repr(key))
+                elif result.outcome is Outcome.CLASH:
                     LOG.warning("ddbkeys: collection %r of %s cannot be marked", key, index.table)
                     clashes.append(key_json(_typed_key(key)))
+                elif result.outcome is not None:
+                    settled.append(result.key)
+            self._settle_pending(index, known, settled)
             applied, failed_at = some, None
             for n, record in enumerate(some):
                 if repr(record["dynamodb"]["Keys"].get(pk)) in failed:
@@ -198,6 +232,34 @@ class StreamHandler:
                     break
             self._end_batch(index, arn, shard, began, applied, clashes, failed_at)
         return parsed.answer(failures[:1])
+
+    def _apply(self, index: MarkerIndex, key: Key, known: frozenset[str]) -> Applied:
+        """Reconcile one collection; one that does not settle is recorded pending (unless the
+        pending set is full), in place of its elements ``known``."""
+        store = self._state(index)
+        flow = apply_flow(index.plan, store.plan, key, self.nonce, self.max_pending, known)
+        return SyncDriver(index.client, index.usage).run(flow)
+
+    def _settle_pending(
+        self, index: MarkerIndex, known: frozenset[str], settled: list[Key]
+    ) -> None:
+        """Take out the pending elements ``known`` (loaded before the batch's reconciliations)
+        that name a collection of ``settled``; and, at most every ``RETRY_PENDING`` seconds,
+        try the other pending collections again (those that settle leave the set too)."""
+        if not known:
+            return
+        store = self._state(index)
+        driver = SyncDriver(index.client, index.usage)
+        gone = driver.run(unpend_flow(store.plan, index.table, index.name, known, settled))
+        now, tried = store.clock(), self._pending_tried.get(index.table)
+        rest = known - set(gone)
+        if not rest or (tried is not None and now - tried < RETRY_PENDING):
+            return
+        self._pending_tried[index.table] = now
+        try:
+            driver.run(retry_flow(index.plan, store.plan, rest))
+        except Exception:  # (best effort: the batch is applied whatever this does)
+            LOG.exception("ddbkeys: trying the pending collections of %s again failed", index.table)
 
     def _begin_batch(
         self, index: MarkerIndex, arn: str, shard: str | None, records: list[dict[str, Any]]
@@ -212,6 +274,7 @@ class StreamHandler:
         store = self._state(index)
         now = store.clock()
         saved = store.load(index.table, index.name)
+        self._known[index.table] = frozenset(saved.pending) if saved is not None else frozenset()
         previous = saved.shards.get(shard) if saved is not None else None
         if previous is not None and previous.stream != arn:
             previous = None

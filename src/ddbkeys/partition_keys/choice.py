@@ -202,7 +202,7 @@ def proven(info: TableInfo, marker: MarkerPlan, replay: Replay) -> Choice:
         ReplayedIndexMethod(info, marker, replay),
         f"the marker index, proven complete: {replay.records:,} stream record(s) read past the "
         f"maintainer's positions held back {replay.margin:g} s, {replay.rechecked:,} "
-        "collection(s) re-checked",
+        "collection(s) re-checked" + (f" ({replay.pending:,} pending)" if replay.pending else ""),
         True,
         replay,
     )

@@ -12,6 +12,7 @@ there: the records after its last save are handled again, which reconciliation m
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -31,6 +32,7 @@ from ddbkeys.core.steps import (
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import (
     CREATED_ROUNDING,
     DAY,
@@ -42,9 +44,17 @@ from ddbkeys.partition_keys.evidence import (
     created_at,
 )
 from ddbkeys.partition_keys.index import MarkerIndex
-from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
+from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan, send
-from ddbkeys.partition_keys.markers import BackfillReport
+from ddbkeys.partition_keys.markers import BackfillReport, hashable
+from ddbkeys.partition_keys.pending import (
+    MAX_PENDING,
+    RETRY_PENDING,
+    Nonces,
+    apply_flow,
+    retry_flow,
+    unpend_flow,
+)
 from ddbkeys.partition_keys.state import StatePlan, key_json
 from ddbkeys.partition_keys.streams import stream_shards, streams_client_for
 from ddbkeys.retry import Deadline
@@ -61,6 +71,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+LOG = logging.getLogger("ddbkeys")
 
 #: Records created this long (seconds) before a follower began reading a shard at its end are
 #: history the backfill covers (the stream's ApproximateCreationDateTime is rounded down to
@@ -193,6 +204,13 @@ class FollowReport:
     backfill_state: str | None = None
     backfills: int = 0
     backfill: BackfillReport | None = None
+    #: Collections it recorded as pending (their reconciliation did not settle), and pending
+    #: elements it took out once their collection settled.
+    pending: int = 0
+    unpended: int = 0
+    #: Since when a shard's position has stopped advancing (None: none has): a collection
+    #: that did not settle could not be recorded, the pending set being full.
+    held_since: float | None = None
 
 
 class Event(Protocol):
@@ -238,6 +256,22 @@ class FollowState:
     iterators: dict[str, str | None] = field(default_factory=dict)
     parents: dict[str, str | None] = field(default_factory=dict)
     report: FollowReport = field(default_factory=FollowReport)
+    #: The pending elements it knows of (the record's when it started, and its own since):
+    #: those a reconciliation of their collection that settles afterwards takes out.
+    pending: set[str] = field(default_factory=set)
+    #: When it last tried the pending collections it knows of.
+    pending_tried: float | None = None
+    #: Per shard, the collections that did not settle and could not be recorded pending (the
+    #: set full), tried again with each batch: the shard's mark waits for them; and the last
+    #: record read meanwhile (where the mark goes once they are applied).
+    owed: dict[str, dict[tuple[str, Any], Key]] = field(default_factory=dict)
+    unsaved: dict[str, str] = field(default_factory=dict)
+
+    def forget_owed(self) -> None:
+        """On a new stream: what was owed in the old one's shards is a backfill's to cover."""
+        self.owed.clear()
+        self.unsaved.clear()
+        self.report.held_since = None
 
 
 class FollowPlan:
@@ -256,12 +290,18 @@ class FollowPlan:
         poll: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_batch: Callable[[FollowReport], None] | None = None,
+        max_pending: int = MAX_PENDING,
     ) -> None:
         self.index = index
         self.store = StatePlan(state_table, deadline=index.deadline, clock=clock, retry=index.retry)
         self.poll = poll
         self.clock = clock
         self.on_batch = on_batch
+        #: The most pending collections it records (see ``pending.MAX_PENDING``), and how often
+        #: (seconds) it tries those it knows of again.
+        self.max_pending = max_pending
+        self.retry_every = RETRY_PENDING
+        self.nonce = Nonces()
 
     # --- the stream ---------------------------------------------------------------------------
 
@@ -314,6 +354,7 @@ class FollowPlan:
             for shard, mark in (saved.shards.items() if saved is not None else ())
             if mark.stream == arn
         }
+        state.pending = set(saved.pending) if saved is not None else set()
         if state.marks:
             return
         # A first start under this stream: every shard is named now. A closed shard holds
@@ -403,7 +444,9 @@ class FollowPlan:
         self, state: FollowState, arn: str, shard: str, records: list[dict[str, Any]]
     ) -> Flow[None]:
         """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
-        applied (a reconciliation that fails ends the run before the mark moves)."""
+        applied (a reconciliation that fails ends the run before the mark moves). A collection
+        whose reconciliation does not settle is applied by recording it as pending; one that
+        cannot be (the pending set full) is owed: tried again, the mark waiting for it."""
         info = yield from self.index.table_info()
         if shard in state.from_oldest and records:
             # The first records of a shard read from its oldest: when they are nearly a day
@@ -415,18 +458,83 @@ class FollowPlan:
         mark = state.marks.get(shard)
         since = mark.since if mark is not None else "start"
         skip = float(since) - CLOCK_MARGIN if isinstance(since, int | float) else None
-        clashes: list[str] = []
+        # The collections owed from earlier batches first, then this batch's.
+        todo = dict(state.owed.pop(shard, {}))
         for key in keys_of_records(_after(records, skip), info.partition_key.name):
-            outcome = yield from reconcile_flow(self.index, key, self.index.begin())
-            count(state.report, outcome)
-            if outcome is Outcome.CLASH:
-                clashes.append(key_json(key))
-        yield from self.store.clashes(self.index.table, self.index.name, clashes, add=True)
-        last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else None
-        state.marks[shard] = advance(mark, shard, arn, since, last, self.clock())
-        yield from self._save_marks(state, [shard])
+            todo.setdefault(hashable(key), key)
+        owed = yield from self._apply(state, list(todo.values()))
+        read_to = state.unsaved.pop(shard, None)
+        last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else read_to
+        if owed:
+            # Not all applied: the shard's mark stays where it is (see pending's docstring).
+            state.owed[shard] = {hashable(k): k for k in owed}
+            if last is not None:
+                state.unsaved[shard] = last
+            if state.report.held_since is None:
+                state.report.held_since = self.clock()
+                LOG.warning(
+                    "ddbkeys: the pending set of index %s of %s is full: the position in shard "
+                    "%s stops advancing until its collection(s) settle",
+                    self.index.name,
+                    self.index.table,
+                    shard,
+                )
+        else:
+            state.marks[shard] = advance(mark, shard, arn, since, last, self.clock())
+            yield from self._save_marks(state, [shard])
+            if not state.owed:
+                state.report.held_since = None
         state.report.records += len(records)
         state.report.batches += 1
+
+    def _apply(self, state: FollowState, keys: list[Key]) -> Flow[list[Key]]:
+        """Reconcile each collection of ``keys`` (one that does not settle recorded pending);
+        the pending elements known before that name one that settled are taken out. Those
+        neither settled nor recorded (the pending set full)."""
+        known = frozenset(state.pending)
+        clashes: list[Key] = []
+        settled: list[Key] = []
+        owed: list[Key] = []
+        for key in keys:
+            applied = yield from apply_flow(
+                self.index, self.store, key, self.nonce, self.max_pending, known
+            )
+            if applied.outcome is not None:
+                count(state.report, applied.outcome)
+                (clashes if applied.outcome is Outcome.CLASH else settled).append(key)
+            elif applied.element is not None:
+                state.pending.add(applied.element)
+                state.pending.difference_update(applied.replaced)
+                state.report.pending += 1
+            else:
+                owed.append(key)
+        clashed = [key_json(k) for k in clashes]
+        yield from self.store.clashes(self.index.table, self.index.name, clashed, add=True)
+        gone = yield from unpend_flow(self.store, self.index.table, self.index.name, known, settled)
+        state.pending.difference_update(gone)
+        state.report.unpended += len(gone)
+        return owed
+
+    def retry_owed(self, state: FollowState, arn: str) -> Flow[None]:
+        """After a round: the collections owed are tried again (a shard's mark waits for them
+        whether more records come or not), and the pending collections this follower knows
+        of (see :meth:`retry_pending`)."""
+        for shard in list(state.owed):
+            yield from self.handle(state, arn, shard, [])
+        yield from self.retry_pending(state)
+
+    def retry_pending(self, state: FollowState) -> Flow[None]:
+        """Reconcile the pending collections this follower knows of (at most once every
+        ``retry_every`` seconds): those that settle leave the set."""
+        now, tried = self.clock(), state.pending_tried
+        if not state.pending or (tried is not None and now - tried < self.retry_every):
+            return
+        state.pending_tried = now
+        outcomes, gone = yield from retry_flow(self.index, self.store, state.pending)
+        for outcome in outcomes:
+            count(state.report, outcome)
+        state.pending.difference_update(gone)
+        state.report.unpended += len(gone)
 
     def _may_have_lost(self, state: FollowState, shard: str, mark: ShardMark | None) -> bool:
         """Whether records of ``shard``, about to be read from its oldest one with none of
@@ -478,6 +586,8 @@ class FollowPlan:
                 ended = ended or shard in state.finished
                 if stop.requested:
                     break
+            if not stop.requested:
+                yield from self.retry_owed(state, arn)
             now = self.clock()
             if at_end and not stop.requested:
                 state.report.caught_up = True
@@ -519,6 +629,7 @@ class FollowPlan:
                     state.iterators.clear()
                     state.finished.clear()
                     state.marks = {}
+                    state.forget_owed()
                     yield from self.start(state, arn, False)
                 shards = yield from self._shards(arn)
                 state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}

@@ -50,10 +50,28 @@ if TYPE_CHECKING:
 
     from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
 
-__all__ = ["MAX_ROUNDS", "Outcome", "Step", "next_step", "reconcile", "reconcile_flow"]
+__all__ = [
+    "MAX_ROUNDS",
+    "Outcome",
+    "Step",
+    "UnsettledError",
+    "next_step",
+    "reconcile",
+    "reconcile_flow",
+]
 
 #: Reads and writes at most, per reconciliation, before giving up (it is tried again later).
 MAX_ROUNDS = 8
+
+
+class UnsettledError(DdbKeysError):
+    """A reconciliation gave up: the collection changed under it for ``MAX_ROUNDS`` rounds. A
+    maintainer records the collection as pending (see :mod:`ddbkeys.partition_keys.pending`)
+    and goes on; ``partition_key`` is the collection's key (typed)."""
+
+    def __init__(self, message: str, *, table: str, partition_key: dict[str, Any]) -> None:
+        super().__init__(message, table=table)
+        self.partition_key = partition_key
 
 
 class Outcome(enum.Enum):
@@ -113,11 +131,12 @@ def reconcile_flow(
                 outcome = Outcome.UNMARKED
         else:
             return outcome
-    raise DdbKeysError(
+    raise UnsettledError(
         f"The marker of collection {partition_key!r} of table {index.table!r} did not settle "
         f"after {MAX_ROUNDS} rounds (the collection changes fast); it is tried again with its "
-        "next record.",
+        "next record (a maintainer records it as pending, and listings re-check it).",
         table=index.table,
+        partition_key=partition_key,
     )
 
 

@@ -41,6 +41,7 @@ from ddbkeys.partition_keys.evidence import (
 )
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable, unhash
+from ddbkeys.partition_keys.pending import pending_keys
 from ddbkeys.partition_keys.state import StatePlan, markers_key
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
@@ -84,6 +85,9 @@ class Replay:
     shards: int = 0
     #: Records read, by shard.
     by_shard: dict[str, int] = field(default_factory=dict)
+    #: Of the touched collections, those the maintainers recorded as pending (their
+    #: reconciliation did not settle), re-checked whatever the stream says.
+    pending: int = 0
 
     @property
     def rechecked(self) -> int:
@@ -181,6 +185,21 @@ def read_flow(
     if isinstance(plan, Decline):
         return StreamRead(shards, decline=plan)
     replay = Replay(margin)
+    # Every collection pending when the listing began (read with the evidence, at its start:
+    # see the evidence module for why that is when): re-checked, whatever the stream says.
+    for key in pending_keys(evidence.pending if evidence is not None else ()):
+        replay.touched.setdefault(hashable(key), key)
+    replay.pending = len(replay.touched)
+    if most is not None and replay.pending > most:
+        return StreamRead(
+            shards,
+            plan,
+            replay,
+            Decline(
+                f"{replay.pending:,} collection(s) are pending (their markers did not settle), "
+                "and re-checking them costs more than listing another way"
+            ),
+        )
     pk = info.partition_key.name
     for read in plan.reads:
         outcome = yield from _read_shard(reader, plan, read, pk, replay)

@@ -7,8 +7,10 @@ maintainers create it when it is missing (on-demand billing).
 
 The record holds what :mod:`ddbkeys.partition_keys.evidence` needs to prove the index at answer
 time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
-applied, and when), the last backfill (``backfill``), and the collections a maintainer could not
-mark (``clashes``). No heartbeat: a listing reads the stream from the marks itself.
+applied, and when), the last backfill (``backfill``), the collections a maintainer could not
+mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
+:mod:`ddbkeys.partition_keys.pending`). No heartbeat: a listing reads the stream from the marks
+itself.
 """
 
 from __future__ import annotations
@@ -154,6 +156,9 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     clashes = item.get("clashes")
     if clashes is not None and "SS" not in clashes:
         corrupt = "its clashes are not a string set (edited by hand?)"
+    pending = item.get("pending")
+    if pending is not None and "SS" not in pending:
+        corrupt = "its pending collections are not a string set (edited by hand?)"
     unnamed = item.get("unnamed_batches", {}).get("N")
     return Evidence(
         table=table,
@@ -166,6 +171,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         triggers=triggers,
         parallelized=parallelized,
         maintainer=item.get("maintainer", {}).get("S"),
+        pending=tuple(sorted(item.get("pending", {}).get("SS", []))),
     )
 
 
