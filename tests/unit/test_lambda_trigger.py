@@ -45,6 +45,8 @@ def test_the_factor_is_the_mapping_of_this_function_on_this_stream() -> None:
     found = [mapping(10, function=FUNCTION[:-5]), mapping(10, stream=ARN + "x"), mapping(1)]
     assert factor_of(found, ARN, FUNCTION) == (1, None)  # another alias, another stream
     assert factor_of([mapping(1), mapping(2)], ARN, FUNCTION) == (2, None)  # the worst
+    plain = FUNCTION.removesuffix(":live")
+    assert factor_of([mapping(2, function=plain)], ARN, plain + ":$LATEST") == (2, None)
     factor, why = factor_of([], ARN, FUNCTION)
     assert factor is None
     assert why is not None and f"no event source mapping of {FUNCTION} on {ARN}" in why
@@ -93,6 +95,8 @@ def test_the_newest_check_wins_and_since_survives_no_other_factor() -> None:
     bad = Parallelized(ARN, 1_500.0, 2, FUNCTION)
     stale = recorded(ended, ARN, Reading(FUNCTION, 1, 1_200.0), 1_600.0, bad=bad)
     assert stale.since is None
+    read_2 = recorded(ended, ARN, Reading(FUNCTION, 2, 1_500.0), 1_500.0, bad=None)
+    assert (read_2.factor, read_2.since) == (2, None)
     again = recorded(stale, ARN, Reading(FUNCTION, 1, 1_900.0), 1_900.0, bad=bad)
     assert again.since == 1_900.0
     # A shard new to the handler, that held positions already: they may be the handler's own.

@@ -201,7 +201,8 @@ def factor_of(
     factors = [
         int(m.get("ParallelizationFactor", 1))
         for m in mappings
-        if m.get("EventSourceArn") == stream and m.get("FunctionArn") == function
+        if m.get("EventSourceArn") == stream
+        and _latest(str(m.get("FunctionArn"))) == _latest(function)
     ]
     if not factors:
         return None, (
@@ -209,6 +210,12 @@ def factor_of(
             "invoked through another alias or version than its trigger names?)"
         )
     return max(factors), None
+
+
+def _latest(function: str) -> str:
+    """A function's ARN, ``$LATEST`` written out or not (Lambda names the unqualified function
+    either way)."""
+    return function.removesuffix(":$LATEST")
 
 
 def out_of_order(check: TriggerCheck | None, first: str) -> bool:
@@ -261,6 +268,8 @@ def recorded(
             record = replace(record, function=reading.function, error=reading.error)
     since = record.since
     if since is not None and bad is not None and since <= bad.at:
+        since = None
+    if reading is not None and reading.factor not in (None, 1):
         since = None
     good = reading is not None and reading.factor == 1 and (bad is None or reading.at > bad.at)
     if since is None and good:
