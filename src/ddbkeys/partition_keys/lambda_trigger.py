@@ -104,7 +104,8 @@ class TriggerCheck:
     batches: tuple[tuple[str, str], ...] = ()
     gap: float | None = None
     #: Since when the shard's positions may be the handler's: its first batch of the shard, or
-    #: the oldest position the shard held then (whoever saved it).
+    #: the oldest position the shard held then, when a handler that did not check may have
+    #: saved it (an upgrade).
     first: float | None = None
 
     @property
