@@ -81,6 +81,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     factor_of,
     out_of_order,
     recorded,
+    same_stream,
 )
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
@@ -235,7 +236,9 @@ class StreamHandler:
         bad = saved.parallelized if saved is not None else None
         # A batch that begins before the handler's own position, and is no batch it handled
         # sent again: it came out of order (a ParallelizationFactor above 1).
-        backwards = out_of_order(check if check is None or check.stream == arn else None, first)
+        if check is not None and not same_stream(check.stream, arn):
+            check = None
+        backwards = out_of_order(check, first)
         if backwards:
             LOG.error(
                 "ddbkeys: a batch of shard %s of %s came after a later one (is the trigger's "
@@ -386,9 +389,11 @@ def _unchecked_since(
     handler said last that it keeps the index and no handler had checked when it was saved."""
     if saved is None or previous is None or not previous.marks or saved.maintainer != "lambda":
         return None
-    if previous.shard in saved.triggers and saved.triggers[previous.shard].stream == stream:
+    if previous.shard in saved.triggers and same_stream(
+        saved.triggers[previous.shard].stream, stream
+    ):
         return None
-    began = [c.first for c in saved.triggers.values() if c.stream == stream and c.first]
+    began = [c.first for c in saved.triggers.values() if same_stream(c.stream, stream) and c.first]
     oldest = previous.marks[0][1]
     return oldest if not began or oldest < min(began) else None
 

@@ -54,6 +54,7 @@ __all__ = [
     "factor_of",
     "out_of_order",
     "recorded",
+    "same_stream",
     "trigger_decline",
 ]
 
@@ -69,8 +70,11 @@ CHECK_STALE = 2 * CHECK_EVERY
 LAMBDA_PREFIX = "lambda "
 #: The attribute that holds the latest reading of a factor other than 1.
 PARALLELIZED = "parallelized"
-#: The batches (first and last sequence numbers) a shard's record keeps.
-MAX_BATCHES = 8
+#: The batches (first and last sequence numbers) a shard's record keeps: the last one and the
+#: one before (Lambda sends a batch again from its first record or its first failed one). The
+#: record is written with each of the handler's writes to the state item, whose size sets
+#: their cost: it is kept small (its stream as its label, times to the millisecond).
+MAX_BATCHES = 2
 
 
 @dataclass(frozen=True)
@@ -84,10 +88,16 @@ class Reading:
     error: str | None = None
 
 
+def same_stream(one: str, other: str) -> bool:
+    """Whether two streams of the table are one (a record keeps only its label, the part of
+    the ARN after ``/stream/``)."""
+    return one.rsplit("/stream/", 1)[-1] == other.rsplit("/stream/", 1)[-1]
+
+
 @dataclass(frozen=True)
 class TriggerCheck:
     """The handler's record for one shard of ``stream``: its latest check of the trigger
-    (``function``, ``factor``, ``checked``; ``error`` when the latest read failed), ``since``
+    (``factor``, ``checked``; ``error`` when the latest read failed), ``since``
     (from when checks have read 1 for this shard with no other reading since, None when not),
     ``first`` (since when the shard's positions may be the handler's),
     ``seen`` (when it began its latest batch), ``batches`` (the first and last sequence numbers
@@ -95,7 +105,6 @@ class TriggerCheck:
     order)."""
 
     stream: str
-    function: str | None = None
     factor: int | None = None
     checked: float | None = None
     since: float | None = None
@@ -115,7 +124,11 @@ class TriggerCheck:
         return str(max(lasts)) if lasts else None
 
     def to_json(self) -> str:
-        raw = {k: v for k, v in self.__dict__.items() if v not in (None, ())}
+        raw: dict[str, Any] = {"stream": self.stream.rsplit("/stream/", 1)[-1]}
+        for name in ("factor", "checked", "since", "seen", "first", "gap", "error"):
+            value = getattr(self, name)
+            if value is not None:
+                raw[name] = round(value, 3) if isinstance(value, float) else value
         if self.batches:
             raw["batches"] = [list(b) for b in self.batches]
         return json.dumps(raw, separators=(",", ":"))
@@ -131,7 +144,6 @@ class TriggerCheck:
             factor = raw.get("factor")
             return cls(
                 stream=str(raw["stream"]),
-                function=_text(raw.get("function")),
                 factor=None if factor is None else int(factor),
                 checked=_time(raw.get("checked")),
                 since=_time(raw.get("since")),
@@ -250,7 +262,7 @@ def recorded(
     new). The newest check wins whoever wrote it; ``since`` is kept while no other
     factor than 1 was read after it (``bad``), else set by a reading of 1 (to this batch's start
     when the reading was taken during it: it vouches for the batch)."""
-    base = stored if stored is not None and stored.stream == stream else None
+    base = stored if stored is not None and same_stream(stored.stream, stream) else None
     if base is None:
         base = TriggerCheck(stream, first=min(now, oldest if oldest is not None else now))
     if bad is not None and bad.stream != stream:
@@ -258,15 +270,9 @@ def recorded(
     record = replace(base, seen=now if began is None else base.seen)
     if reading is not None and (record.checked is None or reading.at > record.checked):
         if reading.factor is not None:
-            record = replace(
-                record,
-                function=reading.function,
-                factor=reading.factor,
-                checked=reading.at,
-                error=None,
-            )
+            record = replace(record, factor=reading.factor, checked=reading.at, error=None)
         else:
-            record = replace(record, function=reading.function, error=reading.error)
+            record = replace(record, error=reading.error)
     since = record.since
     if since is not None and bad is not None and since <= bad.at:
         since = None
@@ -293,7 +299,7 @@ def recorded(
 def checked_cut(check: TriggerCheck | None, stream: str, cut: float) -> float:
     """The newest a position of the shard may have been saved at to be used: ``cut``, or the
     handler's last check if earlier (a check vouches for what was applied before it)."""
-    if check is None or check.stream != stream or check.checked is None:
+    if check is None or not same_stream(check.stream, stream) or check.checked is None:
         return cut
     return min(cut, check.checked)
 
@@ -318,7 +324,7 @@ def trigger_decline(
         if not times or max(times) <= covered:
             continue  # every record applied by then is the backfill's to cover
         check = checks.get(shard)
-        if check is not None and check.stream != stream:
+        if check is not None and not same_stream(check.stream, stream):
             check = None
         if check is None:
             if not lambda_maintains:
@@ -342,7 +348,7 @@ def trigger_decline(
             )
         if check.factor != 1:
             return (
-                f"the Lambda trigger of {check.function} reads ParallelizationFactor "
+                f"the Lambda handler's trigger reads ParallelizationFactor "
                 f"{check.factor} (batches of shard {shard} may be applied out of order): set it "
                 "to 1, then run `index backfill` again once the handler has read 1"
             )
