@@ -6,8 +6,9 @@ Why it matters: with a factor above 1, Lambda runs several batches of one shard 
 later batch (B) can be handled before an earlier one (A). The handler then records a position
 past B while A's records are not applied, and a listing that trusts that position misses A's
 collections. So the handler reads its trigger (``ListEventSourceMappings`` selected by the
-batch's ``eventSourceARN`` and its own qualified function ARN) at its first batch and again
-every ``CHECK_EVERY`` seconds, and records per shard, next to its positions but in an attribute
+batch's ``eventSourceARN`` and its own qualified function ARN) after its first batch in an
+execution environment (the reading then vouches for that batch) and again every
+``CHECK_EVERY`` seconds, and records per shard, next to its positions but in an attribute
 of its own (``lambda <shard id>``, so a follower's ``shard <shard id>`` is never touched), what
 it read and when. A factor other than 1 is also recorded once per stream (``parallelized``),
 which no check reading 1 overwrites.
@@ -18,8 +19,9 @@ when the handler recorded no check for such a shard, its check failed, is older 
 ``CHECK_STALE`` when it handled its latest batch, or read a factor other than 1; when a factor
 other than 1 was read since the handler's checks began reading 1; and until a backfill begins a
 margin after the first check reading 1 (``since``), if the shard held positions before it
-(``first``: a handler upgraded from a version that did not check, or a trigger set back to 1,
-needs ``index backfill`` again; a shard the handler began with a check does not). And it uses only
+that may be out of order (``first``: a trigger set back to 1, or a handler upgraded from a
+version that did not check, needs ``index backfill`` again; a shard the handler began with a
+check, or a follower's positions, do not). And it uses only
 positions saved no later than the shard's last check (:func:`checked_cut`): a check vouches for
 what was applied before it, so a factor raised between two checks never lets a position of
 that time be trusted.
