@@ -337,7 +337,7 @@ def bench_shape(
     MarkerIndex(client, table).create()
     # A follower of the table's stream, then a backfill: auto can prove the index complete.
     with followed(client, table, state_table) as (index, _, settle):
-        index.backfill(state_table=state_table)
+        index.backfill(state_table=state_table, replay_margin=DEMO_MARGIN)
         settle()
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
     # The follower stopped, and held that many changes behind: a listing reads them from the

@@ -260,7 +260,7 @@ def run_maintained(
     if progress is not None:
         progress(phase, 0, changes)
     with followed(client, table, state_table) as (index, follower, settle):
-        index.backfill(state_table=state_table)
+        index.backfill(state_table=state_table, replay_margin=DEMO_MARGIN)
         settle()
         # Small collections to empty (their items one by one), new ones to add (1 to 3 items).
         small = [pk for pk, n in sample_collections(keys) if n <= 3]

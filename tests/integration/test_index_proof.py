@@ -80,7 +80,7 @@ def test_a_backfill_that_met_a_clash_proves_nothing(
     squatter = {"pk": {"S": "k3"}, "sk": DEFAULT_MARKER_SORT_KEY["N"], "note": {"S": "mine"}}
     ddb_client.put_item(TableName=table, Item=squatter)
     with following(ddb_client, table, store):
-        report = MarkerIndex(ddb_client, table).backfill(state_table=store)
+        report = MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         assert report.clashes == [{"S": "k3"}]
         auto = listing(ddb_client, table, store)
         assert auto.method_name == "skip-pages" and "'k3'" in auto.method_reason
@@ -96,7 +96,7 @@ def test_a_marker_overwritten_with_data_is_a_clash_until_repaired(
     for n in range(10):
         ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
         assert listing(ddb_client, table, store).method_name == "index"
         # The application writes data over k5's marker: the follower meets the clash.
@@ -123,7 +123,7 @@ def test_a_follower_that_stopped_is_read_past_not_trusted(
     for n in range(10):
         ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     # Nobody follows now. A new collection, and an emptied one, are in the stream only.
     ddb_client.put_item(TableName=table, Item=item("new", 1))
@@ -146,7 +146,7 @@ def test_markers_from_before_any_maintainer_are_removed_by_the_backfill(
     index.mark("k0")
     ddb_client.delete_item(TableName=table, Key=item("k0", 1))  # k0 emptied: its marker stays
     with following(ddb_client, table, store) as follower:
-        report = index.backfill(state_table=store)
+        report = index.backfill(state_table=store, replay_margin=MARGIN)
         assert report.removed == 2
         caught_up(follower)
         proven = listing(ddb_client, table, store)
@@ -167,7 +167,7 @@ def test_a_follower_killed_under_writers_leaves_listings_exact(
     try:
         wait_for_record(ddb_client, table, store)
         time.sleep(MARGIN)
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         writers = [
             threading.Thread(target=write_randomly, args=(ddb_client, table, seed, 120, 40))
             for seed in range(4)
@@ -209,6 +209,8 @@ def test_the_state_table_is_taken_from_the_environment_by_every_command(
                 "backfill",
                 "-t",
                 table,
+                "--replay-margin",
+                str(MARGIN),
                 "--endpoint-url",
                 ddb_endpoint_url,
             ],
@@ -243,7 +245,7 @@ def test_a_proven_listing_resumes_with_the_collections_it_rechecked(
     for n in range(20):
         ddb_client.put_item(TableName=table, Item=item(f"k{n:02}", 1))
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     for n in range(3):  # past the follower's positions: re-checked by the listing
         ddb_client.put_item(TableName=table, Item=item(f"new{n}", 1))
@@ -282,7 +284,7 @@ def test_the_asyncio_listing_proves_the_index_the_same_way(
     for n in range(6):
         ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     ddb_client.put_item(TableName=table, Item=item("late", 1))  # nobody follows now
 
@@ -349,7 +351,7 @@ def test_a_follower_run_again_on_a_table_made_anew_follows_it_as_it_is_now(
     enable_stream(ddb_client, table)
     follower.run(until_caught_up=True)  # the same follower: its first start on this stream
     time.sleep(MARGIN)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     for n in range(5):
         ddb_client.put_item(TableName=table, Item={"id": {"S": f"b{n}"}, "sk": {"N": "1"}})
     time.sleep(MARGIN)

@@ -77,7 +77,7 @@ def test_the_proven_index_is_replayed_once_in_the_plan(
     table, store = streamed_table, state_table
     fill(ddb_client, table, 20)
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     ddb_client.put_item(TableName=table, Item=item("late", 1))  # nobody follows now
     planned = plan_listing(

@@ -135,7 +135,7 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
     table, store = streamed_table, state_table
     fill_wide(ddb_client, table, 24)
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     # Since the follower stopped: a new collection, one emptied (its marker stays) and one
     # written again (its marker in the index, and its key among those re-checked).

@@ -117,7 +117,7 @@ def test_writers_and_the_follower_through_the_fault_proxy(
         time.sleep(MARGIN)
         # A backfill through the same proxy, begun after the follower's start.
         # (A marker whose PutItem response was lost is found there on the retry.)
-        backfill = MarkerIndex(proxied, table).backfill(state_table=store)
+        backfill = MarkerIndex(proxied, table).backfill(state_table=store, replay_margin=MARGIN)
         assert backfill.written + backfill.present == 8 and not backfill.clashes
 
         def writer(seed: int) -> None:
@@ -181,7 +181,7 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     follower = start(command, tmp_path, 0)
     wait_for_record(ddb_client, table, store)
     time.sleep(MARGIN)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     done = threading.Event()
 
     def writers() -> None:

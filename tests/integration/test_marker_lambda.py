@@ -121,7 +121,10 @@ def test_the_handler_records_positions_and_listings_prove_the_index_from_them(
     put(ddb_client, table, b"a", 1)
     # A plain event names no shard: the markers are kept, but nothing can be proven.
     assert handler.handle({"Records": stream.events()}) == {"batchItemFailures": []}
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    unproven = MarkerIndex(ddb_client, table).backfill(
+        state_table=store, replay_margin=MARGIN, wait=False
+    )
+    assert unproven.counts is False and "no maintainer" in str(unproven.advice)
     with pytest.raises(IndexUnprovenError, match="no maintainer had recorded a position"):
         index_listing(ddb_client, table, store)
     # With a tumbling window: the position is recorded, and the window's state answered.
@@ -129,7 +132,7 @@ def test_the_handler_records_positions_and_listings_prove_the_index_from_them(
     for event in stream.windowed():
         assert handler.handle(event) == {"batchItemFailures": [], "state": {}}
     time.sleep(MARGIN)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     proven = index_listing(ddb_client, table, store)
     assert proven.index_trusted is True, proven.method_reason
     assert sorted(proven) == [b"a", b"b"] == collections(ddb_client, table)
@@ -213,7 +216,7 @@ def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
     for event in stream.windowed():
         handler.handle(event)
     time.sleep(MARGIN)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     for event in stream.windowed():
         handler.handle(event)
     assert index_listing(ddb_client, table, store).index_trusted is True
@@ -233,7 +236,8 @@ def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
     with pytest.raises(IndexUnprovenError, match="were lost before the maintainer applied them"):
         index_listing(ddb_client, table, store)
     time.sleep(MARGIN)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)  # b marked by the backfill
+    # b is marked by the backfill
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     proven = index_listing(ddb_client, table, store)
     assert sorted(proven) == [b"a", b"b", b"c"] == collections(ddb_client, table)
     ddb_client.delete_table(TableName=store)

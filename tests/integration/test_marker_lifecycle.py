@@ -188,7 +188,7 @@ def test_follower_keeps_markers_exact_while_writers_run(
             assert time.monotonic() < deadline
             time.sleep(0.1)
         time.sleep(MARGIN)  # a backfill counts once the margin has passed since the positions
-        assert index.backfill(state_table=store).written == 10
+        assert index.backfill(state_table=store, replay_margin=MARGIN).written == 10
 
         def writer(seed: int) -> None:
             rng = random.Random(seed)

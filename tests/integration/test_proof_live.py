@@ -142,7 +142,7 @@ def run_steps(client: DynamoDBClient, table: str, seed: int, steps: int) -> dict
     try:
         follower.start()
         time.sleep(MARGIN + 0.5)
-        MarkerIndex(client, table).backfill(state_table=store)
+        MarkerIndex(client, table).backfill(state_table=store, replay_margin=MARGIN)
         for _ in range(steps):
             step = rng.choice(
                 ["put", "put", "delete", "delete", "stop", "start", "lambda", "backfill", "wait"]
@@ -160,7 +160,7 @@ def run_steps(client: DynamoDBClient, table: str, seed: int, steps: int) -> dict
             elif step == "lambda":
                 trigger.deliver(most=rng.randrange(1, 4))
             elif step == "backfill":
-                MarkerIndex(client, table).backfill(state_table=store)
+                MarkerIndex(client, table).backfill(state_table=store, replay_margin=MARGIN)
             else:
                 time.sleep(MARGIN + 0.2)
             check(client, table, store, seen)

@@ -106,11 +106,18 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
 @pytest.mark.parametrize(
     ("item", "reason", "fix", "fix_in"),
     [
-        # No maintainer has recorded a position: start one first.
+        # No maintainer has recorded a position: start one, which backfills once it may.
         (
             None,
             "there is no record of a backfill",
-            "ddbkeys partition-keys index follow -t orders",
+            "ddbkeys partition-keys index follow -t orders --backfill",
+            0.0,
+        ),
+        # The Lambda handler has handled nothing under this stream: a backfill that waits.
+        (
+            record(maintainer={"S": "lambda"}),
+            "there is no record of a backfill",
+            "ddbkeys partition-keys index backfill -t orders --wait-for-maintainer",
             0.0,
         ),
         # A maintainer, no backfill: one counts now (its first position is 500 s old).
@@ -197,6 +204,8 @@ def test_options_that_are_not_the_default_are_in_the_fix() -> None:
         got.fix
         == "ddbkeys partition-keys index backfill -t orders --index-name ix --state-table mine"
     )
+    wider = decide(seen, index="ix", markers=MARKERS, state_table="mine", margin=90, now=NOW)
+    assert wider.fix is not None and wider.fix.endswith(" --state-table mine --replay-margin 90")
 
 
 def test_a_shard_that_left_the_stream_within_the_margin_is_provable_by_waiting() -> None:

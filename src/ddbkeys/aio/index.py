@@ -15,12 +15,14 @@ from typing import Any, TypeVar
 from botocore.exceptions import BotoCoreError
 
 from ddbkeys.aio.client import as_async_client
+from ddbkeys.capacity import Usage
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
-from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill import repair_flow, waited_backfill_flow
+from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
@@ -29,6 +31,7 @@ from ddbkeys.partition_keys.follow import (
     FollowerBase,
     FollowReport,
     StopOn,
+    _Either,
     _Stopped,
     enable_stream_flow,
 )
@@ -106,10 +109,25 @@ class MarkerIndex(MarkerIndexBase):
         *,
         state_table: str | None = None,
         record: bool = True,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        wait: bool = True,
+        wait_for_maintainer: bool = False,
+        timeout: float | None = None,
+        on_wait: Callable[[Readiness], None] | None = None,
     ) -> BackfillReport:
-        """Mark every collection of the table (see the sync ``MarkerIndex.backfill``)."""
+        """Mark every collection of the table, begun as the proof's rule says (see the sync
+        ``MarkerIndex.backfill``: the same settings; its waits are on the event loop)."""
         return await self._run(
-            backfill_flow(self.plan, progress, self._state(state_table) if record else None)
+            waited_backfill_flow(
+                self.plan,
+                progress,
+                self._state(state_table) if record else None,
+                replay_margin,
+                wait=wait,
+                for_maintainer=wait_for_maintainer,
+                timeout=timeout,
+                on_wait=on_wait,
+            )
         )
 
     async def verify(self) -> VerifyReport:
@@ -219,13 +237,34 @@ class StreamFollower(FollowerBase):
             driver = AsyncDriver(
                 Both(self.index.client, streams), self.index.usage, "ddbkeys.aio.StreamFollower"
             )
-            flag = StopOn(stop or asyncio.Event())
+            stop = stop or asyncio.Event()
+            flag = StopOn(stop)
+            ended = asyncio.Event()
+            beside = None
+            if self.backfill:
+                beside = asyncio.ensure_future(
+                    AsyncDriver(self.index.client, Usage(), "ddbkeys.aio.StreamFollower").run(
+                        self._backfilling(StopOn(_Either(stop, ended)), until_caught_up)
+                    )
+                )
             try:
                 return await driver.run(
                     self.plan.follow(self.position, flag, until_caught_up, from_start)
                 )
             except _Stopped:
                 return self.report
+            finally:
+                if beside is not None:
+                    if not until_caught_up:  # (caught up: its one backfill is waited for)
+                        ended.set()
+                    try:
+                        await beside
+                    except _Stopped:
+                        pass
+                    except Exception as exc:  # said, not lost in a task
+                        self.report.backfill_state = "failed"
+                        if self.on_backfill is not None:
+                            self.on_backfill(f"backfill failed: {exc}")
 
 
 async def _streams_client_for(client: Any, table: str | None = None) -> Any:

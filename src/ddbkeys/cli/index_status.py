@@ -102,7 +102,7 @@ def render_status(status: ProofStatus) -> list[str]:
             text += ", before any maintainer's position"
         text += f" (a listing needs {status.margin:g} s)"
         if backfill.margin is not None:
-            text += f"; it waited for a margin of {backfill.margin:g} s"
+            text += f"; begun for a replay margin of {backfill.margin:g} s"
         text += (
             f"; finished at {_at(backfill.finished, now)}"
             if backfill.finished is not None
@@ -118,9 +118,9 @@ def render_status(status: ProofStatus) -> list[str]:
         lines.append(f"Provable: no: {status.reason}")
         if status.fix is not None:
             when = ""
-            if status.fix_in:
+            if status.fix_in and " backfill " in status.fix:
                 when = (
-                    f" (counts when begun in {_span(status.fix_in)} or later, at "
+                    f" (it waits {_span(status.fix_in)}, the rest of the replay margin, until "
                     f"{_clock(now + status.fix_in)}; provable once it finishes)"
                 )
             lines.append(f"Fix: {status.fix}{when}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import signal
 import threading
 from typing import Any
@@ -31,6 +32,8 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
+from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
 from ddbkeys.partition_keys.state import state_table_name
 
@@ -73,11 +76,13 @@ def index_group() -> None:
     Set it up once, then keep it right from the table's stream:
       ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
       ddbkeys partition-keys index stream   -t T   # turn the stream on (KEYS_ONLY)
-      ddbkeys partition-keys index follow   -t T   # apply the stream (or the Lambda handler)
-      ddbkeys partition-keys index backfill -t T   # mark every existing collection
-      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
+      ddbkeys partition-keys index follow   -t T --backfill   # keep it right; fill it once
+    `--backfill` marks the collections already there once the replay margin has passed since
+    the follower's first position, so that listings can prove the index. With the Lambda
+    handler instead: `index backfill -t T --wait-for-maintainer` (it waits for the same).
     \b
     Check it, fix it, or keep it yourself (no stream):
+      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
       ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
       ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
@@ -204,10 +209,39 @@ def unmark_command(
         click.echo(f"{removed} marker(s) removed, {len(keys) - removed} not there")
 
 
+def margin_option(func: Any) -> Any:
+    return click.option(
+        "--replay-margin",
+        type=click.FloatRange(0, 3600, max_open=True),
+        default=DEFAULT_REPLAY_MARGIN,
+        show_default=True,
+        metavar="SECONDS",
+        help="The replay margin of the listings that will prove the index: the backfill "
+        "begins at least this long after the maintainer's first position (waiting if needed).",
+    )(func)
+
+
 @index_group.command("backfill")
 @table_option
 @index_options
 @state_table_option
+@margin_option
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Begin at once even when the maintainer's first position is younger than the "
+    "replay margin (the backfill will not count: no listing can prove the index from it).",
+)
+@click.option(
+    "--wait-for-maintainer",
+    type=click.FloatRange(min=0),
+    is_flag=False,
+    flag_value=math.inf,
+    default=None,
+    metavar="[SECONDS]",
+    help="When no maintainer has recorded a position yet (a Lambda trigger just added), wait "
+    "for one, at most SECONDS (no limit when not given), then for the margin.",
+)
 @connection_options
 @output_option
 def backfill_command(
@@ -215,6 +249,9 @@ def backfill_command(
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
+    replay_margin: float,
+    no_wait: bool,
+    wait_for_maintainer: float | None,
     connection: Connection,
     output: str,
 ) -> None:
@@ -223,27 +260,74 @@ def backfill_command(
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
     and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
-    keyed on --marker-attribute, ACTIVE). The backfill is recorded in --state-table: run it
-    while `index follow` or the Lambda handler keeps the markers (and at least the replay
-    margin, 60 s, after it began), so that listings can prove the index complete.
+    keyed on --marker-attribute, ACTIVE).
+
+    The backfill is recorded in --state-table as the snapshot listings prove the index from.
+    It counts when it begins at least --replay-margin after a maintainer (`index follow` or
+    the Lambda handler) recorded its first position in the table's stream: when that was
+    less than the margin ago, it waits out the rest first (a countdown on stderr). With no
+    maintainer yet it says so on stderr and writes the markers all the same (they serve
+    --trust-index), or waits for one with --wait-for-maintainer.
 
     \b
     Examples:
       ddbkeys partition-keys index backfill -t issues
       ddbkeys partition-keys index backfill -t issues --output json
+      ddbkeys partition-keys index backfill -t T --wait-for-maintainer 600   # a new trigger
+    `index follow -t T --backfill` does the follower's part and this one in one command.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stderr = Console(stderr=True)
     status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
-    if status is not None:
-        status.start()
+    said: set[str] = set()
+
+    def on_wait(where: Readiness) -> None:
+        if where.counts:
+            if WAITING in said and stderr.is_terminal:
+                stderr.print(" " * 100, end="\r", soft_wrap=True)  # (the countdown's line)
+        elif where.state == WAITING and not no_wait:
+            line = (
+                f"waiting {where.left:.0f} s for the replay margin ({replay_margin:g} s after "
+                "the maintainer's first position) before the backfill; --no-wait begins now, "
+                "and the backfill will not count"
+            )
+            if stderr.is_terminal:
+                stderr.print(line, end="\r", soft_wrap=True)
+            elif WAITING not in said:
+                click.echo(line, err=True)
+            said.add(WAITING)
+        elif where.state == NO_MAINTAINER and wait_for_maintainer is not None:
+            if NO_MAINTAINER not in said:
+                click.echo(
+                    "waiting for a maintainer (`index follow` or the Lambda handler) to record a "
+                    f"position in the stream of table {table_name!r}...",
+                    err=True,
+                )
+            said.add(NO_MAINTAINER)
+        elif "note" not in said:
+            click.echo(f"Note: {where.advice()}.", err=True)
+            said.add("note")
+
+    def progress(written: int) -> None:
+        if status is not None:
+            if "spinner" not in said:
+                status.start()
+                said.add("spinner")
+            status.update(f"{written} markers written")
+
+    limit = wait_for_maintainer
     try:
         report = index.backfill(
-            progress=(lambda n: status.update(f"{n} markers written")) if status else None,
+            progress=progress,
             state_table=state_table,
+            replay_margin=replay_margin,
+            wait=not no_wait,
+            wait_for_maintainer=limit is not None,
+            timeout=None if limit is None or math.isinf(limit) else limit,
+            on_wait=on_wait,
         )
     finally:
-        if status is not None:
+        if status is not None and "spinner" in said:
             status.stop()
     show_marked(report, index, output, usage=True)
 
@@ -261,6 +345,8 @@ def show_marked(
         }
         if usage:
             fields["usage"] = index.usage.snapshot()
+            fields["counts"] = report.counts
+            fields["advice"] = report.advice
         echo_json(fields)
     else:
         click.echo(f"{report.written} marker(s) written, {report.present} already there")
@@ -425,6 +511,14 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
     show_default=True,
     help="Seconds between reads at the end of the stream.",
 )
+@click.option(
+    "--backfill",
+    is_flag=True,
+    help="Also backfill the index, once the replay margin has passed since this follower's "
+    "first position (and again only if a new stream needs it): from an empty index to a "
+    "provable one in one command. Not again on a restart while a counting backfill exists.",
+)
+@margin_option
 @connection_options
 @output_option
 def follow_command(
@@ -435,6 +529,8 @@ def follow_command(
     from_start: bool,
     until_caught_up: bool,
     poll: float,
+    backfill: bool,
+    replay_margin: float,
     connection: Connection,
     output: str,
 ) -> None:
@@ -444,13 +540,18 @@ def follow_command(
     Reads every shard (and the shards that split from them), reconciles each collection a
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
-    stop it cleanly. Run `index backfill` once while it runs; from then on `auto` trusts the index.
-    It refuses, writing nothing, unless the marker index is there (KEYS_ONLY, ACTIVE).
+    stop it cleanly. It refuses, writing nothing, unless the marker index is there
+    (KEYS_ONLY, ACTIVE).
+
+    Listings prove the index from a backfill begun at least --replay-margin after this
+    follower's first position: --backfill does that here (once the margin has passed), or
+    run `index backfill` in another shell at any time (it waits for the margin itself).
 
     \b
     ddbkeys partition-keys index stream -t issues
     ddbkeys partition-keys index create -t issues
     ddbkeys partition-keys index follow -t issues --until-caught-up
+    ddbkeys partition-keys index follow -t T --backfill   # left running: from empty to proven
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()
@@ -470,8 +571,17 @@ def follow_command(
                 soft_wrap=True,
             )
 
+    def on_backfill(line: str) -> None:
+        stderr.print(("\n" if stderr.is_terminal else "") + line, soft_wrap=True)
+
     follower = StreamFollower(
-        index, state_table=state_table, poll=poll, on_batch=None if structured(output) else on_batch
+        index,
+        state_table=state_table,
+        poll=poll,
+        on_batch=None if structured(output) else on_batch,
+        backfill=backfill,
+        replay_margin=replay_margin,
+        on_backfill=on_backfill,
     )
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.getsignal(sig) for sig in stopping}
@@ -506,6 +616,9 @@ def follow_command(
         "caught_up": report.caught_up,
         "stream_off": report.stream_off_since is not None,
     }
+    if backfill:
+        fields["backfills"] = report.backfills
+        fields["backfill_counts"] = report.backfill.counts if report.backfill else None
     if structured(output):
         echo_json(fields)
     else:

@@ -12,7 +12,10 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
+from ddbkeys.core.stopping import StopFlag
+from ddbkeys.partition_keys.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.markers import (
     BackfillReport,
@@ -25,22 +28,33 @@ from ddbkeys.partition_keys.state import StatePlan, key_json, markers_key
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
-__all__ = ["backfill_flow", "repair_flow"]
+__all__ = ["backfill_flow", "repair_flow", "waited_backfill_flow"]
 
 
 def backfill_flow(
     index: MarkerPlan,
     progress: Callable[[int], None] | None,
     store: StatePlan | None,
+    margin: float = DEFAULT_REPLAY_MARGIN,
+    start: Callable[[], Flow[Readiness]] | None = None,
+    stop: StopFlag | None = None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table (found with the skip scan) with its marker:
     mark those without one, unmark those that hold nothing else. Recorded in ``store``'s
-    state table (None: not recorded) as evidence for listings (see ``evidence``): it counts
-    only if it met no clash, and began after a maintainer recorded positions."""
+    state table (None: not recorded) as evidence for listings (see ``evidence``), with the
+    replay ``margin`` it was begun for: it counts only if it met no clash, and began at least
+    ``margin`` after a maintainer recorded positions. ``start`` (see
+    ``backfill_wait.wait_flow``), run once the index is checked and before anything is
+    written, waits as that rule says and tells whether the backfill will count. ``stop``
+    ends it between pages once set (its record then says it did not finish)."""
     info = yield from index.check()
     entry: dict[str, Any] = {}
+    report = BackfillReport()
     if store is not None:
         yield from store.ensure()
+        if start is not None:
+            ready = yield from start()
+            report.counts, report.advice = ready.counts, None if ready.counts else ready.advice()
         yield from index.describe()  # the stream as it is now
         stream = (yield from index.table_info()).stream_arn
         saved = yield from store.load(index.table, index.name)
@@ -56,6 +70,7 @@ def backfill_flow(
             "finished": None,
             "clashes": [],
             "markers": markers_key(index.attribute, index.sort_key(info)),
+            "margin": margin,
         }
         yield from store.update(index.table, index.name, {"backfill": _json(entry)})
     # The clashes recorded before: taken out at the end only those this backfill found
@@ -63,11 +78,12 @@ def backfill_flow(
     # met a moment ago: such a clash stays).
     recorded = set(saved.clashes) if store is not None and saved is not None else set()
     resolved: list[str] = []
-    report = BackfillReport()
     # Every collection, one holding nothing but a marker included (its marker goes): the
     # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
     pages = SkipPages(info, replace(index.markers(info), sort_value={"NULL": True}))
     while pages.request() is not None:
+        if stop is not None:
+            stop.check()
         for key in (yield from index.page(pages, "reading the table's keys")):
             outcome = yield from reconcile_flow(index, key, index.begin())
             if outcome is not Outcome.CLASH and key_json(key) in recorded:
@@ -87,7 +103,40 @@ def backfill_flow(
         entry["clashes"] = [key_json(k) for k in report.clashes]
         yield from store.update(index.table, index.name, {"backfill": _json(entry)})
         yield from store.clashes(index.table, index.name, resolved, add=False)
+        if report.clashes:
+            report.counts = False
     return report
+
+
+def waited_backfill_flow(
+    index: MarkerPlan,
+    progress: Callable[[int], None] | None,
+    store: StatePlan | None,
+    margin: float,
+    *,
+    wait: bool = True,
+    for_maintainer: bool = False,
+    timeout: float | None = None,
+    on_wait: Callable[[Readiness], None] | None = None,
+    stop: StopFlag | None = None,
+) -> Flow[BackfillReport]:
+    """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
+    ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``."""
+
+    def start() -> Flow[Readiness]:
+        assert store is not None
+        return wait_flow(
+            index,
+            store,
+            margin,
+            wait=wait,
+            for_maintainer=for_maintainer,
+            timeout=timeout,
+            on_wait=on_wait,
+            stop=stop,
+        )
+
+    return backfill_flow(index, progress, store, margin, start, stop)
 
 
 def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Flow[VerifyReport]:

@@ -234,7 +234,7 @@ class Backfill:
     clashes: tuple[str, ...] = ()
     #: How it recognised markers (``state.markers_key``: their attribute and sort key).
     markers: str | None = None
-    #: The replay margin the backfill waited for (None: not recorded, as in older records).
+    #: The replay margin it was begun for (seconds; None: a record of an older ddbkeys).
     margin: float | None = None
 
 
@@ -331,6 +331,12 @@ def _backfill_reason(
             "`index backfill` again while `index follow` or the Lambda handler runs"
         )
     if backfill.started - backfill.maintained_since < margin:
+        if backfill.margin is not None and backfill.margin < margin:
+            return None, (
+                f"the backfill was begun for a replay margin of {backfill.margin:g} s, less than "
+                f"this listing's ({margin:g} s): list with --replay-margin {backfill.margin:g}, "
+                f"or run `index backfill --replay-margin {margin:g}` again"
+            )
         return None, (
             f"the backfill began {backfill.started - backfill.maintained_since:.0f} s after the "
             f"maintainer's first position, less than the replay margin ({margin:g} s): run "

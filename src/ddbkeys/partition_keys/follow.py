@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
+from ddbkeys.capacity import Usage
 from ddbkeys.core.reads import Settable, Through
 from ddbkeys.core.steps import (
     Flow,
@@ -33,6 +34,7 @@ from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys.partition_keys.evidence import (
     CREATED_ROUNDING,
     DAY,
+    DEFAULT_REPLAY_MARGIN,
     SHARD_PREFIX,
     TRIM_SAFETY,
     ShardMark,
@@ -42,6 +44,7 @@ from ddbkeys.partition_keys.evidence import (
 from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan, send
+from ddbkeys.partition_keys.markers import BackfillReport
 from ddbkeys.partition_keys.state import StatePlan, key_json
 from ddbkeys.partition_keys.streams import stream_shards, streams_client_for
 from ddbkeys.retry import Deadline
@@ -185,6 +188,11 @@ class FollowReport:
     caught_up_at: float | None = None
     #: Since when it has found the table's stream off (None: on); it waits for a new one.
     stream_off_since: float | None = None
+    #: With ``backfill=True``: what its backfill does now (None: nothing yet; "waiting" for
+    #: the replay margin, "running", "done", "failed"), how many it finished, and the last.
+    backfill_state: str | None = None
+    backfills: int = 0
+    backfill: BackfillReport | None = None
 
 
 class Event(Protocol):
@@ -533,6 +541,9 @@ class FollowerBase:
         poll: float = 1.0,
         clock: Callable[[], float] = time.time,
         on_batch: Callable[[FollowReport], None] | None = None,
+        backfill: bool = False,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        on_backfill: Callable[[str], None] | None = None,
     ) -> None:
         self.index = index
         self.streams = streams if streams is not None else self._default_streams(index)
@@ -540,6 +551,19 @@ class FollowerBase:
             index.plan, state_table=state_table, poll=poll, clock=clock, on_batch=on_batch
         )
         self.position = FollowState()
+        #: Whether ``run`` also backfills the index (see ``follow_backfill``), for listings
+        #: with this ``replay_margin``; ``on_backfill`` is told what that does, a line each time.
+        self.backfill = backfill
+        self.replay_margin = replay_margin
+        self.on_backfill = on_backfill
+
+    def _backfilling(self, stop: StopFlag, once: bool) -> Flow[None]:
+        """The backfill beside the following (``backfill=True``), a flow of its own."""
+        from ddbkeys.partition_keys.follow_backfill import keep_backfilled  # noqa: PLC0415
+
+        return keep_backfilled(
+            self.plan, self.report, self.replay_margin, stop, self.on_backfill, once=once
+        )
 
     def _default_streams(self, index: MarkerIndexBase) -> Any:
         """The Streams client when none is given: one like the index's client."""
@@ -583,11 +607,50 @@ class StreamFollower(FollowerBase):
         """Follow the stream until ``stop`` is set, or (``until_caught_up``) until every open
         shard has been read to its end once. The checkpoint is saved after every batch."""
         driver = SyncDriver(Both(self.index.client, self.streams), self.index.usage)
-        flag = StopOn(stop or threading.Event())
+        stop = stop or threading.Event()
+        flag = StopOn(stop)
+        ended = threading.Event()
+        beside = self._backfill_thread(stop, ended, until_caught_up) if self.backfill else None
         try:
             return driver.run(self.plan.follow(self.position, flag, until_caught_up, from_start))
         except _Stopped:
             return self.report
+        finally:
+            if beside is not None:
+                if not until_caught_up:  # (caught up: its one backfill is waited for)
+                    ended.set()
+                beside.join()
+
+    def _backfill_thread(
+        self, stop: threading.Event, ended: threading.Event, once: bool
+    ) -> threading.Thread:
+        """A thread that runs :meth:`_backfilling` until ``stop`` or ``ended`` is set."""
+        flag = StopOn(_Either(stop, ended))
+        flow = self._backfilling(flag, once)
+
+        def run() -> None:
+            try:
+                SyncDriver(self.index.client, Usage()).run(flow)
+            except _Stopped:
+                pass
+            except Exception as exc:  # said, not lost in a thread
+                self.report.backfill_state = "failed"
+                if self.on_backfill is not None:
+                    self.on_backfill(f"backfill failed: {exc}")
+
+        thread = threading.Thread(target=run, name="ddbkeys-follow-backfill", daemon=True)
+        thread.start()
+        return thread
+
+
+class _Either:
+    """Set when either event is (a stop signal for :class:`StopOn`)."""
+
+    def __init__(self, first: Event, second: Event) -> None:
+        self.first, self.second = first, second
+
+    def is_set(self) -> bool:
+        return self.first.is_set() or self.second.is_set()
 
 
 def count(report: FollowReport, outcome: Outcome) -> None:

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill import repair_flow, waited_backfill_flow
+from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
@@ -169,6 +170,11 @@ class MarkerIndex(MarkerIndexBase):
         *,
         state_table: str | None = None,
         record: bool = True,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        wait: bool = True,
+        wait_for_maintainer: bool = False,
+        timeout: float | None = None,
+        on_wait: Callable[[Readiness], None] | None = None,
     ) -> BackfillReport:
         """Reconcile every collection of the table (found with the skip scan) with its marker:
         mark those that have none, remove the markers of those that hold nothing else. Each
@@ -177,12 +183,33 @@ class MarkerIndex(MarkerIndexBase):
         left as it is and reported (``clashes``).
 
         The start and the end are recorded in ``state_table`` (see
-        ``state.state_table_name``; created if missing; ``record=False``: not recorded): the
-        snapshot a listing proves the index from, with the stream as its log (see
-        ``partition_keys.evidence``). It counts only if it met no clash and began at least the
-        replay margin after a maintainer recorded positions in the table's stream."""
+        ``state.state_table_name``; created if missing; ``record=False``: not recorded, and no
+        wait): the snapshot a listing proves the index from, with the stream as its log (see
+        ``partition_keys.evidence``). It counts only if it met no clash and began at least
+        ``replay_margin`` seconds after a maintainer (``index follow``, the Lambda handler)
+        recorded its first position in the table's current stream. Before writing anything it
+        applies that rule (see ``partition_keys.backfill_wait``):
+
+        * the maintainer's first position is younger than the margin: it waits out the rest
+          (``wait=False``: it begins at once, and will not count);
+        * no maintainer has recorded one: with ``wait_for_maintainer`` it waits for one (at
+          most ``timeout`` seconds, then a ``DdbKeysError`` with nothing written); otherwise
+          it begins at once and will not count.
+
+        ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
+        waits, and once when it begins. The report says whether the backfill counts
+        (``counts``) and, if not, why and what to do (``advice``)."""
         return self._run(
-            backfill_flow(self.plan, progress, self._state(state_table) if record else None)
+            waited_backfill_flow(
+                self.plan,
+                progress,
+                self._state(state_table) if record else None,
+                replay_margin,
+                wait=wait,
+                for_maintainer=wait_for_maintainer,
+                timeout=timeout,
+                on_wait=on_wait,
+            )
         )
 
     def verify(self) -> VerifyReport:

@@ -102,12 +102,16 @@ class VerifyReport:
 class BackfillReport:
     """What ``backfill`` did: markers ``written``, collections already marked (``present``),
     markers removed from collections that held nothing else (``removed``), and collections
-    that cannot be marked (``clashes``: a data item holds the marker's sort key)."""
+    that cannot be marked (``clashes``: a data item holds the marker's sort key). A recorded
+    backfill also says whether a listing can prove the index from it (``counts``; None: not
+    recorded, or not known) and, when not, why and what to do (``advice``, one line)."""
 
     written: int = 0
     present: int = 0
     removed: int = 0
     clashes: list[Any] = field(default_factory=list)
+    counts: bool | None = None
+    advice: str | None = None
 
 
 def index_status(info: TableInfo, name: str) -> str | None:

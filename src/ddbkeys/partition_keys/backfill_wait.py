@@ -1,0 +1,183 @@
+"""When a backfill may begin so that listings can prove the marker index from it: the proof's
+rule (see :mod:`ddbkeys.partition_keys.evidence`), applied *before* anything is written, so that
+the natural order of setup (create the index, start ``index follow``, run ``index backfill`` at
+once) ends with an index a listing can prove, not with one that needs a second backfill.
+
+The rule: a backfill counts when it begins at least the replay margin after the maintainer's
+first recorded position under the table's current stream (and after every position a
+maintainer began at a shard's end). :func:`readiness` decides it from the index's record, the
+stream and the time, with no I/O; :func:`wait_flow` re-reads the record and waits (a flow, so
+the sync and the asyncio ``MarkerIndex`` share it, and a test drives it with no client).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ddbkeys.core.steps import Flow, Pause
+from ddbkeys.core.stopping import StopFlag
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.evidence import Evidence
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
+    from ddbkeys.partition_keys.state import StatePlan
+
+__all__ = [
+    "NO_MAINTAINER",
+    "NO_STREAM",
+    "READY",
+    "WAITING",
+    "Readiness",
+    "readiness",
+    "wait_flow",
+]
+
+#: It counts if it begins now.
+READY = "ready"
+#: A maintainer's first position is younger than the margin: it counts ``left`` seconds from now.
+WAITING = "waiting"
+#: No maintainer has recorded a position under the table's current stream.
+NO_MAINTAINER = "no maintainer"
+#: The table's stream is off: nothing can prove the index.
+NO_STREAM = "no stream"
+#: How often (seconds) a backfill waiting for a maintainer reads the index's record again.
+MAINTAINER_POLL = 1.0
+#: How long (seconds) a backfill of a table whose stream is on waits for a maintainer's first
+#: position even when not asked to: one started a moment before (``index follow &``, then
+#: ``index backfill`` at once) takes a second or two to record it.
+MAINTAINER_GRACE = 10.0
+#: The longest (seconds) a wait sleeps before it says how long is left again.
+TICK = 1.0
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Where a backfill of ``table``'s index stands before it writes (see the module).
+    ``state`` is one of ``READY``, ``WAITING`` (``left`` seconds to go), ``NO_MAINTAINER``,
+    ``NO_STREAM``; ``maintained_since`` is the maintainer's first position (None: none);
+    ``margin`` the replay margin the rule was applied with."""
+
+    table: str
+    state: str
+    margin: float
+    left: float = 0.0
+    maintained_since: float | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether a backfill begun now can prove the index (given it meets no clash)."""
+        return self.state == READY
+
+    def advice(self) -> str:
+        """One line for the user: why a backfill begun now will not count, and what to do."""
+        t = self.table
+        follow = f"ddbkeys partition-keys index follow -t {t}"
+        backfill = f"ddbkeys partition-keys index backfill -t {t}"
+        if self.state == NO_STREAM:
+            return (
+                f"the stream of table {t!r} is off, so no listing can prove this backfill's "
+                f"markers: turn it on (`ddbkeys partition-keys index stream -t {t}`), start "
+                f"`{follow}` (or the Lambda handler), then run `{backfill}`"
+            )
+        if self.state == NO_MAINTAINER:
+            return (
+                f"no maintainer has recorded a position in the stream of table {t!r}: no "
+                f"listing can prove the index until `{follow}` (or the Lambda handler) runs and "
+                f"a backfill begins {self.margin:g} s after its first position (`{backfill} "
+                "--wait-for-maintainer` waits for it; `index follow --backfill` does both)"
+            )
+        if self.state == WAITING:
+            return (
+                f"the maintainer's first position is younger than the replay margin "
+                f"({self.margin:g} s): a backfill begun now does not count (no listing can prove "
+                f"it); one begun in {self.left:.0f} s does"
+            )
+        return "a backfill begun now counts"
+
+
+def readiness(
+    table: str, evidence: Evidence | None, stream: str | None, now: float, margin: float
+) -> Readiness:
+    """The rule, decided from the index's record (``evidence``), the table's ``stream`` (its
+    ARN; None: off), the time ``now`` and the replay ``margin``. Pure.
+
+    The backfill may begin once ``margin`` has passed since the maintainer's first position
+    under ``stream`` (the earliest first mark of its shards: ``evidence._backfill_reason``'s
+    rule) and since every shard's ``since`` time (a shard the maintainer began at its end:
+    ``plan_replay``'s rule)."""
+    if stream is None:
+        return Readiness(table, NO_STREAM, margin)
+    shards = [
+        m for m in (evidence.shards.values() if evidence is not None else ()) if m.stream == stream
+    ]
+    firsts = [m.first_saved for m in shards if m.first_saved is not None]
+    if not firsts:
+        return Readiness(table, NO_MAINTAINER, margin)
+    since = min(firsts)
+    begun = [float(m.since) for m in shards if isinstance(m.since, int | float)]
+    ready_at = max([since, *begun]) + margin
+    if now >= ready_at:
+        return Readiness(table, READY, margin, 0.0, since)
+    return Readiness(table, WAITING, margin, ready_at - now, since)
+
+
+def wait_flow(
+    index: MarkerPlan,
+    store: StatePlan,
+    margin: float,
+    *,
+    wait: bool = True,
+    for_maintainer: bool = False,
+    timeout: float | None = None,
+    on_wait: Callable[[Readiness], None] | None = None,
+    stop: StopFlag | None = None,
+    grace: float = MAINTAINER_GRACE,
+) -> Flow[Readiness]:
+    """Read the index's record and the table's stream, and wait as the rule says: until the
+    margin has passed since the maintainer's first position (``wait``), and, with
+    ``for_maintainer``, until a maintainer has recorded one (at most ``timeout`` seconds; None:
+    no limit; then a :class:`~ddbkeys.errors.DdbKeysError`, nothing written); without it, for
+    ``grace`` seconds (a maintainer started a moment before records its first position within
+    a second or two). ``on_wait`` is
+    told where it stands at each step of the wait (about once a second). Returns where it
+    stands when the backfill begins: ``counts`` False when it will not count (no stream; no
+    maintainer and not waiting for one; ``wait=False`` while it is too early)."""
+    clock = store.clock
+    started = clock()
+    while True:
+        yield from index.describe()  # the stream as it is now
+        stream = (yield from index.table_info()).stream_arn
+        saved = yield from store.load(index.table, index.name)
+        where = readiness(index.table, saved, stream, clock(), margin)
+        if where.state == WAITING and wait:
+            # Sleep to the moment, saying how long is left; then read the record again (a
+            # new stream, or a shard begun since, moves the moment).
+            ready_at = clock() + where.left
+            while (left := ready_at - clock()) > 0:
+                if on_wait is not None:
+                    on_wait(replace(where, left=left))
+                yield Pause(min(left, TICK), index.retry.sleep, stop=stop)
+            continue
+        waited = clock() - started
+        if where.state == NO_MAINTAINER and wait and not for_maintainer and waited < grace:
+            yield Pause(min(1.0, grace - waited), index.retry.sleep, stop=stop)
+            continue
+        if where.state == NO_MAINTAINER and for_maintainer:
+            if on_wait is not None:
+                on_wait(where)
+            if timeout is not None and waited >= timeout:
+                raise DdbKeysError(
+                    f"No maintainer recorded a position in the stream of table "
+                    f"{index.table!r} within {timeout:g} s: start `ddbkeys partition-keys index "
+                    f"follow -t {index.table}` or the Lambda handler (nothing was written).",
+                    table=index.table,
+                )
+            pause = MAINTAINER_POLL if timeout is None else min(MAINTAINER_POLL, timeout - waited)
+            yield Pause(max(pause, 0.0), index.retry.sleep, stop=stop)
+            continue
+        if on_wait is not None:
+            on_wait(where)
+        return where

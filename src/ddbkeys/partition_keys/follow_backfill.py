@@ -1,0 +1,137 @@
+"""``index follow --backfill`` (``StreamFollower(..., backfill=True)``): one long-running command
+takes a table from an empty index to a provable one. Beside the following, a flow waits until
+the replay margin has passed since the follower's first position, backfills (see
+``backfill.waited_backfill_flow``), and from then on looks again every ``CHECK`` seconds: it
+backfills once per stream, and again only when no backfill record would let a listing prove
+the index (a new stream, a backfill stopped before its end, records lost before anyone applied
+them). A restarted follower does not backfill again while a counting record exists.
+
+The flow's own :class:`~ddbkeys.partition_keys.marker_plan.MarkerPlan` and state plan (not the
+follower's): the sync follower runs it in a thread, the asyncio one in a task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow, Pause
+from ddbkeys.core.stopping import StopFlag
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.backfill import waited_backfill_flow
+from ddbkeys.partition_keys.backfill_wait import WAITING, Readiness
+from ddbkeys.partition_keys.evidence import Evidence, _backfill_reason
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
+from ddbkeys.partition_keys.markers import BackfillReport
+from ddbkeys.partition_keys.state import StatePlan
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys.follow import FollowPlan, FollowReport
+
+__all__ = ["CHECK", "keep_backfilled", "needs_backfill"]
+
+#: How often (seconds) a follower with ``backfill`` looks whether a backfill is needed.
+CHECK = 10.0
+
+
+def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float) -> bool:
+    """Whether a backfill would let listings prove the index where the record does not: the
+    stream is on, and there is no finished backfill under it begun the margin after the
+    maintainer's first position, or records were lost since it began. A backfill that met a
+    clash is not run again by itself (the data at the marker's key must move first). Pure."""
+    if stream is None:
+        return False
+    backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
+    if backfill is None:
+        last = evidence.backfill if evidence is not None else None
+        return last is None or last.stream != stream or not last.clashes
+    return any(
+        m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
+        for m in evidence.shards.values()  # type: ignore[union-attr]
+    )
+
+
+def _done(report: BackfillReport) -> str:
+    what = (
+        f"backfill done: {report.written} marker(s) written, {report.present} already there, "
+        f"{report.removed} removed"
+    )
+    if report.clashes:
+        return what + f"; {len(report.clashes)} collection(s) cannot be marked (see `index status`)"
+    if report.counts:
+        return what + "; listings can prove the index from now on"
+    return what + f"; it does not count: {report.advice}"
+
+
+def keep_backfilled(
+    follow: FollowPlan,
+    report: FollowReport,
+    margin: float,
+    stop: StopFlag,
+    tell: Callable[[str], None] | None = None,
+    *,
+    once: bool = False,
+) -> Flow[None]:
+    """Backfill ``follow``'s index when :func:`needs_backfill` says so, until ``stop`` (or,
+    ``once``, after the first look that needs none or the first backfill). What it does is
+    counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
+    time it starts waiting, begins, ends or fails."""
+    index = follow.index
+    plan = MarkerPlan(
+        index.table,
+        index_name=index.name,
+        marker_attribute=index.attribute_given,
+        marker_sort_key=index.sort_key_given,
+        usage=Usage(),
+        deadline=index.deadline,
+        retry=index.retry,
+        read_timeout=index.read_timeout,
+    )
+    store = StatePlan(
+        follow.store.name, deadline=follow.store.deadline, clock=follow.clock, retry=index.retry
+    )
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        if tell is not None and (not said or said[-1] != line):
+            tell(line)
+        said.append(line)
+
+    def on_wait(where: Readiness) -> None:
+        if where.state == WAITING and report.backfill_state != "waiting":
+            report.backfill_state = "waiting"
+            say(
+                f"backfill in {where.left:.0f} s (the replay margin, {margin:g} s, after the "
+                "follower's first position)"
+            )
+        elif where.counts and report.backfill_state != "running":
+            report.backfill_state = "running"
+            say("backfill begins")
+
+    while not stop.requested:
+        try:
+            yield from plan.maintained()
+            description = yield from plan.describe()
+            stream = (
+                str(description["LatestStreamArn"])
+                if description.get("StreamSpecification", {}).get("StreamEnabled")
+                else None
+            )
+            evidence = yield from store.load(plan.table, plan.name)
+            if needs_backfill(evidence, stream, margin):
+                done = yield from waited_backfill_flow(
+                    plan, None, store, margin, for_maintainer=True, on_wait=on_wait, stop=stop
+                )
+                report.backfills += 1
+                report.backfill = done
+                report.backfill_state = "done"
+                say(_done(done))
+            elif report.backfill_state is None:
+                report.backfill_state = "done"
+                say("a backfill under this stream already lets listings prove the index")
+        except DdbKeysError as exc:
+            report.backfill_state = "failed"
+            say(f"backfill failed: {exc}; tried again in {CHECK:g} s")
+        if once:
+            return
+        yield Pause(CHECK, plan.retry.sleep, stop=stop)

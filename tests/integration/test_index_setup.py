@@ -1,0 +1,287 @@
+"""The marker index from nothing to proven, the way users set it up (issue 33, point 1): in the
+natural order of commands (create the index, start `index follow` in the background, run
+`index backfill` at once), with the default replay margin, a listing proves the index without
+a second backfill; `index follow --backfill` does it all in one command; the Lambda path waits
+for the handler's first position. The first test waits the real 60 s margin twice (marked
+slow; `.ci/run` runs it); the others use a margin of 1 s."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from ddbkeys.cli import cli
+from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
+from ddbkeys.partition_keys.aws_lambda import StreamHandler
+from ddbkeys.partition_keys.state import StateStore
+from tests.integration.test_marker_lambda import Stream
+from tests.integration.test_marker_lifecycle import item, non_empty
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing.tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+MARGIN = 1.0
+INDEX = "ddbkeys-partition-keys"
+
+
+def ddbkeys(endpoint: str, *args: str) -> list[str]:
+    return [sys.executable, "-m", "ddbkeys", *args, "--endpoint-url", endpoint]
+
+
+def run(command: list[str]) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return subprocess.run(
+        command, check=False, capture_output=True, text=True, env=env, timeout=600
+    )
+
+
+def fill(client: DynamoDBClient, table: str, keys: range, items: int = 2) -> None:
+    for n in keys:
+        for sk in range(items):
+            client.put_item(TableName=table, Item=item(f"k{n:03}", sk))
+
+
+@pytest.mark.slow
+def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    store = f"ddbkeys-state-{table[-12:]}"
+    monkeypatch.setenv("DDBKEYS_STATE_TABLE", store)  # (a state table of this test's own)
+    fill(ddb_client, table, range(30))
+    for args in (("index", "create"), ("index", "stream")):
+        done = run(ddbkeys(ddb_endpoint_url, "partition-keys", *args, "-t", table))
+        assert done.returncode == 0, done.stderr
+    err = (tmp_path / "follow.err").open("wb")
+    follower = subprocess.Popen(
+        ddbkeys(ddb_endpoint_url, "partition-keys", "index", "follow", "-t", table),
+        stdout=subprocess.DEVNULL,
+        stderr=err,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    try:
+        began = time.monotonic()
+        backfill = run(
+            ddbkeys(ddb_endpoint_url, "partition-keys", "index", "backfill", "-t", table)
+        )
+        waited = time.monotonic() - began
+        assert backfill.returncode == 0, backfill.stderr
+        assert backfill.stdout == "30 marker(s) written, 0 already there\n"
+        assert "waiting" in backfill.stderr and "replay margin (60 s" in backfill.stderr
+        assert waited >= 55, (waited, backfill.stderr)
+        saved = StateStore(ddb_client, store).load(table, INDEX)
+        assert saved is not None and saved.backfill is not None
+        assert saved.backfill.margin == 60.0 and saved.backfill.maintained_since is not None
+        assert saved.backfill.started - saved.backfill.maintained_since >= 60.0
+        # The application writes; a margin later the default listing proves the index.
+        fill(ddb_client, table, range(30, 40), items=1)
+        for sk in range(2):
+            ddb_client.delete_item(TableName=table, Key=item("k000", sk))
+        time.sleep(62)
+        listed = run(ddbkeys(ddb_endpoint_url, "partition-keys", "-t", table, "--output", "json"))
+        assert listed.returncode == 0, listed.stderr
+        answer = json.loads(listed.stdout)
+        keys = answer["keys"]
+        assert "Note" not in listed.stderr, listed.stderr
+        assert answer["method"] == "index", (answer["method_reason"], listed.stderr)
+        assert sorted(keys) == non_empty(ddb_client, table)
+        assert len(keys) == 39
+    finally:
+        follower.terminate()
+        follower.wait(timeout=30)
+        err.close()
+
+
+def test_follow_with_backfill_takes_an_empty_index_to_a_proven_one_once(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(12))
+    told: list[str] = []
+    follower = StreamFollower(
+        MarkerIndex(ddb_client, table),
+        state_table=store,
+        poll=0.05,
+        backfill=True,
+        replay_margin=MARGIN,
+        on_backfill=told.append,
+    )
+    stop = threading.Event()
+    runner = threading.Thread(target=follower.run, args=(stop,))
+    runner.start()
+    try:
+        deadline = time.monotonic() + 60
+        while follower.report.backfills < 1:
+            assert time.monotonic() < deadline and runner.is_alive(), told
+            time.sleep(0.05)
+        report = follower.report.backfill
+        assert report is not None and report.counts is True
+        assert (report.written, report.clashes) == (12, [])
+        # (Said "backfill in N s" first unless the margin, 1 s, passed while it looked.)
+        assert told[0].startswith("backfill in ") or told[0] == "backfill begins", told
+        assert told[-1].endswith("listings can prove the index from now on"), told
+        fill(ddb_client, table, range(12, 15), items=1)
+        listing = distinct_partition_keys(
+            ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+        )
+        assert sorted(listing) == non_empty(ddb_client, table)
+        assert listing.index_trusted is True
+    finally:
+        stop.set()
+        runner.join(timeout=30)
+    assert not runner.is_alive()
+    # Restarted: a counting backfill exists under this stream, so it does not backfill again.
+    again: list[str] = []
+    restarted = StreamFollower(
+        MarkerIndex(ddb_client, table),
+        state_table=store,
+        poll=0.05,
+        backfill=True,
+        replay_margin=MARGIN,
+        on_backfill=again.append,
+    )
+    restarted.run(until_caught_up=True)
+    assert restarted.report.backfills == 0
+    assert again == ["a backfill under this stream already lets listings prove the index"]
+
+
+def test_the_asyncio_follower_backfills_the_same_way(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    pytest.importorskip("aiobotocore")
+    from ddbkeys import aio  # noqa: PLC0415
+    from ddbkeys.aio.index import MarkerIndex as AsyncIndex  # noqa: PLC0415
+    from ddbkeys.aio.index import StreamFollower as AsyncFollower  # noqa: PLC0415
+
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(5))
+
+    async def body() -> Any:
+        async with aio.make_client(ddb_endpoint_url) as client:
+            follower = AsyncFollower(
+                AsyncIndex(client, table),
+                state_table=store,
+                poll=0.05,
+                backfill=True,
+                replay_margin=MARGIN,
+            )
+            # Caught up: its one backfill (after the margin) is waited for before it returns.
+            return await follower.run(until_caught_up=True)
+
+    report = asyncio.run(body())
+    assert report.backfills == 1 and report.backfill is not None and report.backfill.counts
+    assert report.backfill.written == 5
+    listing = distinct_partition_keys(
+        ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+    )
+    assert sorted(listing) == non_empty(ddb_client, table)
+
+
+def test_the_cli_follow_with_backfill_says_what_its_backfill_does(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(4))
+    args = ["partition-keys", "index", "follow", "-t", table, "--state-table", store]
+    args += ["--backfill", "--replay-margin", "1", "--until-caught-up", "--poll", "0.05"]
+    result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    assert lines[0] == "backfill begins" or (
+        lines[0].startswith("backfill in ") and "(the replay margin, 1 s" in lines[0]
+    ), lines
+    assert lines[-1] == (
+        "backfill done: 4 marker(s) written, 0 already there, 0 removed; listings can prove "
+        "the index from now on"
+    )
+    assert result.stdout.endswith("caught up\n")
+
+
+def test_a_backfill_waits_for_the_lambda_handlers_first_position(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    MarkerIndex(ddb_client, table).create()
+    fill(ddb_client, table, range(6))  # before the stream: the backfill's to mark
+    stream = Stream(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    fill(ddb_client, table, range(100, 101))  # the trigger's first record: the handler's
+    handler = StreamHandler(ddb_client, state_table=store)
+
+    def first_batch() -> None:  # the trigger's first batch, a few seconds after the backfill
+        time.sleep(3)
+        for event in stream.windowed():
+            handler.handle(event)
+
+    lambda_thread = threading.Thread(target=first_batch)
+    lambda_thread.start()
+    args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
+    args += ["--wait-for-maintainer", "60", "--replay-margin", "1"]
+    result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+    lambda_thread.join()
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith("waiting for a maintainer (`index follow` or the Lambda")
+    assert result.stdout == "6 marker(s) written, 1 already there\n"
+    listing = distinct_partition_keys(
+        ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+    )
+    assert sorted(listing) == non_empty(ddb_client, table)
+
+
+def test_waiting_for_a_maintainer_that_never_comes_ends_and_writes_nothing(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(3))
+    args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
+    result = CliRunner().invoke(
+        cli, [*args, "--wait-for-maintainer", "2", "--endpoint-url", ddb_endpoint_url]
+    )
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        f"Error: No maintainer recorded a position in the stream of table {table!r} within 2 s: "
+        f"start `ddbkeys partition-keys index follow -t {table}` or the Lambda handler (nothing "
+        "was written)."
+    )
+    items = ddb_client.scan(TableName=table, ConsistentRead=True)["Items"]
+    assert not any("ddbkeys_pk" in i for i in items)
+    saved = StateStore(ddb_client, store).load(table, INDEX)
+    assert saved is None or saved.backfill is None
+
+
+def test_a_backfill_with_no_maintainer_says_so_and_writes_the_markers(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(3))
+    args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
+    began = time.monotonic()
+    result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+    assert time.monotonic() - began >= 9  # (it gave a maintainer started just before 10 s)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "3 marker(s) written, 0 already there\n"
+    assert result.stderr == (
+        f"Note: no maintainer has recorded a position in the stream of table {table!r}: no "
+        f"listing can prove the index until `ddbkeys partition-keys index follow -t {table}` "
+        "(or the Lambda handler) runs and a backfill begins 60 s after its first position "
+        f"(`ddbkeys partition-keys index backfill -t {table} --wait-for-maintainer` waits for "
+        "it; `index follow --backfill` does both).\n"
+    )
