@@ -77,7 +77,18 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
         stderr=err,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
+    status = ddbkeys(ddb_endpoint_url, "partition-keys", "index", "status", "-t", table)
     try:
+        # Once the follower has recorded its first position, and before any backfill, the
+        # status says why no listing can prove the index, and the command that fixes it.
+        deadline = time.monotonic() + 30
+        while StateStore(ddb_client, store).load(table, INDEX) is None:
+            assert time.monotonic() < deadline, "the follower recorded nothing"
+            time.sleep(0.1)
+        before = run(status)
+        assert before.returncode == 1, before.stderr
+        assert "Provable: no: there is no record of a backfill" in before.stdout
+        assert f"Fix: ddbkeys partition-keys index backfill -t {table}" in before.stdout
         began = time.monotonic()
         backfill = run(
             ddbkeys(ddb_endpoint_url, "partition-keys", "index", "backfill", "-t", table)
@@ -104,6 +115,9 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
         assert answer["method"] == "index", (answer["method_reason"], listed.stderr)
         assert sorted(keys) == non_empty(ddb_client, table)
         assert len(keys) == 39
+        after = run(status)
+        assert after.returncode == 0, (after.stdout, after.stderr)
+        assert "Provable: yes (replay margin 60 s)" in after.stdout
     finally:
         follower.terminate()
         follower.wait(timeout=30)
