@@ -2,7 +2,8 @@
 one table (and, where it reads or changes it, the one marker index) it works on, the marker
 index's record in the state table (``ddbkeys-state``), and the table's stream. One entry is not
 a command: ``lambda-handler``, the role of the Lambda function that keeps the marker index
-(``deploy/marker-handler.yaml`` grants the same, and its function's logs).
+(``deploy/marker-handler.yaml`` grants the same, and its function's logs), which also reads its
+own trigger (``lambda:ListEventSourceMappings``).
 
 The catalog below is checked by the tests against the requests each command really sends (a
 proxy records every operation with its table and index), so it cannot promise less than the
@@ -23,14 +24,16 @@ from ddbkeys.schema import check_table_name
 
 __all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 
-On = Literal["table", "index", "state", "stream", "streams"]
+On = Literal["table", "index", "state", "stream", "streams", "triggers"]
 
 
 @dataclass(frozen=True, order=True)
 class Need:
     """One DynamoDB action on the table itself, its marker index, the state table (where the
     evidence for the index lives), the table's stream, or every stream ("streams": ListStreams,
-    which IAM only grants on ``*``)."""
+    which IAM only grants on ``*``); or one Lambda action on every event source mapping
+    ("triggers": ListEventSourceMappings, which takes no resource type in the Service
+    Authorization Reference, so IAM grants it on ``*`` only)."""
 
     action: str
     on: On = "table"
@@ -125,12 +128,15 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     },
     # Not a command: the role of the Lambda function that runs the marker handler. What the
     # handler calls, and what Lambda's poller calls with the function's role to read the stream
-    # (ListStreams among them). deploy/marker-handler.yaml grants exactly these, and logs.
+    # (ListStreams among them); and lambda:ListEventSourceMappings, the handler's check that its
+    # trigger hands it a shard's batches in order. deploy/marker-handler.yaml grants exactly
+    # these, and logs.
     "lambda-handler": {
         "": _n("DescribeTable", "Query", "GetItem", "PutItem", "DeleteItem")
         | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
         | _n(*STREAM_READS, on="stream")
         | _n("ListStreams", on="streams")
+        | _n("ListEventSourceMappings", on="triggers")
     },
 }
 
@@ -186,7 +192,8 @@ def policy(
 ) -> dict[str, Any]:
     """The IAM policy document (a dict, ready for ``json.dumps``) that lets ``command`` run on
     ``table``, with one statement for each place it acts on: the table, the marker index, the
-    state table, the table's streams, and ``*`` for ListStreams (which names no stream).
+    state table, the table's streams, ``*`` for ListStreams (which names no stream), and ``*``
+    for lambda:ListEventSourceMappings (which takes no resource).
     ``table`` is None for a command that makes its own tables (``demo``)."""
     name = _command(command)
     wanted = _needs(name, variant)
@@ -215,8 +222,10 @@ def policy(
         ("state", state_arn, "MarkerIndexRecord"),
         ("stream", f"{arn}/stream/*", "Stream"),
         ("streams", "*", "Streams"),
+        ("triggers", "*", "Triggers"),
     ):
-        actions = sorted(f"dynamodb:{n.action}" for n in wanted if n.on == on)
+        service = "lambda" if on == "triggers" else "dynamodb"
+        actions = sorted(f"{service}:{n.action}" for n in wanted if n.on == on)
         if actions:
             statements.append(
                 {"Sid": f"Ddbkeys{sid}", "Effect": "Allow", "Action": actions, "Resource": resource}

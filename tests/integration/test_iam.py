@@ -20,11 +20,11 @@ from ddbkeys.cli import cli
 from ddbkeys.connect import make_client
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
 from ddbkeys.ids import described
-from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.partition_keys.lambda_events import parse_event
 from ddbkeys.partition_keys.state import STATE_TABLE
 from ddbkeys.testing.proxy import Call, FaultProxy
+from tests.support.stream_events import FUNCTION, InvokedHandler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -193,7 +193,7 @@ def lambda_handler_calls(proxy: FaultProxy, client: DynamoDBClient, table: str) 
     role = make_client(endpoint_url=proxy.endpoint_url)
     streams = streams_client_for(role)
     (arn,) = [s["StreamArn"] for s in streams.list_streams(TableName=table)["Streams"]]
-    handler = StreamHandler(role)
+    handler = InvokedHandler(role, arn)
     for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
         iterator = streams.get_shard_iterator(
             StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON"
@@ -219,6 +219,21 @@ def lambda_handler_calls(proxy: FaultProxy, client: DynamoDBClient, table: str) 
     markers = client.scan(TableName=table, FilterExpression="attribute_exists(ddbkeys_pk)")
     assert {i["pk"]["S"] for i in markers["Items"]} >= {"fresh"}
     assert "k3" not in {i["pk"]["S"] for i in markers["Items"]}
+    # Its Lambda call (no Lambda here: the handler's Lambda client is a stand-in that records
+    # what it was sent): its trigger, read once, at its first batch; the role grants exactly
+    # that, on * (the action takes no resource).
+    requests = handler.lambda_service.requests
+    assert requests == [{"EventSourceArn": arn, "FunctionName": FUNCTION}]
+    document = policy("lambda-handler", table)
+    lambda_grants = [s for s in document["Statement"] if s["Action"][0].startswith("lambda:")]
+    assert lambda_grants == [
+        {
+            "Sid": "DdbkeysTriggers",
+            "Effect": "Allow",
+            "Action": ["lambda:ListEventSourceMappings"],
+            "Resource": "*",
+        }
+    ]
     return list(proxy.calls)
 
 
@@ -253,10 +268,11 @@ def test_each_policy_allows_exactly_what_its_command_calls(
         )
         refused = sorted({c for c in calls if not allowed(document, c, region, account)}, key=str)
         assert not refused, f"{command} {variant}: the policy refuses {refused}"
-        granted = {
+        granted = {  # (the Lambda action: see lambda_handler_calls)
             (a.removeprefix("dynamodb:"), "index" in s["Resource"])
             for s in document["Statement"]
             for a in s["Action"]
+            if a.startswith("dynamodb:")
         }
         used = {(c.operation, c.index is not None) for c in calls}
         # The state table is made once, by whichever command comes first: CreateTable may

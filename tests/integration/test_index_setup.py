@@ -24,6 +24,7 @@ from ddbkeys.cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.state import StateStore
+from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lambda import Stream
 from tests.integration.test_marker_lifecycle import item, non_empty
 
@@ -78,26 +79,26 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
     status = ddbkeys(ddb_endpoint_url, "partition-keys", "index", "status", "-t", table)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    began = time.monotonic()
+    command = ddbkeys(ddb_endpoint_url, "partition-keys", "index", "backfill", "-t", table)
+    backfill = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
     try:
-        # Once the follower has recorded its first position, and before any backfill, the
-        # status says why no listing can prove the index, and the command that fixes it.
-        deadline = time.monotonic() + 30
-        while StateStore(ddb_client, store).load(table, INDEX) is None:
-            assert time.monotonic() < deadline, "the follower recorded nothing"
-            time.sleep(0.1)
-        before = run(status)
-        assert before.returncode == 1, before.stderr
-        assert "Provable: no: there is no record of a backfill" in before.stdout
-        assert f"Fix: ddbkeys partition-keys index backfill -t {table}" in before.stdout
-        began = time.monotonic()
-        backfill = run(
-            ddbkeys(ddb_endpoint_url, "partition-keys", "index", "backfill", "-t", table)
-        )
+        # While the backfill waits: `index status` says the index cannot be proven, and why.
+        wait_for_record(ddb_client, table, store)
+        before = run([*status, "--output", "json"])
+        assert before.returncode == 1, before.stdout + before.stderr
+        told = json.loads(before.stdout)
+        assert told["provable"] is False and "no record of a backfill" in told["reason"]
+        assert told["fix"].startswith(f"ddbkeys partition-keys index backfill -t {table}")
+        out, err_text = backfill.communicate(timeout=300)
         waited = time.monotonic() - began
-        assert backfill.returncode == 0, backfill.stderr
-        assert backfill.stdout == "30 marker(s) written, 0 already there\n"
-        assert "waiting" in backfill.stderr and "replay margin (60 s" in backfill.stderr
-        assert waited >= 55, (waited, backfill.stderr)
+        assert backfill.returncode == 0, err_text
+        assert out == "30 marker(s) written, 0 already there\n"
+        assert "waiting" in err_text and "replay margin (60 s" in err_text
+        assert waited >= 55, (waited, err_text)
         saved = StateStore(ddb_client, store).load(table, INDEX)
         assert saved is not None and saved.backfill is not None
         assert saved.backfill.margin == 60.0 and saved.backfill.maintained_since is not None
@@ -115,12 +116,14 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
         assert answer["method"] == "index", (answer["method_reason"], listed.stderr)
         assert sorted(keys) == non_empty(ddb_client, table)
         assert len(keys) == 39
-        after = run(status)
-        assert after.returncode == 0, (after.stdout, after.stderr)
-        assert "Provable: yes (replay margin 60 s)" in after.stdout
+        after = run([*status, "--output", "json"])
+        assert after.returncode == 0, after.stdout
+        assert json.loads(after.stdout)["provable"] is True
     finally:
-        follower.terminate()
-        follower.wait(timeout=30)
+        for process in (follower, backfill):
+            if process.poll() is None:
+                process.terminate()
+            process.wait(timeout=30)
         err.close()
 
 
@@ -299,3 +302,29 @@ def test_a_backfill_with_no_maintainer_says_so_and_writes_the_markers(
         f"(`ddbkeys partition-keys index backfill -t {table} --wait-for-maintainer` waits for "
         "it; `index follow --backfill` does both).\n"
     )
+
+
+def test_a_follower_started_after_the_backfill_says_what_to_run(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """The other natural order: backfill first (nothing maintains the index yet), then follow.
+    The follower says in one line that a backfill must run again, until one counts."""
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(3))
+    common = ["-t", table, "--state-table", store, "--endpoint-url", ddb_endpoint_url]
+    backfill = CliRunner().invoke(
+        cli, ["partition-keys", "index", "backfill", *common, "--no-wait"]
+    )
+    assert backfill.exit_code == 0, backfill.output
+    follow = ["partition-keys", "index", "follow", *common, "--until-caught-up", "--poll", "0.05"]
+    first = CliRunner().invoke(cli, follow)
+    assert first.exit_code == 0, first.output
+    assert first.stderr.splitlines()[0] == (
+        "Note: no backfill under this stream lets a listing prove the index yet: run "
+        f"`ddbkeys partition-keys index backfill -t {table}` while this follower runs (it waits "
+        "for the replay margin after the follower's first position), or follow with --backfill."
+    )
+    fixed = CliRunner().invoke(cli, [*follow, "--backfill", "--replay-margin", "1"])
+    assert fixed.exit_code == 0, fixed.output
+    again = CliRunner().invoke(cli, [*follow, "--replay-margin", "1"])
+    assert again.exit_code == 0 and "Note" not in again.stderr, again.stderr

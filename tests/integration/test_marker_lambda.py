@@ -15,9 +15,9 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
     enable_stream,
 )
-from ddbkeys.partition_keys.aws_lambda import StreamHandler, table_of
+from ddbkeys.partition_keys.aws_lambda import table_of
 from ddbkeys.testing.tables import TableFactory
-from tests.support.stream_events import ShardReader
+from tests.support.stream_events import InvokedHandler, ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -82,7 +82,7 @@ def test_lambda_events_keep_the_markers_exact(
     stream = Stream(ddb_client, table)
     assert table_of(stream.arn) == table
     store = f"ddbkeys-state-{table[-12:]}"
-    handler = StreamHandler(ddb_client, state_table=store)
+    handler = InvokedHandler(ddb_client, stream.arn, state_table=store)
     for pk in (b"\x00a", b"b", b"c"):
         put(ddb_client, table, pk, 1)
     put(ddb_client, table, b"b", 2)
@@ -117,7 +117,7 @@ def test_the_handler_records_positions_and_listings_prove_the_index_from_them(
     MarkerIndex(ddb_client, table).create()
     stream = Stream(ddb_client, table)
     store = f"ddbkeys-state-{table[-12:]}"
-    handler = StreamHandler(ddb_client, state_table=store)
+    handler = InvokedHandler(ddb_client, stream.arn, state_table=store)
     put(ddb_client, table, b"a", 1)
     # A plain event names no shard: the markers are kept, but nothing can be proven.
     assert handler.handle({"Records": stream.events()}) == {"batchItemFailures": []}
@@ -189,7 +189,7 @@ def test_a_failed_collection_is_reported_for_lambda_to_send_again(
     for pk in (b"a", b"b", b"c"):
         put(ddb_client, table, pk, 1)
     events = stream.events()
-    handler = StreamHandler(ddb_client, state_table=store)
+    handler = InvokedHandler(ddb_client, stream.arn, state_table=store)
     handler._indexes[table] = index
     index.client = FailingFor(ddb_client, {"B": b"b"})  # type: ignore[assignment]
     answer = handler.handle({"Records": events})
@@ -211,7 +211,7 @@ def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
     index.create()
     stream = Stream(ddb_client, table)
     store = f"ddbkeys-state-{table[-12:]}"
-    handler = StreamHandler(ddb_client, state_table=store)
+    handler = InvokedHandler(ddb_client, stream.arn, state_table=store)
     put(ddb_client, table, b"a", 1)
     for event in stream.windowed():
         handler.handle(event)

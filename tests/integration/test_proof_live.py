@@ -23,7 +23,7 @@ from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.choice import IndexUnprovenError
 from ddbkeys.partition_keys.follow import StreamFollower
 from ddbkeys.partition_keys.index import IndexMethod
-from tests.support.stream_events import ShardReader
+from tests.support.stream_events import InvokedHandler, ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -137,7 +137,7 @@ def run_steps(client: DynamoDBClient, table: str, seed: int, steps: int) -> dict
     arn, _ = enable_stream(client, table)
     store = f"ddbkeys-state-{table[-12:]}"
     follower = Follower(client, table, store)
-    trigger = Trigger(client, arn, StreamHandler(client, state_table=store))
+    trigger = Trigger(client, arn, InvokedHandler(client, arn, state_table=store))
     seen = {"proven": 0, "declined": 0, "re-checked": 0}
     try:
         follower.start()

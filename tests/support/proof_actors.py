@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 from ddbkeys.capacity import Usage
@@ -113,11 +114,42 @@ class ModelIndex(MarkerIndex):
         return client, table
 
 
+#: The handler's function, as Lambda's context names it (``invoked_function_arn``).
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:ddbkeys-marker-handler:live"
+
+
+class ModelLambda:
+    """Lambda's ListEventSourceMappings over the model's trigger (its ParallelizationFactor);
+    ``honest=False`` is the negative control: it always says 1."""
+
+    def __init__(self) -> None:
+        self.trigger: Trigger | None = None
+        self.honest = True
+        self.calls = 0
+
+    def list_event_source_mappings(self, **request: Any) -> dict[str, Any]:
+        self.calls += 1
+        trigger = self.trigger
+        if trigger is None or request.get("EventSourceArn") != trigger.arn:
+            return {"EventSourceMappings": []}
+        mapping = {
+            "EventSourceArn": trigger.arn,
+            "FunctionArn": FUNCTION,
+            "ParallelizationFactor": trigger.factor if self.honest else 1,
+        }
+        return {"EventSourceMappings": [mapping]}
+
+
 class ModelHandler(StreamHandler):
-    """The Lambda handler, its requests answered by the model, on the model clock."""
+    """The Lambda handler, its requests answered by the model, on the model clock. One
+    execution environment: it reads its trigger (``lambda_service``) at its first batch and
+    every few minutes of the model's clock."""
 
     def __init__(self, world: World, client: ModelClient) -> None:
-        super().__init__(client, state_table=STATE, clock=world.clock)
+        self.lambda_service = ModelLambda()
+        super().__init__(
+            client, state_table=STATE, clock=world.clock, lambda_client=lambda: self.lambda_service
+        )
         self.world = world
         self.model = client
 
@@ -127,13 +159,13 @@ class ModelHandler(StreamHandler):
     def _state(self, index: MarkerIndex) -> StateStore:
         return StateStore(self.model, STATE, deadline=None, clock=self.world.clock)
 
-    def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
-        """The handler's answer; what it logs (each collection the model refused, with a
-        traceback) is left out."""
+    def handle(self, event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
+        """The handler's answer, invoked as ``FUNCTION``; what it logs (each collection the
+        model refused, with a traceback) is left out."""
         logger = logging.getLogger("ddbkeys")
         was, logger.disabled = logger.disabled, True
         try:
-            return super().handle(event)
+            return super().handle(event, context or SimpleNamespace(invoked_function_arn=FUNCTION))
         finally:
             logger.disabled = was
 
@@ -142,10 +174,13 @@ class ModelHandler(StreamHandler):
 class Trigger:
     """Lambda's event source mapping on one stream, from TRIM_HORIZON: per shard, the last
     record it has checkpointed; a child shard only once its parent is finished. ``named``: a
-    tumbling window (events carry ``shardId``)."""
+    tumbling window (events carry ``shardId``). ``factor``: its ParallelizationFactor; above
+    1, a later batch of a shard may be handled before an earlier one (``ahead``, ``behind``)."""
 
     arn: str
     named: bool
+    factor: int = 1
+    late: dict[str, list[int]] = field(default_factory=dict)  # shard -> a batch left behind
     positions: dict[str, int] = field(default_factory=dict)
     finished: set[str] = field(default_factory=set)
     failed: dict[str, list[int]] = field(default_factory=dict)  # shard -> its failing batch
@@ -221,6 +256,39 @@ class Trigger:
         batch = done[max(0, len(done) - back) :][:size]
         if batch:
             handler.handle(self.event(world, shard, batch))
+
+    def ahead(self, world: World, handler: ModelHandler, n: int, size: int) -> None:
+        """With a factor above 1: batch B, the last ``size`` records waiting in a shard (fewer
+        if need be, leaving one at least for batch A, the ones before them), is handled first;
+        A is left for :meth:`behind`, and the shard goes on past B."""
+        ready = [
+            s
+            for s in self.ready(world)
+            if s.id not in self.late and len([r for r in s.records if r.seq > self.position(s)]) > 1
+        ]
+        if not ready or self.factor == 1:
+            return
+        shard = ready[n % len(ready)]
+        position = self.position(shard)
+        waiting = [r for r in shard.records if r.seq > position]
+        cut = len(waiting) - min(size, len(waiting) - 1)
+        early, later = waiting[:cut], waiting[cut:]
+        handler.handle(self.event(world, shard, later))
+        self.positions[shard.id] = later[-1].seq
+        self.late[shard.id] = [r.seq for r in early]
+
+    def behind(self, world: World, handler: ModelHandler, n: int) -> None:
+        """Batch A, left behind by :meth:`ahead`, handled now (its answer is ignored)."""
+        stream = world.streams.get(self.arn)
+        if not self.late or stream is None:
+            return
+        shard_id = sorted(self.late)[n % len(self.late)]
+        wanted = set(self.late.pop(shard_id))
+        shard = stream.shards.get(shard_id)
+        if shard is not None:
+            batch = [r for r in shard.records if r.seq in wanted]
+            if batch:
+                handler.handle(self.event(world, shard, batch))
 
     def give_up(self, n: int) -> None:
         """The mapping's retry limit: a failing batch is dropped, and the shard goes on past

@@ -70,12 +70,14 @@ class ProofMachine(RuleBasedStateMachine):
     margin: ClassVar[float] = MARGIN  # the listing's replay margin
     lag: ClassVar[float] = MARGIN  # the most a write takes to reach the index (the assumption)
     recheck: ClassVar[bool] = True  # False: the negative control that skips the re-checks
+    factor_seen: ClassVar[bool] = True  # False: the control whose trigger always reads 1
 
     def __init__(self) -> None:
         super().__init__()
         self.world = World(lag=self.lag)
         self.client = ModelClient(self.world)
         self.handler = ModelHandler(self.world, self.client)
+        self.handler.lambda_service.honest = self.factor_seen
         self.followers: dict[int, Stepper] = {}
         self.backfill: Stepper | None = None
         self.trigger: Trigger | None = None
@@ -107,6 +109,7 @@ class ProofMachine(RuleBasedStateMachine):
             self.followers[0].advance(40)
         else:
             self.trigger = Trigger(world.latest_arn or "", named=settled == "lambda")
+            self.handler.lambda_service.trigger = self.trigger
             world.write(("a", _sk(9)), typed_item("a", _sk(9)))  # a first batch names a shard
             self.quiet()
         world.tick(self.margin + 1)
@@ -261,6 +264,7 @@ class ProofMachine(RuleBasedStateMachine):
     def trigger_created(self, named: bool) -> None:
         assert self.world.stream is not None
         self.trigger = Trigger(self.world.stream.arn, named)
+        self.handler.lambda_service.trigger = self.trigger
 
     @precondition(lambda self: self.trigger is not None)
     @rule(
@@ -299,6 +303,67 @@ class ProofMachine(RuleBasedStateMachine):
     @rule()
     def trigger_removed(self) -> None:
         self.trigger = None
+        self.handler.lambda_service.trigger = None
+
+    @rule()
+    def lambda_cold_start(self) -> None:
+        """Lambda runs the next batch in a new execution environment: it reads its trigger at
+        its first batch."""
+        service = self.handler.lambda_service
+        self.handler = ModelHandler(self.world, self.client)
+        self.handler.lambda_service = service
+
+    @precondition(lambda self: self.trigger is not None)
+    @rule(factor=st.sampled_from((1, 2, 10)))
+    def trigger_parallel(self, factor: int) -> None:
+        """The trigger's ParallelizationFactor changed (the handler reads it at its next
+        check, not at once)."""
+        assert self.trigger is not None
+        self.trigger.factor = factor
+
+    @precondition(lambda self: self.trigger is not None)
+    @rule(
+        n=st.integers(0, 3),
+        size=st.integers(1, 3),
+        writes=st.lists(
+            st.tuples(KEYS | st.just("e"), SORTS, st.booleans()), min_size=1, max_size=4
+        ),
+        lane=LANES,
+        fresh=st.booleans(),
+        then=st.sampled_from((0.0, MARGIN + 1)),
+    )
+    def lambda_ahead(
+        self,
+        n: int,
+        size: int,
+        writes: list[tuple[str, int, bool]],
+        lane: int,
+        fresh: bool,
+        then: float,
+    ) -> None:
+        """Out of order: the application writes (``writes``, each a put or a delete; "e" is a
+        collection only this rule writes, new at first), then a
+        later batch of a shard (B) is handled before the earlier one (A): the trigger's
+        ParallelizationFactor is raised to 2 first, if it is 1 (only then can Lambda do that).
+        ``fresh``: B runs in a new execution environment (batches of a shard run at once need
+        one each), which reads the trigger at its first batch. ``then``: seconds that pass
+        after B (the listing after this step may then use B's position)."""
+        assert self.trigger is not None
+        self.trigger.factor = max(2, self.trigger.factor)
+        if fresh:
+            self.lambda_cold_start()
+        for pk, sk, there in writes:
+            item = typed_item(pk, _sk(sk), note={"S": "data"}) if there else None
+            self.world.write((pk, _sk(sk)), item, lane)
+        self.trigger.ahead(self.world, self.handler, n, size)
+        self.world.tick(then)
+
+    @precondition(lambda self: self.trigger is not None and bool(self.trigger.late))
+    @rule(n=st.integers(0, 3))
+    def lambda_behind(self, n: int) -> None:
+        """The batch left behind (A), handled after B."""
+        assert self.trigger is not None
+        self.trigger.behind(self.world, self.handler, n)
 
     # --- the backfill and repair ---------------------------------------------------------------
 

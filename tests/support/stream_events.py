@@ -1,11 +1,14 @@
 """A table's stream read as Lambda's trigger would read it: each shard from TRIM_HORIZON, page
-after page from where it was left, the records in the JSON shape of Lambda's events."""
+after page from where it was left, the records in the JSON shape of Lambda's events; and the
+handler invoked as Lambda invokes it (a context, and its trigger to read)."""
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Mapping
 from typing import Any
 
+from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.follow import streams_client_for
 
 
@@ -51,3 +54,50 @@ class ShardReader:
         self.iterators[shard] = following or ""
         records = [dict(lambda_json(r), eventSourceARN=self.arn) for r in answer["Records"]]
         return records, bool(following)
+
+
+#: The handler's function as Lambda's context names it (invoked through an alias: qualified).
+FUNCTION = "arn:aws:lambda:us-east-1:123456789012:function:ddbkeys-marker-handler:live"
+
+
+class FakeLambda:
+    """Lambda's ``list_event_source_mappings`` for one trigger (``stream``, ``FUNCTION``,
+    ``factor``). DynamoDB Local has no Lambda service, so the handler's Lambda client is this
+    object; its DynamoDB requests (the table, the state table) still go to DynamoDB Local.
+    ``requests`` are the requests it was sent."""
+
+    def __init__(self, stream: str, factor: int = 1) -> None:
+        self.stream = stream
+        self.factor = factor
+        self.requests: list[dict[str, Any]] = []
+
+    def list_event_source_mappings(self, **request: Any) -> dict[str, Any]:
+        self.requests.append(request)
+        if request.get("EventSourceArn") != self.stream or request.get("FunctionName") != FUNCTION:
+            return {"EventSourceMappings": []}
+        mapping = {
+            "UUID": "e1a8c2d4-0000-4000-8000-000000000001",
+            "EventSourceArn": self.stream,
+            "FunctionArn": FUNCTION,
+            "ParallelizationFactor": self.factor,
+            "State": "Enabled",
+        }
+        return {"EventSourceMappings": [mapping]}
+
+
+class Context:
+    """What the handler reads of Lambda's context object."""
+
+    invoked_function_arn = FUNCTION
+
+
+class InvokedHandler(StreamHandler):
+    """The handler as Lambda invokes it through its trigger: with a context naming
+    ``FUNCTION``, and ``lambda_service`` (a :class:`FakeLambda`) as its Lambda client."""
+
+    def __init__(self, client: Any, stream: str, *, factor: int = 1, **settings: Any) -> None:
+        self.lambda_service = FakeLambda(stream, factor)
+        super().__init__(client, lambda_client=lambda: self.lambda_service, **settings)
+
+    def handle(self, event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
+        return super().handle(event, context or Context())

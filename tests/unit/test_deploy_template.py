@@ -8,6 +8,7 @@ import importlib.util
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,8 @@ from ddbkeys.partition_keys import aws_lambda
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.state import STATE_TABLE
 
-TEMPLATE = Path(__file__).resolve().parents[2] / "deploy" / "marker-handler.yaml"
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "deploy" / "marker-handler.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,7 @@ def test_the_function_runs_the_handler_with_the_settings_it_reads(
     assert callable(aws_lambda.handler)
     assert function["Runtime"] == {"Ref": "Runtime"}
     runtimes = template["Parameters"]["Runtime"]
-    assert set(runtimes["AllowedValues"]) <= {"python3.11", "python3.12"}
+    assert set(runtimes["AllowedValues"]) == declared_pythons()
     assert runtimes["Default"] in runtimes["AllowedValues"]
     assert function["Code"] == {"S3Bucket": {"Ref": "CodeS3Bucket"}, "S3Key": {"Ref": "CodeS3Key"}}
     variables = function["Environment"]["Variables"]
@@ -105,9 +107,10 @@ def test_the_role_grants_what_iam_policy_lambda_handler_prints(template: dict[st
     written (the template's stream is the one stream it triggers on)."""
     (inline,) = resource(template, "AWS::IAM::Role")["Policies"]
     granted = statements(inline["PolicyDocument"])
-    dynamodb = {s["Sid"]: s["Action"] for s in granted if s["Action"][0].startswith("dynamodb:")}
+    dynamodb = {s["Sid"]: s["Action"] for s in granted if s["Sid"].startswith("Ddbkeys")}
     printed = policy("lambda-handler", "orders")["Statement"]
     assert dynamodb == {s["Sid"]: s["Action"] for s in printed}
+    assert dynamodb["DdbkeysTriggers"] == ["lambda:ListEventSourceMappings"]
     others = {s["Sid"]: s["Action"] for s in granted if s["Sid"] not in dynamodb}
     assert others == {
         "Logs": ["logs:CreateLogStream", "logs:PutLogEvents"],  # on its own log group
@@ -123,10 +126,26 @@ def test_the_role_grants_nothing_on_everything(template: dict[str, Any]) -> None
     for statement in statements(inline["PolicyDocument"]):
         assert statement["Effect"] == "Allow"
         assert not any(a.endswith(":*") or a == "*" for a in statement["Action"]), statement
-        if statement["Resource"] == "*":  # IAM grants ListStreams on * only
-            assert statement["Action"] == ["dynamodb:ListStreams"]
+        if statement["Resource"] == "*":  # IAM grants these two on * only
+            assert statement["Action"] in (
+                ["dynamodb:ListStreams"],
+                ["lambda:ListEventSourceMappings"],
+            )
 
 
 def statements(document: dict[str, Any]) -> list[dict[str, Any]]:
     """The policy's statements, the conditional ones (Fn::If) as if their condition held."""
     return [s["Fn::If"][1] if "Fn::If" in s else s for s in document["Statement"]]
+
+
+def declared_pythons() -> set[str]:
+    """The Lambda runtimes of the Pythons the package declares (its classifiers)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    prefix = "Programming Language :: Python :: 3."
+    found = {
+        "python3." + c.removeprefix(prefix)
+        for c in project["classifiers"]
+        if c.startswith(prefix) and c.removeprefix(prefix).isdigit()
+    }
+    assert "python3.13" in found
+    return found

@@ -13,6 +13,7 @@ PLACES = {
     "state": "on the state table",
     "stream": "on the stream",
     "streams": "on *",
+    "triggers": "on * (Lambda)",
 }
 
 

@@ -35,7 +35,8 @@ from ddbkeys.partition_keys import (
 from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
-from ddbkeys.partition_keys.state import state_table_name
+from ddbkeys.partition_keys.follow_backfill import needs_backfill
+from ddbkeys.partition_keys.state import StateStore, state_table_name
 
 __all__ = ["index_group"]
 
@@ -80,9 +81,9 @@ def index_group() -> None:
     `--backfill` marks the collections already there once the replay margin has passed since
     the follower's first position, so that listings can prove the index. With the Lambda
     handler instead: `index backfill -t T --wait-for-maintainer` (it waits for the same).
+      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
     \b
     Check it, fix it, or keep it yourself (no stream):
-      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
       ddbkeys partition-keys index verify   -t T   # compare the index with the table
       ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
       ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
@@ -583,6 +584,19 @@ def follow_command(
         replay_margin=replay_margin,
         on_backfill=on_backfill,
     )
+    if not backfill and not structured(output):
+        index.status(fresh=True)  # the table as it is now: its stream
+        saved = StateStore(index.client, state_table, deadline=index.deadline).load(
+            table_name, index.name
+        )
+        if needs_backfill(saved, index.table_info().stream_arn, replay_margin):
+            click.echo(
+                "Note: no backfill under this stream lets a listing prove the index yet: run "
+                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
+                "runs (it waits for the replay margin after the follower's first position), or "
+                "follow with --backfill.",
+                err=True,
+            )
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.getsignal(sig) for sig in stopping}
     received: list[int] = []

@@ -13,8 +13,9 @@ Deployment:
    ``eventSourceARN``.
 4. Give its role: ``dynamodb:Query``, ``GetItem``, ``PutItem``, ``DeleteItem`` and
    ``DescribeTable`` on the table; ``GetItem``, ``UpdateItem``, ``DescribeTable`` and
-   ``CreateTable`` on the state table; and the stream read actions Lambda needs
-   (``AWSLambdaDynamoDBExecutionRole``).
+   ``CreateTable`` on the state table; the stream read actions Lambda needs
+   (``AWSLambdaDynamoDBExecutionRole``); and ``lambda:ListEventSourceMappings`` (on ``*``), with
+   which the handler reads its trigger.
 5. Add the trigger (an event source mapping) with ``StartingPosition=TRIM_HORIZON``,
    ``FunctionResponseTypes=["ReportBatchItemFailures"]``, a tumbling window
    (``TumblingWindowInSeconds``: only then does an event name its shard, and the position the
@@ -27,9 +28,16 @@ Deployment:
 
 The evidence: after each batch, per shard, the sequence number up to which every record is
 applied (before the first failed one), in the state table; a listing reads the stream from
-there itself (see ``partition_keys.evidence``). A table with no writes for 24 hours is listed
-another way: the shards the handler named have then left the stream, and the handler is not
-called to name their successors.
+there itself (see ``partition_keys.evidence``). With it, per shard, the handler's check of its
+trigger (see ``partition_keys.lambda_trigger``): after its first batch in an execution
+environment and every ``CHECK_EVERY`` seconds (5 minutes), ``ListEventSourceMappings`` of the
+batch's ``eventSourceARN`` and the invoked function (``context.invoked_function_arn``) says its
+``ParallelizationFactor``; listings decline while it is not 1, and use a shard's positions only
+up to the last check. A batch that begins before the handler's own position in its shard, and
+is none it handled sent again, came out of order: a gap. A read refused (the role lacks the
+permission) keeps the markers right; only listings decline. A table with no writes for 24
+hours is listed another way: the shards the handler named have then left the stream, and the
+handler is not called to name their successors.
 
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
 never left without a marker and an empty one keeps its marker no longer than until its next
@@ -48,6 +56,7 @@ from dataclasses import replace
 from typing import Any
 
 import boto3
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys.partition_keys.evidence import (
     DAY,
@@ -60,6 +69,18 @@ from ddbkeys.partition_keys.evidence import (
 from ddbkeys.partition_keys.follow import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
 from ddbkeys.partition_keys.lambda_events import parse_event
+from ddbkeys.partition_keys.lambda_trigger import (
+    CHECK_EVERY,
+    CHECK_RETRY,
+    LAMBDA_PREFIX,
+    PARALLELIZED,
+    Parallelized,
+    Reading,
+    TriggerCheck,
+    factor_of,
+    out_of_order,
+    recorded,
+)
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
 from ddbkeys.renames import renamed
@@ -100,8 +121,18 @@ class StreamHandler:
         clock: Callable[[], float] | None = None,
         index: str | None = None,
         attribute: str | None = None,
+        lambda_client: Callable[[], Any] | None = None,
     ) -> None:
         self.client = client
+        #: Makes the Lambda client that reads the trigger (once, at the first check): boto3's
+        #: by default; a test gives its own (see ``lambda_trigger``).
+        self._lambda_factory = lambda_client or _lambda_client
+        self._lambda: Any = None
+        self._function: str | None = None  # the invoked function's ARN (from the context)
+        self._readings: dict[tuple[str, str | None], Reading] = {}
+        # Per (stream, shard): when the batch under way began, the shard's check then, and the
+        # latest reading of a factor other than 1.
+        self._begun: dict[tuple[str, str], tuple[float, TriggerCheck, Parallelized | None]] = {}
         self.index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
         self.attribute = renamed(
             "attribute", "marker_attribute", attribute, marker_attribute, DEFAULT_MARKER_ATTRIBUTE
@@ -128,11 +159,14 @@ class StreamHandler:
             self._store = store
         return self._store
 
-    def handle(self, event: Mapping[str, Any]) -> dict[str, Any]:
+    def handle(self, event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
         """One event: reconcile every collection its records name; the failed ones in
         ``batchItemFailures`` (by the sequence number of their first record). With a tumbling
         window the event names its shard: the position up to which every record is applied
-        (before the first failed one) is recorded, and the window's ``state`` answered."""
+        (before the first failed one) is recorded, with the handler's check of its trigger
+        (``context.invoked_function_arn`` names the function), and the window's ``state``
+        answered."""
+        self._function = getattr(context, "invoked_function_arn", None)
         parsed = parse_event(event)  # a malformed event: one line saying what is wrong
         records, shard = parsed.records, parsed.shard_id
         failures: list[str] = []
@@ -196,6 +230,19 @@ class StreamHandler:
             and (previous.marks[-1][1] < now - DAY + TRIM_SAFETY)
         )
         gap = previous.gap if previous is not None else None
+        check = saved.triggers.get(shard) if saved is not None else None
+        bad = saved.parallelized if saved is not None else None
+        # A batch that begins before the handler's own position, and is no batch it handled
+        # sent again: it came out of order (a ParallelizationFactor above 1).
+        backwards = out_of_order(check if check is None or check.stream == arn else None, first)
+        if backwards:
+            LOG.error(
+                "ddbkeys: a batch of shard %s of %s came after a later one (is the trigger's "
+                "ParallelizationFactor above 1?): listings decline the index until `index "
+                "backfill` runs again",
+                shard,
+                index.table,
+            )
         if skipped or stale or (oldest is not None and oldest < now - DAY + TRIM_SAFETY):
             gap = now
             LOG.error(
@@ -205,19 +252,26 @@ class StreamHandler:
                 shard,
                 index.table,
             )
+        if backwards:
+            gap = now
         pending = advance(previous, shard, arn, "start", None, now)
         pending = replace(pending, failed=first, gap=gap)
         gone = tuple(
-            SHARD_PREFIX + s
+            prefix + s
             for s, m in (saved.shards.items() if saved is not None else ())
             if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
+            for prefix in (SHARD_PREFIX, LAMBDA_PREFIX)
+            if prefix == SHARD_PREFIX or (saved is not None and s in saved.triggers)
         )
-        store.update(
-            index.table,
-            index.name,
-            {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()},
-            remove=gone,
+        reading = self._trigger(arn, now, refresh=False)
+        oldest = previous.marks[0][1] if previous is not None and previous.marks else None
+        check = recorded(
+            check, arn, reading, now, bad=bad, gap=now if backwards else None, oldest=oldest
         )
+        self._begun[(arn, shard)] = (now, check, bad)
+        values = {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()}
+        values.update(self._check_values(arn, shard, check, reading))
+        store.update(index.table, index.name, values, remove=gone)
         return pending
 
     def _end_batch(
@@ -252,7 +306,75 @@ class StreamHandler:
             return
         last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
         mark = replace(advance(began, shard, arn, "start", last, now), failed=failed_at)
-        store.update(index.table, index.name, {SHARD_PREFIX + shard: mark.to_json()})
+        values = {SHARD_PREFIX + shard: mark.to_json()}
+        # The trigger read after the batch is applied (when a read is due): a check vouches for
+        # what was applied before it, so the mark keeps the time it was applied by.
+        started, check, bad = self._begun.pop((arn, shard), (now, None, None))
+        reading = self._trigger(arn, store.clock(), refresh=True)
+        first = str(applied[0]["dynamodb"]["SequenceNumber"]) if applied else None
+        batch = (first, last) if first is not None and last is not None else None
+        check = recorded(check, arn, reading, now, bad=bad, began=started, batch=batch)
+        values.update(self._check_values(arn, shard, check, reading))
+        store.update(index.table, index.name, values)
+
+    def _check_values(
+        self, arn: str, shard: str, check: TriggerCheck, reading: Reading | None
+    ) -> dict[str, Any]:
+        """The shard's check, and the reading of a factor other than 1 if this is one."""
+        values = {LAMBDA_PREFIX + shard: check.to_json()}
+        if reading is not None and reading.factor is not None and reading.factor != 1:
+            bad = Parallelized(arn, reading.at, reading.factor, reading.function)
+            values[PARALLELIZED] = bad.to_json()
+        return values
+
+    def _trigger(self, stream: str, now: float, *, refresh: bool) -> Reading | None:
+        """This environment's latest reading of its trigger on ``stream``; with ``refresh``, a
+        new one first when the last is ``CHECK_EVERY`` old (``CHECK_RETRY`` if it failed), or
+        there is none (the first batch after a cold start)."""
+        key = (stream, self._function)
+        last = self._readings.get(key)
+        if not refresh:
+            return last
+        if last is not None:
+            wait = CHECK_EVERY if last.factor is not None else CHECK_RETRY
+            if now - last.at < wait:
+                return last
+        reading = self._read_trigger(stream, now)
+        said = (last.factor, last.error) if last is not None else None
+        if reading.factor != 1 and said != (reading.factor, reading.error):  # once, not a batch
+            LOG.error(
+                "ddbkeys: the trigger of %s on %s: %s: listings decline the index",
+                self._function,
+                stream,
+                reading.error or f"ParallelizationFactor {reading.factor} (it must be 1)",
+            )
+        self._readings[key] = reading
+        return reading
+
+    def _read_trigger(self, stream: str, now: float) -> Reading:
+        """``ListEventSourceMappings`` of the invoked function (qualified: an alias or a
+        version, as invoked) on ``stream``: its ParallelizationFactor, or why there is none."""
+        function = self._function
+        if function is None:
+            return Reading(None, None, now, "no Lambda context named the function")
+        mappings: list[Mapping[str, Any]] = []
+        try:
+            if self._lambda is None:
+                self._lambda = self._lambda_factory()
+            marker: str | None = None
+            for _ in range(100):  # 100 mappings a page: far more than one function has
+                request = {"EventSourceArn": stream, "FunctionName": function}
+                if marker:
+                    request["Marker"] = marker
+                page = self._lambda.list_event_source_mappings(**request)
+                mappings.extend(page.get("EventSourceMappings", []))
+                marker = page.get("NextMarker")
+                if not marker:
+                    break
+        except (ClientError, BotoCoreError) as exc:
+            return Reading(function, None, now, " ".join(str(exc).split())[:200])
+        factor, error = factor_of(mappings, stream, function)
+        return Reading(function, factor, now, error)
 
 
 @functools.cache
@@ -272,6 +394,11 @@ def environment_settings() -> dict[str, Any]:
     }
 
 
+def _lambda_client() -> Any:
+    """boto3's Lambda client (region and credentials from the function's environment)."""
+    return boto3.client("lambda")
+
+
 def handler(event: Mapping[str, Any], context: object = None) -> dict[str, Any]:
     """The Lambda entry point (``ddbkeys.partition_keys.aws_lambda.handler``)."""
-    return _default_handler().handle(event)
+    return _default_handler().handle(event, context)

@@ -29,6 +29,10 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
 It rests on one assumption, not proven here: DynamoDB shows every write in the index, in the
 stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
 are near real time), and the clocks of the maintainer and the listing agree to well within it.
+Where the Lambda handler keeps the index, its positions count only with its check that the
+trigger hands it a shard's batches in order (see :mod:`ddbkeys.partition_keys.lambda_trigger`),
+which assumes besides that ``ParallelizationFactor`` does not go above 1 and back between two
+of its checks (minutes apart).
 A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
 
 The state table is part of what a proof trusts: the positions recorded there are taken as the
@@ -46,6 +50,13 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from ddbkeys.partition_keys.lambda_trigger import (
+    Parallelized,
+    TriggerCheck,
+    checked_cut,
+    trigger_decline,
+)
 
 __all__ = [
     "CREATED_ROUNDING",
@@ -252,6 +263,11 @@ class Evidence:
     unnamed_batches: float | None = None
     #: Why the record is not one ddbkeys wrote, if it is not (a part edited or broken).
     corrupt: str | None = None
+    #: Per shard, the Lambda handler's check of its trigger (see ``lambda_trigger``); the
+    #: latest reading of a ParallelizationFactor other than 1; who said last it keeps the index.
+    triggers: Mapping[str, TriggerCheck] = field(default_factory=dict)
+    parallelized: Parallelized | None = None
+    maintainer: str | None = None
 
 
 @dataclass(frozen=True)
@@ -380,6 +396,19 @@ def precheck(
             f"a maintainer found data at the marker's key of collection(s) "
             f"{_keys(list(evidence.clashes))}: move those items, then run `index repair`"
         )
+    assert stream is not None
+    saved = {s: [t for _, t in m.marks] for s, m in evidence.shards.items() if m.stream == stream}
+    out_of_order = trigger_decline(
+        stream,
+        saved,
+        evidence.triggers,
+        evidence.parallelized,
+        evidence.maintainer == "lambda",
+        evidence.backfill.started,
+        margin,
+    )
+    if out_of_order is not None:
+        return Decline(out_of_order)
     return None
 
 
@@ -426,7 +455,12 @@ def plan_replay(
             impossible = out_of_range(mark, listed[shard])
             if impossible is not None:
                 return impossible
-            sequence, found = mark.held_back(cut)
+            # While the Lambda handler keeps the index, a position counts once a check of its
+            # trigger vouches for it (see ``lambda_trigger``).
+            held = cut
+            if evidence.maintainer == "lambda":
+                held = checked_cut(evidence.triggers.get(shard), stream, cut)
+            sequence, found = mark.held_back(held)
             since = float(mark.since) if isinstance(mark.since, int | float) else None
             newest = mark.marks[-1][0] if mark.marks else None
             if newest is None and mark.marks and mark.marks[-1][1] < now - DAY + TRIM_SAFETY:

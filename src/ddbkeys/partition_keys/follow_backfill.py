@@ -28,7 +28,7 @@ from ddbkeys.partition_keys.state import StatePlan
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.follow import FollowPlan, FollowReport
 
-__all__ = ["CHECK", "keep_backfilled", "needs_backfill"]
+__all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
 
 #: How often (seconds) a follower with ``backfill`` looks whether a backfill is needed.
 CHECK = 10.0
@@ -49,6 +49,19 @@ def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float)
         m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
         for m in evidence.shards.values()  # type: ignore[union-attr]
     )
+
+
+def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool]:
+    """:func:`needs_backfill` on the table and the index's record as they are now (a
+    DescribeTable and a GetItem of the state table, which is not created)."""
+    description = yield from plan.describe()
+    stream = (
+        str(description["LatestStreamArn"])
+        if description.get("StreamSpecification", {}).get("StreamEnabled")
+        else None
+    )
+    evidence = yield from store.load(plan.table, plan.name)
+    return needs_backfill(evidence, stream, margin)
 
 
 def _done(report: BackfillReport) -> str:
@@ -111,14 +124,7 @@ def keep_backfilled(
     while not stop.requested:
         try:
             yield from plan.maintained()
-            description = yield from plan.describe()
-            stream = (
-                str(description["LatestStreamArn"])
-                if description.get("StreamSpecification", {}).get("StreamEnabled")
-                else None
-            )
-            evidence = yield from store.load(plan.table, plan.name)
-            if needs_backfill(evidence, stream, margin):
+            if (yield from needed_flow(plan, store, margin)):
                 done = yield from waited_backfill_flow(
                     plan, None, store, margin, for_maintainer=True, on_wait=on_wait, stop=stop
                 )

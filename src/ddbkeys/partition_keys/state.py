@@ -38,6 +38,12 @@ from ddbkeys.core.steps import (
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys.partition_keys.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
+from ddbkeys.partition_keys.lambda_trigger import (
+    LAMBDA_PREFIX,
+    PARALLELIZED,
+    Parallelized,
+    TriggerCheck,
+)
 from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import described
 
@@ -110,6 +116,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     holds in another form, as records of older versions of ddbkeys do) is left out."""
     corrupt: str | None = None
     shards: dict[str, ShardMark] = {}
+    triggers: dict[str, TriggerCheck] = {}
     for name, value in item.items():
         if name.startswith(SHARD_PREFIX) and "S" in value:
             mark = ShardMark.from_json(name[len(SHARD_PREFIX) :], str(value["S"]))
@@ -117,6 +124,17 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
                 shards[mark.shard] = mark
             else:
                 corrupt = f"its attribute {name!r} is not a position ddbkeys wrote"
+        elif name.startswith(LAMBDA_PREFIX) and "S" in value:
+            check = TriggerCheck.from_json(str(value["S"]))
+            if check is not None:
+                triggers[name[len(LAMBDA_PREFIX) :]] = check
+            else:
+                corrupt = f"its attribute {name!r} is not a check ddbkeys wrote"
+    parallelized = None
+    if PARALLELIZED in item:
+        parallelized = Parallelized.from_json(str(item[PARALLELIZED].get("S")))
+        if parallelized is None:
+            corrupt = f"its attribute {PARALLELIZED!r} is not one ddbkeys wrote"
     backfill = None
     raw = item.get("backfill", {}).get("S")
     if raw is not None:
@@ -145,6 +163,9 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         clashes=tuple(sorted(item.get("clashes", {}).get("SS", []))),
         unnamed_batches=float(unnamed) if unnamed is not None else None,
         corrupt=corrupt,
+        triggers=triggers,
+        parallelized=parallelized,
+        maintainer=item.get("maintainer", {}).get("S"),
     )
 
 
