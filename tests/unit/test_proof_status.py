@@ -12,6 +12,7 @@ import pytest
 
 from ddbkeys.cli.index_status import render_status
 from ddbkeys.partition_keys.evidence import Decline, ShardMark, plan_replay
+from ddbkeys.partition_keys.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.proof_status import Seen, decide
@@ -225,3 +226,15 @@ def test_waiting_does_not_help_a_read_that_declined() -> None:
     got = status(item, read)
     assert got.reason == "shard s1 is no longer in the stream"
     assert got.provable_in is None and got.fix is None
+
+
+def test_the_lambda_handlers_check_of_its_trigger_is_shown_per_shard() -> None:
+    check = TriggerCheck(ARN, "arn:aws:lambda:r:1:function:f", 1, NOW - 40, since=FIRST)
+    item = record(MARK, backfill=backfill(), **{LAMBDA_PREFIX + "s1": {"S": check.to_json()}})
+    (shard,) = status(item).shards
+    assert (shard.trigger_factor, shard.trigger_checked_age) == (1, 40.0)
+    assert "Lambda trigger's ParallelizationFactor 1 read 40 s ago" in "\n".join(
+        render_status(status(item))
+    )
+    (plain,) = status(record(MARK, backfill=backfill())).shards
+    assert (plain.trigger_factor, plain.trigger_checked_age) == (None, None)

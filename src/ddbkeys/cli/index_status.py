@@ -68,6 +68,11 @@ def _shard(shard: ShardStatus) -> str:
             parts.append(f"no record applied yet (said {_span(shard.age)} ago)")
         elif shard.age is not None:
             parts.append(f"newest {shard.newest}, saved {_span(shard.age)} ago")
+    if shard.trigger_checked_age is not None:
+        parts.append(
+            f"Lambda trigger's ParallelizationFactor {shard.trigger_factor} read "
+            f"{_span(shard.trigger_checked_age)} ago"
+        )
     if shard.records is not None:
         parts.append(f"{shard.records:,} record(s) past the held-back position")
     return f"  {shard.shard}: " + ", ".join(parts)

@@ -98,7 +98,7 @@ def decide(
         view_type=seen.view_type,
         maintainer=maintainer,
         first_position=first,
-        shards=_shards(seen.read, ours, now, replay is not None),
+        shards=_shards(seen.read, evidence, stream, now, replay is not None),
         backfill=_backfill(evidence, stream),
         margin=margin,
         now=now,
@@ -198,13 +198,23 @@ def _waiting(
 
 
 def _shards(
-    read: StreamRead, ours: dict[str, ShardMark], now: float, counted: bool
+    read: StreamRead,
+    evidence: Evidence | None,
+    stream: str | None,
+    now: float,
+    counted: bool,
 ) -> tuple[ShardStatus, ...]:
     listed = {str(s["ShardId"]): s for s in read.shards or ()}
+    ours = _current(evidence, stream)
+    checks = {
+        s: c
+        for s, c in (evidence.triggers.items() if evidence is not None else ())
+        if c.stream == stream
+    }
     by_shard = read.replay.by_shard if read.replay is not None and counted else {}
     out = []
     for shard in sorted(set(listed) | set(ours)):
-        raw, mark = listed.get(shard, {}), ours.get(shard)
+        raw, mark, check = listed.get(shard, {}), ours.get(shard), checks.get(shard)
         newest = mark.marks[-1] if mark is not None and mark.marks else None
         out.append(
             ShardStatus(
@@ -217,6 +227,10 @@ def _shards(
                 newest=newest[0] if newest is not None else None,
                 age=now - newest[1] if newest is not None else None,
                 records=by_shard.get(shard, 0) if counted else None,
+                trigger_factor=check.factor if check is not None else None,
+                trigger_checked_age=(
+                    now - check.checked if check is not None and check.checked else None
+                ),
             )
         )
     return tuple(out)
