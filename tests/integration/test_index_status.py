@@ -36,7 +36,7 @@ def test_sync_and_asyncio_tell_the_same_and_read_only_what_a_listing_reads(
     for n in range(5):
         ddb_client.put_item(TableName=table, Item=item(f"k{n}", 1))
     with following(ddb_client, table, store) as follower:
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         caught_up(follower)
     # Nobody follows now: two writes are in the stream only.
     ddb_client.put_item(TableName=table, Item=item("new", 1))

@@ -244,6 +244,39 @@ def test_a_role_without_the_permission_keeps_the_markers_and_listings_say_why(
     ddb_client.delete_table(TableName=store)
 
 
+def test_positions_of_a_handler_that_did_not_check_count_after_a_new_backfill(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """An upgrade: the record holds positions of a handler that did not read its trigger (an
+    older ddbkeys: no ``lambda <shard>`` attribute). Listings decline them; once the new
+    handler has checked, a backfill begun a margin later clears it."""
+    table, store, window, handler = deployed(ddb_client, ddb_table_factory)
+    key = {"id": {"S": f"{table}/ddbkeys-partition-keys"}}
+    put(ddb_client, table, "b")
+    window.deliver(handler)
+    item = ddb_client.get_item(TableName=store, Key=key, ConsistentRead=True)["Item"]
+    (check,) = [name for name in item if name.startswith("lambda ")]
+    ddb_client.update_item(  # as an older handler left it
+        TableName=store,
+        Key=key,
+        UpdateExpression="REMOVE #c",
+        ExpressionAttributeNames={"#c": check},
+    )
+    time.sleep(MARGIN + 0.1)
+    with pytest.raises(IndexUnprovenError, match="recorded no check of its trigger"):
+        listing(ddb_client, table, store)
+    upgraded = InvokedHandler(ddb_client, window.arn, state_table=store)
+    put(ddb_client, table, "c")
+    window.deliver(upgraded)
+    time.sleep(MARGIN + 0.1)
+    with pytest.raises(IndexUnprovenError, match="read ParallelizationFactor 1 only since"):
+        listing(ddb_client, table, store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    time.sleep(MARGIN + 0.1)
+    assert listing(ddb_client, table, store) == ["a", "b", "c"] == collections(ddb_client, table)
+    ddb_client.delete_table(TableName=store)
+
+
 def test_a_follower_ahead_on_the_same_shard_is_no_gap(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

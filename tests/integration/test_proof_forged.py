@@ -36,7 +36,7 @@ def proven_then_forged(
     for n in range(6):
         client.put_item(TableName=table, Item=item(f"k{n}", 1))
     with following(client, table, store) as follower:
-        MarkerIndex(client, table).backfill(state_table=store)
+        MarkerIndex(client, table).backfill(state_table=store, replay_margin=MARGIN)
         client.put_item(TableName=table, Item=item("late", 1))
         caught_up(follower)
     before = distinct_partition_keys(client, table, state_table=store, replay_margin=MARGIN)

@@ -45,13 +45,15 @@ def test_the_factor_is_the_mapping_of_this_function_on_this_stream() -> None:
     found = [mapping(10, function=FUNCTION[:-5]), mapping(10, stream=ARN + "x"), mapping(1)]
     assert factor_of(found, ARN, FUNCTION) == (1, None)  # another alias, another stream
     assert factor_of([mapping(1), mapping(2)], ARN, FUNCTION) == (2, None)  # the worst
+    plain = FUNCTION.removesuffix(":live")
+    assert factor_of([mapping(2, function=plain)], ARN, plain + ":$LATEST") == (2, None)
     factor, why = factor_of([], ARN, FUNCTION)
     assert factor is None
     assert why is not None and f"no event source mapping of {FUNCTION} on {ARN}" in why
 
 
 def handled(*batches: tuple[str, str]) -> TriggerCheck:
-    return TriggerCheck(ARN, FUNCTION, 1, 100.0, 100.0, 100.0, batches=batches)
+    return TriggerCheck(ARN, 1, 100.0, 100.0, 100.0, batches=batches)
 
 
 def test_a_batch_before_the_handler_s_own_position_is_out_of_order() -> None:
@@ -93,6 +95,8 @@ def test_the_newest_check_wins_and_since_survives_no_other_factor() -> None:
     bad = Parallelized(ARN, 1_500.0, 2, FUNCTION)
     stale = recorded(ended, ARN, Reading(FUNCTION, 1, 1_200.0), 1_600.0, bad=bad)
     assert stale.since is None
+    read_2 = recorded(ended, ARN, Reading(FUNCTION, 2, 1_500.0), 1_500.0, bad=None)
+    assert (read_2.factor, read_2.since) == (2, None)
     again = recorded(stale, ARN, Reading(FUNCTION, 1, 1_900.0), 1_900.0, bad=bad)
     assert again.since == 1_900.0
     # A shard new to the handler, that held positions already: they may be the handler's own.
@@ -102,7 +106,7 @@ def test_the_newest_check_wins_and_since_survives_no_other_factor() -> None:
 
 def test_a_record_reads_back_as_written() -> None:
     check = replace(handled(("1", "5")), error="x", gap=3.0, first=2.0)
-    assert TriggerCheck.from_json(check.to_json()) == check
+    assert TriggerCheck.from_json(check.to_json()) == replace(check, stream="now")  # its label
     assert TriggerCheck.from_json('{"stream": 1, "batches": [["a", "1"]]}') is None
     bad = Parallelized(ARN, 1.0, 2, FUNCTION)
     assert Parallelized.from_json(bad.to_json()) == bad
@@ -113,13 +117,13 @@ def test_a_record_reads_back_as_written() -> None:
         "maintainer": {"S": "lambda"},
     }
     evidence = evidence_from_item("orders", "ix", item)
-    assert (evidence.triggers, evidence.parallelized) == ({"s1": check}, bad)
+    assert (evidence.triggers, evidence.parallelized) == ({"s1": replace(check, stream="now")}, bad)
     assert (evidence.maintainer, evidence.corrupt) == ("lambda", None)
     broken = evidence_from_item("orders", "ix", {**item, "lambda s1": {"S": "{"}})
     assert broken.corrupt == "its attribute 'lambda s1' is not a check ddbkeys wrote"
 
 
-GOOD = TriggerCheck(ARN, FUNCTION, 1, 9_000.0, 1_000.0, 9_100.0, first=1_000.0)
+GOOD = TriggerCheck(ARN, 1, 9_000.0, 1_000.0, 9_100.0, first=1_000.0)
 
 
 def decline(

@@ -12,6 +12,7 @@ import pytest
 
 from ddbkeys.cli.index_status import render_status
 from ddbkeys.partition_keys.evidence import Decline, ShardMark, plan_replay
+from ddbkeys.partition_keys.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.proof_status import Seen, decide
@@ -106,11 +107,18 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
 @pytest.mark.parametrize(
     ("item", "reason", "fix", "fix_in"),
     [
-        # No maintainer has recorded a position: start one first.
+        # No maintainer has recorded a position: start one, which backfills once it may.
         (
             None,
             "there is no record of a backfill",
-            "ddbkeys partition-keys index follow -t orders",
+            "ddbkeys partition-keys index follow -t orders --backfill",
+            0.0,
+        ),
+        # The Lambda handler has handled nothing under this stream: a backfill that waits.
+        (
+            record(maintainer={"S": "lambda"}),
+            "there is no record of a backfill",
+            "ddbkeys partition-keys index backfill -t orders --wait-for-maintainer",
             0.0,
         ),
         # A maintainer, no backfill: one counts now (its first position is 500 s old).
@@ -197,6 +205,8 @@ def test_options_that_are_not_the_default_are_in_the_fix() -> None:
         got.fix
         == "ddbkeys partition-keys index backfill -t orders --index-name ix --state-table mine"
     )
+    wider = decide(seen, index="ix", markers=MARKERS, state_table="mine", margin=90, now=NOW)
+    assert wider.fix is not None and wider.fix.endswith(" --state-table mine --replay-margin 90")
 
 
 def test_a_shard_that_left_the_stream_within_the_margin_is_provable_by_waiting() -> None:
@@ -216,3 +226,15 @@ def test_waiting_does_not_help_a_read_that_declined() -> None:
     got = status(item, read)
     assert got.reason == "shard s1 is no longer in the stream"
     assert got.provable_in is None and got.fix is None
+
+
+def test_the_lambda_handlers_check_of_its_trigger_is_shown_per_shard() -> None:
+    check = TriggerCheck(ARN, "arn:aws:lambda:r:1:function:f", 1, NOW - 40, since=FIRST)
+    item = record(MARK, backfill=backfill(), **{LAMBDA_PREFIX + "s1": {"S": check.to_json()}})
+    (shard,) = status(item).shards
+    assert (shard.trigger_factor, shard.trigger_checked_age) == (1, 40.0)
+    assert "Lambda trigger's ParallelizationFactor 1 read 40 s ago" in "\n".join(
+        render_status(status(item))
+    )
+    (plain,) = status(record(MARK, backfill=backfill())).shards
+    assert (plain.trigger_factor, plain.trigger_checked_age) == (None, None)

@@ -68,6 +68,11 @@ def _shard(shard: ShardStatus) -> str:
             parts.append(f"no record applied yet (said {_span(shard.age)} ago)")
         elif shard.age is not None:
             parts.append(f"newest {shard.newest}, saved {_span(shard.age)} ago")
+    if shard.trigger_checked_age is not None:
+        parts.append(
+            f"Lambda trigger's ParallelizationFactor {shard.trigger_factor} read "
+            f"{_span(shard.trigger_checked_age)} ago"
+        )
     if shard.records is not None:
         parts.append(f"{shard.records:,} record(s) past the held-back position")
     return f"  {shard.shard}: " + ", ".join(parts)
@@ -118,9 +123,9 @@ def render_status(status: ProofStatus) -> list[str]:
         lines.append(f"Provable: no: {status.reason}")
         if status.fix is not None:
             when = ""
-            if status.fix_in:
+            if status.fix_in and " backfill " in status.fix:
                 when = (
-                    f" (counts when begun in {_span(status.fix_in)} or later, at "
+                    f" (it waits {_span(status.fix_in)}, the rest of the replay margin, until "
                     f"{_clock(now + status.fix_in)}; provable once it finishes)"
                 )
             lines.append(f"Fix: {status.fix}{when}")

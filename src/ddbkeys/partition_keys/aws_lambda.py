@@ -67,6 +67,7 @@ from ddbkeys.partition_keys.evidence import (
     DAY,
     SHARD_PREFIX,
     TRIM_SAFETY,
+    Evidence,
     ShardMark,
     advance,
     created_at,
@@ -85,6 +86,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     factor_of,
     out_of_order,
     recorded,
+    same_stream,
 )
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.pending import (
@@ -297,7 +299,9 @@ class StreamHandler:
         bad = saved.parallelized if saved is not None else None
         # A batch that begins before the handler's own position, and is no batch it handled
         # sent again: it came out of order (a ParallelizationFactor above 1).
-        backwards = out_of_order(check if check is None or check.stream == arn else None, first)
+        if check is not None and not same_stream(check.stream, arn):
+            check = None
+        backwards = out_of_order(check, first)
         if backwards:
             LOG.error(
                 "ddbkeys: a batch of shard %s of %s came after a later one (is the trigger's "
@@ -327,7 +331,7 @@ class StreamHandler:
             if prefix == SHARD_PREFIX or (saved is not None and s in saved.triggers)
         )
         reading = self._trigger(arn, now, refresh=False)
-        oldest = previous.marks[0][1] if previous is not None and previous.marks else None
+        oldest = _unchecked_since(saved, previous, arn)
         check = recorded(
             check, arn, reading, now, bad=bad, gap=now if backwards else None, oldest=oldest
         )
@@ -438,6 +442,23 @@ class StreamHandler:
             return Reading(function, None, now, " ".join(str(exc).split())[:200])
         factor, error = factor_of(mappings, stream, function)
         return Reading(function, factor, now, error)
+
+
+def _unchecked_since(
+    saved: Evidence | None, previous: ShardMark | None, stream: str
+) -> float | None:
+    """When a shard the handler has no check of yet got positions that may be a handler's
+    unchecked ones (a ddbkeys that did not check its trigger): its oldest position, if a
+    handler said last that it keeps the index and no handler had checked when it was saved."""
+    if saved is None or previous is None or not previous.marks or saved.maintainer != "lambda":
+        return None
+    if previous.shard in saved.triggers and same_stream(
+        saved.triggers[previous.shard].stream, stream
+    ):
+        return None
+    began = [c.first for c in saved.triggers.values() if same_stream(c.stream, stream) and c.first]
+    oldest = previous.marks[0][1]
+    return oldest if not began or oldest < min(began) else None
 
 
 @functools.cache

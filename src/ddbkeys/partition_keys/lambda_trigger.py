@@ -6,8 +6,9 @@ Why it matters: with a factor above 1, Lambda runs several batches of one shard 
 later batch (B) can be handled before an earlier one (A). The handler then records a position
 past B while A's records are not applied, and a listing that trusts that position misses A's
 collections. So the handler reads its trigger (``ListEventSourceMappings`` selected by the
-batch's ``eventSourceARN`` and its own qualified function ARN) at its first batch and again
-every ``CHECK_EVERY`` seconds, and records per shard, next to its positions but in an attribute
+batch's ``eventSourceARN`` and its own qualified function ARN) after its first batch in an
+execution environment (the reading then vouches for that batch) and again every
+``CHECK_EVERY`` seconds, and records per shard, next to its positions but in an attribute
 of its own (``lambda <shard id>``, so a follower's ``shard <shard id>`` is never touched), what
 it read and when. A factor other than 1 is also recorded once per stream (``parallelized``),
 which no check reading 1 overwrites.
@@ -18,8 +19,9 @@ when the handler recorded no check for such a shard, its check failed, is older 
 ``CHECK_STALE`` when it handled its latest batch, or read a factor other than 1; when a factor
 other than 1 was read since the handler's checks began reading 1; and until a backfill begins a
 margin after the first check reading 1 (``since``), if the shard held positions before it
-(``first``: a handler upgraded from a version that did not check, or a trigger set back to 1,
-needs ``index backfill`` again; a shard the handler began with a check does not). And it uses only
+that may be out of order (``first``: a trigger set back to 1, or a handler upgraded from a
+version that did not check, needs ``index backfill`` again; a shard the handler began with a
+check, or a follower's positions, do not). And it uses only
 positions saved no later than the shard's last check (:func:`checked_cut`): a check vouches for
 what was applied before it, so a factor raised between two checks never lets a position of
 that time be trusted.
@@ -54,6 +56,7 @@ __all__ = [
     "factor_of",
     "out_of_order",
     "recorded",
+    "same_stream",
     "trigger_decline",
 ]
 
@@ -69,8 +72,11 @@ CHECK_STALE = 2 * CHECK_EVERY
 LAMBDA_PREFIX = "lambda "
 #: The attribute that holds the latest reading of a factor other than 1.
 PARALLELIZED = "parallelized"
-#: The batches (first and last sequence numbers) a shard's record keeps.
-MAX_BATCHES = 8
+#: The batches (first and last sequence numbers) a shard's record keeps: the last one and the
+#: one before (Lambda sends a batch again from its first record or its first failed one). The
+#: record is written with each of the handler's writes to the state item, whose size sets
+#: their cost: it is kept small (its stream as its label, times to the millisecond).
+MAX_BATCHES = 2
 
 
 @dataclass(frozen=True)
@@ -84,10 +90,16 @@ class Reading:
     error: str | None = None
 
 
+def same_stream(one: str, other: str) -> bool:
+    """Whether two streams of the table are one (a record keeps only its label, the part of
+    the ARN after ``/stream/``)."""
+    return one.rsplit("/stream/", 1)[-1] == other.rsplit("/stream/", 1)[-1]
+
+
 @dataclass(frozen=True)
 class TriggerCheck:
     """The handler's record for one shard of ``stream``: its latest check of the trigger
-    (``function``, ``factor``, ``checked``; ``error`` when the latest read failed), ``since``
+    (``factor``, ``checked``; ``error`` when the latest read failed), ``since``
     (from when checks have read 1 for this shard with no other reading since, None when not),
     ``first`` (since when the shard's positions may be the handler's),
     ``seen`` (when it began its latest batch), ``batches`` (the first and last sequence numbers
@@ -95,7 +107,6 @@ class TriggerCheck:
     order)."""
 
     stream: str
-    function: str | None = None
     factor: int | None = None
     checked: float | None = None
     since: float | None = None
@@ -104,7 +115,8 @@ class TriggerCheck:
     batches: tuple[tuple[str, str], ...] = ()
     gap: float | None = None
     #: Since when the shard's positions may be the handler's: its first batch of the shard, or
-    #: the oldest position the shard held then (whoever saved it).
+    #: the oldest position the shard held then, when a handler that did not check may have
+    #: saved it (an upgrade).
     first: float | None = None
 
     @property
@@ -114,7 +126,11 @@ class TriggerCheck:
         return str(max(lasts)) if lasts else None
 
     def to_json(self) -> str:
-        raw = {k: v for k, v in self.__dict__.items() if v not in (None, ())}
+        raw: dict[str, Any] = {"stream": self.stream.rsplit("/stream/", 1)[-1]}
+        for name in ("factor", "checked", "since", "seen", "first", "gap", "error"):
+            value = getattr(self, name)
+            if value is not None:
+                raw[name] = round(value, 3) if isinstance(value, float) else value
         if self.batches:
             raw["batches"] = [list(b) for b in self.batches]
         return json.dumps(raw, separators=(",", ":"))
@@ -130,7 +146,6 @@ class TriggerCheck:
             factor = raw.get("factor")
             return cls(
                 stream=str(raw["stream"]),
-                function=_text(raw.get("function")),
                 factor=None if factor is None else int(factor),
                 checked=_time(raw.get("checked")),
                 since=_time(raw.get("since")),
@@ -201,7 +216,8 @@ def factor_of(
     factors = [
         int(m.get("ParallelizationFactor", 1))
         for m in mappings
-        if m.get("EventSourceArn") == stream and m.get("FunctionArn") == function
+        if m.get("EventSourceArn") == stream
+        and _latest(str(m.get("FunctionArn"))) == _latest(function)
     ]
     if not factors:
         return None, (
@@ -209,6 +225,12 @@ def factor_of(
             "invoked through another alias or version than its trigger names?)"
         )
     return max(factors), None
+
+
+def _latest(function: str) -> str:
+    """A function's ARN, ``$LATEST`` written out or not (Lambda names the unqualified function
+    either way)."""
+    return function.removesuffix(":$LATEST")
 
 
 def out_of_order(check: TriggerCheck | None, first: str) -> bool:
@@ -242,7 +264,7 @@ def recorded(
     new). The newest check wins whoever wrote it; ``since`` is kept while no other
     factor than 1 was read after it (``bad``), else set by a reading of 1 (to this batch's start
     when the reading was taken during it: it vouches for the batch)."""
-    base = stored if stored is not None and stored.stream == stream else None
+    base = stored if stored is not None and same_stream(stored.stream, stream) else None
     if base is None:
         base = TriggerCheck(stream, first=min(now, oldest if oldest is not None else now))
     if bad is not None and bad.stream != stream:
@@ -250,17 +272,13 @@ def recorded(
     record = replace(base, seen=now if began is None else base.seen)
     if reading is not None and (record.checked is None or reading.at > record.checked):
         if reading.factor is not None:
-            record = replace(
-                record,
-                function=reading.function,
-                factor=reading.factor,
-                checked=reading.at,
-                error=None,
-            )
+            record = replace(record, factor=reading.factor, checked=reading.at, error=None)
         else:
-            record = replace(record, function=reading.function, error=reading.error)
+            record = replace(record, error=reading.error)
     since = record.since
     if since is not None and bad is not None and since <= bad.at:
+        since = None
+    if reading is not None and reading.factor not in (None, 1):
         since = None
     good = reading is not None and reading.factor == 1 and (bad is None or reading.at > bad.at)
     if since is None and good:
@@ -283,7 +301,7 @@ def recorded(
 def checked_cut(check: TriggerCheck | None, stream: str, cut: float) -> float:
     """The newest a position of the shard may have been saved at to be used: ``cut``, or the
     handler's last check if earlier (a check vouches for what was applied before it)."""
-    if check is None or check.stream != stream or check.checked is None:
+    if check is None or not same_stream(check.stream, stream) or check.checked is None:
         return cut
     return min(cut, check.checked)
 
@@ -308,7 +326,7 @@ def trigger_decline(
         if not times or max(times) <= covered:
             continue  # every record applied by then is the backfill's to cover
         check = checks.get(shard)
-        if check is not None and check.stream != stream:
+        if check is not None and not same_stream(check.stream, stream):
             check = None
         if check is None:
             if not lambda_maintains:
@@ -332,7 +350,7 @@ def trigger_decline(
             )
         if check.factor != 1:
             return (
-                f"the Lambda trigger of {check.function} reads ParallelizationFactor "
+                f"the Lambda handler's trigger reads ParallelizationFactor "
                 f"{check.factor} (batches of shard {shard} may be applied out of order): set it "
                 "to 1, then run `index backfill` again once the handler has read 1"
             )

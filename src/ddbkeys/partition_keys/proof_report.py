@@ -26,6 +26,10 @@ class ShardStatus:
     age: float | None
     #: Records a listing would read now past the held-back position (None: not read).
     records: int | None
+    #: The Lambda handler's latest check of its trigger on this shard: the
+    #: ParallelizationFactor it read (None: none read) and how long ago (None: no check).
+    trigger_factor: int | None = None
+    trigger_checked_age: float | None = None
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, readiness
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.choice import most_keys, not_active, proof_failed
 from ddbkeys.partition_keys.evidence import (
@@ -81,12 +82,13 @@ def decide(
     )
     ours = _current(evidence, stream)
     first = min((f for m in ours.values() if (f := m.first_saved) is not None), default=None)
-    fix, fix_in = _fix(declined, info, index, state_table, evidence, ours, first, margin, now)
+    item = seen.item or {}
+    maintainer = item.get("maintainer", {}).get("S")
+    fix, fix_in = _fix(declined, info, index, state_table, evidence, maintainer, margin, now)
     replay = seen.read.replay if declined is None else None
     scan, index_scan, per_key = estimate(info, index)
     rechecks = len(replay.touched) if replay is not None else None
     most = most_keys("auto", info, index)
-    item = seen.item or {}
     return ProofStatus(
         table=info.name,
         index=index,
@@ -94,9 +96,9 @@ def decide(
         index_status=index_status(info, index),
         stream=stream,
         view_type=seen.view_type,
-        maintainer=item.get("maintainer", {}).get("S"),
+        maintainer=maintainer,
         first_position=first,
-        shards=_shards(seen.read, ours, now, replay is not None),
+        shards=_shards(seen.read, evidence, stream, now, replay is not None),
         backfill=_backfill(evidence, stream),
         margin=margin,
         now=now,
@@ -130,37 +132,39 @@ def _fix(
     index: str,
     state_table: str,
     evidence: Evidence | None,
-    ours: dict[str, ShardMark],
-    first: float | None,
+    maintainer: str | None,
     margin: float,
     now: float,
 ) -> tuple[str | None, float | None]:
-    """The one command that fixes ``reason``, and in how many seconds it counts."""
+    """The one command that fixes ``reason``, and in how many seconds it counts (a backfill:
+    ``backfill_wait.readiness``, the rule ``index backfill`` waits by; it waits out the rest
+    itself)."""
     if reason is None:
         return None, None
+    where = readiness(info.name, evidence, info.stream_arn, now, margin)
+    extra = ""
     if info.stream_arn is None:
         verb = "stream"
     elif not_active(info, index) is not None:
         verb = "create"  # (it waits until the index is ACTIVE)
     elif evidence is not None and evidence.corrupt is not None:
         verb = ""  # (the reason says which part of the record is broken)
-    elif not ours:
-        verb = "follow"  # a backfill counts only a margin after a maintainer's first position
+    elif where.state == NO_MAINTAINER and maintainer == "lambda":
+        verb, extra = "backfill", " --wait-for-maintainer"
+    elif where.state == NO_MAINTAINER:
+        verb, extra = "follow", " --backfill"  # one command: maintain, then fill once
     else:
         advised = ADVISED.search(reason)
         verb = advised.group(1) if advised else ""
     if not verb:
         return None, None
-    options = "" if index == "ddbkeys-partition-keys" else f" --index-name {index}"
+    options = extra + ("" if index == "ddbkeys-partition-keys" else f" --index-name {index}")
     if verb in ("follow", "backfill", "repair") and state_table != "ddbkeys-state":
         options += f" --state-table {state_table}"
+    if verb in ("follow", "backfill") and margin != DEFAULT_REPLAY_MARGIN:
+        options += f" --replay-margin {margin:g}"
     command = f"{COMMAND} {verb} -t {info.name}{options}"
-    if verb != "backfill" or first is None:
-        return command, 0.0
-    # A backfill counts when it begins a margin after the maintainer's first position, and
-    # after it began each shard it reads from the shard's end.
-    ready = max([first] + [float(m.since) for m in ours.values() if not isinstance(m.since, str)])
-    return command, max(0.0, ready + margin - now)
+    return command, where.left if verb == "backfill" else 0.0
 
 
 def _waiting(
@@ -194,13 +198,23 @@ def _waiting(
 
 
 def _shards(
-    read: StreamRead, ours: dict[str, ShardMark], now: float, counted: bool
+    read: StreamRead,
+    evidence: Evidence | None,
+    stream: str | None,
+    now: float,
+    counted: bool,
 ) -> tuple[ShardStatus, ...]:
     listed = {str(s["ShardId"]): s for s in read.shards or ()}
+    ours = _current(evidence, stream)
+    checks = {
+        s: c
+        for s, c in (evidence.triggers.items() if evidence is not None else ())
+        if c.stream == stream
+    }
     by_shard = read.replay.by_shard if read.replay is not None and counted else {}
     out = []
     for shard in sorted(set(listed) | set(ours)):
-        raw, mark = listed.get(shard, {}), ours.get(shard)
+        raw, mark, check = listed.get(shard, {}), ours.get(shard), checks.get(shard)
         newest = mark.marks[-1] if mark is not None and mark.marks else None
         out.append(
             ShardStatus(
@@ -213,6 +227,10 @@ def _shards(
                 newest=newest[0] if newest is not None else None,
                 age=now - newest[1] if newest is not None else None,
                 records=by_shard.get(shard, 0) if counted else None,
+                trigger_factor=check.factor if check is not None else None,
+                trigger_checked_age=(
+                    now - check.checked if check is not None and check.checked else None
+                ),
             )
         )
     return tuple(out)
