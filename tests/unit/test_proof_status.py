@@ -229,7 +229,7 @@ def test_waiting_does_not_help_a_read_that_declined() -> None:
 
 
 def test_the_lambda_handlers_check_of_its_trigger_is_shown_per_shard() -> None:
-    check = TriggerCheck(ARN, "arn:aws:lambda:r:1:function:f", 1, NOW - 40, since=FIRST)
+    check = TriggerCheck(ARN, 1, NOW - 40, since=FIRST)
     item = record(MARK, backfill=backfill(), **{LAMBDA_PREFIX + "s1": {"S": check.to_json()}})
     (shard,) = status(item).shards
     assert (shard.trigger_factor, shard.trigger_checked_age) == (1, 40.0)
