@@ -29,6 +29,7 @@ from ddbkeys.partition_keys.evidence import (
     plan_replay,
     precheck,
 )
+from ddbkeys.partition_keys.lambda_trigger import same_stream
 from ddbkeys.partition_keys.markers import check_index, index_status
 from ddbkeys.partition_keys.proof_report import BackfillStatus, ProofStatus, ShardStatus
 from ddbkeys.partition_keys.replay import StreamRead, estimate, read_flow
@@ -209,7 +210,7 @@ def _shards(
     checks = {
         s: c
         for s, c in (evidence.triggers.items() if evidence is not None else ())
-        if c.stream == stream
+        if stream is not None and same_stream(c.stream, stream)
     }
     by_shard = read.replay.by_shard if read.replay is not None and counted else {}
     out = []
