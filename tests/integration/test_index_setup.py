@@ -296,7 +296,8 @@ def test_a_backfill_with_no_maintainer_says_so_and_writes_the_markers(
     assert result.exit_code == 0, result.output
     assert result.stdout == "3 marker(s) written, 0 already there\n"
     assert result.stderr == (
-        f"Note: no maintainer has recorded a position in the stream of table {table!r}: no "
+        f"Note: no maintainer has recorded a position (in state table {store!r}) in the stream "
+        f"of table {table!r}: no "
         f"listing can prove the index until `ddbkeys partition-keys index follow -t {table}` "
         "(or the Lambda handler) runs and a backfill begins 60 s after its first position "
         f"(`ddbkeys partition-keys index backfill -t {table} --wait-for-maintainer` waits for "
@@ -328,3 +329,18 @@ def test_a_follower_started_after_the_backfill_says_what_to_run(
     assert fixed.exit_code == 0, fixed.output
     again = CliRunner().invoke(cli, [*follow, "--replay-margin", "1"])
     assert again.exit_code == 0 and "Note" not in again.stderr, again.stderr
+
+
+def test_follow_with_backfill_on_a_table_without_a_stream_says_only_that(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    MarkerIndex(ddb_client, table).create()
+    store = f"ddbkeys-state-{table[-12:]}"
+    args = ["partition-keys", "index", "follow", "-t", table, "--state-table", store]
+    result = CliRunner().invoke(
+        cli, [*args, "--backfill", "--until-caught-up", "--endpoint-url", ddb_endpoint_url]
+    )
+    assert result.exit_code == 1
+    assert "already" not in result.stderr and "backfill" not in result.stderr, result.stderr
+    assert result.stderr.splitlines()[-1].startswith(f"Error: Table {table!r} has no stream")

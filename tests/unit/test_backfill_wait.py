@@ -24,9 +24,11 @@ from ddbkeys.partition_keys.backfill_wait import (
 from ddbkeys.partition_keys.evidence import (
     SHARD_PREFIX,
     Backfill,
+    Decline,
     Evidence,
     ShardMark,
     _backfill_reason,
+    plan_replay,
 )
 from ddbkeys.partition_keys.follow_backfill import needs_backfill
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
@@ -264,3 +266,19 @@ def test_records_lost_since_the_backfill_call_for_another() -> None:
     lost = ShardMark("s1", ARN, 1000.0, ((None, 1000.0),), gap=2000.0)
     assert needs_backfill(evidence(lost, backfill=finished(1070.0)), ARN, 60.0)
     assert not needs_backfill(evidence(lost, backfill=finished(1070.0)), None, 60.0)
+
+
+def test_records_a_maintainer_lost_are_waited_out_as_the_proof_needs() -> None:
+    """A gap (records lost before anyone applied them) is covered only by a backfill begun the
+    margin after it: the rule waits for that, and the proof then accepts the backfill."""
+    lost = ShardMark("s1", ARN, 1000.0, ((None, 1000.0),), gap=2000.0)
+    where = readiness("orders", evidence(lost), ARN, 2010.0, 60.0)
+    assert (where.state, where.left, where.after_gap) == (WAITING, 50.0, True)
+    assert where.advice().startswith("records a maintainer lost are younger than the replay")
+    for started in (2059.0, 2060.0):
+        counts = readiness("orders", evidence(lost), ARN, started, 60.0).counts
+        backfill = Backfill(started, ARN, 1000.0, started + 5, (), None, 60.0)
+        plan = plan_replay(
+            evidence(lost, backfill=backfill), ARN, [{"ShardId": "s1"}], started + 100, 60.0
+        )
+        assert isinstance(plan, Decline) != counts, (started, plan)

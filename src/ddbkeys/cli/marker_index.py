@@ -294,17 +294,23 @@ def backfill_command(
     def on_wait(where: Readiness) -> None:
         if where.counts:
             if WAITING in said and stderr.is_terminal:
-                stderr.print(" " * 100, end="\r", soft_wrap=True)  # (the countdown's line)
+                stderr.print(" " * (stderr.width - 1), end="\r", soft_wrap=True)  # (its line)
         elif where.state == WAITING and not no_wait:
-            line = (
-                f"waiting {where.left:.0f} s for the replay margin ({replay_margin:g} s after "
-                "the maintainer's first position) before the backfill; --no-wait begins now, "
-                "and the backfill will not count"
-            )
-            if stderr.is_terminal:
-                stderr.print(line, end="\r", soft_wrap=True)
+            after = "records lost" if where.after_gap else "the maintainer's first position"
+            if stderr.is_terminal:  # a countdown, on one short line
+                stderr.print(
+                    f"backfill in {math.ceil(where.left)} s (the replay margin after {after}; "
+                    "Ctrl-C stops)"[: stderr.width - 1].ljust(stderr.width - 1),
+                    end="\r",
+                    soft_wrap=True,
+                )
             elif WAITING not in said:
-                click.echo(line, err=True)
+                click.echo(
+                    f"waiting {math.ceil(where.left)} s for the replay margin ({replay_margin:g} "
+                    f"s after {after}) before the backfill; --no-wait begins now, and the "
+                    "backfill will not count",
+                    err=True,
+                )
             said.add(WAITING)
         elif where.state == NO_MAINTAINER and wait_for_maintainer is not None:
             if NO_MAINTAINER not in said:
@@ -355,11 +361,13 @@ def show_marked(
         }
         if usage:
             fields["usage"] = index.usage.snapshot()
+            fields["removed"] = report.removed
             fields["counts"] = report.counts
             fields["advice"] = report.advice
         echo_json(fields)
     else:
-        click.echo(f"{report.written} marker(s) written, {report.present} already there")
+        removed = f", {report.removed} removed" if report.removed else ""
+        click.echo(f"{report.written} marker(s) written, {report.present} already there{removed}")
     if report.clashes:
         raise clash_error(index.table, report.clashes, index)
 
@@ -662,6 +670,15 @@ def follow_command(
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
             + (f"; {held(table_name)}" if report.held_since is not None else "")
         )
+    if backfill and report.backfill_state != "done":
+        # Stopped (or failed) before its backfill was done: a script waiting on this command
+        # must not take the index as ready.
+        click.echo(
+            "The backfill was not done: run the same command again (it goes on from the "
+            "follower's checkpoint and waits only what is left of the margin).",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 index_group.add_command(status_command)

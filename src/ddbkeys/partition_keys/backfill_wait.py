@@ -20,6 +20,7 @@ from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.evidence import Evidence
+from ddbkeys.partition_keys.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
@@ -65,6 +66,11 @@ class Readiness:
     margin: float
     left: float = 0.0
     maintained_since: float | None = None
+    #: Whether it waits for the margin after records a maintainer lost (a gap), not after its
+    #: first position.
+    after_gap: bool = False
+    #: The state table it read the maintainer's positions from (None: not said).
+    state_table: str | None = None
 
     @property
     def counts(self) -> bool:
@@ -83,17 +89,23 @@ class Readiness:
                 f"`{follow}` (or the Lambda handler), then run `{backfill}`"
             )
         if self.state == NO_MAINTAINER:
+            where = f" (in state table {self.state_table!r})" if self.state_table else ""
             return (
-                f"no maintainer has recorded a position in the stream of table {t!r}: no "
+                f"no maintainer has recorded a position{where} in the stream of table {t!r}: no "
                 f"listing can prove the index until `{follow}` (or the Lambda handler) runs and "
                 f"a backfill begins {self.margin:g} s after its first position (`{backfill} "
                 "--wait-for-maintainer` waits for it; `index follow --backfill` does both)"
             )
         if self.state == WAITING:
+            young = (
+                "records a maintainer lost are"
+                if self.after_gap
+                else "the maintainer's first position is"
+            )
             return (
-                f"the maintainer's first position is younger than the replay margin "
-                f"({self.margin:g} s): a backfill begun now does not count (no listing can prove "
-                f"it); one begun in {self.left:.0f} s does"
+                f"{young} younger than the replay margin ({self.margin:g} s): a backfill begun "
+                f"now does not count (no listing can prove it); one begun in {self.left:.0f} s "
+                "does"
             )
         return "a backfill begun now counts"
 
@@ -106,8 +118,8 @@ def readiness(
 
     The backfill may begin once ``margin`` has passed since the maintainer's first position
     under ``stream`` (the earliest first mark of its shards: ``evidence._backfill_reason``'s
-    rule) and since every shard's ``since`` time (a shard the maintainer began at its end:
-    ``plan_replay``'s rule)."""
+    rule), since every shard's ``since`` time (a shard the maintainer began at its end) and
+    since every gap a maintainer recorded (records it lost): ``plan_replay``'s rules."""
     if stream is None:
         return Readiness(table, NO_STREAM, margin)
     shards = [
@@ -118,10 +130,18 @@ def readiness(
         return Readiness(table, NO_MAINTAINER, margin)
     since = min(firsts)
     begun = [float(m.since) for m in shards if isinstance(m.since, int | float)]
-    ready_at = max([since, *begun]) + margin
+    # Records a maintainer lost (a gap) are covered only by a backfill begun the margin after.
+    gaps = [m.gap for m in shards if m.gap is not None]
+    gaps += [
+        c.gap
+        for c in (evidence.triggers.values() if evidence is not None else ())
+        if c.gap is not None and same_stream(c.stream, stream)
+    ]
+    ready_at = max([since, *begun, *gaps]) + margin
     if now >= ready_at:
         return Readiness(table, READY, margin, 0.0, since)
-    return Readiness(table, WAITING, margin, ready_at - now, since)
+    lost = bool(gaps) and max(gaps) + margin >= ready_at
+    return Readiness(table, WAITING, margin, ready_at - now, since, lost)
 
 
 def wait_flow(
@@ -151,7 +171,9 @@ def wait_flow(
         yield from index.describe()  # the stream as it is now
         stream = (yield from index.table_info()).stream_arn
         saved = yield from store.load(index.table, index.name)
-        where = readiness(index.table, saved, stream, clock(), margin)
+        where = replace(
+            readiness(index.table, saved, stream, clock(), margin), state_table=store.name
+        )
         if where.state == WAITING and wait:
             # Sleep to the moment, saying how long is left; then read the record again (a
             # new stream, or a shard begun since, moves the moment).

@@ -706,6 +706,14 @@ class StreamFollower(FollowerBase):
     time it started is recorded as when the maintainer began covering the stream, and a
     backfill begun after it makes the index trustworthy (see ``state.vouch``). ``streams`` is a
     DynamoDB Streams client (by default one on the index's client's endpoint and credentials).
+
+    With ``backfill=True`` it also backfills the index beside the following (a thread of its
+    own; a task in ``ddbkeys.aio``), once ``replay_margin`` seconds have passed since its first
+    position, so that listings with that margin can prove the index: once per stream, and not
+    again on a restart while a backfill that counts is recorded (see ``follow_backfill``).
+    ``on_backfill`` is told what that backfill does, a line each time; ``report.backfills``,
+    ``report.backfill`` and ``report.backfill_state`` say it too. With ``until_caught_up``,
+    ``run`` then returns only once that backfill is done (the margin, then the backfill).
     """
 
     def run(

@@ -20,6 +20,7 @@ from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.backfill import waited_backfill_flow
 from ddbkeys.partition_keys.backfill_wait import WAITING, Readiness
+from ddbkeys.partition_keys.base import plain_key
 from ddbkeys.partition_keys.evidence import Evidence, _backfill_reason
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import BackfillReport
@@ -51,26 +52,35 @@ def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float)
     )
 
 
-def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool]:
+def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool | None]:
     """:func:`needs_backfill` on the table and the index's record as they are now (a
-    DescribeTable and a GetItem of the state table, which is not created)."""
+    DescribeTable and a GetItem of the state table, which is not created); None while the
+    table's stream is off (no backfill can help then)."""
     description = yield from plan.describe()
     stream = (
         str(description["LatestStreamArn"])
         if description.get("StreamSpecification", {}).get("StreamEnabled")
         else None
     )
+    if stream is None:
+        return None
     evidence = yield from store.load(plan.table, plan.name)
     return needs_backfill(evidence, stream, margin)
 
 
-def _done(report: BackfillReport) -> str:
+def _done(report: BackfillReport, table: str) -> str:
     what = (
         f"backfill done: {report.written} marker(s) written, {report.present} already there, "
         f"{report.removed} removed"
     )
     if report.clashes:
-        return what + f"; {len(report.clashes)} collection(s) cannot be marked (see `index status`)"
+        shown = ", ".join(repr(plain_key(k)) for k in report.clashes[:5])
+        more = f" and {len(report.clashes) - 5} more" if len(report.clashes) > 5 else ""
+        return what + (
+            f"; it does not count: {len(report.clashes)} collection(s) of table {table!r} hold "
+            f"data at the marker's key ({shown}{more}): move those items, then run "
+            f"`ddbkeys partition-keys index backfill -t {table}`"
+        )
     if report.counts:
         return what + "; listings can prove the index from now on"
     return what + f"; it does not count: {report.advice}"
@@ -124,14 +134,17 @@ def keep_backfilled(
     while not stop.requested:
         try:
             yield from plan.maintained()
-            if (yield from needed_flow(plan, store, margin)):
+            needed = yield from needed_flow(plan, store, margin)
+            if needed is None:
+                pass  # the stream is off: the follower says so, and waits for a new one
+            elif needed:
                 done = yield from waited_backfill_flow(
                     plan, None, store, margin, for_maintainer=True, on_wait=on_wait, stop=stop
                 )
                 report.backfills += 1
                 report.backfill = done
                 report.backfill_state = "done"
-                say(_done(done))
+                say(_done(done, plan.table))
             elif report.backfill_state is None:
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")

@@ -194,7 +194,9 @@ class MarkerIndex(MarkerIndexBase):
           (``wait=False``: it begins at once, and will not count);
         * no maintainer has recorded one: with ``wait_for_maintainer`` it waits for one (at
           most ``timeout`` seconds, then a ``DdbKeysError`` with nothing written); otherwise
-          it begins at once and will not count.
+          it waits 10 s for one started a moment before (``backfill_wait.MAINTAINER_GRACE``;
+          not when the stream is off, nor with ``wait=False``), then begins and will not
+          count.
 
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
         waits, and once when it begins. The report says whether the backfill counts
