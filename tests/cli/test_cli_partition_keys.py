@@ -96,8 +96,9 @@ def test_index_commands(
     assert unproven.output.splitlines()[-1] == (
         "Error: The marker index 'ddbkeys-partition-keys' of table "
         f"{table!r} cannot be proven complete now: the table's stream is off, so the "
-        "changes since the index's snapshot cannot be read. List with --method auto, or "
-        "read the index as it is with --trust-index."
+        "changes since the index's snapshot cannot be read (`ddbkeys partition-keys index "
+        f"status -t {table}` says what to run). List with --method auto, or read the index as "
+        "it is with --trust-index."
     )
     listed = run(ddb_endpoint_url, "-t", table, "--method", "index", "--trust-index")
     assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]

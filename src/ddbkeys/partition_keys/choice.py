@@ -166,15 +166,18 @@ def not_active(info: TableInfo, index: str) -> str | None:
 def declined(method: str, info: TableInfo, index: str, why: str) -> Choice:
     """``auto``'s choice when the index cannot be proven: the skip scan, and why. For
     ``method="index"``, an :class:`IndexUnprovenError` with the same reason."""
+    status = f"`ddbkeys partition-keys index status -t {info.name}` says what to run"
     if method == "auto":
         return Choice(
             PagedSkipMethod(info),
-            f"not using the marker index {index!r}, which cannot be proven complete now: {why}",
+            f"not using the marker index {index!r}, which cannot be proven complete now: {why} "
+            f"({status})",
             False,
         )
     raise IndexUnprovenError(
         f"The marker index {index!r} of table {info.name!r} cannot be proven complete now: "
-        f"{why}. List with --method auto, or read the index as it is with --trust-index.",
+        f"{why} ({status}). List with --method auto, or read the index as it is with "
+        "--trust-index.",
         table=info.name,
     )
 
