@@ -35,8 +35,7 @@ from ddbkeys.partition_keys import (
 from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
-from ddbkeys.partition_keys.follow_backfill import needs_backfill
-from ddbkeys.partition_keys.state import StateStore, state_table_name
+from ddbkeys.partition_keys.state import state_table_name
 
 __all__ = ["index_group"]
 
@@ -577,10 +576,20 @@ def follow_command(
     stderr = Console(stderr=True)
 
     told: float | None = None  # when the stream was found off, once said
+    noted = False  # whether it said that no backfill counts yet
     told_held: float | None = None  # when a shard's position stopped advancing, once said
 
     def on_batch(report: FollowReport) -> None:
-        nonlocal told, told_held
+        nonlocal told, told_held, noted
+        if report.backfill_needed and not backfill and not noted:
+            noted = True  # (at its start: said once)
+            click.echo(
+                "Note: no backfill under this stream lets a listing prove the index yet: run "
+                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
+                "runs (it waits for the replay margin after the follower's first position), or "
+                "follow with --backfill.",
+                err=True,
+            )
         off = report.stream_off_since  # (said once each time, on a line of its own)
         news, told = off is not None and off != told, off
         stuck = report.held_since
@@ -607,19 +616,6 @@ def follow_command(
         replay_margin=replay_margin,
         on_backfill=on_backfill,
     )
-    if not backfill and not structured(output):
-        index.status(fresh=True)  # the table as it is now: its stream
-        saved = StateStore(index.client, state_table, deadline=index.deadline).load(
-            table_name, index.name
-        )
-        if needs_backfill(saved, index.table_info().stream_arn, replay_margin):
-            click.echo(
-                "Note: no backfill under this stream lets a listing prove the index yet: run "
-                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
-                "runs (it waits for the replay margin after the follower's first position), or "
-                "follow with --backfill.",
-                err=True,
-            )
     stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {sig: signal.getsignal(sig) for sig in stopping}
     received: list[int] = []

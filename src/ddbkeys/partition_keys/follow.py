@@ -43,6 +43,7 @@ from ddbkeys.partition_keys.evidence import (
     advance,
     created_at,
 )
+from ddbkeys.partition_keys.follow_backfill import needs_backfill
 from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan, send
@@ -199,6 +200,9 @@ class FollowReport:
     caught_up_at: float | None = None
     #: Since when it has found the table's stream off (None: on); it waits for a new one.
     stream_off_since: float | None = None
+    #: At its (last) start: whether no backfill under the stream lets a listing prove the
+    #: index yet (with the follower's ``replay_margin``).
+    backfill_needed: bool | None = None
     #: With ``backfill=True``: what its backfill does now (None: nothing yet; "waiting" for
     #: the replay margin, "running", "done", "failed"), how many it finished, and the last.
     backfill_state: str | None = None
@@ -297,6 +301,8 @@ class FollowPlan:
         self.poll = poll
         self.clock = clock
         self.on_batch = on_batch
+        #: The replay margin of the listings it serves (``backfill_needed``, ``--backfill``).
+        self.replay_margin = DEFAULT_REPLAY_MARGIN
         #: The most pending collections it records (see ``pending.MAX_PENDING``), and how often
         #: (seconds) it tries those it knows of again.
         self.max_pending = max_pending
@@ -355,6 +361,10 @@ class FollowPlan:
             if mark.stream == arn
         }
         state.pending = set(saved.pending) if saved is not None else set()
+        # Whether a backfill must still run for listings to prove the index (said at once).
+        state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
+        if self.on_batch is not None:
+            self.on_batch(state.report)
         if state.marks:
             return
         # A first start under this stream: every shard is named now. A closed shard holds
@@ -662,6 +672,7 @@ class FollowerBase:
             index.plan, state_table=state_table, poll=poll, clock=clock, on_batch=on_batch
         )
         self.position = FollowState()
+        self.plan.replay_margin = replay_margin
         #: Whether ``run`` also backfills the index (see ``follow_backfill``), for listings
         #: with this ``replay_margin``; ``on_backfill`` is told what that does, a line each time.
         self.backfill = backfill
