@@ -99,7 +99,7 @@ def deployed(
     put(client, table, "a")
     window.deliver(handler)
     time.sleep(MARGIN + 0.1)
-    MarkerIndex(client, table).backfill(state_table=store)
+    MarkerIndex(client, table).backfill(state_table=store, replay_margin=MARGIN)
     time.sleep(MARGIN + 0.1)
     assert listing(client, table, store) == ["a"] == collections(client, table)
     return table, store, window, handler
@@ -136,7 +136,7 @@ def test_batch_b_before_batch_a_with_factor_2_ends_declined(
     time.sleep(MARGIN + 0.1)
     with pytest.raises(IndexUnprovenError, match="run `index backfill` again"):
         listing(ddb_client, table, store)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     time.sleep(MARGIN + 0.1)
     assert (
         listing(ddb_client, table, store) == ["a", "b", "c", "d"] == collections(ddb_client, table)
@@ -230,7 +230,7 @@ def test_a_role_without_the_permission_keeps_the_markers_and_listings_say_why(
         put(ddb_client, table, "a")
         window.deliver(handler)
         time.sleep(MARGIN + 0.1)
-        MarkerIndex(ddb_client, table).backfill(state_table=store)
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
         put(ddb_client, table, "b")
         window.deliver(handler)  # within a minute of the refusal: not read again
     stubber.assert_no_pending_responses()
@@ -271,7 +271,7 @@ def test_positions_of_a_handler_that_did_not_check_count_after_a_new_backfill(
     time.sleep(MARGIN + 0.1)
     with pytest.raises(IndexUnprovenError, match="read ParallelizationFactor 1 only since"):
         listing(ddb_client, table, store)
-    MarkerIndex(ddb_client, table).backfill(state_table=store)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     time.sleep(MARGIN + 0.1)
     assert listing(ddb_client, table, store) == ["a", "b", "c"] == collections(ddb_client, table)
     ddb_client.delete_table(TableName=store)

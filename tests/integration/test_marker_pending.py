@@ -119,7 +119,7 @@ def started(client: DynamoDBClient, table: str, store: str, kind: str) -> Runnin
     running = Running(client, table, store, kind)
     wait_for_record(client, table, store)
     time.sleep(MARGIN)
-    MarkerIndex(client, table).backfill(state_table=store)
+    MarkerIndex(client, table).backfill(state_table=store, replay_margin=MARGIN)
     return running
 
 

@@ -130,7 +130,9 @@ class TriggerCheck:
         for name in ("factor", "checked", "since", "seen", "first", "gap", "error"):
             value = getattr(self, name)
             if value is not None:
-                raw[name] = round(value, 3) if isinstance(value, float) else value
+                raw[name] = (
+                    _millis(value, up=name != "first") if isinstance(value, float) else value
+                )
         if self.batches:
             raw["batches"] = [list(b) for b in self.batches]
         return json.dumps(raw, separators=(",", ":"))
@@ -192,6 +194,16 @@ class Parallelized:
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
+
+
+def _millis(value: float, *, up: bool) -> float:
+    """A time kept to the millisecond, rounded so that order holds: a check is taken after the
+    position it vouches for was saved, so its time (and ``since``, ``seen``, ``gap``: later is
+    the stricter) is rounded up, and ``first`` down. Rounding to the nearest could put a check
+    before the position saved in the same millisecond, and vouch for nothing (or, rounding
+    ``since`` down, let a backfill count too soon)."""
+    scaled = value * 1000
+    return (math.ceil(scaled) if up else math.floor(scaled)) / 1000
 
 
 def _time(value: Any) -> float | None:
