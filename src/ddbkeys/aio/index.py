@@ -22,6 +22,7 @@ from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
 from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import (
     Both,
     FollowerBase,
@@ -102,11 +103,27 @@ class MarkerIndex(MarkerIndexBase):
         *,
         state_table: str | None = None,
         record: bool = True,
+        mode: str = "auto",
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        streams: Any = None,
     ) -> BackfillReport:
-        """Mark every collection of the table (see the sync ``MarkerIndex.backfill``)."""
-        return await self._run(
-            backfill_flow(self.plan, progress, self._state(state_table) if record else None)
+        """Mark every collection of the table (see the sync ``MarkerIndex.backfill``; a
+        Streams client like ``client`` is opened unless ``streams`` is given or ``mode`` is
+        ``reconcile``)."""
+        flow = backfill_flow(
+            self.plan,
+            progress,
+            self._state(state_table) if record else None,
+            mode,
+            replay_margin,
         )
+        async with contextlib.AsyncExitStack() as stack:
+            if streams is None and mode != "reconcile":
+                streams = await stack.enter_async_context(
+                    await _streams_client_for(self.client, self.table)
+                )
+            owner = f"ddbkeys.aio.{type(self).__name__}"
+            return await AsyncDriver(Both(self.client, streams), self.usage, owner).run(flow)
 
     async def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
