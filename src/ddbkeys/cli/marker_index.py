@@ -30,6 +30,7 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
+from ddbkeys.partition_keys.backfill import MODES
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
 from ddbkeys.partition_keys.state import state_table_name
 
@@ -196,6 +197,15 @@ def unmark_command(
 @table_option
 @index_options
 @state_table_option
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="auto",
+    show_default=True,
+    help="reconcile: a consistent Query a collection; read: one read of the table and its "
+    "index, then the stream over the backfill's window (a replay margin after its last write); "
+    "auto: read where the table has a stream and 1,000 items or more.",
+)
 @connection_options
 @output_option
 def backfill_command(
@@ -203,6 +213,7 @@ def backfill_command(
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
+    mode: str,
     connection: Connection,
     output: str,
 ) -> None:
@@ -229,10 +240,13 @@ def backfill_command(
         report = index.backfill(
             progress=(lambda n: status.update(f"{n} markers written")) if status else None,
             state_table=state_table,
+            mode=mode,
         )
     finally:
         if status is not None:
             status.stop()
+    if report.uncounted is not None:
+        stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     show_marked(report, index, output, usage=True)
 
 
@@ -249,6 +263,9 @@ def show_marked(
         }
         if usage:
             fields["usage"] = index.usage.snapshot()
+            fields["mode"] = report.mode
+            fields["rechecked"] = report.rechecked
+            fields["uncounted"] = report.uncounted
         echo_json(fields)
     else:
         click.echo(f"{report.written} marker(s) written, {report.present} already there")
