@@ -217,8 +217,10 @@ def backfill_command(
     connection: Connection,
     output: str,
 ) -> None:
-    """Reconcile every collection of the table (found with the skip scan) with its marker:
-    mark those without one, remove the markers of those that hold nothing else.
+    """Reconcile every collection of the table with its marker: mark those without one,
+    remove the markers of those that hold nothing else (--mode: a consistent Query a
+    collection, or one read of the table and its index then the stream over the backfill's
+    window; see docs/partition-keys/index.md).
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
     and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
