@@ -70,6 +70,7 @@ if TYPE_CHECKING:
 __all__ = [
     "read_flow",
     "stream_born",
+    "window_names",
     "window_plan",
 ]
 
@@ -114,7 +115,7 @@ def window_plan(
     return ReplayPlan(stream, tuple(reads), margin, now - margin)
 
 
-def _names(info: TableInfo, markers: Markers) -> Callable[[Mapping[str, Any]], bool]:
+def window_names(info: TableInfo, markers: Markers) -> Callable[[Mapping[str, Any]], bool]:
     """Whether a stream record names its collection for the window: any record but one of the
     marker's own key, unless an image it carries shows data there."""
     assert info.sort_key is not None
@@ -255,7 +256,7 @@ def _window(
         return _refused(exc, "describing the table's stream")
     plan = window_plan(saved, stream, shards, started, margin, clock())
     replay = Replay(margin)
-    names = _names(info, index.markers(info))
+    names = window_names(info, index.markers(info))
     for read in plan.reads:
         declined = yield from _read_shard(
             reader, plan, read, info.partition_key.name, replay, names
