@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.capacity import Usage
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
@@ -20,6 +21,7 @@ from ddbkeys.partition_keys.backfill import Controls, backfill_flow
 from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import streams_client_for
+from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_follow_faults import write_randomly
 from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
@@ -117,3 +119,20 @@ def test_changes_between_the_read_and_the_writes_are_reconciled_by_the_window(
         assert report.rechecked >= 2
     else:  # the broken forms leave k119's marker with nothing else (and 'late' unmarked)
         assert marked(ddb_client, table) != truth
+
+
+def test_the_asyncio_backfill_reads_the_same_way(
+    ddb_client: DynamoDBClient, streamed_table: str
+) -> None:
+    table = streamed_table
+    fill(ddb_client, table, 40)
+    time.sleep(MARGIN)  # the stream is older than the window's start
+
+    async def body(client: Any) -> Any:
+        return await AsyncMarkerIndex(client, table).backfill(
+            record=False, mode="read", replay_margin=MARGIN
+        )
+
+    report = run(ddb_client, body)
+    assert (report.mode, report.written, report.uncounted) == ("read", 40, None)
+    assert marked(ddb_client, table) == non_empty(ddb_client, table)

@@ -20,7 +20,7 @@ from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
-from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill import backfill_flow, choose_mode, repair_flow
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import (
@@ -108,8 +108,8 @@ class MarkerIndex(MarkerIndexBase):
         streams: Any = None,
     ) -> BackfillReport:
         """Mark every collection of the table (see the sync ``MarkerIndex.backfill``; a
-        Streams client like ``client`` is opened unless ``streams`` is given or ``mode`` is
-        ``reconcile``)."""
+        Streams client like ``client`` is opened when the read mode runs and ``streams`` is
+        not given)."""
         flow = backfill_flow(
             self.plan,
             progress,
@@ -118,7 +118,8 @@ class MarkerIndex(MarkerIndexBase):
             replay_margin,
         )
         async with contextlib.AsyncExitStack() as stack:
-            if streams is None and mode != "reconcile":
+            reads = mode != "reconcile" and choose_mode(mode, await self.table_info()) == "read"
+            if streams is None and reads:
                 streams = await stack.enter_async_context(
                     await _streams_client_for(self.client, self.table)
                 )
