@@ -161,7 +161,39 @@ def read_flow(
     window: Replay | Decline | None = None
     if controls.window_at_read:
         window = yield from _window(index, reader, saved, info, began, margin, clock)
-    last = clock()
+    written, resolved = yield from _write(index, data, marked, recorded, report, progress, clock)
+    last = clock() if written is None else written
+    if window is None:
+        until = last + margin
+        while (now := clock()) < until:  # the tip is read a margin after the last write
+            yield Pause(until - now)
+        window = yield from _window(index, reader, saved, info, began, margin, clock)
+    if isinstance(window, Decline):
+        report.uncounted = window.reason
+        return resolved
+    report.rechecked = len(window.touched)
+    for key in window.touched.values():
+        if controls.read_only:
+            yield from _look(index, key, index.begin())
+        else:
+            yield from _reconciled(index, key, report)
+    return resolved
+
+
+def _write(
+    index: MarkerPlan,
+    data: set[tuple[str, Any]],
+    marked: set[tuple[str, Any]],
+    recorded: set[str],
+    report: BackfillReport,
+    progress: Callable[[int], None] | None,
+    clock: Callable[[], float],
+) -> Flow[tuple[float | None, list[str]]]:
+    """What the read calls for: a marker for each collection with data and none (``mark``),
+    a reconciliation for each marker whose collection showed nothing else, and one for each
+    clash recorded before. When it last wrote or removed a marker (None: never), and the
+    recorded clashes it found resolved."""
+    last: float | None = None
     report.present += len(data & marked)
     for hashed in sorted(data - marked):
         key = unhash(hashed)
@@ -188,21 +220,9 @@ def read_flow(
             resolved.append(text)
         elif key not in report.clashes:
             report.clashes.append(key)
-    if window is None:
-        until = last + margin
-        while (now := clock()) < until:  # the tip is read a margin after the last write
-            yield Pause(until - now)
-        window = yield from _window(index, reader, saved, info, began, margin, clock)
-    if isinstance(window, Decline):
-        report.uncounted = window.reason
-        return resolved
-    report.rechecked = len(window.touched)
-    for key in window.touched.values():
-        if controls.read_only:
-            yield from _look(index, key, index.begin())
-        else:
-            yield from _reconciled(index, key, report)
-    return resolved
+        if outcome in (Outcome.MARKED, Outcome.UNMARKED):
+            last = clock()
+    return last, resolved
 
 
 def _reconciled(index: MarkerPlan, key: Key, report: BackfillReport) -> Flow[bool]:
