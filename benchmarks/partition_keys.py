@@ -16,8 +16,12 @@ table's stream, so that ``auto`` can prove it complete ("x4 of 16": four paralle
 16 Scan segments in turn), and the index and ``auto`` once the follower is held 1,000 changes
 behind (the listing reads them from the stream and re-checks what they name, or lists another
 way when that costs more; the replay margin is 3 s: DynamoDB Local shows writes in its index at
-once). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
-before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
+once). ``ddbkeys.aio``'s listing (``auto``,
+before the index is built) with 32 concurrent segments, as tasks of one event loop, follows;
+the last row is that backfill (``auto``: the row names the mode it ran) against a plain boto3
+Scan of the table's keys and skip-pages of the same table just before it, checked against
+issue 33's target (at most 1.2x the cheaper of the two, plus 2 RCU a collection it re-checked;
+2 WCU a marker written or removed, the table's and its index's). ``auto``
 must stay within 1.05x of the cheapest method's RCU, and where it costs the same (or a scan costs
 within 1.05x of it), not take much longer. Then one listing's tasks by one worker, process pools
 and Dask, straight to the server and through a proxy holding each request 100 ms, only the
