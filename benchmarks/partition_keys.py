@@ -16,8 +16,12 @@ table's stream, so that ``auto`` can prove it complete ("x4 of 16": four paralle
 16 Scan segments in turn), and the index and ``auto`` once the follower is held 1,000 changes
 behind (the listing reads them from the stream and re-checks what they name, or lists another
 way when that costs more; the replay margin is 3 s: DynamoDB Local shows writes in its index at
-once). The last row of each shape is ``ddbkeys.aio``'s listing (``auto``,
-before the index is built) with 32 concurrent segments, as tasks of one event loop. ``auto``
+once). ``ddbkeys.aio``'s listing (``auto``,
+before the index is built) with 32 concurrent segments, as tasks of one event loop, follows;
+the last row is that backfill (``auto``: the row names the mode it ran) against a plain boto3
+Scan of the table's keys and skip-pages of the same table just before it, checked against
+issue 33's target (at most 1.2x the cheaper of the two, plus 2 RCU a collection it re-checked;
+2 WCU a marker written or removed, the table's and its index's). ``auto``
 must stay within 1.05x of the cheapest method's RCU, and where it costs the same (or a scan costs
 within 1.05x of it), not take much longer. Then one listing's tasks by one worker, process pools
 and Dask, straight to the server and through a proxy holding each request 100 ms, only the
@@ -242,6 +246,15 @@ def print_rows(shape: str, rows: list[Row]) -> None:
             f"{'yes' if row.correct else 'NO':>7}",
             flush=True,
         )
+        if isinstance(row, BackfillRow):
+            print(
+                f"{'':<9}   {row.rcu:.1f} RCU against a plain Scan's {row.scan_rcu:g} and "
+                f"skip-pages' {row.skip_rcu:g} ({row.rcu / min(row.scan_rcu, row.skip_rcu):.2f}x "
+                f"the cheaper), {row.rechecked:,} collections re-checked: target <= "
+                f"{row.target:.1f}; {row.wcu:g} WCU for {row.markers:,} markers written or "
+                "removed (the table's and the marker index's)",
+                flush=True,
+            )
 
 
 # Runs the CLI, then reports its own peak RSS (VmHWM) on stderr. (ru_maxrss would not do: it
@@ -337,7 +350,7 @@ def bench_shape(
     MarkerIndex(client, table).create()
     # A follower of the table's stream, then a backfill: auto can prove the index complete.
     with followed(client, table, state_table) as (index, _, settle):
-        index.backfill(state_table=state_table, replay_margin=DEMO_MARGIN)
+        filled = backfill_row(client, table, state_table, index, rows[3])
         settle()
         rows += [run(m, s) for m, s in [("index", 1), ("auto", 1), ("auto", 4)]]
     # The follower stopped, and held that many changes behind: a listing reads them from the
@@ -346,7 +359,79 @@ def bench_shape(
     expected = non_empty_collections(client, table)
     suffix = f", maintainer {behind:,} behind"
     rows += [run("index", 1, suffix), run("auto", 1, suffix)]
-    return [*rows, aio]
+    return [*rows, aio, filled]
+
+
+def plain_scan(client: DynamoDBClient, table: str) -> Usage:
+    """A plain boto3 Scan of ``table``'s keys (ProjectionExpression on the partition key,
+    eventually consistent, page by page): what the backfill's read is measured against."""
+    usage = Usage()
+    request: dict[str, Any] = {
+        "TableName": table,
+        "ProjectionExpression": "pk",
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    while True:
+        page = client.scan(**request)
+        usage.requests += 1
+        usage.items += len(page.get("Items", []))
+        usage.read_units += float(page["ConsumedCapacity"]["CapacityUnits"])
+        if "LastEvaluatedKey" not in page:
+            return usage
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+#: The backfill's target (issue 33): its read units at most this times the cheaper of a plain
+#: Scan and skip-pages of the table as it is when it begins, plus ``PER_RECHECK`` a collection
+#: it re-checked; a write unit per marker written or removed on the table, and one on the
+#: marker index (ConsumedCapacity TOTAL counts the GSI's write too), and its record's few writes.
+BACKFILL_WITHIN = 1.2
+PER_RECHECK = 2.0
+WCU_PER_MARKER = 2.0
+RECORD_WRITES = 4
+
+
+@dataclass
+class BackfillRow(Row):
+    """The backfill's row, with what its target is measured against."""
+
+    scan_rcu: float = 0.0
+    skip_rcu: float = 0.0
+    rechecked: int = 0
+    wcu: float = 0.0
+    markers: int = 0
+
+    @property
+    def target(self) -> float:
+        return BACKFILL_WITHIN * min(self.scan_rcu, self.skip_rcu) + PER_RECHECK * self.rechecked
+
+
+def backfill_row(
+    client: DynamoDBClient, table: str, state_table: str, index: MarkerIndex, skip: Row
+) -> BackfillRow:
+    """``index backfill`` (``auto``: the row names the mode it ran), after a plain Scan of the
+    table as it is when the backfill begins; ``skip`` is skip-pages' row of the same table."""
+    scan = plain_scan(client, table)
+    usage = Usage()
+    measured = MarkerIndex(client, table, usage=usage)
+    started = time.perf_counter()
+    report = measured.backfill(state_table=state_table, replay_margin=DEMO_MARGIN)
+    seconds = time.perf_counter() - started
+    rechecked = report.rechecked if report.mode == "read" else report.written + report.present
+    markers = report.written + report.removed
+    return BackfillRow(
+        f"backfill ({report.mode})",
+        usage.requests,
+        usage.items,
+        usage.read_units,
+        seconds,
+        not report.clashes and report.uncounted is None,
+        scan_rcu=scan.read_units,
+        skip_rcu=skip.rcu,
+        rechecked=rechecked,
+        wcu=usage.write_units,
+        markers=markers,
+    )
 
 
 def changes_behind(client: DynamoDBClient, table: str, spec: Shape, count: int) -> int:
@@ -440,6 +525,15 @@ def check(shape: str, rows: list[Row]) -> list[str]:
                 f"{shape}: {row.method} wall {row.seconds:.2f}s > 1/4 of the article's "
                 f"{article.seconds:.2f}s"
             )
+    for row in rows:
+        if isinstance(row, BackfillRow) and row.rcu > row.target:
+            problems.append(
+                f"{shape}: {row.method} RCU {row.rcu:g} > {BACKFILL_WITHIN} x min(scan "
+                f"{row.scan_rcu:g}, skip-pages {row.skip_rcu:g}) + {PER_RECHECK:g} x "
+                f"{row.rechecked} re-checked"
+            )
+        if isinstance(row, BackfillRow) and row.wcu > WCU_PER_MARKER * row.markers + RECORD_WRITES:
+            problems.append(f"{shape}: {row.method} WCU {row.wcu:g} > {row.markers} markers")
     return problems + [f"{shape}: {r.method} listed the wrong keys" for r in rows if not r.correct]
 
 

@@ -110,6 +110,11 @@ def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
     # Backfilled, but no maintainer follows the stream: auto cannot prove the index.
     assert rows["auto (skip-pages: index not proven)"].keys == SMALL.keys
     assert report.index_setup["write_units"] > 0
+    # The backfill (read mode) at about a scan's cost (issue 33): within 1.2x the cheaper of a
+    # scan and skip-pages of the same table, plus 2 RCU a collection its window re-checked.
+    cheaper = min(rows["scan"].read_units, rows["skip-pages"].read_units)
+    setup = report.index_setup
+    assert setup["read_units"] <= 1.2 * cheaper + 2 * setup["rechecked"], (setup, cheaper)
 
 
 def test_the_follower_keeps_the_index_exact_while_writers_change_collections(

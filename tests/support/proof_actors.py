@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
@@ -17,7 +18,7 @@ from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill import Controls, backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
 from ddbkeys.partition_keys.follow import FollowPlan, FollowReport, FollowState
@@ -27,7 +28,7 @@ from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces
 from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
 from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
-from tests.support.proof_world import STATE, TABLE, Record, Shard, World
+from tests.support.proof_world import PK, SK, STATE, TABLE, ItemKey, Record, Shard, World
 
 
 def marker(world: World) -> MarkerPlan:
@@ -117,9 +118,49 @@ def _reads_records(step: Step) -> bool:
     return isinstance(step, Request) and step.operation == "get_records"
 
 
-def backfill(world: World, client: ModelClient) -> Stepper:
-    """``index backfill``, recording its start and end on the model clock."""
-    return Stepper(backfill_flow(marker(world), None, record(world)), client)
+class BackfillStepper(Stepper):
+    """``index backfill`` stepped, and what the read mode's own check needs: when it began,
+    when it last wrote a marker from its eventually consistent read (a *blind* write: not
+    just after a consistent read of that collection), and which of the table's versions at a
+    marker's key are its own writes."""
+
+    def __init__(self, flow: Flow[Any], client: ModelClient, world: World, mode: str) -> None:
+        super().__init__(flow, client)
+        self.world = world
+        self.mode = mode
+        self.began = world.now
+        self.blind: float | None = None
+        self.own: set[tuple[ItemKey, int]] = set()  # (marker's key, index in its history)
+        self._previous: str | None = None
+
+    def _one(self, step: Step) -> Step:
+        if not (isinstance(step, Request) and step.params.get("TableName") == TABLE):
+            return super()._one(step)
+        previous, self._previous = self._previous, step.operation
+        if step.operation not in ("put_item", "delete_item"):
+            return super()._one(step)
+        if previous not in ("query", "get_item"):
+            self.blind = self.world.now
+        raw = step.params.get("Key") or step.params.get("Item") or {}
+        key = (str(raw[PK]["S"]), Decimal(str(raw[SK]["N"])))
+        before = len(self.world.history.get(key, []))
+        following = super()._one(step)
+        if len(self.world.history.get(key, [])) > before:
+            self.own.add((key, before))
+        return following
+
+
+def backfill(
+    world: World,
+    client: ModelClient,
+    mode: str = "reconcile",
+    margin: float = 5.0,
+    controls: Controls | None = None,
+) -> BackfillStepper:
+    """``index backfill`` in ``mode`` (the read mode's window ``margin`` seconds on each
+    side, ``controls`` its broken forms), recording its start and end on the model clock."""
+    flow = backfill_flow(marker(world), None, record(world), mode, margin, controls)
+    return BackfillStepper(flow, client, world, mode)
 
 
 def repair(world: World, client: ModelClient) -> None:

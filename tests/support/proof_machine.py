@@ -29,11 +29,15 @@ from typing import ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from ddbkeys.core.steps import Request
+from ddbkeys.partition_keys.backfill import Controls
+from ddbkeys.partition_keys.evidence import CREATED_ROUNDING
 from ddbkeys.partition_keys.maintain import MAX_ROUNDS
 from ddbkeys.partition_keys.markers import unhash
 from ddbkeys.partition_keys.pending import MAX_PENDING
 from ddbkeys.partition_keys.state import evidence_from_item
 from tests.support.proof_actors import (
+    BackfillStepper,
     ModelHandler,
     Stepper,
     Trigger,
@@ -49,6 +53,7 @@ from tests.support.proof_world import (
     ATTR,
     INDEX,
     MARKER_SK,
+    PK,
     TABLE,
     World,
     is_marker,
@@ -73,6 +78,14 @@ class ListingWrong(AssertionError):
     """The listing answered, and not the non-empty collections of the table."""
 
 
+class BackfillWrong(AssertionError):
+    """A read-mode backfill that counts finished with a marker wrong that its window should
+    have put right."""
+
+
+MODES = st.sampled_from(("reconcile", "read"))
+
+
 def _sk(sk: int) -> Decimal:
     return Decimal(sk)
 
@@ -83,6 +96,8 @@ class ProofMachine(RuleBasedStateMachine):
     recheck: ClassVar[bool] = True  # False: the negative control that skips the re-checks
     factor_seen: ClassVar[bool] = True  # False: the control whose trigger always reads 1
     pending: ClassVar[bool] = True  # False: the negative control that ignores pending ones
+    #: The read-mode backfill's broken forms (negative controls): every backfill reads.
+    controls: ClassVar[Controls | None] = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -91,7 +106,10 @@ class ProofMachine(RuleBasedStateMachine):
         self.handler = ModelHandler(self.world, self.client)
         self.handler.lambda_service.honest = self.factor_seen
         self.followers: dict[int, Stepper] = {}
-        self.backfill: Stepper | None = None
+        self.backfill: BackfillStepper | None = None
+        self.backfill_checked = False
+        #: The table's versions that finished backfills wrote (see check_backfill).
+        self.backfilled: set[tuple[tuple[str, Decimal], int]] = set()
         self.trigger: Trigger | None = None
         self.segments = 1
         self.most: int | None = None
@@ -104,9 +122,15 @@ class ProofMachine(RuleBasedStateMachine):
         shards=st.integers(1, 3),
         settled=st.sampled_from(("follower", "lambda", "lambda-unnamed", "none")),
         rounding=st.sampled_from((1.0, 60.0)),
+        mode=MODES,
     )
     def start(
-        self, history: list[tuple[str, int]], shards: int, settled: str, rounding: float = 1.0
+        self,
+        history: list[tuple[str, int]],
+        shards: int,
+        settled: str,
+        rounding: float = 1.0,
+        mode: str = "reconcile",
     ) -> None:
         world = self.world
         world.rounding = rounding
@@ -126,9 +150,27 @@ class ProofMachine(RuleBasedStateMachine):
             world.write(("a", _sk(9)), typed_item("a", _sk(9)))  # a first batch names a shard
             self.quiet()
         world.tick(self.margin + 1)
-        self.backfill = backfill(world, self.client)
+        self.backfill = self.backfill_of(mode)
         self.backfill.advance(200)
+        if not self.backfill.done:  # the read mode waits a margin after its last write
+            world.tick(self.margin + 1)
+            self.backfill.advance(400)
+        self.backfill_finished()
         self.quiet()
+
+    def backfill_of(self, mode: str) -> BackfillStepper:
+        self.backfill_checked = False
+        if self.controls is not None:
+            mode = "read"
+        return backfill(self.world, self.client, mode, self.margin, self.controls)
+
+    def backfill_finished(self) -> None:
+        """Once a backfill has finished: the read mode's own guarantee (see check_backfill)."""
+        if self.backfill is not None and self.backfill.done and not self.backfill_checked:
+            self.backfill_checked = True
+            if self.backfill.error is None:
+                self.backfilled |= self.backfill.own
+            check_backfill(self.backfill, self.world, self.margin, self.backfilled)
 
     @rule()
     def quiet(self) -> None:
@@ -439,15 +481,69 @@ class ProofMachine(RuleBasedStateMachine):
     # --- the backfill and repair ---------------------------------------------------------------
 
     @precondition(lambda self: self.backfill is None or self.backfill.done)
-    @rule()
-    def backfill_starts(self) -> None:
-        self.backfill = backfill(self.world, self.client)
+    @rule(mode=MODES)
+    def backfill_starts(self, mode: str = "reconcile") -> None:
+        self.backfill = self.backfill_of(mode)
 
     @precondition(lambda self: self.backfill is not None and not self.backfill.done)
-    @rule(requests=st.integers(1, 10))
-    def backfill_runs(self, requests: int) -> None:
+    @rule(
+        requests=st.integers(1, 10),
+        meanwhile=st.none() | st.tuples(st.integers(1, 6), KEYS, SORTS, st.booleans()),
+    )
+    def backfill_runs(
+        self, requests: int, meanwhile: tuple[int, str, int, bool] | None = None
+    ) -> None:
+        """The backfill sends ``requests`` requests; ``meanwhile``, the application puts an
+        item or empties a collection between two of them (a second after the one before, and
+        a second before the next)."""
         assert self.backfill is not None
-        self.backfill.advance(requests)
+        if meanwhile is not None:
+            after, pk, sk, there = meanwhile
+
+            def write() -> None:
+                self.world.tick(1.0)
+                if there:
+                    self.world.write((pk, _sk(sk)), typed_item(pk, _sk(sk), note={"S": "new"}))
+                else:  # the collection emptied
+                    for key in [k for k in self.world.table if k[0] == pk and k[1] != MARKER_SK]:
+                        self.world.write(key, None)
+                self.world.tick(1.0)
+
+            self.client.between(after, write)
+        try:
+            self.backfill.advance(requests)
+        finally:
+            self.client.clear_between()
+        self.backfill_finished()
+
+    @precondition(lambda self: self.backfill is not None and not self.backfill.done)
+    @rule(pk=st.none() | KEYS, there=st.booleans())
+    def change_before_a_backfill_write(self, pk: str | None, there: bool) -> None:
+        """The backfill runs up to its next marker write; just before it, a second apart, the
+        application puts an item in, or empties, collection ``pk`` (None: the one the write
+        is for); then the backfill runs to its end, time passing while it waits (the
+        ``meanwhile`` of ``backfill_runs`` interleaves changes with its requests anywhere)."""
+        assert self.backfill is not None
+        self.backfill.advance_until(_writes_a_marker, 60)
+        step = self.backfill.step
+        if self.backfill.done or not _writes_a_marker(step):
+            return
+        assert isinstance(step, Request)
+        raw = step.params.get("Key") or step.params.get("Item") or {}
+        target = pk if pk is not None else str(raw[PK]["S"])
+        self.world.tick(1.0)
+        if there:
+            self.world.write((target, _sk(1)), typed_item(target, _sk(1), note={"S": "new"}))
+        else:
+            for key in [k for k in self.world.table if k[0] == target and k[1] != MARKER_SK]:
+                self.world.write(key, None)
+        self.world.tick(1.0)
+        for _ in range(4):
+            self.backfill.advance(100)
+            if self.backfill.done:
+                break
+            self.world.tick(self.margin + 1)
+        self.backfill_finished()
 
     @precondition(lambda self: self.backfill is not None)
     @rule()
@@ -509,3 +605,70 @@ def check(verdict: Verdict, world: World) -> None:
             f"{sorted(answer - truth)}); re-checked {sorted(touched)}; the index shows "
             f"{sorted(world.index.items())}, with {len(world.pending)} update(s) to come"
         )
+
+
+def check_backfill(
+    stepper: BackfillStepper,
+    world: World,
+    margin: float,
+    backfilled: set[tuple[tuple[str, Decimal], int]],
+) -> None:
+    """The read mode's own guarantee, once a backfill that counts has finished: every
+    collection whose data did not change after the backfill's last write from its eventually
+    consistent read (or after it began, when it made none), and whose marker's key nothing
+    but a finished backfill (``backfilled``: its versions) wrote since its window began (not
+    a maintainer, a backfill stopped half way, or the application's clash), holds its
+    marker exactly when it holds data. (A listing needs less: what changed after the
+    backfill began is in the log; this is what the window itself promises.)"""
+    report = stepper.result
+    if stepper.mode != "read" or stepper.error is not None or report is None:
+        return
+    if report.clashes or report.uncounted is not None:
+        return
+    since = stepper.blind if stepper.blind is not None else stepper.began
+    window = stepper.began - margin - CREATED_ROUNDING
+    wrong = []
+    for pk in sorted({key[0] for key in world.history}):
+        at_marker = (pk, MARKER_SK)
+        versions = world.history.get(at_marker, [])
+        if any(
+            t >= window and (at_marker, i) not in backfilled for i, (t, _) in enumerate(versions)
+        ):
+            continue
+        if _data_changed(world, pk, since):
+            continue
+        holds = any(key[0] == pk and not is_marker(item) for key, item in world.table.items())
+        found = world.table.get(at_marker)
+        SEEN["read-mode backfill: collections checked"] += 1
+        if holds != (found is not None and is_marker(found)):
+            wrong.append(pk)
+    if wrong:
+        raise BackfillWrong(
+            f"the read-mode backfill finished with the markers of {wrong} wrong (its last "
+            f"blind write at {since - world.now:+.1f} s); the table holds {sorted(world.table)}"
+        )
+
+
+def _data_changed(world: World, pk: str, since: float) -> bool:
+    """Whether an item of collection ``pk`` that is data (not ddbkeys' marker) was written or
+    removed at ``since`` or later."""
+    for key, versions in world.history.items():
+        if key[0] != pk:
+            continue
+        previous: dict[str, object] | None = None
+        for t, item in versions:
+            data = (previous is not None and not is_marker(previous)) or (
+                item is not None and not is_marker(item)
+            )
+            if data and t >= since:
+                return True
+            previous = item
+    return False
+
+
+def _writes_a_marker(step: object) -> bool:
+    return (
+        isinstance(step, Request)
+        and step.operation in ("put_item", "delete_item")
+        and step.params.get("TableName") == TABLE
+    )

@@ -21,7 +21,7 @@ from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import Origin, origin_of
 from ddbkeys.partition_keys import index as _sync
-from ddbkeys.partition_keys.backfill import repair_flow, waited_backfill_flow
+from ddbkeys.partition_keys.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.choice import check_margin
@@ -109,26 +109,37 @@ class MarkerIndex(MarkerIndexBase):
         *,
         state_table: str | None = None,
         record: bool = True,
+        mode: str = "auto",
         replay_margin: float = DEFAULT_REPLAY_MARGIN,
         wait: bool = True,
         wait_for_maintainer: bool = False,
         timeout: float | None = None,
         on_wait: Callable[[Readiness], None] | None = None,
+        streams: Any = None,
     ) -> BackfillReport:
         """Mark every collection of the table, begun as the proof's rule says (see the sync
-        ``MarkerIndex.backfill``: the same settings; its waits are on the event loop)."""
-        return await self._run(
-            waited_backfill_flow(
-                self.plan,
-                progress,
-                self._state(state_table) if record else None,
-                replay_margin,
-                wait=wait,
-                for_maintainer=wait_for_maintainer,
-                timeout=timeout,
-                on_wait=on_wait,
-            )
+        ``MarkerIndex.backfill``: the same settings; its waits are on the event loop; a
+        Streams client like ``client`` is opened when the read mode runs and ``streams`` is
+        not given)."""
+        flow = waited_backfill_flow(
+            self.plan,
+            progress,
+            self._state(state_table) if record else None,
+            replay_margin,
+            wait=wait,
+            for_maintainer=wait_for_maintainer,
+            timeout=timeout,
+            on_wait=on_wait,
+            mode=mode,
         )
+        async with contextlib.AsyncExitStack() as stack:
+            reads = mode != "reconcile" and choose_mode(mode, await self.table_info()) == "read"
+            if streams is None and reads:
+                streams = await stack.enter_async_context(
+                    await _streams_client_for(self.client, self.table)
+                )
+            owner = f"ddbkeys.aio.{type(self).__name__}"
+            return await AsyncDriver(Both(self.client, streams), self.usage, owner).run(flow)
 
     async def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
@@ -243,9 +254,9 @@ class StreamFollower(FollowerBase):
             beside = None
             if self.backfill:
                 beside = asyncio.ensure_future(
-                    AsyncDriver(self.index.client, Usage(), "ddbkeys.aio.StreamFollower").run(
-                        self._backfilling(StopOn(_Either(stop, ended)), until_caught_up)
-                    )
+                    AsyncDriver(
+                        Both(self.index.client, streams), Usage(), "ddbkeys.aio.StreamFollower"
+                    ).run(self._backfilling(StopOn(_Either(stop, ended)), until_caught_up))
                 )
             try:
                 return await driver.run(

@@ -32,6 +32,7 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
+from ddbkeys.partition_keys.backfill import MODES
 from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
@@ -251,6 +252,15 @@ def margin_option(func: Any) -> Any:
     help="When no maintainer has recorded a position yet (a Lambda trigger just added), wait "
     "for one, at most SECONDS (no limit when not given), then for the margin.",
 )
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="auto",
+    show_default=True,
+    help="reconcile: a consistent Query a collection; read: one read of the table and its "
+    "index, then the stream over the backfill's window (a replay margin after its last write); "
+    "auto: read where the table has a stream and 1,000 items or more.",
+)
 @connection_options
 @output_option
 def backfill_command(
@@ -261,11 +271,14 @@ def backfill_command(
     replay_margin: float,
     no_wait: bool,
     wait_for_maintainer: float | None,
+    mode: str,
     connection: Connection,
     output: str,
 ) -> None:
-    """Reconcile every collection of the table (found with the skip scan) with its marker:
-    mark those without one, remove the markers of those that hold nothing else.
+    """Reconcile every collection of the table with its marker: mark those without one,
+    remove the markers of those that hold nothing else (--mode: a consistent Query a
+    collection, or one read of the table and its index then the stream over the backfill's
+    window; see docs/partition-keys/index.md).
 
     Collections whose item at the marker's sort key is data are not marked: they are named,
     and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
@@ -340,10 +353,13 @@ def backfill_command(
             wait_for_maintainer=limit is not None,
             timeout=None if limit is None or math.isinf(limit) else limit,
             on_wait=on_wait,
+            mode=mode,
         )
     finally:
         if status is not None and "spinner" in said:
             status.stop()
+    if report.uncounted is not None:
+        stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     show_marked(report, index, output, usage=True)
 
 
@@ -363,6 +379,9 @@ def show_marked(
             fields["removed"] = report.removed
             fields["counts"] = report.counts
             fields["advice"] = report.advice
+            fields["mode"] = report.mode
+            fields["rechecked"] = report.rechecked
+            fields["uncounted"] = report.uncounted
         echo_json(fields)
     else:
         removed = f", {report.removed} removed" if report.removed else ""

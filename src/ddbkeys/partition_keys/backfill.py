@@ -8,11 +8,12 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.core.stopping import StopFlag
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
@@ -24,29 +25,82 @@ from ddbkeys.partition_keys.markers import (
     VerifyReport,
 )
 from ddbkeys.partition_keys.state import StatePlan, key_json, markers_key
+from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
-__all__ = ["backfill_flow", "repair_flow", "waited_backfill_flow"]
+__all__ = [
+    "MODES",
+    "READ_FROM_ITEMS",
+    "Controls",
+    "backfill_flow",
+    "choose_mode",
+    "repair_flow",
+    "waited_backfill_flow",
+]
+
+#: The backfill's modes: ``auto`` chooses between the two others (:func:`choose_mode`).
+MODES = ("auto", "reconcile", "read")
+#: ``auto`` reads (rather than reconciles each collection) from this many items in the table
+#: (DescribeTable): below, the reconcile mode costs a few hundred read units at most, and the
+#: read mode's wait of a margin after its last write is not worth it.
+READ_FROM_ITEMS = 1000
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Two broken forms of the read mode, kept as negative controls for the proof's state
+    machine (tests/support/proof_machine.py), never for use: ``window_at_read``, the window's
+    tip read at the end of the table's read rather than a margin after the last write;
+    ``read_only``, the window's collections re-checked by a read that writes nothing."""
+
+    window_at_read: bool = False
+    read_only: bool = False
+
+
+def choose_mode(mode: str, info: TableInfo) -> str:
+    """``reconcile`` or ``read`` for the table ``info`` describes: as given, or (``auto``) the
+    read mode where the table has a stream (its window is read from it) and at least
+    ``READ_FROM_ITEMS`` items; the read is the same skip scan the reconcile mode finds the keys
+    with, so it costs less whenever its window names fewer collections than the table holds."""
+    if mode not in MODES:
+        raise ConfigurationError(
+            f"Backfill mode {mode!r} for table {info.name!r} is not one of "
+            f"{', '.join(MODES)}: pass one of those.",
+            table=info.name,
+        )
+    if mode != "auto":
+        return mode
+    if info.stream_arn is not None and info.item_count >= READ_FROM_ITEMS:
+        return "read"
+    return "reconcile"
 
 
 def backfill_flow(
     index: MarkerPlan,
     progress: Callable[[int], None] | None,
     store: StatePlan | None,
+    mode: str = "auto",
     margin: float = DEFAULT_REPLAY_MARGIN,
+    controls: Controls | None = None,
     start: Callable[[], Flow[Readiness]] | None = None,
     stop: StopFlag | None = None,
 ) -> Flow[BackfillReport]:
-    """Reconcile every collection of the table (found with the skip scan) with its marker:
-    mark those without one, unmark those that hold nothing else. Recorded in ``store``'s
-    state table (None: not recorded) as evidence for listings (see ``evidence``), with the
-    replay ``margin`` it was begun for: it counts only if it met no clash, and began at least
-    ``margin`` after a maintainer recorded positions. ``start`` (see
-    ``backfill_wait.wait_flow``), run once the index is checked and before anything is
-    written, waits as that rule says and tells whether the backfill will count. ``stop``
-    ends it between pages once set (its record then says it did not finish)."""
+    """Reconcile every collection of the table with its marker: mark those without one,
+    unmark those that hold nothing else. Recorded in ``store``'s state table (None: not
+    recorded) as evidence for listings (see ``evidence``), with the replay ``margin`` it was
+    begun for: it counts only if it met no clash, and began at least ``margin`` after a
+    maintainer recorded positions.
+
+    ``mode`` (see ``choose_mode``): ``reconcile``, each collection found with the skip scan and
+    reconciled by a consistent Query; ``read``, one read of the table and its index, then the
+    stream over the backfill's window (``margin`` seconds, the replay margin, on each side; see
+    ``backfill_read``); ``auto``, chosen from the table's description. ``controls``: the read
+    mode's negative controls (tests only). ``start`` (see ``backfill_wait.wait_flow``), run once
+    the index is checked and before anything is written, waits as that rule says and tells
+    whether the backfill will count. ``stop`` ends it between collections once set (its record
+    then says it did not finish)."""
     info = yield from index.check()
     entry: dict[str, Any] = {}
     report = BackfillReport()
@@ -77,6 +131,49 @@ def backfill_flow(
     # resolved (its eventually consistent scan may not show a collection a maintainer
     # met a moment ago: such a clash stays).
     recorded = set(saved.clashes) if store is not None and saved is not None else set()
+    if choose_mode(mode, info) == "read":
+        # (the read mode reads the stream as a listing does: it imports the replay, above this)
+        from ddbkeys.partition_keys.backfill_read import read_flow  # noqa: PLC0415
+
+        resolved = yield from read_flow(
+            index,
+            store,
+            saved if store is not None else None,
+            entry.get("started"),
+            report,
+            progress,
+            margin,
+            recorded,
+            controls,
+            stop,
+        )
+    else:
+        resolved = yield from _reconcile_each(index, info, recorded, report, progress, stop)
+    if store is not None:
+        entry["finished"] = store.clock()
+        entry["clashes"] = [key_json(k) for k in report.clashes]
+        entry["mode"] = report.mode
+        if report.uncounted is not None:
+            entry["uncounted"] = report.uncounted
+        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
+        yield from store.clashes(index.table, index.name, resolved, add=False)
+        if report.clashes:
+            report.counts = False
+        if report.uncounted is not None:
+            report.counts, report.advice = False, report.uncounted
+    return report
+
+
+def _reconcile_each(
+    index: MarkerPlan,
+    info: TableInfo,
+    recorded: set[str],
+    report: BackfillReport,
+    progress: Callable[[int], None] | None,
+    stop: StopFlag | None = None,
+) -> Flow[list[str]]:
+    """The reconcile mode: each collection found by the skip scan reconciled in turn; the
+    clashes of ``recorded`` it found resolved."""
     resolved: list[str] = []
     # Every collection, one holding nothing but a marker included (its marker goes): the
     # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
@@ -85,6 +182,8 @@ def backfill_flow(
         if stop is not None:
             stop.check()
         for key in (yield from index.page(pages, "reading the table's keys")):
+            if stop is not None:
+                stop.check()
             outcome = yield from reconcile_flow(index, key, index.begin())
             if outcome is not Outcome.CLASH and key_json(key) in recorded:
                 resolved.append(key_json(key))
@@ -98,14 +197,7 @@ def backfill_flow(
                 report.present += 1
             if progress is not None:
                 progress(report.written)
-    if store is not None:
-        entry["finished"] = store.clock()
-        entry["clashes"] = [key_json(k) for k in report.clashes]
-        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
-        yield from store.clashes(index.table, index.name, resolved, add=False)
-        if report.clashes:
-            report.counts = False
-    return report
+    return resolved
 
 
 def waited_backfill_flow(
@@ -119,6 +211,7 @@ def waited_backfill_flow(
     timeout: float | None = None,
     on_wait: Callable[[Readiness], None] | None = None,
     stop: StopFlag | None = None,
+    mode: str = "auto",
 ) -> Flow[BackfillReport]:
     """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
     ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``."""
@@ -136,7 +229,7 @@ def waited_backfill_flow(
             stop=stop,
         )
 
-    return backfill_flow(index, progress, store, margin, start, stop)
+    return backfill_flow(index, progress, store, mode, margin, start=start, stop=stop)
 
 
 def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Flow[VerifyReport]:

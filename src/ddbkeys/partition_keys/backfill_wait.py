@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.evidence import Evidence
+from ddbkeys.partition_keys.evidence import Evidence, _backfill_reason
 from ddbkeys.partition_keys.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ __all__ = [
     "READY",
     "WAITING",
     "Readiness",
+    "needs_backfill",
     "readiness",
     "wait_flow",
 ]
@@ -203,3 +204,20 @@ def wait_flow(
         if on_wait is not None:
             on_wait(where)
         return where
+
+
+def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float) -> bool:
+    """Whether a backfill would let listings prove the index where the record does not: the
+    stream is on, and there is no finished backfill under it begun the margin after the
+    maintainer's first position, or records were lost since it began. A backfill that met a
+    clash is not run again by itself (the data at the marker's key must move first). Pure."""
+    if stream is None:
+        return False
+    backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
+    if backfill is None:
+        last = evidence.backfill if evidence is not None else None
+        return last is None or last.stream != stream or not last.clashes
+    return any(
+        m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
+        for m in evidence.shards.values()  # type: ignore[union-attr]
+    )

@@ -275,6 +275,9 @@ class Backfill:
     markers: str | None = None
     #: The replay margin it was begun for (seconds; None: a record of an older ddbkeys).
     margin: float | None = None
+    #: Why it does not count, when it said so itself (a read-mode backfill whose window of
+    #: the stream could not be read: see ``partition_keys.backfill_read``); None: it may.
+    uncounted: str | None = None
 
 
 @dataclass(frozen=True)
@@ -367,6 +370,8 @@ def _backfill_reason(
         )
     if backfill.finished is None:
         return None, "its backfill has not finished (or was stopped): run `index backfill`"
+    if backfill.uncounted is not None:
+        return None, f"the backfill does not count: {backfill.uncounted}"
     if backfill.clashes:
         return None, (
             "the backfill met data at the marker's key of collection(s) "

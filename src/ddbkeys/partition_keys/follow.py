@@ -32,6 +32,7 @@ from ddbkeys.core.steps import (
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys.partition_keys.backfill_wait import needs_backfill
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import (
     CREATED_ROUNDING,
@@ -43,7 +44,6 @@ from ddbkeys.partition_keys.evidence import (
     advance,
     created_at,
 )
-from ddbkeys.partition_keys.follow_backfill import needs_backfill
 from ddbkeys.partition_keys.index import MarkerIndex
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan, send
@@ -760,7 +760,8 @@ class StreamFollower(FollowerBase):
 
         def run() -> None:
             try:
-                SyncDriver(self.index.client, Usage()).run(flow)
+                # (the Streams client too: a read-mode backfill reads the stream)
+                SyncDriver(Both(self.index.client, self.streams), Usage()).run(flow)
             except _Stopped:
                 pass
             except Exception as exc:  # said, not lost in a thread

@@ -19,9 +19,8 @@ from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.backfill import waited_backfill_flow
-from ddbkeys.partition_keys.backfill_wait import WAITING, Readiness
+from ddbkeys.partition_keys.backfill_wait import WAITING, Readiness, needs_backfill
 from ddbkeys.partition_keys.base import plain_key
-from ddbkeys.partition_keys.evidence import Evidence, _backfill_reason
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import BackfillReport
 from ddbkeys.partition_keys.state import StatePlan
@@ -33,23 +32,6 @@ __all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
 
 #: How often (seconds) a follower with ``backfill`` looks whether a backfill is needed.
 CHECK = 10.0
-
-
-def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float) -> bool:
-    """Whether a backfill would let listings prove the index where the record does not: the
-    stream is on, and there is no finished backfill under it begun the margin after the
-    maintainer's first position, or records were lost since it began. A backfill that met a
-    clash is not run again by itself (the data at the marker's key must move first). Pure."""
-    if stream is None:
-        return False
-    backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
-    if backfill is None:
-        last = evidence.backfill if evidence is not None else None
-        return last is None or last.stream != stream or not last.clashes
-    return any(
-        m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
-        for m in evidence.shards.values()  # type: ignore[union-attr]
-    )
 
 
 def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool | None]:

@@ -29,6 +29,7 @@ from ddbkeys.partition_keys.markers import (
     VerifyReport,
 )
 from ddbkeys.partition_keys.scan import scan_from
+from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -170,17 +171,28 @@ class MarkerIndex(MarkerIndexBase):
         *,
         state_table: str | None = None,
         record: bool = True,
+        mode: str = "auto",
         replay_margin: float = DEFAULT_REPLAY_MARGIN,
         wait: bool = True,
         wait_for_maintainer: bool = False,
         timeout: float | None = None,
         on_wait: Callable[[Readiness], None] | None = None,
+        streams: Any = None,
     ) -> BackfillReport:
-        """Reconcile every collection of the table (found with the skip scan) with its marker:
-        mark those that have none, remove the markers of those that hold nothing else. Each
-        collection costs a consistent Query of at most two items (1 read unit), and a write
-        where its marker changes; a collection whose item at the marker's sort key is data is
-        left as it is and reported (``clashes``).
+        """Reconcile every collection of the table with its marker: mark those that have
+        none, remove the markers of those that hold nothing else; a collection whose item at
+        the marker's sort key is data is left as it is and reported (``clashes``).
+
+        ``mode="reconcile"`` finds the collections with the skip scan and reads each with a
+        consistent Query of at most two items (1 read unit), and again after a write.
+        ``mode="read"`` reads the table once (the skip scan, which reads like a scan where
+        collections are small) and the marker index, writes the markers that calls for (1
+        write unit each), then waits until ``replay_margin`` seconds have passed since its
+        last write, reads the table's stream (``streams``: a DynamoDB Streams client; one like
+        ``client`` when None) from ``replay_margin`` before it began, and reconciles each
+        collection those records name (see ``partition_keys.backfill_read``). ``auto`` (the
+        default) reads where the table has a stream and at least 1,000 items, and reconciles
+        otherwise. ``report.mode`` says which ran.
 
         The start and the end are recorded in ``state_table`` (see
         ``state.state_table_name``; created if missing; ``record=False``: not recorded, and no
@@ -201,18 +213,23 @@ class MarkerIndex(MarkerIndexBase):
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
         waits, and once when it begins. The report says whether the backfill counts
         (``counts``) and, if not, why and what to do (``advice``)."""
-        return self._run(
-            waited_backfill_flow(
-                self.plan,
-                progress,
-                self._state(state_table) if record else None,
-                replay_margin,
-                wait=wait,
-                for_maintainer=wait_for_maintainer,
-                timeout=timeout,
-                on_wait=on_wait,
-            )
+        flow = waited_backfill_flow(
+            self.plan,
+            progress,
+            self._state(state_table) if record else None,
+            replay_margin,
+            wait=wait,
+            for_maintainer=wait_for_maintainer,
+            timeout=timeout,
+            on_wait=on_wait,
+            mode=mode,
         )
+        # (the follower's module imports this one: its two-client driver is reached here)
+        from ddbkeys.partition_keys.follow import Both, Lazy  # noqa: PLC0415
+
+        if streams is None:
+            streams = Lazy(lambda: streams_client_for(self.client, self.table))
+        return SyncDriver(Both(self.client, streams), self.usage).run(flow)
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""

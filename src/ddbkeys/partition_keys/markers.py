@@ -112,6 +112,14 @@ class BackfillReport:
     clashes: list[Any] = field(default_factory=list)
     counts: bool | None = None
     advice: str | None = None
+    #: How it read the table (``"reconcile"``: a consistent Query a collection; ``"read"``: one
+    #: read of the table and its index, then the stream over its window), and how many
+    #: collections that window named (each reconciled again).
+    mode: str = "reconcile"
+    rechecked: int = 0
+    #: Why it does not count as the index's snapshot, when it found that itself (None: see
+    #: the evidence's other rules).
+    uncounted: str | None = None
 
 
 def index_status(info: TableInfo, name: str) -> str | None:

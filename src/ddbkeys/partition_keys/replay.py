@@ -335,10 +335,16 @@ def _server_error(exc: ClientError) -> bool:
 
 
 def _read_shard(
-    reader: Reader, plan: ReplayPlan, read: ShardRead, pk: str, replay: Replay
+    reader: Reader,
+    plan: ReplayPlan,
+    read: ShardRead,
+    pk: str,
+    replay: Replay,
+    names: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> Flow[Decline | None]:
     """Read one shard from ``read.after`` to its tip; the keys its records name go into
-    ``replay.touched``. An expired iterator (15 minutes) is taken again past the last record.
+    ``replay.touched`` (only those of the records ``names`` accepts, when given). An expired
+    iterator (15 minutes) is taken again past the last record.
 
     GetRecords may answer an empty page before a shard's records (its API reference: "it
     might take multiple calls to get to a portion of the shard that contains stream
@@ -381,7 +387,7 @@ def _read_shard(
             ):
                 continue  # history the backfill covers
             key = record.get("dynamodb", {}).get("Keys", {}).get(pk)
-            if key is not None:
+            if key is not None and (names is None or names(record)):
                 replay.touched.setdefault(hashable(key), key)
         following = page.get("NextShardIterator")
         if not following:

@@ -150,6 +150,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
                 clashes=tuple(str(c) for c in data.get("clashes", [])),
                 markers=str(data["markers"]) if data.get("markers") is not None else None,
                 margin=_number(data.get("margin")),
+                uncounted=str(data["uncounted"]) if data.get("uncounted") is not None else None,
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
