@@ -22,6 +22,12 @@ find each out."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from hypothesis import Phase, settings
 from hypothesis import strategies as st
@@ -45,19 +51,43 @@ SCHEDULES = settings(
 )
 
 
-def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
+def schedules() -> None:
+    """The 1,500 schedules, in this interpreter; what they saw, as JSON on stdout."""
     SEEN.clear()
     run_state_machine_as_test(ProofMachine, settings=SCHEDULES)
+    print(json.dumps(dict(SEEN)))
+
+
+def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
+    # In an interpreter of their own: derandomized, the schedules (and what they cover) are
+    # the same on every run there; in an xdist worker after the other unit tests they were
+    # not (some state outside the model, not yet found, changed them), and the coverage
+    # floors below failed by the luck of which tests ran before.
+    root = Path(__file__).resolve().parents[2]
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tests.unit.test_proof_schedules import schedules; schedules()",
+        ],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ, "PYTHONHASHSEED": "0"},
+        timeout=1200,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    SEEN.clear()
+    SEEN.update(json.loads(run.stdout.splitlines()[-1]))
     # A checker that only ever saw declines would prove nothing.
     assert SEEN["proven"] > SEEN["declined"] / 10, SEEN
     assert SEEN["proven, with keys from the index"] > 1000, SEEN
     assert SEEN["proven, with re-checks"] > 1000, SEEN
     # Collections that did not settle (issue 33): recorded, re-checked, and a full set held.
     assert SEEN["proven, with pending collections"] > 100, SEEN
-    # A floor of coverage: 77 alone, 24 after the other unit tests in one xdist worker (the
-    # schedules are not the same there: something global in the model is not reset, yet to
-    # be found), with the Lambda trigger's rules among the same schedules.
-    assert SEEN["a follower held a shard's position (the pending set full)"] > 10, SEEN
+    # A floor of coverage (85 in the run of PYTHONHASHSEED=0, with every rule merged).
+    assert SEEN["a follower held a shard's position (the pending set full)"] > 50, SEEN
     # Read-mode backfills finished and were held to their own guarantee (check_backfill).
     assert SEEN["read-mode backfill: collections checked"] > 300, SEEN
 
