@@ -352,15 +352,22 @@ def proof_options(func: F) -> F:
         help="With --method index: read the index as it is when it cannot be proven complete "
         "(an index your application keeps itself with `index mark`/`unmark`), with a warning.",
     )(func)
+    return replay_margin_option(
+        "How far back the marker index's proof reads the stream before the maintainer's "
+        "positions: writes reach the index and the stream within it (the proof's assumption)."
+    )(func)
+
+
+def replay_margin_option(help_text: str) -> Callable[[F], F]:
+    """--replay-margin (seconds, from 0 to under an hour; 60 by default), said as ``help_text``."""
     return click.option(
         "--replay-margin",
         type=click.FloatRange(0, 3600, max_open=True),
         default=DEFAULT_REPLAY_MARGIN,
         show_default=True,
         metavar="SECONDS",
-        help="How far back the marker index's proof reads the stream before the maintainer's "
-        "positions: writes reach the index and the stream within it (the proof's assumption).",
-    )(func)
+        help=help_text,
+    )
 
 
 def index_options(func: F) -> F:

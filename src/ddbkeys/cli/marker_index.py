@@ -20,6 +20,7 @@ from ddbkeys.cli.common import (
     json_key,
     output_option,
     parse_key,
+    replay_margin_option,
     show_key,
     state_table_option,
     structured,
@@ -34,7 +35,6 @@ from ddbkeys.partition_keys import (
 )
 from ddbkeys.partition_keys.backfill import MODES
 from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
-from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
 from ddbkeys.partition_keys.state import state_table_name
 
@@ -219,16 +219,10 @@ def unmark_command(
         click.echo(f"{removed} marker(s) removed, {len(keys) - removed} not there")
 
 
-def margin_option(func: Any) -> Any:
-    return click.option(
-        "--replay-margin",
-        type=click.FloatRange(0, 3600, max_open=True),
-        default=DEFAULT_REPLAY_MARGIN,
-        show_default=True,
-        metavar="SECONDS",
-        help="The replay margin of the listings that will prove the index: the backfill "
-        "begins at least this long after the maintainer's first position (waiting if needed).",
-    )(func)
+margin_option = replay_margin_option(
+    "The replay margin of the listings that will prove the index: the backfill begins at "
+    "least this long after the maintainer's first position (waiting if needed)."
+)
 
 
 @index_group.command("backfill")
