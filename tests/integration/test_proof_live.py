@@ -124,8 +124,19 @@ def test_the_checker_catches_a_listing_without_its_rechecks(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(choice, "ReplayedIndexMethod", Unchecked)
-    with pytest.raises(AssertionError, match="the listing answered"):
-        run_steps(ddb_client, ddb_table_factory(("pk", "S"), ("sk", "N")), 3, 60)
+    # Which schedule shows the broken listing wrong hangs on timing and on how often the
+    # maintainers' rules make a listing decline (seed 3 caught it until the backfill waited
+    # for its margin and the Lambda handler checked its trigger; 4 to 10 did then): the first
+    # of a few seeds that the checker catches ends the test.
+    missed = []
+    for seed in (3, 4, 5, 6):
+        try:
+            seen = run_steps(ddb_client, ddb_table_factory(("pk", "S"), ("sk", "N")), seed, 60)
+        except AssertionError as caught:
+            assert "the listing answered" in str(caught)
+            return
+        missed.append((seed, seen))
+    pytest.fail(f"the checker caught no broken listing: {missed}")
 
 
 def run_steps(client: DynamoDBClient, table: str, seed: int, steps: int) -> dict[str, int]:
