@@ -108,9 +108,16 @@ class NoRecheck(ProofMachine):
 
 
 class PendingIgnored(ProofMachine):
-    """A listing that re-checks what the stream names but not the pending collections."""
+    """A listing that re-checks what the stream names but not the pending collections. Its
+    maintainers' reconciliations give up with no write at every step (the one cause only the
+    pending set records: a write's own stream record names a hot collection anyway), so that
+    pending collections are common: drawn only now and then, 1,000 random schedules missed
+    them once in CI."""
 
     pending = False
+
+    def upset(self, upset: tuple[str, str] | None) -> None:
+        super().upset(("*", "unsettled"))
 
 
 CONTROLS = settings(
@@ -159,8 +166,15 @@ def test_the_checker_catches_a_broken_listing(machine: type[ProofMachine]) -> No
     # trigger), so these controls run up to 1,000 (each stops at the first it finds).
     rare = (FactorUnseen, PendingIgnored)
     chosen = settings(CONTROLS, max_examples=1000) if machine in rare else CONTROLS
-    with pytest.raises(ListingWrong):
-        run_state_machine_as_test(machine, settings=chosen)
+    # A rare control's 1,000 random schedules still missed about 1 run in 10 (measured):
+    # three runs of them, and the first that catches it ends the test (a checker that cannot
+    # catch it fails all three).
+    for _ in range(3 if machine in rare else 1):
+        try:
+            run_state_machine_as_test(machine, settings=chosen)
+        except ListingWrong:
+            return
+    pytest.fail(f"the checker caught no broken listing of {machine.__name__}")
 
 
 class BackfillControl(ProofMachine):
