@@ -12,6 +12,7 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ddbkeys.core.steps import Flow, Pause, Request
+from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys.partition_keys.backfill import backfill_flow
 from ddbkeys.partition_keys.base import MAX_SORT_KEY
@@ -564,3 +565,60 @@ def test_the_description_is_read_by_the_first_flow_that_needs_it_and_kept() -> N
         MarkerPlan("orders", info=info(sort_key=None))
     with pytest.raises(ConfigurationError, match="describes table 'other'"):
         MarkerPlan("orders", info=info(name="other"))
+
+
+def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_end() -> None:
+    """A record written while a round reads may lie past a shard it already read: the time a
+    follower says it was caught up is when that round began, not when it ended (a test that
+    waited for "caught up after my write" then saw its write unread; found in CI)."""
+    ticks = iter(range(1000, 2000))
+    plan = FollowPlan(index(), state_table="state", clock=lambda: float(next(ticks)))
+    state = FollowState()
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE"), (M, "S", None)]
+    table = {
+        "TableName": "orders",
+        "TableStatus": "ACTIVE",
+        "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+        "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names if k],
+        "GlobalSecondaryIndexes": [
+            {
+                "IndexName": "ddbkeys-partition-keys",
+                "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+                "IndexStatus": "ACTIVE",
+            }
+        ],
+        "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+        "LatestStreamArn": "arn",
+    }
+    answers = {
+        "describe_table": {"Table": table},
+        "get_item": {},
+        "describe_stream": {
+            "StreamDescription": {
+                "Shards": [
+                    {"ShardId": "s1", "SequenceNumberRange": {"StartingSequenceNumber": "1"}}
+                ],
+            }
+        },
+        "get_shard_iterator": {"ShardIterator": "it"},
+        "get_records": {"Records": [], "NextShardIterator": "it"},
+        "update_item": {},
+    }
+    flow = plan.follow(state, StopFlag(), until_caught_up=True, from_start=False)
+    clock_at_reads: list[float] = []
+    step = next(flow)
+    try:
+        while True:
+            if isinstance(step, Pause):
+                step = flow.send(None)
+                continue
+            assert isinstance(step, Request), step
+            if step.operation == "get_records":
+                clock_at_reads.append(plan.clock())
+            step = flow.send(answers[step.operation])
+    except StopIteration as done:
+        report = done.value
+    # The round that found the shard at its end began before its read and ended after it.
+    assert report.caught_up and report.caught_up_at is not None
+    assert report.caught_up_at < clock_at_reads[-1]

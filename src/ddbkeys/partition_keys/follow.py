@@ -196,7 +196,8 @@ class FollowReport:
     unmarked: int = 0
     clashes: int = 0
     caught_up: bool = False
-    #: When (the follower's clock) it last found every shard read to its end.
+    #: When (the follower's clock) it last found every shard read to its end: every record
+    #: written before this time has been applied (the start of the round that found it).
     caught_up_at: float | None = None
     #: Since when it has found the table's stream off (None: on); it waits for a new one.
     stream_off_since: float | None = None
@@ -567,6 +568,26 @@ class FollowPlan:
         values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
         yield from self.store.update(self.index.table, self.index.name, values)
 
+    def _caught_up(self, state: FollowState, arn: str, began: float, now: float) -> Flow[None]:
+        """A round that began at ``began`` found every open shard read to its tip."""
+        state.report.caught_up = True
+        # As of the round's start, not its end: a record written while the round read the
+        # other shards may lie past a shard already read.
+        state.report.caught_up_at = began
+        # A shard with nothing new keeps its position, said again now (true: nothing after it
+        # as of now), so that a quiet shard's mark does not grow a day old while it runs.
+        quiet = [
+            shard
+            for shard, mark in state.marks.items()
+            if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
+        ]
+        for shard in quiet:
+            state.marks[shard] = advance(
+                state.marks[shard], shard, arn, state.marks[shard].since, None, now
+            )
+        if quiet:
+            yield from self._save_marks(state, quiet)
+
     def follow(
         self, state: FollowState, stop: StopFlag, until_caught_up: bool, from_start: bool
     ) -> Flow[FollowReport]:
@@ -580,6 +601,7 @@ class FollowPlan:
         yield from self.start(state, arn, from_start)
         discovered = self.clock()
         while not stop.requested:
+            began = self.clock()
             yield from self._open_iterators(state, arn)
             # At the end only when every shard was read and gave nothing: a shard that ended
             # (its children come next) or whose iterator expired (taken again next round) is
@@ -600,22 +622,7 @@ class FollowPlan:
                 yield from self.retry_owed(state, arn)
             now = self.clock()
             if at_end and not stop.requested:
-                state.report.caught_up = True
-                state.report.caught_up_at = now
-                # Every open shard read to its tip: a shard with nothing new keeps its
-                # position, said again now (true: nothing after it as of now), so that a quiet
-                # shard's mark does not grow a day old while the follower runs.
-                quiet = [
-                    shard
-                    for shard, mark in state.marks.items()
-                    if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
-                ]
-                for shard in quiet:
-                    state.marks[shard] = advance(
-                        state.marks[shard], shard, arn, state.marks[shard].since, None, now
-                    )
-                if quiet:
-                    yield from self._save_marks(state, quiet)
+                yield from self._caught_up(state, arn, began, now)
                 if until_caught_up:
                     break
                 yield Pause(self.poll, stop=stop)
