@@ -319,6 +319,12 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--quick", action="store_true", help="Small tables (a smoke test).")
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
     parser.add_argument("--workers-only", action="store_true", help="Only the workers' rows.")
+    parser.add_argument(
+        "--shape",
+        action="append",
+        choices=["uniform", "small", "skewed", "sample-b", "sample-s", "unit-b"],
+        help="Only this table shape (repeatable), then the memory and workers' rows.",
+    )
     plot_arguments(parser, CHART)
     return parser.parse_args()
 
@@ -561,7 +567,8 @@ def main() -> int:
     states = TableFactory(client, prefix="ddbkeys-bench-state")
     state_table = states(("id", "S"))  # the indexes' records (a follower's, a backfill's)
     try:
-        for shape, spec in [] if only else shapes(scale).items():
+        chosen = [(s, spec) for s, spec in shapes(scale).items() if s in (args.shape or [s])]
+        for shape, spec in [] if only else chosen:
             sizes = spec.sizes
             table = factory(("pk", "S"), ("sk", spec.sort_type))
             load(client, table, spec)
