@@ -149,13 +149,13 @@ class TriggerCheck:
             return cls(
                 stream=str(raw["stream"]),
                 factor=None if factor is None else int(factor),
-                checked=_time(raw.get("checked")),
-                since=_time(raw.get("since")),
-                seen=_time(raw.get("seen")),
+                checked=record_time(raw.get("checked")),
+                since=record_time(raw.get("since")),
+                seen=record_time(raw.get("seen")),
                 error=_text(raw.get("error")),
                 batches=batches,
-                gap=_time(raw.get("gap")),
-                first=_time(raw.get("first")),
+                gap=record_time(raw.get("gap")),
+                first=record_time(raw.get("first")),
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
@@ -188,7 +188,7 @@ class Parallelized:
             factor = raw.get("factor")
             return cls(
                 str(raw["stream"]),
-                float(_time(raw["at"])),  # type: ignore[arg-type]
+                float(record_time(raw["at"])),  # type: ignore[arg-type]
                 None if factor is None else int(factor),
                 _text(raw.get("function")),
             )
@@ -206,7 +206,9 @@ def _millis(value: float, *, up: bool) -> float:
     return (math.ceil(scaled) if up else math.floor(scaled)) / 1000
 
 
-def _time(value: Any) -> float | None:
+def record_time(value: Any) -> float | None:
+    """A time from the state record: a finite number, or None (anything else is not one
+    ddbkeys wrote: ValueError, which the record's reader reports as a broken part)."""
     if value is None:
         return None
     number = float(value)

@@ -163,6 +163,11 @@ class StreamRead:
     decline: Decline | None = None
 
 
+def _costly(what: str) -> Decline:
+    """Too much to re-check: ``what`` costs more than listing another way."""
+    return Decline(f"{what}, and re-checking them costs more than listing another way")
+
+
 def read_flow(
     reader: Reader,
     marker: MarkerPlan,
@@ -195,10 +200,7 @@ def read_flow(
             shards,
             plan,
             replay,
-            Decline(
-                f"{replay.pending:,} collection(s) are pending (their markers did not settle), "
-                "and re-checking them costs more than listing another way"
-            ),
+            _costly(f"{replay.pending:,} collection(s) are pending (their markers did not settle)"),
         )
     pk = info.partition_key.name
     for read in plan.reads:
@@ -210,11 +212,13 @@ def read_flow(
                 shards,
                 plan,
                 replay,
-                Decline(
+                _costly(
                     f"the stream since the maintainer's positions names more than {most:,} "
-                    "collections, and re-checking them costs more than listing another way"
-                    if most
-                    else "the stream since the maintainer's positions names a collection to "
+                    "collections"
+                )
+                if most
+                else Decline(
+                    "the stream since the maintainer's positions names a collection to "
                     "re-check, which costs more than a scan of this small table"
                 ),
             )

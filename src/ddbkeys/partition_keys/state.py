@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import base64
 import json
-import math
 import os
 import time
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     PARALLELIZED,
     Parallelized,
     TriggerCheck,
+    record_time,
 )
 from ddbkeys.retry import Deadline, RetryPolicy
 from ddbkeys.schema import described
@@ -97,16 +97,6 @@ def key_json(key: dict[str, Any]) -> str:
     return json.dumps({kind: raw}, separators=(",", ":"))
 
 
-def _number(value: Any) -> float | None:
-    """A time from the record: a finite number (anything else is not one ddbkeys wrote)."""
-    if value is None:
-        return None
-    number = float(value)
-    if not math.isfinite(number):
-        raise ValueError(f"not a time: {value!r}")
-    return number
-
-
 def markers_key(attribute: str, sort_key: dict[str, Any]) -> str:
     """How markers were recognised (their attribute and sort key), as a backfill records it:
     a listing proves the index only with the same."""
@@ -143,13 +133,13 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         try:
             data = json.loads(raw)
             backfill = Backfill(
-                started=float(_number(data["started"])),  # type: ignore[arg-type]
+                started=float(record_time(data["started"])),  # type: ignore[arg-type]
                 stream=data.get("stream"),
-                maintained_since=_number(data.get("maintained_since")),
-                finished=_number(data.get("finished")),
+                maintained_since=record_time(data.get("maintained_since")),
+                finished=record_time(data.get("finished")),
                 clashes=tuple(str(c) for c in data.get("clashes", [])),
                 markers=str(data["markers"]) if data.get("markers") is not None else None,
-                margin=_number(data.get("margin")),
+                margin=record_time(data.get("margin")),
                 uncounted=str(data["uncounted"]) if data.get("uncounted") is not None else None,
             )
         except (ValueError, TypeError, KeyError, AttributeError):
@@ -249,33 +239,20 @@ class StatePlan:
     def load(self, table: str, index: str) -> Flow[Evidence | None]:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
-        request = get_item(
-            {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
-            counted=False,
-        )
         try:
-            answer: GetItemOutputTypeDef = yield from self._send(
-                request, "reading the index's record"
-            )
+            item = yield from self._get(table, index)
         except DdbKeysError as exc:
             if _code(exc) == "ResourceNotFoundException":
                 return None
             raise
-        item = answer.get("Item")
-        return evidence_from_item(table, index, dict(item)) if item else None
+        return evidence_from_item(table, index, item) if item else None
 
     def record(self, table: str, index: str) -> Flow[dict[str, Any] | None]:
         """The record of ``table``'s index ``index`` as GetItem returns it (None: none), for
         a reader that must not take a missing state table for an empty one: that is an error
         naming it (nothing is created)."""
-        request = get_item(
-            {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
-            counted=False,
-        )
         try:
-            answer: GetItemOutputTypeDef = yield from self._send(
-                request, "reading the index's record"
-            )
+            return (yield from self._get(table, index))
         except DdbKeysError as exc:
             if _code(exc) != "ResourceNotFoundException":
                 raise
@@ -286,6 +263,14 @@ class StatePlan:
                 "$DDBKEYS_STATE_TABLE).",
                 table=self.name,
             ) from exc
+
+    def _get(self, table: str, index: str) -> Flow[dict[str, Any] | None]:
+        """The record, read consistently (None: none); errors as the driver translates them."""
+        request = get_item(
+            {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
+            counted=False,
+        )
+        answer: GetItemOutputTypeDef = yield from self._send(request, "reading the index's record")
         item = answer.get("Item")
         return dict(item) if item else None
 
