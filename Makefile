@@ -32,6 +32,7 @@ test: setup lint typecheck
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m ddbkeys.cli.reference --write
+	$(BIN)/python scripts/public_api.py --write
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
