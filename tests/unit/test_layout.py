@@ -36,8 +36,6 @@ LONG_MODULES = {
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
     "cli/partition_keys.py:partition_keys_group",
-    "cli/demo.py:print_report",
-    "cli/index_status.py:render_status",
     "partition_keys/replay.py:_read_shard",
     "partition_keys/lambda_trigger.py:recorded",
     "partition_keys/lambda_trigger.py:trigger_decline",
@@ -46,7 +44,6 @@ COMPLEX_FUNCTIONS = {
     "partition_keys/follow.py:FollowPlan.follow",
     "core/attempts.py:attempts",
     "ids/blocks_core.py:BlockState.take",
-    "ids/gapless_plan.py:GaplessPlan.cancelled",
 }
 
 

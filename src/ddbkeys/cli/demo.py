@@ -7,6 +7,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
@@ -16,6 +17,9 @@ from rich.table import Table
 from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option, structured
 from ddbkeys.demo import DemoReport, run_demo
 from ddbkeys.demo import Progress as ProgressCallback
+
+if TYPE_CHECKING:
+    from ddbkeys.demo_keys import MaintainedResult
 
 
 @contextmanager
@@ -55,6 +59,7 @@ def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
 
 
 def print_report(report: DemoReport, startup: float | None) -> None:
+    """The demo's three sections (ids, listings, the marker index kept right) and a verdict."""
     console = Console()
     if not console.is_terminal:
         console = Console(width=130)
@@ -63,6 +68,17 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         f"\n[bold]ddbkeys demo[/bold] on {where}"
         + (f" (started in {startup:.1f} s)" if startup is not None else "")
     )
+    _print_ids(console, report)
+    scan_units = _print_keys(console, report)
+    if report.maintained is not None:
+        _print_upkeep(console, report, report.maintained, scan_units)
+    verdict = (
+        "[green]every promise kept[/green]" if report.ok else "[red]A PROMISE WAS BROKEN[/red]"
+    )
+    console.print(f"\n{verdict}, in {report.seconds:.1f} s.")
+
+
+def _print_ids(console: Console, report: DemoReport) -> None:
     faults = (
         f"through a fault proxy that lost {report.sizes.lose_response:.0%} of the write\n"
         f"   responses and throttled {report.sizes.throttle:.0%} of the writes"
@@ -113,6 +129,10 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         "  lost and writes it throttled. WCU/id: write units the service would bill, items\n"
         "  included where the strategy writes them."
     )
+
+
+def _print_keys(console: Console, report: DemoReport) -> float:
+    """Section 2; the scan's read units (0 when it did not run)."""
     console.print(
         f"\n[bold]2. Distinct partition keys[/bold] of a {report.table_items:,}-item table "
         f"({report.keys[0].keys if report.keys else 0:,} customers):"
@@ -148,45 +168,46 @@ def print_report(report: DemoReport, startup: float | None) -> None:
         f"{setup.get('write_units', 0):.1f} WCU, once (one read of the table and its index); "
         "after that, a maintainer keeps it right (section 3)."
     )
-    upkeep = report.maintained
-    if upkeep is not None:
-        console.print("\n[bold]3. A marker index kept right from the table's stream[/bold]")
-        console.print("  Backfilled with nothing following the stream, auto could not prove it:")
-        reason = textwrap.fill(upkeep.refused_reason + ".", 96, initial_indent="    ")
-        console.print(textwrap.indent(reason, "    ").removeprefix("    "), markup=False)
-        console.print(
-            f"  With `index follow` running and a new backfill, {report.sizes.changes} changes "
-            f"from 4 writers\n  ({upkeep.added} collections added, {upkeep.emptied} emptied): "
-            f"the follower handled {upkeep.records} stream records,\n  wrote {upkeep.marked} "
-            f"markers and removed {upkeep.unmarked}."
-        )
-        healthy = "[green]healthy[/green]" if upkeep.healthy else "[red]NOT HEALTHY[/red]"
-        for when, run in (
-            ("Right after the changes", upkeep.right_after),
-            ("Once the follower caught up", upkeep.settled),
-        ):
-            right = "[green]yes[/green]" if run.correct else "[red]NO[/red]"
-            share = f" ({run.read_units / scan_units:.3f} of the scan)" if scan_units else ""
-            proof = (
-                f", proven by {run.records} stream records read past the follower's positions "
-                f"and {run.rechecked} collections re-checked"
-                if run.method == "index"
-                else ""
-            )
-            line = (
-                f"{when}, auto used {run.method}: {run.keys:,} keys, right? {right}; "
-                f"{run.read_units:,.1f} RCU{share}{proof}."
-            )
-            console.print(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="    "))
-        line = (
-            f"(Replay margin {upkeep.margin:g} s: DynamoDB Local shows writes in its index at "
-            f"once; on the service keep the default 60 s.) index verify: {healthy}."
-        )
-        console.print(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="  "))
-    verdict = (
-        "[green]every promise kept[/green]" if report.ok else "[red]A PROMISE WAS BROKEN[/red]"
+    return scan_units
+
+
+def _print_upkeep(
+    console: Console, report: DemoReport, upkeep: MaintainedResult, scan_units: float
+) -> None:
+    """Section 3: the listings before and after a follower caught up."""
+    console.print("\n[bold]3. A marker index kept right from the table's stream[/bold]")
+    console.print("  Backfilled with nothing following the stream, auto could not prove it:")
+    reason = textwrap.fill(upkeep.refused_reason + ".", 96, initial_indent="    ")
+    console.print(textwrap.indent(reason, "    ").removeprefix("    "), markup=False)
+    console.print(
+        f"  With `index follow` running and a new backfill, {report.sizes.changes} changes "
+        f"from 4 writers\n  ({upkeep.added} collections added, {upkeep.emptied} emptied): "
+        f"the follower handled {upkeep.records} stream records,\n  wrote {upkeep.marked} "
+        f"markers and removed {upkeep.unmarked}."
     )
-    console.print(f"\n{verdict}, in {report.seconds:.1f} s.")
+    healthy = "[green]healthy[/green]" if upkeep.healthy else "[red]NOT HEALTHY[/red]"
+    for when, run in (
+        ("Right after the changes", upkeep.right_after),
+        ("Once the follower caught up", upkeep.settled),
+    ):
+        right = "[green]yes[/green]" if run.correct else "[red]NO[/red]"
+        share = f" ({run.read_units / scan_units:.3f} of the scan)" if scan_units else ""
+        proof = (
+            f", proven by {run.records} stream records read past the follower's positions "
+            f"and {run.rechecked} collections re-checked"
+            if run.method == "index"
+            else ""
+        )
+        line = (
+            f"{when}, auto used {run.method}: {run.keys:,} keys, right? {right}; "
+            f"{run.read_units:,.1f} RCU{share}{proof}."
+        )
+        console.print(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="    "))
+    line = (
+        f"(Replay margin {upkeep.margin:g} s: DynamoDB Local shows writes in its index at "
+        f"once; on the service keep the default 60 s.) index verify: {healthy}."
+    )
+    console.print(textwrap.fill(line, 100, initial_indent="  ", subsequent_indent="  "))
 
 
 @click.command("demo")

@@ -96,41 +96,8 @@ def render_status(status: ProofStatus) -> list[str]:
         lines.append("Maintainer: none has recorded a position under this stream")
     lines.append(f"Shards ({len(status.shards)}):")
     lines.extend(_shard(s) for s in status.shards)
-    backfill = status.backfill
-    if backfill is None:
-        lines.append(f"Backfill: none recorded (in state table {status.state_table})")
-    else:
-        text = f"Backfill: began at {_at(backfill.started, now)}"
-        if backfill.after_first is not None:
-            text += f", {backfill.after_first:.0f} s after the maintainer's first position"
-        else:
-            text += ", before any maintainer's position"
-        text += f" (a listing needs {status.margin:g} s)"
-        if backfill.margin is not None:
-            text += f"; begun for a replay margin of {backfill.margin:g} s"
-        text += (
-            f"; finished at {_at(backfill.finished, now)}"
-            if backfill.finished is not None
-            else "; not finished"
-        )
-        if not backfill.current_stream:
-            text += "; under another stream"
-        text += f"; {len(backfill.clashes)} clash(es)"
-        lines.append(text)
-    if status.provable:
-        lines.append(f"Provable: yes (replay margin {status.margin:g} s)")
-    else:
-        lines.append(f"Provable: no: {status.reason}")
-        if status.fix is not None:
-            when = ""
-            if status.fix_in and " backfill " in status.fix:
-                when = (
-                    f" (it waits {_span(status.fix_in)}, the rest of the replay margin, until "
-                    f"{_clock(now + status.fix_in)}; provable once it finishes)"
-                )
-            lines.append(f"Fix: {status.fix}{when}")
-        if status.provable_in is not None:
-            lines.append(f"Provable in {_span(status.provable_in)} with nothing done")
+    lines.append(_backfill(status))
+    lines.extend(_verdict(status))
     if status.records is not None and status.rechecks is not None:
         lines.append(
             f"A listing now: {status.records:,} stream record(s) to read, {status.rechecks:,} "
@@ -138,6 +105,47 @@ def render_status(status: ProofStatus) -> list[str]:
             f"{status.scan_rcu:g} RCU for a scan"
             + ("" if status.auto_uses_index else " (auto lists another way: cheaper)")
         )
+    return lines
+
+
+def _backfill(status: ProofStatus) -> str:
+    """The backfill's record, in one line."""
+    backfill, now = status.backfill, status.now
+    if backfill is None:
+        return f"Backfill: none recorded (in state table {status.state_table})"
+    text = f"Backfill: began at {_at(backfill.started, now)}"
+    if backfill.after_first is not None:
+        text += f", {backfill.after_first:.0f} s after the maintainer's first position"
+    else:
+        text += ", before any maintainer's position"
+    text += f" (a listing needs {status.margin:g} s)"
+    if backfill.margin is not None:
+        text += f"; begun for a replay margin of {backfill.margin:g} s"
+    text += (
+        f"; finished at {_at(backfill.finished, now)}"
+        if backfill.finished is not None
+        else "; not finished"
+    )
+    if not backfill.current_stream:
+        text += "; under another stream"
+    return text + f"; {len(backfill.clashes)} clash(es)"
+
+
+def _verdict(status: ProofStatus) -> list[str]:
+    """Whether it is provable; if not, why, the fix and when."""
+    if status.provable:
+        return [f"Provable: yes (replay margin {status.margin:g} s)"]
+    lines = [f"Provable: no: {status.reason}"]
+    if status.fix is not None:
+        when = ""
+        if status.fix_in and " backfill " in status.fix:
+            when = (
+                f" (it waits {_span(status.fix_in)}, the rest of the replay margin, until "
+                f"{_clock(status.now + status.fix_in)}; provable once it finishes)"
+            )
+        lines.append(f"Fix: {status.fix}{when}")
+    if status.provable_in is not None:
+        lines.append(f"Provable in {_span(status.provable_in)} with nothing done")
     return lines
 
 

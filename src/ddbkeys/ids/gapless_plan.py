@@ -349,33 +349,18 @@ class GaplessPlan:
         returns to go on with the items left at once."""
         if cancellation.verdict is Verdict.INVALID:
             raise cancelled_error(self, cancellation)
-        info, counter, live, results = commit.info, commit.counter, commit.live, commit.results
-        last = commit.last
+        info, live, last = commit.info, commit.live, commit.last
         commit.last = commit.token = None
         commit.streak += 1
         counter_moved = cancellation.failed(0)
         taken = [live[i - 1] for i in cancellation.failed_conditions if i >= 1]
         target = self.id_target(info)
-        if counter_moved:
-            old = cancellation.old_item(0) or {}
-            # Another writer moved the counter: its old image says where it is now (or that it
-            # holds something no counter may hold, which raises CounterStateError).
-            now = self.value(counter, old.get(counter.attribute))
-            state.learn(now)
-            if now + len(live) > MAX_ID:  # (no wait for that news)
-                raise self.exhausted(now, len(live))
-        else:
-            state.learn(last if cancellation.verdict is Verdict.CONDITIONS else None)
+        self._learn(commit, cancellation, state, counter_moved, last)
         if taken and (target is None or not counter_moved):
             # The key is taken and not by a racing writer of this sequence: either the item
             # exists (its key does not hold the id), or the id's key holds an item the sequence
             # did not write (the counter is behind the table).
-            blocked = taken if target is None else list(live)
-            for index in blocked:
-                results[index] = self.exists_error(commit.items[index], cancellation, last, info)
-            if commit.atomic:
-                raise results[blocked[0]]  # type: ignore[misc]
-            live[:] = [i for i in live if results[i] is None]
+            self._refuse(commit, cancellation, taken if target is None else list(live), last)
             if not counter_moved:
                 return
         if counter_moved or (taken and target is not None):
@@ -388,6 +373,39 @@ class GaplessPlan:
         if cancellation.verdict is Verdict.THROTTLED:
             raise Throttled(cancellation.describe())
         raise Contention(immediate=False)
+
+    def _learn(
+        self,
+        commit: Commit,
+        cancellation: Cancellation,
+        state: CounterState,
+        counter_moved: bool,
+        last: int | None,
+    ) -> None:
+        """What the cancellation says of the counter, learnt by ``state``."""
+        if not counter_moved:
+            state.learn(last if cancellation.verdict is Verdict.CONDITIONS else None)
+            return
+        old = cancellation.old_item(0) or {}
+        # Another writer moved the counter: its old image says where it is now (or that it
+        # holds something no counter may hold, which raises CounterStateError).
+        now = self.value(commit.counter, old.get(commit.counter.attribute))
+        state.learn(now)
+        if now + len(commit.live) > MAX_ID:  # (no wait for that news)
+            raise self.exhausted(now, len(commit.live))
+
+    def _refuse(
+        self, commit: Commit, cancellation: Cancellation, blocked: list[int], last: int | None
+    ) -> None:
+        """The ``blocked`` items' keys are taken: each gets its error (an atomic commit raises
+        the first) and leaves the live items."""
+        for index in blocked:
+            commit.results[index] = self.exists_error(
+                commit.items[index], cancellation, last, commit.info
+            )
+        if commit.atomic:
+            raise commit.results[blocked[0]]  # type: ignore[misc]
+        commit.live[:] = [i for i in commit.live if commit.results[i] is None]
 
     def backoff(self, commit: Commit) -> float:
         """The wait after a lost race: uniform up to the lost transaction's round trip (at
