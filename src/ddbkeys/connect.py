@@ -31,8 +31,9 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ProfileNotFound
 
+from ddbkeys._translate import translate_error
 from ddbkeys.clients import guard
-from ddbkeys.errors import ConfigurationError, translate_error
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import remember
 from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.version import __version__

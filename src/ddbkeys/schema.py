@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ddbkeys._translate import raise_translated
 from ddbkeys.attributes import (
     MAX_DIGITS,
     MAX_NESTING,
@@ -24,12 +25,7 @@ from ddbkeys.attributes import (
     to_attributes,
 )
 from ddbkeys.core.steps import Flow, describe_table
-from ddbkeys.errors import (
-    ConfigurationError,
-    KeySchemaError,
-    raise_translated,
-    unexpected_answer,
-)
+from ddbkeys.errors import ConfigurationError, KeySchemaError, unexpected_answer
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -7,13 +7,9 @@ from typing import TYPE_CHECKING
 import pytest
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import translate_error
 from ddbkeys.connect import make_client
-from ddbkeys.errors import (
-    EndpointUnreachableError,
-    KeySchemaError,
-    TableNotFoundError,
-    translate_error,
-)
+from ddbkeys.errors import EndpointUnreachableError, KeySchemaError, TableNotFoundError
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:

@@ -27,11 +27,9 @@ LONG_MODULES = {
     "partition_keys/marker_plan.py",
     "partition_keys/estimate.py",
     "partition_keys/aws_lambda.py",
-    "errors.py",
     "partition_keys/replay.py",
     "ids/blocks_core.py",
     "demo.py",
-    "ids/counter.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {

@@ -23,6 +23,7 @@ from typing import Any, cast
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
+from ddbkeys._translate import translate_error
 from ddbkeys.clients import ResourceClient, guard, serializes_again
 from ddbkeys.connect import (
     LOCAL_ACCESS_KEY,
@@ -33,7 +34,7 @@ from ddbkeys.connect import (
     resolve_settings,
 )
 from ddbkeys.core.loops import loop_state
-from ddbkeys.errors import ConfigurationError, translate_error
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.origins import remember
 from ddbkeys.retry import DEFAULT_DEADLINE
 

@@ -21,9 +21,10 @@ from rich.console import Console
 from rich.live import Live
 from rich.spinner import Spinner
 
+from ddbkeys._translate import one_line, translate_error
 from ddbkeys.cli.rendering import FORMATS, check_query, configured_output, render
 from ddbkeys.connect import make_client
-from ddbkeys.errors import DdbKeysError, one_line, translate_error
+from ddbkeys.errors import DdbKeysError
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE

@@ -12,20 +12,17 @@ from typing import TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Flow, Pause, Request, Step
-from ddbkeys.core.stopping import StopFlag
-from ddbkeys.errors import (
-    DdbKeysError,
-    DeadlineExceededError,
-    cut_short,
+from ddbkeys._translate import (
     deadline_exceeded,
     describe_failure,
-    error_code,
     foreign_answer,
     raise_translated,
     unanswered,
 )
+from ddbkeys.capacity import Usage
+from ddbkeys.core.steps import Flow, Pause, Request, Step
+from ddbkeys.core.stopping import StopFlag
+from ddbkeys.errors import DdbKeysError, DeadlineExceededError, cut_short, error_code
 from ddbkeys.retry import (
     MAX_REFUSED_ATTEMPTS,
     Deadline,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import error_response
 from ddbkeys.capacity import Usage
 from ddbkeys.clients import as_client
 from ddbkeys.core.attempts import Contention, Throttled, attempts
@@ -24,7 +25,6 @@ from ddbkeys.errors import (
     KeySchemaError,
     TableNotFoundError,
     error_code,
-    error_response,
 )
 from ddbkeys.ids import described
 from ddbkeys.ids.cancellation import Cancellation, read_cancellation

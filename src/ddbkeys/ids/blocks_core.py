@@ -11,7 +11,8 @@ from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, NamedTuple, TypeVar
 
-from ddbkeys.errors import ConfigurationError, DeadlineExceededError, fresh
+from ddbkeys._translate import fresh
+from ddbkeys.errors import ConfigurationError, DeadlineExceededError
 from ddbkeys.ids.values import whole_number
 from ddbkeys.retry import Deadline
 

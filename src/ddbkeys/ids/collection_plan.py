@@ -16,10 +16,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import error_response
 from ddbkeys.capacity import write_units
 from ddbkeys.core.attempts import Contention, Throttled
 from ddbkeys.core.steps import Flow, put_item, query
-from ddbkeys.errors import ConfigurationError, error_code, error_response
+from ddbkeys.errors import ConfigurationError, error_code
 from ddbkeys.ids.base import (
     TYPE_NAMES,
     TYPE_SET,

@@ -11,16 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import error_response
 from ddbkeys.capacity import Usage
 from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import Flow, update_item
-from ddbkeys.errors import (
-    ConfigurationError,
-    DdbKeysError,
-    error_code,
-    error_response,
-    unexpected_answer,
-)
+from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, unexpected_answer
 from ddbkeys.ids.base import (
     TYPE_NAMES,
     TYPE_SET,

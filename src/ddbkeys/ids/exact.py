@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import error_response
 from ddbkeys.core.attempts import Contention
 from ddbkeys.core.steps import Flow, update_item
-from ddbkeys.errors import DdbKeysError, error_code, error_response, unexpected_answer
+from ddbkeys.errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys.ids.base import (
     TYPE_NAMES,
     TYPE_SET,

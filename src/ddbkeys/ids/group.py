@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
-from ddbkeys.errors import fresh
+from ddbkeys._translate import fresh
 
 __all__ = ["AsyncGroupCommit", "GroupCommit", "GroupsInUse", "alone_after"]
 

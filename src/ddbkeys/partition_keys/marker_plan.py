@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
 
+from ddbkeys._translate import error_response
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
 from ddbkeys.core.reads import Through
@@ -29,7 +30,7 @@ from ddbkeys.core.steps import (
     update_table,
 )
 from ddbkeys.entity import ENTITY_ATTRIBUTE, MARKER
-from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code, error_response
+from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys.partition_keys.base import Key, check_deadline, client_and_table, read_timeout
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
