@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
-from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import ListingTask, plan_listing, run_tasks
 from ddbkeys.testing.proxy import FaultPlan, FaultProxy

@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.connect import make_client
-from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY
 from ddbkeys.testing.tables import TableFactory

@@ -51,8 +51,7 @@ from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
-from ddbkeys.demo import load_items
-from ddbkeys.demo_keys import DEMO_MARGIN, followed, non_empty_collections
+from ddbkeys.demo_keys import DEMO_MARGIN, followed, load_items, non_empty_collections
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
 from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures

@@ -26,7 +26,7 @@ from typing import Any
 import boto3
 
 from ddbkeys.connect import make_client
-from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import load_items
 from ddbkeys.local import DynamoDBLocal
 from ddbkeys.testing.tables import TableFactory
 

@@ -13,7 +13,8 @@ from click.testing import CliRunner
 
 from ddbkeys.cli import cli
 from ddbkeys.cli.demo import print_report, progress_display
-from ddbkeys.demo import Sizes, run_demo
+from ddbkeys.demo import run_demo
+from ddbkeys.demo_ids import Sizes
 from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.connect import make_client
-from ddbkeys.demo import load_items
+from ddbkeys.demo_keys import load_items
 from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
 from ddbkeys.partition_keys import MAX_SORT_KEY, Listing, MarkerIndex, distinct_partition_keys
 from ddbkeys.testing import Fault, FaultPlan, FaultProxy

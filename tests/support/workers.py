@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ddbkeys.connect import make_client
-from ddbkeys.demo import NaiveReadThenWrite
+from ddbkeys.demo_ids import NaiveReadThenWrite
 from ddbkeys.retry import RetryPolicy
 from tests.support.drivers import Driver
 

@@ -29,7 +29,6 @@ LONG_MODULES = {
     "partition_keys/aws_lambda.py",
     "partition_keys/replay.py",
     "ids/blocks_core.py",
-    "demo.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from ddbkeys.cli.common import Connection, connection_options, echo_json, output_option, structured
 from ddbkeys.demo import DemoReport, run_demo
-from ddbkeys.demo import Progress as ProgressCallback
+from ddbkeys.demo_keys import Progress as ProgressCallback
 
 if TYPE_CHECKING:
     from ddbkeys.demo_keys import MaintainedResult
