@@ -13,7 +13,7 @@ from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
-from ddbkeys.partition_keys.estimate import SAMPLE_SEGMENTS
+from ddbkeys.partition_keys.sampled import SAMPLE_SEGMENTS
 from ddbkeys.testing.proxy import Fault, FaultPlan, FaultProxy
 
 if TYPE_CHECKING:

@@ -12,17 +12,10 @@ import pytest
 
 from ddbkeys.capacity import item_size
 from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.estimate import (
-    REFRESHED,
-    SAMPLE_PAGE_BYTES,
-    TASK_SECONDS,
-    Sample,
-    SampledSegment,
-    estimate,
-    sample_limit,
-)
+from ddbkeys.partition_keys.estimate import REFRESHED, TASK_SECONDS, estimate
 from ddbkeys.partition_keys.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys.sample import sample_flow
+from ddbkeys.partition_keys.sampled import SAMPLE_PAGE_BYTES, Sample, SampledSegment, sample_limit
 from tests.unit.test_index_core import info, play
 
 INDEX = "ddbkeys-partition-keys"

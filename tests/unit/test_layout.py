@@ -25,7 +25,6 @@ LONG_MODULES = {
     "cli/marker_index.py",
     "partition_keys/evidence.py",
     "partition_keys/marker_plan.py",
-    "partition_keys/estimate.py",
     "partition_keys/aws_lambda.py",
     "partition_keys/replay.py",
     "ids/blocks_core.py",

@@ -18,16 +18,10 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys.capacity import Usage
 from ddbkeys.core.steps import Flow
 from ddbkeys.partition_keys.base import Reader, SegmentMethod, client_and_table
-from ddbkeys.partition_keys.estimate import (
-    SAMPLE_SEGMENTS,
-    ListingEstimate,
-    Sample,
-    SampledSegment,
-    estimate,
-    sample_limit,
-)
+from ddbkeys.partition_keys.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.read_share import check_percent
+from ddbkeys.partition_keys.sampled import SAMPLE_SEGMENTS, Sample, SampledSegment, sample_limit
 from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.schema import TableInfo
