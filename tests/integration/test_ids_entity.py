@@ -13,7 +13,7 @@ from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
 from ddbkeys.ids.blocks import hand_back
-from ddbkeys.ids.blocks_core import HandBack
+from ddbkeys.ids.blocks_steps import HandBack
 from ddbkeys.testing.tables import TableFactory
 from tests.support.drivers import Driver
 

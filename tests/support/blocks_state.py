@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddbkeys.ids.blocks_core import BlockState, Hand, Refill, Wait
+from ddbkeys.ids.blocks_core import BlockState
+from ddbkeys.ids.blocks_steps import Hand, Refill, Wait
 
 
 class Clock:

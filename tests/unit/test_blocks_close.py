@@ -16,12 +16,7 @@ from ddbkeys.core.steps import Flow
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.base import CounterItem
 from ddbkeys.ids.blocks import hand_back
-from ddbkeys.ids.blocks_core import (
-    CloseReport,
-    Hand,
-    HandBack,
-    plan_hand_back,
-)
+from ddbkeys.ids.blocks_steps import CloseReport, Hand, HandBack, plan_hand_back
 from ddbkeys.ids.counter_plan import CounterPlan
 from ddbkeys.retry import Deadline
 from tests.support.blocks_state import arrive, held

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.ids.blocks_core import BlockState, Direct, Hand, Step, Wait
+from ddbkeys.ids.blocks_core import BlockState
+from ddbkeys.ids.blocks_steps import Direct, Hand, Step, Wait
 
 
 def direct(state: BlockState, count: int = 50) -> Direct:

@@ -50,8 +50,8 @@ def test_sync_one_reservation_and_its_error_for_every_waiting_thread() -> None:
     assert len(errors) == 32 and counter.calls == [10]  # one reservation, sent by the worker
     assert all(str(e) == "busy" for e in errors)
     # Each raised a copy: one object raised in every thread gathered all their frames on its
-    # traceback (135 frames after 32 threads, a breaker's finding).
-    assert max(len(traceback.extract_tb(e.__traceback__)) for e in errors) < 12
+    # traceback (135 frames after 32 threads, a breaker's finding); one thread's own is 12.
+    assert max(len(traceback.extract_tb(e.__traceback__)) for e in errors) < 16
     assert blocks.stats.failed_refills == 1
     counter.fail = None
     assert blocks.next() == 1  # the next take asks again

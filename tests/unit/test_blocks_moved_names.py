@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.ids import blocks, blocks_core
+from ddbkeys.ids import blocks, blocks_core, blocks_steps
 
 
 @pytest.mark.parametrize("name", sorted(blocks._MOVED))
@@ -17,7 +17,7 @@ def test_the_modules_own_names_do_not_warn_and_others_are_missing() -> None:
     from ddbkeys.ids.blocks import EXIT_TIMEOUT, BlockAllocator, BlockStats, CloseReport  # noqa: PLC0415 (the import is the check)
 
     assert EXIT_TIMEOUT == 5.0 and BlockAllocator.__module__ == "ddbkeys.ids.blocks"
-    assert BlockStats is blocks_core.BlockStats and CloseReport is blocks_core.CloseReport
+    assert BlockStats is blocks_steps.BlockStats and CloseReport is blocks_steps.CloseReport
     with pytest.raises(AttributeError, match="no attribute 'Nothing'"):
         blocks.Nothing  # noqa: B018
 

@@ -27,7 +27,6 @@ LONG_MODULES = {
     "partition_keys/marker_plan.py",
     "partition_keys/aws_lambda.py",
     "partition_keys/replay.py",
-    "ids/blocks_core.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
@@ -39,7 +38,6 @@ COMPLEX_FUNCTIONS = {
     "partition_keys/aws_lambda.py:StreamHandler._begin_batch",
     "partition_keys/follow.py:FollowPlan.follow",
     "core/attempts.py:attempts",
-    "ids/blocks_core.py:BlockState.take",
 }
 
 

@@ -54,4 +54,5 @@ def test_a_changed_signature_is_caught(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert "-def ddbkeys.partition_keys.distinct_partition_keys(" in done.stdout
-    assert "margin: float = DEFAULT_REPLAY_MARGIN" in done.stdout
+    assert "+def ddbkeys.partition_keys.distinct_partition_keys(" in done.stdout
+    assert "margin: float = 60.0" in done.stdout

@@ -10,8 +10,9 @@ from typing import Any, TypeVar, cast
 from ddbkeys.aio.ids import AtomicCounter
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.ids import blocks_core as core
+from ddbkeys.ids import blocks_steps as steps
 from ddbkeys.ids.blocks import AllocatorViews
-from ddbkeys.ids.blocks_core import BlockStats, CloseReport
+from ddbkeys.ids.blocks_steps import BlockStats, CloseReport
 from ddbkeys.ids.values import whole_number
 
 __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
@@ -65,7 +66,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     async def _take(self, count: int) -> range:
         self._loop.check()
         step = self._state.take(count)
-        if type(step) is core.Hand and not step.refill:
+        if type(step) is steps.Hand and not step.refill:
             return step.ids
         return await self._tasks.run(self._state.taking(count, step, self.counter._begin))
 
@@ -78,7 +79,7 @@ class _Tasks:
         self.changed: asyncio.Event | None = None  # set (and replaced) on a WAKE
         self.tasks: set[asyncio.Task[None]] = set()  # the reservations in flight
 
-    async def run(self, flow: core.BlockFlow[T]) -> T:
+    async def run(self, flow: steps.BlockFlow[T]) -> T:
         """Run ``flow`` to its end."""
         sent: Any = None
         error: Exception | None = None
@@ -86,14 +87,14 @@ class _Tasks:
             while True:
                 step = flow.send(sent) if error is None else flow.throw(error)
                 sent = error = None
-                if isinstance(step, core.Pause):
+                if isinstance(step, steps.Pause):
                     changed = self.changed = self.changed or asyncio.Event()
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(step.seconds):
                             await changed.wait()
-                elif isinstance(step, core.Wake):
+                elif isinstance(step, steps.Wake):
                     self.wake()
-                elif isinstance(step, core.Refill):
+                elif isinstance(step, steps.Refill):
                     fill = self.state.filling(step)
                     task = asyncio.get_running_loop().create_task(self.run(fill))
                     self.tasks.add(task)

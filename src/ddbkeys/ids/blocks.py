@@ -20,7 +20,8 @@ from ddbkeys.core.reads import Through
 from ddbkeys.core.threads import start_thread
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import blocks_core as core
-from ddbkeys.ids.blocks_core import BlockStats, CloseReport
+from ddbkeys.ids import blocks_steps as steps
+from ddbkeys.ids.blocks_steps import BlockStats, CloseReport
 from ddbkeys.ids.counter import AtomicCounter, CounterCore, hand_back
 from ddbkeys.ids.values import whole_number
 from ddbkeys.retry import Deadline
@@ -49,10 +50,10 @@ class AllocatorViews(Generic[C]):
         block_size: int = 100,
         *,
         prefetch: bool = True,
-        refill_at: float = core.DEFAULT_REFILL_AT,
+        refill_at: float = steps.DEFAULT_REFILL_AT,
         min_block_size: int | None = None,
         max_block_size: int | None = None,
-        block_lifetime: float = core.DEFAULT_BLOCK_LIFETIME,
+        block_lifetime: float = steps.DEFAULT_BLOCK_LIFETIME,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         reserve = getattr(counter, "reserve", None)
@@ -87,9 +88,9 @@ class AllocatorViews(Generic[C]):
         self._finalizer = weakref.finalize(self, warn_unclosed, self._state, self.asynchronous)
         self._finalizer.atexit = False
 
-    def _close_flow(self, timeout: float | None) -> core.BlockFlow[CloseReport]:
+    def _close_flow(self, timeout: float | None) -> steps.BlockFlow[CloseReport]:
         """The flow of ``close(timeout)``: None waits the counter's deadline, else seconds."""
-        if timeout is not None and not core.within(timeout, float("inf")):
+        if timeout is not None and not steps.within(timeout, float("inf")):
             raise ConfigurationError(
                 "close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
                 "block in flight, then for the hand-back), or None for the counter's deadline; "
@@ -135,19 +136,19 @@ def warn_unclosed(state: core.BlockState, asynchronous: bool) -> None:
 
 def closing(
     state: core.BlockState, counter: CounterCore, seconds: float | None
-) -> core.BlockFlow[CloseReport]:
+) -> steps.BlockFlow[CloseReport]:
     """``close()``: waits for the reservations in flight, then hands back what it can (each
     within ``seconds``); what the counter's write did is in the report, and in ``state``."""
     state.close()
-    yield core.WAKE
+    yield steps.WAKE
     deadline = Deadline(seconds, clock=counter.retry.clock)
     while state.fetching and not deadline.expired():
-        yield core.Pause(min(deadline.remaining(), 3600.0))
+        yield steps.Pause(min(deadline.remaining(), 3600.0))
     plan, applied = state.release(), False
     try:
         if plan.top is not None:
             write = hand_back(counter, plan, Deadline(seconds, clock=counter.retry.clock))
-            applied = yield core.Call(lambda c: c._run(write))
+            applied = yield steps.Call(lambda c: c._run(write))
     finally:
         state.report = state.closed_with(plan, applied)
     return state.report
@@ -221,7 +222,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         threads = self._threads
         with threads.lock:
             step = threads.state.take(count)
-            if type(step) is core.Hand and not step.refill:
+            if type(step) is steps.Hand and not step.refill:
                 return step.ids
             return threads.run(threads.state.taking(count, step, self.counter._begin))
 
@@ -242,11 +243,11 @@ class _Threads:
         self.lock = threading.Lock()
         self.changed = threading.Condition(self.lock)  # (callers wait on it)
         self.work = threading.Condition(self.lock)  # (idle threads wait on it)
-        self.refills: list[core.Refill] = []
+        self.refills: list[steps.Refill] = []
         self.idle = 0  # threads waiting for a reservation (never fewer than self.refills)
         self.ended = False  # the allocator was collected
 
-    def run(self, flow: core.BlockFlow[T]) -> T:
+    def run(self, flow: steps.BlockFlow[T]) -> T:
         """Run ``flow`` to its end, the lock held."""
         sent: Any = None
         error: BaseException | None = None
@@ -254,19 +255,19 @@ class _Threads:
             while True:
                 step = flow.send(sent) if error is None else flow.throw(error)
                 sent = error = None
-                if isinstance(step, core.Pause):
+                if isinstance(step, steps.Pause):
                     self.changed.wait(step.seconds)
-                elif isinstance(step, core.Wake):
+                elif isinstance(step, steps.Wake):
                     self.changed.notify_all()
                     if self.state.closed:  # (the idle threads end)
                         self.work.notify_all()
-                elif isinstance(step, core.Refill) and self.idle > len(self.refills):
+                elif isinstance(step, steps.Refill) and self.idle > len(self.refills):
                     self.refills.append(step)  # (a thread waiting sends it)
                     self.work.notify()
                 else:  # (the lock released: a new thread sends the reservation)
                     self.lock.release()
                     try:
-                        if isinstance(step, core.Refill):
+                        if isinstance(step, steps.Refill):
                             start_thread(self.send, "ddbkeys-blocks", _MORE_THREADS, step)
                         else:
                             sent = step.call(self.counter)
@@ -289,7 +290,7 @@ class _Threads:
             self.work.notify_all()
             self.lock.release()
 
-    def send(self, refill: core.Refill | None) -> None:
+    def send(self, refill: steps.Refill | None) -> None:
         """Send reservations until none came for IDLE_SECONDS, or the allocator closed or went."""
         with self.lock:
             while refill is not None:

@@ -41,7 +41,7 @@ from ddbkeys.schema import check_name
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
 
-    from ddbkeys.ids.blocks_core import HandBack
+    from ddbkeys.ids.blocks_steps import HandBack
 
 __all__ = [
     "MAX_COALESCED",
