@@ -114,23 +114,6 @@ def test_global_options_before_the_command(ddb_endpoint_url: str, table: str) ->
     assert (deeper.exit_code, deeper.output) == (0, "true\n"), deeper.output
 
 
-def test_dash_o_names_the_output_file_once_more_and_never_a_format(
-    ddb_endpoint_url: str, table: str, tmp_path: Path
-) -> None:
-    at = ["--endpoint-url", ddb_endpoint_url]
-    for value in ("json", "text", "table", "jsonl"):
-        wrong = run("partition-keys", "-t", table, "-o", value, *at)
-        assert wrong.exit_code == 2
-        assert f"Error: -o {value}: did you mean --output {value}?" in wrong.output
-    assert not (Path.cwd() / "json").exists()
-    out = tmp_path / "keys.txt"
-    old = run("partition-keys", "-t", table, "-q", "-o", str(out), *at)
-    assert old.exit_code == 0, old.output
-    assert old.stderr == f"Warning: -o is deprecated and goes in the next release: use " \
-        f"--output-file {out}.\n"  # fmt: skip
-    assert sorted(out.read_text().split()) == ["c0", "c1", "c2"]
-
-
 def test_run_task_refuses_a_whole_plan_on_stdin(ddb_endpoint_url: str, table: str) -> None:
     """run-task runs one task: given several lines (`plan --tasks 3 | run-task`), running the
     first alone would print a part of the keys with exit 0; it says so instead."""

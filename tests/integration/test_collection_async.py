@@ -122,8 +122,7 @@ def test_the_async_form_has_the_sync_forms_methods(
             with pytest.raises(ConfigurationError, match="must not hold 'sk'"):
                 await sequence.check("p", {"sk": "x"})
             assert [await sequence.put("p", {"t": i}) for i in range(3)] == [1, 2, 3]
-            with pytest.warns(DeprecationWarning, match=r"highest\(\) is deprecated"):
-                assert await sequence.highest("p") == 3
+            assert await sequence.current("p") == 3
             pk, sk = await sequence.keys()
             assert (pk.name, sk.name, sk.type) == ("pk", "sk", "S")
             assert await sequence.sort_key_value(7) == {"S": "I#007"}

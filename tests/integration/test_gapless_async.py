@@ -4,7 +4,6 @@ exact set of ids, one item per id; and no request from a property, in either API
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections import Counter
 from typing import TYPE_CHECKING, Any
 
@@ -142,9 +141,9 @@ def test_the_async_api(
     assert "Item" not in ddb_client.get_item(TableName=table, Key={"pk": {"S": "d"}})
     # The sync sequence goes on from where the async one left off.
     sync = GaplessSequence(ddb_client, table, "users")
-    with pytest.warns(DeprecationWarning, match=r"use counter_item\(\)"):
-        assert sync.counter_key == {"pk": {"S": "users"}}
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert sync.counter_key == {"pk": {"S": "users"}}  # known now: no warning, no request
+    with pytest.raises(ConfigurationError, match=r"use counter_item\(\)\.key"):
+        sync.counter_key  # noqa: B018  (a property sends no request)
+    assert sync.usage.requests == 0
+    assert sync.counter_item().key == {"pk": {"S": "users"}}
+    assert sync.counter_key == {"pk": {"S": "users"}}  # known now
     assert sync.put({"pk": "e"}) == 4

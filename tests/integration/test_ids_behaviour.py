@@ -231,8 +231,7 @@ def test_collection_numbers_per_collection(
     assert [sequence.put(a, {"priority": "low"}) for _ in range(3)] == [1, 2, 3]
     assert sequence.put(b) == 1
     assert sequence.current(a) == 3
-    with pytest.warns(DeprecationWarning, match=r"highest\(\) is deprecated: call current\(\)"):
-        assert sequence.highest(b) == 1
+    assert sequence.current(b) == 1
     assert sequence.current(b"\x01" if pk_type == "B" else ("none" if pk_type == "S" else 9)) == 0
     assert driver.call("audit_collection", ddb_client, table, a).ok
 

@@ -7,7 +7,6 @@ another (with a client that is open in each)."""
 from __future__ import annotations
 
 import asyncio
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -66,16 +65,6 @@ class CollectionSequence(CollectionCore, AsyncIdStrategy):
         """The last number given out in the collection, 0 before the first (see the sync
         ``CollectionSequence.current``)."""
         return await self._run(self._current(partition_key_value))
-
-    async def highest(self, partition_key_value: PartitionKeyValue) -> int:
-        """(Deprecated: :meth:`current`, the name every strategy uses.)"""
-        warnings.warn(
-            "CollectionSequence.highest() is deprecated: call current() instead (the same "
-            "number, one name in every class); the old name goes in the next release.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return await self.current(partition_key_value)
 
     async def keys(self) -> tuple[KeyAttribute, KeyAttribute]:
         """The table's partition and sort key (one DescribeTable the first time)."""

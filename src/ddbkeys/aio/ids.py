@@ -21,7 +21,7 @@ class AtomicCounter(CounterCore, AsyncIdStrategy):
     _group: PerLoop[AsyncGroupCommit[Want, range]] | None
 
     def _start_group(self, enabled: bool) -> None:
-        # One group per event loop (with coalesce): the counter holds no task or future of a
+        # One group per event loop (with group_commit): the counter holds no task or future of a
         # loop between calls, and may be used from one loop after another.
         def group() -> AsyncGroupCommit[Want, range]:
             return AsyncGroupCommit(self._commit, MAX_COALESCED, linger=COALESCE_LINGER, fill=True)

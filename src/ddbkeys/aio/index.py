@@ -211,15 +211,15 @@ class StateStore(StoreBase):
         """Create the state table if it is missing, and wait until it is ACTIVE."""
         await self._run(self.plan.ensure())
 
-    async def load(self, table: str, index: str) -> IndexState | None:
-        """The record of ``table``'s index ``index``; None when there is none."""
-        return await self._run(self.plan.load(table, index))
+    async def load(self, table: str, index_name: str) -> IndexState | None:
+        """The record of ``table``'s index ``index_name``; None when there is none."""
+        return await self._run(self.plan.load(table, index_name))
 
     async def update(
-        self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
+        self, table: str, index_name: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> None:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        await self._run(self.plan.update(table, index, values, remove))
+        await self._run(self.plan.update(table, index_name, values, remove))
 
 
 class StreamFollower(FollowerBase):

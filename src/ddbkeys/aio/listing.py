@@ -57,12 +57,10 @@ from ddbkeys.partition_keys.base import (
     check_deadline,
     plain_key,
 )
-from ddbkeys.partition_keys.choice import warn_max_lag
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
 from ddbkeys.partition_keys.stopping import STOP_SLICE
-from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 
 __all__ = ["AsyncListing", "ListingCall", "OneLoopIterator", "distinct_partition_keys"]
@@ -343,10 +341,8 @@ async def distinct_partition_keys(
     state_table: str | None = None,
     replay_margin: float = DEFAULT_REPLAY_MARGIN,
     trust_index: bool = False,
-    max_lag: float | None = None,
     read_percent: float | None = None,
     read_capacity: float | None = None,
-    index: str | None = None,
     streams: Any = None,
 ) -> AsyncListing:
     """The distinct partition keys of ``table``, either way::
@@ -366,8 +362,6 @@ async def distinct_partition_keys(
     goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
     with an async client): it is awaited before each key is handed out.
     """
-    warn_max_lag(max_lag)
-    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")

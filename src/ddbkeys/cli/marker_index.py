@@ -430,14 +430,12 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
 @index_group.command("verify")
 @table_option
 @index_options
-@click.option("--strict", is_flag=True, hidden=True, help="Kept for old scripts: now the default.")
 @connection_options
 @output_option
 def verify_command(
     table_name: str,
     index_name: str,
     marker_attribute: str,
-    strict: bool,
     connection: Connection,
     output: str,
 ) -> None:

@@ -67,24 +67,6 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
     return line
 
 
-def _short_output_file(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    """``-o``: --output-file for one more release, with a warning; ``-o json`` (the habit of
-    other tools, where -o is --output) is a usage error that says what was likely meant."""
-    if value is None:
-        return None
-    if value in ("json", "text", "table", "jsonl"):
-        raise click.UsageError(
-            f"-o {value}: did you mean --output {value}? (-o is short for --output-file, "
-            "deprecated)",
-            ctx,
-        )
-    click.echo(
-        f"Warning: -o is deprecated and goes in the next release: use --output-file {value}.",
-        err=True,
-    )
-    return value
-
-
 #: What each stopping signal is called, and the exit code it leads to (128 + its number).
 STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
 
@@ -267,14 +249,6 @@ def stream_keys(
     f"repeat up to {CHECKPOINT_KEYS} keys; with --output-file, none.",
 )
 @click.option(
-    "-o",
-    "short_output_file",
-    metavar="OUT",
-    hidden=True,
-    callback=_short_output_file,
-    help="(Deprecated: --output-file.)",
-)
-@click.option(
     "--output-file",
     metavar="OUT",
     type=click.Path(dir_okay=False),
@@ -300,7 +274,6 @@ def partition_keys_group(
     resume: str | None,
     checkpoint_file: str | None,
     output_file: str | None,
-    short_output_file: str | None,
     quiet: bool,
     index_name: str,
     marker_attribute: str,
@@ -335,10 +308,6 @@ def partition_keys_group(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if short_output_file is not None:
-        if output_file is not None:
-            raise click.UsageError("-o and --output-file both given: keep --output-file.")
-        output_file = short_output_file
     if query is not None and output not in ("json", "table"):
         raise click.UsageError(
             "--query goes with --output json or table (one document at the end); with text "

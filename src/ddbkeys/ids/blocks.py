@@ -27,10 +27,6 @@ from ddbkeys.ids.values import whole_number
 from ddbkeys.retry import Deadline
 
 __all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport", "hand_back"]
-# The allocator's decisions, which this module gave before they moved to its core: deprecated
-# here, given by __getattr__ (each warns when read, by a star import too).
-__all__ += ["BlockState", "Direct", "Hand", "HandBack", "Step", "Wait"]  # noqa: F822
-__all__ += ["adapt_block_size", "check_block_size", "plan_hand_back"]  # noqa: F822
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
@@ -316,22 +312,6 @@ def _close_at_exit() -> None:
 def _after_fork_in_child() -> None:
     for allocator in list(_ALL):
         allocator._forked()
-
-
-#: The names __all__ gives that this module does not define (all but its own).
-_MOVED = frozenset(name for name in __all__ if name not in globals())
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(
-        f"ddbkeys.ids.blocks.{name} is deprecated: it is one of the allocator's decisions, "
-        "in ddbkeys.ids.blocks_core (internal: it may change in any release).",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(core, name)
 
 
 if hasattr(os, "register_at_fork"):

@@ -5,7 +5,6 @@ is the sort key. Its decisions are its plan's
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -63,16 +62,6 @@ class CollectionSequence(CollectionCore, IdStrategy):
         key (one Query of one item, 0.5 or 1 read unit), or with ``never_reuse`` the
         collection's counter (one strongly consistent GetItem, 1 read unit)."""
         return self._run(self._current(partition_key_value))
-
-    def highest(self, partition_key_value: PartitionKeyValue) -> int:
-        """(Deprecated: :meth:`current`, the name every strategy uses.)"""
-        warnings.warn(
-            "CollectionSequence.highest() is deprecated: call current() instead (the same "
-            "number, one name in every class); the old name goes in the next release.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.current(partition_key_value)
 
     def keys(self) -> tuple[KeyAttribute, KeyAttribute]:
         """The table's partition and sort key (one DescribeTable the first time)."""

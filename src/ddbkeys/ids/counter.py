@@ -4,7 +4,6 @@ DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -34,7 +33,6 @@ from ddbkeys.ids.exact import exact_advance
 from ddbkeys.ids.group import GroupCommit
 from ddbkeys.ids.slots import CLOCK_MARGIN, MOST_DEADLINE
 from ddbkeys.ids.values import MAX_ID, whole_number
-from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import check_name
 
@@ -96,7 +94,7 @@ class CounterCore(StrategyCore):
     unit. Throughput is bounded by one item's partition (about 1,000 writes/s on the service);
     :class:`~ddbkeys.ids.blocks.BlockAllocator` goes past that.
 
-    ``group_commit=True`` (``coalesce=`` before, deprecated): concurrent calls of one object
+    ``group_commit=True``: concurrent calls of one object
     (threads, or the tasks of one event loop with :mod:`ddbkeys.aio`) share one write: while
     a write is in flight, the calls that arrive wait, and the next write moves the counter by
     all their ids at once (up to :data:`MAX_COALESCED` calls), each caller getting its own
@@ -123,17 +121,16 @@ class CounterCore(StrategyCore):
     are a gap, as with any counter; a call that is retried by its caller is a new call (for "the
     same event, the same id", see docs/ids/lambda.md). Both settings combine.
 
-    The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables
-    with a sort key or a non-string partition key) holding ``counter_attribute``, the last id
-    given out (``key=`` and ``attribute=`` are the old names of these two, deprecated), and
-    ``ddbkeys_type = "counter"`` (:mod:`ddbkeys.entity`, for other readers: every write sets it,
+    The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables with
+    a sort key or a non-string partition key) holding ``counter_attribute``, the last id given out,
+    and ``ddbkeys_type = "counter"`` (:mod:`ddbkeys.entity`, for other readers: every write sets it,
     nothing reads it; ``counter_attribute`` cannot be that name). It is created on first use; a
-    counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything but a
-    whole number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.errors.CounterStateError` and
-    its value is left as it was (a fraction or a negative number is moved, then put back: the
-    item then says it is a counter). Ids start at ``start`` and go up by ``step``; with
-    ``maximum``, a call that would pass it raises :class:`SequenceExhaustedError` and moves
-    nothing. Each call ends within ``deadline`` seconds. Nothing is sent before the first call.
+    counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything but a whole
+    number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.errors.CounterStateError` and its value
+    is left as it was (a fraction or a negative number is moved, then put back: the item then says
+    it is a counter). Ids start at ``start`` and go up by ``step``; with ``maximum``, a call that
+    would pass it raises :class:`SequenceExhaustedError` and moves nothing. Each call ends within
+    ``deadline`` seconds. Nothing is sent before the first call.
     """
 
     def __init__(
@@ -153,15 +150,8 @@ class CounterCore(StrategyCore):
         deadline: float | None = DEFAULT_DEADLINE,
         group_commit: bool = False,
         idempotent: bool = False,
-        key: Mapping[str, Any] | None = None,
-        attribute: str | None = None,
-        coalesce: bool | None = None,
     ) -> None:
         super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
-        counter_key = renamed("key", "counter_key", key, counter_key, None)
-        counter_attribute = renamed(
-            "attribute", "counter_attribute", attribute, counter_attribute, "last_id"
-        )
         name = check_name("counter name", name, table=self.table)
         counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
         self.key_attribute = (
@@ -179,7 +169,6 @@ class CounterCore(StrategyCore):
             maximum = whole_number("maximum", maximum, minimum=start, table=self.table)
         self._counter: CounterItem | None = None
         self._next_request: UpdateItemInputTypeDef | None = None
-        group_commit = renamed("coalesce", "group_commit", coalesce, group_commit, False)
         #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
         self.group_commit = _flag("group_commit", group_commit, self.table)
         idempotent = _flag("idempotent", idempotent, self.table)
@@ -208,11 +197,6 @@ class CounterCore(StrategyCore):
     step: Through[int] = Through("plan")
     maximum: Through[int | None] = Through("plan")
     idempotent: Through[bool] = Through("plan")
-
-    @property
-    def attribute(self) -> str:
-        """(The old name of :attr:`counter_attribute`.)"""
-        return self.counter_attribute
 
     def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
         """Where the counter lives (its key found from the table's key schema on first use)."""
@@ -450,18 +434,6 @@ class AtomicCounter(CounterCore, IdStrategy):
         """Where the counter lives: its table, key and attribute (one DescribeTable the first
         time, to find the key from the table's key schema)."""
         return self._run(self._counter_item(self._begin()))
-
-    @property
-    def key(self) -> dict[str, AttributeValueTypeDef]:
-        """(Deprecated: ``counter_item().key``, which says that it may send a request.)"""
-        if self._counter is None:
-            warnings.warn(
-                "AtomicCounter.key sends a DescribeTable the first time: use "
-                "counter_item().key instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-        return self.counter_item().key
 
 
 def _flag(name: str, value: object, table: str | None) -> bool:

@@ -5,10 +5,10 @@ together, in one transaction. The decisions are its plan's
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids.base import CounterItem, IdStrategy
 from ddbkeys.ids.gapless_core import MAX_BATCH, GaplessCore, Pending
 from ddbkeys.ids.group import GroupCommit
@@ -56,24 +56,13 @@ class GaplessSequence(GaplessCore, IdStrategy):
         time, to find the key from the table's key schema)."""
         return self._run(self._counter_item(self._begin()))
 
-    def counter(self) -> CounterItem:
-        """(Deprecated: :meth:`counter_item`, the name every strategy uses.)"""
-        warnings.warn(
-            "GaplessSequence.counter() is deprecated: use counter_item().",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.counter_item()
-
     @property
     def counter_key(self) -> dict[str, AttributeValueTypeDef]:
-        """The counter item's key, once a call has found it. (Before that, this sends a
-        DescribeTable and warns: use :meth:`counter_item`, which says that it may.)"""
+        """The counter item's key, once a call has found it (a property sends no request)."""
         if self._counter is None:
-            warnings.warn(
-                "GaplessSequence.counter_key sends a DescribeTable the first time: use "
-                "counter_item().key instead.",
-                DeprecationWarning,
-                stacklevel=2,
+            raise ConfigurationError(
+                f"The counter key of sequence {self.name!r} is not known yet (it comes from the "
+                "table's key schema): use counter_item().key, which reads it.",
+                table=self.table,
             )
-        return self.counter_item().key
+        return self._counter.key

@@ -41,7 +41,6 @@ from ddbkeys.partition_keys.choice import (
     IndexUnprovenError,
     check_margin,
     choose_flow,
-    warn_max_lag,
 )
 from ddbkeys.partition_keys.estimate import ListingEstimate
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
@@ -60,7 +59,6 @@ from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.sample import estimate_listing
 from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
-from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo
 
@@ -230,10 +228,8 @@ def distinct_partition_keys(
     state_table: str | None = None,
     replay_margin: float = DEFAULT_REPLAY_MARGIN,
     trust_index: bool = False,
-    max_lag: float | None = None,
     read_percent: float | None = None,
     read_capacity: float | None = None,
-    index: str | None = None,
     streams: Any = None,
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
@@ -279,11 +275,8 @@ def distinct_partition_keys(
     itself with ``mark()``/``unmark()``). ``streams`` is the DynamoDB Streams client the
     replay reads with; by default one like ``client`` (see
     :func:`~ddbkeys.partition_keys.streams.streams_client_for`: pass one when ``client`` was
-    made with credentials other than boto3's default session's). ``max_lag`` is ignored
-    (deprecated).
+    made with credentials other than boto3's default session's).
     """
-    warn_max_lag(max_lag)
-    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, table = client_and_table(client, table, deadline)
     opening = Opening.checked(
         table,

@@ -99,7 +99,6 @@ from ddbkeys.partition_keys.pending import (
     unpend_flow,
 )
 from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
-from ddbkeys.renames import renamed
 
 __all__ = ["StreamHandler", "handler", "table_of"]
 
@@ -135,8 +134,6 @@ class StreamHandler:
         marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
         state_table: str | None = None,
         clock: Callable[[], float] | None = None,
-        index: str | None = None,
-        attribute: str | None = None,
         lambda_client: Callable[[], Any] | None = None,
     ) -> None:
         self.client = client
@@ -149,10 +146,8 @@ class StreamHandler:
         # Per (stream, shard): when the batch under way began, the shard's check then, and the
         # latest reading of a factor other than 1.
         self._begun: dict[tuple[str, str], tuple[float, TriggerCheck, Parallelized | None]] = {}
-        self.index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
-        self.attribute = renamed(
-            "attribute", "marker_attribute", attribute, marker_attribute, DEFAULT_MARKER_ATTRIBUTE
-        )
+        self.index_name = index_name
+        self.attribute = marker_attribute
         self.state_table = state_table
         self._clock = clock
         self._indexes: dict[str, MarkerIndex] = {}

@@ -4,7 +4,6 @@ asyncio listing share; they differ only in how they run the proof's flows."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -44,7 +43,6 @@ __all__ = [
     "proven",
     "read_as_is",
     "resumed_replay",
-    "warn_max_lag",
 ]
 
 METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
@@ -236,14 +234,3 @@ def check_margin(margin: object, table: str) -> float:
             table=table,
         )
     return float(margin)
-
-
-def warn_max_lag(max_lag: float | None) -> None:
-    """``max_lag`` is ignored: a listing proves the index itself (one release of warning)."""
-    if max_lag is not None:
-        warnings.warn(
-            "max_lag is ignored: a listing no longer trusts a maintainer's heartbeat, it proves "
-            "the marker index from the table's stream (see replay_margin).",
-            DeprecationWarning,
-            stacklevel=3,
-        )

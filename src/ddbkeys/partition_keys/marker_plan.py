@@ -53,7 +53,6 @@ from ddbkeys.partition_keys.markers import (
     unhash,
 )
 from ddbkeys.partition_keys.state import StatePlan
-from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
     TableInfo,
@@ -458,17 +457,13 @@ class MarkerIndexBase:
         deadline: float | None = DEFAULT_DEADLINE,
         retry: RetryPolicy | None = None,
         info: TableInfo | None = None,
-        name: str | None = None,
-        attribute: str | None = None,
     ) -> None:
         self.client, table = self._connect(client, table, deadline)
         check_table_name(table)
         self.plan = MarkerPlan(
             table,
-            index_name=renamed("name", "index_name", name, index_name, DEFAULT_INDEX),
-            marker_attribute=renamed(
-                "attribute", "marker_attribute", attribute, marker_attribute, None
-            ),
+            index_name=index_name,
+            marker_attribute=marker_attribute,
             marker_sort_key=marker_sort_key,
             usage=usage,
             deadline=deadline,

@@ -22,7 +22,6 @@ from ddbkeys.partition_keys.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.read_share import check_percent
 from ddbkeys.partition_keys.sampled import SAMPLE_SEGMENTS, Sample, SampledSegment, sample_limit
-from ddbkeys.renames import renamed
 from ddbkeys.retry import DEFAULT_DEADLINE
 from ddbkeys.schema import TableInfo
 
@@ -81,7 +80,6 @@ def estimate_listing(
     deadline: float | None = DEFAULT_DEADLINE,
     usage: Usage | None = None,
     clock: Callable[[], float] = time.monotonic,
-    index: str | None = None,
 ) -> ListingEstimate:
     """What listing ``table`` would cost, per method, before it runs: read units, requests,
     time with ``concurrency`` readers at once (threads, or tasks) under the read budget of
@@ -95,7 +93,6 @@ def estimate_listing(
     # (The listing's own checks and reader: the package imports this module.)
     from ddbkeys.partition_keys import _budget, _rate, _reader, _whole  # noqa: PLC0415
 
-    index_name = renamed("index", "index_name", index, index_name, DEFAULT_INDEX)
     client, table = client_and_table(client, table, deadline)
     rate = _rate(max_rcu_per_second, table)
     percent = check_percent(read_percent, table)

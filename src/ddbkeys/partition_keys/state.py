@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
-    "DEFAULT_MAX_LAG",
     "STATE_TABLE",
     "STATE_TABLE_ENV",
     "IndexState",
@@ -75,8 +74,6 @@ T = TypeVar("T")
 
 STATE_TABLE = "ddbkeys-state"
 STATE_TABLE_ENV = "DDBKEYS_STATE_TABLE"
-#: Deprecated: listings no longer trust a maintainer's heartbeat (``max_lag`` is ignored).
-DEFAULT_MAX_LAG = 120.0
 #: The record of one index, as the proof reads it.
 IndexState = Evidence
 
@@ -337,16 +334,16 @@ class StateStore(StoreBase):
         """Create the state table if it is missing, and wait until it is ACTIVE."""
         self._run(self.plan.ensure())
 
-    def load(self, table: str, index: str) -> Evidence | None:
-        """The record of ``table``'s index ``index``; None when there is none (or no state
+    def load(self, table: str, index_name: str) -> Evidence | None:
+        """The record of ``table``'s index ``index_name``; None when there is none (or no state
         table at all)."""
-        return self._run(self.plan.load(table, index))
+        return self._run(self.plan.load(table, index_name))
 
     def update(
-        self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
+        self, table: str, index_name: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> None:
         """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        self._run(self.plan.update(table, index, values, remove))
+        self._run(self.plan.update(table, index_name, values, remove))
 
 
 def update_request(

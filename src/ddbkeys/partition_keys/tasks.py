@@ -32,7 +32,6 @@ from ddbkeys.partition_keys.base import Position, ReadBudget
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, task_token
 from ddbkeys.partition_keys.listing import Listing
 from ddbkeys.partition_keys.read_share import check_percent, share
-from ddbkeys.renames import renamed
 
 __all__ = ["ListingTask", "list_task", "plan_listing", "run_task", "run_tasks"]
 
@@ -194,10 +193,6 @@ def plan_listing(
     their own clients (by default: ``client``'s endpoint and region)."""
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
-    if "index" in listing:
-        listing["index_name"] = renamed(
-            "index", "index_name", listing.pop("index"), listing.get("index_name"), None
-        )
     for name in listing.keys() & _NOT_PLANNED.keys():
         if listing[name] != _PLANNED_DEFAULTS.get(name):  # (given as the default: nothing lost)
             raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
