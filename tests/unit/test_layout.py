@@ -37,7 +37,6 @@ COMPLEX_FUNCTIONS = {
     "partition_keys/evidence.py:plan_replay",
     "partition_keys/aws_lambda.py:StreamHandler._begin_batch",
     "partition_keys/follow.py:FollowPlan.follow",
-    "core/attempts.py:attempts",
 }
 
 

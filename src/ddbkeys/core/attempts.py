@@ -120,11 +120,8 @@ def attempts(
     ``writes=False``: nothing the attempt sends changes the table (no "may still have been
     applied" note when the last request got no answer).
     """
-    last: BaseException | None = None
-    tried = refused = 0
-    kinds: Counter[str] = Counter()
+    tally = _Tally()
     out_of_time = False
-    sent_unanswered = False  # some attempt's write got no answer: it may have been applied
     for n in range(policy.max_attempts):
         if n:
             usage.count(retries=1)
@@ -133,53 +130,70 @@ def attempts(
             break
         if stop is not None:
             stop.check()
-        tried += 1
+        tally.tried += 1
         try:
             return (yield from bounded(attempt(n), deadline))
         except Contention as lost:
-            last = lost
+            tally.last = lost
             usage.count(conflicts=1)
-            if lost.immediate:
-                wait = 0.0
-            elif lost.wait is not None:
-                wait = lost.wait
-            else:
+            wait = 0.0 if lost.immediate else lost.wait
+            if wait is None:
                 wait = policy.full_jitter(n)
         except Throttled as throttled:
-            last = throttled
+            tally.last = throttled
             wait = policy.exponential(n)
         except (ClientError, BotoCoreError, DdbKeysError) as exc:
-            failure = unavailable_failure(exc)
-            if failure is None:
-                raise_translated(exc, table=table)
-            sent_unanswered = sent_unanswered or unanswered(failure)
-            if last is None or not cut_short(failure):
-                last = failure  # (the deadline cutting a request short tells less)
-            # Refused, or answered by a web server that is not DynamoDB: a few tries, not all.
-            refused += is_refused(failure) or foreign_answer(failure) is not None
-            kinds[_kind(failure)] += 1
-            if refused >= MAX_REFUSED_ATTEMPTS:
-                raise_translated(failure, table=table)
+            tally.failed(exc, table)
             wait = policy.exponential(n)
         if n + 1 < policy.max_attempts and wait:
             if not deadline.allows(wait):
                 out_of_time = True
                 break
             yield Pause(wait, policy.sleep, stop)
-    times = kinds[_kind(last)] if last is not None and kinds[_kind(last)] else tried
+    last = tally.last
+    times = (
+        tally.kinds[_kind(last)] if last is not None and tally.kinds[_kind(last)] else tally.tried
+    )
     raise gave_up(
         what,
         table,
         deadline,
-        tried,
+        tally.tried,
         last,
         out_of_time,
         read_timeout,
         advice,
         times,
         writes,
-        sent_unanswered=sent_unanswered,
+        sent_unanswered=tally.sent_unanswered,
     ) from last
+
+
+class _Tally:
+    """What the attempts of one call met: the last failure, how many were tried, refused and
+    of each kind, and whether a write may have been applied though it got no answer."""
+
+    __slots__ = ("kinds", "last", "refused", "sent_unanswered", "tried")
+
+    def __init__(self) -> None:
+        self.last: BaseException | None = None
+        self.tried = self.refused = 0
+        self.kinds: Counter[str] = Counter()
+        self.sent_unanswered = False
+
+    def failed(self, exc: ClientError | BotoCoreError | DdbKeysError, table: str) -> None:
+        """A request failed: counted if another attempt may fix it, else raised translated."""
+        failure = unavailable_failure(exc)
+        if failure is None:
+            raise_translated(exc, table=table)
+        self.sent_unanswered = self.sent_unanswered or unanswered(failure)
+        if self.last is None or not cut_short(failure):
+            self.last = failure  # (the deadline cutting a request short tells less)
+        # Refused, or answered by a web server that is not DynamoDB: a few tries, not all.
+        self.refused += is_refused(failure) or foreign_answer(failure) is not None
+        self.kinds[_kind(failure)] += 1
+        if self.refused >= MAX_REFUSED_ATTEMPTS:
+            raise_translated(failure, table=table)
 
 
 def _kind(exc: BaseException | None) -> str:
