@@ -30,7 +30,6 @@ LONG_MODULES = {
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
-    "cli/partition_keys.py:partition_keys_group",
     "partition_keys/replay.py:_read_shard",
     "partition_keys/lambda_trigger.py:recorded",
     "partition_keys/lambda_trigger.py:trigger_decline",

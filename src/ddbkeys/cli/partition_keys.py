@@ -173,6 +173,55 @@ def stream_keys(
     return collected
 
 
+def _check_options(
+    table_name: str | None,
+    output: str,
+    query: str | None,
+    checkpoint_file: str | None,
+    output_file: str | None,
+) -> None:
+    """The options that do not go together: a usage error naming them."""
+    if query is not None and output not in ("json", "table"):
+        raise click.UsageError(
+            "--query goes with --output json or table (one document at the end); with text "
+            "and jsonl each key is written as it comes."
+        )
+    if table_name is None:
+        raise click.UsageError("Missing option '--table-name' / '-t'.")
+    if checkpoint_file is not None and output in ("json", "table"):
+        raise click.UsageError(
+            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
+        )
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
+        )
+
+
+def _resume_from(sink: KeySink, resume: str | None, checkpoint_file: str | None) -> str | None:
+    """The token to go on from: --resume, or the checkpoint file's (not both)."""
+    if sink.resume_token is None:
+        return resume
+    if resume is not None:
+        raise click.UsageError(
+            f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
+            f"--resume to go on from {checkpoint_file}, or delete it."
+        )
+    return sink.resume_token
+
+
+def _trust_note(listing: Listing, method: str) -> str:
+    """Why the marker index was not used (auto) or not proven (--method index)."""
+    if method == "index":
+        return f"Warning: {listing.method_reason}."
+    reason = listing.method_reason
+    return f"Note: {reason[:1].upper()}{reason[1:]}; listing with {listing.method_name}."
+
+
 @click.group(
     "partition-keys",
     invoke_without_command=True,
@@ -308,33 +357,9 @@ def partition_keys_group(
     """
     if ctx.invoked_subcommand is not None:
         return
-    if query is not None and output not in ("json", "table"):
-        raise click.UsageError(
-            "--query goes with --output json or table (one document at the end); with text "
-            "and jsonl each key is written as it comes."
-        )
-    if table_name is None:
-        raise click.UsageError("Missing option '--table-name' / '-t'.")
-    if checkpoint_file is not None and output in ("json", "table"):
-        raise click.UsageError(
-            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
-        )
-    if (
-        checkpoint_file is not None
-        and output_file is not None
-        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
-    ):
-        raise click.UsageError(
-            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
-        )
+    _check_options(table_name, output, query, checkpoint_file, output_file)
     sink = KeySink(output, output_file, checkpoint_file)
-    if sink.resume_token is not None:
-        if resume is not None:
-            raise click.UsageError(
-                f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
-                f"--resume to go on from {checkpoint_file}, or delete it."
-            )
-        resume = sink.resume_token
+    resume = _resume_from(sink, resume, checkpoint_file)
     client = connection.client()
     stderr = Console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
@@ -371,13 +396,7 @@ def partition_keys_group(
     if sink.resumed and not quiet:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
     if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
-        click.echo(
-            f"Warning: {listing.method_reason}."
-            if method == "index"
-            else f"Note: {listing.method_reason[:1].upper()}{listing.method_reason[1:]}; "
-            f"listing with {listing.method_name}.",
-            err=True,
-        )
+        click.echo(_trust_note(listing, method), err=True)
     collected = stream_keys(ctx, listing, output, sink, status)
     if output == "json" or (output == "table" and query is not None):
         document = {
