@@ -31,8 +31,6 @@ LONG_MODULES = {
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
     "partition_keys/replay.py:_read_shard",
-    "partition_keys/lambda_trigger.py:recorded",
-    "partition_keys/lambda_trigger.py:trigger_decline",
     "partition_keys/evidence.py:plan_replay",
     "partition_keys/aws_lambda.py:StreamHandler._begin_batch",
     "partition_keys/follow.py:FollowPlan.follow",

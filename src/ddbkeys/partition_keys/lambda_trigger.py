@@ -289,18 +289,7 @@ def recorded(
             record = replace(record, factor=reading.factor, checked=reading.at, error=None)
         else:
             record = replace(record, error=reading.error)
-    since = record.since
-    if since is not None and bad is not None and since <= bad.at:
-        since = None
-    if reading is not None and reading.factor not in (None, 1):
-        since = None
-    good = reading is not None and reading.factor == 1 and (bad is None or reading.at > bad.at)
-    if since is None and good:
-        assert reading is not None
-        start = reading.at
-        if began is not None and reading.at >= began and (bad is None or began > bad.at):
-            start = began
-        since = start
+    since = _since(record.since, reading, bad, began)
     batches = record.batches
     if batch is not None:
         batches = (*batches, batch)[-MAX_BATCHES:]
@@ -310,6 +299,25 @@ def recorded(
         batches=batches,
         gap=gap if gap is not None else record.gap,
     )
+
+
+def _since(
+    since: float | None, reading: Reading | None, bad: Parallelized | None, began: float | None
+) -> float | None:
+    """Since when the checks have read ParallelizationFactor 1 with none other after: kept
+    while no other factor was read after it, else set by a reading of 1 (to the batch's start
+    ``began`` when the reading was taken during it)."""
+    if since is not None and bad is not None and since <= bad.at:
+        since = None
+    if reading is not None and reading.factor not in (None, 1):
+        since = None
+    good = reading is not None and reading.factor == 1 and (bad is None or reading.at > bad.at)
+    if since is None and good:
+        assert reading is not None
+        since = reading.at
+        if began is not None and reading.at >= began and (bad is None or began > bad.at):
+            since = began
+    return since
 
 
 def checked_cut(check: TriggerCheck | None, stream: str, cut: float) -> float:
@@ -350,43 +358,62 @@ def trigger_decline(
                 f"for shard {shard} (a ddbkeys older than the index's reader?): update the "
                 "function, then run `index backfill` again once it has handled a batch"
             )
-        if check.gap is not None and check.gap > covered:
-            return (
-                f"a batch of shard {shard} older than the Lambda handler's position in it came "
-                "after it (out of order: is the trigger's ParallelizationFactor above 1?): set "
-                "it to 1, then run `index backfill` again"
-            )
-        if check.checked is None:
-            why = check.error or "it has not checked it yet"
-            return (
-                f"the Lambda handler could not read its trigger on shard {shard} ({why}): give "
-                "its role lambda:ListEventSourceMappings (`ddbkeys iam-policy lambda-handler`)"
-            )
-        if check.factor != 1:
-            return (
-                f"the Lambda handler's trigger reads ParallelizationFactor "
-                f"{check.factor} (batches of shard {shard} may be applied out of order): set it "
-                "to 1, then run `index backfill` again once the handler has read 1"
-            )
-        if check.seen is not None and check.seen - check.checked > CHECK_STALE:
-            why = f": {check.error}" if check.error else ""
-            return (
-                f"the Lambda handler's last check of its trigger on shard {shard} is "
-                f"{check.seen - check.checked:.0f} s older than its latest batch{why}: give its "
-                "role lambda:ListEventSourceMappings (`ddbkeys iam-policy lambda-handler`)"
-            )
-        if bad is not None and (check.since is None or check.since <= bad.at):
-            return (
-                f"the Lambda trigger of {bad.function} read ParallelizationFactor {bad.factor}, "
-                f"and no check of shard {shard} has read 1 since: set it to 1, then run "
-                "`index backfill` again once the handler has read 1"
-            )
-        since = check.since
-        first = check.first if check.first is not None else min(times)
-        if since is None or (since > covered and first < since):
-            return (
-                f"the Lambda handler's checks of shard {shard} read ParallelizationFactor 1 "
-                f"only since less than the replay margin ({margin:g} s) before the backfill "
-                "began: run `index backfill` again"
-            )
+        why = _check_decline(shard, check, bad, covered) or _since_decline(
+            shard, check, min(times), covered, margin
+        )
+        if why is not None:
+            return why
+    return None
+
+
+def _check_decline(
+    shard: str, check: TriggerCheck, bad: Parallelized | None, covered: float
+) -> str | None:
+    """Why the handler's check of ``shard`` does not vouch for its order, if so."""
+    if check.gap is not None and check.gap > covered:
+        return (
+            f"a batch of shard {shard} older than the Lambda handler's position in it came "
+            "after it (out of order: is the trigger's ParallelizationFactor above 1?): set "
+            "it to 1, then run `index backfill` again"
+        )
+    if check.checked is None:
+        why = check.error or "it has not checked it yet"
+        return (
+            f"the Lambda handler could not read its trigger on shard {shard} ({why}): give "
+            "its role lambda:ListEventSourceMappings (`ddbkeys iam-policy lambda-handler`)"
+        )
+    if check.factor != 1:
+        return (
+            f"the Lambda handler's trigger reads ParallelizationFactor "
+            f"{check.factor} (batches of shard {shard} may be applied out of order): set it "
+            "to 1, then run `index backfill` again once the handler has read 1"
+        )
+    if check.seen is not None and check.seen - check.checked > CHECK_STALE:
+        why = f": {check.error}" if check.error else ""
+        return (
+            f"the Lambda handler's last check of its trigger on shard {shard} is "
+            f"{check.seen - check.checked:.0f} s older than its latest batch{why}: give its "
+            "role lambda:ListEventSourceMappings (`ddbkeys iam-policy lambda-handler`)"
+        )
+    if bad is not None and (check.since is None or check.since <= bad.at):
+        return (
+            f"the Lambda trigger of {bad.function} read ParallelizationFactor {bad.factor}, "
+            f"and no check of shard {shard} has read 1 since: set it to 1, then run "
+            "`index backfill` again once the handler has read 1"
+        )
+    return None
+
+
+def _since_decline(
+    shard: str, check: TriggerCheck, saved_first: float, covered: float, margin: float
+) -> str | None:
+    """Why the factor read 1 too briefly before the backfill to vouch for ``shard``, if so."""
+    since = check.since
+    first = check.first if check.first is not None else saved_first
+    if since is None or (since > covered and first < since):
+        return (
+            f"the Lambda handler's checks of shard {shard} read ParallelizationFactor 1 "
+            f"only since less than the replay margin ({margin:g} s) before the backfill "
+            "began: run `index backfill` again"
+        )
     return None
