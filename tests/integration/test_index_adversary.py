@@ -37,6 +37,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys.cli import cli
+from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import (
     IndexUnprovenError,
     MarkerIndex,
@@ -64,17 +65,19 @@ pytestmark = pytest.mark.integration
 INDEX = "ddbkeys-partition-keys"
 
 
-def outcome(client: DynamoDBClient, table: str, store: str) -> str:
+def outcome(client: DynamoDBClient, table: str, store: str, **options: Any) -> str:
     """The listing, in ``auto`` and with ``method="index"``, once the writers have stopped:
     "exact" (the index proven, and right) or "declined: <why>". A wrong answer fails here,
     whichever method ``auto`` took."""
-    truth = non_empty(client, table)
-    auto = distinct_partition_keys(client, table, state_table=store, replay_margin=MARGIN)
+    truth = holding(client, table, options.get("marker_attribute", "ddbkeys_pk"))
+    auto = distinct_partition_keys(
+        client, table, state_table=store, replay_margin=MARGIN, **options
+    )
     assert sorted(auto) == truth, (auto.method_name, auto.method_reason)
     assert auto.method_name == "index" or auto.index_trusted is False or auto.method_reason
     try:
         forced = distinct_partition_keys(
-            client, table, "index", state_table=store, replay_margin=MARGIN
+            client, table, "index", state_table=store, replay_margin=MARGIN, **options
         )
         keys = sorted(forced)
     except IndexUnprovenError as declined:
@@ -83,6 +86,13 @@ def outcome(client: DynamoDBClient, table: str, store: str) -> str:
     assert forced.index_trusted is True
     assert keys == truth, f"the index proven, and wrong: listed {keys}, the table holds {truth}"
     return "exact"
+
+
+def holding(client: DynamoDBClient, table: str, attribute: str) -> list[str]:
+    """The collections holding an item that is not a marker (markers known by ``attribute``),
+    by a consistent scan: ``non_empty`` for any marker attribute."""
+    items = client.scan(TableName=table, ConsistentRead=True)["Items"]
+    return sorted({str(i["pk"]["S"]) for i in items if attribute not in i})
 
 
 def collections(client: DynamoDBClient, table: str, count: int) -> None:
@@ -125,6 +135,25 @@ def writing(
     finally:
         for w in writers:
             w.join()
+
+
+def deleted(client: DynamoDBClient, table: str) -> None:
+    """Delete the marker index, and wait until it is gone (DynamoDB Local fails writes while
+    it deletes an index)."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:  # (DynamoDB Local answers InternalFailure now and then: tried again)
+            client.update_table(
+                TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": INDEX}}]
+            )
+            break
+        except client.exceptions.ClientError as refused:
+            code = refused.response.get("Error", {}).get("Code")
+            assert code == "InternalFailure" and time.monotonic() < deadline, refused
+            time.sleep(0.2)
+    while client.describe_table(TableName=table)["Table"].get("GlobalSecondaryIndexes"):
+        assert time.monotonic() < deadline, "the index was not deleted"
+        time.sleep(0.1)
 
 
 def on_new_stream(client: DynamoDBClient, table: str, store: str) -> None:
@@ -386,20 +415,14 @@ def test_the_table_and_its_index_made_anew_under_the_old_record(
     time.sleep(MARGIN)
     assert outcome(ddb_client, table, store) == "exact"
     # The index deleted and made again; meanwhile a collection made and one emptied.
-    ddb_client.update_table(
-        TableName=table, GlobalSecondaryIndexUpdates=[{"Delete": {"IndexName": INDEX}}]
-    )
-    deadline = time.monotonic() + 30
-    while ddb_client.describe_table(TableName=table)["Table"].get("GlobalSecondaryIndexes"):
-        assert time.monotonic() < deadline, "the index was not deleted"
-        time.sleep(0.1)  # (DynamoDB Local fails writes while it deletes an index)
+    deleted(ddb_client, table)
     ddb_client.put_item(TableName=table, Item=item("while", 1))
     ddb_client.delete_item(TableName=table, Key=item("k01", 1))
     MarkerIndex(ddb_client, table).create()
-    said = outcome(ddb_client, table, store)  # the records since are re-checked
+    assert outcome(ddb_client, table, store) == "exact"  # the records since, re-checked
     follower.run(until_caught_up=True)
     time.sleep(MARGIN)
-    assert outcome(ddb_client, table, store) in ("exact", said)
+    assert outcome(ddb_client, table, store) == "exact"
     # The table deleted and made again under its name, with the old record left.
     ddb_client.delete_table(TableName=table)
     ddb_client.get_waiter("table_not_exists").wait(TableName=table)
@@ -417,6 +440,32 @@ def test_the_table_and_its_index_made_anew_under_the_old_record(
     MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
     time.sleep(MARGIN)
     assert outcome(ddb_client, table, store) == "exact"
+
+
+def test_the_index_made_anew_keyed_on_another_attribute(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """The old markers (``ddbkeys_pk``) stay in the table, out of the new index (``other``):
+    known by ``other``, an old marker is data at the marker's key (k00 emptied keeps one, and
+    is listed)."""
+    table, store = streamed_table, state_table
+    collections(ddb_client, table, 6)
+    follower = StreamFollower(MarkerIndex(ddb_client, table), state_table=store, poll=0.05)
+    follower.run(until_caught_up=True)
+    time.sleep(MARGIN)
+    MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
+    time.sleep(MARGIN)
+    assert outcome(ddb_client, table, store) == "exact"
+    deleted(ddb_client, table)
+    MarkerIndex(ddb_client, table, marker_attribute="other").create()
+    ddb_client.put_item(TableName=table, Item=item("new", 1))
+    ddb_client.delete_item(TableName=table, Key=item("k00", 1))
+    StreamFollower(MarkerIndex(ddb_client, table), state_table=store).run(until_caught_up=True)
+    time.sleep(MARGIN)
+    with pytest.raises(ConfigurationError, match="keyed on 'other', not on the marker attr"):
+        outcome(ddb_client, table, store)  # the default attribute: refused, nothing listed
+    said = outcome(ddb_client, table, store, marker_attribute="other")
+    assert said.startswith("declined") and "another attribute or sort key" in said, said
 
 
 def test_the_view_type_changed_under_a_running_follower(
