@@ -30,6 +30,10 @@ Kept as a second guard: a batch that begins at or before the handler's own newes
 position in the shard, and within none of the batches it handled (Lambda sends a batch again
 from its first record, or from its first failed one), came out of order; the handler records
 it as a gap (:func:`out_of_order`), and listings decline until a backfill begun after it.
+The first record of the batch it began and has not applied is kept here too (``failed``), not
+only in the shard's mark, which a follower on the same shard saves its own over: a later batch
+beginning past it means Lambda gave up on that batch (``lost``, :func:`went_past`), and
+listings decline the same way.
 
 What it rests on: the factor does not go above 1 and back between two checks of every
 execution environment handling the shard (a few minutes).
