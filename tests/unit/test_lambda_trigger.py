@@ -27,6 +27,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     out_of_order,
     recorded,
     trigger_decline,
+    went_past,
 )
 from ddbkeys.partition_keys.state import evidence_from_item
 
@@ -104,8 +105,22 @@ def test_the_newest_check_wins_and_since_survives_no_other_factor() -> None:
     assert (upgraded.first, upgraded.since) == (10.0, 2_000.0)
 
 
+def test_a_batch_past_a_record_the_handler_never_applied_is_seen_in_its_own_record() -> None:
+    """Lambda gave up on a batch begun at 20 and sends the next: the handler must see it went
+    past 20 whether the shard's mark still says so or a follower's mark (no ``failed``) was
+    saved over it meanwhile (the issue 33 adversary's schedule: a follower plus the Lambda
+    handler listed 3 of 4 keys with the index proven)."""
+    began = replace(handled(("10", "19")), failed="20")
+    assert went_past(began, None, "30")  # the mark overwritten by a follower: its own record
+    assert went_past(None, "20", "30")  # the mark as the handler left it
+    assert not went_past(began, None, "20")  # sent again from its first (or failed) record
+    assert not went_past(began, "20", "15")  # from an earlier record: nothing skipped
+    assert not went_past(handled(("10", "19")), None, "30")  # the last batch was applied
+    assert not went_past(None, None, "30")
+
+
 def test_a_record_reads_back_as_written() -> None:
-    check = replace(handled(("1", "5")), error="x", gap=3.0, first=2.0)
+    check = replace(handled(("1", "5")), error="x", gap=3.0, first=2.0, failed="7", lost=4.0)
     assert TriggerCheck.from_json(check.to_json()) == replace(check, stream="now")  # its label
     assert TriggerCheck.from_json('{"stream": 1, "batches": [["a", "1"]]}') is None
     bad = Parallelized(ARN, 1.0, 2, FUNCTION)
@@ -146,6 +161,11 @@ def decline(
         (replace(GOOD, factor=2), None, "reads ParallelizationFactor 2 (batches of shard s1"),
         (replace(GOOD, seen=9_000.0 + CHECK_STALE + 1), None, "older than its latest batch"),
         (replace(GOOD, gap=8_000.0), None, "older than the Lambda handler's position in it"),
+        (
+            replace(GOOD, lost=8_000.0),
+            None,
+            "were lost before the maintainer applied them (Lambda went on",
+        ),
         (replace(GOOD, since=None), None, "read ParallelizationFactor 1 only since"),
         (replace(GOOD, since=4_990.0), None, "only since less than the replay margin"),
         (GOOD, Parallelized(ARN, 8_000.0, 2, FUNCTION), "and no check of shard s1 has read 1"),
@@ -160,6 +180,8 @@ def test_a_listing_declines_a_check_that_vouches_for_nothing(
 
 def test_a_listing_trusts_checks_that_read_1_since_before_the_backfill() -> None:
     assert decline(GOOD) is None
+    # Records lost a margin before the backfill began: the backfill covers them.
+    assert decline(replace(GOOD, lost=STARTED - MARGIN - 1)) is None
     # A factor of 2 read before a check read 1, itself before the backfill: cleared.
     assert decline(GOOD, bad=Parallelized(ARN, 900.0, 2, FUNCTION)) is None
     # ... a factor of 2 on another stream (the table's earlier one) says nothing of this one.

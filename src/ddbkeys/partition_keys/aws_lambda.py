@@ -87,6 +87,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     out_of_order,
     recorded,
     same_stream,
+    went_past,
 )
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.pending import (
@@ -277,11 +278,12 @@ class StreamHandler:
             previous = None
         first = str(records[0]["dynamodb"]["SequenceNumber"])
         oldest = created_at(records[0])
-        skipped = (
-            previous is not None
-            and previous.failed is not None
-            and int(first) > int(previous.failed)
-        )
+        check = saved.triggers.get(shard) if saved is not None else None
+        if check is not None and not same_stream(check.stream, arn):
+            check = None
+        # Past a record of a batch it began and never applied: by its mark, or by its own
+        # record (a follower on the same shard saves its own mark over the handler's).
+        skipped = went_past(check, previous.failed if previous is not None else None, first)
         # The shard's last batch nearly a day ago: records written after it may have been
         # trimmed before Lambda read them (the handler cannot tell which, so it says so).
         stale = (
@@ -290,12 +292,9 @@ class StreamHandler:
             and (previous.marks[-1][1] < now - DAY + TRIM_SAFETY)
         )
         gap = previous.gap if previous is not None else None
-        check = saved.triggers.get(shard) if saved is not None else None
         bad = saved.parallelized if saved is not None else None
         # A batch that begins before the handler's own position, and is no batch it handled
         # sent again: it came out of order (a ParallelizationFactor above 1).
-        if check is not None and not same_stream(check.stream, arn):
-            check = None
         backwards = out_of_order(check, first)
         if backwards:
             LOG.error(
@@ -305,7 +304,8 @@ class StreamHandler:
                 shard,
                 index.table,
             )
-        if skipped or stale or (oldest is not None and oldest < now - DAY + TRIM_SAFETY):
+        lost = skipped or stale or (oldest is not None and oldest < now - DAY + TRIM_SAFETY)
+        if lost:
             gap = now
             LOG.error(
                 "ddbkeys: records of shard %s of %s were not applied (Lambda went on past "
@@ -330,6 +330,7 @@ class StreamHandler:
         check = recorded(
             check, arn, reading, now, bad=bad, gap=now if backwards else None, oldest=oldest
         )
+        check = replace(check, failed=first, lost=now if lost else check.lost)
         self._begun[(arn, shard)] = (now, check, bad)
         values = {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()}
         values.update(self._check_values(arn, shard, check, reading))
@@ -376,6 +377,7 @@ class StreamHandler:
         first = str(applied[0]["dynamodb"]["SequenceNumber"]) if applied else None
         batch = (first, last) if first is not None and last is not None else None
         check = recorded(check, arn, reading, now, bad=bad, began=started, batch=batch)
+        check = replace(check, failed=failed_at)  # the batch applied, up to that record
         values.update(self._check_values(arn, shard, check, reading))
         store.update(index.table, index.name, values)
 

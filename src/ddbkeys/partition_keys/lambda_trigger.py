@@ -30,6 +30,10 @@ Kept as a second guard: a batch that begins at or before the handler's own newes
 position in the shard, and within none of the batches it handled (Lambda sends a batch again
 from its first record, or from its first failed one), came out of order; the handler records
 it as a gap (:func:`out_of_order`), and listings decline until a backfill begun after it.
+The first record of the batch it began and has not applied is kept here too (``failed``), not
+only in the shard's mark, which a follower on the same shard saves its own over: a later batch
+beginning past it means Lambda gave up on that batch (``lost``, :func:`went_past`), and
+listings decline the same way.
 
 What it rests on: the factor does not go above 1 and back between two checks of every
 execution environment handling the shard (a few minutes).
@@ -58,6 +62,7 @@ __all__ = [
     "recorded",
     "same_stream",
     "trigger_decline",
+    "went_past",
 ]
 
 #: Seconds between two reads of the trigger by one execution environment (and at its first
@@ -118,6 +123,14 @@ class TriggerCheck:
     #: the oldest position the shard held then, when a handler that did not check may have
     #: saved it (an upgrade).
     first: float | None = None
+    #: The first record of the batch the handler began and has not applied (set when a batch
+    #: begins, cleared or moved to the first failed record when it ends), and when it found a
+    #: batch beginning past such a record (Lambda gave up on it) or records grown too old:
+    #: records it never applied. Kept here, in the handler's own attribute, as well as in the
+    #: shard's mark, which a follower on the same shard overwrites with its own (see
+    #: :func:`went_past`).
+    failed: str | None = None
+    lost: float | None = None
 
     @property
     def applied(self) -> str | None:
@@ -127,7 +140,7 @@ class TriggerCheck:
 
     def to_json(self) -> str:
         raw: dict[str, Any] = {"stream": self.stream.rsplit("/stream/", 1)[-1]}
-        for name in ("factor", "checked", "since", "seen", "first", "gap", "error"):
+        for name in ("factor", "checked", "since", "seen", "first", "gap", "lost", "error"):
             value = getattr(self, name)
             if value is not None:
                 raw[name] = (
@@ -135,6 +148,8 @@ class TriggerCheck:
                 )
         if self.batches:
             raw["batches"] = [list(b) for b in self.batches]
+        if self.failed is not None:
+            raw["failed"] = self.failed
         return json.dumps(raw, separators=(",", ":"))
 
     @classmethod
@@ -144,6 +159,9 @@ class TriggerCheck:
             raw = json.loads(text)
             batches = tuple((str(f), str(last)) for f, last in raw.get("batches", []))
             if not all(f.isdigit() and last.isdigit() for f, last in batches):
+                return None
+            failed = _text(raw.get("failed"))
+            if failed is not None and not failed.isdigit():
                 return None
             factor = raw.get("factor")
             return cls(
@@ -156,6 +174,8 @@ class TriggerCheck:
                 batches=batches,
                 gap=record_time(raw.get("gap")),
                 first=record_time(raw.get("first")),
+                failed=failed,
+                lost=record_time(raw.get("lost")),
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
@@ -258,6 +278,17 @@ def out_of_order(check: TriggerCheck | None, first: str) -> bool:
     if int(first) > int(applied):
         return False
     return not any(int(f) <= int(first) <= int(last) for f, last in check.batches)
+
+
+def went_past(check: TriggerCheck | None, mark_failed: str | None, first: str) -> bool:
+    """Whether a batch beginning at ``first`` goes past a record the handler began and never
+    applied (Lambda gave up on its batch and went on): the first record of an unfinished batch
+    as the shard's mark keeps it (``mark_failed``) or as the handler's own record does. The
+    mark alone is not enough: a follower on the same shard saves its own mark over it (true
+    for what the follower applied, but without the handler's record), and the handler would
+    then take the follower's position for its own and go past the lost batch unseen."""
+    pending = [f for f in (mark_failed, check.failed if check is not None else None) if f]
+    return any(int(first) > int(f) for f in pending)
 
 
 def recorded(
@@ -370,6 +401,12 @@ def _check_decline(
     shard: str, check: TriggerCheck, bad: Parallelized | None, covered: float
 ) -> str | None:
     """Why the handler's check of ``shard`` does not vouch for its order, if so."""
+    if check.lost is not None and check.lost > covered:
+        return (
+            f"records of shard {shard} were lost before the maintainer applied them "
+            "(Lambda went on past a batch it gave up on, or they grew too old): run "
+            "`index backfill` again"
+        )
     if check.gap is not None and check.gap > covered:
         return (
             f"a batch of shard {shard} older than the Lambda handler's position in it came "
