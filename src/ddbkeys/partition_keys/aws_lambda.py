@@ -64,16 +64,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import (
-    DAY,
     SHARD_PREFIX,
-    TRIM_SAFETY,
-    Evidence,
     ShardMark,
     advance,
     created_at,
 )
 from ddbkeys.partition_keys.follow import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
+from ddbkeys.partition_keys.lambda_batch import begin_batch
 from ddbkeys.partition_keys.lambda_events import parse_event
 from ddbkeys.partition_keys.lambda_trigger import (
     CHECK_EVERY,
@@ -84,10 +82,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     Reading,
     TriggerCheck,
     factor_of,
-    out_of_order,
     recorded,
-    same_stream,
-    went_past,
 )
 from ddbkeys.partition_keys.maintain import Outcome
 from ddbkeys.partition_keys.pending import (
@@ -273,30 +268,9 @@ class StreamHandler:
         now = store.clock()
         saved = store.load(index.table, index.name)
         self._known[index.table] = frozenset(saved.pending) if saved is not None else frozenset()
-        previous = saved.shards.get(shard) if saved is not None else None
-        if previous is not None and previous.stream != arn:
-            previous = None
         first = str(records[0]["dynamodb"]["SequenceNumber"])
-        oldest = created_at(records[0])
-        check = saved.triggers.get(shard) if saved is not None else None
-        if check is not None and not same_stream(check.stream, arn):
-            check = None
-        # Past a record of a batch it began and never applied: by its mark, or by its own
-        # record (a follower on the same shard saves its own mark over the handler's).
-        skipped = went_past(check, previous.failed if previous is not None else None, first)
-        # The shard's last batch nearly a day ago: records written after it may have been
-        # trimmed before Lambda read them (the handler cannot tell which, so it says so).
-        stale = (
-            previous is not None
-            and bool(previous.marks)
-            and (previous.marks[-1][1] < now - DAY + TRIM_SAFETY)
-        )
-        gap = previous.gap if previous is not None else None
-        bad = saved.parallelized if saved is not None else None
-        # A batch that begins before the handler's own position, and is no batch it handled
-        # sent again: it came out of order (a ParallelizationFactor above 1).
-        backwards = out_of_order(check, first)
-        if backwards:
+        begun = begin_batch(saved, shard, arn, first, created_at(records[0]), now)
+        if begun.backwards:
             LOG.error(
                 "ddbkeys: a batch of shard %s of %s came after a later one (is the trigger's "
                 "ParallelizationFactor above 1?): listings decline the index until `index "
@@ -304,9 +278,7 @@ class StreamHandler:
                 shard,
                 index.table,
             )
-        lost = skipped or stale or (oldest is not None and oldest < now - DAY + TRIM_SAFETY)
-        if lost:
-            gap = now
+        if begun.lost:
             LOG.error(
                 "ddbkeys: records of shard %s of %s were not applied (Lambda went on past "
                 "them, or they grew too old): listings decline the index until `index "
@@ -314,23 +286,18 @@ class StreamHandler:
                 shard,
                 index.table,
             )
-        if backwards:
-            gap = now
-        pending = advance(previous, shard, arn, "start", None, now)
-        pending = replace(pending, failed=first, gap=gap)
-        gone = tuple(
-            prefix + s
-            for s, m in (saved.shards.items() if saved is not None else ())
-            if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
-            for prefix in (SHARD_PREFIX, LAMBDA_PREFIX)
-            if prefix == SHARD_PREFIX or (saved is not None and s in saved.triggers)
-        )
         reading = self._trigger(arn, now, refresh=False)
-        oldest = _unchecked_since(saved, previous, arn)
+        bad, pending, gone = begun.bad, begun.mark, begun.gone
         check = recorded(
-            check, arn, reading, now, bad=bad, gap=now if backwards else None, oldest=oldest
+            begun.check,
+            arn,
+            reading,
+            now,
+            bad=bad,
+            gap=now if begun.backwards else None,
+            oldest=begun.unchecked,
         )
-        check = replace(check, failed=first, lost=now if lost else check.lost)
+        check = replace(check, failed=first, lost=now if begun.lost else check.lost)
         self._begun[(arn, shard)] = (now, check, bad)
         values = {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()}
         values.update(self._check_values(arn, shard, check, reading))
@@ -439,23 +406,6 @@ class StreamHandler:
             return Reading(function, None, now, " ".join(str(exc).split())[:200])
         factor, error = factor_of(mappings, stream, function)
         return Reading(function, factor, now, error)
-
-
-def _unchecked_since(
-    saved: Evidence | None, previous: ShardMark | None, stream: str
-) -> float | None:
-    """When a shard the handler has no check of yet got positions that may be a handler's
-    unchecked ones (a ddbkeys that did not check its trigger): its oldest position, if a
-    handler said last that it keeps the index and no handler had checked when it was saved."""
-    if saved is None or previous is None or not previous.marks or saved.maintainer != "lambda":
-        return None
-    if previous.shard in saved.triggers and same_stream(
-        saved.triggers[previous.shard].stream, stream
-    ):
-        return None
-    began = [c.first for c in saved.triggers.values() if same_stream(c.stream, stream) and c.first]
-    oldest = previous.marks[0][1]
-    return oldest if not began or oldest < min(began) else None
 
 
 @functools.cache
