@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
-    from ddbkeys.partition_keys.replay import Replay
+    from ddbkeys.partition_keys.shard_read import Replay
     from ddbkeys.schema import TableInfo
     from ddbkeys.testing.tables import TableFactory
 

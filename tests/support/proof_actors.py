@@ -25,7 +25,8 @@ from ddbkeys.partition_keys.follow import FollowPlan, FollowReport, FollowState
 from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces
-from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, load_evidence, replay_flow
+from ddbkeys.partition_keys.replay import ReplayedIndexMethod, load_evidence, replay_flow
+from ddbkeys.partition_keys.shard_read import Replay
 from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
 from tests.support.proof_world import PK, SK, STATE, TABLE, ItemKey, Record, Shard, World

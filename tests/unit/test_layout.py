@@ -25,11 +25,9 @@ LONG_MODULES = {
     "cli/marker_index.py",
     "partition_keys/evidence.py",
     "partition_keys/marker_plan.py",
-    "partition_keys/replay.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
-    "partition_keys/replay.py:_read_shard",
     "partition_keys/evidence.py:plan_replay",
     "partition_keys/follow.py:FollowPlan.follow",
 }

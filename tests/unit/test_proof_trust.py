@@ -19,7 +19,8 @@ from ddbkeys.partition_keys.evidence import (
     out_of_range,
     plan_replay,
 )
-from ddbkeys.partition_keys.replay import REFUSALS, Replay, replay_flow
+from ddbkeys.partition_keys.replay import replay_flow
+from ddbkeys.partition_keys.shard_read import REFUSALS, Replay
 from ddbkeys.retry import RetryPolicy
 from tests.unit.test_index_core import failure, play
 from tests.unit.test_replay_flow import ARN, GOOD, NOW, evidence, setup

@@ -16,7 +16,8 @@ from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMa
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.pending import element
-from ddbkeys.partition_keys.replay import Replay, ReplayedIndexMethod, replay_flow
+from ddbkeys.partition_keys.replay import ReplayedIndexMethod, replay_flow
+from ddbkeys.partition_keys.shard_read import Replay
 from ddbkeys.partition_keys.state import markers_key
 from ddbkeys.retry import RetryPolicy
 from tests.unit.test_index_core import failure, info, play

@@ -60,7 +60,7 @@ from ddbkeys.partition_keys.markers import (
     unhash,
 )
 from ddbkeys.partition_keys.recognise import Markers, same_value
-from ddbkeys.partition_keys.replay import Replay, _ask, _read_shard, _refused
+from ddbkeys.partition_keys.shard_read import Replay, ask, read_shard, refusal
 from ddbkeys.partition_keys.state import StatePlan
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
@@ -283,16 +283,14 @@ def _window(
             "are in no log: run `index backfill` again"
         )
     try:
-        shards = yield from stream_shards(lambda request: _ask(reader, request), stream)
+        shards = yield from stream_shards(lambda request: ask(reader, request), stream)
     except DdbKeysError as exc:
-        return _refused(exc, "describing the table's stream")
+        return refusal(exc, "describing the table's stream")
     plan = window_plan(saved, stream, shards, started, margin, clock())
     replay = Replay(margin)
     names = window_names(info, index.markers(info))
     for read in plan.reads:
-        declined = yield from _read_shard(
-            reader, plan, read, info.partition_key.name, replay, names
-        )
+        declined = yield from read_shard(reader, plan, read, info.partition_key.name, replay, names)
         if declined is not None:
             return declined
     return replay

@@ -12,14 +12,9 @@ from ddbkeys.partition_keys.base import read_timeout
 from ddbkeys.partition_keys.evidence import Decline
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.replay import (
-    Replay,
-    ReplayedIndexMethod,
-    estimate,
-    load_evidence,
-    replay_flow,
-)
+from ddbkeys.partition_keys.replay import ReplayedIndexMethod, estimate, load_evidence, replay_flow
 from ddbkeys.partition_keys.scan import ScanMethod
+from ddbkeys.partition_keys.shard_read import Replay
 from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys.state import StatePlan
 

@@ -68,7 +68,7 @@ maintainer's word that every record up to them was applied. Only the maintainer'
 write it (the listing's policy only reads it, see :mod:`ddbkeys.iam`); whoever can write it can
 make a listing wrong. What no maintainer can have written is declined at once: a position
 outside its shard's ``SequenceNumberRange`` (:func:`out_of_range`), and one the stream refuses
-(see ``replay._iterator``).
+(see ``shard_read._iterator``).
 """
 
 from __future__ import annotations

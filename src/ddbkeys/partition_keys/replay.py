@@ -9,41 +9,30 @@ stream's requests go to a DynamoDB Streams client, see ``follow.Both``).
 
 from __future__ import annotations
 
-import base64
 import math
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-
-from botocore.exceptions import ClientError
 
 from ddbkeys.core.steps import (
     Emit,
     Flow,
-    Request,
-    get_records,
-    get_shard_iterator,
     query,
 )
-from ddbkeys.errors import DdbKeysError, error_code
+from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.base import Key, Reader
 from ddbkeys.partition_keys.evidence import (
-    CREATED_ROUNDING,
-    DAY,
-    TRIM_SAFETY,
     Decline,
     Evidence,
     ReplayPlan,
-    ShardRead,
-    created_at,
     plan_replay,
     precheck,
 )
 from ddbkeys.partition_keys.index import IndexMethod
-from ddbkeys.partition_keys.markers import hashable, unhash
+from ddbkeys.partition_keys.markers import hashable
 from ddbkeys.partition_keys.pending import pending_keys
+from ddbkeys.partition_keys.shard_read import Replay, ask, read_shard, refusal, shard_list
 from ddbkeys.partition_keys.state import StatePlan, markers_key
-from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -59,65 +48,6 @@ __all__ = [
     "replay_flow",
     "scan_units",
 ]
-
-Hashed = tuple[str, Any]
-#: Records per GetRecords (the most DynamoDB Streams gives).
-RECORDS_PER_READ = 1000
-#: Past the maintainer's newest position, this many empty GetRecords pages in a row are the
-#: shard's tip (an assumption: an empty page may come before records; see _read_shard).
-EMPTY_AT_TIP = 3
-#: Empty pages in a row before the maintainer's position that end the read (declined).
-MOST_EMPTY = 1000
-#: GetShardIterator answered with a server error this many times in a row: declined at once.
-REFUSALS = 3
-
-
-@dataclass
-class Replay:
-    """What a listing read from the stream and found: the collections the records after the
-    maintainer's marks name (``touched``), and whether each exists (``exists``, after the
-    re-check). ``records`` read, ``margin`` held back (seconds)."""
-
-    margin: float
-    touched: dict[Hashed, Key] = field(default_factory=dict)
-    exists: dict[Hashed, bool] = field(default_factory=dict)
-    records: int = 0
-    shards: int = 0
-    #: Records read, by shard.
-    by_shard: dict[str, int] = field(default_factory=dict)
-    #: Of the touched collections, those the maintainers recorded as pending (their
-    #: reconciliation did not settle), re-checked whatever the stream says.
-    pending: int = 0
-
-    @property
-    def rechecked(self) -> int:
-        return len(self.exists)
-
-    def existing(self, after: Key | None = None) -> Iterator[Key]:
-        """The re-checked collections that exist, in a fixed order, past ``after``."""
-        start = hashable(after) if after is not None else None
-        for hashed in sorted(h for h, there in self.exists.items() if there):
-            if start is None or hashed > start:
-                yield unhash(hashed)
-
-    def to_json(self) -> dict[str, Any]:
-        """For a resume token: the margin and each re-checked collection with its state."""
-        return {
-            "margin": self.margin,
-            "keys": [
-                [k, base64.b64encode(v).decode() if k == "B" else v, there]
-                for (k, v), there in sorted(self.exists.items())
-            ],
-        }
-
-    @classmethod
-    def from_json(cls, raw: Mapping[str, Any]) -> Replay:
-        replay = cls(float(raw["margin"]))
-        for kind, value, there in raw["keys"]:
-            hashed = (str(kind), base64.b64decode(value) if kind == "B" else str(value))
-            replay.touched[hashed] = unhash(hashed)
-            replay.exists[hashed] = bool(there)
-        return replay
 
 
 def scan_units(size_bytes: int) -> float:
@@ -183,9 +113,9 @@ def read_flow(
     if arn is None:
         return StreamRead(decline=Decline("the table's stream is off"))
     try:
-        shards = yield from _shards(reader, arn)
+        shards = yield from shard_list(reader, arn)
     except DdbKeysError as exc:
-        return StreamRead(decline=_refused(exc, "describing the table's stream"))
+        return StreamRead(decline=refusal(exc, "describing the table's stream"))
     plan = plan_replay(evidence, arn, shards, now, margin, _markers(marker, info))
     if isinstance(plan, Decline):
         return StreamRead(shards, decline=plan)
@@ -204,7 +134,7 @@ def read_flow(
         )
     pk = info.partition_key.name
     for read in plan.reads:
-        outcome = yield from _read_shard(reader, plan, read, pk, replay)
+        outcome = yield from read_shard(reader, plan, read, pk, replay)
         if outcome is not None:
             return StreamRead(shards, plan, replay, outcome)
         if most is not None and len(replay.touched) > most:
@@ -248,182 +178,6 @@ def replay_flow(
     return replay
 
 
-def _ask(reader: Reader, request: Request) -> Flow[Any]:
-    def attempt(_: int) -> Flow[Any]:
-        answer = yield request
-        return answer
-
-    return reader.attempts(attempt)
-
-
-def _refused(exc: DdbKeysError, what: str) -> Decline:
-    code = error_code(getattr(exc, "cause", None) or exc)
-    if code in ("AccessDeniedException", "UnrecognizedClientException"):
-        return Decline(
-            f"{what} was refused ({code}): grant dynamodb:DescribeStream, GetShardIterator "
-            "and GetRecords on the table's stream (see `ddbkeys iam-policy`)"
-        )
-    raise exc
-
-
-def _shards(reader: Reader, arn: str) -> Flow[list[dict[str, Any]]]:
-    return stream_shards(lambda request: _ask(reader, request), arn)
-
-
-def _iterator(
-    reader: Reader, plan: ReplayPlan, shard: str, after: str | None
-) -> Flow[str | Decline]:
-    request: dict[str, Any] = {"StreamArn": plan.stream, "ShardId": shard}
-    if after is None:
-        request["ShardIteratorType"] = "TRIM_HORIZON"
-    else:
-        request["ShardIteratorType"] = "AFTER_SEQUENCE_NUMBER"
-        request["SequenceNumber"] = after
-    refused = 0
-
-    def attempt(_: int) -> Flow[Any]:
-        # A 5xx answer is a transient fault, tried again; REFUSALS of them in a row are the
-        # stream's verdict on the position (DynamoDB Local answers one past the shard's tip
-        # so), declined at once rather than retried to the deadline.
-        nonlocal refused
-        try:
-            answer = yield get_shard_iterator(request)
-        except ClientError as exc:
-            refused = refused + 1 if _server_error(exc) else 0
-            if refused >= REFUSALS:
-                return Decline(
-                    f"the stream refused {REFUSALS} times in a row to read shard {shard} "
-                    + (f"after the position {after} recorded for it" if after else "from its start")
-                    + f" ({error_code(exc)}): is it a position no maintainer wrote?"
-                )
-            raise
-        return answer
-
-    try:
-        answer = yield from reader.attempts(attempt)
-    except DdbKeysError as exc:
-        code = error_code(getattr(exc, "cause", None) or exc)
-        if code == "ValidationException" and after is not None:
-            return Decline(
-                f"the stream refuses the position {after} recorded for shard {shard} "
-                f"({_said(exc)}): no maintainer wrote it (only the maintainer's role may "
-                "write the state table)"
-            )
-        if code == "TrimmedDataAccessException":
-            return Decline(
-                f"the maintainer's position in shard {shard} is older than the stream keeps "
-                "(24 h): run `index backfill` again once the maintainer runs"
-            )
-        if code == "ResourceNotFoundException":
-            return Decline(f"shard {shard} is no longer in the stream")
-        return _refused(exc, "reading the table's stream")
-    if isinstance(answer, Decline):
-        return answer
-    return str(answer["ShardIterator"])
-
-
-def _said(exc: DdbKeysError) -> str:
-    """The error code and DynamoDB's own message behind ``exc``."""
-    cause = getattr(exc, "cause", None)
-    message = (
-        cause.response.get("Error", {}).get("Message") if isinstance(cause, ClientError) else None
-    )
-    code = error_code(cause or exc)
-    return f"{code}: {message}" if message and message != code else str(code)
-
-
-def _server_error(exc: ClientError) -> bool:
-    """An answer with a 5xx status (not throttling, not a lost connection)."""
-    status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 0)
-    return int(status) >= 500 or error_code(exc) in ("InternalServerError", "InternalFailure")
-
-
-def _read_shard(
-    reader: Reader,
-    plan: ReplayPlan,
-    read: ShardRead,
-    pk: str,
-    replay: Replay,
-    names: Callable[[Mapping[str, Any]], bool] | None = None,
-) -> Flow[Decline | None]:
-    """Read one shard from ``read.after`` to its tip; the keys its records name go into
-    ``replay.touched`` (only those of the records ``names`` accepts, when given). An expired
-    iterator (15 minutes) is taken again past the last record.
-
-    GetRecords may answer an empty page before a shard's records (its API reference: "it
-    might take multiple calls to get to a portion of the shard that contains stream
-    records"): the read goes on through empty pages until it has passed the maintainer's
-    newest position in the shard (``read.reach``), and beyond it ends at ``EMPTY_AT_TIP``
-    empty pages in a row (or at a closed shard's end)."""
-    after, first, empty = read.after, True, 0
-    reached = read.reach is None or (after is not None and int(after) >= int(read.reach))
-    now = plan.cut + plan.margin
-    iterator = yield from _iterator(reader, plan, read.shard, after)
-    replay.shards += 1
-    while True:
-        if isinstance(iterator, Decline):
-            return iterator
-        try:
-            page = yield from _ask(
-                reader, get_records({"ShardIterator": iterator, "Limit": RECORDS_PER_READ})
-            )
-        except DdbKeysError as exc:
-            if error_code(getattr(exc, "cause", None) or exc) != "ExpiredIteratorException":
-                return _refused(exc, "reading the table's stream")
-            iterator = yield from _iterator(reader, plan, read.shard, after)
-            continue
-        records = page.get("Records", [])
-        for record in records:
-            created = created_at(record)
-            if first and read.after is None:
-                declined = _from_the_start(read, created, now)
-                if declined is not None:
-                    return declined
-            first = False
-            after = str(record["dynamodb"]["SequenceNumber"])
-            reached = reached or int(after) >= int(str(read.reach))
-            replay.records += 1
-            replay.by_shard[read.shard] = replay.by_shard.get(read.shard, 0) + 1
-            if (
-                read.skip_before is not None
-                and created is not None
-                and created + CREATED_ROUNDING < read.skip_before
-            ):
-                continue  # history the backfill covers
-            key = record.get("dynamodb", {}).get("Keys", {}).get(pk)
-            if key is not None and (names is None or names(record)):
-                replay.touched.setdefault(hashable(key), key)
-        following = page.get("NextShardIterator")
-        if not following:
-            return None  # a closed shard's end
-        empty = 0 if records else empty + 1
-        if reached and empty >= EMPTY_AT_TIP:
-            return None  # the tip, for now
-        if empty >= MOST_EMPTY:
-            return Decline(
-                f"shard {read.shard} gave {MOST_EMPTY} empty pages in a row before the "
-                "maintainer's position in it"
-            )
-        iterator = following
-
-
-def _from_the_start(read: ShardRead, created: float | None, now: float) -> Decline | None:
-    """Why a shard read from its start cannot be trusted to hold every record needed, if so:
-    records from before the backfill in a shard nobody named, or a first record so old that
-    earlier ones may have been trimmed (24 hours) before anyone applied them."""
-    if read.only_after is not None and (created is None or created < read.only_after):
-        return Decline(
-            f"no maintainer recorded a position in shard {read.shard}, which holds records "
-            "from before the backfill"
-        )
-    if created is not None and created < now - DAY + TRIM_SAFETY:
-        return Decline(
-            f"shard {read.shard} is read from its oldest record, which is nearly 24 h old: "
-            "earlier ones may have been trimmed before anyone applied them"
-        )
-    return None
-
-
 def _exists(reader: Reader, marker: MarkerPlan, info: TableInfo, key: Key) -> Flow[bool]:
     """Whether the collection ``key`` holds an item that is not ddbkeys' marker (a consistent
     Query of at most two items a page; a second page only when the first held the marker
@@ -445,7 +199,7 @@ def _exists(reader: Reader, marker: MarkerPlan, info: TableInfo, key: Key) -> Fl
     while True:
         if budget is not None:
             yield from budget.wait(reader.stop)
-        page = yield from _ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
+        page = yield from ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
         if budget is not None:
             consumed = page.get("ConsumedCapacity") or {}
             budget.spend(float(consumed.get("CapacityUnits", 1.0)))
