@@ -14,8 +14,9 @@ import pytest
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.backfill import choose_mode
 from ddbkeys.partition_keys.backfill_read import stream_born, window_names, window_plan
-from ddbkeys.partition_keys.evidence import Evidence, ShardMark, ShardRead, precheck
+from ddbkeys.partition_keys.evidence import Evidence, ShardMark, precheck
 from ddbkeys.partition_keys.recognise import markers_of
+from ddbkeys.partition_keys.replay_plan import ShardRead
 from ddbkeys.partition_keys.state import evidence_from_item
 from ddbkeys.schema import KeyAttribute, TableInfo
 

@@ -28,10 +28,10 @@ from ddbkeys.partition_keys.evidence import (
     Evidence,
     ShardMark,
     _backfill_reason,
-    plan_replay,
 )
 from ddbkeys.partition_keys.follow_backfill import needs_backfill
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
+from ddbkeys.partition_keys.replay_plan import plan_replay
 from ddbkeys.partition_keys.state import StatePlan
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"

@@ -15,13 +15,11 @@ from ddbkeys.partition_keys.evidence import (
     Backfill,
     Decline,
     Evidence,
-    ReplayPlan,
     ShardMark,
-    ShardRead,
     advance,
-    plan_replay,
     thin,
 )
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, ShardRead, plan_replay
 from ddbkeys.partition_keys.state import evidence_from_item
 from ddbkeys.partition_keys.streams import streams_settings
 

@@ -9,15 +9,7 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.partition_keys.evidence import (
-    Backfill,
-    Decline,
-    Evidence,
-    ReplayPlan,
-    ShardMark,
-    plan_replay,
-    precheck,
-)
+from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark, precheck
 from ddbkeys.partition_keys.lambda_trigger import (
     CHECK_STALE,
     Parallelized,
@@ -29,6 +21,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     trigger_decline,
     went_past,
 )
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, plan_replay
 from ddbkeys.partition_keys.state import evidence_from_item
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"

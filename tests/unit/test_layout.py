@@ -23,12 +23,10 @@ MAX_COMPLEXITY = 20
 LONG_MODULES = {
     "partition_keys/follow.py",
     "cli/marker_index.py",
-    "partition_keys/evidence.py",
     "partition_keys/marker_plan.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
 COMPLEX_FUNCTIONS = {
-    "partition_keys/evidence.py:plan_replay",
     "partition_keys/follow.py:FollowPlan.follow",
 }
 

@@ -11,12 +11,13 @@ from typing import Any
 import pytest
 
 from ddbkeys.cli.index_status import render_status
-from ddbkeys.partition_keys.evidence import Decline, ShardMark, plan_replay
+from ddbkeys.partition_keys.evidence import Decline, ShardMark
 from ddbkeys.partition_keys.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.proof_status import Seen, decide
 from ddbkeys.partition_keys.replay import StreamRead, estimate
+from ddbkeys.partition_keys.replay_plan import plan_replay
 from ddbkeys.partition_keys.shard_read import Replay
 from ddbkeys.partition_keys.state import markers_key
 from tests.unit.test_index_core import info

@@ -12,14 +12,9 @@ from typing import Any
 import pytest
 
 from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.evidence import (
-    Decline,
-    ReplayPlan,
-    ShardMark,
-    out_of_range,
-    plan_replay,
-)
+from ddbkeys.partition_keys.evidence import Decline, ShardMark
 from ddbkeys.partition_keys.replay import replay_flow
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, out_of_range, plan_replay
 from ddbkeys.partition_keys.shard_read import REFUSALS, Replay
 from ddbkeys.retry import RetryPolicy
 from tests.unit.test_index_core import failure, play

@@ -50,7 +50,7 @@ from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.backfill import Controls, _key_of
 from ddbkeys.partition_keys.base import Key, Reader
-from ddbkeys.partition_keys.evidence import Decline, Evidence, ReplayPlan, ShardRead
+from ddbkeys.partition_keys.evidence import Decline, Evidence
 from ddbkeys.partition_keys.maintain import Outcome, _look, reconcile_flow
 from ddbkeys.partition_keys.markers import (
     BackfillReport,
@@ -60,6 +60,7 @@ from ddbkeys.partition_keys.markers import (
     unhash,
 )
 from ddbkeys.partition_keys.recognise import Markers, same_value
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, ShardRead
 from ddbkeys.partition_keys.shard_read import Replay, ask, read_shard, refusal
 from ddbkeys.partition_keys.state import StatePlan
 from ddbkeys.partition_keys.streams import stream_shards

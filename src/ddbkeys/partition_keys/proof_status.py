@@ -26,13 +26,13 @@ from ddbkeys.partition_keys.evidence import (
     Decline,
     Evidence,
     ShardMark,
-    plan_replay,
     precheck,
 )
 from ddbkeys.partition_keys.lambda_trigger import same_stream
 from ddbkeys.partition_keys.markers import check_index, index_status
 from ddbkeys.partition_keys.proof_report import BackfillStatus, ProofStatus, ShardStatus
 from ddbkeys.partition_keys.replay import StreamRead, estimate, read_flow
+from ddbkeys.partition_keys.replay_plan import plan_replay
 from ddbkeys.partition_keys.state import StatePlan, evidence_from_item, markers_key
 
 if TYPE_CHECKING:

@@ -21,16 +21,11 @@ from ddbkeys.core.steps import (
 )
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.base import Key, Reader
-from ddbkeys.partition_keys.evidence import (
-    Decline,
-    Evidence,
-    ReplayPlan,
-    plan_replay,
-    precheck,
-)
+from ddbkeys.partition_keys.evidence import Decline, Evidence, precheck
 from ddbkeys.partition_keys.index import IndexMethod
 from ddbkeys.partition_keys.markers import hashable
 from ddbkeys.partition_keys.pending import pending_keys
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, plan_replay
 from ddbkeys.partition_keys.shard_read import Replay, ask, read_shard, refusal, shard_list
 from ddbkeys.partition_keys.state import StatePlan, markers_key
 from ddbkeys.schema import TableInfo

@@ -22,16 +22,9 @@ from ddbkeys.core.steps import (
 )
 from ddbkeys.errors import DdbKeysError, error_code
 from ddbkeys.partition_keys.base import Key, Reader
-from ddbkeys.partition_keys.evidence import (
-    CREATED_ROUNDING,
-    DAY,
-    TRIM_SAFETY,
-    Decline,
-    ReplayPlan,
-    ShardRead,
-    created_at,
-)
+from ddbkeys.partition_keys.evidence import CREATED_ROUNDING, DAY, TRIM_SAFETY, Decline, created_at
 from ddbkeys.partition_keys.markers import hashable, unhash
+from ddbkeys.partition_keys.replay_plan import ReplayPlan, ShardRead
 from ddbkeys.partition_keys.streams import stream_shards
 
 if TYPE_CHECKING:
