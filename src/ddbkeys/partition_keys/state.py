@@ -151,6 +151,9 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
                 markers=str(data["markers"]) if data.get("markers") is not None else None,
                 margin=_number(data.get("margin")),
                 uncounted=str(data["uncounted"]) if data.get("uncounted") is not None else None,
+                alive=_number(data.get("alive")),
+                owner=str(data["owner"]) if data.get("owner") is not None else None,
+                handled=int(data["handled"]) if data.get("handled") is not None else None,
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
