@@ -173,12 +173,18 @@ def rewrite(
 
 
 def kept_alive(
-    flow: Flow[T], claim: Claim, store: StatePlan, index: MarkerPlan, every: float = ALIVE
+    flow: Flow[T],
+    claim: Claim,
+    store: StatePlan,
+    index: MarkerPlan,
+    every: float | None = None,
 ) -> Flow[T]:
     """``flow`` (the backfill's work), with the claim's ``alive`` time refreshed
     (:func:`rewrite`) between its steps whenever ``every`` seconds have passed since the entry
     was last written; a pause of ``flow`` longer than what is left until then is cut in two
-    around the refresh. A refresh that finds the record taken ends ``flow`` with that error."""
+    around the refresh. A refresh that finds the record taken ends ``flow`` with that error.
+    ``every``: ``ALIVE`` (this module's, read when called) when None."""
+    every = ALIVE if every is None else every
     clock = store.clock
     try:
         step = next(flow)
