@@ -90,6 +90,12 @@ def test_a_manual_backfill_beside_the_followers_waits_for_it_and_reads_nothing(
         with FaultProxy(ddb_endpoint_url) as mine:
             args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
             args += ["--replay-margin", "1", "--endpoint-url", mine.endpoint_url]
+            refused = CliRunner().invoke(cli, [*args, "--no-wait"])
+            assert refused.exit_code == 1, refused.output
+            assert refused.stderr.splitlines()[-1].startswith(
+                f"Error: Another backfill of table {table!r} is at work "
+                f"({backfill_wait.began(theirs)}; alive "
+            ), refused.stderr
             result = CliRunner().invoke(cli, args)
             assert result.exit_code == 0, result.output
             assert table_reads(mine, table) == 0, mine.calls  # no second read of the table
@@ -194,3 +200,46 @@ def test_a_backfill_killed_mid_way_stops_being_alive_and_the_next_one_runs(
                 killed.wait(timeout=10)
         stop.set()
         runner.join(timeout=30)
+
+
+def test_two_followers_with_backfill_backfill_once(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str, fault_proxy: FaultProxy
+) -> None:
+    """Two `index follow --backfill` started together: their margins end together, one takes
+    the record, and the other waits for it ("another running") and backfills nothing."""
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(10))
+    fault_proxy.set_plan(SLOW)
+    told: tuple[list[str], list[str]] = ([], [])
+    followers = [
+        StreamFollower(
+            MarkerIndex(make_client(fault_proxy.endpoint_url), table),
+            state_table=store,
+            poll=0.05,
+            backfill=True,
+            replay_margin=MARGIN,
+            on_backfill=said.append,
+        )
+        for said in told
+    ]
+    stop = threading.Event()
+    runners = [threading.Thread(target=f.run, args=(stop,)) for f in followers]
+    for runner in runners:
+        runner.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not all(f.report.backfill_state == "done" for f in followers):
+            assert time.monotonic() < deadline, told
+            assert all(f.report.backfill_state != "failed" for f in followers), told
+            time.sleep(0.05)
+        assert sorted(f.report.backfills for f in followers) == [0, 1], told
+        waited = told[[f.report.backfills for f in followers].index(0)]
+        assert any(line.startswith("another backfill is at work (begun ") for line in waited)
+        listing = distinct_partition_keys(
+            ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+        )
+        assert sorted(listing) == non_empty(ddb_client, table) and listing.index_trusted
+    finally:
+        stop.set()
+        for runner in runners:
+            runner.join(timeout=30)

@@ -9,8 +9,9 @@ The record holds what :mod:`ddbkeys.partition_keys.evidence` needs to prove the 
 time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
 applied, and when), the last backfill (``backfill``), the collections a maintainer could not
 mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
-:mod:`ddbkeys.partition_keys.pending`). No heartbeat: a listing reads the stream from the marks
-itself.
+:mod:`ddbkeys.partition_keys.pending`). No heartbeat that a listing trusts: a listing reads the
+stream from the marks itself (the backfill's ``alive`` time only keeps a second backfill from
+reading the table while one is at work: see :mod:`ddbkeys.partition_keys.backfill_claim`).
 """
 
 from __future__ import annotations
