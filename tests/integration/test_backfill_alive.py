@@ -6,6 +6,7 @@ are still at work when the other one comes; replay margins of 1 s."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -13,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from click.testing import CliRunner
@@ -243,3 +244,54 @@ def test_two_followers_with_backfill_backfill_once(
         stop.set()
         for runner in runners:
             runner.join(timeout=30)
+
+
+def test_the_asyncio_backfill_waits_for_one_at_work_the_same_way(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    streamed_table: str,
+    state_table: str,
+    fault_proxy: FaultProxy,
+) -> None:
+    pytest.importorskip("aiobotocore")
+    from ddbkeys import aio  # noqa: PLC0415
+    from ddbkeys.aio.index import MarkerIndex as AsyncIndex  # noqa: PLC0415
+
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(10))
+    follower = StreamFollower(MarkerIndex(ddb_client, table), state_table=store, poll=0.05)
+    stop = threading.Event()
+    runner = threading.Thread(target=follower.run, args=(stop,))
+    runner.start()
+    try:
+        wait_for_record(ddb_client, table, store)
+        fault_proxy.set_plan(SLOW)
+        sync_index = MarkerIndex(make_client(fault_proxy.endpoint_url), table)
+        first: list[Any] = []
+        worker = threading.Thread(
+            target=lambda: first.append(
+                sync_index.backfill(state_table=store, replay_margin=MARGIN, mode="reconcile")
+            )
+        )
+        worker.start()
+        theirs = at_work(ddb_client, table, store)
+        told: list[Readiness] = []
+
+        async def body() -> Any:
+            async with aio.make_client(ddb_endpoint_url) as client:
+                index = AsyncIndex(client, table)
+                report = await index.backfill(
+                    state_table=store, replay_margin=MARGIN, on_wait=told.append
+                )
+                return report, index.usage.snapshot()
+
+        report, usage = asyncio.run(body())
+        worker.join(timeout=30)
+        assert report.joined is not None and report.joined.started == theirs.started
+        assert report.counts is True and report.written == 0
+        assert (usage["requests"], usage["read_units"]) == (0, 0), usage  # it read nothing
+        assert any(t.state == OTHER_RUNNING for t in told)
+        assert first and first[0].written == 10 and first[0].counts
+    finally:
+        stop.set()
+        runner.join(timeout=30)
