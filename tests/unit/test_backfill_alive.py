@@ -15,6 +15,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys.core.steps import Flow, Pause, Request
 from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.backfill import backfill_flow
 from ddbkeys.partition_keys.backfill_claim import Claim, claim_flow, kept_alive
 from ddbkeys.partition_keys.backfill_wait import (
     ALIVE,
@@ -157,6 +158,14 @@ class World:
                     ],
                     "StreamSpecification": {"StreamEnabled": True},
                     "LatestStreamArn": ARN,
+                    "GlobalSecondaryIndexes": [
+                        {
+                            "IndexName": "ddbkeys-partition-keys",
+                            "KeySchema": [{"AttributeName": "ddbkeys_pk", "KeyType": "HASH"}],
+                            "Projection": {"ProjectionType": "KEYS_ONLY"},
+                            "IndexStatus": "ACTIVE",
+                        }
+                    ],
                 }
             }
         if request.operation == "get_item":
@@ -169,6 +178,10 @@ class World:
             return {"Item": item}
         if request.operation == "put_item":  # the work's own requests (see ``work``)
             return {}
+        if request.operation == "scan":  # a backfill's read, refused (see the test)
+            raise ClientError(
+                {"Error": {"Code": "AccessDeniedException", "Message": "not you"}}, "Scan"
+            )
         assert request.operation == "update_item", request.operation
         params = request.params
         seen = params.get("ExpressionAttributeValues", {}).get(":seen", {}).get("S")
@@ -399,3 +412,17 @@ def test_a_refresh_that_finds_the_record_taken_ends_the_work() -> None:
     with pytest.raises(DdbKeysError, match=r"Another backfill \(begun .* by host-c:7\) took over"):
         world.run(kept_alive(flow, got, store, plan))
     assert closed == [True]
+
+
+def test_a_backfill_that_fails_says_it_stopped_and_is_in_no_ones_way() -> None:
+    """(A follower's next try, 10 s later, then need not wait for its alive time to age.)"""
+    world = World()
+    plan, store = plans(world)
+    with pytest.raises(DdbKeysError, match="AccessDenied"):
+        world.run(backfill_flow(plan, None, store, "reconcile", 60.0))
+    last = world.writes[-1]
+    assert last["stopped"] == world.now and last["finished"] is None
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert saved.backfill is not None and saved.backfill.stopped == world.now
+    assert running_backfill(saved, ARN, world.now) is None
+    assert running_backfill(record(at_work(stopped=1101.0)), ARN, 1101.0) is None

@@ -6,6 +6,7 @@ either ``MarkerIndex``."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -167,7 +168,14 @@ def backfill_flow(
         yield from work(stop)
         return report
     assert store is not None
-    resolved = yield from kept_alive(work(stop), claim, store, index)
+    try:
+        resolved = yield from kept_alive(work(stop), claim, store, index)
+    except Exception:
+        # Said in the record, so that the next backfill (a follower's next try) need not wait
+        # for this one's alive time to grow old; not said if the record is not this one's.
+        with contextlib.suppress(Exception):  # (the first error is the one to tell)
+            yield from rewrite(claim, store, index, {"stopped": store.clock()})
+        raise
     changes: dict[str, Any] = {
         "finished": store.clock(),
         "clashes": [key_json(k) for k in report.clashes],

@@ -189,11 +189,14 @@ def running_backfill(evidence: Evidence | None, stream: str | None, now: float) 
     """The backfill at work under ``stream`` (the table's stream now) that the record holds,
     if any: not finished, and alive within ``ALIVE_FOR`` seconds of ``now`` (or later: another
     host's clock ahead). One under another stream is not (it cannot count: the next backfill
-    runs); one silent for longer is dead (killed): it is in no one's way. Pure."""
+    runs); nor one that said it stopped; one silent for longer is dead (killed): it is in no
+    one's way. Pure."""
     backfill = evidence.backfill if evidence is not None else None
     if backfill is None or stream is None or backfill.stream != stream:
         return None
-    if backfill.finished is not None or now - alive_at(backfill) > ALIVE_FOR:
+    if backfill.finished is not None or backfill.stopped is not None:
+        return None
+    if now - alive_at(backfill) > ALIVE_FOR:
         return None
     return backfill
 

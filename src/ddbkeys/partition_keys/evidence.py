@@ -288,6 +288,9 @@ class Backfill:
     #: How many collections it had handled at its last sign of life (marked, already
     #: marked, unmarked or clashing), for a backfill waiting for it to show.
     handled: int | None = None
+    #: When it stopped before its end (an error, or asked to stop), if it could say so: it is
+    #: no longer at work (one killed cannot say it: its ``alive`` time stops instead).
+    stopped: float | None = None
 
 
 @dataclass(frozen=True)

@@ -155,6 +155,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
                 alive=_number(data.get("alive")),
                 owner=str(data["owner"]) if data.get("owner") is not None else None,
                 handled=int(data["handled"]) if data.get("handled") is not None else None,
+                stopped=_number(data.get("stopped")),
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
