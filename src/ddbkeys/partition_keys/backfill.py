@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
@@ -349,7 +349,3 @@ def _key_of(text: str) -> Key:
     """A typed key as the state table keeps it (see ``state.key_json``)."""
     kind, raw = next(iter(json.loads(text).items()))
     return {kind: base64.b64decode(raw) if kind == "B" else raw}
-
-
-def _json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"))
