@@ -159,8 +159,11 @@ def backfill(
     controls: Controls | None = None,
 ) -> BackfillStepper:
     """``index backfill`` in ``mode`` (the read mode's window ``margin`` seconds on each
-    side, ``controls`` its broken forms), recording its start and end on the model clock."""
-    flow = backfill_flow(marker(world), None, record(world), mode, margin, controls)
+    side, ``controls`` its broken forms), recording its start and end on the model clock.
+    ``force``: the adversary begins one at once, whatever the record says of one killed a
+    moment before (without it, the new one would wait for the killed one's record to go
+    silent, ``backfill_wait.ALIVE_FOR``, on a clock the machine moves only by its rules)."""
+    flow = backfill_flow(marker(world), None, record(world), mode, margin, controls, force=True)
     return BackfillStepper(flow, client, world, mode)
 
 

@@ -397,7 +397,7 @@ def _holds(condition: str | None, params: dict[str, Any], old: Item | None) -> b
 
 def _state_holds(params: dict[str, Any], record: Item | None) -> bool:
     """Whether an UpdateItem's condition on a state record holds (the forms ddbkeys sends:
-    ``attribute_not_exists(#a)`` and ``size(#a) < :v``, joined by OR)."""
+    ``attribute_not_exists(#a)``, ``#a = :v`` and ``size(#a) < :v``, joined by OR)."""
     condition = params.get("ConditionExpression")
     if condition is None:
         return True
@@ -407,6 +407,9 @@ def _state_holds(params: dict[str, Any], record: Item | None) -> bool:
     for part in condition.split(" OR "):
         if m := re.fullmatch(r"attribute_not_exists\((#\w+)\)", part.strip()):
             if names[m[1]] not in record:
+                return True
+        elif m := re.fullmatch(r"(#\w+) = (:\w+)", part.strip()):
+            if record.get(names[m[1]]) == values[m[2]]:
                 return True
         elif m := re.fullmatch(r"size\((#\w+)\) < (:\w+)", part.strip()):
             held = record.get(names[m[1]])

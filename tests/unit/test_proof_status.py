@@ -240,3 +240,18 @@ def test_the_lambda_handlers_check_of_its_trigger_is_shown_per_shard() -> None:
     )
     (plain,) = status(record(MARK, backfill=backfill())).shards
     assert (plain.trigger_factor, plain.trigger_checked_age) == (None, None)
+
+
+def test_a_backfill_at_work_is_shown_with_who_runs_it() -> None:
+    """(One at work is what a backfill begun now would wait for: see backfill_claim.)"""
+    at_work = backfill(finished=None, alive=NOW - 4, owner="host-a:41 (index follow)")
+    told = status(record(MARK, backfill=at_work))
+    assert told.backfill is not None and told.backfill.at_work
+    assert told.backfill.owner == "host-a:41 (index follow)" and told.backfill.alive == NOW - 4
+    assert "; at work by host-a:41 (index follow) (alive 4 s ago);" in "\n".join(
+        render_status(told)
+    )
+    dead = status(record(MARK, backfill=backfill(finished=None, alive=NOW - 31)))
+    assert dead.backfill is not None and not dead.backfill.at_work
+    assert "; not finished;" in "\n".join(render_status(dead))
+    assert json.loads(json.dumps(told.to_json()))["backfill"]["at_work"] is True

@@ -116,6 +116,7 @@ class MarkerIndex(MarkerIndexBase):
         timeout: float | None = None,
         on_wait: Callable[[Readiness], None] | None = None,
         streams: Any = None,
+        force: bool = False,
     ) -> BackfillReport:
         """Mark every collection of the table, begun as the proof's rule says (see the sync
         ``MarkerIndex.backfill``: the same settings; its waits are on the event loop; a
@@ -131,6 +132,7 @@ class MarkerIndex(MarkerIndexBase):
             timeout=timeout,
             on_wait=on_wait,
             mode=mode,
+            force=force,
         )
         async with contextlib.AsyncExitStack() as stack:
             reads = mode != "reconcile" and choose_mode(mode, await self.table_info()) == "read"

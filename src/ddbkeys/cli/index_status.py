@@ -121,11 +121,14 @@ def _backfill(status: ProofStatus) -> str:
     text += f" (a listing needs {status.margin:g} s)"
     if backfill.margin is not None:
         text += f"; begun for a replay margin of {backfill.margin:g} s"
-    text += (
-        f"; finished at {_at(backfill.finished, now)}"
-        if backfill.finished is not None
-        else "; not finished"
-    )
+    if backfill.finished is not None:
+        text += f"; finished at {_at(backfill.finished, now)}"
+    elif backfill.at_work:
+        who = f" by {backfill.owner}" if backfill.owner else ""
+        alive = backfill.alive if backfill.alive is not None else backfill.started
+        text += f"; at work{who} (alive {_span(max(now - alive, 0.0))} ago)"
+    else:
+        text += "; not finished"
     if not backfill.current_stream:
         text += "; under another stream"
     return text + f"; {len(backfill.clashes)} clash(es)"

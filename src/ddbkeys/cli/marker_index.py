@@ -34,7 +34,14 @@ from ddbkeys.partition_keys import (
     plain_key,
 )
 from ddbkeys.partition_keys.backfill import MODES
-from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, WAITING, Readiness
+from ddbkeys.partition_keys.backfill_wait import (
+    NO_MAINTAINER,
+    OTHER_RUNNING,
+    WAITING,
+    Readiness,
+    began,
+)
+from ddbkeys.partition_keys.evidence import Backfill
 from ddbkeys.partition_keys.follow import FollowReport, StreamFollower, enable_stream
 from ddbkeys.partition_keys.state import state_table_name
 
@@ -234,7 +241,15 @@ margin_option = replay_margin_option(
     "--no-wait",
     is_flag=True,
     help="Begin at once even when the maintainer's first position is younger than the "
-    "replay margin (the backfill will not count: no listing can prove the index from it).",
+    "replay margin (the backfill will not count: no listing can prove the index from it); "
+    "when another backfill is at work, exit 1 at once (nothing written) instead of waiting "
+    "for it.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Run even when another backfill is at work under the table's stream (a second read "
+    "of the table: that one stops at its next write of the index's record).",
 )
 @click.option(
     "--wait-for-maintainer",
@@ -264,6 +279,7 @@ def backfill_command(
     state_table: str | None,
     replay_margin: float,
     no_wait: bool,
+    force: bool,
     wait_for_maintainer: float | None,
     mode: str,
     connection: Connection,
@@ -285,6 +301,12 @@ def backfill_command(
     maintainer yet it says so on stderr and writes the markers all the same (they serve
     --trust-index), or waits for one with --wait-for-maintainer.
 
+    One backfill at a time: while another one (`index follow --backfill`, another `index
+    backfill`) is at work under the table's stream, this one reads nothing: it says on stderr
+    when that one began and who runs it, waits for it to end, and exits 0 if listings can
+    prove the index from it (it runs itself if not, or if that one dies: silent for 30 s).
+    --no-wait exits 1 at once instead; --force runs all the same.
+
     \b
     Examples:
       ddbkeys partition-keys index backfill -t issues
@@ -298,7 +320,9 @@ def backfill_command(
     said: set[str] = set()
 
     def on_wait(where: Readiness) -> None:
-        if where.counts:
+        if where.state == OTHER_RUNNING and where.other is not None:
+            other_at_work(where.other)
+        elif where.counts:
             if WAITING in said and stderr.is_terminal:
                 stderr.print(" " * (stderr.width - 1), end="\r", soft_wrap=True)  # (its line)
         elif where.state == WAITING and not no_wait:
@@ -330,6 +354,20 @@ def backfill_command(
             click.echo(f"Note: {where.advice()}.", err=True)
             said.add("note")
 
+    def other_at_work(other: Backfill) -> None:
+        if OTHER_RUNNING not in said:
+            click.echo(
+                f"another backfill of table {table_name!r} is at work ({began(other)}): "
+                "waiting for it to end (--force runs this one all the same)",
+                err=True,
+            )
+            said.add(OTHER_RUNNING)
+        if status is not None:
+            if "spinner" not in said:
+                status.start()
+                said.add("spinner")
+            status.update(f"the other backfill: {other.handled or 0} collections handled")
+
     def progress(written: int) -> None:
         if status is not None:
             if "spinner" not in said:
@@ -348,6 +386,7 @@ def backfill_command(
             timeout=None if limit is None or math.isinf(limit) else limit,
             on_wait=on_wait,
             mode=mode,
+            force=force,
         )
     finally:
         if status is not None and "spinner" in said:
@@ -361,6 +400,12 @@ def show_marked(
     report: BackfillReport, index: MarkerIndex, output: str, *, usage: bool = False
 ) -> None:
     """What mark or backfill did; the error (exit 1) for collections that cannot be marked."""
+    joined = report.joined
+    if joined is not None and not structured(output):
+        click.echo(
+            f"another backfill ({began(joined)}) did the work: listings can prove the index from it"
+        )
+        return
     if structured(output):
         fields: dict[str, Any] = {
             "table": index.table,
@@ -376,6 +421,11 @@ def show_marked(
             fields["mode"] = report.mode
             fields["rechecked"] = report.rechecked
             fields["uncounted"] = report.uncounted
+            fields["joined"] = (
+                None
+                if joined is None
+                else {"started": joined.started, "owner": joined.owner, "finished": joined.finished}
+            )
         echo_json(fields)
     else:
         removed = f", {report.removed} removed" if report.removed else ""

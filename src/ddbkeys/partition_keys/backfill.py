@@ -6,17 +6,25 @@ either ``MarkerIndex``."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import ConfigurationError
+from ddbkeys.partition_keys.backfill_claim import (
+    Claim,
+    claim_flow,
+    kept_alive,
+    owner_name,
+    rewrite,
+)
 from ddbkeys.partition_keys.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys.base import Key
-from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Evidence
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.markers import (
     BackfillReport,
@@ -86,6 +94,11 @@ def backfill_flow(
     controls: Controls | None = None,
     start: Callable[[], Flow[Readiness]] | None = None,
     stop: StopFlag | None = None,
+    *,
+    wait: bool = True,
+    force: bool = False,
+    on_wait: Callable[[Readiness], None] | None = None,
+    owner: str | None = None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table with its marker: mark those without one,
     unmark those that hold nothing else. Recorded in ``store``'s state table (None: not
@@ -100,68 +113,121 @@ def backfill_flow(
     mode's negative controls (tests only). ``start`` (see ``backfill_wait.wait_flow``), run once
     the index is checked and before anything is written, waits as that rule says and tells
     whether the backfill will count. ``stop`` ends it between collections once set (its record
-    then says it did not finish)."""
+    then says it did not finish).
+
+    One backfill at a time (see ``backfill_claim``): recorded, it takes the index's record
+    first, and keeps it alive while it works (``owner`` says who runs it: by default
+    ``host:pid``); finding another at work that could count, it waits for it (telling
+    ``on_wait``) and returns that one's outcome (``report.joined``) if listings can prove the
+    index from it, and runs otherwise; ``wait=False`` refuses instead (an error, nothing
+    written), ``force`` runs anyway."""
     info = yield from index.check()
-    entry: dict[str, Any] = {}
     report = BackfillReport()
+    claim: Claim | None = None
     if store is not None:
         yield from store.ensure()
         if start is not None:
             ready = yield from start()
             report.counts, report.advice = ready.counts, None if ready.counts else ready.advice()
-        yield from index.describe()  # the stream as it is now
-        stream = (yield from index.table_info()).stream_arn
-        saved = yield from store.load(index.table, index.name)
-        firsts = [
-            m.first_saved
-            for m in (saved.shards.values() if saved is not None else ())
-            if m.stream == stream and m.first_saved is not None
-        ]
-        entry = {
-            "started": store.clock(),
-            "stream": stream,
-            "maintained_since": min(firsts, default=None),
-            "finished": None,
-            "clashes": [],
-            "markers": markers_key(index.attribute, index.sort_key(info)),
-            "margin": margin,
-        }
-        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
+        who = owner or owner_name()
+
+        def make(stream: str | None, saved: Evidence | None) -> dict[str, Any]:
+            assert store is not None
+            firsts = [
+                m.first_saved
+                for m in (saved.shards.values() if saved is not None else ())
+                if m.stream == stream and m.first_saved is not None
+            ]
+            now = store.clock()
+            return {
+                "started": now,
+                "stream": stream,
+                "maintained_since": min(firsts, default=None),
+                "finished": None,
+                "clashes": [],
+                "markers": markers_key(index.attribute, index.sort_key(info)),
+                "margin": margin,
+                "alive": now,
+                "owner": who,
+                "handled": 0,
+            }
+
+        got = yield from claim_flow(
+            index, store, make, margin, report, wait=wait, force=force, on_wait=on_wait, stop=stop
+        )
+        if isinstance(got, BackfillReport):  # another one did it
+            return got
+        claim = got
     # The clashes recorded before: taken out at the end only those this backfill found
     # resolved (its eventually consistent scan may not show a collection a maintainer
     # met a moment ago: such a clash stays).
-    recorded = set(saved.clashes) if store is not None and saved is not None else set()
-    if choose_mode(mode, info) == "read":
+    saved = claim.saved if claim is not None else None
+    recorded = set(saved.clashes) if saved is not None else set()
+    work = _work(index, info, store, claim, report, progress, mode, margin, recorded, controls)
+    if claim is None:
+        yield from work(stop)
+        return report
+    assert store is not None
+    try:
+        resolved = yield from kept_alive(work(stop), claim, store, index)
+    except Exception:
+        # Said in the record, so that the next backfill (a follower's next try) need not wait
+        # for this one's alive time to grow old; not said if the record is not this one's.
+        with contextlib.suppress(Exception):  # (the first error is the one to tell)
+            yield from rewrite(claim, store, index, {"stopped": store.clock()})
+        raise
+    changes: dict[str, Any] = {
+        "finished": store.clock(),
+        "clashes": [key_json(k) for k in report.clashes],
+        "mode": report.mode,
+    }
+    if report.uncounted is not None:
+        changes["uncounted"] = report.uncounted
+    yield from rewrite(claim, store, index, changes)
+    yield from store.clashes(index.table, index.name, resolved, add=False)
+    if report.clashes:
+        report.counts = False
+    if report.uncounted is not None:
+        report.counts, report.advice = False, report.uncounted
+    return report
+
+
+def _work(
+    index: MarkerPlan,
+    info: TableInfo,
+    store: StatePlan | None,
+    claim: Claim | None,
+    report: BackfillReport,
+    progress: Callable[[int], None] | None,
+    mode: str,
+    margin: float,
+    recorded: set[str],
+    controls: Controls | None,
+) -> Callable[[StopFlag | None], Flow[list[str]]]:
+    """The backfill's reads and writes, in ``mode``: the recorded clashes it found resolved."""
+
+    def work(stop: StopFlag | None) -> Flow[list[str]]:
+        if choose_mode(mode, info) != "read":
+            return (yield from _reconcile_each(index, info, recorded, report, progress, stop))
         # (the read mode reads the stream as a listing does: it imports the replay, above this)
         from ddbkeys.partition_keys.backfill_read import read_flow  # noqa: PLC0415
 
-        resolved = yield from read_flow(
-            index,
-            store,
-            saved if store is not None else None,
-            entry.get("started"),
-            report,
-            progress,
-            margin,
-            recorded,
-            controls,
-            stop,
+        return (
+            yield from read_flow(
+                index,
+                store,
+                claim.saved if claim is not None else None,
+                claim.entry["started"] if claim is not None else None,
+                report,
+                progress,
+                margin,
+                recorded,
+                controls,
+                stop,
+            )
         )
-    else:
-        resolved = yield from _reconcile_each(index, info, recorded, report, progress, stop)
-    if store is not None:
-        entry["finished"] = store.clock()
-        entry["clashes"] = [key_json(k) for k in report.clashes]
-        entry["mode"] = report.mode
-        if report.uncounted is not None:
-            entry["uncounted"] = report.uncounted
-        yield from store.update(index.table, index.name, {"backfill": _json(entry)})
-        yield from store.clashes(index.table, index.name, resolved, add=False)
-        if report.clashes:
-            report.counts = False
-        if report.uncounted is not None:
-            report.counts, report.advice = False, report.uncounted
-    return report
+
+    return work
 
 
 def _reconcile_each(
@@ -212,9 +278,13 @@ def waited_backfill_flow(
     on_wait: Callable[[Readiness], None] | None = None,
     stop: StopFlag | None = None,
     mode: str = "auto",
+    force: bool = False,
+    owner: str | None = None,
 ) -> Flow[BackfillReport]:
     """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
-    ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``."""
+    ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``. ``wait``,
+    ``on_wait``: the rule's, and what to do on finding another backfill at work (see
+    ``backfill_flow``); ``force``, ``owner``: ``backfill_flow``'s."""
 
     def start() -> Flow[Readiness]:
         assert store is not None
@@ -229,7 +299,19 @@ def waited_backfill_flow(
             stop=stop,
         )
 
-    return backfill_flow(index, progress, store, mode, margin, start=start, stop=stop)
+    return backfill_flow(
+        index,
+        progress,
+        store,
+        mode,
+        margin,
+        start=start,
+        stop=stop,
+        wait=wait,
+        force=force,
+        on_wait=on_wait,
+        owner=owner,
+    )
 
 
 def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Flow[VerifyReport]:
@@ -267,7 +349,3 @@ def _key_of(text: str) -> Key:
     """A typed key as the state table keeps it (see ``state.key_json``)."""
     kind, raw = next(iter(json.loads(text).items()))
     return {kind: base64.b64decode(raw) if kind == "B" else raw}
-
-
-def _json(value: Mapping[str, Any]) -> str:
-    return json.dumps(value, separators=(",", ":"))

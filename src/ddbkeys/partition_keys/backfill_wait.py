@@ -8,10 +8,18 @@ first recorded position under the table's current stream (and after every positi
 maintainer began at a shard's end). :func:`readiness` decides it from the index's record, the
 stream and the time, with no I/O; :func:`wait_flow` re-reads the record and waits (a flow, so
 the sync and the asyncio ``MarkerIndex`` share it, and a test drives it with no client).
+
+One backfill at a time: a backfill at work says so in its record (``Backfill.alive``, refreshed
+at least every ``ALIVE`` seconds between its requests); :func:`running_backfill` decides, from
+the record and the time alone, whether another one is at work under the table's stream (alive
+within ``ALIVE_FOR``), so that a second one waits for it rather than reading the whole table
+again (see ``backfill_claim``), and one killed is out of the way ``ALIVE_FOR`` seconds after
+its last sign of life.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
@@ -19,7 +27,7 @@ from typing import TYPE_CHECKING
 from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.evidence import Evidence, _backfill_reason
+from ddbkeys.partition_keys.evidence import Backfill, Evidence, _backfill_reason
 from ddbkeys.partition_keys.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
@@ -27,13 +35,20 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys.state import StatePlan
 
 __all__ = [
+    "ALIVE",
+    "ALIVE_FOR",
     "NO_MAINTAINER",
     "NO_STREAM",
+    "OTHER_RUNNING",
     "READY",
     "WAITING",
     "Readiness",
+    "alive_at",
+    "began",
+    "can_count",
     "needs_backfill",
     "readiness",
+    "running_backfill",
     "wait_flow",
 ]
 
@@ -45,6 +60,18 @@ WAITING = "waiting"
 NO_MAINTAINER = "no maintainer"
 #: The table's stream is off: nothing can prove the index.
 NO_STREAM = "no stream"
+#: Another backfill is at work under the table's stream (``other``): this one waits for it.
+OTHER_RUNNING = "another running"
+#: How often (seconds) a backfill at work refreshes its record's ``alive`` time (between its
+#: requests: a single request that takes longer delays it).
+ALIVE = 10.0
+#: An unfinished backfill whose record's ``alive`` time is older than this (seconds) is taken
+#: for dead (killed, or its host gone): it is no longer in the way of another. Three times
+#: ``ALIVE``: a slow request or two, and clocks of two hosts a few seconds apart, do not make
+#: one at work look dead.
+ALIVE_FOR = 3 * ALIVE
+#: How often (seconds) a backfill waiting for another reads the index's record again.
+OTHER_POLL = 2.0
 #: How often (seconds) a backfill waiting for a maintainer reads the index's record again.
 MAINTAINER_POLL = 1.0
 #: How long (seconds) a backfill of a table whose stream is on waits for a maintainer's first
@@ -72,6 +99,8 @@ class Readiness:
     after_gap: bool = False
     #: The state table it read the maintainer's positions from (None: not said).
     state_table: str | None = None
+    #: ``OTHER_RUNNING``: the record of the backfill at work it waits for.
+    other: Backfill | None = None
 
     @property
     def counts(self) -> bool:
@@ -96,6 +125,11 @@ class Readiness:
                 f"listing can prove the index until `{follow}` (or the Lambda handler) runs and "
                 f"a backfill begins {self.margin:g} s after its first position (`{backfill} "
                 "--wait-for-maintainer` waits for it; `index follow --backfill` does both)"
+            )
+        if self.state == OTHER_RUNNING and self.other is not None:
+            return (
+                f"another backfill of table {t!r} is at work ({began(self.other)}): this one "
+                "waits for it to end rather than read the table a second time"
             )
         if self.state == WAITING:
             young = (
@@ -143,6 +177,47 @@ def readiness(
         return Readiness(table, READY, margin, 0.0, since)
     lost = bool(gaps) and max(gaps) + margin >= ready_at
     return Readiness(table, WAITING, margin, ready_at - now, since, lost)
+
+
+def alive_at(backfill: Backfill) -> float:
+    """The last sign of life of ``backfill`` (its ``alive`` time; a record of an older
+    ddbkeys has none: its start)."""
+    return backfill.alive if backfill.alive is not None else backfill.started
+
+
+def running_backfill(evidence: Evidence | None, stream: str | None, now: float) -> Backfill | None:
+    """The backfill at work under ``stream`` (the table's stream now) that the record holds,
+    if any: not finished, and alive within ``ALIVE_FOR`` seconds of ``now`` (or later: another
+    host's clock ahead). One under another stream is not (it cannot count: the next backfill
+    runs); nor one that said it stopped; one silent for longer is dead (killed): it is in no
+    one's way. Pure."""
+    backfill = evidence.backfill if evidence is not None else None
+    if backfill is None or stream is None or backfill.stream != stream:
+        return None
+    if backfill.finished is not None or backfill.stopped is not None:
+        return None
+    if now - alive_at(backfill) > ALIVE_FOR:
+        return None
+    return backfill
+
+
+def can_count(backfill: Backfill, margin: float) -> bool:
+    """Whether ``backfill``, once finished with no clash, could let listings with the replay
+    ``margin`` prove the index: it began the margin after a maintainer's first position, and
+    did not say itself it does not count (the proof's rule, ``evidence._backfill_reason``, on
+    what the record says while it runs). Pure."""
+    return (
+        backfill.maintained_since is not None
+        and backfill.started - backfill.maintained_since >= margin
+        and backfill.uncounted is None
+    )
+
+
+def began(backfill: Backfill) -> str:
+    """When ``backfill`` began and who runs it, as a message says it."""
+    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(backfill.started))
+    who = f" by {backfill.owner}" if backfill.owner else ""
+    return f"begun {at}{who}"
 
 
 def wait_flow(
@@ -206,12 +281,20 @@ def wait_flow(
         return where
 
 
-def needs_backfill(evidence: Evidence | None, stream: str | None, margin: float) -> bool:
+def needs_backfill(
+    evidence: Evidence | None, stream: str | None, margin: float, *, now: float | None = None
+) -> bool:
     """Whether a backfill would let listings prove the index where the record does not: the
     stream is on, and there is no finished backfill under it begun the margin after the
     maintainer's first position, or records were lost since it began. A backfill that met a
-    clash is not run again by itself (the data at the marker's key must move first). Pure."""
+    clash is not run again by itself (the data at the marker's key must move first). With
+    ``now``, not while another backfill that can count is at work under the stream
+    (``running_backfill``, ``can_count``): that one is waited for (one killed is not, once
+    ``ALIVE_FOR`` has passed). Pure."""
     if stream is None:
+        return False
+    other = running_backfill(evidence, stream, now) if now is not None else None
+    if other is not None and can_count(other, margin):
         return False
     backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
     if backfill is None:

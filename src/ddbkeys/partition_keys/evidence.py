@@ -274,6 +274,19 @@ class Backfill:
     #: Why it does not count, when it said so itself (a read-mode backfill whose window of
     #: the stream could not be read: see ``partition_keys.backfill_read``); None: it may.
     uncounted: str | None = None
+    #: Its last sign of life (seconds; None: a record of an older ddbkeys, its ``started``
+    #: then): an unfinished backfill refreshes it at least every ``backfill_wait.ALIVE``
+    #: seconds, so one that stops (killed) is not taken for one at work for long (see
+    #: ``backfill_wait.running_backfill``).
+    alive: float | None = None
+    #: Who runs it (``host:pid``, and what: see ``backfill_claim.owner_name``), for messages.
+    owner: str | None = None
+    #: How many collections it had handled at its last sign of life (marked, already
+    #: marked, unmarked or clashing), for a backfill waiting for it to show.
+    handled: int | None = None
+    #: When it stopped before its end (an error, or asked to stop), if it could say so: it is
+    #: no longer at work (one killed cannot say it: its ``alive`` time stops instead).
+    stopped: float | None = None
 
 
 @dataclass(frozen=True)

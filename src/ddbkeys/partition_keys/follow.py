@@ -205,7 +205,9 @@ class FollowReport:
     #: index yet (with the follower's ``replay_margin``).
     backfill_needed: bool | None = None
     #: With ``backfill=True``: what its backfill does now (None: nothing yet; "waiting" for
-    #: the replay margin, "running", "done", "failed"), how many it finished, and the last.
+    #: the replay margin, "another running": waiting for another backfill at work under the
+    #: stream to end, "running", "done", "failed"), how many it finished itself, and the
+    #: last (``report.backfill.joined`` set: the other one's outcome, which it waited for).
     backfill_state: str | None = None
     backfills: int = 0
     backfill: BackfillReport | None = None

@@ -4,7 +4,12 @@ the replay margin has passed since the follower's first position, backfills (see
 ``backfill.waited_backfill_flow``), and from then on looks again every ``CHECK`` seconds: it
 backfills once per stream, and again only when no backfill record would let a listing prove
 the index (a new stream, a backfill stopped before its end, records lost before anyone applied
-them). A restarted follower does not backfill again while a counting record exists.
+them). A restarted follower does not backfill again while a counting record exists. Another
+backfill at work under the stream (a manual ``index backfill``, another follower: alive in the
+record, see ``backfill_claim``) is waited for, looked at again every ``OTHER_POLL`` seconds
+(``report.backfill_state`` is ``"another running"``): its outcome is the follower's when
+listings can prove the index from it, and the follower backfills itself when not, or when it
+dies (silent for ``backfill_wait.ALIVE_FOR`` seconds).
 
 The flow's own :class:`~ddbkeys.partition_keys.marker_plan.MarkerPlan` and state plan (not the
 follower's): the sync follower runs it in a thread, the asyncio one in a task."""
@@ -19,13 +24,24 @@ from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.backfill import waited_backfill_flow
-from ddbkeys.partition_keys.backfill_wait import WAITING, Readiness, needs_backfill
+from ddbkeys.partition_keys.backfill_claim import owner_name
+from ddbkeys.partition_keys.backfill_wait import (
+    OTHER_POLL,
+    OTHER_RUNNING,
+    WAITING,
+    Readiness,
+    began,
+    can_count,
+    needs_backfill,
+    running_backfill,
+)
 from ddbkeys.partition_keys.base import plain_key
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.markers import BackfillReport
 from ddbkeys.partition_keys.state import StatePlan
 
 if TYPE_CHECKING:
+    from ddbkeys.partition_keys.evidence import Backfill
     from ddbkeys.partition_keys.follow import FollowPlan, FollowReport
 
 __all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
@@ -34,10 +50,14 @@ __all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
 CHECK = 10.0
 
 
-def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool | None]:
+def needed_flow(
+    plan: MarkerPlan, store: StatePlan, margin: float
+) -> Flow[tuple[bool | None, Backfill | None]]:
     """:func:`needs_backfill` on the table and the index's record as they are now (a
-    DescribeTable and a GetItem of the state table, which is not created); None while the
-    table's stream is off (no backfill can help then)."""
+    DescribeTable and a GetItem of the state table, which is not created): None while the
+    table's stream is off (no backfill can help then); False while another backfill that can
+    count is at work under the stream (``backfill_wait.running_backfill``), which is then
+    given too: the follower waits for it rather than read the table a second time."""
     description = yield from plan.describe()
     stream = (
         str(description["LatestStreamArn"])
@@ -45,9 +65,13 @@ def needed_flow(plan: MarkerPlan, store: StatePlan, margin: float) -> Flow[bool 
         else None
     )
     if stream is None:
-        return None
+        return None, None
     evidence = yield from store.load(plan.table, plan.name)
-    return needs_backfill(evidence, stream, margin)
+    now = store.clock()
+    other = running_backfill(evidence, stream, now)
+    if other is not None and not can_count(other, margin):
+        other = None  # (one that cannot count is taken over: see backfill_claim)
+    return needs_backfill(evidence, stream, margin, now=now), other
 
 
 def _done(report: BackfillReport, table: str) -> str:
@@ -102,6 +126,11 @@ def keep_backfilled(
             tell(line)
         said.append(line)
 
+    def another(other: Backfill) -> None:
+        if report.backfill_state != OTHER_RUNNING:
+            report.backfill_state = OTHER_RUNNING
+            say(f"another backfill is at work ({began(other)}): waiting for it to end")
+
     def on_wait(where: Readiness) -> None:
         if where.state == WAITING and report.backfill_state != "waiting":
             report.backfill_state = "waiting"
@@ -109,6 +138,8 @@ def keep_backfilled(
                 f"backfill in {where.left:.0f} s (the replay margin, {margin:g} s, after the "
                 "follower's first position)"
             )
+        elif where.state == OTHER_RUNNING and where.other is not None:
+            another(where.other)
         elif where.counts and report.backfill_state != "running":
             report.backfill_state = "running"
             say("backfill begins")
@@ -116,23 +147,39 @@ def keep_backfilled(
     while not stop.requested:
         try:
             yield from plan.maintained()
-            needed = yield from needed_flow(plan, store, margin)
+            needed, other = yield from needed_flow(plan, store, margin)
             if needed is None:
                 pass  # the stream is off: the follower says so, and waits for a new one
+            elif other is not None:
+                another(other)  # looked at again in CHECK seconds (a dead one is passed over)
             elif needed:
                 done = yield from waited_backfill_flow(
-                    plan, None, store, margin, for_maintainer=True, on_wait=on_wait, stop=stop
+                    plan,
+                    None,
+                    store,
+                    margin,
+                    for_maintainer=True,
+                    on_wait=on_wait,
+                    stop=stop,
+                    owner=owner_name("index follow"),
                 )
-                report.backfills += 1
                 report.backfill = done
                 report.backfill_state = "done"
-                say(_done(done, plan.table))
-            elif report.backfill_state is None:
+                if done.joined is not None:
+                    say(
+                        f"the backfill it waited for ({began(done.joined)}) has ended: listings "
+                        "can prove the index from now on"
+                    )
+                else:
+                    report.backfills += 1
+                    say(_done(done, plan.table))
+            elif report.backfill_state in (None, OTHER_RUNNING):
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")
         except DdbKeysError as exc:
             report.backfill_state = "failed"
             say(f"backfill failed: {exc}; tried again in {CHECK:g} s")
-        if once:
+        if once and report.backfill_state != OTHER_RUNNING:
             return
-        yield Pause(CHECK, plan.retry.sleep, stop=stop)
+        again = OTHER_POLL if report.backfill_state == OTHER_RUNNING else CHECK
+        yield Pause(again, plan.retry.sleep, stop=stop)

@@ -178,6 +178,7 @@ class MarkerIndex(MarkerIndexBase):
         timeout: float | None = None,
         on_wait: Callable[[Readiness], None] | None = None,
         streams: Any = None,
+        force: bool = False,
     ) -> BackfillReport:
         """Reconcile every collection of the table with its marker: mark those that have
         none, remove the markers of those that hold nothing else; a collection whose item at
@@ -210,9 +211,21 @@ class MarkerIndex(MarkerIndexBase):
           not when the stream is off, nor with ``wait=False``), then begins and will not
           count.
 
+        One backfill at a time (see ``partition_keys.backfill_claim``): a backfill at work
+        says so in the index's record (its ``alive`` time, refreshed at least every 10 s,
+        ``backfill_wait.ALIVE``, and who runs it, ``host:pid``). Finding another one at work
+        under the table's stream (alive within the last 30 s, ``backfill_wait.ALIVE_FOR``)
+        that can count, it reads nothing: it waits for that one to end and, if listings can
+        prove the index from it, returns its outcome (``report.joined`` is its record;
+        ``written`` and the other counts are 0), else (a clash, it does not count, or it
+        died: silent for 30 s) runs itself. ``wait=False`` refuses instead (a
+        ``DdbKeysError``, nothing written); ``force=True`` runs anyway, taking the record
+        (the other stops at its next write of it: a second read of the table).
+
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
-        waits, and once when it begins. The report says whether the backfill counts
-        (``counts``) and, if not, why and what to do (``advice``)."""
+        waits (``state`` ``"another running"`` and ``other``, that one's record, while it
+        waits for another backfill), and once when it begins. The report says whether the
+        backfill counts (``counts``) and, if not, why and what to do (``advice``)."""
         flow = waited_backfill_flow(
             self.plan,
             progress,
@@ -223,6 +236,7 @@ class MarkerIndex(MarkerIndexBase):
             timeout=timeout,
             on_wait=on_wait,
             mode=mode,
+            force=force,
         )
         # (the follower's module imports this one: its two-client driver is reached here)
         from ddbkeys.partition_keys.follow import Both, Lazy  # noqa: PLC0415

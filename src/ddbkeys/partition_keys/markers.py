@@ -30,6 +30,8 @@ if TYPE_CHECKING:
         UpdateTableInputTypeDef,
     )
 
+    from ddbkeys.partition_keys.evidence import Backfill
+
 __all__ = [
     "DEFAULT_INDEX",
     "DEFAULT_MARKER_ATTRIBUTE",
@@ -120,6 +122,11 @@ class BackfillReport:
     #: Why it does not count as the index's snapshot, when it found that itself (None: see
     #: the evidence's other rules).
     uncounted: str | None = None
+    #: Another backfill, found at work, that this one waited for rather than read the table a
+    #: second time, and whose outcome this report gives (listings can prove the index from
+    #: it); its record (``written``, ``present``, ``removed`` are then this one's: none).
+    #: None: this one did the work.
+    joined: Backfill | None = None
 
 
 def index_status(info: TableInfo, name: str) -> str | None:

@@ -47,6 +47,12 @@ class BackfillStatus:
     #: The replay margin the backfill waited for (None: not recorded, older backfills).
     margin: float | None
     clashes: tuple[str, ...]
+    #: Who runs (or ran) it (``host:pid``; None: an older record), its last sign of life, and
+    #: whether it is at work now (unfinished, alive within ``backfill_wait.ALIVE_FOR``: a
+    #: backfill begun now waits for it; see ``backfill_claim``).
+    owner: str | None = None
+    alive: float | None = None
+    at_work: bool = False
 
 
 @dataclass(frozen=True)

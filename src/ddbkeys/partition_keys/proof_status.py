@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, readiness
+from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, readiness, running_backfill
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.choice import most_keys, not_active, proof_failed
 from ddbkeys.partition_keys.evidence import (
@@ -100,7 +100,7 @@ def decide(
         maintainer=maintainer,
         first_position=first,
         shards=_shards(seen.read, evidence, stream, now, replay is not None),
-        backfill=_backfill(evidence, stream),
+        backfill=_backfill(evidence, stream, now),
         margin=margin,
         now=now,
         provable=declined is None,
@@ -237,7 +237,7 @@ def _shards(
     return tuple(out)
 
 
-def _backfill(evidence: Evidence | None, stream: str | None) -> BackfillStatus | None:
+def _backfill(evidence: Evidence | None, stream: str | None, now: float) -> BackfillStatus | None:
     backfill = evidence.backfill if evidence is not None else None
     if backfill is None:
         return None
@@ -251,6 +251,9 @@ def _backfill(evidence: Evidence | None, stream: str | None) -> BackfillStatus |
         after_first=backfill.started - since if since is not None else None,
         margin=float(margin) if margin is not None else None,
         clashes=backfill.clashes,
+        owner=backfill.owner,
+        alive=backfill.alive,
+        at_work=running_backfill(evidence, stream, now) is not None,
     )
 
 

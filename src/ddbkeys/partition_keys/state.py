@@ -9,8 +9,9 @@ The record holds what :mod:`ddbkeys.partition_keys.evidence` needs to prove the 
 time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
 applied, and when), the last backfill (``backfill``), the collections a maintainer could not
 mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
-:mod:`ddbkeys.partition_keys.pending`). No heartbeat: a listing reads the stream from the marks
-itself.
+:mod:`ddbkeys.partition_keys.pending`). No heartbeat that a listing trusts: a listing reads the
+stream from the marks itself (the backfill's ``alive`` time only keeps a second backfill from
+reading the table while one is at work: see :mod:`ddbkeys.partition_keys.backfill_claim`).
 """
 
 from __future__ import annotations
@@ -100,9 +101,11 @@ def markers_key(attribute: str, sort_key: dict[str, Any]) -> str:
     return json.dumps([attribute, key_json(sort_key)], separators=(",", ":"))
 
 
-def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence:
-    """The record ``item`` (as GetItem returns it) read as evidence; what it does not hold (or
-    holds in another form, as records of older versions of ddbkeys do) is left out."""
+def _positions(
+    item: dict[str, Any],
+) -> tuple[dict[str, ShardMark], dict[str, TriggerCheck], str | None]:
+    """The record's shard positions and Lambda trigger checks, and what is not one ddbkeys
+    wrote (None: all are)."""
     corrupt: str | None = None
     shards: dict[str, ShardMark] = {}
     triggers: dict[str, TriggerCheck] = {}
@@ -119,6 +122,38 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
                 triggers[name[len(LAMBDA_PREFIX) :]] = check
             else:
                 corrupt = f"its attribute {name!r} is not a check ddbkeys wrote"
+    return shards, triggers, corrupt
+
+
+def _backfill(raw: str) -> Backfill:
+    """The record's backfill (JSON); ValueError, TypeError or KeyError when it is not one
+    ddbkeys wrote."""
+    data = json.loads(raw)
+    handled = data.get("handled")
+    return Backfill(
+        started=float(record_time(data["started"])),  # type: ignore[arg-type]
+        stream=data.get("stream"),
+        maintained_since=record_time(data.get("maintained_since")),
+        finished=record_time(data.get("finished")),
+        clashes=tuple(str(c) for c in data.get("clashes", [])),
+        markers=_text(data.get("markers")),
+        margin=record_time(data.get("margin")),
+        uncounted=_text(data.get("uncounted")),
+        alive=record_time(data.get("alive")),
+        owner=_text(data.get("owner")),
+        handled=int(handled) if handled is not None else None,
+        stopped=record_time(data.get("stopped")),
+    )
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence:
+    """The record ``item`` (as GetItem returns it) read as evidence; what it does not hold (or
+    holds in another form, as records of older versions of ddbkeys do) is left out."""
+    shards, triggers, corrupt = _positions(item)
     parallelized = None
     if PARALLELIZED in item:
         parallelized = Parallelized.from_json(str(item[PARALLELIZED].get("S")))
@@ -128,17 +163,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     raw = item.get("backfill", {}).get("S")
     if raw is not None:
         try:
-            data = json.loads(raw)
-            backfill = Backfill(
-                started=float(record_time(data["started"])),  # type: ignore[arg-type]
-                stream=data.get("stream"),
-                maintained_since=record_time(data.get("maintained_since")),
-                finished=record_time(data.get("finished")),
-                clashes=tuple(str(c) for c in data.get("clashes", [])),
-                markers=str(data["markers"]) if data.get("markers") is not None else None,
-                margin=record_time(data.get("margin")),
-                uncounted=str(data["uncounted"]) if data.get("uncounted") is not None else None,
-            )
+            backfill = _backfill(raw)
         except (ValueError, TypeError, KeyError, AttributeError):
             corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
     clashes = item.get("clashes")

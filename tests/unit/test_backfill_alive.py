@@ -1,0 +1,428 @@
+"""One backfill at a time (issue 33): a backfill at work keeps its record alive, and a second
+one finds it and waits rather than read the table again. The rule (``running_backfill``,
+``can_count``, ``needs_backfill(now=...)``) is pure; the flows that take the record and keep it
+alive (``backfill_claim``) are driven here by hand, against a record held in memory and a clock
+that moves only when the flow pauses (or when a test moves it), so no test sleeps."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+
+from ddbkeys.core.steps import Flow, Pause, Request
+from ddbkeys.errors import DdbKeysError
+from ddbkeys.partition_keys.backfill import backfill_flow
+from ddbkeys.partition_keys.backfill_claim import Claim, claim_flow, kept_alive
+from ddbkeys.partition_keys.backfill_wait import (
+    ALIVE,
+    ALIVE_FOR,
+    OTHER_POLL,
+    OTHER_RUNNING,
+    Readiness,
+    can_count,
+    needs_backfill,
+    running_backfill,
+)
+from ddbkeys.partition_keys.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
+from ddbkeys.partition_keys.marker_plan import MarkerPlan
+from ddbkeys.partition_keys.markers import BackfillReport
+from ddbkeys.partition_keys.state import StatePlan
+
+ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"
+OTHER = ARN.replace("2026", "2025")
+FIRST = 1000.0  # the maintainer's first position
+KEY = "orders/ddbkeys-partition-keys"
+
+
+def at_work(started: float = 1100.0, **changes: Any) -> Backfill:
+    """A backfill begun at ``started`` (the margin after the maintainer's first position),
+    not finished, last alive then."""
+    fields: dict[str, Any] = {
+        "started": started,
+        "stream": ARN,
+        "maintained_since": FIRST,
+        "margin": 60.0,
+        "alive": started,
+        "owner": "host-a:41 (index follow)",
+    }
+    fields.update(changes)
+    return Backfill(**fields)
+
+
+def record(backfill: Backfill | None) -> Evidence:
+    mark = ShardMark("s1", ARN, FIRST, ((None, FIRST),))
+    return Evidence("orders", "ddbkeys-partition-keys", {"s1": mark}, backfill)
+
+
+# --- the rule ------------------------------------------------------------------------------
+
+
+def test_a_backfill_alive_within_the_limit_is_at_work() -> None:
+    other = at_work(alive=1200.0)
+    assert running_backfill(record(other), ARN, 1200.0) == other
+    assert running_backfill(record(other), ARN, 1200.0 + ALIVE_FOR) == other
+    assert running_backfill(record(other), ARN, 1190.0) == other  # its host's clock ahead
+
+
+def test_one_silent_for_longer_is_dead_and_in_no_ones_way() -> None:
+    other = at_work(alive=1200.0)
+    assert running_backfill(record(other), ARN, 1200.0 + ALIVE_FOR + 0.1) is None
+    assert needs_backfill(record(other), ARN, 60.0, now=1200.0 + ALIVE_FOR + 0.1)
+
+
+def test_a_record_of_an_older_ddbkeys_is_alive_from_its_start_only() -> None:
+    other = at_work(alive=None)
+    assert running_backfill(record(other), ARN, 1100.0 + ALIVE_FOR) == other
+    assert running_backfill(record(other), ARN, 1100.0 + ALIVE_FOR + 1) is None
+
+
+def test_a_finished_one_or_one_under_another_stream_is_not_at_work() -> None:
+    assert running_backfill(record(at_work(finished=1150.0, alive=1150.0)), ARN, 1151.0) is None
+    assert running_backfill(record(at_work(stream=OTHER)), ARN, 1101.0) is None
+    assert running_backfill(record(at_work()), None, 1101.0) is None
+    assert running_backfill(record(None), ARN, 1101.0) is None
+    assert running_backfill(None, ARN, 1101.0) is None
+
+
+def test_only_one_that_could_count_is_waited_for() -> None:
+    assert can_count(at_work(), 60.0)
+    assert not can_count(at_work(), 120.0)  # begun 100 s after: too soon for a 120 s margin
+    assert not can_count(at_work(started=1030.0), 60.0)  # --no-wait, too early
+    assert not can_count(at_work(maintained_since=None), 60.0)
+    assert not can_count(at_work(uncounted="its window could not be read"), 60.0)
+
+
+@pytest.mark.parametrize(
+    ("backfill", "now", "needed"),
+    [
+        (at_work(), 1101.0, False),  # at work: waited for
+        (at_work(), 1100.0 + ALIVE_FOR + 1, True),  # dead
+        (at_work(started=1030.0, alive=1101.0), 1101.0, True),  # cannot count: not waited for
+        (at_work(stream=OTHER), 1101.0, True),
+        (at_work(finished=1150.0), 1151.0, False),  # finished, counts
+    ],
+)
+def test_needs_backfill_with_the_time_waits_for_one_at_work(
+    backfill: Backfill, now: float, needed: bool
+) -> None:
+    assert needs_backfill(record(backfill), ARN, 60.0, now=now) is needed
+    if backfill.finished is None:  # without the time: as before, no record proves the index
+        assert needs_backfill(record(backfill), ARN, 60.0)
+
+
+# --- the flows, driven by hand ---------------------------------------------------------------
+
+
+def entry(backfill: Backfill) -> str:
+    fields = {k: v for k, v in vars(backfill).items() if k != "clashes"}
+    fields["clashes"] = list(backfill.clashes)
+    return json.dumps(fields, separators=(",", ":"))
+
+
+class World:
+    """The table's description, the index's record (its ``backfill`` entry as text) and a
+    clock that moves when the flow pauses; ``events`` happen at given times."""
+
+    def __init__(self, backfill: Backfill | None = None) -> None:
+        self.now = 1101.0
+        self.text = entry(backfill) if backfill is not None else None
+        self.events: list[tuple[float, Callable[[World], None]]] = []
+        self.pauses: list[float] = []
+        self.told: list[Readiness] = []
+        self.writes: list[dict[str, Any]] = []  # the entries written, in order
+        self.refuse_next = False  # the next conditional write finds another's entry
+        self.lose_next_answer = False  # the next write is applied, its answer lost
+
+    def clock(self) -> float:
+        return self.now
+
+    def put(self, backfill: Backfill) -> None:
+        self.text = entry(backfill)
+
+    def answer(self, request: Request) -> Any:
+        if request.operation == "describe_table":
+            return {
+                "Table": {
+                    "TableName": "orders",
+                    "KeySchema": [
+                        {"AttributeName": "pk", "KeyType": "HASH"},
+                        {"AttributeName": "sk", "KeyType": "RANGE"},
+                    ],
+                    "AttributeDefinitions": [
+                        {"AttributeName": "pk", "AttributeType": "S"},
+                        {"AttributeName": "sk", "AttributeType": "S"},
+                    ],
+                    "StreamSpecification": {"StreamEnabled": True},
+                    "LatestStreamArn": ARN,
+                    "GlobalSecondaryIndexes": [
+                        {
+                            "IndexName": "ddbkeys-partition-keys",
+                            "KeySchema": [{"AttributeName": "ddbkeys_pk", "KeyType": "HASH"}],
+                            "Projection": {"ProjectionType": "KEYS_ONLY"},
+                            "IndexStatus": "ACTIVE",
+                        }
+                    ],
+                }
+            }
+        if request.operation == "get_item":
+            item: dict[str, Any] = {"id": {"S": KEY}}
+            item[SHARD_PREFIX + "s1"] = {
+                "S": json.dumps({"stream": ARN, "since": FIRST, "marks": [[None, FIRST]]})
+            }
+            if self.text is not None:
+                item["backfill"] = {"S": self.text}
+            return {"Item": item}
+        if request.operation == "put_item":  # the work's own requests (see ``work``)
+            return {}
+        if request.operation == "scan":  # a backfill's read, refused (see the test)
+            raise ClientError(
+                {"Error": {"Code": "AccessDeniedException", "Message": "not you"}}, "Scan"
+            )
+        assert request.operation == "update_item", request.operation
+        params = request.params
+        seen = params.get("ExpressionAttributeValues", {}).get(":seen", {}).get("S")
+        holds = (
+            seen == self.text
+            if "#seen = :seen" in params["ConditionExpression"]
+            else (self.text is None)
+        )
+        if self.refuse_next:
+            self.refuse_next, holds = False, False
+        if not holds:
+            raise ClientError(
+                {"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}},
+                "UpdateItem",
+            )
+        (new,) = (v["S"] for k, v in params["ExpressionAttributeValues"].items() if k != ":seen")
+        self.text = new
+        self.writes.append(json.loads(new))
+        if self.lose_next_answer:
+            self.lose_next_answer = False
+            raise ClientError(
+                {"Error": {"Code": "InternalServerError", "Message": "lost"}}, "UpdateItem"
+            )
+        return {}
+
+    def run(self, flow: Flow[Any]) -> Any:
+        try:
+            step = next(flow)
+            while True:
+                if isinstance(step, Pause):
+                    self.pauses.append(step.seconds)
+                    self.now += step.seconds
+                    for at, change in list(self.events):
+                        if self.now >= at:
+                            change(self)
+                            self.events.remove((at, change))
+                    step = flow.send(None)
+                    continue
+                assert isinstance(step, Request)
+                try:
+                    answer = self.answer(step)
+                except ClientError as exc:
+                    step = flow.throw(exc)
+                else:
+                    step = flow.send(answer)
+        except StopIteration as done:
+            return done.value
+
+
+def plans(world: World) -> tuple[MarkerPlan, StatePlan]:
+    plan = MarkerPlan("orders")
+    store = StatePlan("ddbkeys-state", clock=world.clock)
+    return plan, store
+
+
+def make(world: World) -> Callable[[str | None, Evidence | None], dict[str, Any]]:
+    def entry_of(stream: str | None, saved: Evidence | None) -> dict[str, Any]:
+        return {
+            "started": world.now,
+            "stream": stream,
+            "maintained_since": FIRST,
+            "finished": None,
+            "margin": 60.0,
+            "alive": world.now,
+            "owner": "host-b:42",
+        }
+
+    return entry_of
+
+
+def claim(world: World, **settings: Any) -> Claim | BackfillReport:
+    plan, store = plans(world)
+    report = BackfillReport()
+    flow = claim_flow(plan, store, make(world), 60.0, report, on_wait=world.told.append, **settings)
+    return world.run(flow)  # type: ignore[no-any-return]
+
+
+def test_with_none_at_work_it_takes_the_record_on_the_condition_it_read() -> None:
+    world = World(at_work(finished=1090.0, started=1080.0, alive=1090.0))
+    got = claim(world)
+    assert isinstance(got, Claim) and got.entry["owner"] == "host-b:42"
+    assert world.pauses == [] and world.writes == [got.entry]
+    empty = World()
+    assert isinstance(claim(empty), Claim) and len(empty.writes) == 1  # none there before
+
+
+def test_it_waits_for_one_at_work_and_returns_its_outcome_when_it_counts() -> None:
+    other = at_work()
+    world = World(other)
+
+    def alive(w: World) -> None:
+        w.put(at_work(alive=w.now))
+
+    for t in range(1110, 1200, 10):
+        world.events.append((float(t), alive))
+    world.events.append((1201.0, lambda w: w.put(at_work(alive=w.now, finished=w.now))))
+    got = claim(world)
+    assert isinstance(got, BackfillReport)
+    assert got.joined is not None and got.joined.owner == other.owner and got.counts
+    assert world.writes == []  # nothing written: no second read of the table
+    assert set(world.pauses) == {OTHER_POLL} and world.now >= 1201.0
+    assert world.told and all(t.state == OTHER_RUNNING for t in world.told)
+    assert world.told[0].other == other
+    assert "host-a:41 (index follow)" in world.told[0].advice()
+
+
+def test_it_runs_itself_once_the_one_it_waited_for_is_dead() -> None:
+    world = World(at_work())  # silent from 1100 on: a kill -9
+    got = claim(world)
+    assert isinstance(got, Claim)
+    assert world.now > 1100.0 + ALIVE_FOR and world.now <= 1100.0 + ALIVE_FOR + OTHER_POLL
+    assert [w["owner"] for w in world.writes] == ["host-b:42"]
+
+
+def test_it_runs_itself_when_the_one_it_waited_for_ends_not_counting() -> None:
+    world = World(at_work())
+    clash = at_work(finished=1105.0, alive=1105.0, clashes=('{"S":"x"}',))
+    world.events.append((1104.0, lambda w: w.put(clash)))
+    got = claim(world)
+    assert isinstance(got, Claim) and len(world.writes) == 1
+
+
+def test_no_wait_refuses_at_once_and_writes_nothing() -> None:
+    world = World(at_work())
+    with pytest.raises(
+        DdbKeysError, match=r"Another backfill of table 'orders' is at work \(begun"
+    ):
+        claim(world, wait=False)
+    assert world.writes == [] and world.pauses == []
+
+
+def test_force_takes_the_record_at_once() -> None:
+    world = World(at_work())
+    got = claim(world, force=True)
+    assert isinstance(got, Claim) and world.pauses == [] and len(world.writes) == 1
+
+
+def test_one_that_cannot_count_is_taken_over_not_waited_for() -> None:
+    world = World(at_work(started=1030.0, alive=1100.0))  # a --no-wait one, begun too early
+    assert isinstance(claim(world), Claim) and world.pauses == []
+
+
+def test_two_that_begin_at_once_one_takes_the_record_the_other_waits() -> None:
+    """The other's write comes between this one's read and its write: the condition fails,
+    and this one reads again, finds it at work, and waits."""
+    world = World()
+    world.refuse_next = True
+    world.events.append(
+        (1101.0 + OTHER_POLL, lambda w: w.put(at_work(alive=w.now, finished=w.now)))
+    )
+
+    original = world.answer
+
+    def answer(request: Request) -> Any:
+        if request.operation == "update_item" and world.refuse_next:
+            world.put(at_work(started=1101.0, alive=1101.0))  # the other one's write, first
+        return original(request)
+
+    world.answer = answer  # type: ignore[method-assign]
+    got = claim(world)
+    assert isinstance(got, BackfillReport) and got.joined is not None
+    assert world.writes == []
+
+
+def test_a_lost_answer_to_its_own_write_is_not_taken_for_another_backfill() -> None:
+    world = World()
+    world.lose_next_answer = True  # applied, then retried: the retry's condition fails
+    got = claim(world)
+    assert isinstance(got, Claim) and world.text == got.text
+
+
+# --- alive while it works --------------------------------------------------------------------
+
+
+def work(world: World, requests: int, every: float, pause: float = 0.0) -> Flow[str]:
+    """A backfill's work as far as being alive goes: ``requests`` writes ``every`` seconds
+    apart, then a ``pause``."""
+    for _ in range(requests):
+        world.now += every
+        yield Request("put_item", {"TableName": "orders"})
+    if pause:
+        yield Pause(pause)
+    return "done"
+
+
+def kept(world: World, flow: Flow[str]) -> Any:
+    plan, store = plans(world)
+    got = claim(world)
+    assert isinstance(got, Claim)
+    world.writes.clear()
+    return world.run(kept_alive(flow, got, store, plan))
+
+
+def test_it_refreshes_alive_between_requests_at_least_every_alive_seconds() -> None:
+    world = World()
+    assert kept(world, work(world, 30, 3.0)) == "done"
+    times = [w["alive"] for w in world.writes]
+    assert len(times) == 7  # 90 s of work: refreshed at 12, 24, ... 84 s (3 s steps past 10)
+    gaps = [b - a for a, b in zip([1101.0, *times], times, strict=False)]
+    assert all(ALIVE <= g <= ALIVE + 3.0 for g in gaps), gaps
+    assert all(w["owner"] == "host-b:42" and w["finished"] is None for w in world.writes)
+
+
+def test_a_long_pause_is_cut_around_refreshes() -> None:
+    world = World()
+    assert kept(world, work(world, 0, 0.0, pause=65.0)) == "done"
+    assert sum(world.pauses) == pytest.approx(65.0) and max(world.pauses) <= ALIVE
+    assert len(world.writes) == 6  # at 10, 20, ... 60 s
+
+
+def test_a_refresh_that_finds_the_record_taken_ends_the_work() -> None:
+    world = World()
+    closed: list[bool] = []
+
+    def endless() -> Flow[str]:
+        try:
+            while True:
+                world.now += 5.0
+                yield Request("put_item", {"TableName": "orders"})
+        finally:
+            closed.append(True)
+
+    flow = endless()
+    plan, store = plans(world)
+    got = claim(world)
+    assert isinstance(got, Claim)
+    world.put(at_work(started=1102.0, alive=1102.0, owner="host-c:7"))  # --force elsewhere
+    with pytest.raises(DdbKeysError, match=r"Another backfill \(begun .* by host-c:7\) took over"):
+        world.run(kept_alive(flow, got, store, plan))
+    assert closed == [True]
+
+
+def test_a_backfill_that_fails_says_it_stopped_and_is_in_no_ones_way() -> None:
+    """(A follower's next try, 10 s later, then need not wait for its alive time to age.)"""
+    world = World()
+    plan, store = plans(world)
+    with pytest.raises(DdbKeysError, match="AccessDenied"):
+        world.run(backfill_flow(plan, None, store, "reconcile", 60.0))
+    last = world.writes[-1]
+    assert last["stopped"] == world.now and last["finished"] is None
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert saved.backfill is not None and saved.backfill.stopped == world.now
+    assert running_backfill(saved, ARN, world.now) is None
+    assert running_backfill(record(at_work(stopped=1101.0)), ARN, 1101.0) is None
