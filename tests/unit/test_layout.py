@@ -22,7 +22,6 @@ MAX_COMPLEXITY = 20
 #: Modules over MAX_LINES, to be split (path under src/ddbkeys).
 LONG_MODULES = {
     "partition_keys/follow.py",
-    "cli/marker_index.py",
     "partition_keys/marker_plan.py",
 }
 #: Functions of rank D or worse, to be simplified ("path:qualified name").
