@@ -132,19 +132,19 @@ def _member_lines(cls: griffe.Class) -> list[str]:
 def _entry(face: str, name: str, obj: Any) -> list[str]:
     if obj.is_alias:
         obj = obj.final_target
-    where = f"  (from {obj.module.path})" if obj.module.path != face else ""
+    # (Where it is defined is not the API: a face's names may move between private modules.)
     if obj.is_class:
         bases = ", ".join(str(b) for b in obj.bases)
-        head = f"class {face}.{name}({bases}){where}" if bases else f"class {face}.{name}{where}"
+        head = f"class {face}.{name}({bases})" if bases else f"class {face}.{name}"
         return [head, *_member_lines(obj)]
     if obj.is_function:
         text = _signature(obj, drop_self=False)
-        return [text.replace(f"def {obj.name}(", f"def {face}.{name}(", 1) + where]
+        return [text.replace(f"def {obj.name}(", f"def {face}.{name}(", 1)]
     if obj.is_module:
         return [f"module {face}.{name}"]
     annotation = f": {obj.annotation}" if obj.annotation is not None else ""
     value = f" = {obj.value}" if obj.value is not None and len(str(obj.value)) <= 60 else ""
-    return [f"{face}.{name}{annotation}{value}{where}"]
+    return [f"{face}.{name}{annotation}{value}"]
 
 
 def listing() -> str:

@@ -46,12 +46,13 @@ if TYPE_CHECKING:
     from ddbkeys.ids.gapless import GaplessSequence
     from ddbkeys.partition_keys import distinct_partition_keys
     from ddbkeys.partition_keys.choice import IndexUnprovenError
-    from ddbkeys.partition_keys.follow import StreamFollower, enable_stream
+    from ddbkeys.partition_keys.follower import StreamFollower
     from ddbkeys.partition_keys.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys.lambda_events import MalformedEventError
     from ddbkeys.partition_keys.listing import Listing
     from ddbkeys.partition_keys.maintain import UnsettledError, reconcile
     from ddbkeys.partition_keys.state import StateStore
+    from ddbkeys.partition_keys.stream_setup import enable_stream
     from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
 
 #: The main classes and functions, and the errors defined beside what raises them: where each
@@ -66,12 +67,12 @@ _LAZY = {
     "ListingTask": "ddbkeys.partition_keys.tasks",
     "MarkerIndex": "ddbkeys.partition_keys.index",
     "StateStore": "ddbkeys.partition_keys.state",
-    "StreamFollower": "ddbkeys.partition_keys.follow",
+    "StreamFollower": "ddbkeys.partition_keys.follower",
     "audit_attribute": "ddbkeys.ids.audit",
     "audit_collection": "ddbkeys.ids.audit",
     "audit_ids": "ddbkeys.ids.audit",
     "distinct_partition_keys": "ddbkeys.partition_keys",
-    "enable_stream": "ddbkeys.partition_keys.follow",
+    "enable_stream": "ddbkeys.partition_keys.stream_setup",
     "plan_listing": "ddbkeys.partition_keys.tasks",
     "reconcile": "ddbkeys.partition_keys.maintain",
     "run_task": "ddbkeys.partition_keys.tasks",

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
-from ddbkeys.partition_keys.follow import enable_stream
 from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys.stream_setup import enable_stream
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from ddbkeys.cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower
-from ddbkeys.partition_keys.follow import enable_stream
+from ddbkeys.partition_keys.stream_setup import enable_stream
 from ddbkeys.testing.tables import TableFactory
 from tests.integration.test_marker_follow_faults import wait_for_record
 

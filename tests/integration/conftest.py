@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.follow import enable_stream
+from ddbkeys.partition_keys.stream_setup import enable_stream
 from ddbkeys.testing.tables import TableFactory
 
 if TYPE_CHECKING:

@@ -18,9 +18,8 @@ from ddbkeys.capacity import Usage
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys.backfill import Controls, backfill_flow
-from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys.streams import Both, streams_client_for
 from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_follow_faults import write_randomly

@@ -27,8 +27,9 @@ from ddbkeys import make_client
 from ddbkeys.aio.index import _streams_client_for
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follow import StreamFollower, enable_stream, streams_client_for
-from ddbkeys.partition_keys.streams import PRESIGN, signed_as
+from ddbkeys.partition_keys.follower import StreamFollower
+from ddbkeys.partition_keys.stream_setup import enable_stream
+from ddbkeys.partition_keys.streams import PRESIGN, signed_as, streams_client_for
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -20,9 +20,9 @@ from ddbkeys.cli import cli
 from ddbkeys.connect import make_client
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
 from ddbkeys.ids import described
-from ddbkeys.partition_keys.follow import streams_client_for
 from ddbkeys.partition_keys.lambda_events import parse_event
 from ddbkeys.partition_keys.state import STATE_TABLE
+from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.testing.proxy import Call, FaultProxy
 from tests.support.stream_events import FUNCTION, InvokedHandler
 

@@ -46,9 +46,10 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
 )
 from ddbkeys.partition_keys.evidence import SHARD_PREFIX
-from ddbkeys.partition_keys.follow import enable_stream, streams_client_for
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys.stream_setup import enable_stream
+from ddbkeys.partition_keys.streams import streams_client_for
 from tests.integration.test_index_proof import caught_up
 from tests.integration.test_lambda_trigger import Window
 from tests.integration.test_marker_follow_faults import wait_for_record, write_randomly

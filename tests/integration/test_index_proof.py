@@ -23,9 +23,9 @@ from ddbkeys.partition_keys import (
     StreamFollower,
     distinct_partition_keys,
 )
-from ddbkeys.partition_keys.follow import enable_stream
 from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys.stream_setup import enable_stream
 from tests.integration.test_marker_follow_faults import (
     follow_command,
     start,

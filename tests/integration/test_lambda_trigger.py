@@ -23,7 +23,7 @@ from ddbkeys.partition_keys import (
     enable_stream,
 )
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.follow import StreamFollower
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.lambda_trigger import CHECK_EVERY
 from ddbkeys.partition_keys.state import StateStore
 from tests.support.stream_events import FUNCTION, Context, InvokedHandler, ShardReader

@@ -23,8 +23,9 @@ from botocore.stub import ANY, Stubber
 
 from ddbkeys.connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follow import StreamFollower, streams_client_for
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys.streams import streams_client_for
 from ddbkeys.testing import FaultPlan, FaultProxy
 from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
 

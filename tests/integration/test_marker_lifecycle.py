@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follow import StreamFollower
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.maintain import Outcome, reconcile
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.testing.tables import TableFactory

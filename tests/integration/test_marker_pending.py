@@ -24,7 +24,7 @@ from ddbkeys.aio.index import StreamFollower as AsyncStreamFollower
 from ddbkeys.cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys, maintain
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.follow import FollowReport
+from ddbkeys.partition_keys.follow_state import FollowReport
 from ddbkeys.partition_keys.pending import MAX_PENDING, element, pending_keys
 from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_index_async import async_client

@@ -17,7 +17,7 @@ from ddbkeys.aio import index as aio_index
 from ddbkeys.cli import cli
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.follow import StreamFollower
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.testing.tables import TableFactory
 from tests.integration.test_index_async import run as run_async
 

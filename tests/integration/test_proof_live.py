@@ -21,7 +21,7 @@ import pytest
 from ddbkeys.partition_keys import MarkerIndex, choice, distinct_partition_keys, enable_stream
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.choice import IndexUnprovenError
-from ddbkeys.partition_keys.follow import StreamFollower
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.index import IndexMethod
 from tests.support.stream_events import InvokedHandler, ShardReader
 

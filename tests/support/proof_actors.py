@@ -21,7 +21,8 @@ from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.backfill import Controls, backfill_flow, repair_flow
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
-from ddbkeys.partition_keys.follow import FollowPlan, FollowReport, FollowState
+from ddbkeys.partition_keys.follow import FollowPlan
+from ddbkeys.partition_keys.follow_state import FollowReport, FollowState
 from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.follow import streams_client_for
+from ddbkeys.partition_keys.streams import streams_client_for
 
 
 def lambda_json(value: Any) -> Any:

@@ -16,12 +16,12 @@ from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys.partition_keys.backfill import backfill_flow
 from ddbkeys.partition_keys.base import MAX_SORT_KEY
-from ddbkeys.partition_keys.follow import (
-    FollowPlan,
+from ddbkeys.partition_keys.follow import FollowPlan
+from ddbkeys.partition_keys.follow_state import (
     FollowReport,
     FollowState,
     StopOn,
-    _Stopped,
+    Stopped,
     keys_of_records,
 )
 from ddbkeys.partition_keys.maintain import MAX_ROUNDS, Outcome, Step, next_step, reconcile_flow
@@ -543,7 +543,7 @@ def test_stop_on_an_event() -> None:
     flag.check()
     event.set()
     assert flag.requested
-    with pytest.raises(_Stopped):
+    with pytest.raises(Stopped):
         flag.check()
 
 

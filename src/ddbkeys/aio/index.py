@@ -26,23 +26,18 @@ from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.follow import (
-    Both,
-    FollowerBase,
-    FollowReport,
-    StopOn,
-    _Either,
-    _Stopped,
-    enable_stream_flow,
-)
+from ddbkeys.partition_keys.follow_state import FollowReport, StopOn, Stopped
+from ddbkeys.partition_keys.follower import FollowerBase, _Either
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.proof_status import status_flow, status_reader
 from ddbkeys.partition_keys.state import IndexState, StoreBase
+from ddbkeys.partition_keys.stream_setup import enable_stream_flow
 from ddbkeys.partition_keys.streams import (
     PRESIGN,
+    Both,
     own_endpoint,
     signed_as,
     streams_keys,
@@ -264,7 +259,7 @@ class StreamFollower(FollowerBase):
                 return await driver.run(
                     self.plan.follow(self.position, flag, until_caught_up, from_start)
                 )
-            except _Stopped:
+            except Stopped:
                 return self.report
             finally:
                 if beside is not None:
@@ -272,7 +267,7 @@ class StreamFollower(FollowerBase):
                         ended.set()
                     try:
                         await beside
-                    except _Stopped:
+                    except Stopped:
                         pass
                     except Exception as exc:  # said, not lost in a task
                         self.report.backfill_state = "failed"

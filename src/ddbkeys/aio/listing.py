@@ -58,9 +58,9 @@ from ddbkeys.partition_keys.base import (
     plain_key,
 )
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.follow import Both
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
 from ddbkeys.partition_keys.stopping import STOP_SLICE
+from ddbkeys.partition_keys.streams import Both
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 
 __all__ = ["AsyncListing", "ListingCall", "OneLoopIterator", "distinct_partition_keys"]

@@ -20,7 +20,8 @@ from ddbkeys.cli.common import (
     table_option,
 )
 from ddbkeys.cli.index_common import held, margin_option, open_index, stream_off
-from ddbkeys.partition_keys.follow import FollowReport, StreamFollower
+from ddbkeys.partition_keys.follow_state import FollowReport
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.state import state_table_name
 
 __all__ = ["follow_command"]

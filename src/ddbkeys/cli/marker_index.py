@@ -26,7 +26,7 @@ from ddbkeys.partition_keys import (
     VerifyReport,
     plain_key,
 )
-from ddbkeys.partition_keys.follow import enable_stream
+from ddbkeys.partition_keys.stream_setup import enable_stream
 
 __all__ = ["index_group"]
 

@@ -44,7 +44,7 @@ from ddbkeys.partition_keys.choice import (
 )
 from ddbkeys.partition_keys.estimate import ListingEstimate
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.follow import Both, Lazy, StreamFollower, enable_stream
+from ddbkeys.partition_keys.follower import StreamFollower
 from ddbkeys.partition_keys.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -57,7 +57,8 @@ from ddbkeys.partition_keys.listing import Listing, ListingCore
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.read_share import check_percent, share
 from ddbkeys.partition_keys.sample import estimate_listing
-from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys.stream_setup import enable_stream
+from ddbkeys.partition_keys.streams import Both, Lazy, streams_client_for
 from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys.schema import TableInfo

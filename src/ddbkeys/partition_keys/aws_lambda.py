@@ -69,7 +69,7 @@ from ddbkeys.partition_keys.evidence import (
     advance,
     created_at,
 )
-from ddbkeys.partition_keys.follow import keys_of_records
+from ddbkeys.partition_keys.follow_state import keys_of_records
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
 from ddbkeys.partition_keys.lambda_batch import begin_batch
 from ddbkeys.partition_keys.lambda_events import parse_event

@@ -42,7 +42,8 @@ from ddbkeys.partition_keys.state import StatePlan
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.evidence import Backfill
-    from ddbkeys.partition_keys.follow import FollowPlan, FollowReport
+    from ddbkeys.partition_keys.follow import FollowPlan
+    from ddbkeys.partition_keys.follow_state import FollowReport
 
 __all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
 

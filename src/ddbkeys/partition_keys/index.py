@@ -29,7 +29,7 @@ from ddbkeys.partition_keys.markers import (
     VerifyReport,
 )
 from ddbkeys.partition_keys.scan import scan_from
-from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys.streams import Both, Lazy, streams_client_for
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -238,9 +238,6 @@ class MarkerIndex(MarkerIndexBase):
             mode=mode,
             force=force,
         )
-        # (the follower's module imports this one: its two-client driver is reached here)
-        from ddbkeys.partition_keys.follow import Both, Lazy  # noqa: PLC0415
-
         if streams is None:
             streams = Lazy(lambda: streams_client_for(self.client, self.table))
         return SyncDriver(Both(self.client, streams), self.usage).run(flow)
@@ -266,9 +263,7 @@ class MarkerIndex(MarkerIndexBase):
         the state table is missing."""
         # (These modules import this one.)
         from ddbkeys.partition_keys.choice import check_margin  # noqa: PLC0415
-        from ddbkeys.partition_keys.follow import Both, Lazy  # noqa: PLC0415
         from ddbkeys.partition_keys.proof_status import status_flow, status_reader  # noqa: PLC0415
-        from ddbkeys.partition_keys.streams import streams_client_for  # noqa: PLC0415
 
         margin = check_margin(replay_margin, self.table)
         reader = status_reader(self.client, self.plan)

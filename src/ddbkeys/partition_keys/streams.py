@@ -1,4 +1,4 @@
-"""The DynamoDB Streams client a :class:`~ddbkeys.partition_keys.follow.StreamFollower` (or a
+"""The DynamoDB Streams client a :class:`~ddbkeys.partition_keys.follower.StreamFollower` (or a
 listing replaying the stream) opens when it is given none: one like the DynamoDB client (its
 endpoint unless the service's own, its region and config) that signs as that client does.
 
@@ -39,6 +39,9 @@ PRESIGN = ("describe_table", {"TableName": "ddbkeys"})
 
 __all__ = [
     "STAND_IN_SECRET",
+    "STREAM_OPERATIONS",
+    "Both",
+    "Lazy",
     "own_endpoint",
     "signed_as",
     "stream_shards",
@@ -133,3 +136,33 @@ def stream_shards(ask: Callable[[Request], Flow[Any]], arn: str) -> Flow[list[di
         start = description.get("LastEvaluatedShardId")
         if not start:
             return shards
+
+
+#: The Streams operations, sent to the Streams client (the rest to the table's).
+STREAM_OPERATIONS = frozenset({"describe_stream", "get_shard_iterator", "get_records"})
+
+
+class Both:
+    """One client for a driver: the Streams operations go to ``streams``, the rest (and
+    ``meta``) to ``client``. Either may be sync or asyncio: the driver calls what it finds."""
+
+    def __init__(self, client: Any, streams: Any) -> None:
+        self._client = client
+        self._streams = streams
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._streams if name in STREAM_OPERATIONS else self._client, name)
+
+
+class Lazy:
+    """A client made by ``make()`` on first use (for :class:`Both`: a Streams client made only
+    when a Streams request is sent)."""
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self._make = make
+        self._made: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._made is None:
+            self._made = self._make()
+        return getattr(self._made, name)
