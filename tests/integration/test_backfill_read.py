@@ -17,7 +17,8 @@ from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.capacity import Usage
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.backfill import Controls, backfill_flow
+from ddbkeys.partition_keys.backfill import backfill_flow
+from ddbkeys.partition_keys.backfill_read import Controls
 from ddbkeys.partition_keys.state import StateStore
 from ddbkeys.partition_keys.streams import Both, streams_client_for
 from tests.integration.test_index_async import run

@@ -22,7 +22,7 @@ from ddbkeys.partition_keys import MarkerIndex, choice, distinct_partition_keys,
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
 from ddbkeys.partition_keys.choice import IndexUnprovenError
 from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.index_method import IndexMethod
 from tests.support.stream_events import InvokedHandler, ShardReader
 
 if TYPE_CHECKING:

@@ -18,12 +18,14 @@ from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.backfill import Controls, backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys.backfill_read import Controls
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.evidence import Decline
 from ddbkeys.partition_keys.follow import FollowPlan
 from ddbkeys.partition_keys.follow_state import FollowReport, FollowState
-from ddbkeys.partition_keys.index import IndexMethod, MarkerIndex
+from ddbkeys.partition_keys.index import MarkerIndex
+from ddbkeys.partition_keys.index_method import IndexMethod
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces
 from ddbkeys.partition_keys.replay import ReplayedIndexMethod, load_evidence, replay_flow

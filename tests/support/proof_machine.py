@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ddbkeys.core.steps import Request
-from ddbkeys.partition_keys.backfill import Controls
+from ddbkeys.partition_keys.backfill_read import Controls
 from ddbkeys.partition_keys.evidence import CREATED_ROUNDING
 from ddbkeys.partition_keys.maintain import MAX_ROUNDS
 from ddbkeys.partition_keys.markers import unhash

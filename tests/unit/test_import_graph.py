@@ -1,6 +1,6 @@
-"""No circle of imports among ddbkeys' modules, counting those made only for type checking
-(module-level imports and those under ``if TYPE_CHECKING:``; imports inside functions, made
-when called, are how a module reaches one that imports it)."""
+"""No circle of imports among ddbkeys' modules, counting every import: at module level, under
+``if TYPE_CHECKING:`` and inside functions (an import made when called is still a module
+reaching one that imports it); and no private name (``_x``) imported from a package face."""
 
 from __future__ import annotations
 
@@ -21,11 +21,10 @@ def modules() -> dict[str, Path]:
 
 
 def imports(path: Path, known: dict[str, Path]) -> set[str]:
-    """The ddbkeys modules ``path`` imports at module level (or for type checking)."""
+    """The ddbkeys modules ``path`` imports, wherever the import stands."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    top = [*tree.body, *(n for t in tree.body if isinstance(t, ast.If) for n in t.body)]
     found: set[str] = set()
-    for node in top:
+    for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and not node.level:
             for alias in node.names:
                 whole = f"{node.module}.{alias.name}"
@@ -72,3 +71,17 @@ def test_no_module_imports_one_that_imports_it() -> None:
     known = modules()
     graph = {name: imports(path, known) - {name} for name, path in known.items()}
     assert circles(graph) == []
+
+
+def test_no_private_name_is_imported_from_a_package_face() -> None:
+    """A package's ``__init__`` gives out public names only: a module that needs a helper
+    imports it from the module that defines it."""
+    known = modules()
+    faces = {name for name, path in known.items() if path.name == "__init__.py"}
+    found = []
+    for name, path in sorted(known.items()):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module in faces:
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                found += [f"{name}: from {node.module} import {p}" for p in private]
+    assert found == []

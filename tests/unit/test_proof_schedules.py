@@ -33,7 +33,7 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
-from ddbkeys.partition_keys.backfill import Controls
+from ddbkeys.partition_keys.backfill_read import Controls
 from tests.support.proof_machine import (
     KEYS,
     SEEN,

@@ -51,6 +51,29 @@ __all__ = ["MarkerIndex", "StateStore", "StreamFollower", "enable_stream", "reco
 T = TypeVar("T")
 
 
+class OpenedOnUse:
+    """An aiobotocore Streams client like ``client``, opened on its first request."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self._client, self._table = client, table
+        self._opened: Any = None
+        self._streams: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        async def call(**params: Any) -> Any:
+            if self._streams is None:
+                self._opened = await _streams_client_for(self._client, self._table)
+                self._streams = await self._opened.__aenter__()
+            return await getattr(self._streams, name)(**params)
+
+        return call
+
+    async def aclose(self) -> None:
+        opened, self._opened, self._streams = self._opened, None, None
+        if opened is not None:
+            await opened.__aexit__(None, None, None)
+
+
 class MarkerIndex(MarkerIndexBase):
     __doc__ = _sync.MarkerIndex.__doc__
 
@@ -158,10 +181,8 @@ class MarkerIndex(MarkerIndexBase):
         """Where the index stands against its proof (see the sync
         ``MarkerIndex.proof_status``); ``streams``: an aiobotocore Streams client (by
         default one like this index's client, opened on the first stream request)."""
-        from ddbkeys.aio.listing import _OpenedOnUse  # noqa: PLC0415 (it imports this module)
-
         margin = check_margin(replay_margin, self.table)
-        given = streams if streams is not None else _OpenedOnUse(self.client, self.table)
+        given = streams if streams is not None else OpenedOnUse(self.client, self.table)
         flow = status_flow(
             status_reader(self.client, self.plan), self.plan, self._state(state_table), margin
         )

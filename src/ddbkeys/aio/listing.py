@@ -35,20 +35,11 @@ from decimal import Decimal
 from typing import Any, Generic, ParamSpec, TypeVar
 
 from ddbkeys.aio.client import as_async_client
-from ddbkeys.aio.index import _streams_client_for
+from ddbkeys.aio.index import OpenedOnUse
 from ddbkeys.capacity import Usage
 from ddbkeys.core.loops import LoopBinding
 from ddbkeys.drivers.aio import AsyncDriver
 from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys import (
-    DEFAULT_INDEX,
-    DEFAULT_MARKER_ATTRIBUTE,
-    Method,
-    Opening,
-    _reader,
-    opened,
-    opening_flow,
-)
 from ddbkeys.partition_keys.base import (
     Key,
     Position,
@@ -58,7 +49,9 @@ from ddbkeys.partition_keys.base import (
     plain_key,
 )
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys.listing import DONE, EXITED, ListingCore
+from ddbkeys.partition_keys.opening import Method, Opening, _reader, opened, opening_flow
 from ddbkeys.partition_keys.stopping import STOP_SLICE
 from ddbkeys.partition_keys.streams import Both
 from ddbkeys.retry import DEFAULT_DEADLINE, RetryPolicy
@@ -238,29 +231,6 @@ class AsyncListing(ListingCore):
                 continue
 
 
-class _OpenedOnUse:
-    """An aiobotocore Streams client like ``client``, opened on its first request."""
-
-    def __init__(self, client: Any, table: str) -> None:
-        self._client, self._table = client, table
-        self._opened: Any = None
-        self._streams: Any = None
-
-    def __getattr__(self, name: str) -> Any:
-        async def call(**params: Any) -> Any:
-            if self._streams is None:
-                self._opened = await _streams_client_for(self._client, self._table)
-                self._streams = await self._opened.__aenter__()
-            return await getattr(self._streams, name)(**params)
-
-        return call
-
-    async def aclose(self) -> None:
-        opened, self._opened, self._streams = self._opened, None, None
-        if opened is not None:
-            await opened.__aexit__(None, None, None)
-
-
 class ListingCall(Coroutine[Any, Any, "AsyncListing"]):
     """What :func:`distinct_partition_keys` returns: ``await`` it for the
     :class:`AsyncListing` (its ``usage``, ``checkpoint()`` and ``stop()`` at hand), or
@@ -382,7 +352,7 @@ async def distinct_partition_keys(
         trust_index=trust_index,
     )
     reader = _reader(client, name, retry, usage, opening.rate, deadline)
-    given = streams if streams is not None else _OpenedOnUse(client, name)
+    given = streams if streams is not None else OpenedOnUse(client, name)
     try:
         driver = AsyncDriver(Both(client, given), reader.usage, _OWNER)
         choice, positions = await driver.run(opening_flow(opening, reader))

@@ -5,11 +5,9 @@ either ``MarkerIndex``."""
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
@@ -22,8 +20,8 @@ from ddbkeys.partition_keys.backfill_claim import (
     owner_name,
     rewrite,
 )
+from ddbkeys.partition_keys.backfill_read import Controls, read_flow
 from ddbkeys.partition_keys.backfill_wait import Readiness, wait_flow
-from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Evidence
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.markers import (
@@ -32,7 +30,7 @@ from ddbkeys.partition_keys.markers import (
     SkipPages,
     VerifyReport,
 )
-from ddbkeys.partition_keys.state import StatePlan, key_json, markers_key
+from ddbkeys.partition_keys.state import StatePlan, key_json, key_of_json, markers_key
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
@@ -41,7 +39,6 @@ if TYPE_CHECKING:
 __all__ = [
     "MODES",
     "READ_FROM_ITEMS",
-    "Controls",
     "backfill_flow",
     "choose_mode",
     "repair_flow",
@@ -54,17 +51,6 @@ MODES = ("auto", "reconcile", "read")
 #: (DescribeTable): below, the reconcile mode costs a few hundred read units at most, and the
 #: read mode's wait of a margin after its last write is not worth it.
 READ_FROM_ITEMS = 1000
-
-
-@dataclass(frozen=True)
-class Controls:
-    """Two broken forms of the read mode, kept as negative controls for the proof's state
-    machine (tests/support/proof_machine.py), never for use: ``window_at_read``, the window's
-    tip read at the end of the table's read rather than a margin after the last write;
-    ``read_only``, the window's collections re-checked by a read that writes nothing."""
-
-    window_at_read: bool = False
-    read_only: bool = False
 
 
 def choose_mode(mode: str, info: TableInfo) -> str:
@@ -210,7 +196,6 @@ def _work(
         if choose_mode(mode, info) != "read":
             return (yield from _reconcile_each(index, info, recorded, report, progress, stop))
         # (the read mode reads the stream as a listing does: it imports the replay, above this)
-        from ddbkeys.partition_keys.backfill_read import read_flow  # noqa: PLC0415
 
         return (
             yield from read_flow(
@@ -326,7 +311,7 @@ def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Fl
         # out (one by one: one recorded meanwhile stays).
         cleared = []
         for text in saved.clashes:
-            outcome = yield from reconcile_flow(index, _key_of(text), index.begin())
+            outcome = yield from reconcile_flow(index, key_of_json(text), index.begin())
             if outcome is not Outcome.CLASH:
                 cleared.append(text)
         yield from store.clashes(index.table, index.name, cleared, add=False)
@@ -343,9 +328,3 @@ def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Fl
         else:  # kept, or not a marker at the marker's key (an item of the index all the same)
             report.unfixed.append(key)
     return report
-
-
-def _key_of(text: str) -> Key:
-    """A typed key as the state table keeps it (see ``state.key_json``)."""
-    kind, raw = next(iter(json.loads(text).items()))
-    return {kind: base64.b64decode(raw) if kind == "B" else raw}

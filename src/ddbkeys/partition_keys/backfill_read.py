@@ -42,13 +42,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow, Pause
 from ddbkeys.core.stopping import StopFlag
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.backfill import Controls, _key_of
 from ddbkeys.partition_keys.base import Key, Reader
 from ddbkeys.partition_keys.evidence import Decline, Evidence
 from ddbkeys.partition_keys.maintain import Outcome, _look, reconcile_flow
@@ -62,7 +62,7 @@ from ddbkeys.partition_keys.markers import (
 from ddbkeys.partition_keys.recognise import Markers, same_value
 from ddbkeys.partition_keys.replay_plan import ReplayPlan, ShardRead
 from ddbkeys.partition_keys.shard_read import Replay, ask, read_shard, refusal
-from ddbkeys.partition_keys.state import StatePlan
+from ddbkeys.partition_keys.state import StatePlan, key_of_json
 from ddbkeys.partition_keys.streams import stream_shards
 from ddbkeys.schema import TableInfo
 
@@ -70,11 +70,23 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
 __all__ = [
+    "Controls",
     "read_flow",
     "stream_born",
     "window_names",
     "window_plan",
 ]
+
+
+@dataclass(frozen=True)
+class Controls:
+    """Two broken forms of the read mode, kept as negative controls for the proof's state
+    machine (tests/support/proof_machine.py), never for use: ``window_at_read``, the window's
+    tip read at the end of the table's read rather than a margin after the last write;
+    ``read_only``, the window's collections re-checked by a read that writes nothing."""
+
+    window_at_read: bool = False
+    read_only: bool = False
 
 
 def stream_born(arn: str) -> float | None:
@@ -227,7 +239,7 @@ def _write(
             last = clock()
     resolved = []
     for text in sorted(recorded):
-        key = _key_of(text)
+        key = key_of_json(text)
         outcome = yield from reconcile_flow(index, key, index.begin())
         if outcome is not Outcome.CLASH:
             resolved.append(text)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys.partition_keys.base import read_timeout
 from ddbkeys.partition_keys.evidence import Decline
-from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.index_method import IndexMethod
 from ddbkeys.partition_keys.marker_plan import MarkerPlan
 from ddbkeys.partition_keys.replay import ReplayedIndexMethod, estimate, load_evidence, replay_flow
 from ddbkeys.partition_keys.scan import ScanMethod

@@ -16,9 +16,10 @@ from ddbkeys.core.steps import Flow
 from ddbkeys.drivers.sync import SyncDriver
 from ddbkeys.partition_keys.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys.backfill_wait import Readiness
-from ddbkeys.partition_keys.base import Key, Reader, SegmentMethod
+from ddbkeys.partition_keys.base import Key
+from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
+from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -28,14 +29,13 @@ from ddbkeys.partition_keys.markers import (
     MarkerClashError,
     VerifyReport,
 )
-from ddbkeys.partition_keys.scan import scan_from
+from ddbkeys.partition_keys.proof_status import status_flow, status_reader
 from ddbkeys.partition_keys.streams import Both, Lazy, streams_client_for
 from ddbkeys.schema import TableInfo
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.partition_keys.base import ScanPage
     from ddbkeys.partition_keys.proof_report import ProofStatus
 
 __all__ = [
@@ -44,55 +44,12 @@ __all__ = [
     "DEFAULT_MARKER_SORT_KEY",
     "VERSION_ATTRIBUTE",
     "BackfillReport",
-    "IndexMethod",
     "MarkerClashError",
     "MarkerIndex",
     "VerifyReport",
 ]
 
 T = TypeVar("T")
-
-
-class IndexMethod(SegmentMethod):
-    """List the keys by scanning the marker index.
-
-    Only markers are handed out: an item of the index whose marker attribute is not its own
-    partition key (data that happens to hold the attribute) lists nothing. The index is
-    KEYS_ONLY, so its items are the table's keys and the marker attribute, all projected.
-
-    Cost: 0.5 read units per 4 KB of the index, which holds one small item (about 100 bytes)
-    per collection: roughly 0.5 units per 40 keys. Needs the index to be complete: see
-    :class:`MarkerIndex` (``backfill``, ``verify``, ``repair``).
-    """
-
-    name = "index"
-
-    def __init__(self, info: TableInfo, index: MarkerPlan) -> None:
-        super().__init__(info, index.markers(info))
-        self.index = index
-
-    def start_key(self, after: Key) -> dict[str, Any]:
-        key: dict[str, Any] = {self.index.attribute: after, self.info.partition_key.name: after}
-        if self.info.sort_key is not None:
-            key[self.info.sort_key.name] = self.index.sort_key(self.info)
-        return key
-
-    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
-        markers = self.index.markers(self.info)
-        projection, names = markers.projection()
-        request: ScanPage = {
-            "IndexName": self.index.name,
-            "ProjectionExpression": projection,
-            "ExpressionAttributeNames": names,
-            **self.segment_args(segment, segments),
-        }
-        if after is not None:
-            request["ExclusiveStartKey"] = self.start_key(after)
-        pk = self.info.partition_key.name
-        yield from scan_from(reader, request, pk, previous=after, counts=markers.is_marker)
-
-    def scanned_bytes(self) -> int:
-        return self.info.index_sizes.get(self.index.name, 0)
 
 
 class MarkerIndex(MarkerIndexBase):
@@ -261,9 +218,6 @@ class MarkerIndex(MarkerIndexBase):
         DynamoDB Streams client; by default one like this index's client): never the table,
         and writes nothing. A :class:`~ddbkeys.DdbKeysError` when the table, the index or
         the state table is missing."""
-        # (These modules import this one.)
-        from ddbkeys.partition_keys.choice import check_margin  # noqa: PLC0415
-        from ddbkeys.partition_keys.proof_status import status_flow, status_reader  # noqa: PLC0415
 
         margin = check_margin(replay_margin, self.table)
         reader = status_reader(self.client, self.plan)

@@ -22,7 +22,7 @@ from ddbkeys.core.steps import (
 from ddbkeys.errors import DdbKeysError
 from ddbkeys.partition_keys.base import Key, Reader
 from ddbkeys.partition_keys.evidence import Decline, Evidence, precheck
-from ddbkeys.partition_keys.index import IndexMethod
+from ddbkeys.partition_keys.index_method import IndexMethod
 from ddbkeys.partition_keys.markers import hashable
 from ddbkeys.partition_keys.pending import pending_keys
 from ddbkeys.partition_keys.replay_plan import ReplayPlan, plan_replay

@@ -20,6 +20,7 @@ from ddbkeys.core.steps import Flow
 from ddbkeys.partition_keys.base import Reader, SegmentMethod, client_and_table
 from ddbkeys.partition_keys.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.partition_keys.opening import _budget, _rate, _reader, _whole
 from ddbkeys.partition_keys.read_share import check_percent
 from ddbkeys.partition_keys.sampled import SAMPLE_SEGMENTS, Sample, SampledSegment, sample_limit
 from ddbkeys.retry import DEFAULT_DEADLINE
@@ -90,8 +91,6 @@ def estimate_listing(
     about 32 read units; ``usage`` counts them). DescribeTable's size and item count are
     refreshed about every six hours on AWS: an estimate, not a promise. The marker index's
     proof cannot be known in advance (the estimate says so); nothing here reads the stream."""
-    # (The listing's own checks and reader: the package imports this module.)
-    from ddbkeys.partition_keys import _budget, _rate, _reader, _whole  # noqa: PLC0415
 
     client, table = client_and_table(client, table, deadline)
     rate = _rate(max_rcu_per_second, table)

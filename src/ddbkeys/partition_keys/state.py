@@ -66,6 +66,7 @@ __all__ = [
     "StoreBase",
     "evidence_from_item",
     "key_json",
+    "key_of_json",
     "markers_key",
     "state_table_name",
     "update_request",
@@ -93,6 +94,12 @@ def key_json(key: dict[str, Any]) -> str:
     if isinstance(raw, (bytes, bytearray)):
         raw = base64.b64encode(bytes(raw)).decode()
     return json.dumps({kind: raw}, separators=(",", ":"))
+
+
+def key_of_json(text: str) -> dict[str, Any]:
+    """The typed key :func:`key_json` gave ``text`` for."""
+    kind, raw = next(iter(json.loads(text).items()))
+    return {kind: base64.b64decode(raw) if kind == "B" else raw}
 
 
 def markers_key(attribute: str, sort_key: dict[str, Any]) -> str:

@@ -31,6 +31,7 @@ from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys.base import Position, ReadBudget
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, task_token
 from ddbkeys.partition_keys.listing import Listing
+from ddbkeys.partition_keys.opening import distinct_partition_keys
 from ddbkeys.partition_keys.read_share import check_percent, share
 
 __all__ = ["ListingTask", "list_task", "plan_listing", "run_task", "run_tasks"]
@@ -191,7 +192,6 @@ def plan_listing(
     :mod:`ddbkeys.partition_keys.read_share`), the lower where both are given.
     ``endpoint_url``, ``region`` and ``profile`` are how workers build
     their own clients (by default: ``client``'s endpoint and region)."""
-    from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
     for name in listing.keys() & _NOT_PLANNED.keys():
         if listing[name] != _PLANNED_DEFAULTS.get(name):  # (given as the default: nothing lost)
@@ -274,7 +274,6 @@ def run_task(task: ListingTask, client: object = None) -> Listing:
     Its ``checkpoint()`` continues the task: ``run_task(task.going_on(listing.checkpoint()))``.
     It reads at most ``task.rate`` read units a second over its whole run: its budget starts
     empty, and it waits off the last page's units before it ends."""
-    from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415 (it imports this)
 
     if client is None:
         client = _client_for(task)
