@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextvars
 import decimal
 import inspect
-import os
 import queue
 import threading
 import weakref
@@ -27,7 +26,8 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from ddbkeys.attributes import MAX_DIGITS, resource_value, typed_value
-from ddbkeys.core.threads import start_thread
+from ddbkeys.core import _lifecycle
+from ddbkeys.core._lifecycle import start_thread
 from ddbkeys.errors import ConfigurationError, DdbKeysError, NoAnswerInTime
 from ddbkeys.retry import Deadline
 
@@ -52,8 +52,6 @@ _ACCEPTED = (
 _DEADLINE = contextvars.ContextVar[Deadline | None]("ddbkeys_deadline", default=None)
 #: The clients ddbkeys built and guarded (:func:`guard`).
 _GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
-#: How long a request thread with nothing to send waits for the next request before it ends.
-IDLE_SECONDS = 30.0
 
 
 @contextmanager
@@ -130,7 +128,8 @@ class Job:
 
 class RequestThreads:
     """Daemon threads sending one request after another (a new thread costs a third of a local
-    request), ending after :data:`IDLE_SECONDS` idle; the exit waits for none of them."""
+    request), ending after the process's idle time (:mod:`ddbkeys.core._lifecycle`); the exit
+    waits for none of them."""
 
     def __init__(self) -> None:  # (again in a forked child: the parent's threads are not there)
         self.lock, self.jobs = threading.Lock(), queue.SimpleQueue[Job]()
@@ -148,7 +147,7 @@ class RequestThreads:
         waits = 0
         while True:
             try:
-                job = self.jobs.get(timeout=IDLE_SECONDS)
+                job = self.jobs.get(timeout=_lifecycle.IDLE_SECONDS)
             except queue.Empty:
                 with self.lock:  # none claimed ends one; a claim whose job never came (the
                     if self.idle > 0 or waits:  # caller interrupted) ends after a second wait
@@ -183,10 +182,9 @@ class RequestThreads:
 
 
 THREADS = RequestThreads()  #: the process's, for send()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, THREADS)
-    )
+_lifecycle.at_fork(
+    before=THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, THREADS)
+)
 
 
 def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, str | None]:

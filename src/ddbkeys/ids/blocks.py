@@ -4,10 +4,8 @@ or asyncio tasks (:mod:`ddbkeys.aio.blocks`), on the base here, with the close b
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import inspect
-import os
 import threading
 import time
 import warnings
@@ -15,9 +13,9 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
-from ddbkeys.clients import IDLE_SECONDS
+from ddbkeys.core import _lifecycle
+from ddbkeys.core._lifecycle import start_thread
 from ddbkeys.core.reads import Through
-from ddbkeys.core.threads import start_thread
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import blocks_core as core
 from ddbkeys.ids import blocks_steps as steps
@@ -167,8 +165,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`)."""
         super()._start()
         _ALL.add(self)
-        atexit.unregister(_close_at_exit)  # (registered again: it runs before older hooks)
-        atexit.register(_close_at_exit)
+        _lifecycle.at_exit(_close_at_exit)  # (again: it runs before older hooks)
         self._closing = threading.Lock()
         self._threads = _Threads(self.counter, self._state)
         weakref.finalize(self, self._threads.end).atexit = False
@@ -293,7 +290,7 @@ class _Threads:
                 self.run(self.state.filling(refill))
                 self.idle += 1
                 if not self.refills and not (self.state.closed or self.ended):
-                    self.work.wait(IDLE_SECONDS)
+                    self.work.wait(_lifecycle.IDLE_SECONDS)
                 self.idle -= 1
                 refill = self.refills.pop(0) if self.refills else None
 
@@ -314,5 +311,4 @@ def _after_fork_in_child() -> None:
         allocator._forked()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_lifecycle.at_fork(after_in_child=_after_fork_in_child)
