@@ -6,7 +6,8 @@ sends from the caller's thread when nothing can make a request outlast what is l
 deadline: a client that makes one attempt, or one :func:`guard` stops retrying in time (those
 ddbkeys builds), with one request's timeouts left. Otherwise (the client's own retries, longer
 timeouts, an answer trickling in byte by byte) it is sent from a thread of ``threads`` (by default
-the process's :class:`RequestThreads`), given up at the deadline as :class:`NoAnswerInTime`."""
+the process's pool, :data:`ddbkeys.core._lifecycle.POOL`), given up at the deadline as
+:class:`NoAnswerInTime`."""
 
 from __future__ import annotations
 

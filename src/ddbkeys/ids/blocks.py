@@ -296,7 +296,7 @@ class _Threads:
 
     def end(self) -> None:
         """The allocator was collected: the threads waiting end (not waiting for the lock: a
-        collection in a thread holding it would wait for itself; they end after IDLE_SECONDS)."""
+        collection in a thread holding it would wait for itself; they leave after IDLE_SECONDS)."""
         self.ended = True
         if self.lock.acquire(blocking=False):
             self.work.notify_all()
