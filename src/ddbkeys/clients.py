@@ -6,15 +6,14 @@ sends from the caller's thread when nothing can make a request outlast what is l
 deadline: a client that makes one attempt, or one :func:`guard` stops retrying in time (those
 ddbkeys builds), with one request's timeouts left. Otherwise (the client's own retries, longer
 timeouts, an answer trickling in byte by byte) it is sent from a thread of ``threads`` (by default
-the process's :class:`RequestThreads`), given up at the deadline as :class:`NoAnswerInTime`."""
+the process's pool, :data:`ddbkeys.core._lifecycle.POOL`), given up at the deadline as
+:class:`NoAnswerInTime`."""
 
 from __future__ import annotations
 
 import contextvars
 import decimal
 import inspect
-import os
-import queue
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Mapping
@@ -27,7 +26,7 @@ from botocore.client import BaseClient
 from botocore.exceptions import ClientError
 
 from ddbkeys.attributes import MAX_DIGITS, resource_value, typed_value
-from ddbkeys.core.threads import start_thread
+from ddbkeys.core import _lifecycle
 from ddbkeys.errors import ConfigurationError, DdbKeysError, NoAnswerInTime
 from ddbkeys.retry import Deadline
 
@@ -52,8 +51,6 @@ _ACCEPTED = (
 _DEADLINE = contextvars.ContextVar[Deadline | None]("ddbkeys_deadline", default=None)
 #: The clients ddbkeys built and guarded (:func:`guard`).
 _GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
-#: How long a request thread with nothing to send waits for the next request before it ends.
-IDLE_SECONDS = 30.0
 
 
 @contextmanager
@@ -108,7 +105,7 @@ def send(
     if once and left >= longest_request(meta.config):
         return call()
     if left > 0:
-        (threads or THREADS).hand(job := Job(call))
+        (threads or _lifecycle.POOL).hand(job := Job(call))
         if job.done.acquire(timeout=left):
             if isinstance(job.outcome, BaseException):
                 raise job.outcome
@@ -118,75 +115,35 @@ def send(
 
 
 class Job:
-    """One request for a request thread, sent in the caller's context; then its outcome."""
+    """One request for a thread of the pool, sent in the caller's context; then its outcome."""
 
-    def __init__(self, call: Callable[[], Any] | None) -> None:
+    name, why = (
+        "ddbkeys-request",
+        "give the client timeouts within the deadline, as make_client() does",
+    )
+
+    def __init__(self, call: Callable[[], Any]) -> None:
         self.call, self.context = call, contextvars.copy_context()
         self.outcome: Any = None
         self.late = False
         self.done = threading.Lock()
         self.done.acquire()  # released once the outcome is in
 
-
-class RequestThreads:
-    """Daemon threads sending one request after another (a new thread costs a third of a local
-    request), ending after :data:`IDLE_SECONDS` idle; the exit waits for none of them."""
-
-    def __init__(self) -> None:  # (again in a forked child: the parent's threads are not there)
-        self.lock, self.jobs = threading.Lock(), queue.SimpleQueue[Job]()
-        self.idle = 0  # threads waiting for a job that no caller has claimed
-
-    def hand(self, job: Job) -> None:
-        with self.lock:
-            claimed, self.idle = self.idle > 0, max(self.idle - 1, 0)
-        if not claimed:
-            why = "give the client timeouts within the deadline, as make_client() does"
-            start_thread(self._work, "ddbkeys-request", why)
-        self.jobs.put(job)
-
-    def _work(self) -> None:
-        waits = 0
-        while True:
+    def run(self) -> None:
+        if not self.late:  # (given up: not sent)
             try:
-                job = self.jobs.get(timeout=IDLE_SECONDS)
-            except queue.Empty:
-                with self.lock:  # none claimed ends one; a claim whose job never came (the
-                    if self.idle > 0 or waits:  # caller interrupted) ends after a second wait
-                        self.idle -= 1 if self.idle > 0 else 0
-                        return
-                waits += 1
-                continue
-            if job.call is None:  # before a fork
-                job.outcome = threading.current_thread()
-                job.done.release()
-                return
-            if not job.late:
-                try:
-                    job.outcome = job.context.run(job.call)
-                except BaseException as exc:  # the caller's to raise
-                    job.outcome = exc
-            with self.lock:  # free again before the caller hears of it, to be reused at once
-                self.idle += 1
-            job.done.release()
-            del job
-            waits = 0
+                self.outcome = self.context.run(self.call)
+            except BaseException as exc:  # the caller's to raise
+                self.outcome = exc
 
-    def end_idle(self) -> None:
-        """Before a fork: the waiting threads end (a fork with threads is warned of)."""
-        with self.lock:
-            stops, self.idle = [Job(None) for _ in range(self.idle)], 0
-        for stop in stops:
-            self.jobs.put(stop)
-        for stop in stops:
-            if stop.done.acquire(timeout=0.05):
-                stop.outcome.join(0.05)
+    def finish(self) -> None:
+        self.done.release()
 
 
-THREADS = RequestThreads()  #: the process's, for send()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=THREADS.end_idle, after_in_child=partial(RequestThreads.__init__, THREADS)
-    )
+#: The threads that send requests: the process's one pool (:mod:`ddbkeys.core._lifecycle`),
+#: or one of its own for a test.
+RequestThreads = _lifecycle.Pool
+THREADS = _lifecycle.POOL  #: the process's, for send()
 
 
 def as_client(obj: object, table: str | None = None) -> tuple[DynamoDBClient, str | None]:

@@ -17,7 +17,6 @@ its parent.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import ctypes
 import os
@@ -40,6 +39,7 @@ import boto3
 from botocore.config import Config
 
 from ddbkeys.connect import LOCAL_ACCESS_KEY, LOCAL_REGION
+from ddbkeys.core import _lifecycle
 from ddbkeys.errors import LocalServerError
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def _install_hooks() -> None:
     if _HOOKS_INSTALLED:
         return
     _HOOKS_INSTALLED = True
-    atexit.register(_stop_all)
+    _lifecycle.at_exit(_stop_all)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
             if signal.getsignal(sig) is signal.SIG_DFL:

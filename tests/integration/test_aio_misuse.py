@@ -203,6 +203,51 @@ def test_a_client_left_open_when_its_loop_ended(
     assert "Item" not in ddb_client.get_item(TableName=simple, Key={"pk": {"S": "user#2"}})
 
 
+def test_a_new_loop_sends_only_what_the_user_asked_for(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, tables: tuple[str, str]
+) -> None:
+    """Whether a client was entered again in a new loop, or left open in the one that ended,
+    is read from the client: no request of ddbkeys' own (ListTables used to be sent, which no
+    iam-policy grants) goes out, either way."""
+    simple, _ = tables
+    opened = creator(ddb_endpoint_url, ddb_client)
+    sent: list[str] = []
+
+    def note(model: Any, **_: Any) -> None:
+        sent.append(model.name)
+
+    async def first() -> tuple[Any, Any]:
+        client = await opened.__aenter__()
+        client.meta.events.register("before-call.dynamodb", note)
+        counter = aio.AtomicCounter(client, simple, "order", deadline=DEADLINE)
+        assert await counter.next() == 1
+        return client, counter
+
+    client, counter = run(first)
+
+    async def entered_again() -> int:
+        async with client:  # left and entered again, in this loop
+            return cast(int, await counter.next())
+
+    async def leave() -> None:
+        await client.__aexit__(None, None, None)
+
+    assert sent == ["DescribeTable", "UpdateItem"]  # (the table's schema, checked once)
+    sent.clear()
+    run(leave)
+    assert run(entered_again) == 2
+    assert sent == ["UpdateItem"]  # (no ListTables before it)
+
+    async def left_open() -> None:
+        await client.__aenter__()  # entered in this loop, never left
+        assert await counter.next() == 3
+
+    run(left_open)
+    assert refused(partial(run, counter.next)).endswith("Nothing was sent.")
+    assert sent == ["UpdateItem"] * 2
+    assert AtomicCounter(ddb_client, simple, "order").current() == 3
+
+
 def test_what_holds_no_loop_state_goes_on_in_the_next_loop_and_thread(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, tables: tuple[str, str]
 ) -> None:

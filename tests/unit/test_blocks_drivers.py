@@ -21,6 +21,8 @@ from typing import Any, cast
 import pytest
 
 from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.core import _lifecycle
+from ddbkeys.core._lifecycle import Pool
 from ddbkeys.errors import ConfigurationError, DdbKeysError, DeadlineExceededError
 from ddbkeys.ids.blocks import BlockAllocator, CloseReport
 from tests.support.blocks_counter import AsyncCounter, Counter, Throttled, allocator, until
@@ -137,7 +139,10 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     assert counter.last == 32
 
 
-def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -> None:
+def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_lifecycle, "POOL", pool := Pool())  # (the process's, none waiting)
     counter = Counter()
     before = set(threading.enumerate())
     blocks = allocator(counter)
@@ -148,7 +153,7 @@ def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -
     counter.release.clear()
     assert blocks.next() == 11  # asks for 21..30: its reservation hangs
     until(lambda: len(counter.senders) == 3)
-    # the allocator's threads: daemons (the exit waits for none), reused, ending when idle
+    # the allocator's threads: the process pool's daemons (the exit waits for none), reused
     assert all(t.daemon and t.name == "ddbkeys-blocks" for t in counter.senders)
     assert len(set(counter.senders)) == 1  # (one sent all three, each after the one before)
     assert threading.current_thread() not in counter.senders
@@ -161,11 +166,16 @@ def test_sync_reservations_are_sent_by_daemon_threads_that_hold_no_allocator() -
     assert gone() is None  # neither a reservation's thread nor the exit hook holds it
     assert counter.writes == []  # collected, not closed: nothing handed back
     (sender,) = set(counter.senders)
-    sender.join(timeout=5)  # its thread ends with it (not after IDLE_SECONDS)
+    until(lambda: pool.idle == 1)  # its thread is back in the pool with it (not IDLE_SECONDS on)
+    pool.end_idle()
+    sender.join(timeout=5)  # (it was that one)
     assert not sender.is_alive()
 
 
-def test_sync_an_allocators_threads_end_when_it_is_closed() -> None:
+def test_sync_an_allocators_threads_go_back_to_the_pool_when_it_is_closed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_lifecycle, "POOL", pool := Pool())
     counter = Counter()
     blocks = allocator(counter)
     blocks.next()
@@ -173,7 +183,9 @@ def test_sync_an_allocators_threads_end_when_it_is_closed() -> None:
     (sender,) = set(counter.senders)  # (one thread sent both: it waited for the second)
     assert sender.is_alive()  # waiting for the next reservation
     blocks.close()
-    sender.join(timeout=5)  # (not IDLE_SECONDS)
+    until(lambda: pool.idle == 1)  # (not after IDLE_SECONDS)
+    pool.end_idle()
+    sender.join(timeout=5)
     assert not sender.is_alive()
 
 
@@ -183,6 +195,7 @@ def test_sync_no_room_for_a_reservations_thread_is_a_ddbkeys_error(
     def start(thread: threading.Thread) -> None:
         raise RuntimeError("can't start new thread")
 
+    monkeypatch.setattr(_lifecycle, "POOL", Pool())  # (none waits: a new thread is needed)
     monkeypatch.setattr(threading.Thread, "start", start)
     blocks = allocator(Counter())
     with pytest.raises(DdbKeysError, match=r"Could not start a thread .*larger block_size"):

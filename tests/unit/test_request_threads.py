@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from ddbkeys import DdbKeysError, clients
+from ddbkeys import DdbKeysError
 from ddbkeys.clients import RequestThreads, deadline_scope, send
+from ddbkeys.core import _lifecycle
 from ddbkeys.errors import NoAnswerInTime
 from ddbkeys.retry import Deadline
 
@@ -99,7 +100,7 @@ def test_many_callers_at_once_each_get_their_own_answer() -> None:
 
 
 def test_threads_with_nothing_to_send_end(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(clients, "IDLE_SECONDS", 0.05)
+    monkeypatch.setattr(_lifecycle, "IDLE_SECONDS", 0.05)
     threads = RequestThreads()
     before = threading.active_count()
     for _ in range(3):

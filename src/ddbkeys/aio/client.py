@@ -7,8 +7,9 @@ aiobotocore reports a request sent outside that (read in its ``httpsession.py``)
 ``HTTPClientError`` wrapping the internal error: ``'NoneType' object has no attribute 'get'``
 for a client closed or never entered (its sessions are ``None``), and ``RuntimeError`` about a
 different or a closed event loop for a client whose connections belong to another loop. The
-asyncio driver asks :func:`check_loop` before each request and :func:`misuse` after a failure,
-and raises a :class:`ConfigurationError` that says which it is and what to do.
+asyncio driver asks :func:`check_loop` before each request (it sends nothing of its own: it
+reads which loop the client's connections belong to) and :func:`misuse` after a failure, and
+raises a :class:`ConfigurationError` that says which it is and what to do.
 """
 
 from __future__ import annotations
@@ -149,31 +150,53 @@ def _another_loop(owner: str, other: asyncio.AbstractEventLoop | None) -> str:
     )
 
 
-async def check_loop(
-    client: Any, owner: str, table: str | None = None, left: float | None = None
+def check_loop(
+    client: Any, owner: str, table: str | None = None
 ) -> asyncio.AbstractEventLoop | None:
     """Before ``owner`` sends a request with ``client``: a :class:`ConfigurationError` when the
     client last sent one in another loop that is still open (its connections are in use
-    there). When that loop has ended, the client answers a harmless request (ListTables, one
-    name; any answer, even a refusal, will do) if it was entered again in this loop; left
-    open, its connections are the ended loop's, and that is a ConfigurationError before the
-    request is sent. Else None (a failure after the request is told by :func:`misuse`)."""
+    there), or in one that has ended and the client was left open (not entered again in this
+    loop: its connections are the ended loop's, and a request sent on one may be applied and
+    fail as its answer is read), before anything is sent. Nothing else is sent to find out:
+    what :func:`_connections_elsewhere` reads of the client says. Else None, or the loop it
+    last sent in when that cannot be read (a failure after the request is told by
+    :func:`misuse`). Called in the running loop."""
     running = asyncio.get_running_loop()
     previous = _last_loop(client)
     if previous is None or previous is running:
         return None
     if not previous.is_closed():
         raise ConfigurationError(_another_loop(owner, previous), table=table)
-    try:
-        async with asyncio.timeout(left):
-            await client.list_tables(Limit=1)
-    except Exception as exc:
-        if _misused(exc) == "loop":
-            said = _another_loop(owner, previous) + " Nothing was sent."
-            raise ConfigurationError(said, table=table, cause=exc) from exc
-        return previous  # (closed, a refusal or no answer: the request itself tells)
+    elsewhere = _connections_elsewhere(client, running)
+    if elsewhere:
+        said = _another_loop(owner, previous) + " Nothing was sent."
+        raise ConfigurationError(said, table=table)
+    if elsewhere is None:  # (closed, or not an aiohttp session: the request itself tells)
+        return previous
     record_loop(client, running)
     return None
+
+
+def _connections_elsewhere(client: Any, running: asyncio.AbstractEventLoop) -> bool | None:
+    """Whether ``client`` holds connections of an event loop other than ``running`` (it was
+    left open in a loop that ended); False when it holds none, or only ``running``'s (it was
+    entered again here); None when that cannot be read: the client is closed, or does not
+    send with aiobotocore's aiohttp session.
+
+    No public API says which loop a client's connections belong to, so two private fields are
+    read, narrowly (and only these): aiobotocore's ``AIOHTTPSession._sessions`` (None outside
+    ``async with``, a new dict at each entry, holding one ``aiohttp.ClientSession`` per proxy,
+    made at the first request in that request's loop; read in aiobotocore 2.x to 3.10's
+    ``httpsession.py``) and aiohttp's ``ClientSession._loop`` (the loop it was made in; its
+    public ``loop`` property is deprecated). A client whose fields are not these is None."""
+    http = getattr(getattr(client, "_endpoint", None), "http_session", None)
+    sessions = getattr(http, "_sessions", None)
+    if not isinstance(sessions, dict):
+        return None
+    loops = [getattr(session, "_loop", None) for session in list(sessions.values())]
+    if not all(isinstance(loop, asyncio.AbstractEventLoop) for loop in loops):
+        return None
+    return any(loop is not running for loop in loops)
 
 
 def _misused(exc: BaseException) -> str | None:

@@ -86,9 +86,7 @@ class AsyncDriver:
                 raise NoAnswerInTime(endpoint_url=url, waited=0.0)
             method = getattr(self.client, step.operation)
             client = getattr(method, "__self__", self.client)  # (Both: the client it picked)
-            previous = await check_loop(
-                client, self.owner, table, None if math.isinf(left) else left
-            )
+            previous = check_loop(client, self.owner, table)
             with deadline_scope(step.deadline):  # botocore's own retries stop there too
                 try:
                     async with asyncio.timeout(None if math.isinf(left) else left):

@@ -4,10 +4,8 @@ or asyncio tasks (:mod:`ddbkeys.aio.blocks`), on the base here, with the close b
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import inspect
-import os
 import threading
 import time
 import warnings
@@ -15,9 +13,8 @@ import weakref
 from collections.abc import Callable
 from typing import Any, ClassVar, Generic, TypeVar, cast
 
-from ddbkeys.clients import IDLE_SECONDS
+from ddbkeys.core import _lifecycle
 from ddbkeys.core.reads import Through
-from ddbkeys.core.threads import start_thread
 from ddbkeys.errors import ConfigurationError
 from ddbkeys.ids import blocks_core as core
 from ddbkeys.ids import blocks_steps as steps
@@ -167,8 +164,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`)."""
         super()._start()
         _ALL.add(self)
-        atexit.unregister(_close_at_exit)  # (registered again: it runs before older hooks)
-        atexit.register(_close_at_exit)
+        _lifecycle.at_exit(_close_at_exit)  # (again: it runs before older hooks)
         self._closing = threading.Lock()
         self._threads = _Threads(self.counter, self._state)
         weakref.finalize(self, self._threads.end).atexit = False
@@ -227,12 +223,32 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
 _MORE_THREADS = "give the allocator a larger block_size, or make fewer allocators"
 
 
+class _Reservation:
+    """A reservation for a thread of the process's pool: it sends the ones that follow too,
+    until none came for IDLE_SECONDS, or the allocator closed or went."""
+
+    name, why = "ddbkeys-blocks", _MORE_THREADS
+
+    def __init__(self, threads: _Threads, refill: steps.Refill) -> None:
+        self.threads, self.refill = threads, refill
+
+    def run(self) -> None:
+        self.threads.send(self.refill)
+        del self.threads  # (the pool's thread holds nothing of the allocator once it is done)
+
+    def finish(self) -> None:
+        pass
+
+
 class _Threads:
     """Runs a state's flows for threads, under one lock released to wait and to call the
-    counter; threads of its own send the reservations (nothing here refers to the allocator)."""
+    counter; threads of the process's pool send the reservations, each keeping to this
+    allocator while it has more to send (nothing here refers to the allocator)."""
 
-    # (A thread for each reservation in flight at once, reused: the process's request threads,
-    # which sent them before, made one caller's ids about 10% slower against DynamoDB Local.)
+    # (A thread for each reservation in flight at once, waiting on this allocator's condition
+    # for the next: the process's request threads, a queue away, which sent each reservation
+    # before, made one caller's ids about 10% slower against DynamoDB Local. Only a thread's
+    # start, or its reuse once this allocator has nothing more for it, goes through the pool.)
 
     def __init__(self, counter: AtomicCounter, state: core.BlockState) -> None:
         self.counter, self.state = counter, state
@@ -264,7 +280,7 @@ class _Threads:
                     self.lock.release()
                     try:
                         if isinstance(step, steps.Refill):
-                            start_thread(self.send, "ddbkeys-blocks", _MORE_THREADS, step)
+                            _lifecycle.POOL.hand(_Reservation(self, step))
                         else:
                             sent = step.call(self.counter)
                     except BaseException as exc:  # the flow's to handle
@@ -280,7 +296,7 @@ class _Threads:
 
     def end(self) -> None:
         """The allocator was collected: the threads waiting end (not waiting for the lock: a
-        collection in a thread holding it would wait for itself; they end after IDLE_SECONDS)."""
+        collection in a thread holding it would wait for itself; they leave after IDLE_SECONDS)."""
         self.ended = True
         if self.lock.acquire(blocking=False):
             self.work.notify_all()
@@ -293,7 +309,7 @@ class _Threads:
                 self.run(self.state.filling(refill))
                 self.idle += 1
                 if not self.refills and not (self.state.closed or self.ended):
-                    self.work.wait(IDLE_SECONDS)
+                    self.work.wait(_lifecycle.IDLE_SECONDS)
                 self.idle -= 1
                 refill = self.refills.pop(0) if self.refills else None
 
@@ -314,5 +330,4 @@ def _after_fork_in_child() -> None:
         allocator._forked()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+_lifecycle.at_fork(after_in_child=_after_fork_in_child)

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ddbkeys.capacity import item_size
+from ddbkeys.core import _lifecycle
 
 __all__ = [
     "CLOCK_MARGIN",
@@ -132,8 +133,7 @@ class WriterSlots:
 
 #: This process's slots.
 SLOTS = WriterSlots()
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=SLOTS.forget)
+_lifecycle.at_fork(after_in_child=SLOTS.forget)
 try:  # Lambda's Python runtimes have it: a SnapStart restore draws a new token.
     from snapshot_restore_py import register_after_restore  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover - outside Lambda

@@ -19,7 +19,6 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import math
-import os
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, replace
@@ -27,6 +26,7 @@ from typing import Any
 
 from ddbkeys.capacity import Usage
 from ddbkeys.connect import make_client
+from ddbkeys.core import _lifecycle
 from ddbkeys.errors import ConfigurationError, DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys.base import Position, ReadBudget
 from ddbkeys.partition_keys.checkpoint import Checkpoint, decode_token, task_token
@@ -256,8 +256,7 @@ def _forget_clients() -> None:
     _CLIENTS_LOCK = threading.Lock()
 
 
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_clients)
+_lifecycle.at_fork(after_in_child=_forget_clients)
 
 
 def _client_for(task: ListingTask) -> Any:
