@@ -82,6 +82,11 @@ def test_no_private_name_is_imported_from_a_package_face() -> None:
     for name, path in sorted(known.items()):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and node.module in faces:
-                private = [a.name for a in node.names if a.name.startswith("_")]
+                private = [
+                    a.name
+                    for a in node.names
+                    # (a private submodule is a module, not a name the face gives out)
+                    if a.name.startswith("_") and f"{node.module}.{a.name}" not in known
+                ]
                 found += [f"{name}: from {node.module} import {p}" for p in private]
     assert found == []
