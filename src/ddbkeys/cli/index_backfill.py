@@ -4,6 +4,10 @@ says (see :meth:`ddbkeys.partition_keys.MarkerIndex.backfill`)."""
 from __future__ import annotations
 
 import math
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -113,7 +117,8 @@ def backfill_command(
     backfill`) is at work under the table's stream, this one reads nothing: it says on stderr
     when that one began and who runs it, waits for it to end, and exits 0 if listings can
     prove the index from it (it runs itself if not, or if that one dies: silent for 30 s).
-    --no-wait exits 1 at once instead; --force runs all the same.
+    --no-wait exits 1 at once instead; --force runs all the same. Ctrl-C, SIGTERM or SIGHUP
+    stop it: its record says so, and the same command run again begins at once.
 
     \b
     Examples:
@@ -185,23 +190,68 @@ def backfill_command(
 
     limit = wait_for_maintainer
     try:
-        report = index.backfill(
-            progress=progress,
-            state_table=state_table,
-            replay_margin=replay_margin,
-            wait=not no_wait,
-            wait_for_maintainer=limit is not None,
-            timeout=None if limit is None or math.isinf(limit) else limit,
-            on_wait=on_wait,
-            mode=mode,
-            force=force,
-        )
+        with stopping_signals(table_name, lambda: _spinner_off(status, said)):
+            report = index.backfill(
+                progress=progress,
+                state_table=state_table,
+                replay_margin=replay_margin,
+                wait=not no_wait,
+                wait_for_maintainer=limit is not None,
+                timeout=None if limit is None or math.isinf(limit) else limit,
+                on_wait=on_wait,
+                mode=mode,
+                force=force,
+            )
     finally:
-        if status is not None and "spinner" in said:
-            status.stop()
+        _spinner_off(status, said)
     if report.uncounted is not None:
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     show_marked(report, index, output, usage=True)
+
+
+def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
+    if status is not None and "spinner" in said:
+        status.stop()
+        said.discard("spinner")
+
+
+@contextmanager
+def stopping_signals(table: str, before: Callable[[], None]) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP stop the backfill inside: each reaches it as a
+    KeyboardInterrupt, which the driver throws into its flow, so that its record says it
+    stopped (within ``backfill_claim.FAREWELL`` seconds) and the next backfill begins at once;
+    then one line on stderr (``before`` is called first), exit 128 + the signal's number. A
+    second Ctrl-C stops at once."""
+    received: list[int] = []
+
+    def handler(number: int, _frame: object) -> None:
+        received.append(number)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # (a second one: at once)
+        raise KeyboardInterrupt
+
+    numbers = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {n: signal.signal(n, handler) for n in numbers} if in_main else {}
+    try:
+        yield
+    except KeyboardInterrupt:
+        before()
+        number = received[0] if received else signal.SIGINT
+        verb = (
+            "Interrupted"
+            if number == signal.SIGINT
+            else f"Stopped by {signal.Signals(number).name}"
+        )
+        click.echo(
+            f"{verb}: the backfill of table {table!r} did not finish, so listings cannot prove the "
+            "index from it (its markers written so far stay); its record says it stopped, so "
+            f"`ddbkeys partition-keys index backfill -t {table}` run again begins at once.",
+            err=True,
+        )
+        raise click.exceptions.Exit(128 + number) from None
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def show_marked(

@@ -6,7 +6,6 @@ either ``MarkerIndex``."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -18,6 +17,7 @@ from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.backfill_claim import (
     Claim,
     claim_flow,
+    farewell,
     kept_alive,
     owner_name,
     rewrite,
@@ -170,11 +170,13 @@ def backfill_flow(
     assert store is not None
     try:
         resolved = yield from kept_alive(work(stop), claim, store, index)
-    except Exception:
-        # Said in the record, so that the next backfill (a follower's next try) need not wait
-        # for this one's alive time to grow old; not said if the record is not this one's.
-        with contextlib.suppress(Exception):  # (the first error is the one to tell)
-            yield from rewrite(claim, store, index, {"stopped": store.clock()})
+    except BaseException as exc:
+        # Said in the record (an error, a stop, Ctrl-C or a cancelled task, which the drivers
+        # throw in), so that the next backfill (a follower's next try, the same command run
+        # again) need not wait for this one's alive time to grow old. Not when the generator
+        # is closed: it can send nothing then.
+        if not isinstance(exc, GeneratorExit):
+            yield from farewell(claim, store, index)
         raise
     changes: dict[str, Any] = {
         "finished": store.clock(),
