@@ -335,16 +335,26 @@ def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Fl
     report.unfixed.extend(report.clashes)
     for key in report.missing:
         try:
-            yield from index.mark(key)
+            yield from index.mark(key)  # (False: marked meanwhile, by a maintainer: fixed)
             report.fixed_missing.append(key)
         except MarkerClashError:  # data written at the marker's key since verify
             report.unfixed.append(key)
     for key in report.orphans:
-        if remove_orphans and (yield from index.unmark(key)):
+        if not remove_orphans:
+            report.unfixed.append(key)
+        elif (yield from index.unmark(key)) or (yield from _settled(index, key)):
             report.fixed_orphans.append(key)
-        else:  # kept, or not a marker at the marker's key (an item of the index all the same)
+        else:  # not a marker at the marker's key (an item of the index all the same)
             report.unfixed.append(key)
     return report
+
+
+def _settled(index: MarkerPlan, key: Key) -> Flow[bool]:
+    """Whether the collection ``key``, whose orphaned marker was not there to remove (a
+    maintainer removed it since ``verify``, or data came and it was marked again, or an item
+    that is not a marker sits at its key), is as it should be now: reconciled (a consistent
+    Query, and a write where it is still wrong), it is unless data sits at the marker's key."""
+    return (yield from reconcile_flow(index, key, index.begin())) is not Outcome.CLASH
 
 
 def _key_of(text: str) -> Key:
