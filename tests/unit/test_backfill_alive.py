@@ -24,6 +24,7 @@ from ddbkeys.partition_keys.backfill_wait import (
     OTHER_RUNNING,
     Readiness,
     can_count,
+    dead_in,
     needs_backfill,
     running_backfill,
 )
@@ -486,3 +487,13 @@ def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:
         SyncDriver(client, Usage()).run(backfill_flow(plan, None, store, "reconcile", 60.0))
     assert writes == 1  # tried once, not again
     assert "stopped" not in world.writes[-1]
+
+
+def test_a_wait_for_one_at_work_says_how_long_at_most_if_it_was_killed() -> None:
+    """(A follower killed with kill -9 mid-backfill and restarted waits for its own dead
+    backfill until ALIVE_FOR after its last sign of life: the message says how long.)"""
+    other = at_work(alive=1200.0)
+    assert dead_in(other, 1208.0) == f"alive 8 s ago; if it was killed, {ALIVE_FOR - 8:.0f} s"
+    assert dead_in(other, 1200.0 + ALIVE_FOR + 5) == (
+        f"alive {ALIVE_FOR + 5:.0f} s ago; if it was killed, 0 s"
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -38,6 +39,7 @@ from ddbkeys.partition_keys.backfill_wait import (
     WAITING,
     Readiness,
     began,
+    dead_in,
 )
 from ddbkeys.partition_keys.evidence import Backfill
 
@@ -171,7 +173,8 @@ def backfill_command(
         if OTHER_RUNNING not in said:
             click.echo(
                 f"another backfill of table {table_name!r} is at work ({began(other)}): "
-                "waiting for it to end (--force runs this one all the same)",
+                f"waiting for it to end (it was {dead_in(other, time.time())} at most; "
+                "--force runs this one all the same)",
                 err=True,
             )
             said.add(OTHER_RUNNING)
