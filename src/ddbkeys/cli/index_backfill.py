@@ -133,8 +133,14 @@ def backfill_command(
     stderr = Console(stderr=True)
     status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
     said: set[str] = set()
+    working = [False]  # whether it has begun (not waiting: for the margin, another, a maintainer)
 
     def on_wait(where: Readiness) -> None:
+        working[0] = not (
+            where.state == OTHER_RUNNING
+            or (where.state == WAITING and not no_wait)
+            or (where.state == NO_MAINTAINER and wait_for_maintainer is not None)
+        )
         if where.state == OTHER_RUNNING and where.other is not None:
             other_at_work(where.other)
         elif where.counts:
@@ -178,22 +184,15 @@ def backfill_command(
                 err=True,
             )
             said.add(OTHER_RUNNING)
-        if status is not None:
-            if "spinner" not in said:
-                status.start()
-                said.add("spinner")
-            status.update(f"the other backfill: {other.handled or 0} collections handled")
+        _spin(status, said, f"the other backfill: {other.handled or 0} collections handled")
 
     def progress(written: int) -> None:
-        if status is not None:
-            if "spinner" not in said:
-                status.start()
-                said.add("spinner")
-            status.update(f"{written} markers written")
+        working[0] = True
+        _spin(status, said, f"{written} markers written")
 
     limit = wait_for_maintainer
     try:
-        with stopping_signals(table_name, lambda: _spinner_off(status, said)):
+        with stopping_signals(table_name, lambda: _spinner_off(status, said), lambda: working[0]):
             report = index.backfill(
                 progress=progress,
                 state_table=state_table,
@@ -212,6 +211,15 @@ def backfill_command(
     show_marked(report, index, output, usage=True)
 
 
+def _spin(status: StatusLine | None, said: set[str], text: str) -> None:
+    """The status line (on a terminal) says ``text``: started the first time."""
+    if status is not None:
+        if "spinner" not in said:
+            status.start()
+            said.add("spinner")
+        status.update(text)
+
+
 def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
     if status is not None and "spinner" in said:
         status.stop()
@@ -219,12 +227,15 @@ def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
 
 
 @contextmanager
-def stopping_signals(table: str, before: Callable[[], None]) -> Iterator[None]:
+def stopping_signals(
+    table: str, before: Callable[[], None], begun: Callable[[], bool]
+) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP stop the backfill inside: each reaches it as a
     KeyboardInterrupt, which the driver throws into its flow, so that its record says it
     stopped (within ``backfill_claim.FAREWELL`` seconds) and the next backfill begins at once;
-    then one line on stderr (``before`` is called first), exit 128 + the signal's number. A
-    second Ctrl-C stops at once."""
+    then one line on stderr (``before`` is called first; ``begun``: whether the backfill had
+    begun, or was still waiting, writing nothing), exit 128 + the signal's number. A second
+    Ctrl-C stops at once."""
     received: list[int] = []
 
     def handler(number: int, _frame: object) -> None:
@@ -245,6 +256,12 @@ def stopping_signals(table: str, before: Callable[[], None]) -> Iterator[None]:
             if number == signal.SIGINT
             else f"Stopped by {signal.Signals(number).name}"
         )
+        if not begun():
+            click.echo(
+                f"{verb} before the backfill of table {table!r} began: nothing was written.",
+                err=True,
+            )
+            raise click.exceptions.Exit(128 + number) from None
         click.echo(
             f"{verb}: the backfill of table {table!r} did not finish, so listings cannot prove the "
             "index from it (its markers written so far stay); its record says it stopped, so "
