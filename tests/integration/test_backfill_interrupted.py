@@ -150,7 +150,7 @@ def test_a_cancelled_asyncio_backfill_says_it_stopped(
                 return time.monotonic() - sent
 
         took = asyncio.run(body())
-    assert took < 5.0
+    assert took < 10.0  # (FAREWELL, 2 s, and a Query in flight)
     saved = StateStore(ddb_client, store).load(table, INDEX)
     assert saved is not None and saved.backfill is not None
     assert saved.backfill.stopped is not None and saved.backfill.finished is None
