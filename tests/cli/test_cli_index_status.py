@@ -15,9 +15,13 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ddbkeys.cli import cli
+from ddbkeys.connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower
+from ddbkeys.partition_keys.backfill_wait import began
 from ddbkeys.partition_keys.stream_setup import enable_stream
+from ddbkeys.testing.proxy import FaultProxy
 from ddbkeys.testing.tables import TableFactory
+from tests.integration.test_backfill_alive import SLOW, at_work
 from tests.integration.test_marker_follow_faults import wait_for_record
 
 if TYPE_CHECKING:
@@ -128,3 +132,52 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(
     assert ddb_client.scan(TableName=indexed)["Items"] == []
     usage = status(ddb_endpoint_url, indexed, "--replay-margin", "-1")
     assert usage.exit_code == 2
+
+
+def test_while_a_backfill_is_at_work_status_says_so_and_names_no_command(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    store: str,
+    fault_proxy: FaultProxy,
+) -> None:
+    """Not the listing's "run `index backfill`" (that would only wait for it): who runs it,
+    how far it is, and that the index is provable once it finishes; then 0 once it has."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in range(20):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{n}"}, "sk": {"N": "1"}})
+    MarkerIndex(ddb_client, table).create()
+    enable_stream(ddb_client, table)
+    args = ("--state-table", store, "--replay-margin", MARGIN)
+    with following(ddb_client, table, store):
+        fault_proxy.set_plan(SLOW)  # 20 collections, 2 Queries each: 8 s and more
+        slowed = MarkerIndex(make_client(fault_proxy.endpoint_url), table)
+        done: list[Any] = []
+        worker = threading.Thread(
+            target=lambda: done.append(
+                slowed.backfill(state_table=store, replay_margin=1.0, mode="reconcile")
+            )
+        )
+        worker.start()
+        try:
+            theirs = at_work(ddb_client, table, store)
+            text = status(ddb_endpoint_url, table, *args)
+            as_json = status(ddb_endpoint_url, table, *args, "--output", "json")
+        finally:
+            worker.join(timeout=60)
+        assert text.exit_code == 1, text.output
+        verdict = next(line for line in text.stdout.splitlines() if line.startswith("Provable:"))
+        assert verdict.startswith(f"Provable: no: a backfill is at work ({began(theirs)}; ")
+        assert verdict.endswith(
+            "listings can prove the index once it finishes, if it meets no clash (nothing to "
+            "run: `index backfill` would wait for it)"
+        ), verdict
+        assert "Fix:" not in text.stdout and "Provable in" not in text.stdout
+        assert as_json.exit_code == 1, as_json.output
+        told = document(as_json)
+        assert told["provable"] is False and told["fix"] is None and told["fix_in"] is None
+        assert told["reason"].startswith("a backfill is at work (begun ")
+        assert told["backfill"]["at_work"] is True and told["backfill"]["handled"] >= 0
+        assert done and done[0].counts
+        after = status(ddb_endpoint_url, table, *args)
+        assert after.exit_code == 0, after.output

@@ -24,6 +24,7 @@ from ddbkeys.partition_keys.backfill_wait import (
     OTHER_RUNNING,
     Readiness,
     can_count,
+    dead_in,
     needs_backfill,
     running_backfill,
 )
@@ -426,3 +427,73 @@ def test_a_backfill_that_fails_says_it_stopped_and_is_in_no_ones_way() -> None:
     assert saved.backfill is not None and saved.backfill.stopped == world.now
     assert running_backfill(saved, ARN, world.now) is None
     assert running_backfill(record(at_work(stopped=1101.0)), ARN, 1101.0) is None
+
+
+class Interrupting:
+    """A stand-in for a boto3 client answering from ``world``, whose Scan (the backfill's
+    first read of the table) is interrupted by Ctrl-C (KeyboardInterrupt)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def __getattr__(self, operation: str) -> Callable[..., Any]:
+        if operation.startswith("__") or operation == "meta":
+            raise AttributeError(operation)
+
+        def call(**params: Any) -> Any:
+            if operation == "scan":
+                raise KeyboardInterrupt
+            return self.world.answer(Request(operation, params))
+
+        return call
+
+
+def test_a_backfill_interrupted_by_ctrl_c_says_it_stopped_on_its_way_out() -> None:
+    """The sync driver throws the KeyboardInterrupt into the flow: the record says stopped
+    (so the same command run again begins at once), and the interrupt goes on up."""
+    from ddbkeys.capacity import Usage  # noqa: PLC0415
+    from ddbkeys.drivers.sync import SyncDriver  # noqa: PLC0415
+
+    world = World()
+    plan, store = plans(world)
+    with pytest.raises(KeyboardInterrupt):
+        SyncDriver(Interrupting(world), Usage()).run(
+            backfill_flow(plan, None, store, "reconcile", 60.0)
+        )
+    last = world.writes[-1]
+    assert last["stopped"] == world.now and last["finished"] is None
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert running_backfill(saved, ARN, world.now) is None
+
+
+def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:
+    from ddbkeys.capacity import Usage  # noqa: PLC0415
+    from ddbkeys.drivers.sync import SyncDriver  # noqa: PLC0415
+
+    world = World()
+    plan, store = plans(world)
+    client = Interrupting(world)
+    writes = 0
+
+    def answer(request: Request) -> Any:
+        nonlocal writes
+        if request.operation == "update_item" and "stopped" in str(request.params):
+            writes += 1
+            raise KeyboardInterrupt  # the second Ctrl-C, during the farewell write
+        return World.answer(world, request)
+
+    world.answer = answer  # type: ignore[method-assign]
+    with pytest.raises(KeyboardInterrupt):
+        SyncDriver(client, Usage()).run(backfill_flow(plan, None, store, "reconcile", 60.0))
+    assert writes == 1  # tried once, not again
+    assert "stopped" not in world.writes[-1]
+
+
+def test_a_wait_for_one_at_work_says_how_long_at_most_if_it_was_killed() -> None:
+    """(A follower killed with kill -9 mid-backfill and restarted waits for its own dead
+    backfill until ALIVE_FOR after its last sign of life: the message says how long.)"""
+    other = at_work(alive=1200.0)
+    assert dead_in(other, 1208.0) == f"alive 8 s ago; if it was killed, {ALIVE_FOR - 8:.0f} s"
+    assert dead_in(other, 1200.0 + ALIVE_FOR + 5) == (
+        f"alive {ALIVE_FOR + 5:.0f} s ago; if it was killed, 0 s"
+    )

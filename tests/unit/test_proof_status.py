@@ -6,6 +6,7 @@ one command that fixes it and when it counts, and what a listing would pay now."
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -255,3 +256,42 @@ def test_a_backfill_at_work_is_shown_with_who_runs_it() -> None:
     assert dead.backfill is not None and not dead.backfill.at_work
     assert "; not finished;" in "\n".join(render_status(dead))
     assert json.loads(json.dumps(told.to_json()))["backfill"]["at_work"] is True
+
+
+def test_a_backfill_at_work_that_can_count_is_the_reason_and_nothing_is_to_run() -> None:
+    """Not the listing's "run `index backfill`": that would only wait for the one at work. It
+    becomes provable when that one finishes; no estimate of when (what is left is unknown)."""
+    at_work = backfill(finished=None, alive=NOW - 4, owner="host-a:41", handled=12, margin=60)
+    told = status(record(MARK, backfill=at_work))
+    assert not told.provable and told.reason is not None
+    assert told.reason.startswith("a backfill is at work (begun ")
+    assert " by host-a:41; 12 collection(s) handled so far, alive 4 s ago): " in told.reason
+    assert "listings can prove the index once it finishes, if it meets no clash" in told.reason
+    assert "run `index backfill`" not in told.reason
+    assert (told.fix, told.fix_in, told.provable_in) == (None, None, None)
+    text = "\n".join(render_status(told))
+    assert f"Provable: no: {told.reason}" in text and "Fix:" not in text
+    assert "at work by host-a:41 (alive 4 s ago, 12 collection(s) handled)" in text
+    assert not re.search(r"\bin (about )?\d+ s\b", text) and "Provable in" not in text
+    document = json.loads(json.dumps(told.to_json()))
+    assert document["reason"] == told.reason and document["fix"] is None
+    assert document["provable"] is False and document["backfill"]["handled"] == 12
+
+
+@pytest.mark.parametrize(
+    "at_work",
+    [
+        # Begun 6 s after the maintainer's first position: it will not count when it ends.
+        backfill(FIRST + 6, finished=None, alive=NOW - 4, owner="host-a:41"),
+        # Silent for 31 s: dead (killed), in no one's way.
+        backfill(finished=None, alive=NOW - 31, owner="host-a:41"),
+        # It said it stopped (Ctrl-C).
+        backfill(finished=None, alive=NOW - 4, stopped=NOW - 3, owner="host-a:41"),
+    ],
+)
+def test_one_that_cannot_count_or_is_not_at_work_leaves_the_listings_reason(
+    at_work: dict[str, Any],
+) -> None:
+    told = status(record(MARK, backfill=at_work))
+    assert told.reason is not None and not told.reason.startswith("a backfill is at work")
+    assert told.fix == "ddbkeys partition-keys index backfill -t orders"

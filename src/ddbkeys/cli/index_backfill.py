@@ -4,6 +4,11 @@ says (see :meth:`ddbkeys.partition_keys.MarkerIndex.backfill`)."""
 from __future__ import annotations
 
 import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import click
@@ -34,6 +39,7 @@ from ddbkeys.partition_keys.backfill_wait import (
     WAITING,
     Readiness,
     began,
+    dead_in,
 )
 from ddbkeys.partition_keys.evidence import Backfill
 
@@ -113,7 +119,8 @@ def backfill_command(
     backfill`) is at work under the table's stream, this one reads nothing: it says on stderr
     when that one began and who runs it, waits for it to end, and exits 0 if listings can
     prove the index from it (it runs itself if not, or if that one dies: silent for 30 s).
-    --no-wait exits 1 at once instead; --force runs all the same.
+    --no-wait exits 1 at once instead; --force runs all the same. Ctrl-C, SIGTERM or SIGHUP
+    stop it: its record says so, and the same command run again begins at once.
 
     \b
     Examples:
@@ -126,8 +133,14 @@ def backfill_command(
     stderr = Console(stderr=True)
     status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
     said: set[str] = set()
+    working = [False]  # whether it has begun (not waiting: for the margin, another, a maintainer)
 
     def on_wait(where: Readiness) -> None:
+        working[0] = not (
+            where.state == OTHER_RUNNING
+            or (where.state == WAITING and not no_wait)
+            or (where.state == NO_MAINTAINER and wait_for_maintainer is not None)
+        )
         if where.state == OTHER_RUNNING and where.other is not None:
             other_at_work(where.other)
         elif where.counts:
@@ -166,42 +179,99 @@ def backfill_command(
         if OTHER_RUNNING not in said:
             click.echo(
                 f"another backfill of table {table_name!r} is at work ({began(other)}): "
-                "waiting for it to end (--force runs this one all the same)",
+                f"waiting for it to end (it was {dead_in(other, time.time())} at most; "
+                "--force runs this one all the same)",
                 err=True,
             )
             said.add(OTHER_RUNNING)
-        if status is not None:
-            if "spinner" not in said:
-                status.start()
-                said.add("spinner")
-            status.update(f"the other backfill: {other.handled or 0} collections handled")
+        _spin(status, said, f"the other backfill: {other.handled or 0} collections handled")
 
     def progress(written: int) -> None:
-        if status is not None:
-            if "spinner" not in said:
-                status.start()
-                said.add("spinner")
-            status.update(f"{written} markers written")
+        working[0] = True
+        _spin(status, said, f"{written} markers written")
 
     limit = wait_for_maintainer
     try:
-        report = index.backfill(
-            progress=progress,
-            state_table=state_table,
-            replay_margin=replay_margin,
-            wait=not no_wait,
-            wait_for_maintainer=limit is not None,
-            timeout=None if limit is None or math.isinf(limit) else limit,
-            on_wait=on_wait,
-            mode=mode,
-            force=force,
-        )
+        with stopping_signals(table_name, lambda: _spinner_off(status, said), lambda: working[0]):
+            report = index.backfill(
+                progress=progress,
+                state_table=state_table,
+                replay_margin=replay_margin,
+                wait=not no_wait,
+                wait_for_maintainer=limit is not None,
+                timeout=None if limit is None or math.isinf(limit) else limit,
+                on_wait=on_wait,
+                mode=mode,
+                force=force,
+            )
     finally:
-        if status is not None and "spinner" in said:
-            status.stop()
+        _spinner_off(status, said)
     if report.uncounted is not None:
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     show_marked(report, index, output, usage=True)
+
+
+def _spin(status: StatusLine | None, said: set[str], text: str) -> None:
+    """The status line (on a terminal) says ``text``: started the first time."""
+    if status is not None:
+        if "spinner" not in said:
+            status.start()
+            said.add("spinner")
+        status.update(text)
+
+
+def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
+    if status is not None and "spinner" in said:
+        status.stop()
+        said.discard("spinner")
+
+
+@contextmanager
+def stopping_signals(
+    table: str, before: Callable[[], None], begun: Callable[[], bool]
+) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP stop the backfill inside: each reaches it as a
+    KeyboardInterrupt, which the driver throws into its flow, so that its record says it
+    stopped (within ``backfill_claim.FAREWELL`` seconds) and the next backfill begins at once;
+    then one line on stderr (``before`` is called first; ``begun``: whether the backfill had
+    begun, or was still waiting, writing nothing), exit 128 + the signal's number. A second
+    Ctrl-C stops at once."""
+    received: list[int] = []
+
+    def handler(number: int, _frame: object) -> None:
+        received.append(number)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # (a second one: at once)
+        raise KeyboardInterrupt
+
+    numbers = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {n: signal.signal(n, handler) for n in numbers} if in_main else {}
+    try:
+        yield
+    except KeyboardInterrupt:
+        before()
+        number = received[0] if received else signal.SIGINT
+        verb = (
+            "Interrupted"
+            if number == signal.SIGINT
+            else f"Stopped by {signal.Signals(number).name}"
+        )
+        if not begun():
+            click.echo(
+                f"{verb} before the backfill of table {table!r} began: nothing was written.",
+                err=True,
+            )
+            raise click.exceptions.Exit(128 + number) from None
+        click.echo(
+            f"{verb}: the backfill of table {table!r} did not finish, so listings cannot prove the "
+            "index from it (its markers written so far stay); its record says it stopped, so "
+            f"`ddbkeys partition-keys index backfill -t {table}` run again begins at once.",
+            err=True,
+        )
+        raise click.exceptions.Exit(128 + number) from None
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
 
 
 def show_marked(

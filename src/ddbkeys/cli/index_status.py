@@ -126,7 +126,8 @@ def _backfill(status: ProofStatus) -> str:
     elif backfill.at_work:
         who = f" by {backfill.owner}" if backfill.owner else ""
         alive = backfill.alive if backfill.alive is not None else backfill.started
-        text += f"; at work{who} (alive {_span(max(now - alive, 0.0))} ago)"
+        handled = "" if backfill.handled is None else f", {backfill.handled} collection(s) handled"
+        text += f"; at work{who} (alive {_span(max(now - alive, 0.0))} ago{handled})"
     else:
         text += "; not finished"
     if not backfill.current_stream:

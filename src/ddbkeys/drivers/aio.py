@@ -65,14 +65,20 @@ class AsyncDriver:
     async def _step(self, flow: Flow[Any], step: Step) -> Step | _Done:
         """Carry out ``step`` and hand the flow what it gave; the flow's next step (a
         coroutine must not let StopIteration out, so the end comes as :class:`_Done`)."""
+        # What carrying out a step raised is thrown into the flow, a cancellation
+        # (asyncio.CancelledError) too: a flow may say so on its way out (a backfill's record,
+        # see partition_keys.backfill_claim.farewell) before it raises it again.
         if isinstance(step, Request):
             try:
                 answer = await self.send(step)
-            except Exception as exc:  # the flow reads what the request raised
+            except BaseException as exc:  # the flow reads what the request raised
                 return _advance(flow, None, exc)
             return _advance(flow, answer, None)
         if isinstance(step, Pause):
-            await pause(step)
+            try:
+                await pause(step)
+            except BaseException as exc:
+                return _advance(flow, None, exc)
             return _advance(flow, None, None)
         raise TypeError(f"not a step: {step!r}")
 

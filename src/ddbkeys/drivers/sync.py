@@ -85,14 +85,20 @@ class SyncDriver:
     def _step(self, flow: Flow[Any], step: Step) -> Step:
         """Carry out ``step`` and hand the flow what it gave: the flow's next step
         (StopIteration at its end)."""
+        # What carrying out a step raised is thrown into the flow, Ctrl-C (KeyboardInterrupt)
+        # and SystemExit too: a flow may say so on its way out (a backfill's record, see
+        # partition_keys.backfill_claim.farewell) before it raises it again.
         if isinstance(step, Request):
             try:
                 answer = self.send(step)
-            except Exception as exc:  # the flow reads what the request raised
+            except BaseException as exc:  # the flow reads what the request raised
                 return flow.throw(exc)
             return flow.send(answer)
         if isinstance(step, Pause):
-            pause(step)
+            try:
+                pause(step)
+            except BaseException as exc:
+                return flow.throw(exc)
             return flow.send(None)
         raise TypeError(f"not a step: {step!r}")
 

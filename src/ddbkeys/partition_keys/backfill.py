@@ -5,7 +5,6 @@ either ``MarkerIndex``."""
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -16,12 +15,14 @@ from ddbkeys.errors import ConfigurationError
 from ddbkeys.partition_keys.backfill_claim import (
     Claim,
     claim_flow,
+    farewell,
     kept_alive,
     owner_name,
     rewrite,
 )
 from ddbkeys.partition_keys.backfill_read import Controls, read_flow
 from ddbkeys.partition_keys.backfill_wait import Readiness, wait_flow
+from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN, Evidence
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys.markers import (
@@ -156,11 +157,13 @@ def backfill_flow(
     assert store is not None
     try:
         resolved = yield from kept_alive(work(stop), claim, store, index)
-    except Exception:
-        # Said in the record, so that the next backfill (a follower's next try) need not wait
-        # for this one's alive time to grow old; not said if the record is not this one's.
-        with contextlib.suppress(Exception):  # (the first error is the one to tell)
-            yield from rewrite(claim, store, index, {"stopped": store.clock()})
+    except BaseException as exc:
+        # Said in the record (an error, a stop, Ctrl-C or a cancelled task, which the drivers
+        # throw in), so that the next backfill (a follower's next try, the same command run
+        # again) need not wait for this one's alive time to grow old. Not when the generator
+        # is closed: it can send nothing then.
+        if not isinstance(exc, GeneratorExit):
+            yield from farewell(claim, store, index)
         raise
     changes: dict[str, Any] = {
         "finished": store.clock(),
@@ -318,13 +321,23 @@ def repair_flow(index: MarkerPlan, store: StatePlan, remove_orphans: bool) -> Fl
     report.unfixed.extend(report.clashes)
     for key in report.missing:
         try:
-            yield from index.mark(key)
+            yield from index.mark(key)  # (False: marked meanwhile, by a maintainer: fixed)
             report.fixed_missing.append(key)
         except MarkerClashError:  # data written at the marker's key since verify
             report.unfixed.append(key)
     for key in report.orphans:
-        if remove_orphans and (yield from index.unmark(key)):
+        if not remove_orphans:
+            report.unfixed.append(key)
+        elif (yield from index.unmark(key)) or (yield from _settled(index, key)):
             report.fixed_orphans.append(key)
-        else:  # kept, or not a marker at the marker's key (an item of the index all the same)
+        else:  # not a marker at the marker's key (an item of the index all the same)
             report.unfixed.append(key)
     return report
+
+
+def _settled(index: MarkerPlan, key: Key) -> Flow[bool]:
+    """Whether the collection ``key``, whose orphaned marker was not there to remove (a
+    maintainer removed it since ``verify``, or data came and it was marked again, or an item
+    that is not a marker sits at its key), is as it should be now: reconciled (a consistent
+    Query, and a write where it is still wrong), it is unless data sits at the marker's key."""
+    return (yield from reconcile_flow(index, key, index.begin())) is not Outcome.CLASH

@@ -26,6 +26,7 @@ whole table again.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -57,7 +58,16 @@ from ddbkeys.retry import Deadline
 if TYPE_CHECKING:
     from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
-__all__ = ["ATTRIBUTE", "Claim", "claim_flow", "kept_alive", "owner_name", "rewrite"]
+__all__ = [
+    "ATTRIBUTE",
+    "FAREWELL",
+    "Claim",
+    "claim_flow",
+    "farewell",
+    "kept_alive",
+    "owner_name",
+    "rewrite",
+]
 
 T = TypeVar("T")
 
@@ -66,6 +76,9 @@ ATTRIBUTE = "backfill"
 #: At most this many times in a row another backfill's write comes between this one's read of
 #: the record and its conditional write before it gives up (each means another one wrote).
 MOST_RACES = 20
+#: The longest (seconds) a backfill that is stopped (an error, Ctrl-C, SIGTERM, a cancelled
+#: task) spends writing ``stopped`` into its record on its way out: the exit never hangs on it.
+FAREWELL = 2.0
 
 
 def owner_name(role: str | None = None) -> str:
@@ -170,6 +183,15 @@ def rewrite(
             table=index.table,
         )
     claim.entry, claim.text, claim.written = entry, text, store.clock()
+
+
+def farewell(claim: Claim, store: StatePlan, index: MarkerPlan) -> Flow[None]:
+    """Say in the record that this backfill stopped (``stopped``: its time), so that the next
+    one begins at once rather than wait ``ALIVE_FOR`` for its alive time to age: best effort,
+    within ``FAREWELL`` seconds, no error (not said when the record is another's now)."""
+    quick = StatePlan(store.name, deadline=FAREWELL, clock=store.clock, retry=store.retry)
+    with contextlib.suppress(Exception):  # (the error that stopped it is the one to tell)
+        yield from rewrite(claim, quick, index, {"stopped": store.clock()})
 
 
 def kept_alive(

@@ -46,6 +46,7 @@ __all__ = [
     "alive_at",
     "began",
     "can_count",
+    "dead_in",
     "needs_backfill",
     "readiness",
     "running_backfill",
@@ -199,6 +200,14 @@ def running_backfill(evidence: Evidence | None, stream: str | None, now: float) 
     if now - alive_at(backfill) > ALIVE_FOR:
         return None
     return backfill
+
+
+def dead_in(backfill: Backfill, now: float) -> str:
+    """How long a backfill waiting for ``backfill`` may wait, as a message says it: at most
+    until ``ALIVE_FOR`` after its last sign of life (one killed says nothing: it is taken for
+    dead then, and the waiting one runs)."""
+    left = max(ALIVE_FOR - (now - alive_at(backfill)), 0.0)
+    return f"alive {max(now - alive_at(backfill), 0.0):.0f} s ago; if it was killed, {left:.0f} s"
 
 
 def can_count(backfill: Backfill, margin: float) -> bool:

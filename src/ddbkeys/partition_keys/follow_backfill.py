@@ -32,6 +32,7 @@ from ddbkeys.partition_keys.backfill_wait import (
     Readiness,
     began,
     can_count,
+    dead_in,
     needs_backfill,
     running_backfill,
 )
@@ -130,7 +131,10 @@ def keep_backfilled(
     def another(other: Backfill) -> None:
         if report.backfill_state != OTHER_RUNNING:
             report.backfill_state = OTHER_RUNNING
-            say(f"another backfill is at work ({began(other)}): waiting for it to end")
+            say(
+                f"another backfill is at work ({began(other)}): waiting for it to end (it was "
+                f"{dead_in(other, store.clock())} at most)"
+            )
 
     def on_wait(where: Readiness) -> None:
         if where.state == WAITING and report.backfill_state != "waiting":

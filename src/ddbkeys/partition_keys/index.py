@@ -233,5 +233,6 @@ class MarkerIndex(MarkerIndexBase):
         ``remove_orphans=False``). Clashes a maintainer recorded in ``state_table`` that
         ``verify`` no longer finds are cleared. What it could not fix is in
         ``report.unfixed``: collections that cannot be marked (``clashes``), and orphans
-        kept."""
+        kept. A marker a maintainer removed (or wrote) between ``verify`` and this write is
+        fixed, once a consistent Query of its collection (1 read unit) shows it right."""
         return self._run(repair_flow(self.plan, self._state(state_table), remove_orphans))

@@ -53,6 +53,8 @@ class BackfillStatus:
     owner: str | None = None
     alive: float | None = None
     at_work: bool = False
+    #: How many collections it had handled at its last sign of life (None: an older record).
+    handled: int | None = None
 
 
 @dataclass(frozen=True)

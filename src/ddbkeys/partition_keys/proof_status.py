@@ -18,11 +18,18 @@ from typing import TYPE_CHECKING, Any
 
 from ddbkeys.core.steps import Flow
 from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.backfill_wait import NO_MAINTAINER, readiness, running_backfill
+from ddbkeys.partition_keys.backfill_wait import (
+    NO_MAINTAINER,
+    began,
+    can_count,
+    readiness,
+    running_backfill,
+)
 from ddbkeys.partition_keys.base import Reader
 from ddbkeys.partition_keys.choice import most_keys, not_active, proof_failed
 from ddbkeys.partition_keys.evidence import (
     DEFAULT_REPLAY_MARGIN,
+    Backfill,
     Decline,
     Evidence,
     ShardMark,
@@ -86,6 +93,9 @@ def decide(
     item = seen.item or {}
     maintainer = item.get("maintainer", {}).get("S")
     fix, fix_in = _fix(declined, info, index, state_table, evidence, maintainer, margin, now)
+    working = _at_work(declined, fix, evidence, stream, margin, now)
+    if working is not None:  # the backfill it would run is at work: wait for it, run nothing
+        declined, fix, fix_in = working, None, None
     replay = seen.read.replay if declined is None else None
     scan, index_scan, per_key = estimate(info, index)
     rechecks = len(replay.touched) if replay is not None else None
@@ -166,6 +176,33 @@ def _fix(
         options += f" --replay-margin {margin:g}"
     command = f"{COMMAND} {verb} -t {info.name}{options}"
     return command, where.left if verb == "backfill" else 0.0
+
+
+def _at_work(
+    reason: str | None,
+    fix: str | None,
+    evidence: Evidence | None,
+    stream: str | None,
+    margin: float,
+    now: float,
+) -> str | None:
+    """The reason to give instead of ``reason`` when its fix is a backfill and one that can
+    count (``backfill_wait.can_count`` with this ``margin``) is at work under the stream
+    (``running_backfill``): `index backfill` would only wait for it. No estimate of when it
+    ends: how many collections are left is not known without reading the table (and the read
+    mode then waits a margin after its last write)."""
+    if reason is None or fix is None or not fix.startswith(f"{COMMAND} backfill "):
+        return None
+    other: Backfill | None = running_backfill(evidence, stream, now)
+    if other is None or not can_count(other, margin):
+        return None
+    handled = f"{other.handled or 0} collection(s) handled so far"
+    alive = other.alive if other.alive is not None else other.started
+    return (
+        f"a backfill is at work ({began(other)}; {handled}, alive {max(now - alive, 0.0):.0f} "
+        "s ago): listings can prove the index once it finishes, if it meets no clash (nothing "
+        "to run: `index backfill` would wait for it)"
+    )
 
 
 def _waiting(
@@ -254,6 +291,7 @@ def _backfill(evidence: Evidence | None, stream: str | None, now: float) -> Back
         owner=backfill.owner,
         alive=backfill.alive,
         at_work=running_backfill(evidence, stream, now) is not None,
+        handled=backfill.handled,
     )
 
 
