@@ -28,8 +28,8 @@ from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys.follow_state import FollowReport, StopOn, Stopped
 from ddbkeys.partition_keys.follower import FollowerBase, _Either
+from ddbkeys.partition_keys.index_base import MarkerIndexBase
 from ddbkeys.partition_keys.maintain import Outcome, reconcile_flow
-from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
 from ddbkeys.partition_keys.markers import BackfillReport, VerifyReport
 from ddbkeys.partition_keys.proof_report import ProofStatus
 from ddbkeys.partition_keys.proof_status import status_flow, status_reader

@@ -21,7 +21,7 @@ from ddbkeys.partition_keys.evidence import (
 )
 from ddbkeys.partition_keys.follow import FollowPlan
 from ddbkeys.partition_keys.follow_state import Event, FollowReport, FollowState, StopOn, Stopped
-from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
+from ddbkeys.partition_keys.index_base import MarkerIndexBase
 from ddbkeys.partition_keys.streams import Both, streams_client_for
 
 __all__ = ["FollowerBase", "StreamFollower"]

@@ -19,7 +19,7 @@ from ddbkeys.partition_keys.backfill_wait import Readiness
 from ddbkeys.partition_keys.base import Key
 from ddbkeys.partition_keys.choice import check_margin
 from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.marker_plan import MarkerIndexBase
+from ddbkeys.partition_keys.index_base import MarkerIndexBase
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,

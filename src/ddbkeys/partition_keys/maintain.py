@@ -48,7 +48,8 @@ if TYPE_CHECKING:
         QueryOutputTypeDef,
     )
 
-    from ddbkeys.partition_keys.marker_plan import MarkerIndexBase, MarkerPlan
+    from ddbkeys.partition_keys.index_base import MarkerIndexBase
+    from ddbkeys.partition_keys.marker_plan import MarkerPlan
 
 __all__ = [
     "MAX_ROUNDS",

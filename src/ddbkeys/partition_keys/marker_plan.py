@@ -16,7 +16,6 @@ from botocore.exceptions import ClientError
 from ddbkeys._translate import error_response
 from ddbkeys.capacity import Usage
 from ddbkeys.core.attempts import attempts
-from ddbkeys.core.reads import Through
 from ddbkeys.core.steps import (
     Flow,
     Pause,
@@ -31,7 +30,7 @@ from ddbkeys.core.steps import (
 )
 from ddbkeys.entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys.errors import ConfigurationError, DdbKeysError, error_code
-from ddbkeys.partition_keys.base import Key, check_deadline, client_and_table, read_timeout
+from ddbkeys.partition_keys.base import Key, check_deadline
 from ddbkeys.partition_keys.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -52,7 +51,6 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     unhash,
 )
-from ddbkeys.partition_keys.state import StatePlan
 from ddbkeys.retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys.schema import (
     TableInfo,
@@ -73,7 +71,7 @@ if TYPE_CHECKING:
         ScanOutputTypeDef,
     )
 
-__all__ = ["MarkerIndexBase", "MarkerPlan", "conditional", "send"]
+__all__ = ["MarkerPlan", "conditional", "send"]
 
 R = TypeVar("R")
 
@@ -438,65 +436,6 @@ class MarkerPlan:
         )
         item = answer.get("Item")
         return item is not None and self.markers(info).is_data(item)
-
-
-class MarkerIndexBase:
-    """What both forms of ``MarkerIndex`` share: the :class:`MarkerPlan` (``plan``: the
-    settings, and the table's description once known) and the client its flows are sent with
-    (``client``); the plan's settings read through."""
-
-    def __init__(
-        self,
-        client: object,
-        table: str | None = None,
-        *,
-        index_name: str = DEFAULT_INDEX,
-        marker_attribute: str | None = None,
-        marker_sort_key: Any = None,
-        usage: Usage | None = None,
-        deadline: float | None = DEFAULT_DEADLINE,
-        retry: RetryPolicy | None = None,
-        info: TableInfo | None = None,
-    ) -> None:
-        self.client, table = self._connect(client, table, deadline)
-        check_table_name(table)
-        self.plan = MarkerPlan(
-            table,
-            index_name=index_name,
-            marker_attribute=marker_attribute,
-            marker_sort_key=marker_sort_key,
-            usage=usage,
-            deadline=deadline,
-            retry=retry,
-            info=info,
-            read_timeout=read_timeout(self.client),
-        )
-
-    def _connect(self, client: object, table: str | None, deadline: float | None) -> Any:
-        return client_and_table(client, table, deadline)
-
-    def _state(self, state_table: str | None) -> StatePlan:
-        """The record of this index in ``state_table``, within this index's settings."""
-        return StatePlan(state_table, deadline=self.plan.deadline, retry=self.plan.retry)
-
-    table: Through[str] = Through("plan")
-    name: Through[str] = Through(
-        "plan", "The marker index's name (``index_name=``, ``--index-name``)."
-    )
-    attribute: Through[str] = Through(
-        "plan",
-        "The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes "
-        "the index's own key instead when none was given.",
-    )
-    usage: Through[Usage] = Through("plan")
-    deadline: Through[float | None] = Through("plan")
-    retry: Through[RetryPolicy] = Through("plan")
-    info: Through[TableInfo | None] = Through(
-        "plan", "The table's description, once given or read (None before: no request is sent)."
-    )
-    marker_sort_key: Through[dict[str, Any] | None] = Through(
-        "plan", "The markers' sort key value (typed), once the table's description is known."
-    )
 
 
 def conditional(request: Request) -> Flow[Any]:
