@@ -5,7 +5,6 @@ with them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -18,7 +17,7 @@ from ddbkeys.partition_keys.evidence import (
     created_at,
 )
 from ddbkeys.partition_keys.maintain import Outcome
-from ddbkeys.partition_keys.markers import BackfillReport
+from ddbkeys.partition_keys.markers import BackfillReport, hashable
 
 __all__ = [
     "Event",
@@ -29,17 +28,16 @@ __all__ = [
     "count",
     "keys_of_records",
     "records_after",
-    "value_key",
 ]
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
     """The distinct partition keys (typed) of stream records, in the order first seen."""
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[tuple[str, Any], dict[str, Any]] = {}
     for record in records:
         value = record.get("dynamodb", {}).get("Keys", {}).get(partition_key)
         if value is not None:
-            seen.setdefault(value_key(value), value)
+            seen.setdefault(hashable(value), value)
     return list(seen.values())
 
 
@@ -53,13 +51,6 @@ def records_after(records: list[dict[str, Any]], skip_before: float | None) -> l
         if created is None or created + CREATED_ROUNDING >= skip_before:
             kept.append(record)
     return kept
-
-
-def value_key(value: dict[str, Any]) -> str:
-    kind, raw = next(iter(value.items()))
-    if isinstance(raw, (bytes, bytearray)):
-        raw = bytes(raw).hex()
-    return json.dumps([kind, raw])
 
 
 @dataclass

@@ -160,7 +160,7 @@ class TriggerCheck:
             batches = tuple((str(f), str(last)) for f, last in raw.get("batches", []))
             if not all(f.isdigit() and last.isdigit() for f, last in batches):
                 return None
-            failed = _text(raw.get("failed"))
+            failed = record_text(raw.get("failed"))
             if failed is not None and not failed.isdigit():
                 return None
             factor = raw.get("factor")
@@ -170,7 +170,7 @@ class TriggerCheck:
                 checked=record_time(raw.get("checked")),
                 since=record_time(raw.get("since")),
                 seen=record_time(raw.get("seen")),
-                error=_text(raw.get("error")),
+                error=record_text(raw.get("error")),
                 batches=batches,
                 gap=record_time(raw.get("gap")),
                 first=record_time(raw.get("first")),
@@ -210,7 +210,7 @@ class Parallelized:
                 str(raw["stream"]),
                 float(record_time(raw["at"])),  # type: ignore[arg-type]
                 None if factor is None else int(factor),
-                _text(raw.get("function")),
+                record_text(raw.get("function")),
             )
         except (ValueError, TypeError, KeyError, AttributeError):
             return None
@@ -237,7 +237,8 @@ def record_time(value: Any) -> float | None:
     return number
 
 
-def _text(value: Any) -> str | None:
+def record_text(value: Any) -> str | None:
+    """A text from the state record, or None."""
     return None if value is None else str(value)
 
 

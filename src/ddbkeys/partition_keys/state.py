@@ -45,6 +45,7 @@ from ddbkeys.partition_keys.lambda_trigger import (
     PARALLELIZED,
     Parallelized,
     TriggerCheck,
+    record_text,
     record_time,
 )
 from ddbkeys.retry import Deadline, RetryPolicy
@@ -143,18 +144,14 @@ def _backfill(raw: str) -> Backfill:
         maintained_since=record_time(data.get("maintained_since")),
         finished=record_time(data.get("finished")),
         clashes=tuple(str(c) for c in data.get("clashes", [])),
-        markers=_text(data.get("markers")),
+        markers=record_text(data.get("markers")),
         margin=record_time(data.get("margin")),
-        uncounted=_text(data.get("uncounted")),
+        uncounted=record_text(data.get("uncounted")),
         alive=record_time(data.get("alive")),
-        owner=_text(data.get("owner")),
+        owner=record_text(data.get("owner")),
         handled=int(handled) if handled is not None else None,
         stopped=record_time(data.get("stopped")),
     )
-
-
-def _text(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence:
