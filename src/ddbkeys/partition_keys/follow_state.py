@@ -5,6 +5,7 @@ with them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from ddbkeys.partition_keys.evidence import (
     created_at,
 )
 from ddbkeys.partition_keys.maintain import Outcome
-from ddbkeys.partition_keys.markers import BackfillReport, hashable
+from ddbkeys.partition_keys.markers import BackfillReport
 
 __all__ = [
     "Event",
@@ -28,16 +29,17 @@ __all__ = [
     "count",
     "keys_of_records",
     "records_after",
+    "value_key",
 ]
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
     """The distinct partition keys (typed) of stream records, in the order first seen."""
-    seen: dict[tuple[str, Any], dict[str, Any]] = {}
+    seen: dict[str, dict[str, Any]] = {}
     for record in records:
         value = record.get("dynamodb", {}).get("Keys", {}).get(partition_key)
         if value is not None:
-            seen.setdefault(hashable(value), value)
+            seen.setdefault(value_key(value), value)
     return list(seen.values())
 
 
@@ -51,6 +53,16 @@ def records_after(records: list[dict[str, Any]], skip_before: float | None) -> l
         if created is None or created + CREATED_ROUNDING >= skip_before:
             kept.append(record)
     return kept
+
+
+def value_key(value: dict[str, Any]) -> str:
+    """A hashable form of a typed value, whose binary may be bytes (boto3) or base64 text (a
+    Lambda event's JSON): not :func:`~ddbkeys.partition_keys.markers.hashable`, which takes
+    bytes only."""
+    kind, raw = next(iter(value.items()))
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).hex()
+    return json.dumps([kind, raw])
 
 
 @dataclass
