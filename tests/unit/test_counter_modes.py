@@ -52,6 +52,12 @@ def seen(monkeypatch: pytest.MonkeyPatch) -> slots.SeenSlots:
 WHERE = CounterItem("ids", KEY, "last_id")
 
 
+def deadline() -> Deadline:
+    """A 60 s deadline on a stopped clock: a call's request number does not depend on how
+    long the test machine took (a real clock made it one millisecond lower under load)."""
+    return Deadline(60.0, clock=lambda: 0.0)
+
+
 def counter(**settings: Any) -> Callable[[int, Deadline], Flow[range]]:
     """The flow of an idempotent counter's ``reserve(count)`` (unless ``idempotent=False``),
     where it lives known, at NOW: its plan, the retry layer and a clock, no client."""
@@ -251,7 +257,7 @@ def test_idempotent_increment(row: Row, seen: slots.SeenSlots) -> None:
 def test_the_fraction_is_put_back_with_the_slot() -> None:
     run = Run()
     with pytest.raises(CounterStateError, match=r"holds last_id = 5.5 \(not a whole number\)"):
-        drive(counter()(1, Deadline(60.0)), [moved("6.5"), {}], run=run)
+        drive(counter()(1, deadline()), [moved("6.5"), {}], run=run)
     undo = run.requests[1].params["TransactItems"][0]["Update"]
     mine = slot_of(run)
     assert sorted(undo["ExpressionAttributeNames"].values()) == sorted(
@@ -264,15 +270,15 @@ def test_one_slot_per_call_at_a_time(_fresh_slots: slots.WriterSlots) -> None:
     """Calls one after another reuse the process's slot with growing numbers; calls at once
     take a slot each."""
     made = counter()
-    first = drive(made(1, Deadline(60.0)), [moved("1")])
-    second = drive(made(1, Deadline(60.0)), [moved("2")])
+    first = drive(made(1, deadline()), [moved("1")])
+    second = drive(made(1, deadline()), [moved("2")])
     assert slot_of(first) == slot_of(second)
     numbers = [
         int(r.requests[0].params["ExpressionAttributeValues"][":seq"]["N"]) for r in (first, second)
     ]
     assert numbers == [NUMBER, NUMBER + 1]  # (the same clock: one more)
     held = _fresh_slots.take()
-    third = drive(made(1, Deadline(60.0)), [moved("3")])
+    third = drive(made(1, deadline()), [moved("3")])
     assert slot_of(third) not in (held.name, slot_of(first))
 
 
@@ -301,7 +307,7 @@ def test_a_coalesced_write_sends_one_update_for_every_caller() -> None:
 
 
 def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() -> None:
-    wants = [Want(1, Deadline(60.0)), Want(2, Deadline(60.0)), Want(1, Deadline(60.0))]
+    wants = [Want(1, deadline()), Want(2, deadline()), Want(1, deadline())]
     # At 8, 4 ids would pass 10: refused; then each caller alone, the one that would pass
     # refused too.
     answers = [refused({"N": "8"}), moved("9"), refused({"N": "9"}), moved("10")]
