@@ -31,7 +31,7 @@ test: setup lint typecheck
 	$(BIN)/pytest -n 4 --dist worksteal --durations=15
 
 docs: $(VENV)/.installed
-	$(BIN)/python -m ddbkeys.cli.reference --write
+	$(BIN)/python -m ddbkeys._cli.reference --write
 	$(BIN)/python scripts/public_api.py --write
 
 clean:

@@ -26,9 +26,9 @@ import time
 import uuid
 from pathlib import Path
 
-from ddbkeys.connect import make_client
-from ddbkeys.local import DynamoDBLocal
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._connect import make_client
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys.testing._tables import TableFactory
 
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent / "src"
@@ -37,7 +37,7 @@ SOURCE = HERE.parent / "src"
 #: ``threads`` threads; prints when it began and ended (epoch seconds) and how many calls.
 CHILD = """
 import os, sys, threading, time
-from ddbkeys.connect import make_client
+from ddbkeys._connect import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
 threads, count, start_at = int(threads), int(count), float(start_at)

@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.capacity import write_units
+from ddbkeys._capacity import write_units
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -20,17 +20,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ddbkeys._connect import make_client
 from ddbkeys.aio import make_client as make_aio_client
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.aio.ids import AtomicCounter as AsyncAtomicCounter
-from ddbkeys.connect import make_client
+from ddbkeys.aio._blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.aio._ids import AtomicCounter as AsyncAtomicCounter
 from ddbkeys.ids import AtomicCounter, BlockAllocator
-from ddbkeys.testing.proxy import FaultPlan, FaultProxy
+from ddbkeys.testing._proxy import FaultProxy, Faults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 START_BLOCK = 100
 MAX_BLOCK = 100_000
@@ -121,7 +121,7 @@ def run_threads(endpoint: str, table: str, threads: int, count: int) -> Run:
     )
 
 
-async def run_tasks(endpoint: str, table: str, tasks: int, count: int) -> Run:
+async def list_tasks(endpoint: str, table: str, tasks: int, count: int) -> Run:
     async with make_aio_client(endpoint, max_attempts=10) as client:
         counter = AsyncAtomicCounter(client, table, "blocks")
         blocks = AsyncBlockAllocator(counter, START_BLOCK, max_block_size=MAX_BLOCK)
@@ -189,7 +189,7 @@ def measure_rows(
             articles.append(article_rate(max(16, int(ARTICLE_IDS * scale))))
             table = factory(("pk", "S"))
             if label.startswith("aio"):
-                runs.append(asyncio.run(run_tasks(endpoint, table, writers, count)))
+                runs.append(asyncio.run(list_tasks(endpoint, table, writers, count)))
             else:
                 runs.append(run_threads(endpoint, table, writers, count))
             factory.delete_all()
@@ -231,7 +231,7 @@ def linked_row(
     ``rate(article, endpoint, ids)``: the ids/s of the article's code or of ddbkeys. No
     target: it shows what the link does to blocks of a fixed size (a round trip or two per
     block), and why sizes adapt."""
-    with FaultProxy(endpoint, FaultPlan(delay=1.0, delay_seconds=LINK_DELAY)) as proxy:
+    with FaultProxy(endpoint, Faults(delay=1.0, delay_seconds=LINK_DELAY)) as proxy:
         articles, ours = [], []
         for _ in range(rounds):
             articles.append(rate(True, proxy.endpoint_url, max(16, int(1000 * scale))))

@@ -6,7 +6,7 @@ init), then takes its ids one call at a time, building the strategy object in ev
 handler does), with no state shared between processes but the table. Every HTTP request each
 process sends is counted by operation through botocore's ``before-send`` event (a resent
 request, after a lost answer or a throttle, counts again), and the write units the service
-would bill through one :class:`~ddbkeys.capacity.Usage` per process, handed to each object.
+would bill through one :class:`~ddbkeys._capacity.Usage` per process, handed to each object.
 
 Reported per strategy: ids/s over the whole run (the first call of the first process to the
 end of the last), write requests per id, write units per id (the service's rules), and
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
+from ddbkeys._capacity import Usage
+from ddbkeys._connect import make_client
 from ddbkeys.ids import AtomicCounter, GaplessSequence, audit_ids
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 PROCESSES = 8
 #: Ids each process takes (one call each) in a full run.

@@ -50,13 +50,13 @@ from blocks_latency import linked_row
 from blocks_latency import measure_rows as blocks_rows
 from fleet import fleet_rows, spawned
 
+from ddbkeys._connect import make_client
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys._plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.aio import make_client as make_aio_client
-from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
-from ddbkeys.connect import make_client
+from ddbkeys.aio._gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
-from ddbkeys.local import DynamoDBLocal
-from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from multiprocessing.synchronize import Barrier
@@ -226,7 +226,7 @@ ASYNC_AGAINST = ("gapless", 16, 1)
 ASYNC_TARGET = 1.0
 
 
-async def run_tasks(endpoint: str, table: str, tasks: int, count: int) -> Tally:
+async def list_tasks(endpoint: str, table: str, tasks: int, count: int) -> Tally:
     """``tasks`` tasks of one event loop, each putting its share of ``count`` items with one
     ``ddbkeys.aio.GaplessSequence`` (their puts share commits)."""
     config = AioConfig(max_pool_connections=64)
@@ -257,7 +257,7 @@ def measure_async(
     endpoint: str, factory: TableFactory, client: DynamoDBClient, tasks: int, count: int
 ) -> Tally:
     table = prepare(client, factory, ASYNC_ROW[0])
-    return asyncio.run(run_tasks(endpoint, table, tasks, count))
+    return asyncio.run(list_tasks(endpoint, table, tasks, count))
 
 
 def run_rounds(

@@ -7,7 +7,7 @@
 (``python benchmarks/partition_keys.py`` runs it too, after its table shapes.) One table of
 ``KEYS`` single-item collections, planned into ``TASKS`` tasks (``plan_listing``, method
 ``scan``), then listed by: one worker (a pool of one process, reading one task at a time), a
-process pool of 2 and 4 (``run_tasks``) and Dask's LocalCluster of 2 and 4 worker processes
+process pool of 2 and 4 (``list_tasks``) and Dask's LocalCluster of 2 and 4 worker processes
 (``ddbkeys.engines.dask``; the cluster is started, and ddbkeys imported on its workers, before
 the clock starts, as on a cluster already running). Each row gives keys/s and the read units
 the workers sent back, against the one worker's in the same run. The CPU seconds the workers
@@ -52,13 +52,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
-from ddbkeys.demo_keys import load_items
-from ddbkeys.local import DynamoDBLocal
-from ddbkeys.partition_keys import ListingTask, plan_listing, run_tasks
-from ddbkeys.testing.proxy import FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._capacity import Usage
+from ddbkeys._connect import make_client
+from ddbkeys._demo_keys import load_items
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys.partition_keys import ListingTask, list_tasks, plan_listing
+from ddbkeys.testing._proxy import FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -130,14 +130,14 @@ def measured(
 def pool(tasks: list[ListingTask], workers: int) -> Callable[[Usage], tuple[list[Any], float]]:
     def listed(usage: Usage) -> tuple[list[Any], float]:
         before = own_cpu(resource.RUSAGE_CHILDREN)  # the pool's, once it has ended
-        keys = list(run_tasks(tasks, workers=workers, usage=usage))
+        keys = list(list_tasks(tasks, workers=workers, usage=usage))
         return keys, own_cpu(resource.RUSAGE_CHILDREN) - before
 
     return listed
 
 
 def _import_ddbkeys() -> None:
-    import ddbkeys.partition_keys.tasks  # noqa: F401, PLC0415 (on a Dask worker)
+    import ddbkeys.partition_keys._tasks.tasks  # noqa: F401, PLC0415 (on a Dask worker)
 
 
 def dask_rows(
@@ -207,7 +207,7 @@ def bench_workers(
     try:
         problems = rows_of(client, table, expected, pid, None)
         if latency_ms:
-            plan = FaultPlan(delay=1.0, delay_seconds=latency_ms / 1000)
+            plan = Faults(delay=1.0, delay_seconds=latency_ms / 1000)
             with FaultProxy(client.meta.endpoint_url, plan) as proxy:
                 print()
                 problems += rows_of(client, table, expected, pid, (proxy, latency_ms))
@@ -241,9 +241,9 @@ def rows_of(
     )
     rounds = []
     for _ in range(ROUNDS):
-        rows = [measured("one worker (run_tasks, 1 process)", 1, pool(tasks, 1), expected, pid)]
+        rows = [measured("one worker (list_tasks, 1 process)", 1, pool(tasks, 1), expected, pid)]
         rows += [
-            measured(f"process pool (run_tasks), {n} workers", n, pool(tasks, n), expected, pid)
+            measured(f"process pool (list_tasks), {n} workers", n, pool(tasks, n), expected, pid)
             for n in (2, 4)
         ]
         rounds.append(rows + dask_rows(tasks, expected, pid))

@@ -20,11 +20,11 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.connect import make_client
-from ddbkeys.demo_keys import load_items
-from ddbkeys.local import DynamoDBLocal
+from ddbkeys._connect import make_client
+from ddbkeys._demo_keys import load_items
+from ddbkeys._local import DynamoDBLocal
 from ddbkeys.partition_keys import MAX_SORT_KEY
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -47,15 +47,15 @@ from typing import TYPE_CHECKING, Any
 from aiobotocore.config import AioConfig
 from listing_workers import bench_workers
 
+from ddbkeys._capacity import Usage
+from ddbkeys._connect import make_client
+from ddbkeys._demo_keys import DEMO_MARGIN, followed, load_items, non_empty_collections
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys._plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.aio import make_client as make_aio_client
-from ddbkeys.aio.listing import distinct_partition_keys as aio_listing
-from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
-from ddbkeys.demo_keys import DEMO_MARGIN, followed, load_items, non_empty_collections
-from ddbkeys.local import DynamoDBLocal
+from ddbkeys.aio._listing import distinct_partition_keys as aio_listing
 from ddbkeys.partition_keys import MAX_SORT_KEY, MarkerIndex, distinct_partition_keys
-from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -265,7 +265,7 @@ def hwm():
         if line.startswith("VmHWM:"):
             sys.stderr.write("VmHWM " + line.split()[1] + "\\n")
 atexit.register(hwm)
-from ddbkeys.cli import main
+from ddbkeys._cli import main
 sys.argv = ["ddbkeys", *sys.argv[1:]]
 main()
 """

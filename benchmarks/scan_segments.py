@@ -25,10 +25,10 @@ from typing import Any
 
 import boto3
 
-from ddbkeys.connect import make_client
-from ddbkeys.demo_keys import load_items
-from ddbkeys.local import DynamoDBLocal
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._connect import make_client
+from ddbkeys._demo_keys import load_items
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys.testing._tables import TableFactory
 
 KEYS = 200_000
 

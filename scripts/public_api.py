@@ -2,10 +2,13 @@
 
 The public surface is what the package faces export (their ``__all__``): ``ddbkeys``,
 ``ddbkeys.aio``, ``ddbkeys.ids``, ``ddbkeys.partition_keys``, ``ddbkeys.testing`` and
-``ddbkeys.engines.*``. The file lists each name once per face, with its signature: a class with
-its constructor, its public methods, properties and attributes (inherited ones too: what a user
-sees); a function with its parameters; a constant with its type. It is read from the source by
-griffe, without importing ddbkeys (so the engines' optional dependencies need not be there).
+``ddbkeys.engines.*``, and the two public modules that are not packages: ``ddbkeys.iam`` (the
+policies the CLI prints) and ``ddbkeys.partition_keys.aws_lambda`` (the Lambda handler, named by
+its path in a deployment). Every other module's name starts with ``_``. The file lists each name
+once per face, with its signature: a class with its constructor, its public methods, properties and
+attributes (inherited ones too: what a user sees); a function with its parameters; a constant with
+its type. It is read from the source by griffe, without importing ddbkeys (so the engines' optional
+dependencies need not be there).
 
     python scripts/public_api.py            # print it
     python scripts/public_api.py --write    # rewrite public-api.txt
@@ -32,6 +35,8 @@ FACES = (
     "ddbkeys.aio",
     "ddbkeys.ids",
     "ddbkeys.partition_keys",
+    "ddbkeys.partition_keys.aws_lambda",
+    "ddbkeys.iam",
     "ddbkeys.testing",
     "ddbkeys.engines.dask",
     "ddbkeys.engines.spark",

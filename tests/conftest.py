@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ddbkeys.connect import is_loopback, make_client
+from ddbkeys._connect import is_loopback, make_client
 from ddbkeys.testing import FaultProxy
-from ddbkeys.testing.plugin import ENDPOINT_ENV
+from ddbkeys.testing._plugin import ENDPOINT_ENV
 from tests.support.drivers import DRIVERS, Driver
 
 if TYPE_CHECKING:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddbkeys.clients import as_client
-from ddbkeys.connect import make_client
-from ddbkeys.errors import (
+from ddbkeys._capacity import Usage
+from ddbkeys._clients import as_client
+from ddbkeys._connect import make_client
+from ddbkeys._entity import ENTITY_ATTRIBUTE
+from ddbkeys._errors import (
     ConfigurationError,
     CredentialsError,
     DdbKeysError,
@@ -27,66 +29,70 @@ from ddbkeys.errors import (
     TableNotFoundError,
     UnexpectedAnswerError,
 )
-from ddbkeys.local import DynamoDBLocal
-from ddbkeys.retry import RetriesExhaustedError
-from ddbkeys.version import __version__
+from ddbkeys._local import DynamoDBLocal
+from ddbkeys._retry import RetriesExhaustedError, RetryPolicy
+from ddbkeys._version import __version__
 
 if TYPE_CHECKING:
-    from ddbkeys.ids.audit import AuditReport, audit_attribute, audit_collection, audit_ids
-    from ddbkeys.ids.blocks import BlockAllocator
-    from ddbkeys.ids.collection import CollectionSequence
-    from ddbkeys.ids.counter import AtomicCounter, CounterBackwardsError
-    from ddbkeys.ids.errors import (
+    from ddbkeys._attributes import from_attributes, serialize_plain, to_attributes
+    from ddbkeys.ids._audit import AuditReport, audit_attribute, audit_collection, audit_ids
+    from ddbkeys.ids._blocks import BlockAllocator
+    from ddbkeys.ids._collection import CollectionSequence
+    from ddbkeys.ids._counter import AtomicCounter, CounterBackwardsError
+    from ddbkeys.ids._errors import (
         CounterStateError,
         GlobalTableError,
         ItemExistsError,
         ItemKeyClashError,
         SequenceExhaustedError,
     )
-    from ddbkeys.ids.gapless import GaplessSequence
+    from ddbkeys.ids._gapless import GaplessSequence
     from ddbkeys.partition_keys import distinct_partition_keys
-    from ddbkeys.partition_keys.choice import IndexUnprovenError
-    from ddbkeys.partition_keys.follower import StreamFollower
-    from ddbkeys.partition_keys.index import MarkerClashError, MarkerIndex
-    from ddbkeys.partition_keys.lambda_events import MalformedEventError
-    from ddbkeys.partition_keys.listing import Listing
-    from ddbkeys.partition_keys.maintain import UnsettledError, reconcile
-    from ddbkeys.partition_keys.state import StateStore
-    from ddbkeys.partition_keys.stream_setup import enable_stream
-    from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
+    from ddbkeys.partition_keys._index.index import MarkerClashError, MarkerIndex
+    from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
+    from ddbkeys.partition_keys._index.state import StateStore
+    from ddbkeys.partition_keys._index.stream_setup import enable_stream
+    from ddbkeys.partition_keys._listing.choice import IndexUnprovenError
+    from ddbkeys.partition_keys._listing.listing import Listing
+    from ddbkeys.partition_keys._streams.follower import StreamFollower
+    from ddbkeys.partition_keys._streams.lambda_events import MalformedEventError
+    from ddbkeys.partition_keys._tasks.tasks import ListingTask, list_tasks, open_task, plan_listing
 
 #: The main classes and functions, and the errors defined beside what raises them: where each
 #: lives (imported when first asked for).
 _LAZY = {
-    "AtomicCounter": "ddbkeys.ids.counter",
-    "AuditReport": "ddbkeys.ids.audit",
-    "BlockAllocator": "ddbkeys.ids.blocks",
-    "CollectionSequence": "ddbkeys.ids.collection",
-    "GaplessSequence": "ddbkeys.ids.gapless",
-    "Listing": "ddbkeys.partition_keys.listing",
-    "ListingTask": "ddbkeys.partition_keys.tasks",
-    "MarkerIndex": "ddbkeys.partition_keys.index",
-    "StateStore": "ddbkeys.partition_keys.state",
-    "StreamFollower": "ddbkeys.partition_keys.follower",
-    "audit_attribute": "ddbkeys.ids.audit",
-    "audit_collection": "ddbkeys.ids.audit",
-    "audit_ids": "ddbkeys.ids.audit",
+    "from_attributes": "ddbkeys._attributes",
+    "serialize_plain": "ddbkeys._attributes",
+    "to_attributes": "ddbkeys._attributes",
+    "AtomicCounter": "ddbkeys.ids._counter",
+    "AuditReport": "ddbkeys.ids._audit",
+    "BlockAllocator": "ddbkeys.ids._blocks",
+    "CollectionSequence": "ddbkeys.ids._collection",
+    "GaplessSequence": "ddbkeys.ids._gapless",
+    "Listing": "ddbkeys.partition_keys._listing.listing",
+    "ListingTask": "ddbkeys.partition_keys._tasks.tasks",
+    "MarkerIndex": "ddbkeys.partition_keys._index.index",
+    "StateStore": "ddbkeys.partition_keys._index.state",
+    "StreamFollower": "ddbkeys.partition_keys._streams.follower",
+    "audit_attribute": "ddbkeys.ids._audit",
+    "audit_collection": "ddbkeys.ids._audit",
+    "audit_ids": "ddbkeys.ids._audit",
     "distinct_partition_keys": "ddbkeys.partition_keys",
-    "enable_stream": "ddbkeys.partition_keys.stream_setup",
-    "plan_listing": "ddbkeys.partition_keys.tasks",
-    "reconcile": "ddbkeys.partition_keys.maintain",
-    "run_task": "ddbkeys.partition_keys.tasks",
-    "run_tasks": "ddbkeys.partition_keys.tasks",
-    "CounterBackwardsError": "ddbkeys.ids.counter",
-    "CounterStateError": "ddbkeys.ids.errors",
-    "GlobalTableError": "ddbkeys.ids.errors",
-    "IndexUnprovenError": "ddbkeys.partition_keys.choice",
-    "ItemExistsError": "ddbkeys.ids.errors",
-    "ItemKeyClashError": "ddbkeys.ids.errors",
-    "MalformedEventError": "ddbkeys.partition_keys.lambda_events",
-    "MarkerClashError": "ddbkeys.partition_keys.index",
-    "SequenceExhaustedError": "ddbkeys.ids.errors",
-    "UnsettledError": "ddbkeys.partition_keys.maintain",
+    "enable_stream": "ddbkeys.partition_keys._index.stream_setup",
+    "plan_listing": "ddbkeys.partition_keys._tasks.tasks",
+    "reconcile": "ddbkeys.partition_keys._index.maintain",
+    "open_task": "ddbkeys.partition_keys._tasks.tasks",
+    "list_tasks": "ddbkeys.partition_keys._tasks.tasks",
+    "CounterBackwardsError": "ddbkeys.ids._counter",
+    "CounterStateError": "ddbkeys.ids._errors",
+    "GlobalTableError": "ddbkeys.ids._errors",
+    "IndexUnprovenError": "ddbkeys.partition_keys._listing.choice",
+    "ItemExistsError": "ddbkeys.ids._errors",
+    "ItemKeyClashError": "ddbkeys.ids._errors",
+    "MalformedEventError": "ddbkeys.partition_keys._streams.lambda_events",
+    "MarkerClashError": "ddbkeys.partition_keys._index.index",
+    "SequenceExhaustedError": "ddbkeys.ids._errors",
+    "UnsettledError": "ddbkeys.partition_keys._index.maintain",
 }
 
 
@@ -102,6 +108,7 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "ENTITY_ATTRIBUTE",
     "AtomicCounter",
     "AuditReport",
     "BlockAllocator",
@@ -129,6 +136,7 @@ __all__ = [
     "MarkerIndex",
     "ResumeTokenError",
     "RetriesExhaustedError",
+    "RetryPolicy",
     "SequenceExhaustedError",
     "ServiceError",
     "StateStore",
@@ -136,6 +144,7 @@ __all__ = [
     "TableNotFoundError",
     "UnexpectedAnswerError",
     "UnsettledError",
+    "Usage",
     "__version__",
     "as_client",
     "audit_attribute",
@@ -143,9 +152,12 @@ __all__ = [
     "audit_ids",
     "distinct_partition_keys",
     "enable_stream",
+    "from_attributes",
+    "list_tasks",
     "make_client",
+    "open_task",
     "plan_listing",
     "reconcile",
-    "run_task",
-    "run_tasks",
+    "serialize_plain",
+    "to_attributes",
 ]

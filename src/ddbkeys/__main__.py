@@ -1,6 +1,6 @@
 """``python -m ddbkeys``: the same as the ``ddbkeys`` command."""
 
-from ddbkeys.cli import main
+from ddbkeys._cli import main
 
 if __name__ == "__main__":
     main()

@@ -1,5 +1,5 @@
 """How a failure from botocore (or an endpoint that is not DynamoDB) becomes one of ddbkeys'
-errors (:mod:`ddbkeys.errors`), with a one-line message that says what to do."""
+errors (:mod:`ddbkeys._errors`), with a one-line message that says what to do."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from ddbkeys.errors import (
+from ddbkeys._errors import (
     ConfigurationError,
     CredentialsError,
     DdbKeysError,

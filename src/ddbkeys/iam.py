@@ -17,10 +17,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys.index import DEFAULT_INDEX
-from ddbkeys.partition_keys.state import STATE_TABLE
-from ddbkeys.schema import check_table_name
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._schema import check_table_name
+from ddbkeys.partition_keys._index.index import DEFAULT_INDEX
+from ddbkeys.partition_keys._index.state import STATE_TABLE
 
 __all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._cli import cli
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -18,13 +18,13 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys import __version__
-from ddbkeys.cli import cli
-from ddbkeys.partition_keys.state import StateStore
+from ddbkeys._cli import cli
+from ddbkeys.partition_keys._index.state import StateStore
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 
 INDEX = "ddbkeys-partition-keys"  # (the marker index's default name)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

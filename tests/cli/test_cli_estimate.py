@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
-from ddbkeys.partition_keys.estimate import REFRESHED
+from ddbkeys._cli import cli
+from ddbkeys.partition_keys._tasks.estimate import REFRESHED
 from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

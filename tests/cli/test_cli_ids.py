@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.cli.conftest import Run
 
 if TYPE_CHECKING:

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys.testing._tables import TableFactory
 from tests.cli.conftest import BASE64, Run, fill, last_line, ordered, scan, seeded
 
 if TYPE_CHECKING:

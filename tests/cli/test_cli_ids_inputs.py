@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.cli.conftest import BASE64, Run, fill, last_line, scan, seeded
 
 if TYPE_CHECKING:

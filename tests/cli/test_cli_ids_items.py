@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.cli.conftest import Run, scan
 
 if TYPE_CHECKING:

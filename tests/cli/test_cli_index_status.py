@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
-from ddbkeys.connect import make_client
+from ddbkeys._cli import cli
+from ddbkeys._connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower
-from ddbkeys.partition_keys.backfill_wait import began
-from ddbkeys.partition_keys.stream_setup import enable_stream
-from ddbkeys.testing.proxy import FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.backfill_wait import began
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.testing._proxy import FaultProxy
+from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_backfill_alive import SLOW, at_work
 from tests.integration.test_marker_follow_faults import wait_for_record
 
@@ -150,7 +150,7 @@ def test_while_a_backfill_is_at_work_status_says_so_and_names_no_command(
     enable_stream(ddb_client, table)
     args = ("--state-table", store, "--replay-margin", MARGIN)
     with following(ddb_client, table, store):
-        fault_proxy.set_plan(SLOW)  # 20 collections, 2 Queries each: 8 s and more
+        fault_proxy.set_faults(SLOW)  # 20 collections, 2 Queries each: 8 s and more
         slowed = MarkerIndex(make_client(fault_proxy.endpoint_url), table)
         done: list[Any] = []
         worker = threading.Thread(

@@ -20,12 +20,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys import ResumeTokenError
-from ddbkeys.cli.listing_output import text_line
-from ddbkeys.cli.listing_sink import CHECKPOINT_KEYS, write_atomically
+from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, write_atomically
 from ddbkeys.partition_keys import distinct_partition_keys
-from ddbkeys.partition_keys.checkpoint import Checkpoint, CheckpointFile, encode_file, encode_token
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._listing.checkpoint import (
+    Checkpoint,
+    CheckpointFile,
+    encode_file,
+    encode_token,
+)
+from ddbkeys.partition_keys._listing.text import text_line
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -98,8 +103,8 @@ def test_kill9_at_random_then_the_same_command_writes_every_key_exactly_once(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     names = fill(ddb_client, table, KEYS)
     # Each Scan answered 20 ms late: about 40 keys a second, so a run lasts some seconds.
-    fault_proxy.set_plan(
-        FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=11)
+    fault_proxy.set_faults(
+        Faults(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=11)
     )
     out, checkpoint = tmp_path / "keys.txt", tmp_path / "listing.ckpt"
     command = listing_args(
@@ -124,8 +129,8 @@ def test_kill9_on_stdout_repeats_at_most_what_came_since_the_last_checkpoint(
     at most CHECKPOINT_KEYS keys."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     names = fill(ddb_client, table, KEYS)
-    fault_proxy.set_plan(
-        FaultPlan(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=12)
+    fault_proxy.set_faults(
+        Faults(delay=1.0, delay_seconds=0.02, operations=frozenset({"Scan"}), seed=12)
     )
     checkpoint = tmp_path / "listing.ckpt"
     command = listing_args(fault_proxy.endpoint_url, table, "--checkpoint", str(checkpoint), "-q")
@@ -175,8 +180,8 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
     token, and by running the same command again) is exact."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     names = fill(ddb_client, table, 40)
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.FORWARD] * 5 + [Fault.DELAY],
             delay_seconds=30,
             operations=frozenset({"Scan"}),
@@ -203,7 +208,7 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
     token = err.split("Resume with: --resume ")[1].split()[0]
     assert out.read_text().count("\n") == 5
     assert checkpoint.exists()
-    fault_proxy.set_plan(FaultPlan())
+    fault_proxy.set_faults(Faults())
     by_token = subprocess.run(
         listing_args(fault_proxy.endpoint_url, table, "--resume", token, "-q"),
         check=False,

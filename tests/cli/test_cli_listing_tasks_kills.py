@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing import FaultProxy, Faults
 from tests.integration.test_listing_tasks_faults import FAULTS, faulty, fill_wide
 from tests.integration.test_marker_lifecycle import non_empty
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -72,7 +72,7 @@ def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill_wide(ddb_client, table, 45)  # a 4 KB page holds a key or two: many Scans a task
     # The plan, through the faults: the whole listing reads at most 6 RCU a second, 2 a task.
-    fault_proxy.set_plan(faulty(1, frozenset({"DescribeTable"})))
+    fault_proxy.set_faults(faulty(1, frozenset({"DescribeTable"})))
     planned = shell(
         f"ddbkeys partition-keys plan -t {table} --tasks {TASKS} --method skip-pages"
         f" --max-rcu-per-second 6 --endpoint-url {fault_proxy.endpoint_url} > tasks.jsonl"
@@ -87,8 +87,8 @@ def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
     # Task 0 alone, each Scan answered 50 ms late and meeting every fault first; killed with
     # SIGKILL once it has written 3 keys.
     fault_proxy.reset()
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=list(FAULTS),
             script_operations=frozenset({"Scan"}),
             delay_answer=1.0,
@@ -111,7 +111,7 @@ def test_a_run_task_killed_mid_task_and_run_again_leaves_the_exact_keys(
     for fault in FAULTS:
         assert fault_proxy.counts_by_operation[("Scan", fault.value)] == 1
     # Every task, the killed one again from its start, 3 at once, through random faults.
-    fault_proxy.set_plan(faulty(2, chance=0.1))
+    fault_proxy.set_faults(faulty(2, chance=0.1))
     done = shell(
         "printf '%s\\n' 0 1 2 | xargs -P 3 -I{} sh -c"
         " 'ddbkeys partition-keys run-task < task.{} > keys.{}'",
@@ -146,8 +146,8 @@ def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
         tmp_path,
     )
     assert planned.returncode == 0, planned.stderr
-    fault_proxy.set_plan(
-        FaultPlan(delay_answer=1.0, delay_seconds=0.05, operations=frozenset({"Scan"}))
+    fault_proxy.set_faults(
+        Faults(delay_answer=1.0, delay_seconds=0.05, operations=frozenset({"Scan"}))
     )
     command = "ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file keys.0 < task.0"
     killed = started(command, tmp_path)
@@ -165,7 +165,7 @@ def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
     other = shell("ddbkeys partition-keys run-task --checkpoint t0.ckpt < task.1", tmp_path)
     assert other.returncode == 1 and other.stdout == "", other.stderr
     assert "Error: " in other.stderr and "\n" not in other.stderr.strip(), other.stderr
-    fault_proxy.set_plan(faulty(3, chance=0.1))
+    fault_proxy.set_faults(faulty(3, chance=0.1))
     again = shell(command, tmp_path)
     assert again.returncode == 0, again.stderr
     assert "Going on from t0.ckpt" in again.stderr

@@ -17,10 +17,10 @@ import pytest
 from click.testing import CliRunner, Result
 
 from ddbkeys import ResumeTokenError
-from ddbkeys.cli import cli
-from ddbkeys.cli.listing_output import read_text_key
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import distinct_partition_keys
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._listing.text import read_text_key
+from ddbkeys.testing._tables import TableFactory
 from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -85,5 +85,5 @@ def test_a_run_task_stopped_in_its_budgets_last_wait_says_how_to_go_on(
     running.send_signal(signal.SIGINT)
     _, err = running.communicate(timeout=30)
     assert running.returncode == 130 and time.monotonic() - signalled < 3, err
-    assert "run_task(task.going_on(" in err and "--resume" not in err
+    assert "open_task(task.going_on(" in err and "--resume" not in err
     assert "Traceback" not in err

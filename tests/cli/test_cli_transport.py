@@ -10,10 +10,10 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.cli.common import DdbKeysGroup
-from ddbkeys.partition_keys.checkpoint import digest
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._cli import cli
+from ddbkeys._cli.common import DdbKeysGroup
+from ddbkeys.partition_keys._listing.checkpoint import digest
+from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

@@ -11,14 +11,14 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.cli.demo import print_report, progress_display
-from ddbkeys.demo import run_demo
-from ddbkeys.demo_ids import Sizes
+from ddbkeys._cli import cli
+from ddbkeys._cli.demo import print_report, progress_display
+from ddbkeys._demo import run_demo
+from ddbkeys._demo_ids import Sizes
 from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:
-    from ddbkeys.demo import DemoReport
+    from ddbkeys._demo import DemoReport
 
 pytestmark = pytest.mark.integration
 

@@ -6,15 +6,15 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.cli.reference import render
+from ddbkeys._cli import cli
+from ddbkeys._cli.reference import render
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
 
 
 def test_cli_reference_is_up_to_date() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), (
-        "docs/cli.md is out of date: run `make docs` (python -m ddbkeys.cli.reference --write)"
+        "docs/cli.md is out of date: run `make docs` (python -m ddbkeys._cli.reference --write)"
     )
 
 

@@ -47,14 +47,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.errors import TableNotFoundError
-from ddbkeys.partition_keys.state import state_table_name
-from ddbkeys.testing.plugin import ENDPOINT_ENV
+from ddbkeys._errors import TableNotFoundError
+from ddbkeys.partition_keys._index.state import state_table_name
+from ddbkeys.testing._plugin import ENDPOINT_ENV
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ BLOCK = re.compile(r"^```([\w-]*)\n(.*?)^```[ \t]*$", re.M | re.S)
 MADE = {
     "sh": re.compile(r"\bddbkeys table create\b.*?(?:-t|--table-name)[\s=]+([\w.-]+)"),
     "python": re.compile(
-        r"\bcreate_table_for\([^\"']*[\"']([\w.-]+)[\"']"  # ddbkeys.table_setup: its first string
+        r"\bcreate_table_for\([^\"']*[\"']([\w.-]+)[\"']"  # ddbkeys._table_setup: its first string
         r"|^\s*table_name = [\"']([\w.-]+)[\"']",  # a PynamoDB model's Meta: create_table()
         re.M,
     ),
@@ -283,7 +283,7 @@ NEXT_ID_PY = (
 )
 MAKE_ORDERS = "```sh\nddbkeys table create -t orders --for counter\n```\n"
 MAKE_ORDERS_PY = (
-    "```python\nimport ddbkeys\nfrom ddbkeys.table_setup import create_table_for\n\n"
+    "```python\nimport ddbkeys\nfrom ddbkeys._table_setup import create_table_for\n\n"
     'create_table_for(ddbkeys.make_client(), "orders", "counter")\n```\n'
 )
 
@@ -307,7 +307,7 @@ def test_a_table_made_another_way_fails_the_page(reader: Reader) -> None:
         pytest.skip("the server is shared: tables made meanwhile are not the page's alone")
     page = (
         "```sh\nddbkeys table create -t other --for counter\n```\n"
-        "```python\nimport ddbkeys\nfrom ddbkeys.table_setup import table_request\n\n"
+        "```python\nimport ddbkeys\nfrom ddbkeys._table_setup import table_request\n\n"
         'ddbkeys.make_client().create_table(**table_request("orders"))\n```\n'
     )
     with pytest.raises(AssertionError, match=r"made \['orders'\]"):

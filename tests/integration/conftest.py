@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.stream_setup import enable_stream
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

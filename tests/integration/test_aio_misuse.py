@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import pytest
 
 from ddbkeys import aio
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._connect import LOCAL_ACCESS_KEY, is_loopback
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter, CollectionSequence, GaplessSequence
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import EventLoopThread, in_thread
 
 if TYPE_CHECKING:

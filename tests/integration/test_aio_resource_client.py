@@ -18,7 +18,7 @@ from tests.integration.test_listing_async import aio_client
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

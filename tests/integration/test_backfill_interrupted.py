@@ -19,11 +19,11 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
-from ddbkeys.partition_keys.backfill_wait import running_backfill
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.testing.proxy import FaultProxy
+from ddbkeys.partition_keys._index.backfill_wait import running_backfill
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.testing._proxy import FaultProxy
 from tests.integration.test_backfill_alive import INDEX, SLOW, at_work
 from tests.integration.test_index_setup import fill
 from tests.integration.test_marker_follow_faults import wait_for_record
@@ -72,10 +72,10 @@ def test_a_cli_backfill_stopped_mid_way_lets_the_next_one_begin_at_once(
     args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
     args += ["--replay-margin", "1", "--mode", "reconcile"]
     with following(ddb_client, table, store):
-        fault_proxy.set_plan(SLOW)  # 40 collections, 2 Queries each: 16 s and more
+        fault_proxy.set_faults(SLOW)  # 40 collections, 2 Queries each: 16 s and more
         code = (
             "import sys; from ddbkeys.partition_keys import backfill_claim as c; c.ALIVE = 1.0; "
-            "from ddbkeys.cli import main; sys.argv[0] = 'ddbkeys'; main()"
+            "from ddbkeys._cli import main; sys.argv[0] = 'ddbkeys'; main()"
         )
         first = subprocess.Popen(
             [sys.executable, "-c", code, *args, "--endpoint-url", fault_proxy.endpoint_url],
@@ -129,12 +129,12 @@ def test_a_cancelled_asyncio_backfill_says_it_stopped(
 ) -> None:
     pytest.importorskip("aiobotocore")
     from ddbkeys import aio  # noqa: PLC0415
-    from ddbkeys.aio.index import MarkerIndex as AsyncIndex  # noqa: PLC0415
+    from ddbkeys.aio._index import MarkerIndex as AsyncIndex  # noqa: PLC0415
 
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(30))
     with following(ddb_client, table, store):
-        fault_proxy.set_plan(SLOW)
+        fault_proxy.set_faults(SLOW)
 
         async def body() -> float:
             async with aio.make_client(fault_proxy.endpoint_url) as client:

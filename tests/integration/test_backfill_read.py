@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
-from ddbkeys.capacity import Usage
-from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys._capacity import Usage
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys.aio._index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.backfill import backfill_flow
-from ddbkeys.partition_keys.backfill_read import Controls
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.partition_keys.streams import Both, streams_client_for
+from ddbkeys.partition_keys._index.backfill import backfill_flow
+from ddbkeys.partition_keys._index.backfill_read import Controls
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._streams.streams import SplitClient, streams_client_for
 from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_follow_faults import write_randomly
@@ -78,8 +78,8 @@ def run_backfill(
 ) -> Any:
     """A read-mode backfill, not recorded, with ``controls`` (the broken forms)."""
     index = MarkerIndex(client, table)
-    flow = backfill_flow(index.plan, progress, None, "read", MARGIN, controls)
-    both = Both(client, streams_client_for(client, table))
+    flow = backfill_flow(index.core, progress, None, "read", MARGIN, controls)
+    both = SplitClient(client, streams_client_for(client, table))
     return SyncDriver(both, Usage()).run(flow)
 
 

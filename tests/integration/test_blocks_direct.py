@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.connect import make_client
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._connect import make_client
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
@@ -50,8 +50,8 @@ def test_a_next_while_a_larger_reserve_is_unanswered_returns_after_it_and_above_
     counter = driver.make("AtomicCounter", client, table, "ids", deadline=deadline)
     assert counter.current() == 0  # (the table's description read)
     blocks = driver.make("BlockAllocator", counter, 10)
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.DELAY_ANSWER],
             script_operations=frozenset({"UpdateItem"}),
             delay_seconds=answer_after,

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from aiobotocore.session import get_session
 
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.aio.ids import AtomicCounter as AsyncAtomicCounter
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback
+from ddbkeys._connect import LOCAL_ACCESS_KEY, is_loopback
+from ddbkeys.aio._blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.aio._ids import AtomicCounter as AsyncAtomicCounter
 from ddbkeys.ids import AtomicCounter, BlockAllocator
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -80,7 +80,7 @@ def run_threads(
     return Run(got, int(counter.usage.snapshot()["requests"]), counter.current())
 
 
-def run_tasks(
+def list_tasks(
     ddb_client: DynamoDBClient,
     endpoint_url: str,
     table: str,
@@ -120,7 +120,7 @@ def run(
     """(how many callers, a runner: table, script, allocators, block size -> Run)."""
     if request.param == "16 threads":
         return 16, lambda t, s, a, b: run_threads(ddb_client, t, 16, s, a, b)
-    return 64, lambda t, s, a, b: run_tasks(ddb_client, ddb_endpoint_url, t, 64, s, a, b)
+    return 64, lambda t, s, a, b: list_tasks(ddb_client, ddb_endpoint_url, t, 64, s, a, b)
 
 
 def test_next_from_one_allocator_hands_out_exactly_the_first_ids(

@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.connect import make_client
-from ddbkeys.errors import ConfigurationError, DdbKeysError
-from ddbkeys.ids.blocks import CloseReport
-from ddbkeys.retry import RetryPolicy
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys._connect import make_client
+from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._retry import RetryPolicy
+from ddbkeys.ids._blocks import CloseReport
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
@@ -194,10 +194,10 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
     counter = driver.make("AtomicCounter", client, table, "ids", retry=retry)
     counter.current()  # (the table's description read)
     blocks = driver.make("BlockAllocator", counter, 50)
-    throttle_twice = FaultPlan(
+    throttle_twice = Faults(
         script=[Fault.THROTTLE, Fault.THROTTLE], script_operations=frozenset({"UpdateItem"})
     )
-    fault_proxy.set_plan(throttle_twice)
+    fault_proxy.set_faults(throttle_twice)
     n = 16  # threads, in both forms (64 threads reaching one event loop can come too late)
     errors: list[BaseException] = []
     start = threading.Barrier(n)
@@ -224,7 +224,7 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
 
     # a refill ahead that fails: callers are served from the block they hold meanwhile, and
     # the next take asks again
-    fault_proxy.set_plan(throttle_twice)
+    fault_proxy.set_faults(throttle_twice)
     taken = []
     for _ in range(500):  # (5 s at most: a failure here, not a hang)
         if blocks.stats.failed_refills == 2:
@@ -301,7 +301,7 @@ def test_a_forked_child_never_hands_out_its_parents_ids(
     blocks = BlockAllocator(AtomicCounter(client, table, "b", deadline=10), 100)
     parent = [blocks.next() for _ in range(5)]
     if refill_in_flight:  # the next reservation is slow: the fork comes while it is sent
-        fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=1.0))
+        fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=1.0))
         parent += [blocks.next() for _ in range(10)]  # asks for the next block ahead
     context = multiprocessing.get_context("fork")
     results = context.Queue()
@@ -309,7 +309,7 @@ def test_a_forked_child_never_hands_out_its_parents_ids(
     child.start()
     kid, handed_back, took = results.get(timeout=60)
     child.join(30)
-    fault_proxy.set_plan(FaultPlan())
+    fault_proxy.set_faults(Faults())
     parent += [blocks.next() for _ in range(150)]
     blocks.close()
     assert child.exitcode == 0
@@ -334,10 +334,10 @@ def test_an_aclose_cancelled_while_it_waits_goes_on_and_reports(
             counter = aio.AtomicCounter(client, table, "b")
             blocks = aio.BlockAllocator(counter, 10)
             ids = [await blocks.next() for _ in range(3)]  # the next block is asked for
-            fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.5))
+            fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=0.5))
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(blocks.aclose(), 0.05)
-            fault_proxy.set_plan(FaultPlan())
+            fault_proxy.set_faults(Faults())
             return ids, await blocks.aclose(), await counter.current()
 
     ids, report, counter_now = asyncio.run(scenario())

@@ -10,18 +10,18 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError, KeySchemaError
+from ddbkeys._capacity import Usage
+from ddbkeys._errors import ConfigurationError, KeySchemaError
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytest.importorskip("aiobotocore", reason="the asyncio API needs aiobotocore")
 
-from ddbkeys.aio.audit import audit_attribute, audit_collection
-from ddbkeys.aio.collection import CollectionSequence
+from ddbkeys.aio._audit import audit_attribute, audit_collection
+from ddbkeys.aio._collection import CollectionSequence
 
 TASKS = 32
 PUTS_PER_TASK = 4

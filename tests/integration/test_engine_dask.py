@@ -12,10 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._capacity import Usage
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import plan_listing
-from ddbkeys.partition_keys.tasks import list_task
+from ddbkeys.partition_keys._tasks.tasks import list_task
 from tests.integration.test_listing_tasks import fill
 from tests.integration.test_marker_lifecycle import non_empty
 
@@ -27,7 +27,7 @@ from ddbkeys.engines.dask import keys_bag, tasks_bag  # noqa: E402 (after the sk
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

@@ -24,18 +24,18 @@ pytest.importorskip("pyspark")
 from pyspark import SparkConf, SparkContext
 
 import ddbkeys
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.engines.spark import keys_rdd
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys import plan_listing, run_task
+from ddbkeys.partition_keys import open_task, plan_listing
 from ddbkeys.testing import FaultProxy
-from ddbkeys.testing.proxy import Fault, FaultPlan
+from ddbkeys.testing._proxy import Fault, Faults
 from tests.integration.test_listing_tasks import fill
 from tests.integration.test_marker_lifecycle import non_empty
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -87,7 +87,7 @@ def test_one_partition_per_task_and_each_key_once(
     assert keys.getNumPartitions() == 5
     assert keys.name() == f"ddbkeys listing of {table}: 5 task(s)"
     per_partition = keys.glom().collect()
-    assert per_partition == [list(run_task(task)) for task in planned]  # partition i: task i
+    assert per_partition == [list(open_task(task)) for task in planned]  # partition i: task i
     union = Counter(key for part in per_partition for key in part)
     assert sorted(union) == non_empty(ddb_client, table) and set(union.values()) == {1}
     with pytest.raises(ConfigurationError, match=r"spark\.sparkContext for a SparkSession"):
@@ -110,7 +110,7 @@ def test_a_worker_killed_mid_task_has_its_task_run_again(
     planned = plan_listing(
         ddb_client, table, "scan", tasks=4, endpoint_url=fault_proxy.endpoint_url
     )
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=HOLD, operations=frozenset({"Scan"})))
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=HOLD, operations=frozenset({"Scan"})))
     killed: list[int] = []
     started = time.monotonic()
 
@@ -120,7 +120,7 @@ def test_a_worker_killed_mid_task_has_its_task_run_again(
             if workers:
                 os.kill(workers[0], signal.SIGKILL)
                 killed.append(workers[0])
-                fault_proxy.set_plan(FaultPlan())  # the task run again reads at once
+                fault_proxy.set_faults(Faults())  # the task run again reads at once
                 return
             time.sleep(0.02)
 

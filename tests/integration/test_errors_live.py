@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 import pytest
 from botocore.exceptions import ClientError
 
+from ddbkeys._connect import make_client
+from ddbkeys._errors import EndpointUnreachableError, KeySchemaError, TableNotFoundError
 from ddbkeys._translate import translate_error
-from ddbkeys.connect import make_client
-from ddbkeys.errors import EndpointUnreachableError, KeySchemaError, TableNotFoundError
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

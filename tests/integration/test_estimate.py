@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.connect import make_client
-from ddbkeys.errors import DdbKeysError
+from ddbkeys._capacity import Usage
+from ddbkeys._connect import make_client
+from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
-from ddbkeys.partition_keys.sampled import SAMPLE_SEGMENTS
-from ddbkeys.testing.proxy import Fault, FaultPlan, FaultProxy
+from ddbkeys.partition_keys._tasks.sampled import SAMPLE_SEGMENTS
+from ddbkeys.testing._proxy import Fault, FaultProxy, Faults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -107,8 +107,8 @@ def test_the_sample_is_read_through_throttling(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table)
     calm = estimate_listing(ddb_client, table)
-    fault_proxy.set_plan(
-        FaultPlan(script=[Fault.THROTTLE] * 3, script_operations=frozenset({"Scan"}))
+    fault_proxy.set_faults(
+        Faults(script=[Fault.THROTTLE] * 3, script_operations=frozenset({"Scan"}))
     )
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
     throttled = estimate_listing(client, table)

@@ -24,17 +24,17 @@ import pytest
 from botocore.credentials import CredentialProvider, CredentialResolver, RefreshableCredentials
 
 from ddbkeys import make_client
-from ddbkeys.aio.index import _streams_client_for
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.aio._index import _streams_client_for
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.stream_setup import enable_stream
-from ddbkeys.partition_keys.streams import PRESIGN, signed_as, streams_client_for
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.partition_keys._streams.streams import PRESIGN, signed_as, streams_client_for
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.config import Config
 
-from ddbkeys.aio.gapless import GaplessSequence as AsyncGaplessSequence
-from ddbkeys.connect import LOCAL_ACCESS_KEY, is_loopback
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._connect import LOCAL_ACCESS_KEY, is_loopback
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.aio._gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.ids import GaplessSequence, ItemExistsError, audit_attribute, audit_ids
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -100,8 +100,8 @@ def test_64_tasks_through_lost_answers_and_throttling(
     fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             lose_response=0.05,
             throttle=0.05,
             seed=20261122,

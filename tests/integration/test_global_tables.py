@@ -10,7 +10,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from ddbkeys.ids import CollectionSequence, GaplessSequence, GlobalTableError, described
+from ddbkeys.ids import CollectionSequence, GaplessSequence, GlobalTableError
+from ddbkeys.ids import _described as described
 from tests.support.hand import GLOBAL, description
 
 pytestmark = pytest.mark.integration

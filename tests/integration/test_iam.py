@@ -16,20 +16,20 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.connect import make_client
+from ddbkeys._cli import cli
+from ddbkeys._connect import make_client
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
-from ddbkeys.ids import described
-from ddbkeys.partition_keys.lambda_events import parse_event
-from ddbkeys.partition_keys.state import STATE_TABLE
-from ddbkeys.partition_keys.streams import streams_client_for
-from ddbkeys.testing.proxy import Call, FaultProxy
+from ddbkeys.ids import _described as described
+from ddbkeys.partition_keys._index.state import STATE_TABLE
+from ddbkeys.partition_keys._streams.lambda_events import parse_event
+from ddbkeys.partition_keys._streams.streams import streams_client_for
+from ddbkeys.testing._proxy import Call, FaultProxy
 from tests.support.stream_events import FUNCTION, InvokedHandler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

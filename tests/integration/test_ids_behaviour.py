@@ -8,14 +8,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError, TableNotFoundError
+from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError, TableNotFoundError
 from ddbkeys.ids import (
     CounterBackwardsError,
     ItemExistsError,
     SequenceExhaustedError,
 )
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.conftest import proxied_client
 from tests.support.drivers import Driver
 
@@ -366,7 +366,7 @@ def test_lost_put_response_is_recognised(
     ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    fault_proxy.set_plan(FaultPlan(script=[Fault.LOSE_RESPONSE], operations=frozenset({"PutItem"})))
+    fault_proxy.set_faults(Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"PutItem"})))
     sequence = driver.make(
         "CollectionSequence", proxied_client(fault_proxy), table, group_commit=False
     )
@@ -388,8 +388,8 @@ def test_lost_transaction_response_is_applied_once(
     ddb_table_factory: TableFactory,
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.LOSE_RESPONSE, Fault.LOSE_RESPONSE],
             operations=frozenset({"TransactWriteItems"}),
         )
@@ -407,8 +407,8 @@ def test_lost_counter_response_leaves_a_gap_never_a_duplicate(
     driver: Driver, fault_proxy: FaultProxy, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(
-        FaultPlan(script=[Fault.FORWARD, Fault.LOSE_RESPONSE], operations=frozenset({"UpdateItem"}))
+    fault_proxy.set_faults(
+        Faults(script=[Fault.FORWARD, Fault.LOSE_RESPONSE], operations=frozenset({"UpdateItem"}))
     )
     counter = driver.make("AtomicCounter", proxied_client(fault_proxy), table, "c")
     # The second increment is applied, its answer lost, and sent again by botocore: id 2 is

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.ids import AtomicCounter, audit_attribute, audit_collection, audit_ids
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.workers import COLLECTION, NEEDS, Job, run_job
 
@@ -40,7 +40,7 @@ PER_PROCESS = 60
 WRITES = frozenset({"UpdateItem", "PutItem", "TransactWriteItems"})
 # 5% of responses lost and 5% of requests throttled, seeded; the first writes are sure to be
 # hit (group commit makes few, large writes, and a run must not pass by meeting no fault).
-FAULTS = FaultPlan(
+FAULTS = Faults(
     lose_response=0.05,
     throttle=0.05,
     seed=20261122,
@@ -156,7 +156,7 @@ def test_parallel_writers_through_faults(
 ) -> None:
     driver.require(*NEEDS[kind])
     table = make_table(kind, ddb_table_factory)
-    fault_proxy.set_plan(FAULTS)
+    fault_proxy.set_faults(FAULTS)
     runner = run_threads if how == "threads" else run_processes
     ids = runner(kind, fault_proxy.endpoint_url, table, driver.name)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS

@@ -1,5 +1,5 @@
 """Every counter item an id strategy writes says what it is, ``ddbkeys_type = "counter"`` (see
-:mod:`ddbkeys.entity`), set by the write that moves it (no request of its own); the items you
+:mod:`ddbkeys._entity`), set by the write that moves it (no request of its own); the items you
 write never carry it. ddbkeys never reads it back: a counter another tool wrote without it works
 as before, and gets it with its next write."""
 
@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
-from ddbkeys.ids.blocks import hand_back
-from ddbkeys.ids.blocks_steps import HandBack
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.ids._blocks import hand_back
+from ddbkeys.ids._blocks_steps import HandBack
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
@@ -210,5 +210,5 @@ def test_the_type_attribute_cannot_be_the_counter_attribute(
         driver.make(name, ddb_client, "any", counter_attribute="ddbkeys_type")
     assert str(raised.value) == (
         "Invalid counter attribute 'ddbkeys_type': ddbkeys sets it on the counter item to say "
-        "what the item is (see ddbkeys.entity). Choose another name."
+        "what the item is (see ddbkeys._entity). Choose another name."
     )

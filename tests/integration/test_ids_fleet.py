@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.connect import make_client
-from ddbkeys.errors import KeySchemaError, TableNotFoundError
+from ddbkeys._connect import make_client
+from ddbkeys._errors import KeySchemaError, TableNotFoundError
 from ddbkeys.ids import AtomicCounter, audit_ids
-from ddbkeys.ids.slots import NUMBER_PREFIX, VALUE_PREFIX
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.ids._slots import NUMBER_PREFIX, VALUE_PREFIX
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.old_counter import old_next
 
@@ -110,7 +110,7 @@ def test_a_lost_response_costs_no_id_and_gives_none_twice(
     table = ddb_table_factory()
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
     lose = [Fault.LOSE_RESPONSE, Fault.FORWARD] * 3
-    fault_proxy.set_plan(FaultPlan(script=lose, script_operations=frozenset({"UpdateItem"})))
+    fault_proxy.set_faults(Faults(script=lose, script_operations=frozenset({"UpdateItem"})))
     exact = [
         list(driver.make("AtomicCounter", client, table, "c", idempotent=True).reserve(2))
         for _ in range(3)
@@ -119,7 +119,7 @@ def test_a_lost_response_costs_no_id_and_gives_none_twice(
     assert fault_proxy.counts_by_operation[("UpdateItem", "lose_response")] == 3
     assert fault_proxy.counts_by_operation[("UpdateItem", "forward")] == 3  # the refused resends
     assert AtomicCounter(ddb_client, table, "c").current() == 6
-    fault_proxy.set_plan(FaultPlan(script=lose, script_operations=frozenset({"UpdateItem"})))
+    fault_proxy.set_faults(Faults(script=lose, script_operations=frozenset({"UpdateItem"})))
     plain = [driver.make("AtomicCounter", client, table, "p").next() for _ in range(3)]
     assert plain == [2, 4, 6], "the negative control: a lost plain write skips its id"
 
@@ -131,7 +131,7 @@ def test_old_and_new_writers_on_one_counter(
     from the value it holds) and writers with slots, at once, through lost responses and
     throttling: every id once, none skipped."""
     table = ddb_table_factory()
-    fault_proxy.set_plan(FaultPlan(lose_response=0.1, throttle=0.05, seed=2311, operations=WRITES))
+    fault_proxy.set_faults(Faults(lose_response=0.1, throttle=0.05, seed=2311, operations=WRITES))
     url = fault_proxy.endpoint_url
 
     def old(n: int) -> list[int]:
@@ -153,7 +153,7 @@ def test_old_and_new_writers_on_one_counter(
 
 KILLED_WRITER = """
 import sys
-from ddbkeys.connect import make_client
+from ddbkeys._connect import make_client
 from ddbkeys.ids import AtomicCounter
 print("started", flush=True)
 AtomicCounter(make_client(endpoint_url=sys.argv[1]), sys.argv[2], "c", idempotent=True).next()
@@ -168,8 +168,8 @@ def test_a_writer_killed_mid_call_blocks_nobody_and_its_slot_goes(
     take their ids meanwhile, and remove its slot once its call's deadline and the clock
     margin have passed (their clock moved on by hand)."""
     table = ddb_table_factory()
-    fault_proxy.set_plan(
-        FaultPlan(delay_answer=1.0, delay_seconds=60, operations=frozenset({"UpdateItem"}))
+    fault_proxy.set_faults(
+        Faults(delay_answer=1.0, delay_seconds=60, operations=frozenset({"UpdateItem"}))
     )
     writer = subprocess.Popen(
         [sys.executable, "-c", KILLED_WRITER, fault_proxy.endpoint_url, table],

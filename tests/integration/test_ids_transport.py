@@ -24,7 +24,7 @@ from ddbkeys import (
     EndpointUnreachableError,
     make_client,
 )
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 from ddbkeys.ids import (
     AtomicCounter,
     BlockAllocator,
@@ -33,8 +33,8 @@ from ddbkeys.ids import (
     audit_attribute,
     audit_collection,
 )
-from ddbkeys.testing import FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.resources import resource
 
@@ -234,7 +234,7 @@ def test_a_default_clients_throttles_end_at_the_deadline(
     client = users_client(fault_proxy.endpoint_url)
     counter = AtomicCounter(client, table, deadline=1.5)
     assert counter.next() == 1
-    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
+    fault_proxy.set_faults(Faults(throttle=1.0, operations=frozenset({"UpdateItem"})))
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         counter.next()
@@ -306,7 +306,7 @@ def test_throttled_counter_gives_up_within_its_deadline(
         "AtomicCounter", make_client(fault_proxy.endpoint_url, timeout=2), table, deadline=2
     )
     assert counter.next() == 1
-    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"UpdateItem"})))
+    fault_proxy.set_faults(Faults(throttle=1.0, operations=frozenset({"UpdateItem"})))
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         counter.next()
@@ -339,7 +339,7 @@ def test_throttled_gapless_put_through_the_cli(
     fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
-    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"TransactWriteItems"})))
+    fault_proxy.set_faults(Faults(throttle=1.0, operations=frozenset({"TransactWriteItems"})))
     url = fault_proxy.endpoint_url
     started = time.monotonic()
     put = ["ids", "put", "-t", table, "-s", "gapless", "--item", '{"pk": "a"}']
@@ -408,7 +408,7 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     # Every answer 1.5 s late, a 3 s deadline: the DescribeTable leaves 1.5 s to send the
     # UpdateItem (room for a loaded machine), which the deadline then cuts short at 3 s; a
     # deadline each would take 1.5 + 3 s. The margins are wide so that load cannot flip it.
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=1.5))
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=1.5))
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
     counter = driver.make("AtomicCounter", client, table, "order", deadline=3.0)
     started = time.monotonic()

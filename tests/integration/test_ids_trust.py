@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.entity import COUNTER, ENTITY_ATTRIBUTE
-from ddbkeys.errors import KeySchemaError, ServiceError
+from ddbkeys._cli import cli
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys._errors import KeySchemaError, ServiceError
 from ddbkeys.ids import (
     CounterStateError,
     ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
 )
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:

@@ -37,19 +37,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._cli import cli
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import (
     IndexUnprovenError,
     MarkerIndex,
     StreamFollower,
     distinct_partition_keys,
 )
-from ddbkeys.partition_keys.evidence import SHARD_PREFIX
-from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.partition_keys.stream_setup import enable_stream
-from ddbkeys.partition_keys.streams import streams_client_for
+from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX
+from ddbkeys.partition_keys._streams.streams import streams_client_for
 from tests.integration.test_index_proof import caught_up
 from tests.integration.test_lambda_trigger import Window
 from tests.integration.test_marker_follow_faults import wait_for_record, write_randomly
@@ -60,7 +60,7 @@ from tests.support.stream_events import InvokedHandler
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -472,7 +472,7 @@ def test_the_view_type_changed_under_a_running_follower(
 ) -> None:
     table, store = streamed_table, state_table
     # The follower looks for a new stream every DISCOVER seconds (10): 1 here, to keep it short.
-    monkeypatch.setattr("ddbkeys.partition_keys.follow.DISCOVER", 1.0)
+    monkeypatch.setattr("ddbkeys.partition_keys._streams.follow.DISCOVER", 1.0)
     collections(ddb_client, table, 8)
     with followers(ddb_client, table, store) as ((follower, _, _),):
         MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)

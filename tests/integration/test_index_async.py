@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pytest
 from aiobotocore.session import get_session
 
-from ddbkeys.aio.index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
-from ddbkeys.aio.listing import distinct_partition_keys
-from ddbkeys.errors import DdbKeysError
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
+from ddbkeys.aio._listing import distinct_partition_keys
 from ddbkeys.partition_keys import IndexUnprovenError
-from ddbkeys.partition_keys.maintain import Outcome
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.maintain import Outcome
+from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_listing_async import describes
 from tests.integration.test_marker_lifecycle import item, marked, non_empty
 

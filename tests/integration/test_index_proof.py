@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import (
     IndexUnprovenError,
     MarkerIndex,
     StreamFollower,
     distinct_partition_keys,
 )
-from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.partition_keys.stream_setup import enable_stream
+from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from tests.integration.test_marker_follow_faults import (
     follow_command,
     start,
@@ -37,7 +37,7 @@ from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

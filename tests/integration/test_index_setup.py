@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
+from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lambda import Stream
 from tests.integration.test_marker_lifecycle import item, non_empty
@@ -31,7 +31,7 @@ from tests.integration.test_marker_lifecycle import item, non_empty
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -185,8 +185,8 @@ def test_the_asyncio_follower_backfills_the_same_way(
 ) -> None:
     pytest.importorskip("aiobotocore")
     from ddbkeys import aio  # noqa: PLC0415
-    from ddbkeys.aio.index import MarkerIndex as AsyncIndex  # noqa: PLC0415
-    from ddbkeys.aio.index import StreamFollower as AsyncFollower  # noqa: PLC0415
+    from ddbkeys.aio._index import MarkerIndex as AsyncIndex  # noqa: PLC0415
+    from ddbkeys.aio._index import StreamFollower as AsyncFollower  # noqa: PLC0415
 
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(5))

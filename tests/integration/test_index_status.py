@@ -11,7 +11,7 @@ import pytest
 
 from ddbkeys import aio, make_client
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.proof_report import ProofStatus
+from ddbkeys.partition_keys._proof.report import ProofStatus
 from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_lifecycle import MARGIN, item

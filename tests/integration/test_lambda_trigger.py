@@ -22,16 +22,16 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
     enable_stream,
 )
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.partition_keys._streams.lambda_trigger import CHECK_EVERY
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.lambda_trigger import CHECK_EVERY
-from ddbkeys.partition_keys.state import StateStore
 from tests.support.stream_events import FUNCTION, Context, InvokedHandler, ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The asyncio listing (``ddbkeys.aio.listing``) against DynamoDB Local: the exact key set for
+"""The asyncio listing (``ddbkeys.aio._listing``) against DynamoDB Local: the exact key set for
 each method with 1 and 32 concurrent segments, resume from a checkpoint taken mid-way, and
 ``stop()``; the same flows the sync listing runs, read by asyncio tasks."""
 
@@ -15,12 +15,12 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 
 from ddbkeys import ListingInterrupted
-from ddbkeys.aio.listing import AsyncListing, distinct_partition_keys
-from ddbkeys.connect import LOCAL_ACCESS_KEY, make_client
-from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
+from ddbkeys._connect import LOCAL_ACCESS_KEY, make_client
+from ddbkeys._errors import ConfigurationError, KeySchemaError, TableNotFoundError
+from ddbkeys.aio._listing import AsyncListing, distinct_partition_keys
 from ddbkeys.partition_keys import distinct_partition_keys as sync_listing
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -226,8 +226,8 @@ def test_stop_during_an_outstanding_request(
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     expected = fill(ddb_client, table, 10)
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.FORWARD] * 5 + [Fault.DELAY],
             delay_seconds=20,
             operations=frozenset({"Scan"}),

@@ -15,12 +15,12 @@ from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys.aio import distinct_partition_keys as aio_listing
 from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.partition_keys import distinct_partition_keys as sync_listing
-from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.testing import FaultProxy, Faults
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -57,7 +57,7 @@ def test_a_cancelled_step_does_not_end_the_async_form_as_if_complete(
     (it used to end the iteration quietly, with keys missing), and the checkpoint goes on."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     expected = fill(ddb_client, table, 20)
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.5))
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=0.5))
 
     async def body() -> tuple[list[Any], str]:
         async with make_aio_client(fault_proxy.endpoint_url) as client:
@@ -86,7 +86,7 @@ def test_an_asyncio_timeout_around_the_listing_ends_it_on_time(
     fill(ddb_client, table, 150)
     # Each answer 50 ms late: read to its end, the listing would take about 2 s; cut at 0.2 s
     # it must end well before (the margin is for a loaded machine).
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.05))
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=0.05))
 
     async def once() -> float:
         async with make_aio_client(fault_proxy.endpoint_url) as client:

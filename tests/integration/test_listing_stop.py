@@ -13,8 +13,8 @@ import pytest
 
 from ddbkeys import ListingInterrupted
 from ddbkeys.partition_keys import Listing
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.conftest import proxied_client
 from tests.support.drivers import Driver
 
@@ -86,8 +86,8 @@ def test_stop_during_an_outstanding_request_in_the_background(
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     expected = fill(ddb_client, table, 10)
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.FORWARD] * 4 + [Fault.DELAY],
             delay_seconds=20,
             operations=frozenset({"Scan"}),

@@ -13,24 +13,24 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._capacity import Usage
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import (
     ListingTask,
     MarkerIndex,
+    list_tasks,
+    open_task,
     plan_listing,
-    run_task,
-    run_tasks,
 )
-from ddbkeys.partition_keys import tasks as tasks_module
-from ddbkeys.partition_keys.tasks import list_task
+from ddbkeys.partition_keys._tasks import tasks as tasks_module
+from ddbkeys.partition_keys._tasks.tasks import list_task
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -50,11 +50,11 @@ def test_the_tasks_split_the_listing_exactly(
     planned = plan_listing(ddb_client, table, method, tasks=5)
     assert len(planned) == 5 and {t.segment for t in planned} == set(range(5))
     assert all(t.method == planned[0].method for t in planned)
-    per_task = [list(run_task(ListingTask.from_json(t.to_json()))) for t in planned]
+    per_task = [list(open_task(ListingTask.from_json(t.to_json()))) for t in planned]
     union = Counter(k for keys in per_task for k in keys)
     assert sorted(union) == non_empty(ddb_client, table)
     assert set(union.values()) == {1}  # disjoint: no key in two tasks
-    assert list(run_task(planned[2])) == per_task[2]  # run again: the same keys
+    assert list(open_task(planned[2])) == per_task[2]  # run again: the same keys
 
 
 def test_a_task_goes_on_from_its_checkpoint(
@@ -63,10 +63,10 @@ def test_a_task_goes_on_from_its_checkpoint(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table)
     (task,) = plan_listing(ddb_client, table, "skip-pages", tasks=1)
-    listing = run_task(task)
+    listing = open_task(task)
     keys = iter(listing)
     first = [next(keys) for _ in range(7)]
-    rest = list(run_task(task.going_on(listing.checkpoint())))
+    rest = list(open_task(task.going_on(listing.checkpoint())))
     assert sorted(first + rest) == non_empty(ddb_client, table)
     assert len(first + rest) == len(set(first + rest))
 
@@ -97,7 +97,7 @@ def test_the_proven_index_is_replayed_once_in_the_plan(
     sent: list[str] = []
     found: list[Any] = []
     for task in planned:
-        listing = run_task(task)
+        listing = open_task(task)
         listing.reader.client.meta.events.register(
             "provide-client-params.*.*", lambda model, **_: sent.append(model.name)
         )
@@ -119,12 +119,12 @@ def test_a_pool_runs_again_the_task_of_a_worker_that_died(
     monkeypatch.setenv("DDBKEYS_TEST_KILL_ONCE", str(tmp_path / "killed"))
     monkeypatch.setattr(tasks_module, "list_task", _dies_once)
     usage = Usage()
-    keys = list(run_tasks(planned, workers=2, usage=usage))
+    keys = list(list_tasks(planned, workers=2, usage=usage))
     assert (tmp_path / "killed").exists()  # a worker did die
     assert usage.requests >= 4 and usage.read_units > 0  # each task's usage, sent back
     assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
     with pytest.raises(ConfigurationError, match="workers must be a whole number"):
-        list(run_tasks(planned, workers=0))
+        list(list_tasks(planned, workers=0))
     with pytest.raises(ConfigurationError, match="Not a listing task"):
         ListingTask.from_json('{"table": "x"}')
 
@@ -138,7 +138,7 @@ def test_a_pool_runs_the_tasks_of_two_plans(
         fill(ddb_client, table, 12)
     planned = [task for table in tables for task in plan_listing(ddb_client, table, tasks=2)]
     assert [task.segment for task in planned] == [0, 1, 0, 1]
-    keys = list(run_tasks(planned, workers=2))
+    keys = list(list_tasks(planned, workers=2))
     assert sorted(keys) == sorted(non_empty(ddb_client, tables[0]) * 2)  # the same keys in both
 
 
@@ -157,7 +157,7 @@ def test_tasks_run_one_after_another_keep_to_their_share(
     started, read, keys = time.monotonic(), 0.0, []
     for task in planned:
         began = time.monotonic()
-        listing = run_task(task)
+        listing = open_task(task)
         keys += list(listing)
         units = listing.usage.read_units
         assert units > 0 and time.monotonic() - began >= units / 2.0 - 0.01
@@ -205,9 +205,9 @@ def test_one_read_budget_as_a_share_of_the_capacity(
 ) -> None:
     from click.testing import CliRunner  # noqa: PLC0415
 
-    from ddbkeys.cli import cli  # noqa: PLC0415
+    from ddbkeys._cli import cli  # noqa: PLC0415
     from ddbkeys.partition_keys import distinct_partition_keys  # noqa: PLC0415
-    from ddbkeys.partition_keys.read_share import read_capacity  # noqa: PLC0415
+    from ddbkeys.partition_keys._listing.read_share import read_capacity  # noqa: PLC0415
 
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table, 10)
@@ -294,7 +294,7 @@ def test_a_process_builds_one_client_for_its_tasks(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table, 6)
     first, second = plan_listing(ddb_client, table, "scan", tasks=2)
-    one, two = run_task(first), run_task(second)
+    one, two = open_task(first), open_task(second)
     assert one.reader.client is two.reader.client and one.reader.client is not ddb_client
     assert sorted([*one, *two]) == non_empty(ddb_client, table)
     # A forked worker builds its own (a client's connections are not shared across processes).

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys import ResumeTokenError
-from ddbkeys.partition_keys import ListingTask, MarkerIndex, plan_listing, run_task, run_tasks
-from ddbkeys.partition_keys import tasks as tasks_module
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
+from ddbkeys.partition_keys import ListingTask, MarkerIndex, list_tasks, open_task, plan_listing
+from ddbkeys.partition_keys._tasks import tasks as tasks_module
+from ddbkeys.testing import Fault, FaultProxy, Faults
 from tests.conftest import proxied_client
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_listing_tasks import fill
@@ -33,7 +33,7 @@ from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -56,11 +56,11 @@ def fill_wide(client: DynamoDBClient, table: str, keys: int) -> None:
         client.batch_write_item(RequestItems={table: requests[start : start + 25]})
 
 
-def faulty(seed: int, first: frozenset[str] = READS, chance: float = 0.08) -> FaultPlan:
+def faulty(seed: int, first: frozenset[str] = READS, chance: float = 0.08) -> Faults:
     """Each fault once on the first request of ``first`` (its reads: so on every task, which
     may read one page), then each at ``chance`` on every request (the table's description
     included)."""
-    return FaultPlan(
+    return Faults(
         throttle=chance,
         lose_response=chance,
         error_500=chance,
@@ -82,8 +82,8 @@ def run_under_faults(
         assert task.endpoint_url == proxy.endpoint_url  # the workers' clients go through it
         reads = READS if reading is None or n < reading else frozenset({"DescribeTable"})
         proxy.reset()
-        proxy.set_plan(faulty(seed + n, reads))
-        found.append(list(run_task(ListingTask.from_json(task.to_json()))))
+        proxy.set_faults(faulty(seed + n, reads))
+        found.append(list(open_task(ListingTask.from_json(task.to_json()))))
         counts = proxy.counts_by_operation
         for fault in FAULTS:
             met = sum(counts[(op, fault.value)] for op in reads)
@@ -92,7 +92,7 @@ def run_under_faults(
         # No task reads the stream (the proven index's replay was done once, in the plan).
         assert not {op for op, _ in counts} & STREAM_OPERATIONS, counts
         assert not any(call.stream for call in proxy.calls)
-    proxy.set_plan(FaultPlan())
+    proxy.set_faults(Faults())
     return found
 
 
@@ -112,7 +112,7 @@ def test_every_task_gets_through_throttles_lost_answers_and_5xx(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table)
     # The plan too is made through the faults.
-    fault_proxy.set_plan(faulty(3, frozenset({"DescribeTable"})))
+    fault_proxy.set_faults(faulty(3, frozenset({"DescribeTable"})))
     planned = plan_listing(proxied_client(fault_proxy, max_attempts=1), table, method, tasks=4)
     for fault in FAULTS:
         assert fault_proxy.counts_by_operation[("DescribeTable", fault.value)] >= 1
@@ -143,7 +143,7 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
     ddb_client.put_item(TableName=table, Item=item("k001", 9))
     ddb_client.delete_item(TableName=table, Key=item("k000", 0))
     assert "k000" not in non_empty(ddb_client, table)
-    fault_proxy.set_plan(faulty(4, frozenset({"GetRecords"}), 0.1))
+    fault_proxy.set_faults(faulty(4, frozenset({"GetRecords"}), 0.1))
     planned = plan_listing(
         proxied_client(fault_proxy, max_attempts=1),
         table,
@@ -164,9 +164,9 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
     # Each task stopped after a key goes on from its checkpoint (its proof carried along);
     # another task's checkpoint is refused.
     for task, keys in zip(planned, per_task, strict=True):
-        listing = run_task(task)
+        listing = open_task(task)
         first = next(iter(listing))
-        rest = list(run_task(task.going_on(listing.checkpoint())))
+        rest = list(open_task(task.going_on(listing.checkpoint())))
         assert sorted([first, *rest]) == sorted(keys)
         other = planned[task.segment - 1]
         with pytest.raises(ResumeTokenError, match=f"not a checkpoint of task {other.segment} "):
@@ -177,8 +177,8 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
 #: listing's checkpoint right after it (an engine's record of where the task stands).
 WORKER = """
 import json, sys
-from ddbkeys.partition_keys import ListingTask, run_task
-listing = run_task(ListingTask.from_json(sys.stdin.readline()))
+from ddbkeys.partition_keys import ListingTask, open_task
+listing = open_task(ListingTask.from_json(sys.stdin.readline()))
 for key in listing:
     print(json.dumps({"key": key, "token": listing.checkpoint()}), flush=True)
 """
@@ -213,10 +213,10 @@ def test_a_worker_killed_mid_task_goes_on_from_its_checkpoint_or_again_from_the_
     planned = plan_listing(
         proxied_client(fault_proxy, max_attempts=1), table, "skip-pages", tasks=2
     )
-    truth = [sorted(run_task(task)) for task in planned]
+    truth = [sorted(open_task(task)) for task in planned]
     # Every answer 30 ms late, and faults: the worker is surely mid-task when killed.
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             delay_answer=0.7,
             throttle=0.1,
             lose_response=0.1,
@@ -230,10 +230,10 @@ def test_a_worker_killed_mid_task_goes_on_from_its_checkpoint_or_again_from_the_
     records = [json.loads(line) for line in out.read_text().splitlines()]
     before = [r["key"] for r in records]
     assert 5 <= len(before) < len(truth[0])  # killed mid-task
-    rest = list(run_task(planned[0].going_on(records[-1]["token"])))
+    rest = list(open_task(planned[0].going_on(records[-1]["token"])))
     assert sorted(before + rest) == truth[0]  # each key once: none repeated, none lost
     # Run again from its start (as an engine re-runs a lost task): the same keys.
-    assert sorted(run_task(planned[0])) == truth[0]
+    assert sorted(open_task(planned[0])) == truth[0]
     for fault in ("delay_answer", "throttle", "lose_response", "error_500"):
         assert fault_proxy.counts[fault] >= 1, fault_proxy.counts
     assert_exact(ddb_client, table, [before + rest, truth[1]])
@@ -249,10 +249,10 @@ def test_a_pool_whose_worker_dies_mid_task_under_faults_is_exact(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     fill(ddb_client, table)
     planned = plan_listing(proxied_client(fault_proxy, max_attempts=1), table, "scan", tasks=4)
-    fault_proxy.set_plan(faulty(seed=9))
+    fault_proxy.set_faults(faulty(seed=9))
     monkeypatch.setenv("DDBKEYS_TEST_KILL_ONCE", str(tmp_path / "killed"))
     monkeypatch.setattr(tasks_module, "list_task", _dies_mid_task_once)
-    keys = list(run_tasks(planned, workers=2))
+    keys = list(list_tasks(planned, workers=2))
     assert (tmp_path / "killed").read_text() == "3"  # a worker died, 3 keys into its task
     assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
     for fault in ("throttle", "lose_response", "error_500"):
@@ -261,7 +261,7 @@ def test_a_pool_whose_worker_dies_mid_task_under_faults_is_exact(
 
 def _dies_mid_task_once(line: str) -> tuple[list[Any], dict[str, float]]:
     """A worker's part that, the first time (a file says it did), dies 3 keys into its task."""
-    listing = run_task(ListingTask.from_json(line))
+    listing = open_task(ListingTask.from_json(line))
     keys: list[Any] = []
     for key in listing:
         keys.append(key)

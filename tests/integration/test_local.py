@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from ddbkeys.errors import LocalServerError
-from ddbkeys.local import DynamoDBLocal
+from ddbkeys._errors import LocalServerError
+from ddbkeys._local import DynamoDBLocal
 
 pytestmark = pytest.mark.embedded
 
@@ -82,7 +82,7 @@ def test_bad_jar_fails_with_its_log(tmp_path: Path) -> None:
 CHILD = textwrap.dedent(
     """
     import os, signal, sys, time
-    from ddbkeys.local import DynamoDBLocal
+    from ddbkeys._local import DynamoDBLocal
     server = DynamoDBLocal().start()
     print(server.pid, flush=True)
     how = sys.argv[1]

@@ -12,16 +12,16 @@ import pytest
 from boto3.dynamodb.types import Binary, TypeDeserializer
 from click.testing import CliRunner, Result
 
-from ddbkeys.cli import cli
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._cli import cli
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import (
     IndexUnprovenError,
     MarkerClashError,
     MarkerIndex,
     distinct_partition_keys,
 )
-from ddbkeys.partition_keys.index import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.index import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.testing._tables import TableFactory
 from tests.support.resources import resource
 
 if TYPE_CHECKING:

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from botocore.stub import ANY, Stubber
 
-from ddbkeys.connect import make_client
+from ddbkeys._connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.partition_keys.streams import streams_client_for
-from ddbkeys.testing import FaultPlan, FaultProxy
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.partition_keys._streams.streams import streams_client_for
+from ddbkeys.testing import FaultProxy, Faults
 from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def test_writers_and_the_follower_through_the_fault_proxy(
     table, store = streamed_table, state_table
     for n in range(8):
         ddb_client.put_item(TableName=table, Item=item(f"old{n}", 1))
-    fault_proxy.set_plan(FaultPlan(lose_response=0.08, throttle=0.08, error_500=0.04, seed=11))
+    fault_proxy.set_faults(Faults(lose_response=0.08, throttle=0.08, error_500=0.04, seed=11))
     # The follower's table client and its Streams client both go through the proxy.
     proxied = make_client(endpoint_url=fault_proxy.endpoint_url, max_attempts=1)
     index = MarkerIndex(proxied, table)
@@ -141,7 +141,7 @@ def test_writers_and_the_follower_through_the_fault_proxy(
     streamed = [c for c in fault_proxy.calls if c.stream]
     assert {c.operation for c in streamed} >= {"DescribeStream", "GetRecords"}
     assert follower.report.marked > 0 and follower.report.unmarked > 0, follower.report
-    fault_proxy.set_plan(FaultPlan())
+    fault_proxy.set_faults(Faults())
     assert_exact(ddb_client, table, store)
 
 

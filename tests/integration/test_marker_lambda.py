@@ -16,7 +16,7 @@ from ddbkeys.partition_keys import (
     enable_stream,
 )
 from ddbkeys.partition_keys.aws_lambda import table_of
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing._tables import TableFactory
 from tests.support.stream_events import InvokedHandler, ShardReader
 
 if TYPE_CHECKING:

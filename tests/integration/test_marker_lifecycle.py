@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.maintain import Outcome, reconcile
-from ddbkeys.partition_keys.state import StateStore
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.maintain import Outcome, reconcile
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -19,14 +19,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.aio.index import MarkerIndex as AsyncMarkerIndex
-from ddbkeys.aio.index import StreamFollower as AsyncStreamFollower
-from ddbkeys.cli import cli
-from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys, maintain
+from ddbkeys._cli import cli
+from ddbkeys.aio._index import MarkerIndex as AsyncMarkerIndex
+from ddbkeys.aio._index import StreamFollower as AsyncStreamFollower
+from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
+from ddbkeys.partition_keys._index import maintain
+from ddbkeys.partition_keys._index.pending import MAX_PENDING, element, pending_keys
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._streams.follow_state import FollowReport
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.follow_state import FollowReport
-from ddbkeys.partition_keys.pending import MAX_PENDING, element, pending_keys
-from ddbkeys.partition_keys.state import StateStore
 from tests.integration.test_index_async import async_client
 from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lambda import Stream
@@ -35,7 +36,7 @@ from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -167,7 +168,7 @@ def test_collections_that_do_not_settle_are_recorded_and_re_checked(
     table, store = streamed_table, state_table
     running = started(ddb_client, table, store, "sync")
     assert running.follower is not None
-    running.follower.plan.retry_every = 3600.0  # (not tried again until told below)
+    running.follower.core.retry_every = 3600.0  # (not tried again until told below)
     try:
         running.caught_up()  # (the backfill's marker writes applied)
         monkeypatch.setattr(maintain, "MAX_ROUNDS", 0)
@@ -190,7 +191,7 @@ def test_collections_that_do_not_settle_are_recorded_and_re_checked(
         assert sorted(listing) == non_empty(ddb_client, table)
         # Reconciliations settle again: the follower tries the pending ones, which leave.
         monkeypatch.setattr(maintain, "MAX_ROUNDS", 8)
-        running.follower.plan.retry_every = 0.5
+        running.follower.core.retry_every = 0.5
         until(lambda: not _pending(ddb_client, table, store), 30)
         assert running.report.unpended >= 5
         running.caught_up()

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.aio.listing import distinct_partition_keys as aio_keys
+from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.index import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.index import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_index_async import run
 
 if TYPE_CHECKING:

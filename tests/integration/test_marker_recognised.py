@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.aio import index as aio_index
-from ddbkeys.aio.audit import audit_collection as aio_audit_collection
-from ddbkeys.aio.listing import distinct_partition_keys as aio_keys
-from ddbkeys.ids.audit import audit_collection
+from ddbkeys.aio import _index as aio_index
+from ddbkeys.aio._audit import audit_collection as aio_audit_collection
+from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
+from ddbkeys.ids._audit import audit_collection
 from ddbkeys.partition_keys import MarkerClashError, MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.index import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys.maintain import Outcome, reconcile
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._index.index import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.maintain import Outcome, reconcile
+from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_index_async import run
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner, Result
 
-from ddbkeys.aio import index as aio_index
-from ddbkeys.cli import cli
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._cli import cli
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.aio import _index as aio_index
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_index_async import run as run_async
 
 if TYPE_CHECKING:

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.connect import make_client
-from ddbkeys.demo_keys import load_items
-from ddbkeys.errors import ConfigurationError, KeySchemaError, TableNotFoundError
+from ddbkeys._connect import make_client
+from ddbkeys._demo_keys import load_items
+from ddbkeys._errors import ConfigurationError, KeySchemaError, TableNotFoundError
 from ddbkeys.partition_keys import MAX_SORT_KEY, Listing, MarkerIndex, distinct_partition_keys
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.conftest import proxied_client
 from tests.support.drivers import Driver
 
@@ -445,8 +445,8 @@ def test_through_throttling_and_5xx(
     make_index(ddb_client, table)
     # 10% throttled, 5% HTTP 500, seeded; the first two Scans are sure to be hit, so that even
     # a method that needs few requests meets both faults.
-    fault_proxy.set_plan(
-        FaultPlan(
+    fault_proxy.set_faults(
+        Faults(
             script=[Fault.THROTTLE, Fault.ERROR_500],
             throttle=0.10,
             error_500=0.05,

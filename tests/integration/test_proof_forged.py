@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
-from ddbkeys.partition_keys.evidence import SHARD_PREFIX, ShardMark
-from ddbkeys.partition_keys.state import StateStore
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
 

@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys.partition_keys import MarkerIndex, choice, distinct_partition_keys, enable_stream
+from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, enable_stream
+from ddbkeys.partition_keys._listing import choice
+from ddbkeys.partition_keys._listing.choice import IndexUnprovenError
+from ddbkeys.partition_keys._listing.index_method import IndexMethod
+from ddbkeys.partition_keys._streams.follower import StreamFollower
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.choice import IndexUnprovenError
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.index_method import IndexMethod
 from tests.support.stream_events import InvokedHandler, ShardReader
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.partition_keys.marker_plan import MarkerPlan
-    from ddbkeys.partition_keys.shard_read import Replay
-    from ddbkeys.schema import TableInfo
-    from ddbkeys.testing.tables import TableFactory
+    from ddbkeys._schema import TableInfo
+    from ddbkeys.partition_keys._index.marker_core import MarkerCore
+    from ddbkeys.partition_keys._proof.shard_read import Replay
+    from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
 
@@ -116,7 +117,7 @@ class Unchecked(IndexMethod):
     """The negative control: the index as it is, once the replay has proven it (the
     collections the stream names are not re-checked)."""
 
-    def __init__(self, info: TableInfo, index: MarkerPlan, replay: Replay) -> None:
+    def __init__(self, info: TableInfo, index: MarkerCore, replay: Replay) -> None:
         super().__init__(info, index)
 
 

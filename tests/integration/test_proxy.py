@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.conftest import proxied_client
 
 if TYPE_CHECKING:
@@ -44,14 +44,14 @@ def test_lost_response_is_applied_and_retried(
 ) -> None:
     table = ddb_table_factory()
     client = proxied_client(fault_proxy)
-    fault_proxy.set_plan(FaultPlan(script=[Fault.LOSE_RESPONSE]))
+    fault_proxy.set_faults(Faults(script=[Fault.LOSE_RESPONSE]))
     # The first ADD is applied but its answer is lost; botocore retries, so the counter moves twice:
     # exactly the hazard that the id strategies must survive.
     assert add_one(client, table) == 2
     assert fault_proxy.counts["lose_response"] == 1
     assert fault_proxy.counts["requests"] == 2
     # Without retries the client sees the connection drop.
-    fault_proxy.set_plan(FaultPlan(script=[Fault.LOSE_RESPONSE]))
+    fault_proxy.set_faults(Faults(script=[Fault.LOSE_RESPONSE]))
     once = proxied_client(fault_proxy, max_attempts=1)
     with pytest.raises(Exception, match=r"Connection was closed|closed|reset") as raised:
         add_one(once, table)
@@ -64,7 +64,7 @@ def test_throttle_is_not_forwarded(
     fault_proxy: FaultProxy, ddb_table_factory: TableFactory, code: str
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(FaultPlan(script=[Fault.THROTTLE], throttle_code=code))
+    fault_proxy.set_faults(Faults(script=[Fault.THROTTLE], throttle_code=code))
     once = proxied_client(fault_proxy, max_attempts=1)
     with pytest.raises(ClientError) as raised:
         add_one(once, table)
@@ -79,13 +79,13 @@ def test_error_500_is_retried_by_botocore(
     fault_proxy: FaultProxy, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(FaultPlan(script=[Fault.ERROR_500]))
+    fault_proxy.set_faults(Faults(script=[Fault.ERROR_500]))
     once = proxied_client(fault_proxy, max_attempts=1)
     with pytest.raises(ClientError) as raised:
         add_one(once, table)
     assert raised.value.response["Error"]["Code"] == "InternalServerError"
     assert raised.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
-    fault_proxy.set_plan(FaultPlan(script=[Fault.ERROR_500, Fault.ERROR_500]))
+    fault_proxy.set_faults(Faults(script=[Fault.ERROR_500, Fault.ERROR_500]))
     assert add_one(proxied_client(fault_proxy), table) == 1
     assert fault_proxy.counts["error_500"] == 3
 
@@ -93,7 +93,7 @@ def test_error_500_is_retried_by_botocore(
 def test_delay_adds_latency(fault_proxy: FaultProxy, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory()
     client = proxied_client(fault_proxy)
-    fault_proxy.set_plan(FaultPlan(delay=1.0, delay_seconds=0.3))
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=0.3))
     started = time.monotonic()
     assert add_one(client, table) == 1
     assert time.monotonic() - started >= 0.3
@@ -104,7 +104,7 @@ def test_delay_answer_applies_first_then_answers_late(
     fault_proxy: FaultProxy, ddb_table_factory: TableFactory, ddb_client: DynamoDBClient
 ) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(FaultPlan(script=[Fault.DELAY_ANSWER], delay_seconds=0.5))
+    fault_proxy.set_faults(Faults(script=[Fault.DELAY_ANSWER], delay_seconds=0.5))
     with ThreadPoolExecutor(1) as pool:
         started = time.monotonic()
         answer = pool.submit(add_one, proxied_client(fault_proxy), table)
@@ -118,7 +118,7 @@ def test_delay_answer_applies_first_then_answers_late(
 
 def test_seeded_mix_under_load(fault_proxy: FaultProxy, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory()
-    fault_proxy.set_plan(FaultPlan(throttle=0.1, error_500=0.05, seed=3))
+    fault_proxy.set_faults(Faults(throttle=0.1, error_500=0.05, seed=3))
     client = proxied_client(fault_proxy, max_attempts=10)
     for _ in range(100):
         client.put_item(TableName=table, Item={"pk": {"S": "x"}})

@@ -13,16 +13,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from tests.integration.test_marker_lifecycle import item, marked
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
-    from ddbkeys.core.steps import Flow
-    from ddbkeys.partition_keys.markers import VerifyReport
+    from ddbkeys._core.steps import Flow
+    from ddbkeys.partition_keys._index.markers import VerifyReport
 
 pytestmark = pytest.mark.integration
 
@@ -41,16 +41,16 @@ def set_up(client: DynamoDBClient, table: str) -> MarkerIndex:
 
 
 def racing(monkeypatch: pytest.MonkeyPatch, after_verify: Callable[[VerifyReport], object]) -> None:
-    """Every MarkerPlan's verify runs ``after_verify`` (the maintainer's writes) once it has
+    """Every MarkerCore's verify runs ``after_verify`` (the maintainer's writes) once it has
     read the table and the index, before it returns its report to repair."""
-    verify = MarkerPlan.verify
+    verify = MarkerCore.verify
 
-    def verify_then_race(self: MarkerPlan) -> Flow[VerifyReport]:
+    def verify_then_race(self: MarkerCore) -> Flow[VerifyReport]:
         report = yield from verify(self)
         after_verify(report)
         return report
 
-    monkeypatch.setattr(MarkerPlan, "verify", verify_then_race)
+    monkeypatch.setattr(MarkerCore, "verify", verify_then_race)
 
 
 def test_a_marker_already_gone_or_already_written_is_repaired(

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys.cli import cli
-from ddbkeys.errors import KeySchemaError
-from ddbkeys.table_setup import create_table_for
+from ddbkeys._cli import cli
+from ddbkeys._errors import KeySchemaError
+from ddbkeys._table_setup import create_table_for
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -22,13 +22,13 @@ from ddbkeys import (
     aio,
     make_client,
 )
-from ddbkeys.cli import cli
-from ddbkeys.clients import ResourceClient, as_client
+from ddbkeys._cli import cli
+from ddbkeys._clients import ResourceClient, as_client
+from ddbkeys._retry import MAX_REFUSED_ATTEMPTS
 from ddbkeys.ids import AtomicCounter
 from ddbkeys.partition_keys import distinct_partition_keys
-from ddbkeys.retry import MAX_REFUSED_ATTEMPTS
-from ddbkeys.testing import FaultPlan, FaultProxy
-from ddbkeys.testing.tables import TableFactory
+from ddbkeys.testing import FaultProxy, Faults
+from ddbkeys.testing._tables import TableFactory
 from tests.conftest import ServerURL
 from tests.support.resources import resource
 
@@ -166,7 +166,7 @@ def throttled_table(
     """A table of one item, behind a proxy that throttles every Scan."""
     table = ddb_table_factory(("pk", "S"))
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}})
-    fault_proxy.set_plan(FaultPlan(throttle=1.0, operations=frozenset({"Scan"})))
+    fault_proxy.set_faults(Faults(throttle=1.0, operations=frozenset({"Scan"})))
     return table
 
 
@@ -211,7 +211,7 @@ def test_cli_prints_the_resume_token_when_a_page_fails(
     assert stopped == "Stopped after 0 keys (scan): 0 requests, 0 items read, 0 RCU."
     assert resume.startswith("Resume with: --resume ")
     assert error.startswith(f"Error: Gave up on listing the partition keys on table {table!r}")
-    fault_proxy.set_plan(FaultPlan())
+    fault_proxy.set_faults(Faults())
     url = fault_proxy.endpoint_url
     again = CliRunner().invoke(
         cli,

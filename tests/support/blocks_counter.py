@@ -12,11 +12,11 @@ from typing import Any, cast
 
 from botocore.exceptions import ClientError
 
-from ddbkeys.core.steps import Flow, Request
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.blocks import BlockAllocator
-from ddbkeys.ids.counter_plan import CounterPlan
-from ddbkeys.retry import Deadline
+from ddbkeys._core.steps import Flow, Request
+from ddbkeys._retry import Deadline
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._blocks import BlockAllocator
+from ddbkeys.ids._counter_plan import CounterPlan
 
 __all__ = ["AsyncCounter", "Counter", "Throttled", "allocator", "until"]
 

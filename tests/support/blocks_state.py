@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ddbkeys.ids.blocks_core import BlockState
-from ddbkeys.ids.blocks_steps import Hand, Refill, Wait
+from ddbkeys.ids._blocks_core import BlockState
+from ddbkeys.ids._blocks_steps import Hand, Refill, Wait
 
 
 class Clock:

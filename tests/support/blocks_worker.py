@@ -25,9 +25,9 @@ import time
 from typing import Any
 
 from ddbkeys import aio
-from ddbkeys.connect import make_client
+from ddbkeys._connect import make_client
+from ddbkeys._retry import RetryPolicy
 from ddbkeys.ids import AtomicCounter, BlockAllocator
-from ddbkeys.retry import RetryPolicy
 
 RETRY = RetryPolicy(max_attempts=60)
 KEPT: list[BlockAllocator] = []

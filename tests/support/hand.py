@@ -12,13 +12,13 @@ from typing import Any
 import boto3
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow, Pause, Request
-from ddbkeys.ids.collection_plan import CollectionPlan, Keys, Pending
-from ddbkeys.ids.remembered import Remembered
-from ddbkeys.retry import Deadline, RetryPolicy
-from ddbkeys.schema import KeyAttribute, TableInfo, table_info
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import Flow, Pause, Request
+from ddbkeys._retry import Deadline, RetryPolicy
+from ddbkeys._schema import KeyAttribute, TableInfo, table_info
+from ddbkeys.ids._collection_plan import CollectionPlan, Keys, Pending
+from ddbkeys.ids._remembered import Remembered
 
 TABLE = "issues"
 Answer = Any  # an answer, an exception to throw, or a callable of the request giving either

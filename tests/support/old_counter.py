@@ -1,7 +1,7 @@
 """The idempotent counter's write as releases before writer slots sent it, for the tests of
 old and new writers on one counter during an upgrade: a one-item TransactWriteItems with a
 ClientRequestToken that moves the counter from the value it holds on condition that it still
-does (:func:`ddbkeys.ids.exact.exact_update`, the same request), the same token sent again
+does (:func:`ddbkeys.ids._exact.exact_update`, the same request), the same token sent again
 after a lost response, a new one after a lost race (the cancellation's old image says where
 the counter is)."""
 
@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError, ConnectionClosedError, ReadTimeoutError
 
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.exact import exact_update
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._exact import exact_update
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient

@@ -1,5 +1,5 @@
 """The actors of the proof's schedules, each ddbkeys' own code run against a
-:class:`~tests.support.proof_world.World`: the follower (``FollowPlan.follow``) and the
+:class:`~tests.support.proof_world.World`: the follower (``FollowCore.follow``) and the
 backfill (``backfill_flow``) stepped one request at a time, the Lambda handler
 (``StreamHandler.handle``) fed by a model of Lambda's event source mapping, and the proven
 listing (``load_evidence``, ``replay_flow`` and ``ReplayedIndexMethod``)."""
@@ -13,35 +13,35 @@ from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Emit, Flow, Pause, Request, Step
-from ddbkeys.core.stopping import StopFlag
-from ddbkeys.drivers.sync import SyncDriver
+from ddbkeys._capacity import Usage
+from ddbkeys._core.steps import Emit, Flow, Pause, Request, Step
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys.partition_keys._index.backfill import backfill_flow, repair_flow
+from ddbkeys.partition_keys._index.backfill_read import Controls
+from ddbkeys.partition_keys._index.index import MarkerIndex
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.pending import MAX_PENDING, Nonces
+from ddbkeys.partition_keys._index.state import StateCore, StateStore
+from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._listing.index_method import IndexMethod
+from ddbkeys.partition_keys._proof.evidence import Decline
+from ddbkeys.partition_keys._proof.replay import ReplayedIndexMethod, load_evidence, replay_flow
+from ddbkeys.partition_keys._proof.shard_read import Replay
+from ddbkeys.partition_keys._streams.follow import FollowCore
+from ddbkeys.partition_keys._streams.follow_state import FollowReport, FollowState
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.backfill import backfill_flow, repair_flow
-from ddbkeys.partition_keys.backfill_read import Controls
-from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.evidence import Decline
-from ddbkeys.partition_keys.follow import FollowPlan
-from ddbkeys.partition_keys.follow_state import FollowReport, FollowState
-from ddbkeys.partition_keys.index import MarkerIndex
-from ddbkeys.partition_keys.index_method import IndexMethod
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.pending import MAX_PENDING, Nonces
-from ddbkeys.partition_keys.replay import ReplayedIndexMethod, load_evidence, replay_flow
-from ddbkeys.partition_keys.shard_read import Replay
-from ddbkeys.partition_keys.state import StatePlan, StateStore
 from tests.support.proof_client import ModelClient, stream_record
 from tests.support.proof_world import PK, SK, STATE, TABLE, ItemKey, Record, Shard, World
 
 
-def marker(world: World) -> MarkerPlan:
-    return MarkerPlan(TABLE, info=world.info(), deadline=None)
+def marker(world: World) -> MarkerCore:
+    return MarkerCore(TABLE, info=world.info(), deadline=None)
 
 
-def record(world: World) -> StatePlan:
+def record(world: World) -> StateCore:
     """The index's record in the state table, on the model clock."""
-    return StatePlan(STATE, deadline=None, clock=world.clock)
+    return StateCore(STATE, deadline=None, clock=world.clock)
 
 
 class Stepper:
@@ -56,7 +56,7 @@ class Stepper:
         self.result: Any = None
         self.error: BaseException | None = None
         self.report: FollowReport | None = None  # a follower's: what it did so far
-        self.plan: FollowPlan | None = None  # a follower's plan (its settings)
+        self.core: FollowCore | None = None  # a follower's core (its settings)
 
     def advance(self, requests: int) -> None:
         if self.done:
@@ -108,13 +108,13 @@ def follower_at_rest(
 ) -> Stepper:
     """``index follow`` before its first request, to be stepped (its start too); it records
     at most ``max_pending`` pending collections."""
-    plan = FollowPlan(
+    plan = FollowCore(
         marker(world), state_table=STATE, poll=0.0, clock=world.clock, max_pending=max_pending
     )
     plan.nonce = Nonces(f"f{next(world.nonces)}")
     state = FollowState()
     stepper = Stepper(plan.follow(state, StopFlag(), False, from_start), client)
-    stepper.report, stepper.plan = state.report, plan
+    stepper.report, stepper.core = state.report, plan
     return stepper
 
 

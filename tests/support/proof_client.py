@@ -17,7 +17,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from ddbkeys.partition_keys.maintain import UnsettledError
+from ddbkeys.partition_keys._index.maintain import UnsettledError
 from tests.support.proof_world import (
     ATTR,
     INDEX,

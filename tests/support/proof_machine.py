@@ -29,13 +29,13 @@ from typing import ClassVar
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from ddbkeys.core.steps import Request
-from ddbkeys.partition_keys.backfill_read import Controls
-from ddbkeys.partition_keys.evidence import CREATED_ROUNDING
-from ddbkeys.partition_keys.maintain import MAX_ROUNDS
-from ddbkeys.partition_keys.markers import unhash
-from ddbkeys.partition_keys.pending import MAX_PENDING
-from ddbkeys.partition_keys.state import evidence_from_item
+from ddbkeys._core.steps import Request
+from ddbkeys.partition_keys._index.backfill_read import Controls
+from ddbkeys.partition_keys._index.maintain import MAX_ROUNDS
+from ddbkeys.partition_keys._index.markers import unhash
+from ddbkeys.partition_keys._index.pending import MAX_PENDING
+from ddbkeys.partition_keys._index.state import evidence_from_item
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
 from tests.support.proof_actors import (
     BackfillStepper,
     ModelHandler,
@@ -352,8 +352,8 @@ class ProofMachine(RuleBasedStateMachine):
         self.max_pending = most
         self.handler.max_pending = most
         for running in self.followers.values():
-            if running.plan is not None:
-                running.plan.max_pending = most
+            if running.core is not None:
+                running.core.max_pending = most
 
     @precondition(lambda self: bool(self.followers))
     @rule(slot=st.integers(0, 1))

@@ -26,13 +26,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from ddbkeys.partition_keys.evidence import DAY
-from ddbkeys.partition_keys.markers import (
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     DEFAULT_MARKER_SORT_KEY,
 )
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._proof.evidence import DAY
 
 TABLE = "orders"
 INDEX = DEFAULT_INDEX

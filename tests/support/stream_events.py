@@ -8,8 +8,8 @@ import base64
 from collections.abc import Mapping
 from typing import Any
 
+from ddbkeys.partition_keys._streams.streams import streams_client_for
 from ddbkeys.partition_keys.aws_lambda import StreamHandler
-from ddbkeys.partition_keys.streams import streams_client_for
 
 
 def lambda_json(value: Any) -> Any:

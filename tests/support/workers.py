@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ddbkeys.connect import make_client
-from ddbkeys.demo_ids import NaiveReadThenWrite
-from ddbkeys.retry import RetryPolicy
+from ddbkeys._connect import make_client
+from ddbkeys._demo_ids import NaiveReadThenWrite
+from ddbkeys._retry import RetryPolicy
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.aio.client import as_async_client
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.aio._client import as_async_client
 
 
 def aiobotocore_client(**config: Any) -> Any:

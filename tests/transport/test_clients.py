@@ -19,10 +19,10 @@ from botocore.awsrequest import AWSResponse
 from botocore.config import Config
 from botocore.exceptions import ClientError, ReadTimeoutError
 
-from ddbkeys.clients import ResourceClient, as_client, deadline_scope, serializes_again
-from ddbkeys.connect import make_client
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.retry import Deadline
+from ddbkeys._clients import ResourceClient, as_client, deadline_scope, serializes_again
+from ddbkeys._connect import make_client
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._retry import Deadline
 from tests.unit.test_clients import ACCEPTED
 
 NO_HEADERS: Any = {}

@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pytest
 
-from ddbkeys.connect import make_client
+from ddbkeys._connect import make_client
 
 
 def signer_credentials(client: object) -> Any:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import botocore.session
 import pytest
 
-from ddbkeys.ids import described
+from ddbkeys.ids import _described as described
 
 
 @pytest.fixture(autouse=True)

@@ -13,14 +13,14 @@ from typing import Any, TypeVar, cast
 import pytest
 from botocore.exceptions import HTTPClientError
 
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.aio.client import misuse
-from ddbkeys.capacity import Usage
-from ddbkeys.core.loops import LoopBinding, PerLoop
-from ddbkeys.core.steps import Flow, get_item
-from ddbkeys.drivers.aio import AsyncDriver
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.blocks import BlockAllocator
+from ddbkeys._capacity import Usage
+from ddbkeys._core.loops import LoopBinding, PerLoop
+from ddbkeys._core.steps import Flow, get_item
+from ddbkeys._drivers.aio import AsyncDriver
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.aio._blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.aio._client import misuse
+from ddbkeys.ids._blocks import BlockAllocator
 from tests.support.blocks_counter import AsyncCounter, Counter
 from tests.support.drivers import EventLoopThread, in_thread
 

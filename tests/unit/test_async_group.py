@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import ServiceError
-from ddbkeys.ids.group import AsyncGroupCommit
+from ddbkeys._errors import ServiceError
+from ddbkeys.ids._group import AsyncGroupCommit
 
 
 def test_concurrent_tasks_share_commits() -> None:

@@ -1,4 +1,4 @@
-"""The one retry layer, :func:`ddbkeys.core.attempts.attempts`, driven by hand: every outcome of
+"""The one retry layer, :func:`ddbkeys._core.attempts.attempts`, driven by hand: every outcome of
 an attempt (a lost race, a capacity cancellation, throttling, 5xx, timeouts, refused
 connections, other errors), out of attempts, out of time, with the waits it asks for recorded
 and the clock moved by hand. No server, no sleeping."""
@@ -17,17 +17,17 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import Contention, Throttled, attempts
-from ddbkeys.core.steps import Flow, Pause, Request, update_item
-from ddbkeys.errors import (
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import Contention, Throttled, attempts
+from ddbkeys._core.steps import Flow, Pause, Request, update_item
+from ddbkeys._errors import (
     DdbKeysError,
     DeadlineExceededError,
     EndpointUnreachableError,
     NoAnswerInTime,
     ServiceError,
 )
-from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
+from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
 from tests.unit.test_read_budget import FakeClock
 
 TABLE = "some-table"

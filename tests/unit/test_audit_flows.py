@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.audit import attribute_flow, audit_ids, check_attribute_settings, collection_flow
+from ddbkeys._capacity import Usage
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.ids._audit import attribute_flow, audit_ids, check_attribute_settings, collection_flow
 from tests.support.hand import POLICY, TABLE, drive
 
 #: The description of a table keyed (pk S, sk N).

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.core.steps import Flow, Pause, Request
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.backfill import backfill_flow
-from ddbkeys.partition_keys.backfill_claim import Claim, claim_flow, kept_alive
-from ddbkeys.partition_keys.backfill_wait import (
+from ddbkeys._core.steps import Flow, Pause, Request
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._index.backfill import backfill_flow
+from ddbkeys.partition_keys._index.backfill_claim import Claim, claim_flow, kept_alive
+from ddbkeys.partition_keys._index.backfill_wait import (
     ALIVE,
     ALIVE_FOR,
     OTHER_POLL,
@@ -28,10 +28,10 @@ from ddbkeys.partition_keys.backfill_wait import (
     needs_backfill,
     running_backfill,
 )
-from ddbkeys.partition_keys.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.markers import BackfillReport
-from ddbkeys.partition_keys.state import StatePlan
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.markers import BackfillReport
+from ddbkeys.partition_keys._index.state import StateCore
+from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"
 OTHER = ARN.replace("2026", "2025")
@@ -232,9 +232,9 @@ class World:
             return done.value
 
 
-def plans(world: World) -> tuple[MarkerPlan, StatePlan]:
-    plan = MarkerPlan("orders")
-    store = StatePlan("ddbkeys-state", clock=world.clock)
+def plans(world: World) -> tuple[MarkerCore, StateCore]:
+    plan = MarkerCore("orders")
+    store = StateCore("ddbkeys-state", clock=world.clock)
     return plan, store
 
 
@@ -451,8 +451,8 @@ class Interrupting:
 def test_a_backfill_interrupted_by_ctrl_c_says_it_stopped_on_its_way_out() -> None:
     """The sync driver throws the KeyboardInterrupt into the flow: the record says stopped
     (so the same command run again begins at once), and the interrupt goes on up."""
-    from ddbkeys.capacity import Usage  # noqa: PLC0415
-    from ddbkeys.drivers.sync import SyncDriver  # noqa: PLC0415
+    from ddbkeys._capacity import Usage  # noqa: PLC0415
+    from ddbkeys._drivers.sync import SyncDriver  # noqa: PLC0415
 
     world = World()
     plan, store = plans(world)
@@ -467,8 +467,8 @@ def test_a_backfill_interrupted_by_ctrl_c_says_it_stopped_on_its_way_out() -> No
 
 
 def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:
-    from ddbkeys.capacity import Usage  # noqa: PLC0415
-    from ddbkeys.drivers.sync import SyncDriver  # noqa: PLC0415
+    from ddbkeys._capacity import Usage  # noqa: PLC0415
+    from ddbkeys._drivers.sync import SyncDriver  # noqa: PLC0415
 
     world = World()
     plan, store = plans(world)

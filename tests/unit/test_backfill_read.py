@@ -1,4 +1,5 @@
-"""The backfill's read mode without a server (see ddbkeys.partition_keys.backfill_read): which
+"""The backfill's read mode without a server (see ddbkeys.partition_keys._index.backfill_read):
+which
 mode ``auto`` takes, where its window reads each shard from, which records name a collection,
 and how a backfill that says it does not count is read back and declined."""
 
@@ -11,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys.backfill import choose_mode
-from ddbkeys.partition_keys.backfill_read import stream_born, window_names, window_plan
-from ddbkeys.partition_keys.evidence import Evidence, ShardMark, precheck
-from ddbkeys.partition_keys.recognise import markers_of
-from ddbkeys.partition_keys.replay_plan import ShardRead
-from ddbkeys.partition_keys.state import evidence_from_item
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.backfill import choose_mode
+from ddbkeys.partition_keys._index.backfill_read import backfill_window, stream_born, window_names
+from ddbkeys.partition_keys._index.state import evidence_from_item
+from ddbkeys.partition_keys._listing.recognise import markers_of
+from ddbkeys.partition_keys._proof.evidence import Evidence, ShardMark, precheck
+from ddbkeys.partition_keys._proof.replay_window import ShardRead
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/2026-11-28T18:00:00.000"
 MARGIN = 60.0
@@ -71,7 +72,7 @@ def test_the_window_reads_each_shard_after_the_newest_position_saved_before_it_s
             "s3": ShardMark("s3", "arn:other", "start", (("5", 1.0),)),
         },
     )
-    plan = window_plan(
+    plan = backfill_window(
         saved, ARN, [shard("s1"), shard("s2"), shard("s3")], started, MARGIN, 10_500.0
     )
     start = started - MARGIN
@@ -81,7 +82,7 @@ def test_the_window_reads_each_shard_after_the_newest_position_saved_before_it_s
         ShardRead("s3", None, skip_before=start, reach=None),
     )
     assert plan.cut + plan.margin == 10_500.0  # "now", for the day-old check of a shard's start
-    nobody = window_plan(None, ARN, [shard("s1")], started, MARGIN, 10_500.0)
+    nobody = backfill_window(None, ARN, [shard("s1")], started, MARGIN, 10_500.0)
     assert nobody.reads == (ShardRead("s1", None, skip_before=start),)
 
 

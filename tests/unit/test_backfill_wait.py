@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.core.steps import Flow, Pause, Request
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.backfill_wait import (
+from ddbkeys._core.steps import Flow, Pause, Request
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._index.backfill_wait import (
     MAINTAINER_GRACE,
     NO_MAINTAINER,
     NO_STREAM,
@@ -21,7 +21,9 @@ from ddbkeys.partition_keys.backfill_wait import (
     readiness,
     wait_flow,
 )
-from ddbkeys.partition_keys.evidence import (
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.state import StateCore
+from ddbkeys.partition_keys._proof.evidence import (
     SHARD_PREFIX,
     Backfill,
     Decline,
@@ -29,10 +31,8 @@ from ddbkeys.partition_keys.evidence import (
     ShardMark,
     _backfill_reason,
 )
-from ddbkeys.partition_keys.follow_backfill import needs_backfill
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.replay_plan import plan_replay
-from ddbkeys.partition_keys.state import StatePlan
+from ddbkeys.partition_keys._proof.replay_window import replay_window
+from ddbkeys.partition_keys._streams.follow_backfill import needs_backfill
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"
 OTHER = ARN.replace("2026", "2025")
@@ -72,7 +72,7 @@ def test_a_first_position_younger_than_the_margin_is_waited_out() -> None:
 
 def test_the_wait_runs_to_the_latest_shard_begun_at_its_end() -> None:
     # A shard read from its start ("start") began with its first mark; one begun at its end
-    # later moves the moment (the proof's per-shard rule, plan_replay's).
+    # later moves the moment (the proof's per-shard rule, replay_window's).
     record = evidence(mark("s1", "start", 1000.0), mark("s2", 1030.0, 1030.0))
     where = readiness("orders", record, ARN, 1050.0, 60.0)
     assert (where.state, where.left, where.maintained_since) == (WAITING, 40.0, 1000.0)
@@ -158,8 +158,8 @@ class World:
 
 
 def flow(world: World, **settings: Any) -> Flow[Readiness]:
-    plan = MarkerPlan("orders")
-    store = StatePlan("ddbkeys-state", clock=world.clock)
+    plan = MarkerCore("orders")
+    store = StateCore("ddbkeys-state", clock=world.clock)
     margin = settings.pop("margin", 60.0)
     return wait_flow(plan, store, margin, on_wait=world.told.append, **settings)
 
@@ -278,7 +278,7 @@ def test_records_a_maintainer_lost_are_waited_out_as_the_proof_needs() -> None:
     for started in (2059.0, 2060.0):
         counts = readiness("orders", evidence(lost), ARN, started, 60.0).counts
         backfill = Backfill(started, ARN, 1000.0, started + 5, (), None, 60.0)
-        plan = plan_replay(
+        plan = replay_window(
             evidence(lost, backfill=backfill), ARN, [{"ShardId": "s1"}], started + 100, 60.0
         )
         assert isinstance(plan, Decline) != counts, (started, plan)

@@ -10,15 +10,15 @@ from typing import Any, cast
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.blocks import hand_back
-from ddbkeys.ids.blocks_steps import CloseReport, Hand, HandBack, plan_hand_back
-from ddbkeys.ids.counter_plan import CounterPlan
-from ddbkeys.retry import Deadline
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import Flow
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._retry import Deadline
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._blocks import hand_back
+from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, plan_hand_back
+from ddbkeys.ids._counter_plan import CounterPlan
 from tests.support.blocks_state import arrive, held
 from tests.support.hand import POLICY, cancelled, drive
 

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.blocks_core import BlockState
-from ddbkeys.ids.blocks_steps import Direct, Hand, Step, Wait, adapt_block_size
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.ids._blocks_core import BlockState
+from ddbkeys.ids._blocks_steps import Direct, Hand, Step, Wait, adapt_block_size
 from tests.support.blocks_state import Clock, arrive, claimed, fail, held, in_flight, next_id
 
 # --- when the next block is asked for (refill_at) ----------------------------------------------

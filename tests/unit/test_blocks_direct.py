@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.ids.blocks_core import BlockState
-from ddbkeys.ids.blocks_steps import Direct, Hand, Step, Wait
+from ddbkeys.ids._blocks_core import BlockState
+from ddbkeys.ids._blocks_steps import Direct, Hand, Step, Wait
 
 
 def direct(state: BlockState, count: int = 50) -> Direct:

@@ -12,8 +12,8 @@ from typing import Any, cast
 
 import pytest
 
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.errors import DeadlineExceededError
+from ddbkeys._errors import DeadlineExceededError
+from ddbkeys.aio._blocks import BlockAllocator as AsyncBlockAllocator
 from tests.support.blocks_counter import AsyncCounter, Counter, Throttled, until
 from tests.support.drivers import Driver
 

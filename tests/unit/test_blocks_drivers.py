@@ -20,11 +20,11 @@ from typing import Any, cast
 
 import pytest
 
-from ddbkeys.aio.blocks import BlockAllocator as AsyncBlockAllocator
-from ddbkeys.core import _lifecycle
-from ddbkeys.core._lifecycle import Pool
-from ddbkeys.errors import ConfigurationError, DdbKeysError, DeadlineExceededError
-from ddbkeys.ids.blocks import BlockAllocator, CloseReport
+from ddbkeys._core import lifecycle as _lifecycle
+from ddbkeys._core.lifecycle import Pool
+from ddbkeys._errors import ConfigurationError, DdbKeysError, DeadlineExceededError
+from ddbkeys.aio._blocks import BlockAllocator as AsyncBlockAllocator
+from ddbkeys.ids._blocks import BlockAllocator, CloseReport
 from tests.support.blocks_counter import AsyncCounter, Counter, Throttled, allocator, until
 
 # --- sync -------------------------------------------------------------------------------------

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.ids.blocks_core import BlockState
-from ddbkeys.ids.blocks_steps import CloseReport, Hand, HandBack, Refill, Wait
+from ddbkeys.ids._blocks_core import BlockState
+from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, Refill, Wait
 
 
 def two_in_flight() -> tuple[BlockState, Refill, Refill]:

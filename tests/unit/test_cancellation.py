@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.ids import ItemExistsError, Verdict, read_cancellation
-from ddbkeys.ids.base import Contention, CounterItem, Throttled
-from ddbkeys.ids.gapless_plan import Commit, CounterState, GaplessPlan
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys.ids._base import Contention, CounterItem, Throttled
+from ddbkeys.ids._gapless_plan import Commit, CounterState, GaplessPlan
 
 CODES = [
     "None",

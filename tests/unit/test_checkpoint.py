@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from ddbkeys import DdbKeysError, ResumeTokenError
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys.base import Position
-from ddbkeys.partition_keys.checkpoint import (
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._listing.base import Position
+from ddbkeys.partition_keys._listing.checkpoint import (
     FILE_VERSION,
     Checkpoint,
     CheckpointFile,
@@ -26,7 +27,6 @@ from ddbkeys.partition_keys.checkpoint import (
     key_schema,
     task_token,
 )
-from ddbkeys.schema import KeyAttribute, TableInfo
 
 SORT_N = KeyAttribute("sk", "N")
 

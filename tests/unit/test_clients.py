@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from ddbkeys.clients import as_client, deadline_scope, send
-from ddbkeys.errors import ConfigurationError, NoAnswerInTime
-from ddbkeys.retry import Deadline
+from ddbkeys._clients import as_client, deadline_scope, send
+from ddbkeys._errors import ConfigurationError, NoAnswerInTime
+from ddbkeys._retry import Deadline
 
 ACCEPTED = (
     "ddbkeys takes a boto3 DynamoDB client (boto3.client('dynamodb') or ddbkeys.make_client()), "

@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Request
-from ddbkeys.drivers.sync import refused
-from ddbkeys.errors import DdbKeysError, KeySchemaError
-from ddbkeys.ids.collection_keys import number_in, sort_key_of
-from ddbkeys.ids.collection_plan import Pending
-from ddbkeys.ids.errors import CounterStateError, SequenceExhaustedError
-from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
-from ddbkeys.schema import KeyAttribute
+from ddbkeys._capacity import Usage
+from ddbkeys._core.steps import Request
+from ddbkeys._drivers.sync import refused
+from ddbkeys._errors import DdbKeysError, KeySchemaError
+from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
+from ddbkeys._schema import KeyAttribute
+from ddbkeys.ids._collection_keys import number_in, sort_key_of
+from ddbkeys.ids._collection_plan import Pending
+from ddbkeys.ids._errors import CounterStateError, SequenceExhaustedError
 from tests.support.hand import (
     OK,
     TABLE,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.ids.group import AsyncGroupCommit, GroupCommit, GroupsInUse
-from ddbkeys.ids.remembered import REMEMBERED, Remembered
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.ids._group import AsyncGroupCommit, GroupCommit, GroupsInUse
+from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from tests.support.hand import core
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ddbkeys.connect import is_loopback, make_client, resolve_settings
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._connect import is_loopback, make_client, resolve_settings
+from ddbkeys._errors import ConfigurationError
 
 
 def test_argument_beats_environment() -> None:

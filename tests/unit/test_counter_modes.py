@@ -11,15 +11,17 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow
-from ddbkeys.errors import UnexpectedAnswerError
-from ddbkeys.ids import CounterStateError, SequenceExhaustedError, exact, slots
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.counter import Want, advance, coalesced, split
-from ddbkeys.ids.counter_plan import CounterPlan
-from ddbkeys.retry import Deadline, RetryPolicy
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import Flow
+from ddbkeys._errors import UnexpectedAnswerError
+from ddbkeys._retry import Deadline, RetryPolicy
+from ddbkeys.ids import CounterStateError, SequenceExhaustedError
+from ddbkeys.ids import _exact as exact
+from ddbkeys.ids import _slots as slots
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._counter import Want, advance, coalesced, split
+from ddbkeys.ids._counter_plan import CounterPlan
 from tests.support.hand import Run, drive, failed_condition, lost
 
 POLICY = RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.1, random=lambda: 0.5)

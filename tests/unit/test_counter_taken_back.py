@@ -9,12 +9,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ConnectionClosedError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.ids.base import CounterItem, CounterStateError
-from ddbkeys.ids.counter import advance
-from ddbkeys.ids.counter_plan import CounterPlan
-from ddbkeys.retry import Deadline
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._retry import Deadline
+from ddbkeys.ids._base import CounterItem, CounterStateError
+from ddbkeys.ids._counter import advance
+from ddbkeys.ids._counter_plan import CounterPlan
 from tests.support.hand import POLICY, Run, drive
 
 PLAN = CounterPlan("issues", "tickets")

@@ -1,4 +1,4 @@
-"""The deadline, and the retry layer (:func:`ddbkeys.core.attempts.attempts`) as a listing
+"""The deadline, and the retry layer (:func:`ddbkeys._core.attempts.attempts`) as a listing
 uses it, with an injected clock and recorded waits: no server, no sleeping."""
 
 from __future__ import annotations
@@ -9,15 +9,11 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow, Pause, Request, scan
-from ddbkeys.errors import (
-    DeadlineExceededError,
-    EndpointUnreachableError,
-    ServiceError,
-)
-from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import Flow, Pause, Request, scan
+from ddbkeys._errors import DeadlineExceededError, EndpointUnreachableError, ServiceError
+from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
 from tests.unit.test_read_budget import FakeClock as Clock
 
 

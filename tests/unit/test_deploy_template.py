@@ -16,8 +16,8 @@ import pytest
 
 from ddbkeys.iam import policy
 from ddbkeys.partition_keys import aws_lambda
-from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
-from ddbkeys.partition_keys.state import STATE_TABLE
+from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.partition_keys._index.state import STATE_TABLE
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "deploy" / "marker-handler.yaml"

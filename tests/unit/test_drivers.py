@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.steps import Emit, Flow, Pause, Request, get_item, scan
-from ddbkeys.core.stopping import StopFlag
-from ddbkeys.drivers.aio import AsyncDriver
-from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import ListingInterrupted, NoAnswerInTime
-from ddbkeys.retry import Deadline
+from ddbkeys._capacity import Usage
+from ddbkeys._core.steps import Emit, Flow, Pause, Request, get_item, scan
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._drivers.aio import AsyncDriver
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._errors import ListingInterrupted, NoAnswerInTime
+from ddbkeys._retry import Deadline
 
 
 def refused(code: str) -> ClientError:

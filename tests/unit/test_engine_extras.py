@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError
 
 
 @pytest.mark.parametrize(

@@ -17,14 +17,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from ddbkeys._translate import (
-    deadline_exceeded,
-    describe_failure,
-    fresh,
-    raise_translated,
-    translate_error,
-)
-from ddbkeys.errors import (
+from ddbkeys._errors import (
     ConfigurationError,
     CredentialsError,
     DdbKeysError,
@@ -34,6 +27,13 @@ from ddbkeys.errors import (
     ServiceError,
     TableNotFoundError,
     error_code,
+)
+from ddbkeys._translate import (
+    deadline_exceeded,
+    describe_failure,
+    fresh,
+    raise_translated,
+    translate_error,
 )
 
 
@@ -139,8 +139,8 @@ def test_errors_dynamodb_answered_are_also_botocore_client_errors() -> None:
 def test_an_html_page_for_an_answer_is_not_dynamodb() -> None:
     """Every DynamoDB answer is JSON; an HTML error page (a proxy, a portal, the wrong port) is
     named in one line with its title, never pasted whole."""
+    from ddbkeys._errors import UnexpectedAnswerError  # noqa: PLC0415
     from ddbkeys._translate import foreign_answer  # noqa: PLC0415
-    from ddbkeys.errors import UnexpectedAnswerError  # noqa: PLC0415
 
     page = "<html><head><title>Sign in to the network</title></head><body>" + "x" * 500
     cause = client_error("404", page, "DescribeTable", status=404)

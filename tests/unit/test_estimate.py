@@ -10,12 +10,17 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.capacity import item_size
-from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.estimate import REFRESHED, TASK_SECONDS, estimate
-from ddbkeys.partition_keys.progress import MIN_SECONDS, Gauge
-from ddbkeys.partition_keys.sample import sample_flow
-from ddbkeys.partition_keys.sampled import SAMPLE_PAGE_BYTES, Sample, SampledSegment, sample_limit
+from ddbkeys._capacity import item_size
+from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
+from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
+from ddbkeys.partition_keys._tasks.sample import sample_flow
+from ddbkeys.partition_keys._tasks.sampled import (
+    SAMPLE_PAGE_BYTES,
+    Sample,
+    SampledSegment,
+    sample_limit,
+)
 from tests.unit.test_index_core import info, play
 
 INDEX = "ddbkeys-partition-keys"

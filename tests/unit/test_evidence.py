@@ -1,5 +1,5 @@
 """The proof's decisions without a server: where a listing reads each shard of the stream from,
-and why it declines (see ddbkeys.partition_keys.evidence)."""
+and why it declines (see ddbkeys.partition_keys._proof.evidence)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.partition_keys.evidence import (
+from ddbkeys.partition_keys._index.state import evidence_from_item
+from ddbkeys.partition_keys._proof.evidence import (
     DAY,
     MAX_MARKS,
     Backfill,
@@ -19,9 +20,8 @@ from ddbkeys.partition_keys.evidence import (
     advance,
     thin,
 )
-from ddbkeys.partition_keys.replay_plan import ReplayPlan, ShardRead, plan_replay
-from ddbkeys.partition_keys.state import evidence_from_item
-from ddbkeys.partition_keys.streams import streams_settings
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, replay_window
+from ddbkeys.partition_keys._streams.streams import streams_settings
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
 NOW = 10_000.0
@@ -66,67 +66,67 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
     ],
 )
 def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, why: str) -> None:
-    verdict = plan_replay(record, stream, [shard("s1")], NOW, 60.0)
+    verdict = replay_window(record, stream, [shard("s1")], NOW, 60.0)
     assert isinstance(verdict, Decline) and why in verdict.reason
 
 
 def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> None:
-    plan = plan_replay(GOOD, ARN, [shard("s1")], NOW, 60.0)
-    assert plan == ReplayPlan(ARN, (ShardRead("s1", "10", reach="20"),), 60.0, NOW - 60.0)
+    plan = replay_window(GOOD, ARN, [shard("s1")], NOW, 60.0)
+    assert plan == ReplayWindow(ARN, (ShardRead("s1", "10", reach="20"),), 60.0, NOW - 60.0)
     # Once the newest mark is old enough, nothing before it is read again.
-    later = plan_replay(GOOD, ARN, [shard("s1")], NOW + 61, 60.0)
-    assert isinstance(later, ReplayPlan) and later.reads == (ShardRead("s1", "20", reach="20"),)
+    later = replay_window(GOOD, ARN, [shard("s1")], NOW + 61, 60.0)
+    assert isinstance(later, ReplayWindow) and later.reads == (ShardRead("s1", "20", reach="20"),)
 
 
 def test_a_shard_with_no_mark_old_enough_is_read_from_its_start() -> None:
     young = evidence(mark("s1", ("20", 9_990.0)))
-    plan = plan_replay(young, ARN, [shard("s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayPlan) and plan.reads == (ShardRead("s1", None, reach="20"),)
+    plan = replay_window(young, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayWindow) and plan.reads == (ShardRead("s1", None, reach="20"),)
 
 
 def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> None:
     latest = evidence(mark("s1", (None, 1_000.0), since=1_000.0))
-    plan = plan_replay(latest, ARN, [shard("s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayPlan)
+    plan = replay_window(latest, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayWindow)
     assert plan.reads == (ShardRead("s1", None, skip_before=940.0),)
     # A day on with nothing applied: records after its start may have been trimmed unapplied.
-    stale = plan_replay(latest, ARN, [shard("s1")], 1_000.0 + DAY, 60.0)
+    stale = replay_window(latest, ARN, [shard("s1")], 1_000.0 + DAY, 60.0)
     assert isinstance(stale, Decline) and "for nearly a day" in stale.reason
 
 
 def test_unnamed_shards() -> None:
     listed = [shard("s1", ending="30"), shard("child", "s1"), shard("grandchild", "child")]
-    plan = plan_replay(GOOD, ARN, listed, NOW, 60.0)
-    assert isinstance(plan, ReplayPlan)
+    plan = replay_window(GOOD, ARN, listed, NOW, 60.0)
+    assert isinstance(plan, ReplayWindow)
     # Descendants of a named shard: every record, from their start.
     assert [r.shard for r in plan.reads] == ["s1", "child", "grandchild"]
     assert plan.reads[1:] == (ShardRead("child", None), ShardRead("grandchild", None))
     # A stranger: read from its start, but only if it holds nothing from before the backfill.
-    plan = plan_replay(GOOD, ARN, [shard("s1"), shard("s9")], NOW, 60.0)
-    assert isinstance(plan, ReplayPlan)
+    plan = replay_window(GOOD, ARN, [shard("s1"), shard("s9")], NOW, 60.0)
+    assert isinstance(plan, ReplayWindow)
     assert plan.reads[1] == ShardRead("s9", None, only_after=5_000.0)
     # ... and not at all once the backfill is older than the stream keeps records.
-    declined = plan_replay(GOOD, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
+    declined = replay_window(GOOD, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
     assert isinstance(declined, Decline) and "no maintainer recorded a position in shard s9" in (
         declined.reason
     )
     hinted = Evidence("orders", "ix", GOOD.shards, GOOD.backfill, (), unnamed_batches=1.0)
-    declined = plan_replay(hinted, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
+    declined = replay_window(hinted, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
     assert isinstance(declined, Decline) and "tumbling window" in declined.reason
 
 
 def test_a_named_shard_that_left_the_stream_within_the_margin_is_declined() -> None:
-    verdict = plan_replay(GOOD, ARN, [shard("s2", "s1")], NOW, 60.0)
+    verdict = replay_window(GOOD, ARN, [shard("s2", "s1")], NOW, 60.0)
     assert isinstance(verdict, Decline) and "left the stream" in verdict.reason
     old = evidence(mark("s1", ("10", 7_000.0)))
-    plan = plan_replay(old, ARN, [shard("s2", "s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayPlan)  # gone long ago: its child is read from its start
+    plan = replay_window(old, ARN, [shard("s2", "s1")], NOW, 60.0)
+    assert isinstance(plan, ReplayWindow)  # gone long ago: its child is read from its start
     assert plan.reads == (ShardRead("s2", None, only_after=5_000.0),)
 
 
 def test_marks_of_another_stream_count_for_nothing() -> None:
     other = ShardMark("s1", ARN + "old", "start", (("10", 7_000.0),))
-    verdict = plan_replay(evidence(other), ARN, [shard("s1")], 5_000.0 + DAY, 60.0)
+    verdict = replay_window(evidence(other), ARN, [shard("s1")], 5_000.0 + DAY, 60.0)
     assert isinstance(verdict, Decline) and "shard s1" in verdict.reason
 
 

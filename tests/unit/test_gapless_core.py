@@ -12,20 +12,20 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import attempts
-from ddbkeys.core.steps import Flow, Pause, Request, Step
-from ddbkeys.errors import ConfigurationError, DdbKeysError
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import Flow, Pause, Request, Step
+from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._retry import Deadline, RetryPolicy
+from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.ids import (
     CounterStateError,
     ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
 )
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.gapless_plan import Commit, CounterState, GaplessPlan, Pending, earliest
-from ddbkeys.retry import Deadline, RetryPolicy
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._gapless_plan import Commit, CounterState, GaplessPlan, Pending, earliest
 
 MAX = 10**38 - 1
 #: (A clock that stands still: a transaction takes no time, so a lost race waits from

@@ -11,22 +11,20 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError
 
-from ddbkeys.core.steps import Flow, Pause, Request
-from ddbkeys.core.stopping import StopFlag
-from ddbkeys.errors import ConfigurationError, DdbKeysError, KeySchemaError
-from ddbkeys.partition_keys.backfill import backfill_flow
-from ddbkeys.partition_keys.base import MAX_SORT_KEY
-from ddbkeys.partition_keys.follow import FollowPlan
-from ddbkeys.partition_keys.follow_state import (
-    FollowReport,
-    FollowState,
-    StopOn,
-    Stopped,
-    keys_of_records,
+from ddbkeys._core.steps import Flow, Pause, Request
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.backfill import backfill_flow
+from ddbkeys.partition_keys._index.maintain import (
+    MAX_ROUNDS,
+    Outcome,
+    Step,
+    next_step,
+    reconcile_flow,
 )
-from ddbkeys.partition_keys.maintain import MAX_ROUNDS, Outcome, Step, next_step, reconcile_flow
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.markers import (
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.markers import (
     DEFAULT_MARKER_SORT_KEY,
     IndexPages,
     MarkerClashError,
@@ -39,9 +37,17 @@ from ddbkeys.partition_keys.markers import (
     put_answer,
     read_collection,
 )
-from ddbkeys.partition_keys.recognise import same_value
-from ddbkeys.partition_keys.state import update_request
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.state import update_request
+from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
+from ddbkeys.partition_keys._listing.recognise import same_value
+from ddbkeys.partition_keys._streams.follow import FollowCore
+from ddbkeys.partition_keys._streams.follow_state import (
+    FollowReport,
+    FollowState,
+    StopOn,
+    Stopped,
+    keys_of_records,
+)
 
 SK = DEFAULT_MARKER_SORT_KEY["N"]
 M = "ddbkeys_pk"
@@ -64,9 +70,9 @@ def info(**changes: Any) -> TableInfo:
     return TableInfo(**fields)
 
 
-def index(**changes: Any) -> MarkerPlan:
+def index(**changes: Any) -> MarkerCore:
     """A marker index's plan that knows its table: its flows need no DescribeTable."""
-    return MarkerPlan("orders", info=info(**changes), deadline=5.0)
+    return MarkerCore("orders", info=info(**changes), deadline=5.0)
 
 
 def failure(code: str, **extra: Any) -> ClientError:
@@ -477,8 +483,8 @@ def test_keys_of_records_dedupes_in_order() -> None:
     assert keys_of_records(records, "pk") == [{"S": "b"}, {"S": "a"}, {"B": b"\x00"}]
 
 
-def follower() -> FollowPlan:
-    return FollowPlan(index(), state_table="state", clock=lambda: 50.0)
+def follower() -> FollowCore:
+    return FollowCore(index(), state_table="state", clock=lambda: 50.0)
 
 
 @pytest.mark.parametrize(
@@ -530,7 +536,7 @@ def test_a_failed_reconciliation_leaves_the_mark_where_it_was() -> None:
 
 def test_a_child_shard_waits_for_its_parent() -> None:
     state = FollowState(parents={"parent": None, "child": "parent", "orphan": "gone"})
-    ready = FollowPlan.ready
+    ready = FollowCore.ready
     assert ready(state, "parent") and ready(state, "orphan") and not ready(state, "child")
     state.finished.add("parent")
     assert ready(state, "child")
@@ -548,7 +554,7 @@ def test_stop_on_an_event() -> None:
 
 
 def test_the_description_is_read_by_the_first_flow_that_needs_it_and_kept() -> None:
-    fresh = MarkerPlan("orders")
+    fresh = MarkerCore("orders")
     assert fresh.info is None and fresh.marker_sort_key is None
     names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
     table = {
@@ -562,9 +568,9 @@ def test_the_description_is_read_by_the_first_flow_that_needs_it_and_kept() -> N
     assert fresh.info is described and fresh.marker_sort_key == SK
     assert play(fresh.table_info(), [])[0] is described  # kept: nothing sent again
     with pytest.raises(KeySchemaError, match="has no sort key"):
-        MarkerPlan("orders", info=info(sort_key=None))
+        MarkerCore("orders", info=info(sort_key=None))
     with pytest.raises(ConfigurationError, match="describes table 'other'"):
-        MarkerPlan("orders", info=info(name="other"))
+        MarkerCore("orders", info=info(name="other"))
 
 
 def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_end() -> None:
@@ -572,7 +578,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
     follower says it was caught up is when that round began, not when it ended (a test that
     waited for "caught up after my write" then saw its write unread; found in CI)."""
     ticks = iter(range(1000, 2000))
-    plan = FollowPlan(index(), state_table="state", clock=lambda: float(next(ticks)))
+    plan = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
     state = FollowState()
     names = [("pk", "S", "HASH"), ("sk", "N", "RANGE"), (M, "S", None)]
     table = {

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.schema import (
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import (
     from_attributes,
     is_dynamodb_json,
     looks_typed,

@@ -1,4 +1,5 @@
-"""Lambda's DynamoDB Streams events, read and checked (ddbkeys.partition_keys.lambda_events):
+"""Lambda's DynamoDB Streams events, read and checked
+(ddbkeys.partition_keys._streams.lambda_events):
 events shaped as the Lambda Developer Guide shows them, plain and from a tumbling window, and
 every way one can be malformed, each with its one-line message."""
 
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.lambda_events import (
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._streams.lambda_events import (
     MalformedEventError,
     StreamEvent,
     answer,

@@ -1,6 +1,6 @@
 """The Lambda handler's check of its trigger, without a server: what it reads of
 ListEventSourceMappings, what it records per shard, when a batch came out of order, and why a
-listing declines or which positions it uses (see ddbkeys.partition_keys.lambda_trigger)."""
+listing declines or which positions it uses (see ddbkeys.partition_keys._streams.lambda_trigger)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark, precheck
-from ddbkeys.partition_keys.lambda_trigger import (
+from ddbkeys.partition_keys._index.state import evidence_from_item
+from ddbkeys.partition_keys._proof.evidence import Backfill, Decline, Evidence, ShardMark, precheck
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
+from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_STALE,
     Parallelized,
     Reading,
@@ -21,8 +23,6 @@ from ddbkeys.partition_keys.lambda_trigger import (
     trigger_decline,
     went_past,
 )
-from ddbkeys.partition_keys.replay_plan import ReplayPlan, plan_replay
-from ddbkeys.partition_keys.state import evidence_from_item
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
 FUNCTION = "arn:aws:lambda:r:1:function:keeper:live"
@@ -200,15 +200,15 @@ def test_a_listing_uses_only_positions_a_check_came_after() -> None:
         maintainer="lambda",
     )
     assert precheck(record, ARN, MARGIN) is None
-    plan = plan_replay(record, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
-    assert isinstance(plan, ReplayPlan)
+    plan = replay_window(record, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
+    assert isinstance(plan, ReplayWindow)
     (read,) = plan.reads
     assert read.after == "20"  # 30 was saved after the check: it is read again
     # A follower keeping the index: its positions as they are.
     followed = replace(record, maintainer="follow")
-    plan = plan_replay(followed, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
-    assert isinstance(plan, ReplayPlan) and plan.reads[0].after == "30"
+    plan = replay_window(followed, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
+    assert isinstance(plan, ReplayWindow) and plan.reads[0].after == "30"
     # The trigger read 2: declined, whatever the positions.
     parallel = replace(record, triggers={"s1": replace(GOOD, factor=2)})
-    declined = plan_replay(parallel, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
+    declined = replay_window(parallel, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
     assert isinstance(declined, Decline) and "ParallelizationFactor 2" in declined.reason

@@ -92,3 +92,33 @@ def test_the_checks_see_what_radon_sees() -> None:
         + "        return -1\n"
     )
     assert dict(blocks(code)) == {"flat": 21, "C.m": 21}
+
+
+#: The public modules: the package faces and the two public modules that are not packages
+#: (public-api.txt lists what each exports). Every other module's name, or a package above it,
+#: starts with ``_`` (as h11's ``_connection.py`` and httpx's ``_client.py``).
+PUBLIC = {
+    "__init__.py",
+    "__main__.py",
+    "aio/__init__.py",
+    "ids/__init__.py",
+    "partition_keys/__init__.py",
+    "partition_keys/aws_lambda.py",
+    "iam.py",
+    "testing/__init__.py",
+    "engines/__init__.py",
+    "engines/dask.py",
+    "engines/spark.py",
+}
+
+
+def test_a_module_that_is_not_public_says_so_by_its_name() -> None:
+    unmarked = [
+        name
+        for name, _ in sources()
+        if name not in PUBLIC
+        and not any(part.startswith("_") for part in name.split("/")[:-1])
+        and not Path(name).name.startswith("_")
+    ]
+    assert unmarked == []
+    assert all((ROOT / name).exists() for name in PUBLIC)

@@ -1,4 +1,4 @@
-"""The process's one lifecycle policy (:mod:`ddbkeys.core._lifecycle`): every fork and exit hook
+"""The process's one lifecycle policy (:mod:`ddbkeys._core.lifecycle`): every fork and exit hook
 of ddbkeys is registered there, in order, and a forked child runs its resets (played in a real
 fork, in a subprocess, so this process's registry stays as it is); one pool of threads serves
 the requests and the block allocators."""
@@ -14,28 +14,28 @@ from types import SimpleNamespace
 
 import pytest
 
-import ddbkeys.ids.blocks
-import ddbkeys.ids.slots
-import ddbkeys.partition_keys.tasks
-from ddbkeys import clients
-from ddbkeys.core import _lifecycle
-from ddbkeys.retry import Deadline
+import ddbkeys.ids._blocks
+import ddbkeys.ids._slots
+import ddbkeys.partition_keys._tasks.tasks
+from ddbkeys import _clients as clients
+from ddbkeys._core import lifecycle as _lifecycle
+from ddbkeys._retry import Deadline
 from tests.support.blocks_counter import Counter, allocator, until
 
 
 def test_every_fork_hook_of_ddbkeys_is_in_the_one_registry() -> None:
     before, child = _lifecycle.fork_hooks()
     assert _lifecycle.POOL.end_idle in before
-    assert ddbkeys.ids.slots.SLOTS.forget in child
-    assert ddbkeys.partition_keys.tasks._forget_clients in child
-    assert ddbkeys.ids.blocks._after_fork_in_child in child
+    assert ddbkeys.ids._slots.SLOTS.forget in child
+    assert ddbkeys.partition_keys._tasks.tasks._forget_clients in child
+    assert ddbkeys.ids._blocks._after_fork_in_child in child
 
 
 def test_an_exit_hook_registered_again_moves_ahead_of_those_since() -> None:
     program = textwrap.dedent(
         """
         import atexit
-        from ddbkeys.core import _lifecycle
+        from ddbkeys._core import lifecycle as _lifecycle
 
         def first(): print("first")
         def second(): print("second")
@@ -58,7 +58,7 @@ def test_a_forked_child_runs_the_resets_in_order_and_a_failing_one_stops_none() 
     program = textwrap.dedent(
         """
         import os
-        from ddbkeys.core import _lifecycle
+        from ddbkeys._core import lifecycle as _lifecycle
 
         def failing(): raise ValueError("broken hook")
         _lifecycle.at_fork(before=lambda: print("before 1", flush=True))

@@ -10,22 +10,22 @@ import pytest
 from botocore.exceptions import ClientError
 
 from ddbkeys import ListingInterrupted
-from ddbkeys.core.steps import Emit, Flow, Pause, Request
-from ddbkeys.errors import DdbKeysError
-from ddbkeys.partition_keys.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
-from ddbkeys.partition_keys.checkpoint import decode_token
-from ddbkeys.partition_keys.listing import DONE, ListingCore
-from ddbkeys.partition_keys.pages import PageSize, Reading
-from ddbkeys.partition_keys.recognise import Seen
-from ddbkeys.partition_keys.scan import PAGE_ITEMS, ScanMethod
-from ddbkeys.partition_keys.skip import PagedSkipMethod, SkipMethod
-from ddbkeys.partition_keys.stopping import STOP_SLICE
-from ddbkeys.retry import RetryPolicy
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys._core.steps import Emit, Flow, Pause, Request
+from ddbkeys._core.stopping import STOP_SLICE
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._retry import RetryPolicy
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
+from ddbkeys.partition_keys._listing.checkpoint import decode_token
+from ddbkeys.partition_keys._listing.listing import DONE, ListingCore
+from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.recognise import Seen
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS, ScanMethod
+from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from tests.unit.test_read_budget import FakeClock
 
 if TYPE_CHECKING:
-    from ddbkeys.partition_keys.base import ScanPage
+    from ddbkeys.partition_keys._listing.base import ScanPage
 
 Page = dict[str, Any]
 

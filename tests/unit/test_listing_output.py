@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from ddbkeys.cli.listing_output import ESCAPES, jsonl_line, read_text_key, text_line
+from ddbkeys.partition_keys._listing.text import ESCAPES, jsonl_line, read_text_key, text_line
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ddbkeys.errors import LocalServerError
-from ddbkeys.local import DynamoDBLocal, cache_dir, check_java, find_jar
+from ddbkeys._errors import LocalServerError
+from ddbkeys._local import DynamoDBLocal, cache_dir, check_java, find_jar
 
 
 def fake_java(tmp_path: Path, version: str) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.partition_keys.markers import IndexPages, Markers, create_request
-from ddbkeys.partition_keys.scan import PAGE_ITEMS
-from ddbkeys.partition_keys.state import update_request
+from ddbkeys.partition_keys._index.markers import IndexPages, Markers, create_request
+from ddbkeys.partition_keys._index.state import update_request
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS
 
 M = "ddbkeys_pk"
 

@@ -53,7 +53,7 @@ def test_the_check_sees_each_way_of_setting_one() -> None:
             "seq._counter = 1",
             "a.b._c += 1",
             "monkeypatch.setattr(clients, '_THREADS', None)",
-            "monkeypatch.setattr('ddbkeys.clients._THREADS', None)",
+            "monkeypatch.setattr('ddbkeys._clients._THREADS', None)",
             "setattr(x, '_y', 2)",
             "self._mine = 3",  # a test's own class may keep its own state
             "x.public = 4",

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ddbkeys.partition_keys import pages
-from ddbkeys.partition_keys.pages import (
+from ddbkeys.partition_keys._listing import pages
+from ddbkeys.partition_keys._listing.pages import (
     LOOK_AFTER,
     MAX_PAGE_ITEMS,
     MAX_PROBE_AFTER,

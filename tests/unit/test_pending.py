@@ -9,11 +9,10 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.capacity import Usage
-from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.partition_keys.evidence import Evidence
-from ddbkeys.partition_keys.maintain import MAX_ROUNDS, Outcome
-from ddbkeys.partition_keys.pending import (
+from ddbkeys._capacity import Usage
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys.partition_keys._index.maintain import MAX_ROUNDS, Outcome
+from ddbkeys.partition_keys._index.pending import (
     MAX_LARGE_PENDING,
     MAX_PENDING,
     PENDING_ATTRIBUTE,
@@ -28,7 +27,8 @@ from ddbkeys.partition_keys.pending import (
     pending_keys,
     settled_elements,
 )
-from ddbkeys.partition_keys.state import StatePlan, evidence_from_item
+from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item
+from ddbkeys.partition_keys._proof.evidence import Evidence
 from tests.support.proof_actors import follower_at_rest, listing, record
 from tests.support.proof_machine import ListingWrong, ProofMachine, check
 from tests.support.proof_world import INDEX, TABLE
@@ -99,8 +99,8 @@ def _churn() -> list[tuple[str, Any]]:
     return script
 
 
-def _store() -> StatePlan:
-    return StatePlan("state", deadline=5.0, clock=lambda: 1_700_000_000.0)
+def _store() -> StateCore:
+    return StateCore("state", deadline=5.0, clock=lambda: 1_700_000_000.0)
 
 
 def test_a_collection_that_settles_is_applied_with_nothing_recorded() -> None:

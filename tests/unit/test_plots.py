@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.plots import grouped_bars, plot_arguments, save_figures, saved_figures
+from ddbkeys._plots import grouped_bars, plot_arguments, save_figures, saved_figures
 
 pytest.importorskip("matplotlib")
 

@@ -10,7 +10,7 @@ HIDE = "import sys; sys.modules['fcntl'] = None; sys.modules['termios'] = None; 
 
 def test_import_without_fcntl() -> None:
     code = (
-        HIDE + "import ddbkeys, ddbkeys.ids, ddbkeys.partition_keys, ddbkeys.cli; "
+        HIDE + "import ddbkeys, ddbkeys.ids, ddbkeys.partition_keys, ddbkeys._cli; "
         "from ddbkeys import DynamoDBLocal, make_client; print(ddbkeys.__version__)"
     )
     done = subprocess.run(

@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from ddbkeys.partition_keys.evidence import DAY
+from ddbkeys.partition_keys._proof.evidence import DAY
 from tests.support.proof_actors import Verdict, follower_at_rest, repair
 from tests.support.proof_machine import ListingWrong, ProofMachine
 from tests.support.proof_world import ATTR, MARKER_SK, typed_item

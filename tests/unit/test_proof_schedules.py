@@ -4,7 +4,7 @@ A Hypothesis state machine (tests/support/proof_machine.py) drives a model of th
 lagging index, its stream and the state table, with ddbkeys' own maintainers acting on it (two
 followers and the backfill stepped a request at a time, the Lambda handler fed by a model of
 Lambda's event source mapping, ``index repair``), and after every step runs the listing's
-decision core: the evidence and ``precheck``, ``replay_flow`` (``plan_replay``, the stream read
+decision core: the evidence and ``precheck``, ``replay_flow`` (``replay_window``, the stream read
 to its tip, the re-checks) and ``ReplayedIndexMethod`` over the lagging index. The listing must
 decline with a reason, or answer exactly the collections that hold something besides
 ddbkeys' marker.
@@ -33,7 +33,7 @@ from hypothesis import Phase, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
-from ddbkeys.partition_keys.backfill_read import Controls
+from ddbkeys.partition_keys._index.backfill_read import Controls
 from tests.support.proof_machine import (
     KEYS,
     SEEN,

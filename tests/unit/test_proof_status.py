@@ -11,16 +11,16 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.cli.index_status import render_status
-from ddbkeys.partition_keys.evidence import Decline, ShardMark
-from ddbkeys.partition_keys.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
-from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys.proof_report import ProofStatus
-from ddbkeys.partition_keys.proof_status import Seen, decide
-from ddbkeys.partition_keys.replay import StreamRead, estimate
-from ddbkeys.partition_keys.replay_plan import plan_replay
-from ddbkeys.partition_keys.shard_read import Replay
-from ddbkeys.partition_keys.state import markers_key
+from ddbkeys._cli.index_status import render_status
+from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
+from ddbkeys.partition_keys._proof.replay import StreamRead, estimate
+from ddbkeys.partition_keys._proof.replay_window import replay_window
+from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._proof.shard_read import Replay
+from ddbkeys.partition_keys._proof.status import Seen, decide
+from ddbkeys.partition_keys._streams.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
 from tests.unit.test_index_core import info
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
@@ -63,10 +63,10 @@ MARK = ShardMark("s1", ARN, "start", (("5", FIRST), ("10", NOW - 120)))
 def stream(item: dict[str, Any] | None, found: int = 0) -> StreamRead:
     """What the replay's read finds on the table's stream (SHARDS): ``found`` records, each
     naming a collection of its own, in s1."""
-    from ddbkeys.partition_keys.state import evidence_from_item  # noqa: PLC0415
+    from ddbkeys.partition_keys._index.state import evidence_from_item  # noqa: PLC0415
 
     evidence = evidence_from_item("orders", INDEX, item) if item else None
-    plan = plan_replay(evidence, ARN, SHARDS, NOW, MARGIN, MARKERS)
+    plan = replay_window(evidence, ARN, SHARDS, NOW, MARGIN, MARKERS)
     if isinstance(plan, Decline):
         return StreamRead(SHARDS, decline=plan)
     replay = Replay(MARGIN, records=found, by_shard={"s1": found} if found else {})

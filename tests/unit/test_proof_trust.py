@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.evidence import Decline, ShardMark
-from ddbkeys.partition_keys.replay import replay_flow
-from ddbkeys.partition_keys.replay_plan import ReplayPlan, out_of_range, plan_replay
-from ddbkeys.partition_keys.shard_read import REFUSALS, Replay
-from ddbkeys.retry import RetryPolicy
+from ddbkeys._retry import RetryPolicy
+from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
+from ddbkeys.partition_keys._proof.replay import replay_flow
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, out_of_range, replay_window
+from ddbkeys.partition_keys._proof.shard_read import REFUSALS, Replay
 from tests.unit.test_index_core import failure, play
 from tests.unit.test_replay_flow import ARN, GOOD, NOW, evidence, setup
 
@@ -43,7 +43,7 @@ def test_a_position_outside_its_shard_is_declined(
     sequence: str, first: str, last: str | None, bound: str
 ) -> None:
     mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
-    decided = plan_replay(evidence(mark), ARN, [shard("s1", first, last)], NOW)
+    decided = replay_window(evidence(mark), ARN, [shard("s1", first, last)], NOW)
     assert isinstance(decided, Decline)
     assert f"the position recorded for shard s1, {sequence}, lies {bound}" in decided.reason
     assert "no maintainer wrote it" in decided.reason
@@ -63,7 +63,9 @@ def test_a_position_the_range_allows_is_read(
 ) -> None:
     mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
     assert out_of_range(mark, shard("s1", first, last)) is None
-    assert isinstance(plan_replay(evidence(mark), ARN, [shard("s1", first, last)], NOW), ReplayPlan)
+    assert isinstance(
+        replay_window(evidence(mark), ARN, [shard("s1", first, last)], NOW), ReplayWindow
+    )
 
 
 def test_an_older_mark_outside_the_range_is_declined_too() -> None:

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from ddbkeys.testing import Fault, FaultPlan, FaultProxy
-from ddbkeys.testing.proxy import Call, calls_in
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing._proxy import Call, calls_in
 
 
 def test_script_comes_first_then_draws() -> None:
-    proxy = FaultProxy("http://127.0.0.1:1", FaultPlan(script=[Fault.THROTTLE, Fault.ERROR_500]))
+    proxy = FaultProxy("http://127.0.0.1:1", Faults(script=[Fault.THROTTLE, Fault.ERROR_500]))
     assert proxy.decide("PutItem") is Fault.THROTTLE
     assert proxy.decide("PutItem") is Fault.ERROR_500
     assert proxy.decide("PutItem") is Fault.FORWARD
@@ -19,7 +19,7 @@ def test_script_comes_first_then_draws() -> None:
 
 
 def test_draws_are_seeded_and_near_their_rates() -> None:
-    plan = FaultPlan(lose_response=0.1, throttle=0.2, error_500=0.05, seed=7)
+    plan = Faults(lose_response=0.1, throttle=0.2, error_500=0.05, seed=7)
     first = [FaultProxy("http://127.0.0.1:1", plan).decide("GetItem") for _ in range(1)]
     a, b = FaultProxy("http://127.0.0.1:1", plan), FaultProxy("http://127.0.0.1:1", plan)
     seq_a = [a.decide("GetItem") for _ in range(4000)]
@@ -33,14 +33,14 @@ def test_draws_are_seeded_and_near_their_rates() -> None:
 
 
 def test_a_slow_answer_is_drawn_too() -> None:
-    proxy = FaultProxy("http://127.0.0.1:1", FaultPlan(delay_answer=1.0))
+    proxy = FaultProxy("http://127.0.0.1:1", Faults(delay_answer=1.0))
     assert proxy.decide("UpdateItem") is Fault.DELAY_ANSWER
     assert proxy.counts == {"requests": 1, "delay_answer": 1}
 
 
 def test_operations_filter() -> None:
     proxy = FaultProxy(
-        "http://127.0.0.1:1", FaultPlan(throttle=1.0, operations=frozenset({"PutItem"}))
+        "http://127.0.0.1:1", Faults(throttle=1.0, operations=frozenset({"PutItem"}))
     )
     assert proxy.decide("GetItem") is Fault.FORWARD
     assert proxy.decide("PutItem") is Fault.THROTTLE
@@ -49,19 +49,19 @@ def test_operations_filter() -> None:
 
 def test_bad_plans_are_refused() -> None:
     with pytest.raises(ValueError, match="add up to <= 1"):
-        FaultPlan(throttle=0.7, error_500=0.7)
+        Faults(throttle=0.7, error_500=0.7)
     with pytest.raises(ValueError, match="add up to <= 1"):
-        FaultPlan(delay=0.5, delay_answer=0.6)
+        Faults(delay=0.5, delay_answer=0.6)
     with pytest.raises(ValueError, match="add up to <= 1"):
-        FaultPlan(delay_answer=-0.1)
+        Faults(delay_answer=-0.1)
     with pytest.raises(ValueError, match="throttle_code"):
-        FaultPlan(throttle_code="Slow")
+        Faults(throttle_code="Slow")
     with pytest.raises(ValueError, match="http:// URL"):
         FaultProxy("https://dynamodb.us-east-1.amazonaws.com")
 
 
 def test_script_can_wait_for_its_operations() -> None:
-    plan = FaultPlan(script=[Fault.LOSE_RESPONSE], script_operations=frozenset({"PutItem"}))
+    plan = Faults(script=[Fault.LOSE_RESPONSE], script_operations=frozenset({"PutItem"}))
     proxy = FaultProxy("http://127.0.0.1:1", plan)
     assert proxy.decide("DescribeTable") is Fault.FORWARD
     assert proxy.decide("PutItem") is Fault.LOSE_RESPONSE

@@ -129,8 +129,8 @@ def test_the_accessors_renamed_before_1_0_are_gone(
 
 
 def test_blocks_gives_only_its_own_names() -> None:
-    """The allocator's decisions are read from ``ddbkeys.ids.blocks_core`` only."""
-    blocks = importlib.import_module("ddbkeys.ids.blocks")
+    """The allocator's decisions are read from ``ddbkeys.ids._blocks_core`` only."""
+    blocks = importlib.import_module("ddbkeys.ids._blocks")
     assert all(hasattr(blocks, name) for name in blocks.__all__)
     with pytest.raises(AttributeError):
         blocks.BlockState  # noqa: B018

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import ReadBudget, default_scan_segments, plain_key
 
 

@@ -6,14 +6,14 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys.read_share import (
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._schema import table_info
+from ddbkeys.partition_keys._listing.read_share import (
     ON_DEMAND_ASSUMED,
     check_percent,
     read_capacity,
     share,
 )
-from ddbkeys.schema import table_info
 
 KEYS: dict[str, Any] = {
     "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],

@@ -10,16 +10,16 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.partition_keys.base import Reader
-from ddbkeys.partition_keys.choice import most_keys
-from ddbkeys.partition_keys.evidence import Backfill, Decline, Evidence, ShardMark
-from ddbkeys.partition_keys.marker_plan import MarkerPlan
-from ddbkeys.partition_keys.markers import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys.pending import element
-from ddbkeys.partition_keys.replay import ReplayedIndexMethod, replay_flow
-from ddbkeys.partition_keys.shard_read import Replay
-from ddbkeys.partition_keys.state import markers_key
-from ddbkeys.retry import RetryPolicy
+from ddbkeys._retry import RetryPolicy
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.pending import element
+from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._listing.choice import most_keys
+from ddbkeys.partition_keys._proof.evidence import Backfill, Decline, Evidence, ShardMark
+from ddbkeys.partition_keys._proof.replay import ReplayedIndexMethod, replay_flow
+from ddbkeys.partition_keys._proof.shard_read import Replay
 from tests.unit.test_index_core import failure, info, play
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
@@ -37,11 +37,11 @@ def evidence(*marks: ShardMark) -> Evidence:
     )
 
 
-def setup() -> tuple[Reader, MarkerPlan, Any]:
+def setup() -> tuple[Reader, MarkerCore, Any]:
     """The listing's reader (no client: its flows are driven by hand) and the index's plan."""
     table = info(stream_arn=ARN)
     reader = Reader(None, "orders", retry=RetryPolicy(max_attempts=2), deadline=5.0)
-    return reader, MarkerPlan("orders", info=table), table
+    return reader, MarkerCore("orders", info=table), table
 
 
 def record(pk: str, sequence: str, created: float = 9_000.0) -> dict[str, Any]:

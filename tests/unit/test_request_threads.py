@@ -1,4 +1,4 @@
-"""The request threads :func:`ddbkeys.clients.send` waits on when a request may outlast what
+"""The request threads :func:`ddbkeys._clients.send` waits on when a request may outlast what
 is left of its deadline: reused, never waited for past the deadline, ended when idle, and
 forgotten in a forked child. Played with a stand-in client whose timeouts are unknown (so
 every request goes to a thread), most with request threads of their own (``send``'s
@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from ddbkeys import DdbKeysError
-from ddbkeys.clients import RequestThreads, deadline_scope, send
-from ddbkeys.core import _lifecycle
-from ddbkeys.errors import NoAnswerInTime
-from ddbkeys.retry import Deadline
+from ddbkeys._clients import RequestThreads, deadline_scope, send
+from ddbkeys._core import lifecycle as _lifecycle
+from ddbkeys._errors import NoAnswerInTime
+from ddbkeys._retry import Deadline
 
 TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="none")
 

@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys.capacity import Usage
-from ddbkeys.core.attempts import Contention, attempts
-from ddbkeys.core.steps import Flow, update_item
-from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.errors import DeadlineExceededError, ServiceError
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import Contention, attempts
+from ddbkeys._core.steps import Flow, update_item
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._errors import DeadlineExceededError, ServiceError
+from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy, is_unavailable
 from ddbkeys.ids import (
     AtomicCounter,
     AuditReport,
@@ -26,9 +27,8 @@ from ddbkeys.ids import (
     GlobalTableError,
     audit_ids,
 )
-from ddbkeys.ids.base import GroupCommit, read_description, refuse_global
-from ddbkeys.ids.group import AsyncGroupCommit
-from ddbkeys.retry import Deadline, RetriesExhaustedError, RetryPolicy, is_unavailable
+from ddbkeys.ids._base import GroupCommit, read_description, refuse_global
+from ddbkeys.ids._group import AsyncGroupCommit
 from tests.support.hand import GLOBAL, description, drive
 
 

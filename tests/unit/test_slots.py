@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 
-from ddbkeys.ids import described, slots
-from ddbkeys.ids.base import CounterItem
-from ddbkeys.ids.exact import billed, item_name, slot_update
-from ddbkeys.schema import KeyAttribute, TableInfo
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.ids import _described as described
+from ddbkeys.ids import _slots as slots
+from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._exact import billed, item_name, slot_update
 
 NOW = 1_800_000_000.0
 NOW_MS = int(NOW * 1000)

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from ddbkeys import DdbKeysError, ListingInterrupted
-from ddbkeys.partition_keys.base import ReadBudget
-from ddbkeys.partition_keys.stopping import STOP_SLICE, StopFlag
+from ddbkeys._core.stopping import STOP_SLICE, StopFlag
+from ddbkeys.partition_keys._listing.base import ReadBudget
 
 
 def test_check_raises_once_set() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.table_setup import STRATEGY_KEYS, key_spec, table_request
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._table_setup import STRATEGY_KEYS, key_spec, table_request
 
 
 def test_each_strategy_has_the_key_schema_its_docs_use() -> None:

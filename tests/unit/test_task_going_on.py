@@ -10,10 +10,10 @@ from dataclasses import replace
 import pytest
 
 from ddbkeys import ResumeTokenError
-from ddbkeys.errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys import ListingTask
-from ddbkeys.partition_keys.base import Position
-from ddbkeys.partition_keys.checkpoint import Checkpoint, encode_token
+from ddbkeys.partition_keys._listing.base import Position
+from ddbkeys.partition_keys._listing.checkpoint import Checkpoint, encode_token
 
 
 def token(positions: list[Position], **changed: object) -> str:

@@ -12,13 +12,13 @@ botocore to a narrow range of versions, which is why the base package does not d
             ...
 
 The strategies and listing methods are the very flows the sync API runs (see
-:mod:`ddbkeys.core`), sent by the asyncio driver (:mod:`ddbkeys.drivers.aio`). What runs
+:mod:`ddbkeys._core`), sent by the asyncio driver (:mod:`ddbkeys._drivers.aio`). What runs
 concurrently in threads in the sync API (group commit, block prefetch, segment readers, the
 stream follower) runs as tasks of the one event loop here.
 
 Event loops: open the client in the loop that uses it (``async with``), and make the objects
 over it there. A client that is closed or was never entered is a
-:class:`~ddbkeys.errors.ConfigurationError` at its first request, and so is a request from
+:class:`~ddbkeys._errors.ConfigurationError` at its first request, and so is a request from
 another loop while the client's own loop is still open (an aiobotocore client's connections
 belong to one loop). A :class:`BlockAllocator` and a listing's iteration belong to the loop of
 their first call (their tasks are that loop's); the sequences keep a group commit per loop and
@@ -31,42 +31,36 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ddbkeys.aio.audit import AuditReport, audit_attribute, audit_collection, audit_ids
-    from ddbkeys.aio.blocks import BlockAllocator
-    from ddbkeys.aio.client import make_client
-    from ddbkeys.aio.collection import CollectionSequence
-    from ddbkeys.aio.gapless import GaplessSequence
-    from ddbkeys.aio.ids import AtomicCounter
-    from ddbkeys.aio.index import (
-        MarkerIndex,
-        StateStore,
-        StreamFollower,
-        enable_stream,
-        reconcile,
-    )
-    from ddbkeys.aio.listing import AsyncListing, distinct_partition_keys
-    from ddbkeys.aio.listing import AsyncListing as Listing
+    from ddbkeys.aio._audit import AuditReport, audit_attribute, audit_collection, audit_ids
+    from ddbkeys.aio._blocks import BlockAllocator
+    from ddbkeys.aio._client import make_client
+    from ddbkeys.aio._collection import CollectionSequence
+    from ddbkeys.aio._gapless import GaplessSequence
+    from ddbkeys.aio._ids import AtomicCounter
+    from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
+    from ddbkeys.aio._listing import AsyncListing, distinct_partition_keys
+    from ddbkeys.aio._listing import AsyncListing as Listing
 
 #: Where each public name lives (imported on first use, so that ``import ddbkeys.aio`` is
 #: cheap and a missing aiobotocore is reported where a client is needed).
 _HOMES = {
-    "AtomicCounter": "ddbkeys.aio.ids",
-    "BlockAllocator": "ddbkeys.aio.blocks",
-    "CollectionSequence": "ddbkeys.aio.collection",
-    "GaplessSequence": "ddbkeys.aio.gapless",
-    "AuditReport": "ddbkeys.aio.audit",
-    "audit_attribute": "ddbkeys.aio.audit",
-    "audit_collection": "ddbkeys.aio.audit",
-    "audit_ids": "ddbkeys.aio.audit",
-    "AsyncListing": "ddbkeys.aio.listing",
-    "Listing": "ddbkeys.aio.listing",
-    "distinct_partition_keys": "ddbkeys.aio.listing",
-    "MarkerIndex": "ddbkeys.aio.index",
-    "StateStore": "ddbkeys.aio.index",
-    "StreamFollower": "ddbkeys.aio.index",
-    "enable_stream": "ddbkeys.aio.index",
-    "reconcile": "ddbkeys.aio.index",
-    "make_client": "ddbkeys.aio.client",
+    "AtomicCounter": "ddbkeys.aio._ids",
+    "BlockAllocator": "ddbkeys.aio._blocks",
+    "CollectionSequence": "ddbkeys.aio._collection",
+    "GaplessSequence": "ddbkeys.aio._gapless",
+    "AuditReport": "ddbkeys.aio._audit",
+    "audit_attribute": "ddbkeys.aio._audit",
+    "audit_collection": "ddbkeys.aio._audit",
+    "audit_ids": "ddbkeys.aio._audit",
+    "AsyncListing": "ddbkeys.aio._listing",
+    "Listing": "ddbkeys.aio._listing",
+    "distinct_partition_keys": "ddbkeys.aio._listing",
+    "MarkerIndex": "ddbkeys.aio._index",
+    "StateStore": "ddbkeys.aio._index",
+    "StreamFollower": "ddbkeys.aio._index",
+    "enable_stream": "ddbkeys.aio._index",
+    "reconcile": "ddbkeys.aio._index",
+    "make_client": "ddbkeys.aio._client",
 }
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 ``pip install 'ddbkeys[spark]'`` (on Glue and EMR, PySpark is already there). The RDD has one
 partition per task, holding the task as its line of JSON; a Python worker runs
-:func:`ddbkeys.partition_keys.run_task` on it, with a client it builds from the task (endpoint,
+:func:`ddbkeys.partition_keys.open_task` on it, with a client it builds from the task (endpoint,
 region, profile; credentials from the worker's own environment, such as the job's IAM role).
 Spark runs a failed partition again from its start (``spark.task.maxFailures``; on
 ``local[N,F]``, F tries), and a task run again yields the same keys, so a worker that dies
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ddbkeys.errors import ConfigurationError
-from ddbkeys.partition_keys.tasks import ListingTask, run_task
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.partition_keys._tasks.tasks import ListingTask, open_task
 
 try:
     from pyspark import RDD, SparkContext
@@ -61,4 +61,4 @@ def keys_rdd(spark_context: SparkContext, tasks: Iterable[ListingTask]) -> RDD[A
 def _keys_of(lines: Iterable[str]) -> Iterator[Any]:
     """A worker's part: the keys of the task in this partition, listed to its end."""
     for line in lines:
-        yield from run_task(ListingTask.from_json(line))
+        yield from open_task(ListingTask.from_json(line))

@@ -10,20 +10,20 @@ GaplessSequence        yes       yes         yes      about 2-4 WCU, item includ
 =====================  ========  ==========  =======  ======================================
 """
 
-from ddbkeys.ids.audit import AuditReport, audit_attribute, audit_collection, audit_ids
-from ddbkeys.ids.base import IdStrategy
-from ddbkeys.ids.blocks import BlockAllocator
-from ddbkeys.ids.cancellation import Cancellation, Verdict, read_cancellation
-from ddbkeys.ids.collection import CollectionSequence
-from ddbkeys.ids.counter import AtomicCounter, CounterBackwardsError
-from ddbkeys.ids.errors import (
+from ddbkeys.ids._audit import AuditReport, audit_attribute, audit_collection, audit_ids
+from ddbkeys.ids._base import IdStrategy
+from ddbkeys.ids._blocks import BlockAllocator
+from ddbkeys.ids._cancellation import Cancellation, Verdict, read_cancellation
+from ddbkeys.ids._collection import CollectionSequence
+from ddbkeys.ids._counter import AtomicCounter, CounterBackwardsError
+from ddbkeys.ids._errors import (
     CounterStateError,
     GlobalTableError,
     ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
 )
-from ddbkeys.ids.gapless import GaplessSequence
+from ddbkeys.ids._gapless import GaplessSequence
 
 __all__ = [
     "AtomicCounter",

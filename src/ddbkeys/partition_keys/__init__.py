@@ -16,12 +16,7 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 
 from __future__ import annotations
 
-from ddbkeys.partition_keys.base import MAX_SORT_KEY, ReadBudget, plain_key
-from ddbkeys.partition_keys.choice import METHODS, IndexUnprovenError
-from ddbkeys.partition_keys.estimate import ListingEstimate
-from ddbkeys.partition_keys.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys.follower import StreamFollower
-from ddbkeys.partition_keys.index import (
+from ddbkeys.partition_keys._index.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
     BackfillReport,
@@ -29,16 +24,24 @@ from ddbkeys.partition_keys.index import (
     MarkerIndex,
     VerifyReport,
 )
-from ddbkeys.partition_keys.listing import Listing
-from ddbkeys.partition_keys.opening import (
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, plain_key
+from ddbkeys.partition_keys._listing.choice import METHODS, IndexUnprovenError
+from ddbkeys.partition_keys._listing.listing import Listing
+from ddbkeys.partition_keys._listing.opening import (
     MAX_READERS,
     default_scan_segments,
     distinct_partition_keys,
 )
-from ddbkeys.partition_keys.proof_report import ProofStatus
-from ddbkeys.partition_keys.sample import estimate_listing
-from ddbkeys.partition_keys.stream_setup import enable_stream
-from ddbkeys.partition_keys.tasks import ListingTask, plan_listing, run_task, run_tasks
+from ddbkeys.partition_keys._listing.text import read_text_key, text_line
+from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+from ddbkeys.partition_keys._streams.lambda_events import parse_event
+from ddbkeys.partition_keys._streams.streams import streams_settings
+from ddbkeys.partition_keys._tasks.estimate import ListingEstimate
+from ddbkeys.partition_keys._tasks.sample import estimate_listing
+from ddbkeys.partition_keys._tasks.tasks import ListingTask, list_tasks, open_task, plan_listing
 
 __all__ = [
     "DEFAULT_INDEX",
@@ -62,8 +65,12 @@ __all__ = [
     "distinct_partition_keys",
     "enable_stream",
     "estimate_listing",
+    "list_tasks",
+    "open_task",
+    "parse_event",
     "plain_key",
     "plan_listing",
-    "run_task",
-    "run_tasks",
+    "read_text_key",
+    "streams_settings",
+    "text_line",
 ]

@@ -61,19 +61,25 @@ from typing import Any
 import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ddbkeys.drivers.sync import SyncDriver
-from ddbkeys.partition_keys.base import Key
-from ddbkeys.partition_keys.evidence import (
-    SHARD_PREFIX,
-    ShardMark,
-    advance,
-    created_at,
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
+from ddbkeys.partition_keys._index.maintain import Outcome
+from ddbkeys.partition_keys._index.pending import (
+    MAX_PENDING,
+    RETRY_PENDING,
+    Applied,
+    Nonces,
+    apply_flow,
+    retry_flow,
+    unpend_flow,
 )
-from ddbkeys.partition_keys.follow_state import keys_of_records
-from ddbkeys.partition_keys.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
-from ddbkeys.partition_keys.lambda_batch import begin_batch
-from ddbkeys.partition_keys.lambda_events import parse_event
-from ddbkeys.partition_keys.lambda_trigger import (
+from ddbkeys.partition_keys._index.state import StateStore, key_json, state_table_name
+from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark, advance, created_at
+from ddbkeys.partition_keys._streams.follow_state import keys_of_records
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
+from ddbkeys.partition_keys._streams.lambda_events import parse_event
+from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_EVERY,
     CHECK_RETRY,
     LAMBDA_PREFIX,
@@ -84,17 +90,6 @@ from ddbkeys.partition_keys.lambda_trigger import (
     factor_of,
     recorded,
 )
-from ddbkeys.partition_keys.maintain import Outcome
-from ddbkeys.partition_keys.pending import (
-    MAX_PENDING,
-    RETRY_PENDING,
-    Applied,
-    Nonces,
-    apply_flow,
-    retry_flow,
-    unpend_flow,
-)
-from ddbkeys.partition_keys.state import StateStore, key_json, state_table_name
 
 __all__ = ["StreamHandler", "handler", "table_of"]
 
@@ -230,7 +225,7 @@ class StreamHandler:
         """Reconcile one collection; one that does not settle is recorded pending (unless the
         pending set is full), in place of its elements ``known``."""
         store = self._state(index)
-        flow = apply_flow(index.plan, store.plan, key, self.nonce, self.max_pending, known)
+        flow = apply_flow(index.core, store.core, key, self.nonce, self.max_pending, known)
         return SyncDriver(index.client, index.usage).run(flow)
 
     def _settle_pending(
@@ -243,14 +238,14 @@ class StreamHandler:
             return
         store = self._state(index)
         driver = SyncDriver(index.client, index.usage)
-        gone = driver.run(unpend_flow(store.plan, index.table, index.name, known, settled))
+        gone = driver.run(unpend_flow(store.core, index.table, index.name, known, settled))
         now, tried = store.clock(), self._pending_tried.get(index.table)
         rest = known - set(gone)
         if not rest or (tried is not None and now - tried < RETRY_PENDING):
             return
         self._pending_tried[index.table] = now
         try:
-            driver.run(retry_flow(index.plan, store.plan, rest))
+            driver.run(retry_flow(index.core, store.core, rest))
         except Exception:  # (best effort: the batch is applied whatever this does)
             LOG.exception("ddbkeys: trying the pending collections of %s again failed", index.table)
 
@@ -319,7 +314,7 @@ class StreamHandler:
         that was not, is sent again by Lambda). Without a shard id nothing can be vouched
         for: that is recorded, so a listing says why."""
         store = self._state(index)
-        store._run(store.plan.clashes(index.table, index.name, clashes, add=True))
+        store._run(store.core.clashes(index.table, index.name, clashes, add=True))
         now = store.clock()
         if shard is None:
             if index.table not in self._warned:

@@ -1,0 +1,350 @@
+"""``ddbkeys ids put`` and ``ddbkeys ids audit``: write items with ids, find gaps and
+duplicates (the counter commands are in :mod:`ddbkeys._cli.ids`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ddbkeys._cli.common import (
+    Connection,
+    F,
+    connection_options,
+    echo_json,
+    error_text,
+    output_option,
+    parse_key,
+    structured,
+    table_option,
+)
+from ddbkeys._cli.items import (
+    counter_key_of,
+    given,
+    item_format_option,
+    parse_items,
+    read_item_text,
+)
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import describe
+from ddbkeys.ids import (
+    AuditReport,
+    CollectionSequence,
+    GaplessSequence,
+    audit_attribute,
+    audit_collection,
+)
+from ddbkeys.ids._gapless import MAX_BATCH
+
+__all__ = ["audit_command", "put_command"]
+
+
+def sort_key_options(func: F) -> F:
+    """--width and --prefix: how string keys hold ids (a collection's sort keys, a gapless id
+    that is the key)."""
+    func = click.option(
+        "--prefix", default="", help="Ids in string keys: the text before the digits."
+    )(func)
+    return click.option(
+        "--width",
+        type=click.IntRange(1, 38),
+        default=10,
+        show_default=True,
+        help="Ids in string keys: digits, padded with zeros (so key order is id order).",
+    )(func)
+
+
+@click.command("put")
+@table_option
+@click.option(
+    "--strategy",
+    "-s",
+    type=click.Choice(["gapless", "collection"]),
+    required=True,
+    help="gapless: counter and item in one transaction; collection: the number is "
+    "the item's sort key, per partition key.",
+)
+@click.option(
+    "--item",
+    "item_text",
+    metavar="JSON",
+    help="The item, as plain JSON or DynamoDB JSON; an array writes several (gapless: 1 to "
+    f"{MAX_BATCH}, in one transaction). Default: read from --item-file, else standard input.",
+)
+@click.option(
+    "--item-file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Read the item JSON from this file (UTF-8).",
+)
+@item_format_option
+@click.option(
+    "--partition-key",
+    "-k",
+    metavar="VALUE",
+    help="collection: the item collection (base64 for a binary key).",
+)
+@click.option(
+    "--never-reuse",
+    is_flag=True,
+    help="collection: keep the highest number in a counter item of the collection too, so a "
+    "deleted highest number is never given again (4 write units a put instead of 1).",
+)
+@click.option(
+    "--sequence",
+    default="sequence",
+    show_default=True,
+    metavar="NAME",
+    help="gapless: the counter item's partition key value.",
+)
+@click.option(
+    "--counter-key",
+    metavar="JSON",
+    help="gapless: the counter item's whole key (plain or DynamoDB JSON), instead of "
+    "--sequence: for tables with a sort key or a number or binary partition key.",
+)
+@click.option(
+    "--counter-table",
+    metavar="TABLE",
+    help="gapless: keep the counter item in this table (one transaction spans both), so it "
+    "is no row among the items. Default: the items' table.",
+)
+@click.option(
+    "--id-attribute",
+    default="id",
+    show_default=True,
+    help="gapless: the attribute that receives the id (may be the partition key).",
+)
+@sort_key_options
+@click.option(
+    "--allow-global-tables",
+    is_flag=True,
+    help="Go on although the table has replicas in other regions.",
+)
+@connection_options
+@output_option
+def put_command(
+    table_name: str,
+    strategy: str,
+    item_text: str | None,
+    item_file: Path | None,
+    item_format: str,
+    partition_key: str | None,
+    never_reuse: bool,
+    sequence: str,
+    counter_key: str | None,
+    counter_table: str | None,
+    id_attribute: str,
+    width: int,
+    prefix: str,
+    allow_global_tables: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Write an item with the next id of a gapless sequence or an item collection; print the id.
+
+    Items are checked before anything is written. An array given to --strategy collection is
+    written item by item: if one fails, the ids written are printed, then the error names the
+    item (its position in the array).
+
+    \b
+    ddbkeys ids put -t users -s gapless --item '{"pk": "User#Spock", "name": "Spock"}'
+    ddbkeys ids put -t users -s gapless --item '{"pk": {"S": "User#Uhura"}, "tags": {"SS": ["a"]}}'
+    ddbkeys ids put -t orders -s gapless --id-attribute pk --prefix order# --width 6 --item '{}'
+    ddbkeys ids put -t orders -s gapless --counter-key '{"pk": "ctr"}' --item '{"pk": "o1"}'
+    ddbkeys ids put -t issues -s collection -k projectA --item '{"priority": "low"}'
+    ddbkeys ids put -t issues -s collection -k projectB --never-reuse --item '{}'
+    echo '[{"pk": "a"}, {"pk": "b"}]' | ddbkeys ids put -t users -s gapless
+    """
+    _check_strategy_options(strategy)
+    if strategy == "collection" and partition_key is None:
+        raise click.UsageError("--strategy collection needs --partition-key.")
+    key = counter_key_of(counter_key, counter_table or table_name, instead_of="sequence")
+    text, source = read_item_text(item_text, item_file)
+    most = MAX_BATCH if strategy == "gapless" else None
+    items = parse_items(text, source, item_format, table=table_name, most=most)
+    client = connection.client()
+    if strategy == "gapless":
+        gapless = GaplessSequence(
+            client,
+            table_name,
+            sequence,
+            counter_key=key,
+            counter_table=counter_table,
+            id_attribute=id_attribute,
+            width=width,
+            prefix=prefix,
+            allow_global_tables=allow_global_tables,
+            group_commit=False,
+            deadline=connection.timeout,
+        )
+        if len(items) == 1:
+            ids = [gapless.put(items[0], typed=True)]
+        else:
+            ids = gapless.put_many(items, typed=True)
+        _show_ids(table_name, ids, output)
+        return
+    collection = CollectionSequence(
+        client,
+        table_name,
+        width=width,
+        prefix=prefix,
+        never_reuse=never_reuse,
+        allow_global_tables=allow_global_tables,
+        group_commit=False,
+        deadline=connection.timeout,
+    )
+    pk_type = collection.table_info().partition_key.type
+    pk_value = parse_key(str(partition_key), pk_type, table_name)
+    if len(items) > 1:
+        for n, item in enumerate(items, 1):
+            try:
+                collection.check(pk_value, item, typed=True)
+            except DdbKeysError as exc:
+                message = f"Item {n} of {len(items)}: {error_text(exc)} Nothing was written."
+                _show_ids(table_name, [], output, error=message)
+                raise click.ClickException(message) from exc
+    written: list[int] = []
+    for n, item in enumerate(items, 1):
+        try:
+            written.append(collection.put(pk_value, item, typed=True))
+        except (DdbKeysError, BotoCoreError, ClientError) as exc:
+            if len(items) == 1:
+                raise
+            message = _partial_failure(n, len(items), error_text(exc))
+            _show_ids(table_name, written, output, error=message)
+            raise click.ClickException(message) from exc
+    _show_ids(table_name, written, output)
+
+
+GAPLESS_ONLY = ("sequence", "counter_key", "counter_table", "id_attribute")
+COLLECTION_ONLY = ("partition_key", "never_reuse")
+
+
+def _check_strategy_options(strategy: str) -> None:
+    """An option of the other strategy, given, is an error rather than silently ignored."""
+    for name in COLLECTION_ONLY if strategy == "gapless" else GAPLESS_ONLY:
+        if given(name):
+            option = "--" + name.replace("_", "-")
+            other = "collection" if strategy == "gapless" else "gapless"
+            raise click.UsageError(f"{option} applies to --strategy {other}, not {strategy}.")
+
+
+def _partial_failure(n: int, total: int, reason: str) -> str:
+    if n == 1:
+        done = "nothing was written"
+    else:
+        done = "item 1 was written" if n == 2 else f"items 1 to {n - 1} were written"
+    if n < total:
+        done += (
+            f"; item {total} was not tried"
+            if n + 1 == total
+            else (f"; items {n + 1} to {total} were not tried")
+        )
+    return f"Item {n} of {total} was not written ({done}): {reason}"
+
+
+def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = None) -> None:
+    if structured(output):
+        echo_json({"table": table, "ids": ids} | ({"error": error} if error else {}))
+    elif ids:
+        click.echo("\n".join(str(i) for i in ids))
+
+
+@click.command("audit")
+@table_option
+@click.option(
+    "--attribute", default="id", show_default=True, help="Scan the table for this id attribute."
+)
+@click.option(
+    "--partition-key",
+    "-k",
+    metavar="VALUE",
+    help="Audit this item collection's sort keys instead of scanning.",
+)
+@sort_key_options
+@click.option(
+    "--start",
+    type=click.IntRange(0),
+    default=1,
+    show_default=True,
+    help="The first id the sequence should hold.",
+)
+@click.option(
+    "--strict",
+    is_flag=True,
+    help="Exit with code 1 when the audit finds problems: gaps, duplicates, and (--attribute) "
+    "ids below --start or values that are not ids.",
+)
+@connection_options
+@output_option
+def audit_command(
+    table_name: str,
+    attribute: str,
+    partition_key: str | None,
+    width: int,
+    prefix: str,
+    start: int,
+    strict: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Report the gaps and duplicates among a table's ids.
+
+    Scans the table for --attribute (a full scan: 0.5 read units per 4 KB), or queries one
+    item collection's sort keys with --partition-key. Every value of --attribute should be an
+    id: one below --start, or not a number (a string id is --prefix and --width digits), is a
+    problem. A collection's other items (not numbered, or numbered below 1) are counted, not
+    problems.
+
+    \b
+    Examples:
+      ddbkeys ids audit -t orders --attribute order_id --strict
+      ddbkeys ids audit -t issues -k projectA
+    """
+    client = connection.client()
+    if partition_key is not None:
+        pk_type = describe(client, table_name).partition_key.type
+        key = parse_key(partition_key, pk_type, table_name)
+        report = audit_collection(
+            client, table_name, key, width=width, prefix=prefix, deadline=connection.timeout
+        )
+    else:
+        report = audit_attribute(
+            client,
+            table_name,
+            attribute,
+            start=start,
+            prefix=prefix,
+            width=width,
+            deadline=connection.timeout,
+        )
+    if structured(output):
+        echo_json(report.as_dict())
+    else:
+        _show_audit(report, table_name, start if partition_key is None else 1)
+    if strict and not report.ok:
+        raise click.exceptions.Exit(1)
+
+
+def _listed(texts: list[str], shown: int = 20) -> str:
+    """The first ``shown`` of ``texts``, and how many more there are."""
+    more = f" (+{len(texts) - shown} more)" if len(texts) > shown else ""
+    return ", ".join(texts[:shown]) + more
+
+
+def _show_audit(report: AuditReport, table_name: str, start: int) -> None:
+    """An audit's report as text, one finding a line, and OK or PROBLEMS FOUND."""
+    gaps = _listed([f"{a}-{b}" if a != b else str(a) for a, b in report.gaps])
+    span = f", from {report.first} to {report.last}" if report.count else ""
+    click.echo(f"{report.source} of table {table_name}: {report.count} ids{span}")
+    click.echo(f"gaps: {report.missing} missing" + (f": {gaps}" if gaps else ""))
+    dupes = _listed([f"{k} x{v}" for k, v in sorted(report.duplicates.items())])
+    click.echo(f"duplicates: {len(report.duplicates)}" + (f": {dupes}" if dupes else ""))
+    if report.below_start:
+        below = _listed([str(n) for n in report.below_start])
+        click.echo(f"below {start}: {len(report.below_start)}: {below}")
+    if report.not_numbers:
+        hint = "" if report.count else " (ids in a string key: give their --prefix and --width)"
+        click.echo(f"not whole numbers: {report.not_numbers}{hint}")
+    click.echo("OK" if report.ok else "PROBLEMS FOUND")

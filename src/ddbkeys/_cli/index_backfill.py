@@ -1,0 +1,312 @@
+"""``ddbkeys partition-keys index backfill``: mark every collection once, as the proof's rule
+says (see :meth:`ddbkeys.partition_keys.MarkerIndex.backfill`)."""
+
+from __future__ import annotations
+
+import math
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ddbkeys._cli.common import (
+    Connection,
+    StatusLine,
+    connection_options,
+    echo_json,
+    index_options,
+    output_option,
+    state_table_option,
+    structured,
+    table_option,
+)
+from ddbkeys._cli.index_common import clash_error, margin_option, open_index
+from ddbkeys.partition_keys import (
+    BackfillReport,
+    MarkerIndex,
+    plain_key,
+)
+from ddbkeys.partition_keys._index.backfill import MODES
+from ddbkeys.partition_keys._index.backfill_wait import (
+    NO_MAINTAINER,
+    OTHER_RUNNING,
+    WAITING,
+    Readiness,
+    began,
+    dead_in,
+)
+from ddbkeys.partition_keys._listing.text import json_key
+from ddbkeys.partition_keys._proof.evidence import Backfill
+
+__all__ = ["backfill_command", "show_marked"]
+
+
+@click.command("backfill")
+@table_option
+@index_options
+@state_table_option
+@margin_option
+@click.option(
+    "--no-wait",
+    is_flag=True,
+    help="Begin at once even when the maintainer's first position is younger than the "
+    "replay margin (the backfill will not count: no listing can prove the index from it); "
+    "when another backfill is at work, exit 1 at once (nothing written) instead of waiting "
+    "for it.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Run even when another backfill is at work under the table's stream (a second read "
+    "of the table: that one stops at its next write of the index's record).",
+)
+@click.option(
+    "--wait-for-maintainer",
+    type=click.FloatRange(min=0),
+    is_flag=False,
+    flag_value=math.inf,
+    default=None,
+    metavar="[SECONDS]",
+    help="When no maintainer has recorded a position yet (a Lambda trigger just added), wait "
+    "for one, at most SECONDS (no limit when not given), then for the margin.",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(MODES),
+    default="auto",
+    show_default=True,
+    help="reconcile: a consistent Query a collection; read: one read of the table and its "
+    "index, then the stream over the backfill's window (a replay margin after its last write); "
+    "auto: read where the table has a stream and 1,000 items or more.",
+)
+@connection_options
+@output_option
+def backfill_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    replay_margin: float,
+    no_wait: bool,
+    force: bool,
+    wait_for_maintainer: float | None,
+    mode: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Reconcile every collection of the table with its marker: mark those without one,
+    remove the markers of those that hold nothing else (--mode: a consistent Query a
+    collection, or one read of the table and its index then the stream over the backfill's
+    window; see docs/partition-keys/index.md).
+
+    Collections whose item at the marker's sort key is data are not marked: they are named,
+    and the exit code is 1. Nothing is written unless the marker index is there (KEYS_ONLY,
+    keyed on --marker-attribute, ACTIVE).
+
+    The backfill is recorded in --state-table as the snapshot listings prove the index from.
+    It counts when it begins at least --replay-margin after a maintainer (`index follow` or
+    the Lambda handler) recorded its first position in the table's stream: when that was
+    less than the margin ago, it waits out the rest first (a countdown on stderr). With no
+    maintainer yet it says so on stderr and writes the markers all the same (they serve
+    --trust-index), or waits for one with --wait-for-maintainer.
+
+    One backfill at a time: while another one (`index follow --backfill`, another `index
+    backfill`) is at work under the table's stream, this one reads nothing: it says on stderr
+    when that one began and who runs it, waits for it to end, and exits 0 if listings can
+    prove the index from it (it runs itself if not, or if that one dies: silent for 30 s).
+    --no-wait exits 1 at once instead; --force runs all the same. Ctrl-C, SIGTERM or SIGHUP
+    stop it: its record says so, and the same command run again begins at once.
+
+    \b
+    Examples:
+      ddbkeys partition-keys index backfill -t issues
+      ddbkeys partition-keys index backfill -t issues --output json
+      ddbkeys partition-keys index backfill -t T --wait-for-maintainer 600   # a new trigger
+    `index follow -t T --backfill` does the follower's part and this one in one command.
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    stderr = Console(stderr=True)
+    status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
+    said: set[str] = set()
+    working = [False]  # whether it has begun (not waiting: for the margin, another, a maintainer)
+
+    def on_wait(where: Readiness) -> None:
+        working[0] = not (
+            where.state == OTHER_RUNNING
+            or (where.state == WAITING and not no_wait)
+            or (where.state == NO_MAINTAINER and wait_for_maintainer is not None)
+        )
+        if where.state == OTHER_RUNNING and where.other is not None:
+            other_at_work(where.other)
+        elif where.counts:
+            if WAITING in said and stderr.is_terminal:
+                stderr.print(" " * (stderr.width - 1), end="\r", soft_wrap=True)  # (its line)
+        elif where.state == WAITING and not no_wait:
+            after = "records lost" if where.after_gap else "the maintainer's first position"
+            if stderr.is_terminal:  # a countdown, on one short line
+                stderr.print(
+                    f"backfill in {math.ceil(where.left)} s (the replay margin after {after}; "
+                    "Ctrl-C stops)"[: stderr.width - 1].ljust(stderr.width - 1),
+                    end="\r",
+                    soft_wrap=True,
+                )
+            elif WAITING not in said:
+                click.echo(
+                    f"waiting {math.ceil(where.left)} s for the replay margin ({replay_margin:g} "
+                    f"s after {after}) before the backfill; --no-wait begins now, and the "
+                    "backfill will not count",
+                    err=True,
+                )
+            said.add(WAITING)
+        elif where.state == NO_MAINTAINER and wait_for_maintainer is not None:
+            if NO_MAINTAINER not in said:
+                click.echo(
+                    "waiting for a maintainer (`index follow` or the Lambda handler) to record a "
+                    f"position in the stream of table {table_name!r}...",
+                    err=True,
+                )
+            said.add(NO_MAINTAINER)
+        elif "note" not in said:
+            click.echo(f"Note: {where.advice()}.", err=True)
+            said.add("note")
+
+    def other_at_work(other: Backfill) -> None:
+        if OTHER_RUNNING not in said:
+            click.echo(
+                f"another backfill of table {table_name!r} is at work ({began(other)}): "
+                f"waiting for it to end (it was {dead_in(other, time.time())} at most; "
+                "--force runs this one all the same)",
+                err=True,
+            )
+            said.add(OTHER_RUNNING)
+        _spin(status, said, f"the other backfill: {other.handled or 0} collections handled")
+
+    def progress(written: int) -> None:
+        working[0] = True
+        _spin(status, said, f"{written} markers written")
+
+    limit = wait_for_maintainer
+    try:
+        with stopping_signals(table_name, lambda: _spinner_off(status, said), lambda: working[0]):
+            report = index.backfill(
+                progress=progress,
+                state_table=state_table,
+                replay_margin=replay_margin,
+                wait=not no_wait,
+                wait_for_maintainer=limit is not None,
+                timeout=None if limit is None or math.isinf(limit) else limit,
+                on_wait=on_wait,
+                mode=mode,
+                force=force,
+            )
+    finally:
+        _spinner_off(status, said)
+    if report.uncounted is not None:
+        stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
+    show_marked(report, index, output, usage=True)
+
+
+def _spin(status: StatusLine | None, said: set[str], text: str) -> None:
+    """The status line (on a terminal) says ``text``: started the first time."""
+    if status is not None:
+        if "spinner" not in said:
+            status.start()
+            said.add("spinner")
+        status.update(text)
+
+
+def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
+    if status is not None and "spinner" in said:
+        status.stop()
+        said.discard("spinner")
+
+
+@contextmanager
+def stopping_signals(
+    table: str, before: Callable[[], None], begun: Callable[[], bool]
+) -> Iterator[None]:
+    """Ctrl-C, SIGTERM and SIGHUP stop the backfill inside: each reaches it as a
+    KeyboardInterrupt, which the driver throws into its flow, so that its record says it
+    stopped (within ``backfill_claim.FAREWELL`` seconds) and the next backfill begins at once;
+    then one line on stderr (``before`` is called first; ``begun``: whether the backfill had
+    begun, or was still waiting, writing nothing), exit 128 + the signal's number. A second
+    Ctrl-C stops at once."""
+    received: list[int] = []
+
+    def handler(number: int, _frame: object) -> None:
+        received.append(number)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # (a second one: at once)
+        raise KeyboardInterrupt
+
+    numbers = [signal.SIGINT, signal.SIGTERM, signal.SIGHUP]
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {n: signal.signal(n, handler) for n in numbers} if in_main else {}
+    try:
+        yield
+    except KeyboardInterrupt:
+        before()
+        number = received[0] if received else signal.SIGINT
+        verb = (
+            "Interrupted"
+            if number == signal.SIGINT
+            else f"Stopped by {signal.Signals(number).name}"
+        )
+        if not begun():
+            click.echo(
+                f"{verb} before the backfill of table {table!r} began: nothing was written.",
+                err=True,
+            )
+            raise click.exceptions.Exit(128 + number) from None
+        click.echo(
+            f"{verb}: the backfill of table {table!r} did not finish, so listings cannot prove the "
+            "index from it (its markers written so far stay); its record says it stopped, so "
+            f"`ddbkeys partition-keys index backfill -t {table}` run again begins at once.",
+            err=True,
+        )
+        raise click.exceptions.Exit(128 + number) from None
+    finally:
+        for number, old in previous.items():
+            signal.signal(number, old)
+
+
+def show_marked(
+    report: BackfillReport, index: MarkerIndex, output: str, *, usage: bool = False
+) -> None:
+    """What mark or backfill did; the error (exit 1) for collections that cannot be marked."""
+    joined = report.joined
+    if joined is not None and not structured(output):
+        click.echo(
+            f"another backfill ({began(joined)}) did the work: listings can prove the index from it"
+        )
+        return
+    if structured(output):
+        fields: dict[str, Any] = {
+            "table": index.table,
+            "written": report.written,
+            "already": report.present,
+            "clashes": [json_key(plain_key(k)) for k in report.clashes],
+        }
+        if usage:
+            fields["usage"] = index.usage.snapshot()
+            fields["removed"] = report.removed
+            fields["counts"] = report.counts
+            fields["advice"] = report.advice
+            fields["mode"] = report.mode
+            fields["rechecked"] = report.rechecked
+            fields["uncounted"] = report.uncounted
+            fields["joined"] = (
+                None
+                if joined is None
+                else {"started": joined.started, "owner": joined.owner, "finished": joined.finished}
+            )
+        echo_json(fields)
+    else:
+        removed = f", {report.removed} removed" if report.removed else ""
+        click.echo(f"{report.written} marker(s) written, {report.present} already there{removed}")
+    if report.clashes:
+        raise clash_error(index.table, report.clashes, index)

@@ -1,0 +1,203 @@
+"""``ddbkeys partition-keys index follow``: keep the marker index right from the table's stream
+(:class:`ddbkeys.partition_keys.StreamFollower`), backfilling it once with ``--backfill``."""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import click
+from rich.console import Console
+
+from ddbkeys._cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    index_name_option,
+    output_option,
+    state_table_option,
+    structured,
+    table_option,
+)
+from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
+from ddbkeys.partition_keys._index.state import state_table_name
+from ddbkeys.partition_keys._streams.follow_state import FollowReport
+from ddbkeys.partition_keys._streams.follower import StreamFollower
+
+__all__ = ["follow_command"]
+
+
+@click.command("follow")
+@table_option
+@index_name_option
+@click.option(
+    "--marker-attribute",
+    default=None,
+    help="The attribute that keys the marker index. By default the index's own key; "
+    "another one is an error.",
+)
+@state_table_option
+@click.option(
+    "--from-start",
+    is_flag=True,
+    help="On a first start, begin at the stream's oldest record (24 h back at most).",
+)
+@click.option(
+    "--until-caught-up",
+    is_flag=True,
+    help="Stop once every shard has been read to its end (for cron jobs and tests).",
+)
+@click.option(
+    "--poll",
+    type=click.FloatRange(min=0.05, max=60),
+    default=1.0,
+    show_default=True,
+    help="Seconds between reads at the end of the stream.",
+)
+@click.option(
+    "--backfill",
+    is_flag=True,
+    help="Also backfill the index, once the replay margin has passed since this follower's "
+    "first position (and again only if a new stream needs it): from an empty index to a "
+    "provable one in one command. Not again on a restart while a counting backfill exists.",
+)
+@margin_option
+@connection_options
+@output_option
+def follow_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str | None,
+    state_table: str | None,
+    from_start: bool,
+    until_caught_up: bool,
+    poll: float,
+    backfill: bool,
+    replay_margin: float,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Keep the markers right from the table's stream: a marker appears when a collection gets
+    its first item and goes when its last item goes, whatever wrote them.
+
+    Reads every shard (and the shards that split from them), reconciles each collection a
+    record names with a consistent Query, and saves its position in --state-table after each
+    batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
+    stop it cleanly. A collection changing too fast for its marker to settle is recorded as
+    pending (listings re-check it), not an error. It refuses, writing nothing, unless the
+    marker index is there (KEYS_ONLY, ACTIVE).
+
+    Listings prove the index from a backfill begun at least --replay-margin after this
+    follower's first position: --backfill does that here (once the margin has passed), or
+    run `index backfill` in another shell at any time (it waits for the margin itself).
+
+    \b
+    ddbkeys partition-keys index stream -t issues
+    ddbkeys partition-keys index create -t issues
+    ddbkeys partition-keys index follow -t issues --until-caught-up
+    ddbkeys partition-keys index follow -t T --backfill   # left running: from empty to proven
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    stop = threading.Event()
+    stderr = Console(stderr=True)
+
+    told: float | None = None  # when the stream was found off, once said
+    noted = False  # whether it said that no backfill counts yet
+    told_held: float | None = None  # when a shard's position stopped advancing, once said
+
+    def on_batch(report: FollowReport) -> None:
+        nonlocal told, told_held, noted
+        if report.backfill_needed and not backfill and not noted:
+            noted = True  # (at its start: said once)
+            click.echo(
+                "Note: no backfill under this stream lets a listing prove the index yet: run "
+                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
+                "runs (it waits for the replay margin after the follower's first position), or "
+                "follow with --backfill.",
+                err=True,
+            )
+        off = report.stream_off_since  # (said once each time, on a line of its own)
+        news, told = off is not None and off != told, off
+        stuck = report.held_since
+        news_held, told_held = stuck is not None and stuck != told_held, stuck
+        if stderr.is_terminal or news or news_held:
+            stderr.print(
+                f"{report.records} records, {report.marked} marked, {report.unmarked} unmarked"
+                + (f", {report.pending} pending" if report.pending else "")
+                + (f"; {stream_off(table_name)}" if news else "")
+                + (f"; {held(table_name)}" if news_held else ""),
+                end="\n" if news or news_held else "\r",
+                soft_wrap=True,
+            )
+
+    def on_backfill(line: str) -> None:
+        stderr.print(("\n" if stderr.is_terminal else "") + line, soft_wrap=True)
+
+    follower = StreamFollower(
+        index,
+        state_table=state_table,
+        poll=poll,
+        on_batch=None if structured(output) else on_batch,
+        backfill=backfill,
+        replay_margin=replay_margin,
+        on_backfill=on_backfill,
+    )
+    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.getsignal(sig) for sig in stopping}
+    received: list[int] = []
+
+    def handler(number: int, _frame: object) -> None:
+        received.append(number)
+        stop.set()
+
+    in_main = threading.current_thread() is threading.main_thread()
+    if in_main:
+        for sig in previous:
+            signal.signal(sig, handler)
+    try:
+        report = follower.run(stop, until_caught_up=until_caught_up, from_start=from_start)
+    finally:
+        if in_main:
+            for sig, old in previous.items():
+                signal.signal(sig, old)
+    if received:
+        click.echo(
+            f"Stopped by {signal.Signals(received[0]).name}; the next start goes on from the "
+            f"checkpoint in table {state_table_name(state_table)!r}.",
+            err=True,
+        )
+    fields = {
+        "table": table_name,
+        "records": report.records,
+        "marked": report.marked,
+        "unmarked": report.unmarked,
+        "clashes": report.clashes,
+        "caught_up": report.caught_up,
+        "stream_off": report.stream_off_since is not None,
+        "pending": report.pending,
+        "held": report.held_since is not None,
+    }
+    if backfill:
+        fields["backfills"] = report.backfills
+        fields["backfill_counts"] = report.backfill.counts if report.backfill else None
+    if structured(output):
+        echo_json(fields)
+    else:
+        click.echo(
+            f"{report.records} record(s) handled: {report.marked} marked, {report.unmarked} "
+            f"unmarked, {report.clashes} clash(es)"
+            + (f", {report.pending} recorded pending" if report.pending else "")
+            + "; "
+            + ("caught up" if report.caught_up else "stopped before catching up")
+            + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
+            + (f"; {held(table_name)}" if report.held_since is not None else "")
+        )
+    if backfill and report.backfill_state != "done":
+        # Stopped (or failed) before its backfill was done: a script waiting on this command
+        # must not take the index as ready.
+        click.echo(
+            "The backfill was not done: run the same command again (it goes on from the "
+            "follower's checkpoint and waits only what is left of the margin).",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)

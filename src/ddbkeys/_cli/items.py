@@ -1,0 +1,247 @@
+"""Items and keys given on the command line: plain JSON or DynamoDB JSON (as the AWS CLI writes
+it, binary in base64), from an option, a file or standard input. Every problem is one line,
+``Error: Invalid value for SOURCE: ...`` (exit code 2), found before any request is sent."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import click
+from click.core import ParameterSource
+
+from ddbkeys._cli.common import F
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import (
+    MAX_NESTING,
+    from_attributes,
+    looks_typed,
+    serialize_plain,
+    to_attributes,
+)
+from ddbkeys.partition_keys._listing.text import json_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
+
+__all__ = [
+    "counter_fields",
+    "counter_key_of",
+    "given",
+    "item_format_option",
+    "parse_counter_key",
+    "parse_items",
+    "read_item_text",
+]
+
+Item = dict[str, "AttributeValueTypeDef"]
+
+
+class _BadItem(Exception):
+    """A problem with one item, to be prefixed with where it is."""
+
+
+def item_format_option(func: F) -> F:
+    """Add --item-format auto|plain|dynamodb."""
+    return click.option(
+        "--item-format",
+        type=click.Choice(["auto", "plain", "dynamodb"]),
+        default="auto",
+        show_default=True,
+        help="How to read the item. dynamodb: DynamoDB JSON as the AWS CLI and PynamoDB's "
+        'serialize() write it ({"name": {"S": "x"}}, binary in base64). plain: every JSON '
+        'value as it is, so {"unit": {"S": "x"}} stores a map. auto: an object whose values '
+        "are all typed is DynamoDB JSON, one with none is plain; a mix is refused.",
+    )(func)
+
+
+def read_item_text(item_text: str | None, item_file: Path | None) -> tuple[str, str]:
+    """The item's JSON text and where it came from: --item, --item-file or standard input."""
+    if item_text is not None and item_file is not None:
+        raise click.UsageError("Give the item with --item or --item-file, not both.")
+    if item_text is not None:
+        return item_text, "--item"
+    if item_file is not None:
+        try:
+            data = item_file.read_bytes()
+        except OSError as exc:
+            _bad("--item-file", f"cannot read {str(item_file)!r}: {exc.strerror or exc}")
+        return _decode(data, "--item-file"), "--item-file"
+    if sys.stdin.isatty():
+        raise click.UsageError("Give the item with --item JSON, --item-file FILE or on stdin.")
+    return _decode(sys.stdin.buffer.read(), "standard input"), "standard input"
+
+
+def _bad(source: str, message: str) -> NoReturn:
+    raise click.BadParameter(message, param_hint=source)
+
+
+def _decode(data: bytes, source: str) -> str:
+    start = 3 if data.startswith(b"\xef\xbb\xbf") else 0  # a byte order mark is allowed
+    try:
+        return data[start:].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = start + exc.start
+        _bad(source, f"not UTF-8 text (byte 0x{data[at]:02x} at position {at})")
+
+
+def _number(text: str) -> Decimal:
+    try:
+        return Decimal(text)
+    except ArithmeticError:
+        raise ValueError(f"the number {text[:40]} is too large to read") from None
+
+
+def _constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number, and DynamoDB has no NaN or Infinity")
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    return "a number" if isinstance(value, Decimal) else "an object"
+
+
+def parse_json(text: str, source: str) -> Any:
+    """JSON with exact numbers; NaN, Infinity, unreadable numbers, nesting too deep for Python
+    and lone surrogates (not Unicode) refused as one line."""
+    try:
+        value = json.loads(text, parse_float=_number, parse_int=_number, parse_constant=_constant)
+    except json.JSONDecodeError as exc:
+        _bad(source, f"not valid JSON ({exc})")
+    except RecursionError:
+        _bad(source, f"JSON nested too deeply (DynamoDB allows {MAX_NESTING + 1} levels)")
+    except ValueError as exc:
+        _bad(source, f"not valid JSON ({exc})")
+    try:
+        json.dumps(value, default=str, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        _bad(source, f"not valid Unicode (a lone surrogate {exc.object[exc.start]!a})")
+    except RecursionError:  # pragma: no cover - json.loads refuses such nesting first
+        _bad(source, "JSON nested too deeply")
+    return value
+
+
+def parse_items(
+    text: str, source: str, item_format: str, *, table: str, most: int | None = None
+) -> list[Item]:
+    """The items in ``text`` (an object, or an array of 1 to ``most`` objects), each in
+    DynamoDB's typed form and checked like the library checks items."""
+    value = parse_json(text, source)
+    if isinstance(value, list):
+        if not value:
+            _bad(source, "an empty array: give at least one item")
+        if most is not None and len(value) > most:
+            _bad(
+                source,
+                f"an array of {len(value)} items: --strategy gapless writes 1 to {most} items, "
+                "in one transaction",
+            )
+        elements = value
+    elif isinstance(value, dict):
+        elements = [value]
+    else:
+        _bad(source, f"must be a JSON object, or an array of objects, not {_kind(value)}")
+    items: list[Item] = []
+    for n, element in enumerate(elements, 1):
+        where = f"item {n} of {len(elements)}: " if isinstance(value, list) else ""
+        if not isinstance(element, dict):
+            _bad(source, f"{where}{_kind(element)}, not an object")
+        try:
+            items.append(_typed_item(element, item_format, table))
+        except (_BadItem, DdbKeysError) as exc:
+            _bad(source, f"{where}{exc}")
+    return items
+
+
+def parse_counter_key(text: str, table: str) -> dict[str, Any]:
+    """--counter-key: the counter item's whole key, plain or DynamoDB JSON, as plain values."""
+    source = "--counter-key"
+    value = parse_json(text, source)
+    if not isinstance(value, dict) or not value:
+        _bad(source, 'give the counter item\'s whole key as a JSON object, like {"pk": "ctr"}')
+    try:
+        return from_attributes(_typed_item(value, "auto", table))
+    except (_BadItem, DdbKeysError) as exc:
+        _bad(source, str(exc))
+
+
+def given(name: str) -> bool:
+    """Whether the option ``name`` was given, not left at its default."""
+    source = click.get_current_context().get_parameter_source(name)
+    return source in (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
+
+
+def counter_key_of(text: str | None, table: str, *, instead_of: str) -> dict[str, Any] | None:
+    """--counter-key parsed, or None; an error when the option it replaces was also given."""
+    if text is None:
+        return None
+    if given(instead_of):
+        raise click.UsageError(
+            f"--counter-key and --{instead_of} cannot be used together: --{instead_of} names "
+            "the counter by its partition key value, --counter-key gives its whole key."
+        )
+    return parse_counter_key(text, table)
+
+
+def counter_fields(name: str, key: dict[str, Any] | None) -> dict[str, Any]:
+    """How JSON output names the counter: its name, or its whole key."""
+    if key is None:
+        return {"counter": name}
+    return {"counter_key": {k: json_key(v) for k, v in key.items()}}
+
+
+def _typed_item(item: dict[str, Any], item_format: str, table: str) -> Item:
+    if item_format == "auto":
+        typed = [name for name, value in item.items() if looks_typed(value)]
+        plain = [name for name in item if name not in typed]
+        if typed and plain:
+            raise _BadItem(
+                f"the item mixes DynamoDB JSON (attribute {typed[0]!r}) with plain values "
+                f"(attribute {plain[0]!r}): pass --item-format dynamodb or --item-format plain."
+            )
+        item_format = "dynamodb" if typed else "plain"
+    if item_format == "plain":
+        return serialize_plain(item, table=table)
+    decoded = {name: _binary(value, str(name), 0) for name, value in item.items()}
+    return to_attributes(decoded, table=table, typed=True)
+
+
+def _binary(value: Any, path: str, depth: int) -> Any:
+    """DynamoDB JSON with its base64 binary (B, BS, inside M and L) decoded to bytes; anything
+    malformed is left for the library's check to name."""
+    if depth > MAX_NESTING or not looks_typed(value):
+        return value
+    kind, raw = next(iter(value.items()))
+    if kind == "B":
+        return {"B": _base64(raw, path)}
+    if kind == "BS" and isinstance(raw, list):
+        return {"BS": [_base64(member, path) for member in raw]}
+    if kind == "M" and isinstance(raw, dict):
+        return {"M": {k: _binary(v, f"{path}.{k}", depth + 1) for k, v in raw.items()}}
+    if kind == "L" and isinstance(raw, list):
+        return {"L": [_binary(v, f"{path}[{n}]", depth + 1) for n, v in enumerate(raw)]}
+    return value
+
+
+def _base64(raw: object, path: str) -> bytes:
+    if isinstance(raw, str):
+        try:
+            return base64.b64decode(raw, validate=True)
+        except binascii.Error:
+            pass
+    shown = str(raw) if isinstance(raw, Decimal) else json.dumps(raw, default=str)
+    shown = shown if len(shown) <= 40 else shown[:37] + "..."
+    raise _BadItem(
+        f"Attribute {path!r} holds the binary value {shown}, which is not base64: DynamoDB "
+        "JSON gives binary values (B, BS) in base64."
+    )

@@ -1,0 +1,157 @@
+"""``ddbkeys partition-keys estimate``: what a listing would cost, per method, before it runs
+(see :mod:`ddbkeys.partition_keys._tasks.estimate`)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ddbkeys._cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    index_options,
+    output_option,
+    structured,
+)
+from ddbkeys.partition_keys import Listing, ListingEstimate, estimate_listing
+from ddbkeys.partition_keys._listing.progress import Gauge
+from ddbkeys.partition_keys._tasks.estimate import duration, size
+
+__all__ = ["budget_options", "estimate_command", "estimate_text", "progress_note"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def budget_options(func: F) -> F:
+    """Add --read-percent and --max-rcu-per-second: the whole listing's read budget."""
+    func = click.option(
+        "--max-rcu-per-second",
+        type=click.FloatRange(min=0.1),
+        metavar="R",
+        help="The whole listing reads at most R read units a second (the lower limit wins).",
+    )(func)
+    return click.option(
+        "--read-percent",
+        type=click.FloatRange(0.1, 1.5),
+        metavar="P",
+        help="The whole listing reads at most P of the table's read capacity.",
+    )(func)
+
+
+def _number(value: float | None, unit: str = "") -> str:
+    return "?" if value is None else f"~{value:,.0f}{unit}"
+
+
+def _rate(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
+
+
+def estimate_text(found: ListingEstimate) -> str:
+    """The estimate for people: the table, the budget, a row per method, auto's choice, the
+    tasks suggested and the notes."""
+    sample = found.sample
+    what = (
+        f"~{size(found.size_bytes)}, ~{found.items:,} items, ~{found.keys:,} partition keys"
+        if found.size_bytes is not None and found.items is not None and found.keys is not None
+        else "size unknown"
+    )
+    budget = f"{_rate(found.rate)} RCU/s" if found.rate is not None else "none"
+    limit = (
+        f"; the table serves at most {_rate(found.limit)} RCU/s"
+        if found.limit is not None
+        else f"; capacity {_rate(found.read_capacity)} RCU/s ({found.capacity_source})"
+    )
+    lines = [
+        f"Table {found.table}: {what} (from {found.source}).",
+        f"Sampled: {sample.requests} requests, {sample.items:,} items, "
+        f"{sample.read_units:g} RCU; a request took {sample.latency * 1000:.3g} ms, "
+        f"reading {size(sample.bytes_per_second or None)}/s.",
+        f"Read budget: {budget}{limit}; {found.concurrency} reader(s) at once.",
+        "",
+        f"{'method':<11} {'RCU':>12} {'requests':>11} {'time':>9} {'tasks':>6}",
+    ]
+    for method in found.methods:
+        if not method.available:
+            lines.append(f"{method.method:<11} not available: {method.note}")
+            continue
+        tasks = "?" if method.tasks is None else str(method.tasks)
+        lines.append(
+            f"{method.method:<11} {_number(method.rcu):>12} {_number(method.requests):>11} "
+            f"{duration(method.seconds):>9} {tasks:>6}  {method.note}"
+        )
+    lines += [
+        "",
+        f"auto would likely list with {found.auto}: {found.auto_reason}.",
+        f"Tasks suggested: {found.tasks_rule}.",
+        *(f"Note: {note}." for note in found.notes),
+    ]
+    return "\n".join(lines)
+
+
+@click.command("estimate")
+@click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
+@budget_options
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1),
+    metavar="N",
+    default=1,
+    show_default=True,
+    help="How many readers run at once (--segments threads, or tasks): the budget is shared.",
+)
+@output_option
+@index_options
+@connection_options
+def estimate_command(
+    table_name: str,
+    read_percent: float | None,
+    max_rcu_per_second: float | None,
+    concurrency: int,
+    output: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+) -> None:
+    """Say what listing a table would cost, before it runs: read units, requests and time for
+    each method, the one auto would likely choose, and how many tasks to plan. From
+    DescribeTable's size and item count (refreshed about every six hours on AWS: an estimate,
+    not a promise) and a sample of 4 small Scan pages (a few read units).
+
+    \b
+    Example:
+      ddbkeys partition-keys estimate -t orders --read-percent 0.5
+    """
+    found = estimate_listing(
+        connection.client(),
+        table_name,
+        read_percent=read_percent,
+        max_rcu_per_second=max_rcu_per_second,
+        concurrency=concurrency,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        deadline=connection.timeout,
+    )
+    if structured(output):
+        echo_json(json.loads(found.to_json()))
+    else:
+        click.echo(estimate_text(found))
+
+
+def progress_note(gauge: Gauge, listing: Listing) -> str:
+    """What the progress line adds: the share of the table's estimated size read (or of the
+    segments done) and the time likely left, when they can be told."""
+    found = gauge.read(listing.usage.read_units, listing.segments_done)
+    if found.done is None:
+        return ""
+    left = f", ~{duration(found.seconds_left)} left" if found.seconds_left is not None else ""
+    percent = math.floor(found.done * 100)
+    if found.by == "segments":  # (after "k/N segments done")
+        return f" ({percent}%){left}"
+    if found.capped:
+        return f"; ~100% of ~{size(gauge.scanned_bytes)}"  # past the estimate: no time left
+    return f"; ~{percent}% of ~{size(gauge.scanned_bytes)}{left}"

@@ -1,0 +1,176 @@
+"""``ddbkeys partition-keys plan`` and ``run-task``: a listing as tasks, one JSON line each, for
+a shell loop, ``xargs -P``, AWS Batch or Step Functions to run (see
+:mod:`ddbkeys.partition_keys._tasks.tasks`)."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import click
+
+from ddbkeys._cli.common import (
+    Connection,
+    connection_options,
+    error_text,
+    index_options,
+    proof_options,
+    state_table_option,
+)
+from ddbkeys._cli.listing_estimate import budget_options
+from ddbkeys._cli.listing_sink import KeySink
+from ddbkeys._cli.partition_keys import stream_keys
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys import METHODS, ListingTask, estimate_listing, open_task, plan_listing
+
+__all__ = ["plan_command", "run_task_command"]
+
+
+@click.command("plan")
+@click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
+@click.option("--tasks", type=click.IntRange(1, 1_000_000), default=4, show_default=True)
+@click.option("--method", "-m", type=click.Choice(METHODS), default="auto", show_default=True)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(1),
+    metavar="N",
+    help="How many tasks run at once: the read budget is shared among them.  [default: all]",
+)
+@budget_options
+@index_options
+@state_table_option
+@proof_options
+@connection_options
+def plan_command(
+    table_name: str,
+    tasks: int,
+    method: str,
+    concurrency: int | None,
+    read_percent: float | None,
+    max_rcu_per_second: float | None,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    replay_margin: float,
+    trust_index: bool,
+    connection: Connection,
+) -> None:
+    """Plan a listing as TASKS tasks, one JSON line each on stdout (the method settled once:
+    auto's choice, the marker index's proof). Run each with `ddbkeys partition-keys run-task`:
+    their keys together are the listing, each key in one task. On stderr: the plan, and what
+    it will likely cost (see `partition-keys estimate`).
+
+    \b
+    Example:
+      ddbkeys partition-keys plan -t orders --tasks 4 > tasks.jsonl
+    """
+    planned = plan_listing(
+        connection.client(),
+        table_name,
+        method,
+        tasks=tasks,
+        concurrency=concurrency,
+        read_percent=read_percent,
+        max_rcu_per_second=max_rcu_per_second,
+        endpoint_url=connection.endpoint_url,
+        region=connection.region,
+        profile=connection.profile,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
+        deadline=connection.timeout,
+    )
+    for task in planned:
+        click.echo(task.to_json())
+    click.echo(f"{len(planned)} task(s), method {planned[0].method}: {planned[0].reason}", err=True)
+    try:
+        found = estimate_listing(
+            connection.client(),
+            table_name,
+            read_percent=read_percent,
+            max_rcu_per_second=max_rcu_per_second,
+            concurrency=min(concurrency or tasks, tasks),
+            index_name=index_name,
+            marker_attribute=marker_attribute,
+            deadline=connection.timeout,
+        )
+    except DdbKeysError as exc:  # the tasks stand; the estimate is advice
+        click.echo(f"No estimate: {error_text(exc)}", err=True)
+        return
+    click.echo(found.summary(planned[0].method), err=True)
+
+
+@click.command("run-task")
+@click.option(
+    "--output",
+    type=click.Choice(["text", "jsonl"]),
+    default="text",
+    show_default=True,
+    help="text: one key per line (as the listing writes them); jsonl: a JSON object per key.",
+)
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keep the task's position in FILE (as the listing's --checkpoint): after a kill, even "
+    "kill -9, the same command goes on from there; with --output-file, every key exactly "
+    "once. A checkpoint of another task is refused.",
+)
+@click.option(
+    "--output-file",
+    metavar="OUT",
+    type=click.Path(dir_okay=False),
+    help="Write the keys to OUT instead of stdout (with --checkpoint, a resume first cuts OUT "
+    "back to what the checkpoint recorded).",
+)
+@click.pass_context
+def run_task_command(
+    ctx: click.Context, output: str, checkpoint_file: str | None, output_file: str | None
+) -> None:
+    """Run one task of `ddbkeys partition-keys plan` (its JSON line on stdin) and write its
+    keys on stdout. Run again from its start, a task writes the same keys; with --checkpoint
+    it goes on from where a killed run stopped instead. Ctrl-C, SIGTERM and SIGHUP stop it
+    after the key being written, with a checkpoint saved.
+
+    \b
+    Examples:
+      ddbkeys partition-keys plan -t orders --tasks 1 | ddbkeys partition-keys run-task
+      ddbkeys partition-keys plan -t orders --tasks 2 > tasks.jsonl
+      head -1 tasks.jsonl | ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file t0
+    """
+    lines = [line for line in sys.stdin.read().splitlines() if line.strip()]
+    if not lines:
+        raise click.UsageError("No task on stdin: pipe one line of `partition-keys plan` in.")
+    if len(lines) > 1:  # (running the first alone would answer a part of the listing)
+        raise click.UsageError(
+            f"stdin holds {len(lines)} tasks; run-task runs one: give each line to its own "
+            "run-task (a shell loop, xargs -P), or run them all with list_tasks() in Python."
+        )
+    line = lines[0]
+    task = ListingTask.from_json(line)
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two."
+        )
+    sink = KeySink(output, output_file, checkpoint_file)
+    if sink.resume_token is not None:
+        task = task.going_on(sink.resume_token)  # (another task's checkpoint is refused)
+    listing = open_task(task)
+    sink.open(listing)
+    if sink.resumed:
+        click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
+    stream_keys(ctx, listing, output, sink, None)
+    sink.finish()
+    usage = listing.usage
+    click.echo(
+        f"{listing.keys_found} keys ({listing.method_name}): {usage.requests} requests, "
+        f"{usage.read_units:g} RCU",
+        err=True,
+    )

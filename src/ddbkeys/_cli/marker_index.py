@@ -1,0 +1,296 @@
+"""``ddbkeys partition-keys index``: create, fill, check and mend the marker index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ddbkeys._cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    index_options,
+    output_option,
+    state_table_option,
+    structured,
+    table_option,
+)
+from ddbkeys._cli.index_backfill import backfill_command, show_marked
+from ddbkeys._cli.index_common import open_index, parse_keys
+from ddbkeys._cli.index_follow import follow_command
+from ddbkeys._cli.index_status import status_command
+from ddbkeys.partition_keys import (
+    VerifyReport,
+    plain_key,
+)
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.partition_keys._listing.text import json_key, show_key
+
+__all__ = ["index_group"]
+
+
+#: The index commands in the order of the work, as --help and docs/cli.md list them.
+WORK_ORDER = (
+    "create",
+    "stream",
+    "follow",
+    "backfill",
+    "status",
+    "mark",
+    "unmark",
+    "verify",
+    "repair",
+)
+
+
+class InOrder(click.Group):
+    """A group that lists its commands in the order of the work, not alphabetically."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        known = [name for name in WORK_ORDER if name in self.commands]
+        return known + sorted(set(self.commands) - set(known))
+
+
+@click.group("index", cls=InOrder)
+def index_group() -> None:
+    """The sparse marker index: one marker item per item collection, in a KEYS_ONLY GSI.
+
+    \b
+    Set it up once, then keep it right from the table's stream:
+      ddbkeys partition-keys index create   -t T   # add the GSI and wait for it
+      ddbkeys partition-keys index stream   -t T   # turn the stream on (KEYS_ONLY)
+      ddbkeys partition-keys index follow   -t T --backfill   # keep it right; fill it once
+    `--backfill` marks the collections already there once the replay margin has passed since
+    the follower's first position, so that listings can prove the index. With the Lambda
+    handler instead: `index backfill -t T --wait-for-maintainer` (it waits for the same).
+      ddbkeys partition-keys index status   -t T   # can a listing prove it? if not, why
+    \b
+    Check it, fix it, or keep it yourself (no stream):
+      ddbkeys partition-keys index verify   -t T   # compare the index with the table
+      ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
+      ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
+      ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+    Then `ddbkeys partition-keys -t T` lists the keys from the index once it can prove it
+    complete (the follower's positions and the stream since), and says why when it cannot.
+    """
+
+
+@index_group.command("create")
+@table_option
+@index_options
+@click.option("--no-wait", is_flag=True, help="Return without waiting for the index to be ACTIVE.")
+@connection_options
+@output_option
+def create_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    no_wait: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there).
+
+    \b
+    Example:
+      ddbkeys partition-keys index create -t issues
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    index.create(wait=not no_wait)
+    status = index.status()
+    if structured(output):
+        echo_json({"table": table_name, "index": index_name, "status": status})
+    else:
+        click.echo(f"Index {index_name} of table {table_name}: {status}")
+
+
+@index_group.command("mark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def mark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Put the marker into the collections KEYS (base64 for binary keys). Idempotent.
+
+    A collection whose item at the marker's sort key is data (its marker attribute is not its
+    own partition key) is not marked: it is named, and the exit code is 1. Nothing is written
+    unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE).
+
+    \b
+    Example:
+      ddbkeys partition-keys index mark -t issues projectA projectB
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.mark_many(parse_keys(index, keys, table_name))
+    show_marked(report, index, output)
+
+
+@index_group.command("unmark")
+@click.argument("keys", nargs=-1, required=True)
+@table_option
+@index_options
+@connection_options
+@output_option
+def unmark_command(
+    keys: tuple[str, ...],
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Remove the marker of the collections KEYS (an item at the marker's key that is not a
+    marker is never removed). An error when the table has no marker index.
+
+    \b
+    Example:
+      ddbkeys partition-keys index unmark -t issues projectB   # before deleting projectB
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    removed = sum(index.unmark(key) for key in parse_keys(index, keys, table_name))
+    if structured(output):
+        echo_json({"table": table_name, "removed": removed, "absent": len(keys) - removed})
+    else:
+        click.echo(f"{removed} marker(s) removed, {len(keys) - removed} not there")
+
+
+def _keys(keys: list[Any]) -> str:
+    shown = ", ".join(show_key(plain_key(k)) for k in keys[:20])
+    return f"{len(keys)}" + (f": {shown}" if shown else "") + (", ..." if len(keys) > 20 else "")
+
+
+def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) -> None:
+    if structured(output):
+        fields: dict[str, Any] = {
+            "table": table_name,
+            "index": report.index,
+            "collections": report.collections,
+            "markers": report.markers,
+            "missing": [json_key(plain_key(k)) for k in report.missing],
+            "orphans": [json_key(plain_key(k)) for k in report.orphans],
+            "clashes": [json_key(plain_key(k)) for k in report.clashes],
+            "healthy": report.healthy,
+        }
+        if repaired:
+            fields["fixed_missing"] = [json_key(plain_key(k)) for k in report.fixed_missing]
+            fields["fixed_orphans"] = [json_key(plain_key(k)) for k in report.fixed_orphans]
+            fields["unfixed"] = [json_key(plain_key(k)) for k in report.unfixed]
+            fields["repaired"] = report.repaired
+        echo_json(fields)
+        return
+    click.echo(f"{report.collections} collections, {report.markers} markers")
+    click.echo(f"missing markers: {_keys(report.missing)}")
+    click.echo(f"orphaned markers: {_keys(report.orphans)}")
+    click.echo(
+        f"collections that cannot be marked (data at the marker's key): {_keys(report.clashes)}"
+    )
+    if not repaired:
+        click.echo("OK" if report.healthy else "NOT HEALTHY (run `index repair`)")
+        return
+    click.echo(f"markers written: {_keys(report.fixed_missing)}")
+    click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")
+    if report.healthy:
+        click.echo("OK")
+    elif report.repaired:
+        click.echo("REPAIRED")
+    else:
+        click.echo(f"NOT REPAIRED: {_keys(report.unfixed)} left as they are")
+
+
+@index_group.command("verify")
+@table_option
+@index_options
+@connection_options
+@output_option
+def verify_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Compare the marker index with the table: missing and orphaned markers, and collections
+    that cannot be marked. Exit code 1 when the index is not healthy.
+
+    \b
+    Example:
+      ddbkeys partition-keys index verify -t issues || ddbkeys partition-keys index repair -t issues
+    """
+    report = open_index(connection, table_name, index_name, marker_attribute).verify()
+    _report(report, output, table_name, repaired=False)
+    if not report.healthy:
+        raise click.exceptions.Exit(1)
+
+
+@index_group.command("repair")
+@table_option
+@index_options
+@click.option("--keep-orphans", is_flag=True, help="Do not remove orphaned markers.")
+@state_table_option
+@connection_options
+@output_option
+def repair_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    keep_orphans: bool,
+    state_table: str | None,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Mark the collections verify finds unmarked, and remove orphaned markers. Says what it
+    did and what it could not fix; exit code 1 when something is left. Clashes a maintainer
+    recorded in --state-table that a consistent read of their collection no longer finds
+    are cleared.
+
+    \b
+    Example:
+      ddbkeys partition-keys index repair -t issues --output json
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.repair(remove_orphans=not keep_orphans, state_table=state_table)
+    _report(report, output, table_name, repaired=True)
+    if not report.repaired:
+        raise click.exceptions.Exit(1)
+
+
+STREAM_COST = (
+    "Turning a stream on is free, and so are the reads of a Lambda trigger; other readers (such "
+    "as `index follow`) pay per GetRecords request (streams read request units, on the "
+    "DynamoDB pricing page). Each record the maintainer handles costs about one read unit (a "
+    "consistent Query of at most two items), plus a write when a marker must change."
+)
+
+
+@index_group.command("stream")
+@table_option
+@connection_options
+@output_option
+def stream_command(table_name: str, connection: Connection, output: str) -> None:
+    """Turn the table's stream on (KEYS_ONLY), if it is off, for `index follow` or the Lambda
+    handler to keep the markers right. A stream already on is left as it is.
+
+    \b
+    Example:
+      ddbkeys partition-keys index stream -t issues
+    """
+    arn, changed = enable_stream(connection.client(), table_name)
+    if structured(output):
+        echo_json({"table": table_name, "stream": arn, "changed": changed})
+        return
+    click.echo(f"Stream of {table_name}: {arn}" + (" (turned on)" if changed else " (already on)"))
+    click.echo(STREAM_COST, err=True)
+
+
+index_group.add_command(follow_command)
+index_group.add_command(backfill_command)
+index_group.add_command(status_command)

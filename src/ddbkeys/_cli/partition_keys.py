@@ -1,0 +1,414 @@
+"""``ddbkeys partition-keys``: list the distinct partition keys; manage the marker index."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+import click
+from rich.console import Console
+
+from ddbkeys._cli.common import (
+    Connection,
+    StatusLine,
+    connection_options,
+    index_options,
+    proof_options,
+    state_table_option,
+)
+from ddbkeys._cli.listing_estimate import progress_note
+from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink
+from ddbkeys._cli.rendering import check_query, render, render_table
+from ddbkeys._errors import DdbKeysError, ListingInterrupted
+from ddbkeys.partition_keys import (
+    MAX_READERS,
+    METHODS,
+    Listing,
+    distinct_partition_keys,
+    plain_key,
+)
+from ddbkeys.partition_keys._listing.progress import Gauge
+from ddbkeys.partition_keys._listing.text import json_key, jsonl_line, text_line
+
+
+def _replay_fields(listing: Listing) -> dict[str, Any] | None:
+    """What the proof of the marker index read and re-checked (None: no proof)."""
+    replay = listing.replay
+    if replay is None:
+        return None
+    return {
+        "margin": replay.margin,
+        "records": replay.records,
+        "rechecked": replay.rechecked,
+        "existing": sum(replay.exists.values()),
+    }
+
+
+def usage_line(listing: Listing, *, progress: bool = False) -> str:
+    u = listing.usage
+    line = (
+        f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
+        f"{u.items} items read, {u.read_units:g} RCU"
+    )
+    replay = listing.replay
+    if replay is not None and not progress:
+        line += (
+            f" (the index proven: {replay.records} stream records read past the maintainer's "
+            f"positions held back {replay.margin:g} s, {replay.rechecked} collections "
+            "re-checked, included)"
+        )
+    if progress and listing.scan_segments > 1:
+        line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
+    return line
+
+
+#: What each stopping signal is called, and the exit code it leads to (128 + its number).
+STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
+
+
+def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[object]) -> None:
+    """Write each key as it comes (text, jsonl) or collect it (json), checkpointing as it goes."""
+    for raw in listing.raw():
+        key = plain_key(raw)
+        if output == "text":
+            sink.write(text_line(key))
+        elif output == "jsonl":
+            sink.write(jsonl_line(key))
+        else:
+            collected.append(json_key(key))
+        sink.tick(listing)
+
+
+def resume_note(verb: str, listing: Listing, sink: KeySink, status: StatusLine | None) -> None:
+    """On stderr: how far the listing came, and how to go on from there."""
+    if status is not None:
+        status.stop()
+    sink.save(listing)
+    how = f"Resume with: --resume {listing.checkpoint()}"
+    if click.get_current_context().info_name == "run-task":  # (it takes no --resume)
+        how = (
+            "Run the task line again (from its start; with --checkpoint FILE a run goes on "
+            "from where it stopped), or go on in Python with "
+            f"open_task(task.going_on({listing.checkpoint()!r}))."
+        )
+    if sink.checkpoint_path is not None:
+        how += f"\nOr run the same command again: it goes on from {sink.checkpoint_path}."
+    click.echo(f"{verb} after {usage_line(listing)}.\n{how}", err=True)
+
+
+def stream_keys(
+    ctx: click.Context, listing: Listing, output: str, sink: KeySink, status: StatusLine | None
+) -> list[object]:
+    """Write the keys; on Ctrl-C, SIGTERM, SIGHUP or an error, say how to resume. Returns the
+    keys collected for ``--output json``."""
+    collected: list[object] = []
+    # A stopping signal asks the listing to stop: within about 0.1 s, after the key being
+    # written, so that the resume token and the checkpoint are exact. A second Ctrl-C
+    # interrupts at once, leaving the last checkpoint as it was.
+    received: list[int] = []
+
+    def stop(signum: int, frame: object) -> None:
+        received.append(signum)
+        listing.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = {}
+    if in_main:
+        for name in STOP_SIGNALS:
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, stop)
+    listing.background = True  # so that a stop never waits on an outstanding request
+    try:
+        if status is not None:
+            status.start()
+        write_keys(listing, output, sink, collected)
+    except ListingInterrupted:
+        number = received[0] if received else signal.SIGINT
+        verb = (
+            "Interrupted"
+            if number == signal.SIGINT
+            else f"Stopped by {signal.Signals(number).name}"
+        )
+        resume_note(verb, listing, sink, status)
+        sink.close()
+        ctx.exit(128 + number)
+    except KeyboardInterrupt:
+        if status is not None:
+            status.stop()
+        sink.close()
+        click.echo(
+            f"Interrupted twice: stopped at once, after {usage_line(listing)}; "
+            + (
+                f"{sink.checkpoint_path} holds the last checkpoint."
+                if sink.checkpoint_path
+                else "no resume token."
+            ),
+            err=True,
+        )
+        ctx.exit(130)
+    except DdbKeysError:
+        # The keys written so far stand: say how to go on from them, then the error itself.
+        resume_note("Stopped", listing, sink, status)
+        sink.close()
+        raise
+    except BrokenPipeError:
+        # The reader went away (| head): stop quietly. What it read of the keys written is
+        # unknown, so a checkpoint would skip keys it threw away: it is removed.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sink.forget()
+        ctx.exit(0)
+    finally:
+        if status is not None:
+            status.stop()
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+    return collected
+
+
+def _check_options(
+    table_name: str | None,
+    output: str,
+    query: str | None,
+    checkpoint_file: str | None,
+    output_file: str | None,
+) -> None:
+    """The options that do not go together: a usage error naming them."""
+    if query is not None and output not in ("json", "table"):
+        raise click.UsageError(
+            "--query goes with --output json or table (one document at the end); with text "
+            "and jsonl each key is written as it comes."
+        )
+    if table_name is None:
+        raise click.UsageError("Missing option '--table-name' / '-t'.")
+    if checkpoint_file is not None and output in ("json", "table"):
+        raise click.UsageError(
+            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
+        )
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
+        )
+
+
+def _resume_from(sink: KeySink, resume: str | None, checkpoint_file: str | None) -> str | None:
+    """The token to go on from: --resume, or the checkpoint file's (not both)."""
+    if sink.resume_token is None:
+        return resume
+    if resume is not None:
+        raise click.UsageError(
+            f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
+            f"--resume to go on from {checkpoint_file}, or delete it."
+        )
+    return sink.resume_token
+
+
+def _trust_note(listing: Listing, method: str) -> str:
+    """Why the marker index was not used (auto) or not proven (--method index)."""
+    if method == "index":
+        return f"Warning: {listing.method_reason}."
+    reason = listing.method_reason
+    return f"Note: {reason[:1].upper()}{reason[1:]}; listing with {listing.method_name}."
+
+
+@click.group(
+    "partition-keys",
+    invoke_without_command=True,
+    subcommand_metavar="[index COMMAND | estimate | plan | run-task]",
+)
+@click.option("--table-name", "-t", metavar="TABLE", help="The DynamoDB table.")
+@click.option(
+    "--method",
+    "-m",
+    type=click.Choice(METHODS),
+    default="auto",
+    show_default=True,
+    help="auto picks: no sort key -> scan; a marker index proven complete now -> index; else "
+    "the adaptive skip scan.",
+)
+@click.option(
+    "--segments",
+    type=click.IntRange(1, MAX_READERS),
+    metavar="N",
+    default=1,
+    show_default=True,
+    help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
+    "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
+    "in turn.",
+)
+@click.option(
+    "--scan-segments",
+    type=click.IntRange(1, 1_000_000),
+    metavar="S",
+    help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
+    "one request.  [default: 1; with --segments N, 4 x N but at most one a MB of the table, "
+    "and at least N]",
+)
+@click.option(
+    "--output",
+    type=click.Choice(["text", "json", "jsonl", "table"]),
+    default="text",
+    show_default=True,
+    help="text: one key per line (binary keys in base64; in strings a backslash, newline, CR "
+    "and the other line breaks are escaped as \\\\, \\n, \\r, \\u2028, ...); jsonl: a JSON "
+    "object per key; json: one document at the end; table: the keys in a boxed table at the "
+    "end. Never taken from AWS_DEFAULT_OUTPUT or your AWS profile: keys stay one a line.",
+)
+@click.option(
+    "--query",
+    metavar="JMESPATH",
+    callback=lambda ctx, param, value: (check_query(value), value)[1],
+    help="With --output json or table: print only this part of the document (JMESPath, as "
+    "in the AWS CLI), e.g. --query 'keys[:10]'.",
+)
+@click.option(
+    "--max-rcu-per-second",
+    type=click.FloatRange(min=0.1),
+    metavar="R",
+    help="Spread the reads: at most R read units a second.",
+)
+@click.option(
+    "--read-percent",
+    type=click.FloatRange(0.1, 1.5),
+    metavar="P",
+    help="Spread the reads: at most P (0.1 to 1.5) of the table's read capacity (provisioned; "
+    "on demand its maximum, else its warm throughput, else 40,000 RCU). With "
+    "--max-rcu-per-second, the lower wins.",
+)
+@click.option("--resume", metavar="TOKEN", help="Go on from where a stopped listing was.")
+@click.option(
+    "--checkpoint",
+    "checkpoint_file",
+    metavar="FILE",
+    type=click.Path(dir_okay=False),
+    help="Keep the listing's position in FILE (replaced atomically after each flush of output, "
+    f"at least every second and every {CHECKPOINT_KEYS} keys): after a kill, even kill -9, "
+    "the same command goes on from there. Removed once the listing ends. On stdout a resume may "
+    f"repeat up to {CHECKPOINT_KEYS} keys; with --output-file, none.",
+)
+@click.option(
+    "--output-file",
+    metavar="OUT",
+    type=click.Path(dir_okay=False),
+    help="Write the keys to OUT instead of stdout (truncated at the start). With --checkpoint, a "
+    "resume first cuts OUT back to what the checkpoint recorded: every key exactly once.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
+@index_options
+@state_table_option
+@proof_options
+@connection_options
+@click.pass_context
+def partition_keys_group(
+    ctx: click.Context,
+    table_name: str | None,
+    method: str,
+    segments: int,
+    scan_segments: int | None,
+    output: str,
+    query: str | None,
+    max_rcu_per_second: float | None,
+    read_percent: float | None,
+    resume: str | None,
+    checkpoint_file: str | None,
+    output_file: str | None,
+    quiet: bool,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    replay_margin: float,
+    trust_index: bool,
+    connection: Connection,
+) -> None:
+    """List the distinct partition keys of a table, at a small part of a full scan's cost.
+
+    Keys go to stdout (or --output-file), one per line, so the output pipes; progress and a
+    summary (requests, items read, read units) go to stderr. Ctrl-C, SIGTERM, SIGHUP, or an
+    error once keys are coming (a page that got no answer within --timeout, say), prints a
+    --resume token that goes on without repeating or missing a key. For long listings that may
+    be killed outright, --checkpoint FILE: run the same command again to go on.
+
+    \b
+    Methods (--method):
+      scan        read every item's key: best with no sort key or tiny collections
+      skip        the skip scan: one item per request, jump past the rest of the collection
+      skip-pages  up to 4 KB per request, jump past the last key seen
+      index       scan the sparse marker index (see `partition-keys index --help`),
+                  proven complete now from the table's stream, or an error saying why
+      auto        the cheapest that applies (default); the index only when proven
+
+    \b
+    Examples:
+      ddbkeys partition-keys -t orders > keys.txt
+      ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
+      ddbkeys partition-keys -t orders --output jsonl | head -5
+      ddbkeys partition-keys -t orders --checkpoint orders.ckpt --output-file keys.txt
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    _check_options(table_name, output, query, checkpoint_file, output_file)
+    sink = KeySink(output, output_file, checkpoint_file)
+    resume = _resume_from(sink, resume, checkpoint_file)
+    client = connection.client()
+    stderr = Console(stderr=True)
+    show_progress = not quiet and stderr.is_terminal
+    status = StatusLine(stderr, "listing...") if show_progress else None
+    last_draw = [0.0]
+    gauges: list[Gauge] = []  # made once the listing stands, before its first key
+
+    def progress(listing: Listing) -> None:
+        now = time.monotonic()
+        if status is not None and now - last_draw[0] > 0.2:
+            last_draw[0] = now
+            line = usage_line(listing, progress=True)
+            status.update(line + progress_note(gauges[0], listing) if gauges else line)
+
+    listing = distinct_partition_keys(
+        client,
+        table_name,
+        method,
+        segments=segments,
+        scan_segments=scan_segments,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        max_rcu_per_second=max_rcu_per_second,
+        read_percent=read_percent,
+        resume=resume,
+        on_key=progress if show_progress else None,
+        deadline=connection.timeout,
+        state_table=state_table,
+        replay_margin=replay_margin,
+        trust_index=trust_index,
+    )
+    gauges.append(Gauge.of(listing))
+    sink.open(listing)
+    if sink.resumed and not quiet:
+        click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
+    if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
+        click.echo(_trust_note(listing, method), err=True)
+    collected = stream_keys(ctx, listing, output, sink, status)
+    if output == "json" or (output == "table" and query is not None):
+        document = {
+            "table": table_name,
+            "method": listing.method_name,
+            "method_reason": listing.method_reason,
+            "replay": _replay_fields(listing),
+            "keys": collected,
+            "usage": listing.usage.snapshot(),
+        }
+        sink.write_document(render(document, output, query, "partition-keys"))
+    elif output == "table":
+        sink.write_document(render_table(collected, f"partition keys of {table_name}"))
+    sink.finish()
+    if not quiet:
+        click.echo(usage_line(listing), err=True)

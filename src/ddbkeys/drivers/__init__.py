@@ -1,4 +1,0 @@
-"""The drivers: the only code that sends requests, sleeps, keeps each request inside its
-deadline and counts capacity. :mod:`ddbkeys.drivers.sync` runs a flow on a boto3 client in the
-caller's thread; :mod:`ddbkeys.drivers.aio` runs the same flow on an aiobotocore client in an
-event loop. See :mod:`ddbkeys.core` for what a flow is."""

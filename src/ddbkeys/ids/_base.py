@@ -1,0 +1,423 @@
+"""What the id strategies share: the core every strategy is built on (client, table, retry
+policy, deadline, accounting, table descriptions, the global-table guard), the counter item's
+key, and the requests several strategies send. Every request goes out as a flow step (see
+:mod:`ddbkeys._core`): :class:`IdStrategy` runs flows on the sync driver, and
+:mod:`ddbkeys.aio` runs the same flows on the asyncio driver."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+from botocore.exceptions import ClientError
+
+from ddbkeys._capacity import Usage
+from ddbkeys._clients import as_client
+from ddbkeys._core.attempts import Contention, Throttled, attempts
+from ddbkeys._core.steps import Flow, get_item, transact_write_items
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys._errors import (
+    ConfigurationError,
+    DdbKeysError,
+    KeySchemaError,
+    TableNotFoundError,
+    error_code,
+)
+from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
+from ddbkeys._schema import (
+    TableInfo,
+    check_name,
+    check_table_name,
+    describe_flow,
+    key_value,
+    to_attributes,
+)
+from ddbkeys._translate import error_response
+from ddbkeys.ids import _described as described
+from ddbkeys.ids._cancellation import Cancellation, read_cancellation
+from ddbkeys.ids._errors import (
+    CounterStateError,
+    GlobalTableError,
+    ItemExistsError,
+    ItemKeyClashError,
+    SequenceExhaustedError,
+)
+from ddbkeys.ids._group import GroupCommit
+from ddbkeys.ids._values import check_item_key
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+
+__all__ = [
+    "Attempts",
+    "Contention",
+    "CounterStateError",
+    "GlobalTableError",
+    "GroupCommit",
+    "IdStrategy",
+    "ItemExistsError",
+    "ItemKeyClashError",
+    "SequenceExhaustedError",
+    "StrategyCore",
+    "Throttled",
+    "earliest",
+]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+#: The retry layer a plan's requests go through: ``attempts(attempt, what, deadline)`` (a
+#: strategy's :meth:`StrategyCore._attempts`, or :func:`ddbkeys._core.attempts.attempts` with
+#: a policy and a :class:`Usage` in a test).
+Attempts = Callable[[Callable[[int], Flow[Any]], str, Deadline], Flow[Any]]
+
+
+class OnTable(Protocol):
+    """What names a table: a strategy, or its plan."""
+
+    @property
+    def table(self) -> str: ...
+
+
+class Waiting(Protocol):
+    """A call waiting for a shared commit, with its deadline."""
+
+    @property
+    def deadline(self) -> Deadline: ...
+
+
+def earliest(waiting: Iterable[Waiting]) -> Deadline:
+    """The deadline a shared commit keeps to: the one that ends first, so that no caller of
+    the batch waits past its own."""
+    return min((w.deadline for w in waiting), key=lambda d: d.remaining())
+
+
+class StrategyCore:
+    """The base of every id strategy, driver aside: a client, a table, a retry policy, a
+    deadline and a :class:`Usage`; its work is flows (see :mod:`ddbkeys._core`), which the sync
+    classes (:class:`IdStrategy`) and the asyncio ones (:mod:`ddbkeys.aio`) run.
+
+    ``deadline`` is the most seconds one call may take in all, its retries and waits included
+    (None: no limit). ``allow_global_tables`` matters only to strategies that are unsafe on
+    global tables. Nothing is sent before the first call: the table's description is read then,
+    once per table and process in steady state (:mod:`ddbkeys.ids._described`: objects built in
+    every call of a Lambda handler describe their table once per container; first calls at once
+    may each read it), and read again after a write found the table gone or its key schema
+    changed.
+    """
+
+    #: Strategies that depend on a single-region conditional write refuse global tables.
+    refuses_global_tables = False
+    #: The retry policy when none is given. Optimistic strategies override it: a writer that
+    #: lost a race learns the counter's new value at once, so short waits (and many of them)
+    #: keep it from being starved by a winner that goes on committing.
+    default_retry = RetryPolicy()
+
+    def __init__(
+        self,
+        client: object,
+        table: str | None = None,
+        *,
+        retry: RetryPolicy | None = None,
+        usage: Usage | None = None,
+        allow_global_tables: bool = False,
+        deadline: float | None = DEFAULT_DEADLINE,
+    ) -> None:
+        self.client, name = self._connect(client, table)
+        if name is None:
+            raise ConfigurationError(
+                f"{type(self).__name__} needs a table: pass table= with its name, or a boto3 "
+                "Table object as the client."
+            )
+        self.table = check_table_name(name)
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise ConfigurationError(
+                f"retry must be a ddbkeys._retry.RetryPolicy, not {retry!r}.", table=self.table
+            )
+        if usage is not None and not isinstance(usage, Usage):
+            raise ConfigurationError(
+                f"usage must be a ddbkeys._capacity.Usage, not {usage!r}.", table=self.table
+            )
+        self.retry = retry or self.default_retry
+        self.usage = usage or Usage()
+        self.allow_global_tables = allow_global_tables
+        if deadline is not None and (
+            isinstance(deadline, bool)
+            or not isinstance(deadline, (int, float))
+            or not 0 < deadline < 10**9
+        ):
+            raise ConfigurationError(
+                f"deadline must be a number of seconds above 0 (or None), not {deadline!r}.",
+                table=self.table,
+            )
+        self.deadline = None if deadline is None else float(deadline)
+        #: The descriptions this object has read, by table.
+        self._infos: dict[str, TableInfo] = {}
+
+    def _connect(self, client: object, table: str | None) -> tuple[Any, str | None]:
+        """The client this strategy's driver sends with, and the table's name."""
+        return as_client(client, table)
+
+    def _begin(self) -> Deadline:
+        """The deadline of a call that begins now."""
+        return Deadline(self.deadline, clock=self.retry.clock)
+
+    def _attempts(
+        self,
+        attempt: Callable[[int], Flow[R]],
+        what: str,
+        deadline: Deadline,
+        *,
+        table: str | None = None,
+    ) -> Flow[R]:
+        """``attempt(n)`` run by the retry layer (:func:`ddbkeys._core.attempts.attempts`)
+        with this strategy's policy, accounting and ``deadline``. A table found gone, or whose
+        key schema no longer matches, is described again by the next call."""
+        name = table or self.table
+        try:
+            return (
+                yield from attempts(
+                    attempt,
+                    what=what,
+                    table=name,
+                    policy=self.retry,
+                    deadline=deadline,
+                    usage=self.usage,
+                    read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
+                    and getattr(self.client.meta.config, "read_timeout", None),
+                )
+            )
+        except (TableNotFoundError, KeySchemaError):
+            self._forget_table(name)
+            raise
+
+    def _forget_table(self, table: str) -> None:
+        """Forget what this object and this process know of ``table``'s description (and what
+        was made from it: subclasses drop their counter item's key too)."""
+        described.forget(described.table_key(self.client, table))
+        self._infos.pop(table, None)
+
+    def _table_info(self, deadline: Deadline, table: str | None = None) -> Flow[TableInfo]:
+        """A table's description (this strategy's table by default), with the global-table
+        guard applied: what this object has read, else :func:`read_description` (what this
+        process has read, else one DescribeTable within ``deadline``). First calls at once may
+        each send one; later calls send none."""
+        name = table or self.table
+        info = self._infos.get(name)
+        if info is None:
+            where = described.table_key(self.client, name)
+
+            def tries(attempt: Callable[[int], Flow[R]], what: str, ends: Deadline) -> Flow[R]:
+                return self._attempts(attempt, what, ends, table=name)
+
+            info = yield from read_description(name, where, deadline, tries)
+            self._infos[name] = info
+        if self.refuses_global_tables and not self.allow_global_tables:
+            refuse_global(info, name, type(self).__name__)
+        return info
+
+
+def read_description(
+    table: str, where: described.TableKey, deadline: Deadline, attempts: Attempts
+) -> Flow[TableInfo]:
+    """The description of ``table`` (at ``where``: its endpoint, region and name): what this
+    process has read (:mod:`ddbkeys.ids._described`), else one DescribeTable through the retry
+    layer ``attempts``, kept for the process."""
+    info = described.known(where)
+    if info is None:
+        info = yield from attempts(lambda _: describe_flow(table), "DescribeTable", deadline)
+        described.keep(where, info)
+    return info
+
+
+def refuse_global(info: TableInfo, table: str, owner: str) -> None:
+    """A :class:`GlobalTableError` when ``info`` says the table is a global one: the strategy
+    ``owner`` relies on conditional writes that replication can undo."""
+    if info.replica_regions:
+        raise GlobalTableError(
+            f"Table {table!r} is a global table (replicas in "
+            f"{', '.join(info.replica_regions)}). {owner} relies on "
+            "conditional writes that last-writer-wins replication can silently "
+            "undo, so ids could repeat across regions. Write from one region only "
+            "and pass allow_global_tables=True (--allow-global-tables) to go on.",
+            table=table,
+        )
+
+
+class IdStrategy(StrategyCore):
+    """The base of every sync id strategy: runs the strategy's flows on the sync driver (a
+    boto3 client, in the caller's thread)."""
+
+    def __init__(self, client: object, table: str | None = None, **settings: Any) -> None:
+        super().__init__(client, table, **settings)
+        self._driver = SyncDriver(self.client, self.usage)
+
+    def _run(self, flow: Flow[T]) -> T:
+        return self._driver.run(flow)
+
+    def table_info(self, table: str | None = None) -> TableInfo:
+        """A table's description (this strategy's table by default): one DescribeTable the
+        first time, within the strategy's deadline; the global-table guard applied."""
+        return self._run(self._table_info(self._begin(), table))
+
+
+#: Every write of a counter item sets, in the same expression, what the item is
+#: (``ddbkeys_type = "counter"``, see :mod:`ddbkeys._entity`), so that other readers of the
+#: table can leave it out: this SET action, with its name and value. ddbkeys never reads it back
+#: (a counter seeded by another tool has none, and gets it with its next write).
+TYPE_SET = "#ddbkeys_type = :ddbkeys_type"
+TYPE_NAMES: Mapping[str, str] = {"#ddbkeys_type": ENTITY_ATTRIBUTE}
+TYPE_VALUES: Mapping[str, AttributeValueTypeDef] = {":ddbkeys_type": {"S": COUNTER}}
+
+
+def check_counter_attribute(value: object, *, table: str) -> str:
+    """A counter attribute name, or a :class:`ConfigurationError`: not empty, and not the
+    attribute that says what the counter item is (:data:`ddbkeys._entity.ENTITY_ATTRIBUTE`)."""
+    name = check_name("counter attribute", value, table=table)
+    if name == ENTITY_ATTRIBUTE:
+        raise ConfigurationError(
+            f"Invalid counter attribute {name!r}: ddbkeys sets it on the counter item to say "
+            "what the item is (see ddbkeys._entity). Choose another name.",
+            table=table,
+        )
+    return name
+
+
+def counter_written(
+    key: Mapping[str, AttributeValueTypeDef], attribute: str, value: int
+) -> dict[str, AttributeValueTypeDef]:
+    """The counter item as a write leaves it: its key, its number and its type (what its
+    write units are counted from)."""
+    return {**key, attribute: {"N": str(value)}, ENTITY_ATTRIBUTE: {"S": COUNTER}}
+
+
+@dataclass(frozen=True)
+class CounterItem:
+    """Where a counter lives: a table, the item's whole key (typed), and its attribute."""
+
+    table: str
+    key: dict[str, AttributeValueTypeDef]
+    attribute: str
+
+
+def counter_item_key(
+    strategy: StrategyCore,
+    deadline: Deadline,
+    name: str,
+    key_attribute: str | None,
+    *,
+    given: Mapping[str, Any] | None = None,
+    table: str | None = None,
+    key_parameter: str = "counter_key",
+) -> Flow[dict[str, AttributeValueTypeDef]]:
+    """The counter item's key: ``given`` checked against the table's key schema, or
+    ``{partition key: name}``; a clear error when the key schema does not allow a key made from
+    a name alone (naming the strategy's real parameter, ``key_parameter``)."""
+    table = table or strategy.table
+    info = yield from strategy._table_info(deadline, table)
+    return counter_key_from(info, table, name, key_attribute, given, key_parameter)
+
+
+def counter_key_from(
+    info: TableInfo,
+    table: str,
+    name: str,
+    key_attribute: str | None,
+    given: Mapping[str, Any] | None,
+    key_parameter: str = "counter_key",
+) -> dict[str, AttributeValueTypeDef]:
+    """(:func:`counter_item_key` once the table's description is known.)"""
+    pk = info.partition_key
+    named = f"{key_parameter}= (--counter-key)"
+    if given is not None:
+        key = to_attributes(given, table=table)
+        extra = sorted(set(key) - set(info.key_names()))
+        if extra:
+            raise KeySchemaError(
+                f"{named} names {', '.join(map(repr, extra))}, which is not a key "
+                f"attribute of table {table!r}; its key is ({', '.join(info.key_names())}).",
+                table=table,
+            )
+        check_item_key(key, info, where=named)
+        return key
+    if key_attribute and key_attribute != pk.name:
+        raise KeySchemaError(
+            f"Table {table!r} has partition key {pk.name!r}, not {key_attribute!r}: pass "
+            f"key_attribute={pk.name!r}, or leave it out (it is read from the table).",
+            table=table,
+        )
+    if info.sort_key is not None or pk.type != "S":
+        raise KeySchemaError(
+            f"Table {table!r} has the key ({', '.join(info.key_names())}); a counter item key "
+            f"cannot be made from a name alone: pass {key_parameter}= with the whole key of the "
+            "counter item (--counter-key JSON on the CLI).",
+            table=table,
+        )
+    return {pk.name: key_value(pk, name, table=table)}
+
+
+def read_counter(counter: CounterItem) -> Flow[Any]:
+    """The counter attribute as the counter item holds it, raw (None when the item or the
+    attribute is missing): one strongly consistent GetItem (1 read unit), counted."""
+    response = yield get_item(
+        {
+            "TableName": counter.table,
+            "Key": counter.key,
+            "ConsistentRead": True,
+            "ProjectionExpression": "#v",
+            "ExpressionAttributeNames": {"#v": counter.attribute},
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+    )
+    return response.get("Item", {}).get(counter.attribute)
+
+
+def put_if_new(
+    table: str, item: Mapping[str, AttributeValueTypeDef], pk_name: str
+) -> TransactWriteItemTypeDef:
+    """A transaction action that writes ``item`` only if no item with its key exists."""
+    return {
+        "Put": {
+            "TableName": table,
+            "Item": item,
+            "ConditionExpression": "attribute_not_exists(#pk)",
+            "ExpressionAttributeNames": {"#pk": pk_name},
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+    }
+
+
+def transact(
+    actions: Sequence[TransactWriteItemTypeDef], token: str, *, items: int, billed: float
+) -> Flow[Cancellation | None]:
+    """TransactWriteItems with a ClientRequestToken (so a retry of an applied transaction is not
+    applied again). Returns None when it was applied, or the reading of its CancellationReasons
+    when it was cancelled; other errors go up. Counted by the driver, a cancelled one too."""
+    try:
+        yield transact_write_items(
+            {
+                "TransactItems": actions,
+                "ClientRequestToken": token,
+                "ReturnConsumedCapacity": "TOTAL",
+            },
+            items=items,
+            billed=billed,
+            count_refused=True,
+        )
+    except ClientError as exc:
+        if error_code(exc) != "TransactionCanceledException":
+            raise
+        return read_cancellation(error_response(exc).get("CancellationReasons", []))
+    return None
+
+
+def cancelled_error(on: OnTable, cancellation: Cancellation) -> DdbKeysError:
+    """The error for a transaction cancelled for a reason no retry can fix, on the table of
+    ``on`` (a strategy, or its plan)."""
+    return DdbKeysError(
+        f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}.",
+        table=on.table,
+        code="TransactionCanceledException",
+    )

@@ -1,0 +1,109 @@
+"""The keys of a sequence per item collection, without I/O: which key schema keeps one, the
+sort key that holds a number, the number a sort key holds, and the Query of a collection's
+highest number. Shared by :class:`~ddbkeys.ids._collection.CollectionSequence` (both drivers)
+and :func:`~ddbkeys.ids._audit.audit_collection`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._errors import KeySchemaError
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.ids._errors import SequenceExhaustedError
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
+
+__all__ = [
+    "collection_keys",
+    "highest_query",
+    "number_in",
+    "sort_key_of",
+]
+
+
+def collection_keys(info: TableInfo, table: str) -> tuple[KeyAttribute, KeyAttribute]:
+    """The partition and sort key of ``table``, or a :class:`KeySchemaError` when it has no
+    number (N) or string (S) sort key to keep the numbers in."""
+    if info.sort_key is None or info.sort_key.type not in ("N", "S"):
+        raise KeySchemaError(
+            f"Table {table!r} needs a number (N) or string (S) sort key to keep a "
+            f"sequence per item collection; its key is ({', '.join(info.key_names())}).",
+            table=table,
+        )
+    return info.partition_key, info.sort_key
+
+
+def sort_key_of(
+    sort_key: KeyAttribute, number: int, *, width: int, prefix: str, table: str
+) -> AttributeValueTypeDef:
+    """The sort key that holds ``number``: the number itself in a number sort key, ``prefix`` and
+    the number padded to ``width`` digits in a string one (:class:`SequenceExhaustedError` once
+    it no longer fits)."""
+    if sort_key.type == "N":
+        return {"N": str(number)}
+    digits = str(number)
+    if len(digits) > width:
+        raise SequenceExhaustedError(
+            f"Number {number} no longer fits the {width}-digit sort key {sort_key.name!r} of "
+            f"table {table!r}: choose a larger width for new collections.",
+            table=table,
+        )
+    return {"S": prefix + digits.zfill(width)}
+
+
+def number_in(value: Mapping[str, Any], *, prefix: str, table: str) -> int:
+    """The number a sort key holds, or a :class:`KeySchemaError` naming the value."""
+    raw = value.get("N") if "N" in value else value.get("S", "")
+    text = str(raw)
+    if "S" in value:
+        if not text.startswith(prefix):
+            raise KeySchemaError(
+                f"Sort key {text!r} of table {table!r} does not start with the prefix {prefix!r}.",
+                table=table,
+            )
+        text = text[len(prefix) :]
+    try:
+        number = Decimal(text)
+    except InvalidOperation:
+        number = Decimal("NaN")
+    if not number.is_finite() or number != number.to_integral_value():
+        raise KeySchemaError(
+            f"Sort key {raw!r} in table {table!r} is not a whole number, so it cannot "
+            "be part of a sequence.",
+            table=table,
+        )
+    return int(number)
+
+
+def highest_query(
+    table: str,
+    keys: tuple[KeyAttribute, KeyAttribute],
+    pk_value: AttributeValueTypeDef,
+    *,
+    width: int,
+    prefix: str,
+    consistent_read: bool,
+) -> QueryInputTypeDef:
+    """The Query of a collection's highest number: newest first, one item, the sort key alone
+    (in a string sort key, only ``prefix`` and ``width`` digits count)."""
+    pk, sk = keys
+    values: dict[str, AttributeValueTypeDef] = {":pk": pk_value}
+    condition = "#pk = :pk"
+    if sk.type == "S":
+        condition += " AND #sk BETWEEN :lo AND :hi"
+        values[":lo"] = {"S": prefix + "0" * width}
+        values[":hi"] = {"S": prefix + "9" * width}
+    return {
+        "TableName": table,
+        "KeyConditionExpression": condition,
+        "ExpressionAttributeNames": {"#pk": pk.name, "#sk": sk.name},
+        "ExpressionAttributeValues": values,
+        "ProjectionExpression": "#sk",
+        "ScanIndexForward": False,
+        "Limit": 1,
+        "ConsistentRead": consistent_read,
+        "ReturnConsumedCapacity": "TOTAL",
+    }

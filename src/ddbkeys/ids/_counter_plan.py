@@ -1,0 +1,217 @@
+"""The atomic counter's decisions, apart from any client: a value built from its settings alone
+(:class:`CounterPlan`). What a write asks for, what an answer or a refusal means, and the
+flow that takes a write back; :class:`~ddbkeys.ids._counter.AtomicCounter` (sync or asyncio)
+is this plan, a client and a driver."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, localcontext
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._core.attempts import Contention, Throttled
+from ddbkeys._core.steps import Flow
+from ddbkeys._entity import ENTITY_ATTRIBUTE
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.ids._base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
+    Attempts,
+    CounterItem,
+    CounterStateError,
+    SequenceExhaustedError,
+    cancelled_error,
+    transact,
+)
+from ddbkeys.ids._cancellation import Verdict
+from ddbkeys.ids._values import MAX_ID, counter_value
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+    )
+
+    from ddbkeys._retry import Deadline
+
+__all__ = ["VALID", "Attempts", "CounterPlan"]
+
+#: The condition of a write that keeps a counter from passing its limit or moving when it holds
+#: no valid number (with ``:number``, ``:zero`` and ``:limit``, the value before less the
+#: increment).
+VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN :zero AND :limit)"
+
+
+@dataclass(frozen=True)
+class CounterPlan:
+    """The counter ``name`` of ``table``: ids from ``start``, ``step`` apart, up to
+    ``maximum`` (None: 10**38 - 1), the last one given out held in ``counter_attribute``;
+    ``idempotent``: a lost response retried never skips an id."""
+
+    table: str
+    name: str
+    counter_attribute: str = "last_id"
+    start: int = 1
+    step: int = 1
+    maximum: int | None = None
+    idempotent: bool = False  # writes stamped with a writer slot (ddbkeys.ids._exact)
+
+    @property
+    def limit(self) -> int:
+        """The greatest id it may give out."""
+        return MAX_ID if self.maximum is None else self.maximum
+
+    def request(self, counter: CounterItem, count: int) -> UpdateItemInputTypeDef:
+        """The UpdateItem that moves the counter on by ``count`` ids (a
+        :class:`SequenceExhaustedError` when they would pass the limit from the start)."""
+        increment = count * self.step
+        if self.start - self.step + increment > self.limit:
+            raise self.exhausted(None, count)
+        values: dict[str, AttributeValueTypeDef] = {":inc": {"N": str(increment)}, **TYPE_VALUES}
+        if self.start == self.step:
+            # Starting at the step itself: a plain ADD (a missing counter counts as 0).
+            update = f"ADD #v :inc SET {TYPE_SET}"
+        else:
+            update = f"SET #v = if_not_exists(#v, :base) + :inc, {TYPE_SET}"
+            values[":base"] = {"N": str(self.start - self.step)}
+        # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
+        request: UpdateItemInputTypeDef = {
+            "TableName": self.table,
+            "Key": counter.key,
+            "UpdateExpression": update,
+            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
+            "ExpressionAttributeValues": values,
+            "ReturnValues": "UPDATED_NEW",
+        }
+        if self.maximum is not None:
+            # With a maximum, a condition keeps the counter from passing it (and from moving
+            # when it holds no valid number). Without one, no condition: the common path stays
+            # a plain update, and a bad value is caught from the answer.
+            values[":number"] = {"S": "N"}
+            values[":zero"] = {"N": "0"}
+            values[":limit"] = {"N": str(self.limit - increment)}
+            request["ConditionExpression"] = VALID
+            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        return request
+
+    def exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
+        """The error for ``count`` more ids past the limit, the counter ``at`` (None: unknown)."""
+        where = f"is at {at}" if at is not None else "starts at " + str(self.start)
+        limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
+        return SequenceExhaustedError(
+            f"Counter {self.name!r} of table {self.table!r} {where}: {count} more id(s) would "
+            f"pass its maximum {limit}.",
+            table=self.table,
+        )
+
+    def check(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int | None:
+        """The number a raw counter value holds (None: missing); CounterStateError for what no
+        counter may hold."""
+        return counter_value(
+            value, table=self.table, key=counter.key, attribute=self.counter_attribute
+        )
+
+    def held(self, counter: CounterItem, value: Mapping[str, Any] | None) -> int:
+        """The number a raw counter value stands for: the value before ``start`` when it is
+        missing; CounterStateError for what no counter may hold."""
+        number = self.check(counter, value)
+        return self.start - self.step if number is None else number
+
+    @staticmethod
+    def before(raw: Mapping[str, Any], increment: int) -> dict[str, str]:
+        """What a counter held before a write moved it by ``increment`` to ``raw``."""
+        with localcontext() as exact:
+            exact.prec = 200
+            return {"N": str(Decimal(str(raw.get("N"))) - increment)}
+
+    def state_before(
+        self, counter: CounterItem, raw: Mapping[str, Any], increment: int, retried: bool
+    ) -> DdbKeysError:
+        """The error for a write that moved the counter to ``raw`` from what no counter may
+        hold (a fraction, a negative number), or past the largest number, once the write is
+        taken back; ``retried``: an earlier try of it may have been applied too."""
+        before = self.before(raw, increment)
+        then = f"Its value is as it was (this write was taken back; it set {ENTITY_ATTRIBUTE})"
+        if retried:
+            then = (
+                "This write was taken back, but an earlier try of it got no answer and may have "
+                f"been applied: the counter may have held {self.before(before, increment)['N']} "
+                "before this call"
+            )
+        try:
+            at = counter_value(
+                before,
+                table=self.table,
+                key=counter.key,
+                attribute=self.counter_attribute,
+                then=then,
+            )
+        except CounterStateError as exc:
+            return exc
+        return self.exhausted(at, increment // self.step)
+
+    def undo(
+        self,
+        counter: CounterItem,
+        increment: int,
+        deadline: Deadline,
+        attempts: Attempts,
+        remove: Sequence[str] = (),
+    ) -> Flow[None]:
+        """Take ``increment`` back off the counter, once (:meth:`once`), and remove the
+        attributes ``remove`` (the idempotent write's slot)."""
+        removed = {f"#x{n}": name for n, name in enumerate(remove)}
+        update = f"ADD #v :dec SET {TYPE_SET}" + (
+            " REMOVE " + ", ".join(removed) if removed else ""
+        )
+        values: dict[str, AttributeValueTypeDef] = {":dec": {"N": str(-increment)}}
+        what = f"putting counter {self.name!r} back"
+        yield from self.once(counter, update, values, deadline, attempts, what, names=removed)
+
+    def once(
+        self,
+        counter: CounterItem,
+        update: str,
+        values: dict[str, AttributeValueTypeDef],
+        deadline: Deadline,
+        attempts: Attempts,
+        what: str,
+        *,
+        names: Mapping[str, str] = {},
+        condition: str | None = None,
+    ) -> Flow[bool]:
+        """One update of the counter item (``#v`` its attribute), applied at most once: a
+        transaction with a token (2 write units), so that a first try arriving late, after a
+        retry was applied, is not applied again. False when ``condition`` failed."""
+        action: TransactWriteItemTypeDef = {
+            "Update": {
+                "TableName": self.table,
+                "Key": counter.key,
+                "UpdateExpression": update,
+                "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES, **names},
+                "ExpressionAttributeValues": {**values, **TYPE_VALUES},
+            }
+        }
+        if condition is not None:
+            action["Update"]["ConditionExpression"] = condition
+            action["Update"]["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        token = str(uuid.uuid4())
+
+        def attempt(_: int) -> Flow[bool]:
+            cancellation = yield from transact([action], token, items=0, billed=2.0)
+            if cancellation is None:
+                return True
+            if cancellation.verdict is Verdict.INVALID:
+                raise cancelled_error(self, cancellation)
+            if condition is not None and cancellation.failed(0):
+                return False
+            if cancellation.verdict is Verdict.THROTTLED:
+                raise Throttled(cancellation.describe())
+            raise Contention()
+
+        applied: bool = yield from attempts(attempt, what, deadline)
+        return applied

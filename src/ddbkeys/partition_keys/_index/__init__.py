@@ -1,0 +1,1 @@
+"""The marker index: its items, its backfill, repair and reconciliation, and the state table."""

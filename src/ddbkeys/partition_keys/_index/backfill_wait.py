@@ -1,0 +1,316 @@
+"""When a backfill may begin so that listings can prove the marker index from it: the proof's
+rule (see :mod:`ddbkeys.partition_keys._proof.evidence`), applied *before* anything is written, so
+that
+the natural order of setup (create the index, start ``index follow``, run ``index backfill`` at
+once) ends with an index a listing can prove, not with one that needs a second backfill.
+
+The rule: a backfill counts when it begins at least the replay margin after the maintainer's
+first recorded position under the table's current stream (and after every position a
+maintainer began at a shard's end). :func:`readiness` decides it from the index's record, the
+stream and the time, with no I/O; :func:`wait_flow` re-reads the record and waits (a flow, so
+the sync and the asyncio ``MarkerIndex`` share it, and a test drives it with no client).
+
+One backfill at a time: a backfill at work says so in its record (``Backfill.alive``, refreshed
+at least every ``ALIVE`` seconds between its requests); :func:`running_backfill` decides, from
+the record and the time alone, whether another one is at work under the table's stream (alive
+within ``ALIVE_FOR``), so that a second one waits for it rather than reading the whole table
+again (see ``backfill_claim``), and one killed is out of the way ``ALIVE_FOR`` seconds after
+its last sign of life.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from ddbkeys._core.steps import Flow, Pause
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._proof.evidence import Backfill, Evidence, _backfill_reason
+from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys._index.marker_core import MarkerCore
+    from ddbkeys.partition_keys._index.state import StateCore
+
+__all__ = [
+    "ALIVE",
+    "ALIVE_FOR",
+    "NO_MAINTAINER",
+    "NO_STREAM",
+    "OTHER_RUNNING",
+    "READY",
+    "WAITING",
+    "Readiness",
+    "alive_at",
+    "began",
+    "can_count",
+    "dead_in",
+    "needs_backfill",
+    "readiness",
+    "running_backfill",
+    "wait_flow",
+]
+
+#: It counts if it begins now.
+READY = "ready"
+#: A maintainer's first position is younger than the margin: it counts ``left`` seconds from now.
+WAITING = "waiting"
+#: No maintainer has recorded a position under the table's current stream.
+NO_MAINTAINER = "no maintainer"
+#: The table's stream is off: nothing can prove the index.
+NO_STREAM = "no stream"
+#: Another backfill is at work under the table's stream (``other``): this one waits for it.
+OTHER_RUNNING = "another running"
+#: How often (seconds) a backfill at work refreshes its record's ``alive`` time (between its
+#: requests: a single request that takes longer delays it).
+ALIVE = 10.0
+#: An unfinished backfill whose record's ``alive`` time is older than this (seconds) is taken
+#: for dead (killed, or its host gone): it is no longer in the way of another. Three times
+#: ``ALIVE``: a slow request or two, and clocks of two hosts a few seconds apart, do not make
+#: one at work look dead.
+ALIVE_FOR = 3 * ALIVE
+#: How often (seconds) a backfill waiting for another reads the index's record again.
+OTHER_POLL = 2.0
+#: How often (seconds) a backfill waiting for a maintainer reads the index's record again.
+MAINTAINER_POLL = 1.0
+#: How long (seconds) a backfill of a table whose stream is on waits for a maintainer's first
+#: position even when not asked to: one started a moment before (``index follow &``, then
+#: ``index backfill`` at once) takes a second or two to record it.
+MAINTAINER_GRACE = 10.0
+#: The longest (seconds) a wait sleeps before it says how long is left again.
+TICK = 1.0
+
+
+@dataclass(frozen=True)
+class Readiness:
+    """Where a backfill of ``table``'s index stands before it writes (see the module).
+    ``state`` is one of ``READY``, ``WAITING`` (``left`` seconds to go), ``NO_MAINTAINER``,
+    ``NO_STREAM``; ``maintained_since`` is the maintainer's first position (None: none);
+    ``margin`` the replay margin the rule was applied with."""
+
+    table: str
+    state: str
+    margin: float
+    left: float = 0.0
+    maintained_since: float | None = None
+    #: Whether it waits for the margin after records a maintainer lost (a gap), not after its
+    #: first position.
+    after_gap: bool = False
+    #: The state table it read the maintainer's positions from (None: not said).
+    state_table: str | None = None
+    #: ``OTHER_RUNNING``: the record of the backfill at work it waits for.
+    other: Backfill | None = None
+
+    @property
+    def counts(self) -> bool:
+        """Whether a backfill begun now can prove the index (given it meets no clash)."""
+        return self.state == READY
+
+    def advice(self) -> str:
+        """One line for the user: why a backfill begun now will not count, and what to do."""
+        t = self.table
+        follow = f"ddbkeys partition-keys index follow -t {t}"
+        backfill = f"ddbkeys partition-keys index backfill -t {t}"
+        if self.state == NO_STREAM:
+            return (
+                f"the stream of table {t!r} is off, so no listing can prove this backfill's "
+                f"markers: turn it on (`ddbkeys partition-keys index stream -t {t}`), start "
+                f"`{follow}` (or the Lambda handler), then run `{backfill}`"
+            )
+        if self.state == NO_MAINTAINER:
+            where = f" (in state table {self.state_table!r})" if self.state_table else ""
+            return (
+                f"no maintainer has recorded a position{where} in the stream of table {t!r}: no "
+                f"listing can prove the index until `{follow}` (or the Lambda handler) runs and "
+                f"a backfill begins {self.margin:g} s after its first position (`{backfill} "
+                "--wait-for-maintainer` waits for it; `index follow --backfill` does both)"
+            )
+        if self.state == OTHER_RUNNING and self.other is not None:
+            return (
+                f"another backfill of table {t!r} is at work ({began(self.other)}): this one "
+                "waits for it to end rather than read the table a second time"
+            )
+        if self.state == WAITING:
+            young = (
+                "records a maintainer lost are"
+                if self.after_gap
+                else "the maintainer's first position is"
+            )
+            return (
+                f"{young} younger than the replay margin ({self.margin:g} s): a backfill begun "
+                f"now does not count (no listing can prove it); one begun in {self.left:.0f} s "
+                "does"
+            )
+        return "a backfill begun now counts"
+
+
+def readiness(
+    table: str, evidence: Evidence | None, stream: str | None, now: float, margin: float
+) -> Readiness:
+    """The rule, decided from the index's record (``evidence``), the table's ``stream`` (its
+    ARN; None: off), the time ``now`` and the replay ``margin``. Pure.
+
+    The backfill may begin once ``margin`` has passed since the maintainer's first position
+    under ``stream`` (the earliest first mark of its shards: ``evidence._backfill_reason``'s
+    rule), since every shard's ``since`` time (a shard the maintainer began at its end) and
+    since every gap a maintainer recorded (records it lost): ``replay_window``'s rules."""
+    if stream is None:
+        return Readiness(table, NO_STREAM, margin)
+    shards = [
+        m for m in (evidence.shards.values() if evidence is not None else ()) if m.stream == stream
+    ]
+    firsts = [m.first_saved for m in shards if m.first_saved is not None]
+    if not firsts:
+        return Readiness(table, NO_MAINTAINER, margin)
+    since = min(firsts)
+    begun = [float(m.since) for m in shards if isinstance(m.since, int | float)]
+    # Records a maintainer lost (a gap) are covered only by a backfill begun the margin after.
+    gaps = [m.gap for m in shards if m.gap is not None]
+    gaps += [
+        c.gap
+        for c in (evidence.triggers.values() if evidence is not None else ())
+        if c.gap is not None and same_stream(c.stream, stream)
+    ]
+    ready_at = max([since, *begun, *gaps]) + margin
+    if now >= ready_at:
+        return Readiness(table, READY, margin, 0.0, since)
+    lost = bool(gaps) and max(gaps) + margin >= ready_at
+    return Readiness(table, WAITING, margin, ready_at - now, since, lost)
+
+
+def alive_at(backfill: Backfill) -> float:
+    """The last sign of life of ``backfill`` (its ``alive`` time; a record of an older
+    ddbkeys has none: its start)."""
+    return backfill.alive if backfill.alive is not None else backfill.started
+
+
+def running_backfill(evidence: Evidence | None, stream: str | None, now: float) -> Backfill | None:
+    """The backfill at work under ``stream`` (the table's stream now) that the record holds,
+    if any: not finished, and alive within ``ALIVE_FOR`` seconds of ``now`` (or later: another
+    host's clock ahead). One under another stream is not (it cannot count: the next backfill
+    runs); nor one that said it stopped; one silent for longer is dead (killed): it is in no
+    one's way. Pure."""
+    backfill = evidence.backfill if evidence is not None else None
+    if backfill is None or stream is None or backfill.stream != stream:
+        return None
+    if backfill.finished is not None or backfill.stopped is not None:
+        return None
+    if now - alive_at(backfill) > ALIVE_FOR:
+        return None
+    return backfill
+
+
+def dead_in(backfill: Backfill, now: float) -> str:
+    """How long a backfill waiting for ``backfill`` may wait, as a message says it: at most
+    until ``ALIVE_FOR`` after its last sign of life (one killed says nothing: it is taken for
+    dead then, and the waiting one runs)."""
+    left = max(ALIVE_FOR - (now - alive_at(backfill)), 0.0)
+    return f"alive {max(now - alive_at(backfill), 0.0):.0f} s ago; if it was killed, {left:.0f} s"
+
+
+def can_count(backfill: Backfill, margin: float) -> bool:
+    """Whether ``backfill``, once finished with no clash, could let listings with the replay
+    ``margin`` prove the index: it began the margin after a maintainer's first position, and
+    did not say itself it does not count (the proof's rule, ``evidence._backfill_reason``, on
+    what the record says while it runs). Pure."""
+    return (
+        backfill.maintained_since is not None
+        and backfill.started - backfill.maintained_since >= margin
+        and backfill.uncounted is None
+    )
+
+
+def began(backfill: Backfill) -> str:
+    """When ``backfill`` began and who runs it, as a message says it."""
+    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(backfill.started))
+    who = f" by {backfill.owner}" if backfill.owner else ""
+    return f"begun {at}{who}"
+
+
+def wait_flow(
+    index: MarkerCore,
+    store: StateCore,
+    margin: float,
+    *,
+    wait: bool = True,
+    for_maintainer: bool = False,
+    timeout: float | None = None,
+    on_wait: Callable[[Readiness], None] | None = None,
+    stop: StopFlag | None = None,
+    grace: float = MAINTAINER_GRACE,
+) -> Flow[Readiness]:
+    """Read the index's record and the table's stream, and wait as the rule says: until the
+    margin has passed since the maintainer's first position (``wait``), and, with
+    ``for_maintainer``, until a maintainer has recorded one (at most ``timeout`` seconds; None:
+    no limit; then a :class:`~ddbkeys._errors.DdbKeysError`, nothing written); without it, for
+    ``grace`` seconds (a maintainer started a moment before records its first position within
+    a second or two). ``on_wait`` is
+    told where it stands at each step of the wait (about once a second). Returns where it
+    stands when the backfill begins: ``counts`` False when it will not count (no stream; no
+    maintainer and not waiting for one; ``wait=False`` while it is too early)."""
+    clock = store.clock
+    started = clock()
+    while True:
+        yield from index.describe()  # the stream as it is now
+        stream = (yield from index.table_info()).stream_arn
+        saved = yield from store.load(index.table, index.name)
+        where = replace(
+            readiness(index.table, saved, stream, clock(), margin), state_table=store.name
+        )
+        if where.state == WAITING and wait:
+            # Sleep to the moment, saying how long is left; then read the record again (a
+            # new stream, or a shard begun since, moves the moment).
+            ready_at = clock() + where.left
+            while (left := ready_at - clock()) > 0:
+                if on_wait is not None:
+                    on_wait(replace(where, left=left))
+                yield Pause(min(left, TICK), index.retry.sleep, stop=stop)
+            continue
+        waited = clock() - started
+        if where.state == NO_MAINTAINER and wait and not for_maintainer and waited < grace:
+            yield Pause(min(1.0, grace - waited), index.retry.sleep, stop=stop)
+            continue
+        if where.state == NO_MAINTAINER and for_maintainer:
+            if on_wait is not None:
+                on_wait(where)
+            if timeout is not None and waited >= timeout:
+                raise DdbKeysError(
+                    f"No maintainer recorded a position in the stream of table "
+                    f"{index.table!r} within {timeout:g} s: start `ddbkeys partition-keys index "
+                    f"follow -t {index.table}` or the Lambda handler (nothing was written).",
+                    table=index.table,
+                )
+            pause = MAINTAINER_POLL if timeout is None else min(MAINTAINER_POLL, timeout - waited)
+            yield Pause(max(pause, 0.0), index.retry.sleep, stop=stop)
+            continue
+        if on_wait is not None:
+            on_wait(where)
+        return where
+
+
+def needs_backfill(
+    evidence: Evidence | None, stream: str | None, margin: float, *, now: float | None = None
+) -> bool:
+    """Whether a backfill would let listings prove the index where the record does not: the
+    stream is on, and there is no finished backfill under it begun the margin after the
+    maintainer's first position, or records were lost since it began. A backfill that met a
+    clash is not run again by itself (the data at the marker's key must move first). With
+    ``now``, not while another backfill that can count is at work under the stream
+    (``running_backfill``, ``can_count``): that one is waited for (one killed is not, once
+    ``ALIVE_FOR`` has passed). Pure."""
+    if stream is None:
+        return False
+    other = running_backfill(evidence, stream, now) if now is not None else None
+    if other is not None and can_count(other, margin):
+        return False
+    backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
+    if backfill is None:
+        last = evidence.backfill if evidence is not None else None
+        return last is None or last.stream != stream or not last.clashes
+    return any(
+        m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
+        for m in evidence.shards.values()  # type: ignore[union-attr]
+    )

@@ -1,0 +1,452 @@
+"""The marker index's decisions apart from any client: :class:`MarkerCore`, a value built from
+its settings alone, and its work as flows (see :mod:`ddbkeys._core`): the table's description,
+create, check, mark, unmark, verify (backfill and repair are in
+:mod:`ddbkeys.partition_keys._index.backfill`), each request sent through the one retry layer. The
+sync
+:class:`~ddbkeys.partition_keys._index.index.MarkerIndex` and
+:class:`ddbkeys.aio._index.MarkerIndex`
+are this plan, a client and a driver (what they share: :class:`MarkerIndexBase`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from botocore.exceptions import ClientError
+
+from ddbkeys._capacity import Usage
+from ddbkeys._core.attempts import attempts
+from ddbkeys._core.steps import (
+    Flow,
+    Pause,
+    Request,
+    delete_item,
+    describe_table,
+    get_item,
+    put_item,
+    query,
+    scan,
+    update_table,
+)
+from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
+from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
+from ddbkeys._schema import (
+    TableInfo,
+    check_table_name,
+    describe_flow,
+    described,
+    key_value,
+    table_info,
+)
+from ddbkeys._translate import error_response
+from ddbkeys.partition_keys._index.markers import (
+    DEFAULT_INDEX,
+    DEFAULT_MARKER_ATTRIBUTE,
+    VERSION_ATTRIBUTE,
+    BackfillReport,
+    IndexPages,
+    KeyPages,
+    MarkerClashError,
+    Markers,
+    SkipPages,
+    VerifyReport,
+    check_index,
+    clash,
+    create_request,
+    hashable,
+    index_status,
+    marker_sort_key,
+    put_answer,
+    unhash,
+)
+from ddbkeys.partition_keys._listing.base import Key, check_deadline
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import (
+        DeleteItemInputTypeDef,
+        GetItemInputTypeDef,
+        GetItemOutputTypeDef,
+        QueryInputTypeDef,
+        QueryOutputTypeDef,
+        ScanOutputTypeDef,
+    )
+
+__all__ = ["MarkerCore", "conditional", "send"]
+
+R = TypeVar("R")
+
+
+def send(request: Request) -> Flow[Any]:
+    """One request as an attempt: its answer (its error goes up, for the retry layer)."""
+    answer = yield request
+    return answer
+
+
+class MarkerCore:
+    """The marker index ``index_name`` of ``table``, driver and client aside: its settings
+    (``marker_attribute``, ``marker_sort_key``, ``deadline``, ``retry``, ``usage``, and
+    ``read_timeout``, the client's, in seconds) and its work as flows. Nothing is sent by the
+    constructor; no client is needed to build it.
+
+    What it knows besides its settings is the table's description (:attr:`info`): the one given
+    (a listing's), or read by the first flow that needs it and kept (two first calls at once
+    may each read it), and whether the index was checked before a marker was written.
+    """
+
+    def __init__(
+        self,
+        table: str,
+        *,
+        index_name: str = DEFAULT_INDEX,
+        marker_attribute: str | None = None,
+        marker_sort_key: Any = None,
+        usage: Usage | None = None,
+        deadline: float | None = DEFAULT_DEADLINE,
+        retry: RetryPolicy | None = None,
+        info: TableInfo | None = None,
+        read_timeout: float | None = None,
+    ) -> None:
+        self.table = check_table_name(table)
+        #: The marker index's name (``index_name=``, ``--index-name``).
+        self.name = index_name
+        #: The marker attribute (``DEFAULT_MARKER_ATTRIBUTE`` unless given). A follower takes
+        #: the index's own key instead when none was given.
+        self.attribute = DEFAULT_MARKER_ATTRIBUTE if marker_attribute is None else marker_attribute
+        self.attribute_given = marker_attribute
+        self.sort_key_given = marker_sort_key
+        self.usage = usage or Usage()
+        self.deadline = check_deadline(deadline, self.table)
+        self.retry = retry or RetryPolicy()
+        self.read_timeout = read_timeout
+        #: The table's description, once given or read (None before).
+        self.info: TableInfo | None = None
+        #: Whether the index was found fit (:meth:`check`) before the first marker written.
+        self.checked = False
+        if info is not None:
+            if info.name != self.table:
+                raise ConfigurationError(
+                    f"info= describes table {info.name!r}, not {self.table!r}.", table=self.table
+                )
+            self.learn(info)
+
+    # --- what is known without a request ---------------------------------------------------
+
+    @property
+    def marker_sort_key(self) -> dict[str, Any] | None:
+        """The markers' sort key value (typed), once the table's description is known."""
+        info = self.info
+        return marker_sort_key(info, self.sort_key_given) if info is not None else None
+
+    def learn(self, info: TableInfo) -> TableInfo:
+        """Keep ``info``, the table's description (a table without a sort key: a clear error)."""
+        marker_sort_key(info, self.sort_key_given)
+        self.info = info
+        return info
+
+    def sort_key(self, info: TableInfo) -> dict[str, Any]:
+        """The markers' sort key value (typed) in the table ``info`` describes."""
+        return marker_sort_key(info, self.sort_key_given)
+
+    def markers(self, info: TableInfo) -> Markers:
+        """How this index's markers are known (see
+        :mod:`ddbkeys.partition_keys._listing.recognise`)."""
+        pk, sk = info.partition_key, info.sort_key
+        assert sk is not None
+        return Markers(pk.name, sk.name, self.attribute, self.sort_key(info))
+
+    def marker_key(self, info: TableInfo, value: Any) -> dict[str, Any]:
+        """The whole key (typed) of the marker of the collection ``value``."""
+        pk, sk = info.partition_key, info.sort_key
+        assert sk is not None
+        typed = value if isinstance(value, dict) else key_value(pk, value, table=self.table)
+        return {pk.name: typed, sk.name: self.sort_key(info)}
+
+    # --- sending ------------------------------------------------------------------------------
+
+    def begin(self) -> Deadline:
+        """The deadline of a call (or, in a long one such as backfill, of one request)."""
+        return Deadline(self.deadline, clock=self.retry.clock)
+
+    def attempts(
+        self,
+        attempt: Callable[[int], Flow[R]],
+        what: str,
+        deadline: Deadline | None = None,
+        *,
+        writes: bool = True,
+    ) -> Flow[R]:
+        """``attempt(n)`` through the one retry layer, within ``deadline`` (a new one when
+        None), counted in ``usage``."""
+        return attempts(
+            attempt,
+            what=what,
+            table=self.table,
+            policy=self.retry,
+            deadline=deadline or self.begin(),
+            usage=self.usage,
+            read_timeout=self.read_timeout,
+            writes=writes,
+        )
+
+    def table_info(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
+        """The table's description: the one known, or one DescribeTable, kept."""
+        info = self.info
+        if info is None:
+            info = yield from self.attempts(
+                lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
+            )
+            self.info = info
+        self.sort_key(info)
+        return info
+
+    def describe(self, deadline: Deadline | None = None) -> Flow[dict[str, Any]]:
+        """DescribeTable now (the index's status changes); what it says is kept."""
+        answer = yield from self.attempts(
+            lambda _: send(describe_table({"TableName": self.table})),
+            "DescribeTable",
+            deadline,
+            writes=False,
+        )
+        raw: dict[str, Any] = dict(described(answer, self.table))
+        self.learn(table_info(raw, self.table))
+        return raw
+
+    # --- the index ------------------------------------------------------------------------------
+
+    def status(self, fresh: bool = False) -> Flow[str | None]:
+        """The index's status (None: no such index), from the description known unless
+        ``fresh`` or none is known."""
+        deadline = self.begin()
+        if fresh or self.info is None:
+            yield from self.describe(deadline)
+        info = yield from self.table_info(deadline)
+        return index_status(info, self.name)
+
+    def check(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
+        """The table's description, once the index is known to be there, KEYS_ONLY, keyed on
+        the marker attribute and ACTIVE (an index seen building is described again)."""
+        deadline = deadline or self.begin()
+        info = yield from self.table_info(deadline)
+        if index_status(info, self.name) not in (None, "ACTIVE"):
+            yield from self.describe(deadline)
+            info = yield from self.table_info(deadline)
+        check_index(info, self.name, self.attribute)
+        return info
+
+    def checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
+        """:meth:`check`, once: before the first marker is written or removed."""
+        if not self.checked:
+            yield from self.check(deadline)
+            self.checked = True
+        info = yield from self.table_info(deadline)
+        return info
+
+    def maintained(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
+        """:meth:`check` for a maintainer: the marker attribute is the index's own key when
+        none was given (one given that differs is an error, as any mismatch)."""
+        deadline = deadline or self.begin()
+        info = yield from self.table_info(deadline)
+        keyed = info.index_hash_keys.get(self.name)
+        if self.attribute_given is None and keyed is not None:
+            self.attribute = keyed
+        info = yield from self.check(deadline)
+        self.checked = True
+        return info
+
+    def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[None]:
+        """Add the KEYS_ONLY index on the marker attribute (nothing when it exists); with
+        ``wait``, until it is ACTIVE (``timeout`` seconds at most)."""
+        deadline = self.begin()
+        raw = yield from self.describe(deadline)
+        info = yield from self.table_info(deadline)
+        if index_status(info, self.name) is not None:
+            check_index(info, self.name, self.attribute, active=False)
+            if not wait or index_status(info, self.name) == "ACTIVE":
+                return
+        else:
+            request = create_request(
+                raw, self.table, self.name, self.attribute, info.partition_key.type
+            )
+            yield from self.attempts(
+                lambda _: send(update_table(request)),
+                f"UpdateTable (adding index {self.name!r})",
+                deadline,
+            )
+        ends = Deadline(timeout, clock=self.retry.clock)
+        pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
+        while True:
+            yield from self.describe()
+            info = yield from self.table_info()
+            if not wait or index_status(info, self.name) == "ACTIVE":
+                return
+            if not ends.allows(pause):
+                raise DdbKeysError(
+                    f"Index {self.name!r} of table {self.table!r} is not ACTIVE after "
+                    f"{timeout:.0f} s; it may still be building.",
+                    table=self.table,
+                )
+            yield Pause(pause, self.retry.sleep)
+            pause = min(pause * 1.5, 5.0)
+
+    # --- markers ------------------------------------------------------------------------------
+
+    def mark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
+        """Put the marker (conditional: nothing there); True if written, False if a marker
+        was there, :class:`MarkerClashError` if data is. A clear error, nothing written, unless
+        the index is there (checked once, see :meth:`checked_info`)."""
+        deadline = deadline or self.begin()
+        info = yield from self.checked_info(deadline)
+        key = self.marker_key(info, value)
+        pk = info.partition_key.name
+        item = {
+            **key,
+            self.attribute: key[pk],
+            VERSION_ATTRIBUTE: {"S": uuid.uuid4().hex[:16]},
+            ENTITY_ATTRIBUTE: {"S": MARKER},
+        }
+
+        def attempt(_: int) -> Flow[tuple[bool, Mapping[str, Any] | None]]:
+            try:
+                yield put_item(
+                    {
+                        "TableName": self.table,
+                        "Item": item,
+                        "ConditionExpression": "attribute_not_exists(#pk)",
+                        "ExpressionAttributeNames": {"#pk": pk},
+                        "ReturnConsumedCapacity": "TOTAL",
+                        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    },
+                    items=1,
+                    count_refused=True,
+                )
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                return False, error_response(exc).get("Item") or {}
+            return True, None
+
+        written, old = yield from self.attempts(attempt, "marking a collection", deadline)
+        answer = put_answer(written, old, self.markers(info))
+        if answer is None:
+            raise clash(info, key, self.attribute)
+        return answer
+
+    def unmark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
+        """Remove one collection's marker: True if there was one (an item at the marker's key
+        that is not a marker is never removed)."""
+        deadline = deadline or self.begin()
+        info = yield from self.checked_info(deadline)
+        request: DeleteItemInputTypeDef = {
+            "TableName": self.table,
+            "Key": self.marker_key(info, value),
+            "ConditionExpression": "#m = #pk",  # a marker: its attribute holds its own key
+            "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        removed = yield from self.attempts(
+            lambda _: conditional(delete_item(request)),
+            "removing a marker",
+            deadline,
+        )
+        return removed is not None
+
+    def mark_many(
+        self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
+    ) -> Flow[BackfillReport]:
+        """:meth:`mark` each collection of ``keys`` (each with a deadline of its own)."""
+        report = BackfillReport()
+        for key in keys:
+            try:
+                if (yield from self.mark(key)):
+                    report.written += 1
+                else:
+                    report.present += 1
+            except MarkerClashError as found:
+                report.clashes.append(found.key)
+            if progress is not None:
+                progress(report.written)
+        return report
+
+    def page(self, pages: KeyPages, what: str) -> Flow[list[Key]]:
+        """One page of ``pages`` (each request with its own deadline): its new keys."""
+        request = pages.request()
+        assert request is not None
+        page: ScanOutputTypeDef = yield from self.attempts(
+            lambda _: send(scan(request)),
+            what,
+            writes=False,
+        )
+        return pages.take(page)
+
+    def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
+        found: set[tuple[str, Any]] = set()
+        while pages.request() is not None:
+            found.update(hashable(k) for k in (yield from self.page(pages, what)))
+        return found
+
+    def verify(self) -> Flow[VerifyReport]:
+        """Compare the index with the table (both key sets in memory)."""
+        info = yield from self.check()
+        markers = self.markers(info)
+        table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
+        index_keys = yield from self._keys(
+            IndexPages(self.table, self.name, markers), "reading the marker index"
+        )
+        report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
+        for hashed in sorted(table_keys - index_keys):
+            key = unhash(hashed)
+            if (yield from self._holds_data_at_marker(info, key)):
+                report.clashes.append(key)  # it cannot be marked: not "missing"
+            else:
+                report.missing.append(key)
+        # A marker whose collection holds nothing else: the data is gone but the marker stays.
+        for hashed in sorted(index_keys):
+            if (yield from self._alone(info, unhash(hashed))):
+                report.orphans.append(unhash(hashed))
+        return report
+
+    def _alone(self, info: TableInfo, key: Key) -> Flow[bool]:
+        """Whether the collection ``key`` holds at most one item (its marker)."""
+        request: QueryInputTypeDef = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#pk = :pk",
+            "ExpressionAttributeNames": {"#pk": info.partition_key.name},
+            "ExpressionAttributeValues": {":pk": key},
+            "Limit": 2,
+            "ProjectionExpression": "#pk",
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        answer: QueryOutputTypeDef = yield from self.attempts(
+            lambda _: send(query(request, count_scanned=True)),
+            "reading a collection",
+            writes=False,
+        )
+        return len(answer.get("Items", [])) < 2 and "LastEvaluatedKey" not in answer
+
+    def _holds_data_at_marker(self, info: TableInfo, key: Key) -> Flow[bool]:
+        """Whether the collection's item at the marker's key exists and is not a marker."""
+        request: GetItemInputTypeDef = {
+            "TableName": self.table,
+            "Key": self.marker_key(info, key),
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        answer: GetItemOutputTypeDef = yield from self.attempts(
+            lambda _: send(get_item(request)),
+            "reading a marker",
+            writes=False,
+        )
+        item = answer.get("Item")
+        return item is not None and self.markers(info).is_data(item)
+
+
+def conditional(request: Request) -> Flow[Any]:
+    """One conditional request as an attempt: its answer, or None when its condition failed."""
+    try:
+        answer = yield request
+    except ClientError as exc:
+        if error_code(exc) == "ConditionalCheckFailedException":
+            return None
+        raise
+    return answer

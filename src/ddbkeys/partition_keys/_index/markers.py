@@ -1,0 +1,338 @@
+"""The marker index's decisions without I/O: what a marker is, what each answer means, and the
+pages of the scans ``backfill`` and ``verify`` read. Sent by the flows of
+:mod:`ddbkeys.partition_keys._index.marker_core`, whichever driver runs them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._schema import TableInfo, show_value
+from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._listing.recognise import (
+    DEFAULT_MARKER_ATTRIBUTE,
+    DEFAULT_MARKER_SORT_KEY,
+    Markers,
+    Seen,
+    marker_sort_key,
+)
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS
+from ddbkeys.partition_keys._listing.skip import PagedSkipMethod
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
+    from mypy_boto3_dynamodb.type_defs import (
+        CreateGlobalSecondaryIndexActionTypeDef,
+        ScanInputTypeDef,
+        UpdateTableInputTypeDef,
+    )
+
+    from ddbkeys.partition_keys._proof.evidence import Backfill
+
+__all__ = [
+    "DEFAULT_INDEX",
+    "DEFAULT_MARKER_ATTRIBUTE",
+    "DEFAULT_MARKER_SORT_KEY",
+    "VERSION_ATTRIBUTE",
+    "BackfillReport",
+    "IndexPages",
+    "KeyPages",
+    "MarkerClashError",
+    "Markers",
+    "SkipPages",
+    "VerifyReport",
+    "check_index",
+    "create_request",
+    "index_status",
+    "marker_sort_key",
+    "put_answer",
+    "read_collection",
+]
+
+DEFAULT_INDEX = "ddbkeys-partition-keys"
+#: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
+#: as it saw it (see ddbkeys.partition_keys._index.maintain).
+VERSION_ATTRIBUTE = "ddbkeys_v"
+#: A key attribute's type, as an AttributeDefinition spells it (a key is S, N or B).
+_KEY_TYPES: dict[str, ScalarAttributeTypeType] = {"S": "S", "N": "N", "B": "B"}
+
+
+class MarkerClashError(DdbKeysError):
+    """A collection holds an item that is not a marker at the marker's sort key (its marker
+    attribute does not hold its own partition key), so it cannot be marked; ``key`` is the
+    collection's partition key (typed)."""
+
+    def __init__(self, message: str, *, key: Key, table: str | None = None) -> None:
+        super().__init__(message, table=table)
+        self.key = key
+
+
+@dataclass
+class VerifyReport:
+    """What ``verify`` found: collections without a marker (``missing``), markers whose
+    collection holds nothing else (``orphans``), and collections that cannot be marked because
+    a data item sits at the marker's sort key (``clashes``, never counted as marked).
+
+    After ``repair``: ``fixed_missing`` and ``fixed_orphans`` say what it did, and
+    ``unfixed`` what it could not fix (the clashes, and anything that failed); ``repaired`` is
+    true only when nothing is left."""
+
+    table: str
+    index: str
+    collections: int = 0
+    markers: int = 0
+    missing: list[Any] = field(default_factory=list)
+    orphans: list[Any] = field(default_factory=list)
+    clashes: list[Any] = field(default_factory=list)
+    fixed_missing: list[Any] = field(default_factory=list)
+    fixed_orphans: list[Any] = field(default_factory=list)
+    unfixed: list[Any] = field(default_factory=list)
+
+    @property
+    def healthy(self) -> bool:
+        return not self.missing and not self.orphans and not self.clashes
+
+    @property
+    def repaired(self) -> bool:
+        return not self.unfixed
+
+
+@dataclass
+class BackfillReport:
+    """What ``backfill`` did: markers ``written``, collections already marked (``present``),
+    markers removed from collections that held nothing else (``removed``), and collections
+    that cannot be marked (``clashes``: a data item holds the marker's sort key). A recorded
+    backfill also says whether a listing can prove the index from it (``counts``; None: not
+    recorded, or not known) and, when not, why and what to do (``advice``, one line)."""
+
+    written: int = 0
+    present: int = 0
+    removed: int = 0
+    clashes: list[Any] = field(default_factory=list)
+    counts: bool | None = None
+    advice: str | None = None
+    #: How it read the table (``"reconcile"``: a consistent Query a collection; ``"read"``: one
+    #: read of the table and its index, then the stream over its window), and how many
+    #: collections that window named (each reconciled again).
+    mode: str = "reconcile"
+    rechecked: int = 0
+    #: Why it does not count as the index's snapshot, when it found that itself (None: see
+    #: the evidence's other rules).
+    uncounted: str | None = None
+    #: Another backfill, found at work, that this one waited for rather than read the table a
+    #: second time, and whose outcome this report gives (listings can prove the index from
+    #: it); its record (``written``, ``present``, ``removed`` are then this one's: none).
+    #: None: this one did the work.
+    joined: Backfill | None = None
+
+
+def index_status(info: TableInfo, name: str) -> str | None:
+    """The status of index ``name`` as ``info`` describes it (None: no such index)."""
+    if name not in info.index_projections:
+        return None
+    return info.index_statuses.get(name, "ACTIVE")
+
+
+def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = True) -> None:
+    """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY, keyed on the
+    marker ``attribute``, and (``active``) ACTIVE: before any marker is written or read."""
+    where = f"Index {name!r} of table {info.name!r}"
+    flag = "" if attribute == DEFAULT_MARKER_ATTRIBUTE else f" --marker-attribute {attribute}"
+    projection = info.index_projections.get(name)
+    if projection is None:
+        raise ConfigurationError(
+            f"Table {info.name!r} has no index {name!r}. Create it with "
+            f"`ddbkeys partition-keys index create --table-name {info.name}{flag}` (KEYS_ONLY, "
+            f"keyed on the marker attribute {attribute!r}), then backfill the markers.",
+            table=info.name,
+        )
+    if projection != "KEYS_ONLY":
+        raise ConfigurationError(
+            f"{where} projects {projection}, not KEYS_ONLY: it is not a marker index (it "
+            f"would cost more to scan); name the marker index (keyed on {attribute!r}) with "
+            "--index-name.",
+            table=info.name,
+        )
+    keyed = info.index_hash_keys.get(name)
+    if keyed != attribute:
+        raise ConfigurationError(
+            f"{where} is keyed on {keyed!r}, not on the marker attribute {attribute!r}: pass "
+            f"--marker-attribute {keyed} (marker_attribute= in Python) if it is the marker index, "
+            "or name the marker index with --index-name (index_name=).",
+            table=info.name,
+        )
+    status = index_status(info, name)
+    if active and status != "ACTIVE":
+        raise ConfigurationError(
+            f"{where} (keyed on {attribute!r}) is {status}, not ACTIVE: wait until it is "
+            f"(`ddbkeys partition-keys index create --table-name {info.name}{flag}` waits for "
+            "it), then try again.",
+            table=info.name,
+        )
+
+
+def create_request(
+    description: Mapping[str, Any], table: str, name: str, attribute: str, key_type: str
+) -> UpdateTableInputTypeDef:
+    """The UpdateTable that adds the marker index to the table ``description`` describes (the
+    table's provisioned throughput copied when it is provisioned); ``key_type`` is the type of
+    the table's partition key (S, N or B)."""
+    update: CreateGlobalSecondaryIndexActionTypeDef = {
+        "IndexName": name,
+        "KeySchema": [{"AttributeName": attribute, "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+    }
+    billing = description.get("BillingModeSummary", {}).get("BillingMode", "PROVISIONED")
+    if billing == "PROVISIONED" and "ProvisionedThroughput" in description:
+        throughput = description["ProvisionedThroughput"]
+        update["ProvisionedThroughput"] = {
+            "ReadCapacityUnits": throughput["ReadCapacityUnits"],
+            "WriteCapacityUnits": throughput["WriteCapacityUnits"],
+        }
+    return {
+        "TableName": table,
+        "AttributeDefinitions": [
+            {"AttributeName": attribute, "AttributeType": _KEY_TYPES[key_type]}
+        ],
+        "GlobalSecondaryIndexUpdates": [{"Create": update}],
+    }
+
+
+def put_answer(written: bool, old: Mapping[str, Any] | None, markers: Markers) -> bool | None:
+    """What a conditional put of a marker (``attribute_not_exists``, ALL_OLD on failure) did:
+    True, written; False, a marker was there (by ``markers.is_marker``); None, the item there
+    is data, so the collection cannot be marked (a clash)."""
+    if written:
+        return True
+    return False if old is not None and markers.is_marker(old) else None
+
+
+def sorts_before(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether key value ``a`` sorts before ``b`` in DynamoDB's order for their type (numbers
+    by value, strings by their UTF-8 bytes, binary by bytes); False for values of two types."""
+    (kind, left), (other, right) = next(iter(a.items())), next(iter(b.items()))
+    if kind != other:
+        return False
+    if kind == "N":
+        return Decimal(str(left)) < Decimal(str(right))
+    if kind == "S":
+        return str(left).encode() < str(right).encode()
+    return bytes(left) < bytes(right)
+
+
+def read_collection(
+    items: Sequence[Mapping[str, Any]], more: bool, markers: Markers
+) -> tuple[bool, dict[str, Any] | None, bool]:
+    """What the first (at most two) items of a collection say: whether it holds data (an item
+    that is not a marker), its marker among them (None), and whether the marker must be looked
+    up by its key (data, no marker among the items read, and more items than were read)."""
+    data = any(markers.is_data(item) for item in items)
+    marker = next((dict(i) for i in items if markers.is_marker(i)), None)
+    # A Query reads a collection in sort key order: when its first item sorts after the
+    # marker's key, the marker would have come first, and there is none to look up.
+    first = items[0].get(markers.sort_key) if items else None
+    after = first is not None and sorts_before(markers.sort_value, first)
+    return data, marker, data and marker is None and (len(items) >= 2 or more) and not after
+
+
+class KeyPages:
+    """The pages of one Scan that hands out each value of ``attribute`` once (in scan order), at
+    the first item of its collection that ``counts``: ``request()`` is the next page's Scan
+    (None at the end), ``take(page)`` its new keys."""
+
+    def __init__(
+        self,
+        request: ScanInputTypeDef,
+        attribute: str,
+        counts: Callable[[Mapping[str, Any]], bool],
+    ) -> None:
+        self._request: ScanInputTypeDef | None = request
+        self.attribute = attribute
+        self.counts = counts
+        self.seen = Seen()
+
+    def request(self) -> ScanInputTypeDef | None:
+        return self._request.copy() if self._request is not None else None
+
+    def take(self, page: Mapping[str, Any]) -> list[Key]:
+        assert self._request is not None
+        keys = self.seen.take(page.get("Items", []), self.attribute, self.counts)
+        if "LastEvaluatedKey" not in page:
+            self._request = None
+        else:
+            self._next(page)
+        return keys
+
+    def _next(self, page: Mapping[str, Any]) -> None:
+        assert self._request is not None
+        self._request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+class IndexPages(KeyPages):
+    """The marker index's keys: a Scan of the index (KEYS_ONLY: the table's keys and the
+    marker attribute, the same read units whatever is projected), handing out the partition
+    key of each item that is a marker (``markers``): an item that holds the marker attribute
+    and is not a marker lists nothing."""
+
+    def __init__(self, table: str, index: str, markers: Markers) -> None:
+        projection, names = markers.projection()
+        super().__init__(
+            {
+                "TableName": table,
+                "IndexName": index,
+                "ProjectionExpression": projection,
+                "ExpressionAttributeNames": names,
+                "Limit": PAGE_ITEMS,
+                "ReturnConsumedCapacity": "TOTAL",
+            },
+            markers.partition_key,
+            markers.is_marker,
+        )
+
+
+class SkipPages(KeyPages):
+    """The table's keys by the paged skip scan (:class:`~ddbkeys.partition_keys._listing.skip.
+    PagedSkipMethod`'s page sizes and jumps): a collection that holds nothing but its marker
+    is not one of them."""
+
+    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
+        self.method = PagedSkipMethod(info, markers)
+        self.state = self.method.start_state()
+        request: ScanInputTypeDef = {
+            "TableName": info.name,
+            **self.method.first_request(0, 1, None),
+            "Limit": self.method.first_limit(self.state),
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+        super().__init__(request, info.partition_key.name, self.method.counts)
+
+    def _next(self, page: Mapping[str, Any]) -> None:
+        assert self._request is not None
+        self._request = self.method.next_request(self._request, page, self.seen, self.state)
+
+
+def clash(info: TableInfo, key: Mapping[str, Any], attribute: str) -> MarkerClashError:
+    """The error for a collection whose item at the marker's key (``key``) is data."""
+    pk, sk = info.partition_key, info.sort_key
+    assert sk is not None
+    return MarkerClashError(
+        f"Collection {show_value(key[pk.name])} of table {info.name!r} cannot be marked: "
+        f"its item at the marker's sort key ({sk.name} = {show_value(key[sk.name])}) is "
+        f"data, not a marker (its {attribute!r} is not its own partition key); it was left as "
+        "it is. Give "
+        "the markers another sort key value (marker_sort_key=) for this table.",
+        key=key[pk.name],
+        table=info.name,
+    )
+
+
+def hashable(key: Key) -> tuple[str, Any]:
+    kind, raw = next(iter(key.items()))
+    return (kind, bytes(raw) if kind == "B" else str(raw))
+
+
+def unhash(key: tuple[str, Any]) -> Key:
+    return {key[0]: key[1]}

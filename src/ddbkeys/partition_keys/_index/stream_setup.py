@@ -1,0 +1,66 @@
+"""Turning a table's stream on for the marker index's maintainers (KEYS_ONLY), and waiting
+until the table is ACTIVE again."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ddbkeys._core.steps import (
+    Flow,
+    Pause,
+    describe_table,
+    update_table,
+)
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._retry import Deadline
+from ddbkeys._schema import described
+from ddbkeys.partition_keys._index.index import MarkerIndex
+from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
+
+__all__ = ["enable_stream", "enable_stream_flow"]
+
+
+def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
+    """:func:`enable_stream` as a flow (each request within ``index``'s deadline)."""
+    answer = yield from index.attempts(
+        lambda _: send(describe_table({"TableName": index.table})), "DescribeTable", writes=False
+    )
+    changed = not described(answer, index.table).get("StreamSpecification", {}).get("StreamEnabled")
+    if changed:
+        request = update_table(
+            {
+                "TableName": index.table,
+                "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
+            }
+        )
+        yield from index.attempts(
+            lambda _: send(request),
+            "turning the stream on",
+        )
+    pause, ends = 0.1, Deadline(600.0, clock=index.retry.clock)
+    while not _streaming(described(answer, index.table)):
+        if not ends.allows(pause):
+            raise DdbKeysError(
+                f"Table {index.table!r} is not ACTIVE after 600 s.", table=index.table
+            )
+        yield Pause(pause, index.retry.sleep)
+        pause = min(pause * 1.5, 5.0)
+        answer = yield from index.attempts(
+            lambda _: send(describe_table({"TableName": index.table})),
+            "DescribeTable",
+            writes=False,
+        )
+    return str(described(answer, index.table)["LatestStreamArn"]), changed
+
+
+def _streaming(table: Mapping[str, Any]) -> bool:
+    return table.get("TableStatus") == "ACTIVE" and "LatestStreamArn" in table
+
+
+def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
+    """Turn ``table``'s stream on (KEYS_ONLY: a record names the item, which is all a maintainer
+    needs) if it is off, and wait until the table is ACTIVE again. Returns the stream's ARN and
+    whether it was turned on now (a stream already on is left as it is, whatever its view)."""
+    index = MarkerIndex(client, table, deadline=60.0)
+    return index._run(enable_stream_flow(index.core))

@@ -1,0 +1,1 @@
+"""Listing methods: the segment methods, their reader, checkpoints and progress."""

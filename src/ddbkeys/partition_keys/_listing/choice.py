@@ -1,0 +1,238 @@
+"""Which method a listing uses, and why: decided from the table's description, and for the
+marker index from the proof (:mod:`ddbkeys.partition_keys._proof.replay`). What both the sync and
+the
+asyncio listing share; they differ only in how they run the proof's flows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.state import StateCore
+from ddbkeys.partition_keys._listing.base import read_timeout
+from ddbkeys.partition_keys._listing.index_method import IndexMethod
+from ddbkeys.partition_keys._listing.scan import ScanMethod
+from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
+from ddbkeys.partition_keys._proof.evidence import Decline
+from ddbkeys.partition_keys._proof.replay import (
+    ReplayedIndexMethod,
+    estimate,
+    load_evidence,
+    replay_flow,
+)
+from ddbkeys.partition_keys._proof.shard_read import Replay
+
+if TYPE_CHECKING:
+    from ddbkeys._core.steps import Flow
+    from ddbkeys._schema import TableInfo
+    from ddbkeys.partition_keys._listing.base import Reader, SegmentMethod
+
+__all__ = [
+    "METHODS",
+    "Choice",
+    "IndexUnprovenError",
+    "check_margin",
+    "choose",
+    "choose_flow",
+    "declined",
+    "index_ready",
+    "most_keys",
+    "not_active",
+    "proof_failed",
+    "proven",
+    "read_as_is",
+    "resumed_replay",
+]
+
+METHODS: tuple[str, ...] = ("auto", "scan", "skip", "skip-pages", "index")
+
+
+class IndexUnprovenError(DdbKeysError):
+    """``method="index"`` was asked for, and the marker index cannot be proven complete now
+    (the message says why); ``trust_index=True`` reads it as it is."""
+
+
+@dataclass
+class Choice:
+    method: SegmentMethod
+    reason: str
+    trusted: bool | None = None
+    replay: Replay | None = None
+
+
+def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:
+    """The marker index exists, is KEYS_ONLY and (when known) keyed on ``attribute`` (ACTIVE
+    is asked separately)."""
+    if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
+        return False
+    key = info.index_hash_keys.get(index)
+    return attribute is None or key is None or key == attribute
+
+
+def choose(method: str, info: TableInfo, index: str, attribute: str | None = None) -> Choice | None:
+    """The method to list with, decided from the table's description alone; None when the
+    marker index is to be read, or proven (which takes its record and the stream)."""
+    table = info.name
+    if method == "auto":
+        if info.sort_key is None:
+            return Choice(ScanMethod(info), "the table has no sort key: a scan reads each key once")
+        if not index_ready(info, index):
+            return Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
+        if not index_ready(info, index, attribute):
+            return Choice(
+                PagedSkipMethod(info),
+                f"index {index!r} is keyed on {info.index_hash_keys.get(index)!r}, not the "
+                f"marker attribute {attribute!r}",
+            )
+        return None
+    if method == "scan":
+        return Choice(ScanMethod(info), "asked for")
+    if method in ("skip", "skip-pages"):
+        if info.sort_key is None:
+            raise KeySchemaError(
+                f"Table {table!r} has no sort key: every item is its own collection, so there "
+                "is nothing to skip. Use --method scan (or auto).",
+                table=table,
+            )
+        return Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
+    if method == "index":
+        return None
+    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+
+
+def choose_flow(
+    method: str,
+    reader: Reader,
+    info: TableInfo,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    *,
+    margin: float,
+    trust_index: bool,
+    replay: dict[str, Any] | None,
+) -> Flow[Choice]:
+    """The method to list with, and why: :func:`choose` from the table's description, else the
+    marker index (its plan, with its record in ``state_table``), checked, resumed, or proven by
+    its record and the table's stream (:mod:`ddbkeys.partition_keys._proof.replay`). One flow for
+    both
+    drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
+    planned = choose(method, info, index_name, marker_attribute)
+    if planned is not None:
+        return planned
+    # The listing's one description: the marker index sends no DescribeTable of its own.
+    index = MarkerCore(
+        info.name,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        deadline=reader.deadline,
+        info=info,
+        read_timeout=read_timeout(reader.client),
+    )
+    if method == "index":
+        yield from index.check()
+        if trust_index:
+            return read_as_is(info, index)
+    if replay is not None:
+        return resumed_replay(replay, info, index)
+    why = not_active(info, index.name)
+    if why is not None:
+        return declined(method, info, index.name, why)
+    records = StateCore(state_table, deadline=reader.deadline)
+    now = records.clock()
+    try:
+        evidence, refused = yield from load_evidence(records, info, index, margin)
+        if refused is not None:
+            return declined(method, info, index.name, refused.reason)
+        most = most_keys(method, info, index.name)
+        result = yield from replay_flow(reader, index, info, evidence, margin, now, most)
+    except DdbKeysError as exc:
+        if method != "auto":
+            raise
+        result = Decline(proof_failed(exc))
+    if isinstance(result, Decline):
+        return declined(method, info, index.name, result.reason)
+    return proven(info, index, result)
+
+
+def not_active(info: TableInfo, index: str) -> str | None:
+    """Why the index cannot be used from the table's description (IndexStatus), if so."""
+    status = info.index_statuses.get(index)
+    return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
+
+
+def declined(method: str, info: TableInfo, index: str, why: str) -> Choice:
+    """``auto``'s choice when the index cannot be proven: the skip scan, and why. For
+    ``method="index"``, an :class:`IndexUnprovenError` with the same reason."""
+    status = f"`ddbkeys partition-keys index status -t {info.name}` says what to run"
+    if method == "auto":
+        return Choice(
+            PagedSkipMethod(info),
+            f"not using the marker index {index!r}, which cannot be proven complete now: {why} "
+            f"({status})",
+            False,
+        )
+    raise IndexUnprovenError(
+        f"The marker index {index!r} of table {info.name!r} cannot be proven complete now: "
+        f"{why} ({status}). List with --method auto, or read the index as it is with "
+        "--trust-index.",
+        table=info.name,
+    )
+
+
+def proof_failed(exc: BaseException) -> str:
+    """``auto``'s reason when the evidence could not be read (the stream or the state table
+    throttled, failing or slow past the deadline): the error's first line."""
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"reading its evidence failed ({first.rstrip('.')})"
+
+
+def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:
+    """``method="index"`` with ``trust_index``: the index as it is, unproven (said)."""
+    return Choice(
+        IndexMethod(info, marker),
+        "asked for, and read as it is (trust_index): nothing proves it complete; it is as "
+        "right as whatever keeps its markers",
+        False,
+    )
+
+
+def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
+    """The index, proven by ``replay``."""
+    return Choice(
+        ReplayedIndexMethod(info, marker, replay),
+        f"the marker index, proven complete: {replay.records:,} stream record(s) read past the "
+        f"maintainer's positions held back {replay.margin:g} s, {replay.rechecked:,} "
+        "collection(s) re-checked" + (f" ({replay.pending:,} pending)" if replay.pending else ""),
+        True,
+        replay,
+    )
+
+
+def resumed_replay(raw: dict[str, Any] | None, info: TableInfo, marker: MarkerCore) -> Choice:
+    """A resumed listing of the proven index: the replay its token carries."""
+    assert raw is not None
+    replay = Replay.from_json(raw)
+    return Choice(
+        ReplayedIndexMethod(info, marker, replay), "resumed (the index proven at the start)", True
+    )
+
+
+def most_keys(method: str, info: TableInfo, index: str) -> int | None:
+    """For ``auto``: the most collections worth re-checking before the index costs more than
+    listing another way (a scan's read units, the most the skip scan reads). None: no limit."""
+    if method != "auto":
+        return None
+    scan, index_scan, per_key = estimate(info, index)
+    return max(0, int((scan - index_scan) / per_key))
+
+
+def check_margin(margin: object, table: str) -> float:
+    if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 3600:
+        raise ConfigurationError(
+            f"replay_margin must be a number of seconds from 0 to 3600, not {margin!r}.",
+            table=table,
+        )
+    return float(margin)

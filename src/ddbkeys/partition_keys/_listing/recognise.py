@@ -1,0 +1,151 @@
+"""What a marker is, in one place, without I/O: the rule every reader of the table applies.
+
+A marker is the item at the markers' sort key whose marker attribute holds its own partition
+key (the same type and the same value). Anything else is data, whatever attributes it carries:
+a data item with ``ddbkeys_pk`` set to another key (or to its own key at another sort key) is
+not a marker, never lists a key that does not exist, and never makes its collection look
+marked. The entity attribute (``ddbkeys_type``, :mod:`ddbkeys._entity`) is written on every
+marker for other readers, and never read here.
+
+The listings use the rule twice: a scan or skip scan of the table hands out a collection's key
+only when it holds an item that is not a marker (a collection left with nothing but its marker
+is not a key), and a scan of the marker index hands out only markers. Both read the same items
+as before, with the sort key and the marker attribute projected besides the partition key,
+which costs no read unit (a read is charged by the item's size, whatever is projected).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ddbkeys._errors import KeySchemaError
+from ddbkeys._schema import TableInfo, key_value
+
+__all__ = [
+    "DEFAULT_MARKER_ATTRIBUTE",
+    "DEFAULT_MARKER_SORT_KEY",
+    "Markers",
+    "Seen",
+    "marker_sort_key",
+    "markers_of",
+    "same_value",
+]
+
+Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
+
+DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
+#: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. An item at
+#: this key is a marker only when its marker attribute holds its own partition key; any other
+#: item there is data, and its collection cannot be marked (a clash, reported). The number is
+#: -(10**38 - 1), 38 digits however it is written, so that boto3's TypeDeserializer (38 digits
+#: of precision) reads it back; the string is not the smallest (" " and "!" sort before "#"),
+#: so a collection's data can come before its marker in a scan.
+DEFAULT_MARKER_SORT_KEY: dict[str, dict[str, Any]] = {
+    "S": {"S": "#ddbkeys#marker"},
+    "N": {"N": "-" + "9" * 38},
+    "B": {"B": b"\x00"},
+}
+
+
+def marker_sort_key(info: TableInfo, given: Any = None) -> dict[str, Any]:
+    """The markers' sort key value (typed) in ``info``'s table: ``given`` in the sort key's
+    type, or the default for that type; a clear error for a table without a sort key."""
+    sk = info.sort_key
+    if sk is None:
+        raise KeySchemaError(
+            f"Table {info.name!r} has no sort key, so a marker item cannot sit beside the "
+            "collection's items; list its keys with a plain scan (--method scan), which "
+            "reads each key once anyway.",
+            table=info.name,
+        )
+    if given is None:
+        return DEFAULT_MARKER_SORT_KEY[sk.type]
+    return dict(key_value(sk, given, table=info.name))
+
+
+def same_value(a: object, b: object) -> bool:
+    """Whether two AttributeValues are the same key value: the same type and value (numbers by
+    value), as DynamoDB's ``#a = #b`` compares them. A missing value is never the same."""
+    if not isinstance(a, Mapping) or not isinstance(b, Mapping) or len(a) != 1 or len(b) != 1:
+        return False
+    (kind, left), (other, right) = next(iter(a.items())), next(iter(b.items()))
+    if kind != other or kind not in ("S", "N", "B"):
+        return False
+    if kind == "N":
+        try:
+            return Decimal(str(left)) == Decimal(str(right))
+        except InvalidOperation:
+            return False
+    if kind == "B":
+        return bytes(left) == bytes(right)
+    return bool(left == right)
+
+
+@dataclass(frozen=True)
+class Markers:
+    """How ddbkeys' markers are known in one table: the key attributes' names, the marker
+    attribute and the markers' sort key value."""
+
+    partition_key: str
+    sort_key: str
+    attribute: str
+    sort_value: Key
+
+    def is_marker(self, item: Mapping[str, Any]) -> bool:
+        """Whether ``item`` is a marker: at the markers' sort key, its marker attribute equal
+        to its own partition key."""
+        return same_value(item.get(self.sort_key), self.sort_value) and same_value(
+            item.get(self.attribute), item.get(self.partition_key)
+        )
+
+    def is_data(self, item: Mapping[str, Any]) -> bool:
+        """Whether ``item`` is anything but a marker."""
+        return not self.is_marker(item)
+
+    def projection(self) -> tuple[str, dict[str, str]]:
+        """A ProjectionExpression of what :meth:`is_marker` reads, with its names."""
+        names = {"#pk": self.partition_key, "#sk": self.sort_key, "#m": self.attribute}
+        return "#pk, #sk, #m", names
+
+
+def markers_of(
+    info: TableInfo, attribute: str = DEFAULT_MARKER_ATTRIBUTE, sort_key: Any = None
+) -> Markers | None:
+    """The markers of ``info``'s table (None when it has no sort key: it has no markers)."""
+    if info.sort_key is None:
+        return None
+    return Markers(
+        info.partition_key.name, info.sort_key.name, attribute, marker_sort_key(info, sort_key)
+    )
+
+
+@dataclass
+class Seen:
+    """Where the reading of one Scan segment stands: the collection of the last item read
+    (``last``), and whether its key was handed out (``handed``: False while that collection
+    showed nothing that counts, such as its marker alone). A segment resumed after a key
+    starts as having handed it out."""
+
+    last: Key | None = None
+    handed: bool = True
+
+    def take(
+        self,
+        items: Sequence[Mapping[str, Any]],
+        attribute: str,
+        counts: Callable[[Mapping[str, Any]], bool],
+    ) -> list[Key]:
+        """The keys (the values of ``attribute``) of ``items`` to hand out: a collection's
+        key once, at its first item that ``counts`` (a collection's items come together)."""
+        found: list[Key] = []
+        for item in items:
+            key = item[attribute]
+            if key != self.last:
+                self.last, self.handed = dict(key), False
+            if not self.handed and counts(item):
+                self.handed = True
+                found.append(dict(key))
+        return found

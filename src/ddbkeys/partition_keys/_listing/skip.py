@@ -1,0 +1,150 @@
+"""The skip scan (the AWS post on distinct partition keys): read the first item of a collection,
+then jump past the rest."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ddbkeys._core.steps import Emit, Flow
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
+from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.recognise import Markers, Seen
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import ScanInputTypeDef
+
+    from ddbkeys.partition_keys._listing.base import ScanPage
+
+__all__ = ["PagedSkipMethod", "SkipMethod"]
+
+#: A page's Scan: typed (a listing's own, or the marker index's ScanInputTypeDef, with its
+#: table), or a plain dict (a caller's).
+_Request = TypeVar("_Request", "ScanPage", "ScanInputTypeDef", dict[str, Any])
+
+
+class SkipMethod(SegmentMethod):
+    """The article's modified ExclusiveStartKey, made robust.
+
+    Each request is a Scan with ``Limit`` items; after it, the next request starts just past the
+    last partition key seen, at the greatest value of the sort key's type (found by name in the
+    table description), so the rest of that collection is never read. With ``Limit=1`` this is
+    the article's algorithm: 0.5 read units per distinct key (items up to 4 KB). Works for S, N and
+    B keys under any attribute names, for collections whose sort key already holds the greatest
+    value, and for numbers boto3's Decimal context cannot hold (the low-level client keeps them
+    as text). Needs a sort key.
+
+    A collection whose first item is ddbkeys' marker needs a look at its next item (the next
+    request starts just after the marker, not past the collection): one request more for each
+    marked collection whose marker sorts first (the default number marker does, but for numbers
+    below -(10**38 - 1)), and none for a collection left with nothing but its marker, which is
+    not handed out (the request after the marker reads the next collection's first item).
+    """
+
+    name = "skip"
+
+    def __init__(
+        self, info: TableInfo, page_items: int = 1, markers: Markers | None = None
+    ) -> None:
+        super().__init__(info, markers)
+        self.page_items = page_items
+
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        pk = self.info.partition_key.name
+        state = self.start_state()
+        request = self.first_request(segment, segments, after)
+        request["Limit"] = self.first_limit(state)
+        seen = Seen(after)
+        while True:
+            page = yield from reader.page(request)
+            for key in seen.take(page.get("Items", []), pk, self.counts):
+                yield Emit(key)
+            following = self.next_request(request, page, seen, state)
+            if following is None:
+                return
+            request = following
+
+    def next_request(
+        self, request: _Request, page: Mapping[str, Any], seen: Seen, state: Any
+    ) -> _Request | None:
+        """The Scan after ``page`` (None: the segment is read to its end). It starts just past
+        the collection of the last item read when the page held items, that collection was
+        handed out and the method skips it (:meth:`adapt`); else where DynamoDB stopped: after a
+        lone marker that ended the page (its collection's next item says whether it holds
+        data), where no item came back (DynamoDB stopped short), or where a read through goes
+        on."""
+        if "LastEvaluatedKey" not in page:
+            self.finish(state)
+            return None
+        following = request.copy()
+        skip = self.adapt(following, page, state)
+        if skip and seen.last is not None and seen.handed and page.get("Items"):
+            following["ExclusiveStartKey"] = self.start_key(seen.last)
+        else:
+            following["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return following
+
+    def start_state(self) -> Any:
+        """What one segment learns from its pages (nothing, for the article's Limit 1)."""
+        return None
+
+    def first_limit(self, state: Any) -> int:
+        """The Limit of a segment's first page."""
+        return self.page_items
+
+    def finish(self, state: Any) -> None:
+        """The segment was read to its end."""
+
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Any) -> bool:
+        """Change the request for the next page (the article's Limit 1 stays as it is), and say
+        whether it skips past the page's last collection (the article's always does)."""
+        return True
+
+
+class PagedSkipMethod(SkipMethod):
+    """The skip scan reading up to ``k`` items a request, and jumping past the last key seen.
+
+    A Scan page of up to 4 KB costs 0.5 read units, the same as a page of one item. So ``k`` is
+    kept near what fits in the page's target, learning from what each page cost
+    (``pages.PageSize``). Where collections prove small, the target grows from 4 KB towards
+    256 KB, so rounding up to the next 4 KB costs less and requests are few: the listing then
+    reads like a plain scan, at about its cost and speed. The first page whose last collection
+    fills 4 KB or more brings pages back to 4 KB, so where collections are large it reads one
+    page per collection, like the article's skip scan, and never reads a large collection's tail.
+    Where collections end about where a one-unit page does, skipping saves nothing: a trial of
+    reading on past them shows it, and the listing reads through like a scan, in a few large
+    requests, until skipping would save more than 5% (``pages.Reading``).
+    """
+
+    name = "skip-pages"
+
+    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
+        self.average = info.size_bytes / info.item_count if info.item_count else 0.0
+        super().__init__(info, PageSize.for_items_of(self.average).limit, markers)
+        # One controller for every segment of the listing: segments read in parallel (threads
+        # or tasks) learn together (each alone would pay the ramp up to large pages once per
+        # segment). The lock is held across no wait.
+        self._pages = PageSize.for_items_of(self.average)
+        self._lock = threading.Lock()
+
+    def start_state(self) -> Reading:
+        return Reading(self._pages)
+
+    def first_limit(self, state: Reading) -> int:
+        with self._lock:  # a segment that starts late goes on from what the others learned
+            return state.pages.limit
+
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading) -> bool:
+        consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
+        pk = self.info.partition_key.name
+        keys = [item.get(pk) for item in page.get("Items", [])]
+        asked = int(request.get("Limit", self.page_items))
+        with self._lock:
+            request["Limit"], skip = state.after(keys, consumed / 0.5, asked=asked)
+        return skip
+
+    def finish(self, state: Reading) -> None:
+        with self._lock:
+            state.end()

@@ -1,0 +1,86 @@
+"""How ``ddbkeys partition-keys`` writes one key: a line of text, or a line of JSON. Pure.
+
+In text output every key is one line. A string key is written as it is, except that a
+backslash and every character that would break or end a line are escaped:
+
+==========================  ===========
+character                   written as
+==========================  ===========
+backslash ``\\``            ``\\\\``
+line feed (U+000A)          ``\\n``
+carriage return (U+000D)    ``\\r``
+vertical tab (U+000B)       ``\\v``
+form feed (U+000C)          ``\\f``
+U+001C, U+001D, U+001E      ``\\x1c``, ``\\x1d``, ``\\x1e``
+next line (U+0085)          ``\\x85``
+line separator (U+2028)     ``\\u2028``
+paragraph separator         ``\\u2029``
+==========================  ===========
+
+(every character Python's ``str.splitlines`` splits at). :func:`read_text_key` undoes it.
+Numbers are written as DynamoDB holds them, binary keys in base64: neither needs escaping.
+JSON lines (``--output jsonl``) are unchanged: JSON escapes these characters itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from decimal import Decimal
+
+__all__ = ["ESCAPES", "json_key", "jsonl_line", "read_text_key", "show_key", "text_line"]
+
+#: Each character that text output escapes, and how.
+ESCAPES: dict[str, str] = {
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\x1c": "\\x1c",
+    "\x1d": "\\x1d",
+    "\x1e": "\\x1e",
+    "\x85": "\\x85",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_TO_ESCAPE = re.compile("[" + re.escape("".join(ESCAPES)) + "]")
+_UNESCAPES = {escaped: plain for plain, escaped in ESCAPES.items()}
+_ESCAPED = re.compile("|".join(re.escape(e) for e in sorted(_UNESCAPES, key=len, reverse=True)))
+
+
+def text_line(value: object) -> str:
+    """The line of text output for a partition key's value (without the newline that ends
+    it)."""
+    shown = show_key(value)
+    if isinstance(value, str):
+        return _TO_ESCAPE.sub(lambda m: ESCAPES[m[0]], shown)
+    return shown
+
+
+def read_text_key(line: str) -> str:
+    """The string key a line of text output stands for (the line without its newline)."""
+    return _ESCAPED.sub(lambda m: _UNESCAPES[m[0]], line)
+
+
+def jsonl_line(key: object) -> str:
+    """The line of JSON-lines output for a key (without the newline)."""
+    return json.dumps({"key": json_key(key)})
+
+
+def show_key(value: object) -> str:
+    """A key for a line of text: strings as they are, numbers as written, bytes in base64."""
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return str(value)
+
+
+def json_key(value: object) -> object:
+    """A key for JSON: whole numbers as numbers, other numbers as exact strings, bytes as
+    ``{"B": base64}``."""
+    if isinstance(value, bytes):
+        return {"B": base64.b64encode(value).decode()}
+    if isinstance(value, Decimal):
+        return str(value)
+    return value

@@ -1,0 +1,432 @@
+"""What proves a marker index complete at answer time, decided without I/O: a snapshot (the
+index) plus its log (the table's stream after the maintainer's recorded positions).
+
+The maintainer (``index follow`` or the Lambda handler) records, per shard of the stream, the
+position up to which it has applied every record (a *mark*: the last sequence number applied,
+and when that was saved), only after applying it. A listing then (see
+:mod:`ddbkeys.partition_keys._proof.replay`) reads each shard from the newest mark saved at least
+``margin`` seconds ago, to the shard's tip; re-checks every collection those records name with a
+consistent Query; scans the index leaving those collections out; and hands out the re-checked
+ones that exist. :func:`replay_window` says where to read each shard from, or why no proof is
+possible (the listing then declines the index and says so).
+
+The proof, for a collection ``c`` that nothing writes while the listing runs:
+
+* If a record of ``c`` lies after a shard's chosen mark, ``c`` is re-checked by a consistent
+  Query: its answer is ``c``'s state.
+* Otherwise every record of ``c`` in the stream was applied by the maintainer, and saved at least
+  ``margin`` before the listing began. Applying reconciles ``c``'s marker with ``c``'s state as
+  read *after* that record's write (see :mod:`ddbkeys.partition_keys._index.maintain`), so after its
+  last record ``c``'s marker is right, and it shows in the index within the margin.
+* A reconciliation that does not settle (the collection kept changing under it for
+  ``MAX_ROUNDS`` rounds) applies its record all the same: the maintainer adds the collection to
+  the *pending set* of the index's record (see :mod:`ddbkeys.partition_keys._index.pending`) before
+  it
+  saves the mark, and every listing re-checks each pending collection. Why that is enough: take
+  ``c``'s last write ``W`` before the listing (data or a marker: a maintainer's marker writes
+  have records too) and its record, at or before the chosen mark. The reconciliation that
+  applied it began after ``W``. If it settled, its last read found the marker right, and it
+  wrote nothing after ``W``: the marker was last written at or before ``W``, before the cut,
+  and the index shows it. If it did not settle, its element was added before the mark was
+  saved, so before the cut, so before the listing read the record: the listing re-checks
+  ``c``, unless the element was taken out by then. A maintainer takes an element out only
+  once a newer element of ``c`` is in (which then stands for it), or if it knew of it before
+  its own reconciliation of ``c`` began, once that reconciliation settled: it began after the
+  give-up, so after ``W``, and found the marker right without writing (a write would come
+  after ``W``): the marker, last written at or before ``W``, is right, and the index shows
+  it. So the pending set is read once, with the rest of the record, when the listing begins
+  (after the cut): every element that matters was added before the cut, and one taken out at
+  any time, even during the replay, was taken out safely. Read after the replay instead, the
+  set would be as sound (it could only lack elements taken out safely, and hold newer ones)
+  and cost a second read; an element added after the cut names a give-up on a record the mark
+  does not need (the one who saved the mark applied it before). A collection that keeps
+  changing leaves records of its changes after the give-up, so its last record is in practice
+  applied by a reconciliation that settles; the pending set keeps the proof from resting on
+  why a reconciliation gave up (the schedules' model makes reconciliations give up with no
+  write: a listing that ignores the set is then wrong).
+* A pending set at its bound holds the shard's mark where it is (the follower saves no mark
+  past a record whose collection it could neither settle nor record; the Lambda handler
+  reports that record failed): a mark that does not move only makes listings read more.
+* A collection written before the log begins (before the stream was on, or before the follower
+  started) was reconciled by the backfill, which must have begun at least ``margin`` after the
+  maintainer's first position under the current stream, met no clash, and run under the stream
+  the table has now.
+* Every shard of the stream must be accounted for: named by the maintainer, a descendant of
+  one (read from its start: a child's records all come after its parent's), or with no record
+  from before the backfill began (read from its start).
+
+It rests on one assumption, not proven here: DynamoDB shows every write in the index, in the
+stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
+are near real time), and the clocks of the maintainer and the listing agree to well within it.
+Where the Lambda handler keeps the index, its positions count only with its check that the
+trigger hands it a shard's batches in order (see
+:mod:`ddbkeys.partition_keys._streams.lambda_trigger`),
+which assumes besides that ``ParallelizationFactor`` does not go above 1 and back between two
+of its checks (minutes apart).
+A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
+
+The state table is part of what a proof trusts: the positions recorded there are taken as the
+maintainer's word that every record up to them was applied. Only the maintainer's role may
+write it (the listing's policy only reads it, see :mod:`ddbkeys.iam`); whoever can write it can
+make a listing wrong. What no maintainer can have written is declined at once: a position
+outside its shard's ``SequenceNumberRange``
+(:func:`~ddbkeys.partition_keys._proof.replay_window.out_of_range`), and one the stream refuses
+(see ``shard_read._iterator``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddbkeys.partition_keys._streams.lambda_trigger import (
+    Parallelized,
+    TriggerCheck,
+    trigger_decline,
+)
+
+__all__ = [
+    "CREATED_ROUNDING",
+    "DAY",
+    "DEFAULT_REPLAY_MARGIN",
+    "SHARD_PREFIX",
+    "TRIM_SAFETY",
+    "Backfill",
+    "Decline",
+    "Evidence",
+    "ShardMark",
+    "advance",
+    "created_at",
+    "precheck",
+    "thin",
+]
+
+#: Seconds a listing holds the maintainer's positions back: what was applied within it is read
+#: again from the stream, as the index may not show it yet.
+DEFAULT_REPLAY_MARGIN = 60.0
+#: How long a stream keeps a record (seconds).
+DAY = 24 * 3600.0
+#: The attribute of the index's record that holds one shard's marks: ``shard <shard id>``.
+SHARD_PREFIX = "shard "
+#: How far a record's ApproximateCreationDateTime may lie before the write: it is rounded down
+#: (to the second on the service, to the minute on DynamoDB Local). A record is taken as
+#: created before a moment only when its time plus this is.
+CREATED_ROUNDING = 60.0
+#: A shard read from its oldest record is trusted to hold every record since it began only if
+#: that record is younger than a day less this (seconds): older, and records before it may
+#: have been trimmed (the stream keeps a record 24 hours).
+TRIM_SAFETY = 3600.0
+#: The most marks kept per shard (the newest, and older ones spaced out by age).
+MAX_MARKS = 24
+
+
+@dataclass(frozen=True)
+class ShardMark:
+    """What a maintainer recorded for one shard of ``stream``.
+
+    ``since`` is where its coverage of the shard began: ``"start"`` (every record of the shard
+    is applied, from its first), or a time (it began reading at the shard's end then: records
+    from before were not applied; the backfill covers them). ``marks`` are ``(sequence, saved)``
+    pairs, oldest first: every record up to and including ``sequence`` (None: none yet) was
+    applied when ``saved``."""
+
+    shard: str
+    stream: str
+    since: str | float
+    marks: tuple[tuple[str | None, float], ...] = ()
+    #: A record the maintainer reported failed (Lambda sends it again), and when it found
+    #: that Lambda went on past such a record instead (its retries ran out): a gap.
+    failed: str | None = None
+    gap: float | None = None
+
+    def to_json(self) -> str:
+        raw: dict[str, Any] = {
+            "stream": self.stream,
+            "since": self.since,
+            "marks": [list(m) for m in self.marks],
+        }
+        if self.failed is not None:
+            raw["failed"] = self.failed
+        if self.gap is not None:
+            raw["gap"] = self.gap
+        return json.dumps(raw, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, shard: str, text: str) -> ShardMark | None:
+        """The mark saved as ``text``; None when it is not one (a stranger's attribute)."""
+        try:
+            raw = json.loads(text)
+            since = raw["since"]
+            if not (since == "start" or isinstance(since, (int, float))):
+                return None
+            marks = tuple(
+                (None if s is None else str(s), float(t)) for s, t in raw.get("marks", [])
+            )
+            if not all((s is None or s.isdigit()) and math.isfinite(t) for s, t in marks) or (
+                isinstance(since, float | int) and not math.isfinite(since)
+            ):
+                return None
+            failed = raw.get("failed")
+            gap = raw.get("gap")
+            return cls(
+                shard,
+                str(raw["stream"]),
+                since,
+                marks,
+                None if failed is None else str(failed),
+                None if gap is None else float(gap),
+            )
+        except (ValueError, TypeError, KeyError, AttributeError):
+            return None
+
+    @property
+    def first_saved(self) -> float | None:
+        """When coverage of the shard was first recorded."""
+        if isinstance(self.since, float | int):
+            return float(self.since)
+        return self.marks[0][1] if self.marks else None
+
+    def held_back(self, cut: float) -> tuple[str | None, bool]:
+        """The newest mark saved at or before ``cut``: (its sequence, True), or (None, False)
+        when there is none that old (the shard is then read from its start)."""
+        chosen: tuple[str | None, bool] = (None, False)
+        for sequence, saved in self.marks:
+            if saved <= cut:
+                chosen = (sequence, True)
+        return chosen
+
+
+def created_at(record: Mapping[str, Any]) -> float | None:
+    """A stream record's ApproximateCreationDateTime in seconds (None when it has none); see
+    ``CREATED_ROUNDING``."""
+    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
+    if value is None:
+        return None
+    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
+
+
+def thin(
+    marks: Sequence[tuple[str | None, float]], now: float
+) -> tuple[tuple[str | None, float], ...]:
+    """At most ``MAX_MARKS`` marks: the newest, and older ones spaced by a quarter of their age
+    (at least 2 s), none older than a day but the newest of those. Any subset of the marks is
+    still right (a listing that finds no mark old enough reads more of the stream), so thinning
+    costs replay, never correctness."""
+    kept: list[tuple[str | None, float]] = []
+    for mark in reversed(marks):
+        if not kept:
+            kept.append(mark)
+            continue
+        age = now - mark[1]
+        if kept[-1][1] - mark[1] >= max(2.0, age / 4):
+            kept.append(mark)
+        if age > DAY:
+            break
+    return tuple(reversed(kept[:MAX_MARKS]))
+
+
+def advance(
+    previous: ShardMark | None,
+    shard: str,
+    stream: str,
+    since: str | float,
+    sequence: str | None,
+    now: float,
+) -> ShardMark:
+    """``previous`` with a new mark: every record of ``shard`` up to ``sequence`` applied by
+    ``now``. A mark of another stream is dropped; a mark never goes back (a sequence number
+    older than the newest is ignored, as a batch delivered again)."""
+    if previous is None or previous.stream != stream:
+        return ShardMark(shard, stream, since, thin([(sequence, now)], now))
+    if sequence is None and not previous.marks:
+        return previous
+    if previous.marks and sequence is not None:
+        newest = previous.marks[-1][0]
+        if newest is not None and int(newest) >= int(sequence):
+            sequence = newest
+    elif previous.marks and sequence is None:
+        sequence = previous.marks[-1][0]
+    return ShardMark(
+        shard,
+        stream,
+        previous.since,
+        thin([*previous.marks, (sequence, now)], now),
+        previous.failed,
+        previous.gap,
+    )
+
+
+@dataclass(frozen=True)
+class Backfill:
+    """A backfill's record: when it began, under which stream, the maintainer's first recorded
+    position then (None: none), when it finished, and the collections it could not mark."""
+
+    started: float
+    stream: str | None
+    maintained_since: float | None
+    finished: float | None = None
+    clashes: tuple[str, ...] = ()
+    #: How it recognised markers (``state.markers_key``: their attribute and sort key).
+    markers: str | None = None
+    #: The replay margin it was begun for (seconds; None: a record of an older ddbkeys).
+    margin: float | None = None
+    #: Why it does not count, when it said so itself (a read-mode backfill whose window of
+    #: the stream could not be read: see ``partition_keys.backfill_read``); None: it may.
+    uncounted: str | None = None
+    #: Its last sign of life (seconds; None: a record of an older ddbkeys, its ``started``
+    #: then): an unfinished backfill refreshes it at least every ``backfill_wait.ALIVE``
+    #: seconds, so one that stops (killed) is not taken for one at work for long (see
+    #: ``backfill_wait.running_backfill``).
+    alive: float | None = None
+    #: Who runs it (``host:pid``, and what: see ``backfill_claim.owner_name``), for messages.
+    owner: str | None = None
+    #: How many collections it had handled at its last sign of life (marked, already
+    #: marked, unmarked or clashing), for a backfill waiting for it to show.
+    handled: int | None = None
+    #: When it stopped before its end (an error, or asked to stop), if it could say so: it is
+    #: no longer at work (one killed cannot say it: its ``alive`` time stops instead).
+    stopped: float | None = None
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The index's record, as far as the proof needs it."""
+
+    table: str
+    index: str
+    shards: Mapping[str, ShardMark] = field(default_factory=dict)
+    backfill: Backfill | None = None
+    #: Collections (JSON of their typed keys) where a maintainer found data at the marker's key.
+    clashes: tuple[str, ...] = ()
+    #: A Lambda handler got events without a shard id (no tumbling window): when, last.
+    unnamed_batches: float | None = None
+    #: Why the record is not one ddbkeys wrote, if it is not (a part edited or broken).
+    corrupt: str | None = None
+    #: Per shard, the Lambda handler's check of its trigger (see ``lambda_trigger``); the
+    #: latest reading of a ParallelizationFactor other than 1; who said last it keeps the index.
+    triggers: Mapping[str, TriggerCheck] = field(default_factory=dict)
+    parallelized: Parallelized | None = None
+    maintainer: str | None = None
+    #: The pending set: elements naming collections whose reconciliation did not settle
+    #: (see :mod:`ddbkeys.partition_keys._index.pending`); a listing re-checks each one.
+    pending: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decline:
+    """Why the index cannot be proven complete now (one line)."""
+
+    reason: str
+
+
+def _keys(clashes: Sequence[str], most: int = 5) -> str:
+    shown = []
+    for text in clashes[:most]:
+        try:
+            value = next(iter(json.loads(text).values()))
+        except (ValueError, AttributeError, StopIteration):
+            value = text
+        shown.append(repr(value))
+    return ", ".join(shown) + (f" and {len(clashes) - most} more" if len(clashes) > most else "")
+
+
+def _backfill_reason(
+    evidence: Evidence, stream: str | None, margin: float
+) -> tuple[Backfill | None, str | None]:
+    backfill = evidence.backfill
+    if backfill is None:
+        return None, (
+            "there is no record of a backfill (run `ddbkeys partition-keys index backfill` while "
+            "`index follow` or the Lambda handler keeps the markers)"
+        )
+    if stream is None:
+        return None, (
+            "the table's stream is off, so the changes since the index's snapshot cannot be read"
+        )
+    if backfill.stream != stream:
+        return None, (
+            "the backfill was made under another stream than the table's stream now (it was "
+            "turned off and on since, and what happened meanwhile is in no log): run "
+            "`index backfill` again"
+        )
+    if backfill.finished is None:
+        return None, "its backfill has not finished (or was stopped): run `index backfill`"
+    if backfill.uncounted is not None:
+        return None, f"the backfill does not count: {backfill.uncounted}"
+    if backfill.clashes:
+        return None, (
+            "the backfill met data at the marker's key of collection(s) "
+            f"{_keys(backfill.clashes)}: move those items, then run `index backfill` again"
+        )
+    if backfill.maintained_since is None:
+        return None, (
+            "no maintainer had recorded a position in the stream when the backfill began: run "
+            "`index backfill` again while `index follow` or the Lambda handler runs"
+        )
+    if backfill.started - backfill.maintained_since < margin:
+        if backfill.margin is not None and backfill.margin < margin:
+            return None, (
+                f"the backfill was begun for a replay margin of {backfill.margin:g} s, less than "
+                f"this listing's ({margin:g} s): list with --replay-margin {backfill.margin:g}, "
+                f"or run `index backfill --replay-margin {margin:g}` again"
+            )
+        return None, (
+            f"the backfill began {backfill.started - backfill.maintained_since:.0f} s after the "
+            f"maintainer's first position, less than the replay margin ({margin:g} s): run "
+            "`index backfill` again"
+        )
+    return backfill, None
+
+
+def _shown_markers(text: str | None) -> str:
+    """``state.markers_key`` as a reader would say it."""
+    try:
+        attribute, sort_key = json.loads(text or "")
+        value = next(iter(json.loads(sort_key).values()))
+    except (ValueError, TypeError, StopIteration, AttributeError):
+        return "not recorded"
+    return f"attribute {attribute!r} at sort key {value!r}"
+
+
+def precheck(
+    evidence: Evidence | None, stream: str | None, margin: float, markers: str | None = None
+) -> Decline | None:
+    """Why ``evidence`` proves nothing whatever the stream holds (no backfill under the stream
+    as it is now, or clashes recorded), if so: the part of :func:`replay_window` that needs no
+    shard list."""
+    if evidence is None:
+        evidence = Evidence("", "")
+    if evidence.corrupt is not None:
+        return Decline(f"the index's record in the state table is broken: {evidence.corrupt}")
+    _, why = _backfill_reason(evidence, stream, margin)
+    if why is not None:
+        return Decline(why)
+    assert evidence.backfill is not None
+    if markers is not None and evidence.backfill.markers != markers:
+        return Decline(
+            "the backfill knew markers by another attribute or sort key than this listing "
+            f"({_shown_markers(evidence.backfill.markers)}, not {_shown_markers(markers)}): "
+            "list with the index's own, or run `index backfill` again"
+        )
+    if evidence.clashes:
+        return Decline(
+            f"a maintainer found data at the marker's key of collection(s) "
+            f"{_keys(list(evidence.clashes))}: move those items, then run `index repair`"
+        )
+    assert stream is not None
+    saved = {s: [t for _, t in m.marks] for s, m in evidence.shards.items() if m.stream == stream}
+    out_of_order = trigger_decline(
+        stream,
+        saved,
+        evidence.triggers,
+        evidence.parallelized,
+        evidence.maintainer == "lambda",
+        evidence.backfill.started,
+        margin,
+    )
+    if out_of_order is not None:
+        return Decline(out_of_order)
+    return None

@@ -1,0 +1,248 @@
+"""A listing that proves the marker index at answer time (see :mod:`ddbkeys.partition_keys.
+evidence` for the argument): the flows that load the evidence, read the stream from the
+maintainer's marks to its tip, and re-check each collection the records name; and the listing
+method that scans the index leaving those collections out, then hands out the ones that exist.
+
+The flows only decide; the sync listing and ``ddbkeys.aio`` run them on their drivers (the
+stream's requests go to a DynamoDB Streams client, see ``SplitClient``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._core.steps import (
+    Emit,
+    Flow,
+    query,
+)
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._index.markers import hashable
+from ddbkeys.partition_keys._index.pending import pending_keys
+from ddbkeys.partition_keys._index.state import StateCore, markers_key
+from ddbkeys.partition_keys._listing.base import Key, Reader
+from ddbkeys.partition_keys._listing.index_method import IndexMethod
+from ddbkeys.partition_keys._proof.evidence import Decline, Evidence, precheck
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
+from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys._index.marker_core import MarkerCore
+
+__all__ = [
+    "Replay",
+    "ReplayedIndexMethod",
+    "StreamRead",
+    "estimate",
+    "load_evidence",
+    "read_flow",
+    "replay_flow",
+    "scan_units",
+]
+
+
+def scan_units(size_bytes: int) -> float:
+    """Read units of scanning ``size_bytes`` (0.5 per 4 KB, eventually consistent; at least a
+    request's 0.5)."""
+    return max(0.5, size_bytes / 4096 * 0.5)
+
+
+def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
+    """Read units: of scanning the table (what listing another way costs at most), of scanning
+    the index, and of re-checking one collection (a consistent Query of two items)."""
+    items = max(1, info.item_count)
+    average = info.size_bytes / items if info.size_bytes else 100.0
+    scan = scan_units(info.size_bytes)
+    index_scan = scan_units(info.index_sizes.get(index, 0))
+    per_key = float(max(1, math.ceil(2 * average / 4096)))
+    return scan, index_scan, per_key
+
+
+def load_evidence(
+    store: StateCore, info: TableInfo, marker: MarkerCore, margin: float
+) -> Flow[tuple[Evidence | None, Decline | None]]:
+    """The index's record, and why it proves nothing (before the stream is read) if so."""
+    evidence = yield from store.load(info.name, marker.name)
+    return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
+
+
+def _markers(marker: MarkerCore, info: TableInfo) -> str:
+    """How this listing recognises markers, as a backfill records it."""
+    return markers_key(marker.attribute, marker.sort_key(info))
+
+
+@dataclass
+class StreamRead:
+    """What the replay's read of the stream found, before any re-check: the stream's shards
+    (DescribeStream; None when not read), where it read each from (``plan``), the records and
+    the collections they name (``replay``, nothing re-checked yet), and why it proves nothing
+    (``decline``) if so. What ``index status`` shows."""
+
+    shards: list[dict[str, Any]] | None = None
+    plan: ReplayWindow | None = None
+    replay: Replay | None = None
+    decline: Decline | None = None
+
+
+def _costly(what: str) -> Decline:
+    """Too much to re-check: ``what`` costs more than listing another way."""
+    return Decline(f"{what}, and re-checking them costs more than listing another way")
+
+
+def read_flow(
+    reader: Reader,
+    marker: MarkerCore,
+    info: TableInfo,
+    evidence: Evidence | None,
+    margin: float,
+    now: float,
+    most: int | None,
+) -> Flow[StreamRead]:
+    """Read the stream from the marks held back by ``margin`` to its tip: the collections its
+    records name, not re-checked (see :func:`replay_flow`). Only Streams requests."""
+    arn = info.stream_arn
+    if arn is None:
+        return StreamRead(decline=Decline("the table's stream is off"))
+    try:
+        shards = yield from shard_list(reader, arn)
+    except DdbKeysError as exc:
+        return StreamRead(decline=refusal(exc, "describing the table's stream"))
+    plan = replay_window(evidence, arn, shards, now, margin, _markers(marker, info))
+    if isinstance(plan, Decline):
+        return StreamRead(shards, decline=plan)
+    replay = Replay(margin)
+    # Every collection pending when the listing began (read with the evidence, at its start:
+    # see the evidence module for why that is when): re-checked, whatever the stream says.
+    for key in pending_keys(evidence.pending if evidence is not None else ()):
+        replay.touched.setdefault(hashable(key), key)
+    replay.pending = len(replay.touched)
+    if most is not None and replay.pending > most:
+        return StreamRead(
+            shards,
+            plan,
+            replay,
+            _costly(f"{replay.pending:,} collection(s) are pending (their markers did not settle)"),
+        )
+    pk = info.partition_key.name
+    for read in plan.reads:
+        outcome = yield from read_shard(reader, plan, read, pk, replay)
+        if outcome is not None:
+            return StreamRead(shards, plan, replay, outcome)
+        if most is not None and len(replay.touched) > most:
+            return StreamRead(
+                shards,
+                plan,
+                replay,
+                _costly(
+                    f"the stream since the maintainer's positions names more than {most:,} "
+                    "collections"
+                )
+                if most
+                else Decline(
+                    "the stream since the maintainer's positions names a collection to "
+                    "re-check, which costs more than a scan of this small table"
+                ),
+            )
+    return StreamRead(shards, plan, replay)
+
+
+def replay_flow(
+    reader: Reader,
+    marker: MarkerCore,
+    info: TableInfo,
+    evidence: Evidence | None,
+    margin: float,
+    now: float,
+    most: int | None,
+) -> Flow[Replay | Decline]:
+    """Read the stream from the marks held back by ``margin`` to its tip and re-check what it
+    names; a :class:`Decline` when that cannot prove the index (a shard nobody covered, a
+    position the stream no longer keeps, the stream refused, or more than ``most``
+    collections to re-check)."""
+    read = yield from read_flow(reader, marker, info, evidence, margin, now, most)
+    if read.decline is not None:
+        return read.decline
+    replay = read.replay
+    assert replay is not None
+    for hashed, key in replay.touched.items():
+        replay.exists[hashed] = yield from _exists(reader, marker, info, key)
+    return replay
+
+
+def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Flow[bool]:
+    """Whether the collection ``key`` holds an item that is not ddbkeys' marker (a consistent
+    Query of at most two items a page; a second page only when the first held the marker
+    alone and stopped short)."""
+    pk, sk = info.partition_key.name, info.sort_key
+    assert sk is not None
+    marker_sk = marker.sort_key(info)
+    request: dict[str, Any] = {
+        "TableName": info.name,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": {"#pk": pk, "#sk": sk.name, "#m": marker.attribute},
+        "ExpressionAttributeValues": {":pk": key},
+        "ProjectionExpression": "#pk, #sk, #m",
+        "ConsistentRead": True,
+        "Limit": 2,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    budget = reader.budget
+    while True:
+        if budget is not None:
+            yield from budget.wait(reader.stop)
+        page = yield from ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
+        if budget is not None:
+            consumed = page.get("ConsumedCapacity") or {}
+            budget.spend(float(consumed.get("CapacityUnits", 1.0)))
+        for item in page.get("Items", []):
+            if not (item.get(sk.name) == marker_sk and item.get(marker.attribute) == item.get(pk)):
+                return True
+        if "LastEvaluatedKey" not in page:
+            return False
+        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+
+
+class ReplayedIndexMethod(IndexMethod):
+    """The marker index, proven by a replay: its last segment hands out the re-checked
+    collections that exist; the others scan the index (``segments - 1`` Scan segments),
+    leaving the re-checked collections out."""
+
+    def __init__(self, info: TableInfo, index: MarkerCore, replay: Replay) -> None:
+        super().__init__(info, index)
+        self.replay = replay
+
+    def keys(self, reader: Reader, segment: int, segments: int, after: Key | None) -> Flow[None]:
+        if segment == segments - 1:
+            for key in self.replay.existing(after):
+                yield Emit(key)
+            return
+        touched = self.replay.touched
+        yield from _filtered(
+            super().keys(reader, segment, segments - 1, after),
+            lambda key: hashable(key) not in touched,
+        )
+
+
+def _filtered(flow: Flow[None], keep: Callable[[Key], bool]) -> Flow[None]:
+    """``flow`` with the keys it emits that ``keep`` refuses left out."""
+    try:
+        step = next(flow)
+        while True:
+            if isinstance(step, Emit) and not keep(step.value):
+                step = flow.send(None)
+                continue
+            try:
+                answer = yield step
+            except GeneratorExit:
+                flow.close()
+                raise
+            except BaseException as exc:
+                step = flow.throw(exc)
+                continue
+            step = flow.send(answer)
+    except StopIteration:
+        return

@@ -1,0 +1,201 @@
+"""Where a listing reads each shard of the table's stream from to prove the marker index (the
+rule is the one :mod:`ddbkeys.partition_keys._proof.evidence` states), or why it cannot. Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ddbkeys.partition_keys._proof.evidence import (
+    DAY,
+    DEFAULT_REPLAY_MARGIN,
+    TRIM_SAFETY,
+    Decline,
+    Evidence,
+    ShardMark,
+    precheck,
+)
+from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
+
+__all__ = ["ReplayWindow", "ShardRead", "out_of_range", "replay_window"]
+
+
+@dataclass(frozen=True)
+class ShardRead:
+    """Read ``shard`` after ``after`` (None: from its start, TRIM_HORIZON). ``skip_before``:
+    records created before it (seconds) are covered by the backfill and need no re-check.
+    ``only_after``: the shard is accepted only if it has no record created before it (its
+    first record's ApproximateCreationDateTime): a shard nobody named."""
+
+    shard: str
+    after: str | None
+    skip_before: float | None = None
+    only_after: float | None = None
+    #: The maintainer's newest position in the shard: the read goes on to it, whatever empty
+    #: pages come before (None: no position to reach).
+    reach: str | None = None
+
+
+@dataclass(frozen=True)
+class ReplayWindow:
+    """Where to read each shard of ``stream`` from; ``cut`` is the newest time a mark may have
+    been saved at to be used (the listing's start less the margin)."""
+
+    stream: str
+    reads: tuple[ShardRead, ...]
+    margin: float
+    cut: float
+
+
+def replay_window(
+    evidence: Evidence | None,
+    stream: str | None,
+    shards: Sequence[Mapping[str, Any]],
+    now: float,
+    margin: float = DEFAULT_REPLAY_MARGIN,
+    markers: str | None = None,
+) -> ReplayWindow | Decline:
+    """Where to read each shard of the table's ``stream`` (DescribeStream's ``shards``) from,
+    for a listing starting ``now``; or why the index cannot be proven complete. Pure."""
+    declined = precheck(evidence, stream, margin, markers)
+    if declined is not None:
+        return declined
+    assert evidence is not None and evidence.backfill is not None and stream is not None
+    backfill = evidence.backfill
+    cut = now - margin
+    named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
+    listed = {str(s["ShardId"]): s for s in shards}
+    declined = _gone(named, listed, backfill.started, margin, cut)
+    if declined is not None:
+        return declined
+    reads: list[ShardRead] = []
+    accepted: set[str] = set()
+    for shard in _parents_first(listed):
+        mark = named.get(shard)
+        parent = listed[shard].get("ParentShardId")
+        if mark is not None:
+            read = _marked(evidence, stream, mark, listed[shard], now, margin)
+        elif parent is not None and (parent in accepted or parent in named) and parent in listed:
+            read = ShardRead(shard, None)  # a child of a shard read: every record from its first
+        elif now - backfill.started < DAY - margin:
+            read = ShardRead(shard, None, only_after=backfill.started)
+        else:
+            hint = (
+                " (the Lambda handler gets events without a shard id: give its trigger a "
+                "tumbling window)"
+                if evidence.unnamed_batches is not None
+                else ""
+            )
+            read = Decline(
+                f"no maintainer recorded a position in shard {shard} of the stream{hint}"
+            )
+        if isinstance(read, Decline):
+            return read
+        reads.append(read)
+        accepted.add(shard)
+    return ReplayWindow(stream, tuple(reads), margin, cut)
+
+
+def _gone(
+    named: Mapping[str, ShardMark],
+    listed: Mapping[str, Mapping[str, Any]],
+    started: float,
+    margin: float,
+    cut: float,
+) -> Decline | None:
+    """Why the records of a shard the maintainers named may be missing, if so: lost before
+    they were applied since the backfill began, or the shard left the stream within the margin."""
+    for shard, gone in named.items():
+        if gone.gap is not None and gone.gap > started - margin:
+            return Decline(
+                f"records of shard {shard} were lost before the maintainer applied them (its "
+                "position older than the stream keeps, or Lambda went on past them): run "
+                "`index backfill` again"
+            )
+        if shard not in listed and gone.marks and gone.marks[-1][1] > cut:
+            return Decline(
+                f"shard {shard} left the stream less than {margin:g} s after the maintainer "
+                "applied its records"
+            )
+    return None
+
+
+def _marked(
+    evidence: Evidence,
+    stream: str,
+    mark: ShardMark,
+    described: Mapping[str, Any],
+    now: float,
+    margin: float,
+) -> ShardRead | Decline:
+    """The read of a shard a maintainer recorded positions in (``mark``; ``described``, the
+    shard as DescribeStream lists it), or why its positions cannot be used."""
+    shard, cut = mark.shard, now - margin
+    assert evidence.backfill is not None
+    if isinstance(mark.since, int | float) and mark.since > evidence.backfill.started - margin:
+        return Decline(
+            f"the maintainer began reading shard {shard} after the backfill began: run "
+            "`index backfill` again"
+        )
+    impossible = out_of_range(mark, described)
+    if impossible is not None:
+        return impossible
+    # While the Lambda handler keeps the index, a position counts once a check of its trigger
+    # vouches for it (see ``lambda_trigger``).
+    held = cut
+    if evidence.maintainer == "lambda":
+        held = checked_cut(evidence.triggers.get(shard), stream, cut)
+    sequence, found = mark.held_back(held)
+    since = float(mark.since) if isinstance(mark.since, int | float) else None
+    newest = mark.marks[-1][0] if mark.marks else None
+    if newest is None and mark.marks and mark.marks[-1][1] < now - DAY + TRIM_SAFETY:
+        return Decline(
+            f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
+            "none of its records: records may have been trimmed unapplied"
+        )
+    skip = since - margin if since is not None else None
+    return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+
+
+def out_of_range(mark: ShardMark, shard: Mapping[str, Any]) -> Decline | None:
+    """Why ``mark`` cannot be a maintainer's, if so: a recorded position outside the shard's
+    ``SequenceNumberRange`` (DescribeStream): before its first sequence number, or after the
+    last of a closed shard. No maintainer applies a record that is not in the shard, so such a
+    position was written by something else (the state table is part of what a proof trusts).
+    An open shard has no last number: a position past its tip is found by reading it."""
+    limits = shard.get("SequenceNumberRange") or {}
+    first, last = limits.get("StartingSequenceNumber"), limits.get("EndingSequenceNumber")
+    for sequence, _ in mark.marks:
+        if sequence is None:
+            continue
+        before = first is not None and str(first).isdigit() and int(sequence) < int(first)
+        after = last is not None and str(last).isdigit() and int(sequence) > int(last)
+        if before or after:
+            bound = f"before its first, {first}" if before else f"after its last, {last}"
+            return Decline(
+                f"the position recorded for shard {mark.shard}, {sequence}, lies {bound}: no "
+                "maintainer wrote it (only the maintainer's role may write the state table); "
+                "remove that shard's attribute from the index's record, restart the maintainer, "
+                "then run `index backfill` again"
+            )
+    return None
+
+
+def _parents_first(listed: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """The shard ids, each after its parent when the parent is listed."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(shard: str, depth: int = 0) -> None:
+        if shard in seen:
+            return
+        parent = listed[shard].get("ParentShardId")
+        if parent in listed and depth < len(listed):
+            visit(str(parent), depth + 1)
+        seen.add(shard)
+        order.append(shard)
+
+    for shard in sorted(listed):
+        visit(shard)
+    return order

@@ -1,0 +1,103 @@
+"""What ``index status`` tells (``MarkerIndex.proof_status()``): plain values, decided by
+:mod:`ddbkeys.partition_keys._proof.status` and rendered by the CLI."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["BackfillStatus", "ProofStatus", "ShardStatus"]
+
+
+@dataclass(frozen=True)
+class ShardStatus:
+    """One shard of the stream (or one a maintainer named that left it)."""
+
+    shard: str
+    parent: str | None
+    #: Listed by DescribeStream now; open (no last sequence number yet).
+    listed: bool
+    open: bool
+    #: A maintainer recorded positions in it: where its coverage began ("start", or a time),
+    #: its newest position, and how old that is (seconds).
+    named: bool
+    since: str | float | None
+    newest: str | None
+    age: float | None
+    #: Records a listing would read now past the held-back position (None: not read).
+    records: int | None
+    #: The Lambda handler's latest check of its trigger on this shard: the
+    #: ParallelizationFactor it read (None: none read) and how long ago (None: no check).
+    trigger_factor: int | None = None
+    trigger_checked_age: float | None = None
+
+
+@dataclass(frozen=True)
+class BackfillStatus:
+    """The backfill's record: when it began, against the maintainer's first position then."""
+
+    started: float
+    finished: float | None
+    #: Under the stream the table has now.
+    current_stream: bool
+    maintained_since: float | None
+    #: ``started - maintained_since`` (seconds; None: no maintainer then): a listing needs at
+    #: least its margin.
+    after_first: float | None
+    #: The replay margin the backfill waited for (None: not recorded, older backfills).
+    margin: float | None
+    clashes: tuple[str, ...]
+    #: Who runs (or ran) it (``host:pid``; None: an older record), its last sign of life, and
+    #: whether it is at work now (unfinished, alive within ``backfill_wait.ALIVE_FOR``: a
+    #: backfill begun now waits for it; see ``backfill_claim``).
+    owner: str | None = None
+    alive: float | None = None
+    at_work: bool = False
+    #: How many collections it had handled at its last sign of life (None: an older record).
+    handled: int | None = None
+
+
+@dataclass(frozen=True)
+class ProofStatus:
+    """Where the marker index stands against its proof, at ``now`` with ``margin``."""
+
+    table: str
+    index: str
+    state_table: str
+    index_status: str | None
+    stream: str | None
+    view_type: str | None
+    #: The maintainer that last recorded its positions ("follow", "lambda"; None: none).
+    maintainer: str | None
+    #: Its first position under the current stream (the backfill must begin a margin after).
+    first_position: float | None
+    shards: tuple[ShardStatus, ...]
+    backfill: BackfillStatus | None
+    margin: float
+    now: float
+    #: A listing (``--method index``) proves the index now; if not, why, in its words.
+    provable: bool
+    reason: str | None
+    #: The one command that fixes it (None: none does; the reason says what to do), and in
+    #: how many seconds it counts (a backfill must begin a margin after the maintainer's
+    #: first position; 0: now).
+    fix: str | None
+    fix_in: float | None
+    #: Seconds until a listing proves it with nothing done but waiting (None: not by waiting).
+    provable_in: float | None
+    #: What a listing would pay now: stream records to read, collections to re-check (a
+    #: consistent Query each), and read units, against a scan of the table.
+    records: int | None
+    rechecks: int | None
+    listing_rcu: float | None
+    scan_rcu: float
+    #: ``auto`` would list from the index (provable, and its re-checks cost less than a scan).
+    auto_uses_index: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """A plain dict of JSON types (what ``--output json`` prints)."""
+        fields = asdict(self)
+        fields["shards"] = [dict(s) for s in fields["shards"]]
+        if fields["backfill"] is not None:
+            fields["backfill"]["clashes"] = list(fields["backfill"]["clashes"])
+        return fields

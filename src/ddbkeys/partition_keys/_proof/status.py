@@ -1,0 +1,339 @@
+"""Where a marker index stands against its proof (``ddbkeys partition-keys index status``,
+``MarkerIndex.proof_status()``): whether a listing can prove it complete now and, if not, the
+reason in the listing's own words, the one command that fixes it and when; and what a listing
+would pay now against a scan.
+
+:func:`status_flow` reads what a listing reads, and no more: DescribeTable, the index's record
+in the state table (GetItem) and the stream (DescribeStream, GetShardIterator, GetRecords),
+never the table (the listing's re-checks are counted, not made) and it writes nothing, the
+state table included. :func:`decide` turns what was read into a :class:`ProofStatus`, with no
+I/O, by the proof's own code (``choice.not_active``, ``evidence.precheck``,
+``evidence.replay_window`` and the replay's read of the stream)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._core.steps import Flow
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._index.backfill_wait import (
+    NO_MAINTAINER,
+    began,
+    can_count,
+    readiness,
+    running_backfill,
+)
+from ddbkeys.partition_keys._index.markers import check_index, index_status
+from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item, markers_key
+from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._listing.choice import most_keys, not_active, proof_failed
+from ddbkeys.partition_keys._proof.evidence import (
+    DEFAULT_REPLAY_MARGIN,
+    Backfill,
+    Decline,
+    Evidence,
+    ShardMark,
+    precheck,
+)
+from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, read_flow
+from ddbkeys.partition_keys._proof.replay_window import replay_window
+from ddbkeys.partition_keys._proof.report import BackfillStatus, ProofStatus, ShardStatus
+from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
+
+if TYPE_CHECKING:
+    from ddbkeys._schema import TableInfo
+    from ddbkeys.partition_keys._index.marker_core import MarkerCore
+
+__all__ = [
+    "BackfillStatus",
+    "ProofStatus",
+    "Seen",
+    "ShardStatus",
+    "decide",
+    "status_flow",
+    "status_reader",
+]
+
+#: The command lines a status names as the fix: ``index <verb> -t <table>``.
+COMMAND = "ddbkeys partition-keys index"
+#: A reason's own advice, as the proof words it: `index backfill`, `ddbkeys partition-keys
+#: index repair`, ...
+ADVISED = re.compile(r"`(?:ddbkeys partition-keys )?index (\w+)")
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What :func:`status_flow` read: the table's description (and its stream's view type),
+    the index's record (``item``: as GetItem returns it; None: none) and the stream."""
+
+    info: TableInfo
+    view_type: str | None
+    item: dict[str, Any] | None
+    read: StreamRead
+
+
+def decide(
+    seen: Seen, *, index: str, markers: str, state_table: str, margin: float, now: float
+) -> ProofStatus:
+    """The status of marker index ``index`` from what was read (pure). ``markers``: how the
+    listing knows markers (``state.markers_key``), as a backfill records it."""
+    info = seen.info
+    evidence = evidence_from_item(info.name, index, seen.item) if seen.item is not None else None
+    stream = info.stream_arn
+    # The listing's order: the index's status, the record, then the stream.
+    declined = (
+        not_active(info, index)
+        or _reason(precheck(evidence, stream, margin, markers))
+        or _reason(seen.read.decline)
+    )
+    ours = _current(evidence, stream)
+    first = min((f for m in ours.values() if (f := m.first_saved) is not None), default=None)
+    item = seen.item or {}
+    maintainer = item.get("maintainer", {}).get("S")
+    fix, fix_in = _fix(declined, info, index, state_table, evidence, maintainer, margin, now)
+    working = _at_work(declined, fix, evidence, stream, margin, now)
+    if working is not None:  # the backfill it would run is at work: wait for it, run nothing
+        declined, fix, fix_in = working, None, None
+    replay = seen.read.replay if declined is None else None
+    scan, index_scan, per_key = estimate(info, index)
+    rechecks = len(replay.touched) if replay is not None else None
+    most = most_keys("auto", info, index)
+    return ProofStatus(
+        table=info.name,
+        index=index,
+        state_table=state_table,
+        index_status=index_status(info, index),
+        stream=stream,
+        view_type=seen.view_type,
+        maintainer=maintainer,
+        first_position=first,
+        shards=_shards(seen.read, evidence, stream, now, replay is not None),
+        backfill=_backfill(evidence, stream, now),
+        margin=margin,
+        now=now,
+        provable=declined is None,
+        reason=declined,
+        fix=fix,
+        fix_in=fix_in,
+        provable_in=_waiting(declined, evidence, stream, seen.read, markers, margin, now),
+        records=replay.records if replay is not None else None,
+        rechecks=rechecks,
+        listing_rcu=index_scan + per_key * rechecks if rechecks is not None else None,
+        scan_rcu=scan,
+        auto_uses_index=rechecks is not None and (most is None or rechecks <= most),
+    )
+
+
+def _reason(decline: Decline | None) -> str | None:
+    return None if decline is None else decline.reason
+
+
+def _current(evidence: Evidence | None, stream: str | None) -> dict[str, ShardMark]:
+    """The maintainer's marks under the table's stream as it is now."""
+    if evidence is None or stream is None:
+        return {}
+    return {s: m for s, m in evidence.shards.items() if m.stream == stream}
+
+
+def _fix(
+    reason: str | None,
+    info: TableInfo,
+    index: str,
+    state_table: str,
+    evidence: Evidence | None,
+    maintainer: str | None,
+    margin: float,
+    now: float,
+) -> tuple[str | None, float | None]:
+    """The one command that fixes ``reason``, and in how many seconds it counts (a backfill:
+    ``backfill_wait.readiness``, the rule ``index backfill`` waits by; it waits out the rest
+    itself)."""
+    if reason is None:
+        return None, None
+    where = readiness(info.name, evidence, info.stream_arn, now, margin)
+    extra = ""
+    if info.stream_arn is None:
+        verb = "stream"
+    elif not_active(info, index) is not None:
+        verb = "create"  # (it waits until the index is ACTIVE)
+    elif evidence is not None and evidence.corrupt is not None:
+        verb = ""  # (the reason says which part of the record is broken)
+    elif where.state == NO_MAINTAINER and maintainer == "lambda":
+        verb, extra = "backfill", " --wait-for-maintainer"
+    elif where.state == NO_MAINTAINER:
+        verb, extra = "follow", " --backfill"  # one command: maintain, then fill once
+    else:
+        advised = ADVISED.search(reason)
+        verb = advised.group(1) if advised else ""
+    if not verb:
+        return None, None
+    options = extra + ("" if index == "ddbkeys-partition-keys" else f" --index-name {index}")
+    if verb in ("follow", "backfill", "repair") and state_table != "ddbkeys-state":
+        options += f" --state-table {state_table}"
+    if verb in ("follow", "backfill") and margin != DEFAULT_REPLAY_MARGIN:
+        options += f" --replay-margin {margin:g}"
+    command = f"{COMMAND} {verb} -t {info.name}{options}"
+    return command, where.left if verb == "backfill" else 0.0
+
+
+def _at_work(
+    reason: str | None,
+    fix: str | None,
+    evidence: Evidence | None,
+    stream: str | None,
+    margin: float,
+    now: float,
+) -> str | None:
+    """The reason to give instead of ``reason`` when its fix is a backfill and one that can
+    count (``backfill_wait.can_count`` with this ``margin``) is at work under the stream
+    (``running_backfill``): `index backfill` would only wait for it. No estimate of when it
+    ends: how many collections are left is not known without reading the table (and the read
+    mode then waits a margin after its last write)."""
+    if reason is None or fix is None or not fix.startswith(f"{COMMAND} backfill "):
+        return None
+    other: Backfill | None = running_backfill(evidence, stream, now)
+    if other is None or not can_count(other, margin):
+        return None
+    handled = f"{other.handled or 0} collection(s) handled so far"
+    alive = other.alive if other.alive is not None else other.started
+    return (
+        f"a backfill is at work ({began(other)}; {handled}, alive {max(now - alive, 0.0):.0f} "
+        "s ago): listings can prove the index once it finishes, if it meets no clash (nothing "
+        "to run: `index backfill` would wait for it)"
+    )
+
+
+def _waiting(
+    reason: str | None,
+    evidence: Evidence | None,
+    stream: str | None,
+    read: StreamRead,
+    markers: str,
+    margin: float,
+    now: float,
+) -> float | None:
+    """Seconds until the shard plan proves the index with nothing done but waiting: the
+    first moment a mark becomes old enough (the margin after it was saved) at which
+    :func:`replay_window` no longer declines; None when waiting does not help."""
+    if reason is None:
+        return 0.0
+    if read.shards is None or read.decline is None or reason != read.decline.reason:
+        return None
+    if not isinstance(replay_window(evidence, stream, read.shards, now, margin, markers), Decline):
+        return None  # declined by the read, not the plan: waiting may not help
+    moments = sorted(
+        {saved + margin for m in _current(evidence, stream).values() for _, saved in m.marks}
+    )
+    for moment in moments:
+        if moment <= now:
+            continue
+        later = replay_window(evidence, stream, read.shards, moment + 0.001, margin, markers)
+        if not isinstance(later, Decline):
+            return moment - now
+    return None
+
+
+def _shards(
+    read: StreamRead,
+    evidence: Evidence | None,
+    stream: str | None,
+    now: float,
+    counted: bool,
+) -> tuple[ShardStatus, ...]:
+    listed = {str(s["ShardId"]): s for s in read.shards or ()}
+    ours = _current(evidence, stream)
+    checks = {
+        s: c
+        for s, c in (evidence.triggers.items() if evidence is not None else ())
+        if stream is not None and same_stream(c.stream, stream)
+    }
+    by_shard = read.replay.by_shard if read.replay is not None and counted else {}
+    out = []
+    for shard in sorted(set(listed) | set(ours)):
+        raw, mark, check = listed.get(shard, {}), ours.get(shard), checks.get(shard)
+        newest = mark.marks[-1] if mark is not None and mark.marks else None
+        out.append(
+            ShardStatus(
+                shard=shard,
+                parent=raw.get("ParentShardId"),
+                listed=shard in listed,
+                open="EndingSequenceNumber" not in raw.get("SequenceNumberRange", {}),
+                named=mark is not None,
+                since=mark.since if mark is not None else None,
+                newest=newest[0] if newest is not None else None,
+                age=now - newest[1] if newest is not None else None,
+                records=by_shard.get(shard, 0) if counted else None,
+                trigger_factor=check.factor if check is not None else None,
+                trigger_checked_age=(
+                    now - check.checked if check is not None and check.checked else None
+                ),
+            )
+        )
+    return tuple(out)
+
+
+def _backfill(evidence: Evidence | None, stream: str | None, now: float) -> BackfillStatus | None:
+    backfill = evidence.backfill if evidence is not None else None
+    if backfill is None:
+        return None
+    since = backfill.maintained_since
+    margin = backfill.margin
+    return BackfillStatus(
+        started=backfill.started,
+        finished=backfill.finished,
+        current_stream=stream is not None and backfill.stream == stream,
+        maintained_since=since,
+        after_first=backfill.started - since if since is not None else None,
+        margin=float(margin) if margin is not None else None,
+        clashes=backfill.clashes,
+        owner=backfill.owner,
+        alive=backfill.alive,
+        at_work=running_backfill(evidence, stream, now) is not None,
+        handled=backfill.handled,
+    )
+
+
+def status_reader(client: Any, marker: MarkerCore) -> Reader:
+    """The reader of the stream a status sends with, within the marker index's settings."""
+    return Reader(
+        client,
+        marker.table,
+        retry=marker.retry,
+        usage=marker.usage,
+        deadline=marker.deadline,
+        what="reading the marker index's evidence",
+    )
+
+
+def status_flow(
+    reader: Reader,
+    marker: MarkerCore,
+    store: StateCore,
+    margin: float = DEFAULT_REPLAY_MARGIN,
+    now: float | None = None,
+) -> Flow[ProofStatus]:
+    """Read what a listing reads (no Query or Scan of the table, nothing written) and
+    :func:`decide`. A :class:`~ddbkeys.DdbKeysError` when the table, the index (or the
+    marker index it names is not one: not KEYS_ONLY, keyed on another attribute) or the
+    state table is missing."""
+    raw = yield from marker.describe()
+    info = yield from marker.table_info()
+    check_index(info, marker.name, marker.attribute, active=False)
+    item = yield from store.record(info.name, marker.name)
+    when = store.clock() if now is None else now
+    evidence = evidence_from_item(info.name, marker.name, item) if item is not None else None
+    try:
+        read = yield from read_flow(reader, marker, info, evidence, margin, when, None)
+    except DdbKeysError as exc:  # the stream failing past the deadline: the listing's words
+        read = StreamRead(decline=Decline(proof_failed(exc)))
+    spec = raw.get("StreamSpecification") or {}
+    return decide(
+        Seen(info, spec.get("StreamViewType") if info.stream_arn else None, item, read),
+        index=marker.name,
+        markers=markers_key(marker.attribute, marker.sort_key(info)),
+        state_table=store.name,
+        margin=margin,
+        now=when,
+    )

@@ -1,0 +1,466 @@
+"""``index follow``: keep the markers right by reading the table's stream (every shard, shard
+splits, expired iterators), for servers, containers and DynamoDB Local (which has Streams but no
+Lambda triggers). The same reconciliation as the Lambda handler (``maintain.reconcile``).
+
+Each shard is read in order; a child shard (after a split) only once its parent is finished, so
+one item's records are handled in order. Records of one batch are grouped by collection and each
+collection is reconciled once. The position in every shard (the last sequence number handled) is
+saved in the state table after each batch, so a follower killed at any moment goes on from
+there: the records after its last save are handled again, which reconciliation makes harmless.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any, TypeVar
+
+from ddbkeys._core.steps import (
+    Flow,
+    Pause,
+    get_records,
+    get_shard_iterator,
+)
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._errors import ConfigurationError, error_code
+from ddbkeys.partition_keys._index.backfill_wait import needs_backfill
+from ddbkeys.partition_keys._index.maintain import Outcome
+from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
+from ddbkeys.partition_keys._index.markers import hashable
+from ddbkeys.partition_keys._index.pending import (
+    MAX_PENDING,
+    RETRY_PENDING,
+    Nonces,
+    apply_flow,
+    retry_flow,
+    unpend_flow,
+)
+from ddbkeys.partition_keys._index.state import StateCore, key_json
+from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._proof.evidence import (
+    DAY,
+    DEFAULT_REPLAY_MARGIN,
+    SHARD_PREFIX,
+    TRIM_SAFETY,
+    ShardMark,
+    advance,
+    created_at,
+)
+from ddbkeys.partition_keys._streams.follow_state import (
+    FollowReport,
+    FollowState,
+    count,
+    keys_of_records,
+    records_after,
+)
+from ddbkeys.partition_keys._streams.streams import stream_shards
+
+__all__ = [
+    "FollowCore",
+    "FollowReport",
+    "FollowState",
+    "keys_of_records",
+]
+
+T = TypeVar("T")
+LOG = logging.getLogger("ddbkeys")
+
+#: Records created this long (seconds) before a follower began reading a shard at its end are
+#: history the backfill covers (the stream's ApproximateCreationDateTime is rounded down to
+#: the second, and the clocks may differ a little).
+CLOCK_MARGIN = 5.0
+#: How old (seconds) a quiet shard's mark grows before the follower, caught up, says it again.
+REFRESH = 3600.0
+#: How often (seconds) it asks for the stream's shards again, to find new ones.
+DISCOVER = 10.0
+
+
+class FollowCore:
+    """How a follower follows ``index.table``'s stream and reconciles the marker of every
+    collection a record names, driver and clients aside: the marker index's plan, the plan of
+    its record in ``state_table`` (``store``), ``poll``, ``clock`` and ``on_batch``, built from
+    settings alone. Its flows take where the follower stands (a :class:`FollowState`); the
+    whole run is one flow (:meth:`follow`), which the sync :class:`StreamFollower` and
+    ``ddbkeys.aio._index.StreamFollower`` run."""
+
+    def __init__(
+        self,
+        index: MarkerCore,
+        *,
+        state_table: str | None = None,
+        poll: float = 1.0,
+        clock: Callable[[], float] = time.time,
+        on_batch: Callable[[FollowReport], None] | None = None,
+        max_pending: int = MAX_PENDING,
+    ) -> None:
+        self.index = index
+        self.store = StateCore(state_table, deadline=index.deadline, clock=clock, retry=index.retry)
+        self.poll = poll
+        self.clock = clock
+        self.on_batch = on_batch
+        #: The replay margin of the listings it serves (``backfill_needed``, ``--backfill``).
+        self.replay_margin = DEFAULT_REPLAY_MARGIN
+        #: The most pending collections it records (see ``pending.MAX_PENDING``), and how often
+        #: (seconds) it tries those it knows of again.
+        self.max_pending = max_pending
+        self.retry_every = RETRY_PENDING
+        self.nonce = Nonces()
+
+    # --- the stream ---------------------------------------------------------------------------
+
+    def _ask(self, request: Any, what: str) -> Flow[Any]:
+        return self.index.attempts(lambda _: send(request), what, writes=False)
+
+    def stream_arn(self) -> Flow[str]:
+        """At a start: the table's stream, the table described now (not as an earlier run of
+        this plan saw it) and its marker index checked first (a clear error when it has none)."""
+        arn = yield from self.latest_stream()
+        yield from self.index.maintained()
+        if arn is None:
+            table = self.index.table
+            raise ConfigurationError(
+                f"Table {table!r} has no stream: turn it on with `ddbkeys "
+                f"partition-keys index stream -t {table}`.",
+                table=table,
+            )
+        return arn
+
+    def latest_stream(self) -> Flow[str | None]:
+        """The table's stream, None while it has none; the table described now (and kept: a
+        table made anew under the same name has another key schema and index, maybe)."""
+        description = yield from self.index.describe()
+        if not description.get("StreamSpecification", {}).get("StreamEnabled"):
+            return None
+        return str(description["LatestStreamArn"])
+
+    def _shards(self, arn: str) -> Flow[list[dict[str, Any]]]:
+        return stream_shards(lambda request: self._ask(request, "reading the stream's shards"), arn)
+
+    def _iterator(self, arn: str, shard: str, kind: str, sequence: str | None = None) -> Flow[str]:
+        request: dict[str, Any] = {"StreamArn": arn, "ShardId": shard, "ShardIteratorType": kind}
+        if sequence:
+            request["SequenceNumber"] = sequence
+        answer = yield from self._ask(get_shard_iterator(request), "opening a shard")
+        return str(answer["ShardIterator"])
+
+    # --- the loop -----------------------------------------------------------------------------
+
+    def start(self, state: FollowState, arn: str, from_start: bool) -> Flow[None]:
+        """Load the marks saved under this stream, or begin covering it now."""
+        index, name = self.index.table, self.index.name
+        yield from self.store.ensure()
+        saved = yield from self.store.load(index, name)
+        shards = yield from self._shards(arn)
+        state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        state.marks = {
+            shard: mark
+            for shard, mark in (saved.shards.items() if saved is not None else ())
+            if mark.stream == arn
+        }
+        state.pending = set(saved.pending) if saved is not None else set()
+        # Whether a backfill must still run for listings to prove the index (said at once).
+        state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
+        if self.on_batch is not None:
+            self.on_batch(state.report)
+        if state.marks:
+            return
+        # A first start under this stream: every shard is named now. A closed shard holds
+        # history only (before now), which the backfill covers: marked at its end. An open one
+        # is read from its end (its records from now on), or with from_start from its oldest.
+        if not from_start:  # open first: a write before ``now`` below is covered by a backfill
+            for shard in shards:
+                if "EndingSequenceNumber" not in shard.get("SequenceNumberRange", {}):
+                    shard_id = str(shard["ShardId"])
+                    state.iterators[shard_id] = yield from self._iterator(arn, shard_id, "LATEST")
+        now = self.clock()
+        for shard in shards:
+            ending = shard.get("SequenceNumberRange", {}).get("EndingSequenceNumber")
+            shard_id = str(shard["ShardId"])
+            if ending is not None:
+                state.marks[shard_id] = advance(None, shard_id, arn, now, str(ending), now)
+                state.finished.add(shard_id)
+            elif from_start:
+                state.marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
+            else:
+                state.marks[shard_id] = advance(None, shard_id, arn, now, None, now)
+        yield from self._save_marks(state, list(state.marks))
+        yield from self.store.update(index, name, {"maintainer": "follow"})
+
+    @staticmethod
+    def ready(state: FollowState, shard: str) -> bool:
+        """Whether ``shard`` may be read: its parent (if the stream still lists it) is
+        finished, so one item's records are handled in order."""
+        parent = state.parents.get(shard)
+        return parent is None or parent not in state.parents or parent in state.finished
+
+    def _open_iterators(self, state: FollowState, arn: str) -> Flow[None]:
+        for shard in list(state.parents):
+            if shard in state.finished or shard in state.iterators or not self.ready(state, shard):
+                continue
+            mark = state.marks.get(shard)
+            position = mark.marks[-1][0] if mark is not None and mark.marks else None
+            if mark is None:
+                # Found since. A child of a shard this follower named holds the records that
+                # came after its parent's: every one is applied, from its first. Any other
+                # shard may hold records nobody applied (or that were trimmed): covered from
+                # now, so only a backfill begun after this counts for it.
+                now = self.clock()
+                child = state.parents.get(shard) in state.marks
+                state.marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
+            if position is None:
+                if self._may_have_lost(state, shard, mark):
+                    self._gap(state, shard)
+                state.iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
+                state.from_oldest.add(shard)
+                continue
+            try:
+                state.iterators[shard] = yield from self._iterator(
+                    arn, shard, "AFTER_SEQUENCE_NUMBER", position
+                )
+            except Exception as exc:
+                if _code(exc) != "TrimmedDataAccessException":
+                    raise
+                # Stopped for longer than the stream keeps records (24 hours): some were never
+                # applied. Recorded as a gap in the shard's mark (listings decline until a
+                # backfill begun after it), and the follower goes on from the oldest record.
+                self._gap(state, shard)
+                state.iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
+
+    def read(self, state: FollowState, shard: str) -> Flow[list[dict[str, Any]]]:
+        """One GetRecords on ``shard``; [] at its end for now. A finished shard is dropped."""
+        request = {"ShardIterator": state.iterators[shard], "Limit": 1000}
+        try:
+            page = yield from self._ask(get_records(request), "reading a shard")
+        except Exception as exc:
+            if _code(exc) not in ("ExpiredIteratorException", "TrimmedDataAccessException"):
+                raise
+            # An iterator too old (15 minutes), or one that points before what the shard
+            # still holds: taken again from the position saved, on the next round.
+            del state.iterators[shard]
+            return []
+        records: list[dict[str, Any]] = list(page.get("Records", []))
+        following = page.get("NextShardIterator")
+        if following:
+            state.iterators[shard] = following
+        else:
+            del state.iterators[shard]
+            state.finished.add(shard)
+        return records
+
+    def handle(
+        self, state: FollowState, arn: str, shard: str, records: list[dict[str, Any]]
+    ) -> Flow[None]:
+        """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
+        applied (a reconciliation that fails ends the run before the mark moves). A collection
+        whose reconciliation does not settle is applied by recording it as pending; one that
+        cannot be (the pending set full) is owed: tried again, the mark waiting for it."""
+        info = yield from self.index.table_info()
+        if shard in state.from_oldest and records:
+            # The first records of a shard read from its oldest: when they are nearly a day
+            # old, earlier ones may have been trimmed unapplied (a gap, as above).
+            state.from_oldest.discard(shard)
+            created = created_at(records[0])
+            if created is not None and created < self.clock() - DAY + TRIM_SAFETY:
+                self._gap(state, shard)
+        mark = state.marks.get(shard)
+        since = mark.since if mark is not None else "start"
+        skip = float(since) - CLOCK_MARGIN if isinstance(since, int | float) else None
+        # The collections owed from earlier batches first, then this batch's.
+        todo = dict(state.owed.pop(shard, {}))
+        for key in keys_of_records(records_after(records, skip), info.partition_key.name):
+            todo.setdefault(hashable(key), key)
+        owed = yield from self._apply(state, list(todo.values()))
+        read_to = state.unsaved.pop(shard, None)
+        last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else read_to
+        if owed:
+            # Not all applied: the shard's mark stays where it is (see pending's docstring).
+            state.owed[shard] = {hashable(k): k for k in owed}
+            if last is not None:
+                state.unsaved[shard] = last
+            if state.report.held_since is None:
+                state.report.held_since = self.clock()
+                LOG.warning(
+                    "ddbkeys: the pending set of index %s of %s is full: the position in shard "
+                    "%s stops advancing until its collection(s) settle",
+                    self.index.name,
+                    self.index.table,
+                    shard,
+                )
+        else:
+            state.marks[shard] = advance(mark, shard, arn, since, last, self.clock())
+            yield from self._save_marks(state, [shard])
+            if not state.owed:
+                state.report.held_since = None
+        state.report.records += len(records)
+        state.report.batches += 1
+
+    def _apply(self, state: FollowState, keys: list[Key]) -> Flow[list[Key]]:
+        """Reconcile each collection of ``keys`` (one that does not settle recorded pending);
+        the pending elements known before that name one that settled are taken out. Those
+        neither settled nor recorded (the pending set full)."""
+        known = frozenset(state.pending)
+        clashes: list[Key] = []
+        settled: list[Key] = []
+        owed: list[Key] = []
+        for key in keys:
+            applied = yield from apply_flow(
+                self.index, self.store, key, self.nonce, self.max_pending, known
+            )
+            if applied.outcome is not None:
+                count(state.report, applied.outcome)
+                (clashes if applied.outcome is Outcome.CLASH else settled).append(key)
+            elif applied.element is not None:
+                state.pending.add(applied.element)
+                state.pending.difference_update(applied.replaced)
+                state.report.pending += 1
+            else:
+                owed.append(key)
+        clashed = [key_json(k) for k in clashes]
+        yield from self.store.clashes(self.index.table, self.index.name, clashed, add=True)
+        gone = yield from unpend_flow(self.store, self.index.table, self.index.name, known, settled)
+        state.pending.difference_update(gone)
+        state.report.unpended += len(gone)
+        return owed
+
+    def retry_owed(self, state: FollowState, arn: str) -> Flow[None]:
+        """After a round: the collections owed are tried again (a shard's mark waits for them
+        whether more records come or not), and the pending collections this follower knows
+        of (see :meth:`retry_pending`)."""
+        for shard in list(state.owed):
+            yield from self.handle(state, arn, shard, [])
+        yield from self.retry_pending(state)
+
+    def retry_pending(self, state: FollowState) -> Flow[None]:
+        """Reconcile the pending collections this follower knows of (at most once every
+        ``retry_every`` seconds): those that settle leave the set."""
+        now, tried = self.clock(), state.pending_tried
+        if not state.pending or (tried is not None and now - tried < self.retry_every):
+            return
+        state.pending_tried = now
+        outcomes, gone = yield from retry_flow(self.index, self.store, state.pending)
+        for outcome in outcomes:
+            count(state.report, outcome)
+        state.pending.difference_update(gone)
+        state.report.unpended += len(gone)
+
+    def _may_have_lost(self, state: FollowState, shard: str, mark: ShardMark | None) -> bool:
+        """Whether records of ``shard``, about to be read from its oldest one with none of
+        them applied yet, may have been trimmed (kept 24 hours) before now: it was begun at
+        its end more than a day ago, or its parent was last read more than a day ago (the
+        shard holds the records that came after the parent's)."""
+        limit = self.clock() - DAY + TRIM_SAFETY
+        if mark is not None and isinstance(mark.since, int | float):
+            return float(mark.since) < limit
+        parent = state.marks.get(state.parents.get(shard) or "")
+        return parent is not None and bool(parent.marks) and parent.marks[-1][1] < limit
+
+    def _gap(self, state: FollowState, shard: str) -> None:
+        """Records of ``shard`` were lost before this follower applied them: said in its mark."""
+        mark = state.marks.get(shard)
+        if mark is not None:
+            state.marks[shard] = replace(mark, gap=self.clock())
+
+    def _save_marks(self, state: FollowState, shards: list[str]) -> Flow[None]:
+        values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
+        yield from self.store.update(self.index.table, self.index.name, values)
+
+    def _caught_up(self, state: FollowState, arn: str, began: float, now: float) -> Flow[None]:
+        """A round that began at ``began`` found every open shard read to its tip."""
+        state.report.caught_up = True
+        # As of the round's start, not its end: a record written while the round read the
+        # other shards may lie past a shard already read.
+        state.report.caught_up_at = began
+        # A shard with nothing new keeps its position, said again now (true: nothing after it
+        # as of now), so that a quiet shard's mark does not grow a day old while it runs.
+        quiet = [
+            shard
+            for shard, mark in state.marks.items()
+            if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
+        ]
+        for shard in quiet:
+            state.marks[shard] = advance(
+                state.marks[shard], shard, arn, state.marks[shard].since, None, now
+            )
+        if quiet:
+            yield from self._save_marks(state, quiet)
+
+    def _round(self, state: FollowState, arn: str, stop: StopFlag) -> Flow[tuple[bool, bool]]:
+        """Read each open shard once and apply what it gave: whether every shard was at its
+        end (read, and gave nothing: a shard that ended, its children next, or whose iterator
+        expired, taken again next round, is not the end of the stream), and whether one ended."""
+        at_end, ended = True, False
+        for shard in list(state.iterators):
+            records = yield from self.read(state, shard)
+            if records or shard in state.finished:
+                yield from self.handle(state, arn, shard, records)
+                if self.on_batch is not None:
+                    self.on_batch(state.report)
+            if records or shard not in state.iterators:
+                at_end = False
+            ended = ended or shard in state.finished
+            if stop.requested:
+                break
+        return at_end, ended
+
+    def _discover(self, state: FollowState, arn: str, now: float) -> Flow[str]:
+        """Look at the table's stream again: its shards now, or a new stream (turned off and
+        on: begun anew), or none (off: said once, and waited for). The stream followed next."""
+        # None: the stream is off (as between the two updates that change its view type). The
+        # old stream is read to its end and the table looked at again: the follower goes on,
+        # and a listing's proof of the index says what it missed.
+        latest = yield from self.latest_stream()
+        off, state.report.stream_off_since = state.report.stream_off_since, None
+        if latest is None:
+            state.report.stream_off_since = off or now
+            if off is None and self.on_batch is not None:
+                self.on_batch(state.report)  # (said once)
+        elif latest != arn:
+            # (Checked again as at a first start, on the table as it is now: one made anew
+            # under the same name may be keyed otherwise, or have no index.)
+            yield from self.index.maintained()
+            # The stream was turned off and on: a new stream, begun anew (from its end, as a
+            # first start: only a backfill begun after counts).
+            arn = latest
+            state.iterators.clear()
+            state.finished.clear()
+            state.marks = {}
+            state.forget_owed()
+            yield from self.start(state, arn, False)
+        shards = yield from self._shards(arn)
+        state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        return arn
+
+    def follow(
+        self, state: FollowState, stop: StopFlag, until_caught_up: bool, from_start: bool
+    ) -> Flow[FollowReport]:
+        """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
+        shard has been read to its end once. A shard's mark is saved after each batch.
+        Nothing is written unless the marker index is there (keyed on the marker attribute,
+        KEYS_ONLY, ACTIVE)."""
+        arn = yield from self.stream_arn()
+        state.iterators.clear()  # a new run goes on from the marks saved
+        state.finished.clear()
+        yield from self.start(state, arn, from_start)
+        discovered = self.clock()
+        while not stop.requested:
+            began = self.clock()
+            yield from self._open_iterators(state, arn)
+            at_end, ended = yield from self._round(state, arn, stop)
+            if not stop.requested:
+                yield from self.retry_owed(state, arn)
+            now = self.clock()
+            if at_end and not stop.requested:
+                yield from self._caught_up(state, arn, began, now)
+                if until_caught_up:
+                    break
+                yield Pause(self.poll, stop=stop)
+            if now - discovered >= DISCOVER or ended:
+                arn = yield from self._discover(state, arn, now)
+                discovered = now
+        return state.report
+
+
+def _code(exc: BaseException) -> str | None:
+    return error_code(getattr(exc, "cause", None) or exc)

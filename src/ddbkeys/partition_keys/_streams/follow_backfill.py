@@ -1,0 +1,191 @@
+"""``index follow --backfill`` (``StreamFollower(..., backfill=True)``): one long-running command
+takes a table from an empty index to a provable one. Beside the following, a flow waits until
+the replay margin has passed since the follower's first position, backfills (see
+``backfill.waited_backfill_flow``), and from then on looks again every ``CHECK`` seconds: it
+backfills once per stream, and again only when no backfill record would let a listing prove
+the index (a new stream, a backfill stopped before its end, records lost before anyone applied
+them). A restarted follower does not backfill again while a counting record exists. Another
+backfill at work under the stream (a manual ``index backfill``, another follower: alive in the
+record, see ``backfill_claim``) is waited for, looked at again every ``OTHER_POLL`` seconds
+(``report.backfill_state`` is ``"another running"``): its outcome is the follower's when
+listings can prove the index from it, and the follower backfills itself when not, or when it
+dies (silent for ``backfill_wait.ALIVE_FOR`` seconds).
+
+The flow's own :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore` and state plan (not
+the
+follower's): the sync follower runs it in a thread, the asyncio one in a task."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ddbkeys._capacity import Usage
+from ddbkeys._core.steps import Flow, Pause
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys._errors import DdbKeysError
+from ddbkeys.partition_keys._index.backfill import waited_backfill_flow
+from ddbkeys.partition_keys._index.backfill_claim import owner_name
+from ddbkeys.partition_keys._index.backfill_wait import (
+    OTHER_POLL,
+    OTHER_RUNNING,
+    WAITING,
+    Readiness,
+    began,
+    can_count,
+    dead_in,
+    needs_backfill,
+    running_backfill,
+)
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.markers import BackfillReport
+from ddbkeys.partition_keys._index.state import StateCore
+from ddbkeys.partition_keys._listing.base import plain_key
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys._proof.evidence import Backfill
+    from ddbkeys.partition_keys._streams.follow import FollowCore
+    from ddbkeys.partition_keys._streams.follow_state import FollowReport
+
+__all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
+
+#: How often (seconds) a follower with ``backfill`` looks whether a backfill is needed.
+CHECK = 10.0
+
+
+def needed_flow(
+    plan: MarkerCore, store: StateCore, margin: float
+) -> Flow[tuple[bool | None, Backfill | None]]:
+    """:func:`needs_backfill` on the table and the index's record as they are now (a
+    DescribeTable and a GetItem of the state table, which is not created): None while the
+    table's stream is off (no backfill can help then); False while another backfill that can
+    count is at work under the stream (``backfill_wait.running_backfill``), which is then
+    given too: the follower waits for it rather than read the table a second time."""
+    description = yield from plan.describe()
+    stream = (
+        str(description["LatestStreamArn"])
+        if description.get("StreamSpecification", {}).get("StreamEnabled")
+        else None
+    )
+    if stream is None:
+        return None, None
+    evidence = yield from store.load(plan.table, plan.name)
+    now = store.clock()
+    other = running_backfill(evidence, stream, now)
+    if other is not None and not can_count(other, margin):
+        other = None  # (one that cannot count is taken over: see backfill_claim)
+    return needs_backfill(evidence, stream, margin, now=now), other
+
+
+def _done(report: BackfillReport, table: str) -> str:
+    what = (
+        f"backfill done: {report.written} marker(s) written, {report.present} already there, "
+        f"{report.removed} removed"
+    )
+    if report.clashes:
+        shown = ", ".join(repr(plain_key(k)) for k in report.clashes[:5])
+        more = f" and {len(report.clashes) - 5} more" if len(report.clashes) > 5 else ""
+        return what + (
+            f"; it does not count: {len(report.clashes)} collection(s) of table {table!r} hold "
+            f"data at the marker's key ({shown}{more}): move those items, then run "
+            f"`ddbkeys partition-keys index backfill -t {table}`"
+        )
+    if report.counts:
+        return what + "; listings can prove the index from now on"
+    return what + f"; it does not count: {report.advice}"
+
+
+def keep_backfilled(
+    follow: FollowCore,
+    report: FollowReport,
+    margin: float,
+    stop: StopFlag,
+    tell: Callable[[str], None] | None = None,
+    *,
+    once: bool = False,
+) -> Flow[None]:
+    """Backfill ``follow``'s index when :func:`needs_backfill` says so, until ``stop`` (or,
+    ``once``, after the first look that needs none or the first backfill). What it does is
+    counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
+    time it starts waiting, begins, ends or fails."""
+    index = follow.index
+    plan = MarkerCore(
+        index.table,
+        index_name=index.name,
+        marker_attribute=index.attribute_given,
+        marker_sort_key=index.sort_key_given,
+        usage=Usage(),
+        deadline=index.deadline,
+        retry=index.retry,
+        read_timeout=index.read_timeout,
+    )
+    store = StateCore(
+        follow.store.name, deadline=follow.store.deadline, clock=follow.clock, retry=index.retry
+    )
+    said: list[str] = []
+
+    def say(line: str) -> None:
+        if tell is not None and (not said or said[-1] != line):
+            tell(line)
+        said.append(line)
+
+    def another(other: Backfill) -> None:
+        if report.backfill_state != OTHER_RUNNING:
+            report.backfill_state = OTHER_RUNNING
+            say(
+                f"another backfill is at work ({began(other)}): waiting for it to end (it was "
+                f"{dead_in(other, store.clock())} at most)"
+            )
+
+    def on_wait(where: Readiness) -> None:
+        if where.state == WAITING and report.backfill_state != "waiting":
+            report.backfill_state = "waiting"
+            say(
+                f"backfill in {where.left:.0f} s (the replay margin, {margin:g} s, after the "
+                "follower's first position)"
+            )
+        elif where.state == OTHER_RUNNING and where.other is not None:
+            another(where.other)
+        elif where.counts and report.backfill_state != "running":
+            report.backfill_state = "running"
+            say("backfill begins")
+
+    while not stop.requested:
+        try:
+            yield from plan.maintained()
+            needed, other = yield from needed_flow(plan, store, margin)
+            if needed is None:
+                pass  # the stream is off: the follower says so, and waits for a new one
+            elif other is not None:
+                another(other)  # looked at again in CHECK seconds (a dead one is passed over)
+            elif needed:
+                done = yield from waited_backfill_flow(
+                    plan,
+                    None,
+                    store,
+                    margin,
+                    for_maintainer=True,
+                    on_wait=on_wait,
+                    stop=stop,
+                    owner=owner_name("index follow"),
+                )
+                report.backfill = done
+                report.backfill_state = "done"
+                if done.joined is not None:
+                    say(
+                        f"the backfill it waited for ({began(done.joined)}) has ended: listings "
+                        "can prove the index from now on"
+                    )
+                else:
+                    report.backfills += 1
+                    say(_done(done, plan.table))
+            elif report.backfill_state in (None, OTHER_RUNNING):
+                report.backfill_state = "done"
+                say("a backfill under this stream already lets listings prove the index")
+        except DdbKeysError as exc:
+            report.backfill_state = "failed"
+            say(f"backfill failed: {exc}; tried again in {CHECK:g} s")
+        if once and report.backfill_state != OTHER_RUNNING:
+            return
+        again = OTHER_POLL if report.backfill_state == OTHER_RUNNING else CHECK
+        yield Pause(again, plan.retry.sleep, stop=stop)

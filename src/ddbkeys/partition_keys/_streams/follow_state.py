@@ -1,0 +1,164 @@
+"""What a stream follower keeps while it runs (its :class:`FollowState`), says it did (its
+:class:`FollowReport`) and stops on (:class:`StopOn`), and the collections a batch of stream
+records names. Plain values and pure functions; :mod:`ddbkeys.partition_keys._streams.follow`
+decides
+with them."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ddbkeys._core.stopping import StopFlag
+from ddbkeys.partition_keys._index.maintain import Outcome
+from ddbkeys.partition_keys._index.markers import BackfillReport
+from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, ShardMark, created_at
+
+__all__ = [
+    "Event",
+    "FollowReport",
+    "FollowState",
+    "StopOn",
+    "Stopped",
+    "count",
+    "keys_of_records",
+    "records_after",
+    "value_key",
+]
+
+
+def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
+    """The distinct partition keys (typed) of stream records, in the order first seen."""
+    seen: dict[str, dict[str, Any]] = {}
+    for record in records:
+        value = record.get("dynamodb", {}).get("Keys", {}).get(partition_key)
+        if value is not None:
+            seen.setdefault(value_key(value), value)
+    return list(seen.values())
+
+
+def records_after(records: list[dict[str, Any]], skip_before: float | None) -> list[dict[str, Any]]:
+    """``records`` but those created before ``skip_before`` (seconds; None: all)."""
+    if skip_before is None:
+        return records
+    kept = []
+    for record in records:
+        created = created_at(record)
+        if created is None or created + CREATED_ROUNDING >= skip_before:
+            kept.append(record)
+    return kept
+
+
+def value_key(value: dict[str, Any]) -> str:
+    """A hashable form of a typed value, whose binary may be bytes (boto3) or base64 text (a
+    Lambda event's JSON): not :func:`~ddbkeys.partition_keys._index.markers.hashable`, which takes
+    bytes only."""
+    kind, raw = next(iter(value.items()))
+    if isinstance(raw, (bytes, bytearray)):
+        raw = bytes(raw).hex()
+    return json.dumps([kind, raw])
+
+
+@dataclass
+class FollowReport:
+    """What a follower did: records and batches handled, and what they did to markers."""
+
+    records: int = 0
+    batches: int = 0
+    marked: int = 0
+    unmarked: int = 0
+    clashes: int = 0
+    caught_up: bool = False
+    #: When (the follower's clock) it last found every shard read to its end: every record
+    #: written before this time has been applied (the start of the round that found it).
+    caught_up_at: float | None = None
+    #: Since when it has found the table's stream off (None: on); it waits for a new one.
+    stream_off_since: float | None = None
+    #: At its (last) start: whether no backfill under the stream lets a listing prove the
+    #: index yet (with the follower's ``replay_margin``).
+    backfill_needed: bool | None = None
+    #: With ``backfill=True``: what its backfill does now (None: nothing yet; "waiting" for
+    #: the replay margin, "another running": waiting for another backfill at work under the
+    #: stream to end, "running", "done", "failed"), how many it finished itself, and the
+    #: last (``report.backfill.joined`` set: the other one's outcome, which it waited for).
+    backfill_state: str | None = None
+    backfills: int = 0
+    backfill: BackfillReport | None = None
+    #: Collections it recorded as pending (their reconciliation did not settle), and pending
+    #: elements it took out once their collection settled.
+    pending: int = 0
+    unpended: int = 0
+    #: Since when a shard's position has stopped advancing (None: none has): a collection
+    #: that did not settle could not be recorded, the pending set being full.
+    held_since: float | None = None
+
+
+class Event(Protocol):
+    """A stop signal: a ``threading.Event`` or an ``asyncio.Event``."""
+
+    def is_set(self) -> bool: ...
+
+
+class Stopped(Exception):
+    """The stop was set during a wait: the run ends there (its checkpoint is saved)."""
+
+
+class StopOn(StopFlag):
+    """A :class:`StopFlag` that is set when ``event`` is (for the drivers' sliced waits)."""
+
+    def __init__(self, event: Event) -> None:
+        super().__init__()
+        self.event = event
+
+    @property
+    def requested(self) -> bool:
+        return self.event.is_set()
+
+    @requested.setter
+    def requested(self, value: bool) -> None:
+        pass
+
+    def check(self) -> None:
+        if self.event.is_set():
+            raise Stopped
+
+
+@dataclass
+class FollowState:
+    """Where a follower stands, in memory (what outlives a run is its marks, saved in the state
+    table): per shard, what is applied (``marks``, saved as such), the shards read to their end
+    (``finished``), those opened at their oldest record and not read yet (``from_oldest``), the
+    open iterators, each shard's parent (as the stream lists them), and the report."""
+
+    marks: dict[str, ShardMark] = field(default_factory=dict)
+    finished: set[str] = field(default_factory=set)
+    from_oldest: set[str] = field(default_factory=set)
+    iterators: dict[str, str | None] = field(default_factory=dict)
+    parents: dict[str, str | None] = field(default_factory=dict)
+    report: FollowReport = field(default_factory=FollowReport)
+    #: The pending elements it knows of (the record's when it started, and its own since):
+    #: those a reconciliation of their collection that settles afterwards takes out.
+    pending: set[str] = field(default_factory=set)
+    #: When it last tried the pending collections it knows of.
+    pending_tried: float | None = None
+    #: Per shard, the collections that did not settle and could not be recorded pending (the
+    #: set full), tried again with each batch: the shard's mark waits for them; and the last
+    #: record read meanwhile (where the mark goes once they are applied).
+    owed: dict[str, dict[tuple[str, Any], Key]] = field(default_factory=dict)
+    unsaved: dict[str, str] = field(default_factory=dict)
+
+    def forget_owed(self) -> None:
+        """On a new stream: what was owed in the old one's shards is a backfill's to cover."""
+        self.owed.clear()
+        self.unsaved.clear()
+        self.report.held_since = None
+
+
+def count(report: FollowReport, outcome: Outcome) -> None:
+    """Add what one reconciliation did to ``report``."""
+    report.marked += outcome is Outcome.MARKED
+    report.unmarked += outcome is Outcome.UNMARKED
+    report.clashes += outcome is Outcome.CLASH

@@ -1,0 +1,1 @@
+"""A listing as tasks, and its estimate before it runs."""
