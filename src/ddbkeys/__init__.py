@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.stream_setup import enable_stream
     from ddbkeys.partition_keys._listing.choice import IndexUnprovenError
     from ddbkeys.partition_keys._listing.listing import Listing
+    from ddbkeys.partition_keys._listing.options import ListingOptions
     from ddbkeys.partition_keys._streams.follower import StreamFollower
     from ddbkeys.partition_keys._streams.lambda_events import MalformedEventError
     from ddbkeys.partition_keys._tasks.tasks import ListingTask, list_tasks, open_task, plan_listing
@@ -70,6 +71,7 @@ _LAZY = {
     "CollectionSequence": "ddbkeys.ids._collection",
     "GaplessSequence": "ddbkeys.ids._gapless",
     "Listing": "ddbkeys.partition_keys._listing.listing",
+    "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "ListingTask": "ddbkeys.partition_keys._tasks.tasks",
     "MarkerIndex": "ddbkeys.partition_keys._index.index",
     "StateStore": "ddbkeys.partition_keys._index.state",
@@ -129,6 +131,7 @@ __all__ = [
     "KeySchemaError",
     "Listing",
     "ListingInterrupted",
+    "ListingOptions",
     "ListingTask",
     "LocalServerError",
     "MalformedEventError",

@@ -16,7 +16,12 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
+from ddbkeys.partition_keys import (
+    ListingOptions,
+    MarkerIndex,
+    StreamFollower,
+    distinct_partition_keys,
+)
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 
@@ -168,7 +173,7 @@ def run_partition_keys(
     expected = {pk for pk, _ in collections}
     results: list[KeysResult] = []
 
-    def listing(method: str, segments: int = 1) -> None:
+    def listing(method: str, segments: int = ListingOptions.segments) -> None:
         parallel = f" x{segments}" if segments > 1 else ""
         phase = f"keys: {method}{parallel}"
         if progress is not None:

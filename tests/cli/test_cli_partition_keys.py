@@ -110,7 +110,7 @@ def test_index_commands(
     )
     assert planned.exit_code == 0, planned.output
     lines = planned.stdout.splitlines()
-    assert len(lines) == 2 and all(json.loads(line)["trust_index"] for line in lines)
+    assert len(lines) == 2 and all(json.loads(line)["options"]["trust_index"] for line in lines)
     keys = []
     for line in lines:
         ran = CliRunner().invoke(cli, ["partition-keys", "run-task"], input=line)

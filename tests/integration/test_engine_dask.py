@@ -53,7 +53,7 @@ def test_a_plan_on_a_local_cluster_with_a_worker_killed_mid_task(
     # skip reads one key a request, 0.5 RCU each; a budget of 2 RCU/s a task makes each of the
     # 4 tasks (about 12 keys) run for about 2 s: a task is surely running when the kill comes.
     planned = plan_listing(ddb_client, table, "skip", tasks=4, max_rcu_per_second=4, concurrency=2)
-    assert {t.rate for t in planned} == {2.0}
+    assert {t.options.max_rcu_per_second for t in planned} == {2.0}
     with cluster(2) as local, distributed.Client(local) as client:
         pids: dict[str, int] = client.run(os.getpid)
         assert len(pids) == 2 and os.getpid() not in pids.values()

@@ -49,7 +49,7 @@ def test_the_tasks_split_the_listing_exactly(
     fill(ddb_client, table)
     planned = plan_listing(ddb_client, table, method, tasks=5)
     assert len(planned) == 5 and {t.segment for t in planned} == set(range(5))
-    assert all(t.method == planned[0].method for t in planned)
+    assert all(t.options.method == planned[0].options.method for t in planned)
     per_task = [list(open_task(ListingTask.from_json(t.to_json()))) for t in planned]
     union = Counter(k for keys in per_task for k in keys)
     assert sorted(union) == non_empty(ddb_client, table)
@@ -93,7 +93,9 @@ def test_the_proven_index_is_replayed_once_in_the_plan(
         replay_margin=MARGIN,
         max_rcu_per_second=100,
     )
-    assert [task.rate for task in shared] == [25.0] * 4  # all 4 at once share the budget
+    assert [task.options.max_rcu_per_second for task in shared] == [
+        25.0
+    ] * 4  # all 4 at once share the budget
     sent: list[str] = []
     found: list[Any] = []
     for task in planned:
@@ -153,7 +155,7 @@ def test_tasks_run_one_after_another_keep_to_their_share(
             TableName=table, Item={"pk": {"S": f"k{n:02}"}, "sk": {"N": "1"}, "p": {"S": "x" * 900}}
         )
     planned = plan_listing(ddb_client, table, "scan", tasks=4, max_rcu_per_second=8)
-    assert [task.rate for task in planned] == [2.0] * 4
+    assert [task.options.max_rcu_per_second for task in planned] == [2.0] * 4
     started, read, keys = time.monotonic(), 0.0, []
     for task in planned:
         began = time.monotonic()
@@ -221,7 +223,7 @@ def test_one_read_budget_as_a_share_of_the_capacity(
     planned = plan_listing(
         ddb_client, table, tasks=4, concurrency=2, read_percent=0.5, read_capacity=40
     )
-    assert {t.rate for t in planned} == {10.0}
+    assert {t.options.max_rcu_per_second for t in planned} == {10.0}
     run = CliRunner().invoke(
         cli,
         [

@@ -156,7 +156,9 @@ def test_the_proven_index_under_faults_reads_no_stream_in_the_tasks(
     for fault in FAULTS:
         assert fault_proxy.counts_by_operation[("GetRecords", fault.value)] >= 1
     assert fault_proxy.counts_by_operation[("GetRecords", "forward")] >= 1
-    assert len(planned) == 4 and all(t.method == "index" for t in planned), planned[0].reason
+    assert len(planned) == 4 and all(t.options.method == "index" for t in planned), planned[
+        0
+    ].reason
     assert "proven" in planned[0].reason
     per_task = run_under_faults(fault_proxy, planned, seed=20, reading=3)
     assert_exact(ddb_client, table, per_task)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from ddbkeys._capacity import item_size
+from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
@@ -59,14 +60,11 @@ def big(**changes: Any) -> Any:
     return info(**{"item_count": 250_000, "size_bytes": 100 * MB, **changes})
 
 
-def estimated(table: Any = None, found: Sample | None = None, **settings: Any) -> Any:
-    return estimate(
-        table or big(),
-        found or sample(),
-        index=INDEX,
-        marker_attribute=MARKER,
-        **settings,
-    )
+def estimated(
+    table: Any = None, found: Sample | None = None, concurrency: int = 1, **settings: Any
+) -> Any:
+    options = ListingOptions(index_name=INDEX, marker_attribute=MARKER, **settings)
+    return estimate(table or big(), found or sample(), options, concurrency=concurrency)
 
 
 def test_a_sample_is_summed_up_by_collection() -> None:

@@ -38,14 +38,9 @@ def test_a_changed_signature_is_caught(tmp_path: Path) -> None:
     shutil.copy(ROOT / "public-api.txt", copy / "public-api.txt")
     face = copy / "src" / "ddbkeys" / "partition_keys" / "_listing" / "opening.py"
     source = face.read_text()
-    assert "    replay_margin: float = DEFAULT_REPLAY_MARGIN," in source
-    face.write_text(
-        source.replace(
-            "    replay_margin: float = DEFAULT_REPLAY_MARGIN,",
-            "    margin: float = DEFAULT_REPLAY_MARGIN,",
-            1,
-        )
-    )
+    keyword = "    resume: str | None = None,"
+    assert keyword in source
+    face.write_text(source.replace(keyword, "    token: str | None = None,", 1))
     done = subprocess.run(
         [sys.executable, str(copy / "scripts" / "public_api.py"), "--check"],
         capture_output=True,
@@ -55,4 +50,4 @@ def test_a_changed_signature_is_caught(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "-def ddbkeys.partition_keys.distinct_partition_keys(" in done.stdout
     assert "+def ddbkeys.partition_keys.distinct_partition_keys(" in done.stdout
-    assert "margin: float = 60.0" in done.stdout
+    assert "token: str | None = None" in done.stdout

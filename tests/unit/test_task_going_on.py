@@ -11,7 +11,7 @@ import pytest
 
 from ddbkeys import ResumeTokenError
 from ddbkeys._errors import ConfigurationError
-from ddbkeys.partition_keys import ListingTask
+from ddbkeys.partition_keys import ListingOptions, ListingTask
 from ddbkeys.partition_keys._listing.base import Position
 from ddbkeys.partition_keys._listing.checkpoint import Checkpoint, encode_token
 
@@ -23,7 +23,8 @@ def token(positions: list[Position], **changed: object) -> str:
 
 def task(segment: int, segments: int = 3) -> ListingTask:
     alone: list[Position] = [None if n == segment else True for n in range(segments)]
-    return ListingTask("orders", "skip-pages", "", segment, segments, token(alone))
+    options = ListingOptions(method="skip-pages")
+    return ListingTask("orders", "", segment, segments, token(alone), options)
 
 
 def test_a_task_goes_on_from_a_checkpoint_of_its_own() -> None:
@@ -60,21 +61,27 @@ def test_a_checkpoint_of_another_task_or_plan_is_refused(checkpoint: str, why: s
 @pytest.mark.parametrize(
     ("field", "value"),
     [
-        ("deadline", "x"),
-        ("deadline", 0),
-        ("deadline", float("nan")),
+        ("options.deadline", "x"),
+        ("options.deadline", 0),
+        ("options.deadline", float("nan")),
         ("segment", "1"),
         ("segment", True),
-        ("trust_index", 1),
-        ("rate", []),
-        ("rate", float("inf")),
-        ("rate", -1),
+        ("options.trust_index", 1),
+        ("options.max_rcu_per_second", []),
+        ("options.max_rcu_per_second", float("inf")),
+        ("options.max_rcu_per_second", -1),
+        ("options.index_name", 5),
+        ("options.method", "magic"),
+        ("options.budget", 5),
+        ("options", [1]),
     ],
 )
 def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value: object) -> None:
     line = json.loads(task(1).to_json())
-    line[field] = value
-    with pytest.raises(ConfigurationError, match=f"Not a listing task ddbkeys wrote .*{field}"):
+    *inside, name = field.split(".")
+    (line[inside[0]] if inside else line)[name] = value
+    named = "listing options" if field == "options" else name
+    with pytest.raises(ConfigurationError, match=f"Not a listing task ddbkeys wrote .*{named}"):
         ListingTask.from_json(json.dumps(line))
     assert ListingTask.from_json(task(1).to_json()) == task(1)
 
@@ -87,13 +94,14 @@ def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value
         ("segment", -1, "its token is of 3 segments"),
         ("segments", 4, "its token is of 3 segments"),
         ("table", "other", "its token lists skip-pages of table 'orders'"),
-        ("method", "scan", "its token lists skip-pages of table 'orders'"),
+        ("options.method", "scan", "its token lists skip-pages of table 'orders'"),
     ],
 )
 def test_a_task_line_whose_fields_disagree_with_its_token_is_refused(
     field: str, value: object, why: str
 ) -> None:
     line = json.loads(task(1).to_json())
-    line[field] = value
+    *inside, name = field.split(".")
+    (line[inside[0]] if inside else line)[name] = value
     with pytest.raises(ConfigurationError, match=f"a line edited: .*{why}"):
         ListingTask.from_json(json.dumps(line))

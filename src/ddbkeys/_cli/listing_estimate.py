@@ -18,7 +18,7 @@ from ddbkeys._cli.common import (
     output_option,
     structured,
 )
-from ddbkeys.partition_keys import Listing, ListingEstimate, estimate_listing
+from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import duration, size
 
@@ -126,15 +126,15 @@ def estimate_command(
     Example:
       ddbkeys partition-keys estimate -t orders --read-percent 0.5
     """
-    found = estimate_listing(
-        connection.client(),
-        table_name,
+    options = ListingOptions(
         read_percent=read_percent,
         max_rcu_per_second=max_rcu_per_second,
-        concurrency=concurrency,
         index_name=index_name,
         marker_attribute=marker_attribute,
         deadline=connection.timeout,
+    )
+    found = estimate_listing(
+        connection.client(), table_name, options=options, concurrency=concurrency
     )
     if structured(output):
         echo_json(json.loads(found.to_json()))

@@ -19,9 +19,16 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink
-from ddbkeys._cli.partition_keys import stream_keys
+from ddbkeys._cli.partition_keys import DEFAULTS, stream_keys
 from ddbkeys._errors import DdbKeysError
-from ddbkeys.partition_keys import METHODS, ListingTask, estimate_listing, open_task, plan_listing
+from ddbkeys.partition_keys import (
+    METHODS,
+    ListingOptions,
+    ListingTask,
+    estimate_listing,
+    open_task,
+    plan_listing,
+)
 
 __all__ = ["plan_command", "run_task_command"]
 
@@ -29,7 +36,9 @@ __all__ = ["plan_command", "run_task_command"]
 @click.command("plan")
 @click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
 @click.option("--tasks", type=click.IntRange(1, 1_000_000), default=4, show_default=True)
-@click.option("--method", "-m", type=click.Choice(METHODS), default="auto", show_default=True)
+@click.option(
+    "--method", "-m", type=click.Choice(METHODS), default=DEFAULTS.method, show_default=True
+)
 @click.option(
     "--concurrency",
     type=click.IntRange(1),
@@ -64,17 +73,10 @@ def plan_command(
     Example:
       ddbkeys partition-keys plan -t orders --tasks 4 > tasks.jsonl
     """
-    planned = plan_listing(
-        connection.client(),
-        table_name,
-        method,
-        tasks=tasks,
-        concurrency=concurrency,
+    options = ListingOptions(
+        method=method,
         read_percent=read_percent,
         max_rcu_per_second=max_rcu_per_second,
-        endpoint_url=connection.endpoint_url,
-        region=connection.region,
-        profile=connection.profile,
         index_name=index_name,
         marker_attribute=marker_attribute,
         state_table=state_table,
@@ -82,24 +84,31 @@ def plan_command(
         trust_index=trust_index,
         deadline=connection.timeout,
     )
+    planned = plan_listing(
+        connection.client(),
+        table_name,
+        options=options,
+        tasks=tasks,
+        concurrency=concurrency,
+        endpoint_url=connection.endpoint_url,
+        region=connection.region,
+        profile=connection.profile,
+    )
     for task in planned:
         click.echo(task.to_json())
-    click.echo(f"{len(planned)} task(s), method {planned[0].method}: {planned[0].reason}", err=True)
+    settled = planned[0].options.method
+    click.echo(f"{len(planned)} task(s), method {settled}: {planned[0].reason}", err=True)
     try:
         found = estimate_listing(
             connection.client(),
             table_name,
-            read_percent=read_percent,
-            max_rcu_per_second=max_rcu_per_second,
+            options=options,
             concurrency=min(concurrency or tasks, tasks),
-            index_name=index_name,
-            marker_attribute=marker_attribute,
-            deadline=connection.timeout,
         )
     except DdbKeysError as exc:  # the tasks stand; the estimate is advice
         click.echo(f"No estimate: {error_text(exc)}", err=True)
         return
-    click.echo(found.summary(planned[0].method), err=True)
+    click.echo(found.summary(settled), err=True)
 
 
 @click.command("run-task")

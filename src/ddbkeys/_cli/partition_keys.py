@@ -28,6 +28,7 @@ from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
     Listing,
+    ListingOptions,
     distinct_partition_keys,
     plain_key,
 )
@@ -65,6 +66,9 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
         line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
     return line
 
+
+#: The defaults of the listing's options (--method, --segments, ...): ListingOptions' own.
+DEFAULTS = ListingOptions()
 
 #: What each stopping signal is called, and the exit code it leads to (128 + its number).
 STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
@@ -231,7 +235,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "--method",
     "-m",
     type=click.Choice(METHODS),
-    default="auto",
+    default=DEFAULTS.method,
     show_default=True,
     help="auto picks: no sort key -> scan; a marker index proven complete now -> index; else "
     "the adaptive skip scan.",
@@ -240,7 +244,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "--segments",
     type=click.IntRange(1, MAX_READERS),
     metavar="N",
-    default=1,
+    default=DEFAULTS.segments,
     show_default=True,
     help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
     "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
@@ -373,22 +377,25 @@ def partition_keys_group(
             line = usage_line(listing, progress=True)
             status.update(line + progress_note(gauges[0], listing) if gauges else line)
 
-    listing = distinct_partition_keys(
-        client,
-        table_name,
-        method,
+    options = ListingOptions(
+        method=method,
         segments=segments,
         scan_segments=scan_segments,
         index_name=index_name,
         marker_attribute=marker_attribute,
         max_rcu_per_second=max_rcu_per_second,
         read_percent=read_percent,
-        resume=resume,
-        on_key=progress if show_progress else None,
         deadline=connection.timeout,
         state_table=state_table,
         replay_margin=replay_margin,
         trust_index=trust_index,
+    )
+    listing = distinct_partition_keys(
+        client,
+        table_name,
+        options=options,
+        resume=resume,
+        on_key=progress if show_progress else None,
     )
     gauges.append(Gauge.of(listing))
     sink.open(listing)

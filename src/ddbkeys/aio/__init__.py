@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
     from ddbkeys.aio._listing import AsyncListing, distinct_partition_keys
     from ddbkeys.aio._listing import AsyncListing as Listing
+    from ddbkeys.partition_keys._listing.options import ListingOptions
 
 #: Where each public name lives (imported on first use, so that ``import ddbkeys.aio`` is
 #: cheap and a missing aiobotocore is reported where a client is needed).
@@ -55,6 +56,7 @@ _HOMES = {
     "AsyncListing": "ddbkeys.aio._listing",
     "Listing": "ddbkeys.aio._listing",
     "distinct_partition_keys": "ddbkeys.aio._listing",
+    "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "MarkerIndex": "ddbkeys.aio._index",
     "StateStore": "ddbkeys.aio._index",
     "StreamFollower": "ddbkeys.aio._index",
@@ -71,6 +73,7 @@ __all__ = [
     "CollectionSequence",
     "GaplessSequence",
     "Listing",
+    "ListingOptions",
     "MarkerIndex",
     "StateStore",
     "StreamFollower",

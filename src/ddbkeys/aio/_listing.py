@@ -32,28 +32,31 @@ from collections.abc import (
 )
 from contextlib import aclosing
 from decimal import Decimal
-from typing import Any, Generic, ParamSpec, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, Unpack
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.loops import LoopBinding
 from ddbkeys._core.stopping import STOP_SLICE
 from ddbkeys._drivers.aio import AsyncDriver
 from ddbkeys._errors import ConfigurationError
-from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
+from ddbkeys._retry import RetryPolicy
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.aio._index import OpenedOnUse
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._listing.base import (
     Key,
     Position,
     Reader,
     SegmentMethod,
-    check_deadline,
     plain_key,
 )
 from ddbkeys.partition_keys._listing.listing import DONE, EXITED, ListingCore
-from ddbkeys.partition_keys._listing.opening import Method, Opening, _reader, opened, opening_flow
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._listing.opening import listing_reader, opened, opening_flow
+from ddbkeys.partition_keys._listing.options import (
+    ListingOptions,
+    ListingSettings,
+    Method,
+    listing_options,
+)
 from ddbkeys.partition_keys._streams.streams import SplitClient
 
 __all__ = ["AsyncListing", "ListingCall", "OneLoopIterator", "distinct_partition_keys"]
@@ -296,24 +299,15 @@ def _either_way(
 async def distinct_partition_keys(
     client: object,
     table: str | None = None,
-    method: Method | str = "auto",
+    method: Method | str | None = None,
     *,
-    segments: int = 1,
-    scan_segments: int | None = None,
-    index_name: str = DEFAULT_INDEX,
-    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
-    max_rcu_per_second: float | None = None,
+    options: ListingOptions | None = None,
     resume: str | None = None,
     retry: RetryPolicy | None = None,
     usage: Usage | None = None,
     on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
-    deadline: float | None = DEFAULT_DEADLINE,
-    state_table: str | None = None,
-    replay_margin: float = DEFAULT_REPLAY_MARGIN,
-    trust_index: bool = False,
-    read_percent: float | None = None,
-    read_capacity: float | None = None,
     streams: Any = None,
+    **settings: Unpack[ListingSettings],
 ) -> AsyncListing:
     """The distinct partition keys of ``table``, either way::
 
@@ -325,45 +319,32 @@ async def distinct_partition_keys(
     the resume token, so that a missing table or a bad token is raised where the listing is
     asked for, as in the sync form; it gives an :class:`AsyncListing` (``usage``,
     ``checkpoint()``, ``stop()``) to read with ``async for`` once. The arguments mean what
-    they mean in :func:`ddbkeys.partition_keys.distinct_partition_keys`; ``client`` is an
-    aiobotocore DynamoDB client, and ``segments`` (1 to 64) tasks read at once.
+    they mean in :func:`ddbkeys.partition_keys.distinct_partition_keys` (the settings: a
+    :class:`~ddbkeys.partition_keys.ListingOptions` and its fields as keywords, applied over
+    it); ``client`` is an aiobotocore DynamoDB client, and ``segments`` (1 to 64) tasks read
+    at once.
 
     Every method of the sync form, the marker index's included; a resume token of either form
     goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
     with an async client): it is awaited before each key is handed out.
     """
+    options = listing_options(options, method, settings)
     client, name = as_async_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
-    check_deadline(deadline, name)
-    opening = Opening.checked(
-        name,
-        method=method,
-        segments=segments,
-        scan_segments=scan_segments,
-        max_rcu_per_second=max_rcu_per_second,
-        read_percent=read_percent,
-        read_capacity=read_capacity,
-        resume=resume,
-        index_name=index_name,
-        marker_attribute=marker_attribute,
-        state_table=state_table,
-        replay_margin=replay_margin,
-        trust_index=trust_index,
-    )
-    reader = _reader(client, name, retry, usage, opening.rate, deadline)
+    reader = listing_reader(client, name, options, retry, usage)
     given = streams if streams is not None else OpenedOnUse(client, name)
     try:
         driver = AsyncDriver(SplitClient(client, given), reader.usage, _OWNER)
-        choice, positions = await driver.run(opening_flow(opening, reader))
+        choice, positions = await driver.run(opening_flow(options, resume, reader))
     finally:
         if streams is None:
             await given.aclose()
     listing = AsyncListing(
-        choice.method.knowing_markers_by(marker_attribute),
+        choice.method.knowing_markers_by(options.marker_attribute),
         reader,
         positions,
-        opening.readers,
+        options.segments,
         on_key,
     )
     return opened(listing, choice)

@@ -28,11 +28,8 @@ from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, plain_key
 from ddbkeys.partition_keys._listing.choice import METHODS, IndexUnprovenError
 from ddbkeys.partition_keys._listing.listing import Listing
-from ddbkeys.partition_keys._listing.opening import (
-    MAX_READERS,
-    default_scan_segments,
-    distinct_partition_keys,
-)
+from ddbkeys.partition_keys._listing.opening import default_scan_segments, distinct_partition_keys
+from ddbkeys.partition_keys._listing.options import MAX_READERS, ListingOptions, ListingSettings
 from ddbkeys.partition_keys._listing.text import read_text_key, text_line
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._proof.report import ProofStatus
@@ -54,6 +51,8 @@ __all__ = [
     "IndexUnprovenError",
     "Listing",
     "ListingEstimate",
+    "ListingOptions",
+    "ListingSettings",
     "ListingTask",
     "MarkerClashError",
     "MarkerIndex",

@@ -93,7 +93,7 @@ Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
 Position = Key | bool | None  # per segment: not started (None), last key handed out, done (True)
 
 
-def check_deadline(deadline: float | None, table: str) -> float | None:
+def check_deadline(deadline: object, table: str | None = None) -> float | None:
     """A deadline above 0 seconds, or None (no deadline)."""
     if deadline is not None and (
         isinstance(deadline, bool) or not isinstance(deadline, (int, float)) or not deadline > 0

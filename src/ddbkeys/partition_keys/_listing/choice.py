@@ -34,6 +34,7 @@ __all__ = [
     "Choice",
     "IndexUnprovenError",
     "check_margin",
+    "check_method",
     "choose",
     "choose_flow",
     "declined",
@@ -97,9 +98,15 @@ def choose(method: str, info: TableInfo, index: str, attribute: str | None = Non
                 table=table,
             )
         return Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
-    if method == "index":
-        return None
-    raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+    check_method(method)
+    return None
+
+
+def check_method(method: object) -> str:
+    """One of ``METHODS``, or a ConfigurationError naming them."""
+    if method not in METHODS:
+        raise ConfigurationError(f"Unknown method {method!r}: choose one of {', '.join(METHODS)}.")
+    return str(method)
 
 
 def choose_flow(
@@ -229,7 +236,7 @@ def most_keys(method: str, info: TableInfo, index: str) -> int | None:
     return max(0, int((scan - index_scan) / per_key))
 
 
-def check_margin(margin: object, table: str) -> float:
+def check_margin(margin: object, table: str | None = None) -> float:
     if isinstance(margin, bool) or not isinstance(margin, int | float) or not 0 <= margin < 3600:
         raise ConfigurationError(
             f"replay_margin must be a number of seconds from 0 to 3600, not {margin!r}.",

@@ -1,30 +1,32 @@
-"""Opening a listing of distinct partition keys (sync): checking its settings, choosing the
-method (or resuming from a token) and handing back the
+"""Opening a listing of distinct partition keys (sync): with its settings (a
+:class:`~ddbkeys.partition_keys._listing.options.ListingOptions`, checked when made), deciding
+its read budget, choosing the method (or resuming from a token) and handing back the
 :class:`~ddbkeys.partition_keys._listing.listing.Listing` that reads.
-:func:`distinct_partition_keys` is
-given out by :mod:`ddbkeys.partition_keys`."""
+:func:`distinct_partition_keys` is given out by :mod:`ddbkeys.partition_keys`."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from decimal import Decimal
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar, Unpack
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
-from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
+from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
-from ddbkeys.partition_keys._listing.choice import Choice, check_margin, choose_flow
+from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
 from ddbkeys.partition_keys._listing.listing import Listing, ListingCore
-from ddbkeys.partition_keys._listing.read_share import check_percent, share
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._listing.options import (
+    MAX_TOTAL_SEGMENTS,
+    ListingOptions,
+    ListingSettings,
+    Method,
+    listing_options,
+)
+from ddbkeys.partition_keys._listing.read_share import share
 from ddbkeys.partition_keys._streams.streams import (
     ClientOnFirstUse,
     SplitClient,
@@ -32,74 +34,73 @@ from ddbkeys.partition_keys._streams.streams import (
 )
 
 __all__ = [
-    "MAX_READERS",
-    "MAX_TOTAL_SEGMENTS",
+    "LISTING_RETRY",
     "PAGE_BYTES",
     "SEGMENTS_PER_READER",
-    "Method",
-    "Opening",
     "default_scan_segments",
     "distinct_partition_keys",
+    "listing_reader",
     "opened",
     "opening_flow",
+    "read_budget",
 ]
 
-Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
+#: How a listing's requests are retried unless ``retry=`` says otherwise: a listing may rightly
+#: wait out long throttling (its deadline bounds each request with its retries).
+LISTING_RETRY = RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0)
 
 
-@dataclass(frozen=True)
-class Opening:
-    """What a listing opens with, checked alike by both forms (the client aside): the
-    settings :func:`opening_flow` takes."""
-
-    method: str
-    scan_segments: int | None
-    readers: int
-    rate: float | None
-    percent: float | None
-    read_capacity: float | None
-    resume: str | None
-    index_name: str
-    marker_attribute: str
-    state_table: str | None
-    margin: float
-    trust_index: bool
-
-    @classmethod
-    def checked(cls, table: str, **given: Any) -> Opening:
-        """The settings of ``distinct_partition_keys`` (either form) for ``table``, checked."""
-        readers, rate = _settings(
-            table, given.pop("segments"), given["scan_segments"], given.pop("max_rcu_per_second")
-        )
-        margin = check_margin(given.pop("replay_margin"), table)
-        _check_trust(given["trust_index"], given["method"], table)
-        percent = check_percent(given.pop("read_percent"), table)
-        return cls(readers=readers, rate=rate, margin=margin, percent=percent, **given)
-
-
-def opening_flow(opening: Opening, reader: Reader) -> Flow[tuple[Choice, list[Position]]]:
-    """A listing's start, one flow for both drivers: the table's description, the read budget,
-    the resume token and the method (:func:`~ddbkeys.partition_keys._listing.choice.choose_flow`,
-    whose
-    Streams requests go to the Streams client the driver has): the choice, and the positions
-    to read from."""
+def opening_flow(
+    options: ListingOptions, resume: str | None, reader: Reader
+) -> Flow[tuple[Choice, list[Position]]]:
+    """A listing's start, one flow for both drivers: the table's description, the read budget
+    (:func:`read_budget`, decided here once), the resume token and the method
+    (:func:`~ddbkeys.partition_keys._listing.choice.choose_flow`, whose Streams requests go to
+    the Streams client the driver has): the choice, and the positions to read from."""
     info = yield from reader.describe()
-    _budget(reader, info, opening.percent, opening.rate, opening.read_capacity)
-    method, positions, replayed = _resumed(
-        opening.resume, info, opening.method, opening.scan_segments
-    )
+    reader.budget = read_budget(options, info)
+    method, positions, replayed = _resumed(resume, info, options.method, options.scan_segments)
     choice = yield from choose_flow(
         method,
         reader,
         info,
-        opening.index_name,
-        opening.marker_attribute,
-        opening.state_table,
-        margin=opening.margin,
-        trust_index=opening.trust_index,
+        options.index_name,
+        options.marker_attribute,
+        options.state_table,
+        margin=options.replay_margin,
+        trust_index=options.trust_index,
         replay=replayed,
     )
-    return choice, _positions(positions, opening.scan_segments, opening.readers, choice)
+    return choice, _positions(positions, options.scan_segments, options.segments, choice)
+
+
+def read_budget(options: ListingOptions, info: TableInfo) -> ReadBudget | None:
+    """The listing's read budget, once the table's capacity is known: ``read_percent`` of it
+    and ``max_rcu_per_second``, the lower where both are given (None: no limit); with
+    ``strict_budget`` it starts empty and settles its debt before each segment ends."""
+    limit = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
+    if limit is None:
+        return None
+    return ReadBudget(limit, full=not options.strict_budget, settles=options.strict_budget)
+
+
+def listing_reader(
+    client: object,
+    table: str,
+    options: ListingOptions,
+    retry: RetryPolicy | None = None,
+    usage: Usage | None = None,
+) -> Reader:
+    """The reader of a listing (or of its estimate's sample) of ``table``: its retries, its
+    accounting and ``options``' deadline; its budget is :func:`read_budget`'s, once the table
+    is described."""
+    return Reader(
+        client,
+        table,
+        retry=retry or LISTING_RETRY,
+        usage=usage or Usage(),
+        deadline=options.deadline,
+    )
 
 
 L = TypeVar("L", bound=ListingCore)
@@ -117,11 +118,6 @@ def opened(listing: L, choice: Choice) -> L:
 #: as each segment still holds a full Scan page (1 MB) of what is scanned.
 SEGMENTS_PER_READER = 4
 PAGE_BYTES = 1024 * 1024
-MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
-#: The most reader threads (``segments``) one listing runs. More gain nothing in one Python
-#: process (they share one interpreter and one connection pool); for more parallelism, split
-#: the Scan segments between processes.
-MAX_READERS = 64
 
 
 def default_scan_segments(readers: int, scanned_bytes: int) -> int:
@@ -135,62 +131,30 @@ def default_scan_segments(readers: int, scanned_bytes: int) -> int:
     return max(readers, min(readers * SEGMENTS_PER_READER, pages, MAX_TOTAL_SEGMENTS))
 
 
-def _whole(name: str, value: object, table: str, most: int = MAX_TOTAL_SEGMENTS) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
-        why = (
-            " (reader threads; for more, split the Scan segments between processes)"
-            if most == MAX_READERS
-            else ""
-        )
-        raise ConfigurationError(
-            f"{name} must be a whole number from 1 to {most:,}{why}, not {value!r}.", table=table
-        )
-    return value
-
-
-def _rate(value: object, table: str) -> float | None:
-    """``max_rcu_per_second``: None (no limit) or a finite number above 0."""
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, (int, float, Decimal))
-        or not 0 < value < math.inf
-    ):
-        raise ConfigurationError(
-            f"max_rcu_per_second must be a number of read units a second above 0 (or None for "
-            f"no limit), not {value!r}.",
-            table=table,
-        )
-    return float(value)
-
-
 def distinct_partition_keys(
     client: object,
     table: str | None = None,
-    method: Method | str = "auto",
+    method: Method | str | None = None,
     *,
-    segments: int = 1,
-    scan_segments: int | None = None,
-    index_name: str = DEFAULT_INDEX,
-    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
-    max_rcu_per_second: float | None = None,
+    options: ListingOptions | None = None,
     resume: str | None = None,
     retry: RetryPolicy | None = None,
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
-    deadline: float | None = DEFAULT_DEADLINE,
-    state_table: str | None = None,
-    replay_margin: float = DEFAULT_REPLAY_MARGIN,
-    trust_index: bool = False,
-    read_percent: float | None = None,
-    read_capacity: float | None = None,
     streams: Any = None,
+    **settings: Unpack[ListingSettings],
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
 
     Each key comes once, as str, int (Decimal when not whole) or bytes, as a stream whose
     memory does not grow with the table.
+
+    The settings are a :class:`~ddbkeys.partition_keys.ListingOptions` (``options=``, by
+    default its defaults) with its fields given as keywords (``segments=4``: see
+    :class:`~ddbkeys.partition_keys.ListingSettings`) and ``method`` (None: the options',
+    ``auto`` by default) applied over it, all checked before any request. The other arguments
+    are what a listing runs with, not settings: ``resume``, ``retry`` (by default
+    ``LISTING_RETRY``), ``usage``, ``on_key`` and ``streams``.
 
     ``segments`` is how many parallel Scan segments are read at once, each skipping inside its
     own, by as many reader threads: 1 to ``MAX_READERS`` (64). With ``segments > 1`` the table
@@ -230,91 +194,23 @@ def distinct_partition_keys(
     itself with ``mark()``/``unmark()``). ``streams`` is the DynamoDB Streams client the
     replay reads with; by default one like ``client`` (see
     :func:`~ddbkeys.partition_keys._streams.streams.streams_client_for`: pass one when ``client``
-    was
-    made with credentials other than boto3's default session's).
+    was made with credentials other than boto3's default session's).
     """
-    client, table = client_and_table(client, table, deadline)
-    opening = Opening.checked(
-        table,
-        method=method,
-        segments=segments,
-        scan_segments=scan_segments,
-        max_rcu_per_second=max_rcu_per_second,
-        read_percent=read_percent,
-        read_capacity=read_capacity,
-        resume=resume,
-        index_name=index_name,
-        marker_attribute=marker_attribute,
-        state_table=state_table,
-        replay_margin=replay_margin,
-        trust_index=trust_index,
-    )
-    reader = _reader(client, table, retry, usage, opening.rate, deadline)
+    options = listing_options(options, method, settings)
+    client, table = client_and_table(client, table, options.deadline)
+    reader = listing_reader(client, table, options, retry, usage)
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
-    choice, positions = driver.run(opening_flow(opening, reader))
+    choice, positions = driver.run(opening_flow(options, resume, reader))
     listing = Listing(
-        choice.method.knowing_markers_by(marker_attribute),
+        choice.method.knowing_markers_by(options.marker_attribute),
         reader,
         positions,
-        opening.readers,
+        options.segments,
         on_key,
     )
     return opened(listing, choice)
-
-
-def _budget(
-    reader: Reader,
-    info: TableInfo,
-    percent: float | None,
-    rate: float | None,
-    capacity: float | None,
-) -> None:
-    """The listing's read budget, once the table's capacity is known: ``read_percent`` of it
-    and ``max_rcu_per_second``, the lower where both are given."""
-    limit = share(info, percent, rate, capacity)
-    reader.budget = ReadBudget(limit) if limit is not None else None
-
-
-def _check_trust(trust_index: object, method: str, table: str) -> None:
-    if not isinstance(trust_index, bool):
-        raise ConfigurationError(f"trust_index must be True or False, not {trust_index!r}.")
-    if trust_index and method != "index":
-        raise ConfigurationError(
-            f"trust_index reads the marker index as it is, so it goes with method='index' "
-            f"(--method index), not {method!r}.",
-            table=table,
-        )
-
-
-def _settings(
-    table: str, segments: int, scan_segments: int | None, max_rcu_per_second: float | None
-) -> tuple[int, float | None]:
-    """The reader count and the read budget's rate, checked (both forms of the listing)."""
-    readers = _whole("segments", segments, table, MAX_READERS)
-    rate = _rate(max_rcu_per_second, table)
-    if scan_segments is not None:
-        _whole("scan_segments", scan_segments, table)
-    return readers, rate
-
-
-def _reader(
-    client: object,
-    table: str,
-    retry: RetryPolicy | None,
-    usage: Usage | None,
-    rate: float | None,
-    deadline: float | None,
-) -> Reader:
-    return Reader(
-        client,
-        table,
-        retry=retry or RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0),
-        usage=usage or Usage(),
-        budget=ReadBudget(rate) if rate is not None else None,
-        deadline=deadline,
-    )
 
 
 def _resumed(

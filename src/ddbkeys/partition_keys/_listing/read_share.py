@@ -9,14 +9,14 @@ import math
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import TableInfo
 
-__all__ = ["ON_DEMAND_ASSUMED", "check_percent", "read_capacity", "share"]
+__all__ = ["ON_DEMAND_ASSUMED", "check_capacity", "check_percent", "read_capacity", "share"]
 
 #: The read capacity assumed of an on-demand table that says nothing of its own (read units a
 #: second), as Glue's DynamoDB reader assumes.
 ON_DEMAND_ASSUMED = 40_000.0
 
 
-def check_percent(value: object, table: str) -> float | None:
+def check_percent(value: object, table: str | None = None) -> float | None:
     """``read_percent``: None, or a number from 0.1 to 1.5 (as Glue's)."""
     if value is None:
         return None
@@ -38,13 +38,9 @@ def read_capacity(info: TableInfo, given: float | None = None) -> tuple[float, s
     """The table's read capacity (read units a second) and where it comes from: ``given``;
     else the provisioned read units; on demand its maximum (OnDemandThroughput) where set,
     else its warm throughput, else ``ON_DEMAND_ASSUMED``."""
-    if given is not None:
-        if isinstance(given, bool) or not given > 0 or not math.isfinite(given):
-            raise ConfigurationError(
-                f"read_capacity must be read units a second above 0, not {given!r}.",
-                table=info.name,
-            )
-        return float(given), "as given"
+    capacity = check_capacity(given, info.name)
+    if capacity is not None:
+        return capacity, "as given"
     if info.billing_mode != "PAY_PER_REQUEST" and info.provisioned_reads is not None:
         return info.provisioned_reads, "provisioned"
     if info.max_reads is not None:
@@ -52,6 +48,22 @@ def read_capacity(info: TableInfo, given: float | None = None) -> tuple[float, s
     if info.warm_reads is not None:
         return info.warm_reads, "the warm throughput"
     return ON_DEMAND_ASSUMED, "assumed for an on-demand table"
+
+
+def check_capacity(value: object, table: str | None = None) -> float | None:
+    """``read_capacity``: None (the table's own), or read units a second above 0."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not value > 0
+        or not math.isfinite(value)
+    ):
+        raise ConfigurationError(
+            f"read_capacity must be read units a second above 0, not {value!r}.", table=table
+        )
+    return float(value)
 
 
 def share(

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, replace
 
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.choice import choose, index_ready, most_keys, not_active
+from ddbkeys.partition_keys._listing.options import ListingOptions
 from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
@@ -142,25 +143,20 @@ class ListingEstimate:
 
 
 def estimate(
-    info: TableInfo,
-    sample: Sample,
-    *,
-    index: str,
-    marker_attribute: str,
-    read_percent: float | None = None,
-    max_rcu_per_second: float | None = None,
-    capacity: float | None = None,
-    concurrency: int = 1,
+    info: TableInfo, sample: Sample, options: ListingOptions, *, concurrency: int = 1
 ) -> ListingEstimate:
     """The estimate of listing the table ``info`` describes, given ``sample`` of it, with
-    ``concurrency`` readers at once (threads or tasks) under the read budget the listing's
-    settings give (see :func:`~ddbkeys.partition_keys._listing.read_share.share`)."""
+    ``concurrency`` readers at once (threads or tasks) under the read budget ``options`` give
+    (see :func:`~ddbkeys.partition_keys._listing.read_share.share`), its marker index named
+    by them."""
     notes: list[str] = []
     items, size_bytes, source = _totals(info, sample, notes)
     keys = _keys(items, sample)
-    rate = share(info, read_percent, max_rcu_per_second, capacity)
+    capacity = options.read_capacity
+    rate = share(info, options.read_percent, options.max_rcu_per_second, capacity)
     whole, whence = read_capacity(info, capacity)
     limit = _limit(info, capacity)
+    index, marker_attribute = options.index_name, options.marker_attribute
     speed = _Speed(sample, concurrency, min(x for x in (rate, limit, math.inf) if x is not None))
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
     methods = (

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Flow
-from ddbkeys._retry import DEFAULT_DEADLINE
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._listing.base import Reader, SegmentMethod, client_and_table
-from ddbkeys.partition_keys._listing.opening import _budget, _rate, _reader, _whole
-from ddbkeys.partition_keys._listing.read_share import check_percent
+from ddbkeys.partition_keys._listing.opening import listing_reader, read_budget
+from ddbkeys.partition_keys._listing.options import (
+    ListingOptions,
+    ListingSettings,
+    check_whole,
+    listing_options,
+)
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_SEGMENTS,
@@ -77,42 +80,31 @@ def estimate_listing(
     client: object,
     table: str | None = None,
     *,
-    read_percent: float | None = None,
-    max_rcu_per_second: float | None = None,
-    read_capacity: float | None = None,
+    options: ListingOptions | None = None,
     concurrency: int = 1,
-    index_name: str = DEFAULT_INDEX,
-    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
-    deadline: float | None = DEFAULT_DEADLINE,
     usage: Usage | None = None,
     clock: Callable[[], float] = time.monotonic,
+    **settings: Unpack[ListingSettings],
 ) -> ListingEstimate:
     """What listing ``table`` would cost, per method, before it runs: read units, requests,
     time with ``concurrency`` readers at once (threads, or tasks) under the read budget of
-    ``read_percent`` and ``max_rcu_per_second`` (as :func:`distinct_partition_keys` takes
-    them), what ``auto`` would likely choose, and the tasks to split it into.
+    the listing's settings (``options`` and its fields as keywords, as
+    :func:`distinct_partition_keys` takes them: ``read_percent``, ``max_rcu_per_second``,
+    ``read_capacity``; ``index_name`` and ``marker_attribute`` name the marker index,
+    ``deadline`` bounds each request), what ``auto`` would likely choose, and the tasks to
+    split it into.
 
     Cost: one DescribeTable and ``SAMPLE_SEGMENTS`` (4) Scan pages of about 64 KB each (at most
     about 32 read units; ``usage`` counts them). DescribeTable's size and item count are
     refreshed about every six hours on AWS: an estimate, not a promise. The marker index's
     proof cannot be known in advance (the estimate says so); nothing here reads the stream."""
 
-    client, table = client_and_table(client, table, deadline)
-    rate = _rate(max_rcu_per_second, table)
-    percent = check_percent(read_percent, table)
-    readers = _whole("concurrency", concurrency, table)
-    reader = _reader(client, table, None, usage, rate, deadline)
+    options = listing_options(options, None, settings)
+    readers = check_whole("concurrency", concurrency)
+    client, table = client_and_table(client, table, options.deadline)
+    reader = listing_reader(client, table, options, usage=usage)
     reader.what = "sampling the table for an estimate"
     info = reader.run(reader.describe())
-    _budget(reader, info, percent, rate, read_capacity)  # the sample keeps to it too
+    reader.budget = read_budget(options, info)  # the sample keeps to it too
     sample = reader.run(sample_flow(reader, info, clock=clock))
-    return estimate(
-        info,
-        sample,
-        index=index_name,
-        marker_attribute=marker_attribute,
-        read_percent=percent,
-        max_rcu_per_second=rate,
-        capacity=read_capacity,
-        concurrency=readers,
-    )
+    return estimate(info, sample, options, concurrency=readers)

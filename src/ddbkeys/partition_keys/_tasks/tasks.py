@@ -18,21 +18,26 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
-import math
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from typing import Any, Unpack
 
 from ddbkeys._capacity import Usage
 from ddbkeys._connect import make_client
 from ddbkeys._core import lifecycle as _lifecycle
 from ddbkeys._errors import ConfigurationError, DdbKeysError, ResumeTokenError
-from ddbkeys.partition_keys._listing.base import Position, ReadBudget
+from ddbkeys.partition_keys._listing.base import Position
 from ddbkeys.partition_keys._listing.checkpoint import Checkpoint, decode_token, task_token
 from ddbkeys.partition_keys._listing.listing import Listing
 from ddbkeys.partition_keys._listing.opening import distinct_partition_keys
-from ddbkeys.partition_keys._listing.read_share import check_percent, share
+from ddbkeys.partition_keys._listing.options import (
+    ListingOptions,
+    ListingSettings,
+    Method,
+    listing_options,
+)
+from ddbkeys.partition_keys._listing.read_share import share
 
 __all__ = ["ListingTask", "list_task", "list_tasks", "open_task", "plan_listing"]
 
@@ -53,26 +58,24 @@ _NOT_PLANNED = {
 @dataclass(frozen=True)
 class ListingTask:
     """One segment of a planned listing, as plain data. ``token`` is the listing's resume
-    token with every other segment done; ``rate`` this task's share of the read budget (read
-    units a second, None: none); ``reason`` why the plan chose ``method``."""
+    token with every other segment done; ``reason`` why the plan chose its method; ``options``
+    the settings its listing runs with: the plan's, with the method settled
+    (``options.method``) and this task's share of the read budget
+    (``options.max_rcu_per_second``, None: none; ``strict_budget``: kept over the task's whole
+    run). ``endpoint_url``, ``region`` and ``profile`` are how a worker builds its client."""
 
     table: str
-    method: str
     reason: str
     segment: int
     segments: int
     token: str
+    options: ListingOptions
     endpoint_url: str | None = None
     region: str | None = None
     profile: str | None = None
-    rate: float | None = None
-    index_name: str = "ddbkeys-partition-keys"
-    marker_attribute: str = "ddbkeys_pk"
-    trust_index: bool = False
-    deadline: float | None = 60.0
 
     def to_json(self) -> str:
-        """The task as one line of JSON."""
+        """The task as one line of JSON (its options as an object)."""
         return json.dumps(asdict(self), separators=(",", ":"), sort_keys=True)
 
     @classmethod
@@ -80,22 +83,18 @@ class ListingTask:
         """The task :meth:`to_json` wrote; a clear error for anything else."""
         try:
             raw = json.loads(text)
-            if isinstance(raw, dict) and "index" in raw:  # (a task of the release before)
-                raw["index_name"] = raw.pop("index")
-            task = cls(**raw)
+            if not isinstance(raw, Mapping):
+                raise TypeError(f"a task is a JSON object, not {raw!r}")
+            task = cls(**{**raw, "options": ListingOptions.from_dict(raw.get("options", {}))})
             for name, kinds in _KINDS.items():
                 value = getattr(task, name)
                 if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
                     raise TypeError(f"{name} is {value!r}")
-            for name in ("rate", "deadline"):
-                value = getattr(task, name)
-                if value is not None and not 0 < value < math.inf:
-                    raise ValueError(f"{name} is {value!r}, not a number above 0")
             token = decode_token(task.token)
             positions, why = token.positions, None
             if not 0 <= task.segment < len(positions) or len(positions) != task.segments:
                 why = f"its token is of {len(positions)} segments"
-            elif (token.table, token.method) != (task.table, task.method):
+            elif (token.table, token.method) != (task.table, task.options.method):
                 why = f"its token lists {token.method} of table {token.table!r}"
             elif not _others_done(positions, task.segment):
                 why = "not every other segment is done in its token"
@@ -103,7 +102,7 @@ class ListingTask:
                 raise ValueError(
                     f"a line edited: not task {task.segment} of {task.segments}, {why}"
                 )
-        except (ValueError, TypeError) as exc:
+        except (ValueError, TypeError, ConfigurationError) as exc:
             raise ConfigurationError(
                 f"Not a listing task ddbkeys wrote ({type(exc).__name__}: {exc}): pass one line "
                 "of `ddbkeys partition-keys plan` output, or ListingTask.to_json()."
@@ -125,20 +124,12 @@ class ListingTask:
         return replace(self, token=token)
 
 
-#: What each field of a task's JSON may hold.
+#: What each field of a task's JSON may hold (its options check themselves).
 _KINDS: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(
-        ["table", "method", "reason", "token", "index_name", "marker_attribute"], (str,)
-    ),
+    **dict.fromkeys(["table", "reason", "token"], (str,)),
     **dict.fromkeys(["segment", "segments"], (int,)),
     **dict.fromkeys(["endpoint_url", "region", "profile"], (str, type(None))),
-    **dict.fromkeys(["rate", "deadline"], (int, float, type(None))),
-    "trust_index": (bool,),
 }
-
-
-#: The arguments _NOT_PLANNED names, at their defaults (a shared set of listing arguments).
-_PLANNED_DEFAULTS: dict[str, Any] = {"segments": 1}
 
 
 def _others_done(positions: list[Position], segment: int) -> bool:
@@ -171,76 +162,83 @@ def _not_of_task(theirs: Checkpoint, ours: Checkpoint, segment: int) -> str | No
 def plan_listing(
     client: object,
     table: str | None = None,
-    method: str = "auto",
+    method: Method | str | None = None,
     *,
+    options: ListingOptions | None = None,
     tasks: int = 4,
     concurrency: int | None = None,
-    max_rcu_per_second: float | None = None,
     endpoint_url: str | None = None,
     region: str | None = None,
     profile: str | None = None,
-    **listing: Any,
+    **settings: Unpack[ListingSettings],
 ) -> list[ListingTask]:
     """Split the listing of ``table`` into ``tasks`` tasks (one Scan segment each; the proven
     marker index adds one: the collections its proof re-checked).
 
-    The method is settled here, once, with the arguments of
-    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``listing``: ``index_name``,
-    ``state_table``, ``replay_margin``, ``trust_index``, ...). ``max_rcu_per_second`` is the
-    budget of the whole listing, shared by the ``concurrency`` tasks that run at once (by
-    default all of them), with ``read_percent`` of the table's read capacity (0.1 to 1.5; see
-    :mod:`ddbkeys.partition_keys._listing.read_share`), the lower where both are given.
-    ``endpoint_url``, ``region`` and ``profile`` are how workers build
-    their own clients (by default: ``client``'s endpoint and region)."""
+    The method is settled here, once, with the settings of
+    :func:`~ddbkeys.partition_keys.distinct_partition_keys` (``options`` and its fields as
+    keywords: ``index_name``, ``state_table``, ``replay_margin``, ``trust_index``, ...). The
+    read budget (``max_rcu_per_second``, ``read_percent`` of the table's read capacity; see
+    :mod:`ddbkeys.partition_keys._listing.read_share`) is the whole listing's, shared by the
+    ``concurrency`` tasks that run at once (by default all of them): each task's options hold
+    its share, kept over its whole run. ``endpoint_url``, ``region`` and ``profile`` are how
+    workers build their own clients (by default: ``client``'s endpoint and region)."""
 
-    for name in listing.keys() & _NOT_PLANNED.keys():
-        if listing[name] != _PLANNED_DEFAULTS.get(name):  # (given as the default: nothing lost)
-            raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
-        del listing[name]
+    options = listing_options(options, method, _planned(settings))
+    if options.segments != 1 or options.scan_segments is not None:
+        name = "segments" if options.segments != 1 else "scan_segments"
+        raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
     if concurrency is not None and (
         isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
     ):
         raise ConfigurationError(f"concurrency must be a whole number from 1, not {concurrency!r}.")
-    percent = listing.pop("read_percent", None)
-    capacity = listing.pop("read_capacity", None)
-    planned = distinct_partition_keys(
-        client, table, method, scan_segments=tasks, max_rcu_per_second=max_rcu_per_second, **listing
-    )
+    planned = distinct_partition_keys(client, table, options=options.replace(scan_segments=tasks))
     meta = getattr(planned.reader.client, "meta", None)
     total = planned.scan_segments  # (the proven index's: one more, the collections re-checked)
     checkpoint = decode_token(planned.checkpoint())
-    info = planned.method.info
     rate = share(
-        info,
-        check_percent(percent, info.name),
-        max_rcu_per_second,
-        capacity,
+        planned.method.info,
+        options.read_percent,
+        options.max_rcu_per_second,
+        options.read_capacity,
         concurrency=min(concurrency or total, total),
     )
-    found: list[ListingTask] = []
-    for segment in range(total):
-        alone = task_token(checkpoint, segment, total)
-        found.append(
-            ListingTask(
-                table=checkpoint.table,
-                method=planned.method_name,
-                reason=planned.method_reason,
-                segment=segment,
-                segments=total,
-                token=alone,
-                endpoint_url=endpoint_url or getattr(meta, "endpoint_url", None),
-                region=region or getattr(meta, "region_name", None),
-                profile=profile,
-                rate=rate,
-                index_name=listing.get("index_name", "ddbkeys-partition-keys"),
-                marker_attribute=listing.get("marker_attribute", "ddbkeys_pk"),
-                trust_index=bool(listing.get("trust_index", False)),
-                deadline=listing.get("deadline", 60.0),
-            )
+    each = options.replace(
+        method=planned.method_name,
+        max_rcu_per_second=rate,
+        read_percent=None,
+        read_capacity=None,
+        strict_budget=True,
+    )
+    return [
+        ListingTask(
+            table=checkpoint.table,
+            reason=planned.method_reason,
+            segment=segment,
+            segments=total,
+            token=task_token(checkpoint, segment, total),
+            options=each,
+            endpoint_url=endpoint_url or getattr(meta, "endpoint_url", None),
+            region=region or getattr(meta, "region_name", None),
+            profile=profile,
         )
-    return found
+        for segment in range(total)
+    ]
+
+
+def _planned(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``settings`` without the arguments of distinct_partition_keys a plan does not take but
+    that are given at their defaults (a shared set of arguments); a clear error for one that
+    is not."""
+    given = dict(settings)
+    for name in given.keys() & _NOT_PLANNED.keys():
+        if name in ("segments", "scan_segments"):
+            continue  # (settings: checked on the options)
+        if given.pop(name) is not None:
+            raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
+    return given
 
 
 #: The clients built for tasks in this process, by how they connect: a worker running many
@@ -260,10 +258,10 @@ _lifecycle.at_fork(after_in_child=_forget_clients)
 
 
 def _client_for(task: ListingTask) -> Any:
-    how = (task.endpoint_url, task.region, task.profile, task.deadline)
+    how = (task.endpoint_url, task.region, task.profile, task.options.deadline)
     with _CLIENTS_LOCK:
         if how not in _CLIENTS:
-            _CLIENTS[how] = make_client(*how[:3], timeout=task.deadline)
+            _CLIENTS[how] = make_client(*how[:3], timeout=task.options.deadline)
         return _CLIENTS[how]
 
 
@@ -271,25 +269,13 @@ def open_task(task: ListingTask, client: object = None) -> Listing:
     """The listing of one task (iterate over it once for its keys), with ``client`` or the
     process's client for the task's endpoint, region and profile (built at its first task).
     Its ``checkpoint()`` continues the task: ``open_task(task.going_on(listing.checkpoint()))``.
-    It reads at most ``task.rate`` read units a second over its whole run: its budget starts
-    empty, and it waits off the last page's units before it ends."""
+    It reads at most ``task.options.max_rcu_per_second`` read units a second over its whole
+    run (``strict_budget``: its budget starts empty, and it waits off the last page's units
+    before it ends)."""
 
     if client is None:
         client = _client_for(task)
-    listing = distinct_partition_keys(
-        client,
-        task.table,
-        task.method,
-        resume=task.token,
-        max_rcu_per_second=task.rate,
-        index_name=task.index_name,
-        marker_attribute=task.marker_attribute,
-        trust_index=task.trust_index,
-        deadline=task.deadline,
-    )
-    if task.rate is not None:  # (checked by the listing: a finite number above 0)
-        listing.reader.budget = ReadBudget(task.rate, full=False, settles=True)
-    return listing
+    return distinct_partition_keys(client, task.table, resume=task.token, options=task.options)
 
 
 def list_task(task: ListingTask | str) -> tuple[list[Any], dict[str, float]]:

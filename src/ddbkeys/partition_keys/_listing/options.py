@@ -1,0 +1,208 @@
+"""A listing's settings as one value: :class:`ListingOptions`, given out by
+:mod:`ddbkeys.partition_keys` (and :mod:`ddbkeys`, :mod:`ddbkeys.aio`).
+
+Every entry point of a listing takes it (``options=``) or its fields as keywords
+(:class:`ListingSettings`): the sync and asyncio :func:`distinct_partition_keys`,
+``plan_listing``, ``ListingTask`` (which carries one), ``estimate_listing`` and the CLI, which
+builds one from its options. Each default is written here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Literal, TypedDict
+
+from ddbkeys._attributes import check_name
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._retry import DEFAULT_DEADLINE
+from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
+from ddbkeys.partition_keys._listing.base import check_deadline
+from ddbkeys.partition_keys._listing.choice import check_margin, check_method
+from ddbkeys.partition_keys._listing.read_share import check_capacity, check_percent
+from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+
+__all__ = [
+    "MAX_READERS",
+    "MAX_TOTAL_SEGMENTS",
+    "ListingOptions",
+    "ListingSettings",
+    "Method",
+    "check_rate",
+    "check_whole",
+    "listing_options",
+]
+
+Method = Literal["auto", "scan", "skip", "skip-pages", "index"]
+
+MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
+#: The most reader threads (``segments``) one listing runs. More gain nothing in one Python
+#: process (they share one interpreter and one connection pool); for more parallelism, split
+#: the Scan segments between processes.
+MAX_READERS = 64
+
+
+@dataclass(frozen=True)
+class ListingOptions:
+    """The settings of a listing of distinct partition keys, checked when made, immutable and
+    JSON-able (``dataclasses.asdict``; a :class:`~ddbkeys.partition_keys.ListingTask` carries
+    one). Change one with :meth:`replace`. Every entry point of a listing takes one
+    (``options=``) or these fields as keywords, applied over it.
+
+    ``method``: ``auto`` (the cheapest that applies; the marker index only when proven),
+    ``scan``, ``skip``, ``skip-pages`` or ``index``. ``segments``: the Scan segments read at
+    once (reader threads, or asyncio tasks), 1 to ``MAX_READERS``. ``scan_segments``: the Scan
+    segments the table is split into (None: up to 4 a reader, at most one a MB; see
+    :func:`~ddbkeys.partition_keys.default_scan_segments`). ``index_name`` and
+    ``marker_attribute``: the marker index and the attribute that keys it.
+    ``max_rcu_per_second`` (above 0) and ``read_percent`` (0.1 to 1.5 of the table's read
+    capacity: provisioned, or on demand its maximum, else its warm throughput, else 40,000;
+    ``read_capacity`` overrides it): the read budget, the lower where both are given (None: no
+    limit). ``strict_budget``: the budget starts empty and each segment waits off its last
+    page's units before it ends, so a listing reads at most the budget times the seconds it ran,
+    however short (what a task does: tasks run one after another each keep to their share).
+    ``deadline``: seconds each request may take with its retries (None: none).
+    ``state_table``, ``replay_margin`` and ``trust_index``: how the marker index is proven (the
+    table of its evidence, how far back the stream is read) or read as it is (with
+    ``method="index"`` only).
+
+    Every listing setting added later is a field here, with its default and its check, and
+    nowhere else: the entry points take it through this object or :class:`ListingSettings`
+    (``tests/unit/test_listing_options.py`` fails on a setting a signature names that is not
+    a field).
+    """
+
+    method: Method | str = "auto"
+    segments: int = 1
+    scan_segments: int | None = None
+    index_name: str = DEFAULT_INDEX
+    marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE
+    max_rcu_per_second: float | None = None
+    read_percent: float | None = None
+    read_capacity: float | None = None
+    strict_budget: bool = False
+    deadline: float | None = DEFAULT_DEADLINE
+    state_table: str | None = None
+    replay_margin: float = DEFAULT_REPLAY_MARGIN
+    trust_index: bool = False
+
+    def __post_init__(self) -> None:
+        check_method(self.method)
+        checked = {
+            "segments": check_whole("segments", self.segments, MAX_READERS),
+            "max_rcu_per_second": check_rate(self.max_rcu_per_second),
+            "read_percent": check_percent(self.read_percent),
+            "read_capacity": check_capacity(self.read_capacity),
+            "deadline": check_deadline(self.deadline),
+            "replay_margin": check_margin(self.replay_margin),
+        }
+        if self.scan_segments is not None:
+            check_whole("scan_segments", self.scan_segments)
+        check_name("index_name", self.index_name)
+        check_name("marker_attribute", self.marker_attribute)
+        if self.state_table is not None:
+            check_name("state_table", self.state_table)
+        for flag in ("strict_budget", "trust_index"):
+            if not isinstance(getattr(self, flag), bool):
+                raise ConfigurationError(
+                    f"{flag} must be True or False, not {getattr(self, flag)!r}."
+                )
+        if self.trust_index and self.method != "index":
+            raise ConfigurationError(
+                f"trust_index reads the marker index as it is, so it goes with method='index' "
+                f"(--method index), not {self.method!r}."
+            )
+        for name, value in checked.items():  # (numbers as floats: one JSON form)
+            object.__setattr__(self, name, value)
+
+    def replace(self, **changes: Any) -> ListingOptions:
+        """These options with ``changes`` (checked alike); a name that is no setting is a
+        TypeError, as an unknown keyword is."""
+        unknown = changes.keys() - _FIELDS
+        if unknown:
+            raise TypeError(
+                f"{sorted(unknown)[0]!r} is not a listing setting: the settings are "
+                f"{', '.join(sorted(_FIELDS))} (ListingOptions)."
+            )
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The options as plain JSON values (:meth:`from_dict` reads them back)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ListingOptions:
+        """The options :meth:`to_dict` wrote (a missing field takes its default); a
+        ConfigurationError or TypeError for anything else."""
+        if not isinstance(raw, Mapping):
+            raise TypeError(f"listing options are a JSON object, not {raw!r}")
+        return cls().replace(**raw)
+
+
+_FIELDS = frozenset(field.name for field in dataclasses.fields(ListingOptions))
+
+
+class ListingSettings(TypedDict, total=False):
+    """The fields of :class:`ListingOptions` as keywords (``**settings`` of the entry points;
+    each means and defaults to what the field does). ``method`` is the entry points' own
+    third argument."""
+
+    segments: int
+    scan_segments: int | None
+    index_name: str
+    marker_attribute: str
+    max_rcu_per_second: float | None
+    read_percent: float | None
+    read_capacity: float | None
+    strict_budget: bool
+    deadline: float | None
+    state_table: str | None
+    replay_margin: float
+    trust_index: bool
+
+
+def listing_options(
+    options: ListingOptions | None, method: str | None, settings: Mapping[str, Any]
+) -> ListingOptions:
+    """What an entry point lists with: ``options`` (by default the defaults) with ``method``
+    (None: the options') and the keywords ``settings`` applied over it, checked once."""
+    base = options if options is not None else ListingOptions()
+    if not isinstance(base, ListingOptions):
+        raise ConfigurationError(f"options must be a ListingOptions, not {base!r}.")
+    changes = dict(settings)
+    if method is not None:
+        changes["method"] = method
+    return base.replace(**changes) if changes else base
+
+
+def check_whole(name: str, value: object, most: int = MAX_TOTAL_SEGMENTS) -> int:
+    """A whole number from 1 to ``most``, or a ConfigurationError naming ``name``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= most:
+        why = (
+            " (reader threads; for more, split the Scan segments between processes)"
+            if most == MAX_READERS
+            else ""
+        )
+        raise ConfigurationError(
+            f"{name} must be a whole number from 1 to {most:,}{why}, not {value!r}."
+        )
+    return value
+
+
+def check_rate(value: object) -> float | None:
+    """``max_rcu_per_second``: None (no limit) or a finite number above 0."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, Decimal))
+        or not 0 < value < math.inf
+    ):
+        raise ConfigurationError(
+            f"max_rcu_per_second must be a number of read units a second above 0 (or None for "
+            f"no limit), not {value!r}."
+        )
+    return float(value)
