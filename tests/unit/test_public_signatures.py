@@ -1,0 +1,136 @@
+"""What a user of the package faces sees in a signature, walked as a new user would
+(issue 34): no parameter a user must not pass (``Usage(_lock=...)`` was one: a dataclass field
+left in ``__init__``), no ``plan`` that is not a listing split into tasks (``FaultProxy(url,
+plan=Faults(...))`` kept the word after ``FaultPlan`` became ``Faults``), and the one public
+value a worker of another process may send back, ``Usage``, pickles. No client: signatures and
+values only."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from ddbkeys import ConfigurationError, Usage
+
+FACES = (
+    "ddbkeys",
+    "ddbkeys.aio",
+    "ddbkeys.ids",
+    "ddbkeys.partition_keys",
+    "ddbkeys.partition_keys.aws_lambda",
+    "ddbkeys.iam",
+    "ddbkeys.testing",
+    "ddbkeys.engines.dask",
+    "ddbkeys.engines.spark",
+)
+
+
+def _face(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ConfigurationError:  # an engine whose extra is not installed
+        return None
+
+
+def _callables() -> Iterator[tuple[str, Callable[..., Any]]]:
+    """Each public class (its constructor) and its public methods, and each public function,
+    of every face, by face and qualified name."""
+    for face in FACES:
+        module = _face(face)
+        if module is None:
+            continue
+        for public in module.__all__:
+            value = getattr(module, public)
+            if inspect.isclass(value):
+                yield f"{face}.{value.__qualname__}", value
+                for attr, member in inspect.getmembers(value):
+                    if not attr.startswith("_") and inspect.isfunction(member):
+                        yield f"{face}.{value.__qualname__}.{attr}", member
+            elif callable(value):
+                yield f"{face}.{public}", value
+
+
+def _parameters(target: Callable[..., Any]) -> list[str]:
+    try:
+        return list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):  # (a builtin without a signature)
+        return []
+
+
+def test_no_public_signature_takes_a_private_parameter() -> None:
+    private = {
+        f"{where}({parameter}=)"
+        for where, target in _callables()
+        for parameter in _parameters(target)
+        if parameter.startswith("_")
+    }
+    assert private == set()
+
+
+def test_plan_is_only_a_listing_split_into_tasks() -> None:
+    """ "plan" means one thing (issue 34): what ``plan_listing`` returns. A setting or a value of
+    another kind under that name is refused here."""
+    named_plan = {
+        f"{where}({parameter}=)"
+        for where, target in _callables()
+        for parameter in _parameters(target)
+        if parameter == "plan"
+    }
+    assert named_plan == set()
+
+
+def test_the_fault_proxy_takes_its_faults_by_their_name() -> None:
+    from ddbkeys.testing import Fault, FaultProxy, Faults  # noqa: PLC0415
+
+    proxy = FaultProxy("http://127.0.0.1:1", faults=Faults(script=[Fault.THROTTLE]))
+    assert proxy.decide("GetItem") is Fault.THROTTLE
+    proxy.set_faults(faults=Faults(error_500=1.0))
+    assert proxy.decide("GetItem") is Fault.ERROR_500
+
+
+def test_usage_takes_only_its_totals() -> None:
+    assert list(inspect.signature(Usage).parameters) == [
+        "requests",
+        "items",
+        "read_units",
+        "write_units",
+        "retries",
+        "conflicts",
+        "billed_write_units",
+    ]
+    with pytest.raises(TypeError):
+        Usage(_lock=None)  # type: ignore[call-arg]
+
+
+#: Run in a fresh interpreter: unpickle a Usage, count into it (its lock works), send it back.
+CHILD = """
+import pickle, sys
+usage = pickle.loads(sys.stdin.buffer.read())
+usage.count(retries=2, conflicts=1)
+sys.stdout.buffer.write(pickle.dumps(usage))
+"""
+
+
+def test_a_usage_travels_to_another_process_and_back() -> None:
+    usage = Usage(requests=3, items=7, read_units=1.5, write_units=2.0, billed_write_units=4.0)
+    back = subprocess.run(
+        [sys.executable, "-c", CHILD],
+        input=pickle.dumps(usage),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert back.returncode == 0, back.stderr.decode()[-2000:]
+    again = pickle.loads(back.stdout)
+    assert isinstance(again, Usage)
+    assert again.snapshot() == {**usage.snapshot(), "retries": 2, "conflicts": 1}
+    again.count(retries=1)  # a lock of its own
+    assert again.retries == 3 and usage.retries == 0
