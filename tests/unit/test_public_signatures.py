@@ -134,3 +134,12 @@ def test_a_usage_travels_to_another_process_and_back() -> None:
     assert again.snapshot() == {**usage.snapshot(), "retries": 2, "conflicts": 1}
     again.count(retries=1)  # a lock of its own
     assert again.retries == 3 and usage.retries == 0
+
+
+@pytest.mark.parametrize("face", ["ddbkeys", "ddbkeys.aio"])
+def test_a_face_that_loads_on_first_use_lists_every_name(face: str) -> None:
+    """``dir()`` (an editor's completion, ``help()``) shows the names a face loads on first
+    use: before, ``dir(ddbkeys)`` had no AtomicCounter, MarkerIndex or distinct_partition_keys
+    and ``help(ddbkeys)`` listed only the errors among its classes."""
+    module = importlib.import_module(face)
+    assert set(module.__all__) - set(dir(module)) == set()

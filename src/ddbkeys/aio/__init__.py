@@ -84,6 +84,12 @@ __all__ = [
 ]
 
 
+def __dir__() -> list[str]:
+    """The names loaded on first use too (PEP 562), so that ``dir()``, an editor's completion
+    and ``help()`` show them."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
