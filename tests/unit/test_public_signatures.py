@@ -143,3 +143,44 @@ def test_a_face_that_loads_on_first_use_lists_every_name(face: str) -> None:
     and ``help(ddbkeys)`` listed only the errors among its classes."""
     module = importlib.import_module(face)
     assert set(module.__all__) - set(dir(module)) == set()
+
+
+#: Where a sync name and its asyncio form return different things by nature: (name, method).
+ASYNC_RETURNS_OTHER = {
+    ("Listing", "raw"): "the asyncio form's keys iterate in one event loop",
+    ("make_client", None): "an aiobotocore client is entered (async with)",
+    ("distinct_partition_keys", None): "an AsyncListing",
+}
+
+
+def _returns(target: Callable[..., Any]) -> str:
+    try:
+        return str(inspect.signature(target).return_annotation)
+    except (TypeError, ValueError):
+        return ""
+
+
+def test_the_asyncio_forms_return_what_the_sync_ones_do() -> None:
+    """One name per idea in both forms: the asyncio ``StateStore.load`` returned an
+    ``IndexState``, a second name of the sync one's ``Evidence``."""
+    import ddbkeys  # noqa: PLC0415
+    import ddbkeys.aio  # noqa: PLC0415
+
+    differ = set()
+    for name in ddbkeys.aio.__all__:
+        async_form, sync_form = getattr(ddbkeys.aio, name), getattr(ddbkeys, name, None)
+        if sync_form is None:
+            continue
+        pairs: list[tuple[str | None, Any, Any]] = [(None, async_form, sync_form)]
+        if inspect.isclass(async_form):
+            pairs = [
+                (method, getattr(async_form, method), getattr(sync_form, method))
+                for method in dir(async_form)
+                if not method.startswith("_")
+                and hasattr(sync_form, method)
+                and inspect.isfunction(getattr(async_form, method))
+            ]
+        for method, a, s in pairs:
+            if (name, method) not in ASYNC_RETURNS_OTHER and _returns(a) != _returns(s):
+                differ.add(f"{name}.{method}: {_returns(s)} / {_returns(a)}")
+    assert differ == set()
