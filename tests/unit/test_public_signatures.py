@@ -184,3 +184,21 @@ def test_the_asyncio_forms_return_what_the_sync_ones_do() -> None:
             if (name, method) not in ASYNC_RETURNS_OTHER and _returns(a) != _returns(s):
                 differ.add(f"{name}.{method}: {_returns(s)} / {_returns(a)}")
     assert differ == set()
+
+
+@pytest.mark.parametrize("face", ["ddbkeys.partition_keys", "ddbkeys.ids"])
+def test_a_sub_face_exports_what_ddbkeys_takes_from_it(face: str) -> None:
+    """``from ddbkeys.partition_keys import parse_event, MalformedEventError`` works: the
+    partition_keys face lacked MalformedEventError (what parse_event raises), StateStore,
+    reconcile and UnsettledError, which ``ddbkeys`` exports from it (a docs page imported
+    parse_event from one face and its error from the other)."""
+    import ddbkeys  # noqa: PLC0415
+
+    module = importlib.import_module(face)
+    taken = {
+        name
+        for name in ddbkeys.__all__
+        if (getattr(getattr(ddbkeys, name), "__module__", None) or "").startswith(face + ".")
+    }
+    assert taken  # the check below checks something
+    assert taken - set(module.__all__) == set()
