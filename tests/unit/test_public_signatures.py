@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pickle
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -202,3 +203,27 @@ def test_a_sub_face_exports_what_ddbkeys_takes_from_it(face: str) -> None:
     }
     assert taken  # the check below checks something
     assert taken - set(module.__all__) == set()
+
+
+PRIVATE_PATH = re.compile(r"ddbkeys(?:\.\w+)*\._\w+")
+
+
+def test_a_faces_own_help_names_no_private_module() -> None:
+    """``help()`` of a face, and of what the face module defines itself, sends a reader to
+    public names only: ddbkeys.testing's sent them to ddbkeys.testing._plugin, ddbkeys.aio's to
+    ddbkeys._core and ddbkeys._drivers.aio, the engines' to ddbkeys._capacity.Usage.merge and
+    ddbkeys.partition_keys._tasks.tasks."""
+    named = set()
+    for face in (*FACES, "ddbkeys.engines"):
+        module = _face(face)
+        if module is None:
+            continue
+        own = [module] + [
+            value
+            for value in vars(module).values()
+            if getattr(value, "__module__", None) == face and inspect.isfunction(value)
+        ]
+        for value in own:
+            for path in PRIVATE_PATH.findall(inspect.getdoc(value) or ""):
+                named.add(f"{getattr(value, '__qualname__', face)}: {path}")
+    assert named == set()
