@@ -35,9 +35,11 @@ SOURCE = HERE.parent / "src"
 
 #: The child: after one call to warm up, waits for the agreed start, then calls with
 #: ``threads`` threads; prints when it began and ended (epoch seconds) and how many calls.
+#: It runs an earlier revision's ddbkeys too, so it imports from the package faces only (whose
+#: names every revision since 764ee4e has): a private module's name moves from one to another.
 CHILD = """
 import os, sys, threading, time
-from ddbkeys._connect import make_client
+from ddbkeys import make_client
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
 endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
 threads, count, start_at = int(threads), int(count), float(start_at)

@@ -98,6 +98,12 @@ _LAZY = {
 }
 
 
+def __dir__() -> list[str]:
+    """The names loaded on first use too (PEP 562), so that ``dir()``, an editor's completion
+    and ``help()`` show them."""
+    return sorted(set(globals()) | set(__all__))
+
+
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is None:

@@ -17,7 +17,9 @@ __all__ = ["Usage", "item_size", "write_units"]
 class Usage:
     """Running totals; thread-safe. ``retries`` counts attempts after the first, of any kind:
     our own after a lost race or an outage, and botocore's (throttling, 5xx, lost responses)
-    as each response reports them; ``conflicts`` the races lost to other writers."""
+    as each response reports them; ``conflicts`` the races lost to other writers. It pickles
+    (and copies) as its totals, with a lock of its own on the other side: a worker of another
+    process can send one back."""
 
     requests: int = 0
     items: int = 0
@@ -26,7 +28,17 @@ class Usage:
     retries: int = 0
     conflicts: int = 0
     billed_write_units: float = 0.0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
+    _lock: threading.Lock = field(
+        default_factory=threading.Lock, init=False, repr=False, compare=False
+    )
+
+    def __getstate__(self) -> dict[str, Any]:
+        with self._lock:
+            return {name: value for name, value in vars(self).items() if name != "_lock"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        vars(self).update(state)
+        self._lock = threading.Lock()
 
     def add(
         self,

@@ -11,14 +11,14 @@ botocore to a narrow range of versions, which is why the base package does not d
         async for key in listing:
             ...
 
-The strategies and listing methods are the very flows the sync API runs (see
-:mod:`ddbkeys._core`), sent by the asyncio driver (:mod:`ddbkeys._drivers.aio`). What runs
+The strategies and listing methods are the very flows the sync API runs, sent by an asyncio
+driver instead of the sync one (ddbkeys' private ``_core`` and ``_drivers``). What runs
 concurrently in threads in the sync API (group commit, block prefetch, segment readers, the
 stream follower) runs as tasks of the one event loop here.
 
 Event loops: open the client in the loop that uses it (``async with``), and make the objects
 over it there. A client that is closed or was never entered is a
-:class:`~ddbkeys._errors.ConfigurationError` at its first request, and so is a request from
+:class:`~ddbkeys.ConfigurationError` at its first request, and so is a request from
 another loop while the client's own loop is still open (an aiobotocore client's connections
 belong to one loop). A :class:`BlockAllocator` and a listing's iteration belong to the loop of
 their first call (their tasks are that loop's); the sequences keep a group commit per loop and
@@ -85,6 +85,12 @@ __all__ = [
     "make_client",
     "reconcile",
 ]
+
+
+def __dir__() -> list[str]:
+    """The names loaded on first use too (PEP 562), so that ``dir()``, an editor's completion
+    and ``help()`` show them."""
+    return sorted(set(globals()) | set(__all__))
 
 
 def __getattr__(name: str) -> Any:

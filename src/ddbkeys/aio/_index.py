@@ -28,11 +28,11 @@ from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport
-from ddbkeys.partition_keys._index.state import IndexState, StoreBase
+from ddbkeys.partition_keys._index.state import StoreBase
 from ddbkeys.partition_keys._index.stream_setup import enable_stream_flow
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._listing.choice import check_margin
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN, Evidence
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._proof.status import status_flow, status_reader
 from ddbkeys.partition_keys._streams.follow_state import FollowReport, StopOn, Stopped
@@ -229,7 +229,7 @@ class StateStore(StoreBase):
         """Create the state table if it is missing, and wait until it is ACTIVE."""
         await self._run(self.core.ensure())
 
-    async def load(self, table: str, index_name: str) -> IndexState | None:
+    async def load(self, table: str, index_name: str) -> Evidence | None:
         """The record of ``table``'s index ``index_name``; None when there is none."""
         return await self._run(self.core.load(table, index_name))
 

@@ -3,7 +3,7 @@
 
 :func:`keys_bag` turns the tasks of :func:`~ddbkeys.partition_keys.plan_listing` into a
 ``dask.bag.Bag`` of keys, one partition per task: the task travels as its line of JSON and the
-worker lists it (:func:`~ddbkeys.partition_keys._tasks.tasks.list_task`), building its own client
+worker lists it (as :func:`~ddbkeys.partition_keys.open_task` does), building its own client
 from the task's endpoint, region and profile. :func:`tasks_bag` is the same with what each
 task read, to report the whole listing's read units.
 
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 def tasks_bag(tasks: Iterable[ListingTask]) -> Bag:
     """One element per task, in its own partition: the task's keys (a list) and what it read
     (a dict: ``requests``, ``items``, ``read_units``, ...; add them up with
-    :meth:`ddbkeys._capacity.Usage.merge`). Nothing is read until it is computed."""
+    :meth:`ddbkeys.Usage.merge`). Nothing is read until it is computed."""
     lines = [_line(task) for task in tasks]
     bag: Bag = dask.bag.from_sequence(lines, partition_size=1).map(list_task)
     return bag

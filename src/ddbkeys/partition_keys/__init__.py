@@ -24,6 +24,8 @@ from ddbkeys.partition_keys._index.index import (
     MarkerIndex,
     VerifyReport,
 )
+from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
+from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, plain_key
 from ddbkeys.partition_keys._listing.choice import METHODS, IndexUnprovenError
@@ -34,7 +36,7 @@ from ddbkeys.partition_keys._listing.text import read_text_key, text_line
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._streams.follower import StreamFollower
-from ddbkeys.partition_keys._streams.lambda_events import parse_event
+from ddbkeys.partition_keys._streams.lambda_events import MalformedEventError, parse_event
 from ddbkeys.partition_keys._streams.streams import streams_settings
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate
 from ddbkeys.partition_keys._tasks.sample import estimate_listing
@@ -54,11 +56,14 @@ __all__ = [
     "ListingOptions",
     "ListingSettings",
     "ListingTask",
+    "MalformedEventError",
     "MarkerClashError",
     "MarkerIndex",
     "ProofStatus",
     "ReadBudget",
+    "StateStore",
     "StreamFollower",
+    "UnsettledError",
     "VerifyReport",
     "default_scan_segments",
     "distinct_partition_keys",
@@ -70,6 +75,7 @@ __all__ = [
     "plain_key",
     "plan_listing",
     "read_text_key",
+    "reconcile",
     "streams_settings",
     "text_line",
 ]

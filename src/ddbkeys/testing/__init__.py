@@ -1,6 +1,11 @@
-"""Test helpers shipped with ddbkeys: a fault-injecting proxy and throwaway tables.
+"""Test helpers shipped with ddbkeys: a fault-injecting proxy (:class:`FaultProxy`, told what
+to do by :class:`Faults`) and throwaway tables (:class:`TableFactory`).
 
-The pytest fixtures live in :mod:`ddbkeys.testing._plugin`, which pytest loads on its own.
+Installing ddbkeys also gives pytest three fixtures, loaded on their own (the ``pytest11``
+entry point ``ddbkeys``; ``-p no:ddbkeys`` leaves them out): ``ddb_endpoint_url`` and
+``ddb_client`` (for the session: an embedded DynamoDB Local, or the endpoint in
+``DDBKEYS_TEST_ENDPOINT_URL`` when set) and ``ddb_table_factory`` (tables with unique names,
+deleted when the test ends).
 """
 
 from ddbkeys.testing._proxy import Fault, FaultProxy, Faults

@@ -1,7 +1,8 @@
 """A fault-injecting HTTP proxy on 127.0.0.1 in front of a DynamoDB endpoint.
 
 Point a client at :attr:`FaultProxy.endpoint_url` instead of the server. For each request the
-proxy takes the next action of a scripted plan, or else draws one from seeded probabilities:
+proxy takes the next action of its :class:`Faults`' script, or else draws one from its seeded
+probabilities:
 
 - ``lose_response``: forward the request, let the server apply it, then close the connection
   before the client sees the response, so the client retries a write that was applied;
@@ -145,7 +146,7 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
 class FaultProxy:
     """The proxy. Use as a context manager, or call :meth:`start` and :meth:`stop`."""
 
-    def __init__(self, upstream_url: str, plan: Faults | None = None) -> None:
+    def __init__(self, upstream_url: str, faults: Faults | None = None) -> None:
         parsed = urlparse(upstream_url)
         if parsed.scheme != "http" or not parsed.hostname:
             raise ValueError(f"upstream must be an http:// URL, not {upstream_url!r}")
@@ -156,18 +157,18 @@ class FaultProxy:
         self.counts: Counter[str] = Counter()
         self.counts_by_operation: Counter[tuple[str, str]] = Counter()
         self.calls: list[Call] = []
-        self.set_faults(plan or Faults())
+        self.set_faults(faults or Faults())
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         #: Set by stop(): delayed answers are dropped at once instead of being slept out.
         self.stopping = threading.Event()
 
-    def set_faults(self, plan: Faults) -> None:
-        """Replace the plan (the counts are kept; see :meth:`reset`)."""
+    def set_faults(self, faults: Faults) -> None:
+        """Replace the faults to inject (the counts are kept; see :meth:`reset`)."""
         with self._lock:
-            self.faults = plan
-            self._script = list(plan.script)
-            self._random = random.Random(plan.seed)
+            self.faults = faults
+            self._script = list(faults.script)
+            self._random = random.Random(faults.seed)
 
     def reset(self) -> None:
         """Zero the counts."""
@@ -191,20 +192,20 @@ class FaultProxy:
     def decide(self, operation: str) -> Fault:
         """The action for one request of this operation; counts it."""
         with self._lock:
-            plan = self.faults
+            faults = self.faults
             fault = Fault.FORWARD
-            if plan.operations is None or operation in plan.operations:
-                scripted = plan.script_operations is None or operation in plan.script_operations
+            if faults.operations is None or operation in faults.operations:
+                scripted = faults.script_operations is None or operation in faults.script_operations
                 if self._script and scripted:
                     fault = self._script.pop(0)
                 else:
                     draw = self._random.random()
                     for candidate, p in (
-                        (Fault.LOSE_RESPONSE, plan.lose_response),
-                        (Fault.THROTTLE, plan.throttle),
-                        (Fault.ERROR_500, plan.error_500),
-                        (Fault.DELAY, plan.delay),
-                        (Fault.DELAY_ANSWER, plan.delay_answer),
+                        (Fault.LOSE_RESPONSE, faults.lose_response),
+                        (Fault.THROTTLE, faults.throttle),
+                        (Fault.ERROR_500, faults.error_500),
+                        (Fault.DELAY, faults.delay),
+                        (Fault.DELAY_ANSWER, faults.delay_answer),
                     ):
                         if draw < p:
                             fault = candidate

@@ -63,7 +63,6 @@ if TYPE_CHECKING:
 __all__ = [
     "STATE_TABLE",
     "STATE_TABLE_ENV",
-    "IndexState",
     "StateCore",
     "StateStore",
     "StoreBase",
@@ -79,8 +78,6 @@ T = TypeVar("T")
 
 STATE_TABLE = "ddbkeys-state"
 STATE_TABLE_ENV = "DDBKEYS_STATE_TABLE"
-#: The record of one index, as the proof reads it.
-IndexState = Evidence
 
 
 def state_table_name(given: str | None = None) -> str:

@@ -19,9 +19,9 @@ def test_script_comes_first_then_draws() -> None:
 
 
 def test_draws_are_seeded_and_near_their_rates() -> None:
-    plan = Faults(lose_response=0.1, throttle=0.2, error_500=0.05, seed=7)
-    first = [FaultProxy("http://127.0.0.1:1", plan).decide("GetItem") for _ in range(1)]
-    a, b = FaultProxy("http://127.0.0.1:1", plan), FaultProxy("http://127.0.0.1:1", plan)
+    faults = Faults(lose_response=0.1, throttle=0.2, error_500=0.05, seed=7)
+    first = [FaultProxy("http://127.0.0.1:1", faults).decide("GetItem") for _ in range(1)]
+    a, b = FaultProxy("http://127.0.0.1:1", faults), FaultProxy("http://127.0.0.1:1", faults)
     seq_a = [a.decide("GetItem") for _ in range(4000)]
     seq_b = [b.decide("GetItem") for _ in range(4000)]
     assert seq_a == seq_b
@@ -47,7 +47,7 @@ def test_operations_filter() -> None:
     assert proxy.counts_by_operation[("GetItem", "forward")] == 1
 
 
-def test_bad_plans_are_refused() -> None:
+def test_bad_faults_are_refused() -> None:
     with pytest.raises(ValueError, match="add up to <= 1"):
         Faults(throttle=0.7, error_500=0.7)
     with pytest.raises(ValueError, match="add up to <= 1"):
@@ -61,8 +61,8 @@ def test_bad_plans_are_refused() -> None:
 
 
 def test_script_can_wait_for_its_operations() -> None:
-    plan = Faults(script=[Fault.LOSE_RESPONSE], script_operations=frozenset({"PutItem"}))
-    proxy = FaultProxy("http://127.0.0.1:1", plan)
+    faults = Faults(script=[Fault.LOSE_RESPONSE], script_operations=frozenset({"PutItem"}))
+    proxy = FaultProxy("http://127.0.0.1:1", faults)
     assert proxy.decide("DescribeTable") is Fault.FORWARD
     assert proxy.decide("PutItem") is Fault.LOSE_RESPONSE
     assert proxy.decide("PutItem") is Fault.FORWARD
