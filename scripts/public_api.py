@@ -81,7 +81,8 @@ def _signature(function: griffe.Function, drop_self: bool) -> str:
             text = "**" + text
         if parameter.annotation is not None:
             text += f": {parameter.annotation}"
-        if parameter.default is not None:
+        variadic = kind in (griffe.ParameterKind.var_positional, griffe.ParameterKind.var_keyword)
+        if parameter.default is not None and not variadic:  # (griffe gives **kw a default {})
             default = _default(parameter.default, function)
             text += f" = {default}" if parameter.annotation else f"={default}"
         parts.append(text)
