@@ -1,6 +1,5 @@
 """The backfill's read mode without a server (see ddbkeys.partition_keys._index.backfill_read):
-which
-mode ``auto`` takes, where its window reads each shard from, which records name a collection,
+which mode ``auto`` takes, where its window reads each shard from, which records name a collection,
 and how a backfill that says it does not count is read back and declined."""
 
 from __future__ import annotations

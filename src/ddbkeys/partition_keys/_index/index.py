@@ -3,9 +3,8 @@ item collection, projected into a KEYS_ONLY global secondary index that holds no
 listing scans only that.
 
 The work is the flows of a :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore`
-(decisions in
-:mod:`ddbkeys.partition_keys._index.markers`); :class:`MarkerIndex` is that plan, a client and the
-sync driver, ``ddbkeys.aio._index.MarkerIndex`` the same with the asyncio one."""
+(decisions in :mod:`ddbkeys.partition_keys._index.markers`); :class:`MarkerIndex` is that core, a
+client and the sync driver, :class:`ddbkeys.aio.MarkerIndex` the same with the asyncio one."""
 
 from __future__ import annotations
 

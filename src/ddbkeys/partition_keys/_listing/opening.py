@@ -1,8 +1,6 @@
-"""Opening a listing of distinct partition keys (sync): checking its settings, choosing the
-method (or resuming from a token) and handing back the
-:class:`~ddbkeys.partition_keys._listing.listing.Listing` that reads.
-:func:`distinct_partition_keys` is
-given out by :mod:`ddbkeys.partition_keys`."""
+"""Opening a listing of distinct partition keys (sync): checking its settings, choosing the method
+(or resuming from a token) and handing back the :class:`ddbkeys.partition_keys.Listing` that reads.
+:func:`distinct_partition_keys` is given out by :mod:`ddbkeys.partition_keys`."""
 
 from __future__ import annotations
 
@@ -80,8 +78,7 @@ class Opening:
 def opening_flow(opening: Opening, reader: Reader) -> Flow[tuple[Choice, list[Position]]]:
     """A listing's start, one flow for both drivers: the table's description, the read budget,
     the resume token and the method (:func:`~ddbkeys.partition_keys._listing.choice.choose_flow`,
-    whose
-    Streams requests go to the Streams client the driver has): the choice, and the positions
+    whose Streams requests go to the Streams client the driver has): the choice, and the positions
     to read from."""
     info = yield from reader.describe()
     _budget(reader, info, opening.percent, opening.rate, opening.read_capacity)
@@ -230,8 +227,7 @@ def distinct_partition_keys(
     itself with ``mark()``/``unmark()``). ``streams`` is the DynamoDB Streams client the
     replay reads with; by default one like ``client`` (see
     :func:`~ddbkeys.partition_keys._streams.streams.streams_client_for`: pass one when ``client``
-    was
-    made with credentials other than boto3's default session's).
+    was made with credentials other than boto3's default session's).
     """
     client, table = client_and_table(client, table, deadline)
     opening = Opening.checked(

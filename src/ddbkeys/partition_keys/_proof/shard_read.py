@@ -1,11 +1,8 @@
 """Reading one shard of a table's stream for a proof of the marker index: from a maintainer's
 position (or the shard's start) to its tip, through the empty pages GetRecords may answer, with
-an expired iterator taken again; the collections its records name go into a
-:class:`~ddbkeys.partition_keys._proof.shard_read.Replay`. A refusal, or a shard that never reaches
-the
-maintainer's position, is a :class:`~ddbkeys.partition_keys._proof.evidence.Decline` with its
-reason.
-Only Streams requests."""
+an expired iterator taken again; the collections its records name go into a :class:`Replay`. A
+refusal, or a shard that never reaches the maintainer's position, is a
+:class:`~ddbkeys.partition_keys._proof.evidence.Decline` with its reason. Only Streams requests."""
 
 from __future__ import annotations
 

@@ -11,9 +11,9 @@ record, see ``backfill_claim``) is waited for, looked at again every ``OTHER_POL
 listings can prove the index from it, and the follower backfills itself when not, or when it
 dies (silent for ``backfill_wait.ALIVE_FOR`` seconds).
 
-The flow's own :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore` and state plan (not
-the
-follower's): the sync follower runs it in a thread, the asyncio one in a task."""
+The flow's own :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore` and
+:class:`~ddbkeys.partition_keys._index.state.StateCore` (not the follower's): the sync follower
+runs it in a thread, the asyncio one in a task."""
 
 from __future__ import annotations
 
