@@ -329,7 +329,7 @@ class StateCore:
 
 
 class StoreBase:
-    """What both forms of ``StateStore`` share: a :class:`StateCore` (``plan``) and the client
+    """What both forms of ``StateStore`` share: a :class:`StateCore` (``core``) and the client
     its flows are sent with (``client``); its settings read through."""
 
     def __init__(

@@ -271,7 +271,7 @@ class Backfill:
     #: The replay margin it was begun for (seconds; None: a record of an older ddbkeys).
     margin: float | None = None
     #: Why it does not count, when it said so itself (a read-mode backfill whose window of
-    #: the stream could not be read: see ``partition_keys.backfill_read``); None: it may.
+    #: the stream could not be read: see ``_index.backfill_read``); None: it may.
     uncounted: str | None = None
     #: Its last sign of life (seconds; None: a record of an older ddbkeys, its ``started``
     #: then): an unfinished backfill refreshes it at least every ``backfill_wait.ALIVE``
