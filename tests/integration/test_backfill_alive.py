@@ -130,7 +130,7 @@ def backfill_to_kill(table: str, store: str, endpoint: str) -> subprocess.Popen[
     """`index backfill` in a process of its own, its record refreshed every second (ALIVE,
     10 s, made short so that a test sees it refreshed)."""
     code = (
-        "import sys; from ddbkeys.partition_keys import backfill_claim as c; c.ALIVE = 1.0; "
+        "import sys; from ddbkeys.partition_keys._index import backfill_claim as c; c.ALIVE = 1.0; "
         "from ddbkeys._cli import main; sys.argv[0] = 'ddbkeys'; main()"
     )
     args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]

@@ -74,8 +74,8 @@ def test_a_cli_backfill_stopped_mid_way_lets_the_next_one_begin_at_once(
     with following(ddb_client, table, store):
         fault_proxy.set_faults(SLOW)  # 40 collections, 2 Queries each: 16 s and more
         code = (
-            "import sys; from ddbkeys.partition_keys import backfill_claim as c; c.ALIVE = 1.0; "
-            "from ddbkeys._cli import main; sys.argv[0] = 'ddbkeys'; main()"
+            "import sys; from ddbkeys.partition_keys._index import backfill_claim as c; "
+            "c.ALIVE = 1.0; from ddbkeys._cli import main; sys.argv[0] = 'ddbkeys'; main()"
         )
         first = subprocess.Popen(
             [sys.executable, "-c", code, *args, "--endpoint-url", fault_proxy.endpoint_url],
