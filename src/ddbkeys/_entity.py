@@ -1,14 +1,12 @@
 """The one attribute that names what a ddbkeys item is, for other readers of the table.
 
-ddbkeys keeps a few items of its own in your tables: a marker in each item collection (the
-marker index, :mod:`ddbkeys.partition_keys._index.index`) and the counter items of the id
-strategies.
-Each carries ``ddbkeys_type`` (``ENTITY_ATTRIBUTE``) with what it is (``MARKER``, ``COUNTER``),
-so a scan or a model of your own can leave them out with one filter:
-``attribute_not_exists(ddbkeys_type)``.
+ddbkeys keeps a few items of its own in your tables: a marker in each item collection (the marker
+index, :mod:`ddbkeys.partition_keys._index.index`) and the counter items of the id strategies. Each
+carries ``ddbkeys_type`` (``ENTITY_ATTRIBUTE``) with what it is (``MARKER``, ``COUNTER``), so a scan
+or a model of your own can leave them out with one filter: ``attribute_not_exists(ddbkeys_type)``.
 
 ddbkeys itself never trusts this attribute (another tool may write anything): a marker is
-recognised by its key and its marker attribute (see ``partition_keys.recognise``)."""
+recognised by its key and its marker attribute (see ``partition_keys._listing.recognise``)."""
 
 from __future__ import annotations
 

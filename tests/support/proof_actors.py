@@ -108,13 +108,13 @@ def follower_at_rest(
 ) -> Stepper:
     """``index follow`` before its first request, to be stepped (its start too); it records
     at most ``max_pending`` pending collections."""
-    plan = FollowCore(
+    core = FollowCore(
         marker(world), state_table=STATE, poll=0.0, clock=world.clock, max_pending=max_pending
     )
-    plan.nonce = Nonces(f"f{next(world.nonces)}")
+    core.nonce = Nonces(f"f{next(world.nonces)}")
     state = FollowState()
-    stepper = Stepper(plan.follow(state, StopFlag(), False, from_start), client)
-    stepper.report, stepper.core = state.report, plan
+    stepper = Stepper(core.follow(state, StopFlag(), False, from_start), client)
+    stepper.report, stepper.core = state.report, core
     return stepper
 
 
@@ -391,7 +391,7 @@ def listing(
 ) -> Verdict:
     """The listing's decision core, as ``distinct_partition_keys`` runs it for the marker
     index (``partition_keys._choose``), on the model clock: the evidence and its precheck, the
-    replay (plan, stream, re-checks), then the index scanned leaving the touched collections
+    replay (window, stream, re-checks), then the index scanned leaving the touched collections
     out and the existing ones handed out. ``recheck=False`` is a negative control: the
     index as it is, after a replay that proved it; ``pending=False`` another: a listing that
     leaves the pending collections out of its re-checks."""

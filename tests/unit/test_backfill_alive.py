@@ -232,10 +232,10 @@ class World:
             return done.value
 
 
-def plans(world: World) -> tuple[MarkerCore, StateCore]:
-    plan = MarkerCore("orders")
+def cores(world: World) -> tuple[MarkerCore, StateCore]:
+    core = MarkerCore("orders")
     store = StateCore("ddbkeys-state", clock=world.clock)
-    return plan, store
+    return core, store
 
 
 def make(world: World) -> Callable[[str | None, Evidence | None], dict[str, Any]]:
@@ -254,9 +254,9 @@ def make(world: World) -> Callable[[str | None, Evidence | None], dict[str, Any]
 
 
 def claim(world: World, **settings: Any) -> Claim | BackfillReport:
-    plan, store = plans(world)
+    core, store = cores(world)
     report = BackfillReport()
-    flow = claim_flow(plan, store, make(world), 60.0, report, on_wait=world.told.append, **settings)
+    flow = claim_flow(core, store, make(world), 60.0, report, on_wait=world.told.append, **settings)
     return world.run(flow)  # type: ignore[no-any-return]
 
 
@@ -369,11 +369,11 @@ def work(world: World, requests: int, every: float, pause: float = 0.0) -> Flow[
 
 
 def kept(world: World, flow: Flow[str]) -> Any:
-    plan, store = plans(world)
+    core, store = cores(world)
     got = claim(world)
     assert isinstance(got, Claim)
     world.writes.clear()
-    return world.run(kept_alive(flow, got, store, plan))
+    return world.run(kept_alive(flow, got, store, core))
 
 
 def test_it_refreshes_alive_between_requests_at_least_every_alive_seconds() -> None:
@@ -406,21 +406,21 @@ def test_a_refresh_that_finds_the_record_taken_ends_the_work() -> None:
             closed.append(True)
 
     flow = endless()
-    plan, store = plans(world)
+    core, store = cores(world)
     got = claim(world)
     assert isinstance(got, Claim)
     world.put(at_work(started=1102.0, alive=1102.0, owner="host-c:7"))  # --force elsewhere
     with pytest.raises(DdbKeysError, match=r"Another backfill \(begun .* by host-c:7\) took over"):
-        world.run(kept_alive(flow, got, store, plan))
+        world.run(kept_alive(flow, got, store, core))
     assert closed == [True]
 
 
 def test_a_backfill_that_fails_says_it_stopped_and_is_in_no_ones_way() -> None:
     """(A follower's next try, 10 s later, then need not wait for its alive time to age.)"""
     world = World()
-    plan, store = plans(world)
+    core, store = cores(world)
     with pytest.raises(DdbKeysError, match="AccessDenied"):
-        world.run(backfill_flow(plan, None, store, "reconcile", 60.0))
+        world.run(backfill_flow(core, None, store, "reconcile", 60.0))
     last = world.writes[-1]
     assert last["stopped"] == world.now and last["finished"] is None
     saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
@@ -455,10 +455,10 @@ def test_a_backfill_interrupted_by_ctrl_c_says_it_stopped_on_its_way_out() -> No
     from ddbkeys._drivers.sync import SyncDriver  # noqa: PLC0415
 
     world = World()
-    plan, store = plans(world)
+    core, store = cores(world)
     with pytest.raises(KeyboardInterrupt):
         SyncDriver(Interrupting(world), Usage()).run(
-            backfill_flow(plan, None, store, "reconcile", 60.0)
+            backfill_flow(core, None, store, "reconcile", 60.0)
         )
     last = world.writes[-1]
     assert last["stopped"] == world.now and last["finished"] is None
@@ -471,7 +471,7 @@ def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:
     from ddbkeys._drivers.sync import SyncDriver  # noqa: PLC0415
 
     world = World()
-    plan, store = plans(world)
+    core, store = cores(world)
     client = Interrupting(world)
     writes = 0
 
@@ -484,7 +484,7 @@ def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:
 
     world.answer = answer  # type: ignore[method-assign]
     with pytest.raises(KeyboardInterrupt):
-        SyncDriver(client, Usage()).run(backfill_flow(plan, None, store, "reconcile", 60.0))
+        SyncDriver(client, Usage()).run(backfill_flow(core, None, store, "reconcile", 60.0))
     assert writes == 1  # tried once, not again
     assert "stopped" not in world.writes[-1]
 

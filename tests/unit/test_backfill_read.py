@@ -1,6 +1,5 @@
 """The backfill's read mode without a server (see ddbkeys.partition_keys._index.backfill_read):
-which
-mode ``auto`` takes, where its window reads each shard from, which records name a collection,
+which mode ``auto`` takes, where its window reads each shard from, which records name a collection,
 and how a backfill that says it does not count is read back and declined."""
 
 from __future__ import annotations
@@ -72,16 +71,16 @@ def test_the_window_reads_each_shard_after_the_newest_position_saved_before_it_s
             "s3": ShardMark("s3", "arn:other", "start", (("5", 1.0),)),
         },
     )
-    plan = backfill_window(
+    window = backfill_window(
         saved, ARN, [shard("s1"), shard("s2"), shard("s3")], started, MARGIN, 10_500.0
     )
     start = started - MARGIN
-    assert plan.reads == (
+    assert window.reads == (
         ShardRead("s1", "100", skip_before=start, reach="200"),
         ShardRead("s2", None, skip_before=start, reach=None),
         ShardRead("s3", None, skip_before=start, reach=None),
     )
-    assert plan.cut + plan.margin == 10_500.0  # "now", for the day-old check of a shard's start
+    assert window.cut + window.margin == 10_500.0  # "now", for the day-old check of a shard's start
     nobody = backfill_window(None, ARN, [shard("s1")], started, MARGIN, 10_500.0)
     assert nobody.reads == (ShardRead("s1", None, skip_before=start),)
 

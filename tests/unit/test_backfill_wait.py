@@ -158,10 +158,10 @@ class World:
 
 
 def flow(world: World, **settings: Any) -> Flow[Readiness]:
-    plan = MarkerCore("orders")
+    core = MarkerCore("orders")
     store = StateCore("ddbkeys-state", clock=world.clock)
     margin = settings.pop("margin", 60.0)
-    return wait_flow(plan, store, margin, on_wait=world.told.append, **settings)
+    return wait_flow(core, store, margin, on_wait=world.told.append, **settings)
 
 
 def saved(since: str | float, at: float) -> dict[str, Any]:
@@ -278,7 +278,7 @@ def test_records_a_maintainer_lost_are_waited_out_as_the_proof_needs() -> None:
     for started in (2059.0, 2060.0):
         counts = readiness("orders", evidence(lost), ARN, started, 60.0).counts
         backfill = Backfill(started, ARN, 1000.0, started + 5, (), None, 60.0)
-        plan = replay_window(
+        window = replay_window(
             evidence(lost, backfill=backfill), ARN, [{"ShardId": "s1"}], started + 100, 60.0
         )
-        assert isinstance(plan, Decline) != counts, (started, plan)
+        assert isinstance(window, Decline) != counts, (started, window)

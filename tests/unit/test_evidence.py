@@ -71,8 +71,8 @@ def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, 
 
 
 def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> None:
-    plan = replay_window(GOOD, ARN, [shard("s1")], NOW, 60.0)
-    assert plan == ReplayWindow(ARN, (ShardRead("s1", "10", reach="20"),), 60.0, NOW - 60.0)
+    window = replay_window(GOOD, ARN, [shard("s1")], NOW, 60.0)
+    assert window == ReplayWindow(ARN, (ShardRead("s1", "10", reach="20"),), 60.0, NOW - 60.0)
     # Once the newest mark is old enough, nothing before it is read again.
     later = replay_window(GOOD, ARN, [shard("s1")], NOW + 61, 60.0)
     assert isinstance(later, ReplayWindow) and later.reads == (ShardRead("s1", "20", reach="20"),)
@@ -80,15 +80,15 @@ def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> N
 
 def test_a_shard_with_no_mark_old_enough_is_read_from_its_start() -> None:
     young = evidence(mark("s1", ("20", 9_990.0)))
-    plan = replay_window(young, ARN, [shard("s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayWindow) and plan.reads == (ShardRead("s1", None, reach="20"),)
+    window = replay_window(young, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(window, ReplayWindow) and window.reads == (ShardRead("s1", None, reach="20"),)
 
 
 def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> None:
     latest = evidence(mark("s1", (None, 1_000.0), since=1_000.0))
-    plan = replay_window(latest, ARN, [shard("s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayWindow)
-    assert plan.reads == (ShardRead("s1", None, skip_before=940.0),)
+    window = replay_window(latest, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(window, ReplayWindow)
+    assert window.reads == (ShardRead("s1", None, skip_before=940.0),)
     # A day on with nothing applied: records after its start may have been trimmed unapplied.
     stale = replay_window(latest, ARN, [shard("s1")], 1_000.0 + DAY, 60.0)
     assert isinstance(stale, Decline) and "for nearly a day" in stale.reason
@@ -96,15 +96,15 @@ def test_a_shard_begun_at_its_end_skips_the_history_the_backfill_covers() -> Non
 
 def test_unnamed_shards() -> None:
     listed = [shard("s1", ending="30"), shard("child", "s1"), shard("grandchild", "child")]
-    plan = replay_window(GOOD, ARN, listed, NOW, 60.0)
-    assert isinstance(plan, ReplayWindow)
+    window = replay_window(GOOD, ARN, listed, NOW, 60.0)
+    assert isinstance(window, ReplayWindow)
     # Descendants of a named shard: every record, from their start.
-    assert [r.shard for r in plan.reads] == ["s1", "child", "grandchild"]
-    assert plan.reads[1:] == (ShardRead("child", None), ShardRead("grandchild", None))
+    assert [r.shard for r in window.reads] == ["s1", "child", "grandchild"]
+    assert window.reads[1:] == (ShardRead("child", None), ShardRead("grandchild", None))
     # A stranger: read from its start, but only if it holds nothing from before the backfill.
-    plan = replay_window(GOOD, ARN, [shard("s1"), shard("s9")], NOW, 60.0)
-    assert isinstance(plan, ReplayWindow)
-    assert plan.reads[1] == ShardRead("s9", None, only_after=5_000.0)
+    window = replay_window(GOOD, ARN, [shard("s1"), shard("s9")], NOW, 60.0)
+    assert isinstance(window, ReplayWindow)
+    assert window.reads[1] == ShardRead("s9", None, only_after=5_000.0)
     # ... and not at all once the backfill is older than the stream keeps records.
     declined = replay_window(GOOD, ARN, [shard("s1"), shard("s9")], 5_000.0 + DAY, 60.0)
     assert isinstance(declined, Decline) and "no maintainer recorded a position in shard s9" in (
@@ -119,9 +119,9 @@ def test_a_named_shard_that_left_the_stream_within_the_margin_is_declined() -> N
     verdict = replay_window(GOOD, ARN, [shard("s2", "s1")], NOW, 60.0)
     assert isinstance(verdict, Decline) and "left the stream" in verdict.reason
     old = evidence(mark("s1", ("10", 7_000.0)))
-    plan = replay_window(old, ARN, [shard("s2", "s1")], NOW, 60.0)
-    assert isinstance(plan, ReplayWindow)  # gone long ago: its child is read from its start
-    assert plan.reads == (ShardRead("s2", None, only_after=5_000.0),)
+    window = replay_window(old, ARN, [shard("s2", "s1")], NOW, 60.0)
+    assert isinstance(window, ReplayWindow)  # gone long ago: its child is read from its start
+    assert window.reads == (ShardRead("s2", None, only_after=5_000.0),)
 
 
 def test_marks_of_another_stream_count_for_nothing() -> None:

@@ -1,4 +1,4 @@
-"""The marker index's decisions without a server or a client: each flow of its plan driven by
+"""The marker index's decisions without a server or a client: each flow of its core driven by
 hand with scripted answers (what mark, unmark, backfill, verify and a reconciliation send and
 conclude from each answer), the pagers, and the follower's handling of stream records (the
 evidence rule is in test_evidence.py)."""
@@ -71,7 +71,7 @@ def info(**changes: Any) -> TableInfo:
 
 
 def index(**changes: Any) -> MarkerCore:
-    """A marker index's plan that knows its table: its flows need no DescribeTable."""
+    """A marker index's core that knows its table: its flows need no DescribeTable."""
     return MarkerCore("orders", info=info(**changes), deadline=5.0)
 
 
@@ -578,7 +578,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
     follower says it was caught up is when that round began, not when it ended (a test that
     waited for "caught up after my write" then saw its write unread; found in CI)."""
     ticks = iter(range(1000, 2000))
-    plan = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
+    core = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
     state = FollowState()
     names = [("pk", "S", "HASH"), ("sk", "N", "RANGE"), (M, "S", None)]
     table = {
@@ -611,7 +611,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
         "get_records": {"Records": [], "NextShardIterator": "it"},
         "update_item": {},
     }
-    flow = plan.follow(state, StopFlag(), until_caught_up=True, from_start=False)
+    flow = core.follow(state, StopFlag(), until_caught_up=True, from_start=False)
     clock_at_reads: list[float] = []
     step = next(flow)
     try:
@@ -621,7 +621,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
                 continue
             assert isinstance(step, Request), step
             if step.operation == "get_records":
-                clock_at_reads.append(plan.clock())
+                clock_at_reads.append(core.clock())
             step = flow.send(answers[step.operation])
     except StopIteration as done:
         report = done.value

@@ -1,7 +1,6 @@
-"""Lambda's DynamoDB Streams events, read and checked
-(ddbkeys.partition_keys._streams.lambda_events):
-events shaped as the Lambda Developer Guide shows them, plain and from a tumbling window, and
-every way one can be malformed, each with its one-line message."""
+"""Lambda's DynamoDB Streams events read and checked (``partition_keys._streams.lambda_events``):
+events shaped as the Lambda Developer Guide shows them, plain and from a tumbling window, and every
+way one can be malformed, each with its one-line message."""
 
 from __future__ import annotations
 

@@ -200,14 +200,14 @@ def test_a_listing_uses_only_positions_a_check_came_after() -> None:
         maintainer="lambda",
     )
     assert precheck(record, ARN, MARGIN) is None
-    plan = replay_window(record, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
-    assert isinstance(plan, ReplayWindow)
-    (read,) = plan.reads
+    window = replay_window(record, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
+    assert isinstance(window, ReplayWindow)
+    (read,) = window.reads
     assert read.after == "20"  # 30 was saved after the check: it is read again
     # A follower keeping the index: its positions as they are.
     followed = replace(record, maintainer="follow")
-    plan = replay_window(followed, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
-    assert isinstance(plan, ReplayWindow) and plan.reads[0].after == "30"
+    window = replay_window(followed, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)
+    assert isinstance(window, ReplayWindow) and window.reads[0].after == "30"
     # The trigger read 2: declined, whatever the positions.
     parallel = replace(record, triggers={"s1": replace(GOOD, factor=2)})
     declined = replay_window(parallel, ARN, [{"ShardId": "s1"}], 10_000.0, MARGIN)

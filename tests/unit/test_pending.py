@@ -104,18 +104,18 @@ def _store() -> StateCore:
 
 
 def test_a_collection_that_settles_is_applied_with_nothing_recorded() -> None:
-    plan = index()
+    core = index()
     result, sent = play(
-        apply_flow(plan, _store(), {"S": "a"}, Nonces("n")), [("query", query(DATA, MARKER))]
+        apply_flow(core, _store(), {"S": "a"}, Nonces("n")), [("query", query(DATA, MARKER))]
     )
     assert result.outcome is Outcome.UNCHANGED and result.applied and result.element is None
     assert [r.operation for r in sent] == ["query"]
 
 
 def test_a_collection_that_does_not_settle_is_added_to_the_pending_set_alone() -> None:
-    plan = index()
+    core = index()
     result, sent = play(
-        apply_flow(plan, _store(), {"S": "a"}, Nonces("n")), [*_churn(), ("update_item", {})]
+        apply_flow(core, _store(), {"S": "a"}, Nonces("n")), [*_churn(), ("update_item", {})]
     )
     assert result.outcome is None and result.applied
     assert result.element == element({"S": "a"}, 1_700_000_000.0, "n-1")
@@ -130,11 +130,11 @@ def test_a_collection_that_does_not_settle_is_added_to_the_pending_set_alone() -
 def test_a_collection_that_gives_up_again_replaces_its_known_elements() -> None:
     """A hot collection holds one element of each maintainer, not one a batch: the new one is
     added (one more allowed), then those it knew of leave."""
-    plan = index()
+    core = index()
     old = element({"S": "a"}, 1.0, "n-0")
     other = element({"S": "b"}, 1.0, "n-0")
     result, sent = play(
-        apply_flow(plan, _store(), {"S": "a"}, Nonces("n"), known={old, other}),
+        apply_flow(core, _store(), {"S": "a"}, Nonces("n"), known={old, other}),
         [*_churn(), ("update_item", {}), ("update_item", {})],
     )
     assert result.element is not None and result.replaced == (old,)
@@ -145,10 +145,10 @@ def test_a_collection_that_gives_up_again_replaces_its_known_elements() -> None:
 
 
 def test_a_full_pending_set_leaves_the_collection_unapplied() -> None:
-    plan = index()
+    core = index()
     full = failure("ConditionalCheckFailedException")
     result, _ = play(
-        apply_flow(plan, _store(), {"S": "a"}, Nonces("n"), 5), [*_churn(), ("update_item", full)]
+        apply_flow(core, _store(), {"S": "a"}, Nonces("n"), 5), [*_churn(), ("update_item", full)]
     )
     assert result.outcome is None and result.element is None and not result.applied
 

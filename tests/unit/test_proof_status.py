@@ -66,13 +66,13 @@ def stream(item: dict[str, Any] | None, found: int = 0) -> StreamRead:
     from ddbkeys.partition_keys._index.state import evidence_from_item  # noqa: PLC0415
 
     evidence = evidence_from_item("orders", INDEX, item) if item else None
-    plan = replay_window(evidence, ARN, SHARDS, NOW, MARGIN, MARKERS)
-    if isinstance(plan, Decline):
-        return StreamRead(SHARDS, decline=plan)
+    window = replay_window(evidence, ARN, SHARDS, NOW, MARGIN, MARKERS)
+    if isinstance(window, Decline):
+        return StreamRead(SHARDS, decline=window)
     replay = Replay(MARGIN, records=found, by_shard={"s1": found} if found else {})
     for n in range(found):
         replay.touched[("S", f"k{n}")] = {"S": f"k{n}"}
-    return StreamRead(SHARDS, plan, replay)
+    return StreamRead(SHARDS, window, replay)
 
 
 def status(

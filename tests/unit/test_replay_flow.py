@@ -38,7 +38,7 @@ def evidence(*marks: ShardMark) -> Evidence:
 
 
 def setup() -> tuple[Reader, MarkerCore, Any]:
-    """The listing's reader (no client: its flows are driven by hand) and the index's plan."""
+    """The listing's reader (no client: its flows are driven by hand) and the index's core."""
     table = info(stream_arn=ARN)
     reader = Reader(None, "orders", retry=RetryPolicy(max_attempts=2), deadline=5.0)
     return reader, MarkerCore("orders", info=table), table

@@ -196,7 +196,7 @@ class MarkerIndex(MarkerIndexBase):
 
 async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcome:
     """Make the marker of the collection ``partition_key`` match the collection as it is now
-    (see :func:`ddbkeys.partition_keys._index.maintain.reconcile`)."""
+    (see :func:`ddbkeys.partition_keys.reconcile`)."""
     return await index._run(reconcile_flow(index.core, partition_key, index.core.begin()))
 
 

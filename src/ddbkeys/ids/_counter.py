@@ -123,15 +123,14 @@ class CounterCore(StrategyCore):
 
     The counter item is ``{partition key: name}`` (or ``counter_key``, given whole, for tables with
     a sort key or a non-string partition key) holding ``counter_attribute``, the last id given out,
-    and ``ddbkeys_type = "counter"`` (:mod:`ddbkeys._entity`, for other readers: every write sets
-    it,
-    nothing reads it; ``counter_attribute`` cannot be that name). It is created on first use; a
-    counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything but a whole
-    number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids._errors.CounterStateError` and its value
-    is left as it was (a fraction or a negative number is moved, then put back: the item then says
-    it is a counter). Ids start at ``start`` and go up by ``step``; with ``maximum``, a call that
-    would pass it raises :class:`SequenceExhaustedError` and moves nothing. Each call ends within
-    ``deadline`` seconds. Nothing is sent before the first call.
+    and ``ddbkeys_type = "counter"`` (:data:`ddbkeys.ENTITY_ATTRIBUTE`, for other readers: every
+    write sets it, nothing reads it; ``counter_attribute`` cannot be that name). It is created on
+    first use; a counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything
+    but a whole number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.CounterStateError` and its
+    value is left as it was (a fraction or a negative number is moved, then put back: the item then
+    says it is a counter). Ids start at ``start`` and go up by ``step``; with ``maximum``, a call
+    that would pass it raises :class:`SequenceExhaustedError` and moves nothing. Each call ends
+    within ``deadline`` seconds. Nothing is sent before the first call.
     """
 
     def __init__(

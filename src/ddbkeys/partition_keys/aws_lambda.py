@@ -1,5 +1,6 @@
 """A handler for AWS Lambda's DynamoDB Streams events that keeps the marker index right: the
-same reconciliation as ``index follow`` (see ``maintain``), for tables on the service.
+same reconciliation as ``index follow`` (see docs/partition-keys/index.md, "Keeping the markers
+right"), for tables on the service.
 
 Deployment:
 
@@ -26,26 +27,25 @@ Deployment:
 6. Once the handler has handled its first batch, and the replay margin (60 s) has passed, run
    ``ddbkeys partition-keys index backfill``.
 
-The evidence: after each batch, per shard, the sequence number up to which every record is
-applied (before the first failed one), in the state table; a listing reads the stream from
-there itself (see ``partition_keys.evidence``). With it, per shard, the handler's check of its
-trigger (see ``partition_keys.lambda_trigger``): after its first batch in an execution
-environment and every ``CHECK_EVERY`` seconds (5 minutes), ``ListEventSourceMappings`` of the
-batch's ``eventSourceARN`` and the invoked function (``context.invoked_function_arn``) says its
-``ParallelizationFactor``; listings decline while it is not 1, and use a shard's positions only
-up to the last check. A batch that begins before the handler's own position in its shard, and
-is none it handled sent again, came out of order: a gap. A read refused (the role lacks the
-permission) keeps the markers right; only listings decline. A table with no writes for 24
-hours is listed another way: the shards the handler named have then left the stream, and the
-handler is not called to name their successors.
+The evidence: after each batch, per shard, the sequence number up to which every record is applied
+(before the first failed one), in the state table; a listing reads the stream from there itself (see
+docs/partition-keys/index.md, "What a listing proves, and how"). With it, per shard, the handler's
+check of its trigger (see docs/partition-keys/lambda.md, "The trigger's settings, and why"): after
+its first batch in an execution environment and every ``CHECK_EVERY`` seconds (5 minutes),
+``ListEventSourceMappings`` of the batch's ``eventSourceARN`` and the invoked function
+(``context.invoked_function_arn``) says its ``ParallelizationFactor``; listings decline while it is
+not 1, and use a shard's positions only up to the last check. A batch that begins before the
+handler's own position in its shard, and is none it handled sent again, came out of order: a gap. A
+read refused (the role lacks the permission) keeps the markers right; only listings decline. A table
+with no writes for 24 hours is listed another way: the shards the handler named have then left the
+stream, and the handler is not called to name their successors.
 
-Promise: under at-least-once delivery, in any order across shards, a non-empty collection is
-never left without a marker and an empty one keeps its marker no longer than until its next
-record is handled. A collection whose reconciliation fails is reported in
-``batchItemFailures`` (its first record in the batch), so Lambda sends it again. One whose
-reconciliation does not settle (it keeps changing) is recorded as pending instead (see
-``partition_keys.pending``): listings re-check it; only when the pending set is full is it
-reported failed.
+Promise: under at-least-once delivery, in any order across shards, a non-empty collection is never
+left without a marker and an empty one keeps its marker no longer than until its next record is
+handled. A collection whose reconciliation fails is reported in ``batchItemFailures`` (its first
+record in the batch), so Lambda sends it again. One whose reconciliation does not settle (it keeps
+changing) is recorded as pending instead: listings re-check it; only when the pending set is full is
+it reported failed.
 """
 
 from __future__ import annotations
@@ -144,7 +144,7 @@ class StreamHandler:
         self._indexes: dict[str, MarkerIndex] = {}
         self._store: StateStore | None = None
         self._warned: set[str] = set()  # tables whose events named no shard (said once)
-        #: The most pending collections it records (see ``pending.MAX_PENDING``).
+        #: The most pending collections it records (the follower's bound too).
         self.max_pending = MAX_PENDING
         #: The prefix of its pending elements (random; a test gives a fixed one).
         self.nonce = Nonces()

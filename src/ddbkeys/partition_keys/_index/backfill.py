@@ -1,6 +1,6 @@
 """The backfill and the repair of a marker index as flows (see :mod:`ddbkeys._core`): each
 reconciles collections with their markers and keeps the index's evidence in the state table
-(see :mod:`ddbkeys.partition_keys._proof.evidence`): a marker index's plan and its record's, run by
+(see :mod:`ddbkeys.partition_keys._proof.evidence`): a marker index's core and its record's, run by
 either ``MarkerIndex``."""
 
 from __future__ import annotations

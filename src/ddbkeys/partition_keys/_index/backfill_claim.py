@@ -2,14 +2,13 @@
 it is alive there while it works, and a second one finds it and waits rather than read the
 whole table again.
 
-- **Taking the record.** A backfill writes its entry (``backfill`` in the index's record,
-  see :mod:`ddbkeys.partition_keys._index.state`) on the condition that the entry is still the one
-  it
+- **Taking the record.** A backfill writes its entry (``backfill`` in the index's record, see
+  :mod:`ddbkeys.partition_keys._index.state`) on the condition that the entry is still the one it
   read (a compare-and-set of the whole entry): of two that begin at once (two followers with
-  ``--backfill``, whose margins end together), one takes it, and the other reads it again and
-  finds that one at work. Every later write of the entry is conditioned the same way on the
-  entry it wrote last: a backfill whose entry another one replaced (one that took it for
-  dead, or ``force``) stops at its next write, saying so, instead of writing over the other's.
+  ``--backfill``, whose margins end together), one takes it, and the other reads it again and finds
+  that one at work. Every later write of the entry is conditioned the same way on the entry it wrote
+  last: a backfill whose entry another one replaced (one that took it for dead, or ``force``) stops
+  at its next write, saying so, instead of writing over the other's.
 - **Alive.** While it works, a backfill refreshes its entry's ``alive`` time (and how many
   collections it has handled) at least every ``backfill_wait.ALIVE`` seconds: the flow does
   it between its own requests (:func:`kept_alive`), so the sync and asyncio drivers share it

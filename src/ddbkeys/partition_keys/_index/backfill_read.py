@@ -299,11 +299,13 @@ def _window(
         shards = yield from stream_shards(lambda request: ask(reader, request), stream)
     except DdbKeysError as exc:
         return refusal(exc, "describing the table's stream")
-    plan = backfill_window(saved, stream, shards, started, margin, clock())
+    window = backfill_window(saved, stream, shards, started, margin, clock())
     replay = Replay(margin)
     names = window_names(info, index.markers(info))
-    for read in plan.reads:
-        declined = yield from read_shard(reader, plan, read, info.partition_key.name, replay, names)
+    for read in window.reads:
+        declined = yield from read_shard(
+            reader, window, read, info.partition_key.name, replay, names
+        )
         if declined is not None:
             return declined
     return replay

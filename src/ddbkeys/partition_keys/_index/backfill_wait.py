@@ -1,6 +1,5 @@
-"""When a backfill may begin so that listings can prove the marker index from it: the proof's
-rule (see :mod:`ddbkeys.partition_keys._proof.evidence`), applied *before* anything is written, so
-that
+"""When a backfill may begin so that listings can prove the marker index from it: the proof's rule
+(see :mod:`ddbkeys.partition_keys._proof.evidence`), applied *before* anything is written, so that
 the natural order of setup (create the index, start ``index follow``, run ``index backfill`` at
 once) ends with an index a listing can prove, not with one that needs a second backfill.
 

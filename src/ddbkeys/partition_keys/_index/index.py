@@ -3,9 +3,8 @@ item collection, projected into a KEYS_ONLY global secondary index that holds no
 listing scans only that.
 
 The work is the flows of a :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore`
-(decisions in
-:mod:`ddbkeys.partition_keys._index.markers`); :class:`MarkerIndex` is that plan, a client and the
-sync driver, ``ddbkeys.aio._index.MarkerIndex`` the same with the asyncio one."""
+(decisions in :mod:`ddbkeys.partition_keys._index.markers`); :class:`MarkerIndex` is that core, a
+client and the sync driver, :class:`ddbkeys.aio.MarkerIndex` the same with the asyncio one."""
 
 from __future__ import annotations
 
@@ -65,7 +64,7 @@ class MarkerIndex(MarkerIndexBase):
     on that attribute, KEYS_ONLY, so it holds the markers alone. Marking is idempotent and
     conditional: a marker that exists is left as it is.
 
-    ``client`` is anything :func:`ddbkeys._clients.as_client` takes (a boto3 ``Table`` names the
+    ``client`` is anything :func:`ddbkeys.as_client` takes (a boto3 ``Table`` names the
     table itself). ``info`` is the table's description when you have it (a listing passes its
     own); otherwise the first call reads it and it is kept (two first calls at once may each
     read it). Nothing is sent by the constructor. Each call of one request or a few (``mark``,
@@ -149,39 +148,36 @@ class MarkerIndex(MarkerIndexBase):
         ``mode="reconcile"`` finds the collections with the skip scan and reads each with a
         consistent Query of at most two items (1 read unit), and again after a write.
         ``mode="read"`` reads the table once (the skip scan, which reads like a scan where
-        collections are small) and the marker index, writes the markers that calls for (1
-        write unit each), then waits until ``replay_margin`` seconds have passed since its
-        last write, reads the table's stream (``streams``: a DynamoDB Streams client; one like
-        ``client`` when None) from ``replay_margin`` before it began, and reconciles each
-        collection those records name (see ``partition_keys.backfill_read``). ``auto`` (the
-        default) reads where the table has a stream and at least 1,000 items, and reconciles
-        otherwise. ``report.mode`` says which ran.
+        collections are small) and the marker index, writes the markers that calls for (1 write unit
+        each), then waits until ``replay_margin`` seconds have passed since its last write, reads
+        the table's stream (``streams``: a DynamoDB Streams client; one like ``client`` when None)
+        from ``replay_margin`` before it began, and reconciles each collection those records name
+        (see docs/partition-keys/index.md, "The backfill's two modes"). ``auto`` (the default) reads
+        where the table has a stream and at least 1,000 items, and reconciles otherwise.
+        ``report.mode`` says which ran.
 
-        The start and the end are recorded in ``state_table`` (see
-        ``state.state_table_name``; created if missing; ``record=False``: not recorded, and no
-        wait): the snapshot a listing proves the index from, with the stream as its log (see
-        ``partition_keys.evidence``). It counts only if it met no clash and began at least
-        ``replay_margin`` seconds after a maintainer (``index follow``, the Lambda handler)
-        recorded its first position in the table's current stream. Before writing anything it
-        applies that rule (see ``partition_keys.backfill_wait``):
+        The start and the end are recorded in ``state_table`` (None: ``DDBKEYS_STATE_TABLE``, else
+        ``ddbkeys-state``; created if missing; ``record=False``: not recorded, and no wait): the
+        snapshot a listing proves the index from, with the stream as its log (see
+        docs/partition-keys/index.md, "What a listing proves, and how"). It counts only if it met no
+        clash and began at least ``replay_margin`` seconds after a maintainer (``index follow``, the
+        Lambda handler) recorded its first position in the table's current stream. Before writing
+        anything it applies that rule:
 
         * the maintainer's first position is younger than the margin: it waits out the rest
           (``wait=False``: it begins at once, and will not count);
-        * no maintainer has recorded one: with ``wait_for_maintainer`` it waits for one (at
-          most ``timeout`` seconds, then a ``DdbKeysError`` with nothing written); otherwise
-          it waits 10 s for one started a moment before (``backfill_wait.MAINTAINER_GRACE``;
-          not when the stream is off, nor with ``wait=False``), then begins and will not
-          count.
+        * no maintainer has recorded one: with ``wait_for_maintainer`` it waits for one (at most
+          ``timeout`` seconds, then a ``DdbKeysError`` with nothing written); otherwise it waits
+          10 s for one started a moment before (not when the stream is off, nor with
+          ``wait=False``), then begins and will not count.
 
-        One backfill at a time (see ``partition_keys.backfill_claim``): a backfill at work
-        says so in the index's record (its ``alive`` time, refreshed at least every 10 s,
-        ``backfill_wait.ALIVE``, and who runs it, ``host:pid``). Finding another one at work
-        under the table's stream (alive within the last 30 s, ``backfill_wait.ALIVE_FOR``)
-        that can count, it reads nothing: it waits for that one to end and, if listings can
-        prove the index from it, returns its outcome (``report.joined`` is its record;
-        ``written`` and the other counts are 0), else (a clash, it does not count, or it
-        died: silent for 30 s) runs itself. ``wait=False`` refuses instead (a
-        ``DdbKeysError``, nothing written); ``force=True`` runs anyway, taking the record
+        One backfill at a time: a backfill at work says so in the index's record (its ``alive``
+        time, refreshed at least every 10 s, and who runs it, ``host:pid``). Finding another one at
+        work under the table's stream (alive within the last 30 s) that can count, it reads nothing:
+        it waits for that one to end and, if listings can prove the index from it, returns its
+        outcome (``report.joined`` is its record; ``written`` and the other counts are 0), else (a
+        clash, it does not count, or it died: silent for 30 s) runs itself. ``wait=False`` refuses
+        instead (a ``DdbKeysError``, nothing written); ``force=True`` runs anyway, taking the record
         (the other stops at its next write of it: a second read of the table).
 
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it

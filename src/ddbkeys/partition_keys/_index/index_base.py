@@ -22,9 +22,9 @@ __all__ = ["MarkerIndexBase"]
 
 
 class MarkerIndexBase:
-    """What both forms of ``MarkerIndex`` share: the :class:`MarkerCore` (``plan``: the
+    """What both forms of ``MarkerIndex`` share: the :class:`MarkerCore` (``core``: the
     settings, and the table's description once known) and the client its flows are sent with
-    (``client``); the plan's settings read through."""
+    (``client``); the core's settings read through."""
 
     def __init__(
         self,

@@ -71,8 +71,8 @@ MAX_ROUNDS = 8
 
 class UnsettledError(DdbKeysError):
     """A reconciliation gave up: the collection changed under it for ``MAX_ROUNDS`` rounds. A
-    maintainer records the collection as pending (see :mod:`ddbkeys.partition_keys._index.pending`)
-    and goes on; ``partition_key`` is the collection's key (typed)."""
+    maintainer records the collection as pending (see docs/partition-keys/index.md, "What a
+    listing proves, and how") and goes on; ``partition_key`` is the collection's key (typed)."""
 
     def __init__(self, message: str, *, table: str, partition_key: dict[str, Any]) -> None:
         super().__init__(message, table=table)
@@ -108,8 +108,8 @@ def next_step(data: bool, marker: dict[str, Any] | None) -> Step:
 def reconcile(index: MarkerIndexBase, partition_key: dict[str, Any]) -> Outcome:
     """Make the marker of the collection ``partition_key`` (typed, e.g. ``{"S": "a"}``) match
     the collection as it is now, within ``index``'s deadline (a sync ``MarkerIndex``; see
-    ``ddbkeys.aio._index.reconcile`` for asyncio). See the module's docstring for the
-    protocol."""
+    :func:`ddbkeys.aio.reconcile` for asyncio). The protocol and why it holds:
+    docs/partition-keys/index.md, "Keeping the markers right"."""
     flow = reconcile_flow(index.core, partition_key, index.core.begin())
     return SyncDriver(index.client, index.usage).run(flow)
 

@@ -1,11 +1,9 @@
-"""The marker index's decisions apart from any client: :class:`MarkerCore`, a value built from
-its settings alone, and its work as flows (see :mod:`ddbkeys._core`): the table's description,
-create, check, mark, unmark, verify (backfill and repair are in
-:mod:`ddbkeys.partition_keys._index.backfill`), each request sent through the one retry layer. The
-sync
-:class:`~ddbkeys.partition_keys._index.index.MarkerIndex` and
-:class:`ddbkeys.aio._index.MarkerIndex`
-are this plan, a client and a driver (what they share: :class:`MarkerIndexBase`)."""
+"""The marker index's decisions apart from any client: :class:`MarkerCore`, a value built from its
+settings alone, and its work as flows (see :mod:`ddbkeys._core`): the table's description, create,
+check, mark, unmark, verify, each request sent through the one retry layer (backfill and repair are
+in :mod:`ddbkeys.partition_keys._index.backfill`). :class:`ddbkeys.partition_keys.MarkerIndex`
+(sync) and :class:`ddbkeys.aio.MarkerIndex` are this core, a client and a driver (what they share:
+:class:`MarkerIndexBase`)."""
 
 from __future__ import annotations
 
@@ -150,8 +148,7 @@ class MarkerCore:
         return marker_sort_key(info, self.sort_key_given)
 
     def markers(self, info: TableInfo) -> Markers:
-        """How this index's markers are known (see
-        :mod:`ddbkeys.partition_keys._listing.recognise`)."""
+        """How this index's markers are known (:mod:`ddbkeys.partition_keys._listing.recognise`)."""
         pk, sk = info.partition_key, info.sort_key
         assert sk is not None
         return Markers(pk.name, sk.name, self.attribute, self.sort_key(info))

@@ -6,13 +6,11 @@ argument, else ``DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``). ``index backfil
 maintainers create it when it is missing (on-demand billing).
 
 The record holds what :mod:`ddbkeys.partition_keys._proof.evidence` needs to prove the index at
-answer
-time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything was
-applied, and when), the last backfill (``backfill``), the collections a maintainer could not
+answer time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything
+was applied, and when), the last backfill (``backfill``), the collections a maintainer could not
 mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
 :mod:`ddbkeys.partition_keys._index.pending`). No heartbeat that a listing trusts: a listing reads
-the
-stream from the marks itself (the backfill's ``alive`` time only keeps a second backfill from
+the stream from the marks itself (the backfill's ``alive`` time only keeps a second backfill from
 reading the table while one is at work: see :mod:`ddbkeys.partition_keys._index.backfill_claim`).
 """
 
@@ -328,7 +326,7 @@ class StateCore:
 
 
 class StoreBase:
-    """What both forms of ``StateStore`` share: a :class:`StateCore` (``plan``) and the client
+    """What both forms of ``StateStore`` share: a :class:`StateCore` (``core``) and the client
     its flows are sent with (``client``); its settings read through."""
 
     def __init__(

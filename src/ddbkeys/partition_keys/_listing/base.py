@@ -1,8 +1,7 @@
 """What every partition-key listing method shares: the greatest sort key values, the reader
 (its flows: one Scan page with retries, read budget and accounting), the read budget, the
-segment method's shape, and typed keys. The listings that run the methods are in
-:mod:`ddbkeys.partition_keys._listing.listing` (threads) and :mod:`ddbkeys.aio._listing`
-(asyncio)."""
+segment method's shape, and typed keys. The listings that run them: :mod:`ddbkeys.aio._listing`
+(asyncio) and :mod:`ddbkeys.partition_keys._listing.listing` (threads)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """Which method a listing uses, and why: decided from the table's description, and for the
 marker index from the proof (:mod:`ddbkeys.partition_keys._proof.replay`). What both the sync and
-the
-asyncio listing share; they differ only in how they run the proof's flows."""
+the asyncio listing share; they differ only in how they run the proof's flows."""
 
 from __future__ import annotations
 
@@ -124,8 +123,7 @@ def choose_flow(
     """The method to list with, and why: :func:`choose` from the table's description, else the
     marker index (its plan, with its record in ``state_table``), checked, resumed, or proven by
     its record and the table's stream (:mod:`ddbkeys.partition_keys._proof.replay`). One flow for
-    both
-    drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
+    both drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
     planned = choose(method, info, index_name, marker_attribute)
     if planned is not None:
         return planned

@@ -1,7 +1,7 @@
 """Opening a listing of distinct partition keys (sync): with its settings (a
 :class:`~ddbkeys.partition_keys._listing.options.ListingOptions`, checked when made), deciding
 its read budget, choosing the method (or resuming from a token) and handing back the
-:class:`~ddbkeys.partition_keys._listing.listing.Listing` that reads.
+:class:`ddbkeys.partition_keys.Listing` that reads.
 :func:`distinct_partition_keys` is given out by :mod:`ddbkeys.partition_keys`."""
 
 from __future__ import annotations

@@ -4,8 +4,7 @@ the display (the command line draws it; see ``ListingCore.on_key``).
 - A method that reads all of what it scans (``scan``, and ``index``, which scans the marker
   index) is measured by its read units against what that size costs by DescribeTable (the
   model of :func:`ddbkeys.partition_keys._proof.replay.estimate`, 0.5 read units per 4 KB). That
-  size
-  is an estimate, so the share is said with a "~" and never goes past 100%: once the listing
+  size is an estimate, so the share is said with a "~" and never goes past 100%: once the listing
   has read more than the estimate, it says ~100% and no time left (it cannot know).
 - The skip scans read an unknown part of the table, so they are measured by the Scan segments
   done, when there are several (none: nothing is said).

@@ -51,8 +51,7 @@ _ESCAPED = re.compile("|".join(re.escape(e) for e in sorted(_UNESCAPES, key=len,
 
 
 def text_line(value: object) -> str:
-    """The line of text output for a partition key's value (without the newline that ends
-    it)."""
+    """The line of text output for a partition key's value (without the newline that ends it)."""
     shown = show_key(value)
     if isinstance(value, str):
         return _TO_ESCAPE.sub(lambda m: ESCAPES[m[0]], shown)

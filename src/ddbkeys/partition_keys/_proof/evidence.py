@@ -21,29 +21,27 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
 * A reconciliation that does not settle (the collection kept changing under it for
   ``MAX_ROUNDS`` rounds) applies its record all the same: the maintainer adds the collection to
   the *pending set* of the index's record (see :mod:`ddbkeys.partition_keys._index.pending`) before
-  it
-  saves the mark, and every listing re-checks each pending collection. Why that is enough: take
-  ``c``'s last write ``W`` before the listing (data or a marker: a maintainer's marker writes
-  have records too) and its record, at or before the chosen mark. The reconciliation that
-  applied it began after ``W``. If it settled, its last read found the marker right, and it
-  wrote nothing after ``W``: the marker was last written at or before ``W``, before the cut,
-  and the index shows it. If it did not settle, its element was added before the mark was
-  saved, so before the cut, so before the listing read the record: the listing re-checks
-  ``c``, unless the element was taken out by then. A maintainer takes an element out only
-  once a newer element of ``c`` is in (which then stands for it), or if it knew of it before
-  its own reconciliation of ``c`` began, once that reconciliation settled: it began after the
-  give-up, so after ``W``, and found the marker right without writing (a write would come
-  after ``W``): the marker, last written at or before ``W``, is right, and the index shows
-  it. So the pending set is read once, with the rest of the record, when the listing begins
-  (after the cut): every element that matters was added before the cut, and one taken out at
-  any time, even during the replay, was taken out safely. Read after the replay instead, the
-  set would be as sound (it could only lack elements taken out safely, and hold newer ones)
-  and cost a second read; an element added after the cut names a give-up on a record the mark
-  does not need (the one who saved the mark applied it before). A collection that keeps
-  changing leaves records of its changes after the give-up, so its last record is in practice
-  applied by a reconciliation that settles; the pending set keeps the proof from resting on
-  why a reconciliation gave up (the schedules' model makes reconciliations give up with no
-  write: a listing that ignores the set is then wrong).
+  it saves the mark, and every listing re-checks each pending collection. Why that is enough: take
+  ``c``'s last write ``W`` before the listing (data or a marker: a maintainer's marker writes have
+  records too) and its record, at or before the chosen mark. The reconciliation that applied it
+  began after ``W``. If it settled, its last read found the marker right, and it wrote nothing after
+  ``W``: the marker was last written at or before ``W``, before the cut, and the index shows it. If
+  it did not settle, its element was added before the mark was saved, so before the cut, so before
+  the listing read the record: the listing re-checks ``c``, unless the element was taken out by
+  then. A maintainer takes an element out only once a newer element of ``c`` is in (which then
+  stands for it), or if it knew of it before its own reconciliation of ``c`` began, once that
+  reconciliation settled: it began after the give-up, so after ``W``, and found the marker right
+  without writing (a write would come after ``W``): the marker, last written at or before ``W``, is
+  right, and the index shows it. So the pending set is read once, with the rest of the record, when
+  the listing begins (after the cut): every element that matters was added before the cut, and one
+  taken out at any time, even during the replay, was taken out safely. Read after the replay
+  instead, the set would be as sound (it could only lack elements taken out safely, and hold newer
+  ones) and cost a second read; an element added after the cut names a give-up on a record the mark
+  does not need (the one who saved the mark applied it before). A collection that keeps changing
+  leaves records of its changes after the give-up, so its last record is in practice applied by a
+  reconciliation that settles; the pending set keeps the proof from resting on why a reconciliation
+  gave up (the schedules' model makes reconciliations give up with no write: a listing that ignores
+  the set is then wrong).
 * A pending set at its bound holds the shard's mark where it is (the follower saves no mark
   past a record whose collection it could neither settle nor record; the Lambda handler
   reports that record failed): a mark that does not move only makes listings read more.
@@ -58,12 +56,11 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
 It rests on one assumption, not proven here: DynamoDB shows every write in the index, in the
 stream and in eventually consistent reads within ``margin`` (AWS bounds none of these; all
 are near real time), and the clocks of the maintainer and the listing agree to well within it.
-Where the Lambda handler keeps the index, its positions count only with its check that the
-trigger hands it a shard's batches in order (see
-:mod:`ddbkeys.partition_keys._streams.lambda_trigger`),
-which assumes besides that ``ParallelizationFactor`` does not go above 1 and back between two
-of its checks (minutes apart).
-A shard is listed by DescribeStream for as long as any of its records is kept (24 hours).
+Where the Lambda handler keeps the index, its positions count only with its check that the trigger
+hands it a shard's batches in order (see :mod:`ddbkeys.partition_keys._streams.lambda_trigger`),
+which assumes besides that ``ParallelizationFactor`` does not go above 1 and back between two of its
+checks (minutes apart). A shard is listed by DescribeStream for as long as any of its records is
+kept (24 hours).
 
 The state table is part of what a proof trusts: the positions recorded there are taken as the
 maintainer's word that every record up to them was applied. Only the maintainer's role may
@@ -274,7 +271,7 @@ class Backfill:
     #: The replay margin it was begun for (seconds; None: a record of an older ddbkeys).
     margin: float | None = None
     #: Why it does not count, when it said so itself (a read-mode backfill whose window of
-    #: the stream could not be read: see ``partition_keys.backfill_read``); None: it may.
+    #: the stream could not be read: see ``_index.backfill_read``); None: it may.
     uncounted: str | None = None
     #: Its last sign of life (seconds; None: a record of an older ddbkeys, its ``started``
     #: then): an unfinished backfill refreshes it at least every ``backfill_wait.ALIVE``

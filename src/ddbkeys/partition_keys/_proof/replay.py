@@ -78,12 +78,12 @@ def _markers(marker: MarkerCore, info: TableInfo) -> str:
 @dataclass
 class StreamRead:
     """What the replay's read of the stream found, before any re-check: the stream's shards
-    (DescribeStream; None when not read), where it read each from (``plan``), the records and
+    (DescribeStream; None when not read), where it read each from (``window``), the records and
     the collections they name (``replay``, nothing re-checked yet), and why it proves nothing
     (``decline``) if so. What ``index status`` shows."""
 
     shards: list[dict[str, Any]] | None = None
-    plan: ReplayWindow | None = None
+    window: ReplayWindow | None = None
     replay: Replay | None = None
     decline: Decline | None = None
 
@@ -111,9 +111,9 @@ def read_flow(
         shards = yield from shard_list(reader, arn)
     except DdbKeysError as exc:
         return StreamRead(decline=refusal(exc, "describing the table's stream"))
-    plan = replay_window(evidence, arn, shards, now, margin, _markers(marker, info))
-    if isinstance(plan, Decline):
-        return StreamRead(shards, decline=plan)
+    window = replay_window(evidence, arn, shards, now, margin, _markers(marker, info))
+    if isinstance(window, Decline):
+        return StreamRead(shards, decline=window)
     replay = Replay(margin)
     # Every collection pending when the listing began (read with the evidence, at its start:
     # see the evidence module for why that is when): re-checked, whatever the stream says.
@@ -123,19 +123,19 @@ def read_flow(
     if most is not None and replay.pending > most:
         return StreamRead(
             shards,
-            plan,
+            window,
             replay,
             _costly(f"{replay.pending:,} collection(s) are pending (their markers did not settle)"),
         )
     pk = info.partition_key.name
-    for read in plan.reads:
-        outcome = yield from read_shard(reader, plan, read, pk, replay)
+    for read in window.reads:
+        outcome = yield from read_shard(reader, window, read, pk, replay)
         if outcome is not None:
-            return StreamRead(shards, plan, replay, outcome)
+            return StreamRead(shards, window, replay, outcome)
         if most is not None and len(replay.touched) > most:
             return StreamRead(
                 shards,
-                plan,
+                window,
                 replay,
                 _costly(
                     f"the stream since the maintainer's positions names more than {most:,} "
@@ -147,7 +147,7 @@ def read_flow(
                     "re-check, which costs more than a scan of this small table"
                 ),
             )
-    return StreamRead(shards, plan, replay)
+    return StreamRead(shards, window, replay)
 
 
 def replay_flow(

@@ -1,11 +1,8 @@
 """Reading one shard of a table's stream for a proof of the marker index: from a maintainer's
 position (or the shard's start) to its tip, through the empty pages GetRecords may answer, with
-an expired iterator taken again; the collections its records name go into a
-:class:`~ddbkeys.partition_keys._proof.shard_read.Replay`. A refusal, or a shard that never reaches
-the
-maintainer's position, is a :class:`~ddbkeys.partition_keys._proof.evidence.Decline` with its
-reason.
-Only Streams requests."""
+an expired iterator taken again; the collections its records name go into a :class:`Replay`. A
+refusal, or a shard that never reaches the maintainer's position, is a
+:class:`~ddbkeys.partition_keys._proof.evidence.Decline` with its reason. Only Streams requests."""
 
 from __future__ import annotations
 
@@ -133,9 +130,9 @@ def shard_list(reader: Reader, arn: str) -> Flow[list[dict[str, Any]]]:
 
 
 def _iterator(
-    reader: Reader, plan: ReplayWindow, shard: str, after: str | None
+    reader: Reader, window: ReplayWindow, shard: str, after: str | None
 ) -> Flow[str | Decline]:
-    request: dict[str, Any] = {"StreamArn": plan.stream, "ShardId": shard}
+    request: dict[str, Any] = {"StreamArn": window.stream, "ShardId": shard}
     if after is None:
         request["ShardIteratorType"] = "TRIM_HORIZON"
     else:
@@ -202,7 +199,7 @@ def _server_error(exc: ClientError) -> bool:
 
 def read_shard(
     reader: Reader,
-    plan: ReplayWindow,
+    window: ReplayWindow,
     read: ShardRead,
     pk: str,
     replay: Replay,
@@ -219,8 +216,8 @@ def read_shard(
     empty pages in a row (or at a closed shard's end)."""
     at = _At(read.after, read.reach is None or _past(read.after, read.reach))
     empty = 0
-    now = plan.cut + plan.margin
-    iterator = yield from _iterator(reader, plan, read.shard, at.after)
+    now = window.cut + window.margin
+    iterator = yield from _iterator(reader, window, read.shard, at.after)
     replay.shards += 1
     while True:
         if isinstance(iterator, Decline):
@@ -232,7 +229,7 @@ def read_shard(
         except DdbKeysError as exc:
             if error_code(getattr(exc, "cause", None) or exc) != "ExpiredIteratorException":
                 return refusal(exc, "reading the table's stream")
-            iterator = yield from _iterator(reader, plan, read.shard, at.after)
+            iterator = yield from _iterator(reader, window, read.shard, at.after)
             continue
         records = page.get("Records", [])
         declined = _take(records, read, at, pk, replay, names, now)

@@ -8,7 +8,7 @@ in the state table (GetItem) and the stream (DescribeStream, GetShardIterator, G
 never the table (the listing's re-checks are counted, not made) and it writes nothing, the
 state table included. :func:`decide` turns what was read into a :class:`ProofStatus`, with no
 I/O, by the proof's own code (``choice.not_active``, ``evidence.precheck``,
-``evidence.replay_window`` and the replay's read of the stream)."""
+``replay_window`` and the replay's read of the stream)."""
 
 from __future__ import annotations
 
@@ -214,7 +214,7 @@ def _waiting(
     margin: float,
     now: float,
 ) -> float | None:
-    """Seconds until the shard plan proves the index with nothing done but waiting: the
+    """Seconds until the replay window proves the index with nothing done but waiting: the
     first moment a mark becomes old enough (the margin after it was saved) at which
     :func:`replay_window` no longer declines; None when waiting does not help."""
     if reason is None:
@@ -222,7 +222,7 @@ def _waiting(
     if read.shards is None or read.decline is None or reason != read.decline.reason:
         return None
     if not isinstance(replay_window(evidence, stream, read.shards, now, margin, markers), Decline):
-        return None  # declined by the read, not the plan: waiting may not help
+        return None  # declined by the read, not the window: waiting may not help
     moments = sorted(
         {saved + margin for m in _current(evidence, stream).values() for _, saved in m.marks}
     )

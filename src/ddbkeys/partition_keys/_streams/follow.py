@@ -79,7 +79,7 @@ DISCOVER = 10.0
 
 class FollowCore:
     """How a follower follows ``index.table``'s stream and reconciles the marker of every
-    collection a record names, driver and clients aside: the marker index's plan, the plan of
+    collection a record names, driver and clients aside: the marker index's core, the core of
     its record in ``state_table`` (``store``), ``poll``, ``clock`` and ``on_batch``, built from
     settings alone. Its flows take where the follower stands (a :class:`FollowState`); the
     whole run is one flow (:meth:`follow`), which the sync :class:`StreamFollower` and
@@ -115,7 +115,8 @@ class FollowCore:
 
     def stream_arn(self) -> Flow[str]:
         """At a start: the table's stream, the table described now (not as an earlier run of
-        this plan saw it) and its marker index checked first (a clear error when it has none)."""
+        this follower saw it) and its marker index checked first (a clear error when it has
+        none)."""
         arn = yield from self.latest_stream()
         yield from self.index.maintained()
         if arn is None:

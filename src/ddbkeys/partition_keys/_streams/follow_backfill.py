@@ -11,9 +11,9 @@ record, see ``backfill_claim``) is waited for, looked at again every ``OTHER_POL
 listings can prove the index from it, and the follower backfills itself when not, or when it
 dies (silent for ``backfill_wait.ALIVE_FOR`` seconds).
 
-The flow's own :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore` and state plan (not
-the
-follower's): the sync follower runs it in a thread, the asyncio one in a task."""
+The flow's own :class:`~ddbkeys.partition_keys._index.marker_core.MarkerCore` and
+:class:`~ddbkeys.partition_keys._index.state.StateCore` (not the follower's): the sync follower
+runs it in a thread, the asyncio one in a task."""
 
 from __future__ import annotations
 
@@ -54,14 +54,14 @@ CHECK = 10.0
 
 
 def needed_flow(
-    plan: MarkerCore, store: StateCore, margin: float
+    index: MarkerCore, store: StateCore, margin: float
 ) -> Flow[tuple[bool | None, Backfill | None]]:
     """:func:`needs_backfill` on the table and the index's record as they are now (a
     DescribeTable and a GetItem of the state table, which is not created): None while the
     table's stream is off (no backfill can help then); False while another backfill that can
     count is at work under the stream (``backfill_wait.running_backfill``), which is then
     given too: the follower waits for it rather than read the table a second time."""
-    description = yield from plan.describe()
+    description = yield from index.describe()
     stream = (
         str(description["LatestStreamArn"])
         if description.get("StreamSpecification", {}).get("StreamEnabled")
@@ -69,7 +69,7 @@ def needed_flow(
     )
     if stream is None:
         return None, None
-    evidence = yield from store.load(plan.table, plan.name)
+    evidence = yield from store.load(index.table, index.name)
     now = store.clock()
     other = running_backfill(evidence, stream, now)
     if other is not None and not can_count(other, margin):
@@ -109,7 +109,7 @@ def keep_backfilled(
     counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
     time it starts waiting, begins, ends or fails."""
     index = follow.index
-    plan = MarkerCore(
+    core = MarkerCore(
         index.table,
         index_name=index.name,
         marker_attribute=index.attribute_given,
@@ -152,15 +152,15 @@ def keep_backfilled(
 
     while not stop.requested:
         try:
-            yield from plan.maintained()
-            needed, other = yield from needed_flow(plan, store, margin)
+            yield from core.maintained()
+            needed, other = yield from needed_flow(core, store, margin)
             if needed is None:
                 pass  # the stream is off: the follower says so, and waits for a new one
             elif other is not None:
                 another(other)  # looked at again in CHECK seconds (a dead one is passed over)
             elif needed:
                 done = yield from waited_backfill_flow(
-                    plan,
+                    core,
                     None,
                     store,
                     margin,
@@ -178,7 +178,7 @@ def keep_backfilled(
                     )
                 else:
                     report.backfills += 1
-                    say(_done(done, plan.table))
+                    say(_done(done, core.table))
             elif report.backfill_state in (None, OTHER_RUNNING):
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")
@@ -188,4 +188,4 @@ def keep_backfilled(
         if once and report.backfill_state != OTHER_RUNNING:
             return
         again = OTHER_POLL if report.backfill_state == OTHER_RUNNING else CHECK
-        yield Pause(again, plan.retry.sleep, stop=stop)
+        yield Pause(again, core.retry.sleep, stop=stop)

@@ -1,8 +1,7 @@
 """What a stream follower keeps while it runs (its :class:`FollowState`), says it did (its
 :class:`FollowReport`) and stops on (:class:`StopOn`), and the collections a batch of stream
 records names. Plain values and pure functions; :mod:`ddbkeys.partition_keys._streams.follow`
-decides
-with them."""
+decides with them."""
 
 from __future__ import annotations
 

@@ -32,7 +32,7 @@ __all__ = ["FollowerBase", "StreamFollower"]
 
 
 class FollowerBase:
-    """What both forms of ``StreamFollower`` share: its :class:`FollowCore` (``plan``), where it
+    """What both forms of ``StreamFollower`` share: its :class:`FollowCore` (``core``), where it
     stands (``position``, a :class:`FollowState`: kept from one run to the next), the marker
     index whose client it writes with (``index``) and its Streams client (``streams``). Nothing
     is sent by the constructor."""
@@ -79,11 +79,14 @@ class FollowerBase:
         "position", "What it did so far: records and batches handled, and what they did to markers."
     )
 
-    # The settings it was made with, as before they moved to its plan (read and set there).
+    # The settings it was made with, as before they moved to its core (read and set there).
     poll: Settable[float] = Settable("core")
     on_batch: Settable[Callable[[FollowReport], None] | None] = Settable("core")
     clock: Through[Callable[[], float]] = Through("core")
-    state = property(lambda self: self.core.store, doc="The plan of its record (state table).")
+    state = property(
+        lambda self: self.core.store,
+        doc="Its record's core: the state table (``.name``), deadline and retry.",
+    )
 
 
 class StreamFollower(FollowerBase):
@@ -91,16 +94,17 @@ class StreamFollower(FollowerBase):
     names. ``run`` until ``stop`` is set (or, with ``until_caught_up``, until every open shard
     has been read to its end once).
 
-    ``run`` refuses (a :class:`~ddbkeys._errors.ConfigurationError`, before anything is
+    ``run`` refuses (a :class:`~ddbkeys.ConfigurationError`, before anything is
     written) unless the table has the index ``index.name``, KEYS_ONLY and ACTIVE. The marker
     attribute is that index's own key: an ``index`` made without ``marker_attribute=`` takes it, and
     one made with another attribute is refused.
 
     On the first run (or when the table has a new stream), reading starts at the stream's end
-    (``from_start=False``) or at its oldest record (``TRIM_HORIZON``, up to 24 hours back); the
-    time it started is recorded as when the maintainer began covering the stream, and a
-    backfill begun after it makes the index trustworthy (see ``state.vouch``). ``streams`` is a
-    DynamoDB Streams client (by default one on the index's client's endpoint and credentials).
+    (``from_start=False``) or at its oldest record (``TRIM_HORIZON``, up to 24 hours back); the time
+    it started is recorded as when the maintainer began covering the stream, and a backfill begun
+    after it makes the index trustworthy (see docs/partition-keys/index.md, "What a listing proves,
+    and how"). ``streams`` is a DynamoDB Streams client (by default one on the index's client's
+    endpoint and credentials).
 
     With ``backfill=True`` it also backfills the index beside the following (a thread of its
     own; a task in ``ddbkeys.aio``), once ``replay_margin`` seconds have passed since its first

@@ -1,8 +1,6 @@
-"""The DynamoDB Streams client a :class:`~ddbkeys.partition_keys._streams.follower.StreamFollower`
-(or a
-listing replaying the stream) opens when it is given none: one like the DynamoDB client (its
-endpoint unless the service's own, its region and config) that signs as that client does.
-
+"""The DynamoDB Streams client a :class:`ddbkeys.partition_keys.StreamFollower` (or a listing
+replaying the stream) opens when it is given none: one like the DynamoDB client (its endpoint unless
+the service's own, its region and config) that signs as that client does.
 Signing alike is proven, not assumed, with public botocore only:
 
 - a client ddbkeys made (``make_client``, the CLI) is remembered with its session

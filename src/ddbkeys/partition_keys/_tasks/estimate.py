@@ -6,8 +6,7 @@ table's description and a small sample of it
 
 The model is the one ``auto`` already uses to weigh the marker index against a scan
 (:func:`ddbkeys.partition_keys._proof.replay.estimate`: a scan costs the table's size at 0.5 read
-units
-per 4 KB, the index scan the index's size), with what the sample adds:
+units per 4 KB, the index scan the index's size), with what the sample adds:
 
 - the items per partition key (the collection starts among the sampled items), hence the
   number of keys, which the skip scan pays 0.5 read units each (per 4 KB of the item it reads);

@@ -1,7 +1,6 @@
 """What a small sample of a table held (read by :mod:`ddbkeys.partition_keys._tasks.sample`, weighed
 by :mod:`ddbkeys.partition_keys._tasks.estimate`): the first pages of a few parallel-scan segments,
-and
-what they say of the table's collections and of one reader's speed. Pure."""
+and what they say of the table's collections and of one reader's speed. Pure."""
 
 from __future__ import annotations
 
