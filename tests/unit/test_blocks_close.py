@@ -4,21 +4,17 @@ retry layer)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys._capacity import Usage
-from ddbkeys._core.attempts import attempts
-from ddbkeys._core.steps import Flow
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import Deadline
-from ddbkeys.ids._base import CounterItem
-from ddbkeys.ids._blocks import hand_back
+from ddbkeys.ids._base import CounterItem, Link
 from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, plan_hand_back
-from ddbkeys.ids._counter_plan import CounterPlan
+from ddbkeys.ids._counter import hand_back
+from ddbkeys.ids._counter_core import CounterCore
 from tests.support.blocks_state import arrive, held
 from tests.support.hand import POLICY, cancelled, drive
 
@@ -104,22 +100,15 @@ def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back
 # --- the hand-back's write, driven by hand ----------------------------------------------------
 
 
-class Tickets:
-    """What hand_back() reads of a counter: where it lives, its name, its retry layer."""
+TICKETS = CounterCore("issues", "tickets")
 
-    table, name = "issues", "tickets"
-    plan = CounterPlan(table, name)
 
-    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
-        return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
-        yield  # (a flow that sends nothing)
-
-    def _attempts(
-        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
-    ) -> Flow[Any]:
-        return attempts(
-            attempt, what=what, table=self.table, policy=POLICY, deadline=deadline, usage=Usage()
-        )
+def tickets() -> Link:
+    """What hand_back() reads of a counter's link: where the counter lives (known already, so
+    nothing is described) and its retry layer."""
+    link = Link(None, TICKETS.table, "AtomicCounter", retry=POLICY)
+    link.known["counter"] = CounterItem(TICKETS.table, {"pk": {"S": TICKETS.name}}, "last_id")
+    return link
 
 
 def lost() -> ConnectionClosedError:
@@ -156,7 +145,7 @@ def moved_on(held: str) -> ClientError:
 def test_hand_back_sends_one_conditional_update_with_a_token(
     plan: HandBack, answers: list[Any], applied: bool
 ) -> None:
-    run = drive(hand_back(cast(Any, Tickets()), plan, Deadline(None)), answers)
+    run = drive(hand_back(TICKETS, tickets(), plan, Deadline(None)), answers)
     assert run.result is applied
     assert run.operations == ["transact_write_items"] * len(answers)
     # Every try is the same transaction: one token, so a late first try is not applied twice.

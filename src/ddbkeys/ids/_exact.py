@@ -45,7 +45,7 @@ from ddbkeys.ids._base import (
     CounterStateError,
     read_counter,
 )
-from ddbkeys.ids._counter_plan import VALID, Attempts, CounterPlan
+from ddbkeys.ids._counter_core import VALID, Attempts, CounterCore
 from ddbkeys.ids._slots import (
     MOST_DEADLINE,
     SEEN,
@@ -167,7 +167,7 @@ def billed(seen: Seen | None, counter: CounterItem, slot: str) -> float:
 
 
 def exact_advance(
-    core: CounterPlan,
+    core: CounterCore,
     counter: CounterItem,
     count: int,
     deadline: Deadline,
@@ -246,7 +246,7 @@ def exact_advance(
 
 
 def _refused(
-    core: CounterPlan,
+    core: CounterCore,
     counter: CounterItem,
     old: Mapping[str, Any],
     slot: str,

@@ -1,0 +1,72 @@
+"""The id strategies are built by composition (issue 34): each public class, sync and asyncio, is
+its core (a value of its settings), a link, a driver and, where it shares writes, a group; none
+inherits behaviour, and ``IdStrategy`` is a shape (a Protocol), not a base. (That a strategy is an
+``IdStrategy`` is checked on real objects in tests/integration/test_ids_composition.py: a unit
+test builds no client.)"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import pytest
+
+from ddbkeys import aio, ids
+from ddbkeys.ids._collection_core import CollectionCore
+from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._gapless_core import GaplessCore
+
+PUBLIC = [
+    ids.AtomicCounter,
+    ids.GaplessSequence,
+    ids.CollectionSequence,
+    ids.BlockAllocator,
+    aio.AtomicCounter,
+    aio.GaplessSequence,
+    aio.CollectionSequence,
+    aio.BlockAllocator,
+]
+
+
+@pytest.mark.parametrize("strategy", PUBLIC, ids=lambda c: f"{c.__module__}.{c.__name__}")
+def test_no_strategy_inherits_behaviour(strategy: type) -> None:
+    assert strategy.__bases__ == (object,)
+
+
+def test_id_strategy_is_a_shape_with_no_behaviour() -> None:
+    assert Protocol in ids.IdStrategy.__mro__
+    own = {name for name in vars(ids.IdStrategy) if not name.startswith("_")}
+    assert own == {"table", "retry", "usage", "deadline", "allow_global_tables", "table_info"}
+
+
+@pytest.mark.parametrize(
+    ("sync", "asynchronous"),
+    [
+        (ids.AtomicCounter, aio.AtomicCounter),
+        (ids.GaplessSequence, aio.GaplessSequence),
+        (ids.CollectionSequence, aio.CollectionSequence),
+        (ids.BlockAllocator, aio.BlockAllocator),
+    ],
+)
+def test_both_forms_show_the_same_names(sync: type, asynchronous: type) -> None:
+    def public(cls: type) -> set[str]:
+        return {name for name in dir(cls) if not name.startswith("_")}
+
+    differ = public(sync) ^ public(asynchronous)
+    assert differ <= {"close", "aclose"}, differ
+
+
+@pytest.mark.parametrize(
+    ("core", "settings"),
+    [
+        (CounterCore, {"name": "orders", "start": 5, "step": 2, "idempotent": True}),
+        (GaplessCore, {"name": "users", "width": 6, "prefix": "U#"}),
+        (CollectionCore, {"width": 4, "never_reuse": True}),
+    ],
+)
+def test_a_core_is_a_value_of_its_settings(core: type, settings: dict[str, object]) -> None:
+    built = core("orders", **settings)
+    assert built == core("orders", **settings)  # a value: equal settings, equal cores
+    for name, value in settings.items():
+        assert getattr(built, name) == value
+    with pytest.raises(AttributeError):
+        built.table = "other"  # frozen
