@@ -80,10 +80,10 @@ class Counter:
 
     # what the allocator's close uses: the real hand-back flow, its write applied here
 
-    def _hand_back(self, plan: HandBack, deadline: Deadline) -> bool:
+    def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
         link = Link(None, self.table, "AtomicCounter")
         link.known["counter"] = CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
-        applied: bool = self._run(hand_back(self.core, link, plan, deadline))
+        applied: bool = self._run(hand_back(self.core, link, back, deadline))
         return applied
 
     def _run(self, flow: Flow[Any]) -> Any:
@@ -126,8 +126,8 @@ class AsyncCounter(Counter):
             await asyncio.sleep(0.001)
         return self._answered(ids, count)
 
-    async def _hand_back(self, plan: HandBack, deadline: Deadline) -> bool:  # type: ignore[override]
-        return super()._hand_back(plan, deadline)
+    async def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:  # type: ignore[override]
+        return super()._hand_back(back, deadline)
 
 
 def allocator(counter: Counter, block_size: int = 10, **settings: Any) -> BlockAllocator:

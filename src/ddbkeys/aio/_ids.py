@@ -139,6 +139,6 @@ class AtomicCounter:
         """The deadline of a call that begins now (a block allocator's waits keep to it)."""
         return self._link.begin()
 
-    async def _hand_back(self, plan: HandBack, deadline: Deadline) -> bool:
+    async def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
         """A block allocator's close: its unused ids handed back (see the sync one's)."""
-        return await self._driver.run(flows.hand_back(self.core, self._link, plan, deadline))
+        return await self._driver.run(flows.hand_back(self.core, self._link, back, deadline))

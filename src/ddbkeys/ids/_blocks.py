@@ -43,7 +43,7 @@ T = TypeVar("T")
 
 class Counter(Protocol):
     """What an allocator reads of its counter (sync or asyncio); it reserves blocks with the
-    counter's ``reserve(n)`` and hands ids back with its ``_hand_back(plan, deadline)``."""
+    counter's ``reserve(n)`` and hands ids back with its ``_hand_back(back, deadline)``."""
 
     @property
     def table(self) -> str: ...
@@ -143,13 +143,13 @@ def closing(
     deadline = Deadline(seconds, clock=counter.retry.clock)
     while state.fetching and not deadline.expired():
         yield steps.Pause(min(deadline.remaining(), 3600.0))
-    plan, applied = state.release(), False
+    back, applied = state.release(), False
     try:
-        if plan.top is not None:
+        if back.top is not None:
             ends = Deadline(seconds, clock=counter.retry.clock)  # (the write's own)
-            applied = yield steps.Call(lambda c: c._hand_back(plan, ends))
+            applied = yield steps.Call(lambda c: c._hand_back(back, ends))
     finally:
-        state.report = state.closed_with(plan, applied)
+        state.report = state.closed_with(back, applied)
     return state.report
 
 

@@ -207,18 +207,18 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
     return (yield from link.attempts(attempt, f"setting counter {core.name!r}", deadline))
 
 
-def hand_back(core: CounterCore, link: Link, plan: HandBack, deadline: Deadline) -> Flow[bool]:
-    """A block allocator's ``close()``: the counter set back to ``plan.value`` (None: removed)
-    if it still holds ``plan.top``, with one conditional update, True when applied; once (as
+def hand_back(core: CounterCore, link: Link, back: HandBack, deadline: Deadline) -> Flow[bool]:
+    """A block allocator's ``close()``: the counter set back to ``back.value`` (None: removed)
+    if it still holds ``back.top``, with one conditional update, True when applied; once (as
     :meth:`~ddbkeys.ids._counter_core.CounterCore.once` says), so that a first try arriving
     after a retry was applied and another allocator reserved the same block again does
     nothing."""
-    assert plan.top is not None
+    assert back.top is not None
     item = yield from counter_item(core, link, deadline)
-    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(back.top)}}
     update = f"REMOVE #v SET {TYPE_SET}"
-    if plan.value is not None:
-        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(plan.value)}
+    if back.value is not None:
+        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(back.value)}
     what = f"handing ids back to counter {core.name!r}"
     once = core.once(item, update, values, deadline, link.attempts, what, condition="#v = :top")
     return (yield from once)
@@ -390,9 +390,9 @@ class AtomicCounter:
         """The deadline of a call that begins now (a block allocator's waits keep to it)."""
         return self._link.begin()
 
-    def _hand_back(self, plan: HandBack, deadline: Deadline) -> bool:
+    def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
         """A block allocator's close: its unused ids handed back (see :func:`hand_back`)."""
-        return self._driver.run(hand_back(self.core, self._link, plan, deadline))
+        return self._driver.run(hand_back(self.core, self._link, back, deadline))
 
 
 def flag(name: str, value: object, table: str | None) -> bool:
