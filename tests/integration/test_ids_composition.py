@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys._connect import make_client
-from ddbkeys._errors import DeadlineExceededError
+from ddbkeys._errors import DeadlineExceededError, KeySchemaError
 from ddbkeys.ids import (
     AtomicCounter,
     BlockAllocator,
@@ -61,3 +61,27 @@ def test_a_deadline_set_on_the_strategy_is_the_one_its_calls_keep(
         counter.deadline = 0.2
         with pytest.raises(DeadlineExceededError):
             counter.next()
+
+
+def test_what_a_strategy_made_of_a_description_goes_with_it(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """One counter and one sequence across their table made again with another key: the write
+    that finds the key schema changed fails, and the next call of the same object describes
+    the table again and finds its counter item's new key (its link dropped the old one, and the
+    sequence what it knew of its counter's value)."""
+    table = ddb_table_factory(("pk", "S"))
+    counter = AtomicCounter(ddb_client, table, "c")
+    sequence = GaplessSequence(ddb_client, table, "s")
+    assert (counter.next(), sequence.put({"pk": "a"})) == (1, 1)
+    assert counter.counter_item().key == {"pk": {"S": "c"}}
+    ddb_client.delete_table(TableName=table)
+    ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    ddb_table_factory(("name", "S"), name=table)
+    with pytest.raises(KeySchemaError):
+        counter.next()
+    with pytest.raises(KeySchemaError):  # (checked against the kept key schema, then written)
+        sequence.put({"pk": "b"})
+    assert (counter.next(), sequence.put({"name": "b"})) == (1, 1)
+    assert counter.counter_item().key == {"name": {"S": "c"}}
+    assert sequence.counter_key == {"name": {"S": "s"}}

@@ -82,7 +82,7 @@ class Counter:
 
     def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
         link = Link(None, self.table, "AtomicCounter")
-        link.known["counter"] = CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
+        link.known.counter = CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
         applied: bool = self._run(hand_back(self.core, link, back, deadline))
         return applied
 

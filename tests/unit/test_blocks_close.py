@@ -107,7 +107,7 @@ def tickets() -> Link:
     """What hand_back() reads of a counter's link: where the counter lives (known already, so
     nothing is described) and its retry layer."""
     link = Link(None, TICKETS.table, "AtomicCounter", retry=POLICY)
-    link.known["counter"] = CounterItem(TICKETS.table, {"pk": {"S": TICKETS.name}}, "last_id")
+    link.known.counter = CounterItem(TICKETS.table, {"pk": {"S": TICKETS.name}}, "last_id")
     return link
 
 

@@ -46,7 +46,11 @@ from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._values import check_item_key
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+    )
 
 __all__ = [
     "Attempts",
@@ -57,6 +61,7 @@ __all__ = [
     "IdStrategy",
     "ItemExistsError",
     "ItemKeyClashError",
+    "Known",
     "Link",
     "SequenceExhaustedError",
     "Throttled",
@@ -153,9 +158,8 @@ class Link:
         self.forgot = forgot
         #: The descriptions this object has read, by table.
         self.infos: dict[str, TableInfo] = {}
-        #: What the strategy made of them (where its counter lives, a request built once),
-        #: dropped with them.
-        self.known: dict[str, Any] = {}
+        #: What the strategy made of them, dropped with them.
+        self.known = Known()
 
     def begin(self) -> Deadline:
         """The deadline of a call that begins now."""
@@ -195,7 +199,7 @@ class Link:
         the strategy made of it."""
         described.forget(described.table_key(self.client, table))
         self.infos.pop(table, None)
-        self.known.clear()
+        self.known = Known()
         if self.forgot is not None:
             self.forgot(table)
 
@@ -308,6 +312,15 @@ class CounterItem:
     table: str
     key: dict[str, AttributeValueTypeDef]
     attribute: str
+
+
+@dataclass
+class Known:
+    """What a strategy made of its tables' descriptions (kept by its :class:`Link`, dropped with
+    them): where its counter lives, and the counter's ``next()`` request, built once."""
+
+    counter: CounterItem | None = None
+    request: UpdateItemInputTypeDef | None = None
 
 
 def counter_key_from(

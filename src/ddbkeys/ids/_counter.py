@@ -112,11 +112,11 @@ def counter_core(
 def counter_item(core: CounterCore, link: Link, deadline: Deadline) -> Flow[CounterItem]:
     """Where the counter lives (its key found from the table's key schema on first use, kept by
     the link until the table's description is dropped)."""
-    counter: CounterItem | None = link.known.get("counter")
+    counter = link.known.counter
     if counter is None:
         info = yield from link.table_info(deadline)
         key = counter_key_from(info, core.table, core.name, core.key_attribute, core.counter_key)
-        counter = link.known["counter"] = CounterItem(core.table, key, core.counter_attribute)
+        counter = link.known.counter = CounterItem(core.table, key, core.counter_attribute)
     return counter
 
 
@@ -131,14 +131,14 @@ def taking(
     request is built once)."""
     deadline = deadline or link.begin()
     known = link.known
-    counter = known.get("counter") or (yield from counter_item(core, link, deadline))
+    counter = known.counter or (yield from counter_item(core, link, deadline))
     request = None
     if not core.idempotent:
-        request = known.get("next") if count == 1 else None
+        request = known.request if count == 1 else None
         if request is None:
             request = core.request(counter, count)
             if count == 1:
-                known["next"] = request
+                known.request = request
     return (yield from advance(core, counter, count, deadline, link.attempts, wall_clock, request))
 
 

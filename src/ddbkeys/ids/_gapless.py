@@ -107,17 +107,17 @@ def gapless_link(
 def counter_item(core: GaplessCore, link: Link, deadline: Deadline) -> Flow[CounterItem]:
     """Where the counter lives (its key found from the counter table's key schema on first use,
     kept by the link until a description is dropped)."""
-    counter: CounterItem | None = link.known.get("counter")
+    counter = link.known.counter
     if counter is None:
         info = yield from link.table_info(deadline, core.counter_table)
-        counter = link.known["counter"] = core.counter_item(info)
+        counter = link.known.counter = core.counter_item(info)
     return counter
 
 
 def known_key(core: GaplessCore, link: Link, later: str) -> dict[str, AttributeValueTypeDef]:
     """The counter item's key, once a call has found it (no request); ``later`` says how to
     read it when it is not known yet."""
-    counter: CounterItem | None = link.known.get("counter")
+    counter = link.known.counter
     if counter is None:
         raise ConfigurationError(
             f"The counter key of sequence {core.name!r} is not known yet (it comes from the "
