@@ -6,9 +6,10 @@ on the sync driver, and :mod:`ddbkeys.aio` runs the same flows on the asyncio dr
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from botocore.exceptions import ClientError
 
@@ -250,29 +251,42 @@ def refuse_global(info: TableInfo, table: str, owner: str) -> None:
         )
 
 
-@runtime_checkable
-class IdStrategy(Protocol):
+class IdStrategy(abc.ABC):
     """The shape every sync id strategy shows (:class:`AtomicCounter`, :class:`GaplessSequence`,
-    :class:`CollectionSequence`): its table, retry policy, deadline and accounting, and the
-    description of its table. A type to annotate with, and to check with ``isinstance``; it
-    holds no behaviour (each strategy is its core, a driver and, where it shares writes, a
-    group)."""
+    :class:`CollectionSequence` are its subclasses): its table, retry policy, deadline and
+    accounting, and the description of its table. A type to annotate with and to check with
+    ``isinstance``; it holds no behaviour (a strategy is its core, a link, a driver and, where it
+    shares writes, a group, none of them inherited)."""
 
     @property
-    def table(self) -> str: ...
-    @property
-    def retry(self) -> RetryPolicy: ...
-    @property
-    def usage(self) -> Usage: ...
-    @property
-    def deadline(self) -> float | None: ...
-    @property
-    def allow_global_tables(self) -> bool: ...
+    @abc.abstractmethod
+    def table(self) -> str:
+        """The strategy's table."""
 
+    @property
+    @abc.abstractmethod
+    def retry(self) -> RetryPolicy:
+        """How its requests are retried (``retry=``, or the strategy's own default)."""
+
+    @property
+    @abc.abstractmethod
+    def usage(self) -> Usage:
+        """What its requests cost (``usage=``, or its own)."""
+
+    @property
+    @abc.abstractmethod
+    def deadline(self) -> float | None:
+        """The most seconds one call may take in all (None: no limit)."""
+
+    @property
+    @abc.abstractmethod
+    def allow_global_tables(self) -> bool:
+        """Whether it writes to a global table all the same (where it refuses them)."""
+
+    @abc.abstractmethod
     def table_info(self, table: str | None = None) -> TableInfo:
         """A table's description (the strategy's table by default): one DescribeTable the
         first time, within the strategy's deadline; the global-table guard applied."""
-        ...
 
 
 #: Every write of a counter item sets, in the same expression, what the item is

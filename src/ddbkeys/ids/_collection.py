@@ -17,7 +17,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.ids._base import Link, earliest
+from ddbkeys.ids._base import IdStrategy, Link, earliest
 from ddbkeys.ids._collection_core import (
     CollectionCore,
     Keys,
@@ -109,7 +109,7 @@ def commit(
     return (yield from core.commit(batch, table_keys, highest, link.attempts))
 
 
-class CollectionSequence:
+class CollectionSequence(IdStrategy):
     """Numbers 1, 2, 3, ... per item collection, kept in the sort key: no counter item at all.
 
     Promises, within one item collection (one partition key value): **unique**, **increasing**

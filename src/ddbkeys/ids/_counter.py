@@ -26,6 +26,7 @@ from ddbkeys.ids._base import (
     TYPE_SET,
     TYPE_VALUES,
     CounterItem,
+    IdStrategy,
     Link,
     check_counter_attribute,
     counter_key_from,
@@ -224,7 +225,7 @@ def hand_back(core: CounterCore, link: Link, back: HandBack, deadline: Deadline)
     return (yield from once)
 
 
-class AtomicCounter:
+class AtomicCounter(IdStrategy):
     """Ids from one counter item, moved on by a single UpdateItem per call.
 
     Promises: **unique** and **increasing** ids, across any number of threads and processes

@@ -18,7 +18,7 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo
-from ddbkeys.ids._base import CounterItem, Link
+from ddbkeys.ids._base import CounterItem, IdStrategy, Link
 from ddbkeys.ids._gapless_core import (
     MAX_BATCH,
     RETRY,
@@ -210,7 +210,7 @@ def shared(
     return (yield from commit(core, link, state, items, atomic=False, deadline=earliest(calls)))
 
 
-class GaplessSequence:
+class GaplessSequence(IdStrategy):
     """Ids with no gaps: each item is written in the same transaction that moves the counter.
 
     Promises: **unique**, **increasing** and **gapless** ids (exactly 1, 2, 3, ... with one
