@@ -15,7 +15,7 @@ from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.ids import _counter as flows
-from ddbkeys.ids._base import CounterItem, Link
+from ddbkeys.ids._base import CounterItem
 from ddbkeys.ids._counter import COALESCE_LINGER, MAX_COALESCED
 from ddbkeys.ids._counter_writes import Want
 from ddbkeys.ids._group import AsyncGroupCommit
@@ -51,12 +51,8 @@ class AtomicCounter:
         group_commit: bool = False,
         idempotent: bool = False,
     ) -> None:
-        self._link = link = Link(
-            *as_async_client(client, table),
-            "AtomicCounter",
-            retry=retry,
-            usage=usage,
-            deadline=deadline,
+        self._link = link = flows.counter_link(
+            as_async_client(client, table), retry, usage, deadline
         )
         #: Its decisions (no client in it); the counter's settings below are its.
         self.core = flows.counter_core(

@@ -49,6 +49,7 @@ __all__ = [
     "CounterBackwardsError",
     "counter_core",
     "counter_item",
+    "counter_link",
     "flag",
     "hand_back",
     "reading",
@@ -69,6 +70,17 @@ class CounterBackwardsError(DdbKeysError):
 
 
 # --- what both forms are made of ---------------------------------------------------------------
+
+
+def counter_link(
+    connected: tuple[Any, str | None],
+    retry: RetryPolicy | None,
+    usage: Usage | None,
+    deadline: float | None,
+) -> Link:
+    """The counter's link to its table (global tables are allowed: its single-item writes are
+    safe on them)."""
+    return Link(*connected, "AtomicCounter", retry=retry, usage=usage, deadline=deadline)
 
 
 def counter_core(
@@ -301,14 +313,7 @@ class AtomicCounter(IdStrategy):
         group_commit: bool = False,
         idempotent: bool = False,
     ) -> None:
-        self._link = link = Link(
-            *as_client(client, table),
-            "AtomicCounter",
-            retry=retry,
-            default_retry=self.default_retry,
-            usage=usage,
-            deadline=deadline,
-        )
+        self._link = link = counter_link(as_client(client, table), retry, usage, deadline)
         #: Its decisions (no client in it); the counter's settings below are its.
         self.core = counter_core(
             link,

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from ddbkeys._retry import Deadline
 
-__all__ = ["VALID", "Attempts", "CounterCore"]
+__all__ = ["VALID", "CounterCore"]
 
 #: The condition of a write that keeps a counter from passing its limit or moving when it holds
 #: no valid number (with ``:number``, ``:zero`` and ``:limit``, the value before less the

@@ -15,8 +15,14 @@ from ddbkeys._core.steps import Flow, update_item
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys._retry import Deadline
 from ddbkeys._translate import error_response
-from ddbkeys.ids._base import CounterItem, CounterStateError, SequenceExhaustedError, read_counter
-from ddbkeys.ids._counter_core import Attempts, CounterCore
+from ddbkeys.ids._base import (
+    Attempts,
+    CounterItem,
+    CounterStateError,
+    SequenceExhaustedError,
+    read_counter,
+)
+from ddbkeys.ids._counter_core import CounterCore
 from ddbkeys.ids._exact import exact_advance
 from ddbkeys.ids._values import MAX_ID
 

@@ -41,11 +41,12 @@ from ddbkeys.ids._base import (
     TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
+    Attempts,
     CounterItem,
     CounterStateError,
     read_counter,
 )
-from ddbkeys.ids._counter_core import VALID, Attempts, CounterCore
+from ddbkeys.ids._counter_core import VALID, CounterCore
 from ddbkeys.ids._slots import (
     MOST_DEADLINE,
     SEEN,
