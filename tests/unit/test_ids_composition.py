@@ -7,6 +7,7 @@ client.)"""
 from __future__ import annotations
 
 import abc
+import inspect
 
 import pytest
 
@@ -57,6 +58,25 @@ def test_both_forms_show_the_same_names(sync: type, asynchronous: type) -> None:
 
     differ = public(sync) ^ public(asynchronous)
     assert differ <= {"close", "aclose"}, differ
+
+
+@pytest.mark.parametrize(
+    ("sync", "asynchronous"),
+    [
+        (ids.AtomicCounter, aio.AtomicCounter),
+        (ids.GaplessSequence, aio.GaplessSequence),
+        (ids.CollectionSequence, aio.CollectionSequence),
+        (ids.BlockAllocator, aio.BlockAllocator),
+    ],
+)
+def test_both_forms_take_the_same_settings(sync: type, asynchronous: type) -> None:
+    """Each form spells its constructor (no base holds it): the same names, kinds and defaults;
+    only the counter a block allocator takes differs, in its annotation."""
+    mine, theirs = (inspect.signature(cls) for cls in (sync, asynchronous))
+    assert [(p.name, p.kind, p.default) for p in mine.parameters.values()] == [
+        (p.name, p.kind, p.default) for p in theirs.parameters.values()
+    ]
+    assert str(mine).replace("AtomicCounter", "") == str(theirs).replace("AtomicCounter", "")
 
 
 @pytest.mark.parametrize(
