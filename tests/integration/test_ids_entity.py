@@ -12,7 +12,6 @@ import pytest
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import ConfigurationError
 from ddbkeys.ids import AtomicCounter
-from ddbkeys.ids._blocks import hand_back
 from ddbkeys.ids._blocks_steps import HandBack
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
@@ -105,7 +104,7 @@ def test_a_hand_back_that_removes_the_number_keeps_the_type(
     table = ddb_table_factory()
     counter = AtomicCounter(ddb_client, table, "from-zero", start=0)
     assert counter.reserve(10) == range(0, 10)
-    applied = counter._run(hand_back(counter, HandBack(9, None, 10, 0), counter._begin()))
+    applied = counter._hand_back(HandBack(9, None, 10, 0), counter._begin())
     assert applied
     assert item(ddb_client, table, pk="from-zero") == {"pk": {"S": "from-zero"}, **TYPE}
     assert counter.next() == 0

@@ -14,9 +14,11 @@ from botocore.exceptions import ClientError
 
 from ddbkeys._core.steps import Flow, Request
 from ddbkeys._retry import Deadline
-from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._base import CounterItem, Link
 from ddbkeys.ids._blocks import BlockAllocator
-from ddbkeys.ids._counter_plan import CounterPlan
+from ddbkeys.ids._blocks_steps import HandBack
+from ddbkeys.ids._counter import hand_back
+from ddbkeys.ids._counter_core import CounterCore
 
 __all__ = ["AsyncCounter", "Counter", "Throttled", "allocator", "until"]
 
@@ -33,7 +35,7 @@ class Counter:
 
     table = "stand-in"
     name = "tickets"
-    plan = CounterPlan(table, name)  # (its hand-back's write)
+    core = CounterCore(table, name)  # (its hand-back's write)
     deadline = 5.0
 
     class retry:  # as AtomicCounter.retry
@@ -76,14 +78,13 @@ class Counter:
             raise self.late_error
         return ids
 
-    # what hand_back() uses
+    # what the allocator's close uses: the real hand-back flow, its write applied here
 
-    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
-        return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
-        yield  # (a flow that sends nothing)
-
-    def _attempts(self, attempt: Callable[[int], Flow[Any]], what: str, _: Deadline) -> Flow[Any]:
-        return (yield from attempt(0))
+    def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
+        link = Link(None, self.table, "AtomicCounter")
+        link.known.counter = CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
+        applied: bool = self._run(hand_back(self.core, link, back, deadline))
+        return applied
 
     def _run(self, flow: Flow[Any]) -> Any:
         try:
@@ -125,8 +126,8 @@ class AsyncCounter(Counter):
             await asyncio.sleep(0.001)
         return self._answered(ids, count)
 
-    async def _run(self, flow: Flow[Any]) -> Any:
-        return super()._run(flow)
+    async def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:  # type: ignore[override]
+        return super()._hand_back(back, deadline)
 
 
 def allocator(counter: Counter, block_size: int = 10, **settings: Any) -> BlockAllocator:

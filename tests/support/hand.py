@@ -17,7 +17,7 @@ from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo, table_info
-from ddbkeys.ids._collection_plan import CollectionPlan, Keys, Pending
+from ddbkeys.ids._collection_core import CollectionCore, Keys, Pending
 from ddbkeys.ids._remembered import Remembered
 
 TABLE = "issues"
@@ -125,17 +125,17 @@ POLICY = RetryPolicy(max_attempts=10, base_delay=0.01, max_delay=0.1, random=lam
 
 @dataclass
 class Collection:
-    """A collection sequence without a client: its plan, the highest numbers it remembers
+    """A collection sequence without a client: its core, the highest numbers it remembers
     (``memory``, and its ``lock``, which no flow may hold across a step), and the retry layer
     its requests go through (``policy``), counted in ``usage``."""
 
-    plan: CollectionPlan
+    core: CollectionCore
     policy: RetryPolicy
     lock: Any = field(default_factory=threading.Lock)
     usage: Usage = field(default_factory=Usage)
 
     def __post_init__(self) -> None:
-        self.memory = Remembered(self.plan.remembered, lock=self.lock)
+        self.memory = Remembered(self.core.remembered, lock=self.lock)
 
     def attempts(
         self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
@@ -146,24 +146,24 @@ class Collection:
 
 
 def core(*, retry: RetryPolicy = POLICY, **settings: Any) -> Collection:
-    return Collection(CollectionPlan(TABLE, **settings), retry)
+    return Collection(CollectionCore(TABLE, **settings), retry)
 
 
 def keys(info: Any = None) -> Keys:
     """The keys of table ``issues`` as ``info`` describes it (by default pk S, sk N)."""
-    return CollectionPlan(TABLE).keys(info if info is not None else described())
+    return CollectionCore(TABLE).keys(info if info is not None else described())
 
 
 def pending(sequence: Collection, *items: dict[str, Any], info: Any = None) -> list[Pending]:
     return [
-        sequence.plan.prepare(keys(info), "p", item, False, Deadline(None))
+        sequence.core.prepare(keys(info), "p", item, False, Deadline(None))
         for item in (items or ({},))
     ]
 
 
 def committing(sequence: Collection, batch: list[Pending], info: Any = None) -> Flow[list[int]]:
     """The flow of the commit of ``batch``."""
-    return sequence.plan.commit(batch, keys(info), sequence.memory, sequence.attempts)
+    return sequence.core.commit(batch, keys(info), sequence.memory, sequence.attempts)
 
 
 def commit(sequence: Collection, answers: list[Answer], count: int = 1, info: Any = None) -> Run:

@@ -4,21 +4,17 @@ retry layer)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError, ConnectionClosedError
 
-from ddbkeys._capacity import Usage
-from ddbkeys._core.attempts import attempts
-from ddbkeys._core.steps import Flow
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import Deadline
-from ddbkeys.ids._base import CounterItem
-from ddbkeys.ids._blocks import hand_back
-from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, plan_hand_back
-from ddbkeys.ids._counter_plan import CounterPlan
+from ddbkeys.ids._base import CounterItem, Link
+from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, hand_back_for
+from ddbkeys.ids._counter import hand_back
+from ddbkeys.ids._counter_core import CounterCore
 from tests.support.blocks_state import arrive, held
 from tests.support.hand import POLICY, cancelled, drive
 
@@ -50,8 +46,8 @@ from tests.support.hand import POLICY, cancelled, drive
         ([range(1000, 1100), range(0)], 1099, HandBack(1099, 999, 100, 0)),
     ],
 )
-def test_plan_hand_back(unused: list[range], top: int | None, expected: HandBack) -> None:
-    assert plan_hand_back(unused, top) == expected
+def test_hand_back_for(unused: list[range], top: int | None, expected: HandBack) -> None:
+    assert hand_back_for(unused, top) == expected
 
 
 def test_close_waits_for_nothing_it_did_not_send_and_refuses_takes() -> None:
@@ -61,9 +57,9 @@ def test_close_waits_for_nothing_it_did_not_send_and_refuses_takes() -> None:
     assert not state.fetching and state.claim_refill() is None  # never sent
     with pytest.raises(ConfigurationError, match="This BlockAllocator is closed"):
         state.take(1)
-    plan = state.release()
-    assert plan == HandBack(10, 3, 7, 0)
-    assert state.closed_with(plan, applied=True) == CloseReport(7, 0, sent=True)
+    back = state.release()
+    assert back == HandBack(10, 3, 7, 0)
+    assert state.closed_with(back, applied=True) == CloseReport(7, 0, sent=True)
     assert (state.stats.handed_back, state.stats.wasted) == (7, 0)
 
 
@@ -76,50 +72,43 @@ def test_close_counts_what_could_not_go_back(applied: bool, report: CloseReport)
     state.claim_refill()
     arrive(state, range(21, 36))  # another process took 11..20
     state.close()
-    plan = state.release()
-    assert plan == HandBack(35, 20, 15, 7)
-    assert state.closed_with(plan, applied) == report
+    back = state.release()
+    assert back == HandBack(35, 20, 15, 7)
+    assert state.closed_with(back, applied) == report
     assert (state.stats.handed_back, state.stats.wasted) == (report.handed_back, report.wasted)
     with pytest.raises(ConfigurationError, match="BlockAllocator on table 'tickets' is closed"):
         state.take(1)
 
 
-def test_a_block_arriving_after_the_plan_is_wasted_one_arriving_before_goes_back() -> None:
+def test_a_block_arriving_after_the_release_is_wasted_one_arriving_before_goes_back() -> None:
     state = held(range(1, 11))
     state.take(2)
     state.claim_refill()
     state.close()
     arrive(state, range(11, 21))  # in flight when close() began: waited for, handed back
-    plan = state.release()
-    assert plan == HandBack(20, 2, 18, 0)
+    back = state.release()
+    assert back == HandBack(20, 2, 18, 0)
     late = held(range(1, 11))
     late.take(2)
     late.claim_refill()
     late.close()
     assert late.release() == HandBack(10, 2, 8, 0)
-    arrive(late, range(11, 21))  # the wait gave up on it: it comes after the plan
+    arrive(late, range(11, 21))  # the wait gave up on it: it comes after the hand-back was decided
     assert late.stats.wasted == 10 and late.spare is None
 
 
 # --- the hand-back's write, driven by hand ----------------------------------------------------
 
 
-class Tickets:
-    """What hand_back() reads of a counter: where it lives, its name, its retry layer."""
+TICKETS = CounterCore("issues", "tickets")
 
-    table, name = "issues", "tickets"
-    plan = CounterPlan(table, name)
 
-    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
-        return CounterItem(self.table, {"pk": {"S": self.name}}, "last_id")
-        yield  # (a flow that sends nothing)
-
-    def _attempts(
-        self, attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline
-    ) -> Flow[Any]:
-        return attempts(
-            attempt, what=what, table=self.table, policy=POLICY, deadline=deadline, usage=Usage()
-        )
+def tickets() -> Link:
+    """What hand_back() reads of a counter's link: where the counter lives (known already, so
+    nothing is described) and its retry layer."""
+    link = Link(None, TICKETS.table, "AtomicCounter", retry=POLICY)
+    link.known.counter = CounterItem(TICKETS.table, {"pk": {"S": TICKETS.name}}, "last_id")
+    return link
 
 
 def lost() -> ConnectionClosedError:
@@ -140,7 +129,7 @@ def moved_on(held: str) -> ClientError:
 
 
 @pytest.mark.parametrize(
-    ("plan", "answers", "applied"),
+    ("back", "answers", "applied"),
     [
         (HandBack(60, 40, 20, 0), [{}], True),
         (HandBack(60, 40, 20, 0), [moved_on("75")], False),
@@ -154,9 +143,9 @@ def moved_on(held: str) -> ClientError:
     ],
 )
 def test_hand_back_sends_one_conditional_update_with_a_token(
-    plan: HandBack, answers: list[Any], applied: bool
+    back: HandBack, answers: list[Any], applied: bool
 ) -> None:
-    run = drive(hand_back(cast(Any, Tickets()), plan, Deadline(None)), answers)
+    run = drive(hand_back(TICKETS, tickets(), back, Deadline(None)), answers)
     assert run.result is applied
     assert run.operations == ["transact_write_items"] * len(answers)
     # Every try is the same transaction: one token, so a late first try is not applied twice.
@@ -165,13 +154,13 @@ def test_hand_back_sends_one_conditional_update_with_a_token(
     params = action["Update"]
     assert params["ConditionExpression"] == "#v = :top"
     assert params["ExpressionAttributeNames"] == {"#v": "last_id", "#ddbkeys_type": "ddbkeys_type"}
-    assert params["ExpressionAttributeValues"][":top"] == {"N": str(plan.top)}
+    assert params["ExpressionAttributeValues"][":top"] == {"N": str(back.top)}
     assert params["ExpressionAttributeValues"][":ddbkeys_type"] == {"S": "counter"}
     assert params["Key"] == {"pk": {"S": "tickets"}}
     # The counter item says what it is in the same write (for other readers of the table).
-    if plan.value is None:
+    if back.value is None:
         assert params["UpdateExpression"] == "REMOVE #v SET #ddbkeys_type = :ddbkeys_type"
     else:
         assert params["UpdateExpression"] == "SET #v = :value, #ddbkeys_type = :ddbkeys_type"
-        assert params["ExpressionAttributeValues"][":value"] == {"N": str(plan.value)}
+        assert params["ExpressionAttributeValues"][":value"] == {"N": str(back.value)}
     assert run.requests[0].billed == 2.0 and run.requests[0].count_refused

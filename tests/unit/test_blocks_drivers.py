@@ -135,7 +135,7 @@ def test_sync_close_waits_for_the_block_in_flight_or_wastes_it_when_it_comes_lat
     assert late.close(timeout=0.05) == CloseReport(9, 0, True)  # without the block in flight
     assert counter.last == 22
     counter.release.set()
-    until(lambda: late.stats.wasted == 10)  # it came after the plan: wasted
+    until(lambda: late.stats.wasted == 10)  # it came after the hand-back was decided: wasted
     assert counter.last == 32
 
 

@@ -118,16 +118,16 @@ def test_without_prefetch_there_is_never_a_second() -> None:
 
 
 @pytest.mark.parametrize(
-    ("blocks", "plan", "report"),
+    ("blocks", "back", "report"),
     [
-        # both came before the plan, next to each other: all go back
+        # both came before the hand-back was decided, next to each other: all go back
         ([range(11, 21), range(21, 31)], HandBack(30, 10, 20, 0), CloseReport(20, 0, True)),
         # another process between them: the higher goes back, the lower is wasted
         ([range(11, 21), range(41, 51)], HandBack(50, 40, 10, 10), CloseReport(10, 10, True)),
     ],
 )
 def test_close_waits_for_both_and_hands_back_what_follows_on(
-    blocks: list[range], plan: HandBack, report: CloseReport
+    blocks: list[range], back: HandBack, report: CloseReport
 ) -> None:
     state, ahead, second = two_in_flight()
     state.close()
@@ -136,8 +136,8 @@ def test_close_waits_for_both_and_hands_back_what_follows_on(
     assert state.fetching
     state.filled(ahead, blocks[0])
     assert not state.fetching
-    assert state.release() == plan
-    assert state.closed_with(plan, applied=True) == report
+    assert state.release() == back
+    assert state.closed_with(back, applied=True) == report
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.ids import ItemExistsError, Verdict, read_cancellation
 from ddbkeys.ids._base import Contention, CounterItem, Throttled
-from ddbkeys.ids._gapless_plan import Commit, CounterState, GaplessPlan
+from ddbkeys.ids._gapless_core import Commit, CounterState, GaplessCore
 
 CODES = [
     "None",
@@ -101,7 +101,7 @@ def test_gapless_reads_every_combination(
     item condition is an existing item only when the id is not the key, or when the counter
     held (an id's key taken by an item the sequence did not write); with the id as the key and
     the counter moved, it is the racing writer's item: a lost race, retried."""
-    plan = GaplessPlan("users", id_attribute="pk" if id_in_key else "id")
+    core = GaplessCore("users", id_attribute="pk" if id_in_key else "id")
     state = CounterState()  # (what it learns is all it knows)
     reasons: list[dict[str, Any]] = [{"Code": c} for c in codes]
     if codes[0] == "ConditionalCheckFailed":
@@ -118,7 +118,7 @@ def test_gapless_reads_every_combination(
     )
     outcome: Any
     try:
-        plan.cancelled(commit, read_cancellation(reasons), state)
+        core.cancelled(commit, read_cancellation(reasons), state)
         outcome = "return"
     except Contention as lost:
         outcome = ("contention", lost.immediate, lost.wait is not None)
@@ -126,7 +126,9 @@ def test_gapless_reads_every_combination(
         outcome = "throttled"
     except ItemExistsError:
         outcome = "exists"
-    assert commit.token is None and commit.last is None  # a cancelled plan is never sent again
+    assert (
+        commit.token is None and commit.last is None
+    )  # a cancelled transaction is never sent again
     if exists and atomic:
         assert outcome == "exists"
         return

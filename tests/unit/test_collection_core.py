@@ -1,4 +1,4 @@
-"""The item-collection sequence's plan, driven by hand without a server or a client: each case
+"""The item-collection sequence's core, driven by hand without a server or a client: each case
 lists the answers DynamoDB gives, in order, and asserts the requests the flow sends, the waits it
 asks for and what it returns or raises."""
 
@@ -15,8 +15,8 @@ from ddbkeys._drivers.sync import refused
 from ddbkeys._errors import DdbKeysError, KeySchemaError
 from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
 from ddbkeys._schema import KeyAttribute
+from ddbkeys.ids._collection_core import Pending
 from ddbkeys.ids._collection_keys import number_in, sort_key_of
-from ddbkeys.ids._collection_plan import Pending
 from ddbkeys.ids._errors import CounterStateError, SequenceExhaustedError
 from tests.support.hand import (
     OK,
@@ -383,7 +383,7 @@ def test_never_reuse(
 
 
 def test_never_reuse_batches_hold_one_item_less_and_a_bad_counter_is_named() -> None:
-    assert core(never_reuse=True).plan.max_batch == 99 and core().plan.max_batch == 100
+    assert core(never_reuse=True).core.max_batch == 99 and core().core.max_batch == 100
     with pytest.raises(CounterStateError, match="holds last_number = 'x'"):
         commit(core(never_reuse=True), [counter("x", "S")])
     with pytest.raises(DdbKeysError, match="cancelled a transaction"):
@@ -449,16 +449,16 @@ def test_sort_key_values_and_numbers() -> None:
 def test_a_table_without_a_number_or_string_sort_key_is_refused() -> None:
     for info in (described(None), described("B")):
         with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\) sort key"):
-            core().plan.keys(info)
+            core().core.keys(info)
 
 
 def test_prepare_refuses_what_the_sequence_sets_and_sends_nothing() -> None:
     sequence = core()
     for item in ({"sk": 1}, {"pk": "x"}, {"ddbkeys_token": "t"}):
         with pytest.raises(DdbKeysError, match="must not hold"):
-            sequence.plan.prepare(keys(), "p", item, False, Deadline(None))
+            sequence.core.prepare(keys(), "p", item, False, Deadline(None))
     with pytest.raises(KeySchemaError, match="the partition key value gives a number"):
-        sequence.plan.prepare(keys(), 5, None, False, Deadline(None))
+        sequence.core.prepare(keys(), 5, None, False, Deadline(None))
 
 
 # --- current() ---------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ def test_current(
     never_reuse: bool, answers: list[Answer], expected: int, operations: list[str]
 ) -> None:
     sequence = core(never_reuse=never_reuse)
-    run = drive(sequence.plan.current(keys(), "p", Deadline(None), sequence.attempts), answers)
+    run = drive(sequence.core.current(keys(), "p", Deadline(None), sequence.attempts), answers)
     assert (run.result, run.operations) == (expected, operations)
 
 

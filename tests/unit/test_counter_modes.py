@@ -1,4 +1,4 @@
-"""The counter's modes without a server or a client: its plan's flows driven by hand (every
+"""The counter's modes without a server or a client: its core's flows driven by hand (every
 answer and refusal the idempotent increment reads, and which request comes next), and the
 coalesced write's split."""
 
@@ -20,8 +20,8 @@ from ddbkeys.ids import CounterStateError, SequenceExhaustedError
 from ddbkeys.ids import _exact as exact
 from ddbkeys.ids import _slots as slots
 from ddbkeys.ids._base import CounterItem
-from ddbkeys.ids._counter import Want, advance, coalesced, split
-from ddbkeys.ids._counter_plan import CounterPlan
+from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._counter_writes import Want, advance, coalesced, split
 from tests.support.hand import Run, drive, failed_condition, lost
 
 POLICY = RetryPolicy(max_attempts=6, base_delay=0.01, max_delay=0.1, random=lambda: 0.5)
@@ -62,15 +62,15 @@ def deadline() -> Deadline:
 
 def counter(**settings: Any) -> Callable[[int, Deadline], Flow[range]]:
     """The flow of an idempotent counter's ``reserve(count)`` (unless ``idempotent=False``),
-    where it lives known, at NOW: its plan, the retry layer and a clock, no client."""
-    plan = CounterPlan("ids", "orders", **{"idempotent": True, **settings})
+    where it lives known, at NOW: its core, the retry layer and a clock, no client."""
+    core = CounterCore("ids", "orders", **{"idempotent": True, **settings})
 
     def tries(attempt: Callable[[int], Flow[Any]], what: str, deadline: Deadline) -> Flow[Any]:
         return attempts(
             attempt, what=what, table="ids", policy=POLICY, deadline=deadline, usage=Usage()
         )
 
-    return lambda count, deadline: advance(plan, WHERE, count, deadline, tries, lambda: NOW)
+    return lambda count, deadline: advance(core, WHERE, count, deadline, tries, lambda: NOW)
 
 
 def own_slot(request: Any) -> str:

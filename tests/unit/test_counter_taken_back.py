@@ -13,11 +13,11 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._retry import Deadline
 from ddbkeys.ids._base import CounterItem, CounterStateError
-from ddbkeys.ids._counter import advance
-from ddbkeys.ids._counter_plan import CounterPlan
+from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._counter_writes import advance
 from tests.support.hand import POLICY, Run, drive
 
-PLAN = CounterPlan("issues", "tickets")
+PLAN = CounterCore("issues", "tickets")
 ITEM = CounterItem("issues", {"pk": {"S": "tickets"}}, "last_id")
 
 

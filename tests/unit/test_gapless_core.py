@@ -1,4 +1,4 @@
-"""The gapless sequence's plan, driven by hand without a server or a client: the commit flow is
+"""The gapless sequence's core, driven by hand without a server or a client: the commit flow is
 sent the answers (and thrown the cancellations) DynamoDB would give, and each row says which step
 comes next and what the call ends with."""
 
@@ -25,7 +25,7 @@ from ddbkeys.ids import (
     SequenceExhaustedError,
 )
 from ddbkeys.ids._base import CounterItem
-from ddbkeys.ids._gapless_plan import Commit, CounterState, GaplessPlan, Pending, earliest
+from ddbkeys.ids._gapless_core import Commit, CounterState, GaplessCore, Pending, earliest
 
 MAX = 10**38 - 1
 #: (A clock that stands still: a transaction takes no time, so a lost race waits from
@@ -44,10 +44,10 @@ WHERE = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
 
 @dataclass
 class Sequence:
-    """What a gapless sequence is without its client: its plan, what it knows of its counter
+    """What a gapless sequence is without its client: its core, what it knows of its counter
     (``state``), and the retry layer its requests go through, counted in ``usage``."""
 
-    plan: GaplessPlan
+    core: GaplessCore
     state: CounterState
     usage: Usage = field(default_factory=Usage)
 
@@ -58,7 +58,7 @@ class Sequence:
             attempt,
             what=what,
             table="users",
-            policy=self.plan.policy,
+            policy=self.core.policy,
             deadline=deadline,
             usage=self.usage,
         )
@@ -69,8 +69,8 @@ def sequence(
 ) -> Sequence:
     """A sequence on table ``users`` whose counter is ``{"pk": "sequence"}`` and, unless ``last``
     is None, knows the counter's value."""
-    plan = GaplessPlan("users", id_attribute="pk" if id_in_key else "id", policy=policy)
-    return Sequence(plan, CounterState(last))
+    core = GaplessCore("users", id_attribute="pk" if id_in_key else "id", policy=policy)
+    return Sequence(core, CounterState(last))
 
 
 def items(id_in_key: bool, n: int = 2) -> list[Any]:
@@ -86,8 +86,8 @@ def commit(
     deadline: Deadline | None = None,
 ) -> Flow[Any]:
     """The flow of one commit of ``n`` items (the id is the key when ``id_attribute`` is pk)."""
-    batch = Commit(items(seq.plan.id_attribute == "pk", n), INFO, counter, atomic=atomic)
-    return seq.plan.write(batch, deadline or Deadline(None), seq.state, seq.attempts)
+    batch = Commit(items(seq.core.id_attribute == "pk", n), INFO, counter, atomic=atomic)
+    return seq.core.write(batch, deadline or Deadline(None), seq.state, seq.attempts)
 
 
 def cancelled(codes: tuple[str, ...], counter_holds: str | None = "7") -> ClientError:
@@ -491,19 +491,19 @@ def run_to_end(flow: Flow[Any], answers: list[Any] | None = None) -> Any:
 
 def test_items_are_checked_before_any_request() -> None:
     seq = sequence()
-    plan = seq.plan
+    core = seq.core
     with pytest.raises(ConfigurationError, match="The item already has the id attribute 'id'"):
-        plan.prepare([{"pk": "a", "id": 1}], False, INFO)
+        core.prepare([{"pk": "a", "id": 1}], False, INFO)
     with pytest.raises(ItemKeyClashError, match=re.escape("Item 2 has the key {'pk': 'sequence'}")):
-        plan.not_the_counter(
-            plan.prepare([{"pk": "a"}, {"pk": "sequence"}], False, INFO), INFO, WHERE
+        core.not_the_counter(
+            core.prepare([{"pk": "a"}, {"pk": "sequence"}], False, INFO), INFO, WHERE
         )
     with pytest.raises(ItemKeyClashError, match="Items 1 and 3 of put_many have the same key"):
-        plan.distinct(plan.prepare([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}], False, INFO), INFO)
+        core.distinct(core.prepare([{"pk": "a"}, {"pk": "b"}, {"pk": "a"}], False, INFO), INFO)
     with pytest.raises(ConfigurationError, match="put_many takes 1 to 99 items, not 0"):
-        plan.many([])
+        core.many([])
     with pytest.raises(ConfigurationError, match="put_many takes a list of items, not dict"):
-        plan.many({"pk": "a"})
+        core.many({"pk": "a"})
     keyed = sequence(id_in_key=True, last=1)
     at_two = CounterItem("users", {"pk": {"S": "0000000002"}}, "last_id")
     with pytest.raises(ItemKeyClashError, match="Id 2 would give the item the key"):
@@ -526,12 +526,12 @@ def test_items_are_checked_before_any_request() -> None:
 )
 def test_settings_no_sequence_can_have(settings: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigurationError, match=re.escape(message)):
-        GaplessPlan("users", **settings)
+        GaplessCore("users", **settings)
 
 
 def test_the_counter_lives_where_the_settings_say() -> None:
-    assert GaplessPlan("users").counter_item(INFO) == WHERE
-    elsewhere = GaplessPlan("users", "s", counter_table="counters", counter_key={"pk": "ids"})
+    assert GaplessCore("users").counter_item(INFO) == WHERE
+    elsewhere = GaplessCore("users", "s", counter_table="counters", counter_key={"pk": "ids"})
     assert elsewhere.counter_item(INFO) == CounterItem("counters", {"pk": {"S": "ids"}}, "last_id")
 
 
@@ -545,7 +545,7 @@ def test_the_counter_lives_where_the_settings_say() -> None:
 )
 def test_current(answer: Any, current: int) -> None:
     seq = sequence()
-    assert run_to_end(seq.plan.current(WHERE, Deadline(None), seq.attempts), [answer]) == current
+    assert run_to_end(seq.core.current(WHERE, Deadline(None), seq.attempts), [answer]) == current
 
 
 def test_a_shared_commit_keeps_to_the_deadline_that_ends_first() -> None:

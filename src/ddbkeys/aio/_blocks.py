@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
+from collections.abc import Callable
 from typing import Any, TypeVar, cast
 
 from ddbkeys._core.loops import LoopBinding
+from ddbkeys._core.reads import Through
 from ddbkeys.aio._ids import AtomicCounter
 from ddbkeys.ids import _blocks_core as core
 from ddbkeys.ids import _blocks_steps as steps
-from ddbkeys.ids._blocks import AllocatorViews
+from ddbkeys.ids._blocks import block_state, close_flow, watch_unclosed
 from ddbkeys.ids._blocks_steps import BlockStats, CloseReport
 from ddbkeys.ids._values import whole_number
 
@@ -20,7 +23,7 @@ __all__ = ["BlockAllocator", "BlockStats", "CloseReport"]
 T = TypeVar("T")
 
 
-class BlockAllocator(AllocatorViews[AtomicCounter]):
+class BlockAllocator:
     """The asyncio form of :class:`ddbkeys.ids.BlockAllocator` (same settings, promises, cost)
     over a :class:`ddbkeys.aio.AtomicCounter`, for the tasks of one event loop.
 
@@ -29,15 +32,55 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
     many ids are left unused). A call from another loop is a ConfigurationError.
     """
 
-    asynchronous = True
-
-    def _start(self) -> None:
-        super()._start()
+    def __init__(
+        self,
+        counter: AtomicCounter,
+        block_size: int = 100,
+        *,
+        prefetch: bool = True,
+        refill_at: float = steps.DEFAULT_REFILL_AT,
+        min_block_size: int | None = None,
+        max_block_size: int | None = None,
+        block_lifetime: float = steps.DEFAULT_BLOCK_LIFETIME,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.counter, self.prefetch = counter, prefetch
+        #: Its decisions and what it holds (no task or loop in it).
+        self._state = block_state(
+            counter,
+            True,
+            block_size,
+            prefetch=prefetch,
+            refill_at=refill_at,
+            min_block_size=min_block_size,
+            max_block_size=max_block_size,
+            block_lifetime=block_lifetime,
+            clock=clock,
+        )
+        self._finalizer = watch_unclosed(self, self._state, True)
         self._tasks = _Tasks(self.counter, self._state)
         self._closing: asyncio.Task[CloseReport] | None = None
         self._loop = LoopBinding(
             "ddbkeys.aio.BlockAllocator", "its blocks are reserved by tasks of that loop"
         )
+
+    table: Through[str] = Through("counter")
+    block_size: Through[int] = Through(
+        "_state", "The size of the next block (``block_size`` as given, until it adapts)."
+    )
+    min_block_size: Through[int] = Through("_state")
+    max_block_size: Through[int] = Through("_state")
+    refill_at: Through[float] = Through("_state")
+    block_lifetime: Through[float] = Through("_state")
+    stats: Through[BlockStats] = Through(
+        "_state", "Stalls, blocks reserved, ids skipped, handed back and wasted."
+    )
+    closed: Through[bool] = Through("_state")
+
+    @property
+    def stalls(self) -> int:
+        """Calls that waited for a block to be reserved."""
+        return self._state.stats.stalls
 
     async def next(self) -> int:
         """The next id of this allocator."""
@@ -51,7 +94,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         """As the sync ``close()``; a task of its own: a caller cancelled does not stop it."""
         if self._state.report is not None:
             return self._state.report
-        flow = self._close_flow(timeout)
+        flow = close_flow(self._state, self.counter, timeout)
         if self._closing is None:
             self._loop.check()
             self._closing = asyncio.get_running_loop().create_task(self._tasks.run(flow))

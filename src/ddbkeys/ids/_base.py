@@ -1,11 +1,12 @@
-"""What the id strategies share: the core every strategy is built on (client, table, retry
-policy, deadline, accounting, table descriptions, the global-table guard), the counter item's
-key, and the requests several strategies send. Every request goes out as a flow step (see
-:mod:`ddbkeys._core`): :class:`IdStrategy` runs flows on the sync driver, and
-:mod:`ddbkeys.aio` runs the same flows on the asyncio driver."""
+"""What the id strategies share: the :class:`Link` each one holds (client, table, retry policy,
+deadline, accounting, table descriptions, the global-table guard), the public shape
+(:class:`IdStrategy`), the counter item's key, and the requests several strategies send. Every
+request goes out as a flow step (see :mod:`ddbkeys._core`): a sync strategy runs its core's flows
+on the sync driver, and :mod:`ddbkeys.aio` runs the same flows on the asyncio driver."""
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -13,10 +14,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from botocore.exceptions import ClientError
 
 from ddbkeys._capacity import Usage
-from ddbkeys._clients import as_client
 from ddbkeys._core.attempts import Contention, Throttled, attempts
 from ddbkeys._core.steps import Flow, get_item, transact_write_items
-from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import (
     ConfigurationError,
@@ -48,7 +47,11 @@ from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._values import check_item_key
 
 if TYPE_CHECKING:
-    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateItemInputTypeDef,
+    )
 
 __all__ = [
     "Attempts",
@@ -59,23 +62,23 @@ __all__ = [
     "IdStrategy",
     "ItemExistsError",
     "ItemKeyClashError",
+    "Known",
+    "Link",
     "SequenceExhaustedError",
-    "StrategyCore",
     "Throttled",
     "earliest",
 ]
 
-T = TypeVar("T")
 R = TypeVar("R")
 
-#: The retry layer a plan's requests go through: ``attempts(attempt, what, deadline)`` (a
-#: strategy's :meth:`StrategyCore._attempts`, or :func:`ddbkeys._core.attempts.attempts` with
+#: The retry layer a core's requests go through: ``attempts(attempt, what, deadline)`` (a
+#: strategy's :meth:`Link.attempts`, or :func:`ddbkeys._core.attempts.attempts` with
 #: a policy and a :class:`Usage` in a test).
 Attempts = Callable[[Callable[[int], Flow[Any]], str, Deadline], Flow[Any]]
 
 
 class OnTable(Protocol):
-    """What names a table: a strategy, or its plan."""
+    """What names a table: a strategy, or its core."""
 
     @property
     def table(self) -> str: ...
@@ -94,44 +97,43 @@ def earliest(waiting: Iterable[Waiting]) -> Deadline:
     return min((w.deadline for w in waiting), key=lambda d: d.remaining())
 
 
-class StrategyCore:
-    """The base of every id strategy, driver aside: a client, a table, a retry policy, a
-    deadline and a :class:`Usage`; its work is flows (see :mod:`ddbkeys._core`), which the sync
-    classes (:class:`IdStrategy`) and the asyncio ones (:mod:`ddbkeys.aio`) run.
+class Link:
+    """A strategy's way to its table, driver aside: the client its driver sends with, the table,
+    the retry policy, the deadline of a call and the accounting (the settings every strategy
+    shares, checked here), the tables' descriptions it has read, and what it made of them
+    (``known``). A strategy holds one (as ``_link``) and passes it to its core's flows, which send
+    through :meth:`attempts` and read descriptions with :meth:`table_info`.
 
     ``deadline`` is the most seconds one call may take in all, its retries and waits included
-    (None: no limit). ``allow_global_tables`` matters only to strategies that are unsafe on
-    global tables. Nothing is sent before the first call: the table's description is read then,
-    once per table and process in steady state (:mod:`ddbkeys.ids._described`: objects built in
-    every call of a Lambda handler describe their table once per container; first calls at once
-    may each read it), and read again after a write found the table gone or its key schema
-    changed.
+    (None: no limit). ``allow_global_tables`` matters only when ``refuses_global_tables``.
+    Nothing is sent before the first call: the table's description is read then, once per table
+    and process in steady state (:mod:`ddbkeys.ids._described`: objects built in every call of
+    a Lambda handler describe their table once per container; first calls at once may each read
+    it), and read again after a write found the table gone or its key schema changed (what was
+    made of it, ``known``, goes with it, and ``forgot(table)`` is told).
     """
-
-    #: Strategies that depend on a single-region conditional write refuse global tables.
-    refuses_global_tables = False
-    #: The retry policy when none is given. Optimistic strategies override it: a writer that
-    #: lost a race learns the counter's new value at once, so short waits (and many of them)
-    #: keep it from being starved by a winner that goes on committing.
-    default_retry = RetryPolicy()
 
     def __init__(
         self,
-        client: object,
-        table: str | None = None,
+        client: Any,
+        table: str | None,
+        owner: str,
         *,
         retry: RetryPolicy | None = None,
+        default_retry: RetryPolicy | None = None,
         usage: Usage | None = None,
         allow_global_tables: bool = False,
+        refuses_global_tables: bool = False,
         deadline: float | None = DEFAULT_DEADLINE,
+        forgot: Callable[[str], None] | None = None,
     ) -> None:
-        self.client, name = self._connect(client, table)
-        if name is None:
+        self.client, self.owner = client, owner
+        if table is None:
             raise ConfigurationError(
-                f"{type(self).__name__} needs a table: pass table= with its name, or a boto3 "
-                "Table object as the client."
+                f"{owner} needs a table: pass table= with its name, or a boto3 Table object as "
+                "the client."
             )
-        self.table = check_table_name(name)
+        self.table = check_table_name(table)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigurationError(
                 f"retry must be a ddbkeys._retry.RetryPolicy, not {retry!r}.", table=self.table
@@ -140,9 +142,10 @@ class StrategyCore:
             raise ConfigurationError(
                 f"usage must be a ddbkeys._capacity.Usage, not {usage!r}.", table=self.table
             )
-        self.retry = retry or self.default_retry
+        self.retry = retry or default_retry or RetryPolicy()
         self.usage = usage or Usage()
         self.allow_global_tables = allow_global_tables
+        self.refuses_global_tables = refuses_global_tables
         if deadline is not None and (
             isinstance(deadline, bool)
             or not isinstance(deadline, (int, float))
@@ -153,18 +156,17 @@ class StrategyCore:
                 table=self.table,
             )
         self.deadline = None if deadline is None else float(deadline)
+        self.forgot = forgot
         #: The descriptions this object has read, by table.
-        self._infos: dict[str, TableInfo] = {}
+        self.infos: dict[str, TableInfo] = {}
+        #: What the strategy made of them, dropped with them.
+        self.known = Known()
 
-    def _connect(self, client: object, table: str | None) -> tuple[Any, str | None]:
-        """The client this strategy's driver sends with, and the table's name."""
-        return as_client(client, table)
-
-    def _begin(self) -> Deadline:
+    def begin(self) -> Deadline:
         """The deadline of a call that begins now."""
         return Deadline(self.deadline, clock=self.retry.clock)
 
-    def _attempts(
+    def attempts(
         self,
         attempt: Callable[[int], Flow[R]],
         what: str,
@@ -190,32 +192,35 @@ class StrategyCore:
                 )
             )
         except (TableNotFoundError, KeySchemaError):
-            self._forget_table(name)
+            self.forget_table(name)
             raise
 
-    def _forget_table(self, table: str) -> None:
-        """Forget what this object and this process know of ``table``'s description (and what
-        was made from it: subclasses drop their counter item's key too)."""
+    def forget_table(self, table: str) -> None:
+        """Forget what this object and this process know of ``table``'s description, and what
+        the strategy made of it."""
         described.forget(described.table_key(self.client, table))
-        self._infos.pop(table, None)
+        self.infos.pop(table, None)
+        self.known = Known()
+        if self.forgot is not None:
+            self.forgot(table)
 
-    def _table_info(self, deadline: Deadline, table: str | None = None) -> Flow[TableInfo]:
+    def table_info(self, deadline: Deadline, table: str | None = None) -> Flow[TableInfo]:
         """A table's description (this strategy's table by default), with the global-table
         guard applied: what this object has read, else :func:`read_description` (what this
         process has read, else one DescribeTable within ``deadline``). First calls at once may
         each send one; later calls send none."""
         name = table or self.table
-        info = self._infos.get(name)
+        info = self.infos.get(name)
         if info is None:
             where = described.table_key(self.client, name)
 
             def tries(attempt: Callable[[int], Flow[R]], what: str, ends: Deadline) -> Flow[R]:
-                return self._attempts(attempt, what, ends, table=name)
+                return self.attempts(attempt, what, ends, table=name)
 
             info = yield from read_description(name, where, deadline, tries)
-            self._infos[name] = info
+            self.infos[name] = info
         if self.refuses_global_tables and not self.allow_global_tables:
-            refuse_global(info, name, type(self).__name__)
+            refuse_global(info, name, self.owner)
         return info
 
 
@@ -246,21 +251,42 @@ def refuse_global(info: TableInfo, table: str, owner: str) -> None:
         )
 
 
-class IdStrategy(StrategyCore):
-    """The base of every sync id strategy: runs the strategy's flows on the sync driver (a
-    boto3 client, in the caller's thread)."""
+class IdStrategy(abc.ABC):
+    """The shape every sync id strategy shows (:class:`AtomicCounter`, :class:`GaplessSequence`,
+    :class:`CollectionSequence` are its subclasses): its table, retry policy, deadline and
+    accounting, and the description of its table. A type to annotate with and to check with
+    ``isinstance``; it holds no behaviour (a strategy is its core, a link, a driver and, where it
+    shares writes, a group, none of them inherited)."""
 
-    def __init__(self, client: object, table: str | None = None, **settings: Any) -> None:
-        super().__init__(client, table, **settings)
-        self._driver = SyncDriver(self.client, self.usage)
+    @property
+    @abc.abstractmethod
+    def table(self) -> str:
+        """The strategy's table."""
 
-    def _run(self, flow: Flow[T]) -> T:
-        return self._driver.run(flow)
+    @property
+    @abc.abstractmethod
+    def retry(self) -> RetryPolicy:
+        """How its requests are retried (``retry=``, or the strategy's own default)."""
 
+    @property
+    @abc.abstractmethod
+    def usage(self) -> Usage:
+        """What its requests cost (``usage=``, or its own)."""
+
+    @property
+    @abc.abstractmethod
+    def deadline(self) -> float | None:
+        """The most seconds one call may take in all (None: no limit)."""
+
+    @property
+    @abc.abstractmethod
+    def allow_global_tables(self) -> bool:
+        """Whether it writes to a global table all the same (where it refuses them)."""
+
+    @abc.abstractmethod
     def table_info(self, table: str | None = None) -> TableInfo:
-        """A table's description (this strategy's table by default): one DescribeTable the
+        """A table's description (the strategy's table by default): one DescribeTable the
         first time, within the strategy's deadline; the global-table guard applied."""
-        return self._run(self._table_info(self._begin(), table))
 
 
 #: Every write of a counter item sets, in the same expression, what the item is
@@ -302,22 +328,13 @@ class CounterItem:
     attribute: str
 
 
-def counter_item_key(
-    strategy: StrategyCore,
-    deadline: Deadline,
-    name: str,
-    key_attribute: str | None,
-    *,
-    given: Mapping[str, Any] | None = None,
-    table: str | None = None,
-    key_parameter: str = "counter_key",
-) -> Flow[dict[str, AttributeValueTypeDef]]:
-    """The counter item's key: ``given`` checked against the table's key schema, or
-    ``{partition key: name}``; a clear error when the key schema does not allow a key made from
-    a name alone (naming the strategy's real parameter, ``key_parameter``)."""
-    table = table or strategy.table
-    info = yield from strategy._table_info(deadline, table)
-    return counter_key_from(info, table, name, key_attribute, given, key_parameter)
+@dataclass
+class Known:
+    """What a strategy made of its tables' descriptions (kept by its :class:`Link`, dropped with
+    them): where its counter lives, and the counter's ``next()`` request, built once."""
+
+    counter: CounterItem | None = None
+    request: UpdateItemInputTypeDef | None = None
 
 
 def counter_key_from(
@@ -328,7 +345,9 @@ def counter_key_from(
     given: Mapping[str, Any] | None,
     key_parameter: str = "counter_key",
 ) -> dict[str, AttributeValueTypeDef]:
-    """(:func:`counter_item_key` once the table's description is known.)"""
+    """The counter item's key: ``given`` checked against the table's key schema (``info``), or
+    ``{partition key: name}``; a clear error when the key schema does not allow a key made from
+    a name alone (naming the strategy's real parameter, ``key_parameter``)."""
     pk = info.partition_key
     named = f"{key_parameter}= (--counter-key)"
     if given is not None:
@@ -415,7 +434,7 @@ def transact(
 
 def cancelled_error(on: OnTable, cancellation: Cancellation) -> DdbKeysError:
     """The error for a transaction cancelled for a reason no retry can fix, on the table of
-    ``on`` (a strategy, or its plan)."""
+    ``on`` (a strategy, or its core)."""
     return DdbKeysError(
         f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}.",
         table=on.table,

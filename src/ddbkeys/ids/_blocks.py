@@ -1,6 +1,7 @@
 """Blocks of ids handed out locally (hi/lo), for more ids per second than one item can take:
 the flows of :class:`~ddbkeys.ids._blocks_core.BlockState` run for threads (:class:`BlockAllocator`)
-or asyncio tasks (:mod:`ddbkeys.aio._blocks`), on the base here, with the close both share."""
+or asyncio tasks (:mod:`ddbkeys.aio._blocks`), each allocator its state, its counter and its
+driver; how a state is made and checked, and the close, are here for both."""
 
 from __future__ import annotations
 
@@ -11,35 +12,161 @@ import time
 import warnings
 import weakref
 from collections.abc import Callable
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, Protocol, TypeVar, cast
 
 from ddbkeys._core import lifecycle as _lifecycle
 from ddbkeys._core.reads import Through
 from ddbkeys._errors import ConfigurationError
-from ddbkeys._retry import Deadline
+from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys.ids import _blocks_core as core
 from ddbkeys.ids import _blocks_steps as steps
 from ddbkeys.ids._blocks_steps import BlockStats, CloseReport
-from ddbkeys.ids._counter import AtomicCounter, CounterCore, hand_back
+from ddbkeys.ids._counter import AtomicCounter
 from ddbkeys.ids._values import whole_number
 
-__all__ = ["EXIT_TIMEOUT", "BlockAllocator", "BlockStats", "CloseReport", "hand_back"]
+__all__ = [
+    "EXIT_TIMEOUT",
+    "BlockAllocator",
+    "BlockStats",
+    "CloseReport",
+    "Counter",
+    "block_state",
+    "close_flow",
+    "watch_unclosed",
+]
 
 #: The most seconds the hand-back of each allocator still open may take at interpreter exit.
 EXIT_TIMEOUT = 5.0
 
 T = TypeVar("T")
-C = TypeVar("C", bound=CounterCore)
 
 
-class AllocatorViews(Generic[C]):
-    """What both allocators share: how they are made and checked, what they show, their close."""
+class Counter(Protocol):
+    """What an allocator reads of its counter (sync or asyncio); it reserves blocks with the
+    counter's ``reserve(n)`` and hands ids back with its ``_hand_back(back, deadline)``."""
 
-    asynchronous: ClassVar[bool]
+    @property
+    def table(self) -> str: ...
+    @property
+    def deadline(self) -> float | None: ...
+    @property
+    def retry(self) -> RetryPolicy: ...
+    def _begin(self) -> Deadline: ...
+
+
+def block_state(
+    counter: Counter,
+    asynchronous: bool,
+    block_size: int,
+    *,
+    prefetch: bool,
+    refill_at: float,
+    min_block_size: int | None,
+    max_block_size: int | None,
+    block_lifetime: float,
+    clock: Callable[[], float],
+) -> core.BlockState:
+    """An allocator's state from its settings, over ``counter`` (an AtomicCounter of the
+    allocator's own kind, ``asynchronous`` or not: a ConfigurationError says which it takes)."""
+    reserve = getattr(counter, "reserve", None)
+    if reserve is None or not hasattr(counter, "table"):
+        raise ConfigurationError(
+            "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, "
+            f"table, name), block_size=100)), not {type(counter).__name__}."
+        )
+    if inspect.iscoroutinefunction(reserve) != asynchronous:
+        given, wanted = ("ids", "aio") if asynchronous else ("aio", "ids")
+        raise ConfigurationError(
+            f"ddbkeys.{wanted}.BlockAllocator takes a ddbkeys.{wanted}.AtomicCounter, not a "
+            f"ddbkeys.{given} one: use ddbkeys.{given}.BlockAllocator with it, or make the "
+            f"counter with ddbkeys.{wanted}.AtomicCounter.",
+            table=counter.table,
+        )
+    return core.BlockState(
+        block_size,
+        prefetch=prefetch,
+        refill_at=refill_at,
+        min_block_size=min_block_size,
+        max_block_size=max_block_size,
+        block_lifetime=block_lifetime,
+        clock=clock,
+        table=counter.table,
+    )
+
+
+def watch_unclosed(
+    allocator: object, state: core.BlockState, asynchronous: bool
+) -> weakref.finalize[Any, Any]:
+    """A warning if ``allocator`` is collected unclosed (:func:`warn_unclosed`), not at exit."""
+    finalizer = weakref.finalize(allocator, warn_unclosed, state, asynchronous)
+    finalizer.atexit = False
+    return finalizer
+
+
+def close_flow(
+    state: core.BlockState, counter: Counter, timeout: float | None
+) -> steps.BlockFlow[CloseReport]:
+    """The flow of ``close(timeout)``: None waits the counter's deadline, else seconds."""
+    if timeout is not None and not steps.within(timeout, float("inf")):
+        raise ConfigurationError(
+            "close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
+            "block in flight, then for the hand-back), or None for the counter's deadline; "
+            f"not {timeout!r}.",
+            table=counter.table,
+        )
+    seconds = counter.deadline if timeout is None else float(timeout)
+    return closing(state, counter, seconds)
+
+
+def warn_unclosed(state: core.BlockState, asynchronous: bool) -> None:
+    """An allocator was collected without being closed: say how many ids it left unused (a
+    ResourceWarning, shown in development mode), when there are any."""
+    unused = 0 if state.closed else state.unused
+    if unused:
+        close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
+        warnings.warn(
+            f"A BlockAllocator on table {state.table!r} was collected without {close}: "
+            f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
+            "hand them back.",
+            ResourceWarning,
+            stacklevel=3,
+        )
+
+
+def closing(
+    state: core.BlockState, counter: Counter, seconds: float | None
+) -> steps.BlockFlow[CloseReport]:
+    """``close()``: waits for the reservations in flight, then hands back what it can (each
+    within ``seconds``); what the counter's write did is in the report, and in ``state``."""
+    state.close()
+    yield steps.WAKE
+    deadline = Deadline(seconds, clock=counter.retry.clock)
+    while state.fetching and not deadline.expired():
+        yield steps.Pause(min(deadline.remaining(), 3600.0))
+    back, applied = state.release(), False
+    try:
+        if back.top is not None:
+            ends = Deadline(seconds, clock=counter.retry.clock)  # (the write's own)
+            applied = yield steps.Call(lambda c: c._hand_back(back, ends))
+    finally:
+        state.report = state.closed_with(back, applied)
+    return state.report
+
+
+class BlockAllocator:
+    """Hands out ids from blocks reserved on an :class:`AtomicCounter`, one write per block.
+
+    Promises: **unique** ids across processes, **increasing within one allocator** (an id
+    handed out after a call returned is above every id that call got), **not gapless**: a gap
+    only where something was lost, as ``close()`` (``with``, interpreter exit) hands unused ids
+    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a thread of
+    its own (a daemon) reserves the next block once ``refill_at`` of one is handed out; the
+    size adapts between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
+    """
 
     def __init__(
         self,
-        counter: C,
+        counter: AtomicCounter,
         block_size: int = 100,
         *,
         prefetch: bool = True,
@@ -49,22 +176,11 @@ class AllocatorViews(Generic[C]):
         block_lifetime: float = steps.DEFAULT_BLOCK_LIFETIME,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        reserve = getattr(counter, "reserve", None)
-        if reserve is None or not hasattr(counter, "table"):
-            raise ConfigurationError(
-                "BlockAllocator takes an AtomicCounter (BlockAllocator(AtomicCounter(client, "
-                f"table, name), block_size=100)), not {type(counter).__name__}."
-            )
-        if inspect.iscoroutinefunction(reserve) != self.asynchronous:
-            given, wanted = ("ids", "aio") if self.asynchronous else ("aio", "ids")
-            raise ConfigurationError(
-                f"ddbkeys.{wanted}.BlockAllocator takes a ddbkeys.{wanted}.AtomicCounter, not a "
-                f"ddbkeys.{given} one: use ddbkeys.{given}.BlockAllocator with it, or make the "
-                f"counter with ddbkeys.{wanted}.AtomicCounter.",
-                table=counter.table,
-            )
         self.counter, self.prefetch = counter, prefetch
-        self._state = core.BlockState(
+        #: Its decisions and what it holds (no lock, thread or client in it).
+        self._state = block_state(
+            counter,
+            False,
             block_size,
             prefetch=prefetch,
             refill_at=refill_at,
@@ -72,26 +188,8 @@ class AllocatorViews(Generic[C]):
             max_block_size=max_block_size,
             block_lifetime=block_lifetime,
             clock=clock,
-            table=counter.table,
         )
         self._start()
-
-    def _start(self) -> None:
-        """The driver's own parts (locks, threads, tasks); a warning if collected unclosed."""
-        self._finalizer = weakref.finalize(self, warn_unclosed, self._state, self.asynchronous)
-        self._finalizer.atexit = False
-
-    def _close_flow(self, timeout: float | None) -> steps.BlockFlow[CloseReport]:
-        """The flow of ``close(timeout)``: None waits the counter's deadline, else seconds."""
-        if timeout is not None and not steps.within(timeout, float("inf")):
-            raise ConfigurationError(
-                "close(timeout=...) must be a number of seconds above 0 (how long to wait for a "
-                "block in flight, then for the hand-back), or None for the counter's deadline; "
-                f"not {timeout!r}.",
-                table=self.table,
-            )
-        seconds = self.counter.deadline if timeout is None else float(timeout)
-        return closing(self._state, self.counter, seconds)
 
     table: Through[str] = Through("counter")
     block_size: Through[int] = Through(
@@ -111,58 +209,10 @@ class AllocatorViews(Generic[C]):
         """Calls that waited for a block to be reserved."""
         return self._state.stats.stalls
 
-
-def warn_unclosed(state: core.BlockState, asynchronous: bool) -> None:
-    """An allocator was collected without being closed: say how many ids it left unused (a
-    ResourceWarning, shown in development mode), when there are any."""
-    unused = 0 if state.closed else state.unused
-    if unused:
-        close, block = ("aclose()", "an async with") if asynchronous else ("close()", "a with")
-        warnings.warn(
-            f"A BlockAllocator on table {state.table!r} was collected without {close}: "
-            f"{unused} ids it held are left unused. Close it (or use it in {block} block) to "
-            "hand them back.",
-            ResourceWarning,
-            stacklevel=3,
-        )
-
-
-def closing(
-    state: core.BlockState, counter: CounterCore, seconds: float | None
-) -> steps.BlockFlow[CloseReport]:
-    """``close()``: waits for the reservations in flight, then hands back what it can (each
-    within ``seconds``); what the counter's write did is in the report, and in ``state``."""
-    state.close()
-    yield steps.WAKE
-    deadline = Deadline(seconds, clock=counter.retry.clock)
-    while state.fetching and not deadline.expired():
-        yield steps.Pause(min(deadline.remaining(), 3600.0))
-    plan, applied = state.release(), False
-    try:
-        if plan.top is not None:
-            write = hand_back(counter, plan, Deadline(seconds, clock=counter.retry.clock))
-            applied = yield steps.Call(lambda c: c._run(write))
-    finally:
-        state.report = state.closed_with(plan, applied)
-    return state.report
-
-
-class BlockAllocator(AllocatorViews[AtomicCounter]):
-    """Hands out ids from blocks reserved on an :class:`AtomicCounter`, one write per block.
-
-    Promises: **unique** ids across processes, **increasing within one allocator** (an id
-    handed out after a call returned is above every id that call got), **not gapless**: a gap
-    only where something was lost, as ``close()`` (``with``, interpreter exit) hands unused ids
-    back. Thread-safe. Cost: 1 write unit per block, 2 at close. With ``prefetch``, a thread of
-    its own (a daemon) reserves the next block once ``refill_at`` of one is handed out; the
-    size adapts between ``min_block_size`` and ``max_block_size``. See docs/ids/blocks.md.
-    """
-
-    asynchronous = False
-
     def _start(self) -> None:
-        """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`)."""
-        super()._start()
+        """The lock and the threads' mechanics (anew in a forked child: :meth:`_forked`); a
+        warning if collected unclosed."""
+        self._finalizer = watch_unclosed(self, self._state, False)
         _ALL.add(self)
         _lifecycle.at_exit(_close_at_exit)  # (again: it runs before older hooks)
         self._closing = threading.Lock()
@@ -199,7 +249,7 @@ class BlockAllocator(AllocatorViews[AtomicCounter]):
         the counter's deadline). Calling it again returns the same report."""
         with self._closing:
             if self._state.report is None:
-                flow = self._close_flow(timeout)
+                flow = close_flow(self._state, self.counter, timeout)
                 with self._threads.lock:
                     return self._threads.run(flow)
             return self._state.report

@@ -32,7 +32,7 @@ from ddbkeys.ids._blocks_steps import (
     Wait,
     adapt_block_size,
     check_block_size,
-    plan_hand_back,
+    hand_back_for,
     within,
 )
 
@@ -112,7 +112,7 @@ class BlockState:
         self.outcomes = 0  # reservations that have ended (tickets count these)
         self.failure: tuple[int, Exception] | None = None  # the last one, if it failed
         self.closed = False  # no more takes
-        self.released = False  # the plan of the hand-back is made: what arrives is wasted
+        self.released = False  # the hand-back is decided: what arrives is wasted
         self.report: CloseReport | None = None  # what the close did, once done
 
     @property
@@ -261,16 +261,16 @@ class BlockState:
 
     def release(self) -> HandBack:
         self.closed = self.released = True
-        plan = plan_hand_back([self.block[self.position :], *self.queue], self.top)
+        back = hand_back_for([self.block[self.position :], *self.queue], self.top)
         self.block, self.position, self.queue, self.since = range(0), 0, [], None
-        return plan
+        return back
 
-    def closed_with(self, plan: HandBack, applied: bool) -> CloseReport:
-        back = plan.ids if applied else 0
-        wasted = plan.wasted + plan.ids - back
-        self.stats.handed_back += back
+    def closed_with(self, back: HandBack, applied: bool) -> CloseReport:
+        returned = back.ids if applied else 0
+        wasted = back.wasted + back.ids - returned
+        self.stats.handed_back += returned
         self.stats.wasted += wasted
-        return CloseReport(back, wasted, plan.top is not None)
+        return CloseReport(returned, wasted, back.top is not None)
 
     # --- the flows both drivers run ----------------------------------------------------------
 

@@ -135,7 +135,7 @@ class CloseReport:
     sent: bool
 
 
-def plan_hand_back(unused: Iterable[range], top: int | None) -> HandBack:
+def hand_back_for(unused: Iterable[range], top: int | None) -> HandBack:
     """What can go back: the unused ranges that end at ``top`` (the allocator's highest id,
     which the counter holds if nobody reserved since) and those below them without a gap. The
     counter is set to the id below the lowest of them (removed below 0: "no id yet")."""

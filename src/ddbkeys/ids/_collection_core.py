@@ -1,197 +1,419 @@
-"""What both forms of the item-collection sequence share, driver aside (the AWS post on
-auto-increment, "with a sort key"): its settings made a plan
-(:class:`~ddbkeys.ids._collection_plan.CollectionPlan`, where every decision is), what the object
-keeps between calls (the table's description, the highest numbers it wrote, the group commits in
-use), and the flows of the public calls, which read the description and hand the table's keys to
-the plan. The sync :class:`~ddbkeys.ids._collection.CollectionSequence` and the asyncio one
-(:mod:`ddbkeys.aio._collection`) run them."""
+"""The item-collection sequence's decisions, apart from any client: a value built from its
+settings alone (:class:`CollectionCore`). How an item is prepared, which request a commit sends
+next and what each answer means, as flows (see :mod:`ddbkeys._core`) that take what they need as
+arguments: the table's keys (from its description) and the highest numbers the sequence
+remembers (a :class:`~ddbkeys.ids._remembered.Remembered`).
+:class:`~ddbkeys.ids._collection.CollectionSequence` (sync or asyncio) is this core, a link
+(:class:`~ddbkeys.ids._base.Link`), a driver and the group commits in use."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Literal
 
-from ddbkeys._capacity import Usage
-from ddbkeys._core.reads import Through
-from ddbkeys._core.steps import Flow
-from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.ids._base import StrategyCore, earliest
-from ddbkeys.ids._collection_plan import (
-    MAX_BATCH,
-    REQUERY_EVERY,
-    CollectionPlan,
-    Keys,
-    OnConflict,
-    PartitionKeyValue,
-    Pending,
+from botocore.exceptions import ClientError
+
+from ddbkeys._capacity import write_units
+from ddbkeys._core.attempts import Contention, Throttled
+from ddbkeys._core.steps import Flow, put_item, query
+from ddbkeys._errors import ConfigurationError, error_code
+from ddbkeys._retry import Deadline
+from ddbkeys._schema import (
+    KeyAttribute,
+    TableInfo,
+    check_name,
+    check_table_name,
+    key_value,
+    to_attributes,
 )
-from ddbkeys.ids._group import GroupsInUse
+from ddbkeys._translate import error_response
+from ddbkeys.ids._base import (
+    TYPE_NAMES,
+    TYPE_SET,
+    TYPE_VALUES,
+    Attempts,
+    CounterItem,
+    SequenceExhaustedError,
+    cancelled_error,
+    check_counter_attribute,
+    counter_written,
+    earliest,
+    put_if_new,
+    read_counter,
+    transact,
+)
+from ddbkeys.ids._cancellation import Cancellation, Verdict
+from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
+from ddbkeys.ids._values import MAX_ID, check_key_value, check_padding, counter_value
 
 if TYPE_CHECKING:
-    pass
+    from mypy_boto3_dynamodb.type_defs import (
+        AttributeValueTypeDef,
+        TransactWriteItemTypeDef,
+        UpdateTypeDef,
+    )
 
-__all__ = ["MAX_BATCH", "REQUERY_EVERY", "CollectionCore", "OnConflict", "Pending"]
+__all__ = [
+    "MAX_BATCH",
+    "REQUERY_EVERY",
+    "CollectionCore",
+    "Commit",
+    "Keys",
+    "OnConflict",
+    "PartitionKeyValue",
+    "Pending",
+]
+
+Item = dict[str, "AttributeValueTypeDef"]
+Keys = tuple[KeyAttribute, KeyAttribute]
+PartitionKeyValue = str | int | Decimal | bytes
+#: The most items one commit writes (one TransactWriteItems).
+MAX_BATCH = 100
+#: With on_conflict="next", every third lost race in a row reads the highest number again.
+REQUERY_EVERY = 3
+OnConflict = Literal["next", "requery"]
 
 
-class CollectionCore(StrategyCore):
-    """Numbers 1, 2, 3, ... per item collection, kept in the sort key: no counter item at all.
+@dataclass(frozen=True)
+class Pending:
+    """One put waiting for its number: the typed item (its partition key set), the collection
+    it goes to, and the deadline of the call that put it."""
 
-    Promises, within one item collection (one partition key value): **unique**, **increasing**
-    and **gapless** numbers, across threads, tasks and processes, through lost responses. Each
-    number is written only if its item does not exist yet, and only after the number below it
-    exists, so no number is skipped; a single put carries a token attribute by which a retried
-    write whose response was lost recognises itself (ReturnValuesOnConditionCheckFailure), and
-    a batch is one transaction with a ClientRequestToken.
+    item: Item
+    collection: str
+    deadline: Deadline
 
-    How: read the highest sort key of the collection (Query, newest first, Limit 1; strongly
-    consistent when ``consistent_read``), then write ``highest + 1`` on condition that it does
-    not exist. A lost race is retried, at most ``retry.max_attempts`` times, by
-    ``on_conflict``: ``"next"`` tries the next number at once (the article's loop; every third
-    lost race in a row it reads the highest again, since another writer is then far ahead),
-    ``"requery"`` reads the highest again after a full-jitter wait. Within one process (one
-    event loop for the asyncio form), concurrent ``put()`` calls on the same collection are
-    combined: one caller writes them all, as one PutItem (one item) or one TransactWriteItems
-    (several), and the highest number it wrote is remembered so the next write needs no query.
 
-    Cost: the query is 0.5 read units (1 when consistent) and is skipped while the remembered
-    number holds; a single put is 1 write unit per KB; a batch of ``k`` is ``2k`` write units on
-    the service (transactional). A lost race costs a rejected write. Throughput is that of one
-    partition per collection.
+@dataclass
+class Commit:
+    """One commit to ``collection`` (its partition key value ``pk_value``, the table's
+    ``keys``), the highest numbers the sequence remembers (``memory``), and what the commit's
+    attempts know: the highest number taken (None: read it), the ``never_reuse`` counter's
+    value (None: no counter yet), the token of the write tried (the same in a retry of it, a
+    new one for new numbers), and the lost races in a row."""
 
-    Reuse: without a counter, the next number is the highest one *in the table* plus one. So
-    after the highest item of a collection is deleted, its number is handed out again (5
-    deleted, the next put gets 5), and an audit cannot see it. ``never_reuse=True`` prevents
-    that: the highest number is also kept in a counter item of the collection (sort key number
-    0, attribute ``counter_attribute``, and ``ddbkeys_type = "counter"``, see
-    :mod:`ddbkeys._entity`) written in the same transaction as the items, so a
-    number once given is never given again. Its cost: every put is a transaction of the items
-    and the counter item, ``2 * (k + 1)`` write units on the service for ``k`` items (4 for one
-    item, against 1 without), and the counter's strongly consistent read (1 read unit) replaces
-    the query when the highest number is not known. The counter item stays when the
-    collection's items are all deleted (it keeps the collection's partition key listed).
+    collection: str
+    keys: Keys
+    pk_value: AttributeValueTypeDef
+    memory: Remembered
+    highest: int | None = None
+    counter: int | None = None
+    token: str | None = None
+    streak: int = 0
 
-    Memory: the highest number written is remembered for the ``remembered`` collections
-    written to last (10,000 by default, about 150 bytes each), a group commit only for the
-    collections that calls are writing to now; so a long-lived sequence writing to ever new
-    collections stays bounded. A collection forgotten is read again (the query, or the
-    counter) by its next write: as for a new instance, a deleted highest number may then be
-    given again (without ``never_reuse``).
+    def stale(self) -> None:
+        """What the sequence remembered of the collection proved stale: read it next time."""
+        self.memory.forget(self.collection)
 
-    Numbers start at 1: items whose number sort key is 0 or negative (written by another tool)
-    are left alone and not counted, so the next number is ``max(highest, 0) + 1``; the first
-    put to a collection holding only such items gets 1, and a ``never_reuse`` counter is never
-    set below 0.
+    def requery(self) -> None:
+        """Read the highest number again before the next attempt."""
+        self.highest = self.counter = self.token = None
 
-    Sort keys: a number sort key holds the number itself; a string sort key holds
-    ``prefix`` + the number padded with zeros to ``width`` digits (an error once it no longer
-    fits). Refuses global tables unless ``allow_global_tables``. Each call ends within
-    ``deadline`` seconds. Nothing is sent before the first call: the table's description is
-    read then, once per object.
-    """
 
-    refuses_global_tables = True
-    default_retry = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.05)
+@dataclass(frozen=True)
+class CollectionCore:
+    """Numbers per item collection of ``table`` in its sort key (``prefix`` and ``width``
+    digits in a string one), read with ``consistent_read``; a lost race goes on by
+    ``on_conflict``; a single put carries ``token_attribute``; ``never_reuse`` keeps the
+    highest number in ``counter_attribute`` of a counter item (sort key 0) too; the highest
+    numbers of the ``remembered`` collections used last are kept. Settings no sequence can have
+    are a :class:`ConfigurationError` here."""
 
-    def __init__(
-        self,
-        client: object,
-        table: str | None = None,
-        *,
-        width: int = 10,
-        prefix: str = "",
-        consistent_read: bool = True,
-        on_conflict: OnConflict = "next",
-        token_attribute: str = "ddbkeys_token",
-        group_commit: bool = True,
-        never_reuse: bool = False,
-        counter_attribute: str = "last_number",
-        retry: RetryPolicy | None = None,
-        usage: Usage | None = None,
-        allow_global_tables: bool = False,
-        deadline: float | None = DEFAULT_DEADLINE,
-        remembered: int = REMEMBERED,
-    ) -> None:
-        super().__init__(
-            client,
-            table,
-            retry=retry,
-            usage=usage,
-            allow_global_tables=allow_global_tables,
-            deadline=deadline,
-        )
-        #: Its decisions (no client in it); the sequence's settings below are its.
-        self.plan = CollectionPlan(
-            self.table,
-            width,
-            prefix,
-            consistent_read,
-            on_conflict,
-            token_attribute,
-            never_reuse,
-            counter_attribute,
-            remembered,
-        )
-        self.group_commit = group_commit
-        #: The highest number written, per collection used last (at most ``remembered``).
-        self._highest = Remembered(remembered)
-        #: The group commits of the collections that calls are using now.
-        self._groups: GroupsInUse[Any, Any] = GroupsInUse(self._new_group, self._group_gone)
+    table: str
+    width: int = 10
+    prefix: str = ""
+    consistent_read: bool = True
+    on_conflict: OnConflict = "next"
+    token_attribute: str = "ddbkeys_token"
+    never_reuse: bool = False
+    counter_attribute: str = "last_number"
+    remembered: int = REMEMBERED
 
-    width: Through[int] = Through("plan")
-    prefix: Through[str] = Through("plan")
-    consistent_read: Through[bool] = Through("plan")
-    on_conflict: Through[OnConflict] = Through("plan")
-    token_attribute: Through[str] = Through("plan")
-    never_reuse: Through[bool] = Through("plan")
-    counter_attribute: Through[str] = Through("plan")
+    def __post_init__(self) -> None:
+        table = check_table_name(self.table)
+        check_padding(self.width, self.prefix, table=table)
+        if self.on_conflict not in ("next", "requery"):
+            raise ConfigurationError(
+                f"on_conflict must be 'next' or 'requery', not {self.on_conflict!r}.", table=table
+            )
+        check_name("token attribute", self.token_attribute, table=table)
+        object.__setattr__(self, "never_reuse", bool(self.never_reuse))
+        check_counter_attribute(self.counter_attribute, table=table)
+        remembered = self.remembered
+        if isinstance(remembered, bool) or not isinstance(remembered, int) or remembered < 0:
+            raise ConfigurationError(
+                f"remembered must be a whole number of collections, 0 or more, not {remembered!r}.",
+                table=table,
+            )
+
+    @property
+    def max_batch(self) -> int:
+        """The most items of one commit (a never_reuse transaction also holds the counter)."""
+        return MAX_BATCH - 1 if self.never_reuse else MAX_BATCH
+
+    # --- keys and values ------------------------------------------------------------------
+
+    def keys(self, info: TableInfo) -> Keys:
+        """The table's partition and sort key, from its description (or a KeySchemaError)."""
+        return collection_keys(info, self.table)
+
+    def sort_key(self, sort_key: KeyAttribute, number: int) -> AttributeValueTypeDef:
+        """The sort key that holds ``number``."""
+        return sort_key_of(sort_key, number, width=self.width, prefix=self.prefix, table=self.table)
 
     def number_of(self, value: Mapping[str, Any]) -> int:
-        """The number a sort key holds, or a clear error naming the value (no request)."""
-        return self.plan.number_of(value)
+        """The number a sort key holds, or a clear error naming the value."""
+        return number_in(value, prefix=self.prefix, table=self.table)
 
-    def _new_group(self) -> Any:
-        """A group commit for one collection, in the driver's form."""
-        raise NotImplementedError
+    def counter_key(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Item:
+        """The key of a collection's counter item (``never_reuse``): the number 0."""
+        pk, sk = keys
+        return {pk.name: pk_value, sk.name: self.sort_key(sk, 0)}
 
-    def _group_gone(self, key: Any) -> bool:
-        """Whether the calls of a group's ``key`` can no longer end (none, in threads)."""
-        return False
-
-    # --- the public calls' flows -----------------------------------------------------------
-
-    def _keys(self, deadline: Deadline) -> Flow[Keys]:
-        """The table's partition and sort key (one DescribeTable the first time)."""
-        info = yield from self._table_info(deadline)
-        return self.plan.keys(info)
-
-    def _prepare(
+    def prepare(
         self,
-        deadline: Deadline,
+        keys: Keys,
         partition_key_value: PartitionKeyValue,
         item: Mapping[str, Any] | None,
         typed: bool,
-    ) -> Flow[Pending]:
+        deadline: Deadline,
+    ) -> Pending:
         """The typed item to write, with its partition key set, or the error that refuses it."""
-        keys = yield from self._keys(deadline)
-        return self.plan.prepare(keys, partition_key_value, item, typed, deadline)
+        pk, sk = keys
+        pk_value = to_attributes({pk.name: partition_key_value}, table=self.table)[pk.name]
+        check_key_value(pk, pk_value, table=self.table, where="The partition key value")
+        typed_item = to_attributes(item or {}, table=self.table, typed=typed and bool(item))
+        for reserved in (pk.name, sk.name, self.token_attribute):
+            if reserved in typed_item:
+                raise ConfigurationError(
+                    f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
+                )
+        typed_item[pk.name] = pk_value
+        return Pending(typed_item, repr(pk_value), deadline)
 
-    def _put_alone(
-        self, partition_key_value: PartitionKeyValue, item: Mapping[str, Any] | None, typed: bool
+    # --- reads ----------------------------------------------------------------------------
+
+    def query_highest(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int]:
+        """The highest number in the collection (0 when it has none): one Query of one item.
+        Numbers start at 1, so a highest sort key below 1 (0, or a negative number another tool
+        wrote) counts as none: the sequence never hands out, nor counts up to, a number below
+        1."""
+        request = highest_query(
+            self.table,
+            keys,
+            pk_value,
+            width=self.width,
+            prefix=self.prefix,
+            consistent_read=self.consistent_read,
+        )
+        response = yield query(request, count_scanned=True)
+        items = response.get("Items", [])
+        return max(self.number_of(items[0][keys[1].name]), 0) if items else 0
+
+    def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
+        """The ``never_reuse`` counter's value (None when the collection has none yet)."""
+        counter = CounterItem(self.table, self.counter_key(keys, pk_value), self.counter_attribute)
+        value = yield from read_counter(counter)
+        return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
+
+    def current(
+        self,
+        keys: Keys,
+        partition_key_value: PartitionKeyValue,
+        deadline: Deadline,
+        attempts: Attempts,
     ) -> Flow[int]:
-        """``put()`` without group commit: a write of its own."""
-        pending = yield from self._prepare(self._begin(), partition_key_value, item, typed)
-        (number,) = yield from self._commit([pending])
+        """The last number given out in the collection (0 before the first): the
+        ``never_reuse`` counter when there is one, else the highest sort key."""
+        pk_value = key_value(keys[0], partition_key_value, table=self.table)
+
+        def attempt(_: int) -> Flow[int]:
+            if self.never_reuse:
+                counted = yield from self.read_counter(keys, pk_value)
+                if counted is not None:
+                    return counted
+            return (yield from self.query_highest(keys, pk_value))
+
+        number: int = yield from attempts(attempt, "reading the highest number", deadline)
         return number
 
-    def _current(self, partition_key_value: PartitionKeyValue) -> Flow[int]:
-        """The flow of ``current()`` (see :meth:`CollectionPlan.current`)."""
-        deadline = self._begin()
-        keys = yield from self._keys(deadline)
-        return (yield from self.plan.current(keys, partition_key_value, deadline, self._attempts))
+    # --- the commit of a batch of one collection -------------------------------------------
 
-    def _commit(self, batch: Sequence[Pending]) -> Flow[list[int]]:
-        """Write the batch (of one collection) with its next numbers (see
-        :meth:`CollectionPlan.commit`)."""
-        keys = yield from self._keys(earliest(batch))
-        return (yield from self.plan.commit(batch, keys, self._highest, self._attempts))
+    def commit(
+        self, batch: Sequence[Pending], keys: Keys, memory: Remembered, attempts: Attempts
+    ) -> Flow[list[int]]:
+        """Write the batch (of one collection) with its next numbers, retrying lost races
+        through ``attempts``, within the deadline of the batch's call that has the least time
+        left; what it learns of the collection's highest number is kept in ``memory``."""
+        items = [p.item for p in batch]
+        commit = Commit(batch[0].collection, keys, items[0][keys[0].name], memory)
+        sk = keys[1]
+
+        def attempt(_: int) -> Flow[list[int]]:
+            if commit.token is None:
+                yield from self._start(commit)
+            assert commit.highest is not None
+            numbers = self._numbers(commit.collection, commit.highest, len(items))
+            written = [
+                dict(item, **{sk.name: self.sort_key(sk, n)})
+                for item, n in zip(items, numbers, strict=True)
+            ]
+            if self.never_reuse:
+                yield from self._put_counted(written, commit)
+            elif len(written) == 1:
+                yield from self._put_one(written[0], commit)
+            else:
+                yield from self._put_many(written, commit)
+            memory.raise_to(commit.collection, numbers[-1])
+            return numbers
+
+        try:
+            what = f"adding to collection {commit.collection}"
+            numbers: list[int] = yield from attempts(attempt, what, earliest(batch))
+        except BaseException:
+            commit.stale()  # whatever happened, the next write reads afresh
+            raise
+        return numbers
+
+    def _start(self, commit: Commit) -> Flow[None]:
+        """Where the next write starts: the remembered highest number, else the counter
+        (``never_reuse``), else the collection's highest sort key; and a new token."""
+        known = commit.memory.get(commit.collection)
+        if known is not None:
+            commit.highest = commit.counter = known
+        elif self.never_reuse:
+            commit.counter = yield from self.read_counter(commit.keys, commit.pk_value)
+            if commit.counter is not None:
+                commit.highest = commit.counter
+            else:
+                commit.highest = yield from self.query_highest(commit.keys, commit.pk_value)
+        else:
+            commit.highest = yield from self.query_highest(commit.keys, commit.pk_value)
+        commit.token = str(uuid.uuid4())
+
+    def _numbers(self, collection: str, highest: int, count: int) -> list[int]:
+        if highest + count > MAX_ID:
+            raise SequenceExhaustedError(
+                f"Collection {collection} of table {self.table!r} is at {highest}: "
+                f"{count} more number(s) would pass 10**38 - 1, the largest DynamoDB "
+                "number.",
+                table=self.table,
+            )
+        return list(range(highest + 1, highest + 1 + count))
+
+    def _lost_race(self, commit: Commit, taken: int) -> Contention:
+        """After number ``taken`` turned out to exist: plan the next attempt by ``on_conflict``."""
+        commit.stale()
+        commit.streak += 1
+        if self.on_conflict == "next" and commit.streak % REQUERY_EVERY:
+            commit.highest, commit.token = taken, str(uuid.uuid4())
+            return Contention(immediate=True)
+        # "requery", or "next" losing again and again (another writer is far ahead): read the
+        # highest number afresh, after a full-jitter wait.
+        commit.requery()
+        return Contention(immediate=False)
+
+    def _put_one(self, item: Item, commit: Commit) -> Flow[None]:
+        """One conditional PutItem with the token attribute. A failed condition with our own
+        token on the old item is our write, applied before its response was lost: done."""
+        assert commit.token is not None and commit.highest is not None
+        item = dict(item, **{self.token_attribute: {"S": commit.token}})
+        try:
+            yield put_item(
+                {
+                    "TableName": self.table,
+                    "Item": item,
+                    "ConditionExpression": "attribute_not_exists(#pk)",
+                    "ExpressionAttributeNames": {"#pk": commit.keys[0].name},
+                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+                    "ReturnConsumedCapacity": "TOTAL",
+                },
+                items=1,
+                billed=write_units([item]),
+                count_refused=True,
+                bill_refused=True,  # a rejected conditional put is still paid
+            )
+        except ClientError as exc:
+            if error_code(exc) != "ConditionalCheckFailedException":
+                raise
+            old = error_response(exc).get("Item", {})
+            if old.get(self.token_attribute) == {"S": commit.token}:
+                return
+            raise self._lost_race(commit, commit.highest + 1) from None
+
+    def _put_many(self, items: list[Item], commit: Commit) -> Flow[None]:
+        """One transaction of conditional puts, with the commit's token as ClientRequestToken."""
+        assert commit.token is not None and commit.highest is not None
+        actions = [put_if_new(self.table, item, commit.keys[0].name) for item in items]
+        billed = write_units(items, transactional=True)
+        reasons = yield from transact(actions, commit.token, items=len(items), billed=billed)
+        if reasons is None:
+            return
+        if reasons.verdict is Verdict.INVALID:
+            raise cancelled_error(self, reasons)
+        if reasons.failed_conditions:  # action i holds number highest + 1 + i
+            taken = commit.highest + 1 + max(reasons.failed_conditions)
+            raise self._lost_race(commit, taken)
+        raise self._retry_whole(reasons, commit)
+
+    @staticmethod
+    def _retry_whole(reasons: Cancellation, commit: Commit) -> Exception:
+        """A transaction cancelled with no failed condition (conflicts, throttling, no reason):
+        read again and try again, after a full-jitter wait (conflicts) or an exponential one
+        (throttling)."""
+        commit.stale()
+        commit.requery()
+        if reasons.verdict is Verdict.THROTTLED:
+            return Throttled(reasons.describe())
+        return Contention(immediate=False)
+
+    # --- never_reuse: the highest number also kept in a counter item, number 0 ------------
+
+    def _put_counted(self, items: list[Item], commit: Commit) -> Flow[None]:
+        """The items and the collection's counter, moved to the last of their numbers, in one
+        transaction whose first action is the counter's (on condition it still holds what the
+        commit read)."""
+        assert commit.token is not None and commit.highest is not None
+        key = self.counter_key(commit.keys, commit.pk_value)
+        new = commit.highest + len(items)
+        values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}, **TYPE_VALUES}
+        update: UpdateTypeDef = {
+            "TableName": self.table,
+            "Key": key,
+            "UpdateExpression": f"SET #c = :new, {TYPE_SET}",
+            "ExpressionAttributeNames": {"#c": self.counter_attribute, **TYPE_NAMES},
+            "ExpressionAttributeValues": values,
+            "ConditionExpression": "attribute_not_exists(#c)",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+        }
+        if commit.counter is not None:
+            update["ConditionExpression"] = "#c = :last"
+            values[":last"] = {"N": str(commit.counter)}
+        actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
+        actions += [put_if_new(self.table, i, commit.keys[0].name) for i in items]
+        counter_image = counter_written(key, self.counter_attribute, new)
+        billed = write_units([counter_image, *items], transactional=True)
+        reasons = yield from transact(actions, commit.token, items=len(items), billed=billed)
+        if reasons is None:
+            return
+        if reasons.verdict is Verdict.INVALID:
+            raise cancelled_error(self, reasons)
+        commit.stale()
+        if reasons.failed(0):
+            # The counter moved (another writer): go on from where it is now.
+            old = (reasons.old_item(0) or {}).get(self.counter_attribute)
+            now = counter_value(old, table=self.table, key=key, attribute=self.counter_attribute)
+            commit.counter, commit.highest = now, max(now or 0, commit.highest)
+        elif reasons.failed_conditions:
+            # The counter held, but a number above it holds an item it did not count (written
+            # by something else): go past it, so the collection stays gapless.
+            commit.highest += max(reasons.failed_conditions)  # action i holds highest + i
+        else:
+            raise self._retry_whole(reasons, commit)
+        commit.streak += 1
+        commit.token = str(uuid.uuid4())
+        raise Contention(immediate=bool(commit.streak % 2))

@@ -1,40 +1,42 @@
 """The atomic counter (one UpdateItem per id, as in "Implement resource counters with Amazon
-DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB")."""
+DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB"): the flows of its calls, each
+of its core (:class:`~ddbkeys.ids._counter_core.CounterCore`) through its link
+(:class:`~ddbkeys.ids._base.Link`), and the sync :class:`AtomicCounter` that runs them on the sync
+driver (:mod:`ddbkeys.aio._ids` runs the same flows on the asyncio one)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
 from ddbkeys._capacity import Usage
-from ddbkeys._core.reads import Through
+from ddbkeys._clients import as_client
+from ddbkeys._core.reads import Settable, Through
 from ddbkeys._core.steps import Flow, update_item
-from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code, unexpected_answer
+from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys._schema import check_name
+from ddbkeys._schema import TableInfo, check_name
 from ddbkeys._translate import error_response
 from ddbkeys.ids._base import (
     TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
     CounterItem,
-    CounterStateError,
     IdStrategy,
-    SequenceExhaustedError,
-    StrategyCore,
+    Link,
     check_counter_attribute,
-    counter_item_key,
+    counter_key_from,
     read_counter,
 )
-from ddbkeys.ids._counter_plan import Attempts, CounterPlan
-from ddbkeys.ids._exact import exact_advance
+from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._counter_writes import Want, advance, coalesced
 from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._slots import CLOCK_MARGIN, MOST_DEADLINE
-from ddbkeys.ids._values import MAX_ID, whole_number
+from ddbkeys.ids._values import whole_number
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
@@ -45,10 +47,15 @@ __all__ = [
     "MAX_COALESCED",
     "AtomicCounter",
     "CounterBackwardsError",
-    "CounterCore",
-    "Want",
-    "advance",
-    "coalesced",
+    "counter_core",
+    "counter_item",
+    "counter_link",
+    "flag",
+    "hand_back",
+    "reading",
+    "setting",
+    "taking",
+    "taking_for",
 ]
 
 #: At most this many calls share one coalesced write.
@@ -62,25 +69,175 @@ class CounterBackwardsError(DdbKeysError):
     """``set()`` would move a counter backwards, and ``force`` was not given."""
 
 
-@dataclass(frozen=True)
-class Want:
-    """A call waiting for a coalesced write: how many ids it wants, and its deadline."""
-
-    count: int
-    deadline: Deadline
+# --- what both forms are made of ---------------------------------------------------------------
 
 
-def split(ids: range, counts: Sequence[int]) -> list[range]:
-    """One coalesced write's ``ids``, handed out in order: consecutive runs of ``counts``."""
-    runs = []
-    offset = 0
-    for count in counts:
-        runs.append(ids[offset : offset + count])
-        offset += count
-    return runs
+def counter_link(
+    connected: tuple[Any, str | None],
+    retry: RetryPolicy | None,
+    usage: Usage | None,
+    deadline: float | None,
+) -> Link:
+    """The counter's link to its table (global tables are allowed: its single-item writes are
+    safe on them)."""
+    return Link(*connected, "AtomicCounter", retry=retry, usage=usage, deadline=deadline)
 
 
-class CounterCore(StrategyCore):
+def counter_core(
+    link: Link,
+    name: object,
+    key_attribute: object,
+    counter_key: object,
+    counter_attribute: object,
+    start: object,
+    step: object,
+    maximum: object,
+    idempotent: object,
+) -> CounterCore:
+    """The counter's core from its settings, each checked (a :class:`ConfigurationError` names
+    the one at fault)."""
+    table = link.table
+    name = check_name("counter name", name, table=table)
+    attribute = check_counter_attribute(counter_attribute, table=table)
+    key_name = check_name("key attribute", key_attribute, table=table) if key_attribute else None
+    if counter_key is not None and not isinstance(counter_key, Mapping):
+        raise ConfigurationError(
+            f"counter_key must be a mapping of key attributes to values, not {counter_key!r}.",
+            table=table,
+        )
+    first = whole_number("start", start, minimum=0, table=table)
+    apart = whole_number("step", step, table=table)
+    most = None if maximum is None else whole_number("maximum", maximum, minimum=first, table=table)
+    exact = flag("idempotent", idempotent, table)
+    if exact and (link.deadline is None or link.deadline > MOST_DEADLINE):
+        raise ConfigurationError(
+            f"idempotent=True needs a deadline of at most {MOST_DEADLINE:g} s, not "
+            f"{link.deadline!r}: a retried write is recognised for as long as the call may "
+            f"send it (its deadline, plus {CLOCK_MARGIN:g} s for clocks that disagree).",
+            table=table,
+        )
+    return CounterCore(table, name, attribute, first, apart, most, exact, key_name, counter_key)
+
+
+# --- the flows of its calls --------------------------------------------------------------------
+
+
+def counter_item(core: CounterCore, link: Link, deadline: Deadline) -> Flow[CounterItem]:
+    """Where the counter lives (its key found from the table's key schema on first use, kept by
+    the link until the table's description is dropped)."""
+    counter = link.known.counter
+    if counter is None:
+        info = yield from link.table_info(deadline)
+        key = counter_key_from(info, core.table, core.name, core.key_attribute, core.counter_key)
+        counter = link.known.counter = CounterItem(core.table, key, core.counter_attribute)
+    return counter
+
+
+def taking(
+    core: CounterCore,
+    link: Link,
+    count: int,
+    wall_clock: Callable[[], float],
+    deadline: Deadline | None = None,
+) -> Flow[range]:
+    """``count`` ids, with one write: the flow of ``next()`` and ``reserve()`` (next()'s
+    request is built once)."""
+    deadline = deadline or link.begin()
+    known = link.known
+    counter = known.counter or (yield from counter_item(core, link, deadline))
+    request = None
+    if not core.idempotent:
+        request = known.request if count == 1 else None
+        if request is None:
+            request = core.request(counter, count)
+            if count == 1:
+                known.request = request
+    return (yield from advance(core, counter, count, deadline, link.attempts, wall_clock, request))
+
+
+def taking_for(
+    core: CounterCore, link: Link, wants: Sequence[Want], wall_clock: Callable[[], float]
+) -> Flow[list[range | BaseException]]:
+    """One write for the calls of a group (see :func:`coalesced`)."""
+
+    def advance_by(count: int, deadline: Deadline) -> Flow[range]:
+        return taking(core, link, count, wall_clock, deadline)
+
+    return (yield from coalesced(wants, advance_by))
+
+
+def reading(core: CounterCore, link: Link) -> Flow[int]:
+    """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
+    deadline = link.begin()
+    counter = yield from counter_item(core, link, deadline)
+    value = yield from link.attempts(
+        lambda _: read_counter(counter), f"reading counter {core.name!r}", deadline
+    )
+    return core.check(counter, value) or 0
+
+
+def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]:
+    """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
+    value = whole_number("value", value, minimum=0, table=core.table)
+    deadline = link.begin()
+    counter = yield from counter_item(core, link, deadline)
+    values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}, **TYPE_VALUES}
+    request: UpdateItemInputTypeDef = {
+        "TableName": core.table,
+        "Key": counter.key,
+        "UpdateExpression": f"SET #v = :value, {TYPE_SET}",
+        "ExpressionAttributeNames": {"#v": core.counter_attribute, **TYPE_NAMES},
+        "ExpressionAttributeValues": values,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    if not force:
+        request["ConditionExpression"] = (
+            "attribute_not_exists(#v) OR "
+            "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value)"
+        )
+        values[":number"] = {"S": "N"}
+        values[":zero"] = {"N": "0"}
+        request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+
+    def attempt(_: int) -> Flow[int]:
+        try:
+            yield update_item(request, billed=1.0)  # the counter item is < 1 KB
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                old_value = error_response(exc).get("Item", {}).get(core.counter_attribute)
+                old = core.check(counter, old_value)
+                raise CounterBackwardsError(
+                    f"Refusing to move counter {core.name!r} of table {core.table!r} "
+                    f"backwards from {old} to {value}: ids after {value} were already given "
+                    "out and would be given out again. Pass force=True (--force) if you "
+                    "really mean it.",
+                    table=core.table,
+                    cause=exc,
+                ) from exc
+            raise
+        return value
+
+    return (yield from link.attempts(attempt, f"setting counter {core.name!r}", deadline))
+
+
+def hand_back(core: CounterCore, link: Link, back: HandBack, deadline: Deadline) -> Flow[bool]:
+    """A block allocator's ``close()``: the counter set back to ``back.value`` (None: removed)
+    if it still holds ``back.top``, with one conditional update, True when applied; once (as
+    :meth:`~ddbkeys.ids._counter_core.CounterCore.once` says), so that a first try arriving
+    after a retry was applied and another allocator reserved the same block again does
+    nothing."""
+    assert back.top is not None
+    item = yield from counter_item(core, link, deadline)
+    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(back.top)}}
+    update = f"REMOVE #v SET {TYPE_SET}"
+    if back.value is not None:
+        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(back.value)}
+    what = f"handing ids back to counter {core.name!r}"
+    once = core.once(item, update, values, deadline, link.attempts, what, condition="#v = :top")
+    return (yield from once)
+
+
+class AtomicCounter(IdStrategy):
     """Ids from one counter item, moved on by a single UpdateItem per call.
 
     Promises: **unique** and **increasing** ids, across any number of threads and processes
@@ -133,6 +290,10 @@ class CounterCore(StrategyCore):
     within ``deadline`` seconds. Nothing is sent before the first call.
     """
 
+    #: The strategy's shape, whatever the driver (see :class:`~ddbkeys.ids.IdStrategy`).
+    refuses_global_tables = False
+    default_retry = RetryPolicy()
+
     def __init__(
         self,
         client: object,
@@ -151,257 +312,47 @@ class CounterCore(StrategyCore):
         group_commit: bool = False,
         idempotent: bool = False,
     ) -> None:
-        super().__init__(client, table, retry=retry, usage=usage, deadline=deadline)
-        name = check_name("counter name", name, table=self.table)
-        counter_attribute = check_counter_attribute(counter_attribute, table=self.table)
-        self.key_attribute = (
-            check_name("key attribute", key_attribute, table=self.table) if key_attribute else None
+        self._link = link = counter_link(as_client(client, table), retry, usage, deadline)
+        #: Its decisions (no client in it); the counter's settings below are its.
+        self.core = counter_core(
+            link,
+            name,
+            key_attribute,
+            counter_key,
+            counter_attribute,
+            start,
+            step,
+            maximum,
+            idempotent,
         )
-        if counter_key is not None and not isinstance(counter_key, Mapping):
-            raise ConfigurationError(
-                f"counter_key must be a mapping of key attributes to values, not {counter_key!r}.",
-                table=self.table,
-            )
-        self._key_given = counter_key
-        start = whole_number("start", start, minimum=0, table=self.table)
-        step = whole_number("step", step, table=self.table)
-        if maximum is not None:
-            maximum = whole_number("maximum", maximum, minimum=start, table=self.table)
-        self._counter: CounterItem | None = None
-        self._next_request: UpdateItemInputTypeDef | None = None
+        self._driver = SyncDriver(link.client, link.usage)
         #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
-        self.group_commit = _flag("group_commit", group_commit, self.table)
-        idempotent = _flag("idempotent", idempotent, self.table)
-        if idempotent and (self.deadline is None or self.deadline > MOST_DEADLINE):
-            raise ConfigurationError(
-                f"idempotent=True needs a deadline of at most {MOST_DEADLINE:g} s, not "
-                f"{self.deadline!r}: a retried write is recognised for as long as the call may "
-                f"send it (its deadline, plus {CLOCK_MARGIN:g} s for clocks that disagree).",
-                table=self.table,
-            )
-        #: The wall clock (seconds since 1970) that dates the idempotent writes' slots.
-        self.wall_clock: Callable[[], float] = time.time
-        #: What its writes ask for and what their answers mean (no client in it); the
-        #: counter's settings below are its.
-        self.plan = CounterPlan(
-            self.table, name, counter_attribute, start, step, maximum, idempotent
-        )
-        self._start_group(self.group_commit)
-
-    def _start_group(self, enabled: bool) -> None:
-        """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
-
-    name: Through[str] = Through("plan")
-    counter_attribute: Through[str] = Through("plan")
-    start: Through[int] = Through("plan")
-    step: Through[int] = Through("plan")
-    maximum: Through[int | None] = Through("plan")
-    idempotent: Through[bool] = Through("plan")
-
-    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
-        """Where the counter lives (its key found from the table's key schema on first use)."""
-        if self._counter is None:
-            key = yield from counter_item_key(
-                self, deadline, self.name, self.key_attribute, given=self._key_given
-            )
-            self._counter = CounterItem(self.table, key, self.counter_attribute)
-        return self._counter
-
-    def _forget_table(self, table: str) -> None:
-        super()._forget_table(table)
-        self._counter = self._next_request = None
-
-    def _request(self, counter: CounterItem, count: int) -> UpdateItemInputTypeDef:
-        """The UpdateItem that moves the counter on by ``count`` ids (next()'s is built once)."""
-        if count == 1 and self._next_request is not None:
-            return self._next_request
-        request = self.plan.request(counter, count)
-        if count == 1:
-            self._next_request = request
-        return request
-
-    def _coalesced(self, wants: Sequence[Want]) -> Flow[list[range | BaseException]]:
-        """One write for the calls of a group (see :func:`coalesced`)."""
-        return (yield from coalesced(wants, self._advance))
-
-    def _advance(self, count: int, deadline: Deadline | None = None) -> Flow[range]:
-        """``count`` ids, with one write: the flow of ``next()`` and ``reserve()``."""
-        deadline = deadline or self._begin()
-        counter = self._counter or (yield from self._counter_item(deadline))
-        request = None if self.idempotent else self._request(counter, count)
-        return (
-            yield from advance(
-                self.plan, counter, count, deadline, self._attempts, self.wall_clock, request
-            )
-        )
-
-    def _current(self) -> Flow[int]:
-        """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
-        deadline = self._begin()
-        counter = yield from self._counter_item(deadline)
-        value = yield from self._attempts(
-            lambda _: read_counter(counter), f"reading counter {self.name!r}", deadline
-        )
-        return self.plan.check(counter, value) or 0
-
-    def _set(self, value: int, force: bool) -> Flow[int]:
-        """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
-        value = whole_number("value", value, minimum=0, table=self.table)
-        deadline = self._begin()
-        counter = yield from self._counter_item(deadline)
-        values: dict[str, AttributeValueTypeDef] = {":value": {"N": str(value)}, **TYPE_VALUES}
-        request: UpdateItemInputTypeDef = {
-            "TableName": self.table,
-            "Key": counter.key,
-            "UpdateExpression": f"SET #v = :value, {TYPE_SET}",
-            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
-            "ExpressionAttributeValues": values,
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-        if not force:
-            request["ConditionExpression"] = (
-                "attribute_not_exists(#v) OR "
-                "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value)"
-            )
-            values[":number"] = {"S": "N"}
-            values[":zero"] = {"N": "0"}
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-
-        def attempt(_: int) -> Flow[int]:
-            try:
-                yield update_item(request, billed=1.0)  # the counter item is < 1 KB
-            except ClientError as exc:
-                if error_code(exc) == "ConditionalCheckFailedException":
-                    old_value = error_response(exc).get("Item", {}).get(self.counter_attribute)
-                    old = self.plan.check(counter, old_value)
-                    raise CounterBackwardsError(
-                        f"Refusing to move counter {self.name!r} of table {self.table!r} "
-                        f"backwards from {old} to {value}: ids after {value} were already given "
-                        "out and would be given out again. Pass force=True (--force) if you "
-                        "really mean it.",
-                        table=self.table,
-                        cause=exc,
-                    ) from exc
-                raise
-            return value
-
-        return (yield from self._attempts(attempt, f"setting counter {self.name!r}", deadline))
-
-
-def advance(
-    plan: CounterPlan,
-    counter: CounterItem,
-    count: int,
-    deadline: Deadline,
-    attempts: Attempts,
-    wall_clock: Callable[[], float],
-    request: UpdateItemInputTypeDef | None = None,
-) -> Flow[range]:
-    """``count`` ids of the counter ``plan`` describes, at ``counter``, with one write (its
-    ``request``, when built before), through the retry layer ``attempts``; idempotent writes
-    are dated by ``wall_clock`` (:func:`~ddbkeys.ids._exact.exact_advance`)."""
-    if plan.idempotent:
-        return (yield from exact_advance(plan, counter, count, deadline, attempts, wall_clock))
-    increment = count * plan.step
-    request = request or plan.request(counter, count)
-
-    def attempt(n: int) -> Flow[range]:
-        try:
-            response = yield update_item(request, billed=1.0)
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                old = error_response(exc).get("Item", {}).get(plan.counter_attribute)
-                at = plan.check(counter, old)  # CounterStateError: no valid counter
-                raise plan.exhausted(at, count) from exc
-            if error_code(exc) == "ValidationException":
-                # A string, a list or a map cannot be added to, and a number past 38 digits
-                # cannot be stored: nothing moved. Say what the item holds, or that
-                # --count or --step ids would pass 10**38 - 1.
-                at = plan.check(counter, (yield from read_counter(counter)))
-                if at is not None and at + increment > MAX_ID:
-                    raise plan.exhausted(at, count) from exc
-            raise
-        raw = response.get("Attributes", {}).get(plan.counter_attribute)
-        if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
-            what = f"counter attribute {plan.counter_attribute!r}"
-            raise unexpected_answer("UpdateItem", plan.table, what, response)
-        digits = raw.get("N")
-        magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
-        if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
-            now = int(digits)  # (within 10**38 - 1)
-            if now >= increment or (now >= 0 and now - increment == plan.start - plan.step):
-                # (or a new counter whose first id is below its step: start=0, say)
-                return range(now - increment + plan.step, now + 1, plan.step)
-        try:
-            plan.check(counter, plan.before(raw, increment))  # what it held before
-            last = plan.held(counter, raw)  # and where it is now, within 10**38 - 1
-        except CounterStateError:
-            # It held a fraction or a negative number, or it is now past the largest
-            # number (5.5 + 1 = 6.5): put it back as it was, then say why.
-            yield from plan.undo(counter, increment, deadline, attempts)
-            raise plan.state_before(counter, raw, increment, retried=n > 0) from None
-        return range(last - increment + plan.step, last + 1, plan.step)
-
-    moved: range = yield from attempts(attempt, f"moving counter {plan.name!r}", deadline)
-    return moved
-
-
-def coalesced(
-    wants: Sequence[Want], advance_by: Callable[[int, Deadline], Flow[range]]
-) -> Flow[list[range | BaseException]]:
-    """One write (``advance_by(count, deadline)``) for the calls of a group, each its own run
-    of ids in order, within the deadline that ends first. When all of them would pass the
-    maximum, each goes alone, so the ones that fit get their ids."""
-    deadline = min((w.deadline for w in wants), key=lambda d: d.remaining())
-    total = sum(w.count for w in wants)
-    try:
-        ids = yield from advance_by(total, deadline)
-    except SequenceExhaustedError as exhausted:
-        if len(wants) == 1:
-            return [exhausted]
-        alone: list[range | BaseException] = []
-        for want in wants:
-            try:
-                alone.append((yield from advance_by(want.count, want.deadline)))
-            except DdbKeysError as exc:
-                alone.append(exc)
-        return alone
-    return list(split(ids, [w.count for w in wants]))
-
-
-def hand_back(counter: CounterCore, plan: HandBack, deadline: Deadline) -> Flow[bool]:
-    """A block allocator's ``close()``: the counter set back to ``plan.value`` (None: removed)
-    if it still holds ``plan.top``, with one conditional update, True when applied; once (as
-    :meth:`~ddbkeys.ids._counter_plan.CounterPlan.once` says), so that a first try arriving after
-    a retry was applied and another allocator reserved the same block again does nothing."""
-    assert plan.top is not None
-    item = yield from counter._counter_item(deadline)
-    values: dict[str, AttributeValueTypeDef] = {":top": {"N": str(plan.top)}}
-    update = f"REMOVE #v SET {TYPE_SET}"
-    if plan.value is not None:
-        update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(plan.value)}
-    what = f"handing ids back to counter {counter.name!r}"
-    once = counter.plan.once(
-        item, update, values, deadline, counter._attempts, what, condition="#v = :top"
-    )
-    return (yield from once)
-
-
-class AtomicCounter(CounterCore, IdStrategy):
-    __doc__ = CounterCore.__doc__
-
-    _group: GroupCommit[Want, range] | None
-
-    def _start_group(self, enabled: bool) -> None:
+        self.group_commit = flag("group_commit", group_commit, link.table)
         self._group = (
             GroupCommit(self._commit, MAX_COALESCED, linger=COALESCE_LINGER, fill=True)
-            if enabled
+            if self.group_commit
             else None
         )
+        #: The wall clock (seconds since 1970) that dates the idempotent writes' slots.
+        self.wall_clock: Callable[[], float] = time.time
+
+    client: Through[Any] = Through("_link")
+    table: Through[str] = Through("_link")
+    retry: Through[RetryPolicy] = Through("_link")
+    usage: Through[Usage] = Through("_link")
+    deadline: Settable[float | None] = Settable("_link")
+    allow_global_tables: Through[bool] = Through("_link")
+    name: Through[str] = Through("core")
+    key_attribute: Through[str | None] = Through("core")
+    counter_attribute: Through[str] = Through("core")
+    start: Through[int] = Through("core")
+    step: Through[int] = Through("core")
+    maximum: Through[int | None] = Through("core")
+    idempotent: Through[bool] = Through("core")
 
     def _commit(self, wants: Sequence[Want]) -> list[range | BaseException]:
         """One coalesced write (run by the leading thread)."""
-        return self._run(self._coalesced(wants))
+        return self._driver.run(taking_for(self.core, self._link, wants, self.wall_clock))
 
     def next(self) -> int:
         """The next id."""
@@ -410,14 +361,14 @@ class AtomicCounter(CounterCore, IdStrategy):
     def reserve(self, count: int) -> range:
         """``count`` consecutive ids (``step`` apart), taken with one write (shared with
         concurrent calls, with ``group_commit``)."""
-        count = whole_number("count", count, table=self.table)
+        count = whole_number("count", count, table=self._link.table)
         if self._group is None:
-            return self._run(self._advance(count))
-        return self._group.submit(Want(count, self._begin()))
+            return self._driver.run(taking(self.core, self._link, count, self.wall_clock))
+        return self._group.submit(Want(count, self._link.begin()))
 
     def current(self) -> int:
         """The last id given out (0 before the first)."""
-        return self._run(self._current())
+        return self._driver.run(reading(self.core, self._link))
 
     def set(self, value: int, *, force: bool = False) -> int:
         """Make ``value`` the last id given out, so ``next()`` returns ``value + step``.
@@ -428,15 +379,29 @@ class AtomicCounter(CounterCore, IdStrategy):
         ``force``; one that holds a fraction from 0 to ``value`` is replaced without it (that
         moves it forward).
         """
-        return self._run(self._set(value, force))
+        return self._driver.run(setting(self.core, self._link, value, force))
 
     def counter_item(self) -> CounterItem:
         """Where the counter lives: its table, key and attribute (one DescribeTable the first
         time, to find the key from the table's key schema)."""
-        return self._run(self._counter_item(self._begin()))
+        return self._driver.run(counter_item(self.core, self._link, self._link.begin()))
+
+    def table_info(self, table: str | None = None) -> TableInfo:
+        """A table's description (this counter's table by default): one DescribeTable the
+        first time, within the counter's deadline."""
+        return self._driver.run(self._link.table_info(self._link.begin(), table))
+
+    def _begin(self) -> Deadline:
+        """The deadline of a call that begins now (a block allocator's waits keep to it)."""
+        return self._link.begin()
+
+    def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
+        """A block allocator's close: its unused ids handed back (see :func:`hand_back`)."""
+        return self._driver.run(hand_back(self.core, self._link, back, deadline))
 
 
-def _flag(name: str, value: object, table: str | None) -> bool:
+def flag(name: str, value: object, table: str | None) -> bool:
+    """A setting that is True or False, or a :class:`ConfigurationError`."""
     if not isinstance(value, bool):
         raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
     return value

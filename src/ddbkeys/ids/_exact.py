@@ -41,11 +41,12 @@ from ddbkeys.ids._base import (
     TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
+    Attempts,
     CounterItem,
     CounterStateError,
     read_counter,
 )
-from ddbkeys.ids._counter_plan import VALID, Attempts, CounterPlan
+from ddbkeys.ids._counter_core import VALID, CounterCore
 from ddbkeys.ids._slots import (
     MOST_DEADLINE,
     SEEN,
@@ -167,7 +168,7 @@ def billed(seen: Seen | None, counter: CounterItem, slot: str) -> float:
 
 
 def exact_advance(
-    core: CounterPlan,
+    core: CounterCore,
     counter: CounterItem,
     count: int,
     deadline: Deadline,
@@ -246,7 +247,7 @@ def exact_advance(
 
 
 def _refused(
-    core: CounterPlan,
+    core: CounterCore,
     counter: CounterItem,
     old: Mapping[str, Any],
     slot: str,

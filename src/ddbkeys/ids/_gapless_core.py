@@ -1,209 +1,445 @@
-"""What both forms of the gapless sequence share, driver aside: its settings made a plan
-(:class:`~ddbkeys.ids._gapless_plan.GaplessPlan`, where every decision is), what the object keeps
-between calls (the table's description, where the counter lives, the counter's last value), and
-the flows of the public calls, which read the description and hand it to the plan.
-:mod:`ddbkeys.ids._gapless` runs them on the sync driver and :mod:`ddbkeys.aio._gapless` on the
-asyncio one."""
+"""The gapless sequence's decisions, apart from any client: a value built from its settings alone
+(:class:`GaplessCore`). How an item is checked, what a commit's transaction holds, and what
+each answer or cancellation means, as flows (see :mod:`ddbkeys._core`) that take what they need
+as arguments: the table's description and where the counter lives (in a :class:`Commit`), and
+what the sequence knows of its counter between calls (a :class:`CounterState`).
+:class:`~ddbkeys.ids._gapless.GaplessSequence` (sync or asyncio) is this core, a link
+(:class:`~ddbkeys.ids._base.Link`), a driver and, with group commit, a group."""
 
 from __future__ import annotations
 
+import threading
+import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
-from ddbkeys._capacity import Usage
-from ddbkeys._core.reads import Through
+from ddbkeys._capacity import write_units
 from ddbkeys._core.steps import Flow
-from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
-from ddbkeys.ids._base import CounterItem, StrategyCore
-from ddbkeys.ids._gapless_plan import (
-    MAX_BATCH,
-    RETRY,
-    Commit,
-    CounterState,
-    GaplessPlan,
-    Item,
-    Pending,
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._retry import Deadline, RetryPolicy
+from ddbkeys._schema import KeyAttribute, TableInfo, check_name, check_table_name, to_attributes
+from ddbkeys.ids._base import (
+    Attempts,
+    Contention,
+    CounterItem,
+    ItemExistsError,
+    ItemKeyClashError,
+    SequenceExhaustedError,
+    Throttled,
+    cancelled_error,
+    check_counter_attribute,
+    counter_key_from,
+    counter_written,
     earliest,
+    put_if_new,
+    read_counter,
+    transact,
+)
+from ddbkeys.ids._cancellation import Cancellation, Verdict
+from ddbkeys.ids._exact import exact_update
+from ddbkeys.ids._values import (
+    MAX_ID,
+    check_item_key,
+    check_padding,
+    counter_value,
+    id_value,
+    item_key,
+    show_key,
 )
 
-__all__ = ["MAX_BATCH", "GaplessCore", "Pending", "earliest"]
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
+
+__all__ = [
+    "MAX_BATCH",
+    "RETRY",
+    "Commit",
+    "CounterState",
+    "GaplessCore",
+    "Pending",
+    "earliest",
+]
+
+Item = dict[str, "AttributeValueTypeDef"]
+MAX_BATCH = 99  # TransactWriteItems takes 100 actions: the counter and 99 items
+#: The sequence's retry policy when none is given: a writer that lost a race learns the
+#: counter's new value at once, so short waits (and many of them) keep it from being starved.
+RETRY = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.25)
 
 
-class GaplessCore(StrategyCore):
-    """Ids with no gaps: each item is written in the same transaction that moves the counter.
+@dataclass(frozen=True)
+class Pending:
+    """A ``put()`` waiting for a group commit: its prepared item and its call's deadline."""
 
-    Promises: **unique**, **increasing** and **gapless** ids (exactly 1, 2, 3, ... with one
-    item per id), across threads and processes, through lost responses (each transaction
-    carries a ClientRequestToken, so a retry of an applied one is not applied again) and
-    failed writes (an item that already exists raises :class:`ItemExistsError` and uses up no
-    id). Ids are given in commit order.
+    item: Item
+    deadline: Deadline
 
-    How: the counter item's ``counter_attribute`` holds the last id; a commit reads it (or
-    knows it from its own last commit, or from the old value a failed condition returns), then
-    writes the items with ids ``last+1 ... last+k`` and sets the counter to ``last+k`` on
-    condition that it still is ``last``. A lost race (the counter moved, or TransactionConflict)
-    is retried with full-jitter backoff, at most ``retry.max_attempts`` times, within
-    ``deadline`` seconds a call. When the counter moved, every writer that lost to that commit
-    learnt the same value from the old image, and only one could win with it: each waits a
-    full-jitter time up to the lost transaction's round trip (a measure of the contention),
-    doubled with each loss in a row (at most ``retry.max_delay``, 0.25 s by default), then reads
-    the counter afresh. From 8 independent processes taking one id at a time, that is 1.6 to 1.9
-    transactions per id (benchmarks/ids.py, fleet row), where going again at once cost 3 to 4.
 
-    Group commit: concurrent ``put()`` calls of one process (threads, or the tasks of one event
-    loop with :mod:`ddbkeys.aio`) are combined into one transaction of up to 99 items, so
-    contention on the counter falls as load rises. While busy, the committer lingers ``linger``
-    seconds before each commit: batches grow, and writers in other processes get a window
-    instead of being starved.
+class CounterState:
+    """What a sequence knows of its counter between calls: the value its last commit left it
+    at, or a refusal showed (None: read it before the next commit). Shared by the sequence's
+    concurrent commits (threads); its lock is held for a line, never across a request."""
 
-    Cost: a transaction of ``k`` items and the counter: on the service ``2 * (k + 1)`` write
-    units (transactional writes cost double; DynamoDB Local reports half), so between 4 units
-    (one item alone) and about 2.02 units per id (full batches). A lost race costs a cancelled
-    transaction and a read. The counter's read is 1 read unit and is skipped when the last
-    value is known.
+    def __init__(self, last: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._last = last
 
-    Where things go: the id goes into ``id_attribute`` of each item. When that is the table's
-    partition (or sort) key, the id is the key: a number key holds the number, a string key
-    ``prefix`` + the id padded with zeros to ``width`` digits (so key order is id order); a
-    binary key cannot hold an id. Items carry the rest of the key. The counter item is
-    ``{partition key: name}`` in the same table, or ``counter_key`` (the whole key) in
-    ``counter_table`` (default: the same table; a transaction spans tables, so the counter need
-    not be a row among your items); every commit also sets its ``ddbkeys_type = "counter"``
-    (:mod:`ddbkeys._entity`), which your items never get. Refuses global tables unless
-    ``allow_global_tables``. Nothing is sent before the first call.
-    """
+    @property
+    def last(self) -> int | None:
+        with self._lock:
+            return self._last
 
-    refuses_global_tables = True
-    default_retry = RETRY
+    def learn(self, value: int | None) -> None:
+        """The counter holds ``value`` (None: not known any more)."""
+        with self._lock:
+            self._last = value
 
-    def __init__(
-        self,
-        client: object,
-        table: str | None = None,
-        name: str = "sequence",
-        *,
-        key_attribute: str | None = None,
-        counter_key: Mapping[str, Any] | None = None,
-        counter_table: str | None = None,
-        counter_attribute: str = "last_id",
-        id_attribute: str = "id",
-        width: int = 10,
-        prefix: str = "",
-        group_commit: bool = True,
-        max_batch: int = MAX_BATCH,
-        linger: float = 0.002,
-        retry: RetryPolicy | None = None,
-        usage: Usage | None = None,
-        allow_global_tables: bool = False,
-        deadline: float | None = DEFAULT_DEADLINE,
-    ) -> None:
-        super().__init__(
-            client,
-            table,
-            retry=retry,
-            usage=usage,
-            allow_global_tables=allow_global_tables,
-            deadline=deadline,
+    def passed(self, value: int) -> None:
+        """A commit moved the counter to ``value``: kept unless a later one went further."""
+        with self._lock:
+            if self._last is None or self._last < value:
+                self._last = value
+
+
+@dataclass
+class Commit:
+    """One commit of ``items`` (``atomic``: all of them or none), with the table's description
+    ``info`` and where the ``counter`` lives; and what its attempts learn: the items ``live``
+    still to write, each item's result, the counter value the next transaction builds on (None:
+    read it), its token, the lost races in a row, whether to read the counter afresh before the
+    next attempt (it waited), and how long the last transaction took (seconds)."""
+
+    items: Sequence[Item]
+    info: TableInfo
+    counter: CounterItem
+    atomic: bool = False
+    last: int | None = None
+    token: str | None = None
+    streak: int = 0
+    reread: bool = False
+    rtt: float = 0.0
+    live: list[int] = field(init=False)
+    results: list[int | BaseException | None] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.live = list(range(len(self.items)))
+        self.results = [None] * len(self.items)
+
+
+@dataclass(frozen=True)
+class GaplessCore:
+    """The sequence ``name`` of ``table``: the last id in ``counter_attribute`` of the counter
+    item (``{partition key: name}``, or ``counter_key`` whole, in ``counter_table``: by default
+    ``table``), each id in ``id_attribute`` of its item (``prefix`` and ``width`` digits in a
+    string key), at most ``max_batch`` items a commit; ``policy`` says how long a writer that
+    lost a race waits. Settings no sequence can have are a :class:`ConfigurationError` here."""
+
+    table: str
+    name: str = "sequence"
+    key_attribute: str | None = None
+    counter_key: Mapping[str, Any] | None = None
+    counter_table: str = ""  # (empty: the table itself)
+    counter_attribute: str = "last_id"
+    id_attribute: str = "id"
+    width: int = 10
+    prefix: str = ""
+    max_batch: int = MAX_BATCH
+    policy: RetryPolicy = RETRY
+
+    def __post_init__(self) -> None:
+        table = check_table_name(self.table)
+        check_name("sequence name", self.name, table=table)
+        counter_table = check_table_name(self.counter_table) if self.counter_table else table
+        object.__setattr__(self, "counter_table", counter_table)
+        check_counter_attribute(self.counter_attribute, table=table)
+        check_name("id attribute", self.id_attribute, table=table)
+        check_padding(self.width, self.prefix, table=table)
+        if not isinstance(self.max_batch, int) or not 1 <= self.max_batch <= MAX_BATCH:
+            raise ConfigurationError(f"max_batch must be 1 to {MAX_BATCH}, not {self.max_batch!r}.")
+        if self.counter_key is not None and not isinstance(self.counter_key, Mapping):
+            raise ConfigurationError(
+                "counter_key must be a mapping of key attributes to values, not "
+                f"{self.counter_key!r}.",
+                table=table,
+            )
+
+    # --- where things are ------------------------------------------------------------------
+
+    def counter_item(self, info: TableInfo) -> CounterItem:
+        """Where the counter lives, from the description of ``counter_table``."""
+        key = counter_key_from(
+            info, self.counter_table, self.name, self.key_attribute, self.counter_key
         )
-        #: Its decisions (no client in it); the sequence's settings below are its.
-        self.plan = GaplessPlan(
-            self.table,
-            name,
-            key_attribute,
-            counter_key,
-            counter_table or "",
-            counter_attribute,
-            id_attribute,
-            width,
-            prefix,
-            max_batch,
-            self.retry,
+        return CounterItem(self.counter_table, key, self.counter_attribute)
+
+    def id_target(self, info: TableInfo) -> KeyAttribute | None:
+        """The key attribute that receives the id, or None when the id is not part of the key."""
+        for key in (info.partition_key, info.sort_key):
+            if key is not None and key.name == self.id_attribute:
+                return key
+        return None
+
+    @staticmethod
+    def value(counter: CounterItem, value: Mapping[str, Any] | None) -> int:
+        """The counter's number (0 when it is missing); CounterStateError for anything else."""
+        number = counter_value(
+            value, table=counter.table, key=counter.key, attribute=counter.attribute
         )
-        #: What it knows of the counter's value between calls.
-        self.state = CounterState()
-        self._counter: CounterItem | None = None
-        self._start_group(group_commit, max_batch, linger)
+        return number or 0
 
-    def _start_group(self, enabled: bool, max_batch: int, linger: float) -> None:
-        """Each driver's class makes its group commit here (threads, or asyncio tasks)."""
+    # --- preparing items -------------------------------------------------------------------
 
-    name: Through[str] = Through("plan")
-    key_attribute: Through[str | None] = Through("plan")
-    counter_table: Through[str] = Through("plan")
-    counter_attribute: Through[str] = Through("plan")
-    id_attribute: Through[str] = Through("plan")
-    width: Through[int] = Through("plan")
-    prefix: Through[str] = Through("plan")
+    def prepare(
+        self, items: Sequence[Mapping[str, Any]], typed: bool, info: TableInfo
+    ) -> list[Item]:
+        """The items, typed and checked against the table's key schema (before any write)."""
+        return [self._prepare(item, info, typed=typed, position=n) for n, item in enumerate(items)]
 
-    # --- what it keeps between calls -------------------------------------------------------
-
-    def _counter_item(self, deadline: Deadline) -> Flow[CounterItem]:
-        """Where the counter lives (its key found from the table's key schema on first use)."""
-        if self._counter is None:
-            info = yield from self._table_info(deadline, self.counter_table)
-            self._counter = self.plan.counter_item(info)
-        return self._counter
-
-    def _forget_table(self, table: str) -> None:
-        super()._forget_table(table)
-        if table == self.counter_table:
-            self._counter = None
-            self.state.learn(None)
-
-    # --- the public calls' flows -----------------------------------------------------------
-
-    def _prepared(
-        self, items: Sequence[Mapping[str, Any]], typed: bool, deadline: Deadline
-    ) -> Flow[list[Item]]:
-        """The items checked against the table's key schema (before any write), typed."""
-        info = yield from self._table_info(deadline)
-        prepared = self.plan.prepare(items, typed, info)
-        counter = yield from self._counter_item(deadline)
-        self.plan.not_the_counter(prepared, info, counter)
+    def _prepare(
+        self, item: Mapping[str, Any], info: TableInfo, *, typed: bool, position: int = 0
+    ) -> Item:
+        prepared = to_attributes(item, table=self.table, typed=typed)
+        where = _where(position)
+        if self.id_attribute in prepared:
+            raise ConfigurationError(
+                f"{where} already has the id attribute {self.id_attribute!r}; the sequence "
+                "sets it. Leave it out.",
+                table=self.table,
+            )
+        check_item_key(prepared, info, skip=self.id_attribute, where=where)
+        id_value(1, self.id_target(info), width=self.width, prefix=self.prefix, table=self.table)
         return prepared
 
-    def _pending(self, item: Mapping[str, Any], typed: bool) -> Flow[Pending]:
-        """A ``put()`` call begun: its item checked and typed (before any write), and its
-        deadline."""
-        deadline = self._begin()
-        (prepared,) = yield from self._prepared([item], typed, deadline)
-        return Pending(prepared, deadline)
+    def not_the_counter(
+        self, prepared: Sequence[Item], info: TableInfo, counter: CounterItem
+    ) -> None:
+        """No item has the counter item's key (when the id is not part of the key)."""
+        if self.id_target(info) is not None or counter.table != self.table:
+            return
+        for position, item in enumerate(prepared):
+            key = item_key(item, info)
+            if key == counter.key:
+                raise ItemKeyClashError(
+                    f"{_where(position)} has the key {show_key(key)}, which is the counter "
+                    f"item's key of sequence {self.name!r} in table {self.table!r}: give the "
+                    "item another key, or keep the counter elsewhere (counter_table=, "
+                    "counter_key=).",
+                    table=self.table,
+                )
 
-    def _put_alone(self, item: Mapping[str, Any], typed: bool) -> Flow[int]:
-        """``put()`` without group commit: one transaction of its own."""
-        pending = yield from self._pending(item, typed)
-        (result,) = yield from self._shared([pending])
-        if isinstance(result, BaseException):
-            raise result
-        return result
+    def distinct(self, prepared: Sequence[Item], info: TableInfo) -> None:
+        """put_many's items have distinct keys (when the id is not part of the key)."""
+        if self.id_target(info) is not None:
+            return
+        seen: dict[str, int] = {}
+        for n, item in enumerate(prepared):
+            shown = show_key(item_key(item, info))
+            if shown in seen:
+                raise ItemKeyClashError(
+                    f"Items {seen[shown] + 1} and {n + 1} of put_many have the same key "
+                    f"{shown} in table {self.table!r}: one transaction cannot write an item "
+                    "twice. Nothing was written.",
+                    table=self.table,
+                )
+            seen[shown] = n
 
-    def _put_many(self, items: Sequence[Mapping[str, Any]], typed: bool) -> Flow[list[int]]:
-        """``put_many()``: up to 99 items in one transaction, all or none."""
-        items = self.plan.many(items)
-        deadline = self._begin()
-        prepared = yield from self._prepared(items, typed, deadline)
-        self.plan.distinct(prepared, (yield from self._table_info(deadline)))
-        results = yield from self._commit(prepared, atomic=True, deadline=deadline)
-        return [r for r in results if isinstance(r, int)]
+    def many(self, items: object) -> Sequence[Mapping[str, Any]]:
+        """put_many's argument: a list of 1 to 99 items, or a :class:`ConfigurationError`."""
+        if isinstance(items, Mapping) or not isinstance(items, Sequence):
+            raise ConfigurationError(
+                f"put_many takes a list of items, not {type(items).__name__}.", table=self.table
+            )
+        if not 1 <= len(items) <= MAX_BATCH:
+            raise ConfigurationError(
+                f"put_many takes 1 to {MAX_BATCH} items, not {len(items)}.", table=self.table
+            )
+        return items
 
-    def _current(self) -> Flow[int]:
-        """``current()``: one strongly consistent GetItem of the counter (1 read unit)."""
-        deadline = self._begin()
-        counter = yield from self._counter_item(deadline)
-        return (yield from self.plan.current(counter, deadline, self._attempts))
+    # --- reading and writing ---------------------------------------------------------------
 
-    def _commit(
-        self, items: Sequence[Item], *, atomic: bool, deadline: Deadline
+    def current(self, counter: CounterItem, deadline: Deadline, attempts: Attempts) -> Flow[int]:
+        """The last id given out: one strongly consistent GetItem of the counter (1 read
+        unit)."""
+        value = yield from attempts(
+            lambda _: read_counter(counter), f"reading sequence {self.name!r}", deadline
+        )
+        return self.value(counter, value)
+
+    def write(
+        self, commit: Commit, deadline: Deadline, state: CounterState, attempts: Attempts
     ) -> Flow[list[int | BaseException]]:
-        """Write ``items`` with consecutive ids in one transaction (the plan's
-        :meth:`~ddbkeys.ids._gapless_plan.GaplessPlan.write`)."""
-        info = yield from self._table_info(deadline)
-        counter = yield from self._counter_item(deadline)
-        commit = Commit(items, info, counter, atomic=atomic)
-        return (yield from self.plan.write(commit, deadline, self.state, self._attempts))
+        """Write the commit's items with consecutive ids in one transaction, retrying lost
+        races through ``attempts``; the ids, in order (and, without ``atomic``, the error of
+        each item that exists: it fails alone, the rest are written)."""
 
-    def _shared(self, pending: Sequence[Pending]) -> Flow[list[int | BaseException]]:
-        """One shared commit of a group: its callers' items, within the deadline that ends
-        first."""
-        items = [p.item for p in pending]
-        return (yield from self._commit(items, atomic=False, deadline=earliest(pending)))
+        def attempt(_: int) -> Flow[None]:
+            if commit.token is None:
+                known = None if commit.reread else state.last
+                if known is None:
+                    known = self.value(commit.counter, (yield from read_counter(commit.counter)))
+                commit.reread = False
+                commit.last, commit.token = known, str(uuid.uuid4())
+            last = commit.last
+            assert last is not None
+            actions, new, billed = self.transaction(commit, last)
+            began = self.policy.clock()
+            items = len(commit.live)
+            cancellation = yield from transact(actions, commit.token, items=items, billed=billed)
+            commit.rtt = self.policy.clock() - began
+            if cancellation is not None:
+                self.cancelled(commit, cancellation, state)
+                return
+            for offset, index in enumerate(commit.live, start=1):
+                commit.results[index] = last + offset
+            commit.live.clear()
+            state.passed(new)
+
+        while commit.live:
+            what = f"writing {len(commit.live)} item(s) with sequence {self.name!r}"
+            yield from attempts(attempt, what, deadline)
+        return [r for r in commit.results if r is not None]
+
+    def transaction(
+        self, commit: Commit, last: int
+    ) -> tuple[list[TransactWriteItemTypeDef], int, float]:
+        """The transaction that writes the commit's live items after ``last``: its actions, the
+        counter's new value and the units it is billed."""
+        info, counter = commit.info, commit.counter
+        new = last + len(commit.live)
+        if new > MAX_ID:
+            raise self.exhausted(last, len(commit.live))
+        # (at 0: a new counter, or one that holds 0, seeded by another tool)
+        update = exact_update(counter, last, new, base=0)
+        target = self.id_target(info)
+        written = []
+        for offset, index in enumerate(commit.live, start=1):
+            item = dict(commit.items[index])
+            item[self.id_attribute] = id_value(
+                last + offset, target, width=self.width, prefix=self.prefix, table=self.table
+            )
+            if target is not None and counter.table == self.table:
+                self._check_not_counter(item_key(item, info), counter, last + offset)
+            written.append(item)
+        counter_image = counter_written(counter.key, counter.attribute, new)
+        actions: list[TransactWriteItemTypeDef] = [update]
+        actions += [put_if_new(self.table, i, info.partition_key.name) for i in written]
+        return actions, new, write_units([counter_image, *written], transactional=True)
+
+    def exhausted(self, last: int, count: int) -> SequenceExhaustedError:
+        return SequenceExhaustedError(
+            f"Sequence {self.name!r} of table {self.table!r} is at {last}: {count} more id(s) "
+            "would pass 10**38 - 1, the largest DynamoDB number.",
+            table=self.table,
+        )
+
+    def _check_not_counter(self, key: Mapping[str, Any], counter: CounterItem, number: int) -> None:
+        if key == counter.key:
+            raise ItemKeyClashError(
+                f"Id {number} would give the item the key {show_key(key)}, which is the counter "
+                f"item's key of sequence {self.name!r} in table {self.table!r}: keep the counter "
+                "outside the ids' range (counter_key=) or in another table (counter_table=).",
+                table=self.table,
+            )
+
+    def cancelled(self, commit: Commit, cancellation: Cancellation, state: CounterState) -> None:
+        """What cancelled the commit's transaction, and what to do next; updates the commit (a
+        cancelled transaction is never sent again: no token, no counter value) and ``state``.
+        Raises :class:`Contention` or :class:`Throttled` for the retry layer, or the error;
+        returns to go on with the items left at once."""
+        if cancellation.verdict is Verdict.INVALID:
+            raise cancelled_error(self, cancellation)
+        info, live, last = commit.info, commit.live, commit.last
+        commit.last = commit.token = None
+        commit.streak += 1
+        counter_moved = cancellation.failed(0)
+        taken = [live[i - 1] for i in cancellation.failed_conditions if i >= 1]
+        target = self.id_target(info)
+        self._learn(commit, cancellation, state, counter_moved, last)
+        if taken and (target is None or not counter_moved):
+            # The key is taken and not by a racing writer of this sequence: either the item
+            # exists (its key does not hold the id), or the id's key holds an item the sequence
+            # did not write (the counter is behind the table).
+            self._refuse(commit, cancellation, taken if target is None else list(live), last)
+            if not counter_moved:
+                return
+        if counter_moved or (taken and target is not None):
+            # Everyone who lost to the same commit learnt the same value from the old image:
+            # going again at once with it, only one of them can win. Wait instead, a full-jitter
+            # time scaled by the contention seen (how long the lost transaction took, doubled
+            # with each loss in a row), then read the counter afresh.
+            commit.reread = True
+            raise Contention(wait=self.backoff(commit))
+        if cancellation.verdict is Verdict.THROTTLED:
+            raise Throttled(cancellation.describe())
+        raise Contention(immediate=False)
+
+    def _learn(
+        self,
+        commit: Commit,
+        cancellation: Cancellation,
+        state: CounterState,
+        counter_moved: bool,
+        last: int | None,
+    ) -> None:
+        """What the cancellation says of the counter, learnt by ``state``."""
+        if not counter_moved:
+            state.learn(last if cancellation.verdict is Verdict.CONDITIONS else None)
+            return
+        old = cancellation.old_item(0) or {}
+        # Another writer moved the counter: its old image says where it is now (or that it
+        # holds something no counter may hold, which raises CounterStateError).
+        now = self.value(commit.counter, old.get(commit.counter.attribute))
+        state.learn(now)
+        if now + len(commit.live) > MAX_ID:  # (no wait for that news)
+            raise self.exhausted(now, len(commit.live))
+
+    def _refuse(
+        self, commit: Commit, cancellation: Cancellation, blocked: list[int], last: int | None
+    ) -> None:
+        """The ``blocked`` items' keys are taken: each gets its error (an atomic commit raises
+        the first) and leaves the live items."""
+        for index in blocked:
+            commit.results[index] = self.exists_error(
+                commit.items[index], cancellation, last, commit.info
+            )
+        if commit.atomic:
+            raise commit.results[blocked[0]]  # type: ignore[misc]
+        commit.live[:] = [i for i in commit.live if commit.results[i] is None]
+
+    def backoff(self, commit: Commit) -> float:
+        """The wait after a lost race: uniform up to the lost transaction's round trip (at
+        least the policy's ``base_delay``) doubled with each loss in a row, at most the policy's
+        ``max_delay``."""
+        policy = self.policy
+        ceiling = max(commit.rtt, policy.base_delay) * 2 ** min(commit.streak, 30)
+        return float(policy.random() * min(policy.max_delay, ceiling))
+
+    def exists_error(
+        self, item: Item, cancellation: Cancellation, last: int | None, info: TableInfo
+    ) -> ItemExistsError:
+        """The error of an item whose key was taken (by the item itself, or an id's key)."""
+        if self.id_target(info) is None:
+            key = item_key(item, info)
+            return ItemExistsError(
+                f"An item with the key {show_key(key)} already exists in table {self.table!r}; "
+                "it was not written and used up no id.",
+                key=dict(key),
+                table=self.table,
+            )
+        failed = min(i for i in cancellation.failed_conditions if i >= 1)
+        number = (last or 0) + failed
+        old = cancellation.old_item(failed)
+        key = item_key(old, info) if old else {}
+        return ItemExistsError(
+            f"Id {number} is taken: an item with the key {show_key(key) if key else number} "
+            f"already exists in table {self.table!r}, but sequence {self.name!r} is at "
+            f"{last or 0} (the counter is behind the ids in the table: was it set back?). The "
+            "item was not written and used up no id.",
+            key=dict(key),
+            table=self.table,
+        )
+
+
+def _where(position: int) -> str:
+    return "The item" if not position else f"Item {position + 1}"

@@ -1,7 +1,8 @@
 """The atomic counter's decisions, apart from any client: a value built from its settings alone
-(:class:`CounterPlan`). What a write asks for, what an answer or a refusal means, and the
-flow that takes a write back; :class:`~ddbkeys.ids._counter.AtomicCounter` (sync or asyncio)
-is this plan, a client and a driver."""
+(:class:`CounterCore`). What a write asks for, what an answer or a refusal means, and the flows
+of the public calls (each takes the strategy's :class:`~ddbkeys.ids._base.Link`, through which it
+sends and reads the table's description); :class:`~ddbkeys.ids._counter.AtomicCounter` (sync or
+asyncio) is this core, a link, a driver and, with ``group_commit``, a group."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 
     from ddbkeys._retry import Deadline
 
-__all__ = ["VALID", "Attempts", "CounterPlan"]
+__all__ = ["VALID", "CounterCore"]
 
 #: The condition of a write that keeps a counter from passing its limit or moving when it holds
 #: no valid number (with ``:number``, ``:zero`` and ``:limit``, the value before less the
@@ -47,10 +48,12 @@ VALID = "attribute_not_exists(#v) OR (attribute_type(#v, :number) AND #v BETWEEN
 
 
 @dataclass(frozen=True)
-class CounterPlan:
+class CounterCore:
     """The counter ``name`` of ``table``: ids from ``start``, ``step`` apart, up to
     ``maximum`` (None: 10**38 - 1), the last one given out held in ``counter_attribute``;
-    ``idempotent``: a lost response retried never skips an id."""
+    ``idempotent``: a lost response retried never skips an id. The counter item is
+    ``{key_attribute: name}`` (the partition key, read from the table when None), or
+    ``counter_key`` given whole."""
 
     table: str
     name: str
@@ -59,6 +62,8 @@ class CounterPlan:
     step: int = 1
     maximum: int | None = None
     idempotent: bool = False  # writes stamped with a writer slot (ddbkeys.ids._exact)
+    key_attribute: str | None = None
+    counter_key: Mapping[str, Any] | None = None
 
     @property
     def limit(self) -> int:

@@ -1,0 +1,131 @@
+"""The counter's writes, as flows of its core (:class:`~ddbkeys.ids._counter_core.CounterCore`)
+through a retry layer, with no link or client: :func:`advance` moves the counter by ``count`` ids
+with one UpdateItem (or the idempotent write of :mod:`ddbkeys.ids._exact`), and :func:`coalesced`
+makes one such write for the calls of a group."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from botocore.exceptions import ClientError
+
+from ddbkeys._core.steps import Flow, update_item
+from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
+from ddbkeys._retry import Deadline
+from ddbkeys._translate import error_response
+from ddbkeys.ids._base import (
+    Attempts,
+    CounterItem,
+    CounterStateError,
+    SequenceExhaustedError,
+    read_counter,
+)
+from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._exact import exact_advance
+from ddbkeys.ids._values import MAX_ID
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb.type_defs import UpdateItemInputTypeDef
+
+__all__ = ["Want", "advance", "coalesced", "split"]
+
+
+@dataclass(frozen=True)
+class Want:
+    """A call waiting for a coalesced write: how many ids it wants, and its deadline."""
+
+    count: int
+    deadline: Deadline
+
+
+def split(ids: range, counts: Sequence[int]) -> list[range]:
+    """One coalesced write's ``ids``, handed out in order: consecutive runs of ``counts``."""
+    runs = []
+    offset = 0
+    for count in counts:
+        runs.append(ids[offset : offset + count])
+        offset += count
+    return runs
+
+
+def advance(
+    core: CounterCore,
+    counter: CounterItem,
+    count: int,
+    deadline: Deadline,
+    attempts: Attempts,
+    wall_clock: Callable[[], float],
+    request: UpdateItemInputTypeDef | None = None,
+) -> Flow[range]:
+    """``count`` ids of the counter ``core`` describes, at ``counter``, with one write (its
+    ``request``, when built before), through the retry layer ``attempts``; idempotent writes
+    are dated by ``wall_clock`` (:func:`~ddbkeys.ids._exact.exact_advance`)."""
+    if core.idempotent:
+        return (yield from exact_advance(core, counter, count, deadline, attempts, wall_clock))
+    increment = count * core.step
+    request = request or core.request(counter, count)
+
+    def attempt(n: int) -> Flow[range]:
+        try:
+            response = yield update_item(request, billed=1.0)
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                old = error_response(exc).get("Item", {}).get(core.counter_attribute)
+                at = core.check(counter, old)  # CounterStateError: no valid counter
+                raise core.exhausted(at, count) from exc
+            if error_code(exc) == "ValidationException":
+                # A string, a list or a map cannot be added to, and a number past 38 digits
+                # cannot be stored: nothing moved. Say what the item holds, or that
+                # --count or --step ids would pass 10**38 - 1.
+                at = core.check(counter, (yield from read_counter(counter)))
+                if at is not None and at + increment > MAX_ID:
+                    raise core.exhausted(at, count) from exc
+            raise
+        raw = response.get("Attributes", {}).get(core.counter_attribute)
+        if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
+            what = f"counter attribute {core.counter_attribute!r}"
+            raise unexpected_answer("UpdateItem", core.table, what, response)
+        digits = raw.get("N")
+        magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
+        if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
+            now = int(digits)  # (within 10**38 - 1)
+            if now >= increment or (now >= 0 and now - increment == core.start - core.step):
+                # (or a new counter whose first id is below its step: start=0, say)
+                return range(now - increment + core.step, now + 1, core.step)
+        try:
+            core.check(counter, core.before(raw, increment))  # what it held before
+            last = core.held(counter, raw)  # and where it is now, within 10**38 - 1
+        except CounterStateError:
+            # It held a fraction or a negative number, or it is now past the largest
+            # number (5.5 + 1 = 6.5): put it back as it was, then say why.
+            yield from core.undo(counter, increment, deadline, attempts)
+            raise core.state_before(counter, raw, increment, retried=n > 0) from None
+        return range(last - increment + core.step, last + 1, core.step)
+
+    moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
+    return moved
+
+
+def coalesced(
+    wants: Sequence[Want], advance_by: Callable[[int, Deadline], Flow[range]]
+) -> Flow[list[range | BaseException]]:
+    """One write (``advance_by(count, deadline)``) for the calls of a group, each its own run
+    of ids in order, within the deadline that ends first. When all of them would pass the
+    maximum, each goes alone, so the ones that fit get their ids."""
+    deadline = min((w.deadline for w in wants), key=lambda d: d.remaining())
+    total = sum(w.count for w in wants)
+    try:
+        ids = yield from advance_by(total, deadline)
+    except SequenceExhaustedError as exhausted:
+        if len(wants) == 1:
+            return [exhausted]
+        alone: list[range | BaseException] = []
+        for want in wants:
+            try:
+                alone.append((yield from advance_by(want.count, want.deadline)))
+            except DdbKeysError as exc:
+                alone.append(exc)
+        return alone
+    return list(split(ids, [w.count for w in wants]))
