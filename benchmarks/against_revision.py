@@ -12,7 +12,9 @@ revision since 764ee4e has (the counter, blocks of 100, the item collection and 
 sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads),
 and the "boto3" row: the counter on a client as ``boto3.client("dynamodb")`` makes it.
 It prints each side's median ids/s and their ratio, and the lowest and highest ratio of one
-round's pair of runs (how far the machine's noise moves it).
+round's pair of runs (how far the machine's noise moves it). The side that runs first alternates
+from round to round (a row's runs share one table, which grows). ``--row`` picks rows by label
+(``--row "gapless, 4x4"``); ``--each`` prints every run.
 """
 
 from __future__ import annotations
@@ -22,7 +24,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
 
@@ -33,14 +34,15 @@ from ddbkeys.testing._tables import TableFactory
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent / "src"
 
-#: The child: after one call to warm up, waits for the agreed start, then calls with
+#: The child: after one call to warm up, says it is ready and waits for the parent's go (every
+#: child of the run ready: none still importing while the others work), then calls with
 #: ``threads`` threads; prints when it began and ended (epoch seconds) and how many calls.
 CHILD = """
 import os, sys, threading, time
-from ddbkeys._connect import make_client
+from ddbkeys import make_client  # public at every revision (ddbkeys._connect is new)
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
-endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
-threads, count, start_at = int(threads), int(count), float(start_at)
+endpoint, table, kind, name, threads, count = sys.argv[1:7]
+threads, count = int(threads), int(count)
 client = make_client(endpoint_url=endpoint, max_attempts=10)
 if kind == "boto3":  # a client as boto3 makes it: its timeouts are longer than the deadline
     import boto3
@@ -60,7 +62,8 @@ def run(n):
     for _ in range(n):
         mint()
 workers = [threading.Thread(target=run, args=(count // threads,)) for _ in range(threads)]
-time.sleep(max(0.0, start_at - time.time()))
+print("ready", flush=True)
+sys.stdin.readline()
 began = time.time()
 for w in workers: w.start()
 for w in workers: w.join()
@@ -85,27 +88,33 @@ ROWS = [
 
 def rate(source: Path, endpoint: str, table: str, row: tuple[str, str, int, int, int]) -> float:
     """ids/s of one run of ``row`` with the ddbkeys in ``source``: its processes start
-    together (on the same counter, collection or sequence) and the run lasts from the first
-    start to the last end."""
+    together once all are ready (on the same counter, collection or sequence) and the run lasts
+    from the first start to the last end."""
     _, kind, procs, threads, count = row
     name = "r" + uuid.uuid4().hex[:8]
-    start_at = time.time() + 3.0  # after every child has imported and warmed up
     command = [sys.executable, "-c", CHILD, endpoint, table, kind, name, str(threads)]
     children = [
         subprocess.Popen(
-            [*command, str(count // procs), str(start_at)],
+            [*command, str(count // procs)],
             env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for _ in range(procs)
     ]
+    for child in children:  # each has imported ddbkeys and made its warm-up call
+        assert child.stdin is not None and child.stdout is not None
+        if child.stdout.readline() != "ready\n":
+            raise SystemExit(f"a child failed to start on {row[0]} with {source}")
+    for child in children:  # then all go at once
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
     outs = [child.communicate()[0].split() for child in children]
     if any(child.returncode for child in children):
         raise SystemExit(f"a child failed on {row[0]} with {source}")
     began, ended = min(float(o[0]) for o in outs), max(float(o[1]) for o in outs)
-    if began < start_at - 0.5:
-        raise SystemExit(f"{row[0]}: a child was not ready at the agreed start")
     return sum(int(o[2]) for o in outs) / (ended - began)
 
 
@@ -120,6 +129,13 @@ def main() -> int:
         action="append",
         help="Run only these strategies (repeatable).",
     )
+    parser.add_argument(
+        "--row",
+        choices=[row[0] for row in ROWS],
+        action="append",
+        help='Run only these rows, by label (repeatable), e.g. --row "gapless, 4x4".',
+    )
+    parser.add_argument("--each", action="store_true", help="Print every run's ids/s.")
     args = parser.parse_args()
     server = None if args.endpoint_url else DynamoDBLocal(heap_mb=1024).start()
     endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
@@ -138,14 +154,17 @@ def main() -> int:
                 f" {'rounds':>11}"
             )
             for row in ROWS:
-                if args.only and row[1] not in args.only:
+                if (args.only and row[1] not in args.only) or (args.row and row[0] not in args.row):
                     continue
                 keys = [("pk", "S"), ("sk", "N")] if row[1] == "collection" else [("pk", "S")]
                 table = factory(*keys)
                 runs: dict[str, list[float]] = {"old": [], "new": []}
-                for _ in range(args.rounds):  # alternating: the machine's drift hits both
-                    runs["old"].append(rate(old, endpoint, table, row))
-                    runs["new"].append(rate(SOURCE, endpoint, table, row))
+                for n in range(args.rounds):  # alternating: the machine's drift hits both
+                    sides = [("old", old), ("new", SOURCE)]
+                    for side, source in sides if n % 2 == 0 else sides[::-1]:
+                        runs[side].append(rate(source, endpoint, table, row))
+                        if args.each:
+                            print(f"  round {n + 1} {side}: {runs[side][-1]:.0f} ids/s", flush=True)
                 before, now = statistics.median(runs["old"]), statistics.median(runs["new"])
                 # each round's pair of runs, one after the other: how far the ratio moves
                 pairs = [n / o for o, n in zip(runs["old"], runs["new"], strict=True)]
