@@ -11,8 +11,11 @@ alternating, on the same server and table, for each sync row of ``benchmarks/ids
 revision since 764ee4e has (the counter, blocks of 100, the item collection and the gapless
 sequence, with their defaults, from 1 and 16 threads, and gapless from 4 processes of 4 threads),
 and the "boto3" row: the counter on a client as ``boto3.client("dynamodb")`` makes it.
-It prints each side's median ids/s and their ratio, and the lowest and highest ratio of one
-round's pair of runs (how far the machine's noise moves it).
+It prints each side's median ids/s and their ratio, and the lowest and highest ratio of one round's
+pair of runs (how far the machine's noise moves it), and the ratio of the CPU time spent per id
+(median against median: a loaded machine moves it less than ids/s). The side that runs first
+alternates from round to round (a row's runs share one table, which grows). ``--row`` picks rows by
+label (``--row "gapless, 4x4"``); ``--each`` prints every run.
 """
 
 from __future__ import annotations
@@ -22,9 +25,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from pathlib import Path
+from typing import NamedTuple
 
 from ddbkeys._connect import make_client
 from ddbkeys._local import DynamoDBLocal
@@ -33,16 +36,18 @@ from ddbkeys.testing._tables import TableFactory
 HERE = Path(__file__).resolve().parent
 SOURCE = HERE.parent / "src"
 
-#: The child: after one call to warm up, waits for the agreed start, then calls with
-#: ``threads`` threads; prints when it began and ended (epoch seconds) and how many calls.
+#: The child: after one call to warm up, says it is ready and waits for the parent's go (every
+#: child of the run ready: none still importing while the others work), then calls with
+#: ``threads`` threads; prints when it began and ended (epoch seconds), how many calls, the CPU
+#: seconds the process spent on them and the races its strategy lost (``usage.conflicts``).
 #: It runs an earlier revision's ddbkeys too, so it imports from the package faces only (whose
 #: names every revision since 764ee4e has): a private module's name moves from one to another.
 CHILD = """
 import os, sys, threading, time
-from ddbkeys import make_client
+from ddbkeys import make_client  # public at every revision (ddbkeys._connect is new)
 from ddbkeys.ids import AtomicCounter, BlockAllocator, CollectionSequence, GaplessSequence
-endpoint, table, kind, name, threads, count, start_at = sys.argv[1:8]
-threads, count, start_at = int(threads), int(count), float(start_at)
+endpoint, table, kind, name, threads, count = sys.argv[1:7]
+threads, count = int(threads), int(count)
 client = make_client(endpoint_url=endpoint, max_attempts=10)
 if kind == "boto3":  # a client as boto3 makes it: its timeouts are longer than the deadline
     import boto3
@@ -58,15 +63,22 @@ else:
     gapless, made = GaplessSequence(client, table, name), iter(range(10**9))
     mint = lambda: gapless.put({"pk": f"User#{name}-{os.getpid()}-{next(made)}"})
 mint()
+owner = gapless if kind == "gapless" else sequence if kind == "collection" else counter
+usage = getattr(owner, "usage", None)
+lost = usage.conflicts if usage is not None else 0
 def run(n):
     for _ in range(n):
         mint()
 workers = [threading.Thread(target=run, args=(count // threads,)) for _ in range(threads)]
-time.sleep(max(0.0, start_at - time.time()))
-began = time.time()
+print("ready", flush=True)
+sys.stdin.readline()
+cpu, began = os.times(), time.time()
 for w in workers: w.start()
 for w in workers: w.join()
-print(began, time.time(), count // threads * threads)
+ended, spent = time.time(), os.times()
+cpu = spent.user - cpu.user + spent.system - cpu.system
+lost = (usage.conflicts if usage is not None else 0) - lost
+print(began, ended, count // threads * threads, cpu, lost)
 """
 
 #: The sync rows of benchmarks/ids.py: (label, kind, processes, threads each, ids per run).
@@ -85,30 +97,47 @@ ROWS = [
 ]
 
 
-def rate(source: Path, endpoint: str, table: str, row: tuple[str, str, int, int, int]) -> float:
-    """ids/s of one run of ``row`` with the ddbkeys in ``source``: its processes start
-    together (on the same counter, collection or sequence) and the run lasts from the first
-    start to the last end."""
+class Run(NamedTuple):
+    """One run of a row: ids/s, and two measures the machine's load moves less: the CPU time its
+    processes spent per id (ms) and the races lost to other writers per id."""
+
+    rate: float
+    cpu_ms: float
+    conflicts: float
+
+
+def rate(source: Path, endpoint: str, table: str, row: tuple[str, str, int, int, int]) -> Run:
+    """One run of ``row`` with the ddbkeys in ``source``: its processes start together once
+    all are ready (on the same counter, collection or sequence) and the run lasts from the
+    first start to the last end."""
     _, kind, procs, threads, count = row
     name = "r" + uuid.uuid4().hex[:8]
-    start_at = time.time() + 3.0  # after every child has imported and warmed up
     command = [sys.executable, "-c", CHILD, endpoint, table, kind, name, str(threads)]
     children = [
         subprocess.Popen(
-            [*command, str(count // procs), str(start_at)],
+            [*command, str(count // procs)],
             env={"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"},
+            stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
         )
         for _ in range(procs)
     ]
+    for child in children:  # each has imported ddbkeys and made its warm-up call
+        assert child.stdin is not None and child.stdout is not None
+        if child.stdout.readline() != "ready\n":
+            raise SystemExit(f"a child failed to start on {row[0]} with {source}")
+    for child in children:  # then all go at once
+        assert child.stdin is not None
+        child.stdin.write("go\n")
+        child.stdin.flush()
     outs = [child.communicate()[0].split() for child in children]
     if any(child.returncode for child in children):
         raise SystemExit(f"a child failed on {row[0]} with {source}")
     began, ended = min(float(o[0]) for o in outs), max(float(o[1]) for o in outs)
-    if began < start_at - 0.5:
-        raise SystemExit(f"{row[0]}: a child was not ready at the agreed start")
-    return sum(int(o[2]) for o in outs) / (ended - began)
+    ids = sum(int(o[2]) for o in outs)
+    cpu, lost = sum(float(o[3]) for o in outs), sum(int(o[4]) for o in outs)
+    return Run(ids / (ended - began), 1000 * cpu / ids, lost / ids)
 
 
 def main() -> int:
@@ -122,6 +151,13 @@ def main() -> int:
         action="append",
         help="Run only these strategies (repeatable).",
     )
+    parser.add_argument(
+        "--row",
+        choices=[row[0] for row in ROWS],
+        action="append",
+        help='Run only these rows, by label (repeatable), e.g. --row "gapless, 4x4".',
+    )
+    parser.add_argument("--each", action="store_true", help="Print every run's ids/s.")
     args = parser.parse_args()
     server = None if args.endpoint_url else DynamoDBLocal(heap_mb=1024).start()
     endpoint = args.endpoint_url or server.endpoint_url  # type: ignore[union-attr]
@@ -137,23 +173,36 @@ def main() -> int:
             old = Path(tree) / "src"
             print(
                 f"{'row':<20} {args.revision + ' ids/s':>16} {'this tree ids/s':>16} {'ratio':>7}"
-                f" {'rounds':>11}"
+                f" {'rounds':>11} {'cpu/id':>7}"
             )
             for row in ROWS:
-                if args.only and row[1] not in args.only:
+                if (args.only and row[1] not in args.only) or (args.row and row[0] not in args.row):
                     continue
                 keys = [("pk", "S"), ("sk", "N")] if row[1] == "collection" else [("pk", "S")]
                 table = factory(*keys)
-                runs: dict[str, list[float]] = {"old": [], "new": []}
-                for _ in range(args.rounds):  # alternating: the machine's drift hits both
-                    runs["old"].append(rate(old, endpoint, table, row))
-                    runs["new"].append(rate(SOURCE, endpoint, table, row))
-                before, now = statistics.median(runs["old"]), statistics.median(runs["new"])
+                runs: dict[str, list[Run]] = {"old": [], "new": []}
+                for n in range(args.rounds):  # alternating: the machine's drift hits both
+                    sides = [("old", old), ("new", SOURCE)]
+                    for side, source in sides if n % 2 == 0 else sides[::-1]:
+                        runs[side].append(rate(source, endpoint, table, row))
+                        if args.each:
+                            one = runs[side][-1]
+                            print(
+                                f"  round {n + 1} {side}: {one.rate:.0f} ids/s, "
+                                f"{one.cpu_ms:.3f} CPU ms/id, {one.conflicts:.3f} conflicts/id",
+                                flush=True,
+                            )
+                old_runs, new_runs = runs["old"], runs["new"]
+                before = statistics.median(r.rate for r in old_runs)
+                now = statistics.median(r.rate for r in new_runs)
                 # each round's pair of runs, one after the other: how far the ratio moves
-                pairs = [n / o for o, n in zip(runs["old"], runs["new"], strict=True)]
+                pairs = [n.rate / o.rate for o, n in zip(old_runs, new_runs, strict=True)]
+                cpu = statistics.median(r.cpu_ms for r in new_runs) / statistics.median(
+                    r.cpu_ms for r in old_runs
+                )
                 print(
                     f"{row[0]:<20} {before:>16.0f} {now:>16.0f} {now / before:>6.2f}x "
-                    f"{min(pairs):>6.2f}-{max(pairs):.2f}x",
+                    f"{min(pairs):>6.2f}-{max(pairs):.2f}x {cpu:>6.2f}x",
                     flush=True,
                 )
     finally:
