@@ -8,7 +8,7 @@ Two answers, chosen per class of :mod:`ddbkeys.aio` by what it holds:
   group commit), so that the object itself holds nothing bound to a loop and may be used from
   one loop after another;
 - :class:`LoopBinding`: the object is bound to the loop of its first call that needs one, and a
-  call from another loop is a :class:`~ddbkeys._errors.ConfigurationError` (state shared by all
+  call from another loop is a :class:`~ddbkeys.ConfigurationError` (state shared by all
   its callers is tied to tasks of that loop: a block allocator's reservation, a listing's
   readers).
 """

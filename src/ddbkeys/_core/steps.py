@@ -54,8 +54,8 @@ class Request:
 
     ``deadline`` bounds it (the retry layer stamps the deadline of its attempts on the request,
     which a flow builds for one sending: a request is never yielded twice). The driver
-    counts an answered request in its :class:`~ddbkeys._capacity.Usage` as ``write``, with
-    ``items`` and ``billed`` units (see :meth:`~ddbkeys._capacity.Usage.add`), unless
+    counts an answered request in its :class:`~ddbkeys.Usage` as ``write``, with
+    ``items`` and ``billed`` units (see :meth:`~ddbkeys.Usage.add`), unless
     ``counted`` is False; ``count_refused`` counts a request DynamoDB refused (an error
     answer, such as a cancelled transaction) too.
     """

@@ -25,7 +25,7 @@ class StopFlag:
         self.requested = True
 
     def check(self) -> None:
-        """Raise :class:`~ddbkeys._errors.ListingInterrupted` once the flag is set."""
+        """Raise :class:`~ddbkeys.ListingInterrupted` once the flag is set."""
         if self.requested:
             raise ListingInterrupted(
                 "The listing was stopped (Listing.stop()): go on from Listing.checkpoint()."

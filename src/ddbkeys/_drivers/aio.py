@@ -28,7 +28,7 @@ T = TypeVar("T")
 class AsyncDriver:
     """Sends a flow's requests with an aiobotocore DynamoDB client, each inside the deadline
     it carries (``asyncio.timeout``: a request still unanswered then is given up as
-    :class:`~ddbkeys._errors.NoAnswerInTime`); sleeps its pauses on the event loop; counts in
+    :class:`~ddbkeys.NoAnswerInTime`); sleeps its pauses on the event loop; counts in
     ``usage``.
 
     ``owner`` (``"ddbkeys.aio.AtomicCounter"``) is named by the :class:`ConfigurationError`

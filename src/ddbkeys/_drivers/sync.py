@@ -51,7 +51,7 @@ def refused(usage: Usage, step: Request, exc: BaseException) -> None:
 
 
 class SyncDriver:
-    """Sends a flow's requests with a boto3 client (one :func:`~ddbkeys._clients.as_client`
+    """Sends a flow's requests with a boto3 client (one :func:`~ddbkeys.as_client`
     made), each inside the deadline it carries; sleeps its pauses; counts in ``usage``."""
 
     def __init__(self, client: Any, usage: Usage) -> None:

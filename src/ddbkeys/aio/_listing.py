@@ -73,7 +73,7 @@ class OneLoopIterator(Generic[T]):
     generator are that loop's; an ``asyncio.run()`` that ends closes the generator, which would
     otherwise look like the end of the listing in the next one). After a step raised (a stop,
     an error, a cancellation: ``asyncio.wait_for(anext(keys), ...)`` that timed out), the next
-    one raises :class:`~ddbkeys._errors.ListingInterrupted` again, as the sync form's does,
+    one raises :class:`~ddbkeys.ListingInterrupted` again, as the sync form's does,
     rather than ending as if the keys handed out were all of them."""
 
     __slots__ = ("_binding", "_keys", "_listing")
@@ -116,12 +116,12 @@ class AsyncListing(ListingCore):
     ``readers`` tasks take the Scan segments in turn, each reading one segment to its end
     before taking the next; keys of different segments interleave. The consumer looks at the
     stop flag at least every 0.1 s, so ``stop()`` (from a task, a thread or a signal handler)
-    ends the iteration with :class:`~ddbkeys._errors.ListingInterrupted` even while a request is
+    ends the iteration with :class:`~ddbkeys.ListingInterrupted` even while a request is
     outstanding; that request is cancelled, and ``checkpoint()`` goes on from the last key
     handed out.
 
     The iteration belongs to the event loop of its first step (its readers are tasks of that
-    loop): a step from another loop is a :class:`~ddbkeys._errors.ConfigurationError`. Make and
+    loop): a step from another loop is a :class:`~ddbkeys.ConfigurationError`. Make and
     read one listing per event loop; ``checkpoint()`` and a new listing with ``resume=`` carry
     a listing over to another loop or process.
     """

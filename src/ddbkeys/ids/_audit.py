@@ -338,7 +338,7 @@ def audit_attribute(
     key, the sequence's name or 0, is the id attribute when the ids are the key) is not an id:
     an item holding ``counter_attribute`` whose value is not an id from ``start`` is skipped.
     Cost: a full scan, 0.5 read units per 4 KB of the table. ``client`` is anything
-    :func:`ddbkeys._clients.as_client` takes (a boto3 ``Table`` names the table); each page is
+    :func:`ddbkeys.as_client` takes (a boto3 ``Table`` names the table); each page is
     retried within ``deadline`` seconds."""
     ddb, table = client_and_table(client, table, deadline)
     settings = check_attribute_settings(table, attribute, start, prefix, width, counter_attribute)
@@ -367,7 +367,7 @@ def audit_collection(
     ``marker_attribute`` holding its own partition key, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
     0, holding ``counter_attribute``). ``client`` is anything
-    :func:`ddbkeys._clients.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
+    :func:`ddbkeys.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
     page is retried within ``deadline`` seconds."""
     ddb, table = client_and_table(client, table, deadline)
     check_collection_settings(table, width, prefix, marker_attribute, counter_attribute)

@@ -136,11 +136,11 @@ class Link:
         self.table = check_table_name(table)
         if retry is not None and not isinstance(retry, RetryPolicy):
             raise ConfigurationError(
-                f"retry must be a ddbkeys._retry.RetryPolicy, not {retry!r}.", table=self.table
+                f"retry must be a ddbkeys.RetryPolicy, not {retry!r}.", table=self.table
             )
         if usage is not None and not isinstance(usage, Usage):
             raise ConfigurationError(
-                f"usage must be a ddbkeys._capacity.Usage, not {usage!r}.", table=self.table
+                f"usage must be a ddbkeys.Usage, not {usage!r}.", table=self.table
             )
         self.retry = retry or default_retry or RetryPolicy()
         self.usage = usage or Usage()
@@ -300,7 +300,7 @@ TYPE_VALUES: Mapping[str, AttributeValueTypeDef] = {":ddbkeys_type": {"S": COUNT
 
 def check_counter_attribute(value: object, *, table: str) -> str:
     """A counter attribute name, or a :class:`ConfigurationError`: not empty, and not the
-    attribute that says what the counter item is (:data:`ddbkeys._entity.ENTITY_ATTRIBUTE`)."""
+    attribute that says what the counter item is (:data:`ddbkeys.ENTITY_ATTRIBUTE`)."""
     name = check_name("counter attribute", value, table=table)
     if name == ENTITY_ATTRIBUTE:
         raise ConfigurationError(

@@ -165,7 +165,7 @@ def rewrite(
 ) -> Flow[None]:
     """Write the claim's entry with ``changes`` (and this moment as its ``alive``), on the
     condition that the record still holds the entry this backfill wrote last; a
-    :class:`~ddbkeys._errors.DdbKeysError` when another backfill has taken it since (this one
+    :class:`~ddbkeys.DdbKeysError` when another backfill has taken it since (this one
     then stops: its work goes on there)."""
     entry = {**claim.entry, **changes, "alive": store.clock()}
     report = claim.report

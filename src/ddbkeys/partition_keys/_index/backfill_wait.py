@@ -244,7 +244,7 @@ def wait_flow(
     """Read the index's record and the table's stream, and wait as the rule says: until the
     margin has passed since the maintainer's first position (``wait``), and, with
     ``for_maintainer``, until a maintainer has recorded one (at most ``timeout`` seconds; None:
-    no limit; then a :class:`~ddbkeys._errors.DdbKeysError`, nothing written); without it, for
+    no limit; then a :class:`~ddbkeys.DdbKeysError`, nothing written); without it, for
     ``grace`` seconds (a maintainer started a moment before records its first position within
     a second or two). ``on_wait`` is
     told where it stands at each step of the wait (about once a second). Returns where it

@@ -114,7 +114,7 @@ def client_and_table(
     client: object, table: str | None, deadline: float | None
 ) -> tuple[DynamoDBClient, str]:
     """What a public entry point needs from its arguments: a client (by
-    :func:`~ddbkeys._clients.as_client`), the table's name, and a deadline above 0 (or None)."""
+    :func:`~ddbkeys.as_client`), the table's name, and a deadline above 0 (or None)."""
     resolved, name = as_client(client, table)
     if name is None:
         raise ConfigurationError("No table given: pass the table's name, or a boto3 Table.")

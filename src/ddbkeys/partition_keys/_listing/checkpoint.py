@@ -192,7 +192,7 @@ def _position(p: Any) -> Position:
 
 
 def decode_token(token: str) -> Checkpoint:
-    """The checkpoint a token holds, or a :class:`~ddbkeys._errors.ResumeTokenError` saying what
+    """The checkpoint a token holds, or a :class:`~ddbkeys.ResumeTokenError` saying what
     is wrong with it (not ddbkeys', cut short or changed, another version)."""
     payload = _payload(token)
     try:
@@ -224,7 +224,7 @@ def decode_token(token: str) -> Checkpoint:
 def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
     """The method to go on with, once ``checkpoint`` is found to describe a listing of table
     ``info`` (same name, same key schema) by ``method`` (``auto`` takes the token's). Else a
-    :class:`~ddbkeys._errors.ResumeTokenError` naming both."""
+    :class:`~ddbkeys.ResumeTokenError` naming both."""
     if checkpoint.table != info.name:
         raise ResumeTokenError(
             f"The resume token is for table {checkpoint.table!r}, not {info.name!r}: resume "

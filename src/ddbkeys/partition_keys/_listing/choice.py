@@ -121,7 +121,7 @@ def choose_flow(
     replay: dict[str, Any] | None,
 ) -> Flow[Choice]:
     """The method to list with, and why: :func:`choose` from the table's description, else the
-    marker index (its plan, with its record in ``state_table``), checked, resumed, or proven by
+    marker index (its core, with its record in ``state_table``), checked, resumed, or proven by
     its record and the table's stream (:mod:`ddbkeys.partition_keys._proof.replay`). One flow for
     both drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
     planned = choose(method, info, index_name, marker_attribute)

@@ -114,7 +114,7 @@ class ListingCore:
 
     def stop(self) -> None:
         """Ask the listing to stop; safe from a signal handler, another thread or task. Within
-        about 0.1 s, iterating raises :class:`~ddbkeys._errors.ListingInterrupted`, and
+        about 0.1 s, iterating raises :class:`~ddbkeys.ListingInterrupted`, and
         ``checkpoint()`` goes on from the last key handed out."""
         self.reader.stop.set()
 
@@ -199,7 +199,7 @@ def _settled(keys: Flow[None], budget: ReadBudget, reader: Reader) -> Flow[None]
 
 class Keys(Iterator[T]):
     """A listing's keys, once. After the iteration raised (a stop, an error, Ctrl-C), the next
-    step raises :class:`~ddbkeys._errors.ListingInterrupted` again: it does not end as if the
+    step raises :class:`~ddbkeys.ListingInterrupted` again: it does not end as if the
     keys handed out were all of them."""
 
     __slots__ = ("_keys", "_listing")
@@ -231,7 +231,7 @@ class Listing(ListingCore):
     more than one reader, keys of different segments interleave.
 
     ``stop()`` (safe from a signal handler or another thread) ends the iteration with
-    :class:`~ddbkeys._errors.ListingInterrupted` between requests and out of any wait. With
+    :class:`~ddbkeys.ListingInterrupted` between requests and out of any wait. With
     ``background = True`` even a single reader reads in a thread, so that the stop takes effect
     within about 0.1 s while a request is still outstanding (the command line does this).
     """

@@ -175,7 +175,7 @@ def distinct_partition_keys(
     ``on_key`` is called after each key and each finished segment (for progress displays).
 
     ``client`` is a boto3 DynamoDB client, resource or ``Table`` (which names the table
-    itself); see :func:`ddbkeys._clients.as_client`. ``deadline`` (seconds, None for none)
+    itself); see :func:`ddbkeys.as_client`. ``deadline`` (seconds, None for none)
     bounds each request with its retries: a listing may run for hours, but no answer for that
     long (a silent or unreachable endpoint, throttling that does not let up) ends it with a
     :class:`~ddbkeys.DeadlineExceededError` that says which; ``checkpoint()`` still resumes it.

@@ -94,7 +94,7 @@ def _access_key(credentials: Any) -> str | None:
 
 def streams_client_for(client: Any, table: str | None = None) -> Any:
     """A DynamoDB Streams client like ``client``, signing as it does (see above); a
-    :class:`~ddbkeys._errors.ConfigurationError` naming ``table`` when that cannot be proven."""
+    :class:`~ddbkeys.ConfigurationError` naming ``table`` when that cannot be proven."""
     origin = origin_of(client)
     if origin is not None:
         return _from(origin, client)
