@@ -11,30 +11,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ddbkeys._capacity import Usage
-from ddbkeys._clients import as_client
-from ddbkeys._connect import make_client
-from ddbkeys._entity import ENTITY_ATTRIBUTE
-from ddbkeys._errors import (
-    ConfigurationError,
-    CredentialsError,
-    DdbKeysError,
-    DeadlineExceededError,
-    EndpointUnreachableError,
-    KeySchemaError,
-    ListingInterrupted,
-    LocalServerError,
-    ResumeTokenError,
-    ServiceError,
-    TableNotFoundError,
-    UnexpectedAnswerError,
-)
-from ddbkeys._local import DynamoDBLocal
-from ddbkeys._retry import RetriesExhaustedError, RetryPolicy
 from ddbkeys._version import __version__
 
 if TYPE_CHECKING:
     from ddbkeys._attributes import from_attributes, serialize_plain, to_attributes
+    from ddbkeys._capacity import Usage
+    from ddbkeys._clients import as_client
+    from ddbkeys._connect import make_client
+    from ddbkeys._entity import ENTITY_ATTRIBUTE
+    from ddbkeys._errors import (
+        ConfigurationError,
+        CredentialsError,
+        DdbKeysError,
+        DeadlineExceededError,
+        EndpointUnreachableError,
+        KeySchemaError,
+        ListingInterrupted,
+        LocalServerError,
+        ResumeTokenError,
+        ServiceError,
+        TableNotFoundError,
+        UnexpectedAnswerError,
+    )
+    from ddbkeys._local import DynamoDBLocal
+    from ddbkeys._retry import RetriesExhaustedError, RetryPolicy
     from ddbkeys.ids._audit import AuditReport, audit_attribute, audit_collection, audit_ids
     from ddbkeys.ids._blocks import BlockAllocator
     from ddbkeys.ids._collection import CollectionSequence
@@ -62,6 +62,25 @@ if TYPE_CHECKING:
 #: The main classes and functions, and the errors defined beside what raises them: where each
 #: lives (imported when first asked for).
 _LAZY = {
+    "ENTITY_ATTRIBUTE": "ddbkeys._entity",
+    "ConfigurationError": "ddbkeys._errors",
+    "CredentialsError": "ddbkeys._errors",
+    "DdbKeysError": "ddbkeys._errors",
+    "DeadlineExceededError": "ddbkeys._errors",
+    "DynamoDBLocal": "ddbkeys._local",
+    "EndpointUnreachableError": "ddbkeys._errors",
+    "KeySchemaError": "ddbkeys._errors",
+    "ListingInterrupted": "ddbkeys._errors",
+    "LocalServerError": "ddbkeys._errors",
+    "ResumeTokenError": "ddbkeys._errors",
+    "RetriesExhaustedError": "ddbkeys._retry",
+    "RetryPolicy": "ddbkeys._retry",
+    "ServiceError": "ddbkeys._errors",
+    "TableNotFoundError": "ddbkeys._errors",
+    "UnexpectedAnswerError": "ddbkeys._errors",
+    "Usage": "ddbkeys._capacity",
+    "as_client": "ddbkeys._clients",
+    "make_client": "ddbkeys._connect",
     "from_attributes": "ddbkeys._attributes",
     "serialize_plain": "ddbkeys._attributes",
     "to_attributes": "ddbkeys._attributes",

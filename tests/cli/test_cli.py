@@ -36,7 +36,9 @@ def run(*args: str, env: dict[str, str | None] | None = None) -> click.testing.R
 
 def all_commands(group: click.Group = cli, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     found = []
-    for name, command in group.commands.items():
+    ctx = click.Context(group)
+    for name in group.list_commands(ctx):  # (loading each: the root's commands load on demand)
+        command = group.get_command(ctx, name)
         found.append((*prefix, name))
         if isinstance(command, click.Group):
             found.extend(all_commands(command, (*prefix, name)))

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
-from ddbkeys._cli.common import DdbKeysGroup
+from ddbkeys._cli.group import DdbKeysGroup
 from ddbkeys.partition_keys._listing.checkpoint import digest
 from ddbkeys.testing._tables import TableFactory
 

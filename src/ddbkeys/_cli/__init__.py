@@ -6,19 +6,44 @@ from typing import Any
 
 import click
 
-from ddbkeys._cli.common import DdbKeysGroup
-from ddbkeys._cli.demo import demo_command
-from ddbkeys._cli.iam_cmd import iam_policy_command
-from ddbkeys._cli.ids import ids_group
-from ddbkeys._cli.listing_estimate import estimate_command
-from ddbkeys._cli.listing_tasks import plan_command, run_task_command
-from ddbkeys._cli.local_cmd import local_command
-from ddbkeys._cli.marker_index import index_group
-from ddbkeys._cli.partition_keys import partition_keys_group
-from ddbkeys._cli.table_cmd import table_group
+from ddbkeys._cli.group import DdbKeysGroup, LazyCommand, given_defaults
 from ddbkeys._version import __version__
 
 __all__ = ["cli", "main"]
+
+#: The commands, each imported when it runs (so that ``ddbkeys --help`` and ``--version`` load
+#: neither boto3 nor rich, and a command only its own code), with the summary ``--help`` shows.
+COMMANDS = {
+    "demo": LazyCommand(
+        "ddbkeys._cli.demo:demo_command",
+        "Show every strategy and method working, with no AWS account needed.",
+    ),
+    "iam-policy": LazyCommand(
+        "ddbkeys._cli.iam_cmd:iam_policy_command",
+        "Print the least-privilege IAM policy that COMMAND needs on one table.",
+    ),
+    "ids": LazyCommand(
+        "ddbkeys._cli.ids:ids_group", "Ever-increasing numeric ids: counters, sequences, audits."
+    ),
+    "local": LazyCommand(
+        "ddbkeys._cli.local_cmd:local_command",
+        "Run Amazon DynamoDB Local in the foreground until Ctrl-C.",
+    ),
+    "partition-keys": LazyCommand(
+        "ddbkeys._cli.partition_keys:partition_keys_group",
+        "List the distinct partition keys of a table, at a small part of a full scan's cost.",
+        {
+            "estimate": LazyCommand("ddbkeys._cli.listing_estimate:estimate_command"),
+            "index": LazyCommand("ddbkeys._cli.marker_index:index_group"),
+            "plan": LazyCommand("ddbkeys._cli.listing_tasks:plan_command"),
+            "run-task": LazyCommand("ddbkeys._cli.listing_tasks:run_task_command"),
+        },
+    ),
+    "table": LazyCommand(
+        "ddbkeys._cli.table_cmd:table_group",
+        "Tables for ddbkeys: one command makes a table fit for a strategy.",
+    ),
+}
 
 
 #: The options every command takes that may also come before the command's name, as with the
@@ -26,18 +51,12 @@ __all__ = ["cli", "main"]
 GLOBAL_OPTIONS = ("endpoint_url", "region", "profile", "timeout", "output", "query")
 
 
-def _defaults_for(command: click.Command, given: dict[str, Any]) -> dict[str, Any]:
-    """``given`` as the defaults of ``command`` and of every command under it (click's
-    default_map: a command's own options by name, its subcommands' by command name)."""
-    names = {param.name for param in command.params}
-    defaults: dict[str, Any] = {k: v for k, v in given.items() if k in names}
-    if isinstance(command, click.Group):
-        for name, sub in command.commands.items():
-            defaults[name] = _defaults_for(sub, given)
-    return defaults
-
-
-@click.group("ddbkeys", cls=DdbKeysGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    "ddbkeys",
+    cls=DdbKeysGroup,
+    lazy=COMMANDS,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
 @click.version_option(__version__, prog_name="ddbkeys")
 @click.option("--endpoint-url", metavar="URL", help="As after the command (see its --help).")
 @click.option("--region", metavar="REGION", help="As after the command.")
@@ -64,19 +83,7 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
     """
     chosen = {k: v for k, v in given.items() if v is not None}
     if chosen:
-        ctx.default_map = _defaults_for(ctx.command, chosen)
-
-
-cli.add_command(demo_command)
-cli.add_command(local_command)
-cli.add_command(table_group)
-cli.add_command(ids_group)
-partition_keys_group.add_command(index_group)
-partition_keys_group.add_command(estimate_command)
-partition_keys_group.add_command(plan_command)
-partition_keys_group.add_command(run_task_command)
-cli.add_command(partition_keys_group)
-cli.add_command(iam_policy_command)
+        ctx.default_map = given_defaults(ctx.command, chosen)
 
 
 def main() -> None:

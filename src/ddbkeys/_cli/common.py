@@ -4,34 +4,24 @@ from __future__ import annotations
 
 import base64
 import binascii
-import errno
 import functools
 import json
 import math
-import os
-import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-from botocore.exceptions import BotoCoreError, ClientError
-from rich.console import Console
-from rich.live import Live
-from rich.spinner import Spinner
 
 from ddbkeys._cli.rendering import FORMATS, check_query, configured_output, render
-from ddbkeys._connect import make_client
-from ddbkeys._errors import DdbKeysError
-from ddbkeys._local import DynamoDBLocal
 from ddbkeys._retry import DEFAULT_DEADLINE
-from ddbkeys._translate import one_line, translate_error
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+    from rich.console import Console
+
+    from ddbkeys._local import DynamoDBLocal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -56,7 +46,11 @@ class Connection:
         """A client on the chosen endpoint; with --local, on a throwaway embedded DynamoDB Local
         that is stopped when the command ends. Its connect and read timeouts fit in
         ``timeout``, and botocore does not retry: the library's loops do, within it."""
+        from ddbkeys._connect import make_client  # noqa: PLC0415
+
         if self.local:
+            from ddbkeys._local import DynamoDBLocal  # noqa: PLC0415
+
             ctx = click.get_current_context()
             err_console_note("Starting an embedded DynamoDB Local (--local)...")
             if self.server is None:
@@ -65,14 +59,22 @@ class Connection:
         return make_client(self.endpoint_url, self.region, self.profile, timeout=self.timeout)
 
 
+def _spinner(text: str) -> Any:
+    from rich.spinner import Spinner  # noqa: PLC0415 (rich: only for the commands that show one)
+
+    return Spinner("dots", text)
+
+
 class StatusLine:
     """A spinner and one line of text on a terminal's stderr that never captures stdout (rich's
     own ``Console.status`` redirects stdout into the display, which would send piped keys and
     ids to the terminal instead of the pipe)."""
 
     def __init__(self, console: Console, text: str) -> None:
+        from rich.live import Live  # noqa: PLC0415
+
         self._live = Live(
-            Spinner("dots", text),
+            _spinner(text),
             console=console,
             transient=True,
             redirect_stdout=False,
@@ -84,7 +86,7 @@ class StatusLine:
         self._live.start()
 
     def update(self, text: str) -> None:
-        self._live.update(Spinner("dots", text))
+        self._live.update(_spinner(text))
 
     def stop(self) -> None:
         self._live.stop()
@@ -227,64 +229,6 @@ def echo_json(value: Any) -> None:
     click.echo(render(value, output, ctx.meta.get(QUERY_KEY), title))
 
 
-def error_text(exc: BaseException) -> str:
-    """The one-line message for an error that reached the CLI."""
-    translated = translate_error(exc)
-    if isinstance(translated, DdbKeysError):
-        return translated.message
-    return one_line(exc)
-
-
-DEBUG_ENV = "DDBKEYS_DEBUG"
-
-
-def internal_error_text(exc: BaseException) -> str:
-    """The line for an error nobody foresaw: what it was, and how to see the traceback."""
-    detail = one_line(exc)
-    if len(detail) > 300:
-        detail = detail[:297] + "..."
-    kind = type(exc).__name__
-    return (
-        f"internal error ({kind}: {detail}); please report it. Set {DEBUG_ENV}=1 for the traceback."
-        if detail
-        else f"internal error ({kind}); please report it. Set {DEBUG_ENV}=1 for the traceback."
-    )
-
-
-def os_error_text(exc: OSError) -> str:
-    """The line for what the machine refused (a full disk, a read-only or missing folder, no
-    permission): what and where, in the system's words."""
-    what = exc.strerror or one_line(exc) or type(exc).__name__
-    name = errno.errorcode.get(exc.errno or 0)
-    code = f" ({name})" if name else ""
-    if exc.filename is not None:
-        return f"{what}{code}: {os.fsdecode(exc.filename)!r}."
-    return f"{what}{code}, writing the output (standard output, or the file it goes to)."
-
-
-class DdbKeysGroup(click.Group):
-    """A click group that turns every error into one ``Error: ...`` line, exit code 1: library
-    and botocore errors by their message, anything else as an internal error (its traceback
-    on stderr only with DDBKEYS_DEBUG=1)."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (DdbKeysError, BotoCoreError, ClientError) as exc:
-            raise click.ClickException(error_text(exc)) from exc
-        except (click.ClickException, click.exceptions.Exit, click.Abort):
-            raise
-        except OSError as exc:  # a full disk, a read-only folder: the machine's, not ours
-            raise click.ClickException(os_error_text(exc)) from exc
-        except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
-            click.echo("Interrupted (a request already sent may still be applied).", err=True)
-            ctx.exit(130)
-        except Exception as exc:  # the last resort: no traceback for any input
-            if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
-                click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
-            raise click.ClickException(internal_error_text(exc)) from exc
-
-
 def parse_key(
     text: str, key_type: str, table: str, param_hint: str = "--partition-key"
 ) -> str | Decimal | bytes:
@@ -313,58 +257,3 @@ def parse_key(
                 param_hint=param_hint,
             ) from exc
     return text
-
-
-def state_table_option(func: F) -> F:
-    """Add --state-table (also $DDBKEYS_STATE_TABLE): where the marker index's evidence lives."""
-    return click.option(
-        "--state-table",
-        envvar="DDBKEYS_STATE_TABLE",
-        default=None,
-        metavar="NAME",
-        help="The table that holds the marker index's evidence (backfill, maintainer's "
-        "positions).  [default: $DDBKEYS_STATE_TABLE, else ddbkeys-state]",
-    )(func)
-
-
-def proof_options(func: F) -> F:
-    """Add --replay-margin and --trust-index: how the marker index's proof reads the stream,
-    and reading the index as it is."""
-    func = click.option(
-        "--trust-index",
-        is_flag=True,
-        help="With --method index: read the index as it is when it cannot be proven complete "
-        "(an index your application keeps itself with `index mark`/`unmark`), with a warning.",
-    )(func)
-    return replay_margin_option(
-        "How far back the marker index's proof reads the stream before the maintainer's "
-        "positions: writes reach the index and the stream within it (the proof's assumption)."
-    )(func)
-
-
-def replay_margin_option(help_text: str) -> Callable[[F], F]:
-    """--replay-margin (seconds, from 0 to under an hour; 60 by default), said as ``help_text``."""
-    return click.option(
-        "--replay-margin",
-        type=click.FloatRange(0, 3600, max_open=True),
-        default=DEFAULT_REPLAY_MARGIN,
-        show_default=True,
-        metavar="SECONDS",
-        help=help_text,
-    )
-
-
-def index_options(func: F) -> F:
-    func = click.option(
-        "--marker-attribute",
-        default=DEFAULT_MARKER_ATTRIBUTE,
-        show_default=True,
-        help="The attribute that keys the marker index.",
-    )(func)
-    return index_name_option(func)
-
-
-def index_name_option(func: F) -> F:
-    return click.option(
-        "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
-    )(func)

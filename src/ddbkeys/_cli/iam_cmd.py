@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ddbkeys._cli.common import state_table_option
+from ddbkeys._cli.index_options import state_table_option
 from ddbkeys._errors import ConfigurationError
 from ddbkeys.iam import COMMANDS, policy
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX

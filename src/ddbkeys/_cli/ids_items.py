@@ -13,12 +13,12 @@ from ddbkeys._cli.common import (
     F,
     connection_options,
     echo_json,
-    error_text,
     output_option,
     parse_key,
     structured,
     table_option,
 )
+from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.items import (
     counter_key_of,
     given,

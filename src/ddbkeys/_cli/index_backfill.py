@@ -19,13 +19,15 @@ from ddbkeys._cli.common import (
     StatusLine,
     connection_options,
     echo_json,
-    index_options,
     output_option,
-    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.index_common import clash_error, margin_option, open_index
+from ddbkeys._cli.index_options import (
+    index_options,
+    state_table_option,
+)
 from ddbkeys.partition_keys import (
     BackfillReport,
     MarkerIndex,

@@ -7,7 +7,8 @@ from typing import Any
 
 import click
 
-from ddbkeys._cli.common import Connection, parse_key, replay_margin_option
+from ddbkeys._cli.common import Connection, parse_key
+from ddbkeys._cli.index_options import replay_margin_option
 from ddbkeys.partition_keys import (
     MarkerIndex,
     plain_key,

@@ -13,13 +13,15 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     echo_json,
-    index_name_option,
     output_option,
-    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
+from ddbkeys._cli.index_options import (
+    index_name_option,
+    state_table_option,
+)
 from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
 from ddbkeys.partition_keys._streams.follower import StreamFollower

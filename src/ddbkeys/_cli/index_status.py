@@ -13,12 +13,14 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     echo_json,
-    error_text,
-    index_options,
     output_option,
-    state_table_option,
     structured,
     table_option,
+)
+from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.index_options import (
+    index_options,
+    state_table_option,
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import MarkerIndex

@@ -17,6 +17,7 @@ from click.core import ParameterSource
 
 from ddbkeys._cli.common import F
 from ddbkeys._errors import DdbKeysError
+from ddbkeys._key_json import json_key
 from ddbkeys._schema import (
     MAX_NESTING,
     from_attributes,
@@ -24,7 +25,6 @@ from ddbkeys._schema import (
     serialize_plain,
     to_attributes,
 )
-from ddbkeys.partition_keys._listing.text import json_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef

@@ -14,10 +14,10 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     echo_json,
-    index_options,
     output_option,
     structured,
 )
+from ddbkeys._cli.index_options import index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import duration, size

@@ -12,7 +12,9 @@ import click
 from ddbkeys._cli.common import (
     Connection,
     connection_options,
-    error_text,
+)
+from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.index_options import (
     index_options,
     proof_options,
     state_table_option,

@@ -10,15 +10,17 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     echo_json,
-    index_options,
     output_option,
-    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
 from ddbkeys._cli.index_common import open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
+from ddbkeys._cli.index_options import (
+    index_options,
+    state_table_option,
+)
 from ddbkeys._cli.index_status import status_command
 from ddbkeys.partition_keys import (
     VerifyReport,

@@ -16,6 +16,9 @@ from ddbkeys._cli.common import (
     Connection,
     StatusLine,
     connection_options,
+)
+from ddbkeys._cli.group import LazyGroup
+from ddbkeys._cli.index_options import (
     index_options,
     proof_options,
     state_table_option,
@@ -227,6 +230,7 @@ def _trust_note(listing: Listing, method: str) -> str:
 
 @click.group(
     "partition-keys",
+    cls=LazyGroup,  # (its commands: ddbkeys._cli.COMMANDS)
     invoke_without_command=True,
     subcommand_metavar="[index COMMAND | estimate | plan | run-task]",
 )

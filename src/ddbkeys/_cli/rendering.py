@@ -26,9 +26,6 @@ from typing import Any
 import click
 import jmespath
 from jmespath.exceptions import JMESPathError
-from rich import box
-from rich.console import Console
-from rich.table import Table
 
 __all__ = [
     "FORMATS",
@@ -107,6 +104,10 @@ def _cell(value: Any) -> str:
 
 def render_table(value: Any, title: str = "") -> str:
     """``value`` as boxed tables (ASCII, as the AWS CLI draws them)."""
+    from rich import box  # noqa: PLC0415 (rich: only when a table is drawn)
+    from rich.console import Console  # noqa: PLC0415
+    from rich.table import Table  # noqa: PLC0415
+
     table = Table(box=box.ASCII, show_lines=False)
     if isinstance(value, dict):
         table.add_column("key")

@@ -16,14 +16,12 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Request, query, scan
 from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._entity import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_name, describe_flow, key_value
 from ddbkeys.ids._collection_keys import collection_keys, number_in
 from ddbkeys.ids._values import check_padding
-from ddbkeys.partition_keys._index.index import DEFAULT_MARKER_ATTRIBUTE
-from ddbkeys.partition_keys._listing.base import client_and_table
-from ddbkeys.partition_keys._listing.recognise import Markers, marker_sort_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import QueryInputTypeDef, ScanInputTypeDef
@@ -252,6 +250,9 @@ def collection_flow(
         writes=False,
     )
     pk, sk = collection_keys(info, table)
+    # (the listings' code, loaded only by an audit: ``ddbkeys ids next`` does without it)
+    from ddbkeys.partition_keys._listing.recognise import Markers, marker_sort_key  # noqa: PLC0415
+
     markers = Markers(pk.name, sk.name, marker_attribute, marker_sort_key(info))
     params: QueryInputTypeDef = {
         "TableName": table,
@@ -340,6 +341,8 @@ def audit_attribute(
     Cost: a full scan, 0.5 read units per 4 KB of the table. ``client`` is anything
     :func:`ddbkeys.as_client` takes (a boto3 ``Table`` names the table); each page is
     retried within ``deadline`` seconds."""
+    from ddbkeys.partition_keys._listing.base import client_and_table  # noqa: PLC0415
+
     ddb, table = client_and_table(client, table, deadline)
     settings = check_attribute_settings(table, attribute, start, prefix, width, counter_attribute)
     usage = usage or Usage()
@@ -369,6 +372,8 @@ def audit_collection(
     0, holding ``counter_attribute``). ``client`` is anything
     :func:`ddbkeys.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
     page is retried within ``deadline`` seconds."""
+    from ddbkeys.partition_keys._listing.base import client_and_table  # noqa: PLC0415
+
     ddb, table = client_and_table(client, table, deadline)
     check_collection_settings(table, width, prefix, marker_attribute, counter_attribute)
     usage = usage or Usage()

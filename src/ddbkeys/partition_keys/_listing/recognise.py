@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ddbkeys._entity import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._errors import KeySchemaError
 from ddbkeys._schema import TableInfo, key_value
 
@@ -36,7 +37,6 @@ __all__ = [
 
 Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
 
-DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"
 #: The marker's sort key, by the sort key's type: a fixed value, unlikely in data. An item at
 #: this key is a marker only when its marker attribute holds its own partition key; any other
 #: item there is data, and its collection cannot be marked (a clash, reported). The number is

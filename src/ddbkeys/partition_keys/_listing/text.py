@@ -24,10 +24,10 @@ JSON lines (``--output jsonl``) are unchanged: JSON escapes these characters its
 
 from __future__ import annotations
 
-import base64
 import json
 import re
-from decimal import Decimal
+
+from ddbkeys._key_json import json_key, show_key
 
 __all__ = ["ESCAPES", "json_key", "jsonl_line", "read_text_key", "show_key", "text_line"]
 
@@ -66,20 +66,3 @@ def read_text_key(line: str) -> str:
 def jsonl_line(key: object) -> str:
     """The line of JSON-lines output for a key (without the newline)."""
     return json.dumps({"key": json_key(key)})
-
-
-def show_key(value: object) -> str:
-    """A key for a line of text: strings as they are, numbers as written, bytes in base64."""
-    if isinstance(value, bytes):
-        return base64.b64encode(value).decode()
-    return str(value)
-
-
-def json_key(value: object) -> object:
-    """A key for JSON: whole numbers as numbers, other numbers as exact strings, bytes as
-    ``{"B": base64}``."""
-    if isinstance(value, bytes):
-        return {"B": base64.b64encode(value).decode()}
-    if isinstance(value, Decimal):
-        return str(value)
-    return value

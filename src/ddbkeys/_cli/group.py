@@ -1,0 +1,164 @@
+"""The CLI's click groups: errors as one ``Error: ...`` line, and commands loaded on demand.
+
+Nothing here imports boto3, botocore or rich: ``ddbkeys --version`` and ``ddbkeys --help`` load
+only click and this package, and each command loads what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+__all__ = ["DdbKeysGroup", "LazyCommand", "LazyGroup", "given_defaults"]
+
+
+def _reported(exc: BaseException) -> bool:
+    """Whether ``exc`` is a library or botocore error, said by its own message. (A botocore
+    error can be raised only once botocore is loaded: this loads nothing.)"""
+    kinds: list[type] = []
+    for module, names in (
+        ("ddbkeys._errors", ("DdbKeysError",)),
+        ("botocore.exceptions", ("BotoCoreError", "ClientError")),
+    ):
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            kinds += [getattr(loaded, name) for name in names]
+    return isinstance(exc, tuple(kinds))
+
+
+def _error_line(exc: Exception) -> str:
+    """The one line for an error that reached the CLI."""
+    from ddbkeys._cli.errors import (  # noqa: PLC0415
+        DEBUG_ENV,
+        error_text,
+        internal_error_text,
+        os_error_text,
+    )
+
+    if _reported(exc):
+        return error_text(exc)
+    if isinstance(exc, OSError):  # a full disk, a read-only folder: the machine's, not ours
+        return os_error_text(exc)
+    # the last resort: no traceback for any input
+    if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
+        click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
+    return internal_error_text(exc)
+
+
+@dataclass(frozen=True)
+class LazyCommand:
+    """A command of a :class:`LazyGroup`: where it is defined (``module:attribute``), the first
+    paragraph of its help, shown in the group's ``--help`` without loading it (a test checks it
+    against the command's own), and, for a group, its own commands loaded on demand too."""
+
+    target: str
+    summary: str | None = None
+    commands: Mapping[str, LazyCommand] = field(default_factory=dict)
+
+
+class LazyGroup(click.Group):
+    """A group whose commands are imported when first used (click's lazy subcommands), so that
+    a command loads only its own modules. ``list_commands`` keeps click's alphabetical order."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, LazyCommand] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.lazy = dict(lazy or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = self.lazy.get(cmd_name)
+        if cmd_name not in self.commands and entry is not None:
+            module, _, attribute = entry.target.partition(":")
+            command = getattr(importlib.import_module(module), attribute)
+            if entry.commands:
+                if not isinstance(command, LazyGroup):
+                    raise TypeError(f"{entry.target} is not a LazyGroup")
+                command.lazy.update(entry.commands)
+            if not isinstance(command, click.Command):
+                raise TypeError(f"{entry.target} is not a click command")
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The list of commands, from each one's summary where it has one (not loading it)."""
+        rows = []
+        for name in self.list_commands(ctx):
+            entry = self.lazy.get(name)
+            command: click.Command | None
+            if name in self.commands or entry is None or entry.summary is None:
+                command = self.get_command(ctx, name)
+                if command is None or command.hidden:
+                    continue
+            else:
+                command = click.Command(name, help=entry.summary)
+            rows.append((name, command))
+        if rows:
+            limit = formatter.width - 6 - max(len(name) for name, _ in rows)
+            with formatter.section("Commands"):
+                formatter.write_dl([(name, c.get_short_help_str(limit)) for name, c in rows])
+
+
+class DdbKeysGroup(LazyGroup):
+    """A click group that turns every error into one ``Error: ...`` line, exit code 1: library
+    and botocore errors by their message, anything else as an internal error (its traceback
+    on stderr only with DDBKEYS_DEBUG=1)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
+            click.echo("Interrupted (a request already sent may still be applied).", err=True)
+            ctx.exit(130)
+        except Exception as exc:
+            raise click.ClickException(_error_line(exc)) from exc
+
+
+class _Defaults(Mapping[str, Any]):
+    """click's default_map for ``command`` from the options ``given`` before a command's name:
+    each option of the command by name, each subcommand's own map by its name, resolved when
+    click asks (so that a lazy group loads only the command that runs)."""
+
+    def __init__(self, command: click.Command, given: dict[str, Any]) -> None:
+        self._command = command
+        names = {param.name for param in command.params}
+        self._own = {k: v for k, v in given.items() if k in names}
+        self._given = given
+
+    def _sub(self, name: str) -> click.Command | None:
+        if not isinstance(self._command, click.Group):
+            return None
+        return self._command.get_command(click.Context(self._command), name)
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._own:
+            return self._own[key]
+        sub = self._sub(key)
+        if sub is None:
+            raise KeyError(key)
+        return _Defaults(sub, self._given)
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self._own
+        if isinstance(self._command, click.Group):
+            ctx = click.Context(self._command)
+            yield from (n for n in self._command.list_commands(ctx) if n not in self._own)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def given_defaults(command: click.Command, given: dict[str, Any]) -> dict[str, Any]:
+    """``given`` as the defaults of ``command`` and of every command under it (click's
+    default_map), the commands under it resolved only when click looks them up."""
+    return _Defaults(command, given)  # type: ignore[return-value]
