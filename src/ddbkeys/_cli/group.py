@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -19,30 +18,19 @@ import click
 __all__ = ["DdbKeysGroup", "LazyCommand", "LazyGroup", "given_defaults"]
 
 
-def _reported(exc: BaseException) -> bool:
-    """Whether ``exc`` is a library or botocore error, said by its own message. (A botocore
-    error can be raised only once botocore is loaded: this loads nothing.)"""
-    kinds: list[type] = []
-    for module, names in (
-        ("ddbkeys._errors", ("DdbKeysError",)),
-        ("botocore.exceptions", ("BotoCoreError", "ClientError")),
-    ):
-        loaded = sys.modules.get(module)
-        if loaded is not None:
-            kinds += [getattr(loaded, name) for name in names]
-    return isinstance(exc, tuple(kinds))
-
-
 def _error_line(exc: Exception) -> str:
-    """The one line for an error that reached the CLI."""
+    """The one line for an error that reached the CLI (what it needs is loaded only then)."""
+    from botocore.exceptions import BotoCoreError, ClientError  # noqa: PLC0415
+
     from ddbkeys._cli.errors import (  # noqa: PLC0415
         DEBUG_ENV,
         error_text,
         internal_error_text,
         os_error_text,
     )
+    from ddbkeys._errors import DdbKeysError  # noqa: PLC0415
 
-    if _reported(exc):
+    if isinstance(exc, (DdbKeysError, BotoCoreError, ClientError)):
         return error_text(exc)
     if isinstance(exc, OSError):  # a full disk, a read-only folder: the machine's, not ours
         return os_error_text(exc)
