@@ -64,19 +64,28 @@ def test_version_and_help_load_neither_boto3_nor_botocore(args: tuple[str, ...])
     ]
 
 
-@pytest.mark.parametrize(
-    "args",
-    [("ids", "next", "--help"), ("table", "create", "--help"), ("local", "--help")],
-    ids=" ".join,
-)
-def test_a_command_loads_only_what_it_needs(args: tuple[str, ...]) -> None:
-    """The ids, table and local commands load neither rich, the demo, nor the listings (with
-    the marker index's proof)."""
+#: What a command does not load: rich and the demo only for the commands that show them, the
+#: listings (with the marker index's proof) only for the commands that list or audit.
+NOT_LOADED = ("rich", "ddbkeys._demo", "ddbkeys._cli.demo")
+LISTINGS = ("ddbkeys.partition_keys",)
+
+
+CASES = [
+    (("ids", "next", "--help"), NOT_LOADED + LISTINGS),
+    (("table", "create", "--help"), NOT_LOADED + LISTINGS),
+    (("local", "--help"), NOT_LOADED + LISTINGS),
+    (("partition-keys", "estimate", "--help"), NOT_LOADED),
+    (("partition-keys", "index", "status", "--help"), NOT_LOADED),
+]
+
+
+@pytest.mark.parametrize(("args", "not_loaded"), CASES, ids=[" ".join(a) for a, _ in CASES])
+def test_a_command_loads_only_what_it_needs(
+    args: tuple[str, ...], not_loaded: tuple[str, ...]
+) -> None:
     out, modules = loaded(*args)
     assert out.startswith(f"Usage: ddbkeys {' '.join(args[:-1])}")
-    assert not under(
-        modules, "rich", "ddbkeys._demo", "ddbkeys.partition_keys", "ddbkeys._cli.demo"
-    )
+    assert under(modules, *not_loaded) == []
 
 
 def test_the_summaries_in_the_registry_are_the_commands_own() -> None:

@@ -12,7 +12,6 @@ from contextlib import contextmanager
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ddbkeys._cli.common import (
     Connection,
@@ -132,6 +131,8 @@ def backfill_command(
     `index follow -t T --backfill` does the follower's part and this one in one command.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
+    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
+
     stderr = Console(stderr=True)
     status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
     said: set[str] = set()

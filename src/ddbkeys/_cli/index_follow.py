@@ -7,7 +7,6 @@ import signal
 import threading
 
 import click
-from rich.console import Console
 
 from ddbkeys._cli.common import (
     Connection,
@@ -101,6 +100,8 @@ def follow_command(
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()
+    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
+
     stderr = Console(stderr=True)
 
     told: float | None = None  # when the stream was found off, once said

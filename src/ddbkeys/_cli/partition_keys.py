@@ -10,7 +10,6 @@ import time
 from typing import Any
 
 import click
-from rich.console import Console
 
 from ddbkeys._cli.common import (
     Connection,
@@ -368,6 +367,8 @@ def partition_keys_group(
     sink = KeySink(output, output_file, checkpoint_file)
     resume = _resume_from(sink, resume, checkpoint_file)
     client = connection.client()
+    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
+
     stderr = Console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
     status = StatusLine(stderr, "listing...") if show_progress else None
