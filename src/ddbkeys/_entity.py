@@ -10,12 +10,8 @@ recognised by its key and its marker attribute (see ``partition_keys._listing.re
 
 from __future__ import annotations
 
-__all__ = ["COUNTER", "DEFAULT_MARKER_ATTRIBUTE", "ENTITY_ATTRIBUTE", "MARKER"]
+__all__ = ["COUNTER", "ENTITY_ATTRIBUTE", "MARKER"]
 
 ENTITY_ATTRIBUTE = "ddbkeys_type"
 MARKER = "marker"
 COUNTER = "counter"
-#: The attribute that keys the marker index by default: a marker holds its own partition key in
-#: it (here, not in :mod:`ddbkeys.partition_keys`, so that the ids audits need not load the
-#: listings to know it).
-DEFAULT_MARKER_ATTRIBUTE = "ddbkeys_pk"

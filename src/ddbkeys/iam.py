@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ddbkeys._errors import ConfigurationError
+from ddbkeys._names import DEFAULT_INDEX, STATE_TABLE
 from ddbkeys._schema import check_table_name
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX
-from ddbkeys.partition_keys._index.state import STATE_TABLE
 
 __all__ = ["COMMANDS", "OWN_TABLES", "Need", "needs", "policy"]
 

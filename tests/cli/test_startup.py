@@ -65,7 +65,8 @@ def test_version_and_help_load_neither_boto3_nor_botocore(args: tuple[str, ...])
 
 
 #: What a command does not load: rich and the demo only for the commands that show them, the
-#: listings (with the marker index's proof) only for the commands that list or audit.
+#: listings (with the marker index's proof) only for the commands that list, audit or keep the
+#: marker index.
 NOT_LOADED = ("rich", "ddbkeys._demo", "ddbkeys._cli.demo")
 LISTINGS = ("ddbkeys.partition_keys",)
 
@@ -74,6 +75,7 @@ CASES = [
     (("ids", "next", "--help"), NOT_LOADED + LISTINGS),
     (("table", "create", "--help"), NOT_LOADED + LISTINGS),
     (("local", "--help"), NOT_LOADED + LISTINGS),
+    (("iam-policy", "--help"), NOT_LOADED + LISTINGS),
     (("partition-keys", "estimate", "--help"), NOT_LOADED),
     (("partition-keys", "index", "status", "--help"), NOT_LOADED),
 ]

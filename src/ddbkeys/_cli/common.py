@@ -257,3 +257,15 @@ def parse_key(
                 param_hint=param_hint,
             ) from exc
     return text
+
+
+def state_table_option(func: F) -> F:
+    """Add --state-table (also $DDBKEYS_STATE_TABLE): where the marker index's evidence lives."""
+    return click.option(
+        "--state-table",
+        envvar="DDBKEYS_STATE_TABLE",
+        default=None,
+        metavar="NAME",
+        help="The table that holds the marker index's evidence (backfill, maintainer's "
+        "positions).  [default: $DDBKEYS_STATE_TABLE, else ddbkeys-state]",
+    )(func)

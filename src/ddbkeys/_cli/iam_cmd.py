@@ -6,11 +6,10 @@ import json
 
 import click
 
-from ddbkeys._cli.index_options import state_table_option
+from ddbkeys._cli.common import state_table_option
 from ddbkeys._errors import ConfigurationError
+from ddbkeys._names import DEFAULT_INDEX, state_table_name
 from ddbkeys.iam import COMMANDS, policy
-from ddbkeys.partition_keys._index.index import DEFAULT_INDEX
-from ddbkeys.partition_keys._index.state import state_table_name
 
 
 def _variants_help() -> str:

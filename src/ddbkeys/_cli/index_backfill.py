@@ -19,13 +19,13 @@ from ddbkeys._cli.common import (
     connection_options,
     echo_json,
     output_option,
+    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.index_common import clash_error, margin_option, open_index
 from ddbkeys._cli.index_options import (
     index_options,
-    state_table_option,
 )
 from ddbkeys.partition_keys import (
     BackfillReport,

@@ -13,13 +13,13 @@ from ddbkeys._cli.common import (
     connection_options,
     echo_json,
     output_option,
+    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
 from ddbkeys._cli.index_options import (
     index_name_option,
-    state_table_option,
 )
 from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.partition_keys._streams.follow_state import FollowReport

@@ -16,22 +16,9 @@ __all__ = [
     "index_options",
     "proof_options",
     "replay_margin_option",
-    "state_table_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-def state_table_option(func: F) -> F:
-    """Add --state-table (also $DDBKEYS_STATE_TABLE): where the marker index's evidence lives."""
-    return click.option(
-        "--state-table",
-        envvar="DDBKEYS_STATE_TABLE",
-        default=None,
-        metavar="NAME",
-        help="The table that holds the marker index's evidence (backfill, maintainer's "
-        "positions).  [default: $DDBKEYS_STATE_TABLE, else ddbkeys-state]",
-    )(func)
 
 
 def proof_options(func: F) -> F:

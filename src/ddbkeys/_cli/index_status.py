@@ -14,13 +14,13 @@ from ddbkeys._cli.common import (
     connection_options,
     echo_json,
     output_option,
+    state_table_option,
     structured,
     table_option,
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.index_options import (
     index_options,
-    state_table_option,
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import MarkerIndex

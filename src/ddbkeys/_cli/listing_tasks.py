@@ -12,12 +12,12 @@ import click
 from ddbkeys._cli.common import (
     Connection,
     connection_options,
+    state_table_option,
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.index_options import (
     index_options,
     proof_options,
-    state_table_option,
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink

@@ -11,6 +11,7 @@ from ddbkeys._cli.common import (
     connection_options,
     echo_json,
     output_option,
+    state_table_option,
     structured,
     table_option,
 )
@@ -19,7 +20,6 @@ from ddbkeys._cli.index_common import open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import (
     index_options,
-    state_table_option,
 )
 from ddbkeys._cli.index_status import status_command
 from ddbkeys.partition_keys import (

@@ -15,12 +15,12 @@ from ddbkeys._cli.common import (
     Connection,
     StatusLine,
     connection_options,
+    state_table_option,
 )
 from ddbkeys._cli.group import LazyGroup
 from ddbkeys._cli.index_options import (
     index_options,
     proof_options,
-    state_table_option,
 )
 from ddbkeys._cli.listing_estimate import progress_note
 from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink

@@ -16,8 +16,8 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Request, query, scan
 from ddbkeys._drivers.sync import SyncDriver
-from ddbkeys._entity import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._errors import ConfigurationError, KeySchemaError
+from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_name, describe_flow, key_value
 from ddbkeys.ids._collection_keys import collection_keys, number_in

@@ -10,6 +10,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._names import DEFAULT_INDEX
 from ddbkeys._schema import TableInfo, show_value
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._listing.recognise import (
@@ -52,7 +53,6 @@ __all__ = [
     "read_collection",
 ]
 
-DEFAULT_INDEX = "ddbkeys-partition-keys"
 #: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
 #: as it saw it (see ddbkeys.partition_keys._index.maintain).
 VERSION_ATTRIBUTE = "ddbkeys_v"

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -38,7 +37,8 @@ from ddbkeys._core.steps import (
     update_item,
 )
 from ddbkeys._drivers.sync import SyncDriver
-from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys._errors import DdbKeysError, error_code
+from ddbkeys._names import STATE_TABLE, STATE_TABLE_ENV, state_table_name
 from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys._schema import described
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
@@ -73,17 +73,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-
-STATE_TABLE = "ddbkeys-state"
-STATE_TABLE_ENV = "DDBKEYS_STATE_TABLE"
-
-
-def state_table_name(given: str | None = None) -> str:
-    """The state table: ``given``, else ``$DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``."""
-    name = given or os.environ.get(STATE_TABLE_ENV) or STATE_TABLE
-    if not isinstance(name, str):
-        raise ConfigurationError(f"The state table's name must be a string, not {name!r}.")
-    return name
 
 
 def key_json(key: dict[str, Any]) -> str:

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ddbkeys._entity import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._errors import KeySchemaError
+from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
 
 __all__ = [
