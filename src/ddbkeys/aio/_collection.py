@@ -18,6 +18,7 @@ from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.ids import _collection as flows
+from ddbkeys.ids._base import sequence_link
 from ddbkeys.ids._collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids._group import AsyncGroupCommit, GroupsInUse
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
@@ -57,7 +58,9 @@ class CollectionSequence:
         remembered: int = REMEMBERED,
     ) -> None:
         connected = as_async_client(client, table)
-        self._link = flows.collection_link(connected, retry, usage, allow_global_tables, deadline)
+        self._link = sequence_link(
+            flows.CollectionSequence, connected, retry, usage, allow_global_tables, deadline
+        )
         #: Its decisions (no client in it); the sequence's settings below are its.
         self.core = CollectionCore(
             self._link.table,

@@ -18,7 +18,7 @@ from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.ids import _gapless as flows
-from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._base import CounterItem, sequence_link
 from ddbkeys.ids._gapless_core import MAX_BATCH, Pending
 from ddbkeys.ids._group import AsyncGroupCommit
 
@@ -56,7 +56,9 @@ class GaplessSequence:
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         connected = as_async_client(client, table)
-        self._link = flows.gapless_link(connected, retry, usage, allow_global_tables, deadline)
+        self._link = sequence_link(
+            flows.GaplessSequence, connected, retry, usage, allow_global_tables, deadline
+        )
         #: Its decisions (no client in it); the sequence's settings below are its.
         self.core = flows.gapless_core(
             self._link,

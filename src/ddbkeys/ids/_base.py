@@ -67,6 +67,7 @@ __all__ = [
     "SequenceExhaustedError",
     "Throttled",
     "earliest",
+    "sequence_link",
 ]
 
 R = TypeVar("R")
@@ -222,6 +223,29 @@ class Link:
         if self.refuses_global_tables and not self.allow_global_tables:
             refuse_global(info, name, self.owner)
         return info
+
+
+def sequence_link(
+    strategy: type[Any],
+    connected: tuple[Any, str | None],
+    retry: RetryPolicy | None,
+    usage: Usage | None,
+    allow_global_tables: bool,
+    deadline: float | None,
+) -> Link:
+    """A sequence's link to its tables, from what its class says of itself (its name, its
+    ``default_retry`` and whether it ``refuses_global_tables``): one builder for the sync and
+    asyncio forms of both sequences."""
+    return Link(
+        *connected,
+        strategy.__name__,
+        retry=retry,
+        default_retry=strategy.default_retry,
+        usage=usage,
+        allow_global_tables=allow_global_tables,
+        refuses_global_tables=strategy.refuses_global_tables,
+        deadline=deadline,
+    )
 
 
 def read_description(

@@ -17,7 +17,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.ids._base import IdStrategy, Link, earliest
+from ddbkeys.ids._base import IdStrategy, Link, earliest, sequence_link
 from ddbkeys.ids._collection_core import (
     CollectionCore,
     Keys,
@@ -31,30 +31,10 @@ from ddbkeys.ids._remembered import REMEMBERED, Remembered
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = ["RETRY", "CollectionSequence", "OnConflict", "collection_link"]
+__all__ = ["RETRY", "CollectionSequence", "OnConflict"]
 
 #: The sequence's retry policy when none is given.
 RETRY = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.05)
-
-
-def collection_link(
-    connected: tuple[Any, str | None],
-    retry: RetryPolicy | None,
-    usage: Usage | None,
-    allow_global_tables: bool,
-    deadline: float | None,
-) -> Link:
-    """The sequence's link to its table (it refuses global tables unless allowed)."""
-    return Link(
-        *connected,
-        "CollectionSequence",
-        retry=retry,
-        default_retry=RETRY,
-        usage=usage,
-        allow_global_tables=allow_global_tables,
-        refuses_global_tables=True,
-        deadline=deadline,
-    )
 
 
 # --- the flows of its calls --------------------------------------------------------------------
@@ -189,7 +169,9 @@ class CollectionSequence(IdStrategy):
         remembered: int = REMEMBERED,
     ) -> None:
         connected = as_client(client, table)
-        self._link = collection_link(connected, retry, usage, allow_global_tables, deadline)
+        self._link = sequence_link(
+            CollectionSequence, connected, retry, usage, allow_global_tables, deadline
+        )
         #: Its decisions (no client in it); the sequence's settings below are its.
         self.core = CollectionCore(
             self._link.table,

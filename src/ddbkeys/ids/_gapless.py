@@ -18,7 +18,7 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo
-from ddbkeys.ids._base import CounterItem, IdStrategy, Link
+from ddbkeys.ids._base import CounterItem, IdStrategy, Link, sequence_link
 from ddbkeys.ids._gapless_core import (
     MAX_BATCH,
     RETRY,
@@ -34,7 +34,7 @@ from ddbkeys.ids._group import GroupCommit
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
-__all__ = ["MAX_BATCH", "GaplessSequence", "counter_state", "gapless_core", "gapless_link"]
+__all__ = ["MAX_BATCH", "GaplessSequence", "counter_state", "gapless_core"]
 
 
 # --- what both forms are made of ---------------------------------------------------------------
@@ -79,26 +79,6 @@ def counter_state(core: GaplessCore, link: Link) -> CounterState:
 
     link.forgot = forgot
     return state
-
-
-def gapless_link(
-    connected: tuple[Any, str | None],
-    retry: RetryPolicy | None,
-    usage: Usage | None,
-    allow_global_tables: bool,
-    deadline: float | None,
-) -> Link:
-    """The sequence's link to its tables (it refuses global tables unless allowed)."""
-    return Link(
-        *connected,
-        "GaplessSequence",
-        retry=retry,
-        default_retry=RETRY,
-        usage=usage,
-        allow_global_tables=allow_global_tables,
-        refuses_global_tables=True,
-        deadline=deadline,
-    )
 
 
 # --- the flows of its calls --------------------------------------------------------------------
@@ -280,7 +260,9 @@ class GaplessSequence(IdStrategy):
         deadline: float | None = DEFAULT_DEADLINE,
     ) -> None:
         connected = as_client(client, table)
-        self._link = gapless_link(connected, retry, usage, allow_global_tables, deadline)
+        self._link = sequence_link(
+            GaplessSequence, connected, retry, usage, allow_global_tables, deadline
+        )
         #: Its decisions (no client in it); the sequence's settings below are its.
         self.core = gapless_core(
             self._link,
