@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 from typing import Any
 
 import pytest
@@ -17,10 +18,12 @@ from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
 from ddbkeys.partition_keys._tasks.sample import sample_flow
 from ddbkeys.partition_keys._tasks.sampled import (
-    SAMPLE_PAGE_BYTES,
+    SAMPLE_PAGE_UNITS,
+    PageTime,
     Sample,
-    SampledSegment,
+    SegmentTally,
     sample_limit,
+    sample_segments,
 )
 from tests.unit.test_index_core import info, play
 
@@ -38,16 +41,23 @@ def collection(pk: str, items: int, pad: int) -> list[dict[str, Any]]:
 
 
 def sample(**fields: Any) -> Sample:
-    """A sample of 4 segments (8 requests): 1,000 items in 100 collections (10 of them of
-    4 KB or more), a request's latency 10 ms and the larger pages reading 1 MB a second."""
+    """A sample of 4 segments of 1,000 (8 requests): 1,000 items in 100 collections (10 of
+    them of 4 KB or more), each read by a one-item page for 0.5 RCU and its first 4 KB for
+    1,000 bytes; a request's latency 10 ms and the larger pages reading 1 MB a second."""
     base: dict[str, Any] = {
         "segments": 4,
+        "total_segments": 1000,
         "requests": 8,
         "items": 1000,
         "bytes": 400_000,
         "keys": 100,
         "large": 10,
         "capped_bytes": 100_000,
+        "key_bytes": 1000,
+        "skip_units": 50.0,
+        "skip_squares": 25.0,
+        "prefix_units": 100_000 / 8192,
+        "prefix_squares": 100 * (1000 / 8192) ** 2,
         "read_units": 50.0,
         "latency": 0.01,
         "bytes_per_second": MB,
@@ -67,28 +77,32 @@ def estimated(
     return estimate(table or big(), found or sample(), options, concurrency=concurrency)
 
 
-def test_a_sample_is_summed_up_by_collection() -> None:
-    """Keys are collection starts; each collection's bytes count whole, up to 4 KB, and as
-    large from 4 KB; the latency is the fastest first page; the larger pages read their bytes
-    (past each segment's first item) in their time past it; the sample is the whole table only
-    when every segment ended."""
+def test_a_segment_is_summed_up_by_collection() -> None:
+    """Keys are collection starts; each collection counts its first item (a one-item page's
+    units), its items up to the one that reaches 4 KB (what a page reading into it pays), its
+    bytes up to 4 KB and whether it is large; the sample of whole segments is the table when
+    it read them all; the latency is the fastest page, the speed the median larger page's."""
     first = [*collection("a", 3, 100), *collection("b", 10, 500)]  # b: over 4 KB
-    second = collection("c", 1, 100)
-    segments = [
-        SampledSegment(first, 0.02, 0.5, 2, 3.0, ended=False),
-        SampledSegment(second, 0.01, 0.0, 1, 0.5, ended=True),
-        SampledSegment([], 0.03, 0.0, 1, 0.5, ended=True),
-    ]
-    found = Sample.of_segments(segments, "pk")
-    sizes = {pk: sum(item_size(i) for i in [*first, *second] if i["pk"]["S"] == pk) for pk in "abc"}
-    assert sizes["b"] >= 4096 > sizes["a"]
-    assert (found.items, found.keys, found.large, found.requests) == (14, 3, 1, 4)
-    assert found.bytes == sum(sizes.values())
-    assert found.capped_bytes == sizes["a"] + 4096 + sizes["c"]
-    assert found.bytes_per_second == sum(item_size(i) for i in first[1:]) / (0.5 - 0.01)
-    assert (found.latency, found.read_units) == (0.01, 4.0)
-    assert not found.whole_table
-    assert Sample.of_segments(segments[1:], "pk").whole_table
+    tally = SegmentTally("pk")
+    tally.add(first[:5])
+    tally.add(first[5:])  # b goes on across the page
+    other = SegmentTally("pk")
+    other.add(collection("c", 1, 5000))  # one item past 4 KB: two units for a one-item page
+    sizes = {pk: sum(item_size(i) for i in first if i["pk"]["S"] == pk) for pk in "ab"}
+    b_items = [item_size(i) for i in first if i["pk"]["S"] == "b"]
+    b_prefix = next(sum(b_items[: n + 1]) for n in range(10) if sum(b_items[: n + 1]) >= 4096)
+    c = item_size(collection("c", 1, 5000)[0])
+    pages = [PageTime(5, 20_000, 0.03), PageTime(8, 10_000, 0.01), PageTime(1, 9000, 0.02)]
+    found = Sample.of_segments([tally, other], 2, pages, 3.5)
+    assert (found.items, found.keys, found.large, found.requests) == (14, 3, 2, 3)
+    assert found.bytes == sizes["a"] + sizes["b"] + c
+    assert found.capped_bytes == sizes["a"] + 4096 + 4096
+    assert found.skip_units == 0.5 + 0.5 + 1.0 and found.skip_squares == 0.25 + 0.25 + 1.0
+    assert found.prefix_units == pytest.approx((sizes["a"] + b_prefix + c) / 8192)
+    assert found.latency == 0.01 and found.read_units == 3.5
+    # Past the latency: 20,000 B in 0.02 s and 9,000 B in 0.01 s; the median of two: the upper.
+    assert found.bytes_per_second == pytest.approx(20_000 / 0.02)
+    assert found.whole_table and not Sample.of_segments([tally], 2, pages).whole_table
 
 
 def test_each_method_costs_what_the_model_says() -> None:
@@ -106,10 +120,14 @@ def test_each_method_costs_what_the_model_says() -> None:
     assert skip.rcu == 0.5 * 25_001 and skip.requests == 25_001
     average = 100 * MB / 250_000
     assert skip.seconds == pytest.approx(25_001 * (0.01 + average / MB))
-    assert pages.rcu == pytest.approx(25_000 * 1000 / 4096 * 0.5)
+    # What pages read into each collection (1,000 bytes), up to 30% more while they grow.
+    assert pages.rcu == pytest.approx(25_000 * 1000 / 8192 * 1.15)
     assert pages.rcu is not None and scan.rcu is not None and pages.rcu < scan.rcu
     assert index.available and index.rcu == 2 * MB / 4096 * 0.5
-    assert "cannot be known in advance" in index.note
+    assert "its proof cannot be read now (not read)" in index.note
+    for method in (scan, skip, pages, index):  # a range around each
+        assert method.rcu_low is not None and method.rcu_high is not None
+        assert method.rcu_low <= method.rcu <= method.rcu_high
     # Tasks: about 15 minutes each at one reader's speed, at most one per MB.
     assert scan.tasks == 1 and scan.seconds is not None and scan.seconds < TASK_SECONDS
     huge = estimated(big(size_bytes=10 * 1024 * MB)).method("scan")
@@ -121,16 +139,23 @@ def test_skip_pages_where_collections_are_about_a_unit_reads_like_a_scan() -> No
     """Every collection about 4 KB (100 MB in 25,000 of them): skipping would save under 5%
     a key, so skip-pages reads through, a scan's read units in pages of up to 256 KB, not a
     request a key."""
-    found = estimated(big(size_bytes=25_000 * 4000), sample(large=100, capped_bytes=400_000))
+    units = 4000 / 8192
+    found = estimated(
+        big(size_bytes=25_000 * 4000),
+        sample(large=100, prefix_units=100 * units, prefix_squares=100 * units**2),
+    )
     scan, pages = found.method("scan"), found.method("skip-pages")
     assert pages.rcu == scan.rcu
     assert pages.requests is not None and pages.requests <= 25_000 * 4000 // (256 * 1024) + 20
-    assert "reads through like a scan" in pages.note
+    assert "reads on like a scan" in pages.note
+    assert scan.rcu_high is not None and pages.rcu_high is not None
+    assert pages.rcu_high <= 1.1 * scan.rcu_high + 1
 
 
 def test_a_large_item_costs_the_skip_scan_more_than_a_unit() -> None:
-    found = estimated(big(size_bytes=250_000 * 10_000))  # 10 KB items: 3 units each
-    assert found.method("skip").rcu == 0.5 * 3 * (found.keys + 1)
+    # 10 KB items: 3 units each
+    found = estimated(big(size_bytes=250_000 * 10_000), sample(skip_units=150.0))
+    assert found.method("skip").rcu == 0.5 * 3 * found.keys + 0.5
 
 
 def test_the_time_keeps_to_the_budget_and_shares_the_readers() -> None:
@@ -165,7 +190,6 @@ def test_auto_s_likely_choice_and_why(changes: dict[str, Any], auto: str, why: s
     found = estimated(big(**changes, index_sizes={INDEX: MB}))
     assert found.auto == auto and why in found.auto_reason
     assert found.method("auto").method == auto
-    assert ("its proof (not known in advance)" in found.summary()) == (auto == "index")
 
 
 def test_methods_the_table_cannot_be_listed_with_are_said() -> None:
@@ -211,54 +235,59 @@ def test_the_estimate_as_json_and_in_one_line() -> None:
     assert [m["method"] for m in data["methods"]] == ["scan", "skip", "skip-pages", "index"]
     assert data["sample"]["requests"] == 8 and REFRESHED in data["notes"]
     line = found.summary()
-    assert line.startswith("Estimate for orders: ~100 MB, ~250,000 items, ~25,000 keys;")
-    assert "skip-pages (auto's likely choice): ~" in line and "refreshed" in line
+    assert line.startswith(
+        f"Estimate for orders: ~100 MB, ~250,000 items, {data['keys_low']:,}-{data['keys_high']:,}"
+        " keys;"
+    )
+    assert data["keys_low"] < 25_000 < data["keys_high"] < 2 * data["keys_low"]
+    assert "segments drawn at random" in data["basis"]
+    assert "skip-pages (auto's likely choice): " in line and "refreshed" in line
     assert "\n" not in line and found.summary("scan").count("scan:") == 1
 
 
-def test_a_sampled_page_reads_about_64_kb() -> None:
-    assert sample_limit(info(item_count=1000, size_bytes=1000 * 100)) == SAMPLE_PAGE_BYTES // 100
+def test_a_sampled_page_and_segment_are_about_4_kb_units() -> None:
+    assert (
+        sample_limit(info(item_count=1000, size_bytes=1000 * 100))
+        == SAMPLE_PAGE_UNITS * 4096 // 100
+    )
     assert sample_limit(info(item_count=10, size_bytes=10 * 400_000)) == 1
     assert sample_limit(info(item_count=10**6, size_bytes=10**6)) == 1000
     assert sample_limit(info(item_count=0, size_bytes=0)) == 100
+    assert sample_segments(info(item_count=1000, size_bytes=1000 * 100)) == 25
+    assert sample_segments(info(item_count=10, size_bytes=10 * 400_000)) == 10
+    assert sample_segments(info(item_count=0, size_bytes=0)) == 1024
 
 
-def test_the_sample_reads_the_start_of_four_segments() -> None:
-    """Each segment: a page of one item (its latency), then from there a larger page; a
-    segment that ends at its first page gets no second one. Times come from the given clock."""
-    table = info(item_count=1000, size_bytes=100_000)
+def test_the_sample_reads_whole_segments_drawn_at_random() -> None:
+    """Segments drawn by the random source, each read to its end; past a collection's first
+    4 KB the next page jumps to the next collection; no new segment once the read units are
+    spent. Times come from the given clock."""
+    table = info(item_count=1000, size_bytes=100_000)  # 25 segments, pages of 163 items
     reader = Reader(None, "orders")
-    # Each first page takes 1 s; the second pages 3 s.
-    ticks = iter([0, 1, 1, 4, 4, 5, 5, 6, 6, 7, 7, 10])
-    flow = sample_flow(reader, table, clock=lambda: float(next(ticks)))
-    rest = collection("a", 5, 50)
-    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}}
-    cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
+    ticks = iter(range(100))
+    rng = random.Random(5)
+    order = random.Random(5).sample(range(25), min(25, 5 + 400))
+    flow = sample_flow(reader, table, clock=lambda: float(next(ticks)), rng=rng, rcu=2.5)
+    big_one = collection("a", 12, 500)  # 4 KB and more in its first page
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "11"}}}
+    cost = {"ConsumedCapacity": {"CapacityUnits": 1.0}}
     script = [
-        ("scan", {"Items": rest[:1], **more, **cost}),
-        ("scan", {"Items": rest[1:], **more, **cost}),
-        ("scan", {"Items": [item("b", 0, 10)], **cost}),  # ended at its first page
-        ("scan", {"Items": [], **cost}),
-        ("scan", {"Items": collection("c", 1, 10), **more, **cost}),
-        ("scan", {"Items": [], **cost}),
+        ("scan", {"Items": big_one, **more, **cost}),
+        ("scan", {"Items": collection("b", 2, 10), **cost}),
+        ("scan", {"Items": [item("c", 0, 10)], **cost}),
     ]
     found, sent = play(flow, script)
     params = [dict(r.params) for r in sent]
-    assert [(p["Segment"], p["TotalSegments"], p["Limit"]) for p in params] == [
-        (0, 4, 1),
-        (0, 4, SAMPLE_PAGE_BYTES // 100),
-        (1, 4, 1),
-        (2, 4, 1),
-        (3, 4, 1),
-        (3, 4, SAMPLE_PAGE_BYTES // 100),
+    assert [(p["Segment"], p["TotalSegments"]) for p in params] == [
+        (order[0], 25),
+        (order[0], 25),
+        (order[1], 25),
     ]
-    assert params[1]["ExclusiveStartKey"] == more["LastEvaluatedKey"]
-    assert "ProjectionExpression" not in params[0]  # whole items: their sizes are measured
-    assert (found.segments, found.requests, found.items, found.keys) == (4, 6, 7, 3)
-    assert found.latency == 1.0 and found.read_units == 3.0
-    # The one larger page that read items: its bytes over its time past the latency.
-    assert found.bytes_per_second == sum(item_size(i) for i in rest[1:]) / 2
-    assert not found.whole_table
+    assert params[0]["Limit"] == 163 and "ProjectionExpression" not in params[0]
+    assert params[1]["ExclusiveStartKey"]["pk"] == {"S": "a"}  # past the rest of a
+    assert params[1]["ExclusiveStartKey"]["sk"] != more["LastEvaluatedKey"]["sk"]
+    assert (found.segments, found.total_segments, found.keys, found.items) == (2, 25, 3, 15)
+    assert found.read_units == 3.0 and found.requests == 3 and not found.whole_table
 
 
 # --- the progress gauge ---------------------------------------------------------------------

@@ -38,9 +38,11 @@ __all__ = [
     "ReplayedIndexMethod",
     "StreamRead",
     "estimate",
+    "index_listing_units",
     "load_evidence",
     "read_flow",
     "replay_flow",
+    "replay_units",
     "scan_units",
 ]
 
@@ -60,6 +62,19 @@ def estimate(info: TableInfo, index: str) -> tuple[float, float, float]:
     index_scan = scan_units(info.index_sizes.get(index, 0))
     per_key = float(max(1, math.ceil(2 * average / 4096)))
     return scan, index_scan, per_key
+
+
+def replay_units(info: TableInfo, index: str, rechecks: int) -> float:
+    """Read units of the replay a listing of the marker index pays now: a consistent Query of
+    each of the ``rechecks`` collections the stream names past the maintainer's positions
+    (held back by the margin), ``estimate``'s per-collection figure each. What a lagging
+    maintainer costs, as ``index status``, the estimate and ``auto`` all count it."""
+    return estimate(info, index)[2] * rechecks
+
+
+def index_listing_units(info: TableInfo, index: str, rechecks: int) -> float:
+    """Read units of listing from the marker index now: its scan and :func:`replay_units`."""
+    return estimate(info, index)[1] + replay_units(info, index, rechecks)
 
 
 def load_evidence(

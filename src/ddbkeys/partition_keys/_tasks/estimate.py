@@ -1,30 +1,29 @@
-"""What a listing will cost, said before it runs: read units, requests and time for each method,
-what ``auto`` would likely choose, and how many tasks to split it into. Pure: decided from the
-table's description and a small sample of it
-(:class:`~ddbkeys.partition_keys._tasks.sampled.Sample`, read by
-:mod:`ddbkeys.partition_keys._tasks.sample`).
+"""What a listing will cost, said before it runs: each method's read units and the key count
+as ranges (low, likeliest, high), requests and time, what ``auto`` would likely choose and why,
+what the marker index adds or costs, and how many tasks to split it into. Pure: decided from the
+table's description, a sample of it (:class:`~ddbkeys.partition_keys._tasks.sampled.Sample`, read
+by :mod:`ddbkeys.partition_keys._tasks.sample`) and, for a marker index, what ``index status``
+reads (:class:`~ddbkeys.partition_keys._proof.report.ProofStatus`).
 
-The model is the one ``auto`` already uses to weigh the marker index against a scan
-(:func:`ddbkeys.partition_keys._proof.replay.estimate`: a scan costs the table's size at 0.5 read
-units per 4 KB, the index scan the index's size), with what the sample adds:
+The sample reads whole segments of a parallel Scan split in about one segment per 4 KB, drawn
+at random. DynamoDB places each collection in one segment by a hash of its partition key, so the
+drawn segments hold each collection with the same chance, whatever the collections hold: the
+key count, and any per-collection sum (a method's read units), scale up from them with a range
+that narrows as the sample grows (:mod:`ddbkeys.partition_keys._tasks.ranges`, about 99%; a
+point when the sample read every segment). A heavy collection lands in one segment only, so it
+cannot sway the count the way it swayed a sample of the segments' first pages. The per-method
+model (:mod:`ddbkeys.partition_keys._tasks.methods`) turns those sums into each method's range;
+the scan's and the index's come from DescribeTable's sizes through the functions ``auto`` and
+``index status`` use (:func:`ddbkeys.partition_keys._proof.replay.estimate`,
+:func:`~ddbkeys.partition_keys._proof.replay.index_listing_units`): one model, not two.
 
-- the items per partition key (the collection starts among the sampled items), hence the
-  number of keys, which the skip scan pays 0.5 read units each (per 4 KB of the item it reads);
-- each sampled collection's size up to 4 KB: the adaptive skip scan (``skip-pages``) pays about
-  that share of a 4 KB page per collection (one page for a large one, whose rest it jumps past;
-  small ones packed like a scan), at most what a scan costs;
-- the speed of one reader: a request's latency (the fastest of the one-item pages) and the
-  bytes a second a page reads on top of it (the median of the ~64 KB pages). A method's time
-  is its requests times the latency plus the bytes it reads at that speed. (On DynamoDB Local a
-  request that starts further into a table takes longer: there the skip scans' times lean
-  short.)
-
-The time is the longer of that speed shared by ``concurrency`` readers and the read units
-divided by the read budget (``read_percent``, ``max_rcu_per_second``) or by the table's own
-limit (provisioned read units, or an on-demand maximum). DescribeTable's size and item count
-are refreshed about every six hours on AWS (DynamoDB Local keeps them current): an estimate,
-not a promise. When the table says it holds nothing yet and the sample did not read it all,
-no total is made up: the numbers are None and the notes say why.
+What the ranges rest on (``basis``): the sample's size (segments, keys seen), DescribeTable's
+size and item count (refreshed about every six hours on AWS; DynamoDB Local keeps them current),
+the stream as ``index status`` read it (a maintainer that falls further behind costs more), and
+skip-pages going on as a scan where skipping saves little. The time is the longer of one
+reader's measured speed shared by ``concurrency`` readers and the read units over the read
+budget or the table's own limit. When the table says it holds nothing yet and the sample did not
+read it all, no total is made up: the numbers are None and the notes say why.
 """
 
 from __future__ import annotations
@@ -36,12 +35,22 @@ from dataclasses import asdict, dataclass, replace
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.choice import choose, index_ready, most_keys, not_active
 from ddbkeys.partition_keys._listing.options import ListingOptions
-from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
-from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
-from ddbkeys.partition_keys._proof.replay import scan_units
-from ddbkeys.partition_keys._tasks.sampled import SAMPLE_PAGE_BYTES, UNIT, Sample
+from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, marker_cost
+from ddbkeys.partition_keys._tasks.methods import (
+    TASK_SECONDS,
+    MethodEstimate,
+    Speed,
+    index_line,
+    pages_of,
+    scan_range,
+    skip_line,
+    skip_pages_line,
+)
+from ddbkeys.partition_keys._tasks.ranges import Range, count_range
+from ddbkeys.partition_keys._tasks.sampled import Sample
 
 __all__ = [
     "REFRESHED",
@@ -53,10 +62,6 @@ __all__ = [
     "size",
 ]
 
-MB = 1024 * 1024
-#: A suggested task takes about this long at one reader's measured speed: an engine that runs
-#: a failed task again loses at most about that much work.
-TASK_SECONDS = 15 * 60
 TASKS_RULE = (
     f"enough tasks that each takes about {TASK_SECONDS // 60} minutes at one reader's measured "
     "speed, at most one per MB the method scans"
@@ -68,27 +73,15 @@ REFRESHED = (
 
 
 @dataclass(frozen=True)
-class MethodEstimate:
-    """One method's expected cost: read units (``rcu``), requests, ``seconds`` (with the
-    estimate's readers and budget) and the suggested ``tasks``; None where it cannot be known
-    (``note`` says why). ``available`` is False for a method the table cannot be listed with."""
-
-    method: str
-    available: bool
-    rcu: float | None = None
-    requests: int | None = None
-    seconds: float | None = None
-    tasks: int | None = None
-    note: str = ""
-
-
-@dataclass(frozen=True)
 class ListingEstimate:
     """What listing ``table`` would cost, before it runs (see :mod:`this module
     <ddbkeys.partition_keys._tasks.estimate>` for the model). ``items``, ``size_bytes`` and ``keys``
-    are the table's (``source`` says from where; None: unknown); ``rate`` is the read budget
+    are the table's (``source`` says from where; None: unknown), the keys within ``keys_low``
+    to ``keys_high``, and ``basis`` says what these ranges rest on; ``rate`` is the read budget
     (read units a second, None: none) and ``limit`` what the table serves at most (None: no
-    known limit); ``auto`` the method ``auto`` would likely choose, and why."""
+    known limit); ``auto`` the method ``auto`` would likely choose, and why (the figures it
+    weighed); ``markers`` what creating the marker index would add and cost (None: it is
+    there, or the table cannot have one)."""
 
     table: str
     items: int | None
@@ -106,6 +99,11 @@ class ListingEstimate:
     auto_reason: str
     tasks_rule: str = TASKS_RULE
     notes: tuple[str, ...] = ()
+    keys_low: int | None = None
+    keys_high: int | None = None
+    basis: str = ""
+    markers: MarkerCost | None = None
+    warning: str | None = None
 
     def method(self, name: str) -> MethodEstimate:
         """The estimate of method ``name`` (``auto``: the one it would likely choose)."""
@@ -119,7 +117,8 @@ class ListingEstimate:
         """One line: the table's size, the method's read units and time, the tasks suggested."""
         chosen = self.method(method)
         what = (
-            f"~{size(self.size_bytes)}, ~{self.items:,} items, ~{self.keys:,} keys"
+            f"~{size(self.size_bytes)}, ~{self.items:,} items, "
+            f"{span(self.keys_low, self.keys, self.keys_high)} keys"
             if self.size_bytes is not None and self.items is not None and self.keys is not None
             else "size unknown"
         )
@@ -127,12 +126,10 @@ class ListingEstimate:
         if not chosen.available:
             return f"Estimate for {self.table}: {what}; {named} cannot list it: {chosen.note}"
         cost = (
-            f"~{chosen.rcu:,.0f} RCU, ~{duration(chosen.seconds)}"
+            f"{span(chosen.rcu_low, chosen.rcu, chosen.rcu_high)} RCU, ~{duration(chosen.seconds)}"
             if chosen.rcu is not None and chosen.seconds is not None
             else "cost unknown"
         )
-        if chosen.method == "index":
-            cost += " and its proof (not known in advance)"
         tasks = f"; {chosen.tasks} task(s) suggested" if chosen.tasks is not None else ""
         return f"Estimate for {self.table}: {what}; {named}: {cost}{tasks} ({REFRESHED})."
 
@@ -141,35 +138,65 @@ class ListingEstimate:
         return json.dumps(asdict(self), sort_keys=True, indent=indent)
 
 
+def span(low: float | None, value: float | None, high: float | None) -> str:
+    """``~value`` when the range is a point, else ``low-high`` (``?``: unknown)."""
+    if value is None:
+        return "?"
+    if low is None or high is None or round(low) == round(high):
+        return f"~{value:,.0f}"
+    return f"{low:,.0f}-{high:,.0f}"
+
+
 def estimate(
-    info: TableInfo, sample: Sample, options: ListingOptions, *, concurrency: int = 1
+    info: TableInfo,
+    sample: Sample,
+    options: ListingOptions,
+    *,
+    concurrency: int = 1,
+    proof: ProofStatus | str | None = None,
 ) -> ListingEstimate:
     """The estimate of listing the table ``info`` describes, given ``sample`` of it, with
     ``concurrency`` readers at once (threads or tasks) under the read budget ``options`` give
     (see :func:`~ddbkeys.partition_keys._listing.read_share.share`), its marker index named
-    by them."""
+    by them, whose ``proof`` status was read (a string: why it could not be)."""
     notes: list[str] = []
     items, size_bytes, source = _totals(info, sample, notes)
     keys = _keys(items, sample)
-    capacity = options.read_capacity
-    rate = share(info, options.read_percent, options.max_rcu_per_second, capacity)
-    whole, whence = read_capacity(info, capacity)
-    limit = _limit(info, capacity)
-    index, marker_attribute = options.index_name, options.marker_attribute
-    speed = _Speed(sample, concurrency, min(x for x in (rate, limit, math.inf) if x is not None))
+    rate = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
+    whole, whence = read_capacity(info, options.read_capacity)
+    limit = _limit(info, options.read_capacity)
+    index, attribute = options.index_name, options.marker_attribute
+    speed = Speed(sample, concurrency, min(x for x in (rate, limit, math.inf) if x is not None))
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
-    methods = (
-        _scan(known, items, speed),
-        _skip(known, items, keys, speed),
-        _skip_pages(known, items, keys, sample, speed),
-        _index(known, items, index, marker_attribute, speed),
+    scan = scan_range(known, items, sample.whole_table) if items is not None else None
+    markers = None
+    ready = index_ready(info, index, attribute)
+    if keys is not None and scan is not None and info.sort_key and not ready and sample.keys:
+        markers = marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan)
+    listed, replay = index_line(
+        known,
+        items,
+        index,
+        attribute,
+        speed,
+        proof,
+        markers.summary() if markers is not None else None,
     )
-    auto, reason = _auto(info, index, marker_attribute)
+    methods = (
+        _scan(known, items, scan, speed),
+        _skip(known, keys, sample, speed),
+        _skip_pages(known, items, keys, scan, sample, speed),
+        listed,
+    )
+    auto, reason = _auto(info, index, attribute, methods, replay)
+    warning = markers.warning if markers is not None else None
+    if warning is None and listed.available and listed.rcu is not None and scan is not None:
+        warning = index_warning(info.name, listed.rcu, scan.value, before=False)
     return ListingEstimate(
         table=info.name,
         items=items,
         size_bytes=size_bytes,
-        keys=keys,
+        keys=None if keys is None else round(keys.value),
         source=source,
         sample=sample,
         read_capacity=whole,
@@ -181,6 +208,28 @@ def estimate(
         auto=auto,
         auto_reason=reason,
         notes=(*notes, REFRESHED),
+        keys_low=None if keys is None else math.floor(keys.low),
+        keys_high=None if keys is None else math.ceil(keys.high),
+        basis=_basis(sample, source),
+        markers=markers,
+        warning=warning,
+    )
+
+
+def _basis(sample: Sample, source: str) -> str:
+    """What the ranges rest on, in a sentence."""
+    if sample.whole_table:
+        drawn = f"the sample read the whole table ({sample.keys:,} keys): counts exact"
+    else:
+        drawn = (
+            f"{sample.segments:,} of {sample.total_segments:,} Scan segments drawn at random "
+            f"({sample.keys:,} keys seen; about 99% ranges, blind to a single outsized "
+            "collection the draw missed)"
+        )
+    return (
+        f"{drawn}; sizes from {source} (DescribeTable's are refreshed about every six hours "
+        "on AWS); the index's replay as the stream stands now; skip-pages going on as a scan "
+        "where skipping saves little"
     )
 
 
@@ -202,13 +251,18 @@ def _totals(
     return None, None, "unknown"
 
 
-def _keys(items: int | None, sample: Sample) -> int | None:
-    """The distinct partition keys: the table's items times the sample's keys per item."""
-    if items is None:
+def _keys(items: int | None, sample: Sample) -> Range | None:
+    """The distinct partition keys (``ranges.count_range``), at most the items."""
+    if items is None or (not sample.segments and items):
         return None
-    if not sample.items:
-        return 0 if items == 0 else None
-    return max(1, round(items * sample.keys / sample.items)) if items else 0
+    if not items:
+        return Range.exact(0)
+    if sample.whole_table:
+        return Range.exact(sample.keys)
+    found = count_range(sample.keys, sample.segments, sample.total_segments)
+    most = max(float(items), float(sample.keys))
+    low = min(found.low, most)
+    return Range(low, min(found.value, most), min(found.high, most))
 
 
 def _limit(info: TableInfo, given: float | None) -> float | None:
@@ -221,62 +275,16 @@ def _limit(info: TableInfo, given: float | None) -> float | None:
     return info.max_reads
 
 
-@dataclass(frozen=True)
-class _Speed:
-    """One reader's measured speed (a request's latency, the bytes a second a page reads on
-    top of it), the readers at once and the read units a second allowed."""
-
-    sample: Sample
-    readers: int
-    allowed: float
-
-    def one_reader(self, requests: float, read_bytes: float) -> float | None:
-        """Seconds one reader takes for ``requests`` that read ``read_bytes`` in all (None:
-        nothing was measured)."""
-        s = self.sample
-        if not s.requests:
-            return None
-        if s.bytes_per_second > 0:
-            return requests * s.latency + read_bytes / s.bytes_per_second
-        if s.latency > 0:  # (no page read past the first item: a table of a few items)
-            return requests * s.latency
-        return None
-
-    def seconds(self, one_reader: float | None, rcu: float) -> float | None:
-        """The time with the readers at once and within the read units allowed a second."""
-        if one_reader is None:
-            return None
-        return max(one_reader / self.readers, rcu / self.allowed)
-
-    def method(
-        self, name: str, rcu: float, requests: float, read_bytes: float, scanned: int, note: str
-    ) -> MethodEstimate:
-        """The estimate of a method that sends ``requests`` reading ``read_bytes`` in all
-        (billed ``rcu``) over a table (or index) of ``scanned`` bytes."""
-        one = self.one_reader(requests, read_bytes)
-        return MethodEstimate(
-            name, True, rcu, math.ceil(requests), self.seconds(one, rcu), _tasks(one, scanned), note
-        )
-
-
-def _tasks(one_reader: float | None, scanned: int) -> int | None:
-    """``TASKS_RULE``: about ``TASK_SECONDS`` a task for one reader, at most one per MB."""
-    if one_reader is None:
-        return None
-    return max(1, min(math.ceil(one_reader / TASK_SECONDS), scanned // MB, 1_000_000))
-
-
 def _unknown(method: str) -> MethodEstimate:
     return MethodEstimate(method, True, note="the table's size is unknown")
 
 
-def _scan(info: TableInfo, items: int | None, speed: _Speed) -> MethodEstimate:
-    if items is None:
+def _scan(info: TableInfo, items: int | None, scan: Range | None, speed: Speed) -> MethodEstimate:
+    if items is None or scan is None:
         return _unknown("scan")
-    rcu = scan_units(info.size_bytes) if items else 0.0
-    requests = max(math.ceil(items / SCAN_PAGE_ITEMS), math.ceil(info.size_bytes / MB), 1)
+    pages = pages_of(items, info.size_bytes)
     return speed.method(
-        "scan", rcu, requests, info.size_bytes, info.size_bytes, "0.5 RCU a 4 KB of the table"
+        "scan", scan, pages, info.size_bytes, info.size_bytes, "0.5 RCU a 4 KB of the table"
     )
 
 
@@ -286,92 +294,67 @@ def _no_sort_key(method: str, info: TableInfo) -> MethodEstimate | None:
     return MethodEstimate(method, False, note="the table has no sort key: use scan")
 
 
-def _skip(info: TableInfo, items: int | None, keys: int | None, speed: _Speed) -> MethodEstimate:
+def _skip(info: TableInfo, keys: Range | None, sample: Sample, speed: Speed) -> MethodEstimate:
     if (none := _no_sort_key("skip", info)) is not None:
         return none
-    if items is None or keys is None:
+    if keys is None:
         return _unknown("skip")
-    average = info.size_bytes / items if items else 0.0
-    requests = keys + 1
-    rcu = 0.5 * max(1, math.ceil(average / UNIT)) * requests
-    return speed.method(
-        "skip", rcu, requests, requests * average, info.size_bytes, "0.5 RCU a key, a request each"
-    )
+    return skip_line(info, keys, sample, speed)
 
 
 def _skip_pages(
-    info: TableInfo, items: int | None, keys: int | None, sample: Sample, speed: _Speed
+    info: TableInfo,
+    items: int | None,
+    keys: Range | None,
+    scan: Range | None,
+    sample: Sample,
+    speed: Speed,
 ) -> MethodEstimate:
-    """A page (0.5 RCU) for each large collection; the small ones packed in pages that grow
-    from 4 to 256 KB (``pages.PageSize``), taken as about 64 KB each; at most a scan's cost."""
     if (none := _no_sort_key("skip-pages", info)) is not None:
         return none
-    if items is None or keys is None:
+    if items is None or keys is None or scan is None:
         return _unknown("skip-pages")
-    scan_rcu = scan_units(info.size_bytes) if items else 0.0
-    per_key = sample.capped_bytes / sample.keys / UNIT * 0.5 if sample.keys else 0.5
-    rcu = min(scan_rcu, max(0.5, keys * per_key)) if items else 0.0
-    if items and scan_rcu <= (1 + WASTE) * rcu:  # skipping saves little: it reads through
-        requests = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
-        note = (
-            "collections of about 4 KB or less: skipping would save under 5% a key, so it "
-            "reads through like a scan, in pages of up to 256 KB"
-        )
-        return speed.method(
-            "skip-pages", scan_rcu, requests, info.size_bytes, info.size_bytes, note
-        )
-    large = round(keys * sample.large / sample.keys) if sample.keys else keys
-    small_bytes = max(0.0, (rcu - 0.5 * large) / 0.5 * UNIT)
-    requests = large + math.ceil(small_bytes / SAMPLE_PAGE_BYTES) + 1
-    return speed.method(
-        "skip-pages",
-        rcu,
-        requests,
-        rcu / 0.5 * UNIT,
-        info.size_bytes,
-        "a 4 KB page (0.5 RCU) a large collection, small ones packed like a scan; up to a "
-        "quarter more while its pages grow",
-    )
+    return skip_pages_line(info, items, keys, scan, sample, speed)
 
 
-def _index(
-    info: TableInfo, items: int | None, index: str, attribute: str, speed: _Speed
-) -> MethodEstimate:
-    if not index_ready(info, index, attribute):
-        return MethodEstimate("index", False, note=f"the table has no marker index {index!r}")
-    index_bytes = info.index_sizes.get(index, 0)
-    if items is None or (items and not index_bytes):
-        return MethodEstimate(
-            "index", True, note="the index's size is unknown (DescribeTable reports none yet)"
-        )
-    _, rcu, per_key = scan_costs(info, index)
-    most = most_keys("auto", info, index)
-    return speed.method(
-        "index",
-        rcu,
-        max(1, math.ceil(index_bytes / MB)),
-        index_bytes,
-        index_bytes,
-        "the index scan only: its proof (the table's stream read past the maintainer's "
-        f"positions, and a consistent Query of {per_key:g} RCU for each collection it names) "
-        f"cannot be known in advance; auto gives the index up past {most:,} such collections",
-    )
-
-
-def _auto(info: TableInfo, index: str, attribute: str) -> tuple[str, str]:
-    """The method ``auto`` would likely choose, and why (the proof itself is not run)."""
+def _auto(
+    info: TableInfo,
+    index: str,
+    attribute: str,
+    methods: tuple[MethodEstimate, ...],
+    replay: float | None,
+) -> tuple[str, str]:
+    """The method ``auto`` would likely choose, and why, naming the figures it weighs (the
+    same as these lines: ``replay.estimate`` and ``replay.replay_units``)."""
+    scan = methods[0]
+    against = f"a scan's ~{scan.rcu:,.0f} RCU" if scan.rcu is not None else "a scan"
     planned = choose("auto", info, index, attribute)
     if planned is not None:
+        pages = methods[2]
+        if pages.available and pages.rcu is not None:
+            return planned.method.name, (
+                f"{planned.reason}: skip-pages, ~{pages.rcu:,.0f} RCU against {against}"
+            )
         return planned.method.name, planned.reason
     why = not_active(info, index) or (
         "the table's stream is off" if info.stream_arn is None else None
     )
     if why is not None:
         return "skip-pages", f"the marker index {index!r} cannot be proven: {why}"
-    return (
-        "index",
-        f"the marker index {index!r}, if its proof succeeds when the listing starts (else "
-        "skip-pages)",
+    if replay is None:
+        return "index", (
+            f"the marker index {index!r}, if its proof succeeds when the listing starts (else "
+            "skip-pages)"
+        )
+    _, index_scan, per_key = scan_costs(info, index)
+    most = most_keys("auto", info, index) or 0
+    if replay > per_key * most:
+        return "skip-pages", (
+            f"the index: ~{index_scan:,.0f} RCU + replay ~{replay:,.0f} RCU, more than {against}"
+        )
+    return "index", (
+        f"the index: ~{index_scan:,.0f} RCU + replay ~{replay:,.0f} RCU against "
+        f"{against}, if its proof succeeds when the listing starts (else skip-pages)"
     )
 
 

@@ -1,24 +1,36 @@
 """The estimate of a listing before it runs (:func:`estimate_listing`): the table's description
-and a small sample, read by :func:`sample_flow`, weighed by
+and a sample of it, read by :func:`sample_flow`, weighed by
 :mod:`ddbkeys.partition_keys._tasks.estimate`.
 
-The sample is the first page of each of ``SAMPLE_SEGMENTS`` parallel-scan segments, about
-``SAMPLE_PAGE_BYTES`` each: spread over the key space rather than all from one spot, and at
-most a few read units (a page costs its bytes rounded up to 4 KB, at 0.5 read units each). The
-flow only decides which pages to ask for and times them with the clock it is given; a driver
-sends them (through the reader: its retries, deadline and read budget).
+The sample reads whole segments of a parallel Scan split in about one segment per 4 KB of the
+table (``sampled.sample_segments``), drawn at random, until it has seen ``SAMPLE_KEYS``
+collections or spent ``SAMPLE_RCU`` read units (or read them all). A drawn segment is read to its
+end, so that its collections are all counted (DynamoDB puts a collection's items in one
+segment); past the first 4 KB of a collection it jumps to the next one (as the skip scan does),
+so that a very large collection costs a page, not its size. The flow only decides which pages to
+ask for and times them with the clock it is given; a driver sends them (through the reader: its
+retries, deadline and read budget).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Unpack
 
-from ddbkeys._capacity import Usage
+from ddbkeys._capacity import Usage, item_size
 from ddbkeys._core.steps import Flow
+from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.base import Reader, SegmentMethod, client_and_table
+from ddbkeys.partition_keys._index.index import MarkerIndex
+from ddbkeys.partition_keys._listing.base import (
+    MAX_SORT_KEY,
+    Reader,
+    SegmentMethod,
+    client_and_table,
+)
+from ddbkeys.partition_keys._listing.choice import index_ready, proof_failed
 from ddbkeys.partition_keys._listing.opening import listing_reader, read_budget
 from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
@@ -28,48 +40,73 @@ from ddbkeys.partition_keys._listing.options import (
 )
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
-    SAMPLE_SEGMENTS,
+    SAMPLE_KEYS,
+    SAMPLE_RCU,
+    UNIT,
+    PageTime,
     Sample,
-    SampledSegment,
+    SegmentTally,
     sample_limit,
+    sample_segments,
 )
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._listing.base import ScanPage
+    from ddbkeys.partition_keys._proof.report import ProofStatus
 
 __all__ = ["estimate_listing", "sample_flow"]
+
+#: A segment that has cost this many times ``SAMPLE_RCU`` is given up (not counted): a table
+#: whose DescribeTable reports far less than it holds.
+GIVE_UP = 4
 
 
 def sample_flow(
     reader: Reader,
     info: TableInfo,
-    segments: int = SAMPLE_SEGMENTS,
     clock: Callable[[], float] = time.monotonic,
+    rng: random.Random | None = None,
+    *,
+    rcu: float = SAMPLE_RCU,
+    keys: int = SAMPLE_KEYS,
 ) -> Flow[Sample]:
-    """The start of each of ``segments`` parallel-scan segments, whole items, summed up as a
-    :class:`Sample`: a page of one item (its time is a request's latency), then from there a
-    page of about ``SAMPLE_PAGE_BYTES`` (its time, less that latency, gives the bytes a second
-    one reader reads)."""
-    limit = sample_limit(info)
-    read: list[SampledSegment] = []
-    for segment in range(segments):
-        request: ScanPage = {"Limit": 1, **SegmentMethod.segment_args(segment, segments)}
-        began = clock()
-        probe = yield from reader.page(request)
-        latency = clock() - began
-        items: list[dict[str, Any]] = list(probe.get("Items", []))
-        units, seconds, pages, page = _units(probe), 0.0, 1, probe
-        if "LastEvaluatedKey" in probe:
-            request = {**request, "Limit": limit, "ExclusiveStartKey": probe["LastEvaluatedKey"]}
+    """Whole segments of ``sampled.sample_segments(info)``, drawn by ``rng`` (by default seeded
+    with the table's name: the same table sampled twice reads the same segments), until
+    ``keys`` collections were seen or ``rcu`` read units spent, summed up as a
+    :class:`Sample`."""
+    total = sample_segments(info)
+    draw = rng if rng is not None else random.Random(info.name)
+    order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
+    limit, pk = sample_limit(info), info.partition_key.name
+    tallies: list[SegmentTally] = []
+    pages: list[PageTime] = []
+    spent = 0.0
+    for segment in order:
+        if spent >= rcu or sum(t.keys for t in tallies) >= keys:
+            break
+        tally = SegmentTally(pk)
+        request: ScanPage = {"Limit": limit, **SegmentMethod.segment_args(segment, total)}
+        while True:
             began = clock()
             page = yield from reader.page(request)
-            seconds, pages = clock() - began, 2
-            items += page.get("Items", [])
-            units += _units(page)
-        read.append(
-            SampledSegment(items, latency, seconds, pages, units, "LastEvaluatedKey" not in page)
-        )
-    return Sample.of_segments(read, info.partition_key.name)
+            seconds = clock() - began
+            items = page.get("Items", [])
+            tally.add(items)
+            units = _units(page)
+            spent += units
+            pages.append(PageTime(len(items), sum(item_size(i) for i in items), seconds))
+            if "LastEvaluatedKey" not in page:
+                tallies.append(tally)
+                break
+            if spent >= GIVE_UP * rcu:
+                break
+            request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+            sort = info.sort_key
+            if sort is not None and items and tally.open_bytes >= UNIT:
+                tally.close()  # the rest of a large collection: skipped
+                start: dict[str, Any] = {pk: tally.last_key, sort.name: MAX_SORT_KEY[sort.type]}
+                request = {**request, "ExclusiveStartKey": start}
+    return Sample.of_segments(tallies, total, pages, spent)
 
 
 def _units(page: Mapping[str, Any]) -> float:
@@ -94,10 +131,14 @@ def estimate_listing(
     ``deadline`` bounds each request), what ``auto`` would likely choose, and the tasks to
     split it into.
 
-    Cost: one DescribeTable and ``SAMPLE_SEGMENTS`` (4) Scan pages of about 64 KB each (at most
-    about 32 read units; ``usage`` counts them). DescribeTable's size and item count are
-    refreshed about every six hours on AWS: an estimate, not a promise. The marker index's
-    proof cannot be known in advance (the estimate says so); nothing here reads the stream."""
+    Each method's read units and the key count come as ranges (``rcu_low``/``rcu_high``,
+    ``keys_low``/``keys_high``), and ``basis`` says what they rest on. Cost: one DescribeTable
+    and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (400) keys were seen or
+    ``SAMPLE_RCU`` (32) read units spent (``usage`` counts them); where the table has a marker
+    index, what ``index status`` reads (its record in the state table and the stream, never
+    the table), so that the index's line includes the replay a lagging maintainer costs.
+    DescribeTable's size and item count are refreshed about every six hours on AWS: an
+    estimate, not a promise."""
 
     options = listing_options(options, None, settings)
     readers = check_whole("concurrency", concurrency)
@@ -107,4 +148,25 @@ def estimate_listing(
     info = reader.run(reader.describe())
     reader.budget = read_budget(options, info)  # the sample keeps to it too
     sample = reader.run(sample_flow(reader, info, clock=clock))
-    return estimate(info, sample, options, concurrency=readers)
+    return estimate(info, sample, options, concurrency=readers, proof=_proof(client, info, options))
+
+
+def _proof(client: Any, info: TableInfo, options: ListingOptions) -> ProofStatus | str | None:
+    """What ``index status`` says of the marker index (None: the table has none; a string:
+    why it could not be read)."""
+    if not index_ready(info, options.index_name, options.marker_attribute):
+        return None
+    index = MarkerIndex(
+        client,
+        info.name,
+        index_name=options.index_name,
+        marker_attribute=options.marker_attribute,
+        deadline=options.deadline,
+        info=info,
+    )
+    try:
+        return index.proof_status(
+            state_table=options.state_table, replay_margin=options.replay_margin
+        )
+    except DdbKeysError as exc:
+        return proof_failed(exc)

@@ -1,123 +1,203 @@
-"""What a small sample of a table held (read by :mod:`ddbkeys.partition_keys._tasks.sample`, weighed
-by :mod:`ddbkeys.partition_keys._tasks.estimate`): the first pages of a few parallel-scan segments,
-and what they say of the table's collections and of one reader's speed. Pure."""
+"""What a sample of a table held (read by :mod:`ddbkeys.partition_keys._tasks.sample`, weighed by
+:mod:`ddbkeys.partition_keys._tasks.estimate`): whole segments of a parallel Scan split in many,
+drawn at random, and what their collections say of the table's (sums of per-collection
+quantities, whose range :mod:`ddbkeys.partition_keys._tasks.ranges` gives) and of one reader's
+speed. Pure."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ddbkeys._capacity import item_size
 from ddbkeys._schema import TableInfo
 
 __all__ = [
-    "SAMPLE_PAGE_BYTES",
+    "SAMPLE_KEYS",
     "SAMPLE_PAGE_ITEMS",
-    "SAMPLE_SEGMENTS",
+    "SAMPLE_PAGE_UNITS",
+    "SAMPLE_RCU",
     "UNIT",
+    "UNKNOWN_SEGMENTS",
+    "PageTime",
     "Sample",
-    "SampledSegment",
+    "SegmentTally",
     "sample_limit",
+    "sample_segments",
 ]
 
 UNIT = 4096  # a read unit's bytes (0.5 RCU each, eventually consistent)
-#: Parallel-scan segments whose first page the sample reads (spread over the key space).
-SAMPLE_SEGMENTS = 4
-#: About how many bytes each sampled page reads (a Limit from the table's average item size),
-#: and the most items it asks for.
-SAMPLE_PAGE_BYTES = 64 * 1024
+#: The sample starts no new segment once it has spent this many read units, or seen this many
+#: collections: it costs about ``SAMPLE_RCU`` at most (plus what the last segment holds).
+SAMPLE_RCU = 32.0
+SAMPLE_KEYS = 400
+#: A sampled page asks for about this many 4 KB units of the table's average item.
+SAMPLE_PAGE_UNITS = 4
 SAMPLE_PAGE_ITEMS = 1000
+#: Segments the table is split in when DescribeTable reports no size yet.
+UNKNOWN_SEGMENTS = 1024
+#: The most segments a parallel Scan takes.
+MAX_SEGMENTS = 1_000_000
+
+
+def sample_segments(info: TableInfo) -> int:
+    """The segments the sample splits the table in: about one 4 KB unit (and at least an item)
+    each, by DescribeTable, so that a drawn segment costs about one request of 0.5 read
+    units; ``UNKNOWN_SEGMENTS`` when the table reports no size."""
+    if not info.item_count or not info.size_bytes:
+        return UNKNOWN_SEGMENTS
+    return max(1, min(MAX_SEGMENTS, info.item_count, math.ceil(info.size_bytes / UNIT)))
 
 
 def sample_limit(info: TableInfo) -> int:
-    """The Limit of a sampled page: about ``SAMPLE_PAGE_BYTES`` of the table's average item
-    (DescribeTable), 1 to ``SAMPLE_PAGE_ITEMS``; 100 when the table reports no size."""
+    """The Limit of a sampled page: about ``SAMPLE_PAGE_UNITS`` units of the table's average
+    item (DescribeTable), 1 to ``SAMPLE_PAGE_ITEMS``; 100 when the table reports no size."""
     if not info.item_count or not info.size_bytes:
         return 100
-    return max(
-        1, min(SAMPLE_PAGE_ITEMS, int(SAMPLE_PAGE_BYTES * info.item_count / info.size_bytes))
-    )
+    average = info.size_bytes / info.item_count
+    return max(1, min(SAMPLE_PAGE_ITEMS, int(SAMPLE_PAGE_UNITS * UNIT / average)))
 
 
 @dataclass(frozen=True)
-class SampledSegment:
-    """The start of one sampled segment: its ``items``, the ``latency`` of its first page (one
-    item), the ``seconds`` of its second page, the ``pages`` read (1 when the first ended the
-    segment), the read units they took, and whether the segment ``ended`` there."""
+class PageTime:
+    """One sampled page: its ``items``, their ``bytes`` and the ``seconds`` it took."""
 
-    items: Sequence[Mapping[str, Any]]
-    latency: float
+    items: int
+    bytes: int
     seconds: float
-    pages: int
-    units: float
-    ended: bool
+
+
+@dataclass
+class SegmentTally:
+    """The collections of one segment, as its pages come (in order: a collection's items come
+    together). Per collection: its first item's size, its ``prefix`` (its items up to and
+    including the one that reaches 4 KB: what a page that reads into it and stops reads), its
+    bytes as far as read (the rest of a collection past 4 KB may be skipped)."""
+
+    pk: str
+    keys: int = 0
+    items: int = 0
+    bytes: int = 0
+    large: int = 0
+    capped: int = 0
+    key_bytes: int = 0
+    skip: float = 0.0
+    skip_squares: float = 0.0
+    prefix: float = 0.0
+    prefix_squares: float = 0.0
+    _last: object = field(default=None, repr=False)
+    _open: list[int] = field(default_factory=list, repr=False)
+    _key_size: int = field(default=0, repr=False)
+
+    def add(self, items: Sequence[Mapping[str, Any]]) -> None:
+        for item in items:
+            value = item.get(self.pk)
+            if not self._open or value != self._last:
+                self.close()
+                self._last = value
+                self._key_size = item_size({"": value}) if value is not None else 0
+            self._open.append(item_size(item))
+            self.items += 1
+
+    @property
+    def open_bytes(self) -> int:
+        """The bytes read of the collection the last page ended in."""
+        return sum(self._open)
+
+    @property
+    def last_key(self) -> object:
+        return self._last
+
+    def close(self) -> None:
+        """The open collection is done (read whole, or the rest skipped)."""
+        if not self._open:
+            return
+        sizes, self._open = self._open, []
+        whole = sum(sizes)
+        upto = 0
+        for size in sizes:
+            upto += size
+            if upto >= UNIT:
+                break
+        skip = 0.5 * max(1, math.ceil(sizes[0] / UNIT))
+        prefix = upto / (2 * UNIT)
+        self.keys += 1
+        self.bytes += whole
+        self.large += whole >= UNIT
+        self.capped += min(whole, UNIT)
+        self.key_bytes += self._key_size
+        self.skip += skip
+        self.skip_squares += skip * skip
+        self.prefix += prefix
+        self.prefix_squares += prefix * prefix
 
 
 @dataclass(frozen=True)
 class Sample:
-    """What the sampled segments held: ``items``, their ``bytes`` (DynamoDB's item sizes), the
-    partition keys seen (``keys``: collection starts, since a collection's items come together
-    in a segment), how many of those collections held ``UNIT`` bytes or more (``large``), the
-    sum of each collection's bytes up to ``UNIT`` (``capped_bytes``), the ``requests`` and read
-    units it took, and whether every sampled segment was read to its end (``whole_table``: then
-    its counts are the table's). One reader's speed, measured so that a request slowed by
-    warming up (a new connection, a server's first requests) does not count for all: the
-    ``latency``, the fastest page of one item; ``bytes_per_second``, the median over the larger
-    pages of their bytes over their time past that latency (0: not measured)."""
+    """What the sampled segments held: ``segments`` whole segments of ``total_segments``,
+    their ``items``, ``bytes`` (DynamoDB's item sizes, of what was read), the collections
+    (``keys``), those of 4 KB or more (``large``), the sum of each collection's bytes up to 4 KB
+    (``capped_bytes``) and of their partition key values (``key_bytes``); per collection,
+    summed with their squares: ``skip_units`` (the read units of a one-item page of its first
+    item) and ``prefix_units`` (of its items up to 4 KB: what a page reading into it pays);
+    the ``requests`` and read units it took, and whether it read every segment
+    (``whole_table``: then its counts are the table's). One reader's speed: ``latency``, the
+    fastest page; ``bytes_per_second``, the median over the pages of 8 KB or more of their
+    bytes over their time past that latency (0: not measured)."""
 
     segments: int = 0
+    total_segments: int = 1
     requests: int = 0
     items: int = 0
     bytes: int = 0
     keys: int = 0
     large: int = 0
     capped_bytes: int = 0
+    key_bytes: int = 0
+    skip_units: float = 0.0
+    skip_squares: float = 0.0
+    prefix_units: float = 0.0
+    prefix_squares: float = 0.0
     read_units: float = 0.0
     whole_table: bool = False
     latency: float = 0.0
     bytes_per_second: float = 0.0
 
     @classmethod
-    def of_segments(cls, segments: Sequence[SampledSegment], pk: str) -> Sample:
-        """The sample of ``segments``, the items keyed by partition key ``pk``."""
-        items = bytes_ = keys = large = capped = 0
-        latency = min((s.latency for s in segments), default=0.0)
-        rates: list[float] = []
+    def of_segments(
+        cls,
+        segments: Sequence[SegmentTally],
+        total: int,
+        pages: Sequence[PageTime] = (),
+        read_units: float = 0.0,
+    ) -> Sample:
+        """The sample of whole ``segments`` of ``total``, read in ``pages``."""
+        latency = min((p.seconds for p in pages), default=0.0)
+        rates = sorted(
+            p.bytes / (p.seconds - latency)
+            for p in pages
+            if p.bytes >= 2 * UNIT and p.seconds > latency
+        )
         for segment in segments:
-            for collection in _collections(segment.items, pk):
-                keys += 1
-                large += collection >= UNIT
-                capped += min(collection, UNIT)
-                bytes_ += collection
-            items += len(segment.items)
-            reading = segment.seconds - latency
-            if segment.pages > 1 and len(segment.items) > 1 and reading > 0:
-                rates.append(sum(item_size(item) for item in segment.items[1:]) / reading)
-        rates.sort()
+            segment.close()
         return cls(
             segments=len(segments),
-            requests=sum(s.pages for s in segments),
-            items=items,
-            bytes=bytes_,
-            keys=keys,
-            large=large,
-            capped_bytes=capped,
-            read_units=sum(s.units for s in segments),
-            whole_table=bool(segments) and all(s.ended for s in segments),
+            total_segments=total,
+            requests=len(pages),
+            items=sum(s.items for s in segments),
+            bytes=sum(s.bytes for s in segments),
+            keys=sum(s.keys for s in segments),
+            large=sum(s.large for s in segments),
+            capped_bytes=sum(s.capped for s in segments),
+            key_bytes=sum(s.key_bytes for s in segments),
+            skip_units=sum(s.skip for s in segments),
+            skip_squares=sum(s.skip_squares for s in segments),
+            prefix_units=sum(s.prefix for s in segments),
+            prefix_squares=sum(s.prefix_squares for s in segments),
+            read_units=read_units,
+            whole_table=bool(segments) and len(segments) >= total,
             latency=latency,
             bytes_per_second=rates[len(rates) // 2] if rates else 0.0,
         )
-
-
-def _collections(items: Sequence[Mapping[str, Any]], pk: str) -> list[int]:
-    """The bytes of each run of items sharing a partition key, in order."""
-    sizes: list[int] = []
-    last: object = object()
-    for item in items:
-        value = item.get(pk)
-        if not sizes or value != last:
-            sizes.append(0)
-            last = value
-        sizes[-1] += item_size(item)
-    return sizes

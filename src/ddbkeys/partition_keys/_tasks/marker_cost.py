@@ -1,0 +1,127 @@
+"""What the marker index costs and saves, said before ``index create`` and in the estimate: the
+markers it adds (an item a collection: how many, their bytes), what a scan of the table then
+reads, and what a listing from the index costs against today's scan, with a one-line warning
+when the index would cost more than the scan it replaces. Pure: from the table's description,
+the estimate's key count range and the sample's partition key sizes.
+
+A marker holds the collection's partition key, the marker's sort key, the marker attribute (the
+partition key again), a version and ``ddbkeys_type``
+(:meth:`~ddbkeys.partition_keys._index.marker_core.MarkerCore.mark`). A Scan of the KEYS_ONLY
+index reads on the service its projected keys (partition key, sort key, marker attribute), on
+DynamoDB Local the whole marker: the index's range goes from the one to the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ddbkeys._capacity import item_size
+from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._index.markers import VERSION_ATTRIBUTE, marker_sort_key
+from ddbkeys.partition_keys._proof.replay import scan_units
+from ddbkeys.partition_keys._tasks.methods import pages_of, size_range
+from ddbkeys.partition_keys._tasks.ranges import Range
+
+__all__ = ["MarkerCost", "index_warning", "marker_cost", "marker_sizes"]
+
+
+@dataclass(frozen=True)
+class MarkerCost:
+    """What creating the marker index adds and costs (ranges from the key count's): the
+    ``markers`` (items, one a collection) of ``marker_bytes`` each, their bytes, a scan's read
+    units now and with them, and a listing from the index; ``warning``: one line when the
+    index would cost more than today's scan (None: it would not)."""
+
+    marker_bytes: float
+    markers_low: float
+    markers_high: float
+    bytes_low: float
+    bytes_high: float
+    scan_now: float
+    scan_after_low: float
+    scan_after_high: float
+    index_low: float
+    index_rcu: float
+    index_high: float
+    warning: str | None = None
+
+    def summary(self) -> str:
+        """The figures in one line."""
+        return (
+            f"markers would add {_span(self.markers_low, self.markers_high)} items of "
+            f"~{self.marker_bytes:,.0f} B ({_span(self.bytes_low / 1024, self.bytes_high / 1024)}"
+            f" KB): a scan would read {_span(self.scan_after_low, self.scan_after_high)} RCU "
+            f"instead of ~{self.scan_now:,.0f}, and a listing from the index cost "
+            f"{_span(self.index_low, self.index_high)} RCU against today's scan of "
+            f"~{self.scan_now:,.0f}"
+        )
+
+
+def _span(low: float, high: float) -> str:
+    return f"~{low:,.0f}" if round(low) == round(high) else f"{low:,.0f}-{high:,.0f}"
+
+
+def marker_sizes(info: TableInfo, attribute: str, key_bytes: float) -> tuple[float, float]:
+    """The bytes of a marker, and of its index entry (its projected keys), for a partition key
+    value of ``key_bytes`` (the sample's average)."""
+    pk, sk = info.partition_key, info.sort_key
+    assert sk is not None
+    sort_value = marker_sort_key(info)
+    keys: dict[str, Any] = {pk.name: {"S": ""}, sk.name: sort_value, attribute: {"S": ""}}
+    whole = {**keys, VERSION_ATTRIBUTE: {"S": "0" * 16}, ENTITY_ATTRIBUTE: {"S": MARKER}}
+    return item_size(whole) + 2 * key_bytes, item_size(keys) + 2 * key_bytes
+
+
+def marker_cost(
+    info: TableInfo, keys: Range, key_bytes: float, attribute: str, scan: Range
+) -> MarkerCost:
+    """What markers for ``keys`` collections (partition keys of ``key_bytes`` on average)
+    would add to the table ``info`` describes, whose scan costs ``scan`` now."""
+    marker, entry = marker_sizes(info, attribute, key_bytes)
+    added_low, added_high = keys.low * marker, keys.high * marker
+    items = info.item_count
+    after_low = size_range(info.size_bytes + added_low, pages_of(items + keys.low, 0)).low
+    after_high = size_range(
+        info.size_bytes + added_high, pages_of(items + keys.high, info.size_bytes + added_high)
+    ).high
+    index = Range(
+        scan_units(int(keys.low * entry)),
+        scan_units(int(keys.value * marker)),
+        size_range(keys.high * marker, pages_of(keys.high, keys.high * marker)).high,
+    )
+    return MarkerCost(
+        marker_bytes=marker,
+        markers_low=keys.low,
+        markers_high=keys.high,
+        bytes_low=added_low,
+        bytes_high=added_high,
+        scan_now=scan.value,
+        scan_after_low=after_low,
+        scan_after_high=after_high,
+        index_low=index.low,
+        index_rcu=index.value,
+        index_high=index.high,
+        warning=index_warning(info.name, index.value, scan.value, after_high, before=True),
+    )
+
+
+def index_warning(
+    table: str, index: float, scan: float, scan_after: float | None = None, *, before: bool
+) -> str | None:
+    """One line when a listing from the index (``index`` read units) would cost more than
+    today's scan of the table (``scan``); None when it would not."""
+    if index <= scan:
+        return None
+    after = (
+        f", and the markers would make every scan of it ~{scan_after / max(scan, 0.5):.1f}x dearer"
+        if scan_after is not None
+        else ""
+    )
+    verb = "would cost" if before else "costs"
+    return (
+        f"Warning: a listing from the marker index of {table!r} {verb} ~{index:,.0f} RCU, "
+        f"more than the ~{scan:,.0f} RCU of a scan it replaces{after}: list with --method "
+        "scan or skip-pages instead"
+    )

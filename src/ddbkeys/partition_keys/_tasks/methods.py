@@ -1,0 +1,242 @@
+"""Each method's line of the estimate (:mod:`ddbkeys.partition_keys._tasks.estimate`): its read
+units as a range, requests, time and tasks, from the table's description, the key count's range
+and the sample's per-collection sums. Pure.
+
+- ``scan``: the table's size (DescribeTable, or the sample when it read the whole table) at 0.5
+  read units per 4 KB (``replay.scan_units``, the figure ``auto`` weighs the index against),
+  from 5% under to 5% over plus half a unit a page (each page is rounded up to 4 KB).
+- ``skip``: a one-item page a collection, its first item rounded up to 4 KB: the sample's sum
+  of that, scaled to the table (``ranges.sum_range``), plus the request that ends the scan.
+- ``skip-pages``: where skipping wins, about what its pages read of each collection (its items
+  up to 4 KB, ``prefix_units``) and up to 30% more while its pages grow and round up; where it
+  saves little, it goes on as a scan: at most about 1.05 times a scan's, plus the trial that
+  tells (up to 1.1 times a scan's and a unit). The lower of the two.
+- ``index``: the index's size (DescribeTable) like a scan's, plus the replay a lagging
+  maintainer costs now (``replay.replay_units``, from what ``index status`` reads).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._listing.choice import index_ready, most_keys
+from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
+from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
+from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
+from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._tasks.ranges import Range, sum_range
+from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
+
+__all__ = [
+    "MB",
+    "TASK_SECONDS",
+    "MethodEstimate",
+    "Speed",
+    "index_line",
+    "pages_of",
+    "scan_range",
+    "size_range",
+    "skip_line",
+    "skip_pages_line",
+]
+
+MB = 1024 * 1024
+#: A suggested task takes about this long at one reader's measured speed: an engine that runs
+#: a failed task again loses at most about that much work.
+TASK_SECONDS = 15 * 60
+#: How far a scan's units may be from the size DescribeTable reports (item sizes counted a
+#: little apart), besides half a unit a page.
+SIZE_SLACK = 0.05
+#: skip-pages: what its pages read past the collections' first 4 KB while they grow, and the
+#: most it reads past a scan's before it goes on as one.
+GROWTH = 1.3
+THROUGH = 1.1
+
+
+@dataclass(frozen=True)
+class MethodEstimate:
+    """One method's expected cost: read units (``rcu``, within ``rcu_low`` to ``rcu_high``),
+    requests, ``seconds`` (with the estimate's readers and budget) and the suggested
+    ``tasks``; None where it cannot be known (``note`` says why). ``available`` is False for a
+    method the table cannot be listed with."""
+
+    method: str
+    available: bool
+    rcu: float | None = None
+    requests: int | None = None
+    seconds: float | None = None
+    tasks: int | None = None
+    note: str = ""
+    rcu_low: float | None = None
+    rcu_high: float | None = None
+
+
+def _tasks(one_reader: float | None, scanned: float) -> int | None:
+    """About ``TASK_SECONDS`` a task for one reader, at most one per MB."""
+    if one_reader is None:
+        return None
+    return max(1, min(math.ceil(one_reader / TASK_SECONDS), int(scanned // MB), 1_000_000))
+
+
+@dataclass(frozen=True)
+class Speed:
+    """One reader's measured speed (a request's latency, the bytes a second a page reads on
+    top of it), the readers at once and the read units a second allowed."""
+
+    sample: Sample
+    readers: int
+    allowed: float
+
+    def one_reader(self, requests: float, read_bytes: float) -> float | None:
+        """Seconds one reader takes for ``requests`` that read ``read_bytes`` in all (None:
+        nothing was measured)."""
+        s = self.sample
+        if not s.requests:
+            return None
+        if s.bytes_per_second > 0:
+            return requests * s.latency + read_bytes / s.bytes_per_second
+        if s.latency > 0:  # (no page large enough to time the reading: a small table)
+            return requests * s.latency
+        return None
+
+    def seconds(self, one_reader: float | None, rcu: float) -> float | None:
+        """The time with the readers at once and within the read units allowed a second."""
+        if one_reader is None:
+            return None
+        return max(one_reader / self.readers, rcu / self.allowed)
+
+    def method(
+        self, name: str, rcu: Range, requests: float, read_bytes: float, scanned: float, note: str
+    ) -> MethodEstimate:
+        """The estimate of a method that sends ``requests`` reading ``read_bytes`` in all
+        (billed ``rcu``) over a table (or index) of ``scanned`` bytes."""
+        one = self.one_reader(requests, read_bytes)
+        return MethodEstimate(
+            name,
+            True,
+            rcu.value,
+            math.ceil(requests),
+            self.seconds(one, rcu.value),
+            _tasks(one, scanned),
+            note,
+            rcu.low,
+            rcu.high,
+        )
+
+
+def pages_of(items: float, size_bytes: float) -> int:
+    """The pages of a scan: 1 MB, or ``scan.PAGE_ITEMS`` items, each."""
+    return max(math.ceil(items / SCAN_PAGE_ITEMS), math.ceil(size_bytes / MB), 1)
+
+
+def size_range(size_bytes: float, pages: int, exact: bool = False) -> Range:
+    """Read units of scanning ``size_bytes`` in ``pages``: ``scan_units``, from ``SIZE_SLACK``
+    under (none when the size is ``exact``: read by the sample) to as much over plus half a
+    unit a page."""
+    units = scan_units(int(size_bytes))
+    under = units if exact else max(0.5, units * (1 - SIZE_SLACK))
+    return Range(under, units, units * (1 + SIZE_SLACK) + 0.5 * pages)
+
+
+def scan_range(info: TableInfo, items: int, exact: bool) -> Range:
+    """A scan's read units (0 for an empty table)."""
+    if not items:
+        return Range.exact(0.0)
+    return size_range(info.size_bytes, pages_of(items, info.size_bytes), exact)
+
+
+def _sampled(total: float, squares: float, sample: Sample) -> Range:
+    if sample.whole_table or not sample.segments:
+        return Range.exact(total)
+    return sum_range(total, squares, sample.segments, sample.total_segments)
+
+
+def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> MethodEstimate:
+    """A one-item page a collection, and the request that ends the scan."""
+    units = _sampled(sample.skip_units, sample.skip_squares, sample).scaled(1, 0.5)
+    average = info.size_bytes / info.item_count if info.item_count else 0.0
+    requests = keys.value + 1
+    return speed.method(
+        "skip",
+        units,
+        requests,
+        requests * average,
+        info.size_bytes,
+        "a request a key: its first item's 4 KB units",
+    )
+
+
+def skip_pages_line(
+    info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
+) -> MethodEstimate:
+    """What skipping reads of each collection (up to ``GROWTH`` more), or about a scan's
+    (up to ``THROUGH`` times and a unit) where that is less."""
+    if not items:
+        return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
+    prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
+    low = min(prefix.low * (1 - 2 * SIZE_SLACK), scan.low)  # (pages pack: a little less)
+    high = max(low, min(prefix.high * GROWTH + 0.5, scan.high * THROUGH + 1))
+    value = min(max(low, min(prefix.value * (1 + GROWTH) / 2, scan.value)), high)
+    units = Range(low, value, high)
+    if scan.value <= (1 + WASTE) * prefix.value:  # skipping saves little: it reads through
+        through = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
+        note = (
+            "collections of about 4 KB or less: skipping would save under 5%, so it reads on "
+            "like a scan, in pages of up to 256 KB"
+        )
+        return speed.method("skip-pages", units, through, info.size_bytes, info.size_bytes, note)
+    large = keys.value * sample.large / sample.keys if sample.keys else keys.value
+    small_bytes = max(0.0, (value - 0.5 * large) / 0.5 * UNIT)
+    requests = large + math.ceil(small_bytes / (16 * UNIT)) + 1
+    return speed.method(
+        "skip-pages",
+        units,
+        requests,
+        value / 0.5 * UNIT,
+        info.size_bytes,
+        "a 4 KB page a large collection, small ones packed like a scan; up to 30% more while "
+        "its pages grow, at most about a scan's where skipping saves little",
+    )
+
+
+def index_line(
+    info: TableInfo,
+    items: int | None,
+    index: str,
+    attribute: str,
+    speed: Speed,
+    proof: ProofStatus | str | None,
+    markers: str | None,
+) -> tuple[MethodEstimate, float | None]:
+    """The index's line, and the replay's read units in it (None: not known)."""
+    if not index_ready(info, index, attribute):
+        note = f"the table has no marker index {index!r}"
+        if markers is not None:
+            note += f" (`index create` would add it: {markers})"
+        return MethodEstimate("index", False, note=note), None
+    index_bytes = info.index_sizes.get(index, 0)
+    if items is None or (items and not index_bytes):
+        note = "the index's size is unknown (DescribeTable reports none yet)"
+        return MethodEstimate("index", True, note=note), None
+    scanned = size_range(index_bytes, pages_of(0, index_bytes))
+    if isinstance(proof, ProofStatus) and proof.rechecks is not None:
+        replay = replay_units(info, index, proof.rechecks)
+        note = (
+            f"its scan and the replay of a maintainer {proof.records or 0:,} stream record(s) "
+            f"behind: {proof.rechecks:,} collection(s) re-checked, ~{replay:,.1f} RCU (as "
+            "the stream stands now; more if it falls further behind)"
+        )
+        rcu = scanned.scaled(1, replay)
+        return speed.method("index", rcu, 1, index_bytes, index_bytes, note), replay
+    why = proof.reason if isinstance(proof, ProofStatus) else (proof or "not read")
+    most = most_keys("auto", info, index)
+    per_key = scan_costs(info, index)[2]
+    note = (
+        f"the index scan only: its proof cannot be read now ({why}); a replay re-checks each "
+        f"collection the stream names for {per_key:g} RCU, and auto gives the index up past "
+        f"{most:,} of them"
+    )
+    return speed.method("index", scanned, 1, index_bytes, index_bytes, note), None

@@ -1,0 +1,93 @@
+"""How far a total read from a sample of whole Scan segments can be from the table's: the
+range math of the estimate, pure (no client).
+
+DynamoDB spreads a table's collections over the segments of a parallel Scan by a hash of the
+partition key: a collection's items all land in one segment (checked on DynamoDB Local, and
+what makes a parallel scan of a table with a sort key hand each key to one segment). Reading
+``k`` whole segments of ``S`` at random therefore draws each collection with probability
+``p = k / S``, about independently of the others (the hash), whatever the collections hold. For
+a quantity ``f`` summed over the collections (1 for the key count, read units for a method):
+
+- the total is about ``sum(f over the sampled collections) / p`` (Horvitz-Thompson);
+- its spread is about ``sqrt((1 - p) * sum(f**2 over the sampled)) / p``; the key count (f = 1)
+  uses the score interval of a binomial count instead, which holds for small counts too;
+- a collection the sample did not draw cannot be seen: a single very large term (a key whose
+  first item is 400 KB) missed by the sample is the range's blind spot, said in its notes.
+
+With ``p = 1`` (every segment read) the totals are exact and the range is a point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["Range", "Z", "count_range", "sum_range"]
+
+#: Standard deviations a range spans either side: about 99% for a normal spread.
+Z = 2.576
+
+
+@dataclass(frozen=True)
+class Range:
+    """A quantity between ``low`` and ``high``, with ``value`` the likeliest (low <= value <=
+    high)."""
+
+    low: float
+    value: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not self.low <= self.value <= self.high:
+            raise ValueError(f"not a range: {self.low} <= {self.value} <= {self.high}")
+
+    @classmethod
+    def exact(cls, value: float) -> Range:
+        return cls(value, value, value)
+
+    def scaled(self, factor: float, plus: float = 0.0) -> Range:
+        """``factor * self + plus`` (factor >= 0)."""
+        return Range(
+            self.low * factor + plus, self.value * factor + plus, self.high * factor + plus
+        )
+
+    def __add__(self, other: Range) -> Range:
+        return Range(self.low + other.low, self.value + other.value, self.high + other.high)
+
+    @property
+    def spread(self) -> float:
+        """``high / low`` (1 for an exact value; infinite from a low of 0 and a high above)."""
+        if self.high == self.low:
+            return 1.0
+        return math.inf if self.low <= 0 else self.high / self.low
+
+
+def count_range(seen: int, drawn: int, of: int, z: float = Z) -> Range:
+    """The table's collections when ``drawn`` whole segments of ``of`` held ``seen``: the score
+    interval of a binomial count (each collection drawn with ``p = drawn / of``), with the
+    finite-population correction ``1 - p``; never below ``seen``."""
+    if drawn <= 0 or of <= 0 or drawn > of:
+        raise ValueError(f"drawn must be 1 to of ({drawn} of {of})")
+    p = drawn / of
+    if p >= 1:
+        return Range.exact(seen)
+    c = z * z * (1 - p)
+    root = math.sqrt(c * seen + c * c / 4)
+    low_mean, high_mean = seen + c / 2 - root, seen + c / 2 + root
+    low = max(float(seen), low_mean / p)
+    return Range(low, max(low, seen / p), max(low, high_mean / p))
+
+
+def sum_range(total: float, squares: float, drawn: int, of: int, z: float = Z) -> Range:
+    """The table's sum of a per-collection quantity (>= 0) whose sampled collections summed to
+    ``total`` (and their squares to ``squares``) in ``drawn`` whole segments of ``of``; never
+    below ``total``."""
+    if drawn <= 0 or of <= 0 or drawn > of:
+        raise ValueError(f"drawn must be 1 to of ({drawn} of {of})")
+    p = drawn / of
+    if p >= 1:
+        return Range.exact(total)
+    value = total / p
+    spread = z * math.sqrt((1 - p) * squares) / p
+    low = max(total, value - spread)
+    return Range(low, max(low, value), max(low, value + spread))
