@@ -23,6 +23,9 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
+#: A figure the estimate gives: ``~N`` when its range is a point, else ``low-high``.
+SPAN = r"(?:~[\d,]+|[\d,]+-[\d,]+)"
+
 
 def run(endpoint: str, *args: str) -> Result:
     return CliRunner().invoke(cli, ["partition-keys", *args, "--endpoint-url", endpoint])
@@ -49,26 +52,35 @@ def test_estimate_as_text_and_json(
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
     assert re.fullmatch(
-        rf"Table {table}: ~\d+ KB, ~1,200 items, ~\d+ partition keys \(from DescribeTable\)\.",
+        rf"Table {table}: ~\d+ KB, ~1,200 items, {SPAN} partition keys \(from DescribeTable\)\.",
         lines[0],
     ), lines[0]
     rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index)", line)}
     assert set(rows) == {"scan", "skip", "skip-pages", "index"}
-    assert re.match(r"scan +~\d+ +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
+    assert re.match(rf"scan +{SPAN} +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
     assert "not available: the table has no marker index" in rows["index"]
     assert "auto would likely list with skip-pages: the table has no marker index" in text.stdout
+    assert re.search(r"skip-pages, ~\d+ RCU against a scan's ~\d+ RCU\.", text.stdout)
+    assert "markers would add" in rows["index"]
     assert f"Note: {REFRESHED}." in text.stdout
+    assert "The ranges rest on: " in text.stdout and "Scan segments drawn at random" in text.stdout
+    assert "?/s" not in text.stdout
     document = run(
         ddb_endpoint_url, "estimate", "-t", table, "--output", "json", "--read-percent", "0.5"
     )
     assert document.exit_code == 0, document.output
     found = json.loads(document.stdout)
     assert found["items"] == 1200 and found["rate"] == 0.5 * found["read_capacity"]
-    keys = found["keys"]
-    assert 200 <= keys <= 450, keys  # 300, from a sample of four segments' starts
+    assert found["keys_low"] <= 300 <= found["keys_high"] <= 2 * found["keys_low"]
+    assert found["keys_low"] <= found["keys"] <= found["keys_high"]
     by_method = {m["method"]: m for m in found["methods"]}
-    assert by_method["skip"]["rcu"] == 0.5 * (keys + 1)
+    for method in ("scan", "skip", "skip-pages"):
+        line = by_method[method]
+        assert line["rcu_low"] <= line["rcu"] <= line["rcu_high"], line
+    assert by_method["skip"]["rcu_low"] <= 0.5 * 301 <= by_method["skip"]["rcu_high"]
     assert by_method["scan"]["rcu"] == found["size_bytes"] / 4096 * 0.5
+    assert found["markers"]["markers_low"] <= 300 <= found["markers"]["markers_high"]
+    assert found["basis"] and found["warning"] is None
 
 
 def test_estimate_refuses_what_it_cannot_use(ddb_endpoint_url: str) -> None:
@@ -90,8 +102,8 @@ def test_plan_says_what_it_will_cost_on_stderr(
     said = planned.stderr.splitlines()
     assert said[0] == "3 task(s), method scan: asked for"
     assert re.fullmatch(
-        rf"Estimate for {table}: ~\d+ KB, ~1,200 items, ~\d+ keys; scan: ~\d+ RCU, ~[\d.]+ m?s; "
-        rf"1 task\(s\) suggested \({REFRESHED}\)\.",
+        rf"Estimate for {table}: ~\d+ KB, ~1,200 items, {SPAN} keys; scan: {SPAN} RCU, "
+        rf"~[\d.]+ m?s; 1 task\(s\) suggested \({REFRESHED}\)\.",
         said[1],
     ), said[1]
 

@@ -20,7 +20,7 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.index_options import index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
-from ddbkeys.partition_keys._tasks.estimate import duration, size
+from ddbkeys.partition_keys._tasks.estimate import duration, size, span
 
 __all__ = ["budget_options", "estimate_command", "estimate_text", "progress_note"]
 
@@ -51,12 +51,32 @@ def _rate(value: float) -> str:
     return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
-def estimate_text(found: ListingEstimate) -> str:
-    """The estimate for people: the table, the budget, a row per method, auto's choice, the
-    tasks suggested and the notes."""
+def _speed(found: ListingEstimate) -> str:
+    """The sample's requests, items, read units and measured speed (what it measured)."""
     sample = found.sample
+    read = (
+        f"{sample.segments:,} of {sample.total_segments:,} Scan segments"
+        if not sample.whole_table
+        else "the whole table"
+    )
+    took = f"; a request took {sample.latency * 1000:.3g} ms" if sample.requests else ""
+    if sample.bytes_per_second:
+        took += f", reading {size(sample.bytes_per_second)}/s"
+    elif sample.requests:
+        took += " (no page was large enough to time the reading)"
+    return (
+        f"Sampled: {read}, {sample.requests} requests, {sample.items:,} items, "
+        f"{sample.keys:,} keys, {sample.read_units:g} RCU{took}."
+    )
+
+
+def estimate_text(found: ListingEstimate) -> str:
+    """The estimate for people: the table, the budget, a row per method (read units as a
+    range), auto's choice and the figures it used, what the marker index adds, the warning,
+    the tasks suggested and the notes."""
+    keys = span(found.keys_low, found.keys, found.keys_high)
     what = (
-        f"~{size(found.size_bytes)}, ~{found.items:,} items, ~{found.keys:,} partition keys"
+        f"~{size(found.size_bytes)}, ~{found.items:,} items, {keys} partition keys"
         if found.size_bytes is not None and found.items is not None and found.keys is not None
         else "size unknown"
     )
@@ -68,26 +88,27 @@ def estimate_text(found: ListingEstimate) -> str:
     )
     lines = [
         f"Table {found.table}: {what} (from {found.source}).",
-        f"Sampled: {sample.requests} requests, {sample.items:,} items, "
-        f"{sample.read_units:g} RCU; a request took {sample.latency * 1000:.3g} ms, "
-        f"reading {size(sample.bytes_per_second or None)}/s.",
+        _speed(found),
         f"Read budget: {budget}{limit}; {found.concurrency} reader(s) at once.",
         "",
-        f"{'method':<11} {'RCU':>12} {'requests':>11} {'time':>9} {'tasks':>6}",
+        f"{'method':<11} {'RCU':>15} {'requests':>11} {'time':>9} {'tasks':>6}",
     ]
     for method in found.methods:
         if not method.available:
             lines.append(f"{method.method:<11} not available: {method.note}")
             continue
         tasks = "?" if method.tasks is None else str(method.tasks)
+        rcu = span(method.rcu_low, method.rcu, method.rcu_high)
         lines.append(
-            f"{method.method:<11} {_number(method.rcu):>12} {_number(method.requests):>11} "
+            f"{method.method:<11} {rcu:>15} {_number(method.requests):>11} "
             f"{duration(method.seconds):>9} {tasks:>6}  {method.note}"
         )
     lines += [
         "",
         f"auto would likely list with {found.auto}: {found.auto_reason}.",
+        *([f"{found.warning}."] if found.warning else []),
         f"Tasks suggested: {found.tasks_rule}.",
+        f"The ranges rest on: {found.basis}.",
         *(f"Note: {note}." for note in found.notes),
     ]
     return "\n".join(lines)
@@ -117,10 +138,12 @@ def estimate_command(
     marker_attribute: str,
     connection: Connection,
 ) -> None:
-    """Say what listing a table would cost, before it runs: read units, requests and time for
-    each method, the one auto would likely choose, and how many tasks to plan. From
+    """Say what listing a table would cost, before it runs: read units (a range) and the key
+    count (a range), requests and time for each method, the one auto would likely choose and
+    the figures it used, what the marker index would add, and how many tasks to plan. From
     DescribeTable's size and item count (refreshed about every six hours on AWS: an estimate,
-    not a promise) and a sample of 4 small Scan pages (a few read units).
+    not a promise), a sample of whole Scan segments drawn at random (at most about 32 read
+    units) and, where there is a marker index, what `index status` reads.
 
     \b
     Example:

@@ -81,7 +81,7 @@ def marker_cost(
     would add to the table ``info`` describes, whose scan costs ``scan`` now."""
     marker, entry = marker_sizes(info, attribute, key_bytes)
     added_low, added_high = keys.low * marker, keys.high * marker
-    items = info.item_count
+    items, size = info.item_count, info.size_bytes
     after_low = size_range(info.size_bytes + added_low, pages_of(items + keys.low, 0)).low
     after_high = size_range(
         info.size_bytes + added_high, pages_of(items + keys.high, info.size_bytes + added_high)
@@ -103,7 +103,13 @@ def marker_cost(
         index_low=index.low,
         index_rcu=index.value,
         index_high=index.high,
-        warning=index_warning(info.name, index.value, scan.value, after_high, before=True),
+        warning=index_warning(
+            info.name,
+            index.value,
+            scan.value,
+            scan_units(int(size + keys.value * marker)),
+            before=True,
+        ),
     )
 
 
