@@ -134,3 +134,49 @@ def test_the_progress_line_shows_the_share_of_the_table_and_the_time_left(
     )
     assert skip.returncode == 0 and "keys (skip): " in drawn
     assert "%" not in drawn and " left" not in drawn
+
+
+def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Single-item collections with 4-byte binary keys: a marker is larger than the item it
+    marks, so a listing from the index would cost more than today's scan: said in one line
+    before anything is created (--dry-run creates nothing); larger collections: no warning."""
+    table = ddb_table_factory(("pk", "B"), ("sk", "B"))
+    for start in range(0, 400, 25):
+        batch: list[Any] = [
+            {"PutRequest": {"Item": {"pk": {"B": n.to_bytes(4, "big")}, "sk": {"B": b"\x01"}}}}
+            for n in range(start, start + 25)
+        ]
+        ddb_client.batch_write_item(RequestItems={table: batch})
+    dry = run(ddb_endpoint_url, "index", "create", "-t", table, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert re.fullmatch(
+        rf"Index ddbkeys-partition-keys of table {table}: markers would add {SPAN} items of "
+        rf"~\d+ B \({SPAN} KB\): a scan would read {SPAN} RCU instead of ~\d+, and a listing "
+        rf"from the index cost {SPAN} RCU against today's scan of ~\d+\.\n",
+        dry.stdout,
+    ), dry.stdout
+    warning = dry.stderr.splitlines()
+    assert len(warning) == 1 and warning[0].startswith(
+        f"Warning: a listing from the marker index of {table!r} would cost ~"
+    ), dry.stderr
+    assert "more than the ~" in warning[0] and "dearer" in warning[0]
+    assert not ddb_client.describe_table(TableName=table)["Table"].get("GlobalSecondaryIndexes")
+    document = run(
+        ddb_endpoint_url, "index", "create", "-t", table, "--dry-run", "--output", "json"
+    )
+    found = json.loads(document.stdout)
+    assert found["dry_run"] and found["markers"]["markers_low"] <= 400
+    assert found["markers"]["markers_high"] >= 400 and found["markers"]["warning"]
+    assert found["markers"]["index_rcu"] > found["markers"]["scan_now"]
+    # Collections of 4 items of 300 bytes: the index costs far less than a scan.
+    calm = run(
+        ddb_endpoint_url,
+        "index",
+        "create",
+        "-t",
+        filled(ddb_client, ddb_table_factory),
+        "--dry-run",
+    )
+    assert calm.exit_code == 0 and "markers would add" in calm.stdout and not calm.stderr

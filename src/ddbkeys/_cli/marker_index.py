@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 import click
@@ -24,6 +25,7 @@ from ddbkeys._cli.index_options import (
 from ddbkeys._cli.index_status import status_command
 from ddbkeys.partition_keys import (
     VerifyReport,
+    estimate_listing,
     plain_key,
 )
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
@@ -82,6 +84,12 @@ def index_group() -> None:
 @table_option
 @index_options
 @click.option("--no-wait", is_flag=True, help="Return without waiting for the index to be ACTIVE.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Say what the markers would add and what a listing from the index would cost; "
+    "create nothing.",
+)
 @connection_options
 @output_option
 def create_command(
@@ -89,20 +97,46 @@ def create_command(
     index_name: str,
     marker_attribute: str,
     no_wait: bool,
+    dry_run: bool,
     connection: Connection,
     output: str,
 ) -> None:
     """Add the KEYS_ONLY marker index to the table (nothing happens if it is there).
 
+    First it says what the markers would add (an item a collection: how many, their bytes,
+    what a scan then reads) and what a listing from the index would cost against today's
+    scan, with a warning when the index would cost more than the scan it replaces: from the
+    estimate's sample of the table (at most about 32 read units).
+
     \b
     Example:
+      ddbkeys partition-keys index create -t issues --dry-run
       ddbkeys partition-keys index create -t issues
     """
+    found = estimate_listing(
+        connection.client(),
+        table_name,
+        index_name=index_name,
+        marker_attribute=marker_attribute,
+        deadline=connection.timeout,
+    )
+    added = found.markers
+    fields: dict[str, Any] = {"table": table_name, "index": index_name}
+    fields["markers"] = None if added is None else asdict(added)
+    if not structured(output):
+        if added is not None:
+            click.echo(f"Index {index_name} of table {table_name}: {added.summary()}.")
+        if found.warning:
+            click.echo(f"{found.warning}.", err=True)
+    if dry_run:
+        if structured(output):
+            echo_json({**fields, "status": None, "dry_run": True})
+        return
     index = open_index(connection, table_name, index_name, marker_attribute)
     index.create(wait=not no_wait)
     status = index.status()
     if structured(output):
-        echo_json({"table": table_name, "index": index_name, "status": status})
+        echo_json({**fields, "status": status})
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
 
