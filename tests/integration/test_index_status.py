@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys import aio, make_client
-from ddbkeys.partition_keys import MarkerIndex
+from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, estimate_listing
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up, following
@@ -65,3 +65,39 @@ def test_sync_and_asyncio_tell_the_same_and_read_only_what_a_listing_reads(
     also = run(ddb_client, body)
     assert (also.provable, also.records, also.rechecks, also.reason) == (True, 2, 2, None)
     assert [s.shard for s in also.shards] == [s.shard for s in told.shards]
+
+
+def test_the_estimate_and_auto_price_a_lagging_maintainer_s_replay_as_status_does(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """Two writes past the maintainer's positions: the estimate's index line adds the replay
+    ``index status`` prices (replay.replay_units, the same function), the listing from the
+    index consumes what the line's range says, and ``auto`` names the figures it weighed."""
+    table, store = streamed_table, state_table
+    for n in range(30):  # 30 collections of 4 KB: a scan costs 15 RCU, the replay 2
+        ddb_client.put_item(TableName=table, Item={**item(f"k{n}", 1), "pad": {"S": "x" * 4000}})
+    with following(ddb_client, table, store) as follower:
+        MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
+        caught_up(follower)
+    ddb_client.put_item(TableName=table, Item=item("new", 1))
+    ddb_client.delete_item(TableName=table, Key=item("k0", 1))
+    time.sleep(MARGIN)
+    told = MarkerIndex(ddb_client, table).proof_status(state_table=store, replay_margin=MARGIN)
+    found = estimate_listing(ddb_client, table, state_table=store, replay_margin=MARGIN)
+    line = found.method("index")
+    assert told.rechecks == 2 and told.listing_rcu is not None
+    assert line.rcu == pytest.approx(told.listing_rcu)
+    assert "2 collection(s) re-checked" in line.note
+    assert found.auto == "index", (found.auto_reason, line)
+    assert "replay ~" in found.auto_reason
+    assert "(2 collection(s)) against a scan's ~" in found.auto_reason
+    listing = distinct_partition_keys(
+        ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+    )
+    assert len(list(listing)) == 30
+    assert line.rcu_low is not None and line.rcu_high is not None
+    assert line.rcu_low <= listing.usage.read_units <= line.rcu_high <= 2 * line.rcu_low
+    auto = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
+    list(auto)
+    assert auto.method_name == "index"
+    assert "the index: ~" in auto.method_reason and "against a scan's ~" in auto.method_reason

@@ -18,6 +18,7 @@ from ddbkeys.partition_keys._proof.evidence import Decline
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
     estimate,
+    index_weighed,
     load_evidence,
     replay_flow,
 )
@@ -158,7 +159,10 @@ def choose_flow(
             raise
         result = Decline(proof_failed(exc))
     if isinstance(result, Decline):
-        return declined(method, info, index.name, result.reason)
+        reason = result.reason
+        if method == "auto" and most is not None:  # the figures it weighed
+            reason += f" ({index_weighed(info, index.name, None)}: at most {most:,} collections)"
+        return declined(method, info, index.name, reason)
     return proven(info, index, result)
 
 
@@ -210,7 +214,9 @@ def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
         ReplayedIndexMethod(info, marker, replay),
         f"the marker index, proven complete: {replay.records:,} stream record(s) read past the "
         f"maintainer's positions held back {replay.margin:g} s, {replay.rechecked:,} "
-        "collection(s) re-checked" + (f" ({replay.pending:,} pending)" if replay.pending else ""),
+        "collection(s) re-checked"
+        + (f" ({replay.pending:,} pending)" if replay.pending else "")
+        + f"; {index_weighed(info, marker.name, len(replay.touched))}",
         True,
         replay,
     )

@@ -39,6 +39,7 @@ __all__ = [
     "StreamRead",
     "estimate",
     "index_listing_units",
+    "index_weighed",
     "load_evidence",
     "read_flow",
     "replay_flow",
@@ -75,6 +76,18 @@ def replay_units(info: TableInfo, index: str, rechecks: int) -> float:
 def index_listing_units(info: TableInfo, index: str, rechecks: int) -> float:
     """Read units of listing from the marker index now: its scan and :func:`replay_units`."""
     return estimate(info, index)[1] + replay_units(info, index, rechecks)
+
+
+def index_weighed(info: TableInfo, index: str, rechecks: int | None) -> str:
+    """What ``auto`` weighs, in words: the index's scan and the replay of ``rechecks``
+    collections (None: not known yet) against a scan's read units."""
+    scan, index_scan, per_key = estimate(info, index)
+    replay = (
+        f"replay ~{replay_units(info, index, rechecks):,.0f} RCU ({rechecks:,} collection(s))"
+        if rechecks is not None
+        else f"replay {per_key:g} RCU a collection the stream names"
+    )
+    return f"the index: ~{index_scan:,.0f} RCU + {replay} against a scan's ~{scan:,.0f} RCU"
 
 
 def load_evidence(

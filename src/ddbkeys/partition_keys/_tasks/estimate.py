@@ -37,6 +37,7 @@ from ddbkeys.partition_keys._listing.choice import choose, index_ready, most_key
 from ddbkeys.partition_keys._listing.options import ListingOptions
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
+from ddbkeys.partition_keys._proof.replay import index_weighed
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, marker_cost
 from ddbkeys.partition_keys._tasks.methods import (
@@ -344,18 +345,15 @@ def _auto(
     if replay is None:
         return "index", (
             f"the marker index {index!r}, if its proof succeeds when the listing starts (else "
-            "skip-pages)"
+            f"skip-pages): {index_weighed(info, index, None)}"
         )
-    _, index_scan, per_key = scan_costs(info, index)
+    _, _, per_key = scan_costs(info, index)
     most = most_keys("auto", info, index) or 0
-    if replay > per_key * most:
-        return "skip-pages", (
-            f"the index: ~{index_scan:,.0f} RCU + replay ~{replay:,.0f} RCU, more than {against}"
-        )
-    return "index", (
-        f"the index: ~{index_scan:,.0f} RCU + replay ~{replay:,.0f} RCU against "
-        f"{against}, if its proof succeeds when the listing starts (else skip-pages)"
-    )
+    rechecks = round(replay / per_key)
+    weighed = index_weighed(info, index, rechecks)
+    if rechecks > most:
+        return "skip-pages", f"{weighed}: more than listing another way"
+    return "index", f"{weighed}, if its proof succeeds when the listing starts (else skip-pages)"
 
 
 def size(n: float | None) -> str:
