@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys import aio
 from ddbkeys._capacity import Usage
 from ddbkeys._connect import make_client
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
 from ddbkeys.partition_keys._tasks.sampled import SAMPLE_RCU
 from ddbkeys.testing._proxy import Fault, FaultProxy, Faults
+from tests.integration.test_index_async import run
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -170,3 +172,27 @@ def test_the_sample_is_read_through_throttling(
 def test_a_missing_table_is_a_clear_error(ddb_client: DynamoDBClient) -> None:
     with pytest.raises(DdbKeysError, match="no-such-table"):
         estimate_listing(ddb_client, "no-such-table")
+
+
+def test_the_asyncio_estimate_is_the_sync_one(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """ddbkeys.aio.estimate_listing runs the same flows and model: the same sample (the same
+    segments, drawn by the table's name), the same ranges and cost."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    load(ddb_client, table, skewed())
+    calm = estimate_listing(ddb_client, table)
+
+    async def body(client: Any) -> Any:
+        return await aio.estimate_listing(client, table)
+
+    also = run(ddb_client, body)
+    assert (also.keys_low, also.keys, also.keys_high) == (calm.keys_low, calm.keys, calm.keys_high)
+    assert also.sample.read_units == calm.sample.read_units and also.sample.keys == calm.sample.keys
+    for mine, theirs in zip(also.methods, calm.methods, strict=True):
+        assert (mine.rcu_low, mine.rcu, mine.rcu_high) == (
+            theirs.rcu_low,
+            theirs.rcu,
+            theirs.rcu_high,
+        )
+    assert also.auto == calm.auto and also.auto_reason == calm.auto_reason

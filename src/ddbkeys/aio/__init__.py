@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ddbkeys.aio._blocks import BlockAllocator
     from ddbkeys.aio._client import make_client
     from ddbkeys.aio._collection import CollectionSequence
+    from ddbkeys.aio._estimate import estimate_listing
     from ddbkeys.aio._gapless import GaplessSequence
     from ddbkeys.aio._ids import AtomicCounter
     from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
@@ -56,6 +57,7 @@ _HOMES = {
     "AsyncListing": "ddbkeys.aio._listing",
     "Listing": "ddbkeys.aio._listing",
     "distinct_partition_keys": "ddbkeys.aio._listing",
+    "estimate_listing": "ddbkeys.aio._estimate",
     "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "MarkerIndex": "ddbkeys.aio._index",
     "StateStore": "ddbkeys.aio._index",
@@ -82,6 +84,7 @@ __all__ = [
     "audit_ids",
     "distinct_partition_keys",
     "enable_stream",
+    "estimate_listing",
     "make_client",
     "reconcile",
 ]

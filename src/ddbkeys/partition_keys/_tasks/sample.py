@@ -54,7 +54,13 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys._listing.base import ScanPage
     from ddbkeys.partition_keys._proof.report import ProofStatus
 
-__all__ = ["estimate_listing", "sample_flow"]
+__all__ = [
+    "described_sample",
+    "estimate_listing",
+    "has_index",
+    "index_settings",
+    "sample_flow",
+]
 
 #: A segment that has cost this many times ``SAMPLE_RCU`` is given up (not counted): a table
 #: whose DescribeTable reports far less than it holds.
@@ -144,29 +150,42 @@ def estimate_listing(
     readers = check_whole("concurrency", concurrency)
     client, table = client_and_table(client, table, options.deadline)
     reader = listing_reader(client, table, options, usage=usage)
+    info, sample = reader.run(described_sample(reader, options, clock))
+    proof: ProofStatus | str | None = None
+    if has_index(info, options):
+        index = MarkerIndex(client, info.name, **index_settings(info, options))
+        try:
+            proof = index.proof_status(
+                state_table=options.state_table, replay_margin=options.replay_margin
+            )
+        except DdbKeysError as exc:
+            proof = proof_failed(exc)
+    return estimate(info, sample, options, concurrency=readers, proof=proof)
+
+
+def described_sample(
+    reader: Reader, options: ListingOptions, clock: Callable[[], float] = time.monotonic
+) -> Flow[tuple[TableInfo, Sample]]:
+    """The table's description and its sample, within the listing's read budget (one flow
+    for both drivers)."""
     reader.what = "sampling the table for an estimate"
-    info = reader.run(reader.describe())
+    info = yield from reader.describe()
     reader.budget = read_budget(options, info)  # the sample keeps to it too
-    sample = reader.run(sample_flow(reader, info, clock=clock))
-    return estimate(info, sample, options, concurrency=readers, proof=_proof(client, info, options))
+    sample = yield from sample_flow(reader, info, clock=clock)
+    return info, sample
 
 
-def _proof(client: Any, info: TableInfo, options: ListingOptions) -> ProofStatus | str | None:
-    """What ``index status`` says of the marker index (None: the table has none; a string:
-    why it could not be read)."""
-    if not index_ready(info, options.index_name, options.marker_attribute):
-        return None
-    index = MarkerIndex(
-        client,
-        info.name,
-        index_name=options.index_name,
-        marker_attribute=options.marker_attribute,
-        deadline=options.deadline,
-        info=info,
-    )
-    try:
-        return index.proof_status(
-            state_table=options.state_table, replay_margin=options.replay_margin
-        )
-    except DdbKeysError as exc:
-        return proof_failed(exc)
+def has_index(info: TableInfo, options: ListingOptions) -> bool:
+    """Whether the table has the marker index ``options`` name (then ``index status`` is
+    read for the replay a listing from it would pay)."""
+    return index_ready(info, options.index_name, options.marker_attribute)
+
+
+def index_settings(info: TableInfo, options: ListingOptions) -> dict[str, Any]:
+    """The marker index's settings for its ``proof_status()`` (sync or asyncio)."""
+    return {
+        "index_name": options.index_name,
+        "marker_attribute": options.marker_attribute,
+        "deadline": options.deadline,
+        "info": info,
+    }
