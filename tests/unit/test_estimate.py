@@ -117,7 +117,7 @@ def test_each_method_costs_what_the_model_says() -> None:
     assert scan.rcu == 100 * MB / 4096 * 0.5 and scan.requests == 100
     # One reader: a request's latency each, and 1 MB a second of reading on top.
     assert scan.seconds == pytest.approx(100 * 0.01 + 100.0)
-    assert skip.rcu == 0.5 * 25_001 and skip.requests == 25_001
+    assert skip.rcu == 0.5 * 25_000 and skip.requests == 25_001
     average = 100 * MB / 250_000
     assert skip.seconds == pytest.approx(25_001 * (0.01 + average / MB))
     # What pages read into each collection (1,000 bytes), up to 30% more while they grow.
@@ -155,7 +155,7 @@ def test_skip_pages_where_collections_are_about_a_unit_reads_like_a_scan() -> No
 def test_a_large_item_costs_the_skip_scan_more_than_a_unit() -> None:
     # 10 KB items: 3 units each
     found = estimated(big(size_bytes=250_000 * 10_000), sample(skip_units=150.0))
-    assert found.method("skip").rcu == 0.5 * 3 * found.keys + 0.5
+    assert found.method("skip").rcu == 0.5 * 3 * found.keys
 
 
 def test_the_time_keeps_to_the_budget_and_shares_the_readers() -> None:
@@ -330,3 +330,20 @@ def test_a_skip_scan_s_progress_is_its_segments_or_nothing() -> None:
     assert Gauge("skip", 8192 * 100, 1, clock=clock).read(5.0, 0).done is None
     unknown = Gauge("scan", 0, 1, clock=clock)  # DescribeTable gave no size: nothing said
     assert unknown.read(5.0, 0).done is None
+
+
+def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
+    """Where most bytes lie in a few large collections, the segments of 4 KB of the table's
+    size hold a few small ones: after four such segments the table is split in eight times
+    fewer, drawn again; only the new segments count (the units spent all do)."""
+    table = info(item_count=10_000, size_bytes=10_000 * 100)  # 245 segments
+    reader = Reader(None, "orders")
+    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1), rcu=4.0)
+    cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
+    thin = [("scan", {"Items": [item(f"t{n}", 0, 10)], **cost}) for n in range(4)]
+    full = [("scan", {"Items": collection(f"f{n}", 1, 10), **cost}) for n in range(4)]
+    found, sent = play(flow, [*thin, *full])
+    totals = [dict(r.params)["TotalSegments"] for r in sent]
+    assert totals == [245] * 4 + [30] * 4
+    assert (found.total_segments, found.segments, found.keys) == (30, 4, 4)
+    assert found.read_units == 4.0

@@ -169,7 +169,8 @@ def estimate(
     index, attribute = options.index_name, options.marker_attribute
     speed = Speed(sample, concurrency, min(x for x in (rate, limit, math.inf) if x is not None))
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
-    scan = scan_range(known, items, sample.whole_table) if items is not None else None
+    exact = sample.whole_table and not sample.cut
+    scan = scan_range(known, items, exact) if items is not None else None
     markers = None
     ready = index_ready(info, index, attribute)
     if keys is not None and scan is not None and info.sort_key and not ready and sample.keys:
@@ -238,9 +239,9 @@ def _totals(
     info: TableInfo, sample: Sample, notes: list[str]
 ) -> tuple[int | None, int | None, str]:
     """The table's items and bytes, and where they come from: the sample when it read the
-    whole table, else DescribeTable; None when the table reports nothing and the sample did
-    not read it all."""
-    if sample.whole_table:
+    whole table (skipping nothing), else DescribeTable; None when the table reports nothing
+    and the sample did not read it all."""
+    if sample.whole_table and not sample.cut:
         return sample.items, sample.bytes, "the sample, which read the whole table"
     if info.item_count > 0:
         return info.item_count, info.size_bytes, "DescribeTable"

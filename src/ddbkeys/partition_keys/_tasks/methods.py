@@ -6,7 +6,8 @@ and the sample's per-collection sums. Pure.
   read units per 4 KB (``replay.scan_units``, the figure ``auto`` weighs the index against),
   from 5% under to 5% over plus half a unit a page (each page is rounded up to 4 KB).
 - ``skip``: a one-item page a collection, its first item rounded up to 4 KB: the sample's sum
-  of that, scaled to the table (``ranges.sum_range``), plus the request that ends the scan.
+  of that, scaled to the table (``ranges.sum_range``), and up to half a unit more for the
+  request that ends the scan.
 - ``skip-pages``: where skipping wins, about what its pages read of each collection (its items
   up to 4 KB, ``prefix_units``) and up to 30% more while its pages grow and round up; where it
   saves little, it goes on as a scan: at most about 1.05 times a scan's, plus the trial that
@@ -155,8 +156,9 @@ def _sampled(total: float, squares: float, sample: Sample) -> Range:
 
 
 def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> MethodEstimate:
-    """A one-item page a collection, and the request that ends the scan."""
-    units = _sampled(sample.skip_units, sample.skip_squares, sample).scaled(1, 0.5)
+    """A one-item page a collection, and perhaps a last, empty one that ends the scan."""
+    found = _sampled(sample.skip_units, sample.skip_squares, sample)
+    units = Range(found.low, found.value, found.high + 0.5)  # (and a last, empty page or not)
     average = info.size_bytes / info.item_count if info.item_count else 0.0
     requests = keys.value + 1
     return speed.method(

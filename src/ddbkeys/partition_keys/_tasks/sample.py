@@ -3,8 +3,9 @@ and a sample of it, read by :func:`sample_flow`, weighed by
 :mod:`ddbkeys.partition_keys._tasks.estimate`.
 
 The sample reads whole segments of a parallel Scan split in about one segment per 4 KB of the
-table (``sampled.sample_segments``), drawn at random, until it has seen ``SAMPLE_KEYS``
-collections or spent ``SAMPLE_RCU`` read units (or read them all). A drawn segment is read to its
+table (``sampled.sample_segments``; fewer where the first segments prove nearly empty), drawn at
+random, until it has seen ``SAMPLE_KEYS`` collections or spent ``SAMPLE_RCU`` read units (or
+read them all). A drawn segment is read to its
 end, so that its collections are all counted (DynamoDB puts a collection's items in one
 segment); past the first 4 KB of a collection it jumps to the next one (as the skip scan does),
 so that a very large collection costs a page, not its size. The flow only decides which pages to
@@ -79,40 +80,72 @@ def sample_flow(
     """Whole segments of ``sampled.sample_segments(info)``, drawn by ``rng`` (by default seeded
     with the table's name: the same table sampled twice reads the same segments), until
     ``keys`` collections were seen or ``rcu`` read units spent, summed up as a
-    :class:`Sample`."""
+    :class:`Sample`. Where the first ``PILOT`` segments hold under a quarter of a 4 KB unit
+    each (most of the table's bytes lie in a few large collections, which the sample jumps
+    past), the table is split in ``RESPLIT`` times fewer segments and the draw starts again
+    (what was read is not counted twice: only the units spent)."""
     total = sample_segments(info)
     draw = rng if rng is not None else random.Random(info.name)
-    order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
-    limit, pk = sample_limit(info), info.partition_key.name
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
-    spent = 0.0
-    for segment in order:
-        if spent >= rcu or sum(t.keys for t in tallies) >= keys:
-            break
-        tally = SegmentTally(pk)
-        request: ScanPage = {"Limit": limit, **SegmentMethod.segment_args(segment, total)}
-        while True:
-            began = clock()
-            page = yield from reader.page(request)
-            seconds = clock() - began
-            items = page.get("Items", [])
-            tally.add(items)
-            units = _units(page)
-            spent += units
-            pages.append(PageTime(len(items), sum(item_size(i) for i in items), seconds))
-            if "LastEvaluatedKey" not in page:
-                tallies.append(tally)
-                break
-            if spent >= GIVE_UP * rcu:
-                break
-            request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
-            sort = info.sort_key
-            if sort is not None and items and tally.open_bytes >= UNIT:
-                tally.close()  # the rest of a large collection: skipped
-                start: dict[str, Any] = {pk: tally.last_key, sort.name: MAX_SORT_KEY[sort.type]}
-                request = {**request, "ExclusiveStartKey": start}
+    spent, resplit = 0.0, False
+    order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
+    while order and spent < rcu and sum(t.keys for t in tallies) < keys:
+        segment = order.pop(0)
+        tally, units = yield from _segment(reader, info, segment, total, clock, pages, rcu)
+        spent += units
+        if tally is not None:
+            tallies.append(tally)
+        if not resplit and len(tallies) == PILOT and total >= 2 * RESPLIT and _thin(tallies):
+            total, tallies, resplit = total // RESPLIT, [], True
+            order = draw.sample(range(total), total)
     return Sample.of_segments(tallies, total, pages, spent)
+
+
+#: Segments read before the sample judges how full they are, and how many times fewer it
+#: splits the table in when they held under a quarter of a 4 KB unit each (their median).
+PILOT = 4
+RESPLIT = 8
+
+
+def _thin(tallies: list[SegmentTally]) -> bool:
+    middle = sorted(t.bytes for t in tallies)[len(tallies) // 2]
+    return middle < UNIT / 4
+
+
+def _segment(
+    reader: Reader,
+    info: TableInfo,
+    segment: int,
+    total: int,
+    clock: Callable[[], float],
+    pages: list[PageTime],
+    rcu: float,
+) -> Flow[tuple[SegmentTally | None, float]]:
+    """Read segment ``segment`` of ``total`` to its end (its pages' times added to
+    ``pages``), past each collection's first 4 KB: its tally (None: given up past
+    ``GIVE_UP * rcu``) and the read units it took."""
+    pk, sort = info.partition_key.name, info.sort_key
+    tally = SegmentTally(pk)
+    request: ScanPage = {"Limit": sample_limit(info), **SegmentMethod.segment_args(segment, total)}
+    spent = 0.0
+    while True:
+        began = clock()
+        page = yield from reader.page(request)
+        seconds = clock() - began
+        items = page.get("Items", [])
+        tally.add(items)
+        spent += _units(page)
+        pages.append(PageTime(len(items), sum(item_size(i) for i in items), seconds))
+        if "LastEvaluatedKey" not in page:
+            return tally, spent
+        if spent >= GIVE_UP * rcu:
+            return None, spent
+        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
+        if sort is not None and items and tally.open_bytes >= UNIT:
+            tally.skip_rest()  # the rest of a large collection
+            start: dict[str, Any] = {pk: tally.last_key, sort.name: MAX_SORT_KEY[sort.type]}
+            request = {**request, "ExclusiveStartKey": start}
 
 
 def _units(page: Mapping[str, Any]) -> float:
@@ -139,7 +172,7 @@ def estimate_listing(
 
     Each method's read units and the key count come as ranges (``rcu_low``/``rcu_high``,
     ``keys_low``/``keys_high``), and ``basis`` says what they rest on. Cost: one DescribeTable
-    and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (400) keys were seen or
+    and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (1,000) keys were seen or
     ``SAMPLE_RCU`` (32) read units spent (``usage`` counts them); where the table has a marker
     index, what ``index status`` reads (its record in the state table and the stream, never
     the table), so that the index's line includes the replay a lagging maintainer costs.

@@ -32,7 +32,7 @@ UNIT = 4096  # a read unit's bytes (0.5 RCU each, eventually consistent)
 #: The sample starts no new segment once it has spent this many read units, or seen this many
 #: collections: it costs about ``SAMPLE_RCU`` at most (plus what the last segment holds).
 SAMPLE_RCU = 32.0
-SAMPLE_KEYS = 400
+SAMPLE_KEYS = 1000
 #: A sampled page asks for about this many 4 KB units of the table's average item.
 SAMPLE_PAGE_UNITS = 4
 SAMPLE_PAGE_ITEMS = 1000
@@ -87,6 +87,7 @@ class SegmentTally:
     skip_squares: float = 0.0
     prefix: float = 0.0
     prefix_squares: float = 0.0
+    cut: int = 0
     _last: object = field(default=None, repr=False)
     _open: list[int] = field(default_factory=list, repr=False)
     _key_size: int = field(default=0, repr=False)
@@ -109,6 +110,12 @@ class SegmentTally:
     @property
     def last_key(self) -> object:
         return self._last
+
+    def skip_rest(self) -> None:
+        """The rest of the open collection is skipped (its items and bytes past what was read
+        are not counted)."""
+        self.cut += bool(self._open)
+        self.close()
 
     def close(self) -> None:
         """The open collection is done (read whole, or the rest skipped)."""
@@ -142,8 +149,10 @@ class Sample:
     (``capped_bytes``) and of their partition key values (``key_bytes``); per collection,
     summed with their squares: ``skip_units`` (the read units of a one-item page of its first
     item) and ``prefix_units`` (of its items up to 4 KB: what a page reading into it pays);
-    the ``requests`` and read units it took, and whether it read every segment
-    (``whole_table``: then its counts are the table's). One reader's speed: ``latency``, the
+    the collections whose rest past 4 KB it skipped (``cut``: their items and bytes are not
+    all counted), the ``requests`` and read units it took, and whether it read every segment
+    (``whole_table``: then its key count is the table's, and its items and bytes too when
+    nothing was ``cut``). One reader's speed: ``latency``, the
     fastest page; ``bytes_per_second``, the median over the pages of 8 KB or more of their
     bytes over their time past that latency (0: not measured)."""
 
@@ -160,6 +169,7 @@ class Sample:
     skip_squares: float = 0.0
     prefix_units: float = 0.0
     prefix_squares: float = 0.0
+    cut: int = 0
     read_units: float = 0.0
     whole_table: bool = False
     latency: float = 0.0
@@ -196,6 +206,7 @@ class Sample:
             skip_squares=sum(s.skip_squares for s in segments),
             prefix_units=sum(s.prefix for s in segments),
             prefix_squares=sum(s.prefix_squares for s in segments),
+            cut=sum(s.cut for s in segments),
             read_units=read_units,
             whole_table=bool(segments) and len(segments) >= total,
             latency=latency,
