@@ -74,6 +74,10 @@ class ListingCore:
         self.index_trusted: bool | None = None
         #: The replay that proved the index (what it read and re-checked), when it was used.
         self.replay: Any = None
+        #: What it said before it read, one line each (each also warned of as it was found:
+        #: an IndexReplayWarning when the marker index's maintainer is so far behind that its
+        #: replay costs more than a scan).
+        self.notes: tuple[str, ...] = ()
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 

@@ -37,7 +37,8 @@ from ddbkeys.partition_keys._proof.evidence import (
     ShardMark,
     precheck,
 )
-from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, read_flow
+from ddbkeys.partition_keys._proof.lag import replay_cost
+from ddbkeys.partition_keys._proof.replay import StreamRead, read_flow
 from ddbkeys.partition_keys._proof.replay_window import replay_window
 from ddbkeys.partition_keys._proof.report import BackfillStatus, ProofStatus, ShardStatus
 from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
@@ -97,8 +98,8 @@ def decide(
     if working is not None:  # the backfill it would run is at work: wait for it, run nothing
         declined, fix, fix_in = working, None, None
     replay = seen.read.replay if declined is None else None
-    scan, index_scan, per_key = estimate(info, index)
     rechecks = len(replay.touched) if replay is not None else None
+    listing_rcu, scan = replay_cost(info, index, rechecks or 0)
     most = most_keys("auto", info, index)
     return ProofStatus(
         table=info.name,
@@ -120,7 +121,7 @@ def decide(
         provable_in=_waiting(declined, evidence, stream, seen.read, markers, margin, now),
         records=replay.records if replay is not None else None,
         rechecks=rechecks,
-        listing_rcu=index_scan + per_key * rechecks if rechecks is not None else None,
+        listing_rcu=listing_rcu if rechecks is not None else None,
         scan_rcu=scan,
         auto_uses_index=rechecks is not None and (most is None or rechecks <= most),
     )
