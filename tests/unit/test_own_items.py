@@ -12,10 +12,16 @@ from typing import Any
 
 import pytest
 
-from ddbkeys._errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError, ResumeTokenError
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._index.markers import collection_query, read_collection, until_data
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
+from ddbkeys.partition_keys._listing.checkpoint import (
+    Checkpoint,
+    check_binding,
+    decode_token,
+    encode_token,
+)
 from ddbkeys.partition_keys._listing.choice import choose
 from ddbkeys.partition_keys._listing.recognise import is_counter, markers_of
 from ddbkeys.partition_keys._listing.scan import ScanMethod
@@ -184,3 +190,19 @@ def test_include_own_items_is_a_checked_setting() -> None:
     chosen = choose("auto", ready, "ddbkeys-partition-keys", "ddbkeys_pk", own_items=True)
     assert chosen is not None and chosen.method.name == "skip-pages"
     assert "include_own_items" in chosen.reason
+
+
+def test_a_resume_token_keeps_include_own_items() -> None:
+    """A listing resumed with the other setting would hand out a mix of both answers: the
+    token says which it was, and a resume with the other is refused."""
+    described = info()
+    both = Checkpoint("orders", "pk:S,sk:N", "scan", [None], own_items=True)
+    token = encode_token(both)
+    assert decode_token(token) == both
+    assert check_binding(decode_token(token), described, "scan", own_items=True) == "scan"
+    with pytest.raises(ResumeTokenError, match="with --include-own-items"):
+        check_binding(decode_token(token), described, "auto")
+    plain = encode_token(Checkpoint("orders", "pk:S,sk:N", "scan", [None]))
+    assert decode_token(plain).own_items is False
+    with pytest.raises(ResumeTokenError, match="without --include-own-items"):
+        check_binding(decode_token(plain), described, "scan", own_items=True)

@@ -101,8 +101,8 @@ class ListingCore:
         return all(p is True for p in self.positions)
 
     def checkpoint(self) -> str:
-        """The resume token of where the listing stands: bound to the table, its key schema
-        and the method (see :mod:`ddbkeys.partition_keys._listing.checkpoint`)."""
+        """The resume token of where the listing stands: bound to the table, its key schema,
+        the method and include_own_items (see :mod:`ddbkeys.partition_keys._listing.checkpoint`)."""
         info = self.method.info
         replay = getattr(self.method, "replay", None)
         return encode_token(
@@ -113,6 +113,7 @@ class ListingCore:
                 list(self.positions),
                 info.created,
                 replay.to_json() if replay is not None else None,
+                self.method.own_items,
             )
         )
 

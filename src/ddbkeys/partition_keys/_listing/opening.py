@@ -66,7 +66,7 @@ def opening_flow(
     is told what the listing says before it reads (see :func:`noting`)."""
     info = yield from reader.describe()
     reader.budget = read_budget(options, info)
-    method, positions, replayed = _resumed(resume, info, options.method, options.scan_segments)
+    method, positions, replayed = _resumed(resume, info, options)
     choice = yield from choose_flow(
         method,
         reader,
@@ -241,14 +241,15 @@ def distinct_partition_keys(
 
 
 def _resumed(
-    resume: str | None, info: TableInfo, method: str, scan_segments: int | None
+    resume: str | None, info: TableInfo, options: ListingOptions
 ) -> tuple[str, list[Position] | None, dict[str, Any] | None]:
     """The method, the positions to go on from (None: a new listing), and the proven index's
     replay the token carries."""
+    method, scan_segments = options.method, options.scan_segments
     if resume is None:
         return method, None, None
     resumed = decode_token(resume)
-    method = check_binding(resumed, info, method)
+    method = check_binding(resumed, info, method, options.include_own_items)
     positions = resumed.positions
     if scan_segments is not None and len(positions) != scan_segments:
         raise ConfigurationError(
