@@ -5,8 +5,10 @@ index, :mod:`ddbkeys.partition_keys._index.index`) and the counter items of the 
 carries ``ddbkeys_type`` (``ENTITY_ATTRIBUTE``) with what it is (``MARKER``, ``COUNTER``), so a scan
 or a model of your own can leave them out with one filter: ``attribute_not_exists(ddbkeys_type)``.
 
-ddbkeys itself never trusts this attribute (another tool may write anything): a marker is
-recognised by its key and its marker attribute (see ``partition_keys._listing.recognise``)."""
+ddbkeys' listings read it for counter items only: an item whose ``ddbkeys_type`` is exactly
+``"counter"`` is ddbkeys' own and makes no key (any other value or type is yours). A marker is
+recognised by its key and its marker attribute, never by this attribute (another tool may write
+anything). The one definition: ``partition_keys._listing.recognise``."""
 
 from __future__ import annotations
 

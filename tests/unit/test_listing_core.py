@@ -181,11 +181,10 @@ def test_the_scan_hands_out_a_collection_at_its_first_item_that_is_not_a_marker(
     ]
     steps, _ = drive(ScanMethod(info()).keys(reader(), 0, 1, None), answers)
     assert keys_of(steps) == ["b", "d"]
-    # A table without a sort key has no markers: every item counts.
+    # A table without a sort key has no markers: every item counts but a counter item.
     plain = ScanMethod(info(None))
-    assert (
-        plain.markers is None and plain.first_request(0, 1, None)["ProjectionExpression"] == "#pk"
-    )
+    assert plain.markers is None
+    assert plain.first_request(0, 1, None)["ProjectionExpression"] == "#pk, #t"
     steps, _ = drive(plain.keys(reader(), 0, 1, None), [items(marker("a"))])
     assert keys_of(steps) == ["a"]
 
@@ -222,8 +221,14 @@ def test_a_segments_first_request(
 ) -> None:
     request = SkipMethod(info()).first_request(2 if segments > 1 else 0, segments, after)
     assert request == {
-        "ProjectionExpression": "#pk, #sk, #m",  # (what tells a marker: no read unit more)
-        "ExpressionAttributeNames": {"#pk": "pk", "#sk": "sk", "#m": "ddbkeys_pk"},
+        # (what tells ddbkeys' own items, a marker or a counter: no read unit more)
+        "ProjectionExpression": "#pk, #sk, #m, #t",
+        "ExpressionAttributeNames": {
+            "#pk": "pk",
+            "#sk": "sk",
+            "#m": "ddbkeys_pk",
+            "#t": "ddbkeys_type",
+        },
         **expected,
     }
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import functools
 import json
 import math
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -95,6 +97,20 @@ class StatusLine:
 def err_console_note(message: str) -> None:
     """A note on stderr, kept out of the way of piped output."""
     click.echo(message, err=True)
+
+
+@contextlib.contextmanager
+def warnings_said(category: type[Warning]) -> Iterator[None]:
+    """While it lasts, each warning of ``category`` the library gives is printed on stderr as
+    it comes (``Warning: ...``, one line), every time, instead of Python's default form."""
+
+    def show(message: Warning | str, *_: Any, **__: Any) -> None:
+        click.echo(f"Warning: {message}", err=True)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", category)
+        warnings.showwarning = show
+        yield
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -14,6 +14,7 @@ from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 __all__ = [
     "index_name_option",
     "index_options",
+    "own_items_option",
     "proof_options",
     "replay_margin_option",
 ]
@@ -61,4 +62,15 @@ def index_options(func: F) -> F:
 def index_name_option(func: F) -> F:
     return click.option(
         "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
+    )(func)
+
+
+def own_items_option(func: F) -> F:
+    """--include-own-items: list the keys that hold only ddbkeys' own items too."""
+    return click.option(
+        "--include-own-items",
+        is_flag=True,
+        help="List a key that holds only ddbkeys' own items too (its markers, and the counter "
+        "items of `ddbkeys ids`: ddbkeys_type = counter), which are left out by default. Not "
+        "with --method index (the marker index marks only collections holding your items).",
     )(func)

@@ -13,10 +13,12 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     state_table_option,
+    warnings_said,
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.index_options import (
     index_options,
+    own_items_option,
     proof_options,
 )
 from ddbkeys._cli.listing_estimate import budget_options
@@ -25,6 +27,7 @@ from ddbkeys._cli.partition_keys import DEFAULTS, stream_keys
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     METHODS,
+    IndexReplayWarning,
     ListingOptions,
     ListingTask,
     estimate_listing,
@@ -48,6 +51,7 @@ __all__ = ["plan_command", "run_task_command"]
     help="How many tasks run at once: the read budget is shared among them.  [default: all]",
 )
 @budget_options
+@own_items_option
 @index_options
 @state_table_option
 @proof_options
@@ -59,6 +63,7 @@ def plan_command(
     concurrency: int | None,
     read_percent: float | None,
     max_rcu_per_second: float | None,
+    include_own_items: bool,
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
@@ -84,18 +89,20 @@ def plan_command(
         state_table=state_table,
         replay_margin=replay_margin,
         trust_index=trust_index,
+        include_own_items=include_own_items,
         deadline=connection.timeout,
     )
-    planned = plan_listing(
-        connection.client(),
-        table_name,
-        options=options,
-        tasks=tasks,
-        concurrency=concurrency,
-        endpoint_url=connection.endpoint_url,
-        region=connection.region,
-        profile=connection.profile,
-    )
+    with warnings_said(IndexReplayWarning):  # (a lagging maintainer: said as it is found)
+        planned = plan_listing(
+            connection.client(),
+            table_name,
+            options=options,
+            tasks=tasks,
+            concurrency=concurrency,
+            endpoint_url=connection.endpoint_url,
+            region=connection.region,
+            profile=connection.profile,
+        )
     for task in planned:
         click.echo(task.to_json())
     settled = planned[0].options.method

@@ -16,10 +16,12 @@ from ddbkeys._cli.common import (
     StatusLine,
     connection_options,
     state_table_option,
+    warnings_said,
 )
 from ddbkeys._cli.group import LazyGroup
 from ddbkeys._cli.index_options import (
     index_options,
+    own_items_option,
     proof_options,
 )
 from ddbkeys._cli.listing_estimate import progress_note
@@ -29,6 +31,7 @@ from ddbkeys._errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
+    IndexReplayWarning,
     Listing,
     ListingOptions,
     distinct_partition_keys,
@@ -311,6 +314,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "resume first cuts OUT back to what the checkpoint recorded: every key exactly once.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
+@own_items_option
 @index_options
 @state_table_option
 @proof_options
@@ -330,6 +334,7 @@ def partition_keys_group(
     checkpoint_file: str | None,
     output_file: str | None,
     quiet: bool,
+    include_own_items: bool,
     index_name: str,
     marker_attribute: str,
     state_table: str | None,
@@ -394,14 +399,16 @@ def partition_keys_group(
         state_table=state_table,
         replay_margin=replay_margin,
         trust_index=trust_index,
+        include_own_items=include_own_items,
     )
-    listing = distinct_partition_keys(
-        client,
-        table_name,
-        options=options,
-        resume=resume,
-        on_key=progress if show_progress else None,
-    )
+    with warnings_said(IndexReplayWarning):  # said before the listing reads
+        listing = distinct_partition_keys(
+            client,
+            table_name,
+            options=options,
+            resume=resume,
+            on_key=progress if show_progress else None,
+        )
     gauges.append(Gauge.of(listing))
     sink.open(listing)
     if sink.resumed and not quiet:

@@ -50,7 +50,12 @@ from ddbkeys.partition_keys._listing.base import (
     plain_key,
 )
 from ddbkeys.partition_keys._listing.listing import DONE, EXITED, ListingCore
-from ddbkeys.partition_keys._listing.opening import listing_reader, opened, opening_flow
+from ddbkeys.partition_keys._listing.opening import (
+    listing_reader,
+    noting,
+    opened,
+    opening_flow,
+)
 from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
     ListingSettings,
@@ -334,17 +339,20 @@ async def distinct_partition_keys(
         raise ConfigurationError("No table given: pass the table's name.")
     reader = listing_reader(client, name, options, retry, usage)
     given = streams if streams is not None else OpenedOnUse(client, name)
+    notes: list[str] = []
     try:
         driver = AsyncDriver(SplitClient(client, given), reader.usage, _OWNER)
-        choice, positions = await driver.run(opening_flow(options, resume, reader))
+        choice, positions = await driver.run(opening_flow(options, resume, reader, noting(notes)))
     finally:
         if streams is None:
             await given.aclose()
     listing = AsyncListing(
-        choice.method.knowing_markers_by(options.marker_attribute),
+        choice.method.knowing_markers_by(
+            options.marker_attribute, own_items=options.include_own_items
+        ),
         reader,
         positions,
         options.segments,
         on_key,
     )
-    return opened(listing, choice)
+    return opened(listing, choice, notes)

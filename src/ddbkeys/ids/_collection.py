@@ -124,7 +124,8 @@ class CollectionSequence(IdStrategy):
     and the counter item, ``2 * (k + 1)`` write units on the service for ``k`` items (4 for one
     item, against 1 without), and the counter's strongly consistent read (1 read unit) replaces
     the query when the highest number is not known. The counter item stays when the
-    collection's items are all deleted (it keeps the collection's partition key listed).
+    collection's items are all deleted; it is ddbkeys' own item, so a partition-key listing
+    leaves such a collection out (unless ``include_own_items``).
 
     Memory: the highest number written is remembered for the ``remembered`` collections
     written to last (10,000 by default, about 150 bytes each), a group commit only for the

@@ -34,6 +34,7 @@ from ddbkeys.partition_keys._listing.opening import default_scan_segments, disti
 from ddbkeys.partition_keys._listing.options import MAX_READERS, ListingOptions, ListingSettings
 from ddbkeys.partition_keys._listing.text import read_text_key, text_line
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.lag import IndexReplayWarning
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._streams.follower import StreamFollower
 from ddbkeys.partition_keys._streams.lambda_events import MalformedEventError, parse_event
@@ -50,6 +51,7 @@ __all__ = [
     "MAX_SORT_KEY",
     "METHODS",
     "BackfillReport",
+    "IndexReplayWarning",
     "IndexUnprovenError",
     "Listing",
     "ListingEstimate",

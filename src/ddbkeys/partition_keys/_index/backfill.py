@@ -6,7 +6,6 @@ either ``MarkerIndex``."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow
@@ -229,9 +228,9 @@ def _reconcile_each(
     """The reconcile mode: each collection found by the skip scan reconciled in turn; the
     clashes of ``recorded`` it found resolved."""
     resolved: list[str] = []
-    # Every collection, one holding nothing but a marker included (its marker goes): the
-    # skip scan with a recogniser that knows no marker (no sort key value equals NULL).
-    pages = SkipPages(info, replace(index.markers(info), sort_value={"NULL": True}))
+    # Every collection, one holding nothing but ddbkeys' own items included (its marker goes):
+    # the skip scan handing out own items too.
+    pages = SkipPages(info, index.markers(info), own_items=True)
     while pages.request() is not None:
         if stop is not None:
             stop.check()

@@ -140,7 +140,7 @@ def window_names(info: TableInfo, markers: Markers) -> Callable[[Mapping[str, An
         if not same_value(body.get("Keys", {}).get(sk), markers.sort_value):
             return True
         images = [body[i] for i in ("NewImage", "OldImage") if i in body]
-        return any(markers.is_data(image) for image in images)
+        return any(not markers.is_marker(image) for image in images)
 
     return names
 

@@ -7,8 +7,10 @@ again reads the same state and does nothing.
 
 The protocol, for one partition key (``reconcile``):
 
-1. Query the collection (consistent, ``Limit=2``): is there an item that is not a marker (data),
-   and is the marker among them (with its version)?
+1. Query the collection (consistent, ``Limit=2``, on while its items are all ddbkeys' own): is
+   there an item that is neither a marker nor a counter item (data: see
+   :mod:`ddbkeys.partition_keys._listing.recognise`), and is the marker among them (with its
+   version)? A collection holding only ddbkeys' own items (a counter) is never marked.
 2. Data and no marker: put the marker (``attribute_not_exists``; a new version). If the put
    finds an item there, it is either a marker another maintainer just wrote (done) or data at
    the marker's key (a clash: reported, nothing written).
@@ -25,8 +27,9 @@ after the last write, a read has confirmed the marker matches the data as of tha
 later change to the data has a stream record of its own, whose handling starts again at 1. A
 non-empty collection is therefore never *left* without a marker, and an empty one keeps its
 marker no longer than until its next record is handled. Cost per record handled: one
-consistent Query of at most two small items (1 read unit), a GetItem when the first two items
-do not settle whether the marker is there, and a write only when the marker must change.
+consistent Query of at most two small items (1 read unit; one more for each further two of
+ddbkeys' own items that come before the collection's first data item), a GetItem when the items
+read do not settle whether the marker is there, and a write only when the marker must change.
 """
 
 from __future__ import annotations
@@ -38,18 +41,19 @@ from ddbkeys._core.steps import Flow, delete_item, get_item, query
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._retry import Deadline
-from ddbkeys.partition_keys._index.marker_core import conditional, send
+from ddbkeys.partition_keys._index.marker_core import conditional, send, sending
 from ddbkeys.partition_keys._index.markers import (
     VERSION_ATTRIBUTE,
     MarkerClashError,
+    collection_query,
     read_collection,
+    until_data,
 )
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         DeleteItemInputTypeDef,
         GetItemOutputTypeDef,
-        QueryOutputTypeDef,
     )
 
     from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
@@ -150,33 +154,25 @@ def _look(
 ) -> Flow[tuple[bool, dict[str, Any] | None]]:
     """Whether the collection holds data, and its marker (None when there is none)."""
     info = yield from index.table_info(deadline)
-    pk, sk = info.partition_key, info.sort_key
-    assert sk is not None
-    request = query(
-        {
-            "TableName": index.table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {
-                "#pk": pk.name,
-                "#sk": sk.name,
-                "#m": index.attribute,
-                "#v": VERSION_ATTRIBUTE,
-            },
-            "ExpressionAttributeValues": {":pk": partition_key},
-            "ProjectionExpression": "#pk, #sk, #m, #v",
-            "ConsistentRead": True,
-            "Limit": 2,
-            "ReturnConsumedCapacity": "TOTAL",
-        },
-        count_scanned=True,
+    markers = index.markers(info)
+    request = collection_query(index.table, partition_key, markers, consistent=True)
+    request["ExpressionAttributeNames"] = {
+        **request["ExpressionAttributeNames"],
+        "#v": VERSION_ATTRIBUTE,
+    }
+    request["ProjectionExpression"] += ", #v"
+    items, more = yield from until_data(  # on past ddbkeys' own items to the first data item
+        lambda asked: index.attempts(
+            sending(query(asked, count_scanned=True)),
+            "reading a collection",
+            deadline,
+            writes=False,
+        ),
+        request,
+        markers,
     )
-    answer: QueryOutputTypeDef = yield from index.attempts(
-        lambda _: send(request), "reading a collection", deadline, writes=False
-    )
-    data, marker, look_up = read_collection(
-        answer.get("Items", []), "LastEvaluatedKey" in answer, index.markers(info)
-    )
-    if look_up:  # not among the first two: look it up
+    data, marker, look_up = read_collection(items, more, markers)
+    if look_up:  # not among the items read: look it up
         marker = yield from _get_marker(index, partition_key, deadline)
     return data, marker
 

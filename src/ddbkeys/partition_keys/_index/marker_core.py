@@ -52,12 +52,14 @@ from ddbkeys.partition_keys._index.markers import (
     VerifyReport,
     check_index,
     clash,
+    collection_query,
     create_request,
     hashable,
     index_status,
     marker_sort_key,
     put_answer,
     unhash,
+    until_data,
 )
 from ddbkeys.partition_keys._listing.base import Key, check_deadline
 
@@ -66,12 +68,10 @@ if TYPE_CHECKING:
         DeleteItemInputTypeDef,
         GetItemInputTypeDef,
         GetItemOutputTypeDef,
-        QueryInputTypeDef,
-        QueryOutputTypeDef,
         ScanOutputTypeDef,
     )
 
-__all__ = ["MarkerCore", "conditional", "send"]
+__all__ = ["MarkerCore", "conditional", "send", "sending"]
 
 R = TypeVar("R")
 
@@ -405,22 +405,16 @@ class MarkerCore:
         return report
 
     def _alone(self, info: TableInfo, key: Key) -> Flow[bool]:
-        """Whether the collection ``key`` holds at most one item (its marker)."""
-        request: QueryInputTypeDef = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#pk = :pk",
-            "ExpressionAttributeNames": {"#pk": info.partition_key.name},
-            "ExpressionAttributeValues": {":pk": key},
-            "Limit": 2,
-            "ProjectionExpression": "#pk",
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-        answer: QueryOutputTypeDef = yield from self.attempts(
-            lambda _: send(query(request, count_scanned=True)),
-            "reading a collection",
-            writes=False,
+        """Whether the collection ``key`` holds nothing but ddbkeys' own items."""
+        markers = self.markers(info)
+        items, _ = yield from until_data(
+            lambda asked: self.attempts(
+                sending(query(asked, count_scanned=True)), "reading a collection", writes=False
+            ),
+            collection_query(self.table, key, markers),
+            markers,
         )
-        return len(answer.get("Items", [])) < 2 and "LastEvaluatedKey" not in answer
+        return not any(markers.is_data(item) for item in items)
 
     def _holds_data_at_marker(self, info: TableInfo, key: Key) -> Flow[bool]:
         """Whether the collection's item at the marker's key exists and is not a marker."""
@@ -435,7 +429,12 @@ class MarkerCore:
             writes=False,
         )
         item = answer.get("Item")
-        return item is not None and self.markers(info).is_data(item)
+        return item is not None and not self.markers(info).is_marker(item)
+
+
+def sending(request: Request) -> Callable[[int], Flow[Any]]:
+    """An attempt (for ``attempts``) that sends ``request`` (see :func:`send`)."""
+    return lambda _: send(request)
 
 
 def conditional(request: Request) -> Flow[Any]:

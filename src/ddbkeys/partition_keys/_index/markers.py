@@ -19,6 +19,7 @@ from ddbkeys.partition_keys._listing.recognise import (
     Markers,
     Seen,
     marker_sort_key,
+    own_projection,
 )
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod
@@ -27,10 +28,13 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.literals import ScalarAttributeTypeType
     from mypy_boto3_dynamodb.type_defs import (
         CreateGlobalSecondaryIndexActionTypeDef,
+        QueryInputTypeDef,
+        QueryOutputTypeDef,
         ScanInputTypeDef,
         UpdateTableInputTypeDef,
     )
 
+    from ddbkeys._core.steps import Flow
     from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = [
@@ -46,11 +50,13 @@ __all__ = [
     "SkipPages",
     "VerifyReport",
     "check_index",
+    "collection_query",
     "create_request",
     "index_status",
     "marker_sort_key",
     "put_answer",
     "read_collection",
+    "until_data",
 ]
 
 #: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
@@ -226,9 +232,10 @@ def sorts_before(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
 def read_collection(
     items: Sequence[Mapping[str, Any]], more: bool, markers: Markers
 ) -> tuple[bool, dict[str, Any] | None, bool]:
-    """What the first (at most two) items of a collection say: whether it holds data (an item
-    that is not a marker), its marker among them (None), and whether the marker must be looked
-    up by its key (data, no marker among the items read, and more items than were read)."""
+    """What the first items of a collection say (read up to its first data item, or all):
+    whether it holds data (an item that is neither a marker nor a counter item), its marker
+    among them (None), and whether the marker must be looked up by its key (data, no marker
+    among the items read, and more items than were read)."""
     data = any(markers.is_data(item) for item in items)
     marker = next((dict(i) for i in items if markers.is_marker(i)), None)
     # A Query reads a collection in sort key order: when its first item sorts after the
@@ -236,6 +243,42 @@ def read_collection(
     first = items[0].get(markers.sort_key) if items else None
     after = first is not None and sorts_before(markers.sort_value, first)
     return data, marker, data and marker is None and (len(items) >= 2 or more) and not after
+
+
+def collection_query(
+    table: str, key: Key, markers: Markers, *, consistent: bool = False
+) -> QueryInputTypeDef:
+    """A Query of two items of the collection ``key`` at a time, projecting what tells ddbkeys'
+    own items from yours (the same read units whatever is projected)."""
+    projection, names = own_projection(markers.partition_key, markers)
+    return {
+        "TableName": table,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":pk": key},
+        "ProjectionExpression": projection,
+        "ConsistentRead": consistent,
+        "Limit": 2,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+
+
+def until_data(
+    ask: Callable[[QueryInputTypeDef], Flow[QueryOutputTypeDef]],
+    request: QueryInputTypeDef,
+    markers: Markers,
+) -> Flow[tuple[list[dict[str, Any]], bool]]:
+    """Query pages of one collection from ``request``, each sent by ``ask``, on while every
+    item read is ddbkeys' own (a marker, a counter item): the items read, and whether the
+    collection holds more."""
+    items: list[dict[str, Any]] = []
+    while True:
+        answer = yield from ask(request)
+        items += answer.get("Items", [])
+        more = "LastEvaluatedKey" in answer
+        if not more or any(markers.is_data(item) for item in items):
+            return items, more
+        request = {**request, "ExclusiveStartKey": answer["LastEvaluatedKey"]}
 
 
 class KeyPages:
@@ -295,11 +338,14 @@ class IndexPages(KeyPages):
 
 class SkipPages(KeyPages):
     """The table's keys by the paged skip scan (:class:`~ddbkeys.partition_keys._listing.skip.
-    PagedSkipMethod`'s page sizes and jumps): a collection that holds nothing but its marker
-    is not one of them."""
+    PagedSkipMethod`'s page sizes and jumps): a collection that holds nothing but ddbkeys' own
+    items (its marker, counter items) is not one of them, unless ``own_items``."""
 
-    def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
+    def __init__(
+        self, info: TableInfo, markers: Markers | None = None, *, own_items: bool = False
+    ) -> None:
         self.method = PagedSkipMethod(info, markers)
+        self.method.own_items = own_items
         self.state = self.method.start_state()
         request: ScanInputTypeDef = {
             "TableName": info.name,

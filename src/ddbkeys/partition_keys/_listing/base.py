@@ -21,7 +21,12 @@ from ddbkeys._drivers.sync import SyncDriver, pause
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo, describe_flow
-from ddbkeys.partition_keys._listing.recognise import Markers, markers_of
+from ddbkeys.partition_keys._listing.recognise import (
+    Markers,
+    is_counter,
+    markers_of,
+    own_projection,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -294,25 +299,32 @@ class SegmentMethod:
     are new); a driver sends its requests.
 
     ``markers`` says how ddbkeys' markers are known (by default: the default marker attribute
-    and sort key; None in a table without a sort key). A collection that holds nothing but its
-    marker is not handed out: ddbkeys' own item is not a key."""
+    and sort key; None in a table without a sort key). A collection that holds nothing but
+    ddbkeys' own items (its marker, counter items: :mod:`~ddbkeys.partition_keys._listing.
+    recognise`) is not handed out, unless ``own_items`` (a listing's ``include_own_items``)."""
 
     name = "?"
 
     def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
         self.info = info
         self.markers = markers or markers_of(info)
+        self.own_items = False
 
-    def knowing_markers_by(self, attribute: str) -> SegmentMethod:
+    def knowing_markers_by(self, attribute: str, *, own_items: bool = False) -> SegmentMethod:
         """This method, knowing ddbkeys' markers by ``attribute`` (a listing's
-        ``marker_attribute``)."""
+        ``marker_attribute``), and handing out collections that hold only ddbkeys' own items
+        too when ``own_items`` (its ``include_own_items``)."""
         if self.markers is not None:
             self.markers = replace(self.markers, attribute=attribute)
+        self.own_items = own_items
         return self
 
     def counts(self, item: Mapping[str, Any]) -> bool:
-        """Whether ``item`` makes its collection one to hand out: any item but a marker."""
-        return self.markers is None or self.markers.is_data(item)
+        """Whether ``item`` makes its collection one to hand out: any item but ddbkeys' own (a
+        marker, a counter item), or any item at all with ``own_items``."""
+        if self.own_items:
+            return True
+        return not is_counter(item) and (self.markers is None or not self.markers.is_marker(item))
 
     def start_key(self, after: Key) -> dict[str, Any]:
         """The ExclusiveStartKey just past the collection of partition key ``after``."""
@@ -323,12 +335,12 @@ class SegmentMethod:
         return key
 
     def first_request(self, segment: int, segments: int, after: Key | None) -> ScanPage:
-        """The Scan of a segment's first page (projecting the partition key, and what tells a
-        marker when the table has a sort key), starting past the collection of ``after`` when
-        given."""
+        """The Scan of a segment's first page (projecting the partition key, and what tells
+        ddbkeys' own items from yours unless they count too), starting past the collection of
+        ``after`` when given."""
         projection, names = "#pk", {"#pk": self.info.partition_key.name}
-        if self.markers is not None:
-            projection, names = self.markers.projection()
+        if not self.own_items:
+            projection, names = own_projection(self.info.partition_key.name, self.markers)
         request: ScanPage = {
             "ProjectionExpression": projection,
             "ExpressionAttributeNames": names,

@@ -61,6 +61,8 @@ class Checkpoint:
     #: A listing of the proven marker index: the collections it re-checked and their state
     #: (``replay.Replay.to_json``), handed out by its last segment.
     replay: dict[str, Any] | None = None
+    #: A listing that hands out keys holding only ddbkeys' own items too (include_own_items).
+    own_items: bool = False
 
 
 def key_schema(info: TableInfo) -> str:
@@ -118,6 +120,8 @@ def _encoded(checkpoint: Checkpoint, positions: list[Any]) -> str:
         payload["created"] = checkpoint.created
     if checkpoint.replay is not None:
         payload["replay"] = checkpoint.replay
+    if checkpoint.own_items:
+        payload["own"] = True
     data = base64.urlsafe_b64encode(json.dumps(payload, separators=(",", ":")).encode())
     return f"{data.decode()}.{digest(data)}"
 
@@ -218,13 +222,19 @@ def decode_token(token: str) -> Checkpoint:
         and len(positions) >= 2
     ):
         raise _not_ours(token, "its replay is not one ddbkeys wrote")
-    return Checkpoint(table, keys, method, positions, created, replay)
+    own = payload.get("own", False)
+    if not isinstance(own, bool):
+        raise _not_ours(token, "own must be true or false")
+    return Checkpoint(table, keys, method, positions, created, replay, own)
 
 
-def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
+def check_binding(
+    checkpoint: Checkpoint, info: TableInfo, method: str, own_items: bool = False
+) -> str:
     """The method to go on with, once ``checkpoint`` is found to describe a listing of table
-    ``info`` (same name, same key schema) by ``method`` (``auto`` takes the token's). Else a
-    :class:`~ddbkeys.ResumeTokenError` naming both."""
+    ``info`` (same name, same key schema) by ``method`` (``auto`` takes the token's), with
+    ``include_own_items`` as ``own_items``. Else a :class:`~ddbkeys.ResumeTokenError` naming
+    both."""
     if checkpoint.table != info.name:
         raise ResumeTokenError(
             f"The resume token is for table {checkpoint.table!r}, not {info.name!r}: resume "
@@ -249,6 +259,13 @@ def check_binding(checkpoint: Checkpoint, info: TableInfo, method: str) -> str:
         raise ResumeTokenError(
             f"The resume token is for method {checkpoint.method!r}, not {method!r}: resume "
             f"with --method {checkpoint.method} (or auto).",
+            table=info.name,
+        )
+    if own_items != checkpoint.own_items:
+        given, wanted = ("with", "without") if own_items else ("without", "with")
+        raise ResumeTokenError(
+            f"The resume token is for a listing of table {info.name!r} {wanted} "
+            f"--include-own-items (include_own_items), not {given}: resume {wanted} it.",
             table=info.name,
         )
     return checkpoint.method

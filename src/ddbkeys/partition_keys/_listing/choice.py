@@ -4,6 +4,7 @@ the asyncio listing share; they differ only in how they run the proof's flows.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -15,6 +16,7 @@ from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys._proof.evidence import Decline
+from ddbkeys.partition_keys._proof.lag import lag_note
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
     estimate,
@@ -72,13 +74,27 @@ def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bo
     return attribute is None or key is None or key == attribute
 
 
-def choose(method: str, info: TableInfo, index: str, attribute: str | None = None) -> Choice | None:
+def choose(
+    method: str,
+    info: TableInfo,
+    index: str,
+    attribute: str | None = None,
+    *,
+    own_items: bool = False,
+) -> Choice | None:
     """The method to list with, decided from the table's description alone; None when the
-    marker index is to be read, or proven (which takes its record and the stream)."""
+    marker index is to be read, or proven (which takes its record and the stream). With
+    ``own_items`` (``include_own_items``), ``auto`` never reads the index, which marks only
+    collections holding your items."""
     table = info.name
     if method == "auto":
         if info.sort_key is None:
             return Choice(ScanMethod(info), "the table has no sort key: a scan reads each key once")
+        if own_items:
+            return Choice(
+                PagedSkipMethod(info),
+                "include_own_items: the marker index marks only collections holding your items",
+            )
         if not index_ready(info, index):
             return Choice(PagedSkipMethod(info), f"the table has no marker index {index!r}")
         if not index_ready(info, index, attribute):
@@ -120,12 +136,17 @@ def choose_flow(
     margin: float,
     trust_index: bool,
     replay: dict[str, Any] | None,
+    own_items: bool = False,
+    note: Callable[[str], None] | None = None,
 ) -> Flow[Choice]:
     """The method to list with, and why: :func:`choose` from the table's description, else the
     marker index (its core, with its record in ``state_table``), checked, resumed, or proven by
     its record and the table's stream (:mod:`ddbkeys.partition_keys._proof.replay`). One flow for
-    both drivers; its Streams requests go to a Streams client the driver opens when one is sent."""
-    planned = choose(method, info, index_name, marker_attribute)
+    both drivers; its Streams requests go to a Streams client the driver opens when one is sent.
+    ``note`` is told, before the re-checks, when the index's maintainer is so far behind that
+    ``method="index"`` costs more than a scan (:func:`~ddbkeys.partition_keys._proof.lag.
+    lag_note`)."""
+    planned = choose(method, info, index_name, marker_attribute, own_items=own_items)
     if planned is not None:
         return planned
     # The listing's one description: the marker index sends no DescribeTable of its own.
@@ -153,7 +174,15 @@ def choose_flow(
         if refused is not None:
             return declined(method, info, index.name, refused.reason)
         most = most_keys(method, info, index.name)
-        result = yield from replay_flow(reader, index, info, evidence, margin, now, most)
+
+        def lagging(read: Replay) -> None:
+            said = lag_note(info, index.name, read, now)
+            if said is not None and note is not None:
+                note(said)
+
+        result = yield from replay_flow(
+            reader, index, info, evidence, margin, now, most, lagging if most is None else None
+        )
     except DdbKeysError as exc:
         if method != "auto":
             raise

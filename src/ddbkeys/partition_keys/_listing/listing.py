@@ -74,6 +74,10 @@ class ListingCore:
         self.index_trusted: bool | None = None
         #: The replay that proved the index (what it read and re-checked), when it was used.
         self.replay: Any = None
+        #: What it said before it read, one line each (each also warned of as it was found:
+        #: an IndexReplayWarning when the marker index's maintainer is so far behind that its
+        #: replay costs more than a scan).
+        self.notes: tuple[str, ...] = ()
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
@@ -97,8 +101,8 @@ class ListingCore:
         return all(p is True for p in self.positions)
 
     def checkpoint(self) -> str:
-        """The resume token of where the listing stands: bound to the table, its key schema
-        and the method (see :mod:`ddbkeys.partition_keys._listing.checkpoint`)."""
+        """The resume token of where the listing stands: bound to the table, its key schema,
+        the method and include_own_items (see :mod:`ddbkeys.partition_keys._listing.checkpoint`)."""
         info = self.method.info
         replay = getattr(self.method, "replay", None)
         return encode_token(
@@ -109,6 +113,7 @@ class ListingCore:
                 list(self.positions),
                 info.created,
                 replay.to_json() if replay is not None else None,
+                self.method.own_items,
             )
         )
 

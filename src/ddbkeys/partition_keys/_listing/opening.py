@@ -6,6 +6,7 @@ its read budget, choosing the method (or resuming from a token) and handing back
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, Unpack
 
@@ -27,6 +28,7 @@ from ddbkeys.partition_keys._listing.options import (
     listing_options,
 )
 from ddbkeys.partition_keys._listing.read_share import share
+from ddbkeys.partition_keys._proof.lag import IndexReplayWarning
 from ddbkeys.partition_keys._streams.streams import (
     ClientOnFirstUse,
     SplitClient,
@@ -40,6 +42,7 @@ __all__ = [
     "default_scan_segments",
     "distinct_partition_keys",
     "listing_reader",
+    "noting",
     "opened",
     "opening_flow",
     "read_budget",
@@ -51,15 +54,19 @@ LISTING_RETRY = RetryPolicy(max_attempts=100, base_delay=0.05, max_delay=5.0)
 
 
 def opening_flow(
-    options: ListingOptions, resume: str | None, reader: Reader
+    options: ListingOptions,
+    resume: str | None,
+    reader: Reader,
+    note: Callable[[str], None] | None = None,
 ) -> Flow[tuple[Choice, list[Position]]]:
     """A listing's start, one flow for both drivers: the table's description, the read budget
     (:func:`read_budget`, decided here once), the resume token and the method
     (:func:`~ddbkeys.partition_keys._listing.choice.choose_flow`, whose Streams requests go to
-    the Streams client the driver has): the choice, and the positions to read from."""
+    the Streams client the driver has): the choice, and the positions to read from. ``note``
+    is told what the listing says before it reads (see :func:`noting`)."""
     info = yield from reader.describe()
     reader.budget = read_budget(options, info)
-    method, positions, replayed = _resumed(resume, info, options.method, options.scan_segments)
+    method, positions, replayed = _resumed(resume, info, options)
     choice = yield from choose_flow(
         method,
         reader,
@@ -70,6 +77,8 @@ def opening_flow(
         margin=options.replay_margin,
         trust_index=options.trust_index,
         replay=replayed,
+        own_items=options.include_own_items,
+        note=note,
     )
     return choice, _positions(positions, options.scan_segments, options.segments, choice)
 
@@ -106,12 +115,27 @@ def listing_reader(
 L = TypeVar("L", bound=ListingCore)
 
 
-def opened(listing: L, choice: Choice) -> L:
-    """``listing`` with what its choice says (method_reason, index_trusted, replay)."""
+def opened(listing: L, choice: Choice, notes: list[str] | None = None) -> L:
+    """``listing`` with what its choice says (method_reason, index_trusted, replay) and what
+    it said before it read (``notes``)."""
     listing.method_reason = choice.reason
     listing.index_trusted = choice.trusted
     listing.replay = choice.replay
+    listing.notes = tuple(notes or ())
     return listing
+
+
+def noting(notes: list[str]) -> Callable[[str], None]:
+    """What a listing says before it reads (a lagging maintainer of the marker index: see
+    :func:`~ddbkeys.partition_keys._proof.lag.lag_note`), said as it is found: kept in
+    ``notes`` (the listing's ``notes``) and warned of (an :class:`~ddbkeys.partition_keys.
+    IndexReplayWarning`, which the CLI prints on stderr before the keys)."""
+
+    def note(line: str) -> None:
+        notes.append(line)
+        warnings.warn(line, IndexReplayWarning, stacklevel=2)
+
+    return note
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
@@ -202,26 +226,30 @@ def distinct_partition_keys(
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
-    choice, positions = driver.run(opening_flow(options, resume, reader))
+    notes: list[str] = []
+    choice, positions = driver.run(opening_flow(options, resume, reader, noting(notes)))
     listing = Listing(
-        choice.method.knowing_markers_by(options.marker_attribute),
+        choice.method.knowing_markers_by(
+            options.marker_attribute, own_items=options.include_own_items
+        ),
         reader,
         positions,
         options.segments,
         on_key,
     )
-    return opened(listing, choice)
+    return opened(listing, choice, notes)
 
 
 def _resumed(
-    resume: str | None, info: TableInfo, method: str, scan_segments: int | None
+    resume: str | None, info: TableInfo, options: ListingOptions
 ) -> tuple[str, list[Position] | None, dict[str, Any] | None]:
     """The method, the positions to go on from (None: a new listing), and the proven index's
     replay the token carries."""
+    method, scan_segments = options.method, options.scan_segments
     if resume is None:
         return method, None, None
     resumed = decode_token(resume)
-    method = check_binding(resumed, info, method)
+    method = check_binding(resumed, info, method, options.include_own_items)
     positions = resumed.positions
     if scan_segments is not None and len(positions) != scan_segments:
         raise ConfigurationError(

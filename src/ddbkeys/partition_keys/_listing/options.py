@@ -67,7 +67,11 @@ class ListingOptions:
     ``deadline``: seconds each request may take with its retries (None: none).
     ``state_table``, ``replay_margin`` and ``trust_index``: how the marker index is proven (the
     table of its evidence, how far back the stream is read) or read as it is (with
-    ``method="index"`` only).
+    ``method="index"`` only). ``include_own_items``: list a key that holds only ddbkeys' own
+    items too (its markers and the id strategies' counter items, ``ddbkeys_type = "counter"``;
+    see :mod:`ddbkeys.partition_keys._listing.recognise`), which are left out by default; not
+    with ``method="index"`` (the marker index marks only collections holding your items), and
+    ``auto`` then does not use the index.
 
     Every listing setting added later is a field here, with its default and its check, and
     nowhere else: the entry points take it through this object or :class:`ListingSettings`
@@ -88,6 +92,7 @@ class ListingOptions:
     state_table: str | None = None
     replay_margin: float = DEFAULT_REPLAY_MARGIN
     trust_index: bool = False
+    include_own_items: bool = False
 
     def __post_init__(self) -> None:
         check_method(self.method)
@@ -105,7 +110,7 @@ class ListingOptions:
         check_name("marker_attribute", self.marker_attribute)
         if self.state_table is not None:
             check_name("state_table", self.state_table)
-        for flag in ("strict_budget", "trust_index"):
+        for flag in ("strict_budget", "trust_index", "include_own_items"):
             if not isinstance(getattr(self, flag), bool):
                 raise ConfigurationError(
                     f"{flag} must be True or False, not {getattr(self, flag)!r}."
@@ -114,6 +119,12 @@ class ListingOptions:
             raise ConfigurationError(
                 f"trust_index reads the marker index as it is, so it goes with method='index' "
                 f"(--method index), not {self.method!r}."
+            )
+        if self.include_own_items and self.method == "index":
+            raise ConfigurationError(
+                "include_own_items lists keys that hold only ddbkeys' own items (markers, "
+                "counters), which the marker index never marks: list with method='scan', "
+                "'skip-pages' or 'auto' (--method), not 'index'."
             )
         for name, value in checked.items():  # (numbers as floats: one JSON form)
             object.__setattr__(self, name, value)
@@ -162,6 +173,7 @@ class ListingSettings(TypedDict, total=False):
     state_table: str | None
     replay_margin: float
     trust_index: bool
+    include_own_items: bool
 
 
 def listing_options(

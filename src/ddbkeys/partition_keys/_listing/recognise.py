@@ -1,17 +1,28 @@
-"""What a marker is, in one place, without I/O: the rule every reader of the table applies.
+"""What ddbkeys' own items are, in one place, without I/O: the rule every reader of the table
+applies (every listing method, the marker index, its backfill, verify, repair and maintainers).
 
-A marker is the item at the markers' sort key whose marker attribute holds its own partition
-key (the same type and the same value). Anything else is data, whatever attributes it carries:
-a data item with ``ddbkeys_pk`` set to another key (or to its own key at another sort key) is
-not a marker, never lists a key that does not exist, and never makes its collection look
-marked. The entity attribute (``ddbkeys_type``, :mod:`ddbkeys._entity`) is written on every
-marker for other readers, and never read here.
+ddbkeys keeps two kinds of items of its own in your tables, and nothing else is its own:
+
+- a **marker**: the item at the markers' sort key whose marker attribute holds its own partition
+  key (the same type and the same value). Recognised by that rule alone: a data item with
+  ``ddbkeys_pk`` set to another key (or to its own key at another sort key), or an item that
+  merely says ``ddbkeys_type = "marker"``, is not a marker, never lists a key that does not
+  exist, and never makes its collection look marked;
+- a **counter item** (:func:`is_counter`): an item whose ``ddbkeys_type``
+  (:data:`ddbkeys._entity.ENTITY_ATTRIBUTE`) is exactly the string ``"counter"``, which every id
+  strategy writes on its counter (the atomic counter, the block allocator's counter, the gapless
+  sequence's and a collection sequence's counter item). Counter attributes are named by their
+  strategy's settings, so the type is the one thing a reader sees; only that exact value counts:
+  a ``ddbkeys_type`` of another value or type (``"customer"``, ``"Counter"``, a number) is your
+  item. ``ddbkeys_type`` is ddbkeys' name (a strategy refuses it as a counter attribute): an item
+  of yours that sets it to ``"counter"`` is taken for ddbkeys' own.
 
 The listings use the rule twice: a scan or skip scan of the table hands out a collection's key
-only when it holds an item that is not a marker (a collection left with nothing but its marker
-is not a key), and a scan of the marker index hands out only markers. Both read the same items
-as before, with the sort key and the marker attribute projected besides the partition key,
-which costs no read unit (a read is charged by the item's size, whatever is projected).
+only at an item that is not ddbkeys' own (a collection holding nothing but its marker and
+counters is not a key, unless the listing includes own items), and a scan of the marker index
+hands out only markers. A scan projects the sort key, the marker attribute and
+``ddbkeys_type`` besides the partition key, which costs no read unit on the service (a read is
+charged by the item's size, whatever is projected).
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import KeySchemaError
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
@@ -30,8 +42,10 @@ __all__ = [
     "DEFAULT_MARKER_SORT_KEY",
     "Markers",
     "Seen",
+    "is_counter",
     "marker_sort_key",
     "markers_of",
+    "own_projection",
     "same_value",
 ]
 
@@ -84,6 +98,22 @@ def same_value(a: object, b: object) -> bool:
     return bool(left == right)
 
 
+def is_counter(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is an id strategy's counter item: its ``ddbkeys_type`` is exactly the
+    string ``"counter"`` (any other value or type is data)."""
+    kind = item.get(ENTITY_ATTRIBUTE)
+    return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == COUNTER
+
+
+def own_projection(partition_key: str, markers: Markers | None) -> tuple[str, dict[str, str]]:
+    """A ProjectionExpression of what telling ddbkeys' own items from yours reads in the table
+    (the keys, the marker attribute where there are markers, and ``ddbkeys_type``)."""
+    if markers is None:
+        return "#pk, #t", {"#pk": partition_key, "#t": ENTITY_ATTRIBUTE}
+    projection, names = markers.projection()
+    return projection + ", #t", {**names, "#t": ENTITY_ATTRIBUTE}
+
+
 @dataclass(frozen=True)
 class Markers:
     """How ddbkeys' markers are known in one table: the key attributes' names, the marker
@@ -101,12 +131,17 @@ class Markers:
             item.get(self.attribute), item.get(self.partition_key)
         )
 
+    def is_own(self, item: Mapping[str, Any]) -> bool:
+        """Whether ``item`` is ddbkeys' own: a marker, or a counter item."""
+        return self.is_marker(item) or is_counter(item)
+
     def is_data(self, item: Mapping[str, Any]) -> bool:
-        """Whether ``item`` is anything but a marker."""
-        return not self.is_marker(item)
+        """Whether ``item`` is yours: neither a marker nor a counter item."""
+        return not self.is_own(item)
 
     def projection(self) -> tuple[str, dict[str, str]]:
-        """A ProjectionExpression of what :meth:`is_marker` reads, with its names."""
+        """A ProjectionExpression of what :meth:`is_marker` reads, with its names (the marker
+        index projects no more; :func:`own_projection` adds ``ddbkeys_type`` for the table)."""
         names = {"#pk": self.partition_key, "#sk": self.sort_key, "#m": self.attribute}
         return "#pk, #sk, #m", names
 

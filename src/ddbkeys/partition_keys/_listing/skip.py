@@ -36,11 +36,14 @@ class SkipMethod(SegmentMethod):
     value, and for numbers boto3's Decimal context cannot hold (the low-level client keeps them
     as text). Needs a sort key.
 
-    A collection whose first item is ddbkeys' marker needs a look at its next item (the next
-    request starts just after the marker, not past the collection): one request more for each
+    A collection whose first item is ddbkeys' own (its marker, a counter item: see
+    :mod:`~ddbkeys.partition_keys._listing.recognise`) needs a look at its next item (the next
+    request starts just after that item, not past the collection): one request more for each
     marked collection whose marker sorts first (the default number marker does, but for numbers
-    below -(10**38 - 1)), and none for a collection left with nothing but its marker, which is
-    not handed out (the request after the marker reads the next collection's first item).
+    below -(10**38 - 1)), and for each whose first item is a counter (a collection sequence's,
+    at sort key 0) and that holds more; none for a collection left with nothing but ddbkeys' own
+    items, which is not handed out (the request after its last reads the next collection's
+    first item), nor with ``own_items``, where every item counts.
     """
 
     name = "skip"

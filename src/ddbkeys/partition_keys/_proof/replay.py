@@ -21,7 +21,7 @@ from ddbkeys._core.steps import (
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._index.markers import hashable
+from ddbkeys.partition_keys._index.markers import collection_query, hashable
 from ddbkeys.partition_keys._index.pending import pending_keys
 from ddbkeys.partition_keys._index.state import StateCore, markers_key
 from ddbkeys.partition_keys._listing.base import Key, Reader
@@ -186,38 +186,30 @@ def replay_flow(
     margin: float,
     now: float,
     most: int | None,
+    on_read: Callable[[Replay], None] | None = None,
 ) -> Flow[Replay | Decline]:
     """Read the stream from the marks held back by ``margin`` to its tip and re-check what it
     names; a :class:`Decline` when that cannot prove the index (a shard nobody covered, a
     position the stream no longer keeps, the stream refused, or more than ``most``
-    collections to re-check)."""
+    collections to re-check). ``on_read`` is told what the stream named before any re-check."""
     read = yield from read_flow(reader, marker, info, evidence, margin, now, most)
     if read.decline is not None:
         return read.decline
     replay = read.replay
     assert replay is not None
+    if on_read is not None:
+        on_read(replay)
     for hashed, key in replay.touched.items():
         replay.exists[hashed] = yield from _exists(reader, marker, info, key)
     return replay
 
 
 def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Flow[bool]:
-    """Whether the collection ``key`` holds an item that is not ddbkeys' marker (a consistent
-    Query of at most two items a page; a second page only when the first held the marker
-    alone and stopped short)."""
-    pk, sk = info.partition_key.name, info.sort_key
-    assert sk is not None
-    marker_sk = marker.sort_key(info)
-    request: dict[str, Any] = {
-        "TableName": info.name,
-        "KeyConditionExpression": "#pk = :pk",
-        "ExpressionAttributeNames": {"#pk": pk, "#sk": sk.name, "#m": marker.attribute},
-        "ExpressionAttributeValues": {":pk": key},
-        "ProjectionExpression": "#pk, #sk, #m",
-        "ConsistentRead": True,
-        "Limit": 2,
-        "ReturnConsumedCapacity": "TOTAL",
-    }
+    """Whether the collection ``key`` holds an item that is not ddbkeys' own (a marker, a
+    counter item: a consistent Query of at most two items a page; a next page only when a
+    page held ddbkeys' own items alone and stopped short)."""
+    markers = marker.markers(info)
+    request: dict[str, Any] = {**collection_query(info.name, key, markers, consistent=True)}
     budget = reader.budget
     while True:
         if budget is not None:
@@ -226,9 +218,8 @@ def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Fl
         if budget is not None:
             consumed = page.get("ConsumedCapacity") or {}
             budget.spend(float(consumed.get("CapacityUnits", 1.0)))
-        for item in page.get("Items", []):
-            if not (item.get(sk.name) == marker_sk and item.get(marker.attribute) == item.get(pk)):
-                return True
+        if any(markers.is_data(item) for item in page.get("Items", [])):
+            return True
         if "LastEvaluatedKey" not in page:
             return False
         request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}

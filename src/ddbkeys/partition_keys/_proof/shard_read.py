@@ -75,6 +75,10 @@ class Replay:
     #: Of the touched collections, those the maintainers recorded as pending (their
     #: reconciliation did not settle), re-checked whatever the stream says.
     pending: int = 0
+    #: Of the records read, those past the maintainer's newest position in their shard (not
+    #: applied yet: how far behind it is), and when the oldest of them was written (None: none).
+    unapplied: int = 0
+    oldest_unapplied: float | None = None
 
     @property
     def rechecked(self) -> int:
@@ -290,6 +294,10 @@ def _take(
             and created + CREATED_ROUNDING < read.skip_before
         ):
             continue  # history the backfill covers
+        if read.reach is None or int(at.after) > int(read.reach):
+            replay.unapplied += 1
+            if created is not None:
+                replay.oldest_unapplied = min(created, replay.oldest_unapplied or created)
         key = record.get("dynamodb", {}).get("Keys", {}).get(pk)
         if key is not None and (names is None or names(record)):
             replay.touched.setdefault(hashable(key), key)
