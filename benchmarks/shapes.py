@@ -39,7 +39,7 @@ import random
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -64,7 +64,6 @@ class Shape:
     loader: bool = False
     runs: int = 0
     run_items: tuple[int, int] = (40, 300)
-    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def keys(self) -> set[Key]:
@@ -224,7 +223,9 @@ def shapes(scale: float) -> dict[str, Callable[[], Shape]]:
 
     def tiny_binary() -> Shape:
         rng = random.Random(5)
-        keys = {rng.randbytes(4) for _ in range(n(5000))}
+        keys: set[bytes] = set()
+        while len(keys) < n(5000):
+            keys.add(rng.randbytes(4))
         return Shape("tiny-binary", [(key, [10]) for key in sorted(keys)], pk_type="B")
 
     def heavy() -> Shape:
