@@ -10,29 +10,33 @@ sample-b), two adversarial ones (unit-edge: collections right at a 4 KB unit; ru
 runs of tiny and large collections in scan order), and keys-220k (220,000 single-item keys).
 
 On each: a plain boto3 Scan (the paginator, ``ProjectionExpression`` on the key, the consumed
-capacity asked for, keys in a set: what a user writes), the article's skip scan (its Python
-sample: Limit 1, sequential), ddbkeys' scan, skip, skip-pages and auto (one reader, and "x4":
-four readers), each three times in alternating order, its median kept: requests, items read,
-RCU, wall time and whether it listed exactly the table's keys. Printed with each shape, and
-checked (issue 35):
+capacity asked for, keys in a set: what a user writes), ddbkeys' scan, skip, skip-pages and auto
+(one reader, and "x4": four readers), each three times in alternating order, its median kept:
+requests, items read, RCU, wall time and whether it listed exactly the table's keys (a row whose
+first run takes over 30 s is run once: ``measure.LONG_SECONDS``). skip reads with 16 readers
+(``SKIP_READERS`` says why; its time is not compared). ``--article`` adds the article's skip
+scan (its Python sample: Limit 1, one reader; as many requests and RCU as skip). Printed with
+each shape, and checked (issue 35):
 
 1. auto at most 1.05x the cheapest row's RCU and 2x the fastest row's time (+0.05 s);
-2. skip-pages at most 2x the plain Scan's requests + 10; where it saves at most 5% of a scan's
-   RCU, its time behind a proxy holding each request 100 ms (benchmarks/listing_workers.py's
-   latency) at most 1.5x ddbkeys' scan's there;
+2. where skip-pages saves at most 5% of the plain Scan's RCU: its requests at most 2x the plain
+   Scan's + 10, and its time behind a proxy holding each request 100 ms
+   (benchmarks/listing_workers.py's latency) at most 1.5x ddbkeys' scan's there;
 3. ``estimate_listing()`` before the listing: the actual RCU of scan, skip-pages (and index,
    once built) and the key count inside its range, high/low at most 2 (an estimate without
    ranges is read as a point: ``measure.span``).
 
-Then, but for keys-220k, the marker index is built, backfilled (issue 33's target) and kept by
-a running follower of the table's stream: index and auto (which must then prove the index),
-three rounds each, against the cheapest and fastest of everything before; then the follower held
-1,000 changes behind (the index and auto once each: the listing replays them from the stream or
-lists another way). ``ddbkeys.aio``'s listing (32 concurrent segments, one event loop) runs
-once before the index. On keys-220k's table: the CLI's peak memory (10,000 keys and that table)
-and one listing's tasks by workers (benchmarks/listing_workers.py). Methods that may send a
-request a key are stopped at a cap (25x the plain Scan's requests + 500; behind the proxy 3x
-ddbkeys' scan's + 20): such a row's figures are marked ">=" and count as missed.
+Then, on the shapes of ``INDEXED`` (all but uniform, runs and keys-220k; ``--index-all``: all but
+keys-220k), the marker index is built, backfilled (issue 33's target) and kept by a running
+follower of the table's stream: index and auto (which must then prove the index), three rounds
+each, against the cheapest and fastest of everything before; then the follower held 1,000
+changes behind (the index and auto once each: the listing replays them from the stream or lists
+another way). ``ddbkeys.aio``'s listing (32 concurrent segments, one event loop) runs once on
+each shape but keys-220k. On keys-220k's table: the CLI's peak memory (10,000 keys and that
+table) and one listing's tasks by workers (benchmarks/listing_workers.py). Methods that may
+send a request a key are stopped at a cap (25x the plain Scan's requests + 500, + 2 a key but
+on keys-220k; behind the proxy 3x ddbkeys' scan's + 20): such a row's figures are marked ">="
+and its targets count as missed.
 
 Requests and RCU carry over to the service; wall times on DynamoDB Local do not (a deep
 ExclusiveStartKey is slow there). The run ends with "All targets met." or the targets missed
@@ -79,12 +83,17 @@ from ddbkeys.testing._tables import TableFactory
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+#: skip sends a request a key, each from a start key deep in the table (slow on DynamoDB Local):
+#: it reads with this many readers, whose segments make each start key shallower (on unit-edge:
+#: 74 s with one reader, 9 s with eight). Its requests and RCU are a reader's, plus at most one
+#: request a segment; its time is not compared (it is left out of "the fastest").
+SKIP_READERS = 16
 #: The rows of each shape: name -> (method, readers).
 METHODS = {
     PLAIN: (PLAIN, 1),
     ARTICLE: (ARTICLE, 1),
     "scan": ("scan", 1),
-    "skip": ("skip", 1),
+    "skip": ("skip", SKIP_READERS),
     "skip-pages": ("skip-pages", 1),
     "auto": ("auto", 1),
     "auto x4": ("auto", 4),
@@ -95,6 +104,19 @@ METHODS = {
 CAPPED = {"skip-pages", "auto", "auto x4", "index auto", "index auto x4"}
 PER_KEY = {ARTICLE, "skip"}
 BIG = "keys-220k"
+#: The shapes the marker index is built on by default (``--index-all``: every one but keys-220k):
+#: the backfill finds each collection with a request from a start key deep in the table, which
+#: DynamoDB Local serves slowly (minutes on uniform's 100,000 items).
+INDEXED = {
+    "skewed",
+    "tiny-binary",
+    "heavy-tailed",
+    "mixed",
+    "sample-s",
+    "sample-n",
+    "sample-b",
+    "unit-edge",
+}
 #: How many changes the maintainer is held behind, in the last two rows of each shape.
 LAG = 1000
 #: Concurrent Scan segments of the asyncio row: tasks of one event loop.
@@ -106,11 +128,15 @@ LATENCY = 0.1
 class Bench:
     """One run's server, tables and settings."""
 
-    def __init__(self, client: DynamoDBClient, state_table: str, scale: float, count: int):
+    def __init__(
+        self, client: DynamoDBClient, state_table: str, scale: float, args: argparse.Namespace
+    ):
         self.client = client
         self.state_table = state_table
         self.scale = scale
-        self.rounds = count
+        self.rounds = args.rounds
+        self.article = args.article
+        self.index_all = args.index_all
         self.missed: list[str] = []
 
     def row_runner(
@@ -123,7 +149,7 @@ class Bench:
     ) -> Callable[[str], Row]:
         def run(name: str) -> Row:
             method, readers = METHODS[name.removeprefix("index ")]
-            return run_method(
+            row = run_method(
                 client or self.client,
                 table,
                 method,
@@ -133,6 +159,8 @@ class Bench:
                 state_table=self.state_table,
                 cap=caps.get(name),
             )
+            print(f"  ({name}: {row.requests} requests, {row.seconds:.1f} s)", file=sys.stderr)
+            return row
 
         return run
 
@@ -141,11 +169,17 @@ class Bench:
         expected = spec.keys
         lines: list[str] = []
         _, warm = plain_scan(self.client, table)  # (also warms the server's caches)
-        cap = 25 * warm.requests + 500
+        cap = 25 * warm.requests + 500 + (0 if spec.name == BIG else 2 * len(expected))
         caps: dict[str, int | None] = {name: cap for name in CAPPED}
         caps |= {name: 2 * len(expected) + 500 for name in PER_KEY}
         estimate = estimate_listing(self.client, table)
-        plan = [n for n in METHODS if n != "index" and not (spec.name == BIG and n in PER_KEY)]
+        plan = [
+            n
+            for n in METHODS
+            if n != "index"
+            and (n != ARTICLE or self.article)
+            and not (spec.name == BIG and n in PER_KEY)
+        ]
         rows = rounds(plan, self.row_runner(table, spec, expected, caps), self.rounds)
         found, missed = auto_lines(spec.name, rows["auto"], _others(rows))
         lines += found
@@ -168,6 +202,7 @@ class Bench:
         if spec.name != BIG:
             endpoint = self.client.meta.endpoint_url
             rows["aio"] = run_aio(endpoint, self.client.meta.region_name, table, expected)
+        if spec.name in INDEXED or (self.index_all and spec.name != BIG):
             found, more = self.indexed(table, spec, rows, caps)
             lines, missed = lines + found, missed + more
         missed += article_missed(spec.name, rows)
@@ -231,13 +266,13 @@ class Bench:
                 sort_type=spec.sort_type,
                 state_table=self.state_table,
                 suffix=suffix,
-                cap=caps["auto"],
             )
         return lines, missed
 
 
 def _others(rows: dict[str, Row]) -> dict[str, Row]:
-    """The rows auto is measured against (every one-reader way of listing the table)."""
+    """The rows auto is measured against (every way of listing the table; skip's time is left
+    out of the fastest: see ``SKIP_READERS``)."""
     return {n: rows[n] for n in (PLAIN, ARTICLE, "scan", "skip", "skip-pages") if n in rows}
 
 
@@ -309,6 +344,17 @@ def parse_args() -> argparse.Namespace:
         choices=list(shapes(1.0)),
         help=f"Only this table shape (repeatable); memory and workers come with {BIG}.",
     )
+    parser.add_argument(
+        "--article",
+        action="store_true",
+        help="Add the article's skip scan (its Python sample, one reader: as many requests and "
+        "RCU as skip, and on DynamoDB Local over a minute a 2,000-key table).",
+    )
+    parser.add_argument(
+        "--index-all",
+        action="store_true",
+        help="Build the marker index on uniform and runs too (their backfills take minutes).",
+    )
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
     parser.add_argument("--workers-only", action="store_true", help="Only the workers' rows.")
     plot_arguments(parser, CHART)
@@ -329,7 +375,7 @@ def main() -> int:
     client = make_client(endpoint_url=endpoint)
     factory = TableFactory(client, prefix="ddbkeys-bench")
     states = TableFactory(client, prefix="ddbkeys-bench-state")
-    bench = Bench(client, states(("id", "S")), scale, args.rounds)
+    bench = Bench(client, states(("id", "S")), scale, args)
     measured: dict[str, dict[str, float]] = {}
     labels: dict[str, str] = {}
     only = args.memory_only or args.workers_only
@@ -373,7 +419,7 @@ def main() -> int:
 
 
 CHART = "partition-keys-rcu"
-PLOTTED = [PLAIN, ARTICLE, "scan", "skip", "skip-pages", "index"]
+PLOTTED = [PLAIN, ARTICLE, "scan", f"skip x{SKIP_READERS}", "skip-pages", "index"]
 
 
 def plot(

@@ -3,10 +3,14 @@ rows (each the median of its rounds), and the lines it prints about them."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from measure import ARTICLE, Row, span
+
+#: A row of several readers ("skip x16 of 16").
+SEVERAL = re.compile(r" x\d+ of ")
 
 #: Point 1: ``auto`` at most this times the cheapest method's read units...
 AUTO_RCU = 1.05
@@ -23,8 +27,8 @@ SAVES_LITTLE = 0.05
 PROXIED_TIME = 1.5
 #: Point 3: the estimate's range holds the actual figure, and high / low at most this.
 RANGE_RATIO = 2.0
-#: Existing targets: auto at most this times the article's requests; ``auto x4`` at most this
-#: share of the article's wall time.
+#: Existing targets: auto at most this times the article's requests (or skip's, which sends as
+#: many, one a key); with the article's row, ``auto x4`` at most this share of its wall time.
 ARTICLE_REQUESTS = 1.01
 X4_SHARE = 0.25
 
@@ -42,9 +46,11 @@ def shown(row: Row, figure: float, unit: str = "") -> str:
 def auto_lines(
     shape: str, auto: Row, others: Mapping[str, Row], phase: str = ""
 ) -> tuple[list[str], list[str]]:
-    """Auto's ratio to the cheapest and the fastest of ``others``: lines, and targets missed."""
-    cheapest = min(others.values(), key=lambda r: r.rcu)
-    fastest = min(others.values(), key=lambda r: r.seconds)
+    """Auto's ratio to the cheapest and the fastest of ``others`` (rows stopped at their cap
+    left out; rows of several readers left out of the fastest): lines, and targets missed."""
+    whole = [r for r in others.values() if not r.stopped]
+    cheapest = min(whole, key=lambda r: r.rcu)
+    fastest = min((r for r in whole if not SEVERAL.search(r.method)), key=lambda r: r.seconds)
     rcu = auto.rcu / cheapest.rcu if cheapest.rcu else 1.0
     slow = auto.seconds / fastest.seconds if fastest.seconds else 1.0
     lines = [
@@ -67,15 +73,17 @@ def auto_lines(
 
 
 def pages_lines(shape: str, pages: Row, plain: Row) -> tuple[list[str], list[str]]:
-    """Skip-pages' requests against the plain Scan's (point 2)."""
+    """Skip-pages' requests against the plain Scan's, checked where it saves at most
+    ``SAVES_LITTLE`` of its read units (point 2)."""
     bound = PAGES_TIMES * plain.requests + PAGES_PLUS
+    checked = saves_little(pages, plain)
     lines = [
         f"  skip-pages: {shown(pages, pages.requests)} requests against a scan's "
-        f"{plain.requests} (target <= {bound:g}); saves "
+        f"{plain.requests} (" + (f"target <= {bound:g}" if checked else "no target") + "); saves "
         f"{1 - pages.rcu / plain.rcu if plain.rcu else 0:.1%} of its RCU"
     ]
     missed = []
-    if pages.requests > bound:
+    if checked and pages.requests > bound:
         missed.append(
             f"{shape}: skip-pages {shown(pages, pages.requests)} requests > {PAGES_TIMES:g} x "
             f"the scan's {plain.requests} + {PAGES_PLUS} = {bound:g}"
@@ -150,20 +158,20 @@ def estimate_lines(shape: str, actuals: list[Actual]) -> tuple[list[str], list[s
 
 
 def article_missed(shape: str, rows: Mapping[str, Row]) -> list[str]:
-    """The existing targets against the article's skip scan: auto within its requests, four
-    readers in a quarter of its time."""
-    if ARTICLE not in rows:
+    """The existing targets against the article's skip scan (or skip): auto within its
+    requests, four readers in a quarter of its time."""
+    article = rows.get(ARTICLE) or rows.get("skip")
+    if article is None:
         return []
-    article = rows[ARTICLE]
     missed = []
     auto = rows["auto"]
     if auto.requests > ARTICLE_REQUESTS * article.requests:
         missed.append(
-            f"{shape}: {auto.method} {auto.requests} requests > {ARTICLE_REQUESTS} x the "
-            f"article's {article.requests}"
+            f"{shape}: {auto.method} {auto.requests} requests > {ARTICLE_REQUESTS} x "
+            f"{article.method}'s {article.requests}"
         )
     for name in ("auto x4", "index auto x4"):
-        if name in rows and rows[name].seconds > X4_SHARE * article.seconds:
+        if ARTICLE in rows and name in rows and rows[name].seconds > X4_SHARE * article.seconds:
             missed.append(
                 f"{shape}: {rows[name].method} {rows[name].seconds:.2f} s > {X4_SHARE} of the "
                 f"article's {article.seconds:.2f} s"

@@ -113,6 +113,19 @@ def test_auto_is_held_to_the_cheapest_and_the_fastest() -> None:
 def test_skip_pages_requests_and_what_it_saves() -> None:
     plain = _row(PLAIN, 100, requests=3)
     assert not pages_lines("s", _row("skip-pages", 99, requests=16), plain)[1]
+    assert not pages_lines("s", _row("skip-pages", 20, requests=900), plain)[1]  # saves 80%
     assert pages_lines("s", _row("skip-pages", 99, requests=17), plain)[1]
     assert saves_little(_row("skip-pages", 96), plain)
     assert not saves_little(_row("skip-pages", 94), plain)
+
+
+def test_a_long_row_is_run_once() -> None:
+    order: list[str] = []
+
+    def run(name: str) -> Row:
+        order.append(name)
+        return _row(name, 1.0, 40.0 if name == "slow" else 1.0)
+
+    kept = rounds(["fast", "slow"], run, 3, long=30.0)
+    assert order == ["fast", "slow", "fast", "fast"]
+    assert kept["slow"].seconds == 40.0
