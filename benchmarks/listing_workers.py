@@ -187,18 +187,26 @@ def bench_workers(
     pid: int | None,
     scale: float,
     latency_ms: float = LATENCY_MS,
+    table: str | None = None,
+    count: int | None = None,
 ) -> list[str]:
-    """Load the table, print both sets of rows, and return what they missed: the workers
-    straight to the server (their keys and RCU checked; their speed shown against the bound
-    the server's CPU sets), then, with ``latency_ms``, through the fault proxy holding each
-    request that long (their speed checked against the targets too)."""
-    count = max(200, int(KEYS * scale))
-    table = factory(("pk", "S"), ("sk", "N"))
-    load_items(
-        client,
-        table,
-        [{"pk": {"S": f"w{k:07}"}, "sk": {"N": "1"}, "p": {"S": "x" * 120}} for k in range(count)],
-    )
+    """Load the table (or take ``table``, already holding ``count`` keys named as this one's),
+    print both sets of rows, and return what they missed: the workers straight to the server
+    (their keys and RCU checked; their speed shown against the bound the server's CPU sets),
+    then, with ``latency_ms``, through the fault proxy holding each request that long (their
+    speed checked against the targets too)."""
+    made = table is None or count is None
+    if table is None or count is None:
+        count = max(200, int(KEYS * scale))
+        table = factory(("pk", "S"), ("sk", "N"))
+        load_items(
+            client,
+            table,
+            [
+                {"pk": {"S": f"w{k:07}"}, "sk": {"N": "1"}, "p": {"S": "x" * 120}}
+                for k in range(count)
+            ],
+        )
     expected = {f"w{k:07}" for k in range(count)}
     print(
         f"One listing ({METHOD}, {count:,} keys, {TASKS} tasks) by workers; this machine: "
@@ -212,7 +220,8 @@ def bench_workers(
                 print()
                 problems += rows_of(client, table, expected, pid, (proxy, latency_ms))
     finally:
-        factory.delete_all()
+        if made:
+            factory.delete_all()
     return problems
 
 
