@@ -18,6 +18,7 @@ from click.testing import CliRunner, Result
 
 from ddbkeys import ResumeTokenError
 from ddbkeys._cli import cli
+from ddbkeys._demo_keys import load_items
 from ddbkeys.partition_keys import distinct_partition_keys
 from ddbkeys.partition_keys._listing.text import read_text_key
 from ddbkeys.testing._tables import TableFactory
@@ -57,6 +58,36 @@ def test_list_text_json_jsonl(
     document = json.loads(run(ddb_endpoint_url, "-t", table, "--output", "json", "-q").stdout)
     assert sorted(document["keys"]) == expected
     assert document["usage"]["requests"] >= 1
+
+
+def test_the_summary_says_where_skip_pages_went_on_as_a_scan(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Collections of 9 items of about 470 bytes (a 4 KB page holds 8): skipping past each
+    saves an item of nine, so skip-pages goes on as a scan, and its summary line and the JSON
+    document say after how many keys and why."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    load_items(
+        ddb_client,
+        table,
+        [
+            {"pk": {"S": f"u{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 430}}
+            for k in range(300)
+            for i in range(9)
+        ],
+    )
+    text = run(ddb_endpoint_url, "-t", table, "--method", "skip-pages")
+    assert text.exit_code == 0, text.output
+    assert len(text.stdout.split()) == 300
+    note = re.search(r"; (skip-pages read on as a scan after [\d,]+ keys: .*)$", text.stderr)
+    assert note is not None, text.stderr
+    assert note[1].endswith("skipping saved under 5%")
+    document = json.loads(
+        run(ddb_endpoint_url, "-t", table, "-m", "skip-pages", "--output", "json", "-q").stdout
+    )
+    assert document["method_note"] == note[1]
+    plain = run(ddb_endpoint_url, "-t", table, "-m", "scan", "--output", "json", "-q")
+    assert json.loads(plain.stdout)["method_note"] == ""  # nothing to say
 
 
 def test_binary_and_number_keys(

@@ -60,6 +60,8 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
         f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
         f"{u.items} items read, {u.read_units:g} RCU"
     )
+    if listing.method_note and not progress:
+        line += f"; {listing.method_note}"
     replay = listing.replay
     if replay is not None and not progress:
         line += (
@@ -421,6 +423,7 @@ def partition_keys_group(
             "table": table_name,
             "method": listing.method_name,
             "method_reason": listing.method_reason,
+            "method_note": listing.method_note,
             "replay": _replay_fields(listing),
             "keys": collected,
             "usage": listing.usage.snapshot(),

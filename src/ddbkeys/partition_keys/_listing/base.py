@@ -355,6 +355,11 @@ class SegmentMethod:
         partition key of the segment, once."""
         raise NotImplementedError
 
+    def note(self) -> str:
+        """How this method read, once it has: what it changed its mind about while reading
+        (empty: nothing to say)."""
+        return ""
+
     def scanned_bytes(self) -> int:
         """The size of what this method scans, as DescribeTable last reported it (0: unknown)."""
         return self.info.size_bytes

@@ -88,6 +88,13 @@ class ListingCore:
         return self.method.name
 
     @property
+    def method_note(self) -> str:
+        """What the method changed its mind about while reading, once it has (skip-pages that
+        went on as a scan says after how many keys, and why); empty when nothing."""
+        note = self.method.note()
+        return f"{self.method.name} {note}" if note else ""
+
+    @property
     def scan_segments(self) -> int:
         """How many Scan segments the table is split into (``TotalSegments``)."""
         return len(self.positions)

@@ -18,67 +18,93 @@ within its target, learning from what each page cost.
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
 - Where collections prove small, pages grow: the target (4 KB units a page aims at) doubles
   each time the pages read since the last sign of a large collection cost ``REGRET`` times the
-  new target, up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the rounding up to the
-  next 4 KB less often and take fewer requests, so where every collection is small the listing
-  reads like a plain scan, at about its cost and speed.
+  new target (before the first sign, and while pages cost about what their items do, once
+  they cost the new target), up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the
+  rounding up to the next 4 KB less often and take fewer requests, so where every collection is
+  small the listing reads like a plain scan, at about its cost and speed.
 - A page whose last collection filled a unit or more (its ``tail``: the items of the page's
   last key, a collection as large as a one-unit page or larger, whose rest is skipped) brings the
   target back to one unit and starts the count again. Such a page cost at most ``target - 1``
   units more than a one-unit page would have, and the target got there only after ``REGRET``
-  times as much was read: so growing costs at most about ``1 / REGRET`` more than never growing,
-  wherever the large collections lie, and where they are frequent the pages stay small.
-- Skipping past a page's last collection saves nothing where collections end about where a
-  one-unit page does (each a unit or so): the listing would then read what a scan reads, in a
-  request per collection. So after ``LOOK_AFTER`` skips past a collection that filled its page,
-  one segment tries reading on through instead, like a scan, from one-unit pages (a unit's
-  items at the table's average item size, or the skipping pages' count where larger; the others
-  skip meanwhile; :class:`Reading`). What it reads is judged against the skipping before it:
-  once a ``window`` of read units costs at most ``WASTE`` more a key, every segment reads
-  through, and pages and windows double (up to ``MAX_TARGET`` units and ``MAX_WINDOW``); as
-  soon as a key costs more (or no next key could make it up), skipping starts again at one
-  unit and the next trial waits twice as long (up to ``MAX_PROBE_AFTER`` skips). A trial that
-  fails costs about a unit or two; reading through for good costs at most about ``WASTE``
-  more, plus a page where the table changes under it, and saves the requests.
+  times as much was read: so growing costs at most about ``1 / REGRET`` more than never growing
+  (plus, once, what was read before the first large collection), wherever the large
+  collections lie, and where they are frequent the pages stay small.
+- Skipping saves little where collections end about where a small page does, or where item
+  sizes vary so much that small pages pay the rounding up to 4 KB more often than skips save:
+  the listing would read what a scan reads, or more, a request a page. So it tries going on *as
+  a scan* (:class:`Reading`), from where it stands: pages of ``FIRST_THROUGH`` units, ``GROWTH``
+  times larger with each that passes, then scan-sized (no Limit: DynamoDB's 1 MB), each
+  starting past the last one's last collection (which costs nothing and saves its rest). A
+  trial starts (one segment at a time) after ``LOOK_AFTER`` skips past a collection that
+  filled its page, or as many skipping pages that cost more than their items would at the
+  table's average size; where pages grew as far as they can, they go on as a scan directly.
+
+**What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers
+kept over the whole listing, not short windows (noise, where sizes are heavy-tailed): units,
+keys and pages of the skipping pages, and of the pages read on. Scan order is the keys' hash
+order, unrelated to a collection's size, so each ledger's units a key samples what that way
+costs a key on the whole table. Pages read on are priced at the table's average item size
+(their items' share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among
+300-byte ones adds no noise; once they cost ``MAX_TARGET`` units more than that (an average
+that misleads), at their cost. Reading on goes on while its units a key are within
+``1 + WASTE`` of skipping's plus that rate's error (``SPREAD / sqrt(pages)``), and no page of
+``MAX_TARGET`` units or more costs twice that a key on its own; skipping's rate keeps
+learning from a skipping page after every other scan-sized page (while under
+``SAMPLE_PAGES``). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
+large collections at the rate the skipping pages did (``HOLD``). A trial that fails sends the
+listing back to skipping at one unit; the next waits twice as many skips, and until what
+reading on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``LEEWAY``.
+
+**The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY``
+(16 RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys
+were read on; ``MAX_TARGET`` units before), plus ``MAX_TARGET`` units where the average item
+size misleads; while few skipping pages were read, reading on may cost up to skipping's error
+more. Where skipping saves ``WASTE`` or less, it goes on as a scan after about ``LOOK_AFTER``
+skipping pages and a ramp of three (2, 8, 32 units): a scan's requests plus about
+``LOOK_AFTER + 4`` (and a skipping page every other scan-sized one while skipping's pages are
+under ``SAMPLE_PAGES``), a scan's units plus what the skipping pages cost beyond it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import pairwise
 
+from ddbkeys.partition_keys._listing.read_on import MAX_TARGET, WASTE, Ledgers
+
 __all__ = [
+    "FIRST_THROUGH",
+    "GROWTH",
     "LOOK_AFTER",
     "MAX_PAGE_ITEMS",
     "MAX_PROBE_AFTER",
     "MAX_TARGET",
-    "MAX_WINDOW",
     "PROBE_AFTER",
     "REGRET",
+    "SAMPLE_PAGES",
     "WASTE",
-    "WINDOW",
     "PageSize",
     "Reading",
     "tail_of",
 ]
 
 MAX_PAGE_ITEMS = 1000
-#: The most 4 KB units a page aims at (256 KB: a quarter of DynamoDB's 1 MB page).
-MAX_TARGET = 64
 #: Full pages within target, in a row, before one more item is tried.
 PROBE_AFTER = 16
 #: The longest wait between probes, after probes that overshot.
 MAX_PROBE_AFTER = 1024
 #: Units read since the last such sign, as a multiple of the new target, before pages grow.
 REGRET = 4
-#: Skips past a collection that filled its page, before a trial of reading through.
-LOOK_AFTER = 16
-#: Read units a trial of reading through reads before it is first judged (the window doubles
-#: with each judgement it passes, up to ``MAX_WINDOW``).
-WINDOW = 4
-MAX_WINDOW = 64
-#: How much more a key may cost read through than skipping (it saves requests).
-WASTE = 0.05
+#: Skips past a collection that filled its page (or skipping pages, see ``Ledgers.promising``)
+#: before a trial of reading on as a scan.
+LOOK_AFTER = 8
+#: Read units of a trial's first page past the collection looked past, and how much larger
+#: each page that passes makes the next.
+FIRST_THROUGH = 2
+GROWTH = 4
+#: Skipping pages, below which every other scan-sized page read on is followed by one.
+SAMPLE_PAGES = 400
 
 
 def items_a_unit(average_bytes: float) -> int:
@@ -98,116 +124,129 @@ class PageSize:
     probe_after: int = PROBE_AFTER  # clean pages before the next probe
     probing: bool = False  # the limit is a probe, not yet judged
     credit: float = 0.0  # units read since the last page whose last collection filled a unit
-    through: bool = False  # every segment reads on through, like a scan
-    trying: bool = False  # one segment's trial of reading through is under way
-    unit_items: int = 0  # the items of a unit, when the last trial started
-    through_target: int = 1  # read units (4 KB) a page read through aims at
+    met_large: bool = True  # a page's last collection filled a unit (for_items_of: not yet)
+    ledgers: Ledgers = field(default_factory=Ledgers)  # what skipping and reading on cost
+    through: bool = False  # every segment reads on as a scan
+    trying: bool = False  # one segment's trial of reading on is under way
+    unit_items: int = 0  # the items of a unit, when reading on last began
+    passed: int = 0  # pages read on that passed, since it last began
+    through_target: int = FIRST_THROUGH  # read units (4 KB) the next page read on aims at
     skips: int = 0  # skips past a collection that filled its page, since the last trial
+    pages_since: int = 0  # skipping pages since the last trial
     look_after: int = LOOK_AFTER  # such skips before the next trial
-    skip_units: float = 0.0  # read units of the skipping pages since the last trial
-    skip_keys: int = 0  # the keys they handed out
-    through_units: float = 0.0  # read units read through since the last judgement
-    through_keys: float = 0.0  # the keys they handed out
-    window: float = WINDOW  # read units read through before the next judgement
-    item_bytes: float = 0.0  # the table's average item size (0: unknown)
+    may_read_on: bool = True  # False: always skip (a baseline for tests)
+    scan_pages: int = 0  # scan-sized pages read on
+    read_on_after: int = -1  # keys handed out when reading on last began
+    small: bool = False  # it began because collections proved small (not by a trial)
 
     @classmethod
     def for_items_of(cls, average_bytes: float) -> PageSize:
         """Start from the table's average item size (0 when it reports none)."""
         if average_bytes <= 0:
-            return cls(limit=8, known=False)
-        return cls(limit=items_a_unit(average_bytes), item_bytes=average_bytes)
+            return cls(limit=8, known=False, met_large=False)
+        ledgers = Ledgers(item_bytes=average_bytes)
+        return cls(limit=items_a_unit(average_bytes), ledgers=ledgers, met_large=False)
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
         page's limit. A page asked for under another limit (segments read in parallel share
-        one PageSize) says nothing about the present limit: only its collections count."""
+        one PageSize) says nothing about the present limit: only its collections count.
+        Where pages can grow no more (``MAX_TARGET`` units or ``MAX_PAGE_ITEMS`` items) and
+        would, every segment reads on as a scan."""
         if self.through:
             return self.limit
         per_unit = self.limit / self.target
         if asked is None or asked == self.limit:
             self._fit(items, units, several=tail < items)
         if tail >= per_unit:
-            self.credit = 0.0
+            self.credit, self.met_large = 0.0, True
             if self.target > 1:
                 self._retarget(1)
         else:
             self.credit += units
             grown = self.target * 2
-            if (
-                grown <= MAX_TARGET
-                and self.limit < MAX_PAGE_ITEMS
-                and self.credit >= REGRET * grown
-            ):
-                self._retarget(grown)
+            fast = not self.met_large and not self.ledgers.promising()
+            if self.credit >= (1 if fast else REGRET) * grown:
+                if grown <= MAX_TARGET and self.limit < MAX_PAGE_ITEMS:
+                    self._retarget(grown)
+                elif self.may_read_on and self.ledgers.skip_keys and not self.trying:
+                    self._read_on(max(1, self.limit // self.target), grown)
+                    self.through, self.small = True, True
         return self.limit
 
     def skip_past(self, tail: int) -> bool:
-        """Whether the next page skips past the last collection of this one, which ended with
-        ``tail`` items of it (after :meth:`observe`). After ``look_after`` skips past a
-        collection that filled its page, False: that segment's next page starts a trial of
-        reading on through (``trying``; one at a time, the other segments skip meanwhile)."""
-        if tail < self.limit / self.target:  # a small collection: nothing to look at
+        """Whether the next page goes on skipping, after a page that ended with ``tail`` items
+        of its last key (after :meth:`observe`). False (that segment's next page starts a trial
+        of reading on: ``trying``; one at a time, the other segments skip meanwhile) after
+        ``look_after`` skips past a collection that filled its page, or as many skipping pages
+        that cost more than their items (``Ledgers.promising``), while ``Ledgers.may_try``."""
+        ledgers = self.ledgers
+        self.pages_since += 1
+        filled = tail >= self.limit / self.target  # the last collection filled a unit
+        self.skips += filled
+        ledgers.large += filled
+        if self.trying or not ledgers.skip_keys or not self.may_read_on:
             return True
-        self.skips += 1
-        if self.trying or self.skips < self.look_after or not self.skip_keys:
+        if self.skips < self.look_after and not (
+            self.pages_since >= LOOK_AFTER and ledgers.promising()
+        ):
+            return True
+        if not ledgers.may_try():
             return True
         # (A unit's items at the table's average size where known: where item sizes vary, the
-        # limit fits the largest, and pages of an item or two read through would judge each
-        # small item at a whole unit, and start inside the collection looked past.)
-        average = items_a_unit(self.item_bytes) if self.item_bytes else 0
-        self.unit_items = max(1, self.limit // self.target, average)
-        self.trying, self.skips, self.window, self.through_target = True, 0, WINDOW, 1
-        self.through_units, self.through_keys = 0.0, 0.0
+        # limit fits the largest items.)
+        average = items_a_unit(ledgers.item_bytes) if ledgers.item_bytes else 0
+        # Scan-sized where the pages read on before met enough keys and still pass.
+        known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
+        first = 2 * MAX_TARGET if known else FIRST_THROUGH
+        self._read_on(max(1, self.limit // self.target, average), first)
+        self.trying = True
         return False
 
     @property
-    def through_limit(self) -> int:
-        """The Limit of a page read through."""
-        return min(MAX_PAGE_ITEMS, self.unit_items * self.through_target)
+    def through_limit(self) -> int | None:
+        """The Limit of a page read on (None: scan-sized; its items are not held to
+        ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
+        large collection costs at most such a page till then."""
+        if self.through_target <= MAX_TARGET:
+            return self.unit_items * self.through_target
+        return None if self.ledgers.met_enough() else self.unit_items * MAX_TARGET
 
-    def skipped(self, units: float, keys: int) -> None:
-        """A skipping page cost ``units`` and handed out ``keys``."""
-        self.skip_units += units
-        self.skip_keys += keys
+    def sampling(self) -> bool:
+        """After a scan-sized page read on: whether the next is a skipping page, to learn more
+        of what skipping costs (after every other such page, until skipping's pages are
+        ``SAMPLE_PAGES``)."""
+        self.scan_pages += 1
+        return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
 
     def read_through(self, units: float, keys: int, items: int) -> None:
-        """A page read through (in the trial, or by any segment once ``through``) cost
-        ``units``, read ``items`` and handed out ``keys``. Its cost is judged as the items'
-        share of 4 KB units at the table's average item size where known (the pages grow: the
-        rounding up to the next 4 KB that small pages pay is not what reading through costs),
-        held within the unit of rounding below what the page cost (items larger than the
-        average, or a DescribeTable hours old, are not taken for cheap ones),
-        else as the units it cost. It goes on while a key costs at most ``WASTE`` more than
-        skipping (with one key more once some came: pages cut collections; a first page that
-        held none ends it), and after each window's worth
-        (the first ends the trial: every segment reads through), in pages twice as large (up to
-        ``MAX_TARGET`` units), with a window twice as long and what was read before counting
-        half; else skipping starts again at one unit, and the next trial waits twice as
-        long."""
-        # (A page costs its bytes rounded up to a unit: within one unit of what they cost.)
-        share = items * self.item_bytes / 4096 if self.item_bytes else units
-        self.through_units += min(units, max(units - 1, share))
-        self.through_keys += keys
-        most = (1 + WASTE) * self.skip_units / self.skip_keys  # read units a key
-        # One key more where some came (pages cut collections); none before: a page of the
-        # collection looked past and nothing else is one a skip would have saved.
-        if self.through_units <= most * (self.through_keys + 1 if self.through_keys else 0):
-            if self.through_units >= self.window:
-                if self.window >= MAX_WINDOW:  # held for long: a later trial need not wait
-                    self.look_after = LOOK_AFTER
-                self.through, self.trying = True, False
-                self.window = min(MAX_WINDOW, self.window * 2)
-                self.through_target = min(MAX_TARGET, self.through_target * 2)
-                self.through_units /= 2  # what was read long ago counts less
-                self.through_keys /= 2
+        """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
+        read ``items`` and handed out ``keys``. While ``Ledgers.passing``, the next page is
+        ``GROWTH`` times larger (once a trial's second page passes, every segment reads on);
+        else skipping starts again at one unit, and the next trial waits twice as long."""
+        if self.ledgers.read(units, keys, items) and self.ledgers.passing():
+            self.passed += 1
+            if self.trying and self.passed >= 2:
+                self.through, self.trying, self.small = True, False, False
+            self.through_target = min(2 * MAX_TARGET, self.through_target * GROWTH)
             return
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit
         self.limit, self.credit = self.unit_items, 0.0
-        self.skip_units, self.skip_keys = 0.0, 0
+
+    def note(self) -> str:
+        """How the listing read, where it went on as a scan (else empty)."""
+        if not self.through:
+            return ""
+        why = "its collections proved small" if self.small else f"skipping saved under {WASTE:.0%}"
+        return f"read on as a scan after {self.read_on_after:,} keys: {why}"
+
+    def _read_on(self, unit_items: int, target: int) -> None:
+        self.unit_items, self.through_target = unit_items, target
+        self.skips = self.pages_since = self.passed = 0
+        self.read_on_after = self.ledgers.skip_keys + self.ledgers.through_keys
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
         """Keep the limit near the most items that stay within the target."""
@@ -249,43 +288,44 @@ class PageSize:
 @dataclass
 class Reading:
     """One segment's reading, with the :class:`PageSize` every segment shares (the caller
-    holds a lock around :meth:`after` where segments run in parallel): the last key of a page
-    the next page reads on through, so that a key is counted once."""
+    holds a lock around :meth:`after` where segments run in parallel): which way the next page
+    reads (skipping, or on as a scan), so that each page counts for the way it was asked."""
 
     pages: PageSize
-    last: object = None  # the last page's last key, when the next page reads on through it
-    trial: bool = False  # this segment runs the trial of reading through
+    reading_on: bool = False  # the next page reads on as a scan
+    trial: bool = False  # this segment runs the trial of reading on
+    asked: int | None = 0  # the Limit of the page asked for (None: scan-sized)
 
     def after(
         self, keys: Sequence[object], units: float, asked: int | None = None
-    ) -> tuple[int, bool]:
+    ) -> tuple[int | None, bool]:
         """After a page of items whose partition keys were ``keys`` (in order), which cost
-        ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit, and
-        whether it skips past the page's last collection. A page read on counts for reading
-        through while this segment's trial or reading through lasts; one that skipped counts
-        for skipping; each is judged by the way it was asked for, whatever the other
-        segments changed meanwhile."""
+        ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit (None:
+        scan-sized, no Limit), and whether it skips past the page's last collection (always:
+        a page read on as a scan starts past it too, which costs nothing and saves its rest).
+        A page read on counts for reading on while this segment's trial or reading on lasts;
+        one that skipped counts for skipping; each is judged by the way it was asked for,
+        whatever the other segments changed meanwhile."""
         pages = self.pages
-        read_on = self.last is not None
         tail = tail_of(keys)
-        if keys:
-            new = sum(1 for a, b in pairwise(keys) if a != b) + (keys[0] != self.last)
-            if not read_on:
-                pages.skipped(units, new)
-                pages.observe(len(keys), units, tail, asked)
-            elif self.trial or pages.through:
+        new = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
+        if self.reading_on:
+            if self.trial or pages.through:
                 pages.read_through(units, new, len(keys))
-        elif not read_on:
+        elif keys:
+            pages.ledgers.skipped(units, new, len(keys))
+            pages.observe(len(keys), units, tail, asked)
+        else:
             pages.observe(0, units, 0, asked)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
-            skip = False
+            scan_sized = self.reading_on and self.asked is None
+            self.reading_on = not (scan_sized and pages.through and pages.sampling())
         else:
-            skip = not keys or pages.skip_past(tail)
-            self.trial = not skip
-        if keys or skip:
-            self.last = None if skip else keys[-1]
-        return (pages.limit if skip else pages.through_limit), skip
+            self.reading_on = bool(keys) and not pages.skip_past(tail)
+            self.trial = self.reading_on
+        self.asked = pages.through_limit if self.reading_on else pages.limit
+        return self.asked, True
 
     def end(self) -> None:
         """The segment was read to its end: a trial it ran ends unjudged."""

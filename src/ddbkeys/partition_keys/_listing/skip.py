@@ -116,9 +116,11 @@ class PagedSkipMethod(SkipMethod):
     reads like a plain scan, at about its cost and speed. The first page whose last collection
     fills 4 KB or more brings pages back to 4 KB, so where collections are large it reads one
     page per collection, like the article's skip scan, and never reads a large collection's tail.
-    Where collections end about where a one-unit page does, skipping saves nothing: a trial of
-    reading on past them shows it, and the listing reads through like a scan, in a few large
-    requests, until skipping would save more than 5% (``pages.Reading``).
+    Where skipping saves little (collections that end about where a small page does, or item
+    sizes so varied that small pages pay the rounding more often than skips save), a trial of
+    reading on as a scan shows it, and the listing goes on as a scan from where it stands, in
+    scan-sized pages (DynamoDB's 1 MB), while skipping would save at most about 5%
+    (``pages.PageSize``); :meth:`note` says so.
     """
 
     name = "skip-pages"
@@ -143,10 +145,19 @@ class PagedSkipMethod(SkipMethod):
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         pk = self.info.partition_key.name
         keys = [item.get(pk) for item in page.get("Items", [])]
-        asked = int(request.get("Limit", self.page_items))
+        asked = request.get("Limit")
         with self._lock:
-            request["Limit"], skip = state.after(keys, consumed / 0.5, asked=asked)
+            limit, skip = state.after(keys, consumed / 0.5, asked=asked)
+        if limit is None:  # read on as a scan: DynamoDB's 1 MB pages
+            request.pop("Limit", None)
+        else:
+            request["Limit"] = limit
         return skip
+
+    def note(self) -> str:
+        """Where it went on as a scan: after how many keys, and why."""
+        with self._lock:
+            return self._pages.note()
 
     def finish(self, state: Reading) -> None:
         with self._lock:

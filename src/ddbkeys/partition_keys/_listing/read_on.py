@@ -1,0 +1,103 @@
+"""Whether skip-pages goes on as a scan: the two ledgers it keeps, and what they say. Pure.
+
+:class:`Ledgers` holds, for the whole listing, the read units, keys and pages of the pages that
+skipped, and of those read on as a scan (:mod:`ddbkeys.partition_keys._listing.pages` says when
+each is read, and the bound this judgement keeps). Scan order is the partition keys' hash
+order, which says nothing of a collection's size, so each ledger's units a key is a sample,
+growing with the listing, of what that way costs a key on the whole table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+__all__ = ["HOLD", "LEEWAY", "MAX_TARGET", "SPREAD", "WASTE", "Ledgers"]
+
+#: The most 4 KB units a page with a Limit aims at (256 KB); read on as a scan, the next is
+#: scan-sized (no Limit: DynamoDB's 1 MB).
+MAX_TARGET = 64
+#: How much more a key may cost read on as a scan than skipping (it saves requests).
+WASTE = 0.05
+#: Read units a trial may start with beyond ``WASTE`` of all read (see the bound).
+LEEWAY = MAX_TARGET / 2
+#: How many times its error (1 / sqrt(pages)) skipping's rate may be off.
+SPREAD = 2
+#: Keys read on, as a multiple of those that make one large collection at the skipping pages'
+#: rate, before pages read on are scan-sized.
+HOLD = 2
+
+
+@dataclass
+class Ledgers:
+    """What skipping and reading on as a scan cost so far, and the judgement between them."""
+
+    item_bytes: float = 0.0  # the table's average item size (0: unknown)
+    skip_units: float = 0.0  # read units of the pages that skipped
+    skip_keys: int = 0  # the keys they handed out
+    skip_items: int = 0  # the items they read
+    skip_pages: int = 0  # how many they were
+    large: int = 0  # ... whose last collection filled a unit
+    through_units: float = 0.0  # read units of the pages read on, priced (see read)
+    through_cost: float = 0.0  # ... and as they cost
+    through_keys: int = 0  # the keys they handed out
+
+    def skipped(self, units: float, keys: int, items: int) -> None:
+        """A skipping page cost ``units``, read ``items`` and handed out ``keys``."""
+        self.skip_units += units
+        self.skip_keys += keys
+        self.skip_items += items
+        self.skip_pages += 1
+
+    def read(self, units: float, keys: int, items: int) -> bool:
+        """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
+        at the table's average item size where known (its items' share of ``TableSizeBytes``,
+        which is what the whole scan costs): one 40 KB item among 300-byte ones says little
+        about the next page, while the average holds every item. False where the page alone,
+        ``MAX_TARGET`` units or more, cost a key twice what :meth:`passing` allows: the table
+        changed under the pages read on (their rate, over all, would hide it for long)."""
+        priced = items * self.item_bytes / 4096 if self.item_bytes else units
+        self.through_units += priced
+        self.through_cost += units
+        self.through_keys += keys
+        most = 2 * self.allowed() * self.skip_units / self.skip_keys * keys
+        return units < MAX_TARGET or min(priced, units) <= most
+
+    def promising(self) -> bool:
+        """Whether the skipping pages cost more than ``WASTE`` above what their items would
+        have a key read on, at the table's average item size: a lower bound of what reading
+        on costs a key (a collection a page cut is counted by the items read of it)."""
+        items = self.skip_items * self.item_bytes / 4096
+        return bool(self.item_bytes) and self.skip_units > (1 + WASTE) * items
+
+    def passing(self) -> bool:
+        """Whether the pages read on cost a key at most :meth:`allowed` times what skipping's
+        cost, priced as :meth:`read` says until what they cost exceeds that by ``MAX_TARGET``
+        units (an average that misleads: a DescribeTable hours old, or large items gathered
+        where reading on read)."""
+        priced = max(self.through_units, self.through_cost - MAX_TARGET)
+        rate = self.skip_units / self.skip_keys
+        return priced <= self.allowed() * rate * self.through_keys
+
+    def allowed(self) -> float:
+        """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, and
+        the error of skipping's rate, ``SPREAD / sqrt(pages)`` (its keys come a few a page, and
+        a few pages say little of the rest: one of tiny items hands out ten keys for a unit,
+        one of a large item one)."""
+        return 1 + WASTE + SPREAD / math.sqrt(max(1, self.skip_pages))
+
+    def met_enough(self) -> bool:
+        """Whether the keys read on are ``HOLD`` times as many as make one collection that
+        filled a skipping page, at the rate the skipping pages met them (or as all theirs,
+        where they met none): until then a rare large collection (one in a thousand keys,
+        hundreds of units) may not have shown in what was read on."""
+        return self.through_keys * max(1, self.large) >= HOLD * self.skip_keys
+
+    def excess(self) -> float:
+        """What the pages read on cost beyond what skipping would have, at its units a key."""
+        return self.through_units - self.skip_units / self.skip_keys * self.through_keys
+
+    def may_try(self) -> bool:
+        """Whether a trial of reading on may start: what reading on cost beyond skipping is
+        within ``WASTE`` of all read, plus ``LEEWAY``."""
+        return self.excess() <= WASTE * (self.skip_units + self.through_units) + LEEWAY
