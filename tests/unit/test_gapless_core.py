@@ -35,8 +35,9 @@ POLICY = RetryPolicy(
 )
 JITTER = POLICY.full_jitter(0)  # after a conflict
 BACKOFF = POLICY.exponential(0)  # after throttling
-#: After the n-th lost race in a row: half of base_delay doubled n times (random() is 0.5).
-LOST = {n: 0.5 * min(0.1, 0.01 * 2**n) for n in (1, 2, 3)}
+#: After the n-th lost race in a row: half of 4 round trips (base_delay, as the clock stands
+#: still) doubled n - 1 times (random() is 0.5), at most max_delay or 16 round trips.
+LOST = {n: 0.5 * min(0.16, 0.04 * 2 ** (n - 1)) for n in (1, 2, 3)}
 #: Table ``users`` (key ``pk``, a string) and where the sequence's counter lives in it.
 INFO = TableInfo("users", KeyAttribute("pk", "S"), None, (), {}, 0, 0)
 WHERE = CounterItem("users", {"pk": {"S": "sequence"}}, "last_id")
@@ -417,22 +418,32 @@ def test_lost_races_in_a_row_wait_longer_each_time_then_read_again() -> None:
 
 
 def test_the_wait_after_a_lost_race_follows_the_round_trip() -> None:
-    """A slow transaction (a busy server) makes a longer wait: its round trip, doubled with
-    each loss in a row, up to max_delay."""
-    ticks = iter([0.0, 0.03, 1.0, 1.2])  # (the lost transaction took 30 ms, then 200 ms)
+    """A slow attempt (a busy server) makes a longer wait: 4 times its round trip (the
+    counter's read, when it reads it, and the transaction), doubled with each loss in a row, up
+    to max_delay or 16 round trips, whichever is longer."""
+    # The lost attempts took 30 ms (a transaction alone: the counter was known), then 200 ms
+    # (read and transaction), then 200 ms again, then 5 ms.
+    ticks = iter([0.0, 0.03, 1.0, 1.2, 3.0, 3.2, 9.0, 9.005])
     policy = RetryPolicy(
         max_attempts=10,
-        base_delay=0.01,
+        base_delay=0.005,
         max_delay=0.1,
         random=lambda: 1.0,
         clock=lambda: next(ticks),
     )
     flow = commit(sequence(policy=policy), deadline=Deadline(None, clock=lambda: 0.0))
     next(flow)
-    assert shown(flow.throw(cancelled((CCF, NONE, NONE), "7"))) == ("pause", 0.06)
-    flow.send(None)
-    flow.send({"Item": {"last_id": {"N": "7"}}})
-    assert shown(flow.throw(cancelled((CCF, NONE, NONE), "9"))) == ("pause", 0.1)  # the most
+    waits = []
+    for n, holds in enumerate(("7", "9", "11", "13")):
+        if n:
+            flow.send(None)  # (the wait)
+            flow.send({"Item": {"last_id": {"N": str(int(holds) - 2)}}})  # (the read)
+        step = shown(flow.throw(cancelled((CCF, NONE, NONE), holds)))
+        assert step[0] == "pause"
+        waits.append(round(step[1], 6))
+    # 4 x 30 ms; 4 x 200 ms x 2; then 16 x 200 ms (the most: longer than max_delay); then
+    # max_delay (longer than 16 x 5 ms).
+    assert waits == [0.12, 1.6, 3.2, 0.1]
 
 
 def test_a_lost_answer_sends_the_same_transaction_again() -> None:

@@ -206,10 +206,12 @@ class GaplessSequence(IdStrategy):
     is retried with full-jitter backoff, at most ``retry.max_attempts`` times, within
     ``deadline`` seconds a call. When the counter moved, every writer that lost to that commit
     learnt the same value from the old image, and only one could win with it: each waits a
-    full-jitter time up to the lost transaction's round trip (a measure of the contention),
-    doubled with each loss in a row (at most ``retry.max_delay``, 0.25 s by default), then reads
-    the counter afresh. From 8 independent processes taking one id at a time, that is 1.6 to 1.9
-    transactions per id (benchmarks/ids.py, fleet row), where going again at once cost 3 to 4.
+    full-jitter time up to 4 times its lost attempt's round trip (the counter's read and the
+    transaction: a measure of the contention), doubled with each further loss in a row (at most
+    ``retry.max_delay``, 0.25 s by default, or 16 round trips, whichever is longer), then reads
+    the counter afresh. From 8 independent processes taking one id at a time, a counting proxy
+    sees about 1.5 to 1.7 transactions per id, cancelled ones included (benchmarks/ids.py, fleet
+    row), where a wait of one round trip cost 2.4 to 2.9 and going again at once 3 to 4.
 
     Group commit: concurrent ``put()`` calls of one process (threads, or the tasks of one event
     loop with :mod:`ddbkeys.aio`) are combined into one transaction of up to 99 items, so

@@ -66,6 +66,13 @@ MAX_BATCH = 99  # TransactWriteItems takes 100 actions: the counter and 99 items
 #: The sequence's retry policy when none is given: a writer that lost a race learns the
 #: counter's new value at once, so short waits (and many of them) keep it from being starved.
 RETRY = RetryPolicy(max_attempts=400, base_delay=0.002, max_delay=0.25)
+#: After a lost race, a writer waits up to this many times its last attempt's round trip (the
+#: counter's read and the transaction: the window in which another commit makes it lose),
+#: doubled with each further loss in a row ...
+SPREAD = 4
+#: ... and at most ``max_delay`` or this many round trips, whichever is longer (a busy server
+#: stretches the waits with it: a fixed cap would bunch the writers up again).
+MOST_ROUND_TRIPS = 16
 
 
 @dataclass(frozen=True)
@@ -108,7 +115,8 @@ class Commit:
     ``info`` and where the ``counter`` lives; and what its attempts learn: the items ``live``
     still to write, each item's result, the counter value the next transaction builds on (None:
     read it), its token, the lost races in a row, whether to read the counter afresh before the
-    next attempt (it waited), and how long the last transaction took (seconds)."""
+    next attempt (it waited), and how long the last attempt took (its read, if any, and its
+    transaction; seconds)."""
 
     items: Sequence[Item]
     info: TableInfo
@@ -274,6 +282,7 @@ class GaplessCore:
         each item that exists: it fails alone, the rest are written)."""
 
         def attempt(_: int) -> Flow[None]:
+            began = self.policy.clock()  # (the read, if any, is part of the race)
             if commit.token is None:
                 known = None if commit.reread else state.last
                 if known is None:
@@ -283,7 +292,6 @@ class GaplessCore:
             last = commit.last
             assert last is not None
             actions, new, billed = self.transaction(commit, last)
-            began = self.policy.clock()
             items = len(commit.live)
             cancellation = yield from transact(actions, commit.token, items=items, billed=billed)
             commit.rtt = self.policy.clock() - began
@@ -408,12 +416,21 @@ class GaplessCore:
         commit.live[:] = [i for i in commit.live if commit.results[i] is None]
 
     def backoff(self, commit: Commit) -> float:
-        """The wait after a lost race: uniform up to the lost transaction's round trip (at
-        least the policy's ``base_delay``) doubled with each loss in a row, at most the policy's
-        ``max_delay``."""
+        """The wait after the commit's ``streak``-th lost race in a row: full jitter, uniform
+        up to :data:`SPREAD` times the lost attempt's round trip (the counter's read and the
+        transaction; at least the policy's ``base_delay``), doubled with each further loss, at
+        most the policy's ``max_delay`` or :data:`MOST_ROUND_TRIPS` round trips, whichever is
+        longer.
+
+        Why so long: every writer that lost to one commit goes again, and each new attempt is a
+        window of one round trip in which another commit makes it lose. Spread over a few round
+        trips per writer, most attempts find the window clear (8 processes taking one id at a
+        time: 1.9 transactions per id, benchmarks/fleet.py; spread over one round trip, 2.4 to
+        2.9, more the busier the server)."""
         policy = self.policy
-        ceiling = max(commit.rtt, policy.base_delay) * 2 ** min(commit.streak, 30)
-        return float(policy.random() * min(policy.max_delay, ceiling))
+        trip = max(commit.rtt, policy.base_delay)
+        ceiling = trip * SPREAD * 2 ** min(max(commit.streak - 1, 0), 30)
+        return float(policy.random() * min(max(policy.max_delay, trip * MOST_ROUND_TRIPS), ceiling))
 
     def exists_error(
         self, item: Item, cancellation: Cancellation, last: int | None, info: TableInfo
