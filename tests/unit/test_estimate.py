@@ -192,6 +192,11 @@ def test_auto_s_likely_choice_and_why(changes: dict[str, Any], auto: str, why: s
     assert found.method("auto").method == auto
 
 
+def test_auto_s_likely_choice_with_ddbkeys_own_items_is_never_the_index() -> None:
+    found = estimated(big(stream_arn="arn:s", index_sizes={INDEX: MB}), include_own_items=True)
+    assert found.auto == "skip-pages" and "include_own_items" in found.auto_reason
+
+
 def test_methods_the_table_cannot_be_listed_with_are_said() -> None:
     found = estimated(big(sort_key=None, index_projections={}))
     assert [m.method for m in found.methods if not m.available] == ["skip", "skip-pages", "index"]

@@ -17,7 +17,7 @@ from ddbkeys._cli.common import (
     output_option,
     structured,
 )
-from ddbkeys._cli.index_options import index_options
+from ddbkeys._cli.index_options import index_options, own_items_option
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import duration, size, span
@@ -126,6 +126,7 @@ def estimate_text(found: ListingEstimate) -> str:
     help="How many readers run at once (--segments threads, or tasks): the budget is shared.",
 )
 @output_option
+@own_items_option
 @index_options
 @connection_options
 def estimate_command(
@@ -134,6 +135,7 @@ def estimate_command(
     max_rcu_per_second: float | None,
     concurrency: int,
     output: str,
+    include_own_items: bool,
     index_name: str,
     marker_attribute: str,
     connection: Connection,
@@ -154,6 +156,7 @@ def estimate_command(
         max_rcu_per_second=max_rcu_per_second,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        include_own_items=include_own_items,
         deadline=connection.timeout,
     )
     found = estimate_listing(

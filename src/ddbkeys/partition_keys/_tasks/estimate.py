@@ -190,7 +190,7 @@ def estimate(
         _skip_pages(known, items, keys, scan, sample, speed),
         listed,
     )
-    auto, reason = _auto(info, index, attribute, methods, replay)
+    auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items)
     warning = markers.warning if markers is not None else None
     if warning is None and listed.available and listed.rcu is not None and scan is not None:
         warning = index_warning(info.name, listed.rcu, scan.value, before=False)
@@ -325,12 +325,14 @@ def _auto(
     attribute: str,
     methods: tuple[MethodEstimate, ...],
     replay: float | None,
+    own_items: bool = False,
 ) -> tuple[str, str]:
     """The method ``auto`` would likely choose, and why, naming the figures it weighs (the
-    same as these lines: ``replay.estimate`` and ``replay.replay_units``)."""
+    same as these lines: ``replay.estimate`` and ``replay.replay_units``); with ``own_items``
+    (``include_own_items``) never the index."""
     scan = methods[0]
     against = f"a scan's ~{scan.rcu:,.0f} RCU" if scan.rcu is not None else "a scan"
-    planned = choose("auto", info, index, attribute)
+    planned = choose("auto", info, index, attribute, own_items=own_items)
     if planned is not None:
         pages = methods[2]
         if pages.available and pages.rcu is not None:
