@@ -55,7 +55,10 @@ def test_output_table_and_query(ddb_endpoint_url: str, table: str) -> None:
     assert bad.exit_code == 2 and "is not a JMESPath expression" in bad.output
     listing = ["partition-keys", "-t", table, "-q", *at]
     keys = run(*listing, "--output", "json", "--query", "length(keys)")
-    assert (keys.exit_code, keys.stdout) == (0, "4\n")  # 3 collections and the counter's
+    # 3 collections; the counter's item is ddbkeys' own, not a key (--include-own-items lists it)
+    assert (keys.exit_code, keys.stdout) == (0, "3\n")
+    own = run(*listing, "--include-own-items", "--output", "json", "--query", "length(keys)")
+    assert (own.exit_code, own.stdout) == (0, "4\n")
     assert run(*listing, "--query", "keys").exit_code == 2  # (text: each key as it comes)
     boxed_keys = run(*listing, "--output", "table")
     assert boxed_keys.exit_code == 0 and "| c0 " in boxed_keys.stdout, boxed_keys.stdout
@@ -106,7 +109,7 @@ def test_global_options_before_the_command(ddb_endpoint_url: str, table: str) ->
     )
     assert (after.exit_code, after.output) == (0, "1\n")
     nested = run("--endpoint-url", ddb_endpoint_url, "partition-keys", "-t", table, "-q")
-    assert nested.exit_code == 0 and len(nested.stdout.split()) == 4
+    assert nested.exit_code == 0 and len(nested.stdout.split()) == 3  # the counter's is not listed
     deeper = run(
         "--endpoint-url", ddb_endpoint_url, "--query", "changed", "--output", "json",
         "partition-keys", "index", "stream", "-t", table,
