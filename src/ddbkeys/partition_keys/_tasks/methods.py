@@ -207,7 +207,7 @@ def skip_pages_line(
         requests,
         value / 0.5 * UNIT,
         info.size_bytes,
-        "a 4 KB page a large collection, small ones packed like a scan; up to 30% more while "
+        "a 4 KB page a large collection, small ones packed like a scan; 10-30% more while "
         "its pages grow, at most about a scan's where skipping saves little",
     )
 
