@@ -16,7 +16,7 @@ from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
-from ddbkeys.partition_keys._tasks.sample import sample_flow
+from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_PAGE_UNITS,
     PageTime,
@@ -271,7 +271,9 @@ def test_the_sample_reads_whole_segments_drawn_at_random() -> None:
     ticks = iter(range(100))
     rng = random.Random(5)
     order = random.Random(5).sample(range(25), min(25, 5 + 400))
-    flow = sample_flow(reader, table, clock=lambda: float(next(ticks)), rng=rng, rcu=2.5)
+    flow = sample_flow(
+        reader, table, clock=lambda: float(next(ticks)), rng=rng, rcu=2.5, probe=False
+    )
     big_one = collection("a", 12, 500)  # 4 KB and more in its first page
     more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "11"}}}
     cost = {"ConsumedCapacity": {"CapacityUnits": 1.0}}
@@ -342,7 +344,7 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
     fewer, drawn again; only the new segments count (the units spent all do)."""
     table = info(item_count=10_000, size_bytes=10_000 * 100)  # 245 segments
     reader = Reader(None, "orders")
-    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1), rcu=4.0)
+    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1), rcu=4.0, probe=False)
     cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
     thin = [("scan", {"Items": [item(f"t{n}", 0, 10)], **cost}) for n in range(4)]
     full = [("scan", {"Items": collection(f"f{n}", 1, 10), **cost}) for n in range(4)]
@@ -351,3 +353,24 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
     assert totals == [245] * 4 + [30] * 4
     assert (found.total_segments, found.segments, found.keys) == (30, 4, 4)
     assert found.read_units == 4.0
+
+
+def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
+    """A page of one item (a request's latency), then one of about 64 KB from there (its
+    bytes over its time past the latency); their items are not counted, their units are."""
+    table = info(item_count=1000, size_bytes=100_000)
+    reader = Reader(None, "orders")
+    ticks = iter([0.0, 0.01, 1.0, 1.51])
+    pages: list[PageTime] = []
+    flow = speed_probe(reader, table, lambda: next(ticks), pages)
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}}
+    rest = collection("a", 5, 3000)  # 12 KB past the first
+    script = [
+        ("scan", {"Items": rest[:1], **more, "ConsumedCapacity": {"CapacityUnits": 0.5}}),
+        ("scan", {"Items": rest[1:], "ConsumedCapacity": {"CapacityUnits": 1.0}}),
+    ]
+    spent, sent = play(flow, script)
+    assert spent == 1.5 and [dict(r.params)["Limit"] for r in sent] == [1, 64 * 1024 // 100]
+    found = Sample.of_segments([], 10, pages)
+    assert found.latency == pytest.approx(0.01)
+    assert found.bytes_per_second == pytest.approx(sum(item_size(i) for i in rest[1:]) / 0.5)

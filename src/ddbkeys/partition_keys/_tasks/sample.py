@@ -10,7 +10,8 @@ is read to its end, so that its collections are all counted (DynamoDB puts a col
 in one segment); a page that ends inside a collection of which it read ``JUMP_AFTER`` of 4 KB or
 more jumps to the next one (as the skip scan does), so that a very large collection costs a
 page of 0.5 units, not its size (its first 4 KB are then known to within an item). The flow only
-decides which pages to ask for and times them with the clock it is given; a driver sends them
+decides which pages to ask for and times them with the clock it is given (first, a page of one
+item and one of about 64 KB at the table's start, for one reader's speed); a driver sends them
 (through the reader: its retries, deadline and read budget).
 """
 
@@ -43,6 +44,7 @@ from ddbkeys.partition_keys._listing.options import (
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
+    SAMPLE_PAGE_ITEMS,
     UNIT,
     PageTime,
     Sample,
@@ -62,6 +64,7 @@ __all__ = [
     "has_index",
     "index_settings",
     "sample_flow",
+    "speed_probe",
 ]
 
 #: A segment that has cost this many times the sample's read units is given up (not
@@ -80,6 +83,7 @@ def sample_flow(
     *,
     rcu: float | None = None,
     keys: int = SAMPLE_KEYS,
+    probe: bool = True,
 ) -> Flow[Sample]:
     """Whole segments of ``sampled.sample_segments(info)``, drawn by ``rng`` (by default seeded
     with the table's name: the same table sampled twice reads the same segments), until
@@ -88,13 +92,15 @@ def sample_flow(
     :class:`Sample`. Where the first ``PILOT`` segments hold under a quarter of a 4 KB unit
     each (most of the table's bytes lie in a few large collections, which the sample jumps
     past), the table is split in ``RESPLIT`` times fewer segments and the draw starts again
-    (what was read is not counted twice: only the units spent)."""
+    (what was read is not counted twice: only the units spent). First (``probe``), one
+    reader's speed: :func:`speed_probe`."""
     total = sample_segments(info)
     rcu = sample_rcu(info) if rcu is None else rcu
     draw = rng if rng is not None else random.Random(info.name)
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
-    spent, resplit = 0.0, False
+    spent = (yield from speed_probe(reader, info, clock, pages)) if probe else 0.0
+    resplit = False
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
         segment = order.pop(0)
@@ -108,6 +114,32 @@ def sample_flow(
     return Sample.of_segments(tallies, total, pages, spent)
 
 
+def speed_probe(
+    reader: Reader, info: TableInfo, clock: Callable[[], float], pages: list[PageTime]
+) -> Flow[float]:
+    """A page of one item (its time: a request's latency), then from there a page of about
+    ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads),
+    timed into ``pages`` (their items are not counted: only their speed); the read units
+    they took (at most about 8.5)."""
+    request: ScanPage = {"Limit": 1}
+    began = clock()
+    first = yield from reader.page(request)
+    pages.append(PageTime(len(first.get("Items", [])), 0, clock() - began))
+    spent = _units(first)
+    if "LastEvaluatedKey" in first:
+        average = info.size_bytes / info.item_count if info.item_count else 400.0
+        limit = max(1, min(SAMPLE_PAGE_ITEMS, int(SPEED_PAGE_BYTES / max(average, 1.0))))
+        request = {"Limit": limit, "ExclusiveStartKey": first["LastEvaluatedKey"]}
+        began = clock()
+        page = yield from reader.page(request)
+        items = page.get("Items", [])
+        pages.append(PageTime(len(items), sum(item_size(i) for i in items), clock() - began))
+        spent += _units(page)
+    return spent
+
+
+#: The bytes of the page that times one reader's speed.
+SPEED_PAGE_BYTES = 64 * 1024
 #: Segments read before the sample judges how full they are, and how many times fewer it
 #: splits the table in when they held under a quarter of a 4 KB unit each (their median).
 PILOT = 4
