@@ -356,7 +356,7 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
 
 
 def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
-    """A page of one item (a request's latency), then one of about 64 KB from there (its
+    """A page of one item (a request's latency), then one of about 32 KB from there (its
     bytes over its time past the latency); their items are not counted, their units are."""
     table = info(item_count=1000, size_bytes=100_000)
     reader = Reader(None, "orders")
@@ -370,7 +370,7 @@ def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
         ("scan", {"Items": rest[1:], "ConsumedCapacity": {"CapacityUnits": 1.0}}),
     ]
     spent, sent = play(flow, script)
-    assert spent == 1.5 and [dict(r.params)["Limit"] for r in sent] == [1, 64 * 1024 // 100]
+    assert spent == 1.5 and [dict(r.params)["Limit"] for r in sent] == [1, 32 * 1024 // 100]
     found = Sample.of_segments([], 10, pages)
     assert found.latency == pytest.approx(0.01)
     assert found.bytes_per_second == pytest.approx(sum(item_size(i) for i in rest[1:]) / 0.5)

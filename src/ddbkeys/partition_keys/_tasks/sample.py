@@ -11,7 +11,7 @@ in one segment); a page that ends inside a collection of which it read ``JUMP_AF
 more jumps to the next one (as the skip scan does), so that a very large collection costs a
 page of 0.5 units, not its size (its first 4 KB are then known to within an item). The flow only
 decides which pages to ask for and times them with the clock it is given (first, a page of one
-item and one of about 64 KB at the table's start, for one reader's speed); a driver sends them
+item and one of about 32 KB at the table's start, for one reader's speed); a driver sends them
 (through the reader: its retries, deadline and read budget).
 """
 
@@ -99,8 +99,8 @@ def sample_flow(
     draw = rng if rng is not None else random.Random(info.name)
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
-    spent = (yield from speed_probe(reader, info, clock, pages)) if probe else 0.0
-    resplit = False
+    probed = (yield from speed_probe(reader, info, clock, pages)) if probe else 0.0
+    spent, resplit = 0.0, False
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
         segment = order.pop(0)
@@ -111,7 +111,7 @@ def sample_flow(
         if not resplit and len(tallies) == PILOT and total >= 2 * RESPLIT and _thin(tallies):
             total, tallies, resplit = total // RESPLIT, [], True
             order = draw.sample(range(total), total)
-    return Sample.of_segments(tallies, total, pages, spent)
+    return Sample.of_segments(tallies, total, pages, probed + spent)
 
 
 def speed_probe(
@@ -120,7 +120,7 @@ def speed_probe(
     """A page of one item (its time: a request's latency), then from there a page of about
     ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads),
     timed into ``pages`` (their items are not counted: only their speed); the read units
-    they took (at most about 8.5)."""
+    they took (about 4.5: on top of the segments' read units)."""
     request: ScanPage = {"Limit": 1}
     began = clock()
     first = yield from reader.page(request)
@@ -139,7 +139,7 @@ def speed_probe(
 
 
 #: The bytes of the page that times one reader's speed.
-SPEED_PAGE_BYTES = 64 * 1024
+SPEED_PAGE_BYTES = 32 * 1024
 #: Segments read before the sample judges how full they are, and how many times fewer it
 #: splits the table in when they held under a quarter of a 4 KB unit each (their median).
 PILOT = 4
@@ -211,8 +211,9 @@ def estimate_listing(
     Each method's read units and the key count come as ranges (``rcu_low``/``rcu_high``,
     ``keys_low``/``keys_high``), and ``basis`` says what they rest on. Cost: one DescribeTable
     and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (1,000) keys were seen or
-    32 read units spent (on a table whose scan costs over 640, 5% of that, up to 128;
-    ``usage`` counts them); where the table has a marker
+    32 read units spent (on a table whose scan costs over 640, 5% of that, up to 128), and
+    two pages at the table's start that time one reader (about 4.5 more; ``usage`` counts
+    them all); where the table has a marker
     index, what ``index status`` reads (its record in the state table and the stream, never
     the table), so that the index's line includes the replay a lagging maintainer costs.
     DescribeTable's size and item count are refreshed about every six hours on AWS: an
