@@ -47,7 +47,7 @@ if TYPE_CHECKING:
         SequenceExhaustedError,
     )
     from ddbkeys.ids._gapless import GaplessSequence
-    from ddbkeys.partition_keys import distinct_partition_keys
+    from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
     from ddbkeys.partition_keys._index.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
     from ddbkeys.partition_keys._index.state import StateStore
@@ -99,6 +99,7 @@ _LAZY = {
     "audit_collection": "ddbkeys.ids._audit",
     "audit_ids": "ddbkeys.ids._audit",
     "distinct_partition_keys": "ddbkeys.partition_keys",
+    "estimate_listing": "ddbkeys.partition_keys",
     "enable_stream": "ddbkeys.partition_keys._index.stream_setup",
     "plan_listing": "ddbkeys.partition_keys._tasks.tasks",
     "reconcile": "ddbkeys.partition_keys._index.maintain",
@@ -180,6 +181,7 @@ __all__ = [
     "audit_ids",
     "distinct_partition_keys",
     "enable_stream",
+    "estimate_listing",
     "from_attributes",
     "list_tasks",
     "make_client",

@@ -14,8 +14,9 @@ from ddbkeys import aio
 from ddbkeys._capacity import Usage
 from ddbkeys._connect import make_client
 from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import TableInfo, table_info
 from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
-from ddbkeys.partition_keys._tasks.sampled import SAMPLE_RCU
+from ddbkeys.partition_keys._tasks.sampled import sample_rcu
 from ddbkeys.testing._proxy import Fault, FaultProxy, Faults
 from tests.integration.test_index_async import run
 
@@ -68,6 +69,10 @@ def consumed(client: DynamoDBClient, table: str, method: str, keys: int = KEYS) 
     return listing.usage.read_units
 
 
+def describe(client: DynamoDBClient, table: str) -> TableInfo:
+    return table_info(client.describe_table(TableName=table)["Table"], table)
+
+
 def load(client: DynamoDBClient, table: str, sizes: list[tuple[str, list[int]]]) -> int:
     items: list[Any] = [
         {"pk": {"S": key}, "sk": {"N": str(n)}, "pad": {"S": "x" * pad}}
@@ -118,7 +123,8 @@ def test_the_listings_fall_inside_the_estimate_s_ranges(
     assert found.keys_low <= keys <= found.keys_high <= 2 * found.keys_low
     # The sample: whole segments, until its read units are spent (or the table read whole).
     assert usage.requests == found.sample.requests and usage.read_units == found.sample.read_units
-    assert found.sample.read_units <= SAMPLE_RCU + 8
+    info = describe(ddb_client, table)
+    assert found.sample.read_units <= sample_rcu(info) + 4.5 + 8  # (+ the speed's pages)
     for method in ("scan", "skip", "skip-pages"):
         line = found.method(method)
         actual = consumed(ddb_client, table, method, keys)

@@ -16,7 +16,7 @@ from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
-from ddbkeys.partition_keys._tasks.sample import sample_flow
+from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_PAGE_UNITS,
     PageTime,
@@ -120,8 +120,11 @@ def test_each_method_costs_what_the_model_says() -> None:
     assert skip.rcu == 0.5 * 25_000 and skip.requests == 25_001
     average = 100 * MB / 250_000
     assert skip.seconds == pytest.approx(25_001 * (0.01 + average / MB))
-    # What pages read into each collection (1,000 bytes), up to 30% more while they grow.
-    assert pages.rcu == pytest.approx(25_000 * 1000 / 8192 * 1.15)
+    # What pages read into each collection (1,000 bytes), and more while they grow: from 10%
+    # where that is far below a scan's to 30% where it is a scan's (the likeliest: half way).
+    prefix = 25_000 * 1000 / 8192
+    growth = 1.1 + 0.2 * prefix / (100 * MB / 8192)
+    assert pages.rcu == pytest.approx(prefix * (1 + growth) / 2)
     assert pages.rcu is not None and scan.rcu is not None and pages.rcu < scan.rcu
     assert index.available and index.rcu == 2 * MB / 4096 * 0.5
     assert "its proof cannot be read now (not read)" in index.note
@@ -254,6 +257,7 @@ def test_a_sampled_page_and_segment_are_about_4_kb_units() -> None:
     assert (
         sample_limit(info(item_count=1000, size_bytes=1000 * 100))
         == SAMPLE_PAGE_UNITS * 4096 // 100
+        == 40
     )
     assert sample_limit(info(item_count=10, size_bytes=10 * 400_000)) == 1
     assert sample_limit(info(item_count=10**6, size_bytes=10**6)) == 1000
@@ -267,12 +271,14 @@ def test_the_sample_reads_whole_segments_drawn_at_random() -> None:
     """Segments drawn by the random source, each read to its end; past a collection's first
     4 KB the next page jumps to the next collection; no new segment once the read units are
     spent. Times come from the given clock."""
-    table = info(item_count=1000, size_bytes=100_000)  # 25 segments, pages of 163 items
+    table = info(item_count=1000, size_bytes=100_000)  # 25 segments, pages of 40 items
     reader = Reader(None, "orders")
     ticks = iter(range(100))
     rng = random.Random(5)
     order = random.Random(5).sample(range(25), min(25, 5 + 400))
-    flow = sample_flow(reader, table, clock=lambda: float(next(ticks)), rng=rng, rcu=2.5)
+    flow = sample_flow(
+        reader, table, clock=lambda: float(next(ticks)), rng=rng, rcu=2.5, probe=False
+    )
     big_one = collection("a", 12, 500)  # 4 KB and more in its first page
     more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "11"}}}
     cost = {"ConsumedCapacity": {"CapacityUnits": 1.0}}
@@ -288,7 +294,7 @@ def test_the_sample_reads_whole_segments_drawn_at_random() -> None:
         (order[0], 25),
         (order[1], 25),
     ]
-    assert params[0]["Limit"] == 163 and "ProjectionExpression" not in params[0]
+    assert params[0]["Limit"] == 40 and "ProjectionExpression" not in params[0]
     assert params[1]["ExclusiveStartKey"]["pk"] == {"S": "a"}  # past the rest of a
     assert params[1]["ExclusiveStartKey"]["sk"] != more["LastEvaluatedKey"]["sk"]
     assert (found.segments, found.total_segments, found.keys, found.items) == (2, 25, 3, 15)
@@ -343,7 +349,7 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
     fewer, drawn again; only the new segments count (the units spent all do)."""
     table = info(item_count=10_000, size_bytes=10_000 * 100)  # 245 segments
     reader = Reader(None, "orders")
-    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1), rcu=4.0)
+    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1), rcu=4.0, probe=False)
     cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
     thin = [("scan", {"Items": [item(f"t{n}", 0, 10)], **cost}) for n in range(4)]
     full = [("scan", {"Items": collection(f"f{n}", 1, 10), **cost}) for n in range(4)]
@@ -352,3 +358,24 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
     assert totals == [245] * 4 + [30] * 4
     assert (found.total_segments, found.segments, found.keys) == (30, 4, 4)
     assert found.read_units == 4.0
+
+
+def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
+    """A page of one item (a request's latency), then one of about 32 KB from there (its
+    bytes over its time past the latency); their items are not counted, their units are."""
+    table = info(item_count=1000, size_bytes=100_000)
+    reader = Reader(None, "orders")
+    ticks = iter([0.0, 0.01, 1.0, 1.51])
+    pages: list[PageTime] = []
+    flow = speed_probe(reader, table, lambda: next(ticks), pages)
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}}
+    rest = collection("a", 5, 3000)  # 12 KB past the first
+    script = [
+        ("scan", {"Items": rest[:1], **more, "ConsumedCapacity": {"CapacityUnits": 0.5}}),
+        ("scan", {"Items": rest[1:], "ConsumedCapacity": {"CapacityUnits": 1.0}}),
+    ]
+    spent, sent = play(flow, script)
+    assert spent == 1.5 and [dict(r.params)["Limit"] for r in sent] == [1, 32 * 1024 // 100]
+    found = Sample.of_segments([], 10, pages)
+    assert found.latency == pytest.approx(0.01)
+    assert found.bytes_per_second == pytest.approx(sum(item_size(i) for i in rest[1:]) / 0.5)

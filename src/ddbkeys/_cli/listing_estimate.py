@@ -144,8 +144,9 @@ def estimate_command(
     count (a range), requests and time for each method, the one auto would likely choose and
     the figures it used, what the marker index would add, and how many tasks to plan. From
     DescribeTable's size and item count (refreshed about every six hours on AWS: an estimate,
-    not a promise), a sample of whole Scan segments drawn at random (at most about 32 read
-    units) and, where there is a marker index, what `index status` reads.
+    not a promise), a sample of whole Scan segments drawn at random (about 32 read units,
+    or 5% of a scan's on a large table, up to 128) and, where there is a marker index, what
+    `index status` reads.
 
     \b
     Example:

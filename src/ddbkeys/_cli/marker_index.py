@@ -106,7 +106,8 @@ def create_command(
     First it says what the markers would add (an item a collection: how many, their bytes,
     what a scan then reads) and what a listing from the index would cost against today's
     scan, with a warning when the index would cost more than the scan it replaces: from the
-    estimate's sample of the table (at most about 32 read units).
+    estimate's sample of the table (about 32 read units, or 5% of a scan's on a large table,
+    up to 128).
 
     \b
     Example:

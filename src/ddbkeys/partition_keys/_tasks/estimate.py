@@ -171,10 +171,7 @@ def estimate(
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
     exact = sample.whole_table and not sample.cut
     scan = scan_range(known, items, exact) if items is not None else None
-    markers = None
-    ready = index_ready(info, index, attribute)
-    if keys is not None and scan is not None and info.sort_key and not ready and sample.keys:
-        markers = marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan)
+    markers = _markers(known, keys, scan, sample, options)
     listed, replay = index_line(
         known,
         items,
@@ -191,9 +188,6 @@ def estimate(
         listed,
     )
     auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items)
-    warning = markers.warning if markers is not None else None
-    if warning is None and listed.available and listed.rcu is not None and scan is not None:
-        warning = index_warning(info.name, listed.rcu, scan.value, before=False)
     return ListingEstimate(
         table=info.name,
         items=items,
@@ -214,8 +208,31 @@ def estimate(
         keys_high=None if keys is None else math.ceil(keys.high),
         basis=_basis(sample, source),
         markers=markers,
-        warning=warning,
+        warning=_warning(info.name, markers, listed, scan),
     )
+
+
+def _markers(
+    info: TableInfo, keys: Range | None, scan: Range | None, sample: Sample, options: ListingOptions
+) -> MarkerCost | None:
+    """What creating the marker index would add (None: it is there, the table cannot have
+    one, or its size is unknown)."""
+    ready = index_ready(info, options.index_name, options.marker_attribute)
+    if keys is None or scan is None or info.sort_key is None or ready or not sample.keys:
+        return None
+    average = sample.key_bytes / sample.keys
+    return marker_cost(info, keys, average, options.marker_attribute, scan)
+
+
+def _warning(
+    table: str, markers: MarkerCost | None, listed: MethodEstimate, scan: Range | None
+) -> str | None:
+    """The one-line warning when the index would cost (or costs) more than a scan."""
+    if markers is not None:
+        return markers.warning
+    if listed.available and listed.rcu is not None and scan is not None:
+        return index_warning(table, listed.rcu, scan.value, before=False)
+    return None
 
 
 def _basis(sample: Sample, source: str) -> str:

@@ -4,13 +4,15 @@ and a sample of it, read by :func:`sample_flow`, weighed by
 
 The sample reads whole segments of a parallel Scan split in about one segment per 4 KB of the
 table (``sampled.sample_segments``; fewer where the first segments prove nearly empty), drawn at
-random, until it has seen ``SAMPLE_KEYS`` collections or spent ``SAMPLE_RCU`` read units (or
-read them all). A drawn segment is read to its
-end, so that its collections are all counted (DynamoDB puts a collection's items in one
-segment); past the first 4 KB of a collection it jumps to the next one (as the skip scan does),
-so that a very large collection costs a page, not its size. The flow only decides which pages to
-ask for and times them with the clock it is given; a driver sends them (through the reader: its
-retries, deadline and read budget).
+random, until it has seen ``SAMPLE_KEYS`` collections or spent ``sample_rcu`` read units (32;
+on a table whose scan costs over 640, 5% of that, up to 128), or read them all. A drawn segment
+is read to its end, so that its collections are all counted (DynamoDB puts a collection's items
+in one segment); a page that ends inside a collection of which it read ``JUMP_AFTER`` of 4 KB or
+more jumps to the next one (as the skip scan does), so that a very large collection costs a
+page of 0.5 units, not its size (its first 4 KB are then known to within an item). The flow only
+decides which pages to ask for and times them with the clock it is given (first, a page of one
+item and one of about 32 KB at the table's start, for one reader's speed); a driver sends them
+(through the reader: its retries, deadline and read budget).
 """
 
 from __future__ import annotations
@@ -42,12 +44,13 @@ from ddbkeys.partition_keys._listing.options import (
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
-    SAMPLE_RCU,
+    SAMPLE_PAGE_ITEMS,
     UNIT,
     PageTime,
     Sample,
     SegmentTally,
     sample_limit,
+    sample_rcu,
     sample_segments,
 )
 
@@ -61,11 +64,15 @@ __all__ = [
     "has_index",
     "index_settings",
     "sample_flow",
+    "speed_probe",
 ]
 
-#: A segment that has cost this many times ``SAMPLE_RCU`` is given up (not counted): a table
-#: whose DescribeTable reports far less than it holds.
+#: A segment that has cost this many times the sample's read units is given up (not
+#: counted): a table whose DescribeTable reports far less than it holds.
 GIVE_UP = 4
+#: The share of 4 KB read of a collection after which a page that ends inside it jumps past
+#: its rest (a one-unit page of items of the average size ends a little short of 4 KB).
+JUMP_AFTER = 0.75
 
 
 def sample_flow(
@@ -74,20 +81,25 @@ def sample_flow(
     clock: Callable[[], float] = time.monotonic,
     rng: random.Random | None = None,
     *,
-    rcu: float = SAMPLE_RCU,
+    rcu: float | None = None,
     keys: int = SAMPLE_KEYS,
+    probe: bool = True,
 ) -> Flow[Sample]:
     """Whole segments of ``sampled.sample_segments(info)``, drawn by ``rng`` (by default seeded
     with the table's name: the same table sampled twice reads the same segments), until
-    ``keys`` collections were seen or ``rcu`` read units spent, summed up as a
+    ``keys`` collections were seen or ``rcu`` read units spent (by default
+    ``sampled.sample_rcu(info)``), summed up as a
     :class:`Sample`. Where the first ``PILOT`` segments hold under a quarter of a 4 KB unit
     each (most of the table's bytes lie in a few large collections, which the sample jumps
     past), the table is split in ``RESPLIT`` times fewer segments and the draw starts again
-    (what was read is not counted twice: only the units spent)."""
+    (what was read is not counted twice: only the units spent). First (``probe``), one
+    reader's speed: :func:`speed_probe`."""
     total = sample_segments(info)
+    rcu = sample_rcu(info) if rcu is None else rcu
     draw = rng if rng is not None else random.Random(info.name)
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
+    probed = (yield from speed_probe(reader, info, clock, pages)) if probe else 0.0
     spent, resplit = 0.0, False
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
@@ -99,9 +111,35 @@ def sample_flow(
         if not resplit and len(tallies) == PILOT and total >= 2 * RESPLIT and _thin(tallies):
             total, tallies, resplit = total // RESPLIT, [], True
             order = draw.sample(range(total), total)
-    return Sample.of_segments(tallies, total, pages, spent)
+    return Sample.of_segments(tallies, total, pages, probed + spent)
 
 
+def speed_probe(
+    reader: Reader, info: TableInfo, clock: Callable[[], float], pages: list[PageTime]
+) -> Flow[float]:
+    """A page of one item (its time: a request's latency), then from there a page of about
+    ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads),
+    timed into ``pages`` (their items are not counted: only their speed); the read units
+    they took (about 4.5: on top of the segments' read units)."""
+    request: ScanPage = {"Limit": 1}
+    began = clock()
+    first = yield from reader.page(request)
+    pages.append(PageTime(len(first.get("Items", [])), 0, clock() - began))
+    spent = _units(first)
+    if "LastEvaluatedKey" in first:
+        average = info.size_bytes / info.item_count if info.item_count else 400.0
+        limit = max(1, min(SAMPLE_PAGE_ITEMS, int(SPEED_PAGE_BYTES / max(average, 1.0))))
+        request = {"Limit": limit, "ExclusiveStartKey": first["LastEvaluatedKey"]}
+        began = clock()
+        page = yield from reader.page(request)
+        items = page.get("Items", [])
+        pages.append(PageTime(len(items), sum(item_size(i) for i in items), clock() - began))
+        spent += _units(page)
+    return spent
+
+
+#: The bytes of the page that times one reader's speed.
+SPEED_PAGE_BYTES = 32 * 1024
 #: Segments read before the sample judges how full they are, and how many times fewer it
 #: splits the table in when they held under a quarter of a 4 KB unit each (their median).
 PILOT = 4
@@ -142,7 +180,7 @@ def _segment(
         if spent >= GIVE_UP * rcu:
             return None, spent
         request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
-        if sort is not None and items and tally.open_bytes >= UNIT:
+        if sort is not None and items and tally.open_bytes >= JUMP_AFTER * UNIT:
             tally.skip_rest()  # the rest of a large collection
             start: dict[str, Any] = {pk: tally.last_key, sort.name: MAX_SORT_KEY[sort.type]}
             request = {**request, "ExclusiveStartKey": start}
@@ -173,7 +211,9 @@ def estimate_listing(
     Each method's read units and the key count come as ranges (``rcu_low``/``rcu_high``,
     ``keys_low``/``keys_high``), and ``basis`` says what they rest on. Cost: one DescribeTable
     and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (1,000) keys were seen or
-    ``SAMPLE_RCU`` (32) read units spent (``usage`` counts them); where the table has a marker
+    32 read units spent (on a table whose scan costs over 640, 5% of that, up to 128), and
+    two pages at the table's start that time one reader (about 4.5 more; ``usage`` counts
+    them all); where the table has a marker
     index, what ``index status`` reads (its record in the state table and the stream, never
     the table), so that the index's line includes the replay a lagging maintainer costs.
     DescribeTable's size and item count are refreshed about every six hours on AWS: an

@@ -16,25 +16,32 @@ from ddbkeys._schema import TableInfo
 
 __all__ = [
     "SAMPLE_KEYS",
+    "SAMPLE_MAX_RCU",
     "SAMPLE_PAGE_ITEMS",
     "SAMPLE_PAGE_UNITS",
     "SAMPLE_RCU",
+    "SAMPLE_SHARE",
     "UNIT",
     "UNKNOWN_SEGMENTS",
     "PageTime",
     "Sample",
     "SegmentTally",
     "sample_limit",
+    "sample_rcu",
     "sample_segments",
 ]
 
 UNIT = 4096  # a read unit's bytes (0.5 RCU each, eventually consistent)
-#: The sample starts no new segment once it has spent this many read units, or seen this many
-#: collections: it costs about ``SAMPLE_RCU`` at most (plus what the last segment holds).
+#: The sample starts no new segment once it has spent ``sample_rcu(info)`` read units
+#: (``SAMPLE_RCU``, or ``SAMPLE_SHARE`` of a scan's up to ``SAMPLE_MAX_RCU``), or seen this
+#: many collections: it costs about that at most (plus what the last segment holds).
 SAMPLE_RCU = 32.0
+SAMPLE_SHARE = 0.05
+SAMPLE_MAX_RCU = 128.0
 SAMPLE_KEYS = 1000
-#: A sampled page asks for about this many 4 KB units of the table's average item.
-SAMPLE_PAGE_UNITS = 4
+#: A sampled page asks for about this many 4 KB units of the table's average item (one: a
+#: large collection costs the sample one 0.5-unit page before it jumps past the rest).
+SAMPLE_PAGE_UNITS = 1
 SAMPLE_PAGE_ITEMS = 1000
 #: Segments the table is split in when DescribeTable reports no size yet.
 UNKNOWN_SEGMENTS = 1024
@@ -49,6 +56,13 @@ def sample_segments(info: TableInfo) -> int:
     if not info.item_count or not info.size_bytes:
         return UNKNOWN_SEGMENTS
     return max(1, min(MAX_SEGMENTS, info.item_count, math.ceil(info.size_bytes / UNIT)))
+
+
+def sample_rcu(info: TableInfo) -> float:
+    """The read units the sample spends at most (about): ``SAMPLE_RCU``, or on a large table
+    ``SAMPLE_SHARE`` of a scan's (DescribeTable's size) up to ``SAMPLE_MAX_RCU``."""
+    scan = info.size_bytes / (2 * UNIT)
+    return max(SAMPLE_RCU, min(SAMPLE_MAX_RCU, SAMPLE_SHARE * scan))
 
 
 def sample_limit(info: TableInfo) -> int:
