@@ -243,7 +243,9 @@ class PageSize:
         """How the listing read, where it went on as a scan (else empty)."""
         if not self.through:
             return ""
-        why = "its collections proved small" if self.small else f"skipping saved under {WASTE:.0%}"
+        pages = self.ledgers.skip_pages
+        shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
+        why = "its collections proved small" if self.small else f"skipping saved {shown}"
         return f"read on as a scan after {self.read_on_after:,} keys: {why}"
 
     def _read_on(self, unit_items: int, target: int) -> None:
