@@ -95,8 +95,9 @@ def test_the_asyncio_listing_leaves_them_out_too(
 
 
 #: What each method cost on the table below before markers were recognised (requests, read
-#: units): the same now, and the scan's the same on a marked table.
-COST = {"scan": (1, 7.0), "skip": (31, 15.0), "skip-pages": (11, 6.5)}
+#: units): the same now, and the scan's the same on a marked table. (skip-pages: 11 requests
+#: until its pages grew at each page before the first large collection, issue 35.)
+COST = {"scan": (1, 7.0), "skip": (31, 15.0), "skip-pages": (10, 6.5)}
 
 
 @pytest.mark.parametrize("method", METHODS)

@@ -539,8 +539,9 @@ def test_where_item_sizes_vary_trials_read_on_in_pages_of_the_average() -> None:
     starts from a unit's items at the table's average size, priced at that average. Skipping
     costs 1.12x to 1.63x a scan here; the listing reads 0.98x to 1.01x a scan's units (it was
     1.02x to 1.43x, 1.19x on average, with the short windows of reading through of before),
-    in at most twice a scan's requests and ten more, but for one order where a trial's
-    first page held one collection and failed (23 requests for a scan's 3)."""
+    in at most twice a scan's requests and ten more in seven orders of ten; in three, the
+    first skipping pages cost less a key than the later ones (before the limit learned the
+    3 KB items), reading on stopped after a page, and it took 22 to 25 requests for 3 or 4."""
     ratios, over = [], []
     for seed in range(10):
         rng = random.Random(seed)
@@ -553,7 +554,7 @@ def test_where_item_sizes_vary_trials_read_on_in_pages_of_the_average() -> None:
         over.append(listed.requests > 2 * scan.requests + 10)
         assert listed.requests <= 2 * scan.requests + 20
         ratios.append(listed.units / scan.units)
-    assert max(ratios) <= 1.02 and sum(over) <= 1
+    assert max(ratios) <= 1.02 and sum(over) <= 3
 
 
 def test_heavy_tailed_item_sizes_read_on_at_a_scans_cost() -> None:
@@ -622,14 +623,26 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
 
 
 def test_a_large_page_that_costs_far_more_a_key_ends_reading_on() -> None:
-    """Reading on, over all, at a key a unit (as skipping): then a scan-sized page of 27
+    """Reading on, over all, at a key a unit (skipping: 1.75): then a scan-sized page of 27
     collections of 400 items (10 units each). Over all still within what passes, but the page
     alone costs more than twice that a key: the table changed under it, and skipping starts
     again."""
     pages = PageSize.for_items_of(100)
-    pages.ledgers.skip_units, pages.ledgers.skip_keys, pages.ledgers.skip_pages = 400.0, 400, 400
+    for _ in range(400):  # a unit a key, and a page a key in two a key and a half
+        pages.ledgers.skipped(1.0, 1, 10)
+        pages.ledgers.skipped(2.5, 1, 25)
     pages.ledgers.through_units = pages.ledgers.through_cost = 2000.0
     pages.ledgers.through_keys, pages.through, pages.unit_items = 2000, True, 40
     pages.read_through(256.0, 27, 10_485)
     assert pages.ledgers.passing() and not pages.through  # (over all it would pass)
     assert pages.note() == ""
+
+
+@pytest.mark.parametrize("count", [12, 16, 50])
+def test_where_skipping_pages_agree_reading_on_is_held_to_their_rate(count: int) -> None:
+    """Collections of ``count`` items of 450 bytes (1.3 to 5.5 units): skipping pays a unit a
+    key, and its pages all say so, so its rate's error is small and reading on, 1.3x to 5.5x
+    that a key, ends at its trial's first pages: within 5% of skipping alone."""
+    collections = [count] * 297
+    listed, skipping = simulate(collections, 450), simulate(collections, 450, through=False)
+    assert listed.units <= 1.05 * skipping.units

@@ -47,7 +47,8 @@ costs a key on the whole table. Pages read on are priced at the table's average 
 (their items' share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among
 300-byte ones adds no noise; once they cost ``MAX_TARGET`` units more than that (an average
 that misleads), at their cost. Reading on goes on while its units a key are within
-``1 + WASTE`` of skipping's plus that rate's error (``SPREAD / sqrt(pages)``), and no page of
+``1 + WASTE`` of skipping's plus ``SPREAD`` times that rate's relative standard error, as its
+pages show it (pages that agree say it exactly; at least ``FLOOR / pages``), and no page of
 ``MAX_TARGET`` units or more costs twice that a key on its own; skipping's rate keeps
 learning from a skipping page after every other scan-sized page (while under
 ``SAMPLE_PAGES``). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
@@ -58,11 +59,13 @@ reading on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``L
 **The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY``
 (16 RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys
 were read on; ``MAX_TARGET`` units before), plus ``MAX_TARGET`` units where the average item
-size misleads; while few skipping pages were read, reading on may cost up to skipping's error
-more. Where skipping saves ``WASTE`` or less, it goes on as a scan after about ``LOOK_AFTER``
-skipping pages and a ramp of three (2, 8, 32 units): a scan's requests plus about
-``LOOK_AFTER + 4`` (and a skipping page every other scan-sized one while skipping's pages are
-under ``SAMPLE_PAGES``), a scan's units plus what the skipping pages cost beyond it.
+size misleads; while few skipping pages were read, reading on may cost up to ``SPREAD``
+times skipping's error more. Where skipping saves ``WASTE`` or less, it goes on as a scan
+after about ``LOOK_AFTER`` skipping pages and a ramp of three (2, 8, 32 units): a scan's
+requests plus about ``LOOK_AFTER + 4`` (and a skipping page every other scan-sized one while
+skipping's pages are under ``SAMPLE_PAGES``), a scan's units plus what the skipping pages cost
+beyond it; more where the first skipping pages cost less a key than the later ones (a limit
+still learning large items), and a trial stops early.
 """
 
 from __future__ import annotations
@@ -240,7 +243,9 @@ class PageSize:
         """How the listing read, where it went on as a scan (else empty)."""
         if not self.through:
             return ""
-        why = "its collections proved small" if self.small else f"skipping saved under {WASTE:.0%}"
+        pages = self.ledgers.skip_pages
+        shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
+        why = "its collections proved small" if self.small else f"skipping saved {shown}"
         return f"read on as a scan after {self.read_on_after:,} keys: {why}"
 
     def _read_on(self, unit_items: int, target: int) -> None:

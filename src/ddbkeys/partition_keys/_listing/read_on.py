@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["HOLD", "LEEWAY", "MAX_TARGET", "SPREAD", "WASTE", "Ledgers"]
+__all__ = ["FLOOR", "HOLD", "LEEWAY", "MAX_TARGET", "SPREAD", "WASTE", "Ledgers"]
 
 #: The most 4 KB units a page with a Limit aims at (256 KB); read on as a scan, the next is
 #: scan-sized (no Limit: DynamoDB's 1 MB).
@@ -21,8 +21,11 @@ MAX_TARGET = 64
 WASTE = 0.05
 #: Read units a trial may start with beyond ``WASTE`` of all read (see the bound).
 LEEWAY = MAX_TARGET / 2
-#: How many times its error (1 / sqrt(pages)) skipping's rate may be off.
+#: How many times its standard error skipping's rate may be off.
 SPREAD = 2
+#: The least relative error skipping's rate is taken to have, times sqrt(pages): a few pages
+#: that happen to agree (a run of tiny items) do not prove it.
+FLOOR = 0.5
 #: Keys read on, as a multiple of those that make one large collection at the skipping pages'
 #: rate, before pages read on are scan-sized.
 HOLD = 2
@@ -42,12 +45,16 @@ class Ledgers:
     through_cost: float = 0.0  # ... and as they cost
     through_keys: int = 0  # the keys they handed out
 
+    skip_squares: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of u*u, u*k, k*k
+
     def skipped(self, units: float, keys: int, items: int) -> None:
         """A skipping page cost ``units``, read ``items`` and handed out ``keys``."""
         self.skip_units += units
         self.skip_keys += keys
         self.skip_items += items
         self.skip_pages += 1
+        uu, uk, kk = self.skip_squares
+        self.skip_squares = (uu + units * units, uk + units * keys, kk + keys * keys)
 
     def read(self, units: float, keys: int, items: int) -> bool:
         """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
@@ -80,11 +87,18 @@ class Ledgers:
         return priced <= self.allowed() * rate * self.through_keys
 
     def allowed(self) -> float:
-        """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, and
-        the error of skipping's rate, ``SPREAD / sqrt(pages)`` (its keys come a few a page, and
-        a few pages say little of the rest: one of tiny items hands out ten keys for a unit,
-        one of a large item one)."""
-        return 1 + WASTE + SPREAD / math.sqrt(max(1, self.skip_pages))
+        """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, plus
+        ``SPREAD`` times the relative error of skipping's rate, as its pages show it (the
+        standard error of a ratio of sums: pages that each cost a unit for a key say it
+        exactly; pages of tiny items that hand out ten keys a unit, between pages of a large
+        item that hand out one, say it loosely)."""
+        pages, rate = self.skip_pages, self.skip_units / self.skip_keys
+        if pages < 2:
+            return 1 + WASTE + SPREAD
+        uu, uk, kk = self.skip_squares
+        spread = max(0.0, uu - 2 * rate * uk + rate * rate * kk) / (pages * (pages - 1))
+        error = math.sqrt(spread) * pages / self.skip_keys / rate
+        return 1 + WASTE + SPREAD * max(error, FLOOR / pages)
 
     def met_enough(self) -> bool:
         """Whether the keys read on are ``HOLD`` times as many as make one collection that
