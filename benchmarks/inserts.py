@@ -17,7 +17,8 @@ the id and the item's own write:
   the same items under a random sort key.
 
 :data:`THREADS` threads of one process insert, as a service's request handlers would. Each
-row runs :data:`ROUNDS` timed rounds straight to DynamoDB that alternate which side goes first;
+row runs :data:`ROUNDS` timed rounds straight to DynamoDB that alternate which side goes first
+(each round inserts half its items on each side, then half again in the reverse order);
 its throughput ratio is the median of the rounds' ratios (items/s with ids over items/s of
 ``PutItem`` in the same round). Then one more round of each side goes through a counting proxy
 (:mod:`counting_proxy`, in its own process), which counts the write requests as DynamoDB sees
@@ -202,12 +203,16 @@ def measure_row(kind: str, endpoint: str, factory: TableFactory, rounds: int, co
     def ids() -> Insert:
         return with_ids(kind, client, table)
 
+    half = count // 2
     for n in range(rounds):
-        if n % 2 == 0:
-            measured.append((side(put, count), side(ids, count)))
-        else:
-            ours = side(ids, count)
-            measured.append((side(put, count), ours))
+        # put, ids, ids, put (then ids, put, put, ids): a load that drifts during the round
+        # weighs on both sides alike.
+        a, b = (put, ids) if n % 2 == 0 else (ids, put)
+        first = [side(a, half), side(b, half)]
+        second = [side(b, half), side(a, half)]
+        pairs = list(zip(first, reversed(second), strict=True))  # (a's sides, b's sides)
+        joined = [Side(x.items + y.items, x.seconds + y.seconds, 0) for x, y in pairs]
+        measured.append((joined[0], joined[1]) if a is put else (joined[1], joined[0]))
     with CountingProxy(endpoint) as proxy:
         # (put() and ids() use this client from now on)
         client = make_client(endpoint_url=proxy.endpoint_url, max_attempts=10)
