@@ -137,6 +137,7 @@ class Bench:
         self.rounds = args.rounds
         self.article = args.article
         self.index_all = args.index_all
+        self.no_index = args.no_index
         self.missed: list[str] = []
 
     def row_runner(
@@ -202,7 +203,7 @@ class Bench:
         if spec.name != BIG:
             endpoint = self.client.meta.endpoint_url
             rows["aio"] = run_aio(endpoint, self.client.meta.region_name, table, expected)
-        if spec.name in INDEXED or (self.index_all and spec.name != BIG):
+        if not self.no_index and (spec.name in INDEXED or (self.index_all and spec.name != BIG)):
             found, more = self.indexed(table, spec, rows, caps)
             lines, missed = lines + found, missed + more
         missed += article_missed(spec.name, rows)
@@ -355,6 +356,12 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="Build the marker index on uniform and runs too (their backfills take minutes).",
     )
+    parser.add_argument(
+        "--no-index", action="store_true", help="Build no marker index (no index rows)."
+    )
+    parser.add_argument(
+        "--no-workers", action="store_true", help=f"No workers' rows (on {BIG}'s table)."
+    )
     parser.add_argument("--memory-only", action="store_true", help="Only the CLI's memory.")
     parser.add_argument("--workers-only", action="store_true", help="Only the workers' rows.")
     plot_arguments(parser, CHART)
@@ -399,7 +406,7 @@ def main() -> int:
                 if not args.workers_only:
                     print()
                     memory(client, factory, endpoint, scale, table, count)
-                if not args.memory_only:
+                if not args.memory_only and not args.no_workers:
                     print()
                     pid = server.pid if server else None
                     bench.missed += bench_workers(
