@@ -125,8 +125,9 @@ def create_command(
     fields: dict[str, Any] = {"table": table_name, "index": index_name}
     fields["markers"] = None if added is None else asdict(added)
     if not structured(output):
-        if added is not None:
-            click.echo(f"Index {index_name} of table {table_name}: {added.summary()}.")
+        if added is not None:  # the answer of --dry-run; else a note before the result
+            summary = f"Index {index_name} of table {table_name}: {added.summary()}."
+            click.echo(summary, err=not dry_run)
         if found.warning:
             click.echo(f"{found.warning}.", err=True)
     if dry_run:
