@@ -66,7 +66,7 @@ def _speed(found: ListingEstimate) -> str:
         took += " (no page was large enough to time the reading)"
     return (
         f"Sampled: {read}, {sample.requests} requests, {sample.items:,} items, "
-        f"{sample.keys:,} keys, {sample.read_units:g} RCU{took}."
+        f"{sample.keys - sample.owned:,} keys, {sample.read_units:g} RCU{took}."
     )
 
 
