@@ -180,3 +180,24 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
         "--dry-run",
     )
     assert calm.exit_code == 0 and "markers would add" in calm.stdout and not calm.stderr
+
+
+def test_estimate_counts_the_keys_the_listing_gives(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """The counter item of `ids next` is not a key, unless --include-own-items, as in the
+    listing (a table sampled whole: the counts are exact)."""
+    table = filled(ddb_client, ddb_table_factory, keys=20, pad=10)
+    counter = json.dumps({"pk": "order-counter", "sk": 0})
+    made = CliRunner().invoke(
+        cli, ["ids", "next", "-t", table, "--counter-key", counter, "--endpoint-url",
+              ddb_endpoint_url],
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    for flag, keys in (((), 20), (("--include-own-items",), 21)):
+        found = run(ddb_endpoint_url, "estimate", "-t", table, "--output", "json", *flag)
+        assert found.exit_code == 0, found.output
+        document = json.loads(found.stdout)
+        assert (document["keys_low"], document["keys"], document["keys_high"]) == (keys,) * 3
+        listed = run(ddb_endpoint_url, "-t", table, "-q", *flag)
+        assert len(listed.stdout.split()) == keys

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
@@ -28,3 +29,21 @@ def test_reference_holds_each_commands_real_help() -> None:
         words = shown.split()
         section = text.split(f"## ddbkeys {' '.join(path)}\n", 1)[1].split("\n## ", 1)[0]
         assert section.split()[1:-1] == words, path
+
+
+def test_every_option_says_what_it_does() -> None:
+    """A newcomer reads --help: every option of every command has its help text."""
+    bare: list[str] = []
+
+    def walk(command: click.Command, path: list[str], context: click.Context) -> None:
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.hidden and not param.help:
+                bare.append(f"{' '.join(path)} {param.opts[0]}")
+        if isinstance(command, click.Group):
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                walk(sub, [*path, name], click.Context(sub, parent=context))
+
+    walk(cli, ["ddbkeys"], click.Context(cli))
+    assert not bare, f"options without help: {bare}"

@@ -25,6 +25,7 @@ from ddbkeys.partition_keys import (
     MarkerIndex,
     StreamFollower,
     distinct_partition_keys,
+    estimate_listing,
     open_task,
     plan_listing,
 )
@@ -225,3 +226,19 @@ def test_the_lambda_handler_never_marks_a_counter(
         assert MarkerIndex(ddb_client, table).verify().healthy
     finally:
         ddb_client.delete_table(TableName=store)
+
+
+def test_the_estimate_counts_your_keys_not_ddbkeys_own(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, ddb_endpoint_url: str
+) -> None:
+    """The estimate's key count is the listing's: a small table, sampled whole ("counts
+    exact"), holds exactly the keys the listing gives, own items left out unless asked for."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    yours = fill(ddb_client, table, ddb_endpoint_url)
+    found = estimate_listing(ddb_client, table)
+    assert found.sample.whole_table
+    assert (found.keys_low, found.keys, found.keys_high) == (len(yours),) * 3
+    everything = estimate_listing(ddb_client, table, include_own_items=True)
+    assert everything.keys == len(yours | own())
+    # Markers would go on your collections only.
+    assert found.markers is not None and found.markers.markers_high == len(yours)

@@ -40,9 +40,21 @@ __all__ = ["plan_command", "run_task_command"]
 
 @click.command("plan")
 @click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
-@click.option("--tasks", type=click.IntRange(1, 1_000_000), default=4, show_default=True)
 @click.option(
-    "--method", "-m", type=click.Choice(METHODS), default=DEFAULTS.method, show_default=True
+    "--tasks",
+    type=click.IntRange(1, 1_000_000),
+    default=4,
+    show_default=True,
+    help="How many tasks: Scan segments of the table, one task each (the proven marker index "
+    "adds one). `partition-keys estimate` suggests how many.",
+)
+@click.option(
+    "--method",
+    "-m",
+    type=click.Choice(METHODS),
+    default=DEFAULTS.method,
+    show_default=True,
+    help="As the listing's --method, settled here once for every task (auto: its choice now).",
 )
 @click.option(
     "--concurrency",

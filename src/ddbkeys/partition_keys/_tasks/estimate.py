@@ -162,7 +162,8 @@ def estimate(
     by them, whose ``proof`` status was read (a string: why it could not be)."""
     notes: list[str] = []
     items, size_bytes, source = _totals(info, sample, notes)
-    keys = _keys(items, sample)
+    keys = _keys(items, sample, sample.keys - sample.owned)  # the keys a listing gives
+    collections = _keys(items, sample, sample.keys)  # what skip reads, yours or not
     rate = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
     whole, whence = read_capacity(info, options.read_capacity)
     limit = _limit(info, options.read_capacity)
@@ -171,7 +172,7 @@ def estimate(
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
     exact = sample.whole_table and not sample.cut
     scan = scan_range(known, items, exact) if items is not None else None
-    markers = _markers(known, keys, scan, sample, options)
+    markers = _markers(info, known, sample, keys, scan, options)
     listed, replay = index_line(
         known,
         items,
@@ -183,11 +184,12 @@ def estimate(
     )
     methods = (
         _scan(known, items, scan, speed),
-        _skip(known, keys, sample, speed),
-        _skip_pages(known, items, keys, scan, sample, speed),
+        _skip(known, collections, sample, speed),
+        _skip_pages(known, items, collections, scan, sample, speed),
         listed,
     )
     auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items)
+    warning = _warning(info, markers, listed, scan)
     return ListingEstimate(
         table=info.name,
         items=items,
@@ -208,41 +210,47 @@ def estimate(
         keys_high=None if keys is None else math.ceil(keys.high),
         basis=_basis(sample, source),
         markers=markers,
-        warning=_warning(info.name, markers, listed, scan),
+        warning=warning,
     )
 
 
 def _markers(
-    info: TableInfo, keys: Range | None, scan: Range | None, sample: Sample, options: ListingOptions
+    info: TableInfo,
+    known: TableInfo,
+    sample: Sample,
+    keys: Range | None,
+    scan: Range | None,
+    options: ListingOptions,
 ) -> MarkerCost | None:
-    """What creating the marker index would add (None: it is there, the table cannot have
-    one, or its size is unknown)."""
-    ready = index_ready(info, options.index_name, options.marker_attribute)
-    if keys is None or scan is None or info.sort_key is None or ready or not sample.keys:
+    """What markers would add, where the table has a sort key and no marker index yet."""
+    index, attribute = options.index_name, options.marker_attribute
+    if keys is None or scan is None or not info.sort_key or not sample.keys:
         return None
-    average = sample.key_bytes / sample.keys
-    return marker_cost(info, keys, average, options.marker_attribute, scan)
+    if index_ready(info, index, attribute):
+        return None
+    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan)
 
 
 def _warning(
-    table: str, markers: MarkerCost | None, listed: MethodEstimate, scan: Range | None
+    info: TableInfo, markers: MarkerCost | None, listed: MethodEstimate, scan: Range | None
 ) -> str | None:
-    """The one-line warning when the index would cost (or costs) more than a scan."""
-    if markers is not None:
+    """The markers' warning, else the index's when it would cost more than a scan."""
+    if markers is not None and markers.warning is not None:
         return markers.warning
     if listed.available and listed.rcu is not None and scan is not None:
-        return index_warning(table, listed.rcu, scan.value, before=False)
+        return index_warning(info.name, listed.rcu, scan.value, before=False)
     return None
 
 
 def _basis(sample: Sample, source: str) -> str:
     """What the ranges rest on, in a sentence."""
+    seen = sample.keys - sample.owned
     if sample.whole_table:
-        drawn = f"the sample read the whole table ({sample.keys:,} keys): counts exact"
+        drawn = f"the sample read the whole table ({seen:,} keys): counts exact"
     else:
         drawn = (
             f"{sample.segments:,} of {sample.total_segments:,} Scan segments drawn at random "
-            f"({sample.keys:,} keys seen; about 99% ranges, blind to a single outsized "
+            f"({seen:,} keys seen; about 99% ranges, blind to a single outsized "
             "collection the draw missed)"
         )
     return (
@@ -270,16 +278,17 @@ def _totals(
     return None, None, "unknown"
 
 
-def _keys(items: int | None, sample: Sample) -> Range | None:
-    """The distinct partition keys (``ranges.count_range``), at most the items."""
+def _keys(items: int | None, sample: Sample, seen: int) -> Range | None:
+    """The distinct partition keys, of which the sample saw ``seen`` (``ranges.count_range``),
+    at most the items."""
     if items is None or (not sample.segments and items):
         return None
     if not items:
         return Range.exact(0)
     if sample.whole_table:
-        return Range.exact(sample.keys)
-    found = count_range(sample.keys, sample.segments, sample.total_segments)
-    most = max(float(items), float(sample.keys))
+        return Range.exact(seen)
+    found = count_range(seen, sample.segments, sample.total_segments)
+    most = max(float(items), float(seen))
     low = min(found.low, most)
     return Range(low, min(found.value, most), min(found.high, most))
 

@@ -41,6 +41,7 @@ from ddbkeys.partition_keys._listing.options import (
     check_whole,
     listing_options,
 )
+from ddbkeys.partition_keys._listing.recognise import is_counter, markers_of
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
@@ -84,6 +85,7 @@ def sample_flow(
     rcu: float | None = None,
     keys: int = SAMPLE_KEYS,
     probe: bool = True,
+    own: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> Flow[Sample]:
     """Whole segments of ``sampled.sample_segments(info)``, drawn by ``rng`` (by default seeded
     with the table's name: the same table sampled twice reads the same segments), until
@@ -92,8 +94,9 @@ def sample_flow(
     :class:`Sample`. Where the first ``PILOT`` segments hold under a quarter of a 4 KB unit
     each (most of the table's bytes lie in a few large collections, which the sample jumps
     past), the table is split in ``RESPLIT`` times fewer segments and the draw starts again
-    (what was read is not counted twice: only the units spent). First (``probe``), one
-    reader's speed: :func:`speed_probe`."""
+    (what was read is not counted twice: only the units spent). ``own`` tells ddbkeys' own
+    items from yours (``Sample.owned``: the collections holding none of yours). First
+    (``probe``), one reader's speed: :func:`speed_probe`."""
     total = sample_segments(info)
     rcu = sample_rcu(info) if rcu is None else rcu
     draw = rng if rng is not None else random.Random(info.name)
@@ -104,7 +107,7 @@ def sample_flow(
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
         segment = order.pop(0)
-        tally, units = yield from _segment(reader, info, segment, total, clock, pages, rcu)
+        tally, units = yield from _segment(reader, info, segment, total, clock, pages, rcu, own)
         spent += units
         if tally is not None:
             tallies.append(tally)
@@ -159,12 +162,13 @@ def _segment(
     clock: Callable[[], float],
     pages: list[PageTime],
     rcu: float,
+    own: Callable[[Mapping[str, Any]], bool] | None = None,
 ) -> Flow[tuple[SegmentTally | None, float]]:
     """Read segment ``segment`` of ``total`` to its end (its pages' times added to
     ``pages``), past each collection's first 4 KB: its tally (None: given up past
     ``GIVE_UP * rcu``) and the read units it took."""
     pk, sort = info.partition_key.name, info.sort_key
-    tally = SegmentTally(pk)
+    tally = SegmentTally(pk, own)
     request: ScanPage = {"Limit": sample_limit(info), **SegmentMethod.segment_args(segment, total)}
     spent = 0.0
     while True:
@@ -244,8 +248,16 @@ def described_sample(
     reader.what = "sampling the table for an estimate"
     info = yield from reader.describe()
     reader.budget = read_budget(options, info)  # the sample keeps to it too
-    sample = yield from sample_flow(reader, info, clock=clock)
+    own = None if options.include_own_items else own_rule(info, options.marker_attribute)
+    sample = yield from sample_flow(reader, info, clock=clock, own=own)
     return info, sample
+
+
+def own_rule(info: TableInfo, attribute: str) -> Callable[[Mapping[str, Any]], bool]:
+    """What a listing of ``info``'s table takes for ddbkeys' own items (its markers by
+    ``attribute``, counter items), so that the sample counts the keys a listing gives."""
+    markers = markers_of(info, attribute)
+    return is_counter if markers is None else markers.is_own
 
 
 def has_index(info: TableInfo, options: ListingOptions) -> bool:

@@ -7,7 +7,7 @@ speed. Pure."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -88,10 +88,14 @@ class SegmentTally:
     """The collections of one segment, as its pages come (in order: a collection's items come
     together). Per collection: its first item's size, its ``prefix`` (its items up to and
     including the one that reaches 4 KB: what a page that reads into it and stops reads), its
-    bytes as far as read (the rest of a collection past 4 KB may be skipped)."""
+    bytes as far as read (the rest of a collection past 4 KB may be skipped). ``own`` tells
+    ddbkeys' own items (markers, counter items) from yours: ``owned`` counts the collections
+    that showed none of yours, which a listing leaves out (None: every item is yours)."""
 
     pk: str
+    own: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
     keys: int = 0
+    owned: int = 0
     items: int = 0
     bytes: int = 0
     large: int = 0
@@ -105,6 +109,7 @@ class SegmentTally:
     _last: object = field(default=None, repr=False)
     _open: list[int] = field(default_factory=list, repr=False)
     _key_size: int = field(default=0, repr=False)
+    _yours: bool = field(default=False, repr=False)
 
     def add(self, items: Sequence[Mapping[str, Any]]) -> None:
         for item in items:
@@ -113,6 +118,7 @@ class SegmentTally:
                 self.close()
                 self._last = value
                 self._key_size = item_size({"": value}) if value is not None else 0
+            self._yours = self._yours or self.own is None or not self.own(item)
             self._open.append(item_size(item))
             self.items += 1
 
@@ -136,6 +142,8 @@ class SegmentTally:
         if not self._open:
             return
         sizes, self._open = self._open, []
+        self.owned += not self._yours
+        self._yours = False
         whole = sum(sizes)
         upto = 0
         for size in sizes:
@@ -159,7 +167,8 @@ class SegmentTally:
 class Sample:
     """What the sampled segments held: ``segments`` whole segments of ``total_segments``,
     their ``items``, ``bytes`` (DynamoDB's item sizes, of what was read), the collections
-    (``keys``), those of 4 KB or more (``large``), the sum of each collection's bytes up to 4 KB
+    (``keys``; ``owned``: those that showed none of your items, which a listing leaves out),
+    those of 4 KB or more (``large``), the sum of each collection's bytes up to 4 KB
     (``capped_bytes``) and of their partition key values (``key_bytes``); per collection,
     summed with their squares: ``skip_units`` (the read units of a one-item page of its first
     item) and ``prefix_units`` (of its items up to 4 KB: what a page reading into it pays);
@@ -176,6 +185,7 @@ class Sample:
     items: int = 0
     bytes: int = 0
     keys: int = 0
+    owned: int = 0
     large: int = 0
     capped_bytes: int = 0
     key_bytes: int = 0
@@ -213,6 +223,7 @@ class Sample:
             items=sum(s.items for s in segments),
             bytes=sum(s.bytes for s in segments),
             keys=sum(s.keys for s in segments),
+            owned=sum(s.owned for s in segments),
             large=sum(s.large for s in segments),
             capped_bytes=sum(s.capped for s in segments),
             key_bytes=sum(s.key_bytes for s in segments),
