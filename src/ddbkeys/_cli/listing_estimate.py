@@ -125,12 +125,6 @@ def estimate_text(found: ListingEstimate) -> str:
     show_default=True,
     help="How many readers run at once (--segments threads, or tasks): the budget is shared.",
 )
-@click.option(
-    "--include-own-items",
-    is_flag=True,
-    help="Count a key that holds only ddbkeys' own items too (its markers, the counter items "
-    "of `ddbkeys ids`), as a listing with --include-own-items lists it: left out by default.",
-)
 @output_option
 @own_items_option
 @index_options
@@ -140,7 +134,6 @@ def estimate_command(
     read_percent: float | None,
     max_rcu_per_second: float | None,
     concurrency: int,
-    include_own_items: bool,
     output: str,
     include_own_items: bool,
     index_name: str,
@@ -166,7 +159,6 @@ def estimate_command(
         marker_attribute=marker_attribute,
         include_own_items=include_own_items,
         deadline=connection.timeout,
-        include_own_items=include_own_items,
     )
     found = estimate_listing(
         connection.client(), table_name, options=options, concurrency=concurrency
