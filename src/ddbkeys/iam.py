@@ -80,7 +80,8 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         "skip-pages": _n("DescribeTable", "Scan"),
         "index": _n("DescribeTable") | _n("Scan", on="index") | _n("GetItem", on="state") | REPLAY,
     },
-    "partition-keys index create": {"": _n("DescribeTable", "UpdateTable")},
+    # It first reads the estimate's sample of the table (what the markers would add).
+    "partition-keys index create": {"": _n("DescribeTable", "Scan", "UpdateTable")},
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
     # A backfill reconciles each collection (a consistent Query, then a put or a delete, and
