@@ -23,7 +23,7 @@ from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo, describe_flow
 from ddbkeys.partition_keys._listing.recognise import (
     Markers,
-    is_counter,
+    is_own,
     markers_of,
     own_projection,
 )
@@ -322,9 +322,7 @@ class SegmentMethod:
     def counts(self, item: Mapping[str, Any]) -> bool:
         """Whether ``item`` makes its collection one to hand out: any item but ddbkeys' own (a
         marker, a counter item), or any item at all with ``own_items``."""
-        if self.own_items:
-            return True
-        return not is_counter(item) and (self.markers is None or not self.markers.is_marker(item))
+        return self.own_items or not is_own(item, self.markers)
 
     def start_key(self, after: Key) -> dict[str, Any]:
         """The ExclusiveStartKey just past the collection of partition key ``after``."""

@@ -43,6 +43,7 @@ __all__ = [
     "Markers",
     "Seen",
     "is_counter",
+    "is_own",
     "marker_sort_key",
     "markers_of",
     "own_projection",
@@ -103,6 +104,12 @@ def is_counter(item: Mapping[str, Any]) -> bool:
     string ``"counter"`` (any other value or type is data)."""
     kind = item.get(ENTITY_ATTRIBUTE)
     return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == COUNTER
+
+
+def is_own(item: Mapping[str, Any], markers: Markers | None) -> bool:
+    """Whether ``item`` is ddbkeys' own in a table whose markers are ``markers`` (None: the
+    table has no sort key, hence no markers, and only counter items are ddbkeys' own)."""
+    return is_counter(item) if markers is None else markers.is_own(item)
 
 
 def own_projection(partition_key: str, markers: Markers | None) -> tuple[str, dict[str, str]]:

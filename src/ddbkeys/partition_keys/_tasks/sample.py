@@ -41,7 +41,7 @@ from ddbkeys.partition_keys._listing.options import (
     check_whole,
     listing_options,
 )
-from ddbkeys.partition_keys._listing.recognise import is_counter, markers_of
+from ddbkeys.partition_keys._listing.recognise import is_own, markers_of
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
@@ -257,7 +257,7 @@ def own_rule(info: TableInfo, attribute: str) -> Callable[[Mapping[str, Any]], b
     """What a listing of ``info``'s table takes for ddbkeys' own items (its markers by
     ``attribute``, counter items), so that the sample counts the keys a listing gives."""
     markers = markers_of(info, attribute)
-    return is_counter if markers is None else markers.is_own
+    return lambda item: is_own(item, markers)
 
 
 def has_index(info: TableInfo, options: ListingOptions) -> bool:
