@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys.partition_keys import (
-    ListingOptions,
     MarkerIndex,
     StreamFollower,
     distinct_partition_keys,
@@ -173,7 +172,7 @@ def run_partition_keys(
     expected = {pk for pk, _ in collections}
     results: list[KeysResult] = []
 
-    def listing(method: str, segments: int = ListingOptions.segments) -> None:
+    def listing(method: str, segments: int = 1) -> None:
         parallel = f" x{segments}" if segments > 1 else ""
         phase = f"keys: {method}{parallel}"
         if progress is not None:

@@ -27,7 +27,11 @@ import pytest
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys import ListingOptions, ListingSettings
-from ddbkeys.partition_keys._listing.opening import read_budget
+from ddbkeys.partition_keys._listing.choice import Choice
+from ddbkeys.partition_keys._listing.opening import read_budget, readers_for
+from ddbkeys.partition_keys._listing.options import AUTO_READERS
+from ddbkeys.partition_keys._listing.scan import ScanMethod
+from ddbkeys.partition_keys._listing.skip import PagedSkipMethod
 
 FACES = ("ddbkeys", "ddbkeys.aio", "ddbkeys.partition_keys")
 FIELDS = {field.name: field.default for field in dataclasses.fields(ListingOptions)}
@@ -226,3 +230,31 @@ def test_the_read_budget_is_decided_by_the_options() -> None:
     strict.spend(1)
     assert full.wait_time() == 0.0  # a second's units saved up
     assert 0.09 < strict.wait_time() <= 0.1  # nothing saved up: 1 unit at 10 a second
+
+
+@pytest.mark.parametrize(
+    ("segments", "method", "megabytes", "readers"),
+    [
+        (None, "auto", 0, 1),  # no size told (a new table on the service): one
+        (None, "auto", 1.5, 1),
+        (None, "auto", 3.5, 3),  # one a whole MB
+        (None, "auto", 20, AUTO_READERS),  # up to AUTO_READERS
+        (None, "skip-pages", 20, 1),  # a method asked for reads as asked: one
+        (4, "auto", 20, 4),  # segments given: as given
+        (1, "auto", 20, 1),
+    ],
+)
+def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
+    segments: int | None, method: str, megabytes: float, readers: int
+) -> None:
+    """Skipping sends up to a request a key, each small, where a scan sends one a MB: auto,
+    when it lists by skipping and no ``segments`` is given, reads with one reader a MB of the
+    table (up to AUTO_READERS) so that it takes about as long as a scan, and says so."""
+    size = int(megabytes * 1024 * 1024)
+    info = TableInfo("t", KeyAttribute("pk", "S"), KeyAttribute("sk", "S"), (), {}, 10, size)
+    choice = Choice(PagedSkipMethod(info), "the table has no marker index")
+    assert readers_for(segments, method, choice) == readers
+    assert ("readers at once" in choice.reason) == (readers > 1 and segments is None)
+    scan = Choice(ScanMethod(info), "asked for")
+    assert readers_for(None, "auto", scan) == 1  # (auto's scan: a table without a sort key)
+    assert ListingOptions().segments is None

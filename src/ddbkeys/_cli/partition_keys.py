@@ -37,6 +37,7 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
     plain_key,
 )
+from ddbkeys.partition_keys._listing.options import AUTO_READERS
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._listing.text import json_key, jsonl_line, text_line
 
@@ -253,10 +254,10 @@ def _trust_note(listing: Listing, method: str) -> str:
     type=click.IntRange(1, MAX_READERS),
     metavar="N",
     default=DEFAULTS.segments,
-    show_default=True,
     help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
     "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
-    "in turn.",
+    "in turn.  [default: 1; auto listing by skipping: one a MB of the table, up to "
+    f"{AUTO_READERS}]",
 )
 @click.option(
     "--scan-segments",

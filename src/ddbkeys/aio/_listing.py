@@ -352,7 +352,7 @@ async def distinct_partition_keys(
         ),
         reader,
         positions,
-        options.segments,
+        choice.readers,
         on_key,
     )
     return opened(listing, choice, notes)

@@ -63,6 +63,7 @@ class Choice:
     reason: str
     trusted: bool | None = None
     replay: Replay | None = None
+    readers: int = 1  # how many read at once (see opening.readers_for)
 
 
 def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:

@@ -21,6 +21,7 @@ from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_tok
 from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
 from ddbkeys.partition_keys._listing.listing import Listing, ListingCore
 from ddbkeys.partition_keys._listing.options import (
+    AUTO_READERS,
     MAX_TOTAL_SEGMENTS,
     ListingOptions,
     ListingSettings,
@@ -28,6 +29,7 @@ from ddbkeys.partition_keys._listing.options import (
     listing_options,
 )
 from ddbkeys.partition_keys._listing.read_share import share
+from ddbkeys.partition_keys._listing.skip import PagedSkipMethod
 from ddbkeys.partition_keys._proof.lag import IndexReplayWarning
 from ddbkeys.partition_keys._streams.streams import (
     ClientOnFirstUse,
@@ -80,7 +82,24 @@ def opening_flow(
         own_items=options.include_own_items,
         note=note,
     )
-    return choice, _positions(positions, options.scan_segments, options.segments, choice)
+    choice.readers = readers_for(options.segments, method, choice)
+    return choice, _positions(positions, options.scan_segments, choice.readers, choice)
+
+
+def readers_for(segments: int | None, method: str, choice: Choice) -> int:
+    """How many read at once: ``segments`` where given; else one, except where ``auto`` lists
+    by skipping (up to a request a key, each small: on a table of many keys, many more
+    requests than a scan's one a MB): one reader a MB of the table, up to ``AUTO_READERS``,
+    so that it takes about as long as a scan would, at the skip scan's read units (said in
+    ``choice.reason``)."""
+    if segments is not None:
+        return segments
+    if method != "auto" or not isinstance(choice.method, PagedSkipMethod):
+        return 1
+    readers = max(1, min(AUTO_READERS, choice.method.scanned_bytes() // PAGE_BYTES))
+    if readers > 1:
+        choice.reason += f"; {readers} readers at once (one a MB, up to {AUTO_READERS})"
+    return readers
 
 
 def read_budget(options: ListingOptions, info: TableInfo) -> ReadBudget | None:
@@ -234,7 +253,7 @@ def distinct_partition_keys(
         ),
         reader,
         positions,
-        options.segments,
+        choice.readers,
         on_key,
     )
     return opened(listing, choice, notes)

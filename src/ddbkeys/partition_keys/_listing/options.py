@@ -26,6 +26,7 @@ from ddbkeys.partition_keys._listing.read_share import check_capacity, check_per
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
 __all__ = [
+    "AUTO_READERS",
     "MAX_READERS",
     "MAX_TOTAL_SEGMENTS",
     "ListingOptions",
@@ -43,6 +44,8 @@ MAX_TOTAL_SEGMENTS = 1_000_000  # DynamoDB's limit on TotalSegments
 #: process (they share one interpreter and one connection pool); for more parallelism, split
 #: the Scan segments between processes.
 MAX_READERS = 64
+#: The most readers ``auto`` runs where it lists by skipping and ``segments`` is not given.
+AUTO_READERS = 8
 
 
 @dataclass(frozen=True)
@@ -54,7 +57,10 @@ class ListingOptions:
 
     ``method``: ``auto`` (the cheapest that applies; the marker index only when proven),
     ``scan``, ``skip``, ``skip-pages`` or ``index``. ``segments``: the Scan segments read at
-    once (reader threads, or asyncio tasks), 1 to ``MAX_READERS``. ``scan_segments``: the Scan
+    once (reader threads, or asyncio tasks), 1 to ``MAX_READERS``; None (the default): one,
+    except where ``auto`` lists by skipping, which sends up to a request a key: then one a MB
+    of the table (by DescribeTable), up to ``AUTO_READERS`` (8), so that it takes about as long
+    as a scan. ``scan_segments``: the Scan
     segments the table is split into (None: up to 4 a reader, at most one a MB; see
     :func:`~ddbkeys.partition_keys.default_scan_segments`). ``index_name`` and
     ``marker_attribute``: the marker index and the attribute that keys it.
@@ -80,7 +86,7 @@ class ListingOptions:
     """
 
     method: Method | str = "auto"
-    segments: int = 1
+    segments: int | None = None
     scan_segments: int | None = None
     index_name: str = DEFAULT_INDEX
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE
@@ -97,7 +103,9 @@ class ListingOptions:
     def __post_init__(self) -> None:
         check_method(self.method)
         checked = {
-            "segments": check_whole("segments", self.segments, MAX_READERS),
+            "segments": None
+            if self.segments is None
+            else check_whole("segments", self.segments, MAX_READERS),
             "max_rcu_per_second": check_rate(self.max_rcu_per_second),
             "read_percent": check_percent(self.read_percent),
             "read_capacity": check_capacity(self.read_capacity),
@@ -161,7 +169,7 @@ class ListingSettings(TypedDict, total=False):
     each means and defaults to what the field does). ``method`` is the entry points' own
     third argument."""
 
-    segments: int
+    segments: int | None
     scan_segments: int | None
     index_name: str
     marker_attribute: str

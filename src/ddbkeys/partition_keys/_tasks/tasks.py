@@ -185,9 +185,10 @@ def plan_listing(
     workers build their own clients (by default: ``client``'s endpoint and region)."""
 
     options = listing_options(options, method, _planned(settings))
-    if options.segments != 1 or options.scan_segments is not None:
-        name = "segments" if options.segments != 1 else "scan_segments"
+    if options.segments not in (None, 1) or options.scan_segments is not None:
+        name = "segments" if options.segments not in (None, 1) else "scan_segments"
         raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
+    options = options.replace(segments=1)  # (a task reads its one segment)
     if isinstance(tasks, bool) or not isinstance(tasks, int) or tasks < 1:
         raise ConfigurationError(f"tasks must be a whole number from 1, not {tasks!r}.")
     if concurrency is not None and (
