@@ -24,7 +24,7 @@ The rows come in two sets, on the same table:
    wall time over the server's CPU seconds: the set's last line says how fast that is, about
    1.9x here, below the 4-workers target whatever the workers do.
 2. **Through the fault proxy,** which holds each request ``LATENCY_MS`` (100 ms; ``--latency``),
-   as the service's network and its own work on a page of up to 5,000 items take, so that
+   as the service's network and its own work on a page of up to 20,000 items take, so that
    the server's work is mostly not on these cores. Checked as the first set, and the speed too:
    2 workers at least ``TARGETS[2]`` times the one worker's keys/s, 4 workers ``TARGETS[4]``
    times. The proxy's count of held requests is checked, so a proxy that held none fails.

@@ -113,7 +113,7 @@ def test_each_method_costs_what_the_model_says() -> None:
     found = estimated(table)
     assert found.keys == 25_000 and found.items == 250_000 and found.source == "DescribeTable"
     scan, skip, pages, index = (found.method(m) for m in ("scan", "skip", "skip-pages", "index"))
-    # (pages of 5,000 items of 420 bytes would pass 1 MB: a page a MB)
+    # (pages of 20,000 items of 420 bytes would pass 1 MB: a page a MB)
     assert scan.rcu == 100 * MB / 4096 * 0.5 and scan.requests == 100
     # One reader: a request's latency each, and 1 MB a second of reading on top.
     assert scan.seconds == pytest.approx(100 * 0.01 + 100.0)
