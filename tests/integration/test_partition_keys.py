@@ -213,8 +213,12 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
     assert one.usage.requests <= 2 * scan.usage.requests + 10
     assert auto.usage.requests <= 2 * scan.usage.requests + 10 * auto.readers
     first, token = stop_after(driver.call("distinct_partition_keys", ddb_client, table), 300)
-    rest = listed(driver, ddb_client, table, "auto", resume=token)
+    resumed = driver.call("distinct_partition_keys", ddb_client, table, resume=token)
+    rest = list(resumed)
     assert sorted(first + rest) == keys
+    # the resumed listing (auto, as the CLI's printed resume command runs it) reads with as
+    # many readers as the one it goes on from, not one: the token names skip-pages, not auto
+    assert resumed.readers == auto.readers
     parallel = driver.call("distinct_partition_keys", ddb_client, table, segments=4)
     assert sorted(parallel) == keys
     assert parallel.usage.read_units <= 1.05 * scan.usage.read_units

@@ -82,7 +82,9 @@ def opening_flow(
         own_items=options.include_own_items,
         note=note,
     )
-    choice.readers = readers_for(options.segments, method, choice)
+    # (options.method: a resumed auto listing's token names the method auto chose; it goes on
+    # with auto's readers, as the printed resume command, which names no method, asks)
+    choice.readers = readers_for(options.segments, options.method, choice)
     return choice, _positions(positions, options.scan_segments, choice.readers, choice)
 
 
