@@ -220,6 +220,7 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
     # the resumed listing (auto, as the CLI's printed resume command runs it) reads with as
     # many readers as the one it goes on from, not one: the token names skip-pages, not auto
     assert resumed.readers == auto.readers
+    assert resumed.method_reason.startswith("skip-pages, as the resume token says")
     # under a read budget of less than two pages a second, one reader: two would each take
     # the budget into debt by a page at once, reading over it
     started = time.monotonic()

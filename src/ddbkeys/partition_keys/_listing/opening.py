@@ -82,6 +82,8 @@ def opening_flow(
         own_items=options.include_own_items,
         note=note,
     )
+    if resume is not None and options.method == "auto" and choice.reason == "asked for":
+        choice.reason = f"{method}, as the resume token says (auto chose it at the start)"
     # (options.method: a resumed auto listing's token names the method auto chose; it goes on
     # with auto's readers, as the printed resume command, which names no method, asks)
     choice.readers = readers_for(options.segments, options.method, choice, reader.budget)
