@@ -265,8 +265,8 @@ def _trust_note(listing: Listing, method: str) -> str:
     type=click.IntRange(1, 1_000_000),
     metavar="S",
     help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
-    "one request.  [default: 1; with --segments N, 4 x N but at most one a MB of the table, "
-    "and at least N]",
+    "one request.  [default: 1; with N readers (--segments N, or auto's), 4 x N but at most "
+    "one a MB of the table, and at least N]",
 )
 @click.option(
     "--output",
