@@ -91,14 +91,15 @@ def run_method(
     method: str,
     expected: set[Key],
     *,
-    segments: int = 1,
+    segments: int | None = 1,
     sort_type: str = "N",
     state_table: str | None = None,
     suffix: str = "",
     cap: int | None = None,
 ) -> Row:
     """One listing of ``table`` by ``method`` (or the plain Scan, or the article's), stopped
-    after ``cap`` requests (None: never)."""
+    after ``cap`` requests (None: never). ``segments`` None: the listing's default (``auto``
+    decides its readers, as a user's call does)."""
     started = time.perf_counter()
     label = method
     keys: Sequence[Key] | set[Key]
@@ -125,8 +126,8 @@ def run_method(
         keys = found
         if method == "auto":
             label = f"auto ({listing.method_name})"
-        if segments > 1:  # readers, and the Scan segments they took in turn
-            label += f" x{segments} of {listing.scan_segments}"
+        if listing.readers > 1:  # readers, and the Scan segments they took in turn
+            label += f" x{listing.readers} of {listing.scan_segments}"
         if listing.replay is not None and listing.replay.rechecked:
             label += f", {listing.replay.rechecked} re-checked"
     seconds = time.perf_counter() - started

@@ -1,4 +1,4 @@
-"""benchmarks/partition_keys.py on three shapes it does not generate, made up as a new user
+"""benchmarks/partition_keys.py on five shapes it does not generate, made up as a new user
 would (issue 35: "a shape it does not generate, tried as a new user would, keeps auto's
 promise"):
 
@@ -9,7 +9,11 @@ promise"):
 - pairs-30k: 600 collections of exactly 2 items, one of 30 KB (first or second at random), the
   other of 50 B;
 - halves: 600 keys; in scan order, 300 single tiny items, then 300 collections of 100 items of
-  200 B (one run each, where ``runs`` alternates 150).
+  200 B (one run each, where ``runs`` alternates 150);
+- timeseries: a time-series table: 20 sensors of 5,000 readings of 40 B (a number sort key,
+  the reading's time) and 2,000 devices that reported once (one 40 B item each);
+- numeric-30k: 30,000 number keys of one 100 B item, but 8 of them (one every 3,750) hold a
+  300 KB item instead (an attachment): a few huge items among many tiny keys.
 
 Every argument is benchmarks/partition_keys.py's; these shapes are added to its ``--only``.
 """
@@ -52,7 +56,30 @@ def with_new_shapes(scale: float) -> dict[str, Callable[[], Shape]]:
         collections: list[tuple[Key, list[int]]] = [(f"h{k:04}", [30]) for k in range(keys)]
         return Shape("halves", collections, runs=keys // 2, run_items=(100, 200))
 
-    made.update({"growing": growing, "pairs-30k": pairs, "halves": halves})
+    def timeseries() -> Shape:
+        collections: list[tuple[Key, list[int]]] = [
+            (f"sensor-{k:02}", [40] * n(5000)) for k in range(20)
+        ]
+        collections += [(f"device-{k:04}", [40]) for k in range(n(2000))]
+        return Shape("timeseries", collections)
+
+    def numeric() -> Shape:
+        keys = n(30_000)
+        every = max(1, keys // 8)
+        collections: list[tuple[Key, list[int]]] = [
+            (str(k * 13 + 5), [300_000 if k % every == every // 2 else 100]) for k in range(keys)
+        ]
+        return Shape("numeric-30k", collections, pk_type="N")
+
+    made.update(
+        {
+            "growing": growing,
+            "pairs-30k": pairs,
+            "halves": halves,
+            "timeseries": timeseries,
+            "numeric-30k": numeric,
+        }
+    )
     return made
 
 

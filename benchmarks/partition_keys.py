@@ -11,9 +11,10 @@ runs of tiny and large collections in scan order), and keys-220k (220,000 single
 
 On each: a plain boto3 Scan (the paginator, ``ProjectionExpression`` on the key, the consumed
 capacity asked for, keys in a set: what a user writes), ddbkeys' scan, skip, skip-pages and auto
-(one reader, and "x4": four readers), each three times in alternating order, its median kept:
-requests, items read, RCU, wall time and whether it listed exactly the table's keys (a row whose
-first run takes over 30 s is run once: ``measure.LONG_SECONDS``). skip reads with 16 readers
+(as a user calls it: no ``segments``, auto decides its readers; and "x4": four readers),
+each three times in alternating order, its median kept: requests, items read, RCU, wall
+time and whether it listed exactly the table's keys (a row whose first run
+takes over 30 s is run once: ``measure.LONG_SECONDS``). skip reads with 16 readers
 (``SKIP_READERS`` says why; its time is not compared). ``--article`` adds the article's skip
 scan (its Python sample: Limit 1, one reader; as many requests and RCU as skip). Printed with
 each shape, and checked (issue 35):
@@ -95,7 +96,7 @@ METHODS = {
     "scan": ("scan", 1),
     "skip": ("skip", SKIP_READERS),
     "skip-pages": ("skip-pages", 1),
-    "auto": ("auto", 1),
+    "auto": ("auto", None),  # as a user calls it: auto decides its readers
     "auto x4": ("auto", 4),
     "index": ("index", 1),
 }

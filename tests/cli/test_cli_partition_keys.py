@@ -90,6 +90,34 @@ def test_the_summary_says_where_skip_pages_went_on_as_a_scan(
     assert json.loads(plain.stdout)["method_note"] == ""  # nothing to say
 
 
+def test_the_summary_says_how_many_readers_ran(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """auto lists a table of 2.5 MB by skipping with two readers (one a MB): its summary line
+    and the JSON document say so, as does a listing with --segments; one reader says nothing."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    load_items(
+        ddb_client,
+        table,
+        [
+            {"pk": {"S": f"u{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 430}}
+            for k in range(600)
+            for i in range(9)
+        ],
+    )
+    text = run(ddb_endpoint_url, "-t", table)
+    assert text.exit_code == 0, text.output
+    assert len(text.stdout.split()) == 600
+    assert text.stderr.startswith("600 keys (skip-pages, 2 readers): "), text.stderr
+    document = json.loads(run(ddb_endpoint_url, "-t", table, "--output", "json", "-q").stdout)
+    assert document["readers"] == 2 and "2 readers at once" in document["method_reason"]
+    three = run(ddb_endpoint_url, "-t", table, "-m", "scan", "--segments", "3")
+    assert three.stderr.startswith("600 keys (scan, 3 readers): "), three.stderr
+    one = run(ddb_endpoint_url, "-t", table, "--segments", "1", "--output", "json")
+    assert one.stderr.startswith("600 keys (skip-pages): "), one.stderr
+    assert json.loads(one.stdout)["readers"] == 1
+
+
 def test_binary_and_number_keys(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -268,7 +296,7 @@ def test_progress_is_drawn_on_a_terminal(
     )
     assert parallel.returncode == 0 and len(parallel.stdout.splitlines()) == 300
     assert re.search(r"; [0-7]/8 segments done", drawn_text), drawn_text[-2000:]
-    assert "300 keys (skip): 308 requests" in drawn_text
+    assert "300 keys (skip, 2 readers): 308 requests" in drawn_text
 
 
 def test_a_token_is_bound_to_its_table_and_method(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from decimal import Decimal
 from itertools import islice
 from typing import TYPE_CHECKING, Any
@@ -213,8 +214,21 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
     assert one.usage.requests <= 2 * scan.usage.requests + 10
     assert auto.usage.requests <= 2 * scan.usage.requests + 10 * auto.readers
     first, token = stop_after(driver.call("distinct_partition_keys", ddb_client, table), 300)
-    rest = listed(driver, ddb_client, table, "auto", resume=token)
+    resumed = driver.call("distinct_partition_keys", ddb_client, table, resume=token)
+    rest = list(resumed)
     assert sorted(first + rest) == keys
+    # the resumed listing (auto, as the CLI's printed resume command runs it) reads with as
+    # many readers as the one it goes on from, not one: the token names skip-pages, not auto
+    assert resumed.readers == auto.readers
+    assert resumed.method_reason.startswith("skip-pages, as the resume token says")
+    # under a read budget of less than two pages a second, one reader: two would each take
+    # the budget into debt by a page at once, reading over it
+    started = time.monotonic()
+    budgeted = driver.call("distinct_partition_keys", ddb_client, table, max_rcu_per_second=100)
+    assert sorted(budgeted) == keys
+    assert budgeted.readers == 1 and "1 reader(s) at once" in budgeted.method_reason
+    # a second's units saved up, and the page that took the budget into debt
+    assert time.monotonic() - started >= (budgeted.usage.read_units - 100 - 128) / 100
     parallel = driver.call("distinct_partition_keys", ddb_client, table, segments=4)
     assert sorted(parallel) == keys
     assert parallel.usage.read_units <= 1.05 * scan.usage.read_units

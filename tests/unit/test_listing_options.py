@@ -27,6 +27,7 @@ import pytest
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys import ListingOptions, ListingSettings
+from ddbkeys.partition_keys._listing.base import ReadBudget
 from ddbkeys.partition_keys._listing.choice import Choice
 from ddbkeys.partition_keys._listing.opening import read_budget, readers_for
 from ddbkeys.partition_keys._listing.options import AUTO_READERS
@@ -258,3 +259,9 @@ def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
     scan = Choice(ScanMethod(info), "asked for")
     assert readers_for(None, "auto", scan) == 1  # (auto's scan: a table without a sort key)
     assert ListingOptions().segments is None
+    # under a read budget, one reader a page's read units a second of it: more would read in
+    # bursts of a page each, over the budget, and end no sooner
+    slow, fast = ReadBudget(100), ReadBudget(3 * 128 + 1)
+    if segments is None and method == "auto" and megabytes >= 3:
+        assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), slow) == 1
+        assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), fast) == 3

@@ -57,8 +57,9 @@ def _replay_fields(listing: Listing) -> dict[str, Any] | None:
 
 def usage_line(listing: Listing, *, progress: bool = False) -> str:
     u = listing.usage
+    readers = f", {listing.readers} readers" if listing.readers > 1 else ""
     line = (
-        f"{listing.keys_found} keys ({listing.method_name}): {u.requests} requests, "
+        f"{listing.keys_found} keys ({listing.method_name}{readers}): {u.requests} requests, "
         f"{u.items} items read, {u.read_units:g} RCU"
     )
     if listing.method_note and not progress:
@@ -264,8 +265,8 @@ def _trust_note(listing: Listing, method: str) -> str:
     type=click.IntRange(1, 1_000_000),
     metavar="S",
     help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
-    "one request.  [default: 1; with --segments N, 4 x N but at most one a MB of the table, "
-    "and at least N]",
+    "one request.  [default: 1; with N readers (--segments N, or auto's), 4 x N but at most "
+    "one a MB of the table, and at least N]",
 )
 @click.option(
     "--output",
@@ -425,6 +426,7 @@ def partition_keys_group(
             "method": listing.method_name,
             "method_reason": listing.method_reason,
             "method_note": listing.method_note,
+            "readers": listing.readers,
             "replay": _replay_fields(listing),
             "keys": collected,
             "usage": listing.usage.snapshot(),

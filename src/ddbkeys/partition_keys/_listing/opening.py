@@ -82,22 +82,34 @@ def opening_flow(
         own_items=options.include_own_items,
         note=note,
     )
-    choice.readers = readers_for(options.segments, method, choice)
+    if resume is not None and options.method == "auto" and choice.reason == "asked for":
+        choice.reason = f"{method}, as the resume token says (auto chose it at the start)"
+    # (options.method: a resumed auto listing's token names the method auto chose; it goes on
+    # with auto's readers, as the printed resume command, which names no method, asks)
+    choice.readers = readers_for(options.segments, options.method, choice, reader.budget)
     return choice, _positions(positions, options.scan_segments, choice.readers, choice)
 
 
-def readers_for(segments: int | None, method: str, choice: Choice) -> int:
+def readers_for(
+    segments: int | None, method: str, choice: Choice, budget: ReadBudget | None = None
+) -> int:
     """How many read at once: ``segments`` where given; else one, except where ``auto`` lists
     by skipping (up to a request a key, each small: on a table of many keys, many more
     requests than a scan's one a MB): one reader a MB of the table, up to ``AUTO_READERS``,
     so that it takes about as long as a scan would, at the skip scan's read units (said in
-    ``choice.reason``)."""
+    ``choice.reason``). Under a read ``budget``, no more than one a ``PAGE_RCU`` a second of
+    it: each reader may take the budget into debt by a page at once, so more readers would
+    read in bursts of a page each (7 readers at 100 RCU/s read 1.7x the budget over a 6 s
+    listing) and end no sooner."""
     if segments is not None:
         return segments
     if method != "auto" or not isinstance(choice.method, PagedSkipMethod):
         return 1
     readers = max(1, min(AUTO_READERS, choice.method.scanned_bytes() // PAGE_BYTES))
-    if readers > 1:
+    if budget is not None and readers > budget.rate // PAGE_RCU:
+        readers = max(1, int(budget.rate // PAGE_RCU))
+        choice.reason += f"; {readers} reader(s) at once (one a {PAGE_RCU:g} RCU/s of the budget)"
+    elif readers > 1:
         choice.reason += f"; {readers} readers at once (one a MB, up to {AUTO_READERS})"
     return readers
 
@@ -161,6 +173,8 @@ def noting(notes: list[str]) -> Callable[[str], None]:
 #: as each segment still holds a full Scan page (1 MB) of what is scanned.
 SEGMENTS_PER_READER = 4
 PAGE_BYTES = 1024 * 1024
+#: The read units of a full Scan page (1 MB, eventually consistent).
+PAGE_RCU = PAGE_BYTES / 4096 / 2
 
 
 def default_scan_segments(readers: int, scanned_bytes: int) -> int:
