@@ -339,6 +339,9 @@ def test_a_skip_scan_s_progress_is_its_segments_or_nothing() -> None:
     found = gauge.read(999.0, 2)
     assert found.done == 0.25 and found.by == "segments" and found.seconds_left == 30.0
     assert Gauge("skip", 8192 * 100, 1, clock=clock).read(5.0, 0).done is None
+    # (as many readers as segments: each reads its one to the end; "0 done" would stand)
+    assert Gauge("skip-pages", 8192 * 100, 7, clock=clock, readers=7).read(5.0, 0).done is None
+    assert Gauge("skip-pages", 8192 * 100, 8, clock=clock, readers=2).read(5.0, 4).done == 0.5
     unknown = Gauge("scan", 0, 1, clock=clock)  # DescribeTable gave no size: nothing said
     assert unknown.read(5.0, 0).done is None
 

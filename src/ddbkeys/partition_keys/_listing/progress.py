@@ -7,7 +7,8 @@ the display (the command line draws it; see ``ListingCore.on_key``).
   size is an estimate, so the share is said with a "~" and never goes past 100%: once the listing
   has read more than the estimate, it says ~100% and no time left (it cannot know).
 - The skip scans read an unknown part of the table, so they are measured by the Scan segments
-  done, when there are several (none: nothing is said).
+  done, when there are more than readers (else every reader reads its one segment to the end,
+  and "0 done" would stand until the end: nothing is said).
 - The time left is the time so far times what is left over what was done since the start, and
   only once there is something to go by (``MIN_SECONDS`` and ``MIN_SHARE`` done): never made up.
 
@@ -57,6 +58,7 @@ class Gauge:
         done_at_start: int = 0,
         units_at_start: float = 0.0,
         clock: Callable[[], float] = time.monotonic,
+        readers: int = 1,
     ) -> None:
         self.method = method
         self.scanned_bytes = scanned_bytes
@@ -64,6 +66,7 @@ class Gauge:
         self.done_at_start = done_at_start
         self.units_at_start = units_at_start
         self.clock = clock
+        self.readers = readers
         self.started = clock()
         # (None: DescribeTable gave no size, or the method skips an unknown part of it.)
         self.expected = (
@@ -84,6 +87,7 @@ class Gauge:
             listing.segments_done,
             listing.usage.read_units,
             clock,
+            listing.readers,
         )
 
     def read(self, units: float, segments_done: int) -> Progress:
@@ -97,7 +101,7 @@ class Gauge:
             elif raw >= 1.0:
                 return Progress(1.0, "size", capped=True)
             return Progress(raw, "size", seconds_left=self._left(start, raw))
-        if self.segments > 1:
+        if self.segments > max(1, self.readers):
             start = self.done_at_start / self.segments
             done = segments_done / self.segments
             return Progress(done, "segments", seconds_left=self._left(start, done))
