@@ -36,7 +36,7 @@ __all__ = ["MOST_KEYS", "ORDERS", "Collection", "Rest", "Simulated", "simulate",
 Collection = tuple[tuple[int, ...], bool]
 #: The most collections a simulation reads; past them, the rest is priced at the rate a key
 #: of the stream's second half.
-MOST_KEYS = 50_000
+MOST_KEYS = 10_000
 #: Orders of the sampled segments the simulation runs over (their own, and drawn ones).
 ORDERS = 10
 #: The share of the sample's items that the drawn segments' share of the table may exceed
