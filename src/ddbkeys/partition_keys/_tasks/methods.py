@@ -199,8 +199,9 @@ def _formula(prefix: Range, scan: Range) -> Range:
 def skip_pages_line(
     info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
 ) -> MethodEstimate:
-    """What skipping reads of each collection (up to ``GROWTH`` more), or about a scan's
-    (up to ``THROUGH`` times and a unit) where that is less."""
+    """skip-pages run over the sample (``simulate.skip_pages_range``), at most ``THROUGH``
+    times a scan's and a unit; without sampled collections, what skipping reads of each
+    collection (up to ``GROWTH`` more), or about a scan's where that is less."""
     if not items:
         return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
@@ -223,8 +224,9 @@ def skip_pages_line(
         requests,
         value / 0.5 * UNIT,
         info.size_bytes,
-        "a 4 KB page a large collection, small ones packed like a scan; 10-30% more while "
-        "its pages grow, at most about a scan's where skipping saves little",
+        "a 4 KB page a large collection, small ones packed like a scan, as its own decisions "
+        "run over the sampled collections show; at most about a scan's where skipping saves "
+        "little",
     )
 
 
