@@ -44,6 +44,12 @@ ORDERS = 10
 #: most items such a collection is given.
 UNSEEN = 0.25
 MOST_ITEMS = 100_000
+#: How far under the simulations' range skipping alone may take its low end (as a share of
+#: the high end): whether the listing goes on as a scan early or late is not known.
+SPAN = 2
+#: ... and what skipping alone may cost under the simulation's (DynamoDB counts sizes a little
+#: apart from the sample's, and a page's units turn on its last bytes).
+UNDER = 0.9
 #: How far the sample's average item size may be from DescribeTable's to be taken as it.
 CALIBRATE = 0.1
 UNIT = 4096
@@ -167,16 +173,18 @@ def simulate(
     keys: int,
     rest: Rest = Rest(),
     rng: random.Random | None = None,
+    *,
+    read_on: bool = True,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
-    (DescribeTable; 0: unknown)."""
+    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan."""
     wanted = max(0, keys)
     stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs))
     run = _Run(stream, [0.0] * len(runs))
-    run.read(average)
+    run.read(average, read_on)
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read
@@ -207,10 +215,11 @@ class _Run:
     through: float = 0.0
     at_half: tuple[float, float] = (-1.0, 0.0)
 
-    def read(self, average: float) -> None:
+    def read(self, average: float, read_on: bool = True) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
         stream = self.stream
         reading = Reading(PageSize.for_items_of(average))
+        reading.pages.may_read_on = read_on
         limit: int | None = reading.pages.limit
         half = len(stream.collections) // 2
         while True:
@@ -290,7 +299,9 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     from the orders' mean down to the lowest and up to the highest, each widened (in
     quadrature) by the sampling error: ``Z`` times the standard error of the skipping
     pages' units over the segments drawn (each segment's share averaged over the orders),
-    plus the scan's range on the share read on."""
+    plus the scan's range on the share read on. Where all the orders go on as a scan but the
+    listing might skip longer, the low end reaches down to skipping alone (``UNDER`` of what
+    it cost simulated, less the error), no lower than ``1 / SPAN`` of the high end."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
@@ -307,5 +318,7 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     mean = sum(values) / len(values)
     under = math.hypot(mean - min(values), error + through * (scan.value - scan.low))
     over = math.hypot(max(values) - mean, error + through * (scan.high - scan.value))
-    low = max(mean - under, 0.5)
-    return Range(low, max(low, mean), max(low, mean + over))
+    skipping = simulate(runs, average, count, rest, read_on=False).skip_rcu
+    high = mean + over
+    low = max(min(mean - under, max(UNDER * skipping - error, high / SPAN)), 0.5)
+    return Range(low, max(low, mean), max(low, high))
