@@ -319,6 +319,6 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     under = math.hypot(mean - min(values), error + through * (scan.value - scan.low))
     over = math.hypot(max(values) - mean, error + through * (scan.high - scan.value))
     skipping = simulate(runs, average, count, rest, read_on=False).skip_rcu
-    high = mean + over
+    high = mean + over + 0.5  # (and the empty page that may end a segment)
     low = max(min(mean - under, max(UNDER * skipping - error, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
