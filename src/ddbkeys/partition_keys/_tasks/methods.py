@@ -8,12 +8,12 @@ and the sample's per-collection sums. Pure.
 - ``skip``: a one-item page a collection, its first item rounded up to 4 KB: the sample's sum
   of that, scaled to the table (``ranges.sum_range``), and up to half a unit more for the
   request that ends the scan.
-- ``skip-pages``: where skipping wins, about what its pages read of each collection (its items
-  up to 4 KB, ``prefix_units``): from 10% under to 10% over where that is far below a scan's,
-  30% over where it is near (measured: 1.0-1.1x on the uniform and skewed tables, 1.27x on the
-  heavy-tailed one); where skipping saves little, it goes on as a scan: at most about 1.05
-  times a scan's, plus the trial that tells (up to 1.1 times a scan's and a unit). The lower of
-  the two.
+- ``skip-pages``: skip-pages itself, run over the sample's collections in scan order
+  (:func:`~ddbkeys.partition_keys._tasks.simulate.skip_pages_range`: what it would skip and
+  where it would go on as a scan), at most about ``THROUGH`` times a scan's and a unit;
+  where the sample holds no collections, from its sums: about what its pages read of each
+  collection (its items up to 4 KB, ``prefix_units``, 10-30% more while its pages grow), or
+  about a scan's where that is less.
 - ``index``: the index's size (DescribeTable) like a scan's, plus the replay a lagging
   maintainer costs now (``replay.replay_units``, from what ``index status`` reads).
 """
@@ -32,6 +32,7 @@ from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.ranges import Range, sum_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
+from ddbkeys.partition_keys._tasks.simulate import skip_pages_range
 
 __all__ = [
     "MB",
@@ -178,19 +179,35 @@ def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> Met
     )
 
 
-def skip_pages_line(
-    info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
-) -> MethodEstimate:
-    """What skipping reads of each collection (up to ``GROWTH`` more), or about a scan's
-    (up to ``THROUGH`` times and a unit) where that is less."""
-    if not items:
-        return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
-    prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
+def _within_scan(units: Range, scan: Range) -> Range:
+    """At most ``THROUGH`` times a scan's and a unit: where skipping saves nothing, it goes on
+    as a scan (``pages.PageSize``'s bound)."""
+    high = min(units.high, scan.high * THROUGH + 1)
+    low = min(units.low, high)
+    return Range(low, min(max(low, units.value), high), high)
+
+
+def _formula(prefix: Range, scan: Range) -> Range:
+    """skip-pages' read units from the sample's sums alone (no collections to run it over)."""
     growth = GROWTH + NEAR * min(1.0, prefix.value / scan.value) if scan.value else GROWTH
     low = min(prefix.low * UNDER, scan.low)
     high = max(low, min(prefix.high * growth + 0.5, scan.high * THROUGH + 1))
     value = min(max(low, min(prefix.value * (1 + growth) / 2, scan.value)), high)
-    units = Range(low, value, high)
+    return Range(low, value, high)
+
+
+def skip_pages_line(
+    info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
+) -> MethodEstimate:
+    """skip-pages run over the sample (``simulate.skip_pages_range``), at most ``THROUGH``
+    times a scan's and a unit; without sampled collections, what skipping reads of each
+    collection (up to ``GROWTH`` more), or about a scan's where that is less."""
+    if not items:
+        return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
+    prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
+    simulated = skip_pages_range(info, keys, scan, sample)
+    units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
+    value = units.value
     if scan.value <= (1 + WASTE) * prefix.value:  # skipping saves little: it reads through
         through = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
         note = (
@@ -207,8 +224,9 @@ def skip_pages_line(
         requests,
         value / 0.5 * UNIT,
         info.size_bytes,
-        "a 4 KB page a large collection, small ones packed like a scan; 10-30% more while "
-        "its pages grow, at most about a scan's where skipping saves little",
+        "a 4 KB page a large collection, small ones packed like a scan, as its own decisions "
+        "run over the sampled collections show; at most about a scan's where skipping saves "
+        "little",
     )
 
 

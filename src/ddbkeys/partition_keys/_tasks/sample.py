@@ -168,7 +168,7 @@ def _segment(
     ``pages``), past each collection's first 4 KB: its tally (None: given up past
     ``GIVE_UP * rcu``) and the read units it took."""
     pk, sort = info.partition_key.name, info.sort_key
-    tally = SegmentTally(pk, own)
+    tally = SegmentTally(pk, own, segment)
     request: ScanPage = {"Limit": sample_limit(info), **SegmentMethod.segment_args(segment, total)}
     spent = 0.0
     while True:

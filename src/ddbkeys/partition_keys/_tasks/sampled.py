@@ -94,6 +94,7 @@ class SegmentTally:
 
     pk: str
     own: Callable[[Mapping[str, Any]], bool] | None = field(default=None, repr=False)
+    segment: int = 0  # its number in the parallel Scan (segments come in that order)
     keys: int = 0
     owned: int = 0
     items: int = 0
@@ -106,6 +107,8 @@ class SegmentTally:
     prefix: float = 0.0
     prefix_squares: float = 0.0
     cut: int = 0
+    #: Each collection in scan order: its item sizes as read, and whether its rest was skipped.
+    collections: list[tuple[tuple[int, ...], bool]] = field(default_factory=list, repr=False)
     _last: object = field(default=None, repr=False)
     _open: list[int] = field(default_factory=list, repr=False)
     _key_size: int = field(default=0, repr=False)
@@ -135,13 +138,14 @@ class SegmentTally:
         """The rest of the open collection is skipped (its items and bytes past what was read
         are not counted)."""
         self.cut += bool(self._open)
-        self.close()
+        self.close(cut=True)
 
-    def close(self) -> None:
-        """The open collection is done (read whole, or the rest skipped)."""
+    def close(self, cut: bool = False) -> None:
+        """The open collection is done (read whole, or the rest skipped: ``cut``)."""
         if not self._open:
             return
         sizes, self._open = self._open, []
+        self.collections.append((tuple(sizes), cut))
         self.owned += not self._yours
         self._yours = False
         whole = sum(sizes)
@@ -175,9 +179,11 @@ class Sample:
     the collections whose rest past 4 KB it skipped (``cut``: their items and bytes are not
     all counted), the ``requests`` and read units it took, and whether it read every segment
     (``whole_table``: then its key count is the table's, and its items and bytes too when
-    nothing was ``cut``). One reader's speed: ``latency``, the
-    fastest page; ``bytes_per_second``, the median over the pages of 8 KB or more of their
-    bytes over their time past that latency (0: not measured)."""
+    nothing was ``cut``); ``runs``: each segment's collections in scan order, the segments
+    in theirs (item sizes as read, and whether the rest was skipped), over which
+    :func:`~ddbkeys.partition_keys._tasks.simulate.simulate` runs skip-pages. One reader's
+    speed: ``latency``, the fastest page; ``bytes_per_second``, the median over the pages of
+    8 KB or more of their bytes over their time past that latency (0: not measured)."""
 
     segments: int = 0
     total_segments: int = 1
@@ -196,6 +202,7 @@ class Sample:
     cut: int = 0
     read_units: float = 0.0
     whole_table: bool = False
+    runs: tuple[tuple[tuple[tuple[int, ...], bool], ...], ...] = field(default=(), repr=False)
     latency: float = 0.0
     bytes_per_second: float = 0.0
 
@@ -236,4 +243,12 @@ class Sample:
             whole_table=bool(segments) and len(segments) >= total,
             latency=latency,
             bytes_per_second=rates[len(rates) // 2] if rates else 0.0,
+            runs=_runs(segments),
         )
+
+
+def _runs(
+    segments: Sequence[SegmentTally],
+) -> tuple[tuple[tuple[tuple[int, ...], bool], ...], ...]:
+    """Each segment's collections, the segments in their order."""
+    return tuple(tuple(s.collections) for s in sorted(segments, key=lambda s: s.segment))

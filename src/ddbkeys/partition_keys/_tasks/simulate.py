@@ -1,0 +1,324 @@
+"""skip-pages run over the sample: what its pages would read of the table. Pure.
+
+skip-pages decides each page's Limit, and whether it goes on as a scan, from what its pages
+cost (:class:`~ddbkeys.partition_keys._listing.pages.PageSize`, :class:`Reading`): nothing a
+formula on the sample's sums can foresee. But the decision is pure, and the sample holds whole
+Scan segments, each collection's items in scan order. So :func:`simulate` feeds them through
+the same ``Reading`` the listing's ``PagedSkipMethod`` uses, seeded with the table's average
+item size as the listing is: a page is the next ``limit`` items (or, read on as a scan, up to
+1 MB), costs its bytes rounded up to 4 KB, and a skip jumps past the rest of the page's last
+collection.
+
+The segments are laid end to end, in a drawn order, and drawn again until the stream holds as
+many collections as the table is thought to (so that the listing's ramp and its trials weigh
+what they weigh on the table, not on a sample ``p`` times smaller), up to ``MOST_KEYS``: past
+that, the rest costs what the second half of the stream did a key. A collection whose rest
+the sample skipped (``cut``) is given the items the table holds beyond the sample's, shared
+out among such collections (``Rest``: DescribeTable's item count and size, times the share
+of segments drawn, less what the sample read), of their average size.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._tasks.ranges import Range, Z
+from ddbkeys.partition_keys._tasks.sampled import Sample
+
+__all__ = ["MOST_KEYS", "ORDERS", "Collection", "Rest", "Simulated", "simulate", "skip_pages_range"]
+
+#: A sampled collection: its item sizes as read, and whether its rest was skipped.
+Collection = tuple[tuple[int, ...], bool]
+#: The most collections a simulation reads; past them, the rest is priced at the rate a key
+#: of the stream's second half.
+MOST_KEYS = 10_000
+#: Orders of the sampled segments the simulation runs over (their own, and drawn ones).
+ORDERS = 10
+#: The share of the sample's items that the drawn segments' share of the table may exceed
+#: them by before the rest is taken for a collection the sample missed (``_unseen``); and the
+#: most items such a collection is given.
+UNSEEN = 0.25
+MOST_ITEMS = 100_000
+#: How far under the simulations' range skipping alone may take its low end (as a share of
+#: the high end): whether the listing goes on as a scan early or late is not known.
+SPAN = 2
+#: ... and what skipping alone may cost under the simulation's (DynamoDB counts sizes a little
+#: apart from the sample's, and a page's units turn on its last bytes).
+UNDER = 0.9
+#: How far the sample's average item size may be from DescribeTable's to be taken as it.
+CALIBRATE = 0.1
+UNIT = 4096
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Rest:
+    """How many items a collection whose rest the sample skipped holds past what it read (of
+    the average size of those it read)."""
+
+    items: int = 0
+
+    @classmethod
+    def of(cls, items: float, cut: int) -> Rest:
+        """The rest of each of ``cut`` collections, sharing ``items``."""
+        if cut <= 0 or items < 1:
+            return cls()
+        return cls(round(items / cut))
+
+
+@dataclass(frozen=True)
+class Simulated:
+    """What the simulation read: the read units (RCU) of the pages that skipped, and of each
+    sampled segment a copy of it (the pages' units shared out by the bytes each collection
+    gave them); the share of the collections read on as a scan (whose cost is a scan's share
+    of the table: DescribeTable's size, not the sample's)."""
+
+    skip_rcu: float
+    through: float
+    per_segment: tuple[float, ...]
+
+
+@dataclass
+class _Stream:
+    """The collections laid end to end (each with the segment it came from), and where the
+    next page starts."""
+
+    collections: list[Collection]
+    origins: list[int]
+    rest: Rest
+    at: int = 0  # the collection the next page starts in
+    item: int = 0  # ... at this item of it
+
+    def length(self, index: int) -> int:
+        sizes, cut = self.collections[index]
+        return len(sizes) + (self.rest.items if cut else 0)
+
+    def bytes(self, index: int) -> float:
+        """The bytes of collection ``index`` (its rest at the average of its items read)."""
+        sizes, cut = self.collections[index]
+        known = sum(sizes)
+        return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
+
+    def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
+        """The next page (up to ``limit`` items, or 1 MB): each item's collection, and the
+        bytes read of each collection in it."""
+        keys: list[int] = []
+        parts: list[tuple[int, int]] = []
+        size = 0
+        most = limit if limit is not None else math.inf
+        while len(keys) < most and self.at < len(self.collections):
+            sizes, _ = self.collections[self.at]
+            if self.item >= self.length(self.at):
+                self.at, self.item = self.at + 1, 0
+                continue
+            start = size
+            if self.item < len(sizes):
+                known = sizes[self.item : self.item + int(min(most - len(keys), len(sizes)))]
+                taken = 0
+                for item in known:
+                    if keys and size + item > MB:
+                        break
+                    keys.append(self.at)
+                    size += item
+                    taken += 1
+                self.item += taken
+                if taken < len(known) or not taken:
+                    parts.append((self.at, size - start))
+                    break
+            else:
+                each = sum(sizes) / len(sizes)
+                room = int((MB - size) // each) if keys else max(1, int(MB // each))
+                take = int(min(most - len(keys), self.length(self.at) - self.item, room))
+                if take <= 0:
+                    break
+                keys += [self.at] * take
+                size += math.ceil(take * each)
+                self.item += take
+            parts.append((self.at, size - start))
+        return keys, parts
+
+    def more(self) -> bool:
+        while self.at < len(self.collections) and self.item >= self.length(self.at):
+            self.at, self.item = self.at + 1, 0
+        return self.at < len(self.collections)
+
+
+def _laid(
+    runs: Sequence[Sequence[Collection]], keys: int, rng: random.Random | None
+) -> tuple[list[Collection], list[int]]:
+    """The segments end to end (in their order, or drawn by ``rng``, drawn again until
+    ``keys`` collections), and the segment each collection came from."""
+    stream: list[Collection] = []
+    origins: list[int] = []
+    if not any(runs):
+        return stream, origins
+    while len(stream) < keys:
+        order = list(range(len(runs)))
+        if rng is not None:
+            rng.shuffle(order)
+        for segment in order:
+            stream += runs[segment]
+            origins += [segment] * len(runs[segment])
+    return stream[:keys], origins[:keys]
+
+
+def simulate(
+    runs: Sequence[Sequence[Collection]],
+    average: float,
+    keys: int,
+    rest: Rest = Rest(),
+    rng: random.Random | None = None,
+    *,
+    read_on: bool = True,
+) -> Simulated:
+    """skip-pages over a table of ``keys`` collections drawn from the sampled segments
+    ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
+    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan."""
+    wanted = max(0, keys)
+    stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
+    if not stream.collections:
+        return Simulated(0.5, 0.0, tuple(0.0 for _ in runs))
+    run = _Run(stream, [0.0] * len(runs))
+    run.read(average, read_on)
+    read = len(stream.collections)
+    scale = 1.0
+    if wanted > read:  # the rest as the second half read
+        grow = (wanted - read) / (read - read // 2)
+        more = (run.units - run.at_half[0]) * grow
+        scale = (run.units + more) / run.units if run.units else 1.0
+        run.units += more
+        run.through += (run.through - run.at_half[1]) * grow
+    copies = [0.0] * len(runs)
+    for origin in stream.origins:
+        copies[origin] += 1 / len(runs[origin])
+    per_segment = tuple(
+        0.5 * scale * share / copy if copy else 0.0
+        for share, copy in zip(run.shares, copies, strict=True)
+    )
+    whole = sum(stream.bytes(at) for at in range(read)) * max(wanted, read) / read
+    return Simulated(0.5 * run.units, run.through * UNIT / whole if whole else 0.0, per_segment)
+
+
+@dataclass
+class _Run:
+    """The pages read over a stream: the 4 KB units of those that skipped (and each
+    segment's share of them), of those read on, and both at the stream's half."""
+
+    stream: _Stream
+    shares: list[float]
+    units: float = 0.0
+    through: float = 0.0
+    at_half: tuple[float, float] = (-1.0, 0.0)
+
+    def read(self, average: float, read_on: bool = True) -> None:
+        """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
+        stream = self.stream
+        reading = Reading(PageSize.for_items_of(average))
+        reading.pages.may_read_on = read_on
+        limit: int | None = reading.pages.limit
+        half = len(stream.collections) // 2
+        while True:
+            if self.at_half[0] < 0 and stream.at >= half:
+                self.at_half = (self.units, self.through)
+            start, on = stream.at, reading.reading_on
+            page, parts = stream.page(limit)
+            size = sum(b for _, b in parts)
+            cost = max(1, math.ceil(size / UNIT))
+            ended = not stream.more()
+            if on:
+                self.through += cost
+            else:
+                self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
+            if ended:
+                return
+            limit, skip = reading.after(page, cost, asked=limit)
+            if skip and page:
+                stream.at, stream.item = page[-1] + 1, 0
+
+    def skipped(self, start: int, cost: int, parts: list[tuple[int, int]], last: bool) -> None:
+        """A skipping page's ``cost``, shared out by the bytes each collection gave it (and
+        an empty ``last`` page, where DynamoDB ends a full page's segment with one)."""
+        self.units += cost + last
+        size = sum(b for _, b in parts)
+        origins = self.stream.origins
+        for at, part in parts if size else [(min(start, len(origins) - 1), 1)]:
+            self.shares[origins[at]] += cost * part / max(1, size)
+
+
+def _calibrated(sample: Sample, average: float) -> Sequence[Sequence[Collection]]:
+    """The sampled collections, their item sizes scaled to DescribeTable's average where the
+    sample's is within ``CALIBRATE`` of it: DynamoDB counts a byte or so apart from
+    ``item_size`` (a number 0), and a page's units turn on its last bytes (204 items of 20
+    bytes fill one 4 KB unit, of 21 bytes two)."""
+    mean = sample.bytes / sample.items if sample.items else 0.0
+    if not mean or abs(average / mean - 1) > CALIBRATE or average == mean:
+        return sample.runs
+    ratio = average / mean
+    return [
+        [(tuple(max(1, round(size * ratio)) for size in sizes), cut) for sizes, cut in run]
+        for run in sample.runs
+    ]
+
+
+def _unseen(sample: Sample, items: float, average: float) -> list[list[Collection]]:
+    """Where no sampled collection was cut and the drawn segments' share of the table's
+    ``items`` (DescribeTable) exceeds what the sample read by ``UNSEEN`` of it, the items
+    the sample missed: one large collection that no drawn segment held (a sample of a few
+    segments misses the few large keys of a skewed table), as a segment of its own."""
+    missing = round(items - sample.items)
+    if sample.cut or not sample.items or missing <= UNSEEN * sample.items or average <= 0:
+        return []
+    size = max(1, round(average))
+    return [[((size,) * min(missing, MOST_ITEMS), False)]]
+
+
+def _error(costs: Sequence[float], p: float, total: int) -> float:
+    """``Z`` times the standard error of ``total`` times the mean of ``costs``: a fixed
+    number of segments drawn at random from ``total`` (without replacement)."""
+    n = len(costs)
+    if p >= 1 or not n:
+        return 0.0
+    mean = sum(costs) / n
+    spread = sum((c - mean) ** 2 for c in costs) / (n - 1) if n > 1 else mean * mean
+    return Z * total * math.sqrt((1 - p) * spread / n)
+
+
+def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Range | None:
+    """skip-pages' read units, simulated over ``sample`` (None: it holds no collections).
+
+    Each order of the segments (their own, and ``ORDERS - 1`` drawn; their own alone where
+    the sample is the whole table: that is the table's scan order) gives the units of the
+    pages that skipped and the share of a scan read on (priced at the scan's range:
+    DescribeTable's size, not the sample's). The orders disagree where it cannot be known in
+    advance whether the listing goes on as a scan early or late: the range spans them all,
+    from the orders' mean down to the lowest and up to the highest, each widened (in
+    quadrature) by the sampling error: ``Z`` times the standard error of the skipping
+    pages' units over the segments drawn (each segment's share averaged over the orders),
+    plus the scan's range on the share read on. Where all the orders go on as a scan but the
+    listing might skip longer, the low end reaches down to skipping alone (``UNDER`` of what
+    it cost simulated, less the error), no lower than ``1 / SPAN`` of the high end."""
+    if not any(sample.runs) or not info.item_count or not keys.value:
+        return None
+    p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
+    rest = Rest.of(info.item_count * p - sample.items, sample.cut)
+    average = info.size_bytes / info.item_count
+    count = max(1, round(keys.value))
+    runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
+    draws = [None] if sample.whole_table else [None, *(random.Random(i) for i in range(1, ORDERS))]
+    sims = [simulate(runs, average, count, rest, rng) for rng in draws]
+    values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
+    costs = [sum(c) / len(sims) for c in zip(*(sim.per_segment for sim in sims), strict=True)]
+    error = _error(costs, p, sample.total_segments)
+    through = max(sim.through for sim in sims)
+    mean = sum(values) / len(values)
+    under = math.hypot(mean - min(values), error + through * (scan.value - scan.low))
+    over = math.hypot(max(values) - mean, error + through * (scan.high - scan.value))
+    skipping = simulate(runs, average, count, rest, read_on=False).skip_rcu
+    high = mean + over + 0.5  # (and the empty page that may end a segment)
+    low = max(min(mean - under, max(UNDER * skipping - error, high / SPAN)), 0.5)
+    return Range(low, max(low, mean), max(low, high))

@@ -1,0 +1,150 @@
+"""skip-pages run over a hand-made sample (no client): what the estimate's skip-pages line
+rests on (ddbkeys.partition_keys._tasks.simulate)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._listing.pages import PageSize, Reading, tail_of
+from ddbkeys.partition_keys._tasks.ranges import Range
+from ddbkeys.partition_keys._tasks.sampled import Sample, SegmentTally
+from ddbkeys.partition_keys._tasks.simulate import (
+    Collection,
+    Rest,
+    Simulated,
+    simulate,
+    skip_pages_range,
+)
+
+
+def table(items: int, size_bytes: int) -> TableInfo:
+    return TableInfo(
+        name="t",
+        partition_key=KeyAttribute("pk", "S"),
+        sort_key=KeyAttribute("sk", "N"),
+        replica_regions=(),
+        index_projections={},
+        item_count=items,
+        size_bytes=size_bytes,
+    )
+
+
+def segments(count: int, per_segment: int, sizes: tuple[int, ...]) -> list[list[Collection]]:
+    return [[(sizes, False)] * per_segment for _ in range(count)]
+
+
+def by_hand(collections: list[tuple[int, ...]], average: float) -> float:
+    """skip-pages over whole collections, page by page, written out plainly: the next
+    ``limit`` items (or 1 MB), their bytes rounded up to 4 KB, then past the last one's
+    collection."""
+    items = [(key, size) for key, sizes in enumerate(collections) for size in sizes]
+    reading = Reading(PageSize.for_items_of(average))
+    limit: int | None = reading.pages.limit
+    at, units = 0, 0
+    while True:
+        page: list[int] = []
+        size = 0
+        while at < len(items) and (limit is None or len(page) < limit):
+            if page and size + items[at][1] > 1024 * 1024:
+                break
+            page.append(items[at][0])
+            size += items[at][1]
+            at += 1
+        cost = max(1, -(-size // 4096))
+        if at >= len(items):
+            return 0.5 * (units + cost + (limit is not None and len(page) >= limit))
+        units += cost
+        limit, _ = reading.after(page, cost, asked=limit)
+        if page:  # past the rest of the last collection
+            while at < len(items) and items[at][0] == page[-1]:
+                at += 1
+        assert tail_of(page) >= 1
+
+
+def total(found: Simulated, size_bytes: int) -> float:
+    """Its units, the pages read on priced at their share of a scan of ``size_bytes``."""
+    return found.skip_rcu + found.through * size_bytes / 8192
+
+
+def test_small_collections_cost_about_a_scan() -> None:
+    """2,000 single items of 100 B: pages grow, and it reads about what a scan reads (200 KB:
+    24.4 RCU), as the same decisions written out by hand do."""
+    runs = segments(4, 500, (100,))
+    found = simulate(runs, 100, 2000)
+    assert total(found, 200_000) == pytest.approx(by_hand([(100,)] * 2000, 100))
+    assert 24.4 <= total(found, 200_000) <= 1.1 * 24.4 + 1
+
+
+def test_large_collections_cost_a_page_each() -> None:
+    """500 collections of 50 items of 200 B (10 KB each): a 4 KB page each, 0.5 RCU a key
+    (a scan would read 1,221 RCU); the same as by hand; each segment's share is its keys'."""
+    runs = segments(4, 125, (200,) * 50)
+    found = simulate(runs, 200, 500)
+    assert total(found, 5_000_000) == pytest.approx(by_hand([(200,) * 50] * 500, 200))
+    assert 0.45 * 500 <= found.skip_rcu <= 0.55 * 500
+    assert found.through < 0.05
+    assert found.per_segment == pytest.approx([found.skip_rcu / 4] * 4, rel=0.05)
+
+
+def test_a_cut_collection_is_given_its_rest() -> None:
+    """A sample that read 15 items of each 50-item collection, with the rest (35 items) told,
+    simulates as the whole collections do."""
+    whole = simulate(segments(4, 125, (200,) * 50), 200, 500)
+    cut = [[((200,) * 15, True)] * 125 for _ in range(4)]
+    assert simulate(cut, 200, 500, Rest(35)) == whole
+
+
+def test_a_small_sample_is_drawn_again_to_the_table_s_keys() -> None:
+    """Four segments of 50 keys stand for a table of 2,000: the stream is laid to 2,000 keys,
+    so the ramp to large pages weighs what it weighs on the table."""
+    runs = segments(4, 50, (100,))
+    found = simulate(runs, 100, 2000, rng=random.Random(1))
+    alone = simulate(runs, 100, 200)
+    assert total(found, 200_000) > 5 * total(alone, 20_000)
+
+
+def whole_sample(runs: list[list[Collection]]) -> Sample:
+    tallies = []
+    for number, run in enumerate(runs):
+        tally = SegmentTally("pk", segment=number)
+        for key, (sizes, _) in enumerate(run):
+            tally.add([{"pk": {"S": f"{number}-{key}"}, "p": {"S": "x" * (s - 3)}} for s in sizes])
+        tallies.append(tally)
+    return Sample.of_segments(tallies, len(runs))
+
+
+def test_a_whole_table_sample_gives_a_narrow_range() -> None:
+    """Where the sample read every segment, the range is the simulation in the table's own
+    order, within the scan's slack: it holds the listing's units by hand, and high/low < 1.2."""
+    runs = segments(4, 125, (200,) * 50)
+    sample = whole_sample(runs)
+    assert sample.whole_table and len(sample.runs) == 4
+    assert [len(run) for run in sample.runs] == [125] * 4
+    info = table(25_000, 25_000 * 200)
+    scan = Range(600.0, 610.0, 650.0)
+    found = skip_pages_range(info, Range.exact(500), scan, sample)
+    assert found is not None
+    expected = by_hand([(200,) * 50] * 500, 200)
+    assert found.low <= expected <= found.high
+    assert found.spread < 1.2
+
+
+def test_collections_the_sample_missed_are_added() -> None:
+    """A sample of single items whose segments' share of DescribeTable's items is ten times
+    what it read (a skewed table's few large keys, not drawn): the range rises above what the
+    single items alone cost."""
+    runs = segments(4, 100, (100,))
+    sample = whole_sample(runs)
+    sample = Sample(**{**sample.__dict__, "segments": 4, "total_segments": 8, "whole_table": False})
+    scan = Range(0.0, 0.0, 0.0)
+    alone = skip_pages_range(table(800, 80_000), Range.exact(800), scan, sample)
+    missed = skip_pages_range(table(8_000, 800_000), Range.exact(800), scan, sample)
+    assert alone is not None and missed is not None
+    assert missed.value > alone.value
+
+
+def test_no_collections_no_simulation() -> None:
+    assert skip_pages_range(table(10, 1000), Range.exact(5), Range.exact(1), Sample()) is None
