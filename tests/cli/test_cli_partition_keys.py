@@ -60,22 +60,27 @@ def test_list_text_json_jsonl(
     assert document["usage"]["requests"] >= 1
 
 
+def unit_sized_collections(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, keys: int
+) -> str:
+    """A table of ``keys`` collections of 9 items of about 470 bytes (a 4 KB page holds 8)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    items = [
+        {"pk": {"S": f"u{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 430}}
+        for k in range(keys)
+        for i in range(9)
+    ]
+    load_items(ddb_client, table, items)
+    return table
+
+
 def test_the_summary_says_where_skip_pages_went_on_as_a_scan(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     """Collections of 9 items of about 470 bytes (a 4 KB page holds 8): skipping past each
     saves an item of nine, so skip-pages goes on as a scan, and its summary line and the JSON
     document say after how many keys and why."""
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    load_items(
-        ddb_client,
-        table,
-        [
-            {"pk": {"S": f"u{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 430}}
-            for k in range(300)
-            for i in range(9)
-        ],
-    )
+    table = unit_sized_collections(ddb_client, ddb_table_factory, 300)
     text = run(ddb_endpoint_url, "-t", table, "--method", "skip-pages")
     assert text.exit_code == 0, text.output
     assert len(text.stdout.split()) == 300
@@ -95,16 +100,7 @@ def test_the_summary_says_how_many_readers_ran(
 ) -> None:
     """auto lists a table of 2.5 MB by skipping with two readers (one a MB): its summary line
     and the JSON document say so, as does a listing with --segments; one reader says nothing."""
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    load_items(
-        ddb_client,
-        table,
-        [
-            {"pk": {"S": f"u{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 430}}
-            for k in range(600)
-            for i in range(9)
-        ],
-    )
+    table = unit_sized_collections(ddb_client, ddb_table_factory, 600)
     text = run(ddb_endpoint_url, "-t", table)
     assert text.exit_code == 0, text.output
     assert len(text.stdout.split()) == 600
