@@ -187,12 +187,13 @@ def simulate(
     run.read(average, read_on)
     read = len(stream.collections)
     scale = 1.0
-    if wanted > read:  # the rest as the second half read
-        grow = (wanted - read) / (read - read // 2)
-        more = (run.units - run.at_half[0]) * grow
+    if wanted > read:  # the rest as the second half read (from the last page begun in the first)
+        units_then, through_then, at = run.at_half
+        grow = (wanted - read) / max(1, read - at)
+        more = (run.units - units_then) * grow
         scale = (run.units + more) / run.units if run.units else 1.0
         run.units += more
-        run.through += (run.through - run.at_half[1]) * grow
+        run.through += (run.through - through_then) * grow
     copies = [0.0] * len(runs)
     for origin in stream.origins:
         copies[origin] += 1 / len(runs[origin])
@@ -207,13 +208,15 @@ def simulate(
 @dataclass
 class _Run:
     """The pages read over a stream: the 4 KB units of those that skipped (and each
-    segment's share of them), of those read on, and both at the stream's half."""
+    segment's share of them), of those read on, and both where the last page begun in the
+    stream's first half began (a scan-sized page may hold most of the stream: the rate of what
+    follows it is taken from where it began, not from the half)."""
 
     stream: _Stream
     shares: list[float]
     units: float = 0.0
     through: float = 0.0
-    at_half: tuple[float, float] = (-1.0, 0.0)
+    at_half: tuple[float, float, int] = (0.0, 0.0, 0)  # units, through, the collection
 
     def read(self, average: float, read_on: bool = True) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
@@ -223,8 +226,8 @@ class _Run:
         limit: int | None = reading.pages.limit
         half = len(stream.collections) // 2
         while True:
-            if self.at_half[0] < 0 and stream.at >= half:
-                self.at_half = (self.units, self.through)
+            if stream.at <= half:
+                self.at_half = (self.units, self.through, stream.at)
             start, on = stream.at, reading.reading_on
             page, parts = stream.page(limit)
             size = sum(b for _, b in parts)
