@@ -98,19 +98,19 @@ def test_the_summary_says_where_skip_pages_went_on_as_a_scan(
 def test_the_summary_says_how_many_readers_ran(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
-    """auto lists a table of 2.5 MB by skipping with two readers (one a MB): its summary line
+    """auto lists a table of 5 MB by skipping with two readers (one every 2 MB): its summary line
     and the JSON document say so, as does a listing with --segments; one reader says nothing."""
-    table = unit_sized_collections(ddb_client, ddb_table_factory, 600)
+    table = unit_sized_collections(ddb_client, ddb_table_factory, 1200)
     text = run(ddb_endpoint_url, "-t", table)
     assert text.exit_code == 0, text.output
-    assert len(text.stdout.split()) == 600
-    assert text.stderr.startswith("600 keys (skip-pages, 2 readers): "), text.stderr
+    assert len(text.stdout.split()) == 1200
+    assert text.stderr.startswith("1200 keys (skip-pages, 2 readers): "), text.stderr
     document = json.loads(run(ddb_endpoint_url, "-t", table, "--output", "json", "-q").stdout)
     assert document["readers"] == 2 and "2 readers at once" in document["method_reason"]
     three = run(ddb_endpoint_url, "-t", table, "-m", "scan", "--segments", "3")
-    assert three.stderr.startswith("600 keys (scan, 3 readers): "), three.stderr
+    assert three.stderr.startswith("1200 keys (scan, 3 readers): "), three.stderr
     one = run(ddb_endpoint_url, "-t", table, "--segments", "1", "--output", "json")
-    assert one.stderr.startswith("600 keys (skip-pages): "), one.stderr
+    assert one.stderr.startswith("1200 keys (skip-pages): "), one.stderr
     assert json.loads(one.stdout)["readers"] == 1
 
 

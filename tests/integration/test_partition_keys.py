@@ -189,7 +189,7 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
     the scan's read units (within 5%) in a few requests more, not one a key. Stopped and
     resumed mid-way, in parallel segments too, every key comes once."""
     table = ddb_table_factory(("pk", "S"), ("sk", "B"))
-    keys = [f"user#{k:05}" for k in range(600)]
+    keys = [f"user#{k:05}" for k in range(1200)]
     load_items(
         ddb_client,
         table,
@@ -206,7 +206,7 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
     assert auto.method_name == "skip-pages"
     assert auto.usage.read_units <= 1.05 * scan.usage.read_units
     assert auto.method_note.startswith("skip-pages read on as a scan after ")
-    # auto reads a table of 2.5 MB with two readers (one a MB): each reader's segment starts
+    # auto reads a table of 5 MB with two readers (one every 2 MB): each reader's segment starts
     # and ends on its own; one reader asked for keeps the bound of issue 35 alone
     assert auto.readers == 2 and "2 readers at once" in auto.method_reason
     one = driver.call("distinct_partition_keys", ddb_client, table, segments=1)

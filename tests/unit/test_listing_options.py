@@ -238,7 +238,8 @@ def test_the_read_budget_is_decided_by_the_options() -> None:
     [
         (None, "auto", 0, 1),  # no size told (a new table on the service): one
         (None, "auto", 1.5, 1),
-        (None, "auto", 3.5, 3),  # one a whole MB
+        (None, "auto", 3.5, 1),  # none more below 4 MB
+        (None, "auto", 6.5, 3),  # one every 2 whole MB
         (None, "auto", 20, AUTO_READERS),  # up to AUTO_READERS
         (None, "skip-pages", 20, 1),  # a method asked for reads as asked: one
         (4, "auto", 20, 4),  # segments given: as given
@@ -249,8 +250,8 @@ def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
     segments: int | None, method: str, megabytes: float, readers: int
 ) -> None:
     """Skipping sends up to a request a key, each small, where a scan sends one a MB: auto,
-    when it lists by skipping and no ``segments`` is given, reads with one reader a MB of the
-    table (up to AUTO_READERS) so that it takes about as long as a scan, and says so."""
+    when it lists by skipping and no ``segments`` is given, reads with one reader every 2 MB of
+    the table (up to AUTO_READERS) so that it takes about as long as a scan, and says so."""
     size = int(megabytes * 1024 * 1024)
     info = TableInfo("t", KeyAttribute("pk", "S"), KeyAttribute("sk", "S"), (), {}, 10, size)
     choice = Choice(PagedSkipMethod(info), "the table has no marker index")
@@ -262,6 +263,6 @@ def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
     # under a read budget, one reader a page's read units a second of it: more would read in
     # bursts of a page each, over the budget, and end no sooner
     slow, fast = ReadBudget(100), ReadBudget(3 * 128 + 1)
-    if segments is None and method == "auto" and megabytes >= 3:
+    if segments is None and method == "auto" and megabytes >= 6:
         assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), slow) == 1
         assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), fast) == 3

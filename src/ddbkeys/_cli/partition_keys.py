@@ -257,7 +257,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     default=DEFAULTS.segments,
     help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
     "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
-    "in turn.  [default: 1; auto listing by skipping: one a MB of the table, up to "
+    "in turn.  [default: 1; auto listing by skipping: one every 2 MB of the table, up to "
     f"{AUTO_READERS}]",
 )
 @click.option(
