@@ -223,14 +223,17 @@ def test_a_failed_refill_reaches_the_callers_waiting_and_the_allocator_recovers(
     assert sorted(ids) == list(range(1, 5 * n + 1))  # the throttled write never applied
 
     # a refill ahead that fails: callers are served from the block they hold meanwhile, and
-    # the next take asks again
+    # the next take asks again. Taken slowly enough (45 ids x 0.04 s: 1.8 s) that the block
+    # held outlasts the two throttled attempts and the 0.2 s between them on a busy machine:
+    # a take that found the block empty would send a second reservation beside the first, which
+    # takes the second throttle, and no refill fails (seen once in CI at 0.01 s a take)
     fault_proxy.set_faults(throttle_twice)
     taken = []
-    for _ in range(500):  # (5 s at most: a failure here, not a hang)
+    for _ in range(300):  # (12 s at most: a failure here, not a hang)
         if blocks.stats.failed_refills == 2:
             break
         taken.append(blocks.next())
-        time.sleep(0.01)
+        time.sleep(0.04)
     assert blocks.stats.failed_refills == 2
     taken += [blocks.next() for _ in range(100)]
     assert fault_proxy.counts_by_operation[("UpdateItem", "throttle")] == 4
