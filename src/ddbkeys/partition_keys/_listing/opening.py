@@ -31,6 +31,7 @@ from ddbkeys.partition_keys._listing.options import (
 from ddbkeys.partition_keys._listing.read_share import share
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod
 from ddbkeys.partition_keys._proof.lag import IndexReplayWarning
+from ddbkeys.partition_keys._proof.replay import scan_units
 from ddbkeys.partition_keys._streams.streams import (
     ClientOnFirstUse,
     SplitClient,
@@ -82,7 +83,8 @@ def opening_flow(
         own_items=options.include_own_items,
         note=note,
     )
-    if resume is not None and options.method == "auto" and choice.reason == "asked for":
+    if resume is not None and options.method == "auto" and method != "index":
+        # (the token names the method auto chose; a proven index's choice says it resumed)
         choice.reason = f"{method}, as the resume token says (auto chose it at the start)"
     # (options.method: a resumed auto listing's token names the method auto chose; it goes on
     # with auto's readers, as the printed resume command, which names no method, asks)
@@ -184,7 +186,7 @@ def noting(notes: list[str]) -> Callable[[str], None]:
 SEGMENTS_PER_READER = 4
 PAGE_BYTES = 1024 * 1024
 #: The read units of a full Scan page (1 MB, eventually consistent).
-PAGE_RCU = PAGE_BYTES / 4096 / 2
+PAGE_RCU = scan_units(PAGE_BYTES)
 
 
 def default_scan_segments(readers: int, scanned_bytes: int) -> int:
