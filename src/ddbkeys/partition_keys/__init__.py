@@ -16,6 +16,7 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 
 from __future__ import annotations
 
+from ddbkeys.partition_keys._export.listing import ExportListing
 from ddbkeys.partition_keys._index.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -51,6 +52,7 @@ __all__ = [
     "MAX_SORT_KEY",
     "METHODS",
     "BackfillReport",
+    "ExportListing",
     "IndexReplayWarning",
     "IndexUnprovenError",
     "Listing",

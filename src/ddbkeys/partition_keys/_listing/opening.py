@@ -16,6 +16,9 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.keys import read_manifest
+from ddbkeys.partition_keys._export.listing import ExportListing
+from ddbkeys.partition_keys._export.location import export_folder, s3_client_for
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
@@ -211,6 +214,7 @@ def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
     streams: Any = None,
+    s3: Any = None,
     **settings: Unpack[ListingSettings],
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
@@ -264,10 +268,16 @@ def distinct_partition_keys(
     replay reads with; by default one like ``client`` (see
     :func:`~ddbkeys.partition_keys._streams.streams.streams_client_for`: pass one when ``client``
     was made with credentials other than boto3's default session's).
+
+    ``from_export`` lists the keys of the table's export instead (an
+    :class:`~ddbkeys.partition_keys.ExportListing`): its files, read from disk or with ``s3``
+    (a boto3 S3 client; by default one in ``client``'s region), not the table.
     """
     options = listing_options(options, method, settings)
     client, table = client_and_table(client, table, options.deadline)
     reader = listing_reader(client, table, options, retry, usage)
+    if options.from_export is not None:
+        return _from_export(reader, options, on_key, s3)
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
@@ -283,6 +293,28 @@ def distinct_partition_keys(
         on_key,
     )
     return opened(listing, choice, notes)
+
+
+def _from_export(
+    reader: Reader, options: ListingOptions, on_key: Callable[[Listing], None] | None, s3: Any
+) -> ExportListing:
+    """The listing of ``options.from_export``, its manifests read and checked against the
+    table (DescribeTable: no read capacity)."""
+    uri = str(options.from_export)
+    info = SyncDriver(reader.client, reader.usage).run(reader.describe())
+    folder = export_folder(
+        uri, s3 if s3 is not None or not uri.startswith("s3://") else (s3_client_for(reader.client))
+    )
+    manifest = read_manifest(folder, info)
+    return ExportListing(
+        info,
+        reader,
+        folder,
+        manifest,
+        marker_attribute=options.marker_attribute,
+        own_items=options.include_own_items,
+        on_key=on_key,
+    )
 
 
 def _resumed(
