@@ -6,6 +6,7 @@ the aiobotocore client given."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,8 +16,10 @@ from ddbkeys.partition_keys._export.keys import read_manifest
 from ddbkeys.partition_keys._export.keyset import KeySet
 from ddbkeys.partition_keys._export.location import ExportFolder, export_folder, s3_client_for
 from ddbkeys.partition_keys._export.manifest import Manifest
+from ddbkeys.partition_keys._export.now import Since, since_flow
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.options import ListingOptions
+from ddbkeys.partition_keys._streams.streams import SplitClient
 
 __all__ = ["CHUNK", "close_reading", "export_of", "some"]
 
@@ -41,13 +44,14 @@ def close_reading(keys: Iterator[Key], seen: KeySet) -> None:
 
 
 async def export_of(
-    client: Any, reader: Reader, options: ListingOptions, s3: Any, owner: str
-) -> tuple[TableInfo, ExportFolder, Manifest]:
+    client: Any, reader: Reader, options: ListingOptions, s3: Any, streams: Any, owner: str
+) -> tuple[TableInfo, ExportFolder, Manifest, Since | str]:
     """What the asyncio listing of ``options.from_export`` reads: the table described with
-    ``client``, and the export's manifests read in a thread (with ``s3``, else a boto3 S3 client
-    in ``client``'s region)."""
+    ``client``, the export's manifests read in a thread (with ``s3``, else a boto3 S3 client
+    in ``client``'s region), and the table's stream since (with ``streams``)."""
     uri = str(options.from_export)
-    info = await AsyncDriver(client, reader.usage, owner).run(reader.describe())
+    driver = AsyncDriver(SplitClient(client, streams), reader.usage, owner)
+    info = await driver.run(reader.describe())
 
     def opened() -> tuple[ExportFolder, Manifest]:
         given = s3
@@ -57,4 +61,7 @@ async def export_of(
         return folder, read_manifest(folder, info)
 
     folder, manifest = await asyncio.to_thread(opened)
-    return info, folder, manifest
+    since = await driver.run(
+        since_flow(reader, info, manifest.time, options.replay_margin, time.time())
+    )
+    return info, folder, manifest, since

@@ -48,6 +48,7 @@ from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
 from ddbkeys.partition_keys._export.listing import ExportFacts, ExportMethod
 from ddbkeys.partition_keys._export.location import ExportFolder
 from ddbkeys.partition_keys._export.manifest import Manifest
+from ddbkeys.partition_keys._export.now import Since
 from ddbkeys.partition_keys._listing.base import (
     Key,
     Position,
@@ -261,10 +262,11 @@ class AsyncExportListing(ExportFacts, AsyncListing):
         on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
         memory_keys: int = MEMORY_KEYS,
         spill_folder: str | None = None,
+        since: Since | str | None = None,
     ) -> None:
         method = ExportMethod(info).knowing_markers_by(marker_attribute, own_items=own_items)
         super().__init__(method, reader, [None], 1, on_key)
-        self.method_reason = self._export(folder, manifest, memory_keys, spill_folder)
+        self.method_reason = self._export(folder, manifest, memory_keys, spill_folder, since)
 
     async def _raw(self) -> AsyncGenerator[Key, None]:
         self._begin()
@@ -284,6 +286,14 @@ class AsyncExportListing(ExportFacts, AsyncListing):
                     break
         finally:
             await asyncio.to_thread(close_reading, keys, seen)
+        for hashed, key in self._touched():
+            self.reader.stop.check()
+            if await self._driver.run(self._recheck(hashed, key)):
+                before = (self.positions[0], self.keys_found)
+                self._handed(0, key)
+                if self._notices:
+                    await self._notified(0, before)
+                yield key
         self._done(0)
         if self._notices:
             await self._notified(0, None)
@@ -391,8 +401,15 @@ async def distinct_partition_keys(
     if name is None:
         raise ConfigurationError("No table given: pass the table's name.")
     reader = listing_reader(client, name, options, retry, usage)
+    given = streams if streams is not None else OpenedOnUse(client, name)
     if options.from_export is not None:
-        info, folder, manifest = await export_of(client, reader, options, s3, _OWNER)
+        try:
+            info, folder, manifest, since = await export_of(
+                client, reader, options, s3, given, _OWNER
+            )
+        finally:
+            if streams is None:
+                await given.aclose()
         return AsyncExportListing(
             info,
             reader,
@@ -401,8 +418,8 @@ async def distinct_partition_keys(
             marker_attribute=options.marker_attribute,
             own_items=options.include_own_items,
             on_key=on_key,
+            since=since,
         )
-    given = streams if streams is not None else OpenedOnUse(client, name)
     notes: list[str] = []
     try:
         driver = AsyncDriver(SplitClient(client, given), reader.usage, _OWNER)

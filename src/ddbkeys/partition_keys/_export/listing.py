@@ -5,7 +5,7 @@ table, at no read capacity. It is exact as of the export's time (``export_time``
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from ddbkeys._errors import ConfigurationError
@@ -13,17 +13,13 @@ from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys
 from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
 from ddbkeys.partition_keys._export.location import ExportFolder
-from ddbkeys.partition_keys._export.manifest import Manifest
+from ddbkeys.partition_keys._export.manifest import Manifest, when
+from ddbkeys.partition_keys._export.now import Since, exists_flow
+from ddbkeys.partition_keys._index.markers import hashable
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys._listing.listing import Listing
 
-__all__ = ["ExportFacts", "ExportListing", "ExportMethod", "when"]
-
-
-def when(moment: datetime) -> str:
-    """A time as the summary says it: ISO 8601 in UTC, to the second or the millisecond."""
-    text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-    return text.replace(".000Z", "Z")
+__all__ = ["ExportFacts", "ExportListing", "ExportMethod"]
 
 
 class ExportMethod(SegmentMethod):
@@ -48,16 +44,19 @@ class ExportFacts:
         manifest: Manifest,
         memory_keys: int = MEMORY_KEYS,
         spill_folder: str | None = None,
+        since: Since | str | None = None,
     ) -> str:
+        self.since = since
         self.folder = folder
         self.manifest = manifest
         self.counts = ExportCounts()
         self.memory_keys = memory_keys
         self.spill_folder = spill_folder
-        return (
-            f"read from export {manifest.export_id} ({len(manifest.files)} data files, "
-            f"{manifest.format}): the table as it was at {when(manifest.time)}"
-        )
+        read = f"read from export {manifest.export_id} ({len(manifest.files)} data files, "
+        read += f"{manifest.format})"
+        if isinstance(since, Since):
+            return f"{read} and the table's stream since: {self.as_of}"
+        return f"{read}: the table as it was at {when(manifest.time)}"
 
     @property
     def export_time(self) -> datetime:
@@ -73,9 +72,24 @@ class ExportFacts:
         return self.folder.uri
 
     @property
+    def exact_now(self) -> bool:
+        """Whether the answer is the table as it is now (the stream since the export read and
+        the collections it names re-checked), not as it was at the export's time."""
+        return isinstance(self.since, Since)
+
+    @property
     def as_of(self) -> str:
         """What the answer is exact as of, said in a line."""
-        return f"exact as of {when(self.manifest.time)}, the export's time"
+        since = self.since
+        if isinstance(since, Since):
+            replay = since.replay
+            return (
+                f"exact now: the export of {when(self.manifest.time)} and the stream since "
+                f"{when(datetime.fromtimestamp(since.bound, UTC))} ({replay.records} records, "
+                f"{len(replay.touched)} collections re-checked)"
+            )
+        why = f"; not now: {since}" if since else ""
+        return f"exact as of {when(self.manifest.time)}, the export's time{why}"
 
     def checkpoint(self) -> str:
         """A listing from an export is not resumed: a ConfigurationError says so."""
@@ -86,6 +100,30 @@ class ExportFacts:
         )
 
     def _export_keys(self, seen: KeySet) -> Iterator[Key]:
+        """The export's keys, less the collections the stream since names (re-checked after)."""
+        keys = self._read_export(seen)
+        since = self.since
+        if not isinstance(since, Since) or not since.replay.touched:
+            return keys
+        touched = since.replay.touched
+        return (key for key in keys if hashable(key) not in touched)
+
+    def _touched(self) -> list[tuple[tuple[str, Any], Key]]:
+        """The collections to re-check, in a fixed order."""
+        since = self.since
+        return sorted(since.replay.touched.items()) if isinstance(since, Since) else []
+
+    def _recheck(self, hashed: tuple[str, Any], key: Key) -> Any:
+        """The flow that re-checks one collection the stream named (its answer recorded)."""
+        assert isinstance(self.since, Since)
+        exists = self.since.replay.exists
+        there = yield from exists_flow(
+            self.reader, self.method.info, self.method.markers, key, self.method.own_items
+        )
+        exists[hashed] = there
+        return there
+
+    def _read_export(self, seen: KeySet) -> Iterator[Key]:
         return export_keys(
             self.folder,
             self.manifest,
@@ -120,15 +158,21 @@ class ExportListing(ExportFacts, Listing):
         on_key: Callable[[Listing], None] | None = None,
         memory_keys: int = MEMORY_KEYS,
         spill_folder: str | None = None,
+        since: Since | str | None = None,
     ) -> None:
         method = ExportMethod(info).knowing_markers_by(marker_attribute, own_items=own_items)
         super().__init__(method, reader, [None], 1, on_key)
-        self.method_reason = self._export(folder, manifest, memory_keys, spill_folder)
+        self.method_reason = self._export(folder, manifest, memory_keys, spill_folder, since)
 
     def _raw(self) -> Iterator[Key]:
         self._begin()
         with KeySet(self.memory_keys, self.spill_folder) as seen:
             for key in self._export_keys(seen):
+                self._handed(0, key)
+                yield key
+        for hashed, key in self._touched():
+            self.reader.stop.check()
+            if self._driver.run(self._recheck(hashed, key)):
                 self._handed(0, key)
                 yield key
         self._done(0)

@@ -33,6 +33,7 @@ __all__ = [
     "parse_files",
     "parse_summary",
     "table_of",
+    "when",
 ]
 
 SUMMARY = "manifest-summary.json"
@@ -187,3 +188,9 @@ def parse_files(manifest: Manifest, raw: bytes, where: str = "manifest-files.jso
         count = entry.get("itemCount")
         files.append(DataFile(key[len(manifest.folder) :], count if isinstance(count, int) else -1))
     return manifest.with_files(tuple(files))
+
+
+def when(moment: datetime) -> str:
+    """A time as the summary says it: ISO 8601 in UTC, to the second or the millisecond."""
+    text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return text.replace(".000Z", "Z")

@@ -6,6 +6,7 @@ its read budget, choosing the method (or resuming from a token) and handing back
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, Unpack
@@ -19,6 +20,7 @@ from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import read_manifest
 from ddbkeys.partition_keys._export.listing import ExportListing
 from ddbkeys.partition_keys._export.location import export_folder, s3_client_for
+from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
@@ -276,10 +278,10 @@ def distinct_partition_keys(
     options = listing_options(options, method, settings)
     client, table = client_and_table(client, table, options.deadline)
     reader = listing_reader(client, table, options, retry, usage)
-    if options.from_export is not None:
-        return _from_export(reader, options, on_key, s3)
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
+    if options.from_export is not None:
+        return _from_export(reader, options, on_key, s3, streams)
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
     notes: list[str] = []
     choice, positions = driver.run(opening_flow(options, resume, reader, noting(notes)))
@@ -296,16 +298,24 @@ def distinct_partition_keys(
 
 
 def _from_export(
-    reader: Reader, options: ListingOptions, on_key: Callable[[Listing], None] | None, s3: Any
+    reader: Reader,
+    options: ListingOptions,
+    on_key: Callable[[Listing], None] | None,
+    s3: Any,
+    streams: Any,
 ) -> ExportListing:
-    """The listing of ``options.from_export``, its manifests read and checked against the
-    table (DescribeTable: no read capacity)."""
+    """The listing of ``options.from_export``: its manifests read and checked against the
+    table (DescribeTable: no read capacity), then the table's stream since the export's time
+    (see :mod:`ddbkeys.partition_keys._export.now`), so that it says before it reads whether
+    it is exact now or as of the export's time."""
     uri = str(options.from_export)
-    info = SyncDriver(reader.client, reader.usage).run(reader.describe())
+    driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
+    info = driver.run(reader.describe())
     folder = export_folder(
         uri, s3 if s3 is not None or not uri.startswith("s3://") else (s3_client_for(reader.client))
     )
     manifest = read_manifest(folder, info)
+    since = driver.run(since_flow(reader, info, manifest.time, options.replay_margin, time.time()))
     return ExportListing(
         info,
         reader,
@@ -314,6 +324,7 @@ def _from_export(
         marker_attribute=options.marker_attribute,
         own_items=options.include_own_items,
         on_key=on_key,
+        since=since,
     )
 
 
