@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     )
     from ddbkeys.ids._gapless import GaplessSequence
     from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
+    from ddbkeys.partition_keys._export.listing import ExportListing
     from ddbkeys.partition_keys._index.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
     from ddbkeys.partition_keys._index.state import StateStore
@@ -92,6 +93,7 @@ _LAZY = {
     "CollectionSequence": "ddbkeys.ids._collection",
     "GaplessSequence": "ddbkeys.ids._gapless",
     "Listing": "ddbkeys.partition_keys._listing.listing",
+    "ExportListing": "ddbkeys.partition_keys._export.listing",
     "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "ListingTask": "ddbkeys.partition_keys._tasks.tasks",
     "MarkerIndex": "ddbkeys.partition_keys._index.index",
@@ -152,6 +154,7 @@ __all__ = [
     "DynamoDBLocal",
     "EndpointUnreachableError",
     "ExportError",
+    "ExportListing",
     "GaplessSequence",
     "GlobalTableError",
     "IndexUnprovenError",
