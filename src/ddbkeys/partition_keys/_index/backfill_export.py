@@ -21,15 +21,17 @@ the backfill reads nothing of the table but the collections the stream names.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys.partition_keys._export.keys import ExportSnapshot
-from ddbkeys.partition_keys._index.backfill_read import reconciled, stream_window
-from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
-from ddbkeys.partition_keys._index.markers import BackfillReport, MarkerClashError, unhash
-from ddbkeys.partition_keys._index.state import key_of_json
+from ddbkeys.partition_keys._index.backfill_read import (
+    reconciled,
+    stream_window,
+    write_calls_for,
+)
+from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
@@ -62,7 +64,10 @@ def export_flow(
     tip was read, returns the clashes recorded before (``recorded``) found resolved."""
     info = yield from index.table_info()
     report.mode = "export"
-    last, resolved = yield from _written(index, snapshot, recorded, report, progress, clock, stop)
+    data, marked = set(snapshot.data), set(snapshot.marked)
+    last, resolved = yield from write_calls_for(
+        index, data, marked, recorded, report, progress, clock, stop, unmark_orphans=True
+    )
     if snapshot.time - margin - CREATED_ROUNDING < clock() - DAY + TRIM_SAFETY:
         report.uncounted = (
             "the export is older than the table's stream keeps its records (24 h, less "
@@ -90,50 +95,3 @@ def export_flow(
         yield from reconciled(index, key, report)
     ends.append(tip)
     return resolved
-
-
-def _written(
-    index: MarkerCore,
-    snapshot: ExportSnapshot,
-    recorded: set[str],
-    report: BackfillReport,
-    progress: Callable[[int], None] | None,
-    clock: Callable[[], float],
-    stop: StopFlag | None,
-) -> Flow[tuple[float | None, list[str]]]:
-    """The writes the export calls for, none preceded by a read: when the last was made (None:
-    none), and the clashes recorded before that a reconciliation found resolved."""
-    last: float | None = None
-    report.present += len(snapshot.data & snapshot.marked)
-    for hashed in sorted(snapshot.data - snapshot.marked):
-        if stop is not None:
-            stop.check()
-        try:
-            wrote = yield from index.mark(unhash(hashed))
-        except MarkerClashError as found:
-            report.clashes.append(found.key)
-            continue
-        if wrote:
-            report.written += 1
-            last = clock()
-        else:
-            report.present += 1
-        if progress is not None:
-            progress(report.written)
-    for hashed in sorted(snapshot.marked - snapshot.data):
-        if stop is not None:
-            stop.check()
-        if (yield from index.unmark(unhash(hashed))):
-            report.removed += 1
-            last = clock()
-    resolved: list[str] = []
-    for text in sorted(recorded):  # (a clash recorded before: looked at again, reading it)
-        key: Any = key_of_json(text)
-        outcome = yield from reconcile_flow(index, key, index.begin())
-        if outcome is not Outcome.CLASH:
-            resolved.append(text)
-        elif key not in report.clashes:
-            report.clashes.append(key)
-        if outcome in (Outcome.MARKED, Outcome.UNMARKED):
-            last = clock()
-    return last, resolved

@@ -183,7 +183,7 @@ def read_flow(
     window: Replay | Decline | None = None
     if controls.window_at_read:
         window = yield from stream_window(index, reader, saved, info, began, margin, clock)
-    written, resolved = yield from _write(
+    written, resolved = yield from write_calls_for(
         index, data, marked, recorded, report, progress, clock, stop
     )
     last = clock() if written is None else written
@@ -206,7 +206,7 @@ def read_flow(
     return resolved
 
 
-def _write(
+def write_calls_for(
     index: MarkerCore,
     data: set[tuple[str, Any]],
     marked: set[tuple[str, Any]],
@@ -215,11 +215,13 @@ def _write(
     progress: Callable[[int], None] | None,
     clock: Callable[[], float],
     stop: StopFlag | None = None,
+    unmark_orphans: bool = False,
 ) -> Flow[tuple[float | None, list[str]]]:
     """What the read calls for: a marker for each collection with data and none (``mark``),
-    a reconciliation for each marker whose collection showed nothing else, and one for each
-    clash recorded before. When it last wrote or removed a marker (None: never), and the
-    recorded clashes it found resolved."""
+    a reconciliation for each marker whose collection showed nothing else (with
+    ``unmark_orphans``, its removal instead, conditioned on its being a marker: no read), and
+    one for each clash recorded before. When it last wrote or removed a marker (None: never),
+    and the recorded clashes it found resolved."""
     last: float | None = None
     report.present += len(data & marked)
     for hashed in sorted(data - marked):
@@ -241,7 +243,11 @@ def _write(
     for hashed in sorted(marked - data):
         if stop is not None:
             stop.check()
-        if (yield from reconciled(index, unhash(hashed), report)):
+        if unmark_orphans:
+            if (yield from index.unmark(unhash(hashed))):
+                report.removed += 1
+                last = clock()
+        elif (yield from reconciled(index, unhash(hashed), report)):
             last = clock()
     resolved = []
     for text in sorted(recorded):
