@@ -317,6 +317,17 @@ def test_a_table_resource_and_a_clock(
         list(distinct_partition_keys(ddb_client, table, from_export=old))
 
 
+def test_an_empty_table_gives_empty_data_files(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, tmp_path: Path
+) -> None:
+    table = ddb_table_factory(("pk", "B"), ("sk", "S"))
+    folder = write_export(ddb_client, table, tmp_path, export_format="ION", files=3)
+    summary, entries = files_of(folder)
+    assert summary["itemCount"] == 0 and [e["itemCount"] for e in entries] == [0, 0, 0]
+    assert all(data_lines(tmp_path, e) == [] for e in entries)  # (AWS: an empty file each)
+    assert list(distinct_partition_keys(ddb_client, table, from_export=folder)) == []
+
+
 def test_bad_arguments_and_a_missing_table(ddb_client: DynamoDBClient, tmp_path: Path) -> None:
     with pytest.raises(ConfigurationError, match="export_format='CSV': an export is written"):
         write_export(ddb_client, "t", tmp_path, export_format="CSV")  # type: ignore[arg-type]
