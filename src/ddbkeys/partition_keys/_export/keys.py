@@ -119,6 +119,7 @@ def export_keys(
     wanted = {info.partition_key.name, ENTITY_ATTRIBUTE}
     if markers is not None:
         wanted |= {markers.sort_key, markers.attribute}
+    attribute = markers.attribute if markers is not None else None
     batch: list[bytes] = []
     for data in manifest.files:
         where = folder.uri + data.path
@@ -126,7 +127,7 @@ def export_keys(
         with folder.open(data.path) as raw:
             for read, item in enumerate(items_of(raw, manifest.format, wanted, where), 1):
                 key = _key_of(item, info, where, read)
-                if not own_items and is_own(item, markers):
+                if not own_items and _own(item, markers, attribute):
                     counts.own_items += 1
                     continue
                 batch.append(key_bytes(key))
@@ -143,6 +144,14 @@ def export_keys(
         counts.files += 1
         counts.items += read
     yield from _fresh(seen, batch, counts, check)
+
+
+def _own(item: Item, markers: Markers | None, attribute: str | None) -> bool:
+    """:func:`is_own`, looked at only where it can hold: a marker has its marker attribute, a
+    counter item its ``ddbkeys_type`` (most items have neither: the check costs per item)."""
+    if ENTITY_ATTRIBUTE not in item and (attribute is None or attribute not in item):
+        return False
+    return is_own(item, markers)
 
 
 def _fresh(
