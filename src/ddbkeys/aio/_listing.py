@@ -66,6 +66,7 @@ from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
     ListingSettings,
     Method,
+    check_no_resume,
     listing_options,
 )
 from ddbkeys.partition_keys._streams.streams import SplitClient
@@ -392,6 +393,7 @@ async def distinct_partition_keys(
         raise ConfigurationError("No table given: pass the table's name.")
     reader = listing_reader(client, name, options, retry, usage)
     if options.from_export is not None:
+        check_no_resume(options, resume)
         info, folder, manifest = await export_of(client, reader, options, s3, _OWNER)
         return AsyncExportListing(
             info,

@@ -81,6 +81,8 @@ def _key_of(item: Item, info: TableInfo, where: str, number: int) -> dict[str, o
     key = item.get(pk.name)
     if key is None or next(iter(key)) != pk.type:
         kind = "none" if key is None else repr(next(iter(key)))
+        if kind == "'?'":
+            kind = "a value that is no key (a null, a set, or a type DynamoDB keys never have)"
         raise ExportError(
             f"{where}: item {number} has {kind} for partition key {pk.name!r}, whose type in "
             f"table {info.name!r} is {pk.type!r}: the export's items are not this table's "
@@ -114,6 +116,7 @@ def export_keys(
         read = 0
         with folder.open(data.path) as raw:
             for read, item in enumerate(items_of(raw, manifest.format, wanted, where), 1):
+                counts.items += 1  # (as read: a summary on the way says no fewer than the keys)
                 key = _key_of(item, info, where, read)
                 if not own_items and is_own(item, markers):
                     counts.own_items += 1
@@ -130,7 +133,6 @@ def export_keys(
                 table=info.name,
             )
         counts.files += 1
-        counts.items += read
     yield from _fresh(seen, batch, counts, check)
 
 

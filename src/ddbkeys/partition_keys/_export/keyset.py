@@ -67,17 +67,31 @@ class KeySet:
     def _spill(self) -> None:
         assert self._memory is not None
         self._dir = tempfile.mkdtemp(prefix="ddbkeys-export-", dir=self.folder)
+        path = os.path.join(self._dir, "keys.sqlite")
         db = sqlite3.connect(  # (used by one thread at a time: the asyncio form's, in turn)
-            os.path.join(self._dir, "keys.sqlite"), isolation_level=None, check_same_thread=False
+            path, isolation_level=None, check_same_thread=False
         )
         db.execute("PRAGMA journal_mode = OFF")
         db.execute("PRAGMA synchronous = OFF")
         db.execute("CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID")
+        self._forget_on_disk(path)
         db.execute("CREATE TEMP TABLE batch (i INTEGER PRIMARY KEY, k BLOB)")
         db.execute("BEGIN")
         db.executemany("INSERT INTO seen VALUES (?)", ((key,) for key in self._memory))
         db.execute("COMMIT")
         self._db, self._memory = db, None
+
+    def _forget_on_disk(self, path: str) -> None:
+        """The file, open, taken out of its folder at once (as SQLite does with its own
+        temporary files): the space comes back when the connection closes, even after a
+        kill -9, which would otherwise leave the keys seen on disk. Where an open file cannot be
+        removed (Windows), it stays until :meth:`close`."""
+        try:
+            os.unlink(path)
+            os.rmdir(self._dir or "")
+        except OSError:
+            return
+        self._dir = None
 
     def _new_on_disk(self, fresh: list[bytes]) -> list[bytes]:
         db = self._db

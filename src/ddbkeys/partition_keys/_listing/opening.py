@@ -29,6 +29,7 @@ from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
     ListingSettings,
     Method,
+    check_no_resume,
     listing_options,
 )
 from ddbkeys.partition_keys._listing.read_share import share
@@ -277,6 +278,7 @@ def distinct_partition_keys(
     client, table = client_and_table(client, table, options.deadline)
     reader = listing_reader(client, table, options, retry, usage)
     if options.from_export is not None:
+        check_no_resume(options, resume)
         return _from_export(reader, options, on_key, s3)
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
