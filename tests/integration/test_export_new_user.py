@@ -17,7 +17,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys import ConfigurationError
+from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
 from ddbkeys.partition_keys import distinct_partition_keys, read_text_key
 from ddbkeys.testing import TableFactory
@@ -256,3 +256,18 @@ def test_sigterm_says_no_more_keys_than_items_read(
     items = int(said[0].split(" data files, ", 1)[1].split(" items read", 1)[0])
     assert 110_000 < keys <= items < 600_000
     assert not list(spill.iterdir())
+
+
+def test_stop_interrupts_at_the_next_key(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, tmp_path: Path
+) -> None:
+    fixture = of_new_table(own_items("DYNAMODB_JSON", "S"), ddb_table_factory)
+    listing = distinct_partition_keys(
+        ddb_client, fixture.table, from_export=str(write(fixture, tmp_path))
+    )
+    keys = iter(listing)
+    assert next(keys) in fixture.keys
+    listing.stop()
+    with pytest.raises(ListingInterrupted):
+        next(keys)
+    assert listing.keys_found == 1 and not listing.finished

@@ -19,7 +19,8 @@ from typing import Any
 
 import pytest
 
-from ddbkeys import ConfigurationError
+from ddbkeys import ConfigurationError, ListingInterrupted
+from ddbkeys._core.stopping import StopFlag
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys import ListingOptions, plain_key
 from ddbkeys.partition_keys._export.decode import ion_items
@@ -317,3 +318,29 @@ def test_settings_that_read_the_table_are_refused(setting: dict[str, Any], flag:
 def test_read_limits_go_with_an_export_having_nothing_to_limit() -> None:
     options = ListingOptions(from_export="x", max_rcu_per_second=5, read_percent=0.5)
     assert options.max_rcu_per_second == 5.0 and os.fspath(options.from_export or "") == "x"
+
+
+def test_a_stop_between_two_keys_hands_out_no_more(tmp_path: Path) -> None:
+    """Listing.stop() promises ListingInterrupted at the next key, not the rest of a batch of
+    10,000 keys (nor a listing ended as if complete, when the stop came in its last batch)."""
+    fixture = own_items("ION", "S")
+    folder = export_folder(str(write(fixture, tmp_path)))
+    info = info_of(fixture)
+    flag = StopFlag()
+    counts = ExportCounts()
+    with KeySet() as seen:
+        keys = export_keys(
+            folder,
+            read_manifest(folder, info),
+            info,
+            markers_of(info),
+            own_items=False,
+            seen=seen,
+            counts=counts,
+            check=flag.check,
+        )
+        assert next(keys)
+        flag.set()
+        with pytest.raises(ListingInterrupted):
+            next(keys)
+    assert counts.keys == 1

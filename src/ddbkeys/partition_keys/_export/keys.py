@@ -141,5 +141,6 @@ def _fresh(
 ) -> Iterator[dict[str, object]]:
     check()
     for raw in seen.new(batch):
+        check()  # (a stop between two keys of a batch: the next one is not handed out)
         counts.keys += 1
         yield bytes_key(raw)
