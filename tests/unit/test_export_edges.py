@@ -344,3 +344,17 @@ def test_a_stop_between_two_keys_hands_out_no_more(tmp_path: Path) -> None:
         with pytest.raises(ListingInterrupted):
             next(keys)
     assert counts.keys == 1
+
+
+def test_no_room_for_the_keys_on_disk_is_one_line(tmp_path: Path) -> None:
+    """Seen on a full TMPDIR (a 1 MB tmpfs, by hand): 'internal error (OperationalError:
+    database or disk is full); please report it'. A folder that cannot hold the file fails
+    the same way, which a test can make without mounting anything."""
+    nowhere = tmp_path / "a-file"
+    nowhere.write_text("")
+    seen = KeySet(memory_keys=1, folder=str(nowhere))
+    assert seen.new([b"Sa"]) == [b"Sa"]
+    with pytest.raises(ExportError) as exc:
+        seen.new([b"Sb"])
+    assert one_line(exc).startswith(f"The keys seen past 1 go to a file in {nowhere}, which fail")
+    assert "set TMPDIR to a folder with room" in str(exc.value) and not seen.on_disk
