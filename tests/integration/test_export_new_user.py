@@ -1,7 +1,8 @@
 """``partition-keys --from-export`` as a new user runs it, against DynamoDB Local and an S3
 endpoint (moto's server): the folder above the export named instead of it, ``~`` and the
-manifest's own path, options that read the table, a resume token, no AWS credentials for S3,
-and a long listing stopped (SIGTERM) or killed (kill -9) once its keys went to disk."""
+manifest's own path, options that read the table, a resume token, no AWS credentials for S3 or
+no access to it (a Stubber: moto's server enforces no IAM), a stop between two keys, and a long
+listing stopped (SIGTERM) or killed (kill -9) once its keys went to disk."""
 
 from __future__ import annotations
 
@@ -15,11 +16,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
 from ddbkeys.partition_keys import distinct_partition_keys, read_text_key
+from ddbkeys.partition_keys._export.location import export_folder
+from ddbkeys.partition_keys._export.manifest import ExportError
 from ddbkeys.testing import TableFactory
 from tests.integration.test_index_async import run
 from tests.support.exports import Fixture, own_items, write
@@ -271,3 +276,20 @@ def test_stop_interrupts_at_the_next_key(
     with pytest.raises(ListingInterrupted):
         next(keys)
     assert listing.keys_found == 1 and not listing.finished
+
+
+def test_access_denied_on_s3_says_which_permissions() -> None:
+    """A Stubber, as moto's server does not enforce IAM or KMS key policies: the error S3
+    answers a reader without s3:GetObject (or kms:Decrypt on an SSE-KMS export)."""
+    s3 = boto3.client(
+        "s3", region_name="us-east-1", aws_access_key_id="k", aws_secret_access_key="s"
+    )
+    with Stubber(s3) as stub:
+        stub.add_client_error("get_object", "AccessDenied", "Access Denied", 403)
+        folder = export_folder("s3://bucket/p/AWSDynamoDB/01234567890123-a1b2c3d4/", s3)
+        with pytest.raises(ExportError) as exc:
+            folder.read("manifest-summary.json")
+    said = str(exc.value)
+    assert "\n" not in said
+    assert said.startswith("s3://bucket/p/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-summary")
+    assert "s3:GetObject" in said and "kms:Decrypt" in said and "iam-policy" not in said
