@@ -22,7 +22,7 @@ import pytest
 from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.partition_keys import ListingOptions, plain_key
+from ddbkeys.partition_keys import ListingOptions, plain_key, plan_listing
 from ddbkeys.partition_keys._export.decode import ion_items
 from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys, read_manifest
 from ddbkeys.partition_keys._export.keyset import KeySet, key_bytes
@@ -362,3 +362,11 @@ def test_no_room_for_the_keys_on_disk_is_one_line(tmp_path: Path) -> None:
         seen.new([b"Sb"])
     assert one_line(exc).startswith(f"The keys seen past 1 go to a file in {nowhere}, which fail")
     assert "set TMPDIR to a folder with room" in str(exc.value) and not seen.on_disk
+
+
+def test_one_segment_is_how_an_export_is_read_and_a_plan_is_refused() -> None:
+    assert ListingOptions(from_export="x", segments=1, scan_segments=1).segments == 1
+    with pytest.raises(ConfigurationError, match=r"drop trust_index=True \(--trust-index\)"):
+        ListingOptions(from_export="x", trust_index=True)  # (True == 1: refused all the same)
+    with pytest.raises(ConfigurationError, match="an export is read whole: list it with"):
+        plan_listing(object(), "t", from_export="s3://b/p/AWSDynamoDB/01234567890123-a1b2c3d4/")

@@ -60,8 +60,8 @@ def check_export_options(
         name
         for name, value in (
             ("--method", method != default_method),
-            ("--segments", segments is not None),
-            ("--scan-segments", scan_segments is not None),
+            ("--segments", segments not in (None, 1)),
+            ("--scan-segments", scan_segments not in (None, 1)),
             ("--trust-index", trust_index),
             ("--resume", resume is not None),
             ("--checkpoint", checkpoint_file is not None),

@@ -204,12 +204,12 @@ def _check_export(options: ListingOptions) -> None:
             f"from_export lists the keys the export holds, not with a method that reads the "
             f"table: drop method={options.method!r} (--method)."
         )
-    for name, flag in (
-        ("segments", "--segments"),
-        ("scan_segments", "--scan-segments"),
-        ("trust_index", "--trust-index"),
+    for name, flag, given in (  # (one segment, one reader: as it reads)
+        ("segments", "--segments", options.segments not in (None, 1)),
+        ("scan_segments", "--scan-segments", options.scan_segments not in (None, 1)),
+        ("trust_index", "--trust-index", options.trust_index),
     ):
-        if getattr(options, name) not in (None, False):
+        if given:
             raise ConfigurationError(
                 f"from_export reads the export's files one after another, and no marker index: "
                 f"drop {name}={getattr(options, name)!r} ({flag})."
