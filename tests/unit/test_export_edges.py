@@ -370,3 +370,33 @@ def test_one_segment_is_how_an_export_is_read_and_a_plan_is_refused() -> None:
         ListingOptions(from_export="x", trust_index=True)  # (True == 1: refused all the same)
     with pytest.raises(ConfigurationError, match="an export is read whole: list it with"):
         plan_listing(object(), "t", from_export="s3://b/p/AWSDynamoDB/01234567890123-a1b2c3d4/")
+
+
+@pytest.mark.parametrize(
+    "table_arn, refused",
+    [
+        ("arn:aws:dynamodb:us-east-1:123456789012:table/ProductCatalog", False),
+        ("arn:aws:dynamodb:us-east-1:999999999999:table/ProductCatalog", True),  # (account)
+        ("arn:aws:dynamodb:eu-west-1:123456789012:table/ProductCatalog", True),  # (region)
+        ("arn:aws:dynamodb:ap-south-1:123456789012:table/ProductCatalog", False),  # (a replica)
+    ],
+)
+def test_a_table_of_that_name_elsewhere_is_another_table(
+    tmp_path: Path, table_arn: str, refused: bool
+) -> None:
+    """The issue: the manifest's table must be T, by its tableArn; a name alone let the export
+    of a staging account's table list the production table (DynamoDB Local's own tables are
+    in no account: an export read against one is a copy of AWS's, and not checked)."""
+    fixture = product_catalog("DYNAMODB_JSON")
+    folder = str(write(fixture, tmp_path, table_arn=table_arn))
+    info = info_of(fixture)
+    here = "arn:aws:dynamodb:us-east-1:123456789012:table/ProductCatalog"
+    info = TableInfo(**{**info.__dict__, "arn": here, "replica_regions": ("ap-south-1",)})
+    if not refused:
+        assert len(read_raw(folder, info)[0]) == 8
+        return
+    with pytest.raises(ExportError) as exc:
+        read_raw(folder, info)
+    assert f"is an export of {table_arn}, not of {here}: another table" in one_line(exc)
+    local = TableInfo(**{**info.__dict__, "arn": "arn:aws:dynamodb:ddblocal:000000000000:table/x"})
+    assert len(read_raw(folder, local)[0]) == 8

@@ -52,6 +52,7 @@ def check_table(manifest: Manifest, info: TableInfo, where: str) -> None:
             where=where,
             table=info.name,
         )
+    _check_place(manifest, info, where)
     if info.created:
         created = datetime.fromisoformat(info.created.replace("Z", "+00:00"))
         if created.tzinfo is None:
@@ -64,6 +65,26 @@ def check_table(manifest: Manifest, info: TableInfo, where: str) -> None:
                 where=where,
                 table=info.name,
             )
+
+
+#: DynamoDB Local's region in its ARNs: it has no exports, so one read against it is a copy of
+#: another's, from wherever it was taken.
+_LOCAL_REGION = "ddblocal"
+
+
+def _check_place(manifest: Manifest, info: TableInfo, where: str) -> None:
+    """That the export's table is in ``info``'s account, and in its region or a replica's
+    (a global table's): a table of the same name elsewhere is another table."""
+    theirs, ours = manifest.table_arn.split(":"), info.arn.split(":")
+    if len(theirs) < 6 or len(ours) < 6 or ours[3] == _LOCAL_REGION:
+        return
+    if theirs[4] != ours[4] or (theirs[3] != ours[3] and theirs[3] not in info.replica_regions):
+        raise ExportError(
+            f"{where} is an export of {manifest.table_arn}, not of {info.arn}: another table "
+            "of that name (check --region and --profile, or the export's URI).",
+            where=where,
+            table=info.name,
+        )
 
 
 def read_manifest(folder: ExportFolder, info: TableInfo) -> Manifest:
