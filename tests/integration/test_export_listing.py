@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from ddbkeys import ConfigurationError
+from ddbkeys.aio._listing import AsyncExportListing
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
 from ddbkeys.partition_keys import ExportListing, distinct_partition_keys, read_text_key
 from ddbkeys.testing import TableFactory
@@ -103,6 +104,7 @@ def test_asyncio_reads_the_export_in_a_thread(
         listing = await aio_keys(client, fixture.table, from_export=str(folder), on_key=noted)
         keys = [k async for k in listing]
         assert len(keys) == len(set(keys)) and set(keys) == fixture.keys
+        assert isinstance(listing, AsyncExportListing)
         assert listing.finished and listing.as_of.startswith("exact as of ")
         with pytest.raises(ConfigurationError, match="does not resume"):
             listing.checkpoint()
