@@ -100,6 +100,7 @@ class Call:
     table: str | None
     index: str | None = None
     stream: bool = False  # on the table's stream (DynamoDB Streams); GetRecords names no table
+    export: bool = False  # on one of the table's exports (DescribeExport names its ARN)
 
 
 #: The IAM action of each kind of transaction action.
@@ -139,6 +140,10 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
         arn = str(request.get("StreamArn", ""))
         table = arn.split(":table/", 1)[1].split("/stream/", 1)[0] if ":table/" in arn else None
         return [Call(operation, table, stream=True)]
+    if "ExportArn" in request or "TableArn" in request:  # (an export's ARN holds its table's)
+        arn = str(request.get("ExportArn") or request.get("TableArn"))
+        table = arn.rsplit(":table/", 1)[1].split("/", 1)[0] if ":table/" in arn else None
+        return [Call(operation, table, export="ExportArn" in request)]
     table = request.get("TableName")
     return [Call(operation, table, request.get("IndexName"))]
 
