@@ -5,6 +5,8 @@ tests/support/moto_server.py: where it differs from AWS, the test says so."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +21,7 @@ from ddbkeys.testing import FaultProxy
 from ddbkeys.testing._proxy import Fault, Faults
 from tests.support.drivers import Driver
 from tests.support.moto_server import moto_client, moto_url
+from tests.support.terminal import run_with_terminal_stderr
 
 __all__ = ["moto_url"]  # (the fixture, for the tests of this module)
 
@@ -218,4 +221,27 @@ def test_help_teaches_with_examples() -> None:
     assert bad.exit_code == 2  # a usage error, before any client is made
     assert bad.stderr.splitlines()[-1].startswith(
         "Error: Invalid value for '--export-arn': 'orders' is not an export's ARN"
+    )
+
+
+def test_the_wait_is_drawn_on_a_terminal_and_stdout_has_the_uri_alone(
+    moto: Any, moto_url: str
+) -> None:
+    """With stderr on a terminal, a status line (the project's StatusLine) while waiting; stdout
+    carries the URI only. (moto's exports complete at once: one poll, drawn, then cleared.)"""
+    table = make_table(moto)
+    from ddbkeys.partition_keys import start_export  # noqa: PLC0415
+
+    started = start_export(moto, table, BUCKET, s3_prefix="tty")
+    command = [sys.executable, "-m", "ddbkeys", "partition-keys", "export", "wait"]
+    env = {**os.environ, "TERM": "xterm-256color", "COLUMNS": "160"}
+    result, terminal = run_with_terminal_stderr(
+        [*command, "--export-arn", started.export_arn, "--endpoint-url", moto_url], env
+    )
+    assert result.returncode == 0, terminal
+    assert result.stdout.splitlines() == [started.uri]
+    # What DescribeExport said, drawn as it came (then cleared).
+    assert f"export {started.export_id} of {table}: COMPLETED (waited 0m 00s;" in terminal
+    assert f"List its keys: ddbkeys partition-keys -t {table} --from-export {started.uri}" in (
+        terminal.replace("\r\n", "\n")
     )

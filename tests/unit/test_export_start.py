@@ -11,7 +11,12 @@ from botocore.exceptions import ClientError, ConnectionClosedError
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Pause, Request
-from ddbkeys._errors import ConfigurationError, DeadlineExceededError, TableNotFoundError
+from ddbkeys._errors import (
+    ConfigurationError,
+    DdbKeysError,
+    DeadlineExceededError,
+    TableNotFoundError,
+)
 from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys.partition_keys import ExportFailedError, TableExport
 from ddbkeys.partition_keys._export.described import (
@@ -197,6 +202,21 @@ def test_a_failed_export_is_one_line_with_dynamodbs_reason() -> None:
         f"Export {EXPORT_ARN} of table 'orders' FAILED (S3NoSuchBucket): No bucket."
     )
     assert caught.value.export.failure_code == caught.value.code == "S3NoSuchBucket"
+
+
+def test_an_export_dynamodb_does_not_know_is_one_line() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        run(waiting(Clock()), [refused("ExportNotFoundException", operation="DescribeExport")])
+    assert str(caught.value).startswith(f"No export {EXPORT_ARN} in this account and region")
+
+
+def test_a_start_that_ran_out_of_attempts_names_its_token() -> None:
+    clock = Clock()
+    throttled = refused("ThrottlingException")
+    with pytest.raises(DdbKeysError) as caught:
+        run(start(ARN, clock=clock), [throttled] * 25)
+    assert "client token 'token-1' (--client-token, client_token=)" in str(caught.value)
+    assert "\n" not in str(caught.value)
 
 
 def test_a_wait_past_its_deadline_says_the_export_goes_on() -> None:

@@ -99,6 +99,23 @@ def _start_attempt(params: ExportTableToPointInTimeInputTypeDef, table: str) -> 
     return answer
 
 
+def _describe_attempt(export_arn: str) -> Flow[Any]:
+    """One DescribeExport: its answer, or, for an ARN DynamoDB does not know, the error saying
+    where to look."""
+    try:
+        answer = yield _describe_request({"ExportArn": export_arn})
+    except ClientError as exc:
+        if error_code(exc) == "ExportNotFoundException":
+            raise ConfigurationError(
+                f"No export {export_arn} in this account and region: check the ARN and --region "
+                "(DynamoDB keeps an export's description 90 days).",
+                table=table_of(export_arn),
+                cause=exc,
+            ) from exc
+        raise
+    return answer
+
+
 def _send(request: Request) -> Flow[Any]:
     answer = yield request
     return answer
@@ -148,7 +165,8 @@ def start_flow(
         policy=policy,
         deadline=deadline,
         usage=usage,
-        advice="Run it again with the same client token: it starts no second export.",
+        advice=f"Run it again with client token {client_token!r} (--client-token, "
+        "client_token=): it starts no second export.",
     )
     return described(answer, "ExportTableToPointInTime", client_token)
 
@@ -173,7 +191,7 @@ def wait_flow(
     asked = 0
     while True:  # (bounded by the deadline: a wait past it is not waited)
         answer = yield from attempts(
-            lambda _: _send(_describe_request({"ExportArn": export_arn})),
+            lambda _: _describe_attempt(export_arn),
             what="DescribeExport",
             table=table,
             policy=policy,
