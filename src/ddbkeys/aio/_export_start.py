@@ -1,5 +1,6 @@
 """``ddbkeys.aio.start_export`` and ``wait_export``: the sync forms' flows
-(:mod:`ddbkeys.partition_keys._export.start`) on the asyncio driver, with an aiobotocore client."""
+(:mod:`ddbkeys.partition_keys._export.start`) on the asyncio driver (the listing from an export is
+:mod:`ddbkeys.aio._export`), with an aiobotocore client."""
 
 from __future__ import annotations
 
