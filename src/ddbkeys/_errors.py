@@ -24,6 +24,7 @@ __all__ = [
     "DdbKeysError",
     "DeadlineExceededError",
     "EndpointUnreachableError",
+    "ExportError",
     "KeySchemaError",
     "ListingInterrupted",
     "LocalServerError",
@@ -79,6 +80,15 @@ def _rebuild(cls: type[DdbKeysError], message: str, state: dict[str, Any]) -> Dd
 
 class ConfigurationError(DdbKeysError):
     """A setting is missing or wrong: no region, a bad endpoint URL, bad arguments."""
+
+
+class ExportError(ConfigurationError):
+    """A table's export cannot be read as its snapshot: not an export, another table's, a file
+    missing, truncated or not in the manifest's format. ``where`` names the file at fault."""
+
+    def __init__(self, message: str, *, where: str = "", table: str | None = None) -> None:
+        super().__init__(message, table=table)
+        self.where = where
 
 
 class ListingInterrupted(DdbKeysError):

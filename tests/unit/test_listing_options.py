@@ -57,6 +57,7 @@ NOT_SETTINGS = {
     "usage": "the Usage object that counts what was read",
     "on_key": "a callback",
     "streams": "a DynamoDB Streams client",
+    "s3": "an S3 client (what from_export is read with)",
     "tasks": "plan_listing: how many tasks the plan has",
     "concurrency": "plan_listing, estimate_listing: how many tasks or readers run at once",
     "endpoint_url": "plan_listing: how workers build their client",

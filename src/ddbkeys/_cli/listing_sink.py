@@ -36,7 +36,14 @@ from ddbkeys.partition_keys._listing.checkpoint import (
 if TYPE_CHECKING:
     from ddbkeys.partition_keys import Listing
 
-__all__ = ["CHECKPOINT_KEYS", "CHECKPOINT_SECONDS", "KeySink", "write_atomically"]
+__all__ = [
+    "CHECKPOINT_KEYS",
+    "CHECKPOINT_SECONDS",
+    "KeySink",
+    "check_options",
+    "resume_from",
+    "write_atomically",
+]
 
 #: The most keys written between two checkpoints (what a kill may repeat on stdout).
 CHECKPOINT_KEYS = 1000
@@ -241,3 +248,44 @@ class KeySink:
         if self._file is not None:
             self._file.close()
             self._file = None
+
+
+def check_options(
+    table_name: str | None,
+    output: str,
+    query: str | None,
+    checkpoint_file: str | None,
+    output_file: str | None,
+) -> None:
+    """The options that do not go together: a usage error naming them."""
+    if query is not None and output not in ("json", "table"):
+        raise click.UsageError(
+            "--query goes with --output json or table (one document at the end); with text "
+            "and jsonl each key is written as it comes."
+        )
+    if table_name is None:
+        raise click.UsageError("Missing option '--table-name' / '-t'.")
+    if checkpoint_file is not None and output in ("json", "table"):
+        raise click.UsageError(
+            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
+        )
+    if (
+        checkpoint_file is not None
+        and output_file is not None
+        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
+    ):
+        raise click.UsageError(
+            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
+        )
+
+
+def resume_from(sink: KeySink, resume: str | None, checkpoint_file: str | None) -> str | None:
+    """The token to go on from: --resume, or the checkpoint file's (not both)."""
+    if sink.resume_token is None:
+        return resume
+    if resume is not None:
+        raise click.UsageError(
+            f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
+            f"--resume to go on from {checkpoint_file}, or delete it."
+        )
+    return sink.resume_token

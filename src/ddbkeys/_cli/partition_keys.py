@@ -25,12 +25,20 @@ from ddbkeys._cli.index_options import (
     proof_options,
 )
 from ddbkeys._cli.listing_estimate import progress_note
-from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink
+from ddbkeys._cli.listing_export import (
+    check_export_options,
+    export_fields,
+    export_line,
+    export_stopped,
+    from_export_option,
+)
+from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink, check_options, resume_from
 from ddbkeys._cli.rendering import check_query, render, render_table
 from ddbkeys._errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
+    ExportListing,
     IndexReplayWarning,
     Listing,
     ListingOptions,
@@ -57,6 +65,8 @@ def _replay_fields(listing: Listing) -> dict[str, Any] | None:
 
 def usage_line(listing: Listing, *, progress: bool = False) -> str:
     u = listing.usage
+    if isinstance(listing, ExportListing):
+        return export_line(listing)
     readers = f", {listing.readers} readers" if listing.readers > 1 else ""
     line = (
         f"{listing.keys_found} keys ({listing.method_name}{readers}): {u.requests} requests, "
@@ -101,6 +111,9 @@ def resume_note(verb: str, listing: Listing, sink: KeySink, status: StatusLine |
     if status is not None:
         status.stop()
     sink.save(listing)
+    if isinstance(listing, ExportListing):
+        click.echo(export_stopped(verb, listing), err=True)
+        return
     how = f"Resume with: --resume {listing.checkpoint()}"
     if click.get_current_context().info_name == "run-task":  # (it takes no --resume)
         how = (
@@ -183,47 +196,6 @@ def stream_keys(
         for number, handler in previous.items():
             signal.signal(number, handler)
     return collected
-
-
-def _check_options(
-    table_name: str | None,
-    output: str,
-    query: str | None,
-    checkpoint_file: str | None,
-    output_file: str | None,
-) -> None:
-    """The options that do not go together: a usage error naming them."""
-    if query is not None and output not in ("json", "table"):
-        raise click.UsageError(
-            "--query goes with --output json or table (one document at the end); with text "
-            "and jsonl each key is written as it comes."
-        )
-    if table_name is None:
-        raise click.UsageError("Missing option '--table-name' / '-t'.")
-    if checkpoint_file is not None and output in ("json", "table"):
-        raise click.UsageError(
-            f"--checkpoint goes with --output text or jsonl ({output} is one document at the end)."
-        )
-    if (
-        checkpoint_file is not None
-        and output_file is not None
-        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
-    ):
-        raise click.UsageError(
-            f"--checkpoint and --output-file are the same file ({output_file}): name two files."
-        )
-
-
-def _resume_from(sink: KeySink, resume: str | None, checkpoint_file: str | None) -> str | None:
-    """The token to go on from: --resume, or the checkpoint file's (not both)."""
-    if sink.resume_token is None:
-        return resume
-    if resume is not None:
-        raise click.UsageError(
-            f"--resume and the checkpoint file {checkpoint_file}, which exists: drop "
-            f"--resume to go on from {checkpoint_file}, or delete it."
-        )
-    return sink.resume_token
 
 
 def _trust_note(listing: Listing, method: str) -> str:
@@ -318,6 +290,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "resume first cuts OUT back to what the checkpoint recorded: every key exactly once.",
 )
 @click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
+@from_export_option
 @own_items_option
 @index_options
 @state_table_option
@@ -338,6 +311,7 @@ def partition_keys_group(
     checkpoint_file: str | None,
     output_file: str | None,
     quiet: bool,
+    from_export: str | None,
     include_own_items: bool,
     index_name: str,
     marker_attribute: str,
@@ -369,12 +343,15 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
       ddbkeys partition-keys -t orders --checkpoint orders.ckpt --output-file keys.txt
+      ddbkeys partition-keys -t orders --from-export s3://my-bucket/exports/AWSDynamoDB/01234567890123-a1b2c3d4/
     """
     if ctx.invoked_subcommand is not None:
         return
-    _check_options(table_name, output, query, checkpoint_file, output_file)
+    check_options(table_name, output, query, checkpoint_file, output_file)
+    if from_export is not None:
+        check_export_options(method, DEFAULTS.method, resume, checkpoint_file)
     sink = KeySink(output, output_file, checkpoint_file)
-    resume = _resume_from(sink, resume, checkpoint_file)
+    resume = resume_from(sink, resume, checkpoint_file)
     client = connection.client()
     from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
 
@@ -404,6 +381,7 @@ def partition_keys_group(
         replay_margin=replay_margin,
         trust_index=trust_index,
         include_own_items=include_own_items,
+        from_export=from_export,
     )
     with warnings_said(IndexReplayWarning):  # said before the listing reads
         listing = distinct_partition_keys(
@@ -428,6 +406,7 @@ def partition_keys_group(
             "method_note": listing.method_note,
             "readers": listing.readers,
             "replay": _replay_fields(listing),
+            "export": export_fields(listing),
             "keys": collected,
             "usage": listing.usage.snapshot(),
         }

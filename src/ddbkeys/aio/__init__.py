@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from ddbkeys.aio._gapless import GaplessSequence
     from ddbkeys.aio._ids import AtomicCounter
     from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
-    from ddbkeys.aio._listing import AsyncListing, distinct_partition_keys
+    from ddbkeys.aio._listing import AsyncExportListing, AsyncListing, distinct_partition_keys
+    from ddbkeys.aio._listing import AsyncExportListing as ExportListing
     from ddbkeys.aio._listing import AsyncListing as Listing
     from ddbkeys.partition_keys._listing.options import ListingOptions
 
@@ -56,7 +57,9 @@ _HOMES = {
     "audit_collection": "ddbkeys.aio._audit",
     "audit_ids": "ddbkeys.aio._audit",
     "AsyncListing": "ddbkeys.aio._listing",
+    "AsyncExportListing": "ddbkeys.aio._listing",
     "Listing": "ddbkeys.aio._listing",
+    "ExportListing": "ddbkeys.aio._listing",
     "distinct_partition_keys": "ddbkeys.aio._listing",
     "estimate_listing": "ddbkeys.aio._estimate",
     "start_export": "ddbkeys.aio._export_start",
@@ -70,12 +73,17 @@ _HOMES = {
     "make_client": "ddbkeys.aio._client",
 }
 
+#: The names given out under a second name too (the sync form's).
+_ALIASES = {"Listing": "AsyncListing", "ExportListing": "AsyncExportListing"}
+
 __all__ = [
+    "AsyncExportListing",
     "AsyncListing",
     "AtomicCounter",
     "AuditReport",
     "BlockAllocator",
     "CollectionSequence",
+    "ExportListing",
     "GaplessSequence",
     "Listing",
     "ListingOptions",
@@ -105,6 +113,6 @@ def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'ddbkeys.aio' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), "AsyncListing" if name == "Listing" else name)
+    value = getattr(importlib.import_module(home), _ALIASES.get(name, name))
     globals()[name] = value
     return value

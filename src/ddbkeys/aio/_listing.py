@@ -40,8 +40,15 @@ from ddbkeys._core.stopping import STOP_SLICE
 from ddbkeys._drivers.aio import AsyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import RetryPolicy
+from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
+from ddbkeys.aio._export import CHUNK, close_reading, export_of, some
 from ddbkeys.aio._index import OpenedOnUse
+from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
+from ddbkeys.partition_keys._export.listing import ExportFacts, ExportMethod
+from ddbkeys.partition_keys._export.location import ExportFolder
+from ddbkeys.partition_keys._export.manifest import Manifest
+from ddbkeys.partition_keys._export.now import Since
 from ddbkeys.partition_keys._listing.base import (
     Key,
     Position,
@@ -239,6 +246,59 @@ class AsyncListing(ListingCore):
                 continue
 
 
+class AsyncExportListing(ExportFacts, AsyncListing):
+    """The asyncio form of :class:`~ddbkeys.partition_keys.ExportListing` (``async for``,
+    once): the same keys, counts and ``as_of``."""
+
+    def __init__(
+        self,
+        info: TableInfo,
+        reader: Reader,
+        folder: ExportFolder,
+        manifest: Manifest,
+        *,
+        marker_attribute: str,
+        own_items: bool,
+        on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
+        memory_keys: int = MEMORY_KEYS,
+        spill_folder: str | None = None,
+        since: Since | str | None = None,
+    ) -> None:
+        method = ExportMethod(info).knowing_markers_by(marker_attribute, own_items=own_items)
+        super().__init__(method, reader, [None], 1, on_key)
+        self.method_reason = self._export(folder, manifest, memory_keys, spill_folder, since)
+
+    async def _raw(self) -> AsyncGenerator[Key, None]:
+        self._begin()
+        seen = KeySet(self.memory_keys, self.spill_folder)
+        keys = self._export_keys(seen)
+        try:
+            while True:
+                chunk = await asyncio.to_thread(some, keys, CHUNK)
+                for key in chunk:
+                    self.reader.stop.check()
+                    before = (self.positions[0], self.keys_found)
+                    self._handed(0, key)
+                    if self._notices:
+                        await self._notified(0, before)
+                    yield key
+                if len(chunk) < CHUNK:
+                    break
+        finally:
+            await asyncio.to_thread(close_reading, keys, seen)
+        for hashed, key in self._touched():
+            self.reader.stop.check()
+            if await self._driver.run(self._recheck(hashed, key)):
+                before = (self.positions[0], self.keys_found)
+                self._handed(0, key)
+                if self._notices:
+                    await self._notified(0, before)
+                yield key
+        self._done(0)
+        if self._notices:
+            await self._notified(0, None)
+
+
 class ListingCall(Coroutine[Any, Any, "AsyncListing"]):
     """What :func:`distinct_partition_keys` returns: ``await`` it for the
     :class:`AsyncListing` (its ``usage``, ``checkpoint()`` and ``stop()`` at hand), or
@@ -312,6 +372,7 @@ async def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
     streams: Any = None,
+    s3: Any = None,
     **settings: Unpack[ListingSettings],
 ) -> AsyncListing:
     """The distinct partition keys of ``table``, either way::
@@ -331,7 +392,9 @@ async def distinct_partition_keys(
 
     Every method of the sync form, the marker index's included; a resume token of either form
     goes on in the other. ``on_key`` may be a coroutine function too (to save a checkpoint
-    with an async client): it is awaited before each key is handed out.
+    with an async client): it is awaited before each key is handed out. With ``from_export``,
+    the export's files are read in a worker thread, with ``s3`` (a boto3 S3 client, not an
+    aiobotocore one; by default one in ``client``'s region): see ``ddbkeys.aio._export``.
     """
     options = listing_options(options, method, settings)
     client, name = as_async_client(client, table)
@@ -339,6 +402,24 @@ async def distinct_partition_keys(
         raise ConfigurationError("No table given: pass the table's name.")
     reader = listing_reader(client, name, options, retry, usage)
     given = streams if streams is not None else OpenedOnUse(client, name)
+    if options.from_export is not None:
+        try:
+            info, folder, manifest, since = await export_of(
+                client, reader, options, s3, given, _OWNER
+            )
+        finally:
+            if streams is None:
+                await given.aclose()
+        return AsyncExportListing(
+            info,
+            reader,
+            folder,
+            manifest,
+            marker_attribute=options.marker_attribute,
+            own_items=options.include_own_items,
+            on_key=on_key,
+            since=since,
+        )
     notes: list[str] = []
     try:
         driver = AsyncDriver(SplitClient(client, given), reader.usage, _OWNER)

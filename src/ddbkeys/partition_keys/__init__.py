@@ -17,6 +17,7 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 from __future__ import annotations
 
 from ddbkeys.partition_keys._export.described import ExportFailedError, TableExport
+from ddbkeys.partition_keys._export.listing import ExportListing
 from ddbkeys.partition_keys._export.start import start_export, wait_export
 from ddbkeys.partition_keys._index.index import (
     DEFAULT_INDEX,
@@ -54,6 +55,7 @@ __all__ = [
     "METHODS",
     "BackfillReport",
     "ExportFailedError",
+    "ExportListing",
     "IndexReplayWarning",
     "IndexUnprovenError",
     "Listing",

@@ -6,6 +6,7 @@ its read budget, choosing the method (or resuming from a token) and handing back
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, Unpack
@@ -16,6 +17,10 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.keys import read_manifest
+from ddbkeys.partition_keys._export.listing import ExportListing
+from ddbkeys.partition_keys._export.location import export_folder, s3_client_for
+from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
@@ -211,6 +216,7 @@ def distinct_partition_keys(
     usage: Usage | None = None,
     on_key: Callable[[Listing], None] | None = None,
     streams: Any = None,
+    s3: Any = None,
     **settings: Unpack[ListingSettings],
 ) -> Listing:
     """The distinct partition keys of ``table``: a :class:`Listing` to iterate over once.
@@ -264,12 +270,18 @@ def distinct_partition_keys(
     replay reads with; by default one like ``client`` (see
     :func:`~ddbkeys.partition_keys._streams.streams.streams_client_for`: pass one when ``client``
     was made with credentials other than boto3's default session's).
+
+    ``from_export`` lists the keys of the table's export instead (an
+    :class:`~ddbkeys.partition_keys.ExportListing`): its files, read from disk or with ``s3``
+    (a boto3 S3 client; by default one in ``client``'s region), not the table.
     """
     options = listing_options(options, method, settings)
     client, table = client_and_table(client, table, options.deadline)
     reader = listing_reader(client, table, options, retry, usage)
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
+    if options.from_export is not None:
+        return _from_export(reader, options, on_key, s3, streams)
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
     notes: list[str] = []
     choice, positions = driver.run(opening_flow(options, resume, reader, noting(notes)))
@@ -283,6 +295,37 @@ def distinct_partition_keys(
         on_key,
     )
     return opened(listing, choice, notes)
+
+
+def _from_export(
+    reader: Reader,
+    options: ListingOptions,
+    on_key: Callable[[Listing], None] | None,
+    s3: Any,
+    streams: Any,
+) -> ExportListing:
+    """The listing of ``options.from_export``: its manifests read and checked against the
+    table (DescribeTable: no read capacity), then the table's stream since the export's time
+    (see :mod:`ddbkeys.partition_keys._export.now`), so that it says before it reads whether
+    it is exact now or as of the export's time."""
+    uri = str(options.from_export)
+    driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
+    info = driver.run(reader.describe())
+    folder = export_folder(
+        uri, s3 if s3 is not None or not uri.startswith("s3://") else (s3_client_for(reader.client))
+    )
+    manifest = read_manifest(folder, info)
+    since = driver.run(since_flow(reader, info, manifest.time, options.replay_margin, time.time()))
+    return ExportListing(
+        info,
+        reader,
+        folder,
+        manifest,
+        marker_attribute=options.marker_attribute,
+        own_items=options.include_own_items,
+        on_key=on_key,
+        since=since,
+    )
 
 
 def _resumed(

@@ -76,7 +76,11 @@ class ListingOptions:
     items too (its markers and the id strategies' counter items, ``ddbkeys_type = "counter"``;
     see :mod:`ddbkeys.partition_keys._listing.recognise`), which are left out by default; not
     with ``method="index"`` (the marker index marks only collections holding your items), and
-    ``auto`` then does not use the index.
+    ``auto`` then does not use the index. ``from_export``: list from the table's export to S3
+    instead of the table (its folder, ``s3://bucket/prefix/AWSDynamoDB/<export id>/``, or a
+    copy of it on disk), at no read capacity: the keys as they were at the export's time (see
+    :class:`~ddbkeys.partition_keys.ExportListing`); with ``method="auto"`` only, and ``auto``
+    never reads an export unless one is given.
 
     Every listing setting added later is a field here, with its default and its check, and
     nowhere else: the entry points take it through this object or :class:`ListingSettings`
@@ -98,6 +102,7 @@ class ListingOptions:
     replay_margin: float = DEFAULT_REPLAY_MARGIN
     trust_index: bool = False
     include_own_items: bool = False
+    from_export: str | None = None
 
     def __post_init__(self) -> None:
         check_method(self.method)
@@ -133,6 +138,8 @@ class ListingOptions:
                 "counters), which the marker index never marks: list with method='scan', "
                 "'skip-pages' or 'auto' (--method), not 'index'."
             )
+        if self.from_export is not None:
+            _check_export(self)
         for name, value in checked.items():  # (numbers as floats: one JSON form)
             object.__setattr__(self, name, value)
 
@@ -181,6 +188,21 @@ class ListingSettings(TypedDict, total=False):
     replay_margin: float
     trust_index: bool
     include_own_items: bool
+    from_export: str | None
+
+
+def _check_export(options: ListingOptions) -> None:
+    """``from_export``: a URI or path, with no setting that reads the table."""
+    if not isinstance(options.from_export, str) or not options.from_export:
+        raise ConfigurationError(
+            f"from_export must be the export's folder (s3://bucket/prefix/AWSDynamoDB/ID/ or a "
+            f"path), not {options.from_export!r}."
+        )
+    if options.method != "auto":
+        raise ConfigurationError(
+            f"from_export lists the keys the export holds, not with a method that reads the "
+            f"table: drop method={options.method!r} (--method)."
+        )
 
 
 def listing_options(

@@ -35,6 +35,10 @@ class ShardRead:
     #: The maintainer's newest position in the shard: the read goes on to it, whatever empty
     #: pages come before (None: no position to reach).
     reach: str | None = None
+    #: Whether a read from the shard's start must find its first record younger than the
+    #: stream keeps records (a day less ``TRIM_SAFETY``): False where only the records after
+    #: ``skip_before``, which is itself that recent, are needed (a listing from an export).
+    whole_history: bool = True
 
 
 @dataclass(frozen=True)

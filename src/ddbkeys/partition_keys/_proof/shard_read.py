@@ -280,7 +280,7 @@ def _take(
     does not reach back far enough."""
     for record in records:
         created = created_at(record)
-        if at.after is None and read.after is None:
+        if at.after is None and read.after is None and read.whole_history:
             declined = _from_the_start(read, created, now)
             if declined is not None:
                 return declined

@@ -148,6 +148,16 @@ def span(low: float | None, value: float | None, high: float | None) -> str:
     return f"{low:,.0f}-{high:,.0f}"
 
 
+def export_note(size_bytes: int | None) -> str:
+    """What listing from an export would cost instead (said beside each method's read units)."""
+    size = "its bytes" if size_bytes is None else f"about {size_bytes / 1e6:,.1f} MB"
+    return (
+        "an export of the table (`partition-keys export start`, then `--from-export`) reads no "
+        f"read capacity: it writes {size} to S3 (ExportTableToPointInTime is billed per GB "
+        "and needs point-in-time recovery on), and lists the keys as of the export's time"
+    )
+
+
 def estimate(
     info: TableInfo,
     sample: Sample,
@@ -205,7 +215,7 @@ def estimate(
         methods=methods,
         auto=auto,
         auto_reason=reason,
-        notes=(*notes, REFRESHED),
+        notes=(*notes, export_note(size_bytes), REFRESHED),
         keys_low=None if keys is None else math.floor(keys.low),
         keys_high=None if keys is None else math.ceil(keys.high),
         basis=_basis(sample, source),

@@ -1,0 +1,79 @@
+"""``partition-keys --from-export``: what the command says of a listing read from an export."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from ddbkeys.partition_keys import ExportListing, Listing
+
+__all__ = [
+    "check_export_options",
+    "export_fields",
+    "export_line",
+    "export_stopped",
+    "from_export_option",
+]
+
+from_export_option = click.option(
+    "--from-export",
+    metavar="URI",
+    help="List the keys of the table's export to S3 instead of the table, at no read capacity: "
+    "the export's folder, s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/, or a copy of it on disk "
+    "(aws s3 sync). The keys are the table's as it was at the export's time, which the summary "
+    "names. Not with --method, --resume or --checkpoint.",
+)
+
+
+def export_stopped(verb: str, listing: ExportListing) -> str:
+    """What the command says when a listing from an export stops early."""
+    return (
+        f"{verb} after {export_line(listing)}.\nRun the same command again: a listing from an "
+        "export starts over (it reads no read capacity)."
+    )
+
+
+def export_line(listing: ExportListing) -> str:
+    """The summary of a listing from an export: its keys, as of when, what it read."""
+    c = listing.counts
+    return (
+        f"{listing.keys_found} keys (export, {listing.as_of}): {c.files} of "
+        f"{len(listing.manifest.files)} data files, {c.items} items read, "
+        f"{listing.usage.read_units:g} RCU"
+    )
+
+
+def check_export_options(
+    method: str, default_method: str, resume: str | None, checkpoint_file: str | None
+) -> None:
+    """--from-export lists the export: no method, resume or checkpoint goes with it."""
+    given = [
+        name
+        for name, value in (
+            ("--method", method != default_method),
+            ("--resume", resume is not None),
+            ("--checkpoint", checkpoint_file is not None),
+        )
+        if value
+    ]
+    if given:
+        raise click.UsageError(
+            f"--from-export reads the export's files, not the table: drop {given[0]} (a listing "
+            "from an export is not resumed; run it again)."
+        )
+
+
+def export_fields(listing: Listing) -> dict[str, Any] | None:
+    """What a listing from an export read (None: it read the table)."""
+    if not isinstance(listing, ExportListing):
+        return None
+    return {
+        "uri": listing.export_uri,
+        "arn": listing.export_arn,
+        "time": listing.manifest.time.isoformat(),
+        "exact": listing.as_of,
+        "files": listing.counts.files,
+        "items": listing.counts.items,
+        "own_items": listing.counts.own_items,
+    }

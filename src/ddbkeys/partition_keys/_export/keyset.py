@@ -1,0 +1,112 @@
+"""The keys seen so far, in memory that does not grow with their number: a Python set up to
+``memory_keys`` keys, then a SQLite file on disk (a B-tree, keyed by the key's bytes), which
+a batch of keys is checked against at once.
+
+An export lists a collection's items wherever its partition put them: a key comes back in
+other files, and a key of a split collection in other partitions' files, so every key is
+checked against all those seen before it. Keys are bytes here (:func:`key_bytes`): a type
+byte, then the string's UTF-8, the number's text (as DynamoDB writes it) or the binary value.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import tempfile
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["MEMORY_KEYS", "KeySet", "bytes_key", "key_bytes"]
+
+#: Keys kept in a Python set before they go to disk: about 15 MB of short keys.
+MEMORY_KEYS = 100_000
+
+
+def key_bytes(key: dict[str, Any]) -> bytes:
+    """A key AttributeValue (S, N as DynamoDB's text, or B) as bytes that tell it apart."""
+    ((kind, value),) = key.items()
+    if kind == "B":
+        return b"B" + bytes(value)
+    return kind.encode() + str(value).encode("utf-8")
+
+
+def bytes_key(raw: bytes) -> dict[str, Any]:
+    """The key AttributeValue :func:`key_bytes` made ``raw`` from."""
+    kind, value = raw[:1].decode(), raw[1:]
+    return {"B": value} if kind == "B" else {kind: value.decode("utf-8")}
+
+
+class KeySet:
+    """Keys seen, each once: :meth:`new` says which of a batch were not seen before."""
+
+    def __init__(self, memory_keys: int = MEMORY_KEYS, folder: str | None = None) -> None:
+        self.memory_keys = memory_keys
+        self.folder = folder
+        self.count = 0
+        self._memory: set[bytes] | None = set()
+        self._dir: str | None = None
+        self._db: sqlite3.Connection | None = None
+
+    @property
+    def on_disk(self) -> bool:
+        return self._db is not None
+
+    def new(self, batch: Sequence[bytes]) -> list[bytes]:
+        """The keys of ``batch`` not seen before (each once, in the batch's order), now seen."""
+        fresh = list(dict.fromkeys(batch))
+        if self._memory is not None:
+            fresh = [key for key in fresh if key not in self._memory]
+            self._memory.update(fresh)
+            self.count += len(fresh)
+            if len(self._memory) > self.memory_keys:
+                self._spill()
+            return fresh
+        return self._new_on_disk(fresh)
+
+    def _spill(self) -> None:
+        assert self._memory is not None
+        self._dir = tempfile.mkdtemp(prefix="ddbkeys-export-", dir=self.folder)
+        db = sqlite3.connect(  # (used by one thread at a time: the asyncio form's, in turn)
+            os.path.join(self._dir, "keys.sqlite"), isolation_level=None, check_same_thread=False
+        )
+        db.execute("PRAGMA journal_mode = OFF")
+        db.execute("PRAGMA synchronous = OFF")
+        db.execute("CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID")
+        db.execute("CREATE TEMP TABLE batch (i INTEGER PRIMARY KEY, k BLOB)")
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO seen VALUES (?)", ((key,) for key in self._memory))
+        db.execute("COMMIT")
+        self._db, self._memory = db, None
+
+    def _new_on_disk(self, fresh: list[bytes]) -> list[bytes]:
+        db = self._db
+        assert db is not None
+        db.execute("BEGIN")
+        db.executemany("INSERT INTO batch VALUES (?, ?)", enumerate(fresh))
+        rows = db.execute(
+            "SELECT b.k FROM batch b WHERE NOT EXISTS (SELECT 1 FROM seen s WHERE s.k = b.k) "
+            "ORDER BY b.i"
+        ).fetchall()
+        db.execute("INSERT OR IGNORE INTO seen SELECT k FROM batch")
+        db.execute("DELETE FROM batch")
+        db.execute("COMMIT")
+        self.count += len(rows)
+        return [row[0] for row in rows]
+
+    def close(self) -> None:
+        """Forget the keys: the file on disk is removed."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+        self._memory = set()
+        self.count = 0
+
+    def __enter__(self) -> KeySet:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,151 @@
+"""Where an export lies, and reading its files: a folder on disk (an ``aws s3 sync`` copy of the
+export's folder) or on S3 (``s3://bucket/prefix/AWSDynamoDB/<export id>/``), through a boto3
+S3 client. The I/O of reading an export, and nothing else."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import IO, Any, Protocol
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from ddbkeys._origins import origin_of
+from ddbkeys.partition_keys._export.manifest import SUMMARY, ExportError
+
+__all__ = ["DiskExport", "ExportFolder", "S3Export", "export_folder", "s3_client_for"]
+
+_HOW = (
+    "the URI is the export's folder, which holds manifest-summary.json: "
+    "s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/ (`ddbkeys partition-keys export wait` prints it) "
+    "or a copy of it on disk"
+)
+
+
+class ExportFolder(Protocol):
+    """An export's folder: its files by their path below it."""
+
+    @property
+    def uri(self) -> str:
+        """The folder, as the user named it (ending in ``/``)."""
+        ...
+
+    def read(self, path: str) -> bytes:
+        """The whole file at ``path`` (a manifest)."""
+        ...
+
+    def open(self, path: str) -> IO[bytes]:
+        """The file at ``path`` as a stream (a data file)."""
+        ...
+
+
+@dataclass(frozen=True)
+class DiskExport:
+    """An export's folder on disk."""
+
+    uri: str
+    root: str
+
+    def _path(self, path: str) -> str:
+        return os.path.join(self.root, *path.split("/"))
+
+    def read(self, path: str) -> bytes:
+        with self.open(path) as stream:
+            return stream.read()
+
+    def open(self, path: str) -> IO[bytes]:
+        full = self._path(path)
+        try:
+            return open(full, "rb")
+        except FileNotFoundError:
+            raise ExportError(
+                f"{full} is missing: {_missing(path)}", where=self.uri + path
+            ) from None
+        except OSError as exc:
+            raise ExportError(f"{full} cannot be read: {exc}.", where=self.uri + path) from None
+
+
+def _missing(path: str) -> str:
+    if path == SUMMARY:
+        return f"not an export's folder ({_HOW})."
+    return "the manifest names it but the export does not hold it (copy the export again)."
+
+
+@dataclass(frozen=True)
+class S3Export:
+    """An export's folder on S3, read with ``s3`` (a boto3 S3 client)."""
+
+    uri: str
+    bucket: str
+    prefix: str  # ends with "/", or is ""
+    s3: Any
+
+    def _get(self, path: str) -> Any:
+        key = self.prefix + path
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            where = f"s3://{self.bucket}/{key}"
+            if code in ("NoSuchKey", "404", "NotFound"):
+                raise ExportError(f"{where} is missing: {_missing(path)}", where=where) from None
+            if code == "NoSuchBucket":
+                raise ExportError(
+                    f"There is no bucket {self.bucket!r}: {_HOW}.", where=where
+                ) from None
+            if code in ("AccessDenied", "403"):
+                raise ExportError(
+                    f"{where}: access denied; reading an export takes s3:GetObject on its "
+                    "objects (and kms:Decrypt on its key when SSE-KMS encrypts it): "
+                    "`ddbkeys iam-policy partition-keys-from-export` prints the policy.",
+                    where=where,
+                ) from None
+            raise ExportError(f"{where}: {code or exc}.", where=where) from None
+        except BotoCoreError as exc:
+            where = f"s3://{self.bucket}/{key}"
+            raise ExportError(f"{where} could not be read: {exc}.", where=where) from None
+
+    def read(self, path: str) -> bytes:
+        body = self._get(path)
+        try:
+            return bytes(body.read())
+        finally:
+            body.close()
+
+    def open(self, path: str) -> IO[bytes]:
+        return self._get(path)  # type: ignore[no-any-return]
+
+
+def export_folder(uri: str, s3: Any = None) -> ExportFolder:
+    """The export at ``uri``: ``s3://bucket/prefix/`` (read with ``s3``, a boto3 S3 client,
+    made by the caller when needed) or a path on disk (``file://`` or plain). A URI naming
+    ``manifest-summary.json`` itself stands for its folder."""
+    if not isinstance(uri, str) or not uri:
+        raise ExportError(f"from_export must be a URI or a path, not {uri!r}: {_HOW}.")
+    if uri.startswith("s3://"):
+        bucket, _, prefix = uri[len("s3://") :].partition("/")
+        if not bucket:
+            raise ExportError(f"{uri!r} names no bucket: {_HOW}.", where=uri)
+        if prefix.endswith(SUMMARY):
+            prefix = prefix[: -len(SUMMARY)]
+        if prefix and not prefix.endswith("/"):
+            prefix += "/"
+        return S3Export(f"s3://{bucket}/{prefix}", bucket, prefix, s3)
+    if "://" in uri and not uri.startswith("file://"):
+        raise ExportError(f"{uri!r} is neither s3:// nor a path on disk: {_HOW}.", where=uri)
+    root = uri[len("file://") :] if uri.startswith("file://") else uri
+    if os.path.basename(root.rstrip("/")) == SUMMARY:
+        root = os.path.dirname(root.rstrip("/"))
+    if not os.path.isdir(root):
+        raise ExportError(f"{root} is not a folder: {_HOW}.", where=uri)
+    return DiskExport(root.rstrip("/") + "/", root)
+
+
+def s3_client_for(client: Any) -> Any:
+    """An S3 client in ``client``'s region, from the session ddbkeys made it from (else
+    boto3's default session): its endpoint is S3's, or ``AWS_ENDPOINT_URL_S3`` where set."""
+    import boto3  # noqa: PLC0415 (only for an export on S3)
+
+    origin = origin_of(client)
+    session = origin.session if origin is not None else (boto3.DEFAULT_SESSION or boto3.Session())
+    return session.client("s3", region_name=client.meta.region_name)

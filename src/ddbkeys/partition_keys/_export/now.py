@@ -1,0 +1,134 @@
+"""A listing from an export made exact now: the export is a snapshot of the table at its time
+``E``, and the table's stream since then is its log, as the marker index's proof argues (see
+:mod:`ddbkeys.partition_keys._proof.evidence`).
+
+The rule (:func:`now_window`, pure): with ``bound = E - margin - CREATED_ROUNDING``, the log is
+whole when the table's current stream began at or before ``bound`` (so every write since is a
+record of it) and ``bound`` is younger than the stream keeps records (a day, less
+``TRIM_SAFETY``). Then every shard is read from its start (TRIM_HORIZON: the stream has no
+timestamp iterator), the records at or after ``bound`` kept (a record's
+ApproximateCreationDateTime is rounded down, hence the rounding), and each collection they name
+is re-checked with a consistent Query; the export's keys of the other collections stand. Else
+the answer is the table as of ``E``, and the reason says why not now.
+
+It assumes, besides the proof's assumption, that the point-in-time recovery instant of the
+export and the stream's clock agree within the margin.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from ddbkeys._core.steps import Flow, query
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.manifest import when
+from ddbkeys.partition_keys._listing.base import Key, Reader
+from ddbkeys.partition_keys._listing.recognise import Markers, is_own, own_projection
+from ddbkeys.partition_keys._proof.evidence import (
+    CREATED_ROUNDING,
+    DAY,
+    TRIM_SAFETY,
+    Decline,
+)
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
+from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
+
+__all__ = ["Since", "exists_flow", "now_window", "since_flow", "stream_began"]
+
+
+def stream_began(stream_arn: str) -> datetime | None:
+    """When the stream ``stream_arn`` began: its label, the ARN's last part (an ISO time)."""
+    label = stream_arn.rsplit("/", 1)[-1]
+    try:
+        began = datetime.fromisoformat(label.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return began if began.tzinfo is not None else began.replace(tzinfo=UTC)
+
+
+def now_window(info: TableInfo, export_time: datetime, margin: float, now: float) -> float | str:
+    """Where the stream is read from to make an export of ``export_time`` exact ``now``
+    (seconds since the epoch): ``bound``; or why it cannot be, a clause."""
+    bound = export_time.timestamp() - margin - CREATED_ROUNDING
+    if info.stream_arn is None:
+        return "the table's stream is off"
+    began = stream_began(info.stream_arn)
+    if began is None:
+        return f"the stream's label ({info.stream_arn.rsplit('/', 1)[-1]}) is not a time"
+    if began.timestamp() > bound:
+        return (
+            f"the table's stream began at {when(began)}, after the export's time less "
+            f"{margin + CREATED_ROUNDING:g} s ({when(datetime.fromtimestamp(bound, UTC))}): "
+            "writes between are in no log"
+        )
+    if bound < now - DAY + TRIM_SAFETY:
+        return (
+            "the export is older than the stream keeps its records (24 h, less "
+            f"{TRIM_SAFETY / 3600:g} h to be safe): export again for a listing exact now"
+        )
+    return bound
+
+
+@dataclass
+class Since:
+    """What the stream since an export named: ``replay`` (its records and the collections
+    they name), read from ``bound`` (seconds)."""
+
+    bound: float
+    replay: Replay
+
+
+def since_flow(
+    reader: Reader, info: TableInfo, export_time: datetime, margin: float, now: float
+) -> Flow[Since | str]:
+    """Read every shard of the table's stream from its start, keeping the collections that the
+    records at or after the window's bound name; or why the export cannot be made exact now."""
+    bound = now_window(info, export_time, margin, now)
+    if isinstance(bound, str):
+        return bound
+    arn = str(info.stream_arn)
+    try:
+        shards = yield from shard_list(reader, arn)
+    except DdbKeysError as exc:
+        return refusal(exc, "describing the table's stream").reason
+    skip_before = export_time.timestamp() - margin  # (a record kept: created + rounding >= it)
+    reads = tuple(
+        ShardRead(shard["ShardId"], None, skip_before=skip_before, whole_history=False)
+        for shard in shards
+    )
+    window = ReplayWindow(arn, reads, margin, now - margin)
+    replay = Replay(margin)
+    for read in reads:
+        outcome = yield from read_shard(reader, window, read, info.partition_key.name, replay)
+        if isinstance(outcome, Decline):
+            return outcome.reason
+    return Since(bound, replay)
+
+
+def exists_flow(
+    reader: Reader, info: TableInfo, markers: Markers | None, key: Key, own_items: bool
+) -> Flow[bool]:
+    """Whether the collection ``key`` holds an item that counts (yours; any with
+    ``own_items``), by a consistent Query of two items a page, on while a page held only
+    ddbkeys' own."""
+    projection, names = own_projection(info.partition_key.name, markers)
+    request: dict[str, Any] = {
+        "TableName": info.name,
+        "KeyConditionExpression": "#pk = :pk",
+        "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":pk": key},
+        "ProjectionExpression": projection,
+        "ConsistentRead": True,
+        "Limit": 2,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    while True:
+        page = yield from ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
+        if any(own_items or not is_own(item, markers) for item in page.get("Items", [])):
+            return True
+        if "LastEvaluatedKey" not in page:
+            return False
+        request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
