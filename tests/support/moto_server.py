@@ -15,56 +15,25 @@ layout, so its files are no export to read (the reader's tests use documented fi
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import boto3.session
 import pytest
 
+from tests.support.s3 import moto_server
+
 __all__ = ["MOTO_REGION", "moto_client", "moto_url"]
 
 MOTO_REGION = "us-east-1"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def moto_url() -> Iterator[str]:
-    """http://127.0.0.1:PORT of a moto server started for the session (stopped after it)."""
-    port = _free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        ends = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > ends:
-                    raise RuntimeError(f"moto's server did not start on {url}") from None
-                time.sleep(0.1)
+    """http://127.0.0.1:PORT of a moto server started for the session (stopped after it), by
+    :func:`tests.support.s3.moto_server`."""
+    with moto_server() as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def moto_client(url: str, service: str = "dynamodb") -> Any:
