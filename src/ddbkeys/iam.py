@@ -7,10 +7,11 @@ its own trigger (``lambda:ListEventSourceMappings``).
 
 The catalog below is checked by the tests against the requests each command really sends (a
 proxy records every operation with its table and index), so it cannot promise less than the
-command needs or grant more than it uses. The S3 and KMS actions of exports cannot be checked
-that way (DynamoDB writes an export's objects itself, with the caller's permissions; the
-reader's requests go to S3): they are AWS's documented ones, on the export's folder only
-(``PREFIX/AWSDynamoDB/*``, where AWS writes every object of an export).
+command needs or grant more than it uses; the S3 requests of a listing from an export are
+checked the same way, through a proxy in front of an S3 endpoint. The S3 writes of an export are
+DynamoDB's own, inside AWS, and kms:Decrypt needs a real key: those are AWS's documented
+actions, on the export's folder only (``PREFIX/AWSDynamoDB/*``, where AWS writes every object
+of an export).
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
@@ -33,6 +34,7 @@ from ddbkeys.partition_keys._streams.streams import streams_client_for
 from ddbkeys.testing._proxy import Call, FaultProxy
 from tests.integration.test_export_now import export_now
 from tests.support.moto_server import moto_client, moto_url
+from tests.support.s3 import upload
 from tests.support.stream_events import FUNCTION, InvokedHandler
 
 if TYPE_CHECKING:
@@ -464,3 +466,49 @@ def test_export_policies_grant_s3_on_the_export_folder_only() -> None:
         policy("partition-keys", "ord", variant="from-export", s3_bucket="b-1", kms_key="alias/x")
     with pytest.raises(ConfigurationError, match="decrypts nothing with KMS"):
         policy("ids next", "orders", kms_key=key)
+
+
+def test_the_readers_s3_requests_are_what_its_policy_grants(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    moto_url: str,
+    tmp_path: Path,
+) -> None:
+    """`partition-keys --from-export s3://...`: its S3 requests, recorded by a proxy in front of
+    moto's S3, each allowed by the from-export policy's S3 statements (GetObject on
+    PREFIX/AWSDynamoDB/*). The reader lists nothing: ListBucket (under the folder only) is
+    granted so that a data file the manifest names but S3 lacks reads as "not found" (S3 says
+    "access denied" for a missing key to whoever may not list the bucket)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for k in range(3):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{k}"}, "sk": {"N": "1"}})
+    folder = export_now(ddb_client, table, tmp_path)
+    bucket = f"iam-read-{uuid.uuid4().hex[:8]}"
+    s3 = moto_client(moto_url, "s3")
+    s3.create_bucket(Bucket=bucket)
+    upload(s3, bucket, tmp_path)
+    uri = f"s3://{bucket}/{folder.relative_to(tmp_path).as_posix()}/"
+    with FaultProxy(moto_url) as proxy:
+        env = {
+            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "moto",
+            "AWS_SECRET_ACCESS_KEY": "moto",
+        }
+        listed = ["partition-keys", "-t", table, "--from-export", uri]
+        result = CliRunner().invoke(cli, [*listed, "--endpoint-url", ddb_endpoint_url], env=env)
+        assert result.exit_code == 0, result.output
+        assert sorted(result.stdout.split()) == ["k0", "k1", "k2"]
+        requests = list(proxy.requests)
+    document = policy(
+        "partition-keys", table, variant="from-export", s3_bucket=bucket, s3_prefix="exports"
+    )
+    grants = {s["Sid"]: s for s in document["Statement"]}
+    objects = grants["DdbkeysExportObjects"]
+    assert objects["Action"] == ["s3:GetObject"]
+    gets = [unquote(path.split("?", 1)[0]) for method, path in requests]
+    assert requests and all(method == "GET" for method, _ in requests), requests
+    assert not [p for p in gets if p.rstrip("/") == f"/{bucket}"], "a listing of the bucket"
+    assert {p.rsplit("/", 1)[-1] for p in gets} >= {"manifest-summary.json", "manifest-files.json"}
+    refused = [p for p in gets if not fnmatchcase(f"arn:aws:s3:::{p[1:]}", objects["Resource"])]
+    assert not refused, f"GetObject outside {objects['Resource']}: {refused}"
