@@ -129,12 +129,10 @@ def test_a_lost_answer_is_retried_with_the_same_client_token(
     assert sent[-1]["ClientToken"] == tokens[0] and again.client_token == tokens[0]
 
 
-def test_pitr_off_is_one_line_and_starts_nothing(moto: Any, moto_url: str) -> None:
+def test_pitr_off_is_one_line_and_starts_nothing(moto: Any, moto_url: str, driver: Driver) -> None:
     table = make_table(moto, pitr=False)
-    from ddbkeys.partition_keys import start_export  # noqa: PLC0415
-
     with pytest.raises(ConfigurationError, match=f"Table '{table}' has point-in-time recovery"):
-        start_export(moto, table, BUCKET, s3_prefix="p")
+        driver.call("start_export", moto, table, BUCKET, s3_prefix="p")
     result = export_cli(
         moto_url, "start", "-t", table, "--s3-bucket", BUCKET, "--s3-prefix", "p", "--wait"
     )
@@ -144,6 +142,26 @@ def test_pitr_off_is_one_line_and_starts_nothing(moto: Any, moto_url: str) -> No
     assert line.startswith(f"Error: Table '{table}' has point-in-time recovery (PITR) off")
     assert f"update-continuous-backups --table-name {table} " in line
     assert exports_of(moto, table) == []
+
+
+def test_a_table_object_names_its_table(moto: Any, moto_url: str) -> None:
+    """A boto3 ``Table`` (a resource's) is taken as everywhere in ddbkeys: its name is the
+    table's."""
+    import boto3.session  # noqa: PLC0415
+
+    table = make_table(moto)
+    session: Any = boto3.session.Session()
+    resource = session.resource(
+        "dynamodb",
+        endpoint_url=moto_url,
+        region_name="us-east-1",
+        aws_access_key_id="moto",
+        aws_secret_access_key="moto",
+    )
+    from ddbkeys.partition_keys import start_export  # noqa: PLC0415
+
+    export = start_export(resource.Table(table), None, BUCKET, s3_prefix="resource")
+    assert export.table == table and export.export_arn in exports_of(moto, table)
 
 
 def test_a_failed_export_is_one_line_with_its_reason(moto: Any, moto_url: str) -> None:
