@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from ddbkeys.ids._gapless import GaplessSequence
     from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
     from ddbkeys.partition_keys._export.described import ExportFailedError, TableExport
+    from ddbkeys.partition_keys._export.listing import ExportListing
     from ddbkeys.partition_keys._export.start import start_export, wait_export
     from ddbkeys.partition_keys._index.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
@@ -94,6 +95,7 @@ _LAZY = {
     "CollectionSequence": "ddbkeys.ids._collection",
     "GaplessSequence": "ddbkeys.ids._gapless",
     "Listing": "ddbkeys.partition_keys._listing.listing",
+    "ExportListing": "ddbkeys.partition_keys._export.listing",
     "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "ListingTask": "ddbkeys.partition_keys._tasks.tasks",
     "MarkerIndex": "ddbkeys.partition_keys._index.index",
@@ -159,6 +161,7 @@ __all__ = [
     "EndpointUnreachableError",
     "ExportError",
     "ExportFailedError",
+    "ExportListing",
     "GaplessSequence",
     "GlobalTableError",
     "IndexUnprovenError",

@@ -6,11 +6,10 @@ a minute before the export, so the test waits that long once.)"""
 
 from __future__ import annotations
 
-import json
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,37 +17,10 @@ from ddbkeys.partition_keys import ExportListing, distinct_partition_keys, enabl
 from ddbkeys.partition_keys._export.now import now_window
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
 from ddbkeys.testing import TableFactory
-from tests.support.exports import Fixture, write
+from tests.support.exports import export_table
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
-
-
-def export_now(client: DynamoDBClient, table: str, root: Path) -> Path:
-    """An export of ``table`` in AWS's layout from a consistent scan, at the time it began."""
-    began = datetime.now(UTC)
-    items: list[dict[str, Any]] = []
-    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
-    while True:
-        page = client.scan(**kwargs)
-        items += page["Items"]
-        if "LastEvaluatedKey" not in page:
-            break
-        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-    fixture = Fixture(
-        table=table,
-        key_schema=[],
-        attributes=[],
-        fmt="DYNAMODB_JSON",
-        files=[[json.dumps({"Item": item}) for item in items]],
-        keys=set(),
-        export_id=f"{int(began.timestamp() * 1000):014d}-0123abcd",
-        prefix="exports",
-        region="ddblocal",
-        account="000000000000",
-        export_time=began.isoformat(timespec="milliseconds"),
-    )
-    return write(fixture, root)
 
 
 def put(client: DynamoDBClient, table: str, pk: str, sk: str) -> None:
@@ -65,7 +37,7 @@ def test_exact_now_from_the_export_and_the_stream(
         for sk in ("1", "2"):
             put(ddb_client, table, pk, sk)
     time.sleep(max(0.0, CREATED_ROUNDING + 2 - (time.monotonic() - began)))
-    folder = export_now(ddb_client, table, tmp_path)
+    folder = export_table(ddb_client, table, tmp_path)
     put(ddb_client, table, "e", "1")  # a collection added
     for sk in ("1", "2"):  # a collection emptied
         ddb_client.delete_item(TableName=table, Key={"pk": {"S": "b"}, "sk": {"S": sk}})
@@ -93,7 +65,7 @@ def test_with_the_stream_off_it_says_as_of_the_export(
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "S"))
     put(ddb_client, table, "a", "1")
-    folder = export_now(ddb_client, table, tmp_path)
+    folder = export_table(ddb_client, table, tmp_path)
     put(ddb_client, table, "b", "1")
     listing = distinct_partition_keys(ddb_client, table, from_export=str(folder))
     assert isinstance(listing, ExportListing)

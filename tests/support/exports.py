@@ -19,6 +19,7 @@ import gzip
 import hashlib
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -256,3 +257,30 @@ def write(fixture: Fixture, root: Path, *, table_arn: str | None = None) -> Path
     (folder / "manifest-files.json").write_text("".join(json.dumps(e) + "\n" for e in entries))
     (folder / "_started").write_bytes(b"")
     return folder
+
+
+def export_table(client: Any, table: str, root: Path) -> Path:
+    """An export of ``table`` in AWS's layout from a consistent scan, at the time it began."""
+    began = datetime.now(UTC)
+    items: list[dict[str, Any]] = []
+    kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
+    while True:
+        page = client.scan(**kwargs)
+        items += page["Items"]
+        if "LastEvaluatedKey" not in page:
+            break
+        kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    fixture = Fixture(
+        table=table,
+        key_schema=[],
+        attributes=[],
+        fmt="DYNAMODB_JSON",
+        files=[[json.dumps({"Item": item}) for item in items]],
+        keys=set(),
+        export_id=f"{int(began.timestamp() * 1000):014d}-0123abcd",
+        prefix="exports",
+        region="ddblocal",
+        account="000000000000",
+        export_time=began.isoformat(timespec="milliseconds"),
+    )
+    return write(fixture, root)

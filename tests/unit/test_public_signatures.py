@@ -149,6 +149,7 @@ def test_a_face_that_loads_on_first_use_lists_every_name(face: str) -> None:
 #: Where a sync name and its asyncio form return different things by nature: (name, method).
 ASYNC_RETURNS_OTHER = {
     ("Listing", "raw"): "the asyncio form's keys iterate in one event loop",
+    ("ExportListing", "raw"): "the asyncio form's keys iterate in one event loop",
     ("make_client", None): "an aiobotocore client is entered (async with)",
     ("distinct_partition_keys", None): "an AsyncListing",
 }

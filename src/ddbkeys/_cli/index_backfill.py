@@ -85,6 +85,14 @@ __all__ = ["backfill_command", "show_marked"]
     "index, then the stream over the backfill's window (a replay margin after its last write); "
     "auto: read where the table has a stream and 1,000 items or more.",
 )
+@click.option(
+    "--from-export",
+    metavar="URI",
+    help="Read the table's export to S3 instead of the table (s3://BUCKET/PREFIX/AWSDynamoDB/"
+    "EXPORT_ID/ or a copy on disk): markers written and orphans removed with no read of the "
+    "table, then the stream since the export's time reconciled. It counts when the stream "
+    "holds every change since the export (its records are kept 24 h).",
+)
 @connection_options
 @output_option
 def backfill_command(
@@ -97,6 +105,7 @@ def backfill_command(
     force: bool,
     wait_for_maintainer: float | None,
     mode: str,
+    from_export: str | None,
     connection: Connection,
     output: str,
 ) -> None:
@@ -128,6 +137,7 @@ def backfill_command(
       ddbkeys partition-keys index backfill -t issues
       ddbkeys partition-keys index backfill -t issues --output json
       ddbkeys partition-keys index backfill -t T --wait-for-maintainer 600   # a new trigger
+      ddbkeys partition-keys index backfill -t T --from-export s3://B/P/AWSDynamoDB/ID/
     `index follow -t T --backfill` does the follower's part and this one in one command.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
@@ -206,6 +216,7 @@ def backfill_command(
                 on_wait=on_wait,
                 mode=mode,
                 force=force,
+                from_export=from_export,
             )
     finally:
         _spinner_off(status, said)

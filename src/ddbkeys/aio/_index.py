@@ -22,6 +22,7 @@ from ddbkeys._origins import Origin, origin_of
 from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
+from ddbkeys.partition_keys._export.keys import export_snapshot
 from ddbkeys.partition_keys._index import index as _sync
 from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
@@ -135,11 +136,20 @@ class MarkerIndex(MarkerIndexBase):
         on_wait: Callable[[Readiness], None] | None = None,
         streams: Any = None,
         force: bool = False,
+        from_export: str | None = None,
+        s3: Any = None,
     ) -> BackfillReport:
         """Mark every collection of the table, begun as the proof's rule says (see the sync
         ``MarkerIndex.backfill``: the same settings; its waits are on the event loop; a
         Streams client like ``client`` is opened when the read mode runs and ``streams`` is
-        not given)."""
+        not given). ``from_export``: the export's files are read in a worker thread, with
+        ``s3`` (a boto3 S3 client, not an aiobotocore one)."""
+        export = None
+        if from_export is not None:
+            info = await self._run(self.core.check())
+            export = await asyncio.to_thread(
+                export_snapshot, self.client, from_export, s3, info, self.core.markers(info)
+            )
         flow = waited_backfill_flow(
             self.core,
             progress,
@@ -151,9 +161,12 @@ class MarkerIndex(MarkerIndexBase):
             on_wait=on_wait,
             mode=mode,
             force=force,
+            export=export,
         )
         async with contextlib.AsyncExitStack() as stack:
-            reads = mode != "reconcile" and choose_mode(mode, await self.table_info()) == "read"
+            reads = export is not None or (
+                mode != "reconcile" and choose_mode(mode, await self.table_info()) == "read"
+            )
             if streams is None and reads:
                 streams = await stack.enter_async_context(
                     await _streams_client_for(self.client, self.table)

@@ -1,5 +1,6 @@
 """Test helpers shipped with ddbkeys: a fault-injecting proxy (:class:`FaultProxy`, told what
-to do by :class:`Faults`) and throwaway tables (:class:`TableFactory`).
+to do by :class:`Faults`), throwaway tables (:class:`TableFactory`), and an export of a table in
+AWS's layout for a DynamoDB that has no exports (:func:`write_export`).
 
 Installing ddbkeys also gives pytest three fixtures, loaded on their own (the ``pytest11``
 entry point ``ddbkeys``; ``-p no:ddbkeys`` leaves them out): ``ddb_endpoint_url`` and
@@ -8,7 +9,8 @@ entry point ``ddbkeys``; ``-p no:ddbkeys`` leaves them out): ``ddb_endpoint_url`
 deleted when the test ends).
 """
 
+from ddbkeys.testing._export import write_export
 from ddbkeys.testing._proxy import Fault, FaultProxy, Faults
 from ddbkeys.testing._tables import TableFactory
 
-__all__ = ["Fault", "FaultProxy", "Faults", "TableFactory"]
+__all__ = ["Fault", "FaultProxy", "Faults", "TableFactory", "write_export"]

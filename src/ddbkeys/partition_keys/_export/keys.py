@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from ddbkeys._entity import ENTITY_ATTRIBUTE
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.decode import Item, items_of
 from ddbkeys.partition_keys._export.keyset import KeySet, bytes_key, key_bytes
-from ddbkeys.partition_keys._export.location import ExportFolder
+from ddbkeys.partition_keys._export.location import ExportFolder, export_folder, s3_client_for
 from ddbkeys.partition_keys._export.manifest import (
     SUMMARY,
     ExportError,
@@ -25,9 +26,19 @@ from ddbkeys.partition_keys._export.manifest import (
     parse_files,
     parse_summary,
 )
+from ddbkeys.partition_keys._index.markers import hashable
 from ddbkeys.partition_keys._listing.recognise import Markers, is_own
 
-__all__ = ["BATCH", "ExportCounts", "check_table", "export_keys", "read_manifest"]
+__all__ = [
+    "BATCH",
+    "ExportCounts",
+    "ExportSnapshot",
+    "check_table",
+    "export_keys",
+    "export_snapshot",
+    "read_manifest",
+    "snapshot_of",
+]
 
 #: Keys checked against those seen before at once.
 BATCH = 10_000
@@ -108,6 +119,7 @@ def export_keys(
     wanted = {info.partition_key.name, ENTITY_ATTRIBUTE}
     if markers is not None:
         wanted |= {markers.sort_key, markers.attribute}
+    attribute = markers.attribute if markers is not None else None
     batch: list[bytes] = []
     for data in manifest.files:
         where = folder.uri + data.path
@@ -115,7 +127,7 @@ def export_keys(
         with folder.open(data.path) as raw:
             for read, item in enumerate(items_of(raw, manifest.format, wanted, where), 1):
                 key = _key_of(item, info, where, read)
-                if not own_items and is_own(item, markers):
+                if not own_items and _own(item, markers, attribute):
                     counts.own_items += 1
                     continue
                 batch.append(key_bytes(key))
@@ -134,6 +146,14 @@ def export_keys(
     yield from _fresh(seen, batch, counts, check)
 
 
+def _own(item: Item, markers: Markers | None, attribute: str | None) -> bool:
+    """:func:`is_own`, looked at only where it can hold: a marker has its marker attribute, a
+    counter item its ``ddbkeys_type`` (most items have neither: the check costs per item)."""
+    if ENTITY_ATTRIBUTE not in item and (attribute is None or attribute not in item):
+        return False
+    return is_own(item, markers)
+
+
 def _fresh(
     seen: KeySet, batch: list[bytes], counts: ExportCounts, check: Callable[[], None]
 ) -> Iterator[dict[str, object]]:
@@ -141,3 +161,52 @@ def _fresh(
     for raw in seen.new(batch):
         counts.keys += 1
         yield bytes_key(raw)
+
+
+@dataclass(frozen=True)
+class ExportSnapshot:
+    """What a backfill from an export needs of it: its time (seconds), the collections holding
+    an item that is yours (``data``) and those holding a marker (``marked``), as hashable
+    keys; where it was read from (``uri``)."""
+
+    time: float
+    data: frozenset[tuple[str, Any]]
+    marked: frozenset[tuple[str, Any]]
+    uri: str = ""
+    items: int = 0
+
+
+def snapshot_of(
+    folder: ExportFolder, manifest: Manifest, info: TableInfo, markers: Markers
+) -> ExportSnapshot:
+    """The collections of the export in ``folder``, told apart by ``markers`` (in memory, as
+    the backfill's read mode holds the table's keys and the index's)."""
+    wanted = {info.partition_key.name, ENTITY_ATTRIBUTE, markers.sort_key, markers.attribute}
+    data: set[tuple[str, Any]] = set()
+    marked: set[tuple[str, Any]] = set()
+    items = 0
+    for file in manifest.files:
+        where = folder.uri + file.path
+        with folder.open(file.path) as raw:
+            for number, item in enumerate(items_of(raw, manifest.format, wanted, where), 1):
+                key = _key_of(item, info, where, number)
+                hashed = hashable(key)
+                if markers.is_marker(item):
+                    marked.add(hashed)
+                elif not is_own(item, markers):
+                    data.add(hashed)
+                items += 1
+    return ExportSnapshot(
+        manifest.time.timestamp(), frozenset(data), frozenset(marked), folder.uri, items
+    )
+
+
+def export_snapshot(
+    client: Any, uri: str, s3: Any, info: TableInfo, markers: Markers
+) -> ExportSnapshot:
+    """The collections of ``info``'s table's export at ``uri`` (its manifests checked), read
+    with ``s3`` (a boto3 S3 client; by default one in ``client``'s region)."""
+    if s3 is None and uri.startswith("s3://"):
+        s3 = s3_client_for(client)
+    folder = export_folder(uri, s3)
+    return snapshot_of(folder, read_manifest(folder, info), info, markers)

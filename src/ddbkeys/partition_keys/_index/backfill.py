@@ -5,6 +5,7 @@ either ``MarkerIndex``."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.keys import ExportSnapshot
 from ddbkeys.partition_keys._index.backfill_claim import (
     Claim,
     claim_flow,
@@ -20,6 +22,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     owner_name,
     rewrite,
 )
+from ddbkeys.partition_keys._index.backfill_export import export_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
@@ -85,6 +88,7 @@ def backfill_flow(
     force: bool = False,
     on_wait: Callable[[Readiness], None] | None = None,
     owner: str | None = None,
+    export: ExportSnapshot | None = None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table with its marker: mark those without one,
     unmark those that hold nothing else. Recorded in ``store``'s state table (None: not
@@ -98,8 +102,9 @@ def backfill_flow(
     ``backfill_read``); ``auto``, chosen from the table's description. ``controls``: the read
     mode's negative controls (tests only). ``start`` (see ``backfill_wait.wait_flow``), run once
     the index is checked and before anything is written, waits as that rule says and tells
-    whether the backfill will count. ``stop`` ends it between collections once set (its record
-    then says it did not finish).
+    whether the backfill will count. ``export``: the collections of the table's export, read
+    instead of the table (see ``backfill_export``; ``mode`` is then ``export``). ``stop`` ends
+    it between collections once set (its record then says it did not finish).
 
     One backfill at a time (see ``backfill_claim``): recorded, it takes the index's record
     first, and keeps it alive while it works (``owner`` says who runs it: by default
@@ -149,7 +154,12 @@ def backfill_flow(
     # met a moment ago: such a clash stays).
     saved = claim.saved if claim is not None else None
     recorded = set(saved.clashes) if saved is not None else set()
-    work = _work(index, info, store, claim, report, progress, mode, margin, recorded, controls)
+    ends: list[float] = []  # (a backfill from an export: when its window's tip was read)
+    work = (
+        _work(index, info, store, claim, report, progress, mode, margin, recorded, controls)
+        if export is None
+        else _from_export(index, claim, export, report, progress, margin, recorded, ends, store)
+    )
     if claim is None:
         yield from work(stop)
         return report
@@ -171,6 +181,7 @@ def backfill_flow(
     }
     if report.uncounted is not None:
         changes["uncounted"] = report.uncounted
+    changes.update((yield from _counted_from(ends, claim, store, index)))
     yield from rewrite(claim, store, index, changes)
     yield from store.clashes(index.table, index.name, resolved, add=False)
     if report.clashes:
@@ -210,6 +221,55 @@ def _work(
                 margin,
                 recorded,
                 controls,
+                stop,
+            )
+        )
+
+    return work
+
+
+def _counted_from(
+    ends: list[float], claim: Claim, store: StateCore, index: MarkerCore
+) -> Flow[dict[str, Any]]:
+    """What a backfill from an export records at its end: it counts from when its window's tip
+    was read (``ends``; none: it did not read it), with the maintainer's first position as it is
+    then (see ``backfill_export``)."""
+    if not ends:
+        return {}
+    now = yield from store.load(index.table, index.name)
+    firsts = [
+        m.first_saved
+        for m in (now.shards.values() if now is not None else ())
+        if m.stream == claim.entry.get("stream") and m.first_saved is not None
+    ]
+    return {"started": ends[0], "maintained_since": min(firsts, default=None)}
+
+
+def _from_export(
+    index: MarkerCore,
+    claim: Claim | None,
+    export: ExportSnapshot,
+    report: BackfillReport,
+    progress: Callable[[int], None] | None,
+    margin: float,
+    recorded: set[str],
+    ends: list[float],
+    store: StateCore | None,
+) -> Callable[[StopFlag | None], Flow[list[str]]]:
+    """The backfill's work from an export (see ``backfill_export``)."""
+
+    def work(stop: StopFlag | None) -> Flow[list[str]]:
+        return (
+            yield from export_flow(
+                index,
+                claim.saved if claim is not None else None,
+                export,
+                report,
+                progress,
+                margin,
+                recorded,
+                store.clock if store is not None else time.time,
+                ends,
                 stop,
             )
         )
@@ -267,6 +327,7 @@ def waited_backfill_flow(
     mode: str = "auto",
     force: bool = False,
     owner: str | None = None,
+    export: ExportSnapshot | None = None,
 ) -> Flow[BackfillReport]:
     """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
     ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``. ``wait``,
@@ -298,6 +359,7 @@ def waited_backfill_flow(
         force=force,
         on_wait=on_wait,
         owner=owner,
+        export=export,
     )
 
 

@@ -73,7 +73,9 @@ __all__ = [
     "Controls",
     "backfill_window",
     "read_flow",
+    "reconciled",
     "stream_born",
+    "stream_window",
     "window_names",
 ]
 
@@ -106,12 +108,14 @@ def backfill_window(
     started: float,
     margin: float,
     now: float,
+    whole_history: bool = True,
 ) -> ReplayWindow:
     """Where to read each shard of ``stream`` from to hold every record of a write made from
     ``started - margin`` on: after the newest position a maintainer recorded (in ``saved``) by
     then (every record up to it was applied, so written, before), else from the shard's start;
     records whose time (rounded down) is more than ``CREATED_ROUNDING`` before are passed
-    over. Pure."""
+    over. ``whole_history`` (see ``ShardRead``): False where ``started`` is checked younger
+    than the stream keeps records (a backfill from an export). Pure."""
     start = started - margin
     named = {
         s: m for s, m in (saved.shards.items() if saved is not None else ()) if m.stream == stream
@@ -125,7 +129,9 @@ def backfill_window(
             sequence, found = mark.held_back(start)
             after = sequence if found else None
             reach = mark.marks[-1][0] if mark.marks else None
-        reads.append(ShardRead(shard, after, skip_before=start, reach=reach))
+        reads.append(
+            ShardRead(shard, after, skip_before=start, reach=reach, whole_history=whole_history)
+        )
     return ReplayWindow(stream, tuple(reads), margin, now - margin)
 
 
@@ -176,8 +182,8 @@ def read_flow(
     )
     window: Replay | Decline | None = None
     if controls.window_at_read:
-        window = yield from _window(index, reader, saved, info, began, margin, clock)
-    written, resolved = yield from _write(
+        window = yield from stream_window(index, reader, saved, info, began, margin, clock)
+    written, resolved = yield from write_calls_for(
         index, data, marked, recorded, report, progress, clock, stop
     )
     last = clock() if written is None else written
@@ -185,7 +191,7 @@ def read_flow(
         until = last + margin
         while (now := clock()) < until:  # the tip is read a margin after the last write
             yield Pause(until - now, stop=stop)
-        window = yield from _window(index, reader, saved, info, began, margin, clock)
+        window = yield from stream_window(index, reader, saved, info, began, margin, clock)
     if isinstance(window, Decline):
         report.uncounted = window.reason
         return resolved
@@ -196,11 +202,11 @@ def read_flow(
         if controls.read_only:
             yield from _look(index, key, index.begin())
         else:
-            yield from _reconciled(index, key, report)
+            yield from reconciled(index, key, report)
     return resolved
 
 
-def _write(
+def write_calls_for(
     index: MarkerCore,
     data: set[tuple[str, Any]],
     marked: set[tuple[str, Any]],
@@ -209,11 +215,13 @@ def _write(
     progress: Callable[[int], None] | None,
     clock: Callable[[], float],
     stop: StopFlag | None = None,
+    unmark_orphans: bool = False,
 ) -> Flow[tuple[float | None, list[str]]]:
     """What the read calls for: a marker for each collection with data and none (``mark``),
-    a reconciliation for each marker whose collection showed nothing else, and one for each
-    clash recorded before. When it last wrote or removed a marker (None: never), and the
-    recorded clashes it found resolved."""
+    a reconciliation for each marker whose collection showed nothing else (with
+    ``unmark_orphans``, its removal instead, conditioned on its being a marker: no read), and
+    one for each clash recorded before. When it last wrote or removed a marker (None: never),
+    and the recorded clashes it found resolved."""
     last: float | None = None
     report.present += len(data & marked)
     for hashed in sorted(data - marked):
@@ -235,7 +243,11 @@ def _write(
     for hashed in sorted(marked - data):
         if stop is not None:
             stop.check()
-        if (yield from _reconciled(index, unhash(hashed), report)):
+        if unmark_orphans:
+            if (yield from index.unmark(unhash(hashed))):
+                report.removed += 1
+                last = clock()
+        elif (yield from reconciled(index, unhash(hashed), report)):
             last = clock()
     resolved = []
     for text in sorted(recorded):
@@ -250,7 +262,7 @@ def _write(
     return last, resolved
 
 
-def _reconciled(index: MarkerCore, key: Key, report: BackfillReport) -> Flow[bool]:
+def reconciled(index: MarkerCore, key: Key, report: BackfillReport) -> Flow[bool]:
     """Reconcile one collection, counted in ``report``: True if its marker was written or
     removed."""
     outcome = yield from reconcile_flow(index, key, index.begin())
@@ -263,7 +275,7 @@ def _reconciled(index: MarkerCore, key: Key, report: BackfillReport) -> Flow[boo
     return outcome in (Outcome.MARKED, Outcome.UNMARKED)
 
 
-def _window(
+def stream_window(
     index: MarkerCore,
     reader: Reader,
     saved: Evidence | None,
@@ -271,6 +283,7 @@ def _window(
     started: float,
     margin: float,
     clock: Callable[[], float],
+    whole_history: bool = True,
 ) -> Flow[Replay | Decline]:
     """The collections the stream names from ``started - margin`` to its tip now; a
     :class:`Decline` when that cannot be read whole."""
@@ -299,7 +312,7 @@ def _window(
         shards = yield from stream_shards(lambda request: ask(reader, request), stream)
     except DdbKeysError as exc:
         return refusal(exc, "describing the table's stream")
-    window = backfill_window(saved, stream, shards, started, margin, clock())
+    window = backfill_window(saved, stream, shards, started, margin, clock(), whole_history)
     replay = Replay(margin)
     names = window_names(info, index.markers(info))
     for read in window.reads:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.keys import ExportSnapshot, export_snapshot
 from ddbkeys.partition_keys._index.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
@@ -140,6 +141,8 @@ class MarkerIndex(MarkerIndexBase):
         on_wait: Callable[[Readiness], None] | None = None,
         streams: Any = None,
         force: bool = False,
+        from_export: str | None = None,
+        s3: Any = None,
     ) -> BackfillReport:
         """Reconcile every collection of the table with its marker: mark those that have
         none, remove the markers of those that hold nothing else; a collection whose item at
@@ -183,7 +186,18 @@ class MarkerIndex(MarkerIndexBase):
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
         waits (``state`` ``"another running"`` and ``other``, that one's record, while it
         waits for another backfill), and once when it begins. The report says whether the
-        backfill counts (``counts``) and, if not, why and what to do (``advice``)."""
+        backfill counts (``counts``) and, if not, why and what to do (``advice``).
+
+        ``from_export`` (the folder of the table's export to S3, ``s3://...`` read with ``s3``,
+        a boto3 S3 client, or a copy on disk) reads the export instead of the table: the markers
+        it calls for are written and the orphans removed with no read of the table, then the
+        stream is read from the export's time less the margin and each collection it names is
+        reconciled (``report.mode`` is ``"export"``; see docs/partition-keys/exports.md). It
+        counts when the stream holds every change since the export and a maintainer's first
+        position is at least a margin before the stream's tip was read."""
+        export = None
+        if from_export is not None:
+            export = self._export_snapshot(from_export, s3)
         flow = waited_backfill_flow(
             self.core,
             progress,
@@ -195,10 +209,16 @@ class MarkerIndex(MarkerIndexBase):
             on_wait=on_wait,
             mode=mode,
             force=force,
+            export=export,
         )
         if streams is None:
             streams = ClientOnFirstUse(lambda: streams_client_for(self.client, self.table))
         return SyncDriver(SplitClient(self.client, streams), self.usage).run(flow)
+
+    def _export_snapshot(self, uri: str, s3: Any) -> ExportSnapshot:
+        """The collections of the table's export at ``uri``, its manifests checked."""
+        info = self._run(self.core.check())
+        return export_snapshot(self.client, uri, s3, info, self.core.markers(info))
 
     def verify(self) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory."""
