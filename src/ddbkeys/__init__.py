@@ -49,7 +49,9 @@ if TYPE_CHECKING:
     )
     from ddbkeys.ids._gapless import GaplessSequence
     from ddbkeys.partition_keys import distinct_partition_keys, estimate_listing
+    from ddbkeys.partition_keys._export.described import ExportFailedError, TableExport
     from ddbkeys.partition_keys._export.listing import ExportListing
+    from ddbkeys.partition_keys._export.start import start_export, wait_export
     from ddbkeys.partition_keys._index.index import MarkerClashError, MarkerIndex
     from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
     from ddbkeys.partition_keys._index.state import StateStore
@@ -104,6 +106,10 @@ _LAZY = {
     "audit_ids": "ddbkeys.ids._audit",
     "distinct_partition_keys": "ddbkeys.partition_keys",
     "estimate_listing": "ddbkeys.partition_keys",
+    "start_export": "ddbkeys.partition_keys._export.start",
+    "wait_export": "ddbkeys.partition_keys._export.start",
+    "ExportFailedError": "ddbkeys.partition_keys._export.described",
+    "TableExport": "ddbkeys.partition_keys._export.described",
     "enable_stream": "ddbkeys.partition_keys._index.stream_setup",
     "plan_listing": "ddbkeys.partition_keys._tasks.tasks",
     "reconcile": "ddbkeys.partition_keys._index.maintain",
@@ -154,6 +160,7 @@ __all__ = [
     "DynamoDBLocal",
     "EndpointUnreachableError",
     "ExportError",
+    "ExportFailedError",
     "ExportListing",
     "GaplessSequence",
     "GlobalTableError",
@@ -176,6 +183,7 @@ __all__ = [
     "ServiceError",
     "StateStore",
     "StreamFollower",
+    "TableExport",
     "TableNotFoundError",
     "UnexpectedAnswerError",
     "UnsettledError",
@@ -195,5 +203,7 @@ __all__ = [
     "plan_listing",
     "reconcile",
     "serialize_plain",
+    "start_export",
     "to_attributes",
+    "wait_export",
 ]

@@ -18,6 +18,9 @@ Rules, so that no example can escape:
   under that name instead of being run in the namespace, and a later ```sh line of the page must
   run it.
 - ```text and ```json blocks are output, shown to the reader; any other language fails the test.
+- a page of :data:`ON_MOTO` (exports, which DynamoDB Local does not have) runs against moto's
+  server instead (tests/support/moto_server.py), which is then its DynamoDB and its S3, with
+  the endpoint, region and credentials set as for the rest; its tables are checked the same way.
 - nothing is made or set for a page: as far as it can tell it starts from an empty
   server, and its own visible commands make the tables it uses (``ddbkeys table create -t
   orders ...`` in a ```sh block, ``create_table_for(client, "orders", ...)`` in Python, or a
@@ -50,11 +53,14 @@ import pytest
 from ddbkeys._errors import TableNotFoundError
 from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.testing._plugin import ENDPOINT_ENV
+from tests.support.moto_server import MOTO_REGION, moto_client, moto_url
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from ddbkeys.testing._tables import TableFactory
+
+__all__ = ["moto_url"]  # (the fixture, for the pages of ON_MOTO)
 
 pytestmark = pytest.mark.integration
 
@@ -74,6 +80,9 @@ MADE = {
     ),
 }
 RUN_ELSEWHERE = {"make demo", "make test"}
+#: Pages whose examples start exports (ExportTableToPointInTime, S3): DynamoDB Local has none,
+#: so they run against moto's server, for DynamoDB and S3 alike.
+ON_MOTO = {"docs/partition-keys/exports.md"}
 SAVED_SCRIPT = re.compile(r"\A# ([\w-]+\.py)\n")
 #: ``export NAME=value ...``: the reader's terminal keeps it for the page's later lines.
 EXPORT = re.compile(r"export(\s+\w+=\S+)+\s*(#.*)?")
@@ -179,6 +188,9 @@ class Reader:
     folder: Path
     fixtures: dict[str, Any]
     monkeypatch: pytest.MonkeyPatch
+    #: The server is shared with other workers (DDBKEYS_TEST_ENDPOINT_URL): tables made
+    #: meanwhile are not the page's alone.
+    shared: bool = False
 
     def export(self, line: str) -> bool:
         """Apply an ``export NAME=value ...`` line, as the reader's terminal keeps it, unless
@@ -205,7 +217,27 @@ def reader(
     monkeypatch.chdir(tmp_path)
     fixtures: dict[str, Any] = {"ddb_client": ddb_client, "ddb_table_factory": ddb_table_factory}
     env = shell_env(ddb_endpoint_url)
-    return Reader(ddb_client, env, tmp_path, fixtures, monkeypatch)
+    return Reader(
+        ddb_client, env, tmp_path, fixtures, monkeypatch, shared=bool(os.environ.get(ENDPOINT_ENV))
+    )
+
+
+def moto_reader(url: str, folder: Path, monkeypatch: pytest.MonkeyPatch) -> Reader:
+    """A reader whose DynamoDB and S3 are moto's server (see :data:`ON_MOTO`)."""
+    settings = {
+        "AWS_ENDPOINT_URL_DYNAMODB": url,
+        "AWS_ENDPOINT_URL_S3": url,
+        "AWS_ACCESS_KEY_ID": "moto",
+        "AWS_SECRET_ACCESS_KEY": "moto",
+        "AWS_DEFAULT_REGION": MOTO_REGION,
+        "AWS_REGION": MOTO_REGION,
+    }
+    for name, value in settings.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL"):
+        monkeypatch.delenv(name, raising=False)
+    env = {k: v for k, v in shell_env(url).items() if k not in ("AWS_PROFILE", "AWS_ENDPOINT_URL")}
+    return Reader(moto_client(url), {**env, **settings}, folder, {}, monkeypatch)
 
 
 def run_page(text: str, page: str, reader: Reader) -> None:
@@ -216,13 +248,14 @@ def run_page(text: str, page: str, reader: Reader) -> None:
     for real in names.values():
         with pytest.raises(client.exceptions.ResourceNotFoundException):
             client.describe_table(TableName=real)  # the page starts with none of its tables
-    embedded = not os.environ.get(ENDPOINT_ENV)  # a server of this worker's alone
+    embedded = not reader.shared  # a server of this worker's alone
     before = table_names(client) if embedded else set()
     try:
         run_blocks(text, page, names, reader)
     finally:
         made = table_names(client) - before if embedded else set(names.values())
-        kept = {state_table_name(), *reader.fixtures["ddb_table_factory"].created}
+        factory = reader.fixtures.get("ddb_table_factory")
+        kept = {state_table_name(), *(factory.created if factory is not None else ())}
         for table in made - kept:
             with suppress(client.exceptions.ResourceNotFoundException):
                 client.delete_table(TableName=table)
@@ -272,8 +305,11 @@ def run_blocks(text: str, page: str, names: dict[str, str], reader: Reader) -> N
 
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_examples_run(page: Path, reader: Reader) -> None:
-    run_page(page.read_text(encoding="utf-8"), str(page.relative_to(ROOT)), reader)
+def test_examples_run(page: Path, reader: Reader, request: pytest.FixtureRequest) -> None:
+    name = str(page.relative_to(ROOT))
+    if name in ON_MOTO:
+        reader = moto_reader(request.getfixturevalue("moto_url"), reader.folder, reader.monkeypatch)
+    run_page(page.read_text(encoding="utf-8"), name, reader)
 
 
 NEXT_ID = "```sh\nddbkeys ids next -t orders --counter order\n```\n"
@@ -350,8 +386,11 @@ def test_help_examples_run(
     runnable = [
         line
         for line in help_examples()
-        # (the second kind: a synopsis with placeholders, T, KEY...)
-        if not line.startswith(HELP_RUN_ELSEWHERE) and not re.search(r"-t T\b", line)
+        # (the second kind: a synopsis with placeholders, T, KEY..., or an export's ARN: the
+        # exports' commands need AWS, which DynamoDB Local is not; tests/integration/
+        # test_export_start.py runs them against moto's server)
+        if not line.startswith(HELP_RUN_ELSEWHERE)
+        and not re.search(r"-t T\b|--export-arn ARN\b", line)
     ]
     # The marker index's examples (table issues) wait out the default replay margin, as a user
     # would: they run in order beside the others, which touch other tables and files.

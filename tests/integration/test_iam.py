@@ -9,27 +9,40 @@ made. A policy that promised less than the command needs, or more than it uses, 
 from __future__ import annotations
 
 import json
+import tempfile
+import time
+import uuid
 from collections.abc import Callable
 from fnmatch import fnmatchcase
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote
 
 import pytest
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
 from ddbkeys._connect import make_client
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.iam import COMMANDS, OWN_TABLES, policy
 from ddbkeys.ids import _described as described
+from ddbkeys.partition_keys._export.now import stream_began
 from ddbkeys.partition_keys._index.state import STATE_TABLE
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
 from ddbkeys.partition_keys._streams.lambda_events import parse_event
 from ddbkeys.partition_keys._streams.streams import streams_client_for
 from ddbkeys.testing._proxy import Call, FaultProxy
+from tests.integration.test_export_now import export_now
+from tests.support.moto_server import moto_client, moto_url
+from tests.support.s3 import upload
 from tests.support.stream_events import FUNCTION, InvokedHandler
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
     from ddbkeys.testing._tables import TableFactory
+
+__all__ = ["moto_url"]  # (the fixture, for the exports' scenarios)
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +54,8 @@ def allowed(document: dict[str, Any], call: Call, region: str, account: str) -> 
     arn = f"arn:aws:dynamodb:{region}:{account}:table/{call.table or '*'}"
     if call.index is not None:
         arn += f"/index/{call.index}"
+    if call.export:  # DescribeExport: the export's ARN, table/T/export/ID
+        arn += "/export/01234567890123-a1b2c3d4"
     if call.stream:  # GetRecords names only a shard iterator: any stream of the policy's
         arn = f"{arn}/stream/2026-01-01T00:00:00.000"
         return any(
@@ -74,6 +89,42 @@ def run(fault_proxy: FaultProxy) -> Runner:
 
 #: Entries of the catalog whose calls no command makes yet, with the grants left unused.
 NOT_YET_CALLED: dict[tuple[str, str], frozenset[Any]] = {}
+
+
+def export_scenarios(url: str) -> dict[tuple[str, str], tuple[str | None, list[Call]]]:
+    """`export start` and `export wait` through the proxy in front of moto's server (DynamoDB
+    Local has no exports): the DynamoDB calls they make. Their S3 grants are DynamoDB's own
+    writes inside AWS, which no proxy here sees (see docs/iam.md)."""
+    dynamodb, table = moto_client(url), f"iam-export-{uuid.uuid4().hex[:8]}"
+    bucket = f"iam-exports-{uuid.uuid4().hex[:8]}"
+    moto_client(url, "s3").create_bucket(Bucket=bucket)
+    dynamodb.create_table(
+        TableName=table,
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    dynamodb.update_continuous_backups(
+        TableName=table, PointInTimeRecoverySpecification={"PointInTimeRecoveryEnabled": True}
+    )
+    seen: dict[tuple[str, str], tuple[str | None, list[Call]]] = {}
+    with FaultProxy(url) as proxy:
+
+        def export(*args: str) -> Any:
+            given = ["partition-keys", "export", *args, "--endpoint-url", proxy.endpoint_url]
+            return CliRunner().invoke(cli, given)
+
+        started = export(
+            "start", "-t", table, "--s3-bucket", bucket, "--s3-prefix", "p", "--output", "json"
+        )
+        assert started.exit_code == 0, started.output
+        seen[("partition-keys export start", "")] = (table, list(proxy.calls))
+        proxy.reset()
+        arn = json.loads(started.stdout)["export_arn"]
+        waited = export("wait", "--export-arn", arn, "--poll", "0.05")
+        assert waited.exit_code == 0, waited.output
+        seen[("partition-keys export wait", "")] = (table, list(proxy.calls))
+    return seen
 
 
 def scenarios(
@@ -149,6 +200,7 @@ def scenarios(
     # Provable now: the stream read past the maintainer's positions (exit 0).
     record("partition-keys index status", "", coll, "--replay-margin", "0")
     replayed(record, run, client, coll)
+    from_export(record, client, coll)
     seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
     # The demo makes its own tables (and puts its own fault proxy behind this one).
     seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
@@ -179,6 +231,31 @@ def replayed(record: Callable[..., None], run: Runner, client: DynamoDBClient, c
     client.put_item(TableName=coll, Item={"pk": {"S": "unfollowed"}, "sk": {"N": "1"}})
     for method in ("index", "auto"):
         record("partition-keys", method, coll, "--method", method, "--replay-margin", "0")
+
+
+def from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) -> None:
+    """`partition-keys --from-export`, exact now: an export of the table on disk (in AWS's
+    layout, from a consistent scan), a write after it, and the listing, which reads the export
+    (no DynamoDB call: on S3 its grants are S3's, not checked here), the stream since the
+    export, and re-checks the collection written (Query). The stream must have begun a minute
+    (DynamoDB Local's rounding of a record's time) before the export: waited for if need be."""
+    arn = client.describe_table(TableName=coll)["Table"]["LatestStreamArn"]
+    began = stream_began(arn)
+    assert began is not None
+    time.sleep(max(0.0, began.timestamp() + CREATED_ROUNDING + 1 - time.time()))
+    with tempfile.TemporaryDirectory() as root:
+        folder = export_now(client, coll, Path(root))
+        client.put_item(TableName=coll, Item={"pk": {"S": "after-export"}, "sk": {"N": "1"}})
+        record("partition-keys", "from-export", coll, "--from-export", str(folder))
+        record(
+            "partition-keys",
+            "from-export",
+            coll,
+            "--from-export",
+            str(folder),
+            "--replay-margin",
+            "0",
+        )
 
 
 def lambda_handler_calls(proxy: FaultProxy, client: DynamoDBClient, table: str) -> list[Call]:
@@ -242,8 +319,9 @@ def test_each_policy_allows_exactly_what_its_command_calls(
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
     fault_proxy: FaultProxy,
+    moto_url: str,
 ) -> None:
-    seen = scenarios(run, ddb_client, ddb_table_factory, fault_proxy)
+    seen = scenarios(run, ddb_client, ddb_table_factory, fault_proxy) | export_scenarios(moto_url)
     every = {(c, v) for c, variants in COMMANDS.items() for v in variants}
     assert set(seen) == every, "each command and variant of the catalog was run"
     for (command, variant), (table, calls) in sorted(seen.items()):
@@ -264,7 +342,12 @@ def test_each_policy_allows_exactly_what_its_command_calls(
             assert all(c.stream for c in calls if c.table is None)
         region, account = "eu-west-1", "123456789012"
         document = policy(
-            command, table, variant=variant or None, region=region, account_id=account
+            command,
+            table,
+            variant=variant or None,
+            region=region,
+            account_id=account,
+            s3_bucket="ddbkeys-exports" if "export" in f"{command} {variant}" else None,
         )
         refused = sorted({c for c in calls if not allowed(document, c, region, account)}, key=str)
         assert not refused, f"{command} {variant}: the policy refuses {refused}"
@@ -334,3 +417,98 @@ def test_cli_prints_a_policy_document_and_clear_errors() -> None:
     assert refused("ids", "next", "-t", "users", "--account-id", "1") == (
         "Error: '1' is not a 12-digit AWS account id."
     )
+
+
+def test_export_policies_grant_s3_on_the_export_folder_only() -> None:
+    """The S3 and KMS grants (no proxy sees them: see docs/iam.md): AWS's documented actions,
+    on PREFIX/AWSDynamoDB/* of the one bucket, ListBucket under that folder only, kms:Decrypt
+    only with the key given."""
+    start = policy("partition-keys export start", "orders", s3_bucket="b-1", s3_prefix="/x/y/")
+    assert start["Statement"][1] == {
+        "Sid": "DdbkeysExportObjects",
+        "Effect": "Allow",
+        "Action": ["s3:AbortMultipartUpload", "s3:PutObject", "s3:PutObjectAcl"],
+        "Resource": "arn:aws:s3:::b-1/x/y/AWSDynamoDB/*",
+    }
+    key = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    read = policy("partition-keys", "orders", variant="from-export", s3_bucket="b-1", kms_key=key)
+    by_sid = {s["Sid"]: s for s in read["Statement"]}
+    assert by_sid["DdbkeysExportObjects"]["Action"] == ["s3:GetObject"]
+    assert by_sid["DdbkeysExportObjects"]["Resource"] == "arn:aws:s3:::b-1/AWSDynamoDB/*"
+    assert by_sid["DdbkeysExportBucket"] == {
+        "Sid": "DdbkeysExportBucket",
+        "Effect": "Allow",
+        "Action": ["s3:ListBucket"],
+        "Resource": "arn:aws:s3:::b-1",
+        "Condition": {"StringLike": {"s3:prefix": ["AWSDynamoDB/*"]}},
+    }
+    assert by_sid["DdbkeysExportKey"]["Action"] == ["kms:Decrypt"]
+    assert by_sid["DdbkeysExportKey"]["Resource"] == key
+    without_key = policy("partition-keys", "orders", variant="from-export", s3_bucket="b-1")
+    assert "DdbkeysExportKey" not in {s["Sid"] for s in without_key["Statement"]}
+    wait = policy("partition-keys export wait", "orders", region="eu-west-1", account_id="1" * 12)
+    assert wait["Statement"] == [
+        {
+            "Sid": "DdbkeysTableExports",
+            "Effect": "Allow",
+            "Action": ["dynamodb:DescribeExport"],
+            "Resource": "arn:aws:dynamodb:eu-west-1:111111111111:table/orders/export/*",
+        }
+    ]
+    for bad, said in (
+        ({}, "reads or writes an export in S3: give --s3-bucket"),
+        ({"s3_bucket": "B"}, "'B' is not an S3 bucket name"),
+        ({"s3_bucket": "b-1", "s3_prefix": "a*"}, "cannot be granted"),
+    ):
+        with pytest.raises(ConfigurationError, match=said):
+            policy("partition-keys export start", "orders", **bad)
+    with pytest.raises(ConfigurationError, match="is not a KMS key's ARN"):
+        policy("partition-keys", "ord", variant="from-export", s3_bucket="b-1", kms_key="alias/x")
+    with pytest.raises(ConfigurationError, match="decrypts nothing with KMS"):
+        policy("ids next", "orders", kms_key=key)
+
+
+def test_the_readers_s3_requests_are_what_its_policy_grants(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    moto_url: str,
+    tmp_path: Path,
+) -> None:
+    """`partition-keys --from-export s3://...`: its S3 requests, recorded by a proxy in front of
+    moto's S3, each allowed by the from-export policy's S3 statements (GetObject on
+    PREFIX/AWSDynamoDB/*). The reader lists nothing: ListBucket (under the folder only) is
+    granted so that a data file the manifest names but S3 lacks reads as "not found" (S3 says
+    "access denied" for a missing key to whoever may not list the bucket)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for k in range(3):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{k}"}, "sk": {"N": "1"}})
+    folder = export_now(ddb_client, table, tmp_path)
+    bucket = f"iam-read-{uuid.uuid4().hex[:8]}"
+    s3 = moto_client(moto_url, "s3")
+    s3.create_bucket(Bucket=bucket)
+    upload(s3, bucket, tmp_path)
+    uri = f"s3://{bucket}/{folder.relative_to(tmp_path).as_posix()}/"
+    with FaultProxy(moto_url) as proxy:
+        env = {
+            "AWS_ENDPOINT_URL_S3": proxy.endpoint_url,
+            "AWS_ACCESS_KEY_ID": "moto",
+            "AWS_SECRET_ACCESS_KEY": "moto",
+        }
+        listed = ["partition-keys", "-t", table, "--from-export", uri]
+        result = CliRunner().invoke(cli, [*listed, "--endpoint-url", ddb_endpoint_url], env=env)
+        assert result.exit_code == 0, result.output
+        assert sorted(result.stdout.split()) == ["k0", "k1", "k2"]
+        requests = list(proxy.requests)
+    document = policy(
+        "partition-keys", table, variant="from-export", s3_bucket=bucket, s3_prefix="exports"
+    )
+    grants = {s["Sid"]: s for s in document["Statement"]}
+    objects = grants["DdbkeysExportObjects"]
+    assert objects["Action"] == ["s3:GetObject"]
+    gets = [unquote(path.split("?", 1)[0]) for method, path in requests]
+    assert requests and all(method == "GET" for method, _ in requests), requests
+    assert not [p for p in gets if p.rstrip("/") == f"/{bucket}"], "a listing of the bucket"
+    assert {p.rsplit("/", 1)[-1] for p in gets} >= {"manifest-summary.json", "manifest-files.json"}
+    refused = [p for p in gets if not fnmatchcase(f"arn:aws:s3:::{p[1:]}", objects["Resource"])]
+    assert not refused, f"GetObject outside {objects['Resource']}: {refused}"

@@ -14,6 +14,10 @@ PLACES = {
     "stream": "on the stream",
     "streams": "on *",
     "triggers": "on * (Lambda)",
+    "export": "on the table's exports",
+    "bucket": "on the bucket (S3)",
+    "objects": "on the export's folder (S3)",
+    "key": "on the export's key (KMS, with --kms-key)",
 }
 
 

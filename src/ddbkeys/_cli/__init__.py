@@ -34,6 +34,7 @@ COMMANDS = {
         "List the distinct partition keys of a table, at a small part of a full scan's cost.",
         {
             "estimate": LazyCommand("ddbkeys._cli.listing_estimate:estimate_command"),
+            "export": LazyCommand("ddbkeys._cli.export_cmd:export_group"),
             "index": LazyCommand("ddbkeys._cli.marker_index:index_group"),
             "plan": LazyCommand("ddbkeys._cli.listing_tasks:plan_command"),
             "run-task": LazyCommand("ddbkeys._cli.listing_tasks:run_task_command"),

@@ -30,6 +30,12 @@ check each policy against the requests each command sends.
 COMMAND lambda-handler is the role of the Lambda function that keeps the marker index (what
 deploy/marker-handler.yaml grants, but for the function's own logs).
 
+The exports' commands act on S3 too: `partition-keys export start` (DynamoDB writes the export
+with your permissions) and `partition-keys --variant from-export` (the listing reads it) need
+--s3-bucket and --s3-prefix, and get the S3 actions AWS documents on the export's folder
+(PREFIX/AWSDynamoDB/*) only; --kms-key KEY_ARN adds kms:Decrypt on the key an export was
+encrypted with (its manifest's s3SseKmsKeyId), for the listing.
+
 \b
 Variants, where the calls depend on an option:
 {_variants_help()}
@@ -40,6 +46,8 @@ Examples:
   ddbkeys iam-policy ids put -t users --variant gapless
   ddbkeys iam-policy partition-keys -t orders --variant index
   ddbkeys iam-policy lambda-handler -t orders --region eu-west-1
+  ddbkeys iam-policy partition-keys export start -t orders --s3-bucket exports --s3-prefix ddbkeys
+  ddbkeys iam-policy partition-keys -t orders --variant from-export --s3-bucket my-exports
   ddbkeys iam-policy demo   # the tables the demo makes, ddbkeys-demo-..., on a real DynamoDB
 """
 
@@ -74,6 +82,13 @@ Examples:
     show_default=True,
     help="ARN partition (aws-cn, aws-us-gov).",
 )
+@click.option("--s3-bucket", metavar="BUCKET", help="The exports' bucket (the export commands).")
+@click.option("--s3-prefix", metavar="PREFIX", help="The exports' folder in the bucket.")
+@click.option(
+    "--kms-key",
+    metavar="KEY_ARN",
+    help="The KMS key an export was encrypted with (SSE-KMS), for --variant from-export.",
+)
 def iam_policy_command(
     command: tuple[str, ...],
     table_name: str | None,
@@ -83,6 +98,9 @@ def iam_policy_command(
     region: str,
     account_id: str,
     partition: str,
+    s3_bucket: str | None,
+    s3_prefix: str | None,
+    kms_key: str | None,
 ) -> None:
     try:
         document = policy(
@@ -94,6 +112,9 @@ def iam_policy_command(
             region=region,
             account_id=account_id,
             partition=partition,
+            s3_bucket=s3_bucket,
+            s3_prefix=s3_prefix,
+            kms_key=kms_key,
         )
     except ConfigurationError as exc:  # (the arguments name what is not there: exit 2)
         raise click.UsageError(str(exc)) from exc

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from ddbkeys.aio._client import make_client
     from ddbkeys.aio._collection import CollectionSequence
     from ddbkeys.aio._estimate import estimate_listing
+    from ddbkeys.aio._export_start import start_export, wait_export
     from ddbkeys.aio._gapless import GaplessSequence
     from ddbkeys.aio._ids import AtomicCounter
     from ddbkeys.aio._index import MarkerIndex, StateStore, StreamFollower, enable_stream, reconcile
@@ -61,6 +62,8 @@ _HOMES = {
     "ExportListing": "ddbkeys.aio._listing",
     "distinct_partition_keys": "ddbkeys.aio._listing",
     "estimate_listing": "ddbkeys.aio._estimate",
+    "start_export": "ddbkeys.aio._export_start",
+    "wait_export": "ddbkeys.aio._export_start",
     "ListingOptions": "ddbkeys.partition_keys._listing.options",
     "MarkerIndex": "ddbkeys.aio._index",
     "StateStore": "ddbkeys.aio._index",
@@ -95,6 +98,8 @@ __all__ = [
     "estimate_listing",
     "make_client",
     "reconcile",
+    "start_export",
+    "wait_export",
 ]
 
 

@@ -16,7 +16,9 @@ auto           no sort key: scan; healthy index: index;        the cheapest that
 
 from __future__ import annotations
 
+from ddbkeys.partition_keys._export.described import ExportFailedError, TableExport
 from ddbkeys.partition_keys._export.listing import ExportListing
+from ddbkeys.partition_keys._export.start import start_export, wait_export
 from ddbkeys.partition_keys._index.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -52,6 +54,7 @@ __all__ = [
     "MAX_SORT_KEY",
     "METHODS",
     "BackfillReport",
+    "ExportFailedError",
     "ExportListing",
     "IndexReplayWarning",
     "IndexUnprovenError",
@@ -67,6 +70,7 @@ __all__ = [
     "ReadBudget",
     "StateStore",
     "StreamFollower",
+    "TableExport",
     "UnsettledError",
     "VerifyReport",
     "default_scan_segments",
@@ -80,6 +84,8 @@ __all__ = [
     "plan_listing",
     "read_text_key",
     "reconcile",
+    "start_export",
     "streams_settings",
     "text_line",
+    "wait_export",
 ]

@@ -100,6 +100,7 @@ class Call:
     table: str | None
     index: str | None = None
     stream: bool = False  # on the table's stream (DynamoDB Streams); GetRecords names no table
+    export: bool = False  # on one of the table's exports (DescribeExport names its ARN)
 
 
 #: The IAM action of each kind of transaction action.
@@ -139,6 +140,10 @@ def calls_in(operation: str, body: bytes) -> list[Call]:
         arn = str(request.get("StreamArn", ""))
         table = arn.split(":table/", 1)[1].split("/stream/", 1)[0] if ":table/" in arn else None
         return [Call(operation, table, stream=True)]
+    if "ExportArn" in request or "TableArn" in request:  # (an export's ARN holds its table's)
+        arn = str(request.get("ExportArn") or request.get("TableArn"))
+        table = arn.rsplit(":table/", 1)[1].split("/", 1)[0] if ":table/" in arn else None
+        return [Call(operation, table, export="ExportArn" in request)]
     table = request.get("TableName")
     return [Call(operation, table, request.get("IndexName"))]
 
@@ -157,6 +162,9 @@ class FaultProxy:
         self.counts: Counter[str] = Counter()
         self.counts_by_operation: Counter[tuple[str, str]] = Counter()
         self.calls: list[Call] = []
+        #: Every request's HTTP method and path (with its query): what a REST service's
+        #: requests (S3's) name, where :attr:`calls` reads DynamoDB's JSON bodies.
+        self.requests: list[tuple[str, str]] = []
         self.set_faults(faults or Faults())
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -176,6 +184,7 @@ class FaultProxy:
             self.counts.clear()
             self.counts_by_operation.clear()
             self.calls.clear()
+            self.requests.clear()
 
     @property
     def endpoint_url(self) -> str:
@@ -183,11 +192,13 @@ class FaultProxy:
             raise RuntimeError("the proxy is not running: call start() first")
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
-    def record(self, operation: str, body: bytes) -> None:
-        """Note the operation, table and index that one request names (see :attr:`calls`)."""
+    def record(self, operation: str, body: bytes, method: str = "POST", path: str = "/") -> None:
+        """Note the operation, table and index that one request names (see :attr:`calls`), and
+        its method and path (see :attr:`requests`)."""
         named = calls_in(operation, body)
         with self._lock:
             self.calls.extend(named)
+            self.requests.append((method, path))
 
     def decide(self, operation: str) -> Fault:
         """The action for one request of this operation; counts it."""
@@ -319,7 +330,7 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             body = self.rfile.read(length) if length else b""
             operation = _operation(self.headers.get("X-Amz-Target"))
-            proxy.record(operation, body)
+            proxy.record(operation, body, self.command, self.path)
             fault = proxy.decide(operation)
             json_type = [("Content-Type", "application/x-amz-json-1.0")]
             if fault is Fault.THROTTLE:
