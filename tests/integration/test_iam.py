@@ -32,7 +32,7 @@ from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
 from ddbkeys.partition_keys._streams.lambda_events import parse_event
 from ddbkeys.partition_keys._streams.streams import streams_client_for
 from ddbkeys.testing._proxy import Call, FaultProxy
-from tests.integration.test_export_now import export_now
+from tests.support.exports import export_table
 from tests.support.moto_server import moto_client, moto_url
 from tests.support.s3 import upload
 from tests.support.stream_events import FUNCTION, InvokedHandler
@@ -244,7 +244,7 @@ def from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) 
     assert began is not None
     time.sleep(max(0.0, began.timestamp() + CREATED_ROUNDING + 1 - time.time()))
     with tempfile.TemporaryDirectory() as root:
-        folder = export_now(client, coll, Path(root))
+        folder = export_table(client, coll, Path(root))
         client.put_item(TableName=coll, Item={"pk": {"S": "after-export"}, "sk": {"N": "1"}})
         record("partition-keys", "from-export", coll, "--from-export", str(folder))
         record(
@@ -483,7 +483,7 @@ def test_the_readers_s3_requests_are_what_its_policy_grants(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for k in range(3):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{k}"}, "sk": {"N": "1"}})
-    folder = export_now(ddb_client, table, tmp_path)
+    folder = export_table(ddb_client, table, tmp_path)
     bucket = f"iam-read-{uuid.uuid4().hex[:8]}"
     s3 = moto_client(moto_url, "s3")
     s3.create_bucket(Bucket=bucket)
