@@ -18,9 +18,10 @@ import pytest
 
 from ddbkeys._connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
+from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
-from ddbkeys.testing import FaultProxy
+from ddbkeys.testing import FaultProxy, TableFactory
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
 from tests.support.exports import export_table
@@ -52,6 +53,12 @@ def test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact(
         ddb_client.put_item(TableName=table, Item=item("late", 0))  # a collection added
         for sk in range(2):  # a collection emptied
             ddb_client.delete_item(TableName=table, Key=item("k001", sk))
+        before = index.verify(from_export=str(folder), replay_margin=MARGIN)
+        assert before.as_of is not None and before.as_of.startswith("exact now"), before.as_of
+        changed = {k["S"] for k in before.not_compared}
+        assert {"late", "k001"} <= changed
+        assert {k["S"] for k in before.orphans} == {"orphan"} - changed
+        assert {k["S"] for k in before.missing} == {f"k{n:03d}" for n in range(1, 40)} - changed
         counted = MarkerIndex(make_client(fault_proxy.endpoint_url), table)  # (its requests seen)
         report = counted.backfill(state_table=store, replay_margin=MARGIN, from_export=str(folder))
         caught_up(follower)
@@ -105,3 +112,30 @@ def test_the_cli_backfills_from_an_export_of_another_table_with_one_line(
     assert done.returncode == 1
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert f"export of table 'ProductCatalog', not {streamed_table!r}" in done.stderr
+
+
+def test_verify_from_an_export_reads_neither_table_nor_index(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+    fault_proxy: FaultProxy,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+    for pk in ("a", "b", "c", "d"):
+        ddb_client.put_item(TableName=table, Item=item(pk, 1))
+    index.mark("a")  # right
+    index.mark("z")  # an orphan: its collection holds nothing else
+    clash = {"pk": {"S": "d"}, "sk": DEFAULT_MARKER_SORT_KEY["N"]}  # data at the marker's key
+    ddb_client.put_item(TableName=table, Item=clash)
+    folder = export_table(ddb_client, table, tmp_path)
+    counted = MarkerIndex(make_client(fault_proxy.endpoint_url), table)
+    report = counted.verify(from_export=str(folder))
+    assert [k["S"] for k in report.missing] == ["b", "c"]
+    assert [k["S"] for k in report.orphans] == ["z"]
+    assert [k["S"] for k in report.clashes] == ["d"]
+    assert report.not_compared == [] and report.collections == 4 and report.markers == 2
+    assert report.as_of is not None and report.as_of.endswith("the table's stream is off")
+    reads = [c.operation for c in fault_proxy.calls if c.table == table and not c.stream]
+    assert set(reads) <= {"DescribeTable"}, reads  # (no Scan, Query or GetItem)

@@ -70,6 +70,7 @@ NOT_SETTINGS = {
 #: default, and whose setting it is.
 OTHER_OWNERS: dict[tuple[str, str], str] = {
     ("MarkerIndex", "marker_attribute"): "the index's: None reads it from the index itself",
+    ("wait_export", "deadline"): "how long to wait for an export to complete (a day)",
 }
 
 

@@ -17,7 +17,7 @@ from ddbkeys._cli.common import (
     table_option,
 )
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
-from ddbkeys._cli.index_common import open_index, parse_keys
+from ddbkeys._cli.index_common import margin_option, open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import (
     index_options,
@@ -218,6 +218,9 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
             "clashes": [json_key(plain_key(k)) for k in report.clashes],
             "healthy": report.healthy,
         }
+        if report.as_of is not None:
+            fields["as_of"] = report.as_of
+            fields["not_compared"] = [json_key(plain_key(k)) for k in report.not_compared]
         if repaired:
             fields["fixed_missing"] = [json_key(plain_key(k)) for k in report.fixed_missing]
             fields["fixed_orphans"] = [json_key(plain_key(k)) for k in report.fixed_orphans]
@@ -226,6 +229,8 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
         echo_json(fields)
         return
     click.echo(f"{report.collections} collections, {report.markers} markers")
+    if report.as_of is not None:
+        click.echo(f"from the export, {report.as_of}")
     click.echo(f"missing markers: {_keys(report.missing)}")
     click.echo(f"orphaned markers: {_keys(report.orphans)}")
     click.echo(
@@ -247,12 +252,22 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
 @index_group.command("verify")
 @table_option
 @index_options
+@margin_option
+@click.option(
+    "--from-export",
+    metavar="URI",
+    help="Compare the markers with the data as the table's export holds them (s3://BUCKET/"
+    "PREFIX/AWSDynamoDB/EXPORT_ID/ or a copy on disk), reading neither the table nor the index; "
+    "the collections the table's stream names since the export are left out, and named.",
+)
 @connection_options
 @output_option
 def verify_command(
     table_name: str,
     index_name: str,
     marker_attribute: str,
+    replay_margin: float,
+    from_export: str | None,
     connection: Connection,
     output: str,
 ) -> None:
@@ -262,8 +277,10 @@ def verify_command(
     \b
     Example:
       ddbkeys partition-keys index verify -t issues || ddbkeys partition-keys index repair -t issues
+      ddbkeys partition-keys index verify -t T --from-export s3://B/P/AWSDynamoDB/ID/
     """
-    report = open_index(connection, table_name, index_name, marker_attribute).verify()
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    report = index.verify(from_export=from_export, replay_margin=replay_margin)
     _report(report, output, table_name, repaired=False)
     if not report.healthy:
         raise click.exceptions.Exit(1)

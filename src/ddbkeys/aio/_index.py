@@ -9,6 +9,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -23,6 +24,8 @@ from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.partition_keys._export.keys import export_snapshot
+from ddbkeys.partition_keys._export.now import since_flow
+from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index import index as _sync
 from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
@@ -174,9 +177,37 @@ class MarkerIndex(MarkerIndexBase):
             owner = f"ddbkeys.aio.{type(self).__name__}"
             return await AsyncDriver(SplitClient(self.client, streams), self.usage, owner).run(flow)
 
-    async def verify(self) -> VerifyReport:
-        """Compare the index with the table. Holds both key sets in memory."""
-        return await self._run(self.core.verify())
+    async def verify(
+        self,
+        *,
+        from_export: str | None = None,
+        s3: Any = None,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        streams: Any = None,
+    ) -> VerifyReport:
+        """Compare the index with the table. Holds both key sets in memory. ``from_export``:
+        with the export instead, reading neither the table nor the index (see the sync
+        ``MarkerIndex.verify``); its files are read in a worker thread, with ``s3`` (a boto3 S3
+        client, not an aiobotocore one)."""
+        if from_export is None:
+            return await self._run(self.core.verify())
+        margin = check_margin(replay_margin, self.table)
+        info = await self._run(self.core.check())
+        snapshot = await asyncio.to_thread(
+            export_snapshot, self.client, from_export, s3, info, self.core.markers(info)
+        )
+        taken = datetime.fromtimestamp(snapshot.time, UTC)
+        flow = since_flow(status_reader(self.client, self.core), info, taken, margin, time.time())
+        async with contextlib.AsyncExitStack() as stack:
+            if streams is None:
+                streams = await stack.enter_async_context(
+                    await _streams_client_for(self.client, self.table)
+                )
+            owner = f"ddbkeys.aio.{type(self).__name__}"
+            since = await AsyncDriver(SplitClient(self.client, streams), self.usage, owner).run(
+                flow
+            )
+        return compared(self.table, self.name, snapshot, since)
 
     async def repair(
         self, *, remove_orphans: bool = True, state_table: str | None = None

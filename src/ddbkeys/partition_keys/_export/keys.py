@@ -27,7 +27,7 @@ from ddbkeys.partition_keys._export.manifest import (
     parse_summary,
 )
 from ddbkeys.partition_keys._index.markers import hashable
-from ddbkeys.partition_keys._listing.recognise import Markers, is_own
+from ddbkeys.partition_keys._listing.recognise import Markers, is_own, same_value
 
 __all__ = [
     "BATCH",
@@ -198,6 +198,8 @@ class ExportSnapshot:
     marked: frozenset[tuple[str, Any]]
     uri: str = ""
     items: int = 0
+    #: Collections whose item at the markers' sort key is data (they cannot be marked).
+    clashes: frozenset[tuple[str, Any]] = frozenset()
 
 
 def snapshot_of(
@@ -208,6 +210,7 @@ def snapshot_of(
     wanted = {info.partition_key.name, ENTITY_ATTRIBUTE, markers.sort_key, markers.attribute}
     data: set[tuple[str, Any]] = set()
     marked: set[tuple[str, Any]] = set()
+    clashes: set[tuple[str, Any]] = set()
     items = 0
     for file in manifest.files:
         where = folder.uri + file.path
@@ -219,9 +222,16 @@ def snapshot_of(
                     marked.add(hashed)
                 elif not is_own(item, markers):
                     data.add(hashed)
+                    if same_value(item.get(markers.sort_key), markers.sort_value):
+                        clashes.add(hashed)
                 items += 1
     return ExportSnapshot(
-        manifest.time.timestamp(), frozenset(data), frozenset(marked), folder.uri, items
+        manifest.time.timestamp(),
+        frozenset(data),
+        frozenset(marked),
+        folder.uri,
+        items,
+        frozenset(clashes),
     )
 
 

@@ -8,7 +8,9 @@ client and the sync driver, :class:`ddbkeys.aio.MarkerIndex` the same with the a
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -16,6 +18,8 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import ExportSnapshot, export_snapshot
+from ddbkeys.partition_keys._export.now import since_flow
+from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
@@ -220,9 +224,33 @@ class MarkerIndex(MarkerIndexBase):
         info = self._run(self.core.check())
         return export_snapshot(self.client, uri, s3, info, self.core.markers(info))
 
-    def verify(self) -> VerifyReport:
-        """Compare the index with the table. Holds both key sets in memory."""
-        return self._run(self.core.verify())
+    def verify(
+        self,
+        *,
+        from_export: str | None = None,
+        s3: Any = None,
+        replay_margin: float = DEFAULT_REPLAY_MARGIN,
+        streams: Any = None,
+    ) -> VerifyReport:
+        """Compare the index with the table. Holds both key sets in memory.
+
+        ``from_export`` (the folder of the table's export, ``s3://...`` read with ``s3``, or a
+        copy on disk) compares the markers with the data as the export holds them, reading
+        neither the table nor the index: the collections the table's stream names since the
+        export's time (less ``replay_margin`` and the stream's rounding) changed after it and
+        are left out (``report.not_compared``); ``report.as_of`` says when the comparison
+        holds (exact now, or as of the export's time and why not now)."""
+        if from_export is None:
+            return self._run(self.core.verify())
+        margin = check_margin(replay_margin, self.table)
+        info = self._run(self.core.check())
+        snapshot = export_snapshot(self.client, from_export, s3, info, self.core.markers(info))
+        if streams is None:
+            streams = ClientOnFirstUse(lambda: streams_client_for(self.client, self.table))
+        taken = datetime.fromtimestamp(snapshot.time, UTC)
+        flow = since_flow(status_reader(self.client, self.core), info, taken, margin, time.time())
+        since = SyncDriver(SplitClient(self.client, streams), self.usage).run(flow)
+        return compared(self.table, self.name, snapshot, since)
 
     def proof_status(
         self,

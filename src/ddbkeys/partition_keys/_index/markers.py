@@ -80,7 +80,8 @@ class MarkerClashError(DdbKeysError):
 class VerifyReport:
     """What ``verify`` found: collections without a marker (``missing``), markers whose
     collection holds nothing else (``orphans``), and collections that cannot be marked because
-    a data item sits at the marker's sort key (``clashes``, never counted as marked).
+    a data item sits at the marker's sort key (``clashes``, never counted as marked). From an
+    export, ``not_compared`` and ``as_of`` say what the comparison left out and when it holds.
 
     After ``repair``: ``fixed_missing`` and ``fixed_orphans`` say what it did, and
     ``unfixed`` what it could not fix (the clashes, and anything that failed); ``repaired`` is
@@ -96,6 +97,11 @@ class VerifyReport:
     fixed_missing: list[Any] = field(default_factory=list)
     fixed_orphans: list[Any] = field(default_factory=list)
     unfixed: list[Any] = field(default_factory=list)
+    #: Compared with an export (``verify(from_export=...)``): the collections the table's
+    #: stream names since the export's time, changed after it and so not compared; and what
+    #: the comparison is exact as of (None: the table now, read).
+    not_compared: list[Any] = field(default_factory=list)
+    as_of: str | None = None
 
     @property
     def healthy(self) -> bool:
