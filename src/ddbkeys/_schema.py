@@ -82,6 +82,8 @@ class TableInfo:
     #: When the table was created (DescribeTable's CreationDateTime, ISO 8601; "" if unknown):
     #: a table deleted and created again under the same name is another table.
     created: str = ""
+    #: Its ARN (DescribeTable's TableArn; "" if unknown): the region and account it is in.
+    arn: str = ""
     #: Its read capacity as DescribeTable tells it: the billing mode, the provisioned read
     #: units, on demand the most read units a second (OnDemandThroughput, None when unset)
     #: and the warm throughput's read units a second (None when not told).
@@ -166,6 +168,7 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
         index_projections=projections,
         item_count=int(description.get("ItemCount", 0)),
         created=_created(description.get("CreationDateTime")),
+        arn=str(description.get("TableArn") or ""),
         size_bytes=int(description.get("TableSizeBytes", 0)),
         index_sizes={
             index["IndexName"]: int(index.get("IndexSizeBytes", 0))

@@ -105,6 +105,7 @@ def test_asyncio_reads_the_export_in_a_thread(
         assert isinstance(listing, AsyncExportListing)
         keys = [k async for k in listing]
         assert len(keys) == len(set(keys)) and set(keys) == fixture.keys
+        assert isinstance(listing, AsyncExportListing)
         assert listing.finished and listing.as_of.startswith("exact as of ")
         with pytest.raises(ConfigurationError, match="does not resume"):
             listing.checkpoint()

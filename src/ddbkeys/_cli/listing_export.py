@@ -22,7 +22,9 @@ from_export_option = click.option(
     help="List the keys of the table's export to S3 instead of the table, at no read capacity: "
     "the export's folder, s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/, or a copy of it on disk "
     "(aws s3 sync). The keys are the table's as it was at the export's time, which the summary "
-    "names. Not with --method, --resume or --checkpoint.",
+    "names. Not with --method, --segments, --scan-segments, --trust-index, --resume or "
+    "--checkpoint. It reads no read capacity, so --max-rcu-per-second and --read-percent have "
+    "nothing to limit.",
 )
 
 
@@ -45,22 +47,35 @@ def export_line(listing: ExportListing) -> str:
 
 
 def check_export_options(
-    method: str, default_method: str, resume: str | None, checkpoint_file: str | None
+    method: str,
+    default_method: str,
+    resume: str | None,
+    checkpoint_file: str | None,
+    readers: tuple[int | None, int | None, bool] = (None, None, False),
 ) -> None:
-    """--from-export lists the export: no method, resume or checkpoint goes with it."""
+    """--from-export lists the export: no method, resume or checkpoint goes with it, nor how
+    the table would be read (``readers``: --segments, --scan-segments, --trust-index)."""
+    segments, scan_segments, trust_index = readers
     given = [
         name
         for name, value in (
             ("--method", method != default_method),
+            ("--segments", segments not in (None, 1)),
+            ("--scan-segments", scan_segments not in (None, 1)),
+            ("--trust-index", trust_index),
             ("--resume", resume is not None),
             ("--checkpoint", checkpoint_file is not None),
         )
         if value
     ]
     if given:
+        why = {
+            "--resume": "a listing from an export is not resumed; run it again",
+            "--checkpoint": "a listing from an export is not resumed; run it again",
+            "--trust-index": "it reads no marker index",
+        }.get(given[0], "it reads the export's files one after another")
         raise click.UsageError(
-            f"--from-export reads the export's files, not the table: drop {given[0]} (a listing "
-            "from an export is not resumed; run it again)."
+            f"--from-export reads the export's files, not the table: drop {given[0]} ({why})."
         )
 
 

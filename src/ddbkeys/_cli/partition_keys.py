@@ -349,7 +349,13 @@ def partition_keys_group(
         return
     check_options(table_name, output, query, checkpoint_file, output_file)
     if from_export is not None:
-        check_export_options(method, DEFAULTS.method, resume, checkpoint_file)
+        check_export_options(
+            method,
+            DEFAULTS.method,
+            resume,
+            checkpoint_file,
+            (segments, scan_segments, trust_index),
+        )
     sink = KeySink(output, output_file, checkpoint_file)
     resume = resume_from(sink, resume, checkpoint_file)
     client = connection.client()

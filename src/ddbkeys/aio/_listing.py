@@ -67,6 +67,7 @@ from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
     ListingSettings,
     Method,
+    check_no_resume,
     listing_options,
 )
 from ddbkeys.partition_keys._streams.streams import SplitClient
@@ -403,6 +404,7 @@ async def distinct_partition_keys(
     reader = listing_reader(client, name, options, retry, usage)
     given = streams if streams is not None else OpenedOnUse(client, name)
     if options.from_export is not None:
+        check_no_resume(options, resume)
         try:
             info, folder, manifest, since = await export_of(
                 client, reader, options, s3, given, _OWNER

@@ -53,6 +53,12 @@ def _json_value(value: object) -> dict[str, Any]:
     ((kind, inner),) = value.items()
     if kind == "B" and isinstance(inner, str):
         return {"B": base64.b64decode(inner, validate=True)}
+    if kind == "N" and isinstance(inner, str):  # (as the Ion reader writes it: one text a number)
+        try:
+            number = Decimal(inner)
+        except ArithmeticError:
+            return {"?": inner}
+        return {"N": number_text(number)} if number.is_finite() else {"?": inner}
     return {kind: inner}
 
 
@@ -79,10 +85,11 @@ def _ion_value(value: Any) -> dict[str, Any]:
     """The AttributeValue of a scalar Ion value as an export writes it (a string, a decimal, a
     blob); anything else marked as no key (``{"?": ...}``)."""
     from amazon.ion.core import IonType  # noqa: PLC0415 (an extra: only for Ion exports)
+    from amazon.ion.simple_types import IonPyNull  # noqa: PLC0415
 
     kind = getattr(value, "ion_type", None)
-    if getattr(value, "ion_annotations", ()):
-        return {"?": None}
+    if getattr(value, "ion_annotations", ()) or isinstance(value, IonPyNull):
+        return {"?": None}  # (a set, or a typed null: null.string is no string)
     if kind is IonType.STRING:
         return {"S": str(value)}
     if kind is IonType.DECIMAL:

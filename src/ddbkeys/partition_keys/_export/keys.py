@@ -63,6 +63,7 @@ def check_table(manifest: Manifest, info: TableInfo, where: str) -> None:
             where=where,
             table=info.name,
         )
+    _check_place(manifest, info, where)
     if info.created:
         created = datetime.fromisoformat(info.created.replace("Z", "+00:00"))
         if created.tzinfo is None:
@@ -75,6 +76,26 @@ def check_table(manifest: Manifest, info: TableInfo, where: str) -> None:
                 where=where,
                 table=info.name,
             )
+
+
+#: DynamoDB Local's region in its ARNs: it has no exports, so one read against it is a copy of
+#: another's, from wherever it was taken.
+_LOCAL_REGION = "ddblocal"
+
+
+def _check_place(manifest: Manifest, info: TableInfo, where: str) -> None:
+    """That the export's table is in ``info``'s account, and in its region or a replica's
+    (a global table's): a table of the same name elsewhere is another table."""
+    theirs, ours = manifest.table_arn.split(":"), info.arn.split(":")
+    if len(theirs) < 6 or len(ours) < 6 or ours[3] == _LOCAL_REGION:
+        return
+    if theirs[4] != ours[4] or (theirs[3] != ours[3] and theirs[3] not in info.replica_regions):
+        raise ExportError(
+            f"{where} is an export of {manifest.table_arn}, not of {info.arn}: another table "
+            "of that name (check --region and --profile, or the export's URI).",
+            where=where,
+            table=info.name,
+        )
 
 
 def read_manifest(folder: ExportFolder, info: TableInfo) -> Manifest:
@@ -92,6 +113,8 @@ def _key_of(item: Item, info: TableInfo, where: str, number: int) -> dict[str, o
     key = item.get(pk.name)
     if key is None or next(iter(key)) != pk.type:
         kind = "none" if key is None else repr(next(iter(key)))
+        if kind == "'?'":
+            kind = "a value that is no key (a null, a set, or a type DynamoDB keys never have)"
         raise ExportError(
             f"{where}: item {number} has {kind} for partition key {pk.name!r}, whose type in "
             f"table {info.name!r} is {pk.type!r}: the export's items are not this table's "
@@ -126,6 +149,7 @@ def export_keys(
         read = 0
         with folder.open(data.path) as raw:
             for read, item in enumerate(items_of(raw, manifest.format, wanted, where), 1):
+                counts.items += 1  # (as read: a summary on the way says no fewer than the keys)
                 key = _key_of(item, info, where, read)
                 if not own_items and _own(item, markers, attribute):
                     counts.own_items += 1
@@ -142,7 +166,6 @@ def export_keys(
                 table=info.name,
             )
         counts.files += 1
-        counts.items += read
     yield from _fresh(seen, batch, counts, check)
 
 
@@ -159,6 +182,7 @@ def _fresh(
 ) -> Iterator[dict[str, object]]:
     check()
     for raw in seen.new(batch):
+        check()  # (a stop between two keys of a batch: the next one is not handed out)
         counts.keys += 1
         yield bytes_key(raw)
 

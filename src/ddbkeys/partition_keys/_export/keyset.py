@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
+from ddbkeys.partition_keys._export.manifest import ExportError
+
 __all__ = ["MEMORY_KEYS", "KeySet", "bytes_key", "key_bytes"]
 
 #: Keys kept in a Python set before they go to disk: about 15 MB of short keys.
@@ -55,29 +57,52 @@ class KeySet:
     def new(self, batch: Sequence[bytes]) -> list[bytes]:
         """The keys of ``batch`` not seen before (each once, in the batch's order), now seen."""
         fresh = list(dict.fromkeys(batch))
-        if self._memory is not None:
-            fresh = [key for key in fresh if key not in self._memory]
-            self._memory.update(fresh)
-            self.count += len(fresh)
-            if len(self._memory) > self.memory_keys:
-                self._spill()
-            return fresh
-        return self._new_on_disk(fresh)
+        try:
+            if self._memory is not None:
+                fresh = [key for key in fresh if key not in self._memory]
+                self._memory.update(fresh)
+                self.count += len(fresh)
+                if len(self._memory) > self.memory_keys:
+                    self._spill()
+                return fresh
+            return self._new_on_disk(fresh)
+        except (sqlite3.Error, OSError) as exc:
+            folder = self.folder or tempfile.gettempdir()
+            self.close()
+            raise ExportError(
+                f"The keys seen past {self.memory_keys:,} go to a file in {folder}, which "
+                f"failed ({type(exc).__name__}: {exc}): free space there, or set TMPDIR to a "
+                "folder with room for the keys (their bytes and about 10 more each)."
+            ) from None
 
     def _spill(self) -> None:
         assert self._memory is not None
         self._dir = tempfile.mkdtemp(prefix="ddbkeys-export-", dir=self.folder)
-        db = sqlite3.connect(  # (used by one thread at a time: the asyncio form's, in turn)
-            os.path.join(self._dir, "keys.sqlite"), isolation_level=None, check_same_thread=False
+        path = os.path.join(self._dir, "keys.sqlite")
+        self._db = db = sqlite3.connect(  # (one thread at a time: the asyncio form's, in turn)
+            path, isolation_level=None, check_same_thread=False
         )
         db.execute("PRAGMA journal_mode = OFF")
         db.execute("PRAGMA synchronous = OFF")
         db.execute("CREATE TABLE seen (k BLOB PRIMARY KEY) WITHOUT ROWID")
+        self._forget_on_disk(path)
         db.execute("CREATE TEMP TABLE batch (i INTEGER PRIMARY KEY, k BLOB)")
         db.execute("BEGIN")
         db.executemany("INSERT INTO seen VALUES (?)", ((key,) for key in self._memory))
         db.execute("COMMIT")
-        self._db, self._memory = db, None
+        self._memory = None
+
+    def _forget_on_disk(self, path: str) -> None:
+        """The file, open, taken out of its folder at once (as SQLite does with its own
+        temporary files): the space comes back when the connection closes, even after a
+        kill -9, which would otherwise leave the keys seen on disk. Where an open file cannot be
+        removed (Windows), it stays until :meth:`close`."""
+        try:
+            os.unlink(path)
+            os.rmdir(self._dir or "")
+        except OSError:
+            return
+        self._dir = None
 
     def _new_on_disk(self, fresh: list[bytes]) -> list[bytes]:
         db = self._db

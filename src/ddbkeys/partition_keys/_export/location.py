@@ -8,7 +8,12 @@ import os
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import (
+    BotoCoreError,
+    ClientError,
+    NoCredentialsError,
+    PartialCredentialsError,
+)
 
 from ddbkeys._origins import origin_of
 from ddbkeys.partition_keys._export.manifest import SUMMARY, ExportError
@@ -58,14 +63,45 @@ class DiskExport:
         try:
             return open(full, "rb")
         except FileNotFoundError:
+            below = self.exports_below() if path == SUMMARY else []
             raise ExportError(
-                f"{full} is missing: {_missing(path)}", where=self.uri + path
+                f"{full} is missing: {_missing(path, below)}", where=self.uri + path
             ) from None
         except OSError as exc:
             raise ExportError(f"{full} cannot be read: {exc}.", where=self.uri + path) from None
 
+    def exports_below(self) -> list[str]:
+        """The exports' folders in this folder's ``AWSDynamoDB/`` (or in it, when it is that
+        folder), by name: by the time each export began."""
+        base = self.root if _is_exports_parent(self.uri) else self._path(_PARENT)
+        try:
+            names = sorted(os.listdir(base))
+        except OSError:
+            return []
+        found = [n for n in names if os.path.isfile(os.path.join(base, n, SUMMARY))]
+        return [_child(self.uri, _is_exports_parent(self.uri), name) for name in found]
 
-def _missing(path: str) -> str:
+
+#: The folder below an export's prefix that holds its exports, one folder each.
+_PARENT = "AWSDynamoDB"
+
+
+def _is_exports_parent(uri: str) -> bool:
+    return uri.rstrip("/").rsplit("/", 1)[-1] == _PARENT
+
+
+def _child(uri: str, in_parent: bool, name: str) -> str:
+    return f"{uri}{name}/" if in_parent else f"{uri}{_PARENT}/{name}/"
+
+
+def _missing(path: str, below: tuple[str, ...] | list[str] = ()) -> str:
+    if path == SUMMARY and len(below) == 1:
+        return f"not an export's folder, but it holds one: pass {below[0]}"
+    if path == SUMMARY and below:
+        return (
+            f"not an export's folder, but it holds {len(below)} exports: pass one, "
+            f"the latest is {below[-1]}"
+        )
     if path == SUMMARY:
         return f"not an export's folder ({_HOW})."
     return "the manifest names it but the export does not hold it (copy the export again)."
@@ -88,7 +124,10 @@ class S3Export:
             code = exc.response.get("Error", {}).get("Code", "")
             where = f"s3://{self.bucket}/{key}"
             if code in ("NoSuchKey", "404", "NotFound"):
-                raise ExportError(f"{where} is missing: {_missing(path)}", where=where) from None
+                below = self.exports_below() if path == SUMMARY else []
+                raise ExportError(
+                    f"{where} is missing: {_missing(path, below)}", where=where
+                ) from None
             if code == "NoSuchBucket":
                 raise ExportError(
                     f"There is no bucket {self.bucket!r}: {_HOW}.", where=where
@@ -96,14 +135,40 @@ class S3Export:
             if code in ("AccessDenied", "403"):
                 raise ExportError(
                     f"{where}: access denied; reading an export takes s3:GetObject on its "
-                    "objects (and kms:Decrypt on its key when SSE-KMS encrypts it): "
-                    "`ddbkeys iam-policy partition-keys-from-export` prints the policy.",
+                    "objects, and kms:Decrypt on its KMS key when its manifest-summary.json "
+                    "names s3SseAlgorithm KMS.",
                     where=where,
                 ) from None
             raise ExportError(f"{where}: {code or exc}.", where=where) from None
+        except (NoCredentialsError, PartialCredentialsError):
+            where = f"s3://{self.bucket}/{key}"
+            raise ExportError(
+                f"{where} could not be read: no AWS credentials for S3. Set AWS_PROFILE or pass "
+                "--profile, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or copy the "
+                "export to disk with aws s3 sync and pass the folder).",
+                where=where,
+            ) from None
         except BotoCoreError as exc:
             where = f"s3://{self.bucket}/{key}"
             raise ExportError(f"{where} could not be read: {exc}.", where=where) from None
+
+    def exports_below(self) -> list[str]:
+        """The exports' folders in this folder's ``AWSDynamoDB/`` (or in it, when it is that
+        folder), by name (ListObjectsV2, which takes s3:ListBucket; none when refused)."""
+        in_parent = _is_exports_parent(self.uri)
+        base = self.prefix if in_parent else f"{self.prefix}{_PARENT}/"
+        try:
+            pages = self.s3.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=base, Delimiter="/", PaginationConfig={"MaxItems": 1000}
+            )
+            names = [
+                common["Prefix"][len(base) :].rstrip("/")
+                for page in pages
+                for common in page.get("CommonPrefixes", [])
+            ]
+        except (ClientError, BotoCoreError):
+            return []
+        return [_child(self.uri, in_parent, name) for name in sorted(names) if name]
 
     def read(self, path: str) -> bytes:
         body = self._get(path)
@@ -116,6 +181,10 @@ class S3Export:
         return self._get(path)  # type: ignore[no-any-return]
 
 
+#: The files that name their folder when a URI names them.
+_MANIFESTS = (SUMMARY, "manifest-files.json")
+
+
 def export_folder(uri: str, s3: Any = None) -> ExportFolder:
     """The export at ``uri``: ``s3://bucket/prefix/`` (read with ``s3``, a boto3 S3 client,
     made by the caller when needed) or a path on disk (``file://`` or plain). A URI naming
@@ -126,16 +195,16 @@ def export_folder(uri: str, s3: Any = None) -> ExportFolder:
         bucket, _, prefix = uri[len("s3://") :].partition("/")
         if not bucket:
             raise ExportError(f"{uri!r} names no bucket: {_HOW}.", where=uri)
-        if prefix.endswith(SUMMARY):
-            prefix = prefix[: -len(SUMMARY)]
+        if prefix.rsplit("/", 1)[-1] in _MANIFESTS:
+            prefix = prefix.rsplit("/", 1)[0] + "/" if "/" in prefix else ""
         if prefix and not prefix.endswith("/"):
             prefix += "/"
         return S3Export(f"s3://{bucket}/{prefix}", bucket, prefix, s3)
     if "://" in uri and not uri.startswith("file://"):
         raise ExportError(f"{uri!r} is neither s3:// nor a path on disk: {_HOW}.", where=uri)
-    root = uri[len("file://") :] if uri.startswith("file://") else uri
-    if os.path.basename(root.rstrip("/")) == SUMMARY:
-        root = os.path.dirname(root.rstrip("/"))
+    root = os.path.expanduser(uri[len("file://") :] if uri.startswith("file://") else uri)
+    if os.path.basename(root.rstrip("/")) in _MANIFESTS:
+        root = os.path.dirname(root.rstrip("/")) or "."
     if not os.path.isdir(root):
         raise ExportError(f"{root} is not a folder: {_HOW}.", where=uri)
     return DiskExport(root.rstrip("/") + "/", root)

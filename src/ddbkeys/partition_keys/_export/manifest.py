@@ -187,6 +187,7 @@ def parse_files(manifest: Manifest, raw: bytes, where: str = "manifest-files.jso
             )
         count = entry.get("itemCount")
         files.append(DataFile(key[len(manifest.folder) :], count if isinstance(count, int) else -1))
+    _check_total(manifest, files, where)
     return manifest.with_files(tuple(files))
 
 
@@ -194,3 +195,18 @@ def when(moment: datetime) -> str:
     """A time as the summary says it: ISO 8601 in UTC, to the second or the millisecond."""
     text = moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
     return text.replace(".000Z", "Z")
+
+
+def _check_total(manifest: Manifest, files: list[DataFile], where: str) -> None:
+    """That the files listed hold the items the summary counts (where both say): a files
+    manifest cut short would otherwise list a part of the table as if it were all of it."""
+    if manifest.items < 0 or any(data.items < 0 for data in files):
+        return
+    total = sum(data.items for data in files)
+    if total != manifest.items:
+        raise ExportError(
+            f"{where} lists {len(files)} data files holding {total} items where "
+            f"{SUMMARY} says {manifest.items}: it is cut short or another export's; copy "
+            "the export again.",
+            where=where,
+        )

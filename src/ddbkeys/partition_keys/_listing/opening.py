@@ -31,6 +31,7 @@ from ddbkeys.partition_keys._listing.options import (
     ListingOptions,
     ListingSettings,
     Method,
+    check_no_resume,
     listing_options,
 )
 from ddbkeys.partition_keys._listing.read_share import share
@@ -281,6 +282,7 @@ def distinct_partition_keys(
     if streams is None:
         streams = ClientOnFirstUse(lambda: streams_client_for(reader.client, reader.table))
     if options.from_export is not None:
+        check_no_resume(options, resume)
         return _from_export(reader, options, on_key, s3, streams)
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
     notes: list[str] = []

@@ -32,6 +32,7 @@ __all__ = [
     "ListingOptions",
     "ListingSettings",
     "Method",
+    "check_no_resume",
     "check_rate",
     "check_whole",
     "listing_options",
@@ -127,6 +128,8 @@ class ListingOptions:
                 raise ConfigurationError(
                     f"{flag} must be True or False, not {getattr(self, flag)!r}."
                 )
+        if self.from_export is not None:  # (first: its refusals say what to drop)
+            _check_export(self)
         if self.trust_index and self.method != "index":
             raise ConfigurationError(
                 f"trust_index reads the marker index as it is, so it goes with method='index' "
@@ -138,8 +141,6 @@ class ListingOptions:
                 "counters), which the marker index never marks: list with method='scan', "
                 "'skip-pages' or 'auto' (--method), not 'index'."
             )
-        if self.from_export is not None:
-            _check_export(self)
         for name, value in checked.items():  # (numbers as floats: one JSON form)
             object.__setattr__(self, name, value)
 
@@ -202,6 +203,25 @@ def _check_export(options: ListingOptions) -> None:
         raise ConfigurationError(
             f"from_export lists the keys the export holds, not with a method that reads the "
             f"table: drop method={options.method!r} (--method)."
+        )
+    for name, flag, given in (  # (one segment, one reader: as it reads)
+        ("segments", "--segments", options.segments not in (None, 1)),
+        ("scan_segments", "--scan-segments", options.scan_segments not in (None, 1)),
+        ("trust_index", "--trust-index", options.trust_index),
+    ):
+        if given:
+            raise ConfigurationError(
+                f"from_export reads the export's files one after another, and no marker index: "
+                f"drop {name}={getattr(options, name)!r} ({flag})."
+            )
+
+
+def check_no_resume(options: ListingOptions, resume: str | None) -> None:
+    """A listing from an export starts over: a resume token goes with none."""
+    if options.from_export is not None and resume is not None:
+        raise ConfigurationError(
+            "from_export lists the export from its start, and a listing from an export is not "
+            "resumed: drop resume (--resume) and run it again (it reads no read capacity)."
         )
 
 

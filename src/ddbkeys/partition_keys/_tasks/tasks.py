@@ -185,6 +185,12 @@ def plan_listing(
     workers build their own clients (by default: ``client``'s endpoint and region)."""
 
     options = listing_options(options, method, _planned(settings))
+    if options.from_export is not None:
+        raise ConfigurationError(
+            "plan_listing splits a read of the table into Scan segments; an export is read "
+            "whole: list it with distinct_partition_keys(..., from_export=...) (it reads no "
+            "read capacity)."
+        )
     if options.segments not in (None, 1) or options.scan_segments is not None:
         name = "segments" if options.segments not in (None, 1) else "scan_segments"
         raise ConfigurationError(f"plan_listing does not take {name}: {_NOT_PLANNED[name]}.")
