@@ -343,7 +343,7 @@ def partition_keys_group(
       ddbkeys partition-keys -t orders --segments 4 --max-rcu-per-second 200
       ddbkeys partition-keys -t orders --output jsonl | head -5
       ddbkeys partition-keys -t orders --checkpoint orders.ckpt --output-file keys.txt
-      ddbkeys partition-keys -t orders --from-export s3://my-bucket/exports/AWSDynamoDB/01234567890123-a1b2c3d4/
+      ddbkeys partition-keys -t T --from-export s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/
     """
     if ctx.invoked_subcommand is not None:
         return
