@@ -114,10 +114,17 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
     "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
     # A backfill reconciles each collection (a consistent Query, then a put or a delete, and
-    # the Query again), and reads the maintainer's record before writing its own.
+    # the Query again), and reads the maintainer's record before writing its own. From an
+    # export (--from-export) it reads the export instead of the table: the markers it calls
+    # for put and the orphans deleted, each conditionally, then the stream since the export's
+    # time, each collection it names reconciled.
     "partition-keys index backfill": {
-        "": _n("DescribeTable", "Scan", "Query", "PutItem", "DeleteItem")
+        "table": _n("DescribeTable", "Scan", "Query", "PutItem", "DeleteItem")
+        | _n(*ENSURE, "GetItem", "UpdateItem", on="state"),
+        "from-export": _n("DescribeTable", "Query", "PutItem", "DeleteItem")
         | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
+        | _n(*STREAM_READS, on="stream")
+        | EXPORT_READS,
     },
     "partition-keys index stream": {"": _n("DescribeTable", "UpdateTable")},
     "partition-keys index follow": {
@@ -295,8 +302,8 @@ def _with_s3(
     aside = {"bucket", "objects", "key"}
     if kms_key is not None and not any(n.on == "key" for n in wanted):
         raise ConfigurationError(
-            f"`ddbkeys {name}` decrypts nothing with KMS: leave out --kms-key (it is for "
-            "partition-keys --variant from-export)."
+            f"`ddbkeys {name}` decrypts nothing with KMS: leave out --kms-key (it is for the "
+            "variants from-export of partition-keys and index backfill)."
         )
     if s3_bucket is None:
         every_way = all(any(n.on in aside for n in v) for v in COMMANDS[name].values())

@@ -31,8 +31,8 @@ from ddbkeys.partition_keys._index.state import STATE_TABLE
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
 from ddbkeys.partition_keys._streams.lambda_events import parse_event
 from ddbkeys.partition_keys._streams.streams import streams_client_for
+from ddbkeys.testing import write_export
 from ddbkeys.testing._proxy import Call, FaultProxy
-from tests.support.exports import export_table
 from tests.support.moto_server import moto_client, moto_url
 from tests.support.s3 import upload
 from tests.support.stream_events import FUNCTION, InvokedHandler
@@ -171,7 +171,7 @@ def scenarios(
     record("partition-keys index unmark", "", coll, "k0")
     orphan = {"pk": {"S": "orphan"}, "sk": {"N": "-" + "9" * 38}, "ddbkeys_pk": {"S": "orphan"}}
     client.put_item(TableName=coll, Item=orphan)  # a marker alone: the backfill removes it
-    record("partition-keys index backfill", "", coll)
+    record("partition-keys index backfill", "table", coll)
     record("partition-keys index verify", "", coll)
     run("partition-keys", "index", "unmark", "-t", coll, "k2", record=False)
     # k2 is missing (is its key free?): not healthy, exit 1
@@ -201,6 +201,7 @@ def scenarios(
     record("partition-keys index status", "", coll, "--replay-margin", "0")
     replayed(record, run, client, coll)
     from_export(record, client, coll)
+    backfilled_from_export(record, client, coll)
     seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
     # The demo makes its own tables (and puts its own fault proxy behind this one).
     seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
@@ -235,7 +236,7 @@ def replayed(record: Callable[..., None], run: Runner, client: DynamoDBClient, c
 
 def from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) -> None:
     """`partition-keys --from-export`, exact now: an export of the table on disk (in AWS's
-    layout, from a consistent scan), a write after it, and the listing, which reads the export
+    layout, ddbkeys.testing.write_export), a write after it, and the listing, which reads the export
     (no DynamoDB call: on S3 its grants are S3's, not checked here), the stream since the
     export, and re-checks the collection written (Query). The stream must have begun a minute
     (DynamoDB Local's rounding of a record's time) before the export: waited for if need be."""
@@ -244,7 +245,7 @@ def from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) 
     assert began is not None
     time.sleep(max(0.0, began.timestamp() + CREATED_ROUNDING + 1 - time.time()))
     with tempfile.TemporaryDirectory() as root:
-        folder = export_table(client, coll, Path(root))
+        folder = write_export(client, coll, root)
         client.put_item(TableName=coll, Item={"pk": {"S": "after-export"}, "sk": {"N": "1"}})
         record("partition-keys", "from-export", coll, "--from-export", str(folder))
         record(
@@ -255,6 +256,27 @@ def from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) 
             str(folder),
             "--replay-margin",
             "0",
+        )
+
+
+def backfilled_from_export(record: Callable[..., None], client: DynamoDBClient, coll: str) -> None:
+    """`index backfill --from-export`, as issue 36 has users run it (a maintainer at work, an
+    export, changes): a marker left alone (an orphan, in the export: deleted), an export of the
+    table on disk (ddbkeys.testing.write_export), a collection added since (named by the
+    stream: reconciled), then the backfill from the export, which reads no item of the table."""
+    orphan = {"pk": {"S": "lone"}, "sk": {"N": "-" + "9" * 38}, "ddbkeys_pk": {"S": "lone"}}
+    client.put_item(TableName=coll, Item=orphan)
+    with tempfile.TemporaryDirectory() as root:
+        folder = write_export(client, coll, root)
+        client.put_item(TableName=coll, Item={"pk": {"S": "since"}, "sk": {"N": "1"}})
+        record(
+            "partition-keys index backfill",
+            "from-export",
+            coll,
+            "--from-export",
+            str(folder),
+            "--replay-margin",
+            "1",
         )
 
 
@@ -464,7 +486,7 @@ def test_export_policies_grant_s3_on_the_export_folder_only() -> None:
             policy("partition-keys export start", "orders", **bad)
     with pytest.raises(ConfigurationError, match="is not a KMS key's ARN"):
         policy("partition-keys", "ord", variant="from-export", s3_bucket="b-1", kms_key="alias/x")
-    with pytest.raises(ConfigurationError, match="decrypts nothing with KMS"):
+    with pytest.raises(ConfigurationError, match="decrypts nothing with KMS: leave out --kms-key"):
         policy("ids next", "orders", kms_key=key)
 
 
@@ -483,7 +505,7 @@ def test_the_readers_s3_requests_are_what_its_policy_grants(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for k in range(3):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"k{k}"}, "sk": {"N": "1"}})
-    folder = export_table(ddb_client, table, tmp_path)
+    folder = Path(write_export(ddb_client, table, tmp_path))
     bucket = f"iam-read-{uuid.uuid4().hex[:8]}"
     s3 = moto_client(moto_url, "s3")
     s3.create_bucket(Bucket=bucket)

@@ -31,10 +31,10 @@ COMMAND lambda-handler is the role of the Lambda function that keeps the marker 
 deploy/marker-handler.yaml grants, but for the function's own logs).
 
 The exports' commands act on S3 too: `partition-keys export start` (DynamoDB writes the export
-with your permissions) and `partition-keys --variant from-export` (the listing reads it) need
---s3-bucket and --s3-prefix, and get the S3 actions AWS documents on the export's folder
-(PREFIX/AWSDynamoDB/*) only; --kms-key KEY_ARN adds kms:Decrypt on the key an export was
-encrypted with (its manifest's s3SseKmsKeyId), for the listing.
+with your permissions), `partition-keys --variant from-export` and `partition-keys index
+backfill --variant from-export` (they read it) need --s3-bucket and --s3-prefix, and get S3
+actions on the export's folder (PREFIX/AWSDynamoDB/*) only; --kms-key KEY_ARN adds kms:Decrypt
+on the key an export was encrypted with (its manifest's s3SseKmsKeyId), for the readers.
 
 \b
 Variants, where the calls depend on an option:
