@@ -132,8 +132,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         | _n(*ENSURE, "GetItem", "UpdateItem", on="state")
         | _n(*STREAM_READS, on="stream")
     },
+    # From an export (--from-export) it reads neither the table nor the index: the export's
+    # files, and the stream since the export's time (the collections changed after it).
     "partition-keys index verify": {
-        "": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index")
+        "table": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index"),
+        "from-export": _n("DescribeTable") | _n(*STREAM_READS, on="stream") | EXPORT_READS,
     },
     # Repair also reads the clashes a maintainer recorded, and takes out those resolved.
     "partition-keys index repair": {
