@@ -6,12 +6,16 @@ listing stopped (SIGTERM) or killed (kill -9) once its keys went to disk."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -293,3 +297,77 @@ def test_access_denied_on_s3_says_which_permissions() -> None:
     assert "\n" not in said
     assert said.startswith("s3://bucket/p/AWSDynamoDB/01234567890123-a1b2c3d4/manifest-summary")
     assert "s3:GetObject" in said and "kms:Decrypt" in said and "iam-policy" not in said
+
+
+@contextmanager
+def cutting_proxy(upstream: str, cut: int) -> Iterator[str]:
+    """A TCP proxy to ``upstream`` (http://host:port) that closes each connection after
+    ``cut`` bytes of answer: a connection reset in the middle of a large object's body."""
+    host, port = upstream.removeprefix("http://").split(":")
+    server = socket.create_server(("127.0.0.1", 0))
+    stopping = threading.Event()
+
+    def pipe(source: socket.socket, sink: socket.socket, limit: int | None) -> None:
+        sent = 0
+        try:
+            while data := source.recv(65536):
+                if limit is not None and sent + len(data) >= limit:
+                    sink.sendall(data[: limit - sent])
+                    break
+                sink.sendall(data)
+                sent += len(data)
+        except OSError:
+            pass
+        for end in (source, sink):
+            with contextlib.suppress(OSError):
+                end.shutdown(socket.SHUT_RDWR)
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                client, _ = server.accept()
+            except OSError:
+                return
+            target = socket.create_connection((host, int(port)))
+            threading.Thread(target=pipe, args=(client, target, None), daemon=True).start()
+            threading.Thread(target=pipe, args=(target, client, cut), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stopping.set()
+        server.close()
+
+
+def test_a_connection_that_breaks_in_a_data_file_goes_on_where_it_broke(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory, s3_url: str, tmp_path: Path
+) -> None:
+    """Seen through this proxy before: 'file00x7q.json.gz is truncated or not gzip (EOFError
+    ...): copy the export again', of a file that was whole on S3."""
+    fixture = Fixture(
+        table="",
+        key_schema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+        attributes=[{"AttributeName": "pk", "AttributeType": "S"}],
+        fmt="DYNAMODB_JSON",
+        files=[[json.dumps({"Item": {"pk": {"S": os.urandom(24).hex()}}}) for _ in range(12_000)]],
+        keys=set(),
+    )
+    fixture = of_new_table(fixture, ddb_table_factory)
+    keys = {json.loads(line)["Item"]["pk"]["S"] for line in fixture.files[0]}
+    s3 = s3_client(s3_url)
+    s3.create_bucket(Bucket="cut-exports")
+    folder = write(fixture, tmp_path)
+    (data,) = (folder / "data").iterdir()
+    assert data.stat().st_size > 300_000  # (three cuts at least)
+    upload(s3, "cut-exports", tmp_path)
+    with cutting_proxy(s3_url, 100_000) as proxy:
+        env = {**environ_for(proxy), "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "x"}
+        done = cli(
+            "partition-keys",
+            *("-t", fixture.table, "--endpoint-url", ddb_endpoint_url),
+            *("--from-export", f"s3://cut-exports/{fixture.folder_key}"),
+            env=env,
+        )
+    assert done.returncode == 0, done.stderr
+    assert set(done.stdout.splitlines()) == keys and len(done.stdout.splitlines()) == len(keys)

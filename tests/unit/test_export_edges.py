@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import io
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import IncompleteReadError
 
 from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys._core.stopping import StopFlag
@@ -28,6 +30,7 @@ from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys, read_
 from ddbkeys.partition_keys._export.keyset import KeySet, key_bytes
 from ddbkeys.partition_keys._export.location import export_folder
 from ddbkeys.partition_keys._export.manifest import ExportError
+from ddbkeys.partition_keys._export.s3body import ATTEMPTS, ResumingBody
 from ddbkeys.partition_keys._listing.recognise import markers_of
 from tests.support.exports import Fixture, own_items, product_catalog, write
 
@@ -206,8 +209,6 @@ def test_an_ion_null_is_no_key(tmp_path: Path, null: str) -> None:
 
 def test_a_typed_null_ddbkeys_type_is_your_item() -> None:
     stream = gzip.decompress(gzip.compress(b'$ion_1_0 {Item:{pk:"a",ddbkeys_type:null.string}}'))
-    import io  # noqa: PLC0415
-
     (item,) = ion_items(io.BytesIO(stream), {"pk", "ddbkeys_type"}, "w")
     assert item == {"pk": {"S": "a"}, "ddbkeys_type": {"?": None}}
 
@@ -400,3 +401,53 @@ def test_a_table_of_that_name_elsewhere_is_another_table(
     assert f"is an export of {table_arn}, not of {here}: another table" in one_line(exc)
     local = TableInfo(**{**info.__dict__, "arn": "arn:aws:dynamodb:ddblocal:000000000000:table/x"})
     assert len(read_raw(folder, local)[0]) == 8
+
+
+# --- a read of S3 that breaks ------------------------------------------------------------------
+
+
+class Breaking(io.RawIOBase):
+    """An object's body from ``offset`` that breaks (as a reset connection does) after
+    ``cut`` bytes: what botocore's body raises, IncompleteReadError, is a BotoCoreError."""
+
+    def __init__(self, data: bytes, offset: int, cut: int) -> None:
+        self.data, self.at, self.end = data, offset, min(len(data), offset + cut)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.at >= self.end and self.end < len(self.data):
+            raise IncompleteReadError(actual_bytes=self.at, expected_bytes=len(self.data))
+        count = min(len(buffer), self.end - self.at)
+        buffer[:count] = self.data[self.at : self.at + count]
+        self.at += count
+        return count
+
+
+def test_a_broken_read_goes_on_from_where_it_broke() -> None:
+    data = bytes(range(256)) * 400
+    asked: list[int] = []
+    waits: list[float] = []
+
+    def body_at(offset: int) -> Breaking:
+        asked.append(offset)
+        return Breaking(data, offset, 30_000)
+
+    body = ResumingBody(body_at, "s3://b/k", sleep=waits.append)
+    assert io.BufferedReader(body).read() == data
+    assert asked == [0, 30_000, 60_000, 90_000] and body.resumed == 3
+    assert waits == [0.4, 0.4, 0.4]  # (each attempt read something: no longer waits)
+
+
+def test_a_read_that_never_goes_on_is_one_line() -> None:
+    data = b"x" * 1000
+    waits: list[float] = []
+    body = ResumingBody(
+        lambda offset: Breaking(data, offset, 0 if offset else 10), "s3://b/k", sleep=waits.append
+    )
+    with pytest.raises(ExportError) as exc:
+        io.BufferedReader(body).read()
+    assert one_line(exc).startswith("s3://b/k could not be read past byte 10 (IncompleteReadError")
+    assert f"{ATTEMPTS} attempts in a row" in str(exc.value)
+    assert len(waits) == ATTEMPTS - 1 and waits == sorted(waits)
