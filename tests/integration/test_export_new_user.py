@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+import aiobotocore.session
 import boto3
 import pytest
 from botocore.stub import Stubber
@@ -371,3 +372,27 @@ def test_a_connection_that_breaks_in_a_data_file_goes_on_where_it_broke(
         )
     assert done.returncode == 0, done.stderr
     assert set(done.stdout.splitlines()) == keys and len(done.stdout.splitlines()) == len(keys)
+
+
+def test_an_aiobotocore_s3_client_is_refused_in_a_line(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, s3_url: str, tmp_path: Path
+) -> None:
+    """An asyncio user hands the S3 client of their kind: it was a TypeError ('coroutine'
+    object is not subscriptable) and a coroutine never awaited."""
+    fixture = of_new_table(own_items("ION", "S"), ddb_table_factory)
+    session = aiobotocore.session.get_session()
+
+    async def body(client: Any) -> None:
+        async with session.create_client(
+            "s3",
+            endpoint_url=s3_url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        ) as s3:
+            with pytest.raises(ConfigurationError, match="s3 must be a boto3 S3 client, not aio"):
+                await aio_keys(
+                    client, fixture.table, from_export=f"s3://b/{fixture.folder_key}", s3=s3
+                )
+
+    run(ddb_client, body)

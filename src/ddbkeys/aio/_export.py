@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ddbkeys._drivers.aio import AsyncDriver
+from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import read_manifest
 from ddbkeys.partition_keys._export.keyset import KeySet
@@ -47,6 +48,11 @@ async def export_of(
     ``client``, and the export's manifests read in a thread (with ``s3``, else a boto3 S3 client
     in ``client``'s region)."""
     uri = str(options.from_export)
+    if s3 is not None and hasattr(s3, "__aenter__"):  # (aiobotocore's: its calls are coroutines)
+        raise ConfigurationError(
+            "s3 must be a boto3 S3 client, not aiobotocore's: the export's files are read in a "
+            "worker thread, with boto3 (leave s3 out to have one made in the table's region)."
+        )
     info = await AsyncDriver(client, reader.usage, owner).run(reader.describe())
 
     def opened() -> tuple[ExportFolder, Manifest]:
