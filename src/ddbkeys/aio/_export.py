@@ -6,6 +6,8 @@ the aiobotocore client given."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -25,20 +27,26 @@ __all__ = ["CHUNK", "close_reading", "export_of", "some"]
 CHUNK = 1000
 
 
-def some(keys: Iterator[Key], most: int) -> list[Key]:
+def some(keys: Iterator[Key], most: int, lock: threading.Lock | None = None) -> list[Key]:
+    """Up to ``most`` of ``keys`` (in the worker thread, holding ``lock``)."""
     chunk: list[Key] = []
-    for key in keys:
-        chunk.append(key)
-        if len(chunk) >= most:
-            break
+    with lock or contextlib.nullcontext():
+        for key in keys:
+            chunk.append(key)
+            if len(chunk) >= most:
+                break
     return chunk
 
 
-def close_reading(keys: Iterator[Key], seen: KeySet) -> None:
-    close = getattr(keys, "close", None)
-    if close is not None:
-        close()
-    seen.close()
+def close_reading(keys: Iterator[Key], seen: KeySet, lock: threading.Lock | None = None) -> None:
+    """The reading closed, once the thread reading a chunk (holding ``lock``) is done with it:
+    a task cancelled while it waits for a chunk leaves that thread running, and closing the
+    keys under it was 'ValueError: generator already executing'."""
+    with lock or contextlib.nullcontext():
+        close = getattr(keys, "close", None)
+        if close is not None:
+            close()
+        seen.close()
 
 
 async def export_of(
