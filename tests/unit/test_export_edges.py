@@ -361,7 +361,10 @@ def test_no_room_for_the_keys_on_disk_is_one_line(tmp_path: Path) -> None:
     assert seen.new([b"Sa"]) == [b"Sa"]
     with pytest.raises(ExportError) as exc:
         seen.new([b"Sb"])
-    assert one_line(exc).startswith(f"The keys seen past 1 go to a file in {nowhere}, which fail")
+    said = one_line(exc)
+    assert said.startswith(
+        f"The keys seen, past 1 keys or 16,777,216 bytes, go to a file in {nowhere}"
+    )
     assert "set TMPDIR to a folder with room" in str(exc.value) and not seen.on_disk
 
 
@@ -451,3 +454,13 @@ def test_a_read_that_never_goes_on_is_one_line() -> None:
     assert one_line(exc).startswith("s3://b/k could not be read past byte 10 (IncompleteReadError")
     assert f"{ATTEMPTS} attempts in a row" in str(exc.value)
     assert len(waits) == ATTEMPTS - 1 and waits == sorted(waits)
+
+
+def test_long_keys_go_to_disk_by_their_bytes(tmp_path: Path) -> None:
+    """100,000 keys of 2,000 bytes held 281 MB (RSS) in memory: past ``memory_bytes`` of keys
+    they go to disk, however few."""
+    with KeySet(memory_bytes=10_000, folder=str(tmp_path)) as seen:
+        long = [key_bytes({"S": f"{i:04d}" + "x" * 1996}) for i in range(4)]
+        assert seen.new(long) == long and not seen.on_disk  # (8,004 bytes)
+        assert seen.new([*long[:1], key_bytes({"S": "y" * 2000})]) == [b"S" + b"y" * 2000]
+        assert seen.on_disk and seen.new(long) == [] and seen.count == 5
