@@ -428,3 +428,14 @@ def test_a_cancelled_asyncio_listing_ends_as_cancelled(
 
     run(ddb_client, body)
     assert ended == ["timeout"] * 3
+
+
+def test_an_s3_uri_that_boto3_refuses_is_one_line(s3_url: str) -> None:
+    """botocore checks a bucket's name before it sends anything, in an error of several lines
+    (ParamValidationError): one line, naming the object."""
+    folder = export_folder("s3://My Bucket/x/", s3_client(s3_url))
+    with pytest.raises(ExportError) as exc:
+        folder.read("manifest-summary.json")
+    said = str(exc.value)
+    assert said.startswith("s3://My Bucket/x/manifest-summary.json could not be read: Parameter")
+    assert "\n" not in said

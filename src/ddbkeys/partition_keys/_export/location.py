@@ -17,6 +17,7 @@ from botocore.exceptions import (
 )
 
 from ddbkeys._origins import origin_of
+from ddbkeys._translate import one_line
 from ddbkeys.partition_keys._export.manifest import SUMMARY, ExportError
 from ddbkeys.partition_keys._export.s3body import ResumingBody
 
@@ -134,7 +135,7 @@ class S3Export:
                 where=where,
             ) from None
         except BotoCoreError as exc:
-            raise ExportError(f"{where} could not be read: {exc}.", where=where) from None
+            raise ExportError(f"{where} could not be read: {one_line(exc)}", where=where) from None
 
     def _refused(self, path: str, exc: ClientError) -> ExportError:
         """What S3's refusal ``exc`` of GetObject ``path`` means, in a line."""
@@ -158,7 +159,7 @@ class S3Export:
                 "again on an export that is not written over.",
                 where=where,
             )
-        return ExportError(f"{where}: {code or exc}.", where=where)
+        return ExportError(f"{where}: {code or one_line(exc)}.", where=where)
 
     def _rest(self, path: str, offset: int, etag: str | None) -> Any:
         """The body of ``path`` from byte ``offset``, if it is still the object of ``etag``;

@@ -18,6 +18,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError
 from urllib3.exceptions import HTTPError
 
+from ddbkeys._translate import one_line
 from ddbkeys.partition_keys._export.manifest import ExportError
 
 __all__ = ["ATTEMPTS", "ResumingBody"]
@@ -73,8 +74,8 @@ class ResumingBody(io.RawIOBase):
             if self._failures >= ATTEMPTS:
                 raise ExportError(
                     f"{self._where} could not be read past byte {self.offset:,} "
-                    f"({type(exc).__name__}: {exc}), {ATTEMPTS} attempts in a row: check the "
-                    "network, then run the command again.",
+                    f"({type(exc).__name__}: {one_line(exc)}), {ATTEMPTS} attempts in a row: "
+                    "check the network, then run the command again.",
                     where=self._where,
                 ) from None
             self._close_body()
