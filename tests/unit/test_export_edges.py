@@ -103,6 +103,7 @@ def test_a_home_relative_path_and_the_manifests_own_paths(
     for uri in ("manifest-summary.json", "./manifest-summary.json", ".", "./"):
         keys, _ = read_raw(uri, info_of(fixture))
         assert len(keys) == 8, uri
+        assert export_folder(uri).uri == f"{folder}/", uri  # (what the summary names)
 
 
 def test_the_folder_above_the_export_names_the_exports_it_holds(tmp_path: Path) -> None:

@@ -233,6 +233,7 @@ def export_folder(uri: str, s3: Any = None) -> ExportFolder:
         root = os.path.dirname(root.rstrip("/")) or "."
     if not os.path.isdir(root):
         raise ExportError(f"{root} is not a folder: {_HOW}.", where=uri)
+    root = os.path.abspath(root)  # (the summary and --output json name it wherever run)
     return DiskExport(root.rstrip("/") + "/", root)
 
 
