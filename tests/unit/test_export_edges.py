@@ -465,3 +465,39 @@ def test_long_keys_go_to_disk_by_their_bytes(tmp_path: Path) -> None:
         assert seen.new(long) == long and not seen.on_disk  # (8,004 bytes)
         assert seen.new([*long[:1], key_bytes({"S": "y" * 2000})]) == [b"S" + b"y" * 2000]
         assert seen.on_disk and seen.new(long) == [] and seen.count == 5
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_ddbkeys_type_of_another_type_is_your_item(tmp_path: Path, fmt: str) -> None:
+    """Only the string "counter" makes an item a counter: a number, a set holding "counter",
+    the bytes of "counter", a null or a map are your data, and their collections are listed."""
+    counter = base64.b64encode(b"counter").decode()
+    values = (
+        [
+            '{"S":"counter"}',
+            '{"N":"1"}',
+            '{"SS":["counter"]}',
+            f'{{"B":"{counter}"}}',
+            '{"NULL":true}',
+            '{"M":{"S":{"S":"counter"}}}',
+        ]
+        if fmt == "DYNAMODB_JSON"
+        else [
+            '"counter"',
+            "1.",
+            '$dynamodb_SS::["counter"]',
+            f"{{{{{counter}}}}}",
+            "null",
+            '{S:"counter"}',
+        ]
+    )
+    shape = (
+        '{"Item":{"pk":{"S":"k%d"},"ddbkeys_type":%s}}'
+        if fmt == "DYNAMODB_JSON"
+        else '$ion_1_0 {Item:{pk:"k%d",ddbkeys_type:%s}}'
+    )
+    lines = [shape % (number, value) for number, value in enumerate(values)]
+    fixture = keyed("Types", "S", fmt, lines)
+    keys, counts = read_raw(str(write(fixture, tmp_path)), info_of(fixture))
+    assert [plain_key(k) for k in keys] == ["k1", "k2", "k3", "k4", "k5"]
+    assert counts.own_items == 1
