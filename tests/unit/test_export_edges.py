@@ -501,3 +501,15 @@ def test_a_ddbkeys_type_of_another_type_is_your_item(tmp_path: Path, fmt: str) -
     keys, counts = read_raw(str(write(fixture, tmp_path)), info_of(fixture))
     assert [plain_key(k) for k in keys] == ["k1", "k2", "k3", "k4", "k5"]
     assert counts.own_items == 1
+
+
+def test_data_files_gunzipped_after_the_copy_say_so(tmp_path: Path) -> None:
+    """A user who ran gunzip -r over the copy: the manifest's .json.gz files are now .json."""
+    fixture = own_items("DYNAMODB_JSON", "S")
+    folder = write(fixture, tmp_path)
+    for path in (folder / "data").iterdir():
+        path.with_suffix("").write_bytes(gzip.decompress(path.read_bytes()))
+        path.unlink()
+    with pytest.raises(ExportError) as exc:
+        read_raw(str(folder), info_of(fixture))
+    assert "file00x7q.json.gz is missing, but file00x7q.json is beside it" in one_line(exc)

@@ -67,6 +67,13 @@ class DiskExport:
             return open(full, "rb")
         except FileNotFoundError:
             below = self.exports_below() if path == SUMMARY else []
+            if full.endswith(".gz") and os.path.isfile(full[:-3]):
+                raise ExportError(
+                    f"{full} is missing, but {os.path.basename(full[:-3])} is beside it: the "
+                    "data files are read gzip-compressed, as the export wrote them (copy them "
+                    "again, or gzip them back).",
+                    where=self.uri + path,
+                ) from None
             raise ExportError(
                 f"{full} is missing: {_missing(path, below)}", where=self.uri + path
             ) from None
