@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import gzip
+import io
 import json
 import os
 import signal
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from botocore.exceptions import IncompleteReadError
 
 from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys._core.stopping import StopFlag
@@ -28,6 +30,7 @@ from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys, read_
 from ddbkeys.partition_keys._export.keyset import KeySet, key_bytes
 from ddbkeys.partition_keys._export.location import export_folder
 from ddbkeys.partition_keys._export.manifest import ExportError
+from ddbkeys.partition_keys._export.s3body import ATTEMPTS, ResumingBody
 from ddbkeys.partition_keys._listing.recognise import markers_of
 from tests.support.exports import Fixture, own_items, product_catalog, write
 
@@ -100,6 +103,7 @@ def test_a_home_relative_path_and_the_manifests_own_paths(
     for uri in ("manifest-summary.json", "./manifest-summary.json", ".", "./"):
         keys, _ = read_raw(uri, info_of(fixture))
         assert len(keys) == 8, uri
+        assert export_folder(uri).uri == f"{folder}/", uri  # (what the summary names)
 
 
 def test_the_folder_above_the_export_names_the_exports_it_holds(tmp_path: Path) -> None:
@@ -206,8 +210,6 @@ def test_an_ion_null_is_no_key(tmp_path: Path, null: str) -> None:
 
 def test_a_typed_null_ddbkeys_type_is_your_item() -> None:
     stream = gzip.decompress(gzip.compress(b'$ion_1_0 {Item:{pk:"a",ddbkeys_type:null.string}}'))
-    import io  # noqa: PLC0415
-
     (item,) = ion_items(io.BytesIO(stream), {"pk", "ddbkeys_type"}, "w")
     assert item == {"pk": {"S": "a"}, "ddbkeys_type": {"?": None}}
 
@@ -360,7 +362,10 @@ def test_no_room_for_the_keys_on_disk_is_one_line(tmp_path: Path) -> None:
     assert seen.new([b"Sa"]) == [b"Sa"]
     with pytest.raises(ExportError) as exc:
         seen.new([b"Sb"])
-    assert one_line(exc).startswith(f"The keys seen past 1 go to a file in {nowhere}, which fail")
+    said = one_line(exc)
+    assert said.startswith(
+        f"The keys seen, past 1 keys or 16,777,216 bytes, go to a file in {nowhere}"
+    )
     assert "set TMPDIR to a folder with room" in str(exc.value) and not seen.on_disk
 
 
@@ -400,3 +405,111 @@ def test_a_table_of_that_name_elsewhere_is_another_table(
     assert f"is an export of {table_arn}, not of {here}: another table" in one_line(exc)
     local = TableInfo(**{**info.__dict__, "arn": "arn:aws:dynamodb:ddblocal:000000000000:table/x"})
     assert len(read_raw(folder, local)[0]) == 8
+
+
+# --- a read of S3 that breaks ------------------------------------------------------------------
+
+
+class Breaking(io.RawIOBase):
+    """An object's body from ``offset`` that breaks (as a reset connection does) after
+    ``cut`` bytes: what botocore's body raises, IncompleteReadError, is a BotoCoreError."""
+
+    def __init__(self, data: bytes, offset: int, cut: int) -> None:
+        self.data, self.at, self.end = data, offset, min(len(data), offset + cut)
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        if self.at >= self.end and self.end < len(self.data):
+            raise IncompleteReadError(actual_bytes=self.at, expected_bytes=len(self.data))
+        count = min(len(buffer), self.end - self.at)
+        buffer[:count] = self.data[self.at : self.at + count]
+        self.at += count
+        return count
+
+
+def test_a_broken_read_goes_on_from_where_it_broke() -> None:
+    data = bytes(range(256)) * 400
+    asked: list[int] = []
+    waits: list[float] = []
+
+    def body_at(offset: int) -> Breaking:
+        asked.append(offset)
+        return Breaking(data, offset, 30_000)
+
+    body = ResumingBody(body_at, "s3://b/k", sleep=waits.append)
+    assert io.BufferedReader(body).read() == data
+    assert asked == [0, 30_000, 60_000, 90_000] and body.resumed == 3
+    assert waits == [0.4, 0.4, 0.4]  # (each attempt read something: no longer waits)
+
+
+def test_a_read_that_never_goes_on_is_one_line() -> None:
+    data = b"x" * 1000
+    waits: list[float] = []
+    body = ResumingBody(
+        lambda offset: Breaking(data, offset, 0 if offset else 10), "s3://b/k", sleep=waits.append
+    )
+    with pytest.raises(ExportError) as exc:
+        io.BufferedReader(body).read()
+    assert one_line(exc).startswith("s3://b/k could not be read past byte 10 (IncompleteReadError")
+    assert f"{ATTEMPTS} attempts in a row" in str(exc.value)
+    assert len(waits) == ATTEMPTS - 1 and waits == sorted(waits)
+
+
+def test_long_keys_go_to_disk_by_their_bytes(tmp_path: Path) -> None:
+    """100,000 keys of 2,000 bytes held 281 MB (RSS) in memory: past ``memory_bytes`` of keys
+    they go to disk, however few."""
+    with KeySet(memory_bytes=10_000, folder=str(tmp_path)) as seen:
+        long = [key_bytes({"S": f"{i:04d}" + "x" * 1996}) for i in range(4)]
+        assert seen.new(long) == long and not seen.on_disk  # (8,004 bytes)
+        assert seen.new([*long[:1], key_bytes({"S": "y" * 2000})]) == [b"S" + b"y" * 2000]
+        assert seen.on_disk and seen.new(long) == [] and seen.count == 5
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_ddbkeys_type_of_another_type_is_your_item(tmp_path: Path, fmt: str) -> None:
+    """Only the string "counter" makes an item a counter: a number, a set holding "counter",
+    the bytes of "counter", a null or a map are your data, and their collections are listed."""
+    counter = base64.b64encode(b"counter").decode()
+    values = (
+        [
+            '{"S":"counter"}',
+            '{"N":"1"}',
+            '{"SS":["counter"]}',
+            f'{{"B":"{counter}"}}',
+            '{"NULL":true}',
+            '{"M":{"S":{"S":"counter"}}}',
+        ]
+        if fmt == "DYNAMODB_JSON"
+        else [
+            '"counter"',
+            "1.",
+            '$dynamodb_SS::["counter"]',
+            f"{{{{{counter}}}}}",
+            "null",
+            '{S:"counter"}',
+        ]
+    )
+    shape = (
+        '{"Item":{"pk":{"S":"k%d"},"ddbkeys_type":%s}}'
+        if fmt == "DYNAMODB_JSON"
+        else '$ion_1_0 {Item:{pk:"k%d",ddbkeys_type:%s}}'
+    )
+    lines = [shape % (number, value) for number, value in enumerate(values)]
+    fixture = keyed("Types", "S", fmt, lines)
+    keys, counts = read_raw(str(write(fixture, tmp_path)), info_of(fixture))
+    assert [plain_key(k) for k in keys] == ["k1", "k2", "k3", "k4", "k5"]
+    assert counts.own_items == 1
+
+
+def test_data_files_gunzipped_after_the_copy_say_so(tmp_path: Path) -> None:
+    """A user who ran gunzip -r over the copy: the manifest's .json.gz files are now .json."""
+    fixture = own_items("DYNAMODB_JSON", "S")
+    folder = write(fixture, tmp_path)
+    for path in (folder / "data").iterdir():
+        path.with_suffix("").write_bytes(gzip.decompress(path.read_bytes()))
+        path.unlink()
+    with pytest.raises(ExportError) as exc:
+        read_raw(str(folder), info_of(fixture))
+    assert "file00x7q.json.gz is missing, but file00x7q.json is beside it" in one_line(exc)

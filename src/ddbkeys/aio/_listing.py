@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import threading
 from collections import deque
 from collections.abc import (
     AsyncGenerator,
@@ -273,9 +274,10 @@ class AsyncExportListing(ExportFacts, AsyncListing):
         self._begin()
         seen = KeySet(self.memory_keys, self.spill_folder)
         keys = self._export_keys(seen)
+        lock = threading.Lock()  # (held by the thread reading a chunk)
         try:
             while True:
-                chunk = await asyncio.to_thread(some, keys, CHUNK)
+                chunk = await asyncio.to_thread(some, keys, CHUNK, lock)
                 for key in chunk:
                     self.reader.stop.check()
                     before = (self.positions[0], self.keys_found)
@@ -286,7 +288,7 @@ class AsyncExportListing(ExportFacts, AsyncListing):
                 if len(chunk) < CHUNK:
                     break
         finally:
-            await asyncio.to_thread(close_reading, keys, seen)
+            await asyncio.to_thread(close_reading, keys, seen, lock)
         for hashed, key in self._touched():
             self.reader.stop.check()
             if await self._driver.run(self._recheck(hashed, key)):

@@ -4,6 +4,7 @@ S3 client. The I/O of reading an export, and nothing else."""
 
 from __future__ import annotations
 
+import io
 import os
 from dataclasses import dataclass
 from typing import IO, Any, Protocol
@@ -16,7 +17,9 @@ from botocore.exceptions import (
 )
 
 from ddbkeys._origins import origin_of
+from ddbkeys._translate import one_line
 from ddbkeys.partition_keys._export.manifest import SUMMARY, ExportError
+from ddbkeys.partition_keys._export.s3body import ResumingBody
 
 __all__ = ["DiskExport", "ExportFolder", "S3Export", "export_folder", "s3_client_for"]
 
@@ -64,6 +67,13 @@ class DiskExport:
             return open(full, "rb")
         except FileNotFoundError:
             below = self.exports_below() if path == SUMMARY else []
+            if full.endswith(".gz") and os.path.isfile(full[:-3]):
+                raise ExportError(
+                    f"{full} is missing, but {os.path.basename(full[:-3])} is beside it: the "
+                    "data files are read gzip-compressed, as the export wrote them (copy them "
+                    "again, or gzip them back).",
+                    where=self.uri + path,
+                ) from None
             raise ExportError(
                 f"{full} is missing: {_missing(path, below)}", where=self.uri + path
             ) from None
@@ -117,31 +127,14 @@ class S3Export:
     s3: Any
 
     def _get(self, path: str) -> Any:
+        """GetObject of ``path``: its answer, or an ExportError saying why not."""
         key = self.prefix + path
+        where = f"s3://{self.bucket}/{key}"
         try:
-            return self.s3.get_object(Bucket=self.bucket, Key=key)["Body"]
+            return self.s3.get_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            where = f"s3://{self.bucket}/{key}"
-            if code in ("NoSuchKey", "404", "NotFound"):
-                below = self.exports_below() if path == SUMMARY else []
-                raise ExportError(
-                    f"{where} is missing: {_missing(path, below)}", where=where
-                ) from None
-            if code == "NoSuchBucket":
-                raise ExportError(
-                    f"There is no bucket {self.bucket!r}: {_HOW}.", where=where
-                ) from None
-            if code in ("AccessDenied", "403"):
-                raise ExportError(
-                    f"{where}: access denied; reading an export takes s3:GetObject on its "
-                    "objects, and kms:Decrypt on its KMS key when its manifest-summary.json "
-                    "names s3SseAlgorithm KMS.",
-                    where=where,
-                ) from None
-            raise ExportError(f"{where}: {code or exc}.", where=where) from None
+            raise self._refused(path, exc) from None
         except (NoCredentialsError, PartialCredentialsError):
-            where = f"s3://{self.bucket}/{key}"
             raise ExportError(
                 f"{where} could not be read: no AWS credentials for S3. Set AWS_PROFILE or pass "
                 "--profile, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or copy the "
@@ -149,8 +142,42 @@ class S3Export:
                 where=where,
             ) from None
         except BotoCoreError as exc:
-            where = f"s3://{self.bucket}/{key}"
-            raise ExportError(f"{where} could not be read: {exc}.", where=where) from None
+            raise ExportError(f"{where} could not be read: {one_line(exc)}", where=where) from None
+
+    def _refused(self, path: str, exc: ClientError) -> ExportError:
+        """What S3's refusal ``exc`` of GetObject ``path`` means, in a line."""
+        code = exc.response.get("Error", {}).get("Code", "")
+        where = f"s3://{self.bucket}/{self.prefix}{path}"
+        if code in ("NoSuchKey", "404", "NotFound"):
+            below = self.exports_below() if path == SUMMARY else []
+            return ExportError(f"{where} is missing: {_missing(path, below)}", where=where)
+        if code == "NoSuchBucket":
+            return ExportError(f"There is no bucket {self.bucket!r}: {_HOW}.", where=where)
+        if code in ("AccessDenied", "403"):
+            return ExportError(
+                f"{where}: access denied; reading an export takes s3:GetObject on its "
+                "objects, and kms:Decrypt on its KMS key when its manifest-summary.json "
+                "names s3SseAlgorithm KMS.",
+                where=where,
+            )
+        if code in ("PreconditionFailed", "412"):
+            return ExportError(
+                f"{where} changed while it was read (its ETag is another): run the command "
+                "again on an export that is not written over.",
+                where=where,
+            )
+        return ExportError(f"{where}: {code or one_line(exc)}.", where=where)
+
+    def _rest(self, path: str, offset: int, etag: str | None) -> Any:
+        """The body of ``path`` from byte ``offset``, if it is still the object of ``etag``;
+        a broken connection is raised as it is (:class:`ResumingBody` tries again)."""
+        extra = {"Range": f"bytes={offset}-"} | ({"IfMatch": etag} if etag else {})
+        try:
+            return self.s3.get_object(Bucket=self.bucket, Key=self.prefix + path, **extra)["Body"]
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") == "InvalidRange":
+                return io.BytesIO(b"")  # (it broke at the very end: nothing is left)
+            raise self._refused(path, exc) from None
 
     def exports_below(self) -> list[str]:
         """The exports' folders in this folder's ``AWSDynamoDB/`` (or in it, when it is that
@@ -171,14 +198,20 @@ class S3Export:
         return [_child(self.uri, in_parent, name) for name in sorted(names) if name]
 
     def read(self, path: str) -> bytes:
-        body = self._get(path)
-        try:
-            return bytes(body.read())
-        finally:
-            body.close()
+        with self.open(path) as stream:
+            return stream.read()
 
     def open(self, path: str) -> IO[bytes]:
-        return self._get(path)  # type: ignore[no-any-return]
+        """The object's body as it streams; where the connection breaks, the rest of the same
+        object is asked for (see :class:`ResumingBody`)."""
+        first = self._get(path)
+        bodies, etag = [first["Body"]], first.get("ETag")
+
+        def body_at(offset: int) -> Any:
+            return bodies.pop() if bodies else self._rest(path, offset, etag)
+
+        where = f"s3://{self.bucket}/{self.prefix}{path}"
+        return io.BufferedReader(ResumingBody(body_at, where), buffer_size=1 << 16)
 
 
 #: The files that name their folder when a URI names them.
@@ -207,6 +240,7 @@ def export_folder(uri: str, s3: Any = None) -> ExportFolder:
         root = os.path.dirname(root.rstrip("/")) or "."
     if not os.path.isdir(root):
         raise ExportError(f"{root} is not a folder: {_HOW}.", where=uri)
+    root = os.path.abspath(root)  # (the summary and --output json name it wherever run)
     return DiskExport(root.rstrip("/") + "/", root)
 
 
