@@ -220,3 +220,21 @@ def test_an_incremental_export_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ExportError) as exc:
         read_keys(folder, info_of(fixture))
     assert "INCREMENTAL_EXPORT" in one_line(exc)
+
+
+def test_the_stream_named_collections_keep_to_disk_past_the_limit(tmp_path: Path) -> None:
+    from ddbkeys.partition_keys._export.keyset import TouchedKeys  # noqa: PLC0415
+
+    touched = TouchedKeys(KeySet(memory_keys=2, folder=str(tmp_path)))
+    for name in ("b", "a", "c", "a"):
+        touched.setdefault(("S", name), {"S": name})
+    touched.setdefault(("B", b"\x00"), {"B": b"\x00"})
+    touched.setdefault(("N", "-1.5"), {"N": "-1.5"})
+    assert touched.seen.on_disk and len(touched) == 5
+    assert ("S", "a") in touched and ("S", "z") not in touched and "x" not in touched
+    assert touched[("N", "-1.5")] == {"N": "-1.5"}
+    assert list(touched) == [("B", b"\x00"), ("N", "-1.5"), ("S", "a"), ("S", "b"), ("S", "c")]
+    with pytest.raises(KeyError):
+        touched[("S", "z")]
+    touched.close()
+    assert not list(tmp_path.iterdir())

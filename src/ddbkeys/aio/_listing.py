@@ -49,7 +49,7 @@ from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
 from ddbkeys.partition_keys._export.listing import ExportFacts, ExportMethod
 from ddbkeys.partition_keys._export.location import ExportFolder
 from ddbkeys.partition_keys._export.manifest import Manifest
-from ddbkeys.partition_keys._export.now import Since
+from ddbkeys.partition_keys._export.now import Since, forget
 from ddbkeys.partition_keys._listing.base import (
     Key,
     Position,
@@ -272,6 +272,18 @@ class AsyncExportListing(ExportFacts, AsyncListing):
 
     async def _raw(self) -> AsyncGenerator[Key, None]:
         self._begin()
+        try:
+            async with aclosing(self._read()) as keys:
+                async for key in keys:
+                    yield key
+        finally:
+            forget(self.since)
+        self._done(0)
+        if self._notices:
+            await self._notified(0, None)
+
+    async def _read(self) -> AsyncGenerator[Key, None]:
+        """The export's keys less those the stream named, then those of these that exist."""
         seen = KeySet(self.memory_keys, self.spill_folder)
         keys = self._export_keys(seen)
         lock = threading.Lock()  # (held by the thread reading a chunk)
@@ -279,12 +291,7 @@ class AsyncExportListing(ExportFacts, AsyncListing):
             while True:
                 chunk = await asyncio.to_thread(some, keys, CHUNK, lock)
                 for key in chunk:
-                    self.reader.stop.check()
-                    before = (self.positions[0], self.keys_found)
-                    self._handed(0, key)
-                    if self._notices:
-                        await self._notified(0, before)
-                    yield key
+                    yield await self._hand(key)
                 if len(chunk) < CHUNK:
                     break
         finally:
@@ -292,14 +299,16 @@ class AsyncExportListing(ExportFacts, AsyncListing):
         for hashed, key in self._touched():
             self.reader.stop.check()
             if await self._driver.run(self._recheck(hashed, key)):
-                before = (self.positions[0], self.keys_found)
-                self._handed(0, key)
-                if self._notices:
-                    await self._notified(0, before)
-                yield key
-        self._done(0)
+                yield await self._hand(key)
+
+    async def _hand(self, key: Key) -> Key:
+        """``key`` handed out (``on_key`` told, and awaited)."""
+        self.reader.stop.check()
+        before = (self.positions[0], self.keys_found)
+        self._handed(0, key)
         if self._notices:
-            await self._notified(0, None)
+            await self._notified(0, before)
+        return key
 
 
 class ListingCall(Coroutine[Any, Any, "AsyncListing"]):

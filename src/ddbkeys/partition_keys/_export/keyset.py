@@ -14,12 +14,12 @@ import os
 import shutil
 import sqlite3
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from typing import Any
 
 from ddbkeys.partition_keys._export.manifest import ExportError
 
-__all__ = ["MEMORY_KEYS", "KeySet", "bytes_key", "key_bytes"]
+__all__ = ["MEMORY_KEYS", "KeySet", "TouchedKeys", "bytes_key", "key_bytes"]
 
 #: Keys kept in a Python set before they go to disk: about 15 MB of short keys.
 MEMORY_KEYS = 100_000
@@ -131,6 +131,22 @@ class KeySet:
         self.count += len(rows)
         return [row[0] for row in rows]
 
+    def has(self, raw: bytes) -> bool:
+        """Whether the key ``raw`` (:func:`key_bytes`) was seen."""
+        if self._memory is not None:
+            return raw in self._memory
+        assert self._db is not None
+        return self._db.execute("SELECT 1 FROM seen WHERE k = ?", (raw,)).fetchone() is not None
+
+    def all(self) -> Iterator[bytes]:
+        """Every key seen, each once, in the order of their bytes (streamed from disk)."""
+        if self._memory is not None:
+            yield from sorted(self._memory)
+            return
+        assert self._db is not None
+        for (raw,) in self._db.execute("SELECT k FROM seen ORDER BY k"):
+            yield bytes(raw)
+
     def close(self) -> None:
         """Forget the keys: the file on disk is removed."""
         if self._db is not None:
@@ -147,3 +163,44 @@ class KeySet:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+Hashed = tuple[str, Any]
+
+
+class TouchedKeys(MutableMapping[Hashed, dict[str, Any]]):
+    """The collections a stream names (a replay's ``touched``: hashable key -> key) kept in a
+    :class:`KeySet`, so that a day of a busy table's stream does not have to fit in memory.
+    Iterates in the order of the keys' bytes."""
+
+    def __init__(self, seen: KeySet | None = None) -> None:
+        self.seen = seen if seen is not None else KeySet()
+
+    @staticmethod
+    def _raw(hashed: Hashed) -> bytes:
+        return key_bytes({hashed[0]: hashed[1]})
+
+    def __contains__(self, hashed: object) -> bool:
+        return isinstance(hashed, tuple) and self.seen.has(self._raw(hashed))
+
+    def __getitem__(self, hashed: Hashed) -> dict[str, Any]:
+        if hashed not in self:
+            raise KeyError(hashed)
+        return {hashed[0]: hashed[1]}
+
+    def __setitem__(self, hashed: Hashed, key: dict[str, Any]) -> None:
+        self.seen.new([self._raw(hashed)])
+
+    def __delitem__(self, hashed: Hashed) -> None:
+        raise TypeError("the collections a stream named are not taken back")
+
+    def __iter__(self) -> Iterator[Hashed]:
+        for raw in self.seen.all():
+            ((kind, value),) = bytes_key(raw).items()
+            yield (kind, value)
+
+    def __len__(self) -> int:
+        return self.seen.count
+
+    def close(self) -> None:
+        self.seen.close()

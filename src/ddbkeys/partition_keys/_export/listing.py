@@ -14,7 +14,7 @@ from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys
 from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
 from ddbkeys.partition_keys._export.location import ExportFolder
 from ddbkeys.partition_keys._export.manifest import Manifest, when
-from ddbkeys.partition_keys._export.now import Since, exists_flow
+from ddbkeys.partition_keys._export.now import Since, exists_flow, forget
 from ddbkeys.partition_keys._index.markers import hashable
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys._listing.listing import Listing
@@ -86,7 +86,7 @@ class ExportFacts:
             return (
                 f"exact now: the export of {when(self.manifest.time)} and the stream since "
                 f"{when(datetime.fromtimestamp(since.bound, UTC))} ({replay.records} records, "
-                f"{len(replay.touched)} collections re-checked)"
+                f"{since.named} collections re-checked)"
             )
         why = f"; not now: {since}" if since else ""
         return f"exact as of {when(self.manifest.time)}, the export's time{why}"
@@ -108,19 +108,19 @@ class ExportFacts:
         touched = since.replay.touched
         return (key for key in keys if hashable(key) not in touched)
 
-    def _touched(self) -> list[tuple[tuple[str, Any], Key]]:
-        """The collections to re-check, in a fixed order."""
+    def _touched(self) -> Iterator[tuple[tuple[str, Any], Key]]:
+        """The collections to re-check, in a fixed order (streamed, from disk if they went
+        there)."""
         since = self.since
-        return sorted(since.replay.touched.items()) if isinstance(since, Since) else []
+        if isinstance(since, Since):
+            yield from since.replay.touched.items()
 
     def _recheck(self, hashed: tuple[str, Any], key: Key) -> Any:
         """The flow that re-checks one collection the stream named (its answer recorded)."""
         assert isinstance(self.since, Since)
-        exists = self.since.replay.exists
         there = yield from exists_flow(
             self.reader, self.method.info, self.method.markers, key, self.method.own_items
         )
-        exists[hashed] = there
         return there
 
     def _read_export(self, seen: KeySet) -> Iterator[Key]:
@@ -166,13 +166,16 @@ class ExportListing(ExportFacts, Listing):
 
     def _raw(self) -> Iterator[Key]:
         self._begin()
-        with KeySet(self.memory_keys, self.spill_folder) as seen:
-            for key in self._export_keys(seen):
-                self._handed(0, key)
-                yield key
-        for hashed, key in self._touched():
-            self.reader.stop.check()
-            if self._driver.run(self._recheck(hashed, key)):
-                self._handed(0, key)
-                yield key
+        try:
+            with KeySet(self.memory_keys, self.spill_folder) as seen:
+                for key in self._export_keys(seen):
+                    self._handed(0, key)
+                    yield key
+            for hashed, key in self._touched():
+                self.reader.stop.check()
+                if self._driver.run(self._recheck(hashed, key)):
+                    self._handed(0, key)
+                    yield key
+        finally:
+            forget(self.since)
         self._done(0)

@@ -24,6 +24,7 @@ from typing import Any
 from ddbkeys._core.steps import Flow, query
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._export.keyset import TouchedKeys
 from ddbkeys.partition_keys._export.manifest import when
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.recognise import Markers, is_own, own_projection
@@ -36,7 +37,7 @@ from ddbkeys.partition_keys._proof.evidence import (
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
 
-__all__ = ["Since", "exists_flow", "now_window", "since_flow", "stream_began"]
+__all__ = ["Since", "exists_flow", "forget", "now_window", "since_flow", "stream_began"]
 
 
 def stream_began(stream_arn: str) -> datetime | None:
@@ -72,6 +73,12 @@ def now_window(info: TableInfo, export_time: datetime, margin: float, now: float
     return bound
 
 
+def forget(since: Since | str | None) -> None:
+    """Forget what ``since`` holds (the collections it named may be on disk)."""
+    if isinstance(since, Since):
+        _close(since.replay)
+
+
 @dataclass
 class Since:
     """What the stream since an export named: ``replay`` (its records and the collections
@@ -79,6 +86,8 @@ class Since:
 
     bound: float
     replay: Replay
+    #: How many collections the records named (kept: ``replay.touched`` is forgotten once read).
+    named: int = 0
 
 
 def since_flow(
@@ -100,12 +109,24 @@ def since_flow(
         for shard in shards
     )
     window = ReplayWindow(arn, reads, margin, now - margin)
-    replay = Replay(margin)
-    for read in reads:
-        outcome = yield from read_shard(reader, window, read, info.partition_key.name, replay)
-        if isinstance(outcome, Decline):
-            return outcome.reason
-    return Since(bound, replay)
+    replay = Replay(margin, touched=TouchedKeys())  # (memory bounded: a day of a busy stream)
+    try:
+        for read in reads:
+            outcome = yield from read_shard(reader, window, read, info.partition_key.name, replay)
+            if isinstance(outcome, Decline):
+                _close(replay)
+                return outcome.reason
+    except BaseException:
+        _close(replay)
+        raise
+    return Since(bound, replay, len(replay.touched))
+
+
+def _close(replay: Replay) -> None:
+    """Forget the collections ``replay`` named (their file on disk, if they went there)."""
+    close = getattr(replay.touched, "close", None)
+    if close is not None:
+        close()
 
 
 def exists_flow(

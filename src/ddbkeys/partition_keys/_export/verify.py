@@ -10,7 +10,7 @@ from typing import Any
 
 from ddbkeys.partition_keys._export.keys import ExportSnapshot
 from ddbkeys.partition_keys._export.manifest import when
-from ddbkeys.partition_keys._export.now import Since
+from ddbkeys.partition_keys._export.now import Since, forget
 from ddbkeys.partition_keys._index.markers import VerifyReport, unhash
 
 __all__ = ["compared", "verify_export"]
@@ -22,6 +22,7 @@ def compared(table: str, index: str, snapshot: ExportSnapshot, since: Since | st
     taken = when(datetime.fromtimestamp(snapshot.time, UTC))
     if isinstance(since, Since):
         changed = set(since.replay.touched)
+        forget(since)
         as_of = (
             f"exact now: the export of {taken} and the stream since "
             f"{when(datetime.fromtimestamp(since.bound, UTC))} ({len(changed)} collections "

@@ -7,7 +7,7 @@ refusal, or a shard that never reaches the maintainer's position, is a
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -66,7 +66,7 @@ class Replay:
     re-check). ``records`` read, ``margin`` held back (seconds)."""
 
     margin: float
-    touched: dict[Hashed, Key] = field(default_factory=dict)
+    touched: MutableMapping[Hashed, Key] = field(default_factory=dict)
     exists: dict[Hashed, bool] = field(default_factory=dict)
     records: int = 0
     shards: int = 0
