@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from ddbkeys import ConfigurationError
+from ddbkeys import ConfigurationError, ListingInterrupted
 from ddbkeys.aio import AsyncExportListing
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
 from ddbkeys.partition_keys import ExportListing, distinct_partition_keys, read_text_key
@@ -167,3 +167,20 @@ def test_the_cli_lists_an_export_and_says_as_of_when(
     assert "manifest-summary.json" in other.stderr
     missing = cli(*common, "--from-export", "s3://cli-exports/nothing-here/", env=env)
     assert missing.returncode == 1 and "not an export's folder" in missing.stderr, missing.stderr
+
+
+def test_a_stopped_export_listing_says_to_run_it_again(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, tmp_path: Path
+) -> None:
+    fixture = table_for(own_items("DYNAMODB_JSON", "S"), ddb_table_factory)
+    listing = distinct_partition_keys(
+        ddb_client, fixture.table, from_export=str(write(fixture, tmp_path))
+    )
+    keys = iter(listing)
+    next(keys)
+    listing.stop()
+    with pytest.raises(ListingInterrupted):
+        next(keys)
+    with pytest.raises(ListingInterrupted, match="Run it again") as said:
+        next(keys)
+    assert "checkpoint" not in str(said.value)
