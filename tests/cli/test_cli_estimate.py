@@ -55,8 +55,9 @@ def test_estimate_as_text_and_json(
         rf"Table {table}: ~\d+ KB, ~1,200 items, {SPAN} partition keys \(from DescribeTable\)\.",
         lines[0],
     ), lines[0]
-    rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index)", line)}
-    assert set(rows) == {"scan", "skip", "skip-pages", "index"}
+    rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index|export)", line)}
+    assert set(rows) == {"scan", "skip", "skip-pages", "index", "export"}
+    assert re.match(r"export +0 +- +- +-  --from-export: ~\d+ KB written to S3", rows["export"])
     assert re.match(rf"scan +{SPAN} +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
     assert "not available: the table has no marker index" in rows["index"]
     assert "auto would likely list with skip-pages: the table has no marker index" in text.stdout
@@ -81,6 +82,7 @@ def test_estimate_as_text_and_json(
     assert by_method["scan"]["rcu"] == found["size_bytes"] / 4096 * 0.5
     assert found["markers"]["markers_low"] <= 300 <= found["markers"]["markers_high"]
     assert found["basis"] and found["warning"] is None
+    assert found["export"]["rcu"] == 0 and found["export"]["bytes"] == found["size_bytes"]
 
 
 def test_estimate_refuses_what_it_cannot_use(ddb_endpoint_url: str) -> None:

@@ -20,7 +20,7 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.index_options import index_options, own_items_option
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
-from ddbkeys.partition_keys._tasks.estimate import duration, size, span
+from ddbkeys.partition_keys._tasks.estimate import duration, export_note, size, span
 
 __all__ = ["budget_options", "estimate_command", "estimate_text", "progress_note"]
 
@@ -103,6 +103,11 @@ def estimate_text(found: ListingEstimate) -> str:
             f"{method.method:<11} {rcu:>15} {_number(method.requests):>11} "
             f"{duration(method.seconds):>9} {tasks:>6}  {method.note}"
         )
+    exported = "the table's bytes" if found.size_bytes is None else f"~{size(found.size_bytes)}"
+    lines.append(
+        f"{'export':<11} {'0':>15} {'-':>11} {'-':>9} {'-':>6}  --from-export: {exported} "
+        "written to S3 (billed per GB, PITR on); keys as of the export's time"
+    )
     lines += [
         "",
         f"auto would likely list with {found.auto}: {found.auto_reason}.",
@@ -164,7 +169,13 @@ def estimate_command(
         connection.client(), table_name, options=options, concurrency=concurrency
     )
     if structured(output):
-        echo_json(json.loads(found.to_json()))
+        document = json.loads(found.to_json())
+        document["export"] = {
+            "rcu": 0,
+            "bytes": found.size_bytes,
+            "note": export_note(found.size_bytes),
+        }
+        echo_json(document)
     else:
         click.echo(estimate_text(found))
 
