@@ -17,7 +17,7 @@ from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import read_manifest
 from ddbkeys.partition_keys._export.keyset import KeySet
-from ddbkeys.partition_keys._export.location import ExportFolder, export_folder, s3_client_for
+from ddbkeys.partition_keys._export.location import ExportFolder, open_export
 from ddbkeys.partition_keys._export.manifest import Manifest
 from ddbkeys.partition_keys._export.now import Since, since_flow
 from ddbkeys.partition_keys._listing.base import Key, Reader
@@ -68,10 +68,7 @@ async def export_of(
     info = await driver.run(reader.describe())
 
     def opened() -> tuple[ExportFolder, Manifest]:
-        given = s3
-        if given is None and uri.startswith("s3://"):
-            given = s3_client_for(client)
-        folder = export_folder(uri, given)
+        folder = open_export(uri, s3, client)
         return folder, read_manifest(folder, info)
 
     folder, manifest = await asyncio.to_thread(opened)

@@ -18,7 +18,7 @@ from ddbkeys._entity import ENTITY_ATTRIBUTE
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.decode import Item, items_of
 from ddbkeys.partition_keys._export.keyset import KeySet, bytes_key, key_bytes
-from ddbkeys.partition_keys._export.location import ExportFolder, export_folder, s3_client_for
+from ddbkeys.partition_keys._export.location import ExportFolder, open_export
 from ddbkeys.partition_keys._export.manifest import (
     SUMMARY,
     ExportError,
@@ -240,7 +240,5 @@ def export_snapshot(
 ) -> ExportSnapshot:
     """The collections of ``info``'s table's export at ``uri`` (its manifests checked), read
     with ``s3`` (a boto3 S3 client; by default one in ``client``'s region)."""
-    if s3 is None and uri.startswith("s3://"):
-        s3 = s3_client_for(client)
-    folder = export_folder(uri, s3)
+    folder = open_export(uri, s3, client)
     return snapshot_of(folder, read_manifest(folder, info), info, markers)

@@ -21,7 +21,14 @@ from ddbkeys._translate import one_line
 from ddbkeys.partition_keys._export.manifest import SUMMARY, ExportError
 from ddbkeys.partition_keys._export.s3body import ResumingBody
 
-__all__ = ["DiskExport", "ExportFolder", "S3Export", "export_folder", "s3_client_for"]
+__all__ = [
+    "DiskExport",
+    "ExportFolder",
+    "S3Export",
+    "export_folder",
+    "open_export",
+    "s3_client_for",
+]
 
 _HOW = (
     "the URI is the export's folder, which holds manifest-summary.json: "
@@ -252,3 +259,11 @@ def s3_client_for(client: Any) -> Any:
     origin = origin_of(client)
     session = origin.session if origin is not None else (boto3.DEFAULT_SESSION or boto3.Session())
     return session.client("s3", region_name=client.meta.region_name)
+
+
+def open_export(uri: str, s3: Any, client: Any) -> ExportFolder:
+    """The export at ``uri`` (see :func:`export_folder`), on S3 read with ``s3`` or, when None,
+    an S3 client like ``client`` (:func:`s3_client_for`)."""
+    if s3 is None and isinstance(uri, str) and uri.startswith("s3://"):
+        s3 = s3_client_for(client)
+    return export_folder(uri, s3)

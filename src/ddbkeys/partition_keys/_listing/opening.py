@@ -19,7 +19,7 @@ from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import read_manifest
 from ddbkeys.partition_keys._export.listing import ExportListing
-from ddbkeys.partition_keys._export.location import export_folder, s3_client_for
+from ddbkeys.partition_keys._export.location import open_export
 from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
@@ -313,9 +313,7 @@ def _from_export(
     uri = str(options.from_export)
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
     info = driver.run(reader.describe())
-    folder = export_folder(
-        uri, s3 if s3 is not None or not uri.startswith("s3://") else (s3_client_for(reader.client))
-    )
+    folder = open_export(uri, s3, reader.client)
     manifest = read_manifest(folder, info)
     since = driver.run(since_flow(reader, info, manifest.time, options.replay_margin, time.time()))
     return ExportListing(
