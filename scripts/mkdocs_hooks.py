@@ -11,9 +11,10 @@ per public module, neither of them a file in ``docs/``.
   ``tests/docs/test_examples.py`` (which runs every ``docs/**/*.md``) free of a page whose
   examples would run twice.
 - The API pages are ``api/<module>.md``, one per public module as ``public-api.txt`` lists
-  them (``## ddbkeys.ids``): a new public module gets its page without an edit here. Each page
-  renders the module's ``__all__`` with mkdocstrings (options in ``mkdocs.yml``); the names
-  come from private modules and are shown under their public path.
+  them (``## ddbkeys.ids``, which a test keeps equal to the code): a new public module gets its
+  page without an edit here (and the strict build fails until ``mkdocs.yml``'s nav lists it).
+  Each page renders the module's public names (its ``__all__``) with mkdocstrings (options in
+  ``mkdocs.yml``); the names come from private modules and are shown under their public path.
 """
 
 from __future__ import annotations
@@ -38,21 +39,30 @@ LINK = re.compile(r"(\]\()([^)\s]+)((?:\s+\"[^\"]*\")?\))")
 FENCE = re.compile(r"^```.*?^```[ \t]*$", re.M | re.S)
 
 
-def public_modules() -> list[str]:
-    """The public modules, in ``public-api.txt``'s order (the order of the API pages)."""
+def public_names() -> dict[str, list[str]]:
+    """Each public module's names (its ``__all__``), as ``public-api.txt`` lists them, in its
+    order (the order of the API pages)."""
     text = (ROOT / "public-api.txt").read_text(encoding="utf-8")
-    return re.findall(r"^## (\S+)$", text, re.M)
+    names: dict[str, list[str]] = {}
+    for section in re.split(r"^## ", text, flags=re.M)[1:]:
+        module = section.split("\n", 1)[0].strip()
+        top = re.findall(rf"^(?:class |def |async def )?{re.escape(module)}\.(\w+)", section, re.M)
+        names[module] = list(dict.fromkeys(top))
+    return names
 
 
-def api_page(module: str) -> str:
-    return f"::: {module}\n"  # its heading (the page's title) is the module's, with its anchor
+def api_page(module: str, names: list[str]) -> str:
+    """The module's heading (the page's title, with its anchor) and its public names: exactly
+    those, not every name the module defines (``ddbkeys.iam`` has constants it does not export);
+    their members by ``mkdocs.yml``'s filters."""
+    return f"::: {module}\n    options:\n      members: [{', '.join(names)}]\n"
 
 
 def on_files(files: Files, config: MkDocsConfig, **kwargs: Any) -> Files:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     files.append(File.generated(config, "index.md", content=readme))
-    for module in public_modules():
-        files.append(File.generated(config, f"api/{module}.md", content=api_page(module)))
+    for module, names in public_names().items():
+        files.append(File.generated(config, f"api/{module}.md", content=api_page(module, names)))
     return files
 
 

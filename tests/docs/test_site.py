@@ -39,15 +39,41 @@ def public_modules() -> list[str]:
     return re.findall(r"^## (\S+)$", text, re.M)
 
 
+def public_paths() -> set[str]:
+    """Every name ``public-api.txt`` lists, a class's members with it (``ddbkeys.X.next``), but
+    ``__init__``: the site shows a class's constructor as the class's own signature."""
+    paths: set[str] = set()
+    owner = ""
+    for line in (ROOT / "public-api.txt").read_text(encoding="utf-8").splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        if not line.startswith(" "):
+            found = re.match(r"(?:class |(?:async )?def )?([\w.]+)", line)
+            assert found is not None, line
+            owner = found[1]
+            paths.add(owner)
+        elif (
+            member := re.match(r"\s+(?:(?:class|static)method )?(?:(?:async )?def )?(\w+)", line)
+        ) and member[1] != "__init__":
+            paths.add(f"{owner}.{member[1]}")
+    return paths
+
+
 def test_the_site_builds_strictly_with_a_page_per_public_module(tmp_path: Path) -> None:
     result = build(ROOT, tmp_path)
     assert result.returncode == 0, result.stderr[-4000:]
     modules = public_modules()
     assert len(modules) >= 9
+    shown: set[str] = set()
     for module in modules:
         page = (tmp_path / "api" / module / "index.html").read_text(encoding="utf-8")
         assert f'id="{module}"' in page, module  # the module's own heading
         assert not ROLE.search(re.sub(r"<[^>]+>", "", page)), module  # every role converted
+        shown |= set(re.findall(r'<h\d id="(ddbkeys[\w.]*)"', page)) - {module}
+    # The API reference shows the public API, all of it and nothing more.
+    expected = public_paths()
+    assert len(expected) > 1000
+    assert sorted(expected - shown) == [] and sorted(shown - expected) == []
     home = (tmp_path / "index.html").read_text(encoding="utf-8")
     # The README is the home page: its links into docs/ are the site's pages, its links to
     # other files of the repository are addresses on GitHub.
