@@ -116,8 +116,11 @@ class RolesToReferences(griffe.Extension):
     @staticmethod
     def _public_paths(loader: griffe.GriffeLoader) -> dict[str, str]:
         """Where the site renders each object: its path where it is defined, to its public path
-        (the first face exporting it)."""
+        (the first face exporting it). A private base class of a public one, whose members the
+        site shows under the public class (``inherited_members``), is keyed ``path.*``: its
+        members are linked there, the base itself is not (it is another class)."""
         public: dict[str, str] = {}
+        classes: list[tuple[griffe.Class, str]] = []
         for face_path in FACES:
             face = loader.modules_collection.get_member(face_path)
             public.setdefault(face.path, face.path)
@@ -126,6 +129,16 @@ class RolesToReferences(griffe.Extension):
                 target = _target(member) if member is not None else None
                 if target is not None:
                     public.setdefault(target.path, f"{face.path}.{name}")
+                if isinstance(target, griffe.Class):
+                    classes.append((target, f"{face.path}.{name}"))
+        for cls, path in classes:
+            try:
+                bases = cls.mro()
+            except (ValueError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+                continue
+            for base in bases:
+                if base.path not in public:
+                    public.setdefault(f"{base.path}.*", path)
         return public
 
     @staticmethod
@@ -133,10 +146,11 @@ class RolesToReferences(griffe.Extension):
         """The path the site renders ``path`` under, or ``None`` when it renders it nowhere."""
         for cut in range(path.count(".") + 1):
             head, *tail = path.rsplit(".", cut) if cut else [path]
-            if head in public:
+            shown_as = public.get(head) or (public.get(f"{head}.*") if tail else None)
+            if shown_as is not None:
                 if any(part.startswith("_") for part in tail):
                     return None  # a private member of a public object: not rendered
-                return ".".join([public[head], *tail])
+                return ".".join([shown_as, *tail])
         return None
 
     def _rewrite(
