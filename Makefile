@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: setup demo test lint typecheck unit clean docs
+.PHONY: setup demo test lint typecheck unit clean docs docs-site
 
 setup: $(VENV)/.installed
 	@bash scripts/system-deps.sh
@@ -36,3 +36,9 @@ docs: $(VENV)/.installed
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+# The docs site (mkdocs.yml): README.md, docs/ and an API page per public module, built with
+# --strict (a broken link or reference fails it; tests/docs/test_site.py runs it in CI too).
+# `$(BIN)/mkdocs serve` serves it at http://127.0.0.1:8000 while you edit.
+docs-site: $(VENV)/.installed
+	$(BIN)/mkdocs build --strict
