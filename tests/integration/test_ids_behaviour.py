@@ -176,6 +176,43 @@ def test_counter_bad_input(
     assert item_count(ddb_client, table) == 0
 
 
+@pytest.mark.parametrize(
+    ("strategy", "setting"),
+    [
+        ("BlockAllocator", "prefetch"),
+        ("GaplessSequence", "group_commit"),
+        ("GaplessSequence", "allow_global_tables"),
+        ("CollectionSequence", "group_commit"),
+        ("CollectionSequence", "consistent_read"),
+        ("CollectionSequence", "never_reuse"),
+        ("CollectionSequence", "allow_global_tables"),
+    ],
+)
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_a_setting_that_is_true_or_false_takes_nothing_else(
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    strategy: str,
+    setting: str,
+    value: object,
+) -> None:
+    # prefetch="no" ran with prefetch on (bool("no") is True): a one-line error instead.
+    table = ddb_table_factory()
+    message = f"{setting} must be True or False, not {value!r}."
+    with pytest.raises(ConfigurationError) as raised:
+        if strategy == "BlockAllocator":
+            counter = driver.make("AtomicCounter", ddb_client, table, "b")
+            driver.make("BlockAllocator", counter, 10, **{setting: value})
+        elif strategy == "CollectionSequence":
+            driver.make(strategy, ddb_client, table, **{setting: value})
+        else:
+            driver.make(strategy, ddb_client, table, "c", **{setting: value})
+    assert str(raised.value) == message
+    assert raised.value.table == table
+    assert item_count(ddb_client, table) == 0
+
+
 def test_counter_bad_calls(
     driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

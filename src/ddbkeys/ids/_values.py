@@ -44,6 +44,14 @@ _TYPE_NAMES = {
 }
 
 
+def flag(name: str, value: object, table: str | None) -> bool:
+    """A setting that is True or False, or a :class:`ConfigurationError` (``prefetch="no"`` is
+    not taken as true)."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
+    return value
+
+
 def whole_number(what: str, value: object, *, minimum: int = 1, table: str | None = None) -> int:
     """``value``, a whole number from ``minimum`` to :data:`MAX_ID`; else a ConfigurationError."""
     if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_ID:
