@@ -21,6 +21,7 @@ __all__ = [
     "MAX_NESTING",
     "check_name",
     "from_attributes",
+    "get_item_answer",
     "is_dynamodb_json",
     "looks_typed",
     "resource_value",
@@ -58,6 +59,21 @@ def is_dynamodb_json(item: Mapping[str, Any]) -> bool:
     return bool(item) and all(looks_typed(v) for v in item.values())
 
 
+#: What a GetItem answer holds beside its Item (boto3's, or the AWS CLI's output).
+_ANSWER_KEYS = frozenset({"Item", "ConsumedCapacity", "ResponseMetadata"})
+
+
+def get_item_answer(item: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The item inside ``item`` when ``item`` is a GetItem answer rather than an item (boto3's,
+    or ``aws dynamodb get-item``'s output: ``{"Item": {<DynamoDB JSON>}}``, perhaps with its
+    ConsumedCapacity and ResponseMetadata); None when it is not one. ``{"Item": {"M": ...}}``
+    is an item (its attribute ``Item`` a map), not an answer."""
+    inner = item.get("Item")
+    if not isinstance(inner, Mapping) or not set(item) <= _ANSWER_KEYS or looks_typed(inner):
+        return None
+    return inner if is_dynamodb_json(inner) else None
+
+
 def to_attributes(
     item: Mapping[str, Any], *, table: str | None = None, typed: bool = False
 ) -> dict[str, AttributeValueTypeDef]:
@@ -81,6 +97,14 @@ def to_attributes(
     deeper than DynamoDB's 32 levels.
     """
     pairs = _item_pairs(item, table)
+    if get_item_answer(item) is not None:
+        on = f" for table {table!r}" if table else ""
+        raise DdbKeysError(
+            f"The item given{on} is a GetItem answer ({{'Item': {{...}}}}), not an item: pass "
+            "its Item (answer['Item']) with typed=True; as it is, it would be stored as one "
+            "attribute 'Item'.",
+            table=table,
+        )
     if typed:
         return {name: _typed(value, name, 0, table) for name, value in pairs}
     for name, value in pairs:

@@ -138,10 +138,11 @@ def create_flow(
     """Create the table (or find it there with the same key schema) and wait until ACTIVE."""
     table = request["TableName"]
 
-    def once(request_step: Any) -> Any:
+    def once(request_step: Any, what: str) -> Any:
+        # (``what`` names the request: the message adds "on table 'T'" itself)
         return attempts(
             lambda _: _sent(request_step),
-            what=f"table {table!r}",
+            what=what,
             table=table,
             policy=policy,
             deadline=deadline,
@@ -150,14 +151,14 @@ def create_flow(
 
     created = True
     try:
-        yield from once(create_table(request))
+        yield from once(create_table(request), "CreateTable")
     except DdbKeysError as exc:
         if error_code(exc.cause or exc) != "ResourceInUseException":
             raise
         created = False
     pause, ends = 0.2, Deadline(wait, clock=policy.clock)
     while True:
-        answer = yield from once(describe_table({"TableName": table}))
+        answer = yield from once(describe_table({"TableName": table}), "DescribeTable")
         description = described(answer, table)
         if not created and _schema(description) != _schema(dict(request)):
             raise KeySchemaError(

@@ -176,6 +176,64 @@ def test_counter_bad_input(
     assert item_count(ddb_client, table) == 0
 
 
+@pytest.mark.parametrize(
+    ("strategy", "setting"),
+    [
+        ("BlockAllocator", "prefetch"),
+        ("GaplessSequence", "group_commit"),
+        ("GaplessSequence", "allow_global_tables"),
+        ("CollectionSequence", "group_commit"),
+        ("CollectionSequence", "consistent_read"),
+        ("CollectionSequence", "never_reuse"),
+        ("CollectionSequence", "allow_global_tables"),
+    ],
+)
+@pytest.mark.parametrize("value", ["no", 0, None])
+def test_a_setting_that_is_true_or_false_takes_nothing_else(
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    strategy: str,
+    setting: str,
+    value: object,
+) -> None:
+    # prefetch="no" ran with prefetch on (bool("no") is True): a one-line error instead.
+    table = ddb_table_factory()
+    message = f"{setting} must be True or False, not {value!r}."
+    with pytest.raises(ConfigurationError) as raised:
+        if strategy == "BlockAllocator":
+            counter = driver.make("AtomicCounter", ddb_client, table, "b")
+            driver.make("BlockAllocator", counter, 10, **{setting: value})
+        elif strategy == "CollectionSequence":
+            driver.make(strategy, ddb_client, table, **{setting: value})
+        else:
+            driver.make(strategy, ddb_client, table, "c", **{setting: value})
+    assert str(raised.value) == message
+    assert raised.value.table == table
+    assert item_count(ddb_client, table) == 0
+
+
+@pytest.mark.parametrize("strategy", ["AtomicCounter", "GaplessSequence"])
+def test_a_name_and_a_counter_key_that_disagree_are_refused(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, strategy: str
+) -> None:
+    # AtomicCounter(name="a", counter_key={"pk": "b"}) used b, silently: now a one-line error
+    # (as --counter with --counter-key is on the CLI); a name that is the key's value agrees.
+    table = ddb_table_factory()
+    with pytest.raises(ConfigurationError) as raised:
+        driver.make(strategy, ddb_client, table, "a", counter_key={"pk": "b"})
+    assert str(raised.value) == (
+        f"{strategy}(name='a', counter_key={{'pk': 'b'}}) names two counter items of table "
+        f"{table!r}: name= makes the key {{partition key: 'a'}}, counter_key= gives the whole "
+        "key; pass one of them (or a name that is the key's partition key value)."
+    )
+    assert item_count(ddb_client, table) == 0
+    agreed = driver.make(strategy, ddb_client, table, "a", counter_key={"pk": "a"})
+    assert (agreed.next() if strategy == "AtomicCounter" else agreed.put({"pk": "x"})) == 1
+    counter = ddb_client.get_item(TableName=table, Key={"pk": {"S": "a"}}, ConsistentRead=True)
+    assert counter["Item"]["last_id"] == {"N": "1"}  # (the counter both of them name)
+
+
 def test_counter_bad_calls(
     driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

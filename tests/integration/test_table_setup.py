@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from ddbkeys._cli import cli
 from ddbkeys._errors import KeySchemaError
 from ddbkeys._table_setup import create_table_for
+from ddbkeys.testing import FaultProxy, Faults
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -73,3 +74,43 @@ def test_the_cli_makes_it_with_a_stream_and_says_so(
         f"Error: Table {name!r} exists with the key (id:N), not (pk:S): pick another name, or "
         "use it as it is.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("operation", "faults", "failure"),
+    [
+        (
+            "CreateTable",
+            Faults(throttle=1.0, operations=frozenset({"CreateTable"})),
+            "throttled (ProvisionedThroughputExceededException)",
+        ),
+        (
+            "DescribeTable",
+            Faults(error_500=1.0, operations=frozenset({"DescribeTable"})),
+            "DynamoDB answered HTTP 500 (InternalServerError)",
+        ),
+    ],
+)
+def test_the_deadline_message_names_the_request_and_the_table_once(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    name: str,
+    operation: str,
+    faults: Faults,
+    failure: str,
+) -> None:
+    # DynamoDB Local never throttles nor fails a CreateTable or DescribeTable, so the fault
+    # proxy in front of it does, until the 1 s deadline: the message said "Gave up on table 'T'
+    # on table 'T'".
+    with FaultProxy(ddb_endpoint_url, faults) as proxy:
+        command = ["table", "create", "-t", name, "--for", "counter", "--timeout", "1"]
+        result = CliRunner().invoke(cli, [*command, "--endpoint-url", proxy.endpoint_url])
+    assert result.exit_code == 1
+    line = result.output.strip()
+    assert "\n" not in line and line.count(repr(name)) == 1, line
+    assert line.startswith(
+        f"Error: Gave up on {operation} on table {name!r} after 1.0 s (the deadline; raise it "
+        f"with deadline= or --timeout): {failure}"
+    ), line
+    refused = proxy.counts["throttle"] + proxy.counts["error_500"]
+    assert refused >= 2  # (it was tried again before the deadline ended it)

@@ -542,7 +542,7 @@ def test_settings_no_sequence_can_have(settings: dict[str, Any], message: str) -
 
 def test_the_counter_lives_where_the_settings_say() -> None:
     assert GaplessCore("users").counter_item(INFO) == WHERE
-    elsewhere = GaplessCore("users", "s", counter_table="counters", counter_key={"pk": "ids"})
+    elsewhere = GaplessCore("users", counter_table="counters", counter_key={"pk": "ids"})
     assert elsewhere.counter_item(INFO) == CounterItem("counters", {"pk": {"S": "ids"}}, "last_id")
 
 

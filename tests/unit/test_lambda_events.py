@@ -21,6 +21,7 @@ from ddbkeys.partition_keys._streams.lambda_events import (
 
 ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/orders/stream/2024-06-10T19:26:16.525"
 OTHER = "arn:aws:dynamodb:us-east-1:123456789012:table/users/stream/2024-06-11T08:00:00.000"
+TIME = "ApproximateCreationDateTime"
 LOCAL = "arn:aws:dynamodb:ddblocal:000000000000:table/orders/stream/2026-11-02T10:15:31.123"
 
 
@@ -293,6 +294,23 @@ MALFORMED: list[tuple[object, str]] = [
     (
         broken("Records.1.dynamodb.SequenceNumber", "shardId-1"),
         "Record 1's dynamodb.SequenceNumber is 'shardId-1', not a string of digits.",
+    ),
+    *(
+        (
+            windowed(Records=[{**record(), "dynamodb": {**record()["dynamodb"], TIME: value}}]),
+            f"Record 0's dynamodb.{TIME} is {shown}, not a number of seconds since 1970.",
+        )
+        # (a string, a list or NaN raised a bare ValueError or TypeError, or was recorded)
+        for value, shown in (
+            ("1717000000", "'1717000000'"),
+            ("2024-05-29T16:26:40Z", "'2024-05-29T16:26:40Z'"),
+            ([1717000000], "[1717000000]"),
+            (float("nan"), "nan"),
+            (float("inf"), "inf"),
+            (True, "True"),
+            (-1.0, "-1.0"),
+            ({"N": "1717000000"}, "{'N': '1717000000'}"),
+        )
     ),
     (
         SQS,

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 from click.core import ParameterSource
 
+from ddbkeys._attributes import get_item_answer
 from ddbkeys._cli.common import F
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._key_json import json_key
@@ -56,7 +57,8 @@ def item_format_option(func: F) -> F:
         help="How to read the item. dynamodb: DynamoDB JSON as the AWS CLI and PynamoDB's "
         'serialize() write it ({"name": {"S": "x"}}, binary in base64). plain: every JSON '
         'value as it is, so {"unit": {"S": "x"}} stores a map. auto: an object whose values '
-        "are all typed is DynamoDB JSON, one with none is plain; a mix is refused.",
+        "are all typed is DynamoDB JSON, one with none is plain; a mix is refused. The AWS "
+        'CLI\'s get-item output ({"Item": {...}}) is the item it holds (refused with plain).',
     )(func)
 
 
@@ -156,8 +158,9 @@ def parse_items(
         where = f"item {n} of {len(elements)}: " if isinstance(value, list) else ""
         if not isinstance(element, dict):
             _bad(source, f"{where}{_kind(element)}, not an object")
+        inner, inner_format = _unwrapped(element, item_format, source, where)
         try:
-            items.append(_typed_item(element, item_format, table))
+            items.append(_typed_item(inner, inner_format, table))
         except (_BadItem, DdbKeysError) as exc:
             _bad(source, f"{where}{exc}")
     return items
@@ -198,6 +201,25 @@ def counter_fields(name: str, key: dict[str, Any] | None) -> dict[str, Any]:
     if key is None:
         return {"counter": name}
     return {"counter_key": {k: json_key(v) for k, v in key.items()}}
+
+
+def _unwrapped(
+    element: dict[str, Any], item_format: str, source: str, where: str
+) -> tuple[dict[str, Any], str]:
+    """The item ``element`` holds when it is ``aws dynamodb get-item``'s output
+    (``{"Item": {<DynamoDB JSON>}}``), read as DynamoDB JSON; else ``element`` as it is. With
+    --item-format plain it is refused: it would be stored as one attribute ``Item``."""
+    answer = get_item_answer(element)
+    if answer is None:
+        return element, item_format
+    if item_format == "plain":
+        _bad(
+            source,
+            f'{where}this is the AWS CLI\'s get-item output ({{"Item": {{...}}}}), which '
+            "--item-format plain would store as one attribute 'Item': leave --item-format out "
+            "(or pass dynamodb) to write the item it holds",
+        )
+    return dict(answer), "dynamodb"
 
 
 def _typed_item(item: dict[str, Any], item_format: str, table: str) -> Item:

@@ -22,6 +22,7 @@ from ddbkeys.ids._base import sequence_link
 from ddbkeys.ids._collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids._group import AsyncGroupCommit, GroupsInUse
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
+from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -76,7 +77,7 @@ class CollectionSequence:
         self._driver = AsyncDriver(
             self._link.client, self._link.usage, "ddbkeys.aio.CollectionSequence"
         )
-        self.group_commit = group_commit
+        self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)
         #: The group commits of the collections that calls are using now, by event loop; a

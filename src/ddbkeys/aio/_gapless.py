@@ -21,6 +21,7 @@ from ddbkeys.ids import _gapless as flows
 from ddbkeys.ids._base import CounterItem, sequence_link
 from ddbkeys.ids._gapless_core import MAX_BATCH, Pending
 from ddbkeys.ids._group import AsyncGroupCommit
+from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -81,7 +82,9 @@ class GaplessSequence:
         def group() -> AsyncGroupCommit[Pending, int]:
             return AsyncGroupCommit(self._commit, max_batch, linger=linger)
 
-        self._group = PerLoop(group) if group_commit else None
+        self._group = (
+            PerLoop(group) if flag("group_commit", group_commit, self._link.table) else None
+        )
 
     client: Through[Any] = Through("_link")
     table: Through[str] = Through("_link")

@@ -44,7 +44,7 @@ from ddbkeys.ids._errors import (
     SequenceExhaustedError,
 )
 from ddbkeys.ids._group import GroupCommit
-from ddbkeys.ids._values import check_item_key
+from ddbkeys.ids._values import check_item_key, flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -145,7 +145,7 @@ class Link:
             )
         self.retry = retry or default_retry or RetryPolicy()
         self.usage = usage or Usage()
-        self.allow_global_tables = allow_global_tables
+        self.allow_global_tables = flag("allow_global_tables", allow_global_tables, self.table)
         self.refuses_global_tables = refuses_global_tables
         if deadline is not None and (
             isinstance(deadline, bool)

@@ -35,6 +35,7 @@ from ddbkeys.ids._blocks_steps import (
     hand_back_for,
     within,
 )
+from ddbkeys.ids._values import flag
 
 T = TypeVar("T")
 
@@ -56,7 +57,8 @@ class BlockState:
         clock: Callable[[], float] = time.monotonic,
         table: str | None = None,
     ) -> None:
-        self.table, self.clock, self.prefetch = table, clock, bool(prefetch)
+        self.table, self.clock = table, clock
+        self.prefetch = flag("prefetch", prefetch, table)
         self.block_size = check_block_size(block_size, table)
         low = block_size if min_block_size is None else min_block_size
         high = block_size if max_block_size is None else max_block_size

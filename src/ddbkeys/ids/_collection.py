@@ -27,6 +27,7 @@ from ddbkeys.ids._collection_core import (
 )
 from ddbkeys.ids._group import GroupCommit, GroupsInUse
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
+from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -186,7 +187,7 @@ class CollectionSequence(IdStrategy):
             remembered,
         )
         self._driver = SyncDriver(self._link.client, self._link.usage)
-        self.group_commit = group_commit
+        self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)
         #: The group commits of the collections that calls are using now.

@@ -48,7 +48,7 @@ from ddbkeys.ids._base import (
 from ddbkeys.ids._cancellation import Cancellation, Verdict
 from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
-from ddbkeys.ids._values import MAX_ID, check_key_value, check_padding, counter_value
+from ddbkeys.ids._values import MAX_ID, check_key_value, check_padding, counter_value, flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -141,7 +141,8 @@ class CollectionCore:
                 f"on_conflict must be 'next' or 'requery', not {self.on_conflict!r}.", table=table
             )
         check_name("token attribute", self.token_attribute, table=table)
-        object.__setattr__(self, "never_reuse", bool(self.never_reuse))
+        flag("never_reuse", self.never_reuse, table)
+        flag("consistent_read", self.consistent_read, table)
         check_counter_attribute(self.counter_attribute, table=table)
         remembered = self.remembered
         if isinstance(remembered, bool) or not isinstance(remembered, int) or remembered < 0:

@@ -36,7 +36,7 @@ from ddbkeys.ids._counter_core import CounterCore
 from ddbkeys.ids._counter_writes import Want, advance, coalesced
 from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._slots import CLOCK_MARGIN, MOST_DEADLINE
-from ddbkeys.ids._values import whole_number
+from ddbkeys.ids._values import check_name_and_key, flag, whole_number
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, UpdateItemInputTypeDef
@@ -105,6 +105,7 @@ def counter_core(
             f"counter_key must be a mapping of key attributes to values, not {counter_key!r}.",
             table=table,
         )
+    check_name_and_key("AtomicCounter", name, "counter", counter_key, table=table)
     first = whole_number("start", start, minimum=0, table=table)
     apart = whole_number("step", step, table=table)
     most = None if maximum is None else whole_number("maximum", maximum, minimum=first, table=table)
@@ -398,10 +399,3 @@ class AtomicCounter(IdStrategy):
     def _hand_back(self, back: HandBack, deadline: Deadline) -> bool:
         """A block allocator's close: its unused ids handed back (see :func:`hand_back`)."""
         return self._driver.run(hand_back(self.core, self._link, back, deadline))
-
-
-def flag(name: str, value: object, table: str | None) -> bool:
-    """A setting that is True or False, or a :class:`ConfigurationError`."""
-    if not isinstance(value, bool):
-        raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
-    return value

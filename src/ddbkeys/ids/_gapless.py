@@ -30,6 +30,7 @@ from ddbkeys.ids._gapless_core import (
     earliest,
 )
 from ddbkeys.ids._group import GroupCommit
+from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
@@ -281,7 +282,11 @@ class GaplessSequence(IdStrategy):
         #: What it knows of the counter's value between calls.
         self.state = counter_state(self.core, self._link)
         self._driver = SyncDriver(self._link.client, self._link.usage)
-        self._group = GroupCommit(self._commit, max_batch, linger=linger) if group_commit else None
+        self._group = (
+            GroupCommit(self._commit, max_batch, linger=linger)
+            if flag("group_commit", group_commit, self._link.table)
+            else None
+        )
 
     client: Through[Any] = Through("_link")
     table: Through[str] = Through("_link")

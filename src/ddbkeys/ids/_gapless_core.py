@@ -41,6 +41,7 @@ from ddbkeys.ids._exact import exact_update
 from ddbkeys.ids._values import (
     MAX_ID,
     check_item_key,
+    check_name_and_key,
     check_padding,
     counter_value,
     id_value,
@@ -171,6 +172,9 @@ class GaplessCore:
                 f"{self.counter_key!r}.",
                 table=table,
             )
+        check_name_and_key(
+            "GaplessSequence", self.name, "sequence", self.counter_key, table=counter_table
+        )
 
     # --- where things are ------------------------------------------------------------------
 

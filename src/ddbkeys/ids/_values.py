@@ -44,6 +44,37 @@ _TYPE_NAMES = {
 }
 
 
+def flag(name: str, value: object, table: str | None) -> bool:
+    """A setting that is True or False, or a :class:`ConfigurationError` (``prefetch="no"`` is
+    not taken as true)."""
+    if not isinstance(value, bool):
+        raise ConfigurationError(f"{name} must be True or False, not {value!r}.", table=table)
+    return value
+
+
+def check_name_and_key(
+    owner: str,
+    name: str,
+    default: str,
+    counter_key: Mapping[str, Any] | None,
+    *,
+    table: str,
+) -> None:
+    """A :class:`ConfigurationError` when ``name`` (not left at its ``default``) and
+    ``counter_key`` name different counter items: ``name`` is then none of the key's values,
+    and one of them would be ignored."""
+    if counter_key is None or name == default:
+        return
+    if any(value == name for value in counter_key.values()):
+        return
+    raise ConfigurationError(
+        f"{owner}(name={name!r}, counter_key={dict(counter_key)!r}) names two counter items of "
+        f"table {table!r}: name= makes the key {{partition key: {name!r}}}, counter_key= gives "
+        "the whole key; pass one of them (or a name that is the key's partition key value).",
+        table=table,
+    )
+
+
 def whole_number(what: str, value: object, *, minimum: int = 1, table: str | None = None) -> int:
     """``value``, a whole number from ``minimum`` to :data:`MAX_ID`; else a ConfigurationError."""
     if not isinstance(value, int) or isinstance(value, bool) or not minimum <= value <= MAX_ID:

@@ -45,6 +45,7 @@ An empty ``Records`` list is accepted: a window's final invocation can come with
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -218,7 +219,23 @@ def _check_record(number: int, record: object) -> str:
             f"{where}'s dynamodb.SequenceNumber is {_shown(sequence_number)}, not a string of "
             "digits."
         )
+    created = dynamodb.get("ApproximateCreationDateTime")
+    if created is not None and not _seconds(created):
+        raise MalformedEventError(
+            f"{where}'s dynamodb.ApproximateCreationDateTime is {_shown(created)}, not a number "
+            "of seconds since 1970."
+        )
     return str(arn)
+
+
+def _seconds(value: object) -> bool:
+    """Whether ``value`` is a time as Lambda writes it (seconds since 1970, finite, 0 or more;
+    a datetime as boto3 reads one is taken too): a string, a list, a boolean or NaN is not."""
+    if hasattr(value, "timestamp"):
+        return True
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    return math.isfinite(value) and value >= 0
 
 
 def _stream_table(arn: object, what: str) -> str:
