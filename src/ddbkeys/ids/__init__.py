@@ -10,8 +10,9 @@ GaplessSequence        yes             yes             yes             about 2-4
 =====================  ==============  ==============  ==============  ==========================
 
 "yes": across processes; "increasing": an id returned before another call began is smaller
-(real-time order); "per object": within one allocator. The promises are written once, in
-``ddbkeys.ids._promises``; ``ddbkeys.testing.check_history`` checks recorded calls against them.
+(real-time order); "per object": within one allocator. The promises are written once, in one
+table: this table and the docs pages are tested against it, and
+``ddbkeys.testing.check_history`` checks recorded calls against it.
 """
 
 from ddbkeys.ids._audit import AuditReport, audit_attribute, audit_collection, audit_ids
