@@ -7,7 +7,7 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from ddbkeys._connect import is_loopback, make_client
-from ddbkeys.testing import FaultProxy
+from ddbkeys.testing import FaultProxy, HistoryReport, Operation, check_history
 from ddbkeys.testing._plugin import ENDPOINT_ENV
 from tests.support.drivers import DRIVERS, Driver
 
@@ -232,3 +232,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "embedded" in item.keywords:
             item.add_marker(skip)
+
+
+#: The user property under which a test's checked histories are reported (one line each).
+HISTORY_PROPERTY = "history checked"
+
+
+@pytest.fixture
+def histories(record_property: Callable[[str, object], None]) -> Callable[..., HistoryReport]:
+    """:func:`ddbkeys.testing.check_history`, whose report's line is kept for the terminal
+    summary ("histories checked"), so ``make test`` shows how many calls each test checked."""
+
+    def check(strategy: str, operations: Iterable[Operation], **kwargs: bool) -> HistoryReport:
+        report = check_history(strategy, operations, **kwargs)
+        record_property(HISTORY_PROPERTY, report.summary())
+        return report
+
+    return check
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per history a test checked (the reports come back from xdist's workers too)."""
+    lines = [
+        f"{report.nodeid}: {value}"
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if getattr(report, "when", "") == "call"
+        for name, value in getattr(report, "user_properties", [])
+        if name == HISTORY_PROPERTY
+    ]
+    if lines:
+        terminalreporter.section("histories checked")
+        for line in sorted(lines):
+            terminalreporter.write_line(line)

@@ -1,7 +1,9 @@
 """The block allocator's life on a real server, for both drivers: many callers in several
 processes on one counter, a clean close and restart that leaves no gap (whatever the counter's
 start and step), a close that finds the counter moved on, a refill failing through the fault
-proxy, and a process killed with SIGKILL while it holds blocks."""
+proxy, and a process killed with SIGKILL while it holds blocks. The processes' calls are also
+checked as histories (each ``next()``'s start, end and id): increasing within each allocator,
+unique across them."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +24,7 @@ from ddbkeys._connect import make_client
 from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import RetryPolicy
 from ddbkeys.ids._blocks import CloseReport
-from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing import Fault, FaultProxy, Faults, HistoryReport, Operation
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 
@@ -94,11 +96,20 @@ def result(process: subprocess.Popen[str]) -> dict[str, Any]:
     return dict(json.loads(line))
 
 
+def history_of(results: Iterable[dict[str, Any]]) -> list[Operation]:
+    """The calls the workers recorded."""
+    return [Operation.from_dict(op) for r in results for op in r["history"]]
+
+
 # --- many callers, several processes ---------------------------------------------------------
 
 
 def test_callers_in_several_processes_get_unique_ids_and_every_id_is_accounted_for(
-    driver: Driver, ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: Any
+    driver: Driver,
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: Any,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     driver.require("BlockAllocator")
     table = ddb_table_factory(("pk", "S"))
@@ -112,6 +123,8 @@ def test_callers_in_several_processes_get_unique_ids_and_every_id_is_accounted_f
     every = [i for r in results for i in r["ids"]]
     assert len(every) == 3 * per_process
     assert len(set(every)) == len(every), "an id was handed out twice"
+    report = histories("BlockAllocator", history_of(results))
+    assert (report.operations, report.scopes) == (3 * per_process, 3)
     for r in results:
         assert r["ids"] and r["report"]["sent"] in (True, False)
         assert r["stats"]["handed_back"] == r["report"]["handed_back"]
@@ -258,7 +271,10 @@ def test_an_allocator_left_open_hands_back_at_interpreter_exit(
 
 
 def test_a_killed_process_leaves_only_a_gap(
-    driver: Driver, ddb_endpoint_url: str, ddb_table_factory: TableFactory
+    driver: Driver,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     table = ddb_table_factory(("pk", "S"))
     n = callers(driver)
@@ -267,9 +283,12 @@ def test_a_killed_process_leaves_only_a_gap(
     holder.send_signal(signal.SIGKILL)
     assert holder.wait(60) == -signal.SIGKILL
     after = worker(driver.name, ddb_endpoint_url, table, n, 640, "close", **ADAPTIVE)
-    later = result(after)["ids"]
+    result_after = result(after)
+    later = result_after["ids"]
     assert after.wait(60) == 0
     killed = held["ids"]
+    report = histories("BlockAllocator", history_of([held, result_after]))
+    assert (report.operations, report.scopes) == (1280, 2)
     assert not set(killed) & set(later), "an id was handed out twice"
     assert sorted(killed) == list(range(1, 641))  # one process: no gap among its own ids
     gap = min(later) - max(killed) - 1

@@ -6,12 +6,15 @@ a bounded state per collection, and numbers stay exact when it forgets one."""
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TYPE_CHECKING
 
 import pytest
 
 from ddbkeys.partition_keys import MarkerIndex
+from ddbkeys.testing import History, HistoryReport
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
@@ -78,12 +81,17 @@ def test_a_batch_above_a_negative_sort_key_starts_at_1(
 
 @pytest.mark.parametrize("never_reuse", [False, True])
 def test_many_collections_and_concurrent_writers_keep_bounded_state_and_exact_numbers(
-    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, never_reuse: bool
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    never_reuse: bool,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     """Two sequences (two processes, say) remembering 4 collections each, 16 threads (or tasks)
     writing to 30 collections in a shuffled order: numbers are forgotten and read again all
     the time, while the other writer moves on. Every collection still holds 1..n exactly, every
-    number went to one caller, and each sequence keeps at most 4 numbers and no group."""
+    number went to one caller (and in real-time order: the calls' history is checked), and each
+    sequence keeps at most 4 numbers and no group."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     writers = [
         driver.make("CollectionSequence", ddb_client, table, never_reuse=never_reuse, remembered=4)
@@ -92,8 +100,15 @@ def test_many_collections_and_concurrent_writers_keep_bounded_state_and_exact_nu
     collections = [f"c{i:02}" for i in range(30)]
     jobs = [(w, c) for c in collections for w in range(2) for _ in range(3)]
     random.Random(7).shuffle(jobs)
+    history = History()
+
+    def put(job: tuple[int, str]) -> tuple[str, int]:
+        writer, collection = job
+        return collection, history.call(partial(writers[writer].put, collection), collection)
+
     with ThreadPoolExecutor(16) as pool:
-        numbers = list(pool.map(lambda job: (job[1], writers[job[0]].put(job[1])), jobs))
+        numbers = list(pool.map(put, jobs))
+    assert histories("CollectionSequence", history.operations).scopes == 30
     for collection in collections:
         given = sorted(n for c, n in numbers if c == collection)
         assert given == list(range(1, 7)), collection

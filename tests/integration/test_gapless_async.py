@@ -1,10 +1,12 @@
 """ddbkeys.aio's gapless sequence against a real DynamoDB: many tasks of one event loop, the
-exact set of ids, one item per id; and no request from a property, in either API."""
+exact set of ids, one item per id, and the calls' history (start, end, id: increasing and gapless
+across tasks); and no request from a property, in either API."""
 
 from __future__ import annotations
 
 import asyncio
 from collections import Counter
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -14,7 +16,7 @@ from ddbkeys._connect import LOCAL_ACCESS_KEY, is_loopback
 from ddbkeys._errors import ConfigurationError
 from ddbkeys.aio._gapless import GaplessSequence as AsyncGaplessSequence
 from ddbkeys.ids import GaplessSequence, ItemExistsError, audit_attribute, audit_ids
-from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing import Fault, FaultProxy, Faults, History, HistoryReport
 from ddbkeys.testing._tables import TableFactory
 
 if TYPE_CHECKING:
@@ -60,18 +62,24 @@ def tags_in(client: DynamoDBClient, table: str) -> Counter[str]:
 
 
 async def puts_from_tasks(endpoint_url: str, ddb_client: DynamoDBClient, table: str) -> Any:
-    """TASKS tasks of one event loop, each putting PER_TASK items with one sequence object."""
+    """TASKS tasks of one event loop, each putting PER_TASK items with one sequence object: the
+    ids, the sequence, its current value and the calls' history."""
     async with async_client(endpoint_url, ddb_client) as client:
         sequence = AsyncGaplessSequence(client, table, "users")
 
+        history = History()
+
         async def writer(task: int) -> list[int]:
-            return [
-                await sequence.put({"pk": f"user#{task}-{n}", "tag": f"{task}-{n}"})
-                for n in range(PER_TASK)
-            ]
+            mine: list[int] = []
+            for n in range(PER_TASK):
+                with history.recording() as got:
+                    got.append(await sequence.put({"pk": f"user#{task}-{n}", "tag": f"{task}-{n}"}))
+                mine += got
+            return mine
 
         per_task = await asyncio.gather(*(writer(t) for t in range(TASKS)))
-        return [i for ids in per_task for i in ids], sequence, await sequence.current()
+        ids = [i for ids in per_task for i in ids]
+        return ids, sequence, await sequence.current(), history
 
 
 def check(ddb_client: DynamoDBClient, table: str, ids: list[int], n: int) -> None:
@@ -85,19 +93,28 @@ def check(ddb_client: DynamoDBClient, table: str, ids: list[int], n: int) -> Non
 
 
 def test_64_tasks_of_one_event_loop(
-    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     table = ddb_table_factory()
-    ids, sequence, current = asyncio.run(puts_from_tasks(ddb_endpoint_url, ddb_client, table))
+    ids, sequence, current, history = asyncio.run(
+        puts_from_tasks(ddb_endpoint_url, ddb_client, table)
+    )
     n = TASKS * PER_TASK
     check(ddb_client, table, ids, n)
+    assert histories("GaplessSequence", history.operations).operations == n
     assert current == n
     # The tasks shared commits: far fewer transactions than ids.
     assert sequence.usage.requests < n / 4, sequence.usage
 
 
 def test_64_tasks_through_lost_answers_and_throttling(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     table = ddb_table_factory()
     fault_proxy.set_faults(
@@ -109,9 +126,10 @@ def test_64_tasks_through_lost_answers_and_throttling(
             script_operations=WRITES,
         )
     )
-    ids, _, _ = asyncio.run(puts_from_tasks(fault_proxy.endpoint_url, ddb_client, table))
+    ids, _, _, history = asyncio.run(puts_from_tasks(fault_proxy.endpoint_url, ddb_client, table))
     assert fault_proxy.counts["lose_response"] > 0 and fault_proxy.counts["throttle"] > 0
     check(ddb_client, table, ids, TASKS * PER_TASK)
+    assert histories("GaplessSequence", history.operations).operations == TASKS * PER_TASK
 
 
 def test_the_async_api(

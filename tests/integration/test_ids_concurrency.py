@@ -1,21 +1,33 @@
 """Every id strategy under parallel writers (threads, and processes), with and without faults,
-checked on the exact set of ids, on both drivers (async: the writers are tasks of one event loop
-in each process); and an unsafe variant the same checker must catch."""
+checked on the exact set of ids and as histories (each call's start, end and ids, against the
+strategy's promise: real-time order where it promises increasing ids), on both drivers (async:
+the writers are tasks of one event loop in each process); and an unsafe variant, and a planted
+reordering of a real history, that the checkers must catch."""
 
 from __future__ import annotations
 
 import multiprocessing
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ddbkeys.ids import AtomicCounter, audit_attribute, audit_collection, audit_ids
-from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing import (
+    Fault,
+    FaultProxy,
+    Faults,
+    HistoryReport,
+    HistoryViolation,
+    Operation,
+    check_history,
+)
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
-from tests.support.workers import COLLECTION, NEEDS, Job, run_job
+from tests.support.workers import COLLECTION, NEEDS, STRATEGY, Job, ids_of, run_job
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -113,17 +125,17 @@ def check(
         assert len(tags) == n and set(tags.values()) == {1}, "an item was written twice"
 
 
-def run_threads(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[int]:
+def run_threads(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[Operation]:
     return run_job(Job(kind, endpoint, table, THREADS * PER_THREAD, THREADS, "t", driver=driver))
 
 
-def run_processes(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[int]:
+def run_processes(kind: str, endpoint: str, table: str, driver: str = "sync") -> list[Operation]:
     jobs = [
         Job(kind, endpoint, table, PER_PROCESS, 4, f"p{i}", driver=driver) for i in range(PROCESSES)
     ]
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
-        return [i for ids in pool.map(run_job, jobs) for i in ids]
+        return [op for ops in pool.map(run_job, jobs) for op in ops]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -135,13 +147,15 @@ def test_parallel_writers(
     ddb_endpoint_url: str,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     driver.require(*NEEDS[kind])
     table = make_table(kind, ddb_table_factory)
     runner = run_threads if how == "threads" else run_processes
-    ids = runner(kind, ddb_endpoint_url, table, driver.name)
+    calls = runner(kind, ddb_endpoint_url, table, driver.name)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
-    check(kind, ddb_client, table, ids, n=n, lost_counter_moves=0)
+    check(kind, ddb_client, table, ids_of(calls), n=n, lost_counter_moves=0)
+    assert histories(STRATEGY[kind], calls).operations == n
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -153,12 +167,13 @@ def test_parallel_writers_through_faults(
     fault_proxy: FaultProxy,
     ddb_client: DynamoDBClient,
     ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     driver.require(*NEEDS[kind])
     table = make_table(kind, ddb_table_factory)
     fault_proxy.set_faults(FAULTS)
     runner = run_threads if how == "threads" else run_processes
-    ids = runner(kind, fault_proxy.endpoint_url, table, driver.name)
+    calls = runner(kind, fault_proxy.endpoint_url, table, driver.name)
     n = THREADS * PER_THREAD if how == "threads" else PROCESSES * PER_PROCESS
     # The faults really happened.
     assert fault_proxy.counts["lose_response"] > 0
@@ -167,15 +182,38 @@ def test_parallel_writers_through_faults(
     if kind.startswith("counter-exact"):
         # (Its writes are UpdateItems: their lost responses must cost no id.)
         assert lost_updates > 0
-    check(kind, ddb_client, table, ids, n=n, lost_counter_moves=lost_updates)
+    check(kind, ddb_client, table, ids_of(calls), n=n, lost_counter_moves=lost_updates)
+    assert histories(STRATEGY[kind], calls).operations == n
 
 
 def test_unsafe_variant_is_caught(ddb_endpoint_url: str, ddb_table_factory: TableFactory) -> None:
     """The negative control: the same checker must find the unsafe variant's duplicates."""
     table = ddb_table_factory(("pk", "S"))
-    ids = run_job(Job("unsafe", ddb_endpoint_url, table, 200, THREADS, "u"))
+    ids = ids_of(run_job(Job("unsafe", ddb_endpoint_url, table, 200, THREADS, "u")))
     report = audit_ids(ids)
     assert report.duplicates, "the checker missed the duplicates of the unsafe variant"
     assert not report.ok
     with pytest.raises(AssertionError, match="gave ids out twice"):
         check("gapless", None, table, ids, n=200, lost_counter_moves=0)  # type: ignore[arg-type]
+
+
+def test_a_planted_reordering_is_caught(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    """The history checker's negative control: a real history of the counter from two
+    processes, with the ids of two calls ordered in real time (the first ended before the
+    second began) swapped: the checker fails and names both calls."""
+    table = make_table("counter", ddb_table_factory)
+    calls = run_processes("counter", ddb_endpoint_url, table)
+    check_history("AtomicCounter", calls)  # as recorded: it holds
+    first = min(calls, key=lambda op: op.end)
+    # the first call to end among those that began after it (no other call between them is
+    # then out of order, so the checker names these two)
+    second = min((op for op in calls if op.start > first.end), key=lambda op: op.end)
+    swapped = {id(first): second.ids, id(second): first.ids}
+    planted = [replace(op, ids=swapped.get(id(op), op.ids)) for op in calls]
+    with pytest.raises(HistoryViolation) as raised:
+        check_history("AtomicCounter", planted)
+    message = str(raised.value)
+    assert "increasing across processes" in message
+    assert first.name in message and second.name in message, message

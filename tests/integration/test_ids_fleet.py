@@ -2,7 +2,8 @@
 built in every call describe their table once per process, and again only when it was made
 again; the idempotent counter through lost responses (no id skipped, none given twice), beside
 writers of earlier releases on one counter, and past a writer killed in the middle of a call
-(its slot goes once stale; nobody waits for it)."""
+(its slot goes once stale; nobody waits for it). The calls through faults and after the kill
+are also checked as histories (each call's start, end and ids: increasing across processes)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +23,7 @@ from ddbkeys._connect import make_client
 from ddbkeys._errors import KeySchemaError, TableNotFoundError
 from ddbkeys.ids import AtomicCounter, audit_ids
 from ddbkeys.ids._slots import NUMBER_PREFIX, VALUE_PREFIX
-from ddbkeys.testing import Fault, FaultProxy, Faults
+from ddbkeys.testing import Fault, FaultProxy, Faults, History, HistoryReport
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.old_counter import old_next
@@ -125,7 +127,10 @@ def test_a_lost_response_costs_no_id_and_gives_none_twice(
 
 
 def test_old_and_new_writers_on_one_counter(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     """During an upgrade: writers of earlier releases (a transaction that moves the counter
     from the value it holds) and writers with slots, at once, through lost responses and
@@ -133,19 +138,25 @@ def test_old_and_new_writers_on_one_counter(
     table = ddb_table_factory()
     fault_proxy.set_faults(Faults(lose_response=0.1, throttle=0.05, seed=2311, operations=WRITES))
     url = fault_proxy.endpoint_url
+    history = History()
 
     def old(n: int) -> list[int]:
         client = make_client(endpoint_url=url)
-        return [old_next(client, table, "c") for _ in range(n)]
+        return [history.call(lambda: old_next(client, table, "c")) for _ in range(n)]
 
     def new(n: int) -> list[int]:
         client = make_client(endpoint_url=url)
-        return [AtomicCounter(client, table, "c", idempotent=True).next() for _ in range(n)]
+
+        def take() -> int:
+            return AtomicCounter(client, table, "c", idempotent=True).next()
+
+        return [history.call(take) for _ in range(n)]
 
     with ThreadPoolExecutor(8) as pool:
         runs = [pool.submit(old if w % 2 else new, 25) for w in range(8)]
         ids = [i for run in runs for i in run.result()]
     assert sorted(ids) == list(range(1, 201)), audit_ids(ids).gaps
+    assert histories("AtomicCounter", history.operations).operations == 200
     assert fault_proxy.counts_by_operation[("UpdateItem", "lose_response")] > 0
     assert fault_proxy.counts_by_operation[("TransactWriteItems", "lose_response")] > 0
     assert AtomicCounter(ddb_client, table, "c").current() == 200
@@ -162,7 +173,10 @@ print("returned", flush=True)
 
 
 def test_a_writer_killed_mid_call_blocks_nobody_and_its_slot_goes(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    histories: Callable[..., HistoryReport],
 ) -> None:
     """kill -9 of a writer whose write was applied and whose answer never came: the others
     take their ids meanwhile, and remove its slot once its call's deadline and the clock
@@ -192,12 +206,17 @@ def test_a_writer_killed_mid_call_blocks_nobody_and_its_slot_goes(
     (dead,) = slots_of(counter_item(ddb_client, table))
     # The others go on at once (the dead slot is in nobody's way); its id 1 is a gap: its
     # call never returned it.
-    ids = [AtomicCounter(ddb_client, table, "c", idempotent=True).next() for _ in range(5)]
+    history = History()
+    ids = [
+        history.call(AtomicCounter(ddb_client, table, "c", idempotent=True).next) for _ in range(5)
+    ]
     assert ids == [2, 3, 4, 5, 6]
     assert dead in slots_of(counter_item(ddb_client, table))  # live: kept
     later = AtomicCounter(ddb_client, table, "c", idempotent=True)
     later.wall_clock = lambda: time.time() + 130  # past its 60 s deadline and the 60 s margin
-    assert later.next() == 7
+    assert history.call(later.next) == 7
+    # (the killed call never returned: it is in no history, and leaves id 1 unreturned)
+    assert histories("AtomicCounter", history.operations).operations == 6
     left = counter_item(ddb_client, table)
     assert dead not in slots_of(left) and VALUE_PREFIX + dead not in left
     assert len(slots_of(left)) == 1  # this process's slot alone

@@ -8,7 +8,8 @@ processes::
 allocator's settings. Then, by ``END``:
 
 - ``close``: closes it (``with`` / ``async with``) and prints one JSON line: the ids, the
-  allocator's stats and the close report;
+  allocator's stats, the close report and the history of the calls (each ``next()``'s start,
+  end and id, for :func:`ddbkeys.testing.check_history`);
 - ``exit``: prints the ids and stats and returns without closing (the interpreter's exit hands
   the ids back, sync only);
 - ``hold``: once a spare block is held, prints the ids and stats, then waits to be killed.
@@ -19,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import os
 import sys
 import threading
 import time
@@ -28,9 +30,12 @@ from ddbkeys import aio
 from ddbkeys._connect import make_client
 from ddbkeys._retry import RetryPolicy
 from ddbkeys.ids import AtomicCounter, BlockAllocator
+from ddbkeys.testing import History
 
 RETRY = RetryPolicy(max_attempts=60)
 KEPT: list[BlockAllocator] = []
+#: Every ``next()`` of this process's one allocator.
+HISTORY = History(scope=f"allocator of process {os.getpid()}")
 
 
 def report(ids: list[int], blocks: Any, closed: Any = None) -> None:
@@ -41,6 +46,7 @@ def report(ids: list[int], blocks: Any, closed: Any = None) -> None:
                 "stats": dataclasses.asdict(blocks.stats),
                 "report": dataclasses.asdict(closed) if closed is not None else None,
                 "block_size": blocks.block_size,
+                "history": [op.as_dict() for op in HISTORY.operations],
             }
         ),
         flush=True,
@@ -59,7 +65,7 @@ def run_sync(endpoint: str, table: str, callers: int, count: int, end: str, sett
 
     def call(n: int) -> None:
         start.wait()
-        got[n] = [blocks.next() for _ in range(count // callers)]
+        got[n] = [HISTORY.call(blocks.next) for _ in range(count // callers)]
 
     threads = [threading.Thread(target=call, args=(n,)) for n in range(callers)]
     for thread in threads:
@@ -90,7 +96,12 @@ async def run_async(
         async with aio.BlockAllocator(counter, **settings) as blocks:
 
             async def call() -> list[int]:
-                return [await blocks.next() for _ in range(count // callers)]
+                mine: list[int] = []
+                for _ in range(count // callers):
+                    with HISTORY.recording() as got:
+                        got.append(await blocks.next())
+                    mine += got
+                return mine
 
             got = await asyncio.gather(*(call() for _ in range(callers)))
             ids = [i for mine in got for i in mine]

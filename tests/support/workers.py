@@ -1,16 +1,20 @@
 """Writers for the concurrency tests: the same code runs as threads and as spawned processes, on
-either driver (``async``: the threads' calls are concurrent tasks of one event loop)."""
+either driver (``async``: the threads' calls are concurrent tasks of one event loop). Each call
+is recorded (start, end, ids) in a :class:`~ddbkeys.testing.History` for the history checker."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ddbkeys._connect import make_client
 from ddbkeys._demo_ids import NaiveReadThenWrite
 from ddbkeys._retry import RetryPolicy
+from ddbkeys.testing import History, Operation
 from tests.support.drivers import Driver
 
 if TYPE_CHECKING:
@@ -98,21 +102,42 @@ def make_writer(
 INDEPENDENT = frozenset({"gapless-key", "counter-exact-alone"})
 
 
-def run_job(job: Job) -> list[int]:
-    """Run one job (in this process, with its own client) and return the ids it got. With the
-    async driver, one event loop runs every writer: the threads' calls are its tasks."""
+#: The strategy (its class name, for the promises) each kind is.
+STRATEGY = {kind: NEEDS[kind][-1] for kind in NEEDS}
+
+
+def scope_of(kind: str) -> str:
+    """Where a kind's promise is scoped: its collection, or this process's one allocator."""
+    if kind.startswith("collection"):
+        return COLLECTION
+    return f"allocator of process {os.getpid()}" if kind == "blocks" else ""
+
+
+def run_job(job: Job) -> list[Operation]:
+    """Run one job (in this process, with its own client) and return its calls (start, end and
+    the id each got). With the async driver, one event loop runs every writer: the threads'
+    calls are its tasks."""
     client = make_client(endpoint_url=job.endpoint_url, max_attempts=job.max_attempts)
     tags = [f"{job.tag}-{i}" for i in range(job.count)]
+    history = History(scope_of(job.kind))
     with Driver(job.driver) as driver:
         if job.kind in INDEPENDENT:
             shares = [tags[i :: job.threads] for i in range(job.threads)]
 
-            def run_alone(share: list[str]) -> list[int]:
+            def run_alone(share: list[str]) -> None:
                 write = make_writer(job.kind, client, job.table, driver)
-                return [write(tag) for tag in share]
+                for tag in share:
+                    history.call(partial(write, tag))
 
             with ThreadPoolExecutor(job.threads) as pool:
-                return [i for ids in pool.map(run_alone, shares) for i in ids]
-        write = make_writer(job.kind, client, job.table, driver)
-        with ThreadPoolExecutor(job.threads) as pool:
-            return list(pool.map(write, tags))
+                list(pool.map(run_alone, shares))
+        else:
+            write = make_writer(job.kind, client, job.table, driver)
+            with ThreadPoolExecutor(job.threads) as pool:
+                list(pool.map(lambda tag: history.call(partial(write, tag)), tags))
+    return history.operations
+
+
+def ids_of(operations: list[Operation]) -> list[int]:
+    """The ids the calls got."""
+    return [i for op in operations for i in op.ids]
