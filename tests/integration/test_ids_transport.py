@@ -37,6 +37,7 @@ from ddbkeys.testing import FaultProxy, Faults
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.resources import resource
+from tests.support.slack import LATE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -46,14 +47,6 @@ if TYPE_CHECKING:
 pytestmark = pytest.mark.integration
 
 KINDS = ["resource", "table", "resource client", "table client"]
-
-#: Seconds a call may end past its deadline in these tests. Not a measure of how well the
-#: deadline is kept: each test proves that by what the call said (its exact error: the deadline
-#: ended it, after so many attempts), which load cannot change. The ceiling only fails a call
-#: that does not keep its deadline at all (a hang, or waiting out a 30 s read timeout or
-#: botocore's own retries); a busy 2-core machine added up to 6.3 s to a 2 s deadline in a full
-#: run (issue 37), most of it building the client, which is CPU-bound.
-LATE = 15.0
 
 
 def held(endpoint: str, table: str, kind: str) -> tuple[Any, str | None]:
