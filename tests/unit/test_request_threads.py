@@ -72,7 +72,8 @@ def test_a_request_that_does_not_end_is_left_to_its_thread() -> None:
     started = time.monotonic()
     with pytest.raises(NoAnswerInTime):
         within(lambda: release.wait(30), 0.2, threads)
-    assert 0.2 <= time.monotonic() - started < 2.0
+    # (A generous ceiling: it fails only a call that waits for the 30 s request, not load.)
+    assert 0.2 <= time.monotonic() - started < 10.0
     assert within(lambda: "second", threads=threads) == "second"  # another thread answers
     release.set()  # the first request ends: its thread waits for work again
     assert wait_for(lambda: threads.idle == 2)
