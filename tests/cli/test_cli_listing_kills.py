@@ -211,7 +211,8 @@ def test_a_stopping_signal_ends_a_listing_within_a_second_even_inside_a_request(
     _, err = process.communicate(timeout=30)
     took = time.monotonic() - sent
     assert process.returncode == code, err
-    assert took < 5, f"stopped {took:.1f} s after {stop.name}, while the answer takes 30 s"
+    # (About a second on a quiet machine; 10 s leaves a busy one room, the answer takes 30 s.)
+    assert took < 10, f"stopped {took:.1f} s after {stop.name}, while the answer takes 30 s"
     assert f"{said} after 5 keys (skip)" in err, err
     assert f"it goes on from {checkpoint}" in err
     token = err.split("Resume with: --resume ")[1].split()[0]
