@@ -181,17 +181,19 @@ def saved_since(
     follower: subprocess.Popen[bytes],
     done: threading.Event,
 ) -> None:
-    """Wait until ``follower`` (restarted from its checkpoint) has saved a position or mark
-    beyond ``before``, the state its killed predecessor left: a sign it got somewhere, where a
-    fixed time could pass on a busy machine before it even started. Once the writers are done
-    there may be nothing left to save: then it does not wait."""
+    """Wait until ``follower`` has saved a position or mark beyond ``before`` (the state a
+    killed predecessor left, or the state before the writes began): a sign it got somewhere,
+    where a fixed time could pass on a busy machine before it even started reading. Once the
+    writers are ``done`` there may be nothing left to save: then it does not wait."""
     deadline = time.monotonic() + PROGRESS_CEILING
     while not done.is_set():
         saved = StateStore(client, store).load(table, "ddbkeys-partition-keys")
         if saved is not None and before is not None and saved.shards != before.shards:
             return
-        assert follower.poll() is None, "the restarted follower ended"
-        assert time.monotonic() < deadline, "the restarted follower saved nothing new"
+        assert follower.poll() is None, "the follower ended"
+        assert time.monotonic() < deadline, (
+            f"the follower saved nothing new in {PROGRESS_CEILING:.0f} s"
+        )
         time.sleep(0.05)
 
 
