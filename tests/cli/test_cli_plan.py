@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.cli.test_cli_listing_tasks_kills import shell, started
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -69,21 +70,32 @@ def test_a_run_task_stopped_in_its_budgets_last_wait_says_how_to_go_on(
     """A task of one page at 1 RCU a second waits off that page before it ends; Ctrl-C there
     stops it at once, and the note names what run-task takes (no --resume)."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    for n in range(20):
-        ddb_client.put_item(
-            TableName=table, Item={"pk": {"S": f"k{n}"}, "sk": {"N": "1"}, "p": {"S": "x" * 2000}}
-        )
     planned = shell(
         f"ddbkeys partition-keys plan -t {table} --tasks 1 --method scan --max-rcu-per-second 1"
         f" --endpoint-url {ddb_endpoint_url} > task.jsonl",
         tmp_path,
     )
     assert planned.returncode == 0, planned.stderr
+    # The items come after the plan (whose own reads keep to the budget too): the task reads
+    # what the table holds when it runs.
+    for n in range(20):
+        ddb_client.put_item(
+            TableName=table, Item={"pk": {"S": f"k{n}"}, "sk": {"N": "1"}, "p": {"S": "x" * 20000}}
+        )
     running = started("ddbkeys partition-keys run-task < task.jsonl > keys.txt", tmp_path)
-    time.sleep(4)  # the page is read at once; the wait for its units is about 5 s
+    # The page (400 KB: about 50 units) is read at once and its 20 keys written (unbuffered);
+    # the wait for its units is then about 50 s. A sign it is in that wait, not a fixed time
+    # (on a busy machine the start alone can take seconds).
+    keys = tmp_path / "keys.txt"
+    deadline = time.monotonic() + PROGRESS_CEILING
+    while not keys.exists() or keys.read_text().count("\n") < 20:
+        assert running.poll() is None, running.communicate()
+        assert time.monotonic() < deadline, f"run-task wrote no 20 keys in {PROGRESS_CEILING} s"
+        time.sleep(0.02)
     signalled = time.monotonic()
     running.send_signal(signal.SIGINT)
-    _, err = running.communicate(timeout=30)
-    assert running.returncode == 130 and time.monotonic() - signalled < 3, err
+    _, err = running.communicate(timeout=60)
+    # (At once on a quiet machine; 10 s leaves a busy one room, far below the 50 s wait.)
+    assert running.returncode == 130 and time.monotonic() - signalled < 10, err
     assert "open_task(task.going_on(" in err and "--resume" not in err
     assert "Traceback" not in err

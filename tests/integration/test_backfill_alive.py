@@ -31,6 +31,7 @@ from ddbkeys.testing._proxy import FaultProxy, Faults
 from tests.integration.test_index_setup import fill
 from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lifecycle import non_empty
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -164,9 +165,9 @@ def test_a_backfill_killed_mid_way_stops_being_alive_and_the_next_one_runs(
         killed = backfill_to_kill(table, store, fault_proxy.endpoint_url)
         first = at_work(ddb_client, table, store)
         assert first.owner is not None and first.owner.endswith(f":{killed.pid}")
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + PROGRESS_CEILING  # (a sign of progress, then the kill)
         while (at_work(ddb_client, table, store).handled or 0) < 4:
-            assert time.monotonic() < deadline
+            assert time.monotonic() < deadline, "the backfill handled no 4 collections"
             time.sleep(0.1)
         killed.send_signal(signal.SIGKILL)
         killed.wait(timeout=10)

@@ -28,6 +28,7 @@ from tests.integration.test_backfill_alive import INDEX, SLOW, at_work
 from tests.integration.test_index_setup import fill
 from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lifecycle import non_empty
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -52,9 +53,9 @@ def following(client: DynamoDBClient, table: str, store: str) -> Iterator[None]:
 
 
 def mid_way(client: DynamoDBClient, table: str, store: str, handled: int = 3) -> None:
-    deadline = time.monotonic() + 20
+    deadline = time.monotonic() + PROGRESS_CEILING  # (a sign of progress, not a time)
     while (at_work(client, table, store).handled or 0) < handled:
-        assert time.monotonic() < deadline
+        assert time.monotonic() < deadline, f"the backfill handled no {handled} collections"
         time.sleep(0.05)
 
 

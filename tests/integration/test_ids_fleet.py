@@ -27,6 +27,7 @@ from ddbkeys.testing import Fault, FaultProxy, Faults, History, HistoryReport
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
 from tests.support.old_counter import old_next
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -193,9 +194,10 @@ def test_a_writer_killed_mid_call_blocks_nobody_and_its_slot_goes(
     )
     try:
         assert writer.stdout is not None and writer.stdout.readline() == "started\n"
-        for _ in range(600):  # its write applied (the answer held back by the proxy)
-            if ddb_client.get_item(TableName=table, Key={"pk": {"S": "c"}}).get("Item"):
-                break
+        # Its write applied (the answer held back by the proxy): the sign to wait for.
+        deadline = time.monotonic() + PROGRESS_CEILING
+        while not ddb_client.get_item(TableName=table, Key={"pk": {"S": "c"}}).get("Item"):
+            assert time.monotonic() < deadline, "the writer's write was never applied"
             time.sleep(0.05)
         writer.send_signal(signal.SIGKILL)
         assert writer.wait(timeout=30) == -signal.SIGKILL

@@ -28,6 +28,7 @@ from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from tests.integration.test_marker_follow_faults import (
     follow_command,
+    saved_since,
     start,
     wait_for_record,
     write_randomly,
@@ -172,10 +173,13 @@ def test_a_follower_killed_under_writers_leaves_listings_exact(
             threading.Thread(target=write_randomly, args=(ddb_client, table, seed, 120, 40))
             for seed in range(4)
         ]
+        before = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
         for w in writers:
             w.start()
-        time.sleep(0.5)
-        follower.send_signal(signal.SIGKILL)  # in the middle of the writes
+        # In the middle of the writes: once the follower has saved a mark past the backfill's
+        # (it applied some of them), not after a fixed time that a busy machine could outlast.
+        saved_since(ddb_client, table, store, before, follower, threading.Event())
+        follower.send_signal(signal.SIGKILL)
         for w in writers:
             w.join()
     finally:

@@ -29,6 +29,7 @@ from tests.conftest import proxied_client
 from tests.integration.test_index_proof import caught_up, following
 from tests.integration.test_listing_tasks import fill
 from tests.integration.test_marker_lifecycle import MARGIN, item, non_empty
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -195,10 +196,10 @@ def kill_mid_task(task: ListingTask, out: Path, keys: int) -> None:
         assert worker.stdin is not None
         worker.stdin.write(task.to_json() + "\n")
         worker.stdin.close()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + PROGRESS_CEILING
         while out.read_text().count("\n") < keys:
             assert worker.poll() is None, "the worker ended before it was killed"
-            assert time.monotonic() < deadline
+            assert time.monotonic() < deadline, f"the worker wrote no {keys} keys"
             time.sleep(0.01)
         worker.send_signal(signal.SIGKILL)
         assert worker.wait(timeout=10) == -signal.SIGKILL  # it died by the signal

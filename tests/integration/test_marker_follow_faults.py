@@ -28,9 +28,12 @@ from ddbkeys.partition_keys._streams.follower import StreamFollower
 from ddbkeys.partition_keys._streams.streams import streams_client_for
 from ddbkeys.testing import FaultProxy, Faults
 from tests.integration.test_marker_lifecycle import MARGIN, item, marked, non_empty
+from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.partition_keys._proof.evidence import Evidence
 
 pytestmark = pytest.mark.integration
 
@@ -170,6 +173,30 @@ def start(command: list[str], tmp_path: Path, n: int) -> subprocess.Popen[bytes]
         return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
 
 
+def saved_since(
+    client: DynamoDBClient,
+    table: str,
+    store: str,
+    before: Evidence | None,
+    follower: subprocess.Popen[bytes],
+    done: threading.Event,
+) -> None:
+    """Wait until ``follower`` has saved a position or mark beyond ``before`` (the state a
+    killed predecessor left, or the state before the writes began): a sign it got somewhere,
+    where a fixed time could pass on a busy machine before it even started reading. Once the
+    writers are ``done`` there may be nothing left to save: then it does not wait."""
+    deadline = time.monotonic() + PROGRESS_CEILING
+    while not done.is_set():
+        saved = StateStore(client, store).load(table, "ddbkeys-partition-keys")
+        if saved is not None and before is not None and saved.shards != before.shards:
+            return
+        assert follower.poll() is None, "the follower ended"
+        assert time.monotonic() < deadline, (
+            f"the follower saved nothing new in {PROGRESS_CEILING:.0f} s"
+        )
+        time.sleep(0.05)
+
+
 def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     ddb_client: DynamoDBClient,
     ddb_endpoint_url: str,
@@ -200,13 +227,17 @@ def test_the_follower_killed_at_random_moments_goes_on_from_its_checkpoint(
     background.start()
     rng = random.Random(5)
     kills = 0
+    before: Evidence | None = None
     while not done.is_set() or kills < 4:
+        if kills:  # a restarted one: killed once it got somewhere, while there is work
+            saved_since(ddb_client, table, store, before, follower, done)
         time.sleep(rng.uniform(0.2, 1.2))
         follower.send_signal(signal.SIGKILL)
         assert follower.wait(timeout=30) == -signal.SIGKILL
         kills += 1
         saved = StateStore(ddb_client, store).load(table, "ddbkeys-partition-keys")
         assert saved is not None and saved.shards
+        before = saved  # what the killed one left: the next must get past it
         follower = start(command, tmp_path, kills)
     background.join()
     # The last one catches up with every write above, from the checkpoint its killed

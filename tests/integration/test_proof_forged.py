@@ -56,15 +56,15 @@ def proven_then_forged(
 
 
 @pytest.mark.parametrize(
-    ("sequence", "newest", "why", "within"),
+    ("sequence", "newest", "why"),
     [
         # DynamoDB Local answers up to ~0.9 s a refusal: three, and their backoff.
-        ("9" * 21, False, "the stream refused 3 times in a row to read shard", 15.0),
-        ("0" * 21, False, "lies before its first", 5.0),
+        ("9" * 21, False, "the stream refused 3 times in a row to read shard"),
+        ("0" * 21, False, "lies before its first"),
         # The newest position past the tip, the real one before it held back: the read from
         # the real one never reaches it (1,000 empty pages, ~3 s here; on the service
         # GetRecords takes 5 requests a second a shard, so that takes minutes).
-        ("9" * 15 + "0" * 6, True, "empty pages in a row before the maintainer's position", 20.0),
+        ("9" * 15 + "0" * 6, True, "empty pages in a row before the maintainer's position"),
     ],
     ids=["past-the-tip", "before-the-first", "newest-past-the-tip"],
 )
@@ -75,7 +75,6 @@ def test_a_forged_position_declines_at_once(
     sequence: str,
     newest: bool,
     why: str,
-    within: float,
 ) -> None:
     table, store = streamed_table, state_table
     proven_then_forged(ddb_client, table, store, sequence, newest)
@@ -86,4 +85,6 @@ def test_a_forged_position_declines_at_once(
     assert listed.method_name == "skip-pages" and listed.index_trusted is False
     assert why in listed.method_reason, listed.method_reason
     assert keys == non_empty(ddb_client, table)
-    assert took < within, took  # the deadline is 60 s
+    # At once means before the 60 s deadline that reading on would meet: 1-5 s here on a quiet
+    # machine, and room for a busy one (a fixed 5 s could be passed by load alone).
+    assert took < 40.0, took

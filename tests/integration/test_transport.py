@@ -31,6 +31,7 @@ from ddbkeys.testing import FaultProxy, Faults
 from ddbkeys.testing._tables import TableFactory
 from tests.conftest import ServerURL
 from tests.support.resources import resource
+from tests.support.slack import LATE
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -51,7 +52,7 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
         "deadline; raise it with deadline= or --timeout): the DynamoDB endpoint "
         f"{silent_endpoint} had not answered when the deadline came (3.0 s), 1 attempt.\n"
     )
-    assert 3 <= elapsed < 3 + 5
+    assert 3 <= elapsed < 3 + LATE  # (a hang: the stderr above says the deadline ended it)
 
 
 def test_a_web_page_for_an_answer_is_named_in_one_line_after_a_few_tries(
@@ -114,8 +115,8 @@ def test_an_endpoint_that_is_not_dynamodb_is_named_as_such(not_dynamodb_endpoint
 def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
-        distinct_partition_keys(make_client(silent_endpoint, timeout=10), "orders", deadline=2)
-    assert time.monotonic() - started < 2 + 5
+        distinct_partition_keys(make_client(silent_endpoint, timeout=30), "orders", deadline=2)
+    assert time.monotonic() - started < 2 + LATE  # (not the 30 s read timeout)
     assert raised.value.seconds == 2 and raised.value.attempts == 1
     assert f"{silent_endpoint} had not answered when the deadline came (2.0 s)" in str(raised.value)
 
@@ -144,7 +145,7 @@ def test_own_client_keeps_to_the_deadline_too(
         f"{silent_endpoint} had not answered when the deadline came (1.0 s), 1 attempt."
     )
     elapsed = time.monotonic() - started
-    assert 1 <= elapsed < 1 + 5
+    assert 1 <= elapsed < 1 + LATE  # (not botocore's 3 x 60 s)
 
 
 def test_closed_port(closed_endpoint: str) -> None:
@@ -180,7 +181,7 @@ def test_throttled_listing_gives_up_within_its_deadline(
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         list(listing)
-    assert time.monotonic() - started < 2 + 1
+    assert time.monotonic() - started < 2 + LATE  # (a hang; the exact message below says why)
     # Each answer the call got was a throttle; the last attempt may have been cut short by
     # the deadline, before or after the proxy saw it (then it is an attempt, not a throttle).
     said = re.search(r"\) (\d+) times", str(raised.value))

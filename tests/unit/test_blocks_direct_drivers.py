@@ -64,7 +64,7 @@ def test_a_reserve_that_waits_through_its_deadline_for_one_sent_before_it_gives_
         started = time.monotonic()
         with pytest.raises(DeadlineExceededError, match="The 60 ids reserved on table"):
             blocks.reserve(60)  # 51..110 came, but A's (sent before) may lie below them
-        assert 0.2 <= time.monotonic() - started < 3
+        assert 0.2 <= time.monotonic() - started < 10  # (a hang: A's answer never comes)
         assert blocks.stats.wasted == 60
         counter.answer.set()
         assert a.result(5) == range(1, 51)  # A goes on

@@ -421,7 +421,7 @@ def test_a_caller_waits_for_a_block_no_longer_than_the_counters_deadline() -> No
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError, match=message):
         blocks.next()
-    assert 0.2 <= time.monotonic() - started < 3
+    assert 0.2 <= time.monotonic() - started < 10  # (a hang: the reservation never ends)
     counter.release.set()
     assert blocks.next() == 1  # the block came later: the next call gets it
     blocks.close()
@@ -434,7 +434,7 @@ def test_a_caller_waits_for_a_block_no_longer_than_the_counters_deadline() -> No
         started = time.monotonic()
         with pytest.raises(DeadlineExceededError, match=message):
             await blocks.next()
-        assert 0.2 <= time.monotonic() - started < 3
+        assert 0.2 <= time.monotonic() - started < 10  # (a hang, as above)
         counter.release.set()
         assert await blocks.next() == 1
         await blocks.aclose()

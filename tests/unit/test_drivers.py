@@ -137,7 +137,7 @@ def test_streaming_flows_in_both_drivers() -> None:
 
 
 def test_the_async_driver_gives_a_request_up_at_its_deadline() -> None:
-    client = AsyncRecorder({"Item": "late"}, delay=5.0)
+    client = AsyncRecorder({"Item": "late"}, delay=30.0)
 
     def flow() -> Flow[Any]:
         try:
@@ -149,7 +149,7 @@ def test_the_async_driver_gives_a_request_up_at_its_deadline() -> None:
     began = time.monotonic()
     caught = asyncio.run(AsyncDriver(client, Usage()).run(flow()))
     assert isinstance(caught, NoAnswerInTime) and "had not answered" in str(caught)
-    assert time.monotonic() - began < 2.0
+    assert time.monotonic() - began < 10.0  # (not the 30 s answer; the room is for load)
 
 
 def test_a_stoppable_pause_ends_the_flow_in_both() -> None:

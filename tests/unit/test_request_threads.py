@@ -49,7 +49,10 @@ def wait_for(predicate: Callable[[], bool], seconds: float = 5.0) -> bool:
 
 
 def test_one_caller_after_another_reuses_one_thread() -> None:
-    senders = {within(threading.get_ident) for _ in range(200)}
+    # A pool of its own: the process's may hold idle threads that earlier tests' requests
+    # left (then any of them may answer; it failed so in a loaded run, 5 threads).
+    threads = RequestThreads()
+    senders = {within(threading.get_ident, threads=threads) for _ in range(200)}
     assert len(senders) == 1 and senders != {threading.get_ident()}
 
 
@@ -72,7 +75,8 @@ def test_a_request_that_does_not_end_is_left_to_its_thread() -> None:
     started = time.monotonic()
     with pytest.raises(NoAnswerInTime):
         within(lambda: release.wait(30), 0.2, threads)
-    assert 0.2 <= time.monotonic() - started < 2.0
+    # (A generous ceiling: it fails only a call that waits for the 30 s request, not load.)
+    assert 0.2 <= time.monotonic() - started < 10.0
     assert within(lambda: "second", threads=threads) == "second"  # another thread answers
     release.set()  # the first request ends: its thread waits for work again
     assert wait_for(lambda: threads.idle == 2)

@@ -41,7 +41,9 @@ def test_a_real_sleep_ends_soon_after_the_flag_is_set() -> None:
     started = time.monotonic()
     with pytest.raises(ListingInterrupted):
         flag.sleep(30)
-    assert time.monotonic() - started < 0.2 + 10 * STOP_SLICE
+    # Ends within a slice of the flag on a quiet machine; the ceiling (far below the 30 s
+    # sleep) leaves a busy one room.
+    assert time.monotonic() - started < 0.2 + 50 * STOP_SLICE
 
 
 def test_a_read_budget_wait_looks_at_the_flag() -> None:
