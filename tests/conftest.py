@@ -234,8 +234,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
-#: The user property under which a test's checked histories are reported (one line each).
+#: The user properties under which a test's checked histories are reported: one line each, and
+#: [calls, ids, ordered pairs] for the total.
 HISTORY_PROPERTY = "history checked"
+HISTORY_COUNTS = "history counts"
 
 
 @pytest.fixture
@@ -246,6 +248,7 @@ def histories(record_property: Callable[[str, object], None]) -> Callable[..., H
     def check(strategy: str, operations: Iterable[Operation], **kwargs: bool) -> HistoryReport:
         report = check_history(strategy, operations, **kwargs)
         record_property(HISTORY_PROPERTY, report.summary())
+        record_property(HISTORY_COUNTS, [report.operations, report.ids, report.ordered_pairs])
         return report
 
     return check
@@ -253,15 +256,20 @@ def histories(record_property: Callable[[str, object], None]) -> Callable[..., H
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per history a test checked (the reports come back from xdist's workers too)."""
-    lines = [
-        f"{report.nodeid}: {value}"
+    properties = [
+        (report.nodeid, name, value)
         for outcome in ("passed", "failed")
         for report in terminalreporter.stats.get(outcome, [])
         if getattr(report, "when", "") == "call"
         for name, value in getattr(report, "user_properties", [])
-        if name == HISTORY_PROPERTY
     ]
+    lines = sorted(f"{node}: {v}" for node, name, v in properties if name == HISTORY_PROPERTY)
     if lines:
+        counts = [value for _, name, value in properties if name == HISTORY_COUNTS]
+        calls, ids, pairs = (sum(int(c[k]) for c in counts) for k in range(3))
         terminalreporter.section("histories checked")
-        for line in sorted(lines):
+        for line in lines:
             terminalreporter.write_line(line)
+        terminalreporter.write_line(
+            f"{len(lines)} histories: {calls:,} calls, {ids:,} ids, {pairs:,} ordered pairs checked"
+        )

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import ddbkeys.ids
-from ddbkeys.ids._promises import PROMISES
+from ddbkeys.ids._promises import PROMISES, Scope
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = {
@@ -55,3 +55,24 @@ def test_the_ids_package_table_says_the_same() -> None:
         columns = [c for c in row.split("  ") if c.strip()]
         said = tuple(c.strip() for c in columns[1:4])
         assert said == PROMISES[name].short(), f"ddbkeys.ids' table, {name}: {said}"
+
+
+#: How each scope is said in the classes' "Promises" paragraphs.
+SAID = {
+    Scope.EVERYWHERE: "processes",
+    Scope.OBJECT: "within one allocator",
+    Scope.COLLECTION: "within one item collection",
+}
+
+
+@pytest.mark.parametrize("strategy", sorted(PAGES))
+def test_the_class_docstring_promises_the_same(strategy: str) -> None:
+    """The class's own "Promises" paragraph (read by ``help()``) names what the table says."""
+    doc = getattr(ddbkeys.ids, strategy).__doc__ or ""
+    promise = PROMISES[strategy]
+    paragraph = doc[doc.index("Promises") :].split("\n\n")[0].lower()
+    assert ("**not gapless**" in paragraph) == (promise.gapless is None), paragraph
+    assert "**unique**" in paragraph and "**increasing" in paragraph, paragraph
+    for scope in (promise.unique, promise.increasing, promise.gapless):
+        if scope is not None:
+            assert SAID[scope] in paragraph, f"{strategy}'s docstring: {SAID[scope]!r} not said"
