@@ -243,6 +243,43 @@ def test_a_collection_at_the_maximum(
     same()
 
 
+@pytest.mark.parametrize(("value", "shown"), [v for v in BAD_COUNTERS if v[1] is not None])
+def test_a_bad_counter_of_a_block_allocator_or_a_collection_is_left_as_it_was(
+    driver: Driver,
+    value: dict[str, Any],
+    shown: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    # A BlockAllocator's reservation (its counter's write) and a never_reuse collection's
+    # counter item (read before its transaction): the same error, the item whole as it was.
+    blocks = ddb_table_factory()
+    ddb_client.put_item(TableName=blocks, Item={"pk": {"S": "c"}, "last_id": value})
+    collections = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    counter_item = {"pk": {"S": "a"}, "sk": {"N": "0"}, "last_number": value}
+    ddb_client.put_item(TableName=collections, Item=counter_item)
+    same = unchanged(ddb_client, blocks, collections)
+    where = ((blocks, {"pk": {"S": "c"}}), (collections, {"pk": {"S": "a"}, "sk": {"N": "0"}}))
+
+    def whole() -> list[Any]:  # (the counter items, ddbkeys_type included)
+        return [ddb_client.get_item(TableName=t, Key=k, ConsistentRead=True) for t, k in where]
+
+    items = whole()
+    counter = driver.make("AtomicCounter", ddb_client, blocks, "c")
+    with pytest.raises(CounterStateError) as raised:
+        driver.make("BlockAllocator", counter, 10, prefetch=False).next()
+    back = "Its value is as it was (this write was taken back)"
+    expected = counter_message(blocks, "c", shown)
+    assert str(raised.value) in (expected, expected.replace("Nothing was changed", back))
+    sequence = driver.make("CollectionSequence", ddb_client, collections, never_reuse=True)
+    with pytest.raises(CounterStateError) as raised:
+        sequence.put("a", {"x": 1})
+    assert f"of table {collections!r} holds last_number = {shown}" in str(raised.value)
+    assert "\n" not in str(raised.value)
+    same()
+    assert [i["Item"] for i in whole()] == [i["Item"] for i in items]
+
+
 @pytest.mark.parametrize("kind", ["gapless", "collection"])
 def test_one_oversized_item_fails_only_its_own_put(
     driver: Driver, kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
