@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -84,17 +85,17 @@ def slot_of(run: Run, n: int = 0) -> str:
 
 
 def moved(value: str, number: int = NUMBER) -> Any:
-    """An answer to the slot's write: the item after it."""
+    """An answer to the slot's write that moved the counter to ``value``: the item before it
+    (ALL_OLD), the counter ``value`` less the increment, none when that is the value a missing
+    counter stands for (the write's base). ``number`` is the request number the slot's write
+    stamps (what the item after it holds)."""
 
     def answer(request: Any) -> Any:
-        slot = own_slot(request)
+        values = request.params["ExpressionAttributeValues"]
+        increment, base = int(values[":inc"]["N"]), Decimal(values[":base"]["N"])
+        before = Decimal(value) - increment
         return {
-            "Attributes": {
-                **KEY,
-                "last_id": {"N": value},
-                slots.number_name(slot): {"N": str(number)},
-                slots.value_name(slot): {"N": value},
-            }
+            "Attributes": {**KEY, **({} if before == base else {"last_id": {"N": str(before)}})}
         }
 
     return answer
@@ -128,7 +129,7 @@ def shown(run: Run) -> list[tuple[Any, ...]]:
         assert r.operation == "update_item" and r.write
         params = r.params
         assert params["Key"] == KEY and params["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
-        assert params["ReturnValues"] == "ALL_NEW"
+        assert params["ReturnValues"] == "ALL_OLD"
         values = params["ExpressionAttributeValues"]
         names = params["ExpressionAttributeNames"]
         removed = sorted(
@@ -302,7 +303,7 @@ def test_a_coalesced_write_is_split_in_order(
 def test_a_coalesced_write_sends_one_update_for_every_caller() -> None:
     wants = [Want(1, Deadline(None)), Want(3, Deadline(None)), Want(1, Deadline(None))]
     flow = coalesced(wants, counter(idempotent=False))
-    run = drive(flow, [{"Attributes": {"last_id": {"N": "15"}}}])
+    run = drive(flow, [{"Attributes": {"last_id": {"N": "10"}}}])  # (as it was: UPDATED_OLD)
     assert run.operations == ["update_item"]
     assert run.requests[0].params["ExpressionAttributeValues"][":inc"] == {"N": "5"}
     assert run.result == [range(11, 12), range(12, 15), range(15, 16)]
@@ -319,16 +320,19 @@ def test_when_a_coalesced_write_would_pass_the_maximum_each_caller_goes_alone() 
     assert [r[1] for r in shown(run)] == [4, 1, 2, 1]
 
 
-@pytest.mark.parametrize(
-    "answer",
-    [{}, {"Attributes": {}}, {"Attributes": {"other": {"N": "1"}}}],
-    ids=["empty", "no attributes", "another attribute"],
-)
-def test_an_answer_without_the_counter_is_not_dynamodbs(answer: dict[str, Any]) -> None:
-    """DynamoDB's answer to the counter's ADD holds the counter: without it (an endpoint that
-    answers HTTP 200 and is not DynamoDB) a clear error, not a KeyError."""
+@pytest.mark.parametrize("answer", [{}, {"Attributes": {}}], ids=["empty", "no attributes"])
+def test_an_answer_without_the_counter_is_a_new_counter(answer: dict[str, Any]) -> None:
+    """The answer holds what the write changed, as it was (UPDATED_OLD): nothing for a counter
+    item that did not exist, whose first id is ``start``."""
+    assert drive(counter(idempotent=False)(2, Deadline(None)), [answer]).result == range(1, 3)
+
+
+@pytest.mark.parametrize("attributes", [[], "last_id", 1], ids=["a list", "a string", "a number"])
+def test_an_answer_whose_attributes_are_not_a_map_is_not_dynamodbs(attributes: Any) -> None:
+    """Without a map of attributes (an endpoint that answers HTTP 200 and is not DynamoDB) a
+    clear error, not an AttributeError."""
     with pytest.raises(UnexpectedAnswerError) as raised:
-        drive(counter(idempotent=False)(1, Deadline(None)), [answer])
+        drive(counter(idempotent=False)(1, Deadline(None)), [{"Attributes": attributes}])
     assert str(raised.value).startswith(
         "The endpoint's answer to UpdateItem of table 'ids' holds no counter attribute "
         "'last_id' (it said "

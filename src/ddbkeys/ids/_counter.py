@@ -284,11 +284,12 @@ class AtomicCounter(IdStrategy):
     and ``ddbkeys_type = "counter"`` (:data:`ddbkeys.ENTITY_ATTRIBUTE`, for other readers: every
     write sets it, nothing reads it; ``counter_attribute`` cannot be that name). It is created on
     first use; a counter holding 0 (seeded by another tool) gives 1 next. A counter holding anything
-    but a whole number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.CounterStateError` and its
-    value is left as it was (a fraction or a negative number is moved, then put back: the item then
-    says it is a counter). Ids start at ``start`` and go up by ``step``; with ``maximum``, a call
-    that would pass it raises :class:`SequenceExhaustedError` and moves nothing. Each call ends
-    within ``deadline`` seconds. Nothing is sent before the first call.
+    but a whole number from 0 to 10**38 - 1 raises :class:`~ddbkeys.ids.CounterStateError` and the
+    item is left as it was (the write's condition refuses a string, a map, a negative number or one
+    past the maximum; a fraction, which no condition tells from a whole number, is moved, then put
+    back exactly, ``ddbkeys_type`` too). Ids start at ``start`` and go up by ``step``; with
+    ``maximum``, a call that would pass it raises :class:`SequenceExhaustedError` and moves
+    nothing. Each call ends within ``deadline`` seconds. Nothing is sent before the first call.
     """
 
     #: The strategy's shape, whatever the driver (see :class:`~ddbkeys.ids.IdStrategy`).

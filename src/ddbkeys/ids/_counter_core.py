@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ddbkeys._core.attempts import Contention, Throttled
 from ddbkeys._core.steps import Flow
@@ -83,25 +83,25 @@ class CounterCore:
         else:
             update = f"SET #v = if_not_exists(#v, :base) + :inc, {TYPE_SET}"
             values[":base"] = {"N": str(self.start - self.step)}
+        # A condition keeps the counter from passing its limit and from moving when it holds
+        # no valid number (a string, a map, a negative number, one past 10**38 - 1): such a
+        # write is refused, and the item is left as it was, ddbkeys_type too. Only a fraction
+        # (5.5) gets past it (no condition tells one from a whole number): the answer holds
+        # what the write changed, as it was (UPDATED_OLD), so that it is put back exactly.
         # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
-        request: UpdateItemInputTypeDef = {
+        values[":number"] = {"S": "N"}
+        values[":zero"] = {"N": "0"}
+        values[":limit"] = {"N": str(self.limit - increment)}
+        return {
             "TableName": self.table,
             "Key": counter.key,
             "UpdateExpression": update,
+            "ConditionExpression": VALID,
             "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
             "ExpressionAttributeValues": values,
-            "ReturnValues": "UPDATED_NEW",
+            "ReturnValues": "UPDATED_OLD",
+            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if self.maximum is not None:
-            # With a maximum, a condition keeps the counter from passing it (and from moving
-            # when it holds no valid number). Without one, no condition: the common path stays
-            # a plain update, and a bad value is caught from the answer.
-            values[":number"] = {"S": "N"}
-            values[":zero"] = {"N": "0"}
-            values[":limit"] = {"N": str(self.limit - increment)}
-            request["ConditionExpression"] = VALID
-            request["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        return request
 
     def exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
         """The error for ``count`` more ids past the limit, the counter ``at`` (None: unknown)."""
@@ -133,14 +133,28 @@ class CounterCore:
             exact.prec = 200
             return {"N": str(Decimal(str(raw.get("N"))) - increment)}
 
+    @staticmethod
+    def after(raw: Mapping[str, Any], increment: int) -> dict[str, str]:
+        """What a write that moved a counter holding ``raw`` by ``increment`` left in it."""
+        return CounterCore.before(raw, -increment)
+
     def state_before(
-        self, counter: CounterItem, raw: Mapping[str, Any], increment: int, retried: bool
+        self,
+        counter: CounterItem,
+        raw: Mapping[str, Any],
+        increment: int,
+        retried: bool,
+        *,
+        typed: bool = True,
     ) -> DdbKeysError:
         """The error for a write that moved the counter to ``raw`` from what no counter may
         hold (a fraction, a negative number), or past the largest number, once the write is
-        taken back; ``retried``: an earlier try of it may have been applied too."""
+        taken back; ``retried``: an earlier try of it may have been applied too; ``typed``:
+        the take-back left the item's ddbkeys_type set, whatever it held before."""
         before = self.before(raw, increment)
-        then = f"Its value is as it was (this write was taken back; it set {ENTITY_ATTRIBUTE})"
+        then = "Its value is as it was (this write was taken back)"
+        if typed:
+            then = f"Its value is as it was (this write was taken back; it set {ENTITY_ATTRIBUTE})"
         if retried:
             then = (
                 "This write was taken back, but an earlier try of it got no answer and may have "
@@ -166,16 +180,32 @@ class CounterCore:
         deadline: Deadline,
         attempts: Attempts,
         remove: Sequence[str] = (),
+        *,
+        restore: Mapping[str, Mapping[str, Any] | None] | None = None,
     ) -> Flow[None]:
-        """Take ``increment`` back off the counter, once (:meth:`once`), and remove the
-        attributes ``remove`` (the idempotent write's slot)."""
-        removed = {f"#x{n}": name for n, name in enumerate(remove)}
-        update = f"ADD #v :dec SET {TYPE_SET}" + (
-            " REMOVE " + ", ".join(removed) if removed else ""
-        )
+        """Take ``increment`` back off the counter, once (:meth:`once`). ``restore``: the other
+        attributes the write changed, each put back as it was before it (removed when it held
+        nothing), ddbkeys_type among them, so that the item is as it was; None: not known, so
+        ddbkeys_type is set and the attributes ``remove`` (the idempotent write's slot) are
+        removed."""
         values: dict[str, AttributeValueTypeDef] = {":dec": {"N": str(-increment)}}
+        names: dict[str, str] = {}
+        sets, removes = [], []
+        if restore is None:
+            sets.append(TYPE_SET)
+            restore = dict.fromkeys(remove)
+        for n, (name, value) in enumerate(restore.items()):
+            names[f"#x{n}"] = name
+            if value is None:
+                removes.append(f"#x{n}")
+            else:
+                sets.append(f"#x{n} = :x{n}")
+                values[f":x{n}"] = cast("AttributeValueTypeDef", dict(value))
+        update = "ADD #v :dec"
+        update += " SET " + ", ".join(sets) if sets else ""
+        update += " REMOVE " + ", ".join(removes) if removes else ""
         what = f"putting counter {self.name!r} back"
-        yield from self.once(counter, update, values, deadline, attempts, what, names=removed)
+        yield from self.once(counter, update, values, deadline, attempts, what, names=names)
 
     def once(
         self,
@@ -197,8 +227,17 @@ class CounterCore:
                 "TableName": self.table,
                 "Key": counter.key,
                 "UpdateExpression": update,
-                "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES, **names},
-                "ExpressionAttributeValues": {**values, **TYPE_VALUES},
+                # (the item's type only where the update names it: an undo that puts it back
+                # as it was names it otherwise, and DynamoDB refuses a name left unused)
+                "ExpressionAttributeNames": {
+                    "#v": self.counter_attribute,
+                    **(TYPE_NAMES if "#ddbkeys_type" in update else {}),
+                    **names,
+                },
+                "ExpressionAttributeValues": {
+                    **values,
+                    **(TYPE_VALUES if ":ddbkeys_type" in update else {}),
+                },
             }
         }
         if condition is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from botocore.exceptions import ClientError
 
 from ddbkeys._core.steps import Flow, update_item
+from ddbkeys._entity import ENTITY_ATTRIBUTE
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys._retry import Deadline
 from ddbkeys._translate import error_response
@@ -76,33 +77,31 @@ def advance(
                 at = core.check(counter, old)  # CounterStateError: no valid counter
                 raise core.exhausted(at, count) from exc
             if error_code(exc) == "ValidationException":
-                # A string, a list or a map cannot be added to, and a number past 38 digits
-                # cannot be stored: nothing moved. Say what the item holds, or that
-                # --count or --step ids would pass 10**38 - 1.
+                # (The condition keeps a counter that holds no number from moving; if a
+                # service ever says so this way instead: nothing moved. Say what the item
+                # holds, or that --count or --step ids would pass 10**38 - 1.)
                 at = core.check(counter, (yield from read_counter(counter)))
                 if at is not None and at + increment > MAX_ID:
                     raise core.exhausted(at, count) from exc
             raise
-        raw = response.get("Attributes", {}).get(core.counter_attribute)
-        if not isinstance(raw, Mapping):  # (DynamoDB's answer to an ADD or SET holds it)
+        # The answer holds what the write changed, as it was (UPDATED_OLD): the counter's
+        # value (none when it was missing) and its ddbkeys_type (none when it had none).
+        before = response.get("Attributes", {})
+        if not isinstance(before, Mapping):
             what = f"counter attribute {core.counter_attribute!r}"
             raise unexpected_answer("UpdateItem", core.table, what, response)
-        digits = raw.get("N")
-        magnitude = digits.lstrip("-") if isinstance(digits, str) else ""
-        if isinstance(digits, str) and magnitude.isdigit() and len(magnitude) <= 38:
-            now = int(digits)  # (within 10**38 - 1)
-            if now >= increment or (now >= 0 and now - increment == core.start - core.step):
-                # (or a new counter whose first id is below its step: start=0, say)
-                return range(now - increment + core.step, now + 1, core.step)
+        raw = before.get(core.counter_attribute)
         try:
-            core.check(counter, core.before(raw, increment))  # what it held before
-            last = core.held(counter, raw)  # and where it is now, within 10**38 - 1
+            at = core.held(counter, raw)  # within 0..limit - increment, by the condition
         except CounterStateError:
-            # It held a fraction or a negative number, or it is now past the largest
-            # number (5.5 + 1 = 6.5): put it back as it was, then say why.
-            yield from core.undo(counter, increment, deadline, attempts)
-            raise core.state_before(counter, raw, increment, retried=n > 0) from None
-        return range(last - increment + core.step, last + 1, core.step)
+            # It held a fraction (5.5: no condition tells it from a whole number), so it
+            # moved: put it back as it was, ddbkeys_type too, then say why.
+            restore = {ENTITY_ATTRIBUTE: before.get(ENTITY_ATTRIBUTE)}
+            yield from core.undo(counter, increment, deadline, attempts, restore=restore)
+            raise core.state_before(
+                counter, core.after(raw or {}, increment), increment, retried=n > 0, typed=False
+            ) from None
+        return range(at + core.step, at + increment + 1, core.step)
 
     moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
     return moved

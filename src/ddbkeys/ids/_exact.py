@@ -35,6 +35,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys._core.attempts import Contention
 from ddbkeys._core.steps import Flow, update_item
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys._translate import error_response
 from ddbkeys.ids._base import (
@@ -152,7 +153,9 @@ def slot_update(
         "ConditionExpression": " AND ".join(conditions),
         "ExpressionAttributeNames": names,
         "ExpressionAttributeValues": values,
-        "ReturnValues": "ALL_NEW",
+        # (the item as it was: a counter holding a fraction, which no condition refuses, is
+        # put back exactly, every attribute the write changed as it was)
+        "ReturnValues": "ALL_OLD",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
@@ -221,29 +224,61 @@ def exact_advance(
                     if at is not None and at + increment > core.limit:
                         raise core.exhausted(at, count) from exc
                 raise
-            image = answer.get("Attributes")
-            if not isinstance(image, Mapping) or not isinstance(
-                image.get(counter.attribute), Mapping
-            ):
+            old = answer.get("Attributes", {})  # (none for a new item)
+            if not isinstance(old, Mapping):
                 what = f"counter attribute {counter.attribute!r}"
                 raise unexpected_answer("UpdateItem", counter.table, what, answer)
-            SEEN.saw(item, image)
+            mine = [number_name(slot.name), value_name(slot.name)]
             try:
-                last = core.held(counter, image[counter.attribute])
+                at = core.held(counter, old.get(counter.attribute))
             except DdbKeysError:
                 # It held a fraction (a number the condition cannot tell from a whole one):
-                # moved, so put it back as it was, then say why.
-                mine = [number_name(slot.name), value_name(slot.name)]
-                yield from core.undo(counter, increment, deadline, attempts, remove=mine)
+                # moved, so put it back as it was (its slot, the stale slots it removed and
+                # its type too), then say why.
+                changed = [*mine, *_names_of(stale), ENTITY_ATTRIBUTE]
+                restore = {a: old.get(a) for a in changed}
+                yield from core.undo(counter, increment, deadline, attempts, restore=restore)
+                raw = core.after(old[counter.attribute], increment)
                 raise core.state_before(
-                    counter, image[counter.attribute], increment, retried=n > 0
+                    counter, raw, increment, retried=n > 0, typed=False
                 ) from None
+            last = at + increment
+            SEEN.saw(item, _written(old, counter, mine, number, last, stale))
             return range(last - increment + core.step, last + 1, core.step)
 
         moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
         return moved
     finally:
         SLOTS.give(slot)
+
+
+def _written(
+    old: Mapping[str, Any],
+    counter: CounterItem,
+    mine: list[str],
+    number: int,
+    last: int,
+    stale: list[str],
+) -> dict[str, Any]:
+    """The counter item after a slot's write, from the item before it (``old``): the counter
+    at ``last``, the slot ``mine`` stamped with ``number`` and ``last``, the ``stale`` slots
+    removed, its type set."""
+    image = {k: v for k, v in old.items() if k not in _names_of(stale)}
+    image.update(
+        {
+            **counter.key,
+            counter.attribute: {"N": str(last)},
+            mine[0]: {"N": str(number)},
+            mine[1]: {"N": str(last)},
+            ENTITY_ATTRIBUTE: {"S": COUNTER},
+        }
+    )
+    return image
+
+
+def _names_of(slots: list[str]) -> list[str]:
+    """The attributes of writer slots ``slots``: each one's number and value."""
+    return [a for slot in slots for a in (number_name(slot), value_name(slot))]
 
 
 def _refused(
