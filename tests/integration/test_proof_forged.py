@@ -85,6 +85,7 @@ def test_a_forged_position_declines_at_once(
     assert listed.method_name == "skip-pages" and listed.index_trusted is False
     assert why in listed.method_reason, listed.method_reason
     assert keys == non_empty(ddb_client, table)
-    # At once means before the 60 s deadline that reading on would meet: 1-5 s here on a quiet
-    # machine, and room for a busy one (a fixed 5 s could be passed by load alone).
-    assert took < 40.0, took
+    # The reason above says it declined by its own bound (refusals, the first position, 1,000
+    # empty pages), which load cannot change; the ceiling only fails a hang: 1-5 s here on a
+    # quiet machine, 36.6 s once on a loaded one (four CPU hogs and other suites on 2 cores).
+    assert took < 120.0, took
