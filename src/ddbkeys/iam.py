@@ -78,9 +78,9 @@ EXPORT_READS = (
 # actions needs the permission of the request it stands for (an Update needs
 # dynamodb:UpdateItem, a Put dynamodb:PutItem, a ConditionCheck dynamodb:ConditionCheckItem).
 COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
-    # GetItem: an increment refused because the counter holds no number reads it to say what
-    # it holds.
-    "ids next": {"": _n("DescribeTable", "GetItem", "UpdateItem")},
+    # An increment refused because the counter holds no number says what it holds from the
+    # refusal itself (ReturnValuesOnConditionCheckFailure): no read.
+    "ids next": {"": _n("DescribeTable", "UpdateItem")},
     "ids current": {"": _n("DescribeTable", "GetItem")},
     "ids set": {"": _n("DescribeTable", "UpdateItem")},
     "ids put": {
