@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-from ddbkeys._errors import ConfigurationError, ListingInterrupted
+from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._export.keys import ExportCounts, export_keys
 from ddbkeys.partition_keys._export.keyset import MEMORY_KEYS, KeySet
@@ -38,7 +38,8 @@ class ExportFacts:
     method: SegmentMethod
     reader: Reader
     keys_found: int
-    _ended: str | None
+    #: (a listing from an export is run again, not resumed: see ``checkpoint``)
+    _going_on = "Run it again: a listing from an export starts over, and reads no read capacity."
 
     def _export(
         self,
@@ -100,17 +101,6 @@ class ExportFacts:
             "it again (it reads the export's files again, and no read capacity).",
             table=self.method.info.name,
         )
-
-    def _check_ended(self) -> None:
-        """After the iteration raised: a listing from an export is run again, not resumed."""
-        if self._ended is not None:
-            info = self.method.info
-            raise ListingInterrupted(
-                f"The listing of table {info.name!r} from an export ended early ({self._ended}) "
-                f"after {self.keys_found} key(s): they are not all the keys. Run it again (a "
-                "listing from an export starts over; it reads no read capacity).",
-                table=info.name,
-            )
 
     def _export_keys(self, seen: KeySet) -> Iterator[Key]:
         """The export's keys, less the collections the stream since names (re-checked after)."""

@@ -138,13 +138,15 @@ class ListingCore:
         if self._ended is None and not self.finished:
             self._ended = "stopped" if isinstance(exc, ListingInterrupted) else type(exc).__name__
 
+    #: How a listing that ended early goes on (said in the error that ending raises).
+    _going_on = "Go on with distinct_partition_keys(..., resume=listing.checkpoint())."
+
     def _check_ended(self) -> None:
         if self._ended is not None:
             info = self.method.info
             raise ListingInterrupted(
                 f"The listing of table {info.name!r} ended early ({self._ended}) after "
-                f"{self.keys_found} key(s): they are not all the keys. Go on with "
-                "distinct_partition_keys(..., resume=listing.checkpoint()).",
+                f"{self.keys_found} key(s): they are not all the keys. {self._going_on}",
                 table=info.name,
             )
 
