@@ -16,7 +16,13 @@ from botocore.exceptions import ClientError
 from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._index.backfill import backfill_flow
-from ddbkeys.partition_keys._index.backfill_claim import Claim, claim_flow, kept_alive
+from ddbkeys.partition_keys._index.backfill_claim import (
+    Claim,
+    claim_flow,
+    farewell,
+    kept_alive,
+    rewrite,
+)
 from ddbkeys.partition_keys._index.backfill_wait import (
     ALIVE,
     ALIVE_FOR,
@@ -464,6 +470,48 @@ def test_a_backfill_interrupted_by_ctrl_c_says_it_stopped_on_its_way_out() -> No
     assert last["stopped"] == world.now and last["finished"] is None
     saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
     assert running_backfill(saved, ARN, world.now) is None
+
+
+def test_a_ctrl_c_during_a_refresh_that_landed_still_lets_it_say_it_stopped() -> None:
+    """The refresh's write reached the record but its answer never came back (Ctrl-C, or a
+    cancelled task, while the request was out): the record holds a text this backfill never
+    saw confirmed. Its farewell expects that text too, so the record still says stopped. This
+    was the asyncio test's rare failure under load: a refresh in flight when the task was
+    cancelled, and no ``stopped`` after."""
+    world = World()
+    core, store = cores(world)
+    got = claim(world)
+    assert isinstance(got, Claim)
+    world.now += ALIVE
+    refresh = rewrite(got, store, core, {})
+    request = next(refresh)
+    assert isinstance(request, Request) and request.operation == "update_item"
+    world.answer(request)  # applied by the server ...
+    with pytest.raises(KeyboardInterrupt):
+        refresh.throw(KeyboardInterrupt())  # ... and the answer never read
+    world.now += 1.0
+    world.run(farewell(got, store, core))
+    last = world.writes[-1]
+    assert last["stopped"] == world.now and last["finished"] is None
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert running_backfill(saved, ARN, world.now) is None
+
+
+def test_a_write_whose_answer_never_came_and_never_landed_changes_nothing() -> None:
+    """(The other half: the interrupted write never reached the record; the next write
+    expects the record's text as last confirmed, and finds it.)"""
+    world = World()
+    core, store = cores(world)
+    got = claim(world)
+    assert isinstance(got, Claim)
+    before = world.text
+    refresh = rewrite(got, store, core, {})
+    next(refresh)
+    with pytest.raises(KeyboardInterrupt):
+        refresh.throw(KeyboardInterrupt())  # never sent
+    assert world.text == before
+    world.run(farewell(got, store, core))
+    assert world.writes[-1]["stopped"] == world.now
 
 
 def test_a_second_ctrl_c_while_it_says_so_stops_at_once() -> None:

@@ -99,6 +99,9 @@ class Claim:
     #: When the entry was last written (the store's clock).
     written: float = 0.0
     report: BackfillReport = field(default_factory=BackfillReport)
+    #: The text of a write whose answer never came (a Ctrl-C or a cancelled task during the
+    #: request): it may be in the record, so the next write expects it there too.
+    sent: str | None = None
 
 
 def claim_flow(
@@ -171,7 +174,11 @@ def rewrite(
     report = claim.report
     entry["handled"] = report.written + report.present + report.removed + len(report.clashes)
     text = _text(entry)
-    if not (yield from _swap(store, index.table, index.name, text, claim.text)):
+    unanswered, claim.sent = claim.sent, text
+    swapped = yield from _swap(store, index.table, index.name, text, claim.text)
+    if not swapped and unanswered is not None:  # that write may have landed
+        swapped = yield from _swap(store, index.table, index.name, text, unanswered)
+    if not swapped:
         item = yield from store.record(index.table, index.name)
         now = evidence_from_item(index.table, index.name, item) if item else None
         other = now.backfill if now is not None else None
@@ -182,7 +189,7 @@ def rewrite(
             "this one stops, and that one's outcome is the index's.",
             table=index.table,
         )
-    claim.entry, claim.text, claim.written = entry, text, store.clock()
+    claim.entry, claim.text, claim.written, claim.sent = entry, text, store.clock(), None
 
 
 def farewell(claim: Claim, store: StateCore, index: MarkerCore) -> Flow[None]:
