@@ -222,8 +222,66 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+#: Tests that take half a minute or more (seconds, on a quiet 2-core machine, ``--durations``
+#: of a whole run): started first, one worker each, so that no worker meets one of them at the
+#: end of its share while the others sit idle (the run's length was theirs, not the suite's).
+LONG_TESTS = {
+    "tests/integration/test_index_setup.py::"
+    "test_the_natural_order_with_the_default_margin_ends_with_a_proven_index": 127,
+    "tests/integration/test_iam.py::test_each_policy_allows_exactly_what_its_command_calls": 116,
+    "tests/unit/test_proof_schedules.py::"
+    "test_the_listing_is_exact_or_declines_under_random_schedules": 79,
+    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/index.md]": 74,
+    "tests/docs/test_examples.py::test_help_examples_run": 74,
+    "tests/integration/test_export_backfill.py::"
+    "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 66,
+    "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 62,
+    "tests/cli/test_demo.py::test_every_strategy_keeps_its_promise_under_faults": 55,
+    "tests/cli/test_demo.py::test_demo_quick_on_its_own_embedded_server": 39,
+    "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 37,
+    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 27,
+    "tests/integration/test_proof_live.py::"
+    "test_the_checker_catches_a_listing_without_its_rechecks": 25,
+    "tests/docs/test_examples.py::test_examples_run[README.md]": 24,
+}
+
+
+def long_first(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """``items`` in the order that starts each of ``LONG_TESTS`` at once: xdist's worksteal
+    hands each of ``workers`` workers an equal run of the collection at the start (in order),
+    so the long tests are dealt, longest first, to the front of the run with the least of them
+    so far; the rest keep their order."""
+    if workers < 1:
+        return items
+    long = sorted(
+        (item for item in items if item.nodeid in LONG_TESTS),
+        key=lambda item: -LONG_TESTS[item.nodeid],
+    )
+    if not long:
+        return items
+    rest = [item for item in items if item.nodeid not in LONG_TESTS]
+    dealt: list[list[pytest.Item]] = [[] for _ in range(workers)]
+    loads = [0] * workers
+    for item in long:
+        least = loads.index(min(loads))
+        dealt[least].append(item)
+        loads[least] += LONG_TESTS[item.nodeid]
+    ordered: list[pytest.Item] = []
+    left = len(items)
+    for worker in range(workers):  # (worksteal's shares: what is left over those still to serve)
+        share = left // (workers - worker)
+        left -= share
+        take = max(share - len(dealt[worker]), 0)
+        ordered += dealt[worker] + rest[:take]
+        rest = rest[take:]
+    return ordered + rest
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Against another endpoint (DDBKEYS_TEST_ENDPOINT_URL), skip tests of the embedded server."""
+    """The long tests first (see :func:`long_first`); against another endpoint
+    (DDBKEYS_TEST_ENDPOINT_URL), the tests of the embedded server skipped."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    items[:] = long_first(items, workers)
     if not os.environ.get(ENDPOINT_ENV):
         return
     skip = pytest.mark.skip(
