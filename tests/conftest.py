@@ -225,6 +225,8 @@ def pytest_configure(config: pytest.Config) -> None:
 #: Tests that take half a minute or more (seconds, on a quiet 2-core machine, ``--durations``
 #: of a whole run): started first, one worker each, so that no worker meets one of them at the
 #: end of its share while the others sit idle (the run's length was theirs, not the suite's).
+#: Not a test whose time is a module fixture's (test_demo's report): moved away from its
+#: module, it would run that fixture twice.
 LONG_TESTS = {
     "tests/integration/test_index_setup.py::"
     "test_the_natural_order_with_the_default_margin_ends_with_a_proven_index": 127,
@@ -236,7 +238,6 @@ LONG_TESTS = {
     "tests/integration/test_export_backfill.py::"
     "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 66,
     "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 62,
-    "tests/cli/test_demo.py::test_every_strategy_keeps_its_promise_under_faults": 55,
     "tests/cli/test_demo.py::test_demo_quick_on_its_own_embedded_server": 39,
     "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 37,
     "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 27,
