@@ -617,7 +617,7 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
         limit, _ = reading.after(list(range(key, key + count)), count * 40 / 4096, asked=limit)
         limits.append(limit)
         key += count
-    assert reading.pages.through and reading.pages.small and limits[-1] is None
+    assert reading.pages.through and reading.pages.small and None in limits
     assert reading.pages.note().endswith("keys: its collections proved small")
     assert reading.pages.note().startswith("read on as a scan after ")
 
@@ -646,3 +646,23 @@ def test_where_skipping_pages_agree_reading_on_is_held_to_their_rate(count: int)
     collections = [count] * 297
     listed, skipping = simulate(collections, 450), simulate(collections, 450, through=False)
     assert listed.units <= 1.05 * skipping.units
+
+
+def test_pages_read_on_ask_for_what_a_unit_holds_where_they_are_read() -> None:
+    """Single-item collections of 100 bytes, the table's average raised by a few 300 KB
+    items, and the last skipping page's limit lowered by one of them: a unit's items taken
+    from that limit are a fraction of what a unit holds. A page read on that fills its Limit
+    at a fraction of its aim says how many a unit holds, and the next asks for that many
+    (numeric-30k in benchmarks/new_user_shapes.py: 33 requests against a scan's 6, now 22)."""
+    pages = PageSize.for_items_of(190)
+    pages.ledgers.skipped(101.0, 1000, 1000)
+    pages.through, pages.small, pages.unit_items = True, True, 9
+    pages.through_target = 2 * MAX_TARGET
+    reading = Reading(pages, reading_on=True)
+    asked = pages.through_limit
+    assert asked == 9 * MAX_TARGET
+    limit, _ = reading.after(list(range(asked)), asked * 100 / 4096, asked=asked)
+    assert pages.unit_items == 40 and limit == 40 * MAX_TARGET  # (4096 // 100 a unit)
+    # A page that did not fill its Limit (the segment's end) says nothing of a unit's items.
+    reading.after(list(range(30)), 1.0, asked=limit)
+    assert pages.unit_items == 40

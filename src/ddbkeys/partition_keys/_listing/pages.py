@@ -141,6 +141,8 @@ class PageSize:
     scan_pages: int = 0  # scan-sized pages read on
     read_on_after: int = -1  # keys handed out when reading on last began
     small: bool = False  # it began because collections proved small (not by a trial)
+    full_items: int = 0  # items of the pages read on that filled their Limit
+    full_units: float = 0.0  # ... and their read units
 
     @classmethod
     def for_items_of(cls, average_bytes: float) -> PageSize:
@@ -223,11 +225,21 @@ class PageSize:
         self.scan_pages += 1
         return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
 
-    def read_through(self, units: float, keys: int, items: int) -> None:
+    def read_through(self, units: float, keys: int, items: int, asked: int | None = None) -> None:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
-        read ``items`` and handed out ``keys``. While ``Ledgers.passing``, the next page is
-        ``GROWTH`` times larger (once a trial's second page passes, every segment reads on);
-        else skipping starts again at one unit, and the next trial waits twice as long."""
+        read ``items`` (of ``asked``: its Limit, None when scan-sized) and handed out
+        ``keys``. While ``Ledgers.passing``, the next page is ``GROWTH`` times larger (once a
+        trial's second page passes, every segment reads on); else skipping starts again at one
+        unit, and the next trial waits twice as long. Once every segment reads on, a page that
+        filled its Limit shows how many items a unit holds there: where such pages show more
+        than ``unit_items`` (a limit lowered by one huge item, or an average that counts a
+        few), the next pages ask that many a unit, so that they cost what they aim at rather
+        than a fraction of it."""
+        if self.through and asked is not None and items >= asked and units >= 1:
+            self.full_items += items
+            self.full_units += units
+            held = int(self.full_items // self.full_units)  # (over all such pages: sizes vary)
+            self.unit_items = max(self.unit_items, min(MAX_PAGE_ITEMS, held))
         if self.ledgers.read(units, keys, items) and self.ledgers.passing():
             self.passed += 1
             if self.trying and self.passed >= 2:
@@ -316,7 +328,7 @@ class Reading:
         new = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
         if self.reading_on:
             if self.trial or pages.through:
-                pages.read_through(units, new, len(keys))
+                pages.read_through(units, new, len(keys), asked)
         elif keys:
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(len(keys), units, tail, asked)
