@@ -24,27 +24,34 @@ the docstrings the site renders and for all of them.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import logging
 import re
 from collections import Counter
+from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import griffe
 
 log = logging.getLogger("mkdocs.plugins.ddbkeys.griffe_roles")
 
-#: The faces whose ``__all__`` the site renders, in the order a name is credited to the first.
-FACES = (
-    "ddbkeys",
-    "ddbkeys.aio",
-    "ddbkeys.ids",
-    "ddbkeys.partition_keys",
-    "ddbkeys.partition_keys.aws_lambda",
-    "ddbkeys.iam",
-    "ddbkeys.testing",
-    "ddbkeys.engines.dask",
-    "ddbkeys.engines.spark",
-)
+
+def _public_api() -> ModuleType:
+    """scripts/public_api.py beside this file (griffe loads this one by its path, so its
+    directory is not on ``sys.path``)."""
+    spec = importlib.util.spec_from_file_location(
+        "ddbkeys_public_api", Path(__file__).with_name("public_api.py")
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: The faces whose ``__all__`` the site renders, in the order a name is credited to the first:
+#: those of public-api.txt (one list, so the site renders what the API check holds).
+FACES: tuple[str, ...] = _public_api().FACES
 ROLE = re.compile(r":(?:py:)?(meth|class|func|mod|data|attr|exc|obj|const):`([^`]+)`")
 #: reStructuredText's ``text::`` before an indented block: in Markdown the block is code already,
 #: and the text ends with one colon.
