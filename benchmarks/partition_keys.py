@@ -30,7 +30,10 @@ each shape, and checked (issue 35):
 Then, on the shapes of ``INDEXED`` (all but uniform, runs and keys-220k; ``--index-all``: all but
 keys-220k), the marker index is built, backfilled (issue 33's target) and kept by a running
 follower of the table's stream: index and auto (which must then prove the index), three rounds
-each, against the cheapest and fastest of everything before; then the follower held 1,000
+each, against the cheapest and fastest way to list the table as it now is (the index, and the
+plain Scan, scan and skip-pages again, which now read the markers too: "markers kept"); where
+the index costs more than listing the table did before the markers, the estimate of the table
+without them must have warned so (what ``index create`` says); then the follower held 1,000
 changes behind (the index and auto once each: the listing replays them from the stream or lists
 another way). ``ddbkeys.aio``'s listing (32 concurrent segments, one event loop) runs once on
 each shape but keys-220k. On keys-220k's table: the CLI's peak memory (10,000 keys and that
@@ -65,6 +68,7 @@ from targets import (
     article_missed,
     auto_lines,
     estimate_lines,
+    markers_lines,
     pages_lines,
     proxied_lines,
     saves_little,
@@ -77,7 +81,7 @@ from ddbkeys._local import DynamoDBLocal
 from ddbkeys._plots import grouped_bars, plot_arguments, save_figures, saved_figures
 from ddbkeys.aio import make_client as make_aio_client
 from ddbkeys.aio._listing import distinct_partition_keys as aio_listing
-from ddbkeys.partition_keys import MarkerIndex, estimate_listing
+from ddbkeys.partition_keys import ListingEstimate, MarkerIndex, estimate_listing
 from ddbkeys.testing._proxy import FaultProxy, Faults
 from ddbkeys.testing._tables import TableFactory
 
@@ -118,6 +122,10 @@ INDEXED = {
     "sample-b",
     "unit-edge",
 }
+#: The rows run again once the markers are in the table (named ``MARKED`` + the row's name):
+#: what listing the table as it now is costs without the index.
+MARKED = "marked "
+MARKED_ROWS = (PLAIN, "scan", "skip-pages")
 #: How many changes the maintainer is held behind, in the last two rows of each shape.
 LAG = 1000
 #: Concurrent Scan segments of the asyncio row: tasks of one event loop.
@@ -150,7 +158,7 @@ class Bench:
         client: DynamoDBClient | None = None,
     ) -> Callable[[str], Row]:
         def run(name: str) -> Row:
-            method, readers = METHODS[name.removeprefix("index ")]
+            method, readers = METHODS[name.removeprefix("index ").removeprefix(MARKED)]
             row = run_method(
                 client or self.client,
                 table,
@@ -159,6 +167,7 @@ class Bench:
                 segments=readers,
                 sort_type=spec.sort_type,
                 state_table=self.state_table,
+                suffix=", markers kept" if name.startswith(MARKED) else "",
                 cap=caps.get(name),
             )
             print(f"  ({name}: {row.requests} requests, {row.seconds:.1f} s)", file=sys.stderr)
@@ -205,7 +214,7 @@ class Bench:
             endpoint = self.client.meta.endpoint_url
             rows["aio"] = run_aio(endpoint, self.client.meta.region_name, table, expected)
         if not self.no_index and (spec.name in INDEXED or (self.index_all and spec.name != BIG)):
-            found, more = self.indexed(table, spec, rows, caps)
+            found, more = self.indexed(table, spec, rows, caps, estimate)
             lines, missed = lines + found, missed + more
         missed += article_missed(spec.name, rows)
         missed += [
@@ -229,10 +238,19 @@ class Bench:
         return proxied_lines(spec.name, rows["skip-pages"], rows["scan"])
 
     def indexed(
-        self, table: str, spec: Shape, rows: dict[str, Row], caps: dict[str, int | None]
+        self,
+        table: str,
+        spec: Shape,
+        rows: dict[str, Row],
+        caps: dict[str, int | None],
+        unmarked: ListingEstimate,
     ) -> tuple[list[str], list[str]]:
         """The rows once the marker index is built and maintained, then with the maintainer
-        held behind; added to ``rows``."""
+        held behind; added to ``rows``. With the index kept, auto is measured against every
+        way of listing the table as it now is (the index, and the scans that now read the
+        markers too): the markers' own cost is the warning the estimate gave before
+        (``unmarked``, of the table without them), checked where the index costs more than
+        listing the table did before."""
         before = _others(rows)
         expected = spec.keys
         MarkerIndex(self.client, table).create()
@@ -243,11 +261,13 @@ class Bench:
             settle()
             estimate = estimate_listing(self.client, table, state_table=self.state_table)
             run = self.row_runner(table, spec, expected, caps)
-            rows |= rounds(["index", "index auto", "index auto x4"], run, self.rounds)
-        lines, missed = auto_lines(
-            spec.name, rows["index auto"], before | {"index": rows["index"]}, " (index kept)"
-        )
-        cheapest = min([*before.values(), rows["index"]], key=lambda r: r.rcu)
+            plan = ["index", "index auto", "index auto x4", *(MARKED + n for n in MARKED_ROWS)]
+            rows |= rounds(plan, run, self.rounds)
+        now = {n: rows[n] for n in ("index", *(MARKED + n for n in MARKED_ROWS))}
+        lines, missed = auto_lines(spec.name, rows["index auto"], now, " (index kept)")
+        found, more = markers_lines(spec.name, rows["index"], before, now, unmarked.warning)
+        lines, missed = lines + found, missed + more
+        cheapest = min(now.values(), key=lambda r: r.rcu)
         if cheapest is rows["index"] and not rows["index auto"].method.startswith("auto (index"):
             missed.append(f"{spec.name}: auto did not use the maintained index, the cheapest")
         actual = Actual("index's RCU", estimate.method("index"), "rcu", rows["index"].rcu)
@@ -257,14 +277,14 @@ class Bench:
         lines.append("  backfill: " + rows["backfill"].line())
         missed += rows["backfill"].problems(spec.name)
         behind = changes_behind(self.client, table, spec, max(50, int(LAG * self.scale)))
-        now = non_empty(self.client, table)
+        held = non_empty(self.client, table)
         suffix = f", maintainer {behind:,} behind"
         for name in ("index", "auto"):
             rows[f"lagging {name}"] = run_method(
                 self.client,
                 table,
                 name,
-                now,
+                held,
                 sort_type=spec.sort_type,
                 state_table=self.state_table,
                 suffix=suffix,

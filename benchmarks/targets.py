@@ -115,6 +115,35 @@ def proxied_lines(shape: str, pages: Row, scan: Row) -> tuple[list[str], list[st
     return lines, missed
 
 
+def markers_lines(
+    shape: str,
+    index: Row,
+    before: Mapping[str, Row],
+    now: Mapping[str, Row],
+    warning: str | None,
+) -> tuple[list[str], list[str]]:
+    """What the markers cost (point 3): the cheapest listing of the table before them against
+    the index's and the cheapest way now. Where the index costs more than listing the table
+    did before, the estimate of the table without markers (``warning``, what ``index create``
+    says too) must have warned."""
+    was = min(before.values(), key=lambda r: r.rcu)
+    cheapest = min((r for r in now.values() if r is not index), key=lambda r: r.rcu)
+    dearer = index.rcu > AUTO_RCU * was.rcu
+    said = "warned before index create" if warning else "no warning before index create"
+    lines = [
+        f"  markers: the index lists for {fmt(index.rcu)} RCU, listing the table now costs "
+        f"{fmt(cheapest.rcu)} ({cheapest.method}); before the markers {fmt(was.rcu)} "
+        f"({was.method}): " + (said if dearer else "the index saves")
+    ]
+    missed = []
+    if dearer and not warning:
+        missed.append(
+            f"{shape}: the index lists for {fmt(index.rcu)} RCU, more than the "
+            f"{fmt(was.rcu)} a listing cost before the markers, and nothing warned before"
+        )
+    return lines, missed
+
+
 @dataclass
 class Actual:
     """What an estimate's figure is checked against: its name, the estimate's source object

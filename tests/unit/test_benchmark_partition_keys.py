@@ -13,7 +13,14 @@ sys.path.insert(0, str(BENCHMARKS))
 
 from measure import PLAIN, Row, median_row, rounds, span  # noqa: E402
 from shapes import shapes  # noqa: E402
-from targets import Actual, auto_lines, estimate_lines, pages_lines, saves_little  # noqa: E402
+from targets import (  # noqa: E402
+    Actual,
+    auto_lines,
+    estimate_lines,
+    markers_lines,
+    pages_lines,
+    saves_little,
+)
 
 
 def _row(method: str, rcu: float, seconds: float = 1.0, requests: int = 1) -> Row:
@@ -108,6 +115,23 @@ def test_auto_is_held_to_the_cheapest_and_the_fastest() -> None:
     assert missed and "2.00x skip's 50" in missed[0]
     _, missed = auto_lines("s", _row("auto (skip)", 50, 2.5), others)
     assert missed and "2.50x" in missed[0]
+
+
+def test_an_index_dearer_than_the_table_was_must_have_been_warned_of() -> None:
+    before = {PLAIN: _row(PLAIN, 12.5), "skip-pages": _row("skip-pages", 12.5)}
+    index = _row("index", 52.5)
+    now = {"index": index, "marked scan": _row("scan, markers kept", 65.0)}
+    lines, missed = markers_lines("tiny", index, before, now, None)
+    assert missed == [
+        "tiny: the index lists for 52.5 RCU, more than the 12.5 a listing cost before the "
+        "markers, and nothing warned before"
+    ]
+    assert "listing the table now costs 65 (scan, markers kept)" in lines[0]
+    lines, missed = markers_lines("tiny", index, before, now, "Warning: ...")
+    assert not missed and "warned before index create" in lines[0]
+    cheap = _row("index", 9.0)
+    lines, missed = markers_lines("b", cheap, before, {"index": cheap, **now}, None)
+    assert not missed and lines[0].endswith("the index saves")
 
 
 def test_skip_pages_requests_and_what_it_saves() -> None:
