@@ -622,6 +622,29 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
     assert reading.pages.note().startswith("read on as a scan after ")
 
 
+def test_where_collections_proved_small_no_skipping_page_samples_between_scan_pages() -> None:
+    """Reading on because collections proved small, every scan-sized page is followed by
+    another (on 220,000 single-item keys: 41 requests against a scan's 29, not 51); reading on
+    after a trial, every other one is followed by a skipping page while skipping's pages are
+    few (``SAMPLE_PAGES``)."""
+    reading = Reading(PageSize.for_items_of(40))
+    key = 0
+    limit: int | None = reading.pages.limit
+    while limit is not None:
+        count = limit
+        limit, _ = reading.after(list(range(key, key + count)), count * 40 / 4096, asked=limit)
+        key += count
+    assert reading.pages.small
+    for _ in range(6):
+        count = MB // 40
+        limit, _ = reading.after(list(range(key, key + count)), 256.0, asked=None)
+        key += count
+        assert limit is None and reading.reading_on
+    tried = PageSize.for_items_of(40)
+    tried.through = True
+    assert [tried.sampling() for _ in range(4)] == [True, False, True, False]
+
+
 def test_a_large_page_that_costs_far_more_a_key_ends_reading_on() -> None:
     """Reading on, over all, at a key a unit (skipping: 1.75): then a scan-sized page of 27
     collections of 400 items (10 units each). Over all still within what passes, but the page

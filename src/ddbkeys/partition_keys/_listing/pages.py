@@ -221,8 +221,15 @@ class PageSize:
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more
         of what skipping costs (after every other such page, until skipping's pages are
-        ``SAMPLE_PAGES``)."""
+        ``SAMPLE_PAGES``). Not where reading on began because collections proved small
+        (``small``): there skipping's pages grew to scan-sized ones without meeting a large
+        collection, and so cost what reading on does; a large collection met later shows in
+        the pages read on (their units a key rise past skipping's, and the listing goes back
+        to skipping), so a skipping page would only add a request (on 220,000 single-item
+        keys, 10 more to a scan's 29)."""
         self.scan_pages += 1
+        if self.small:
+            return False
         return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
 
     def read_through(self, units: float, keys: int, items: int, asked: int | None = None) -> None:
