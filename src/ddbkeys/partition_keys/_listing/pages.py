@@ -51,7 +51,7 @@ that misleads), at their cost. Reading on goes on while its units a key are with
 pages show it (pages that agree say it exactly; at least ``FLOOR / pages``), and no page of
 ``MAX_TARGET`` units or more costs twice that a key on its own; skipping's rate keeps
 learning from a skipping page after every other scan-sized page (while under
-``SAMPLE_PAGES``). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
+``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
 large collections at the rate the skipping pages did (``HOLD``). A trial that fails sends the
 listing back to skipping at one unit; the next waits twice as many skips, and until what
 reading on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``LEEWAY``.
