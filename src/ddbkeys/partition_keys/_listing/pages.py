@@ -39,22 +39,22 @@ within its target, learning from what each page cost.
   filled its page, or as many skipping pages that cost more than their items would at the
   table's average size; where pages grew as far as they can, they go on as a scan directly.
 
-**What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers
-kept over the whole listing, not short windows (noise, where sizes are heavy-tailed): units,
-keys and pages of the skipping pages, and of the pages read on. Scan order is the keys' hash
-order, unrelated to a collection's size, so each ledger's units a key samples what that way
-costs a key on the whole table. Pages read on are priced at the table's average item size
-(their items' share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among
-300-byte ones adds no noise; once they cost ``MAX_TARGET`` units more than that (an average
-that misleads), at their cost. Reading on goes on while its units a key are within
-``1 + WASTE`` of skipping's plus ``SPREAD`` times that rate's relative standard error, as its
-pages show it (pages that agree say it exactly; at least ``FLOOR / pages``), and no page of
-``MAX_TARGET`` units or more costs twice that a key on its own; skipping's rate keeps
-learning from a skipping page after every other scan-sized page (while under
-``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
+**What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers kept
+over the whole listing, not short windows (noise, where sizes are heavy-tailed): units, keys and
+pages of the skipping pages, and of the pages read on. Scan order is the keys' hash order,
+unrelated to a collection's size, so each ledger's units a key samples what that way costs a key
+on the whole table. Pages read on are priced at the table's average item size (their items'
+share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among 300-byte ones
+adds no noise; once they cost ``MAX_TARGET`` units more than that (an average that misleads), at
+their cost. Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus
+``SPREAD`` times that rate's relative standard error, as its pages show it (pages that agree say
+it exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
+that a key on its own; skipping's rate keeps learning from a skipping page after every other
+scan-sized page (while under ``SAMPLE_PAGES``; not where reading on began because collections
+proved small). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
 large collections at the rate the skipping pages did (``HOLD``). A trial that fails sends the
-listing back to skipping at one unit; the next waits twice as many skips, and until what
-reading on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``LEEWAY``.
+listing back to skipping at one unit; the next waits twice as many skips, and until what reading
+on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``LEEWAY``.
 
 **The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY``
 (16 RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys
