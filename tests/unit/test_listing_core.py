@@ -18,7 +18,7 @@ from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
 from ddbkeys.partition_keys._listing.checkpoint import decode_token
 from ddbkeys.partition_keys._listing.listing import DONE, ListingCore
-from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.pages import MAX_TARGET, PageSize, Reading
 from ddbkeys.partition_keys._listing.recognise import Seen
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS, ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
@@ -281,6 +281,27 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     # A segment that starts later goes on from what the others learned.
     first = drive(method.keys(reader(), 3, 4, None), [page()])[1][0]
     assert first["Limit"] == 7
+
+
+def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_sized() -> None:
+    """Reading on as a scan, a page goes out with a scan's Limit (``PAGE_ITEMS``: DynamoDB's 1
+    MB pages, of at most that many items), and is judged as the scan-sized page the shared
+    controller asked for, not as a page of 20,000 items."""
+    method = PagedSkipMethod(info(size=1000 * 150, items=1000))
+    state = method.start_state()
+    pages = state.pages
+    pages.ledgers.skipped(10.0, 300, 300)
+    pages.ledgers.read(100.0, 3000, 3000)
+    pages.through, pages.small, pages.unit_items = True, True, 27
+    pages.through_target = 2 * MAX_TARGET
+    state.reading_on, state.asked = True, None  # a scan-sized page was asked for
+    more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
+    answer = page(*"abcdefgh", more=more, units=2.0)
+    sent = {"Limit": PAGE_ITEMS}
+    following = method.next_request(sent, answer, Seen({"S": "h"}), state)
+    assert following is not None and following["Limit"] == PAGE_ITEMS
+    assert pages.scan_pages == 1  # (counted as scan-sized: a page of 20,000 would not be)
+    assert pages.unit_items == 27  # (a page "full" at 20,000 items would have said otherwise)
 
 
 # --- the reader: retries, the read budget -----------------------------------------------------

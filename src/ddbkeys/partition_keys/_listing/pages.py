@@ -33,9 +33,9 @@ within its target, learning from what each page cost.
   sizes vary so much that small pages pay the rounding up to 4 KB more often than skips save:
   the listing would read what a scan reads, or more, a request a page. So it tries going on *as
   a scan* (:class:`Reading`), from where it stands: pages of ``FIRST_THROUGH`` units, ``GROWTH``
-  times larger with each that passes, then scan-sized (no Limit: DynamoDB's 1 MB), each
-  starting past the last one's last collection (which costs nothing and saves its rest). A
-  trial starts (one segment at a time) after ``LOOK_AFTER`` skips past a collection that
+  times larger with each that passes, then scan-sized (DynamoDB's 1 MB, sent with a scan's
+  Limit), each starting past the last one's last collection (which costs nothing and saves its
+  rest). A trial starts (one segment at a time) after ``LOOK_AFTER`` skips past a collection that
   filled its page, or as many skipping pages that cost more than their items would at the
   table's average size; where pages grew as far as they can, they go on as a scan directly.
 
@@ -325,7 +325,7 @@ class Reading:
     ) -> tuple[int | None, bool]:
         """After a page of items whose partition keys were ``keys`` (in order), which cost
         ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit (None:
-        scan-sized, no Limit), and whether it skips past the page's last collection (always:
+        scan-sized: DynamoDB's 1 MB), and whether it skips past the page's last collection (always:
         a page read on as a scan starts past it too, which costs nothing and saves its rest).
         A page read on counts for reading on while this segment's trial or reading on lasts;
         one that skipped counts for skipping; each is judged by the way it was asked for,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 __all__ = ["FLOOR", "HOLD", "LEEWAY", "MAX_TARGET", "SPREAD", "WASTE", "Ledgers"]
 
 #: The most 4 KB units a page with a Limit aims at (256 KB); read on as a scan, the next is
-#: scan-sized (no Limit: DynamoDB's 1 MB).
+#: scan-sized (DynamoDB's 1 MB).
 MAX_TARGET = 64
 #: How much more a key may cost read on as a scan than skipping (it saves requests).
 WASTE = 0.05

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample
 
@@ -105,12 +106,13 @@ class _Stream:
         return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
 
     def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
-        """The next page (up to ``limit`` items, or 1 MB): each item's collection, and the
-        bytes read of each collection in it."""
+        """The next page (up to ``limit`` items, or 1 MB; scan-sized, None: up to a scan's
+        ``PAGE_ITEMS``, as the listing asks): each item's collection, and the bytes read of
+        each collection in it."""
         keys: list[int] = []
         parts: list[tuple[int, int]] = []
         size = 0
-        most = limit if limit is not None else math.inf
+        most = limit if limit is not None else SCAN_PAGE_ITEMS
         while len(keys) < most and self.at < len(self.collections):
             sizes, _ = self.collections[self.at]
             if self.item >= self.length(self.at):
