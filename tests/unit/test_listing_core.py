@@ -286,7 +286,8 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
 def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_sized() -> None:
     """Reading on as a scan, a page goes out with a scan's Limit (``PAGE_ITEMS``: DynamoDB's 1
     MB pages, of at most that many items), and is judged as the scan-sized page the shared
-    controller asked for, not as a page of 20,000 items."""
+    controller asked for: one that comes back with ``PAGE_ITEMS`` items did not fill a Limit
+    the controller set, so it says nothing of how many items a unit holds."""
     method = PagedSkipMethod(info(size=1000 * 150, items=1000))
     state = method.start_state()
     pages = state.pages
@@ -296,12 +297,13 @@ def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_siz
     pages.through_target = 2 * MAX_TARGET
     state.reading_on, state.asked = True, None  # a scan-sized page was asked for
     more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
-    answer = page(*"abcdefgh", more=more, units=2.0)
+    answer = page(*(f"k{n:05}" for n in range(PAGE_ITEMS)), more=more, units=100.0)
     sent = {"Limit": PAGE_ITEMS}
-    following = method.next_request(sent, answer, Seen({"S": "h"}), state)
+    following = method.next_request(sent, answer, Seen({"S": "k19999"}), state)
     assert following is not None and following["Limit"] == PAGE_ITEMS
-    assert pages.scan_pages == 1  # (counted as scan-sized: a page of 20,000 would not be)
-    assert pages.unit_items == 27  # (a page "full" at 20,000 items would have said otherwise)
+    assert pages.scan_pages == 1  # (read on as a scan-sized page)
+    # (judged as a page that filled a Limit of 20,000: 100 items a unit, at 100 RCU)
+    assert pages.unit_items == 27
 
 
 # --- the reader: retries, the read budget -----------------------------------------------------
