@@ -166,3 +166,20 @@ def test_single_item_keys_past_the_simulated_stream_cost_a_scan() -> None:
     ranged = skip_pages_range(table(220_000, 220_000 * 134), Range.exact(220_000.0), scan, sample)
     assert not sample.whole_table
     assert ranged is not None and ranged.low <= scan_units <= ranged.high
+
+
+def test_where_the_listing_reads_on_the_error_is_not_where_the_order_put_a_segment() -> None:
+    """Eight alike segments of 64 (single items of 100 B): skip-pages reads on after a few
+    pages, so the pages that skipped fall on whichever segment an order put first. That says
+    nothing of the table; the segments cost skipping alike, so the range above its value is
+    the scan's slack on what it read on, and the empty page that may end it (it was widened
+    by the spread of those positions, to twice that)."""
+    runs = segments(8, 250, (100,))
+    sample = whole_sample(runs, 64)
+    assert not sample.whole_table
+    info = table(16_000, 1_600_000)
+    scan = Range(190.0, 195.3, 200.0)
+    found = skip_pages_range(info, Range.exact(16_000), scan, sample)
+    assert found is not None
+    assert found.low <= 195.3 <= found.high
+    assert found.high - found.value <= scan.high - scan.value + 1

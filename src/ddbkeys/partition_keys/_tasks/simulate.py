@@ -31,7 +31,16 @@ from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample
 
-__all__ = ["MOST_KEYS", "ORDERS", "Collection", "Rest", "Simulated", "simulate", "skip_pages_range"]
+__all__ = [
+    "ALONE_ORDERS",
+    "MOST_KEYS",
+    "ORDERS",
+    "Collection",
+    "Rest",
+    "Simulated",
+    "simulate",
+    "skip_pages_range",
+]
 
 #: A sampled collection: its item sizes as read, and whether its rest was skipped.
 Collection = tuple[tuple[int, ...], bool]
@@ -40,6 +49,9 @@ Collection = tuple[tuple[int, ...], bool]
 MOST_KEYS = 10_000
 #: Orders of the sampled segments the simulation runs over (their own, and drawn ones).
 ORDERS = 10
+#: Orders drawn for what skipping alone costs each segment (the error's spread): a segment's
+#: cost turns on the page size the listing has reached where it meets the segment.
+ALONE_ORDERS = 20
 #: The share of the sample's items that the drawn segments' share of the table may exceed
 #: them by before the rest is taken for a collection the sample missed (``_unseen``); and the
 #: most items such a collection is given.
@@ -293,6 +305,11 @@ def _error(costs: Sequence[float], p: float, total: int) -> float:
     return Z * total * math.sqrt((1 - p) * spread / n)
 
 
+def _drawn(seed: int | None) -> random.Random | None:
+    """The order drawn by ``seed`` (None: the segments' own)."""
+    return None if seed is None else random.Random(seed)
+
+
 def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Range | None:
     """skip-pages' read units, simulated over ``sample`` (None: it holds no collections).
 
@@ -302,11 +319,14 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     DescribeTable's size, not the sample's). The orders disagree where it cannot be known in
     advance whether the listing goes on as a scan early or late: the range spans them all,
     from the orders' mean down to the lowest and up to the highest, each widened (in
-    quadrature) by the sampling error: ``Z`` times the standard error of the skipping
-    pages' units over the segments drawn (each segment's share averaged over the orders),
-    plus the scan's range on the share read on. Where all the orders go on as a scan but the
-    listing might skip longer, the low end reaches down to skipping alone (``UNDER`` of what
-    it cost simulated, less the error), no lower than ``1 / SPAN`` of the high end."""
+    quadrature) by the sampling error: ``Z`` times the standard error of what skipping
+    alone costs a segment drawn (its share of skipping the whole stream, averaged over its
+    own order and ``ALONE_ORDERS`` drawn ones), times the share of that the orders skipped,
+    plus the scan's range on the share read on. (A segment's share of the pages that
+    skipped before the listing read on says where the order put it, not what it holds.)
+    Where all the orders go on as a scan but the listing might skip longer, the low end
+    reaches down to skipping alone (``UNDER`` of what it cost simulated, less the error), no
+    lower than ``1 / SPAN`` of the high end."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
@@ -314,16 +334,23 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     average = info.size_bytes / info.item_count
     count = max(1, round(keys.value))
     runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-    draws = [None] if sample.whole_table else [None, *(random.Random(i) for i in range(1, ORDERS))]
-    sims = [simulate(runs, average, count, rest, rng) for rng in draws]
+    seeds = [None] if sample.whole_table else [None, *range(1, ORDERS)]
+    sims = [simulate(runs, average, count, rest, _drawn(seed)) for seed in seeds]
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
-    costs = [sum(c) / len(sims) for c in zip(*(sim.per_segment for sim in sims), strict=True)]
-    error = _error(costs, p, sample.total_segments)
+    others = range(ORDERS, ORDERS + ALONE_ORDERS)
+    seeds = [None] if sample.whole_table else [None, *others]
+    alone = [simulate(runs, average, count, rest, _drawn(seed), read_on=False) for seed in seeds]
+    skipping = alone[0].skip_rcu
+    costs = [sum(c) / len(alone) for c in zip(*(sim.per_segment for sim in alone), strict=True)]
+    skipped = sum(sim.skip_rcu for sim in sims) / len(sims)
+    share = min(1.0, skipped / max(0.5, sum(sim.skip_rcu for sim in alone) / len(alone)))
+    error = share * _error(costs, p, sample.total_segments)
     through = max(sim.through for sim in sims)
     mean = sum(values) / len(values)
-    under = math.hypot(mean - min(values), error + through * (scan.value - scan.low))
-    over = math.hypot(max(values) - mean, error + through * (scan.high - scan.value))
-    skipping = simulate(runs, average, count, rest, read_on=False).skip_rcu
+    fewer = math.hypot(error, skipped * (1 - keys.low / keys.value))
+    more = math.hypot(error, skipped * (keys.high / keys.value - 1))
+    under = math.hypot(mean - min(values), fewer + through * (scan.value - scan.low))
+    over = math.hypot(max(values) - mean, more + through * (scan.high - scan.value))
     high = mean + over + 0.5  # (and the empty page that may end a segment)
     low = max(min(mean - under, max(UNDER * skipping - error, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
