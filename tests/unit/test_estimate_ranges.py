@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ddbkeys.partition_keys._tasks.methods import size_range
 from ddbkeys.partition_keys._tasks.ranges import Range, count_range, sum_range
 
 
@@ -80,3 +81,12 @@ def test_ranges_hold_the_truth_about_99_times_in_100(shape: str) -> None:
         held_sum += found.low <= sum(values) <= found.high
     assert held_count >= 0.95 * 300
     assert held_sum >= {"uniform": 0.95, "skewed": 0.9, "heavy": 0.85}[shape] * 300
+
+
+def test_a_scan_of_a_page_rounds_up_once() -> None:
+    """Three items read whole: one page of 0.5 RCU, and not up to 1.025 (half a unit a page
+    on top of the slack: a range of 2.05x around an exact answer); a page's rounding is
+    counted once, on the slack's bytes."""
+    assert size_range(300, 1, exact=True) == Range(0.5, 0.5, 0.5)
+    assert size_range(4090, 1, exact=True).high == 1.0
+    assert size_range(4 * 4096, 3).high == pytest.approx(0.5 * 5 + 1.0)

@@ -183,3 +183,32 @@ def test_where_the_listing_reads_on_the_error_is_not_where_the_order_put_a_segme
     assert found is not None
     assert found.low <= 195.3 <= found.high
     assert found.high - found.value <= scan.high - scan.value + 1
+
+
+def test_skipping_s_error_is_its_cost_a_key_the_key_count_s_range_the_rest() -> None:
+    """Sixteen segments of 64 holding one, two or three collections of two 20 KB items: a
+    skipping page a collection, so a segment costs what its keys do. How many keys the
+    table holds is the key count's range (here +-30%); the segments' costs add nothing to it
+    (they were counted again as their spread, and the range went past 2x: helper-bigpairs,
+    600 keys, 40 of 40 draws)."""
+    pair: tuple[int, ...] = (20_000, 20_000)
+    runs: list[list[Collection]] = [[(pair, False)] * (1 + number % 3) for number in range(16)]
+    sample = whole_sample(runs, 64)
+    keys = Range(0.7 * 128, 128.0, 1.3 * 128)
+    info = table(256, 256 * 20_000)
+    scan = Range(590.0, 625.0, 660.0)
+    found = skip_pages_range(info, keys, scan, sample)
+    assert found is not None
+    assert found.low <= 0.75 * found.value and 1.25 * found.value <= found.high
+    assert found.spread <= 2
+
+
+def test_an_empty_page_that_ends_the_listing_may_cost_nothing() -> None:
+    """One collection of 20,000 items: a page, a skip past its rest, and an empty page at the
+    table's end, which DynamoDB Local charges nothing: the range reaches down to the one
+    page's 0.5 RCU, and up to both pages (high/low 2)."""
+    runs: list[list[Collection]] = [[((100,) * 20_000, False)]]
+    sample = whole_sample(runs)
+    found = skip_pages_range(table(20_000, 2_000_000), Range.exact(1), Range.exact(244), sample)
+    assert found is not None
+    assert found.low == 0.5 and found.high == 1.0

@@ -143,11 +143,13 @@ def pages_of(items: float, size_bytes: float) -> int:
 
 def size_range(size_bytes: float, pages: int, exact: bool = False) -> Range:
     """Read units of scanning ``size_bytes`` in ``pages``: ``scan_units``, from ``SIZE_SLACK``
-    under (none when the size is ``exact``: read by the sample) to as much over plus half a
-    unit a page."""
+    under (none when the size is ``exact``: read by the sample) to as much over, rounded up to
+    a whole 4 KB unit, plus half a unit for each page after the first (each rounds its own
+    bytes up)."""
     units = scan_units(int(size_bytes))
     under = units if exact else max(0.5, units * (1 - SIZE_SLACK))
-    return Range(under, units, units * (1 + SIZE_SLACK) + 0.5 * pages)
+    over = 0.5 * max(1, math.ceil(size_bytes * (1 + SIZE_SLACK) / 4096))
+    return Range(under, units, max(under, over + 0.5 * (pages - 1)))
 
 
 def scan_range(info: TableInfo, items: int, exact: bool) -> Range:

@@ -94,6 +94,10 @@ class Simulated:
     skip_rcu: float
     through: float
     per_segment: tuple[float, ...]
+    #: The read units of the empty page that ends it, in ``skip_rcu`` (DynamoDB answers a
+    #: page that filled its Limit at the table's end with a key to go on from; DynamoDB Local
+    #: charges nothing for the empty page that follows).
+    ending: float = 0.0
 
 
 @dataclass
@@ -216,7 +220,8 @@ def simulate(
         for share, copy in zip(run.shares, copies, strict=True)
     )
     whole = sum(stream.bytes(at) for at in range(read)) * max(wanted, read) / read
-    return Simulated(0.5 * run.units, run.through * UNIT / whole if whole else 0.0, per_segment)
+    through = run.through * UNIT / whole if whole else 0.0
+    return Simulated(0.5 * run.units, through, per_segment, 0.5 * run.ending)
 
 
 @dataclass
@@ -230,6 +235,7 @@ class _Run:
     shares: list[float]
     units: float = 0.0
     through: float = 0.0
+    ending: int = 0  # units of an empty page that ended it
     at_half: tuple[float, float, int] = (0.0, 0.0, 0)  # units, through, the collection
 
     def read(self, average: float, read_on: bool = True) -> None:
@@ -261,6 +267,7 @@ class _Run:
         """A skipping page's ``cost``, shared out by the bytes each collection gave it (and
         an empty ``last`` page, where DynamoDB ends a full page's segment with one)."""
         self.units += cost + last
+        self.ending = 1 if last or not parts else 0  # (a page that read nothing: the end's)
         size = sum(b for _, b in parts)
         origins = self.stream.origins
         for at, part in parts if size else [(min(start, len(origins) - 1), 1)]:
@@ -294,15 +301,20 @@ def _unseen(sample: Sample, items: float, average: float) -> list[list[Collectio
     return [[((size,) * min(missing, MOST_ITEMS), False)]]
 
 
-def _error(costs: Sequence[float], p: float, total: int) -> float:
-    """``Z`` times the standard error of ``total`` times the mean of ``costs``: a fixed
-    number of segments drawn at random from ``total`` (without replacement)."""
-    n = len(costs)
-    if p >= 1 or not n:
+def _rate_error(costs: Sequence[float], keys: Sequence[int], p: float) -> float:
+    """``Z`` times the standard error of the cost a key: the ratio of the sums of ``costs``
+    and ``keys`` over segments drawn at random, a share ``p`` of them (without
+    replacement). What skipping costs a segment follows the collections it holds, whose
+    number the key count's own range prices: this is the rest (one segment drawn alone is
+    taken to be off by its whole cost)."""
+    n, held = len(costs), sum(keys)
+    if p >= 1 or not n or not held:
         return 0.0
-    mean = sum(costs) / n
-    spread = sum((c - mean) ** 2 for c in costs) / (n - 1) if n > 1 else mean * mean
-    return Z * total * math.sqrt((1 - p) * spread / n)
+    rate = sum(costs) / held
+    if n < 2:
+        return Z * rate
+    spread = sum((c - rate * k) ** 2 for c, k in zip(costs, keys, strict=True)) / (n - 1)
+    return Z * math.sqrt((1 - p) * spread / n) / (held / n)
 
 
 def _drawn(seed: int | None) -> random.Random | None:
@@ -319,14 +331,17 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     DescribeTable's size, not the sample's). The orders disagree where it cannot be known in
     advance whether the listing goes on as a scan early or late: the range spans them all,
     from the orders' mean down to the lowest and up to the highest, each widened (in
-    quadrature) by the sampling error: ``Z`` times the standard error of what skipping
-    alone costs a segment drawn (its share of skipping the whole stream, averaged over its
-    own order and ``ALONE_ORDERS`` drawn ones), times the share of that the orders skipped,
-    plus the scan's range on the share read on. (A segment's share of the pages that
-    skipped before the listing read on says where the order put it, not what it holds.)
-    Where all the orders go on as a scan but the listing might skip longer, the low end
-    reaches down to skipping alone (``UNDER`` of what it cost simulated, less the error), no
-    lower than ``1 / SPAN`` of the high end."""
+    quadrature) by the sampling error and the scan's range on the share read on. The
+    sampling error is of two parts: the key count's range, on the units that skipped (the
+    orders ran over ``keys.value`` collections), and ``Z`` times the standard error of what
+    skipping alone costs a key of a segment drawn (each segment's share of skipping the whole
+    stream, averaged over its own order and ``ALONE_ORDERS`` drawn ones: a segment's share
+    of the pages that skipped before the listing read on says where an order put it, not
+    what it holds), times the share of that the orders skipped. Where all the orders go on
+    as a scan but the listing might skip longer, the low end reaches down to skipping alone
+    (``UNDER`` of what it cost simulated, less the error), no lower than ``1 / SPAN`` of the
+    high end. An empty page that ends the listing is in the range at 0.5 RCU and at none
+    (DynamoDB Local charges nothing for it)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
@@ -344,13 +359,15 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     costs = [sum(c) / len(alone) for c in zip(*(sim.per_segment for sim in alone), strict=True)]
     skipped = sum(sim.skip_rcu for sim in sims) / len(sims)
     share = min(1.0, skipped / max(0.5, sum(sim.skip_rcu for sim in alone) / len(alone)))
-    error = share * _error(costs, p, sample.total_segments)
+    error = share * _rate_error(costs, [len(run) for run in runs], p) * keys.value
     through = max(sim.through for sim in sims)
     mean = sum(values) / len(values)
     fewer = math.hypot(error, skipped * (1 - keys.low / keys.value))
     more = math.hypot(error, skipped * (keys.high / keys.value - 1))
     under = math.hypot(mean - min(values), fewer + through * (scan.value - scan.low))
     over = math.hypot(max(values) - mean, more + through * (scan.high - scan.value))
-    high = mean + over + 0.5  # (and the empty page that may end a segment)
-    low = max(min(mean - under, max(UNDER * skipping - error, high / SPAN)), 0.5)
+    # (and the empty page that may end a segment, charged or not)
+    high = mean + over + 0.5 - min(sim.ending for sim in sims)
+    end = max(sim.ending for sim in sims)
+    low = max(min(mean - under - end, max(UNDER * skipping - error - end, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
