@@ -52,7 +52,8 @@ def test_estimate_as_text_and_json(
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
     assert re.fullmatch(
-        rf"Table {table}: ~\d+ KB, ~1,200 items, {SPAN} partition keys \(from DescribeTable\)\.",
+        rf"Table {table}: ~\d+ KB, ~1,200 items, {SPAN} partition keys "
+        r"\(size and items from DescribeTable, partition keys from the sample\)\.",
         lines[0],
     ), lines[0]
     rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index|export)", line)}

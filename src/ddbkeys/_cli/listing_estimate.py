@@ -70,6 +70,14 @@ def _speed(found: ListingEstimate) -> str:
     )
 
 
+def _whence(found: ListingEstimate) -> str:
+    """Where the table line's figures come from: the size and items from ``source``, the
+    partition keys from the sample (DescribeTable counts no keys)."""
+    if found.keys is None:
+        return f"from {found.source}"
+    return f"size and items from {found.source}, partition keys from the sample"
+
+
 def estimate_text(found: ListingEstimate) -> str:
     """The estimate for people: the table, the budget, a row per method (read units as a
     range), auto's choice and the figures it used, what the marker index adds, the warning,
@@ -87,7 +95,7 @@ def estimate_text(found: ListingEstimate) -> str:
         else f"; capacity {_rate(found.read_capacity)} RCU/s ({found.capacity_source})"
     )
     lines = [
-        f"Table {found.table}: {what} (from {found.source}).",
+        f"Table {found.table}: {what} ({_whence(found)}).",
         _speed(found),
         f"Read budget: {budget}{limit}; {found.concurrency} reader(s) at once.",
         "",
