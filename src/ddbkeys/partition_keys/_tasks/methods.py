@@ -148,7 +148,7 @@ def size_range(size_bytes: float, pages: int, exact: bool = False) -> Range:
     bytes up)."""
     units = scan_units(int(size_bytes))
     under = units if exact else max(0.5, units * (1 - SIZE_SLACK))
-    over = 0.5 * max(1, math.ceil(size_bytes * (1 + SIZE_SLACK) / 4096))
+    over = 0.5 * max(1, math.ceil(size_bytes * (1 + SIZE_SLACK) / UNIT))
     return Range(under, units, max(under, over + 0.5 * (pages - 1)))
 
 

@@ -317,6 +317,12 @@ def _rate_error(costs: Sequence[float], keys: Sequence[int], p: float) -> float:
     return Z * math.sqrt((1 - p) * spread / n) / (held / n)
 
 
+def _seeds(sample: Sample, drawn: range) -> list[int | None]:
+    """The orders to run over: the segments' own (None), and one drawn by each seed of
+    ``drawn``, unless the sample is the whole table (its own order is the table's)."""
+    return [None] if sample.whole_table else [None, *drawn]
+
+
 def _drawn(seed: int | None) -> random.Random | None:
     """The order drawn by ``seed`` (None: the segments' own)."""
     return None if seed is None else random.Random(seed)
@@ -349,12 +355,15 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     average = info.size_bytes / info.item_count
     count = max(1, round(keys.value))
     runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-    seeds = [None] if sample.whole_table else [None, *range(1, ORDERS)]
-    sims = [simulate(runs, average, count, rest, _drawn(seed)) for seed in seeds]
+    sims = [
+        simulate(runs, average, count, rest, _drawn(seed))
+        for seed in _seeds(sample, range(1, ORDERS))
+    ]
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
-    others = range(ORDERS, ORDERS + ALONE_ORDERS)
-    seeds = [None] if sample.whole_table else [None, *others]
-    alone = [simulate(runs, average, count, rest, _drawn(seed), read_on=False) for seed in seeds]
+    alone = [
+        simulate(runs, average, count, rest, _drawn(seed), read_on=False)
+        for seed in _seeds(sample, range(ORDERS, ORDERS + ALONE_ORDERS))
+    ]
     skipping = alone[0].skip_rcu
     costs = [sum(c) / len(alone) for c in zip(*(sim.per_segment for sim in alone), strict=True)]
     skipped = sum(sim.skip_rcu for sim in sims) / len(sims)
