@@ -23,8 +23,10 @@ if TYPE_CHECKING:
 
 pytestmark = pytest.mark.integration
 
-#: A figure the estimate gives: ``~N`` when its range is a point, else ``low-high``.
-SPAN = r"(?:~[\d,]+|[\d,]+-[\d,]+)"
+#: A figure as the estimate prints it (``0.5``, ``12.5``, ``1,004``), and a range of them:
+#: ``~N`` when it is a point, else ``low-high``.
+FIGURE = r"[\d,]+(?:\.\d+)?"
+SPAN = rf"(?:~{FIGURE}|{FIGURE}-{FIGURE})"
 
 
 def run(endpoint: str, *args: str) -> Result:
@@ -62,7 +64,7 @@ def test_estimate_as_text_and_json(
     assert re.match(rf"scan +{SPAN} +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
     assert "not available: the table has no marker index" in rows["index"]
     assert "auto would likely list with skip-pages: the table has no marker index" in text.stdout
-    assert re.search(r"skip-pages, ~\d+ RCU against a scan's ~\d+ RCU\.", text.stdout)
+    assert re.search(rf"skip-pages, ~{FIGURE} RCU against a scan's ~{FIGURE} RCU\.", text.stdout)
     assert "markers would add" in rows["index"]
     assert f"Note: {REFRESHED}." in text.stdout
     assert "The ranges rest on: " in text.stdout and "Scan segments drawn at random" in text.stdout
@@ -156,8 +158,8 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert dry.exit_code == 0, dry.output
     assert re.fullmatch(
         rf"Index ddbkeys-partition-keys of table {table}: markers would add {SPAN} items of "
-        rf"~\d+ B \({SPAN} KB\): a scan would read {SPAN} RCU instead of ~\d+, and a listing "
-        rf"from the index cost {SPAN} RCU against today's scan of ~\d+\.\n",
+        rf"~\d+ B \({SPAN} KB in all\): a scan would read {SPAN} RCU instead of ~{FIGURE}, and "
+        rf"a listing from the index cost {SPAN} RCU against today's scan of ~{FIGURE}\.\n",
         dry.stdout,
     ), dry.stdout
     warning = dry.stderr.splitlines()

@@ -16,6 +16,7 @@ from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
+from ddbkeys.partition_keys._tasks.ranges import count_range
 from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_PAGE_UNITS,
@@ -207,6 +208,22 @@ def test_methods_the_table_cannot_be_listed_with_are_said() -> None:
     assert "cannot list it" in found.summary("skip")
 
 
+def test_a_table_without_a_sort_key_has_a_key_an_item() -> None:
+    """Its key count is its item count (DescribeTable's), less ddbkeys' own items as the sample
+    found them (a counter item is one): not a count scaled up from the sample, which gave a
+    helper 4,569-5,000 keys for a table of 5,000 items. (None seen: the range still allows the
+    few the draw may have missed.)"""
+    table = big(sort_key=None, index_projections={})
+    found = estimated(table, sample(items=1000, keys=1000, large=0))
+    assert found.keys == found.keys_high == 250_000
+    scaled = count_range(1000, 4, 1000)  # (what it was)
+    assert found.keys_low is not None and found.keys_low > 250_000 - (scaled.high - scaled.low) / 10
+    owned = estimated(table, sample(items=1000, keys=1000, owned=10, large=0))
+    assert owned.keys_low is not None and owned.keys_high is not None
+    assert owned.keys_low < 250_000 - 2_500 < owned.keys_high < 250_000
+    assert owned.keys == 250_000 - 2_500
+
+
 def test_no_total_is_made_up_when_the_table_reports_nothing() -> None:
     """A table that says 0 items (on AWS, until its size is refreshed) and a sample that did
     not reach its end: no numbers, and a note saying why."""
@@ -363,6 +380,29 @@ def test_a_sample_of_nearly_empty_segments_splits_the_table_in_fewer() -> None:
     assert found.read_units == 4.0
 
 
+@pytest.mark.parametrize("items", [0, 1, 3])
+def test_a_table_the_speed_probe_read_to_its_end_is_sampled_whole_in_one_segment(
+    items: int,
+) -> None:
+    """An empty table (DescribeTable: no size, as a new table's) or one of a few items: the
+    probe's pages reached its end, so the sample reads it as one segment, not a draw of the
+    1,024 segments of a table of unknown size (each an empty page: 0.5 RCU on the service)."""
+    table = info(item_count=0, size_bytes=0)
+    reader = Reader(None, "orders")
+    flow = sample_flow(reader, table, clock=lambda: 0.0, rng=random.Random(1))
+    held = collection("a", items, 40)
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}} if items else {}
+    cost = {"ConsumedCapacity": {"CapacityUnits": 0.5}}
+    script = [("scan", {"Items": held[:1], **more, **cost})]
+    if items:
+        script.append(("scan", {"Items": held[1:], **cost}))
+    script.append(("scan", {"Items": held, **cost}))
+    found, sent = play(flow, script)
+    whole = dict(sent[-1].params)
+    assert len(sent) == len(script) and whole.get("TotalSegments", 1) == 1
+    assert found.whole_table and (found.keys, found.items) == (min(items, 1), items)
+
+
 def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
     """A page of one item (a request's latency), then one of about 32 KB from there (its
     bytes over its time past the latency); their items are not counted, their units are."""
@@ -377,8 +417,9 @@ def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
         ("scan", {"Items": rest[:1], **more, "ConsumedCapacity": {"CapacityUnits": 0.5}}),
         ("scan", {"Items": rest[1:], "ConsumedCapacity": {"CapacityUnits": 1.0}}),
     ]
-    spent, sent = play(flow, script)
+    (spent, ended), sent = play(flow, script)
     assert spent == 1.5 and [dict(r.params)["Limit"] for r in sent] == [1, 32 * 1024 // 100]
+    assert ended  # (the second page held no LastEvaluatedKey: the table's end)
     found = Sample.of_segments([], 10, pages)
     assert found.latency == pytest.approx(0.01)
     assert found.bytes_per_second == pytest.approx(sum(item_size(i) for i in rest[1:]) / 0.5)

@@ -20,7 +20,8 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.index_options import index_options, own_items_option
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
-from ddbkeys.partition_keys._tasks.estimate import duration, export_note, size, span
+from ddbkeys.partition_keys._tasks.estimate import export_note
+from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
 
 __all__ = ["budget_options", "estimate_command", "estimate_text", "progress_note"]
 
@@ -47,10 +48,6 @@ def _number(value: float | None, unit: str = "") -> str:
     return "?" if value is None else f"~{value:,.0f}{unit}"
 
 
-def _rate(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
-
-
 def _speed(found: ListingEstimate) -> str:
     """The sample's requests, items, read units and measured speed (what it measured)."""
     sample = found.sample
@@ -65,8 +62,8 @@ def _speed(found: ListingEstimate) -> str:
     elif sample.requests:
         took += " (no page was large enough to time the reading)"
     return (
-        f"Sampled: {read}, {sample.requests} requests, {sample.items:,} items, "
-        f"{sample.keys - sample.owned:,} keys, {sample.read_units:g} RCU{took}."
+        f"Sampled: {read}, {plural(sample.requests, 'request')}, {plural(sample.items)}, "
+        f"{plural(sample.keys - sample.owned, 'key')}, {sample.read_units:g} RCU{took}."
     )
 
 
@@ -82,17 +79,17 @@ def estimate_text(found: ListingEstimate) -> str:
     """The estimate for people: the table, the budget, a row per method (read units as a
     range), auto's choice and the figures it used, what the marker index adds, the warning,
     the tasks suggested and the notes."""
-    keys = span(found.keys_low, found.keys, found.keys_high)
+    keys = span(found.keys_low, found.keys, found.keys_high, whole=True)
     what = (
-        f"~{size(found.size_bytes)}, ~{found.items:,} items, {keys} partition keys"
+        f"~{size(found.size_bytes)}, ~{plural(found.items)}, {keys} partition keys"
         if found.size_bytes is not None and found.items is not None and found.keys is not None
         else "size unknown"
     )
-    budget = f"{_rate(found.rate)} RCU/s" if found.rate is not None else "none"
+    budget = f"{figure(found.rate)} RCU/s" if found.rate is not None else "none"
     limit = (
-        f"; the table serves at most {_rate(found.limit)} RCU/s"
+        f"; the table serves at most {figure(found.limit)} RCU/s"
         if found.limit is not None
-        else f"; capacity {_rate(found.read_capacity)} RCU/s ({found.capacity_source})"
+        else f"; capacity {figure(found.read_capacity)} RCU/s ({found.capacity_source})"
     )
     lines = [
         f"Table {found.table}: {what} ({_whence(found)}).",

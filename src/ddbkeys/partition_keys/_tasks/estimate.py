@@ -39,6 +39,7 @@ from ddbkeys.partition_keys._listing.read_share import read_capacity, share
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import index_weighed
 from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
 from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, marker_cost
 from ddbkeys.partition_keys._tasks.methods import (
     TASK_SECONDS,
@@ -58,9 +59,7 @@ __all__ = [
     "TASK_SECONDS",
     "ListingEstimate",
     "MethodEstimate",
-    "duration",
     "estimate",
-    "size",
 ]
 
 TASKS_RULE = (
@@ -118,8 +117,8 @@ class ListingEstimate:
         """One line: the table's size, the method's read units and time, the tasks suggested."""
         chosen = self.method(method)
         what = (
-            f"~{size(self.size_bytes)}, ~{self.items:,} items, "
-            f"{span(self.keys_low, self.keys, self.keys_high)} keys"
+            f"~{size(self.size_bytes)}, ~{plural(self.items)}, "
+            f"{span(self.keys_low, self.keys, self.keys_high, whole=True)} keys"
             if self.size_bytes is not None and self.items is not None and self.keys is not None
             else "size unknown"
         )
@@ -139,21 +138,12 @@ class ListingEstimate:
         return json.dumps(asdict(self), sort_keys=True, indent=indent)
 
 
-def span(low: float | None, value: float | None, high: float | None) -> str:
-    """``~value`` when the range is a point, else ``low-high`` (``?``: unknown)."""
-    if value is None:
-        return "?"
-    if low is None or high is None or round(low) == round(high):
-        return f"~{value:,.0f}"
-    return f"{low:,.0f}-{high:,.0f}"
-
-
 def export_note(size_bytes: int | None) -> str:
     """What listing from an export would cost instead (said beside each method's read units)."""
-    size = "its bytes" if size_bytes is None else f"about {size_bytes / 1e6:,.1f} MB"
+    written = "its bytes" if size_bytes is None else f"about {size(size_bytes)}"
     return (
         "an export of the table (`partition-keys export start`, then `--from-export`) reads no "
-        f"read capacity: it writes {size} to S3 (ExportTableToPointInTime is billed per GB "
+        f"read capacity: it writes {written} to S3 (ExportTableToPointInTime is billed per GB "
         "and needs point-in-time recovery on), and lists the keys as of the export's time"
     )
 
@@ -172,8 +162,9 @@ def estimate(
     by them, whose ``proof`` status was read (a string: why it could not be)."""
     notes: list[str] = []
     items, size_bytes, source = _totals(info, sample, notes)
-    keys = _keys(items, sample, sample.keys - sample.owned)  # the keys a listing gives
-    collections = _keys(items, sample, sample.keys)  # what skip reads, yours or not
+    one_each = info.sort_key is None
+    keys = _keys(items, sample, sample.keys - sample.owned, one_each)  # the keys listed
+    collections = _keys(items, sample, sample.keys, one_each)  # what skip reads, yours or not
     rate = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
     whole, whence = read_capacity(info, options.read_capacity)
     limit = _limit(info, options.read_capacity)
@@ -256,7 +247,7 @@ def _basis(sample: Sample, source: str) -> str:
     """What the ranges rest on, in a sentence."""
     seen = sample.keys - sample.owned
     if sample.whole_table:
-        drawn = f"the sample read the whole table ({seen:,} keys): counts exact"
+        drawn = f"the sample read the whole table ({plural(seen, 'key')}): counts exact"
     else:
         drawn = (
             f"{sample.segments:,} of {sample.total_segments:,} Scan segments drawn at random "
@@ -288,15 +279,20 @@ def _totals(
     return None, None, "unknown"
 
 
-def _keys(items: int | None, sample: Sample, seen: int) -> Range | None:
+def _keys(items: int | None, sample: Sample, seen: int, one_each: bool = False) -> Range | None:
     """The distinct partition keys, of which the sample saw ``seen`` (``ranges.count_range``),
-    at most the items."""
+    at most the items. ``one_each`` (a table without a sort key): the items, less those of the
+    sample's that were not counted (ddbkeys' own), scaled up as a count."""
     if items is None or (not sample.segments and items):
         return None
     if not items:
         return Range.exact(0)
     if sample.whole_table:
         return Range.exact(seen)
+    if one_each:
+        unseen = sample.keys - seen
+        left = count_range(unseen, sample.segments, sample.total_segments)
+        return Range(max(0.0, items - left.high), max(0.0, items - left.value), items - left.low)
     found = count_range(seen, sample.segments, sample.total_segments)
     most = max(float(items), float(seen))
     low = min(found.low, most)
@@ -367,13 +363,13 @@ def _auto(
     same as these lines: ``replay.estimate`` and ``replay.replay_units``); with ``own_items``
     (``include_own_items``) never the index."""
     scan = methods[0]
-    against = f"a scan's ~{scan.rcu:,.0f} RCU" if scan.rcu is not None else "a scan"
+    against = f"a scan's ~{figure(scan.rcu)} RCU" if scan.rcu is not None else "a scan"
     planned = choose("auto", info, index, attribute, own_items=own_items)
     if planned is not None:
         pages = methods[2]
         if pages.available and pages.rcu is not None:
             return planned.method.name, (
-                f"{planned.reason}: skip-pages, ~{pages.rcu:,.0f} RCU against {against}"
+                f"{planned.reason}: skip-pages, ~{figure(pages.rcu)} RCU against {against}"
             )
         return planned.method.name, planned.reason
     why = not_active(info, index) or (
@@ -393,27 +389,3 @@ def _auto(
     if rechecks > most:
         return "skip-pages", f"{weighed}: more than listing another way"
     return "index", f"{weighed}, if its proof succeeds when the listing starts (else skip-pages)"
-
-
-def size(n: float | None) -> str:
-    """Bytes for a reader: 613 KB, 1.2 GB."""
-    if n is None:
-        return "?"
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if n < 1024 or unit == "TB":
-            return f"{n:,.0f} {unit}" if unit == "B" or n >= 100 else f"{n:.3g} {unit}"
-        n /= 1024
-    raise AssertionError  # pragma: no cover
-
-
-def duration(seconds: float | None) -> str:
-    """Seconds for a reader: 4 s, 3 min, 2.5 h, 3 days."""
-    if seconds is None:
-        return "?"
-    if seconds < 90:
-        return f"{max(seconds, 0.1):.2g} s" if seconds < 10 else f"{seconds:.0f} s"
-    if seconds < 90 * 60:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.2g} h"
-    return f"{seconds / 86400:.3g} days"

@@ -13,6 +13,7 @@ DynamoDB Local the whole marker: the index's range goes from the one to the othe
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._index.markers import VERSION_ATTRIBUTE, marker_sort_key
 from ddbkeys.partition_keys._proof.replay import scan_units
+from ddbkeys.partition_keys._tasks.figures import count, figure, size
 from ddbkeys.partition_keys._tasks.methods import pages_of, size_range
 from ddbkeys.partition_keys._tasks.ranges import Range
 
@@ -50,17 +52,18 @@ class MarkerCost:
     def summary(self) -> str:
         """The figures in one line."""
         return (
-            f"markers would add {_span(self.markers_low, self.markers_high)} items of "
-            f"~{self.marker_bytes:,.0f} B ({_span(self.bytes_low / 1024, self.bytes_high / 1024)}"
-            f" KB): a scan would read {_span(self.scan_after_low, self.scan_after_high)} RCU "
-            f"instead of ~{self.scan_now:,.0f}, and a listing from the index cost "
+            f"markers would add {_span(self.markers_low, self.markers_high, count)} "
+            f"{'item' if self.markers_high < 1.5 else 'items'} of ~{size(self.marker_bytes)} "
+            f"({_span(self.bytes_low, self.bytes_high, size)} in all): a scan would read "
+            f"{_span(self.scan_after_low, self.scan_after_high)} RCU instead of "
+            f"~{figure(self.scan_now)}, and a listing from the index cost "
             f"{_span(self.index_low, self.index_high)} RCU against today's scan of "
-            f"~{self.scan_now:,.0f}"
+            f"~{figure(self.scan_now)}"
         )
 
 
-def _span(low: float, high: float) -> str:
-    return f"~{low:,.0f}" if round(low) == round(high) else f"{low:,.0f}-{high:,.0f}"
+def _span(low: float, high: float, shown: Callable[[float], str] = figure) -> str:
+    return f"~{shown(low)}" if shown(low) == shown(high) else f"{shown(low)}-{shown(high)}"
 
 
 def marker_sizes(info: TableInfo, attribute: str, key_bytes: float) -> tuple[float, float]:
@@ -127,7 +130,7 @@ def index_warning(
     )
     verb = "would cost" if before else "costs"
     return (
-        f"Warning: a listing from the marker index of {table!r} {verb} ~{index:,.0f} RCU, "
-        f"more than the ~{scan:,.0f} RCU of a scan it replaces{after}: list with --method "
+        f"Warning: a listing from the marker index of {table!r} {verb} ~{figure(index)} RCU, "
+        f"more than the ~{figure(scan)} RCU of a scan it replaces{after}: list with --method "
         "scan or skip-pages instead"
     )

@@ -226,9 +226,8 @@ def skip_pages_line(
         requests,
         value / 0.5 * UNIT,
         info.size_bytes,
-        "a 4 KB page a large collection, small ones packed like a scan, as its own decisions "
-        "run over the sampled collections show; at most about a scan's where skipping saves "
-        "little",
+        "a page a large collection, small ones packed as a scan packs them (its decisions "
+        "run over the sample); a scan's where skipping saves little",
     )
 
 

@@ -96,13 +96,17 @@ def sample_flow(
     past), the table is split in ``RESPLIT`` times fewer segments and the draw starts again
     (what was read is not counted twice: only the units spent). ``own`` tells ddbkeys' own
     items from yours (``Sample.owned``: the collections holding none of yours). First
-    (``probe``), one reader's speed: :func:`speed_probe`."""
+    (``probe``), one reader's speed: :func:`speed_probe`; where its pages reached the table's
+    end (an empty table, or one of a few items), the table is read as one segment (two
+    requests, not a draw of a thousand empty segments)."""
     total = sample_segments(info)
     rcu = sample_rcu(info) if rcu is None else rcu
     draw = rng if rng is not None else random.Random(info.name)
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
-    probed = (yield from speed_probe(reader, info, clock, pages)) if probe else 0.0
+    probed, ended = (yield from speed_probe(reader, info, clock, pages)) if probe else (0.0, False)
+    if ended:
+        total = 1
     spent, resplit = 0.0, False
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
@@ -119,11 +123,12 @@ def sample_flow(
 
 def speed_probe(
     reader: Reader, info: TableInfo, clock: Callable[[], float], pages: list[PageTime]
-) -> Flow[float]:
+) -> Flow[tuple[float, bool]]:
     """A page of one item (its time: a request's latency), then from there a page of about
     ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads),
     timed into ``pages`` (their items are not counted: only their speed); the read units
-    they took (about 4.5: on top of the segments' read units)."""
+    they took (about 4.5: on top of the segments' read units), and whether they reached the
+    table's end."""
     request: ScanPage = {"Limit": 1}
     began = clock()
     first = yield from reader.page(request)
@@ -138,7 +143,8 @@ def speed_probe(
         items = page.get("Items", [])
         pages.append(PageTime(len(items), sum(item_size(i) for i in items), clock() - began))
         spent += _units(page)
-    return spent
+        return spent, "LastEvaluatedKey" not in page
+    return spent, True
 
 
 #: The bytes of the page that times one reader's speed.
