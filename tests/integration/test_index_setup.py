@@ -180,6 +180,102 @@ def test_follow_with_backfill_takes_an_empty_index_to_a_proven_one_once(
     assert again == ["a backfill under this stream already lets listings prove the index"]
 
 
+class Writer:
+    """The application writing a new key to ``table`` every ``every`` seconds from a thread of
+    its own, until stopped; ``written`` counts its puts."""
+
+    def __init__(self, client: DynamoDBClient, table: str, every: float = 0.25) -> None:
+        self.client, self.table, self.every = client, table, every
+        self.written = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._write)
+
+    def _write(self) -> None:
+        while not self.stop.is_set():
+            self.client.put_item(TableName=self.table, Item=item(f"w{self.written:04}", 0))
+            self.written += 1
+            self.stop.wait(self.every)
+
+    def __enter__(self) -> Writer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+def test_follow_until_caught_up_with_backfill_applies_what_was_written_meanwhile(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """The application writes all along (a helper's `index follow --backfill
+    --until-caught-up` said "0 record(s) handled; caught up" with 3,579 records waiting: it
+    had caught up at its start, then only waited for the backfill). It goes on following
+    while the backfill runs, and reads the stream to its end once more after it: every
+    record written before the backfill was done is applied."""
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(6))
+    done_at: list[int] = []
+    with Writer(ddb_client, table) as writer:
+
+        def told(line: str) -> None:
+            if line.startswith("backfill done"):
+                done_at.append(writer.written)
+
+        follower = StreamFollower(
+            MarkerIndex(ddb_client, table),
+            state_table=store,
+            poll=0.05,
+            backfill=True,
+            replay_margin=MARGIN,
+            on_backfill=told,
+        )
+        report = follower.run(until_caught_up=True)
+    assert report.backfills == 1 and done_at, report
+    # (a record a put, and one for each marker the follower wrote: at least one a put)
+    assert report.records >= done_at[0] > 0, (report.records, done_at)
+    listing = distinct_partition_keys(
+        ddb_client, table, "index", state_table=store, replay_margin=MARGIN
+    )
+    assert sorted(listing) == non_empty(ddb_client, table)
+    assert listing.index_trusted is True, listing.method_reason
+    # (what the maintainer had not applied: only what was written after the follower returned)
+    assert listing.replay.unapplied <= 2, listing.replay
+
+
+def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    pytest.importorskip("aiobotocore")
+    from ddbkeys import aio  # noqa: PLC0415
+    from ddbkeys.aio._index import MarkerIndex as AsyncIndex  # noqa: PLC0415
+    from ddbkeys.aio._index import StreamFollower as AsyncFollower  # noqa: PLC0415
+
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(3))
+    done_at: list[int] = []
+    with Writer(ddb_client, table) as writer:
+
+        def told(line: str) -> None:
+            if line.startswith("backfill done"):
+                done_at.append(writer.written)
+
+        async def body() -> Any:
+            async with aio.make_client(ddb_endpoint_url) as client:
+                follower = AsyncFollower(
+                    AsyncIndex(client, table),
+                    state_table=store,
+                    poll=0.05,
+                    backfill=True,
+                    replay_margin=MARGIN,
+                    on_backfill=told,
+                )
+                return await follower.run(until_caught_up=True)
+
+        report = asyncio.run(body())
+    assert report.backfills == 1 and report.records >= done_at[0] > 0, (report, done_at)
+
+
 def test_the_asyncio_follower_backfills_the_same_way(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
 ) -> None:

@@ -46,7 +46,8 @@ __all__ = ["follow_command"]
 @click.option(
     "--until-caught-up",
     is_flag=True,
-    help="Stop once every shard has been read to its end (for cron jobs and tests).",
+    help="Stop once every shard has been read to its end (for cron jobs and tests); with "
+    "--backfill, read to its end once more after the backfill, following all along.",
 )
 @click.option(
     "--poll",

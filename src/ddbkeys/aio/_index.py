@@ -300,7 +300,9 @@ class StreamFollower(FollowerBase):
         from_start: bool = False,
     ) -> FollowReport:
         """Follow the stream until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once. The checkpoint is saved after every batch."""
+        shard has been read to its end once (with ``backfill``: once more after the backfill
+        is over, so that what was written meanwhile is applied too). The checkpoint is saved
+        after every batch."""
         async with contextlib.AsyncExitStack() as stack:
             streams = self.streams
             if streams is None:
@@ -325,8 +327,9 @@ class StreamFollower(FollowerBase):
                     ).run(self._backfilling(StopOn(_Either(stop, ended)), until_caught_up))
                 )
             try:
+                after = None if beside is None else beside.done
                 return await driver.run(
-                    self.core.follow(self.position, flag, until_caught_up, from_start)
+                    self.core.follow(self.position, flag, until_caught_up, from_start, after)
                 )
             except Stopped:
                 return self.report

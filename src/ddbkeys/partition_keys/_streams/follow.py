@@ -434,12 +434,18 @@ class FollowCore:
         return arn
 
     def follow(
-        self, state: FollowState, stop: StopFlag, until_caught_up: bool, from_start: bool
+        self,
+        state: FollowState,
+        stop: StopFlag,
+        until_caught_up: bool,
+        from_start: bool,
+        after: Callable[[], bool] | None = None,
     ) -> Flow[FollowReport]:
         """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once. A shard's mark is saved after each batch.
-        Nothing is written unless the marker index is there (keyed on the marker attribute,
-        KEYS_ONLY, ACTIVE)."""
+        shard has been read to its end once, in a round begun once ``after()`` held (a
+        backfill beside it is over: the records written meanwhile are applied too). A shard's
+        mark is saved after each batch. Nothing is written unless the marker index is there
+        (keyed on the marker attribute, KEYS_ONLY, ACTIVE)."""
         arn = yield from self.stream_arn()
         state.iterators.clear()  # a new run goes on from the marks saved
         state.finished.clear()
@@ -447,6 +453,7 @@ class FollowCore:
         discovered = self.clock()
         while not stop.requested:
             began = self.clock()
+            over = after is None or after()  # (asked before the round: it reads what came since)
             yield from self._open_iterators(state, arn)
             at_end, ended = yield from self._round(state, arn, stop)
             if not stop.requested:
@@ -454,7 +461,7 @@ class FollowCore:
             now = self.clock()
             if at_end and not stop.requested:
                 yield from self._caught_up(state, arn, began, now)
-                if until_caught_up:
+                if until_caught_up and over:
                     break
                 yield Pause(self.poll, stop=stop)
             if now - discovered >= DISCOVER or ended:

@@ -112,7 +112,8 @@ class StreamFollower(FollowerBase):
     again on a restart while a backfill that counts is recorded (see ``follow_backfill``).
     ``on_backfill`` is told what that backfill does, a line each time; ``report.backfills``,
     ``report.backfill`` and ``report.backfill_state`` say it too. With ``until_caught_up``,
-    ``run`` then returns only once that backfill is done (the margin, then the backfill).
+    ``run`` then returns only once that backfill is done (the margin, then the backfill) and
+    the stream read to its end after it: it goes on following meanwhile.
     """
 
     def run(
@@ -123,14 +124,19 @@ class StreamFollower(FollowerBase):
         from_start: bool = False,
     ) -> FollowReport:
         """Follow the stream until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once. The checkpoint is saved after every batch."""
+        shard has been read to its end once (with ``backfill``: once more after the backfill
+        is over, so that what was written meanwhile is applied too). The checkpoint is saved
+        after every batch."""
         driver = SyncDriver(SplitClient(self.index.client, self.streams), self.index.usage)
         stop = stop or threading.Event()
         flag = StopOn(stop)
         ended = threading.Event()
         beside = self._backfill_thread(stop, ended, until_caught_up) if self.backfill else None
+        after = None if beside is None else lambda: not beside.is_alive()
         try:
-            return driver.run(self.core.follow(self.position, flag, until_caught_up, from_start))
+            return driver.run(
+                self.core.follow(self.position, flag, until_caught_up, from_start, after)
+            )
         except Stopped:
             return self.report
         finally:
