@@ -11,7 +11,7 @@ import pytest
 
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import ConfigurationError
-from ddbkeys.ids import AtomicCounter
+from ddbkeys.ids import AtomicCounter, CounterStateError
 from ddbkeys.ids._blocks_steps import HandBack
 from ddbkeys.testing._tables import TableFactory
 from tests.support.drivers import Driver
@@ -211,3 +211,42 @@ def test_the_type_attribute_cannot_be_the_counter_attribute(
         "Invalid counter attribute 'ddbkeys_type': ddbkeys sets it on the counter item to say "
         "what the item is (see ddbkeys._entity). Choose another name."
     )
+
+
+@pytest.mark.parametrize("mode", MODES, ids=["plain", "group_commit", "idempotent", "both"])
+def test_an_item_of_yours_at_the_counter_key_is_never_made_a_counter(
+    driver: Driver,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    mode: dict[str, bool],
+) -> None:
+    """A counter named like one of your items (or given its key) is refused in one line, and
+    the item is left as it was (a helper's `ids next --counter-key` on an existing item typed
+    it a counter: its key vanished from every listing)."""
+    table = ddb_table_factory()
+    yours = {"pk": {"S": "c1"}, "name": {"S": "Kirk"}}
+    ddb_client.put_item(TableName=table, Item=yours)
+    counter = driver.make("AtomicCounter", ddb_client, table, "c1", **mode)
+    refused = r"Item .*'c1'.* is an item of yours, not a counter"
+    with pytest.raises(CounterStateError, match=refused):
+        counter.next()
+    with pytest.raises(CounterStateError, match="is an item of yours"):
+        counter.set(5)
+    with pytest.raises(CounterStateError, match="is an item of yours"):
+        counter.current()
+    assert item(ddb_client, table, pk="c1") == yours
+    # A counter another tool wrote (its attribute there, no type) is still one.
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "theirs"}, "last_id": {"N": "7"}})
+    assert driver.make("AtomicCounter", ddb_client, table, "theirs", **mode).next() == 8
+
+
+def test_the_gapless_sequence_leaves_an_item_of_yours_at_its_counter_key(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    table = ddb_table_factory()
+    yours = {"pk": {"S": "users"}, "name": {"S": "Kirk"}}
+    ddb_client.put_item(TableName=table, Item=yours)
+    users = driver.make("GaplessSequence", ddb_client, table, "users")
+    with pytest.raises(CounterStateError, match="is an item of yours, not a counter"):
+        users.put({"pk": "User#Spock"})
+    assert everything(ddb_client, table) == [yours]

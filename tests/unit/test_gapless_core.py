@@ -25,6 +25,7 @@ from ddbkeys.ids import (
     SequenceExhaustedError,
 )
 from ddbkeys.ids._base import CounterItem
+from ddbkeys.ids._counter_item import COUNTER_ONLY
 from ddbkeys.ids._gapless_core import Commit, CounterState, GaplessCore, Pending, earliest
 
 MAX = 10**38 - 1
@@ -161,7 +162,8 @@ def finish(flow: Flow[Any]) -> Any:
     [
         (3, [("tx", 3, [4, 5])], "#v = :last"),
         (None, [("get",), ("tx", 3, [4, 5])], "#v = :last"),  # unknown: read it first
-        (0, [("tx", 0, [1, 2])], "attribute_not_exists(#v) OR #v = :last"),  # holds 0
+        # holds 0, or no counter yet: and an item of yours there is not made a counter
+        (0, [("tx", 0, [1, 2])], f"{COUNTER_ONLY} AND (attribute_not_exists(#v) OR #v = :last)"),
         (MAX - 2, [("tx", MAX - 2, [MAX - 1, MAX])], "#v = :last"),  # the last ids there are
     ],
 )

@@ -15,7 +15,7 @@ from botocore.exceptions import ClientError
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import Contention, Throttled, attempts
-from ddbkeys._core.steps import Flow, get_item, transact_write_items
+from ddbkeys._core.steps import Flow, transact_write_items
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import (
     ConfigurationError,
@@ -399,22 +399,6 @@ def counter_key_from(
             table=table,
         )
     return {pk.name: key_value(pk, name, table=table)}
-
-
-def read_counter(counter: CounterItem) -> Flow[Any]:
-    """The counter attribute as the counter item holds it, raw (None when the item or the
-    attribute is missing): one strongly consistent GetItem (1 read unit), counted."""
-    response = yield get_item(
-        {
-            "TableName": counter.table,
-            "Key": counter.key,
-            "ConsistentRead": True,
-            "ProjectionExpression": "#v",
-            "ExpressionAttributeNames": {"#v": counter.attribute},
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-    )
-    return response.get("Item", {}).get(counter.attribute)
 
 
 def put_if_new(

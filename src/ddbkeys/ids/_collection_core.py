@@ -42,11 +42,11 @@ from ddbkeys.ids._base import (
     counter_written,
     earliest,
     put_if_new,
-    read_counter,
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
 from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
+from ddbkeys.ids._counter_item import read_counter
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import MAX_ID, check_key_value, check_padding, counter_value, flag
 

@@ -22,7 +22,6 @@ from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo, check_name
 from ddbkeys._translate import error_response
 from ddbkeys.ids._base import (
-    TYPE_NAMES,
     TYPE_SET,
     TYPE_VALUES,
     CounterItem,
@@ -30,9 +29,9 @@ from ddbkeys.ids._base import (
     Link,
     check_counter_attribute,
     counter_key_from,
-    read_counter,
 )
 from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names, not_a_counter, read_counter
 from ddbkeys.ids._counter_writes import Want, advance, coalesced
 from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._slots import CLOCK_MARGIN, MOST_DEADLINE
@@ -187,14 +186,16 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
         "TableName": core.table,
         "Key": counter.key,
         "UpdateExpression": f"SET #v = :value, {TYPE_SET}",
-        "ExpressionAttributeNames": {"#v": core.counter_attribute, **TYPE_NAMES},
+        "ExpressionAttributeNames": counter_names(counter),
         "ExpressionAttributeValues": values,
+        "ConditionExpression": COUNTER_ONLY,  # (an item of yours is not made a counter)
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         "ReturnConsumedCapacity": "TOTAL",
     }
     if not force:
         request["ConditionExpression"] = (
-            "attribute_not_exists(#v) OR "
-            "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value)"
+            f"{COUNTER_ONLY} AND (attribute_not_exists(#v) OR "
+            "(attribute_type(#v, :number) AND #v BETWEEN :zero AND :value))"
         )
         values[":number"] = {"S": "N"}
         values[":zero"] = {"N": "0"}
@@ -205,7 +206,11 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
             yield update_item(request, billed=1.0)  # the counter item is < 1 KB
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
-                old_value = error_response(exc).get("Item", {}).get(core.counter_attribute)
+                item = error_response(exc).get("Item", {})
+                mine = not_a_counter(counter, item)  # (an item of yours: left as it is)
+                if mine is not None:
+                    raise mine from exc
+                old_value = item.get(core.counter_attribute)
                 old = core.check(counter, old_value)
                 raise CounterBackwardsError(
                     f"Refusing to move counter {core.name!r} of table {core.table!r} "

@@ -28,6 +28,7 @@ from ddbkeys.ids._base import (
     transact,
 )
 from ddbkeys.ids._cancellation import Verdict
+from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names
 from ddbkeys.ids._values import MAX_ID, counter_value
 
 if TYPE_CHECKING:
@@ -96,8 +97,9 @@ class CounterCore:
             "TableName": self.table,
             "Key": counter.key,
             "UpdateExpression": update,
-            "ConditionExpression": VALID,
-            "ExpressionAttributeNames": {"#v": self.counter_attribute, **TYPE_NAMES},
+            # (and an item of yours is not made a counter: COUNTER_ONLY)
+            "ConditionExpression": f"{COUNTER_ONLY} AND ({VALID})",
+            "ExpressionAttributeNames": counter_names(counter),
             "ExpressionAttributeValues": values,
             "ReturnValues": "UPDATED_OLD",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",

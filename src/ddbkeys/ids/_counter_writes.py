@@ -21,9 +21,9 @@ from ddbkeys.ids._base import (
     CounterItem,
     CounterStateError,
     SequenceExhaustedError,
-    read_counter,
 )
 from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._counter_item import not_a_counter, read_counter
 from ddbkeys.ids._exact import exact_advance
 from ddbkeys.ids._values import MAX_ID
 
@@ -73,7 +73,11 @@ def advance(
             response = yield update_item(request, billed=1.0)
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
-                old = error_response(exc).get("Item", {}).get(core.counter_attribute)
+                item = error_response(exc).get("Item", {})
+                mine = not_a_counter(counter, item)  # (an item of yours: left as it is)
+                if mine is not None:
+                    raise mine from exc
+                old = item.get(core.counter_attribute)
                 at = core.check(counter, old)  # CounterStateError: no valid counter
                 raise core.exhausted(at, count) from exc
             if error_code(exc) == "ValidationException":

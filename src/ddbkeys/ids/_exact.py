@@ -45,9 +45,9 @@ from ddbkeys.ids._base import (
     Attempts,
     CounterItem,
     CounterStateError,
-    read_counter,
 )
 from ddbkeys.ids._counter_core import VALID, CounterCore
+from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names, not_a_counter, read_counter
 from ddbkeys.ids._slots import (
     MOST_DEADLINE,
     SEEN,
@@ -95,8 +95,11 @@ def exact_update(
         "ConditionExpression": "#v = :last",
         "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
     }
-    if last == base:
-        update["ConditionExpression"] = "attribute_not_exists(#v) OR #v = :last"
+    if last == base:  # (and an item of yours is not made a counter: COUNTER_ONLY)
+        update["ConditionExpression"] = (
+            f"{COUNTER_ONLY} AND (attribute_not_exists(#v) OR #v = :last)"
+        )
+        update["ExpressionAttributeNames"] = counter_names(counter)
     return {"Update": update}
 
 
@@ -137,7 +140,8 @@ def slot_update(
         **TYPE_VALUES,
     }
     update = f"SET #v = {_MOVED}, #wv = {_MOVED}, #w = :seq, {TYPE_SET}"
-    conditions = ["(attribute_not_exists(#w) OR #w < :seq)", f"({VALID})"]
+    names["#k"] = counter_names(counter)["#k"]
+    conditions = ["(attribute_not_exists(#w) OR #w < :seq)", f"({VALID})", COUNTER_ONLY]
     if stale:
         values[":now"] = {"N": str(now_ms)}
         removed = []
@@ -293,6 +297,9 @@ def _refused(
     applied before: a lost response), or an error (the counter holds no valid number, or
     would pass its maximum), or None (a stale slot it was to remove was renewed: go again)."""
     increment = count * core.step
+    mine = not_a_counter(counter, old)  # (an item of yours: left as it is)
+    if mine is not None:
+        raise mine
     if old:
         SEEN.saw(item_name(counter), old)
     held = slots_in(old).get(slot, -1)

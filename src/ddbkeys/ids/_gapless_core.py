@@ -33,10 +33,10 @@ from ddbkeys.ids._base import (
     counter_written,
     earliest,
     put_if_new,
-    read_counter,
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
+from ddbkeys.ids._counter_item import read_counter
 from ddbkeys.ids._exact import exact_update
 from ddbkeys.ids._values import (
     MAX_ID,

@@ -441,11 +441,9 @@ class FollowCore:
         from_start: bool,
         after: Callable[[], bool] | None = None,
     ) -> Flow[FollowReport]:
-        """The whole run: until ``stop`` is set, or (``until_caught_up``) until every open
-        shard has been read to its end once, in a round begun once ``after()`` held (a
-        backfill beside it is over: the records written meanwhile are applied too). A shard's
-        mark is saved after each batch. Nothing is written unless the marker index is there
-        (keyed on the marker attribute, KEYS_ONLY, ACTIVE)."""
+        """Until ``stop`` is set, or (``until_caught_up``) every open shard was read to its end
+        in a round begun once ``after()`` held (a backfill beside it is over). A shard's mark is
+        saved after each batch; nothing is written unless the marker index is there."""
         arn = yield from self.stream_arn()
         state.iterators.clear()  # a new run goes on from the marks saved
         state.finished.clear()

@@ -1,0 +1,62 @@
+"""The counter item read and guarded: its one strongly consistent read, and the condition that
+keeps a counter's write from making a counter of an item of yours (whose key would then drop
+out of every listing: ``ddbkeys_type`` marks ddbkeys' own items)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ddbkeys._core.steps import Flow, get_item
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys.ids._base import TYPE_NAMES, CounterItem
+from ddbkeys.ids._errors import CounterStateError
+from ddbkeys.ids._values import show_key
+
+__all__ = ["COUNTER_ONLY", "counter_names", "not_a_counter", "read_counter"]
+
+#: The condition that keeps a counter's write from making a counter of an item that is not
+#: one: the item is none yet (``#k``, one of its key attributes: :func:`counter_names`, absent),
+#: holds the counter attribute (``#v``: a counter, ddbkeys' or another tool's) or is typed one.
+COUNTER_ONLY = "(attribute_not_exists(#k) OR attribute_exists(#v) OR #ddbkeys_type = :ddbkeys_type)"
+
+
+def counter_names(counter: CounterItem) -> dict[str, str]:
+    """The names :data:`COUNTER_ONLY` takes (with ``TYPE_NAMES`` and ``TYPE_VALUES``)."""
+    return {"#k": next(iter(counter.key)), "#v": counter.attribute, **TYPE_NAMES}
+
+
+def not_a_counter(counter: CounterItem, item: Mapping[str, Any] | None) -> CounterStateError | None:
+    """The error when ``item`` (the counter item as it is, or its key, type and counter
+    attribute) is an item of yours, not a counter: it exists, holds no counter attribute and
+    is not typed a counter. None when it is none, or a counter."""
+    if not item or counter.attribute in item or item.get(ENTITY_ATTRIBUTE) == {"S": COUNTER}:
+        return None
+    return CounterStateError(
+        f"Item {show_key(counter.key)} of table {counter.table!r} is an item of yours, not a "
+        f"counter (it holds no {counter.attribute!r} and is not typed one): nothing was "
+        "changed and no id given. Name a counter whose item no other item uses.",
+        table=counter.table,
+    )
+
+
+def read_counter(counter: CounterItem) -> Flow[Any]:
+    """The counter attribute as the counter item holds it, raw (None when the item or the
+    attribute is missing): one strongly consistent GetItem (1 read unit), counted; a
+    :class:`CounterStateError` when the item is one of yours, not a counter
+    (:func:`not_a_counter`)."""
+    response = yield get_item(
+        {
+            "TableName": counter.table,
+            "Key": counter.key,
+            "ConsistentRead": True,
+            "ProjectionExpression": "#k, #v, #ddbkeys_type",
+            "ExpressionAttributeNames": counter_names(counter),
+            "ReturnConsumedCapacity": "TOTAL",
+        }
+    )
+    item = response.get("Item", {})
+    refused = not_a_counter(counter, item)
+    if refused is not None:
+        raise refused
+    return item.get(counter.attribute)
