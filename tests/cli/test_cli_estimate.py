@@ -187,6 +187,23 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert calm.exit_code == 0 and "markers would add" in calm.stdout and not calm.stderr
 
 
+def test_index_create_dry_run_says_why_it_adds_nothing_or_refuses_as_create_does(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    """A helper's --dry-run printed nothing, with exit 0, on a table without a sort key (where
+    create refuses) and on an empty one."""
+    hash_only = ddb_table_factory(("pk", "S"))
+    refused = run(ddb_endpoint_url, "index", "create", "-t", hash_only, "--dry-run")
+    assert refused.exit_code == 1 and "has no sort key" in refused.stderr, refused.output
+    empty = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    said = run(ddb_endpoint_url, "index", "create", "-t", empty, "--dry-run")
+    assert said.exit_code == 0, said.output
+    assert said.stdout == (
+        f"Index ddbkeys-partition-keys of table {empty}: the table holds no collection yet: "
+        "markers would add none now, one a collection later.\n"
+    )
+
+
 def test_estimate_counts_the_keys_the_listing_gives(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

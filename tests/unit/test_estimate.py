@@ -254,8 +254,10 @@ def test_no_time_when_nothing_was_measured() -> None:
 
 
 def test_the_estimate_as_json_and_in_one_line() -> None:
-    found = estimated()
+    runs = tuple(((100,) * n, False) for n in range(1, 200))  # (collections' item sizes)
+    found = estimated(found=sample(runs=(runs,) * 4))
     data = json.loads(found.to_json())
+    assert "runs" not in data["sample"] and len(found.to_json()) < 8000  # (106 KB with them)
     assert data["auto"] == "skip-pages" and data["keys"] == 25_000
     assert [m["method"] for m in data["methods"]] == ["scan", "skip", "skip-pages", "index"]
     assert data["sample"]["requests"] == 8 and REFRESHED in data["notes"]

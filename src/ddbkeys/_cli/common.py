@@ -212,7 +212,7 @@ def output_option(func: F) -> F:
         expose_value=False,
         callback=_keep_query,
         help="Print only this part of the JSON document (a JMESPath expression, as in the AWS "
-        "CLI), e.g. --query 'ids[0]'.",
+        "CLI; --output json shows the whole document).",
     )(func)
     return click.option(
         "--output",

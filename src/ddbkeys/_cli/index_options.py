@@ -12,6 +12,7 @@ from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_AT
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
 __all__ = [
+    "estimated_own_items_option",
     "index_name_option",
     "index_options",
     "own_items_option",
@@ -65,12 +66,27 @@ def index_name_option(func: F) -> F:
     )(func)
 
 
+OWN_ITEMS = (
+    "List a key that holds only ddbkeys' own items too (its markers, and the counter items of "
+    "`ddbkeys ids`: ddbkeys_type = counter), which are left out by default."
+)
+
+
 def own_items_option(func: F) -> F:
     """--include-own-items: list the keys that hold only ddbkeys' own items too."""
     return click.option(
         "--include-own-items",
         is_flag=True,
-        help="List a key that holds only ddbkeys' own items too (its markers, and the counter "
-        "items of `ddbkeys ids`: ddbkeys_type = counter), which are left out by default. Not "
-        "with --method index (the marker index marks only collections holding your items).",
+        help=f"{OWN_ITEMS} Not with --method index (the marker index marks only collections "
+        "holding your items).",
+    )(func)
+
+
+def estimated_own_items_option(func: F) -> F:
+    """--include-own-items of ``estimate``: the keys it counts (it has no --method)."""
+    return click.option(
+        "--include-own-items",
+        is_flag=True,
+        help=f"Estimate a listing with --include-own-items: {OWN_ITEMS[0].lower()}{OWN_ITEMS[1:]} "
+        "Auto would then not use the marker index.",
     )(func)

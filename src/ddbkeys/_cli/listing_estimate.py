@@ -17,7 +17,7 @@ from ddbkeys._cli.common import (
     output_option,
     structured,
 )
-from ddbkeys._cli.index_options import index_options, own_items_option
+from ddbkeys._cli.index_options import estimated_own_items_option, index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import export_note
@@ -136,7 +136,7 @@ def estimate_text(found: ListingEstimate) -> str:
     help="How many readers run at once (--segments threads, or tasks): the budget is shared.",
 )
 @output_option
-@own_items_option
+@estimated_own_items_option
 @index_options
 @connection_options
 def estimate_command(

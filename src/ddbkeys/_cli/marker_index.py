@@ -24,11 +24,13 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._cli.index_status import status_command
 from ddbkeys.partition_keys import (
+    ListingEstimate,
     VerifyReport,
     estimate_listing,
     plain_key,
 )
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.partition_keys._listing.recognise import marker_sort_key
 from ddbkeys.partition_keys._listing.text import json_key, show_key
 
 __all__ = ["index_group"]
@@ -114,6 +116,8 @@ def create_command(
       ddbkeys partition-keys index create -t issues --dry-run
       ddbkeys partition-keys index create -t issues
     """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    marker_sort_key(index.table_info())  # (a table without a sort key: the error create gives)
     found = estimate_listing(
         connection.client(),
         table_name,
@@ -128,19 +132,29 @@ def create_command(
         if added is not None:  # the answer of --dry-run; else a note before the result
             summary = f"Index {index_name} of table {table_name}: {added.summary()}."
             click.echo(summary, err=not dry_run)
+        elif dry_run:
+            click.echo(f"Index {index_name} of table {table_name}: {_nothing_added(found)}.")
         if found.warning:
             click.echo(f"{found.warning}.", err=True)
     if dry_run:
         if structured(output):
             echo_json({**fields, "status": None, "dry_run": True})
         return
-    index = open_index(connection, table_name, index_name, marker_attribute)
     index.create(wait=not no_wait)
     status = index.status()
     if structured(output):
         echo_json({**fields, "status": status})
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
+
+
+def _nothing_added(found: ListingEstimate) -> str:
+    """Why the estimate says nothing of what markers would add (``found.markers`` is None)."""
+    if found.method("index").available:
+        return "it is there already: no marker would be added"
+    if found.keys is None:
+        return "what markers would add cannot be told: " + "; ".join(found.notes[:1])
+    return "the table holds no collection yet: markers would add none now, one a collection later"
 
 
 @index_group.command("mark")

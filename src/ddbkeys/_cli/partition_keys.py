@@ -332,7 +332,8 @@ def partition_keys_group(
     Methods (--method):
       scan        read every item's key: best with no sort key or tiny collections
       skip        the skip scan: one item per request, jump past the rest of the collection
-      skip-pages  up to 4 KB per request, jump past the last key seen
+      skip-pages  pages of 4 KB that jump past large collections, growing to a
+                  scan's pages where collections prove small
       index       scan the sparse marker index (see `partition-keys index --help`),
                   proven complete now from the table's stream, or an error saying why
       auto        the cheapest that applies (default); the index only when proven

@@ -134,8 +134,11 @@ class ListingEstimate:
         return f"Estimate for {self.table}: {what}; {named}: {cost}{tasks} ({REFRESHED})."
 
     def to_json(self, indent: int | None = None) -> str:
-        """The estimate as one JSON document."""
-        return json.dumps(asdict(self), sort_keys=True, indent=indent)
+        """The estimate as one JSON document (the sample's figures, not the item sizes of each
+        collection it read: ``sample.runs``, what the simulation of skip-pages ran over)."""
+        document = asdict(self)
+        document["sample"].pop("runs", None)
+        return json.dumps(document, sort_keys=True, indent=indent)
 
 
 def export_note(size_bytes: int | None) -> str:
