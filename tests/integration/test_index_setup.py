@@ -241,6 +241,16 @@ def test_follow_until_caught_up_with_backfill_applies_what_was_written_meanwhile
     assert listing.index_trusted is True, listing.method_reason
     # (what the maintainer had not applied: only what was written after the follower returned)
     assert listing.replay.unapplied <= 2, listing.replay
+    # One more write, the maintainer stopped: on this small table a re-check costs more than a
+    # scan, and auto says so as what it is (a cost), and what to look at, not "cannot be proven".
+    ddb_client.put_item(TableName=table, Item=item("late", 0))
+    auto = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
+    assert sorted(auto) == non_empty(ddb_client, table)
+    assert auto.method_reason.startswith(
+        "not using the marker index 'ddbkeys-partition-keys': proving it complete now costs "
+        "more than listing another way: "
+    ), auto.method_reason
+    assert f"is `ddbkeys partition-keys index follow -t {table}` running?" in auto.method_reason
 
 
 def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile(

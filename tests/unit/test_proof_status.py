@@ -105,6 +105,11 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     item = record(MARK, backfill=backfill())
     got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU
     assert got.provable and not got.auto_uses_index
+    # It says what to look at (a helper read "Provable: yes", no fix, and a stopped maintainer).
+    text = "\n".join(render_status(got))
+    assert "about 3.5 RCU, against 0.5 RCU for a scan (auto lists another way" in text, text
+    assert "Behind: what its maintainer has not applied" in text
+    assert "is `ddbkeys partition-keys index follow -t orders` running?" in text
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._proof.report import ProofStatus, ShardStatus
+from ddbkeys.partition_keys._tasks.figures import figure
 
 __all__ = ["render_status", "status_command"]
 
@@ -103,9 +104,15 @@ def render_status(status: ProofStatus) -> list[str]:
     if status.records is not None and status.rechecks is not None:
         lines.append(
             f"A listing now: {status.records:,} stream record(s) to read, {status.rechecks:,} "
-            f"collection(s) to re-check: about {status.listing_rcu:g} RCU, against "
-            f"{status.scan_rcu:g} RCU for a scan"
+            f"collection(s) to re-check: about {figure(status.listing_rcu or 0.0)} RCU, "
+            f"against {figure(status.scan_rcu)} RCU for a scan"
             + ("" if status.auto_uses_index else " (auto lists another way: cheaper)")
+        )
+    if status.provable and not status.auto_uses_index:
+        lines.append(
+            "Behind: what its maintainer has not applied (and the last "
+            f"{status.margin:g} s of writes) is re-checked by each listing: is `ddbkeys "
+            f"partition-keys index follow -t {status.table}` running?"
         )
     return lines
 

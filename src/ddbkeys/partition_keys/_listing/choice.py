@@ -192,7 +192,7 @@ def choose_flow(
         reason = result.reason
         if method == "auto" and most is not None:  # the figures it weighed
             reason += f" ({index_weighed(info, index.name, None)}: at most {most:,} collections)"
-        return declined(method, info, index.name, reason)
+        return declined(method, info, index.name, reason, costly=result.costly)
     return proven(info, index, result)
 
 
@@ -202,10 +202,19 @@ def not_active(info: TableInfo, index: str) -> str | None:
     return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
 
 
-def declined(method: str, info: TableInfo, index: str, why: str) -> Choice:
-    """``auto``'s choice when the index cannot be proven: the skip scan, and why. For
-    ``method="index"``, an :class:`IndexUnprovenError` with the same reason."""
+def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool = False) -> Choice:
+    """``auto``'s choice when the index cannot be proven: the skip scan, and why (``costly``:
+    proving it would cost more than listing another way). For ``method="index"``, an
+    :class:`IndexUnprovenError` with the same reason."""
     status = f"`ddbkeys partition-keys index status -t {info.name}` says what to run"
+    if method == "auto" and costly:
+        return Choice(
+            PagedSkipMethod(info),
+            f"not using the marker index {index!r}: proving it complete now costs more than "
+            f"listing another way: {why} (is `ddbkeys partition-keys index follow -t "
+            f"{info.name}` running? `index status` says how far behind its maintainer is)",
+            False,
+        )
     if method == "auto":
         return Choice(
             PagedSkipMethod(info),

@@ -314,9 +314,11 @@ class Evidence:
 
 @dataclass(frozen=True)
 class Decline:
-    """Why the index cannot be proven complete now (one line)."""
+    """Why the index cannot be proven complete now (one line); ``costly``: it could be, at
+    more cost than listing another way (re-checks past what auto would pay)."""
 
     reason: str
+    costly: bool = False
 
 
 def _keys(clashes: Sequence[str], most: int = 5) -> str:

@@ -118,7 +118,7 @@ class StreamRead:
 
 def _costly(what: str) -> Decline:
     """Too much to re-check: ``what`` costs more than listing another way."""
-    return Decline(f"{what}, and re-checking them costs more than listing another way")
+    return Decline(f"{what}, and re-checking them costs more than listing another way", True)
 
 
 def read_flow(
@@ -172,7 +172,8 @@ def read_flow(
                 if most
                 else Decline(
                     "the stream since the maintainer's positions names a collection to "
-                    "re-check, which costs more than a scan of this small table"
+                    "re-check, which costs more than a scan of this small table",
+                    True,
                 ),
             )
     return StreamRead(shards, window, replay)
