@@ -216,6 +216,7 @@ def test_a_table_without_a_sort_key_has_a_key_an_item() -> None:
     table = big(sort_key=None, index_projections={})
     found = estimated(table, sample(items=1000, keys=1000, large=0))
     assert found.keys == found.keys_high == 250_000
+    assert "skip-pages" not in found.basis and "index" not in found.basis  # (neither lists it)
     scaled = count_range(1000, 4, 1000)  # (what it was)
     assert found.keys_low is not None and found.keys_low > 250_000 - (scaled.high - scaled.low) / 10
     owned = estimated(table, sample(items=1000, keys=1000, owned=10, large=0))

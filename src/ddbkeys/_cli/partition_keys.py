@@ -48,6 +48,7 @@ from ddbkeys.partition_keys import (
 from ddbkeys.partition_keys._listing.options import AUTO_READERS
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._listing.text import json_key, jsonl_line, text_line
+from ddbkeys.partition_keys._tasks.figures import plural
 
 
 def _replay_fields(listing: Listing) -> dict[str, Any] | None:
@@ -63,23 +64,27 @@ def _replay_fields(listing: Listing) -> dict[str, Any] | None:
     }
 
 
+def _n(n: int, noun: str) -> str:
+    return plural(n, noun, grouped=False)
+
+
 def usage_line(listing: Listing, *, progress: bool = False) -> str:
     u = listing.usage
     if isinstance(listing, ExportListing):
         return export_line(listing)
     readers = f", {listing.readers} readers" if listing.readers > 1 else ""
     line = (
-        f"{listing.keys_found} keys ({listing.method_name}{readers}): {u.requests} requests, "
-        f"{u.items} items read, {u.read_units:g} RCU"
+        f"{_n(listing.keys_found, 'key')} ({listing.method_name}{readers}): "
+        f"{_n(u.requests, 'request')}, {_n(u.items, 'item')} read, {u.read_units:g} RCU"
     )
     if listing.method_note and not progress:
         line += f"; {listing.method_note}"
     replay = listing.replay
     if replay is not None and not progress:
         line += (
-            f" (the index proven: {replay.records} stream records read past the maintainer's "
-            f"positions held back {replay.margin:g} s, {replay.rechecked} collections "
-            "re-checked, included)"
+            f" (the index proven: {_n(replay.records, 'stream record')} read past the "
+            f"maintainer's positions held back {replay.margin:g} s, "
+            f"{_n(replay.rechecked, 'collection')} re-checked: in the figures before)"
         )
     if progress and listing.scan_segments > 1:
         line += f"; {listing.segments_done}/{listing.scan_segments} segments done"

@@ -212,7 +212,7 @@ def estimate(
         notes=(*notes, export_note(size_bytes), REFRESHED),
         keys_low=None if keys is None else math.floor(keys.low),
         keys_high=None if keys is None else math.ceil(keys.high),
-        basis=_basis(sample, source),
+        basis=_basis(sample, source, sorted_keys=info.sort_key is not None),
         markers=markers,
         warning=warning,
     )
@@ -246,8 +246,9 @@ def _warning(
     return None
 
 
-def _basis(sample: Sample, source: str) -> str:
-    """What the ranges rest on, in a sentence."""
+def _basis(sample: Sample, source: str, *, sorted_keys: bool = True) -> str:
+    """What the ranges rest on, in a sentence (``sorted_keys``: the table has a sort key, so
+    skip-pages and the index can list it)."""
     seen = sample.keys - sample.owned
     if sample.whole_table:
         drawn = f"the sample read the whole table ({plural(seen, 'key')}): counts exact"
@@ -257,9 +258,13 @@ def _basis(sample: Sample, source: str) -> str:
             f"({seen:,} keys seen; about 99% ranges, blind to a single outsized "
             "collection the draw missed)"
         )
+    sizes = (
+        f"{drawn}; sizes from {source} (DescribeTable's are refreshed about every six hours on AWS)"
+    )
+    if not sorted_keys:
+        return sizes
     return (
-        f"{drawn}; sizes from {source} (DescribeTable's are refreshed about every six hours "
-        "on AWS); the index's replay as the stream stands now; skip-pages going on as a scan "
+        f"{sizes}; the index's replay as the stream stands now; skip-pages going on as a scan "
         "where skipping saves little"
     )
 

@@ -17,10 +17,10 @@ def count(value: float) -> str:
     return f"{value:,.0f}"
 
 
-def plural(n: float, noun: str = "item") -> str:
+def plural(n: float, noun: str = "item", *, grouped: bool = True) -> str:
     """``n`` things, the noun in the plural unless ``n`` reads as one: ``1 item``, ``0 items``,
-    ``4,168 items``."""
-    shown = count(n)
+    ``4,168 items`` (``grouped=False``: ``4168 items``, as a listing's summary has them)."""
+    shown = count(n) if grouped else f"{n:.0f}"
     return f"{shown} {noun}" if shown == "1" else f"{shown} {noun}s"
 
 
