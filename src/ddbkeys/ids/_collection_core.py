@@ -218,7 +218,7 @@ class CollectionCore:
     def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
         counter = CounterItem(self.table, self.counter_key(keys, pk_value), self.counter_attribute)
-        value = yield from read_counter(counter)
+        value = yield from read_counter(counter, guarded=False)  # (as it always was)
         return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
 
     def current(

@@ -40,11 +40,12 @@ def not_a_counter(counter: CounterItem, item: Mapping[str, Any] | None) -> Count
     )
 
 
-def read_counter(counter: CounterItem) -> Flow[Any]:
+def read_counter(counter: CounterItem, *, guarded: bool = True) -> Flow[Any]:
     """The counter attribute as the counter item holds it, raw (None when the item or the
     attribute is missing): one strongly consistent GetItem (1 read unit), counted; a
     :class:`CounterStateError` when the item is one of yours, not a counter
-    (:func:`not_a_counter`)."""
+    (:func:`not_a_counter`; ``guarded=False``: not asked, as for a collection's counter,
+    which may share its key with an item another tool numbered 0)."""
     response = yield get_item(
         {
             "TableName": counter.table,
@@ -56,7 +57,7 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
         }
     )
     item = response.get("Item", {})
-    refused = not_a_counter(counter, item)
+    refused = not_a_counter(counter, item) if guarded else None
     if refused is not None:
         raise refused
     return item.get(counter.attribute)
