@@ -255,7 +255,7 @@ def test_no_time_when_nothing_was_measured() -> None:
 
 
 def test_the_estimate_as_json_and_in_one_line() -> None:
-    runs = tuple(((100,) * n, False) for n in range(1, 200))  # (collections' item sizes)
+    runs = tuple(((100,) * n, False) for n in range(1, 60))  # (collections' item sizes)
     found = estimated(found=sample(runs=(runs,) * 4))
     data = json.loads(found.to_json())
     assert "runs" not in data["sample"] and len(found.to_json()) < 8000  # (106 KB with them)
