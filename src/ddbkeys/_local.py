@@ -184,6 +184,41 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def _port_answers(port: int) -> bool:
+    """True when something already accepts connections on 127.0.0.1:``port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.settimeout(1.0)
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _listens(pid: int, port: int) -> bool | None:
+    """Whether process ``pid`` holds the socket listening on ``port``: None where it cannot be
+    told (no Linux /proc). Another server answering on the port must not pass for ours: a port
+    picked free can be taken by anyone before the JVM binds it, and the JVM then exits."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            rows = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()  # sl local_address rem_address st ... inode
+            listening = len(fields) > 9 and fields[3] == "0A"  # 0A: LISTEN
+            if listening and int(fields[1].rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{fields[9]}]")
+    if not inodes:
+        return None
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return None
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/{pid}/fd/{fd}") in inodes:
+                return True
+    return False
+
+
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
     if sys.platform.startswith("linux"):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -286,6 +321,11 @@ class DynamoDBLocal:
             raise LocalServerError(f"DynamoDB Local jar not found at {jar}.")
         if self.db_path is not None:
             self.db_path.mkdir(parents=True, exist_ok=True)
+        if self.port is not None and _port_answers(self.port):
+            raise LocalServerError(
+                f"Port {self.port} is in use (another DynamoDB Local?): pick another, or give "
+                "no port for a free one."
+            )
         _install_hooks()
         attempts = 1 if self.port is not None else 3
         for attempt in range(attempts):
@@ -338,7 +378,8 @@ class DynamoDBLocal:
                 )
             try:
                 client.list_tables(Limit=1)
-                return
+                if _listens(self.process.pid, self.port or 0) is not False:
+                    return  # ours (or not to be told); another server on the port is not
             except Exception:
                 if time.monotonic() > deadline:
                     raise LocalServerError(

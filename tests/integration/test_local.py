@@ -72,6 +72,34 @@ def test_fixed_port_and_db_path_persist(tmp_path: Path) -> None:
         assert item["Item"] == {"pk": {"S": "a"}}
 
 
+def test_another_server_on_the_port_is_never_taken_for_ours(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A port picked free can be taken before the JVM binds it (CI: another worker's server, or a
+    fault proxy in front of one): readiness came from that server, so the tests' server was
+    another worker's, and a docs test deleted its tables. Now: a new free port, and a given port
+    already answering is refused at once."""
+    import ddbkeys._local as local  # noqa: PLC0415 - the one module patched
+
+    with DynamoDBLocal() as first:
+        taken = first.port
+        assert taken is not None
+        first.client().create_table(
+            TableName="firsts",
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        picks = iter([taken])
+        real = local._free_port
+        monkeypatch.setattr(local, "_free_port", lambda: next(picks, None) or real())
+        with DynamoDBLocal() as second:
+            assert second.port != taken
+            assert second.client().list_tables()["TableNames"] == []  # not the first's
+        with pytest.raises(LocalServerError, match=f"Port {taken} is in use"):
+            DynamoDBLocal(port=taken).start()
+
+
 def test_bad_jar_fails_with_its_log(tmp_path: Path) -> None:
     bogus = tmp_path / "DynamoDBLocal.jar"
     bogus.write_bytes(b"not a jar")
