@@ -51,6 +51,8 @@ __all__ = [  # (with the conversions of ddbkeys._attributes, imported from here 
 ]
 
 _TABLE_NAME = re.compile(r"^[a-zA-Z0-9_.-]{3,255}$")
+#: What DynamoDB accepts as a table's name, as a message says it.
+TABLE_NAME_RULE = "3 to 255 characters of a-z, A-Z, 0-9, '_', '-' and '.'"
 
 
 @dataclass(frozen=True)
@@ -109,8 +111,7 @@ def check_table_name(table: str) -> str:
     """A clear error for a table name DynamoDB would refuse."""
     if not isinstance(table, str) or not _TABLE_NAME.match(table):
         raise ConfigurationError(
-            f"Invalid table name {table!r}: it must be 3 to 255 characters of a-z, A-Z, 0-9, "
-            "'_', '-' and '.'.",
+            f"Invalid table name {table!r}: it must be {TABLE_NAME_RULE}.",
             table=table if isinstance(table, str) else None,
         )
     return table

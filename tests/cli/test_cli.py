@@ -57,6 +57,40 @@ def test_help_for_every_command(path: tuple[str, ...]) -> None:
     assert any(line.strip().startswith("ddbkeys ") for line in lines), "no example"
 
 
+def table_commands() -> list[tuple[str, ...]]:
+    """Every command that takes a table's name (-t), but iam-policy's (a pattern of names)."""
+    found = []
+    for path in all_commands():
+        command: click.Command | None = cli
+        for name in path:
+            assert isinstance(command, click.Group)
+            command = command.get_command(click.Context(command), name)
+        assert command is not None
+        names = {opt for param in command.params for opt in getattr(param, "opts", ())}
+        if "--table-name" in names and path != ("iam-policy",):
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", table_commands(), ids=" ".join)
+def test_a_table_name_dynamodb_refuses_is_a_usage_error_before_any_request(
+    path: tuple[str, ...],
+) -> None:
+    """A helper's find: `-t 'bad name!'` exited 1 with the library's line, as a failure of the
+    work would; it is the command line at fault (exit 2, the option named)."""
+    result = run(*path, "-t", "no way!", "--endpoint-url", "http://127.0.0.1:1")
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--table-name' / '-t': 'no way!' is not a table's name" in (
+        result.output
+    )
+    assert len(table_commands()) >= 15  # (every command of a table, not a few)
+
+
+def test_a_state_table_name_dynamodb_refuses_is_a_usage_error() -> None:
+    result = run("partition-keys", "-t", "orders", "--state-table", "x", "--endpoint-url", "x")
+    assert result.exit_code == 2 and "Invalid value for '--state-table': 'x'" in result.output
+
+
 def test_connection_options_after_the_command_name() -> None:
     for option in ("--endpoint-url", "--region", "--profile", "--local", "--output"):
         assert option in run("demo", "--help").output

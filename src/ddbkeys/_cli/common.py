@@ -178,10 +178,25 @@ def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP, local: bool 
     return wrapper  # type: ignore[return-value]
 
 
+def table_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A table's name DynamoDB would refuse is a usage error (exit 2), said before any request."""
+    # (botocore, which _schema loads, is not for --help: loaded when a name is given)
+    from ddbkeys._schema import _TABLE_NAME, TABLE_NAME_RULE  # noqa: PLC0415
+
+    if value is not None and not _TABLE_NAME.match(value):
+        raise click.BadParameter(f"{value!r} is not a table's name: those are {TABLE_NAME_RULE}.")
+    return value
+
+
 def table_option(func: F) -> F:
     """Add the required --table-name / -t."""
     return click.option(
-        "--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table."
+        "--table-name",
+        "-t",
+        required=True,
+        metavar="TABLE",
+        callback=table_name,
+        help="The DynamoDB table.",
     )(func)
 
 
@@ -282,6 +297,7 @@ def state_table_option(func: F) -> F:
         envvar="DDBKEYS_STATE_TABLE",
         default=None,
         metavar="NAME",
+        callback=table_name,
         help="The table that holds the marker index's evidence (backfill, maintainer's "
         "positions).  [default: $DDBKEYS_STATE_TABLE, else ddbkeys-state]",
     )(func)

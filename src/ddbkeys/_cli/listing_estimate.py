@@ -16,6 +16,7 @@ from ddbkeys._cli.common import (
     echo_json,
     output_option,
     structured,
+    table_name,
 )
 from ddbkeys._cli.index_options import estimated_own_items_option, index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
@@ -125,7 +126,14 @@ def estimate_text(found: ListingEstimate) -> str:
 
 
 @click.command("estimate")
-@click.option("--table-name", "-t", required=True, metavar="TABLE", help="The DynamoDB table.")
+@click.option(
+    "--table-name",
+    "-t",
+    required=True,
+    metavar="TABLE",
+    callback=table_name,
+    help="The DynamoDB table.",
+)
 @budget_options
 @click.option(
     "--concurrency",

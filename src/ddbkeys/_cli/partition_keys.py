@@ -16,6 +16,7 @@ from ddbkeys._cli.common import (
     StatusLine,
     connection_options,
     state_table_option,
+    table_name,
     warnings_said,
 )
 from ddbkeys._cli.group import LazyGroup
@@ -217,7 +218,9 @@ def _trust_note(listing: Listing, method: str) -> str:
     invoke_without_command=True,
     subcommand_metavar="[index COMMAND | estimate | plan | run-task]",
 )
-@click.option("--table-name", "-t", metavar="TABLE", help="The DynamoDB table.")
+@click.option(
+    "--table-name", "-t", metavar="TABLE", callback=table_name, help="The DynamoDB table."
+)
 @click.option(
     "--method",
     "-m",
