@@ -19,6 +19,7 @@ from ddbkeys.aio._index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index.backfill import backfill_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls
+from ddbkeys.partition_keys._index.backfill_wait import TIP, Readiness
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._streams.streams import SplitClient, streams_client_for
 from tests.integration.test_index_async import run
@@ -53,12 +54,18 @@ def test_a_read_mode_backfill_under_writers_leaves_the_index_proven_and_exact(
         ]
         for w in writers:
             w.start()
-        report = index.backfill(state_table=store, mode="read", replay_margin=MARGIN)
+        told: list[Readiness] = []
+        report = index.backfill(
+            state_table=store, mode="read", replay_margin=MARGIN, on_wait=told.append
+        )
         for w in writers:
             w.join()
         caught_up(follower)
         assert report.mode == "read" and report.uncounted is None
         assert report.removed >= 1 and report.written >= 119
+        # Its wait for the stream's tip, after the writes, was told (a CLI says it).
+        tips = [w.left for w in told if w.state == TIP]
+        assert tips and 0 < max(tips) <= MARGIN and told[-1].state == TIP
         record = StateStore(ddb_client, store).load(table, index.name)
         assert record is not None and record.backfill is not None
         assert record.backfill.uncounted is None and record.backfill.finished is not None
@@ -68,6 +75,26 @@ def test_a_read_mode_backfill_under_writers_leaves_the_index_proven_and_exact(
         assert listed.index_trusted is True, listed.method_reason
         assert sorted(listed) == non_empty(ddb_client, table)
     assert marked(ddb_client, table) == non_empty(ddb_client, table)
+
+
+def test_a_stream_younger_than_the_window_is_said_after_the_writes_not_a_margin_later(
+    ddb_client: DynamoDBClient, streamed_table: str
+) -> None:
+    """The natural order on a new table: the stream just turned on, a read-mode backfill with
+    the default 60 s margin. Its window (from 60 s before it began) is in no log: it says so as
+    soon as its markers are written, where it waited the 60 s before saying it."""
+    table = streamed_table
+    fill(ddb_client, table, 30)
+    index = MarkerIndex(ddb_client, table)
+    told: list[Readiness] = []
+    began = time.monotonic()
+    report = index.backfill(record=False, mode="read", on_wait=told.append)
+    took = time.monotonic() - began
+    assert report.uncounted is not None
+    assert "run `index backfill` again once the stream is 60 s old" in report.uncounted
+    assert report.written == 30  # the markers are right all the same
+    assert not [w for w in told if w.state == TIP]
+    assert took < 30, f"{took:.0f} s: it waited for a window it could not read"
 
 
 def run_backfill(

@@ -36,6 +36,7 @@ from ddbkeys.partition_keys._index.backfill import MODES
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
     OTHER_RUNNING,
+    TIP,
     WAITING,
     Readiness,
     began,
@@ -176,6 +177,8 @@ def backfill_command(
                     err=True,
                 )
             said.add(WAITING)
+        elif where.state == TIP:
+            _tip(status, said, where)
         elif where.state == NO_MAINTAINER and wait_for_maintainer is not None:
             if NO_MAINTAINER not in said:
                 click.echo(
@@ -223,6 +226,16 @@ def backfill_command(
     if report.uncounted is not None:
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     show_marked(report, index, output, usage=True)
+
+
+def _tip(status: StatusLine | None, said: set[str], where: Readiness) -> None:
+    """The read mode's wait for the stream's tip, said: on the status line (a terminal), else
+    once."""
+    _spin(status, said, f"markers written; reading the stream in {math.ceil(where.left)} s")
+    if status is None and TIP not in said:
+        advice = where.advice()
+        click.echo(f"{advice[0].upper()}{advice[1:]}...", err=True)
+    said.add(TIP)
 
 
 def _spin(status: StatusLine | None, said: set[str], text: str) -> None:

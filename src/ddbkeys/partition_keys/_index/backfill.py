@@ -156,7 +156,9 @@ def backfill_flow(
     recorded = set(saved.clashes) if saved is not None else set()
     ends: list[float] = []  # (a backfill from an export: when its window's tip was read)
     work = (
-        _work(index, info, store, claim, report, progress, mode, margin, recorded, controls)
+        _work(
+            index, info, store, claim, report, progress, mode, margin, recorded, controls, on_wait
+        )
         if export is None
         else _from_export(index, claim, export, report, progress, margin, recorded, ends, store)
     )
@@ -202,8 +204,10 @@ def _work(
     margin: float,
     recorded: set[str],
     controls: Controls | None,
+    on_wait: Callable[[Readiness], None] | None = None,
 ) -> Callable[[StopFlag | None], Flow[list[str]]]:
-    """The backfill's reads and writes, in ``mode``: the recorded clashes it found resolved."""
+    """The backfill's reads and writes, in ``mode``: the recorded clashes it found resolved
+    (``on_wait``: told of the read mode's wait for the stream's tip)."""
 
     def work(stop: StopFlag | None) -> Flow[list[str]]:
         if choose_mode(mode, info) != "read":
@@ -222,6 +226,7 @@ def _work(
                 recorded,
                 controls,
                 stop,
+                on_wait,
             )
         )
 

@@ -50,6 +50,7 @@ from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._index.backfill_wait import TICK, TIP, Readiness
 from ddbkeys.partition_keys._index.maintain import Outcome, _look, reconcile_flow
 from ddbkeys.partition_keys._index.markers import (
     BackfillReport,
@@ -162,11 +163,13 @@ def read_flow(
     recorded: set[str],
     controls: Controls | None = None,
     stop: StopFlag | None = None,
+    on_wait: Callable[[Readiness], None] | None = None,
 ) -> Flow[list[str]]:
     """The read mode (see the module's docstring) after the backfill's record is begun:
     fills ``report`` (``uncounted`` set when the window could not be read) and returns the
     clashes recorded before (``recorded``) that it found resolved. ``stop`` ends it between
-    collections, and its wait, once set."""
+    collections, and its wait, once set; ``on_wait`` is told of that wait (state ``TIP``)
+    about once a second."""
     controls = controls or Controls()
     clock = store.clock if store is not None else time.time
     began = clock() if started is None else started
@@ -180,8 +183,9 @@ def read_flow(
     marked = yield from index._keys(
         IndexPages(index.table, index.name, markers), "reading the marker index"
     )
-    window: Replay | Decline | None = None
-    if controls.window_at_read:
+    # Known now when the stream cannot hold the window: said without waiting the margin.
+    window: Replay | Decline | None = unreadable(info.stream_arn, began, margin)
+    if window is None and controls.window_at_read:
         window = yield from stream_window(index, reader, saved, info, began, margin, clock)
     written, resolved = yield from write_calls_for(
         index, data, marked, recorded, report, progress, clock, stop
@@ -190,7 +194,9 @@ def read_flow(
     if window is None:
         until = last + margin
         while (now := clock()) < until:  # the tip is read a margin after the last write
-            yield Pause(until - now, stop=stop)
+            if on_wait is not None:
+                on_wait(Readiness(index.table, TIP, margin, until - now))
+            yield Pause(min(until - now, TICK), stop=stop)
         window = yield from stream_window(index, reader, saved, info, began, margin, clock)
     if isinstance(window, Decline):
         report.uncounted = window.reason
@@ -275,6 +281,26 @@ def reconciled(index: MarkerCore, key: Key, report: BackfillReport) -> Flow[bool
     return outcome in (Outcome.MARKED, Outcome.UNMARKED)
 
 
+def unreadable(stream: str | None, started: float, margin: float) -> Decline | None:
+    """Why the stream ``stream`` (the table's when the backfill began; None: off) cannot hold
+    the window of a backfill begun at ``started``; None when it may. Known before the backfill
+    writes, so that it does not wait the margin to say so. Pure."""
+    if stream is None:
+        return Decline(
+            "the table's stream was off when it began, so the changes made while it ran are "
+            "in no log: turn the stream on (`index follow` does), then run `index backfill` "
+            "again"
+        )
+    born = stream_born(stream)
+    if born is not None and born > started - margin:
+        return Decline(
+            f"the table's stream began {born - started + margin:.0f} s after the start of its "
+            f"window (the replay margin, {margin:g} s, before it began), so earlier changes "
+            f"are in no log: run `index backfill` again once the stream is {margin:g} s old"
+        )
+    return None
+
+
 def stream_window(
     index: MarkerCore,
     reader: Reader,
@@ -288,25 +314,16 @@ def stream_window(
     """The collections the stream names from ``started - margin`` to its tip now; a
     :class:`Decline` when that cannot be read whole."""
     stream = info.stream_arn
-    if stream is None:
-        return Decline(
-            "the table's stream was off when it began, so the changes made while it ran are "
-            "in no log: turn the stream on (`index follow` does), then run `index backfill` "
-            "again"
-        )
+    unread = unreadable(stream, started, margin)
+    if unread is not None:
+        return unread
+    assert stream is not None  # (off: unreadable says so)
     yield from index.describe()  # the stream as it is now
     now_stream = (yield from index.table_info()).stream_arn
     if now_stream != stream:
         return Decline(
             "the table's stream was turned off (or on again) while it ran: run `index "
             "backfill` again"
-        )
-    born = stream_born(stream)
-    if born is not None and born > started - margin:
-        return Decline(
-            f"the table's stream began {born - started + margin:.0f} s after the start of its "
-            f"window (the replay margin, {margin:g} s, before it began), so earlier changes "
-            "are in no log: run `index backfill` again"
         )
     try:
         shards = yield from stream_shards(lambda request: ask(reader, request), stream)

@@ -41,6 +41,7 @@ __all__ = [
     "NO_STREAM",
     "OTHER_RUNNING",
     "READY",
+    "TIP",
     "WAITING",
     "Readiness",
     "alive_at",
@@ -63,6 +64,10 @@ NO_MAINTAINER = "no maintainer"
 NO_STREAM = "no stream"
 #: Another backfill is at work under the table's stream (``other``): this one waits for it.
 OTHER_RUNNING = "another running"
+#: A backfill of the read mode has written its markers and waits ``left`` seconds more (the
+#: replay margin after its last write) before it reads the stream's tip, so that every change
+#: made meanwhile is in what it reads. Told to ``on_wait`` after the writes, not before.
+TIP = "tip"
 #: How often (seconds) a backfill at work refreshes its record's ``alive`` time (between its
 #: requests: a single request that takes longer delays it).
 ALIVE = 10.0
@@ -87,8 +92,9 @@ TICK = 1.0
 class Readiness:
     """Where a backfill of ``table``'s index stands before it writes (see the module).
     ``state`` is one of ``READY``, ``WAITING`` (``left`` seconds to go), ``NO_MAINTAINER``,
-    ``NO_STREAM``; ``maintained_since`` is the maintainer's first position (None: none);
-    ``margin`` the replay margin the rule was applied with."""
+    ``NO_STREAM``, ``OTHER_RUNNING``, and once the markers are written ``TIP`` (``left``
+    seconds to the stream's read); ``maintained_since`` is the maintainer's first position
+    (None: none); ``margin`` the replay margin the rule was applied with."""
 
     table: str
     state: str
@@ -131,6 +137,11 @@ class Readiness:
             return (
                 f"another backfill of table {t!r} is at work ({began(self.other)}): this one "
                 "waits for it to end rather than read the table a second time"
+            )
+        if self.state == TIP:
+            return (
+                f"the markers are written; the stream is read in {self.left:.0f} s (the replay "
+                f"margin, {self.margin:g} s, after the last write)"
             )
         if self.state == WAITING:
             young = (

@@ -29,6 +29,7 @@ from ddbkeys.partition_keys._index.backfill_claim import owner_name
 from ddbkeys.partition_keys._index.backfill_wait import (
     OTHER_POLL,
     OTHER_RUNNING,
+    TIP,
     WAITING,
     Readiness,
     began,
@@ -95,6 +96,19 @@ def _done(report: BackfillReport, table: str) -> str:
     return what + f"; it does not count: {report.advice}"
 
 
+def _told(where: Readiness) -> tuple[str, str] | None:
+    """The state a follower's backfill is in, and the line it says on entering it, as its
+    wait (``where``) tells it; None: nothing to say."""
+    if where.state == WAITING:
+        return "waiting", (
+            f"backfill in {where.left:.0f} s (the replay margin, {where.margin:g} s, after the "
+            "follower's first position)"
+        )
+    if where.state == TIP:
+        return TIP, f"backfill: {where.advice()}"
+    return ("running", "backfill begins") if where.counts else None
+
+
 def keep_backfilled(
     follow: FollowCore,
     report: FollowReport,
@@ -138,17 +152,11 @@ def keep_backfilled(
             )
 
     def on_wait(where: Readiness) -> None:
-        if where.state == WAITING and report.backfill_state != "waiting":
-            report.backfill_state = "waiting"
-            say(
-                f"backfill in {where.left:.0f} s (the replay margin, {margin:g} s, after the "
-                "follower's first position)"
-            )
-        elif where.state == OTHER_RUNNING and where.other is not None:
+        if where.state == OTHER_RUNNING and where.other is not None:
             another(where.other)
-        elif where.counts and report.backfill_state != "running":
-            report.backfill_state = "running"
-            say("backfill begins")
+        elif (told := _told(where)) is not None and report.backfill_state != told[0]:
+            report.backfill_state = told[0]
+            say(told[1])
 
     while not stop.requested:
         try:
