@@ -57,6 +57,8 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
         (None, ARN, "there is no record of a backfill"),
         (GOOD, None, "the table's stream is off"),
         (GOOD, ARN + "x", "another stream"),
+        # (off, then on: not "turned off and on", a helper's find)
+        (evidence(stream=None), ARN, "the backfill ran while the table's stream was off"),
         (evidence(finished=None), ARN, "has not finished"),
         (evidence(clashes=('{"S":"k"}',)), ARN, "backfill met data at the marker's key of"),
         (evidence(maintained_since=None), ARN, "no maintainer had recorded a position"),

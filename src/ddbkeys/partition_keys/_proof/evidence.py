@@ -345,6 +345,12 @@ def _backfill_reason(
         return None, (
             "the table's stream is off, so the changes since the index's snapshot cannot be read"
         )
+    if backfill.stream is None:
+        return None, (
+            "the backfill ran while the table's stream was off, so what changed meanwhile is in "
+            "no log: run `index backfill` again now that it is on (with `index follow` or the "
+            "Lambda handler running)"
+        )
     if backfill.stream != stream:
         return None, (
             "the backfill was made under another stream than the table's stream now (it was "
