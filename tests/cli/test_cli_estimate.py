@@ -159,7 +159,8 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert re.fullmatch(
         rf"Index ddbkeys-partition-keys of table {table}: markers would add {SPAN} items of "
         rf"~\d+ B \({SPAN} KB in all\): a scan would read {SPAN} RCU instead of ~{FIGURE}, and "
-        rf"a listing from the index cost {SPAN} RCU against today's scan of ~{FIGURE}\.\n",
+        rf"a listing from the index cost {SPAN} RCU against today's scan of ~{FIGURE}; the "
+        rf"backfill that writes them costs once {SPAN} WCU and {SPAN} RCU \(reconcile mode\)\.\n",
         dry.stdout,
     ), dry.stdout
     warning = dry.stderr.splitlines()
@@ -175,6 +176,8 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert found["dry_run"] and found["markers"]["markers_low"] <= 400
     assert found["markers"]["markers_high"] >= 400 and found["markers"]["warning"]
     assert found["markers"]["index_rcu"] > found["markers"]["scan_now"]
+    # 400 markers, each written to the table and to the index: 800 write units, once.
+    assert found["markers"]["backfill_wcu_low"] <= 800 <= found["markers"]["backfill_wcu_high"]
     # Collections of 4 items of 300 bytes: the index costs far less than a scan.
     calm = run(
         ddb_endpoint_url,

@@ -106,8 +106,9 @@ def create_command(
     """Add the KEYS_ONLY marker index to the table (nothing happens if it is there).
 
     First it says what the markers would add (an item a collection: how many, their bytes,
-    what a scan then reads) and what a listing from the index would cost against today's
-    scan, with a warning when the index would cost more than the scan it replaces: from the
+    what a scan then reads), what a listing from the index would cost against today's scan,
+    and what the backfill that writes the markers costs once (write and read units), with a
+    warning when the index would cost more than the scan it replaces: from the
     estimate's sample of the table (about 32 read units, or 5% of a scan's on a large table,
     up to 128).
 

@@ -112,6 +112,10 @@ def backfill_flow(
     ``on_wait``) and returns that one's outcome (``report.joined``) if listings can prove the
     index from it, and runs otherwise; ``wait=False`` refuses instead (an error, nothing
     written), ``force`` runs anyway."""
+    if index.info is not None and index.info.stream_arn is None:
+        # Described again: the stream may have been turned on since this index object saw the
+        # table (the mode goes by it).
+        yield from index.describe()
     info = yield from index.check()
     report = BackfillReport()
     claim: Claim | None = None

@@ -176,7 +176,8 @@ def estimate(
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
     exact = sample.whole_table and not sample.cut
     scan = scan_range(known, items, exact) if items is not None else None
-    markers = _markers(info, known, sample, keys, scan, options)
+    skip_pages = _skip_pages(known, items, collections, scan, sample, speed)
+    markers = _markers(info, known, sample, keys, scan, options, skip_pages)
     listed, replay = index_line(
         known,
         items,
@@ -189,7 +190,7 @@ def estimate(
     methods = (
         _scan(known, items, scan, speed),
         _skip(known, collections, sample, speed),
-        _skip_pages(known, items, collections, scan, sample, speed),
+        skip_pages,
         listed,
     )
     auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items)
@@ -225,14 +226,20 @@ def _markers(
     keys: Range | None,
     scan: Range | None,
     options: ListingOptions,
+    skip_pages: MethodEstimate,
 ) -> MarkerCost | None:
-    """What markers would add, where the table has a sort key and no marker index yet."""
+    """What markers would add, where the table has a sort key and no marker index yet (the
+    backfill's read of the table: ``skip_pages``', the same skip scan)."""
     index, attribute = options.index_name, options.marker_attribute
     if keys is None or scan is None or not info.sort_key or not sample.keys:
         return None
     if index_ready(info, index, attribute):
         return None
-    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan)
+    low, rcu, high = skip_pages.rcu_low, skip_pages.rcu, skip_pages.rcu_high
+    read = (
+        Range(low, rcu, high) if low is not None and rcu is not None and high is not None else None
+    )
+    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan, read)
 
 
 def _warning(

@@ -13,6 +13,7 @@ DynamoDB Local the whole marker: the index's range goes from the one to the othe
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from ddbkeys._capacity import item_size
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._index.backfill import READ_FROM_ITEMS
 from ddbkeys.partition_keys._index.markers import VERSION_ATTRIBUTE, marker_sort_key
 from ddbkeys.partition_keys._proof.replay import scan_units
 from ddbkeys.partition_keys._tasks.figures import count, figure, size
@@ -48,6 +50,18 @@ class MarkerCost:
     index_rcu: float
     index_high: float
     warning: str | None = None
+    #: The backfill that writes the markers, once: the mode ``auto`` would choose (``read``
+    #: from ``READ_FROM_ITEMS`` items, the stream on as ``index follow`` leaves it; else
+    #: ``reconcile``); the write units of its markers (the table's and the index's); the read
+    #: units of its read of the table, and of the consistent Queries (1 RCU each, up to 4 KB)
+    #: of each collection: reconciling, one before and one after its marker's write; reading,
+    #: one for each collection the stream names in its window (the writes from the margin and
+    #: the records' time rounding before it began: none to all).
+    backfill_mode: str = "reconcile"
+    backfill_wcu_low: float = 0.0
+    backfill_wcu_high: float = 0.0
+    backfill_rcu_low: float = 0.0
+    backfill_rcu_high: float = 0.0
 
     def summary(self) -> str:
         """The figures in one line."""
@@ -58,7 +72,10 @@ class MarkerCost:
             f"{_span(self.scan_after_low, self.scan_after_high)} RCU instead of "
             f"~{figure(self.scan_now)}, and a listing from the index cost "
             f"{_span(self.index_low, self.index_high)} RCU against today's scan of "
-            f"~{figure(self.scan_now)}"
+            f"~{figure(self.scan_now)}; the backfill that writes them costs once "
+            f"{_span(self.backfill_wcu_low, self.backfill_wcu_high)} WCU and "
+            f"{_span(self.backfill_rcu_low, self.backfill_rcu_high)} RCU ({self.backfill_mode} "
+            "mode)"
         )
 
 
@@ -78,11 +95,22 @@ def marker_sizes(info: TableInfo, attribute: str, key_bytes: float) -> tuple[flo
 
 
 def marker_cost(
-    info: TableInfo, keys: Range, key_bytes: float, attribute: str, scan: Range
+    info: TableInfo,
+    keys: Range,
+    key_bytes: float,
+    attribute: str,
+    scan: Range,
+    table_read: Range | None = None,
 ) -> MarkerCost:
     """What markers for ``keys`` collections (partition keys of ``key_bytes`` on average)
-    would add to the table ``info`` describes, whose scan costs ``scan`` now."""
+    would add to the table ``info`` describes, whose scan costs ``scan`` now; ``table_read``:
+    what the backfill's skip scan of the table reads (skip-pages' estimate; None: a scan's)."""
     marker, entry = marker_sizes(info, attribute, key_bytes)
+    read = table_read or scan
+    mode = "read" if info.item_count >= READ_FROM_ITEMS else "reconcile"
+    # Consistent Queries a collection (see MarkerCost): as few, as many.
+    each = (1.0, 2.0) if mode == "reconcile" else (0.0, 1.0)
+    writes = math.ceil(marker / 1024) + math.ceil(entry / 1024)  # the table's, the index's
     added_low, added_high = keys.low * marker, keys.high * marker
     items, size = info.item_count, info.size_bytes
     after_low = size_range(info.size_bytes + added_low, pages_of(items + keys.low, 0)).low
@@ -113,6 +141,11 @@ def marker_cost(
             scan_units(int(size + keys.value * marker)),
             before=True,
         ),
+        backfill_mode=mode,
+        backfill_wcu_low=keys.low * writes,
+        backfill_wcu_high=keys.high * writes,
+        backfill_rcu_low=read.low + each[0] * keys.low,
+        backfill_rcu_high=read.high + each[1] * keys.high,
     )
 
 
