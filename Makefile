@@ -28,7 +28,7 @@ typecheck: $(VENV)/.installed
 # Most tests wait on DynamoDB Local, the fault proxy or a child process, not on a core: four
 # workers (each with its own embedded DynamoDB Local) finish in about a third of the time.
 test: setup lint typecheck
-	$(BIN)/pytest -n 4 --dist worksteal --durations=15
+	$(BIN)/pytest -n 6 --dist worksteal --durations=15
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m ddbkeys._cli.reference --write

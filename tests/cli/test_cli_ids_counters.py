@@ -63,8 +63,8 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
         ["next", "-t", "{t}"],
         1,
         "Table {t!r} has the key (pk, sk); a counter item key cannot be "
-        "made from a name alone: pass counter_key= with the whole key of the counter item "
-        "(--counter-key JSON on the CLI).",
+        "made from a name alone: give the counter item's whole key, as counter_key= "
+        "(--counter-key JSON).",
     ),
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "odd", "sk": 0}'],

@@ -182,11 +182,13 @@ def test_follow_with_backfill_takes_an_empty_index_to_a_proven_one_once(
 
 class Writer:
     """The application writing a new key to ``table`` every ``every`` seconds from a thread of
-    its own, until stopped; ``written`` counts its puts."""
+    its own, until stopped; ``written`` counts its puts, ``done_at`` how many it had made when
+    a follower said its backfill was done (``told``: the follower's ``on_backfill``)."""
 
     def __init__(self, client: DynamoDBClient, table: str, every: float = 0.25) -> None:
         self.client, self.table, self.every = client, table, every
         self.written = 0
+        self.done_at: list[int] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._write)
 
@@ -195,6 +197,10 @@ class Writer:
             self.client.put_item(TableName=self.table, Item=item(f"w{self.written:04}", 0))
             self.written += 1
             self.stop.wait(self.every)
+
+    def told(self, line: str) -> None:
+        if line.startswith("backfill done"):
+            self.done_at.append(self.written)
 
     def __enter__(self) -> Writer:
         self.thread.start()
@@ -215,22 +221,17 @@ def test_follow_until_caught_up_with_backfill_applies_what_was_written_meanwhile
     record written before the backfill was done is applied."""
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(6))
-    done_at: list[int] = []
     with Writer(ddb_client, table) as writer:
-
-        def told(line: str) -> None:
-            if line.startswith("backfill done"):
-                done_at.append(writer.written)
-
         follower = StreamFollower(
             MarkerIndex(ddb_client, table),
             state_table=store,
             poll=0.05,
             backfill=True,
             replay_margin=MARGIN,
-            on_backfill=told,
+            on_backfill=writer.told,
         )
         report = follower.run(until_caught_up=True)
+    done_at = writer.done_at
     assert report.backfills == 1 and done_at, report
     # (a record a put, and one for each marker the follower wrote: at least one a put)
     assert report.records >= done_at[0] > 0, (report.records, done_at)
@@ -263,12 +264,7 @@ def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile
 
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(3))
-    done_at: list[int] = []
     with Writer(ddb_client, table) as writer:
-
-        def told(line: str) -> None:
-            if line.startswith("backfill done"):
-                done_at.append(writer.written)
 
         async def body() -> Any:
             async with aio.make_client(ddb_endpoint_url) as client:
@@ -278,11 +274,12 @@ def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile
                     poll=0.05,
                     backfill=True,
                     replay_margin=MARGIN,
-                    on_backfill=told,
+                    on_backfill=writer.told,
                 )
                 return await follower.run(until_caught_up=True)
 
         report = asyncio.run(body())
+    done_at = writer.done_at
     assert report.backfills == 1 and report.records >= done_at[0] > 0, (report, done_at)
 
 

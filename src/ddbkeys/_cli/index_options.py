@@ -72,21 +72,17 @@ OWN_ITEMS = (
 )
 
 
-def own_items_option(func: F) -> F:
-    """--include-own-items: list the keys that hold only ddbkeys' own items too."""
-    return click.option(
-        "--include-own-items",
-        is_flag=True,
-        help=f"{OWN_ITEMS} Not with --method index (the marker index marks only collections "
-        "holding your items).",
-    )(func)
+def _own_items(help_text: str) -> Callable[[F], F]:
+    return click.option("--include-own-items", is_flag=True, help=help_text)
 
 
-def estimated_own_items_option(func: F) -> F:
-    """--include-own-items of ``estimate``: the keys it counts (it has no --method)."""
-    return click.option(
-        "--include-own-items",
-        is_flag=True,
-        help=f"Estimate a listing with --include-own-items: {OWN_ITEMS[0].lower()}{OWN_ITEMS[1:]} "
-        "Auto would then not use the marker index.",
-    )(func)
+#: --include-own-items: list the keys that hold only ddbkeys' own items too.
+own_items_option = _own_items(
+    f"{OWN_ITEMS} Not with --method index (the marker index marks only collections holding your "
+    "items)."
+)
+#: --include-own-items of ``estimate``: the keys it counts (it has no --method).
+estimated_own_items_option = _own_items(
+    f"Estimate a listing with --include-own-items: {OWN_ITEMS[0].lower()}{OWN_ITEMS[1:]} Auto "
+    "would then not use the marker index."
+)

@@ -394,8 +394,8 @@ def counter_key_from(
     if info.sort_key is not None or pk.type != "S":
         raise KeySchemaError(
             f"Table {table!r} has the key ({', '.join(info.key_names())}); a counter item key "
-            f"cannot be made from a name alone: pass {key_parameter}= with the whole key of the "
-            "counter item (--counter-key JSON on the CLI).",
+            "cannot be made from a name alone: give the counter item's whole key, as "
+            f"{key_parameter}= (--counter-key JSON).",
             table=table,
         )
     return {pk.name: key_value(pk, name, table=table)}
