@@ -16,7 +16,9 @@ from ddbkeys.partition_keys._tasks.simulate import (
     Rest,
     Simulated,
     simulate,
+    simulated_orders,
     skip_pages_range,
+    skip_pages_requests,
 )
 
 
@@ -36,15 +38,19 @@ def segments(count: int, per_segment: int, sizes: tuple[int, ...]) -> list[list[
     return [[(sizes, False)] * per_segment for _ in range(count)]
 
 
-def by_hand(collections: list[tuple[int, ...]], average: float) -> float:
+def by_hand(
+    collections: list[tuple[int, ...]], average: float, pages: list[int] | None = None
+) -> float:
     """skip-pages over whole collections, page by page, written out plainly: the next
     ``limit`` items (or 1 MB), their bytes rounded up to 4 KB, then past the last one's
-    collection."""
+    collection (``pages``: where each page begins, appended)."""
     items = [(key, size) for key, sizes in enumerate(collections) for size in sizes]
     reading = Reading(PageSize.for_items_of(average))
     limit: int | None = reading.pages.limit
     at, units = 0, 0
     while True:
+        if pages is not None:
+            pages.append(at)
         page: list[int] = []
         size = 0
         while at < len(items) and (limit is None or len(page) < limit):
@@ -128,9 +134,16 @@ def test_a_whole_table_sample_gives_a_narrow_range() -> None:
     scan = Range(600.0, 610.0, 650.0)
     found = skip_pages_range(info, Range.exact(500), scan, sample)
     assert found is not None
-    expected = by_hand([(200,) * 50] * 500, 200)
+    pages: list[int] = []
+    expected = by_hand([(200,) * 50] * 500, 200, pages)
     assert found.low <= expected <= found.high
     assert found.spread < 1.2
+    # Its requests (a helper found the estimate's a point: ~6 against 66), as a range that
+    # holds those of the listing by hand (and the empty page that may end it).
+    orders = simulated_orders(info, Range.exact(500), sample)
+    assert orders is not None
+    requests = skip_pages_requests(info, Range.exact(500), orders)
+    assert requests.low <= len(pages) <= requests.high <= requests.low + 2
 
 
 def test_collections_the_sample_missed_are_added() -> None:

@@ -45,10 +45,6 @@ def budget_options(func: F) -> F:
     )(func)
 
 
-def _number(value: float | None, unit: str = "") -> str:
-    return "?" if value is None else f"~{value:,.0f}{unit}"
-
-
 def _speed(found: ListingEstimate) -> str:
     """The sample's requests, items, read units and measured speed (what it measured)."""
     sample = found.sample
@@ -105,8 +101,9 @@ def estimate_text(found: ListingEstimate) -> str:
             continue
         tasks = "?" if method.tasks is None else str(method.tasks)
         rcu = span(method.rcu_low, method.rcu, method.rcu_high)
+        requests = span(method.requests_low, method.requests, method.requests_high, whole=True)
         lines.append(
-            f"{method.method:<11} {rcu:>15} {_number(method.requests):>11} "
+            f"{method.method:<11} {rcu:>15} {requests:>11} "
             f"{duration(method.seconds):>9} {tasks:>6}  {method.note}"
         )
     exported = "the table's bytes" if found.size_bytes is None else f"~{size(found.size_bytes)}"

@@ -32,7 +32,11 @@ from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.ranges import Range, sum_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
-from ddbkeys.partition_keys._tasks.simulate import skip_pages_range
+from ddbkeys.partition_keys._tasks.simulate import (
+    simulated_orders,
+    skip_pages_range,
+    skip_pages_requests,
+)
 
 __all__ = [
     "MB",
@@ -81,6 +85,10 @@ class MethodEstimate:
     note: str = ""
     rcu_low: float | None = None
     rcu_high: float | None = None
+    #: The requests' range, where it is known to vary (skip-pages, simulated over the sample);
+    #: None: ``requests`` as it is.
+    requests_low: int | None = None
+    requests_high: int | None = None
 
 
 def _tasks(one_reader: float | None, scanned: float) -> int | None:
@@ -118,21 +126,31 @@ class Speed:
         return max(one_reader / self.readers, rcu / self.allowed)
 
     def method(
-        self, name: str, rcu: Range, requests: float, read_bytes: float, scanned: float, note: str
+        self,
+        name: str,
+        rcu: Range,
+        requests: float | Range,
+        read_bytes: float,
+        scanned: float,
+        note: str,
     ) -> MethodEstimate:
-        """The estimate of a method that sends ``requests`` reading ``read_bytes`` in all
-        (billed ``rcu``) over a table (or index) of ``scanned`` bytes."""
-        one = self.one_reader(requests, read_bytes)
+        """The estimate of a method that sends ``requests`` (a range: where they vary) reading
+        ``read_bytes`` in all (billed ``rcu``) over a table (or index) of ``scanned`` bytes."""
+        spread = requests if isinstance(requests, Range) else Range.exact(requests)
+        count = spread.value
+        one = self.one_reader(count, read_bytes)
         return MethodEstimate(
             name,
             True,
             rcu.value,
-            math.ceil(requests),
+            math.ceil(count),
             self.seconds(one, rcu.value),
             _tasks(one, scanned),
             note,
             rcu.low,
             rcu.high,
+            math.floor(spread.low) if isinstance(requests, Range) else None,
+            math.ceil(spread.high) if isinstance(requests, Range) else None,
         )
 
 
@@ -207,11 +225,14 @@ def skip_pages_line(
     if not items:
         return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
-    simulated = skip_pages_range(info, keys, scan, sample)
+    orders = simulated_orders(info, keys, sample)
+    simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
     units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
     value = units.value
+    pages = skip_pages_requests(info, keys, orders) if orders else None
     if scan.value <= (1 + WASTE) * prefix.value:  # skipping saves little: it reads through
-        through = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
+        through: float | Range = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
+        through = pages or through
         note = (
             "collections of about 4 KB or less: skipping would save under 5%, so it reads on "
             "like a scan, in pages of up to 256 KB"
@@ -223,7 +244,7 @@ def skip_pages_line(
     return speed.method(
         "skip-pages",
         units,
-        requests,
+        pages or requests,
         value / 0.5 * UNIT,
         info.size_bytes,
         "a page a large collection, small ones packed as a scan packs them (its decisions "

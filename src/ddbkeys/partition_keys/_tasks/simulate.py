@@ -39,7 +39,9 @@ __all__ = [
     "Rest",
     "Simulated",
     "simulate",
+    "simulated_orders",
     "skip_pages_range",
+    "skip_pages_requests",
 ]
 
 #: A sampled collection: its item sizes as read, and whether its rest was skipped.
@@ -98,6 +100,11 @@ class Simulated:
     #: page that filled its Limit at the table's end with a key to go on from; DynamoDB Local
     #: charges nothing for the empty page that follows).
     ending: float = 0.0
+    #: The requests: pages that skipped (over the table's keys), and pages read on as a scan
+    #: over ``whole`` bytes (the stream's, to the table's keys).
+    skip_pages: float = 0.0
+    through_pages: float = 0.0
+    whole: float = 0.0
 
 
 @dataclass
@@ -200,18 +207,20 @@ def simulate(
     wanted = max(0, keys)
     stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
-        return Simulated(0.5, 0.0, tuple(0.0 for _ in runs))
+        return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
     run.read(average, read_on)
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read (from the last page begun in the first)
-        units_then, through_then, at = run.at_half
+        units_then, through_then, at, pages_then, on_then = run.at_half
         grow = (wanted - read) / max(1, read - at)
         more = (run.units - units_then) * grow
         scale = (run.units + more) / run.units if run.units else 1.0
         run.units += more
         run.through += (run.through - through_then) * grow
+        run.pages += (run.pages - pages_then) * grow
+        run.pages_on += (run.pages_on - on_then) * grow
     copies = [0.0] * len(runs)
     for origin in stream.origins:
         copies[origin] += 1 / len(runs[origin])
@@ -221,7 +230,9 @@ def simulate(
     )
     whole = sum(stream.bytes(at) for at in range(read)) * max(wanted, read) / read
     through = run.through * UNIT / whole if whole else 0.0
-    return Simulated(0.5 * run.units, through, per_segment, 0.5 * run.ending)
+    return Simulated(
+        0.5 * run.units, through, per_segment, 0.5 * run.ending, run.pages, run.pages_on, whole
+    )
 
 
 @dataclass
@@ -236,7 +247,10 @@ class _Run:
     units: float = 0.0
     through: float = 0.0
     ending: int = 0  # units of an empty page that ended it
-    at_half: tuple[float, float, int] = (0.0, 0.0, 0)  # units, through, the collection
+    pages: float = 0.0  # the pages that skipped
+    pages_on: float = 0.0  # the pages read on
+    #: units, through, the collection, pages, pages_on
+    at_half: tuple[float, float, int, float, float] = (0.0, 0.0, 0, 0.0, 0.0)
 
     def read(self, average: float, read_on: bool = True) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
@@ -247,7 +261,7 @@ class _Run:
         half = len(stream.collections) // 2
         while True:
             if stream.at <= half:
-                self.at_half = (self.units, self.through, stream.at)
+                self.at_half = (self.units, self.through, stream.at, self.pages, self.pages_on)
             start, on = stream.at, reading.reading_on
             page, parts = stream.page(limit)
             size = sum(b for _, b in parts)
@@ -255,7 +269,9 @@ class _Run:
             ended = not stream.more()
             if on:
                 self.through += cost
+                self.pages_on += 1
             else:
+                self.pages += 1
                 self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
             if ended:
                 return
@@ -328,7 +344,49 @@ def _drawn(seed: int | None) -> random.Random | None:
     return None if seed is None else random.Random(seed)
 
 
-def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Range | None:
+def _orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated]:
+    """skip-pages simulated in each order of the segments (see :func:`skip_pages_range`)."""
+    p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
+    rest = Rest.of(info.item_count * p - sample.items, sample.cut)
+    average = info.size_bytes / info.item_count
+    count = max(1, round(keys.value))
+    runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
+    return [
+        simulate(runs, average, count, rest, _drawn(seed))
+        for seed in _seeds(sample, range(1, ORDERS))
+    ]
+
+
+def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
+    """skip-pages simulated over ``sample`` in each order of its segments, for
+    :func:`skip_pages_range` and :func:`skip_pages_requests` (None: it holds no
+    collections)."""
+    if not any(sample.runs) or not info.item_count or not keys.value:
+        return None
+    return _orders(info, keys, sample)
+
+
+def skip_pages_requests(info: TableInfo, keys: Range, orders: Sequence[Simulated]) -> Range:
+    """skip-pages' requests, from the ``orders`` simulated: the pages that skipped (with the
+    key count's range) and those read on as a scan (over the table's size, DescribeTable's),
+    from the fewest of an order to the most, and an empty page that may end the listing."""
+    on = [sim.through_pages * info.size_bytes / sim.whole if sim.whole else 0.0 for sim in orders]
+    low_keys = keys.low / keys.value if keys.value else 1.0
+    high_keys = keys.high / keys.value if keys.value else 1.0
+    pairs = list(zip(orders, on, strict=True))
+    low = min(sim.skip_pages * low_keys + o for sim, o in pairs)
+    high = max(sim.skip_pages * high_keys + o for sim, o in pairs) + 1
+    value = max(1.0, sum(sim.skip_pages + o for sim, o in pairs) / len(pairs))
+    return Range(min(value, max(1.0, math.floor(low))), value, max(math.ceil(high), value))
+
+
+def skip_pages_range(
+    info: TableInfo,
+    keys: Range,
+    scan: Range,
+    sample: Sample,
+    orders: Sequence[Simulated] | None = None,
+) -> Range | None:
     """skip-pages' read units, simulated over ``sample`` (None: it holds no collections).
 
     Each order of the segments (their own, and ``ORDERS - 1`` drawn; their own alone where
@@ -347,7 +405,8 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     as a scan but the listing might skip longer, the low end reaches down to skipping alone
     (``UNDER`` of what it cost simulated, less the error), no lower than ``1 / SPAN`` of the
     high end. An empty page that ends the listing is in the range at 0.5 RCU and at none
-    (DynamoDB Local charges nothing for it)."""
+    (DynamoDB Local charges nothing for it). ``orders``: those simulated already
+    (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
@@ -355,10 +414,7 @@ def skip_pages_range(info: TableInfo, keys: Range, scan: Range, sample: Sample) 
     average = info.size_bytes / info.item_count
     count = max(1, round(keys.value))
     runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-    sims = [
-        simulate(runs, average, count, rest, _drawn(seed))
-        for seed in _seeds(sample, range(1, ORDERS))
-    ]
+    sims = orders or _orders(info, keys, sample)
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
     alone = [
         simulate(runs, average, count, rest, _drawn(seed), read_on=False)
