@@ -46,6 +46,7 @@ from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
     SAMPLE_PAGE_ITEMS,
+    SAMPLE_RCU,
     UNIT,
     PageTime,
     Sample,
@@ -97,16 +98,21 @@ def sample_flow(
     (what was read is not counted twice: only the units spent). ``own`` tells ddbkeys' own
     items from yours (``Sample.owned``: the collections holding none of yours). First
     (``probe``), one reader's speed: :func:`speed_probe`; where its pages reached the table's
-    end (an empty table, or one of a few items), the table is read as one segment (two
-    requests, not a draw of a thousand empty segments)."""
+    end (an empty table, or a small one, which it reads whole), they are the sample: the table
+    read as one segment, in two requests (not a draw of a thousand empty segments, nor a
+    table of a few KB read again in 1-unit pages at more than a scan's cost)."""
     total = sample_segments(info)
     rcu = sample_rcu(info) if rcu is None else rcu
     draw = rng if rng is not None else random.Random(info.name)
     tallies: list[SegmentTally] = []
     pages: list[PageTime] = []
-    probed, ended = (yield from speed_probe(reader, info, clock, pages)) if probe else (0.0, False)
-    if ended:
-        total = 1
+    if probe:
+        whole = SegmentTally(info.partition_key.name, own, 0)
+        probed, ended = yield from speed_probe(reader, info, clock, pages, whole)
+        if ended:
+            return Sample.of_segments([whole], 1, pages, probed)
+    else:
+        probed = 0.0
     spent, resplit = 0.0, False
     order = draw.sample(range(total), min(total, max(1, int(2 * rcu) + keys)))
     while order and spent < rcu and sum(t.keys for t in tallies) < keys:
@@ -122,33 +128,48 @@ def sample_flow(
 
 
 def speed_probe(
-    reader: Reader, info: TableInfo, clock: Callable[[], float], pages: list[PageTime]
+    reader: Reader,
+    info: TableInfo,
+    clock: Callable[[], float],
+    pages: list[PageTime],
+    whole: SegmentTally | None = None,
 ) -> Flow[tuple[float, bool]]:
     """A page of one item (its time: a request's latency), then from there a page of about
-    ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads),
-    timed into ``pages`` (their items are not counted: only their speed); the read units
-    they took (about 4.5: on top of the segments' read units), and whether they reached the
-    table's end."""
+    ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads;
+    the whole table where DescribeTable says it holds at most ``WHOLE_PROBE_BYTES``), timed
+    into ``pages``; the read units they took (about 4.5: on top of the segments' read units),
+    and whether they reached the table's end. Their items are added to ``whole`` (they are
+    the whole table where they reached its end)."""
     request: ScanPage = {"Limit": 1}
     began = clock()
     first = yield from reader.page(request)
     pages.append(PageTime(len(first.get("Items", [])), 0, clock() - began))
     spent = _units(first)
+    if whole is not None:
+        whole.add(first.get("Items", []))
     if "LastEvaluatedKey" in first:
         average = info.size_bytes / info.item_count if info.item_count else 400.0
         limit = max(1, min(SAMPLE_PAGE_ITEMS, int(SPEED_PAGE_BYTES / max(average, 1.0))))
+        if info.item_count and info.size_bytes <= WHOLE_PROBE_BYTES:
+            limit = 2 * info.item_count + 100  # (its count may lag the table a little)
         request = {"Limit": limit, "ExclusiveStartKey": first["LastEvaluatedKey"]}
         began = clock()
         page = yield from reader.page(request)
         items = page.get("Items", [])
         pages.append(PageTime(len(items), sum(item_size(i) for i in items), clock() - began))
         spent += _units(page)
+        if whole is not None:
+            whole.add(items)
         return spent, "LastEvaluatedKey" not in page
     return spent, True
 
 
 #: The bytes of the page that times one reader's speed.
 SPEED_PAGE_BYTES = 32 * 1024
+#: A table of at most this many bytes (DescribeTable) is read whole by that page: its scan
+#: costs at most the sample's own budget (``SAMPLE_RCU``), and gives exact counts, where a draw
+#: of its segments in 1-unit pages would cost as much or more on top of the probe.
+WHOLE_PROBE_BYTES = int(SAMPLE_RCU * 2 * UNIT)
 #: Segments read before the sample judges how full they are, and how many times fewer it
 #: splits the table in when they held under a quarter of a 4 KB unit each (their median).
 PILOT = 4
