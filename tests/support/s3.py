@@ -16,6 +16,8 @@ from typing import Any
 
 import boto3
 
+from ddbkeys._local import holds_port
+
 MOTO_SERVER = Path(sys.executable).with_name("moto_server")
 
 
@@ -40,7 +42,10 @@ def moto_server() -> Iterator[str]:
         while True:
             try:
                 urllib.request.urlopen(url + "/moto-api/", timeout=1).close()
-                break
+                # (another worker's moto server may have taken the port first: not ours)
+                if holds_port(process.pid, port) is not False:
+                    break
+                raise OSError(f"{url} answers from another process")
             except OSError:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError(f"moto_server did not start on {url}") from None
