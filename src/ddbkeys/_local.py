@@ -186,10 +186,17 @@ def _free_port() -> int:
 
 
 def _port_answers(port: int) -> bool:
-    """True when something already accepts connections on 127.0.0.1:``port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(1.0)
-        return sock.connect_ex(("127.0.0.1", port)) == 0
+    """True when something already accepts connections on ``port`` (127.0.0.1, or ::1: a
+    server bound to IPv6 alone keeps the JVM from binding too)."""
+    for family, host in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET6, "::1")):
+        try:
+            with socket.socket(family, socket.SOCK_STREAM) as sock:
+                sock.settimeout(1.0)
+                if sock.connect_ex((host, port)) == 0:
+                    return True
+        except OSError:  # (no IPv6 here)
+            continue
+    return False
 
 
 def holds_port(pid: int, port: int) -> bool | None:
@@ -324,8 +331,8 @@ class DynamoDBLocal:
             self.db_path.mkdir(parents=True, exist_ok=True)
         if self.port is not None and _port_answers(self.port):
             raise LocalServerError(
-                f"Port {self.port} is in use (another DynamoDB Local?): pick another, or give "
-                "no port for a free one."
+                f"Port {self.port} is in use by another program: pick another, or give no port "
+                "for a free one."
             )
         _install_hooks()
         attempts = 1 if self.port is not None else 3

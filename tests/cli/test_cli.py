@@ -89,6 +89,11 @@ def test_a_table_name_dynamodb_refuses_is_a_usage_error_before_any_request(
 def test_a_state_table_name_dynamodb_refuses_is_a_usage_error() -> None:
     result = run("partition-keys", "-t", "orders", "--state-table", "x", "--endpoint-url", "x")
     assert result.exit_code == 2 and "Invalid value for '--state-table': 'x'" in result.output
+    # From the environment: the line names the variable the user set, not an option not given.
+    env: dict[str, str | None] = {"DDBKEYS_STATE_TABLE": "x"}
+    hidden = run("partition-keys", "-t", "orders", "--endpoint-url", "x", env=env)
+    assert hidden.exit_code == 2
+    assert "DDBKEYS_STATE_TABLE='x' (from the environment) is not a table's name" in hidden.output
 
 
 def test_connection_options_after_the_command_name() -> None:

@@ -64,7 +64,7 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
         1,
         "Table {t!r} has the key (pk, sk); a counter item key cannot be "
         "made from a name alone: give the counter item's whole key, as counter_key= "
-        "(--counter-key JSON).",
+        """(--counter-key JSON, for example '{"pk": "counter", "sk": 0}').""",
     ),
     (
         ["next", "-t", "{t}", "--counter-key", '{"pk": "odd", "sk": 0}'],

@@ -234,12 +234,12 @@ def test_the_backfill_costs_what_the_estimate_said_it_would(
         fill(ddb_client, table)  # ~1,900 items: auto reads (the stream on)
     else:
         load(ddb_client, table, [(f"k{k:03}", [200] * (1 + k % 3)) for k in range(150)])
+    if mode == "read":
+        enable_stream(ddb_client, table)  # (as `index follow` leaves it)
     cost = estimate_listing(ddb_client, table).markers
     assert cost is not None and cost.backfill_mode == mode
     index = MarkerIndex(ddb_client, table)
     index.create()
-    if mode == "read":
-        enable_stream(ddb_client, table)  # (as `index follow` leaves it)
     report = index.backfill(record=False, replay_margin=1.0)
     used = index.usage.snapshot()
     assert report.mode == mode

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import textwrap
@@ -98,6 +99,13 @@ def test_another_server_on_the_port_is_never_taken_for_ours(
             assert second.client().list_tables()["TableNames"] == []  # not the first's
         with pytest.raises(LocalServerError, match=f"Port {taken} is in use"):
             DynamoDBLocal(port=taken).start()
+    # A port held on IPv6 alone (a helper's find: the JVM's 29-line stack trace, not one line).
+    with socket.socket(socket.AF_INET6, socket.SOCK_STREAM) as held:
+        held.bind(("::1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(LocalServerError, match=f"^Port {port} is in use by another program"):
+            DynamoDBLocal(port=port).start()
 
 
 def test_bad_jar_fails_with_its_log(tmp_path: Path) -> None:

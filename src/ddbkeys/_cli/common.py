@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+from click.core import ParameterSource
 
 from ddbkeys._cli.rendering import FORMATS, check_query, configured_output, render
 from ddbkeys._retry import DEFAULT_DEADLINE
@@ -184,7 +185,10 @@ def table_name(ctx: click.Context, param: click.Parameter, value: str | None) ->
     from ddbkeys._schema import _TABLE_NAME, TABLE_NAME_RULE  # noqa: PLC0415
 
     if value is not None and not _TABLE_NAME.match(value):
-        raise click.BadParameter(f"{value!r} is not a table's name: those are {TABLE_NAME_RULE}.")
+        given = f"{value!r}"
+        if ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT:
+            given = f"{param.envvar}={value!r} (from the environment)"
+        raise click.BadParameter(f"{given} is not a table's name: those are {TABLE_NAME_RULE}.")
     return value
 
 

@@ -7,6 +7,7 @@ on the sync driver, and :mod:`ddbkeys.aio` runs the same flows on the asyncio dr
 from __future__ import annotations
 
 import abc
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
@@ -392,10 +393,15 @@ def counter_key_from(
             table=table,
         )
     if info.sort_key is not None or pk.type != "S":
+        example: dict[str, Any] = {pk.name: name if pk.type == "S" else 0}
+        if info.sort_key is not None:
+            example[info.sort_key.name] = "0" if info.sort_key.type == "S" else 0
+        binary = "B" in (pk.type, info.sort_key.type if info.sort_key else "")
+        shown = "" if binary else f", for example '{json.dumps(example)}'"
         raise KeySchemaError(
             f"Table {table!r} has the key ({', '.join(info.key_names())}); a counter item key "
             "cannot be made from a name alone: give the counter item's whole key, as "
-            f"{key_parameter}= (--counter-key JSON).",
+            f"{key_parameter}= (--counter-key JSON{shown}).",
             table=table,
         )
     return {pk.name: key_value(pk, name, table=table)}

@@ -296,7 +296,8 @@ def unreadable(stream: str | None, started: float, margin: float) -> Decline | N
         return Decline(
             f"the table's stream began {born - started + margin:.0f} s after the start of its "
             f"window (the replay margin, {margin:g} s, before it began), so earlier changes "
-            f"are in no log: run `index backfill` again once the stream is {margin:g} s old"
+            f"are in no log: run `index backfill` again once the stream is {margin:g} s old, "
+            "with `index follow` (or the Lambda handler) keeping the markers meanwhile"
         )
     return None
 

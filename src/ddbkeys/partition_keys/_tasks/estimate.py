@@ -239,7 +239,10 @@ def _markers(
     read = (
         Range(low, rcu, high) if low is not None and rcu is not None and high is not None else None
     )
-    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan, read)
+    # A consistent Query of a collection's first items: a unit a 4 KB of its first (the
+    # sample's mean of a one-item page's units, which are half-units), at least one.
+    query = max(1.0, 2 * sample.skip_units / sample.keys)
+    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan, read, query)
 
 
 def _warning(

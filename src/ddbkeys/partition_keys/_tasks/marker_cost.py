@@ -50,11 +50,11 @@ class MarkerCost:
     index_rcu: float
     index_high: float
     warning: str | None = None
-    #: The backfill that writes the markers, once: the mode ``auto`` would choose (``read``
-    #: from ``READ_FROM_ITEMS`` items, the stream on as ``index follow`` leaves it; else
-    #: ``reconcile``); the write units of its markers (the table's and the index's); the read
-    #: units of its read of the table, and of the consistent Queries (1 RCU each, up to 4 KB)
-    #: of each collection: reconciling, one before and one after its marker's write; reading,
+    #: The backfill that writes the markers, once: the mode ``auto`` would choose now (``read``
+    #: from ``READ_FROM_ITEMS`` items with the stream on; else ``reconcile``); the write units
+    #: of its markers (the table's and the index's); the read units of its read of the table,
+    #: and of the consistent Queries of each collection (a read unit a 4 KB of its first items,
+    #: from the sample): reconciling, one before and one after its marker's write; reading,
     #: one for each collection the stream names in its window (the writes from the margin and
     #: the records' time rounding before it began: none to all).
     backfill_mode: str = "reconcile"
@@ -62,6 +62,9 @@ class MarkerCost:
     backfill_wcu_high: float = 0.0
     backfill_rcu_low: float = 0.0
     backfill_rcu_high: float = 0.0
+    #: Why the mode is ``reconcile`` on a table of ``READ_FROM_ITEMS`` items or more (its
+    #: stream is off now: ``index follow`` turns it on); empty otherwise.
+    backfill_why: str = ""
 
     def summary(self) -> str:
         """The figures in one line."""
@@ -75,7 +78,7 @@ class MarkerCost:
             f"~{figure(self.scan_now)}; the backfill that writes them costs once "
             f"{_span(self.backfill_wcu_low, self.backfill_wcu_high)} WCU and "
             f"{_span(self.backfill_rcu_low, self.backfill_rcu_high)} RCU ({self.backfill_mode} "
-            "mode)"
+            f"mode{self.backfill_why})"
         )
 
 
@@ -101,15 +104,24 @@ def marker_cost(
     attribute: str,
     scan: Range,
     table_read: Range | None = None,
+    query_units: float = 1.0,
 ) -> MarkerCost:
     """What markers for ``keys`` collections (partition keys of ``key_bytes`` on average)
     would add to the table ``info`` describes, whose scan costs ``scan`` now; ``table_read``:
-    what the backfill's skip scan of the table reads (skip-pages' estimate; None: a scan's)."""
+    what the backfill's skip scan of the table reads (skip-pages' estimate; None: a scan's);
+    ``query_units``: the read units of a consistent Query of a collection's first items."""
     marker, entry = marker_sizes(info, attribute, key_bytes)
     read = table_read or scan
-    mode = "read" if info.item_count >= READ_FROM_ITEMS else "reconcile"
+    many = info.item_count >= READ_FROM_ITEMS
+    mode = "read" if many and info.stream_arn is not None else "reconcile"
+    why = (
+        "; the table's stream is off: the read mode, once `index follow` has turned it on"
+        if many and mode != "read"
+        else ""
+    )
     # Consistent Queries a collection (see MarkerCost): as few, as many.
     each = (1.0, 2.0) if mode == "reconcile" else (0.0, 1.0)
+    each = (each[0] * max(1.0, query_units), each[1] * max(1.0, query_units))
     writes = math.ceil(marker / 1024) + math.ceil(entry / 1024)  # the table's, the index's
     added_low, added_high = keys.low * marker, keys.high * marker
     items, size = info.item_count, info.size_bytes
@@ -142,6 +154,7 @@ def marker_cost(
             before=True,
         ),
         backfill_mode=mode,
+        backfill_why=why,
         backfill_wcu_low=keys.low * writes,
         backfill_wcu_high=keys.high * writes,
         backfill_rcu_low=read.low + each[0] * keys.low,
