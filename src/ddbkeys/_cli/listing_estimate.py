@@ -16,7 +16,7 @@ from ddbkeys._cli.common import (
     echo_json,
     output_option,
     structured,
-    table_name,
+    table_option,
 )
 from ddbkeys._cli.index_options import estimated_own_items_option, index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
@@ -123,14 +123,7 @@ def estimate_text(found: ListingEstimate) -> str:
 
 
 @click.command("estimate")
-@click.option(
-    "--table-name",
-    "-t",
-    required=True,
-    metavar="TABLE",
-    callback=table_name,
-    help="The DynamoDB table.",
-)
+@table_option
 @budget_options
 @click.option(
     "--concurrency",

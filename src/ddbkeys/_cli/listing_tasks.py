@@ -13,7 +13,7 @@ from ddbkeys._cli.common import (
     Connection,
     connection_options,
     state_table_option,
-    table_name,
+    table_option,
     warnings_said,
 )
 from ddbkeys._cli.errors import error_text
@@ -40,14 +40,7 @@ __all__ = ["plan_command", "run_task_command"]
 
 
 @click.command("plan")
-@click.option(
-    "--table-name",
-    "-t",
-    required=True,
-    metavar="TABLE",
-    callback=table_name,
-    help="The DynamoDB table.",
-)
+@table_option
 @click.option(
     "--tasks",
     type=click.IntRange(1, 1_000_000),

@@ -120,8 +120,8 @@ def marker_cost(
         else ""
     )
     # Consistent Queries a collection (see MarkerCost): as few, as many.
-    each = (1.0, 2.0) if mode == "reconcile" else (0.0, 1.0)
-    each = (each[0] * max(1.0, query_units), each[1] * max(1.0, query_units))
+    query = max(1.0, query_units)
+    each = (query, 2 * query) if mode == "reconcile" else (0.0, query)
     writes = math.ceil(marker / 1024) + math.ceil(entry / 1024)  # the table's, the index's
     added_low, added_high = keys.low * marker, keys.high * marker
     items, size = info.item_count, info.size_bytes

@@ -344,17 +344,39 @@ def _drawn(seed: int | None) -> random.Random | None:
     return None if seed is None else random.Random(seed)
 
 
-def _orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated]:
+@dataclass(frozen=True)
+class _Laid:
+    """What each order is simulated over: the drawn segments' share ``p`` of the table, the
+    rest of each collection the sample cut, DescribeTable's average item, the collections to
+    lay out (the key count's) and the segments (calibrated, and any the sample missed)."""
+
+    p: float
+    rest: Rest
+    average: float
+    count: int
+    runs: list[Sequence[Collection]]
+
+    @classmethod
+    def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
+        p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
+        average = info.size_bytes / info.item_count
+        return cls(
+            p,
+            Rest.of(info.item_count * p - sample.items, sample.cut),
+            average,
+            max(1, round(keys.value)),
+            [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)],
+        )
+
+    def run(self, seed: int | None, read_on: bool = True) -> Simulated:
+        """skip-pages in the order ``seed`` draws (None: the segments' own)."""
+        rng = _drawn(seed)
+        return simulate(self.runs, self.average, self.count, self.rest, rng, read_on=read_on)
+
+
+def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
     """skip-pages simulated in each order of the segments (see :func:`skip_pages_range`)."""
-    p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
-    rest = Rest.of(info.item_count * p - sample.items, sample.cut)
-    average = info.size_bytes / info.item_count
-    count = max(1, round(keys.value))
-    runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-    return [
-        simulate(runs, average, count, rest, _drawn(seed))
-        for seed in _seeds(sample, range(1, ORDERS))
-    ]
+    return [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
 
 
 def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
@@ -363,7 +385,7 @@ def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simul
     collections)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
-    return _orders(info, keys, sample)
+    return _orders(_Laid.of(info, keys, sample), sample)
 
 
 def skip_pages_requests(info: TableInfo, keys: Range, orders: Sequence[Simulated]) -> Range:
@@ -409,22 +431,18 @@ def skip_pages_range(
     (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
-    p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
-    rest = Rest.of(info.item_count * p - sample.items, sample.cut)
-    average = info.size_bytes / info.item_count
-    count = max(1, round(keys.value))
-    runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-    sims = orders or _orders(info, keys, sample)
+    laid = _Laid.of(info, keys, sample)
+    sims = orders or _orders(laid, sample)
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
     alone = [
-        simulate(runs, average, count, rest, _drawn(seed), read_on=False)
+        laid.run(seed, read_on=False)
         for seed in _seeds(sample, range(ORDERS, ORDERS + ALONE_ORDERS))
     ]
     skipping = alone[0].skip_rcu
     costs = [sum(c) / len(alone) for c in zip(*(sim.per_segment for sim in alone), strict=True)]
     skipped = sum(sim.skip_rcu for sim in sims) / len(sims)
     share = min(1.0, skipped / max(0.5, sum(sim.skip_rcu for sim in alone) / len(alone)))
-    error = share * _rate_error(costs, [len(run) for run in runs], p) * keys.value
+    error = share * _rate_error(costs, [len(run) for run in laid.runs], laid.p) * keys.value
     through = max(sim.through for sim in sims)
     mean = sum(values) / len(values)
     fewer = math.hypot(error, skipped * (1 - keys.low / keys.value))
