@@ -15,6 +15,7 @@ from ddbkeys._capacity import item_size
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
+from ddbkeys.partition_keys._listing.recognise import is_counter
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
 from ddbkeys.partition_keys._tasks.ranges import count_range
 from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
@@ -104,6 +105,29 @@ def test_a_segment_is_summed_up_by_collection() -> None:
     # Past the latency: 20,000 B in 0.02 s and 9,000 B in 0.01 s; the median of two: the upper.
     assert found.bytes_per_second == pytest.approx(20_000 / 0.02)
     assert found.whole_table and not Sample.of_segments([tally], 2, pages).whole_table
+
+
+def test_own_items_that_lead_a_collection_are_held_with_its_first_of_yours() -> None:
+    """skip-pages reads a collection's leading marker with its first item (asking for one more):
+    the sample holds them as one item, so that the simulation reads them as the listing does;
+    an own item later in a collection, a collection of own items alone, and a sample that takes
+    every item for yours keep each item."""
+    marker = {"pk": {"S": "a"}, "sk": {"S": "#m"}, "ddbkeys_type": {"S": "counter"}}
+    rest = collection("a", 2, 100)
+    tally = SegmentTally("pk", is_counter)
+    tally.add([marker, *rest, *collection("b", 1, 100), {**marker, "pk": {"S": "c"}}])
+    tally.add([*collection("d", 1, 100), {**marker, "pk": {"S": "d"}}])
+    tally.close()
+    sizes = [sizes for sizes, _ in tally.collections]
+    a = [item_size(i) for i in (marker, *rest)]
+    assert sizes[0] == (a[0] + a[1], a[2])
+    assert len(sizes[1]) == 1 and len(sizes[2]) == 1  # b; c: its own item alone
+    assert len(sizes[3]) == 2  # d: its own item after one of yours
+    assert tally.items == 7 and tally.owned == 1
+    every = SegmentTally("pk")
+    every.add([marker, *rest])
+    every.close()
+    assert every.collections[0][0] == tuple(a)
 
 
 def test_each_method_costs_what_the_model_says() -> None:

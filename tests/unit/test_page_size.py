@@ -689,3 +689,64 @@ def test_pages_read_on_ask_for_what_a_unit_holds_where_they_are_read() -> None:
     # A page that did not fill its Limit (the segment's end) says nothing of a unit's items.
     reading.after(list(range(30)), 1.0, asked=limit)
     assert pages.unit_items == 40
+
+
+# --- collections whose first item is ddbkeys' own (a marker that sorts first) -----------------
+
+
+def test_a_marker_that_leads_its_collection_is_read_with_its_first_item() -> None:
+    """Collections of one 30 KB item, each led by its marker (as the default marker sorts first
+    under every key type): items average 15 KB, a limit of one. The first page reads a lone
+    marker, and the next goes on in that collection for one item (a Limit of 1), counted with
+    the page before, not as a skip of its own; from then on each skipping page asks for one item
+    more, marker and item at once: a page and 8 units a key, as without markers, and the pages
+    judged as of one item (the limit stays at one)."""
+    reading = Reading(PageSize.for_items_of(15_000))
+    assert reading.pages.limit == 1
+    assert reading.after([0], 1.0, asked=1, lead=1, unhanded=True) == (1, True)
+    assert reading.after([0], 8.0, asked=1) == (2, True)  # the rest of the collection
+    ledgers = reading.pages.ledgers
+    assert (ledgers.skip_pages, ledgers.skip_keys, ledgers.skip_units) == (1, 1, 9.0)
+    limit: int | None = 2
+    for key in range(1, 6):
+        limit, _ = reading.after([key, key], 8.0, asked=limit, lead=1)
+        assert limit == 2 and reading.pages.limit == 1
+    assert (ledgers.skip_pages, ledgers.skip_keys, ledgers.skip_units) == (6, 6, 49.0)
+    # A collection without a marker (lead 0): the next page asks for the limit alone.
+    assert reading.after([6], 8.0, asked=2, lead=0)[0] == 1
+
+
+def test_a_continuation_after_a_page_read_on_counts_for_reading_on() -> None:
+    """A page read on that ended on a lone marker: the rest of that collection is one item more
+    (a Limit of 1, where the next page skips), counted for reading on, not for skipping."""
+    reading = Reading(PageSize.for_items_of(512))
+    for key in range(LOOK_AFTER):
+        reading.after([key] * 8, 1.0)
+    assert reading.reading_on
+    ledgers = reading.pages.ledgers
+    skipped = (ledgers.skip_units, ledgers.skip_keys, ledgers.skip_pages)
+    # 100 keys of 8 items, 50 units a key: the trial fails; its last collection shows only a
+    # marker, so the next page goes on in it for one item
+    page = [k for k in range(100, 116) for _ in range(8)][:16]
+    limit, _ = reading.after(page, 100.0, asked=16, unhanded=True)
+    assert not reading.reading_on and limit == 1
+    through = ledgers.through_cost
+    reading.after([101], 1.0, asked=1)
+    assert ledgers.through_cost == through + 1.0
+    assert (ledgers.skip_units, ledgers.skip_keys, ledgers.skip_pages) == skipped
+
+
+def test_a_failed_trial_keeps_the_limit_skipping_learned() -> None:
+    """The limit learned down from the table's average (a marker in every collection makes the
+    average half a data item) is kept after a trial fails: it is not set back to the average's,
+    which would overshoot again."""
+    reading = Reading(PageSize.for_items_of(2000))  # 2 items a unit by the average
+    limit: int | None = reading.pages.limit
+    assert limit == 2
+    for key in range(LOOK_AFTER + 2):
+        limit, _ = reading.after([key] * 2, 2.0 if key == 0 else 1.0, asked=limit)
+        if reading.reading_on:
+            break
+    assert reading.pages.limit == 1 and reading.reading_on
+    reading.after([200] * 4, 40.0, asked=limit)  # the trial costs far more a key: it fails
+    assert not reading.reading_on and reading.pages.limit == 1

@@ -80,6 +80,7 @@ __all__ = [
     "FIRST_THROUGH",
     "GROWTH",
     "LOOK_AFTER",
+    "MAX_LEAD",
     "MAX_PAGE_ITEMS",
     "MAX_PROBE_AFTER",
     "MAX_TARGET",
@@ -108,6 +109,9 @@ FIRST_THROUGH = 2
 GROWTH = 4
 #: Skipping pages, below which every other scan-sized page read on is followed by one.
 SAMPLE_PAGES = 400
+#: The most items a skipping page asks for beyond its limit, for ddbkeys' own items that lead
+#: a collection (its marker, and a collection sequence's counter).
+MAX_LEAD = 2
 
 
 def items_a_unit(average_bytes: float) -> int:
@@ -143,6 +147,7 @@ class PageSize:
     small: bool = False  # it began because collections proved small (not by a trial)
     full_items: int = 0  # items of the pages read on that filled their Limit
     full_units: float = 0.0  # ... and their read units
+    lead: int = 0  # own items that led the last skipping page's first collection
 
     @classmethod
     def for_items_of(cls, average_bytes: float) -> PageSize:
@@ -256,7 +261,7 @@ class PageSize:
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit
-        self.limit, self.credit = self.unit_items, 0.0
+        self.credit = 0.0
 
     def note(self) -> str:
         """How the listing read, where it went on as a scan (else empty)."""
@@ -313,34 +318,69 @@ class PageSize:
 class Reading:
     """One segment's reading, with the :class:`PageSize` every segment shares (the caller
     holds a lock around :meth:`after` where segments run in parallel): which way the next page
-    reads (skipping, or on as a scan), so that each page counts for the way it was asked."""
+    reads (skipping, or on as a scan), so that each page counts for the way it was asked.
+
+    Where collections start with ddbkeys' own items (a marker sorts first in its collection,
+    under the default sort key of every type, as does a collection sequence's counter), a
+    skipping page of ``limit`` items would read a lone marker where ``limit`` is 1, and the
+    next page would have to go on in that collection (one more request and unit a key). So a
+    skipping page asks for as many items more as led the last skipping page's first collection
+    (``PageSize.lead``, at most ``MAX_LEAD``), and is judged without them: a marker is read
+    with its collection's first item, as a page of the same table without markers reads that
+    item alone."""
 
     pages: PageSize
     reading_on: bool = False  # the next page reads on as a scan
     trial: bool = False  # this segment runs the trial of reading on
-    asked: int | None = 0  # the Limit of the page asked for (None: scan-sized)
+    asked: int | None = 0  # the Limit of the page asked for (None: scan-sized), without extra
+    extra: int = 0  # items asked for beyond it, for the own items that lead a collection
+    last: object = None  # the key of the last item read
+    going_on: bool = False  # the last page ended in a collection that showed nothing of yours
+    was_on: bool = False  # ... and it was read on as a scan
 
     def after(
-        self, keys: Sequence[object], units: float, asked: int | None = None
+        self,
+        keys: Sequence[object],
+        units: float,
+        asked: int | None = None,
+        *,
+        lead: int = 0,
+        unhanded: bool = False,
     ) -> tuple[int | None, bool]:
         """After a page of items whose partition keys were ``keys`` (in order), which cost
-        ``units`` 4 KB read units and asked for ``asked`` items: the next page's limit (None:
-        scan-sized: DynamoDB's 1 MB), and whether it skips past the page's last collection (always:
-        a page read on as a scan starts past it too, which costs nothing and saves its rest).
-        A page read on counts for reading on while this segment's trial or reading on lasts;
-        one that skipped counts for skipping; each is judged by the way it was asked for,
-        whatever the other segments changed meanwhile."""
+        ``units`` 4 KB read units and asked for ``asked`` items (its Limit, with any extra): the
+        next page's limit (None: scan-sized: DynamoDB's 1 MB), and whether it skips past the
+        page's last collection (always: a page read on as a scan starts past it too, which
+        costs nothing and saves its rest). ``lead``: the page's first items that are ddbkeys'
+        own, in its first collection; ``unhanded``: its last collection showed none of yours
+        (the next page goes on in it, and asks no extra). A page read on counts for reading on
+        while this segment's trial or reading on lasts; one that skipped counts for skipping;
+        each is judged by the way it was asked for, whatever the other segments changed
+        meanwhile. A key goes on from the last page (one the page before ended in) counts once."""
         pages = self.pages
         tail = tail_of(keys)
-        new = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
+        fresh = bool(keys) and keys[0] != self.last
+        new = sum(1 for a, b in pairwise(keys) if a != b) + fresh
+        base = None if asked is None else max(1, asked - self.extra)
+        if keys:
+            self.last = keys[-1]
+        if self.going_on and not self.reading_on:
+            # The rest of a page that ended on a lone own item: counted with it, in the way it
+            # was read (its Limit of one says nothing of the limit, nor its decisions).
+            self.going_on = unhanded
+            pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
+            return self._next(unhanded)
+        self.going_on, self.was_on = unhanded, self.reading_on
         if self.reading_on:
             if self.trial or pages.through:
                 pages.read_through(units, new, len(keys), asked)
         elif keys:
             pages.ledgers.skipped(units, new, len(keys))
-            pages.observe(len(keys), units, tail, asked)
+            pages.observe(max(1, len(keys) - self.extra), units, tail, base)
+            if fresh:
+                pages.lead = min(MAX_LEAD, lead)
         else:
-            pages.observe(0, units, 0, asked)
+            pages.observe(0, units, 0, base)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
             scan_sized = self.reading_on and self.asked is None
@@ -348,8 +388,18 @@ class Reading:
         else:
             self.reading_on = bool(keys) and not pages.skip_past(tail)
             self.trial = self.reading_on
+        return self._next(unhanded)
+
+    def _next(self, unhanded: bool) -> tuple[int | None, bool]:
+        """The next page's Limit (with any extra), and that it skips past the last collection:
+        one item where a skipping page goes on in a collection that showed nothing of yours
+        (it needs to see one item more)."""
+        pages = self.pages
         self.asked = pages.through_limit if self.reading_on else pages.limit
-        return self.asked, True
+        self.extra = 0 if self.reading_on or unhanded else pages.lead
+        if unhanded and not self.reading_on:
+            self.asked = 1
+        return (None if self.asked is None else self.asked + self.extra), True
 
     def end(self) -> None:
         """The segment was read to its end: a trial it ran ends unjudged."""

@@ -56,6 +56,19 @@ class Ledgers:
         uu, uk, kk = self.skip_squares
         self.skip_squares = (uu + units * units, uk + units * keys, kk + keys * keys)
 
+    def went_on(self, units: float, keys: int, items: int, *, read_on: bool) -> None:
+        """The rest of a page that ended on a collection showing ddbkeys' own items alone (its
+        next item says whether it holds yours) cost ``units``: counted in the way that page
+        was read (``read_on``), not as a page of its own."""
+        if read_on:
+            self.through_units += items * self.item_bytes / 4096 if self.item_bytes else units
+            self.through_cost += units
+            self.through_keys += keys
+        else:
+            self.skip_units += units
+            self.skip_keys += keys
+            self.skip_items += items
+
     def read(self, units: float, keys: int, items: int) -> bool:
         """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
         at the table's average item size where known (its items' share of ``TableSizeBytes``,

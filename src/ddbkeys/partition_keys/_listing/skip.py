@@ -40,8 +40,8 @@ class SkipMethod(SegmentMethod):
     A collection whose first item is ddbkeys' own (its marker, a counter item: see
     :mod:`~ddbkeys.partition_keys._listing.recognise`) needs a look at its next item (the next
     request starts just after that item, not past the collection): one request more for each
-    marked collection whose marker sorts first (the default number marker does, but for numbers
-    below -(10**38 - 1)), and for each whose first item is a counter (a collection sequence's,
+    marked collection whose marker sorts first (the default marker does for every number but
+    those below -(10**38 - 1), every binary and most strings: those after ``#``), and for each whose first item is a counter (a collection sequence's,
     at sort key 0) and that holds more; none for a collection left with nothing but ddbkeys' own
     items, which is not handed out (the request after its last reads the next collection's
     first item), nor with ``own_items``, where every item counts.
@@ -83,7 +83,7 @@ class SkipMethod(SegmentMethod):
             self.finish(state)
             return None
         following = request.copy()
-        skip = self.adapt(following, page, state)
+        skip = self.adapt(following, page, state, seen)
         if skip and seen.last is not None and seen.handed and page.get("Items"):
             following["ExclusiveStartKey"] = self.start_key(seen.last)
         else:
@@ -101,9 +101,10 @@ class SkipMethod(SegmentMethod):
     def finish(self, state: Any) -> None:
         """The segment was read to its end."""
 
-    def adapt(self, request: _Request, page: Mapping[str, Any], state: Any) -> bool:
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> bool:
         """Change the request for the next page (the article's Limit 1 stays as it is), and say
-        whether it skips past the page's last collection (the article's always does)."""
+        whether it skips past the page's last collection (the article's always does); ``seen``
+        is where the reading stands after ``page``."""
         return True
 
 
@@ -121,7 +122,10 @@ class PagedSkipMethod(SkipMethod):
     sizes so varied that small pages pay the rounding more often than skips save), a trial of
     reading on as a scan shows it, and the listing goes on as a scan from where it stands, in
     scan-sized pages (DynamoDB's 1 MB), while skipping would save at most about 5%
-    (``pages.PageSize``); :meth:`note` says so.
+    (``pages.PageSize``); :meth:`note` says so. Where collections are led by ddbkeys' own
+    items (a marker that sorts first), its skipping pages ask for as many items more, so a
+    marker is read with its collection's first item, not in a request of its own
+    (``pages.Reading``).
     """
 
     name = "skip-pages"
@@ -142,14 +146,20 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:  # a segment that starts late goes on from what the others learned
             return state.pages.limit
 
-    def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading) -> bool:
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
         pk = self.info.partition_key.name
-        keys = [item.get(pk) for item in page.get("Items", [])]
+        items = page.get("Items", [])
+        keys = [item.get(pk) for item in items]
         # (a scan-sized page went out with a scan's Limit: the pages asked it scan-sized)
         asked = None if state.asked is None else request.get("Limit")
+        lead = 0  # ddbkeys' own items that led the page's first collection
+        while lead < len(items) and keys[lead] == keys[0] and not self.counts(items[lead]):
+            lead += 1
         with self._lock:
-            limit, skip = state.after(keys, consumed / 0.5, asked=asked)
+            limit, skip = state.after(
+                keys, consumed / 0.5, asked=asked, lead=lead, unhanded=not seen.handed
+            )
         # Read on as a scan: DynamoDB's 1 MB pages, of at most a scan's ``PAGE_ITEMS`` items
         # (as ddbkeys' scan asks: a page of the smallest items stays a few MB of Python objects;
         # and DynamoDB Local serves a Scan without a Limit several times slower, 1.0-1.6 s a

@@ -230,6 +230,11 @@ def skip_pages_line(
     units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
     value = units.value
     pages = skip_pages_requests(info, keys, orders) if orders else None
+    if pages is not None and units.high >= (1 - WASTE) * scan.low:
+        # Skipping may save under WASTE: the listing may go on as a scan after its first trial
+        # (where the simulated orders skipped on: a trial's turn is not known in advance).
+        early = pages_of(items, info.size_bytes) + LOOK_AFTER + 4
+        pages = Range(min(pages.low, early), pages.value, pages.high)
     if scan.value <= (1 + WASTE) * prefix.value:  # skipping saves little: it reads through
         through: float | Range = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1
         through = pages or through

@@ -13,6 +13,7 @@ from typing import Any
 
 from ddbkeys._capacity import item_size
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._listing.pages import MAX_LEAD
 
 __all__ = [
     "SAMPLE_KEYS",
@@ -113,6 +114,9 @@ class SegmentTally:
     _open: list[int] = field(default_factory=list, repr=False)
     _key_size: int = field(default=0, repr=False)
     _yours: bool = field(default=False, repr=False)
+    _lead: int = field(
+        default=0, repr=False
+    )  # own items before the open collection's first of yours
 
     def add(self, items: Sequence[Mapping[str, Any]]) -> None:
         for item in items:
@@ -121,7 +125,9 @@ class SegmentTally:
                 self.close()
                 self._last = value
                 self._key_size = item_size({"": value}) if value is not None else 0
-            self._yours = self._yours or self.own is None or not self.own(item)
+            mine = self.own is not None and self.own(item)
+            self._lead += mine and not self._yours
+            self._yours = self._yours or not mine
             self._open.append(item_size(item))
             self.items += 1
 
@@ -145,6 +151,11 @@ class SegmentTally:
         if not self._open:
             return
         sizes, self._open = self._open, []
+        lead, self._lead = self._lead, 0
+        if 0 < lead <= MAX_LEAD and lead < len(sizes):
+            # skip-pages reads the own items that lead a collection (its marker) with its first
+            # item of yours, asking for as many more (pages.Reading): one item, as it pays
+            sizes = [sum(sizes[: lead + 1]), *sizes[lead + 1 :]]
         self.collections.append((tuple(sizes), cut))
         self.owned += not self._yours
         self._yours = False

@@ -360,12 +360,18 @@ class _Laid:
     def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
         p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
         average = info.size_bytes / info.item_count
+        runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
+        # The sample holds a collection's leading own items (its marker) as part of its first
+        # of yours, as skip-pages reads them: its items are fewer than the table's, by as many
+        # (so a page read on is priced at their average, as the listing prices its items).
+        held = sum(len(sizes) for run in sample.runs for sizes, _ in run)
+        merged = average * sample.items / held if held and sample.items > held else average
         return cls(
             p,
             Rest.of(info.item_count * p - sample.items, sample.cut),
-            average,
+            merged,
             max(1, round(keys.value)),
-            [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)],
+            runs,
         )
 
     def run(self, seed: int | None, read_on: bool = True) -> Simulated:
