@@ -58,7 +58,7 @@ def test_help_for_every_command(path: tuple[str, ...]) -> None:
 
 
 def table_commands() -> list[tuple[str, ...]]:
-    """Every command that takes a table's name (-t), but iam-policy's (a pattern of names)."""
+    """Every command that takes a table's name (-t)."""
     found = []
     for path in all_commands():
         command: click.Command | None = cli
@@ -67,7 +67,7 @@ def table_commands() -> list[tuple[str, ...]]:
             command = command.get_command(click.Context(command), name)
         assert command is not None
         names = {opt for param in command.params for opt in getattr(param, "opts", ())}
-        if "--table-name" in names and path != ("iam-policy",):
+        if "--table-name" in names:
             found.append(path)
     return found
 
@@ -78,12 +78,44 @@ def test_a_table_name_dynamodb_refuses_is_a_usage_error_before_any_request(
 ) -> None:
     """A helper's find: `-t 'bad name!'` exited 1 with the library's line, as a failure of the
     work would; it is the command line at fault (exit 2, the option named)."""
-    result = run(*path, "-t", "no way!", "--endpoint-url", "http://127.0.0.1:1")
+    # (iam-policy sends no request: it takes the command it writes a policy for)
+    rest = (
+        ("partition-keys",) if path == ("iam-policy",) else ("--endpoint-url", "http://127.0.0.1:1")
+    )
+    result = run(*path, "-t", "no way!", *rest)
     assert result.exit_code == 2, result.output
     assert "Invalid value for '--table-name' / '-t': 'no way!' is not a table's name" in (
         result.output
     )
     assert len(table_commands()) >= 15  # (every command of a table, not a few)
+
+
+def index_commands() -> list[tuple[str, ...]]:
+    """Every command that takes a marker index's name (--index-name)."""
+    found = []
+    for path in table_commands():
+        command: click.Command | None = cli
+        for name in path:
+            assert isinstance(command, click.Group)
+            command = command.get_command(click.Context(command), name)
+        assert command is not None
+        if any("--index-name" in getattr(param, "opts", ()) for param in command.params):
+            found.append(path)
+    return found
+
+
+@pytest.mark.parametrize("path", index_commands(), ids=" ".join)
+def test_an_index_name_dynamodb_refuses_is_a_usage_error_before_any_request(
+    path: tuple[str, ...],
+) -> None:
+    """A helper's find: `--index-name 'a b'` was sent to DynamoDB (or failed to connect)."""
+    rest = (
+        ("partition-keys",) if path == ("iam-policy",) else ("--endpoint-url", "http://127.0.0.1:1")
+    )
+    result = run(*path, "-t", "orders", "--index-name", "a b", *rest)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for '--index-name': 'a b' is not an index's name" in result.output
+    assert len(index_commands()) >= 8
 
 
 def test_a_state_table_name_dynamodb_refuses_is_a_usage_error() -> None:

@@ -181,6 +181,15 @@ def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP, local: bool 
 
 def table_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """A table's name DynamoDB would refuse is a usage error (exit 2), said before any request."""
+    return _named(ctx, param, value, "a table's name")
+
+
+def index_name(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """An index's name DynamoDB would refuse (the same rule as a table's) is a usage error."""
+    return _named(ctx, param, value, "an index's name")
+
+
+def _named(ctx: click.Context, param: click.Parameter, value: str | None, what: str) -> str | None:
     # (botocore, which _schema loads, is not for --help: loaded when a name is given)
     from ddbkeys._schema import _TABLE_NAME, TABLE_NAME_RULE  # noqa: PLC0415
 
@@ -188,7 +197,7 @@ def table_name(ctx: click.Context, param: click.Parameter, value: str | None) ->
         given = f"{value!r}"
         if ctx.get_parameter_source(param.name or "") is ParameterSource.ENVIRONMENT:
             given = f"{param.envvar}={value!r} (from the environment)"
-        raise click.BadParameter(f"{given} is not a table's name: those are {TABLE_NAME_RULE}.")
+        raise click.BadParameter(f"{given} is not {what}: those are {TABLE_NAME_RULE}.")
     return value
 
 

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ddbkeys._cli.common import state_table_option
+from ddbkeys._cli.common import index_name, state_table_option, table_name
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._names import DEFAULT_INDEX, state_table_name
 from ddbkeys.iam import COMMANDS, policy
@@ -58,6 +58,7 @@ Examples:
     "--table-name",
     "-t",
     metavar="TABLE",
+    callback=table_name,
     help="The DynamoDB table (required, except for demo, which makes its own tables).",
 )
 @click.option(
@@ -69,6 +70,7 @@ Examples:
     "--index-name",
     default=DEFAULT_INDEX,
     show_default=True,
+    callback=index_name,
     help="The marker index, for the commands that read or change it.",
 )
 @state_table_option

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import click
 
+from ddbkeys._cli.common import index_name
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
@@ -62,7 +63,11 @@ def index_options(func: F) -> F:
 
 def index_name_option(func: F) -> F:
     return click.option(
-        "--index-name", default=DEFAULT_INDEX, show_default=True, help="The marker index."
+        "--index-name",
+        default=DEFAULT_INDEX,
+        show_default=True,
+        callback=index_name,
+        help="The marker index.",
     )(func)
 
 

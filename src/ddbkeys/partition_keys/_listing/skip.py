@@ -41,8 +41,9 @@ class SkipMethod(SegmentMethod):
     :mod:`~ddbkeys.partition_keys._listing.recognise`) needs a look at its next item (the next
     request starts just after that item, not past the collection): one request more for each
     marked collection whose marker sorts first (the default marker does for every number but
-    those below -(10**38 - 1), every binary and most strings: those after ``#``), and for each whose first item is a counter (a collection sequence's,
-    at sort key 0) and that holds more; none for a collection left with nothing but ddbkeys' own
+    those below -(10**38 - 1), every binary and most strings: those after ``#``), and for each
+    whose first item is a counter (a collection sequence's, at sort key 0) and that holds more;
+    none for a collection left with nothing but ddbkeys' own
     items, which is not handed out (the request after its last reads the next collection's
     first item), nor with ``own_items``, where every item counts.
     """
