@@ -63,7 +63,8 @@ class MarkerCost:
     backfill_rcu_low: float = 0.0
     backfill_rcu_high: float = 0.0
     #: Why the mode is ``reconcile`` on a table of ``READ_FROM_ITEMS`` items or more (its
-    #: stream is off now: ``index follow`` turns it on); empty otherwise.
+    #: stream is off now: ``index follow`` turns it on), or what the read mode's high end
+    #: means (your writes naming every collection in its window); empty otherwise.
     backfill_why: str = ""
 
     def summary(self) -> str:
@@ -114,11 +115,12 @@ def marker_cost(
     read = table_read or scan
     many = info.item_count >= READ_FROM_ITEMS
     mode = "read" if many and info.stream_arn is not None else "reconcile"
-    why = (
-        "; the table's stream is off: the read mode, once `index follow` has turned it on"
-        if many and mode != "read"
-        else ""
-    )
+    if mode == "read":  # (its high end: a Query for every collection the stream names)
+        why = "; the high end where your writes reach every collection while it runs"
+    elif many:
+        why = "; the table's stream is off: the read mode, once `index follow` has turned it on"
+    else:
+        why = ""
     # Consistent Queries a collection (see MarkerCost): as few, as many.
     query = max(1.0, query_units)
     each = (query, 2 * query) if mode == "reconcile" else (0.0, query)
