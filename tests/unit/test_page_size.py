@@ -697,8 +697,8 @@ def test_pages_read_on_ask_for_what_a_unit_holds_where_they_are_read() -> None:
 def test_a_marker_that_leads_its_collection_is_read_with_its_first_item() -> None:
     """Collections of one 30 KB item, each led by its marker (as the default marker sorts first
     under every key type): items average 15 KB, a limit of one. The first page reads a lone
-    marker, and the next goes on in that collection for one item (a Limit of 1), counted with
-    the page before, not as a skip of its own; from then on each skipping page asks for one item
+    marker, and the next goes on in that collection (its one item), counted with the page
+    before, not as a skip of its own; from then on each skipping page asks for one item
     more, marker and item at once: a page and 8 units a key, as without markers, and the pages
     judged as of one item (the limit stays at one)."""
     reading = Reading(PageSize.for_items_of(15_000))
@@ -717,8 +717,9 @@ def test_a_marker_that_leads_its_collection_is_read_with_its_first_item() -> Non
 
 
 def test_a_continuation_after_a_page_read_on_counts_for_reading_on() -> None:
-    """A page read on that ended on a lone marker: the rest of that collection is one item more
-    (a Limit of 1, where the next page skips), counted for reading on, not for skipping."""
+    """A page read on that ended on a lone marker, and the trial failed: the next page goes on
+    in that collection (asking for no extra); where it reads that collection's rest alone, it
+    counts for reading on, not as a skipping page."""
     reading = Reading(PageSize.for_items_of(512))
     for key in range(LOOK_AFTER):
         reading.after([key] * 8, 1.0)
@@ -729,11 +730,15 @@ def test_a_continuation_after_a_page_read_on_counts_for_reading_on() -> None:
     # marker, so the next page goes on in it for one item
     page = [k for k in range(100, 116) for _ in range(8)][:16]
     limit, _ = reading.after(page, 100.0, asked=16, unhanded=True)
-    assert not reading.reading_on and limit == 1
+    assert not reading.reading_on and limit == reading.pages.limit == 8  # (no extra)
     through = ledgers.through_cost
-    reading.after([101], 1.0, asked=1)
+    reading.after([101], 1.0, asked=8)  # the collection's rest alone (its last item)
     assert ledgers.through_cost == through + 1.0
     assert (ledgers.skip_units, ledgers.skip_keys, ledgers.skip_pages) == skipped
+    # A page that goes on past that collection is a skipping page as any other.
+    reading.after([102, 102], 1.0, asked=8, unhanded=True)
+    reading.after([102, 103, 103], 1.0, asked=8)
+    assert (ledgers.skip_keys, ledgers.skip_pages) == (skipped[1] + 2, skipped[2] + 2)
 
 
 def test_a_failed_trial_keeps_the_limit_skipping_learned() -> None:

@@ -327,7 +327,9 @@ class Reading:
     skipping page asks for as many items more as led the last skipping page's first collection
     (``PageSize.lead``, at most ``MAX_LEAD``), and is judged without them: a marker is read
     with its collection's first item, as a page of the same table without markers reads that
-    item alone."""
+    item alone. A page that still ends on a lone own item is followed by one that goes on in
+    its collection (no extra); where that reads the collection's rest alone, it counts with
+    the page before."""
 
     pages: PageSize
     reading_on: bool = False  # the next page reads on as a scan
@@ -364,9 +366,10 @@ class Reading:
         base = None if asked is None else max(1, asked - self.extra)
         if keys:
             self.last = keys[-1]
-        if self.going_on and not self.reading_on:
-            # The rest of a page that ended on a lone own item: counted with it, in the way it
-            # was read (its Limit of one says nothing of the limit, nor its decisions).
+        if self.going_on and not self.reading_on and not new:
+            # The rest of the collection a page ended in on a lone own item, and nothing more
+            # (pages of an item or so): counted with that page, in the way it was read, not as
+            # a page of its own (a page of units and no key would say skipping varies widely).
             self.going_on = unhanded
             pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
             return self._next(unhanded)
@@ -391,14 +394,12 @@ class Reading:
         return self._next(unhanded)
 
     def _next(self, unhanded: bool) -> tuple[int | None, bool]:
-        """The next page's Limit (with any extra), and that it skips past the last collection:
-        one item where a skipping page goes on in a collection that showed nothing of yours
-        (it needs to see one item more)."""
+        """The next page's Limit (with any extra: not where it goes on in a collection that
+        showed nothing of yours, past its leading own items), and that it skips past the last
+        collection."""
         pages = self.pages
         self.asked = pages.through_limit if self.reading_on else pages.limit
         self.extra = 0 if self.reading_on or unhanded else pages.lead
-        if unhanded and not self.reading_on:
-            self.asked = 1
         return (None if self.asked is None else self.asked + self.extra), True
 
     def end(self) -> None:
