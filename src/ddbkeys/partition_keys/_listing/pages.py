@@ -358,15 +358,19 @@ class Reading:
         (the next page goes on in it, and asks no extra). A page read on counts for reading on
         while this segment's trial or reading on lasts; one that skipped counts for skipping;
         each is judged by the way it was asked for, whatever the other segments changed
-        meanwhile. A key goes on from the last page (one the page before ended in) counts once."""
+        meanwhile. A key counts once, in the page that hands it out."""
         pages = self.pages
         tail = tail_of(keys)
+        runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
         fresh = bool(keys) and keys[0] != self.last
-        new = sum(1 for a, b in pairwise(keys) if a != b) + fresh
+        # A key counts in the page that hands it out: not in one that ends in its collection
+        # on own items alone, but in the next, which goes on in it (and not twice).
+        went = bool(keys) and not fresh
+        new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
         base = None if asked is None else max(1, asked - self.extra)
         if keys:
             self.last = keys[-1]
-        if self.going_on and not self.reading_on and not new:
+        if self.going_on and not self.reading_on and went and runs == 1:
             # The rest of the collection a page ended in on a lone own item, and nothing more
             # (pages of an item or so): counted with that page, in the way it was read, not as
             # a page of its own (a page of units and no key would say skipping varies widely).
