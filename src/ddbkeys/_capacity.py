@@ -8,6 +8,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 __all__ = ["Usage", "item_size", "write_units"]
@@ -111,8 +112,7 @@ def _value_size(value: Mapping[str, Any]) -> int:
     if kind == "S":
         return len(str(raw).encode())
     if kind == "N":
-        digits = str(raw).lstrip("-").replace(".", "").lstrip("0") or "0"
-        return (len(digits) + 1) // 2 + 1
+        return number_size(str(raw))
     if kind == "B":
         return len(raw)
     if kind in ("BOOL", "NULL"):
@@ -124,6 +124,27 @@ def _value_size(value: Mapping[str, Any]) -> int:
     if kind == "M":
         return 3 + sum(len(k.encode()) + _value_size(v) + 1 for k, v in raw.items())
     return 0
+
+
+def number_size(text: str) -> int:
+    """A number's size as DynamoDB stores it: a byte for each pair of decimal digits, the
+    pairs aligned on the decimal point (base 100), leading and trailing zero pairs dropped, a
+    byte more, and one more for a negative number; zero is one byte (as DynamoDB Local counts
+    them: "100" and "1E+10" are 2, "1.5" 3, "0" 1). Text that is not a number: by its digits."""
+    try:
+        sign, digits, exponent = Decimal(text).as_tuple()
+    except (InvalidOperation, ValueError):
+        return (len([c for c in text if c.isdigit()]) + 1) // 2 + 1
+    if not isinstance(exponent, int) or not any(digits):
+        return 1
+    kept = list(digits)
+    while kept[-1] == 0:
+        kept.pop()
+        exponent += 1
+    while kept[0] == 0:
+        kept.pop(0)
+    leading = len(kept) - 1 + exponent  # the power of ten of the first digit, of the last
+    return (leading // 2 - exponent // 2 + 1) + 1 + sign
 
 
 def item_size(item: Mapping[str, Any]) -> int:

@@ -755,3 +755,17 @@ def test_a_failed_trial_keeps_the_limit_skipping_learned() -> None:
     assert reading.pages.limit == 1 and reading.reading_on
     reading.after([200] * 4, 40.0, asked=limit)  # the trial costs far more a key: it fails
     assert not reading.reading_on and reading.pages.limit == 1
+
+
+def test_a_key_counts_in_the_page_that_hands_it_out() -> None:
+    """A page that ends in a collection on its marker alone has not handed that key out: the
+    next page, which goes on in it, counts it, and no page counts it twice (counting it in
+    both, or in the first, made a trial's first page read on look a key short)."""
+    reading = Reading(PageSize.for_items_of(512))
+    ledgers = reading.pages.ledgers
+    reading.after([1, 1, 2], 1.0, asked=8, lead=1, unhanded=True)  # 2: its marker alone
+    assert ledgers.skip_keys == 1
+    reading.after([2, 2, 3, 3], 1.0, asked=8)  # goes on in 2: counts 2 and 3
+    assert ledgers.skip_keys == 3
+    reading.after([4, 4, 5], 1.0, asked=8)  # a fresh page, handed out to its end
+    assert ledgers.skip_keys == 5

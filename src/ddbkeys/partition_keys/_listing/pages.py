@@ -361,15 +361,7 @@ class Reading:
         meanwhile. A key counts once, in the page that hands it out."""
         pages = self.pages
         tail = tail_of(keys)
-        runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
-        fresh = bool(keys) and keys[0] != self.last
-        # A key counts in the page that hands it out: not in one that ends in its collection
-        # on own items alone, but in the next, which goes on in it (and not twice).
-        went = bool(keys) and not fresh
-        new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
-        base = None if asked is None else max(1, asked - self.extra)
-        if keys:
-            self.last = keys[-1]
+        runs, went, new = self._keys(keys, unhanded)
         if self.going_on and not self.reading_on and went and runs == 1:
             # The rest of the collection a page ended in on a lone own item, and nothing more
             # (pages of an item or so): counted with that page, in the way it was read, not as
@@ -382,12 +374,13 @@ class Reading:
             if self.trial or pages.through:
                 pages.read_through(units, new, len(keys), asked)
         elif keys:
+            base = None if asked is None else max(1, asked - self.extra)
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(max(1, len(keys) - self.extra), units, tail, base)
-            if fresh:
+            if not went:
                 pages.lead = min(MAX_LEAD, lead)
         else:
-            pages.observe(0, units, 0, base)
+            pages.observe(0, units, 0, None if asked is None else max(1, asked - self.extra))
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
             scan_sized = self.reading_on and self.asked is None
@@ -396,6 +389,18 @@ class Reading:
             self.reading_on = bool(keys) and not pages.skip_past(tail)
             self.trial = self.reading_on
         return self._next(unhanded)
+
+    def _keys(self, keys: Sequence[object], unhanded: bool) -> tuple[int, bool, int]:
+        """The page's collections (runs of a key), whether it went on in the collection the
+        last ended in, and the keys it handed out: a key counts in the page that hands it
+        out, not in one that ends in its collection on own items alone, but in the next,
+        which goes on in it (and not twice)."""
+        runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
+        went = bool(keys) and keys[0] == self.last
+        new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
+        if keys:
+            self.last = keys[-1]
+        return runs, went, new
 
     def _next(self, unhanded: bool) -> tuple[int | None, bool]:
         """The next page's Limit (with any extra: not where it goes on in a collection that

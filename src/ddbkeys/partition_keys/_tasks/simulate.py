@@ -200,16 +200,19 @@ def simulate(
     rng: random.Random | None = None,
     *,
     read_on: bool = True,
+    slow: bool = False,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
-    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan."""
+    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan; with
+    ``slow``, its pages grow as after a large collection (``REGRET`` times as much read before
+    each doubling), as where its first page overshot."""
     wanted = max(0, keys)
     stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
-    run.read(average, read_on)
+    run.read(average, read_on, slow)
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read (from the last page begun in the first)
@@ -252,11 +255,12 @@ class _Run:
     #: units, through, the collection, pages, pages_on
     at_half: tuple[float, float, int, float, float] = (0.0, 0.0, 0, 0.0, 0.0)
 
-    def read(self, average: float, read_on: bool = True) -> None:
+    def read(self, average: float, read_on: bool = True, slow: bool = False) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
         stream = self.stream
         reading = Reading(PageSize.for_items_of(average))
         reading.pages.may_read_on = read_on
+        reading.pages.met_large = reading.pages.met_large or slow
         limit: int | None = reading.pages.limit
         half = len(stream.collections) // 2
         while True:
@@ -348,13 +352,18 @@ def _drawn(seed: int | None) -> random.Random | None:
 class _Laid:
     """What each order is simulated over: the drawn segments' share ``p`` of the table, the
     rest of each collection the sample cut, DescribeTable's average item, the collections to
-    lay out (the key count's) and the segments (calibrated, and any the sample missed)."""
+    lay out (the key count's) and the segments (calibrated, and any the sample missed).
+    ``leads``: collections led by own items (markers) were held with their first item of
+    yours; the listing reads them as items of its pages, whose first, at the table's average
+    item, may then overshoot a unit where the simulated one did not, and its pages grow after
+    ``REGRET`` times as much: an order simulated so is added to the range."""
 
     p: float
     rest: Rest
     average: float
     count: int
     runs: list[Sequence[Collection]]
+    leads: bool = False
 
     @classmethod
     def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
@@ -372,17 +381,23 @@ class _Laid:
             merged,
             max(1, round(keys.value)),
             runs,
+            leads=merged != average,
         )
 
-    def run(self, seed: int | None, read_on: bool = True) -> Simulated:
+    def run(self, seed: int | None, read_on: bool = True, slow: bool = False) -> Simulated:
         """skip-pages in the order ``seed`` draws (None: the segments' own)."""
         rng = _drawn(seed)
-        return simulate(self.runs, self.average, self.count, self.rest, rng, read_on=read_on)
+        return simulate(
+            self.runs, self.average, self.count, self.rest, rng, read_on=read_on, slow=slow
+        )
 
 
 def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
     """skip-pages simulated in each order of the segments (see :func:`skip_pages_range`)."""
-    return [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
+    orders = [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
+    if laid.leads:  # (see _Laid.leads)
+        orders.append(laid.run(None, slow=True))
+    return orders
 
 
 def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
