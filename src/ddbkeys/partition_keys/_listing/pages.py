@@ -87,9 +87,11 @@ __all__ = [
     "PROBE_AFTER",
     "REGRET",
     "SAMPLE_PAGES",
+    "SCAN_PAGE_BYTES",
     "WASTE",
     "PageSize",
     "Reading",
+    "few_pages",
     "tail_of",
 ]
 
@@ -109,9 +111,19 @@ FIRST_THROUGH = 2
 GROWTH = 4
 #: Skipping pages, below which every other scan-sized page read on is followed by one.
 SAMPLE_PAGES = 400
+#: DynamoDB's page of a scan (1 MB).
+SCAN_PAGE_BYTES = 1024 * 1024
 #: The most items a skipping page asks for beyond its limit, for ddbkeys' own items that lead
 #: a collection (its marker, and a collection sequence's counter).
 MAX_LEAD = 2
+
+
+def few_pages(table_bytes: float) -> bool:
+    """Whether a scan reads a table of ``table_bytes`` (DescribeTable; 0: unknown) in a few
+    pages (``LOOK_AFTER - 2`` or fewer): reading on as a scan there, a skipping page after
+    every other scan-sized one would add a request to a page or two (see ``PageSize.sampling``).
+    """
+    return 0 < table_bytes <= (LOOK_AFTER - 2) * SCAN_PAGE_BYTES
 
 
 def items_a_unit(average_bytes: float) -> int:
@@ -141,6 +153,7 @@ class PageSize:
     skips: int = 0  # skips past a collection that filled its page, since the last trial
     pages_since: int = 0  # skipping pages since the last trial
     look_after: int = LOOK_AFTER  # such skips before the next trial
+    few_pages: bool = False  # a scan reads the table in a few pages (few_pages)
     may_read_on: bool = True  # False: always skip (a baseline for tests)
     scan_pages: int = 0  # scan-sized pages read on
     read_on_after: int = -1  # keys handed out when reading on last began
@@ -150,12 +163,19 @@ class PageSize:
     lead: int = 0  # own items that led the last skipping page's first collection
 
     @classmethod
-    def for_items_of(cls, average_bytes: float) -> PageSize:
-        """Start from the table's average item size (0 when it reports none)."""
+    def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
+        """Start from the table's average item size (0 when it reports none), and its size
+        (``few_pages``)."""
+        few = few_pages(table_bytes)
         if average_bytes <= 0:
-            return cls(limit=8, known=False, met_large=False)
+            return cls(limit=8, known=False, met_large=False, few_pages=few)
         ledgers = Ledgers(item_bytes=average_bytes)
-        return cls(limit=items_a_unit(average_bytes), ledgers=ledgers, met_large=False)
+        return cls(
+            limit=items_a_unit(average_bytes),
+            ledgers=ledgers,
+            met_large=False,
+            few_pages=few,
+        )
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
@@ -231,9 +251,11 @@ class PageSize:
         collection, and so cost what reading on does; a large collection met later shows in
         the pages read on (their units a key rise past skipping's, and the listing goes back
         to skipping), so a skipping page would only add a request (on 220,000 single-item
-        keys, 10 more to a scan's 29)."""
+        keys, 10 more to a scan's 29). Nor on a table of a few scan pages (``few_pages``):
+        there it would add a request to every other page of what is left (on the sample table
+        with a binary sort key, 18 requests against a scan's 3)."""
         self.scan_pages += 1
-        if self.small:
+        if self.small or self.few_pages:
             return False
         return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
 

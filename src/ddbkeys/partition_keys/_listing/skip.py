@@ -133,11 +133,12 @@ class PagedSkipMethod(SkipMethod):
 
     def __init__(self, info: TableInfo, markers: Markers | None = None) -> None:
         self.average = info.size_bytes / info.item_count if info.item_count else 0.0
-        super().__init__(info, PageSize.for_items_of(self.average).limit, markers)
+        start = PageSize.for_items_of(self.average, info.size_bytes)
+        super().__init__(info, start.limit, markers)
         # One controller for every segment of the listing: segments read in parallel (threads
         # or tasks) learn together (each alone would pay the ramp up to large pages once per
         # segment). The lock is held across no wait.
-        self._pages = PageSize.for_items_of(self.average)
+        self._pages = start
         self._lock = threading.Lock()
 
     def start_state(self) -> Reading:

@@ -21,6 +21,7 @@ and the sample's per-collection sums. Pure.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
@@ -33,9 +34,9 @@ from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.ranges import Range, sum_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
+    Simulated,
     simulated_orders,
     skip_pages_range,
-    skip_pages_requests,
 )
 
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "size_range",
     "skip_line",
     "skip_pages_line",
+    "skip_pages_requests",
 ]
 
 MB = 1024 * 1024
@@ -216,6 +218,30 @@ def _formula(prefix: Range, scan: Range) -> Range:
     return Range(low, value, high)
 
 
+def skip_pages_requests(
+    info: TableInfo, keys: Range, orders: Sequence[Simulated], *, exact: bool = False
+) -> Range:
+    """skip-pages' requests, from the ``orders`` simulated: the pages that skipped (with the
+    key count's range) and those read on as a scan (over the table's size, DescribeTable's),
+    from the fewest of an order to the most, and an empty page that may end the listing.
+    Unless the simulation ran over the table itself (``exact``: a sample of the whole table,
+    with no marker held with its collection's first item), the listing's first trial of
+    reading on may fail where every order's passed (its first pages' costs are noise: on the
+    sample table with a binary sort key, 17 requests against 13), and the next waits as long
+    again (a trial's pages more); and it may go on a page earlier than any order (the sample
+    holds a collection's marker with its first item: 7 requests against 8 on the tiny-binary
+    shape with markers)."""
+    on = [sim.through_pages * info.size_bytes / sim.whole if sim.whole else 0.0 for sim in orders]
+    low_keys = keys.low / keys.value if keys.value else 1.0
+    high_keys = keys.high / keys.value if keys.value else 1.0
+    pairs = list(zip(orders, on, strict=True))
+    again = LOOK_AFTER + 3 if not exact and all(o > 0 for o in on) else 0
+    low = min(sim.skip_pages * low_keys + o for sim, o in pairs) - (not exact)
+    high = max(sim.skip_pages * high_keys + o for sim, o in pairs) + 1 + again
+    value = max(1.0, sum(sim.skip_pages + o for sim, o in pairs) / len(pairs))
+    return Range(min(value, max(1.0, math.floor(low))), value, max(math.ceil(high), value))
+
+
 def skip_pages_line(
     info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
 ) -> MethodEstimate:
@@ -229,11 +255,13 @@ def skip_pages_line(
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
     units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
     value = units.value
-    pages = skip_pages_requests(info, keys, orders) if orders else None
+    held = sum(len(sizes) for run in sample.runs for sizes, _ in run)
+    exact = sample.whole_table and held == sample.items
+    pages = skip_pages_requests(info, keys, orders, exact=exact) if orders else None
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
         # Skipping may save under WASTE: the listing may go on as a scan after its first trial
         # (where the simulated orders skipped on: a trial's turn is not known in advance).
-        early = pages_of(items, info.size_bytes) + LOOK_AFTER + 4
+        early = pages_of(items, info.size_bytes) + LOOK_AFTER + 2  # (a ramp of two pages)
         pages = Range(min(pages.low, early), pages.value, pages.high)
     if scan.value <= (1 + WASTE) * prefix.value:  # skipping saves little: it reads through
         through: float | Range = math.ceil(info.size_bytes / (MAX_TARGET * UNIT)) + LOOK_AFTER + 1

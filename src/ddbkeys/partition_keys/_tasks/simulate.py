@@ -41,7 +41,6 @@ __all__ = [
     "simulate",
     "simulated_orders",
     "skip_pages_range",
-    "skip_pages_requests",
 ]
 
 #: A sampled collection: its item sizes as read, and whether its rest was skipped.
@@ -201,18 +200,20 @@ def simulate(
     *,
     read_on: bool = True,
     slow: bool = False,
+    table_bytes: float = 0.0,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
     (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan; with
     ``slow``, its pages grow as after a large collection (``REGRET`` times as much read before
-    each doubling), as where its first page overshot."""
+    each doubling), as where its first page overshot; ``table_bytes``: the table's size
+    (DescribeTable), from which the listing takes when its first trial starts."""
     wanted = max(0, keys)
     stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
-    run.read(average, read_on, slow)
+    run.read(average, read_on, slow, table_bytes)
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read (from the last page begun in the first)
@@ -255,10 +256,12 @@ class _Run:
     #: units, through, the collection, pages, pages_on
     at_half: tuple[float, float, int, float, float] = (0.0, 0.0, 0, 0.0, 0.0)
 
-    def read(self, average: float, read_on: bool = True, slow: bool = False) -> None:
+    def read(
+        self, average: float, read_on: bool = True, slow: bool = False, table_bytes: float = 0.0
+    ) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
         stream = self.stream
-        reading = Reading(PageSize.for_items_of(average))
+        reading = Reading(PageSize.for_items_of(average, table_bytes))
         reading.pages.may_read_on = read_on
         reading.pages.met_large = reading.pages.met_large or slow
         limit: int | None = reading.pages.limit
@@ -364,6 +367,7 @@ class _Laid:
     count: int
     runs: list[Sequence[Collection]]
     leads: bool = False
+    table_bytes: float = 0.0
 
     @classmethod
     def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
@@ -382,13 +386,21 @@ class _Laid:
             max(1, round(keys.value)),
             runs,
             leads=merged != average,
+            table_bytes=info.size_bytes,
         )
 
     def run(self, seed: int | None, read_on: bool = True, slow: bool = False) -> Simulated:
         """skip-pages in the order ``seed`` draws (None: the segments' own)."""
         rng = _drawn(seed)
         return simulate(
-            self.runs, self.average, self.count, self.rest, rng, read_on=read_on, slow=slow
+            self.runs,
+            self.average,
+            self.count,
+            self.rest,
+            rng,
+            read_on=read_on,
+            slow=slow,
+            table_bytes=self.table_bytes,
         )
 
 
@@ -402,25 +414,11 @@ def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
 
 def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
     """skip-pages simulated over ``sample`` in each order of its segments, for
-    :func:`skip_pages_range` and :func:`skip_pages_requests` (None: it holds no
+    :func:`skip_pages_range` and ``methods.skip_pages_requests`` (None: it holds no
     collections)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     return _orders(_Laid.of(info, keys, sample), sample)
-
-
-def skip_pages_requests(info: TableInfo, keys: Range, orders: Sequence[Simulated]) -> Range:
-    """skip-pages' requests, from the ``orders`` simulated: the pages that skipped (with the
-    key count's range) and those read on as a scan (over the table's size, DescribeTable's),
-    from the fewest of an order to the most, and an empty page that may end the listing."""
-    on = [sim.through_pages * info.size_bytes / sim.whole if sim.whole else 0.0 for sim in orders]
-    low_keys = keys.low / keys.value if keys.value else 1.0
-    high_keys = keys.high / keys.value if keys.value else 1.0
-    pairs = list(zip(orders, on, strict=True))
-    low = min(sim.skip_pages * low_keys + o for sim, o in pairs)
-    high = max(sim.skip_pages * high_keys + o for sim, o in pairs) + 1
-    value = max(1.0, sum(sim.skip_pages + o for sim, o in pairs) / len(pairs))
-    return Range(min(value, max(1.0, math.floor(low))), value, max(math.ceil(high), value))
 
 
 def skip_pages_range(
