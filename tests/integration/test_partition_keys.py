@@ -242,7 +242,7 @@ def test_collections_about_a_unit_each_are_read_through_like_a_scan(
 
 @pytest.mark.parametrize(
     ("keys", "items", "pad", "cost"),
-    [(120, 1, 30_000, 1.05), (300, 2, 3000, 0.8), (3000, 1, 100, 1.05)],
+    [(120, 1, 30_000, 1.05), (300, 2, 3000, 0.8), (800, 1, 100, 1.05)],
     ids=["one-30KB-item", "two-3KB-items", "one-small-item"],
 )
 def test_collections_led_by_their_marker_cost_what_they_would_without(
