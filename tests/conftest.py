@@ -236,7 +236,7 @@ LONG_TESTS = {
     "test_the_listing_is_exact_or_declines_under_random_schedules": 122,
     "tests/docs/test_examples.py::test_help_examples_run": 108,
     "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/index.md]": 100,
-    "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 98,
+    "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 100,
     "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 93,
     "tests/docs/test_examples.py::test_examples_run[README.md]": 88,
     # (each ends at the first schedule that catches it: 10 s to 110 s)
@@ -247,7 +247,6 @@ LONG_TESTS = {
     "tests/integration/test_export_backfill.py::"
     "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 67,
     "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 62,
-    "tests/cli/test_demo.py::test_demo_quick_on_its_own_embedded_server": 55,
     "tests/cli/test_cli_estimate.py::"
     "test_the_progress_line_shows_the_share_of_the_table_and_the_time_left": 45,
     "tests/integration/test_marker_follow_faults.py::"

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -15,7 +13,6 @@ from ddbkeys._cli import cli
 from ddbkeys._cli.demo import print_report, progress_display
 from ddbkeys._demo import run_demo
 from ddbkeys._demo_ids import Sizes
-from tests.support.terminal import run_with_terminal_stderr
 
 if TYPE_CHECKING:
     from ddbkeys._demo import DemoReport
@@ -150,26 +147,6 @@ def test_text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[
 
 
 @pytest.mark.embedded
-def test_demo_quick_on_its_own_embedded_server() -> None:
-    """The README's main job as a user runs it (``make demo`` runs it without --quick), with
-    stderr on a terminal, where progress is drawn as bars."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT_URL")}
-    env.update(TERM="xterm-256color", COLUMNS="120")
-    result, terminal = run_with_terminal_stderr(
-        [sys.executable, "-m", "ddbkeys", "demo", "--quick", "--output", "json"], env
-    )
-    assert result.returncode == 0, terminal
-    data = json.loads(result.stdout)
-    assert data["ok"] is True and data["faults"] is True
-    assert data["startup_seconds"] > 0
-    assert [r["strategy"] for r in data["ids"]] == STRATEGIES
-    assert all(m["correct"] for m in data["partition_keys"]["methods"])
-    # The bars: each phase with its count done out of its total.
-    quick = Sizes.quick()
-    assert "ids: counter" in terminal and f"{quick.counter}/{quick.counter}" in terminal
-    assert "keys: auto x4" in terminal and f"{quick.keys}/{quick.keys}" in terminal
-
-
 def test_progress_without_a_terminal_is_one_line_per_phase(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
