@@ -57,8 +57,8 @@ def test_help_for_every_command(path: tuple[str, ...]) -> None:
     assert any(line.strip().startswith("ddbkeys ") for line in lines), "no example"
 
 
-def table_commands() -> list[tuple[str, ...]]:
-    """Every command that takes a table's name (-t)."""
+def commands_taking(option: str) -> list[tuple[str, ...]]:
+    """Every command that takes ``option``."""
     found = []
     for path in all_commands():
         command: click.Command | None = cli
@@ -66,10 +66,14 @@ def table_commands() -> list[tuple[str, ...]]:
             assert isinstance(command, click.Group)
             command = command.get_command(click.Context(command), name)
         assert command is not None
-        names = {opt for param in command.params for opt in getattr(param, "opts", ())}
-        if "--table-name" in names:
+        if any(option in getattr(param, "opts", ()) for param in command.params):
             found.append(path)
     return found
+
+
+def table_commands() -> list[tuple[str, ...]]:
+    """Every command that takes a table's name (-t)."""
+    return commands_taking("--table-name")
 
 
 @pytest.mark.parametrize("path", table_commands(), ids=" ".join)
@@ -92,16 +96,7 @@ def test_a_table_name_dynamodb_refuses_is_a_usage_error_before_any_request(
 
 def index_commands() -> list[tuple[str, ...]]:
     """Every command that takes a marker index's name (--index-name)."""
-    found = []
-    for path in table_commands():
-        command: click.Command | None = cli
-        for name in path:
-            assert isinstance(command, click.Group)
-            command = command.get_command(click.Context(command), name)
-        assert command is not None
-        if any("--index-name" in getattr(param, "opts", ()) for param in command.params):
-            found.append(path)
-    return found
+    return commands_taking("--index-name")
 
 
 @pytest.mark.parametrize("path", index_commands(), ids=" ".join)
