@@ -622,6 +622,45 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
     assert reading.pages.note().startswith("read on as a scan after ")
 
 
+def test_where_pages_could_no_longer_double_they_go_on_as_a_scan_at_once() -> None:
+    """5,000 single-item keys of 17 bytes (the aws-samples loader's number table): pages of 1,
+    1, 2 and 4 units; the next would hold 1,824 items, above ``MAX_PAGE_ITEMS``, so it reads on
+    as a scan rather than growing to 1,000 items first (8 requests for a scan's 1, and 24 units
+    for its 21; now 6 and 21)."""
+    sizes = [(key, 17) for key in range(5000)]
+    listed, scan = simulate_sized(sizes), sized_scan(sizes)
+    assert scan == Cost(21, 1)
+    assert listed.requests <= 6 and listed.units <= scan.units
+
+
+@pytest.mark.parametrize(("keys", "restarts"), [(6, True), (3, False)])
+def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_much(
+    keys: int, restarts: bool
+) -> None:
+    """Skipping's first pages cost less a key (one unit) than its later ones (1.5): a trial
+    that failed against the first pages, having read on over ``LOOK_AFTER`` keys, starts
+    again, scan-sized, as soon as those keys pass against skipping's rate as it now stands,
+    rather than after ``look_after`` (doubled: 16) more skips. One that read on over fewer
+    keys proves little, and waits."""
+    reading = Reading(PageSize.for_items_of(2000))
+    key = 0
+    for _ in range(LOOK_AFTER):  # one unit a key, each collection filling its page
+        reading.after([key, key], 1.0)
+        key += 1
+    assert reading.reading_on and reading.pages.trying
+    reading.after([key, key, key + 1, key + 1], 2.0, asked=4)  # the trial's first page passes
+    key += 2
+    page = [key + i * keys // 16 for i in range(16)]
+    assert reading.after(page, 8.0, asked=16) == (reading.pages.limit, True)  # ... its second not
+    key += keys
+    assert not reading.reading_on and not reading.pages.trying
+    assert reading.pages.ledgers.through_keys == 2 + keys
+    assert reading.pages.look_after == 2 * LOOK_AFTER
+    limit, _ = reading.after([key, key], 1.5)
+    assert reading.reading_on is restarts
+    assert (limit is None) is restarts
+
+
 def test_where_collections_proved_small_no_skipping_page_samples_between_scan_pages() -> None:
     """Reading on because collections proved small, every scan-sized page is followed by
     another (on 220,000 single-item keys: 41 requests against a scan's 29, not 51); reading on

@@ -37,7 +37,8 @@ within its target, learning from what each page cost.
   Limit), each starting past the last one's last collection (which costs nothing and saves its
   rest). A trial starts (one segment at a time) after ``LOOK_AFTER`` skips past a collection that
   filled its page, or as many skipping pages that cost more than their items would at the
-  table's average size; where pages grew as far as they can, they go on as a scan directly.
+  table's average size (or at once: :meth:`PageSize.skip_past`); where pages can no longer
+  double, they go on as a scan directly.
 
 **What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers kept
 over the whole listing, not short windows (noise, where sizes are heavy-tailed): units, keys and
@@ -182,8 +183,8 @@ class PageSize:
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
         page's limit. A page asked for under another limit (segments read in parallel share
         one PageSize) says nothing about the present limit: only its collections count.
-        Where pages can grow no more (``MAX_TARGET`` units or ``MAX_PAGE_ITEMS`` items) and
-        would, every segment reads on as a scan."""
+        Where pages would grow but can no longer double (``MAX_TARGET`` units or
+        ``MAX_PAGE_ITEMS`` items), every segment reads on as a scan."""
         if self.through:
             return self.limit
         per_unit = self.limit / self.target
@@ -198,7 +199,7 @@ class PageSize:
             grown = self.target * 2
             fast = not self.met_large and not self.ledgers.promising()
             if self.credit >= (1 if fast else REGRET) * grown:
-                if grown <= MAX_TARGET and self.limit < MAX_PAGE_ITEMS:
+                if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
                     self._retarget(grown)
                 elif self.may_read_on and self.ledgers.skip_keys and not self.trying:
                     self._read_on(max(1, self.limit // self.target), grown)
@@ -210,7 +211,9 @@ class PageSize:
         of its last key (after :meth:`observe`). False (that segment's next page starts a trial
         of reading on: ``trying``; one at a time, the other segments skip meanwhile) after
         ``look_after`` skips past a collection that filled its page, or as many skipping pages
-        that cost more than their items (``Ledgers.promising``), while ``Ledgers.may_try``."""
+        that cost more than their items (``Ledgers.promising``), while ``Ledgers.may_try``;
+        at once, scan-sized, where the pages read on before (``LOOK_AFTER`` keys or more, and
+        ``Ledgers.met_enough``) pass against skipping's rate as it now stands."""
         ledgers = self.ledgers
         self.pages_since += 1
         filled = tail >= self.limit / self.target  # the last collection filled a unit
@@ -218,8 +221,12 @@ class PageSize:
         ledgers.large += filled
         if self.trying or not ledgers.skip_keys or not self.may_read_on:
             return True
-        if self.skips < self.look_after and not (
-            self.pages_since >= LOOK_AFTER and ledgers.promising()
+        # Scan-sized where the pages read on before met enough keys and now pass.
+        known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
+        if (
+            self.skips < self.look_after
+            and not (self.pages_since >= LOOK_AFTER and ledgers.promising())
+            and not (known and ledgers.through_keys >= LOOK_AFTER)
         ):
             return True
         if not ledgers.may_try():
@@ -227,8 +234,6 @@ class PageSize:
         # (A unit's items at the table's average size where known: where item sizes vary, the
         # limit fits the largest items.)
         average = items_a_unit(ledgers.item_bytes) if ledgers.item_bytes else 0
-        # Scan-sized where the pages read on before met enough keys and still pass.
-        known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
         first = 2 * MAX_TARGET if known else FIRST_THROUGH
         self._read_on(max(1, self.limit // self.target, average), first)
         self.trying = True
