@@ -47,7 +47,7 @@ SMALL = Sizes(
     collection=20,
     gapless=30,
     naive=40,
-    keys=40,
+    keys=150,
     changes=16,
 )
 

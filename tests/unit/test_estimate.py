@@ -14,6 +14,7 @@ import pytest
 from ddbkeys._capacity import item_size
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._listing.base import Reader
+from ddbkeys.partition_keys._listing.pages import WHOLE_BYTES
 from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._listing.recognise import is_counter
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
@@ -178,6 +179,20 @@ def test_skip_pages_where_collections_are_about_a_unit_reads_like_a_scan() -> No
     assert "reads on like a scan" in pages.note
     assert scan.rcu_high is not None and pages.rcu_high is not None
     assert pages.rcu_high <= 1.1 * scan.rcu_high + 1
+
+
+def test_skip_pages_reads_a_table_of_128_kb_or_less_whole() -> None:
+    """A table of ``WHOLE_BYTES`` or less is read whole, in one request: skip-pages' range is
+    the scan's, whatever the sample says skipping would save (here a tenth of the items are
+    in large collections); over it, the simulation decides."""
+    small = big(item_count=1000, size_bytes=WHOLE_BYTES)
+    found = estimated(small, sample(segments=4, total_segments=4, whole_table=True))
+    scan, pages = found.method("scan"), found.method("skip-pages")
+    assert (pages.rcu_low, pages.rcu, pages.rcu_high) == (scan.rcu_low, scan.rcu, scan.rcu_high)
+    assert pages.requests == 1
+    assert "read whole, as a scan" in pages.note
+    larger = estimated(big(item_count=1000, size_bytes=WHOLE_BYTES + 1), sample())
+    assert "read whole" not in larger.method("skip-pages").note
 
 
 def test_a_large_item_costs_the_skip_scan_more_than_a_unit() -> None:

@@ -8,7 +8,8 @@ import random
 import pytest
 
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.partition_keys._listing.pages import PageSize, Reading, tail_of
+from ddbkeys.partition_keys._listing.pages import PageSize
+from ddbkeys.partition_keys._listing.reading import Reading, tail_of
 from ddbkeys.partition_keys._tasks.methods import skip_pages_requests
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Sample, SegmentTally
@@ -149,13 +150,13 @@ def test_a_whole_table_sample_gives_a_narrow_range() -> None:
 def test_collections_the_sample_missed_are_added() -> None:
     """A sample of single items whose segments' share of DescribeTable's items is ten times
     what it read (a skewed table's few large keys, not drawn): the range rises above what the
-    single items alone cost."""
-    runs = segments(4, 100, (100,))
+    single items alone cost (tables over a scan page: one is read whole, as a scan)."""
+    runs = segments(4, 100, (2000,))
     sample = whole_sample(runs)
     sample = Sample(**{**sample.__dict__, "segments": 4, "total_segments": 8, "whole_table": False})
     scan = Range(0.0, 0.0, 0.0)
-    alone = skip_pages_range(table(800, 80_000), Range.exact(800), scan, sample)
-    missed = skip_pages_range(table(8_000, 800_000), Range.exact(800), scan, sample)
+    alone = skip_pages_range(table(800, 1_600_000), Range.exact(800), scan, sample)
+    missed = skip_pages_range(table(8_000, 16_000_000), Range.exact(800), scan, sample)
     assert alone is not None and missed is not None
     assert missed.value > alone.value
 

@@ -18,7 +18,8 @@ from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, Reader, SegmentMethod
 from ddbkeys.partition_keys._listing.checkpoint import decode_token
 from ddbkeys.partition_keys._listing.listing import DONE, ListingCore
-from ddbkeys.partition_keys._listing.pages import MAX_TARGET, PageSize, Reading
+from ddbkeys.partition_keys._listing.pages import MAX_TARGET, PageSize
+from ddbkeys.partition_keys._listing.reading import Reading
 from ddbkeys.partition_keys._listing.recognise import Seen
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS, ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
@@ -268,14 +269,14 @@ def test_the_scan_flow_hands_each_key_once_across_pages() -> None:
 
 
 def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
-    method = PagedSkipMethod(info(size=100 * 500, items=100))  # items of 500 bytes: 8 a page
+    method = PagedSkipMethod(info(size=3000 * 500, items=3000))  # items of 500 bytes: 8 a page
     assert method.first_limit(method.start_state()) == 8
     more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
     # A page of 8 items that cost 2 units (over its 1-unit target): one item less.
     answer = page(*"abcdefgh", more=more, units=1.0)
     following = method.next_request({"Limit": 8}, answer, Seen({"S": "h"}), method.start_state())
     assert following is not None and following["Limit"] == 7
-    expected = Reading(PageSize.for_items_of(500, 100 * 500))
+    expected = Reading(PageSize.for_items_of(500, 3000 * 500))
     expected.after(list("abcdefgh"), 2.0, asked=8)
     assert method.start_state().pages == expected.pages
     # A segment that starts later goes on from what the others learned.
@@ -283,12 +284,39 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     assert first["Limit"] == 7
 
 
+def test_skip_pages_reads_a_table_of_one_scan_page_in_one_request() -> None:
+    """Where the table's description puts it at 128 KB or less (``WHOLE_BYTES``: skipping
+    could save at most 16 RCU, the ``LEEWAY`` skip-pages allows itself beyond skipping alone),
+    each segment's first page is scan-sized: one request reads the table, as a scan does, not
+    six or more, and the summary says so. Where the table proves larger (a description hours
+    old), the pages after it skip, past the collection it ended in, and learn as before."""
+    method = PagedSkipMethod(info(size=3000 * 40, items=3000))  # 120 KB
+    more = {"pk": {"S": "k04999"}, "sk": {"N": "1"}}
+    steps, sent = drive(
+        method.keys(reader(), 0, 1, None),
+        [page(*(f"k{n:05}" for n in range(5000)), more=more, units=25.0), page("z")],
+    )
+    assert sent[0]["Limit"] == PAGE_ITEMS and "ExclusiveStartKey" not in sent[0]
+    assert sent[1]["Limit"] == 102  # skipping, at a unit's items (40 bytes each)
+    assert sent[1]["ExclusiveStartKey"]["pk"] == {"S": "k04999"}  # past its collection
+    assert len(keys_of(steps)) == 5001
+    assert method.note() == ""  # it went on skipping
+    alone = PagedSkipMethod(info(size=3000 * 40, items=3000))
+    drive(alone.keys(reader(), 0, 1, None), [page("a", "b")])
+    assert alone.note() == (
+        "read as a scan, in one request: the table's description puts it at 120,000 bytes, "
+        "where skipping could save at most 16 RCU"
+    )
+    larger = PagedSkipMethod(info(size=40 * 3300, items=3300))  # 132 KB
+    assert larger.first_limit(larger.start_state()) == 102
+
+
 def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_sized() -> None:
     """Reading on as a scan, a page goes out with a scan's Limit (``PAGE_ITEMS``: DynamoDB's 1
     MB pages, of at most that many items), and is judged as the scan-sized page the shared
     controller asked for: one that comes back with ``PAGE_ITEMS`` items did not fill a Limit
     the controller set, so it says nothing of how many items a unit holds."""
-    method = PagedSkipMethod(info(size=1000 * 150, items=1000))
+    method = PagedSkipMethod(info(size=10_000 * 150, items=10_000))
     state = method.start_state()
     pages = state.pages
     pages.ledgers.skipped(10.0, 300, 300)

@@ -23,10 +23,9 @@ from ddbkeys.partition_keys._listing.pages import (
     REGRET,
     WASTE,
     PageSize,
-    Reading,
-    tail_of,
 )
 from ddbkeys.partition_keys._listing.read_on import LEEWAY
+from ddbkeys.partition_keys._listing.reading import Reading, tail_of
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,10 @@ does not use, and one that asks for too many spills into a second unit for a few
 sizes vary, so the right number moves: :class:`PageSize` keeps it near the largest that stays
 within its target, learning from what each page cost.
 
+- A table of ``WHOLE_BYTES`` or less by its description (128 KB: skipping could save at most
+  ``LEEWAY``, 16 RCU, what the bound below allows) is read whole: each segment's first page is
+  scan-sized, so one request reads it, as a scan does, not six or more. Where it proves larger
+  (a description hours old), the pages after that one skip and learn as below.
 - It starts from the table's average item size (DescribeTable), or from 8 items and doubling
   while pages come back full and within target when the table reports no size.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
@@ -32,13 +36,13 @@ within its target, learning from what each page cost.
 - Skipping saves little where collections end about where a small page does, or where item
   sizes vary so much that small pages pay the rounding up to 4 KB more often than skips save:
   the listing would read what a scan reads, or more, a request a page. So it tries going on *as
-  a scan* (:class:`Reading`), from where it stands: pages of ``FIRST_THROUGH`` units, ``GROWTH``
-  times larger with each that passes, then scan-sized (DynamoDB's 1 MB, sent with a scan's
-  Limit), each starting past the last one's last collection (which costs nothing and saves its
-  rest). A trial starts (one segment at a time) after ``LOOK_AFTER`` skips past a collection that
-  filled its page, or as many skipping pages that cost more than their items would at the
-  table's average size (or at once: :meth:`PageSize.skip_past`); where pages can no longer
-  double, they go on as a scan directly.
+  a scan* (:class:`~ddbkeys.partition_keys._listing.reading.Reading`), from where it stands:
+  pages of ``FIRST_THROUGH`` units, ``GROWTH`` times larger with each that passes, then
+  scan-sized (DynamoDB's 1 MB, sent with a scan's Limit), each starting past the last one's
+  last collection (which costs nothing and saves its rest). A trial starts (one segment at a
+  time) after ``LOOK_AFTER`` skips past a collection that filled its page, or as many skipping
+  pages that cost more than their items would at the table's average size (or at once:
+  :meth:`PageSize.skip_past`); where pages can no longer double, they go on as a scan directly.
 
 **What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers kept
 over the whole listing, not short windows (noise, where sizes are heavy-tailed): units, keys and
@@ -71,11 +75,9 @@ still learning large items), and a trial stops early.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import pairwise
 
-from ddbkeys.partition_keys._listing.read_on import MAX_TARGET, WASTE, Ledgers
+from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
 
 __all__ = [
     "FIRST_THROUGH",
@@ -90,10 +92,9 @@ __all__ = [
     "SAMPLE_PAGES",
     "SCAN_PAGE_BYTES",
     "WASTE",
+    "WHOLE_BYTES",
     "PageSize",
-    "Reading",
     "few_pages",
-    "tail_of",
 ]
 
 MAX_PAGE_ITEMS = 1000
@@ -114,6 +115,9 @@ GROWTH = 4
 SAMPLE_PAGES = 400
 #: DynamoDB's page of a scan (1 MB).
 SCAN_PAGE_BYTES = 1024 * 1024
+#: A table of at most this many bytes (DescribeTable) is read whole, as a scan, in one request:
+#: ``LEEWAY`` read units (16 RCU, 128 KB), what skip-pages may read beyond skipping alone.
+WHOLE_BYTES = LEEWAY * 4096
 #: The most items a skipping page asks for beyond its limit, for ddbkeys' own items that lead
 #: a collection (its marker, and a collection sequence's counter).
 MAX_LEAD = 2
@@ -162,20 +166,24 @@ class PageSize:
     full_items: int = 0  # items of the pages read on that filled their Limit
     full_units: float = 0.0  # ... and their read units
     lead: int = 0  # own items that led the last skipping page's first collection
+    whole: int = 0  # the table's bytes, where at most WHOLE_BYTES (its description; 0: over)
+    grew: bool = False  # ... and a first page read whole did not end its segment
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
         """Start from the table's average item size (0 when it reports none), and its size
         (``few_pages``)."""
         few = few_pages(table_bytes)
+        whole = int(table_bytes) if 0 < table_bytes <= WHOLE_BYTES else 0
         if average_bytes <= 0:
-            return cls(limit=8, known=False, met_large=False, few_pages=few)
+            return cls(limit=8, known=False, met_large=False, few_pages=few, whole=whole)
         ledgers = Ledgers(item_bytes=average_bytes)
         return cls(
             limit=items_a_unit(average_bytes),
             ledgers=ledgers,
             met_large=False,
             few_pages=few,
+            whole=whole,
         )
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
@@ -293,6 +301,11 @@ class PageSize:
     def note(self) -> str:
         """How the listing read, where it went on as a scan (else empty)."""
         if not self.through:
+            if self.whole and not self.grew:
+                return (
+                    f"read as a scan, in one request: the table's description puts it at "
+                    f"{self.whole:,} bytes, where skipping could save at most {LEEWAY / 2:g} RCU"
+                )
             return ""
         pages = self.ledgers.skip_pages
         shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
@@ -339,114 +352,3 @@ class PageSize:
         self.target = target
         self.clean = 0
         self.probing = False
-
-
-@dataclass
-class Reading:
-    """One segment's reading, with the :class:`PageSize` every segment shares (the caller
-    holds a lock around :meth:`after` where segments run in parallel): which way the next page
-    reads (skipping, or on as a scan), so that each page counts for the way it was asked.
-
-    Where collections start with ddbkeys' own items (a marker sorts first in its collection,
-    under the default sort key of every type, as does a collection sequence's counter), a
-    skipping page of ``limit`` items would read a lone marker where ``limit`` is 1, and the
-    next page would have to go on in that collection (one more request and unit a key). So a
-    skipping page asks for as many items more as led the last skipping page's first collection
-    (``PageSize.lead``, at most ``MAX_LEAD``), and is judged without them: a marker is read
-    with its collection's first item, as a page of the same table without markers reads that
-    item alone. A page that still ends on a lone own item is followed by one that goes on in
-    its collection (no extra); where that reads the collection's rest alone, it counts with
-    the page before."""
-
-    pages: PageSize
-    reading_on: bool = False  # the next page reads on as a scan
-    trial: bool = False  # this segment runs the trial of reading on
-    asked: int | None = 0  # the Limit of the page asked for (None: scan-sized), without extra
-    extra: int = 0  # items asked for beyond it, for the own items that lead a collection
-    last: object = None  # the key of the last item read
-    going_on: bool = False  # the last page ended in a collection that showed nothing of yours
-    was_on: bool = False  # ... and it was read on as a scan
-
-    def after(
-        self,
-        keys: Sequence[object],
-        units: float,
-        asked: int | None = None,
-        *,
-        lead: int = 0,
-        unhanded: bool = False,
-    ) -> tuple[int | None, bool]:
-        """After a page of items whose partition keys were ``keys`` (in order), which cost
-        ``units`` 4 KB read units and asked for ``asked`` items (its Limit, with any extra): the
-        next page's limit (None: scan-sized: DynamoDB's 1 MB), and whether it skips past the
-        page's last collection (always: a page read on as a scan starts past it too, which
-        costs nothing and saves its rest). ``lead``: the page's first items that are ddbkeys'
-        own, in its first collection; ``unhanded``: its last collection showed none of yours
-        (the next page goes on in it, and asks no extra). A page read on counts for reading on
-        while this segment's trial or reading on lasts; one that skipped counts for skipping;
-        each is judged by the way it was asked for, whatever the other segments changed
-        meanwhile. A key counts once, in the page that hands it out."""
-        pages = self.pages
-        tail = tail_of(keys)
-        runs, went, new = self._keys(keys, unhanded)
-        if self.going_on and not self.reading_on and went and runs == 1:
-            # The rest of the collection a page ended in on a lone own item, and nothing more
-            # (pages of an item or so): counted with that page, in the way it was read, not as
-            # a page of its own (a page of units and no key would say skipping varies widely).
-            self.going_on = unhanded
-            pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
-            return self._next(unhanded)
-        self.going_on, self.was_on = unhanded, self.reading_on
-        if self.reading_on:
-            if self.trial or pages.through:
-                pages.read_through(units, new, len(keys), asked)
-        elif keys:
-            base = None if asked is None else max(1, asked - self.extra)
-            pages.ledgers.skipped(units, new, len(keys))
-            pages.observe(max(1, len(keys) - self.extra), units, tail, base)
-            if not went:
-                pages.lead = min(MAX_LEAD, lead)
-        else:
-            pages.observe(0, units, 0, None if asked is None else max(1, asked - self.extra))
-        self.trial = self.trial and pages.trying
-        if self.trial or pages.through:
-            scan_sized = self.reading_on and self.asked is None
-            self.reading_on = not (scan_sized and pages.through and pages.sampling())
-        else:
-            self.reading_on = bool(keys) and not pages.skip_past(tail)
-            self.trial = self.reading_on
-        return self._next(unhanded)
-
-    def _keys(self, keys: Sequence[object], unhanded: bool) -> tuple[int, bool, int]:
-        """The page's collections (runs of a key), whether it went on in the collection the
-        last ended in, and the keys it handed out: a key counts in the page that hands it
-        out, not in one that ends in its collection on own items alone, but in the next,
-        which goes on in it (and not twice)."""
-        runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
-        went = bool(keys) and keys[0] == self.last
-        new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
-        if keys:
-            self.last = keys[-1]
-        return runs, went, new
-
-    def _next(self, unhanded: bool) -> tuple[int | None, bool]:
-        """The next page's Limit (with any extra: not where it goes on in a collection that
-        showed nothing of yours, past its leading own items), and that it skips past the last
-        collection."""
-        pages = self.pages
-        self.asked = pages.through_limit if self.reading_on else pages.limit
-        self.extra = 0 if self.reading_on or unhanded else pages.lead
-        return (None if self.asked is None else self.asked + self.extra), True
-
-    def end(self) -> None:
-        """The segment was read to its end: a trial it ran ends unjudged."""
-        if self.trial:
-            self.pages.trying = self.trial = False
-
-
-def tail_of(keys: Sequence[object]) -> int:
-    """How many of ``keys``, at the end, are the same as the last."""
-    tail = 0
-    while tail < len(keys) and keys[-tail - 1] == keys[-1]:
-        tail += 1
-    return tail

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ddbkeys._core.steps import Emit, Flow
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
-from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.pages import PageSize
+from ddbkeys.partition_keys._listing.reading import Reading
 from ddbkeys.partition_keys._listing.recognise import Markers, Seen
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 
@@ -126,7 +127,7 @@ class PagedSkipMethod(SkipMethod):
     (``pages.PageSize``); :meth:`note` says so. Where collections are led by ddbkeys' own
     items (a marker that sorts first), its skipping pages ask for as many items more, so a
     marker is read with its collection's first item, not in a request of its own
-    (``pages.Reading``).
+    (``reading.Reading``).
     """
 
     name = "skip-pages"
@@ -146,7 +147,8 @@ class PagedSkipMethod(SkipMethod):
 
     def first_limit(self, state: Reading) -> int:
         with self._lock:  # a segment that starts late goes on from what the others learned
-            return state.pages.limit
+            limit = state.first_limit()
+        return SCAN_PAGE_ITEMS if limit is None else limit
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
         consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))

@@ -176,7 +176,7 @@ def estimate(
     known = info if items is None else replace(info, item_count=items, size_bytes=size_bytes or 0)
     exact = sample.whole_table and not sample.cut
     scan = scan_range(known, items, exact) if items is not None else None
-    skip_pages = _skip_pages(known, items, collections, scan, sample, speed)
+    skip_pages = _skip_pages(known, items, collections, scan, sample, speed, info.size_bytes)
     markers = _markers(info, known, sample, keys, scan, options, skip_pages)
     listed, replay = index_line(
         known,
@@ -361,12 +361,13 @@ def _skip_pages(
     scan: Range | None,
     sample: Sample,
     speed: Speed,
+    described: int,
 ) -> MethodEstimate:
     if (none := _no_sort_key("skip-pages", info)) is not None:
         return none
     if items is None or keys is None or scan is None:
         return _unknown("skip-pages")
-    return skip_pages_line(info, items, keys, scan, sample, speed)
+    return skip_pages_line(info, items, keys, scan, sample, speed, described)
 
 
 def _auto(

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.choice import index_ready, most_keys
-from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE
+from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE, WHOLE_BYTES
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
@@ -243,13 +243,29 @@ def skip_pages_requests(
 
 
 def skip_pages_line(
-    info: TableInfo, items: int, keys: Range, scan: Range, sample: Sample, speed: Speed
+    info: TableInfo,
+    items: int,
+    keys: Range,
+    scan: Range,
+    sample: Sample,
+    speed: Speed,
+    described: int,
 ) -> MethodEstimate:
     """skip-pages run over the sample (``simulate.skip_pages_range``), at most ``THROUGH``
     times a scan's and a unit; without sampled collections, what skipping reads of each
-    collection (up to ``GROWTH`` more), or about a scan's where that is less."""
+    collection (up to ``GROWTH`` more), or about a scan's where that is less; a scan's on a
+    table that DescribeTable puts at ``WHOLE_BYTES`` or less (``described``), read whole."""
     if not items:
         return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
+    if 0 < described <= WHOLE_BYTES:  # (PageSize.whole, from DescribeTable's size)
+        return speed.method(
+            "skip-pages",
+            scan,
+            pages_of(items, info.size_bytes),
+            info.size_bytes,
+            info.size_bytes,
+            "a table of 128 KB or less: read whole, as a scan (skipping saves 16 RCU at most)",
+        )
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
     orders = simulated_orders(info, keys, sample)
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None

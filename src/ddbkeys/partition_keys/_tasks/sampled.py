@@ -154,7 +154,7 @@ class SegmentTally:
         lead, self._lead = self._lead, 0
         if 0 < lead <= MAX_LEAD and lead < len(sizes):
             # skip-pages reads the own items that lead a collection (its marker) with its first
-            # item of yours, asking for as many more (pages.Reading): one item, as it pays
+            # item of yours, asking for as many more (reading.Reading): one item, as it pays
             sizes = [sum(sizes[: lead + 1]), *sizes[lead + 1 :]]
         self.collections.append((tuple(sizes), cut))
         self.owned += not self._yours

@@ -1,8 +1,8 @@
 """skip-pages run over the sample: what its pages would read of the table. Pure.
 
 skip-pages decides each page's Limit, and whether it goes on as a scan, from what its pages
-cost (:class:`~ddbkeys.partition_keys._listing.pages.PageSize`, :class:`Reading`): nothing a
-formula on the sample's sums can foresee. But the decision is pure, and the sample holds whole
+cost (``_listing.pages.PageSize``, ``_listing.reading.Reading``): nothing a formula on the
+sample's sums can foresee. But the decision is pure, and the sample holds whole
 Scan segments, each collection's items in scan order. So :func:`simulate` feeds them through
 the same ``Reading`` the listing's ``PagedSkipMethod`` uses, seeded with the table's average
 item size as the listing is: a page is the next ``limit`` items (or, read on as a scan, up to
@@ -26,7 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.pages import PageSize, Reading
+from ddbkeys.partition_keys._listing.pages import PageSize
+from ddbkeys.partition_keys._listing.reading import Reading
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample
@@ -264,7 +265,7 @@ class _Run:
         reading = Reading(PageSize.for_items_of(average, table_bytes))
         reading.pages.may_read_on = read_on
         reading.pages.met_large = reading.pages.met_large or slow
-        limit: int | None = reading.pages.limit
+        limit = reading.first_limit()
         half = len(stream.collections) // 2
         while True:
             if stream.at <= half:

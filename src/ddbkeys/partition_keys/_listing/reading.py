@@ -1,0 +1,138 @@
+"""One segment's reading in skip-pages: which way its next page reads (skipping, or on as a
+scan), with the :class:`~ddbkeys.partition_keys._listing.pages.PageSize` every segment shares,
+so that each page counts for the way it was asked."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from itertools import pairwise
+
+from ddbkeys.partition_keys._listing.pages import MAX_LEAD, PageSize
+
+__all__ = ["Reading", "tail_of"]
+
+
+@dataclass
+class Reading:
+    """One segment's reading, with the :class:`PageSize` every segment shares (the caller
+    holds a lock around :meth:`after` where segments run in parallel): which way the next page
+    reads (skipping, or on as a scan), so that each page counts for the way it was asked.
+
+    Where collections start with ddbkeys' own items (a marker sorts first in its collection,
+    under the default sort key of every type, as does a collection sequence's counter), a
+    skipping page of ``limit`` items would read a lone marker where ``limit`` is 1, and the
+    next page would have to go on in that collection (one more request and unit a key). So a
+    skipping page asks for as many items more as led the last skipping page's first collection
+    (``PageSize.lead``, at most ``MAX_LEAD``), and is judged without them: a marker is read
+    with its collection's first item, as a page of the same table without markers reads that
+    item alone. A page that still ends on a lone own item is followed by one that goes on in
+    its collection (no extra); where that reads the collection's rest alone, it counts with
+    the page before."""
+
+    pages: PageSize
+    reading_on: bool = False  # the next page reads on as a scan
+    trial: bool = False  # this segment runs the trial of reading on
+    asked: int | None = 0  # the Limit of the page asked for (None: scan-sized), without extra
+    extra: int = 0  # items asked for beyond it, for the own items that lead a collection
+    last: object = None  # the key of the last item read
+    going_on: bool = False  # the last page ended in a collection that showed nothing of yours
+    was_on: bool = False  # ... and it was read on as a scan
+    opening: bool = False  # the next page is this segment's first, read whole (``whole``)
+
+    def __post_init__(self) -> None:
+        if self.pages.whole:  # the first page scan-sized: the table is one scan page
+            self.reading_on = self.opening = True
+            self.asked = None
+
+    def first_limit(self) -> int | None:
+        """The Limit of the segment's first page (None: scan-sized)."""
+        return None if self.opening else self.pages.limit
+
+    def after(
+        self,
+        keys: Sequence[object],
+        units: float,
+        asked: int | None = None,
+        *,
+        lead: int = 0,
+        unhanded: bool = False,
+    ) -> tuple[int | None, bool]:
+        """After a page of items whose partition keys were ``keys`` (in order), which cost
+        ``units`` 4 KB read units and asked for ``asked`` items (its Limit, with any extra): the
+        next page's limit (None: scan-sized: DynamoDB's 1 MB), and whether it skips past the
+        page's last collection (always: a page read on as a scan starts past it too, which
+        costs nothing and saves its rest). ``lead``: the page's first items that are ddbkeys'
+        own, in its first collection; ``unhanded``: its last collection showed none of yours
+        (the next page goes on in it, and asks no extra). A page read on counts for reading on
+        while this segment's trial or reading on lasts; one that skipped counts for skipping;
+        each is judged by the way it was asked for, whatever the other segments changed
+        meanwhile. A key counts once, in the page that hands it out."""
+        pages = self.pages
+        tail = tail_of(keys)
+        runs, went, new = self._keys(keys, unhanded)
+        if self.opening:  # the table was larger than described: skipping from here
+            self.opening = self.reading_on = False
+            self.going_on, self.was_on, pages.grew = unhanded, True, True
+            return self._next(unhanded)
+        if self.going_on and not self.reading_on and went and runs == 1:
+            # The rest of the collection a page ended in on a lone own item, and nothing more
+            # (pages of an item or so): counted with that page, in the way it was read, not as
+            # a page of its own (a page of units and no key would say skipping varies widely).
+            self.going_on = unhanded
+            pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
+            return self._next(unhanded)
+        self.going_on, self.was_on = unhanded, self.reading_on
+        if self.reading_on:
+            if self.trial or pages.through:
+                pages.read_through(units, new, len(keys), asked)
+        elif keys:
+            base = None if asked is None else max(1, asked - self.extra)
+            pages.ledgers.skipped(units, new, len(keys))
+            pages.observe(max(1, len(keys) - self.extra), units, tail, base)
+            if not went:
+                pages.lead = min(MAX_LEAD, lead)
+        else:
+            pages.observe(0, units, 0, None if asked is None else max(1, asked - self.extra))
+        self.trial = self.trial and pages.trying
+        if self.trial or pages.through:
+            scan_sized = self.reading_on and self.asked is None
+            self.reading_on = not (scan_sized and pages.through and pages.sampling())
+        else:
+            self.reading_on = bool(keys) and not pages.skip_past(tail)
+            self.trial = self.reading_on
+        return self._next(unhanded)
+
+    def _keys(self, keys: Sequence[object], unhanded: bool) -> tuple[int, bool, int]:
+        """The page's collections (runs of a key), whether it went on in the collection the
+        last ended in, and the keys it handed out: a key counts in the page that hands it
+        out, not in one that ends in its collection on own items alone, but in the next,
+        which goes on in it (and not twice)."""
+        runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
+        went = bool(keys) and keys[0] == self.last
+        new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
+        if keys:
+            self.last = keys[-1]
+        return runs, went, new
+
+    def _next(self, unhanded: bool) -> tuple[int | None, bool]:
+        """The next page's Limit (with any extra: not where it goes on in a collection that
+        showed nothing of yours, past its leading own items), and that it skips past the last
+        collection."""
+        pages = self.pages
+        self.asked = pages.through_limit if self.reading_on else pages.limit
+        self.extra = 0 if self.reading_on or unhanded else pages.lead
+        return (None if self.asked is None else self.asked + self.extra), True
+
+    def end(self) -> None:
+        """The segment was read to its end: a trial it ran ends unjudged."""
+        if self.trial:
+            self.pages.trying = self.trial = False
+
+
+def tail_of(keys: Sequence[object]) -> int:
+    """How many of ``keys``, at the end, are the same as the last."""
+    tail = 0
+    while tail < len(keys) and keys[-tail - 1] == keys[-1]:
+        tail += 1
+    return tail
