@@ -83,17 +83,17 @@ class Reading:
             pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
             return self._next(unhanded)
         self.going_on, self.was_on = unhanded, self.reading_on
+        base = None if asked is None else max(1, asked - self.extra)  # (the Limit, no extra)
         if self.reading_on:
             if self.trial or pages.through:
                 pages.read_through(units, new, len(keys), asked)
         elif keys:
-            base = None if asked is None else max(1, asked - self.extra)
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(max(1, len(keys) - self.extra), units, tail, base)
             if not went:
                 pages.lead = min(MAX_LEAD, lead)
         else:
-            pages.observe(0, units, 0, None if asked is None else max(1, asked - self.extra))
+            pages.observe(0, units, 0, base)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
             scan_sized = self.reading_on and self.asked is None
