@@ -186,13 +186,19 @@ def test_skip_pages_reads_a_table_of_128_kb_or_less_whole() -> None:
     the scan's, whatever the sample says skipping would save (here a tenth of the items are
     in large collections); over it, the simulation decides."""
     small = big(item_count=1000, size_bytes=WHOLE_BYTES)
-    found = estimated(small, sample(segments=4, total_segments=4, whole_table=True))
+    found = estimated(
+        small, sample(segments=4, total_segments=4, whole_table=True, bytes=WHOLE_BYTES)
+    )
     scan, pages = found.method("scan"), found.method("skip-pages")
     assert (pages.rcu_low, pages.rcu, pages.rcu_high) == (scan.rcu_low, scan.rcu, scan.rcu_high)
     assert pages.requests == 1
     assert "read whole, as a scan" in pages.note
     larger = estimated(big(item_count=1000, size_bytes=WHOLE_BYTES + 1), sample())
     assert "read whole" not in larger.method("skip-pages").note
+    # A description hours old, which the sample of the whole table finds 4 times too small.
+    stale = big(item_count=250, size_bytes=100_000)
+    found = estimated(stale, sample(segments=4, total_segments=4, whole_table=True))
+    assert "read whole" not in found.method("skip-pages").note
 
 
 def test_a_large_item_costs_the_skip_scan_more_than_a_unit() -> None:

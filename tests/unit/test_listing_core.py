@@ -284,31 +284,50 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     assert first["Limit"] == 7
 
 
-def test_skip_pages_reads_a_table_of_one_scan_page_in_one_request() -> None:
+def test_skip_pages_reads_a_table_of_128_kb_or_less_whole() -> None:
     """Where the table's description puts it at 128 KB or less (``WHOLE_BYTES``: skipping
     could save at most 16 RCU, the ``LEEWAY`` skip-pages allows itself beyond skipping alone),
-    each segment's first page is scan-sized: one request reads the table, as a scan does, not
-    six or more, and the summary says so. Where the table proves larger (a description hours
-    old), the pages after it skip, past the collection it ended in, and learn as before."""
-    method = PagedSkipMethod(info(size=3000 * 40, items=3000))  # 120 KB
-    more = {"pk": {"S": "k04999"}, "sk": {"N": "1"}}
-    steps, sent = drive(
-        method.keys(reader(), 0, 1, None),
-        [page(*(f"k{n:05}" for n in range(5000)), more=more, units=25.0), page("z")],
+    each segment's first pages are scan-sized: one request reads the table, as a scan does, not
+    six or more, and the summary says so. They read at most twice the segment's share of the
+    described items and bytes: where the table proves larger (a description hours old), the
+    pages after them skip, past the collection the last ended in, and the summary says that
+    instead; however many segments, they read about twice the described table at most."""
+    described = info(size=3000 * 40, items=3000)  # 120 KB in 3,000 items
+    method = PagedSkipMethod(described)
+    steps, sent = drive(method.keys(reader(), 0, 1, None), [page("a", "b", units=1.0)])
+    assert sent[0]["Limit"] == 6008 and keys_of(steps) == ["a", "b"]
+    assert method.note() == (
+        "read as a scan: the table's description puts it at 120,000 bytes, where skipping "
+        "could save at most 15 RCU"
     )
-    assert sent[0]["Limit"] == PAGE_ITEMS and "ExclusiveStartKey" not in sent[0]
-    assert sent[1]["Limit"] == 102  # skipping, at a unit's items (40 bytes each)
-    assert sent[1]["ExclusiveStartKey"]["pk"] == {"S": "k04999"}  # past its collection
-    assert len(keys_of(steps)) == 5001
-    assert method.note() == ""  # it went on skipping
-    alone = PagedSkipMethod(info(size=3000 * 40, items=3000))
-    drive(alone.keys(reader(), 0, 1, None), [page("a", "b")])
-    assert alone.note() == (
-        "read as a scan, in one request: the table's description puts it at 120,000 bytes, "
-        "where skipping could save at most 16 RCU"
-    )
+    # Four segments: each reads whole up to twice its share (1,508 items); one that reads its
+    # share and more, as the table grew since its description, skips from there.
+    grown = PagedSkipMethod(described)
+    more = {"pk": {"S": "k01507"}, "sk": {"N": "1"}}
+    full = page(*(f"k{n:05}" for n in range(1508)), more=more, units=7.5)
+    steps, sent = drive(grown.keys(reader(), 1, 4, None), [full, page("z")])
+    assert [r["Limit"] for r in sent] == [1508, 102]  # then skipping, a unit's items
+    assert sent[1]["ExclusiveStartKey"]["pk"] == {"S": "k01507"}  # past its collection
+    assert len(keys_of(steps)) == 1509
+    assert grown.note().startswith("its first pages read as a scan: the table's description")
+    # A last page that cost more than twice the share of the described bytes says so too.
+    costly = PagedSkipMethod(described)
+    drive(costly.keys(reader(), 0, 1, None), [page("a", units=31.5)])  # 63 units of 62
+    assert "proved larger" in costly.note()
     larger = PagedSkipMethod(info(size=40 * 3300, items=3300))  # 132 KB
     assert larger.first_limit(larger.start_state()) == 102
+
+
+def test_a_table_read_whole_goes_on_whole_past_a_scan_s_page_of_items() -> None:
+    """A table of 128 KB or less in over 20,000 items (``PAGE_ITEMS``, a scan's page) takes
+    the scan's two pages read whole, not a third skipping one."""
+    method = PagedSkipMethod(info(size=23_040 * 5, items=23_040))
+    more = {"pk": {"S": "k19999"}, "sk": {"N": "1"}}
+    first = page(*(f"k{n:05}" for n in range(PAGE_ITEMS)), more=more, units=12.5)
+    steps, sent = drive(method.keys(reader(), 0, 1, None), [first, page("z", units=2.0)])
+    assert [r["Limit"] for r in sent] == [PAGE_ITEMS, PAGE_ITEMS]
+    assert len(keys_of(steps)) == PAGE_ITEMS + 1
+    assert method.note().startswith("read as a scan")
 
 
 def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_sized() -> None:

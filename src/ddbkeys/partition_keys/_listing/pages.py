@@ -7,9 +7,10 @@ sizes vary, so the right number moves: :class:`PageSize` keeps it near the large
 within its target, learning from what each page cost.
 
 - A table of ``WHOLE_BYTES`` or less by its description (128 KB: skipping could save at most
-  ``LEEWAY``, 16 RCU, what the bound below allows) is read whole: each segment's first page is
-  scan-sized, so one request reads it, as a scan does, not six or more. Where it proves larger
-  (a description hours old), the pages after that one skip and learn as below.
+  ``LEEWAY``, 16 RCU, what the bound below allows) is read whole, as a scan, in one request,
+  not six or more: up to twice each segment's share of the described table
+  (:meth:`~ddbkeys.partition_keys._listing.reading.Reading.first_limit`). Where it proves
+  larger (a description hours old), the pages after that skip and learn as below.
 - It starts from the table's average item size (DescribeTable), or from 8 items and doubling
   while pages come back full and within target when the table reports no size.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
@@ -75,6 +76,7 @@ still learning large items), and a trial stops early.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
@@ -167,23 +169,25 @@ class PageSize:
     full_units: float = 0.0  # ... and their read units
     lead: int = 0  # own items that led the last skipping page's first collection
     whole: int = 0  # the table's bytes, where at most WHOLE_BYTES (its description; 0: over)
-    grew: bool = False  # ... and a first page read whole did not end its segment
+    whole_items: int = 0  # ... and its items (by its description)
+    grew: bool = False  # ... and it proved larger: reading whole ran past twice that
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
         """Start from the table's average item size (0 when it reports none), and its size
         (``few_pages``)."""
         few = few_pages(table_bytes)
-        whole = int(table_bytes) if 0 < table_bytes <= WHOLE_BYTES else 0
         if average_bytes <= 0:
-            return cls(limit=8, known=False, met_large=False, few_pages=few, whole=whole)
+            return cls(limit=8, known=False, met_large=False, few_pages=few)
         ledgers = Ledgers(item_bytes=average_bytes)
+        whole = int(table_bytes) if 0 < table_bytes <= WHOLE_BYTES else 0
         return cls(
             limit=items_a_unit(average_bytes),
             ledgers=ledgers,
             met_large=False,
             few_pages=few,
             whole=whole,
+            whole_items=round(whole / average_bytes),
         )
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
@@ -301,12 +305,19 @@ class PageSize:
     def note(self) -> str:
         """How the listing read, where it went on as a scan (else empty)."""
         if not self.through:
-            if self.whole and not self.grew:
+            if not self.whole:
+                return ""
+            if self.grew:
                 return (
-                    f"read as a scan, in one request: the table's description puts it at "
-                    f"{self.whole:,} bytes, where skipping could save at most {LEEWAY / 2:g} RCU"
+                    f"its first pages read as a scan: the table's description put it at "
+                    f"{self.whole:,} bytes, but it proved larger (DescribeTable's size is "
+                    "refreshed about every six hours)"
                 )
-            return ""
+            most = min(LEEWAY, math.ceil(self.whole / 4096)) / 2
+            return (
+                f"read as a scan: the table's description puts it at {self.whole:,} bytes, "
+                f"where skipping could save at most {most:g} RCU"
+            )
         pages = self.ledgers.skip_pages
         shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
         why = "its collections proved small" if self.small else f"skipping saved {shown}"

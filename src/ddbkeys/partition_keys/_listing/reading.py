@@ -4,6 +4,7 @@ so that each page counts for the way it was asked."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
@@ -38,16 +39,27 @@ class Reading:
     last: object = None  # the key of the last item read
     going_on: bool = False  # the last page ended in a collection that showed nothing of yours
     was_on: bool = False  # ... and it was read on as a scan
-    opening: bool = False  # the next page is this segment's first, read whole (``whole``)
+    opening: bool = False  # the segment's first pages read whole, as a scan (``whole``)
+    items_left: int = 0  # ... the most items they may read yet
+    units_left: float = 0.0  # ... and 4 KB units
 
     def __post_init__(self) -> None:
-        if self.pages.whole:  # the first page scan-sized: the table is one scan page
+        if self.pages.whole:
             self.reading_on = self.opening = True
             self.asked = None
 
-    def first_limit(self) -> int | None:
-        """The Limit of the segment's first page (None: scan-sized)."""
-        return None if self.opening else self.pages.limit
+    def first_limit(self, segments: int = 1) -> int:
+        """The Limit of the first page of one of ``segments``. Where the table's description
+        puts it at ``WHOLE_BYTES`` or less (``PageSize.whole``), its first pages read it whole,
+        as a scan, up to twice the segment's share of the described items and bytes: where the
+        description is old and the table larger, the pages after them skip (``grew``), having
+        read at most about twice the described table, however many segments."""
+        pages = self.pages
+        if not self.opening:
+            return pages.limit
+        self.items_left = 2 * pages.whole_items // segments + 8
+        self.units_left = 2 * math.ceil(pages.whole / 4096) / segments + 2
+        return self.items_left
 
     def after(
         self,
@@ -71,10 +83,8 @@ class Reading:
         pages = self.pages
         tail = tail_of(keys)
         runs, went, new = self._keys(keys, unhanded)
-        if self.opening:  # the table was larger than described: skipping from here
-            self.opening = self.reading_on = False
-            self.going_on, self.was_on, pages.grew = unhanded, True, True
-            return self._next(unhanded)
+        if self.opening:
+            return self._whole(len(keys), units, unhanded)
         if self.going_on and not self.reading_on and went and runs == 1:
             # The rest of the collection a page ended in on a lone own item, and nothing more
             # (pages of an item or so): counted with that page, in the way it was read, not as
@@ -103,6 +113,18 @@ class Reading:
             self.trial = self.reading_on
         return self._next(unhanded)
 
+    def _whole(self, items: int, units: float, unhanded: bool) -> tuple[int | None, bool]:
+        """After a page read whole (``first_limit``): on, while within twice the segment's
+        share of the described table; past it, the table proved larger: skipping from here."""
+        self.going_on, self.was_on = unhanded, True
+        self.items_left -= items
+        self.units_left -= units
+        if self.items_left > 0 and self.units_left > 0:
+            return self.items_left, True
+        self.opening = self.reading_on = False
+        self.pages.grew = True
+        return self._next(unhanded)
+
     def _keys(self, keys: Sequence[object], unhanded: bool) -> tuple[int, bool, int]:
         """The page's collections (runs of a key), whether it went on in the collection the
         last ended in, and the keys it handed out: a key counts in the page that hands it
@@ -124,10 +146,15 @@ class Reading:
         self.extra = 0 if self.reading_on or unhanded else pages.lead
         return (None if self.asked is None else self.asked + self.extra), True
 
-    def end(self) -> None:
-        """The segment was read to its end: a trial it ran ends unjudged."""
+    def end(self, units: float = 0.0) -> None:
+        """The segment was read to its end, by a last page of ``units``: a trial it ran ends
+        unjudged; while reading whole, a table read past twice its described share proved
+        larger than its description."""
         if self.trial:
             self.pages.trying = self.trial = False
+        if self.opening:
+            self.opening = False
+            self.pages.grew = self.pages.grew or units > self.units_left
 
 
 def tail_of(keys: Sequence[object]) -> int:

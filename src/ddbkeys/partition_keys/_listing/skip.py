@@ -61,7 +61,7 @@ class SkipMethod(SegmentMethod):
         pk = self.info.partition_key.name
         state = self.start_state()
         request = self.first_request(segment, segments, after)
-        request["Limit"] = self.first_limit(state)
+        request["Limit"] = self.first_limit(state, segments)
         seen = Seen(after)
         while True:
             page = yield from reader.page(request)
@@ -82,7 +82,7 @@ class SkipMethod(SegmentMethod):
         data), where no item came back (DynamoDB stopped short), or where a read through goes
         on."""
         if "LastEvaluatedKey" not in page:
-            self.finish(state)
+            self.finish(state, page)
             return None
         following = request.copy()
         skip = self.adapt(following, page, state, seen)
@@ -96,12 +96,12 @@ class SkipMethod(SegmentMethod):
         """What one segment learns from its pages (nothing, for the article's Limit 1)."""
         return None
 
-    def first_limit(self, state: Any) -> int:
-        """The Limit of a segment's first page."""
+    def first_limit(self, state: Any, segments: int = 1) -> int:
+        """The Limit of the first page of one of ``segments``."""
         return self.page_items
 
-    def finish(self, state: Any) -> None:
-        """The segment was read to its end."""
+    def finish(self, state: Any, page: Mapping[str, Any]) -> None:
+        """The segment was read to its end, ``page`` its last."""
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> bool:
         """Change the request for the next page (the article's Limit 1 stays as it is), and say
@@ -145,13 +145,12 @@ class PagedSkipMethod(SkipMethod):
     def start_state(self) -> Reading:
         return Reading(self._pages)
 
-    def first_limit(self, state: Reading) -> int:
+    def first_limit(self, state: Reading, segments: int = 1) -> int:
         with self._lock:  # a segment that starts late goes on from what the others learned
-            limit = state.first_limit()
-        return SCAN_PAGE_ITEMS if limit is None else limit
+            return min(SCAN_PAGE_ITEMS, state.first_limit(segments))
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
-        consumed = float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))
+        consumed = _consumed(page)
         pk = self.info.partition_key.name
         items = page.get("Items", [])
         keys = [item.get(pk) for item in items]
@@ -168,7 +167,7 @@ class PagedSkipMethod(SkipMethod):
         # (as ddbkeys' scan asks: a page of the smallest items stays a few MB of Python objects;
         # and DynamoDB Local serves a Scan without a Limit several times slower, 1.0-1.6 s a
         # page of 7,826 items of ~150 B against 0.2-0.4 s with one).
-        request["Limit"] = SCAN_PAGE_ITEMS if limit is None else limit
+        request["Limit"] = SCAN_PAGE_ITEMS if limit is None else min(SCAN_PAGE_ITEMS, limit)
         return skip
 
     def note(self) -> str:
@@ -176,6 +175,11 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:
             return self._pages.note()
 
-    def finish(self, state: Reading) -> None:
+    def finish(self, state: Reading, page: Mapping[str, Any]) -> None:
         with self._lock:
-            state.end()
+            state.end(_consumed(page) / 0.5)
+
+
+def _consumed(page: Mapping[str, Any]) -> float:
+    """The read units a page cost (0.5 where DynamoDB did not say)."""
+    return float((page.get("ConsumedCapacity") or {}).get("CapacityUnits", 0.5))

@@ -254,10 +254,12 @@ def skip_pages_line(
     """skip-pages run over the sample (``simulate.skip_pages_range``), at most ``THROUGH``
     times a scan's and a unit; without sampled collections, what skipping reads of each
     collection (up to ``GROWTH`` more), or about a scan's where that is less; a scan's on a
-    table that DescribeTable puts at ``WHOLE_BYTES`` or less (``described``), read whole."""
+    table that DescribeTable puts at ``WHOLE_BYTES`` or less (``described``), read whole,
+    unless the sample found it over twice that (a description hours old: reading whole stops
+    there)."""
     if not items:
         return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
-    if 0 < described <= WHOLE_BYTES:  # (PageSize.whole, from DescribeTable's size)
+    if 0 < described <= WHOLE_BYTES and info.size_bytes <= 2 * described:  # (PageSize.whole)
         return speed.method(
             "skip-pages",
             scan,

@@ -265,7 +265,7 @@ class _Run:
         reading = Reading(PageSize.for_items_of(average, table_bytes))
         reading.pages.may_read_on = read_on
         reading.pages.met_large = reading.pages.met_large or slow
-        limit = reading.first_limit()
+        limit: int | None = reading.first_limit()
         half = len(stream.collections) // 2
         while True:
             if stream.at <= half:
