@@ -95,6 +95,7 @@ __all__ = [
     "SCAN_PAGE_BYTES",
     "WASTE",
     "WHOLE_BYTES",
+    "WHOLE_OVER",
     "PageSize",
     "few_pages",
 ]
@@ -120,6 +121,9 @@ SCAN_PAGE_BYTES = 1024 * 1024
 #: A table of at most this many bytes (DescribeTable) is read whole, as a scan, in one request:
 #: ``LEEWAY`` read units (16 RCU, 128 KB), what skip-pages may read beyond skipping alone.
 WHOLE_BYTES = LEEWAY * 4096
+#: ... reading it whole stops at this many times the described table (its items, or its units:
+#: a description hours old, of a table grown since).
+WHOLE_OVER = 2
 #: The most items a skipping page asks for beyond its limit, for ddbkeys' own items that lead
 #: a collection (its marker, and a collection sequence's counter).
 MAX_LEAD = 2
@@ -189,6 +193,11 @@ class PageSize:
             whole=whole,
             whole_items=round(whole / average_bytes),
         )
+
+    @property
+    def whole_units(self) -> int:
+        """The 4 KB units of the table read whole, by its description (``whole``)."""
+        return math.ceil(self.whole / 4096)
 
     def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
@@ -313,7 +322,7 @@ class PageSize:
                     f"{self.whole:,} bytes, but it proved larger (DescribeTable's size is "
                     "refreshed about every six hours)"
                 )
-            most = min(LEEWAY, math.ceil(self.whole / 4096)) / 2
+            most = min(LEEWAY, self.whole_units) / 2
             return (
                 f"read as a scan: the table's description puts it at {self.whole:,} bytes, "
                 f"where skipping could save at most {most:g} RCU"

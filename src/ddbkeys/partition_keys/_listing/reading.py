@@ -4,12 +4,11 @@ so that each page counts for the way it was asked."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from ddbkeys.partition_keys._listing.pages import MAX_LEAD, PageSize
+from ddbkeys.partition_keys._listing.pages import MAX_LEAD, WHOLE_OVER, PageSize
 
 __all__ = ["Reading", "tail_of"]
 
@@ -51,14 +50,15 @@ class Reading:
     def first_limit(self, segments: int = 1) -> int:
         """The Limit of the first page of one of ``segments``. Where the table's description
         puts it at ``WHOLE_BYTES`` or less (``PageSize.whole``), its first pages read it whole,
-        as a scan, up to twice the segment's share of the described items and bytes: where the
-        description is old and the table larger, the pages after them skip (``grew``), having
-        read at most about twice the described table, however many segments."""
+        as a scan, up to ``WHOLE_OVER`` times the segment's share of the described items and
+        bytes: where the description is old and the table larger, the pages after them skip
+        (``grew``), having read at most about that many times the described table, however
+        many segments."""
         pages = self.pages
         if not self.opening:
             return pages.limit
-        self.items_left = 2 * pages.whole_items // segments + 8
-        self.units_left = 2 * math.ceil(pages.whole / 4096) / segments + 2
+        self.items_left = WHOLE_OVER * pages.whole_items // segments + 8
+        self.units_left = WHOLE_OVER * pages.whole_units / segments + 2
         return self.items_left
 
     def after(

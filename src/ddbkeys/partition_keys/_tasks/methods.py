@@ -26,7 +26,13 @@ from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.choice import index_ready, most_keys
-from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_TARGET, WASTE, WHOLE_BYTES
+from ddbkeys.partition_keys._listing.pages import (
+    LOOK_AFTER,
+    MAX_TARGET,
+    WASTE,
+    WHOLE_BYTES,
+    WHOLE_OVER,
+)
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
@@ -255,11 +261,11 @@ def skip_pages_line(
     times a scan's and a unit; without sampled collections, what skipping reads of each
     collection (up to ``GROWTH`` more), or about a scan's where that is less; a scan's on a
     table that DescribeTable puts at ``WHOLE_BYTES`` or less (``described``), read whole,
-    unless the sample found it over twice that (a description hours old: reading whole stops
-    there)."""
+    unless the sample found it over ``WHOLE_OVER`` times that (a description hours old:
+    reading whole stops there, ``PageSize.whole``)."""
     if not items:
         return speed.method("skip-pages", Range.exact(0.0), 1, 0, 0, "the table is empty")
-    if 0 < described <= WHOLE_BYTES and info.size_bytes <= 2 * described:  # (PageSize.whole)
+    if 0 < described <= WHOLE_BYTES and info.size_bytes <= WHOLE_OVER * described:
         return speed.method(
             "skip-pages",
             scan,
