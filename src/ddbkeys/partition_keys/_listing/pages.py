@@ -52,8 +52,10 @@ unrelated to a collection's size, so each ledger's units a key samples what that
 on the whole table. Pages read on are priced at the table's average item size (their items'
 share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among 300-byte ones
 adds no noise; once they cost ``MAX_TARGET`` units more than that (an average that misleads), at
-their cost. Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus
-``SPREAD`` times that rate's relative standard error, as its pages show it (pages that agree say
+their cost. Skipping's rate is the higher of its units a key over all its pages and what a unit
+of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large item's).
+Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
+times that rate's relative standard error, as its pages show it (pages that agree say
 it exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
 that a key on its own; skipping's rate keeps learning from a skipping page after every other
 scan-sized page (while under ``SAMPLE_PAGES``; not where reading on began because collections
@@ -236,6 +238,7 @@ class PageSize:
         at once, scan-sized, where the pages read on before (``LOOK_AFTER`` keys or more, and
         ``Ledgers.met_enough``) pass against skipping's rate as it now stands."""
         ledgers = self.ledgers
+        ledgers.unit_items = self.limit / self.target  # (skipping's rate from here)
         self.pages_since += 1
         filled = tail >= self.limit / self.target  # the last collection filled a unit
         self.skips += filled

@@ -46,6 +46,21 @@ class Ledgers:
     through_keys: int = 0  # the keys they handed out
 
     skip_squares: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of u*u, u*k, k*k
+    unit_items: float = 0.0  # items a unit of skipping pages asks for now (0: unknown)
+
+    def skip_rate(self) -> float:
+        """What skipping costs a key from here: its units a key over all its pages, or, where
+        its limit has fallen since (a large item met: the limit fits the largest items), what
+        a unit of the present limit costs a key, at the keys an item its pages handed out (a
+        skipping page starts a collection: one key at least), if that is more. Skipping's
+        first pages, before the large item, would hold reading on to a rate skipping no
+        longer has (on heavy-tailed item sizes, 0.22 units a key where a page of 2 items now
+        costs a unit a key: trials failed against it for 85 requests where a scan takes 2)."""
+        rate = self.skip_units / self.skip_keys
+        if self.unit_items and self.skip_items:
+            keys = self.unit_items * self.skip_keys / self.skip_items
+            rate = max(rate, 1 / max(1.0, keys))
+        return rate
 
     def skipped(self, units: float, keys: int, items: int) -> None:
         """A skipping page cost ``units``, read ``items`` and handed out ``keys``."""
@@ -80,7 +95,7 @@ class Ledgers:
         self.through_units += priced
         self.through_cost += units
         self.through_keys += keys
-        most = 2 * self.allowed() * self.skip_units / self.skip_keys * keys
+        most = 2 * self.allowed() * self.skip_rate() * keys
         return units < MAX_TARGET or min(priced, units) <= most
 
     def promising(self) -> bool:
@@ -91,13 +106,12 @@ class Ledgers:
         return bool(self.item_bytes) and self.skip_units > (1 + WASTE) * items
 
     def passing(self) -> bool:
-        """Whether the pages read on cost a key at most :meth:`allowed` times what skipping's
-        cost, priced as :meth:`read` says until what they cost exceeds that by ``MAX_TARGET``
-        units (an average that misleads: a DescribeTable hours old, or large items gathered
-        where reading on read)."""
+        """Whether the pages read on cost a key at most :meth:`allowed` times what skipping
+        costs (:meth:`skip_rate`), priced as :meth:`read` says until what they cost exceeds
+        that by ``MAX_TARGET`` units (an average that misleads: a DescribeTable hours old, or
+        large items gathered where reading on read)."""
         priced = max(self.through_units, self.through_cost - MAX_TARGET)
-        rate = self.skip_units / self.skip_keys
-        return priced <= self.allowed() * rate * self.through_keys
+        return priced <= self.allowed() * self.skip_rate() * self.through_keys
 
     def allowed(self) -> float:
         """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, plus
