@@ -25,7 +25,7 @@ from ddbkeys.partition_keys._listing.pages import (
     PageSize,
 )
 from ddbkeys.partition_keys._listing.read_on import LEEWAY
-from ddbkeys.partition_keys._listing.reading import Reading, tail_of
+from ddbkeys.partition_keys._listing.reading import Reading, longest_run, tail_of
 
 
 @pytest.mark.parametrize(
@@ -858,3 +858,38 @@ def test_heavy_tailed_item_sizes_in_many_orders_read_on_within_a_few_requests() 
         over += listed.requests > 2 * scan.requests + 10 and ratio > 1 - WASTE
         most, dearest = max(most, listed.requests), max(dearest, ratio)
     assert over <= 5 and most <= 50 and dearest <= 1.03
+
+
+def test_a_page_whose_collections_fit_a_skipping_page_is_not_charged_its_large_items() -> None:
+    """A page read on that cost more than its items at the table's average size counts that
+    cost against reading on (an average that misleads), but not where each of its
+    collections fits a skipping page: skipping would read the same items, large ones too."""
+    for fits, charged in ((False, 100.0), (True, 10.0)):
+        ledgers = PageSize.for_items_of(4096).ledgers
+        ledgers.skipped(1.0, 1, 1)
+        ledgers.read(100.0, 10, 10, fits=fits)  # (10 items of the average 4 KB: 10 units)
+        assert ledgers.through_units == 10.0 and ledgers.through_cost == charged
+
+
+def test_longest_run_counts_the_most_items_of_one_key_in_a_row() -> None:
+    assert longest_run([]) == 0
+    assert longest_run(["a", "b", "b", "c", "c", "c", "a"]) == 3
+
+
+def test_a_few_huge_items_among_single_item_keys_read_on_in_many_orders() -> None:
+    """benchmarks/new_user_shapes.py's numeric-30k: 30,000 keys of one 100-byte item, but 8
+    of them a 300 KB item, in 20 orders. A page read on that met one cost 111 units for 38 at
+    the average size, past the MAX_TARGET that an average may mislead by, so it ended
+    reading on, though skipping would read that item too (every key is one item): 32 to 61
+    requests for a scan's 6 in four orders, 1.02x its units. Not charged where every
+    collection of the page fits a skipping page: at most 22 requests and 1.01x."""
+    keys = 30_000
+    every = keys // 8
+    sizes = [300_020 if k % every == every // 2 else 120 for k in range(keys)]
+    for seed in range(20):
+        order = list(range(keys))
+        random.Random(seed).shuffle(order)
+        table = [(key, sizes[key]) for key in order]
+        listed, scan = simulate_sized(table), sized_scan(table)
+        assert listed.requests <= 2 * scan.requests + 10, seed
+        assert listed.units <= 1.01 * scan.units, seed

@@ -52,8 +52,10 @@ unrelated to a collection's size, so each ledger's units a key samples what that
 on the whole table. Pages read on are priced at the table's average item size (their items'
 share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among 300-byte ones
 adds no noise; once they cost ``MAX_TARGET`` units more than that (an average that misleads), at
-their cost. Skipping's rate is the higher of its units a key over all its pages and what a unit
-of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large item's).
+their cost, but for pages whose every collection fits a skipping page (skipping would read their
+large items too). Skipping's rate is the higher of its units a key over all its pages and what
+a unit of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large
+item's).
 Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
 times that rate's relative standard error, as its pages show it (pages that agree say
 it exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
@@ -288,7 +290,9 @@ class PageSize:
             return False
         return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
 
-    def read_through(self, units: float, keys: int, items: int, asked: int | None = None) -> None:
+    def read_through(
+        self, units: float, keys: int, items: int, asked: int | None = None, *, longest: int = 0
+    ) -> None:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
         read ``items`` (of ``asked``: its Limit, None when scan-sized) and handed out
         ``keys``. While ``Ledgers.passing``, the next page is ``GROWTH`` times larger (once a
@@ -297,13 +301,16 @@ class PageSize:
         filled its Limit shows how many items a unit holds there: where such pages show more
         than ``unit_items`` (a limit lowered by one huge item, or an average that counts a
         few), the next pages ask that many a unit, so that they cost what they aim at rather
-        than a fraction of it."""
+        than a fraction of it. ``longest``: the most items of one key in the page (within a
+        skipping page's limit, what it cost beyond its items' average is not charged to it:
+        ``Ledgers.read``)."""
         if self.through and asked is not None and items >= asked and units >= 1:
             self.full_items += items
             self.full_units += units
             held = int(self.full_items // self.full_units)  # (over all such pages: sizes vary)
             self.unit_items = max(self.unit_items, min(MAX_PAGE_ITEMS, held))
-        if self.ledgers.read(units, keys, items) and self.ledgers.passing():
+        fits = 0 < longest <= self.limit
+        if self.ledgers.read(units, keys, items, fits=fits) and self.ledgers.passing():
             self.passed += 1
             if self.trying and self.passed >= 2:
                 self.through, self.trying, self.small = True, False, False

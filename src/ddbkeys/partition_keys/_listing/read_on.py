@@ -84,16 +84,20 @@ class Ledgers:
             self.skip_keys += keys
             self.skip_items += items
 
-    def read(self, units: float, keys: int, items: int) -> bool:
+    def read(self, units: float, keys: int, items: int, *, fits: bool = False) -> bool:
         """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
         at the table's average item size where known (its items' share of ``TableSizeBytes``,
         which is what the whole scan costs): one 40 KB item among 300-byte ones says little
-        about the next page, while the average holds every item. False where the page alone,
-        ``MAX_TARGET`` units or more, cost a key twice what :meth:`passing` allows: the table
-        changed under the pages read on (their rate, over all, would hide it for long)."""
+        about the next page, while the average holds every item. What it cost beyond that
+        counts against reading on (:meth:`passing`), unless each of its collections ``fits`` a
+        skipping page: skipping would read all their items too (30,000 single-item keys, 8 of
+        them a 300 KB item: a page that met one would end reading on). False where the page
+        alone, ``MAX_TARGET`` units or more, cost a key twice what :meth:`passing` allows: the
+        table changed under the pages read on (their rate, over all, would hide it for
+        long)."""
         priced = items * self.item_bytes / 4096 if self.item_bytes else units
         self.through_units += priced
-        self.through_cost += units
+        self.through_cost += min(units, priced) if fits else units
         self.through_keys += keys
         most = 2 * self.allowed() * self.skip_rate() * keys
         return units < MAX_TARGET or min(priced, units) <= most

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from itertools import groupby, pairwise
 
 from ddbkeys.partition_keys._listing.pages import MAX_LEAD, WHOLE_OVER, PageSize
 
-__all__ = ["Reading", "tail_of"]
+__all__ = ["Reading", "longest_run", "tail_of"]
 
 
 @dataclass
@@ -96,7 +96,7 @@ class Reading:
         base = None if asked is None else max(1, asked - self.extra)  # (the Limit, no extra)
         if self.reading_on:
             if self.trial or pages.through:
-                pages.read_through(units, new, len(keys), asked)
+                pages.read_through(units, new, len(keys), asked, longest=longest_run(keys))
         elif keys:
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(max(1, len(keys) - self.extra), units, tail, base)
@@ -155,6 +155,11 @@ class Reading:
         if self.opening:
             self.opening = False
             self.pages.grew = self.pages.grew or units > self.units_left
+
+
+def longest_run(keys: Sequence[object]) -> int:
+    """The most items of one key in a row in ``keys``."""
+    return max((sum(1 for _ in run) for _, run in groupby(keys)), default=0)
 
 
 def tail_of(keys: Sequence[object]) -> int:
