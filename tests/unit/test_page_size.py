@@ -19,6 +19,7 @@ from ddbkeys.partition_keys._listing.pages import (
     MAX_PAGE_ITEMS,
     MAX_PROBE_AFTER,
     MAX_TARGET,
+    MORE_SAMPLES,
     PROBE_AFTER,
     REGRET,
     WASTE,
@@ -893,3 +894,41 @@ def test_a_few_huge_items_among_single_item_keys_read_on_in_many_orders() -> Non
         listed, scan = simulate_sized(table), sized_scan(table)
         assert listed.requests <= 2 * scan.requests + 10, seed
         assert listed.units <= 1.01 * scan.units, seed
+
+
+def test_doubt_samples_a_skipping_page_after_every_scan_sized_page() -> None:
+    """Reading on at 7.4 units a key where skipping's pages say 6 (1.23x: more than WASTE
+    over, but within what its error allows): a skipping page after each scan-sized page read
+    on, up to MORE_SAMPLES in a row; not where reading on costs as much as skipping."""
+    pages = PageSize.for_items_of(300)
+    for units in (8.0, 8.0, 1.0, 8.0, 8.0, 8.0, 8.0, 1.0):  # 50 units for 8 keys, 6.25 a key
+        pages.ledgers.skipped(units, 1, 1)
+    pages.ledgers.through_units = pages.ledgers.through_cost = 74.0
+    pages.ledgers.through_keys, pages.through, pages.scan_pages = 10, True, 1
+    assert pages.ledgers.passing() and pages.ledgers.doubtful()
+    assert pages.sampling()  # (the second scan-sized page: not sampled without doubt)
+    assert [pages.sampling_more() for _ in range(MORE_SAMPLES)] == [True] * (MORE_SAMPLES - 1) + [
+        False
+    ]
+    pages.ledgers.through_units = pages.ledgers.through_cost = 62.5  # skipping's rate
+    pages.scan_pages = 1  # (the next is the second: even)
+    assert not pages.ledgers.doubtful() and not pages.sampling() and not pages.sampling_more()
+
+
+def test_skipping_pages_of_one_or_eight_units_are_sampled_until_known() -> None:
+    """600 keys of a 30 KB item and a 70-byte one (either first, at random: the pairs-30k
+    shape of benchmarks/new_user_shapes.py), in 20 orders. A skipping page costs 1 or 8 units
+    (4.5 a key), reading on 7.4: skipping alone reads 0.60x a scan's units. Eight skipping
+    pages that happened to say 6 a key let reading on pass, and with a skipping page only
+    after every other scan-sized one their error stayed wide: 0.99x to 1.00x a scan in three
+    orders, 0.84x to 0.90x in three more. Sampled after every scan-sized page while reading
+    on costs more than 1 + WASTE times skipping: at most 0.86x, and 0.70x or less in 17."""
+    rng = random.Random(3)
+    pairs = [[30_020, 70] if rng.random() < 0.5 else [70, 30_020] for _ in range(600)]
+    ratios = []
+    for seed in range(20):
+        order = list(range(600))
+        random.Random(seed).shuffle(order)
+        sizes = [(key, size) for key in order for size in pairs[key]]
+        ratios.append(simulate_sized(sizes).units / sized_scan(sizes).units)
+    assert max(ratios) <= 0.86 and sum(r <= 0.70 for r in ratios) >= 17

@@ -93,6 +93,7 @@ __all__ = [
     "MAX_PAGE_ITEMS",
     "MAX_PROBE_AFTER",
     "MAX_TARGET",
+    "MORE_SAMPLES",
     "PROBE_AFTER",
     "REGRET",
     "SAMPLE_PAGES",
@@ -120,6 +121,9 @@ FIRST_THROUGH = 2
 GROWTH = 4
 #: Skipping pages, below which every other scan-sized page read on is followed by one.
 SAMPLE_PAGES = 400
+#: Skipping pages in a row, at most, after a scan-sized page read on while reading on costs a
+#: key more than ``1 + WASTE`` times what skipping does (``Ledgers.doubtful``).
+MORE_SAMPLES = 4
 #: DynamoDB's page of a scan (1 MB).
 SCAN_PAGE_BYTES = 1024 * 1024
 #: A table of at most this many bytes (DescribeTable) is read whole, as a scan, in one request:
@@ -179,6 +183,7 @@ class PageSize:
     whole: int = 0  # the table's bytes, where at most WHOLE_BYTES (its description; 0: over)
     whole_items: int = 0  # ... and its items (by its description)
     grew: bool = False  # ... and it proved larger: reading whole ran past twice that
+    samples: int = 0  # skipping pages in a row since the last scan-sized page read on
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -284,11 +289,28 @@ class PageSize:
         to skipping), so a skipping page would only add a request (on 220,000 single-item
         keys, 10 more to a scan's 29). Nor on a table of a few scan pages (``few_pages``):
         there it would add a request to every other page of what is left (on the sample table
-        with a binary sort key, 18 requests against a scan's 3)."""
+        with a binary sort key, 18 requests against a scan's 3). After every such page, not
+        every other, while :meth:`~ddbkeys.partition_keys._listing.read_on.Ledgers.doubtful`:
+        the pages read on cost a key more than ``1 + WASTE`` times skipping's, and only its
+        error lets them pass (then up to ``MORE_SAMPLES`` in a row: :meth:`sampling_more`).
+        Where a skipping page costs 1 or 8 units (600 keys of a 30 KB item and a 50-byte one,
+        either first), eight pages may say 6 a key and reading on pass at 7.4, where skipping
+        costs 4.5: it read 0.98x a scan's units for 0.64x in 8 orders of 20."""
         self.scan_pages += 1
-        if self.small or self.few_pages:
+        self.samples = 0
+        if self.small or self.few_pages or self.ledgers.skip_pages >= SAMPLE_PAGES:
             return False
-        return self.ledgers.skip_pages < SAMPLE_PAGES and self.scan_pages % 2 == 1
+        return self.scan_pages % 2 == 1 or self.ledgers.doubtful()
+
+    def sampling_more(self) -> bool:
+        """After a skipping page that :meth:`sampling` asked for: whether another follows
+        (while ``Ledgers.doubtful``, up to ``MORE_SAMPLES`` in a row)."""
+        self.samples += 1
+        return (
+            self.samples < MORE_SAMPLES
+            and self.ledgers.skip_pages < SAMPLE_PAGES
+            and self.ledgers.doubtful()
+        )
 
     def read_through(
         self, units: float, keys: int, items: int, asked: int | None = None, *, longest: int = 0

@@ -117,6 +117,15 @@ class Ledgers:
         priced = max(self.through_units, self.through_cost - MAX_TARGET)
         return priced <= self.allowed() * self.skip_rate() * self.through_keys
 
+    def doubtful(self) -> bool:
+        """Whether the pages read on cost a key more than ``1 + WASTE`` times what skipping
+        does (skipping would save more than ``WASTE``), though :meth:`allowed` lets them pass:
+        skipping's rate is not yet known well enough to tell."""
+        if not (self.through_keys and self.skip_keys):
+            return False
+        priced = max(self.through_units, self.through_cost - MAX_TARGET)
+        return priced > (1 + WASTE) * self.skip_rate() * self.through_keys
+
     def allowed(self) -> float:
         """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, plus
         ``SPREAD`` times the relative error of skipping's rate, as its pages show it (the

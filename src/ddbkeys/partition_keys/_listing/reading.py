@@ -106,12 +106,20 @@ class Reading:
             pages.observe(0, units, 0, base)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
-            scan_sized = self.reading_on and self.asked is None
-            self.reading_on = not (scan_sized and pages.through and pages.sampling())
+            self.reading_on = self._reads_on()
         else:
             self.reading_on = bool(keys) and not pages.skip_past(tail)
             self.trial = self.reading_on
         return self._next(unhanded)
+
+    def _reads_on(self) -> bool:
+        """While this segment's trial or every segment reads on: whether the next page reads
+        on (not where every segment reads on and ``PageSize.sampling`` asks for a skipping
+        page after a scan-sized one, or ``PageSize.sampling_more`` for another after it)."""
+        pages = self.pages
+        if self.reading_on and self.asked is None:  # a scan-sized page
+            return not (pages.through and pages.sampling())
+        return self.reading_on or not (pages.through and pages.sampling_more())
 
     def _whole(self, items: int, units: float, unhanded: bool) -> tuple[int | None, bool]:
         """After a page read whole (``first_limit``): on, while within twice the segment's
