@@ -83,16 +83,30 @@ def test_the_function_runs_the_handler_with_the_settings_it_reads(
     assert variables == {
         "DDBKEYS_INDEX": {"Ref": "IndexName"},
         "DDBKEYS_MARKER_ATTRIBUTE": {"Ref": "MarkerAttribute"},
+        "DDBKEYS_MARKER_SORT_KEY": {"Ref": "MarkerSortKey"},
         "DDBKEYS_STATE_TABLE": {"Ref": "StateTableName"},
     }
     # The handler reads each of them (its one handler per execution environment is made
     # with these settings and boto3's default client: tests/transport/test_lambda_handler.py).
-    settings = {"DDBKEYS_INDEX": "ix", "DDBKEYS_MARKER_ATTRIBUTE": "m", "DDBKEYS_STATE_TABLE": "st"}
+    settings = {
+        "DDBKEYS_INDEX": "ix",
+        "DDBKEYS_MARKER_ATTRIBUTE": "m",
+        "DDBKEYS_MARKER_SORT_KEY": "AQE=",
+        "DDBKEYS_STATE_TABLE": "st",
+    }
     with pytest.MonkeyPatch.context() as patch:
         for name, value in settings.items():
             patch.setenv(name, value)
         read = aws_lambda.environment_settings()
-    assert read == {"index_name": "ix", "marker_attribute": "m", "state_table": "st"}
+        patch.setenv("DDBKEYS_MARKER_SORT_KEY", "")  # (the template's default: the type's)
+        unset = aws_lambda.environment_settings()["marker_sort_key"]
+    assert read == {
+        "index_name": "ix",
+        "marker_attribute": "m",
+        "marker_sort_key": "AQE=",
+        "state_table": "st",
+    }
+    assert unset is None
     parameters = template["Parameters"]
     defaults = {p: parameters[p].get("Default") for p in parameters}
     assert defaults["IndexName"] == DEFAULT_INDEX

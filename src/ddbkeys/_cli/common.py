@@ -274,9 +274,14 @@ def echo_json(value: Any) -> None:
 
 
 def parse_key(
-    text: str, key_type: str, table: str, param_hint: str = "--partition-key"
+    text: str,
+    key_type: str,
+    table: str,
+    param_hint: str = "--partition-key",
+    which: str = "partition",
 ) -> str | Decimal | bytes:
-    """A partition key value given on the command line, in the table's key type."""
+    """A key value given on the command line, in the table's key type (``which``: the
+    partition or the sort key, for the error)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -289,7 +294,7 @@ def parse_key(
             return Decimal(text)
         except InvalidOperation as exc:
             raise click.BadParameter(
-                f"table {table!r} has a number partition key; {text!r} is not a number",
+                f"table {table!r} has a number {which} key; {text!r} is not a number",
                 param_hint=param_hint,
             ) from exc
     if key_type == "B":
@@ -297,7 +302,7 @@ def parse_key(
             return base64.b64decode(text, validate=True)
         except binascii.Error as exc:
             raise click.BadParameter(
-                f"table {table!r} has a binary partition key: give it as base64",
+                f"table {table!r} has a binary {which} key: give it as base64",
                 param_hint=param_hint,
             ) from exc
     return text

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from ddbkeys._cli.common import Connection, parse_key
-from ddbkeys._cli.index_options import replay_margin_option
+from ddbkeys._cli.index_options import given_sort_key, replay_margin_option
 from ddbkeys.partition_keys import (
     MarkerIndex,
     plain_key,
@@ -47,6 +47,7 @@ def open_index(
         table_name,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        marker_sort_key=given_sort_key(connection, table_name),
         deadline=connection.timeout,
     )
 

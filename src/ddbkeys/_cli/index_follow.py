@@ -20,6 +20,7 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
 from ddbkeys._cli.index_options import (
     index_name_option,
+    marker_sort_key_option,
 )
 from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
@@ -37,6 +38,7 @@ __all__ = ["follow_command"]
     help="The attribute that keys the marker index. By default the index's own key; "
     "another one is an error.",
 )
+@marker_sort_key_option
 @state_table_option
 @click.option(
     "--from-start",

@@ -4,11 +4,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any, TypeVar
 
 import click
 
-from ddbkeys._cli.common import index_name
+from ddbkeys._cli.common import Connection, index_name, parse_key
+from ddbkeys._schema import describe
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
@@ -52,6 +54,7 @@ def replay_margin_option(help_text: str) -> Callable[[F], F]:
 
 
 def index_options(func: F) -> F:
+    func = marker_sort_key_option(func)
     func = click.option(
         "--marker-attribute",
         default=DEFAULT_MARKER_ATTRIBUTE,
@@ -59,6 +62,28 @@ def index_options(func: F) -> F:
         help="The attribute that keys the marker index.",
     )(func)
     return index_name_option(func)
+
+
+#: Where --marker-sort-key leaves its text (ctx.meta), for :func:`given_sort_key`.
+SORT_KEY_META = "ddbkeys.marker_sort_key"
+
+
+def marker_sort_key_option(func: F) -> F:
+    """--marker-sort-key: kept in the context (read against the table's sort key type where
+    the index or the listing is opened), not passed to the command."""
+
+    def keep(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+        ctx.meta[SORT_KEY_META] = value
+
+    return click.option(
+        "--marker-sort-key",
+        metavar="VALUE",
+        expose_value=False,
+        callback=keep,
+        help="The markers' sort key value, where the index was made with another than the "
+        "default (marker_sort_key= in Python): a number for a number sort key, base64 for a "
+        "binary one. Give it to every command on that index and to its listings.",
+    )(func)
 
 
 def index_name_option(func: F) -> F:
@@ -91,3 +116,15 @@ estimated_own_items_option = _own_items(
     f"Estimate a listing with --include-own-items: {OWN_ITEMS[0].lower()}{OWN_ITEMS[1:]} Auto "
     "would then not use the marker index."
 )
+
+
+def given_sort_key(connection: Connection, table_name: str | None) -> str | Decimal | bytes | None:
+    """--marker-sort-key in the table's sort key type (None: not given), read against the
+    table's description; a usage error naming the value where it is not of that type."""
+    text: str | None = click.get_current_context().meta.get(SORT_KEY_META)
+    if text is None or table_name is None:
+        return text
+    sort_key = describe(connection.client(), table_name).sort_key
+    if sort_key is None:  # (the command's own error says so, naming the table)
+        return text
+    return parse_key(text, sort_key.type, table_name, "--marker-sort-key", "sort")

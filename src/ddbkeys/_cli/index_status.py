@@ -19,11 +19,11 @@ from ddbkeys._cli.common import (
     table_option,
 )
 from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.index_common import open_index
 from ddbkeys._cli.index_options import (
     index_options,
 )
 from ddbkeys._errors import DdbKeysError
-from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._proof.report import ProofStatus, ShardStatus
 from ddbkeys.partition_keys._tasks.figures import figure
@@ -198,14 +198,8 @@ def status_command(
     Example (on DynamoDB Local, which shows a write in its index at once):
       ddbkeys partition-keys index status -t issues --replay-margin 0 --output json
     """
-    index = MarkerIndex(
-        connection.client(),
-        table_name,
-        index_name=index_name,
-        marker_attribute=marker_attribute,
-        deadline=connection.timeout,
-    )
     try:
+        index = open_index(connection, table_name, index_name, marker_attribute)
         status = index.proof_status(state_table=state_table, replay_margin=replay_margin)
     except (DdbKeysError, BotoCoreError, ClientError) as exc:
         raise Unread(error_text(exc)) from exc

@@ -18,7 +18,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
-from ddbkeys._cli.index_options import estimated_own_items_option, index_options
+from ddbkeys._cli.index_options import estimated_own_items_option, given_sort_key, index_options
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import export_note
@@ -165,6 +165,7 @@ def estimate_command(
         max_rcu_per_second=max_rcu_per_second,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        marker_sort_key=given_sort_key(connection, table_name),
         include_own_items=include_own_items,
         deadline=connection.timeout,
     )

@@ -18,6 +18,7 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.index_options import (
+    given_sort_key,
     index_options,
     own_items_option,
     proof_options,
@@ -99,6 +100,7 @@ def plan_command(
         max_rcu_per_second=max_rcu_per_second,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        marker_sort_key=given_sort_key(connection, table_name),
         state_table=state_table,
         replay_margin=replay_margin,
         trust_index=trust_index,

@@ -21,6 +21,7 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.group import LazyGroup
 from ddbkeys._cli.index_options import (
+    given_sort_key,
     index_options,
     own_items_option,
     proof_options,
@@ -389,6 +390,7 @@ def partition_keys_group(
         scan_segments=scan_segments,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        marker_sort_key=given_sort_key(connection, table_name),
         max_rcu_per_second=max_rcu_per_second,
         read_percent=read_percent,
         deadline=connection.timeout,

@@ -261,12 +261,15 @@ class AsyncExportListing(ExportFacts, AsyncListing):
         *,
         marker_attribute: str,
         own_items: bool,
+        marker_sort_key: Any = None,
         on_key: Callable[[AsyncListing], Awaitable[None] | None] | None = None,
         memory_keys: int = MEMORY_KEYS,
         spill_folder: str | None = None,
         since: Since | str | None = None,
     ) -> None:
-        method = ExportMethod(info).knowing_markers_by(marker_attribute, own_items=own_items)
+        method = ExportMethod(info).knowing_markers_by(
+            marker_attribute, sort_key=marker_sort_key, own_items=own_items
+        )
         super().__init__(method, reader, [None], 1, on_key)
         self.method_reason = self._export(folder, manifest, memory_keys, spill_folder, since)
 
@@ -429,6 +432,7 @@ async def distinct_partition_keys(
             folder,
             manifest,
             marker_attribute=options.marker_attribute,
+            marker_sort_key=options.marker_sort_key,
             own_items=options.include_own_items,
             on_key=on_key,
             since=since,
@@ -442,7 +446,9 @@ async def distinct_partition_keys(
             await given.aclose()
     listing = AsyncListing(
         choice.method.knowing_markers_by(
-            options.marker_attribute, own_items=options.include_own_items
+            options.marker_attribute,
+            sort_key=options.marker_sort_key,
+            own_items=options.include_own_items,
         ),
         reader,
         positions,

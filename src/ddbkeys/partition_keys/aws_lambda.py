@@ -50,12 +50,12 @@ it reported failed.
 
 from __future__ import annotations
 
-import base64
 import functools
 import logging
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import replace
+from decimal import Decimal
 from typing import Any
 
 import boto3
@@ -75,10 +75,11 @@ from ddbkeys.partition_keys._index.pending import (
 )
 from ddbkeys.partition_keys._index.state import StateStore, key_json, state_table_name
 from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._listing.recognise import sort_value_of_text
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark, advance, created_at
 from ddbkeys.partition_keys._streams.follow_state import keys_of_records
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
-from ddbkeys.partition_keys._streams.lambda_events import parse_event
+from ddbkeys.partition_keys._streams.lambda_events import parse_event, typed_key
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_EVERY,
     CHECK_RETRY,
@@ -104,15 +105,6 @@ def table_of(event_source_arn: str) -> str:
         raise ValueError(f"not a DynamoDB stream ARN: {event_source_arn!r}") from None
 
 
-def _typed_key(value: dict[str, Any]) -> dict[str, Any]:
-    """A key as Lambda's JSON event carries it, for the low-level client: binary values come
-    base64-encoded in the event."""
-    kind, raw = next(iter(value.items()))
-    if kind == "B" and isinstance(raw, str):
-        return {"B": base64.b64decode(raw)}
-    return {kind: raw}
-
-
 class StreamHandler:
     """Handles DynamoDB Streams events for the tables they come from. Keeps one
     :class:`MarkerIndex` per table (one DescribeTable each, per cold start)."""
@@ -123,6 +115,7 @@ class StreamHandler:
         *,
         index_name: str = DEFAULT_INDEX,
         marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
+        marker_sort_key: str | int | Decimal | bytes | None = None,
         state_table: str | None = None,
         clock: Callable[[], float] | None = None,
         lambda_client: Callable[[], Any] | None = None,
@@ -139,6 +132,7 @@ class StreamHandler:
         self._begun: dict[tuple[str, str], tuple[float, TriggerCheck, Parallelized | None]] = {}
         self.index_name = index_name
         self.attribute = marker_attribute
+        self._sort_key = marker_sort_key  # (text: in the table's sort key type)
         self.state_table = state_table
         self._clock = clock
         self._indexes: dict[str, MarkerIndex] = {}
@@ -153,9 +147,21 @@ class StreamHandler:
 
     def _index(self, table: str) -> MarkerIndex:
         if table not in self._indexes:
-            self._indexes[table] = MarkerIndex(
+            index = MarkerIndex(
                 self.client, table, index_name=self.index_name, marker_attribute=self.attribute
             )
+            if self._sort_key is not None:  # (text from the environment: in the key's type)
+                info = index.table_info()
+                kind = info.sort_key.type if info.sort_key is not None else "S"
+                index = MarkerIndex(
+                    self.client,
+                    table,
+                    index_name=self.index_name,
+                    marker_attribute=self.attribute,
+                    marker_sort_key=sort_value_of_text(self._sort_key, kind),
+                    info=info,
+                )
+            self._indexes[table] = index
         return self._indexes[table]
 
     def _state(self, index: MarkerIndex) -> StateStore:
@@ -191,7 +197,7 @@ class StreamHandler:
             settled: list[Key] = []
             for key in keys_of_records(some, pk):
                 try:
-                    result = self._apply(index, _typed_key(key), known)
+                    result = self._apply(index, typed_key(key), known)
                 except Exception:
                     LOG.exception("ddbkeys: reconciling %r of %s failed", key, index.table)
                     failed.add(repr(key))
@@ -207,7 +213,7 @@ class StreamHandler:
                     failed.add(repr(key))
                 elif result.outcome is Outcome.CLASH:
                     LOG.warning("ddbkeys: collection %r of %s cannot be marked", key, index.table)
-                    clashes.append(key_json(_typed_key(key)))
+                    clashes.append(key_json(typed_key(key)))
                 elif result.outcome is not None:
                     settled.append(result.key)
             self._settle_pending(index, known, settled)
@@ -412,10 +418,12 @@ def _default_handler() -> StreamHandler:
 
 def environment_settings() -> dict[str, Any]:
     """The handler's settings, from the function's environment (``DDBKEYS_INDEX``,
-    ``DDBKEYS_MARKER_ATTRIBUTE``, ``DDBKEYS_STATE_TABLE``), each defaulted."""
+    ``DDBKEYS_MARKER_ATTRIBUTE``, ``DDBKEYS_MARKER_SORT_KEY``: text, a number for a number
+    sort key, base64 for a binary one; ``DDBKEYS_STATE_TABLE``), each defaulted."""
     return {
         "index_name": os.environ.get("DDBKEYS_INDEX", DEFAULT_INDEX),
         "marker_attribute": os.environ.get("DDBKEYS_MARKER_ATTRIBUTE", DEFAULT_MARKER_ATTRIBUTE),
+        "marker_sort_key": os.environ.get("DDBKEYS_MARKER_SORT_KEY") or None,
         "state_table": state_table_name(),
     }
 

@@ -158,12 +158,15 @@ class ExportListing(ExportFacts, Listing):
         *,
         marker_attribute: str,
         own_items: bool,
+        marker_sort_key: Any = None,
         on_key: Callable[[Listing], None] | None = None,
         memory_keys: int = MEMORY_KEYS,
         spill_folder: str | None = None,
         since: Since | str | None = None,
     ) -> None:
-        method = ExportMethod(info).knowing_markers_by(marker_attribute, own_items=own_items)
+        method = ExportMethod(info).knowing_markers_by(
+            marker_attribute, sort_key=marker_sort_key, own_items=own_items
+        )
         super().__init__(method, reader, [None], 1, on_key)
         self.method_reason = self._export(folder, manifest, memory_keys, spill_folder, since)
 

@@ -24,6 +24,7 @@ from ddbkeys._schema import TableInfo, describe_flow
 from ddbkeys.partition_keys._listing.recognise import (
     Markers,
     is_own,
+    marker_sort_key,
     markers_of,
     own_projection,
 )
@@ -310,12 +311,16 @@ class SegmentMethod:
         self.markers = markers or markers_of(info)
         self.own_items = False
 
-    def knowing_markers_by(self, attribute: str, *, own_items: bool = False) -> SegmentMethod:
-        """This method, knowing ddbkeys' markers by ``attribute`` (a listing's
-        ``marker_attribute``), and handing out collections that hold only ddbkeys' own items
-        too when ``own_items`` (its ``include_own_items``)."""
+    def knowing_markers_by(
+        self, attribute: str, *, sort_key: Any = None, own_items: bool = False
+    ) -> SegmentMethod:
+        """This method, knowing ddbkeys' markers by ``attribute`` and ``sort_key`` (a
+        listing's ``marker_attribute`` and ``marker_sort_key``; None: the default value), and
+        handing out collections that hold only ddbkeys' own items too when ``own_items`` (its
+        ``include_own_items``)."""
         if self.markers is not None:
-            self.markers = replace(self.markers, attribute=attribute)
+            value = marker_sort_key(self.info, sort_key)
+            self.markers = replace(self.markers, attribute=attribute, sort_value=value)
         self.own_items = own_items
         return self
 

@@ -138,6 +138,7 @@ def choose_flow(
     trust_index: bool,
     replay: dict[str, Any] | None,
     own_items: bool = False,
+    marker_sort_key: Any = None,
     note: Callable[[str], None] | None = None,
 ) -> Flow[Choice]:
     """The method to list with, and why: :func:`choose` from the table's description, else the
@@ -155,6 +156,7 @@ def choose_flow(
         info.name,
         index_name=index_name,
         marker_attribute=marker_attribute,
+        marker_sort_key=marker_sort_key,
         deadline=reader.deadline,
         info=info,
         read_timeout=read_timeout(reader.client),

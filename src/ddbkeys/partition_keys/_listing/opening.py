@@ -87,6 +87,7 @@ def opening_flow(
         trust_index=options.trust_index,
         replay=replayed,
         own_items=options.include_own_items,
+        marker_sort_key=options.marker_sort_key,
         note=note,
     )
     if resume is not None and options.method == "auto" and method != "index":
@@ -289,7 +290,9 @@ def distinct_partition_keys(
     choice, positions = driver.run(opening_flow(options, resume, reader, noting(notes)))
     listing = Listing(
         choice.method.knowing_markers_by(
-            options.marker_attribute, own_items=options.include_own_items
+            options.marker_attribute,
+            sort_key=options.marker_sort_key,
+            own_items=options.include_own_items,
         ),
         reader,
         positions,
@@ -322,6 +325,7 @@ def _from_export(
         folder,
         manifest,
         marker_attribute=options.marker_attribute,
+        marker_sort_key=options.marker_sort_key,
         own_items=options.include_own_items,
         on_key=on_key,
         since=since,

@@ -9,6 +9,7 @@ builds one from its options. Each default is written here and nowhere else.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import math
 from collections.abc import Mapping
@@ -24,6 +25,9 @@ from ddbkeys.partition_keys._listing.base import check_deadline
 from ddbkeys.partition_keys._listing.choice import check_margin, check_method
 from ddbkeys.partition_keys._listing.read_share import check_capacity, check_percent
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+
+#: A ``marker_sort_key``: the markers' sort key value in the sort key's type (None: the default).
+MarkerSortKey = str | int | Decimal | bytes | None
 
 __all__ = [
     "AUTO_READERS",
@@ -63,7 +67,10 @@ class ListingOptions:
     2 MB of the table (by DescribeTable), up to ``AUTO_READERS`` (8), so that it takes about as
     long as a scan. ``scan_segments``: the Scan segments the table is split into (None: up to
     4 a reader, at most one a MB; see :func:`~ddbkeys.partition_keys.default_scan_segments`).
-    ``index_name`` and ``marker_attribute``: the marker index and the attribute that keys it.
+    ``index_name`` and ``marker_attribute``: the marker index and the attribute that keys it;
+    ``marker_sort_key``: the markers' sort key value, where the index was made with one
+    (``MarkerIndex(marker_sort_key=...)``, in the sort key's type: a string, a number or bytes;
+    None: the default for the type), so that every method knows its markers for ddbkeys' own.
     ``max_rcu_per_second`` (above 0) and ``read_percent`` (0.1 to 1.5 of the table's read
     capacity: provisioned, or on demand its maximum, else its warm throughput, else 40,000;
     ``read_capacity`` overrides it): the read budget, the lower where both are given (None: no
@@ -94,6 +101,7 @@ class ListingOptions:
     scan_segments: int | None = None
     index_name: str = DEFAULT_INDEX
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE
+    marker_sort_key: MarkerSortKey = None
     max_rcu_per_second: float | None = None
     read_percent: float | None = None
     read_capacity: float | None = None
@@ -121,6 +129,7 @@ class ListingOptions:
             check_whole("scan_segments", self.scan_segments)
         check_name("index_name", self.index_name)
         check_name("marker_attribute", self.marker_attribute)
+        _check_sort_value(self.marker_sort_key)
         if self.state_table is not None:
             check_name("state_table", self.state_table)
         for flag in ("strict_budget", "trust_index", "include_own_items"):
@@ -156,8 +165,15 @@ class ListingOptions:
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict[str, Any]:
-        """The options as plain JSON values (:meth:`from_dict` reads them back)."""
-        return dataclasses.asdict(self)
+        """The options as plain JSON values (:meth:`from_dict` reads them back; a
+        ``marker_sort_key`` of bytes or a Decimal as ``{"B": base64}`` or ``{"N": text}``)."""
+        raw = dataclasses.asdict(self)
+        value = self.marker_sort_key
+        if isinstance(value, bytes):
+            raw["marker_sort_key"] = {"B": base64.b64encode(value).decode()}
+        elif isinstance(value, Decimal):
+            raw["marker_sort_key"] = {"N": str(value)}
+        return raw
 
     @classmethod
     def from_dict(cls, raw: Mapping[str, Any]) -> ListingOptions:
@@ -165,6 +181,9 @@ class ListingOptions:
         ConfigurationError or TypeError for anything else."""
         if not isinstance(raw, Mapping):
             raise TypeError(f"listing options are a JSON object, not {raw!r}")
+        value = raw.get("marker_sort_key")
+        if isinstance(value, Mapping):  # (what to_dict wrote for bytes or a Decimal)
+            raw = {**raw, "marker_sort_key": _sort_value_of(value)}
         return cls().replace(**raw)
 
 
@@ -180,6 +199,7 @@ class ListingSettings(TypedDict, total=False):
     scan_segments: int | None
     index_name: str
     marker_attribute: str
+    marker_sort_key: MarkerSortKey
     max_rcu_per_second: float | None
     read_percent: float | None
     read_capacity: float | None
@@ -190,6 +210,35 @@ class ListingSettings(TypedDict, total=False):
     trust_index: bool
     include_own_items: bool
     from_export: str | None
+
+
+def _check_sort_value(value: object) -> None:
+    """A ``marker_sort_key``: None, or a non-empty string, a whole number or Decimal, or
+    non-empty bytes (its type against the table's sort key is checked where it is used)."""
+    if value is None or (isinstance(value, (str, bytes)) and value):
+        return
+    if isinstance(value, (int, Decimal)) and not isinstance(value, bool):
+        return
+    raise ConfigurationError(
+        f"marker_sort_key must be the markers' sort key value (a non-empty string, a number or "
+        f"non-empty bytes, in the sort key's type), not {value!r}."
+    )
+
+
+def _sort_value_of(raw: Mapping[str, Any]) -> object:
+    """The ``marker_sort_key`` that :meth:`ListingOptions.to_dict` wrote as an object."""
+    try:
+        ((kind, text),) = raw.items()
+        if kind == "B":
+            return base64.b64decode(str(text), validate=True)
+        if kind == "N":
+            return Decimal(str(text))
+    except (ValueError, ArithmeticError):
+        pass
+    raise ConfigurationError(
+        f'marker_sort_key must be a string, a number, {{"B": base64}} or {{"N": text}}, not '
+        f"{dict(raw)!r}."
+    )
 
 
 def _check_export(options: ListingOptions) -> None:

@@ -27,13 +27,14 @@ charged by the item's size, whatever is projected).
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
-from ddbkeys._errors import KeySchemaError
+from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
 
@@ -48,6 +49,7 @@ __all__ = [
     "markers_of",
     "own_projection",
     "same_value",
+    "sort_value_of_text",
 ]
 
 Key = dict[str, Any]  # one DynamoDB AttributeValue, e.g. {"S": "a"}
@@ -79,6 +81,24 @@ def marker_sort_key(info: TableInfo, given: Any = None) -> dict[str, Any]:
     if given is None:
         return DEFAULT_MARKER_SORT_KEY[sk.type]
     return dict(key_value(sk, given, table=info.name))
+
+
+def sort_value_of_text(value: object, kind: str) -> object:
+    """A marker sort key given as text (a Lambda function's environment) in the sort key's
+    type ``kind``: a number, or base64 bytes; any other value as it is."""
+    if not isinstance(value, str):
+        return value
+    try:
+        if kind == "N":
+            return Decimal(value)
+        if kind == "B":
+            return base64.b64decode(value, validate=True)
+    except (ArithmeticError, ValueError) as exc:
+        wanted = "a number" if kind == "N" else "base64"
+        raise ConfigurationError(
+            f"The marker sort key {value!r} is not {wanted}, as the table's sort key needs."
+        ) from exc
+    return value
 
 
 def same_value(a: object, b: object) -> bool:

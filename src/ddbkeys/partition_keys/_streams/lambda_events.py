@@ -45,6 +45,7 @@ An empty ``Records`` list is accepted: a window's final invocation can come with
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -53,7 +54,7 @@ from typing import Any
 
 from ddbkeys._errors import DdbKeysError
 
-__all__ = ["MalformedEventError", "StreamEvent", "answer", "parse_event"]
+__all__ = ["MalformedEventError", "StreamEvent", "answer", "parse_event", "typed_key"]
 
 #: arn:PARTITION:dynamodb:REGION:ACCOUNT:table/TABLE/stream/LABEL (DynamoDB's table names).
 _STREAM_ARN = re.compile(
@@ -279,3 +280,12 @@ def _keys(event: Mapping[Any, Any]) -> str:
     names = sorted(str(k) for k in event)
     shown = ", ".join(names[:6]) + (", ..." if len(names) > 6 else "")
     return shown or "none"
+
+
+def typed_key(value: dict[str, Any]) -> dict[str, Any]:
+    """A key as Lambda's JSON event carries it, for the low-level client: binary values come
+    base64-encoded in the event."""
+    kind, raw = next(iter(value.items()))
+    if kind == "B" and isinstance(raw, str):
+        return {"B": base64.b64decode(raw)}
+    return {kind: raw}

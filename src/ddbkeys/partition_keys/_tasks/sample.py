@@ -275,15 +275,20 @@ def described_sample(
     reader.what = "sampling the table for an estimate"
     info = yield from reader.describe()
     reader.budget = read_budget(options, info)  # the sample keeps to it too
-    own = None if options.include_own_items else own_rule(info, options.marker_attribute)
+    own = None
+    if not options.include_own_items:
+        own = own_rule(info, options.marker_attribute, options.marker_sort_key)
     sample = yield from sample_flow(reader, info, clock=clock, own=own)
     return info, sample
 
 
-def own_rule(info: TableInfo, attribute: str) -> Callable[[Mapping[str, Any]], bool]:
+def own_rule(
+    info: TableInfo, attribute: str, sort_key: Any = None
+) -> Callable[[Mapping[str, Any]], bool]:
     """What a listing of ``info``'s table takes for ddbkeys' own items (its markers by
-    ``attribute``, counter items), so that the sample counts the keys a listing gives."""
-    markers = markers_of(info, attribute)
+    ``attribute`` and ``sort_key``, counter items), so that the sample counts the keys a
+    listing gives."""
+    markers = markers_of(info, attribute, sort_key)
     return lambda item: is_own(item, markers)
 
 
@@ -298,6 +303,7 @@ def index_settings(info: TableInfo, options: ListingOptions) -> dict[str, Any]:
     return {
         "index_name": options.index_name,
         "marker_attribute": options.marker_attribute,
+        "marker_sort_key": options.marker_sort_key,
         "deadline": options.deadline,
         "info": info,
     }
