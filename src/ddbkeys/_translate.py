@@ -309,6 +309,14 @@ def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError
             table=table,
             cause=exc,
         )
+    if code == "UnknownOperationException":  # (DynamoDB Local: no exports, no backups)
+        return ServiceError(
+            f"This endpoint has no {_operation(exc)} (UnknownOperationException){where}: "
+            "DynamoDB Local has no exports or backups; run it on the service (in tests, "
+            "ddbkeys.testing.write_export writes an export to read).",
+            table=table,
+            cause=exc,
+        )
     if code in {"UnrecognizedClientException", "InvalidSignatureException"}:
         return CredentialsError(
             f"DynamoDB rejected the credentials{where} ({code}): check AWS_PROFILE or --profile.",

@@ -65,6 +65,23 @@ def test_missing_table() -> None:
     assert str(error).startswith("Table 'orders' not found: check the name, the region")
 
 
+def test_an_operation_the_endpoint_does_not_have() -> None:
+    """DynamoDB Local has no exports (a new user ran the exports page against it): the error
+    says so, and what tests use instead, not only "an unknown operation was requested"."""
+    cause = client_error(
+        "UnknownOperationException",
+        "An unknown operation was requested.",
+        "ExportTableToPointInTime",
+    )
+    error = translate_error(cause, table="orders")
+    assert error.code == "UnknownOperationException"
+    assert str(error).startswith(
+        "This endpoint has no ExportTableToPointInTime (UnknownOperationException) for table "
+        "'orders': DynamoDB Local has no exports"
+    )
+    assert "ddbkeys.testing.write_export" in str(error)
+
+
 def test_wrong_key_schema() -> None:
     cause = client_error(
         "ValidationException", "The provided key element does not match the schema"
