@@ -337,3 +337,15 @@ def test_an_answer_whose_attributes_are_not_a_map_is_not_dynamodbs(attributes: A
         "The endpoint's answer to UpdateItem of table 'ids' holds no counter attribute "
         "'last_id' (it said "
     )
+
+
+def test_ids_past_the_maximum_even_from_the_first_say_so() -> None:
+    """20 ids at once with a maximum of 10 pass it whatever the counter holds: refused before
+    anything is sent, and said as that (it said "starts at 1" of a counter at 3)."""
+    core = CounterCore("orders", "order", maximum=10)
+    with pytest.raises(SequenceExhaustedError) as refused:
+        core.request(WHERE, 20)
+    assert str(refused.value) == (
+        "Counter 'order' of table 'orders': 20 id(s) at once would pass its maximum 10 even "
+        "from its first id, 1 (nothing was written)."
+    )

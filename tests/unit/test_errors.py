@@ -74,7 +74,7 @@ def test_an_operation_the_endpoint_does_not_have() -> None:
         "ExportTableToPointInTime",
     )
     error = translate_error(cause, table="orders")
-    assert error.code == "UnknownOperationException"
+    assert isinstance(error, DdbKeysError) and error.code == "UnknownOperationException"
     assert str(error).startswith(
         "This endpoint has no ExportTableToPointInTime (UnknownOperationException) for table "
         "'orders': DynamoDB Local has no exports"

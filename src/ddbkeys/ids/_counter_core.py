@@ -106,12 +106,19 @@ class CounterCore:
         }
 
     def exhausted(self, at: int | None, count: int) -> SequenceExhaustedError:
-        """The error for ``count`` more ids past the limit, the counter ``at`` (None: unknown)."""
-        where = f"is at {at}" if at is not None else "starts at " + str(self.start)
+        """The error for ``count`` more ids past the limit, the counter ``at`` (None: not read,
+        where they would pass it even from the first id)."""
         limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
+        if at is None:
+            return SequenceExhaustedError(
+                f"Counter {self.name!r} of table {self.table!r}: {count} id(s) at once would "
+                f"pass its maximum {limit} even from its first id, {self.start} (nothing was "
+                "written).",
+                table=self.table,
+            )
         return SequenceExhaustedError(
-            f"Counter {self.name!r} of table {self.table!r} {where}: {count} more id(s) would "
-            f"pass its maximum {limit}.",
+            f"Counter {self.name!r} of table {self.table!r} is at {at}: {count} more id(s) "
+            f"would pass its maximum {limit}.",
             table=self.table,
         )
 
