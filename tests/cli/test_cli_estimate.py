@@ -198,6 +198,10 @@ def test_index_create_dry_run_says_why_it_adds_nothing_or_refuses_as_create_does
     hash_only = ddb_table_factory(("pk", "S"))
     refused = run(ddb_endpoint_url, "index", "create", "-t", hash_only, "--dry-run")
     assert refused.exit_code == 1 and "has no sort key" in refused.stderr, refused.output
+    estimated = run(ddb_endpoint_url, "estimate", "-t", hash_only)  # (it said: no index)
+    assert "index not available: the table has no sort key, so it has no markers" in (
+        " ".join(estimated.stdout.split())
+    ), estimated.output
     empty = ddb_table_factory(("pk", "S"), ("sk", "S"))
     said = run(ddb_endpoint_url, "index", "create", "-t", empty, "--dry-run")
     assert said.exit_code == 0, said.output

@@ -217,7 +217,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "partition-keys",
     cls=LazyGroup,  # (its commands: ddbkeys._cli.COMMANDS)
     invoke_without_command=True,
-    subcommand_metavar="[index COMMAND | estimate | plan | run-task]",
+    subcommand_metavar="[index COMMAND | export COMMAND | estimate | plan | run-task]",
 )
 @click.option(
     "--table-name", "-t", metavar="TABLE", callback=table_name, help="The DynamoDB table."

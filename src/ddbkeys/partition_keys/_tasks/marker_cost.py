@@ -118,7 +118,7 @@ def marker_cost(
     if mode == "read":  # (its high end: a Query for every collection the stream names)
         why = "; the high end where your writes reach every collection while it runs"
     elif many:
-        why = "; the table's stream is off: the read mode, once `index follow` has turned it on"
+        why = "; the table's stream is off: the read mode, once `index stream` has turned it on"
     else:
         why = ""
     # Consistent Queries a collection (see MarkerCost): as few, as many.

@@ -319,6 +319,9 @@ def index_line(
     markers: str | None,
 ) -> tuple[MethodEstimate, float | None]:
     """The index's line, and the replay's read units in it (None: not known)."""
+    if info.sort_key is None:  # (index create refuses it: a scan reads each key once)
+        note = "the table has no sort key, so it has no markers: a scan reads each key once"
+        return MethodEstimate("index", False, note=note), None
     if not index_ready(info, index, attribute):
         note = f"the table has no marker index {index!r}"
         if markers is not None:
