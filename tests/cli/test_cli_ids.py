@@ -98,6 +98,23 @@ def test_audit_reports_problems(
     ]
 
 
+def test_audit_of_an_attribute_no_item_holds_warns(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A typo (--attribute nosuch) audited nothing and said OK, with nothing else: a
+    warning on stderr asks whether the name is right (the exit code stays: no problem was
+    found)."""
+    table = ddb_table_factory()
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "id": {"N": "1"}})
+    result = ids("audit", "-t", table, "--attribute", "nosuch", "--strict")
+    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "OK"
+    assert result.stderr == (
+        f"Warning: no item holds 'nosuch' in table {table!r}: is the name right? (nothing to "
+        "audit; --strict fails on problems found, not on this)\n"
+    )
+    assert ids("audit", "-t", table, "--strict").stderr == ""
+
+
 def test_audit_reports_ids_below_start_and_values_that_are_not_ids(
     ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

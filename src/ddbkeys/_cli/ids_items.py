@@ -323,6 +323,14 @@ def audit_command(
         echo_json(report.as_dict())
     else:
         _show_audit(report, table_name, start if partition_key is None else 1)
+    if not (report.count or report.not_numbers or report.below_start):  # (a typo, often)
+        where = f"collection {partition_key!r} of table" if partition_key is not None else "table"
+        held = "numbered item" if partition_key is not None else f"item holds {attribute!r}"
+        click.echo(
+            f"Warning: no {held} in {where} {table_name!r}: is the name right? (nothing to "
+            "audit; --strict fails on problems found, not on this)",
+            err=True,
+        )
     if strict and not report.ok:
         raise click.exceptions.Exit(1)
 
