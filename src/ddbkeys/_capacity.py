@@ -1,6 +1,8 @@
 """One accounting of requests, items and capacity units, shared by every strategy and method.
 
-Strategies send ``ReturnConsumedCapacity="TOTAL"`` and hand each response to :meth:`Usage.add`.
+Strategies send ``ReturnConsumedCapacity="TOTAL"`` and hand each response to :meth:`Usage.add`,
+but the atomic counter, whose item is far under 1 KB: its writes are a unit each, counted in
+``billed_write_units`` (its ``write_units``, what DynamoDB reports, stay 0).
 """
 
 from __future__ import annotations
