@@ -86,6 +86,17 @@ def test_a_task_line_with_a_field_of_the_wrong_kind_is_refused(field: str, value
     assert ListingTask.from_json(task(1).to_json()) == task(1)
 
 
+def test_a_task_line_missing_fields_says_which_in_json_terms() -> None:
+    """``{}`` said "ListingTask.__init__() missing 5 required positional arguments"."""
+    with pytest.raises(ConfigurationError) as refused:
+        ListingTask.from_json('{"tabel": "orders"}')
+    assert str(refused.value) == (
+        "Not a listing task ddbkeys wrote (ValueError: it has no reason, no segment, no "
+        "segments, no table, no token, an unknown 'tabel'): pass one line of `ddbkeys "
+        "partition-keys plan` output, or ListingTask.to_json()."
+    )
+
+
 @pytest.mark.parametrize(
     ("field", "value", "why"),
     [

@@ -20,7 +20,7 @@ import concurrent.futures
 import json
 import threading
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass, replace
+from dataclasses import MISSING, asdict, dataclass, fields, replace
 from typing import Any, Unpack
 
 from ddbkeys._capacity import Usage
@@ -85,6 +85,9 @@ class ListingTask:
             raw = json.loads(text)
             if not isinstance(raw, Mapping):
                 raise TypeError(f"a task is a JSON object, not {raw!r}")
+            wrong = _wrong_fields(raw)
+            if wrong:
+                raise ValueError(f"it has {wrong}")
             task = cls(**{**raw, "options": ListingOptions.from_dict(raw.get("options", {}))})
             for name, kinds in _KINDS.items():
                 value = getattr(task, name)
@@ -130,6 +133,15 @@ _KINDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(["segment", "segments"], (int,)),
     **dict.fromkeys(["endpoint_url", "region", "profile"], (str, type(None))),
 }
+
+
+def _wrong_fields(raw: Mapping[str, Any]) -> str:
+    """What a task's JSON object lacks or has that no task field is (empty: nothing)."""
+    known = {field.name for field in fields(ListingTask)}
+    needed = {field.name for field in fields(ListingTask) if field.default is MISSING}
+    said = [f"no {name}" for name in sorted(needed - {"options"} - raw.keys())]
+    said += [f"an unknown {name!r}" for name in sorted(raw.keys() - known)]
+    return ", ".join(said)
 
 
 def _others_done(positions: list[Position], segment: int) -> bool:
