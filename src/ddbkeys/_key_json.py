@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from decimal import Decimal
 
-__all__ = ["json_key", "show_key"]
+__all__ = ["json_key", "key_of_text", "show_key"]
 
 
 def show_key(value: object) -> str:
@@ -15,6 +15,17 @@ def show_key(value: object) -> str:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     return str(value)
+
+
+def key_of_text(text: str, kind: str) -> str | Decimal | bytes:
+    """A key value of type ``kind`` written as :func:`show_key` writes it: a number as
+    written (InvalidOperation where it is none), bytes in base64 (binascii.Error where they
+    are not), a string as it is."""
+    if kind == "N":
+        return Decimal(text)
+    if kind == "B":
+        return base64.b64decode(text, validate=True)
+    return text
 
 
 def json_key(value: object) -> object:

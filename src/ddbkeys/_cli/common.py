@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import binascii
 import contextlib
 import functools
@@ -18,6 +17,7 @@ import click
 from click.core import ParameterSource
 
 from ddbkeys._cli.rendering import FORMATS, check_query, configured_output, render
+from ddbkeys._key_json import key_of_text
 from ddbkeys._retry import DEFAULT_DEADLINE
 
 if TYPE_CHECKING:
@@ -289,23 +289,18 @@ def parse_key(
             f"{text.encode('utf-8', 'backslashreplace').decode()!r} is not valid UTF-8 text",
             param_hint=param_hint,
         ) from exc
-    if key_type == "N":
-        try:
-            return Decimal(text)
-        except InvalidOperation as exc:
-            raise click.BadParameter(
-                f"table {table!r} has a number {which} key; {text!r} is not a number",
-                param_hint=param_hint,
-            ) from exc
-    if key_type == "B":
-        try:
-            return base64.b64decode(text, validate=True)
-        except binascii.Error as exc:
-            raise click.BadParameter(
-                f"table {table!r} has a binary {which} key: give it as base64",
-                param_hint=param_hint,
-            ) from exc
-    return text
+    try:
+        return key_of_text(text, key_type)
+    except InvalidOperation as exc:
+        raise click.BadParameter(
+            f"table {table!r} has a number {which} key; {text!r} is not a number",
+            param_hint=param_hint,
+        ) from exc
+    except binascii.Error as exc:
+        raise click.BadParameter(
+            f"table {table!r} has a binary {which} key: give it as base64",
+            param_hint=param_hint,
+        ) from exc
 
 
 def state_table_option(func: F) -> F:

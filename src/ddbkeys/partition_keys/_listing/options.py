@@ -19,6 +19,7 @@ from typing import Any, Literal, TypedDict
 
 from ddbkeys._attributes import check_name
 from ddbkeys._errors import ConfigurationError
+from ddbkeys._key_json import key_of_text
 from ddbkeys._retry import DEFAULT_DEADLINE
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._listing.base import check_deadline
@@ -229,10 +230,8 @@ def _sort_value_of(raw: Mapping[str, Any]) -> object:
     """The ``marker_sort_key`` that :meth:`ListingOptions.to_dict` wrote as an object."""
     try:
         ((kind, text),) = raw.items()
-        if kind == "B":
-            return base64.b64decode(str(text), validate=True)
-        if kind == "N":
-            return Decimal(str(text))
+        if kind in ("B", "N"):
+            return key_of_text(str(text), kind)
     except (ValueError, ArithmeticError):
         pass
     raise ConfigurationError(

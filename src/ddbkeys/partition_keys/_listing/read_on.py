@@ -114,8 +114,7 @@ class Ledgers:
         costs (:meth:`skip_rate`), priced as :meth:`read` says until what they cost exceeds
         that by ``MAX_TARGET`` units (an average that misleads: a DescribeTable hours old, or
         large items gathered where reading on read)."""
-        priced = max(self.through_units, self.through_cost - MAX_TARGET)
-        return priced <= self.allowed() * self.skip_rate() * self.through_keys
+        return self._priced() <= self.allowed() * self.skip_rate() * self.through_keys
 
     def doubtful(self) -> bool:
         """Whether the pages read on cost a key more than ``1 + WASTE`` times what skipping
@@ -123,8 +122,12 @@ class Ledgers:
         skipping's rate is not yet known well enough to tell."""
         if not (self.through_keys and self.skip_keys):
             return False
-        priced = max(self.through_units, self.through_cost - MAX_TARGET)
-        return priced > (1 + WASTE) * self.skip_rate() * self.through_keys
+        return self._priced() > (1 + WASTE) * self.skip_rate() * self.through_keys
+
+    def _priced(self) -> float:
+        """The pages read on, priced as :meth:`read` says until what they cost exceeds that
+        by ``MAX_TARGET`` units (an average that misleads), then at their cost."""
+        return max(self.through_units, self.through_cost - MAX_TARGET)
 
     def allowed(self) -> float:
         """How many times skipping's units a key a key read on may cost: ``1 + WASTE``, plus

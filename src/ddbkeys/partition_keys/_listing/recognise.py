@@ -27,7 +27,6 @@ charged by the item's size, whatever is projected).
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
@@ -35,6 +34,7 @@ from typing import Any
 
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import ConfigurationError, KeySchemaError
+from ddbkeys._key_json import key_of_text
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
 
@@ -89,16 +89,12 @@ def sort_value_of_text(value: object, kind: str) -> object:
     if not isinstance(value, str):
         return value
     try:
-        if kind == "N":
-            return Decimal(value)
-        if kind == "B":
-            return base64.b64decode(value, validate=True)
+        return key_of_text(value, kind)
     except (ArithmeticError, ValueError) as exc:
         wanted = "a number" if kind == "N" else "base64"
         raise ConfigurationError(
             f"The marker sort key {value!r} is not {wanted}, as the table's sort key needs."
         ) from exc
-    return value
 
 
 def same_value(a: object, b: object) -> bool:
