@@ -163,6 +163,15 @@ def test_while_a_backfill_is_at_work_status_says_so_and_names_no_command(
             theirs = at_work(ddb_client, table, store)
             text = status(ddb_endpoint_url, table, *args)
             as_json = status(ddb_endpoint_url, table, *args, "--output", "json")
+            # A listing meanwhile says the same, not "run `index backfill`" (issue 35).
+            endpoint = ("--endpoint-url", ddb_endpoint_url)
+            listed = {
+                method: CliRunner().invoke(
+                    cli,
+                    ["partition-keys", "-t", table, "--method", method, *args, *endpoint],
+                )
+                for method in ("index", "auto")
+            }
         finally:
             worker.join(timeout=60)
         assert text.exit_code == 1, text.output
@@ -178,6 +187,11 @@ def test_while_a_backfill_is_at_work_status_says_so_and_names_no_command(
         assert told["provable"] is False and told["fix"] is None and told["fix_in"] is None
         assert told["reason"].startswith("a backfill is at work (begun ")
         assert told["backfill"]["at_work"] is True and told["backfill"]["handled"] >= 0
+        working = f"cannot be proven complete now: a backfill is at work ({began(theirs)}; "
+        assert listed["index"].exit_code == 1 and working in listed["index"].stderr
+        assert "run `" not in listed["index"].stderr, listed["index"].stderr
+        assert listed["auto"].exit_code == 0 and working in listed["auto"].stderr
+        assert len(listed["auto"].stdout.split()) == 20, listed["auto"].output
         assert done and done[0].counts
         after = status(ddb_endpoint_url, table, *args)
         assert after.exit_code == 0, after.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -251,7 +252,23 @@ def test_follow_until_caught_up_with_backfill_applies_what_was_written_meanwhile
         "not using the marker index 'ddbkeys-partition-keys': proving it complete now costs "
         "more than listing another way: "
     ), auto.method_reason
-    assert f"is `ddbkeys partition-keys index follow -t {table}` running?" in auto.method_reason
+    # (the record is younger than the margin: every listing reads it again, whether a
+    # maintainer runs or not; `index status` says which)
+    assert auto.method_reason.endswith(
+        f"(they changed within the replay margin, {MARGIN:g} s, which every listing reads "
+        f"again; `ddbkeys partition-keys index status -t {table}` says whether its maintainer "
+        "keeps up)"
+    ), auto.method_reason
+    # Once that record is older than the margin, the maintainer is behind: asked after.
+    time.sleep(MARGIN + 1.5)
+    later = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
+    assert sorted(later) == non_empty(ddb_client, table)
+    assert re.search(
+        r"\(its maintainer has not applied a record written \d+ s ago: is "
+        rf"`ddbkeys partition-keys index follow -t {table}` running\? `index status` says how "
+        r"far behind it is\)$",
+        later.method_reason,
+    ), later.method_reason
 
 
 def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile(

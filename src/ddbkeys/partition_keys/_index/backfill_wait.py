@@ -233,6 +233,23 @@ def can_count(backfill: Backfill, margin: float) -> bool:
     )
 
 
+def at_work(evidence: Evidence | None, stream: str | None, margin: float, now: float) -> str | None:
+    """Why a listing cannot prove the index now when a backfill that can count (with this
+    ``margin``) is at work under ``stream`` (:func:`running_backfill`): it is running, and
+    nothing is to be run but waiting for it (`index backfill` would only wait). The same words
+    in a listing's decline and in ``index status``. No estimate of when it ends: how many
+    collections are left is not known without reading the table. Pure."""
+    other = running_backfill(evidence, stream, now)
+    if other is None or not can_count(other, margin):
+        return None
+    handled = f"{other.handled or 0} collection(s) handled so far"
+    return (
+        f"a backfill is at work ({began(other)}; {handled}, alive "
+        f"{max(now - alive_at(other), 0.0):.0f} s ago): listings can prove the index once it "
+        "finishes, if it meets no clash (nothing to run: `index backfill` would wait for it)"
+    )
+
+
 def began(backfill: Backfill) -> str:
     """When ``backfill`` began and who runs it, as a message says it."""
     at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(backfill.started))

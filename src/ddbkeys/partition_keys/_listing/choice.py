@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys.partition_keys._index.backfill_wait import at_work
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import read_timeout
@@ -175,7 +176,11 @@ def choose_flow(
     try:
         evidence, refused = yield from load_evidence(records, info, index, margin)
         if refused is not None:
-            return declined(method, info, index.name, refused.reason)
+            # A backfill at work is waited for, not run again (as `index status` says it).
+            working = None
+            if evidence is not None and evidence.corrupt is None:
+                working = at_work(evidence, info.stream_arn, margin, now)
+            return declined(method, info, index.name, working or refused.reason)
         most = most_keys(method, info, index.name)
 
         def lagging(read: Replay) -> None:
@@ -194,6 +199,8 @@ def choose_flow(
         reason = result.reason
         if method == "auto" and most is not None:  # the figures it weighed
             reason += f" ({index_weighed(info, index.name, None)}: at most {most:,} collections)"
+        if result.costly:
+            reason += behind_or_busy(info.name, result.behind, margin)
         return declined(method, info, index.name, reason, costly=result.costly)
     return proven(info, index, result)
 
@@ -213,8 +220,7 @@ def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool
         return Choice(
             PagedSkipMethod(info),
             f"not using the marker index {index!r}: proving it complete now costs more than "
-            f"listing another way: {why} (is `ddbkeys partition-keys index follow -t "
-            f"{info.name}` running? `index status` says how far behind its maintainer is)",
+            f"listing another way: {why}",
             False,
         )
     if method == "auto":
@@ -229,6 +235,23 @@ def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool
         f"{why} ({status}). List with --method auto, or read the index as it is with "
         "--trust-index.",
         table=info.name,
+    )
+
+
+def behind_or_busy(table: str, behind: float | None, margin: float) -> str:
+    """Why the re-checks cost so much, in words: the maintainer behind (a record older than
+    the replay ``margin`` not applied: is it running?), or a table changing fast within the
+    margin, which every listing reads again whoever keeps the index."""
+    if behind is not None and behind > margin:
+        return (
+            f" (its maintainer has not applied a record written {behind:,.0f} s ago: is "
+            f"`ddbkeys partition-keys index follow -t {table}` running? `index status` says "
+            "how far behind it is)"
+        )
+    return (
+        f" (they changed within the replay margin, {margin:g} s, which every listing reads "
+        f"again; `ddbkeys partition-keys index status -t {table}` says whether its maintainer "
+        "keeps up)"
     )
 
 

@@ -315,10 +315,14 @@ class Evidence:
 @dataclass(frozen=True)
 class Decline:
     """Why the index cannot be proven complete now (one line); ``costly``: it could be, at
-    more cost than listing another way (re-checks past what auto would pay)."""
+    more cost than listing another way (re-checks past what auto would pay), and ``behind``
+    says whether its maintainer lagging is why."""
 
     reason: str
     costly: bool = False
+    #: Where ``costly``: how long ago (seconds) the oldest stream record its maintainer has
+    #: not applied was written (None: it had applied every record read).
+    behind: float | None = None
 
 
 def _keys(clashes: Sequence[str], most: int = 5) -> str:

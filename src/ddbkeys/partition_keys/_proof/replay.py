@@ -116,9 +116,19 @@ class StreamRead:
     decline: Decline | None = None
 
 
-def _costly(what: str) -> Decline:
-    """Too much to re-check: ``what`` costs more than listing another way."""
-    return Decline(f"{what}, and re-checking them costs more than listing another way", True)
+def _costly(what: str, replay: Replay | None = None, now: float = 0.0) -> Decline:
+    """Too much to re-check: ``what`` costs more than listing another way (with how far behind
+    the maintainer is, from ``replay``'s records)."""
+    return Decline(
+        f"{what}, and re-checking them costs more than listing another way",
+        True,
+        _behind(replay, now),
+    )
+
+
+def _behind(replay: Replay | None, now: float) -> float | None:
+    oldest = replay.oldest_unapplied if replay is not None else None
+    return None if oldest is None else max(now - oldest, 0.0)
 
 
 def read_flow(
@@ -167,13 +177,16 @@ def read_flow(
                 replay,
                 _costly(
                     f"the stream since the maintainer's positions names more than {most:,} "
-                    "collections"
+                    "collections",
+                    replay,
+                    now,
                 )
                 if most
                 else Decline(
                     "the stream since the maintainer's positions names a collection to "
                     "re-check, which costs more than a scan of this small table",
                     True,
+                    _behind(replay, now),
                 ),
             )
     return StreamRead(shards, window, replay)

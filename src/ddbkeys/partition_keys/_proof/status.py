@@ -20,8 +20,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
-    began,
-    can_count,
+    at_work,
     readiness,
     running_backfill,
 )
@@ -31,7 +30,6 @@ from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.choice import most_keys, not_active, proof_failed
 from ddbkeys.partition_keys._proof.evidence import (
     DEFAULT_REPLAY_MARGIN,
-    Backfill,
     Decline,
     Evidence,
     ShardMark,
@@ -192,22 +190,10 @@ def _at_work(
     now: float,
 ) -> str | None:
     """The reason to give instead of ``reason`` when its fix is a backfill and one that can
-    count (``backfill_wait.can_count`` with this ``margin``) is at work under the stream
-    (``running_backfill``): `index backfill` would only wait for it. No estimate of when it
-    ends: how many collections are left is not known without reading the table (and the read
-    mode then waits a margin after its last write)."""
+    count is at work (``backfill_wait.at_work``, as the listing says it)."""
     if reason is None or fix is None or not fix.startswith(f"{COMMAND} backfill "):
         return None
-    other: Backfill | None = running_backfill(evidence, stream, now)
-    if other is None or not can_count(other, margin):
-        return None
-    handled = f"{other.handled or 0} collection(s) handled so far"
-    alive = other.alive if other.alive is not None else other.started
-    return (
-        f"a backfill is at work ({began(other)}; {handled}, alive {max(now - alive, 0.0):.0f} "
-        "s ago): listings can prove the index once it finishes, if it meets no clash (nothing "
-        "to run: `index backfill` would wait for it)"
-    )
+    return at_work(evidence, stream, margin, now)
 
 
 def _waiting(
