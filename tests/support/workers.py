@@ -89,7 +89,11 @@ def make_writer(
         return lambda tag: int(gapless.put({"pk": f"user#{tag}", "tag": tag}))
     if kind == "gapless-key":
         # The id is the partition key (a zero-padded string): racing writers take the same key.
-        keyed = make("GaplessSequence", client, table, "users", id_attribute="pk", retry=retry)
+        # (16 such writers race for each id, 5% of responses lost and 5% throttled: a put
+        # may lose many races in a row; once in CI one lost them past the default 60 s)
+        keyed = make(
+            "GaplessSequence", client, table, "users", id_attribute="pk", retry=retry, deadline=180
+        )
         return lambda tag: int(keyed.put({"tag": tag}))
     if kind == "unsafe":
         unsafe = NaiveReadThenWrite(client, table)
