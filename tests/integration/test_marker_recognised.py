@@ -11,7 +11,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from click.testing import CliRunner
 
+from ddbkeys._cli import cli
 from ddbkeys.aio import _index as aio_index
 from ddbkeys.aio._audit import audit_collection as aio_audit_collection
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
@@ -169,3 +171,31 @@ def test_the_collection_audit_counts_an_id_that_carries_the_marker_attribute(
         return found.count, found.gaps
 
     assert run(ddb_client, body) == (3, [])
+
+
+def test_the_collection_audit_knows_a_marker_at_another_sort_key(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Ids 1 to 3 of collection a and its marker at sort key -1 (an index made with
+    ``marker_sort_key=-1``): told so, the audit does not count the marker as a number below 1
+    (sync, asyncio and ``ids audit --marker-sort-key``)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for n in (1, 2, 3):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"N": str(n)}})
+    index = MarkerIndex(ddb_client, table, marker_sort_key=-1)
+    index.create()
+    assert index.mark("a") is True
+    assert audit_collection(ddb_client, table, "a").below_start == [-1]  # (not told)
+    report = audit_collection(ddb_client, table, "a", marker_sort_key=-1)
+    assert (report.count, report.last, report.below_start, report.gaps) == (3, 3, [], [])
+
+    async def body(client: Any) -> list[int]:
+        return (await aio_audit_collection(client, table, "a", marker_sort_key=-1)).below_start
+
+    assert run(ddb_client, body) == []
+    args = ["ids", "audit", "-t", table, "-k", "a", "--endpoint-url", ddb_endpoint_url]
+    told = CliRunner().invoke(cli, [*args, "--marker-sort-key", "-1"])
+    assert told.exit_code == 0 and "below 1" not in told.stdout, told.output
+    assert "below 1: 1: -1" in CliRunner().invoke(cli, args).stdout
+    wrong = CliRunner().invoke(cli, [*args, "--marker-sort-key", "x"])
+    assert wrong.exit_code == 2 and "'x' is not a number" in wrong.stderr, wrong.output

@@ -3,6 +3,7 @@ duplicates (the counter commands are in :mod:`ddbkeys._cli.ids`)."""
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import click
@@ -264,6 +265,13 @@ def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = No
 )
 @sort_key_options
 @click.option(
+    "--marker-sort-key",
+    metavar="VALUE",
+    help="With --partition-key: the sort key of the collection's marker item, where its marker "
+    "index was made with another than the default (a number for a number sort key, base64 for "
+    "a binary one); the marker is not counted as an id.",
+)
+@click.option(
     "--start",
     type=click.IntRange(0),
     default=1,
@@ -282,6 +290,7 @@ def audit_command(
     table_name: str,
     attribute: str,
     partition_key: str | None,
+    marker_sort_key: str | None,
     width: int,
     prefix: str,
     start: int,
@@ -302,12 +311,26 @@ def audit_command(
       ddbkeys ids audit -t orders --attribute order_id --strict
       ddbkeys ids audit -t issues -k projectA
     """
+    if marker_sort_key is not None and partition_key is None:
+        raise click.UsageError(
+            "--marker-sort-key is the marker of the collection --partition-key names: give both."
+        )
     client = connection.client()
     if partition_key is not None:
-        pk_type = describe(client, table_name).partition_key.type
-        key = parse_key(partition_key, pk_type, table_name)
+        info = describe(client, table_name)
+        key = parse_key(partition_key, info.partition_key.type, table_name)
+        marker: str | Decimal | bytes | None = marker_sort_key
+        if marker_sort_key is not None and info.sort_key is not None:
+            sort_type = info.sort_key.type
+            marker = parse_key(marker_sort_key, sort_type, table_name, "--marker-sort-key", "sort")
         report = audit_collection(
-            client, table_name, key, width=width, prefix=prefix, deadline=connection.timeout
+            client,
+            table_name,
+            key,
+            width=width,
+            prefix=prefix,
+            deadline=connection.timeout,
+            marker_sort_key=marker,
         )
     else:
         report = audit_attribute(

@@ -67,6 +67,7 @@ async def audit_collection(
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     counter_attribute: str = "last_number",
     deadline: float | None = DEFAULT_DEADLINE,
+    marker_sort_key: str | int | Decimal | bytes | None = None,
 ) -> AuditReport:
     """Query one item collection's sort keys and report gaps and duplicates (see the sync
     :func:`ddbkeys.ids.audit_collection`); ``client`` is an aiobotocore DynamoDB client."""
@@ -81,5 +82,6 @@ async def audit_collection(
         marker_attribute=marker_attribute,
         counter_attribute=counter_attribute,
         deadline=deadline,
+        marker_sort_key=marker_sort_key,
     )
     return await AsyncDriver(ddb, usage, "ddbkeys.aio.audit_collection").run(flow)

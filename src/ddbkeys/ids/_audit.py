@@ -235,6 +235,7 @@ def collection_flow(
     counter_attribute: str = "last_number",
     deadline: float | None = DEFAULT_DEADLINE,
     retry: RetryPolicy | None = None,
+    marker_sort_key: str | int | Decimal | bytes | None = None,
 ) -> Flow[AuditReport]:
     """The flow of :func:`audit_collection`: one DescribeTable (for the key schema), then a
     Query of the collection, page by page."""
@@ -251,9 +252,10 @@ def collection_flow(
     )
     pk, sk = collection_keys(info, table)
     # (the listings' code, loaded only by an audit: ``ddbkeys ids next`` does without it)
-    from ddbkeys.partition_keys._listing.recognise import Markers, marker_sort_key  # noqa: PLC0415
+    from ddbkeys.partition_keys._listing import recognise  # noqa: PLC0415
 
-    markers = Markers(pk.name, sk.name, marker_attribute, marker_sort_key(info))
+    sort_value = recognise.marker_sort_key(info, marker_sort_key)
+    markers = recognise.Markers(pk.name, sk.name, marker_attribute, sort_value)
     params: QueryInputTypeDef = {
         "TableName": table,
         "KeyConditionExpression": "#pk = :pk",
@@ -361,13 +363,14 @@ def audit_collection(
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     counter_attribute: str = "last_number",
     deadline: float | None = DEFAULT_DEADLINE,
+    marker_sort_key: str | int | Decimal | bytes | None = None,
 ) -> AuditReport:
     """Query one item collection's sort keys and report gaps and duplicates (a number written
     twice with different padding). Cost: one DescribeTable, then 0.5 read units per 4 KB of
     the collection.
 
-    Not counted as ids: the collection's marker item (at the default marker sort key, its
-    ``marker_attribute`` holding its own partition key, see
+    Not counted as ids: the collection's marker item (at ``marker_sort_key``, by default the
+    default marker sort key, its ``marker_attribute`` holding its own partition key, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
     0, holding ``counter_attribute``). ``client`` is anything
     :func:`ddbkeys.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
@@ -385,5 +388,6 @@ def audit_collection(
         marker_attribute=marker_attribute,
         counter_attribute=counter_attribute,
         deadline=deadline,
+        marker_sort_key=marker_sort_key,
     )
     return SyncDriver(ddb, usage).run(flow)
