@@ -98,20 +98,34 @@ def test_the_summary_says_where_skip_pages_went_on_as_a_scan(
 def test_the_summary_says_how_many_readers_ran(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
-    """auto lists a table of 5 MB by skipping with two readers (one every 2 MB): its summary line
-    and the JSON document say so, as does a listing with --segments; one reader says nothing."""
-    table = unit_sized_collections(ddb_client, ddb_table_factory, 1200)
+    """auto lists a table of 5 MB (up to one reader every 2 MB) by skipping, a request a key
+    (600 collections of two 4 KB items): the first segment shows it, a second reader joins,
+    and its summary line and the JSON document say so, as does a listing with --segments. On
+    a table it reads as a scan, no reader joins, and one reader says nothing."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    load_items(
+        ddb_client,
+        table,
+        [
+            {"pk": {"S": f"w{k:04}"}, "sk": {"N": str(i)}, "p": {"S": "x" * 4000}}
+            for k in range(600)
+            for i in range(2)
+        ],
+    )
     text = run(ddb_endpoint_url, "-t", table)
     assert text.exit_code == 0, text.output
-    assert len(text.stdout.split()) == 1200
-    assert text.stderr.startswith("1200 keys (skip-pages, 2 readers): "), text.stderr
+    assert len(text.stdout.split()) == 600
+    assert text.stderr.startswith("600 keys (skip-pages, 2 readers): "), text.stderr
     document = json.loads(run(ddb_endpoint_url, "-t", table, "--output", "json", "-q").stdout)
-    assert document["readers"] == 2 and "2 readers at once" in document["method_reason"]
+    assert document["readers"] == 2 and "up to 2 at once" in document["method_reason"]
     three = run(ddb_endpoint_url, "-t", table, "-m", "scan", "--segments", "3")
-    assert three.stderr.startswith("1200 keys (scan, 3 readers): "), three.stderr
+    assert three.stderr.startswith("600 keys (scan, 3 readers): "), three.stderr
     one = run(ddb_endpoint_url, "-t", table, "--segments", "1", "--output", "json")
-    assert one.stderr.startswith("1200 keys (skip-pages): "), one.stderr
+    assert one.stderr.startswith("600 keys (skip-pages): "), one.stderr
     assert json.loads(one.stdout)["readers"] == 1
+    through = unit_sized_collections(ddb_client, ddb_table_factory, 1200)
+    alone = json.loads(run(ddb_endpoint_url, "-t", through, "--output", "json", "-q").stdout)
+    assert alone["readers"] == 1 and "up to 2 at once" in alone["method_reason"]
 
 
 def test_binary_and_number_keys(

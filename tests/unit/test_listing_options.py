@@ -29,6 +29,7 @@ from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys import ListingOptions, ListingSettings
 from ddbkeys.partition_keys._listing.base import ReadBudget
 from ddbkeys.partition_keys._listing.choice import Choice
+from ddbkeys.partition_keys._listing.joining import Joining
 from ddbkeys.partition_keys._listing.opening import read_budget, readers_for
 from ddbkeys.partition_keys._listing.options import AUTO_READERS
 from ddbkeys.partition_keys._listing.scan import ScanMethod
@@ -239,29 +240,33 @@ def test_the_read_budget_is_decided_by_the_options() -> None:
 
 
 @pytest.mark.parametrize(
-    ("segments", "method", "megabytes", "readers"),
+    ("segments", "method", "megabytes", "most"),
     [
         (None, "auto", 0, 1),  # no size told (a new table on the service): one
         (None, "auto", 1.5, 1),
         (None, "auto", 3.5, 1),  # none more below 4 MB
-        (None, "auto", 6.5, 3),  # one every 2 whole MB
+        (None, "auto", 6.5, 3),  # one every 2 whole MB may join
         (None, "auto", 20, AUTO_READERS),  # up to AUTO_READERS
         (None, "skip-pages", 20, 1),  # a method asked for reads as asked: one
         (4, "auto", 20, 4),  # segments given: as given
         (1, "auto", 20, 1),
     ],
 )
-def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
-    segments: int | None, method: str, megabytes: float, readers: int
+def test_auto_reads_a_table_of_many_megabytes_with_readers_that_join(
+    segments: int | None, method: str, megabytes: float, most: int
 ) -> None:
     """Skipping sends up to a request a key, each small, where a scan sends one a MB: auto,
-    when it lists by skipping and no ``segments`` is given, reads with one reader every 2 MB of
-    the table (up to AUTO_READERS) so that it takes about as long as a scan, and says so."""
+    when it lists by skipping and no ``segments`` is given, starts with one reader, and up to
+    one every 2 MB of the table (up to AUTO_READERS) may join as segments end (``Joining``),
+    and says so."""
     size = int(megabytes * 1024 * 1024)
     info = TableInfo("t", KeyAttribute("pk", "S"), KeyAttribute("sk", "S"), (), {}, 10, size)
     choice = Choice(PagedSkipMethod(info), "the table has no marker index")
-    assert readers_for(segments, method, choice) == readers
-    assert ("readers at once" in choice.reason) == (readers > 1 and segments is None)
+    given = segments or 1
+    assert readers_for(segments, method, choice) == (given if segments else 1)
+    joining = choice.joining
+    assert (joining.most if joining is not None else given) == most
+    assert ("up to" in choice.reason) == (joining is not None), choice.reason
     scan = Choice(ScanMethod(info), "asked for")
     assert readers_for(None, "auto", scan) == 1  # (auto's scan: a table without a sort key)
     assert ListingOptions().segments is None
@@ -270,4 +275,21 @@ def test_auto_reads_a_table_of_many_megabytes_with_more_readers(
     slow, fast = ReadBudget(100), ReadBudget(3 * 128 + 1)
     if segments is None and method == "auto" and megabytes >= 6:
         assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), slow) == 1
-        assert readers_for(None, "auto", Choice(PagedSkipMethod(info), "x"), fast) == 3
+        budgeted = Choice(PagedSkipMethod(info), "x")
+        assert readers_for(None, "auto", budgeted, fast) == 1  # (3 may join: the budget's)
+        assert budgeted.joining is not None and budgeted.joining.most == 3
+        assert "RCU/s of the budget" in budgeted.reason or megabytes < 8
+
+
+def test_readers_join_where_skipping_sends_many_requests_a_page_of_a_scan() -> None:
+    """Joining's rule: past skip-pages' learning, the requests the whole listing would send at
+    the rate of the segments done, a reader each ``REQUESTS_A_PAGE`` times a scan's."""
+    join = Joining(most=3, segments=5, scan_requests=6)
+    assert join.wanted(0, 500) == 1  # nothing done: one
+    # 2,500 documents, size growing with versions: 36 requests in the first segment of five,
+    # most of them its learning: one reader (two read 1.07x its units)
+    assert join.wanted(1, 36) == 1
+    # chat, 8 MB: 88 requests by the second segment of seven, 299 by the third
+    chat = Joining(most=3, segments=7, scan_requests=8)
+    assert (chat.wanted(1, 12), chat.wanted(2, 88), chat.wanted(3, 299)) == (1, 2, 3)
+    assert Joining(most=8, segments=32, scan_requests=20).wanted(4, 600) == 8  # up to most

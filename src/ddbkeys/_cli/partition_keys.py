@@ -238,8 +238,8 @@ def _trust_note(listing: Listing, method: str) -> str:
     default=DEFAULTS.segments,
     help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
     "1, the table is split into up to 4 x N segments (at most one a MB) that the readers take "
-    "in turn.  [default: 1; auto listing by skipping: one every 2 MB of the table, up to "
-    f"{AUTO_READERS}]",
+    "in turn.  [default: 1; auto listing by skipping: one, and up to one every 2 MB of the "
+    f"table (up to {AUTO_READERS}) join as segments show skipping sends many requests]",
 )
 @click.option(
     "--scan-segments",

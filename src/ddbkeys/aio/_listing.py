@@ -23,14 +23,7 @@ import functools
 import inspect
 import threading
 from collections import deque
-from collections.abc import (
-    AsyncGenerator,
-    AsyncIterator,
-    Awaitable,
-    Callable,
-    Coroutine,
-    Generator,
-)
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Coroutine, Generator
 from contextlib import aclosing
 from decimal import Decimal
 from typing import Any, Generic, ParamSpec, TypeVar, Unpack
@@ -50,13 +43,7 @@ from ddbkeys.partition_keys._export.listing import ExportFacts, ExportMethod
 from ddbkeys.partition_keys._export.location import ExportFolder
 from ddbkeys.partition_keys._export.manifest import Manifest
 from ddbkeys.partition_keys._export.now import Since, forget
-from ddbkeys.partition_keys._listing.base import (
-    Key,
-    Position,
-    Reader,
-    SegmentMethod,
-    plain_key,
-)
+from ddbkeys.partition_keys._listing.base import Key, Position, Reader, SegmentMethod, plain_key
 from ddbkeys.partition_keys._listing.listing import DONE, EXITED, ListingCore
 from ddbkeys.partition_keys._listing.opening import (
     listing_reader,
@@ -209,6 +196,9 @@ class AsyncListing(ListingCore):
                     await self._notified(segment, before)
                 if key is not None:
                     yield key
+                elif item is DONE and (more := self._joiners(running, bool(pending))):
+                    tasks += [asyncio.create_task(run()) for _ in range(more)]
+                    running += more
         finally:
             self.reader.stop.set()  # the readers stop between pages, and out of their waits
             for task in tasks:

@@ -14,6 +14,7 @@ from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import read_timeout
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
+from ddbkeys.partition_keys._listing.joining import Joining
 from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys._proof.evidence import Decline
@@ -65,6 +66,7 @@ class Choice:
     trusted: bool | None = None
     replay: Replay | None = None
     readers: int = 1  # how many read at once (see opening.readers_for)
+    joining: Joining | None = None  # ... at first, where more join as segments end
 
 
 def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:

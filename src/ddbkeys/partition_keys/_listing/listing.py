@@ -32,6 +32,7 @@ from ddbkeys.partition_keys._listing.base import (
     plain_key,
 )
 from ddbkeys.partition_keys._listing.checkpoint import Checkpoint, encode_token, key_schema
+from ddbkeys.partition_keys._listing.joining import Joining
 
 __all__ = ["DONE", "EXITED", "Keys", "Listing", "ListingCore"]
 
@@ -78,6 +79,8 @@ class ListingCore:
         #: an IndexReplayWarning when the marker index's maintainer is so far behind that its
         #: replay costs more than a scan).
         self.notes: tuple[str, ...] = ()
+        #: Where more readers may join as segments end (``readers``: those reading so far).
+        self._joining: Joining | None = None
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
@@ -131,6 +134,16 @@ class ListingCore:
         self.reader.stop.set()
 
     # --- the bookkeeping both forms share -----------------------------------------------------
+
+    def _joiners(self, running: int, left: bool) -> int:
+        """How many readers to start now that a segment has ended, with ``running`` reading
+        and segments ``left`` to read (see :class:`Joining`); ``readers`` counts them."""
+        if self._joining is None or not left:
+            return 0
+        wanted = self._joining.wanted(self.segments_done, self.usage.requests)
+        more = max(0, wanted - running)
+        self.readers = max(self.readers, running + more)
+        return more
 
     def _end_early(self, exc: BaseException) -> None:
         """The iteration raised ``exc``: any later step raises in :meth:`_check_ended`, rather
@@ -275,7 +288,8 @@ class Listing(ListingCore):
 
     def _raw(self) -> Iterator[Key]:
         todo = self._begin()
-        if (self.readers <= 1 or len(todo) <= 1) and not self.background:
+        alone = self.readers <= 1 and self._joining is None
+        if (alone or len(todo) <= 1) and not self.background:
             for segment in todo:
                 for key in self._driver.iterate(self._segment_flow(segment)):
                     self.reader.stop.check()
@@ -333,11 +347,14 @@ class Listing(ListingCore):
             finally:
                 send(-1, EXITED)
 
-        threads = [
-            threading.Thread(target=run, daemon=True) for _ in range(min(self.readers, len(todo)))
-        ]
-        for thread in threads:
-            thread.start()
+        threads: list[threading.Thread] = []
+
+        def start(count: int) -> None:
+            for _ in range(count):
+                threads.append(threading.Thread(target=run, daemon=True))
+                threads[-1].start()
+
+        start(min(self.readers, len(todo)))
         running = len(threads)
         try:
             while running:
@@ -346,6 +363,9 @@ class Listing(ListingCore):
                     running -= 1
                 elif (key := self._take(segment, item)) is not None:
                     yield key
+                elif item is DONE and (more := self._joiners(running, not pending.empty())):
+                    start(more)
+                    running += more
         finally:
             stop.set()
             self.reader.stop.set()  # the readers stop between pages, and out of their waits

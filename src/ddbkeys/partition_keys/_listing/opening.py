@@ -6,9 +6,11 @@ its read budget, choosing the method (or resuming from a token) and handing back
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar, Unpack
 
 from ddbkeys._capacity import Usage
@@ -24,6 +26,7 @@ from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._listing.base import Position, ReadBudget, Reader, client_and_table
 from ddbkeys.partition_keys._listing.checkpoint import check_binding, decode_token
 from ddbkeys.partition_keys._listing.choice import Choice, choose_flow
+from ddbkeys.partition_keys._listing.joining import Joining
 from ddbkeys.partition_keys._listing.listing import Listing, ListingCore
 from ddbkeys.partition_keys._listing.options import (
     AUTO_READERS,
@@ -96,7 +99,11 @@ def opening_flow(
     # (options.method: a resumed auto listing's token names the method auto chose; it goes on
     # with auto's readers, as the printed resume command, which names no method, asks)
     choice.readers = readers_for(options.segments, options.method, choice, reader.budget)
-    return choice, _positions(positions, options.scan_segments, choice.readers, choice)
+    most = choice.joining.most if choice.joining is not None else choice.readers
+    positions = _positions(positions, options.scan_segments, most, choice)
+    if choice.joining is not None:
+        choice.joining = replace(choice.joining, segments=len(positions))
+    return choice, positions
 
 
 #: MB of the table a reader of auto's, where it lists by skipping (see readers_for).
@@ -106,15 +113,17 @@ MB_A_READER = 2
 def readers_for(
     segments: int | None, method: str, choice: Choice, budget: ReadBudget | None = None
 ) -> int:
-    """How many read at once: ``segments`` where given; else one, except where ``auto`` lists
-    by skipping (up to a request a key, each small: on a table of many keys, many more
-    requests than a scan's one a MB): one reader every ``MB_A_READER`` MB of the table, up to
-    ``AUTO_READERS``, so that it takes about as long as a scan would, at about the skip scan's
-    read units (said in ``choice.reason``). Readers cost read units where the skip scan reads
-    little: they share what the pages learn, so each reader's page under way when another
-    meets a large collection may be a large one, and each segment ends on a page of its own
-    (on 5 keys of 4,000 items among 2,000 one-item keys, 2.2 MB, 33.5 RCU with one reader,
-    38.5 with two: hence none below 4 MB). Under a read ``budget``, no more than one a
+    """How many read at first: ``segments`` where given; else one. Where ``auto`` lists by
+    skipping (up to a request a key, each small: on a table of many keys, many more requests
+    than a scan's one a MB), up to one reader every ``MB_A_READER`` MB of the table, up to
+    ``AUTO_READERS``, may join as segments end (``choice.joining``, see
+    :mod:`~ddbkeys.partition_keys._listing.joining`), so that it takes about as long as a scan
+    would, at about the skip scan's read units (said in ``choice.reason``). Readers cost read
+    units where the skip scan reads little: they share what the pages learn, so each
+    reader's page under way when another meets a large collection may be a large one, and
+    each segment ends on a page of its own (on 5 keys of 4,000 items among 2,000 one-item
+    keys, 2.2 MB, 33.5 RCU with one reader, 38.5 with two: hence none below 4 MB; they join
+    only where skipping's requests call for them). Under a read ``budget``, no more than one a
     ``PAGE_RCU`` a second of it: each reader may take the budget into debt by a page at once,
     so more readers would read in bursts of a page each (7 readers at 100 RCU/s read 1.7x the
     budget over a 6 s listing) and end no sooner."""
@@ -122,15 +131,18 @@ def readers_for(
         return segments
     if method != "auto" or not isinstance(choice.method, PagedSkipMethod):
         return 1
-    readers = max(1, min(AUTO_READERS, choice.method.scanned_bytes() // (MB_A_READER * PAGE_BYTES)))
+    scanned = choice.method.scanned_bytes()
+    readers = max(1, min(AUTO_READERS, scanned // (MB_A_READER * PAGE_BYTES)))
+    why = f"one every {MB_A_READER} MB of the table"
     if budget is not None and readers > budget.rate // PAGE_RCU:
         readers = max(1, int(budget.rate // PAGE_RCU))
-        choice.reason += f"; {readers} reader(s) at once (one a {PAGE_RCU:g} RCU/s of the budget)"
-    elif readers > 1:
-        choice.reason += (
-            f"; {readers} readers at once (one every {MB_A_READER} MB, up to {AUTO_READERS})"
-        )
-    return readers
+        why = f"one a {PAGE_RCU:g} RCU/s of the budget"
+        if readers == 1:
+            choice.reason += f"; 1 reader(s) at once ({why})"
+    if readers > 1:
+        choice.joining = Joining(readers, 0, max(1, math.ceil(scanned / PAGE_BYTES)))
+        choice.reason += f"{choice.joining.reason()} ({why})"
+    return 1
 
 
 def read_budget(options: ListingOptions, info: TableInfo) -> ReadBudget | None:
@@ -171,6 +183,7 @@ def opened(listing: L, choice: Choice, notes: list[str] | None = None) -> L:
     listing.method_reason = choice.reason
     listing.index_trusted = choice.trusted
     listing.replay = choice.replay
+    listing._joining = choice.joining
     listing.notes = tuple(notes or ())
     return listing
 

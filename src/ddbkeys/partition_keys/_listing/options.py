@@ -64,8 +64,9 @@ class ListingOptions:
     ``method``: ``auto`` (the cheapest that applies; the marker index only when proven),
     ``scan``, ``skip``, ``skip-pages`` or ``index``. ``segments``: the Scan segments read at
     once (reader threads, or asyncio tasks), 1 to ``MAX_READERS``; None (the default): one,
-    except where ``auto`` lists by skipping, which sends up to a request a key: then one every
-    2 MB of the table (by DescribeTable), up to ``AUTO_READERS`` (8), so that it takes about as
+    except where ``auto`` lists by skipping, which sends up to a request a key: then one at
+    first, and up to one every 2 MB of the table (by DescribeTable), up to ``AUTO_READERS``
+    (8), join as segments end showing skipping sends many requests, so that it takes about as
     long as a scan. ``scan_segments``: the Scan segments the table is split into (None: up to
     4 a reader, at most one a MB; see :func:`~ddbkeys.partition_keys.default_scan_segments`).
     ``index_name`` and ``marker_attribute``: the marker index and the attribute that keys it;
