@@ -100,8 +100,8 @@ def test_the_summary_says_how_many_readers_ran(
 ) -> None:
     """auto lists a table of 5 MB (up to one reader every 2 MB) by skipping, a request a key
     (600 collections of two 4 KB items): the first segment shows it, a second reader joins,
-    and its summary line and the JSON document say so, as does a listing with --segments. On
-    a table it reads as a scan, no reader joins, and one reader says nothing."""
+    and its summary line and the JSON document say so, as does a listing with --segments; one
+    reader says nothing (a table where none joins: tests/integration/test_partition_keys.py)."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     load_items(
         ddb_client,
@@ -123,9 +123,6 @@ def test_the_summary_says_how_many_readers_ran(
     one = run(ddb_endpoint_url, "-t", table, "--segments", "1", "--output", "json")
     assert one.stderr.startswith("600 keys (skip-pages): "), one.stderr
     assert json.loads(one.stdout)["readers"] == 1
-    through = unit_sized_collections(ddb_client, ddb_table_factory, 1200)
-    alone = json.loads(run(ddb_endpoint_url, "-t", through, "--output", "json", "-q").stdout)
-    assert alone["readers"] == 1 and "up to 2 at once" in alone["method_reason"]
 
 
 def test_binary_and_number_keys(
