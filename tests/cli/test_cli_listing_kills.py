@@ -435,3 +435,38 @@ def test_a_table_created_again_is_another_table(
     )
     with pytest.raises(ResumeTokenError, match="was deleted and created again"):
         distinct_partition_keys(ddb_client, table, "skip", resume=token)
+
+
+@pytest.mark.parametrize("output", ["json", "table"])
+def test_a_stop_with_a_document_output_gives_no_token_past_keys_never_written(
+    output: str,
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    """--output json (or table) writes the keys once the listing ends: stopped after 5 keys, it
+    wrote none, so a resume token (which goes on after those 5) would lose them (a new user
+    found the two runs held 457-607 keys of 900). It says nothing was written and how to run
+    so that a run can go on, and prints no token."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, 40)
+    fault_proxy.set_faults(
+        Faults(
+            script=[Fault.FORWARD] * 5 + [Fault.DELAY],
+            delay_seconds=30,
+            operations=frozenset({"Scan"}),
+        )
+    )
+    command = listing_args(fault_proxy.endpoint_url, table, "--output", output)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while fault_proxy.counts["delay"] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert fault_proxy.counts["delay"] == 1
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert out == ""
+    assert "Resume with" not in err and "--resume" not in err, err
+    assert err.startswith("Interrupted after 5 keys (skip): "), err
+    assert f"\nNothing was written (--output {output} writes the keys at the end)" in err

@@ -204,6 +204,12 @@ def test_a_second_reader_joins_where_skipping_sends_a_request_a_key(
     one = driver.call("distinct_partition_keys", ddb_client, table, segments=1)
     assert sorted(one) == keys and one.readers == 1
     assert auto.usage.read_units <= 1.05 * one.usage.read_units + 5
+    # Resumed, it judges by what it reads and sends itself (a new user's resumed listing kept
+    # to one reader: the segments done before counted, not their requests).
+    first, token = stop_after(driver.call("distinct_partition_keys", ddb_client, table), 300)
+    resumed = driver.call("distinct_partition_keys", ddb_client, table, resume=token)
+    assert sorted(first + list(resumed)) == keys
+    assert resumed.readers == 2
 
 
 def test_collections_about_a_unit_each_are_read_through_like_a_scan(

@@ -100,6 +100,10 @@ DEFAULTS = ListingOptions()
 STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
 
 
+#: The outputs written as one document once the listing ends (its keys collected meanwhile).
+COLLECTED = ("json", "table")
+
+
 def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[object]) -> None:
     """Write each key as it comes (text, jsonl) or collect it (json), checkpointing as it goes."""
     for raw in listing.raw():
@@ -113,10 +117,22 @@ def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[obj
         sink.tick(listing)
 
 
-def resume_note(verb: str, listing: Listing, sink: KeySink, status: StatusLine | None) -> None:
-    """On stderr: how far the listing came, and how to go on from there."""
+def resume_note(
+    verb: str, listing: Listing, sink: KeySink, status: StatusLine | None, output: str = "text"
+) -> None:
+    """On stderr: how far the listing came, and how to go on from there. With an output that
+    is one document at the end (json, table), nothing was written: no resume token, which
+    would go on past keys that no one saw."""
     if status is not None:
         status.stop()
+    if output in COLLECTED:
+        click.echo(
+            f"{verb} after {usage_line(listing)}.\nNothing was written (--output {output} "
+            "writes the keys at the end): run the command again; with --output jsonl or text, "
+            "--checkpoint FILE lets a run go on from where it stopped.",
+            err=True,
+        )
+        return
     sink.save(listing)
     if isinstance(listing, ExportListing):
         click.echo(export_stopped(verb, listing), err=True)
@@ -168,7 +184,7 @@ def stream_keys(
             if number == signal.SIGINT
             else f"Stopped by {signal.Signals(number).name}"
         )
-        resume_note(verb, listing, sink, status)
+        resume_note(verb, listing, sink, status, output)
         sink.close()
         ctx.exit(128 + number)
     except KeyboardInterrupt:
@@ -187,7 +203,7 @@ def stream_keys(
         ctx.exit(130)
     except DdbKeysError:
         # The keys written so far stand: say how to go on from them, then the error itself.
-        resume_note("Stopped", listing, sink, status)
+        resume_note("Stopped", listing, sink, status, output)
         sink.close()
         raise
     except BrokenPipeError:

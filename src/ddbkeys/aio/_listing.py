@@ -196,7 +196,7 @@ class AsyncListing(ListingCore):
                     await self._notified(segment, before)
                 if key is not None:
                     yield key
-                elif item is DONE and (more := self._joiners(running, bool(pending))):
+                elif item is DONE and (more := self._joiners(running, len(pending))):
                     tasks += [asyncio.create_task(run()) for _ in range(more)]
                     running += more
         finally:

@@ -14,6 +14,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -81,6 +82,7 @@ class ListingCore:
         self.notes: tuple[str, ...] = ()
         #: Where more readers may join as segments end (``readers``: those reading so far).
         self._joining: Joining | None = None
+        self._joined_from = (0, 0)  # (segments done, requests sent) when it began to read
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
@@ -135,13 +137,15 @@ class ListingCore:
 
     # --- the bookkeeping both forms share -----------------------------------------------------
 
-    def _joiners(self, running: int, left: bool) -> int:
+    def _joiners(self, running: int, left: int) -> int:
         """How many readers to start now that a segment has ended, with ``running`` reading
-        and segments ``left`` to read (see :class:`Joining`); ``readers`` counts them."""
+        and ``left`` segments not yet taken (see :class:`Joining`, over the segments this run
+        reads and the requests it sent: a resumed listing's own); ``readers`` counts them."""
         if self._joining is None or not left:
             return 0
-        wanted = self._joining.wanted(self.segments_done, self.usage.requests)
-        more = max(0, wanted - running)
+        done, sent = self._joined_from
+        wanted = self._joining.wanted(self.segments_done - done, self.usage.requests - sent)
+        more = min(left, max(0, wanted - running))
         self.readers = max(self.readers, running + more)
         return more
 
@@ -168,7 +172,11 @@ class ListingCore:
         if self._started:
             raise DdbKeysError("A listing is a stream: iterate over it once.")
         self._started = True
-        return [s for s in range(self.scan_segments) if self.positions[s] is not True]
+        todo = [s for s in range(self.scan_segments) if self.positions[s] is not True]
+        if self._joining is not None:  # (resumed: what this run reads, from what it sends)
+            self._joining = replace(self._joining, segments=len(todo))
+            self._joined_from = (self.segments_done, self.usage.requests)
+        return todo
 
     def _segment_flow(self, segment: int) -> Flow[None]:
         """The flow that emits the keys of ``segment`` from where it stands."""
@@ -363,7 +371,7 @@ class Listing(ListingCore):
                     running -= 1
                 elif (key := self._take(segment, item)) is not None:
                     yield key
-                elif item is DONE and (more := self._joiners(running, not pending.empty())):
+                elif item is DONE and (more := self._joiners(running, pending.qsize())):
                     start(more)
                     running += more
         finally:

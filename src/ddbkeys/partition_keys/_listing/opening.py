@@ -10,7 +10,6 @@ import math
 import time
 import warnings
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, TypeVar, Unpack
 
 from ddbkeys._capacity import Usage
@@ -100,10 +99,8 @@ def opening_flow(
     # with auto's readers, as the printed resume command, which names no method, asks)
     choice.readers = readers_for(options.segments, options.method, choice, reader.budget)
     most = choice.joining.most if choice.joining is not None else choice.readers
-    positions = _positions(positions, options.scan_segments, most, choice)
-    if choice.joining is not None:
-        choice.joining = replace(choice.joining, segments=len(positions))
-    return choice, positions
+    # (the segments it splits into are counted when it begins to read: ListingCore._begin)
+    return choice, _positions(positions, options.scan_segments, most, choice)
 
 
 #: MB of the table a reader of auto's, where it lists by skipping (see readers_for).
