@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 import subprocess
 import sys
 import threading
@@ -259,16 +258,8 @@ def test_follow_until_caught_up_with_backfill_applies_what_was_written_meanwhile
         f"again; `ddbkeys partition-keys index status -t {table}` says whether its maintainer "
         "keeps up)"
     ), auto.method_reason
-    # Once that record is older than the margin, the maintainer is behind: asked after.
-    time.sleep(MARGIN + 1.5)
-    later = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
-    assert sorted(later) == non_empty(ddb_client, table)
-    assert re.search(
-        r"\(its maintainer has not applied a record written \d+ s ago: is "
-        rf"`ddbkeys partition-keys index follow -t {table}` running\? `index status` says how "
-        r"far behind it is\)$",
-        later.method_reason,
-    ), later.method_reason
+    # (once it is older than the margin, by more than a record's time may be rounded down, the
+    # maintainer is behind and is asked after: tests/unit/test_proof_status.py)
 
 
 def test_the_asyncio_follower_until_caught_up_applies_what_was_written_meanwhile(

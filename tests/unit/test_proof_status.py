@@ -14,8 +14,9 @@ import pytest
 from ddbkeys._cli.index_status import render_status
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._listing.choice import behind_or_busy
 from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
-from ddbkeys.partition_keys._proof.replay import StreamRead, estimate
+from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, lag_of
 from ddbkeys.partition_keys._proof.replay_window import replay_window
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._proof.shard_read import Replay
@@ -300,3 +301,22 @@ def test_one_that_cannot_count_or_is_not_at_work_leaves_the_listings_reason(
     told = status(record(MARK, backfill=at_work))
     assert told.reason is not None and not told.reason.startswith("a backfill is at work")
     assert told.fix == "ddbkeys partition-keys index backfill -t orders"
+
+
+def test_a_costly_replay_asks_after_the_maintainer_only_when_it_is_behind_the_margin() -> None:
+    """Why re-checks cost too much, in words: a record the maintainer has not applied, written
+    longer ago than the margin even if its time was rounded down a whole minute (DynamoDB
+    Local's; a record 51 s old by its time was read as behind in CI), asks whether `index
+    follow` runs; else the changes lie within the margin, which every listing reads again."""
+    replay = Replay(60.0)
+    replay.oldest_unapplied = 1_000.0
+    assert lag_of(replay, 1_000.0 + 51) == 0.0  # (written 0-51 s ago: not known behind)
+    assert lag_of(replay, 1_000.0 + 200) == 140.0  # (at least 140 s ago)
+    assert lag_of(Replay(60.0), 2_000.0) is None  # every record read was applied
+    busy = behind_or_busy("orders", 0.0, 60.0)
+    assert (
+        busy.startswith(" (they changed within the replay margin, 60 s,") and "follow" not in busy
+    )
+    asked = behind_or_busy("orders", 140.0, 60.0)
+    assert "not applied a record written 140 s ago or more: is `ddbkeys partition-keys " in asked
+    assert "index follow -t orders` running?" in asked

@@ -25,7 +25,8 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink
-from ddbkeys._cli.partition_keys import DEFAULTS, stream_keys
+from ddbkeys._cli.listing_stream import stream_keys
+from ddbkeys._cli.partition_keys import DEFAULTS
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     METHODS,

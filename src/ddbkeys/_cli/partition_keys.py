@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-import threading
 import time
 from typing import Any
 
@@ -30,27 +26,21 @@ from ddbkeys._cli.listing_estimate import progress_note
 from ddbkeys._cli.listing_export import (
     check_export_options,
     export_fields,
-    export_line,
-    export_stopped,
     from_export_option,
 )
 from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink, check_options, resume_from
+from ddbkeys._cli.listing_stream import stream_keys, usage_line
 from ddbkeys._cli.rendering import check_query, render, render_table
-from ddbkeys._errors import DdbKeysError, ListingInterrupted
 from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
-    ExportListing,
     IndexReplayWarning,
     Listing,
     ListingOptions,
     distinct_partition_keys,
-    plain_key,
 )
 from ddbkeys.partition_keys._listing.options import AUTO_READERS
 from ddbkeys.partition_keys._listing.progress import Gauge
-from ddbkeys.partition_keys._listing.text import json_key, jsonl_line, text_line
-from ddbkeys.partition_keys._tasks.figures import plural
 
 
 def _replay_fields(listing: Listing) -> dict[str, Any] | None:
@@ -66,159 +56,8 @@ def _replay_fields(listing: Listing) -> dict[str, Any] | None:
     }
 
 
-def _n(n: int, noun: str) -> str:
-    return plural(n, noun, grouped=False)
-
-
-def usage_line(listing: Listing, *, progress: bool = False) -> str:
-    u = listing.usage
-    if isinstance(listing, ExportListing):
-        return export_line(listing)
-    readers = f", {listing.readers} readers" if listing.readers > 1 else ""
-    line = (
-        f"{_n(listing.keys_found, 'key')} ({listing.method_name}{readers}): "
-        f"{_n(u.requests, 'request')}, {_n(u.items, 'item')} read, {u.read_units:g} RCU"
-    )
-    if listing.method_note and not progress:
-        line += f"; {listing.method_note}"
-    replay = listing.replay
-    if replay is not None and not progress:
-        line += (
-            f" (the index proven: {_n(replay.records, 'stream record')} read past the "
-            f"maintainer's positions held back {replay.margin:g} s, "
-            f"{_n(replay.rechecked, 'collection')} re-checked: in the figures before)"
-        )
-    if progress and listing.scan_segments > 1:
-        line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
-    return line
-
-
 #: The defaults of the listing's options (--method, --segments, ...): ListingOptions' own.
 DEFAULTS = ListingOptions()
-
-#: What each stopping signal is called, and the exit code it leads to (128 + its number).
-STOP_SIGNALS: tuple[str, ...] = ("SIGINT", "SIGTERM", "SIGHUP")
-
-
-#: The outputs written as one document once the listing ends (its keys collected meanwhile).
-COLLECTED = ("json", "table")
-
-
-def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[object]) -> None:
-    """Write each key as it comes (text, jsonl) or collect it (json), checkpointing as it goes."""
-    for raw in listing.raw():
-        key = plain_key(raw)
-        if output == "text":
-            sink.write(text_line(key))
-        elif output == "jsonl":
-            sink.write(jsonl_line(key))
-        else:
-            collected.append(json_key(key))
-        sink.tick(listing)
-
-
-def resume_note(
-    verb: str, listing: Listing, sink: KeySink, status: StatusLine | None, output: str = "text"
-) -> None:
-    """On stderr: how far the listing came, and how to go on from there. With an output that
-    is one document at the end (json, table), nothing was written: no resume token, which
-    would go on past keys that no one saw."""
-    if status is not None:
-        status.stop()
-    if output in COLLECTED:
-        click.echo(
-            f"{verb} after {usage_line(listing)}.\nNothing was written (--output {output} "
-            "writes the keys at the end): run the command again; with --output jsonl or text, "
-            "--checkpoint FILE lets a run go on from where it stopped.",
-            err=True,
-        )
-        return
-    sink.save(listing)
-    if isinstance(listing, ExportListing):
-        click.echo(export_stopped(verb, listing), err=True)
-        return
-    how = f"Resume with: --resume {listing.checkpoint()}"
-    if click.get_current_context().info_name == "run-task":  # (it takes no --resume)
-        how = (
-            "Run the task line again (from its start; with --checkpoint FILE a run goes on "
-            "from where it stopped), or go on in Python with "
-            f"open_task(task.going_on({listing.checkpoint()!r}))."
-        )
-    if sink.checkpoint_path is not None:
-        how += f"\nOr run the same command again: it goes on from {sink.checkpoint_path}."
-    click.echo(f"{verb} after {usage_line(listing)}.\n{how}", err=True)
-
-
-def stream_keys(
-    ctx: click.Context, listing: Listing, output: str, sink: KeySink, status: StatusLine | None
-) -> list[object]:
-    """Write the keys; on Ctrl-C, SIGTERM, SIGHUP or an error, say how to resume. Returns the
-    keys collected for ``--output json``."""
-    collected: list[object] = []
-    # A stopping signal asks the listing to stop: within about 0.1 s, after the key being
-    # written, so that the resume token and the checkpoint are exact. A second Ctrl-C
-    # interrupts at once, leaving the last checkpoint as it was.
-    received: list[int] = []
-
-    def stop(signum: int, frame: object) -> None:
-        received.append(signum)
-        listing.stop()
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-
-    in_main = threading.current_thread() is threading.main_thread()
-    previous = {}
-    if in_main:
-        for name in STOP_SIGNALS:
-            number = getattr(signal, name, None)
-            if number is not None:
-                previous[number] = signal.signal(number, stop)
-    listing.background = True  # so that a stop never waits on an outstanding request
-    try:
-        if status is not None:
-            status.start()
-        write_keys(listing, output, sink, collected)
-    except ListingInterrupted:
-        number = received[0] if received else signal.SIGINT
-        verb = (
-            "Interrupted"
-            if number == signal.SIGINT
-            else f"Stopped by {signal.Signals(number).name}"
-        )
-        resume_note(verb, listing, sink, status, output)
-        sink.close()
-        ctx.exit(128 + number)
-    except KeyboardInterrupt:
-        if status is not None:
-            status.stop()
-        sink.close()
-        click.echo(
-            f"Interrupted twice: stopped at once, after {usage_line(listing)}; "
-            + (
-                f"{sink.checkpoint_path} holds the last checkpoint."
-                if sink.checkpoint_path
-                else "no resume token."
-            ),
-            err=True,
-        )
-        ctx.exit(130)
-    except DdbKeysError:
-        # The keys written so far stand: say how to go on from them, then the error itself.
-        resume_note("Stopped", listing, sink, status, output)
-        sink.close()
-        raise
-    except BrokenPipeError:
-        # The reader went away (| head): stop quietly. What it read of the keys written is
-        # unknown, so a checkpoint would skip keys it threw away: it is removed.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sink.forget()
-        ctx.exit(0)
-    finally:
-        if status is not None:
-            status.stop()
-        for number, handler in previous.items():
-            signal.signal(number, handler)
-    return collected
 
 
 def _trust_note(listing: Listing, method: str) -> str:

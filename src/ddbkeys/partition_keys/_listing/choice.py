@@ -246,7 +246,7 @@ def behind_or_busy(table: str, behind: float | None, margin: float) -> str:
     margin, which every listing reads again whoever keeps the index."""
     if behind is not None and behind > margin:
         return (
-            f" (its maintainer has not applied a record written {behind:,.0f} s ago: is "
+            f" (its maintainer has not applied a record written {behind:,.0f} s ago or more: is "
             f"`ddbkeys partition-keys index follow -t {table}` running? `index status` says "
             "how far behind it is)"
         )

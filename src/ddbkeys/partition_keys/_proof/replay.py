@@ -26,7 +26,7 @@ from ddbkeys.partition_keys._index.pending import pending_keys
 from ddbkeys.partition_keys._index.state import StateCore, markers_key
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
-from ddbkeys.partition_keys._proof.evidence import Decline, Evidence, precheck
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence, precheck
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
 
@@ -40,6 +40,7 @@ __all__ = [
     "estimate",
     "index_listing_units",
     "index_weighed",
+    "lag_of",
     "load_evidence",
     "read_flow",
     "replay_flow",
@@ -122,13 +123,15 @@ def _costly(what: str, replay: Replay | None = None, now: float = 0.0) -> Declin
     return Decline(
         f"{what}, and re-checking them costs more than listing another way",
         True,
-        _behind(replay, now),
+        lag_of(replay, now),
     )
 
 
-def _behind(replay: Replay | None, now: float) -> float | None:
+def lag_of(replay: Replay | None, now: float) -> float | None:
+    """How long ago, at least, the oldest record the maintainer has not applied was written
+    (its time is rounded down: to the minute on DynamoDB Local, ``CREATED_ROUNDING``)."""
     oldest = replay.oldest_unapplied if replay is not None else None
-    return None if oldest is None else max(now - oldest, 0.0)
+    return None if oldest is None else max(now - oldest - CREATED_ROUNDING, 0.0)
 
 
 def read_flow(
@@ -186,7 +189,7 @@ def read_flow(
                     "the stream since the maintainer's positions names a collection to "
                     "re-check, which costs more than a scan of this small table",
                     True,
-                    _behind(replay, now),
+                    lag_of(replay, now),
                 ),
             )
     return StreamRead(shards, window, replay)
