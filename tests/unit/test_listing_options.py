@@ -284,12 +284,14 @@ def test_auto_reads_a_table_of_many_megabytes_with_readers_that_join(
 def test_readers_join_where_skipping_sends_many_requests_a_page_of_a_scan() -> None:
     """Joining's rule: past skip-pages' learning, the requests the whole listing would send at
     the rate of the segments done, a reader each ``REQUESTS_A_PAGE`` times a scan's."""
-    join = Joining(most=3, segments=5, scan_requests=6)
-    assert join.wanted(0, 500) == 1  # nothing done: one
+    join = Joining(most=3, scan_requests=6)
+    assert join.wanted(0, 5, 500) == 1  # nothing done: one
     # 2,500 documents, size growing with versions: 36 requests in the first segment of five,
     # most of them its learning: one reader (two read 1.07x its units)
-    assert join.wanted(1, 36) == 1
+    assert join.wanted(1, 5, 36) == 1
     # chat, 8 MB: 88 requests by the second segment of seven, 299 by the third
-    chat = Joining(most=3, segments=7, scan_requests=8)
-    assert (chat.wanted(1, 12), chat.wanted(2, 88), chat.wanted(3, 299)) == (1, 2, 3)
-    assert Joining(most=8, segments=32, scan_requests=20).wanted(4, 600) == 8  # up to most
+    chat = Joining(most=3, scan_requests=8)
+    assert (chat.wanted(1, 7, 12), chat.wanted(2, 7, 88), chat.wanted(3, 7, 299)) == (1, 2, 3)
+    assert Joining(most=8, scan_requests=20).wanted(4, 32, 600) == 8  # up to most
+    # (resumed with 4 of 8 segments left: judged over those 4, from its own requests)
+    assert chat.wanted(1, 4, 12 + 60) == 2

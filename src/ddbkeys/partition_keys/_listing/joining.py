@@ -34,20 +34,19 @@ LEARNING = LOOK_AFTER + 4
 
 @dataclass(frozen=True)
 class Joining:
-    """Readers joining a listing by skipping: at most ``most``, over ``segments`` Scan
-    segments, where a scan of the table takes ``scan_requests`` requests (its 1 MB pages)."""
+    """Readers joining a listing by skipping: at most ``most``, where a scan of the table
+    takes ``scan_requests`` requests (its 1 MB pages)."""
 
     most: int
-    segments: int
     scan_requests: int
 
-    def wanted(self, done: int, requests: int) -> int:
-        """How many readers should read once ``done`` segments have ended and the listing has
-        sent ``requests`` requests in all (the segments under way count theirs too: the
-        estimate only grows with them)."""
+    def wanted(self, done: int, of: int, requests: int) -> int:
+        """How many readers should read once ``done`` segments of the ``of`` this run reads
+        have ended and it has sent ``requests`` requests in all (the segments under way count
+        theirs too: the estimate only grows with them)."""
         if done <= 0:
             return 1
-        projected = max(0, requests - LEARNING) * self.segments / done
+        projected = max(0, requests - LEARNING) * of / done
         needed = math.ceil(projected / (REQUESTS_A_PAGE * max(1, self.scan_requests)))
         return max(1, min(self.most, needed))
 

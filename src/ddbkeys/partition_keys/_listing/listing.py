@@ -14,7 +14,6 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -82,7 +81,8 @@ class ListingCore:
         self.notes: tuple[str, ...] = ()
         #: Where more readers may join as segments end (``readers``: those reading so far).
         self._joining: Joining | None = None
-        self._joined_from = (0, 0)  # (segments done, requests sent) when it began to read
+        #: (segments done, requests sent, segments to read) when it began to read
+        self._joined_from = (0, 0, 0)
         self._started = False
         self._ended: str | None = None  # why the iteration ended before the last key
 
@@ -143,8 +143,8 @@ class ListingCore:
         reads and the requests it sent: a resumed listing's own); ``readers`` counts them."""
         if self._joining is None or not left:
             return 0
-        done, sent = self._joined_from
-        wanted = self._joining.wanted(self.segments_done - done, self.usage.requests - sent)
+        done, sent, of = self._joined_from
+        wanted = self._joining.wanted(self.segments_done - done, of, self.usage.requests - sent)
         more = min(left, max(0, wanted - running))
         self.readers = max(self.readers, running + more)
         return more
@@ -173,9 +173,8 @@ class ListingCore:
             raise DdbKeysError("A listing is a stream: iterate over it once.")
         self._started = True
         todo = [s for s in range(self.scan_segments) if self.positions[s] is not True]
-        if self._joining is not None:  # (resumed: what this run reads, from what it sends)
-            self._joining = replace(self._joining, segments=len(todo))
-            self._joined_from = (self.segments_done, self.usage.requests)
+        # (resumed: judged by what this run reads and sends, see _joiners)
+        self._joined_from = (self.segments_done, self.usage.requests, len(todo))
         return todo
 
     def _segment_flow(self, segment: int) -> Flow[None]:

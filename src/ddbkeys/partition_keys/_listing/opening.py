@@ -99,7 +99,6 @@ def opening_flow(
     # with auto's readers, as the printed resume command, which names no method, asks)
     choice.readers = readers_for(options.segments, options.method, choice, reader.budget)
     most = choice.joining.most if choice.joining is not None else choice.readers
-    # (the segments it splits into are counted when it begins to read: ListingCore._begin)
     return choice, _positions(positions, options.scan_segments, most, choice)
 
 
@@ -137,7 +136,7 @@ def readers_for(
         if readers == 1:
             choice.reason += f"; 1 reader(s) at once ({why})"
     if readers > 1:
-        choice.joining = Joining(readers, 0, max(1, math.ceil(scanned / PAGE_BYTES)))
+        choice.joining = Joining(readers, max(1, math.ceil(scanned / PAGE_BYTES)))
         choice.reason += f"{choice.joining.reason()} ({why})"
     return 1
 
