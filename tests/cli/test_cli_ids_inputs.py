@@ -296,8 +296,10 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         [*PUT, "--counter-key", '{"pk": {"S": "s"}, "x": 1}', "--item", '{"pk": "b"}'],
         None,
         2,
-        "Invalid value for --counter-key: the item mixes DynamoDB JSON (attribute 'pk') with "
-        "plain values (attribute 'x'): pass --item-format dynamodb or --item-format plain.",
+        # (--item-format is --item's: a key is told how to write it)
+        "Invalid value for --counter-key: the key mixes DynamoDB JSON (attribute 'pk') with "
+        'plain values (attribute \'x\'): write each value in DynamoDB JSON, like {"pk": {"B": '
+        '"AAE="}, "sk": {"N": "1"}}, or each plain, like {"pk": "ctr", "sk": 1}.',
     ),
     (
         [*PUT, "--width", "0", "--item", "{}"],

@@ -36,6 +36,8 @@ from tests.support.progress import contents, wait_for_change
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
 
+    from tests.conftest import ServerURL
+
 pytestmark = pytest.mark.integration
 
 KEYS = 300
@@ -470,3 +472,36 @@ def test_a_stop_with_a_document_output_gives_no_token_past_keys_never_written(
     assert "Resume with" not in err and "--resume" not in err, err
     assert err.startswith("Interrupted after 5 keys (skip): "), err
     assert f"\nNothing was written (--output {output} writes the keys at the end)" in err
+
+
+@pytest.mark.parametrize("resumed", [False, True], ids=["new", "resumed"])
+def test_ctrl_c_before_the_first_key_says_nothing_was_written_and_to_run_again(
+    resumed: bool,
+    silent_endpoint: ServerURL,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    """Ctrl-C while the listing opens (its table's description: here, an endpoint that never
+    answers) said "a request already sent may still be applied", of a listing that writes
+    nothing, and nothing of a --resume token given (a new user's run: it still holds)."""
+    args: list[str] = []
+    if resumed:  # a real token, of a listing stopped after 3 keys
+        table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+        fill(ddb_client, table, 10)
+        listing = distinct_partition_keys(ddb_client, table, method="skip")
+        keys = iter(listing)
+        for _ in range(3):
+            next(keys)
+        args = ["--resume", listing.checkpoint()]
+    command = listing_args(silent_endpoint, "orders", *args)
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert silent_endpoint.connected.wait(30)  # (its DescribeTable waits: not Python starting)
+    time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 130, err
+    assert out == ""
+    said = "Interrupted before the listing wrote a key: run the same command again"
+    if resumed:
+        said += " (its --resume token still goes on from where the stopped listing was)"
+    assert err == said + ".\n"

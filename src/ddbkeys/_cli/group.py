@@ -15,7 +15,12 @@ from typing import Any
 
 import click
 
-__all__ = ["DdbKeysGroup", "LazyCommand", "LazyGroup", "given_defaults"]
+__all__ = ["INTERRUPTED_NOTE", "DdbKeysGroup", "LazyCommand", "LazyGroup", "given_defaults"]
+
+#: ``ctx.meta`` key: what a command says when Ctrl-C interrupts it, where it knows better than
+#: :data:`INTERRUPTED` (a listing before its first key: nothing written, run it again).
+INTERRUPTED_NOTE = "ddbkeys.interrupted"
+INTERRUPTED = "Interrupted (a request already sent may still be applied)."
 
 
 def _error_line(exc: Exception) -> str:
@@ -106,7 +111,7 @@ class DdbKeysGroup(LazyGroup):
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
         except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
-            click.echo("Interrupted (a request already sent may still be applied).", err=True)
+            click.echo(ctx.meta.get(INTERRUPTED_NOTE) or INTERRUPTED, err=True)
             ctx.exit(130)
         except Exception as exc:
             raise click.ClickException(_error_line(exc)) from exc

@@ -166,6 +166,14 @@ def parse_items(
     return items
 
 
+#: ... a counter's key (--counter-key takes no --item-format): binary values are DynamoDB
+#: JSON alone.
+KEY_FIX = (
+    'write each value in DynamoDB JSON, like {"pk": {"B": "AAE="}, "sk": {"N": "1"}}, or '
+    'each plain, like {"pk": "ctr", "sk": 1}'
+)
+
+
 def parse_counter_key(text: str, table: str) -> dict[str, Any]:
     """--counter-key: the counter item's whole key, plain or DynamoDB JSON, as plain values."""
     source = "--counter-key"
@@ -173,7 +181,8 @@ def parse_counter_key(text: str, table: str) -> dict[str, Any]:
     if not isinstance(value, dict) or not value:
         _bad(source, 'give the counter item\'s whole key as a JSON object, like {"pk": "ctr"}')
     try:
-        return from_attributes(_typed_item(value, "auto", table))
+        key = _typed_item(value, "auto", table, what="key", fix=KEY_FIX)
+        return from_attributes(key)
     except (_BadItem, DdbKeysError) as exc:
         _bad(source, str(exc))
 
@@ -222,14 +231,20 @@ def _unwrapped(
     return dict(answer), "dynamodb"
 
 
-def _typed_item(item: dict[str, Any], item_format: str, table: str) -> Item:
+#: How to tell an item that mixes DynamoDB JSON with plain values which one it is.
+MIXED_FIX = "pass --item-format dynamodb or --item-format plain"
+
+
+def _typed_item(
+    item: dict[str, Any], item_format: str, table: str, *, what: str = "item", fix: str = MIXED_FIX
+) -> Item:
     if item_format == "auto":
         typed = [name for name, value in item.items() if looks_typed(value)]
         plain = [name for name in item if name not in typed]
         if typed and plain:
             raise _BadItem(
-                f"the item mixes DynamoDB JSON (attribute {typed[0]!r}) with plain values "
-                f"(attribute {plain[0]!r}): pass --item-format dynamodb or --item-format plain."
+                f"the {what} mixes DynamoDB JSON (attribute {typed[0]!r}) with plain values "
+                f"(attribute {plain[0]!r}): {fix}."
             )
         item_format = "dynamodb" if typed else "plain"
     if item_format == "plain":

@@ -11,6 +11,7 @@ import threading
 import click
 
 from ddbkeys._cli.common import StatusLine
+from ddbkeys._cli.group import INTERRUPTED_NOTE
 from ddbkeys._cli.listing_export import export_line, export_stopped
 from ddbkeys._cli.listing_sink import KeySink
 from ddbkeys._errors import DdbKeysError, ListingInterrupted
@@ -18,7 +19,15 @@ from ddbkeys.partition_keys import ExportListing, Listing, plain_key
 from ddbkeys.partition_keys._listing.text import json_key, jsonl_line, text_line
 from ddbkeys.partition_keys._tasks.figures import plural
 
-__all__ = ["COLLECTED", "STOP_SIGNALS", "resume_note", "stream_keys", "usage_line", "write_keys"]
+__all__ = [
+    "COLLECTED",
+    "STOP_SIGNALS",
+    "before_keys",
+    "resume_note",
+    "stream_keys",
+    "usage_line",
+    "write_keys",
+]
 
 
 def _n(n: int, noun: str) -> str:
@@ -69,6 +78,16 @@ def write_keys(listing: Listing, output: str, sink: KeySink, collected: list[obj
         sink.tick(listing)
 
 
+def before_keys(ctx: click.Context, what: str, again: str, resume: str | None = None) -> None:
+    """What Ctrl-C says until :func:`stream_keys` takes the stop over (while the listing
+    opens: its table's description, a proof's stream read): nothing was written, and how to
+    go on (a resume token given still holds)."""
+    note = f"Interrupted before the {what} wrote a key: {again}"
+    if resume is not None:
+        note += " (its --resume token still goes on from where the stopped listing was)"
+    ctx.meta[INTERRUPTED_NOTE] = note + "."
+
+
 def resume_note(
     verb: str, listing: Listing, sink: KeySink, status: StatusLine | None, output: str = "text"
 ) -> None:
@@ -107,6 +126,7 @@ def stream_keys(
     """Write the keys; on Ctrl-C, SIGTERM, SIGHUP or an error, say how to resume. Returns the
     keys collected for ``--output json``."""
     collected: list[object] = []
+    ctx.meta.pop(INTERRUPTED_NOTE, None)  # (from here, a stop says how far it came)
     # A stopping signal asks the listing to stop: within about 0.1 s, after the key being
     # written, so that the resume token and the checkpoint are exact. A second Ctrl-C
     # interrupts at once, leaving the last checkpoint as it was.

@@ -25,7 +25,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink
-from ddbkeys._cli.listing_stream import stream_keys
+from ddbkeys._cli.listing_stream import before_keys, stream_keys
 from ddbkeys._cli.partition_keys import DEFAULTS
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
@@ -193,6 +193,7 @@ def run_task_command(
         raise click.UsageError(
             f"--checkpoint and --output-file are the same file ({output_file}): name two."
         )
+    before_keys(ctx, "task", "run the task line again")
     sink = KeySink(output, output_file, checkpoint_file)
     if sink.resume_token is not None:
         task = task.going_on(sink.resume_token)  # (another task's checkpoint is refused)

@@ -29,7 +29,7 @@ from ddbkeys._cli.listing_export import (
     from_export_option,
 )
 from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink, check_options, resume_from
-from ddbkeys._cli.listing_stream import stream_keys, usage_line
+from ddbkeys._cli.listing_stream import before_keys, stream_keys, usage_line
 from ddbkeys._cli.rendering import check_query, render, render_table
 from ddbkeys.partition_keys import (
     MAX_READERS,
@@ -221,6 +221,7 @@ def partition_keys_group(
             checkpoint_file,
             (segments, scan_segments, trust_index),
         )
+    before_keys(ctx, "listing", "run the same command again", resume)
     sink = KeySink(output, output_file, checkpoint_file)
     resume = resume_from(sink, resume, checkpoint_file)
     client = connection.client()
