@@ -83,6 +83,14 @@ def test_status_tells_until_the_index_is_provable_then_exits_0(
         fix = f"Fix: ddbkeys partition-keys index backfill -t {table} --state-table {store}"
         assert fix in before.stdout
         assert "Maintainer: follow" in before.stdout
+        # Within the default margin of the follower's start: the backfill waits out the rest,
+        # or `index follow --backfill` backfills by itself (a new user was told to run it
+        # beside one; the record cannot say which follower runs).
+        waiting = status(ddb_endpoint_url, table, "--state-table", store)
+        assert f"{fix} (it waits " in waiting.stdout, waiting.output
+        assert "\nOr nothing, if `index follow --backfill` is what runs: it backfills by " in (
+            waiting.stdout
+        )
         MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=float(MARGIN))
         ddb_client.put_item(TableName=table, Item={"pk": {"S": "new"}, "sk": {"N": "1"}})
         after = status(ddb_endpoint_url, table, *args, "--output", "json")

@@ -157,6 +157,12 @@ def _verdict(status: ProofStatus) -> list[str]:
                 f"{_clock(status.now + status.fix_in)}; provable once it finishes)"
             )
         lines.append(f"Fix: {status.fix}{when}")
+        if when and status.maintainer == "follow" and status.backfill is None:
+            # (the record cannot say whether the follower was started with --backfill)
+            lines.append(
+                "Or nothing, if `index follow --backfill` is what runs: it backfills by itself "
+                "once the margin has passed."
+            )
     if status.provable_in is not None:
         lines.append(f"Provable in {_span(status.provable_in)} with nothing done")
     return lines
