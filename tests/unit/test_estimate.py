@@ -125,10 +125,13 @@ def test_own_items_that_lead_a_collection_are_held_with_its_first_of_yours() -> 
     assert len(sizes[1]) == 1 and len(sizes[2]) == 1  # b; c: its own item alone
     assert len(sizes[3]) == 2  # d: its own item after one of yours
     assert tally.items == 7 and tally.owned == 1
+    # skip's one-item pages: a's marker, then its first of yours; b; c's own item; d
+    assert tally.skip_pages == 5 and tally.skip == 5 * 0.5
     every = SegmentTally("pk")
     every.add([marker, *rest])
     every.close()
     assert every.collections[0][0] == tuple(a)
+    assert every.skip_pages == 1
 
 
 def test_each_method_costs_what_the_model_says() -> None:

@@ -192,19 +192,20 @@ def _sampled(total: float, squares: float, sample: Sample) -> Range:
 
 
 def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> MethodEstimate:
-    """A one-item page a collection, and perhaps a last, empty one that ends the scan."""
+    """A one-item page a collection, and one more for each own item that leads it (its
+    marker: the next page looks at the item after it), and perhaps a last, empty one that
+    ends the scan."""
     found = _sampled(sample.skip_units, sample.skip_squares, sample)
     units = Range(found.low, found.value, found.high + 0.5)  # (and a last, empty page or not)
     average = info.size_bytes / info.item_count if info.item_count else 0.0
-    requests = keys.value + 1
-    return speed.method(
-        "skip",
-        units,
-        requests,
-        requests * average,
-        info.size_bytes,
-        "a request a key: its first item's 4 KB units",
-    )
+    listed = sample.keys - sample.owned
+    # (a collection of own items alone costs its pages too, though no key is listed)
+    per_key = max(1.0, sample.skip_pages / listed) if sample.skip_pages and listed > 0 else 1.0
+    requests = math.ceil(keys.value * per_key) + 1
+    note = "a request a key: its first item's 4 KB units"
+    if per_key >= 1.05:
+        note += f"; {per_key:.2g} a key, with the own items (markers) that lead collections"
+    return speed.method("skip", units, requests, requests * average, info.size_bytes, note)
 
 
 def _within_scan(units: Range, scan: Range) -> Range:

@@ -105,6 +105,7 @@ class SegmentTally:
     key_bytes: int = 0
     skip: float = 0.0
     skip_squares: float = 0.0
+    skip_pages: int = 0
     prefix: float = 0.0
     prefix_squares: float = 0.0
     cut: int = 0
@@ -152,6 +153,10 @@ class SegmentTally:
             return
         sizes, self._open = self._open, []
         lead, self._lead = self._lead, 0
+        # skip's one-item pages: the own items that lead (a marker) one each, then the first
+        # of yours; a collection of own items alone, each (the request after its last reads
+        # the next collection's first item: SkipMethod)
+        firsts = sizes[: lead + 1]
         if 0 < lead <= MAX_LEAD and lead < len(sizes):
             # skip-pages reads the own items that lead a collection (its marker) with its first
             # item of yours, asking for as many more (reading.Reading): one item, as it pays
@@ -165,7 +170,8 @@ class SegmentTally:
             upto += size
             if upto >= UNIT:
                 break
-        skip = 0.5 * max(1, math.ceil(sizes[0] / UNIT))
+        skip = sum(0.5 * max(1, math.ceil(size / UNIT)) for size in firsts)
+        self.skip_pages += len(firsts)
         prefix = upto / (2 * UNIT)
         self.keys += 1
         self.bytes += whole
@@ -180,21 +186,21 @@ class SegmentTally:
 
 @dataclass(frozen=True)
 class Sample:
-    """What the sampled segments held: ``segments`` whole segments of ``total_segments``,
-    their ``items``, ``bytes`` (DynamoDB's item sizes, of what was read), the collections
-    (``keys``; ``owned``: those that showed none of your items, which a listing leaves out),
-    those of 4 KB or more (``large``), the sum of each collection's bytes up to 4 KB
-    (``capped_bytes``) and of their partition key values (``key_bytes``); per collection,
-    summed with their squares: ``skip_units`` (the read units of a one-item page of its first
-    item) and ``prefix_units`` (of its items up to 4 KB: what a page reading into it pays);
-    the collections whose rest past 4 KB it skipped (``cut``: their items and bytes are not
-    all counted), the ``requests`` and read units it took, and whether it read every segment
-    (``whole_table``: then its key count is the table's, and its items and bytes too when
-    nothing was ``cut``); ``runs``: each segment's collections in scan order, the segments
-    in theirs (item sizes as read, and whether the rest was skipped), over which
-    :func:`~ddbkeys.partition_keys._tasks.simulate.simulate` runs skip-pages. One reader's
-    speed: ``latency``, the fastest page; ``bytes_per_second``, the median over the pages of
-    8 KB or more of their bytes over their time past that latency (0: not measured)."""
+    """What the sampled segments held: ``segments`` whole segments of ``total_segments``, their
+    ``items``, ``bytes`` (DynamoDB's item sizes, of what was read), the collections (``keys``;
+    ``owned``: those that showed none of your items, which a listing leaves out), those of 4 KB or
+    more (``large``), the sum of each collection's bytes up to 4 KB (``capped_bytes``) and of their
+    partition key values (``key_bytes``); per collection, summed with their squares: ``skip_units``
+    (the read units of skip's one-item pages of its first item, and of the own items that lead it: a
+    marker) and ``prefix_units`` (of its items up to 4 KB: what a page reading into it pays); the
+    collections whose rest past 4 KB it skipped (``cut``: their items and bytes are not all
+    counted), the ``requests`` and read units it took, and whether it read every segment
+    (``whole_table``: then its key count is the table's, and its items and bytes too when nothing
+    was ``cut``); ``runs``: each segment's collections in scan order, the segments in theirs (item
+    sizes as read, and whether the rest was skipped), over which
+    :func:`~ddbkeys.partition_keys._tasks.simulate.simulate` runs skip-pages. One reader's speed:
+    ``latency``, the fastest page; ``bytes_per_second``, the median over the pages of 8 KB or more
+    of their bytes over their time past that latency (0: not measured)."""
 
     segments: int = 0
     total_segments: int = 1
@@ -212,6 +218,9 @@ class Sample:
     prefix_squares: float = 0.0
     cut: int = 0
     read_units: float = 0.0
+    #: skip's one-item pages over the sampled collections: one each, and one more for each
+    #: own item that leads one (a marker; 0: not counted, one a collection).
+    skip_pages: int = 0
     whole_table: bool = False
     runs: tuple[tuple[tuple[tuple[int, ...], bool], ...], ...] = field(default=(), repr=False)
     latency: float = 0.0
@@ -247,6 +256,7 @@ class Sample:
             key_bytes=sum(s.key_bytes for s in segments),
             skip_units=sum(s.skip for s in segments),
             skip_squares=sum(s.skip_squares for s in segments),
+            skip_pages=sum(s.skip_pages for s in segments),
             prefix_units=sum(s.prefix for s in segments),
             prefix_squares=sum(s.prefix_squares for s in segments),
             cut=sum(s.cut for s in segments),
