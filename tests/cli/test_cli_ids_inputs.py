@@ -299,7 +299,8 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         # (--item-format is --item's: a key is told how to write it)
         "Invalid value for --counter-key: the key mixes DynamoDB JSON (attribute 'pk') with "
         'plain values (attribute \'x\'): write each value in DynamoDB JSON, like {"pk": {"B": '
-        '"AAE="}, "sk": {"N": "1"}}, or each plain, like {"pk": "ctr", "sk": 1}.',
+        '"AAE="}, "sk": {"N": "1"}}, or each plain, like {"pk": "ctr", "sk": 1} (a binary '
+        "value only as DynamoDB JSON).",
     ),
     (
         [*PUT, "--width", "0", "--item", "{}"],

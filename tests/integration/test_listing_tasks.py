@@ -6,6 +6,7 @@ the plan; and a process pool whose worker is killed runs that worker's task agai
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from collections import Counter
@@ -277,6 +278,12 @@ def test_plan_and_run_task_from_the_shell(
     keys = done.stdout.split()
     assert sorted(keys) == non_empty(ddb_client, table) and len(keys) == len(set(keys))
     assert "3 task(s), method skip-pages" in done.stderr
+    # Each task's summary, as a listing's: keys, method, requests ("1 request"), items, RCU.
+    summaries = re.findall(
+        r"^(\d+) keys? \(skip-pages\): (\d+) requests?, .* RCU", done.stderr, re.M
+    )
+    assert len(summaries) == 3 and sum(int(k) for k, _ in summaries) == len(keys), done.stderr
+    assert "1 requests" not in done.stderr
     empty = subprocess.run(
         ["bash", "-c", "ddbkeys partition-keys run-task < /dev/null"],
         capture_output=True,

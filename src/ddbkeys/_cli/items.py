@@ -170,7 +170,7 @@ def parse_items(
 #: JSON alone.
 KEY_FIX = (
     'write each value in DynamoDB JSON, like {"pk": {"B": "AAE="}, "sk": {"N": "1"}}, or '
-    'each plain, like {"pk": "ctr", "sk": 1}'
+    'each plain, like {"pk": "ctr", "sk": 1} (a binary value only as DynamoDB JSON)'
 )
 
 

@@ -25,7 +25,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink
-from ddbkeys._cli.listing_stream import before_keys, stream_keys
+from ddbkeys._cli.listing_stream import before_keys, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
@@ -203,9 +203,4 @@ def run_task_command(
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
     stream_keys(ctx, listing, output, sink, None)
     sink.finish()
-    usage = listing.usage
-    click.echo(
-        f"{listing.keys_found} keys ({listing.method_name}): {usage.requests} requests, "
-        f"{usage.read_units:g} RCU",
-        err=True,
-    )
+    click.echo(usage_line(listing), err=True)  # (as a listing's: "1 request", not "1 requests")
