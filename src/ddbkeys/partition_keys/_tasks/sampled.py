@@ -184,6 +184,25 @@ class SegmentTally:
         self.prefix_squares += prefix * prefix
 
 
+#: The fields of a :class:`Sample` that sum its segments' :class:`SegmentTally` ones (the
+#: field, the tally's attribute).
+_SUMMED = (
+    ("items", "items"),
+    ("bytes", "bytes"),
+    ("keys", "keys"),
+    ("owned", "owned"),
+    ("large", "large"),
+    ("capped_bytes", "capped"),
+    ("key_bytes", "key_bytes"),
+    ("skip_units", "skip"),
+    ("skip_squares", "skip_squares"),
+    ("skip_pages", "skip_pages"),
+    ("prefix_units", "prefix"),
+    ("prefix_squares", "prefix_squares"),
+    ("cut", "cut"),
+)
+
+
 @dataclass(frozen=True)
 class Sample:
     """What the sampled segments held: ``segments`` whole segments of ``total_segments``, their
@@ -243,23 +262,12 @@ class Sample:
         )
         for segment in segments:
             segment.close()
+        summed = {field: sum(getattr(s, tally) for s in segments) for field, tally in _SUMMED}
         return cls(
             segments=len(segments),
             total_segments=total,
             requests=len(pages),
-            items=sum(s.items for s in segments),
-            bytes=sum(s.bytes for s in segments),
-            keys=sum(s.keys for s in segments),
-            owned=sum(s.owned for s in segments),
-            large=sum(s.large for s in segments),
-            capped_bytes=sum(s.capped for s in segments),
-            key_bytes=sum(s.key_bytes for s in segments),
-            skip_units=sum(s.skip for s in segments),
-            skip_squares=sum(s.skip_squares for s in segments),
-            skip_pages=sum(s.skip_pages for s in segments),
-            prefix_units=sum(s.prefix for s in segments),
-            prefix_squares=sum(s.prefix_squares for s in segments),
-            cut=sum(s.cut for s in segments),
+            **summed,
             read_units=read_units,
             whole_table=bool(segments) and len(segments) >= total,
             latency=latency,
