@@ -145,6 +145,12 @@ def test_advance_never_goes_back_and_thins() -> None:
     kept = thin(many, 10_000.0)
     assert len(kept) <= MAX_MARKS and kept[-1] == many[-1]
     assert [s for s, _ in kept] == sorted((s for s, _ in kept), key=lambda s: int(s or 0))
+    assert kept[0] == many[0]  # (the first, under a day old: when coverage began)
+    # A second mark 0.8 s after the first keeps the first: when coverage was first recorded
+    # (where a backfill's margin starts) does not move later (it did: CI, a Lambda handler's
+    # second batch, and a backfill begun the margin after the first read as begun too soon).
+    second = advance(first, "s1", ARN, "start", "6", 100.8)
+    assert second.first_saved == 100.0 and second.marks[-1] == ("6", 100.8)
 
 
 def test_the_record_reads_back() -> None:

@@ -209,9 +209,13 @@ def thin(
     marks: Sequence[tuple[str | None, float]], now: float
 ) -> tuple[tuple[str | None, float], ...]:
     """At most ``MAX_MARKS`` marks: the newest, and older ones spaced by a quarter of their age
-    (at least 2 s), none older than a day but the newest of those. Any subset of the marks is
-    still right (a listing that finds no mark old enough reads more of the stream), so thinning
-    costs replay, never correctness."""
+    (at least 2 s), none older than a day but the newest of those; and the first, while not a
+    day old: it says when coverage of the shard was first recorded (``ShardMark.first_saved``,
+    where a backfill's margin starts), which must not move later (dropped for a mark 0.8 s
+    after it, it did: a backfill begun the margin after the first position was then read as
+    begun 0.2 s after it, and listings declined). Any subset of the marks is still right (a
+    listing that finds no mark old enough reads more of the stream), so thinning costs
+    replay, never correctness."""
     kept: list[tuple[str | None, float]] = []
     for mark in reversed(marks):
         if not kept:
@@ -222,7 +226,10 @@ def thin(
             kept.append(mark)
         if age > DAY:
             break
-    return tuple(reversed(kept[:MAX_MARKS]))
+    newest = list(reversed(kept[:MAX_MARKS]))
+    if marks and newest[0] != marks[0] and now - marks[0][1] <= DAY:
+        newest = [marks[0], *newest[-(MAX_MARKS - 1) :]]
+    return tuple(newest)
 
 
 def advance(
