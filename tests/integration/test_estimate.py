@@ -16,7 +16,9 @@ from ddbkeys._connect import make_client
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo, table_info
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, estimate_listing
-from ddbkeys.partition_keys._tasks.sampled import sample_rcu
+from ddbkeys.partition_keys._listing.recognise import is_own, markers_of
+from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample, SegmentTally, sample_rcu
+from ddbkeys.partition_keys._tasks.simulate import simulate
 from ddbkeys.testing._proxy import Fault, FaultProxy, Faults
 from tests.integration.test_index_async import run
 from tests.integration.test_marker_lifecycle import enable_stream
@@ -264,3 +266,41 @@ def test_the_backfill_costs_what_the_estimate_said_it_would(
     # end is)
     high_end = "the high end where your writes reach every collection while it runs"
     assert (high_end in cost.summary()) == (mode == "read")
+
+
+@pytest.mark.parametrize("marked", [False, True], ids=["plain", "marked"])
+def test_fed_the_whole_table_the_simulation_reads_what_skip_pages_reads(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, marked: bool
+) -> None:
+    """The estimate's simulation of skip-pages, fed the whole table in its scan order, sends the
+    requests the listing sends and reads its units (to a unit a page read on as a scan, which
+    it prices at the table's average): with a marker leading each collection too, read as an
+    item of the listing's pages, which ask for one more (before, the simulation held a marker
+    with its collection's first item: 31 RCU read against a range of 14.9-28.2)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table)
+    if marked:
+        index = MarkerIndex(ddb_client, table)
+        index.create()
+        index.backfill(record=False)
+    info = describe(ddb_client, table)
+    markers = markers_of(info)
+    tally = SegmentTally("pk", lambda item: is_own(item, markers))
+    request: dict[str, Any] = {"TableName": table}
+    while True:
+        page = ddb_client.scan(**request)
+        tally.add(page["Items"])
+        if "LastEvaluatedKey" not in page:
+            break
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    sample = Sample.of_segments([tally], 1)
+    assert sum(c.lead for run in sample.runs for c in run) == (KEYS if marked else 0)
+    found = simulate(
+        sample.runs, info.size_bytes / info.item_count, sample.keys, table_bytes=info.size_bytes
+    )
+    listing = distinct_partition_keys(ddb_client, table, "skip-pages", segments=1)
+    assert len(list(listing)) == KEYS
+    assert listing.usage.requests == found.skip_pages + found.through_pages
+    scan_units = info.size_bytes / UNIT / 2
+    simulated = found.skip_rcu + found.through * scan_units
+    assert abs(listing.usage.read_units - simulated) <= 0.5 + 0.5 * found.through_pages

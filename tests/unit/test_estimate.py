@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._tasks.ranges import count_range
 from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_PAGE_UNITS,
+    Collection,
     PageTime,
     Sample,
     SegmentTally,
@@ -108,29 +109,27 @@ def test_a_segment_is_summed_up_by_collection() -> None:
     assert found.whole_table and not Sample.of_segments([tally], 2, pages).whole_table
 
 
-def test_own_items_that_lead_a_collection_are_held_with_its_first_of_yours() -> None:
-    """skip-pages reads a collection's leading marker with its first item (asking for one more):
-    the sample holds them as one item, so that the simulation reads them as the listing does;
-    an own item later in a collection, a collection of own items alone, and a sample that takes
-    every item for yours keep each item."""
+def test_own_items_that_lead_a_collection_are_counted_apart() -> None:
+    """The sample keeps each item, and counts the own items (a marker) that lead a collection:
+    the simulation reads them as items of the listing's pages, which ask for as many more; an
+    own item later in a collection does not lead it; a collection of own items alone is all
+    lead; a sample that takes every item for yours counts none."""
     marker = {"pk": {"S": "a"}, "sk": {"S": "#m"}, "ddbkeys_type": {"S": "counter"}}
     rest = collection("a", 2, 100)
     tally = SegmentTally("pk", is_counter)
     tally.add([marker, *rest, *collection("b", 1, 100), {**marker, "pk": {"S": "c"}}])
     tally.add([*collection("d", 1, 100), {**marker, "pk": {"S": "d"}}])
     tally.close()
-    sizes = [sizes for sizes, _ in tally.collections]
     a = [item_size(i) for i in (marker, *rest)]
-    assert sizes[0] == (a[0] + a[1], a[2])
-    assert len(sizes[1]) == 1 and len(sizes[2]) == 1  # b; c: its own item alone
-    assert len(sizes[3]) == 2  # d: its own item after one of yours
+    assert tally.collections[0] == Collection(tuple(a), False, 1)
+    assert [(len(c.sizes), c.lead) for c in tally.collections[1:]] == [(1, 0), (1, 1), (2, 0)]
     assert tally.items == 7 and tally.owned == 1
     # skip's one-item pages: a's marker, then its first of yours; b; c's own item; d
     assert tally.skip_pages == 5 and tally.skip == 5 * 0.5
     every = SegmentTally("pk")
     every.add([marker, *rest])
     every.close()
-    assert every.collections[0][0] == tuple(a)
+    assert every.collections[0] == Collection(tuple(a), False, 0)
     assert every.skip_pages == 1
 
 
@@ -303,7 +302,7 @@ def test_no_time_when_nothing_was_measured() -> None:
 
 
 def test_the_estimate_as_json_and_in_one_line() -> None:
-    runs = tuple(((100,) * n, False) for n in range(1, 60))  # (collections' item sizes)
+    runs = tuple(Collection((100,) * n) for n in range(1, 60))
     found = estimated(found=sample(runs=(runs,) * 4))
     data = json.loads(found.to_json())
     assert "runs" not in data["sample"] and len(found.to_json()) < 8000  # (106 KB with them)

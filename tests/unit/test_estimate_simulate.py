@@ -36,7 +36,7 @@ def table(items: int, size_bytes: int) -> TableInfo:
 
 
 def segments(count: int, per_segment: int, sizes: tuple[int, ...]) -> list[list[Collection]]:
-    return [[(sizes, False)] * per_segment for _ in range(count)]
+    return [[Collection(sizes)] * per_segment for _ in range(count)]
 
 
 def by_hand(
@@ -100,7 +100,7 @@ def test_a_cut_collection_is_given_its_rest() -> None:
     """A sample that read 15 items of each 50-item collection, with the rest (35 items) told,
     simulates as the whole collections do."""
     whole = simulate(segments(4, 125, (200,) * 50), 200, 500)
-    cut = [[((200,) * 15, True)] * 125 for _ in range(4)]
+    cut = [[Collection((200,) * 15, True)] * 125 for _ in range(4)]
     assert simulate(cut, 200, 500, Rest(35)) == whole
 
 
@@ -118,7 +118,7 @@ def whole_sample(runs: list[list[Collection]], total: int | None = None) -> Samp
     tallies = []
     for number, run in enumerate(runs):
         tally = SegmentTally("pk", segment=number * (total or len(runs)) // len(runs))
-        for key, (sizes, _) in enumerate(run):
+        for key, (sizes, _, _) in enumerate(run):
             tally.add([{"pk": {"S": f"{number}-{key}"}, "p": {"S": "x" * (s - 3)}} for s in sizes])
         tallies.append(tally)
     return Sample.of_segments(tallies, total or len(runs))
@@ -206,7 +206,7 @@ def test_skipping_s_error_is_its_cost_a_key_the_key_count_s_range_the_rest() -> 
     (they were counted again as their spread, and the range went past 2x: helper-bigpairs,
     600 keys, 40 of 40 draws)."""
     pair: tuple[int, ...] = (20_000, 20_000)
-    runs: list[list[Collection]] = [[(pair, False)] * (1 + number % 3) for number in range(16)]
+    runs: list[list[Collection]] = [[Collection(pair)] * (1 + number % 3) for number in range(16)]
     sample = whole_sample(runs, 64)
     keys = Range(0.7 * 128, 128.0, 1.3 * 128)
     info = table(256, 256 * 20_000)
@@ -221,7 +221,7 @@ def test_an_empty_page_that_ends_the_listing_may_cost_nothing() -> None:
     """One collection of 20,000 items: a page, a skip past its rest, and an empty page at the
     table's end, which DynamoDB Local charges nothing: the range reaches down to the one
     page's 0.5 RCU, and up to both pages (high/low 2)."""
-    runs: list[list[Collection]] = [[((100,) * 20_000, False)]]
+    runs: list[list[Collection]] = [[Collection((100,) * 20_000)]]
     sample = whole_sample(runs)
     found = skip_pages_range(table(20_000, 2_000_000), Range.exact(1), Range.exact(244), sample)
     assert found is not None

@@ -231,13 +231,11 @@ def skip_pages_requests(
     """skip-pages' requests, from the ``orders`` simulated: the pages that skipped (with the
     key count's range) and those read on as a scan (over the table's size, DescribeTable's),
     from the fewest of an order to the most, and an empty page that may end the listing.
-    Unless the simulation ran over the table itself (``exact``: a sample of the whole table,
-    with no marker held with its collection's first item), the listing's first trial of
-    reading on may fail where every order's passed (its first pages' costs are noise: on the
-    sample table with a binary sort key, 17 requests against 13), and the next waits as long
-    again (a trial's pages more); and it may go on a page earlier than any order (the sample
-    holds a collection's marker with its first item: 7 requests against 8 on the tiny-binary
-    shape with markers)."""
+    Unless the simulation ran over the table itself (``exact``: a sample of the whole table),
+    the listing's first trial of reading on may fail where every order's passed (its first
+    pages' costs are noise: on the sample table with a binary sort key, 17 requests against
+    13), and the next waits as long again (a trial's pages more); and it may go on a page
+    earlier than any order."""
     on = [sim.through_pages * info.size_bytes / sim.whole if sim.whole else 0.0 for sim in orders]
     low_keys = keys.low / keys.value if keys.value else 1.0
     high_keys = keys.high / keys.value if keys.value else 1.0
@@ -280,9 +278,7 @@ def skip_pages_line(
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
     units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
     value = units.value
-    held = sum(len(sizes) for run in sample.runs for sizes, _ in run)
-    exact = sample.whole_table and held == sample.items
-    pages = skip_pages_requests(info, keys, orders, exact=exact) if orders else None
+    pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table) if orders else None
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
         # Skipping may save under WASTE: the listing may go on as a scan after its first trial
         # (where the simulated orders skipped on: a trial's turn is not known in advance).

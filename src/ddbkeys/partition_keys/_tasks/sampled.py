@@ -9,11 +9,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ddbkeys._capacity import item_size
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.pages import MAX_LEAD
 
 __all__ = [
     "SAMPLE_KEYS",
@@ -24,6 +23,7 @@ __all__ = [
     "SAMPLE_SHARE",
     "UNIT",
     "UNKNOWN_SEGMENTS",
+    "Collection",
     "PageTime",
     "Sample",
     "SegmentTally",
@@ -75,6 +75,17 @@ def sample_limit(info: TableInfo) -> int:
     return max(1, min(SAMPLE_PAGE_ITEMS, int(SAMPLE_PAGE_UNITS * UNIT / average)))
 
 
+class Collection(NamedTuple):
+    """A sampled collection: its item sizes as read, in scan order; whether its rest was
+    skipped (``cut``); and how many of its first items are ddbkeys' own (``lead``: a marker,
+    a collection sequence's counter, which sort first; all of them where it shows none of
+    yours)."""
+
+    sizes: tuple[int, ...]
+    cut: bool = False
+    lead: int = 0
+
+
 @dataclass(frozen=True)
 class PageTime:
     """One sampled page: its ``items``, their ``bytes`` and the ``seconds`` it took."""
@@ -109,8 +120,8 @@ class SegmentTally:
     prefix: float = 0.0
     prefix_squares: float = 0.0
     cut: int = 0
-    #: Each collection in scan order: its item sizes as read, and whether its rest was skipped.
-    collections: list[tuple[tuple[int, ...], bool]] = field(default_factory=list, repr=False)
+    #: Each collection in scan order.
+    collections: list[Collection] = field(default_factory=list, repr=False)
     _last: object = field(default=None, repr=False)
     _open: list[int] = field(default_factory=list, repr=False)
     _key_size: int = field(default=0, repr=False)
@@ -157,11 +168,7 @@ class SegmentTally:
         # of yours; a collection of own items alone, each (the request after its last reads
         # the next collection's first item: SkipMethod)
         firsts = sizes[: lead + 1]
-        if 0 < lead <= MAX_LEAD and lead < len(sizes):
-            # skip-pages reads the own items that lead a collection (its marker) with its first
-            # item of yours, asking for as many more (reading.Reading): one item, as it pays
-            sizes = [sum(sizes[: lead + 1]), *sizes[lead + 1 :]]
-        self.collections.append((tuple(sizes), cut))
+        self.collections.append(Collection(tuple(sizes), cut, lead))
         self.owned += not self._yours
         self._yours = False
         whole = sum(sizes)
@@ -215,8 +222,8 @@ class Sample:
     collections whose rest past 4 KB it skipped (``cut``: their items and bytes are not all
     counted), the ``requests`` and read units it took, and whether it read every segment
     (``whole_table``: then its key count is the table's, and its items and bytes too when nothing
-    was ``cut``); ``runs``: each segment's collections in scan order, the segments in theirs (item
-    sizes as read, and whether the rest was skipped), over which
+    was ``cut``); ``runs``: each segment's collections in scan order, the segments in theirs
+    (:class:`Collection`), over which
     :func:`~ddbkeys.partition_keys._tasks.simulate.simulate` runs skip-pages. One reader's speed:
     ``latency``, the fastest page; ``bytes_per_second``, the median over the pages of 8 KB or more
     of their bytes over their time past that latency (0: not measured)."""
@@ -241,7 +248,7 @@ class Sample:
     #: own item that leads one (a marker; 0: not counted, one a collection).
     skip_pages: int = 0
     whole_table: bool = False
-    runs: tuple[tuple[tuple[tuple[int, ...], bool], ...], ...] = field(default=(), repr=False)
+    runs: tuple[tuple[Collection, ...], ...] = field(default=(), repr=False)
     latency: float = 0.0
     bytes_per_second: float = 0.0
 
@@ -276,8 +283,6 @@ class Sample:
         )
 
 
-def _runs(
-    segments: Sequence[SegmentTally],
-) -> tuple[tuple[tuple[tuple[int, ...], bool], ...], ...]:
+def _runs(segments: Sequence[SegmentTally]) -> tuple[tuple[Collection, ...], ...]:
     """Each segment's collections, the segments in their order."""
     return tuple(tuple(s.collections) for s in sorted(segments, key=lambda s: s.segment))

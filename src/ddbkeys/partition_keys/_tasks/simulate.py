@@ -30,7 +30,7 @@ from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
-from ddbkeys.partition_keys._tasks.sampled import Sample
+from ddbkeys.partition_keys._tasks.sampled import Collection, Sample
 
 __all__ = [
     "ALONE_ORDERS",
@@ -44,8 +44,6 @@ __all__ = [
     "skip_pages_range",
 ]
 
-#: A sampled collection: its item sizes as read, and whether its rest was skipped.
-Collection = tuple[tuple[int, ...], bool]
 #: The most collections a simulation reads; past them, the rest is priced at the rate a key
 #: of the stream's second half.
 MOST_KEYS = 10_000
@@ -119,25 +117,38 @@ class _Stream:
     item: int = 0  # ... at this item of it
 
     def length(self, index: int) -> int:
-        sizes, cut = self.collections[index]
+        sizes, cut, _ = self.collections[index]
         return len(sizes) + (self.rest.items if cut else 0)
 
     def bytes(self, index: int) -> float:
         """The bytes of collection ``index`` (its rest at the average of its items read)."""
-        sizes, cut = self.collections[index]
+        sizes, cut, _ = self.collections[index]
         known = sum(sizes)
         return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
 
-    def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
+    def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]], int, bool]:
         """The next page (up to ``limit`` items, or 1 MB; scan-sized, None: up to a scan's
-        ``PAGE_ITEMS``, as the listing asks): each item's collection, and the bytes read of
-        each collection in it."""
+        ``PAGE_ITEMS``, as the listing asks): each item's collection, the bytes read of each
+        collection in it, how many of its first items are ddbkeys' own ones that lead its
+        first collection (``Collection.lead``), and whether its last collection showed none
+        of yours so far (the listing's next page goes on in it)."""
+        self.more()
+        start = self.item
+        keys, parts = self._page(limit)
+        if not keys:
+            return keys, parts, 0, False
+        first, last = self.collections[keys[0]], keys[-1]
+        lead = min(keys.count(keys[0]), max(0, first.lead - start))
+        read = self.item if self.at == last else self.length(last)
+        return keys, parts, lead, read <= self.collections[last].lead
+
+    def _page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
         keys: list[int] = []
         parts: list[tuple[int, int]] = []
         size = 0
         most = limit if limit is not None else SCAN_PAGE_ITEMS
         while len(keys) < most and self.at < len(self.collections):
-            sizes, _ = self.collections[self.at]
+            sizes = self.collections[self.at].sizes
             if self.item >= self.length(self.at):
                 self.at, self.item = self.at + 1, 0
                 continue
@@ -200,21 +211,19 @@ def simulate(
     rng: random.Random | None = None,
     *,
     read_on: bool = True,
-    slow: bool = False,
     table_bytes: float = 0.0,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
-    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan; with
-    ``slow``, its pages grow as after a large collection (``REGRET`` times as much read before
-    each doubling), as where its first page overshot; ``table_bytes``: the table's size
-    (DescribeTable), from which the listing takes when its first trial starts."""
+    (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan;
+    ``table_bytes``: the table's size (DescribeTable), from which the listing takes when its
+    first trial starts."""
     wanted = max(0, keys)
     stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
-    run.read(average, read_on, slow, table_bytes)
+    run.read(average, read_on, table_bytes)
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read (from the last page begun in the first)
@@ -257,21 +266,18 @@ class _Run:
     #: units, through, the collection, pages, pages_on
     at_half: tuple[float, float, int, float, float] = (0.0, 0.0, 0, 0.0, 0.0)
 
-    def read(
-        self, average: float, read_on: bool = True, slow: bool = False, table_bytes: float = 0.0
-    ) -> None:
+    def read(self, average: float, read_on: bool = True, table_bytes: float = 0.0) -> None:
         """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
         stream = self.stream
         reading = Reading(PageSize.for_items_of(average, table_bytes))
         reading.pages.may_read_on = read_on
-        reading.pages.met_large = reading.pages.met_large or slow
         limit: int | None = reading.first_limit()
         half = len(stream.collections) // 2
         while True:
             if stream.at <= half:
                 self.at_half = (self.units, self.through, stream.at, self.pages, self.pages_on)
             start, on = stream.at, reading.reading_on
-            page, parts = stream.page(limit)
+            page, parts, lead, unhanded = stream.page(limit)
             size = sum(b for _, b in parts)
             cost = max(1, math.ceil(size / UNIT))
             ended = not stream.more()
@@ -283,8 +289,8 @@ class _Run:
                 self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
             if ended:
                 return
-            limit, skip = reading.after(page, cost, asked=limit)
-            if skip and page:
+            limit, skip = reading.after(page, cost, asked=limit, lead=lead, unhanded=unhanded)
+            if skip and page and not unhanded:  # (else it goes on in that collection)
                 stream.at, stream.item = page[-1] + 1, 0
 
     def skipped(self, start: int, cost: int, parts: list[tuple[int, int]], last: bool) -> None:
@@ -308,7 +314,10 @@ def _calibrated(sample: Sample, average: float) -> Sequence[Sequence[Collection]
         return sample.runs
     ratio = average / mean
     return [
-        [(tuple(max(1, round(size * ratio)) for size in sizes), cut) for sizes, cut in run]
+        [
+            Collection(tuple(max(1, round(size * ratio)) for size in sizes), cut, lead)
+            for sizes, cut, lead in run
+        ]
         for run in sample.runs
     ]
 
@@ -322,7 +331,7 @@ def _unseen(sample: Sample, items: float, average: float) -> list[list[Collectio
     if sample.cut or not sample.items or missing <= UNSEEN * sample.items or average <= 0:
         return []
     size = max(1, round(average))
-    return [[((size,) * min(missing, MOST_ITEMS), False)]]
+    return [[Collection((size,) * min(missing, MOST_ITEMS))]]
 
 
 def _rate_error(costs: Sequence[float], keys: Sequence[int], p: float) -> float:
@@ -356,18 +365,15 @@ def _drawn(seed: int | None) -> random.Random | None:
 class _Laid:
     """What each order is simulated over: the drawn segments' share ``p`` of the table, the
     rest of each collection the sample cut, DescribeTable's average item, the collections to
-    lay out (the key count's) and the segments (calibrated, and any the sample missed).
-    ``leads``: collections led by own items (markers) were held with their first item of
-    yours; the listing reads them as items of its pages, whose first, at the table's average
-    item, may then overshoot a unit where the simulated one did not, and its pages grow after
-    ``REGRET`` times as much: an order simulated so is added to the range."""
+    lay out (the key count's) and the segments (calibrated, and any the sample missed). Own
+    items that lead a collection (its marker) are items of the stream, as they are of the
+    listing's pages (``Collection.lead``)."""
 
     p: float
     rest: Rest
     average: float
     count: int
     runs: list[Sequence[Collection]]
-    leads: bool = False
     table_bytes: float = 0.0
 
     @classmethod
@@ -375,22 +381,16 @@ class _Laid:
         p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
         average = info.size_bytes / info.item_count
         runs = [*_calibrated(sample, average), *_unseen(sample, info.item_count * p, average)]
-        # The sample holds a collection's leading own items (its marker) as part of its first
-        # of yours, as skip-pages reads them: its items are fewer than the table's, by as many
-        # (so a page read on is priced at their average, as the listing prices its items).
-        held = sum(len(sizes) for run in sample.runs for sizes, _ in run)
-        merged = average * sample.items / held if held and sample.items > held else average
         return cls(
             p,
             Rest.of(info.item_count * p - sample.items, sample.cut),
-            merged,
+            average,
             max(1, round(keys.value)),
             runs,
-            leads=merged != average,
             table_bytes=info.size_bytes,
         )
 
-    def run(self, seed: int | None, read_on: bool = True, slow: bool = False) -> Simulated:
+    def run(self, seed: int | None, read_on: bool = True) -> Simulated:
         """skip-pages in the order ``seed`` draws (None: the segments' own)."""
         rng = _drawn(seed)
         return simulate(
@@ -400,17 +400,13 @@ class _Laid:
             self.rest,
             rng,
             read_on=read_on,
-            slow=slow,
             table_bytes=self.table_bytes,
         )
 
 
 def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
     """skip-pages simulated in each order of the segments (see :func:`skip_pages_range`)."""
-    orders = [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
-    if laid.leads:  # (see _Laid.leads)
-        orders.append(laid.run(None, slow=True))
-    return orders
+    return [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
 
 
 def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
