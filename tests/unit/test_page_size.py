@@ -661,6 +661,29 @@ def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_
     assert (limit is None) is restarts
 
 
+def test_on_a_table_of_a_few_scan_pages_a_doubtful_pass_starts_no_scan_sized_trial() -> None:
+    """As above, but on a table a scan reads in two pages: there a scan-sized page is half the
+    table, so reading on that passes only within skipping's error (a key read on costs more
+    than ``1 + WASTE`` times what skipping does: ``Ledgers.doubtful``) starts no trial at
+    once, scan-sized; the next trial waits its skips and starts small. (Collections of 1, 2 and
+    50 items of 310 bytes, in one order of 30: three failed trials' pages passed so, and a page
+    of 1 MB read 128 of the listing's 158.5 RCU, where skipping alone reads 70.)"""
+    reading = Reading(PageSize.for_items_of(2000, table_bytes=2 * 1024 * 1024))
+    assert reading.pages.few_pages
+    key = 0
+    for _ in range(LOOK_AFTER):
+        reading.after([key, key], 1.0)
+        key += 1
+    reading.after([key, key, key + 1, key + 1], 2.0, asked=4)
+    key += 2
+    page = [key + i * 6 // 16 for i in range(16)]
+    reading.after(page, 8.0, asked=16)
+    key += 6
+    assert not reading.pages.trying and reading.pages.ledgers.doubtful()
+    limit, _ = reading.after([key, key], 1.5)
+    assert not reading.reading_on and limit is not None
+
+
 def test_where_collections_proved_small_no_skipping_page_samples_between_scan_pages() -> None:
     """Reading on because collections proved small, every scan-sized page is followed by
     another (on 220,000 single-item keys: 41 requests against a scan's 29, not 51); reading on
