@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from ddbkeys.partition_keys._listing import pages
 from ddbkeys.partition_keys._listing.pages import (
+    FEW_PAGES_DOUBT,
     FIRST_THROUGH,
     GROWTH,
     LOOK_AFTER,
@@ -955,3 +956,34 @@ def test_skipping_pages_of_one_or_eight_units_are_sampled_until_known() -> None:
         sizes = [(key, size) for key in order for size in pairs[key]]
         ratios.append(simulate_sized(sizes).units / sized_scan(sizes).units)
     assert max(ratios) <= 0.86 and sum(r <= 0.70 for r in ratios) >= 17
+
+
+def test_a_large_collection_read_whole_inside_a_page_slows_the_growth() -> None:
+    """Before the first sign of a large collection, pages grow once they cost the new target;
+    a collection of a unit or more read whole inside a page (not only at its end) is such a
+    sign: pages then grow after ``REGRET`` times as much (over collections of 1, 2 and 50
+    items of 310 bytes, pages of 53, 105 and 208 items had read collections of 50 whole)."""
+    for longest, target in ((0, 2), (13, 1)):
+        size = PageSize.for_items_of(310)
+        assert (size.limit, size.met_large) == (13, False)
+        size.observe(13, 1.0, tail=1, longest=longest)
+        size.observe(13, 1.0, tail=1)
+        assert size.target == target and size.met_large is bool(longest)
+
+
+@pytest.mark.parametrize("few", [True, False])
+def test_on_a_few_pages_table_pages_read_on_stay_small_while_they_cost_well_over_skipping(
+    few: bool,
+) -> None:
+    """Reading on, past ``MAX_TARGET`` units and having met enough keys, pages go scan-sized;
+    on a table of a few scan pages, not while they cost a key over ``FEW_PAGES_DOUBT`` times
+    skipping's rate (though within its error): there a 1 MB page is a large share of the
+    table (one read 128 of a listing's 163 RCU, where skipping alone reads 70)."""
+    size = PageSize.for_items_of(2000, table_bytes=2 * MB if few else 64 * MB)
+    assert size.few_pages is few
+    size.unit_items, size.through_target = 2, 2 * MAX_TARGET
+    for _ in range(10):  # skipping: a unit a key
+        size.ledgers.skipped(1.0, 1, 2)
+    size.ledgers.read(40.0, 30, 82)  # read on: 1.33 units a key (priced at 2,000-byte items)
+    assert size.ledgers.met_enough() and size.ledgers.doubtful(FEW_PAGES_DOUBT)
+    assert size.through_limit == (2 * MAX_TARGET if few else None)

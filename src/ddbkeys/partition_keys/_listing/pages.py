@@ -24,7 +24,8 @@ within its target, learning from what each page cost.
 - Where collections prove small, pages grow: the target (4 KB units a page aims at) doubles
   each time the pages read since the last sign of a large collection cost ``REGRET`` times the
   new target (before the first sign, and while pages cost about what their items do, once
-  they cost the new target), up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the
+  they cost the new target; a collection of a unit or more read whole inside a page is such a
+  sign too), up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the
   rounding up to the next 4 KB less often and take fewer requests, so where every collection is
   small the listing reads like a plain scan, at about its cost and speed.
 - A page whose last collection filled a unit or more (its ``tail``: the items of the page's
@@ -86,6 +87,7 @@ from dataclasses import dataclass, field
 from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
 
 __all__ = [
+    "FEW_PAGES_DOUBT",
     "FIRST_THROUGH",
     "GROWTH",
     "LOOK_AFTER",
@@ -124,6 +126,10 @@ SAMPLE_PAGES = 400
 #: Skipping pages in a row, at most, after a scan-sized page read on while reading on costs a
 #: key more than ``1 + WASTE`` times what skipping does (``Ledgers.doubtful``).
 MORE_SAMPLES = 4
+#: On a table of a few scan pages (``few_pages``), pages read on stay within ``MAX_TARGET``
+#: units while they cost a key more than this many times what skipping does: a scan-sized page
+#: there is a large share of the table.
+FEW_PAGES_DOUBT = 1.25
 #: DynamoDB's page of a scan (1 MB).
 SCAN_PAGE_BYTES = 1024 * 1024
 #: A table of at most this many bytes (DescribeTable) is read whole, as a scan, in one request:
@@ -208,13 +214,19 @@ class PageSize:
         """The 4 KB units of the table read whole, by its description (``whole``)."""
         return math.ceil(self.whole / 4096)
 
-    def observe(self, items: int, units: float, tail: int, asked: int | None = None) -> int:
+    def observe(
+        self, items: int, units: float, tail: int, asked: int | None = None, longest: int = 0
+    ) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
         page's limit. A page asked for under another limit (segments read in parallel share
         one PageSize) says nothing about the present limit: only its collections count.
         Where pages would grow but can no longer double (``MAX_TARGET`` units or
-        ``MAX_PAGE_ITEMS`` items), every segment reads on as a scan."""
+        ``MAX_PAGE_ITEMS`` items), every segment reads on as a scan. ``longest``: the most
+        items of one collection in the page; one of a unit or more read whole inside a page is
+        a large collection too: pages grow no faster than after one (``REGRET``), rather than
+        reading more whole (pages of 53, 105 and 208 items over collections of 50, before the
+        first that filled a page's end: a listing that then judged reading on against them)."""
         if self.through:
             return self.limit
         per_unit = self.limit / self.target
@@ -225,6 +237,7 @@ class PageSize:
             if self.target > 1:
                 self._retarget(1)
         else:
+            self.met_large = self.met_large or longest >= per_unit
             self.credit += units
             grown = self.target * 2
             fast = not self.met_large and not self.ledgers.promising()
@@ -284,10 +297,17 @@ class PageSize:
     def through_limit(self) -> int | None:
         """The Limit of a page read on (None: scan-sized; its items are not held to
         ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
-        large collection costs at most such a page till then."""
+        large collection costs at most such a page till then; and on a table of a few scan
+        pages, while they cost a key over ``FEW_PAGES_DOUBT`` times skipping's rate (in one
+        order of ten of the helper's table of collections of 1, 2 and 50 items, a trial passed
+        against the first skipping pages' rate, 1.5x their later one, and its 1 MB page read 128
+        of the listing's 163 RCU, where skipping alone reads 70)."""
         if self.through_target <= MAX_TARGET:
             return self.unit_items * self.through_target
-        return None if self.ledgers.met_enough() else self.unit_items * MAX_TARGET
+        held = not self.ledgers.met_enough() or (
+            self.few_pages and self.ledgers.doubtful(FEW_PAGES_DOUBT)
+        )
+        return self.unit_items * MAX_TARGET if held else None
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more

@@ -99,7 +99,7 @@ class Reading:
                 pages.read_through(units, new, len(keys), asked, longest=longest_run(keys))
         elif keys:
             pages.ledgers.skipped(units, new, len(keys))
-            pages.observe(max(1, len(keys) - self.extra), units, tail, base)
+            pages.observe(max(1, len(keys) - self.extra), units, tail, base, longest_run(keys))
             if not went:
                 pages.lead = min(MAX_LEAD, lead)
         else:
