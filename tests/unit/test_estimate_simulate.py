@@ -17,6 +17,7 @@ from ddbkeys.partition_keys._tasks.simulate import (
     Collection,
     Rest,
     Simulated,
+    _calibrated,
     simulate,
     simulated_orders,
     skip_pages_range,
@@ -226,3 +227,27 @@ def test_an_empty_page_that_ends_the_listing_may_cost_nothing() -> None:
     found = skip_pages_range(table(20_000, 2_000_000), Range.exact(1), Range.exact(244), sample)
     assert found is not None
     assert found.low == 0.5 and found.high == 1.0
+
+
+def test_a_whole_table_sample_with_a_cut_collection_is_simulated_at_its_own_sizes() -> None:
+    """One collection of 15,000 items, cut by the sample after its first 80, among 999 single
+    items 3 bytes larger: the sample read the whole table, and with the cut collection's
+    rest (at the average of what was read of it) its items average DescribeTable's, so no item
+    is scaled. (The items read alone averaged 45.7 bytes against the table's 42.2: scaled to
+    that, pages of 92 single items fit a unit where the listing's took two, and the estimate
+    said 6.75-7.63 RCU where the listing read 10.)"""
+    tally = SegmentTally("pk")
+    singles = [{"pk": {"S": f"s{n:04}"}, "p": {"S": "x" * 40}} for n in range(999)]
+    tally.add(singles[:400])
+    tally.add([{"pk": {"S": "big"}, "p": {"S": "x" * 39}} for _ in range(80)])
+    tally.skip_rest()
+    tally.add(singles[400:])
+    sample = Sample.of_segments([tally], 1)
+    assert sample.whole_table and sample.cut == 1
+    single, big = sample.runs[0][0].sizes[0], sample.runs[0][400].sizes[0]
+    assert single > big
+    info = table(999 + 15_000, 999 * single + 15_000 * big)
+    rest = Rest.of(info.item_count - sample.items, sample.cut)
+    assert rest.items == 15_000 - 80
+    calibrated = _calibrated(sample, info.size_bytes / info.item_count, rest)
+    assert [c.sizes for c in calibrated[0]] == [c.sizes for c in sample.runs[0]]
