@@ -251,3 +251,18 @@ def test_a_whole_table_sample_with_a_cut_collection_is_simulated_at_its_own_size
     assert rest.items == 15_000 - 80
     calibrated = _calibrated(sample, info.size_bytes / info.item_count, rest)
     assert [c.sizes for c in calibrated[0]] == [c.sizes for c in sample.runs[0]]
+
+
+def test_where_skipping_at_the_most_keys_costs_a_scan_s_the_range_reaches_a_scan_s() -> None:
+    """Collections of a 20 KB first item and 25 small ones, 13 seen in 15 segments of 195:
+    the orders run over the key count's likeliest value (169) and skip, for 2.5 RCU a key;
+    at its high end (331), skipping alone costs about a scan's, and the listing goes on as a
+    scan: the range's high end is the scan's (a table of 300 such keys read 781 RCU, where
+    the range stopped at 747)."""
+    runs = [[Collection((20_000,) + (60,) * 25)] if n < 13 else [] for n in range(15)]
+    sample = whole_sample(runs, 195)
+    info = table(300 * 26, 300 * (20_000 + 25 * 60))
+    keys, scan = Range(86, 169, 331), Range(743, 782, 824.5)
+    found = skip_pages_range(info, keys, scan, sample)
+    assert found is not None and found.high >= scan.high
+    assert found.value < 0.7 * scan.low  # (where it skips, at the likeliest count)

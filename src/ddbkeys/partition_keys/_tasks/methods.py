@@ -6,7 +6,7 @@ and the sample's per-collection sums. Pure.
   read units per 4 KB (``replay.scan_units``, the figure ``auto`` weighs the index against),
   from 5% under to 5% over plus half a unit a page (each page is rounded up to 4 KB).
 - ``skip``: a one-item page a collection, its first item rounded up to 4 KB: the sample's sum
-  of that, scaled to the table (``ranges.sum_range``), and up to half a unit more for the
+  of that, scaled to the table (``ranges.total_range``), and up to half a unit more for the
   request that ends the scan.
 - ``skip-pages``: skip-pages itself, run over the sample's collections in scan order
   (:func:`~ddbkeys.partition_keys._tasks.simulate.skip_pages_range`: what it would skip and
@@ -37,7 +37,7 @@ from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
-from ddbkeys.partition_keys._tasks.ranges import Range, sum_range
+from ddbkeys.partition_keys._tasks.ranges import Range, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
     Simulated,
@@ -188,7 +188,7 @@ def scan_range(info: TableInfo, items: int, exact: bool) -> Range:
 def _sampled(total: float, squares: float, sample: Sample) -> Range:
     if sample.whole_table or not sample.segments:
         return Range.exact(total)
-    return sum_range(total, squares, sample.segments, sample.total_segments)
+    return total_range(total, squares, sample.keys, sample.segments, sample.total_segments)
 
 
 def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> MethodEstimate:

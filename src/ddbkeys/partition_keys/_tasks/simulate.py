@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.pages import PageSize
+from ddbkeys.partition_keys._listing.pages import WASTE, PageSize
 from ddbkeys.partition_keys._listing.reading import Reading
-from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample
+from ddbkeys.partition_keys._tasks.stream import NO_REST, Rest, Stream, laid
 
 __all__ = [
     "ALONE_ORDERS",
@@ -66,22 +66,6 @@ UNDER = 0.9
 #: How far the sample's average item size may be from DescribeTable's to be taken as it.
 CALIBRATE = 0.1
 UNIT = 4096
-MB = 1024 * 1024
-
-
-@dataclass(frozen=True)
-class Rest:
-    """How many items a collection whose rest the sample skipped holds past what it read (of
-    the average size of those it read)."""
-
-    items: int = 0
-
-    @classmethod
-    def of(cls, items: float, cut: int) -> Rest:
-        """The rest of each of ``cut`` collections, sharing ``items``."""
-        if cut <= 0 or items < 1:
-            return cls()
-        return cls(round(items / cut))
 
 
 @dataclass(frozen=True)
@@ -105,109 +89,11 @@ class Simulated:
     whole: float = 0.0
 
 
-@dataclass
-class _Stream:
-    """The collections laid end to end (each with the segment it came from), and where the
-    next page starts."""
-
-    collections: list[Collection]
-    origins: list[int]
-    rest: Rest
-    at: int = 0  # the collection the next page starts in
-    item: int = 0  # ... at this item of it
-
-    def length(self, index: int) -> int:
-        sizes, cut, _ = self.collections[index]
-        return len(sizes) + (self.rest.items if cut else 0)
-
-    def bytes(self, index: int) -> float:
-        """The bytes of collection ``index`` (its rest at the average of its items read)."""
-        sizes, cut, _ = self.collections[index]
-        known = sum(sizes)
-        return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
-
-    def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]], int, bool]:
-        """The next page (up to ``limit`` items, or 1 MB; scan-sized, None: up to a scan's
-        ``PAGE_ITEMS``, as the listing asks): each item's collection, the bytes read of each
-        collection in it, how many of its first items are ddbkeys' own ones that lead its
-        first collection (``Collection.lead``), and whether its last collection showed none
-        of yours so far (the listing's next page goes on in it)."""
-        self.more()
-        start = self.item
-        keys, parts = self._page(limit)
-        if not keys:
-            return keys, parts, 0, False
-        first, last = self.collections[keys[0]], keys[-1]
-        lead = min(keys.count(keys[0]), max(0, first.lead - start))
-        read = self.item if self.at == last else self.length(last)
-        return keys, parts, lead, read <= self.collections[last].lead
-
-    def _page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
-        keys: list[int] = []
-        parts: list[tuple[int, int]] = []
-        size = 0
-        most = limit if limit is not None else SCAN_PAGE_ITEMS
-        while len(keys) < most and self.at < len(self.collections):
-            sizes = self.collections[self.at].sizes
-            if self.item >= self.length(self.at):
-                self.at, self.item = self.at + 1, 0
-                continue
-            start = size
-            if self.item < len(sizes):
-                known = sizes[self.item : self.item + int(min(most - len(keys), len(sizes)))]
-                taken = 0
-                for item in known:
-                    if keys and size + item > MB:
-                        break
-                    keys.append(self.at)
-                    size += item
-                    taken += 1
-                self.item += taken
-                if taken < len(known) or not taken:
-                    parts.append((self.at, size - start))
-                    break
-            else:
-                each = sum(sizes) / len(sizes)
-                room = int((MB - size) // each) if keys else max(1, int(MB // each))
-                take = int(min(most - len(keys), self.length(self.at) - self.item, room))
-                if take <= 0:
-                    break
-                keys += [self.at] * take
-                size += math.ceil(take * each)
-                self.item += take
-            parts.append((self.at, size - start))
-        return keys, parts
-
-    def more(self) -> bool:
-        while self.at < len(self.collections) and self.item >= self.length(self.at):
-            self.at, self.item = self.at + 1, 0
-        return self.at < len(self.collections)
-
-
-def _laid(
-    runs: Sequence[Sequence[Collection]], keys: int, rng: random.Random | None
-) -> tuple[list[Collection], list[int]]:
-    """The segments end to end (in their order, or drawn by ``rng``, drawn again until
-    ``keys`` collections), and the segment each collection came from."""
-    stream: list[Collection] = []
-    origins: list[int] = []
-    if not any(runs):
-        return stream, origins
-    while len(stream) < keys:
-        order = list(range(len(runs)))
-        if rng is not None:
-            rng.shuffle(order)
-        for segment in order:
-            stream += runs[segment]
-            origins += [segment] * len(runs[segment])
-    return stream[:keys], origins[:keys]
-
-
 def simulate(
     runs: Sequence[Sequence[Collection]],
     average: float,
     keys: int,
-    rest: Rest = Rest(),
+    rest: Rest = NO_REST,
     rng: random.Random | None = None,
     *,
     read_on: bool = True,
@@ -219,7 +105,7 @@ def simulate(
     ``table_bytes``: the table's size (DescribeTable), from which the listing takes when its
     first trial starts."""
     wanted = max(0, keys)
-    stream = _Stream(*_laid(runs, min(wanted, MOST_KEYS), rng), rest)
+    stream = Stream(*laid(runs, min(wanted, MOST_KEYS), rng), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
@@ -256,7 +142,7 @@ class _Run:
     stream's first half began (a scan-sized page may hold most of the stream: the rate of what
     follows it is taken from where it began, not from the half)."""
 
-    stream: _Stream
+    stream: Stream
     shares: list[float]
     units: float = 0.0
     through: float = 0.0
@@ -450,8 +336,10 @@ def skip_pages_range(
     what it holds), times the share of that the orders skipped. Where all the orders go on
     as a scan but the listing might skip longer, the low end reaches down to skipping alone
     (``UNDER`` of what it cost simulated, less the error), no lower than ``1 / SPAN`` of the
-    high end. An empty page that ends the listing is in the range at 0.5 RCU and at none
-    (DynamoDB Local charges nothing for it). ``orders``: those simulated already
+    high end; where skipping alone, at the key count's high end, costs about a scan's, the
+    high end reaches the scan's (the listing goes on as a scan there). An empty page that
+    ends the listing is in the range at 0.5 RCU and at none (DynamoDB Local charges nothing
+    for it). ``orders``: those simulated already
     (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
@@ -475,6 +363,11 @@ def skip_pages_range(
     over = math.hypot(max(values) - mean, more + through * (scan.high - scan.value))
     # (and the empty page that may end a segment, charged or not)
     high = mean + over + 0.5 - min(sim.ending for sim in sims)
+    if skipping * keys.high / keys.value >= (1 - WASTE) * scan.low:
+        # (at the key count's high end, skipping alone costs about a scan's: the listing goes
+        # on as a scan there, at a scan's cost: 300 keys of a 20 KB first item each, sampled
+        # as 169, read 781 RCU so, where every order skipped for 396)
+        high = max(high, scan.high)
     end = max(sim.ending for sim in sims)
     low = max(min(mean - under - end, max(UNDER * skipping - error - end, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))

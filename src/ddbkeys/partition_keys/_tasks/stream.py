@@ -1,0 +1,134 @@
+"""The sampled collections laid end to end, as the simulation of skip-pages reads them
+(:mod:`ddbkeys.partition_keys._tasks.simulate`): the pages a Limit asks for over them, with the
+rest of each collection the sample cut. Pure."""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
+from ddbkeys.partition_keys._tasks.sampled import Collection
+
+__all__ = ["MB", "NO_REST", "Rest", "Stream", "laid"]
+
+MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Rest:
+    """How many items a collection whose rest the sample skipped holds past what it read (of
+    the average size of those it read)."""
+
+    items: int = 0
+
+    @classmethod
+    def of(cls, items: float, cut: int) -> Rest:
+        """The rest of each of ``cut`` collections, sharing ``items``."""
+        if cut <= 0 or items < 1:
+            return cls()
+        return cls(round(items / cut))
+
+
+@dataclass
+class Stream:
+    """The collections laid end to end (each with the segment it came from), and where the
+    next page starts."""
+
+    collections: list[Collection]
+    origins: list[int]
+    rest: Rest
+    at: int = 0  # the collection the next page starts in
+    item: int = 0  # ... at this item of it
+
+    def length(self, index: int) -> int:
+        sizes, cut, _ = self.collections[index]
+        return len(sizes) + (self.rest.items if cut else 0)
+
+    def bytes(self, index: int) -> float:
+        """The bytes of collection ``index`` (its rest at the average of its items read)."""
+        sizes, cut, _ = self.collections[index]
+        known = sum(sizes)
+        return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
+
+    def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]], int, bool]:
+        """The next page (up to ``limit`` items, or 1 MB; scan-sized, None: up to a scan's
+        ``PAGE_ITEMS``, as the listing asks): each item's collection, the bytes read of each
+        collection in it, how many of its first items are ddbkeys' own ones that lead its
+        first collection (``Collection.lead``), and whether its last collection showed none
+        of yours so far (the listing's next page goes on in it)."""
+        self.more()
+        start = self.item
+        keys, parts = self._page(limit)
+        if not keys:
+            return keys, parts, 0, False
+        first, last = self.collections[keys[0]], keys[-1]
+        lead = min(keys.count(keys[0]), max(0, first.lead - start))
+        read = self.item if self.at == last else self.length(last)
+        return keys, parts, lead, read <= self.collections[last].lead
+
+    def _page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]]]:
+        keys: list[int] = []
+        parts: list[tuple[int, int]] = []
+        size = 0
+        most = limit if limit is not None else SCAN_PAGE_ITEMS
+        while len(keys) < most and self.at < len(self.collections):
+            sizes = self.collections[self.at].sizes
+            if self.item >= self.length(self.at):
+                self.at, self.item = self.at + 1, 0
+                continue
+            start = size
+            if self.item < len(sizes):
+                known = sizes[self.item : self.item + int(min(most - len(keys), len(sizes)))]
+                taken = 0
+                for item in known:
+                    if keys and size + item > MB:
+                        break
+                    keys.append(self.at)
+                    size += item
+                    taken += 1
+                self.item += taken
+                if taken < len(known) or not taken:
+                    parts.append((self.at, size - start))
+                    break
+            else:
+                each = sum(sizes) / len(sizes)
+                room = int((MB - size) // each) if keys else max(1, int(MB // each))
+                take = int(min(most - len(keys), self.length(self.at) - self.item, room))
+                if take <= 0:
+                    break
+                keys += [self.at] * take
+                size += math.ceil(take * each)
+                self.item += take
+            parts.append((self.at, size - start))
+        return keys, parts
+
+    def more(self) -> bool:
+        while self.at < len(self.collections) and self.item >= self.length(self.at):
+            self.at, self.item = self.at + 1, 0
+        return self.at < len(self.collections)
+
+
+def laid(
+    runs: Sequence[Sequence[Collection]], keys: int, rng: random.Random | None
+) -> tuple[list[Collection], list[int]]:
+    """The segments end to end (in their order, or drawn by ``rng``, drawn again until
+    ``keys`` collections), and the segment each collection came from."""
+    stream: list[Collection] = []
+    origins: list[int] = []
+    if not any(runs):
+        return stream, origins
+    while len(stream) < keys:
+        order = list(range(len(runs)))
+        if rng is not None:
+            rng.shuffle(order)
+        for segment in order:
+            stream += runs[segment]
+            origins += [segment] * len(runs[segment])
+    return stream[:keys], origins[:keys]
+
+
+#: No collection cut: nothing beyond what the sample read.
+NO_REST = Rest()
