@@ -114,7 +114,7 @@ def choose(
         if info.sort_key is None:
             raise KeySchemaError(
                 f"Table {table!r} has no sort key: every item is its own collection, so there "
-                "is nothing to skip. Use --method scan (or auto).",
+                "is nothing to skip: list it with the scan method (or auto).",
                 table=table,
             )
         return Choice(SkipMethod(info) if method == "skip" else PagedSkipMethod(info), "asked for")
@@ -261,7 +261,7 @@ def proof_failed(exc: BaseException) -> str:
     """``auto``'s reason when the evidence could not be read (the stream or the state table
     throttled, failing or slow past the deadline): the error's first line."""
     first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"reading its evidence failed ({first.rstrip('.')})"
+    return f"reading its evidence failed: {first.rstrip('.')}"
 
 
 def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:

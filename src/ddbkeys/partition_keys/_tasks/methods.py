@@ -342,8 +342,8 @@ def index_line(
     most = most_keys("auto", info, index)
     per_key = scan_costs(info, index)[2]
     note = (
-        f"the index scan only: its proof cannot be read now ({why}); a replay re-checks each "
-        f"collection the stream names for {per_key:g} RCU, and auto gives the index up past "
-        f"{most:,} of them"
+        f"the index scan only; a replay re-checks each collection the stream names for "
+        f"{per_key:g} RCU, and auto gives the index up past {most:,} of them. Its proof "
+        f"cannot be read now: {why}"
     )
     return speed.method("index", scanned, 1, index_bytes, index_bytes, note), None
