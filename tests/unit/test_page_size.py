@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 
 from ddbkeys.partition_keys._listing import pages
 from ddbkeys.partition_keys._listing.pages import (
-    FEW_PAGES_DOUBT,
     FIRST_THROUGH,
     GROWTH,
     LOOK_AFTER,
@@ -662,29 +661,6 @@ def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_
     assert (limit is None) is restarts
 
 
-def test_on_a_table_of_a_few_scan_pages_a_doubtful_pass_starts_no_scan_sized_trial() -> None:
-    """As above, but on a table a scan reads in two pages: there a scan-sized page is half the
-    table, so reading on that passes only within skipping's error (a key read on costs more
-    than ``1 + WASTE`` times what skipping does: ``Ledgers.doubtful``) starts no trial at
-    once, scan-sized; the next trial waits its skips and starts small. (Collections of 1, 2 and
-    50 items of 310 bytes, in one order of 30: three failed trials' pages passed so, and a page
-    of 1 MB read 128 of the listing's 158.5 RCU, where skipping alone reads 70.)"""
-    reading = Reading(PageSize.for_items_of(2000, table_bytes=2 * 1024 * 1024))
-    assert reading.pages.few_pages
-    key = 0
-    for _ in range(LOOK_AFTER):
-        reading.after([key, key], 1.0)
-        key += 1
-    reading.after([key, key, key + 1, key + 1], 2.0, asked=4)
-    key += 2
-    page = [key + i * 6 // 16 for i in range(16)]
-    reading.after(page, 8.0, asked=16)
-    key += 6
-    assert not reading.pages.trying and reading.pages.ledgers.doubtful()
-    limit, _ = reading.after([key, key], 1.5)
-    assert not reading.reading_on and limit is not None
-
-
 def test_where_collections_proved_small_no_skipping_page_samples_between_scan_pages() -> None:
     """Reading on because collections proved small, every scan-sized page is followed by
     another (on 220,000 single-item keys: 41 requests against a scan's 29, not 51); reading on
@@ -969,21 +945,3 @@ def test_a_large_collection_read_whole_inside_a_page_slows_the_growth() -> None:
         size.observe(13, 1.0, tail=1, longest=longest)
         size.observe(13, 1.0, tail=1)
         assert size.target == target and size.met_large is bool(longest)
-
-
-@pytest.mark.parametrize("few", [True, False])
-def test_on_a_few_pages_table_pages_read_on_stay_small_while_they_cost_well_over_skipping(
-    few: bool,
-) -> None:
-    """Reading on, past ``MAX_TARGET`` units and having met enough keys, pages go scan-sized;
-    on a table of a few scan pages, not while they cost a key over ``FEW_PAGES_DOUBT`` times
-    skipping's rate (though within its error): there a 1 MB page is a large share of the
-    table (one read 128 of a listing's 163 RCU, where skipping alone reads 70)."""
-    size = PageSize.for_items_of(2000, table_bytes=2 * MB if few else 64 * MB)
-    assert size.few_pages is few
-    size.unit_items, size.through_target = 2, 2 * MAX_TARGET
-    for _ in range(10):  # skipping: a unit a key
-        size.ledgers.skipped(1.0, 1, 2)
-    size.ledgers.read(40.0, 30, 82)  # read on: 1.33 units a key (priced at 2,000-byte items)
-    assert size.ledgers.met_enough() and size.ledgers.doubtful(FEW_PAGES_DOUBT)
-    assert size.through_limit == (2 * MAX_TARGET if few else None)

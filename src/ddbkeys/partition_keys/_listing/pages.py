@@ -87,7 +87,6 @@ from dataclasses import dataclass, field
 from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
 
 __all__ = [
-    "FEW_PAGES_DOUBT",
     "FIRST_THROUGH",
     "GROWTH",
     "LOOK_AFTER",
@@ -126,10 +125,6 @@ SAMPLE_PAGES = 400
 #: Skipping pages in a row, at most, after a scan-sized page read on while reading on costs a
 #: key more than ``1 + WASTE`` times what skipping does (``Ledgers.doubtful``).
 MORE_SAMPLES = 4
-#: On a table of a few scan pages (``few_pages``), pages read on stay within ``MAX_TARGET``
-#: units while they cost a key more than this many times what skipping does: a scan-sized page
-#: there is a large share of the table.
-FEW_PAGES_DOUBT = 1.25
 #: DynamoDB's page of a scan (1 MB).
 SCAN_PAGE_BYTES = 1024 * 1024
 #: A table of at most this many bytes (DescribeTable) is read whole, as a scan, in one request:
@@ -256,11 +251,7 @@ class PageSize:
         ``look_after`` skips past a collection that filled its page, or as many skipping pages
         that cost more than their items (``Ledgers.promising``), while ``Ledgers.may_try``;
         at once, scan-sized, where the pages read on before (``LOOK_AFTER`` keys or more, and
-        ``Ledgers.met_enough``) pass against skipping's rate as it now stands; on a table of a
-        few scan pages (``few_pages``), where a scan-sized page is a large share of it, only
-        where they pass without skipping's error (not ``Ledgers.doubtful``: in one order of 30
-        of collections of 1, 2 and 50 items, a 1 MB page read 128 of the listing's 158.5 RCU,
-        where skipping alone read 70)."""
+        ``Ledgers.met_enough``) pass against skipping's rate as it now stands."""
         ledgers = self.ledgers
         ledgers.unit_items = self.limit / self.target  # (skipping's rate from here)
         self.pages_since += 1
@@ -269,14 +260,8 @@ class PageSize:
         ledgers.large += filled
         if self.trying or not ledgers.skip_keys or not self.may_read_on:
             return True
-        # Scan-sized where the pages read on before met enough keys and now pass (on a few
-        # pages' table, beyond doubt).
-        known = (
-            ledgers.through_keys
-            and ledgers.met_enough()
-            and ledgers.passing()
-            and not (self.few_pages and ledgers.doubtful())
-        )
+        # Scan-sized where the pages read on before met enough keys and now pass.
+        known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
         if (
             self.skips < self.look_after
             and not (self.pages_since >= LOOK_AFTER and ledgers.promising())
@@ -297,17 +282,10 @@ class PageSize:
     def through_limit(self) -> int | None:
         """The Limit of a page read on (None: scan-sized; its items are not held to
         ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
-        large collection costs at most such a page till then; and on a table of a few scan
-        pages, while they cost a key over ``FEW_PAGES_DOUBT`` times skipping's rate (in one
-        order of ten of the helper's table of collections of 1, 2 and 50 items, a trial passed
-        against the first skipping pages' rate, 1.5x their later one, and its 1 MB page read 128
-        of the listing's 163 RCU, where skipping alone reads 70)."""
+        large collection costs at most such a page till then."""
         if self.through_target <= MAX_TARGET:
             return self.unit_items * self.through_target
-        held = not self.ledgers.met_enough() or (
-            self.few_pages and self.ledgers.doubtful(FEW_PAGES_DOUBT)
-        )
-        return self.unit_items * MAX_TARGET if held else None
+        return None if self.ledgers.met_enough() else self.unit_items * MAX_TARGET
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more

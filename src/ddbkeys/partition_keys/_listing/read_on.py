@@ -116,13 +116,13 @@ class Ledgers:
         large items gathered where reading on read)."""
         return self._priced() <= self.allowed() * self.skip_rate() * self.through_keys
 
-    def doubtful(self, factor: float = 1 + WASTE) -> bool:
-        """Whether the pages read on cost a key more than ``factor`` (``1 + WASTE``) times
-        what skipping does (skipping would save more than ``WASTE``), though :meth:`allowed`
-        lets them pass: skipping's rate is not yet known well enough to tell."""
+    def doubtful(self) -> bool:
+        """Whether the pages read on cost a key more than ``1 + WASTE`` times what skipping
+        does (skipping would save more than ``WASTE``), though :meth:`allowed` lets them pass:
+        skipping's rate is not yet known well enough to tell."""
         if not (self.through_keys and self.skip_keys):
             return False
-        return self._priced() > factor * self.skip_rate() * self.through_keys
+        return self._priced() > (1 + WASTE) * self.skip_rate() * self.through_keys
 
     def _priced(self) -> float:
         """The pages read on, priced as :meth:`read` says until what they cost exceeds that
