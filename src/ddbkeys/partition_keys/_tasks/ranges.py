@@ -107,8 +107,10 @@ def total_range(
     if drawn <= 0 or of <= 0 or drawn > of:
         raise ValueError(f"drawn must be 1 to of ({drawn} of {of})")
     p = drawn / of
-    if p >= 1 or seen <= 0 or total <= 0:
-        return Range.exact(total) if p >= 1 else sum_range(total, squares, drawn, of, z)
+    if p >= 1:
+        return Range.exact(total)
+    if seen <= 0 or total <= 0:  # (no mean to take: the sum's normal spread)
+        return sum_range(total, squares, drawn, of, z)
     keys = count_range(seen, drawn, of, z)
     value = total / p
     mean = total / seen

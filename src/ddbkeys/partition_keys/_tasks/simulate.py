@@ -200,7 +200,7 @@ def _calibrated(sample: Sample, average: float, rest: Rest) -> Sequence[Sequence
     among 999 of 46 read whole: scaled 5% down, pages of 92 items cost one unit, not two, and
     the estimate 6.75-7.63 RCU where the listing reads 10)."""
     cut = [sizes for run in sample.runs for sizes, was_cut, _ in run if was_cut and sizes]
-    more = rest.items * sum(sum(sizes) / len(sizes) for sizes in cut)
+    more = sum(rest.bytes_of(sizes) for sizes in cut)
     items = sample.items + rest.items * len(cut)
     mean = (sample.bytes + more) / items if items else 0.0
     if not mean or abs(average / mean - 1) > CALIBRATE or average == mean:

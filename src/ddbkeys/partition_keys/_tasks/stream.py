@@ -31,6 +31,11 @@ class Rest:
             return cls()
         return cls(round(items / cut))
 
+    def bytes_of(self, sizes: Sequence[int]) -> float:
+        """The bytes of the rest of a cut collection whose items read were ``sizes`` (at
+        their average)."""
+        return self.items * sum(sizes) / len(sizes) if sizes else 0.0
+
 
 @dataclass
 class Stream:
@@ -50,8 +55,7 @@ class Stream:
     def bytes(self, index: int) -> float:
         """The bytes of collection ``index`` (its rest at the average of its items read)."""
         sizes, cut, _ = self.collections[index]
-        known = sum(sizes)
-        return known + (self.rest.items * known / len(sizes) if cut and sizes else 0)
+        return sum(sizes) + (self.rest.bytes_of(sizes) if cut else 0.0)
 
     def page(self, limit: int | None) -> tuple[list[int], list[tuple[int, int]], int, bool]:
         """The next page (up to ``limit`` items, or 1 MB; scan-sized, None: up to a scan's
