@@ -134,7 +134,9 @@ class BackfillStepper(Stepper):
         self.mode = mode
         self.began = world.now
         self.blind: float | None = None
-        self.own: set[tuple[ItemKey, int]] = set()  # (marker's key, index in its history)
+        #: (the table's generation, marker's key, index in its history): a table created again
+        #: starts its histories over.
+        self.own: set[tuple[int, ItemKey, int]] = set()
         self._previous: str | None = None
 
     def _one(self, step: Step) -> Step:
@@ -150,7 +152,7 @@ class BackfillStepper(Stepper):
         before = len(self.world.history.get(key, []))
         following = super()._one(step)
         if len(self.world.history.get(key, [])) > before:
-            self.own.add((key, before))
+            self.own.add((self.world.generation, key, before))
         return following
 
 

@@ -109,7 +109,7 @@ class ProofMachine(RuleBasedStateMachine):
         self.backfill: BackfillStepper | None = None
         self.backfill_checked = False
         #: The table's versions that finished backfills wrote (see check_backfill).
-        self.backfilled: set[tuple[tuple[str, Decimal], int]] = set()
+        self.backfilled: set[tuple[int, tuple[str, Decimal], int]] = set()
         self.trigger: Trigger | None = None
         self.segments = 1
         self.most: int | None = None
@@ -611,7 +611,7 @@ def check_backfill(
     stepper: BackfillStepper,
     world: World,
     margin: float,
-    backfilled: set[tuple[tuple[str, Decimal], int]],
+    backfilled: set[tuple[int, tuple[str, Decimal], int]],
 ) -> None:
     """The read mode's own guarantee, once a backfill that counts has finished: every
     collection whose data did not change after the backfill's last write from its eventually
@@ -632,7 +632,8 @@ def check_backfill(
         at_marker = (pk, MARKER_SK)
         versions = world.history.get(at_marker, [])
         if any(
-            t >= window and (at_marker, i) not in backfilled for i, (t, _) in enumerate(versions)
+            t >= window and (world.generation, at_marker, i) not in backfilled
+            for i, (t, _) in enumerate(versions)
         ):
             continue
         if _data_changed(world, pk, since):

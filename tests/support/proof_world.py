@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -242,9 +243,13 @@ class World:
         if self.stream is not None:
             return
         self._labels += 1
+        # The label is the stream's birth, as the service's (and DynamoDB Local's) are: a
+        # read-mode backfill tells from it a stream younger than its window. (A millisecond
+        # more for each stream keeps two made at one model time apart.)
+        born = datetime.fromtimestamp(self.now + self._labels / 1000, UTC)
         arn = (
             f"arn:aws:dynamodb:us-east-1:123456789012:table/{TABLE}/stream/"
-            f"g{self.generation}-{self._labels:04d}"
+            f"{born.strftime('%Y-%m-%dT%H:%M:%S.%f')[:-3]}"
         )
         self.stream = Stream(arn)
         self.streams[arn] = self.stream

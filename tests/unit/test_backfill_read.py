@@ -14,7 +14,12 @@ import pytest
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._index.backfill import choose_mode
-from ddbkeys.partition_keys._index.backfill_read import backfill_window, stream_born, window_names
+from ddbkeys.partition_keys._index.backfill_read import (
+    backfill_window,
+    stream_born,
+    unreadable,
+    window_names,
+)
 from ddbkeys.partition_keys._index.state import evidence_from_item
 from ddbkeys.partition_keys._listing.recognise import markers_of
 from ddbkeys.partition_keys._proof.evidence import Evidence, ShardMark, precheck
@@ -41,6 +46,10 @@ def test_auto_reads_a_streamed_table_of_a_thousand_items_and_reconciles_otherwis
     assert choose_mode("auto", info()) == "read"
     assert choose_mode("auto", info(items=999)) == "reconcile"
     assert choose_mode("auto", info(stream=None)) == "reconcile"
+    # a stream whose label does not say when it began cannot be shown to hold the window
+    assert choose_mode("auto", info(stream=ARN.replace("2026-11-28T18:00:00.000", "x"))) == (
+        "reconcile"
+    )
     assert choose_mode("read", info(items=1)) == "read"
     assert choose_mode("reconcile", info()) == "reconcile"
     with pytest.raises(ConfigurationError, match="'scan' for table 'orders' is not one of"):
@@ -51,6 +60,20 @@ def test_the_stream_label_is_when_the_stream_began() -> None:
     assert stream_born(ARN) == datetime(2026, 11, 28, 18, tzinfo=UTC).timestamp()
     assert stream_born("arn:aws:dynamodb:r:1:table/orders/stream/g0-0001") is None
     assert stream_born("not an arn") is None
+
+
+def test_a_stream_younger_than_the_window_or_of_no_known_age_cannot_hold_it() -> None:
+    born = stream_born(ARN)
+    assert born is not None
+    assert unreadable(ARN, born + MARGIN, MARGIN) is None  # began at the window's start
+    young = unreadable(ARN, born + MARGIN - 5, MARGIN)
+    assert young is not None and "stream began 5 s after the start of its window" in young.reason
+    off = unreadable(None, born + MARGIN, MARGIN)
+    assert off is not None and "stream was off" in off.reason
+    unknown = unreadable("arn:aws:dynamodb:r:1:table/orders/stream/g0-0001", 1e12, MARGIN)
+    assert unknown is not None
+    assert "label ('g0-0001') is not a time" in unknown.reason
+    assert "--mode reconcile" in unknown.reason
 
 
 def shard(name: str) -> dict[str, Any]:

@@ -23,7 +23,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     rewrite,
 )
 from ddbkeys.partition_keys._index.backfill_export import export_flow
-from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow
+from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow, stream_born
 from ddbkeys.partition_keys._index.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import (
@@ -58,9 +58,10 @@ READ_FROM_ITEMS = 1000
 
 def choose_mode(mode: str, info: TableInfo) -> str:
     """``reconcile`` or ``read`` for the table ``info`` describes: as given, or (``auto``) the
-    read mode where the table has a stream (its window is read from it) and at least
-    ``READ_FROM_ITEMS`` items; the read is the same skip scan the reconcile mode finds the keys
-    with, so it costs less whenever its window names fewer collections than the table holds."""
+    read mode where the table has a stream (its window is read from it) whose label says when
+    it began (as the service's do) and at least ``READ_FROM_ITEMS`` items; the read is the same
+    skip scan the reconcile mode finds the keys with, so it costs less whenever its window
+    names fewer collections than the table holds."""
     if mode not in MODES:
         raise ConfigurationError(
             f"Backfill mode {mode!r} for table {info.name!r} is not one of "
@@ -69,7 +70,12 @@ def choose_mode(mode: str, info: TableInfo) -> str:
         )
     if mode != "auto":
         return mode
-    if info.stream_arn is not None and info.item_count >= READ_FROM_ITEMS:
+    stream = info.stream_arn
+    if (
+        stream is not None
+        and stream_born(stream) is not None
+        and info.item_count >= READ_FROM_ITEMS
+    ):
         return "read"
     return "reconcile"
 

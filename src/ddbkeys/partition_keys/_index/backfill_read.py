@@ -283,7 +283,8 @@ def reconciled(index: MarkerCore, key: Key, report: BackfillReport) -> Flow[bool
 
 def unreadable(stream: str | None, started: float, margin: float) -> Decline | None:
     """Why the stream ``stream`` (the table's when the backfill began; None: off) cannot hold
-    the window of a backfill begun at ``started``; None when it may. Known before the backfill
+    the window of a backfill begun at ``started`` (it began after the window's start, or its
+    label does not say when it began); None when it may. Known before the backfill
     writes, so that it does not wait the margin to say so. Pure."""
     if stream is None:
         return Decline(
@@ -292,7 +293,13 @@ def unreadable(stream: str | None, started: float, margin: float) -> Decline | N
             "again"
         )
     born = stream_born(stream)
-    if born is not None and born > started - margin:
+    if born is None:  # (the service's labels, and DynamoDB Local's, are times)
+        return Decline(
+            f"the table's stream label ({stream.rsplit('/', 1)[-1]!r}) is not a time, so "
+            "whether the stream holds the changes made while it ran cannot be told: run "
+            "`index backfill --mode reconcile`"
+        )
+    if born > started - margin:
         return Decline(
             f"the table's stream began {born - started + margin:.0f} s after the start of its "
             f"window (the replay margin, {margin:g} s, before it began), so earlier changes "
