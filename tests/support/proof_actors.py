@@ -17,6 +17,7 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._retry import RetryPolicy
 from ddbkeys.partition_keys._index.backfill import backfill_flow, repair_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls
 from ddbkeys.partition_keys._index.index import MarkerIndex
@@ -398,7 +399,8 @@ def listing(
     index as it is, after a replay that proved it; ``pending=False`` another: a listing that
     leaves the pending collections out of its re-checks."""
     info = world.info()
-    reader = Reader(None, TABLE, deadline=None)  # (its requests go to the model's driver)
+    # (its requests go to the model's driver; a wait passes on the model's clock)
+    reader = Reader(None, TABLE, deadline=None, retry=RetryPolicy(sleep=world.tick))
     driver = SyncDriver(client, Usage())
     core = marker(world)
     evidence, refused = driver.run(load_evidence(record(world), info, core, margin))

@@ -35,6 +35,10 @@ from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from ddbkeys.partition_keys._index import backfill_read
 from ddbkeys.partition_keys._index.backfill_read import Controls
+from ddbkeys.partition_keys._proof import replay_window
+from ddbkeys.partition_keys._streams import streams
+from ddbkeys.partition_keys._streams.streams import DESCRIBE_AGAIN
+from tests.support.proof_actors import Verdict
 from tests.support.proof_machine import (
     KEYS,
     SEEN,
@@ -258,3 +262,38 @@ def test_the_checker_catches_a_read_backfill_that_trusts_a_stream_younger_than_i
     monkeypatch.setattr(backfill_read, "unreadable", lambda stream, started, margin: None)
     with pytest.raises(BackfillWrong, match=r"the markers of \['a'\] wrong"):
         a_backfill_on_a_stream_just_turned_on()
+
+
+def a_collection_made_in_a_child_not_listed_yet(hidden: int) -> Verdict:
+    """The follower has applied everything; a shard closes and its child takes its keys, but
+    DescribeStream lists the child only ``hidden`` answers later (the service may list a
+    closed shard a moment before its child: Flink's DynamoDB Streams source and the Kinesis
+    Client Library both meet "a closed shard with no children"); the application makes
+    collection ``b``, whose record lands in the child. Found by reading the model against the
+    service (it listed a child at once), not by a schedule."""
+    state = ProofMachine()
+    state.start(history=[("a", 1)], shards=1, settled="follower", rounding=1.0)
+    state.quiet()
+    state.check()
+    state.split(0, 1, hidden)
+    state.put("b", 1, None, 0)
+    return state.check()
+
+
+def test_a_child_shard_listed_a_moment_late_is_waited_for_or_the_listing_declines() -> None:
+    # Listed at the listing's second answer: described again a second later, and right.
+    assert sorted(a_collection_made_in_a_child_not_listed_yet(2).keys or ()) == ["a", "b"]
+    # Not listed in DESCRIBE_AGAIN more: declined, saying why.
+    verdict = a_collection_made_in_a_child_not_listed_yet(DESCRIBE_AGAIN + 2)
+    assert verdict.keys is None
+    assert "is closed and DescribeStream lists no shard after it yet" in verdict.reason
+
+
+def test_the_checker_catches_a_listing_that_reads_the_shards_as_first_listed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The fault: the shards as DescribeStream first lists them, a closed one with no child.
+    monkeypatch.setattr(streams, "DESCRIBE_AGAIN", 0)
+    monkeypatch.setattr(replay_window, "unlisted_child", lambda shards: None)
+    with pytest.raises(ListingWrong, match=r"missing \['b'\]"):
+        a_collection_made_in_a_child_not_listed_yet(2)

@@ -28,6 +28,14 @@ def shard(sid: str, first: str, last: str | None = None) -> dict[str, Any]:
     return {"ShardId": sid, "SequenceNumberRange": limits}
 
 
+def listed(sid: str, first: str, last: str | None = None) -> list[dict[str, Any]]:
+    """The shard, and (closed) the child that takes its keys: an enabled stream lists one
+    after every closed shard (without it, the listing declines: ``unlisted_child``)."""
+    child = {"ShardId": f"{sid}-child", "ParentShardId": sid}
+    after = [{**child, "SequenceNumberRange": {"StartingSequenceNumber": "30"}}] if last else []
+    return [shard(sid, first, last), *after]
+
+
 def server_error() -> Exception:
     return failure("InternalFailure", ResponseMetadata={"HTTPStatusCode": 500})
 
@@ -43,7 +51,7 @@ def test_a_position_outside_its_shard_is_declined(
     sequence: str, first: str, last: str | None, bound: str
 ) -> None:
     mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
-    decided = replay_window(evidence(mark), ARN, [shard("s1", first, last)], NOW)
+    decided = replay_window(evidence(mark), ARN, listed("s1", first, last), NOW)
     assert isinstance(decided, Decline)
     assert f"the position recorded for shard s1, {sequence}, lies {bound}" in decided.reason
     assert "no maintainer wrote it" in decided.reason
@@ -64,7 +72,7 @@ def test_a_position_the_range_allows_is_read(
     mark = ShardMark("s1", ARN, "start", ((sequence, 7_000.0),))
     assert out_of_range(mark, shard("s1", first, last)) is None
     assert isinstance(
-        replay_window(evidence(mark), ARN, [shard("s1", first, last)], NOW), ReplayWindow
+        replay_window(evidence(mark), ARN, listed("s1", first, last), NOW), ReplayWindow
     )
 
 

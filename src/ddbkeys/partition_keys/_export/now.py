@@ -34,7 +34,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     TRIM_SAFETY,
     Decline,
 )
-from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
 
 __all__ = ["Since", "exists_flow", "forget", "now_window", "since_flow", "stream_began"]
@@ -103,6 +103,9 @@ def since_flow(
         shards = yield from shard_list(reader, arn)
     except DdbKeysError as exc:
         return refusal(exc, "describing the table's stream").reason
+    unlisted = unlisted_child(shards)
+    if unlisted is not None:
+        return unlisted.reason
     skip_before = export_time.timestamp() - margin  # (a record kept: created + rounding >= it)
     reads = tuple(
         ShardRead(shard["ShardId"], None, skip_before=skip_before, whole_history=False)

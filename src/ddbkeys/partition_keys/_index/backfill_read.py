@@ -63,9 +63,8 @@ from ddbkeys.partition_keys._index.state import StateCore, key_of_json
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.recognise import Markers, same_value
 from ddbkeys.partition_keys._proof.evidence import Decline, Evidence
-from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
-from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal
-from ddbkeys.partition_keys._streams.streams import stream_shards
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
+from ddbkeys.partition_keys._proof.shard_read import Replay, read_shard, refusal, shard_list
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
@@ -334,9 +333,12 @@ def stream_window(
             "backfill` again"
         )
     try:
-        shards = yield from stream_shards(lambda request: ask(reader, request), stream)
+        shards = yield from shard_list(reader, stream)
     except DdbKeysError as exc:
         return refusal(exc, "describing the table's stream")
+    unlisted = unlisted_child(shards)
+    if unlisted is not None:
+        return unlisted
     window = backfill_window(saved, stream, shards, started, margin, clock(), whole_history)
     replay = Replay(margin)
     names = window_names(info, index.markers(info))

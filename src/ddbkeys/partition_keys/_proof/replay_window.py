@@ -17,8 +17,9 @@ from ddbkeys.partition_keys._proof.evidence import (
     precheck,
 )
 from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
+from ddbkeys.partition_keys._streams.streams import closed_leaves
 
-__all__ = ["ReplayWindow", "ShardRead", "out_of_range", "replay_window"]
+__all__ = ["ReplayWindow", "ShardRead", "out_of_range", "replay_window", "unlisted_child"]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ def replay_window(
     cut = now - margin
     named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
     listed = {str(s["ShardId"]): s for s in shards}
-    declined = _gone(named, listed, backfill.started, margin, cut)
+    declined = _gone(named, listed, backfill.started, margin, cut) or unlisted_child(shards)
     if declined is not None:
         return declined
     reads: list[ShardRead] = []
@@ -99,6 +100,18 @@ def replay_window(
         reads.append(read)
         accepted.add(shard)
     return ReplayWindow(stream, tuple(reads), margin, cut)
+
+
+def unlisted_child(shards: Sequence[Mapping[str, Any]]) -> Decline | None:
+    """Why the stream's ``shards`` (DescribeStream's) may leave records out: a closed shard
+    listed with none after it (``closed_leaves``: its child not listed yet). Pure."""
+    leaves = closed_leaves(shards)
+    if not leaves:
+        return None
+    return Decline(
+        f"shard {leaves[0]} of the table's stream is closed and DescribeStream lists no shard "
+        "after it yet (a new shard a moment from being listed): try again in a moment"
+    )
 
 
 def _gone(

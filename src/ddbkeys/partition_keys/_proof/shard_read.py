@@ -30,7 +30,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     created_at,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
-from ddbkeys.partition_keys._streams.streams import stream_shards
+from ddbkeys.partition_keys._streams.streams import settled_shards
 
 if TYPE_CHECKING:
     pass
@@ -130,7 +130,11 @@ def refusal(exc: DdbKeysError, what: str) -> Decline:
 
 
 def shard_list(reader: Reader, arn: str) -> Flow[list[dict[str, Any]]]:
-    return stream_shards(lambda request: ask(reader, request), arn)
+    """Every shard of the stream ``arn``, described again a moment later while it lists a
+    closed shard and none after it (``settled_shards``)."""
+    return settled_shards(
+        lambda request: ask(reader, request), arn, reader.retry.sleep, reader.stop
+    )
 
 
 def _iterator(

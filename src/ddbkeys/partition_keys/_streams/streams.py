@@ -18,14 +18,15 @@ Signing alike is proven, not assumed, with public botocore only:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import boto3
 from botocore.exceptions import BotoCoreError
 
-from ddbkeys._core.steps import Flow, Request, describe_stream
+from ddbkeys._core.steps import Flow, Pause, Request, describe_stream
+from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._origins import Origin, origin_of
 
@@ -33,15 +34,22 @@ from ddbkeys._origins import Origin, origin_of
 AWS_DOMAINS = (".amazonaws.com", ".amazonaws.com.cn", ".api.aws", ".amazonwebservices.com.cn")
 #: The secret a Streams client on an endpoint other than AWS's signs with (never checked there).
 STAND_IN_SECRET = "ddbkeys-stand-in"
+#: How often a reader of the whole stream describes it again (a second apart) while it lists
+#: a closed shard and none after it (:func:`settled_shards`).
+DESCRIBE_AGAIN = 3
+
 #: What a client is asked to presign to learn the access key it signs with.
 PRESIGN = ("describe_table", {"TableName": "ddbkeys"})
 
 __all__ = [
+    "DESCRIBE_AGAIN",
     "STAND_IN_SECRET",
     "STREAM_OPERATIONS",
     "ClientOnFirstUse",
     "SplitClient",
+    "closed_leaves",
     "own_endpoint",
+    "settled_shards",
     "signed_as",
     "stream_shards",
     "streams_client_for",
@@ -123,6 +131,46 @@ def streams_settings(client: Any) -> dict[str, Any]:
 def stream_shards(ask: Callable[[Request], Flow[Any]], arn: str) -> Flow[list[dict[str, Any]]]:
     """Every shard of the stream ``arn`` (DescribeStream, page by page), each request sent
     by ``ask``."""
+    shards, _ = yield from _described(ask, arn)
+    return shards
+
+
+def settled_shards(
+    ask: Callable[[Request], Flow[Any]],
+    arn: str,
+    sleep: Callable[[float], None],
+    stop: StopFlag | None = None,
+) -> Flow[list[dict[str, Any]]]:
+    """:func:`stream_shards`, described again (up to ``DESCRIBE_AGAIN`` times, ``sleep``
+    waiting a second between) while the stream is enabled and lists a closed shard with none
+    after it (:func:`closed_leaves`): the list a reader of the whole stream needs."""
+    for again in range(DESCRIBE_AGAIN + 1):
+        shards, status = yield from _described(ask, arn)
+        if status != "ENABLED" or not closed_leaves(shards) or again == DESCRIBE_AGAIN:
+            return shards
+        yield Pause(1.0, sleep, stop)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def closed_leaves(shards: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The shards listed closed (an ``EndingSequenceNumber``) that no listed shard follows
+    (names as its parent). On an enabled stream a closed shard's keys go on in a child, and
+    DescribeStream may list the closed shard a moment before the child (Flink's DynamoDB
+    Streams source and the Kinesis Client Library both meet "a closed shard with no
+    children"): a read of the stream that left the child out would miss its records."""
+    parents = {str(s["ParentShardId"]) for s in shards if s.get("ParentShardId")}
+    return [
+        str(s["ShardId"])
+        for s in shards
+        if s.get("SequenceNumberRange", {}).get("EndingSequenceNumber") is not None
+        and str(s["ShardId"]) not in parents
+    ]
+
+
+def _described(
+    ask: Callable[[Request], Flow[Any]], arn: str
+) -> Flow[tuple[list[dict[str, Any]], str | None]]:
+    """Every shard of the stream ``arn``, and its StreamStatus (as its last page says)."""
     shards: list[dict[str, Any]] = []
     start: str | None = None
     while True:
@@ -134,7 +182,7 @@ def stream_shards(ask: Callable[[Request], Flow[Any]], arn: str) -> Flow[list[di
         shards.extend(description.get("Shards", []))
         start = description.get("LastEvaluatedShardId")
         if not start:
-            return shards
+            return shards, description.get("StreamStatus")
 
 
 #: The Streams operations, sent to the Streams client (the rest to the table's).
