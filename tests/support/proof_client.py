@@ -267,10 +267,8 @@ class ModelClient:
             raise refuse("ResourceNotFoundException", "DescribeStream")
         listed = sorted(stream.shards.values(), key=lambda s: s.start)
         start = params.get("ExclusiveStartShardId")
-        shown = [s for s in listed if not s.hidden or s.id == start]  # (new, not listed yet)
-        for shard in listed:
-            shard.hidden = max(0, shard.hidden - 1)
-        listed = shown
+        now = self.world.now
+        listed = [s for s in listed if s.hidden_until <= now or s.id == start]  # (new: not yet)
         start = params.get("ExclusiveStartShardId")
         if start is not None:
             ids = [s.id for s in listed]

@@ -274,9 +274,13 @@ class ProofMachine(RuleBasedStateMachine):
         self.segments = segments
         self.most = most
 
-    @rule(n=st.integers(0, 3), children=st.integers(1, 2), hidden=st.sampled_from((0, 0, 2, 9)))
-    def split(self, n: int, children: int, hidden: int = 0) -> None:
-        """A shard closes; DescribeStream may list its children only ``hidden`` answers later
+    @rule(
+        n=st.integers(0, 3),
+        children=st.integers(1, 2),
+        hidden=st.sampled_from((0.0, 0.0, 2.0, 9.0)),
+    )
+    def split(self, n: int, children: int, hidden: float = 0.0) -> None:
+        """A shard closes; DescribeStream may list its children only ``hidden`` seconds later
         (as the service may: a closed shard with no children, a moment after it closed)."""
         self.world.split(n, children, hidden)
 

@@ -81,9 +81,9 @@ class Shard:
     closed_at: float | None = None
     ending: int | None = None
     trimmed_to: int = 0  # every record of this shard up to this sequence number is gone
-    #: DescribeStream leaves it out of this many more answers (a new child: the service may
-    #: list its closed parent a moment before it).
-    hidden: int = 0
+    #: DescribeStream leaves it out until then (a new child: the service may list its closed
+    #: parent a moment before it).
+    hidden_until: float = 0.0
 
     @property
     def open(self) -> bool:
@@ -275,16 +275,16 @@ class World:
             shard.closed_at = self.now
             shard.ending = shard.last_seq() if shard.records else shard.start
 
-    def split(self, n: int, children: int, hidden: int = 0) -> None:
+    def split(self, n: int, children: int, hidden: float = 0.0) -> None:
         """The ``n``-th open shard closes; ``children`` (1 or 2) take its key range, left out
-        of the next ``hidden`` answers of DescribeStream."""
+        of DescribeStream's answers for ``hidden`` seconds."""
         if self.stream is None:
             return
         opened = sorted(s.id for s in self.stream.shards.values() if s.open)
         shard = self.stream.shards[opened[n % len(opened)]]
         self._close(shard)
         for _ in range(children):
-            self._new_shard(shard.id).hidden = hidden
+            self._new_shard(shard.id).hidden_until = self.now + hidden
 
     def recreate_table(self, stream: bool) -> None:
         """The table is deleted (its index with it; its stream closes) and created again."""

@@ -89,8 +89,9 @@ def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
     assert SEEN["proven"] > SEEN["declined"] / 10, SEEN
     assert SEEN["proven, with keys from the index"] > 1000, SEEN
     assert SEEN["proven, with re-checks"] > 1000, SEEN
-    # Collections that did not settle (issue 33): recorded, re-checked, and a full set held.
-    assert SEEN["proven, with pending collections"] > 100, SEEN
+    # Collections that did not settle (issue 33): recorded, re-checked, and a full set held
+    # (96 pending in the run of PYTHONHASHSEED=0 since the split rule draws hidden children).
+    assert SEEN["proven, with pending collections"] > 75, SEEN
     # A floor of coverage (85 in the run of PYTHONHASHSEED=0, with every rule merged).
     assert SEEN["a follower held a shard's position (the pending set full)"] > 50, SEEN
     # Read-mode backfills finished and were held to their own guarantee (check_backfill).
@@ -264,9 +265,9 @@ def test_the_checker_catches_a_read_backfill_that_trusts_a_stream_younger_than_i
         a_backfill_on_a_stream_just_turned_on()
 
 
-def a_collection_made_in_a_child_not_listed_yet(hidden: int) -> Verdict:
+def a_collection_made_in_a_child_not_listed_yet(hidden: float) -> Verdict:
     """The follower has applied everything; a shard closes and its child takes its keys, but
-    DescribeStream lists the child only ``hidden`` answers later (the service may list a
+    DescribeStream lists the child only ``hidden`` seconds later (the service may list a
     closed shard a moment before its child: Flink's DynamoDB Streams source and the Kinesis
     Client Library both meet "a closed shard with no children"); the application makes
     collection ``b``, whose record lands in the child. Found by reading the model against the
@@ -281,10 +282,10 @@ def a_collection_made_in_a_child_not_listed_yet(hidden: int) -> Verdict:
 
 
 def test_a_child_shard_listed_a_moment_late_is_waited_for_or_the_listing_declines() -> None:
-    # Listed at the listing's second answer: described again a second later, and right.
-    assert sorted(a_collection_made_in_a_child_not_listed_yet(2).keys or ()) == ["a", "b"]
-    # Not listed in DESCRIBE_AGAIN more: declined, saying why.
-    verdict = a_collection_made_in_a_child_not_listed_yet(DESCRIBE_AGAIN + 2)
+    # Listed 2 s later: described again a second apart, and right.
+    assert sorted(a_collection_made_in_a_child_not_listed_yet(2.0).keys or ()) == ["a", "b"]
+    # Not listed after DESCRIBE_AGAIN more seconds: declined, saying why.
+    verdict = a_collection_made_in_a_child_not_listed_yet(DESCRIBE_AGAIN + 2.0)
     assert verdict.keys is None
     assert "is closed and DescribeStream lists no shard after it yet" in verdict.reason
 
@@ -296,4 +297,43 @@ def test_the_checker_catches_a_listing_that_reads_the_shards_as_first_listed(
     monkeypatch.setattr(streams, "DESCRIBE_AGAIN", 0)
     monkeypatch.setattr(replay_window, "unlisted_child", lambda shards: None)
     with pytest.raises(ListingWrong, match=r"missing \['b'\]"):
-        a_collection_made_in_a_child_not_listed_yet(2)
+        a_collection_made_in_a_child_not_listed_yet(2.0)
+
+
+def a_read_backfill_a_day_long() -> ProofMachine:
+    """No maintainer; collection ``x`` is emptied half a second before a read-mode backfill
+    begins, whose scan (as stale as the margin allows) still sees it: the backfill marks it,
+    blind. Then a day passes before it reads its window (a backfill of a huge table, or its
+    host asleep): the record of the emptying is trimmed, the shard reads empty, and nothing
+    says that the window lost it. Found by reading the model's schedules once the read mode
+    checked its stream's age (the export mode checked its own)."""
+    state = ProofMachine()
+    state.start(history=[("x", 1)], shards=1, settled="none")
+    state.tick(state.margin + 1)
+    state.scans_lag(1.0)
+    state.delete("x", 1, 0)
+    state.tick(0.5)
+    state.backfill_starts("read")
+    assert state.backfill is not None
+    state.backfill.advance(50)  # its reads and its blind write; then it waits
+    assert state.backfill.blind is not None and not state.backfill.done
+    state.long_wait_behind(25.0)
+    state.backfill_runs(50)  # (checked once it has finished)
+    assert state.backfill.done
+    return state
+
+
+def test_a_read_backfill_that_reads_its_window_a_day_late_says_it_does_not_count() -> None:
+    state = a_read_backfill_a_day_long()
+    assert state.backfill is not None
+    report = state.backfill.result
+    assert report is not None and report.uncounted is not None
+    assert "began more than a day before it read the table's stream" in report.uncounted
+
+
+def test_the_checker_catches_a_read_backfill_that_trusts_a_window_a_day_old(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(backfill_read, "DAY", 1e12)  # the fault: the window's age not checked
+    with pytest.raises(BackfillWrong, match=r"the markers of \['x'\] wrong"):
+        a_read_backfill_a_day_long()

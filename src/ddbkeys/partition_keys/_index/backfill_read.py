@@ -62,7 +62,13 @@ from ddbkeys.partition_keys._index.markers import (
 from ddbkeys.partition_keys._index.state import StateCore, key_of_json
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.recognise import Markers, same_value
-from ddbkeys.partition_keys._proof.evidence import Decline, Evidence
+from ddbkeys.partition_keys._proof.evidence import (
+    CREATED_ROUNDING,
+    DAY,
+    TRIM_SAFETY,
+    Decline,
+    Evidence,
+)
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
 from ddbkeys.partition_keys._proof.shard_read import Replay, read_shard, refusal, shard_list
 
@@ -325,6 +331,13 @@ def stream_window(
     if unread is not None:
         return unread
     assert stream is not None  # (off: unreadable says so)
+    if started - margin - CREATED_ROUNDING < clock() - DAY + TRIM_SAFETY:
+        # (a shard whose records since are all gone reads empty: nothing would say so)
+        return Decline(
+            "its window began more than a day before it read the table's stream (the stream "
+            f"keeps records 24 h; {TRIM_SAFETY / 3600:g} h less to be safe), so changes made "
+            "while it ran may be in no log: run `index backfill` again (or `--from-export`)"
+        )
     yield from index.describe()  # the stream as it is now
     now_stream = (yield from index.table_info()).stream_arn
     if now_stream != stream:
