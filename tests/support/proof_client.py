@@ -245,6 +245,8 @@ class ModelClient:
 
     def _update_item(self, **params: Any) -> dict[str, Any]:
         assert params["TableName"] == STATE, params
+        if len(params.get("UpdateExpression", "")) > 4096:  # (the service's limit)
+            raise refuse("ValidationException", "UpdateItem")
         record = self.world.state.get(params["Key"]["id"]["S"])
         if not _state_holds(params, record):
             raise refuse("ConditionalCheckFailedException", "UpdateItem")
@@ -269,7 +271,6 @@ class ModelClient:
         start = params.get("ExclusiveStartShardId")
         now = self.world.now
         listed = [s for s in listed if s.hidden_until <= now or s.id == start]  # (new: not yet)
-        start = params.get("ExclusiveStartShardId")
         if start is not None:
             ids = [s.id for s in listed]
             listed = listed[ids.index(start) + 1 :] if start in ids else []

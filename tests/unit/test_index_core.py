@@ -40,12 +40,15 @@ from ddbkeys.partition_keys._index.markers import (
 from ddbkeys.partition_keys._index.state import update_request
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
 from ddbkeys.partition_keys._listing.recognise import same_value
+from ddbkeys.partition_keys._proof.evidence import DAY, ShardMark
 from ddbkeys.partition_keys._streams.follow import FollowCore
 from ddbkeys.partition_keys._streams.follow_state import (
+    GONE_AFTER,
     FollowReport,
     FollowState,
     StopOn,
     Stopped,
+    gone_marks,
     keys_of_records,
 )
 
@@ -629,3 +632,25 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
     # The round that found the shard at its end began before its read and ended after it.
     assert report.caught_up and report.caught_up_at is not None
     assert report.caught_up_at < clock_at_reads[-1]
+
+
+def test_a_follower_takes_the_marks_of_shards_a_day_gone_off_its_record() -> None:
+    """Shards close every few hours on the service: a follower that kept every mark grew its
+    record by one each (171 marks, 35.6 KB after a week of 4 shards: a helper's measure), on
+    to DynamoDB's 400 KB item limit. What it keeps: what a listing or its own reads use."""
+    now, old, recent = 10 * DAY, 10 * DAY - GONE_AFTER - 1, 10 * DAY - 60
+
+    def mark(shard: str, at: float, stream: str = "arn", gap: float | None = None) -> ShardMark:
+        return ShardMark(shard, stream, "start", (("5", at),), gap=gap)
+
+    marks = {
+        "other": mark("other", old, stream="arn-before"),  # a stream turned off long ago
+        "gone": mark("gone", old),  # left the stream a day ago
+        "parent": mark("parent", old),  # left it, but its child is read from its start
+        "lost": mark("lost", old, gap=old),  # records lost: a listing declines for it
+        "young": mark("young", recent),  # left it a minute ago: a listing checks that
+        "listed": mark("listed", old),  # still listed (a listing declines: a day old)
+        "again": mark("again", recent, stream="arn-before"),
+    }
+    parents = {"listed": None, "child": "parent"}
+    assert gone_marks(marks, parents, "arn", now) == ["gone", "other"]

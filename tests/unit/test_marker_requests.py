@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 
 from ddbkeys.partition_keys._index.markers import IndexPages, Markers, create_request
-from ddbkeys.partition_keys._index.state import update_request
+from ddbkeys.partition_keys._index.state import MOST_NAMED, StateCore, update_request
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS
+from tests.support.hand import drive
 
 M = "ddbkeys_pk"
 
@@ -55,3 +56,23 @@ def test_the_index_pages_are_scans_of_the_index_each_a_copy() -> None:
     assert first is not None
     first["Limit"] = 1  # the caller's copy: the pages are not changed
     assert pages.request() == {**first, "Limit": PAGE_ITEMS}
+
+
+def test_a_record_update_of_many_attributes_is_sent_in_parts_within_the_expression_limit() -> None:
+    """A follower's first start on a stream of 290 shards names every shard's mark: one
+    UpdateItem's expression was 4,132 characters, over the service's 4 KB (a helper's
+    measure); it goes in parts of ``MOST_NAMED`` attributes, each well within it."""
+    values = {f"shard shardId-{n:08d}": "{}" for n in range(290)}
+    remove = tuple(f"shard gone-{n}" for n in range(20))
+    run = drive(StateCore("state").update("t", "i", values, remove), [{}] * 4)
+    sent = [request.params for request in run.requests]
+    assert len(sent) == 4 == -(-(290 + 20) // MOST_NAMED)
+    assert all(len(params["UpdateExpression"]) <= 4096 for params in sent)
+    named = [name for params in sent for name in params["ExpressionAttributeNames"].values()]
+    assert sorted(named) == sorted([*values, *remove])  # each once
+    assert (
+        sent[2]["UpdateExpression"].startswith("SET ") and " REMOVE " in sent[2]["UpdateExpression"]
+    )
+    assert sent[3]["UpdateExpression"].startswith("REMOVE ")
+    # A few: one request, as before.
+    assert len(drive(StateCore("state").update("t", "i", {"a": "1"}, ("b",)), [{}]).requests) == 1

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "MOST_NAMED",
     "STATE_TABLE",
     "STATE_TABLE_ENV",
     "StateCore",
@@ -73,6 +74,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The most attributes one UpdateItem of the record sets or removes: its UpdateExpression may
+#: hold 4 KB (the service's limit), and each costs up to 14 characters there ("#a99 = :v99, ").
+MOST_NAMED = 100
 
 
 def key_json(key: dict[str, Any]) -> str:
@@ -289,12 +294,18 @@ class StateCore:
     def update(
         self, table: str, index: str, values: dict[str, Any], remove: tuple[str, ...] = ()
     ) -> Flow[None]:
-        """Set ``values`` (plain: float, str, dict of str, list of str) on the record."""
-        request = update_item(
-            update_request(self.name, self.key(table, index), values, remove),
-            counted=False,
-        )
-        yield from self._send(request, "writing the index's record")
+        """Set ``values`` (plain: float, str, dict of str, list of str) on the record, and
+        take ``remove`` off it: in one UpdateItem, or one per ``MOST_NAMED`` of them (the
+        marks of every shard of a large stream, at a follower's first start)."""
+        sets, gone = sorted(values.items()), sorted(remove)
+        total = len(sets) + len(gone)
+        for at in range(0, max(total, 1), MOST_NAMED):
+            part = dict(sets[at : at + MOST_NAMED])
+            off = tuple(gone[max(0, at - len(sets)) : max(0, at + MOST_NAMED - len(sets))])
+            request = update_item(
+                update_request(self.name, self.key(table, index), part, off), counted=False
+            )
+            yield from self._send(request, "writing the index's record")
 
     def clashes(self, table: str, index: str, keys: list[str], *, add: bool) -> Flow[None]:
         """Add ``keys`` (:func:`key_json`) to the record's clashes, or take them out: an ADD or

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -52,7 +52,9 @@ from ddbkeys.partition_keys._streams.follow_state import (
     FollowReport,
     FollowState,
     count,
+    gone_marks,
     keys_of_records,
+    may_have_lost,
     records_after,
 )
 from ddbkeys.partition_keys._streams.streams import stream_shards
@@ -155,11 +157,9 @@ class FollowCore:
         saved = yield from self.store.load(index, name)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
-        state.marks = {
-            shard: mark
-            for shard, mark in (saved.shards.items() if saved is not None else ())
-            if mark.stream == arn
-        }
+        known = saved.shards if saved is not None else {}
+        state.marks = {shard: mark for shard, mark in known.items() if mark.stream == arn}
+        yield from self._prune(state, known, arn, self.clock())
         state.pending = set(saved.pending) if saved is not None else set()
         # Whether a backfill must still run for listings to prove the index (said at once).
         state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
@@ -211,7 +211,7 @@ class FollowCore:
                 child = state.parents.get(shard) in state.marks
                 state.marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
             if position is None:
-                if self._may_have_lost(state, shard, mark):
+                if may_have_lost(state, shard, mark, self.clock()):
                     self._gap(state, shard)
                 state.iterators[shard] = yield from self._iterator(arn, shard, "TRIM_HORIZON")
                 state.from_oldest.add(shard)
@@ -346,22 +346,21 @@ class FollowCore:
         state.pending.difference_update(gone)
         state.report.unpended += len(gone)
 
-    def _may_have_lost(self, state: FollowState, shard: str, mark: ShardMark | None) -> bool:
-        """Whether records of ``shard``, about to be read from its oldest one with none of
-        them applied yet, may have been trimmed (kept 24 hours) before now: it was begun at
-        its end more than a day ago, or its parent was last read more than a day ago (the
-        shard holds the records that came after the parent's)."""
-        limit = self.clock() - DAY + TRIM_SAFETY
-        if mark is not None and isinstance(mark.since, int | float):
-            return float(mark.since) < limit
-        parent = state.marks.get(state.parents.get(shard) or "")
-        return parent is not None and bool(parent.marks) and parent.marks[-1][1] < limit
-
     def _gap(self, state: FollowState, shard: str) -> None:
         """Records of ``shard`` were lost before this follower applied them: said in its mark."""
         mark = state.marks.get(shard)
         if mark is not None:
             state.marks[shard] = replace(mark, gap=self.clock())
+
+    def _prune(
+        self, state: FollowState, known: Mapping[str, ShardMark], arn: str, now: float
+    ) -> Flow[None]:
+        """Take the marks of shards a day gone (``gone_marks``) off the record and ``state``."""
+        gone = gone_marks(known, state.parents, arn, now)
+        state.marks = {s: m for s, m in state.marks.items() if s not in gone}
+        if gone:
+            remove = tuple(SHARD_PREFIX + s for s in gone)
+            yield from self.store.update(self.index.table, self.index.name, {}, remove)
 
     def _save_marks(self, state: FollowState, shards: list[str]) -> Flow[None]:
         values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
@@ -431,6 +430,7 @@ class FollowCore:
             yield from self.start(state, arn, False)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        yield from self._prune(state, state.marks, arn, now)
         return arn
 
     def follow(

@@ -6,7 +6,7 @@ decides with them."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,19 +14,65 @@ from ddbkeys._core.stopping import StopFlag
 from ddbkeys.partition_keys._index.maintain import Outcome
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._listing.base import Key
-from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, ShardMark, created_at
+from ddbkeys.partition_keys._proof.evidence import (
+    CREATED_ROUNDING,
+    DAY,
+    TRIM_SAFETY,
+    ShardMark,
+    created_at,
+)
 
 __all__ = [
+    "GONE_AFTER",
     "Event",
     "FollowReport",
     "FollowState",
     "StopOn",
     "Stopped",
     "count",
+    "gone_marks",
     "keys_of_records",
+    "may_have_lost",
     "records_after",
     "value_key",
 ]
+
+
+#: How old a shard's last position is when its mark leaves the record, its shard gone: its
+#: records are trimmed (a day), and nothing it vouches for is read any more.
+GONE_AFTER = DAY + 3600.0
+
+
+def gone_marks(
+    marks: Mapping[str, ShardMark], parents: Mapping[str, str | None], stream: str, now: float
+) -> list[str]:
+    """The shards of ``marks`` that a follower takes off the record (as the Lambda handler
+    does): of another stream than ``stream``, or neither listed by it (``parents``: each
+    listed shard's parent) nor a listed shard's parent (a child read from its start is
+    trusted by its parent's mark), their last position ``GONE_AFTER`` old, with no gap
+    recorded (shards close every few hours on the service: kept, a record of a busy
+    table's would grow by a mark each, for ever, to DynamoDB's 400 KB)."""
+    needed = {*parents, *(p for p in parents.values() if p is not None)}
+    return sorted(
+        shard
+        for shard, mark in marks.items()
+        if (mark.stream != stream or shard not in needed)
+        and mark.gap is None  # (records lost before they were applied: a listing heeds it)
+        and mark.marks
+        and now - mark.marks[-1][1] > GONE_AFTER
+    )
+
+
+def may_have_lost(state: FollowState, shard: str, mark: ShardMark | None, now: float) -> bool:
+    """Whether records of ``shard``, about to be read from its oldest one with none of them
+    applied yet, may have been trimmed (kept 24 hours) before ``now``: it was begun at its end
+    more than a day ago, or its parent was last read more than a day ago (the shard holds the
+    records that came after the parent's)."""
+    limit = now - DAY + TRIM_SAFETY
+    if mark is not None and isinstance(mark.since, int | float):
+        return float(mark.since) < limit
+    parent = state.marks.get(state.parents.get(shard) or "")
+    return parent is not None and bool(parent.marks) and bool(parent.marks[-1][1] < limit)
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:
