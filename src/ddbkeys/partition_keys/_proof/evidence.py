@@ -208,28 +208,33 @@ def created_at(record: Mapping[str, Any]) -> float | None:
 def thin(
     marks: Sequence[tuple[str | None, float]], now: float
 ) -> tuple[tuple[str | None, float], ...]:
-    """At most ``MAX_MARKS`` marks: the newest, and older ones spaced by a quarter of their age
-    (at least 2 s), none older than a day but the newest of those; and the first, while not a
-    day old: it says when coverage of the shard was first recorded (``ShardMark.first_saved``,
-    where a backfill's margin starts), which must not move later (dropped for a mark 0.8 s
-    after it, it did: a backfill begun the margin after the first position was then read as
-    begun 0.2 s after it, and listings declined). Any subset of the marks is still right (a
-    listing that finds no mark old enough reads more of the stream), so thinning costs
-    replay, never correctness."""
-    kept: list[tuple[str | None, float]] = []
-    for mark in reversed(marks):
-        if not kept:
+    """At most ``MAX_MARKS`` marks: the newest; the newest of those over a day old; and, from
+    the oldest on, each mark at least a third of its age (and 2 s) after the last one kept.
+    Spaced from the older side, the marks of a shard saved every second reach back as they
+    should: a position about the replay margin old (within 1.5 to 1.9 times it) is there when
+    a listing looks. (Spaced from the newer side, as before, the newest but one was dropped at
+    every save: a follower saving every second kept its first and newest marks only, and every
+    listing replayed the stream from its first position, a helper found.) The first mark,
+    while not a day old, is kept: it says when coverage of the shard was first recorded
+    (``ShardMark.first_saved``, where a backfill's margin starts), which must not move later
+    (dropped for a mark 0.8 s after it, it did: a backfill begun the margin after the first
+    position was then read as begun 0.2 s after it, and listings declined). Any subset of the
+    marks is still right (a listing that finds no mark old enough reads more of the stream),
+    so thinning costs replay, never correctness."""
+    if not marks:
+        return ()
+    *older, newest = marks
+    kept = [m for m in older if now - m[1] > DAY][-1:]
+    for mark in older:
+        if now - mark[1] <= DAY and (
+            not kept or mark[1] - kept[-1][1] >= max(2.0, (now - mark[1]) / 3)
+        ):
             kept.append(mark)
-            continue
-        age = now - mark[1]
-        if kept[-1][1] - mark[1] >= max(2.0, age / 4):
-            kept.append(mark)
-        if age > DAY:
-            break
-    newest = list(reversed(kept[:MAX_MARKS]))
-    if marks and newest[0] != marks[0] and now - marks[0][1] <= DAY:
-        newest = [marks[0], *newest[-(MAX_MARKS - 1) :]]
-    return tuple(newest)
+    kept.append(newest)
+    if len(kept) > MAX_MARKS:
+        first = kept[:1] if now - kept[0][1] <= DAY else []
+        kept = first + kept[len(kept) - MAX_MARKS + len(first) :]
+    return tuple(kept)
 
 
 def advance(

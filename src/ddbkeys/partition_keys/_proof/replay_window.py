@@ -171,6 +171,15 @@ def _marked(
             f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
             "none of its records: records may have been trimmed unapplied"
         )
+    if (
+        found
+        and sequence is None
+        and max(t for _, t in mark.marks if t <= held) < (now - DAY + TRIM_SAFETY)
+    ):  # (read from the shard's start: a record trimmed since leaves no trace there)
+        return Decline(
+            f"the maintainer's position in shard {shard} held back the margin is nearly a day "
+            "old, and had applied none of its records: records may have been trimmed unapplied"
+        )
     skip = since - margin if since is not None else None
     return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
 
