@@ -458,3 +458,39 @@ def test_follow_with_backfill_on_a_table_without_a_stream_says_only_that(
     assert result.exit_code == 1
     assert "already" not in result.stderr and "backfill" not in result.stderr, result.stderr
     assert result.stderr.splitlines()[-1].startswith(f"Error: Table {table!r} has no stream")
+
+
+def test_index_stream_names_the_new_stream_of_a_table_whose_stream_was_on_before(
+    ddb_client: DynamoDBClient, streamed_table: str, ddb_endpoint_url: str
+) -> None:
+    """A table that had a stream (turned off, or the table made again under its name) still
+    names that stream in DescribeTable: `index stream` printed it, exit 0, not the one it had
+    just turned on (a new user's find: a Lambda trigger given that ARN reads a stream that is
+    off)."""
+    table = streamed_table
+    first = ddb_client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    time.sleep(0.01)  # (the label is the time, to the millisecond)
+    ddb_client.update_table(TableName=table, StreamSpecification={"StreamEnabled": False})
+    said = json.loads(
+        CliRunner()
+        .invoke(
+            cli,
+            [
+                "partition-keys",
+                "index",
+                "stream",
+                "-t",
+                table,
+                "--endpoint-url",
+                ddb_endpoint_url,
+                "--output",
+                "json",
+            ],
+            catch_exceptions=False,
+        )
+        .output
+    )
+    now = ddb_client.describe_table(TableName=table)["Table"]
+    assert now["StreamSpecification"]["StreamEnabled"] and now["TableStatus"] == "ACTIVE"
+    assert said["changed"] is True
+    assert said["stream"] == now["LatestStreamArn"] != first

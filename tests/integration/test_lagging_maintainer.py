@@ -37,9 +37,9 @@ pytestmark = pytest.mark.integration
 #: Changes nobody applies: each names a collection of its own to re-check.
 BEHIND = 40
 SAID = re.compile(
-    r"The maintainer of marker index 'ddbkeys-partition-keys' is behind: (\d+) stream "
-    r"record\(s\) it has not applied, the oldest written [\d,]+ s ago \((\d+) read from its "
-    r"positions held back 1 s\) name (\d+) collection\(s\) to re-check, so this listing "
+    r"Marker index 'ddbkeys-partition-keys': (\d+) stream record\(s\) its maintainer has not "
+    r"applied yet, the oldest written at most [\d,]+ s ago \((\d+) read from its positions "
+    r"held back 1 s\) name (\d+) collection\(s\) to re-check, so this listing "
     r"costs about ([\d,.]+) read units against ([\d,.]+) for a scan of table '[^']+' "
     r"\(--method auto would list another way\); listing from the index all the same\."
 )
@@ -135,7 +135,7 @@ def test_a_lagging_maintainer_is_said_before_the_listing_reads(
     assert result.output.index(warned[0]) < first_key
 
     async def body(aio_client: Any) -> None:
-        with pytest.warns(IndexReplayWarning, match="is behind"):
+        with pytest.warns(IndexReplayWarning, match="its maintainer has not applied yet"):
             listing = await aio_keys(
                 aio_client, table, "index", state_table=store, replay_margin=MARGIN
             )

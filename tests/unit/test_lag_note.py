@@ -26,9 +26,9 @@ def test_it_is_said_only_when_the_replay_costs_more_than_a_scan() -> None:
     assert (listing, scan) == (0.5 + 30 * 1.0, 4.0)
     said = lag_note(table, INDEX, replay(30, 30, 32), now=142.4)
     assert said == (
-        "The maintainer of marker index 'ddbkeys-partition-keys' is behind: 30 stream "
-        "record(s) it has not applied, the oldest written 42 s ago (32 read from its positions "
-        "held back 1 s) name 30 collection(s) to re-check, so this listing costs about 30.5 "
+        "Marker index 'ddbkeys-partition-keys': 30 stream record(s) its maintainer has not "
+        "applied yet, the oldest written at most 42 s ago (32 read from its positions held "
+        "back 1 s) name 30 collection(s) to re-check, so this listing costs about 30.5 "
         "read units against 4.0 for a scan of table 'orders' (--method auto would list another "
         "way); listing from the index all the same."
     )
@@ -37,4 +37,4 @@ def test_it_is_said_only_when_the_replay_costs_more_than_a_scan() -> None:
     assert lag_note(table, INDEX, replay(30, 0, 30), now=142.4) is None
     # No time known for the records: said without it.
     unknown = lag_note(table, INDEX, replay(30, 30, 30, oldest=None), now=142.4)
-    assert unknown is not None and "applied (30 read" in unknown
+    assert unknown is not None and "applied yet (30 read" in unknown

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -111,6 +112,12 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     assert "about 3.5 RCU, against 0.5 RCU for a scan (auto lists another way" in text, text
     assert "Behind: what its maintainer has not applied" in text
     assert "is `ddbkeys partition-keys index follow -t orders` running?" in text
+    # A maintainer that saved a moment ago keeps up: the re-checks are the margin's writes (a
+    # new user, just after a backfill, was asked whether a healthy follower was running).
+    (shard,) = got.shards
+    fresh = replace(got, shards=(replace(shard, age=3.0),))
+    text = "\n".join(render_status(fresh))
+    assert "Behind:" not in text and "Recent: its maintainer keeps up (it saved 3 s ago)" in text
 
 
 @pytest.mark.parametrize(

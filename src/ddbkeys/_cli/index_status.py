@@ -109,12 +109,26 @@ def render_status(status: ProofStatus) -> list[str]:
             + ("" if status.auto_uses_index else " (auto lists another way: cheaper)")
         )
     if status.provable and not status.auto_uses_index:
-        lines.append(
+        lines.append(_dear(status))
+    return lines
+
+
+def _dear(status: ProofStatus) -> str:
+    """Why a listing from the index costs more than a scan now, in one line: a maintainer
+    that has saved nothing for over the margin (is it running?), or writes within the margin
+    (the backfill's own among them), which every listing re-checks whoever keeps the index."""
+    ages = [s.age for s in status.shards if s.listed and s.open and s.named and s.age is not None]
+    if not ages or max(ages) > status.margin:
+        return (
             "Behind: what its maintainer has not applied (and the last "
             f"{status.margin:g} s of writes) is re-checked by each listing: is `ddbkeys "
             f"partition-keys index follow -t {status.table}` running?"
         )
-    return lines
+    return (
+        f"Recent: its maintainer keeps up (it saved {max(ages):.0f} s ago); each listing "
+        f"re-checks what was written in the last {status.margin:g} s (a backfill's markers "
+        "too), so the index costs less than a scan once the table has been quieter for that long"
+    )
 
 
 def _backfill(status: ProofStatus) -> str:

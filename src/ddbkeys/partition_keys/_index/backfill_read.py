@@ -294,7 +294,7 @@ def unreadable(stream: str | None, started: float, margin: float) -> Decline | N
     if stream is None:
         return Decline(
             "the table's stream was off when it began, so the changes made while it ran are "
-            "in no log: turn the stream on (`index follow` does), then run `index backfill` "
+            "in no log: turn the stream on (`index stream`), then run `index backfill` "
             "again"
         )
     born = stream_born(stream)

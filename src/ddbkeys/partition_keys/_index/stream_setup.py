@@ -23,10 +23,20 @@ __all__ = ["enable_stream", "enable_stream_flow"]
 
 def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
     """:func:`enable_stream` as a flow (each request within ``index``'s deadline)."""
-    answer = yield from index.attempts(
-        lambda _: send(describe_table({"TableName": index.table})), "DescribeTable", writes=False
-    )
-    changed = not described(answer, index.table).get("StreamSpecification", {}).get("StreamEnabled")
+
+    def describe() -> Flow[Mapping[str, Any]]:
+        answer = yield from index.attempts(
+            lambda _: send(describe_table({"TableName": index.table})),
+            "DescribeTable",
+            writes=False,
+        )
+        return described(answer, index.table)
+
+    table = yield from describe()
+    changed = not table.get("StreamSpecification", {}).get("StreamEnabled")
+    # A table whose stream was on before (turned off, or the table made again under its name)
+    # still names that stream: the new one is another ARN.
+    before = table.get("LatestStreamArn") if changed else None
     if changed:
         request = update_table(
             {
@@ -34,28 +44,26 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
                 "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
             }
         )
-        yield from index.attempts(
-            lambda _: send(request),
-            "turning the stream on",
-        )
+        yield from index.attempts(lambda _: send(request), "turning the stream on")
+        table = yield from describe()
     pause, ends = 0.1, Deadline(600.0, clock=index.retry.clock)
-    while not _streaming(described(answer, index.table)):
+    while not _streaming(table, before):
         if not ends.allows(pause):
             raise DdbKeysError(
-                f"Table {index.table!r} is not ACTIVE after 600 s.", table=index.table
+                f"Table {index.table!r} is not ACTIVE with its stream on after 600 s.",
+                table=index.table,
             )
         yield Pause(pause, index.retry.sleep)
         pause = min(pause * 1.5, 5.0)
-        answer = yield from index.attempts(
-            lambda _: send(describe_table({"TableName": index.table})),
-            "DescribeTable",
-            writes=False,
-        )
-    return str(described(answer, index.table)["LatestStreamArn"]), changed
+        table = yield from describe()
+    return str(table["LatestStreamArn"]), changed
 
 
-def _streaming(table: Mapping[str, Any]) -> bool:
-    return table.get("TableStatus") == "ACTIVE" and "LatestStreamArn" in table
+def _streaming(table: Mapping[str, Any], before: str | None) -> bool:
+    """ACTIVE, with its stream on, and that stream not the one it named ``before``."""
+    arn = table.get("LatestStreamArn")
+    on = table.get("StreamSpecification", {}).get("StreamEnabled")
+    return table.get("TableStatus") == "ACTIVE" and bool(on) and arn is not None and arn != before
 
 
 def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:

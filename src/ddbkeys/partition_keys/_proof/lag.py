@@ -39,11 +39,13 @@ def lag_note(info: TableInfo, index: str, replay: Replay, now: float) -> str | N
     if not replay.unapplied or listing <= scan:
         return None
     oldest = replay.oldest_unapplied
-    age = f", the oldest written {max(now - oldest, 0.0):,.0f} s ago" if oldest else ""
+    # (ApproximateCreationDateTime is rounded down: to the second on the service, to the
+    # minute on DynamoDB Local, where a record just written reads as up to 60 s old)
+    age = f", the oldest written at most {max(now - oldest, 0.0):,.0f} s ago" if oldest else ""
     return (
-        f"The maintainer of marker index {index!r} is behind: {replay.unapplied:,} stream "
-        f"record(s) it has not applied{age} ({replay.records:,} read from its positions held "
-        f"back {replay.margin:g} s) name {rechecks:,} collection(s) to re-check, so this "
+        f"Marker index {index!r}: {replay.unapplied:,} stream record(s) its maintainer has not "
+        f"applied yet{age} ({replay.records:,} read from its positions held back "
+        f"{replay.margin:g} s) name {rechecks:,} collection(s) to re-check, so this "
         f"listing costs about {listing:,.1f} read units against {scan:,.1f} for a scan of "
         f"table {info.name!r} (--method auto would list another way); listing from the index "
         "all the same."

@@ -29,6 +29,7 @@ from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence, precheck
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
+from ddbkeys.partition_keys._tasks.figures import figure
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
@@ -84,11 +85,11 @@ def index_weighed(info: TableInfo, index: str, rechecks: int | None) -> str:
     collections (None: not known yet) against a scan's read units."""
     scan, index_scan, per_key = estimate(info, index)
     replay = (
-        f"replay ~{replay_units(info, index, rechecks):,.0f} RCU ({rechecks:,} collection(s))"
+        f"replay ~{figure(replay_units(info, index, rechecks))} RCU ({rechecks:,} collection(s))"
         if rechecks is not None
         else f"replay {per_key:g} RCU a collection the stream names"
     )
-    return f"the index: ~{index_scan:,.0f} RCU + {replay} against a scan's ~{scan:,.0f} RCU"
+    return f"the index: ~{figure(index_scan)} RCU + {replay} against a scan's ~{figure(scan)} RCU"
 
 
 def load_evidence(
@@ -186,8 +187,9 @@ def read_flow(
                 )
                 if most
                 else Decline(
-                    "the stream since the maintainer's positions names a collection to "
-                    "re-check, which costs more than a scan of this small table",
+                    f"the stream since the maintainer's positions names {len(replay.touched):,} "
+                    "collection(s) to re-check, and even one costs more than a scan of this "
+                    "small table",
                     True,
                     lag_of(replay, now),
                 ),
