@@ -57,6 +57,16 @@ def test_help_for_every_command(path: tuple[str, ...]) -> None:
     assert any(line.strip().startswith("ddbkeys ") for line in lines), "no example"
 
 
+@pytest.mark.parametrize("name", ["index", "estimate", "export"])
+def test_a_command_of_a_group_named_at_the_top_says_where_it_is(name: str) -> None:
+    # (`ddbkeys index --help` said only "No such command 'index'", to a new user who had read
+    # of "the marker index")
+    result = run(name, "--help")
+    assert result.exit_code == 2
+    assert f"did you mean `ddbkeys partition-keys {name}`?" in result.output
+    assert "did you mean" not in run("nosuch").output
+
+
 def commands_taking(option: str) -> list[tuple[str, ...]]:
     """Every command that takes ``option``."""
     found = []

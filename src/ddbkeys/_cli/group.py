@@ -105,6 +105,20 @@ class DdbKeysGroup(LazyGroup):
     and botocore errors by their message, anything else as an internal error (its traceback
     on stderr only with DDBKEYS_DEBUG=1)."""
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, and for a command of a group under this one (`ddbkeys index`), the line
+        that names it whole (`ddbkeys partition-keys index`)."""
+        name = args[0] if args else ""
+        if name and self.get_command(ctx, name) is None:
+            for group, entry in sorted(self.lazy.items()):
+                if name in entry.commands:
+                    raise click.UsageError(
+                        f"No such command {name!r}: did you mean `ddbkeys {group} {name}`?", ctx
+                    )
+        return super().resolve_command(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

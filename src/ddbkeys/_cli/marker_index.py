@@ -147,6 +147,12 @@ def create_command(
         echo_json({**fields, "status": status})
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
+        if index.table_info().stream_arn is None:  # (the next step of the setup)
+            click.echo(
+                f"Next: `ddbkeys partition-keys index stream -t {table_name}`, then `index "
+                f"follow -t {table_name} --backfill` (or the Lambda handler).",
+                err=True,
+            )
 
 
 def _nothing_added(found: ListingEstimate) -> str:
