@@ -28,6 +28,7 @@ from tests.support.proof_world import (
     STATE,
     TABLE,
     Item,
+    ItemKey,
     Record,
     Shard,
     World,
@@ -137,8 +138,13 @@ class ModelClient:
             found = self.world.state.get(params["Key"]["id"]["S"])
         else:
             assert params["TableName"] == TABLE, params
-            found = self.world.table.get(key_of(params["Key"]))
+            found = self._read(params).get(key_of(params["Key"]))
         return {"Item": _project(found, params)} if found is not None else {}
+
+    def _read(self, params: dict[str, Any]) -> dict[ItemKey, Item]:
+        """The table as a read sees it: as it is (``ConsistentRead``), or as it may have been
+        up to ``scan_lag`` seconds ago (an eventually consistent GetItem or Query, as a Scan)."""
+        return self.world.table if params.get("ConsistentRead") else self.world.scan_view()
 
     def _query(self, **params: Any) -> dict[str, Any]:
         assert params["TableName"] == TABLE and "IndexName" not in params, params
@@ -153,7 +159,7 @@ class ModelClient:
                 partition_key={"S": pk},
             )
         items = sorted(
-            (k, v) for k, v in self.world.table.items() if k[0] == pk
+            (k, v) for k, v in self._read(params).items() if k[0] == pk
         )  # a collection, by sort key
         start = params.get("ExclusiveStartKey")
         if start is not None:

@@ -27,6 +27,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import Phase, settings
@@ -35,7 +36,8 @@ from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from ddbkeys.partition_keys._index import backfill_read
 from ddbkeys.partition_keys._index.backfill_read import Controls
-from ddbkeys.partition_keys._proof import replay_window
+from ddbkeys.partition_keys._index.markers import collection_query
+from ddbkeys.partition_keys._proof import replay, replay_window
 from ddbkeys.partition_keys._streams import streams
 from ddbkeys.partition_keys._streams.streams import DESCRIBE_AGAIN
 from tests.support.proof_actors import Verdict
@@ -337,3 +339,24 @@ def test_the_checker_catches_a_read_backfill_that_trusts_a_window_a_day_old(
     monkeypatch.setattr(backfill_read, "DAY", 1e12)  # the fault: the window's age not checked
     with pytest.raises(BackfillWrong, match=r"the markers of \['x'\] wrong"):
         a_read_backfill_a_day_long()
+
+
+def test_the_checker_catches_a_re_check_that_is_not_consistent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The model answers a GetItem or Query that is not ConsistentRead from the table as it
+    may have been a moment ago (as a Scan): with the listing's re-check made eventually
+    consistent (a flag a change could drop), the checker finds a wrong listing. (Before, the
+    model answered every read exactly, and nothing would have noticed, a helper found.)"""
+
+    def eventual(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return {**collection_query(*args, **kwargs), "ConsistentRead": False}
+
+    monkeypatch.setattr(replay, "collection_query", eventual)
+    chosen = settings(CONTROLS, max_examples=1000)
+    for _ in range(3):
+        try:
+            run_state_machine_as_test(ProofMachine, settings=chosen)
+        except ListingWrong:
+            return
+    pytest.fail("the checker caught no listing whose re-check was eventually consistent")
