@@ -238,7 +238,9 @@ class World:
     def _new_shard(self, parent: str | None) -> Shard:
         assert self.stream is not None
         self._shard_names += 1
-        shard = Shard(f"shardId-{self._shard_names:08d}", parent, self.next_seq())
+        # (named as the service names them: when it was made, in ms, and a suffix)
+        name = f"shardId-{round(self.now * 1000):020d}-{self._shard_names:08x}"
+        shard = Shard(name, parent, self.next_seq())
         self.stream.shards[shard.id] = shard
         return shard
 

@@ -210,6 +210,32 @@ def lambda_a_day_without_batches(fault: bool) -> Verdict:
     return state.check()
 
 
+def lambda_a_day_off_across_a_split(fault: bool) -> Verdict:
+    """Found by a random run (session 50): the trigger hands the handler nothing for more
+    than a day while its shard closes and a child takes its keys; collection ``b``'s record,
+    in the child, is trimmed unread; Lambda's first batch of the child (a later write, ``a``)
+    begins at what is left, fresh, and the handler, with no mark of the child, saw nothing
+    amiss: b was missing from a "proven" listing. The handler now tells from the child's id
+    (the time it was made, on the service and DynamoDB Local) that it is nearly a day old and
+    never applied: a gap. Without the fault the trigger runs meanwhile."""
+    state = started("lambda")
+    state.backfill_starts(mode="reconcile")
+    state.split(children=1, n=0)
+    state.put(pk="b", sk=1, tag=None, lane=0)
+    state.check()
+    if fault:
+        state.long_wait_behind(hours=6.0)
+        state.check()
+        state.long_wait_behind(hours=23.0)
+    else:
+        state.quiet()
+    state.check()
+    state.put(pk="a", sk=1, tag=None, lane=0)
+    state.check()
+    state.long_wait(hours=6.0)
+    return state.check()
+
+
 def a_follower_from_the_start_then_a_day_behind(fault: bool) -> Verdict:
     """Found by a random run in CI: a follower that began a shard from its start has applied
     none of its records when it stops for a day; the record of a collection written meanwhile
@@ -239,6 +265,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     # listing declines until a backfill, as the docs say of a follower stopped for a day.)
     (a_day_behind_then_a_split, None),
     (lambda_a_day_without_batches, None),
+    (lambda_a_day_off_across_a_split, ["a", "b"]),
     (
         a_follower_from_the_start_then_a_day_behind,
         ["a"],

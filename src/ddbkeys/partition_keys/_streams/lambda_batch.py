@@ -10,6 +10,7 @@ decline until a backfill begun after either."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from ddbkeys.partition_keys._proof.evidence import (
@@ -29,7 +30,7 @@ from ddbkeys.partition_keys._streams.lambda_trigger import (
     went_past,
 )
 
-__all__ = ["BatchStart", "begin_batch"]
+__all__ = ["BatchStart", "begin_batch", "shard_born"]
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,12 @@ def begin_batch(
     # The shard's last batch nearly a day ago: records written after it may have been trimmed
     # before Lambda read them (the handler cannot tell which, so it says so).
     stale = previous is not None and bool(previous.marks) and _old(previous.marks[-1][1], now)
-    lost = skipped or stale or (oldest is not None and _old(oldest, now))
+    # A shard it never applied, made nearly a day ago: its records from before what the
+    # stream keeps may be gone (Lambda a day behind, or off, across a shard's close: its
+    # child's first records trimmed unread, and nothing left in the batch to say so).
+    born = shard_born(shard)
+    unread = previous is None and born is not None and _old(born, now)
+    lost = skipped or stale or unread or (oldest is not None and _old(oldest, now))
     backwards = out_of_order(check, first)
     gap = now if lost or backwards else (previous.gap if previous is not None else None)
     mark = replace(advance(previous, shard, stream, "start", None, now), failed=first, gap=gap)
@@ -84,6 +90,17 @@ def begin_batch(
         gone=_gone(saved, shard, now),
         unchecked=_unchecked_since(saved, previous, stream),
     )
+
+
+def shard_born(shard: str) -> float | None:
+    """When the shard was made (seconds), as its id says on the service and on DynamoDB Local
+    (``shardId-00000001796068906466-bc90b014``: milliseconds since the epoch); None when the
+    id says no time."""
+    match = _BORN.fullmatch(shard)
+    return int(match.group(1)) / 1000 if match is not None else None
+
+
+_BORN = re.compile(r"shardId-0*(1\d{12})-[0-9a-f]+")
 
 
 def _old(at: float, now: float) -> bool:

@@ -1,0 +1,31 @@
+"""What the Lambda handler records as a batch begins (``lambda_batch.begin_batch``), decided
+from the state record alone: here, a shard it never applied that was made nearly a day ago."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, shard_born
+
+ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-11-30T19:00:00.000"
+
+
+def test_a_shard_id_says_when_the_shard_was_made() -> None:
+    # (the service's, from the AWS CLI's documentation, and DynamoDB Local's: milliseconds)
+    made = shard_born("shardId-00000001536019433021-5e0f51de")
+    assert made == datetime(2018, 9, 4, 0, 3, 53, 21000, tzinfo=UTC).timestamp()
+    assert shard_born("shardId-00000001796068906466-bc90b014") == 1796068906.466
+    assert shard_born("shardId-00000003") is None and shard_born("s1") is None
+
+
+def test_the_first_batch_of_a_shard_made_nearly_a_day_ago_is_a_gap() -> None:
+    made = 1_796_068_906.466
+    shard = "shardId-00000001796068906466-bc90b014"
+    fresh = begin_batch(None, shard, ARN, "100", made + 10, now=made + 60)
+    assert not fresh.lost and fresh.mark.gap is None
+    late = made + DAY - TRIM_SAFETY + 1  # (the batch's records are fresh: a later write)
+    old = begin_batch(None, shard, ARN, "100", late - 5, now=late)
+    assert old.lost and old.mark.gap == late
+    # An id that says no time: as before (nothing to tell from).
+    assert not begin_batch(None, "s1", ARN, "100", late - 5, now=late).lost
