@@ -188,6 +188,18 @@ def a_day_behind_then_a_split(fault: bool) -> Verdict:
     return state.check()
 
 
+def a_day_off(state: ProofMachine, fault: bool) -> None:
+    """With ``fault``, 29 hours with nothing applied (the trigger off, or throttled); without
+    it, the maintainers run meanwhile. Checked on the way."""
+    if fault:
+        state.long_wait_behind(hours=6.0)
+        state.check()
+        state.long_wait_behind(hours=23.0)
+    else:
+        state.quiet()
+    state.check()
+
+
 def lambda_a_day_without_batches(fault: bool) -> Verdict:
     """Found by a longer run after the fixes above: the trigger hands the handler nothing for
     more than a day (disabled, throttled) while a clash is written; its record is trimmed
@@ -197,13 +209,7 @@ def lambda_a_day_without_batches(fault: bool) -> Verdict:
     state = started("lambda", history=[("b", 1)])
     state.clash(pk="a", lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=6.0)
-        state.check()
-        state.long_wait_behind(hours=23.0)
-    else:
-        state.quiet()
-    state.check()
+    a_day_off(state, fault)
     state.delete(pk="b", sk=1, lane=0)
     state.check()
     state.long_wait(hours=6.0)
@@ -223,13 +229,7 @@ def lambda_a_day_off_across_a_split(fault: bool) -> Verdict:
     state.split(children=1, n=0)
     state.put(pk="b", sk=1, tag=None, lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=6.0)
-        state.check()
-        state.long_wait_behind(hours=23.0)
-    else:
-        state.quiet()
-    state.check()
+    a_day_off(state, fault)
     state.put(pk="a", sk=1, tag=None, lane=0)
     state.check()
     state.long_wait(hours=6.0)
