@@ -236,6 +236,28 @@ def lambda_a_day_off_across_a_split(fault: bool) -> Verdict:
     return state.check()
 
 
+def a_follower_restarted_after_its_shards_are_gone(fault: bool) -> Verdict:
+    """Found by a random run (session 50), on the follower's pruning of marks: the follower
+    stops; a clash is written; its shard closes twice; a day later, every shard it named is
+    gone and a follower starts again from the shards' start. Had it taken the gone shards'
+    marks off the record as it started, the start would look like the first under the stream,
+    its shard covered "from the start" (its first records trimmed), and the clash missing from
+    a "proven" listing. Without the fault the follower is not stopped."""
+    state = started("follower")
+    if fault:
+        state.follower_killed(slot=0)
+    state.clash(pk="a", lane=0)
+    state.split(children=1, n=0)
+    state.split(children=1, n=0)
+    state.check()
+    state.long_wait(hours=25.0)
+    state.check()
+    state.follower_starts(from_start=True, slot=0, steps=None)
+    state.check()
+    state.quiet()
+    return state.check()
+
+
 def a_follower_from_the_start_then_a_day_behind(fault: bool) -> Verdict:
     """Found by a random run in CI: a follower that began a shard from its start has applied
     none of its records when it stops for a day; the record of a collection written meanwhile
@@ -266,6 +288,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (a_day_behind_then_a_split, None),
     (lambda_a_day_without_batches, None),
     (lambda_a_day_off_across_a_split, ["a", "b"]),
+    (a_follower_restarted_after_its_shards_are_gone, None),  # (the clash: declined)
     (
         a_follower_from_the_start_then_a_day_behind,
         ["a"],

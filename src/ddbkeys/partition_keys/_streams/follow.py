@@ -157,9 +157,9 @@ class FollowCore:
         saved = yield from self.store.load(index, name)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
+        # (not pruned here: marks of shards long gone still say this is no first start)
         known = saved.shards if saved is not None else {}
         state.marks = {shard: mark for shard, mark in known.items() if mark.stream == arn}
-        yield from self._prune(state, known, arn, self.clock())
         state.pending = set(saved.pending) if saved is not None else set()
         # Whether a backfill must still run for listings to prove the index (said at once).
         state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
