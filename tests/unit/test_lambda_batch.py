@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY
+from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY, Backfill, Evidence, ShardMark
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, shard_born
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-11-30T19:00:00.000"
@@ -29,3 +29,15 @@ def test_the_first_batch_of_a_shard_made_nearly_a_day_ago_is_a_gap() -> None:
     assert old.lost and old.mark.gap == late
     # An id that says no time: as before (nothing to tell from).
     assert not begin_batch(None, "s1", ARN, "100", late - 5, now=late).lost
+
+
+def test_the_marks_of_shards_a_day_old_go_but_those_with_a_gap() -> None:
+    now = 10 * DAY
+    old, gap = now - DAY - 3601, now - DAY - 4000
+    shards = {
+        "s1": ShardMark("s1", ARN, "start", (("5", old),)),
+        "s2": ShardMark("s2", ARN, "start", (("5", old),), gap=gap),  # (a listing heeds it)
+        "s3": ShardMark("s3", ARN, "start", (("5", now - 60),)),
+    }
+    saved = Evidence("orders", "ix", shards, Backfill(5_000.0, ARN, 1_000.0))
+    assert begin_batch(saved, "s4", ARN, "100", now - 5, now=now).gone == ("shard s1",)

@@ -110,13 +110,15 @@ def _old(at: float, now: float) -> bool:
 
 def _gone(saved: Evidence | None, shard: str, now: float) -> tuple[str, ...]:
     """The attributes of the other shards whose last position is over a day and an hour old
-    (their records are trimmed: nothing they vouch for is read any more)."""
+    (their records are trimmed: nothing they vouch for is read any more), but for those with
+    a gap (records lost before they were applied: a listing declines for it until a backfill
+    begun after, as the follower keeps them)."""
     if saved is None:
         return ()
     return tuple(
         prefix + s
         for s, m in saved.shards.items()
-        if s != shard and m.marks and now - m.marks[-1][1] > DAY + 3600
+        if s != shard and m.gap is None and m.marks and now - m.marks[-1][1] > DAY + 3600
         for prefix in (SHARD_PREFIX, LAMBDA_PREFIX)
         if prefix == SHARD_PREFIX or s in saved.triggers
     )
