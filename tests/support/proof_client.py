@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -138,13 +138,18 @@ class ModelClient:
             found = self.world.state.get(params["Key"]["id"]["S"])
         else:
             assert params["TableName"] == TABLE, params
-            found = self._read(params).get(key_of(params["Key"]))
+            found = self._read(params, [key_of(params["Key"])]).get(key_of(params["Key"]))
         return {"Item": _project(found, params)} if found is not None else {}
 
-    def _read(self, params: dict[str, Any]) -> dict[ItemKey, Item]:
-        """The table as a read sees it: as it is (``ConsistentRead``), or as it may have been
-        up to ``scan_lag`` seconds ago (an eventually consistent GetItem or Query, as a Scan)."""
-        return self.world.table if params.get("ConsistentRead") else self.world.scan_view()
+    def _read(self, params: dict[str, Any], keys: Iterable[ItemKey]) -> dict[ItemKey, Item]:
+        """Items ``keys`` as a read sees them: as they are (``ConsistentRead``), or as they
+        may have been up to ``scan_lag`` seconds ago (an eventually consistent GetItem or
+        Query, as a Scan)."""
+        world = self.world
+        if params.get("ConsistentRead"):
+            return {k: world.table[k] for k in keys if k in world.table}
+        found = {k: world.stale(k) for k in keys}
+        return {k: v for k, v in found.items() if v is not None}
 
     def _query(self, **params: Any) -> dict[str, Any]:
         assert params["TableName"] == TABLE and "IndexName" not in params, params
@@ -158,9 +163,10 @@ class ModelClient:
                 table=TABLE,
                 partition_key={"S": pk},
             )
-        items = sorted(
-            (k, v) for k, v in self._read(params).items() if k[0] == pk
-        )  # a collection, by sort key
+        keys = [k for k in self.world.history if k[0] == pk] or [
+            k for k in self.world.table if k[0] == pk
+        ]
+        items = sorted(self._read(params, keys).items())  # a collection, by sort key
         start = params.get("ExclusiveStartKey")
         if start is not None:
             after = _sort_value(start[SK])

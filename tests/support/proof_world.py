@@ -302,6 +302,14 @@ class World:
 
     # --- reads ----------------------------------------------------------------------------------
 
+    def stale(self, key: ItemKey) -> Item | None:
+        """Item ``key`` as a read that is not consistent may see it (as a Scan:
+        :meth:`scan_view`)."""
+        if self.scan_lag <= 0:
+            return self.table.get(key)
+        seen = self.now - self.scan_lag
+        return next((v for t, v in reversed(self.history.get(key, [])) if t <= seen), None)
+
     def scan_view(self) -> dict[ItemKey, Item]:
         """The table as a Scan may see it now (as it was ``scan_lag`` seconds ago, at most)."""
         if self.scan_lag <= 0:
