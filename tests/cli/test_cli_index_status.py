@@ -99,7 +99,10 @@ def test_status_tells_until_the_index_is_provable_then_exits_0(
         assert proven["provable"] is True and proven["reason"] is None and proven["fix"] is None
         assert proven["view_type"] == "KEYS_ONLY" and proven["maintainer"] == "follow"
         assert proven["backfill"]["after_first"] >= float(MARGIN)
-        assert proven["records"] >= 1 and proven["rechecks"] >= 1  # "new", past the positions
+        # (Whether "new" lies past the position held back 1 s depends on when the follower
+        # applied it: it asserted one at least while the marks' thinning held every listing
+        # back to the follower's first position, a bug; now it is about the margin old.)
+        assert proven["records"] is not None and proven["rechecks"] is not None
         assert proven["listing_rcu"] is not None and proven["scan_rcu"] > 0
         # With the default margin (60 s), the backfill begun for 1 s does not count: the
         # listing's words, and a backfill that waits out the rest of the 60 s.
