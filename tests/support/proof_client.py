@@ -163,9 +163,7 @@ class ModelClient:
                 table=TABLE,
                 partition_key={"S": pk},
             )
-        keys = [k for k in self.world.history if k[0] == pk] or [
-            k for k in self.world.table if k[0] == pk
-        ]
+        keys = [k for k in self.world.history if k[0] == pk]  # (every write is in it)
         items = sorted(self._read(params, keys).items())  # a collection, by sort key
         start = params.get("ExclusiveStartKey")
         if start is not None:

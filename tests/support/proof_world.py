@@ -314,13 +314,8 @@ class World:
         """The table as a Scan may see it now (as it was ``scan_lag`` seconds ago, at most)."""
         if self.scan_lag <= 0:
             return self.table
-        seen = self.now - self.scan_lag
-        view: dict[ItemKey, Item] = {}
-        for key, versions in self.history.items():
-            item = next((v for t, v in reversed(versions) if t <= seen), None)
-            if item is not None:
-                view[key] = item
-        return view
+        seen = {key: self.stale(key) for key in self.history}
+        return {key: item for key, item in seen.items() if item is not None}
 
     def held_since(self, pk: str) -> float | None:
         """Since when the collection ``pk`` has held an item without a break (None: empty)."""

@@ -40,10 +40,9 @@ from ddbkeys.partition_keys._index.markers import (
 from ddbkeys.partition_keys._index.state import update_request
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
 from ddbkeys.partition_keys._listing.recognise import same_value
-from ddbkeys.partition_keys._proof.evidence import DAY, ShardMark
+from ddbkeys.partition_keys._proof.evidence import DAY, GONE_AFTER, ShardMark
 from ddbkeys.partition_keys._streams.follow import FollowCore
 from ddbkeys.partition_keys._streams.follow_state import (
-    GONE_AFTER,
     FollowReport,
     FollowState,
     StopOn,

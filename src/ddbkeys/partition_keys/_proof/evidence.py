@@ -89,6 +89,7 @@ __all__ = [
     "CREATED_ROUNDING",
     "DAY",
     "DEFAULT_REPLAY_MARGIN",
+    "GONE_AFTER",
     "SHARD_PREFIX",
     "TRIM_SAFETY",
     "Backfill",
@@ -116,6 +117,10 @@ CREATED_ROUNDING = 60.0
 #: that record is younger than a day less this (seconds): older, and records before it may
 #: have been trimmed (the stream keeps a record 24 hours).
 TRIM_SAFETY = 3600.0
+#: How old a shard's last position is when its mark may leave the record, its shard gone
+#: from the stream: its records are trimmed (a day), and nothing it vouches for is read any
+#: more (the Lambda handler's and the follower's pruning).
+GONE_AFTER = DAY + 3600.0
 #: The most marks kept per shard (the newest, and older ones spaced out by age).
 MAX_MARKS = 24
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
 
@@ -44,7 +44,6 @@ from ddbkeys.partition_keys._proof.evidence import (
     DEFAULT_REPLAY_MARGIN,
     SHARD_PREFIX,
     TRIM_SAFETY,
-    ShardMark,
     advance,
     created_at,
 )
@@ -352,11 +351,9 @@ class FollowCore:
         if mark is not None:
             state.marks[shard] = replace(mark, gap=self.clock())
 
-    def _prune(
-        self, state: FollowState, known: Mapping[str, ShardMark], arn: str, now: float
-    ) -> Flow[None]:
+    def _prune(self, state: FollowState, arn: str, now: float) -> Flow[None]:
         """Take the marks of shards a day gone (``gone_marks``) off the record and ``state``."""
-        gone = gone_marks(known, state.parents, arn, now)
+        gone = gone_marks(state.marks, state.parents, arn, now)
         state.marks = {s: m for s, m in state.marks.items() if s not in gone}
         if gone:
             remove = tuple(SHARD_PREFIX + s for s in gone)
@@ -430,7 +427,7 @@ class FollowCore:
             yield from self.start(state, arn, False)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
-        yield from self._prune(state, state.marks, arn, now)
+        yield from self._prune(state, arn, now)
         return arn
 
     def follow(

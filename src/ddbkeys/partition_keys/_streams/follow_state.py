@@ -17,13 +17,13 @@ from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
     DAY,
+    GONE_AFTER,
     TRIM_SAFETY,
     ShardMark,
     created_at,
 )
 
 __all__ = [
-    "GONE_AFTER",
     "Event",
     "FollowReport",
     "FollowState",
@@ -36,11 +36,6 @@ __all__ = [
     "records_after",
     "value_key",
 ]
-
-
-#: How old a shard's last position is when its mark leaves the record, its shard gone: its
-#: records are trimmed (a day), and nothing it vouches for is read any more.
-GONE_AFTER = DAY + 3600.0
 
 
 def gone_marks(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from ddbkeys.partition_keys._proof.evidence import (
     DAY,
+    GONE_AFTER,
     SHARD_PREFIX,
     TRIM_SAFETY,
     Evidence,
@@ -118,7 +119,7 @@ def _gone(saved: Evidence | None, shard: str, now: float) -> tuple[str, ...]:
     return tuple(
         prefix + s
         for s, m in saved.shards.items()
-        if s != shard and m.gap is None and m.marks and now - m.marks[-1][1] > DAY + 3600
+        if s != shard and m.gap is None and m.marks and now - m.marks[-1][1] > GONE_AFTER
         for prefix in (SHARD_PREFIX, LAMBDA_PREFIX)
         if prefix == SHARD_PREFIX or s in saved.triggers
     )
