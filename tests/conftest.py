@@ -241,7 +241,7 @@ LONG_TESTS = {
     "tests/docs/test_examples.py::test_examples_run[README.md]": 88,
     # (each ends at the first schedule that catches it: 10 s to 110 s)
     "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
-    "[PendingIgnored]": 70,
+    "[PendingIgnored]": 20,
     "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
     "[FactorUnseen]": 60,
     "tests/integration/test_export_backfill.py::"
