@@ -6,7 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY, Backfill, Evidence, ShardMark
-from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, shard_born
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
+from ddbkeys.partition_keys._streams.streams import shard_born
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-11-30T19:00:00.000"
 

@@ -236,6 +236,29 @@ def lambda_a_day_off_across_a_split(fault: bool) -> Verdict:
     return state.check()
 
 
+def lambda_read_from_the_start_of_a_day_old_shard(fault: bool) -> Verdict:
+    """Found by a random run (session 51): the handler's positions count up to its trigger's
+    last check, made as it began; a day later its marks from then are thinned away, so a
+    listing has no position that old and reads the shard from its start. Data is written at
+    ``a``'s marker key, and Lambda hands the handler nothing for a day: the record is trimmed
+    unread. A later write (``b``) is the shard's oldest record left, a moment old, so the
+    read "from the start" looked whole, and ``a`` was missing from a "proven" listing. A read
+    from the start of a shard made nearly a day ago (its id says when) now declines. Without
+    the fault the trigger runs meanwhile and meets the clash."""
+    state = started("lambda")
+    state.put(pk="a", sk=1, tag=None, lane=0)
+    state.long_wait(hours=25.0)
+    state.quiet()
+    state.clash(pk="a", lane=0)
+    state.check()
+    if fault:
+        state.long_wait_behind(hours=25.0)
+    else:
+        state.long_wait(hours=25.0)
+    state.clash(pk="b", lane=0)
+    return state.check()
+
+
 def a_follower_restarted_after_its_shards_are_gone(fault: bool) -> Verdict:
     """Found by a random run (session 50), on the follower's pruning of marks: the follower
     stops; a clash is written; its shard closes twice; a day later, every shard it named is
@@ -289,6 +312,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (lambda_a_day_without_batches, None),
     (lambda_a_day_off_across_a_split, ["a", "b"]),
     (a_follower_restarted_after_its_shards_are_gone, None),  # (the clash: declined)
+    (lambda_read_from_the_start_of_a_day_old_shard, None),  # (declined: a's clash)
     (
         a_follower_from_the_start_then_a_day_behind,
         ["a"],

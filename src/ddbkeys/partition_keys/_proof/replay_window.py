@@ -17,7 +17,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     precheck,
 )
 from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
-from ddbkeys.partition_keys._streams.streams import closed_leaves
+from ddbkeys.partition_keys._streams.streams import closed_leaves, shard_born
 
 __all__ = ["ReplayWindow", "ShardRead", "out_of_range", "replay_window", "unlisted_child"]
 
@@ -171,17 +171,28 @@ def _marked(
             f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
             "none of its records: records may have been trimmed unapplied"
         )
-    if (
-        found
-        and sequence is None
-        and max(t for _, t in mark.marks if t <= held) < (now - DAY + TRIM_SAFETY)
-    ):  # (read from the shard's start: a record trimmed since leaves no trace there)
-        return Decline(
-            f"the maintainer's position in shard {shard} held back the margin is nearly a day "
-            "old, and had applied none of its records: records may have been trimmed unapplied"
-        )
     skip = since - margin if since is not None else None
+    if sequence is None and _lost_before(shard, mark, skip, now):
+        return Decline(
+            f"the maintainer's position in shard {shard} held back the margin had applied none "
+            "of its records (or there is none that old), and the shard is nearly a day old: "
+            "records may have been trimmed unapplied"
+        )
     return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+
+
+def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) -> bool:
+    """Whether a read of ``shard`` from its start (TRIM_HORIZON) may miss records a listing
+    needs: the shard made nearly a day ago (by its id, else by its first mark), and the
+    records since then not all before ``skip`` (those the backfill covers). A trimmed record
+    leaves no trace there: the first record read may be a minute old. (A read from a
+    position finds out itself: the stream refuses a trimmed one.)"""
+    horizon = now - DAY + TRIM_SAFETY
+    born = shard_born(shard)
+    made = born if born is not None else min((t for _, t in mark.marks), default=None)
+    if made is None or made >= horizon:
+        return False
+    return skip is None or skip < horizon
 
 
 def out_of_range(mark: ShardMark, shard: Mapping[str, Any]) -> Decline | None:

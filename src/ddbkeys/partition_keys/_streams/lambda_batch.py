@@ -10,7 +10,6 @@ decline until a backfill begun after either."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from ddbkeys.partition_keys._proof.evidence import (
@@ -30,8 +29,9 @@ from ddbkeys.partition_keys._streams.lambda_trigger import (
     same_stream,
     went_past,
 )
+from ddbkeys.partition_keys._streams.streams import shard_born
 
-__all__ = ["BatchStart", "begin_batch", "shard_born"]
+__all__ = ["BatchStart", "begin_batch"]
 
 
 @dataclass(frozen=True)
@@ -91,17 +91,6 @@ def begin_batch(
         gone=_gone(saved, shard, now),
         unchecked=_unchecked_since(saved, previous, stream),
     )
-
-
-def shard_born(shard: str) -> float | None:
-    """When the shard was made (seconds), as its id says on the service and on DynamoDB Local
-    (``shardId-00000001796068906466-bc90b014``: milliseconds since the epoch); None when the
-    id says no time."""
-    match = _BORN.fullmatch(shard)
-    return int(match.group(1)) / 1000 if match is not None else None
-
-
-_BORN = re.compile(r"shardId-0*(1\d{12})-[0-9a-f]+")
 
 
 def _old(at: float, now: float) -> bool:

@@ -18,6 +18,7 @@ Signing alike is proven, not assumed, with public botocore only:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -50,6 +51,7 @@ __all__ = [
     "closed_leaves",
     "own_endpoint",
     "settled_shards",
+    "shard_born",
     "signed_as",
     "stream_shards",
     "streams_client_for",
@@ -165,6 +167,17 @@ def closed_leaves(shards: Sequence[Mapping[str, Any]]) -> list[str]:
         if s.get("SequenceNumberRange", {}).get("EndingSequenceNumber") is not None
         and str(s["ShardId"]) not in parents
     ]
+
+
+def shard_born(shard: str) -> float | None:
+    """When the shard was made (seconds), as its id says on the service and on DynamoDB Local
+    (``shardId-00000001796068906466-bc90b014``: milliseconds since the epoch); None when the
+    id says no time."""
+    match = _BORN.fullmatch(shard)
+    return int(match.group(1)) / 1000 if match is not None else None
+
+
+_BORN = re.compile(r"shardId-0*(1\d{12})-[0-9a-f]+")
 
 
 def _described(
