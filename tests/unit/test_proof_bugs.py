@@ -237,15 +237,17 @@ def lambda_a_day_off_across_a_split(fault: bool) -> Verdict:
 
 
 def lambda_read_from_the_start_of_a_day_old_shard(fault: bool) -> Verdict:
-    """Found by a random run (session 51): the handler's positions count up to its trigger's
-    last check, made as it began; a day later its marks from then are thinned away, so a
-    listing has no position that old and reads the shard from its start. Data is written at
-    ``a``'s marker key, and Lambda hands the handler nothing for a day: the record is trimmed
-    unread. A later write (``b``) is the shard's oldest record left, a moment old, so the
-    read "from the start" looked whole, and ``a`` was missing from a "proven" listing. A read
-    from the start of a shard made nearly a day ago (its id says when) now declines. Without
-    the fault the trigger runs meanwhile and meets the clash."""
+    """Found by a random run (session 51): the Lambda handler's positions count up to its
+    trigger's last check, made as it began; a follower on the same shard saves its marks over
+    the handler's, none of them that old, so a listing has no position old enough and reads
+    the shard from its start. Data is written at ``a``'s marker key, and nothing applies it
+    for a day: the record is trimmed unread. A later write (``b``) is the shard's oldest
+    record left, a moment old, so the read "from the start" looked whole, and ``a`` was
+    missing from a "proven" listing. A read from the start, for want of a position, of a
+    shard made nearly a day ago (its id says when) now declines. Without the fault the
+    maintainers run meanwhile and meet the clash."""
     state = started("lambda")
+    state.follower_starts(slot=0, from_start=False, steps=None)
     state.put(pk="a", sk=1, tag=None, lane=0)
     state.long_wait(hours=25.0)
     state.quiet()

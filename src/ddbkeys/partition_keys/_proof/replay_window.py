@@ -171,22 +171,33 @@ def _marked(
             f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
             "none of its records: records may have been trimmed unapplied"
         )
-    skip = since - margin if since is not None else None
-    if sequence is None and _lost_before(shard, mark, skip, now):
+    if (
+        found
+        and sequence is None
+        and max(t for _, t in mark.marks if t <= held) < (now - DAY + TRIM_SAFETY)
+    ):  # (read from the shard's start: a record trimmed since leaves no trace there)
         return Decline(
-            f"the maintainer's position in shard {shard} held back the margin had applied none "
-            "of its records (or there is none that old), and the shard is nearly a day old: "
-            "records may have been trimmed unapplied"
+            f"the maintainer's position in shard {shard} held back the margin is nearly a day "
+            "old, and had applied none of its records: records may have been trimmed unapplied"
+        )
+    skip = since - margin if since is not None else None
+    if not found and _lost_before(shard, mark, skip, now):
+        return Decline(
+            f"no position the maintainer recorded in shard {shard} is old enough to use (held "
+            "back the margin, or to the Lambda trigger's last check), and the shard is nearly a "
+            "day old: read from its start, records trimmed unapplied would leave no trace"
         )
     return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
 
 
 def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) -> bool:
-    """Whether a read of ``shard`` from its start (TRIM_HORIZON) may miss records a listing
-    needs: the shard made nearly a day ago (by its id, else by its first mark), and the
-    records since then not all before ``skip`` (those the backfill covers). A trimmed record
-    leaves no trace there: the first record read may be a minute old. (A read from a
-    position finds out itself: the stream refuses a trimmed one.)"""
+    """Whether a read of ``shard`` from its start (TRIM_HORIZON), for want of a position old
+    enough, may miss records a listing needs: the shard made nearly a day ago (by its id,
+    else by its first mark), and the records since then not all before ``skip`` (those the
+    backfill covers). A trimmed record leaves no trace there: the first record read may be a
+    minute old. (Where the held-back position applied none, the maintainer vouches for the
+    shard up to then: its age decides, above. A read from a position finds out itself: the
+    stream refuses a trimmed one.)"""
     horizon = now - DAY + TRIM_SAFETY
     born = shard_born(shard)
     made = born if born is not None else min((t for _, t in mark.marks), default=None)
