@@ -21,6 +21,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     thin,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, replay_window
+from ddbkeys.partition_keys._streams.follow_state import covered_since
 from ddbkeys.partition_keys._streams.streams import streams_settings
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
@@ -224,3 +225,66 @@ def test_a_held_back_position_that_applied_nothing_a_day_ago_is_declined() -> No
     young = evidence(mark("s1", (None, now - 600.0), ("6", now - 30.0)))
     window = replay_window(young, ARN, [shard("s1")], now, 60.0)
     assert isinstance(window, ReplayWindow) and window.reads[0].after is None
+
+
+#: Shard ids say when they were made in milliseconds since the epoch: times of these tests.
+EPOCH = 1_700_000_000.0
+
+
+def born(seconds: float) -> str:
+    """A shard id that says when it was made (``EPOCH`` + seconds), as the service's and
+    DynamoDB Local's do."""
+    return f"shardId-{int((EPOCH + seconds) * 1000):020d}-0a1b2c3d"
+
+
+def at(started: float) -> dict[str, float]:
+    """A backfill's times, ``EPOCH`` + ``started`` (its maintainer 4,000 s before it)."""
+    return {
+        "started": EPOCH + started,
+        "maintained_since": EPOCH + started - 4_000.0,
+        "finished": EPOCH + started + 1_000.0,
+    }
+
+
+def test_a_day_old_shard_read_from_its_start_for_want_of_a_position_is_declined() -> None:
+    """No mark old enough (held back the margin, or to a Lambda trigger's check): the shard is
+    read from its start, whole only if nothing of it can have been trimmed. Made nearly a day
+    ago (its id's time), it is declined; a young shard is read. (A random run: a trimmed clash
+    left no trace, the oldest record left a minute old.)"""
+    now = 5_000.0 + DAY
+    old, young = born(4_000.0), born(now - 3_600.0)
+    for name, right in ((old, False), (young, True)):
+        found = mark(name, ("6", EPOCH + now - 30.0), since=EPOCH + 4_000.0)
+        record = evidence(found, **at(5_000.0))
+        window = replay_window(record, ARN, [shard(name)], EPOCH + now, 60.0)
+        if right:
+            assert isinstance(window, ReplayWindow) and window.reads[0].after is None
+        else:
+            assert isinstance(window, Decline) and "old enough to use" in window.reason
+
+
+def test_a_start_first_saved_a_day_after_its_shard_was_made_is_declined() -> None:
+    """A maintainer claims a shard from its oldest record ("start") but first saved it nearly a
+    day after the shard was made, after the backfill began: what was trimmed before it read
+    the shard was never applied. Declined, saying to backfill again; a backfill begun after
+    that first save covers it."""
+    made = 10_000.0
+    name = born(made)
+    first = made + DAY
+    now = EPOCH + first + 200
+
+    def listed(first_mark: float, started: float) -> ReplayWindow | Decline:
+        marks = mark(name, ("6", EPOCH + first_mark), ("7", EPOCH + first + 100))
+        return replay_window(evidence(marks, **at(started)), ARN, [shard(name)], now, 60.0)
+
+    declined = listed(first, 50_000.0)
+    assert isinstance(declined, Decline) and "`index backfill` again" in declined.reason
+    assert isinstance(listed(first, first + 61), ReplayWindow)  # a backfill begun after
+    assert isinstance(listed(made + 10, 50_000.0), ReplayWindow)  # read at the shard's birth
+
+
+def test_a_first_start_from_the_oldest_record_covers_a_day_old_shard_from_now() -> None:
+    now = EPOCH + 5_000.0 + DAY
+    assert covered_since(born(5_000.0 + DAY - 3_600.0), now) == "start"
+    assert covered_since(born(4_000.0), now) == now
+    assert covered_since("shardId-00000003", now) == "start"  # (no time in the id)

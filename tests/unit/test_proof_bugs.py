@@ -283,6 +283,34 @@ def a_follower_restarted_after_its_shards_are_gone(fault: bool) -> Verdict:
     return state.check()
 
 
+def a_follower_started_anew_on_a_day_old_shard(fault: bool) -> Verdict:
+    """Found by a random run (session 51): the follower's shard closes twice, and collection
+    ``a`` is made in the grandchild; nothing is applied for a day (its record trimmed). The
+    follower, running again, takes the gone shards' marks off the record and finds the
+    grandchild, whose mark it kept in memory only: the record held no mark of the stream.
+    A second follower, started from the shards' oldest records, took that for a first start
+    and claimed the grandchild whole ("start"), though it was made a day before: ``a`` was
+    missing from a "proven" listing. Now a follower saves a shard's mark as it finds it, a
+    first start on a shard made nearly a day ago covers it from then, and a listing declines
+    a "start" first saved a day after its shard was made, after the backfill began. Without
+    the fault the follower applies the record in time."""
+    state = started("follower")
+    state.split(children=1, n=0)
+    state.split(children=1, n=0)
+    state.put(pk="a", sk=1, tag=None, lane=0)
+    state.check()
+    if fault:
+        state.long_wait_behind(hours=25.0)
+    else:
+        state.long_wait(hours=25.0)
+    state.quiet()
+    state.follower_starts(slot=1, from_start=True, steps=None)
+    state.check()
+    state.tick(6.0)
+    state.quiet()
+    return state.check()
+
+
 def a_follower_from_the_start_then_a_day_behind(fault: bool) -> Verdict:
     """Found by a random run in CI: a follower that began a shard from its start has applied
     none of its records when it stops for a day; the record of a collection written meanwhile
@@ -315,6 +343,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
     (lambda_a_day_off_across_a_split, ["a", "b"]),
     (a_follower_restarted_after_its_shards_are_gone, None),  # (the clash: declined)
     (lambda_read_from_the_start_of_a_day_old_shard, None),  # (declined: a's clash)
+    (a_follower_started_anew_on_a_day_old_shard, ["a"]),
     (
         a_follower_from_the_start_then_a_day_behind,
         ["a"],

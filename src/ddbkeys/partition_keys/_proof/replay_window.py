@@ -150,14 +150,9 @@ def _marked(
     shard as DescribeStream lists it), or why its positions cannot be used."""
     shard, cut = mark.shard, now - margin
     assert evidence.backfill is not None
-    if isinstance(mark.since, int | float) and mark.since > evidence.backfill.started - margin:
-        return Decline(
-            f"the maintainer began reading shard {shard} after the backfill began: run "
-            "`index backfill` again"
-        )
-    impossible = out_of_range(mark, described)
-    if impossible is not None:
-        return impossible
+    declined = _begun(mark, evidence.backfill.started, margin) or out_of_range(mark, described)
+    if declined is not None:
+        return declined
     # While the Lambda handler keeps the index, a position counts once a check of its trigger
     # vouches for it (see ``lambda_trigger``).
     held = cut
@@ -165,29 +160,71 @@ def _marked(
         held = checked_cut(evidence.triggers.get(shard), stream, cut)
     sequence, found = mark.held_back(held)
     since = float(mark.since) if isinstance(mark.since, int | float) else None
+    skip = since - margin if since is not None else None
+    declined = _trimmed(mark, held, found and sequence is None, skip, now)
+    if declined is not None:
+        return declined
     newest = mark.marks[-1][0] if mark.marks else None
-    if newest is None and mark.marks and mark.marks[-1][1] < now - DAY + TRIM_SAFETY:
+    return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+
+
+def _begun(mark: ShardMark, started: float, margin: float) -> Decline | None:
+    """Why the maintainer's coverage of the shard began too late for the backfill that
+    ``started`` to cover what came before it, if so."""
+    shard = mark.shard
+    if isinstance(mark.since, int | float) and mark.since > started - margin:
+        return Decline(
+            f"the maintainer began reading shard {shard} after the backfill began: run "
+            "`index backfill` again"
+        )
+    if mark.since == "start" and _began_late(shard, mark, started, margin):
+        return Decline(
+            f"the maintainer began reading shard {shard} from its oldest record nearly a day "
+            "after the shard was made, and after the backfill began: records trimmed before "
+            "it read them were never applied: run `index backfill` again"
+        )
+    return None
+
+
+def _trimmed(
+    mark: ShardMark, held: float, none_applied: bool, skip: float | None, now: float
+) -> Decline | None:
+    """Why records of the shard may have been trimmed before its maintainer applied them, if
+    so: its marks (``held``: the newest time a usable one may have been saved; whether the one
+    held back had applied ``none`` of its records), or, read from its start for want of a
+    usable mark, the shard's own age."""
+    shard, old = mark.shard, now - DAY + TRIM_SAFETY
+    newest = mark.marks[-1][0] if mark.marks else None
+    if newest is None and mark.marks and mark.marks[-1][1] < old:
         return Decline(
             f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
             "none of its records: records may have been trimmed unapplied"
         )
-    if (
-        found
-        and sequence is None
-        and max(t for _, t in mark.marks if t <= held) < (now - DAY + TRIM_SAFETY)
-    ):  # (read from the shard's start: a record trimmed since leaves no trace there)
+    usable = [t for _, t in mark.marks if t <= held]
+    if none_applied and max(usable) < old:
+        # (read from the shard's start: a record trimmed since leaves no trace there)
         return Decline(
             f"the maintainer's position in shard {shard} held back the margin is nearly a day "
             "old, and had applied none of its records: records may have been trimmed unapplied"
         )
-    skip = since - margin if since is not None else None
-    if not found and _lost_before(shard, mark, skip, now):
+    if not usable and _lost_before(shard, mark, skip, now):
         return Decline(
             f"no position the maintainer recorded in shard {shard} is old enough to use (held "
             "back the margin, or to the Lambda trigger's last check), and the shard is nearly a "
             "day old: read from its start, records trimmed unapplied would leave no trace"
         )
-    return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+    return None
+
+
+def _began_late(shard: str, mark: ShardMark, started: float, margin: float) -> bool:
+    """Whether a maintainer that covers ``shard`` from its oldest record ("start") first
+    saved it nearly a day after the shard was made (its id's time): records trimmed before it
+    read them were never applied, and, its first save after the backfill began (less the
+    margin), the backfill does not cover them either."""
+    born, first = shard_born(shard), mark.first_saved
+    if born is None or first is None:
+        return False
+    return first - born > DAY - TRIM_SAFETY and first > started - margin
 
 
 def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) -> bool:

@@ -51,6 +51,7 @@ from ddbkeys.partition_keys._streams.follow_state import (
     FollowReport,
     FollowState,
     count,
+    covered_since,
     gone_marks,
     keys_of_records,
     may_have_lost,
@@ -182,7 +183,8 @@ class FollowCore:
                 state.marks[shard_id] = advance(None, shard_id, arn, now, str(ending), now)
                 state.finished.add(shard_id)
             elif from_start:
-                state.marks[shard_id] = advance(None, shard_id, arn, "start", None, now)
+                since = covered_since(shard_id, now)
+                state.marks[shard_id] = advance(None, shard_id, arn, since, None, now)
             else:
                 state.marks[shard_id] = advance(None, shard_id, arn, now, None, now)
         yield from self._save_marks(state, list(state.marks))
@@ -209,6 +211,7 @@ class FollowCore:
                 now = self.clock()
                 child = state.parents.get(shard) in state.marks
                 state.marks[shard] = advance(None, shard, arn, "start" if child else now, None, now)
+                yield from self._save_marks(state, [shard])  # (the record never left without)
             if position is None:
                 if may_have_lost(state, shard, mark, self.clock()):
                     self._gap(state, shard)

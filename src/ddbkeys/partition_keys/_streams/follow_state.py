@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     ShardMark,
     created_at,
 )
+from ddbkeys.partition_keys._streams.streams import shard_born
 
 __all__ = [
     "Event",
@@ -30,6 +31,7 @@ __all__ = [
     "StopOn",
     "Stopped",
     "count",
+    "covered_since",
     "gone_marks",
     "keys_of_records",
     "may_have_lost",
@@ -56,6 +58,16 @@ def gone_marks(
         and mark.marks
         and now - mark.marks[-1][1] > GONE_AFTER
     )
+
+
+def covered_since(shard: str, now: float) -> float | str:
+    """Where a follower's coverage of ``shard``, read from its oldest record at a first start,
+    begins: "start" (every record of it), but where the shard was made nearly a day ago (its
+    id's time): records trimmed before it is read were never applied, so coverage begins
+    ``now``, and only a backfill begun after it counts (a follower restarted after its shards
+    were gone and their marks pruned, on a shard made a day before, claimed it whole)."""
+    born = shard_born(shard)
+    return now if born is not None and born < now - DAY + TRIM_SAFETY else "start"
 
 
 def may_have_lost(state: FollowState, shard: str, mark: ShardMark | None, now: float) -> bool:
