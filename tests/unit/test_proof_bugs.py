@@ -12,10 +12,11 @@ from decimal import Decimal
 
 import pytest
 
+from ddbkeys.partition_keys._index.state import evidence_from_item
 from ddbkeys.partition_keys._proof.evidence import DAY
 from tests.support.proof_actors import Verdict, follower_at_rest, repair
 from tests.support.proof_machine import ListingWrong, ProofMachine
-from tests.support.proof_world import ATTR, MARKER_SK, typed_item
+from tests.support.proof_world import ATTR, INDEX, MARKER_SK, TABLE, typed_item
 
 
 def started(
@@ -388,3 +389,39 @@ def test_without_its_fault_the_listing_is_right(
 ) -> None:
     verdict = schedule(False)
     assert (sorted(verdict.keys) if verdict.keys is not None else None) == right, verdict.reason
+
+
+class _Died(Exception):
+    """The handler's invocation ended (a timeout, kill -9) in the middle of its batch."""
+
+
+def test_a_follower_started_while_a_lambda_batch_is_under_way_leaves_no_gap_behind() -> None:
+    """Found by a helper's fleet of processes (session 51): the Lambda handler records the
+    batch it begins (``failed``, its first record) and dies in it; a follower starts meanwhile
+    and loads that mark. Lambda sends the batch again, and the handler applies it and clears
+    ``failed``; the follower, saving its own mark, wrote the old ``failed`` back, so the
+    handler's next batch began "past a batch it never applied": a gap at every batch, the
+    index never provable again while the follower ran. The follower now loads the marks
+    without the handler's ``failed`` (the handler's own record keeps what it needs)."""
+    state = started("lambda")
+    state.put(pk="c", sk=1, tag=None, lane=0)
+    record = f"{TABLE}/{INDEX}"
+
+    def die_once_begun() -> None:
+        mark = evidence_from_item(TABLE, INDEX, state.world.state[record]).shards
+        if any(m.failed is not None for m in mark.values()):
+            state.client.clear_between()
+            raise _Died
+
+    for after in range(1, 40):
+        state.client.between(after, die_once_begun)
+    with pytest.raises(_Died):
+        state.lambda_batch(n=0, size=4, fail=None, meanwhile=None)
+    state.client.clear_between()
+    state.follower_starts(slot=0, from_start=False, steps=None)  # loads the handler's failed
+    state.quiet()  # Lambda sends the batch again; the follower saves its marks
+    state.put(pk="d", sk=1, tag=None, lane=0)
+    state.quiet()
+    saved = evidence_from_item(TABLE, INDEX, state.world.state[record])
+    assert all(m.gap is None for m in saved.shards.values()), saved.shards
+    assert sorted(state.check().keys or ()) == ["a", "c", "d"]

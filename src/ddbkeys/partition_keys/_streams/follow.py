@@ -159,7 +159,9 @@ class FollowCore:
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
         # (not pruned here: marks of shards long gone still say this is no first start)
         known = saved.shards if saved is not None else {}
-        state.marks = {shard: mark for shard, mark in known.items() if mark.stream == arn}
+        # Without the Lambda handler's ``failed`` (its batch under way): saved back after that
+        # batch ended, it read as a batch given up on (its own record keeps what it needs).
+        state.marks = {s: replace(m, failed=None) for s, m in known.items() if m.stream == arn}
         state.pending = set(saved.pending) if saved is not None else set()
         # Whether a backfill must still run for listings to prove the index (said at once).
         state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
