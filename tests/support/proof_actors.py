@@ -364,6 +364,19 @@ class Trigger:
             if batch:
                 handler.handle(self.event(world, shard, batch))
 
+    def dies(self, world: World, n: int, size: int) -> None:
+        """A batch of up to ``size`` records of a ready shard whose every invocation ends
+        before the handler writes anything (an init error, a timeout at cold start, its first
+        request refused): no trace of it in the state record; the mapping holds it failed
+        until it gives up (:meth:`give_up`)."""
+        ready = self.ready(world)
+        if not ready:
+            return
+        shard = ready[n % len(ready)]
+        batch = [r.seq for r in shard.records if r.seq > self.position(shard)][:size]
+        if batch:
+            self.failed[shard.id] = batch
+
     def give_up(self, n: int) -> None:
         """The mapping's retry limit: a failing batch is dropped, and the shard goes on past
         it (what Lambda does after MaximumRetryAttempts, or when the records expire)."""

@@ -412,6 +412,13 @@ class ProofMachine(RuleBasedStateMachine):
         self.trigger.again(self.world, self.handler, n, back, size)
 
     @precondition(lambda self: self.trigger is not None)
+    @rule(n=st.integers(0, 3), size=st.integers(1, 4))
+    def lambda_dies(self, n: int, size: int) -> None:
+        """A batch whose invocations all end before the handler writes anything."""
+        assert self.trigger is not None
+        self.trigger.dies(self.world, n, size)
+
+    @precondition(lambda self: self.trigger is not None)
     @rule(n=st.integers(0, 3))
     def trigger_gives_up(self, n: int) -> None:
         """The mapping's retry limit: a failing batch is dropped and the shard goes on."""

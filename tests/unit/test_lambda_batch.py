@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 
 from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY, Backfill, Evidence, ShardMark
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
+from ddbkeys.partition_keys._streams.lambda_follows import applied_before
+from ddbkeys.partition_keys._streams.lambda_trigger import TriggerCheck
 from ddbkeys.partition_keys._streams.streams import shard_born
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-11-30T19:00:00.000"
@@ -42,3 +44,20 @@ def test_the_marks_of_shards_a_day_old_go_but_those_with_a_gap() -> None:
     }
     saved = Evidence("orders", "ix", shards, Backfill(5_000.0, ARN, 1_000.0))
     assert begin_batch(saved, "s4", ARN, "100", now - 5, now=now).gone == ("shard s1",)
+
+
+def test_a_batch_is_checked_against_the_newest_position_applied_as_written() -> None:
+    """The position the stream is read after (``lambda_follows``): the newest of the handler's
+    own batches and the shard's mark (a follower's counts), kept as written (DynamoDB Local's
+    sequence numbers are zero-padded to 21 digits; GetShardIterator refuses one shorter), and
+    only where the batch begins past it."""
+    batches = (("000000000000000000004", "000000000000000000006"),)
+    check = TriggerCheck(ARN.rsplit("/stream/", 1)[1], batches=batches)
+    mark = ShardMark("s1", ARN, "start", (("000000000000000000005", 1.0),))
+    saved = Evidence("orders", "ix", {"s1": mark}, triggers={"s1": check})
+    assert applied_before(saved, "s1", ARN, "000000000000000000009") == "000000000000000000006"
+    assert applied_before(saved, "s1", ARN, "000000000000000000006") is None  # (sent again)
+    assert applied_before(None, "s1", ARN, "9") is None
+    ahead = ShardMark("s1", ARN, "start", (("000000000000000000008", 1.0),))
+    followed = Evidence("orders", "ix", {"s1": ahead}, triggers={"s1": check})
+    assert applied_before(followed, "s1", ARN, "000000000000000000009") == "000000000000000000008"

@@ -70,6 +70,31 @@ def lambda_drops_a_failed_batch(fault: bool) -> Verdict:
     return state.check()
 
 
+def lambda_gives_up_a_batch_that_never_began(fault: bool) -> Verdict:
+    """Found by a helper's fleet of processes (session 51): every invocation of a batch ends
+    before the handler writes anything (an init error after a deploy, a timeout at cold
+    start, its first request refused), so it leaves no trace; the trigger gives up on it and
+    hands out the next, and the handler records its position past the lost records: after
+    the margin ``c`` was missing from a "proven" listing, and `index status` said provable.
+    The handler now reads, from the stream, the record right after what was applied of the
+    shard: where it is not the batch's first, records were skipped (a gap). Without the fault
+    the batch is handled."""
+    state = started("lambda")
+    state.tick(400.0)  # (the handler's next batch checks its trigger again: CHECK_EVERY)
+    state.put("c", 1, tag=None, lane=0)
+    state.check()
+    if fault:
+        assert state.trigger is not None
+        state.trigger.dies(state.world, 0, 4)
+        state.trigger.give_up(0)
+    state.put("d", 1, tag=None, lane=0)
+    state.check()
+    state.quiet()
+    state.check()
+    state.quiet()  # the margin past d's batch: its position is used
+    return state.check()
+
+
 def a_backfill_forgets_a_clash(fault: bool) -> Verdict:
     """The application writes data at the marker's key of a new collection; the follower
     meets the clash and records it (the listing declines). A backfill starts a moment later:
@@ -350,6 +375,7 @@ SCHEDULES: list[tuple[Callable[[bool], Verdict], list[str] | None]] = [
         ["a"],
     ),  # (a's clash: declined, with or without the fault)
     (lambda_drops_a_failed_batch, ["a", "c", "d"]),
+    (lambda_gives_up_a_batch_that_never_began, ["a", "c", "d"]),
     (a_backfill_forgets_a_clash, None),
     (repair_reads_a_lagging_index, None),
     (an_empty_page_before_the_tip, ["c"]),

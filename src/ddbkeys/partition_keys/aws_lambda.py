@@ -35,7 +35,9 @@ its first batch in an execution environment and every ``CHECK_EVERY`` seconds (5
 ``ListEventSourceMappings`` of the batch's ``eventSourceARN`` and the invoked function
 (``context.invoked_function_arn``) says its ``ParallelizationFactor``; listings decline while it is
 not 1, and use a shard's positions only up to the last check. A batch that begins before the
-handler's own position in its shard, and is none it handled sent again, came out of order: a gap. A
+handler's own position in its shard, and is none it handled sent again, came out of order: a gap.
+So is one the stream shows records before, after what was applied of the shard (a batch given up
+on whose every invocation failed before the handler wrote anything: ``lambda_follows``). A
 read refused (the role lacks the permission) keeps the markers right; only listings decline. A table
 with no writes for 24 hours is listed another way: the shards the handler named have then left the
 stream, and the handler is not called to name their successors.
@@ -80,6 +82,7 @@ from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark, adva
 from ddbkeys.partition_keys._streams.follow_state import keys_of_records
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
 from ddbkeys.partition_keys._streams.lambda_events import parse_event, typed_key
+from ddbkeys.partition_keys._streams.lambda_follows import Begun, applied_before, say, skipped
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_EVERY,
     CHECK_RETRY,
@@ -129,7 +132,7 @@ class StreamHandler:
         self._readings: dict[tuple[str, str | None], Reading] = {}
         # Per (stream, shard): when the batch under way began, the shard's check then, and the
         # latest reading of a factor other than 1.
-        self._begun: dict[tuple[str, str], tuple[float, TriggerCheck, Parallelized | None]] = {}
+        self._begun: dict[tuple[str, str], Begun] = {}
         self.index_name = index_name
         self.attribute = marker_attribute
         self._sort_key = marker_sort_key  # (text: in the table's sort key type)
@@ -271,22 +274,7 @@ class StreamHandler:
         self._known[index.table] = frozenset(saved.pending) if saved is not None else frozenset()
         first = str(records[0]["dynamodb"]["SequenceNumber"])
         begun = begin_batch(saved, shard, arn, first, created_at(records[0]), now)
-        if begun.backwards:
-            LOG.error(
-                "ddbkeys: a batch of shard %s of %s came after a later one (is the trigger's "
-                "ParallelizationFactor above 1?): listings decline the index until `index "
-                "backfill` runs again",
-                shard,
-                index.table,
-            )
-        if begun.lost:
-            LOG.error(
-                "ddbkeys: records of shard %s of %s were not applied (Lambda went on past "
-                "them, or they grew too old): listings decline the index until `index "
-                "backfill` runs again",
-                shard,
-                index.table,
-            )
+        say(begun, shard, index.table)
         reading = self._trigger(arn, now, refresh=False)
         bad, pending, gone = begun.bad, begun.mark, begun.gone
         check = recorded(
@@ -299,7 +287,8 @@ class StreamHandler:
             oldest=begun.unchecked,
         )
         check = replace(check, failed=first, lost=now if begun.lost else check.lost)
-        self._begun[(arn, shard)] = (now, check, bad)
+        after = applied_before(saved, shard, arn, first)  # (checked once the batch is applied)
+        self._begun[(arn, shard)] = (now, check, bad, after)
         values = {"maintainer": "lambda", SHARD_PREFIX + shard: pending.to_json()}
         values.update(self._check_values(arn, shard, check, reading))
         store.update(index.table, index.name, values, remove=gone)
@@ -335,13 +324,14 @@ class StreamHandler:
             return
         if began is None:
             return
-        last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
-        mark = replace(advance(began, shard, arn, "start", last, now), failed=failed_at)
-        values = {SHARD_PREFIX + shard: mark.to_json()}
         # The trigger read after the batch is applied (when a read is due): a check vouches for
         # what was applied before it, so the mark keeps the time it was applied by.
-        started, check, bad = self._begun.pop((arn, shard), (now, None, None))
+        started, check, bad, after = self._begun.pop((arn, shard), (now, None, None, None))
         reading = self._trigger(arn, store.clock(), refresh=True)
+        gap = now if skipped(index, arn, shard, after, began.failed, reading) else began.gap
+        last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
+        mark = advance(began, shard, arn, "start", last, now)
+        values = {SHARD_PREFIX + shard: replace(mark, failed=failed_at, gap=gap).to_json()}
         first = str(applied[0]["dynamodb"]["SequenceNumber"]) if applied else None
         batch = (first, last) if first is not None and last is not None else None
         check = recorded(check, arn, reading, now, bad=bad, began=started, batch=batch)

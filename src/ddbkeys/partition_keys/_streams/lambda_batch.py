@@ -67,18 +67,7 @@ def begin_batch(
     check = saved.triggers.get(shard) if saved is not None else None
     if check is not None and not same_stream(check.stream, stream):
         check = None
-    # Past a record of a batch it began and never applied: by its mark, or by its own record
-    # (a follower on the same shard saves its own mark over the handler's).
-    skipped = went_past(check, previous.failed if previous is not None else None, first)
-    # The shard's last batch nearly a day ago: records written after it may have been trimmed
-    # before Lambda read them (the handler cannot tell which, so it says so).
-    stale = previous is not None and bool(previous.marks) and _old(previous.marks[-1][1], now)
-    # A shard it never applied, made nearly a day ago: its records from before what the
-    # stream keeps may be gone (Lambda a day behind, or off, across a shard's close: its
-    # child's first records trimmed unread, and nothing left in the batch to say so).
-    born = shard_born(shard)
-    unread = previous is None and born is not None and _old(born, now)
-    lost = skipped or stale or unread or (oldest is not None and _old(oldest, now))
+    lost = _lost(previous, check, shard, first, oldest, now)
     backwards = out_of_order(check, first)
     gap = now if lost or backwards else (previous.gap if previous is not None else None)
     mark = replace(advance(previous, shard, stream, "start", None, now), failed=first, gap=gap)
@@ -91,6 +80,30 @@ def begin_batch(
         gone=_gone(saved, shard, now),
         unchecked=_unchecked_since(saved, previous, stream),
     )
+
+
+def _lost(
+    previous: ShardMark | None,
+    check: TriggerCheck | None,
+    shard: str,
+    first: str,
+    oldest: float | None,
+    now: float,
+) -> bool:
+    """Whether the state record shows records of ``shard`` lost before this batch (whose
+    first record is ``first``, written at ``oldest``)."""
+    # Past a record of a batch it began and never applied: by its mark, or by its own record
+    # (a follower on the same shard saves its own mark over the handler's).
+    skipped = went_past(check, previous.failed if previous is not None else None, first)
+    # The shard's last batch nearly a day ago: records written after it may have been trimmed
+    # before Lambda read them (the handler cannot tell which, so it says so).
+    stale = previous is not None and bool(previous.marks) and _old(previous.marks[-1][1], now)
+    # A shard it never applied, made nearly a day ago: its records from before what the
+    # stream keeps may be gone (Lambda a day behind, or off, across a shard's close: its
+    # child's first records trimmed unread, and nothing left in the batch to say so).
+    born = shard_born(shard)
+    unread = previous is None and born is not None and _old(born, now)
+    return skipped or stale or unread or (oldest is not None and _old(oldest, now))
 
 
 def _old(at: float, now: float) -> bool:
