@@ -23,6 +23,9 @@ from click.testing import CliRunner
 from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
 from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._index.stream_setup import enable_stream
+from ddbkeys.testing import Fault, FaultProxy, Faults
+from tests.conftest import proxied_client
 from tests.integration.test_marker_follow_faults import wait_for_record
 from tests.integration.test_marker_lambda import Stream
 from tests.integration.test_marker_lifecycle import item, non_empty
@@ -494,3 +497,27 @@ def test_index_stream_names_the_new_stream_of_a_table_whose_stream_was_on_before
     assert now["StreamSpecification"]["StreamEnabled"] and now["TableStatus"] == "ACTIVE"
     assert said["changed"] is True
     assert said["stream"] == now["LatestStreamArn"] != first
+
+
+def test_index_create_and_stream_whose_answer_was_lost_succeed(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """The answer to `index create`'s or `index stream`'s UpdateTable lost: the try again
+    meets the command's own change ("Index is being created", "Table already has an enabled
+    stream") and exited 1, though the change was made (a helper found it). Now the table is
+    described again, and the change found is the command's."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fault_proxy.set_faults(
+        Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateTable"}))
+    )
+    client = proxied_client(fault_proxy)
+    MarkerIndex(client, table).create()
+    assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 1
+    indexes = ddb_client.describe_table(TableName=table)["Table"]["GlobalSecondaryIndexes"]
+    assert [i["IndexName"] for i in indexes] == ["ddbkeys-partition-keys"]
+    fault_proxy.set_faults(
+        Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateTable"}))
+    )
+    arn, changed = enable_stream(client, table)
+    assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 2
+    assert changed and arn == ddb_client.describe_table(TableName=table)["Table"]["LatestStreamArn"]

@@ -266,11 +266,16 @@ class MarkerCore:
             request = create_request(
                 raw, self.table, self.name, self.attribute, info.partition_key.type
             )
-            yield from self.attempts(
-                lambda _: send(update_table(request)),
-                f"UpdateTable (adding index {self.name!r})",
-                deadline,
-            )
+            try:
+                yield from self.attempts(
+                    lambda _: send(update_table(request)),
+                    f"UpdateTable (adding index {self.name!r})",
+                    deadline,
+                )
+            except DdbKeysError:  # (an answer lost, tried again: the index its first try made)
+                yield from self.describe(deadline)
+                if index_status((yield from self.table_info(deadline)), self.name) is None:
+                    raise
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:

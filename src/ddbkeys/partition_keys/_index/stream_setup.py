@@ -44,7 +44,12 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
                 "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
             }
         )
-        yield from index.attempts(lambda _: send(request), "turning the stream on")
+        try:
+            yield from index.attempts(lambda _: send(request), "turning the stream on")
+        except DdbKeysError:  # (an answer lost, tried again: "already has an enabled stream")
+            table = yield from describe()
+            if not _turned_on(table, before):
+                raise
         table = yield from describe()
     pause, ends = 0.1, Deadline(600.0, clock=index.retry.clock)
     while not _streaming(table, before):
@@ -59,11 +64,17 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
     return str(table["LatestStreamArn"]), changed
 
 
-def _streaming(table: Mapping[str, Any], before: str | None) -> bool:
-    """ACTIVE, with its stream on, and that stream not the one it named ``before``."""
+def _turned_on(table: Mapping[str, Any], before: str | None) -> bool:
+    """Its stream on, and not the one it named ``before``: this command's own change, whose
+    answer was lost (the try again is refused)."""
     arn = table.get("LatestStreamArn")
     on = table.get("StreamSpecification", {}).get("StreamEnabled")
-    return table.get("TableStatus") == "ACTIVE" and bool(on) and arn is not None and arn != before
+    return bool(on) and arn is not None and arn != before
+
+
+def _streaming(table: Mapping[str, Any], before: str | None) -> bool:
+    """ACTIVE, with its stream on, and that stream not the one it named ``before``."""
+    return table.get("TableStatus") == "ACTIVE" and _turned_on(table, before)
 
 
 def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
