@@ -105,6 +105,7 @@ class ProofMachine(RuleBasedStateMachine):
         self.client = ModelClient(self.world)
         self.handler = ModelHandler(self.world, self.client)
         self.handler.lambda_service.honest = self.factor_seen
+        self.handler.follows_checked = self.factor_seen  # (its control: both guards off)
         self.followers: dict[int, Stepper] = {}
         self.backfill: BackfillStepper | None = None
         self.backfill_checked = False

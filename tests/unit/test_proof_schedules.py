@@ -164,7 +164,8 @@ class FactorUnseen(ProofMachine):
     """A Lambda trigger whose ParallelizationFactor the handler always reads as 1, while it
     hands out a shard's batches out of order (B before A): a check read in a new execution
     environment then vouches for B's position, and only the factor it reads keeps a listing
-    from trusting it."""
+    from trusting it. (And the handler's read of the stream, that B follows on from what was
+    applied, which finds A's records between: off too, in this control.)"""
 
     factor_seen = False
 

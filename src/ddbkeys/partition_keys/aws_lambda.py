@@ -328,7 +328,7 @@ class StreamHandler:
         # what was applied before it, so the mark keeps the time it was applied by.
         started, check, bad, after = self._begun.pop((arn, shard), (now, None, None, None))
         reading = self._trigger(arn, store.clock(), refresh=True)
-        gap = now if skipped(index, arn, shard, after, began.failed, reading) else began.gap
+        gap = now if self._skipped(index, arn, shard, after, began.failed, reading) else began.gap
         last = str(applied[-1]["dynamodb"]["SequenceNumber"]) if applied else None
         mark = advance(began, shard, arn, "start", last, now)
         values = {SHARD_PREFIX + shard: replace(mark, failed=failed_at, gap=gap).to_json()}
@@ -338,6 +338,10 @@ class StreamHandler:
         check = replace(check, failed=failed_at)  # the batch applied, up to that record
         values.update(self._check_values(arn, shard, check, reading))
         store.update(index.table, index.name, values)
+
+    def _skipped(self, index: MarkerIndex, *batch: Any) -> bool:
+        """Whether the stream shows records skipped before the batch (``lambda_follows``)."""
+        return skipped(index, *batch)
 
     def _check_values(
         self, arn: str, shard: str, check: TriggerCheck, reading: Reading | None
