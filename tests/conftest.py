@@ -242,8 +242,6 @@ LONG_TESTS = {
     # (each ends at the first schedule that catches it: 10 s to 110 s)
     "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
     "[PendingIgnored]": 20,
-    "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
-    "[FactorUnseen]": 60,
     "tests/integration/test_export_backfill.py::"
     "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 67,
     "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 62,
