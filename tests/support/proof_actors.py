@@ -237,6 +237,9 @@ class ModelHandler(StreamHandler):
     def _skipped(self, index: MarkerIndex, *batch: Any) -> bool:
         return self.follows_checked and super()._skipped(index, *batch)
 
+    def _streams_of(self, index: MarkerIndex) -> Any:
+        return self.model  # (the model answers the Streams operations too)
+
     def _state(self, index: MarkerIndex) -> StateStore:
         return StateStore(self.model, STATE, deadline=None, clock=self.world.clock)
 

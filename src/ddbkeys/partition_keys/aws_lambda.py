@@ -82,7 +82,13 @@ from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark, adva
 from ddbkeys.partition_keys._streams.follow_state import keys_of_records
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
 from ddbkeys.partition_keys._streams.lambda_events import parse_event, typed_key
-from ddbkeys.partition_keys._streams.lambda_follows import Begun, applied_before, say, skipped
+from ddbkeys.partition_keys._streams.lambda_follows import (
+    Begun,
+    applied_before,
+    say,
+    skipped,
+    streams_of,
+)
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_EVERY,
     CHECK_RETRY,
@@ -128,6 +134,7 @@ class StreamHandler:
         #: by default; a test gives its own (see ``lambda_trigger``).
         self._lambda_factory = lambda_client or _lambda_client
         self._lambda: Any = None
+        self._streams: dict[str, Any] = {}  # per table: its Streams client (made on first use)
         self._function: str | None = None  # the invoked function's ARN (from the context)
         self._readings: dict[tuple[str, str | None], Reading] = {}
         # Per (stream, shard): when the batch under way began, the shard's check then, and the
@@ -341,7 +348,10 @@ class StreamHandler:
 
     def _skipped(self, index: MarkerIndex, *batch: Any) -> bool:
         """Whether the stream shows records skipped before the batch (``lambda_follows``)."""
-        return skipped(index, *batch)
+        return skipped(index, self._streams_of(index), *batch)
+
+    def _streams_of(self, index: MarkerIndex) -> Any:
+        return self._streams.setdefault(index.table, streams_of(index))  # (no client made yet)
 
     def _check_values(
         self, arn: str, shard: str, check: TriggerCheck, reading: Reading | None

@@ -50,7 +50,8 @@ def enable_stream_flow(index: MarkerCore) -> Flow[tuple[str, bool]]:
             table = yield from describe()
             if not _turned_on(table, before):
                 raise
-        table = yield from describe()
+        else:
+            table = yield from describe()
     pause, ends = 0.1, Deadline(600.0, clock=index.retry.clock)
     while not _streaming(table, before):
         if not ends.allows(pause):

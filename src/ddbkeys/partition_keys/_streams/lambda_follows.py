@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import logging
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from ddbkeys._core.steps import Flow, get_records, get_shard_iterator
 from ddbkeys._drivers.sync import SyncDriver
@@ -34,7 +33,16 @@ from ddbkeys.partition_keys._streams.streams import (
     streams_client_for,
 )
 
-__all__ = ["MOST_EMPTY", "Begun", "applied_before", "follows_on", "parallel", "say", "skipped"]
+__all__ = [
+    "MOST_EMPTY",
+    "Begun",
+    "applied_before",
+    "follows_on",
+    "parallel",
+    "say",
+    "skipped",
+    "streams_of",
+]
 
 LOG = logging.getLogger("ddbkeys")
 
@@ -46,9 +54,6 @@ MOST_EMPTY = 8
 #: What the handler keeps of a batch under way: when it began, the shard's check then, a
 #: factor above 1 read, and the position the batch must follow on from (None: no check).
 Begun = tuple[float, TriggerCheck, Parallelized | None, str | None]
-
-#: Per index, its Streams client (made once, at its first check: a warm environment keeps it).
-_STREAMS: WeakKeyDictionary[MarkerIndex, ClientOnFirstUse] = WeakKeyDictionary()
 
 
 def applied_before(saved: Evidence | None, shard: str, stream: str, first: str) -> str | None:
@@ -100,8 +105,15 @@ def follows_on(stream: str, shard: str, after: str, first: str) -> Flow[bool]:
     return False
 
 
+def streams_of(index: MarkerIndex) -> Any:
+    """A Streams client for ``index``'s table, made on its first request (the handler keeps
+    one per table: a warm environment reuses it)."""
+    return ClientOnFirstUse(lambda: streams_client_for(index.client, index.table))
+
+
 def skipped(
     index: MarkerIndex,
+    streams: Any,
     stream: str,
     shard: str,
     after: str | None,
@@ -110,16 +122,11 @@ def skipped(
 ) -> bool:
     """Whether records of ``shard`` lie between ``after`` (what was applied of it, as the
     batch began: :func:`applied_before`) and the batch's ``first`` record, as the stream shows
-    (see the module's docstring); said in the log. Not where the trigger reads a factor above
-    1 (:func:`parallel`). A request that fails raises: Lambda sends the batch again."""
+    (see the module's docstring), read with the Streams client ``streams``; said in the log.
+    Not where the trigger reads a factor above 1 (:func:`parallel`). A request that fails
+    raises: Lambda sends the batch again."""
     if after is None or first is None or parallel(reading):
         return False
-    streams: Any = _STREAMS.get(index)
-    if hasattr(index.client, "get_shard_iterator"):  # (a client that serves both: a model's)
-        streams = index.client
-    elif streams is None:
-        streams = ClientOnFirstUse(lambda: streams_client_for(index.client, index.table))
-        _STREAMS[index] = streams
     driver = SyncDriver(SplitClient(index.client, streams), index.usage)
     if driver.run(follows_on(stream, shard, after, first)):
         return False
