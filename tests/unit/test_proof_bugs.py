@@ -29,6 +29,15 @@ def started(
     return state
 
 
+def a_day_passes(state: ProofMachine, fault: bool) -> None:
+    """25 hours: with ``fault``, nothing applied meanwhile (records may be trimmed unread);
+    without it, the maintainers catch up first."""
+    if fault:
+        state.long_wait_behind(hours=25.0)
+    else:
+        state.long_wait(hours=25.0)
+
+
 def a_day_behind(fault: bool) -> Verdict:
     """The follower started reading its shard at the end and has applied nothing since (its
     mark: no sequence number); a collection is written, and the follower applies nothing for
@@ -199,10 +208,7 @@ def a_day_behind_then_a_split(fault: bool) -> Verdict:
     state = started("follower")
     state.put("a", 1, tag=None, lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=25.0)
-    else:
-        state.long_wait(hours=25.0)
+    a_day_passes(state, fault)
     state.check()
     state.split(children=1, n=0)
     state.check()
@@ -279,10 +285,7 @@ def lambda_read_from_the_start_of_a_day_old_shard(fault: bool) -> Verdict:
     state.quiet()
     state.clash(pk="a", lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=25.0)
-    else:
-        state.long_wait(hours=25.0)
+    a_day_passes(state, fault)
     state.clash(pk="b", lane=0)
     return state.check()
 
@@ -325,10 +328,7 @@ def a_follower_started_anew_on_a_day_old_shard(fault: bool) -> Verdict:
     state.split(children=1, n=0)
     state.put(pk="a", sk=1, tag=None, lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=25.0)
-    else:
-        state.long_wait(hours=25.0)
+    a_day_passes(state, fault)
     state.quiet()
     state.follower_starts(slot=1, from_start=True, steps=None)
     state.check()
@@ -351,10 +351,7 @@ def a_follower_from_the_start_then_a_day_behind(fault: bool) -> Verdict:
     state.backfill_runs(requests=6)
     state.put(pk="a", sk=1, tag=None, lane=0)
     state.check()
-    if fault:
-        state.long_wait_behind(hours=25.0)
-    else:
-        state.long_wait(hours=25.0)
+    a_day_passes(state, fault)
     return state.check()
 
 

@@ -169,24 +169,13 @@ class FactorUnseen(ProofMachine):
 
     factor_seen = False
 
-    # Schedules of Lambda, not of the rest: a start with the handler keeping the index, and
-    # without the rules that make every listing decline for reasons of their own (plain
-    # methods hide the rules of the same name).
+    # (a start with the handler keeping the index)
     @initialize(
         history=st.lists(st.tuples(KEYS, SORTS), max_size=4),
         shards=st.integers(1, 3),
     )
     def start(self, history: list[tuple[str, int]], shards: int) -> None:
         super().start(history, shards, "lambda")
-
-    def clash(self) -> None:
-        pass
-
-    def stream_changes(self) -> None:
-        pass
-
-    def backfill_killed(self) -> None:
-        pass
 
 
 def batches_out_of_order_read_as_factor_1(machine: type[ProofMachine]) -> Verdict:
@@ -413,7 +402,8 @@ def test_a_read_backfill_that_reads_its_window_a_day_late_says_it_does_not_count
 def test_the_checker_catches_a_read_backfill_that_trusts_a_window_a_day_old(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(backfill_read, "DAY", 1e12)  # the fault: the window's age not checked
+    # The fault: the window's age not checked.
+    monkeypatch.setattr(backfill_read, "nearly_a_day_old", lambda at, now: False)
     with pytest.raises(BackfillWrong, match=r"the markers of \['x'\] wrong"):
         a_read_backfill_a_day_long()
 

@@ -30,9 +30,9 @@ from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.recognise import Markers, is_own, own_projection
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
-    DAY,
     TRIM_SAFETY,
     Decline,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
@@ -65,7 +65,7 @@ def now_window(info: TableInfo, export_time: datetime, margin: float, now: float
             f"{margin + CREATED_ROUNDING:g} s ({when(datetime.fromtimestamp(bound, UTC))}): "
             "writes between are in no log"
         )
-    if bound < now - DAY + TRIM_SAFETY:
+    if nearly_a_day_old(bound, now):
         return (
             "the export is older than the stream keeps its records (24 h, less "
             f"{TRIM_SAFETY / 3600:g} h to be safe): export again for a listing exact now"

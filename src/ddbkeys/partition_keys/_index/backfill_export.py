@@ -35,10 +35,10 @@ from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
-    DAY,
     TRIM_SAFETY,
     Decline,
     Evidence,
+    nearly_a_day_old,
 )
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def export_flow(
     last, resolved = yield from write_calls_for(
         index, data, marked, recorded, report, progress, clock, stop, unmark_orphans=True
     )
-    if snapshot.time - margin - CREATED_ROUNDING < clock() - DAY + TRIM_SAFETY:
+    if nearly_a_day_old(snapshot.time - margin - CREATED_ROUNDING, clock()):
         report.uncounted = (
             "the export is older than the table's stream keeps its records (24 h, less "
             f"{TRIM_SAFETY / 3600:g} h to be safe), so the changes since are in no log: export "

@@ -64,10 +64,10 @@ from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.recognise import Markers, same_value
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
-    DAY,
     TRIM_SAFETY,
     Decline,
     Evidence,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
 from ddbkeys.partition_keys._proof.shard_read import Replay, read_shard, refusal, shard_list
@@ -331,7 +331,7 @@ def stream_window(
     if unread is not None:
         return unread
     assert stream is not None  # (off: unreadable says so)
-    if started - margin - CREATED_ROUNDING < clock() - DAY + TRIM_SAFETY:
+    if nearly_a_day_old(started - margin - CREATED_ROUNDING, clock()):
         # (a shard whose records since are all gone reads empty: nothing would say so)
         return Decline(
             "its window began more than a day before it read the table's stream (the stream "

@@ -98,6 +98,7 @@ __all__ = [
     "ShardMark",
     "advance",
     "created_at",
+    "nearly_a_day_old",
     "precheck",
     "thin",
 ]
@@ -123,6 +124,12 @@ TRIM_SAFETY = 3600.0
 GONE_AFTER = DAY + 3600.0
 #: The most marks kept per shard (the newest, and older ones spaced out by age).
 MAX_MARKS = 24
+
+
+def nearly_a_day_old(at: float, now: float) -> bool:
+    """Whether ``at`` is nearly a day before ``now`` (within ``TRIM_SAFETY``): a record written
+    after it may have been trimmed (the stream keeps a record 24 hours) before it was read."""
+    return at < now - DAY + TRIM_SAFETY
 
 
 @dataclass(frozen=True)

@@ -10,10 +10,10 @@ from typing import Any
 from ddbkeys.partition_keys._proof.evidence import (
     DAY,
     DEFAULT_REPLAY_MARGIN,
-    TRIM_SAFETY,
     Decline,
     Evidence,
     ShardMark,
+    nearly_a_day_old,
     precheck,
 )
 from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
@@ -193,15 +193,15 @@ def _trimmed(
     so: its marks (``held``: the newest time a usable one may have been saved; whether the one
     held back had applied ``none`` of its records), or, read from its start for want of a
     usable mark, the shard's own age."""
-    shard, old = mark.shard, now - DAY + TRIM_SAFETY
+    shard = mark.shard
     newest = mark.marks[-1][0] if mark.marks else None
-    if newest is None and mark.marks and mark.marks[-1][1] < old:
+    if newest is None and mark.marks and nearly_a_day_old(mark.marks[-1][1], now):
         return Decline(
             f"the maintainer has said nothing of shard {shard} for nearly a day, and applied "
             "none of its records: records may have been trimmed unapplied"
         )
     usable = [t for _, t in mark.marks if t <= held]
-    if none_applied and max(usable) < old:
+    if none_applied and nearly_a_day_old(max(usable), now):
         # (read from the shard's start: a record trimmed since leaves no trace there)
         return Decline(
             f"the maintainer's position in shard {shard} held back the margin is nearly a day "
@@ -224,7 +224,7 @@ def _began_late(shard: str, mark: ShardMark, started: float, margin: float) -> b
     born, first = shard_born(shard), mark.first_saved
     if born is None or first is None:
         return False
-    return first - born > DAY - TRIM_SAFETY and first > started - margin
+    return nearly_a_day_old(born, first) and first > started - margin
 
 
 def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) -> bool:
@@ -235,12 +235,11 @@ def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) ->
     minute old. (Where the held-back position applied none, the maintainer vouches for the
     shard up to then: its age decides, above. A read from a position finds out itself: the
     stream refuses a trimmed one.)"""
-    horizon = now - DAY + TRIM_SAFETY
     born = shard_born(shard)
     made = born if born is not None else min((t for _, t in mark.marks), default=None)
-    if made is None or made >= horizon:
+    if made is None or not nearly_a_day_old(made, now):
         return False
-    return skip is None or skip < horizon
+    return skip is None or nearly_a_day_old(skip, now)
 
 
 def out_of_range(mark: ShardMark, shard: Mapping[str, Any]) -> Decline | None:

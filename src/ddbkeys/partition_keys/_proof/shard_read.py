@@ -24,10 +24,9 @@ from ddbkeys.partition_keys._index.markers import hashable, unhash
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
-    DAY,
-    TRIM_SAFETY,
     Decline,
     created_at,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
 from ddbkeys.partition_keys._streams.streams import settled_shards
@@ -317,7 +316,7 @@ def _from_the_start(read: ShardRead, created: float | None, now: float) -> Decli
             f"no maintainer recorded a position in shard {read.shard}, which holds records "
             "from before the backfill"
         )
-    if created is not None and created < now - DAY + TRIM_SAFETY:
+    if created is not None and nearly_a_day_old(created, now):
         return Decline(
             f"shard {read.shard} is read from its oldest record, which is nearly 24 h old: "
             "earlier ones may have been trimmed before anyone applied them"

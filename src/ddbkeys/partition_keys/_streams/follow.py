@@ -40,12 +40,11 @@ from ddbkeys.partition_keys._index.pending import (
 from ddbkeys.partition_keys._index.state import StateCore, key_json
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._proof.evidence import (
-    DAY,
     DEFAULT_REPLAY_MARGIN,
     SHARD_PREFIX,
-    TRIM_SAFETY,
     advance,
     created_at,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._streams.follow_state import (
     FollowReport,
@@ -267,7 +266,7 @@ class FollowCore:
             # old, earlier ones may have been trimmed unapplied (a gap, as above).
             state.from_oldest.discard(shard)
             created = created_at(records[0])
-            if created is not None and created < self.clock() - DAY + TRIM_SAFETY:
+            if created is not None and nearly_a_day_old(created, self.clock()):
                 self._gap(state, shard)
         mark = state.marks.get(shard)
         since = mark.since if mark is not None else "start"

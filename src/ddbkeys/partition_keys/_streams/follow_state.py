@@ -16,11 +16,10 @@ from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
-    DAY,
     GONE_AFTER,
-    TRIM_SAFETY,
     ShardMark,
     created_at,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._streams.streams import shard_born
 
@@ -67,7 +66,7 @@ def covered_since(shard: str, now: float) -> float | str:
     ``now``, and only a backfill begun after it counts (a follower restarted after its shards
     were gone and their marks pruned, on a shard made a day before, claimed it whole)."""
     born = shard_born(shard)
-    return now if born is not None and born < now - DAY + TRIM_SAFETY else "start"
+    return now if born is not None and nearly_a_day_old(born, now) else "start"
 
 
 def may_have_lost(state: FollowState, shard: str, mark: ShardMark | None, now: float) -> bool:
@@ -75,11 +74,10 @@ def may_have_lost(state: FollowState, shard: str, mark: ShardMark | None, now: f
     applied yet, may have been trimmed (kept 24 hours) before ``now``: it was begun at its end
     more than a day ago, or its parent was last read more than a day ago (the shard holds the
     records that came after the parent's)."""
-    limit = now - DAY + TRIM_SAFETY
     if mark is not None and isinstance(mark.since, int | float):
-        return float(mark.since) < limit
+        return nearly_a_day_old(float(mark.since), now)
     parent = state.marks.get(state.parents.get(shard) or "")
-    return parent is not None and bool(parent.marks) and bool(parent.marks[-1][1] < limit)
+    return parent is not None and bool(parent.marks) and nearly_a_day_old(parent.marks[-1][1], now)
 
 
 def keys_of_records(records: Iterable[dict[str, Any]], partition_key: str) -> list[dict[str, Any]]:

@@ -13,13 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from ddbkeys.partition_keys._proof.evidence import (
-    DAY,
     GONE_AFTER,
     SHARD_PREFIX,
-    TRIM_SAFETY,
     Evidence,
     ShardMark,
     advance,
+    nearly_a_day_old,
 )
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     LAMBDA_PREFIX,
@@ -97,18 +96,17 @@ def _lost(
     skipped = went_past(check, previous.failed if previous is not None else None, first)
     # The shard's last batch nearly a day ago: records written after it may have been trimmed
     # before Lambda read them (the handler cannot tell which, so it says so).
-    stale = previous is not None and bool(previous.marks) and _old(previous.marks[-1][1], now)
+    stale = (
+        previous is not None
+        and bool(previous.marks)
+        and nearly_a_day_old(previous.marks[-1][1], now)
+    )
     # A shard it never applied, made nearly a day ago: its records from before what the
     # stream keeps may be gone (Lambda a day behind, or off, across a shard's close: its
     # child's first records trimmed unread, and nothing left in the batch to say so).
     born = shard_born(shard)
-    unread = previous is None and born is not None and _old(born, now)
-    return skipped or stale or unread or (oldest is not None and _old(oldest, now))
-
-
-def _old(at: float, now: float) -> bool:
-    """Nearly a day old: records written after ``at`` may be trimmed before they are read."""
-    return at < now - DAY + TRIM_SAFETY
+    unread = previous is None and born is not None and nearly_a_day_old(born, now)
+    return skipped or stale or unread or (oldest is not None and nearly_a_day_old(oldest, now))
 
 
 def _gone(saved: Evidence | None, shard: str, now: float) -> tuple[str, ...]:
