@@ -238,6 +238,19 @@ def test_an_item_of_yours_at_the_counter_key_is_never_made_a_counter(
     # A counter another tool wrote (its attribute there, no type) is still one.
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "theirs"}, "last_id": {"N": "7"}})
     assert driver.make("AtomicCounter", ddb_client, table, "theirs", **mode).next() == 8
+    # An item you typed otherwise is yours, a last_id or not (a helper's `ids next` retyped
+    # one a counter, and its key left every listing).
+    typed = {"pk": {"S": "typed"}, "last_id": {"N": "10"}, ENTITY_ATTRIBUTE: {"S": "order"}}
+    ddb_client.put_item(TableName=table, Item=typed)
+    retyped = driver.make("AtomicCounter", ddb_client, table, "typed", **mode)
+    refused = r"Item .*'typed'.* is an item of yours, not a counter \(its ddbkeys_type is 'order'"
+    with pytest.raises(CounterStateError, match=refused):
+        retyped.next()
+    with pytest.raises(CounterStateError, match=refused):
+        retyped.set(50)
+    with pytest.raises(CounterStateError, match=refused):
+        retyped.current()
+    assert item(ddb_client, table, pk="typed") == typed
 
 
 def test_the_gapless_sequence_leaves_an_item_of_yours_at_its_counter_key(
@@ -250,3 +263,11 @@ def test_the_gapless_sequence_leaves_an_item_of_yours_at_its_counter_key(
     with pytest.raises(CounterStateError, match="is an item of yours, not a counter"):
         users.put({"pk": "User#Spock"})
     assert everything(ddb_client, table) == [yours]
+    typed = {"pk": {"S": "typed"}, "last_id": {"N": "3"}, ENTITY_ATTRIBUTE: {"N": "1"}}
+    ddb_client.put_item(TableName=table, Item=typed)
+    numbered = driver.make("GaplessSequence", ddb_client, table, "typed")
+    number = r"its ddbkeys_type is a number \(N\), not 'counter'"
+    with pytest.raises(CounterStateError, match=number):
+        numbered.put({"pk": "User#Uhura"})
+    by_key = sorted(everything(ddb_client, table), key=lambda i: str(i["pk"]))
+    assert by_key == [typed, yours]

@@ -11,14 +11,18 @@ from ddbkeys._core.steps import Flow, get_item
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.ids._base import TYPE_NAMES, CounterItem
 from ddbkeys.ids._errors import CounterStateError
-from ddbkeys.ids._values import show_key
+from ddbkeys.ids._values import show_key, type_name
 
 __all__ = ["COUNTER_ONLY", "counter_names", "not_a_counter", "read_counter"]
 
 #: The condition that keeps a counter's write from making a counter of an item that is not
 #: one: the item is none yet (``#k``, one of its key attributes: :func:`counter_names`, absent),
-#: holds the counter attribute (``#v``: a counter, ddbkeys' or another tool's) or is typed one.
-COUNTER_ONLY = "(attribute_not_exists(#k) OR attribute_exists(#v) OR #ddbkeys_type = :ddbkeys_type)"
+#: is typed a counter, or holds the counter attribute (``#v``: a counter another tool wrote)
+#: and no type (an item you typed otherwise, ``"order"`` say, is yours even with a ``last_id``).
+COUNTER_ONLY = (
+    "(attribute_not_exists(#k) OR #ddbkeys_type = :ddbkeys_type"
+    " OR (attribute_exists(#v) AND attribute_not_exists(#ddbkeys_type)))"
+)
 
 
 def counter_names(counter: CounterItem) -> dict[str, str]:
@@ -28,16 +32,28 @@ def counter_names(counter: CounterItem) -> dict[str, str]:
 
 def not_a_counter(counter: CounterItem, item: Mapping[str, Any] | None) -> CounterStateError | None:
     """The error when ``item`` (the counter item as it is, or its key, type and counter
-    attribute) is an item of yours, not a counter: it exists, holds no counter attribute and
-    is not typed a counter. None when it is none, or a counter."""
-    if not item or counter.attribute in item or item.get(ENTITY_ATTRIBUTE) == {"S": COUNTER}:
+    attribute) is an item of yours, not a counter: it exists and is typed otherwise, or holds
+    no counter attribute and is not typed one. None when it is none, or a counter."""
+    typed = item.get(ENTITY_ATTRIBUTE) if item else None
+    if not item or typed == {"S": COUNTER} or (typed is None and counter.attribute in item):
         return None
+    why = (
+        f"its {ENTITY_ATTRIBUTE} is {shown(typed)}, not {COUNTER!r}"
+        if typed is not None
+        else f"it holds no {counter.attribute!r} and is not typed one"
+    )
     return CounterStateError(
         f"Item {show_key(counter.key)} of table {counter.table!r} is an item of yours, not a "
-        f"counter (it holds no {counter.attribute!r} and is not typed one): nothing was "
-        "changed and no id given. Name a counter whose item no other item uses.",
+        f"counter ({why}): nothing was changed and no id given. Name a counter whose item no "
+        "other item uses.",
         table=counter.table,
     )
+
+
+def shown(value: Mapping[str, Any]) -> str:
+    """A type attribute's value for a message: a string as such, else its type."""
+    text = value.get("S") if isinstance(value, Mapping) else None
+    return repr(text) if isinstance(text, str) else type_name(value)
 
 
 def read_counter(counter: CounterItem, *, guarded: bool = True) -> Flow[Any]:
