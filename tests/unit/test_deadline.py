@@ -10,7 +10,7 @@ import pytest
 from botocore.exceptions import ClientError, EndpointConnectionError, ReadTimeoutError
 
 from ddbkeys._capacity import Usage
-from ddbkeys._core.attempts import attempts
+from ddbkeys._core.attempts import SLOW_REFUSAL, attempts
 from ddbkeys._core.steps import Flow, Pause, Request, scan
 from ddbkeys._errors import DeadlineExceededError, EndpointUnreachableError, ServiceError
 from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
@@ -156,6 +156,34 @@ def test_a_refused_connection_is_tried_three_times() -> None:
 
     with pytest.raises(EndpointUnreachableError, match="Could not connect"):
         reader(clock, deadline=None).call(send)
+    assert len(calls) == 3
+
+
+def test_a_refusal_the_client_retried_itself_is_reported_at_once() -> None:
+    """A plain boto3 client retries a refused connection for about 25 s on its own: tried 3
+    times, it took the whole 60 s deadline and was reported as a deadline exceeded (a helper's
+    finding). A refusal that took SLOW_REFUSAL or more is the client's retries: reported at
+    once, as unreachable."""
+    clock = Clock()
+    calls: list[int] = []
+
+    def send() -> None:
+        calls.append(1)
+        clock.now += 25.6  # (botocore's backoff: 0.05 s doubling, 10 attempts)
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:1/")
+
+    with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+        reader(clock, deadline=60.0).call(send)
+    assert len(calls) == 1
+    calls.clear()
+
+    def quick() -> None:
+        calls.append(1)
+        clock.now += SLOW_REFUSAL / 2
+        raise EndpointConnectionError(endpoint_url="http://127.0.0.1:1/")
+
+    with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+        reader(clock, deadline=None).call(quick)
     assert len(calls) == 3
 
 

@@ -32,7 +32,14 @@ from ddbkeys._translate import (
     unanswered,
 )
 
-__all__ = ["Contention", "Throttled", "attempts", "bounded", "unavailable_failure"]
+__all__ = [
+    "SLOW_REFUSAL",
+    "Contention",
+    "Throttled",
+    "attempts",
+    "bounded",
+    "unavailable_failure",
+]
 
 R = TypeVar("R")
 
@@ -131,6 +138,7 @@ def attempts(
         if stop is not None:
             stop.check()
         tally.tried += 1
+        began = deadline.elapsed()
         try:
             return (yield from bounded(attempt(n), deadline))
         except Contention as lost:
@@ -143,7 +151,7 @@ def attempts(
             tally.last = throttled
             wait = policy.exponential(n)
         except (ClientError, BotoCoreError, DdbKeysError) as exc:
-            tally.failed(exc, table)
+            tally.failed(exc, table, took=deadline.elapsed() - began)
             wait = policy.exponential(n)
         if n + 1 < policy.max_attempts and wait:
             if not deadline.allows(wait):
@@ -169,6 +177,10 @@ def attempts(
     ) from last
 
 
+#: Seconds a refused connection takes, at least, when the client retried it on its own.
+SLOW_REFUSAL = 1.0
+
+
 class _Tally:
     """What the attempts of one call met: the last failure, how many were tried, refused and
     of each kind, and whether a write may have been applied though it got no answer."""
@@ -181,8 +193,13 @@ class _Tally:
         self.kinds: Counter[str] = Counter()
         self.sent_unanswered = False
 
-    def failed(self, exc: ClientError | BotoCoreError | DdbKeysError, table: str) -> None:
-        """A request failed: counted if another attempt may fix it, else raised translated."""
+    def failed(
+        self, exc: ClientError | BotoCoreError | DdbKeysError, table: str, *, took: float = 0.0
+    ) -> None:
+        """A request failed: counted if another attempt may fix it, else raised translated.
+        A refused connection that ``took`` :data:`SLOW_REFUSAL` or longer was tried again by
+        the client itself (a plain ``boto3.client``'s retries back off for about 25 s): raised
+        at once, not tried :data:`~ddbkeys._retry.MAX_REFUSED_ATTEMPTS` times."""
         failure = unavailable_failure(exc)
         if failure is None:
             raise_translated(exc, table=table)
@@ -191,6 +208,8 @@ class _Tally:
             self.last = failure  # (the deadline cutting a request short tells less)
         # Refused, or answered by a web server that is not DynamoDB: a few tries, not all.
         self.refused += is_refused(failure) or foreign_answer(failure) is not None
+        if is_refused(failure) and took >= SLOW_REFUSAL:
+            self.refused = MAX_REFUSED_ATTEMPTS
         self.kinds[_kind(failure)] += 1
         if self.refused >= MAX_REFUSED_ATTEMPTS:
             raise_translated(failure, table=table)
