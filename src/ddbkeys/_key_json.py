@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 from decimal import Decimal
 
-__all__ = ["json_key", "key_of_text", "show_key"]
+__all__ = ["brief_key", "cut", "json_key", "key_of_text", "show_key"]
 
 
 def show_key(value: object) -> str:
@@ -15,6 +15,17 @@ def show_key(value: object) -> str:
     if isinstance(value, bytes):
         return base64.b64encode(value).decode()
     return str(value)
+
+
+def brief_key(value: object, most: int = 40) -> str:
+    """A key for a message that lists keys: a number as written, else quoted (bytes in base64),
+    cut to ``most`` characters (a 1 KB binary key made a line of several KB)."""
+    return cut(str(value) if isinstance(value, (int, Decimal)) else repr(show_key(value)), most)
+
+
+def cut(text: str, most: int = 40) -> str:
+    """``text`` cut to ``most`` characters, ending in "..." where it was longer."""
+    return text if len(text) <= most else text[: most - 3] + "..."
 
 
 def key_of_text(text: str, kind: str) -> str | Decimal | bytes:

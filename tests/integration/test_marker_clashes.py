@@ -147,6 +147,33 @@ def test_the_cli_names_what_it_could_not_mark_and_exits_1(
     assert ddb_client.get_item(TableName=table, Key=key)["Item"] == squatter
 
 
+def test_a_binary_table_is_told_of_its_marker_value_and_long_keys_are_cut(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A helper's natural binary data (sort keys 0x00, 0x01, ... and 1 KB partition keys):
+    every collection clashed, which it learnt only after the whole setup, and the backfill's
+    and verify's lines ran to several KB of whole keys."""
+    table = ddb_table_factory(("pk", "B"), ("sk", "B"))
+    keys = [bytes([n]) * 1024 for n in (1, 2)]
+    for pk in keys:
+        for n in (0, 1):
+            ddb_client.put_item(TableName=table, Item={"pk": {"B": pk}, "sk": {"B": bytes([n])}})
+    create = run(ddb_endpoint_url, "index", "create", "-t", table)
+    assert create.exit_code == 0, create.output
+    assert (
+        f"Note: markers take the sort key 0x00 (one zero byte) of each collection of {table}; "
+        in create.stderr
+    )
+    given = run(ddb_endpoint_url, "index", "create", "-t", table, "--marker-sort-key", "AQE=")
+    assert given.exit_code == 0 and "0x00" not in given.output
+    backfill = run(ddb_endpoint_url, "index", "backfill", "-t", table)
+    assert backfill.exit_code == 1
+    error = backfill.stderr.splitlines()[-1]
+    assert "2 collection(s) of table" in error and len(error) < 600, error
+    verify = run(ddb_endpoint_url, "index", "verify", "-t", table)
+    assert verify.exit_code == 1 and max(map(len, verify.stdout.splitlines())) < 200
+
+
 def test_repair_keeping_orphans_says_so(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

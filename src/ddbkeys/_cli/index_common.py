@@ -9,6 +9,7 @@ import click
 
 from ddbkeys._cli.common import Connection, parse_key
 from ddbkeys._cli.index_options import given_sort_key, replay_margin_option
+from ddbkeys._key_json import cut
 from ddbkeys.partition_keys import (
     MarkerIndex,
     plain_key,
@@ -60,7 +61,7 @@ def parse_keys(index: MarkerIndex, keys: tuple[str, ...], table_name: str) -> li
 
 def clash_error(table_name: str, clashes: list[Any], index: MarkerIndex) -> click.ClickException:
     """The error (exit 1) for collections that cannot be marked."""
-    shown = ", ".join(show_key(plain_key(k)) for k in clashes[:20])
+    shown = ", ".join(cut(show_key(plain_key(k))) for k in clashes[:20])
     more = f" and {len(clashes) - 20} more" if len(clashes) > 20 else ""
     return click.ClickException(
         f"{len(clashes)} collection(s) of table {table_name!r} cannot be marked: {shown}{more}. "

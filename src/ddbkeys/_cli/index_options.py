@@ -16,6 +16,8 @@ from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 
 __all__ = [
     "estimated_own_items_option",
+    "given_sort_key",
+    "given_text",
     "index_name_option",
     "index_options",
     "own_items_option",
@@ -118,10 +120,16 @@ estimated_own_items_option = _own_items(
 )
 
 
+def given_text() -> str | None:
+    """--marker-sort-key as written (None: not given)."""
+    text: str | None = click.get_current_context().meta.get(SORT_KEY_META)
+    return text
+
+
 def given_sort_key(connection: Connection, table_name: str | None) -> str | Decimal | bytes | None:
     """--marker-sort-key in the table's sort key type (None: not given), read against the
     table's description; a usage error naming the value where it is not of that type."""
-    text: str | None = click.get_current_context().meta.get(SORT_KEY_META)
+    text = given_text()
     if text is None or table_name is None:
         return text
     sort_key = describe(connection.client(), table_name).sort_key

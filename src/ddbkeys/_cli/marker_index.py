@@ -19,10 +19,9 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
 from ddbkeys._cli.index_common import margin_option, open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
-from ddbkeys._cli.index_options import (
-    index_options,
-)
+from ddbkeys._cli.index_options import given_text, index_options
 from ddbkeys._cli.index_status import status_command
+from ddbkeys._key_json import cut
 from ddbkeys.partition_keys import (
     ListingEstimate,
     VerifyReport,
@@ -118,7 +117,10 @@ def create_command(
       ddbkeys partition-keys index create -t issues
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
-    marker_sort_key(index.table_info())  # (a table without a sort key: the error create gives)
+    info = index.table_info()
+    marker_sort_key(info)  # (a table without a sort key: the error create gives)
+    if info.sort_key and info.sort_key.type == "B" and given_text() is None:
+        click.echo(BINARY_NOTE.format(table=table_name), err=True)
     found = estimate_listing(
         connection.client(),
         table_name,
@@ -153,6 +155,15 @@ def create_command(
                 f"follow -t {table_name} --backfill` (or the Lambda handler).",
                 err=True,
             )
+
+
+#: The note of ``index create`` on a binary sort key whose markers take the default value.
+BINARY_NOTE = (
+    "Note: markers take the sort key 0x00 (one zero byte) of each collection of {table}; a "
+    "collection holding an item of yours there cannot be marked, and listings then do not use "
+    "the index. If your sort keys may be 0x00, give --marker-sort-key (base64) to this and "
+    "every later index command and listing."
+)
 
 
 def _nothing_added(found: ListingEstimate) -> str:
@@ -223,7 +234,7 @@ def unmark_command(
 
 
 def _keys(keys: list[Any]) -> str:
-    shown = ", ".join(show_key(plain_key(k)) for k in keys[:20])
+    shown = ", ".join(cut(show_key(plain_key(k))) for k in keys[:20])
     return f"{len(keys)}" + (f": {shown}" if shown else "") + (", ..." if len(keys) > 20 else "")
 
 

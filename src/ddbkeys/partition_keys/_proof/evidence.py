@@ -79,6 +79,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ddbkeys._key_json import brief_key
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     Parallelized,
     TriggerCheck,
@@ -356,7 +357,7 @@ def _keys(clashes: Sequence[str], most: int = 5) -> str:
             value = next(iter(json.loads(text).values()))
         except (ValueError, AttributeError, StopIteration):
             value = text
-        shown.append(repr(value))
+        shown.append(brief_key(value))
     return ", ".join(shown) + (f" and {len(clashes) - most} more" if len(clashes) > most else "")
 
 

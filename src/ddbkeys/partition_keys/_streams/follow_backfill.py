@@ -24,6 +24,7 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import DdbKeysError
+from ddbkeys._key_json import brief_key
 from ddbkeys.partition_keys._index.backfill import waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_claim import owner_name
 from ddbkeys.partition_keys._index.backfill_wait import (
@@ -84,7 +85,7 @@ def _done(report: BackfillReport, table: str) -> str:
         f"{report.removed} removed"
     )
     if report.clashes:
-        shown = ", ".join(repr(plain_key(k)) for k in report.clashes[:5])
+        shown = ", ".join(brief_key(plain_key(k)) for k in report.clashes[:5])
         more = f" and {len(report.clashes) - 5} more" if len(report.clashes) > 5 else ""
         return what + (
             f"; it does not count: {len(report.clashes)} collection(s) of table {table!r} hold "
