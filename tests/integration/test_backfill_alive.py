@@ -30,7 +30,7 @@ from ddbkeys.partition_keys._proof.evidence import Backfill
 from ddbkeys.testing._proxy import FaultProxy, Faults
 from tests.integration.test_index_setup import fill
 from tests.integration.test_marker_follow_faults import wait_for_record
-from tests.integration.test_marker_lifecycle import non_empty
+from tests.integration.test_marker_lifecycle import item, non_empty
 from tests.support.progress import PROGRESS_CEILING
 
 if TYPE_CHECKING:
@@ -144,6 +144,38 @@ def backfill_to_kill(table: str, store: str, endpoint: str) -> subprocess.Popen[
     )
 
 
+def filled_and_followed(
+    client: DynamoDBClient, table: str, store: str
+) -> tuple[threading.Event, threading.Thread]:
+    """40 collections of 2 items, and a follower in a thread (set the event to stop it)."""
+    fill(client, table, range(40))
+    follower = StreamFollower(MarkerIndex(client, table), state_table=store, poll=0.05)
+    stop = threading.Event()
+    runner = threading.Thread(target=follower.run, args=(stop,))
+    runner.start()
+    return stop, runner
+
+
+def proven(client: DynamoDBClient, table: str, store: str) -> None:
+    """A `--method index` listing answers the table's collections, proven."""
+    listing = distinct_partition_keys(
+        client, table, "index", state_table=store, replay_margin=MARGIN
+    )
+    assert sorted(listing) == non_empty(client, table) and listing.index_trusted
+
+
+def ended(
+    killed: subprocess.Popen[bytes] | None, stop: threading.Event, runner: threading.Thread
+) -> None:
+    """The backfill's process killed if it still runs, and the follower's thread stopped."""
+    if killed is not None and killed.poll() is None:
+        killed.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            killed.wait(timeout=10)
+    stop.set()
+    runner.join(timeout=30)
+
+
 def test_a_backfill_killed_mid_way_stops_being_alive_and_the_next_one_runs(
     ddb_endpoint_url: str,
     ddb_client: DynamoDBClient,
@@ -153,11 +185,7 @@ def test_a_backfill_killed_mid_way_stops_being_alive_and_the_next_one_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     table, store = streamed_table, state_table
-    fill(ddb_client, table, range(40))
-    follower = StreamFollower(MarkerIndex(ddb_client, table), state_table=store, poll=0.05)
-    stop = threading.Event()
-    runner = threading.Thread(target=follower.run, args=(stop,))
-    runner.start()
+    stop, runner = filled_and_followed(ddb_client, table, store)
     killed: subprocess.Popen[bytes] | None = None
     try:
         wait_for_record(ddb_client, table, store)
@@ -194,17 +222,60 @@ def test_a_backfill_killed_mid_way_stops_being_alive_and_the_next_one_runs(
         assert saved is not None and saved.backfill is not None
         assert saved.backfill.finished is not None and saved.backfill.owner != still.owner
         assert running_backfill(saved, saved.backfill.stream, time.time()) is None
-        listing = distinct_partition_keys(
-            ddb_client, table, "index", state_table=store, replay_margin=MARGIN
-        )
-        assert sorted(listing) == non_empty(ddb_client, table) and listing.index_trusted
+        proven(ddb_client, table, store)
     finally:
-        if killed is not None and killed.poll() is None:
-            killed.kill()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                killed.wait(timeout=10)
-        stop.set()
-        runner.join(timeout=30)
+        ended(killed, stop, runner)
+
+
+def test_a_backfill_run_again_and_killed_leaves_the_proof_standing(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    streamed_table: str,
+    state_table: str,
+    fault_proxy: FaultProxy,
+) -> None:
+    """A helper's runbook step: `index backfill` run again on a proven index, while the
+    application writes, then killed -9. Every `--method index` listing declined while it ran
+    ("a backfill is at work"), and after the kill until another backfill finished. Now the
+    finished backfill it replaced is kept beside it, and listings prove from that one."""
+    table, store = streamed_table, state_table
+    stop, runner = filled_and_followed(ddb_client, table, store)
+    killed: subprocess.Popen[bytes] | None = None
+
+    def status() -> str:
+        args = ["partition-keys", "index", "status", "-t", table, "--state-table", store]
+        args += ["--replay-margin", "1", "--endpoint-url", ddb_endpoint_url]
+        return CliRunner().invoke(cli, args).output
+
+    try:
+        wait_for_record(ddb_client, table, store)
+        time.sleep(MARGIN + 0.5)
+        first = MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=MARGIN)
+        assert first.counts and not first.clashes
+        proven(ddb_client, table, store)
+        fault_proxy.set_faults(SLOW)  # 40 Queries at least: 10 s and more
+        killed = backfill_to_kill(table, store, fault_proxy.endpoint_url)
+        again = at_work(ddb_client, table, store)
+        assert again.owner is not None and again.owner.endswith(f":{killed.pid}")
+        fill(ddb_client, table, range(40, 44))  # the application, meanwhile
+        ddb_client.delete_item(TableName=table, Key=item("k000", 0))
+        ddb_client.delete_item(TableName=table, Key=item("k000", 1))
+        proven(ddb_client, table, store)  # while it is at work
+        said = status()
+        assert "Provable: yes" in said and "at work by" in said, said
+        assert "until it finishes, listings prove the index from the backfill it replaced" in said
+        killed.send_signal(signal.SIGKILL)
+        killed.wait(timeout=10)
+        fill(ddb_client, table, range(44, 46))
+        time.sleep(MARGIN + 0.5)
+        proven(ddb_client, table, store)  # and after the kill, with no other backfill
+        said = status()  # (it reads "at work" until ALIVE_FOR passes: a kill says nothing)
+        assert "Provable: yes" in said and "listings prove the index from the backfill it" in said
+        saved = StateStore(ddb_client, store).load(table, INDEX)
+        assert saved is not None and saved.backfill is not None and saved.kept is not None
+        assert saved.backfill.finished is None and saved.kept.finished is not None
+    finally:
+        ended(killed, stop, runner)
 
 
 def test_two_followers_with_backfill_backfill_once(

@@ -592,6 +592,12 @@ class ProofMachine(RuleBasedStateMachine):
             pending=self.pending,
         )
         check(verdict, self.world)
+        if verdict.keys is not None:
+            for item in self.world.state.values():
+                record = evidence_from_item(TABLE, INDEX, item)
+                unfinished = record.backfill is not None and record.backfill.finished is None
+                if unfinished and record.kept is not None:
+                    SEEN["proven while a backfill had not finished (the one it replaced kept)"] += 1
         return verdict
 
 

@@ -36,7 +36,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
-from ddbkeys.partition_keys._index.state import StateCore
+from ddbkeys.partition_keys._index.state import KEPT, StateCore
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"
@@ -141,6 +141,7 @@ class World:
         self.pauses: list[float] = []
         self.told: list[Readiness] = []
         self.writes: list[dict[str, Any]] = []  # the entries written, in order
+        self.kept: list[str] = []  # the entries kept beside them (state.KEPT), in order
         self.refuse_next = False  # the next conditional write finds another's entry
         self.lose_next_answer = False  # the next write is applied, its answer lost
 
@@ -204,7 +205,11 @@ class World:
                 {"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}},
                 "UpdateItem",
             )
-        (new,) = (v["S"] for k, v in params["ExpressionAttributeValues"].items() if k != ":seen")
+        names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
+        sets = {a: values[":v" + k[2:]]["S"] for k, a in names.items() if k.startswith("#a")}
+        new = sets["backfill"]
+        if KEPT in sets:
+            self.kept.append(sets[KEPT])
         self.text = new
         self.writes.append(json.loads(new))
         if self.lose_next_answer:
@@ -267,10 +272,17 @@ def claim(world: World, **settings: Any) -> Claim | BackfillReport:
 
 
 def test_with_none_at_work_it_takes_the_record_on_the_condition_it_read() -> None:
-    world = World(at_work(finished=1090.0, started=1080.0, alive=1090.0))
+    finished = at_work(finished=1090.0, started=1080.0, alive=1090.0)
+    world = World(finished)
     got = claim(world)
     assert isinstance(got, Claim) and got.entry["owner"] == "host-b:42"
     assert world.pauses == [] and world.writes == [got.entry]
+    # The finished entry it replaced is kept beside it, in the same write (the proof rests
+    # on that one until this one finishes: evidence.basis).
+    assert world.kept == [entry(finished)]
+    dead = World(at_work())  # (not finished, silent since 1100: killed)
+    dead.now = 1200.0
+    assert isinstance(claim(dead), Claim) and dead.kept == []  # (an unfinished one is not)
     empty = World()
     assert isinstance(claim(empty), Claim) and len(empty.writes) == 1  # none there before
 

@@ -4,6 +4,7 @@ and why it declines (see ddbkeys.partition_keys._proof.evidence)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from types import SimpleNamespace
 from typing import Any
 
@@ -12,14 +13,13 @@ import pytest
 from ddbkeys.partition_keys._index.state import evidence_from_item
 from ddbkeys.partition_keys._proof.evidence import (
     DAY,
-    MAX_MARKS,
     Backfill,
     Decline,
     Evidence,
     ShardMark,
-    advance,
-    thin,
+    basis,
 )
+from ddbkeys.partition_keys._proof.marks import MAX_MARKS, advance, thin
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, replay_window
 from ddbkeys.partition_keys._streams.follow_state import covered_since
 from ddbkeys.partition_keys._streams.streams import streams_settings
@@ -71,6 +71,35 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
 def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, why: str) -> None:
     verdict = replay_window(record, stream, [shard("s1")], NOW, 60.0)
     assert isinstance(verdict, Decline) and why in verdict.reason
+
+
+def test_while_a_backfill_has_not_finished_the_one_it_replaced_proves() -> None:
+    """A backfill run again (or killed half way) withdrew a proof that held, for its whole
+    run, or until another one finished; the finished one it replaced now stands meanwhile."""
+    marks = mark("s1", ("10", 7_000.0), ("20", 9_990.0))
+    kept = GOOD.backfill
+    again = replace(evidence(marks, started=9_000.0, finished=None), kept=kept)
+    assert basis(again, ARN, 60.0).backfill == kept
+    assert replay_window(again, ARN, [shard("s1")], NOW, 60.0) == replay_window(
+        GOOD, ARN, [shard("s1")], NOW, 60.0
+    )
+    # Not where the new one finished (its outcome is the index's), nor where the kept one
+    # proves nothing: the unfinished one's words are then the reason.
+    done = replace(evidence(marks, started=9_000.0, finished=9_500.0), kept=kept)
+    assert basis(done, ARN, 60.0) is done
+    assert kept is not None
+    for bad in (replace(kept, stream=ARN + "x"), replace(kept, clashes=('{"S":"k"}',))):
+        held = replace(again, kept=bad)
+        assert basis(held, ARN, 60.0) is held
+        verdict = replay_window(held, ARN, [shard("s1")], NOW, 60.0)
+        assert isinstance(verdict, Decline) and "has not finished" in verdict.reason
+    # A record's kept backfill reads back; one edited by hand is a broken record.
+    item = {"backfill": {"S": json.dumps({"started": 9_000.0, "stream": ARN})}}
+    item["kept_backfill"] = {"S": json.dumps({"started": 5_000.0, "finished": 6_000.0})}
+    read = evidence_from_item("orders", "ix", item)
+    assert read.kept is not None and read.kept.finished == 6_000.0 and read.corrupt is None
+    item["kept_backfill"] = {"S": "[1]"}
+    assert "kept backfill" in str(evidence_from_item("orders", "ix", item).corrupt)
 
 
 def test_a_named_shard_is_read_from_the_newest_mark_older_than_the_margin() -> None:

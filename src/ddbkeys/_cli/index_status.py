@@ -155,7 +155,13 @@ def _backfill(status: ProofStatus) -> str:
         text += "; not finished"
     if not backfill.current_stream:
         text += "; under another stream"
-    return text + f"; {len(backfill.clashes)} clash(es)"
+    text += f"; {len(backfill.clashes)} clash(es)"
+    if backfill.kept_finished is not None:
+        text += (
+            f"; until it finishes, listings prove the index from the backfill it replaced "
+            f"(finished at {_at(backfill.kept_finished, now)})"
+        )
+    return text
 
 
 def _verdict(status: ProofStatus) -> list[str]:

@@ -78,7 +78,8 @@ from ddbkeys.partition_keys._index.pending import (
 from ddbkeys.partition_keys._index.state import StateStore, key_json, state_table_name
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._listing.recognise import sort_value_of_text
-from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark, advance, created_at
+from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark
+from ddbkeys.partition_keys._proof.marks import advance, created_at
 from ddbkeys.partition_keys._streams.follow_state import keys_of_records
 from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
 from ddbkeys.partition_keys._streams.lambda_events import parse_event, typed_key

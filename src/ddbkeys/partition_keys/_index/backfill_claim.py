@@ -9,6 +9,10 @@ whole table again.
   that one at work. Every later write of the entry is conditioned the same way on the entry it wrote
   last: a backfill whose entry another one replaced (one that took it for dead, or ``force``) stops
   at its next write, saying so, instead of writing over the other's.
+- **The one it replaces.** The claim keeps the entry it replaces, where that one had finished,
+  beside its own (``state.KEPT``, in the same write): until this one finishes, listings prove
+  the index from that one (``evidence.basis``), so running a backfill again, or killing one,
+  does not withdraw a proof that held.
 - **Alive.** While it works, a backfill refreshes its entry's ``alive`` time (and how many
   collections it has handled) at least every ``backfill_wait.ALIVE`` seconds: the flow does
   it between its own requests (:func:`kept_alive`), so the sync and asyncio drivers share it
@@ -52,7 +56,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     running_backfill,
 )
 from ddbkeys.partition_keys._index.markers import BackfillReport
-from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item, update_request
+from ddbkeys.partition_keys._index.state import KEPT, StateCore, evidence_from_item, update_request
 from ddbkeys.partition_keys._proof.evidence import Evidence, _backfill_reason
 
 if TYPE_CHECKING:
@@ -153,7 +157,9 @@ def claim_flow(
             yield Pause(OTHER_POLL, index.retry.sleep, stop=stop)
         entry = make(stream, saved)
         text = _text(entry)
-        if (yield from _swap(store, index.table, index.name, text, seen)):
+        finished = saved is not None and saved.backfill is not None and saved.backfill.finished
+        kept = seen if finished else None  # (the proof rests on it until this one finishes)
+        if (yield from _swap(store, index.table, index.name, text, seen, kept)):
             return Claim(entry, text, saved, clock(), report)
     raise DdbKeysError(
         f"The record of table {index.table!r}'s index in state table {store.name!r} changed "
@@ -256,10 +262,15 @@ def _entry_text(item: dict[str, Any] | None) -> str | None:
     return str(value["S"]) if "S" in value else None
 
 
-def _swap(store: StateCore, table: str, index: str, text: str, seen: str | None) -> Flow[bool]:
+def _swap(
+    store: StateCore, table: str, index: str, text: str, seen: str | None, kept: str | None = None
+) -> Flow[bool]:
     """Set the record's entry to ``text`` if it still is ``seen`` (None: none): whether it was
-    (also when an answer was lost and the retry found ``text`` there already)."""
-    params: Any = update_request(store.name, store.key(table, index), {ATTRIBUTE: text})
+    (also when an answer was lost and the retry found ``text`` there already). ``kept``: the
+    finished entry this one replaces, set beside it as ``KEPT`` in the same write (None: that
+    is left as it is)."""
+    values = {ATTRIBUTE: text, **({KEPT: kept} if kept is not None else {})}
+    params: Any = update_request(store.name, store.key(table, index), values)
     params["ExpressionAttributeNames"]["#seen"] = ATTRIBUTE
     if seen is None:
         params["ConditionExpression"] = "attribute_not_exists(#seen)"

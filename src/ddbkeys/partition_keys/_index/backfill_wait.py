@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import DdbKeysError
-from ddbkeys.partition_keys._proof.evidence import Backfill, Evidence, _backfill_reason
+from ddbkeys.partition_keys._proof.evidence import Backfill, Evidence, _backfill_reason, basis
 from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
@@ -333,11 +333,12 @@ def needs_backfill(
     other = running_backfill(evidence, stream, now) if now is not None else None
     if other is not None and can_count(other, margin):
         return False
-    backfill, _ = _backfill_reason(evidence or Evidence("", ""), stream, margin)
+    held = basis(evidence, stream, margin) if evidence is not None else Evidence("", "")
+    backfill, _ = _backfill_reason(held, stream, margin)
     if backfill is None:
         last = evidence.backfill if evidence is not None else None
         return last is None or last.stream != stream or not last.clashes
     return any(
         m.stream == stream and m.gap is not None and m.gap > backfill.started - margin
-        for m in evidence.shards.values()  # type: ignore[union-attr]
+        for m in held.shards.values()
     )

@@ -7,11 +7,13 @@ maintainers create it when it is missing (on-demand billing).
 
 The record holds what :mod:`ddbkeys.partition_keys._proof.evidence` needs to prove the index at
 answer time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything
-was applied, and when), the last backfill (``backfill``), the collections a maintainer could not
-mark (``clashes``), and those whose reconciliation did not settle (``pending``, see
-:mod:`ddbkeys.partition_keys._index.pending`). No heartbeat that a listing trusts: a listing reads
-the stream from the marks itself (the backfill's ``alive`` time only keeps a second backfill from
-reading the table while one is at work: see :mod:`ddbkeys.partition_keys._index.backfill_claim`).
+was applied, and when), the last backfill (``backfill``; and, while it has not finished, the one
+it replaced, ``kept_backfill``: see :func:`~ddbkeys.partition_keys._proof.evidence.basis`), the
+collections a maintainer could not mark (``clashes``), and those whose reconciliation did not
+settle (``pending``, see :mod:`ddbkeys.partition_keys._index.pending`). No heartbeat that a
+listing trusts: a listing reads the stream from the marks itself (the backfill's ``alive`` time
+only keeps a second backfill from reading the table while one is at work: see
+:mod:`ddbkeys.partition_keys._index.backfill_claim`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "KEPT",
     "MOST_NAMED",
     "STATE_TABLE",
     "STATE_TABLE_ENV",
@@ -74,6 +77,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The record's attribute that holds the finished backfill a backfill at work replaced (JSON).
+KEPT = "kept_backfill"
 
 #: The most attributes one UpdateItem of the record sets or removes: its UpdateExpression may
 #: hold 4 KB (the service's limit), and each costs up to 14 characters there ("#a99 = :v99, ").
@@ -154,13 +160,19 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         parallelized = Parallelized.from_json(str(item[PARALLELIZED].get("S")))
         if parallelized is None:
             corrupt = f"its attribute {PARALLELIZED!r} is not one ddbkeys wrote"
-    backfill = None
+    backfill = kept = None
     raw = item.get("backfill", {}).get("S")
     if raw is not None:
         try:
             backfill = _backfill(raw)
         except (ValueError, TypeError, KeyError, AttributeError):
             corrupt = "its backfill record is not one ddbkeys wrote (edited by hand?)"
+    raw = item.get(KEPT, {}).get("S")
+    if raw is not None:
+        try:
+            kept = _backfill(raw)
+        except (ValueError, TypeError, KeyError, AttributeError):
+            corrupt = "its kept backfill record is not one ddbkeys wrote (edited by hand?)"
     clashes = item.get("clashes")
     if clashes is not None and "SS" not in clashes:
         corrupt = "its clashes are not a string set (edited by hand?)"
@@ -180,6 +192,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         parallelized=parallelized,
         maintainer=item.get("maintainer", {}).get("S"),
         pending=tuple(sorted(item.get("pending", {}).get("SS", []))),
+        kept=kept,
     )
 
 

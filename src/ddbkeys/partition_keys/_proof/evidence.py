@@ -76,7 +76,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddbkeys._key_json import brief_key
@@ -97,11 +97,9 @@ __all__ = [
     "Decline",
     "Evidence",
     "ShardMark",
-    "advance",
-    "created_at",
+    "basis",
     "nearly_a_day_old",
     "precheck",
-    "thin",
 ]
 
 #: Seconds a listing holds the maintainer's positions back: what was applied within it is read
@@ -123,8 +121,6 @@ TRIM_SAFETY = 3600.0
 #: from the stream: its records are trimmed (a day), and nothing it vouches for is read any
 #: more (the Lambda handler's and the follower's pruning).
 GONE_AFTER = DAY + 3600.0
-#: The most marks kept per shard (the newest, and older ones spaced out by age).
-MAX_MARKS = 24
 
 
 def nearly_a_day_old(at: float, now: float) -> bool:
@@ -209,78 +205,6 @@ class ShardMark:
         return chosen
 
 
-def created_at(record: Mapping[str, Any]) -> float | None:
-    """A stream record's ApproximateCreationDateTime in seconds (None when it has none); see
-    ``CREATED_ROUNDING``."""
-    value = record.get("dynamodb", {}).get("ApproximateCreationDateTime")
-    if value is None:
-        return None
-    return float(value.timestamp()) if hasattr(value, "timestamp") else float(value)
-
-
-def thin(
-    marks: Sequence[tuple[str | None, float]], now: float
-) -> tuple[tuple[str | None, float], ...]:
-    """At most ``MAX_MARKS`` marks: the newest; the newest of those over a day old; and, from
-    the oldest on, each mark at least a third of its age (and 2 s) after the last one kept.
-    Spaced from the older side, the marks of a shard saved every second reach back as they
-    should: a position about the replay margin old (within 1.5 to 1.9 times it) is there when
-    a listing looks. (Spaced from the newer side, as before, the newest but one was dropped at
-    every save: a follower saving every second kept its first and newest marks only, and every
-    listing replayed the stream from its first position, a helper found.) The first mark,
-    while not a day old, is kept: it says when coverage of the shard was first recorded
-    (``ShardMark.first_saved``, where a backfill's margin starts), which must not move later
-    (dropped for a mark 0.8 s after it, it did: a backfill begun the margin after the first
-    position was then read as begun 0.2 s after it, and listings declined). Any subset of the
-    marks is still right (a listing that finds no mark old enough reads more of the stream),
-    so thinning costs replay, never correctness."""
-    if not marks:
-        return ()
-    *older, newest = marks
-    kept = [m for m in older if now - m[1] > DAY][-1:]
-    for mark in older:
-        if now - mark[1] <= DAY and (
-            not kept or mark[1] - kept[-1][1] >= max(2.0, (now - mark[1]) / 3)
-        ):
-            kept.append(mark)
-    kept.append(newest)
-    if len(kept) > MAX_MARKS:
-        first = kept[:1] if now - kept[0][1] <= DAY else []
-        kept = first + kept[len(kept) - MAX_MARKS + len(first) :]
-    return tuple(kept)
-
-
-def advance(
-    previous: ShardMark | None,
-    shard: str,
-    stream: str,
-    since: str | float,
-    sequence: str | None,
-    now: float,
-) -> ShardMark:
-    """``previous`` with a new mark: every record of ``shard`` up to ``sequence`` applied by
-    ``now``. A mark of another stream is dropped; a mark never goes back (a sequence number
-    older than the newest is ignored, as a batch delivered again)."""
-    if previous is None or previous.stream != stream:
-        return ShardMark(shard, stream, since, thin([(sequence, now)], now))
-    if sequence is None and not previous.marks:
-        return previous
-    if previous.marks and sequence is not None:
-        newest = previous.marks[-1][0]
-        if newest is not None and int(newest) >= int(sequence):
-            sequence = newest
-    elif previous.marks and sequence is None:
-        sequence = previous.marks[-1][0]
-    return ShardMark(
-        shard,
-        stream,
-        previous.since,
-        thin([*previous.marks, (sequence, now)], now),
-        previous.failed,
-        previous.gap,
-    )
-
-
 @dataclass(frozen=True)
 class Backfill:
     """A backfill's record: when it began, under which stream, the maintainer's first recorded
@@ -335,6 +259,10 @@ class Evidence:
     #: The pending set: elements naming collections whose reconciliation did not settle
     #: (see :mod:`ddbkeys.partition_keys._index.pending`); a listing re-checks each one.
     pending: tuple[str, ...] = ()
+    #: The backfill that had finished when ``backfill`` began (kept beside it by the claim,
+    #: ``backfill_claim.KEPT``): the proof rests on it while ``backfill`` has not finished
+    #: (:func:`basis`).
+    kept: Backfill | None = None
 
 
 @dataclass(frozen=True)
@@ -359,6 +287,26 @@ def _keys(clashes: Sequence[str], most: int = 5) -> str:
             value = text
         shown.append(brief_key(value))
     return ", ".join(shown) + (f" and {len(clashes) - most} more" if len(clashes) > most else "")
+
+
+def basis(evidence: Evidence, stream: str | None, margin: float) -> Evidence:
+    """``evidence`` as the proof reads it: while its backfill has not finished (at work,
+    killed or stopped), with the backfill it replaced (``kept``) in its place, where that
+    one proves the index (else as it is: the unfinished one's words are the reason).
+
+    Sound because a backfill only stands for what the log does not hold: every write after
+    the kept backfill began, the new backfill's marker writes and removals among them, has a
+    record in the stream, which the maintainer applies and the listing replays past its
+    positions as for any other writer. So the kept backfill proves as much as it did before
+    the new one began, and a redundant backfill (a cron job, a runbook step), or one killed
+    half way, no longer withdraws the proof (each did, for its whole run or until the next
+    one finished). Pure."""
+    current, kept = evidence.backfill, evidence.kept
+    if current is None or current.finished is not None or kept is None:
+        return evidence
+    held = replace(evidence, backfill=kept, kept=None)
+    proven, _ = _backfill_reason(held, stream, margin)
+    return held if proven is not None else evidence
 
 
 def _backfill_reason(
@@ -435,6 +383,7 @@ def precheck(
         evidence = Evidence("", "")
     if evidence.corrupt is not None:
         return Decline(f"the index's record in the state table is broken: {evidence.corrupt}")
+    evidence = basis(evidence, stream, margin)
     _, why = _backfill_reason(evidence, stream, margin)
     if why is not None:
         return Decline(why)

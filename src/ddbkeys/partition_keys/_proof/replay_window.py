@@ -13,6 +13,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     Decline,
     Evidence,
     ShardMark,
+    basis,
     nearly_a_day_old,
     precheck,
 )
@@ -66,8 +67,10 @@ def replay_window(
     declined = precheck(evidence, stream, margin, markers)
     if declined is not None:
         return declined
-    assert evidence is not None and evidence.backfill is not None and stream is not None
+    assert evidence is not None and stream is not None
+    evidence = basis(evidence, stream, margin)  # (the backfill precheck's proof rests on)
     backfill = evidence.backfill
+    assert backfill is not None
     cut = now - margin
     named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
     listed = {str(s["ShardId"]): s for s in shards}

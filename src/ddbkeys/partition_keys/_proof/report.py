@@ -55,6 +55,9 @@ class BackfillStatus:
     at_work: bool = False
     #: How many collections it had handled at its last sign of life (None: an older record).
     handled: int | None = None
+    #: Where it has not finished and listings prove the index from the finished backfill it
+    #: replaced (``evidence.basis``): when that one finished.
+    kept_finished: float | None = None
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,8 @@ from ddbkeys._core.steps import (
 from ddbkeys._errors import DdbKeysError, error_code
 from ddbkeys.partition_keys._index.markers import hashable, unhash
 from ddbkeys.partition_keys._listing.base import Key, Reader
-from ddbkeys.partition_keys._proof.evidence import (
-    CREATED_ROUNDING,
-    Decline,
-    created_at,
-    nearly_a_day_old,
-)
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, nearly_a_day_old
+from ddbkeys.partition_keys._proof.marks import created_at
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
 from ddbkeys.partition_keys._streams.streams import settled_shards
 

@@ -33,6 +33,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     Decline,
     Evidence,
     ShardMark,
+    basis,
     precheck,
 )
 from ddbkeys.partition_keys._proof.replay import (
@@ -113,7 +114,7 @@ def decide(
         maintainer=maintainer,
         first_position=first,
         shards=_shards(seen.read, evidence, stream, now, replay is not None),
-        backfill=_backfill(evidence, stream, now),
+        backfill=_backfill(evidence, stream, now, margin),
         margin=margin,
         now=now,
         provable=declined is None,
@@ -265,24 +266,29 @@ def _shards(
     return tuple(out)
 
 
-def _backfill(evidence: Evidence | None, stream: str | None, now: float) -> BackfillStatus | None:
+def _backfill(
+    evidence: Evidence | None, stream: str | None, now: float, margin: float
+) -> BackfillStatus | None:
     backfill = evidence.backfill if evidence is not None else None
     if backfill is None:
         return None
+    assert evidence is not None
+    held = basis(evidence, stream, margin).backfill
     since = backfill.maintained_since
-    margin = backfill.margin
+    begun_for = backfill.margin
     return BackfillStatus(
         started=backfill.started,
         finished=backfill.finished,
         current_stream=stream is not None and backfill.stream == stream,
         maintained_since=since,
         after_first=backfill.started - since if since is not None else None,
-        margin=float(margin) if margin is not None else None,
+        margin=float(begun_for) if begun_for is not None else None,
         clashes=backfill.clashes,
         owner=backfill.owner,
         alive=backfill.alive,
         at_work=running_backfill(evidence, stream, now) is not None,
         handled=backfill.handled,
+        kept_finished=held.finished if held is not backfill and held is not None else None,
     )
 
 

@@ -42,10 +42,9 @@ from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._proof.evidence import (
     DEFAULT_REPLAY_MARGIN,
     SHARD_PREFIX,
-    advance,
-    created_at,
     nearly_a_day_old,
 )
+from ddbkeys.partition_keys._proof.marks import advance, created_at
 from ddbkeys.partition_keys._streams.follow_state import (
     FollowReport,
     FollowState,

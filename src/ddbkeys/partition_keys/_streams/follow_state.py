@@ -18,9 +18,9 @@ from ddbkeys.partition_keys._proof.evidence import (
     CREATED_ROUNDING,
     GONE_AFTER,
     ShardMark,
-    created_at,
     nearly_a_day_old,
 )
+from ddbkeys.partition_keys._proof.marks import created_at
 from ddbkeys.partition_keys._streams.streams import shard_born
 
 __all__ = [

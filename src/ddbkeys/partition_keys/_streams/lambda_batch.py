@@ -17,9 +17,9 @@ from ddbkeys.partition_keys._proof.evidence import (
     SHARD_PREFIX,
     Evidence,
     ShardMark,
-    advance,
     nearly_a_day_old,
 )
+from ddbkeys.partition_keys._proof.marks import advance
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     LAMBDA_PREFIX,
     Parallelized,
