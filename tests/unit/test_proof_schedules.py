@@ -98,6 +98,9 @@ def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
     assert SEEN["a follower held a shard's position (the pending set full)"] > 50, SEEN
     # Read-mode backfills finished and were held to their own guarantee (check_backfill).
     assert SEEN["read-mode backfill: collections checked"] > 300, SEEN
+    # Listings proven from the backfill a new one replaced, while that one ran or once killed
+    # (evidence.basis), and checked like every other.
+    assert SEEN["proven while a backfill had not finished (the one it replaced kept)"] > 100, SEEN
 
 
 # --- the negative controls --------------------------------------------------------------------
