@@ -8,11 +8,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from botocore.exceptions import ClientError
 
+from ddbkeys._capacity import Usage
+from ddbkeys._cli.index_backfill import show_marked
 from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._index.backfill import backfill_flow
@@ -36,7 +40,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
-from ddbkeys.partition_keys._index.state import KEPT, StateCore
+from ddbkeys.partition_keys._index.state import KEPT, StateCore, evidence_from_item
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 
 ARN = "arn:aws:dynamodb:us-east-1:1:table/orders/stream/2026-01-01T00:00:00.000"
@@ -557,3 +561,21 @@ def test_a_wait_for_one_at_work_says_how_long_at_most_if_it_was_killed() -> None
     assert dead_in(other, 1200.0 + ALIVE_FOR + 5) == (
         f"alive {ALIVE_FOR + 5:.0f} s ago; if it was killed, 0 s"
     )
+
+
+def test_a_joined_backfill_says_in_json_how_the_one_it_joined_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A helper's joined `index backfill --output json` said "mode": "reconcile" (its own
+    default) where the backfill it joined had run in read mode: this one read nothing."""
+    joined = replace(at_work(finished=1190.0), mode="read")
+    report = BackfillReport(joined=joined, counts=True)
+    index: Any = SimpleNamespace(table="orders", usage=Usage())
+    show_marked(report, index, "json", usage=True)
+    said = json.loads(capsys.readouterr().out)
+    assert said["mode"] is None and said["joined"]["mode"] == "read" and said["counts"] is True
+    assert (said["written"], said["already"], said["removed"]) == (0, 0, 0)
+    record = evidence_from_item(
+        "orders", "ix", {"backfill": {"S": entry(joined)}}
+    ).backfill  # (the mode reads back from the record)
+    assert record is not None and record.mode == "read"

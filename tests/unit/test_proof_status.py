@@ -278,7 +278,10 @@ def test_a_backfill_at_work_that_can_count_is_the_reason_and_nothing_is_to_run()
     told = status(record(MARK, backfill=at_work))
     assert not told.provable and told.reason is not None
     assert told.reason.startswith("a backfill is at work (begun ")
-    assert " by host-a:41; 12 collection(s) handled so far, alive 4 s ago): " in told.reason
+    assert (
+        " by host-a:41; 12 collection(s) handled so far, alive 4 s ago; if it was killed, 26 s "
+        "until it is taken for dead): "
+    ) in told.reason
     assert "listings can prove the index once it finishes, if it meets no clash" in told.reason
     assert "run `index backfill`" not in told.reason
     assert (told.fix, told.fix_in, told.provable_in) == (None, None, None)

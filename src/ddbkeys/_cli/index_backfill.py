@@ -323,13 +323,18 @@ def show_marked(
             fields["removed"] = report.removed
             fields["counts"] = report.counts
             fields["advice"] = report.advice
-            fields["mode"] = report.mode
+            fields["mode"] = report.mode if joined is None else None  # (this one read nothing)
             fields["rechecked"] = report.rechecked
             fields["uncounted"] = report.uncounted
             fields["joined"] = (
                 None
                 if joined is None
-                else {"started": joined.started, "owner": joined.owner, "finished": joined.finished}
+                else {
+                    "started": joined.started,
+                    "owner": joined.owner,
+                    "finished": joined.finished,
+                    "mode": joined.mode,
+                }
             )
         echo_json(fields)
     else:

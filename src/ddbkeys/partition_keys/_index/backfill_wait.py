@@ -244,8 +244,8 @@ def at_work(evidence: Evidence | None, stream: str | None, margin: float, now: f
         return None
     handled = f"{other.handled or 0} collection(s) handled so far"
     return (
-        f"a backfill is at work ({began(other)}; {handled}, alive "
-        f"{max(now - alive_at(other), 0.0):.0f} s ago): listings can prove the index once it "
+        f"a backfill is at work ({began(other)}; {handled}, {dead_in(other, now)} until it is "
+        "taken for dead): listings can prove the index once it "
         "finishes, if it meets no clash (nothing to run: `index backfill` would wait for it)"
     )
 

@@ -148,6 +148,7 @@ def _backfill(raw: str) -> Backfill:
         owner=record_text(data.get("owner")),
         handled=int(handled) if handled is not None else None,
         stopped=record_time(data.get("stopped")),
+        mode=record_text(data.get("mode")),
     )
 
 

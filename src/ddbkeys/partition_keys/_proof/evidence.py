@@ -235,6 +235,8 @@ class Backfill:
     #: When it stopped before its end (an error, or asked to stop), if it could say so: it is
     #: no longer at work (one killed cannot say it: its ``alive`` time stops instead).
     stopped: float | None = None
+    #: How it read the table (``"reconcile"``, ``"read"``, ``"export"``), once finished.
+    mode: str | None = None
 
 
 @dataclass(frozen=True)
