@@ -15,7 +15,9 @@ from click.testing import CliRunner
 
 from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex
+from ddbkeys.partition_keys._index import backfill
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.verify import verify_flow
 from tests.integration.test_marker_lifecycle import item, marked
 
 if TYPE_CHECKING:
@@ -41,16 +43,16 @@ def set_up(client: DynamoDBClient, table: str) -> MarkerIndex:
 
 
 def racing(monkeypatch: pytest.MonkeyPatch, after_verify: Callable[[VerifyReport], object]) -> None:
-    """Every MarkerCore's verify runs ``after_verify`` (the maintainer's writes) once it has
+    """Repair's verify runs ``after_verify`` (the maintainer's writes) once it has
     read the table and the index, before it returns its report to repair."""
-    verify = MarkerCore.verify
+    verify = verify_flow
 
-    def verify_then_race(self: MarkerCore) -> Flow[VerifyReport]:
-        report = yield from verify(self)
+    def verify_then_race(core: MarkerCore) -> Flow[VerifyReport]:
+        report = yield from verify(core)
         after_verify(report)
         return report
 
-    monkeypatch.setattr(MarkerCore, "verify", verify_then_race)
+    monkeypatch.setattr(backfill, "verify_flow", verify_then_race)
 
 
 def test_a_marker_already_gone_or_already_written_is_repaired(

@@ -38,6 +38,7 @@ from ddbkeys.partition_keys._index.markers import (
     read_collection,
 )
 from ddbkeys.partition_keys._index.state import update_request
+from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
 from ddbkeys.partition_keys._listing.recognise import same_value
 from ddbkeys.partition_keys._proof.evidence import DAY, GONE_AFTER, ShardMark
@@ -355,20 +356,39 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
 
 def test_verify_finds_missing_orphans_and_clashes() -> None:
     marker = index()
-    report, _ = play(
-        marker.verify(),
+    report, sent = play(
+        verify_flow(marker),
         [
-            ("scan", page("a", "b", "c")),  # the table's collections
-            ("scan", page("a", "d", markers=True)),  # the markers
+            ("scan", page("a", "b", "c", "e")),  # the table's collections
+            ("scan", page("a", "d", "f", markers=True)),  # the markers
             ("get_item", {}),  # b: nothing at the marker's key: missing
             ("get_item", {"Item": {"note": {"S": "x"}}}),  # c: data there: a clash
+            ("get_item", {}),  # e: nothing there either: missing
             ("query", {"Items": [MARKER, DATA]}),  # a: marker and data
             ("query", {"Items": [MARKER]}),  # d: the marker alone: an orphan
+            ("query", {"Items": [MARKER]}),  # f: an orphan too
+            # The second look, once both key sets are read (consistent reads):
+            ("get_item", {}),  # b: still no marker,
+            ("query", {"Items": [DATA]}),  # and data: missing
+            ("get_item", {"Item": MARKER}),  # e: marked meanwhile (a maintainer),
+            ("query", {"Items": [MARKER, DATA]}),  # and data: settled
+            ("get_item", {"Item": MARKER}),  # d: the marker still there,
+            ("query", {"Items": [MARKER]}),  # alone: an orphan
+            ("get_item", {}),  # f: its marker removed meanwhile: settled
+            ("query", {"Items": []}),
+            # That look settled some (writes in flight): after a pause, one more at the rest,
+            # which settles none: the last.
+            ("get_item", {}),
+            ("query", {"Items": [DATA]}),  # b: missing
+            ("get_item", {"Item": MARKER}),
+            ("query", {"Items": [MARKER]}),  # d: an orphan
         ],
     )
-    assert (report.collections, report.markers) == (3, 2)
+    assert (report.collections, report.markers) == (4, 3)
     assert report.missing == [{"S": "b"}] and report.clashes == [{"S": "c"}]
     assert report.orphans == [{"S": "d"}] and not report.healthy
+    assert report.settled == [{"S": "e"}, {"S": "f"}]
+    assert all(r.params["ConsistentRead"] for r in sent[-12:] if r.operation == "get_item")
 
 
 def test_index_pages_follow_last_evaluated_key() -> None:

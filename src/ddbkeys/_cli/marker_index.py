@@ -248,6 +248,7 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
             "missing": [json_key(plain_key(k)) for k in report.missing],
             "orphans": [json_key(plain_key(k)) for k in report.orphans],
             "clashes": [json_key(plain_key(k)) for k in report.clashes],
+            "settled": [json_key(plain_key(k)) for k in report.settled],
             "healthy": report.healthy,
         }
         if report.as_of is not None:
@@ -268,8 +269,18 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
     click.echo(
         f"collections that cannot be marked (data at the marker's key): {_keys(report.clashes)}"
     )
+    if report.settled:
+        click.echo(f"settled while verifying (writes in flight): {_keys(report.settled)}")
     if not repaired:
-        click.echo("OK" if report.healthy else "NOT HEALTHY (run `index repair`)")
+        if report.healthy:
+            click.echo("OK")
+        elif report.settled and not report.clashes:
+            click.echo(
+                "NOT HEALTHY, with writes in flight: what is left may be settling too; run "
+                "`index verify` again, or `index repair`"
+            )
+        else:
+            click.echo("NOT HEALTHY (run `index repair`)")
         return
     click.echo(f"markers written: {_keys(report.fixed_missing)}")
     click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")

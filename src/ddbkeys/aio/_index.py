@@ -34,6 +34,7 @@ from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport
 from ddbkeys.partition_keys._index.state import StoreBase
 from ddbkeys.partition_keys._index.stream_setup import enable_stream_flow
+from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._listing.choice import check_margin
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN, Evidence
@@ -190,7 +191,7 @@ class MarkerIndex(MarkerIndexBase):
         ``MarkerIndex.verify``); its files are read in a worker thread, with ``s3`` (a boto3 S3
         client, not an aiobotocore one)."""
         if from_export is None:
-            return await self._run(self.core.verify())
+            return await self._run(verify_flow(self.core))
         margin = check_margin(replay_margin, self.table)
         info = await self._run(self.core.check())
         snapshot = await asyncio.to_thread(

@@ -33,6 +33,7 @@ from ddbkeys.partition_keys._index.markers import (
     VerifyReport,
 )
 from ddbkeys.partition_keys._index.state import StateCore, key_json, key_of_json, markers_key
+from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN, Evidence
 
@@ -383,7 +384,7 @@ def repair_flow(index: MarkerCore, store: StateCore, remove_orphans: bool) -> Fl
     markers (unless not ``remove_orphans``); clear the clashes recorded in ``store`` that are
     resolved."""
     saved = yield from store.load(index.table, index.name)
-    report = yield from index.verify()
+    report = yield from verify_flow(index)
     if saved is not None and saved.clashes:
         # Each clash a maintainer recorded is looked at again, by the collection itself (a
         # consistent reconciliation, not the index, which may lag): one resolved is taken

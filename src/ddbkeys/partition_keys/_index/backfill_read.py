@@ -184,8 +184,8 @@ def read_flow(
     info = yield from index.table_info()
     markers = index.markers(info)
     report.mode = "read"
-    data = yield from index._keys(SkipPages(info, markers), "reading the table's keys")
-    marked = yield from index._keys(
+    data = yield from index.key_set(SkipPages(info, markers), "reading the table's keys")
+    marked = yield from index.key_set(
         IndexPages(index.table, index.name, markers), "reading the marker index"
     )
     # Known now when the stream cannot hold the window: said without waiting the margin.

@@ -32,6 +32,7 @@ from ddbkeys.partition_keys._index.markers import (
     MarkerClashError,
     VerifyReport,
 )
+from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._listing.choice import check_margin
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
@@ -241,7 +242,7 @@ class MarkerIndex(MarkerIndexBase):
         are left out (``report.not_compared``); ``report.as_of`` says when the comparison
         holds (exact now, or as of the export's time and why not now)."""
         if from_export is None:
-            return self._run(self.core.verify())
+            return self._run(verify_flow(self.core))
         margin = check_margin(replay_margin, self.table)
         info = self._run(self.core.check())
         snapshot = export_snapshot(self.client, from_export, s3, info, self.core.markers(info))

@@ -21,9 +21,7 @@ from ddbkeys._core.steps import (
     Request,
     delete_item,
     describe_table,
-    get_item,
     put_item,
-    query,
     scan,
     update_table,
 )
@@ -44,30 +42,22 @@ from ddbkeys.partition_keys._index.markers import (
     DEFAULT_MARKER_ATTRIBUTE,
     VERSION_ATTRIBUTE,
     BackfillReport,
-    IndexPages,
     KeyPages,
     MarkerClashError,
     Markers,
-    SkipPages,
-    VerifyReport,
     check_index,
     clash,
-    collection_query,
     create_request,
     hashable,
     index_status,
     marker_sort_key,
     put_answer,
-    unhash,
-    until_data,
 )
 from ddbkeys.partition_keys._listing.base import Key, check_deadline
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         DeleteItemInputTypeDef,
-        GetItemInputTypeDef,
-        GetItemOutputTypeDef,
         ScanOutputTypeDef,
     )
 
@@ -382,59 +372,12 @@ class MarkerCore:
         )
         return pages.take(page)
 
-    def _keys(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
+    def key_set(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
+        """Every key ``pages`` reads (hashable), page by page."""
         found: set[tuple[str, Any]] = set()
         while pages.request() is not None:
             found.update(hashable(k) for k in (yield from self.page(pages, what)))
         return found
-
-    def verify(self) -> Flow[VerifyReport]:
-        """Compare the index with the table (both key sets in memory)."""
-        info = yield from self.check()
-        markers = self.markers(info)
-        table_keys = yield from self._keys(SkipPages(info, markers), "reading the table's keys")
-        index_keys = yield from self._keys(
-            IndexPages(self.table, self.name, markers), "reading the marker index"
-        )
-        report = VerifyReport(self.table, self.name, len(table_keys), len(index_keys))
-        for hashed in sorted(table_keys - index_keys):
-            key = unhash(hashed)
-            if (yield from self._holds_data_at_marker(info, key)):
-                report.clashes.append(key)  # it cannot be marked: not "missing"
-            else:
-                report.missing.append(key)
-        # A marker whose collection holds nothing else: the data is gone but the marker stays.
-        for hashed in sorted(index_keys):
-            if (yield from self._alone(info, unhash(hashed))):
-                report.orphans.append(unhash(hashed))
-        return report
-
-    def _alone(self, info: TableInfo, key: Key) -> Flow[bool]:
-        """Whether the collection ``key`` holds nothing but ddbkeys' own items."""
-        markers = self.markers(info)
-        items, _ = yield from until_data(
-            lambda asked: self.attempts(
-                sending(query(asked, count_scanned=True)), "reading a collection", writes=False
-            ),
-            collection_query(self.table, key, markers),
-            markers,
-        )
-        return not any(markers.is_data(item) for item in items)
-
-    def _holds_data_at_marker(self, info: TableInfo, key: Key) -> Flow[bool]:
-        """Whether the collection's item at the marker's key exists and is not a marker."""
-        request: GetItemInputTypeDef = {
-            "TableName": self.table,
-            "Key": self.marker_key(info, key),
-            "ReturnConsumedCapacity": "TOTAL",
-        }
-        answer: GetItemOutputTypeDef = yield from self.attempts(
-            lambda _: send(get_item(request)),
-            "reading a marker",
-            writes=False,
-        )
-        item = answer.get("Item")
-        return item is not None and not self.markers(info).is_marker(item)
 
 
 def sending(request: Request) -> Callable[[int], Flow[Any]]:

@@ -102,6 +102,9 @@ class VerifyReport:
     #: the comparison is exact as of (None: the table now, read).
     not_compared: list[Any] = field(default_factory=list)
     as_of: str | None = None
+    #: Collections found missing or orphaned whose marker was right when looked at again,
+    #: once both key sets were read: changes in flight (see ``_index.verify``).
+    settled: list[Any] = field(default_factory=list)
 
     @property
     def healthy(self) -> bool:

@@ -411,8 +411,9 @@ def _check_decline(
     if check.gap is not None and check.gap > covered:
         return (
             f"a batch of shard {shard} older than the Lambda handler's position in it came "
-            "after it (out of order: is the trigger's ParallelizationFactor above 1?): set "
-            "it to 1, then run `index backfill` again"
+            "after it (out of order, or a batch applied long before delivered again: is the "
+            "trigger's ParallelizationFactor above 1?): keep it at 1, then run `index "
+            "backfill` again"
         )
     if check.checked is None:
         why = check.error or "it has not checked it yet"
