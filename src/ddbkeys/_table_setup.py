@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
+from botocore.exceptions import BotoCoreError, ClientError
+
 from ddbkeys._capacity import Usage
 from ddbkeys._clients import as_client
 from ddbkeys._core.attempts import attempts
@@ -34,6 +36,7 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_table_name, described
+from ddbkeys._translate import unanswered
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef
@@ -149,13 +152,25 @@ def create_flow(
             usage=usage,
         )
 
-    created = True
-    try:
-        yield from once(create_table(request), "CreateTable")
-    except DdbKeysError as exc:
-        if error_code(exc.cause or exc) != "ResourceInUseException":
+    lost: list[bool] = []  # (a try whose answer never came: it may have made the table)
+
+    def create(_: int) -> Flow[bool]:
+        try:
+            yield create_table(request)
+        except ClientError as exc:
+            if error_code(exc) != "ResourceInUseException":
+                raise
+            # There already: made by an earlier try of this call whose answer was lost
+            # (ddbkeys' or the client's own: botocore counts its retries), else by another.
+            return any(lost) or bool(exc.response.get("ResponseMetadata", {}).get("RetryAttempts"))
+        except BotoCoreError as exc:
+            lost.append(unanswered(exc))
             raise
-        created = False
+        return True
+
+    created = yield from attempts(
+        create, what="CreateTable", table=table, policy=policy, deadline=deadline, usage=usage
+    )
     pause, ends = 0.2, Deadline(wait, clock=policy.clock)
     while True:
         answer = yield from once(describe_table({"TableName": table}), "DescribeTable")

@@ -521,3 +521,38 @@ def test_index_create_and_stream_whose_answer_was_lost_succeed(
     arn, changed = enable_stream(client, table)
     assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 2
     assert changed and arn == ddb_client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+
+
+def test_mark_and_unmark_whose_answer_was_lost_say_what_they_did(
+    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """`index mark` whose PutItem answer was lost said "0 marker(s) written, 1 already there"
+    on its own marker, and `unmark` "0 removed, 1 not there" (a helper found both): the marker
+    found holds this write's version, and a marker gone after an unanswered removal was
+    removed by it."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"N": "1"}})
+    MarkerIndex(ddb_client, table).create()
+    lost = 0
+    # The CLI's client (ddbkeys retries) and a client that retries on its own.
+    for client in (proxied_client(fault_proxy, 1), proxied_client(fault_proxy, 5)):
+        for operation in ("PutItem", "DeleteItem"):
+            fault_proxy.set_faults(
+                Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({operation}))
+            )
+            index = MarkerIndex(client, table)
+            assert (index.mark("a") if operation == "PutItem" else index.unmark("a")) is True
+            lost += 1
+            assert (
+                sum(
+                    n
+                    for (_, f), n in fault_proxy.counts_by_operation.items()
+                    if f == "lose_response"
+                )
+                == lost
+            )
+    # Someone else's marker, or none, is still told as it is.
+    fault_proxy.set_faults(Faults())
+    assert MarkerIndex(client, table).unmark("a") is False
+    assert MarkerIndex(client, table).mark("a") is True
+    assert MarkerIndex(client, table).mark("a") is False

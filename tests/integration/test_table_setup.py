@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from ddbkeys._cli import cli
 from ddbkeys._errors import KeySchemaError
 from ddbkeys._table_setup import create_table_for
-from ddbkeys.testing import FaultProxy, Faults
+from ddbkeys.testing import Fault, FaultProxy, Faults
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -114,3 +114,19 @@ def test_the_deadline_message_names_the_request_and_the_table_once(
     ), line
     refused = proxy.counts["throttle"] + proxy.counts["error_500"]
     assert refused >= 2  # (it was tried again before the deadline ended it)
+
+
+def test_a_create_whose_answer_was_lost_says_it_created_the_table(
+    ddb_endpoint_url: str, name: str
+) -> None:
+    """The answer to `table create`'s CreateTable lost: the try again found the table and
+    said it "was there already" (a helper found it), though this very command made it."""
+    faults = Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"CreateTable"}))
+    with FaultProxy(ddb_endpoint_url, faults) as proxy:
+        command = ["table", "create", "-t", name, "--for", "counter"]
+        result = CliRunner().invoke(cli, [*command, "--endpoint-url", proxy.endpoint_url])
+        assert proxy.counts_by_operation[("CreateTable", "lose_response")] == 1
+    assert result.exit_code == 0, result.output
+    assert result.output == f"Created table {name} (pk:S), on demand: ACTIVE.\n"
+    again = CliRunner().invoke(cli, [*command, "--endpoint-url", ddb_endpoint_url])
+    assert again.output == f"Table {name} (pk:S) was there already: left as it is.\n"

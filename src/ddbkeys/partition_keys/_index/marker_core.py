@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from botocore.exceptions import ClientError
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
@@ -36,7 +36,7 @@ from ddbkeys._schema import (
     key_value,
     table_info,
 )
-from ddbkeys._translate import error_response
+from ddbkeys._translate import error_response, unanswered
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -316,7 +316,10 @@ class MarkerCore:
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
                     raise
-                return False, error_response(exc).get("Item") or {}
+                old = error_response(exc).get("Item") or {}
+                if old.get(VERSION_ATTRIBUTE) == item[VERSION_ATTRIBUTE]:
+                    return True, None  # its own write, whose answer was lost: written
+                return False, old
             return True, None
 
         written, old = yield from self.attempts(attempt, "marking a collection", deadline)
@@ -327,7 +330,7 @@ class MarkerCore:
 
     def unmark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
         """Remove one collection's marker: True if there was one (an item at the marker's key
-        that is not a marker is never removed)."""
+        that is not a marker is never removed), or none after a try whose answer was lost."""
         deadline = deadline or self.begin()
         info = yield from self.checked_info(deadline)
         request: DeleteItemInputTypeDef = {
@@ -337,11 +340,23 @@ class MarkerCore:
             "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
             "ReturnConsumedCapacity": "TOTAL",
         }
-        removed = yield from self.attempts(
-            lambda _: conditional(delete_item(request)),
-            "removing a marker",
-            deadline,
-        )
+        lost: list[bool] = []  # (an attempt whose answer never came: it may have removed it)
+
+        def attempt(_: int) -> Flow[Any]:
+            try:
+                return (yield delete_item(request))
+            except ClientError as exc:
+                if error_code(exc) != "ConditionalCheckFailedException":
+                    raise
+                # Not there: removed by an earlier try of this call whose answer was lost
+                # (ddbkeys' or the client's own: botocore counts its retries), else by another.
+                retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)
+                return {} if any(lost) or retried else None
+            except BotoCoreError as exc:
+                lost.append(unanswered(exc))
+                raise
+
+        removed = yield from self.attempts(attempt, "removing a marker", deadline)
         return removed is not None
 
     def mark_many(
