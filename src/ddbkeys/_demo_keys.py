@@ -307,7 +307,7 @@ def run_maintained(
         margin=DEMO_MARGIN,
         right_after=right_after,
         settled=settled,
-        healthy=index.verify().healthy,
+        healthy=index.verify(state_table=state_table).healthy,
     )
 
 

@@ -134,8 +134,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     },
     # From an export (--from-export) it reads neither the table nor the index: the export's
     # files, and the stream since the export's time (the collections changed after it).
+    # It reads the index's record first: how the index knows its markers.
     "partition-keys index verify": {
-        "table": _n("DescribeTable", "Scan", "Query", "GetItem") | _n("Scan", on="index"),
+        "table": _n("DescribeTable", "Scan", "Query", "GetItem")
+        | _n("Scan", on="index")
+        | _n("GetItem", on="state"),
         "from-export": _n("DescribeTable") | _n(*STREAM_READS, on="stream") | EXPORT_READS,
     },
     # Repair also reads the clashes a maintainer recorded, and takes out those resolved.

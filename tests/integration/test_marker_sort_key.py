@@ -17,7 +17,12 @@ from click.testing import CliRunner
 from ddbkeys._cli import cli
 from ddbkeys._errors import ConfigurationError
 from ddbkeys.aio._listing import distinct_partition_keys as aio_keys
-from ddbkeys.partition_keys import ListingOptions, MarkerIndex, distinct_partition_keys
+from ddbkeys.partition_keys import (
+    ListingOptions,
+    MarkerIndex,
+    StreamFollower,
+    distinct_partition_keys,
+)
 from ddbkeys.partition_keys.aws_lambda import environment_settings
 from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_index_async import run
@@ -89,7 +94,7 @@ def test_the_cli_takes_the_value_in_the_sort_key_s_type(
     code, out = ddbkeys("index", "verify", "--marker-sort-key", given)  # (p0's: orphaned)
     assert "4 collections, 5 markers" in out and "orphaned markers: 1: p0" in out, out
     code, out = ddbkeys("index", "verify")  # (the default value: none of its markers)
-    assert "5 collections, 0 markers" in out, out  # (p0: its marker read as data)
+    assert code == 1 and f"at sort key {given!r}, not " in out, out  # (it says which)
     code, out = ddbkeys("--method", "scan", "--marker-sort-key", "not base64!")
     assert code == 2 and "--marker-sort-key" in out and "binary sort key" in out, out
 
@@ -109,3 +114,59 @@ def test_the_lambda_handler_reads_it_from_its_environment(
     assert environment_settings()["marker_sort_key"] == base64.b64encode(MARKER).decode()
     monkeypatch.delenv("DDBKEYS_MARKER_SORT_KEY")
     assert environment_settings()["marker_sort_key"] is None
+
+
+def test_verify_and_repair_without_the_value_refuse_and_write_nothing(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """A helper made the index with --marker-sort-key '#mk', then left the flag out of `index
+    verify` once: it found every marker missing and advised `index repair`, which wrote a second
+    set at the default value; those then kept emptied collections listed, with exit 0. The
+    index's record says how it knows its markers: both refuse, writing nothing."""
+    table, store = streamed_table, state_table
+    for key in KEYS:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    index = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
+    assert index.backfill(state_table=store, wait=False).written == len(KEYS)
+    before = ddb_client.scan(TableName=table, ConsistentRead=True)["Count"]
+    told = (
+        f"The marker index of table {table!r} was backfilled with markers of attribute "
+        "'ddbkeys_pk' at sort key '-5', not attribute 'ddbkeys_pk' at sort key "
+        "'-99999999999999999999999999999999999999' as given here"
+    )
+    for command in ("verify", "repair"):
+        args = ["partition-keys", "index", command, "-t", table, "--state-table", store]
+        result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+        assert result.exit_code == 1 and told in result.stderr, result.output
+        assert "\n" not in result.stderr.strip()
+    assert ddb_client.scan(TableName=table, ConsistentRead=True)["Count"] == before
+    with pytest.raises(ConfigurationError, match="at sort key '-5', not "):
+        MarkerIndex(ddb_client, table).verify(state_table=store)
+    args = ["partition-keys", "index", "verify", "-t", table, "--state-table", store]
+    args += ["--marker-sort-key", "-5", "--endpoint-url", ddb_endpoint_url]
+    right = CliRunner().invoke(cli, args)
+    assert right.exit_code == 0 and right.stdout.splitlines()[-1] == "OK", right.output
+
+
+def test_a_backfill_or_follower_told_other_markers_refuses_and_writes_nothing(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """The same slip with `index backfill` or `index follow` (or the Lambda handler's
+    settings): each would keep a second set of markers, the first then read as data. The
+    record's last backfill says how the index knows its markers; --force (to change them,
+    once the old markers are gone) runs all the same."""
+    table, store = streamed_table, state_table
+    for key in KEYS:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    made = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
+    assert made.backfill(state_table=store, wait=False).written == len(KEYS)
+    before = ddb_client.scan(TableName=table, ConsistentRead=True)["Count"]
+    slip = MarkerIndex(ddb_client, table)  # (the default sort key)
+    told = "was backfilled with markers of attribute 'ddbkeys_pk' at sort key '-5', not "
+    with pytest.raises(ConfigurationError, match=told):
+        slip.backfill(state_table=store, wait=False)
+    with pytest.raises(ConfigurationError, match=told):
+        StreamFollower(slip, state_table=store).run(until_caught_up=True)
+    assert ddb_client.scan(TableName=table, ConsistentRead=True)["Count"] == before
+    again = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
+    assert again.backfill(state_table=store, wait=False).present == len(KEYS)  # (its own: runs)

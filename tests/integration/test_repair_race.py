@@ -17,6 +17,7 @@ from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._index import backfill
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._index.verify import verify_flow
 from tests.integration.test_marker_lifecycle import item, marked
 
@@ -47,8 +48,8 @@ def racing(monkeypatch: pytest.MonkeyPatch, after_verify: Callable[[VerifyReport
     read the table and the index, before it returns its report to repair."""
     verify = verify_flow
 
-    def verify_then_race(core: MarkerCore) -> Flow[VerifyReport]:
-        report = yield from verify(core)
+    def verify_then_race(core: MarkerCore, store: StateCore | None = None) -> Flow[VerifyReport]:
+        report = yield from verify(core, store)
         after_verify(report)
         return report
 

@@ -287,6 +287,8 @@ def test_with_none_at_work_it_takes_the_record_on_the_condition_it_read() -> Non
     dead = World(at_work())  # (not finished, silent since 1100: killed)
     dead.now = 1200.0
     assert isinstance(claim(dead), Claim) and dead.kept == []  # (an unfinished one is not)
+    clashed = World(at_work(finished=1090.0, started=1080.0, alive=1090.0, clashes=("k",)))
+    assert isinstance(claim(clashed), Claim) and clashed.kept == []  # (nor one that proves nothing)
     empty = World()
     assert isinstance(claim(empty), Claim) and len(empty.writes) == 1  # none there before
 

@@ -83,10 +83,18 @@ def test_while_a_backfill_has_not_finished_the_one_it_replaced_proves() -> None:
     assert replay_window(again, ARN, [shard("s1")], NOW, 60.0) == replay_window(
         GOOD, ARN, [shard("s1")], NOW, 60.0
     )
-    # Not where the new one finished (its outcome is the index's), nor where the kept one
-    # proves nothing: the unfinished one's words are then the reason.
+    # Not where the new one finished proving (its outcome is the index's), nor where the kept
+    # one proves nothing: the newer one's words are then the reason.
     done = replace(evidence(marks, started=9_000.0, finished=9_500.0), kept=kept)
     assert basis(done, ARN, 60.0) is done
+    # One that finished proving nothing (a clash, or it did not count: a helper's redundant
+    # backfill with a larger margin) leaves the kept one standing.
+    for nothing in ({"clashes": ('{"S":"k"}',)}, {"uncounted": "its window was not read"}):
+        vain = replace(evidence(marks, started=9_000.0, finished=9_500.0, **nothing), kept=kept)
+        assert basis(vain, ARN, 60.0).backfill == kept
+        assert replay_window(vain, ARN, [shard("s1")], NOW, 60.0) == replay_window(
+            GOOD, ARN, [shard("s1")], NOW, 60.0
+        )
     assert kept is not None
     for bad in (replace(kept, stream=ARN + "x"), replace(kept, clashes=('{"S":"k"}',))):
         held = replace(again, kept=bad)

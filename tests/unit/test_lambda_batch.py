@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
+from ddbkeys._errors import ConfigurationError
+from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.state import markers_key
 from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY, Backfill, Evidence, ShardMark
-from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, same_markers
 from ddbkeys.partition_keys._streams.lambda_follows import applied_before
 from ddbkeys.partition_keys._streams.lambda_trigger import TriggerCheck
 from ddbkeys.partition_keys._streams.streams import shard_born
@@ -61,3 +67,26 @@ def test_a_batch_is_checked_against_the_newest_position_applied_as_written() -> 
     ahead = ShardMark("s1", ARN, "start", (("000000000000000000008", 1.0),))
     followed = Evidence("orders", "ix", {"s1": ahead}, triggers={"s1": check})
     assert applied_before(followed, "s1", ARN, "000000000000000000009") == "000000000000000000008"
+
+
+def test_a_handler_told_other_markers_than_the_index_s_refuses_before_writing() -> None:
+    """A handler whose DDBKEYS_MARKER_SORT_KEY is not the index's would keep a second set of
+    markers (the first then read as data): its batch fails first, saying which to give."""
+    info = TableInfo(
+        name="orders",
+        partition_key=KeyAttribute("pk", "S"),
+        sort_key=KeyAttribute("sk", "S"),
+        replica_regions=(),
+        index_projections={},
+        item_count=0,
+        size_bytes=0,
+    )
+    made = MarkerCore("orders", marker_sort_key="#mk")
+    theirs = markers_key("ddbkeys_pk", made.sort_key(info))
+    record = Evidence(
+        "orders", "ix", backfill=Backfill(1.0, "arn", 0.0, finished=2.0, markers=theirs)
+    )
+    assert same_markers(record, made, info) is record
+    with pytest.raises(ConfigurationError, match="at sort key '#mk', not "):
+        same_markers(record, MarkerCore("orders"), info)
+    assert same_markers(None, MarkerCore("orders"), info) is None  # (no record yet)

@@ -157,8 +157,9 @@ def _backfill(status: ProofStatus) -> str:
         text += "; under another stream"
     text += f"; {len(backfill.clashes)} clash(es)"
     if backfill.kept_finished is not None:
+        until = "until it finishes, " if backfill.finished is None else "as it proves nothing, "
         text += (
-            f"; until it finishes, listings prove the index from the backfill it replaced "
+            f"; {until}listings prove the index from the backfill it replaced "
             f"(finished at {_at(backfill.kept_finished, now)})"
         )
     return text

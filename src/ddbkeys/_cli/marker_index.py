@@ -272,15 +272,7 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
     if report.settled:
         click.echo(f"settled while verifying (writes in flight): {_keys(report.settled)}")
     if not repaired:
-        if report.healthy:
-            click.echo("OK")
-        elif report.settled and not report.clashes:
-            click.echo(
-                "NOT HEALTHY, with writes in flight: what is left may be settling too; run "
-                "`index verify` again, or `index repair`"
-            )
-        else:
-            click.echo("NOT HEALTHY (run `index repair`)")
+        click.echo(_verdict(report))
         return
     click.echo(f"markers written: {_keys(report.fixed_missing)}")
     click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")
@@ -290,6 +282,23 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
         click.echo("REPAIRED")
     else:
         click.echo(f"NOT REPAIRED: {_keys(report.unfixed)} left as they are")
+
+
+def _verdict(report: VerifyReport) -> str:
+    """verify's last line: OK, or what to do."""
+    if report.healthy:
+        return "OK"
+    if report.settled and not report.clashes:
+        return (
+            "NOT HEALTHY, with writes in flight: what is left may be settling too; run "
+            "`index verify` again, or `index repair`"
+        )
+    if not report.missing and not report.orphans:  # (clashes only: repair cannot help)
+        return (
+            "NOT HEALTHY: move the data at the marker's key, or give the markers another "
+            "sort key (--marker-sort-key) from `index create` on"
+        )
+    return "NOT HEALTHY (run `index repair`)"
 
 
 @index_group.command("verify")
@@ -303,6 +312,7 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
     "PREFIX/AWSDynamoDB/EXPORT_ID/ or a copy on disk), reading neither the table nor the index; "
     "the collections the table's stream names since the export are left out, and named.",
 )
+@state_table_option
 @connection_options
 @output_option
 def verify_command(
@@ -311,6 +321,7 @@ def verify_command(
     marker_attribute: str,
     replay_margin: float,
     from_export: str | None,
+    state_table: str | None,
     connection: Connection,
     output: str,
 ) -> None:
@@ -323,7 +334,9 @@ def verify_command(
       ddbkeys partition-keys index verify -t T --from-export s3://B/P/AWSDynamoDB/ID/
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
-    report = index.verify(from_export=from_export, replay_margin=replay_margin)
+    report = index.verify(
+        from_export=from_export, replay_margin=replay_margin, state_table=state_table
+    )
     _report(report, output, table_name, repaired=False)
     if not report.healthy:
         raise click.exceptions.Exit(1)

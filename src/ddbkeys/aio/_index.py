@@ -185,13 +185,14 @@ class MarkerIndex(MarkerIndexBase):
         s3: Any = None,
         replay_margin: float = DEFAULT_REPLAY_MARGIN,
         streams: Any = None,
+        state_table: str | None = None,
     ) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory. ``from_export``:
         with the export instead, reading neither the table nor the index (see the sync
         ``MarkerIndex.verify``); its files are read in a worker thread, with ``s3`` (a boto3 S3
         client, not an aiobotocore one)."""
         if from_export is None:
-            return await self._run(verify_flow(self.core))
+            return await self._run(verify_flow(self.core, self._state(state_table)))
         margin = check_margin(replay_margin, self.table)
         info = await self._run(self.core.check())
         snapshot = await asyncio.to_thread(

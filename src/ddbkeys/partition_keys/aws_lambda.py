@@ -81,7 +81,7 @@ from ddbkeys.partition_keys._listing.recognise import sort_value_of_text
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, ShardMark
 from ddbkeys.partition_keys._proof.marks import advance, created_at
 from ddbkeys.partition_keys._streams.follow_state import keys_of_records
-from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, same_markers
 from ddbkeys.partition_keys._streams.lambda_events import parse_event, typed_key
 from ddbkeys.partition_keys._streams.lambda_follows import (
     Begun,
@@ -278,7 +278,7 @@ class StreamHandler:
             return None
         store = self._state(index)
         now = store.clock()
-        saved = store.load(index.table, index.name)
+        saved = same_markers(store.load(index.table, index.name), index.core, index.table_info())
         self._known[index.table] = frozenset(saved.pending) if saved is not None else frozenset()
         first = str(records[0]["dynamodb"]["SequenceNumber"])
         begun = begin_batch(saved, shard, arn, first, created_at(records[0]), now)

@@ -9,10 +9,11 @@ whole table again.
   that one at work. Every later write of the entry is conditioned the same way on the entry it wrote
   last: a backfill whose entry another one replaced (one that took it for dead, or ``force``) stops
   at its next write, saying so, instead of writing over the other's.
-- **The one it replaces.** The claim keeps the entry it replaces, where that one had finished,
-  beside its own (``state.KEPT``, in the same write): until this one finishes, listings prove
-  the index from that one (``evidence.basis``), so running a backfill again, or killing one,
-  does not withdraw a proof that held.
+- **The one it replaces.** The claim keeps the entry it replaces, where that one proves the
+  index, beside its own (``state.KEPT``, in the same write): until this one proves it (at
+  work, killed, stopped, or finished with a clash or not counting), listings prove the index
+  from that one (``evidence.basis``), so running a backfill again, or killing one, does not
+  withdraw a proof that held.
 - **Alive.** While it works, a backfill refreshes its entry's ``alive`` time (and how many
   collections it has handled) at least every ``backfill_wait.ALIVE`` seconds: the flow does
   it between its own requests (:func:`kept_alive`), so the sync and asyncio drivers share it
@@ -52,6 +53,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     Readiness,
     began,
     can_count,
+    markers_checked,
     needs_backfill,
     running_backfill,
 )
@@ -134,6 +136,8 @@ def claim_flow(
             item = yield from store.record(index.table, index.name)
             saved = evidence_from_item(index.table, index.name, item) if item else None
             seen = _entry_text(item)
+            if not force:  # (told other markers than the index's: a second set)
+                yield from markers_checked(index, saved)
             if waited and saved is not None and saved.backfill is not None:
                 proven, _ = _backfill_reason(saved, stream, margin)
                 if proven is not None and not needs_backfill(saved, stream, margin):
@@ -157,8 +161,10 @@ def claim_flow(
             yield Pause(OTHER_POLL, index.retry.sleep, stop=stop)
         entry = make(stream, saved)
         text = _text(entry)
-        finished = saved is not None and saved.backfill is not None and saved.backfill.finished
-        kept = seen if finished else None  # (the proof rests on it until this one finishes)
+        # The entry replaced, where it proves the index: the proof rests on it until this
+        # one proves (one that did not is not kept, and the one kept before it stays).
+        proved = saved is not None and _backfill_reason(saved, stream, margin)[0] is not None
+        kept = seen if proved else None
         if (yield from _swap(store, index.table, index.name, text, seen, kept)):
             return Claim(entry, text, saved, clock(), report)
     raise DdbKeysError(

@@ -26,8 +26,15 @@ from typing import TYPE_CHECKING
 
 from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
-from ddbkeys._errors import DdbKeysError
-from ddbkeys.partition_keys._proof.evidence import Backfill, Evidence, _backfill_reason, basis
+from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._proof.evidence import (
+    Backfill,
+    Evidence,
+    _backfill_reason,
+    basis,
+    shown_markers,
+)
 from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
@@ -48,7 +55,9 @@ __all__ = [
     "began",
     "can_count",
     "dead_in",
+    "markers_checked",
     "needs_backfill",
+    "other_markers",
     "readiness",
     "running_backfill",
     "wait_flow",
@@ -316,6 +325,36 @@ def wait_flow(
         if on_wait is not None:
             on_wait(where)
         return where
+
+
+def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKeysError | None:
+    """The error when the index's last finished backfill (the record's, or the one kept beside
+    an unfinished one) knew markers otherwise than ``markers`` (``state.markers_key``: this
+    command's attribute and sort key), else None. A backfill or maintainer told another
+    marker sort key would write a second set of markers, and the first set would then read as
+    data: collections emptied since would be listed for good (a helper left the flag out
+    once). Pure."""
+    last = evidence.backfill if evidence is not None else None
+    if last is not None and last.finished is None:
+        last = evidence.kept if evidence is not None else None
+    if last is None or last.markers is None or last.markers == markers:
+        return None
+    return ConfigurationError(
+        f"The marker index of table {table!r} was backfilled with markers of "
+        f"{shown_markers(last.markers)}, not {shown_markers(markers)} as given here: give the "
+        "index's own (--marker-sort-key, --marker-attribute; marker_sort_key=, "
+        "marker_attribute= in Python). To change them, remove the old markers first, then run "
+        "`index backfill --force`. Nothing was written.",
+        table=table,
+    )
+
+
+def markers_checked(index: MarkerCore, saved: Evidence | None) -> Flow[None]:
+    """:func:`other_markers` for ``index`` (a backfill's, a follower's), raised if any."""
+    info = yield from index.table_info()
+    mismatch = other_markers(saved, markers_key(index.attribute, index.sort_key(info)), index.table)
+    if mismatch is not None:
+        raise mismatch
 
 
 def needs_backfill(

@@ -232,6 +232,7 @@ class MarkerIndex(MarkerIndexBase):
         s3: Any = None,
         replay_margin: float = DEFAULT_REPLAY_MARGIN,
         streams: Any = None,
+        state_table: str | None = None,
     ) -> VerifyReport:
         """Compare the index with the table. Holds both key sets in memory.
 
@@ -240,9 +241,12 @@ class MarkerIndex(MarkerIndexBase):
         neither the table nor the index: the collections the table's stream names since the
         export's time (less ``replay_margin`` and the stream's rounding) changed after it and
         are left out (``report.not_compared``); ``report.as_of`` says when the comparison
-        holds (exact now, or as of the export's time and why not now)."""
+        holds (exact now, or as of the export's time and why not now). The index's record in
+        ``state_table`` (None: ``DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``) says how it
+        knows its markers: told others (another ``marker_sort_key``), verify refuses in one
+        line, comparing nothing (repair would otherwise write a second set of markers)."""
         if from_export is None:
-            return self._run(verify_flow(self.core))
+            return self._run(verify_flow(self.core, self._state(state_table)))
         margin = check_margin(replay_margin, self.table)
         info = self._run(self.core.check())
         snapshot = export_snapshot(self.client, from_export, s3, info, self.core.markers(info))

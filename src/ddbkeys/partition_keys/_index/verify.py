@@ -9,13 +9,19 @@ marker in the table (consistent reads): one whose marker is now right is *settle
 (``VerifyReport.settled``), not missing nor orphaned. Every ``verify`` under writers said NOT
 HEALTHY before, and `repair` right after it too, a helper found. What is still wrong after the
 second look is reported; more than ``MOST_RECHECKED`` are not looked at again (so many are no
-changes in flight, and the second look would cost two reads each)."""
+changes in flight, and the second look would cost two reads each).
+
+Where the index's record (its last backfill) knows markers otherwise than this command (another
+``marker_sort_key`` or attribute), verify (and so repair) refuses, naming the index's own,
+rather than find every marker missing and have repair write a second set (a helper left
+--marker-sort-key out once; the second set's markers then kept emptied collections listed)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow, Pause, get_item, query
+from ddbkeys.partition_keys._index.backfill_wait import markers_checked
 from ddbkeys.partition_keys._index.marker_core import sending
 from ddbkeys.partition_keys._index.markers import (
     IndexPages,
@@ -32,6 +38,7 @@ if TYPE_CHECKING:
 
     from ddbkeys._schema import TableInfo
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
+    from ddbkeys.partition_keys._index.state import StateCore
 
 __all__ = ["MOST_LOOKS", "MOST_RECHECKED", "SETTLE_PAUSE", "alone", "verify_flow"]
 
@@ -42,10 +49,13 @@ MOST_LOOKS = 3
 SETTLE_PAUSE = 1.0
 
 
-def verify_flow(core: MarkerCore) -> Flow[VerifyReport]:
-    """Compare the index with the table (see the module)."""
+def verify_flow(core: MarkerCore, store: StateCore | None = None) -> Flow[VerifyReport]:
+    """Compare the index with the table (see the module); ``store``: the state table whose
+    record says how the index knows its markers (None: not read)."""
     info = yield from core.check()
     markers = core.markers(info)
+    if store is not None:  # (told other markers than the index's: see the module)
+        yield from markers_checked(core, (yield from store.load(core.table, core.name)))
     table_keys = yield from core.key_set(SkipPages(info, markers), "reading the table's keys")
     index_keys = yield from core.key_set(
         IndexPages(core.table, core.name, markers), "reading the marker index"

@@ -100,6 +100,7 @@ __all__ = [
     "basis",
     "nearly_a_day_old",
     "precheck",
+    "shown_markers",
 ]
 
 #: Seconds a listing holds the maintainer's positions back: what was applied within it is read
@@ -293,8 +294,9 @@ def _keys(clashes: Sequence[str], most: int = 5) -> str:
 
 def basis(evidence: Evidence, stream: str | None, margin: float) -> Evidence:
     """``evidence`` as the proof reads it: while its backfill has not finished (at work,
-    killed or stopped), with the backfill it replaced (``kept``) in its place, where that
-    one proves the index (else as it is: the unfinished one's words are the reason).
+    killed or stopped), or finished proving nothing (it met a clash, did not count), with
+    the last backfill that proved (``kept``) in its place, where that one still proves the
+    index (else as it is: the newer one's words are the reason).
 
     Sound because a backfill only stands for what the log does not hold: every write after
     the kept backfill began, the new backfill's marker writes and removals among them, has a
@@ -304,8 +306,10 @@ def basis(evidence: Evidence, stream: str | None, margin: float) -> Evidence:
     half way, no longer withdraws the proof (each did, for its whole run or until the next
     one finished). Pure."""
     current, kept = evidence.backfill, evidence.kept
-    if current is None or current.finished is not None or kept is None:
+    if current is None or kept is None:
         return evidence
+    if current.finished is not None and _backfill_reason(evidence, stream, margin)[0]:
+        return evidence  # (finished, and it proves: its own outcome stands)
     held = replace(evidence, backfill=kept, kept=None)
     proven, _ = _backfill_reason(held, stream, margin)
     return held if proven is not None else evidence
@@ -365,7 +369,7 @@ def _backfill_reason(
     return backfill, None
 
 
-def _shown_markers(text: str | None) -> str:
+def shown_markers(text: str | None) -> str:
     """``state.markers_key`` as a reader would say it."""
     try:
         attribute, sort_key = json.loads(text or "")
@@ -393,7 +397,7 @@ def precheck(
     if markers is not None and evidence.backfill.markers != markers:
         return Decline(
             "the backfill knew markers by another attribute or sort key than this listing "
-            f"({_shown_markers(evidence.backfill.markers)}, not {_shown_markers(markers)}): "
+            f"({shown_markers(evidence.backfill.markers)}, not {shown_markers(markers)}): "
             "list with the index's own, or run `index backfill` again"
         )
     if evidence.clashes:

@@ -25,7 +25,7 @@ from ddbkeys._core.steps import (
 )
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, error_code
-from ddbkeys.partition_keys._index.backfill_wait import needs_backfill
+from ddbkeys.partition_keys._index.backfill_wait import markers_checked, needs_backfill
 from ddbkeys.partition_keys._index.maintain import Outcome
 from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
 from ddbkeys.partition_keys._index.markers import hashable
@@ -153,6 +153,7 @@ class FollowCore:
         index, name = self.index.table, self.index.name
         yield from self.store.ensure()
         saved = yield from self.store.load(index, name)
+        yield from markers_checked(self.index, saved)  # (else a second set of markers)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
         # (not pruned here: marks of shards long gone still say this is no first start)
