@@ -386,7 +386,8 @@ def test_the_existing_item_errors_say_which_item() -> None:
         flow.throw(cancelled((NONE, NONE, CCF)))
     assert str(raised.value) == (
         "An item with the key {'pk': 'k2'} already exists in table 'users'; it was not written "
-        "and used up no id."
+        "and used up no id. Nor were the other 1 item(s) of this put: they are written "
+        "together or not at all."  # (a helper read it as if only that one failed)
     )
     assert raised.value.key == {"pk": {"S": "k2"}}
     # The id is the key: the id's key, from the old image, and where the counter is.
@@ -397,7 +398,8 @@ def test_the_existing_item_errors_say_which_item() -> None:
     assert str(raised.value) == (
         "Id 5 is taken: an item with the key {'pk': 'old2'} already exists in table 'users', but "
         "sequence 'sequence' is at 3 (the counter is behind the ids in the table: was it set "
-        "back?). The item was not written and used up no id."
+        "back?). The item was not written and used up no id. Nor were the other 1 item(s) of "
+        "this put: they are written together or not at all."
     )
 
 

@@ -416,7 +416,16 @@ class GaplessCore:
                 commit.items[index], cancellation, last, commit.info
             )
         if commit.atomic:
-            raise commit.results[blocked[0]]  # type: ignore[misc]
+            first = commit.results[blocked[0]]
+            assert isinstance(first, ItemExistsError)
+            if len(commit.items) > 1:  # (the others were not written either: one transaction)
+                raise ItemExistsError(
+                    f"{first} Nor were the other {len(commit.items) - 1} item(s) of this put: "
+                    "they are written together or not at all.",
+                    key=first.key,
+                    table=self.table,
+                )
+            raise first
         commit.live[:] = [i for i in commit.live if commit.results[i] is None]
 
     def backoff(self, commit: Commit) -> float:
