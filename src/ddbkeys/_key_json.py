@@ -7,7 +7,29 @@ from __future__ import annotations
 import base64
 from decimal import Decimal
 
-__all__ = ["brief_key", "cut", "json_key", "key_of_text", "show_key"]
+__all__ = ["ESCAPES", "brief_key", "cut", "escaped", "json_key", "key_of_text", "show_key"]
+
+
+#: Each character that text output escapes, and how.
+ESCAPES: dict[str, str] = {
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\x1c": "\\x1c",
+    "\x1d": "\\x1d",
+    "\x1e": "\\x1e",
+    "\x85": "\\x85",
+    "\u2028": "\\u2028",
+    "\u2029": "\\u2029",
+}
+_TABLE = str.maketrans(ESCAPES)
+
+
+def escaped(text: str) -> str:
+    """``text`` with each character of :data:`ESCAPES` escaped: one line, whatever it holds."""
+    return text.translate(_TABLE)
 
 
 def show_key(value: object) -> str:

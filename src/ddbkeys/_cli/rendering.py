@@ -27,6 +27,8 @@ import click
 import jmespath
 from jmespath.exceptions import JMESPathError
 
+from ddbkeys._key_json import escaped
+
 __all__ = [
     "FORMATS",
     "apply_query",
@@ -97,9 +99,11 @@ def render(document: Any, output: str, query: str | None = None, title: str = ""
 
 
 def _cell(value: Any) -> str:
+    """One value as a cell: one line, its line breaks escaped as in text output (a key holding
+    a newline made two rows of a table, a helper found)."""
     if isinstance(value, (dict, list)):
         return json.dumps(value, sort_keys=True, default=str, separators=(",", ":"))
-    return "None" if value is None else str(value)
+    return "None" if value is None else escaped(str(value))
 
 
 def render_table(value: Any, title: str = "") -> str:

@@ -27,24 +27,10 @@ from __future__ import annotations
 import json
 import re
 
-from ddbkeys._key_json import json_key, show_key
+from ddbkeys._key_json import ESCAPES, json_key, show_key
 
 __all__ = ["ESCAPES", "json_key", "jsonl_line", "read_text_key", "show_key", "text_line"]
 
-#: Each character that text output escapes, and how.
-ESCAPES: dict[str, str] = {
-    "\\": "\\\\",
-    "\n": "\\n",
-    "\r": "\\r",
-    "\v": "\\v",
-    "\f": "\\f",
-    "\x1c": "\\x1c",
-    "\x1d": "\\x1d",
-    "\x1e": "\\x1e",
-    "\x85": "\\x85",
-    "\u2028": "\\u2028",
-    "\u2029": "\\u2029",
-}
 _TO_ESCAPE = re.compile("[" + re.escape("".join(ESCAPES)) + "]")
 _UNESCAPES = {escaped: plain for plain, escaped in ESCAPES.items()}
 _ESCAPED = re.compile("|".join(re.escape(e) for e in sorted(_UNESCAPES, key=len, reverse=True)))
