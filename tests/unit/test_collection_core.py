@@ -446,6 +446,19 @@ def test_sort_key_values_and_numbers() -> None:
             number_in(bad, prefix="X#", table=TABLE)
 
 
+def test_a_collection_whose_highest_is_no_whole_number_is_named_with_the_fix() -> None:
+    """`ids audit -k` showed 1, 2 and 2.5 OK; `ids put` then refused naming neither the
+    collection nor what to do (a helper's finding)."""
+    keys = (KeyAttribute("pk", "S"), KeyAttribute("sk", "N"))
+    flow = core().core.query_highest(keys, {"S": "p"})
+    next(flow)
+    with pytest.raises(KeySchemaError) as raised:
+        flow.send({"Items": [{"pk": {"S": "p"}, "sk": {"N": "2.5"}}]})
+    assert "Sort key '2.5' in table" in str(raised.value)
+    assert "highest of collection {'pk': 'p'}" in str(raised.value)
+    assert "move or renumber that item" in str(raised.value)
+
+
 def test_a_table_without_a_number_or_string_sort_key_is_refused() -> None:
     for info in (described(None), described("B")):
         with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\) sort key"):

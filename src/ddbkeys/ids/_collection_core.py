@@ -19,7 +19,7 @@ from botocore.exceptions import ClientError
 from ddbkeys._capacity import write_units
 from ddbkeys._core.attempts import Contention, Throttled
 from ddbkeys._core.steps import Flow, put_item, query
-from ddbkeys._errors import ConfigurationError, error_code
+from ddbkeys._errors import ConfigurationError, KeySchemaError, error_code
 from ddbkeys._retry import Deadline
 from ddbkeys._schema import (
     KeyAttribute,
@@ -48,7 +48,14 @@ from ddbkeys.ids._cancellation import Cancellation, Verdict
 from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
 from ddbkeys.ids._counter_item import read_counter
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
-from ddbkeys.ids._values import MAX_ID, check_key_value, check_padding, counter_value, flag
+from ddbkeys.ids._values import (
+    MAX_ID,
+    check_key_value,
+    check_padding,
+    counter_value,
+    flag,
+    show_key,
+)
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -213,7 +220,17 @@ class CollectionCore:
         )
         response = yield query(request, count_scanned=True)
         items = response.get("Items", [])
-        return max(self.number_of(items[0][keys[1].name]), 0) if items else 0
+        if not items:
+            return 0
+        try:
+            return max(self.number_of(items[0][keys[1].name]), 0)
+        except KeySchemaError as exc:  # (a helper's: it named neither collection nor fix)
+            raise KeySchemaError(
+                f"{exc} It is the highest of collection {show_key({keys[0].name: pk_value})}, "
+                "which the sequence goes on from: move or renumber that item (`ddbkeys ids "
+                "audit -k` lists the collection's numbers).",
+                table=self.table,
+            ) from exc
 
     def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
