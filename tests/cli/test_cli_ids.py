@@ -33,6 +33,10 @@ def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
     )
     assert ids("set", "2", "-t", table, "--counter", "order", "--force").exit_code == 0
     assert ids("next", "-t", table, "--counter", "order").output == "3\n"
+    # Past what DynamoDB holds: a usage error (2), as -1 is, nothing sent (a helper had 1).
+    past = ids("set", str(10**38), "-t", table, "--counter", "order")
+    assert past.exit_code == 2 and "is not in the range 0<=x<=" in past.output, past.output
+    assert ids("current", "-t", table, "--counter", "order").output == "3\n"
 
 
 def test_next_idempotent_shares_the_counter(

@@ -17,6 +17,7 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.ids_items import audit_command, put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of
 from ddbkeys.ids import AtomicCounter
+from ddbkeys.ids._values import MAX_ID
 
 COUNTER_KEY_HELP = (
     "The counter item's whole key, as plain or DynamoDB JSON: for tables with a sort key or a "
@@ -185,7 +186,7 @@ def current_command(
 
 
 @ids_group.command("set")
-@click.argument("value", type=click.IntRange(0))
+@click.argument("value", type=click.IntRange(0, MAX_ID))  # (past it: a usage error, 2)
 @table_option
 @counter_options
 @click.option("--force", is_flag=True, help="Allow moving the counter backwards (ids repeat!).")
