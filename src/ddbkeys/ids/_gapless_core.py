@@ -23,7 +23,6 @@ from ddbkeys.ids._base import (
     Attempts,
     Contention,
     CounterItem,
-    ItemExistsError,
     ItemKeyClashError,
     SequenceExhaustedError,
     Throttled,
@@ -38,6 +37,7 @@ from ddbkeys.ids._base import (
 from ddbkeys.ids._cancellation import Cancellation, Verdict
 from ddbkeys.ids._counter_item import read_counter
 from ddbkeys.ids._exact import exact_update
+from ddbkeys.ids._gapless_exists import exists_error
 from ddbkeys.ids._values import (
     MAX_ID,
     check_item_key,
@@ -411,21 +411,20 @@ class GaplessCore:
     ) -> None:
         """The ``blocked`` items' keys are taken: each gets its error (an atomic commit raises
         the first) and leaves the live items."""
+        others = len(commit.items) - 1 if commit.atomic else 0  # (not written either)
         for index in blocked:
-            commit.results[index] = self.exists_error(
-                commit.items[index], cancellation, last, commit.info
+            commit.results[index] = exists_error(
+                self.table,
+                self.name,
+                self.id_target(commit.info) is not None,
+                commit.items[index],
+                cancellation,
+                last,
+                commit.info,
+                others,
             )
         if commit.atomic:
-            first = commit.results[blocked[0]]
-            assert isinstance(first, ItemExistsError)
-            if len(commit.items) > 1:  # (the others were not written either: one transaction)
-                raise ItemExistsError(
-                    f"{first} Nor were the other {len(commit.items) - 1} item(s) of this put: "
-                    "they are written together or not at all.",
-                    key=first.key,
-                    table=self.table,
-                )
-            raise first
+            raise commit.results[blocked[0]]  # type: ignore[misc]
         commit.live[:] = [i for i in commit.live if commit.results[i] is None]
 
     def backoff(self, commit: Commit) -> float:
@@ -444,31 +443,6 @@ class GaplessCore:
         trip = max(commit.rtt, policy.base_delay)
         ceiling = trip * SPREAD * 2 ** min(max(commit.streak - 1, 0), 30)
         return float(policy.random() * min(max(policy.max_delay, trip * MOST_ROUND_TRIPS), ceiling))
-
-    def exists_error(
-        self, item: Item, cancellation: Cancellation, last: int | None, info: TableInfo
-    ) -> ItemExistsError:
-        """The error of an item whose key was taken (by the item itself, or an id's key)."""
-        if self.id_target(info) is None:
-            key = item_key(item, info)
-            return ItemExistsError(
-                f"An item with the key {show_key(key)} already exists in table {self.table!r}; "
-                "it was not written and used up no id.",
-                key=dict(key),
-                table=self.table,
-            )
-        failed = min(i for i in cancellation.failed_conditions if i >= 1)
-        number = (last or 0) + failed
-        old = cancellation.old_item(failed)
-        key = item_key(old, info) if old else {}
-        return ItemExistsError(
-            f"Id {number} is taken: an item with the key {show_key(key) if key else number} "
-            f"already exists in table {self.table!r}, but sequence {self.name!r} is at "
-            f"{last or 0} (the counter is behind the ids in the table: was it set back?). The "
-            "item was not written and used up no id.",
-            key=dict(key),
-            table=self.table,
-        )
 
 
 def _where(position: int) -> str:

@@ -336,9 +336,9 @@ def _backfill_reason(
         )
     if backfill.stream != stream:
         return None, (
-            "the backfill was made under another stream than the table's stream now (it was "
-            "turned off and on since, and what happened meanwhile is in no log): run "
-            "`index backfill` again"
+            "the backfill was made under another stream than the table's stream now (the "
+            "stream was turned off and on since, or the table made anew, and what happened "
+            "meanwhile is in no log): run `index backfill` again"
         )
     if backfill.finished is None:
         return None, "its backfill has not finished (or was stopped): run `index backfill`"
