@@ -36,6 +36,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     can_count,
     dead_in,
     needs_backfill,
+    other_markers,
     running_backfill,
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
@@ -581,3 +582,21 @@ def test_a_joined_backfill_says_in_json_how_the_one_it_joined_read(
         "orders", "ix", {"backfill": {"S": entry(joined)}}
     ).backfill  # (the mode reads back from the record)
     assert record is not None and record.mode == "read"
+
+
+def test_a_command_told_other_markers_than_the_index_s_is_refused() -> None:
+    """The record's last finished backfill says how the index knows its markers; one at work
+    with this command's (run with --force to change them) counts too."""
+    ours, theirs = '["ddbkeys_pk", "{\\"S\\": \\"#mk\\"}"]', '["other", "{\\"S\\": \\"#mk\\"}"]'
+    done = at_work(finished=1090.0, markers=theirs)
+    assert other_markers(None, ours, "orders") is None  # (no record yet)
+    assert other_markers(record(replace(done, markers=None)), ours, "orders") is None  # (older)
+    refused = other_markers(record(done), ours, "orders")
+    assert refused is not None and "attribute 'other' at sort key '#mk', not " in str(refused)
+    assert "`index backfill --force`" in str(refused)
+    forced = replace(record(at_work(markers=ours)), kept=done)  # (a switch under way)
+    assert other_markers(forced, ours, "orders") is None
+    stray = replace(record(at_work(markers=theirs)), kept=replace(done, markers=ours))
+    assert other_markers(stray, ours, "orders") is None  # (the last finished one is ours)
+    both = replace(record(at_work(markers=theirs)), kept=done)
+    assert other_markers(both, ours, "orders") is not None

@@ -333,15 +333,19 @@ def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKey
     command's attribute and sort key), else None. A backfill or maintainer told another
     marker sort key would write a second set of markers, and the first set would then read as
     data: collections emptied since would be listed for good (a helper left the flag out
-    once). Pure."""
-    last = evidence.backfill if evidence is not None else None
-    if last is not None and last.finished is None:
-        last = evidence.kept if evidence is not None else None
-    if last is None or last.markers is None or last.markers == markers:
+    once). A backfill at work that knows them as this command does (one run with --force to
+    change them) counts as the index's too. Pure."""
+    current = evidence.backfill if evidence is not None else None
+    known = [current]
+    if evidence is not None and current is not None and current.finished is None:
+        known.append(evidence.kept)  # (while one is at work: the last finished one too)
+    said = [b.markers for b in known if b is not None and b.markers is not None]
+    if not said or markers in said:
         return None
+    last = said[-1]
     return ConfigurationError(
         f"The marker index of table {table!r} was backfilled with markers of "
-        f"{shown_markers(last.markers)}, not {shown_markers(markers)} as given here: give the "
+        f"{shown_markers(last)}, not {shown_markers(markers)} as given here: give the "
         "index's own (--marker-sort-key, --marker-attribute; marker_sort_key=, "
         "marker_attribute= in Python). To change them, remove the old markers first, then run "
         "`index backfill --force`. Nothing was written.",
