@@ -36,7 +36,7 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_table_name, described
-from ddbkeys._translate import unanswered
+from ddbkeys._translate import maybe_own, unanswered
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import CreateTableInputTypeDef
@@ -160,9 +160,7 @@ def create_flow(
         except ClientError as exc:
             if error_code(exc) != "ResourceInUseException":
                 raise
-            # There already: made by an earlier try of this call whose answer was lost
-            # (ddbkeys' or the client's own: botocore counts its retries), else by another.
-            return any(lost) or bool(exc.response.get("ResponseMetadata", {}).get("RetryAttempts"))
+            return maybe_own(exc, lost)  # (there already: this call's, else another's)
         except BotoCoreError as exc:
             lost.append(unanswered(exc))
             raise

@@ -4,6 +4,7 @@ errors (:mod:`ddbkeys._errors`), with a one-line message that says what to do.""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any, NoReturn, TypeVar
 
 from botocore.exceptions import (
@@ -41,6 +42,7 @@ __all__ = [
     "error_response",
     "foreign_answer",
     "fresh",
+    "maybe_own",
     "one_line",
     "raise_translated",
     "translate_error",
@@ -162,6 +164,14 @@ def describe_failure(
 def unanswered(exc: BaseException | None) -> bool:
     """Whether ``exc`` is a request sent that got no answer (it may still have been applied)."""
     return isinstance(exc, (ReadTimeoutError, ConnectionClosedError))
+
+
+def maybe_own(exc: ClientError, lost: Sequence[bool]) -> bool:
+    """Whether a refusal that finds the work done (a table in use, a condition failed) may
+    meet this call's own earlier try: one whose answer was lost (``lost``: what each of
+    ddbkeys' earlier tries met, by :func:`unanswered`) or one the client retried itself
+    (botocore's ``RetryAttempts``)."""
+    return any(lost) or bool(exc.response.get("ResponseMetadata", {}).get("RetryAttempts"))
 
 
 def deadline_exceeded(

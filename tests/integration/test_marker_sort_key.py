@@ -116,6 +116,16 @@ def test_the_lambda_handler_reads_it_from_its_environment(
     assert environment_settings()["marker_sort_key"] is None
 
 
+def backfilled_at_minus_5(client: DynamoDBClient, table: str, store: str) -> int:
+    """Collections ``KEYS``, marked at sort key -5 by a backfill recorded in ``store``: how
+    many items the table then holds."""
+    for key in KEYS:
+        client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    index = MarkerIndex(client, table, marker_sort_key=Decimal(-5))
+    assert index.backfill(state_table=store, wait=False).written == len(KEYS)
+    return int(client.scan(TableName=table, ConsistentRead=True)["Count"])
+
+
 def test_verify_and_repair_without_the_value_refuse_and_write_nothing(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
 ) -> None:
@@ -124,11 +134,7 @@ def test_verify_and_repair_without_the_value_refuse_and_write_nothing(
     set at the default value; those then kept emptied collections listed, with exit 0. The
     index's record says how it knows its markers: both refuse, writing nothing."""
     table, store = streamed_table, state_table
-    for key in KEYS:
-        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
-    index = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
-    assert index.backfill(state_table=store, wait=False).written == len(KEYS)
-    before = ddb_client.scan(TableName=table, ConsistentRead=True)["Count"]
+    before = backfilled_at_minus_5(ddb_client, table, store)
     told = (
         f"The marker index of table {table!r} was backfilled with markers of attribute "
         "'ddbkeys_pk' at sort key '-5', not attribute 'ddbkeys_pk' at sort key "
@@ -153,14 +159,9 @@ def test_a_backfill_or_follower_told_other_markers_refuses_and_writes_nothing(
 ) -> None:
     """The same slip with `index backfill` or `index follow` (or the Lambda handler's
     settings): each would keep a second set of markers, the first then read as data. The
-    record's last backfill says how the index knows its markers; --force (to change them,
-    once the old markers are gone) runs all the same."""
+    record's last backfill says how the index knows its markers; told that, it runs."""
     table, store = streamed_table, state_table
-    for key in KEYS:
-        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
-    made = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
-    assert made.backfill(state_table=store, wait=False).written == len(KEYS)
-    before = ddb_client.scan(TableName=table, ConsistentRead=True)["Count"]
+    before = backfilled_at_minus_5(ddb_client, table, store)
     slip = MarkerIndex(ddb_client, table)  # (the default sort key)
     told = "was backfilled with markers of attribute 'ddbkeys_pk' at sort key '-5', not "
     with pytest.raises(ConfigurationError, match=told):

@@ -17,8 +17,8 @@ from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._index import backfill
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
-from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._index.verify import verify_flow
+from ddbkeys.partition_keys._proof.evidence import Evidence
 from tests.integration.test_marker_lifecycle import item, marked
 
 if TYPE_CHECKING:
@@ -48,8 +48,8 @@ def racing(monkeypatch: pytest.MonkeyPatch, after_verify: Callable[[VerifyReport
     read the table and the index, before it returns its report to repair."""
     verify = verify_flow
 
-    def verify_then_race(core: MarkerCore, store: StateCore | None = None) -> Flow[VerifyReport]:
-        report = yield from verify(core, store)
+    def verify_then_race(core: MarkerCore, saved: Evidence | None) -> Flow[VerifyReport]:
+        report = yield from verify(core, saved)
         after_verify(report)
         return report
 

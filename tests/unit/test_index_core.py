@@ -357,7 +357,7 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
 def test_verify_finds_missing_orphans_and_clashes() -> None:
     marker = index()
     report, sent = play(
-        verify_flow(marker),
+        verify_flow(marker, None),
         [
             ("scan", page("a", "b", "c", "e")),  # the table's collections
             ("scan", page("a", "d", "f", markers=True)),  # the markers

@@ -9,10 +9,11 @@ import pytest
 
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys.partition_keys._index.backfill_wait import same_markers
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.state import markers_key
 from ddbkeys.partition_keys._proof.evidence import DAY, TRIM_SAFETY, Backfill, Evidence, ShardMark
-from ddbkeys.partition_keys._streams.lambda_batch import begin_batch, same_markers
+from ddbkeys.partition_keys._streams.lambda_batch import begin_batch
 from ddbkeys.partition_keys._streams.lambda_follows import applied_before
 from ddbkeys.partition_keys._streams.lambda_trigger import TriggerCheck
 from ddbkeys.partition_keys._streams.streams import shard_born

@@ -192,7 +192,8 @@ class MarkerIndex(MarkerIndexBase):
         ``MarkerIndex.verify``); its files are read in a worker thread, with ``s3`` (a boto3 S3
         client, not an aiobotocore one)."""
         if from_export is None:
-            return await self._run(verify_flow(self.core, self._state(state_table)))
+            saved = await self._run(self._state(state_table).load(self.table, self.name))
+            return await self._run(verify_flow(self.core, saved))
         margin = check_margin(replay_margin, self.table)
         info = await self._run(self.core.check())
         snapshot = await asyncio.to_thread(

@@ -38,6 +38,7 @@ from ddbkeys.partition_keys._proof.evidence import (
 from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
+    from ddbkeys._schema import TableInfo
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
     from ddbkeys.partition_keys._index.state import StateCore
 
@@ -60,6 +61,7 @@ __all__ = [
     "other_markers",
     "readiness",
     "running_backfill",
+    "same_markers",
     "wait_flow",
 ]
 
@@ -353,12 +355,19 @@ def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKey
     )
 
 
-def markers_checked(index: MarkerCore, saved: Evidence | None) -> Flow[None]:
-    """:func:`other_markers` for ``index`` (a backfill's, a follower's), raised if any."""
-    info = yield from index.table_info()
+def same_markers(saved: Evidence | None, index: MarkerCore, info: TableInfo) -> Evidence | None:
+    """``saved``, once ``index`` (a backfill's, a maintainer's) is known to know markers as
+    the record does; else :func:`other_markers`' error, raised before anything is written (a
+    Lambda handler's batch then fails, and Lambda shows it)."""
     mismatch = other_markers(saved, markers_key(index.attribute, index.sort_key(info)), index.table)
     if mismatch is not None:
         raise mismatch
+    return saved
+
+
+def markers_checked(index: MarkerCore, saved: Evidence | None) -> Flow[None]:
+    """:func:`same_markers` as a flow (the table's description read first, if not known)."""
+    same_markers(saved, index, (yield from index.table_info()))
 
 
 def needs_backfill(

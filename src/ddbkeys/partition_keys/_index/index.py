@@ -246,7 +246,8 @@ class MarkerIndex(MarkerIndexBase):
         knows its markers: told others (another ``marker_sort_key``), verify refuses in one
         line, comparing nothing (repair would otherwise write a second set of markers)."""
         if from_export is None:
-            return self._run(verify_flow(self.core, self._state(state_table)))
+            saved = self._run(self._state(state_table).load(self.table, self.name))
+            return self._run(verify_flow(self.core, saved))
         margin = check_margin(replay_margin, self.table)
         info = self._run(self.core.check())
         snapshot = export_snapshot(self.client, from_export, s3, info, self.core.markers(info))

@@ -36,7 +36,7 @@ from ddbkeys._schema import (
     key_value,
     table_info,
 )
-from ddbkeys._translate import error_response, unanswered
+from ddbkeys._translate import error_response, maybe_own, unanswered
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -348,10 +348,7 @@ class MarkerCore:
             except ClientError as exc:
                 if error_code(exc) != "ConditionalCheckFailedException":
                     raise
-                # Not there: removed by an earlier try of this call whose answer was lost
-                # (ddbkeys' or the client's own: botocore counts its retries), else by another.
-                retried = exc.response.get("ResponseMetadata", {}).get("RetryAttempts", 0)
-                return {} if any(lost) or retried else None
+                return {} if maybe_own(exc, lost) else None  # (not there: removed by whom?)
             except BotoCoreError as exc:
                 lost.append(unanswered(exc))
                 raise

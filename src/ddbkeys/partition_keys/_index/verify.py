@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from ddbkeys._schema import TableInfo
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
-    from ddbkeys.partition_keys._index.state import StateCore
+    from ddbkeys.partition_keys._proof.evidence import Evidence
 
 __all__ = ["MOST_LOOKS", "MOST_RECHECKED", "SETTLE_PAUSE", "alone", "verify_flow"]
 
@@ -49,13 +49,12 @@ MOST_LOOKS = 3
 SETTLE_PAUSE = 1.0
 
 
-def verify_flow(core: MarkerCore, store: StateCore | None = None) -> Flow[VerifyReport]:
-    """Compare the index with the table (see the module); ``store``: the state table whose
-    record says how the index knows its markers (None: not read)."""
+def verify_flow(core: MarkerCore, saved: Evidence | None) -> Flow[VerifyReport]:
+    """Compare the index with the table (see the module); ``saved``: the index's record (None:
+    none), which says how the index knows its markers."""
     info = yield from core.check()
     markers = core.markers(info)
-    if store is not None:  # (told other markers than the index's: see the module)
-        yield from markers_checked(core, (yield from store.load(core.table, core.name)))
+    yield from markers_checked(core, saved)  # (told other markers: see the module)
     table_keys = yield from core.key_set(SkipPages(info, markers), "reading the table's keys")
     index_keys = yield from core.key_set(
         IndexPages(core.table, core.name, markers), "reading the marker index"

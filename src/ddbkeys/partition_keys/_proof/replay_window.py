@@ -64,13 +64,13 @@ def replay_window(
 ) -> ReplayWindow | Decline:
     """Where to read each shard of the table's ``stream`` (DescribeStream's ``shards``) from,
     for a listing starting ``now``; or why the index cannot be proven complete. Pure."""
+    if evidence is not None:
+        evidence = basis(evidence, stream, margin)  # (the backfill the proof rests on, once)
     declined = precheck(evidence, stream, margin, markers)
     if declined is not None:
         return declined
-    assert evidence is not None and stream is not None
-    evidence = basis(evidence, stream, margin)  # (the backfill precheck's proof rests on)
+    assert evidence is not None and evidence.backfill is not None and stream is not None
     backfill = evidence.backfill
-    assert backfill is not None
     cut = now - margin
     named = {s: m for s, m in evidence.shards.items() if m.stream == stream}
     listed = {str(s["ShardId"]): s for s in shards}

@@ -11,10 +11,8 @@ decline until a backfill begun after either."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-from ddbkeys.partition_keys._index.backfill_wait import other_markers
-from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._index.backfill_wait import same_markers
 from ddbkeys.partition_keys._proof.evidence import (
     GONE_AFTER,
     SHARD_PREFIX,
@@ -33,10 +31,7 @@ from ddbkeys.partition_keys._streams.lambda_trigger import (
 )
 from ddbkeys.partition_keys._streams.streams import shard_born
 
-if TYPE_CHECKING:
-    from ddbkeys._schema import TableInfo
-    from ddbkeys.partition_keys._index.marker_core import MarkerCore
-
+# (``same_markers``: what a batch checks first, with the backfill and the follower)
 __all__ = ["BatchStart", "begin_batch", "same_markers"]
 
 
@@ -147,15 +142,3 @@ def _unchecked_since(
     began = [c.first for c in saved.triggers.values() if same_stream(c.stream, stream) and c.first]
     oldest = previous.marks[0][1]
     return oldest if not began or oldest < min(began) else None
-
-
-def same_markers(saved: Evidence | None, core: MarkerCore, info: TableInfo) -> Evidence | None:
-    """``saved``, once the handler's markers (its settings: ``DDBKEYS_MARKER_SORT_KEY``, ...)
-    are known to be the index's (``backfill_wait.other_markers``): else that error, raised
-    before anything is written (the batch fails, and Lambda shows it), where a handler told
-    others would keep a second set of markers."""
-    told = markers_key(core.attribute, core.sort_key(info))
-    mismatch = other_markers(saved, told, core.table)
-    if mismatch is not None:
-        raise mismatch
-    return saved
