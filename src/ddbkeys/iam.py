@@ -111,8 +111,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "partition-keys export wait": {"": _n("DescribeExport", on="export")},
     # It first reads the estimate's sample of the table (what the markers would add).
     "partition-keys index create": {"": _n("DescribeTable", "Scan", "UpdateTable")},
-    "partition-keys index mark": {"": _n("DescribeTable", "PutItem")},
-    "partition-keys index unmark": {"": _n("DescribeTable", "DeleteItem")},
+    # Both read the index's record first: how the index knows its markers.
+    "partition-keys index mark": {"": _n("DescribeTable", "PutItem") | _n("GetItem", on="state")},
+    "partition-keys index unmark": {
+        "": _n("DescribeTable", "DeleteItem") | _n("GetItem", on="state")
+    },
     # A backfill reconciles each collection (a consistent Query, then a put or a delete, and
     # the Query again), and reads the maintainer's record before writing its own. From an
     # export (--from-export) it reads the export instead of the table: the markers it calls

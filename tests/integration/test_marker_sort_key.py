@@ -132,7 +132,8 @@ def test_verify_and_repair_without_the_value_refuse_and_write_nothing(
     """A helper made the index with --marker-sort-key '#mk', then left the flag out of `index
     verify` once: it found every marker missing and advised `index repair`, which wrote a second
     set at the default value; those then kept emptied collections listed, with exit 0. The
-    index's record says how it knows its markers: both refuse, writing nothing."""
+    index's record says how it knows its markers: both refuse, writing nothing; so do `index
+    mark` and `unmark` by hand."""
     table, store = streamed_table, state_table
     before = backfilled_at_minus_5(ddb_client, table, store)
     told = (
@@ -140,8 +141,8 @@ def test_verify_and_repair_without_the_value_refuse_and_write_nothing(
         "'ddbkeys_pk' at sort key '-5', not attribute 'ddbkeys_pk' at sort key "
         "'-99999999999999999999999999999999999999' as given here"
     )
-    for command in ("verify", "repair"):
-        args = ["partition-keys", "index", command, "-t", table, "--state-table", store]
+    for command in ("verify", "repair", "mark p9", "unmark p1"):
+        args = ["partition-keys", "index", *command.split(), "-t", table, "--state-table", store]
         result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
         assert result.exit_code == 1 and told in result.stderr, result.output
         assert "\n" not in result.stderr.strip()

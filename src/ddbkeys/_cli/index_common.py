@@ -12,11 +12,21 @@ from ddbkeys._cli.index_options import given_sort_key, replay_margin_option
 from ddbkeys._key_json import cut
 from ddbkeys.partition_keys import (
     MarkerIndex,
+    StateStore,
     plain_key,
 )
+from ddbkeys.partition_keys._index.backfill_wait import same_markers
 from ddbkeys.partition_keys._listing.text import show_key
 
-__all__ = ["clash_error", "held", "margin_option", "open_index", "parse_keys", "stream_off"]
+__all__ = [
+    "clash_error",
+    "held",
+    "margin_option",
+    "markers_as_recorded",
+    "open_index",
+    "parse_keys",
+    "stream_off",
+]
 
 #: --replay-margin of backfill and follow --backfill.
 margin_option = replay_margin_option(
@@ -51,6 +61,17 @@ def open_index(
         marker_sort_key=given_sort_key(connection, table_name),
         deadline=connection.timeout,
     )
+
+
+def markers_as_recorded(index: MarkerIndex, state_table: str | None) -> None:
+    """Refuse (nothing written) where the index's record in ``state_table`` knows its markers
+    otherwise (another --marker-sort-key or --marker-attribute): a marker written or looked
+    for at another sort key would be a second set, read as data (``index mark``, ``unmark``
+    by hand, as ``repair`` and the maintainers)."""
+    saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
+        index.table, index.name
+    )
+    same_markers(saved, index.core, index.table_info())
 
 
 def parse_keys(index: MarkerIndex, keys: tuple[str, ...], table_name: str) -> list[Any]:

@@ -17,7 +17,7 @@ from ddbkeys._cli.common import (
     table_option,
 )
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
-from ddbkeys._cli.index_common import margin_option, open_index, parse_keys
+from ddbkeys._cli.index_common import margin_option, markers_as_recorded, open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import given_text, index_options
 from ddbkeys._cli.index_status import status_command
@@ -179,6 +179,7 @@ def _nothing_added(found: ListingEstimate) -> str:
 @click.argument("keys", nargs=-1, required=True)
 @table_option
 @index_options
+@state_table_option
 @connection_options
 @output_option
 def mark_command(
@@ -186,6 +187,7 @@ def mark_command(
     table_name: str,
     index_name: str,
     marker_attribute: str,
+    state_table: str | None,
     connection: Connection,
     output: str,
 ) -> None:
@@ -193,13 +195,16 @@ def mark_command(
 
     A collection whose item at the marker's sort key is data (its marker attribute is not its
     own partition key) is not marked: it is named, and the exit code is 1. Nothing is written
-    unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE).
+    unless the marker index is there (KEYS_ONLY, keyed on --marker-attribute, ACTIVE), nor
+    where the index's record (--state-table) says its markers take another --marker-sort-key
+    or --marker-attribute than given here.
 
     \b
     Example:
       ddbkeys partition-keys index mark -t issues projectA projectB
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
+    markers_as_recorded(index, state_table)
     report = index.mark_many(parse_keys(index, keys, table_name))
     show_marked(report, index, output)
 
@@ -208,6 +213,7 @@ def mark_command(
 @click.argument("keys", nargs=-1, required=True)
 @table_option
 @index_options
+@state_table_option
 @connection_options
 @output_option
 def unmark_command(
@@ -215,17 +221,21 @@ def unmark_command(
     table_name: str,
     index_name: str,
     marker_attribute: str,
+    state_table: str | None,
     connection: Connection,
     output: str,
 ) -> None:
     """Remove the marker of the collections KEYS (an item at the marker's key that is not a
-    marker is never removed). An error when the table has no marker index.
+    marker is never removed). An error when the table has no marker index, or when the
+    index's record (--state-table) says its markers take another --marker-sort-key or
+    --marker-attribute than given here.
 
     \b
     Example:
       ddbkeys partition-keys index unmark -t issues projectB   # before deleting projectB
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
+    markers_as_recorded(index, state_table)
     removed = sum(index.unmark(key) for key in parse_keys(index, keys, table_name))
     if structured(output):
         echo_json({"table": table_name, "removed": removed, "absent": len(keys) - removed})
