@@ -36,6 +36,10 @@ def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
     # Past what DynamoDB holds: a usage error (2), as -1 is, nothing sent (a helper had 1).
     past = ids("set", str(10**38), "-t", table, "--counter", "order")
     assert past.exit_code == 2 and "is not in the range 0<=x<=" in past.output, past.output
+    # Not a whole number: said so (click's own words were "not a valid integer range").
+    written = ids("set", "1e3", "-t", table, "--counter", "order")
+    assert written.exit_code == 2, written.output
+    assert written.output.splitlines()[-1].endswith("'1e3' is not a valid integer."), written.output
     assert ids("current", "-t", table, "--counter", "order").output == "3\n"
 
 

@@ -28,6 +28,20 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+
+class IntRange(click.IntRange):
+    """click's IntRange, whose wrong value reads "'1e3' is not a valid integer" (click's
+    own says "integer range", which a newcomer takes for a range to give)."""
+
+    name = "integer"
+
+
+class FloatRange(click.FloatRange):
+    """click's FloatRange, whose wrong value reads "... is not a valid number"."""
+
+    name = "number"
+
+
 OUTPUT_CHOICE = click.Choice(list(FORMATS))
 #: Where --query is kept for the command being run (ctx.meta).
 QUERY_KEY = "ddbkeys.query"
@@ -147,7 +161,7 @@ def connection_options(func: F, endpoint_help: str = ENDPOINT_HELP, local: bool 
     )
     @click.option(
         "--timeout",
-        type=click.FloatRange(min=0, min_open=True, max=86_400),
+        type=FloatRange(min=0, min_open=True, max=86_400),
         callback=_finite,
         metavar="SECONDS",
         default=DEFAULT_DEADLINE,

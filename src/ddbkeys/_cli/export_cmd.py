@@ -12,6 +12,7 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
     StatusLine,
     connection_options,
     echo_json,
@@ -47,7 +48,7 @@ def export_group() -> None:
 def _poll_options(func: click.decorators.FC) -> click.decorators.FC:
     func = click.option(
         "--max-wait",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FloatRange(min=0, min_open=True),
         default=86_400.0,
         show_default=True,
         metavar="SECONDS",
@@ -55,7 +56,7 @@ def _poll_options(func: click.decorators.FC) -> click.decorators.FC:
     )(func)
     return click.option(
         "--poll",
-        type=click.FloatRange(min=0, min_open=True),
+        type=FloatRange(min=0, min_open=True),
         default=10.0,
         show_default=True,
         metavar="SECONDS",

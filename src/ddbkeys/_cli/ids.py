@@ -8,6 +8,7 @@ import click
 from ddbkeys._cli.common import (
     Connection,
     F,
+    IntRange,
     connection_options,
     echo_json,
     output_option,
@@ -78,22 +79,22 @@ def ids_group() -> None:
 @click.option(
     "--count",
     "-n",
-    type=click.IntRange(1, 1_000_000),
+    type=IntRange(1, 1_000_000),
     default=1,
     show_default=True,
     help="How many consecutive ids to take, with one write.",
 )
 @click.option(
     "--start",
-    type=click.IntRange(0),
+    type=IntRange(0),
     default=1,
     show_default=True,
     help="The first id of a new counter.",
 )
 @click.option(
-    "--step", type=click.IntRange(1), default=1, show_default=True, help="The distance between ids."
+    "--step", type=IntRange(1), default=1, show_default=True, help="The distance between ids."
 )
-@click.option("--maximum", type=click.IntRange(1), help="Refuse to go past this id.")
+@click.option("--maximum", type=IntRange(1), help="Refuse to go past this id.")
 @click.option(
     "--idempotent",
     is_flag=True,
@@ -186,7 +187,7 @@ def current_command(
 
 
 @ids_group.command("set")
-@click.argument("value", type=click.IntRange(0, MAX_ID))  # (past it: a usage error, 2)
+@click.argument("value", type=IntRange(0, MAX_ID))  # (past it: a usage error, 2)
 @table_option
 @counter_options
 @click.option("--force", is_flag=True, help="Allow moving the counter backwards (ids repeat!).")

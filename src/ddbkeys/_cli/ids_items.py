@@ -12,6 +12,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ddbkeys._cli.common import (
     Connection,
     F,
+    IntRange,
     connection_options,
     echo_json,
     output_option,
@@ -49,7 +50,7 @@ def sort_key_options(func: F) -> F:
     )(func)
     return click.option(
         "--width",
-        type=click.IntRange(1, 38),
+        type=IntRange(1, 38),
         default=10,
         show_default=True,
         help="Ids in string keys: digits, padded with zeros (so key order is id order).",
@@ -273,7 +274,7 @@ def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = No
 )
 @click.option(
     "--start",
-    type=click.IntRange(0),
+    type=IntRange(0),
     default=1,
     show_default=True,
     help="The first id the sequence should hold.",

@@ -15,6 +15,7 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
     StatusLine,
     connection_options,
     echo_json,
@@ -69,7 +70,7 @@ __all__ = ["backfill_command", "show_marked"]
 )
 @click.option(
     "--wait-for-maintainer",
-    type=click.FloatRange(min=0),
+    type=FloatRange(min=0),
     is_flag=False,
     flag_value=math.inf,
     default=None,

@@ -10,6 +10,7 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
     connection_options,
     echo_json,
     output_option,
@@ -53,7 +54,7 @@ __all__ = ["follow_command"]
 )
 @click.option(
     "--poll",
-    type=click.FloatRange(min=0.05, max=60),
+    type=FloatRange(min=0.05, max=60),
     default=1.0,
     show_default=True,
     help="Seconds between reads at the end of the stream.",

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
-from ddbkeys._cli.common import Connection, index_name, parse_key
+from ddbkeys._cli.common import Connection, FloatRange, index_name, parse_key
 from ddbkeys._schema import describe
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
@@ -47,7 +47,7 @@ def replay_margin_option(help_text: str) -> Callable[[F], F]:
     """--replay-margin (seconds, from 0 to under an hour; 60 by default), said as ``help_text``."""
     return click.option(
         "--replay-margin",
-        type=click.FloatRange(0, 3600, max_open=True),
+        type=FloatRange(0, 3600, max_open=True),
         default=DEFAULT_REPLAY_MARGIN,
         show_default=True,
         metavar="SECONDS",

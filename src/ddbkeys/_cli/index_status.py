@@ -11,6 +11,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
     connection_options,
     echo_json,
     output_option,
@@ -195,7 +196,7 @@ def _verdict(status: ProofStatus) -> list[str]:
 @state_table_option
 @click.option(
     "--replay-margin",
-    type=click.FloatRange(0, 3600, max_open=True),
+    type=FloatRange(0, 3600, max_open=True),
     default=DEFAULT_REPLAY_MARGIN,
     show_default=True,
     metavar="SECONDS",

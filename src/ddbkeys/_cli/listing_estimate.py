@@ -12,6 +12,8 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
+    IntRange,
     connection_options,
     echo_json,
     output_option,
@@ -33,13 +35,13 @@ def budget_options(func: F) -> F:
     """Add --read-percent and --max-rcu-per-second: the whole listing's read budget."""
     func = click.option(
         "--max-rcu-per-second",
-        type=click.FloatRange(min=0.1),
+        type=FloatRange(min=0.1),
         metavar="R",
         help="The whole listing reads at most R read units a second (the lower limit wins).",
     )(func)
     return click.option(
         "--read-percent",
-        type=click.FloatRange(0.1, 1.5),
+        type=FloatRange(0.1, 1.5),
         metavar="P",
         help="The whole listing reads at most P of the table's read capacity.",
     )(func)
@@ -127,7 +129,7 @@ def estimate_text(found: ListingEstimate) -> str:
 @budget_options
 @click.option(
     "--concurrency",
-    type=click.IntRange(1),
+    type=IntRange(1),
     metavar="N",
     default=1,
     show_default=True,

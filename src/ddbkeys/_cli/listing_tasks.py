@@ -11,6 +11,7 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    IntRange,
     connection_options,
     state_table_option,
     table_option,
@@ -45,7 +46,7 @@ __all__ = ["plan_command", "run_task_command"]
 @table_option
 @click.option(
     "--tasks",
-    type=click.IntRange(1, 1_000_000),
+    type=IntRange(1, 1_000_000),
     default=4,
     show_default=True,
     help="How many tasks: Scan segments of the table, one task each (the proven marker index "
@@ -61,7 +62,7 @@ __all__ = ["plan_command", "run_task_command"]
 )
 @click.option(
     "--concurrency",
-    type=click.IntRange(1),
+    type=IntRange(1),
     metavar="N",
     help="How many tasks run at once: the read budget is shared among them.  [default: all]",
 )

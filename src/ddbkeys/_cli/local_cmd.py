@@ -6,14 +6,12 @@ from pathlib import Path
 
 import click
 
-from ddbkeys._cli.common import echo_json, output_option, structured
+from ddbkeys._cli.common import IntRange, echo_json, output_option, structured
 from ddbkeys._local import DynamoDBLocal, find_jar
 
 
 @click.command("local")
-@click.option(
-    "--port", type=click.IntRange(1, 65535), help="Port to listen on. Default: a free one."
-)
+@click.option("--port", type=IntRange(1, 65535), help="Port to listen on. Default: a free one.")
 @click.option(
     "--db-path",
     type=click.Path(file_okay=False, path_type=Path),
@@ -21,7 +19,7 @@ from ddbkeys._local import DynamoDBLocal, find_jar
 )
 @click.option(
     "--heap-mb",
-    type=click.IntRange(64),
+    type=IntRange(64),
     default=512,
     show_default=True,
     help="JVM heap cap in MiB.",

@@ -9,6 +9,8 @@ import click
 
 from ddbkeys._cli.common import (
     Connection,
+    FloatRange,
+    IntRange,
     StatusLine,
     connection_options,
     state_table_option,
@@ -88,7 +90,7 @@ def _trust_note(listing: Listing, method: str) -> str:
 )
 @click.option(
     "--segments",
-    type=click.IntRange(1, MAX_READERS),
+    type=IntRange(1, MAX_READERS),
     metavar="N",
     default=DEFAULTS.segments,
     help=f"Read N Scan segments at once, with N reader threads (at most {MAX_READERS}). Above "
@@ -98,7 +100,7 @@ def _trust_note(listing: Listing, method: str) -> str:
 )
 @click.option(
     "--scan-segments",
-    type=click.IntRange(1, 1_000_000),
+    type=IntRange(1, 1_000_000),
     metavar="S",
     help="Split the table into exactly S Scan segments (TotalSegments). Each costs at least "
     "one request.  [default: 1; with N readers (--segments N, or auto's), 4 x N but at most "
@@ -123,13 +125,13 @@ def _trust_note(listing: Listing, method: str) -> str:
 )
 @click.option(
     "--max-rcu-per-second",
-    type=click.FloatRange(min=0.1),
+    type=FloatRange(min=0.1),
     metavar="R",
     help="Spread the reads: at most R read units a second.",
 )
 @click.option(
     "--read-percent",
-    type=click.FloatRange(0.1, 1.5),
+    type=FloatRange(0.1, 1.5),
     metavar="P",
     help="Spread the reads: at most P (0.1 to 1.5) of the table's read capacity (provisioned; "
     "on demand its maximum, else its warm throughput, else 40,000 RCU). With "
