@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ddbkeys.ids import CounterStateError
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.testing import History, HistoryReport
 from tests.support.drivers import Driver
@@ -40,7 +41,9 @@ def test_numbers_start_at_1_above_sort_keys_of_0_or_below(
 ) -> None:
     """Items another tool numbered 0 or below are left alone: the sequence gives 1, 2, 3...
     (not -2, -1, 0...), and with never_reuse its counter goes 1, 2, 3 too (never -2, which
-    it would then refuse, blocking every later put)."""
+    it would then refuse, blocking every later put). With never_reuse, an item of yours at 0
+    (where its counter goes) is refused, never made the counter: typed a counter, it would
+    leave the listings once the numbered items were gone (a helper's finding)."""
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     for n in foreign:
         item = {"pk": {"S": "p"}, "sk": {"N": str(n)}, "from": {"S": "another tool"}}
@@ -48,6 +51,13 @@ def test_numbers_start_at_1_above_sort_keys_of_0_or_below(
     sequence = driver.make(
         "CollectionSequence", ddb_client, table, never_reuse=never_reuse, group_commit=False
     )
+    if never_reuse and 0 in foreign:
+        with pytest.raises(CounterStateError, match="is an item of yours, not a counter"):
+            sequence.put("p")
+        assert sort_keys(ddb_client, table) == sorted(foreign)
+        zero = ddb_client.get_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"N": "0"}})
+        assert zero["Item"]["from"] == {"S": "another tool"} and "last_number" not in zero["Item"]
+        return
     assert sequence.current("p") == 0
     assert [sequence.put("p") for _ in range(3)] == [1, 2, 3]
     assert sequence.current("p") == 3

@@ -280,6 +280,35 @@ def test_a_bad_counter_of_a_block_allocator_or_a_collection_is_left_as_it_was(
     assert [i["Item"] for i in whole()] == [i["Item"] for i in items]
 
 
+def test_a_collection_other_tools_numbered_is_refused_not_numbered_twice(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Found by a helper, with PynamoDB: tickets numbered '1' to '12' in a string sort key
+    made the next put 10 (beside '10', as '0000000010'); one '2' among ddbkeys' own numbers
+    made every put try '0000000003' 400 times and blame other writers; a readme at number 0
+    became a `never_reuse` counter. Each is refused in one line, the table as it was."""
+    strings = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    for n in range(1, 13):
+        ddb_client.put_item(TableName=strings, Item={"pk": {"S": "a"}, "sk": {"S": str(n)}})
+    ddb_client.put_item(TableName=strings, Item={"pk": {"S": "b"}, "sk": {"S": "0000000001"}})
+    ddb_client.put_item(TableName=strings, Item={"pk": {"S": "b"}, "sk": {"S": "2"}})
+    numbers = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    readme = {"pk": {"S": "c"}, "sk": {"N": "0"}, "title": {"S": "readme"}}
+    ddb_client.put_item(TableName=numbers, Item=readme)
+    same = unchanged(ddb_client, strings, numbers)
+    for key, found in (("a", "9"), ("b", "2")):
+        sequence = driver.make("CollectionSequence", ddb_client, strings)
+        with pytest.raises(KeySchemaError) as raised:
+            sequence.put(key, {"x": 1})
+        said = str(raised.value)
+        assert f"Sort key {found!r} of table {strings!r} is not 10 digits, zero-padded" in said
+        assert f"It is the highest of collection {{'pk': {key!r}}}" in said and "\n" not in said
+    sequence = driver.make("CollectionSequence", ddb_client, numbers, never_reuse=True)
+    with pytest.raises(CounterStateError, match="is an item of yours, not a counter"):
+        sequence.put("c", {"x": 1})
+    same()
+
+
 @pytest.mark.parametrize("kind", ["gapless", "collection"])
 def test_one_oversized_item_fails_only_its_own_put(
     driver: Driver, kind: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory

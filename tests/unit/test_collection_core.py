@@ -372,7 +372,11 @@ def test_never_reuse(
     assert run.operations == operations
     assert len(run.pauses) == waits
     updates = [counter_update(r) for r in run.requests if r.operation == T]
-    assert [u["ConditionExpression"] for u in updates] == conditions
+    assert [u["ConditionExpression"].split(" AND ")[0] for u in updates] == conditions
+    if "#c = :last" in conditions:  # (not made the counter: an item typed otherwise)
+        assert updates[conditions.index("#c = :last")]["ConditionExpression"].endswith(
+            "(attribute_not_exists(#ddbkeys_type) OR #ddbkeys_type = :ddbkeys_type)"
+        )
     assert [u["ExpressionAttributeValues"].get(":last", {}).get("N") for u in updates] == last
     assert [u["ExpressionAttributeValues"][":new"]["N"] for u in updates] == new
     assert all(u["Key"] == {"pk": {"S": "p"}, "sk": {"N": "0"}} for u in updates)
@@ -380,6 +384,32 @@ def test_never_reuse(
     assert all(r.billed == 4.0 for r in transactions)  # 2 x (1 item + the counter)
     assert len({r.params["ClientRequestToken"] for r in transactions}) == len(transactions)
     assert written(run)[-1] == [str(numbers[-1])]
+
+
+def test_an_item_of_yours_at_number_0_is_never_made_the_counter() -> None:
+    """A helper's PynamoDB app kept a project's readme at sort key 0: `never_reuse` made it
+    the counter (typed "counter", so the collection left the listings once its numbered items
+    were gone). Refused at the read, and by the transaction's condition where the item came
+    between (nothing written either way)."""
+    yours = {"Item": {"pk": {"S": "p"}, "sk": {"N": "0"}, "title": {"S": "readme"}}}
+
+    def refused(answers: list[Answer], message: str) -> Run:
+        sequence, run = core(never_reuse=True), Run()
+        with pytest.raises(CounterStateError, match=message):
+            drive(committing(sequence, pending(sequence, {"n": 0})), answers, run=run)
+        return run
+
+    run = refused([yours], "is an item of yours, not a counter")
+    assert [r.operation for r in run.requests] == [G]
+    typed = {"pk": {"S": "p"}, "ddbkeys_type": {"S": "order"}}
+    came = [counter(None), highest(0), cancelled(("ConditionalCheckFailed", typed), "None")]
+    run = refused(came, "its ddbkeys_type is 'order', not 'counter'")
+    assert [r.operation for r in run.requests] == [G, Q, T]  # (tried once: not again)
+    update = counter_update(run.requests[-1])
+    assert update["ConditionExpression"] == (
+        "attribute_not_exists(#c) AND (attribute_not_exists(#k) OR #ddbkeys_type = :ddbkeys_type)"
+    )
+    assert update["ExpressionAttributeNames"]["#k"] == "pk"
 
 
 def test_never_reuse_batches_hold_one_item_less_and_a_bad_counter_is_named() -> None:
@@ -457,6 +487,26 @@ def test_a_collection_whose_highest_is_no_whole_number_is_named_with_the_fix() -
     assert "Sort key '2.5' in table" in str(raised.value)
     assert "highest of collection {'pk': 'p'}" in str(raised.value)
     assert "move or renumber that item" in str(raised.value)
+
+
+def test_a_highest_string_key_not_written_as_the_sequence_writes_it_is_refused() -> None:
+    """A helper numbered tickets '1' to '12' with PynamoDB, then put with ddbkeys: '9' was the
+    highest by string order, so it wrote '0000000010' beside '10' (10 twice); with one '2'
+    among '0000000001'..'0000000005' it tried '0000000003' 400 times, blaming other writers."""
+    assert number_in({"S": "X#007"}, prefix="X#", table=TABLE, width=3) == 7
+    for bad in ("X#07", "X#0007", "X#1.5", "X#\u0660\u0660\u0667"):  # (the last: Arabic-Indic)
+        with pytest.raises(KeySchemaError, match="is not 'X#' and 3 digits, zero-padded"):
+            number_in({"S": bad}, prefix="X#", table=TABLE, width=3)
+    keys = (KeyAttribute("pk", "S"), KeyAttribute("sk", "S"))
+    for found in ("9", "2", "00000000010"):
+        flow = core().core.query_highest(keys, {"S": "p"})
+        next(flow)
+        with pytest.raises(KeySchemaError) as raised:
+            flow.send({"Items": [{"pk": {"S": "p"}, "sk": {"S": found}}]})
+        assert f"Sort key {found!r} of table {TABLE!r} is not 10 digits, zero-padded" in str(
+            raised.value
+        )
+        assert "highest of collection {'pk': 'p'}" in str(raised.value)
 
 
 def test_a_table_without_a_number_or_string_sort_key_is_refused() -> None:

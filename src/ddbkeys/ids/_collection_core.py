@@ -46,7 +46,7 @@ from ddbkeys.ids._base import (
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
 from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
-from ddbkeys.ids._counter_item import read_counter
+from ddbkeys.ids._counter_item import not_a_counter, read_counter
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import (
     MAX_ID,
@@ -174,8 +174,9 @@ class CollectionCore:
         return sort_key_of(sort_key, number, width=self.width, prefix=self.prefix, table=self.table)
 
     def number_of(self, value: Mapping[str, Any]) -> int:
-        """The number a sort key holds, or a clear error naming the value."""
-        return number_in(value, prefix=self.prefix, table=self.table)
+        """The number a sort key holds (in a string one, exactly as the sequence writes it), or
+        a clear error naming the value."""
+        return number_in(value, prefix=self.prefix, table=self.table, width=self.width)
 
     def counter_key(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Item:
         """The key of a collection's counter item (``never_reuse``): the number 0."""
@@ -235,7 +236,7 @@ class CollectionCore:
     def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
         counter = CounterItem(self.table, self.counter_key(keys, pk_value), self.counter_attribute)
-        value = yield from read_counter(counter, guarded=False)  # (as it always was)
+        value = yield from read_counter(counter)  # (an item of yours at number 0: refused)
         return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
 
     def current(
@@ -399,18 +400,24 @@ class CollectionCore:
         key = self.counter_key(commit.keys, commit.pk_value)
         new = commit.highest + len(items)
         values: dict[str, AttributeValueTypeDef] = {":new": {"N": str(new)}, **TYPE_VALUES}
+        names = {"#c": self.counter_attribute, **TYPE_NAMES}
+        # (an item of yours at number 0, one another tool numbered 0, is never made the
+        # counter: it is none yet, or typed a counter, or holds the counter and no type)
+        if commit.counter is None:
+            names["#k"] = commit.keys[0].name
+            condition = "attribute_not_exists(#c) AND (attribute_not_exists(#k) OR "
+        else:
+            values[":last"] = {"N": str(commit.counter)}
+            condition = "#c = :last AND (attribute_not_exists(#ddbkeys_type) OR "
         update: UpdateTypeDef = {
             "TableName": self.table,
             "Key": key,
             "UpdateExpression": f"SET #c = :new, {TYPE_SET}",
-            "ExpressionAttributeNames": {"#c": self.counter_attribute, **TYPE_NAMES},
+            "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
-            "ConditionExpression": "attribute_not_exists(#c)",
+            "ConditionExpression": condition + "#ddbkeys_type = :ddbkeys_type)",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
-        if commit.counter is not None:
-            update["ConditionExpression"] = "#c = :last"
-            values[":last"] = {"N": str(commit.counter)}
         actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
         actions += [put_if_new(self.table, i, commit.keys[0].name) for i in items]
         counter_image = counter_written(key, self.counter_attribute, new)
@@ -422,7 +429,12 @@ class CollectionCore:
             raise cancelled_error(self, reasons)
         commit.stale()
         if reasons.failed(0):
-            # The counter moved (another writer): go on from where it is now.
+            # The counter moved (another writer): go on from where it is now; or an item of
+            # yours took its place: refused, nothing written.
+            counter = CounterItem(self.table, key, self.counter_attribute)
+            refused = not_a_counter(counter, reasons.old_item(0))
+            if refused is not None:
+                raise refused
             old = (reasons.old_item(0) or {}).get(self.counter_attribute)
             now = counter_value(old, table=self.table, key=key, attribute=self.counter_attribute)
             commit.counter, commit.highest = now, max(now or 0, commit.highest)

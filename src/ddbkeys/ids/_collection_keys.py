@@ -54,8 +54,14 @@ def sort_key_of(
     return {"S": prefix + digits.zfill(width)}
 
 
-def number_in(value: Mapping[str, Any], *, prefix: str, table: str) -> int:
-    """The number a sort key holds, or a :class:`KeySchemaError` naming the value."""
+def number_in(
+    value: Mapping[str, Any], *, prefix: str, table: str, width: int | None = None
+) -> int:
+    """The number a sort key holds, or a :class:`KeySchemaError` naming the value. Given
+    ``width``, a string sort key must hold exactly ``width`` digits after ``prefix``, as the
+    sequence writes them: another tool's ``"9"`` or ``"10"`` sorts among them (``"9"`` after
+    ``"0000000012"``), so the sequence would go on from 10 beside ``"10"`` (a number twice),
+    or try ``"0000000003"`` for good."""
     raw = value.get("N") if "N" in value else value.get("S", "")
     text = str(raw)
     if "S" in value:
@@ -65,6 +71,12 @@ def number_in(value: Mapping[str, Any], *, prefix: str, table: str) -> int:
                 table=table,
             )
         text = text[len(prefix) :]
+        if width is not None and (len(text) != width or not text.isascii() or not text.isdigit()):
+            raise KeySchemaError(
+                f"Sort key {raw!r} of table {table!r} is not {_form(prefix, width)}, as the "
+                "sequence writes its numbers (so that their string order is their order).",
+                table=table,
+            )
     try:
         number = Decimal(text)
     except InvalidOperation:
@@ -76,6 +88,11 @@ def number_in(value: Mapping[str, Any], *, prefix: str, table: str) -> int:
             table=table,
         )
     return int(number)
+
+
+def _form(prefix: str, width: int) -> str:
+    """How the sequence writes a number in a string sort key, in words."""
+    return (f"{prefix!r} and " if prefix else "") + f"{width} digits, zero-padded"
 
 
 def highest_query(

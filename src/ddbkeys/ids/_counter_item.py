@@ -56,12 +56,12 @@ def shown(value: Mapping[str, Any]) -> str:
     return repr(text) if isinstance(text, str) else type_name(value)
 
 
-def read_counter(counter: CounterItem, *, guarded: bool = True) -> Flow[Any]:
+def read_counter(counter: CounterItem) -> Flow[Any]:
     """The counter attribute as the counter item holds it, raw (None when the item or the
     attribute is missing): one strongly consistent GetItem (1 read unit), counted; a
     :class:`CounterStateError` when the item is one of yours, not a counter
-    (:func:`not_a_counter`; ``guarded=False``: not asked, as for a collection's counter,
-    which may share its key with an item another tool numbered 0)."""
+    (:func:`not_a_counter`: a collection's counter too, whose key an item another tool
+    numbered 0 may hold)."""
     response = yield get_item(
         {
             "TableName": counter.table,
@@ -73,7 +73,7 @@ def read_counter(counter: CounterItem, *, guarded: bool = True) -> Flow[Any]:
         }
     )
     item = response.get("Item", {})
-    refused = not_a_counter(counter, item) if guarded else None
+    refused = not_a_counter(counter, item)
     if refused is not None:
         raise refused
     return item.get(counter.attribute)
