@@ -54,6 +54,9 @@ _KEY_SCHEMA_PHRASES = (
     "key element does not match the schema",
     "One of the required keys was not given a value",
     "Missing the key",
+    "Type mismatch for key",
+    # (DynamoDB Local's, for a key that lacks the sort key or holds one the table has not)
+    "The number of conditions on the keys is invalid",
 )
 
 

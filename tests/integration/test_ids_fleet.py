@@ -76,10 +76,10 @@ def test_a_table_made_again_is_described_again(
     factory = TableFactory(ddb_client)
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
 
-    def again(partition_key: tuple[str, str]) -> None:
+    def again(partition_key: tuple[str, str], *sort_key: tuple[str, str]) -> None:
         ddb_client.delete_table(TableName=table)
         ddb_client.get_waiter("table_not_exists").wait(TableName=table)
-        factory(partition_key, name=table)
+        factory(partition_key, *sort_key, name=table)
 
     try:
         table = factory(("pk", "S"))
@@ -100,6 +100,16 @@ def test_a_table_made_again_is_described_again(
         factory(("id", "S"), name=table)
         assert driver.make("AtomicCounter", client, table, "c").next() == 1
         assert describes(fault_proxy)[table] == 3
+        # Made again with a sort key, then with a number key: the first call after each may
+        # say what the kept description says; the next says what the table is now (a helper's
+        # process said "refused GetItem", then "has the key (id, sk)", for good).
+        for key, now in (((("id", "S"), ("sk", "N")), "id, sk"), (((("id", "N"),)), "id")):
+            again(*key)
+            for _ in range(2):
+                with pytest.raises(KeySchemaError) as raised:
+                    driver.make("AtomicCounter", client, table, "c").next()
+            assert f"has the key ({now}); a counter item key cannot" in str(raised.value)
+        assert describes(fault_proxy)[table] == 6  # (each refusal reads it again next)
     finally:
         factory.delete_all()
 

@@ -202,15 +202,26 @@ def test_item_over_400_kb() -> None:
 def test_other_validation_error_names_operation_and_table() -> None:
     cause = client_error(
         "ValidationException",
-        "One or more parameter values were invalid:\nType mismatch for key pk",
+        "One or more parameter values were invalid:\nAn string set may not be empty",
         "UpdateItem",
     )
     error = translate_error(cause, table="users")
     assert isinstance(error, ServiceError)
     assert str(error) == (
         "DynamoDB refused UpdateItem on table 'users' as invalid (ValidationException): One "
-        "or more parameter values were invalid: Type mismatch for key pk"
+        "or more parameter values were invalid: An string set may not be empty"
     )
+
+
+def test_a_key_of_another_type_or_shape_is_a_key_schema_error() -> None:
+    """The service's words and DynamoDB Local's: a table made again with another key is then
+    described again (a helper's process kept saying "refused GetItem")."""
+    for words in (
+        "One or more parameter values were invalid: Type mismatch for key pk expected: S actual: N",
+        "The number of conditions on the keys is invalid",
+    ):
+        error = translate_error(client_error("ValidationException", words, "GetItem"), table="t")
+        assert isinstance(error, KeySchemaError), words
 
 
 def test_timeouts_and_closed_connections_are_unreachable_endpoints() -> None:

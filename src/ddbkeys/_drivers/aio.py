@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from ddbkeys._capacity import Usage
@@ -35,13 +35,23 @@ class AsyncDriver:
     raised for a client that is closed, was never entered, or belongs to another event loop
     (see :mod:`ddbkeys.aio._client`)."""
 
-    def __init__(self, client: Any, usage: Usage, owner: str = "ddbkeys.aio") -> None:
+    def __init__(
+        self,
+        client: Any,
+        usage: Usage,
+        owner: str = "ddbkeys.aio",
+        guard: Callable[[Flow[Any]], Flow[Any]] | None = None,
+    ) -> None:
         self.client = client
         self.usage = usage
         self.owner = owner
+        #: What each flow run for its result goes through (an id strategy's ``Link.guarded``).
+        self.guard = guard
 
     async def run(self, flow: Flow[T]) -> T:
         """Run ``flow`` to its end and return its result."""
+        if self.guard is not None:
+            flow = self.guard(flow)
         step: Step | _Done = _advance(flow, None, None)
         while not isinstance(step, _Done):
             if isinstance(step, Emit):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -54,12 +54,18 @@ class SyncDriver:
     """Sends a flow's requests with a boto3 client (one :func:`~ddbkeys.as_client`
     made), each inside the deadline it carries; sleeps its pauses; counts in ``usage``."""
 
-    def __init__(self, client: Any, usage: Usage) -> None:
+    def __init__(
+        self, client: Any, usage: Usage, guard: Callable[[Flow[Any]], Flow[Any]] | None = None
+    ) -> None:
         self.client = client
         self.usage = usage
+        #: What each flow run for its result goes through (an id strategy's ``Link.guarded``).
+        self.guard = guard
 
     def run(self, flow: Flow[T]) -> T:
         """Run ``flow`` to its end and return its result."""
+        if self.guard is not None:
+            flow = self.guard(flow)
         try:
             step: Step = next(flow)
             while True:

@@ -75,7 +75,10 @@ class CollectionSequence:
             remembered,
         )
         self._driver = AsyncDriver(
-            self._link.client, self._link.usage, "ddbkeys.aio.CollectionSequence"
+            self._link.client,
+            self._link.usage,
+            "ddbkeys.aio.CollectionSequence",
+            self._link.guarded,
         )
         self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).

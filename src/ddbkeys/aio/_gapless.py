@@ -76,7 +76,7 @@ class GaplessSequence:
         #: What it knows of the counter's value between calls.
         self.state = flows.counter_state(self.core, self._link)
         self._driver = AsyncDriver(
-            self._link.client, self._link.usage, "ddbkeys.aio.GaplessSequence"
+            self._link.client, self._link.usage, "ddbkeys.aio.GaplessSequence", self._link.guarded
         )
 
         def group() -> AsyncGroupCommit[Pending, int]:

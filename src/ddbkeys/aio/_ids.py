@@ -66,7 +66,9 @@ class AtomicCounter:
             maximum,
             idempotent,
         )
-        self._driver = AsyncDriver(link.client, link.usage, "ddbkeys.aio.AtomicCounter")
+        self._driver = AsyncDriver(
+            link.client, link.usage, "ddbkeys.aio.AtomicCounter", link.guarded
+        )
         #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
         self.group_commit = flows.flag("group_commit", group_commit, link.table)
 

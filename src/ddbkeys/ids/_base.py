@@ -197,6 +197,17 @@ class Link:
             self.forget_table(name)
             raise
 
+    def guarded(self, flow: Flow[R]) -> Flow[R]:
+        """``flow`` (a call's, as its driver runs it), after which a table found gone, or not
+        of the key schema this process kept, is described again by the next call: a refusal
+        the kept description gave too (the table may have been made again since, with the key
+        the caller meant: a helper's process said "has the key (id, sk)" for good)."""
+        try:
+            return (yield from flow)
+        except (TableNotFoundError, KeySchemaError) as exc:
+            self.forget_table(exc.table or self.table)
+            raise
+
     def forget_table(self, table: str) -> None:
         """Forget what this object and this process know of ``table``'s description, and what
         the strategy made of it."""

@@ -186,7 +186,7 @@ class CollectionSequence(IdStrategy):
             counter_attribute,
             remembered,
         )
-        self._driver = SyncDriver(self._link.client, self._link.usage)
+        self._driver = SyncDriver(self._link.client, self._link.usage, self._link.guarded)
         self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)

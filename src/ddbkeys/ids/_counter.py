@@ -332,7 +332,7 @@ class AtomicCounter(IdStrategy):
             maximum,
             idempotent,
         )
-        self._driver = SyncDriver(link.client, link.usage)
+        self._driver = SyncDriver(link.client, link.usage, link.guarded)
         #: Whether concurrent calls share one write (``group_commit=``, as the sequences').
         self.group_commit = flag("group_commit", group_commit, link.table)
         self._group = (

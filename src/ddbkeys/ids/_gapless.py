@@ -281,7 +281,7 @@ class GaplessSequence(IdStrategy):
         )
         #: What it knows of the counter's value between calls.
         self.state = counter_state(self.core, self._link)
-        self._driver = SyncDriver(self._link.client, self._link.usage)
+        self._driver = SyncDriver(self._link.client, self._link.usage, self._link.guarded)
         self._group = (
             GroupCommit(self._commit, max_batch, linger=linger)
             if flag("group_commit", group_commit, self._link.table)
