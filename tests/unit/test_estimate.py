@@ -283,6 +283,19 @@ def test_no_total_is_made_up_when_the_table_reports_nothing() -> None:
     assert "size unknown" in found.summary() and "cost unknown" in found.summary()
 
 
+def test_a_description_older_than_the_table_makes_up_no_total() -> None:
+    """A helper's proxy said a table of 7,689 items held 76 (as for hours after a bulk load):
+    the estimate said 204 keys exactly and a scan of 3.3-4 RCU; the listing found 1,500 keys
+    for 348.5 RCU. The sample alone had read 671 items: it says the description is stale."""
+    for stale in (info(item_count=76, size_bytes=28_000), info(item_count=5000, size_bytes=9000)):
+        found = estimated(stale, sample(items=671, bytes=65 * 8192))
+        assert (found.items, found.size_bytes, found.keys) == (None, None, None)
+        assert all(m.rcu is None for m in found.methods)
+        assert any("the description is older than the table" in n for n in found.notes)
+    fresh = estimated(info(item_count=671, size_bytes=65 * 8192), sample(items=671))
+    assert fresh.items == 671
+
+
 def test_a_sample_that_read_the_whole_table_is_its_truth() -> None:
     whole = sample(whole_table=True, items=12, bytes=3000, keys=4)
     found = estimated(info(item_count=0, size_bytes=0), whole)

@@ -279,6 +279,11 @@ def _basis(sample: Sample, source: str, *, sorted_keys: bool = True) -> str:
     )
 
 
+#: The sample's bytes over the table's own (DescribeTable) that prove the description stale
+#: (leeway for how item sizes are counted; its items are counted exactly).
+STALE_BYTES = 1.25
+
+
 def _totals(
     info: TableInfo, sample: Sample, notes: list[str]
 ) -> tuple[int | None, int | None, str]:
@@ -287,6 +292,19 @@ def _totals(
     and the sample did not read it all."""
     if sample.whole_table and not sample.cut:
         return sample.items, sample.bytes, "the sample, which read the whole table"
+    if info.item_count > 0 and (
+        sample.items > info.item_count or sample.bytes > STALE_BYTES * info.size_bytes
+    ):
+        # (a table loaded since DynamoDB last refreshed its description: figures resting on
+        # it were 7x and 87x too low, shown as exact, where a helper's proxy made it stale)
+        notes.append(
+            f"DescribeTable reports {info.item_count:,} items and {size(info.size_bytes)}, but "
+            f"the sample alone read {sample.items:,} items and {size(sample.bytes)} in "
+            f"{sample.segments} of {sample.total_segments} Scan segments: the description "
+            "is older than the table (DynamoDB refreshes it about every 6 hours), so no total "
+            "can be estimated until it is refreshed"
+        )
+        return None, None, "unknown"
     if info.item_count > 0:
         return info.item_count, info.size_bytes, "DescribeTable"
     notes.append(
