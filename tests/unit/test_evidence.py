@@ -96,6 +96,15 @@ def test_while_a_backfill_has_not_finished_the_one_it_replaced_proves() -> None:
             GOOD, ARN, [shard("s1")], NOW, 60.0
         )
     assert kept is not None
+    # Nor where the new one changes the markers (--force, another sort key): the maintainers
+    # it runs beside keep its markers, not the kept one's (a helper's listings lost keys).
+    switch = replace(again, backfill=replace(again.backfill, markers="ddbkeys_pk@N:-5"))
+    kept_default = replace(switch, kept=replace(kept, markers="ddbkeys_pk@S:#ddbkeys#marker"))
+    assert basis(kept_default, ARN, 60.0) is kept_default
+    verdict = replay_window(kept_default, ARN, [shard("s1")], NOW, 60.0)
+    assert isinstance(verdict, Decline) and "has not finished" in verdict.reason
+    same = replace(kept_default, kept=replace(kept, markers="ddbkeys_pk@N:-5"))
+    assert basis(same, ARN, 60.0).backfill == same.kept
     for bad in (replace(kept, stream=ARN + "x"), replace(kept, clashes=('{"S":"k"}',))):
         held = replace(again, kept=bad)
         assert basis(held, ARN, 60.0) is held

@@ -304,9 +304,15 @@ def basis(evidence: Evidence, stream: str | None, margin: float) -> Evidence:
     positions as for any other writer. So the kept backfill proves as much as it did before
     the new one began, and a redundant backfill (a cron job, a runbook step), or one killed
     half way, no longer withdraws the proof (each did, for its whole run or until the next
-    one finished). Pure."""
+    one finished). Not where the new one knows markers otherwise (a switch, ``--force``).
+    Pure."""
     current, kept = evidence.backfill, evidence.kept
     if current is None or kept is None:
+        return evidence
+    if None not in (current.markers, kept.markers) and current.markers != kept.markers:
+        # (one run with --force to change the markers: the maintainers it runs beside keep
+        # its markers, not the kept one's, whose positions then prove nothing of them; a
+        # helper's listings with either settings lost up to 90% of the keys, "proven")
         return evidence
     if current.finished is not None and _backfill_reason(evidence, stream, margin)[0]:
         return evidence  # (finished, and it proves: its own outcome stands)
