@@ -63,8 +63,10 @@ def test_every_method_knows_the_markers_by_the_value_given(
     for method in ("scan", "skip", "skip-pages", "auto"):
         listed = distinct_partition_keys(ddb_client, table, method, marker_sort_key=MARKER)
         assert sorted(listed) == yours, method
-        # (not told: the lone marker reads as data, as the docs say)
-        assert sorted(distinct_partition_keys(ddb_client, table, method)) == KEYS, method
+        # (not told: the lone marker reads as data, as the docs say; auto reads the index's
+        # record, which knows them)
+        untold = distinct_partition_keys(ddb_client, table, method)
+        assert sorted(untold) == (yours if method == "auto" else KEYS), method
     trusted = distinct_partition_keys(
         ddb_client, table, "index", trust_index=True, marker_sort_key=MARKER
     )
@@ -172,3 +174,22 @@ def test_a_backfill_or_follower_told_other_markers_refuses_and_writes_nothing(
     assert ddb_client.scan(TableName=table, ConsistentRead=True)["Count"] == before
     again = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
     assert again.backfill(state_table=store, wait=False).present == len(KEYS)  # (its own: runs)
+
+
+def test_auto_told_the_defaults_knows_the_markers_as_the_record_does(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """A helper's index made with its own marker sort key, then `ddbkeys partition-keys -t T`
+    with no flags: auto read the record (and said the markers sat elsewhere), then listed with
+    skip-pages knowing the default ones, so a collection emptied but for its marker was listed,
+    exit 0. It now knows them as the record does, and says so."""
+    table, store = streamed_table, state_table
+    backfilled_at_minus_5(ddb_client, table, store)
+    ddb_client.delete_item(TableName=table, Key={"pk": {"S": "p0"}, "sk": {"N": "1"}})
+    listing = distinct_partition_keys(ddb_client, table, state_table=store)
+    assert sorted(listing) == KEYS[1:], listing.method_reason
+    assert "as the index's record does (attribute 'ddbkeys_pk' at sort key -5)" in (
+        listing.method_reason
+    )
+    told = distinct_partition_keys(ddb_client, table, "skip-pages", state_table=store)
+    assert sorted(told) == KEYS  # (a method named: as told, as the docs say)

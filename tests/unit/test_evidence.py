@@ -98,6 +98,7 @@ def test_while_a_backfill_has_not_finished_the_one_it_replaced_proves() -> None:
     assert kept is not None
     # Nor where the new one changes the markers (--force, another sort key): the maintainers
     # it runs beside keep its markers, not the kept one's (a helper's listings lost keys).
+    assert again.backfill is not None
     switch = replace(again, backfill=replace(again.backfill, markers="ddbkeys_pk@N:-5"))
     kept_default = replace(switch, kept=replace(kept, markers="ddbkeys_pk@S:#ddbkeys#marker"))
     assert basis(kept_default, ARN, 60.0) is kept_default

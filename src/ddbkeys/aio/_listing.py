@@ -435,10 +435,8 @@ async def distinct_partition_keys(
         if streams is None:
             await given.aclose()
     listing = AsyncListing(
-        choice.method.knowing_markers_by(
-            options.marker_attribute,
-            sort_key=options.marker_sort_key,
-            own_items=options.include_own_items,
+        choice.knowing(
+            options.marker_attribute, options.marker_sort_key, options.include_own_items
         ),
         reader,
         positions,

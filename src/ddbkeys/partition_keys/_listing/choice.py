@@ -4,6 +4,7 @@ the asyncio listing share; they differ only in how they run the proof's flows.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys.partition_keys._index.backfill_wait import at_work
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
-from ddbkeys.partition_keys._index.state import StateCore
-from ddbkeys.partition_keys._listing.base import read_timeout
+from ddbkeys.partition_keys._index.state import StateCore, key_of_json, markers_key
+from ddbkeys.partition_keys._listing.base import plain_key, read_timeout
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._listing.joining import Joining
 from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
-from ddbkeys.partition_keys._proof.evidence import Decline
+from ddbkeys.partition_keys._proof.evidence import Decline, Evidence
 from ddbkeys.partition_keys._proof.lag import lag_note
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
@@ -67,6 +68,18 @@ class Choice:
     replay: Replay | None = None
     readers: int = 1  # how many read at once (see opening.readers_for)
     joining: Joining | None = None  # ... at first, where more join as segments end
+    #: ddbkeys' markers (attribute, sort key value) as the index's record knows them, where
+    #: the listing was told otherwise (None: as it was told)
+    markers: tuple[str, Any] | None = None
+
+    def knowing(self, attribute: str, sort_key: Any, own_items: bool) -> SegmentMethod:
+        """The method, knowing ddbkeys' markers by ``attribute`` and ``sort_key`` (a listing's
+        ``marker_attribute`` and ``marker_sort_key``), or as the index's record does where
+        ``auto`` read it and they differ (told the defaults, a listing of an index made with
+        its own --marker-sort-key read its markers as data: a helper's emptied collections
+        were listed, exit 0); ``own_items``: its ``include_own_items``."""
+        attribute, sort_key = self.markers or (attribute, sort_key)
+        return self.method.knowing_markers_by(attribute, sort_key=sort_key, own_items=own_items)
 
 
 def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:
@@ -182,7 +195,16 @@ def choose_flow(
             working = None
             if evidence is not None and evidence.corrupt is None:
                 working = at_work(evidence, info.stream_arn, margin, now)
-            return declined(method, info, index.name, working or refused.reason)
+            choice = declined(method, info, index.name, working or refused.reason)
+            choice.markers = recorded_markers(
+                evidence, markers_key(index.attribute, index.sort_key(info))
+            )
+            if choice.markers is not None:
+                choice.reason += (
+                    f"; knowing ddbkeys' markers as the index's record does (attribute "
+                    f"{choice.markers[0]!r} at sort key {choice.markers[1]!r})"
+                )
+            return choice
         most = most_keys(method, info, index.name)
 
         def lagging(read: Replay) -> None:
@@ -212,6 +234,21 @@ def not_active(info: TableInfo, index: str) -> str | None:
     """Why the index cannot be used from the table's description (IndexStatus), if so."""
     status = info.index_statuses.get(index)
     return None if status == "ACTIVE" else f"index {index!r} is not ACTIVE yet"
+
+
+def recorded_markers(evidence: Evidence | None, markers: str) -> tuple[str, Any] | None:
+    """The markers (attribute, sort key value) the index's last finished backfill knew (or
+    one at work beside it), where ``markers`` (``state.markers_key``, the listing's) is not
+    among them; else None. Pure."""
+    current = evidence.backfill if evidence is not None else None
+    known = [current]
+    if evidence is not None and current is not None and current.finished is None:
+        known.append(evidence.kept)
+    said = [b.markers for b in known if b is not None and b.markers is not None]
+    if not said or markers in said:
+        return None
+    attribute, sort_key = json.loads(said[-1])
+    return str(attribute), plain_key(key_of_json(sort_key))
 
 
 def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool = False) -> Choice:

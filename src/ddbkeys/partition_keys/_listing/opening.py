@@ -298,10 +298,8 @@ def distinct_partition_keys(
     notes: list[str] = []
     choice, positions = driver.run(opening_flow(options, resume, reader, noting(notes)))
     listing = Listing(
-        choice.method.knowing_markers_by(
-            options.marker_attribute,
-            sort_key=options.marker_sort_key,
-            own_items=options.include_own_items,
+        choice.knowing(
+            options.marker_attribute, options.marker_sort_key, options.include_own_items
         ),
         reader,
         positions,
