@@ -193,3 +193,16 @@ def test_auto_told_the_defaults_knows_the_markers_as_the_record_does(
     )
     told = distinct_partition_keys(ddb_client, table, "skip-pages", state_table=store)
     assert sorted(told) == KEYS  # (a method named: as told, as the docs say)
+
+
+def test_status_names_the_fix_with_the_index_s_own_markers(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """`index status` run without the index's --marker-sort-key named a fix (`index follow
+    --backfill`) that was then refused for want of it (a helper's finding)."""
+    table, store = streamed_table, state_table
+    backfilled_at_minus_5(ddb_client, table, store)
+    args = ["partition-keys", "index", "status", "-t", table, "--state-table", store]
+    result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+    fix = [line for line in result.stdout.splitlines() if line.startswith("Fix: ")]
+    assert fix and fix[0].endswith(f"--state-table {store} --marker-sort-key -5"), result.output

@@ -13,11 +13,13 @@ I/O, by the proof's own code (``choice.not_active``, ``evidence.precheck``,
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow
 from ddbkeys._errors import DdbKeysError
+from ddbkeys._key_json import show_key
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
     at_work,
@@ -27,7 +29,16 @@ from ddbkeys.partition_keys._index.backfill_wait import (
 from ddbkeys.partition_keys._index.markers import check_index, index_status
 from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item, markers_key
 from ddbkeys.partition_keys._listing.base import Reader
-from ddbkeys.partition_keys._listing.choice import most_keys, not_active, proof_failed
+from ddbkeys.partition_keys._listing.choice import (
+    most_keys,
+    not_active,
+    proof_failed,
+    recorded_markers,
+)
+from ddbkeys.partition_keys._listing.recognise import (
+    DEFAULT_MARKER_ATTRIBUTE,
+    DEFAULT_MARKER_SORT_KEY,
+)
 from ddbkeys.partition_keys._proof.evidence import (
     DEFAULT_REPLAY_MARGIN,
     Decline,
@@ -178,8 +189,25 @@ def _fix(
         options += f" --state-table {state_table}"
     if verb in ("follow", "backfill") and margin != DEFAULT_REPLAY_MARGIN:
         options += f" --replay-margin {margin:g}"
-    command = f"{COMMAND} {verb} -t {info.name}{options}"
+    command = f"{COMMAND} {verb} -t {info.name}{options}{_marker_flags(evidence, info)}"
     return command, where.left if verb == "backfill" else 0.0
+
+
+def _marker_flags(evidence: Evidence | None, info: TableInfo) -> str:
+    """The options that tell a command the index's own markers, where its record knows them
+    otherwise than the defaults (a fix without them was refused: a helper's `Fix:` line)."""
+    if info.sort_key is None:
+        return ""
+    default = DEFAULT_MARKER_SORT_KEY[info.sort_key.type]
+    recorded = recorded_markers(evidence, markers_key(DEFAULT_MARKER_ATTRIBUTE, default))
+    if recorded is None:
+        return ""
+    attribute, value = recorded
+    flags = "" if attribute == DEFAULT_MARKER_ATTRIBUTE else f" --marker-attribute {attribute}"
+    kind = info.sort_key.type
+    if {kind: str(value) if kind == "N" else value} != default:
+        flags += f" --marker-sort-key {shlex.quote(show_key(value))}"
+    return flags
 
 
 def _at_work(
