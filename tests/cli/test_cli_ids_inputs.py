@@ -320,7 +320,8 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         [*PUT, "--item", '{"pk": "a", "id": 3}'],
         None,
         1,
-        "The item already has the id attribute 'id'; the sequence sets it. Leave it out.",
+        "The item already has the id attribute 'id'; the sequence of table {t!r} sets it. "
+        "Leave it out.",
     ),
     (
         [*PUT, "--item", '[{"pk": "a"}, {"pk": "a"}]'],

@@ -142,12 +142,13 @@ def test_collection_array_is_checked_before_any_item_is_written(
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     put = ["put", "-t", table, "-s", "collection", "-k", "p", "--output", output]
     for items, reason in (
-        ([{}, {"sk": 5}], "Item 2 of 2: The item must not hold 'sk': the sequence sets it."),
+        ([{}, {"sk": 5}], "Item 2 of 2: The item must not hold 'sk': the sequence sets it"),
         (
             [{}, {}, {"pk": "q"}, {}],
-            "Item 3 of 4: The item must not hold 'pk': the sequence sets it.",
+            "Item 3 of 4: The item must not hold 'pk': the sequence sets it",
         ),
     ):
+        reason += f" (table {table!r})."
         result = ids(*put, "--item", json.dumps(items))
         assert result.exit_code == 1
         error = reason + " Nothing was written."

@@ -199,10 +199,12 @@ class CollectionCore:
         for reserved in (pk.name, sk.name, self.token_attribute):
             if reserved in typed_item:
                 raise ConfigurationError(
-                    f"The item must not hold {reserved!r}: the sequence sets it.", table=self.table
+                    f"The item must not hold {reserved!r}: the sequence sets it (table "
+                    f"{self.table!r}).",
+                    table=self.table,
                 )
         typed_item[pk.name] = pk_value
-        return Pending(typed_item, repr(pk_value), deadline)
+        return Pending(typed_item, show_key({pk.name: pk_value}), deadline)
 
     # --- reads ----------------------------------------------------------------------------
 

@@ -216,7 +216,7 @@ class GaplessCore:
         if self.id_attribute in prepared:
             raise ConfigurationError(
                 f"{where} already has the id attribute {self.id_attribute!r}; the sequence "
-                "sets it. Leave it out.",
+                f"of table {self.table!r} sets it. Leave it out.",
                 table=self.table,
             )
         check_item_key(prepared, info, skip=self.id_attribute, where=where)
