@@ -141,17 +141,16 @@ def test_collection_array_is_checked_before_any_item_is_written(
 ) -> None:
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     put = ["put", "-t", table, "-s", "collection", "-k", "p", "--output", output]
-    for items, reason in (
+    for items, said in (
         ([{}, {"sk": 5}], "Item 2 of 2: The item must not hold 'sk': the sequence sets it"),
         (
             [{}, {}, {"pk": "q"}, {}],
             "Item 3 of 4: The item must not hold 'pk': the sequence sets it",
         ),
     ):
-        reason += f" (table {table!r})."
         result = ids(*put, "--item", json.dumps(items))
         assert result.exit_code == 1
-        error = reason + " Nothing was written."
+        error = said + f" (table {table!r}). Nothing was written."
         if output == "text":
             assert result.stdout == ""
         else:
