@@ -21,7 +21,7 @@ import pytest
 
 from ddbkeys._connect import make_client
 from ddbkeys._errors import KeySchemaError, TableNotFoundError
-from ddbkeys.ids import AtomicCounter, audit_ids
+from ddbkeys.ids import AtomicCounter, CounterStateError, audit_ids
 from ddbkeys.ids._slots import NUMBER_PREFIX, VALUE_PREFIX
 from ddbkeys.testing import Fault, FaultProxy, Faults, History, HistoryReport
 from ddbkeys.testing._tables import TableFactory
@@ -232,3 +232,38 @@ def test_a_writer_killed_mid_call_blocks_nobody_and_its_slot_goes(
     left = counter_item(ddb_client, table)
     assert dead not in slots_of(left) and VALUE_PREFIX + dead not in left
     assert len(slots_of(left)) == 1  # this process's slot alone
+
+
+def test_a_counter_item_full_of_writer_slots_says_so(
+    driver: Driver, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A helper's counter item held ~7,000 live slots (writers within a minute, or clocks
+    ahead): an idempotent call said only DynamoDB's "Item size to update has exceeded the
+    maximum allowed size". It now says what fills the item and what to do; nothing moves."""
+    table = ddb_table_factory()
+    future = str(int((time.time() + 3600) * 1000))
+    base = {"pk": {"S": "c"}, "last_id": {"N": "100"}, "ddbkeys_type": {"S": "counter"}}
+
+    def with_slots(n: int) -> dict[str, Any]:
+        item = dict(base)
+        for k in range(n):
+            item[f"{NUMBER_PREFIX}fake{k:08x}x"] = {"N": future}
+            item[f"{VALUE_PREFIX}fake{k:08x}x"] = {"N": str(k)}
+        return item
+
+    low, high = 1000, 12_000  # (the most slots a 400 KB item holds)
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            ddb_client.put_item(TableName=table, Item=with_slots(middle))
+            low = middle
+        except ddb_client.exceptions.ClientError:
+            high = middle - 1
+    ddb_client.put_item(TableName=table, Item=with_slots(low))
+    with pytest.raises(CounterStateError) as raised:
+        driver.make("AtomicCounter", ddb_client, table, "c", idempotent=True).next()
+    assert f"Counter item {{'pk': 'c'}} of table {table!r} is full of writer slots" in str(
+        raised.value
+    )
+    held = ddb_client.get_item(TableName=table, Key={"pk": {"S": "c"}}, ConsistentRead=True)
+    assert held["Item"]["last_id"] == {"N": "100"}

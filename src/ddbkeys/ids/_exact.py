@@ -37,7 +37,7 @@ from ddbkeys._core.attempts import Contention
 from ddbkeys._core.steps import Flow, update_item
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
-from ddbkeys._translate import error_response
+from ddbkeys._translate import error_message, error_response
 from ddbkeys.ids._base import (
     TYPE_NAMES,
     TYPE_SET,
@@ -49,6 +49,7 @@ from ddbkeys.ids._base import (
 from ddbkeys.ids._counter_core import VALID, CounterCore
 from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names, not_a_counter, read_counter
 from ddbkeys.ids._slots import (
+    CLOCK_MARGIN,
     MOST_DEADLINE,
     SEEN,
     SLOTS,
@@ -221,6 +222,8 @@ def exact_advance(
                         return done
                     skip.update(stale)  # (one was renewed: leave them to later writes)
                     raise Contention(immediate=bool(stale)) from None
+                if error_code(exc) == "ValidationException" and _TOO_LARGE in error_message(exc):
+                    raise _full(counter) from exc
                 if error_code(exc) == "ValidationException":
                     # (The condition keeps a counter that holds no number from moving; if a
                     # service ever says so this way instead: what it holds, or that it is full.)
@@ -278,6 +281,23 @@ def _written(
         }
     )
     return image
+
+
+#: DynamoDB's words for an UpdateItem that would pass 400 KB.
+_TOO_LARGE = "size to update has exceeded the maximum allowed size"
+
+
+def _full(counter: CounterItem) -> CounterStateError:
+    """The error for a counter item too full of writer slots to take one more (a helper's
+    ~7,000 idempotent writers within a minute said only "Item size to update has exceeded")."""
+    return CounterStateError(
+        f"Counter item {show_key(counter.key)} of table {counter.table!r} is full of writer "
+        "slots: each idempotent call that wrote it keeps one until its deadline plus "
+        f"{CLOCK_MARGIN:g} s, and 400 KB holds about 7,000. Nothing was written: take ids "
+        "from fewer idempotent writers at once (a long-lived one reuses its slots), with a "
+        "shorter deadline, or from the plain counter (idempotent=False).",
+        table=counter.table,
+    )
 
 
 def _names_of(slots: list[str]) -> list[str]:
