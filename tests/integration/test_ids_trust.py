@@ -237,7 +237,7 @@ def test_a_collection_at_the_maximum(
             "a", {"x": 1}
         )
     assert str(raised.value) == (
-        f"Collection {{'S': 'a'}} of table {table!r} is at {top}: 1 more number(s) would pass "
+        f"Collection {{'pk': 'a'}} of table {table!r} is at {top}: 1 more number(s) would pass "
         "10**38 - 1, the largest DynamoDB number."
     )
     same()

@@ -440,9 +440,8 @@ def test_the_table_and_its_index_made_anew_under_the_old_record(
 def test_the_index_made_anew_keyed_on_another_attribute(
     ddb_client: DynamoDBClient, streamed_table: str, state_table: str
 ) -> None:
-    """The old markers (``ddbkeys_pk``) stay in the table, out of the new index (``other``):
-    known by ``other``, an old marker is data at the marker's key (k00 emptied keeps one, and
-    is listed). A maintainer of the new index refuses, as the record's backfill knew markers
+    """The old markers (``ddbkeys_pk``) stay in the table, out of the new index (``other``).
+    A maintainer of the new index refuses, as the record's backfill knew markers
     by ``ddbkeys_pk``: it would keep a second set."""
     table, store = streamed_table, state_table
     collections(ddb_client, table, 6)
@@ -462,8 +461,24 @@ def test_the_index_made_anew_keyed_on_another_attribute(
     time.sleep(MARGIN)
     with pytest.raises(ConfigurationError, match="keyed on 'other', not on the marker attr"):
         outcome(ddb_client, table, store)  # the default attribute: refused, nothing listed
-    said = outcome(ddb_client, table, store, marker_attribute="other")
-    assert said.startswith("declined") and "another attribute or sort key" in said, said
+    # Told `other`, auto declines, and lists knowing the markers as the record does (the old
+    # ones, the only ones in the table): k00, which holds nothing but its old marker, is not
+    # one of your keys (before, known by `other`, it was listed).
+    listing = distinct_partition_keys(
+        ddb_client, table, state_table=store, replay_margin=MARGIN, marker_attribute="other"
+    )
+    assert sorted(listing) == [f"k{n:02}" for n in range(1, 6)] + ["new"]
+    said = listing.method_reason
+    assert "another attribute or sort key" in said and "as the index's record does" in said
+    with pytest.raises(IndexUnprovenError, match="another attribute or sort key"):
+        distinct_partition_keys(
+            ddb_client,
+            table,
+            "index",
+            state_table=store,
+            replay_margin=MARGIN,
+            marker_attribute="other",
+        )
 
 
 def test_the_view_type_changed_under_a_running_follower(

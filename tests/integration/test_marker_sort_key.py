@@ -206,3 +206,29 @@ def test_status_names_the_fix_with_the_index_s_own_markers(
     result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
     fix = [line for line in result.stdout.splitlines() if line.startswith("Fix: ")]
     assert fix and fix[0].endswith(f"--state-table {store} --marker-sort-key -5"), result.output
+
+
+def test_a_backfill_that_changes_the_markers_removes_the_old_ones_first(
+    ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """A helper switched a proven index to another marker sort key with `index backfill
+    --force`, without removing the old markers by hand as the docs said: they then read as
+    data, and a collection emptied later was listed for good, "proven", exit 0. The switch now
+    removes them first (those in the index), and says how many."""
+    table, store = streamed_table, state_table
+    for key in KEYS:
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    assert MarkerIndex(ddb_client, table).backfill(state_table=store, wait=False).written == 5
+    switched = MarkerIndex(ddb_client, table, marker_sort_key=Decimal(-5))
+    report = switched.backfill(state_table=store, wait=False, force=True)
+    assert (report.written, report.removed) == (len(KEYS), len(KEYS))
+    items = ddb_client.scan(TableName=table, ConsistentRead=True)["Items"]
+    sort_keys = sorted(Decimal(i["sk"]["N"]) for i in items)
+    assert sort_keys == [Decimal(-5)] * len(KEYS) + [Decimal(1)] * len(KEYS)
+    ddb_client.delete_item(TableName=table, Key={"pk": {"S": "p0"}, "sk": {"N": "1"}})
+    listed = distinct_partition_keys(
+        ddb_client, table, "skip-pages", marker_sort_key=Decimal(-5), state_table=store
+    )
+    assert sorted(listed) == KEYS[1:]
+    # Run again with the same settings: nothing of the old is left to remove.
+    assert switched.backfill(state_table=store, wait=False, force=True).removed == 1  # (p0's)

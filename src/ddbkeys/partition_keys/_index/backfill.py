@@ -24,6 +24,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
 )
 from ddbkeys.partition_keys._index.backfill_export import export_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow, stream_born
+from ddbkeys.partition_keys._index.backfill_switch import switching
 from ddbkeys.partition_keys._index.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import (
@@ -176,6 +177,7 @@ def backfill_flow(
     if claim is None:
         yield from work(stop)
         return report
+    work = switching(work, index, info, claim.saved, report)
     assert store is not None
     try:
         resolved = yield from kept_alive(work(stop), claim, store, index)
