@@ -404,7 +404,8 @@ def precheck(
         return Decline(
             "the backfill knew markers by another attribute or sort key than this listing "
             f"({shown_markers(evidence.backfill.markers)}, not {shown_markers(markers)}): "
-            "list with the index's own, or run `index backfill` again"
+            "list with the index's own (--marker-sort-key, --marker-attribute; to change "
+            "them, `index backfill --force` with the new ones)"
         )
     if evidence.clashes:
         return Decline(

@@ -73,6 +73,8 @@ __all__ = [
 
 #: The command lines a status names as the fix: ``index <verb> -t <table>``.
 COMMAND = "ddbkeys partition-keys index"
+#: How the reason begins where the command was told other markers than the index's.
+OTHER_MARKERS = "the backfill knew markers by another attribute or sort key"
 #: A reason's own advice, as the proof words it: `index backfill`, `ddbkeys partition-keys
 #: index repair`, ...
 ADVISED = re.compile(r"`(?:ddbkeys partition-keys )?index (\w+)")
@@ -165,8 +167,8 @@ def _fix(
     """The one command that fixes ``reason``, and in how many seconds it counts (a backfill:
     ``backfill_wait.readiness``, the rule ``index backfill`` waits by; it waits out the rest
     itself)."""
-    if reason is None:
-        return None, None
+    if reason is None or reason.startswith(OTHER_MARKERS):
+        return None, None  # (the command's own settings are the fix: the reason says so)
     where = readiness(info.name, evidence, info.stream_arn, now, margin)
     extra = ""
     if info.stream_arn is None:
