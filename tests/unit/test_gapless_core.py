@@ -524,6 +524,14 @@ def test_items_are_checked_before_any_request() -> None:
     with pytest.raises(ItemKeyClashError, match="Id 2 would give the item the key"):
         run_to_end(commit(keyed, 1, counter=at_two))
     assert seq.usage.requests == keyed.usage.requests == 0
+    # prefix= and width= where the id is no string key: said, not dropped (a helper's "INV-")
+    for settings in ({"prefix": "INV-"}, {"width": 4}):
+        unkeyed = GaplessCore("users", id_attribute="id", **settings)
+        with pytest.raises(
+            ConfigurationError, match="the id attribute 'id' of table 'users' is no"
+        ):
+            unkeyed.prepare([{"pk": "a"}], False, INFO)
+    assert GaplessCore("users", id_attribute="pk", prefix="U#").prepare([{}], False, INFO)
 
 
 @pytest.mark.parametrize(

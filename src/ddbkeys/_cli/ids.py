@@ -203,7 +203,7 @@ def set_command(
     connection: Connection,
     output: str,
 ) -> None:
-    """Make VALUE the last id given out, so the next id is VALUE + 1.
+    """Make VALUE the last id given out, so the next id is VALUE + 1 (+ --step, if given).
 
     Refuses to move the counter backwards unless --force: the check is a condition on the
     write itself, so a concurrent writer cannot slip in between. The counter of a gapless

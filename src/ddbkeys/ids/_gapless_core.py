@@ -220,7 +220,17 @@ class GaplessCore:
                 table=self.table,
             )
         check_item_key(prepared, info, skip=self.id_attribute, where=where)
-        id_value(1, self.id_target(info), width=self.width, prefix=self.prefix, table=self.table)
+        target = self.id_target(info)
+        if (target is None or target.type != "S") and (self.prefix or self.width != 10):
+            # (a helper's prefix="INV-" was dropped without a word: ids were numbers)
+            kind = "no key" if target is None else "a number key"
+            raise ConfigurationError(
+                f"prefix= and width= shape ids kept in a string key, but the id attribute "
+                f"{self.id_attribute!r} of table {self.table!r} is {kind}: its ids are numbers. "
+                "Leave them out (or keep the ids in a string key attribute: id_attribute=).",
+                table=self.table,
+            )
+        id_value(1, target, width=self.width, prefix=self.prefix, table=self.table)
         return prepared
 
     def not_the_counter(
