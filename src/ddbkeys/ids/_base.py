@@ -177,25 +177,21 @@ class Link:
         table: str | None = None,
     ) -> Flow[R]:
         """``attempt(n)`` run by the retry layer (:func:`ddbkeys._core.attempts.attempts`)
-        with this strategy's policy, accounting and ``deadline``. A table found gone, or whose
-        key schema no longer matches, is described again by the next call."""
-        name = table or self.table
-        try:
-            return (
-                yield from attempts(
-                    attempt,
-                    what=what,
-                    table=name,
-                    policy=self.retry,
-                    deadline=deadline,
-                    usage=self.usage,
-                    read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
-                    and getattr(self.client.meta.config, "read_timeout", None),
-                )
+        with this strategy's policy, accounting and ``deadline`` (its errors name ``table``:
+        a table found gone, or whose key schema no longer matches, is described again by the
+        next call, see :meth:`guarded`)."""
+        return (
+            yield from attempts(
+                attempt,
+                what=what,
+                table=table or self.table,
+                policy=self.retry,
+                deadline=deadline,
+                usage=self.usage,
+                read_timeout=getattr(getattr(self.client, "meta", None), "config", None)
+                and getattr(self.client.meta.config, "read_timeout", None),
             )
-        except (TableNotFoundError, KeySchemaError):
-            self.forget_table(name)
-            raise
+        )
 
     def guarded(self, flow: Flow[R]) -> Flow[R]:
         """``flow`` (a call's, as its driver runs it), after which a table found gone, or not

@@ -14,14 +14,14 @@ of this one: they are left (remove them by hand, `index unmark` with the old set
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ddbkeys._core.stopping import StopFlag
+from ddbkeys.partition_keys._index.backfill_wait import known_markers
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import IndexPages, unhash
-from ddbkeys.partition_keys._index.state import key_of_json, markers_key
+from ddbkeys.partition_keys._index.state import markers_key, markers_of_key
 from ddbkeys.partition_keys._listing.base import plain_key
 
 if TYPE_CHECKING:
@@ -36,13 +36,10 @@ Work = Callable[[StopFlag | None], "Flow[list[str]]"]
 
 
 def earlier_markers(saved: Evidence | None, markers: str) -> list[str]:
-    """How the index's earlier backfills (its record's, and the one kept beside it) knew
-    markers, where not as ``markers`` (``state.markers_key``: this backfill's). Pure."""
-    if saved is None:
-        return []
-    known = [saved.backfill, saved.kept]
-    said = [b.markers for b in known if b is not None and b.markers is not None]
-    return [m for m in dict.fromkeys(said) if m != markers]
+    """How the index knew its markers before this backfill (``backfill_wait.known_markers``
+    of ``saved``, its record then), where not as ``markers`` (``state.markers_key``: this
+    backfill's). Pure."""
+    return [m for m in known_markers(saved) if m != markers]
 
 
 def old_markers_removed(index: MarkerCore, info: TableInfo, saved: Evidence | None) -> Flow[int]:
@@ -50,14 +47,14 @@ def old_markers_removed(index: MarkerCore, info: TableInfo, saved: Evidence | No
     how many were removed."""
     removed = 0
     for old in earlier_markers(saved, markers_key(index.attribute, index.sort_key(info))):
-        attribute, sort_key = json.loads(old)
+        attribute, sort_key = markers_of_key(old)
         if attribute != index.attribute:
             continue  # (not in this index: see the module)
         before = MarkerCore(
             index.table,
             index_name=index.name,
             marker_attribute=attribute,
-            marker_sort_key=plain_key(key_of_json(sort_key)),
+            marker_sort_key=plain_key(sort_key),
             usage=index.usage,
             deadline=index.deadline,
             retry=index.retry,

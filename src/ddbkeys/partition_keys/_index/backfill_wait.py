@@ -56,6 +56,7 @@ __all__ = [
     "began",
     "can_count",
     "dead_in",
+    "known_markers",
     "markers_checked",
     "needs_backfill",
     "other_markers",
@@ -329,6 +330,18 @@ def wait_flow(
         return where
 
 
+def known_markers(evidence: Evidence | None) -> list[str]:
+    """How the index knows its markers (``state.markers_key``), as its record says: its last
+    backfill's, and while that one is at work (one run with --force to change them), the
+    finished one kept beside it too, last. Pure."""
+    current = evidence.backfill if evidence is not None else None
+    known = [current]
+    if evidence is not None and current is not None and current.finished is None:
+        known.append(evidence.kept)  # (while one is at work: the last finished one too)
+    said = [b.markers for b in known if b is not None and b.markers is not None]
+    return list(dict.fromkeys(said))
+
+
 def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKeysError | None:
     """The error when the index's last finished backfill (the record's, or the one kept beside
     an unfinished one) knew markers otherwise than ``markers`` (``state.markers_key``: this
@@ -337,11 +350,7 @@ def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKey
     data: collections emptied since would be listed for good (a helper left the flag out
     once). A backfill at work that knows them as this command does (one run with --force to
     change them) counts as the index's too. Pure."""
-    current = evidence.backfill if evidence is not None else None
-    known = [current]
-    if evidence is not None and current is not None and current.finished is None:
-        known.append(evidence.kept)  # (while one is at work: the last finished one too)
-    said = [b.markers for b in known if b is not None and b.markers is not None]
+    said = known_markers(evidence)
     if not said or markers in said:
         return None
     last = said[-1]

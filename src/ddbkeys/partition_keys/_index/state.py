@@ -72,6 +72,7 @@ __all__ = [
     "key_json",
     "key_of_json",
     "markers_key",
+    "markers_of_key",
     "state_table_name",
     "update_request",
 ]
@@ -104,6 +105,12 @@ def markers_key(attribute: str, sort_key: dict[str, Any]) -> str:
     """How markers were recognised (their attribute and sort key), as a backfill records it:
     a listing proves the index only with the same."""
     return json.dumps([attribute, key_json(sort_key)], separators=(",", ":"))
+
+
+def markers_of_key(text: str) -> tuple[str, dict[str, Any]]:
+    """The marker attribute and (typed) sort key :func:`markers_key` wrote ``text`` for."""
+    attribute, sort_key = json.loads(text)
+    return str(attribute), key_of_json(sort_key)
 
 
 def _positions(

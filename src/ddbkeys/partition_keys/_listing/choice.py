@@ -4,15 +4,14 @@ the asyncio listing share; they differ only in how they run the proof's flows.""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
-from ddbkeys.partition_keys._index.backfill_wait import at_work
+from ddbkeys.partition_keys._index.backfill_wait import at_work, known_markers
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
-from ddbkeys.partition_keys._index.state import StateCore, key_of_json, markers_key
+from ddbkeys.partition_keys._index.state import StateCore, markers_key, markers_of_key
 from ddbkeys.partition_keys._listing.base import plain_key, read_timeout
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._listing.joining import Joining
@@ -240,15 +239,11 @@ def recorded_markers(evidence: Evidence | None, markers: str) -> tuple[str, Any]
     """The markers (attribute, sort key value) the index's last finished backfill knew (or
     one at work beside it), where ``markers`` (``state.markers_key``, the listing's) is not
     among them; else None. Pure."""
-    current = evidence.backfill if evidence is not None else None
-    known = [current]
-    if evidence is not None and current is not None and current.finished is None:
-        known.append(evidence.kept)
-    said = [b.markers for b in known if b is not None and b.markers is not None]
+    said = known_markers(evidence)
     if not said or markers in said:
         return None
-    attribute, sort_key = json.loads(said[-1])
-    return str(attribute), plain_key(key_of_json(sort_key))
+    attribute, sort_key = markers_of_key(said[-1])
+    return attribute, plain_key(sort_key)
 
 
 def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool = False) -> Choice:
