@@ -27,11 +27,10 @@ from __future__ import annotations
 import json
 import re
 
-from ddbkeys._key_json import ESCAPES, json_key, show_key
+from ddbkeys._key_json import ESCAPES, escaped, json_key, show_key
 
 __all__ = ["ESCAPES", "json_key", "jsonl_line", "read_text_key", "show_key", "text_line"]
 
-_TO_ESCAPE = re.compile("[" + re.escape("".join(ESCAPES)) + "]")
 _UNESCAPES = {escaped: plain for plain, escaped in ESCAPES.items()}
 _ESCAPED = re.compile("|".join(re.escape(e) for e in sorted(_UNESCAPES, key=len, reverse=True)))
 
@@ -40,7 +39,7 @@ def text_line(value: object) -> str:
     """The line of text output for a partition key's value (without the newline that ends it)."""
     shown = show_key(value)
     if isinstance(value, str):
-        return _TO_ESCAPE.sub(lambda m: ESCAPES[m[0]], shown)
+        return escaped(shown)
     return shown
 
 
