@@ -39,6 +39,7 @@ from ddbkeys.ids._counter_item import read_counter
 from ddbkeys.ids._exact import exact_update
 from ddbkeys.ids._gapless_exists import exists_error
 from ddbkeys.ids._values import (
+    DEFAULT_WIDTH,
     MAX_ID,
     check_item_key,
     check_name_and_key,
@@ -151,7 +152,7 @@ class GaplessCore:
     counter_table: str = ""  # (empty: the table itself)
     counter_attribute: str = "last_id"
     id_attribute: str = "id"
-    width: int = 10
+    width: int = DEFAULT_WIDTH
     prefix: str = ""
     max_batch: int = MAX_BATCH
     policy: RetryPolicy = RETRY
@@ -221,7 +222,7 @@ class GaplessCore:
             )
         check_item_key(prepared, info, skip=self.id_attribute, where=where)
         target = self.id_target(info)
-        if (target is None or target.type != "S") and (self.prefix or self.width != 10):
+        if (target is None or target.type != "S") and (self.prefix or self.width != DEFAULT_WIDTH):
             # (a helper's prefix="INV-" was dropped without a word: ids were numbers)
             kind = "no key" if target is None else "a number key"
             raise ConfigurationError(

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from ddbkeys._schema import KeyAttribute, TableInfo
 
 __all__ = [
+    "DEFAULT_WIDTH",
     "MAX_ID",
     "check_item_key",
     "counter_value",
@@ -30,6 +31,8 @@ __all__ = [
 ]
 
 MAX_ID = 10**38 - 1  # DynamoDB numbers keep 38 significant digits
+#: The digits of an id kept in a string key, unless ``width=`` says otherwise.
+DEFAULT_WIDTH = 10
 _TYPE_NAMES = {
     "S": "a string (S)",
     "N": "a number (N)",
