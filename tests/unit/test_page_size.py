@@ -579,6 +579,33 @@ def test_heavy_tailed_item_sizes_read_on_at_a_scans_cost() -> None:
     assert sum(over) <= 1
 
 
+def test_heavier_tailed_first_items_do_not_let_reading_on_run_past_its_bound() -> None:
+    """1,200 keys of Pareto item counts (shape 0.8, up to 400) and sizes (shape 0.7, 50 B-40 KB),
+    each key's items in a random order, in ten orders: skipping costs a third of a scan, but
+    one skipping page that met a 40 KB first item doubles skipping's rate and its error, and
+    let pages read on at three times skipping's cost a key pass, scan-sized ones among them
+    (1.24x and 1.40x skipping's units in two orders of ten; a DynamoDB Local table of this
+    shape read 1.49x). While skipping's rate is unsettled (``Ledgers.settled``), reading on
+    stops once it cost beyond skipping more than its bound: 1.09x to 1.17x. (The issue's
+    1.05x is not met here: each order still pays one trial's scan-sized page.)"""
+    ratios = []
+    for seed in range(10):
+        rng = random.Random(seed)
+
+        def pareto(alpha: float, low: int, high: int, rng: random.Random = rng) -> int:
+            return int(min(high, low * (1 - rng.random()) ** (-1 / alpha)))
+
+        sizes = [
+            (k, pareto(0.7, 50, 40_000)) for k in range(1200) for _ in range(pareto(0.8, 1, 400))
+        ]
+        rng.shuffle(sizes)
+        sizes.sort(key=lambda pair: hash((pair[0], seed)))  # (a key's items together)
+        listed, skipping = simulate_sized(sizes), simulate_sized(sizes, through=False)
+        assert skipping.units < sized_scan(sizes).units / 2
+        ratios.append(listed.units / skipping.units)
+    assert max(ratios) <= 1.2, ratios
+
+
 def test_a_trials_unit_of_items_keeps_to_the_item_cap() -> None:
     """Items of 2 bytes on average: a unit would hold 2,048, but no page asks for more than
     ``MAX_PAGE_ITEMS`` (the skipping pages go back to it when a trial fails)."""

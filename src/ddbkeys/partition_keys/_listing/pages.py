@@ -58,25 +58,27 @@ large items too). Skipping's rate is the higher of its units a key over all its 
 a unit of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large
 item's).
 Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
-times that rate's relative standard error, as its pages show it (pages that agree say
-it exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
-that a key on its own; skipping's rate keeps learning from a skipping page after every other
-scan-sized page (while under ``SAMPLE_PAGES``; not where reading on began because collections
-proved small). Pages stay within ``MAX_TARGET`` units until the keys read on would have met
-large collections at the rate the skipping pages did (``HOLD``). A trial that fails sends the
-listing back to skipping at one unit; the next waits twice as many skips, and until what reading
-on cost beyond skipping's rate is within ``WASTE`` of all read, plus ``LEEWAY``.
+times that rate's relative standard error, as its pages show it (pages that agree say it
+exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
+that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), only as long
+as what reading on cost beyond skipping is within ``WASTE`` of all read, plus ``LEEWAY``.
+Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
+under ``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay
+within ``MAX_TARGET`` units until the keys read on would have met large collections at the rate
+the skipping pages did (``HOLD``). A trial that fails sends the listing back to skipping at one
+unit; the next waits twice as many skips, and until what reading on cost beyond skipping's rate
+is within ``WASTE`` of all read, plus ``LEEWAY``.
 
-**The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY``
-(16 RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys
-were read on; ``MAX_TARGET`` units before), plus ``MAX_TARGET`` units where the average item
-size misleads; while few skipping pages were read, reading on may cost up to ``SPREAD``
-times skipping's error more. Where skipping saves ``WASTE`` or less, it goes on as a scan
-after about ``LOOK_AFTER`` skipping pages and a ramp of three (2, 8, 32 units): a scan's
-requests plus about ``LOOK_AFTER + 4`` (and a skipping page every other scan-sized one while
-skipping's pages are under ``SAMPLE_PAGES``), a scan's units plus what the skipping pages cost
-beyond it; more where the first skipping pages cost less a key than the later ones (a limit
-still learning large items), and a trial stops early.
+**The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY`` (16
+RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys were
+read on; ``MAX_TARGET`` units before), plus ``MAX_TARGET`` units where the average item size
+misleads; while few skipping pages were read, and skipping's rate is settled, reading on may
+cost up to ``SPREAD`` times skipping's error more. Where skipping saves ``WASTE`` or less, it
+goes on as a scan after about ``LOOK_AFTER`` skipping pages and a ramp of three (2, 8, 32
+units): a scan's requests plus about ``LOOK_AFTER + 4`` (and a skipping page every other
+scan-sized one while skipping's pages are under ``SAMPLE_PAGES``), a scan's units plus what the
+skipping pages cost beyond it; more where the first skipping pages cost less a key than the
+later ones (a limit still learning large items), and a trial stops early.
 """
 
 from __future__ import annotations
@@ -340,7 +342,12 @@ class PageSize:
             held = int(self.full_items // self.full_units)  # (over all such pages: sizes vary)
             self.unit_items = max(self.unit_items, min(MAX_PAGE_ITEMS, held))
         fits = 0 < longest <= self.limit
-        if self.ledgers.read(units, keys, items, fits=fits) and self.ledgers.passing():
+        ledgers = self.ledgers
+        if (
+            ledgers.read(units, keys, items, fits=fits)
+            and ledgers.passing()
+            and (self.small or ledgers.settled() or ledgers.may_try())
+        ):
             self.passed += 1
             if self.trying and self.passed >= 2:
                 self.through, self.trying, self.small = True, False, False
