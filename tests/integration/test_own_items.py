@@ -242,3 +242,45 @@ def test_the_estimate_counts_your_keys_not_ddbkeys_own(
     assert everything.keys == len(yours | own())
     # Markers would go on your collections only.
     assert found.markers is not None and found.markers.markers_high == len(yours)
+
+
+def test_a_listing_says_so_where_it_listed_a_key_at_a_marker_of_other_settings(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, ddb_endpoint_url: str
+) -> None:
+    """An index made with ``--marker-sort-key '!m'`` whose record the listing did not read (a
+    state table it was not told): its markers are data to a listing that knows the defaults,
+    and a collection emptied but for its marker is listed (a helper's "auto lists custom
+    markers as data", exit 0). Each method and the asyncio form say, once read, how many keys
+    were handed out at an item that says it is ddbkeys' marker, and what to pass; the
+    command line says it on stderr (even with --quiet) and in ``--output json``'s
+    ``warnings``. Told the index's settings, the listing is exact and says nothing."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    index = MarkerIndex(ddb_client, table, marker_sort_key="!m")
+    index.create()
+    for key in ("emptied", "kept"):
+        index.mark(key)  # (as a backfill or a maintainer writes them)
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "kept"}, "sk": {"S": "a"}})
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "plain"}, "sk": {"S": "a"}})
+    for method in ("scan", "skip", "skip-pages", "auto"):
+        listing = distinct_partition_keys(ddb_client, table, method)
+        assert listing.stray_note == "", method  # (nothing read yet)
+        assert set(listing) == {"emptied", "kept", "plain"}, method
+        note = listing.stray_note
+        assert note.startswith("2 keys were listed at an item that says it is ddbkeys' marker")
+        assert "the first at sort key '!m'" in note and "--marker-sort-key" in note, note
+        told = distinct_partition_keys(ddb_client, table, method, marker_sort_key="!m")
+        assert set(told) == {"kept", "plain"} and told.stray_note == "", method
+
+    async def body(client: Any) -> None:
+        listing = await aio_keys(client, table, "skip-pages")
+        assert {k async for k in listing} == {"emptied", "kept", "plain"}
+        assert listing.stray_note.startswith("2 keys were listed")
+
+    run(ddb_client, body)
+    said = cli_run(ddb_endpoint_url, "partition-keys", "-t", table, "--quiet", "--output", "json")
+    assert said.exit_code == 0, said.output
+    warning = [line for line in said.stderr.splitlines() if line.startswith("Warning: ")]
+    assert len(warning) == 1 and "sort key '!m'" in warning[0], said.stderr
+    assert json.loads(said.stdout)["warnings"] == [warning[0].removeprefix("Warning: ")[:-1]]
+    plain = cli_run(ddb_endpoint_url, "partition-keys", "-t", table, "--marker-sort-key", "!m")
+    assert plain.exit_code == 0 and "Warning" not in plain.stderr, plain.stderr

@@ -23,7 +23,7 @@ from ddbkeys.partition_keys._listing.checkpoint import (
     encode_token,
 )
 from ddbkeys.partition_keys._listing.choice import choose
-from ddbkeys.partition_keys._listing.recognise import is_counter, markers_of
+from ddbkeys.partition_keys._listing.recognise import Strays, is_counter, markers_of
 from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from tests.unit.test_listing_core import (
@@ -206,3 +206,27 @@ def test_a_resume_token_keeps_include_own_items() -> None:
     assert decode_token(plain).own_items is False
     with pytest.raises(ResumeTokenError, match="without --include-own-items"):
         check_binding(decode_token(plain), described, "scan", own_items=True)
+
+
+def test_a_key_handed_out_at_an_item_that_says_it_is_a_marker_is_counted_and_said() -> None:
+    """A key handed out at an item whose ``ddbkeys_type`` says "marker" but which is no marker
+    of the listing's settings (an index made with another sort key or attribute) counts as a
+    stray, once a key; the note names the listing's settings, the first stray's sort key and
+    what to pass. The type alone never makes the item ddbkeys' own: the key is still listed."""
+    method = ScanMethod(info())
+    said_marker = {"ddbkeys_type": {"S": "marker"}, "ddbkeys_pk": {"S": "a"}}
+    answers: list[dict[str, Any] | Exception] = [
+        items(
+            {"pk": {"S": "a"}, "sk": {"N": "-1"}, **said_marker},
+            {"pk": {"S": "a"}, "sk": {"N": "5"}, **said_marker},  # (a's key was handed out)
+            data("b"),
+            {"pk": {"S": "c"}, "sk": {"N": "7"}, "ddbkeys_type": {"S": "Marker"}},  # yours
+        )
+    ]
+    steps, _ = drive(method.keys(reader(), 0, 1, None), answers)
+    assert keys_of(steps) == ["a", "b", "c"]
+    assert (method.strays.count, method.strays.sort_value) == (1, {"N": "-1"})
+    note = method.strays.note(method.markers)
+    assert note.startswith("1 key was listed at an item that says it is ddbkeys' marker")
+    assert f"(sort key {'-' + '9' * 38}, attribute 'ddbkeys_pk'), the first at sort key -1" in note
+    assert Strays().note(method.markers) == ""

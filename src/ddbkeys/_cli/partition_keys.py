@@ -279,6 +279,7 @@ def partition_keys_group(
             "method": listing.method_name,
             "method_reason": listing.method_reason,
             "method_note": listing.method_note,
+            "warnings": [listing.stray_note] if listing.stray_note else [],
             "readers": listing.readers,
             "replay": _replay_fields(listing),
             "export": export_fields(listing),
@@ -291,3 +292,5 @@ def partition_keys_group(
     sink.finish()
     if not quiet:
         click.echo(usage_line(listing), err=True)
+    if listing.stray_note:  # said even with --quiet: the answer's trust is at stake
+        click.echo(f"Warning: {listing.stray_note}.", err=True)

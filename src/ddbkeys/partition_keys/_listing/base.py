@@ -23,6 +23,7 @@ from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo, describe_flow
 from ddbkeys.partition_keys._listing.recognise import (
     Markers,
+    Strays,
     is_own,
     marker_sort_key,
     markers_of,
@@ -310,6 +311,8 @@ class SegmentMethod:
         self.info = info
         self.markers = markers or markers_of(info)
         self.own_items = False
+        #: keys handed out at an item that says it is a marker but is not one of ``markers``
+        self.strays = Strays()
 
     def knowing_markers_by(
         self, attribute: str, *, sort_key: Any = None, own_items: bool = False
@@ -327,7 +330,12 @@ class SegmentMethod:
     def counts(self, item: Mapping[str, Any]) -> bool:
         """Whether ``item`` makes its collection one to hand out: any item but ddbkeys' own (a
         marker, a counter item), or any item at all with ``own_items``."""
-        return self.own_items or not is_own(item, self.markers)
+        if self.own_items:
+            return True
+        if is_own(item, self.markers):
+            return False
+        self.strays.met(item, self.markers)
+        return True
 
     def start_key(self, after: Key) -> dict[str, Any]:
         """The ExclusiveStartKey just past the collection of partition key ``after``."""

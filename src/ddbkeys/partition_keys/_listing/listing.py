@@ -100,6 +100,15 @@ class ListingCore:
         return f"{self.method.name} {note}" if note else ""
 
     @property
+    def stray_note(self) -> str:
+        """Once read: the keys handed out at an item that says it is ddbkeys' marker but is
+        not one as this listing knows them (``recognise.Strays``: most likely a marker index
+        made with other settings, whose record the listing did not read), and what to pass;
+        empty when none."""
+        method = self.method
+        return method.strays.note(method.markers)
+
+    @property
     def scan_segments(self) -> int:
         """How many Scan segments the table is split into (``TotalSegments``)."""
         return len(self.positions)

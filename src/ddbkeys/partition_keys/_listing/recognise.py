@@ -27,14 +27,15 @@ charged by the item's size, whatever is projected).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
+from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._errors import ConfigurationError, KeySchemaError
-from ddbkeys._key_json import key_of_text
+from ddbkeys._key_json import brief_key, key_of_text
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
 
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_MARKER_SORT_KEY",
     "Markers",
     "Seen",
+    "Strays",
     "is_counter",
     "is_own",
     "marker_sort_key",
@@ -207,3 +209,49 @@ class Seen:
                 self.handed = True
                 found.append(dict(key))
         return found
+
+
+@dataclass
+class Strays:
+    """Keys a listing handed out at an item that says it is ddbkeys' marker (``ddbkeys_type``
+    ``"marker"``, as every marker ddbkeys writes) but is not one as the listing knows markers:
+    most likely a marker index made with another ``--marker-sort-key`` or
+    ``--marker-attribute``, whose record the listing did not read (another state table). Such
+    a key may hold nothing but that marker. The type alone never makes an item ddbkeys' own
+    (another tool may write anything): the listing says so instead, once it has read."""
+
+    count: int = 0
+    sort_value: Any = None  # the first one's sort key value
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def met(self, item: Mapping[str, Any], markers: Markers | None) -> None:
+        """A key is handed out at ``item``: counted where it says it is a marker."""
+        kind = item.get(ENTITY_ATTRIBUTE)
+        if not isinstance(kind, Mapping) or kind.get("S") != MARKER:
+            return
+        with self._lock:
+            self.count += 1
+            if self.sort_value is None and markers is not None:
+                self.sort_value = item.get(markers.sort_key)
+
+    def note(self, markers: Markers | None) -> str:
+        """What the listing says of them (empty: none)."""
+        if not self.count or markers is None:
+            return ""
+        many = "s were" if self.count != 1 else " was"
+        at = f", the first at sort key {_shown(self.sort_value)}" if self.sort_value else ""
+        return (
+            f"{self.count:,} key{many} listed at an item that says it is ddbkeys' marker but is "
+            f"not one of this listing's (sort key {_shown(markers.sort_value)}, attribute "
+            f"{markers.attribute!r}){at}: such a key may hold nothing but a marker of an index "
+            "made with other settings. Pass that index's --marker-sort-key and "
+            "--marker-attribute, or the --state-table holding its record"
+        )
+
+
+def _shown(value: Any) -> str:
+    """A typed sort key value (an AttributeValue) for a line of text."""
+    if not isinstance(value, Mapping) or len(value) != 1:
+        return repr(value)
+    kind, raw = next(iter(value.items()))
+    return brief_key(Decimal(str(raw)) if kind == "N" else raw)
