@@ -170,6 +170,25 @@ def test_unknown_option_is_a_usage_error() -> None:
     assert result.output.splitlines()[-1] == "Error: No such option '--no-such-option'."
 
 
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("-5", "-5 is not in the range 0<=x<=" + "9" * 38 + "."),
+        ("-1.5", "'-1.5' is not a valid integer."),
+        ("-1e3", "'-1e3' is not a valid integer."),
+    ],
+)
+def test_a_negative_value_is_judged_as_the_value_not_taken_for_an_option(
+    given: str, said: str
+) -> None:
+    """``ids set -5``: click took -5 for an option ("No such option '-5'"); it is VALUE's."""
+    result = run("ids", "set", "-t", "orders", given)
+    assert result.exit_code == 2
+    assert result.output.splitlines()[-1] == f"Error: Invalid value for 'VALUE': {said}"
+    typo = run("ids", "set", "-t", "orders", "-x", "5")
+    assert typo.output.splitlines()[-1] == "Error: No such option '-x'."
+
+
 def test_bad_output_choice_is_a_usage_error() -> None:
     result = run("demo", "--output", "yaml")
     assert result.exit_code == 2

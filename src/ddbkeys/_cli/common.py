@@ -42,6 +42,33 @@ class FloatRange(click.FloatRange):
     name = "number"
 
 
+class NumberArgument(click.Command):
+    """A command whose first argument is a number of 0 or more: a negative one (``ids set
+    -5``) is judged as that argument's value ("-5 is not in the range 0<=x<=..."), where
+    click took it for an option and said "No such option '-5'"."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)  # (click's parser takes from ``args`` as it reads)
+        try:
+            return super().parse_args(ctx, args)
+        except click.NoSuchOption as exc:
+            # (click reads "-1.5" as the options -1 and -.: the token as written)
+            name = next((a for a in given if a.startswith(exc.option_name)), exc.option_name)
+            argument = next((p for p in self.params if isinstance(p, click.Argument)), None)
+            if argument is None or not _negative(name):
+                raise
+            argument.type.convert(name, argument, ctx)  # (its own BadParameter: no negatives)
+            raise
+
+
+def _negative(text: str) -> bool:
+    """Whether ``text`` is written as a negative number (-5, -1.5, -1e3)."""
+    try:
+        return text.startswith("-") and math.isfinite(float(text))
+    except ValueError:
+        return False
+
+
 OUTPUT_CHOICE = click.Choice(list(FORMATS))
 #: Where --query is kept for the command being run (ctx.meta).
 QUERY_KEY = "ddbkeys.query"

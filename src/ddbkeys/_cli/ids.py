@@ -9,6 +9,7 @@ from ddbkeys._cli.common import (
     Connection,
     F,
     IntRange,
+    NumberArgument,
     connection_options,
     echo_json,
     output_option,
@@ -186,7 +187,7 @@ def current_command(
         click.echo(str(value))
 
 
-@ids_group.command("set")
+@ids_group.command("set", cls=NumberArgument)
 @click.argument("value", type=IntRange(0, MAX_ID))  # (past it: a usage error, 2)
 @table_option
 @counter_options
