@@ -33,9 +33,10 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from ddbkeys._attributes import show_value
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._errors import ConfigurationError, KeySchemaError
-from ddbkeys._key_json import brief_key, key_of_text
+from ddbkeys._key_json import key_of_text
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._schema import TableInfo, key_value
 
@@ -120,8 +121,13 @@ def same_value(a: object, b: object) -> bool:
 def is_counter(item: Mapping[str, Any]) -> bool:
     """Whether ``item`` is an id strategy's counter item: its ``ddbkeys_type`` is exactly the
     string ``"counter"`` (any other value or type is data)."""
+    return _typed(item, COUNTER)
+
+
+def _typed(item: Mapping[str, Any], value: str) -> bool:
+    """Whether ``item``'s ``ddbkeys_type`` is exactly the string ``value``."""
     kind = item.get(ENTITY_ATTRIBUTE)
-    return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == COUNTER
+    return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == value
 
 
 def is_own(item: Mapping[str, Any], markers: Markers | None) -> bool:
@@ -226,8 +232,7 @@ class Strays:
 
     def met(self, item: Mapping[str, Any], markers: Markers | None) -> None:
         """A key is handed out at ``item``: counted where it says it is a marker."""
-        kind = item.get(ENTITY_ATTRIBUTE)
-        if not isinstance(kind, Mapping) or kind.get("S") != MARKER:
+        if not _typed(item, MARKER):
             return
         with self._lock:
             self.count += 1
@@ -239,19 +244,11 @@ class Strays:
         if not self.count or markers is None:
             return ""
         many = "s were" if self.count != 1 else " was"
-        at = f", the first at sort key {_shown(self.sort_value)}" if self.sort_value else ""
+        at = f", the first at sort key {show_value(self.sort_value)}" if self.sort_value else ""
         return (
             f"{self.count:,} key{many} listed at an item that says it is ddbkeys' marker but is "
-            f"not one of this listing's (sort key {_shown(markers.sort_value)}, attribute "
+            f"not one of this listing's (sort key {show_value(markers.sort_value)}, attribute "
             f"{markers.attribute!r}){at}: such a key may hold nothing but a marker of an index "
             "made with other settings. Pass that index's --marker-sort-key and "
             "--marker-attribute, or the --state-table holding its record"
         )
-
-
-def _shown(value: Any) -> str:
-    """A typed sort key value (an AttributeValue) for a line of text."""
-    if not isinstance(value, Mapping) or len(value) != 1:
-        return repr(value)
-    kind, raw = next(iter(value.items()))
-    return brief_key(Decimal(str(raw)) if kind == "N" else raw)
