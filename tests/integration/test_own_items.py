@@ -284,3 +284,14 @@ def test_a_listing_says_so_where_it_listed_a_key_at_a_marker_of_other_settings(
     assert json.loads(said.stdout)["warnings"] == [warning[0].removeprefix("Warning: ")[:-1]]
     plain = cli_run(ddb_endpoint_url, "partition-keys", "-t", table, "--marker-sort-key", "!m")
     assert plain.exit_code == 0 and "Warning" not in plain.stderr, plain.stderr
+    # A task of `plan` run by `run-task` (a worker's listing) says it as the listing does.
+    for method in ("scan", "skip-pages"):
+        plan = cli_run(
+            ddb_endpoint_url, "partition-keys", "plan", "-t", table, "--tasks", "1", "-m", method
+        )
+        assert plan.exit_code == 0, plan.output
+        ran = CliRunner().invoke(cli, ["partition-keys", "run-task"], input=plan.stdout)
+        assert ran.exit_code == 0, ran.output
+        assert set(ran.stdout.split()) == {"emptied", "kept", "plain"}, method
+        said = [line for line in ran.stderr.splitlines() if line.startswith("Warning: ")]
+        assert len(said) == 1 and said[0].startswith("Warning: 2 keys were listed"), ran.stderr

@@ -24,6 +24,7 @@ __all__ = [
     "STOP_SIGNALS",
     "before_keys",
     "resume_note",
+    "say_strays",
     "stream_keys",
     "usage_line",
     "write_keys",
@@ -55,6 +56,13 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
     if progress and listing.scan_segments > 1:
         line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
     return line
+
+
+def say_strays(listing: Listing) -> None:
+    """Say (on stderr, even with --quiet: the answer's trust is at stake) where the listing
+    handed out keys at items that say they are ddbkeys' markers of other settings."""
+    if listing.stray_note:
+        click.echo(f"Warning: {listing.stray_note}.", err=True)
 
 
 #: What each stopping signal is called, and the exit code it leads to (128 + its number).

@@ -26,7 +26,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink
-from ddbkeys._cli.listing_stream import before_keys, stream_keys, usage_line
+from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
@@ -205,3 +205,4 @@ def run_task_command(
     stream_keys(ctx, listing, output, sink, None)
     sink.finish()
     click.echo(usage_line(listing), err=True)  # (as a listing's: "1 request", not "1 requests")
+    say_strays(listing)

@@ -31,7 +31,7 @@ from ddbkeys._cli.listing_export import (
     from_export_option,
 )
 from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink, check_options, resume_from
-from ddbkeys._cli.listing_stream import before_keys, stream_keys, usage_line
+from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.rendering import check_query, render, render_table
 from ddbkeys.partition_keys import (
     MAX_READERS,
@@ -292,5 +292,4 @@ def partition_keys_group(
     sink.finish()
     if not quiet:
         click.echo(usage_line(listing), err=True)
-    if listing.stray_note:  # said even with --quiet: the answer's trust is at stake
-        click.echo(f"Warning: {listing.stray_note}.", err=True)
+    say_strays(listing)
