@@ -323,7 +323,14 @@ class PageSize:
         )
 
     def read_through(
-        self, units: float, keys: int, items: int, asked: int | None = None, *, longest: int = 0
+        self,
+        units: float,
+        keys: int,
+        items: int,
+        asked: int | None = None,
+        *,
+        longest: int = 0,
+        last: bool = False,
     ) -> None:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
         read ``items`` (of ``asked``: its Limit, None when scan-sized) and handed out
@@ -335,7 +342,8 @@ class PageSize:
         few), the next pages ask that many a unit, so that they cost what they aim at rather
         than a fraction of it. ``longest``: the most items of one key in the page (within a
         skipping page's limit, what it cost beyond its items' average is not charged to it:
-        ``Ledgers.read``)."""
+        ``Ledgers.read``). ``last``: the page ended its segment (it counts, and may fail a
+        trial, but passes none: the short rest of a segment shows little)."""
         if self.through and asked is not None and items >= asked and units >= 1:
             self.full_items += items
             self.full_units += units
@@ -348,6 +356,8 @@ class PageSize:
             and ledgers.passing()
             and (self.small or ledgers.settled() or ledgers.may_try())
         ):
+            if last:
+                return
             self.passed += 1
             if self.trying and self.passed >= 2:
                 self.through, self.trying, self.small = True, False, False

@@ -82,28 +82,11 @@ class Reading:
         meanwhile. A key counts once, in the page that hands it out."""
         pages = self.pages
         tail = tail_of(keys)
-        runs, went, new = self._keys(keys, unhanded)
         if self.opening:
+            self._keys(keys, unhanded)
             return self._whole(len(keys), units, unhanded)
-        if self.going_on and not self.reading_on and went and runs == 1:
-            # The rest of the collection a page ended in on a lone own item, and nothing more
-            # (pages of an item or so): counted with that page, in the way it was read, not as
-            # a page of its own (a page of units and no key would say skipping varies widely).
-            self.going_on = unhanded
-            pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
+        if not self._count(keys, units, asked, lead, unhanded):
             return self._next(unhanded)
-        self.going_on, self.was_on = unhanded, self.reading_on
-        base = None if asked is None else max(1, asked - self.extra)  # (the Limit, no extra)
-        if self.reading_on:
-            if self.trial or pages.through:
-                pages.read_through(units, new, len(keys), asked, longest=longest_run(keys))
-        elif keys:
-            pages.ledgers.skipped(units, new, len(keys))
-            pages.observe(max(1, len(keys) - self.extra), units, tail, base, longest_run(keys))
-            if not went:
-                pages.lead = min(MAX_LEAD, lead)
-        else:
-            pages.observe(0, units, 0, base)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
             self.reading_on = self._reads_on()
@@ -111,6 +94,43 @@ class Reading:
             self.reading_on = bool(keys) and not pages.skip_past(tail)
             self.trial = self.reading_on
         return self._next(unhanded)
+
+    def _count(
+        self,
+        keys: Sequence[object],
+        units: float,
+        asked: int | None,
+        lead: int,
+        unhanded: bool,
+        last: bool = False,
+    ) -> bool:
+        """Count a page for the way it was read (:meth:`after`); False where it went on in the
+        collection the page before ended in on a lone own item, and nothing more (pages of an
+        item or so): counted with that page, in the way it was read, not as a page of its own
+        (a page of units and no key would say skipping varies widely)."""
+        pages = self.pages
+        runs, went, new = self._keys(keys, unhanded)
+        if self.going_on and not self.reading_on and went and runs == 1:
+            self.going_on = unhanded
+            pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
+            return False
+        self.going_on, self.was_on = unhanded, self.reading_on
+        base = None if asked is None else max(1, asked - self.extra)  # (the Limit, no extra)
+        if self.reading_on:
+            if self.trial or pages.through:
+                pages.read_through(
+                    units, new, len(keys), asked, longest=longest_run(keys), last=last
+                )
+        elif keys:
+            pages.ledgers.skipped(units, new, len(keys))
+            pages.observe(
+                max(1, len(keys) - self.extra), units, tail_of(keys), base, longest_run(keys)
+            )
+            if not went:
+                pages.lead = min(MAX_LEAD, lead)
+        else:
+            pages.observe(0, units, 0, base)
+        return True
 
     def _reads_on(self) -> bool:
         """While this segment's trial or every segment reads on: whether the next page reads
@@ -154,15 +174,30 @@ class Reading:
         self.extra = 0 if self.reading_on or unhanded else pages.lead
         return (None if self.asked is None else self.asked + self.extra), True
 
-    def end(self, units: float = 0.0) -> None:
-        """The segment was read to its end, by a last page of ``units``: a trial it ran ends
-        unjudged; while reading whole, a table read past twice its described share proved
-        larger than its description."""
-        if self.trial:
-            self.pages.trying = self.trial = False
+    def end(
+        self,
+        keys: Sequence[object] = (),
+        units: float = 0.0,
+        asked: int | None = None,
+        *,
+        lead: int = 0,
+        unhanded: bool = False,
+    ) -> None:
+        """The segment was read to its end, by a last page as :meth:`after` takes one: it
+        counts for the way it was read, as any page does (a page read on at a segment's end
+        cost what it cost: left uncounted, a failed trial that ends a segment would leave
+        reading on's ledger clean, and the next segment try again: auto's joined readers read
+        four scan-sized trial pages on 1,200 heavy-tailed keys where one reader read one). It
+        may fail a trial, but passes none (``PageSize.read_through``'s ``last``); a trial it
+        ran ends there; while reading whole, a table read past twice its described share
+        proved larger than its description."""
         if self.opening:
             self.opening = False
             self.pages.grew = self.pages.grew or units > self.units_left
+        elif keys or units:
+            self._count(keys, units, asked, lead, unhanded, last=True)
+        if self.trial:
+            self.pages.trying = self.trial = False
 
 
 def longest_run(keys: Sequence[object]) -> int:

@@ -82,7 +82,7 @@ class SkipMethod(SegmentMethod):
         data), where no item came back (DynamoDB stopped short), or where a read through goes
         on."""
         if "LastEvaluatedKey" not in page:
-            self.finish(state, page)
+            self.finish(request, page, state, seen)
             return None
         following = request.copy()
         skip = self.adapt(following, page, state, seen)
@@ -100,8 +100,8 @@ class SkipMethod(SegmentMethod):
         """The Limit of the first page of one of ``segments``."""
         return self.page_items
 
-    def finish(self, state: Any, page: Mapping[str, Any]) -> None:
-        """The segment was read to its end, ``page`` its last."""
+    def finish(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> None:
+        """The segment was read to its end, ``page`` (asked by ``request``) its last."""
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> bool:
         """Change the request for the next page (the article's Limit 1 stays as it is), and say
@@ -149,8 +149,11 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:  # a segment that starts late goes on from what the others learned
             return min(SCAN_PAGE_ITEMS, state.first_limit(segments))
 
-    def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
-        consumed = _consumed(page)
+    def _page(
+        self, request: _Request, page: Mapping[str, Any], state: Reading
+    ) -> tuple[list[Any], float, int | None, int]:
+        """What ``Reading`` takes of a page: its items' partition keys, its 4 KB units, the
+        Limit it asked for (None: scan-sized) and how many of ddbkeys' own items led it."""
         pk = self.info.partition_key.name
         items = page.get("Items", [])
         keys = [item.get(pk) for item in items]
@@ -159,10 +162,12 @@ class PagedSkipMethod(SkipMethod):
         lead = 0  # ddbkeys' own items that led the page's first collection
         while lead < len(items) and keys[lead] == keys[0] and not self.counts(items[lead]):
             lead += 1
+        return keys, _consumed(page) / 0.5, asked, lead
+
+    def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
+        keys, units, asked, lead = self._page(request, page, state)
         with self._lock:
-            limit, skip = state.after(
-                keys, consumed / 0.5, asked=asked, lead=lead, unhanded=not seen.handed
-            )
+            limit, skip = state.after(keys, units, asked=asked, lead=lead, unhanded=not seen.handed)
         # Read on as a scan: DynamoDB's 1 MB pages, of at most a scan's ``PAGE_ITEMS`` items
         # (as ddbkeys' scan asks: a page of the smallest items stays a few MB of Python objects;
         # and DynamoDB Local serves a Scan without a Limit several times slower, 1.0-1.6 s a
@@ -175,9 +180,12 @@ class PagedSkipMethod(SkipMethod):
         with self._lock:
             return self._pages.note()
 
-    def finish(self, state: Reading, page: Mapping[str, Any]) -> None:
+    def finish(
+        self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen
+    ) -> None:
+        keys, units, asked, lead = self._page(request, page, state)
         with self._lock:
-            state.end(_consumed(page) / 0.5)
+            state.end(keys, units, asked, lead=lead, unhanded=not seen.handed)
 
 
 def _consumed(page: Mapping[str, Any]) -> float:
