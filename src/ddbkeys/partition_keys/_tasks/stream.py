@@ -19,22 +19,29 @@ MB = 1024 * 1024
 
 @dataclass(frozen=True)
 class Rest:
-    """How many items a collection whose rest the sample skipped holds past what it read (of
-    the average size of those it read)."""
+    """How many items a collection whose rest the sample skipped holds past what it read, and
+    their size (the average of the table's items the sample did not read; 0: of the
+    collection's items read)."""
 
     items: int = 0
+    size: float = 0.0  # an item's bytes (0: the average of the collection's items read)
 
     @classmethod
-    def of(cls, items: float, cut: int) -> Rest:
-        """The rest of each of ``cut`` collections, sharing ``items``."""
+    def of(cls, items: float, cut: int, size: float = 0.0) -> Rest:
+        """The rest of each of ``cut`` collections, sharing ``items`` (of ``size`` bytes
+        each; 0: as each collection's items read)."""
         if cut <= 0 or items < 1:
             return cls()
-        return cls(round(items / cut))
+        return cls(round(items / cut), size)
+
+    def each(self, sizes: Sequence[int]) -> float:
+        """The bytes of an item of the rest of a cut collection whose items read were
+        ``sizes``."""
+        return self.size or (sum(sizes) / len(sizes) if sizes else 0.0)
 
     def bytes_of(self, sizes: Sequence[int]) -> float:
-        """The bytes of the rest of a cut collection whose items read were ``sizes`` (at
-        their average)."""
-        return self.items * sum(sizes) / len(sizes) if sizes else 0.0
+        """The bytes of the rest of a cut collection whose items read were ``sizes``."""
+        return self.items * self.each(sizes) if sizes else 0.0
 
 
 @dataclass
@@ -98,7 +105,7 @@ class Stream:
                     parts.append((self.at, size - start))
                     break
             else:
-                each = sum(sizes) / len(sizes)
+                each = self.rest.each(sizes)
                 room = int((MB - size) // each) if keys else max(1, int(MB // each))
                 take = int(min(most - len(keys), self.length(self.at) - self.item, room))
                 if take <= 0:
