@@ -10,6 +10,7 @@ item of yours whose ``ddbkeys_type`` holds another value is yours."""
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -30,6 +31,7 @@ from ddbkeys.partition_keys import (
     plan_listing,
 )
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._tasks.tasks import list_task
 from ddbkeys.testing._tables import TableFactory
 from tests.integration.test_index_async import run
 from tests.integration.test_index_proof import caught_up
@@ -245,7 +247,10 @@ def test_the_estimate_counts_your_keys_not_ddbkeys_own(
 
 
 def test_a_listing_says_so_where_it_listed_a_key_at_a_marker_of_other_settings(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, ddb_endpoint_url: str
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    ddb_endpoint_url: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     """An index made with ``--marker-sort-key '!m'`` whose record the listing did not read (a
     state table it was not told): its markers are data to a listing that knows the defaults,
@@ -295,3 +300,10 @@ def test_a_listing_says_so_where_it_listed_a_key_at_a_marker_of_other_settings(
         assert set(ran.stdout.split()) == {"emptied", "kept", "plain"}, method
         said = [line for line in ran.stderr.splitlines() if line.startswith("Warning: ")]
         assert len(said) == 1 and said[0].startswith("Warning: 2 keys were listed"), ran.stderr
+    # An engine's worker (list_task: Dask's bags, the process pool) logs it, as a warning of
+    # the ddbkeys logger, naming the table and the task.
+    with caplog.at_level(logging.WARNING, logger="ddbkeys"):
+        found = [list_task(task)[0] for task in plan_listing(ddb_client, table, tasks=2)]
+    assert sorted(key for keys in found for key in keys) == ["emptied", "kept", "plain"]
+    logged = [r.getMessage() for r in caplog.records if "keys were listed at" in r.getMessage()]
+    assert logged and all(f"Table {table!r}, task " in line for line in logged), logged

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ddbkeys._errors import ConfigurationError
-from ddbkeys.partition_keys._tasks.tasks import ListingTask, open_task
+from ddbkeys.partition_keys._tasks.tasks import ListingTask, open_task, say_strays
 
 try:
     from pyspark import RDD, SparkContext
@@ -61,4 +61,7 @@ def keys_rdd(spark_context: SparkContext, tasks: Iterable[ListingTask]) -> RDD[A
 def _keys_of(lines: Iterable[str]) -> Iterator[Any]:
     """A worker's part: the keys of the task in this partition, listed to its end."""
     for line in lines:
-        yield from open_task(ListingTask.from_json(line))
+        task = ListingTask.from_json(line)
+        listing = open_task(task)
+        yield from listing
+        say_strays(task, listing)

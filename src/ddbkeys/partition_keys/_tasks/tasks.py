@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import logging
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import MISSING, asdict, dataclass, fields, replace
@@ -39,7 +40,9 @@ from ddbkeys.partition_keys._listing.options import (
 )
 from ddbkeys.partition_keys._listing.read_share import share
 
-__all__ = ["ListingTask", "list_task", "list_tasks", "open_task", "plan_listing"]
+__all__ = ["ListingTask", "list_task", "list_tasks", "open_task", "plan_listing", "say_strays"]
+
+LOG = logging.getLogger("ddbkeys")
 
 #: How often a process pool is built again after a worker died, before ``list_tasks`` gives up.
 POOL_RESTARTS = 3
@@ -301,9 +304,20 @@ def list_task(task: ListingTask | str) -> tuple[list[Any], dict[str, float]]:
     """A worker's part: one task (or its line of JSON) listed to its end, with its keys and
     what its listing read (``Usage.snapshot()``: ``requests``, ``items``, ``read_units``, ...),
     so that an engine can report the whole listing's cost."""
-    listing = open_task(ListingTask.from_json(task) if isinstance(task, str) else task)
+    task = ListingTask.from_json(task) if isinstance(task, str) else task
+    listing = open_task(task)
     keys = list(listing)
+    say_strays(task, listing)
     return keys, listing.usage.snapshot()
+
+
+def say_strays(task: ListingTask, listing: Listing) -> None:
+    """Once ``task``'s listing has ended, log (the ``ddbkeys`` logger, as a warning: in an
+    engine's worker logs) where it handed out keys at items that say they are ddbkeys'
+    markers of other settings (``listing.stray_note``), as the command line says it."""
+    note = listing.stray_note
+    if note:
+        LOG.warning("Table %r, task %d of %d: %s.", task.table, task.segment, task.segments, note)
 
 
 def list_tasks(
