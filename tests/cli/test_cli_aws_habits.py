@@ -130,3 +130,36 @@ def test_run_task_refuses_a_whole_plan_on_stdin(ddb_endpoint_url: str, table: st
         cli, ["partition-keys", "run-task"], input=plan.stdout.splitlines()[0] + "\n"
     )
     assert one.exit_code == 0, one.output
+
+
+def test_run_task_reaches_the_table_the_way_it_is_told(ddb_endpoint_url: str, table: str) -> None:
+    """A task says how its plan reached the table; a worker that reaches it another way says
+    so with --endpoint-url (--region, --profile, --timeout), after the command's name or
+    before it, as every command takes them (run-task said "No such option", and before the
+    name it was ignored without a word)."""
+    plan = run(
+        "partition-keys",
+        "plan",
+        "-t",
+        table,
+        "--tasks",
+        "1",
+        "--endpoint-url",
+        "http://127.0.0.1:9",
+    )
+    assert plan.exit_code == 1 and "Could not connect" in plan.output  # (plan reads the table)
+    planned = run(
+        "partition-keys", "plan", "-t", table, "--tasks", "1", "--endpoint-url", ddb_endpoint_url
+    )
+    elsewhere = planned.stdout.replace(ddb_endpoint_url, "http://127.0.0.1:9")
+    assert elsewhere != planned.stdout
+    runner = CliRunner()
+    stale = runner.invoke(cli, ["partition-keys", "run-task", "--timeout", "2"], input=elsewhere)
+    assert stale.exit_code == 1 and "http://127.0.0.1:9" in stale.output
+    for args in (
+        ["partition-keys", "run-task", "--endpoint-url", ddb_endpoint_url],
+        ["--endpoint-url", ddb_endpoint_url, "partition-keys", "run-task"],
+    ):
+        told = runner.invoke(cli, args, input=elsewhere)
+        assert told.exit_code == 0, told.output
+        assert sorted(told.stdout.split()) == ["c0", "c1", "c2"], args

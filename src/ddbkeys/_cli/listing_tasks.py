@@ -4,6 +4,8 @@ a shell loop, ``xargs -P``, AWS Batch or Step Functions to run (see
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import os
 import sys
 
@@ -137,6 +139,30 @@ def plan_command(
     click.echo(found.summary(settled), err=True)
 
 
+#: --endpoint-url of run-task: the task says how to reach its table; these say otherwise.
+RUN_TASK_ENDPOINT_HELP = (
+    "DynamoDB endpoint to list the task's table at, instead of the one its plan was made "
+    "with (so --region and --profile: a worker that reaches the table another way)."
+)
+
+
+def _reached_by(task: ListingTask, connection: Connection) -> ListingTask:
+    """``task``, reaching its table by the --endpoint-url, --region, --profile and --timeout
+    given (before the command's name too), where given."""
+    ctx = click.get_current_context()
+    given = ctx.get_parameter_source("timeout") not in (
+        click.core.ParameterSource.DEFAULT,
+        None,
+    )
+    return dataclasses.replace(
+        task,
+        endpoint_url=connection.endpoint_url or task.endpoint_url,
+        region=connection.region or task.region,
+        profile=connection.profile or task.profile,
+        options=task.options.replace(deadline=connection.timeout) if given else task.options,
+    )
+
+
 @click.command("run-task")
 @click.option(
     "--output",
@@ -161,9 +187,14 @@ def plan_command(
     help="Write the keys to OUT instead of stdout (with --checkpoint, a resume first cuts OUT "
     "back to what the checkpoint recorded).",
 )
+@functools.partial(connection_options, endpoint_help=RUN_TASK_ENDPOINT_HELP)
 @click.pass_context
 def run_task_command(
-    ctx: click.Context, output: str, checkpoint_file: str | None, output_file: str | None
+    ctx: click.Context,
+    output: str,
+    checkpoint_file: str | None,
+    output_file: str | None,
+    connection: Connection,
 ) -> None:
     """Run one task of `ddbkeys partition-keys plan` (its JSON line on stdin) and write its
     keys on stdout. Run again from its start, a task writes the same keys; with --checkpoint
@@ -185,7 +216,7 @@ def run_task_command(
             "run-task (a shell loop, xargs -P), or run them all with list_tasks() in Python."
         )
     line = lines[0]
-    task = ListingTask.from_json(line)
+    task = _reached_by(ListingTask.from_json(line), connection)
     if (
         checkpoint_file is not None
         and output_file is not None
