@@ -155,7 +155,14 @@ def _trust_note(listing: Listing, method: str) -> str:
     help="Write the keys to OUT instead of stdout (truncated at the start). With --checkpoint, a "
     "resume first cuts OUT back to what the checkpoint recorded: every key exactly once.",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress and no summary on stderr.")
+@click.option(
+    "--quiet",
+    "-q",
+    is_flag=True,
+    help="No progress and no summary on stderr. What puts the answer's trust at stake is said "
+    "all the same: a marker index not used or not proven, keys listed at markers of other "
+    "settings.",
+)
 @from_export_option
 @own_items_option
 @index_options
