@@ -166,7 +166,7 @@ def estimate(
     notes: list[str] = []
     items, size_bytes, source = _totals(info, sample, notes)
     one_each = info.sort_key is None
-    keys = _keys(items, sample, sample.keys - sample.owned, one_each)  # the keys listed
+    keys = _keys(items, sample, sample.keys - sample.owned, one_each, yours=True)  # listed
     collections = _keys(items, sample, sample.keys, one_each)  # what skip reads, yours or not
     rate = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
     whole, whence = read_capacity(info, options.read_capacity)
@@ -315,10 +315,13 @@ def _totals(
     return None, None, "unknown"
 
 
-def _keys(items: int | None, sample: Sample, seen: int, one_each: bool = False) -> Range | None:
-    """The distinct partition keys, of which the sample saw ``seen`` (``ranges.count_range``),
-    at most the items. ``one_each`` (a table without a sort key): the items, less those of the
-    sample's that were not counted (ddbkeys' own), scaled up as a count."""
+def _keys(
+    items: int | None, sample: Sample, seen: int, one_each: bool = False, yours: bool = False
+) -> Range | None:
+    """The distinct partition keys, of which the sample saw ``seen`` (``ranges.count_range``,
+    as even as the drawn segments show: ``yours``, counting only those that showed one of
+    your items), at most the items. ``one_each`` (a table without a sort key): the items, less
+    those of the sample's that were not counted (ddbkeys' own), scaled up as a count."""
     if items is None or (not sample.segments and items):
         return None
     if not items:
@@ -329,10 +332,22 @@ def _keys(items: int | None, sample: Sample, seen: int, one_each: bool = False) 
         unseen = sample.keys - seen
         left = count_range(unseen, sample.segments, sample.total_segments)
         return Range(max(0.0, items - left.high), max(0.0, items - left.value), items - left.low)
-    found = count_range(seen, sample.segments, sample.total_segments)
+    found = count_range(
+        seen, sample.segments, sample.total_segments, squares=_squares(sample, seen, yours)
+    )
     most = max(float(items), float(seen))
     low = min(found.low, most)
     return Range(low, min(found.value, most), min(found.high, most))
+
+
+def _squares(sample: Sample, seen: int, yours: bool) -> int | None:
+    """The sum over the sampled segments of the square of the collections each held (``yours``:
+    of those that showed one of your items; None where the sample has no segments' runs that
+    add up to ``seen``)."""
+    counts = [sum(1 for c in run if not yours or c.lead < len(c.sizes)) for run in sample.runs]
+    if len(counts) != sample.segments or sum(counts) != seen:
+        return None
+    return sum(count * count for count in counts)
 
 
 def _limit(info: TableInfo, given: float | None) -> float | None:

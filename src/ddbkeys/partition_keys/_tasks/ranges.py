@@ -10,7 +10,10 @@ a quantity ``f`` summed over the collections (1 for the key count, read units fo
 
 - the total is about ``sum(f over the sampled collections) / p`` (Horvitz-Thompson);
 - its spread is about ``sqrt((1 - p) * sum(f**2 over the sampled)) / p``; the key count (f = 1)
-  uses the score interval of a binomial count instead, which holds for small counts too;
+  uses the score interval of a binomial count instead, which holds for small counts too,
+  widened to the spread the segments' own counts show where they differ more than a hash
+  would spread them (cluster sampling: DynamoDB Local's segments hold 0.8-1.2x the binomial
+  spread of keys);
 - a collection the sample did not draw cannot be seen: a single very large term (a key whose
   first item is 400 KB) missed by the sample is the range's blind spot, said in its notes.
 
@@ -62,10 +65,15 @@ class Range:
         return math.inf if self.low <= 0 else self.high / self.low
 
 
-def count_range(seen: int, drawn: int, of: int, z: float = Z) -> Range:
+def count_range(
+    seen: int, drawn: int, of: int, z: float = Z, squares: float | None = None
+) -> Range:
     """The table's collections when ``drawn`` whole segments of ``of`` held ``seen``: the score
     interval of a binomial count (each collection drawn with ``p = drawn / of``), with the
-    finite-population correction ``1 - p``; never below ``seen``."""
+    finite-population correction ``1 - p``; never below ``seen``. ``squares``, the sum over
+    the drawn segments of the square of each one's count, widens it to the normal spread of a
+    total over whole segments (``of * sqrt((1 - p) * variance / drawn)``, the variance of the
+    segments' counts) where that is the wider: segments are not always even."""
     if drawn <= 0 or of <= 0 or drawn > of:
         raise ValueError(f"drawn must be 1 to of ({drawn} of {of})")
     p = drawn / of
@@ -74,8 +82,14 @@ def count_range(seen: int, drawn: int, of: int, z: float = Z) -> Range:
     c = z * z * (1 - p)
     root = math.sqrt(c * seen + c * c / 4)
     low_mean, high_mean = seen + c / 2 - root, seen + c / 2 + root
-    low = max(float(seen), low_mean / p)
-    return Range(low, max(low, seen / p), max(low, high_mean / p))
+    value = seen / p
+    low, high = low_mean / p, high_mean / p
+    if squares is not None and drawn > 1:
+        variance = max(0.0, squares - seen * seen / drawn) / (drawn - 1)
+        spread = z * of * math.sqrt((1 - p) * variance / drawn)
+        low, high = min(low, value - spread), max(high, value + spread)
+    low = max(float(seen), low)
+    return Range(low, max(low, value), max(low, high))
 
 
 def sum_range(total: float, squares: float, drawn: int, of: int, z: float = Z) -> Range:
