@@ -104,6 +104,20 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         # time and a consistent Query of each collection it names.
         "from-export": _n("DescribeTable") | REPLAY | EXPORT_READS,
     },
+    # The estimate's sample of the table and, where the table has a marker index, what
+    # `index status` reads (the index's record and the stream): never the index itself.
+    "partition-keys estimate": {
+        "": _n("DescribeTable", "Scan") | _n("GetItem", on="state") | _n(*STREAM_READS, on="stream")
+    },
+    # The method settled once (auto's choice, the index's proof: its replay) and the estimate.
+    "partition-keys plan": {"": _n("DescribeTable", "Scan") | _n("GetItem", on="state") | REPLAY},
+    # A worker reads its task's part of the table, or of the index (the plan proved it).
+    "partition-keys run-task": {
+        "scan": _n("DescribeTable", "Scan"),
+        "skip": _n("DescribeTable", "Scan"),
+        "skip-pages": _n("DescribeTable", "Scan"),
+        "index": _n("DescribeTable") | _n("Scan", on="index"),
+    },
     # ExportTableToPointInTime names the table by its ARN (read with DescribeTable).
     "partition-keys export start": {
         "": _n("DescribeTable", "ExportTableToPointInTime") | EXPORT_WRITES

@@ -77,10 +77,19 @@ def allowed(document: dict[str, Any], call: Call, region: str, account: str) -> 
 def run(fault_proxy: FaultProxy) -> Runner:
     """Run a CLI command through the recording proxy; return the calls it made."""
 
-    def invoke(*args: str, record: bool = True, exit_code: int | None = 0) -> list[Call]:
+    def invoke(
+        *args: str,
+        record: bool = True,
+        exit_code: int | None = 0,
+        stdin: str | None = None,
+        stdout: list[str] | None = None,
+    ) -> list[Call]:
         fault_proxy.reset()
         described.forget_all()  # (each command runs in a process of its own)
-        result = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
+        given = [*args, "--endpoint-url", fault_proxy.endpoint_url]
+        result = CliRunner().invoke(cli, given, input=stdin)
+        if stdout is not None:
+            stdout.append(result.stdout)
         if exit_code is None:  # (a verdict the scenario does not pin: 0 healthy, 1 not)
             assert result.exit_code in (0, 1), (args, result.output)
         else:
@@ -171,6 +180,7 @@ def scenarios(
     record("ids audit", "collection", coll, "-k", "k1")
     for method in ("scan", "skip", "skip-pages", "auto"):
         record("partition-keys", method, coll, "--method", method)
+    tasked(record, seen, run, coll, ("scan", "skip", "skip-pages"))
     record("partition-keys index create", "", coll)
     record("partition-keys index mark", "", coll, "k0")
     record("partition-keys index unmark", "", coll, "k0")
@@ -205,12 +215,48 @@ def scenarios(
     # Provable now: the stream read past the maintainer's positions (exit 0).
     record("partition-keys index status", "", coll, "--replay-margin", "0")
     replayed(record, run, client, coll)
+    # With the index: the estimate reads its proof's evidence; the plan proves it (the write
+    # nobody followed re-checked: Query), and a worker reads its part of the index.
+    tasked(record, seen, run, coll, ("index",))
     from_export(record, client, coll)
     backfilled_from_export(record, client, coll)
     seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
     # The demo makes its own tables (and puts its own fault proxy behind this one).
     seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
     return seen
+
+
+def tasked(
+    record: Callable[..., None],
+    seen: dict[tuple[str, str], tuple[str | None, list[Call]]],
+    run: Runner,
+    coll: str,
+    methods: tuple[str, ...],
+) -> None:
+    """The estimate, then for each of ``methods`` a plan of one task (recorded as the plan's
+    calls) and each of its tasks' run-task, given the task's line on stdin as a worker is."""
+    record("partition-keys estimate", "", coll)
+    for method in methods:
+        planned(seen, run, coll, method)
+
+
+def planned(
+    seen: dict[tuple[str, str], tuple[str | None, list[Call]]],
+    run: Runner,
+    coll: str,
+    method: str,
+) -> None:
+    printed: list[str] = []
+    planned = ["partition-keys", "plan", "-t", coll, "--tasks", "1", "--method", method]
+    planned += ["--replay-margin", "0"]
+    calls = run(*planned, stdout=printed)
+    seen.setdefault(("partition-keys plan", ""), (coll, []))[1].extend(calls)
+    lines = printed[0].splitlines()  # (an index's plan: its replay's keys as a task too)
+    assert lines and all(json.loads(line)["options"]["method"] == method for line in lines)
+    for line in lines:
+        calls = run("partition-keys", "run-task", stdin=line + "\n")
+        assert all(c.table == coll for c in calls)
+        seen.setdefault(("partition-keys run-task", method), (coll, []))[1].extend(calls)
 
 
 def followed(record: Callable[..., None], client: DynamoDBClient, coll: str) -> None:
