@@ -99,3 +99,37 @@ def test_a_run_task_stopped_in_its_budgets_last_wait_says_how_to_go_on(
     assert running.returncode == 130 and time.monotonic() - signalled < 10, err
     assert "open_task(task.going_on(" in err and "--resume" not in err
     assert "Traceback" not in err
+
+
+def test_run_task_writes_the_formats_the_listing_writes(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """`ddbkeys --output json partition-keys run-task` (the global option, as with every
+    command) writes one document of the task's keys; table a boxed table; a checkpoint with
+    either is a usage error naming both (it said "'json' is not one of 'text', 'jsonl'")."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for key in ("a", "b", "c"):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": key}, "sk": {"N": "1"}})
+    at = f"--endpoint-url {ddb_endpoint_url}"
+    planned = shell(f"ddbkeys partition-keys plan -t {table} --tasks 1 {at} > t.jsonl", tmp_path)
+    assert planned.returncode == 0, planned.stderr
+    done = shell(f"ddbkeys --output json partition-keys run-task {at} < t.jsonl", tmp_path)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert sorted(document["keys"]) == ["a", "b", "c"] and document["table"] == table
+    assert (document["segment"], document["segments"]) == (0, 1)
+    assert document["usage"]["read_units"] > 0 and document["warnings"] == []
+    boxed = shell(f"ddbkeys partition-keys run-task --output table {at} < t.jsonl", tmp_path)
+    assert boxed.returncode == 0, boxed.stderr
+    assert all(f"| {key} " in boxed.stdout for key in "abc")
+    refused = shell(
+        f"ddbkeys --output json partition-keys run-task --checkpoint c.ckpt {at} < t.jsonl",
+        tmp_path,
+    )
+    assert refused.returncode == 2 and refused.stdout == ""
+    assert refused.stderr.strip().splitlines()[-1] == (
+        "Error: --checkpoint goes with --output text or jsonl (json is one document at the end)."
+    )

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import os
 import sys
 
 import click
@@ -27,9 +26,10 @@ from ddbkeys._cli.index_options import (
     proof_options,
 )
 from ddbkeys._cli.listing_estimate import budget_options
-from ddbkeys._cli.listing_sink import KeySink
+from ddbkeys._cli.listing_sink import KeySink, check_options
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
+from ddbkeys._cli.rendering import render, render_table
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     METHODS,
@@ -166,10 +166,12 @@ def _reached_by(task: ListingTask, connection: Connection) -> ListingTask:
 @click.command("run-task")
 @click.option(
     "--output",
-    type=click.Choice(["text", "jsonl"]),
+    type=click.Choice(["text", "json", "jsonl", "table"]),
     default="text",
     show_default=True,
-    help="text: one key per line (as the listing writes them); jsonl: a JSON object per key.",
+    help="As the listing's: text: one key per line; jsonl: a JSON object per key; json: one "
+    "document at the end (the task's table, segment, method, keys and read units); table: the "
+    "keys in a boxed table at the end. A checkpoint goes with text and jsonl.",
 )
 @click.option(
     "--checkpoint",
@@ -217,14 +219,7 @@ def run_task_command(
         )
     line = lines[0]
     task = _reached_by(ListingTask.from_json(line), connection)
-    if (
-        checkpoint_file is not None
-        and output_file is not None
-        and os.path.abspath(checkpoint_file) == os.path.abspath(output_file)
-    ):
-        raise click.UsageError(
-            f"--checkpoint and --output-file are the same file ({output_file}): name two."
-        )
+    check_options(task.table, output, None, checkpoint_file, output_file)
     before_keys(ctx, "task", "run the task line again")
     sink = KeySink(output, output_file, checkpoint_file)
     if sink.resume_token is not None:
@@ -233,7 +228,21 @@ def run_task_command(
     sink.open(listing)
     if sink.resumed:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
-    stream_keys(ctx, listing, output, sink, None)
+    collected = stream_keys(ctx, listing, output, sink, None)
+    if output == "json":
+        document = {
+            "table": task.table,
+            "segment": task.segment,
+            "segments": task.segments,
+            "method": listing.method_name,
+            "warnings": [listing.stray_note] if listing.stray_note else [],
+            "keys": collected,
+            "usage": listing.usage.snapshot(),
+        }
+        sink.write_document(render(document, output))
+    elif output == "table":
+        title = f"partition keys of {task.table}, segment {task.segment} of {task.segments}"
+        sink.write_document(render_table(collected, title))
     sink.finish()
     click.echo(usage_line(listing), err=True)  # (as a listing's: "1 request", not "1 requests")
     say_strays(listing)
