@@ -211,7 +211,15 @@ def _segment(
         if spent >= GIVE_UP * rcu:
             return None, spent
         request = {**request, "ExclusiveStartKey": page["LastEvaluatedKey"]}
-        if sort is not None and items and tally.open_bytes >= JUMP_AFTER * UNIT:
+        # (Not past a collection that showed only ddbkeys' own items: a marker of a 2 KB key
+        # fills most of a unit, and a collection cut after it would count as holding none of
+        # yours, as 73 of 138 did on a helper's table.)
+        if (
+            sort is not None
+            and items
+            and tally.open_bytes >= JUMP_AFTER * UNIT
+            and tally.open_yours
+        ):
             tally.skip_rest()  # the rest of a large collection
             start: dict[str, Any] = {pk: tally.last_key, sort.name: MAX_SORT_KEY[sort.type]}
             request = {**request, "ExclusiveStartKey": start}

@@ -152,6 +152,12 @@ class SegmentTally:
     def last_key(self) -> object:
         return self._last
 
+    @property
+    def open_yours(self) -> bool:
+        """Whether the collection the last page ended in has shown one of your items (its
+        leading own items alone, a marker of a long key, say nothing of the rest)."""
+        return self._yours or self.own is None
+
     def skip_rest(self) -> None:
         """The rest of the open collection is skipped (its items and bytes past what was read
         are not counted)."""
