@@ -320,7 +320,7 @@ def test_the_estimate_counts_collections_of_long_keys_behind_their_markers(
     index = MarkerIndex(ddb_client, table)
     index.create()
     keys = [f"{k:04}" + "k" * 1496 for k in range(300)]
-    items = [
+    items: list[Any] = [
         {"PutRequest": {"Item": {"pk": {"S": key}, "sk": {"N": str(n)}, "pad": {"S": "x" * 500}}}}
         for key in keys
         for n in (1, 2)
