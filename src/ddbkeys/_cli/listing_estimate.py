@@ -17,10 +17,16 @@ from ddbkeys._cli.common import (
     connection_options,
     echo_json,
     output_option,
+    state_table_option,
     structured,
     table_option,
 )
-from ddbkeys._cli.index_options import estimated_own_items_option, given_sort_key, index_options
+from ddbkeys._cli.index_options import (
+    estimated_own_items_option,
+    given_sort_key,
+    index_options,
+    replay_margin_option,
+)
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import export_note
@@ -138,6 +144,11 @@ def estimate_text(found: ListingEstimate) -> str:
 @output_option
 @estimated_own_items_option
 @index_options
+@state_table_option
+@replay_margin_option(
+    "As the listing's: how far back the marker index's proof reads the stream before the "
+    "maintainer's positions (the index's line weighs the proof the listing would make)."
+)
 @connection_options
 def estimate_command(
     table_name: str,
@@ -148,6 +159,8 @@ def estimate_command(
     include_own_items: bool,
     index_name: str,
     marker_attribute: str,
+    state_table: str | None,
+    replay_margin: float,
     connection: Connection,
 ) -> None:
     """Say what listing a table would cost, before it runs: read units (a range) and the key
@@ -169,6 +182,8 @@ def estimate_command(
         marker_attribute=marker_attribute,
         marker_sort_key=given_sort_key(connection, table_name),
         include_own_items=include_own_items,
+        state_table=state_table,
+        replay_margin=replay_margin,
         deadline=connection.timeout,
     )
     found = estimate_listing(

@@ -193,7 +193,7 @@ def estimate(
         skip_pages,
         listed,
     )
-    auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items)
+    auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items, proof)
     warning = _warning(info, markers, listed, scan)
     return ListingEstimate(
         table=info.name,
@@ -410,10 +410,13 @@ def _auto(
     methods: tuple[MethodEstimate, ...],
     replay: float | None,
     own_items: bool = False,
+    proof: ProofStatus | str | None = None,
 ) -> tuple[str, str]:
     """The method ``auto`` would likely choose, and why, naming the figures it weighs (the
     same as these lines: ``replay.estimate`` and ``replay.replay_units``); with ``own_items``
-    (``include_own_items``) never the index."""
+    (``include_own_items``) never the index, nor where the index's ``proof`` status, read
+    with the listing's margin, says a listing cannot prove it now (a listing started now
+    would decline it as that status does)."""
     scan = methods[0]
     against = f"a scan's ~{figure(scan.rcu)} RCU" if scan.rcu is not None else "a scan"
     planned = choose("auto", info, index, attribute, own_items=own_items)
@@ -427,6 +430,10 @@ def _auto(
     why = not_active(info, index) or (
         "the table's stream is off" if info.stream_arn is None else None
     )
+    if why is None and isinstance(proof, ProofStatus) and not proof.provable:
+        why = proof.reason or "its proof does not hold now"
+        if proof.provable_in is not None:
+            why += f" (provable in about {duration(proof.provable_in)}, by waiting)"
     if why is not None:
         return "skip-pages", f"the marker index {index!r} cannot be proven: {why}"
     if replay is None:
