@@ -147,7 +147,8 @@ class PagedSkipMethod(SkipMethod):
 
     def first_limit(self, state: Reading, segments: int = 1) -> int:
         with self._lock:  # a segment that starts late goes on from what the others learned
-            return min(SCAN_PAGE_ITEMS, state.first_limit(segments))
+            limit = state.first_limit(segments)
+        return SCAN_PAGE_ITEMS if limit is None else min(SCAN_PAGE_ITEMS, limit)
 
     def _page(
         self, request: _Request, page: Mapping[str, Any], state: Reading
