@@ -678,8 +678,19 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
         limits.append(limit)
         key += count
     assert reading.pages.through and reading.pages.small and None in limits
-    assert reading.pages.note().endswith("keys: its collections proved small")
+    assert reading.pages.note().endswith(
+        "keys: its collections proved small (a page read on still skips the rest of the "
+        "collection it ends in)"
+    )
     assert reading.pages.note().startswith("read on as a scan after ")
+    # A page read on that costs far more than skipping would (a large collection): back to
+    # skipping, and a later note says it went back.
+    reading.pages.read_through(10_000.0, 1, 400, None)
+    assert not reading.pages.through and reading.pages.note() == ""
+    reading.pages.through = True
+    assert " (and went back to skipping once before, where pages met large collections): " in (
+        reading.pages.note()
+    )
 
 
 def test_where_pages_could_no_longer_double_they_go_on_as_a_scan_at_once() -> None:

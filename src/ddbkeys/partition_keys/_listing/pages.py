@@ -187,6 +187,7 @@ class PageSize:
     whole_items: int = 0  # ... and its items (by its description)
     grew: bool = False  # ... and it proved larger: reading whole ran past twice that
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
+    went_back: int = 0  # times every segment read on, then went back to skipping
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -363,6 +364,7 @@ class PageSize:
                 self.through, self.trying, self.small = True, False, False
             self.through_target = min(2 * MAX_TARGET, self.through_target * GROWTH)
             return
+        self.went_back += self.through
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit
@@ -387,7 +389,14 @@ class PageSize:
         pages = self.ledgers.skip_pages
         shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
         why = "its collections proved small" if self.small else f"skipping saved {shown}"
-        return f"read on as a scan after {self.read_on_after:,} keys: {why}"
+        back = ""
+        if self.went_back:
+            times = "once" if self.went_back == 1 else f"{self.went_back:,} times"
+            back = f" (and went back to skipping {times} before, where pages met large collections)"
+        return (
+            f"read on as a scan after {self.read_on_after:,} keys{back}: {why} (a page read on "
+            "still skips the rest of the collection it ends in)"
+        )
 
     def _read_on(self, unit_items: int, target: int) -> None:
         self.unit_items, self.through_target = unit_items, target
