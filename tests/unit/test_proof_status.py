@@ -171,6 +171,14 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
             "ddbkeys partition-keys index repair -t orders",
             0.0,
         ),
+        # The backfill met your items at the marker's key: they must be moved first, which no
+        # command does (it said "Fix: ... index backfill", which alone fails again).
+        (
+            record(MARK, backfill=backfill(clashes=['{"S":"k1"}'])),
+            "the backfill met data at the marker's key of collection(s) 'k1': move those items",
+            None,
+            None,
+        ),
         # A position the shard's range rules out: the reason says what comes before the command.
         (
             record(ShardMark("s1", ARN, "start", (("0", FIRST),)), backfill=backfill()),

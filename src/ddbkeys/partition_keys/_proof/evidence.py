@@ -87,6 +87,7 @@ from ddbkeys.partition_keys._streams.lambda_trigger import (
 )
 
 __all__ = [
+    "CLASHED",
     "CREATED_ROUNDING",
     "DAY",
     "DEFAULT_REPLAY_MARGIN",
@@ -102,6 +103,10 @@ __all__ = [
     "precheck",
     "shown_markers",
 ]
+
+#: How a reason starts where the backfill met your items at the marker's key: no command fixes
+#: that alone (the items must be moved first).
+CLASHED = "the backfill met data at the marker's key"
 
 #: Seconds a listing holds the maintainer's positions back: what was applied within it is read
 #: again from the stream, as the index may not show it yet.
@@ -352,7 +357,7 @@ def _backfill_reason(
         return None, f"the backfill does not count: {backfill.uncounted}"
     if backfill.clashes:
         return None, (
-            "the backfill met data at the marker's key of collection(s) "
+            f"{CLASHED} of collection(s) "
             f"{_keys(backfill.clashes)}: move those items, then run `index backfill` again"
         )
     if backfill.maintained_since is None:

@@ -40,6 +40,7 @@ from ddbkeys.partition_keys._listing.recognise import (
     DEFAULT_MARKER_SORT_KEY,
 )
 from ddbkeys.partition_keys._proof.evidence import (
+    CLASHED,
     DEFAULT_REPLAY_MARGIN,
     Decline,
     Evidence,
@@ -169,6 +170,8 @@ def _fix(
     itself)."""
     if reason is None or reason.startswith(OTHER_MARKERS):
         return None, None  # (the command's own settings are the fix: the reason says so)
+    if reason.startswith(CLASHED):
+        return None, None  # (your items must be moved first: the reason says so)
     where = readiness(info.name, evidence, info.stream_arn, now, margin)
     extra = ""
     if info.stream_arn is None:
