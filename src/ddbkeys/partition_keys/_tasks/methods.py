@@ -343,7 +343,8 @@ def index_line(
     per_key = scan_costs(info, index)[2]
     note = (
         f"the index scan only; a replay re-checks each collection the stream names for "
-        f"{per_key:g} RCU, and auto gives the index up past {most:,} of them. Its proof "
+        f"{per_key:g} RCU, and auto gives the index up past {most:,} of them (whatever the "
+        f"margin: there a scan costs less). Its proof "
         f"cannot be read now: {why}"
     )
     return speed.method("index", scanned, 1, index_bytes, index_bytes, note), None
