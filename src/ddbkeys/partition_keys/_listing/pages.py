@@ -62,6 +62,8 @@ times that rate's relative standard error, as its pages show it (pages that agre
 exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
 that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), only as long
 as what reading on cost beyond skipping is within ``WASTE`` of all read, plus ``LEEWAY``.
+Once a Scan segment of several has ended, what reading on costs a key over the whole table
+weighs in too (``Ledgers.table_rate``).
 Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
 under ``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay
 within ``MAX_TARGET`` units until the keys read on would have met large collections at the rate
@@ -196,7 +198,7 @@ class PageSize:
         few = few_pages(table_bytes)
         if average_bytes <= 0:
             return cls(limit=8, known=False, met_large=False, few_pages=few)
-        ledgers = Ledgers(item_bytes=average_bytes)
+        ledgers = Ledgers(item_bytes=average_bytes, table_units=table_bytes / 4096)
         whole = int(table_bytes) if 0 < table_bytes <= WHOLE_BYTES else 0
         return cls(
             limit=items_a_unit(average_bytes),

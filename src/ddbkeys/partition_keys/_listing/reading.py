@@ -41,6 +41,7 @@ class Reading:
     opening: bool = False  # the segment's first pages read whole, as a scan (``whole``)
     items_left: int = 0  # ... the most items they may read yet
     units_left: float = 0.0  # ... and 4 KB units
+    handed: int = 0  # keys this segment handed out
 
     def __post_init__(self) -> None:
         if self.pages.whole:
@@ -58,6 +59,7 @@ class Reading:
         began with a skipping page of one unit: 30 segments of a table read one after another,
         70 requests and 72.5 RCU where one segment took 12 and 53.5)."""
         pages = self.pages
+        pages.ledgers.segments = segments
         if not self.opening:
             if pages.through:
                 self.reading_on = True
@@ -117,6 +119,7 @@ class Reading:
         (a page of units and no key would say skipping varies widely)."""
         pages = self.pages
         runs, went, new = self._keys(keys, unhanded)
+        self.handed += new
         if self.going_on and not self.reading_on and went and runs == 1:
             self.going_on = unhanded
             pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
@@ -205,6 +208,7 @@ class Reading:
             self._count(keys, units, asked, lead, unhanded, last=True)
         if self.trial:
             self.pages.trying = self.trial = False
+        self.pages.ledgers.segment_ended(self.handed)
 
 
 def longest_run(keys: Sequence[object]) -> int:
