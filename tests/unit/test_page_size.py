@@ -612,6 +612,20 @@ def test_heavy_tailed_item_sizes_read_on_at_a_scans_cost() -> None:
     assert sum(over) <= 1
 
 
+def heavier_tailed(seed: int) -> list[tuple[int, int]]:
+    """1,200 keys of Pareto item counts (shape 0.8, up to 400) and sizes (shape 0.7, 50 B-40
+    KB), each key's items in a random order, the keys in an order ``seed`` draws."""
+    rng = random.Random(seed)
+
+    def pareto(alpha: float, low: int, high: int) -> int:
+        return int(min(high, low * (1 - rng.random()) ** (-1 / alpha)))
+
+    sizes = [(k, pareto(0.7, 50, 40_000)) for k in range(1200) for _ in range(pareto(0.8, 1, 400))]
+    rng.shuffle(sizes)
+    sizes.sort(key=lambda pair: hash((pair[0], seed)))  # (a key's items together)
+    return sizes
+
+
 def test_heavier_tailed_first_items_do_not_let_reading_on_run_past_its_bound() -> None:
     """1,200 keys of Pareto item counts (shape 0.8, up to 400) and sizes (shape 0.7, 50 B-40 KB),
     each key's items in a random order, in ten orders: skipping costs a third of a scan, but
@@ -623,16 +637,7 @@ def test_heavier_tailed_first_items_do_not_let_reading_on_run_past_its_bound() -
     1.05x is not met here: each order still pays one trial's scan-sized page.)"""
     ratios = []
     for seed in range(10):
-        rng = random.Random(seed)
-
-        def pareto(alpha: float, low: int, high: int, rng: random.Random = rng) -> int:
-            return int(min(high, low * (1 - rng.random()) ** (-1 / alpha)))
-
-        sizes = [
-            (k, pareto(0.7, 50, 40_000)) for k in range(1200) for _ in range(pareto(0.8, 1, 400))
-        ]
-        rng.shuffle(sizes)
-        sizes.sort(key=lambda pair: hash((pair[0], seed)))  # (a key's items together)
+        sizes = heavier_tailed(seed)
         listed, skipping = simulate_sized(sizes), simulate_sized(sizes, through=False)
         assert skipping.units < sized_scan(sizes).units / 2
         ratios.append(listed.units / skipping.units)
@@ -1102,16 +1107,7 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     in a few: up to 1.22x)."""
     ratios = []
     for seed in range(20):
-        rng = random.Random(seed)
-
-        def pareto(alpha: float, low: int, high: int, rng: random.Random = rng) -> int:
-            return int(min(high, low * (1 - rng.random()) ** (-1 / alpha)))
-
-        sizes = [
-            (k, pareto(0.7, 50, 40_000)) for k in range(1200) for _ in range(pareto(0.8, 1, 400))
-        ]
-        rng.shuffle(sizes)
-        sizes.sort(key=lambda pair: hash((pair[0], seed)))  # (a key's items together)
+        sizes = heavier_tailed(seed)
         skipping = simulate_sized(sizes, through=False)
         ratios.append(simulate_sized_in_turn(sizes, 30).units / skipping.units)
     ratios.sort()
