@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["Range", "Z", "count_range", "sum_range", "total_range"]
+__all__ = ["Range", "Z", "count_range", "sum_range", "total_range", "uneven"]
 
 #: Standard deviations a range spans either side: about 99% for a normal spread.
 Z = 2.576
@@ -73,7 +73,10 @@ def count_range(
     finite-population correction ``1 - p``; never below ``seen``. ``squares``, the sum over
     the drawn segments of the square of each one's count, widens it to the normal spread of a
     total over whole segments (``of * sqrt((1 - p) * variance / drawn)``, the variance of the
-    segments' counts) where that is the wider: segments are not always even."""
+    segments' counts) where that is the wider and the counts vary more than a hash would make
+    them (:func:`uneven`): segments are not always even, and where they are, their own
+    variance is only a noisier measure of the binomial's (on the aws-samples loader's binary
+    table, 902 keys: 479-1,195 where the binomial held every one of 40 draws at 1.9x)."""
     if drawn <= 0 or of <= 0 or drawn > of:
         raise ValueError(f"drawn must be 1 to of ({drawn} of {of})")
     p = drawn / of
@@ -84,12 +87,21 @@ def count_range(
     low_mean, high_mean = seen + c / 2 - root, seen + c / 2 + root
     value = seen / p
     low, high = low_mean / p, high_mean / p
-    if squares is not None and drawn > 1:
+    if squares is not None and drawn > 1 and seen:
         variance = max(0.0, squares - seen * seen / drawn) / (drawn - 1)
-        spread = z * of * math.sqrt((1 - p) * variance / drawn)
-        low, high = min(low, value - spread), max(high, value + spread)
+        if variance / (seen / drawn) > uneven(drawn):
+            spread = z * of * math.sqrt((1 - p) * variance / drawn)
+            low, high = min(low, value - spread), max(high, value + spread)
     low = max(float(seen), low)
     return Range(low, max(low, value), max(low, high))
+
+
+def uneven(drawn: int) -> float:
+    """How many times their mean the counts of ``drawn`` segments may vary (their variance) and
+    still be as even as a hash spreads collections (a Poisson count: once its mean), 99 times
+    in 100 (the variance of ``drawn`` such counts, over their mean, is a chi-square over its
+    degrees of freedom, about normal: 1 plus 2.33 of its standard deviations)."""
+    return 1 + 2.326 * math.sqrt(2 / (drawn - 1))
 
 
 def sum_range(total: float, squares: float, drawn: int, of: int, z: float = Z) -> Range:
