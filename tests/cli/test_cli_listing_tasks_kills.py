@@ -165,6 +165,16 @@ def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
     other = shell("ddbkeys partition-keys run-task --checkpoint t0.ckpt < task.1", tmp_path)
     assert other.returncode == 1 and other.stdout == "", other.stderr
     assert "Error: " in other.stderr and "\n" not in other.stderr.strip(), other.stderr
+    # ... and with the same output too: refused in the command's words (the file it was
+    # given, not the library's resume token), the output as it was.
+    before = out.read_text()
+    other = shell(
+        "ddbkeys partition-keys run-task --checkpoint t0.ckpt --output-file keys.0 < task.1",
+        tmp_path,
+    )
+    assert other.returncode == 1 and out.read_text() == before, other.stderr
+    assert other.stderr.startswith("Error: --checkpoint t0.ckpt is not this task's: a checkpoint")
+    assert "own checkpoint file" in other.stderr and "checkpoint()" not in other.stderr
     fault_proxy.set_faults(faulty(3, chance=0.1))
     again = shell(command, tmp_path)
     assert again.returncode == 0, again.stderr

@@ -122,6 +122,11 @@ def test_run_task_writes_the_formats_the_listing_writes(
     assert sorted(document["keys"]) == ["a", "b", "c"] and document["table"] == table
     assert (document["segment"], document["segments"]) == (0, 1)
     assert document["usage"]["read_units"] > 0 and document["warnings"] == []
+    queried = shell(
+        f"ddbkeys --output json --query 'keys' partition-keys run-task {at} < t.jsonl", tmp_path
+    )
+    assert queried.returncode == 0, queried.stderr
+    assert sorted(json.loads(queried.stdout)) == ["a", "b", "c"]  # (it was ignored)
     boxed = shell(f"ddbkeys partition-keys run-task --output table {at} < t.jsonl", tmp_path)
     assert boxed.returncode == 0, boxed.stderr
     assert all(f"| {key} " in boxed.stdout for key in "abc")

@@ -111,6 +111,10 @@ def test_the_estimate_and_auto_price_a_lagging_maintainer_s_replay_as_status_doe
     assert default.auto == "skip-pages" and "cannot be proven" in default.auto_reason
     declined = distinct_partition_keys(ddb_client, table, state_table=store)
     assert len(list(declined)) == 30 and declined.method_name == default.auto
+    # A state table that cannot be read: the listing declines the index, and so says the
+    # estimate (it said index, "if its proof succeeds").
+    unread = estimate_listing(ddb_client, table, state_table="ddbkeys-no-such-state")
+    assert unread.auto == "skip-pages" and "proof cannot be read now" in unread.auto_reason
     given = ["-t", table, "--state-table", store, "--replay-margin", str(MARGIN)]
     given += ["--output", "json", "--endpoint-url", ddb_client.meta.endpoint_url]
     said = CliRunner().invoke(cli, ["partition-keys", "estimate", *given])

@@ -29,8 +29,8 @@ from ddbkeys._cli.listing_estimate import budget_options
 from ddbkeys._cli.listing_sink import KeySink, check_options
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
-from ddbkeys._cli.rendering import render, render_table
-from ddbkeys._errors import DdbKeysError
+from ddbkeys._cli.rendering import check_query, render, render_table
+from ddbkeys._errors import DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys import (
     METHODS,
     IndexReplayWarning,
@@ -174,6 +174,13 @@ def _reached_by(task: ListingTask, connection: Connection) -> ListingTask:
     "keys in a boxed table at the end. A checkpoint goes with text and jsonl.",
 )
 @click.option(
+    "--query",
+    metavar="JMESPATH",
+    callback=lambda ctx, param, value: (check_query(value), value)[1],
+    help="With --output json or table: print only this part of the document (JMESPath, as "
+    "in the AWS CLI), e.g. --query 'keys[:10]'.",
+)
+@click.option(
     "--checkpoint",
     "checkpoint_file",
     metavar="FILE",
@@ -194,6 +201,7 @@ def _reached_by(task: ListingTask, connection: Connection) -> ListingTask:
 def run_task_command(
     ctx: click.Context,
     output: str,
+    query: str | None,
     checkpoint_file: str | None,
     output_file: str | None,
     connection: Connection,
@@ -219,17 +227,25 @@ def run_task_command(
         )
     line = lines[0]
     task = _reached_by(ListingTask.from_json(line), connection)
-    check_options(task.table, output, None, checkpoint_file, output_file)
+    check_options(task.table, output, query, checkpoint_file, output_file)
     before_keys(ctx, "task", "run the task line again")
     sink = KeySink(output, output_file, checkpoint_file)
     if sink.resume_token is not None:
-        task = task.going_on(sink.resume_token)  # (another task's checkpoint is refused)
+        try:  # (another task's checkpoint is refused)
+            task = task.going_on(sink.resume_token)
+        except ResumeTokenError as exc:
+            raise click.ClickException(
+                f"--checkpoint {checkpoint_file} is not this task's: "
+                f"{str(exc).removeprefix('The resume token is not ').split(': continue')[0]}. "
+                "Give each task its own checkpoint file (or remove this one to run the task "
+                "from its start)."
+            ) from exc
     listing = open_task(task)
     sink.open(listing)
     if sink.resumed:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
     collected = stream_keys(ctx, listing, output, sink, None)
-    if output == "json":
+    if output == "json" or (output == "table" and query is not None):
         document = {
             "table": task.table,
             "segment": task.segment,
@@ -239,7 +255,7 @@ def run_task_command(
             "keys": collected,
             "usage": listing.usage.snapshot(),
         }
-        sink.write_document(render(document, output))
+        sink.write_document(render(document, output, query, "run-task"))
     elif output == "table":
         title = f"partition keys of {task.table}, segment {task.segment} of {task.segments}"
         sink.write_document(render_table(collected, title))

@@ -430,6 +430,8 @@ def _auto(
     why = not_active(info, index) or (
         "the table's stream is off" if info.stream_arn is None else None
     )
+    if why is None and isinstance(proof, str):  # (its evidence could not be read)
+        why = f"its proof cannot be read now: {proof}"
     if why is None and isinstance(proof, ProofStatus) and not proof.provable:
         why = proof.reason or "its proof does not hold now"
         if proof.provable_in is not None:
