@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from ddbkeys._cli.rendering import check_query
 from ddbkeys._errors import DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys._listing.checkpoint import (
     CheckpointFile,
@@ -41,6 +42,7 @@ __all__ = [
     "CHECKPOINT_SECONDS",
     "KeySink",
     "check_options",
+    "listing_query_option",
     "resume_from",
     "write_atomically",
 ]
@@ -289,3 +291,14 @@ def resume_from(sink: KeySink, resume: str | None, checkpoint_file: str | None) 
             f"--resume to go on from {checkpoint_file}, or delete it."
         )
     return sink.resume_token
+
+
+#: --query of a listing's one document (``--output json`` or ``table``): the listing's and
+#: a task's.
+listing_query_option = click.option(
+    "--query",
+    metavar="JMESPATH",
+    callback=lambda ctx, param, value: (check_query(value), value)[1],
+    help="With --output json or table: print only this part of the document (JMESPath, as "
+    "in the AWS CLI), e.g. --query 'keys[:10]'.",
+)

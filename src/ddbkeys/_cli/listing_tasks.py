@@ -26,10 +26,10 @@ from ddbkeys._cli.index_options import (
     proof_options,
 )
 from ddbkeys._cli.listing_estimate import budget_options
-from ddbkeys._cli.listing_sink import KeySink, check_options
+from ddbkeys._cli.listing_sink import KeySink, check_options, listing_query_option
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
-from ddbkeys._cli.rendering import check_query, render, render_table
+from ddbkeys._cli.rendering import render, render_table
 from ddbkeys._errors import DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys import (
     METHODS,
@@ -173,13 +173,7 @@ def _reached_by(task: ListingTask, connection: Connection) -> ListingTask:
     "document at the end (the task's table, segment, method, keys and read units); table: the "
     "keys in a boxed table at the end. A checkpoint goes with text and jsonl.",
 )
-@click.option(
-    "--query",
-    metavar="JMESPATH",
-    callback=lambda ctx, param, value: (check_query(value), value)[1],
-    help="With --output json or table: print only this part of the document (JMESPath, as "
-    "in the AWS CLI), e.g. --query 'keys[:10]'.",
-)
+@listing_query_option
 @click.option(
     "--checkpoint",
     "checkpoint_file",

@@ -30,9 +30,15 @@ from ddbkeys._cli.listing_export import (
     export_fields,
     from_export_option,
 )
-from ddbkeys._cli.listing_sink import CHECKPOINT_KEYS, KeySink, check_options, resume_from
+from ddbkeys._cli.listing_sink import (
+    CHECKPOINT_KEYS,
+    KeySink,
+    check_options,
+    listing_query_option,
+    resume_from,
+)
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
-from ddbkeys._cli.rendering import check_query, render, render_table
+from ddbkeys._cli.rendering import render, render_table
 from ddbkeys.partition_keys import (
     MAX_READERS,
     METHODS,
@@ -116,13 +122,7 @@ def _trust_note(listing: Listing, method: str) -> str:
     "object per key; json: one document at the end; table: the keys in a boxed table at the "
     "end. Never taken from AWS_DEFAULT_OUTPUT or your AWS profile: keys stay one a line.",
 )
-@click.option(
-    "--query",
-    metavar="JMESPATH",
-    callback=lambda ctx, param, value: (check_query(value), value)[1],
-    help="With --output json or table: print only this part of the document (JMESPath, as "
-    "in the AWS CLI), e.g. --query 'keys[:10]'.",
-)
+@listing_query_option
 @click.option(
     "--max-rcu-per-second",
     type=FloatRange(min=0.1),

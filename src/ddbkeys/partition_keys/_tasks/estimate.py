@@ -333,21 +333,11 @@ def _keys(
         left = count_range(unseen, sample.segments, sample.total_segments)
         return Range(max(0.0, items - left.high), max(0.0, items - left.value), items - left.low)
     found = count_range(
-        seen, sample.segments, sample.total_segments, squares=_squares(sample, seen, yours)
+        seen, sample.segments, sample.total_segments, squares=sample.squares(seen, yours)
     )
     most = max(float(items), float(seen))
     low = min(found.low, most)
     return Range(low, min(found.value, most), min(found.high, most))
-
-
-def _squares(sample: Sample, seen: int, yours: bool) -> int | None:
-    """The sum over the sampled segments of the square of the collections each held (``yours``:
-    of those that showed one of your items; None where the sample has no segments' runs that
-    add up to ``seen``)."""
-    counts = [sum(1 for c in run if not yours or c.lead < len(c.sizes)) for run in sample.runs]
-    if len(counts) != sample.segments or sum(counts) != seen:
-        return None
-    return sum(count * count for count in counts)
 
 
 def _limit(info: TableInfo, given: float | None) -> float | None:

@@ -258,6 +258,15 @@ class Sample:
     latency: float = 0.0
     bytes_per_second: float = 0.0
 
+    def squares(self, seen: int, yours: bool) -> int | None:
+        """The sum over the sampled segments of the square of the collections each held
+        (``yours``: of those that showed one of your items), for the key count's spread
+        (``ranges.count_range``); None where the segments' runs do not add up to ``seen``."""
+        counts = [sum(1 for c in run if not yours or c.lead < len(c.sizes)) for run in self.runs]
+        if len(counts) != self.segments or sum(counts) != seen:
+            return None
+        return sum(count * count for count in counts)
+
     @classmethod
     def of_segments(
         cls,
