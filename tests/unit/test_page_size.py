@@ -1117,3 +1117,24 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     # most at each segment's end, its rounding), as before.
     small = [(key, 150) for key in range(30_000)]
     assert simulate_sized_in_turn(small, 30).units <= sized_scan(small).units + 30
+
+
+def test_every_segment_that_ends_counts_the_keys_it_handed_out() -> None:
+    """What the table's own rate rests on (``Ledgers.table_rate``): each ended segment's keys,
+    those of a segment read whole (a small table's opening pages) too, over the segments."""
+    pages = PageSize.for_items_of(100, 10_000)  # (read whole: 10 KB)
+    first = Reading(pages)
+    assert first.opening and first.first_limit(2) > 0
+    first.after([1, 2, 2, 3], 1.0, asked=4)
+    first.end([4, 5], 1.0, asked=4)
+    assert (pages.ledgers.ended, pages.ledgers.ended_keys) == (1, 5)
+    assert pages.ledgers.table_rate == pytest.approx(10_000 / 4096 / (5 * 2))
+    second = Reading(pages)
+    second.first_limit(2)
+    second.end([6], 1.0, asked=4)
+    assert (pages.ledgers.ended, pages.ledgers.ended_keys) == (2, 6)
+    alone = PageSize.for_items_of(100, 10_000)
+    only = Reading(alone)
+    only.first_limit(1)
+    only.end([1, 2], 1.0, asked=4)
+    assert alone.ledgers.table_rate == 0.0  # (one segment: nothing to weigh it by)

@@ -119,7 +119,6 @@ class Reading:
         (a page of units and no key would say skipping varies widely)."""
         pages = self.pages
         runs, went, new = self._keys(keys, unhanded)
-        self.handed += new
         if self.going_on and not self.reading_on and went and runs == 1:
             self.going_on = unhanded
             pages.ledgers.went_on(units, new, len(keys), read_on=self.was_on)
@@ -171,6 +170,7 @@ class Reading:
         runs = sum(1 for a, b in pairwise(keys) if a != b) + bool(keys)
         went = bool(keys) and keys[0] == self.last
         new = max(0, runs - (went and not self.going_on) - (bool(keys) and unhanded))
+        self.handed += new
         if keys:
             self.last = keys[-1]
         return runs, went, new
@@ -203,6 +203,7 @@ class Reading:
         proved larger than its description."""
         if self.opening:
             self.opening = False
+            self._keys(keys, unhanded)  # (the segment's keys, for Ledgers.table_rate)
             self.pages.grew = self.pages.grew or units > self.units_left
         elif keys or units:
             self._count(keys, units, asked, lead, unhanded, last=True)
