@@ -1124,7 +1124,7 @@ def test_every_segment_that_ends_counts_the_keys_it_handed_out() -> None:
     those of a segment read whole (a small table's opening pages) too, over the segments."""
     pages = PageSize.for_items_of(100, 10_000)  # (read whole: 10 KB)
     first = Reading(pages)
-    assert first.opening and first.first_limit(2) > 0
+    assert first.opening and (first.first_limit(2) or 0) > 0
     first.after([1, 2, 2, 3], 1.0, asked=4)
     first.end([4, 5], 1.0, asked=4)
     assert (pages.ledgers.ended, pages.ledgers.ended_keys) == (1, 5)
