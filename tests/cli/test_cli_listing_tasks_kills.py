@@ -173,7 +173,7 @@ def test_a_run_task_killed_with_a_checkpoint_goes_on_and_writes_each_key_once(
         tmp_path,
     )
     assert other.returncode == 1 and out.read_text() == before, other.stderr
-    assert other.stderr.startswith("Error: --checkpoint t0.ckpt is not this task's: a checkpoint")
+    assert other.stderr.startswith("Error: --checkpoint t0.ckpt is not a checkpoint of task 1")
     assert "own checkpoint file" in other.stderr and "checkpoint()" not in other.stderr
     fault_proxy.set_faults(faulty(3, chance=0.1))
     again = shell(command, tmp_path)

@@ -30,7 +30,7 @@ from ddbkeys._cli.listing_sink import KeySink, check_options, listing_query_opti
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
 from ddbkeys._cli.rendering import render, render_table
-from ddbkeys._errors import DdbKeysError, ResumeTokenError
+from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     METHODS,
     IndexReplayWarning,
@@ -40,6 +40,7 @@ from ddbkeys.partition_keys import (
     open_task,
     plan_listing,
 )
+from ddbkeys.partition_keys._tasks.tasks import not_this_task
 
 __all__ = ["plan_command", "run_task_command"]
 
@@ -225,15 +226,13 @@ def run_task_command(
     before_keys(ctx, "task", "run the task line again")
     sink = KeySink(output, output_file, checkpoint_file)
     if sink.resume_token is not None:
-        try:  # (another task's checkpoint is refused)
-            task = task.going_on(sink.resume_token)
-        except ResumeTokenError as exc:
+        why = not_this_task(task, sink.resume_token)  # (another task's checkpoint)
+        if why is not None:  # (said in the command's words, not the Python API's)
             raise click.ClickException(
-                f"--checkpoint {checkpoint_file} is not this task's: "
-                f"{str(exc).removeprefix('The resume token is not ').split(': continue')[0]}. "
-                "Give each task its own checkpoint file (or remove this one to run the task "
-                "from its start)."
-            ) from exc
+                f"--checkpoint {checkpoint_file} is not {why}: give each task its own "
+                "checkpoint file, or remove this one to run the task from its start."
+            )
+        task = task.going_on(sink.resume_token)
     listing = open_task(task)
     sink.open(listing)
     if sink.resumed:

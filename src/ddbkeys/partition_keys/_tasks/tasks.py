@@ -40,7 +40,15 @@ from ddbkeys.partition_keys._listing.options import (
 )
 from ddbkeys.partition_keys._listing.read_share import share
 
-__all__ = ["ListingTask", "list_task", "list_tasks", "open_task", "plan_listing", "say_strays"]
+__all__ = [
+    "ListingTask",
+    "list_task",
+    "list_tasks",
+    "not_this_task",
+    "open_task",
+    "plan_listing",
+    "say_strays",
+]
 
 LOG = logging.getLogger("ddbkeys")
 
@@ -119,15 +127,25 @@ class ListingTask:
         """This task, continued from ``token`` (``checkpoint()`` of its listing). A checkpoint
         of another task (or of another plan's) is refused with a ResumeTokenError: it would
         continue that task, whose keys the engine would take for this one's."""
-        theirs, ours = decode_token(token), decode_token(self.token)
-        why = _not_of_task(theirs, ours, self.segment)
+        why = not_this_task(self, token)
         if why is not None:
             raise ResumeTokenError(
-                f"The resume token is not a checkpoint of task {self.segment} of "
-                f"{self.segments} of the listing of table {self.table!r} ({why}): continue a "
-                "task from its own listing's checkpoint(), or run it again from its start."
+                f"The resume token is not {why}: continue a task from its own listing's "
+                "checkpoint(), or run it again from its start."
             )
         return replace(self, token=token)
+
+
+def not_this_task(task: ListingTask, token: str) -> str | None:
+    """Why ``token`` cannot continue ``task`` ("a checkpoint of task 1 of 3 of the listing of
+    table 'orders' (segment 2 is not done in it)"), None where it can."""
+    why = _not_of_task(decode_token(token), decode_token(task.token), task.segment)
+    if why is None:
+        return None
+    return (
+        f"a checkpoint of task {task.segment} of {task.segments} of the listing of table "
+        f"{task.table!r} ({why})"
+    )
 
 
 #: What each field of a task's JSON may hold (its options check themselves).
