@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 
 from ddbkeys._cli import cli
 from ddbkeys._connect import make_client
-from ddbkeys.partition_keys import MarkerIndex, StreamFollower
+from ddbkeys.partition_keys import MarkerIndex, StreamFollower, estimate_listing
 from ddbkeys.partition_keys._index.backfill_wait import began
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.testing._proxy import FaultProxy
@@ -91,6 +91,9 @@ def test_status_tells_until_the_index_is_provable_then_exits_0(
         assert "\nOr nothing, if `index follow --backfill` is what runs: it backfills by " in (
             waiting.stdout
         )
+        # ... and so says the estimate (it named `index backfill` alone)
+        guess = estimate_listing(ddb_client, table, state_table=store)
+        assert "or nothing, if `index follow --backfill` is what runs" in guess.auto_reason
         MarkerIndex(ddb_client, table).backfill(state_table=store, replay_margin=float(MARGIN))
         ddb_client.put_item(TableName=table, Item={"pk": {"S": "new"}, "sk": {"N": "1"}})
         after = status(ddb_endpoint_url, table, *args, "--output", "json")

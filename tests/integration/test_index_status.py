@@ -115,6 +115,11 @@ def test_the_estimate_and_auto_price_a_lagging_maintainer_s_replay_as_status_doe
     # estimate (it said index, "if its proof succeeds").
     unread = estimate_listing(ddb_client, table, state_table="ddbkeys-no-such-state")
     assert unread.auto == "skip-pages" and "proof cannot be read now" in unread.auto_reason
+    # ... and the listing names that state table (it said "no record of a backfill (run
+    # `index backfill`...)", as if the name given were right)
+    missing = distinct_partition_keys(ddb_client, table, state_table="ddbkeys-no-such-state")
+    assert len(list(missing)) == 30 and missing.method_name == "skip-pages"
+    assert "nor a state table 'ddbkeys-no-such-state'" in missing.method_reason
     given = ["-t", table, "--state-table", store, "--replay-margin", str(MARGIN)]
     given += ["--output", "json", "--endpoint-url", ddb_client.meta.endpoint_url]
     said = CliRunner().invoke(cli, ["partition-keys", "estimate", *given])

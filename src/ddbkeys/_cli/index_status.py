@@ -26,7 +26,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys._proof.report import ProofStatus, ShardStatus
+from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS, ProofStatus, ShardStatus
 from ddbkeys.partition_keys._tasks.figures import figure
 
 __all__ = ["render_status", "status_command"]
@@ -179,12 +179,8 @@ def _verdict(status: ProofStatus) -> list[str]:
                 f"{_clock(status.now + status.fix_in)}; provable once it finishes)"
             )
         lines.append(f"Fix: {status.fix}{when}")
-        if when and status.maintainer == "follow" and status.backfill is None:
-            # (the record cannot say whether the follower was started with --backfill)
-            lines.append(
-                "Or nothing, if `index follow --backfill` is what runs: it backfills by itself "
-                "once the margin has passed."
-            )
+        if status.follower_backfills:
+            lines.append(f"Or {FOLLOWER_BACKFILLS}.")
     if status.provable_in is not None:
         lines.append(f"Provable in {_span(status.provable_in)} with nothing done")
     return lines

@@ -277,13 +277,20 @@ class StateCore:
     def load(self, table: str, index: str) -> Flow[Evidence | None]:
         """The record of ``table``'s index ``index``; None when there is none (or no state
         table at all)."""
+        _, evidence = yield from self.lookup(table, index)
+        return evidence
+
+    def lookup(self, table: str, index: str) -> Flow[tuple[bool, Evidence | None]]:
+        """Whether the state table exists, and the record of ``table``'s index ``index`` in
+        it (None: none): a listing's reason names a state table that is not there (a
+        mistyped --state-table) rather than asking for a backfill."""
         try:
             item = yield from self._get(table, index)
         except DdbKeysError as exc:
             if _code(exc) == "ResourceNotFoundException":
-                return None
+                return False, None
             raise
-        return evidence_from_item(table, index, item) if item else None
+        return True, (evidence_from_item(table, index, item) if item else None)
 
     def record(self, table: str, index: str) -> Flow[dict[str, Any] | None]:
         """The record of ``table``'s index ``index`` as GetItem returns it (None: none), for

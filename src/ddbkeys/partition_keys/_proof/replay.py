@@ -96,7 +96,13 @@ def load_evidence(
     store: StateCore, info: TableInfo, marker: MarkerCore, margin: float
 ) -> Flow[tuple[Evidence | None, Decline | None]]:
     """The index's record, and why it proves nothing (before the stream is read) if so."""
-    evidence = yield from store.load(info.name, marker.name)
+    exists, evidence = yield from store.lookup(info.name, marker.name)
+    if not exists:
+        return None, Decline(
+            f"there is no record of a backfill, nor a state table {store.name!r} to hold one "
+            "(run `ddbkeys partition-keys index backfill` while `index follow` or the Lambda "
+            "handler keeps the markers, or name the state table they write with --state-table)"
+        )
     return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
 
 
