@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._tasks.simulate import (
     simulate,
     simulated_orders,
     skip_pages_range,
+    unseen_in_one,
 )
 
 
@@ -351,3 +352,32 @@ def test_what_the_sample_did_not_see_is_priced_at_a_scan_s_share() -> None:
     assert _unseen_units(table(16_000, sample.bytes * 8), 1 / 8, sample, scan) == 0
     whole = whole_sample(segments(1, 250, (100,)))
     assert _unseen_units(table(250, 2 * whole.bytes), 1.0, whole, scan) == 0
+
+
+def test_items_the_sample_missed_may_lie_in_one_collection() -> None:
+    """4,000 single-item keys of 100 B and one of 8,000 items of 4 KB; 68 segments of 989
+    drawn, none holding the large one. The orders lay what the sample missed as one collection
+    a pass over the drawn segments (14 of 556 items), and the range rests on them; the listing
+    pays for one, wherever it lies (first, while it skips: the least). The line's low end
+    reaches what the table as it is costs, simulated with the large collection at ten places
+    (it said 369-738 RCU where the listing read 53.5 on DynamoDB Local)."""
+    rng = random.Random(1)
+    total = 989
+    held = [sum(1 for _ in range(4000) if rng.random() < 1 / total) for _ in range(total)]
+    sample = whole_sample([[Collection((100,))] * n for n in held[:68]], total)
+    info = table(12_000, 4000 * 100 + 8000 * 4000)
+    scan = Range(0.95 * 3955, 3955.0, 1.05 * 3955)
+    keys = Range(3400.0, 4000.0, 4700.0)
+    ranged = skip_pages_range(info, keys, scan, sample)
+    lone = unseen_in_one(info, keys, scan, sample)
+    assert ranged is not None and lone is not None and lone < ranged.low
+    small = [Collection((100,))] * 4000
+    for at in range(10):
+        place = 4000 * at // 10
+        runs = [[*small[:place], Collection((4000,) * 8000), *small[place:]]]
+        actual = simulate(runs, info.size_bytes / info.item_count, 4001, table_bytes=4e6 * 8)
+        cost = actual.skip_rcu + actual.through * scan.value
+        assert lone <= cost <= ranged.high, (at, lone, cost, ranged)
+    # Nothing missed: nothing to add.
+    seen = whole_sample([[Collection((100,))] * n for n in held[:68]], total)
+    assert unseen_in_one(table(4000, 4000 * 100), keys, scan, seen) is None

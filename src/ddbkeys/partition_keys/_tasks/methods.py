@@ -37,12 +37,14 @@ from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
+from ddbkeys.partition_keys._tasks.figures import figure
 from ddbkeys.partition_keys._tasks.ranges import Range, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
     Simulated,
     simulated_orders,
     skip_pages_range,
+    unseen_in_one,
 )
 
 __all__ = [
@@ -277,6 +279,14 @@ def skip_pages_line(
     orders = simulated_orders(info, keys, sample)
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
     units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
+    lone = unseen_in_one(info, keys, scan, sample) if simulated else None
+    unseen = ""
+    if lone is not None and lone < units.low:
+        units = Range(lone, units.value, units.high)
+        unseen = (
+            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
+            f"lie in one collection the sample missed, as little as {figure(lone)} RCU"
+        )
     value = units.value
     pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table) if orders else None
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
@@ -289,7 +299,7 @@ def skip_pages_line(
         through = pages or through
         note = (
             "collections of about 4 KB or less: skipping would save under 5%, so it reads on "
-            "like a scan, in pages of up to 256 KB"
+            "like a scan, in pages of up to 256 KB" + unseen
         )
         return speed.method("skip-pages", units, through, info.size_bytes, info.size_bytes, note)
     large = keys.value * sample.large / sample.keys if sample.keys else keys.value
@@ -302,7 +312,7 @@ def skip_pages_line(
         value / 0.5 * UNIT,
         info.size_bytes,
         "a page a large collection, small ones packed as a scan packs them (its decisions "
-        "run over the sample); a scan's where skipping saves little",
+        "run over the sample); a scan's where skipping saves little" + unseen,
     )
 
 

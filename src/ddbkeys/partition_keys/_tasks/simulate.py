@@ -37,6 +37,7 @@ from ddbkeys.partition_keys._tasks.stream import NO_REST, Rest, Stream, laid
 
 __all__ = [
     "ALONE_ORDERS",
+    "LONE_ORDERS",
     "MOST_KEYS",
     "ORDERS",
     "Collection",
@@ -45,6 +46,7 @@ __all__ = [
     "simulate",
     "simulated_orders",
     "skip_pages_range",
+    "unseen_in_one",
 ]
 
 #: The most collections a simulation reads; past them, the rest is priced at the rate a key
@@ -60,6 +62,8 @@ ALONE_ORDERS = 20
 #: most items such a collection is given.
 UNSEEN = 0.25
 MOST_ITEMS = 100_000
+#: Places drawn for the one collection that may hold what the sample missed (``unseen_in_one``).
+LONE_ORDERS = 5
 #: How far under the simulations' range skipping alone may take its low end (as a share of
 #: the high end): whether the listing goes on as a scan early or late is not known.
 SPAN = 2
@@ -101,14 +105,16 @@ def simulate(
     *,
     read_on: bool = True,
     table_bytes: float = 0.0,
+    lone: float | None = None,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
     (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan;
     ``table_bytes``: the table's size (DescribeTable), from which the listing takes when its
-    first trial starts."""
+    first trial starts. ``lone``: the last run is one collection the table holds once, laid
+    once that far into the stream (0 to 1), not with each pass over the others."""
     wanted = max(0, keys)
-    stream = Stream(*laid(runs, min(wanted, MOST_KEYS), rng), rest)
+    stream = Stream(*_laid_with(runs, min(wanted, MOST_KEYS), rng, lone), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
     run = _Run(stream, [0.0] * len(runs))
@@ -136,6 +142,20 @@ def simulate(
     return Simulated(
         0.5 * run.units, through, per_segment, 0.5 * run.ending, run.pages, run.pages_on, whole
     )
+
+
+def _laid_with(
+    runs: Sequence[Sequence[Collection]], keys: int, rng: random.Random | None, lone: float | None
+) -> tuple[list[Collection], list[int]]:
+    """:func:`~ddbkeys.partition_keys._tasks.stream.laid`, with the last run laid once, that
+    far into the stream (``lone``, 0 to 1; None: with the others)."""
+    if lone is None or not runs:
+        return laid(runs, keys, rng)
+    collections, origins = laid(runs[:-1], max(0, keys - len(runs[-1])), rng)
+    at = round(lone * len(collections))
+    collections[at:at] = runs[-1]
+    origins[at:at] = [len(runs) - 1] * len(runs[-1])
+    return collections, origins
 
 
 @dataclass
@@ -218,16 +238,20 @@ def _calibrated(sample: Sample, average: float, rest: Rest) -> Sequence[Sequence
     ]
 
 
-def _unseen(sample: Sample, items: float, average: float) -> list[list[Collection]]:
+def _unseen(
+    sample: Sample, items: float, average: float, share: float = 1.0
+) -> list[list[Collection]]:
     """Where no sampled collection was cut and the drawn segments' share of the table's
     ``items`` (DescribeTable) exceeds what the sample read by ``UNSEEN`` of it, the items
     the sample missed: one large collection that no drawn segment held (a sample of a few
-    segments misses the few large keys of a skewed table), as a segment of its own."""
+    segments misses the few large keys of a skewed table), as a segment of its own, of items
+    of ``average`` bytes; with ``share`` (the drawn segments' of the table), all that the
+    table holds like it, as one collection."""
     missing = round(items - sample.items)
     if sample.cut or not sample.items or missing <= UNSEEN * sample.items or average <= 0:
         return []
     size = max(1, round(average))
-    return [[Collection((size,) * min(missing, MOST_ITEMS))]]
+    return [[Collection((size,) * min(round(missing / share), MOST_ITEMS))]]
 
 
 def _rate_error(costs: Sequence[float], keys: Sequence[int], p: float) -> float:
@@ -271,6 +295,10 @@ class _Laid:
     count: int
     runs: list[Sequence[Collection]]
     table_bytes: float = 0.0
+    #: The items the sample missed (``_unseen``) as one collection of the whole table (not
+    #: one for each pass over the drawn segments' share), with the sampled runs it joins.
+    lone: Collection | None = None
+    sampled: int = 0
 
     @classmethod
     def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
@@ -279,14 +307,19 @@ class _Laid:
         missing = info.item_count * p - sample.items
         unread = info.size_bytes * p - sample.bytes
         rest = Rest.of(missing, sample.cut, unread / missing if unread > 0 and missing >= 1 else 0)
-        runs = [*_calibrated(sample, average, rest), *_unseen(sample, info.item_count * p, average)]
+        calibrated = _calibrated(sample, average, rest)
+        unseen = _unseen(sample, info.item_count * p, average)
+        each = unread / missing if unread > 0 and missing >= 1 else average
+        whole = _unseen(sample, info.item_count * p, each, share=p)
         return cls(
             p,
             rest,
             average,
             max(1, round(keys.value)),
-            runs,
+            [*calibrated, *unseen],
             table_bytes=info.size_bytes,
+            lone=whole[0][0] if whole else None,
+            sampled=len(calibrated),
         )
 
     def run(self, seed: int | None, read_on: bool = True) -> Simulated:
@@ -300,6 +333,21 @@ class _Laid:
             rng,
             read_on=read_on,
             table_bytes=self.table_bytes,
+        )
+
+    def run_lone(self, seed: int, at: float) -> Simulated | None:
+        """skip-pages in the order ``seed`` draws, the items the sample missed held by one
+        collection, laid once ``at`` that far into the stream (None: it missed none)."""
+        if self.lone is None:
+            return None
+        return simulate(
+            [*self.runs[: self.sampled], [self.lone]],
+            self.average,
+            self.count,
+            self.rest,
+            random.Random(seed),
+            table_bytes=self.table_bytes,
+            lone=at,
         )
 
 
@@ -384,6 +432,28 @@ def skip_pages_range(
     )
     low = max(min(ordered, max(UNDER * skipping - error - end, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
+
+
+def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float | None:
+    """The least skip-pages may cost where the items the sample missed (``_unseen``: more
+    items in the drawn segments' share of DescribeTable's count than they held) lie in one
+    collection (None: it missed none, or holds no collections). The orders of
+    :func:`skip_pages_range` lay them as one collection in each pass over the drawn segments
+    (a table whose large keys are as many as the passes), and the sample cannot tell one from
+    many: each is missed with the same odds. Where they are large items in a few collections,
+    they decide what the listing pays: on 4,000 single-item keys of 100 B and one of 8,000
+    items of 4 KB (68 segments of 989 drawn), every order met 14 such collections and put
+    skip-pages at 369-738 RCU, where the listing read 53.5 (the collection came first, while it
+    skipped). The least over ``LONE_ORDERS`` places for it (first, last, and drawn), ``UNDER``
+    of it."""
+    if not any(sample.runs) or not info.item_count or not keys.value:
+        return None
+    laid = _Laid.of(info, keys, sample)
+    rng = random.Random(0)
+    places = [0.0, 1.0, *(rng.random() for _ in range(LONE_ORDERS - 2))]
+    sims = [laid.run_lone(seed, at) for seed, at in enumerate(places)]
+    costs = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
+    return max(0.5, UNDER * min(costs)) if costs else None
 
 
 def _unseen_units(info: TableInfo, p: float, sample: Sample, scan: Range) -> float:
