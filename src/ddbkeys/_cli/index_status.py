@@ -26,7 +26,12 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS, ProofStatus, ShardStatus
+from ddbkeys.partition_keys._proof.report import (
+    FOLLOWER_BACKFILLS,
+    ProofStatus,
+    ShardStatus,
+    follower_backfills,
+)
 from ddbkeys.partition_keys._tasks.figures import figure
 
 __all__ = ["render_status", "status_command"]
@@ -179,7 +184,7 @@ def _verdict(status: ProofStatus) -> list[str]:
                 f"{_clock(status.now + status.fix_in)}; provable once it finishes)"
             )
         lines.append(f"Fix: {status.fix}{when}")
-        if status.follower_backfills:
+        if follower_backfills(status):
             lines.append(f"Or {FOLLOWER_BACKFILLS}.")
     if status.provable_in is not None:
         lines.append(f"Provable in {_span(status.provable_in)} with nothing done")

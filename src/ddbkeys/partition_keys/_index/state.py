@@ -1,7 +1,7 @@
-"""Where the evidence that a marker index is complete lives: one item per marker index in a
-small table of its own (``ddbkeys-state`` by default, keyed ``"<table>/<index>"``), not in your
-table, where anything kept would be an item your own scans and queries return. Every command,
-the library and the Lambda handler take its name from one place (:func:`state_table_name`: the
+"""Where the evidence that a marker index is complete lives: one item per marker index in a small
+table of its own (``ddbkeys-state`` by default, keyed ``"<table>/<index>"``), not in your table,
+where anything kept would be an item your own scans and queries return. Every command, the
+library and the Lambda handler take its name from one place (:func:`state_table_name`: the
 argument, else ``DDBKEYS_STATE_TABLE``, else ``ddbkeys-state``). ``index backfill`` and the
 maintainers create it when it is missing (on-demand billing).
 
@@ -275,15 +275,12 @@ class StateCore:
             pause = min(pause * 1.5, 5.0)
 
     def load(self, table: str, index: str) -> Flow[Evidence | None]:
-        """The record of ``table``'s index ``index``; None when there is none (or no state
-        table at all)."""
-        _, evidence = yield from self.lookup(table, index)
-        return evidence
+        """The record of ``table``'s index ``index`` (None: none, or no state table)."""
+        return (yield from self.lookup(table, index))[1]
 
     def lookup(self, table: str, index: str) -> Flow[tuple[bool, Evidence | None]]:
-        """Whether the state table exists, and the record of ``table``'s index ``index`` in
-        it (None: none): a listing's reason names a state table that is not there (a
-        mistyped --state-table) rather than asking for a backfill."""
+        """Whether the state table exists, and :meth:`load`'s record (a listing names a state
+        table that is not there, a mistyped --state-table, rather than ask for a backfill)."""
         try:
             item = yield from self._get(table, index)
         except DdbKeysError as exc:

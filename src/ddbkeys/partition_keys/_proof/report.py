@@ -6,7 +6,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["FOLLOWER_BACKFILLS", "BackfillStatus", "ProofStatus", "ShardStatus"]
+__all__ = [
+    "FOLLOWER_BACKFILLS",
+    "BackfillStatus",
+    "ProofStatus",
+    "ShardStatus",
+    "follower_backfills",
+]
 
 
 @dataclass(frozen=True)
@@ -60,7 +66,7 @@ class BackfillStatus:
     kept_finished: float | None = None
 
 
-#: What to do instead of the fix, where :attr:`ProofStatus.follower_backfills`.
+#: What to do instead of the fix, where :func:`follower_backfills`.
 FOLLOWER_BACKFILLS = (
     "nothing, if `index follow --backfill` is what runs: it backfills by itself once the margin "
     "has passed"
@@ -104,19 +110,6 @@ class ProofStatus:
     #: ``auto`` would list from the index (provable, and its re-checks cost less than a scan).
     auto_uses_index: bool
 
-    @property
-    def follower_backfills(self) -> bool:
-        """The fix is a backfill that waits out the margin beside ``index follow``, before any
-        backfill: ``index follow --backfill`` would run it by itself (the record cannot say
-        which follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`)."""
-        return bool(
-            self.fix_in
-            and self.fix is not None
-            and " backfill " in self.fix
-            and self.maintainer == "follow"
-            and self.backfill is None
-        )
-
     def to_json(self) -> dict[str, Any]:
         """A plain dict of JSON types (what ``--output json`` prints)."""
         fields = asdict(self)
@@ -124,3 +117,16 @@ class ProofStatus:
         if fields["backfill"] is not None:
             fields["backfill"]["clashes"] = list(fields["backfill"]["clashes"])
         return fields
+
+
+def follower_backfills(status: ProofStatus) -> bool:
+    """The fix is a backfill that waits out the margin beside ``index follow``, before any
+    backfill: ``index follow --backfill`` would run it by itself (the record cannot say which
+    follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`)."""
+    return bool(
+        status.fix_in
+        and status.fix is not None
+        and " backfill " in status.fix
+        and status.maintainer == "follow"
+        and status.backfill is None
+    )

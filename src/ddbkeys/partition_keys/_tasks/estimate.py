@@ -38,7 +38,11 @@ from ddbkeys.partition_keys._listing.options import ListingOptions
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import index_weighed
-from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS, ProofStatus
+from ddbkeys.partition_keys._proof.report import (
+    FOLLOWER_BACKFILLS,
+    ProofStatus,
+    follower_backfills,
+)
 from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
 from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, marker_cost
 from ddbkeys.partition_keys._tasks.methods import (
@@ -426,7 +430,7 @@ def _auto(
         why = proof.reason or "its proof does not hold now"
         if proof.provable_in is not None:
             why += f" (provable in about {duration(proof.provable_in)}, by waiting)"
-        if proof.follower_backfills:
+        if follower_backfills(proof):
             why += f" (or {FOLLOWER_BACKFILLS})"
     if why is not None:
         return "skip-pages", f"the marker index {index!r} cannot be proven: {why}"
