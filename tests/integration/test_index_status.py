@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys import aio, make_client
+from ddbkeys import DdbKeysError, aio, make_client
 from ddbkeys._cli import cli
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys, estimate_listing
 from ddbkeys.partition_keys._proof.report import ProofStatus
@@ -120,6 +120,14 @@ def test_the_estimate_and_auto_price_a_lagging_maintainer_s_replay_as_status_doe
     missing = distinct_partition_keys(ddb_client, table, state_table="ddbkeys-no-such-state")
     assert len(list(missing)) == 30 and missing.method_name == "skip-pages"
     assert "nor a state table 'ddbkeys-no-such-state'" in missing.method_reason
+    assert f"status -t {table} --state-table ddbkeys-no-such-state` says" in missing.method_reason
+    # A table that is not a state table (the listed table itself): the same fall back, naming
+    # it (auto and plan failed with "internal error (UnboundLocalError ...)")
+    other = distinct_partition_keys(ddb_client, table, state_table=table)
+    assert len(list(other)) == 30 and other.method_name == "skip-pages"
+    assert f"Table {table!r} is not a ddbkeys state table" in other.method_reason
+    with pytest.raises(DdbKeysError, match="is not a ddbkeys state table"):
+        MarkerIndex(ddb_client, table).proof_status(state_table=table)
     given = ["-t", table, "--state-table", store, "--replay-margin", str(MARGIN)]
     given += ["--output", "json", "--endpoint-url", ddb_client.meta.endpoint_url]
     said = CliRunner().invoke(cli, ["partition-keys", "estimate", *given])

@@ -538,7 +538,8 @@ def test_index_verify_and_repair(
         "distinct_partition_keys", ddb_client, table
     )  # marked by hand: no evidence to trust
     assert (auto.method_name, auto.index_trusted) == ("skip-pages", False)
-    assert "there is no record of a backfill" in auto.method_reason
+    # (no stream here: the first step named is `index stream`, before any backfill)
+    assert "the table's stream is off" in auto.method_reason
 
 
 @pytest.mark.parametrize("method", METHODS)

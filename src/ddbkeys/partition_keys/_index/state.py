@@ -43,6 +43,7 @@ from ddbkeys._errors import DdbKeysError, error_code
 from ddbkeys._names import STATE_TABLE, STATE_TABLE_ENV, state_table_name
 from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys._schema import described
+from ddbkeys.partition_keys._index.state_update import update_request
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     LAMBDA_PREFIX,
@@ -57,7 +58,6 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         DescribeTableOutputTypeDef,
         GetItemOutputTypeDef,
-        UpdateItemInputTypeDef,
     )
 
 __all__ = [
@@ -312,7 +312,18 @@ class StateCore:
             {"TableName": self.name, "Key": self.key(table, index), "ConsistentRead": True},
             counted=False,
         )
-        answer: GetItemOutputTypeDef = yield from self._send(request, "reading the index's record")
+        try:
+            answer: GetItemOutputTypeDef = yield from self._send(
+                request, "reading the index's record"
+            )
+        except DdbKeysError as exc:
+            if _code(exc) != "ValidationException":
+                raise
+            raise DdbKeysError(
+                f"Table {self.name!r} is not a ddbkeys state table (its key is not 'id', a "
+                f"string): give the state table's name with --state-table ({exc})",
+                table=self.name,
+            ) from exc
         item = answer.get("Item")
         return dict(item) if item else None
 
@@ -397,33 +408,6 @@ class StateStore(StoreBase):
         self._run(self.core.update(table, index_name, values, remove))
 
 
-def update_request(
-    name: str, key: dict[str, Any], values: dict[str, Any], remove: tuple[str, ...] = ()
-) -> UpdateItemInputTypeDef:
-    """The UpdateItem that sets ``values`` and removes ``remove`` on the record ``key``."""
-    names: dict[str, str] = {}
-    typed: dict[str, Any] = {}
-    sets: list[str] = []
-    for n, (attribute, value) in enumerate(sorted(values.items())):
-        names[f"#a{n}"] = attribute
-        typed[f":v{n}"] = _typed(value)
-        sets.append(f"#a{n} = :v{n}")
-    expression = "SET " + ", ".join(sets) if sets else ""
-    if remove:
-        for n, attribute in enumerate(remove):
-            names[f"#r{n}"] = attribute
-        expression += " REMOVE " + ", ".join(f"#r{n}" for n in range(len(remove)))
-    request: UpdateItemInputTypeDef = {
-        "TableName": name,
-        "Key": key,
-        "UpdateExpression": expression.strip(),
-        "ExpressionAttributeNames": names,
-    }
-    if typed:
-        request["ExpressionAttributeValues"] = typed
-    return request
-
-
 def _one(request: Request) -> Flow[Any]:
     answer = yield request
     return answer
@@ -446,15 +430,3 @@ def _create(name: str) -> Flow[None]:
 
 def _code(exc: BaseException) -> str | None:
     return error_code(getattr(exc, "cause", None) or exc)
-
-
-def _typed(value: Any) -> dict[str, Any]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return {"N": repr(float(value))}
-    if isinstance(value, str):
-        return {"S": value}
-    if isinstance(value, dict):
-        return {"M": {str(k): {"S": str(v)} for k, v in value.items()}}
-    if isinstance(value, (list, tuple, set)):
-        return {"SS": sorted(str(v) for v in value)} if value else {"NULL": True}
-    raise TypeError(f"cannot store {value!r} in the state table")

@@ -187,6 +187,7 @@ def choose_flow(
         return declined(method, info, index.name, why)
     records = StateCore(state_table, deadline=reader.deadline)
     now = records.clock()
+    most: int | None = None  # (the collections auto would re-check, once the record is read)
     try:
         evidence, refused = yield from load_evidence(records, info, index, margin)
         if refused is not None:
@@ -194,7 +195,9 @@ def choose_flow(
             working = None
             if evidence is not None and evidence.corrupt is None:
                 working = at_work(evidence, info.stream_arn, margin, now)
-            choice = declined(method, info, index.name, working or refused.reason)
+            choice = declined(
+                method, info, index.name, working or refused.reason, state_table=state_table
+            )
             choice.markers = recorded_markers(
                 evidence, markers_key(index.attribute, index.sort_key(info))
             )
@@ -225,7 +228,9 @@ def choose_flow(
             reason += f" ({index_weighed(info, index.name, None)}: {worth} worth re-checking)"
         if result.costly:
             reason += behind_or_busy(info.name, result.behind, margin)
-        return declined(method, info, index.name, reason, costly=result.costly)
+        return declined(
+            method, info, index.name, reason, costly=result.costly, state_table=state_table
+        )
     return proven(info, index, result)
 
 
@@ -246,11 +251,21 @@ def recorded_markers(evidence: Evidence | None, markers: str) -> tuple[str, Any]
     return attribute, plain_key(sort_key)
 
 
-def declined(method: str, info: TableInfo, index: str, why: str, *, costly: bool = False) -> Choice:
+def declined(
+    method: str,
+    info: TableInfo,
+    index: str,
+    why: str,
+    *,
+    costly: bool = False,
+    state_table: str | None = None,
+) -> Choice:
     """``auto``'s choice when the index cannot be proven: the skip scan, and why (``costly``:
     proving it would cost more than listing another way). For ``method="index"``, an
-    :class:`IndexUnprovenError` with the same reason."""
-    status = f"`ddbkeys partition-keys index status -t {info.name}` says what to run"
+    :class:`IndexUnprovenError` with the same reason. ``state_table``: the name given, which
+    the ``index status`` it names is given too."""
+    given = f" --state-table {state_table}" if state_table else ""
+    status = f"`ddbkeys partition-keys index status -t {info.name}{given}` says what to run"
     if method == "auto" and costly:
         return Choice(
             PagedSkipMethod(info),

@@ -330,14 +330,14 @@ def _backfill_reason(
     evidence: Evidence, stream: str | None, margin: float
 ) -> tuple[Backfill | None, str | None]:
     backfill = evidence.backfill
+    if stream is None:  # (the first step: `index stream`, before any backfill that counts)
+        return None, (
+            "the table's stream is off, so the changes since the index's snapshot cannot be read"
+        )
     if backfill is None:
         return None, (
             "there is no record of a backfill (run `ddbkeys partition-keys index backfill` while "
             "`index follow` or the Lambda handler keeps the markers)"
-        )
-    if stream is None:
-        return None, (
-            "the table's stream is off, so the changes since the index's snapshot cannot be read"
         )
     if backfill.stream is None:
         return None, (

@@ -97,11 +97,11 @@ def load_evidence(
 ) -> Flow[tuple[Evidence | None, Decline | None]]:
     """The index's record, and why it proves nothing (before the stream is read) if so."""
     exists, evidence = yield from store.lookup(info.name, marker.name)
-    if not exists:
+    if not exists and info.stream_arn is not None:  # (else the stream first: `index stream`)
         return None, Decline(
-            f"there is no record of a backfill, nor a state table {store.name!r} to hold one "
-            "(run `ddbkeys partition-keys index backfill` while `index follow` or the Lambda "
-            "handler keeps the markers, or name the state table they write with --state-table)"
+            f"there is no record of a backfill, nor a state table {store.name!r} to hold one: "
+            "run `ddbkeys partition-keys index backfill` while `index follow` or the Lambda "
+            "handler keeps the markers, or name the state table they write with --state-table"
         )
     return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
 
