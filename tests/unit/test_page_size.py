@@ -1103,18 +1103,15 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     the whole table (its size over the keys the ended segments show) weighs as ``PRIOR`` keys
     read on, so that a few pages of small collections no longer pass a trial that the table's
     heavy tail then fails with a scan-sized page. Twenty orders: the median 1.08x skipping's
-    units before, 0.99x with it (the first segment's trial, before any ended, still costs a
-    page in a few: up to 1.22x). Skipping alone then grew 5% cheaper (a limit of one item
-    probes: ``test_a_limit_of_one_item_grows_where_small_collections_prove_small``) where
-    reading on in turn cost what it did or less in every order: the median 1.027x, up to
-    1.24x."""
+    units before, 0.99x now (the first segment's trial, before any ended, still costs a page
+    in a few: up to 1.22x)."""
     ratios = []
     for seed in range(20):
         sizes = heavier_tailed(seed)
         skipping = simulate_sized(sizes, through=False)
         ratios.append(simulate_sized_in_turn(sizes, 30).units / skipping.units)
     ratios.sort()
-    assert ratios[len(ratios) // 2] <= 1.03, ratios
+    assert ratios[len(ratios) // 2] <= 1.02, ratios
     assert max(ratios) <= 1.25, ratios
     # Where collections are small the table's rate agrees: it reads as a scan (and a unit at
     # most at each segment's end, its rounding), as before.
@@ -1141,18 +1138,3 @@ def test_every_segment_that_ends_counts_the_keys_it_handed_out() -> None:
     only.first_limit(1)
     only.end([1, 2], 1.0, asked=4)
     assert alone.ledgers.table_rate == 0.0  # (one segment: nothing to weigh it by)
-
-
-def test_a_limit_of_one_item_grows_where_small_collections_prove_small() -> None:
-    """4,000 single-item keys of 100 B among 14 of 556 items of 2.7 KB: the table's bytes lie
-    in the large ones, so pages start at one item, and a page of one item never held "more
-    than one collection", so it never probed: a page a key, 2,600-3,900 units skipping alone
-    in six orders (a scan: 5,229). One item more after ``PROBE_AFTER`` such pages lets the
-    small keys' pages grow (under 700 units in each)."""
-    for seed in range(6):
-        rng = random.Random(seed)
-        keys = [(k, [100]) for k in range(4000)] + [(4000 + g, [2700] * 556) for g in range(14)]
-        rng.shuffle(keys)
-        sizes = [(key, size) for key, each in keys for size in each]
-        skipping = simulate_sized(sizes, through=False)
-        assert skipping.units < 700 and skipping.requests < 1000, (seed, skipping)

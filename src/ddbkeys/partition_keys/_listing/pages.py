@@ -17,10 +17,7 @@ within its target, learning from what each page cost.
   when that was more than one unit), and that limit is not tried again until the next probe.
 - After ``PROBE_AFTER`` full pages within target in a row, each holding more than one
   collection, it tries one item more (a page of a single collection would gain nothing from
-  it: one item more there only reads more of a collection that is skipped anyway; but a page
-  of one item cannot tell, and a limit of one item, where the table's bytes lie in large
-  items, would never grow: 4,000 keys of 100 B among 14 of 556 items of 2.7 KB read a page a
-  key, 1,800 RCU, where probing reads 300-540). A probe that
+  it: one item more there only reads more of a collection that is skipped anyway). A probe that
   overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
@@ -234,7 +231,7 @@ class PageSize:
             return self.limit
         per_unit = self.limit / self.target
         if asked is None or asked == self.limit:
-            self._fit(items, units, several=tail < items or items == self.limit == 1)
+            self._fit(items, units, several=tail < items)
         if tail >= per_unit:
             self.credit, self.met_large = 0.0, True
             if self.target > 1:
