@@ -92,6 +92,7 @@ __all__ = [
     "DAY",
     "DEFAULT_REPLAY_MARGIN",
     "GONE_AFTER",
+    "RUN_BACKFILL",
     "SHARD_PREFIX",
     "TRIM_SAFETY",
     "Backfill",
@@ -107,6 +108,12 @@ __all__ = [
 #: How a reason starts where the backfill met your items at the marker's key: no command fixes
 #: that alone (the items must be moved first).
 CLASHED = "the backfill met data at the marker's key"
+
+#: What to run where there is no record of a backfill.
+RUN_BACKFILL = (
+    "run `ddbkeys partition-keys index backfill` while `index follow` or the Lambda handler "
+    "keeps the markers"
+)
 
 #: Seconds a listing holds the maintainer's positions back: what was applied within it is read
 #: again from the stream, as the index may not show it yet.
@@ -335,10 +342,7 @@ def _backfill_reason(
             "the table's stream is off, so the changes since the index's snapshot cannot be read"
         )
     if backfill is None:
-        return None, (
-            "there is no record of a backfill (run `ddbkeys partition-keys index backfill` while "
-            "`index follow` or the Lambda handler keeps the markers)"
-        )
+        return None, f"there is no record of a backfill ({RUN_BACKFILL})"
     if backfill.stream is None:
         return None, (
             "the backfill ran while the table's stream was off, so what changed meanwhile is in "

@@ -26,7 +26,13 @@ from ddbkeys.partition_keys._index.pending import pending_keys
 from ddbkeys.partition_keys._index.state import StateCore, markers_key
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
-from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence, precheck
+from ddbkeys.partition_keys._proof.evidence import (
+    CREATED_ROUNDING,
+    RUN_BACKFILL,
+    Decline,
+    Evidence,
+    precheck,
+)
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
 from ddbkeys.partition_keys._tasks.figures import figure
@@ -100,8 +106,7 @@ def load_evidence(
     if not exists and info.stream_arn is not None:  # (else the stream first: `index stream`)
         return None, Decline(
             f"there is no record of a backfill, nor a state table {store.name!r} to hold one: "
-            "run `ddbkeys partition-keys index backfill` while `index follow` or the Lambda "
-            "handler keeps the markers, or name the state table they write with --state-table"
+            f"{RUN_BACKFILL}, or name the state table they write with --state-table"
         )
     return evidence, precheck(evidence, info.stream_arn, margin, _markers(marker, info))
 
