@@ -355,6 +355,41 @@ def test_a_trial_starts_where_small_pages_pay_more_than_their_items() -> None:
         assert not full.reading_on
 
 
+def test_trials_whose_first_page_costs_a_key_more_than_skipping_wait_twice_as_long() -> None:
+    """1,000 keys of 3-12 items of 2-4 KB (a helper's table): a one-item page costs a unit,
+    more than its item, so skipping is ``promising``; a trial's first page, 2 units for one
+    key, fails. Trials every ``LOOK_AFTER`` pages read 1.12x skipping alone's units (over
+    ``WASTE`` plus ``LEEWAY``); waiting twice as long after each such failure past the first,
+    at most 1.02x, with no more requests than skipping's one a key (and a scan costs 5x)."""
+    rng = random.Random(6)
+    collections = [
+        [rng.randint(2000, 4000) for _ in range(rng.randint(3, 12))] for _ in range(1000)
+    ]
+    for seed in range(4):
+        order = list(range(1000))
+        random.Random(seed).shuffle(order)
+        sizes = [(key, size) for key in order for size in collections[key]]
+        listed, alone = simulate_sized(sizes), simulate_sized(sizes, through=False)
+        assert listed.units <= 1.02 * alone.units and listed.requests <= alone.requests + 2
+        assert 5 * listed.units < sized_scan(sizes).units
+
+
+def test_one_lost_trial_is_let_pass_and_each_later_doubles_the_wait() -> None:
+    pages = PageSize.for_items_of(3000)
+    assert pages.promising_after == LOOK_AFTER
+    for _ in range(20):  # (skipping: a unit a key, known to within FLOOR / 20)
+        pages.ledgers.skipped(1.0, 1, 1)
+    waits = []
+    for _ in range(3):
+        pages.trying = True
+        pages.read_through(2.0, 1, 2, asked=2)  # (2 units for a key: skipping costs 1)
+        waits.append(pages.promising_after)
+    assert waits == [LOOK_AFTER, 2 * LOOK_AFTER, 4 * LOOK_AFTER]
+    pages.trying = True
+    pages.read_through(0.5, 1, 2, asked=2)  # (failed, but cheaper a key than skipping)
+    assert not pages.trying and pages.promising_after == LOOK_AFTER
+
+
 def test_a_trial_that_passes_reads_on_in_pages_growing_to_scan_sized() -> None:
     reading = Reading(PageSize.for_items_of(512))
     unit_pages(reading, 0, LOOK_AFTER)  # skipping: a unit a key; the next page reads on

@@ -43,33 +43,13 @@ within its target, learning from what each page cost.
   scan-sized (DynamoDB's 1 MB, sent with a scan's Limit), each starting past the last one's
   last collection (which costs nothing and saves its rest). A trial starts (one segment at a
   time) after ``LOOK_AFTER`` skips past a collection that filled its page, or as many skipping
-  pages that cost more than their items would at the table's average size (or at once:
-  :meth:`PageSize.skip_past`); where pages can no longer double, they go on as a scan directly.
+  pages that cost more than their items would at the table's average size (twice as many after
+  each trial in a row, past the first, whose first page failed and cost a key more than skipping:
+  :attr:`PageSize.promising_after`), or at once (:meth:`PageSize.skip_past`); where pages can
+  no longer double, they go on as a scan directly.
 
-**What decides** (:class:`~ddbkeys.partition_keys._listing.read_on.Ledgers`): two ledgers kept
-over the whole listing, not short windows (noise, where sizes are heavy-tailed): units, keys and
-pages of the skipping pages, and of the pages read on. Scan order is the keys' hash order,
-unrelated to a collection's size, so each ledger's units a key samples what that way costs a key
-on the whole table. Pages read on are priced at the table's average item size (their items'
-share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among 300-byte ones
-adds no noise; once they cost ``MAX_TARGET`` units more than that (an average that misleads), at
-their cost, but for pages whose every collection fits a skipping page (skipping would read their
-large items too). Skipping's rate is the higher of its units a key over all its pages and what
-a unit of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large
-item's).
-Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
-times that rate's relative standard error, as its pages show it (pages that agree say it
-exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
-that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), only as long
-as what reading on cost beyond skipping is within ``WASTE`` of all read, plus ``LEEWAY``.
-Once a Scan segment of several has ended, what reading on costs a key over the whole table
-weighs in too (``Ledgers.table_rate``).
-Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
-under ``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay
-within ``MAX_TARGET`` units until the keys read on would have met large collections at the rate
-the skipping pages did (``HOLD``). A trial that fails sends the listing back to skipping at one
-unit; the next waits twice as many skips, and until what reading on cost beyond skipping's rate
-is within ``WASTE`` of all read, plus ``LEEWAY``.
+**What decides** whether reading on goes on: two ledgers kept over the whole listing
+(:mod:`~ddbkeys.partition_keys._listing.read_on`, which says how they judge).
 
 **The bound**: against skipping alone, at most ``WASTE`` of all read more, plus ``LEEWAY`` (16
 RCU), plus the page that failed the last trial (at most 1 MB, 128 RCU, once enough keys were
@@ -177,6 +157,7 @@ class PageSize:
     skips: int = 0  # skips past a collection that filled its page, since the last trial
     pages_since: int = 0  # skipping pages since the last trial
     look_after: int = LOOK_AFTER  # such skips before the next trial
+    lost: int = 0  # trials in a row whose first page failed, costing a key more than skipping
     few_pages: bool = False  # a scan reads the table in a few pages (few_pages)
     may_read_on: bool = True  # False: always skip (a baseline for tests)
     scan_pages: int = 0  # scan-sized pages read on
@@ -253,8 +234,9 @@ class PageSize:
         """Whether the next page goes on skipping, after a page that ended with ``tail`` items
         of its last key (after :meth:`observe`). False (that segment's next page starts a trial
         of reading on: ``trying``; one at a time, the other segments skip meanwhile) after
-        ``look_after`` skips past a collection that filled its page, or as many skipping pages
-        that cost more than their items (``Ledgers.promising``), while ``Ledgers.may_try``;
+        ``look_after`` skips past a collection that filled its page, or
+        :attr:`promising_after` skipping pages that cost more than their items
+        (``Ledgers.promising``), while ``Ledgers.may_try``;
         at once, scan-sized, where the pages read on before (``LOOK_AFTER`` keys or more, and
         ``Ledgers.met_enough``) pass against skipping's rate as it now stands."""
         ledgers = self.ledgers
@@ -269,7 +251,7 @@ class PageSize:
         known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
         if (
             self.skips < self.look_after
-            and not (self.pages_since >= LOOK_AFTER and ledgers.promising())
+            and not (self.pages_since >= self.promising_after and ledgers.promising())
             and not (known and ledgers.through_keys >= LOOK_AFTER)
         ):
             return True
@@ -282,6 +264,20 @@ class PageSize:
         self._read_on(max(1, self.limit // self.target, average), first)
         self.trying = True
         return False
+
+    @property
+    def promising_after(self) -> int:
+        """Skipping pages, since the last trial, before one starts because they cost more
+        than their items (``Ledgers.promising``): ``LOOK_AFTER``, and twice as many for each
+        trial in a row, past the first, whose first page failed and cost a key more than
+        skipping does (``lost``), up to ``MAX_PROBE_AFTER``. On 1,000 keys of 3-12 items of
+        2-4 KB a one-item page costs a unit, more than its items, and a trial's first page
+        of 2 units for one key failed every 8 pages: 1.12x skipping's units, 1.01x with this.
+        One such failure is let pass (heavy-tailed item sizes: a 2-unit page that met a large
+        item, the next trial reads on); as is one that cost a key less than skipping (priced
+        at an average large items carry: 3,000 keys of a 60 B item among 30 keys of 300
+        items of 1-8 KB)."""
+        return min(MAX_PROBE_AFTER, LOOK_AFTER << min(max(0, self.lost - 1), 7))
 
     @property
     def through_limit(self) -> int | None:
@@ -362,11 +358,14 @@ class PageSize:
             if last:
                 return
             self.passed += 1
+            self.lost = 0
             if self.trying and self.passed >= 2:
                 self.through, self.trying, self.small = True, False, False
             self.through_target = min(2 * MAX_TARGET, self.through_target * GROWTH)
             return
         self.went_back += self.through
+        first = self.trying and not self.passed
+        self.lost = self.lost + 1 if first and units > ledgers.skip_rate() * keys else 0
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit

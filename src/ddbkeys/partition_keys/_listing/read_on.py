@@ -5,6 +5,28 @@ skipped, and of those read on as a scan (:mod:`ddbkeys.partition_keys._listing.p
 each is read, and the bound this judgement keeps). Scan order is the partition keys' hash
 order, which says nothing of a collection's size, so each ledger's units a key is a sample,
 growing with the listing, of what that way costs a key on the whole table.
+
+**What decides**: the ledgers are kept over the whole listing, not short windows (noise, where
+sizes are heavy-tailed). Pages read on are priced at the table's average item size (their items'
+share of ``TableSizeBytes``: what the whole scan costs), so one 40 KB item among 300-byte ones
+adds no noise; once they cost ``MAX_TARGET`` units more than that (an average that misleads), at
+their cost, but for pages whose every collection fits a skipping page (skipping would read their
+large items too). Skipping's rate is the higher of its units a key over all its pages and what
+a unit of its present limit costs a key (``Ledgers.skip_rate``: a limit fallen to a large
+item's).
+Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
+times that rate's relative standard error, as its pages show it (pages that agree say it
+exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
+that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), only as long
+as what reading on cost beyond skipping is within ``WASTE`` of all read, plus ``LEEWAY``.
+Once a Scan segment of several has ended, what reading on costs a key over the whole table
+weighs in too (``Ledgers.table_rate``).
+Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
+under ``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay
+within ``MAX_TARGET`` units until the keys read on would have met large collections at the rate
+the skipping pages did (``HOLD``). A trial that fails sends the listing back to skipping at one
+unit; the next waits twice as many skips, and until what reading on cost beyond skipping's rate
+is within ``WASTE`` of all read, plus ``LEEWAY``.
 """
 
 from __future__ import annotations
