@@ -57,6 +57,8 @@ _KEY_SCHEMA_PHRASES = (
     "Type mismatch for key",
     # (DynamoDB Local's, for a key that lacks the sort key or holds one the table has not)
     "The number of conditions on the keys is invalid",
+    # (a Query's key condition on an attribute that is not the table's key)
+    "Query condition missed key schema element",
 )
 
 

@@ -4,6 +4,8 @@ and ``deadline`` set on the strategy is the one its calls keep to."""
 
 from __future__ import annotations
 
+import asyncio
+from collections import Counter
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -18,6 +20,7 @@ from ddbkeys.ids import (
     IdStrategy,
 )
 from ddbkeys.testing._proxy import FaultProxy, Faults
+from tests.support.drivers import async_client_for
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -66,10 +69,10 @@ def test_a_deadline_set_on_the_strategy_is_the_one_its_calls_keep(
 def test_what_a_strategy_made_of_a_description_goes_with_it(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
-    """One counter and one sequence across their table made again with another key: the write
-    that finds the key schema changed fails, and the next call of the same object describes
-    the table again and finds its counter item's new key (its link dropped the old one, and the
-    sequence what it knew of its counter's value)."""
+    """One counter and one sequence across their table made again with another key: the call
+    that finds the key schema changed describes the table again and goes on, with its counter
+    item's new key (its link dropped the old one, and the sequence what it knew of its
+    counter's value); an item of the old key is refused, named by the new one."""
     table = ddb_table_factory(("pk", "S"))
     counter = AtomicCounter(ddb_client, table, "c")
     sequence = GaplessSequence(ddb_client, table, "s")
@@ -78,10 +81,72 @@ def test_what_a_strategy_made_of_a_description_goes_with_it(
     ddb_client.delete_table(TableName=table)
     ddb_client.get_waiter("table_not_exists").wait(TableName=table)
     ddb_table_factory(("name", "S"), name=table)
-    with pytest.raises(KeySchemaError):
-        counter.next()
-    with pytest.raises(KeySchemaError):  # (checked against the kept key schema, then written)
+    assert counter.next() == 1
+    with pytest.raises(KeySchemaError, match="no 'name'"):  # (the table described afresh)
         sequence.put({"pk": "b"})
-    assert (counter.next(), sequence.put({"name": "b"})) == (1, 1)
+    assert (counter.next(), sequence.put({"name": "b"})) == (2, 1)
     assert counter.counter_item().key == {"name": {"S": "c"}}
     assert sequence.counter_key == {"name": {"S": "s"}}
+
+
+def test_a_table_made_again_with_another_key_is_described_afresh_by_the_first_call(
+    ddb_client: DynamoDBClient, ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    """As a fleet of Lambda functions, or a test suite, meets it: a new object per call, in a
+    process that kept the table's description (``ddbkeys.ids._described``). Across the table
+    made again with another key, each strategy's first call goes on (it failed with "has no
+    'pk'" or "the key does not match the key schema"), with one more DescribeTable (counted by
+    a proxy); where the description was read by the call itself, a wrong key is the caller's,
+    refused at once."""
+    simple = ddb_table_factory(("pk", "S"))
+    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    with FaultProxy(ddb_endpoint_url, Faults()) as proxy:
+        client = make_client(endpoint_url=proxy.endpoint_url)
+        assert AtomicCounter(client, simple, "c").next() == 1
+        assert GaplessSequence(client, simple, "s").put({"pk": "a"}) == 1
+        assert CollectionSequence(client, pairs).put("b") == 1
+        for table in (simple, pairs):
+            ddb_client.delete_table(TableName=table)
+            ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+        ddb_table_factory(("ref", "S"), name=simple)
+        ddb_table_factory(("ref", "S"), ("n", "N"), name=pairs)
+        proxy.reset()
+        assert AtomicCounter(client, simple, "c").next() == 1
+        sent = Counter(op for (op, _), n in proxy.counts_by_operation.items() for _ in range(n))
+        # (The first UpdateItem refused, and the GetItem that looks why: of the old key.)
+        assert sent == {"UpdateItem": 2, "GetItem": 1, "DescribeTable": 1}
+        assert GaplessSequence(client, simple, "s").put({"ref": "a"}) == 1
+        assert CollectionSequence(client, pairs).put("b") == 1
+        assert ddb_client.get_item(TableName=pairs, Key={"ref": {"S": "b"}, "n": {"N": "1"}})
+        with pytest.raises(KeySchemaError, match="no 'ref'"):
+            GaplessSequence(client, simple, "s").put({"pk": "b"})
+
+
+def test_the_asyncio_strategies_describe_a_table_made_again_afresh_too(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """The same with ``ddbkeys.aio``'s strategies (group commit, their default, included):
+    the first call after the table was made again with another key goes on."""
+    from ddbkeys import aio  # noqa: PLC0415 (an optional extra)
+
+    simple = ddb_table_factory(("pk", "S"))
+    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
+
+    async def calls(item_key: str) -> tuple[int, int, list[int]]:
+        client = await async_client_for(ddb_client)
+        try:
+            counter = aio.AtomicCounter(client, simple, "c")
+            sequence = aio.GaplessSequence(client, simple, "s")
+            collection = aio.CollectionSequence(client, pairs)
+            numbers = await asyncio.gather(*(collection.put("b") for _ in range(3)))
+            return await counter.next(), await sequence.put({item_key: "a"}), sorted(numbers)
+        finally:
+            await client.__aexit__(None, None, None)
+
+    assert asyncio.run(calls("pk")) == (1, 1, [1, 2, 3])
+    for table in (simple, pairs):
+        ddb_client.delete_table(TableName=table)
+        ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    ddb_table_factory(("ref", "S"), name=simple)
+    ddb_table_factory(("ref", "S"), ("n", "N"), name=pairs)
+    assert asyncio.run(calls("ref")) == (1, 1, [1, 2, 3])

@@ -14,11 +14,12 @@ from botocore.exceptions import ClientError
 
 from ddbkeys._core.steps import Flow, Request
 from ddbkeys._retry import Deadline
-from ddbkeys.ids._base import CounterItem, Link
+from ddbkeys.ids._base import CounterItem
 from ddbkeys.ids._blocks import BlockAllocator
 from ddbkeys.ids._blocks_steps import HandBack
 from ddbkeys.ids._counter import hand_back
 from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._link import Link
 
 __all__ = ["AsyncCounter", "Counter", "Throttled", "allocator", "until"]
 

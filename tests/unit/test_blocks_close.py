@@ -11,10 +11,11 @@ from botocore.exceptions import ClientError, ConnectionClosedError
 
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import Deadline
-from ddbkeys.ids._base import CounterItem, Link
+from ddbkeys.ids._base import CounterItem
 from ddbkeys.ids._blocks_steps import CloseReport, Hand, HandBack, hand_back_for
 from ddbkeys.ids._counter import hand_back
 from ddbkeys.ids._counter_core import CounterCore
+from ddbkeys.ids._link import Link
 from tests.support.blocks_state import arrive, held
 from tests.support.hand import POLICY, cancelled, drive
 

@@ -27,8 +27,9 @@ from ddbkeys.ids import (
     GlobalTableError,
     audit_ids,
 )
-from ddbkeys.ids._base import GroupCommit, read_description, refuse_global
+from ddbkeys.ids._base import GroupCommit
 from ddbkeys.ids._group import AsyncGroupCommit
+from ddbkeys.ids._link import read_description, refuse_global
 from tests.support.hand import GLOBAL, description, drive
 
 

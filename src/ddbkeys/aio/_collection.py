@@ -18,9 +18,9 @@ from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.ids import _collection as flows
-from ddbkeys.ids._base import sequence_link
 from ddbkeys.ids._collection_core import CollectionCore, OnConflict, PartitionKeyValue, Pending
 from ddbkeys.ids._group import AsyncGroupCommit, GroupsInUse
+from ddbkeys.ids._link import once_more_async, sequence_link
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import flag
 
@@ -123,14 +123,18 @@ class CollectionSequence:
         if not self.group_commit:
             alone = flows.put_alone(core, link, self._highest, partition_key_value, item, typed)
             return await self._driver.run(alone)
-        pending = await self._driver.run(
-            flows.prepare(core, link, partition_key_value, item, typed)
-        )
-        # One group per collection and event loop (its futures belong to one loop), keyed by
-        # the loop itself: a new loop may get the id of one that is gone.
-        with self._groups.using((asyncio.get_running_loop(), pending.collection)) as group:
-            number: int = await group.submit(pending)
-        return number
+
+        async def grouped() -> int:
+            pending = await self._driver.run(
+                flows.prepare(core, link, partition_key_value, item, typed)
+            )
+            # One group per collection and event loop (its futures belong to one loop), keyed
+            # by the loop itself: a new loop may get the id of one that is gone.
+            with self._groups.using((asyncio.get_running_loop(), pending.collection)) as group:
+                number: int = await group.submit(pending)
+            return number
+
+        return await once_more_async(link, grouped)
 
     async def check(
         self,

@@ -18,9 +18,10 @@ from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.ids import _gapless as flows
-from ddbkeys.ids._base import CounterItem, sequence_link
+from ddbkeys.ids._base import CounterItem
 from ddbkeys.ids._gapless_core import MAX_BATCH, Pending
 from ddbkeys.ids._group import AsyncGroupCommit
+from ddbkeys.ids._link import once_more_async, sequence_link
 from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
@@ -112,8 +113,13 @@ class GaplessSequence:
         core, link = self.core, self._link
         if self._group is None:
             return await self._driver.run(flows.put_alone(core, link, self.state, item, typed))
-        call = await self._driver.run(flows.pending(core, link, item, typed))
-        return await self._group.get().submit(call)
+        group = self._group
+
+        async def grouped() -> int:
+            call = await self._driver.run(flows.pending(core, link, item, typed))
+            return await group.get().submit(call)
+
+        return await once_more_async(link, grouped)
 
     async def put_many(
         self, items: Sequence[Mapping[str, Any]], *, typed: bool = False

@@ -1,7 +1,7 @@
 """The item-collection sequence (the AWS post on auto-increment, "with a sort key"): the number
 is the sort key. The flows of its calls, each of its core
 (:class:`~ddbkeys.ids._collection_core.CollectionCore`, where every decision is) through its link
-(:class:`~ddbkeys.ids._base.Link`), and the sync :class:`CollectionSequence` that runs them on the
+(:class:`~ddbkeys.ids._link.Link`), and the sync :class:`CollectionSequence` that runs them on the
 sync driver (threads share commits through :class:`~ddbkeys.ids._group.GroupCommit`);
 :mod:`ddbkeys.aio._collection` runs the same flows on the asyncio one."""
 
@@ -17,7 +17,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.ids._base import IdStrategy, Link, earliest, sequence_link
+from ddbkeys.ids._base import IdStrategy, earliest
 from ddbkeys.ids._collection_core import (
     CollectionCore,
     Keys,
@@ -26,6 +26,7 @@ from ddbkeys.ids._collection_core import (
     Pending,
 )
 from ddbkeys.ids._group import GroupCommit, GroupsInUse
+from ddbkeys.ids._link import Link, afresh, once_more, sequence_link
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import flag
 
@@ -47,6 +48,7 @@ def keys(core: CollectionCore, link: Link, deadline: Deadline) -> Flow[Keys]:
     return core.keys(info)
 
 
+@afresh
 def prepare(
     core: CollectionCore,
     link: Link,
@@ -60,6 +62,7 @@ def prepare(
     return core.prepare(table_keys, partition_key_value, item, typed, deadline)
 
 
+@afresh
 def put_alone(
     core: CollectionCore,
     link: Link,
@@ -74,6 +77,7 @@ def put_alone(
     return number
 
 
+@afresh
 def current(core: CollectionCore, link: Link, partition_key_value: PartitionKeyValue) -> Flow[int]:
     """The flow of ``current()`` (see :meth:`CollectionCore.current`)."""
     deadline = link.begin()
@@ -231,10 +235,14 @@ class CollectionSequence(IdStrategy):
         if not self.group_commit:
             alone = put_alone(core, link, self._highest, partition_key_value, item, typed)
             return self._driver.run(alone)
-        pending = self._driver.run(prepare(core, link, partition_key_value, item, typed))
-        with self._groups.using(pending.collection) as group:
-            number: int = group.submit(pending)
-        return number
+
+        def grouped() -> int:
+            pending = self._driver.run(prepare(core, link, partition_key_value, item, typed))
+            with self._groups.using(pending.collection) as group:
+                number: int = group.submit(pending)
+            return number
+
+        return once_more(link, grouped)
 
     def check(
         self,

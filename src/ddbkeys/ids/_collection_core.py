@@ -4,7 +4,7 @@ next and what each answer means, as flows (see :mod:`ddbkeys._core`) that take w
 arguments: the table's keys (from its description) and the highest numbers the sequence
 remembers (a :class:`~ddbkeys.ids._remembered.Remembered`).
 :class:`~ddbkeys.ids._collection.CollectionSequence` (sync or asyncio) is this core, a link
-(:class:`~ddbkeys.ids._base.Link`), a driver and the group commits in use."""
+(:class:`~ddbkeys.ids._link.Link`), a driver and the group commits in use."""
 
 from __future__ import annotations
 
@@ -271,6 +271,12 @@ class CollectionCore:
         through ``attempts``, within the deadline of the batch's call that has the least time
         left; what it learns of the collection's highest number is kept in ``memory``."""
         items = [p.item for p in batch]
+        if any(keys[0].name not in item for item in items):  # (a put prepared before)
+            raise KeySchemaError(
+                f"Table {self.table!r} is keyed on {keys[0].name!r} now, not on the key this "
+                "put was prepared for: the table was made again with another key.",
+                table=self.table,
+            )
         commit = Commit(batch[0].collection, keys, items[0][keys[0].name], memory)
         sk = keys[1]
 

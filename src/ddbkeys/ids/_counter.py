@@ -1,7 +1,7 @@
 """The atomic counter (one UpdateItem per id, as in "Implement resource counters with Amazon
 DynamoDB" and "How to generate auto-incrementing IDs in DynamoDB"): the flows of its calls, each
 of its core (:class:`~ddbkeys.ids._counter_core.CounterCore`) through its link
-(:class:`~ddbkeys.ids._base.Link`), and the sync :class:`AtomicCounter` that runs them on the sync
+(:class:`~ddbkeys.ids._link.Link`), and the sync :class:`AtomicCounter` that runs them on the sync
 driver (:mod:`ddbkeys.aio._ids` runs the same flows on the asyncio one)."""
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from ddbkeys.ids._base import (
     TYPE_VALUES,
     CounterItem,
     IdStrategy,
-    Link,
     check_counter_attribute,
     counter_key_from,
 )
@@ -34,6 +33,7 @@ from ddbkeys.ids._counter_core import CounterCore
 from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names, not_a_counter, read_counter
 from ddbkeys.ids._counter_writes import Want, advance, coalesced
 from ddbkeys.ids._group import GroupCommit
+from ddbkeys.ids._link import Link, afresh
 from ddbkeys.ids._slots import CLOCK_MARGIN, MOST_DEADLINE
 from ddbkeys.ids._values import check_name_and_key, flag, whole_number
 
@@ -133,6 +133,7 @@ def counter_item(core: CounterCore, link: Link, deadline: Deadline) -> Flow[Coun
     return counter
 
 
+@afresh
 def taking(
     core: CounterCore,
     link: Link,
@@ -155,6 +156,7 @@ def taking(
     return (yield from advance(core, counter, count, deadline, link.attempts, wall_clock, request))
 
 
+@afresh
 def taking_for(
     core: CounterCore, link: Link, wants: Sequence[Want], wall_clock: Callable[[], float]
 ) -> Flow[list[range | BaseException]]:
@@ -166,6 +168,7 @@ def taking_for(
     return (yield from coalesced(wants, advance_by))
 
 
+@afresh
 def reading(core: CounterCore, link: Link) -> Flow[int]:
     """The flow of ``current()``: one strongly consistent GetItem (1 read unit)."""
     deadline = link.begin()
@@ -176,6 +179,7 @@ def reading(core: CounterCore, link: Link) -> Flow[int]:
     return core.check(counter, value) or 0
 
 
+@afresh
 def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]:
     """The flow of ``set()``: one conditional UpdateItem (1 write unit)."""
     value = whole_number("value", value, minimum=0, table=core.table)
@@ -226,6 +230,7 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
     return (yield from link.attempts(attempt, f"setting counter {core.name!r}", deadline))
 
 
+@afresh
 def hand_back(core: CounterCore, link: Link, back: HandBack, deadline: Deadline) -> Flow[bool]:
     """A block allocator's ``close()``: the counter set back to ``back.value`` (None: removed)
     if it still holds ``back.top``, with one conditional update, True when applied; once (as

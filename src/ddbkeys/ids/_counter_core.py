@@ -1,6 +1,6 @@
 """The atomic counter's decisions, apart from any client: a value built from its settings alone
 (:class:`CounterCore`). What a write asks for, what an answer or a refusal means, and the flows
-of the public calls (each takes the strategy's :class:`~ddbkeys.ids._base.Link`, through which it
+of the public calls (each takes the strategy's :class:`~ddbkeys.ids._link.Link`, through which it
 sends and reads the table's description); :class:`~ddbkeys.ids._counter.AtomicCounter` (sync or
 asyncio) is this core, a link, a driver and, with ``group_commit``, a group."""
 

@@ -16,12 +16,7 @@ from ddbkeys._entity import ENTITY_ATTRIBUTE
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys._retry import Deadline
 from ddbkeys._translate import error_response
-from ddbkeys.ids._base import (
-    Attempts,
-    CounterItem,
-    CounterStateError,
-    SequenceExhaustedError,
-)
+from ddbkeys.ids._base import Attempts, CounterItem, CounterStateError, SequenceExhaustedError
 from ddbkeys.ids._counter_core import CounterCore
 from ddbkeys.ids._counter_item import not_a_counter, read_counter
 from ddbkeys.ids._exact import exact_advance

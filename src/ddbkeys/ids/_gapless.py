@@ -1,7 +1,7 @@
 """The gapless sequence (the transactional optimistic lock): the counter and the item move
 together, in one transaction. The flows of its calls, each of its core
 (:class:`~ddbkeys.ids._gapless_core.GaplessCore`, where every decision is) through its link
-(:class:`~ddbkeys.ids._base.Link`), and the sync :class:`GaplessSequence` that runs them on the
+(:class:`~ddbkeys.ids._link.Link`), and the sync :class:`GaplessSequence` that runs them on the
 sync driver (threads share commits through :class:`GroupCommit`); :mod:`ddbkeys.aio._gapless`
 runs the same flows on the asyncio one."""
 
@@ -18,7 +18,7 @@ from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import TableInfo
-from ddbkeys.ids._base import CounterItem, IdStrategy, Link, sequence_link
+from ddbkeys.ids._base import CounterItem, IdStrategy
 from ddbkeys.ids._gapless_core import (
     MAX_BATCH,
     RETRY,
@@ -30,6 +30,7 @@ from ddbkeys.ids._gapless_core import (
     earliest,
 )
 from ddbkeys.ids._group import GroupCommit
+from ddbkeys.ids._link import Link, afresh, once_more, sequence_link
 from ddbkeys.ids._values import flag
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ def prepared(
     return ready
 
 
+@afresh
 def pending(core: GaplessCore, link: Link, item: Mapping[str, Any], typed: bool) -> Flow[Pending]:
     """A ``put()`` call begun: its item checked and typed (before any write), and its
     deadline."""
@@ -131,6 +133,7 @@ def pending(core: GaplessCore, link: Link, item: Mapping[str, Any], typed: bool)
     return Pending(ready, deadline)
 
 
+@afresh
 def put_alone(
     core: GaplessCore, link: Link, state: CounterState, item: Mapping[str, Any], typed: bool
 ) -> Flow[int]:
@@ -142,6 +145,7 @@ def put_alone(
     return result
 
 
+@afresh
 def put_many(
     core: GaplessCore,
     link: Link,
@@ -158,6 +162,7 @@ def put_many(
     return [r for r in results if isinstance(r, int)]
 
 
+@afresh
 def current(core: GaplessCore, link: Link) -> Flow[int]:
     """``current()``: one strongly consistent GetItem of the counter (1 read unit)."""
     deadline = link.begin()
@@ -313,7 +318,10 @@ class GaplessSequence(IdStrategy):
         """
         if self._group is None:
             return self._driver.run(put_alone(self.core, self._link, self.state, item, typed))
-        return self._group.submit(self._driver.run(pending(self.core, self._link, item, typed)))
+        group, link = self._group, self._link
+        return once_more(
+            link, lambda: group.submit(self._driver.run(pending(self.core, link, item, typed)))
+        )
 
     def put_many(self, items: Sequence[Mapping[str, Any]], *, typed: bool = False) -> list[int]:
         """Write up to 99 items in one transaction with consecutive ids; all or none.

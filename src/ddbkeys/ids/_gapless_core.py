@@ -4,7 +4,7 @@ each answer or cancellation means, as flows (see :mod:`ddbkeys._core`) that take
 as arguments: the table's description and where the counter lives (in a :class:`Commit`), and
 what the sequence knows of its counter between calls (a :class:`CounterState`).
 :class:`~ddbkeys.ids._gapless.GaplessSequence` (sync or asyncio) is this core, a link
-(:class:`~ddbkeys.ids._base.Link`), a driver and, with group commit, a group."""
+(:class:`~ddbkeys.ids._link.Link`), a driver and, with group commit, a group."""
 
 from __future__ import annotations
 
