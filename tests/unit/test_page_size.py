@@ -355,12 +355,13 @@ def test_a_trial_starts_where_small_pages_pay_more_than_their_items() -> None:
         assert not full.reading_on
 
 
-def test_trials_whose_first_page_costs_a_key_more_than_skipping_wait_twice_as_long() -> None:
-    """1,000 keys of 3-12 items of 2-4 KB (a helper's table): a one-item page costs a unit,
-    more than its item, so skipping is ``promising``; a trial's first page, 2 units for one
-    key, fails. Trials every ``LOOK_AFTER`` pages read 1.12x skipping alone's units (over
-    ``WASTE`` plus ``LEEWAY``); waiting twice as long after each such failure past the first,
-    at most 1.02x, with no more requests than skipping's one a key (and a scan costs 5x)."""
+def test_trials_whose_first_page_fails_inside_one_key_wait_twice_as_long() -> None:
+    """1,000 keys of 3-12 items of 2-4 KB (a helper's table; documents in
+    benchmarks/new_user_shapes.py): a one-item page costs a unit, more than its item, so
+    skipping is ``promising``; a trial's first page, 2 units inside one key, fails. Trials
+    every ``LOOK_AFTER`` pages read 1.12x skipping alone's units (over ``WASTE`` plus
+    ``LEEWAY``); waiting twice as long after each such failure past the first, at most 1.02x,
+    with no more requests than skipping's one a key (and a scan costs 5x)."""
     rng = random.Random(6)
     collections = [
         [rng.randint(2000, 4000) for _ in range(rng.randint(3, 12))] for _ in range(1000)
@@ -388,6 +389,10 @@ def test_one_lost_trial_is_let_pass_and_each_later_doubles_the_wait() -> None:
     pages.trying = True
     pages.read_through(0.5, 1, 2, asked=2)  # (failed, but cheaper a key than skipping)
     assert not pages.trying and pages.promising_after == LOOK_AFTER
+    for _ in range(3):
+        pages.trying = True
+        pages.read_through(8.0, 2, 4, asked=4)  # (failed, dearer, but past its first key)
+        assert not pages.trying and pages.promising_after == LOOK_AFTER
 
 
 def test_a_trial_that_passes_reads_on_in_pages_growing_to_scan_sized() -> None:

@@ -44,7 +44,7 @@ within its target, learning from what each page cost.
   last collection (which costs nothing and saves its rest). A trial starts (one segment at a
   time) after ``LOOK_AFTER`` skips past a collection that filled its page, or as many skipping
   pages that cost more than their items would at the table's average size (twice as many after
-  each trial in a row, past the first, whose first page failed and cost a key more than skipping:
+  each trial in a row, past the first, whose first page failed on one key, dearer than skipping:
   :attr:`PageSize.promising_after`), or at once (:meth:`PageSize.skip_past`); where pages can
   no longer double, they go on as a scan directly.
 
@@ -157,7 +157,7 @@ class PageSize:
     skips: int = 0  # skips past a collection that filled its page, since the last trial
     pages_since: int = 0  # skipping pages since the last trial
     look_after: int = LOOK_AFTER  # such skips before the next trial
-    lost: int = 0  # trials in a row whose first page failed, costing a key more than skipping
+    lost: int = 0  # trials in a row whose first page failed on one key, dearer than skipping
     few_pages: bool = False  # a scan reads the table in a few pages (few_pages)
     may_read_on: bool = True  # False: always skip (a baseline for tests)
     scan_pages: int = 0  # scan-sized pages read on
@@ -269,14 +269,15 @@ class PageSize:
     def promising_after(self) -> int:
         """Skipping pages, since the last trial, before one starts because they cost more
         than their items (``Ledgers.promising``): ``LOOK_AFTER``, and twice as many for each
-        trial in a row, past the first, whose first page failed and cost a key more than
-        skipping does (``lost``), up to ``MAX_PROBE_AFTER``. On 1,000 keys of 3-12 items of
-        2-4 KB a one-item page costs a unit, more than its items, and a trial's first page
-        of 2 units for one key failed every 8 pages: 1.12x skipping's units, 1.01x with this.
-        One such failure is let pass (heavy-tailed item sizes: a 2-unit page that met a large
-        item, the next trial reads on); as is one that cost a key less than skipping (priced
-        at an average large items carry: 3,000 keys of a 60 B item among 30 keys of 300
-        items of 1-8 KB)."""
+        trial in a row, past the first, whose first page failed inside the collection it
+        began (one key) at more than skipping costs a key (``lost``), up to
+        ``MAX_PROBE_AFTER``. On 1,000 keys of 3-12 items of 2-4 KB a one-item page costs a
+        unit, more than its item, and a trial's first page, 2 units of one key, failed every 8
+        pages: 1.12x skipping's units, 1.01x with this. One such failure is let pass, and so
+        is a first page that handed out more than one key or cost less than skipping (there
+        the next trials often read on: heavy-tailed item sizes, where a 2-unit page met a
+        large item; the estimate's simulation, whose sample repeats, drew orders that skipped
+        to the end, half what the listing read)."""
         return min(MAX_PROBE_AFTER, LOOK_AFTER << min(max(0, self.lost - 1), 7))
 
     @property
@@ -365,7 +366,7 @@ class PageSize:
             return
         self.went_back += self.through
         first = self.trying and not self.passed
-        self.lost = self.lost + 1 if first and units > ledgers.skip_rate() * keys else 0
+        self.lost = self.lost + 1 if first and keys <= 1 and units > ledgers.skip_rate() else 0
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit
