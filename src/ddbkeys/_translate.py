@@ -42,6 +42,7 @@ __all__ = [
     "error_response",
     "foreign_answer",
     "fresh",
+    "key_schema_refusal",
     "maybe_own",
     "one_line",
     "raise_translated",
@@ -59,7 +60,15 @@ _KEY_SCHEMA_PHRASES = (
     "The number of conditions on the keys is invalid",
     # (a Query's key condition on an attribute that is not the table's key)
     "Query condition missed key schema element",
+    # (a Query's key condition of another type than the key's: a sort key made S from N)
+    "Condition parameter type does not match schema type",
 )
+
+
+def key_schema_refusal(message: str) -> bool:
+    """Whether DynamoDB's ``message`` (of a ValidationException, or of a transaction's
+    ValidationError reason) refused a key the table's key schema does not have."""
+    return any(phrase in message for phrase in _KEY_SCHEMA_PHRASES)
 
 
 def error_response(exc: ClientError) -> dict[str, Any]:
@@ -304,7 +313,7 @@ def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError
             table=table,
             cause=exc,
         )
-    if code == "ValidationException" and any(p in message for p in _KEY_SCHEMA_PHRASES):
+    if code == "ValidationException" and key_schema_refusal(message):
         return KeySchemaError(
             f"The key does not match the key schema{where}: {message}", table=table, cause=exc
         )

@@ -18,6 +18,7 @@ from ddbkeys.ids import (
     CollectionSequence,
     GaplessSequence,
     IdStrategy,
+    ItemExistsError,
 )
 from ddbkeys.testing._proxy import FaultProxy, Faults
 from tests.support.drivers import async_client_for
@@ -150,3 +151,57 @@ def test_the_asyncio_strategies_describe_a_table_made_again_afresh_too(
     ddb_table_factory(("ref", "S"), name=simple)
     ddb_table_factory(("ref", "S"), ("n", "N"), name=pairs)
     assert asyncio.run(calls("ref")) == (1, 1, [1, 2, 3])
+
+
+def test_a_stale_description_never_has_a_put_write_over_an_item(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A sequence whose counter lives in another table, across its items table made again
+    with a key that no longer holds the id: the description it kept says the id is the key,
+    and nothing in its transaction is refused for it (the counter's table did not change).
+    Its put conditions on every attribute that could be the key, so an item another tool
+    wrote at the new key is kept and the put refused as a fresh process refuses it (a
+    helper's sequence wrote over it); the counter did not move."""
+    items = ddb_table_factory(("id", "N"))
+    counters = ddb_table_factory(("pk", "S"))
+    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
+    assert sequence.put({"order": "o-1"}) == 1
+    ddb_client.delete_table(TableName=items)
+    ddb_client.get_waiter("table_not_exists").wait(TableName=items)
+    ddb_table_factory(("order", "S"), name=items)
+    theirs = {"order": {"S": "o-2"}, "note": {"S": "another tool's"}}
+    ddb_client.put_item(TableName=items, Item=theirs)
+    with pytest.raises(ItemExistsError):
+        sequence.put({"order": "o-2", "note": "mine"})
+    kept = ddb_client.get_item(TableName=items, Key={"order": {"S": "o-2"}}, ConsistentRead=True)
+    assert kept["Item"] == theirs
+    assert sequence.current() == 1
+    assert sequence.put({"order": "o-3"}) == 2
+
+
+def test_a_key_made_another_type_is_described_afresh_too(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Tables made again with a key of the same name and another type: DynamoDB names it in
+    a transaction's cancellation reason ("Type mismatch for key", a sequence whose counter
+    lives in another table) and in a Query's refusal ("Condition parameter type does not
+    match schema type", a collection's sort key): both are the key schema's, and the call
+    goes on with the table described afresh (each failed for the process's life). What a
+    collection's object remembered of its highest number goes with the description (it
+    wrote 2 into a new table that held no 1)."""
+    items = ddb_table_factory(("id", "N"))
+    counters = ddb_table_factory(("pk", "S"))
+    pairs = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
+    collection = CollectionSequence(ddb_client, pairs)
+    assert (sequence.put({"note": "a"}), collection.put("c")) == (1, 1)
+    for table in (items, pairs):
+        ddb_client.delete_table(TableName=table)
+        ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    ddb_table_factory(("id", "S"), name=items)
+    ddb_table_factory(("pk", "S"), ("sk", "N"), name=pairs)
+    assert sequence.put({"note": "b"}) == 2  # (its counter's table was not made again)
+    assert ddb_client.get_item(TableName=items, Key={"id": {"S": "0000000002"}})["Item"]
+    assert CollectionSequence(ddb_client, pairs).put("d") == 1  # (a new object queries first)
+    assert collection.put("c") == 1
+    assert ddb_client.get_item(TableName=pairs, Key={"pk": {"S": "c"}, "sk": {"N": "1"}})["Item"]

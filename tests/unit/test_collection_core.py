@@ -15,6 +15,7 @@ from ddbkeys._drivers.sync import refused
 from ddbkeys._errors import DdbKeysError, KeySchemaError
 from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
 from ddbkeys._schema import KeyAttribute
+from ddbkeys.ids._base import absent
 from ddbkeys.ids._collection_core import Pending
 from ddbkeys.ids._collection_keys import number_in, sort_key_of
 from ddbkeys.ids._errors import CounterStateError, SequenceExhaustedError
@@ -120,7 +121,11 @@ def test_a_single_put(
     assert len(run.pauses) == waits
     puts = [r for r in run.requests if r.operation == "put_item"]
     for put in puts:
-        assert put.params["ConditionExpression"] == "attribute_not_exists(#pk)"
+        expected = absent(put.params["Item"], "pk")
+        assert (
+            put.params["ConditionExpression"],
+            put.params["ExpressionAttributeNames"],
+        ) == expected
         assert put.params["ReturnValuesOnConditionCheckFailure"] == "ALL_OLD"
         assert put.params["Item"]["n"] == {"N": "0"} and put.params["Item"]["pk"] == {"S": "p"}
         assert (put.count_refused, put.bill_refused, put.billed) == (True, True, 1.0)
@@ -250,7 +255,10 @@ def test_a_batch(
         if request.operation == T:
             assert (request.items, request.billed, request.count_refused) == (3, 6.0, True)
             puts = [a["Put"] for a in request.params["TransactItems"]]
-            assert {p["ConditionExpression"] for p in puts} == {"attribute_not_exists(#pk)"}
+            for p in puts:
+                assert (p["ConditionExpression"], p["ExpressionAttributeNames"]) == absent(
+                    p["Item"], "pk"
+                )
 
 
 def test_a_throttled_batch_waits_exponentially_a_conflict_with_full_jitter() -> None:

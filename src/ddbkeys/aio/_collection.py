@@ -83,6 +83,7 @@ class CollectionSequence:
         self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)
+        self._link.forgot = lambda _: self._highest.clear()
         #: The group commits of the collections that calls are using now, by event loop; a
         #: group of a loop that was closed with calls still waiting (they never end) is gone.
         self._groups: GroupsInUse[GroupKey, AsyncGroupCommit[Pending, int]] = GroupsInUse(

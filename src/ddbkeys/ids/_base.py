@@ -31,7 +31,7 @@ from ddbkeys._schema import (
     key_value,
     to_attributes,
 )
-from ddbkeys._translate import error_response
+from ddbkeys._translate import error_response, key_schema_refusal
 from ddbkeys.ids._cancellation import Cancellation, read_cancellation
 from ddbkeys.ids._errors import (
     CounterStateError,
@@ -46,6 +46,7 @@ from ddbkeys.ids._values import check_item_key
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         AttributeValueTypeDef,
+        PutTypeDef,
         TransactWriteItemTypeDef,
     )
 
@@ -212,19 +213,61 @@ def counter_key_from(
     return {pk.name: key_value(pk, name, table=table)}
 
 
+#: The most attributes :func:`absent` names (its expression stays under 2 KB of DynamoDB's 4).
+MAX_ABSENT_NAMES = 64
+#: The longest string or binary value a key attribute may hold (a partition key's, in bytes).
+MAX_KEY_BYTES = 2048
+
+
+def absent(item: Mapping[str, AttributeValueTypeDef], key: str) -> tuple[str, dict[str, str]]:
+    """A condition (expression and names) that holds where no item has ``item``'s key, whatever
+    the table's key schema is now: ``attribute_not_exists`` of ``key`` (the partition key of
+    the description held) and of each other attribute of ``item`` that could be a key one
+    (a string, number or binary of a key's size), up to ``MAX_ABSENT_NAMES`` in all. An item
+    holds every attribute of its key, so the condition fails on any item at the key; where
+    the description is right, as ``attribute_not_exists(key)`` alone. Where it is not (the
+    table made again with another key since it was read), the key attribute written may
+    hold nothing of the key: a sequence whose counter lives in another table wrote over an
+    item another tool had written at the new key, its one condition on an attribute the
+    item lacked."""
+    names = [key]
+    for name, value in item.items():
+        if len(names) >= MAX_ABSENT_NAMES:
+            break
+        if name != key and _may_be_key(value):
+            names.append(name)
+    expression = " AND ".join(f"attribute_not_exists(#k{n})" for n in range(len(names)))
+    return expression, {f"#k{n}": name for n, name in enumerate(names)}
+
+
+def _may_be_key(value: AttributeValueTypeDef) -> bool:
+    """Whether an attribute value could be a key attribute's (S, N or B of a key's size)."""
+    if "N" in value:
+        return True
+    if "S" in value:
+        return len(value["S"].encode()) <= MAX_KEY_BYTES
+    return "B" in value and len(value["B"]) <= MAX_KEY_BYTES
+
+
+def put_new(table: str, item: Mapping[str, AttributeValueTypeDef], key: str) -> PutTypeDef:
+    """A put of ``item`` only where no item has its key (:func:`absent`), the old item
+    returned where one does."""
+    expression, names = absent(item, key)
+    return {
+        "TableName": table,
+        "Item": item,
+        "ConditionExpression": expression,
+        "ExpressionAttributeNames": names,
+        "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
+    }
+
+
 def put_if_new(
     table: str, item: Mapping[str, AttributeValueTypeDef], pk_name: str
 ) -> TransactWriteItemTypeDef:
-    """A transaction action that writes ``item`` only if no item with its key exists."""
-    return {
-        "Put": {
-            "TableName": table,
-            "Item": item,
-            "ConditionExpression": "attribute_not_exists(#pk)",
-            "ExpressionAttributeNames": {"#pk": pk_name},
-            "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-        }
-    }
+    """A transaction action that writes ``item`` only if no item with its key exists
+    (:func:`put_new`)."""
+    return {"Put": put_new(table, item, pk_name)}
 
 
 def transact(
@@ -251,11 +294,16 @@ def transact(
     return None
 
 
-def cancelled_error(on: OnTable, cancellation: Cancellation) -> DdbKeysError:
+def cancelled_error(
+    on: OnTable, cancellation: Cancellation, tables: Sequence[str] = ()
+) -> DdbKeysError:
     """The error for a transaction cancelled for a reason no retry can fix, on the table of
-    ``on`` (a strategy, or its core)."""
-    return DdbKeysError(
-        f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}.",
-        table=on.table,
-        code="TransactionCanceledException",
-    )
+    ``on`` (a strategy, or its core): a :class:`KeySchemaError` naming the table of the
+    action refused for its key (``tables[i]`` for action ``i``, else ``on``'s), which the
+    call that kept a description from before the table was made again describes afresh."""
+    message = f"DynamoDB cancelled a transaction on table {on.table!r}: {cancellation.describe()}."
+    for index, _, words in cancellation.invalid:
+        if key_schema_refusal(words):
+            table = tables[index] if index < len(tables) else on.table
+            return KeySchemaError(message, table=table)
+    return DdbKeysError(message, table=on.table, code="TransactionCanceledException")

@@ -194,6 +194,7 @@ class CollectionSequence(IdStrategy):
         self.group_commit = flag("group_commit", group_commit, self._link.table)
         #: The highest number written, per collection used last (at most ``remembered``).
         self._highest = Remembered(remembered)
+        self._link.forgot = lambda _: self._highest.clear()
         #: The group commits of the collections that calls are using now.
         self._groups: GroupsInUse[str, GroupCommit[Pending, int]] = GroupsInUse(
             self._new_group, lambda _: False

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from botocore.exceptions import ClientError
 
@@ -42,6 +42,7 @@ from ddbkeys.ids._base import (
     counter_written,
     earliest,
     put_if_new,
+    put_new,
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
@@ -60,6 +61,7 @@ from ddbkeys.ids._values import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
         AttributeValueTypeDef,
+        PutItemInputTypeDef,
         TransactWriteItemTypeDef,
         UpdateTypeDef,
     )
@@ -350,15 +352,9 @@ class CollectionCore:
         assert commit.token is not None and commit.highest is not None
         item = dict(item, **{self.token_attribute: {"S": commit.token}})
         try:
+            params = put_new(self.table, item, commit.keys[0].name)
             yield put_item(
-                {
-                    "TableName": self.table,
-                    "Item": item,
-                    "ConditionExpression": "attribute_not_exists(#pk)",
-                    "ExpressionAttributeNames": {"#pk": commit.keys[0].name},
-                    "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
-                    "ReturnConsumedCapacity": "TOTAL",
-                },
+                cast("PutItemInputTypeDef", {**params, "ReturnConsumedCapacity": "TOTAL"}),
                 items=1,
                 billed=write_units([item]),
                 count_refused=True,

@@ -371,7 +371,7 @@ class GaplessCore:
         Raises :class:`Contention` or :class:`Throttled` for the retry layer, or the error;
         returns to go on with the items left at once."""
         if cancellation.verdict is Verdict.INVALID:
-            raise cancelled_error(self, cancellation)
+            raise cancelled_error(self, cancellation, (commit.counter.table,))
         info, live, last = commit.info, commit.live, commit.last
         commit.last = commit.token = None
         commit.streak += 1

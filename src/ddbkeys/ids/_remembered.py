@@ -18,7 +18,8 @@ class Remembered:
     used least recently is forgotten first. What is remembered only spares a read (the
     collection's highest sort key, or its ``never_reuse`` counter) before the next write, and
     a write on a number that proved stale fails its condition and reads again; so forgetting
-    a collection costs its next write that read, never a wrong number. Thread-safe: its lock
+    a collection costs its next write that read, never a wrong number; all go with the
+    table's description (:meth:`clear`: a table made again is empty). Thread-safe: its lock
     (``lock``, or one of its own) is held for a few lines, never across a wait."""
 
     def __init__(self, size: int = REMEMBERED, *, lock: threading.Lock | None = None) -> None:
@@ -53,3 +54,9 @@ class Remembered:
         """Forget ``collection``'s number: its next write reads afresh."""
         with self._lock:
             self._numbers.pop(collection, None)
+
+    def clear(self) -> None:
+        """Forget every collection (the table's description went: it may have been made
+        again, empty, where a number remembered from before would leave a gap)."""
+        with self._lock:
+            self._numbers.clear()
