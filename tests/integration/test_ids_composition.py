@@ -205,3 +205,30 @@ def test_a_key_made_another_type_is_described_afresh_too(
     assert CollectionSequence(ddb_client, pairs).put("d") == 1  # (a new object queries first)
     assert collection.put("c") == 1
     assert ddb_client.get_item(TableName=pairs, Key={"pk": {"S": "c"}, "sk": {"N": "1"}})["Item"]
+
+
+def test_a_counter_table_or_sort_key_made_again_is_described_afresh(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A sequence's counter table made again with another key: DynamoDB refuses the
+    transaction without naming a table, and the call forgets every table of the sequence
+    (it forgot the items table alone, and failed for the process's life). A collection's
+    sort key renamed, read by a new object of a process that kept the old description: the
+    Query's item has no such attribute, a key schema's refusal (a helper's KeyError)."""
+    items = ddb_table_factory(("id", "N"))
+    counters = ddb_table_factory(("pk", "S"))
+    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
+    assert (sequence.put({"note": "a"}), CollectionSequence(ddb_client, pairs).put("c")) == (1, 1)
+    for table in (counters, pairs):
+        ddb_client.delete_table(TableName=table)
+        ddb_client.get_waiter("table_not_exists").wait(TableName=table)
+    ddb_table_factory(("name", "S"), name=counters)
+    ddb_table_factory(("pk", "S"), ("n", "N"), name=pairs)
+    ddb_client.put_item(TableName=pairs, Item={"pk": {"S": "c"}, "n": {"N": "5"}})
+    # (the new counter table is read: its counter, at 0, is behind the items table's id 1)
+    for _ in range(2):
+        with pytest.raises(ItemExistsError, match="sequence 's' is at 0"):
+            sequence.put({"note": "b"})
+    assert sequence.counter_key == {"name": {"S": "s"}}
+    assert CollectionSequence(ddb_client, pairs).put("c") == 6

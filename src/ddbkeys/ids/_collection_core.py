@@ -227,6 +227,10 @@ class CollectionCore:
         items = response.get("Items", [])
         if not items:
             return 0
+        if keys[1].name not in items[0]:  # (its sort key is another now: a helper's KeyError)
+            raise KeySchemaError(
+                f"Table {self.table!r} has no sort key {keys[1].name!r} now.", table=self.table
+            )
         try:
             return max(self.number_of(items[0][keys[1].name]), 0)
         except KeySchemaError as exc:  # (a helper's: it named neither collection nor fix)

@@ -155,7 +155,7 @@ class Link:
         try:
             return (yield from flow)
         except (TableNotFoundError, KeySchemaError) as exc:
-            self.forget_table(exc.table or self.table)
+            self.forget_tables(exc.table)
             raise
 
     def holds_description(self) -> bool:
@@ -180,8 +180,15 @@ class Link:
         except KeySchemaError as exc:
             if not kept:
                 raise
-            self.forget_table(exc.table or self.table)
+            self.forget_tables(exc.table)
         return (yield from make())
+
+    def forget_tables(self, table: str | None = None) -> None:
+        """Forget the descriptions of ``table`` and of every table of the strategy: a
+        transaction refused for a key names no table (a sequence whose counter table was made
+        again kept the old one for good, its error naming the items table)."""
+        for name in {table or self.table, self.table, *self.infos}:
+            self.forget_table(name)
 
     def forget_table(self, table: str) -> None:
         """Forget what this object and this process know of ``table``'s description, and what
@@ -243,7 +250,7 @@ def once_more(link: Link, call: Callable[[], T]) -> T:
     except KeySchemaError as exc:
         if not kept:
             raise
-        link.forget_table(exc.table or link.table)
+        link.forget_tables(exc.table)
     return call()
 
 
@@ -255,7 +262,7 @@ async def once_more_async(link: Link, call: Callable[[], Awaitable[T]]) -> T:
     except KeySchemaError as exc:
         if not kept:
             raise
-        link.forget_table(exc.table or link.table)
+        link.forget_tables(exc.table)
     return await call()
 
 
