@@ -3,6 +3,7 @@ rests on (ddbkeys.partition_keys._tasks.simulate)."""
 
 from __future__ import annotations
 
+import math
 import random
 
 import pytest
@@ -11,9 +12,10 @@ from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading, tail_of
 from ddbkeys.partition_keys._tasks.methods import skip_pages_requests
-from ddbkeys.partition_keys._tasks.ranges import Range
+from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample, SegmentTally
 from ddbkeys.partition_keys._tasks.simulate import (
+    READS_ON,
     Collection,
     Rest,
     Simulated,
@@ -341,15 +343,21 @@ def test_what_the_sample_did_not_see_is_priced_at_a_scan_s_share() -> None:
     table, three of 2,000 items among 1,700 keys, six segments in 100 drawn). A page read
     on that ends in such a collection skips its rest, so the range's low end reaches down by
     what the pages read on might skip of it, at a scan's price (the listing read 378 RCU
-    where every order said 376-426), no further than half its high end. A sample of the
-    whole table saw all there is."""
+    where every order said 376-426), no further than half its high end; and by what the
+    sampling error of the bytes read (``Z`` of them) may hide, where the sample's bytes cover
+    DescribeTable's share. A sample of the whole table saw all there is."""
     sample = whole_sample(segments(8, 250, (100,)), 64)
     scan = Range(230.0, 244.1, 255.0)
+    read = [sum(c.sizes) for run in sample.runs for c in run]
+    hidden = Z * math.sqrt(7 / 8 * sum(b * b for b in read)) * 8  # (the table's bytes)
     unseen = (2_000_000 / 8 - sample.bytes) * 8  # the table's bytes like those unseen
     assert _unseen_units(table(16_000, 2_000_000), 1 / 8, sample, scan) == pytest.approx(
-        244.1 * unseen / 2_000_000
+        244.1 * (unseen + hidden) / 2_000_000
     )
-    assert _unseen_units(table(16_000, sample.bytes * 8), 1 / 8, sample, scan) == 0
+    covered = sample.bytes * 8
+    assert _unseen_units(table(16_000, covered), 1 / 8, sample, scan) == pytest.approx(
+        244.1 * hidden / covered
+    )
     whole = whole_sample(segments(1, 250, (100,)))
     assert _unseen_units(table(250, 2 * whole.bytes), 1.0, whole, scan) == 0
 
@@ -381,3 +389,23 @@ def test_items_the_sample_missed_may_lie_in_one_collection() -> None:
     # Nothing missed: nothing to add.
     seen = whole_sample([[Collection((100,))] * n for n in held[:68]], total)
     assert unseen_in_one(table(4000, 4000 * 100), keys, scan, seen) is None
+
+
+@pytest.mark.parametrize(("through", "reaches"), [((0.36, 0.68), True), ((0.0, 0.2), False)])
+def test_where_every_order_read_on_much_of_the_table_the_range_reaches_a_scan_s(
+    through: tuple[float, float], reaches: bool
+) -> None:
+    """Orders that each read on a quarter of the table or more (``READS_ON``): when the
+    listing turns to read on is not known, and it may turn at its first trial; the high end
+    is the scan's. (The mixed table under one name: every order read on 36-68% for 271-334
+    RCU, the range stopped at 367, and the listing read 378 of a scan's 404.) Orders that
+    read on little keep their own high end."""
+    sample = whole_sample(segments(8, 100, (200,) * 50), 64)
+    info = table(64 * 100 * 50, 64 * 100 * 50 * 200)
+    scan = Range(7500.0, 7812.5, 8100.0)
+    low, high = through
+    orders = [Simulated(1600.0, low + (high - low) * n / 9, (200.0,) * 8) for n in range(10)]
+    assert (min(o.through for o in orders) >= READS_ON) is reaches
+    found = skip_pages_range(info, Range(5000, 6400, 8000), scan, sample, orders)
+    assert found is not None
+    assert (found.high >= scan.high) is reaches

@@ -67,6 +67,8 @@ LONE_ORDERS = 5
 #: How far under the simulations' range skipping alone may take its low end (as a share of
 #: the high end): whether the listing goes on as a scan early or late is not known.
 SPAN = 2
+#: The least share of the table every order read on for the high end to reach a scan's.
+READS_ON = 0.25
 #: ... and what skipping alone may cost under the simulation's (DynamoDB counts sizes a little
 #: apart from the sample's, and a page's units turn on its last bytes).
 UNDER = 0.9
@@ -372,9 +374,8 @@ def skip_pages_range(
     sample: Sample,
     orders: Sequence[Simulated] | None = None,
 ) -> Range | None:
-    """skip-pages' read units, simulated over ``sample`` (None: it holds no collections).
-
-    Each order of the segments (their own, and ``ORDERS - 1`` drawn; their own alone where
+    """skip-pages' read units, simulated over ``sample`` (None: it holds no collections):
+    each order of the segments (their own, and ``ORDERS - 1`` drawn; their own alone where
     the sample is the whole table: that is the table's scan order) gives the units of the
     pages that skipped and the share of a scan read on (priced at the scan's range:
     DescribeTable's size, not the sample's). The orders disagree where it cannot be known in
@@ -383,19 +384,19 @@ def skip_pages_range(
     quadrature) by the sampling error and the scan's range on the share read on. The
     sampling error is of two parts: the key count's range, on the units that skipped (the
     orders ran over ``keys.value`` collections), and ``Z`` times the standard error of what
-    skipping alone costs a key of a segment drawn (each segment's share of skipping the whole
-    stream, averaged over its own order and ``ALONE_ORDERS`` drawn ones: a segment's share
-    of the pages that skipped before the listing read on says where an order put it, not
-    what it holds), times the share of that the orders skipped. Where all the orders go on
+    skipping alone costs a key of a segment drawn (its share of skipping the whole stream,
+    averaged over its own order and ``ALONE_ORDERS`` drawn ones: its share of the pages that
+    skipped before the listing read on says where an order put it, not what it holds), times
+    the share of that the orders skipped. Where all the orders go on
     as a scan but the listing might skip longer, the low end reaches down to skipping alone
     (``UNDER`` of what it cost simulated, less the error), no lower than ``1 / SPAN`` of the
-    high end; where skipping alone, at the key count's high end, costs about a scan's, the
-    high end reaches the scan's (the listing goes on as a scan there). The low end reaches
-    further down, by what the pages read on might skip of the bytes the sample did not see
-    (:func:`_unseen_units`), no further than ``1 / SPAN`` of the high end. An empty page that
-    ends the listing is in the range at 0.5 RCU and at none (DynamoDB Local charges nothing
-    for it). ``orders``: those simulated already
-    (:func:`simulated_orders`)."""
+    high end; where skipping alone, at the key count's high end, costs about a scan's, or
+    every order read on ``READS_ON`` of the table or more, the high end reaches the scan's
+    (the listing may go on as a scan from its first trial). The low end reaches further
+    down, by what pages read on might skip of the bytes the sample did not see
+    (:func:`_unseen_units`), no further than ``1 / SPAN`` of the high end. An empty page
+    ending the listing is in the range at 0.5 RCU and at none (DynamoDB Local charges
+    nothing for it). ``orders``: those simulated already (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -423,6 +424,11 @@ def skip_pages_range(
         # on as a scan there, at a scan's cost: 300 keys of a 20 KB first item each, sampled
         # as 169, read 781 RCU so, where every order skipped for 396)
         high = max(high, scan.high)
+    if min(sim.through for sim in sims) >= READS_ON:
+        # (every order read on much of the table: the turn may come at the first trial. On
+        # 2,000 keys of up to 20 items among three of 2,000 items, one name's sample had
+        # every order read on 36-68%, 271-334 RCU, where the listing read 378, of 404)
+        high = max(high, scan.high)
     end = max(sim.ending for sim in sims)
     ordered = mean - under - end
     # (a page read on that ends in a collection skips its rest: where the bytes the sample did
@@ -442,10 +448,9 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
     (a table whose large keys are as many as the passes), and the sample cannot tell one from
     many: each is missed with the same odds. Where they are large items in a few collections,
     they decide what the listing pays: on 4,000 single-item keys of 100 B and one of 8,000
-    items of 4 KB (68 segments of 989 drawn), every order met 14 such collections and put
-    skip-pages at 369-738 RCU, where the listing read 53.5 (the collection came first, while it
-    skipped). The least over ``LONE_ORDERS`` places for it (first, last, and drawn), ``UNDER``
-    of it."""
+    items of 4 KB (68 segments of 989 drawn), every order met 14 such collections: 369-738
+    RCU, where the listing read 53.5 (the collection came first, while it skipped). The least
+    over ``LONE_ORDERS`` places for it (first, last, drawn), ``UNDER`` of it."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -458,12 +463,15 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
 
 def _unseen_units(info: TableInfo, p: float, sample: Sample, scan: Range) -> float:
     """What a scan pays for the bytes of the table that the drawn segments (a share ``p`` of
-    it) held but the sample did not read: the rest of each collection it cut, and any
-    collection it missed (DescribeTable's size, its share ``p``, less the bytes read). On
-    2,000 keys of up to 20 items among three of 2,000 items, six segments in 100 read none of
-    the three: every order read on, priced at the scan's share, 376-426 RCU, where the listing
-    read 378 (its pages read on ended in one of them and skipped its rest)."""
+    it) held but the sample did not read (DescribeTable's size, its share ``p``, less the
+    bytes read, plus ``Z`` times the sampling error of those bytes). On 2,000 keys of up to
+    20 items among three of 2,000 items, six segments in 100 read none of the three: every
+    order read on, at a scan's share, 376-426 RCU, where the listing read 378 (its pages
+    ended in one of them and skipped its rest); large sampled collections of other keys may
+    hide the three's absence (10 names: 381-429 RCU on one): the error counts them."""
     if sample.whole_table or not info.size_bytes or p <= 0:
         return 0.0
-    unseen = max(0.0, info.size_bytes * p - sample.bytes) / p
+    squares = sum(sum(c.sizes) ** 2 for run in sample.runs for c in run)
+    spread = Z * math.sqrt((1 - p) * squares) if p < 1 else 0.0
+    unseen = max(0.0, info.size_bytes * p - sample.bytes + spread) / p
     return scan.value * min(1.0, unseen / info.size_bytes)
