@@ -62,6 +62,8 @@ _KEY_SCHEMA_PHRASES = (
     "Query condition missed key schema element",
     # (a Query's key condition of another type than the key's: a sort key made S from N)
     "Condition parameter type does not match schema type",
+    # (a Query's condition on a sort key the table no longer has: DynamoDB Local's words)
+    "Query key condition not supported",
 )
 
 

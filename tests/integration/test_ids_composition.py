@@ -153,6 +153,17 @@ def test_the_asyncio_strategies_describe_a_table_made_again_afresh_too(
     assert asyncio.run(calls("ref")) == (1, 1, [1, 2, 3])
 
 
+def made_again(
+    client: DynamoDBClient, factory: TableFactory, keys: dict[str, tuple[tuple[str, str], ...]]
+) -> None:
+    """Each table deleted, then made again under its name with its new ``keys``."""
+    for table in keys:
+        client.delete_table(TableName=table)
+        client.get_waiter("table_not_exists").wait(TableName=table)
+    for table, key in keys.items():
+        factory(*key, name=table)
+
+
 def test_a_stale_description_never_has_a_put_write_over_an_item(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -166,9 +177,7 @@ def test_a_stale_description_never_has_a_put_write_over_an_item(
     counters = ddb_table_factory(("pk", "S"))
     sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
     assert sequence.put({"order": "o-1"}) == 1
-    ddb_client.delete_table(TableName=items)
-    ddb_client.get_waiter("table_not_exists").wait(TableName=items)
-    ddb_table_factory(("order", "S"), name=items)
+    made_again(ddb_client, ddb_table_factory, {items: (("order", "S"),)})
     theirs = {"order": {"S": "o-2"}, "note": {"S": "another tool's"}}
     ddb_client.put_item(TableName=items, Item=theirs)
     with pytest.raises(ItemExistsError):
@@ -195,11 +204,9 @@ def test_a_key_made_another_type_is_described_afresh_too(
     sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
     collection = CollectionSequence(ddb_client, pairs)
     assert (sequence.put({"note": "a"}), collection.put("c")) == (1, 1)
-    for table in (items, pairs):
-        ddb_client.delete_table(TableName=table)
-        ddb_client.get_waiter("table_not_exists").wait(TableName=table)
-    ddb_table_factory(("id", "S"), name=items)
-    ddb_table_factory(("pk", "S"), ("sk", "N"), name=pairs)
+    made_again(
+        ddb_client, ddb_table_factory, {items: (("id", "S"),), pairs: (("pk", "S"), ("sk", "N"))}
+    )
     assert sequence.put({"note": "b"}) == 2  # (its counter's table was not made again)
     assert ddb_client.get_item(TableName=items, Key={"id": {"S": "0000000002"}})["Item"]
     assert CollectionSequence(ddb_client, pairs).put("d") == 1  # (a new object queries first)
@@ -220,11 +227,11 @@ def test_a_counter_table_or_sort_key_made_again_is_described_afresh(
     pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
     sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
     assert (sequence.put({"note": "a"}), CollectionSequence(ddb_client, pairs).put("c")) == (1, 1)
-    for table in (counters, pairs):
-        ddb_client.delete_table(TableName=table)
-        ddb_client.get_waiter("table_not_exists").wait(TableName=table)
-    ddb_table_factory(("name", "S"), name=counters)
-    ddb_table_factory(("pk", "S"), ("n", "N"), name=pairs)
+    made_again(
+        ddb_client,
+        ddb_table_factory,
+        {counters: (("name", "S"),), pairs: (("pk", "S"), ("n", "N"))},
+    )
     ddb_client.put_item(TableName=pairs, Item={"pk": {"S": "c"}, "n": {"N": "5"}})
     # (the new counter table is read: its counter, at 0, is behind the items table's id 1)
     for _ in range(2):
@@ -232,3 +239,30 @@ def test_a_counter_table_or_sort_key_made_again_is_described_afresh(
             sequence.put({"note": "b"})
     assert sequence.counter_key == {"name": {"S": "s"}}
     assert CollectionSequence(ddb_client, pairs).put("c") == 6
+
+
+def test_an_item_found_at_the_key_without_the_key_written_is_a_stale_description(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A put's condition fails only on an item at the key: where that item does not hold the
+    key written, the description is stale, and the call describes the table afresh. A
+    sequence's id, set last on an item of 70 numbers, is in the condition (a helper's escaped
+    a bound of 64 and wrote over another tool's item at the new key); a collection whose
+    table lost its sort key is told so at its next call (it spun on lost races to its
+    deadline; its first, a number in no key, it cannot see)."""
+    items = ddb_table_factory(("pk", "S"))
+    counters = ddb_table_factory(("pk", "S"))
+    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
+    collection = CollectionSequence(ddb_client, pairs)
+    assert (sequence.put({"pk": "a"}), collection.put("c")) == (1, 1)
+    made_again(ddb_client, ddb_table_factory, {items: (("id", "N"),), pairs: (("pk", "S"),)})
+    theirs = {"id": {"N": "2"}, "note": {"S": "another tool's"}}
+    ddb_client.put_item(TableName=items, Item=theirs)
+    with pytest.raises(ItemExistsError, match="Id 2 is taken"):
+        sequence.put({"pk": "b", **{f"a{n:02}": n for n in range(70)}})
+    kept = ddb_client.get_item(TableName=items, Key={"id": {"N": "2"}}, ConsistentRead=True)
+    assert kept["Item"] == theirs
+    assert collection.put("c") == 2  # (the new table has no sort key: a put it cannot see)
+    with pytest.raises(KeySchemaError, match="needs a number"):
+        collection.put("c")

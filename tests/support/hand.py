@@ -190,8 +190,10 @@ def failed_condition(item: dict[str, Any] | None = None) -> ClientError:
     return ClientError(response, "PutItem")
 
 
-def taken_by_another(_: Request) -> ClientError:
-    return failed_condition({"pk": {"S": "p"}, "ddbkeys_token": {"S": "another writer's"}})
+def taken_by_another(request: Request) -> ClientError:
+    """The put's item is there, written by another writer (DynamoDB returns it whole)."""
+    key = {k: request.params["Item"][k] for k in ("pk", "sk") if k in request.params["Item"]}
+    return failed_condition({**key, "ddbkeys_token": {"S": "another writer's"}})
 
 
 def our_own_write(request: Request) -> ClientError:

@@ -121,7 +121,7 @@ def test_a_single_put(
     assert len(run.pauses) == waits
     puts = [r for r in run.requests if r.operation == "put_item"]
     for put in puts:
-        expected = absent(put.params["Item"], "pk")
+        expected = absent(put.params["Item"], ["pk", "sk"])
         assert (
             put.params["ConditionExpression"],
             put.params["ExpressionAttributeNames"],
@@ -257,7 +257,7 @@ def test_a_batch(
             puts = [a["Put"] for a in request.params["TransactItems"]]
             for p in puts:
                 assert (p["ConditionExpression"], p["ExpressionAttributeNames"]) == absent(
-                    p["Item"], "pk"
+                    p["Item"], ["pk", "sk"]
                 )
 
 

@@ -92,9 +92,13 @@ def commit(
     return seq.core.write(batch, deadline or Deadline(None), seq.state, seq.attempts)
 
 
-def cancelled(codes: tuple[str, ...], counter_holds: str | None = "7") -> ClientError:
+def cancelled(
+    codes: tuple[str, ...], counter_holds: str | None = "7", sent: Any = None
+) -> ClientError:
     """The TransactionCanceledException DynamoDB answers with: action 0 is the counter (its old
-    image holds ``counter_holds``), the others the items (an old image ``{"pk": "old<n>"}``)."""
+    image holds ``counter_holds``), the others the items (an old image at the key of the item
+    ``sent`` put there, another writer's, as DynamoDB returns it)."""
+    puts = [a["Put"]["Item"] for a in sent.params["TransactItems"][1:]] if sent else []
     reasons: list[dict[str, Any]] = []
     for n, code in enumerate(codes):
         reason: dict[str, Any] = {"Code": code}
@@ -102,7 +106,7 @@ def cancelled(codes: tuple[str, ...], counter_holds: str | None = "7") -> Client
             if n == 0 and counter_holds is not None:
                 reason["Item"] = {"pk": {"S": "sequence"}, "last_id": {"N": counter_holds}}
             elif n:
-                reason["Item"] = {"pk": {"S": f"old{n}"}}
+                reason["Item"] = {"pk": puts[n - 1]["pk"], "note": {"S": f"old{n}"}}
         elif code not in ("None", "TransactionConflict"):
             reason["Message"] = f"the server says {code}"
         reasons.append(reason)
@@ -181,7 +185,7 @@ def test_the_first_request(last: int | None, steps: list[Any], condition: str) -
     for put in puts:  # (no item at the key, whatever the table's key is now)
         assert put["ExpressionAttributeNames"]["#k0"] == "pk"
         assert (put["ConditionExpression"], put["ExpressionAttributeNames"]) == absent(
-            put["Item"], "pk"
+            put["Item"], ["pk", "id"]
         )
     assert (tx.write, tx.items, tx.count_refused) == (True, 2, True)
     base = steps[-1][1]
@@ -346,7 +350,7 @@ def test_every_cancellation(row: Row) -> None:
     flow = commit(seq, atomic=row.atomic)
     first = next(flow)
     assert shown(first) == ("tx", 3, [4, 5])
-    error = cancelled(row.codes, row.holds)
+    error = cancelled(row.codes, row.holds, first)
     if not isinstance(row.then, list):
         with pytest.raises(row.then) as raised:
             flow.throw(error)
@@ -385,9 +389,9 @@ def test_every_cancellation(row: Row) -> None:
 def test_the_existing_item_errors_say_which_item() -> None:
     # The id is not the key: the item's own key.
     flow = commit(sequence(), atomic=True)
-    next(flow)
+    sent = next(flow)
     with pytest.raises(ItemExistsError) as raised:
-        flow.throw(cancelled((NONE, NONE, CCF)))
+        flow.throw(cancelled((NONE, NONE, CCF), sent=sent))
     assert str(raised.value) == (
         "An item with the key {'pk': 'k2'} already exists in table 'users'; it was not written "
         "and used up no id. Nor were the other 1 item(s) of this put: they are written "
@@ -396,14 +400,14 @@ def test_the_existing_item_errors_say_which_item() -> None:
     assert raised.value.key == {"pk": {"S": "k2"}}
     # The id is the key: the id's key, from the old image, and where the counter is.
     flow = commit(sequence(id_in_key=True), atomic=True)
-    next(flow)
+    sent = next(flow)
     with pytest.raises(ItemExistsError) as raised:
-        flow.throw(cancelled((NONE, NONE, CCF)))
+        flow.throw(cancelled((NONE, NONE, CCF), sent=sent))
     assert str(raised.value) == (
-        "Id 5 is taken: an item with the key {'pk': 'old2'} already exists in table 'users', but "
-        "sequence 'sequence' is at 3 (the counter is behind the ids in the table: was it set "
-        "back?). The item was not written and used up no id. Nor were the other 1 item(s) of "
-        "this put: they are written together or not at all."
+        "Id 5 is taken: an item with the key {'pk': '0000000005'} already exists in table "
+        "'users', but sequence 'sequence' is at 3 (the counter is behind the ids in the table: "
+        "was it set back?). The item was not written and used up no id. Nor were the other 1 "
+        "item(s) of this put: they are written together or not at all."
     )
 
 

@@ -10,6 +10,7 @@ import abc
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from botocore.exceptions import ClientError
@@ -213,28 +214,31 @@ def counter_key_from(
     return {pk.name: key_value(pk, name, table=table)}
 
 
-#: The most attributes :func:`absent` names (its expression stays under 2 KB of DynamoDB's 4).
-MAX_ABSENT_NAMES = 64
+#: The most attributes :func:`absent` names (its expression stays under 3.2 KB of DynamoDB's 4).
+MAX_ABSENT_NAMES = 100
 #: The longest string or binary value a key attribute may hold (a partition key's, in bytes).
 MAX_KEY_BYTES = 2048
 
 
-def absent(item: Mapping[str, AttributeValueTypeDef], key: str) -> tuple[str, dict[str, str]]:
+def absent(
+    item: Mapping[str, AttributeValueTypeDef], keys: Sequence[str]
+) -> tuple[str, dict[str, str]]:
     """A condition (expression and names) that holds where no item has ``item``'s key, whatever
-    the table's key schema is now: ``attribute_not_exists`` of ``key`` (the partition key of
-    the description held) and of each other attribute of ``item`` that could be a key one
-    (a string, number or binary of a key's size), up to ``MAX_ABSENT_NAMES`` in all. An item
-    holds every attribute of its key, so the condition fails on any item at the key; where
-    the description is right, as ``attribute_not_exists(key)`` alone. Where it is not (the
-    table made again with another key since it was read), the key attribute written may
-    hold nothing of the key: a sequence whose counter lives in another table wrote over an
-    item another tool had written at the new key, its one condition on an attribute the
-    item lacked."""
-    names = [key]
+    the table's key schema is now: ``attribute_not_exists`` of ``keys`` (the key of the
+    description held, and the attributes the strategy sets: the id's) and of each other
+    attribute of ``item`` that could be a key one (a string, number or binary of a key's
+    size), up to ``MAX_ABSENT_NAMES`` in all. An item holds every attribute of its key, so
+    the condition fails on any item at the key; where the description is right, as on its
+    key alone. Where it is not (the table made again with another key since it was read),
+    the key attribute written may hold nothing of the key: a sequence whose counter lives in
+    another table wrote over an item another tool had written at the new key, its one
+    condition on an attribute the item lacked. (Past the bound, a key made of an item's
+    101st such attribute is the one it cannot see.)"""
+    names = list(dict.fromkeys(keys))
     for name, value in item.items():
         if len(names) >= MAX_ABSENT_NAMES:
             break
-        if name != key and _may_be_key(value):
+        if name not in names and _may_be_key(value):
             names.append(name)
     expression = " AND ".join(f"attribute_not_exists(#k{n})" for n in range(len(names)))
     return expression, {f"#k{n}": name for n, name in enumerate(names)}
@@ -249,10 +253,12 @@ def _may_be_key(value: AttributeValueTypeDef) -> bool:
     return "B" in value and len(value["B"]) <= MAX_KEY_BYTES
 
 
-def put_new(table: str, item: Mapping[str, AttributeValueTypeDef], key: str) -> PutTypeDef:
+def put_new(
+    table: str, item: Mapping[str, AttributeValueTypeDef], keys: Sequence[str]
+) -> PutTypeDef:
     """A put of ``item`` only where no item has its key (:func:`absent`), the old item
     returned where one does."""
-    expression, names = absent(item, key)
+    expression, names = absent(item, keys)
     return {
         "TableName": table,
         "Item": item,
@@ -262,12 +268,64 @@ def put_new(table: str, item: Mapping[str, AttributeValueTypeDef], key: str) -> 
     }
 
 
+def stale_key(
+    table: str,
+    written: Mapping[str, AttributeValueTypeDef],
+    old: Mapping[str, Any] | None,
+    keys: Sequence[str],
+) -> KeySchemaError | None:
+    """A :class:`KeySchemaError` where the item a put's condition found (``old``, returned
+    with it) does not hold the key ``written`` holds (``keys``, of the description held):
+    the condition fails only on an item at the key, so the table's key is another now (a
+    table made again: a collection's put spun for good on an item without its sort key, and
+    a sequence said "the counter is behind" of an item that was not at its id)."""
+    if old is None:
+        return None
+    for name in keys:
+        if not same_value(old.get(name), written.get(name)):
+            return KeySchemaError(
+                f"Table {table!r} no longer has the key {', '.join(map(repr, keys))} it was "
+                f"described with: the item found where one was written holds another.",
+                table=table,
+            )
+    return None
+
+
+def key_names(info: TableInfo) -> list[str]:
+    """The names of the key ``info`` describes: its partition key, and its sort key if any."""
+    return [key.name for key in (info.partition_key, info.sort_key) if key is not None]
+
+
+def stale_images(
+    table: str, written: Sequence[Mapping[str, Any]], reasons: Cancellation, keys: Sequence[str]
+) -> KeySchemaError | None:
+    """:func:`stale_key` of each put whose condition failed in a cancelled transaction, its
+    actions the puts of ``written`` after any others (a counter's update first)."""
+    first = len(reasons.codes) - len(written)
+    for index in reasons.failed_conditions:
+        if index >= first:
+            found = stale_key(table, written[index - first], reasons.old_item(index), keys)
+            if found is not None:
+                return found
+    return None
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Whether two typed key values are the same (numbers as numbers: 1.50 is 1.5)."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping) and "N" in a and "N" in b:
+        try:
+            return Decimal(str(a["N"])) == Decimal(str(b["N"]))
+        except ArithmeticError:
+            return False
+    return bool(a == b)
+
+
 def put_if_new(
-    table: str, item: Mapping[str, AttributeValueTypeDef], pk_name: str
+    table: str, item: Mapping[str, AttributeValueTypeDef], keys: Sequence[str]
 ) -> TransactWriteItemTypeDef:
     """A transaction action that writes ``item`` only if no item with its key exists
     (:func:`put_new`)."""
-    return {"Put": put_new(table, item, pk_name)}
+    return {"Put": put_new(table, item, keys)}
 
 
 def transact(

@@ -43,10 +43,18 @@ from ddbkeys.ids._base import (
     earliest,
     put_if_new,
     put_new,
+    stale_images,
+    stale_key,
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
-from ddbkeys.ids._collection_keys import collection_keys, highest_query, number_in, sort_key_of
+from ddbkeys.ids._collection_keys import (
+    collection_keys,
+    highest_in,
+    highest_query,
+    number_in,
+    sort_key_of,
+)
 from ddbkeys.ids._counter_item import not_a_counter, read_counter
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import (
@@ -211,10 +219,7 @@ class CollectionCore:
     # --- reads ----------------------------------------------------------------------------
 
     def query_highest(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int]:
-        """The highest number in the collection (0 when it has none): one Query of one item.
-        Numbers start at 1, so a highest sort key below 1 (0, or a negative number another tool
-        wrote) counts as none: the sequence never hands out, nor counts up to, a number below
-        1."""
+        """The highest number in the collection: one Query of one item (``highest_in``)."""
         request = highest_query(
             self.table,
             keys,
@@ -224,22 +229,10 @@ class CollectionCore:
             consistent_read=self.consistent_read,
         )
         response = yield query(request, count_scanned=True)
-        items = response.get("Items", [])
-        if not items:
-            return 0
-        if keys[1].name not in items[0]:  # (its sort key is another now: a helper's KeyError)
-            raise KeySchemaError(
-                f"Table {self.table!r} has no sort key {keys[1].name!r} now.", table=self.table
-            )
-        try:
-            return max(self.number_of(items[0][keys[1].name]), 0)
-        except KeySchemaError as exc:  # (a helper's: it named neither collection nor fix)
-            raise KeySchemaError(
-                f"{exc} It is the highest of collection {show_key({keys[0].name: pk_value})}, "
-                "which the sequence goes on from: move or renumber that item (`ddbkeys ids "
-                "audit -k` lists the collection's numbers).",
-                table=self.table,
-            ) from exc
+        found = response.get("Items", [])
+        return highest_in(
+            found, keys, pk_value, prefix=self.prefix, table=self.table, width=self.width
+        )
 
     def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
@@ -356,7 +349,7 @@ class CollectionCore:
         assert commit.token is not None and commit.highest is not None
         item = dict(item, **{self.token_attribute: {"S": commit.token}})
         try:
-            params = put_new(self.table, item, commit.keys[0].name)
+            params = put_new(self.table, item, names := [k.name for k in commit.keys])
             yield put_item(
                 cast("PutItemInputTypeDef", {**params, "ReturnConsumedCapacity": "TOTAL"}),
                 items=1,
@@ -370,18 +363,23 @@ class CollectionCore:
             old = error_response(exc).get("Item", {})
             if old.get(self.token_attribute) == {"S": commit.token}:
                 return
+            if stale := stale_key(self.table, item, old, names):
+                raise stale from None
             raise self._lost_race(commit, commit.highest + 1) from None
 
     def _put_many(self, items: list[Item], commit: Commit) -> Flow[None]:
         """One transaction of conditional puts, with the commit's token as ClientRequestToken."""
         assert commit.token is not None and commit.highest is not None
-        actions = [put_if_new(self.table, item, commit.keys[0].name) for item in items]
+        names = [k.name for k in commit.keys]
+        actions = [put_if_new(self.table, item, names) for item in items]
         billed = write_units(items, transactional=True)
         reasons = yield from transact(actions, commit.token, items=len(items), billed=billed)
         if reasons is None:
             return
         if reasons.verdict is Verdict.INVALID:
             raise cancelled_error(self, reasons)
+        if stale := stale_images(self.table, items, reasons, names):
+            raise stale
         if reasons.failed_conditions:  # action i holds number highest + 1 + i
             taken = commit.highest + 1 + max(reasons.failed_conditions)
             raise self._lost_race(commit, taken)
@@ -427,7 +425,8 @@ class CollectionCore:
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
         actions: list[TransactWriteItemTypeDef] = [{"Update": update}]
-        actions += [put_if_new(self.table, i, commit.keys[0].name) for i in items]
+        keys = [k.name for k in commit.keys]
+        actions += [put_if_new(self.table, i, keys) for i in items]
         counter_image = counter_written(key, self.counter_attribute, new)
         billed = write_units([counter_image, *items], transactional=True)
         reasons = yield from transact(actions, commit.token, items=len(items), billed=billed)
@@ -435,6 +434,8 @@ class CollectionCore:
             return
         if reasons.verdict is Verdict.INVALID:
             raise cancelled_error(self, reasons)
+        if stale := stale_images(self.table, items, reasons, keys):
+            raise stale
         commit.stale()
         if reasons.failed(0):
             # The counter moved (another writer): go on from where it is now; or an item of

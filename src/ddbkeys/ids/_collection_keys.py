@@ -5,19 +5,21 @@ and :func:`~ddbkeys.ids._audit.audit_collection`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import KeySchemaError
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.ids._errors import SequenceExhaustedError
+from ddbkeys.ids._values import show_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
 __all__ = [
     "collection_keys",
+    "highest_in",
     "highest_query",
     "number_in",
     "sort_key_of",
@@ -124,3 +126,33 @@ def highest_query(
         "ConsistentRead": consistent_read,
         "ReturnConsumedCapacity": "TOTAL",
     }
+
+
+def highest_in(
+    found: Sequence[Mapping[str, Any]],
+    keys: tuple[KeyAttribute, KeyAttribute],
+    pk_value: AttributeValueTypeDef,
+    *,
+    prefix: str,
+    table: str,
+    width: int,
+) -> int:
+    """The highest number of a collection, from the Query of its highest sort key (``found``:
+    none, or its item): 0 for none, or for a number below 1 (another tool's 0, or a negative
+    one: the sequence never hands out, nor counts up to, a number below 1). An item without
+    the sort key is a :class:`KeySchemaError` (the table's sort key is another now: it was a
+    helper's ``KeyError``), as is a sort key that holds no number the sequence writes."""
+    if not found:
+        return 0
+    pk, sk = keys
+    if sk.name not in found[0]:
+        raise KeySchemaError(f"Table {table!r} has no sort key {sk.name!r} now.", table=table)
+    try:
+        return max(number_in(found[0][sk.name], prefix=prefix, table=table, width=width), 0)
+    except KeySchemaError as exc:  # (a helper's: it named neither collection nor fix)
+        raise KeySchemaError(
+            f"{exc} It is the highest of collection {show_key({pk.name: pk_value})}, which "
+            "the sequence goes on from: move or renumber that item (`ddbkeys ids audit -k` "
+            "lists the collection's numbers).",
+            table=table,
+        ) from exc

@@ -31,7 +31,9 @@ from ddbkeys.ids._base import (
     counter_key_from,
     counter_written,
     earliest,
+    key_names,
     put_if_new,
+    stale_images,
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
@@ -307,10 +309,16 @@ class GaplessCore:
             last = commit.last
             assert last is not None
             actions, new, billed = self.transaction(commit, last)
+            info = commit.info
             items = len(commit.live)
             cancellation = yield from transact(actions, commit.token, items=items, billed=billed)
             commit.rtt = self.policy.clock() - began
             if cancellation is not None:
+                written = [action["Put"]["Item"] for action in actions[1:]]
+                if cancellation.verdict is not Verdict.INVALID and (
+                    stale := stale_images(self.table, written, cancellation, key_names(info))
+                ):
+                    raise stale
                 self.cancelled(commit, cancellation, state)
                 return
             for offset, index in enumerate(commit.live, start=1):
@@ -346,7 +354,8 @@ class GaplessCore:
             written.append(item)
         counter_image = counter_written(counter.key, counter.attribute, new)
         actions: list[TransactWriteItemTypeDef] = [update]
-        actions += [put_if_new(self.table, i, info.partition_key.name) for i in written]
+        keys = [*key_names(info), self.id_attribute]
+        actions += [put_if_new(self.table, i, keys) for i in written]
         return actions, new, write_units([counter_image, *written], transactional=True)
 
     def exhausted(self, last: int, count: int) -> SequenceExhaustedError:
