@@ -164,6 +164,24 @@ def made_again(
         factory(*key, name=table)
 
 
+def two_sequences(
+    client: DynamoDBClient,
+    factory: TableFactory,
+    items_key: tuple[str, str],
+    sort_type: str,
+    first: dict[str, Any],
+) -> tuple[str, str, str, GaplessSequence, CollectionSequence]:
+    """An items table of ``items_key`` whose sequence keeps its counter in a table of its
+    own, and a collection table of a ``sort_type`` sort key, each given its first id (the
+    sequence's on ``first``): the tables' names, then the two sequences."""
+    items, counters = factory(items_key), factory(("pk", "S"))
+    pairs = factory(("pk", "S"), ("sk", sort_type))
+    sequence = GaplessSequence(client, items, "s", counter_table=counters)
+    collection = CollectionSequence(client, pairs)
+    assert (sequence.put(first), collection.put("c")) == (1, 1)
+    return items, counters, pairs, sequence, collection
+
+
 def test_a_stale_description_never_has_a_put_write_over_an_item(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -198,12 +216,9 @@ def test_a_key_made_another_type_is_described_afresh_too(
     goes on with the table described afresh (each failed for the process's life). What a
     collection's object remembered of its highest number goes with the description (it
     wrote 2 into a new table that held no 1)."""
-    items = ddb_table_factory(("id", "N"))
-    counters = ddb_table_factory(("pk", "S"))
-    pairs = ddb_table_factory(("pk", "S"), ("sk", "S"))
-    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
-    collection = CollectionSequence(ddb_client, pairs)
-    assert (sequence.put({"note": "a"}), collection.put("c")) == (1, 1)
+    items, _, pairs, sequence, collection = two_sequences(
+        ddb_client, ddb_table_factory, ("id", "N"), "S", {"note": "a"}
+    )
     made_again(
         ddb_client, ddb_table_factory, {items: (("id", "S"),), pairs: (("pk", "S"), ("sk", "N"))}
     )
@@ -222,11 +237,9 @@ def test_a_counter_table_or_sort_key_made_again_is_described_afresh(
     (it forgot the items table alone, and failed for the process's life). A collection's
     sort key renamed, read by a new object of a process that kept the old description: the
     Query's item has no such attribute, a key schema's refusal (a helper's KeyError)."""
-    items = ddb_table_factory(("id", "N"))
-    counters = ddb_table_factory(("pk", "S"))
-    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
-    assert (sequence.put({"note": "a"}), CollectionSequence(ddb_client, pairs).put("c")) == (1, 1)
+    _, counters, pairs, sequence, _ = two_sequences(
+        ddb_client, ddb_table_factory, ("id", "N"), "N", {"note": "a"}
+    )
     made_again(
         ddb_client,
         ddb_table_factory,
@@ -250,12 +263,9 @@ def test_an_item_found_at_the_key_without_the_key_written_is_a_stale_description
     a bound of 64 and wrote over another tool's item at the new key); a collection whose
     table lost its sort key is told so at its next call (it spun on lost races to its
     deadline; its first, a number in no key, it cannot see)."""
-    items = ddb_table_factory(("pk", "S"))
-    counters = ddb_table_factory(("pk", "S"))
-    pairs = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    sequence = GaplessSequence(ddb_client, items, "s", counter_table=counters)
-    collection = CollectionSequence(ddb_client, pairs)
-    assert (sequence.put({"pk": "a"}), collection.put("c")) == (1, 1)
+    items, _, pairs, sequence, collection = two_sequences(
+        ddb_client, ddb_table_factory, ("pk", "S"), "N", {"pk": "a"}
+    )
     made_again(ddb_client, ddb_table_factory, {items: (("id", "N"),), pairs: (("pk", "S"),)})
     theirs = {"id": {"N": "2"}, "note": {"S": "another tool's"}}
     ddb_client.put_item(TableName=items, Item=theirs)

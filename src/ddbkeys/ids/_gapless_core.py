@@ -309,14 +309,13 @@ class GaplessCore:
             last = commit.last
             assert last is not None
             actions, new, billed = self.transaction(commit, last)
-            info = commit.info
             items = len(commit.live)
             cancellation = yield from transact(actions, commit.token, items=items, billed=billed)
             commit.rtt = self.policy.clock() - began
             if cancellation is not None:
                 written = [action["Put"]["Item"] for action in actions[1:]]
                 if cancellation.verdict is not Verdict.INVALID and (
-                    stale := stale_images(self.table, written, cancellation, key_names(info))
+                    stale := stale_images(self.table, written, cancellation, key_names(commit.info))
                 ):
                     raise stale
                 self.cancelled(commit, cancellation, state)

@@ -419,15 +419,14 @@ def skip_pages_range(
     over = math.hypot(max(values) - mean, more + through * (scan.high - scan.value))
     # (and the empty page that may end a segment, charged or not)
     high = mean + over + 0.5 - min(sim.ending for sim in sims)
-    if skipping * keys.high / keys.value >= (1 - WASTE) * scan.low:
-        # (at the key count's high end, skipping alone costs about a scan's: the listing goes
-        # on as a scan there, at a scan's cost: 300 keys of a 20 KB first item each, sampled
-        # as 169, read 781 RCU so, where every order skipped for 396)
-        high = max(high, scan.high)
-    if min(sim.through for sim in sims) >= READS_ON:
-        # (every order read on much of the table: the turn may come at the first trial. On
-        # 2,000 keys of up to 20 items among three of 2,000 items, one name's sample had
-        # every order read on 36-68%, 271-334 RCU, where the listing read 378, of 404)
+    # The listing may go on as a scan, at a scan's cost: where skipping alone costs about a
+    # scan's at the key count's high end (300 keys of a 20 KB first item each, sampled as
+    # 169, read 781 RCU so, where every order skipped for 396), or where every order read on
+    # much of the table, as its turn may come at the first trial (on 2,000 keys of up to 20
+    # items among three of 2,000 items, one name's sample had every order read on 36-68%,
+    # 271-334 RCU, where the listing read 378, of 404).
+    costs_a_scan = skipping * keys.high / keys.value >= (1 - WASTE) * scan.low
+    if costs_a_scan or min(sim.through for sim in sims) >= READS_ON:
         high = max(high, scan.high)
     end = max(sim.ending for sim in sims)
     ordered = mean - under - end
