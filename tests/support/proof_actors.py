@@ -37,7 +37,9 @@ from tests.support.proof_world import PK, SK, STATE, TABLE, ItemKey, Record, Sha
 
 
 def marker(world: World) -> MarkerCore:
-    return MarkerCore(TABLE, info=world.info(), deadline=None)
+    """The index's settings; a pause of a flow a driver runs (``index repair``'s settling
+    second) passes on the model clock."""
+    return MarkerCore(TABLE, info=world.info(), deadline=None, retry=RetryPolicy(sleep=world.tick))
 
 
 def record(world: World) -> StateCore:
