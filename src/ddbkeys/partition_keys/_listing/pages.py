@@ -284,10 +284,15 @@ class PageSize:
     def through_limit(self) -> int | None:
         """The Limit of a page read on (None: scan-sized; its items are not held to
         ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
-        large collection costs at most such a page till then."""
+        large collection costs at most such a page till then. Within ``Ledgers.room`` while
+        the pages read on pass on skipping's error alone (``Ledgers.doubtful``)."""
+        ledgers = self.ledgers
+        room = ledgers.room() if ledgers.doubtful() and not self.small else math.inf
+        if room < SCAN_PAGE_BYTES / 4096:
+            return self.unit_items * min(self.through_target, MAX_TARGET, max(1, int(room)))
         if self.through_target <= MAX_TARGET:
             return self.unit_items * self.through_target
-        return None if self.ledgers.met_enough() else self.unit_items * MAX_TARGET
+        return None if ledgers.met_enough() else self.unit_items * MAX_TARGET
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more
@@ -335,15 +340,16 @@ class PageSize:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
         read ``items`` (of ``asked``: its Limit, None when scan-sized) and handed out
         ``keys``. While ``Ledgers.passing``, the next page is ``GROWTH`` times larger (once a
-        trial's second page passes, every segment reads on); else skipping starts again at one
-        unit, and the next trial waits twice as long. Once every segment reads on, a page that
-        filled its Limit shows how many items a unit holds there: where such pages show more
-        than ``unit_items`` (a limit lowered by one huge item, or an average that counts a
-        few), the next pages ask that many a unit, so that they cost what they aim at rather
-        than a fraction of it. ``longest``: the most items of one key in the page (within a
-        skipping page's limit, what it cost beyond its items' average is not charged to it:
-        ``Ledgers.read``). ``last``: the page ended its segment (it counts, and may fail a
-        trial, but passes none: the short rest of a segment shows little)."""
+        trial's second page passes, every segment reads on), and while they pass on skipping's
+        error alone (``Ledgers.doubtful``) only within ``Ledgers.may_try``; else skipping starts
+        again at one unit, and the next trial waits twice as long. Once every segment reads
+        on, a page that filled its Limit shows how many items a unit holds there: where such
+        pages show more than ``unit_items`` (a limit lowered by one huge item, or an average
+        that counts a few), the next pages ask that many a unit, so that they cost what they
+        aim at rather than a fraction of it. ``longest``: the most items of one key in the
+        page (within a skipping page's limit, what it cost beyond its items' average is not
+        charged to it: ``Ledgers.read``). ``last``: the page ended its segment (it counts, and
+        may fail a trial, but passes none: the short rest of a segment shows little)."""
         if self.through and asked is not None and items >= asked and units >= 1:
             self.full_items += items
             self.full_units += units
@@ -354,7 +360,7 @@ class PageSize:
         if (
             ledgers.read(units, keys, items, fits=fits)
             and ledgers.passing()
-            and (self.small or ledgers.settled() or ledgers.may_try())
+            and (self.small or (ledgers.settled() and not ledgers.doubtful()) or ledgers.may_try())
         ):
             if last:
                 return

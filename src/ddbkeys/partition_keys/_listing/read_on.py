@@ -17,8 +17,11 @@ item's).
 Reading on goes on while its units a key are within ``1 + WASTE`` of skipping's plus ``SPREAD``
 times that rate's relative standard error, as its pages show it (pages that agree say it
 exactly; at least ``FLOOR / pages``), and no page of ``MAX_TARGET`` units or more costs twice
-that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), only as long
-as what reading on cost beyond skipping is within ``WASTE`` of all read, plus ``LEEWAY``.
+that a key on its own; while that error is over ``SETTLED`` (``Ledgers.settled``), or the pages
+read on cost a key more than ``1 + WASTE`` times skipping's (``Ledgers.doubtful``: they pass on
+that error alone), only as long as what reading on cost beyond skipping is within ``WASTE`` of
+all read, plus ``LEEWAY``, in pages no larger than that bound leaves room for
+(``Ledgers.room``).
 Once a Scan segment of several has ended, what reading on costs a key over the whole table
 weighs in too (``Ledgers.table_rate``).
 Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
@@ -230,6 +233,23 @@ class Ledgers:
     def excess(self) -> float:
         """What the pages read on cost beyond what skipping would have, at its units a key."""
         return self.through_units - self.skip_units / self.skip_keys * self.through_keys
+
+    def room(self) -> float:
+        """The units a page read on may cost while skipping's rate is not ``SETTLED``: as many
+        as keep what reading on cost beyond skipping within :meth:`may_try`'s bound, if that
+        page costs beyond skipping the share reading on's pages have so far (no limit where
+        that share is ``WASTE`` or less). A trial that passes on skipping's error alone fails
+        on a page of this size, not a scan-sized one (600 keys of a 30 KB item and a 50-byte
+        one, either first: 35 keys read on at 1.6 times skipping's units a key, 1.09x
+        skipping's units in all)."""
+        if not (self.through_units and self.skip_keys):
+            return math.inf
+        excess = self.excess()
+        share = excess / self.through_units
+        if share <= WASTE:
+            return math.inf
+        left = WASTE * (self.skip_units + self.through_units) + LEEWAY - excess
+        return max(0.0, left) / (share - WASTE)
 
     def may_try(self) -> bool:
         """Whether a trial of reading on may start: what reading on cost beyond skipping is
