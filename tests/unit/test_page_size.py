@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._listing.pages import (
     MORE_SAMPLES,
     PROBE_AFTER,
     REGRET,
+    SCAN_PAGE_BYTES,
     WASTE,
     PageSize,
 )
@@ -1221,3 +1222,21 @@ def test_pairs_of_a_30kb_and_a_50_byte_item_read_about_what_skipping_reads() -> 
     many.sort()
     assert max(one) <= 1.22 and max(many) <= 1.15, (one, many)
     assert one[len(one) // 2] <= 1.04 and many[len(many) // 2] <= 1.04, (one, many)
+
+
+def test_on_a_table_of_a_few_scan_pages_doubtful_pages_read_on_are_not_held_to_the_room() -> None:
+    """There a page held to the room would multiply a scan's few requests (the sample table
+    with a binary sort key: 32 against its 3, to save 0.6% of its units)."""
+
+    def doubtful(table_bytes: float) -> PageSize:
+        pages = PageSize.for_items_of(4096.0, table_bytes)
+        for units in (8.0, 1.0, 8.0, 8.0, 1.0, 8.0, 8.0, 1.0):
+            pages.ledgers.skipped(units, 1, 1)
+        pages.ledgers.read(200.0, 26, 200)  # 7.7 a key against skipping's 5.4: doubtful
+        pages.through_target, pages.unit_items = 128, 1  # (scan-sized next)
+        return pages
+
+    large, few = doubtful(20 * SCAN_PAGE_BYTES), doubtful(3 * SCAN_PAGE_BYTES)
+    assert large.ledgers.doubtful() and large.ledgers.room() < MAX_TARGET
+    assert large.through_limit == max(1, int(large.ledgers.room()))
+    assert few.few_pages and few.through_limit is None

@@ -287,7 +287,7 @@ class PageSize:
         large collection costs at most such a page till then. Within ``Ledgers.room`` while
         the pages read on pass on skipping's error alone (``Ledgers.doubtful``)."""
         ledgers = self.ledgers
-        room = ledgers.room() if ledgers.doubtful() and not self.small else math.inf
+        room = ledgers.room() if self._held_to_room() else math.inf
         if room < SCAN_PAGE_BYTES / 4096:
             return self.unit_items * min(self.through_target, MAX_TARGET, max(1, int(room)))
         if self.through_target <= MAX_TARGET:
@@ -360,7 +360,9 @@ class PageSize:
         if (
             ledgers.read(units, keys, items, fits=fits)
             and ledgers.passing()
-            and (self.small or (ledgers.settled() and not ledgers.doubtful()) or ledgers.may_try())
+            and (
+                self.small or ledgers.may_try() or (ledgers.settled() and not self._held_to_room())
+            )
         ):
             if last:
                 return
@@ -405,6 +407,14 @@ class PageSize:
             f"read on as a scan after {self.read_on_after:,} keys{back}: {why} (a page read on "
             "still skips the rest of the collection it ends in)"
         )
+
+    def _held_to_room(self) -> bool:
+        """Whether the pages read on are held to ``Ledgers.room`` and ``Ledgers.may_try``: they
+        pass on skipping's error alone (``Ledgers.doubtful``), and neither did collections
+        prove small (``small``) nor does a scan read the table in a few pages (``few_pages``:
+        there pages held to the room would multiply a scan's few requests, on the sample table
+        with a binary sort key 32 against its 3, to save 0.6% of its units)."""
+        return not (self.small or self.few_pages) and self.ledgers.doubtful()
 
     def _read_on(self, unit_items: int, target: int) -> None:
         self.unit_items, self.through_target = unit_items, target
