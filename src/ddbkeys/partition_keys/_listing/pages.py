@@ -124,9 +124,7 @@ MAX_LEAD = 2
 
 def few_pages(table_bytes: float) -> bool:
     """Whether a scan reads a table of ``table_bytes`` (DescribeTable; 0: unknown) in a few
-    pages (``LOOK_AFTER - 2`` or fewer): reading on as a scan there, a skipping page after
-    every other scan-sized one would add a request to a page or two (see ``PageSize.sampling``).
-    """
+    pages (``LOOK_AFTER - 2`` or fewer; see ``PageSize.sampling``)."""
     return 0 < table_bytes <= (LOOK_AFTER - 2) * SCAN_PAGE_BYTES
 
 
@@ -284,8 +282,8 @@ class PageSize:
     def through_limit(self) -> int | None:
         """The Limit of a page read on (None: scan-sized; its items are not held to
         ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
-        large collection costs at most such a page till then. Within ``Ledgers.room`` while
-        the pages read on pass on skipping's error alone (``Ledgers.doubtful``)."""
+        large collection costs at most such a page till then; within ``Ledgers.room`` where
+        :meth:`_held_to_room`."""
         ledgers = self.ledgers
         room = ledgers.room() if self._held_to_room() else math.inf
         if room < SCAN_PAGE_BYTES / 4096:
@@ -307,10 +305,7 @@ class PageSize:
         with a binary sort key, 18 requests against a scan's 3). After every such page, not
         every other, while :meth:`~ddbkeys.partition_keys._listing.read_on.Ledgers.doubtful`:
         the pages read on cost a key more than ``1 + WASTE`` times skipping's, and only its
-        error lets them pass (then up to ``MORE_SAMPLES`` in a row: :meth:`sampling_more`).
-        Where a skipping page costs 1 or 8 units (600 keys of a 30 KB item and a 50-byte one,
-        either first), eight pages may say 6 a key and reading on pass at 7.4, where skipping
-        costs 4.5: it read 0.98x a scan's units for 0.64x in 8 orders of 20."""
+        error lets them pass (then up to ``MORE_SAMPLES`` in a row: :meth:`sampling_more`)."""
         self.scan_pages += 1
         self.samples = 0
         if self.small or self.few_pages or self.ledgers.skip_pages >= SAMPLE_PAGES:
@@ -409,11 +404,8 @@ class PageSize:
         )
 
     def _held_to_room(self) -> bool:
-        """Whether the pages read on are held to ``Ledgers.room`` and ``Ledgers.may_try``: they
-        pass on skipping's error alone (``Ledgers.doubtful``), and neither did collections
-        prove small (``small``) nor does a scan read the table in a few pages (``few_pages``:
-        there pages held to the room would multiply a scan's few requests, on the sample table
-        with a binary sort key 32 against its 3, to save 0.6% of its units)."""
+        """Whether pages read on are held to ``Ledgers.room`` and ``may_try``: they pass on
+        skipping's error alone (``doubtful``), and the table is not of ``few_pages``."""
         return not (self.small or self.few_pages) and self.ledgers.doubtful()
 
     def _read_on(self, unit_items: int, target: int) -> None:
