@@ -235,23 +235,25 @@ class Ledgers:
         return self.through_units - self.skip_units / self.skip_keys * self.through_keys
 
     def room(self) -> float:
-        """The units a page read on may cost while skipping's rate is not ``SETTLED``: as many
-        as keep what reading on cost beyond skipping within :meth:`may_try`'s bound, if that
-        page costs beyond skipping the share reading on's pages have so far (no limit where
-        that share is ``WASTE`` or less). A trial that passes on skipping's error alone fails
-        on a page of this size, not a scan-sized one (600 keys of a 30 KB item and a 50-byte
-        one, either first: 35 keys read on at 1.6 times skipping's units a key, 1.09x
-        skipping's units in all)."""
+        """The units a page read on may cost while it passes on skipping's error alone
+        (:meth:`doubtful`): as many as keep what reading on cost beyond skipping within
+        :meth:`allowance`, if that page costs beyond skipping the share reading on's pages
+        have so far (no limit where that share is ``WASTE`` or less). Such a trial fails on a
+        page of this size, not a scan-sized one (600 keys of a 30 KB item and a 50-byte one,
+        either first: scan-sized pages read on at 1.6 times skipping's units a key)."""
         if not (self.through_units and self.skip_keys):
             return math.inf
         excess = self.excess()
         share = excess / self.through_units
         if share <= WASTE:
             return math.inf
-        left = WASTE * (self.skip_units + self.through_units) + LEEWAY - excess
-        return max(0.0, left) / (share - WASTE)
+        return max(0.0, self.allowance() - excess) / (share - WASTE)
+
+    def allowance(self) -> float:
+        """What reading on may cost beyond skipping: ``WASTE`` of all read, plus ``LEEWAY``."""
+        return WASTE * (self.skip_units + self.through_units) + LEEWAY
 
     def may_try(self) -> bool:
         """Whether a trial of reading on may start: what reading on cost beyond skipping is
-        within ``WASTE`` of all read, plus ``LEEWAY``."""
-        return self.excess() <= WASTE * (self.skip_units + self.through_units) + LEEWAY
+        within :meth:`allowance`."""
+        return self.excess() <= self.allowance()
