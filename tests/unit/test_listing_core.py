@@ -353,6 +353,42 @@ def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_siz
     assert pages.unit_items == 27
 
 
+def test_skip_pages_reads_whole_items_where_their_sizes_may_turn_the_judgement() -> None:
+    """While every segment reads on and that may still turn (``Reading.whole_items``), a page
+    goes out without the projection of keys: its items' sizes (``item_size``) say what
+    skipping would have cost its collections (``Ledgers.seen``). Once decided, the next page
+    asks for the keys alone again, with the projection the first page had."""
+    method = PagedSkipMethod(info(size=30 * 1024 * 1024, items=15_000))  # 2 KB items
+    pages = method.start_state().pages
+    for units in (1.0, 8.0) * 4:
+        pages.ledgers.skipped(units, 1, 2)  # a key's first items: 1 or 8 units
+    pages.through, pages.unit_items, pages.through_target = True, 2, 2 * MAX_TARGET
+    keys = [f"k{n // 6:03}" for n in range(600)]  # 100 keys of 6 items of 1 KB
+    whole = {
+        "Items": [
+            {"pk": {"S": key}, "sk": {"N": str(n)}, "pad": {"S": "x" * 995}}
+            for n, key in enumerate(keys)
+        ],
+        "ScannedCount": 600,
+        "ConsumedCapacity": {"CapacityUnits": 75.0},  # 600 KB: 150 units of 4 KB
+        "LastEvaluatedKey": {"pk": {"S": "k099"}, "sk": {"N": "599"}},
+    }
+    steps, sent = drive(method.keys(reader(), 0, 1, None), [whole, page("z")])
+    assert "ProjectionExpression" not in sent[0] and "ExpressionAttributeNames" not in sent[0]
+    # Skipping pages of 2 items (a unit's), one a key: the page's last key too, cut as it is.
+    assert (pages.ledgers.seen_pages, pages.ledgers.seen_keys) == (100, 100)
+    assert pages.ledgers.seen_units == 100.0  # two items of 1 KB a page: a unit each
+    # Skipping costs 1.2 units a key now, reading on 1.5: it failed; skipping asks for the
+    # keys alone again.
+    assert pages.went_back == 1 and not pages.through
+    first = method.first_request(0, 1, None)
+    assert (sent[1]["ProjectionExpression"], sent[1]["ExpressionAttributeNames"]) == (
+        first["ProjectionExpression"],
+        first["ExpressionAttributeNames"],
+    )
+    assert len(keys_of(steps)) == 101
+
+
 # --- the reader: retries, the read budget -----------------------------------------------------
 
 

@@ -294,21 +294,17 @@ class PageSize:
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more
-        of what skipping costs (after every other such page, until skipping's pages are
-        ``SAMPLE_PAGES``). Not where reading on began because collections proved small
-        (``small``): there skipping's pages grew to scan-sized ones without meeting a large
-        collection, and so cost what reading on does; a large collection met later shows in
-        the pages read on (their units a key rise past skipping's, and the listing goes back
-        to skipping), so a skipping page would only add a request (on 220,000 single-item
-        keys, 10 more to a scan's 29). Nor on a table of a few scan pages (``few_pages``):
-        there it would add a request to every other page of what is left (on the sample table
-        with a binary sort key, 18 requests against a scan's 3). After every such page, not
-        every other, while :meth:`~ddbkeys.partition_keys._listing.read_on.Ledgers.doubtful`:
-        the pages read on cost a key more than ``1 + WASTE`` times skipping's, and only its
-        error lets them pass (then up to ``MORE_SAMPLES`` in a row: :meth:`sampling_more`)."""
+        of what skipping costs (after every other such page, until its samples, those of whole
+        items read on too, are ``SAMPLE_PAGES``: ``Ledgers.samples``). Not where collections
+        proved small (``small``): skipping's pages grew to scan-sized ones, and a large
+        collection met later shows in the pages read on, so a skipping page would only add a
+        request (on 220,000 single-item keys, 10 more to a scan's 29). Nor on a table of a few
+        scan pages (``few_pages``): on the sample table with a binary sort key, 18 requests
+        against a scan's 3. After every such page, while ``Ledgers.doubtful`` (up to
+        ``MORE_SAMPLES`` in a row: :meth:`sampling_more`)."""
         self.scan_pages += 1
         self.samples = 0
-        if self.small or self.few_pages or self.ledgers.skip_pages >= SAMPLE_PAGES:
+        if self.small or self.few_pages or self.ledgers.samples() >= SAMPLE_PAGES:
             return False
         return self.scan_pages % 2 == 1 or self.ledgers.doubtful()
 
@@ -318,7 +314,7 @@ class PageSize:
         self.samples += 1
         return (
             self.samples < MORE_SAMPLES
-            and self.ledgers.skip_pages < SAMPLE_PAGES
+            and self.ledgers.samples() < SAMPLE_PAGES
             and self.ledgers.doubtful()
         )
 
@@ -391,8 +387,9 @@ class PageSize:
                 f"read as a scan: the table's description puts it at {self.whole:,} bytes, "
                 f"where skipping could save at most {most:g} RCU"
             )
-        pages = self.ledgers.skip_pages
-        shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)} showed"
+        pages, seen = self.ledgers.skip_pages, self.ledgers.seen_keys
+        also = f" and the items of {seen:,} collections read on" * bool(seen)
+        shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)}{also} showed"
         why = "its collections proved small" if self.small else f"skipping saved {shown}"
         back = ""
         if self.went_back:

@@ -25,7 +25,10 @@ all read, plus ``LEEWAY``, in pages no larger than that bound leaves room for
 Once a Scan segment of several has ended, what reading on costs a key over the whole table
 weighs in too (``Ledgers.table_rate``).
 Skipping's rate keeps learning from a skipping page after every other scan-sized page (while
-under ``SAMPLE_PAGES``; not where reading on began because collections proved small). Pages stay
+under ``SAMPLE_PAGES``; not where reading on began because collections proved small), and from
+the pages read on that asked for whole items (``Reading.whole_items``): their items' sizes say
+what skipping would have cost their collections (``Ledgers.seen``), a hundred samples a page
+for no request. Pages stay
 within ``MAX_TARGET`` units until the keys read on would have met large collections at the rate
 the skipping pages did (``HOLD``). A trial that fails sends the listing back to skipping at one
 unit; the next waits twice as many skips, and until what reading on cost beyond skipping's rate
@@ -35,6 +38,7 @@ is within ``WASTE`` of all read, plus ``LEEWAY``.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -47,6 +51,7 @@ __all__ = [
     "SPREAD",
     "WASTE",
     "Ledgers",
+    "skipping_over",
 ]
 
 #: The most 4 KB units a page with a Limit aims at (256 KB); read on as a scan, the next is
@@ -85,6 +90,10 @@ class Ledgers:
     through_cost: float = 0.0  # ... and as they cost
     through_keys: int = 0  # the keys they handed out
 
+    seen_units: float = 0.0  # what skipping would have cost collections read on whole
+    seen_keys: int = 0  # ... their keys (``seen``)
+    seen_items: int = 0  # ... the items those skipping pages would have read
+    seen_pages: int = 0  # ... and how many they would have been
     skip_squares: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of u*u, u*k, k*k
     table_units: float = 0.0  # the table's 4 KB units, by its description (0: unknown)
     segments: int = 1  # the listing's Scan segments
@@ -100,9 +109,10 @@ class Ledgers:
         first pages, before the large item, would hold reading on to a rate skipping no
         longer has (on heavy-tailed item sizes, 0.22 units a key where a page of 2 items now
         costs a unit a key: trials failed against it for 85 requests where a scan takes 2)."""
-        rate = self.skip_units / self.skip_keys
-        if self.unit_items and self.skip_items:
-            keys = self.unit_items * self.skip_keys / self.skip_items
+        units, keys_of, items = self._skipping()
+        rate = units / keys_of
+        if self.unit_items and items:
+            keys = self.unit_items * keys_of / items
             rate = max(rate, 1 / max(1.0, keys))
         return rate
 
@@ -129,8 +139,33 @@ class Ledgers:
         self.skip_keys += keys
         self.skip_items += items
         self.skip_pages += 1
+        self._square(units, keys)
+
+    def seen(self, units: float, keys: int, items: int) -> None:
+        """A skipping page would have cost ``units``, read ``items`` and handed out ``keys``,
+        over the items of a page read on whole (:func:`skipping_over`): a sample of what
+        skipping costs, as a skipping page is, for no request."""
+        self.seen_units += units
+        self.seen_keys += keys
+        self.seen_items += items
+        self.seen_pages += 1
+        self._square(units, keys)
+
+    def _square(self, units: float, keys: int) -> None:
         uu, uk, kk = self.skip_squares
         self.skip_squares = (uu + units * units, uk + units * keys, kk + keys * keys)
+
+    def samples(self) -> int:
+        """The samples of what skipping costs: skipping pages, and those :meth:`seen`."""
+        return self.skip_pages + self.seen_pages
+
+    def _skipping(self) -> tuple[float, int, int]:
+        """Skipping's units, keys and items, of its pages and those :meth:`seen`."""
+        return (
+            self.skip_units + self.seen_units,
+            self.skip_keys + self.seen_keys,
+            self.skip_items + self.seen_items,
+        )
 
     def went_on(self, units: float, keys: int, items: int, *, read_on: bool) -> None:
         """The rest of a page that ended on a collection showing ddbkeys' own items alone (its
@@ -188,6 +223,17 @@ class Ledgers:
             return False
         return self._priced() > (1 + WASTE) * self.skip_rate() * self.through_keys
 
+    def undecided(self) -> bool:
+        """Whether more samples of what skipping costs may yet turn the judgement: the pages
+        read on cost a key within ``SPREAD`` times skipping's error of ``1 + WASTE`` times what
+        skipping does (or none were read on yet). Not that the judgement now passes or fails:
+        a few skipping pages that met more large items than their share pass pages read on at
+        1.2 times skipping's true rate as settled and not doubtful."""
+        if not (self.through_keys and self.samples()):
+            return True
+        ratio = self._priced() / (self.skip_rate() * self.through_keys)
+        return abs(ratio - 1 - WASTE) <= SPREAD * self.error()
+
     def _priced(self) -> float:
         """The pages read on, priced as :meth:`read` says until what they cost exceeds that
         by ``MAX_TARGET`` units (an average that misleads), then at their cost."""
@@ -204,12 +250,14 @@ class Ledgers:
     def error(self) -> float:
         """The relative standard error of skipping's units a key, as its pages show it (at
         least ``FLOOR / pages``; 1 before two pages)."""
-        pages, rate = self.skip_pages, self.skip_units / self.skip_keys
+        pages = self.samples()
         if pages < 2:
             return 1.0
+        units, keys, _ = self._skipping()
+        rate = units / keys
         uu, uk, kk = self.skip_squares
         spread = max(0.0, uu - 2 * rate * uk + rate * rate * kk) / (pages * (pages - 1))
-        error = math.sqrt(spread) * pages / self.skip_keys / rate
+        error = math.sqrt(spread) * pages / keys / rate
         return max(error, FLOOR / pages)
 
     def met_enough(self) -> bool:
@@ -232,7 +280,8 @@ class Ledgers:
 
     def excess(self) -> float:
         """What the pages read on cost beyond what skipping would have, at its units a key."""
-        return self.through_units - self.skip_units / self.skip_keys * self.through_keys
+        units, keys, _ = self._skipping()
+        return self.through_units - units / keys * self.through_keys
 
     def room(self) -> float:
         """The units a page read on may cost while it passes on skipping's error alone
@@ -257,3 +306,32 @@ class Ledgers:
         """Whether a trial of reading on may start: what reading on cost beyond skipping is
         within :meth:`allowance`."""
         return self.excess() <= self.allowance()
+
+
+def skipping_over(
+    keys: Sequence[object], sizes: Sequence[float], units: float, limit: int, *, went: bool = False
+) -> Iterator[tuple[float, int, int]]:
+    """What skipping pages of ``limit`` items would have cost (4 KB units, at least one),
+    handed out and read, one after another, over a page read on: its items' partition keys
+    and sizes (``item_size``, in order), and its own 4 KB ``units``. Item sizes are scaled to
+    what the page cost where they miss it (DynamoDB counts a byte or so apart). A would-be
+    page that runs past the page's last item is left out, as is the collection the page went
+    on in (``went``: its start was read before)."""
+    total = sum(sizes)
+    scale = 1.0
+    if total > units * 4096:
+        scale = units * 4096 / total
+    elif 0 < total <= (units - 1) * 4096:
+        scale = ((units - 1) * 4096 + 1) / total
+    at = 0
+    while went and at < len(keys) and keys[at] == keys[0]:
+        at += 1
+    while at + limit <= len(keys):
+        end = at + limit
+        read = sum(sizes[at:end]) * scale
+        handed = sum(1 for i in range(at, end) if i == at or keys[i] != keys[i - 1])
+        yield float(max(1, math.ceil(read / 4096))), handed, limit
+        last = keys[end - 1]
+        at = end
+        while at < len(keys) and keys[at] == last:
+            at += 1

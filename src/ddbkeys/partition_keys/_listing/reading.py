@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from itertools import groupby, pairwise
 
 from ddbkeys.partition_keys._listing.pages import MAX_LEAD, WHOLE_OVER, PageSize
+from ddbkeys.partition_keys._listing.read_on import skipping_over
 
 __all__ = ["Reading", "longest_run", "tail_of"]
 
@@ -78,6 +79,7 @@ class Reading:
         *,
         lead: int = 0,
         unhanded: bool = False,
+        sizes: Sequence[float] | None = None,
     ) -> tuple[int | None, bool]:
         """After a page of items whose partition keys were ``keys`` (in order), which cost
         ``units`` 4 KB read units and asked for ``asked`` items (its Limit, with any extra): the
@@ -88,13 +90,14 @@ class Reading:
         (the next page goes on in it, and asks no extra). A page read on counts for reading on
         while this segment's trial or reading on lasts; one that skipped counts for skipping;
         each is judged by the way it was asked for, whatever the other segments changed
-        meanwhile. A key counts once, in the page that hands it out."""
+        meanwhile. A key counts once, in the page that hands it out. ``sizes``: its items'
+        sizes (``item_size``), where it was read whole (:attr:`whole_items`)."""
         pages = self.pages
         tail = tail_of(keys)
         if self.opening:
             self._keys(keys, unhanded)
             return self._whole(len(keys), units, unhanded)
-        if not self._count(keys, units, asked, lead, unhanded):
+        if not self._count(keys, units, asked, lead, unhanded, sizes=sizes):
             return self._next(unhanded)
         self.trial = self.trial and pages.trying
         if self.trial or pages.through:
@@ -112,6 +115,7 @@ class Reading:
         lead: int,
         unhanded: bool,
         last: bool = False,
+        sizes: Sequence[float] | None = None,
     ) -> bool:
         """Count a page for the way it was read (:meth:`after`); False where it went on in the
         collection the page before ended in on a lone own item, and nothing more (pages of an
@@ -127,6 +131,10 @@ class Reading:
         base = None if asked is None else max(1, asked - self.extra)  # (the Limit, no extra)
         if self.reading_on:
             if self.trial or pages.through:
+                if sizes is not None and len(sizes) == len(keys):
+                    limit = max(1, pages.limit // pages.target)  # (a unit's, as skipping restarts)
+                    for seen in skipping_over(keys, sizes, units, limit, went=went):
+                        pages.ledgers.seen(*seen)
                 pages.read_through(
                     units, new, len(keys), asked, longest=longest_run(keys), last=last
                 )
@@ -140,6 +148,22 @@ class Reading:
         else:
             pages.observe(0, units, 0, base)
         return True
+
+    @property
+    def whole_items(self) -> bool:
+        """Whether the next page asks for whole items, not the keys alone (the same read
+        units, a larger answer), so that its items' sizes say what skipping would have cost
+        its collections (``Ledgers.seen``): it reads on as a scan, in a trial or as every
+        segment does, and more of what skipping costs may still turn the judgement
+        (``Ledgers.undecided``). Where
+        first items' sizes are a lottery (a key's first item 30 KB one time in seven, else
+        1 KB), skipping's own pages, one a key, each 1 or 8 units, take hundreds to show that
+        it saves 20%; a scan-sized page read on shows it for a hundred keys at once. Not on a
+        table of a few scan pages (``PageSize.few_pages``), where skipping's own pages do."""
+        pages = self.pages
+        if not self.reading_on or self.opening or pages.small or pages.few_pages:
+            return False
+        return (self.trial or pages.through) and pages.ledgers.undecided()
 
     def _reads_on(self) -> bool:
         """While this segment's trial or every segment reads on: whether the next page reads
@@ -192,6 +216,7 @@ class Reading:
         *,
         lead: int = 0,
         unhanded: bool = False,
+        sizes: Sequence[float] | None = None,
     ) -> None:
         """The segment was read to its end, by a last page as :meth:`after` takes one: it
         counts for the way it was read, as any page does (a page read on at a segment's end
@@ -206,7 +231,7 @@ class Reading:
             self._keys(keys, unhanded)  # (the segment's keys, for Ledgers.table_rate)
             self.pages.grew = self.pages.grew or units > self.units_left
         elif keys or units:
-            self._count(keys, units, asked, lead, unhanded, last=True)
+            self._count(keys, units, asked, lead, unhanded, last=True, sizes=sizes)
         if self.trial:
             self.pages.trying = self.trial = False
         self.pages.ledgers.segment_ended(self.handed)

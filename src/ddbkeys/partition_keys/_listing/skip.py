@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ddbkeys._capacity import item_size
 from ddbkeys._core.steps import Emit, Flow
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
@@ -62,6 +63,7 @@ class SkipMethod(SegmentMethod):
         state = self.start_state()
         request = self.first_request(segment, segments, after)
         request["Limit"] = self.first_limit(state, segments)
+        self.project(request, state)
         seen = Seen(after)
         while True:
             page = yield from reader.page(request)
@@ -103,6 +105,10 @@ class SkipMethod(SegmentMethod):
     def finish(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> None:
         """The segment was read to its end, ``page`` (asked by ``request``) its last."""
 
+    def project(self, request: _Request, state: Any) -> None:
+        """Set what the next page projects (the keys and what tells ddbkeys' own items apart,
+        as :meth:`first_request` says, for the article's Limit 1)."""
+
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> bool:
         """Change the request for the next page (the article's Limit 1 stays as it is), and say
         whether it skips past the page's last collection (the article's always does); ``seen``
@@ -141,6 +147,12 @@ class PagedSkipMethod(SkipMethod):
         # segment). The lock is held across no wait.
         self._pages = start
         self._lock = threading.Lock()
+        self._projection: tuple[str, Mapping[str, str]] | None = None  # of the keys alone
+
+    def first_request(self, segment: int, segments: int, after: Key | None) -> ScanPage:
+        request = super().first_request(segment, segments, after)
+        self._projection = request["ProjectionExpression"], request["ExpressionAttributeNames"]
+        return request
 
     def start_state(self) -> Reading:
         return Reading(self._pages)
@@ -152,9 +164,10 @@ class PagedSkipMethod(SkipMethod):
 
     def _page(
         self, request: _Request, page: Mapping[str, Any], state: Reading
-    ) -> tuple[list[Any], float, int | None, int]:
+    ) -> tuple[list[Any], float, int | None, int, list[int] | None]:
         """What ``Reading`` takes of a page: its items' partition keys, its 4 KB units, the
-        Limit it asked for (None: scan-sized) and how many of ddbkeys' own items led it."""
+        Limit it asked for (None: scan-sized), how many of ddbkeys' own items led it, and its
+        items' sizes where it asked for whole items (``Reading.whole_items``)."""
         pk = self.info.partition_key.name
         items = page.get("Items", [])
         keys = [item.get(pk) for item in items]
@@ -163,18 +176,37 @@ class PagedSkipMethod(SkipMethod):
         lead = 0  # ddbkeys' own items that led the page's first collection
         while lead < len(items) and keys[lead] == keys[0] and not self.counts(items[lead]):
             lead += 1
-        return keys, _consumed(page) / 0.5, asked, lead
+        whole = self._projection is not None and "ProjectionExpression" not in request
+        sizes = [item_size(item) for item in items] if whole else None
+        return keys, _consumed(page) / 0.5, asked, lead, sizes
 
     def adapt(self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen) -> bool:
-        keys, units, asked, lead = self._page(request, page, state)
+        keys, units, asked, lead, sizes = self._page(request, page, state)
         with self._lock:
-            limit, skip = state.after(keys, units, asked=asked, lead=lead, unhanded=not seen.handed)
+            limit, skip = state.after(
+                keys, units, asked=asked, lead=lead, unhanded=not seen.handed, sizes=sizes
+            )
         # Read on as a scan: DynamoDB's 1 MB pages, of at most a scan's ``PAGE_ITEMS`` items
         # (as ddbkeys' scan asks: a page of the smallest items stays a few MB of Python objects;
         # and DynamoDB Local serves a Scan without a Limit several times slower, 1.0-1.6 s a
         # page of 7,826 items of ~150 B against 0.2-0.4 s with one).
         request["Limit"] = SCAN_PAGE_ITEMS if limit is None else min(SCAN_PAGE_ITEMS, limit)
+        self.project(request, state)
         return skip
+
+    def project(self, request: _Request, state: Reading) -> None:
+        """The keys alone, or whole items (the same read units) where their sizes may still
+        turn the judgement of reading on (``Reading.whole_items``): they say what skipping
+        would have cost the page's collections."""
+        with self._lock:
+            whole = state.whole_items
+        if self._projection is None:
+            return
+        if whole:
+            request.pop("ProjectionExpression", None)
+            request.pop("ExpressionAttributeNames", None)
+        else:
+            request["ProjectionExpression"], request["ExpressionAttributeNames"] = self._projection
 
     def note(self) -> str:
         """Where it went on as a scan: after how many keys, and why."""
@@ -184,9 +216,9 @@ class PagedSkipMethod(SkipMethod):
     def finish(
         self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen
     ) -> None:
-        keys, units, asked, lead = self._page(request, page, state)
+        keys, units, asked, lead, sizes = self._page(request, page, state)
         with self._lock:
-            state.end(keys, units, asked, lead=lead, unhanded=not seen.handed)
+            state.end(keys, units, asked, lead=lead, unhanded=not seen.handed, sizes=sizes)
 
 
 def _consumed(page: Mapping[str, Any]) -> float:

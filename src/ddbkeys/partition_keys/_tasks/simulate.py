@@ -5,9 +5,9 @@ cost (``_listing.pages.PageSize``, ``_listing.reading.Reading``): nothing a form
 sample's sums can foresee. But the decision is pure, and the sample holds whole
 Scan segments, each collection's items in scan order. So :func:`simulate` feeds them through
 the same ``Reading`` the listing's ``PagedSkipMethod`` uses, seeded with the table's average
-item size as the listing is: a page is the next ``limit`` items (or, read on as a scan, up to
-1 MB), costs its bytes rounded up to 4 KB, and a skip jumps past the rest of the page's last
-collection.
+item size as the listing is: a page is the next ``limit`` items (or, read on, up to 1 MB;
+with its items' sizes where the listing's would read whole items), costs its bytes rounded
+up to 4 KB, and a skip jumps past the rest of the page's last collection.
 
 The segments are laid end to end, in a drawn order, and drawn again until the stream holds as
 many collections as the table is thought to (so that the listing's ramp and its trials weigh
@@ -16,9 +16,7 @@ that, the rest costs what the second half of the stream did a key. A collection 
 the sample skipped (``cut``) is given the items the table holds beyond the sample's, shared
 out among such collections (``Rest``: DescribeTable's item count and size, times the share
 of segments drawn, less what the sample read), each of the average size of those unread
-items: where item sizes are heavy-tailed, a collection's first 4 KB say little of its rest
-(given the average of its own items read, every order said 0.6-0.8x what the listing read on
-1,200 keys of Pareto item counts and sizes, and the range missed it in 3 draws of 10).
+items: where sizes are heavy-tailed, a collection's first 4 KB say little of its rest.
 """
 
 from __future__ import annotations
@@ -200,7 +198,10 @@ class _Run:
                 self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
             if ended:
                 return
-            limit, skip = reading.after(page, cost, asked=limit, lead=lead, unhanded=unhanded)
+            whole = {"sizes": stream.sizes} if reading.whole_items else {}
+            limit, skip = reading.after(
+                page, cost, asked=limit, lead=lead, unhanded=unhanded, **whole
+            )
             if skip and page and not unhanded:  # (else it goes on in that collection)
                 stream.at, stream.item = page[-1] + 1, 0
 

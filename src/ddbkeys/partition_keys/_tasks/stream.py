@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._tasks.sampled import Collection
@@ -54,6 +54,7 @@ class Stream:
     rest: Rest
     at: int = 0  # the collection the next page starts in
     item: int = 0  # ... at this item of it
+    sizes: list[float] = field(default_factory=list)  # the last page's items' bytes
 
     def length(self, index: int) -> int:
         sizes, cut, _ = self.collections[index]
@@ -69,8 +70,9 @@ class Stream:
         ``PAGE_ITEMS``, as the listing asks): each item's collection, the bytes read of each
         collection in it, how many of its first items are ddbkeys' own ones that lead its
         first collection (``Collection.lead``), and whether its last collection showed none
-        of yours so far (the listing's next page goes on in it)."""
+        of yours so far (the listing's next page goes on in it). Its items' bytes: ``sizes``."""
         self.more()
+        self.sizes = []
         start = self.item
         keys, parts = self._page(limit)
         if not keys:
@@ -98,6 +100,7 @@ class Stream:
                     if keys and size + item > MB:
                         break
                     keys.append(self.at)
+                    self.sizes.append(item)
                     size += item
                     taken += 1
                 self.item += taken
@@ -111,6 +114,7 @@ class Stream:
                 if take <= 0:
                     break
                 keys += [self.at] * take
+                self.sizes += [each] * take
                 size += math.ceil(take * each)
                 self.item += take
             parts.append((self.at, size - start))
