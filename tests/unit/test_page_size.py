@@ -26,7 +26,13 @@ from ddbkeys.partition_keys._listing.pages import (
     WASTE,
     PageSize,
 )
-from ddbkeys.partition_keys._listing.read_on import LEEWAY, Ledgers, skipping_over
+from ddbkeys.partition_keys._listing.read_on import (
+    FLOOR,
+    LEEWAY,
+    PAIR_PAGES,
+    Ledgers,
+    skipping_over,
+)
 from ddbkeys.partition_keys._listing.reading import Reading, longest_run, tail_of
 
 
@@ -1247,34 +1253,42 @@ def lottery(keys: int, share: float, large: int, items: int, seed: int) -> list[
 
 
 @pytest.mark.parametrize(
-    ("share", "large", "seed"), [(0.15, 30_000, 130), (0.25, 20_000, 131)], ids=["15%", "25%"]
+    ("keys", "share", "large", "items", "seed"),
+    [(2500, 0.15, 30_000, 6, 130), (2500, 0.25, 20_000, 6, 131), (3000, 0.15, 30_000, 5, 120)],
+    ids=["15% of 6", "25% of 6", "15% of 5"],
 )
 def test_where_first_items_are_a_lottery_whole_items_read_on_show_what_skipping_saves(
-    share: float, large: int, seed: int
+    keys: int, share: float, large: int, items: int, seed: int
 ) -> None:
     """2,500 keys of 6 items of 1 KB, whose first is 30 KB for 15% of them (or 20 KB for
-    25%): a skipping page of a key costs 1 unit or 8 (or 5), so hundreds show what skipping
-    saves (19% and 24%), while a few pages let reading on pass on their error. It read on
-    after 8 keys: 1.22x and 1.31x skipping's units in one segment and over 25 read in turn
-    (auto's split), in 4 scan orders. The pages read on now read whole items, whose sizes say
-    what skipping would have cost each of their collections (``Ledgers.seen``: a hundred
-    samples a page): at most 1.057x and 1.041x."""
-    one, many = against_skipping(lottery(2500, share, large, 6, seed), 4, 25)
-    assert max(one) <= 1.07 and max(many) <= 1.05, (one, many)
+    25%; or 3,000 keys of 5 items): a skipping page of a key costs 1 unit or 8 (or 5), so
+    hundreds show what skipping saves (19%, 24%, 10%), while a few pages let reading on pass
+    on their error. It read on after 8 keys: 1.22x, 1.31x and 1.11x skipping's units in one
+    segment and over 25 read in turn (auto's split), in 4 scan orders. The pages read on now
+    read whole items, whose sizes say what skipping would have cost each of their collections
+    (``Ledgers.seen``), and what reading on cost them (``Ledgers.pair``): at most 1.03x."""
+    one, many = against_skipping(lottery(keys, share, large, items, seed), 4, 25)
+    assert max(one) <= 1.05 and max(many) <= 1.05, (one, many)
 
 
 def test_what_skipping_would_have_cost_a_page_read_on_whole() -> None:
-    """Skipping pages of ``limit`` items, one after another over the page's items: each
-    skips the rest of its last collection; one that would run past the page is left out; so
-    is the collection the page went on in; sizes are scaled to what the page cost."""
+    """Skipping pages of a unit's ``limit`` items, one after another over the page's items:
+    each skips the rest of its last collection, and one over a unit lowers the limit (as
+    skipping's does); one that would run past the page is left out; so is the collection the
+    page went on in; sizes are scaled to what the page cost. Each comes with the share of the
+    page's units its collections cost read on."""
     keys = list("aaabbcccd")
-    sizes = [30_000, 1000, 1000, 1000, 1000, 5000, 1000, 1000, 1000]  # 41,000 bytes: 11 units
-    assert list(skipping_over(keys, sizes, 11.0, 2)) == [(8.0, 1, 2), (1.0, 1, 2), (2.0, 1, 2)]
-    assert list(skipping_over(keys, sizes, 11.0, 2, went=True)) == [(1.0, 1, 2), (2.0, 1, 2)]
+    sizes = [30_000, 1000, 1000, 1000, 1000, 5000, 1000, 1000, 1000]  # 42,000 bytes: 11 units
+    seen = list(skipping_over(keys, sizes, 11.0, 2))
+    # a's first 2 items: 8 units, and the limit falls to 1; then b, c (5 KB: 2 units), d.
+    assert [page[:3] for page in seen] == [(8.0, 1, 2), (1.0, 1, 1), (2.0, 1, 1), (1.0, 1, 1)]
+    assert [page[3] for page in seen] == pytest.approx([11 * b / 42 for b in (32, 2, 7, 1)])
+    went = [page[:3] for page in skipping_over(keys, sizes, 11.0, 2, went=True)]
+    assert went == [(1.0, 1, 2), (2.0, 1, 2), (1.0, 1, 1)]
     # The page cost 5 units: its items were half the size item_size gave.
-    assert next(skipping_over(keys, sizes, 5.0, 2)) == (4.0, 1, 2)
+    assert next(skipping_over(keys, sizes, 5.0, 2))[:3] == (4.0, 1, 2)
     # A page of a unit's items hands out every key it starts; the last (d) would run past.
-    assert list(skipping_over(list("abccd"), [100] * 5, 1.0, 3)) == [(1.0, 3, 3)]
+    assert list(skipping_over(list("abccd"), [100] * 5, 1.0, 3)) == [(1.0, 3, 3, 0.8)]
     assert list(skipping_over(list("ab"), [100] * 2, 1.0, 3)) == []
 
 
@@ -1294,6 +1308,40 @@ def test_what_pages_read_on_show_of_skipping_weighs_in_its_rate_not_in_what_was_
     assert ledgers.samples() == 105 and ledgers.error() < error / 3
     assert ledgers.allowance() == allowance and ledgers.promising() == promising
     assert (ledgers.skip_keys, ledgers.skip_pages) == (4, 4)
+
+
+def test_both_ways_on_the_same_keys_judge_reading_on_once_enough_were_read_whole() -> None:
+    """``Ledgers.pair``: reading on's units over what skipping would have cost the same
+    collections, from ``PAIR_PAGES`` pages read whole and ``PAIR_KEYS`` keys, while they hold
+    half the keys read on or more. Then it, not the two ways' rates, judges: a ratio of 1.11
+    known to a percent fails, though skipping's own pages (1 or 8 units a key) pass it."""
+    ledgers = Ledgers(item_bytes=1400.0)
+    for units in (1.0, 8.0, 1.0, 1.0, 1.0, 8.0, 1.0, 1.0):
+        ledgers.skipped(units, 1, 2)
+    for _ in range(PAIR_PAGES - 1):
+        ledgers.read(240.0, 100, 700)
+        ledgers.paired(222.0, 200.0, 100)
+    assert ledgers.pair() is None and ledgers.passing()  # (3 pages: the rates judge)
+    ledgers.read(240.0, 100, 700)
+    ledgers.paired(222.0, 200.0, 100)
+    ratio, error = ledgers.pair() or (0.0, 0.0)
+    assert ratio == pytest.approx(1.11) and error == pytest.approx(FLOOR / 20)  # (400 keys)
+    for _ in range(12):
+        ledgers.read(240.0, 100, 700)
+        ledgers.paired(222.0, 200.0, 100)
+    ratio, error = ledgers.pair() or (0.0, 0.0)
+    assert error == pytest.approx(FLOOR / 40)  # (pages that agree: the floor, 1,600 keys)
+    assert not ledgers.passing() and ledgers.doubtful() and ledgers.fails()
+    assert not ledgers.undecided()
+    # Pages read on for their keys alone, past twice those read whole: the rates judge again.
+    ledgers.read(2000.0, 1700, 5000)
+    assert ledgers.pair() is None
+    few = Ledgers(item_bytes=1400.0)
+    few.skipped(1.0, 1, 2)
+    for _ in range(PAIR_PAGES):
+        few.read(10.0, 10, 30)
+        few.paired(10.0, 9.0, 10)
+    assert few.pair() is None  # (40 keys: under PAIR_KEYS)
 
 
 def test_pages_read_on_read_whole_items_while_their_sizes_may_turn_the_judgement() -> None:

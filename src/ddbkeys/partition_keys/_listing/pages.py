@@ -364,8 +364,8 @@ class PageSize:
             self.through_target = min(2 * MAX_TARGET, self.through_target * GROWTH)
             return
         self.went_back += self.through
-        first = self.trying and not self.passed
-        self.lost = self.lost + 1 if first and keys <= 1 and units > ledgers.skip_rate() else 0
+        lost = self.trying and not self.passed and keys <= 1 and units > ledgers.skip_rate()
+        self.lost = self.lost + 1 if lost or ledgers.fails() else 0
         self.through = self.trying = False
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit

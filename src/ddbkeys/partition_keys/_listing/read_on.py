@@ -46,6 +46,8 @@ __all__ = [
     "HOLD",
     "LEEWAY",
     "MAX_TARGET",
+    "PAIR_KEYS",
+    "PAIR_PAGES",
     "PRIOR",
     "SETTLED",
     "SPREAD",
@@ -71,6 +73,11 @@ FLOOR = 0.5
 HOLD = 2
 #: Keys of the table's own rate a reading on is judged with, once known (``table_rate``).
 PRIOR = 64
+#: Pages read on whole, and their keys, before what they show of both ways on the same keys
+#: (``Ledgers.pair``) judges reading on: two pages' spread says little of the ratio's error,
+#: nor do a few keys of a heavy tail (14 keys in 4 pages passed reading on at 1.14x).
+PAIR_PAGES = 4
+PAIR_KEYS = 64
 #: The relative error of skipping's rate (``Ledgers.error``) up to which it is taken as known:
 #: reading on goes on past what it cost beyond skipping, while its pages pass.
 SETTLED = 0.25
@@ -95,6 +102,11 @@ class Ledgers:
     seen_items: int = 0  # ... the items those skipping pages would have read
     seen_pages: int = 0  # ... and how many they would have been
     skip_squares: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of u*u, u*k, k*k
+    pair_on: float = 0.0  # what pages read on whole cost for the collections seen (``paired``)
+    pair_skip: float = 0.0  # ... what skipping would have cost those
+    pair_keys: int = 0  # ... their keys
+    pair_pages: int = 0  # ... and the pages read on they came from
+    pair_squares: tuple[float, float, float] = (0.0, 0.0, 0.0)  # sums of o*o, o*s, s*s
     table_units: float = 0.0  # the table's 4 KB units, by its description (0: unknown)
     segments: int = 1  # the listing's Scan segments
     ended: int = 0  # ... read to their end
@@ -210,6 +222,9 @@ class Ledgers:
         costs (:meth:`skip_rate`), priced as :meth:`read` says until what they cost exceeds
         that by ``MAX_TARGET`` units (an average that misleads: a DescribeTable hours old, or
         large items gathered where reading on read)."""
+        if pair := self.pair():
+            ratio, error = pair
+            return ratio <= 1 + WASTE + SPREAD * error
         priced, keys = self._priced(), self.through_keys
         if rate := self.table_rate:  # (a few pages read on say little of a heavy tail)
             priced, keys = priced + PRIOR * rate, keys + PRIOR
@@ -219,6 +234,8 @@ class Ledgers:
         """Whether the pages read on cost a key more than ``1 + WASTE`` times what skipping
         does (skipping would save more than ``WASTE``), though :meth:`allowed` lets them pass:
         skipping's rate is not yet known well enough to tell."""
+        if pair := self.pair():
+            return pair[0] > 1 + WASTE
         if not (self.through_keys and self.skip_keys):
             return False
         return self._priced() > (1 + WASTE) * self.skip_rate() * self.through_keys
@@ -229,10 +246,51 @@ class Ledgers:
         skipping does (or none were read on yet). Not that the judgement now passes or fails:
         a few skipping pages that met more large items than their share pass pages read on at
         1.2 times skipping's true rate as settled and not doubtful."""
+        if pair := self.pair():
+            return abs(pair[0] - 1 - WASTE) <= SPREAD * pair[1]
         if not (self.through_keys and self.samples()):
             return True
         ratio = self._priced() / (self.skip_rate() * self.through_keys)
         return abs(ratio - 1 - WASTE) <= SPREAD * self.error()
+
+    def fails(self) -> bool:
+        """Whether the pages read on whole show that reading on costs more than ``1 + WASTE``
+        times what skipping would, beyond ``SPREAD`` times that ratio's error (:meth:`pair`):
+        trials that start as skipping pages cost more than their items (``promising``) then
+        wait twice as long after each (on 1,200 keys of Pareto counts and sizes, a trial of a
+        page or two every 8 skipping pages, each sending skipping back to one unit: 1.21x)."""
+        pair = self.pair()
+        return pair is not None and pair[0] - SPREAD * pair[1] > 1 + WASTE
+
+    def paired(self, on: float, skip: float, keys: int) -> None:
+        """A page read on whole cost ``on`` 4 KB units for collections of ``keys`` keys that
+        skipping would have read for ``skip`` (:func:`skipping_over`)."""
+        self.pair_on += on
+        self.pair_skip += skip
+        self.pair_keys += keys
+        self.pair_pages += 1
+        oo, os, ss = self.pair_squares
+        self.pair_squares = (oo + on * on, os + on * skip, ss + skip * skip)
+
+    def pair(self) -> tuple[float, float] | None:
+        """What reading on costs over what skipping would have, on the same collections (the
+        pages read on whole: :meth:`paired`), and that ratio's relative error (at least
+        ``FLOOR`` over the square root of their keys); None before ``PAIR_PAGES`` such pages
+        and ``PAIR_KEYS`` keys. Which keys met large items weighs on both alike, so the ratio
+        is known far sooner than either way's rate (keys of 5 items of 1 KB whose first is 30
+        KB one time in seven: reading on costs 1.11 times skipping, within a percent or two
+        after a few pages). None too
+        where they hold under half the keys read on: pages of small collections read whole,
+        then larger ones read on for their keys alone, say little of those."""
+        pages = self.pair_pages
+        keys = self.pair_keys
+        if pages < PAIR_PAGES or keys < PAIR_KEYS or 2 * keys < self.through_keys:
+            return None
+        ratio = self.pair_on / max(self.pair_skip, 1.0)
+        oo, os, ss = self.pair_squares
+        spread = max(0.0, oo - 2 * ratio * os + ratio * ratio * ss) / (pages * (pages - 1))
+        error = math.sqrt(spread) * pages / self.pair_skip / ratio
+        return ratio, max(error, FLOOR / math.sqrt(keys))
 
     def _priced(self) -> float:
         """The pages read on, priced as :meth:`read` says until what they cost exceeds that
@@ -310,13 +368,19 @@ class Ledgers:
 
 def skipping_over(
     keys: Sequence[object], sizes: Sequence[float], units: float, limit: int, *, went: bool = False
-) -> Iterator[tuple[float, int, int]]:
-    """What skipping pages of ``limit`` items would have cost (4 KB units, at least one),
-    handed out and read, one after another, over a page read on: its items' partition keys
-    and sizes (``item_size``, in order), and its own 4 KB ``units``. Item sizes are scaled to
+) -> Iterator[tuple[float, int, int, float]]:
+    """What skipping pages of a unit's ``limit`` items would have cost (4 KB units, at least
+    one), handed out and read, one after another, over a page read on: its items' partition
+    keys and sizes (``item_size``, in order), and its own 4 KB ``units``. A page over a unit
+    lowers the limit as skipping's does (``PageSize``: by the share it overshot): where item
+    sizes are heavy-tailed, skipping's limit falls to the largest items' (17 items a unit for
+    the keys of a scan-sized page read whole said skipping cost 0.64 of reading on; at one
+    item a unit it cost 2.6 times as much). Item sizes are scaled to
     what the page cost where they miss it (DynamoDB counts a byte or so apart). A would-be
     page that runs past the page's last item is left out, as is the collection the page went
-    on in (``went``: its start was read before)."""
+    on in (``went``: its start was read before). Last, the share of the page's units its
+    collections cost read on (a page read on skips the rest of the collection it ends in, as
+    skipping does)."""
     total = sum(sizes)
     scale = 1.0
     if total > units * 4096:
@@ -327,11 +391,15 @@ def skipping_over(
     while went and at < len(keys) and keys[at] == keys[0]:
         at += 1
     while at + limit <= len(keys):
-        end = at + limit
+        start, end = at, at + limit
         read = sum(sizes[at:end]) * scale
         handed = sum(1 for i in range(at, end) if i == at or keys[i] != keys[i - 1])
-        yield float(max(1, math.ceil(read / 4096))), handed, limit
         last = keys[end - 1]
         at = end
         while at < len(keys) and keys[at] == last:
             at += 1
+        share = units * sum(sizes[start:at]) / total if total else 0.0
+        cost = max(1, math.ceil(read / 4096))
+        yield float(cost), handed, end - start, share
+        if cost > 1:  # (over a unit: fewer items, as skipping's limit falls)
+            limit = max(1, limit - (1 if cost == 2 else max(1, round(limit - limit / cost))))

@@ -132,9 +132,7 @@ class Reading:
         if self.reading_on:
             if self.trial or pages.through:
                 if sizes is not None and len(sizes) == len(keys):
-                    limit = max(1, pages.limit // pages.target)  # (a unit's, as skipping restarts)
-                    for seen in skipping_over(keys, sizes, units, limit, went=went):
-                        pages.ledgers.seen(*seen)
+                    self._seen(keys, sizes, units, went)
                 pages.read_through(
                     units, new, len(keys), asked, longest=longest_run(keys), last=last
                 )
@@ -148,6 +146,21 @@ class Reading:
         else:
             pages.observe(0, units, 0, base)
         return True
+
+    def _seen(
+        self, keys: Sequence[object], sizes: Sequence[float], units: float, went: bool
+    ) -> None:
+        """What skipping pages of a unit's items (as skipping starts again) would have cost
+        the collections of a page read on whole, and what it cost for them."""
+        ledgers, pages = self.pages.ledgers, self.pages
+        on = skip = 0.0
+        seen = 0
+        limit = max(1, pages.limit // pages.target)
+        for cost, handed, items, share in skipping_over(keys, sizes, units, limit, went=went):
+            ledgers.seen(cost, handed, items)
+            on, skip, seen = on + share, skip + cost, seen + handed
+        if seen:
+            ledgers.paired(on, skip, seen)
 
     @property
     def whole_items(self) -> bool:
