@@ -389,6 +389,33 @@ def test_skip_pages_reads_whole_items_where_their_sizes_may_turn_the_judgement()
     assert len(keys_of(steps)) == 101
 
 
+def test_a_page_of_whole_items_these_credentials_may_not_read_is_asked_for_the_keys_alone() -> None:
+    """An IAM policy that allows some attributes alone refuses a Scan without a projection
+    (``AccessDeniedException``; DynamoDB Local has no IAM, so the refusal is scripted): the
+    same page is asked again for the keys alone, and so is every page after it; a refusal of
+    a page of keys goes up as before."""
+    method = PagedSkipMethod(info(size=30 * 1024 * 1024, items=15_000))
+    pages = method.start_state().pages
+    for units in (1.0, 8.0) * 4:
+        pages.ledgers.skipped(units, 1, 2)
+    pages.through, pages.unit_items, pages.through_target = True, 2, 2 * MAX_TARGET
+    denied = ClientError(
+        {"Error": {"Code": "AccessDeniedException", "Message": "not authorized"}}, "Scan"
+    )
+    more = {"pk": {"S": "k"}, "sk": {"N": "1"}}
+    steps, sent = drive(
+        method.keys(reader(), 0, 1, None), [denied, page("a", "b", more=more), page("c")]
+    )
+    assert "ProjectionExpression" not in sent[0]
+    assert all("ProjectionExpression" in request for request in sent[1:])
+    assert {k: v for k, v in sent[1].items() if "Projection" not in k and "Names" not in k} == {
+        k: v for k, v in sent[0].items()
+    }
+    assert keys_of(steps) == ["a", "b", "c"]
+    with pytest.raises(DdbKeysError, match="AccessDeniedException"):
+        drive(method.keys(reader(), 1, 2, None), [denied])
+
+
 # --- the reader: retries, the read budget -----------------------------------------------------
 
 

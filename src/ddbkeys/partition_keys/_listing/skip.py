@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ddbkeys._capacity import item_size
 from ddbkeys._core.steps import Emit, Flow
+from ddbkeys._errors import ServiceError
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
 from ddbkeys.partition_keys._listing.pages import PageSize
@@ -66,7 +67,12 @@ class SkipMethod(SegmentMethod):
         self.project(request, state)
         seen = Seen(after)
         while True:
-            page = yield from reader.page(request)
+            try:
+                page = yield from reader.page(request)
+            except ServiceError as error:
+                if not self.refused(request, error):
+                    raise
+                continue  # (the same page again, as refused() set it)
             for key in seen.take(page.get("Items", []), pk, self.counts):
                 yield Emit(key)
             following = self.next_request(request, page, seen, state)
@@ -104,6 +110,10 @@ class SkipMethod(SegmentMethod):
 
     def finish(self, request: _Request, page: Mapping[str, Any], state: Any, seen: Seen) -> None:
         """The segment was read to its end, ``page`` (asked by ``request``) its last."""
+
+    def refused(self, request: _Request, error: ServiceError) -> bool:
+        """Whether a page DynamoDB refused is asked again, changed (none, here)."""
+        return False
 
     def project(self, request: _Request, state: Any) -> None:
         """Set what the next page projects (the keys and what tells ddbkeys' own items apart,
@@ -148,6 +158,7 @@ class PagedSkipMethod(SkipMethod):
         self._pages = start
         self._lock = threading.Lock()
         self._projection: tuple[str, Mapping[str, str]] | None = None  # of the keys alone
+        self._denied = False  # a page of whole items was refused: keys alone from here
 
     def first_request(self, segment: int, segments: int, after: Key | None) -> ScanPage:
         request = super().first_request(segment, segments, after)
@@ -199,7 +210,7 @@ class PagedSkipMethod(SkipMethod):
         turn the judgement of reading on (``Reading.whole_items``): they say what skipping
         would have cost the page's collections."""
         with self._lock:
-            whole = state.whole_items
+            whole = state.whole_items and not self._denied
         if self._projection is None:
             return
         if whole:
@@ -207,6 +218,19 @@ class PagedSkipMethod(SkipMethod):
             request.pop("ExpressionAttributeNames", None)
         else:
             request["ProjectionExpression"], request["ExpressionAttributeNames"] = self._projection
+
+    def refused(self, request: _Request, error: ServiceError) -> bool:
+        """A page of whole items that these credentials may not read (an IAM policy that
+        allows some attributes alone: ``AccessDeniedException``) is asked again for the keys
+        alone, as every page from here is: whole items only sharpen the judgement of reading
+        on."""
+        if error.code != "AccessDeniedException" or self._projection is None:
+            return False
+        if "ProjectionExpression" in request:
+            return False
+        self._denied = True
+        request["ProjectionExpression"], request["ExpressionAttributeNames"] = self._projection
+        return True
 
     def note(self) -> str:
         """Where it went on as a scan: after how many keys, and why."""
