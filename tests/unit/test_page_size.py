@@ -1342,6 +1342,12 @@ def test_both_ways_on_the_same_keys_judge_reading_on_once_enough_were_read_whole
         few.read(10.0, 10, 30)
         few.paired(10.0, 9.0, 10)
     assert few.pair() is None  # (40 keys: under PAIR_KEYS)
+    free = Ledgers(item_bytes=1400.0)
+    free.skipped(1.0, 1, 2)
+    for _ in range(PAIR_PAGES):
+        free.read(0.0, 100, 300)
+        free.paired(0.0, 50.0, 100)
+    assert free.pair() is None  # (pages that said they cost nothing: no ratio to judge by)
 
 
 def test_pages_read_on_read_whole_items_while_their_sizes_may_turn_the_judgement() -> None:

@@ -287,6 +287,8 @@ class Ledgers:
         if pages < PAIR_PAGES or keys < PAIR_KEYS or 2 * keys < self.through_keys:
             return None
         ratio = self.pair_on / max(self.pair_skip, 1.0)
+        if ratio <= 0:  # (pages that said they cost nothing)
+            return None
         oo, os, ss = self.pair_squares
         spread = max(0.0, oo - 2 * ratio * os + ratio * ratio * ss) / (pages * (pages - 1))
         error = math.sqrt(spread) * pages / self.pair_skip / ratio
