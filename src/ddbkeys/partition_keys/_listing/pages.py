@@ -68,7 +68,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
+from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers, lowered
 
 __all__ = [
     "FIRST_THROUGH",
@@ -417,9 +417,8 @@ class PageSize:
             if self.probing:
                 self.probe_after = min(MAX_PROBE_AFTER, self.probe_after * 2)
             self.probing = False
-            step = 1 if units <= self.target + 1 else max(1, round(k - k * self.target / units))
             self.ceiling = k
-            self.limit = max(1, k - step)
+            self.limit = lowered(k, self.target, units)
             self.clean = 0
             self.known = True  # no more doubling
         elif items >= k:  # a full page within target

@@ -53,7 +53,10 @@ __all__ = [
     "SPREAD",
     "WASTE",
     "Ledgers",
+    "lowered",
+    "ratio_error",
     "skipping_over",
+    "squared",
 ]
 
 #: The most 4 KB units a page with a Limit aims at (256 KB); read on as a scan, the next is
@@ -151,7 +154,7 @@ class Ledgers:
         self.skip_keys += keys
         self.skip_items += items
         self.skip_pages += 1
-        self._square(units, keys)
+        self.skip_squares = squared(self.skip_squares, units, keys)
 
     def seen(self, units: float, keys: int, items: int) -> None:
         """A skipping page would have cost ``units``, read ``items`` and handed out ``keys``,
@@ -161,11 +164,7 @@ class Ledgers:
         self.seen_keys += keys
         self.seen_items += items
         self.seen_pages += 1
-        self._square(units, keys)
-
-    def _square(self, units: float, keys: int) -> None:
-        uu, uk, kk = self.skip_squares
-        self.skip_squares = (uu + units * units, uk + units * keys, kk + keys * keys)
+        self.skip_squares = squared(self.skip_squares, units, keys)
 
     def samples(self) -> int:
         """The samples of what skipping costs: skipping pages, and those :meth:`seen`."""
@@ -269,8 +268,7 @@ class Ledgers:
         self.pair_skip += skip
         self.pair_keys += keys
         self.pair_pages += 1
-        oo, os, ss = self.pair_squares
-        self.pair_squares = (oo + on * on, os + on * skip, ss + skip * skip)
+        self.pair_squares = squared(self.pair_squares, on, skip)
 
     def pair(self) -> tuple[float, float] | None:
         """What reading on costs over what skipping would have, on the same collections (the
@@ -279,9 +277,9 @@ class Ledgers:
         and ``PAIR_KEYS`` keys. Which keys met large items weighs on both alike, so the ratio
         is known far sooner than either way's rate (keys of 5 items of 1 KB whose first is 30
         KB one time in seven: reading on costs 1.11 times skipping, within a percent or two
-        after a few pages). None too
-        where they hold under half the keys read on: pages of small collections read whole,
-        then larger ones read on for their keys alone, say little of those."""
+        after a few pages). None too where they hold under half the keys read on: pages of
+        small collections read whole, then larger ones read on for their keys alone, say
+        little of those."""
         pages = self.pair_pages
         keys = self.pair_keys
         if pages < PAIR_PAGES or keys < PAIR_KEYS or 2 * keys < self.through_keys:
@@ -289,9 +287,7 @@ class Ledgers:
         ratio = self.pair_on / max(self.pair_skip, 1.0)
         if ratio <= 0:  # (pages that said they cost nothing)
             return None
-        oo, os, ss = self.pair_squares
-        spread = max(0.0, oo - 2 * ratio * os + ratio * ratio * ss) / (pages * (pages - 1))
-        error = math.sqrt(spread) * pages / self.pair_skip / ratio
+        error = ratio_error(self.pair_squares, pages, self.pair_skip, ratio)
         return ratio, max(error, FLOOR / math.sqrt(keys))
 
     def _priced(self) -> float:
@@ -315,10 +311,7 @@ class Ledgers:
             return 1.0
         units, keys, _ = self._skipping()
         rate = units / keys
-        uu, uk, kk = self.skip_squares
-        spread = max(0.0, uu - 2 * rate * uk + rate * rate * kk) / (pages * (pages - 1))
-        error = math.sqrt(spread) * pages / keys / rate
-        return max(error, FLOOR / pages)
+        return max(ratio_error(self.skip_squares, pages, keys, rate), FLOOR / pages)
 
     def met_enough(self) -> bool:
         """Whether the keys read on are ``HOLD`` times as many as make one collection that
@@ -377,12 +370,11 @@ def skipping_over(
     lowers the limit as skipping's does (``PageSize``: by the share it overshot): where item
     sizes are heavy-tailed, skipping's limit falls to the largest items' (17 items a unit for
     the keys of a scan-sized page read whole said skipping cost 0.64 of reading on; at one
-    item a unit it cost 2.6 times as much). Item sizes are scaled to
-    what the page cost where they miss it (DynamoDB counts a byte or so apart). A would-be
-    page that runs past the page's last item is left out, as is the collection the page went
-    on in (``went``: its start was read before). Last, the share of the page's units its
-    collections cost read on (a page read on skips the rest of the collection it ends in, as
-    skipping does)."""
+    item a unit it cost 2.6 times as much). Item sizes are scaled to what the page cost where
+    they miss it (DynamoDB counts a byte or so apart). A would-be page that runs past the
+    page's last item is left out, as is the collection the page went on in (``went``: its
+    start was read before). Last, the share of the page's units its collections cost read on
+    (a page read on skips the rest of the collection it ends in, as skipping does)."""
     total = sum(sizes)
     scale = 1.0
     if total > units * 4096:
@@ -404,4 +396,27 @@ def skipping_over(
         cost = max(1, math.ceil(read / 4096))
         yield float(cost), handed, end - start, share
         if cost > 1:  # (over a unit: fewer items, as skipping's limit falls)
-            limit = max(1, limit - (1 if cost == 2 else max(1, round(limit - limit / cost))))
+            limit = lowered(limit, 1, cost)
+
+
+def lowered(limit: int, target: int, units: float) -> int:
+    """The limit after a page of ``limit`` items cost ``units``, over its ``target``: one
+    item less, or the share it overshot where that was more than one unit."""
+    step = 1 if units <= target + 1 else max(1, round(limit - limit * target / units))
+    return max(1, limit - step)
+
+
+def squared(sums: tuple[float, float, float], a: float, b: float) -> tuple[float, float, float]:
+    """Sums of ``a*a``, ``a*b`` and ``b*b``, with one more pair."""
+    aa, ab, bb = sums
+    return aa + a * a, ab + a * b, bb + b * b
+
+
+def ratio_error(
+    sums: tuple[float, float, float], samples: int, denominator: float, ratio: float
+) -> float:
+    """The relative standard error of ``ratio``, a ratio of two sums over ``samples`` pairs
+    (their :func:`squared` sums; the second sum: ``denominator``)."""
+    aa, ab, bb = sums
+    spread = max(0.0, aa - 2 * ratio * ab + ratio * ratio * bb) / (samples * (samples - 1))
+    return math.sqrt(spread) * samples / denominator / ratio

@@ -168,11 +168,11 @@ class Reading:
         units, a larger answer), so that its items' sizes say what skipping would have cost
         its collections (``Ledgers.seen``): it reads on as a scan, in a trial or as every
         segment does, and more of what skipping costs may still turn the judgement
-        (``Ledgers.undecided``). Where
-        first items' sizes are a lottery (a key's first item 30 KB one time in seven, else
-        1 KB), skipping's own pages, one a key, each 1 or 8 units, take hundreds to show that
-        it saves 20%; a scan-sized page read on shows it for a hundred keys at once. Not on a
-        table of a few scan pages (``PageSize.few_pages``), where skipping's own pages do."""
+        (``Ledgers.undecided``). Where first items' sizes are a lottery (a key's first item 30
+        KB one time in seven, else 1 KB), skipping's own pages, one a key, each 1 or 8 units,
+        take hundreds to show that it saves 20%; a scan-sized page read on shows it for a
+        hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
+        where skipping's own pages do."""
         pages = self.pages
         if not self.reading_on or self.opening or pages.small or pages.few_pages:
             return False

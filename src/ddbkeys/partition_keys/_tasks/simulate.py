@@ -198,9 +198,9 @@ class _Run:
                 self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
             if ended:
                 return
-            whole = {"sizes": stream.sizes} if reading.whole_items else {}
+            sizes = stream.sizes if reading.whole_items else None
             limit, skip = reading.after(
-                page, cost, asked=limit, lead=lead, unhanded=unhanded, **whole
+                page, cost, asked=limit, lead=lead, unhanded=unhanded, sizes=sizes
             )
             if skip and page and not unhanded:  # (else it goes on in that collection)
                 stream.at, stream.item = page[-1] + 1, 0
