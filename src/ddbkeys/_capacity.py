@@ -132,19 +132,31 @@ def number_size(text: str) -> int:
     """A number's size as DynamoDB stores it: a byte for each pair of decimal digits, the
     pairs aligned on the decimal point (base 100), leading and trailing zero pairs dropped, a
     byte more, and one more for a negative number; zero is one byte (as DynamoDB Local counts
-    them: "100" and "1E+10" are 2, "1.5" 3, "0" 1). Text that is not a number: by its digits."""
+    them: "100" and "1E+10" are 2, "1.5" 3, "0" 1). Text that is not a number: by its digits.
+    Plain decimals (``-12.50``) are read as text, others through :class:`~decimal.Decimal`:
+    a page of 629 items of 100 numbers took 0.16 s of CPU through it alone."""
+    body = text.removeprefix("-")
+    whole, _, fraction = body.partition(".")
+    if (whole + fraction).isascii() and (whole + fraction).isdigit():
+        digits, exponent, sign = whole + fraction, -len(fraction), int(body != text)
+        trimmed = digits.rstrip("0")
+        return _stored(trimmed.lstrip("0"), exponent + len(digits) - len(trimmed), sign)
     try:
-        sign, digits, exponent = Decimal(text).as_tuple()
+        sign, figures, power = Decimal(text).as_tuple()
     except (InvalidOperation, ValueError):
         return (len([c for c in text if c.isdigit()]) + 1) // 2 + 1
-    if not isinstance(exponent, int) or not any(digits):
+    if not isinstance(power, int):
         return 1
-    kept = list(digits)
-    while kept[-1] == 0:
-        kept.pop()
-        exponent += 1
-    while kept[0] == 0:
-        kept.pop(0)
+    digits = "".join(map(str, figures))
+    trimmed = digits.rstrip("0")
+    return _stored(trimmed.lstrip("0"), power + len(digits) - len(trimmed), sign)
+
+
+def _stored(kept: str, exponent: int, sign: int) -> int:
+    """The bytes of a number of significant digits ``kept`` (no leading or trailing zeros;
+    empty: zero), the last of them at ``10 ** exponent``."""
+    if not kept:
+        return 1
     leading = len(kept) - 1 + exponent  # the power of ten of the first digit, of the last
     return (leading // 2 - exponent // 2 + 1) + 1 + sign
 
