@@ -1271,6 +1271,20 @@ def test_where_first_items_are_a_lottery_whole_items_read_on_show_what_skipping_
     assert max(one) <= 1.05 and max(many) <= 1.05, (one, many)
 
 
+def test_pages_read_on_go_scan_sized_once_they_met_a_large_collection_or_many_keys() -> None:
+    """3,000 keys of 1-3 items of 400 bytes, one in 300 of 3,000 items (1.2 MB). Where the
+    pages read on met none of the large collections, at the keys that would meet two at the
+    skipping pages' rate, one time in seven, then the first scan-sized page read into one:
+    1.36x skipping's units in one segment, in 1 of 8 scan orders. Until the pages read on
+    meet one, they stay within ``MAX_TARGET`` units three times as long: one such page that
+    meets one is what is left over skipping (at most 1.07x)."""
+    rng = random.Random(3)
+    few_huge = [[400] * (3000 if k % 300 == 0 else rng.randint(1, 3)) for k in range(3000)]
+    one, many = against_skipping(few_huge, 8, 25)
+    assert max(one) <= 1.07 and max(many) <= 1.07, (one, many)
+    assert one[3] <= 1.05 and many[3] <= 1.05, (one, many)
+
+
 def test_what_skipping_would_have_cost_a_page_read_on_whole() -> None:
     """Skipping pages of a unit's ``limit`` items, one after another over the page's items:
     each skips the rest of its last collection, and one over a unit lowers the limit (as

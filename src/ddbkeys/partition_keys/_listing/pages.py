@@ -349,7 +349,7 @@ class PageSize:
         fits = 0 < longest <= self.limit
         ledgers = self.ledgers
         if (
-            ledgers.read(units, keys, items, fits=fits)
+            ledgers.read(units, keys, items, fits=fits, longest=longest)
             and ledgers.passing()
             and (
                 self.small or ledgers.may_try() or (ledgers.settled() and not self._held_to_room())

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 __all__ = [
     "FLOOR",
     "HOLD",
+    "HOLD_UNMET",
     "LEEWAY",
     "MAX_TARGET",
     "PAIR_KEYS",
@@ -72,8 +73,10 @@ SPREAD = 2
 #: that happen to agree (a run of tiny items) do not prove it.
 FLOOR = 0.5
 #: Keys read on, as a multiple of those that make one large collection at the skipping pages'
-#: rate, before pages read on are scan-sized.
+#: rate, before pages read on are scan-sized; ``HOLD_UNMET`` where the pages read on have met
+#: none yet (at that many expected, all are missed about one time in 400).
 HOLD = 2
+HOLD_UNMET = 6
 #: Keys of the table's own rate a reading on is judged with, once known (``table_rate``).
 PRIOR = 64
 #: Pages read on whole, and their keys, before what they show of both ways on the same keys
@@ -99,6 +102,7 @@ class Ledgers:
     through_units: float = 0.0  # read units of the pages read on, priced (see read)
     through_cost: float = 0.0  # ... and as they cost
     through_keys: int = 0  # the keys they handed out
+    through_large: int = 0  # ... those that met a collection of a skipping unit or more
 
     seen_units: float = 0.0  # what skipping would have cost collections read on whole
     seen_keys: int = 0  # ... their keys (``seen``)
@@ -191,14 +195,17 @@ class Ledgers:
             self.skip_keys += keys
             self.skip_items += items
 
-    def read(self, units: float, keys: int, items: int, *, fits: bool = False) -> bool:
+    def read(
+        self, units: float, keys: int, items: int, *, fits: bool = False, longest: int = 0
+    ) -> bool:
         """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
         at the table's average item size where known (its items' share of ``TableSizeBytes``,
         which is what the whole scan costs): one 40 KB item among 300-byte ones says little
         about the next page, while the average holds every item. What it cost beyond that
         counts against reading on (:meth:`passing`), unless each of its collections ``fits`` a
         skipping page: skipping would read all their items too (30,000 single-item keys, 8 of
-        them a 300 KB item: a page that met one would end reading on). False where the page
+        them a 300 KB item: a page that met one would end reading on). ``longest``: the most
+        items of one collection in the page (``through_large``). False where the page
         alone, ``MAX_TARGET`` units or more, cost a key twice what :meth:`passing` allows: the
         table changed under the pages read on (their rate, over all, would hide it for
         long)."""
@@ -206,6 +213,7 @@ class Ledgers:
         self.through_units += priced
         self.through_cost += min(units, priced) if fits else units
         self.through_keys += keys
+        self.through_large += 0 < self.unit_items <= longest
         most = 2 * self.allowed() * self.skip_rate() * keys
         return units < MAX_TARGET or min(priced, units) <= most
 
@@ -317,8 +325,13 @@ class Ledgers:
         """Whether the keys read on are ``HOLD`` times as many as make one collection that
         filled a skipping page, at the rate the skipping pages met them (or as all theirs,
         where they met none): until then a rare large collection (one in a thousand keys,
-        hundreds of units) may not have shown in what was read on."""
-        return self.through_keys * max(1, self.large) >= HOLD * self.skip_keys
+        hundreds of units) may not have shown in what was read on. ``HOLD_UNMET`` times, where
+        the pages read on met none of a skipping unit or more (``through_large``): at twice
+        as many, one time in seven none shows, and the first scan-sized page meets one (3,000
+        keys of 1-3 items of 400 bytes, one in 300 of 3,000 items: a 1 MB page read into one,
+        1.28x skipping's units; 1.01x with this)."""
+        hold = HOLD if self.through_large or not self.large else HOLD_UNMET
+        return self.through_keys * max(1, self.large) >= hold * self.skip_keys
 
     def settled(self) -> bool:
         """Whether skipping's rate is known to within ``SETTLED`` (:meth:`error`). Until then
