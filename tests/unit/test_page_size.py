@@ -27,7 +27,10 @@ from ddbkeys.partition_keys._listing.pages import (
     PageSize,
 )
 from ddbkeys.partition_keys._listing.read_on import (
+    CUT,
     FLOOR,
+    HOLD,
+    HOLD_UNMET,
     LEEWAY,
     PAIR_PAGES,
     Ledgers,
@@ -1283,6 +1286,64 @@ def test_pages_read_on_go_scan_sized_once_they_met_a_large_collection_or_many_ke
     one, many = against_skipping(few_huge, 8, 25)
     assert max(one) <= 1.07 and max(many) <= 1.07, (one, many)
     assert one[3] <= 1.05 and many[3] <= 1.05, (one, many)
+
+
+def test_scan_sized_pages_wait_for_keys_that_would_have_shown_a_large_collection() -> None:
+    """``Ledgers.met_enough``: ``HOLD`` times the keys of a large collection at the skipping
+    pages' rate where the pages read on met one; ``HOLD_UNMET`` times where they met none,
+    and as many keys as a scan-sized page holds; never while a scan-sized page would end in a
+    collection of ``CUT`` units or more more than once; not on a table of a few pages."""
+    ledgers = Ledgers(400.0, unit_items=10, skip_keys=300, large=3)
+    ledgers.read(32.0, HOLD * 100, 320)  # 200 keys, a large collection's 100 twice: none met
+    assert not ledgers.met_enough()
+    ledgers.read(32.0, (HOLD_UNMET - HOLD) * 100, 320, longest=10)  # one met, 600 keys in all
+    assert ledgers.through_large == 1 and ledgers.met_enough()
+    unmet = Ledgers(400.0, unit_items=10, skip_keys=300, large=3)
+    unmet.read(64.0, HOLD_UNMET * 100, 640)  # (900 keys read; a scan-sized page holds 2,400)
+    assert not unmet.met_enough()
+    for _ in range(3):
+        unmet.read(64.0, HOLD_UNMET * 100, 640)
+    assert unmet.through_large == 0 and unmet.met_enough()  # (2,700 keys read)
+    none = Ledgers(400.0, unit_items=10, skip_keys=50)  # no large collection anywhere
+    few = Ledgers(400.0, unit_items=10, skip_keys=50, few_pages=True)
+    few.read(64.0, 640, 640)
+    assert few.met_enough()  # (a table of a few scan pages)
+    assert pages_until_met(none) == 4  # 50 + 4 * 640 keys: a scan-sized page's 2,560 at 10 a unit
+    # A page read on ended in a collection of CUT units and 80 items (a met large one): not
+    # while a scan-sized page (2,560 keys) would meet more than one at that rate.
+    cut = Ledgers(400.0, unit_items=10, skip_keys=50, large=1)
+    cut.read(64.0, 640, 640, longest=CUT * 10, tail=CUT * 10)
+    assert cut.through_cut == 1 and cut.through_large == 1
+    assert pages_until_met(cut) == 3  # (2,560 keys read on: one such a scan-sized page)
+
+
+def pages_until_met(ledgers: Ledgers) -> int:
+    """Pages of 64 units and 640 keys read on until ``ledgers.met_enough()``."""
+    count = 0
+    while not ledgers.met_enough():
+        ledgers.read(64.0, 640, 640)
+        count += 1
+    return count
+
+
+def test_a_huge_collection_past_the_first_small_keys_costs_a_page_of_max_target() -> None:
+    """3,000 keys of 1-3 items of 430 bytes (a unit's 9 items cost more than their share),
+    and among them a collection of 3,000 items every 290 keys, past the first 300, 450 or 600:
+    the pages read on, in a trial that began on the first 41 keys, went scan-sized and read
+    1 MB into one (1.29x, 1.28x and 1.19x skipping's units in one segment). Until the keys
+    read would show one, and while pages read on end in one, they stay within
+    ``MAX_TARGET`` units (1.10x at most)."""
+    rng = random.Random(5)
+    for first in (100, 200, 300, 450, 600):
+        small = [[430] * rng.randint(1, 3) for _ in range(2990)]
+        table = small[:first]
+        for k, collection in enumerate(small[first:]):
+            table += [[430] * 3000] * (k % 290 == 0) + [collection]
+        sizes = [(key, size) for key, c in enumerate(table) for size in c]
+        ratio = (
+            simulate_sized(sizes, described=True).units / simulate_sized(sizes, through=False).units
+        )
+        assert ratio <= 1.11, (first, ratio)
 
 
 def test_what_skipping_would_have_cost_a_page_read_on_whole() -> None:

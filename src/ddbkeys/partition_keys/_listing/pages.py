@@ -177,7 +177,7 @@ class PageSize:
         few = few_pages(table_bytes)
         if average_bytes <= 0:
             return cls(limit=8, known=False, met_large=False, few_pages=few)
-        ledgers = Ledgers(item_bytes=average_bytes, table_units=table_bytes / 4096)
+        ledgers = Ledgers(average_bytes, table_units=table_bytes / 4096, few_pages=few)
         whole = int(table_bytes) if 0 < table_bytes <= WHOLE_BYTES else 0
         return cls(
             limit=items_a_unit(average_bytes),
@@ -326,6 +326,7 @@ class PageSize:
         asked: int | None = None,
         *,
         longest: int = 0,
+        tail: int = 0,
         last: bool = False,
     ) -> None:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
@@ -339,8 +340,9 @@ class PageSize:
         that counts a few), the next pages ask that many a unit, so that they cost what they
         aim at rather than a fraction of it. ``longest``: the most items of one key in the
         page (within a skipping page's limit, what it cost beyond its items' average is not
-        charged to it: ``Ledgers.read``). ``last``: the page ended its segment (it counts, and
-        may fail a trial, but passes none: the short rest of a segment shows little)."""
+        charged to it: ``Ledgers.read``), ``tail``: of the key it ended in. ``last``: the page
+        ended its segment (it counts, and may fail a trial, but passes none: the short rest
+        of a segment shows little)."""
         if self.through and asked is not None and items >= asked and units >= 1:
             self.full_items += items
             self.full_units += units
@@ -349,7 +351,7 @@ class PageSize:
         fits = 0 < longest <= self.limit
         ledgers = self.ledgers
         if (
-            ledgers.read(units, keys, items, fits=fits, longest=longest)
+            ledgers.read(units, keys, items, fits=fits, longest=longest, tail=tail)
             and ledgers.passing()
             and (
                 self.small or ledgers.may_try() or (ledgers.settled() and not self._held_to_room())

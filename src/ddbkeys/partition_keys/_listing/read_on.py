@@ -42,6 +42,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
+    "CUT",
     "FLOOR",
     "HOLD",
     "HOLD_UNMET",
@@ -50,6 +51,7 @@ __all__ = [
     "PAIR_KEYS",
     "PAIR_PAGES",
     "PRIOR",
+    "SCAN_UNITS",
     "SETTLED",
     "SPREAD",
     "WASTE",
@@ -77,6 +79,10 @@ FLOOR = 0.5
 #: none yet (at that many expected, all are missed about one time in 400).
 HOLD = 2
 HOLD_UNMET = 6
+#: A scan-sized page's 4 KB units (DynamoDB's 1 MB).
+#: Units and skipping units' items of a collection a page read on ended in (``through_cut``).
+CUT = 8
+SCAN_UNITS = 256
 #: Keys of the table's own rate a reading on is judged with, once known (``table_rate``).
 PRIOR = 64
 #: Pages read on whole, and their keys, before what they show of both ways on the same keys
@@ -103,6 +109,7 @@ class Ledgers:
     through_cost: float = 0.0  # ... and as they cost
     through_keys: int = 0  # the keys they handed out
     through_large: int = 0  # ... those that met a collection of a skipping unit or more
+    through_cut: int = 0  # ... those that ended in a collection of ``CUT`` units or more
 
     seen_units: float = 0.0  # what skipping would have cost collections read on whole
     seen_keys: int = 0  # ... their keys (``seen``)
@@ -119,6 +126,7 @@ class Ledgers:
     ended: int = 0  # ... read to their end
     ended_keys: int = 0  # ... and the keys they handed out
     unit_items: float = 0.0  # items a unit of skipping pages asks for now (0: unknown)
+    few_pages: bool = False  # a scan reads the table in a few pages (``pages.few_pages``)
 
     def skip_rate(self) -> float:
         """What skipping costs a key from here: its units a key over all its pages, or, where
@@ -196,7 +204,14 @@ class Ledgers:
             self.skip_items += items
 
     def read(
-        self, units: float, keys: int, items: int, *, fits: bool = False, longest: int = 0
+        self,
+        units: float,
+        keys: int,
+        items: int,
+        *,
+        fits: bool = False,
+        longest: int = 0,
+        tail: int = 0,
     ) -> bool:
         """A page read on cost ``units``, read ``items`` and handed out ``keys``. It is priced
         at the table's average item size where known (its items' share of ``TableSizeBytes``,
@@ -205,7 +220,8 @@ class Ledgers:
         counts against reading on (:meth:`passing`), unless each of its collections ``fits`` a
         skipping page: skipping would read all their items too (30,000 single-item keys, 8 of
         them a 300 KB item: a page that met one would end reading on). ``longest``: the most
-        items of one collection in the page (``through_large``). False where the page
+        items of one collection in the page (``through_large``); ``tail``: of the one it
+        ended in, whose rest it skipped (``through_cut``). False where the page
         alone, ``MAX_TARGET`` units or more, cost a key twice what :meth:`passing` allows: the
         table changed under the pages read on (their rate, over all, would hide it for
         long)."""
@@ -214,6 +230,7 @@ class Ledgers:
         self.through_cost += min(units, priced) if fits else units
         self.through_keys += keys
         self.through_large += 0 < self.unit_items <= longest
+        self.through_cut += tail >= CUT * self.unit_items > 0 and tail * units >= CUT * items
         most = 2 * self.allowed() * self.skip_rate() * keys
         return units < MAX_TARGET or min(priced, units) <= most
 
@@ -322,16 +339,25 @@ class Ledgers:
         return max(ratio_error(self.skip_squares, pages, keys, rate), FLOOR / pages)
 
     def met_enough(self) -> bool:
-        """Whether the keys read on are ``HOLD`` times as many as make one collection that
-        filled a skipping page, at the rate the skipping pages met them (or as all theirs,
-        where they met none): until then a rare large collection (one in a thousand keys,
-        hundreds of units) may not have shown in what was read on. ``HOLD_UNMET`` times, where
-        the pages read on met none of a skipping unit or more (``through_large``): at twice
-        as many, one time in seven none shows, and the first scan-sized page meets one (3,000
-        keys of 1-3 items of 400 bytes, one in 300 of 3,000 items: a 1 MB page read into one,
-        1.28x skipping's units; 1.01x with this)."""
+        """Whether pages read on may be scan-sized: the keys read on are ``HOLD`` times as
+        many as make one collection that filled a skipping page, at the skipping pages' rate
+        (as all theirs, where they met none), and ``HOLD_UNMET`` times where the pages read on
+        met none (``through_large``); there, too, the keys read are as many as a scan-sized
+        page would hold, at what the pages read on cost a key; and a scan-sized page would
+        end in a collection of ``CUT`` units or more at most once, at the rate pages read on
+        did (``through_cut``: it would read up to 1 MB of each). Else a rare huge
+        collection may not have shown yet (3,000 keys of 1-3 items of 400 bytes, one in 300
+        of 3,000 items, one segment: a 1 MB page read into one, 1.25-1.37x skipping's units
+        in some scan orders; at most 1.10x with these). Not on a table of ``few_pages``."""
         hold = HOLD if self.through_large or not self.large else HOLD_UNMET
-        return self.through_keys * max(1, self.large) >= hold * self.skip_keys
+        if self.through_keys * max(1, self.large) < hold * self.skip_keys:
+            return False
+        if self.few_pages or not self.through_cost:
+            return True
+        held = self.through_keys / self.through_cost * SCAN_UNITS  # (keys of a 1 MB page)
+        if self.through_cut * held > self.through_keys:
+            return False
+        return bool(self.through_large) or self.skip_keys + self.through_keys >= held
 
     def settled(self) -> bool:
         """Whether skipping's rate is known to within ``SETTLED`` (:meth:`error`). Until then

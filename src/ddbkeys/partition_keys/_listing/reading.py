@@ -134,7 +134,13 @@ class Reading:
                 if sizes is not None and len(sizes) == len(keys):
                     self._seen(keys, sizes, units, went)
                 pages.read_through(
-                    units, new, len(keys), asked, longest=longest_run(keys), last=last
+                    units,
+                    new,
+                    len(keys),
+                    asked,
+                    longest=longest_run(keys),
+                    tail=tail_of(keys),
+                    last=last,
                 )
         elif keys:
             pages.ledgers.skipped(units, new, len(keys))
