@@ -1346,6 +1346,24 @@ def test_a_huge_collection_past_the_first_small_keys_costs_a_page_of_max_target(
         assert ratio <= 1.11, (first, ratio)
 
 
+def test_a_limit_of_one_item_probes_where_the_average_misleads() -> None:
+    """One collection of 6,000 items of 4 KB among 3,000 keys of one 300-byte item (a
+    helper's "onehuge"): the table's average item is 2.7 KB, so skipping pages start at one
+    item, and a page of one item of one key never probed a second (a page of one collection
+    would gain nothing from it, where that collection is larger): 1,327 requests of a unit
+    on DynamoDB Local, 842.5 RCU where the small keys make 112.5; with the huge collection
+    124th in scan order, 3,028 units in 2,770 requests here. At one item, a page probes."""
+    collections = [[4000] * 6000] + [[300] for _ in range(3000)]
+    for seed in range(6):
+        order = list(range(len(collections)))
+        random.Random(seed).shuffle(order)
+        sizes = [(key, size) for key in order for size in collections[key]]
+        small = sized_scan([(key, size) for key, size in sizes if key != 0])
+        listed = simulate_sized(sizes, described=True)
+        assert listed.units <= small.units + 2 * SCAN_PAGE_BYTES / 4096, (seed, listed)
+        assert listed.requests <= 150, (seed, listed)
+
+
 def test_what_skipping_would_have_cost_a_page_read_on_whole() -> None:
     """Skipping pages of a unit's ``limit`` items, one after another over the page's items:
     each skips the rest of its last collection, and one over a unit lowers the limit (as

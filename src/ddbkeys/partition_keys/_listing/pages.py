@@ -16,8 +16,9 @@ within its target, learning from what each page cost.
 - A page that cost more than its target lowers the limit by one item (by the share it overshot,
   when that was more than one unit), and that limit is not tried again until the next probe.
 - After ``PROBE_AFTER`` full pages within target in a row, each holding more than one
-  collection, it tries one item more (a page of a single collection would gain nothing from
-  it: one item more there only reads more of a collection that is skipped anyway). A probe that
+  collection or a single item, it tries one item more (a page of a single collection would
+  gain nothing from it: one item more there only reads more of a collection that is skipped
+  anyway; at one item, where one huge collection makes the average item, it may). A probe that
   overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
@@ -427,7 +428,7 @@ class PageSize:
             if self.probing:
                 self.probe_after = PROBE_AFTER
             self.probing = False
-            if several:
+            if several or k == 1:
                 self.clean += 1
             if not self.known:
                 self.limit = min(MAX_PAGE_ITEMS, k * 2)
