@@ -79,9 +79,10 @@ FLOOR = 0.5
 #: none yet (at that many expected, all are missed about one time in 400).
 HOLD = 2
 HOLD_UNMET = 6
-#: A scan-sized page's 4 KB units (DynamoDB's 1 MB).
-#: Units and skipping units' items of a collection a page read on ended in (``through_cut``).
+#: The least 4 KB units, and skipping units' items, of a collection a page read on ended in
+#: that counts as cut (``through_cut``): a larger page would have read more of it.
 CUT = 8
+#: A scan-sized page's 4 KB units (DynamoDB's 1 MB).
 SCAN_UNITS = 256
 #: Keys of the table's own rate a reading on is judged with, once known (``table_rate``).
 PRIOR = 64
