@@ -1364,6 +1364,21 @@ def test_a_limit_of_one_item_probes_where_the_average_misleads() -> None:
         assert listed.requests <= 150, (seed, listed)
 
 
+@pytest.mark.parametrize("where", [0.1, 0.3, 0.5, 0.7, 0.9])
+def test_segments_that_ended_small_hold_pages_read_on_where_the_bytes_lie(where: float) -> None:
+    """3,001 keys of one 300-byte item, but one of 6,000 items of 4 KB (24 MB), in auto's 23
+    segments read in turn (a helper's "hugeat"): every segment read on as a scan, and the
+    huge key's in a 1 MB page, 491-554 units where the small keys make 220. A key of the
+    whole table costs 85 times one read on, so most of its bytes lie in collections not met:
+    pages read on stay within 64 units of the table's average item (``Ledgers.met_enough``,
+    ``PageSize.through_limit``): 265-318 units (on DynamoDB Local, 259 RCU -> 140)."""
+    at = int(where * 3001)
+    sizes = [(key, size) for key in range(3001) for size in [4000] * (6000 if key == at else 0)]
+    sizes = [(key, 300) for key in range(at)] + sizes + [(key, 300) for key in range(at + 1, 3001)]
+    listed = simulate_sized_in_turn(sizes, 23)
+    assert listed.units <= 1.5 * 220, listed
+
+
 def test_what_skipping_would_have_cost_a_page_read_on_whole() -> None:
     """Skipping pages of a unit's ``limit`` items, one after another over the page's items:
     each skips the rest of its last collection, and one over a unit lowers the limit (as

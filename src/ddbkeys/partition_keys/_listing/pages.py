@@ -281,28 +281,29 @@ class PageSize:
 
     @property
     def through_limit(self) -> int | None:
-        """The Limit of a page read on (None: scan-sized; its items are not held to
-        ``MAX_PAGE_ITEMS``). Within ``MAX_TARGET`` units until ``Ledgers.met_enough``: a rare
-        large collection costs at most such a page till then; within ``Ledgers.room`` where
-        :meth:`_held_to_room`."""
+        """The Limit of a page read on (None: scan-sized, not held to ``MAX_PAGE_ITEMS``).
+        Within ``MAX_TARGET`` units until ``Ledgers.met_enough`` (of the table's average
+        item or smaller, once a segment of several ended): a rare large collection costs at
+        most such a page till then; within ``Ledgers.room`` where :meth:`_held_to_room`."""
         ledgers = self.ledgers
         room = ledgers.room() if self._held_to_room() else math.inf
+        unit = self.unit_items
+        if ledgers.item_bytes and ledgers.table_rate and not ledgers.met_enough():
+            unit = min(unit, items_a_unit(ledgers.item_bytes))
         if room < SCAN_PAGE_BYTES / 4096:
-            return self.unit_items * min(self.through_target, MAX_TARGET, max(1, int(room)))
+            return unit * min(self.through_target, MAX_TARGET, max(1, int(room)))
         if self.through_target <= MAX_TARGET:
-            return self.unit_items * self.through_target
-        return None if ledgers.met_enough() else self.unit_items * MAX_TARGET
+            return unit * self.through_target
+        return None if ledgers.met_enough() else unit * MAX_TARGET
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more
         of what skipping costs (after every other such page, until its samples, those of whole
         items read on too, are ``SAMPLE_PAGES``: ``Ledgers.samples``). Not where collections
-        proved small (``small``): skipping's pages grew to scan-sized ones, and a large
-        collection met later shows in the pages read on, so a skipping page would only add a
-        request (on 220,000 single-item keys, 10 more to a scan's 29). Nor on a table of a few
-        scan pages (``few_pages``): on the sample table with a binary sort key, 18 requests
-        against a scan's 3. After every such page, while ``Ledgers.doubtful`` (up to
-        ``MORE_SAMPLES`` in a row: :meth:`sampling_more`)."""
+        proved small (``small``): a large collection met later shows in the pages read on
+        (on 220,000 single-item keys, 10 requests more to a scan's 29). Nor on a table of a
+        few scan pages (``few_pages``: 18 requests to a scan's 3). After every such page,
+        while ``Ledgers.doubtful`` (up to ``MORE_SAMPLES`` in a row: :meth:`sampling_more`)."""
         self.scan_pages += 1
         self.samples = 0
         if self.small or self.few_pages or self.ledgers.samples() >= SAMPLE_PAGES:

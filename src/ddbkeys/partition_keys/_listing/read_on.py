@@ -341,15 +341,14 @@ class Ledgers:
 
     def met_enough(self) -> bool:
         """Whether pages read on may be scan-sized: the keys read on are ``HOLD`` times as
-        many as make one collection that filled a skipping page, at the skipping pages' rate
-        (as all theirs, where they met none), and ``HOLD_UNMET`` times where the pages read on
-        met none (``through_large``); there, too, the keys read are as many as a scan-sized
-        page would hold, at what the pages read on cost a key; and a scan-sized page would
-        end in a collection of ``CUT`` units or more at most once, at the rate pages read on
-        did (``through_cut``: it would read up to 1 MB of each). Else a rare huge
-        collection may not have shown yet (3,000 keys of 1-3 items of 400 bytes, one in 300
-        of 3,000 items, one segment: a 1 MB page read into one, 1.25-1.37x skipping's units
-        in some scan orders; at most 1.10x with these). Not on a table of ``few_pages``."""
+        many as make a collection that filled a skipping page, at the skipping pages' rate
+        (all theirs, where they met none), ``HOLD_UNMET`` times and as many as a 1 MB page
+        holds where the pages read on met none (``through_large``); a 1 MB page would end in
+        a collection of ``CUT`` units at most once (``through_cut``: it reads 1 MB of each);
+        a key of the table (``table_rate``) costs at most ``HOLD_UNMET`` times one read on.
+        Else a huge collection may not have shown (3,000 keys of 300 bytes, one of 24 MB, 23
+        segments: 259 RCU, now 140; one in 300 of 3,000 items of 400 bytes, one segment:
+        1.25-1.37x skipping's units, now at most 1.10x). Not on ``few_pages`` tables."""
         hold = HOLD if self.through_large or not self.large else HOLD_UNMET
         if self.through_keys * max(1, self.large) < hold * self.skip_keys:
             return False
@@ -358,6 +357,8 @@ class Ledgers:
         held = self.through_keys / self.through_cost * SCAN_UNITS  # (keys of a 1 MB page)
         if self.through_cut * held > self.through_keys:
             return False
+        if self.table_rate * self.through_keys > HOLD_UNMET * self.through_cost:
+            return False
         return bool(self.through_large) or self.skip_keys + self.through_keys >= held
 
     def settled(self) -> bool:
@@ -365,10 +366,8 @@ class Ledgers:
         pages read on pass only while what they cost beyond skipping is within
         :meth:`may_try`'s bound (``PageSize.read_through``). Where first items' sizes are
         heavy-tailed, one skipping page that met a 40 KB item puts skipping's rate at twice
-        what it is, and the error that comes with it lets pages read on at three times
-        skipping's cost a key pass, scan-sized ones among them (on 1,200 keys of Pareto item
-        counts and sizes, shapes 0.8 and 0.7: up to 1.51x skipping's units, four scan-sized pages
-        read on; with this, up to 1.17x)."""
+        what it is, and its error lets pages read on at three times skipping's cost a key
+        pass (1,200 keys of Pareto item counts and sizes: up to 1.51x skipping's units)."""
         return self.error() <= SETTLED
 
     def excess(self) -> float:
