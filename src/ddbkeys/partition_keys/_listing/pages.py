@@ -287,14 +287,14 @@ class PageSize:
         most such a page till then; within ``Ledgers.room`` where :meth:`_held_to_room`."""
         ledgers = self.ledgers
         room = ledgers.room() if self._held_to_room() else math.inf
-        unit = self.unit_items
-        if ledgers.item_bytes and ledgers.table_rate and not ledgers.met_enough():
+        met, unit = ledgers.met_enough(), self.unit_items
+        if ledgers.item_bytes and ledgers.table_rate and not met:
             unit = min(unit, items_a_unit(ledgers.item_bytes))
         if room < SCAN_PAGE_BYTES / 4096:
             return unit * min(self.through_target, MAX_TARGET, max(1, int(room)))
         if self.through_target <= MAX_TARGET:
             return unit * self.through_target
-        return None if ledgers.met_enough() else unit * MAX_TARGET
+        return None if met else unit * MAX_TARGET
 
     def sampling(self) -> bool:
         """After a scan-sized page read on: whether the next is a skipping page, to learn more
