@@ -421,19 +421,20 @@ def test_the_first_call_keeps_to_one_deadline_description_included(
     """The first call of a strategy also describes the table: both requests share the call's
     one deadline (each had its own, so a 0.5 s call could take 1 s)."""
     table = ddb_table_factory(("pk", "S"))
-    # Every answer 1.5 s late, a 3 s deadline: the DescribeTable leaves 1.5 s to send the
-    # UpdateItem (room for a loaded machine), which the deadline then cuts short at 3 s; a
-    # deadline each would take 1.5 + 3 s. The margins are wide so that load cannot flip it.
-    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=1.5))
+    # Every answer 3 s late, a 5.5 s deadline: the DescribeTable leaves 2.5 s to send the
+    # UpdateItem (room for a loaded machine: a CI run with 1.5 s of room once sent nothing),
+    # which cannot answer before 6 s, so the deadline cuts it short at 5.5 s; a deadline each
+    # would take 3 + 3 s and not raise.
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=3.0))
     client = make_client(endpoint_url=fault_proxy.endpoint_url)
-    counter = driver.make("AtomicCounter", client, table, "order", deadline=3.0)
+    counter = driver.make("AtomicCounter", client, table, "order", deadline=5.5)
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:
         counter.next()
-    # A deadline each would not raise at all (the UpdateItem answered 1.5 s into its own 3 s),
+    # A deadline each would not raise at all (the UpdateItem answered 3 s into its own 5.5 s),
     # so the raise is the proof; the ceiling only fails a hang.
-    assert time.monotonic() - started < 3.0 + LATE
-    assert "after 3.0 s (the deadline" in str(raised.value)
+    assert time.monotonic() - started < 5.5 + LATE
+    assert "after 5.5 s (the deadline" in str(raised.value)
     # The UpdateItem was sent: the counter may have moved (a gap), and the error says so.
     assert str(raised.value).endswith(
         "The last write got no answer: it may still have been applied."
