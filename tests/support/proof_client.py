@@ -262,6 +262,9 @@ class ModelClient:
             raise refuse("ConditionalCheckFailedException", "UpdateItem")
         record = self.world.state.setdefault(params["Key"]["id"]["S"], dict(params["Key"]))
         _update(record, params)
+        if params.get("ReturnValues") == "UPDATED_NEW":
+            named = {_names(params)[n] for n in re.findall(r"#\w+", params["UpdateExpression"])}
+            return {"Attributes": {a: record[a] for a in named if a in record}}
         return {}
 
     # --- the stream ------------------------------------------------------------------------------
@@ -411,7 +414,8 @@ def _holds(condition: str | None, params: dict[str, Any], old: Item | None) -> b
 
 def _state_holds(params: dict[str, Any], record: Item | None) -> bool:
     """Whether an UpdateItem's condition on a state record holds (the forms ddbkeys sends:
-    ``attribute_not_exists(#a)``, ``#a = :v`` and ``size(#a) < :v``, joined by OR)."""
+    ``attribute_not_exists(#a)``, ``#a = :v``, ``#a >= :n`` and ``size(#a) < :v``, joined by
+    OR)."""
     condition = params.get("ConditionExpression")
     if condition is None:
         return True
@@ -424,6 +428,10 @@ def _state_holds(params: dict[str, Any], record: Item | None) -> bool:
                 return True
         elif m := re.fullmatch(r"(#\w+) = (:\w+)", part.strip()):
             if record.get(names[m[1]]) == values[m[2]]:
+                return True
+        elif m := re.fullmatch(r"(#\w+) >= (:\w+)", part.strip()):
+            held = record.get(names[m[1]])
+            if held is not None and Decimal(held["N"]) >= Decimal(values[m[2]]["N"]):
                 return True
         elif m := re.fullmatch(r"size\((#\w+)\) < (:\w+)", part.strip()):
             held = record.get(names[m[1]])
@@ -447,6 +455,10 @@ def _update(record: Item, params: dict[str, Any]) -> None:
                 record[names[name]] = values[value]
             elif action == "REMOVE":
                 record.pop(names[part], None)
+            elif "N" in values[part.split()[1]]:  # ADD to a number
+                name, value = part.split()
+                held = Decimal(record.get(names[name], {}).get("N", "0"))
+                record[names[name]] = {"N": str(held + Decimal(values[value]["N"]))}
             else:
                 name, value = part.split()
                 old = set(record.get(names[name], {}).get("SS", []))

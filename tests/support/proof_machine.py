@@ -22,6 +22,7 @@ be small (``pending_bound``): then a shard's position must hold."""
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
 from decimal import Decimal
 from typing import ClassVar
@@ -55,6 +56,7 @@ from tests.support.proof_world import (
     MARKER_SK,
     PK,
     TABLE,
+    Item,
     World,
     is_marker,
     typed_item,
@@ -67,6 +69,8 @@ LANES = st.integers(0, 3)
 #: marker write), or every one ``unsettled`` (each reconciliation gives up with no write).
 UPSETS = st.none() | st.tuples(KEYS, st.just("hot")) | st.just(("*", "unsettled"))
 MARGIN = 5.0
+#: Copies of the state table kept, one after each step (the backups a restore goes back to).
+COPIES = 8
 #: Seconds a rule lets pass: within the margin, at it, past it, past an iterator's life.
 TICKS = (0.5, 1.0, 2.0, 4.0, 5.0, 6.0, 30.0, 1000.0)
 
@@ -115,6 +119,10 @@ class ProofMachine(RuleBasedStateMachine):
         self.segments = 1
         self.most: int | None = None
         self.max_pending = MAX_PENDING  # for the followers started from now on
+        #: Copies of the state table (backups), and whether a Lambda trigger ever maintained
+        #: the index (its handler keeps no count of saves: restores are not for it).
+        self.copies: list[dict[str, Item]] = []
+        self.lambda_ever = False
 
     # --- a start: history, and (or not) a maintained, backfilled index -----------------------
 
@@ -147,6 +155,7 @@ class ProofMachine(RuleBasedStateMachine):
             self.followers[0].advance(40)
         else:
             self.trigger = Trigger(world.latest_arn or "", named=settled == "lambda")
+            self.lambda_ever = True
             self.handler.lambda_service.trigger = self.trigger
             world.write(("a", _sk(9)), typed_item("a", _sk(9)))  # a first batch names a shard
             self.quiet()
@@ -367,6 +376,20 @@ class ProofMachine(RuleBasedStateMachine):
     def follower_killed(self, slot: int) -> None:
         self.followers.pop(slot, None)
 
+    # --- the state table restored from an older copy (a backup) ------------------------------
+
+    @precondition(lambda self: len(self.copies) > 1 and not self.lambda_ever)
+    @rule(back=st.integers(1, COPIES - 1))
+    def state_restored(self, back: int) -> None:
+        """The state table put back to a copy taken ``back`` steps ago (a backup: one is
+        taken after every step), under running followers (which find it at their next save
+        of marks and go on from the marks restored)."""
+        restored = copy.deepcopy(self.copies[-1 - min(back, len(self.copies) - 1)])
+        if self.followers:
+            SEEN["the state table restored under a follower"] += 1
+        self.world.state.clear()
+        self.world.state.update(restored)
+
     # --- the Lambda handler -----------------------------------------------------------------
 
     @precondition(lambda self: self.world.stream is not None)
@@ -374,6 +397,7 @@ class ProofMachine(RuleBasedStateMachine):
     def trigger_created(self, named: bool) -> None:
         assert self.world.stream is not None
         self.trigger = Trigger(self.world.stream.arn, named)
+        self.lambda_ever = True
         self.handler.lambda_service.trigger = self.trigger
 
     @precondition(lambda self: self.trigger is not None)
@@ -576,12 +600,15 @@ class ProofMachine(RuleBasedStateMachine):
         self.check()
 
     def check(self) -> Verdict:
+        self.copies = [*self.copies[1 - COPIES :], copy.deepcopy(self.world.state)]
         for running in self.followers.values():  # (what the followers met, counted)
             report = running.report
             if report is not None and report.pending:
                 SEEN["a follower recorded a collection pending"] += 1
             if report is not None and report.held_since is not None:
                 SEEN["a follower held a shard's position (the pending set full)"] += 1
+            if report is not None and report.put_back:
+                SEEN["a follower found its record put back"] += 1
         verdict = listing(
             self.world,
             self.client,

@@ -37,7 +37,7 @@ from ddbkeys.partition_keys._index.markers import (
     put_answer,
     read_collection,
 )
-from ddbkeys.partition_keys._index.state import update_request
+from ddbkeys.partition_keys._index.state import SAVES, update_request
 from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
 from ddbkeys.partition_keys._listing.recognise import same_value
@@ -50,6 +50,7 @@ from ddbkeys.partition_keys._streams.follow_state import (
     Stopped,
     gone_marks,
     keys_of_records,
+    ready,
 )
 
 SK = DEFAULT_MARKER_SORT_KEY["N"]
@@ -539,7 +540,8 @@ def test_handling_a_batch_reconciles_each_collection_once_then_saves_the_mark() 
             ("query", query(MARKER)),
             ("delete_item", {}),
             ("query", query()),
-            ("update_item", {}),  # the mark, only once every record is applied
+            # The mark, only once every record is applied (and counted: see state.SAVES).
+            ("update_item", {"Attributes": {SAVES: {"N": "1"}}}),
         ],
     )
     assert state.marks["s1"].marks == (("7", 50.0),)
@@ -559,7 +561,6 @@ def test_a_failed_reconciliation_leaves_the_mark_where_it_was() -> None:
 
 def test_a_child_shard_waits_for_its_parent() -> None:
     state = FollowState(parents={"parent": None, "child": "parent", "orphan": "gone"})
-    ready = FollowCore.ready
     assert ready(state, "parent") and ready(state, "orphan") and not ready(state, "child")
     state.finished.add("parent")
     assert ready(state, "child")
@@ -632,7 +633,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
         },
         "get_shard_iterator": {"ShardIterator": "it"},
         "get_records": {"Records": [], "NextShardIterator": "it"},
-        "update_item": {},
+        "update_item": {"Attributes": {SAVES: {"N": "1"}}},  # (a save of marks is counted)
     }
     flow = core.follow(state, StopFlag(), until_caught_up=True, from_start=False)
     clock_at_reads: list[float] = []

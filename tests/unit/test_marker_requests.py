@@ -4,9 +4,16 @@ index, the UpdateItem of a record, and the Scans of the index's pages."""
 from __future__ import annotations
 
 import pytest
+from botocore.exceptions import ClientError
 
 from ddbkeys.partition_keys._index.markers import IndexPages, Markers, create_request
-from ddbkeys.partition_keys._index.state import MOST_NAMED, StateCore, update_request
+from ddbkeys.partition_keys._index.state import (
+    MOST_NAMED,
+    SAVES,
+    StateCore,
+    evidence_from_item,
+    update_request,
+)
 from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS
 from tests.support.hand import drive
 
@@ -76,3 +83,42 @@ def test_a_record_update_of_many_attributes_is_sent_in_parts_within_the_expressi
     assert sent[3]["UpdateExpression"].startswith("REMOVE ")
     # A few: one request, as before.
     assert len(drive(StateCore("state").update("t", "i", {"a": "1"}, ("b",)), [{}]).requests) == 1
+
+
+def _saves(n: int) -> dict[str, object]:
+    return {"Attributes": {SAVES: {"N": str(n)}}}
+
+
+def test_a_save_of_marks_counts_itself_only_where_the_count_has_not_gone_back() -> None:
+    """A follower's save of marks adds one to the record's count and asks that the count be
+    at least the last it saw (None: its first save, no condition); the count after is its."""
+    core = StateCore("state")
+    run = drive(core.save_marks("t", "i", {"shard s1": "{}"}, None), [_saves(1)])
+    first = run.requests[0].params
+    assert run.result == 1 and "ConditionExpression" not in first
+    assert first["UpdateExpression"] == "SET #a0 = :v0 ADD #count :one"
+    assert first["ExpressionAttributeNames"]["#count"] == SAVES
+    assert first["ReturnValues"] == "UPDATED_NEW"
+    run = drive(core.save_marks("t", "i", {"shard s1": "{}"}, 7), [_saves(9)])
+    params = run.requests[0].params
+    assert run.result == 9 and params["ConditionExpression"] == "#count >= :seen"
+    assert params["ExpressionAttributeValues"][":seen"] == {"N": "7"}
+
+
+def test_a_save_of_marks_that_finds_the_record_put_back_writes_nothing_more() -> None:
+    refused = ClientError(
+        {"Error": {"Code": "ConditionalCheckFailedException", "Message": "no"}}, "UpdateItem"
+    )
+    values = {f"shard s{n}": "{}" for n in range(MOST_NAMED + 1)}  # two parts
+    run = drive(StateCore("state").save_marks("t", "i", values, 5), [refused])
+    assert run.result is None and len(run.requests) == 1  # (the second part is not sent)
+    # Two parts that pass: each counts, the second asks for the count the first gave.
+    run = drive(StateCore("state").save_marks("t", "i", values, 5), [_saves(6), _saves(7)])
+    assert run.result == 7
+    assert run.requests[1].params["ExpressionAttributeValues"][":seen"] == {"N": "6"}
+
+
+def test_the_count_of_saves_is_read_with_the_record() -> None:
+    item = {"id": {"S": "t/i"}, SAVES: {"N": "12"}}
+    assert evidence_from_item("t", "i", item).saves == 12
+    assert evidence_from_item("t", "i", {"id": {"S": "t/i"}}).saves is None

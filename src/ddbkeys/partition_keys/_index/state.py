@@ -22,6 +22,7 @@ import base64
 import json
 import time
 from collections.abc import Callable
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import ClientError
@@ -43,7 +44,7 @@ from ddbkeys._errors import DdbKeysError, error_code
 from ddbkeys._names import STATE_TABLE, STATE_TABLE_ENV, state_table_name
 from ddbkeys._retry import Deadline, RetryPolicy
 from ddbkeys._schema import described
-from ddbkeys.partition_keys._index.state_update import update_request
+from ddbkeys.partition_keys._index.state_update import counted_request, update_request
 from ddbkeys.partition_keys._proof.evidence import SHARD_PREFIX, Backfill, Evidence, ShardMark
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     LAMBDA_PREFIX,
@@ -63,6 +64,7 @@ if TYPE_CHECKING:
 __all__ = [
     "KEPT",
     "MOST_NAMED",
+    "SAVES",
     "STATE_TABLE",
     "STATE_TABLE_ENV",
     "StateCore",
@@ -78,6 +80,12 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: The record's count of the marks followers saved: one more with each save, and a save goes
+#: only where the count is not below the last one its follower saw. Restored from an older
+#: copy, the record holds fewer: the follower's next save finds so, writes nothing, and the
+#: follower goes on from the marks the record holds (its clashes and pending met again).
+SAVES = "saves"
 
 #: The record's attribute that holds the finished backfill a backfill at work replaced (JSON).
 KEPT = "kept_backfill"
@@ -188,6 +196,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
     if pending is not None and "SS" not in pending:
         corrupt = "its pending collections are not a string set (edited by hand?)"
     unnamed = item.get("unnamed_batches", {}).get("N")
+    saves = item.get(SAVES, {}).get("N")
     return Evidence(
         table=table,
         index=index,
@@ -201,6 +210,7 @@ def evidence_from_item(table: str, index: str, item: dict[str, Any]) -> Evidence
         maintainer=item.get("maintainer", {}).get("S"),
         pending=tuple(sorted(item.get("pending", {}).get("SS", []))),
         kept=kept,
+        saves=int(Decimal(saves)) if saves is not None else None,
     )
 
 
@@ -342,6 +352,26 @@ class StateCore:
                 update_request(self.name, self.key(table, index), part, off), counted=False
             )
             yield from self._send(request, "writing the index's record")
+
+    def save_marks(
+        self, table: str, index: str, values: dict[str, str], seen: int | None
+    ) -> Flow[int | None]:
+        """Set the marks ``values`` and count the save (:data:`SAVES`), per ``MOST_NAMED``, where
+        the count is at least ``seen``: the count after, or None (lower: put back, not written)."""
+        items = sorted(values.items())
+        for at in range(0, max(len(items), 1), MOST_NAMED):
+            part = dict(items[at : at + MOST_NAMED])
+            params = counted_request(self.name, self.key(table, index), part, SAVES, seen)
+            try:
+                answer = yield from self._send(
+                    update_item(params, counted=False), "writing the index's record"
+                )
+            except DdbKeysError as exc:
+                if _code(exc) != "ConditionalCheckFailedException":
+                    raise
+                return None
+            seen = int(Decimal(answer["Attributes"][SAVES]["N"]))
+        return seen
 
     def clashes(self, table: str, index: str, keys: list[str], *, add: bool) -> Flow[None]:
         """Add ``keys`` (:func:`key_json`) to the record's clashes, or take them out: an ADD or

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import UpdateItemInputTypeDef
 
-__all__ = ["update_request"]
+__all__ = ["counted_request", "update_request"]
 
 
 def update_request(
@@ -36,6 +36,22 @@ def update_request(
     if typed:
         request["ExpressionAttributeValues"] = typed
     return request
+
+
+def counted_request(
+    name: str, key: dict[str, Any], values: dict[str, Any], counter: str, seen: int | None
+) -> UpdateItemInputTypeDef:
+    """:func:`update_request` that also adds one to the number ``counter`` and answers with
+    it, only where it is at least ``seen`` (None: anywhere)."""
+    request: Any = update_request(name, key, values)
+    request["UpdateExpression"] = f"{request['UpdateExpression']} ADD #count :one".strip()
+    request["ExpressionAttributeNames"]["#count"] = counter
+    request.setdefault("ExpressionAttributeValues", {})[":one"] = {"N": "1"}
+    request["ReturnValues"] = "UPDATED_NEW"
+    if seen is not None:
+        request["ConditionExpression"] = "#count >= :seen"
+        request["ExpressionAttributeValues"][":seen"] = {"N": str(seen)}
+    return request  # type: ignore[no-any-return]
 
 
 def _typed(value: Any) -> dict[str, Any]:

@@ -278,6 +278,9 @@ class Evidence:
     #: ``backfill_claim.KEPT``): the proof rests on it while ``backfill`` has not finished
     #: (:func:`basis`).
     kept: Backfill | None = None
+    #: How many times followers saved marks (``state.SAVES``; None: never): the count only
+    #: grows, so a follower that finds fewer than it last saw knows the record was put back.
+    saves: int | None = None
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,10 @@ from ddbkeys.partition_keys._streams.follow_state import (
     gone_marks,
     keys_of_records,
     may_have_lost,
+    ready,
     records_after,
+    said_again,
+    took,
 )
 from ddbkeys.partition_keys._streams.streams import stream_shards
 
@@ -162,6 +165,7 @@ class FollowCore:
         # batch ended, it read as a batch given up on (its own record keeps what it needs).
         state.marks = {s: replace(m, failed=None) for s, m in known.items() if m.stream == arn}
         state.pending = set(saved.pending) if saved is not None else set()
+        state.saves = saved.saves if saved is not None else None
         # Whether a backfill must still run for listings to prove the index (said at once).
         state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
         if self.on_batch is not None:
@@ -191,16 +195,9 @@ class FollowCore:
         yield from self._save_marks(state, list(state.marks))
         yield from self.store.update(index, name, {"maintainer": "follow"})
 
-    @staticmethod
-    def ready(state: FollowState, shard: str) -> bool:
-        """Whether ``shard`` may be read: its parent (if the stream still lists it) is
-        finished, so one item's records are handled in order."""
-        parent = state.parents.get(shard)
-        return parent is None or parent not in state.parents or parent in state.finished
-
     def _open_iterators(self, state: FollowState, arn: str) -> Flow[None]:
         for shard in list(state.parents):
-            if shard in state.finished or shard in state.iterators or not self.ready(state, shard):
+            if shard in state.finished or shard in state.iterators or not ready(state, shard):
                 continue
             mark = state.marks.get(shard)
             position = mark.marks[-1][0] if mark is not None and mark.marks else None
@@ -244,14 +241,7 @@ class FollowCore:
             # still holds: taken again from the position saved, on the next round.
             del state.iterators[shard]
             return []
-        records: list[dict[str, Any]] = list(page.get("Records", []))
-        following = page.get("NextShardIterator")
-        if following:
-            state.iterators[shard] = following
-        else:
-            del state.iterators[shard]
-            state.finished.add(shard)
-        return records
+        return took(state, shard, page)
 
     def handle(
         self, state: FollowState, arn: str, shard: str, records: list[dict[str, Any]]
@@ -364,8 +354,22 @@ class FollowCore:
             yield from self.store.update(self.index.table, self.index.name, {}, remove)
 
     def _save_marks(self, state: FollowState, shards: list[str]) -> Flow[None]:
-        values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
-        yield from self.store.update(self.index.table, self.index.name, values)
+        """Save the marks of ``shards``: not where the record holds fewer saves than this
+        follower saw (put back: ``state.put_back``, and nothing is written until ``follow``
+        has begun again from the record)."""
+        if not state.put_back:
+            values = {SHARD_PREFIX + s: state.marks[s].to_json() for s in shards}
+            table, name = self.index.table, self.index.name
+            saves = yield from self.store.save_marks(table, name, values, state.saves)
+            state.put_back, state.saves = saves is None, saves
+
+    def _anew(self, state: FollowState, arn: str) -> Flow[None]:
+        """Begin again under ``arn`` from the marks the record holds (none: a first start)."""
+        state.iterators.clear()
+        state.finished.clear()
+        state.marks = {}
+        state.forget_owed()
+        yield from self.start(state, arn, False)
 
     def _caught_up(self, state: FollowState, arn: str, began: float, now: float) -> Flow[None]:
         """A round that began at ``began`` found every open shard read to its tip."""
@@ -375,15 +379,7 @@ class FollowCore:
         state.report.caught_up_at = began
         # A shard with nothing new keeps its position, said again now (true: nothing after it
         # as of now), so that a quiet shard's mark does not grow a day old while it runs.
-        quiet = [
-            shard
-            for shard, mark in state.marks.items()
-            if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > REFRESH
-        ]
-        for shard in quiet:
-            state.marks[shard] = advance(
-                state.marks[shard], shard, arn, state.marks[shard].since, None, now
-            )
+        quiet = said_again(state, arn, now, REFRESH)
         if quiet:
             yield from self._save_marks(state, quiet)
 
@@ -401,7 +397,7 @@ class FollowCore:
             if records or shard not in state.iterators:
                 at_end = False
             ended = ended or shard in state.finished
-            if stop.requested:
+            if stop.requested or state.put_back:
                 break
         return at_end, ended
 
@@ -424,11 +420,7 @@ class FollowCore:
             # The stream was turned off and on: a new stream, begun anew (from its end, as a
             # first start: only a backfill begun after counts).
             arn = latest
-            state.iterators.clear()
-            state.finished.clear()
-            state.marks = {}
-            state.forget_owed()
-            yield from self.start(state, arn, False)
+            yield from self._anew(state, arn)
         shards = yield from self._shards(arn)
         state.parents = {s["ShardId"]: s.get("ParentShardId") for s in shards}
         yield from self._prune(state, arn, now)
@@ -457,6 +449,20 @@ class FollowCore:
             at_end, ended = yield from self._round(state, arn, stop)
             if not stop.requested:
                 yield from self.retry_owed(state, arn)
+            if state.put_back:
+                # The record holds fewer saves than this follower made (see _save_marks): put
+                # back from an older copy. It goes on from the marks restored, so the records
+                # after them are applied again: a clash or pending collection the copy lacks
+                # is met, and recorded, again.
+                LOG.warning(
+                    "ddbkeys: the record of index %s of %s was put back (restored from an older "
+                    "copy?): the follower goes on from its marks",
+                    self.index.name,
+                    self.index.table,
+                )
+                state.put_back, state.report.put_back = False, state.report.put_back + 1
+                yield from self._anew(state, arn)
+                continue
             now = self.clock()
             if at_end and not stop.requested:
                 yield from self._caught_up(state, arn, began, now)

@@ -20,7 +20,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     ShardMark,
     nearly_a_day_old,
 )
-from ddbkeys.partition_keys._proof.marks import created_at
+from ddbkeys.partition_keys._proof.marks import advance, created_at
 from ddbkeys.partition_keys._streams.streams import shard_born
 
 __all__ = [
@@ -34,7 +34,10 @@ __all__ = [
     "gone_marks",
     "keys_of_records",
     "may_have_lost",
+    "ready",
     "records_after",
+    "said_again",
+    "took",
     "value_key",
 ]
 
@@ -141,6 +144,9 @@ class FollowReport:
     #: elements it took out once their collection settled.
     pending: int = 0
     unpended: int = 0
+    #: How often it found its record put back (fewer saves than it made: restored from an
+    #: older copy) and went on from the marks the record holds.
+    put_back: int = 0
     #: Since when a shard's position has stopped advancing (None: none has): a collection
     #: that did not settle could not be recorded, the pending set being full.
     held_since: float | None = None
@@ -199,12 +205,49 @@ class FollowState:
     #: record read meanwhile (where the mark goes once they are applied).
     owed: dict[str, dict[tuple[str, Any], Key]] = field(default_factory=dict)
     unsaved: dict[str, str] = field(default_factory=dict)
+    #: The record's count of saved marks after this follower's last save (``state.SAVES``;
+    #: None: none seen), and whether a save found the record holding fewer (put back).
+    saves: int | None = None
+    put_back: bool = False
 
     def forget_owed(self) -> None:
         """On a new stream: what was owed in the old one's shards is a backfill's to cover."""
         self.owed.clear()
         self.unsaved.clear()
         self.report.held_since = None
+
+
+def ready(state: FollowState, shard: str) -> bool:
+    """Whether ``shard`` may be read: its parent (if the stream still lists it) is finished,
+    so one item's records are handled in order."""
+    parent = state.parents.get(shard)
+    return parent is None or parent not in state.parents or parent in state.finished
+
+
+def said_again(state: FollowState, arn: str, now: float, refresh: float) -> list[str]:
+    """The open shards whose mark is over ``refresh`` seconds old, each advanced to ``now`` at
+    its position (read to their tip with nothing new: true as of now): theirs to save."""
+    quiet = [
+        shard
+        for shard, mark in state.marks.items()
+        if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > refresh
+    ]
+    for shard in quiet:
+        mark = state.marks[shard]
+        state.marks[shard] = advance(mark, shard, arn, mark.since, None, now)
+    return quiet
+
+
+def took(state: FollowState, shard: str, page: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The records of a GetRecords ``page`` of ``shard``, whose next iterator is kept; a page
+    with none ends the shard (closed, read to its end): finished."""
+    following = page.get("NextShardIterator")
+    if following:
+        state.iterators[shard] = following
+    else:
+        del state.iterators[shard]
+        state.finished.add(shard)
+    return list(page.get("Records", []))
 
 
 def count(report: FollowReport, outcome: Outcome) -> None:
