@@ -239,8 +239,15 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         PUT,
         "",
         2,
-        "Invalid value for standard input: not valid JSON (Expecting value: line 1 "
-        "column 1 (char 0))",
+        "No item on standard input (it was empty): give the item with --item JSON, "
+        "--item-file FILE or as JSON on stdin.",
+    ),
+    (
+        PUT,
+        " \n",
+        2,
+        "No item on standard input (it was empty): give the item with --item JSON, "
+        "--item-file FILE or as JSON on stdin.",
     ),
     (
         [*PUT, "--item", "{}", "--item-file", "{file}"],

@@ -98,14 +98,17 @@ def test_a_lagging_maintainer_is_said_before_the_listing_reads(
     client.meta.events.register(
         "before-call.dynamodb.*", lambda model, **_: sent.append(model.name)
     )
-    said: list[tuple[str, list[str]]] = []
+    said: list[tuple[str, list[str], str]] = []
     with warnings.catch_warnings():
         warnings.simplefilter("always", IndexReplayWarning)
-        warnings.showwarning = lambda message, *_, **__: said.append((str(message), list(sent)))
+        warnings.showwarning = lambda message, _, filename, *__, **___: said.append(
+            (str(message), list(sent), filename)
+        )
         listing = distinct_partition_keys(
             client, table, "index", state_table=store, replay_margin=MARGIN
         )
     assert len(said) == 1 and listing.notes == (said[0][0],)
+    assert said[0][2] == __file__  # (the caller's line, not ddbkeys')
     found = SAID.fullmatch(said[0][0])
     assert found is not None, said[0][0]
     unapplied, records, rechecks, cost, scan = found.groups()
@@ -135,10 +138,11 @@ def test_a_lagging_maintainer_is_said_before_the_listing_reads(
     assert result.output.index(warned[0]) < first_key
 
     async def body(aio_client: Any) -> None:
-        with pytest.warns(IndexReplayWarning, match="its maintainer has not applied yet"):
+        with pytest.warns(IndexReplayWarning, match="its maintainer has not applied yet") as met:
             listing = await aio_keys(
                 aio_client, table, "index", state_table=store, replay_margin=MARGIN
             )
+        assert met[0].filename == __file__  # (asyncio too: the awaiting line)
         assert len(listing.notes) == 1 and SAID.fullmatch(listing.notes[0])
         assert sorted([k async for k in listing]) == expected
 

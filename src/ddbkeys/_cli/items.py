@@ -76,7 +76,13 @@ def read_item_text(item_text: str | None, item_file: Path | None) -> tuple[str, 
         return _decode(data, "--item-file"), "--item-file"
     if sys.stdin.isatty():
         raise click.UsageError("Give the item with --item JSON, --item-file FILE or on stdin.")
-    return _decode(sys.stdin.buffer.read(), "standard input"), "standard input"
+    text = _decode(sys.stdin.buffer.read(), "standard input")
+    if not text.strip():
+        raise click.UsageError(
+            "No item on standard input (it was empty): give the item with --item JSON, "
+            "--item-file FILE or as JSON on stdin."
+        )
+    return text, "standard input"
 
 
 def _bad(source: str, message: str) -> NoReturn:
