@@ -183,6 +183,7 @@ def follow_command(
         "stream_off": report.stream_off_since is not None,
         "pending": report.pending,
         "held": report.held_since is not None,
+        "put_back": report.put_back,
     }
     if backfill:
         fields["backfills"] = report.backfills
@@ -198,6 +199,12 @@ def follow_command(
             + ("caught up" if report.caught_up else "stopped before catching up")
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
             + (f"; {held(table_name)}" if report.held_since is not None else "")
+            + (
+                f"; its record was found put back {report.put_back} time(s) (restored from an "
+                "older copy?): it went on from the positions restored"
+                if report.put_back
+                else ""
+            )
         )
     if backfill and report.backfill_state != "done":
         # Stopped (or failed) before its backfill was done: a script waiting on this command
