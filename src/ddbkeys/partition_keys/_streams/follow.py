@@ -447,7 +447,7 @@ class FollowCore:
             over = after is None or after()  # (asked before the round: it reads what came since)
             yield from self._open_iterators(state, arn)
             at_end, ended = yield from self._round(state, arn, stop)
-            if not stop.requested:
+            if not (stop.requested or state.put_back):  # (put back: its marks would not save)
                 yield from self.retry_owed(state, arn)
             if state.put_back:
                 # The record holds fewer saves than this follower made (see _save_marks): put
