@@ -343,6 +343,7 @@ def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_siz
     pages.through, pages.small, pages.unit_items = True, True, 27
     pages.through_target = 2 * MAX_TARGET
     state.reading_on, state.asked = True, None  # a scan-sized page was asked for
+    state.joined = pages.went_back  # (by a segment reading on in this period)
     more = {"pk": {"S": "x"}, "sk": {"N": "1"}}
     answer = page(*(f"k{n:05}" for n in range(PAGE_ITEMS)), more=more, units=100.0)
     sent = {"Limit": PAGE_ITEMS}

@@ -568,6 +568,68 @@ def test_segments_in_parallel_try_one_at_a_time(segments: int) -> None:
     assert listed.requests <= 0.2 * len(unit)
 
 
+def read_on_pages(reading: Reading, first: int, count: int, pages: int = 1) -> int:
+    """``pages`` pages of ``count`` whole collections of 8 items of 512 bytes (a unit each),
+    keys from ``first`` on, asked for as pages read on are (the trial's, or ``through``'s
+    limit): the next key."""
+    for _ in range(pages):
+        page = [k for k in range(first, first + count) for _ in range(8)]
+        first += count
+        reading.after(page, float(count), asked=len(page))
+    return first
+
+
+def test_once_a_trial_passes_its_segment_reads_on_first_and_others_join_as_pages_pass() -> None:
+    """Where a reading on fails, every segment reading on loses a page of it, and a trial's two
+    small pages say little of larger ones (on 3,000 keys of Pareto counts and sizes auto's
+    readers all read on after each trial: 1.1-1.4x one reader's units; now 1.0-1.07x). So
+    the trial's segment reads on alone, one more joins for each page read on that passes
+    after, and a segment that ends gives its place to one that starts or skips."""
+    pages = PageSize.for_items_of(512)
+    trial, second, third = Reading(pages), Reading(pages), Reading(pages)
+    unit_pages(trial, 0, LOOK_AFTER)
+    key = read_on_pages(trial, 100, 2, pages=2)  # (the trial's two pages pass)
+    assert pages.through and trial.reading_on and not pages.small
+    assert unit_pages(second, 1000, 3) == [False] * 3  # (still skipping, a unit a page)
+    assert pages.limit == 8
+    key = read_on_pages(trial, key, 8)  # a third page passes: one more may read on
+    assert unit_pages(second, 1003, 1) == [True] and second.reading_on
+    assert unit_pages(third, 2000, 1) == [False]
+    trial.end([key] * 8, 1.0, asked=8)  # the trial's segment ends: its place is free
+    assert unit_pages(third, 2001, 1) == [True]
+
+
+def test_where_pages_can_grow_no_more_every_segment_reads_on_at_once() -> None:
+    """Where collections proved small (pages that could no longer double go on as a scan:
+    ``PageSize.small``), every segment joins at its next page: nothing large was met."""
+    pages = PageSize.for_items_of(40)
+    first, other = Reading(pages), Reading(pages)
+    key = 0
+    while not pages.through:
+        first.after(list(range(key, key + pages.limit)), float(pages.target))
+        key += pages.limit
+    assert pages.small
+    other.after([10**6], 1.0)
+    assert other.reading_on
+
+
+def test_each_time_every_segment_read_on_and_went_back_the_next_trial_waits_twice_as_long() -> None:
+    """Trials on skipping pages that cost more than their items wait ``promising_after`` pages:
+    twice as many for each time every segment read on, then went back (a trial's small pages
+    passed where larger ones failed: heavy-tailed collection counts restarted trials every 8
+    skipping pages)."""
+    pages = PageSize.for_items_of(3000)
+    for _ in range(20):  # (skipping: a unit a key)
+        pages.ledgers.skipped(1.0, 1, 1)
+    waits = [pages.promising_after]
+    for _ in range(3):
+        pages.through = True
+        pages.read_through(64.0, 1, 2, asked=2)  # (a page read on far dearer than skipping)
+        waits.append(pages.promising_after)
+    assert pages.went_back == 3 and not pages.through
+    assert waits == [LOOK_AFTER, 2 * LOOK_AFTER, 4 * LOOK_AFTER, 8 * LOOK_AFTER]
+
+
 def test_items_larger_than_the_average_are_priced_by_what_they_cost_past_a_bound() -> None:
     """The table's average item is 1,000 bytes, but here collections hold ten items of 20 KB:
     a skip reads one (5 units a key). Read on, pages are priced at the average until what they
@@ -1160,16 +1222,19 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     the whole table (its size over the keys the ended segments show) weighs as ``PRIOR`` keys
     read on, so that a few pages of small collections no longer pass a trial that the table's
     heavy tail then fails with a scan-sized page. Twenty orders: the median 1.08x skipping's
-    units before, 0.99x now (the first segment's trial, before any ended, still costs a page
-    in a few: up to 1.22x)."""
+    units before, 1.02x now (the first segment's trial, before any ended, still costs a page
+    in a few: up to 1.12x, and 1.08x since each time reading on went back doubles the wait
+    before the next trial, which moves the median from 1.015x to 1.022x: 40 orders, 1.029x
+    of skipping's units in all before, 1.022x now)."""
     ratios = []
     for seed in range(20):
         sizes = heavier_tailed(seed)
         skipping = simulate_sized(sizes, through=False)
         ratios.append(simulate_sized_in_turn(sizes, 30).units / skipping.units)
     ratios.sort()
-    assert ratios[len(ratios) // 2] <= 1.02, ratios
-    assert max(ratios) <= 1.25, ratios
+    assert ratios[len(ratios) // 2] <= 1.025, ratios
+    assert sum(ratios) / len(ratios) <= 1.025, ratios
+    assert max(ratios) <= 1.1, ratios
     # Where collections are small the table's rate agrees: it reads as a scan (and a unit at
     # most at each segment's end, its rounding), as before.
     small = [(key, 150) for key in range(30_000)]

@@ -45,9 +45,9 @@ within its target, learning from what each page cost.
   last collection (which costs nothing and saves its rest). A trial starts (one segment at a
   time) after ``LOOK_AFTER`` skips past a collection that filled its page, or as many skipping
   pages that cost more than their items would at the table's average size (twice as many after
-  each trial in a row, past the first, whose first page failed on one key, dearer than skipping:
-  :attr:`PageSize.promising_after`), or at once (:meth:`PageSize.skip_past`); where pages can
-  no longer double, they go on as a scan directly.
+  each trial in a row, past the first, whose first page failed on one key, dearer than skipping,
+  and each time all read on, then went back: :attr:`PageSize.promising_after`), or at once
+  (:meth:`PageSize.skip_past`); where pages can no longer double, they go on as a scan.
 
 **What decides** whether reading on goes on: two ledgers kept over the whole listing
 (:mod:`~ddbkeys.partition_keys._listing.read_on`, which says how they judge).
@@ -124,8 +124,7 @@ MAX_LEAD = 2
 
 
 def few_pages(table_bytes: float) -> bool:
-    """Whether a scan reads a table of ``table_bytes`` (DescribeTable; 0: unknown) in a few
-    pages (``LOOK_AFTER - 2`` or fewer; see ``PageSize.sampling``)."""
+    """Whether a scan reads ``table_bytes`` (0: unknown) in ``LOOK_AFTER - 2`` pages or fewer."""
     return 0 < table_bytes <= (LOOK_AFTER - 2) * SCAN_PAGE_BYTES
 
 
@@ -170,6 +169,7 @@ class PageSize:
     grew: bool = False  # ... and it proved larger: reading whole ran past twice that
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
     went_back: int = 0  # times every segment read on, then went back to skipping
+    joined: tuple[int, int] = (-1, 0)  # went_back while reading on, its readers (Reading)
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -244,7 +244,7 @@ class PageSize:
         filled = tail >= self.limit / self.target  # the last collection filled a unit
         self.skips += filled
         ledgers.large += filled
-        if self.trying or not ledgers.skip_keys or not self.may_read_on:
+        if self.trying or self.through or not ledgers.skip_keys or not self.may_read_on:
             return True
         # Scan-sized where the pages read on before met enough keys and now pass.
         known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
@@ -267,17 +267,16 @@ class PageSize:
     @property
     def promising_after(self) -> int:
         """Skipping pages, since the last trial, before one starts because they cost more
-        than their items (``Ledgers.promising``): ``LOOK_AFTER``, and twice as many for each
-        trial in a row, past the first, whose first page failed inside the collection it
-        began (one key) at more than skipping costs a key (``lost``), up to
-        ``MAX_PROBE_AFTER``. On 1,000 keys of 3-12 items of 2-4 KB a one-item page costs a
-        unit, more than its item, and a trial's first page, 2 units of one key, failed every 8
-        pages: 1.12x skipping's units, 1.01x with this. One such failure is let pass, and so
-        is a first page that handed out more than one key or cost less than skipping (there
-        the next trials often read on: heavy-tailed item sizes, where a 2-unit page met a
-        large item; the estimate's simulation, whose sample repeats, drew orders that skipped
-        to the end, half what the listing read)."""
-        return min(MAX_PROBE_AFTER, LOOK_AFTER << min(max(0, self.lost - 1), 7))
+        than their items (``Ledgers.promising``): ``LOOK_AFTER``, twice as many for each trial
+        in a row, past the first, whose first page failed inside the collection it began (one
+        key) at more than skipping costs a key (``lost``), and for each time every segment read
+        on and went back (``went_back``: a trial's small pages pass where larger ones fail, as
+        on heavy-tailed collection counts), up to ``MAX_PROBE_AFTER``. On 1,000 keys of 3-12
+        items of 2-4 KB a trial's first page, 2 units of one key, failed every 8 pages: 1.12x
+        skipping's units, 1.01x with this. One such failure is let pass, and so is a first
+        page that handed out more than one key or cost less than skipping (the next trials
+        often read on there: a 2-unit page that met a large item)."""
+        return min(MAX_PROBE_AFTER, LOOK_AFTER << min(max(0, self.lost - 1) + self.went_back, 7))
 
     @property
     def through_limit(self) -> int | None:
@@ -334,7 +333,8 @@ class PageSize:
         """A page read on (in the trial, or by any segment once ``through``) cost ``units``,
         read ``items`` (of ``asked``: its Limit, None when scan-sized) and handed out
         ``keys``. While ``Ledgers.passing``, the next page is ``GROWTH`` times larger (once a
-        trial's second page passes, every segment reads on), and while they pass on skipping's
+        trial's second page passes, every segment reads on: its own first, the others as
+        pages pass, ``Reading``), and while they pass on skipping's
         error alone (``Ledgers.doubtful``) only within ``Ledgers.may_try``; else skipping starts
         again at one unit, and the next trial waits twice as long. Once every segment reads
         on, a page that filled its Limit shows how many items a unit holds there: where such
