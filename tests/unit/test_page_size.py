@@ -599,6 +599,25 @@ def test_once_a_trial_passes_its_segment_reads_on_first_and_others_join_as_pages
     assert unit_pages(third, 2001, 1) == [True]
 
 
+def test_a_segment_whose_skipping_page_skipped_nothing_joins_at_once() -> None:
+    """A waiting segment whose own page handed out ``LOOK_AFTER`` keys or more, an item each,
+    skipped nothing there: it joins at once, whatever the count (500 keys of 24 KB, then
+    15,000 one-item keys in scan order: its 26-key pages of a unit cost 1.09x one reader's
+    units, where a scan's pages round up less). A page of fewer, or with a collection of two
+    items, waits its turn."""
+    pages = PageSize.for_items_of(512)
+    trial, waiting, single = Reading(pages), Reading(pages), Reading(pages)
+    unit_pages(trial, 0, LOOK_AFTER)
+    read_on_pages(trial, 100, 2, pages=2)
+    assert pages.through and trial.reading_on
+    waiting.after([1000, 1001, 1002, 1002, *range(1003, 1010)], 1.0, asked=11)
+    assert not waiting.reading_on
+    waiting.after(list(range(1010, 1010 + LOOK_AFTER - 1)), 1.0, asked=LOOK_AFTER - 1)
+    assert not waiting.reading_on
+    single.after(list(range(2000, 2000 + LOOK_AFTER)), 1.0, asked=LOOK_AFTER)
+    assert single.reading_on
+
+
 def test_where_pages_can_grow_no_more_every_segment_reads_on_at_once() -> None:
     """Where collections proved small (pages that could no longer double go on as a scan:
     ``PageSize.small``), every segment joins at its next page: nothing large was met."""
