@@ -169,7 +169,7 @@ class PageSize:
     grew: bool = False  # ... and it proved larger: reading whole ran past twice that
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
     went_back: int = 0  # times every segment read on, then went back to skipping
-    joined: tuple[int, int] = (-1, 0)  # went_back while reading on, its readers (Reading)
+    readers: int = 0  # segments reading on since every segment may (Reading)
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -244,7 +244,7 @@ class PageSize:
         filled = tail >= self.limit / self.target  # the last collection filled a unit
         self.skips += filled
         ledgers.large += filled
-        if self.trying or self.through or not ledgers.skip_keys or not self.may_read_on:
+        if self.trying or not ledgers.skip_keys or not self.may_read_on:
             return True
         # Scan-sized where the pages read on before met enough keys and now pass.
         known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
@@ -370,7 +370,7 @@ class PageSize:
         self.went_back += self.through
         lost = self.trying and not self.passed and keys <= 1 and units > ledgers.skip_rate()
         self.lost = self.lost + 1 if lost or ledgers.fails() else 0
-        self.through = self.trying = False
+        self.through, self.trying, self.readers = False, False, 0
         self.look_after = min(MAX_PROBE_AFTER, self.look_after * 2)
         self._retarget(1)  # skipping again, at one unit
         self.credit = 0.0

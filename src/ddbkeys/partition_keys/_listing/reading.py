@@ -102,7 +102,7 @@ class Reading:
         if not self._count(keys, units, asked, lead, unhanded, sizes=sizes):
             return self._next(unhanded)
         if began and pages.through and self.trial:  # (its trial passed: it reads on first)
-            self.joined, pages.joined = pages.went_back, (pages.went_back, 1)
+            self.joined, pages.readers = pages.went_back, 1
         self.trial = self.trial and pages.trying
         if self.trial or (pages.through and self.joined == pages.went_back):
             self.reading_on = self._reads_on()
@@ -201,12 +201,10 @@ class Reading:
         nothing: 15,000 one-item keys after 500 of 24 KB in scan order, its 26-key pages
         of a unit read 1.09x one reader's units, where a scan's pages round up less)."""
         pages = self.pages
-        period, readers = pages.joined
-        if period != pages.went_back:
-            readers = 0
-        if not (pages.small or at_once) and readers >= max(1, pages.passed - 1):
+        if not (pages.small or at_once) and pages.readers >= max(1, pages.passed - 1):
             return False
-        self.joined, pages.joined = pages.went_back, (pages.went_back, readers + 1)
+        self.joined = pages.went_back
+        pages.readers += 1
         return True
 
     def _reads_on(self) -> bool:
@@ -278,9 +276,8 @@ class Reading:
             self._count(keys, units, asked, lead, unhanded, last=True, sizes=sizes)
         if self.trial:
             self.pages.trying = self.trial = False
-        period, readers = self.pages.joined
-        if self.joined == period:  # (its place, for a segment that starts next)
-            self.pages.joined = (period, max(0, readers - 1))
+        if self.joined == self.pages.went_back:  # (its place, for a segment that starts next)
+            self.pages.readers = max(0, self.pages.readers - 1)
         self.pages.ledgers.segment_ended(self.handed)
 
 
