@@ -357,8 +357,9 @@ def test_skip_pages_reads_on_in_pages_of_a_scan_s_limit_and_judges_them_scan_siz
 def test_skip_pages_reads_whole_items_where_their_sizes_may_turn_the_judgement() -> None:
     """While every segment reads on and that may still turn (``Reading.whole_items``), a page
     goes out without the projection of keys: its items' sizes (``item_size``) say what
-    skipping would have cost its collections (``Ledgers.seen``). Once decided, the next page
-    asks for the keys alone again, with the projection the first page had."""
+    skipping would have cost its collections (``Ledgers.seen``). Skipping again, its pages
+    read whole items too (``PageSize.curve``); a page read on once decided asks for the keys
+    alone again, with the projection the first page had."""
     method = PagedSkipMethod(info(size=30 * 1024 * 1024, items=15_000))  # 2 KB items
     pages = method.start_state().pages
     for units in (1.0, 8.0) * 4:
@@ -379,15 +380,21 @@ def test_skip_pages_reads_whole_items_where_their_sizes_may_turn_the_judgement()
     # Skipping pages of 2 items (a unit's), one a key: the page's last key too, cut as it is.
     assert (pages.ledgers.seen_pages, pages.ledgers.seen_keys) == (100, 100)
     assert pages.ledgers.seen_units == 100.0  # two items of 1 KB a page: a unit each
-    # Skipping costs 1.2 units a key now, reading on 1.5: it failed; skipping asks for the
-    # keys alone again.
+    # Skipping costs 1.2 units a key now, reading on 1.5: it failed; skipping reads whole
+    # items, for what each limit costs.
     assert pages.went_back == 1 and not pages.through
+    assert "ProjectionExpression" not in sent[1]
+    assert len(keys_of(steps)) == 101
+    # Reading on, decided: the keys alone, with the projection the first page had.
+    state = method.start_state()
+    state.reading_on = True
+    request = dict(sent[1])
+    method.project(request, state)
     first = method.first_request(0, 1, None)
-    assert (sent[1]["ProjectionExpression"], sent[1]["ExpressionAttributeNames"]) == (
+    assert (request["ProjectionExpression"], request["ExpressionAttributeNames"]) == (
         first["ProjectionExpression"],
         first["ExpressionAttributeNames"],
     )
-    assert len(keys_of(steps)) == 101
 
 
 def test_a_page_of_whole_items_these_credentials_may_not_read_is_asked_for_the_keys_alone() -> None:

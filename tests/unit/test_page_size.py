@@ -12,6 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ddbkeys.partition_keys._listing import pages
+from ddbkeys.partition_keys._listing.curve import skipping_over
+from ddbkeys.partition_keys._listing.notes import how_it_read
 from ddbkeys.partition_keys._listing.pages import (
     FIRST_THROUGH,
     GROWTH,
@@ -34,7 +36,6 @@ from ddbkeys.partition_keys._listing.read_on import (
     LEEWAY,
     PAIR_PAGES,
     Ledgers,
-    skipping_over,
 )
 from ddbkeys.partition_keys._listing.reading import Reading, longest_run, tail_of
 
@@ -709,7 +710,11 @@ def test_where_item_sizes_vary_trials_read_on_in_pages_of_the_average() -> None:
     1.02x to 1.43x, 1.19x on average, with the short windows of reading through of before),
     in at most twice a scan's requests and ten more in seven orders of ten; in three, the
     first skipping pages cost less a key than the later ones (before the limit learned the
-    3 KB items), reading on stopped after a page, and it took 22 to 25 requests for 3 or 4."""
+    3 KB items), reading on stopped after a page, and it took 22 to 25 requests for 3 or 4.
+    Where skipping pages ask for the limit that costs least a key (``PageSize.curve``),
+    skipping alone costs 0.85x to 1.16x a scan; the listing 0.91x to 1.0x (0.98x of its units
+    before, over the ten), and more requests only where it saves ``WASTE`` or more of a
+    scan's units (61 and 136, saving 6% and 9%)."""
     ratios, over = [], []
     for seed in range(10):
         rng = random.Random(seed)
@@ -719,8 +724,9 @@ def test_where_item_sizes_vary_trials_read_on_in_pages_of_the_average() -> None:
         ]
         sizes = [(key, size) for key, (count, size) in enumerate(collections) for _ in range(count)]
         listed, scan = simulate_sized(sizes), sized_scan(sizes)
-        over.append(listed.requests > 2 * scan.requests + 10)
-        assert listed.requests <= 2 * scan.requests + 20
+        saved = listed.units <= (1 - WASTE) * scan.units
+        over.append(listed.requests > 2 * scan.requests + 10 and not saved)
+        assert listed.requests <= 2 * scan.requests + 20 or saved
         ratios.append(listed.units / scan.units)
     assert max(ratios) <= 1.02 and sum(over) <= 3
 
@@ -730,7 +736,12 @@ def test_heavy_tailed_item_sizes_read_on_at_a_scans_cost() -> None:
     skipping costs 1.8x to 4.4x a scan (small pages pay the rounding, and a page's few keys
     say little of the next), so the listing reads on as a scan, within 1.05x of its units
     (0.92x to 1.03x) and at most twice its requests and ten more (12 for a scan's 1 or 2), but
-    for one order (13 for 1: a held page of 64 units before the scan-sized ones)."""
+    for one order (13 for 1: a held page of 64 units before the scan-sized ones). Skipping
+    pages that ask for the limit that costs least a key (``PageSize.curve``: 20 to 40 items,
+    not one) cost 0.67x to 1.12x a scan; on these tables of one or two scan pages the listing
+    still reads on after its first trial, whose small pages pass (0.90x to 1.03x a scan, at
+    most 1.44x skipping alone), but in one order of ten (0.79x a scan, in 63 requests: it
+    saved more than ``WASTE``)."""
     over = []
     for seed in range(10):
         rng = random.Random(seed)
@@ -741,9 +752,10 @@ def test_heavy_tailed_item_sizes_read_on_at_a_scans_cost() -> None:
         ]
         listed, scan = simulate_sized(sizes), sized_scan(sizes)
         skipping = simulate_sized(sizes, through=False)
-        assert listed.units <= 1.05 * min(scan.units, skipping.units), seed
-        over.append(listed.requests > 2 * scan.requests + 10)
-        assert listed.requests <= 2 * scan.requests + 12, seed
+        assert listed.units <= 1.05 * scan.units and listed.units <= 1.5 * skipping.units, seed
+        saved = listed.units <= (1 - WASTE) * scan.units
+        over.append(listed.requests > 2 * scan.requests + 10 and not saved)
+        assert listed.requests <= 2 * scan.requests + 12 or saved, seed
     assert sum(over) <= 1
 
 
@@ -769,14 +781,20 @@ def test_heavier_tailed_first_items_do_not_let_reading_on_run_past_its_bound() -
     (1.24x and 1.40x skipping's units in two orders of ten; a DynamoDB Local table of this
     shape read 1.49x). While skipping's rate is unsettled (``Ledgers.settled``), reading on
     stops once it cost beyond skipping more than its bound: 1.09x to 1.17x. (The issue's
-    1.05x is not met here: each order still pays one trial's scan-sized page.)"""
+    1.05x is not met here: each order still pays one trial's scan-sized page.) Skipping pages
+    that ask for the limit that costs least a key (``PageSize.curve``) cost a quarter of a
+    scan, 0.84x what they did; the listing 0.69x to 1.03x what it did, within the bound (a
+    scan-sized page, ``WASTE`` and ``LEEWAY``) of skipping alone: 1.01x to 1.28x, 1.10x on
+    average (1.09x before)."""
     ratios = []
     for seed in range(10):
         sizes = heavier_tailed(seed)
         listed, skipping = simulate_sized(sizes), simulate_sized(sizes, through=False)
-        assert skipping.units < sized_scan(sizes).units / 2
+        assert skipping.units < sized_scan(sizes).units / 3
+        bound = WASTE * listed.units + LEEWAY + SCAN_PAGE_BYTES / 4096
+        assert listed.units <= skipping.units + bound, seed
         ratios.append(listed.units / skipping.units)
-    assert max(ratios) <= 1.2, ratios
+    assert max(ratios) <= 1.3 and sum(ratios) / len(ratios) <= 1.12, ratios
 
 
 def test_a_trials_unit_of_items_keeps_to_the_item_cap() -> None:
@@ -818,18 +836,18 @@ def test_where_pages_can_grow_no_more_they_go_on_as_a_scan_and_say_so() -> None:
         limits.append(limit)
         key += count
     assert reading.pages.through and reading.pages.small and None in limits
-    assert reading.pages.note().endswith(
+    assert how_it_read(reading.pages).endswith(
         "keys: its collections proved small (a page read on still skips the rest of the "
         "collection it ends in)"
     )
-    assert reading.pages.note().startswith("read on as a scan after ")
+    assert how_it_read(reading.pages).startswith("read on as a scan after ")
     # A page read on that costs far more than skipping would (a large collection): back to
     # skipping, and a later note says it went back.
     reading.pages.read_through(10_000.0, 1, 400, None)
-    assert not reading.pages.through and reading.pages.note() == ""
+    assert not reading.pages.through and how_it_read(reading.pages) == ""
     reading.pages.through = True
     assert " (and went back to skipping once before, where pages met large collections): " in (
-        reading.pages.note()
+        how_it_read(reading.pages)
     )
 
 
@@ -848,11 +866,13 @@ def test_where_pages_could_no_longer_double_they_go_on_as_a_scan_at_once() -> No
 def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_much(
     keys: int, restarts: bool
 ) -> None:
-    """Skipping's first pages cost less a key (one unit) than its later ones (1.5): a trial
+    """Skipping's first pages cost less a key (one unit) than its later ones (three): a trial
     that failed against the first pages, having read on over ``LOOK_AFTER`` keys, starts
     again, scan-sized, as soon as those keys pass against skipping's rate as it now stands,
-    rather than after ``look_after`` (doubled: 16) more skips. One that read on over fewer
-    keys proves little, and waits."""
+    and cost a key within ``WASTE`` of it (not ``Ledgers.doubtful``: a scan-sized page on a
+    dozen keys that passed on skipping's error alone read 256 units at 1.3 times skipping's
+    rate, on the aws-samples loader's binary table), rather than after ``look_after``
+    (doubled: 16) more skips. One that read on over fewer keys proves little, and waits."""
     reading = Reading(PageSize.for_items_of(2000))
     key = 0
     for _ in range(LOOK_AFTER):  # one unit a key, each collection filling its page
@@ -867,7 +887,7 @@ def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_
     assert not reading.reading_on and not reading.pages.trying
     assert reading.pages.ledgers.through_keys == 2 + keys
     assert reading.pages.look_after == 2 * LOOK_AFTER
-    limit, _ = reading.after([key, key], 1.5)
+    limit, _ = reading.after([key, key], 3.0)
     assert reading.reading_on is restarts
     assert (limit is None) is restarts
 
@@ -908,7 +928,7 @@ def test_a_large_page_that_costs_far_more_a_key_ends_reading_on() -> None:
     pages.ledgers.through_keys, pages.through, pages.unit_items = 2000, True, 40
     pages.read_through(256.0, 27, 10_485)
     assert pages.ledgers.passing() and not pages.through  # (over all it would pass)
-    assert pages.note() == ""
+    assert how_it_read(pages) == ""
 
 
 @pytest.mark.parametrize("count", [12, 16, 50])
@@ -1056,7 +1076,11 @@ def test_heavy_tailed_item_sizes_in_many_orders_read_on_within_a_few_requests() 
     present limit: at most 46 requests and 1.03x, five orders over (a key of 90 items among
     the first six read on still ends a trial: skipping does save on it). As the listing reads
     it, knowing the table's size (``described``): a scan reads it in a few pages, and pages
-    read on do not ask for whole items there (``Reading.whole_items``)."""
+    read on do not ask for whole items there (``Reading.whole_items``). Skipping pages that
+    ask for the limit that costs least a key (``PageSize.curve``) cost 0.84x to 1.14x a scan
+    alone, and the listing 0.92x to 1.03x a scan (0.99x of what it read before, over the 20
+    orders), in at most 43 requests; six orders over (15 to 43 requests, saving 1.0% to 4.5%).
+    """
     rng = random.Random(35)
     collections = [
         [min(40_000, int(50 * rng.paretovariate(1.1))) + 15 for _ in range(n)]
@@ -1071,7 +1095,7 @@ def test_heavy_tailed_item_sizes_in_many_orders_read_on_within_a_few_requests() 
         ratio = listed.units / scan.units
         over += listed.requests > 2 * scan.requests + 10 and ratio > 1 - WASTE
         most, dearest = max(most, listed.requests), max(dearest, ratio)
-    assert over <= 5 and most <= 50 and dearest <= 1.03
+    assert over <= 6 and most <= 50 and dearest <= 1.03
 
 
 def test_a_page_whose_collections_fit_a_skipping_page_is_not_charged_its_large_items() -> None:
@@ -1096,17 +1120,25 @@ def test_a_few_huge_items_among_single_item_keys_read_on_in_many_orders() -> Non
     the average size, past the MAX_TARGET that an average may mislead by, so it ended
     reading on, though skipping would read that item too (every key is one item): 32 to 61
     requests for a scan's 6 in four orders, 1.02x its units. Not charged where every
-    collection of the page fits a skipping page: at most 22 requests and 1.01x."""
+    collection of the page fits a skipping page: at most 22 requests and 1.01x. Where
+    skipping pages ask for the limit that costs least a key (``PageSize.curve``: 34 items,
+    not 20), the pages read on whole price skipping at a unit for 34 keys, and a page read on
+    priced at the table's average item (its huge items' share: 1.65x what such a page costs)
+    runs past what reading on may cost beyond skipping while its rate is unsettled, in one
+    order of 20: 29 requests (18 before)."""
     keys = 30_000
     every = keys // 8
     sizes = [300_020 if k % every == every // 2 else 120 for k in range(keys)]
+    over = 0
     for seed in range(20):
         order = list(range(keys))
         random.Random(seed).shuffle(order)
         table = [(key, sizes[key]) for key in order]
         listed, scan = simulate_sized(table), sized_scan(table)
-        assert listed.requests <= 2 * scan.requests + 10, seed
+        over += listed.requests > 2 * scan.requests + 10
+        assert listed.requests <= 5 * scan.requests, seed
         assert listed.units <= 1.01 * scan.units, seed
+    assert over <= 1
 
 
 def test_doubt_samples_a_skipping_page_after_every_scan_sized_page() -> None:
@@ -1244,7 +1276,10 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     units before, 1.02x now (the first segment's trial, before any ended, still costs a page
     in a few: up to 1.12x, and 1.08x since each time reading on went back doubles the wait
     before the next trial, which moves the median from 1.015x to 1.022x: 40 orders, 1.029x
-    of skipping's units in all before, 1.022x now)."""
+    of skipping's units in all before, 1.022x now). Where skipping pages ask for the limit
+    that costs least a key (``PageSize.curve``), the listing reads 0.875x what it did over
+    the 20 orders, and skipping alone 0.77x to 1.08x what it did: the median 1.011x of it,
+    the mean 1.014x, the most 1.29x (one order, whose skipping alone met few large items)."""
     ratios = []
     for seed in range(20):
         sizes = heavier_tailed(seed)
@@ -1253,7 +1288,7 @@ def test_the_table_s_own_rate_holds_reading_on_back_on_heavier_tailed_sizes() ->
     ratios.sort()
     assert ratios[len(ratios) // 2] <= 1.025, ratios
     assert sum(ratios) / len(ratios) <= 1.025, ratios
-    assert max(ratios) <= 1.1, ratios
+    assert max(ratios) <= 1.3, ratios
     # Where collections are small the table's rate agrees: it reads as a scan (and a unit at
     # most at each segment's end, its rounding), as before.
     small = [(key, 150) for key in range(30_000)]
@@ -1364,11 +1399,15 @@ def test_pages_read_on_go_scan_sized_once_they_met_a_large_collection_or_many_ke
     skipping pages' rate, one time in seven, then the first scan-sized page read into one:
     1.36x skipping's units in one segment, in 1 of 8 scan orders. Until the pages read on
     meet one, they stay within ``MAX_TARGET`` units three times as long: one such page that
-    meets one is what is left over skipping (at most 1.07x)."""
+    meets one is what is left over skipping (at most 1.07x). Where skipping pages ask for the
+    limit that costs least a key (``PageSize.curve``), skipping alone costs 0.86x to 1.0x what
+    it did, and so does one segment, which no longer reads on; in 25 segments read in turn,
+    0.87x to 0.98x what they read before, at most 1.17x skipping alone (one order of 8)."""
     rng = random.Random(3)
     few_huge = [[400] * (3000 if k % 300 == 0 else rng.randint(1, 3)) for k in range(3000)]
     one, many = against_skipping(few_huge, 8, 25)
-    assert max(one) <= 1.07 and max(many) <= 1.07, (one, many)
+    assert max(one) <= 1.07 and max(many) <= 1.2, (one, many)
+    assert sum(many) / len(many) <= 1.05, many
     assert one[3] <= 1.05 and many[3] <= 1.05, (one, many)
 
 
@@ -1416,7 +1455,9 @@ def test_a_huge_collection_past_the_first_small_keys_costs_a_page_of_max_target(
     the pages read on, in a trial that began on the first 41 keys, went scan-sized and read
     1 MB into one (1.29x, 1.28x and 1.19x skipping's units in one segment). Until the keys
     read would show one, and while pages read on end in one, they stay within
-    ``MAX_TARGET`` units (1.10x at most)."""
+    ``MAX_TARGET`` units (1.10x at most). Where skipping pages ask for the limit that costs
+    least a key (``PageSize.curve``), skipping alone costs 0.82x to 0.93x what it did; the
+    listing 0.87x to 1.004x what it did, at most 1.12x skipping alone."""
     rng = random.Random(5)
     for first in (100, 200, 300, 450, 600):
         small = [[430] * rng.randint(1, 3) for _ in range(2990)]
@@ -1427,7 +1468,7 @@ def test_a_huge_collection_past_the_first_small_keys_costs_a_page_of_max_target(
         ratio = (
             simulate_sized(sizes, described=True).units / simulate_sized(sizes, through=False).units
         )
-        assert ratio <= 1.11, (first, ratio)
+        assert ratio <= 1.15, (first, ratio)
 
 
 def test_a_limit_of_one_item_probes_where_the_average_misleads() -> None:
@@ -1543,11 +1584,12 @@ def test_both_ways_on_the_same_keys_judge_reading_on_once_enough_were_read_whole
 
 
 def test_pages_read_on_read_whole_items_while_their_sizes_may_turn_the_judgement() -> None:
-    """``Reading.whole_items``: while reading on (in a trial, or as every segment does) and
-    ``Ledgers.undecided``; not while skipping, nor where collections proved small, nor on a
-    table of a few scan pages."""
+    """``Reading.whole_items``: while skipping (their sizes say what each limit would cost a
+    key: ``PageSize.curve``); while reading on (in a trial, or as every segment does) and
+    ``Ledgers.undecided``; not where collections proved small, nor on a table of a few scan
+    pages."""
     reading = Reading(PageSize.for_items_of(2000.0, 30 * SCAN_PAGE_BYTES))
-    assert not reading.whole_items  # skipping
+    assert reading.whole_items  # skipping
     for units in (1.0, 8.0) * 4:
         reading.pages.ledgers.skipped(units, 1, 2)
     reading.reading_on, reading.trial = True, True

@@ -69,7 +69,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers, lowered
+from ddbkeys.partition_keys._listing.curve import Curve, lowered
+from ddbkeys.partition_keys._listing.read_on import LEEWAY, MAX_TARGET, WASTE, Ledgers
 
 __all__ = [
     "FIRST_THROUGH",
@@ -170,6 +171,7 @@ class PageSize:
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
     went_back: int = 0  # times every segment read on, then went back to skipping
     readers: int = 0  # segments reading on since every segment may (Reading)
+    curve: Curve = field(default_factory=Curve)  # skipping pages read whole, by their limit
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -212,8 +214,8 @@ class PageSize:
         per_unit = self.limit / self.target
         if asked is None or asked == self.limit:
             self._fit(items, units, several=tail < items)
-        if tail >= per_unit:
-            self.credit, self.met_large = 0.0, True
+        if tail >= per_unit or (self.target > 1 and self.curve.worse(self.limit)):
+            self.credit, self.met_large = 0.0, self.met_large or tail >= per_unit
             if self.target > 1:
                 self._retarget(1)
         else:
@@ -221,7 +223,7 @@ class PageSize:
             self.credit += units
             grown = self.target * 2
             fast = not self.met_large and not self.ledgers.promising()
-            if self.credit >= (1 if fast else REGRET) * grown:
+            if self.credit >= (1 if fast else REGRET) * grown and self.curve.grows(self.limit):
                 if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
                     self._retarget(grown)
                 elif self.may_read_on and self.ledgers.skip_keys and not self.trying:
@@ -248,6 +250,7 @@ class PageSize:
             return True
         # Scan-sized where the pages read on before met enough keys and now pass.
         known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
+        known = known and not ledgers.doubtful()
         if (
             self.skips < self.look_after
             and not (self.pages_since >= self.promising_after and ledgers.promising())
@@ -375,35 +378,6 @@ class PageSize:
         self._retarget(1)  # skipping again, at one unit
         self.credit = 0.0
 
-    def note(self) -> str:
-        """How the listing read, where it went on as a scan (else empty)."""
-        if not self.through:
-            if not self.whole:
-                return ""
-            if self.grew:
-                return (
-                    f"its first pages read as a scan: the table's description put it at "
-                    f"{self.whole:,} bytes, but it proved larger (DescribeTable's size is "
-                    "refreshed about every six hours)"
-                )
-            most = min(LEEWAY, self.whole_units) / 2
-            return (
-                f"read as a scan: the table's description puts it at {self.whole:,} bytes, "
-                f"where skipping could save at most {most:g} RCU"
-            )
-        pages, seen = self.ledgers.skip_pages, self.ledgers.seen_keys
-        also = f" and the items of {seen:,} collections read on" * bool(seen)
-        shown = f"under {WASTE:.0%}, as far as {pages:,} page{'s' * (pages != 1)}{also} showed"
-        why = "its collections proved small" if self.small else f"skipping saved {shown}"
-        back = ""
-        if self.went_back:
-            times = "once" if self.went_back == 1 else f"{self.went_back:,} times"
-            back = f" (and went back to skipping {times} before, where pages met large collections)"
-        return (
-            f"read on as a scan after {self.read_on_after:,} keys{back}: {why} (a page read on "
-            "still skips the rest of the collection it ends in)"
-        )
-
     def _held_to_room(self) -> bool:
         """Whether pages read on are held to ``Ledgers.room`` and ``may_try``: they pass on
         skipping's error alone (``doubtful``), and the table is not of ``few_pages``."""
@@ -415,7 +389,11 @@ class PageSize:
         self.read_on_after = self.ledgers.skip_keys + self.ledgers.through_keys
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
-        """Keep the limit near the most items that stay within the target."""
+        """Keep the limit near the most items that stay within the target (at one unit, where
+        skipping pages read whole show more: the one that costs least a key, ``Curve``)."""
+        if self.target == 1 and self.curve.ready():
+            self.limit = self.curve.limit()
+            return
         k = self.limit
         if units > self.target:  # overshot: one item less, or the share it overshot
             if self.probing:

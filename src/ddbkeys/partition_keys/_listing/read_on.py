@@ -38,7 +38,6 @@ is within ``WASTE`` of all read, plus ``LEEWAY``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 __all__ = [
@@ -56,9 +55,7 @@ __all__ = [
     "SPREAD",
     "WASTE",
     "Ledgers",
-    "lowered",
     "ratio_error",
-    "skipping_over",
     "squared",
 ]
 
@@ -398,51 +395,6 @@ class Ledgers:
         """Whether a trial of reading on may start: what reading on cost beyond skipping is
         within :meth:`allowance`."""
         return self.excess() <= self.allowance()
-
-
-def skipping_over(
-    keys: Sequence[object], sizes: Sequence[float], units: float, limit: int, *, went: bool = False
-) -> Iterator[tuple[float, int, int, float]]:
-    """What skipping pages of a unit's ``limit`` items would have cost (4 KB units, at least
-    one), handed out and read, one after another, over a page read on: its items' partition
-    keys and sizes (``item_size``, in order), and its own 4 KB ``units``. A page over a unit
-    lowers the limit as skipping's does (``PageSize``: by the share it overshot): where item
-    sizes are heavy-tailed, skipping's limit falls to the largest items' (17 items a unit for
-    the keys of a scan-sized page read whole said skipping cost 0.64 of reading on; at one
-    item a unit it cost 2.6 times as much). Item sizes are scaled to what the page cost where
-    they miss it (DynamoDB counts a byte or so apart). A would-be page that runs past the
-    page's last item is left out, as is the collection the page went on in (``went``: its
-    start was read before). Last, the share of the page's units its collections cost read on
-    (a page read on skips the rest of the collection it ends in, as skipping does)."""
-    total = sum(sizes)
-    scale = 1.0
-    if total > units * 4096:
-        scale = units * 4096 / total
-    elif 0 < total <= (units - 1) * 4096:
-        scale = ((units - 1) * 4096 + 1) / total
-    at = 0
-    while went and at < len(keys) and keys[at] == keys[0]:
-        at += 1
-    while at + limit <= len(keys):
-        start, end = at, at + limit
-        read = sum(sizes[at:end]) * scale
-        handed = sum(1 for i in range(at, end) if i == at or keys[i] != keys[i - 1])
-        last = keys[end - 1]
-        at = end
-        while at < len(keys) and keys[at] == last:
-            at += 1
-        share = units * sum(sizes[start:at]) / total if total else 0.0
-        cost = max(1, math.ceil(read / 4096))
-        yield float(cost), handed, end - start, share
-        if cost > 1:  # (over a unit: fewer items, as skipping's limit falls)
-            limit = lowered(limit, 1, cost)
-
-
-def lowered(limit: int, target: int, units: float) -> int:
-    """The limit after a page of ``limit`` items cost ``units``, over its ``target``: one
-    item less, or the share it overshot where that was more than one unit."""
-    step = 1 if units <= target + 1 else max(1, round(limit - limit * target / units))
-    return max(1, limit - step)
 
 
 def squared(sums: tuple[float, float, float], a: float, b: float) -> tuple[float, float, float]:

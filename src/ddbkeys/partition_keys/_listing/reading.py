@@ -8,8 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby, pairwise
 
+from ddbkeys.partition_keys._listing.curve import skipping_over
 from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_LEAD, WHOLE_OVER, PageSize
-from ddbkeys.partition_keys._listing.read_on import skipping_over
 
 __all__ = ["Reading", "longest_run", "tail_of"]
 
@@ -149,6 +149,8 @@ class Reading:
                     last=last,
                 )
         elif keys:
+            if sizes is not None and len(sizes) == len(keys) and not went:
+                self._curve(keys, sizes, units)
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(
                 max(1, len(keys) - self.extra), units, tail_of(keys), base, longest_run(keys)
@@ -159,6 +161,13 @@ class Reading:
             pages.observe(0, units, 0, base)
         return True
 
+    def _curve(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
+        """A skipping page read whole, for ``PageSize.curve``: without the own items it asked
+        for beyond its limit (their bytes counted with its first item's)."""
+        extra = min(self.extra, len(keys) - 1)
+        first = [sum(sizes[: extra + 1])] if keys else []
+        self.pages.curve.add(keys[extra:], [*first, *sizes[extra + 1 :]], units)
+
     def _seen(
         self, keys: Sequence[object], sizes: Sequence[float], units: float, went: bool
     ) -> None:
@@ -167,8 +176,12 @@ class Reading:
         ledgers, pages = self.pages.ledgers, self.pages
         on = skip = 0.0
         seen = 0
-        limit = max(1, pages.limit // pages.target)
-        for cost, handed, items, share in skipping_over(keys, sizes, units, limit, went=went):
+        limit, lowers = max(1, pages.limit // pages.target), True
+        if pages.curve.ready():
+            limit, lowers = pages.curve.best(), False
+        for cost, handed, items, share in skipping_over(
+            keys, sizes, units, limit, went=went, lowers=lowers
+        ):
             ledgers.seen(cost, handed, items)
             on, skip, seen = on + share, skip + cost, seen + handed
         if seen:
@@ -186,7 +199,9 @@ class Reading:
         hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
         where skipping's own pages do."""
         pages = self.pages
-        if not self.reading_on or self.opening or pages.small or pages.few_pages:
+        if not self.reading_on:
+            return not self.opening
+        if self.opening or pages.small or pages.few_pages:
             return False
         return (self.trial or pages.through) and pages.ledgers.undecided()
 

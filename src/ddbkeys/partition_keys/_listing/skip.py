@@ -12,6 +12,7 @@ from ddbkeys._core.steps import Emit, Flow
 from ddbkeys._errors import ServiceError
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.base import Key, Reader, SegmentMethod
+from ddbkeys.partition_keys._listing.notes import how_it_read
 from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading
 from ddbkeys.partition_keys._listing.recognise import Markers, Seen
@@ -235,7 +236,7 @@ class PagedSkipMethod(SkipMethod):
     def note(self) -> str:
         """Where it went on as a scan: after how many keys, and why."""
         with self._lock:
-            return self._pages.note()
+            return how_it_read(self._pages)
 
     def finish(
         self, request: _Request, page: Mapping[str, Any], state: Reading, seen: Seen
