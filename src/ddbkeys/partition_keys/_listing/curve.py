@@ -76,10 +76,12 @@ class Curve:
     exploring: int = 0  # the longer limit being explored (0: none)
     left: int = 0  # ... pages it asks for yet
     before: int = 0  # the best limit when the exploration began
+    known: int = 0  # :meth:`best`, since the last page (0: not yet)
 
     def add(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
         """A skipping page read whole: its items' partition keys and sizes, in order, and
         what it cost."""
+        self.known = 0
         total = handed = 0.0
         for n, (key, size) in enumerate(zip(keys, scaled(sizes, units), strict=True), 1):
             total += size
@@ -115,9 +117,11 @@ class Curve:
     def best(self) -> int:
         """The limit of the least units a key, among those ``SHOWN`` pages show (the longest
         within ``TIE`` of it: fewer requests)."""
-        shown = [n for n in range(1, len(self.pages) + 1) if self.pages[n - 1] >= SHOWN]
-        least = min(self.rate(n) for n in shown)
-        return max(n for n in shown if self.rate(n) <= least * (1 + TIE))
+        if not self.known:
+            rates = {n: self.rate(n) for n in range(1, len(self.pages) + 1) if self.shown(n)}
+            least = min(rates.values())
+            self.known = max(n for n, rate in rates.items() if rate <= least * (1 + TIE))
+        return self.known
 
     def limit(self) -> int:
         """The next skipping page's limit: :meth:`best`, or a longer one while an exploration

@@ -22,13 +22,23 @@ within its target, learning from what each page cost.
   overshoots doubles the wait before the next (up to ``MAX_PROBE_AFTER`` pages), and one that
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
+- Skipping pages ask for whole items (the same read units), and at one unit the limit is,
+  from their third on, the one that costs least a key as their items show it
+  (:class:`~ddbkeys.partition_keys._listing.curve.Curve`), not the most that fits a unit:
+  where item sizes vary, a page that now and then spills into a second unit hands out more
+  keys a unit. The two rules above hold where sizes are not known (an IAM policy that
+  allows some attributes alone: keys alone), before that third page, and while the target
+  is over one unit.
 - Where collections prove small, pages grow: the target (4 KB units a page aims at) doubles
   each time the pages read since the last sign of a large collection cost ``REGRET`` times the
   new target (before the first sign, and while pages cost about what their items do, once
   they cost the new target; a collection of a unit or more read whole inside a page is such a
-  sign too), up to what ``MAX_PAGE_ITEMS`` items hold. Larger pages pay the
-  rounding up to the next 4 KB less often and take fewer requests, so where every collection is
-  small the listing reads like a plain scan, at about its cost and speed.
+  sign too), up to what ``MAX_PAGE_ITEMS`` items hold, and while the skipping pages read
+  whole show pages twice as large (or, before any did, the present ones) costing a key within
+  ``WASTE`` of the least (``Curve.grows``; pages that prove dearer go back to one unit).
+  Larger pages pay the rounding up to the next 4 KB less often and take fewer requests, so
+  where every collection is small the listing reads like a plain scan, at about its cost and
+  speed.
 - A page whose last collection filled a unit or more (its ``tail``: the items of the page's
   last key, a collection as large as a one-unit page or larger, whose rest is skipped) brings the
   target back to one unit and starts the count again. Such a page cost at most ``target - 1``
