@@ -23,6 +23,7 @@ __all__ = [
     "EXPLORE",
     "EXPLORED",
     "MAX_EXPLORE_AFTER",
+    "ONES",
     "SHOWN",
     "Curve",
     "lowered",
@@ -45,6 +46,13 @@ TIE = 0.01
 #: How much more a key pages grown past the best limit may cost (``WASTE``): they take
 #: fewer requests.
 WORSE = 0.05
+#: Skipping pages in a row that were one collection each (a run of large collections), after
+#: which the next asks for no more items than one unit held of the last: a longer page would
+#: read more of such a collection (the ``runs`` shape of benchmarks/shapes.py: runs of 150
+#: single-item keys and of 150 keys of 40 items of 300 bytes, in scan order; the limit over
+#: all pages alternated between 12 and 24 items in the runs of large keys, 24 costing two
+#: units a key: 1.11x the units of pages kept within a unit, 1.0x with this).
+ONES = 2
 #: The most items a skipping page asks for (a scan's page of the smallest items).
 MOST = 1000
 UNIT = 4096
@@ -77,12 +85,15 @@ class Curve:
     left: int = 0  # ... pages it asks for yet
     before: int = 0  # the best limit when the exploration began
     known: int = 0  # :meth:`best`, since the last page (0: not yet)
+    fit: int = 0  # the last page's items that one unit held, where it was one collection
+    ones: int = 0  # pages in a row that were one collection each
 
     def add(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
         """A skipping page read whole: its items' partition keys and sizes, in order, and
         what it cost."""
         self.known = 0
         total = handed = 0.0
+        fit = 1
         for n, (key, size) in enumerate(zip(keys, scaled(sizes, units), strict=True), 1):
             total += size
             handed += n == 1 or key != keys[n - 2]
@@ -92,11 +103,15 @@ class Curve:
                 self.pages.append(0)
                 self.most.append((0.0, 0))
             cost = max(1, math.ceil(total / UNIT - 1e-9))
+            fit = n if cost == 1 else fit
             self.units[n - 1] += cost
             self.keys[n - 1] += int(handed)
             self.pages[n - 1] += 1
             if cost > self.most[n - 1][0]:
                 self.most[n - 1] = (cost, int(handed))
+        one = handed == 1 and len(keys) > 1
+        self.ones = self.ones + 1 if one else 0
+        self.fit = fit if self.ones >= ONES else 0
 
     def ready(self) -> bool:
         """Whether a limit has been shown by ``SHOWN`` pages."""
@@ -125,7 +140,8 @@ class Curve:
 
     def limit(self) -> int:
         """The next skipping page's limit: :meth:`best`, or a longer one while an exploration
-        lasts (until ``SHOWN`` pages show it), every ``explore_after`` pages."""
+        lasts (until ``SHOWN`` pages show it), every ``explore_after`` pages; after ``ONES``
+        pages of one collection each, no more than one unit held of the last."""
         best = self.best()
         if self.exploring:
             if self.left > 0:
@@ -145,7 +161,7 @@ class Curve:
             self.exploring = min(MOST, 2 * best)
             self.before, self.left = best, SHOWN - 1
             return self.exploring
-        return best
+        return min(best, self.fit) if self.fit else best
 
     def grows(self, limit: int) -> bool:
         """Whether pages of twice ``limit`` items may cost a key within ``WORSE`` of the best
