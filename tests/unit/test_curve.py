@@ -10,6 +10,7 @@ from ddbkeys.partition_keys._listing.curve import (
     MAX_EXPLORE_AFTER,
     SHOWN,
     Curve,
+    held,
     scaled,
 )
 from tests.unit.test_page_size import simulate_sized, sized_scan
@@ -142,3 +143,33 @@ def test_skipping_where_sort_keys_vary_costs_less_than_a_scan() -> None:
         skipping, scan = simulate_sized(sizes, through=False), sized_scan(sizes)
         assert skipping.units <= 0.86 * scan.units, seed
         assert simulate_sized(sizes).units <= 0.86 * scan.units, seed
+
+
+def test_held_is_what_one_unit_held_of_a_page_of_one_collection() -> None:
+    """Twelve items of 400 bytes of one key: ten fit 4 KB. A page of several keys, or of one
+    item, holds no such run: 0."""
+    assert held([7] * 12, [400.0] * 12, 2) == 10
+    assert held([7, 7, 8], [400.0] * 3, 1) == 0
+    assert held([7], [9000.0], 3) == 0
+
+
+def runs_table(runs: int = 10, keys: int = 150) -> list[tuple[int, int]]:
+    """benchmarks/shapes.py's runs, in scan order: runs of ``keys`` single-item keys of 70
+    bytes and of ``keys`` keys of 40 items of 330 bytes (13 KB), one after another."""
+    sizes: list[tuple[int, int]] = []
+    for key in range(runs * keys):
+        sizes += [(key, 330)] * 40 if (key // keys) % 2 else [(key, 70)]
+    return sizes
+
+
+def test_in_a_run_of_large_collections_pages_ask_for_what_a_unit_holds() -> None:
+    """Over all pages, the limit that costs least a key is set by the runs of small keys (a
+    unit for 58 keys), and alternated between 12 and 24 items in the runs of large ones, 24
+    costing two units a key there: skipping alone read 855 units, 1.12x a unit a large key
+    and the small keys' bytes (763). After ``ONES`` pages of one collection each, a
+    segment's next asks for what one unit held of the last (12 items): 806 units (804 with
+    pages kept within a unit)."""
+    sizes = runs_table()
+    listed = simulate_sized(sizes, through=False)
+    large = sum(1 for key in range(1500) if (key // 150) % 2)
+    assert listed.units <= 1.06 * (large + sized_scan([s for s in sizes if s[1] == 70]).units)

@@ -866,13 +866,11 @@ def test_where_pages_could_no_longer_double_they_go_on_as_a_scan_at_once() -> No
 def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_much(
     keys: int, restarts: bool
 ) -> None:
-    """Skipping's first pages cost less a key (one unit) than its later ones (three): a trial
+    """Skipping's first pages cost less a key (one unit) than its later ones (1.5): a trial
     that failed against the first pages, having read on over ``LOOK_AFTER`` keys, starts
     again, scan-sized, as soon as those keys pass against skipping's rate as it now stands,
-    and cost a key within ``WASTE`` of it (not ``Ledgers.doubtful``: a scan-sized page on a
-    dozen keys that passed on skipping's error alone read 256 units at 1.3 times skipping's
-    rate, on the aws-samples loader's binary table), rather than after ``look_after``
-    (doubled: 16) more skips. One that read on over fewer keys proves little, and waits."""
+    rather than after ``look_after`` (doubled: 16) more skips. One that read on over fewer
+    keys proves little, and waits."""
     reading = Reading(PageSize.for_items_of(2000))
     key = 0
     for _ in range(LOOK_AFTER):  # one unit a key, each collection filling its page
@@ -887,7 +885,7 @@ def test_a_trial_that_failed_on_enough_keys_starts_again_once_skipping_costs_as_
     assert not reading.reading_on and not reading.pages.trying
     assert reading.pages.ledgers.through_keys == 2 + keys
     assert reading.pages.look_after == 2 * LOOK_AFTER
-    limit, _ = reading.after([key, key], 3.0)
+    limit, _ = reading.after([key, key], 1.5)
     assert reading.reading_on is restarts
     assert (limit is None) is restarts
 

@@ -26,6 +26,7 @@ __all__ = [
     "ONES",
     "SHOWN",
     "Curve",
+    "held",
     "lowered",
     "scaled",
     "skipping_over",
@@ -46,8 +47,9 @@ TIE = 0.01
 #: How much more a key pages grown past the best limit may cost (``WASTE``): they take
 #: fewer requests.
 WORSE = 0.05
-#: Skipping pages in a row that were one collection each (a run of large collections), after
-#: which the next asks for no more items than one unit held of the last: a longer page would
+#: Skipping pages in a row of one segment that were one collection each (a run of large
+#: collections), after which its next asks for no more items than one unit held of the last
+#: (:func:`held`): a longer page would
 #: read more of such a collection (the ``runs`` shape of benchmarks/shapes.py: runs of 150
 #: single-item keys and of 150 keys of 40 items of 300 bytes, in scan order; the limit over
 #: all pages alternated between 12 and 24 items in the runs of large keys, 24 costing two
@@ -85,15 +87,13 @@ class Curve:
     left: int = 0  # ... pages it asks for yet
     before: int = 0  # the best limit when the exploration began
     known: int = 0  # :meth:`best`, since the last page (0: not yet)
-    fit: int = 0  # the last page's items that one unit held, where it was one collection
-    ones: int = 0  # pages in a row that were one collection each
+    cap: int = 0  # the most items the next page asks for (``ONES``; 0: no cap)
 
     def add(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
         """A skipping page read whole: its items' partition keys and sizes, in order, and
         what it cost."""
         self.known = 0
         total = handed = 0.0
-        fit = 1
         for n, (key, size) in enumerate(zip(keys, scaled(sizes, units), strict=True), 1):
             total += size
             handed += n == 1 or key != keys[n - 2]
@@ -103,15 +103,11 @@ class Curve:
                 self.pages.append(0)
                 self.most.append((0.0, 0))
             cost = max(1, math.ceil(total / UNIT - 1e-9))
-            fit = n if cost == 1 else fit
             self.units[n - 1] += cost
             self.keys[n - 1] += int(handed)
             self.pages[n - 1] += 1
             if cost > self.most[n - 1][0]:
                 self.most[n - 1] = (cost, int(handed))
-        one = handed == 1 and len(keys) > 1
-        self.ones = self.ones + 1 if one else 0
-        self.fit = fit if self.ones >= ONES else 0
 
     def ready(self) -> bool:
         """Whether a limit has been shown by ``SHOWN`` pages."""
@@ -140,8 +136,8 @@ class Curve:
 
     def limit(self) -> int:
         """The next skipping page's limit: :meth:`best`, or a longer one while an exploration
-        lasts (until ``SHOWN`` pages show it), every ``explore_after`` pages; after ``ONES``
-        pages of one collection each, no more than one unit held of the last."""
+        lasts (until ``SHOWN`` pages show it), every ``explore_after`` pages; at most ``cap``
+        (after ``ONES`` pages of one collection each, of a segment: :func:`held`)."""
         best = self.best()
         if self.exploring:
             if self.left > 0:
@@ -161,7 +157,7 @@ class Curve:
             self.exploring = min(MOST, 2 * best)
             self.before, self.left = best, SHOWN - 1
             return self.exploring
-        return min(best, self.fit) if self.fit else best
+        return min(best, self.cap) if self.cap else best
 
     def grows(self, limit: int) -> bool:
         """Whether pages of twice ``limit`` items may cost a key within ``WORSE`` of the best
@@ -181,6 +177,21 @@ class Curve:
     def shown(self, limit: int) -> bool:
         """Whether ``SHOWN`` pages held ``limit`` items."""
         return 0 < limit <= len(self.pages) and self.pages[limit - 1] >= SHOWN
+
+
+def held(keys: Sequence[object], sizes: Sequence[float], units: float) -> int:
+    """How many of a skipping page's first items one unit held (at least one), where the page
+    was one collection of several items (else 0): its items' partition keys and sizes, and
+    what it cost."""
+    if len(keys) < 2 or any(key != keys[0] for key in keys):
+        return 0
+    total, most = 0.0, 1
+    for n, size in enumerate(scaled(sizes, units), 1):
+        total += size
+        if total > UNIT:
+            break
+        most = n
+    return most
 
 
 def skipping_over(

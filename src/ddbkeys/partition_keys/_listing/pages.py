@@ -260,7 +260,6 @@ class PageSize:
             return True
         # Scan-sized where the pages read on before met enough keys and now pass.
         known = ledgers.through_keys and ledgers.met_enough() and ledgers.passing()
-        known = known and not ledgers.doubtful()
         if (
             self.skips < self.look_after
             and not (self.pages_since >= self.promising_after and ledgers.promising())

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby, pairwise
 
-from ddbkeys.partition_keys._listing.curve import skipping_over
+from ddbkeys.partition_keys._listing.curve import ONES, held, skipping_over
 from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_LEAD, WHOLE_OVER, PageSize
 
 __all__ = ["Reading", "longest_run", "tail_of"]
@@ -44,6 +44,7 @@ class Reading:
     units_left: float = 0.0  # ... and 4 KB units
     handed: int = 0  # keys this segment handed out
     joined: int = -1  # the period of reading on (PageSize.went_back) it reads on in
+    ones: int = 0  # skipping pages in a row read whole that were one collection each
 
     def __post_init__(self) -> None:
         if self.pages.whole:
@@ -166,7 +167,11 @@ class Reading:
         for beyond its limit (their bytes counted with its first item's)."""
         extra = min(self.extra, len(keys) - 1)
         first = [sum(sizes[: extra + 1])] if keys else []
-        self.pages.curve.add(keys[extra:], [*first, *sizes[extra + 1 :]], units)
+        keys, sizes = keys[extra:], [*first, *sizes[extra + 1 :]]
+        self.pages.curve.add(keys, sizes, units)
+        most = held(keys, sizes, units)
+        self.ones = self.ones + 1 if most else 0
+        self.pages.curve.cap = most if self.ones >= ONES else 0
 
     def _seen(
         self, keys: Sequence[object], sizes: Sequence[float], units: float, went: bool
