@@ -150,7 +150,9 @@ class Reading:
                     last=last,
                 )
         elif keys:
-            if sizes is not None and len(sizes) == len(keys) and not went:
+            # (not where ddbkeys' own items lead collections: a marker alone would count as a
+            # key handed out, where the next page goes on in its collection)
+            if sizes is not None and len(sizes) == len(keys) and not (went or lead or pages.lead):
                 self._curve(keys, sizes, units)
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(
@@ -202,10 +204,11 @@ class Reading:
         KB one time in seven, else 1 KB), skipping's own pages, one a key, each 1 or 8 units,
         take hundreds to show that it saves 20%; a scan-sized page read on shows it for a
         hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
-        where skipping's own pages do."""
+        where skipping's own pages do. A skipping page does too (``PageSize.curve``: what
+        each limit costs a key), but where ddbkeys' own items lead collections (a marker)."""
         pages = self.pages
         if not self.reading_on:
-            return not self.opening
+            return not (self.opening or pages.lead)
         if self.opening or pages.small or pages.few_pages:
             return False
         return (self.trial or pages.through) and pages.ledgers.undecided()
