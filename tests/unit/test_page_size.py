@@ -1220,6 +1220,8 @@ def simulate_in_turn(collections: list[int], item_bytes: int, segments: int) -> 
             limit, skip = reading.after(read, cost, asked=limit)
             while skip and at < len(keys) and keys[at] == read[-1]:
                 at += 1
+            if at >= len(keys):  # (skipped to its end: DynamoDB's last page is empty)
+                reading.end()
     return Cost(units, requests)
 
 
@@ -1269,6 +1271,8 @@ def simulate_sized_in_turn(sizes: list[tuple[int, int]], segments: int) -> Cost:
             limit, skip = reading.after(keys, cost, asked=limit, sizes=whole)
             while skip and at < len(part) and part[at][0] == keys[-1]:
                 at += 1
+            if at >= len(part):  # (skipped to its end: DynamoDB's last page is empty)
+                reading.end()
     return Cost(units, requests)
 
 

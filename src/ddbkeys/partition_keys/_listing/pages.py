@@ -23,8 +23,8 @@ within its target, learning from what each page cost.
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
 - Skipping pages ask for whole items (the same read units), and at one unit the limit is,
-  from their third on, the one that costs least a key as their items show it
-  (:class:`~ddbkeys.partition_keys._listing.curve.Curve`), not the most that fits a unit:
+  from their third on, the one that costs least a key as their items show it (each segment's
+  own: :class:`~ddbkeys.partition_keys._listing.curve.Curve`), not the most that fits a unit:
   where item sizes vary, a page that now and then spills into a second unit hands out more
   keys a unit. The two rules above hold where sizes are not known (an IAM policy that
   allows some attributes alone: keys alone), before that third page, and while the target
@@ -181,7 +181,7 @@ class PageSize:
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
     went_back: int = 0  # times every segment read on, then went back to skipping
     readers: int = 0  # segments reading on since every segment may (Reading)
-    curve: Curve = field(default_factory=Curve)  # skipping pages read whole, by their limit
+    spare: list[Curve] = field(default_factory=list)  # those of segments read to their end
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -207,7 +207,13 @@ class PageSize:
         return math.ceil(self.whole / 4096)
 
     def observe(
-        self, items: int, units: float, tail: int, asked: int | None = None, longest: int = 0
+        self,
+        items: int,
+        units: float,
+        tail: int,
+        asked: int | None = None,
+        longest: int = 0,
+        curve: Curve | None = None,
     ) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
@@ -218,28 +224,39 @@ class PageSize:
         items of one collection in the page; one of a unit or more read whole inside a page is
         a large collection too: pages grow no faster than after one (``REGRET``), rather than
         reading more whole (pages of 53, 105 and 208 items over collections of 50, before the
-        first that filled a page's end: a listing that then judged reading on against them)."""
+        first that filled a page's end: a listing that then judged reading on against them).
+        ``curve``: its segment's (``Reading.curve``): at one unit, once ready, it sets the
+        next limit, whatever the other segments asked."""
         if self.through:
             return self.limit
-        per_unit = self.limit / self.target
-        if asked is None or asked == self.limit:
+        curve = curve or Curve()
+        own = self.target == 1 and curve.ready()  # (its segment's limit: ``asked``)
+        per_unit = (asked or self.limit) if own else self.limit / self.target
+        if own:
+            self.limit = curve.limit()
+        elif asked is None or asked == self.limit:
             self._fit(items, units, several=tail < items)
-        if tail >= per_unit or (self.target > 1 and self.curve.worse(self.limit)):
+        if tail >= per_unit or (self.target > 1 and curve.worse(self.limit)):
             self.credit, self.met_large = 0.0, self.met_large or tail >= per_unit
             if self.target > 1:
                 self._retarget(1)
         else:
             self.met_large = self.met_large or longest >= per_unit
-            self.credit += units
-            grown = self.target * 2
-            fast = not self.met_large and not self.ledgers.promising()
-            if self.credit >= (1 if fast else REGRET) * grown and self.curve.grows(self.limit):
-                if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
-                    self._retarget(grown)
-                elif self.may_read_on and self.ledgers.skip_keys and not self.trying:
-                    self._read_on(max(1, self.limit // self.target), grown)
-                    self.through, self.small = True, True
+            self._grow(units, curve)
         return self.limit
+
+    def _grow(self, units: float, curve: Curve) -> None:
+        """After a page of ``units`` whose last collection did not fill a unit: the target
+        doubles as :meth:`observe` says, where ``curve`` lets it (``Curve.grows``)."""
+        self.credit += units
+        grown = self.target * 2
+        fast = not self.met_large and not self.ledgers.promising()
+        if self.credit >= (1 if fast else REGRET) * grown and curve.grows(self.limit):
+            if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
+                self._retarget(grown)
+            elif self.may_read_on and self.ledgers.skip_keys and not self.trying:
+                self._read_on(max(1, self.limit // self.target), grown)
+                self.through, self.small = True, True
 
     def skip_past(self, tail: int) -> bool:
         """Whether the next page goes on skipping, after a page that ended with ``tail`` items
@@ -398,11 +415,7 @@ class PageSize:
         self.read_on_after = self.ledgers.skip_keys + self.ledgers.through_keys
 
     def _fit(self, items: int, units: float, *, several: bool) -> None:
-        """Keep the limit near the most items that stay within the target (at one unit, where
-        skipping pages read whole show more: the one that costs least a key, ``Curve``)."""
-        if self.target == 1 and self.curve.ready():
-            self.limit = self.curve.limit()
-            return
+        """Keep the limit near the most items that stay within the target."""
         k = self.limit
         if units > self.target:  # overshot: one item less, or the share it overshot
             if self.probing:

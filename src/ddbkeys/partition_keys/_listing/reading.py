@@ -5,10 +5,10 @@ so that each page counts for the way it was asked."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby, pairwise
 
-from ddbkeys.partition_keys._listing.curve import ONES, held, skipping_over
+from ddbkeys.partition_keys._listing.curve import ONES, Curve, held, skipping_over
 from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_LEAD, WHOLE_OVER, PageSize
 
 __all__ = ["Reading", "longest_run", "tail_of"]
@@ -29,7 +29,17 @@ class Reading:
     with its collection's first item, as a page of the same table without markers reads that
     item alone. A page that still ends on a lone own item is followed by one that goes on in
     its collection (no extra); where that reads the collection's rest alone, it counts with
-    the page before."""
+    the page before.
+
+    Each segment keeps its own :class:`~ddbkeys.partition_keys._listing.curve.Curve` (what
+    each limit cost a key over its skipping pages read whole), and at one unit asks for the
+    limit its own curve says: segments read in parallel read different stretches of the
+    table, and one curve fed by all of them in turn, with one limit, taught each what the
+    others' collections were (1,500 keys whose items grow from 10 bytes to 40 KB within each
+    collection, 4 or 8 segments: 1,519-1,796 RCU; with a unit's items, as before the curve,
+    583-852; each its own, 530-602, DynamoDB Local). A segment read to its end hands its
+    curve to the next that starts (``PageSize.spare``): segments one reader takes in turn
+    learn as one segment does."""
 
     pages: PageSize
     reading_on: bool = False  # the next page reads on as a scan
@@ -45,6 +55,7 @@ class Reading:
     handed: int = 0  # keys this segment handed out
     joined: int = -1  # the period of reading on (PageSize.went_back) it reads on in
     ones: int = 0  # skipping pages in a row read whole that were one collection each
+    curve: Curve = field(default_factory=Curve)  # its skipping pages read whole, by limit
 
     def __post_init__(self) -> None:
         if self.pages.whole:
@@ -63,6 +74,9 @@ class Reading:
         70 requests and 72.5 RCU where one segment took 12 and 53.5)."""
         pages = self.pages
         pages.ledgers.segments = segments
+        if pages.spare and not self.curve.pages:  # (a segment read to its end: see end)
+            self.curve = pages.spare.pop()
+        self.curve.shared = segments > 1
         if not self.opening:
             if pages.through and self._joins():
                 self.reading_on = True
@@ -156,7 +170,12 @@ class Reading:
                 self._curve(keys, sizes, units)  # (one segment alone: see whole_items)
             pages.ledgers.skipped(units, new, len(keys))
             pages.observe(
-                max(1, len(keys) - self.extra), units, tail_of(keys), base, longest_run(keys)
+                max(1, len(keys) - self.extra),
+                units,
+                tail_of(keys),
+                base,
+                longest_run(keys),
+                self.curve,
             )
             if not went:
                 pages.lead = min(MAX_LEAD, lead)
@@ -170,10 +189,10 @@ class Reading:
         extra = min(self.extra, len(keys) - 1)
         first = [sum(sizes[: extra + 1])] if keys else []
         keys, sizes = keys[extra:], [*first, *sizes[extra + 1 :]]
-        self.pages.curve.add(keys, sizes, units)
+        self.curve.add(keys, sizes, units)
         most = held(keys, sizes, units)
         self.ones = self.ones + 1 if most else 0
-        self.pages.curve.cap = most if self.ones >= ONES else 0
+        self.curve.cap = most if self.ones >= ONES else 0
 
     def _seen(
         self, keys: Sequence[object], sizes: Sequence[float], units: float, went: bool
@@ -184,8 +203,8 @@ class Reading:
         on = skip = 0.0
         seen = 0
         limit, lowers = max(1, pages.limit // pages.target), True
-        if pages.curve.ready():
-            limit, lowers = pages.curve.best(), False
+        if self.curve.ready():
+            limit, lowers = self.curve.best(), False
         for cost, handed, items, share in skipping_over(
             keys, sizes, units, limit, went=went, lowers=lowers
         ):
@@ -204,15 +223,11 @@ class Reading:
         KB one time in seven, else 1 KB), skipping's own pages, one a key, each 1 or 8 units,
         take hundreds to show that it saves 20%; a scan-sized page read on shows it for a
         hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
-        where skipping's own pages do. A skipping page does too (``PageSize.curve``: what
-        each limit costs a key), but where ddbkeys' own items lead collections (a marker),
-        and where several segments share the limit: each reads its own stretch of the table,
-        whose collections may differ from the others' (1,500 keys whose items grow from 10
-        bytes to 40 KB within each collection, 4 or 8 segments: 1,519-1,796 RCU, where the
-        limit of a unit read 583-852; in one segment, 509.5 against 638.5-652)."""
+        where skipping's own pages do. A skipping page does too (:attr:`curve`: what each
+        limit costs a key), but where ddbkeys' own items lead collections (a marker)."""
         pages = self.pages
         if not self.reading_on:
-            return not (self.opening or pages.lead) and pages.ledgers.segments == 1
+            return not (self.opening or pages.lead)
         if self.opening or pages.small or pages.few_pages:
             return False
         return (self.trial or pages.through) and pages.ledgers.undecided()
@@ -306,6 +321,7 @@ class Reading:
         if self.joined == self.pages.went_back:  # (its place, for a segment that starts next)
             self.pages.readers = max(0, self.pages.readers - 1)
         self.pages.ledgers.segment_ended(self.handed)
+        self.pages.spare.append(self.curve)
 
 
 def longest_run(keys: Sequence[object]) -> int:
