@@ -6,6 +6,7 @@ import math
 import random
 
 from ddbkeys.partition_keys._listing.curve import (
+    CLOSE_PAGES,
     EXPLORE,
     MAX_EXPLORE_AFTER,
     SHOWN,
@@ -89,6 +90,39 @@ def test_explorations_try_twice_the_best_and_wait_twice_as_long_when_not_better(
     curve.exploring, curve.left, curve.before = 4, 0, 2
     curve.limit()
     assert curve.explore_after == MAX_EXPLORE_AFTER
+
+
+def explored(fours: list[tuple[list[int], list[float]]], pages: int = 8 * EXPLORE) -> list[int]:
+    """The limits of ``pages`` pages after a first exploration of 4 items, where pages of 2
+    single-item keys of 1,500 bytes (2 keys a unit) came first: each page of 4 items is the
+    next of ``fours`` in turn, each page of 2 is 2 single-item keys again."""
+    curve = Curve()
+    for start in range(0, 2 * SHOWN, 2):
+        page(curve, [start, start + 1], [1500.0, 1500.0])
+    limits = [curve.limit() for _ in range(EXPLORE + SHOWN - 1)]
+    assert limits[-SHOWN:] == [4] * SHOWN
+    for keys, sizes in fours[:SHOWN]:
+        page(curve, keys, sizes)
+    limits = []
+    for n in range(pages):
+        limits.append(curve.limit())
+        if limits[-1] == 4:
+            page(curve, *fours[limits.count(4) % len(fours)])
+        else:
+            page(curve, [1000 + 2 * n, 1001 + 2 * n], [1500.0, 1500.0])
+    return limits
+
+
+def test_a_longer_limit_that_came_close_is_explored_again() -> None:
+    """Three pages say little where a longer limit came close to the best (within ``CLOSE``).
+    Pages of 4 items of one key each (a unit a key, against 0.5 for pages of 2 single-item
+    keys: not close) are not tried again; pages of 4 that cost 0.55 a key (4 keys in 2 units,
+    twice, then 3: close, and dearer) are, until ``CLOSE_PAGES`` pages show them."""
+    assert 4 not in explored([([100 + n] * 4, [500.0] * 4) for n in range(SHOWN)])
+    four = ([1, 2, 3, 4], [1500.0] * 4)
+    three = ([5, 6, 7, 7], [1500.0] * 4)
+    limits = explored([four, four, three], 1200)  # (waits of 32, 64 and 128 pages)
+    assert set(limits) == {2, 4} and limits.count(4) == CLOSE_PAGES - SHOWN
 
 
 def test_pages_of_one_collection_each_explore_nothing() -> None:
