@@ -14,6 +14,8 @@ from ddbkeys.partition_keys._listing.curve import (
     held,
     scaled,
 )
+from ddbkeys.partition_keys._listing.pages import PageSize
+from ddbkeys.partition_keys._listing.reading import Reading
 from tests.unit.test_page_size import simulate_sized, sized_scan
 
 
@@ -207,3 +209,36 @@ def test_in_a_run_of_large_collections_pages_ask_for_what_a_unit_holds() -> None
     listed = simulate_sized(sizes, through=False)
     large = sum(1 for key in range(1500) if (key // 150) % 2)
     assert listed.units <= 1.06 * (large + sized_scan([s for s in sizes if s[1] == 70]).units)
+
+
+def test_shared_pages_grow_only_once_twice_as_many_items_were_shown() -> None:
+    """Where several segments are read at once (``shared``), one segment's pages say nothing
+    of pages twice as large until they were tried: no growth till then; once shown within
+    ``WORSE``, growth."""
+    curve = Curve()
+    for start in range(0, 3 * 20, 20):
+        page(curve, list(range(start, start + 20)), [40.0] * 20)
+    assert curve.grows(20) and not curve.grows(20, shared=True)
+    for start in range(100, 100 + 3 * 40, 40):
+        page(curve, list(range(start, start + 40)), [40.0] * 40)
+    assert curve.grows(20, shared=True)
+
+
+def test_a_segment_read_to_its_end_hands_its_curve_to_the_next() -> None:
+    """Segments share one PageSize; each keeps its own Curve. One read to its end hands it
+    to the next that starts (segments one reader takes in turn learn as one), and the count
+    of segments read at once (``PageSize.live``) says whether the target is shared."""
+    pages = PageSize.for_items_of(400.0)
+    first, second = Reading(pages), Reading(pages)
+    limit = first.first_limit(4)
+    second.first_limit(4)
+    assert pages.live == 2 and first.curve is not second.curve
+    for start in range(0, 40, 10):
+        keys = list(range(start, start + 10))
+        limit, _ = first.after(keys, 1.0, limit, sizes=[400.0] * 10)
+    assert first.curve.pages
+    first.end()
+    assert pages.live == 1 and pages.spare == [first.curve]
+    third = Reading(pages)
+    third.first_limit(4)
+    assert third.curve is first.curve and not pages.spare and pages.live == 2

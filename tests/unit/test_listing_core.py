@@ -277,6 +277,7 @@ def test_skip_pages_asks_for_what_its_shared_controller_learned() -> None:
     following = method.next_request({"Limit": 8}, answer, Seen({"S": "h"}), method.start_state())
     assert following is not None and following["Limit"] == 7
     expected = Reading(PageSize.for_items_of(500, 3000 * 500))
+    expected.first_limit()  # (a segment started: PageSize.live)
     expected.after(list("abcdefgh"), 2.0, asked=8)
     assert method.start_state().pages == expected.pages
     # A segment that starts later goes on from what the others learned.

@@ -98,7 +98,6 @@ class Curve:
     before: int = 0  # the best limit when the exploration began
     known: int = 0  # :meth:`best`, since the last page (0: not yet)
     cap: int = 0  # the most items the next page asks for (``ONES``; 0: no cap)
-    shared: bool = False  # other segments share the target pages grow to (:meth:`grows`)
 
     def add(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
         """A skipping page read whole: its items' partition keys and sizes, in order, and
@@ -173,12 +172,12 @@ class Curve:
             return self.exploring
         return min(best, self.cap) if self.cap else best
 
-    def grows(self, limit: int) -> bool:
+    def grows(self, limit: int, *, shared: bool = False) -> bool:
         """Whether pages of twice ``limit`` items may cost a key within ``WORSE`` of the best
         limit's (not ready: no say), as ``SHOWN`` pages of that many show; where none do yet,
         as pages of ``limit`` items do. Larger pages take fewer requests (and grow, past
         ``MAX_TARGET`` units, into reading on as a scan): where skipping saves ``WORSE`` or
-        less, it reads as a scan does. Where the target is ``shared`` (several segments),
+        less, it reads as a scan does. Where the target is ``shared`` (segments read at once),
         only once ``SHOWN`` pages of twice ``limit`` items show it (an exploration's): the
         target grows on what every segment read, and a segment whose curve knew nothing of
         the larger pages let it grow where they cost far more (1,500 keys whose items grow
@@ -187,8 +186,8 @@ class Curve:
         if not self.pages:  # (no page read whole)
             return True
         if not self.ready() or limit > len(self.pages):
-            return not self.shared
-        if self.shared:
+            return not shared
+        if shared:
             longer = min(MOST, 2 * limit)
             return self.shown(longer) and not self.worse(longer)
         return not self.worse(2 * limit if self.shown(2 * limit) else limit)

@@ -182,6 +182,7 @@ class PageSize:
     went_back: int = 0  # times every segment read on, then went back to skipping
     readers: int = 0  # segments reading on since every segment may (Reading)
     spare: list[Curve] = field(default_factory=list)  # those of segments read to their end
+    live: int = 0  # segments being read (Reading.first_limit, to Reading.end)
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -225,8 +226,7 @@ class PageSize:
         a large collection too: pages grow no faster than after one (``REGRET``), rather than
         reading more whole (pages of 53, 105 and 208 items over collections of 50, before the
         first that filled a page's end: a listing that then judged reading on against them).
-        ``curve``: its segment's (``Reading.curve``): at one unit, once ready, it sets the
-        next limit, whatever the other segments asked."""
+        ``curve``: its segment's; at one unit, once ready, it sets the next limit."""
         if self.through:
             return self.limit
         curve = curve or Curve()
@@ -246,12 +246,12 @@ class PageSize:
         return self.limit
 
     def _grow(self, units: float, curve: Curve) -> None:
-        """After a page of ``units`` whose last collection did not fill a unit: the target
-        doubles as :meth:`observe` says, where ``curve`` lets it (``Curve.grows``)."""
+        """The target doubles as :meth:`observe` says, where ``curve`` lets it (``grows``)."""
         self.credit += units
         grown = self.target * 2
         fast = not self.met_large and not self.ledgers.promising()
-        if self.credit >= (1 if fast else REGRET) * grown and curve.grows(self.limit):
+        shown = curve.grows(self.limit, shared=self.live > 1)  # (segments read at once)
+        if self.credit >= (1 if fast else REGRET) * grown and shown:
             if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
                 self._retarget(grown)
             elif self.may_read_on and self.ledgers.skip_keys and not self.trying:

@@ -39,7 +39,9 @@ class Reading:
     collection, 4 or 8 segments: 1,519-1,796 RCU; with a unit's items, as before the curve,
     583-852; each its own, 530-602, DynamoDB Local). A segment read to its end hands its
     curve to the next that starts (``PageSize.spare``): segments one reader takes in turn
-    learn as one segment does."""
+    (and a task's one segment) learn as one segment does. While several are read at once
+    (``PageSize.live``), pages grow past a unit only once twice as many items were shown
+    (``Curve.grows``, ``shared``)."""
 
     pages: PageSize
     reading_on: bool = False  # the next page reads on as a scan
@@ -76,7 +78,7 @@ class Reading:
         pages.ledgers.segments = segments
         if pages.spare and not self.curve.pages:  # (a segment read to its end: see end)
             self.curve = pages.spare.pop()
-        self.curve.shared = segments > 1
+        pages.live += 1
         if not self.opening:
             if pages.through and self._joins():
                 self.reading_on = True
@@ -322,6 +324,7 @@ class Reading:
             self.pages.readers = max(0, self.pages.readers - 1)
         self.pages.ledgers.segment_ended(self.handed)
         self.pages.spare.append(self.curve)
+        self.pages.live = max(0, self.pages.live - 1)
 
 
 def longest_run(keys: Sequence[object]) -> int:
