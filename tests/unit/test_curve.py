@@ -224,21 +224,21 @@ def test_shared_pages_grow_only_once_twice_as_many_items_were_shown() -> None:
     assert curve.grows(20, shared=True)
 
 
-def test_a_segment_read_to_its_end_hands_its_curve_to_the_next() -> None:
-    """Segments share one PageSize; each keeps its own Curve. One read to its end hands it
-    to the next that starts (segments one reader takes in turn learn as one), and the count
-    of segments read at once (``PageSize.live``) says whether the target is shared."""
+def test_segments_read_at_once_share_the_target_as_live_says() -> None:
+    """Segments share one PageSize and its Curve (each a hash range of the same table); the
+    count of segments being read (``PageSize.live``, from ``first_limit`` to ``end``) says
+    whether the target is shared: a segment that starts after another ended is not."""
     pages = PageSize.for_items_of(400.0)
     first, second = Reading(pages), Reading(pages)
     limit = first.first_limit(4)
     second.first_limit(4)
-    assert pages.live == 2 and first.curve is not second.curve
+    assert pages.live == 2
     for start in range(0, 40, 10):
         keys = list(range(start, start + 10))
         limit, _ = first.after(keys, 1.0, limit, sizes=[400.0] * 10)
-    assert first.curve.pages
+    assert pages.curve.ready()
     first.end()
-    assert pages.live == 1 and pages.spare == [first.curve]
-    third = Reading(pages)
-    third.first_limit(4)
-    assert third.curve is first.curve and not pages.spare and pages.live == 2
+    second.end()
+    assert pages.live == 0
+    Reading(pages).first_limit(4)
+    assert pages.live == 1

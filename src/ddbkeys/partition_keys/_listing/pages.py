@@ -23,8 +23,8 @@ within its target, learning from what each page cost.
   fits brings it back to ``PROBE_AFTER``: where the limit is already the most that fits, probing
   costs a few units a listing, not one unit every ``PROBE_AFTER`` pages.
 - Skipping pages ask for whole items (the same read units), and at one unit the limit is,
-  from their third on, the one that costs least a key as their items show it (each segment's
-  own: :class:`~ddbkeys.partition_keys._listing.curve.Curve`), not the most that fits a unit:
+  from their third on, the one that costs least a key as their items show it
+  (:class:`~ddbkeys.partition_keys._listing.curve.Curve`), not the most that fits a unit:
   where item sizes vary, a page that now and then spills into a second unit hands out more
   keys a unit. The two rules above hold where sizes are not known (an IAM policy that
   allows some attributes alone: keys alone), before that third page, and while the target
@@ -181,8 +181,8 @@ class PageSize:
     samples: int = 0  # skipping pages in a row since the last scan-sized page read on
     went_back: int = 0  # times every segment read on, then went back to skipping
     readers: int = 0  # segments reading on since every segment may (Reading)
-    spare: list[Curve] = field(default_factory=list)  # those of segments read to their end
     live: int = 0  # segments being read (Reading.first_limit, to Reading.end)
+    curve: Curve = field(default_factory=Curve)  # skipping pages read whole, by their limit
 
     @classmethod
     def for_items_of(cls, average_bytes: float, table_bytes: float = 0.0) -> PageSize:
@@ -214,7 +214,6 @@ class PageSize:
         tail: int,
         asked: int | None = None,
         longest: int = 0,
-        curve: Curve | None = None,
     ) -> int:
         """After a page that asked for ``asked`` items (default: ``limit``), read ``items``,
         cost ``units`` 4 KB read units and ended with ``tail`` items of its last key: the next
@@ -226,10 +225,10 @@ class PageSize:
         a large collection too: pages grow no faster than after one (``REGRET``), rather than
         reading more whole (pages of 53, 105 and 208 items over collections of 50, before the
         first that filled a page's end: a listing that then judged reading on against them).
-        ``curve``: its segment's; at one unit, once ready, it sets the next limit."""
+        At one unit, once ``curve`` is ready, it sets the next limit."""
         if self.through:
             return self.limit
-        curve = curve or Curve()
+        curve = self.curve
         own = self.target == 1 and curve.ready()  # (its segment's limit: ``asked``)
         per_unit = (asked or self.limit) if own else self.limit / self.target
         if own:
@@ -242,15 +241,15 @@ class PageSize:
                 self._retarget(1)
         else:
             self.met_large = self.met_large or longest >= per_unit
-            self._grow(units, curve)
+            self._grow(units)
         return self.limit
 
-    def _grow(self, units: float, curve: Curve) -> None:
+    def _grow(self, units: float) -> None:
         """The target doubles as :meth:`observe` says, where ``curve`` lets it (``grows``)."""
         self.credit += units
         grown = self.target * 2
         fast = not self.met_large and not self.ledgers.promising()
-        shown = curve.grows(self.limit, shared=self.live > 1)  # (segments read at once)
+        shown = self.curve.grows(self.limit, shared=self.live > 1)  # (segments read at once)
         if self.credit >= (1 if fast else REGRET) * grown and shown:
             if grown <= MAX_TARGET and 2 * self.limit <= MAX_PAGE_ITEMS:
                 self._retarget(grown)

@@ -5,10 +5,10 @@ so that each page counts for the way it was asked."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby, pairwise
 
-from ddbkeys.partition_keys._listing.curve import ONES, Curve, held, skipping_over
+from ddbkeys.partition_keys._listing.curve import ONES, held, skipping_over
 from ddbkeys.partition_keys._listing.pages import LOOK_AFTER, MAX_LEAD, WHOLE_OVER, PageSize
 
 __all__ = ["Reading", "longest_run", "tail_of"]
@@ -31,17 +31,15 @@ class Reading:
     its collection (no extra); where that reads the collection's rest alone, it counts with
     the page before.
 
-    Each segment keeps its own :class:`~ddbkeys.partition_keys._listing.curve.Curve` (what
-    each limit cost a key over its skipping pages read whole), and at one unit asks for the
-    limit its own curve says: segments read in parallel read different stretches of the
-    table, and one curve fed by all of them in turn, with one limit, taught each what the
-    others' collections were (1,500 keys whose items grow from 10 bytes to 40 KB within each
-    collection, 4 or 8 segments: 1,519-1,796 RCU; with a unit's items, as before the curve,
-    583-852; each its own, 530-602, DynamoDB Local). A segment read to its end hands its
-    curve to the next that starts (``PageSize.spare``): segments one reader takes in turn
-    (and a task's one segment) learn as one segment does. While several are read at once
-    (``PageSize.live``), pages grow past a unit only once twice as many items were shown
-    (``Curve.grows``, ``shared``)."""
+    Every segment feeds one :class:`~ddbkeys.partition_keys._listing.curve.Curve`
+    (``PageSize.curve``: what each limit cost a key over the skipping pages read whole; a
+    segment is a hash range of the table, so each page is a sample of the same collections),
+    and at one unit each asks for the limit it says, judged by the limit the page asked for.
+    While several segments are read at once (``PageSize.live``), pages grow past a unit only
+    once twice as many items were shown (``Curve.grows``, ``shared``): the target grows on
+    every segment's pages (1,500 keys whose items grow from 10 bytes to 40 KB within each
+    collection, 4 or 8 segments: 1,519-1,796 RCU, where the limit of a unit read 583-852;
+    DynamoDB Local)."""
 
     pages: PageSize
     reading_on: bool = False  # the next page reads on as a scan
@@ -57,7 +55,6 @@ class Reading:
     handed: int = 0  # keys this segment handed out
     joined: int = -1  # the period of reading on (PageSize.went_back) it reads on in
     ones: int = 0  # skipping pages in a row read whole that were one collection each
-    curve: Curve = field(default_factory=Curve)  # its skipping pages read whole, by limit
 
     def __post_init__(self) -> None:
         if self.pages.whole:
@@ -76,8 +73,6 @@ class Reading:
         70 requests and 72.5 RCU where one segment took 12 and 53.5)."""
         pages = self.pages
         pages.ledgers.segments = segments
-        if pages.spare and not self.curve.pages:  # (a segment read to its end: see end)
-            self.curve = pages.spare.pop()
         pages.live += 1
         if not self.opening:
             if pages.through and self._joins():
@@ -177,7 +172,6 @@ class Reading:
                 tail_of(keys),
                 base,
                 longest_run(keys),
-                self.curve,
             )
             if not went:
                 pages.lead = min(MAX_LEAD, lead)
@@ -191,10 +185,10 @@ class Reading:
         extra = min(self.extra, len(keys) - 1)
         first = [sum(sizes[: extra + 1])] if keys else []
         keys, sizes = keys[extra:], [*first, *sizes[extra + 1 :]]
-        self.curve.add(keys, sizes, units)
+        self.pages.curve.add(keys, sizes, units)
         most = held(keys, sizes, units)
         self.ones = self.ones + 1 if most else 0
-        self.curve.cap = most if self.ones >= ONES else 0
+        self.pages.curve.cap = most if self.ones >= ONES else 0  # (for this segment's next)
 
     def _seen(
         self, keys: Sequence[object], sizes: Sequence[float], units: float, went: bool
@@ -205,8 +199,8 @@ class Reading:
         on = skip = 0.0
         seen = 0
         limit, lowers = max(1, pages.limit // pages.target), True
-        if self.curve.ready():
-            limit, lowers = self.curve.best(), False
+        if pages.curve.ready():
+            limit, lowers = pages.curve.best(), False
         for cost, handed, items, share in skipping_over(
             keys, sizes, units, limit, went=went, lowers=lowers
         ):
@@ -225,8 +219,8 @@ class Reading:
         KB one time in seven, else 1 KB), skipping's own pages, one a key, each 1 or 8 units,
         take hundreds to show that it saves 20%; a scan-sized page read on shows it for a
         hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
-        where skipping's own pages do. A skipping page does too (:attr:`curve`: what each
-        limit costs a key), but where ddbkeys' own items lead collections (a marker)."""
+        where skipping's own pages do. A skipping page does too (``PageSize.curve``: what
+        each limit costs a key), but where ddbkeys' own items lead collections (a marker)."""
         pages = self.pages
         if not self.reading_on:
             return not (self.opening or pages.lead)
@@ -323,7 +317,6 @@ class Reading:
         if self.joined == self.pages.went_back:  # (its place, for a segment that starts next)
             self.pages.readers = max(0, self.pages.readers - 1)
         self.pages.ledgers.segment_ended(self.handed)
-        self.pages.spare.append(self.curve)
         self.pages.live = max(0, self.pages.live - 1)
 
 
