@@ -355,8 +355,12 @@ def test_an_aclose_cancelled_while_it_waits_goes_on_and_reports(
         async with aio.make_client(fault_proxy.endpoint_url) as client:
             counter = aio.AtomicCounter(client, table, "b")
             blocks = aio.BlockAllocator(counter, 10)
-            ids = [await blocks.next() for _ in range(3)]  # the next block is asked for
+            # Slow from the first request: the refill the third id asks for is then slow too,
+            # wherever the event loop sends it (set after the ids, a refill sent meanwhile went
+            # fast, and on a loaded machine the timeout fell while it was in flight, before any
+            # request was held: the proxy counted none).
             fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=0.5))
+            ids = [await blocks.next() for _ in range(3)]  # the next block is asked for
             with pytest.raises(TimeoutError):
                 await asyncio.wait_for(blocks.aclose(), 0.05)
             fault_proxy.set_faults(Faults())
