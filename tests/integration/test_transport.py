@@ -345,7 +345,8 @@ def test_greatest_number_through_the_resource_layer(
     raw = ddb_client.scan(TableName=table)["Items"][0]["sk"]["N"]
     assert len(raw) == 126  # DynamoDB Local writes it out in full
     client, _ = as_client(resource(ddb_endpoint_url).meta.client)
-    said = "Scan carried a number boto3's resource layer cannot read (more than 38 significant"
-    with pytest.raises(DdbKeysError, match=re.escape(said)):
+    said = f"Scan of table {table!r} carried a number boto3's resource layer cannot read (more"
+    with pytest.raises(DdbKeysError, match=re.escape(said)) as raised:
         client.scan(TableName=table)
+    assert raised.value.table == table and "a low-level client reads it" in str(raised.value)
     assert list(distinct_partition_keys(ddb_client, table, "skip-pages")) == ["a"]
