@@ -213,7 +213,7 @@ class ResourceClient:
         model = self.meta.service_model.operation_model(operation)
 
         def call(**request: Any) -> Any:
-            table = request.get("TableName")
+            table: str | None = request.get("TableName")
             with _readable(operation, table):
                 answer = method(**_walk(request, model.input_shape, resource_value))
             if inspect.isawaitable(answer):
@@ -223,26 +223,23 @@ class ResourceClient:
         return call
 
 
-async def _later(answer: Any, operation: str, shape: Shape | None, table: Any = None) -> Any:
+async def _later(answer: Any, operation: str, shape: Shape | None, table: str | None = None) -> Any:
     with _readable(operation, table):
         return _walk(await answer, shape, typed_value)
 
 
 @contextmanager
-def _readable(operation: str, table: Any = None) -> Iterator[None]:
+def _readable(operation: str, table: str | None = None) -> Iterator[None]:
     """A number the resource layer cannot read, as a one-line error naming the operation and
     its table (``table``: the request's TableName, where it has one)."""
     try:
         yield
     except decimal.DecimalException as exc:
         why = f"more than {MAX_DIGITS} significant digits, as DynamoDB Local writes 1E+125 out"
-        named = isinstance(table, str)
-        of = f" of table {table!r}" if named else ""
-        said = f"{operation}{of} carried a number boto3's resource layer cannot read ({why})"
+        where = f" of table {table!r}" if table else ""  # (as errors.unexpected_answer says it)
+        said = f"{operation}{where} carried a number boto3's resource layer cannot read ({why})"
         fix = '; a low-level client reads it (boto3.client("dynamodb"), not a resource\'s)'
-        raise DdbKeysError(
-            f"{said} ({exc!r}){fix}.", table=table if named else None, cause=exc
-        ) from exc
+        raise DdbKeysError(f"{said} ({exc!r}){fix}.", table=table, cause=exc) from exc
 
 
 def _walk(value: Any, shape: Shape | None, convert: Callable[[Any], Any]) -> Any:
