@@ -12,6 +12,7 @@ from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading, tail_of
 from ddbkeys.partition_keys._tasks.methods import skip_pages_requests
+from ddbkeys.partition_keys._tasks.missed import unseen_units
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample, SegmentTally
 from ddbkeys.partition_keys._tasks.simulate import (
@@ -20,7 +21,6 @@ from ddbkeys.partition_keys._tasks.simulate import (
     Rest,
     Simulated,
     _calibrated,
-    _unseen_units,
     simulate,
     simulated_orders,
     skip_pages_range,
@@ -357,15 +357,15 @@ def test_what_the_sample_did_not_see_is_priced_at_a_scan_s_share() -> None:
     read = [sum(c.sizes) for run in sample.runs for c in run]
     hidden = Z * math.sqrt(7 / 8 * sum(b * b for b in read)) * 8  # (the table's bytes)
     unseen = (2_000_000 / 8 - sample.bytes) * 8  # the table's bytes like those unseen
-    assert _unseen_units(table(16_000, 2_000_000), 1 / 8, sample, scan) == pytest.approx(
+    assert unseen_units(table(16_000, 2_000_000), 1 / 8, sample, scan) == pytest.approx(
         244.1 * (unseen + hidden) / 2_000_000
     )
     covered = sample.bytes * 8
-    assert _unseen_units(table(16_000, covered), 1 / 8, sample, scan) == pytest.approx(
+    assert unseen_units(table(16_000, covered), 1 / 8, sample, scan) == pytest.approx(
         244.1 * hidden / covered
     )
     whole = whole_sample(segments(1, 250, (100,)))
-    assert _unseen_units(table(250, 2 * whole.bytes), 1.0, whole, scan) == 0
+    assert unseen_units(table(250, 2 * whole.bytes), 1.0, whole, scan) == 0
 
 
 def test_items_the_sample_missed_may_lie_in_one_collection() -> None:

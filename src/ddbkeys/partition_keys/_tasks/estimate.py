@@ -269,8 +269,8 @@ def _basis(sample: Sample, source: str, *, sorted_keys: bool = True) -> str:
     else:
         drawn = (
             f"{sample.segments:,} of {sample.total_segments:,} Scan segments drawn at random "
-            f"({seen:,} keys seen; about 99% ranges, blind to a single outsized "
-            "collection the draw missed)"
+            f"({seen:,} keys seen; about 99% ranges: collections the draw missed show only "
+            "as DescribeTable's size and count beyond the sample's)"
         )
     sizes = (
         f"{drawn}; sizes from {source} (DescribeTable's are refreshed about every six hours on AWS)"

@@ -13,7 +13,9 @@ and the sample's per-collection sums. Pure.
   where it would go on as a scan), at most about ``THROUGH`` times a scan's and a unit;
   where the sample holds no collections, from its sums: about what its pages read of each
   collection (its items up to 4 KB, ``prefix_units``, 10-30% more while its pages grow), or
-  about a scan's where that is less.
+  about a scan's where that is less. Where DescribeTable counts more bytes than the drawn
+  segments held beyond the sampling error (collections of large items the draw missed,
+  ``missed.missed_bytes``), up to a page each more.
 - ``index``: the index's size (DescribeTable) like a scan's, plus the replay a lagging
   maintainer costs now (``replay.replay_units``, from what ``index status`` reads).
 """
@@ -37,7 +39,8 @@ from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
-from ddbkeys.partition_keys._tasks.figures import figure
+from ddbkeys.partition_keys._tasks.figures import figure, size
+from ddbkeys.partition_keys._tasks.missed import missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
@@ -249,6 +252,36 @@ def skip_pages_requests(
     return Range(min(value, max(1.0, math.floor(low))), value, max(math.ceil(high), value))
 
 
+def _unseen(
+    info: TableInfo, keys: Range, scan: Range, sample: Sample, units: Range, simulated: bool
+) -> tuple[Range, str, int]:
+    """skip-pages' ``units`` widened by what the sample did not see, what the line's note adds
+    for it, and the pages it may add: the bytes DescribeTable counts beyond the drawn
+    segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
+    each, up to the high end), and the items beyond them, if they lie in one collection
+    (``simulate.unseen_in_one``: down to the low end); at most about a scan's where it
+    was ``simulated`` or bytes were missed."""
+    missed = missed_bytes(info, sample, scan)
+    note = ""
+    if missed is not None:
+        more = missed.units
+        units = Range(units.low, units.value + more.value, units.high + more.high)
+        note = (
+            f"; DescribeTable counts ~{size(missed.bytes)} more than the sampled segments' "
+            f"share held: in collections the sample missed, up to {figure(more.high)} RCU more "
+            f"(a page each, {figure(more.low)} RCU if they are one)"
+        )
+    units = _within_scan(units, scan) if simulated or missed else units
+    lone = unseen_in_one(info, keys, scan, sample) if simulated else None
+    if lone is not None and lone < units.low:
+        units = Range(lone, units.value, units.high)
+        note += (
+            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
+            f"lie in one collection the sample missed, as little as {figure(lone)} RCU"
+        )
+    return units, note, missed.most if missed else 0
+
+
 def skip_pages_line(
     info: TableInfo,
     items: int,
@@ -278,17 +311,13 @@ def skip_pages_line(
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
     orders = simulated_orders(info, keys, sample)
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
-    units = _within_scan(simulated, scan) if simulated else _formula(prefix, scan)
-    lone = unseen_in_one(info, keys, scan, sample) if simulated else None
-    unseen = ""
-    if lone is not None and lone < units.low:
-        units = Range(lone, units.value, units.high)
-        unseen = (
-            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
-            f"lie in one collection the sample missed, as little as {figure(lone)} RCU"
-        )
+    units, unseen, more_pages = _unseen(
+        info, keys, scan, sample, simulated or _formula(prefix, scan), simulated is not None
+    )
     value = units.value
     pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table) if orders else None
+    if pages is not None and more_pages:  # (a page each collection missed, at most)
+        pages = Range(pages.low, pages.value, pages.high + more_pages)
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
         # Skipping may save under WASTE: the listing may go on as a scan after its first trial
         # (where the simulated orders skipped on: a trial's turn is not known in advance).

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._listing.pages import WASTE, PageSize
 from ddbkeys.partition_keys._listing.reading import Reading
+from ddbkeys.partition_keys._tasks.missed import UNSEEN, unseen_units
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample
 from ddbkeys.partition_keys._tasks.stream import NO_REST, Rest, Stream, laid
@@ -55,10 +56,7 @@ ORDERS = 10
 #: Orders drawn for what skipping alone costs each segment (the error's spread): a segment's
 #: cost turns on the page size the listing has reached where it meets the segment.
 ALONE_ORDERS = 20
-#: The share of the sample's items that the drawn segments' share of the table may exceed
-#: them by before the rest is taken for a collection the sample missed (``_unseen``); and the
-#: most items such a collection is given.
-UNSEEN = 0.25
+#: The most items a collection the sample missed is given (``_unseen``).
 MOST_ITEMS = 100_000
 #: Places drawn for the one collection that may hold what the sample missed (``unseen_in_one``).
 LONE_ORDERS = 5
@@ -395,9 +393,10 @@ def skip_pages_range(
     every order read on ``READS_ON`` of the table or more, the high end reaches the scan's
     (the listing may go on as a scan from its first trial). The low end reaches further
     down, by what pages read on might skip of the bytes the sample did not see
-    (:func:`_unseen_units`), no further than ``1 / SPAN`` of the high end. An empty page
-    ending the listing is in the range at 0.5 RCU and at none (DynamoDB Local charges
-    nothing for it). ``orders``: those simulated already (:func:`simulated_orders`)."""
+    (:func:`~ddbkeys.partition_keys._tasks.missed.unseen_units`), no further than
+    ``1 / SPAN`` of the high end. An empty page ending the listing is in the range at 0.5 RCU
+    and at none (DynamoDB Local charges nothing for it). ``orders``: those simulated already
+    (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -434,7 +433,7 @@ def skip_pages_range(
     # (a page read on that ends in a collection skips its rest: where the bytes the sample did
     # not show lie in a few large collections it missed, the pages read on may skip them)
     ordered = max(
-        ordered - through * _unseen_units(info, laid.p, sample, scan), min(ordered, high / SPAN)
+        ordered - through * unseen_units(info, laid.p, sample, scan), min(ordered, high / SPAN)
     )
     low = max(min(ordered, max(UNDER * skipping - error - end, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
@@ -459,19 +458,3 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
     sims = [laid.run_lone(seed, at) for seed, at in enumerate(places)]
     costs = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
     return max(0.5, UNDER * min(costs)) if costs else None
-
-
-def _unseen_units(info: TableInfo, p: float, sample: Sample, scan: Range) -> float:
-    """What a scan pays for the bytes of the table that the drawn segments (a share ``p`` of
-    it) held but the sample did not read (DescribeTable's size, its share ``p``, less the
-    bytes read, plus ``Z`` times the sampling error of those bytes). On 2,000 keys of up to
-    20 items among three of 2,000 items, six segments in 100 read none of the three: every
-    order read on, at a scan's share, 376-426 RCU, where the listing read 378 (its pages
-    ended in one of them and skipped its rest); large sampled collections of other keys may
-    hide the three's absence (10 names: 381-429 RCU on one): the error counts them."""
-    if sample.whole_table or not info.size_bytes or p <= 0:
-        return 0.0
-    squares = sum(sum(c.sizes) ** 2 for run in sample.runs for c in run)
-    spread = Z * math.sqrt((1 - p) * squares) if p < 1 else 0.0
-    unseen = max(0.0, info.size_bytes * p - sample.bytes + spread) / p
-    return scan.value * min(1.0, unseen / info.size_bytes)

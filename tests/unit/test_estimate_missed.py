@@ -1,0 +1,106 @@
+"""Bytes DescribeTable counts that the sample's drawn segments did not hold: collections of
+large items the draw missed, which skip-pages pays a page each for
+(ddbkeys.partition_keys._tasks.missed), and the estimate's skip-pages line that rests on it."""
+
+from __future__ import annotations
+
+import math
+import random
+
+from ddbkeys.partition_keys import ListingOptions
+from ddbkeys.partition_keys._tasks.estimate import estimate
+from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
+from ddbkeys.partition_keys._tasks.ranges import Range
+from ddbkeys.partition_keys._tasks.sampled import Collection
+from tests.unit.test_estimate_simulate import by_hand, table, whole_sample
+
+SEGMENTS = 788
+HUGE = tuple(390_000 if s % 13 == 0 else 100_000 for s in range(40))
+
+
+def huge_table(seed: int) -> tuple[list[list[Collection]], list[int]]:
+    """3,000 collections of 1-3 items of 100 B and six of 40 items of 100-390 KB (29 MB),
+    hashed over ``SEGMENTS`` segments; and 30 segments drawn that hold none of the six (a
+    new user's table: 30 of 788 segments drawn saw none of them)."""
+    rng = random.Random(seed)
+    runs: list[list[Collection]] = [[] for _ in range(SEGMENTS)]
+    for _ in range(3000):
+        runs[rng.randrange(SEGMENTS)].append(Collection((100,) * rng.choice((1, 2, 3))))
+    huge = rng.sample(range(SEGMENTS), 6)
+    for segment in huge:
+        runs[segment].insert(rng.randrange(len(runs[segment]) + 1), Collection(HUGE))
+    drawn = rng.sample([n for n in range(SEGMENTS) if n not in huge], 30)
+    return runs, sorted(drawn)
+
+
+def test_the_high_end_holds_what_a_few_huge_collections_the_draw_missed_cost() -> None:
+    """The six huge collections hold 97% of the table's bytes; the sample saw none of them.
+    skip-pages' range reaches what the table itself costs (written out by hand, in the
+    table's own order and in shuffled ones: 685-1,187 RCU here, where the line said 94-190
+    before; 892.5 on DynamoDB Local), the note says why, and the low end stays where the
+    sample puts it (the bytes may be one collection, a page)."""
+    for seed in range(3):
+        runs, drawn = huge_table(seed)
+        sample = whole_sample([runs[n] for n in drawn], SEGMENTS)
+        assert not sample.whole_table and not sample.cut
+        collections = [c.sizes for run in runs for c in run]
+        size = sum(sum(sizes) for sizes in collections)
+        items = sum(len(sizes) for sizes in collections)
+        info = table(items, size)
+        found = estimate(info, sample, ListingOptions())
+        line = found.method("skip-pages")
+        assert line.rcu_low is not None and line.rcu_high is not None and line.rcu is not None
+        assert (
+            "DescribeTable counts ~" in line.note and "collections the sample missed" in line.note
+        )
+        rng = random.Random(seed)
+        for order in range(4):
+            laid = list(collections)
+            if order:
+                rng.shuffle(laid)
+            actual = by_hand(laid, size / items)
+            assert line.rcu_low <= actual <= line.rcu_high, (seed, order, actual, line)
+        scan = found.method("scan")
+        assert scan.rcu_high is not None and line.rcu_high <= 1.1 * scan.rcu_high + 1
+        assert line.rcu_low < 200  # (as the sample saw it: one collection would cost a page)
+
+
+def test_missed_bytes_are_a_page_each_of_as_many_collections_as_the_draw_could_miss() -> None:
+    """From one collection (a page, ``PAGE_UNITS``) to as many as 30 segments of 788 could all
+    miss but half a percent of the time (``(1 - p)**n >= TAIL``: 136), each a page, and no
+    more than the missed bytes cost a scan; the likeliest between them (geometric middle)."""
+    runs, drawn = huge_table(0)
+    sample = whole_sample([runs[n] for n in drawn], SEGMENTS)
+    size = sum(sum(c.sizes) for run in runs for c in run)
+    items = sum(len(c.sizes) for run in runs for c in run)
+    scan = Range(size / 8192 * 0.95, size / 8192, size / 8192 * 1.05)
+    missed = missed_bytes(table(items, size), sample, scan)
+    assert missed is not None
+    p = 30 / SEGMENTS
+    assert missed.most == math.floor(math.log(TAIL) / math.log(1 - p))
+    assert (1 - p) ** missed.most >= TAIL > (1 - p) ** (missed.most + 1)
+    assert abs(missed.bytes - (size * p - sample.bytes) / p) < 1
+    assert missed.units.low == PAGE_UNITS
+    assert PAGE_UNITS < missed.units.high <= 1.02 * scan.value  # (the bytes' own, at most)
+    assert missed.units.value == math.sqrt(missed.units.low * missed.units.high)
+
+
+def test_nothing_is_missed_where_the_sample_s_bytes_are_the_table_s_share() -> None:
+    """A table whose drawn segments held their share of its bytes (within the sampling
+    error and ``SLACK``), a sample of the whole table, or one whose items are short too (the
+    simulation lays those out as a collection of their own): no missed bytes."""
+    rng = random.Random(5)
+    runs: list[list[Collection]] = [[] for _ in range(100)]
+    for _ in range(3000):
+        runs[rng.randrange(100)].append(Collection((100,) * rng.choice((1, 2, 3))))
+    size = sum(sum(c.sizes) for run in runs for c in run)
+    items = sum(len(c.sizes) for run in runs for c in run)
+    scan = Range(1.0, size / 8192, size / 8192 + 10)
+    drawn = whole_sample(runs[:10], 100)
+    assert missed_bytes(table(items, size), drawn, scan) is None
+    assert missed_bytes(table(items, size), whole_sample(runs), scan) is None
+    # Ten times the items the drawn segments' share held, of the same bytes each: a count
+    # missed too (``simulate._unseen``'s), not bytes alone.
+    assert missed_bytes(table(10 * items, 10 * size), drawn, scan) is None
+    # The same items, 1.3 times the bytes: beyond the error, so missed.
+    assert missed_bytes(table(items, int(1.3 * size)), drawn, scan) is not None
