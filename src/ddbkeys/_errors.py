@@ -19,6 +19,8 @@ from botocore.exceptions import (
 )
 
 __all__ = [
+    "CLI_DEADLINE_HINT",
+    "DEADLINE_HINT",
     "ConfigurationError",
     "CredentialsError",
     "DdbKeysError",
@@ -143,6 +145,12 @@ def cut_short(exc: BaseException) -> bool:
     """Whether ``exc`` is a request ddbkeys stopped waiting for because its call's deadline came
     (after other failures, those tell better why the call ran out of time)."""
     return isinstance(exc, NoAnswerInTime)
+
+
+#: How a deadline's message says to raise it: in the library (the CLI says ``CLI_DEADLINE_HINT``
+#: in its place, ``_cli.errors``).
+DEADLINE_HINT = "raise it with deadline="
+CLI_DEADLINE_HINT = "raise it with --timeout"
 
 
 class DeadlineExceededError(DdbKeysError):

@@ -21,6 +21,7 @@ from botocore.exceptions import (
 )
 
 from ddbkeys._errors import (
+    DEADLINE_HINT,
     ConfigurationError,
     CredentialsError,
     DdbKeysError,
@@ -207,7 +208,7 @@ def deadline_exceeded(
     ``what`` names the call ("the next id", "a page of the listing"), ``attempts`` counts the
     requests sent, ``last`` is the last failure and ``failures`` how many attempts failed the
     same way (default: all of them), e.g. ``Gave up on a page of the listing on table 'T'
-    after 3.0 s (the deadline; raise it with deadline= or --timeout): the DynamoDB endpoint
+    after 3.0 s (the deadline; raise it with deadline=): the DynamoDB endpoint
     http://127.0.0.1:8000 did not answer within 3 s (read timeout), 1 attempt.``
 
     ``elapsed`` is the time the call took: when a request outlived the deadline by more than a
@@ -217,7 +218,7 @@ def deadline_exceeded(
     failed = describe_failure(
         last, times=attempts if failures is None else failures, read_timeout=read_timeout
     )
-    when = f"after {seconds:.1f} s (the deadline; raise it with deadline= or --timeout)"
+    when = f"after {seconds:.1f} s (the deadline; {DEADLINE_HINT})"
     if elapsed is not None and elapsed > seconds + 1.0:
         when = (
             f"after {elapsed:.1f} s, past its {seconds:.1f} s deadline (a request outlived it: "

@@ -110,7 +110,7 @@ def test_the_deadline_message_names_the_request_and_the_table_once(
     assert "\n" not in line and line.count(repr(name)) == 1, line
     assert line.startswith(
         f"Error: Gave up on {operation} on table {name!r} after 1.0 s (the deadline; raise it "
-        f"with deadline= or --timeout): {failure}"
+        f"with --timeout): {failure}"
     ), line
     refused = proxy.counts["throttle"] + proxy.counts["error_500"]
     assert refused >= 2  # (it was tried again before the deadline ended it)

@@ -150,7 +150,7 @@ class Case:
 OUT_OF_ATTEMPTS = "Gave up on moving counter 'c' on table 'some-table' after {n} attempts "
 OUT_OF_TIME = (
     "Gave up on moving counter 'c' on table 'some-table' after {s} s (the deadline; raise it "
-    "with deadline= or --timeout): "
+    "with deadline=): "
 )
 MAY_HAVE_BEEN_APPLIED = " The last write got no answer: it may still have been applied."
 

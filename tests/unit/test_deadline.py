@@ -107,7 +107,7 @@ def test_throttling_until_the_deadline() -> None:
     assert len(calls) == 5
     assert str(raised.value) == (
         "Gave up on listing the partition keys on table 'T' after 2.0 s (the deadline; raise "
-        "it with deadline= or --timeout): throttled (ThrottlingException) 5 times, 5 attempts."
+        "it with deadline=): throttled (ThrottlingException) 5 times, 5 attempts."
     )
     assert raised.value.attempts == 5 and raised.value.code == "ThrottlingException"
 

@@ -17,6 +17,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
+from ddbkeys._cli.errors import error_text
 from ddbkeys._errors import (
     ConfigurationError,
     CredentialsError,
@@ -275,17 +276,22 @@ def test_deadline_exceeded_says_what_happened() -> None:
     error = deadline_exceeded("the next id", "T", 5.0, 3, last, read_timeout=2.0)
     assert str(error) == (
         "Gave up on the next id on table 'T' after 5.0 s (the deadline; raise it with "
-        "deadline= or --timeout): the DynamoDB endpoint http://127.0.0.1:1234 did not answer "
+        "deadline=): the DynamoDB endpoint http://127.0.0.1:1234 did not answer "
         "within 2 s (read timeout), 3 attempts."
     )
     assert (error.seconds, error.attempts, error.table, error.cause) == (5.0, 3, "T", last)
     throttled = client_error("ThrottlingException", "slow", "Scan")
     error = deadline_exceeded("a listing", None, 0.5, 1, throttled)
     assert str(error) == (
-        "Gave up on a listing after 0.5 s (the deadline; raise it with deadline= or "
-        "--timeout): throttled (ThrottlingException) 1 time, 1 attempt."
+        "Gave up on a listing after 0.5 s (the deadline; raise it with deadline=): "
+        "throttled (ThrottlingException) 1 time, 1 attempt."
     )
     assert error.code == "ThrottlingException"
+    # The CLI says its own option in its place.
+    assert error_text(error) == (
+        "Gave up on a listing after 0.5 s (the deadline; raise it with --timeout): "
+        "throttled (ThrottlingException) 1 time, 1 attempt."
+    )
 
 
 def test_raise_translated_chains() -> None:

@@ -328,7 +328,7 @@ def test_the_deadline_bounds_the_attempts_and_the_waits() -> None:
     assert now[0] == 9.0 and raised.value.attempts == 4 and raised.value.seconds == 10.0
     assert str(raised.value) == (
         "Gave up on moving counter 'c' on table 'some-table' after 10.0 s (the deadline; raise "
-        "it with deadline= or --timeout): throttled (ThrottlingException) 4 times, 4 attempts."
+        "it with deadline=): throttled (ThrottlingException) 4 times, 4 attempts."
     )
     # (A deadline of 0 refused by a strategy: test_ids_behaviour.py::test_counter_bad_input.)
 

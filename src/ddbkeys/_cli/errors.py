@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 import os
 
-from ddbkeys._errors import DdbKeysError
+from ddbkeys._errors import CLI_DEADLINE_HINT, DEADLINE_HINT, DdbKeysError, DeadlineExceededError
 from ddbkeys._translate import one_line, translate_error
 
 __all__ = ["DEBUG_ENV", "error_text", "internal_error_text", "os_error_text"]
@@ -15,8 +15,11 @@ DEBUG_ENV = "DDBKEYS_DEBUG"
 
 
 def error_text(exc: BaseException) -> str:
-    """The one-line message for an error that reached the CLI."""
+    """The one-line message for an error that reached the CLI (a deadline's says to raise it
+    with ``--timeout``, the library's ``deadline=``)."""
     translated = translate_error(exc)
+    if isinstance(translated, DeadlineExceededError):
+        return translated.message.replace(DEADLINE_HINT, CLI_DEADLINE_HINT)
     if isinstance(translated, DdbKeysError):
         return translated.message
     return one_line(exc)

@@ -15,7 +15,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Flow, Pause, Request, Step
 from ddbkeys._core.stopping import StopFlag
-from ddbkeys._errors import DdbKeysError, DeadlineExceededError, cut_short, error_code
+from ddbkeys._errors import (
+    DEADLINE_HINT,
+    DdbKeysError,
+    DeadlineExceededError,
+    cut_short,
+    error_code,
+)
 from ddbkeys._retry import (
     MAX_REFUSED_ATTEMPTS,
     Deadline,
@@ -268,7 +274,7 @@ def gave_up(
             )
         return DeadlineExceededError(
             f"Gave up on {what} on table {table!r} after {deadline.seconds:.1f} s (the "
-            f"deadline; raise it with deadline= or --timeout): {reason}, {tried} "
+            f"deadline; {DEADLINE_HINT}): {reason}, {tried} "
             f"attempt{'s' if tried != 1 else ''}.{note}",
             seconds=deadline.seconds,
             attempts=tried,
