@@ -191,6 +191,18 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert found["markers"]["index_rcu"] > found["markers"]["scan_now"]
     # 400 markers, each written to the table and to the index: 800 write units, once.
     assert found["markers"]["backfill_wcu_low"] <= 800 <= found["markers"]["backfill_wcu_high"]
+    # Created anyway: the next step says how to take it away first, then how to go on (a
+    # helper's `index create` warned, then led on to the backfill without a word).
+    created = run(ddb_endpoint_url, "index", "create", "-t", table)
+    assert created.exit_code == 0, created.output
+    step = created.stderr.splitlines()[-1]
+    drop = '[{"Delete": {"IndexName": "ddbkeys-partition-keys"}}]'
+    assert step == (
+        "Next: as warned, listings from this index would cost more than a scan; take it away "
+        f"with `aws dynamodb update-table --table-name {table} --global-secondary-index-updates "
+        f"'{drop}'`, or go on anyway: `ddbkeys partition-keys index stream -t {table}`, then "
+        f"`index follow -t {table} --backfill` (or the Lambda handler)."
+    ), created.stderr
     # Collections of 4 items of 300 bytes: the index costs far less than a scan.
     calm = run(
         ddb_endpoint_url,
@@ -201,6 +213,12 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
         "--dry-run",
     )
     assert calm.exit_code == 0 and "markers would add" in calm.stdout and not calm.stderr
+    calm_table = filled(ddb_client, ddb_table_factory)
+    created = run(ddb_endpoint_url, "index", "create", "-t", calm_table)
+    assert created.exit_code == 0 and created.stderr.splitlines()[-1] == (
+        f"Next: `ddbkeys partition-keys index stream -t {calm_table}`, then `index follow -t "
+        f"{calm_table} --backfill` (or the Lambda handler)."
+    ), created.stderr
 
 
 def test_index_create_dry_run_says_why_it_adds_nothing_or_refuses_as_create_does(

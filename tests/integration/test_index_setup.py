@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -326,14 +327,19 @@ def test_the_asyncio_follower_backfills_the_same_way(
     assert sorted(listing) == non_empty(ddb_client, table)
 
 
+def caught_up(table: str, store: str, endpoint_url: str) -> list[str]:
+    """`index follow --backfill` (margin 1 s) until caught up, as arguments of the CLI."""
+    args = ["partition-keys", "index", "follow", "-t", table, "--state-table", store]
+    args += ["--backfill", "--replay-margin", "1", "--until-caught-up", "--poll", "0.05"]
+    return [*args, "--endpoint-url", endpoint_url]
+
+
 def test_the_cli_follow_with_backfill_says_what_its_backfill_does(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
 ) -> None:
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(4))
-    args = ["partition-keys", "index", "follow", "-t", table, "--state-table", store]
-    args += ["--backfill", "--replay-margin", "1", "--until-caught-up", "--poll", "0.05"]
-    result = CliRunner().invoke(cli, [*args, "--endpoint-url", ddb_endpoint_url])
+    result = CliRunner().invoke(cli, caught_up(table, store, ddb_endpoint_url))
     assert result.exit_code == 0, result.output
     lines = result.stderr.splitlines()
     assert lines[0] == "backfill begins" or (
@@ -344,6 +350,41 @@ def test_the_cli_follow_with_backfill_says_what_its_backfill_does(
         "the index from now on"
     )
     assert result.stdout.endswith("caught up\n")
+
+
+def test_verify_after_the_follower_stopped_says_to_start_it_before_repair(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """A helper's follower ran `--until-caught-up` and stopped; one collection was added and
+    one emptied after it. verify said "run `index repair`", though the cause was stream
+    records no maintainer had applied: it now says how many, and to start the follower
+    (which, run, makes verify OK with no repair)."""
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(4))
+    follow = caught_up(table, store, ddb_endpoint_url)
+    followed = CliRunner().invoke(cli, follow)
+    assert followed.exit_code == 0, followed.output
+    fill(ddb_client, table, range(10, 11), items=1)  # added
+    for sk in range(2):  # emptied
+        ddb_client.delete_item(TableName=table, Key=item("k000", sk))
+    verify = ["partition-keys", "index", "verify", "-t", table, "--state-table", store]
+    verify += ["--replay-margin", "1", "--endpoint-url", ddb_endpoint_url]
+    said = CliRunner().invoke(cli, verify)
+    assert said.exit_code == 1, said.output
+    last = said.stdout.splitlines()[-1]
+    found = re.fullmatch(
+        r"NOT HEALTHY: the stream holds (\d+) record\(s\) past the maintainer's positions, "
+        r"saved \d+ s ago; if none runs, start it \(`ddbkeys partition-keys index follow -t "
+        + re.escape(table)
+        + r"`\) and it applies them; `index repair` fixes the markers now",
+        last,
+    )
+    assert found is not None, said.stdout
+    assert int(found.group(1)) >= 3  # (a put and two deletes, at least)
+    again = CliRunner().invoke(cli, follow)
+    assert again.exit_code == 0, again.output
+    healthy = CliRunner().invoke(cli, verify)
+    assert healthy.exit_code == 0 and healthy.stdout.splitlines()[-1] == "OK", healthy.output
 
 
 def test_a_backfill_waits_for_the_lambda_handlers_first_position(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import json
+from dataclasses import asdict, dataclass
 from typing import Any
 
 import click
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._cli.common import (
     Connection,
@@ -20,10 +22,12 @@ from ddbkeys._cli.index_backfill import backfill_command, show_marked
 from ddbkeys._cli.index_common import margin_option, markers_as_recorded, open_index, parse_keys
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import given_text, index_options
-from ddbkeys._cli.index_status import status_command
+from ddbkeys._cli.index_status import _span, status_command
+from ddbkeys._errors import DdbKeysError
 from ddbkeys._key_json import cut
 from ddbkeys.partition_keys import (
     ListingEstimate,
+    MarkerIndex,
     VerifyReport,
     estimate_listing,
     plain_key,
@@ -150,11 +154,24 @@ def create_command(
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
         if index.table_info().stream_arn is None:  # (the next step of the setup)
-            click.echo(
-                f"Next: `ddbkeys partition-keys index stream -t {table_name}`, then `index "
-                f"follow -t {table_name} --backfill` (or the Lambda handler).",
-                err=True,
-            )
+            click.echo(_next_step(table_name, index_name, found.warning is not None), err=True)
+
+
+def _next_step(table_name: str, index_name: str, warned: bool) -> str:
+    """The line after ``index create``: the next step of the setup; where the warning said the
+    index costs more than the scan it replaces, how to take it away first."""
+    steps = (
+        f"`ddbkeys partition-keys index stream -t {table_name}`, then `index follow -t "
+        f"{table_name} --backfill` (or the Lambda handler)"
+    )
+    if not warned:
+        return f"Next: {steps}."
+    drop = json.dumps([{"Delete": {"IndexName": index_name}}])
+    return (
+        "Next: as warned, listings from this index would cost more than a scan; take it away "
+        f"with `aws dynamodb update-table --table-name {table_name} "
+        f"--global-secondary-index-updates '{drop}'`, or go on anyway: {steps}."
+    )
 
 
 #: The note of ``index create`` on a binary sort key whose markers take the default value.
@@ -248,7 +265,13 @@ def _keys(keys: list[Any]) -> str:
     return f"{len(keys)}" + (f": {shown}" if shown else "") + (", ..." if len(keys) > 20 else "")
 
 
-def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) -> None:
+def _report(
+    report: VerifyReport,
+    output: str,
+    table_name: str,
+    repaired: bool,
+    unapplied: Unapplied | None = None,
+) -> None:
     if structured(output):
         fields: dict[str, Any] = {
             "table": table_name,
@@ -282,7 +305,7 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
     if report.settled:
         click.echo(f"settled while verifying (writes in flight): {_keys(report.settled)}")
     if not repaired:
-        click.echo(_verdict(report))
+        click.echo(_verdict(report, table_name, unapplied))
         return
     click.echo(f"markers written: {_keys(report.fixed_missing)}")
     click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")
@@ -294,8 +317,32 @@ def _report(report: VerifyReport, output: str, table_name: str, repaired: bool) 
         click.echo(f"NOT REPAIRED: {_keys(report.unfixed)} left as they are")
 
 
-def _verdict(report: VerifyReport) -> str:
-    """verify's last line: OK, or what to do."""
+@dataclass(frozen=True)
+class Unapplied:
+    """Stream records past the index's maintainer's positions (``records``), the newest of
+    which it saved ``age`` seconds ago (None: not said)."""
+
+    records: int
+    age: float | None
+
+    @classmethod
+    def of(cls, index: MarkerIndex, state_table: str | None, margin: float) -> Unapplied | None:
+        """From ``index status``'s reading (None: none past them, or it cannot be read: no
+        stream, no maintainer, a failure)."""
+        try:
+            status = index.proof_status(state_table=state_table, replay_margin=margin)
+        except (DdbKeysError, ClientError, BotoCoreError):
+            return None
+        if not status.records:
+            return None
+        ages = [shard.age for shard in status.shards if shard.named and shard.age is not None]
+        return cls(status.records, min(ages) if ages else None)
+
+
+def _verdict(report: VerifyReport, table_name: str, unapplied: Unapplied | None) -> str:
+    """verify's last line: OK, or what to do (where the stream holds records the maintainer
+    has not applied, starting it first: a stopped follower leaves what it has not applied
+    missing or orphaned, a helper found verify sending them to repair alone)."""
     if report.healthy:
         return "OK"
     if report.settled and not report.clashes:
@@ -307,6 +354,14 @@ def _verdict(report: VerifyReport) -> str:
         return (
             "NOT HEALTHY: move the data at the marker's key, or give the markers another "
             "sort key (--marker-sort-key) from `index create` on"
+        )
+    if unapplied is not None:
+        saved = f", saved {_span(unapplied.age)} ago" if unapplied.age is not None else ""
+        return (
+            f"NOT HEALTHY: the stream holds {unapplied.records:,} record(s) past the "
+            f"maintainer's positions{saved}; if none runs, start it (`ddbkeys partition-keys "
+            f"index follow -t {table_name}`) and it applies them; `index repair` fixes the "
+            "markers now"
         )
     return "NOT HEALTHY (run `index repair`)"
 
@@ -347,7 +402,10 @@ def verify_command(
     report = index.verify(
         from_export=from_export, replay_margin=replay_margin, state_table=state_table
     )
-    _report(report, output, table_name, repaired=False)
+    unapplied = None
+    if (report.missing or report.orphans) and from_export is None:
+        unapplied = Unapplied.of(index, state_table, replay_margin)
+    _report(report, output, table_name, repaired=False, unapplied=unapplied)
     if not report.healthy:
         raise click.exceptions.Exit(1)
 
