@@ -152,6 +152,16 @@ def test_the_progress_line_shows_the_share_of_the_table_and_the_time_left(
     assert "%" not in drawn and " left" not in drawn
 
 
+def tiny_binary_keys(client: DynamoDBClient, table: str) -> None:
+    """400 single-item collections with 4-byte binary keys: a marker is larger than its item."""
+    for start in range(0, 400, 25):
+        batch: list[Any] = [
+            {"PutRequest": {"Item": {"pk": {"B": n.to_bytes(4, "big")}, "sk": {"B": b"\x01"}}}}
+            for n in range(start, start + 25)
+        ]
+        client.batch_write_item(RequestItems={table: batch})
+
+
 def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -159,12 +169,7 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     marks, so a listing from the index would cost more than today's scan: said in one line
     before anything is created (--dry-run creates nothing); larger collections: no warning."""
     table = ddb_table_factory(("pk", "B"), ("sk", "B"))
-    for start in range(0, 400, 25):
-        batch: list[Any] = [
-            {"PutRequest": {"Item": {"pk": {"B": n.to_bytes(4, "big")}, "sk": {"B": b"\x01"}}}}
-            for n in range(start, start + 25)
-        ]
-        ddb_client.batch_write_item(RequestItems={table: batch})
+    tiny_binary_keys(ddb_client, table)
     dry = run(ddb_endpoint_url, "index", "create", "-t", table, "--dry-run")
     assert dry.exit_code == 0, dry.output
     assert re.fullmatch(
@@ -191,17 +196,30 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     assert found["markers"]["index_rcu"] > found["markers"]["scan_now"]
     # 400 markers, each written to the table and to the index: 800 write units, once.
     assert found["markers"]["backfill_wcu_low"] <= 800 <= found["markers"]["backfill_wcu_high"]
-    # Created anyway: the next step says how to take it away first, then how to go on (a
-    # helper's `index create` warned, then led on to the backfill without a word).
+    # Created anyway: the next step says how to take it away first, on the endpoint given
+    # (pasted as printed, it must not reach another table of that name), then how to go on
+    # (a helper's `index create` warned, then led on to the backfill without a word).
     created = run(ddb_endpoint_url, "index", "create", "-t", table)
     assert created.exit_code == 0, created.output
-    step = created.stderr.splitlines()[-1]
     drop = '[{"Delete": {"IndexName": "ddbkeys-partition-keys"}}]'
-    assert step == (
+    assert created.stderr.splitlines()[-1] == (
         "Next: as warned, listings from this index would cost more than a scan; take it away "
         f"with `aws dynamodb update-table --table-name {table} --global-secondary-index-updates "
-        f"'{drop}'`, or go on anyway: `ddbkeys partition-keys index stream -t {table}`, then "
-        f"`index follow -t {table} --backfill` (or the Lambda handler)."
+        f"'{drop}' --endpoint-url {ddb_endpoint_url}`, or go on anyway: `ddbkeys partition-keys "
+        f"index stream -t {table}`, then `index follow -t {table} --backfill` (or the Lambda "
+        "handler)."
+    ), created.stderr
+    # The stream on first (`table create --stream`, or `index stream` before `index create`):
+    # the same, then the follower.
+    streamed = ddb_table_factory(("pk", "B"), ("sk", "B"))
+    tiny_binary_keys(ddb_client, streamed)
+    stream = run(ddb_endpoint_url, "index", "stream", "-t", streamed)
+    assert stream.exit_code == 0, stream.output
+    created = run(ddb_endpoint_url, "index", "create", "-t", streamed)
+    assert created.exit_code == 0, created.output
+    assert created.stderr.splitlines()[-1].endswith(
+        f"--endpoint-url {ddb_endpoint_url}`, or go on anyway: `ddbkeys partition-keys index "
+        f"follow -t {streamed} --backfill` (or the Lambda handler)."
     ), created.stderr
     # Collections of 4 items of 300 bytes: the index costs far less than a scan.
     calm = run(

@@ -357,8 +357,9 @@ def test_verify_after_the_follower_stopped_says_to_start_it_before_repair(
 ) -> None:
     """A helper's follower ran `--until-caught-up` and stopped; one collection was added and
     one emptied after it. verify said "run `index repair`", though the cause was stream
-    records no maintainer had applied: it now says how many, and to start the follower
-    (which, run, makes verify OK with no repair)."""
+    records no maintainer had applied: it now says how many (past its positions, not from a
+    replay margin before them: a helper's 5 were said as 1,288), and to start the follower
+    (which, run, makes verify OK with no repair); --output json says it too."""
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(4))
     follow = caught_up(table, store, ddb_endpoint_url)
@@ -368,23 +369,48 @@ def test_verify_after_the_follower_stopped_says_to_start_it_before_repair(
     for sk in range(2):  # emptied
         ddb_client.delete_item(TableName=table, Key=item("k000", sk))
     verify = ["partition-keys", "index", "verify", "-t", table, "--state-table", store]
-    verify += ["--replay-margin", "1", "--endpoint-url", ddb_endpoint_url]
+    verify += ["--endpoint-url", ddb_endpoint_url]  # (the default margin, 60 s)
     said = CliRunner().invoke(cli, verify)
     assert said.exit_code == 1, said.output
     last = said.stdout.splitlines()[-1]
-    found = re.fullmatch(
-        r"NOT HEALTHY: the stream holds (\d+) record\(s\) past the maintainer's positions, "
-        r"saved \d+ s ago; if none runs, start it \(`ddbkeys partition-keys index follow -t "
-        + re.escape(table)
-        + r"`\) and it applies them; `index repair` fixes the markers now",
+    assert re.fullmatch(
+        r"NOT HEALTHY: 3 stream record\(s\) not applied by the maintainer yet \(it saved its "
+        r"position \d+ s ago\): if it has stopped, start it \(`ddbkeys partition-keys index "
+        f"follow -t {re.escape(table)}`\\); if it runs, run `index verify` again once it has "
+        r"caught up; `index repair` fixes the markers now",
         last,
+    ), said.stdout
+    document = json.loads(CliRunner().invoke(cli, [*verify, "--output", "json"]).stdout)
+    upkeep = document["upkeep"]
+    assert (upkeep["stream"], upkeep["maintainer"], upkeep["unapplied_records"]) == (
+        True,
+        "follow",
+        3,
     )
-    assert found is not None, said.stdout
-    assert int(found.group(1)) >= 3  # (a put and two deletes, at least)
     again = CliRunner().invoke(cli, follow)
     assert again.exit_code == 0, again.output
     healthy = CliRunner().invoke(cli, verify)
     assert healthy.exit_code == 0 and healthy.stdout.splitlines()[-1] == "OK", healthy.output
+
+
+def test_verify_with_the_stream_on_and_no_maintainer_says_to_start_one(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
+) -> None:
+    """The stream on, markers put by hand, no maintainer ever started (no state table): a
+    new collection is missing, and verify says to start a maintainer (as `index status`'s
+    fix does), not repair alone (the markers would drift again)."""
+    table = streamed_table
+    fill(ddb_client, table, range(2))
+    MarkerIndex(ddb_client, table).mark_many(["k000", "k001"])
+    fill(ddb_client, table, range(5, 6))
+    verify = ["partition-keys", "index", "verify", "-t", table, "--state-table", state_table]
+    said = CliRunner().invoke(cli, [*verify, "--endpoint-url", ddb_endpoint_url])
+    assert said.exit_code == 1, said.output
+    assert said.stdout.splitlines()[-1] == (
+        "NOT HEALTHY: the table's stream is on, but no maintainer follows it: start one "
+        f"(`ddbkeys partition-keys index follow -t {table} --backfill`), which marks what is "
+        "missing and keeps the markers right; `index repair` fixes them once"
+    ), said.stdout
 
 
 def test_a_backfill_waits_for_the_lambda_handlers_first_position(

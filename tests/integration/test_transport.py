@@ -62,6 +62,20 @@ def test_cli_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     assert 3 <= elapsed < 3 + LATE  # (a hang: the stderr above says the deadline ended it)
 
 
+def test_index_stream_keeps_to_the_timeout_on_a_silent_endpoint(silent_endpoint: str) -> None:
+    """`index stream` kept a deadline of its own (60 s) whatever --timeout said, a helper found
+    (19 attempts in 60.5 s with --timeout 3, then "raise it with --timeout")."""
+    started = time.monotonic()
+    command = ["partition-keys", "index", "stream", "-t", "orders", "--timeout", "2"]
+    result = CliRunner().invoke(cli, [*command, "--endpoint-url", silent_endpoint])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        "Error: Gave up on DescribeTable on table 'orders' after 2.0 s (the deadline; raise it "
+        "with --timeout): "
+    ), result.stderr
+    assert 2 <= time.monotonic() - started < 2 + LATE
+
+
 def test_a_web_page_for_an_answer_is_named_in_one_line_after_a_few_tries(
     web_page_endpoint: ServerURL,
 ) -> None:

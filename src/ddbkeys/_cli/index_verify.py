@@ -24,9 +24,10 @@ from ddbkeys._cli.index_status import _span
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._key_json import cut
 from ddbkeys.partition_keys import MarkerIndex, VerifyReport, plain_key
+from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.partition_keys._listing.text import json_key, show_key
 
-__all__ = ["Unapplied", "repair_command", "verify_command"]
+__all__ = ["Upkeep", "repair_command", "verify_command"]
 
 
 def _keys(keys: list[Any]) -> str:
@@ -39,7 +40,7 @@ def _report(
     output: str,
     table_name: str,
     repaired: bool,
-    unapplied: Unapplied | None = None,
+    upkeep: Upkeep | None = None,
 ) -> None:
     if structured(output):
         fields: dict[str, Any] = {
@@ -61,6 +62,8 @@ def _report(
             fields["fixed_orphans"] = [json_key(plain_key(k)) for k in report.fixed_orphans]
             fields["unfixed"] = [json_key(plain_key(k)) for k in report.unfixed]
             fields["repaired"] = report.repaired
+        if upkeep is not None:  # (verify, where it found markers missing or orphaned)
+            fields["upkeep"] = upkeep.to_json()
         echo_json(fields)
         return
     click.echo(f"{report.collections} collections, {report.markers} markers")
@@ -74,7 +77,7 @@ def _report(
     if report.settled:
         click.echo(f"settled while verifying (writes in flight): {_keys(report.settled)}")
     if not repaired:
-        click.echo(_verdict(report, table_name, unapplied))
+        click.echo(_verdict(report, table_name, upkeep))
         return
     click.echo(f"markers written: {_keys(report.fixed_missing)}")
     click.echo(f"orphaned markers removed: {_keys(report.fixed_orphans)}")
@@ -87,50 +90,86 @@ def _report(
 
 
 @dataclass(frozen=True)
-class Unapplied:
-    """Stream records past the index's maintainer's positions (``records``), the newest of
-    which it saved ``age`` seconds ago (None: not said)."""
+class Upkeep:
+    """Who keeps the index from the table's stream, as ``index status`` reads it: whether the
+    stream is on, the maintainer that recorded positions in it (None: none), the records past
+    its positions (``records``: not applied yet; the replay margin left out) and how long ago
+    it saved the newest (``age``; None: not said)."""
 
+    stream: bool
+    maintainer: str | None
     records: int
     age: float | None
 
     @classmethod
-    def of(cls, index: MarkerIndex, state_table: str | None, margin: float) -> Unapplied | None:
-        """From ``index status``'s reading (None: none past them, or it cannot be read: no
-        stream, no maintainer, a failure)."""
+    def of(cls, index: MarkerIndex, state_table: str | None) -> Upkeep | None:
+        """None: it cannot be read (a failure). No state table: no maintainer ever ran."""
         try:
-            status = index.proof_status(state_table=state_table, replay_margin=margin)
-        except (DdbKeysError, ClientError, BotoCoreError):
-            return None
-        if not status.records:
+            status = index.proof_status(state_table=state_table, replay_margin=0)
+        except DdbKeysError as error:
+            if error.table != state_table_name(state_table):
+                return None
+            try:  # (no state table: no maintainer, whether the stream is on or not)
+                return cls(index.table_info().stream_arn is not None, None, 0, None)
+            except (DdbKeysError, ClientError, BotoCoreError):
+                return None
+        except (ClientError, BotoCoreError):
             return None
         ages = [shard.age for shard in status.shards if shard.named and shard.age is not None]
-        return cls(status.records, min(ages) if ages else None)
+        return cls(
+            status.stream is not None,
+            status.maintainer,
+            status.records or 0,
+            min(ages) if ages else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "stream": self.stream,
+            "maintainer": self.maintainer,
+            "unapplied_records": self.records,
+            "saved_seconds_ago": None if self.age is None else round(self.age, 1),
+        }
+
+    def advice(self, table_name: str) -> str | None:
+        """What to do first where the stream holds records no maintainer applied, or is on
+        with no maintainer (None: neither)."""
+        follow = f"`ddbkeys partition-keys index follow -t {table_name}"
+        if self.stream and self.maintainer is None:
+            return (
+                "NOT HEALTHY: the table's stream is on, but no maintainer follows it: start one "
+                f"({follow} --backfill`), which marks what is missing and keeps the markers "
+                "right; `index repair` fixes them once"
+            )
+        if not self.records:
+            return None
+        saved = f" (it saved its position {_span(self.age)} ago)" if self.age is not None else ""
+        return (
+            f"NOT HEALTHY: {self.records:,} stream record(s) not applied by the maintainer yet"
+            f"{saved}: if it has stopped, start it ({follow}`); if it runs, run `index "
+            "verify` again once it has caught up; `index repair` fixes the markers now"
+        )
 
 
-def _verdict(report: VerifyReport, table_name: str, unapplied: Unapplied | None) -> str:
-    """verify's last line: OK, or what to do (where the stream holds records the maintainer
-    has not applied, starting it first: a stopped follower leaves what it has not applied
-    missing or orphaned, a helper found verify sending them to repair alone)."""
+def _verdict(report: VerifyReport, table_name: str, upkeep: Upkeep | None) -> str:
+    """verify's last line: OK, or what to do: where the stream holds records its maintainer
+    has not applied, or no maintainer follows it, starting one first (a helper's stopped
+    follower left what it had not applied missing or orphaned, and verify sent it to repair
+    alone)."""
     if report.healthy:
         return "OK"
-    if report.settled and not report.clashes:
-        return (
-            "NOT HEALTHY, with writes in flight: what is left may be settling too; run "
-            "`index verify` again, or `index repair`"
-        )
     if not report.missing and not report.orphans:  # (clashes only: repair cannot help)
         return (
             "NOT HEALTHY: move the data at the marker's key, or give the markers another "
             "sort key (--marker-sort-key) from `index create` on"
         )
-    if unapplied is not None:
-        saved = f", saved {_span(unapplied.age)} ago" if unapplied.age is not None else ""
+    advice = upkeep.advice(table_name) if upkeep is not None else None
+    if advice is not None:
+        return advice
+    if report.settled and not report.clashes:
         return (
-            f"NOT HEALTHY: the stream holds {unapplied.records:,} record(s) past the "
-            f"maintainer's positions{saved}; if none runs, start it (`ddbkeys partition-keys "
-            f"index follow -t {table_name}`) and it applies them; `index repair` fixes the "
-            "markers now"
+            "NOT HEALTHY, with writes in flight: what is left may be settling too; run "
+            "`index verify` again, or `index repair`"
         )
     return "NOT HEALTHY (run `index repair`)"
 
@@ -171,10 +210,10 @@ def verify_command(
     report = index.verify(
         from_export=from_export, replay_margin=replay_margin, state_table=state_table
     )
-    unapplied = None
+    upkeep = None
     if (report.missing or report.orphans) and from_export is None:
-        unapplied = Unapplied.of(index, state_table, replay_margin)
-    _report(report, output, table_name, repaired=False, unapplied=unapplied)
+        upkeep = Upkeep.of(index, state_table)
+    _report(report, output, table_name, repaired=False, upkeep=upkeep)
     if not report.healthy:
         raise click.exceptions.Exit(1)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import asdict
 from typing import Any
 
@@ -147,24 +148,44 @@ def create_command(
         echo_json({**fields, "status": status})
     else:
         click.echo(f"Index {index_name} of table {table_name}: {status}")
-        if index.table_info().stream_arn is None:  # (the next step of the setup)
-            click.echo(_next_step(table_name, index_name, found.warning is not None), err=True)
+        streamed = index.table_info().stream_arn is not None
+        if found.warning is not None or not streamed:  # (the next step of the setup)
+            warned = _drop_command(table_name, index_name, connection) if found.warning else None
+            click.echo(_next_step(table_name, streamed, warned), err=True)
 
 
-def _next_step(table_name: str, index_name: str, warned: bool) -> str:
-    """The line after ``index create``: the next step of the setup; where the warning said the
-    index costs more than the scan it replaces, how to take it away first."""
+def _drop_command(table_name: str, index_name: str, connection: Connection) -> str:
+    """The AWS CLI's command that deletes the index, on the endpoint, region and profile this
+    command was given (pasted as printed, it must not go to another account's table of the
+    same name)."""
+    updates = json.dumps([{"Delete": {"IndexName": index_name}}])
+    words = ["aws", "dynamodb", "update-table", "--table-name", table_name]
+    words += ["--global-secondary-index-updates", updates]
+    for flag, value in (
+        ("--endpoint-url", connection.endpoint_url),
+        ("--region", connection.region),
+        ("--profile", connection.profile),
+    ):
+        if value is not None:
+            words += [flag, value]
+    return shlex.join(words)
+
+
+def _next_step(table_name: str, streamed: bool, drop: str | None) -> str:
+    """The line after ``index create``: the next step of the setup (the stream first, where it
+    is off); where the warning said the index costs more than the scan it replaces, how to
+    take it away first (``drop``)."""
+    follow = f"`index follow -t {table_name} --backfill` (or the Lambda handler)"
     steps = (
-        f"`ddbkeys partition-keys index stream -t {table_name}`, then `index follow -t "
-        f"{table_name} --backfill` (or the Lambda handler)"
+        f"`ddbkeys partition-keys {follow.removeprefix('`')}"
+        if streamed
+        else f"`ddbkeys partition-keys index stream -t {table_name}`, then {follow}"
     )
-    if not warned:
+    if drop is None:
         return f"Next: {steps}."
-    drop = json.dumps([{"Delete": {"IndexName": index_name}}])
     return (
         "Next: as warned, listings from this index would cost more than a scan; take it away "
-        f"with `aws dynamodb update-table --table-name {table_name} "
-        f"--global-secondary-index-updates '{drop}'`, or go on anyway: {steps}."
+        f"with `{drop}`, or go on anyway: {steps}."
     )
 
 
@@ -274,7 +295,7 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
     Example:
       ddbkeys partition-keys index stream -t issues
     """
-    arn, changed = enable_stream(connection.client(), table_name)
+    arn, changed = enable_stream(connection.client(), table_name, deadline=connection.timeout)
     if structured(output):
         echo_json({"table": table_name, "stream": arn, "changed": changed})
         return

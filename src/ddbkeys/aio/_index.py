@@ -20,7 +20,7 @@ from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.aio import AsyncDriver
 from ddbkeys._errors import ConfigurationError
 from ddbkeys._origins import Origin, origin_of
-from ddbkeys._retry import RetryPolicy
+from ddbkeys._retry import DEFAULT_DEADLINE, RetryPolicy
 from ddbkeys._schema import TableInfo
 from ddbkeys.aio._client import as_async_client
 from ddbkeys.partition_keys._export.keys import export_snapshot
@@ -247,9 +247,12 @@ async def reconcile(index: MarkerIndex, partition_key: dict[str, Any]) -> Outcom
     return await index._run(reconcile_flow(index.core, partition_key, index.core.begin()))
 
 
-async def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
-    """Turn ``table``'s stream on if it is off (see the sync ``enable_stream``)."""
-    index = MarkerIndex(client, table, deadline=60.0)
+async def enable_stream(
+    client: object, table: str | None = None, *, deadline: float | None = DEFAULT_DEADLINE
+) -> tuple[str, bool]:
+    """Turn ``table``'s stream on if it is off, within ``deadline`` seconds in all (see the
+    sync ``enable_stream``)."""
+    index = MarkerIndex(client, table, deadline=deadline)
     return await index._run(enable_stream_flow(index.core))
 
 

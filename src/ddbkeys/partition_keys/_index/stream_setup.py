@@ -13,7 +13,7 @@ from ddbkeys._core.steps import (
     update_table,
 )
 from ddbkeys._errors import DdbKeysError
-from ddbkeys._retry import Deadline
+from ddbkeys._retry import DEFAULT_DEADLINE, Deadline
 from ddbkeys._schema import described
 from ddbkeys.partition_keys._index.index import MarkerIndex
 from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
@@ -78,9 +78,12 @@ def _streaming(table: Mapping[str, Any], before: str | None) -> bool:
     return table.get("TableStatus") == "ACTIVE" and _turned_on(table, before)
 
 
-def enable_stream(client: object, table: str | None = None) -> tuple[str, bool]:
+def enable_stream(
+    client: object, table: str | None = None, *, deadline: float | None = DEFAULT_DEADLINE
+) -> tuple[str, bool]:
     """Turn ``table``'s stream on (KEYS_ONLY: a record names the item, which is all a maintainer
-    needs) if it is off, and wait until the table is ACTIVE again. Returns the stream's ARN and
-    whether it was turned on now (a stream already on is left as it is, whatever its view)."""
-    index = MarkerIndex(client, table, deadline=60.0)
+    needs) if it is off, and wait until the table is ACTIVE again, within ``deadline`` seconds
+    in all (None: none). Returns the stream's ARN and whether it was turned on now (a stream
+    already on is left as it is, whatever its view)."""
+    index = MarkerIndex(client, table, deadline=deadline)
     return index._run(enable_stream_flow(index.core))
