@@ -1,6 +1,7 @@
 """Bytes DescribeTable counts that the sample's drawn segments did not hold: collections of
 large items the draw missed, which skip-pages pays a page each for
-(ddbkeys.partition_keys._tasks.missed), and the estimate's skip-pages line that rests on it."""
+(ddbkeys.partition_keys._tasks.missed); a large collection the draw cut, which may be the
+table's only one (``lone.cut_once``); and the estimate's skip-pages line that rests on them."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._tasks.estimate import estimate
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
-from ddbkeys.partition_keys._tasks.sampled import Collection
+from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
 from tests.unit.test_estimate_simulate import by_hand, table, whole_sample
 
 SEGMENTS = 788
@@ -104,3 +105,56 @@ def test_nothing_is_missed_where_the_sample_s_bytes_are_the_table_s_share() -> N
     assert missed_bytes(table(10 * items, 10 * size), drawn, scan) is None
     # The same items, 1.3 times the bytes: beyond the error, so missed.
     assert missed_bytes(table(items, int(1.3 * size)), drawn, scan) is not None
+
+
+def cut_sample(runs: list[list[Collection]], drawn: list[int], huge: int) -> Sample:
+    """The sample of the ``drawn`` segments, as the estimate reads it: a huge collection's
+    first items up to 400 KB, then its rest skipped (cut)."""
+    tallies = []
+    for number in drawn:
+        tally = SegmentTally("pk", segment=number)
+        for key, (sizes, _, _) in enumerate(runs[number]):
+            items = [{"pk": {"S": f"{number}-{key}"}, "p": {"S": "x" * (s - 3)}} for s in sizes]
+            if len(sizes) == len(HUGE_ONE) and number == huge:
+                tally.add(items[:1])
+                tally.skip_rest()
+            else:
+                tally.add(items)
+        tally.close()
+        tallies.append(tally)
+    return Sample.of_segments(tallies, SEGMENTS)
+
+
+HUGE_ONE = (390_000,) * 60
+
+
+def test_a_huge_collection_the_sample_cut_may_be_the_table_s_only_one() -> None:
+    """3,000 small collections and one of 60 items of 390 KB (23 MB), the one in a drawn
+    segment, read in part (cut). The orders lay each drawn segment once for each pass over the
+    drawn share, the huge collection with it: some 25 of them, where the table holds one (a
+    helper's draw said 1,714-3,372 RCU, where the listing read 230.5). The low end reaches
+    what the table costs with the one laid once (``lone.cut_once``), and the note says so;
+    where the simulated orders' own spread put the low end at 0.5 RCU for 3,000 keys, it is
+    no lower than the least of such layouts (times the key count's low end over its value)."""
+    rng = random.Random(3)
+    runs: list[list[Collection]] = [[] for _ in range(SEGMENTS)]
+    for _ in range(3000):
+        runs[rng.randrange(SEGMENTS)].append(Collection((100,) * rng.choice((1, 2, 3))))
+    huge = rng.randrange(SEGMENTS)
+    runs[huge].insert(0, Collection(HUGE_ONE))
+    drawn = sorted([huge, *rng.sample([n for n in range(SEGMENTS) if n != huge], 29)])
+    sample = cut_sample(runs, drawn, huge)
+    assert sample.cut == 1 and not sample.whole_table
+    collections = [c.sizes for run in runs for c in run]
+    size = sum(sum(sizes) for sizes in collections)
+    items = sum(len(sizes) for sizes in collections)
+    line = estimate(table(items, size), sample, ListingOptions()).method("skip-pages")
+    assert line.rcu_low is not None and line.rcu_high is not None
+    assert "the large collection the sample read in part is the table's only one" in line.note
+    for order in range(4):
+        laid = list(collections)
+        if order:
+            random.Random(order).shuffle(laid)
+        actual = by_hand(laid, size / items)
+        assert line.rcu_low <= actual <= line.rcu_high, (order, actual, line)
+    assert line.rcu_low > 50  # (a floor: 3,000 keys cannot be listed for 0.5 RCU)

@@ -11,6 +11,7 @@ import pytest
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading, tail_of
+from ddbkeys.partition_keys._tasks.lone import unseen_in_one
 from ddbkeys.partition_keys._tasks.methods import skip_pages_requests
 from ddbkeys.partition_keys._tasks.missed import unseen_units
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
@@ -24,7 +25,6 @@ from ddbkeys.partition_keys._tasks.simulate import (
     simulate,
     simulated_orders,
     skip_pages_range,
-    unseen_in_one,
 )
 
 

@@ -40,14 +40,14 @@ from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.figures import figure, size
-from ddbkeys.partition_keys._tasks.missed import missed_bytes
+from ddbkeys.partition_keys._tasks.lone import cut_once, unseen_in_one
+from ddbkeys.partition_keys._tasks.missed import TAIL, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
     Simulated,
     simulated_orders,
     skip_pages_range,
-    unseen_in_one,
 )
 
 __all__ = [
@@ -259,7 +259,8 @@ def _unseen(
     for it, and the pages it may add: the bytes DescribeTable counts beyond the drawn
     segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
     each, up to the high end), and the items beyond them, if they lie in one collection
-    (``simulate.unseen_in_one``: down to the low end); at most about a scan's where it
+    (``lone.unseen_in_one``), and the large collections the sample cut, if they are the
+    table's only ones (``lone.cut_once``): down to the low end; at most about a scan's where it
     was ``simulated`` or bytes were missed."""
     missed = missed_bytes(info, sample, scan)
     note = ""
@@ -272,14 +273,52 @@ def _unseen(
             f"(a page each, {figure(more.low)} RCU if they are one)"
         )
     units = _within_scan(units, scan) if simulated or missed else units
-    lone = unseen_in_one(info, keys, scan, sample) if simulated else None
-    if lone is not None and lone < units.low:
-        units = Range(lone, units.value, units.high)
-        note += (
-            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
-            f"lie in one collection the sample missed, as little as {figure(lone)} RCU"
-        )
+    if simulated:
+        units, few = _fewer(info, keys, scan, sample, units)
+        note += few
     return units, note, missed.most if missed else 0
+
+
+def _fewer(
+    info: TableInfo, keys: Range, scan: Range, sample: Sample, units: Range
+) -> tuple[Range, str]:
+    """The simulated ``units`` where what the sample drew stands for fewer collections than
+    its share says (``lone``): the items it missed in one collection, the large collections it
+    cut the table's only ones. Where one of those costs less than the low end, the low end
+    reaches it, and the note says why; where the low end lies below the least of them (times
+    the key count's low end over its value: the other collections may be fewer too), it is
+    raised to that: a normal spread of a few large collections' costs reaches below what any
+    layout of the table costs (0.5 RCU for 3,000 keys, where the least layout cost 204 and the
+    listing read 2,584.5)."""
+    lone = unseen_in_one(info, keys, scan, sample)
+    once = cut_once(info, keys, scan, sample)
+    # The cut collections as the table's only ones lower the low end where a draw might have
+    # caught every one (``p ** cut``: the heavy-tailed and runs tables' draws cut several, of
+    # hundreds); any layout is a floor.
+    caught = (sample.segments / sample.total_segments) ** sample.cut >= TAIL
+    lower = [x for x in (lone, once if caught else None) if x is not None]
+    floors = [x for x in (lone, once) if x is not None]
+    if lower and min(lower) < units.low:
+        by = min(lower)
+        units = Range(by, units.value, units.high)
+    elif floors and units.low < (by := min(floors)) * _share(keys):
+        units = Range(min(by * _share(keys), units.value), units.value, units.high)
+    else:
+        return units, ""
+    if by == lone:
+        return units, (
+            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
+            f"lie in one collection the sample missed, as little as {figure(units.low)} RCU"
+        )
+    cut = "large collection the sample read in part is the table's only one"
+    if sample.cut > 1:
+        cut = f"{sample.cut:,} large collections the sample read in part are the table's only ones"
+    return units, f"; if the {cut}, as little as {figure(units.low)} RCU"
+
+
+def _share(keys: Range) -> float:
+    """The key count's low end over its value (the other collections may be fewer too)."""
+    return keys.low / keys.value if keys.value else 1.0
 
 
 def skip_pages_line(

@@ -45,7 +45,6 @@ __all__ = [
     "simulate",
     "simulated_orders",
     "skip_pages_range",
-    "unseen_in_one",
 ]
 
 #: The most collections a simulation reads; past them, the rest is priced at the rate a key
@@ -341,8 +340,13 @@ class _Laid:
         collection, laid once ``at`` that far into the stream (None: it missed none)."""
         if self.lone is None:
             return None
+        return self.once([*self.runs[: self.sampled], [self.lone]], seed, at)
+
+    def once(self, runs: Sequence[Sequence[Collection]], seed: int, at: float) -> Simulated:
+        """skip-pages over ``runs`` in the order ``seed`` draws, the last run laid once, ``at``
+        that far into the stream."""
         return simulate(
-            [*self.runs[: self.sampled], [self.lone]],
+            runs,
             self.average,
             self.count,
             self.rest,
@@ -437,24 +441,3 @@ def skip_pages_range(
     )
     low = max(min(ordered, max(UNDER * skipping - error - end, high / SPAN)), 0.5)
     return Range(low, max(low, mean), max(low, high))
-
-
-def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float | None:
-    """The least skip-pages may cost where the items the sample missed (``_unseen``: more
-    items in the drawn segments' share of DescribeTable's count than they held) lie in one
-    collection (None: it missed none, or holds no collections). The orders of
-    :func:`skip_pages_range` lay them as one collection in each pass over the drawn segments
-    (a table whose large keys are as many as the passes), and the sample cannot tell one from
-    many: each is missed with the same odds. Where they are large items in a few collections,
-    they decide what the listing pays: on 4,000 single-item keys of 100 B and one of 8,000
-    items of 4 KB (68 segments of 989 drawn), every order met 14 such collections: 369-738
-    RCU, where the listing read 53.5 (the collection came first, while it skipped). The least
-    over ``LONE_ORDERS`` places for it (first, last, drawn), ``UNDER`` of it."""
-    if not any(sample.runs) or not info.item_count or not keys.value:
-        return None
-    laid = _Laid.of(info, keys, sample)
-    rng = random.Random(0)
-    places = [0.0, 1.0, *(rng.random() for _ in range(LONE_ORDERS - 2))]
-    sims = [laid.run_lone(seed, at) for seed, at in enumerate(places)]
-    costs = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
-    return max(0.5, UNDER * min(costs)) if costs else None
