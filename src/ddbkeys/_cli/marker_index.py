@@ -150,8 +150,8 @@ def create_command(
         click.echo(f"Index {index_name} of table {table_name}: {status}")
         streamed = index.table_info().stream_arn is not None
         if found.warning is not None or not streamed:  # (the next step of the setup)
-            warned = _drop_command(table_name, index_name, connection) if found.warning else None
-            click.echo(_next_step(table_name, streamed, warned), err=True)
+            drop = _drop_command(table_name, index_name, connection) if found.warning else None
+            click.echo(_next_step(table_name, streamed, drop), err=True)
 
 
 def _drop_command(table_name: str, index_name: str, connection: Connection) -> str:

@@ -8,6 +8,7 @@ many: each is drawn with the same odds. Pure."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._tasks.ranges import Range
@@ -17,7 +18,7 @@ from ddbkeys.partition_keys._tasks.simulate import LONE_ORDERS, UNDER, Simulated
 __all__ = ["cut_once", "unseen_in_one"]
 
 
-def _least(sims: list[Simulated | None], scan: Range) -> float | None:
+def _least(sims: Sequence[Simulated | None], scan: Range) -> float | None:
     """``UNDER`` of the least of ``sims`` (their pages read on at the scan's low end)."""
     costs = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
     return max(0.5, UNDER * min(costs)) if costs else None
@@ -62,4 +63,4 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float
         return None
     kept: list[list[Collection]] = [[c for c in run if not c.cut] for run in sampled]
     sims = [laid.once([*kept, cut], seed, at) for seed, at in enumerate(_places())]
-    return _least(list(sims), scan)
+    return _least(sims, scan)
