@@ -28,6 +28,7 @@ from botocore.exceptions import ClientError
 from ddbkeys._attributes import MAX_DIGITS, resource_value, typed_value
 from ddbkeys._core import lifecycle as _lifecycle
 from ddbkeys._errors import ConfigurationError, DdbKeysError, NoAnswerInTime
+from ddbkeys._probe import not_answered
 from ddbkeys._retry import Deadline
 
 if TYPE_CHECKING:
@@ -111,7 +112,8 @@ def send(
                 raise job.outcome
             return job.outcome
         job.late = True  # (if no thread has taken it yet, none will send it)
-    raise NoAnswerInTime(endpoint_url=meta.endpoint_url, waited=max(left, 0.0))
+        raise not_answered(meta.endpoint_url, left)  # (refused, if nothing listens there)
+    raise NoAnswerInTime(endpoint_url=meta.endpoint_url, waited=0.0)
 
 
 class Job:

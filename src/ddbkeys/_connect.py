@@ -131,7 +131,7 @@ def region_for(settings: ClientSettings, from_profile: str | None) -> str:
         region_name = LOCAL_REGION
     if region_name is None:
         raise ConfigurationError(
-            "No AWS region set. Pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), "
+            "No AWS region set. Pass region=, or set AWS_REGION (or AWS_DEFAULT_REGION), "
             "or a region in your AWS profile."
         )
     return region_name
@@ -190,7 +190,7 @@ def make_client(
         missing = exc.kwargs.get("profile", settings.profile)
         raise ConfigurationError(
             f"AWS profile {missing!r} not found in the AWS config files: check "
-            "--profile or AWS_PROFILE (aws configure list-profiles lists them).",
+            "profile= or AWS_PROFILE (aws configure list-profiles lists them).",
             cause=exc,
         ) from exc
     except BotoCoreError as exc:

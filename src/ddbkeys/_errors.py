@@ -19,7 +19,7 @@ from botocore.exceptions import (
 )
 
 __all__ = [
-    "CLI_DEADLINE_HINT",
+    "CLI_WORDS",
     "DEADLINE_HINT",
     "ConfigurationError",
     "CredentialsError",
@@ -147,10 +147,17 @@ def cut_short(exc: BaseException) -> bool:
     return isinstance(exc, NoAnswerInTime)
 
 
-#: How a deadline's message says to raise it: in the library (the CLI says ``CLI_DEADLINE_HINT``
-#: in its place, ``_cli.errors``).
+#: How a deadline's message says to raise it, in the library's words (see :data:`CLI_WORDS`).
 DEADLINE_HINT = "raise it with deadline="
-CLI_DEADLINE_HINT = "raise it with --timeout"
+
+#: A message names a setting by the library's argument; the CLI prints its option instead
+#: (``_cli.errors.error_text``), so each reader is told what they can change.
+CLI_WORDS = (
+    ("deadline=", "--timeout"),
+    ("endpoint_url=", "--endpoint-url"),
+    ("region=", "--region"),
+    ("profile=", "--profile"),
+)
 
 
 class DeadlineExceededError(DdbKeysError):

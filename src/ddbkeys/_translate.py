@@ -257,28 +257,28 @@ def _translate_botocore_error(exc: BotoCoreError, table: str | None) -> DdbKeysE
         endpoint = getattr(exc, "kwargs", {}).get("endpoint_url", "the endpoint")
         return EndpointUnreachableError(
             f"Could not connect to the DynamoDB endpoint {endpoint}: is it running, and is the URL "
-            "right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.",
+            "right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB.",
             table=table,
             cause=exc,
         )
     if isinstance(exc, (ReadTimeoutError, ConnectionClosedError)):
         return EndpointUnreachableError(
             f"{_capital(describe_failure(exc))}{where}: is it overloaded or stuck? Try again, "
-            "or raise --timeout (deadline= in Python).",
+            "or allow longer with deadline=.",
             table=table,
             cause=exc,
         )
     if isinstance(exc, (NoCredentialsError, PartialCredentialsError)):
         return CredentialsError(
-            "No AWS credentials found. Set AWS_PROFILE or pass --profile, set "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or point --endpoint-url at a DynamoDB "
+            "No AWS credentials found. Set AWS_PROFILE or pass profile=, set "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or point endpoint_url= at a DynamoDB "
             "Local (`ddbkeys local` starts one).",
             table=table,
             cause=exc,
         )
     if isinstance(exc, NoRegionError):
         return ConfigurationError(
-            "No AWS region set. Pass --region, or set AWS_REGION (or AWS_DEFAULT_REGION), or a "
+            "No AWS region set. Pass region=, or set AWS_REGION (or AWS_DEFAULT_REGION), or a "
             "region in your AWS profile.",
             table=table,
             cause=exc,
@@ -303,7 +303,7 @@ def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError
         return UnexpectedAnswerError(
             f"The endpoint answered {_operation(exc)}{on} with HTTP {_status(exc)} and a {kind} "
             f"page{f' ({gist!r})' if gist else ''}, not DynamoDB's JSON: is the endpoint "
-            "DynamoDB? (check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)",
+            "DynamoDB? (check endpoint_url= and AWS_ENDPOINT_URL_DYNAMODB)",
             table=table,
             cause=exc,
         )
@@ -346,7 +346,7 @@ def _translate_client_error(exc: ClientError, table: str | None) -> DdbKeysError
         )
     if code in {"UnrecognizedClientException", "InvalidSignatureException"}:
         return CredentialsError(
-            f"DynamoDB rejected the credentials{where} ({code}): check AWS_PROFILE or --profile.",
+            f"DynamoDB rejected the credentials{where} ({code}): check AWS_PROFILE or profile=.",
             table=table,
             cause=exc,
         )

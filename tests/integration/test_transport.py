@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
+from aiobotocore.session import get_session
 from botocore.exceptions import ClientError
 from click.testing import CliRunner
 
@@ -91,12 +92,13 @@ def test_a_web_page_for_an_answer_is_named_in_one_line_after_a_few_tries(
     gist = r"(404 and a text/html page \('Not here'\)|502 and a text/html page \('Bad Gateway'\))"
     assert re.search("with HTTP " + gist, said), said
     assert said.endswith(
-        "is the endpoint DynamoDB? (check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)"
+        "is the endpoint DynamoDB? (check endpoint_url= and AWS_ENDPOINT_URL_DYNAMODB)"
     )
     assert 1 <= len(web_page_endpoint.requests) <= MAX_REFUSED_ATTEMPTS
     command = ["ids", "next", "-t", "orders", "--counter", "order"]
     result = CliRunner().invoke(cli, [*command, "--endpoint-url", web_page_endpoint])
-    assert result.exit_code == 1 and result.stderr == f"Error: {said}\n"
+    cli_said = said.replace("endpoint_url=", "--endpoint-url")  # (the CLI names its option)
+    assert result.exit_code == 1 and result.stderr == f"Error: {cli_said}\n"
 
 
 def test_an_endpoint_that_is_not_dynamodb_is_named_as_such(not_dynamodb_endpoint: str) -> None:
@@ -180,6 +182,41 @@ def test_closed_port(closed_endpoint: str) -> None:
     )
     with pytest.raises(EndpointUnreachableError, match="Could not connect"):
         distinct_partition_keys(make_client(closed_endpoint), "orders")
+
+
+def test_plain_clients_at_a_closed_port_are_said_unreachable(closed_endpoint: str) -> None:
+    """A plain boto3 or aiobotocore client tries a refused connection again on its own (backing
+    off for about 25 s): a shorter deadline came first and was said as "had not answered, raise
+    the deadline" (helper-66's F7). One connect at the deadline tells a refusal apart."""
+    client = boto3.client(
+        "dynamodb",
+        endpoint_url=closed_endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="a",
+        aws_secret_access_key="b",
+    )
+    started = time.monotonic()
+    with pytest.raises(EndpointUnreachableError) as raised:
+        distinct_partition_keys(client, "orders", deadline=3)
+    assert time.monotonic() - started < 3 + LATE  # (not boto3's 25 s of backing off)
+    assert str(raised.value) == (
+        f"Could not connect to the DynamoDB endpoint {closed_endpoint}: is it running, and is "
+        "the URL right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB."
+    )
+
+    async def main() -> None:
+        session = get_session()
+        async with session.create_client(
+            "dynamodb",
+            endpoint_url=closed_endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="a",
+            aws_secret_access_key="b",
+        ) as aio_client:
+            with pytest.raises(EndpointUnreachableError, match="Could not connect"):
+                await aio.distinct_partition_keys(aio_client, "orders", deadline=3)
+
+    asyncio.run(main())
 
 
 def throttled_table(

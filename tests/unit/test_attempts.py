@@ -220,7 +220,7 @@ CASES = {
         [0.0075, 0.015],
         error=EndpointUnreachableError,
         message=f"Could not connect to the DynamoDB endpoint {URL}: is it running, and is the "
-        "URL right? Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.",
+        "URL right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB.",
         max_attempts=10,
         retries=2,
     ),

@@ -50,7 +50,7 @@ def test_nothing_set_leaves_it_to_botocore() -> None:
 
 
 def test_missing_region_says_what_to_do(clean_env: Path) -> None:
-    with pytest.raises(ConfigurationError, match=r"No AWS region set\. Pass --region"):
+    with pytest.raises(ConfigurationError, match=r"No AWS region set\. Pass region=,"):
         make_client()
 
 

@@ -96,15 +96,15 @@ def test_unreachable_endpoint() -> None:
     error = translate_error(EndpointConnectionError(endpoint_url="http://127.0.0.1:1"))
     assert isinstance(error, EndpointUnreachableError)
     assert "http://127.0.0.1:1" in str(error)
-    assert "--endpoint-url" in str(error)
+    assert "endpoint_url=" in str(error)
 
 
 def test_missing_credentials_and_region() -> None:
     assert isinstance(translate_error(NoCredentialsError()), CredentialsError)
-    assert "--profile" in str(translate_error(NoCredentialsError()))
+    assert "profile=" in str(translate_error(NoCredentialsError()))
     region = translate_error(NoRegionError())
     assert isinstance(region, ConfigurationError)
-    assert "--region" in str(region)
+    assert "region=" in str(region)
 
 
 def test_unknown_service_error_becomes_a_service_error() -> None:
@@ -169,7 +169,7 @@ def test_an_html_page_for_an_answer_is_not_dynamodb() -> None:
     assert str(error) == (
         "The endpoint answered DescribeTable on table 'orders' with HTTP 404 and a text/html "
         "page ('Sign in to the network'), not DynamoDB's JSON: is the endpoint DynamoDB? "
-        "(check --endpoint-url and AWS_ENDPOINT_URL_DYNAMODB)"
+        "(check endpoint_url= and AWS_ENDPOINT_URL_DYNAMODB)"
     )
     json_answer = client_error("ValidationException", "bad", "GetItem")
     json_answer.response["ResponseMetadata"]["HTTPHeaders"] = {
@@ -232,7 +232,7 @@ def test_timeouts_and_closed_connections_are_unreachable_endpoints() -> None:
     assert isinstance(timeout, EndpointUnreachableError)
     assert str(timeout) == (
         "The DynamoDB endpoint http://127.0.0.1:5 did not answer (read timeout) for table 't': "
-        "is it overloaded or stuck? Try again, or raise --timeout (deadline= in Python)."
+        "is it overloaded or stuck? Try again, or allow longer with deadline=."
     )
     closed = translate_error(ConnectionClosedError(endpoint_url="http://127.0.0.1:5"))
     assert isinstance(closed, EndpointUnreachableError)
@@ -292,6 +292,19 @@ def test_deadline_exceeded_says_what_happened() -> None:
         "Gave up on a listing after 0.5 s (the deadline; raise it with --timeout): "
         "throttled (ThrottlingException) 1 time, 1 attempt."
     )
+
+
+def test_messages_name_the_setting_the_reader_can_change() -> None:
+    # The library names make_client's argument; the CLI its option, in the same sentence.
+    refused = EndpointConnectionError(endpoint_url="http://127.0.0.1:5")
+    assert str(translate_error(refused)).endswith(
+        "Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB."
+    )
+    assert error_text(refused).endswith("Check --endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.")
+    said = error_text(NoCredentialsError())
+    assert "pass --profile" in said and "point --endpoint-url at" in said, said
+    assert "=" not in said, said
+    assert error_text(NoRegionError()).startswith("No AWS region set. Pass --region, or set")
 
 
 def test_raise_translated_chains() -> None:

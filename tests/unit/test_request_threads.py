@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import os
+import socket
 import sys
 import threading
 import time
@@ -26,9 +27,15 @@ from ddbkeys._retry import Deadline
 TAG: contextvars.ContextVar[str] = contextvars.ContextVar("tag", default="none")
 
 
+#: Where a stand-in says it sends: a port that listens (a request given up at its deadline is
+#: probed there, and a refusal would be said as one: see ddbkeys._probe).
+_LISTENING = socket.create_server(("127.0.0.1", 0))
+
+
 def stand_in(call: Callable[[], Any]) -> Any:
     """A client whose one operation, ``op``, is ``call()``, with no timeouts it would say."""
-    meta = SimpleNamespace(config=None, endpoint_url="http://127.0.0.1:1")
+    port = _LISTENING.getsockname()[1]
+    meta = SimpleNamespace(config=None, endpoint_url=f"http://127.0.0.1:{port}")
     return SimpleNamespace(meta=meta, op=call)
 
 

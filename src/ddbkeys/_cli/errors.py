@@ -6,23 +6,28 @@ from __future__ import annotations
 import errno
 import os
 
-from ddbkeys._errors import CLI_DEADLINE_HINT, DEADLINE_HINT, DdbKeysError, DeadlineExceededError
+from ddbkeys._errors import CLI_WORDS, DdbKeysError
 from ddbkeys._translate import one_line, translate_error
 
-__all__ = ["DEBUG_ENV", "error_text", "internal_error_text", "os_error_text"]
+__all__ = ["DEBUG_ENV", "cli_words", "error_text", "internal_error_text", "os_error_text"]
 
 DEBUG_ENV = "DDBKEYS_DEBUG"
 
 
 def error_text(exc: BaseException) -> str:
-    """The one-line message for an error that reached the CLI (a deadline's says to raise it
-    with ``--timeout``, the library's ``deadline=``)."""
+    """The one-line message for an error that reached the CLI: a setting it names by the
+    library's argument (``deadline=``) is named by the CLI's option (``--timeout``)."""
     translated = translate_error(exc)
-    if isinstance(translated, DeadlineExceededError):
-        return translated.message.replace(DEADLINE_HINT, CLI_DEADLINE_HINT)
     if isinstance(translated, DdbKeysError):
-        return translated.message
+        return cli_words(translated.message)
     return one_line(exc)
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's names of settings replaced by the CLI's options."""
+    for library, cli in CLI_WORDS:
+        message = message.replace(library, cli)
+    return message
 
 
 def internal_error_text(exc: BaseException) -> str:

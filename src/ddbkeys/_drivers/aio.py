@@ -18,6 +18,7 @@ from ddbkeys._core.steps import Emit, Flow, Pause, Request, Step
 from ddbkeys._core.stopping import STOP_SLICE
 from ddbkeys._drivers.sync import count, refused
 from ddbkeys._errors import NoAnswerInTime
+from ddbkeys._probe import not_answered_async
 from ddbkeys.aio._client import check_loop, misuse, record_loop
 
 __all__ = ["AsyncDriver"]
@@ -108,7 +109,7 @@ class AsyncDriver:
                     async with asyncio.timeout(None if math.isinf(left) else left):
                         answer = await method(**step.params)
                 except TimeoutError:
-                    raise NoAnswerInTime(endpoint_url=url, waited=left) from None
+                    raise await not_answered_async(url, left) from None
                 except Exception as exc:
                     wrong = misuse(exc, self.owner, previous, table)
                     if wrong is not None:

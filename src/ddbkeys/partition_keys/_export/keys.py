@@ -92,7 +92,7 @@ def _check_place(manifest: Manifest, info: TableInfo, where: str) -> None:
     if theirs[4] != ours[4] or (theirs[3] != ours[3] and theirs[3] not in info.replica_regions):
         raise ExportError(
             f"{where} is an export of {manifest.table_arn}, not of {info.arn}: another table "
-            "of that name (check --region and --profile, or the export's URI).",
+            "of that name (check region= and profile=, or the export's URI).",
             where=where,
             table=info.name,
         )

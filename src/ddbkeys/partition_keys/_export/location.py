@@ -144,7 +144,7 @@ class S3Export:
         except (NoCredentialsError, PartialCredentialsError):
             raise ExportError(
                 f"{where} could not be read: no AWS credentials for S3. Set AWS_PROFILE or pass "
-                "--profile, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or copy the "
+                "profile=, or set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or copy the "
                 "export to disk with aws s3 sync and pass the folder).",
                 where=where,
             ) from None

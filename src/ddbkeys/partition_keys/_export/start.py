@@ -107,7 +107,7 @@ def _describe_attempt(export_arn: str) -> Flow[Any]:
     except ClientError as exc:
         if error_code(exc) == "ExportNotFoundException":
             raise ConfigurationError(
-                f"No export {export_arn} in this account and region: check the ARN and --region "
+                f"No export {export_arn} in this account and region: check the ARN and region= "
                 "(DynamoDB keeps an export's description 90 days).",
                 table=table_of(export_arn),
                 cause=exc,
