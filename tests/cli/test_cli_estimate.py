@@ -221,7 +221,31 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
         f"--endpoint-url {ddb_endpoint_url}`, or go on anyway: `ddbkeys partition-keys index "
         f"follow -t {streamed} --backfill` (or the Lambda handler)."
     ), created.stderr
-    # Collections of 4 items of 300 bytes: the index costs far less than a scan.
+    # Created again (a setup script run twice): nothing created, and the same warning, since
+    # no marker is there yet (helper-66: the second said nothing, its estimate saw the index).
+    again = run(ddb_endpoint_url, "index", "create", "-t", streamed)
+    assert again.exit_code == 0, again.output
+    assert again.stdout == (
+        f"Index ddbkeys-partition-keys of table {streamed}: ACTIVE (there already: nothing "
+        "created)\n"
+    )
+    assert [line.split(" ", 1)[0] for line in again.stderr.splitlines()] == [
+        "Note:",
+        "Index",
+        "Warning:",
+        "Next:",
+    ], again.stderr
+    assert again.stderr.splitlines()[-1] == created.stderr.splitlines()[-1]
+    document = run(ddb_endpoint_url, "index", "create", "-t", streamed, "--output", "json")
+    found = json.loads(document.stdout)
+    assert found["created"] is False and found["status"] == "ACTIVE"
+    assert found["markers"]["markers_low"] <= 400 <= found["markers"]["markers_high"]
+
+
+def test_index_create_on_collections_the_index_serves_well(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """Collections of 4 items of 300 bytes: the index costs far less than a scan."""
     calm = run(
         ddb_endpoint_url,
         "index",
@@ -237,6 +261,19 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
         f"Next: `ddbkeys partition-keys index stream -t {calm_table}`, then `index follow -t "
         f"{calm_table} --backfill` (or the Lambda handler)."
     ), created.stderr
+    # Its markers all there, with the stream on, created again: nothing to add, no warning;
+    # the next step is to ask whether a listing can prove it.
+    assert run(ddb_endpoint_url, "index", "stream", "-t", calm_table).exit_code == 0
+    marked = run(ddb_endpoint_url, "index", "repair", "-t", calm_table)
+    assert marked.exit_code == 0, marked.output
+    again = run(ddb_endpoint_url, "index", "create", "-t", calm_table, "--output", "json")
+    found = json.loads(again.stdout)
+    assert (found["created"], found["markers"]) == (False, None), again.output
+    again = run(ddb_endpoint_url, "index", "create", "-t", calm_table)
+    assert again.stderr == (
+        f"Next: `ddbkeys partition-keys index status -t {calm_table}` says whether a listing "
+        "can prove the index, and what to do if not.\n"
+    ), again.output
 
 
 def test_index_create_dry_run_says_why_it_adds_nothing_or_refuses_as_create_does(

@@ -101,14 +101,15 @@ def create_command(
     connection: Connection,
     output: str,
 ) -> None:
-    """Add the KEYS_ONLY marker index to the table (nothing happens if it is there).
+    """Add the KEYS_ONLY marker index to the table (if it is there, it says so).
 
     First it says what the markers would add (an item a collection: how many, their bytes,
     what a scan then reads), what a listing from the index would cost against today's scan,
     and what the backfill that writes the markers costs once (write and read units), with a
     warning when the index would cost more than the scan it replaces: from the
     estimate's sample of the table (about 32 read units, or 5% of a scan's on a large table,
-    up to 128).
+    up to 128). Run again where the index is there, it creates nothing and says so, with what
+    the markers not written yet would add.
 
     \b
     Example:
@@ -117,6 +118,7 @@ def create_command(
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     info = index.table_info()
+    there = index_name in info.index_projections  # (create checks it is the marker index)
     marker_sort_key(info)  # (a table without a sort key: the error create gives)
     if info.sort_key and info.sort_key.type == "B" and given_text() is None:
         click.echo(BINARY_NOTE.format(table=table_name), err=True)
@@ -145,13 +147,20 @@ def create_command(
     index.create(wait=not no_wait)
     status = index.status()
     if structured(output):
-        echo_json({**fields, "status": status})
-    else:
-        click.echo(f"Index {index_name} of table {table_name}: {status}")
-        streamed = index.table_info().stream_arn is not None
-        if found.warning is not None or not streamed:  # (the next step of the setup)
-            drop = _drop_command(table_name, index_name, connection) if found.warning else None
-            click.echo(_next_step(table_name, streamed, drop), err=True)
+        echo_json({**fields, "status": status, "created": not there})
+        return
+    already = " (there already: nothing created)" if there else ""
+    click.echo(f"Index {index_name} of table {table_name}: {status}{already}")
+    streamed = index.table_info().stream_arn is not None
+    if found.warning is not None or not streamed:  # (the next step of the setup)
+        drop = _drop_command(table_name, index_name, connection) if found.warning else None
+        click.echo(_next_step(table_name, streamed, drop), err=True)
+    elif there:
+        click.echo(
+            f"Next: `ddbkeys partition-keys index status -t {table_name}` says whether a "
+            "listing can prove the index, and what to do if not.",
+            err=True,
+        )
 
 
 def _drop_command(table_name: str, index_name: str, connection: Connection) -> str:

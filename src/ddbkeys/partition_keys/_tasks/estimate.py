@@ -33,7 +33,7 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.choice import choose, index_ready, most_keys, not_active
+from ddbkeys.partition_keys._listing.choice import choose, most_keys, not_active
 from ddbkeys.partition_keys._listing.options import ListingOptions
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
@@ -44,7 +44,7 @@ from ddbkeys.partition_keys._proof.report import (
     follower_backfills,
 )
 from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
-from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, marker_cost
+from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, markers_to_add
 from ddbkeys.partition_keys._tasks.methods import (
     TASK_SECONDS,
     MethodEstimate,
@@ -181,7 +181,11 @@ def estimate(
     exact = sample.whole_table and not sample.cut
     scan = scan_range(known, items, exact) if items is not None else None
     skip_pages = _skip_pages(known, items, collections, scan, sample, speed, info.size_bytes)
-    markers = _markers(info, known, sample, keys, scan, options, skip_pages)
+    low, rcu, high = skip_pages.rcu_low, skip_pages.rcu, skip_pages.rcu_high
+    backfill = None if low is None or rcu is None or high is None else Range(low, rcu, high)
+    markers = markers_to_add(
+        info, known, sample, keys, scan, options.index_name, options.marker_attribute, backfill
+    )
     listed, replay = index_line(
         known,
         items,
@@ -221,32 +225,6 @@ def estimate(
         markers=markers,
         warning=warning,
     )
-
-
-def _markers(
-    info: TableInfo,
-    known: TableInfo,
-    sample: Sample,
-    keys: Range | None,
-    scan: Range | None,
-    options: ListingOptions,
-    skip_pages: MethodEstimate,
-) -> MarkerCost | None:
-    """What markers would add, where the table has a sort key and no marker index yet (the
-    backfill's read of the table: ``skip_pages``', the same skip scan)."""
-    index, attribute = options.index_name, options.marker_attribute
-    if keys is None or scan is None or not info.sort_key or not sample.keys:
-        return None
-    if index_ready(info, index, attribute):
-        return None
-    low, rcu, high = skip_pages.rcu_low, skip_pages.rcu, skip_pages.rcu_high
-    read = (
-        Range(low, rcu, high) if low is not None and rcu is not None and high is not None else None
-    )
-    # A consistent Query of a collection's first items: a unit a 4 KB of its first (the
-    # sample's mean of a one-item page's units, which are half-units), at least one.
-    query = max(1.0, 2 * sample.skip_units / sample.keys)
-    return marker_cost(known, keys, sample.key_bytes / sample.keys, attribute, scan, read, query)
 
 
 def _warning(

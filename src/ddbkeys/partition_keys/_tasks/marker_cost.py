@@ -23,12 +23,14 @@ from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._index.backfill import READ_FROM_ITEMS
 from ddbkeys.partition_keys._index.markers import VERSION_ATTRIBUTE, marker_sort_key
+from ddbkeys.partition_keys._listing.choice import index_ready
 from ddbkeys.partition_keys._proof.replay import scan_units
 from ddbkeys.partition_keys._tasks.figures import count, figure, size
 from ddbkeys.partition_keys._tasks.methods import pages_of, size_range
 from ddbkeys.partition_keys._tasks.ranges import Range
+from ddbkeys.partition_keys._tasks.sampled import Sample
 
-__all__ = ["MarkerCost", "index_warning", "marker_cost", "marker_sizes"]
+__all__ = ["MarkerCost", "index_warning", "marker_cost", "marker_sizes", "markers_to_add"]
 
 
 @dataclass(frozen=True)
@@ -181,4 +183,35 @@ def index_warning(
         f"Warning: a listing from the marker index of {table!r} {verb} ~{figure(index)} RCU, "
         f"more than the ~{figure(scan)} RCU of a scan it replaces{after}: list with --method "
         "scan or skip-pages instead"
+    )
+
+
+def markers_to_add(
+    info: TableInfo,
+    known: TableInfo,
+    sample: Sample,
+    keys: Range | None,
+    scan: Range | None,
+    index: str,
+    attribute: str,
+    backfill: Range | None,
+) -> MarkerCost | None:
+    """What markers would add to the table ``info`` describes (``known``: with the sample's
+    figures where they are better), where it has a sort key; ``backfill``: what the backfill's
+    skip scan of the table reads (skip-pages' estimate). Where the index ``index`` is there
+    already, for the collections the sample saw without one (led by none of ddbkeys' own
+    items): an index created again before its backfill still says what its markers cost."""
+    if keys is None or scan is None or not info.sort_key or not sample.keys:
+        return None
+    if index_ready(info, index, attribute):
+        leads = [c.lead for run in sample.runs for c in run]
+        bare = leads.count(0) / len(leads) if leads else 0.0
+        if not bare:
+            return None
+        keys = Range(keys.low * bare, keys.value * bare, keys.high * bare)
+    # A consistent Query of a collection's first items: a unit a 4 KB of its first (the
+    # sample's mean of a one-item page's units, which are half-units), at least one.
+    query = max(1.0, 2 * sample.skip_units / sample.keys)
+    return marker_cost(
+        known, keys, sample.key_bytes / sample.keys, attribute, scan, backfill, query
     )
