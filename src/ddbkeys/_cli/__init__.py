@@ -73,7 +73,8 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
     variables, resolved as boto3 resolves them), --timeout, and where it prints a JSON
     document --output json|table|text and --query; before the command's name too, as with the
     AWS CLI (after it, they win). `ddbkeys local` runs a DynamoDB Local to point them at.
-    Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest.
+    Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest; 130
+    after Ctrl-C, and 141 where the reader of the output went away (`| head`).
 
     \b
     Examples:

@@ -6,8 +6,10 @@ only click and this package, and each command loads what it needs when it runs.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -43,6 +45,20 @@ def _error_line(exc: Exception) -> str:
     if os.environ.get(DEBUG_ENV, "") not in ("", "0"):
         click.echo("".join(traceback.format_exception(exc)), err=True, nl=False)
     return internal_error_text(exc)
+
+
+#: The exit status of a command whose reader went away: 128 + SIGPIPE, as the shell's.
+SIGPIPE_EXIT = 141
+
+
+def _quiet_output() -> None:
+    """Standard output and error sent nowhere from now on: what is still buffered for a pipe
+    no one reads would fail again as Python flushes it on exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
 
 
 @dataclass(frozen=True)
@@ -127,6 +143,13 @@ class DdbKeysGroup(LazyGroup):
         except KeyboardInterrupt:  # Ctrl-C: 130, as a shell expects (click would say 1)
             click.echo(ctx.meta.get(INTERRUPTED_NOTE) or INTERRUPTED, err=True)
             ctx.exit(130)
+        except BrokenPipeError:
+            # The reader went away (| head, | true): no error line, and the output is cut, so
+            # not 0 (a verdict such as verify's may not have been read): 141, as the shell
+            # says of a writer SIGPIPE stopped. (A listing stops with 0 on its own: every key
+            # it printed is right.)
+            _quiet_output()
+            ctx.exit(SIGPIPE_EXIT)
         except Exception as exc:
             raise click.ClickException(_error_line(exc)) from exc
 
