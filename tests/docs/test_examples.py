@@ -153,6 +153,30 @@ def shell_env(endpoint_url: str) -> dict[str, str]:
     }
 
 
+def run_left_running(line: str, env: dict[str, str], cwd: Path, where: str) -> None:
+    """An example its comment says is left running (a follower): it still runs after a few
+    seconds, then stops cleanly on Ctrl-C (a traceback or an ``Error:`` line fails)."""
+    process = subprocess.Popen(
+        ["bash", "-c", f"exec {line}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=cwd,
+    )
+    try:
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+        assert process.poll() is None, f"{where}: {line}\n{process.communicate()}"
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        assert "Stopped by SIGINT" in stderr, f"{where}: {line}\n{stderr}"
+        assert "Error:" not in stderr and "Traceback" not in stderr, stderr
+    finally:
+        if process.poll() is None:
+            process.kill()
+
+
 def run_local_until_interrupted(line: str, env: dict[str, str], cwd: Path) -> None:
     process = subprocess.Popen(
         ["bash", "-c", f"exec {line}"],
@@ -403,7 +427,8 @@ def test_help_examples_run(
         where = tmp_path / f"group{n}"
         where.mkdir()
         for line in groups[n]:
-            run_shell(substitute(line, "sh", names), env, where, "docs/cli.md")
+            run = run_left_running if "# left running" in line else run_shell
+            run(substitute(line, "sh", names), env, where, "docs/cli.md")
 
     with ThreadPoolExecutor(len(groups)) as pool:
         list(pool.map(run_group, range(len(groups))))

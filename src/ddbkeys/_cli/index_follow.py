@@ -97,10 +97,12 @@ def follow_command(
     run `index backfill` in another shell at any time (it waits for the margin itself).
 
     \b
-    ddbkeys partition-keys index stream -t issues
-    ddbkeys partition-keys index create -t issues
-    ddbkeys partition-keys index follow -t issues --until-caught-up
-    ddbkeys partition-keys index follow -t T --backfill   # left running: from empty to proven
+    The setup, in the order `index --help` and `index create` give:
+      ddbkeys partition-keys index create -t issues
+      ddbkeys partition-keys index stream -t issues
+      ddbkeys partition-keys index follow -t issues --backfill   # left running: to proven
+    Apply what the stream holds, then stop (a cron job, a test):
+      ddbkeys partition-keys index follow -t issues --until-caught-up
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()
