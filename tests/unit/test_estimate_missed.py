@@ -8,7 +8,10 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
+
 from ddbkeys.partition_keys import ListingOptions
+from ddbkeys.partition_keys._tasks import methods
 from ddbkeys.partition_keys._tasks.estimate import estimate
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
@@ -158,3 +161,29 @@ def test_a_huge_collection_the_sample_cut_may_be_the_table_s_only_one() -> None:
         actual = by_hand(laid, size / items)
         assert line.rcu_low <= actual <= line.rcu_high, (order, actual, line)
     assert line.rcu_low > 50  # (a floor: 3,000 keys cannot be listed for 0.5 RCU)
+
+
+def test_many_cut_collections_laid_together_are_no_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A draw of a heavy-tailed table cuts dozens of collections. Laid together once (the
+    layout of ``lone.cut_once``), their run can cost more than every order of the simulation;
+    taken as a floor, it raised the low end to the likeliest value. On DynamoDB Local, three
+    Pareto and lognormal tables of 14-35 MB, 12 draws each: the listing's units fell outside
+    the range in 15 of 36 draws so, in 4 without it. No draw could catch every such collection
+    (``p ** cut`` < ``TAIL``), so that layout neither lowers nor raises the low end; where a
+    draw could (one cut, of a few segments), it still does both."""
+    units, keys, scan = (
+        Range(600.0, 900.0, 1300.0),
+        Range(2500, 3000, 3600),
+        Range(1700, 1800, 1900),
+    )
+    info = table(35_000, 14_000_000)
+    monkeypatch.setattr(methods, "unseen_in_one", lambda *_: None)
+    monkeypatch.setattr(methods, "cut_once", lambda *_: 1_200.0)  # (more than the likeliest)
+    many = Sample(segments=40, total_segments=400, keys=300, cut=30)
+    assert (TAIL > 0.1**30) and methods._fewer(info, keys, scan, many, units) == (units, "")
+    one = Sample(segments=40, total_segments=400, keys=300, cut=1)
+    raised, _ = methods._fewer(info, keys, scan, one, units)
+    assert raised == Range(900.0, 900.0, 1300.0)  # (no higher than the likeliest)
+    monkeypatch.setattr(methods, "cut_once", lambda *_: 200.0)
+    lowered, note = methods._fewer(info, keys, scan, one, units)
+    assert lowered == Range(200.0, 900.0, 1300.0) and "the table's only one" in note
