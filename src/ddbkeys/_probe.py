@@ -4,7 +4,8 @@ A client ddbkeys builds tries a refused connection once and says so at once. A p
 ``boto3.client`` tries it again on its own, backing off for about 25 s, so a shorter deadline
 comes first and the request is given up unanswered. One TCP connect to the endpoint's host and
 port then tells the two apart: refused (or a name that does not resolve) is raised as botocore's
-:class:`~botocore.exceptions.EndpointConnectionError`, what the client itself would raise in
+:class:`~botocore.exceptions.EndpointConnectionError` (:class:`StillRetried`: the client's own
+retries may yet send it, so a write may yet be applied), what the client itself would raise in
 the end; anything else stays :class:`~ddbkeys._errors.NoAnswerInTime`."""
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from botocore.exceptions import EndpointConnectionError
 
 from ddbkeys._errors import NoAnswerInTime
 
-__all__ = ["PROBE_TIMEOUT", "address", "not_answered", "not_answered_async"]
+__all__ = ["PROBE_TIMEOUT", "StillRetried", "address", "not_answered", "not_answered_async"]
 
 #: Seconds the connect may take: a refusal comes at once, a host that drops packets never.
 PROBE_TIMEOUT = 0.5
@@ -39,10 +40,15 @@ def address(endpoint_url: str | None) -> tuple[str, int] | None:
     return parts.hostname, port
 
 
+class StillRetried(EndpointConnectionError):
+    """The endpoint refused connections when the deadline came, while the client went on
+    trying on its own: its retries may yet send the request (a write may yet be applied)."""
+
+
 def _verdict(endpoint_url: str | None, waited: float, refused: bool) -> Exception:
     endpoint_url = endpoint_url or "the endpoint"
     if refused:
-        return EndpointConnectionError(endpoint_url=endpoint_url)
+        return StillRetried(endpoint_url=endpoint_url)
     return NoAnswerInTime(endpoint_url=endpoint_url, waited=waited)
 
 

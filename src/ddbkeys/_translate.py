@@ -34,6 +34,7 @@ from ddbkeys._errors import (
     UnexpectedAnswerError,
     error_code,
 )
+from ddbkeys._probe import StillRetried
 
 __all__ = [
     "deadline_exceeded",
@@ -179,8 +180,9 @@ def describe_failure(
 
 
 def unanswered(exc: BaseException | None) -> bool:
-    """Whether ``exc`` is a request sent that got no answer (it may still have been applied)."""
-    return isinstance(exc, (ReadTimeoutError, ConnectionClosedError))
+    """Whether ``exc`` is a request sent that got no answer, or one the client's own retries
+    may still send (it may still be applied)."""
+    return isinstance(exc, (ReadTimeoutError, ConnectionClosedError, StillRetried))
 
 
 def maybe_own(exc: ClientError, lost: Sequence[bool]) -> bool:

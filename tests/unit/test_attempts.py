@@ -27,6 +27,7 @@ from ddbkeys._errors import (
     NoAnswerInTime,
     ServiceError,
 )
+from ddbkeys._probe import StillRetried
 from ddbkeys._retry import Deadline, RetriesExhaustedError, RetryPolicy
 from tests.unit.test_read_budget import FakeClock
 
@@ -236,6 +237,25 @@ CASES = {
         [],
         error=DdbKeysError,
         message="the counter holds a string",
+    ),
+    "refused after a write that got no answer: it may have been applied": Case(
+        [read_timeout(), *[EndpointConnectionError(endpoint_url=URL)] * 3],
+        [0.0075, 0.015, 0.03],
+        error=EndpointUnreachableError,
+        message=f"Could not connect to the DynamoDB endpoint {URL}: is it running, and is the "
+        "URL right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB. A write of this call got "
+        "no answer: it may still have been applied.",
+        max_attempts=10,
+        retries=3,
+    ),
+    "refused while the client retries on its own: a write may yet be applied": Case(
+        [StillRetried(endpoint_url=URL)],
+        [],
+        error=EndpointUnreachableError,
+        message=f"Could not connect to the DynamoDB endpoint {URL}: is it running, and is the "
+        "URL right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB. The client's own retries "
+        "may still send the write: it may yet be applied.",
+        took=3.0,
     ),
     "no answer to the last write: it may have been applied": Case(
         [read_timeout()] * 2,

@@ -22,6 +22,7 @@ from ddbkeys._errors import (
     cut_short,
     error_code,
 )
+from ddbkeys._probe import StillRetried
 from ddbkeys._retry import (
     MAX_REFUSED_ATTEMPTS,
     Deadline,
@@ -35,6 +36,7 @@ from ddbkeys._translate import (
     describe_failure,
     foreign_answer,
     raise_translated,
+    translate_error,
     unanswered,
 )
 
@@ -157,7 +159,7 @@ def attempts(
             tally.last = throttled
             wait = policy.exponential(n)
         except (ClientError, BotoCoreError, DdbKeysError) as exc:
-            tally.failed(exc, table, took=deadline.elapsed() - began)
+            tally.failed(exc, table, took=deadline.elapsed() - began, writes=writes)
             wait = policy.exponential(n)
         if n + 1 < policy.max_attempts and wait:
             if not deadline.allows(wait):
@@ -200,12 +202,18 @@ class _Tally:
         self.sent_unanswered = False
 
     def failed(
-        self, exc: ClientError | BotoCoreError | DdbKeysError, table: str, *, took: float = 0.0
+        self,
+        exc: ClientError | BotoCoreError | DdbKeysError,
+        table: str,
+        *,
+        took: float = 0.0,
+        writes: bool = True,
     ) -> None:
         """A request failed: counted if another attempt may fix it, else raised translated.
         A refused connection that ``took`` :data:`SLOW_REFUSAL` or longer was tried again by
         the client itself (a plain ``boto3.client``'s retries back off for about 25 s): raised
-        at once, not tried :data:`~ddbkeys._retry.MAX_REFUSED_ATTEMPTS` times."""
+        at once, not tried :data:`~ddbkeys._retry.MAX_REFUSED_ATTEMPTS` times; where the call
+        ``writes`` and a write may still be applied, its message says so."""
         failure = unavailable_failure(exc)
         if failure is None:
             raise_translated(exc, table=table)
@@ -218,7 +226,15 @@ class _Tally:
             self.refused = MAX_REFUSED_ATTEMPTS
         self.kinds[_kind(failure)] += 1
         if self.refused >= MAX_REFUSED_ATTEMPTS:
-            raise_translated(failure, table=table)
+            error = translate_error(failure, table=table)
+            if writes and self.sent_unanswered and isinstance(error, DdbKeysError):
+                note = (
+                    " The client's own retries may still send the write: it may yet be applied."
+                    if isinstance(failure, StillRetried)
+                    else " A write of this call got no answer: it may still have been applied."
+                )
+                error = type(error)(error.message + note, table=table, cause=failure)
+            raise error from failure
 
 
 def _kind(exc: BaseException | None) -> str:
