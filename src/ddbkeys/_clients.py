@@ -112,7 +112,7 @@ def send(
                 raise job.outcome
             return job.outcome
         job.late = True  # (if no thread has taken it yet, none will send it)
-        raise not_answered(meta.endpoint_url, left)  # (refused, if nothing listens there)
+        raise not_answered(meta.endpoint_url, left, meta.config)  # (refused, if none listens)
     raise NoAnswerInTime(endpoint_url=meta.endpoint_url, waited=0.0)
 
 

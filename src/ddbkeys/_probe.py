@@ -6,19 +6,31 @@ comes first and the request is given up unanswered. One TCP connect to the endpo
 port then tells the two apart: refused (or a name that does not resolve) is raised as botocore's
 :class:`~botocore.exceptions.EndpointConnectionError` (:class:`StillRetried`: the client's own
 retries may yet send it, so a write may yet be applied), what the client itself would raise in
-the end; anything else stays :class:`~ddbkeys._errors.NoAnswerInTime`."""
+the end; anything else stays :class:`~ddbkeys._errors.NoAnswerInTime`. No connect is tried
+where the request goes through a proxy (it would not go where the request went), and the
+connect, name lookup included, takes :data:`PROBE_TIMEOUT` at most."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+import threading
+import urllib.request
+from typing import Any
 from urllib.parse import urlsplit
 
 from botocore.exceptions import EndpointConnectionError
 
 from ddbkeys._errors import NoAnswerInTime
 
-__all__ = ["PROBE_TIMEOUT", "StillRetried", "address", "not_answered", "not_answered_async"]
+__all__ = [
+    "PROBE_TIMEOUT",
+    "StillRetried",
+    "address",
+    "not_answered",
+    "not_answered_async",
+    "proxied",
+]
 
 #: Seconds the connect may take: a refusal comes at once, a host that drops packets never.
 PROBE_TIMEOUT = 0.5
@@ -52,28 +64,63 @@ def _verdict(endpoint_url: str | None, waited: float, refused: bool) -> Exceptio
     return NoAnswerInTime(endpoint_url=endpoint_url, waited=waited)
 
 
-def not_answered(endpoint_url: str | None, waited: float) -> Exception:
-    """The error for a request given up at its deadline after ``waited`` seconds (one connect
-    of at most :data:`PROBE_TIMEOUT` seconds first)."""
+def proxied(endpoint_url: str | None, config: Any = None) -> bool:
+    """Whether requests to ``endpoint_url`` go through an HTTP proxy (the client's
+    ``Config(proxies=...)``, or HTTP_PROXY/HTTPS_PROXY not bypassed by NO_PROXY): a connect
+    of one's own would not go where the request went."""
+    scheme = urlsplit(endpoint_url or "").scheme
+    if (getattr(config, "proxies", None) or {}).get(scheme):
+        return True
     where = address(endpoint_url)
-    if where is None:
-        return _verdict(endpoint_url, waited, refused=False)
+    environ = urllib.request.getproxies()
+    return where is not None and bool(environ.get(scheme)) and not proxy_bypassed(where[0])
+
+
+def proxy_bypassed(host: str) -> bool:
+    """Whether NO_PROXY (or the system's list) names ``host``."""
     try:
-        socket.create_connection(where, timeout=PROBE_TIMEOUT).close()
-    except (ConnectionRefusedError, socket.gaierror):
-        return _verdict(endpoint_url, waited, refused=True)
-    except OSError:  # (a timeout, a host that cannot be reached: not known to be refused)
-        pass
-    return _verdict(endpoint_url, waited, refused=False)
+        return bool(urllib.request.proxy_bypass(host))
+    except OSError:  # (a lookup that failed: take the proxy as used)
+        return False
 
 
-async def not_answered_async(endpoint_url: str | None, waited: float) -> Exception:
+def _refused(where: tuple[str, int]) -> bool:
+    """One TCP connect, in a thread of its own so that a name lookup that hangs cannot hold the
+    caller past :data:`PROBE_TIMEOUT` (the socket's own timeout does not cover it)."""
+    outcome: list[bool] = []
+
+    def connect() -> None:
+        try:
+            socket.create_connection(where, timeout=PROBE_TIMEOUT).close()
+        except (ConnectionRefusedError, socket.gaierror):
+            outcome.append(True)
+        except OSError:  # (a timeout, a host that cannot be reached: not known to be refused)
+            outcome.append(False)
+
+    thread = threading.Thread(target=connect, name="ddbkeys-probe", daemon=True)
+    thread.start()
+    thread.join(PROBE_TIMEOUT)
+    return bool(outcome) and outcome[0]
+
+
+def not_answered(endpoint_url: str | None, waited: float, config: Any = None) -> Exception:
+    """The error for a request given up at its deadline after ``waited`` seconds (one connect
+    of at most :data:`PROBE_TIMEOUT` seconds first, unless the client's ``config`` or the
+    environment sends it through a proxy)."""
+    where = address(endpoint_url)
+    refused = where is not None and not proxied(endpoint_url, config) and _refused(where)
+    return _verdict(endpoint_url, waited, refused=refused)
+
+
+async def not_answered_async(
+    endpoint_url: str | None, waited: float, config: Any = None
+) -> Exception:
     """:func:`not_answered` on the running event loop."""
     where = address(endpoint_url)
-    if where is None:
+    if where is None or proxied(endpoint_url, config):
         return _verdict(endpoint_url, waited, refused=False)
     try:
-        async with asyncio.timeout(PROBE_TIMEOUT):
+        async with asyncio.timeout(PROBE_TIMEOUT):  # (the name's lookup included)
             _, writer = await asyncio.open_connection(*where)
         writer.close()
     except (ConnectionRefusedError, socket.gaierror):

@@ -109,7 +109,8 @@ class AsyncDriver:
                     async with asyncio.timeout(None if math.isinf(left) else left):
                         answer = await method(**step.params)
                 except TimeoutError:
-                    raise await not_answered_async(url, left) from None
+                    config = getattr(getattr(client, "meta", None), "config", None)
+                    raise await not_answered_async(url, left, config) from None
                 except Exception as exc:
                     wrong = misuse(exc, self.owner, previous, table)
                     if wrong is not None:
