@@ -23,7 +23,7 @@ from ddbkeys._cli.index_common import markers_as_recorded, open_index, parse_key
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import given_text, index_options
 from ddbkeys._cli.index_status import status_command
-from ddbkeys._cli.index_verify import repair_command, verify_command
+from ddbkeys._cli.index_verify import Upkeep, repair_command, verify_command
 from ddbkeys.partition_keys import (
     ListingEstimate,
     estimate_listing,
@@ -152,15 +152,11 @@ def create_command(
     already = " (there already: nothing created)" if there else ""
     click.echo(f"Index {index_name} of table {table_name}: {status}{already}")
     streamed = index.table_info().stream_arn is not None
-    if found.warning is not None or not streamed:  # (the next step of the setup)
-        drop = _drop_command(table_name, index_name, connection) if found.warning else None
-        click.echo(_next_step(table_name, streamed, drop), err=True)
-    elif there:
-        click.echo(
-            f"Next: `ddbkeys partition-keys index status -t {table_name}` says whether a "
-            "listing can prove the index, and what to do if not.",
-            err=True,
-        )
+    drop = _drop_command(table_name, index_name, connection) if found.warning else None
+    # (with the stream on, a maintainer may keep it already: then `index status` is next)
+    upkeep = Upkeep.of(index, None) if streamed else None
+    kept = upkeep is not None and upkeep.maintainer is not None
+    click.echo(_next_step(table_name, streamed, drop, kept), err=True)
 
 
 def _drop_command(table_name: str, index_name: str, connection: Connection) -> str:
@@ -180,16 +176,21 @@ def _drop_command(table_name: str, index_name: str, connection: Connection) -> s
     return shlex.join(words)
 
 
-def _next_step(table_name: str, streamed: bool, drop: str | None) -> str:
+def _next_step(table_name: str, streamed: bool, drop: str | None, kept: bool = False) -> str:
     """The line after ``index create``: the next step of the setup (the stream first, where it
-    is off); where the warning said the index costs more than the scan it replaces, how to
-    take it away first (``drop``)."""
+    is off; then a maintainer, unless one keeps the index already: ``kept``, when ``index
+    status`` says whether a listing can prove it); where the warning said the index costs
+    more than the scan it replaces, how to take it away first (``drop``)."""
     follow = f"`index follow -t {table_name} --backfill` (or the Lambda handler)"
-    steps = (
-        f"`ddbkeys partition-keys {follow.removeprefix('`')}"
-        if streamed
-        else f"`ddbkeys partition-keys index stream -t {table_name}`, then {follow}"
-    )
+    if kept:
+        steps = (
+            f"`ddbkeys partition-keys index status -t {table_name}` says whether a listing can "
+            "prove it, and what to do if not"
+        )
+    elif streamed:
+        steps = f"`ddbkeys partition-keys {follow.removeprefix('`')}"
+    else:
+        steps = f"`ddbkeys partition-keys index stream -t {table_name}`, then {follow}"
     if drop is None:
         return f"Next: {steps}."
     return (
