@@ -157,6 +157,13 @@ CLI_WORDS = (
     ("endpoint_url=", "--endpoint-url"),
     ("region=", "--region"),
     ("profile=", "--profile"),
+    ("method='auto'", "--method auto"),
+    ("method='scan'", "--method scan"),
+    ("trust_index=True", "--trust-index"),
+    ("marker_sort_key=", "--marker-sort-key"),
+    ("marker_attribute=", "--marker-attribute"),
+    ("state_table=", "--state-table"),
+    ("index_name=", "--index-name"),
 )
 
 

@@ -173,7 +173,7 @@ def test_index_commands(
     listed = run(ddb_endpoint_url, "-t", table, "--method", "index", "--trust-index")
     assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]
     assert "(index)" in listed.stderr
-    assert "Warning: asked for, and read as it is" in listed.stderr
+    assert "Warning: asked for, and read as it is (--trust-index): nothing" in listed.stderr
     # The same from a plan: the tasks read the index as it is, and together list every key.
     planned = run(
         ddb_endpoint_url, "plan", "-t", table, "-m", "index", "--trust-index", "--tasks", "2"

@@ -100,7 +100,7 @@ def test_the_cli_names_what_it_could_not_mark_and_exits_1(
     clash = (
         f"Error: 1 collection(s) of table {table!r} cannot be marked: a. Each holds a data item "
         "at the marker's sort key (its 'ddbkeys_pk' is not its own partition key), left as it "
-        "is; give the markers another sort key value (marker_sort_key= in Python).\n"
+        "is; give the markers another sort key value (--marker-sort-key).\n"
     )
     backfill = run(ddb_endpoint_url, "index", "backfill", "-t", table)
     stream_off = (  # (the table has no stream: no listing can prove the index, said first)

@@ -100,15 +100,17 @@ def test_an_index_keyed_on_another_attribute_is_refused(
     before = everything(ddb_client, table)
     refused = (
         f"Index 'ddbkeys-partition-keys' of table {table!r} is keyed on 'owner', not on the "
-        "marker attribute 'ddbkeys_pk': pass --marker-attribute owner (marker_attribute= in "
-        "Python) if it is the marker index, or name the marker index with --index-name "
-        "(index_name=)."
+        "marker attribute 'ddbkeys_pk': pass the marker attribute 'owner' (marker_attribute=) "
+        "if it is the marker index, or name the marker index (index_name=)."
     )
     with pytest.raises(ConfigurationError) as raised:
         MarkerIndex(ddb_client, table).mark("a")
     assert str(raised.value) == refused
     result = cli_run(ddb_endpoint_url, "backfill", "-t", table)
-    assert (result.exit_code, result.stderr) == (1, f"Error: {refused}\n")
+    said = refused.replace("marker_attribute=", "--marker-attribute").replace(
+        "index_name=", "--index-name"
+    )  # (the CLI names its options)
+    assert (result.exit_code, result.stderr) == (1, f"Error: {said}\n")
     assert everything(ddb_client, table) == before
     # With the index's own attribute, it marks.
     assert MarkerIndex(ddb_client, table, marker_attribute="owner").mark("a") is True
@@ -125,9 +127,9 @@ def test_follow_with_a_mistyped_attribute_writes_nothing(
     assert (typo.exit_code, typo.stdout) == (1, "")
     assert typo.stderr == (
         f"Error: Index 'ddbkeys-partition-keys' of table {table!r} is keyed on 'ddbkeys_pk', "
-        "not on the marker attribute 'ddbkeys_pkk': pass --marker-attribute ddbkeys_pk "
-        "(marker_attribute= in Python) if it is the marker index, or name the marker index with "
-        "--index-name (index_name=).\n"
+        "not on the marker attribute 'ddbkeys_pkk': pass the marker attribute 'ddbkeys_pk' "
+        "(--marker-attribute) if it is the marker index, or name the marker index "
+        "(--index-name).\n"
     )
     assert everything(ddb_client, table) == before
     assert not exists(ddb_client, store)

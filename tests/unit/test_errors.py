@@ -17,7 +17,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.errors import cli_words, error_text
 from ddbkeys._errors import (
     ConfigurationError,
     CredentialsError,
@@ -305,6 +305,13 @@ def test_messages_name_the_setting_the_reader_can_change() -> None:
     assert "pass --profile" in said and "point --endpoint-url at" in said, said
     assert "=" not in said, said
     assert error_text(NoRegionError()).startswith("No AWS region set. Pass --region, or set")
+    # A value of the user's is theirs (helper-67: a counter named deadline=1 was said as
+    # '--timeout1').
+    named = DdbKeysError("The counter 'deadline=1' holds a string; raise it with deadline=.")
+    assert error_text(named) == (
+        "The counter 'deadline=1' holds a string; raise it with --timeout."
+    )
+    assert cli_words("the item 'region=' of 'x profile='") == "the item 'region=' of 'x profile='"
 
 
 def test_raise_translated_chains() -> None:

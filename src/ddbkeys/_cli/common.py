@@ -147,7 +147,9 @@ def warnings_said(category: type[Warning]) -> Iterator[None]:
     it comes (``Warning: ...``, one line), every time, instead of Python's default form."""
 
     def show(message: Warning | str, *_: Any, **__: Any) -> None:
-        click.echo(f"Warning: {message}", err=True)
+        from ddbkeys._cli.errors import cli_words  # noqa: PLC0415 (only once one comes)
+
+        click.echo(f"Warning: {cli_words(str(message))}", err=True)
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", category)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 
 from ddbkeys._errors import CLI_WORDS, DdbKeysError
 from ddbkeys._translate import one_line, translate_error
@@ -24,9 +25,11 @@ def error_text(exc: BaseException) -> str:
 
 
 def cli_words(message: str) -> str:
-    """``message`` with the library's names of settings replaced by the CLI's options."""
+    """``message`` with the library's names of settings replaced by the CLI's options: each a
+    word of its own (a value quoted in the message, such as a counter named ``deadline=1``, is
+    left as it is)."""
     for library, cli in CLI_WORDS:
-        message = message.replace(library, cli)
+        message = re.sub(rf"(?<![\w'\"=-]){re.escape(library)}(?=[\s.,;:)]|$)", cli, message)
     return message
 
 

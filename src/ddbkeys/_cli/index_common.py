@@ -88,5 +88,5 @@ def clash_error(table_name: str, clashes: list[Any], index: MarkerIndex) -> clic
         f"{len(clashes)} collection(s) of table {table_name!r} cannot be marked: {shown}{more}. "
         "Each holds a data item at the marker's sort key (its "
         f"{index.attribute!r} is not its own partition key), left as it is; give the markers "
-        "another sort key value (marker_sort_key= in Python)."
+        "another sort key value (--marker-sort-key)."
     )

@@ -11,6 +11,7 @@ import threading
 import click
 
 from ddbkeys._cli.common import StatusLine
+from ddbkeys._cli.errors import cli_words
 from ddbkeys._cli.group import INTERRUPTED_NOTE
 from ddbkeys._cli.listing_export import export_line, export_stopped
 from ddbkeys._cli.listing_sink import KeySink
@@ -62,7 +63,7 @@ def say_strays(listing: Listing) -> None:
     """Say (on stderr, even with --quiet: the answer's trust is at stake) where the listing
     handed out keys at items that say they are ddbkeys' markers of other settings."""
     if listing.stray_note:
-        click.echo(f"Warning: {listing.stray_note}.", err=True)
+        click.echo(f"Warning: {cli_words(listing.stray_note)}.", err=True)
 
 
 #: What each stopping signal is called, and the exit code it leads to (128 + its number).

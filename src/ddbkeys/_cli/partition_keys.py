@@ -17,6 +17,7 @@ from ddbkeys._cli.common import (
     table_name,
     warnings_said,
 )
+from ddbkeys._cli.errors import cli_words
 from ddbkeys._cli.group import LazyGroup
 from ddbkeys._cli.index_options import (
     given_sort_key,
@@ -70,9 +71,9 @@ DEFAULTS = ListingOptions()
 
 def _trust_note(listing: Listing, method: str) -> str:
     """Why the marker index was not used (auto) or not proven (--method index)."""
+    reason = cli_words(listing.method_reason)  # (the library's words are for Python)
     if method == "index":
-        return f"Warning: {listing.method_reason}."
-    reason = listing.method_reason
+        return f"Warning: {reason}."
     return f"Note: {reason[:1].upper()}{reason[1:]}; listing with {listing.method_name}."
 
 

@@ -357,8 +357,8 @@ def other_markers(evidence: Evidence | None, markers: str, table: str) -> DdbKey
     return ConfigurationError(
         f"The marker index of table {table!r} was backfilled with markers of "
         f"{shown_markers(last)}, not {shown_markers(markers)} as given here: give the "
-        "index's own (--marker-sort-key, --marker-attribute; marker_sort_key=, "
-        "marker_attribute= in Python; the Lambda handler's DDBKEYS_MARKER_SORT_KEY, "
+        "index's own (marker_sort_key=, marker_attribute=; the Lambda handler's "
+        "DDBKEYS_MARKER_SORT_KEY, "
         "DDBKEYS_MARKER_ATTRIBUTE). To change them, run `index backfill --force` with the new "
         "ones: it removes the old markers first. Nothing was written.",
         table=table,

@@ -175,8 +175,8 @@ def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = Tr
     if keyed != attribute:
         raise ConfigurationError(
             f"{where} is keyed on {keyed!r}, not on the marker attribute {attribute!r}: pass "
-            f"--marker-attribute {keyed} (marker_attribute= in Python) if it is the marker index, "
-            "or name the marker index with --index-name (index_name=).",
+            f"the marker attribute {keyed!r} (marker_attribute=) if it is the marker index, or "
+            "name the marker index (index_name=).",
             table=info.name,
         )
     status = index_status(info, name)

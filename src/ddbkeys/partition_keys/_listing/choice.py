@@ -282,8 +282,8 @@ def declined(
         )
     raise IndexUnprovenError(
         f"The marker index {index!r} of table {info.name!r} cannot be proven complete now: "
-        f"{why} ({status}). List with --method auto, or read the index as it is with "
-        "--trust-index.",
+        f"{why} ({status}). List with method='auto', or read the index as it is with "
+        "trust_index=True.",
         table=info.name,
     )
 
@@ -316,7 +316,7 @@ def read_as_is(info: TableInfo, marker: MarkerCore) -> Choice:
     """``method="index"`` with ``trust_index``: the index as it is, unproven (said)."""
     return Choice(
         IndexMethod(info, marker),
-        "asked for, and read as it is (trust_index): nothing proves it complete; it is as "
+        "asked for, and read as it is (trust_index=True): nothing proves it complete; it is as "
         "right as whatever keeps its markers",
         False,
     )

@@ -149,8 +149,8 @@ class ListingOptions:
         if self.include_own_items and self.method == "index":
             raise ConfigurationError(
                 "include_own_items lists keys that hold only ddbkeys' own items (markers, "
-                "counters), which the marker index never marks: list with method='scan', "
-                "'skip-pages' or 'auto' (--method), not 'index'."
+                "counters), which the marker index never marks: list with another method "
+                "('scan', 'skip-pages' or 'auto'), not 'index'."
             )
         for name, value in checked.items():  # (numbers as floats: one JSON form)
             object.__setattr__(self, name, value)

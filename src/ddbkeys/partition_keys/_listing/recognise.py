@@ -77,7 +77,7 @@ def marker_sort_key(info: TableInfo, given: Any = None) -> dict[str, Any]:
     if sk is None:
         raise KeySchemaError(
             f"Table {info.name!r} has no sort key, so a marker item cannot sit beside the "
-            "collection's items; list its keys with a plain scan (--method scan), which "
+            "collection's items; list its keys with a plain scan (method='scan'), which "
             "reads each key once anyway.",
             table=info.name,
         )
@@ -249,6 +249,6 @@ class Strays:
             f"{self.count:,} key{many} listed at an item that says it is ddbkeys' marker but is "
             f"not one of this listing's (sort key {show_value(markers.sort_value)}, attribute "
             f"{markers.attribute!r}){at}: such a key may hold nothing but a marker of an index "
-            "made with other settings. Pass that index's --marker-sort-key and "
-            "--marker-attribute, or the --state-table holding its record"
+            "made with other settings. Pass that index's marker_sort_key= and "
+            "marker_attribute=, or the state_table= holding its record"
         )

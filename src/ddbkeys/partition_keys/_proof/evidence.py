@@ -416,7 +416,7 @@ def precheck(
         return Decline(
             "the backfill knew markers by another attribute or sort key than this listing "
             f"({shown_markers(evidence.backfill.markers)}, not {shown_markers(markers)}): "
-            "list with the index's own (--marker-sort-key, --marker-attribute; to change "
+            "list with the index's own (marker_sort_key=, marker_attribute=; to change "
             "them, `index backfill --force` with the new ones)"
         )
     if evidence.clashes:
