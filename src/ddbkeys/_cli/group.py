@@ -17,7 +17,14 @@ from typing import Any
 
 import click
 
-__all__ = ["INTERRUPTED_NOTE", "DdbKeysGroup", "LazyCommand", "LazyGroup", "given_defaults"]
+__all__ = [
+    "INTERRUPTED_NOTE",
+    "DdbKeysGroup",
+    "LazyCommand",
+    "LazyGroup",
+    "given_defaults",
+    "quiet_output",
+]
 
 #: ``ctx.meta`` key: what a command says when Ctrl-C interrupts it, where it knows better than
 #: :data:`INTERRUPTED` (a listing before its first key: nothing written, run it again).
@@ -51,7 +58,7 @@ def _error_line(exc: Exception) -> str:
 SIGPIPE_EXIT = 141
 
 
-def _quiet_output() -> None:
+def quiet_output() -> None:
     """Standard output and error sent nowhere from now on: what is still buffered for a pipe
     no one reads would fail again as Python flushes it on exit."""
     devnull = os.open(os.devnull, os.O_WRONLY)
@@ -148,7 +155,7 @@ class DdbKeysGroup(LazyGroup):
             # not 0 (a verdict such as verify's may not have been read): 141, as the shell
             # says of a writer SIGPIPE stopped. (A listing stops with 0 on its own: every key
             # it printed is right.)
-            _quiet_output()
+            quiet_output()
             ctx.exit(SIGPIPE_EXIT)
         except Exception as exc:
             raise click.ClickException(_error_line(exc)) from exc

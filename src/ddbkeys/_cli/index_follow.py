@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import signal
 import threading
+from typing import Any
 
 import click
 
@@ -18,6 +19,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
+from ddbkeys._cli.group import quiet_output
 from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
 from ddbkeys._cli.index_options import (
     index_name_option,
@@ -106,9 +108,7 @@ def follow_command(
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     stop = threading.Event()
-    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
-
-    stderr = Console(stderr=True)
+    stderr = _console()
 
     told: float | None = None  # when the stream was found off, once said
     noted = False  # whether it said that no backfill counts yet
@@ -118,12 +118,11 @@ def follow_command(
         nonlocal told, told_held, noted
         if report.backfill_needed and not backfill and not noted:
             noted = True  # (at its start: said once)
-            click.echo(
+            say(
                 "Note: no backfill under this stream lets a listing prove the index yet: run "
                 f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
                 "runs (it waits for the replay margin after the follower's first position), or "
-                "follow with --backfill.",
-                err=True,
+                "follow with --backfill."
             )
         off = report.stream_off_since  # (said once each time, on a line of its own)
         news, told = off is not None and off != told, off
@@ -217,3 +216,23 @@ def follow_command(
             err=True,
         )
         raise click.exceptions.Exit(1)
+
+
+def say(line: str) -> None:
+    """``line`` on stderr; where no one reads it any more, nothing (the follower goes on)."""
+    try:
+        click.echo(line, err=True)
+    except BrokenPipeError:
+        quiet_output()
+
+
+def _console() -> Any:
+    """The console of the follower's lines on stderr. A reader of them that goes away (| head,
+    a log shipper restarting) costs the lines, never the work: rich would raise SystemExit in
+    the thread that printed (helper-67: the backfill thread ended so, and the follower ran
+    on, never backfilling, saying nothing)."""
+    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
+
+    console = Console(stderr=True)
+    console.on_broken_pipe = quiet_output  # type: ignore[method-assign]
+    return console
