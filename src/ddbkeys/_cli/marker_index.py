@@ -28,6 +28,7 @@ from ddbkeys.partition_keys import (
     ListingEstimate,
     estimate_listing,
 )
+from ddbkeys.partition_keys._index.markers import check_index, index_status
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.recognise import marker_sort_key
 
@@ -118,7 +119,9 @@ def create_command(
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
     info = index.table_info()
-    there = index_name in info.index_projections  # (create checks it is the marker index)
+    there = index_status(info, index_name)
+    if there is not None:  # (refused as create refuses it, --dry-run too)
+        check_index(info, index_name, marker_attribute, active=False)
     marker_sort_key(info)  # (a table without a sort key: the error create gives)
     if info.sort_key and info.sort_key.type == "B" and given_text() is None:
         click.echo(BINARY_NOTE.format(table=table_name), err=True)
@@ -138,18 +141,20 @@ def create_command(
             click.echo(summary, err=not dry_run)
         elif dry_run:
             click.echo(f"Index {index_name} of table {table_name}: {_nothing_added(found)}.")
+        if dry_run and there is not None and added is not None:
+            click.echo(f"Index {index_name} of table {table_name}: {there} (there already).")
         if found.warning:
             click.echo(f"{found.warning}.", err=True)
     if dry_run:
         if structured(output):
-            echo_json({**fields, "status": None, "dry_run": True})
+            echo_json({**fields, "status": there, "dry_run": True})
         return
     index.create(wait=not no_wait)
     status = index.status()
     if structured(output):
-        echo_json({**fields, "status": status, "created": not there})
+        echo_json({**fields, "status": status, "created": there is None})
         return
-    already = " (there already: nothing created)" if there else ""
+    already = " (there already: nothing created)" if there is not None else ""
     click.echo(f"Index {index_name} of table {table_name}: {status}{already}")
     streamed = index.table_info().stream_arn is not None
     drop = _drop_command(table_name, index_name, connection) if found.warning else None
