@@ -272,7 +272,7 @@ def test_a_listing_says_so_where_it_listed_a_key_at_a_marker_of_other_settings(
         assert set(listing) == {"emptied", "kept", "plain"}, method
         note = listing.stray_note
         assert note.startswith("2 keys were listed at an item that says it is ddbkeys' marker")
-        assert "the first at sort key '!m'" in note and "--marker-sort-key" in note, note
+        assert "the first at sort key '!m'" in note and "marker_sort_key=" in note, note
         told = distinct_partition_keys(ddb_client, table, method, marker_sort_key="!m")
         assert set(told) == {"kept", "plain"} and told.stray_note == "", method
 

@@ -18,7 +18,7 @@ from ddbkeys._cli.common import (
     table_option,
     warnings_said,
 )
-from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.errors import cli_words, error_text
 from ddbkeys._cli.index_options import (
     given_sort_key,
     index_options,
@@ -244,7 +244,7 @@ def run_task_command(
             "segment": task.segment,
             "segments": task.segments,
             "method": listing.method_name,
-            "warnings": [listing.stray_note] if listing.stray_note else [],
+            "warnings": [cli_words(listing.stray_note)] if listing.stray_note else [],
             "keys": collected,
             "usage": listing.usage.snapshot(),
         }

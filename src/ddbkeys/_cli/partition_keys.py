@@ -287,7 +287,7 @@ def partition_keys_group(
             "method": listing.method_name,
             "method_reason": listing.method_reason,
             "method_note": listing.method_note,
-            "warnings": [listing.stray_note] if listing.stray_note else [],
+            "warnings": [cli_words(listing.stray_note)] if listing.stray_note else [],
             "readers": listing.readers,
             "replay": _replay_fields(listing),
             "export": export_fields(listing),
