@@ -73,10 +73,10 @@ def proxied(endpoint_url: str | None, config: Any = None) -> bool:
         return True
     where = address(endpoint_url)
     environ = urllib.request.getproxies()
-    return where is not None and bool(environ.get(scheme)) and not proxy_bypassed(where[0])
+    return where is not None and bool(environ.get(scheme)) and not _bypassed(where[0])
 
 
-def proxy_bypassed(host: str) -> bool:
+def _bypassed(host: str) -> bool:
     """Whether NO_PROXY (or the system's list) names ``host``."""
     try:
         return bool(urllib.request.proxy_bypass(host))

@@ -26,15 +26,18 @@ pytestmark = pytest.mark.integration
 SIGPIPE_EXIT = 141
 
 
-def into_closed_pipe(endpoint: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """``ddbkeys ARGS --endpoint-url ENDPOINT`` writing into a pipe nobody reads."""
+def into_closed_pipe(
+    endpoint: str, *args: str, stderr_too: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """``ddbkeys ARGS --endpoint-url ENDPOINT`` writing into a pipe nobody reads (its standard
+    error too with ``stderr_too``, as ``2>&1 | head`` does; else captured)."""
     read, write = os.pipe()
     os.close(read)
     try:
         return subprocess.run(
             [sys.executable, "-m", "ddbkeys", *args, "--endpoint-url", endpoint],
             stdout=write,
-            stderr=subprocess.PIPE,
+            stderr=write if stderr_too else subprocess.PIPE,
             text=True,
             timeout=120,
             check=False,
@@ -74,44 +77,21 @@ def test_a_follower_whose_reader_went_away_still_backfills(
     for n in range(20):
         ddb_client.put_item(TableName=table, Item={"pk": {"S": f"c{n}"}, "sk": {"S": "a"}})
     state = f"{table}-state"
-    for step in (("create",), ("stream",)):
+    for step in ("create", "stream"):
         made = subprocess.run(
-            [sys.executable, "-m", "ddbkeys", "partition-keys", "index", *step, "-t", table],
+            [sys.executable, "-m", "ddbkeys", "partition-keys", "index", step, "-t", table],
             capture_output=True,
             text=True,
             env={**os.environ, "AWS_ENDPOINT_URL_DYNAMODB": ddb_endpoint_url},
             check=False,
         )
         assert made.returncode == 0, made.stderr
-    read, write = os.pipe()
-    os.close(read)
-    try:
-        followed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "ddbkeys",
-                "partition-keys",
-                "index",
-                "follow",
-                "-t",
-                table,
-                "--backfill",
-                "--until-caught-up",
-                "--replay-margin",
-                "1",
-                "--state-table",
-                state,
-                "--endpoint-url",
-                ddb_endpoint_url,
-            ],
-            stdout=write,
-            stderr=write,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.close(write)
+    followed = into_closed_pipe(
+        ddb_endpoint_url,
+        *("partition-keys", "index", "follow", "-t", table, "--backfill", "--until-caught-up"),
+        *("--replay-margin", "1", "--state-table", state),
+        stderr_too=True,
+    )
     assert followed.returncode in (0, SIGPIPE_EXIT)
     status = subprocess.run(
         [

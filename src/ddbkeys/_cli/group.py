@@ -58,11 +58,11 @@ def _error_line(exc: Exception) -> str:
 SIGPIPE_EXIT = 141
 
 
-def quiet_output() -> None:
-    """Standard output and error sent nowhere from now on: what is still buffered for a pipe
-    no one reads would fail again as Python flushes it on exit."""
+def quiet_output(*streams: Any) -> None:
+    """``streams`` (by default standard output and error) sent nowhere from now on: what is
+    still buffered for a pipe no one reads would fail again as Python flushes it on exit."""
     devnull = os.open(os.devnull, os.O_WRONLY)
-    for stream in (sys.stdout, sys.stderr):
+    for stream in streams or (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(devnull, stream.fileno())
     os.close(devnull)

@@ -3,7 +3,6 @@ what it says when it stops early (a signal, an error): how far it came and how t
 
 from __future__ import annotations
 
-import os
 import signal
 import sys
 import threading
@@ -12,7 +11,7 @@ import click
 
 from ddbkeys._cli.common import StatusLine
 from ddbkeys._cli.errors import cli_words
-from ddbkeys._cli.group import INTERRUPTED_NOTE
+from ddbkeys._cli.group import INTERRUPTED_NOTE, quiet_output
 from ddbkeys._cli.listing_export import export_line, export_stopped
 from ddbkeys._cli.listing_sink import KeySink
 from ddbkeys._errors import DdbKeysError, ListingInterrupted
@@ -190,8 +189,7 @@ def stream_keys(
     except BrokenPipeError:
         # The reader went away (| head): stop quietly. What it read of the keys written is
         # unknown, so a checkpoint would skip keys it threw away: it is removed.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
+        quiet_output(sys.stdout)
         sink.forget()
         ctx.exit(0)
     finally:

@@ -185,6 +185,12 @@ def attempts(
     ) from last
 
 
+#: What a call's error adds where a write may have been applied: its last request got no
+#: answer, an earlier one did, or the client's own retries may still send it.
+_LAST_WRITE = " The last write got no answer: it may still have been applied."
+_SOME_WRITE = " A write of this call got no answer: it may still have been applied."
+_STILL_RETRIED = " The client's own retries may still send the write: it may yet be applied."
+
 #: Seconds a refused connection takes, at least, when the client retried it on its own.
 SLOW_REFUSAL = 1.0
 
@@ -228,11 +234,7 @@ class _Tally:
         if self.refused >= MAX_REFUSED_ATTEMPTS:
             error = translate_error(failure, table=table)
             if writes and self.sent_unanswered and isinstance(error, DdbKeysError):
-                note = (
-                    " The client's own retries may still send the write: it may yet be applied."
-                    if isinstance(failure, StillRetried)
-                    else " A write of this call got no answer: it may still have been applied."
-                )
+                note = _STILL_RETRIED if isinstance(failure, StillRetried) else _SOME_WRITE
                 error = type(error)(error.message + note, table=table, cause=failure)
             raise error from failure
 
@@ -270,11 +272,7 @@ def gave_up(
         and (unanswered(last) or sent_unanswered)
         and not what.startswith(("DescribeTable", "reading"))
     ):
-        note = (
-            " The last write got no answer: it may still have been applied."
-            if unanswered(last)
-            else " A write of this call got no answer: it may still have been applied."
-        )
+        note = _LAST_WRITE if unanswered(last) else _SOME_WRITE
     if out_of_time and deadline.seconds is not None:
         if not reason:
             return deadline_exceeded(
