@@ -174,6 +174,10 @@ def test_index_commands(
     assert sorted(listed.stdout.split()) == [f"k{k:03}" for k in range(5)]
     assert "(index)" in listed.stderr
     assert "Warning: asked for, and read as it is (--trust-index): nothing" in listed.stderr
+    # JSON's reason is in the CLI's words too, as the stderr line is.
+    as_json = run(ddb_endpoint_url, "-t", table, "-m", "index", "--trust-index", "--output", "json")
+    reason = json.loads(as_json.stdout)["method_reason"]
+    assert "(--trust-index)" in reason and "trust_index" not in reason
     # The same from a plan: the tasks read the index as it is, and together list every key.
     planned = run(
         ddb_endpoint_url, "plan", "-t", table, "-m", "index", "--trust-index", "--tasks", "2"

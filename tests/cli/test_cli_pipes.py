@@ -8,12 +8,16 @@ time (``| true`` races the writer)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
 import subprocess
 import sys
 from typing import TYPE_CHECKING
 
 import pytest
+
+from ddbkeys._cli.group import rich_console
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb import DynamoDBClient
@@ -60,10 +64,16 @@ def test_a_reader_gone_away_is_no_error(
         ("partition-keys", "index", "verify", "-t", table),  # unhealthy: 1 where read
         ("partition-keys", "index", "verify", "-t", table, "--output", "json"),
         ("partition-keys", "estimate", "-t", table),
-        ("ids", "next", "-t", table, "--counter-key", '{"pk": "ids", "sk": "n"}', "-n", "3"),
     ):
         cut = into_closed_pipe(ddb_endpoint_url, *args)
         assert (cut.returncode, cut.stderr) == (SIGPIPE_EXIT, ""), (args, cut)
+    counter = '{"pk": "ids", "sk": "n"}'
+    taken = into_closed_pipe(ddb_endpoint_url, "ids", "next", "-t", table, "--counter-key", counter)
+    assert (taken.returncode, taken.stderr) == (  # (what it took, said: ids are not lost unsaid)
+        SIGPIPE_EXIT,
+        f"Id 1 taken from the counter at {counter} of table {table!r}; the output was cut before "
+        "all of it was read.\n",
+    )
     listed = into_closed_pipe(ddb_endpoint_url, "partition-keys", "-t", table, "--method", "scan")
     assert listed.returncode == 0 and "Error" not in listed.stderr, listed
 
@@ -115,3 +125,70 @@ def test_a_follower_whose_reader_went_away_still_backfills(
         check=False,
     )
     assert status.returncode == 0 and "Provable: yes" in status.stdout, status
+
+
+def test_ids_cut_off_say_what_was_taken(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-67: `ids next -n 100000 | head -1` exited 0, 99,999 ids unread and unsaid: Python's
+    # buffered stdout took the write the pipe cut short for a whole one)
+    table = ddb_table_factory(("pk", "S"))
+    command = [sys.executable, "-m", "ddbkeys", "ids", "next", "-t", table, "--counter", "c"]
+    command += ["--endpoint-url", ddb_endpoint_url]
+    reader = subprocess.Popen(
+        [*command, "-n", "100000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    assert reader.stdout.readline() == "1\n"
+    reader.stdout.close()  # as `head -1` does, with most of the ids still to write
+    assert reader.wait(timeout=120) == SIGPIPE_EXIT
+    assert reader.stderr.read() == (
+        f"100000 ids, 1 to 100000, taken from counter 'c' of table {table!r}; the output was "
+        "cut before all of it was read.\n"
+    )
+    reader.stderr.close()
+    cut = into_closed_pipe(ddb_endpoint_url, "ids", "next", "-t", table, "--counter", "c")
+    assert (cut.returncode, cut.stderr) == (
+        SIGPIPE_EXIT,
+        f"Id 100001 taken from counter 'c' of table {table!r}; the output was cut before all of "
+        "it was read.\n",
+    )
+    # A standard output closed before it began (`>&-`): nothing taken, rather than an id lost.
+    closed = subprocess.run(
+        [*command, "-n", "5"],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: os.close(1),
+        check=False,
+    )
+    assert (closed.returncode, closed.stderr) == (
+        1,
+        "Error: Standard output is closed, so the ids would be printed nowhere: none taken.\n",
+    )
+    current = subprocess.run(
+        [*command[:4], "current", *command[5:]], capture_output=True, text=True, check=True
+    )
+    assert current.stdout == "100001\n"
+
+
+def test_a_rich_line_into_a_pipe_no_one_reads_is_a_broken_pipe() -> None:
+    # (helper-67: `demo | head -1` exited 1, which the demo says means a broken promise: rich's
+    # own handler raised SystemExit(1) before the group's could say 141)
+    read, write = os.pipe()
+    os.close(read)
+    stream = os.fdopen(write, "w")
+    console = rich_console(file=stream)
+    with pytest.raises(BrokenPipeError):
+        console.print("every promise kept")
+    assert console.quiet  # nothing more is tried
+    with contextlib.suppress(BrokenPipeError):  # (what the stream still holds)
+        stream.close()
+
+
+def test_a_rich_line_off_a_terminal_is_one_line() -> None:
+    # (helper-67: `index backfill 2>file` wrapped its "does not count" line at 80 columns)
+    stream = io.StringIO()
+    line = "The backfill does not count: " + "the table's stream began late; " * 8
+    rich_console(file=stream).print(line, markup=False)
+    assert stream.getvalue() == line + "\n"

@@ -623,3 +623,28 @@ def test_mark_and_unmark_whose_answer_was_lost_say_what_they_did(
     assert MarkerIndex(client, table).unmark("a") is False
     assert MarkerIndex(client, table).mark("a") is True
     assert MarkerIndex(client, table).mark("a") is False
+
+
+def test_a_create_says_whether_it_created_the_index(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-67: four `index create` run at once all said they had created it)
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fill(ddb_client, table, range(3))
+    created: list[bool] = []
+    start = threading.Barrier(4)
+
+    def create() -> None:
+        index = MarkerIndex(ddb_client, table)  # an object of its own, as a process has
+        start.wait()
+        created.append(index.create())
+
+    workers = [threading.Thread(target=create) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    # DynamoDB Local takes every one of simultaneous UpdateTables adding the same index (the
+    # service refuses all but the first while the table updates: tests/unit/test_index_core.py)
+    assert True in created
+    assert MarkerIndex(ddb_client, table).create() is False  # there already

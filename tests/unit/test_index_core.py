@@ -84,6 +84,25 @@ def failure(code: str, **extra: Any) -> ClientError:
     return ClientError(response, "Op")
 
 
+def described(status: str | None) -> dict[str, Any]:
+    """DescribeTable's answer for table orders, its marker index ``status`` (None: none)."""
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+    index = {
+        "IndexName": "ddbkeys-partition-keys",
+        "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+        "IndexStatus": status,
+    }
+    return {
+        "Table": {
+            "TableName": "orders",
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+            "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+            **({"GlobalSecondaryIndexes": [index]} if status else {}),
+        }
+    }
+
+
 def play(flow: Flow[Any], script: list[tuple[str, Any]]) -> tuple[Any, list[Request]]:
     """Run ``flow``, answering its requests in turn from ``script`` ((operation, answer or
     exception)); pauses pass at once. The flow's result and the requests it sent."""
@@ -269,24 +288,6 @@ def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active()
     """An index seen building is described again before a refusal; one that is still not
     ACTIVE, or keyed on another attribute, is refused with nothing sent to the table."""
     building = index(index_statuses={"ddbkeys-partition-keys": "CREATING"})
-
-    def described(status: str) -> dict[str, Any]:
-        names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
-        index = {
-            "IndexName": "ddbkeys-partition-keys",
-            "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}],
-            "Projection": {"ProjectionType": "KEYS_ONLY"},
-            "IndexStatus": status,
-        }
-        return {
-            "Table": {
-                "AttributeDefinitions": [
-                    {"AttributeName": n, "AttributeType": t} for n, t, _ in names
-                ],
-                "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
-                "GlobalSecondaryIndexes": [index],
-            }
-        }
 
     with pytest.raises(ConfigurationError, match="is CREATING, not ACTIVE: wait until it is"):
         play(building.mark("a"), [("describe_table", described("CREATING"))])
@@ -674,3 +675,42 @@ def test_a_follower_takes_the_marks_of_shards_a_day_gone_off_its_record() -> Non
     }
     parents = {"listed": None, "child": "parent"}
     assert gone_marks(marks, parents, "arn", now) == ["gone", "other"]
+
+
+def test_create_says_whether_its_own_update_added_the_index() -> None:
+    # (helper-67: creates run at once all said they had created it. On the service, the
+    # UpdateTable of a create that comes second is refused while the table is updating;
+    # DynamoDB Local accepts them all, so the refusal is scripted here.)
+    fresh = MarkerCore("orders", deadline=5.0)
+    made, sent = play(
+        fresh.create(),
+        [
+            ("describe_table", described(None)),
+            ("update_table", {}),
+            ("describe_table", described("CREATING")),
+            ("describe_table", described("ACTIVE")),
+        ],
+    )
+    assert made is True and sent[1].params["GlobalSecondaryIndexUpdates"][0]["Create"]
+    busy = failure("ResourceInUseException")  # another create's update is under way
+    made, sent = play(
+        MarkerCore("orders", deadline=5.0).create(),
+        [
+            ("describe_table", described(None)),
+            ("update_table", busy),
+            ("describe_table", described("CREATING")),
+            ("describe_table", described("ACTIVE")),
+        ],
+    )
+    assert made is False
+    there, sent = play(fresh.create(), [("describe_table", described("ACTIVE"))])
+    assert there is False and len(sent) == 1
+    with pytest.raises(DdbKeysError, match="ResourceInUseException"):  # and no index made
+        play(
+            MarkerCore("orders", deadline=5.0).create(),
+            [
+                ("describe_table", described(None)),
+                ("update_table", busy),
+                ("describe_table", described(None)),
+            ],
+        )

@@ -7,6 +7,8 @@ import contextlib
 import functools
 import json
 import math
+import os
+import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -309,11 +311,32 @@ def echo_json(value: Any) -> None:
     """Print the command's one JSON document as --output and --query say."""
     ctx = click.get_current_context(silent=True)
     if ctx is None:
-        click.echo(json_text(value))
+        echo_whole(json_text(value))
         return
     output = str(ctx.params.get("output") or "json")
     title = ctx.command_path.removeprefix(ctx.find_root().info_name or "").strip()
-    click.echo(render(value, output, ctx.meta.get(QUERY_KEY), title))
+    echo_whole(render(value, output, ctx.meta.get(QUERY_KEY), title))
+
+
+def echo_whole(text: str) -> None:
+    """``text`` and a newline on standard output: every byte, or ``BrokenPipeError``.
+
+    Python's buffered standard output takes a write cut short by a pipe whose reader went away
+    for a whole one (``ids next -n 100000 | head -1`` had exited 0, its ids unread), so the
+    bytes go out here with ``os.write`` until all are written; a stream that is no file (a
+    test's) takes ``click.echo``."""
+    stream = sys.stdout
+    try:
+        descriptor = stream.fileno() if os.name == "posix" else -1
+    except (AttributeError, OSError, ValueError):
+        descriptor = -1
+    if descriptor < 0:
+        click.echo(text)
+        return
+    stream.flush()
+    left = memoryview(f"{text}\n".encode(stream.encoding or "utf-8", stream.errors or "strict"))
+    while left:
+        left = left[os.write(descriptor, left) :]
 
 
 def parse_key(

@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from rich.table import Table
 
 from ddbkeys._cli.common import Connection, connection_options, echo_json, output_option, structured
+from ddbkeys._cli.group import rich_console
 from ddbkeys._demo import DemoReport, run_demo
 from ddbkeys._demo_keys import Progress as ProgressCallback
 
@@ -28,7 +29,7 @@ def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
     if not show:
         yield None
         return
-    console = Console(stderr=True)
+    console = rich_console(stderr=True)
     if not console.is_terminal:
         last: list[str] = [""]
 
@@ -60,9 +61,9 @@ def progress_display(show: bool) -> Iterator[ProgressCallback | None]:
 
 def print_report(report: DemoReport, startup: float | None) -> None:
     """The demo's three sections (ids, listings, the marker index kept right) and a verdict."""
-    console = Console()
+    console = rich_console()
     if not console.is_terminal:
-        console = Console(width=130)
+        console = rich_console(width=130)
     where = "an embedded DynamoDB Local" if startup is not None else report.endpoint_url
     console.print(
         f"\n[bold]ddbkeys demo[/bold] on {where}"

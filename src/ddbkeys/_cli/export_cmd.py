@@ -20,6 +20,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
+from ddbkeys._cli.group import rich_console
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._export.described import TableExport
@@ -179,11 +180,9 @@ def wait_command(
 
 def _waited(client: object, export_arn: str, poll: float, max_wait: float) -> TableExport:
     """The export once COMPLETED, a status line on a terminal's stderr meanwhile."""
-    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
-
     from ddbkeys.partition_keys._export.start import wait_export  # noqa: PLC0415
 
-    stderr = Console(stderr=True)
+    stderr = rich_console(stderr=True)
     status = StatusLine(stderr, "waiting for the export...") if stderr.is_terminal else None
     began = time.monotonic()
 

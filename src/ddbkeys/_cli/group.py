@@ -13,23 +13,32 @@ import sys
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 __all__ = [
+    "CUT_NOTE",
     "INTERRUPTED_NOTE",
     "DdbKeysGroup",
     "LazyCommand",
     "LazyGroup",
     "given_defaults",
     "quiet_output",
+    "rich_console",
 ]
 
 #: ``ctx.meta`` key: what a command says when Ctrl-C interrupts it, where it knows better than
 #: :data:`INTERRUPTED` (a listing before its first key: nothing written, run it again).
 INTERRUPTED_NOTE = "ddbkeys.interrupted"
 INTERRUPTED = "Interrupted (a request already sent may still be applied)."
+
+#: ``ctx.meta`` key: what a command says on standard error when the reader of its output went
+#: away before reading all of it, where that lost something (the ids ``ids next`` took).
+CUT_NOTE = "ddbkeys.cut"
 
 
 def _error_line(exc: Exception) -> str:
@@ -66,6 +75,28 @@ def quiet_output(*streams: Any) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):
             os.dup2(devnull, stream.fileno())
     os.close(devnull)
+
+
+def rich_console(**settings: Any) -> Console:
+    """A rich ``Console(**settings)`` that writes as the CLI's other lines do:
+
+    - into a pipe whose reader went away, it raises ``BrokenPipeError``, which
+      :meth:`DdbKeysGroup.invoke` ends with 141 (rich's own handler exits 1, which ``demo``
+      says means a broken promise);
+    - off a terminal, a line is never wrapped at 80 columns (a log or ``grep`` gets one line).
+    """
+    from rich.console import Console  # noqa: PLC0415 (rich: only once a command runs)
+
+    console = Console(**settings)
+
+    def reader_gone() -> None:
+        console.quiet = True  # nothing more for a pipe no one reads
+        raise BrokenPipeError
+
+    console.on_broken_pipe = reader_gone  # type: ignore[method-assign]
+    if not console.is_terminal:
+        console.soft_wrap = True
+    return console
 
 
 @dataclass(frozen=True)
@@ -154,8 +185,13 @@ class DdbKeysGroup(LazyGroup):
             # The reader went away (| head, | true): no error line, and the output is cut, so
             # not 0 (a verdict such as verify's may not have been read): 141, as the shell
             # says of a writer SIGPIPE stopped. (A listing stops with 0 on its own: every key
-            # it printed is right.)
-            quiet_output()
+            # it printed is right.) Where the command took something its output was to tell
+            # (ids), standard error says what, if it still can.
+            quiet_output(sys.stdout)
+            if ctx.meta.get(CUT_NOTE):
+                with contextlib.suppress(OSError, ValueError):
+                    click.echo(ctx.meta[CUT_NOTE], err=True)
+            quiet_output(sys.stderr)
             ctx.exit(SIGPIPE_EXIT)
         except Exception as exc:
             raise click.ClickException(_error_line(exc)) from exc

@@ -3,6 +3,8 @@ write items with ids and audit)."""
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ddbkeys._cli.common import (
@@ -12,10 +14,12 @@ from ddbkeys._cli.common import (
     NumberArgument,
     connection_options,
     echo_json,
+    echo_whole,
     output_option,
     structured,
     table_option,
 )
+from ddbkeys._cli.group import CUT_NOTE
 from ddbkeys._cli.ids_items import audit_command, put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of
 from ddbkeys.ids import AtomicCounter
@@ -127,6 +131,10 @@ def next_command(
     ddbkeys ids next -t orders --counter order --idempotent
     ddbkeys ids next -t issues --counter-key '{"pk": "counters", "sk": 0}'
     """
+    if sys.stdout is None:  # (`>&-`: ids taken and printed nowhere)
+        raise click.ClickException(
+            "Standard output is closed, so the ids would be printed nowhere: none taken."
+        )
     key = counter_key_of(counter_key, table_name, instead_of="counter")
     strategy = AtomicCounter(
         connection.client(),
@@ -141,10 +149,22 @@ def next_command(
         idempotent=idempotent,
     )
     ids = list(strategy.reserve(count))
+    which = f"counter {counter!r}" if key is None else f"the counter at {counter_key}"
+    click.get_current_context().meta[CUT_NOTE] = (
+        f"{_span(ids)} taken from {which} of table {table_name!r}; the output was cut before "
+        "all of it was read."
+    )
     if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "ids": ids})
     else:
-        click.echo("\n".join(str(i) for i in ids))
+        echo_whole("\n".join(str(i) for i in ids))
+
+
+def _span(ids: list[int]) -> str:
+    """How a note names the ids taken: ``id 7``, or ``3 ids, 7 to 9``."""
+    if len(ids) == 1:
+        return f"Id {ids[0]}"
+    return f"{len(ids)} ids, {ids[0]} to {ids[-1]},"
 
 
 @ids_group.command("current")

@@ -24,6 +24,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
+from ddbkeys._cli.group import rich_console
 from ddbkeys._cli.index_common import clash_error, margin_option, open_index
 from ddbkeys._cli.index_options import (
     index_options,
@@ -143,9 +144,7 @@ def backfill_command(
     `index follow -t T --backfill` does the follower's part and this one in one command.
     """
     index = open_index(connection, table_name, index_name, marker_attribute)
-    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
-
-    stderr = Console(stderr=True)
+    stderr = rich_console(stderr=True)
     status = StatusLine(stderr, "backfilling...") if stderr.is_terminal else None
     said: set[str] = set()
     working = [False]  # whether it has begun (not waiting: for the margin, another, a maintainer)

@@ -45,7 +45,7 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
         f"{_n(u.requests, 'request')}, {_n(u.items, 'item')} read, {u.read_units:g} RCU"
     )
     if listing.method_note and not progress:
-        line += f"; {listing.method_note}"
+        line += f"; {cli_words(listing.method_note)}"
     replay = listing.replay
     if replay is not None and not progress:
         line += (

@@ -149,12 +149,12 @@ def create_command(
         if structured(output):
             echo_json({**fields, "status": there, "dry_run": True})
         return
-    index.create(wait=not no_wait)
+    created = index.create(wait=not no_wait)
     status = index.status()
     if structured(output):
-        echo_json({**fields, "status": status, "created": there is None})
+        echo_json({**fields, "status": status, "created": created})
         return
-    already = " (there already: nothing created)" if there is not None else ""
+    already = "" if created else " (there already: nothing created)"
     click.echo(f"Index {index_name} of table {table_name}: {status}{already}")
     streamed = index.table_info().stream_arn is not None
     drop = _drop_command(table_name, index_name, connection) if found.warning else None

@@ -18,7 +18,7 @@ from ddbkeys._cli.common import (
     warnings_said,
 )
 from ddbkeys._cli.errors import cli_words
-from ddbkeys._cli.group import LazyGroup
+from ddbkeys._cli.group import LazyGroup, rich_console
 from ddbkeys._cli.index_options import (
     given_sort_key,
     index_options,
@@ -235,9 +235,7 @@ def partition_keys_group(
     sink = KeySink(output, output_file, checkpoint_file)
     resume = resume_from(sink, resume, checkpoint_file)
     client = connection.client()
-    from rich.console import Console  # noqa: PLC0415 (rich: only once the command runs)
-
-    stderr = Console(stderr=True)
+    stderr = rich_console(stderr=True)
     show_progress = not quiet and stderr.is_terminal
     status = StatusLine(stderr, "listing...") if show_progress else None
     last_draw = [0.0]
@@ -285,8 +283,8 @@ def partition_keys_group(
         document = {
             "table": table_name,
             "method": listing.method_name,
-            "method_reason": listing.method_reason,
-            "method_note": listing.method_note,
+            "method_reason": cli_words(listing.method_reason),
+            "method_note": cli_words(listing.method_note),
             "warnings": [cli_words(listing.stray_note)] if listing.stray_note else [],
             "readers": listing.readers,
             "replay": _replay_fields(listing),

@@ -104,9 +104,11 @@ class MarkerIndex(MarkerIndexBase):
         """A clear error unless the index exists, is KEYS_ONLY and is keyed on the marker."""
         await self._run(self.core.check())
 
-    async def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
-        """Add the KEYS_ONLY index on the marker attribute (no-op if it exists)."""
-        await self._run(self.core.create(wait, timeout))
+    async def create(self, *, wait: bool = True, timeout: float = 600.0) -> bool:
+        """Add the KEYS_ONLY index on the marker attribute (no-op if it exists); with
+        ``wait``, until it is ACTIVE (at most ``timeout`` seconds). True where this call added
+        it; False where it was there already, or a create running at the same time added it."""
+        return await self._run(self.core.create(wait, timeout))
 
     async def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""

@@ -100,10 +100,11 @@ class MarkerIndex(MarkerIndexBase):
         attribute and is ACTIVE."""
         self._run(self.core.check())
 
-    def create(self, *, wait: bool = True, timeout: float = 600.0) -> None:
+    def create(self, *, wait: bool = True, timeout: float = 600.0) -> bool:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists); with
-        ``wait``, until it is ACTIVE (at most ``timeout`` seconds)."""
-        self._run(self.core.create(wait, timeout))
+        ``wait``, until it is ACTIVE (at most ``timeout`` seconds). True where this call added
+        it; False where it was there already, or a create running at the same time added it."""
+        return self._run(self.core.create(wait, timeout))
 
     def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""

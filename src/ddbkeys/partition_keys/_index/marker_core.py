@@ -242,16 +242,19 @@ class MarkerCore:
         self.checked = True
         return info
 
-    def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[None]:
+    def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[bool]:
         """Add the KEYS_ONLY index on the marker attribute (nothing when it exists); with
-        ``wait``, until it is ACTIVE (``timeout`` seconds at most)."""
+        ``wait``, until it is ACTIVE (``timeout`` seconds at most). True where this call's
+        UpdateTable added it; False where it was there, or another's made it meanwhile (or
+        this call's, whose answer was lost: its retry found the index)."""
         deadline = self.begin()
         raw = yield from self.describe(deadline)
         info = yield from self.table_info(deadline)
+        created = False
         if index_status(info, self.name) is not None:
             check_index(info, self.name, self.attribute, active=False)
             if not wait or index_status(info, self.name) == "ACTIVE":
-                return
+                return False
         else:
             request = create_request(
                 raw, self.table, self.name, self.attribute, info.partition_key.type
@@ -262,7 +265,8 @@ class MarkerCore:
                     f"UpdateTable (adding index {self.name!r})",
                     deadline,
                 )
-            except DdbKeysError:  # (an answer lost, tried again: the index its first try made)
+                created = True
+            except DdbKeysError:  # (another's create, or an answer lost and tried again)
                 yield from self.describe(deadline)
                 if index_status((yield from self.table_info(deadline)), self.name) is None:
                     raise
@@ -272,7 +276,7 @@ class MarkerCore:
             yield from self.describe()
             info = yield from self.table_info()
             if not wait or index_status(info, self.name) == "ACTIVE":
-                return
+                return created
             if not ends.allows(pause):
                 raise DdbKeysError(
                     f"Index {self.name!r} of table {self.table!r} is not ACTIVE after "

@@ -183,9 +183,10 @@ def estimate(
     skip_pages = _skip_pages(known, items, collections, scan, sample, speed, info.size_bytes)
     low, rcu, high = skip_pages.rcu_low, skip_pages.rcu, skip_pages.rcu_high
     backfill = None if low is None or rcu is None or high is None else Range(low, rcu, high)
-    markers = markers_to_add(
+    cost = markers_to_add(
         info, known, sample, keys, scan, options.index_name, options.marker_attribute, backfill
     )
+    markers = cost if cost is not None and cost.markers_high >= 0.5 else None  # (some to add)
     listed, replay = index_line(
         known,
         items,
@@ -202,7 +203,7 @@ def estimate(
         listed,
     )
     auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items, proof)
-    warning = _warning(info, markers, listed, scan)
+    warning = _warning(info, cost, listed, scan)
     return ListingEstimate(
         table=info.name,
         items=items,

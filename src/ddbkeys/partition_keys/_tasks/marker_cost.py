@@ -68,20 +68,30 @@ class MarkerCost:
     #: stream is off now: ``index follow`` turns it on), or what the read mode's high end
     #: means (your writes naming every collection in its window); empty otherwise.
     backfill_why: str = ""
+    #: The markers there already (an index created before: the sample's collections led by
+    #: one), and what a scan of the table would read without them: the index's listing, of
+    #: every collection's marker, is weighed against that scan, the one it replaces.
+    markers_there: float = 0.0
+    scan_without: float = 0.0
 
     def summary(self) -> str:
         """The figures in one line."""
+        against = (
+            f"a scan without the markers of ~{figure(self.scan_without)}"
+            if self.markers_there
+            else f"today's scan of ~{figure(self.scan_now)}"
+        )
+        why = f"; {self.backfill_why}" if self.backfill_why else ""
         return (
             f"markers would add {_span(self.markers_low, self.markers_high, count)} "
             f"{'item' if self.markers_high < 1.5 else 'items'} of ~{size(self.marker_bytes)} "
             f"({_span(self.bytes_low, self.bytes_high, size)} in all): a scan would read "
             f"{_span(self.scan_after_low, self.scan_after_high)} RCU instead of "
             f"~{figure(self.scan_now)}, and a listing from the index cost "
-            f"{_span(self.index_low, self.index_high)} RCU against today's scan of "
-            f"~{figure(self.scan_now)}; the backfill that writes them costs once "
-            f"{_span(self.backfill_wcu_low, self.backfill_wcu_high)} WCU and "
-            f"{_span(self.backfill_rcu_low, self.backfill_rcu_high)} RCU ({self.backfill_mode} "
-            f"mode{self.backfill_why})"
+            f"{_span(self.index_low, self.index_high)} RCU against {against}; the backfill "
+            f"that writes them costs once {_span(self.backfill_wcu_low, self.backfill_wcu_high)} "
+            f"WCU and {_span(self.backfill_rcu_low, self.backfill_rcu_high)} RCU "
+            f"({self.backfill_mode} mode{why})"
         )
 
 
@@ -108,31 +118,40 @@ def marker_cost(
     scan: Range,
     table_read: Range | None = None,
     query_units: float = 1.0,
+    bare: float = 1.0,
 ) -> MarkerCost:
     """What markers for ``keys`` collections (partition keys of ``key_bytes`` on average)
     would add to the table ``info`` describes, whose scan costs ``scan`` now; ``table_read``:
     what the backfill's skip scan of the table reads (skip-pages' estimate; None: a scan's);
-    ``query_units``: the read units of a consistent Query of a collection's first items."""
+    ``query_units``: the read units of a consistent Query of a collection's first items;
+    ``bare``: the share of the collections without a marker yet (the rest have theirs: the
+    markers and the backfill are for the bare ones, the index's listing reads every one)."""
     marker, entry = marker_sizes(info, attribute, key_bytes)
     read = table_read or scan
     many = info.item_count >= READ_FROM_ITEMS
     mode = "read" if many and info.stream_arn is not None else "reconcile"
     if mode == "read":  # (its high end: a Query for every collection the stream names)
-        why = "; the high end where your writes reach every collection while it runs"
+        why = "the high end where your writes reach every collection while it runs"
     elif many:
-        why = "; the table's stream is off: the read mode, once `index stream` has turned it on"
+        why = "the table's stream is off: the read mode, once `index stream` has turned it on"
     else:
         why = ""
     # Consistent Queries a collection (see MarkerCost): as few, as many.
     query = max(1.0, query_units)
     each = (query, 2 * query) if mode == "reconcile" else (0.0, query)
     writes = math.ceil(marker / 1024) + math.ceil(entry / 1024)  # the table's, the index's
-    added_low, added_high = keys.low * marker, keys.high * marker
+    adding = Range(keys.low * bare, keys.value * bare, keys.high * bare)
+    there = keys.value * (1 - bare)
+    added_low, added_high = adding.low * marker, adding.high * marker
     items, size = info.item_count, info.size_bytes
-    after_low = size_range(info.size_bytes + added_low, pages_of(items + keys.low, 0)).low
-    after_high = size_range(
-        info.size_bytes + added_high, pages_of(items + keys.high, info.size_bytes + added_high)
-    ).high
+    without = max(0.0, size - there * marker)
+    scan_without = scan.value * without / size if size else scan.value
+    # (markers added never make a scan cheaper: no lower than today's, whatever the spread)
+    after_low = max(scan.value, size_range(size + added_low, pages_of(items + adding.low, 0)).low)
+    after_high = max(
+        scan.value,
+        size_range(size + added_high, pages_of(items + adding.high, size + added_high)).high,
+    )
     index = Range(
         scan_units(int(keys.low * entry)),
         scan_units(int(keys.value * marker)),
@@ -140,8 +159,8 @@ def marker_cost(
     )
     return MarkerCost(
         marker_bytes=marker,
-        markers_low=keys.low,
-        markers_high=keys.high,
+        markers_low=adding.low,
+        markers_high=adding.high,
         bytes_low=added_low,
         bytes_high=added_high,
         scan_now=scan.value,
@@ -153,16 +172,18 @@ def marker_cost(
         warning=index_warning(
             info.name,
             index.value,
-            scan.value,
-            scan_units(int(size + keys.value * marker)),
-            before=True,
+            scan_without,
+            scan_units(int(without + keys.value * marker)),
+            before=not there,
         ),
         backfill_mode=mode,
         backfill_why=why,
-        backfill_wcu_low=keys.low * writes,
-        backfill_wcu_high=keys.high * writes,
-        backfill_rcu_low=read.low + each[0] * keys.low,
-        backfill_rcu_high=read.high + each[1] * keys.high,
+        backfill_wcu_low=adding.low * writes,
+        backfill_wcu_high=adding.high * writes,
+        backfill_rcu_low=read.low + each[0] * adding.low,
+        backfill_rcu_high=read.high + each[1] * adding.high,
+        markers_there=there,
+        scan_without=scan_without,
     )
 
 
@@ -173,8 +194,9 @@ def index_warning(
     today's scan of the table (``scan``); None when it would not."""
     if index <= scan:
         return None
+    make = "would make" if before else "make"
     after = (
-        f", and the markers would make every scan of it ~{scan_after / max(scan, 0.5):.1f}x dearer"
+        f", and the markers {make} every scan of it ~{scan_after / max(scan, 0.5):.1f}x dearer"
         if scan_after is not None
         else ""
     )
@@ -199,19 +221,20 @@ def markers_to_add(
     """What markers would add to the table ``info`` describes (``known``: with the sample's
     figures where they are better), where it has a sort key; ``backfill``: what the backfill's
     skip scan of the table reads (skip-pages' estimate). Where the index ``index`` is there
-    already, for the collections the sample saw without one (led by none of ddbkeys' own
-    items): an index created again before its backfill still says what its markers cost."""
+    already, the markers are for the collections the sample saw without one (led by none of
+    ddbkeys' own items), and the index's listing is priced for every collection (an index
+    created again before its backfill still says what its markers cost; one whose markers are
+    all written still warns when its listing costs more than the scan it replaced: its
+    ``markers_high`` is then 0)."""
     if keys is None or scan is None or not info.sort_key or not sample.keys:
         return None
+    bare = 1.0
     if index_ready(info, index, attribute):
         leads = [c.lead for run in sample.runs for c in run]
         bare = leads.count(0) / len(leads) if leads else 0.0
-        if not bare:
-            return None
-        keys = Range(keys.low * bare, keys.value * bare, keys.high * bare)
     # A consistent Query of a collection's first items: a unit a 4 KB of its first (the
     # sample's mean of a one-item page's units, which are half-units), at least one.
     query = max(1.0, 2 * sample.skip_units / sample.keys)
     return marker_cost(
-        known, keys, sample.key_bytes / sample.keys, attribute, scan, backfill, query
+        known, keys, sample.key_bytes / sample.keys, attribute, scan, backfill, query, bare
     )
