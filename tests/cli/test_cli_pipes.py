@@ -192,3 +192,42 @@ def test_a_rich_line_off_a_terminal_is_one_line() -> None:
     line = "The backfill does not count: " + "the table's stream began late; " * 8
     rich_console(file=stream).print(line, markup=False)
     assert stream.getvalue() == line + "\n"
+
+
+def test_a_closed_stdout_is_said_not_written_to(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-68: a listing with `>&-` was an internal error; `ids put` said nothing of the
+    # id it wrote, closed or cut)
+    table = ddb_table_factory(("pk", "S"))
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}})
+
+    def closed(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ddbkeys", *args, "--endpoint-url", ddb_endpoint_url],
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: os.close(1),
+            check=False,
+        )
+
+    listed = closed("partition-keys", "-t", table)
+    assert (listed.returncode, listed.stderr) == (
+        1,
+        "Error: Standard output is closed, so the keys would be written nowhere: nothing read. "
+        "Give --output-file FILE, or leave standard output open.\n",
+    )
+    put = closed("ids", "put", "-t", table, "-s", "gapless", "--item", '{"pk": "u"}')
+    assert (put.returncode, put.stderr) == (
+        0,
+        f"Id 1 written to table {table!r}, with its item; standard output is closed.\n",
+    )
+    cut = into_closed_pipe(
+        ddb_endpoint_url, "ids", "put", "-t", table, "-s", "gapless", "--item", '{"pk": "v"}'
+    )
+    assert (cut.returncode, cut.stderr) == (
+        SIGPIPE_EXIT,
+        f"Id 2 written to table {table!r}, with its item; the output was cut before all of it "
+        "was read.\n",
+    )

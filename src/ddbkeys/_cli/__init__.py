@@ -74,7 +74,8 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
     document --output json|table|text and --query; before the command's name too, as with the
     AWS CLI (after it, they win). `ddbkeys local` runs a DynamoDB Local to point them at.
     Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest; 130
-    after Ctrl-C, and 141 where the reader of the output went away (`| head`).
+    after Ctrl-C, and 141 where the reader of the output went away (`| head`), but for a
+    listing of keys one a line, whose every line printed is right (0).
 
     \b
     Examples:

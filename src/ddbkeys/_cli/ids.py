@@ -21,7 +21,7 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.group import CUT_NOTE
 from ddbkeys._cli.ids_items import audit_command, put_command
-from ddbkeys._cli.items import counter_fields, counter_key_of
+from ddbkeys._cli.items import counter_fields, counter_key_of, ids_said
 from ddbkeys.ids import AtomicCounter
 from ddbkeys.ids._values import MAX_ID
 
@@ -151,20 +151,13 @@ def next_command(
     ids = list(strategy.reserve(count))
     which = f"counter {counter!r}" if key is None else f"the counter at {counter_key}"
     click.get_current_context().meta[CUT_NOTE] = (
-        f"{_span(ids)} taken from {which} of table {table_name!r}; the output was cut before "
+        f"{ids_said(ids)} taken from {which} of table {table_name!r}; the output was cut before "
         "all of it was read."
     )
     if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "ids": ids})
     else:
         echo_whole("\n".join(str(i) for i in ids))
-
-
-def _span(ids: list[int]) -> str:
-    """How a note names the ids taken: ``id 7``, or ``3 ids, 7 to 9``."""
-    if len(ids) == 1:
-        return f"Id {ids[0]}"
-    return f"{len(ids)} ids, {ids[0]} to {ids[-1]},"
 
 
 @ids_group.command("current")

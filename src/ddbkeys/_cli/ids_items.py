@@ -3,6 +3,7 @@ duplicates (the counter commands are in :mod:`ddbkeys._cli.ids`)."""
 
 from __future__ import annotations
 
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -15,15 +16,18 @@ from ddbkeys._cli.common import (
     IntRange,
     connection_options,
     echo_json,
+    echo_whole,
     output_option,
     parse_key,
     structured,
     table_option,
 )
 from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.group import CUT_NOTE
 from ddbkeys._cli.items import (
     counter_key_of,
     given,
+    ids_said,
     item_format_option,
     parse_items,
     read_item_text,
@@ -247,10 +251,22 @@ def _partial_failure(n: int, total: int, reason: str) -> str:
 
 
 def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = None) -> None:
+    """The ids written, on standard output; on standard error where it is closed, or where
+    its reader goes away before reading them (each item holds its id: nothing is lost, but
+    the caller is told which)."""
+    if ids:
+        each = "with its item" if len(ids) == 1 else "each with its item"
+        note = f"{ids_said(ids)} written to table {table!r}, {each}"
+        if sys.stdout is None:
+            click.echo(f"{note}; standard output is closed.", err=True)
+            return
+        click.get_current_context().meta[CUT_NOTE] = (
+            f"{note}; the output was cut before all of it was read."
+        )
     if structured(output):
         echo_json({"table": table, "ids": ids} | ({"error": error} if error else {}))
     elif ids:
-        click.echo("\n".join(str(i) for i in ids))
+        echo_whole("\n".join(str(i) for i in ids))
 
 
 @click.command("audit")

@@ -211,6 +211,13 @@ def counter_key_of(text: str | None, table: str, *, instead_of: str) -> dict[str
     return parse_counter_key(text, table)
 
 
+def ids_said(ids: list[int]) -> str:
+    """How a note names ids: ``Id 7``, or ``3 ids, 7 to 9,``."""
+    if len(ids) == 1:
+        return f"Id {ids[0]}"
+    return f"{len(ids)} ids, {ids[0]} to {ids[-1]},"
+
+
 def counter_fields(name: str, key: dict[str, Any] | None) -> dict[str, Any]:
     """How JSON output names the counter: its name, or its whole key."""
     if key is None:

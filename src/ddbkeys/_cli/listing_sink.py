@@ -101,6 +101,11 @@ class KeySink:
     """
 
     def __init__(self, output_format: str, output_file: str | None, checkpoint: str | None) -> None:
+        if not output_file and sys.stdout is None:  # (`>&-`: keys read and written nowhere)
+            raise click.ClickException(
+                "Standard output is closed, so the keys would be written nowhere: nothing "
+                "read. Give --output-file FILE, or leave standard output open."
+            )
         self.format = output_format
         self.path = os.path.abspath(output_file) if output_file else None
         self.checkpoint_path = checkpoint
