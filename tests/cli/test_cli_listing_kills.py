@@ -408,7 +408,7 @@ def test_what_a_checkpoint_cannot_vouch_for_is_refused_or_forgotten(
         timeout=60,
     )
     assert piped.returncode == 0, piped.stderr
-    assert not checkpoint.exists()
+    assert not checkpoint.exists() and not Path(f"{checkpoint}.lock").exists()
 
 
 def test_a_table_created_again_is_another_table(

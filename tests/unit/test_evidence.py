@@ -64,6 +64,13 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
         (evidence(clashes=('{"S":"k"}',)), ARN, "backfill met data at the marker's key of"),
         (evidence(maintained_since=None), ARN, "no maintainer had recorded a position"),
         (evidence(maintained_since=4_990.0), ARN, "less than the replay margin"),
+        # (helper-68: the margin a README's 1 s backfill was begun for was offered first)
+        (
+            evidence(maintained_since=4_990.0, margin=1.0),
+            ARN,
+            "run `index backfill --replay-margin 60` again, or list with --replay-margin 1 "
+            "(shorter than the default 60 s, meant for AWS)",
+        ),
         (evidence(maintainer_clashes=('{"S":"k"}',)), ARN, "a maintainer found data"),
         (evidence(mark("s1", since=4_999.0)), ARN, "began reading shard s1 after the backfill"),
     ],

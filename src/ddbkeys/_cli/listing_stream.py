@@ -188,9 +188,10 @@ def stream_keys(
         raise
     except BrokenPipeError:
         # The reader went away (| head): stop quietly. What it read of the keys written is
-        # unknown, so a checkpoint would skip keys it threw away: it is removed.
+        # unknown, so a checkpoint would skip keys it threw away: it is removed, and its lock
+        # file with it (helper-68: the lock was left in the user's directory).
         quiet_output(sys.stdout)
-        sink.forget()
+        sink.finish()
         ctx.exit(0)
     finally:
         if status is not None:

@@ -374,10 +374,16 @@ def _backfill_reason(
         )
     if backfill.started - backfill.maintained_since < margin:
         if backfill.margin is not None and backfill.margin < margin:
+            short = backfill.margin < DEFAULT_REPLAY_MARGIN
             return None, (
                 f"the backfill was begun for a replay margin of {backfill.margin:g} s, less than "
-                f"this listing's ({margin:g} s): list with --replay-margin {backfill.margin:g}, "
-                f"or run `index backfill --replay-margin {margin:g}` again"
+                f"this listing's ({margin:g} s): run `index backfill --replay-margin {margin:g}` "
+                f"again, or list with --replay-margin {backfill.margin:g}"
+                + (
+                    f" (shorter than the default {DEFAULT_REPLAY_MARGIN:g} s, meant for AWS)"
+                    if short
+                    else ""
+                )
             )
         return None, (
             f"the backfill began {backfill.started - backfill.maintained_since:.0f} s after the "
