@@ -158,6 +158,7 @@ def test_sync_and_asyncio_listings_take_the_same_arguments() -> None:
 
 
 def test_the_cli_defaults_are_the_options_defaults() -> None:
+    from ddbkeys._cli import cli  # noqa: PLC0415
     from ddbkeys._cli.listing_estimate import estimate_command  # noqa: PLC0415
     from ddbkeys._cli.listing_tasks import plan_command  # noqa: PLC0415
     from ddbkeys._cli.partition_keys import partition_keys_group  # noqa: PLC0415
@@ -165,7 +166,10 @@ def test_the_cli_defaults_are_the_options_defaults() -> None:
     as_field = {"timeout": "deadline"}
     seen = set()
     for command in (partition_keys_group, plan_command, estimate_command):
-        given = command.make_context("ddbkeys", [], resilient_parsing=True).params  # (none given)
+        # (with the CLI's help names: click caches a command's help option from the first context)
+        given = command.make_context(
+            "ddbkeys", [], resilient_parsing=True, **cli.context_settings
+        ).params  # (none given)
         for param in command.params:
             name = as_field.get(param.name or "", param.name or "")
             # (--marker-sort-key is read against the table's type, not passed: no default)
