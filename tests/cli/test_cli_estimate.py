@@ -248,6 +248,10 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     warned = [line for line in again.stderr.splitlines() if line.startswith("Warning:")]
     assert len(warned) == 1 and f"index of {streamed!r} costs ~" in warned[0], again.stderr
     assert "the markers make every scan of it" in warned[0]
+    # ... and in JSON too (helper-69: `markers` was null and the warning nowhere)
+    document = run(ddb_endpoint_url, "index", "create", "-t", streamed, "--output", "json")
+    found = json.loads(document.stdout)
+    assert found["markers"] is None and f"{found['warning']}." == warned[0]
     assert again.stderr.splitlines()[-1].startswith("Next: as warned"), again.stderr
 
 
@@ -279,7 +283,9 @@ def test_index_create_on_collections_the_index_serves_well(
     assert marked.exit_code == 0, marked.output
     again = run(ddb_endpoint_url, "index", "create", "-t", calm_table, "--output", "json")
     found = json.loads(again.stdout)
-    assert (found["created"], found["markers"]) == (False, None), again.output
+    assert (found["created"], found["markers"], found["warning"]) == (False, None, None), (
+        again.output
+    )
     again = run(ddb_endpoint_url, "index", "create", "-t", calm_table)
     assert again.stderr == (
         f"Next: `ddbkeys partition-keys index follow -t {calm_table} --backfill` (or the Lambda "

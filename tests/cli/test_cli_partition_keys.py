@@ -185,6 +185,8 @@ def test_index_commands(
     assert planned.exit_code == 0, planned.output
     lines = planned.stdout.splitlines()
     assert len(lines) == 2 and all(json.loads(line)["options"]["trust_index"] for line in lines)
+    said = planned.stderr.splitlines()[0]  # (helper-69: it said trust_index=True there)
+    assert "(--trust-index)" in said and "trust_index" not in said, planned.stderr
     keys = []
     for line in lines:
         ran = CliRunner().invoke(cli, ["partition-keys", "run-task"], input=line)

@@ -50,6 +50,19 @@ def into_closed_pipe(
         os.close(write)
 
 
+def without(endpoint: str, descriptor: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``ddbkeys ARGS --endpoint-url ENDPOINT`` begun with standard output (1) or error (2)
+    closed (``>&-``, ``2>&-``), the other captured."""
+    return subprocess.run(
+        [sys.executable, "-m", "ddbkeys", *args, "--endpoint-url", endpoint],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        preexec_fn=lambda: os.close(descriptor),
+        check=False,
+    )
+
+
 def test_a_reader_gone_away_is_no_error(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
@@ -203,14 +216,7 @@ def test_a_closed_stdout_is_said_not_written_to(
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}})
 
     def closed(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "ddbkeys", *args, "--endpoint-url", ddb_endpoint_url],
-            stdin=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=lambda: os.close(1),
-            check=False,
-        )
+        return without(ddb_endpoint_url, 1, *args)
 
     listed = closed("partition-keys", "-t", table)
     assert (listed.returncode, listed.stderr) == (
@@ -231,3 +237,45 @@ def test_a_closed_stdout_is_said_not_written_to(
         f"Id 2 written to table {table!r}, with its item; the output was cut before all of it "
         "was read.\n",
     )
+
+
+def test_a_closed_stderr_keeps_error_lines_out_of_the_output(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-69: with `2>&-`, click wrote its Error and usage lines to standard output, into
+    # the ids a script reads)
+    table = ddb_table_factory(("pk", "S"))
+
+    def without_stderr(*args: str) -> subprocess.CompletedProcess[str]:
+        return without(ddb_endpoint_url, 2, *args)
+
+    usage = without_stderr("ids", "next")
+    missing = without_stderr("ids", "next", "-t", f"{table}-nosuch")
+    passes = without_stderr("ids", "next", "-t", table, "-n", "2", "--maximum", "1")
+    taken = without_stderr("ids", "next", "-t", table)
+    assert [(r.returncode, r.stdout) for r in (usage, missing, passes, taken)] == [
+        (2, ""),
+        (1, ""),
+        (1, ""),
+        (0, "1\n"),
+    ]
+
+
+def test_a_closed_stdout_sends_what_a_command_says_to_stderr(
+    ddb_endpoint_url: str, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-69: `ids current >&-` and `ids set >&-` ended 0 having said nothing anywhere)
+    table = ddb_table_factory(("pk", "S"))
+
+    def closed(*args: str) -> subprocess.CompletedProcess[str]:
+        return without(ddb_endpoint_url, 1, *args)
+
+    said = [closed("ids", "set", "-t", table, "41"), closed("ids", "current", "-t", table)]
+    assert [(r.returncode, r.stderr) for r in said] == [(0, "41\n"), (0, "41\n")]
+
+
+def test_a_usage_error_into_a_pipe_no_one_reads_is_141(ddb_endpoint_url: str) -> None:
+    # (helper-69: `ids next 2>&1 | true` ended 1: click's usage line met the broken pipe
+    # outside the group's handler)
+    usage = into_closed_pipe(ddb_endpoint_url, "ids", "next", stderr_too=True)
+    assert usage.returncode == SIGPIPE_EXIT

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import click
 
-from ddbkeys._cli.group import DdbKeysGroup, LazyCommand, given_defaults
+from ddbkeys._cli.group import (
+    SIGPIPE_EXIT,
+    DdbKeysGroup,
+    LazyCommand,
+    given_defaults,
+    open_standard_streams,
+    quiet_output,
+)
 from ddbkeys._version import __version__
 
 __all__ = ["cli", "main"]
@@ -75,7 +83,8 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
     AWS CLI (after it, they win). `ddbkeys local` runs a DynamoDB Local to point them at.
     Errors print `Error: ...` on stderr: exit code 2 for usage errors, 1 for the rest; 130
     after Ctrl-C, and 141 where the reader of the output went away (`| head`), but for a
-    listing of keys one a line, whose every line printed is right (0).
+    listing of keys one a line, whose every line printed is right (0). With stdout closed
+    (`>&-`), what a command prints goes to stderr; `ids next` and a listing refuse instead.
 
     \b
     Examples:
@@ -91,4 +100,9 @@ def cli(ctx: click.Context, /, **given: Any) -> None:
 
 def main() -> None:
     """Entry point of the ``ddbkeys`` console script and ``python -m ddbkeys``."""
-    cli(prog_name="ddbkeys")
+    open_standard_streams()
+    try:
+        cli(prog_name="ddbkeys")
+    except BrokenPipeError:  # click's own Error or usage line met a reader gone (2>&1 | true)
+        quiet_output()
+        sys.exit(SIGPIPE_EXIT)

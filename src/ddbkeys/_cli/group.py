@@ -27,8 +27,10 @@ __all__ = [
     "LazyCommand",
     "LazyGroup",
     "given_defaults",
+    "open_standard_streams",
     "quiet_output",
     "rich_console",
+    "stdout_closed",
 ]
 
 #: ``ctx.meta`` key: what a command says when Ctrl-C interrupts it, where it knows better than
@@ -65,6 +67,44 @@ def _error_line(exc: Exception) -> str:
 
 #: The exit status of a command whose reader went away: 128 + SIGPIPE, as the shell's.
 SIGPIPE_EXIT = 141
+
+
+#: Whether the process began with standard output closed (see open_standard_streams).
+_BEGAN_WITHOUT: dict[str, bool] = {"stdout": False}
+
+
+def open_standard_streams() -> None:
+    """The standard streams a process began without (``>&-``, ``2>&-``, a service manager's
+    closed descriptor), opened before any command runs:
+
+    - each closed descriptor 0-2 onto os.devnull, so that a file or socket opened later does
+      not take its number (a line meant for standard error would be written into it);
+    - with standard error closed, click wrote its ``Error:`` line to standard output, into the
+      ids or keys there: it goes nowhere now, and the exit status says it;
+    - with standard output closed, what a command prints goes to standard error; a command
+      that would take or read something only to print it (``ids next``, a listing without
+      ``--output-file``) refuses first (:func:`stdout_closed`).
+    """
+    if os.name == "posix":
+        for descriptor in (0, 1, 2):
+            try:
+                os.fstat(descriptor)
+            except OSError:
+                opened = os.open(os.devnull, os.O_RDWR)  # (the lowest free number: this one)
+                if opened != descriptor:
+                    os.dup2(opened, descriptor)
+                    os.close(opened)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the process)
+    if sys.stdout is None:
+        _BEGAN_WITHOUT["stdout"] = True
+        sys.stdout = sys.stderr
+
+
+def stdout_closed() -> bool:
+    """Whether standard output was closed when the process began (what is printed goes to
+    standard error, see :func:`open_standard_streams`)."""
+    return sys.stdout is None or _BEGAN_WITHOUT["stdout"]
 
 
 def quiet_output(*streams: Any) -> None:

@@ -3,8 +3,6 @@ write items with ids and audit)."""
 
 from __future__ import annotations
 
-import sys
-
 import click
 
 from ddbkeys._cli.common import (
@@ -19,7 +17,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
-from ddbkeys._cli.group import CUT_NOTE
+from ddbkeys._cli.group import CUT_NOTE, stdout_closed
 from ddbkeys._cli.ids_items import audit_command, put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of, ids_said
 from ddbkeys.ids import AtomicCounter
@@ -131,7 +129,7 @@ def next_command(
     ddbkeys ids next -t orders --counter order --idempotent
     ddbkeys ids next -t issues --counter-key '{"pk": "counters", "sk": 0}'
     """
-    if sys.stdout is None:  # (`>&-`: ids taken and printed nowhere)
+    if stdout_closed():  # (`>&-`: ids taken and printed nowhere)
         raise click.ClickException(
             "Standard output is closed, so the ids would be printed nowhere: none taken."
         )

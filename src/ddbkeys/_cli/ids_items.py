@@ -3,7 +3,6 @@ duplicates (the counter commands are in :mod:`ddbkeys._cli.ids`)."""
 
 from __future__ import annotations
 
-import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from ddbkeys._cli.common import (
     table_option,
 )
 from ddbkeys._cli.errors import error_text
-from ddbkeys._cli.group import CUT_NOTE
+from ddbkeys._cli.group import CUT_NOTE, stdout_closed
 from ddbkeys._cli.items import (
     counter_key_of,
     given,
@@ -257,7 +256,7 @@ def _show_ids(table: str, ids: list[int], output: str, *, error: str | None = No
     if ids:
         each = "with its item" if len(ids) == 1 else "each with its item"
         note = f"{ids_said(ids)} written to table {table!r}, {each}"
-        if sys.stdout is None:
+        if stdout_closed():
             click.echo(f"{note}; standard output is closed.", err=True)
             return
         click.get_current_context().meta[CUT_NOTE] = (

@@ -25,6 +25,7 @@ from typing import IO, TYPE_CHECKING
 
 import click
 
+from ddbkeys._cli.group import stdout_closed
 from ddbkeys._cli.rendering import check_query
 from ddbkeys._errors import DdbKeysError, ResumeTokenError
 from ddbkeys.partition_keys._listing.checkpoint import (
@@ -101,7 +102,7 @@ class KeySink:
     """
 
     def __init__(self, output_format: str, output_file: str | None, checkpoint: str | None) -> None:
-        if not output_file and sys.stdout is None:  # (`>&-`: keys read and written nowhere)
+        if not output_file and stdout_closed():  # (`>&-`: keys read and written nowhere)
             raise click.ClickException(
                 "Standard output is closed, so the keys would be written nowhere: nothing "
                 "read. Give --output-file FILE, or leave standard output open."

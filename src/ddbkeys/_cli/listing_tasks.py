@@ -126,7 +126,8 @@ def plan_command(
     for task in planned:
         click.echo(task.to_json())
     settled = planned[0].options.method
-    click.echo(f"{len(planned)} task(s), method {settled}: {planned[0].reason}", err=True)
+    said = cli_words(planned[0].reason)
+    click.echo(f"{len(planned)} task(s), method {settled}: {said}", err=True)
     try:
         found = estimate_listing(
             connection.client(),

@@ -135,6 +135,9 @@ def create_command(
     added = found.markers
     fields: dict[str, Any] = {"table": table_name, "index": index_name}
     fields["markers"] = None if added is None else asdict(added)
+    # (also where every marker is written and `markers` is None: helper-69 found the JSON
+    # silent where the text warned)
+    fields["warning"] = found.warning
     if not structured(output):
         if added is not None:  # the answer of --dry-run; else a note before the result
             summary = f"Index {index_name} of table {table_name}: {added.summary()}."

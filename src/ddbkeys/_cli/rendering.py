@@ -107,29 +107,35 @@ def _cell(value: Any) -> str:
 
 
 def render_table(value: Any, title: str = "") -> str:
-    """``value`` as boxed tables (ASCII, as the AWS CLI draws them)."""
+    """``value`` as boxed tables (ASCII, as the AWS CLI draws them). A value wider than the
+    table is folded over more lines of its cell, never cut short (rich's default drew
+    ``ids next -n 20000`` as its first 27 ids and an ellipsis)."""
     from rich import box  # noqa: PLC0415 (rich: only when a table is drawn)
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
 
     table = Table(box=box.ASCII, show_lines=False)
+
+    def column(name: str) -> None:
+        table.add_column(name, overflow="fold")
+
     if isinstance(value, dict):
-        table.add_column("key")
-        table.add_column("value")
+        column("key")
+        column("value")
         for key in sorted(value):
             table.add_row(str(key), _cell(value[key]))
     elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         columns = sorted({k for row in value for k in row})
-        for column in columns:
-            table.add_column(column)
+        for name in columns:
+            column(name)
         for row in value:
             table.add_row(*(_cell(row.get(c, "")) for c in columns))
     elif isinstance(value, list):
-        table.add_column("value")
+        column("value")
         for item in value:
             table.add_row(_cell(item))
     else:
-        table.add_column("value")
+        column("value")
         table.add_row(_cell(value))
     console = Console(width=200, record=True, file=open(os.devnull, "w"))  # noqa: SIM115
     with console.file:
