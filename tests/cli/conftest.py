@@ -56,7 +56,7 @@ def seeded(client: DynamoDBClient, factory: TableFactory, *keys: tuple[str, str]
 
 
 def fill(message: str, table: str) -> str:
-    return message.replace("{t!r}", repr(table))
+    return message.replace("{t!r}", repr(table)).replace("{t}", table)
 
 
 def last_line(result: Result) -> str:

@@ -162,6 +162,44 @@ def test_audit_that_finds_no_number(
     assert prefixed.output.splitlines()[0] == f"attribute pk of table {table}: 2 ids, from 1 to 2"
 
 
+def test_audit_of_a_collection_names_a_highest_key_the_sequence_cannot_go_on_from(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-68: `ids put` refused a highest sort key 1.5 and sent the user to `ids audit -k`,
+    # which said OK, with a hint for string keys)
+    numbers = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    strings = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    for table, keys in (
+        (numbers, [{"N": "1"}, {"N": "2"}, {"N": "2.5"}]),
+        (strings, [{"S": "0000000001"}, {"S": "00000000025"}, {"S": "profile"}]),
+    ):
+        for sk in keys:
+            ddb_client.put_item(TableName=table, Item={"pk": {"S": "p"}, "sk": sk})
+    refused = ids("put", "-t", numbers, "-s", "collection", "-k", "p", "--item", "{}")
+    assert refused.exit_code == 1 and "`ddbkeys ids audit -k`" in refused.output
+    audited = ids("audit", "-t", numbers, "-k", "p", "--strict")
+    assert (audited.exit_code, audited.output.splitlines()) == (
+        1,
+        [
+            f"collection 'p' of table {numbers}: 2 ids, from 1 to 2",
+            "gaps: 0 missing",
+            "duplicates: 0",
+            "not whole numbers: 1",
+            "highest sort key: 2.5 holds no number the sequence writes, so `ids put` cannot go "
+            "on from it: move or renumber that item",
+            "PROBLEMS FOUND",
+        ],
+    )
+    assert ids("put", "-t", strings, "-s", "collection", "-k", "p", "--item", "{}").exit_code == 1
+    report = json.loads(ids("audit", "-t", strings, "-k", "p", "--output", "json").output)
+    assert (report["blocking_sort_key"], report["ok"]) == ("'00000000025'", False)
+    # Renumbered, the sequence goes on, and the audit agrees.
+    ddb_client.delete_item(TableName=strings, Key={"pk": {"S": "p"}, "sk": {"S": "00000000025"}})
+    assert ids("put", "-t", strings, "-s", "collection", "-k", "p", "--item", "{}").output == "2\n"
+    report = json.loads(ids("audit", "-t", strings, "-k", "p", "--output", "json").output)
+    assert (report["blocking_sort_key"], report["count"], report["ok"]) == (None, 2, True)
+
+
 def test_bad_input(ids: Run, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory()
     missing = ids("next", "-t", "no-such-table")

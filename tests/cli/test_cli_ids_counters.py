@@ -72,7 +72,8 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
         "The counter item "
         "{'pk': 'odd', 'sk': 0} of table {t!r} holds last_id = 5.5 (not a whole number): a "
         "counter holds a whole number from 0 to 10**38 - 1. Its value is as it was (this write "
-        "was taken back); fix the item, for example with `ddbkeys ids set VALUE --force`.",
+        "was taken back); fix the item, for example with `ddbkeys ids set VALUE -t {t} "
+        """--counter-key '{"pk": {"S": "odd"}, "sk": {"N": "0"}}' --force`.""",
     ),
     (
         ["current", "-t", "{t}", "--counter-key", '{"pk": "text", "sk": 0}'],
@@ -80,7 +81,8 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
         "The counter item "
         "{'pk': 'text', 'sk': 0} of table {t!r} holds last_id = '41' (a string (S), not a "
         "number): a counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix "
-        "the item, for example with `ddbkeys ids set VALUE --force`.",
+        "the item, for example with `ddbkeys ids set VALUE -t {t} --counter-key "
+        """'{"pk": {"S": "text"}, "sk": {"N": "0"}}' --force`.""",
     ),
     (
         ["set", "3", "-t", "{t}", "--counter-key", '{"pk": {"S": "counter"}, "sk": {"N": "0"}}'],

@@ -77,7 +77,8 @@ def counter_message(table: str, name: str, shown: str) -> str:
     return (
         f"The counter item {{'pk': {name!r}}} of table {table!r} holds last_id = {shown}: a "
         "counter holds a whole number from 0 to 10**38 - 1. Nothing was changed; fix the item, "
-        "for example with `ddbkeys ids set VALUE --force`."
+        f"for example with `ddbkeys ids set VALUE -t {table} --counter-key "
+        f'\'{{"pk": {{"S": "{name}"}}}}\' --force`.'
     )
 
 

@@ -100,7 +100,9 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
         out, err_text = backfill.communicate(timeout=300)
         waited = time.monotonic() - began
         assert backfill.returncode == 0, err_text
-        assert out == "30 marker(s) written, 0 already there\n"
+        assert (
+            out == "30 marker(s) written, 0 already there; listings can prove the index from it\n"
+        )
         assert "waiting" in err_text and "replay margin (60 s" in err_text
         assert waited >= 55, (waited, err_text)
         saved = StateStore(ddb_client, store).load(table, INDEX)
@@ -440,7 +442,10 @@ def test_a_backfill_waits_for_the_lambda_handlers_first_position(
     lambda_thread.join()
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith("waiting for a maintainer (`index follow` or the Lambda")
-    assert result.stdout == "6 marker(s) written, 1 already there\n"
+    assert (
+        result.stdout
+        == "6 marker(s) written, 1 already there; listings can prove the index from it\n"
+    )
     listing = distinct_partition_keys(
         ddb_client, table, "index", state_table=store, replay_margin=MARGIN
     )

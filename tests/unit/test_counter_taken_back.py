@@ -74,5 +74,6 @@ def test_the_error_says_what_the_take_back_left(
         assert undo["Update"]["ExpressionAttributeValues"][":x0"] == {"S": "mine"}
     assert says in str(raised.value)
     assert str(raised.value).endswith(
-        "fix the item, for example with `ddbkeys ids set VALUE --force`."
+        "fix the item, for example with `ddbkeys ids set VALUE -t issues --counter-key "
+        '\'{"pk": {"S": "tickets"}}\' --force`.'
     )

@@ -392,6 +392,13 @@ def _show_audit(report: AuditReport, table_name: str, start: int) -> None:
         below = _listed([str(n) for n in report.below_start])
         click.echo(f"below {start}: {len(report.below_start)}: {below}")
     if report.not_numbers:
-        hint = "" if report.count else " (ids in a string key: give their --prefix and --width)"
+        # (no id and nothing refused: in a string key, where ids take another form)
+        bare = not report.count and report.blocking_sort_key is None
+        hint = " (ids in a string key: give their --prefix and --width)" if bare else ""
         click.echo(f"not whole numbers: {report.not_numbers}{hint}")
+    if report.blocking_sort_key is not None:
+        click.echo(
+            f"highest sort key: {report.blocking_sort_key} holds no number the sequence "
+            "writes, so `ids put` cannot go on from it: move or renumber that item"
+        )
     click.echo("OK" if report.ok else "PROBLEMS FOUND")

@@ -339,6 +339,11 @@ def show_marked(
         echo_json(fields)
     else:
         removed = f", {report.removed} removed" if report.removed else ""
-        click.echo(f"{report.written} marker(s) written, {report.present} already there{removed}")
+        # (a backfill says whether it counts, as the follower's does; helper-68: only the
+        # JSON's `counts` told; where it does not, stderr has said why)
+        counts = "; listings can prove the index from it" if usage and report.counts else ""
+        click.echo(
+            f"{report.written} marker(s) written, {report.present} already there{removed}{counts}"
+        )
     if report.clashes:
         raise clash_error(index.table, report.clashes, index)

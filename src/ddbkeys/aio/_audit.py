@@ -16,10 +16,10 @@ from ddbkeys.ids._audit import (
     attribute_flow,
     audit_ids,
     check_attribute_settings,
-    check_collection_settings,
     checked_deadline,
     collection_flow,
 )
+from ddbkeys.ids._collection_keys import check_collection_settings
 from ddbkeys.partition_keys._index.index import DEFAULT_MARKER_ATTRIBUTE
 
 __all__ = ["AuditReport", "audit_attribute", "audit_collection", "audit_ids"]
@@ -78,6 +78,7 @@ async def audit_collection(
         table,
         partition_key_value,
         prefix=prefix,
+        width=width,
         usage=usage,
         marker_attribute=marker_attribute,
         counter_attribute=counter_attribute,

@@ -20,7 +20,12 @@ from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_name, describe_flow, key_value
-from ddbkeys.ids._collection_keys import collection_keys, number_in
+from ddbkeys.ids._collection_keys import (
+    HighestSortKey,
+    check_collection_settings,
+    collection_keys,
+    number_in,
+)
 from ddbkeys.ids._values import check_padding
 
 if TYPE_CHECKING:
@@ -36,9 +41,6 @@ __all__ = [
     "collection_flow",
 ]
 
-#: What a page's retries are called in an error.
-_WHAT = "a page of the audit"
-
 
 @dataclass
 class AuditReport:
@@ -50,7 +52,11 @@ class AuditReport:
 
     ``values_are_ids``: whether every value read should be an id, so that one below ``start``
     or not a number is a problem (an attribute audit), or not (an item collection holds other
-    items beside its numbered ones: a profile, items another tool numbered 0 or below)."""
+    items beside its numbered ones: a profile, items another tool numbered 0 or below).
+
+    ``blocking_sort_key``: a collection's highest sort key, as text, where it holds no number
+    the sequence writes (``1.5``; in a string key, not ``prefix`` and ``width`` digits): a
+    problem, :class:`~ddbkeys.ids.CollectionSequence` refuses to go on from it."""
 
     table: str
     source: str
@@ -63,6 +69,7 @@ class AuditReport:
     usage: dict[str, float] = field(default_factory=dict)
     below_start: list[int] = field(default_factory=list)
     values_are_ids: bool = True
+    blocking_sort_key: str | None = None
 
     @property
     def missing(self) -> int:
@@ -70,10 +77,11 @@ class AuditReport:
 
     @property
     def ok(self) -> bool:
-        """No gaps and no duplicates; and when every value should be an id
-        (``values_are_ids``), none below ``start`` and none that is not a number."""
+        """No gaps, no duplicates and no ``blocking_sort_key``; and when every value should be
+        an id (``values_are_ids``), none below ``start`` and none that is not a number."""
         strays = self.values_are_ids and bool(self.below_start or self.not_numbers)
-        return not self.gaps and not self.duplicates and not strays
+        stuck = self.blocking_sort_key is not None
+        return not self.gaps and not self.duplicates and not strays and not stuck
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -87,6 +95,7 @@ class AuditReport:
             "duplicates": {str(k): v for k, v in sorted(self.duplicates.items())},
             "not_numbers": self.not_numbers,
             "below_start": self.below_start,
+            "blocking_sort_key": self.blocking_sort_key,
             "ok": self.ok,
             "usage": self.usage,
         }
@@ -169,7 +178,7 @@ def _pages(
     def page(request: Request) -> Flow[Any]:
         return attempts(
             lambda _: _answer(request),
-            what=_WHAT,
+            what="a page of the audit",
             table=table,
             policy=retry,
             deadline=Deadline(deadline, clock=retry.clock),
@@ -230,6 +239,7 @@ def collection_flow(
     partition_key_value: str | int | Decimal | bytes,
     *,
     prefix: str = "",
+    width: int = 10,
     usage: Usage,
     marker_attribute: str = DEFAULT_MARKER_ATTRIBUTE,
     counter_attribute: str = "last_number",
@@ -238,7 +248,8 @@ def collection_flow(
     marker_sort_key: str | int | Decimal | bytes | None = None,
 ) -> Flow[AuditReport]:
     """The flow of :func:`audit_collection`: one DescribeTable (for the key schema), then a
-    Query of the collection, page by page."""
+    Query of the collection, page by page. A number counts whatever its padding (``"9"`` and
+    ``"0000000009"``: one number twice); ``width`` tells only ``blocking_sort_key``."""
     policy = retry or RetryPolicy()
     page = _pages(table, usage, deadline, policy)
     info = yield from attempts(
@@ -271,9 +282,11 @@ def collection_flow(
     }
     values: list[int] = []
     not_numbers = 0
+    goes_on_from = HighestSortKey(sk.type, prefix, width, table)
     while True:
         answer = yield from page(query(params.copy(), count_scanned=True))
         for item in answer.get("Items", []):
+            goes_on_from.see(item.get(sk.name))
             if markers.is_marker(item):
                 continue  # the collection's marker (by its key and attribute), not an id
             try:
@@ -290,6 +303,7 @@ def collection_flow(
     source = f"collection {partition_key_value!r}"
     report = audit_ids(values, table=table, source=source, values_are_ids=False)
     report.not_numbers = not_numbers
+    report.blocking_sort_key = goes_on_from.refused()
     report.usage = usage.snapshot()
     return report
 
@@ -310,15 +324,6 @@ def check_attribute_settings(
         "width": width,
         "counter_attribute": counter_attribute,
     }
-
-
-def check_collection_settings(
-    table: str, width: int, prefix: str, marker_attribute: str, counter_attribute: str
-) -> None:
-    """The settings of :func:`audit_collection`, or a :class:`ConfigurationError`."""
-    check_padding(width, prefix, table=table)
-    check_name("marker attribute", marker_attribute, table=table)
-    check_name("counter attribute", counter_attribute, table=table)
 
 
 def audit_attribute(
@@ -384,6 +389,7 @@ def audit_collection(
         table,
         partition_key_value,
         prefix=prefix,
+        width=width,
         usage=usage,
         marker_attribute=marker_attribute,
         counter_attribute=counter_attribute,

@@ -6,18 +6,21 @@ and :func:`~ddbkeys.ids._audit.audit_collection`."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import KeySchemaError
-from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys._schema import KeyAttribute, TableInfo, check_name
 from ddbkeys.ids._errors import SequenceExhaustedError
-from ddbkeys.ids._values import show_key
+from ddbkeys.ids._values import check_padding, show_key
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, QueryInputTypeDef
 
 __all__ = [
+    "HighestSortKey",
+    "check_collection_settings",
     "collection_keys",
     "highest_in",
     "highest_query",
@@ -156,3 +159,45 @@ def highest_in(
             "lists the collection's numbers).",
             table=table,
         ) from exc
+
+
+@dataclass
+class HighestSortKey:
+    """The highest sort key a collection sequence goes on from, as its Query finds it
+    (:func:`~ddbkeys.ids._collection_keys.highest_query`: in a string key, only those between
+    ``prefix`` and ``width`` zeros and nines), seen in ascending order."""
+
+    key_type: str
+    prefix: str
+    width: int
+    table: str
+    last: Mapping[str, Any] | None = None
+
+    def see(self, value: Mapping[str, Any] | None) -> None:
+        if value is None:
+            return
+        if self.key_type == "S":
+            text = str(value.get("S", ""))
+            low, high = self.prefix + "0" * self.width, self.prefix + "9" * self.width
+            if not low <= text <= high:
+                return
+        self.last = value
+
+    def refused(self) -> str | None:
+        """The highest key as text, where the sequence refuses to go on from it."""
+        if self.last is None:
+            return None
+        try:
+            number_in(self.last, prefix=self.prefix, table=self.table, width=self.width)
+        except KeySchemaError:
+            return str(self.last["N"]) if "N" in self.last else repr(self.last.get("S"))
+        return None
+
+
+def check_collection_settings(
+    table: str, width: int, prefix: str, marker_attribute: str, counter_attribute: str
+) -> None:
+    """The settings of :func:`~ddbkeys.ids.audit_collection`, or a :class:`ConfigurationError`."""
+    check_padding(width, prefix, table=table)
+    check_name("marker attribute", marker_attribute, table=table)
+    check_name("counter attribute", counter_attribute, table=table)

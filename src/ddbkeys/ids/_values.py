@@ -5,6 +5,8 @@ ids in the attribute that receives them. Pure functions; no I/O."""
 from __future__ import annotations
 
 import base64
+import json
+import shlex
 from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
@@ -143,12 +145,27 @@ def counter_value(
         raise CounterStateError(
             f"The counter item {show_key(key)} of table {table!r} holds {attribute} = "
             f"{show_value(value)} ({problem}): a counter holds a whole number from 0 to "
-            f"{most}. {then}; fix the "
-            "item, for example with `ddbkeys ids set VALUE --force`.",
+            f"{most}. {then}; fix the item, for example with "
+            f"`{_set_command(table, key, attribute)}`.",
             table=table,
         )
     assert number is not None
     return int(number)
+
+
+def _set_command(table: str, key: Mapping[str, Any], attribute: str) -> str:
+    """The ``ddbkeys ids set`` that puts a whole number into this counter item's attribute
+    (helper-68: it named neither table nor item), ready to paste but for VALUE."""
+    typed = {}
+    for name, value in key.items():
+        kind, raw = next(iter(value.items())) if isinstance(value, Mapping) else ("S", value)
+        if kind == "B" and isinstance(raw, (bytes, bytearray)):
+            raw = base64.b64encode(bytes(raw)).decode()
+        typed[name] = {kind: str(raw)}
+    words = ["ddbkeys", "ids", "set", "VALUE", "-t", table, "--counter-key", json.dumps(typed)]
+    if attribute != "last_id":
+        words += ["--attribute", attribute]
+    return shlex.join([*words, "--force"])
 
 
 def check_key_value(
