@@ -18,6 +18,7 @@ from botocore.exceptions import (
     ParamValidationError,
     PartialCredentialsError,
     ReadTimeoutError,
+    SSLError,
 )
 
 from ddbkeys._errors import (
@@ -260,6 +261,14 @@ def _translate_botocore_error(exc: BotoCoreError, table: str | None) -> DdbKeysE
         return EndpointUnreachableError(
             f"Could not connect to the DynamoDB endpoint {endpoint}: is it running, and is the URL "
             "right? Check endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB.",
+            table=table,
+            cause=exc,
+        )
+    if isinstance(exc, SSLError):  # (an https URL on DynamoDB Local's plain http port)
+        return EndpointUnreachableError(
+            f"No TLS (https) connection to {endpoint_of(exc)}: {one_line(exc.kwargs['error'])}. "
+            "Where it speaks plain http, as DynamoDB Local does, give an http:// URL: check "
+            "endpoint_url= or AWS_ENDPOINT_URL_DYNAMODB.",
             table=table,
             cause=exc,
         )

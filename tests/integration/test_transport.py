@@ -184,6 +184,22 @@ def test_closed_port(closed_endpoint: str) -> None:
         distinct_partition_keys(make_client(closed_endpoint), "orders")
 
 
+def test_https_to_a_plain_http_endpoint_says_to_give_http(ddb_endpoint_url: str) -> None:
+    # (F12: an https URL on DynamoDB Local's port said "boto3 failed (SSLError): SSL
+    # validation failed ...", naming no fix)
+    https = ddb_endpoint_url.replace("http://", "https://", 1)
+    result = CliRunner().invoke(cli, ["ids", "current", "-t", "orders", "--endpoint-url", https])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"Error: No TLS (https) connection to the DynamoDB endpoint {https}/: "
+    ) and result.stderr.endswith(
+        "Where it speaks plain http, as DynamoDB Local does, give an http:// URL: check "
+        "--endpoint-url or AWS_ENDPOINT_URL_DYNAMODB.\n"
+    ), result.stderr
+    with pytest.raises(EndpointUnreachableError, match="give an http:// URL"):
+        AtomicCounter(make_client(https), "orders").current()
+
+
 def test_plain_clients_at_a_closed_port_are_said_unreachable(closed_endpoint: str) -> None:
     """A plain boto3 or aiobotocore client tries a refused connection again on its own (backing
     off for about 25 s): a shorter deadline came first and was said as "had not answered, raise
