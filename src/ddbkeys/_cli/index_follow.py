@@ -25,6 +25,7 @@ from ddbkeys._cli.index_options import (
     index_name_option,
     marker_sort_key_option,
 )
+from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._index.state import state_table_name
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
 from ddbkeys.partition_keys._streams.follower import StreamFollower
@@ -163,6 +164,7 @@ def follow_command(
         for sig in previous:
             signal.signal(sig, handler)
     try:
+        _await_index(index, table_name, stop, until_caught_up)
         report = follower.run(stop, until_caught_up=until_caught_up, from_start=from_start)
     finally:
         if in_main:
@@ -216,6 +218,31 @@ def follow_command(
             err=True,
         )
         raise click.exceptions.Exit(1)
+
+
+def _await_index(index: MarkerIndex, table: str, stop: threading.Event, once: bool) -> None:
+    """Until the marker index is ACTIVE, or ``stop``: a follower started beside `index create`
+    (everything at once) ended 1 within a second, its backfill's "tried again in 10 s" never
+    tried (helper-70 F5). Said once each state. Not for a run meant to end (``once``:
+    --until-caught-up), which keeps the error."""
+    said: tuple[str | None] | None = None
+    while not once and not stop.is_set():
+        status = index.status(fresh=said is not None)
+        if status == "ACTIVE":
+            return
+        if said != (status,):
+            state = "not there yet" if status is None else status
+            say(
+                f"Waiting for index {index.name!r} of table {table!r} ({state}): `ddbkeys "
+                f"partition-keys index create -t {table}` makes it; following begins once it "
+                "is ACTIVE (Ctrl-C stops)."
+            )
+            said = (status,)
+        stop.wait(WAIT_FOR_INDEX)
+
+
+#: Seconds between two looks at an index that is not ACTIVE yet.
+WAIT_FOR_INDEX = 5.0
 
 
 def say(line: str) -> None:
