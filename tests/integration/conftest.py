@@ -4,6 +4,7 @@ and a state table of its own (deleted after the test)."""
 from __future__ import annotations
 
 import contextlib
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -27,6 +28,17 @@ def streamed_table(ddb_client: DynamoDBClient, ddb_table_factory: TableFactory) 
 @pytest.fixture
 def state_table(ddb_client: DynamoDBClient, streamed_table: str) -> Any:
     name = f"ddbkeys-state-{streamed_table[-12:]}"
+    yield name
+    with contextlib.suppress(ddb_client.exceptions.ResourceNotFoundException):
+        ddb_client.delete_table(TableName=name)
+
+
+@pytest.fixture
+def own_state_table(ddb_client: DynamoDBClient, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A state table of the test's own, named in DDBKEYS_STATE_TABLE (where the CLI's commands
+    in subprocesses find it), deleted after the test."""
+    name = f"ddbkeys-state-{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("DDBKEYS_STATE_TABLE", name)
     yield name
     with contextlib.suppress(ddb_client.exceptions.ResourceNotFoundException):
         ddb_client.delete_table(TableName=name)

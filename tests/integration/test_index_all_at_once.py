@@ -29,11 +29,9 @@ def test_a_follower_started_before_the_index_waits_for_it_then_backfills(
     ddb_endpoint_url: str,
     ddb_table_factory: TableFactory,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    own_state_table: str,
 ) -> None:
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    store = f"ddbkeys-state-{table[-12:]}"
-    monkeypatch.setenv("DDBKEYS_STATE_TABLE", store)  # (a state table of this test's own)
+    table, store = ddb_table_factory(("pk", "S"), ("sk", "N")), own_state_table
     fill(ddb_client, table, range(12))
     streamed = run(ddbkeys(ddb_endpoint_url, "partition-keys", "index", "stream", "-t", table))
     assert streamed.returncode == 0, streamed.stderr

@@ -66,11 +66,9 @@ def test_the_natural_order_with_the_default_margin_ends_with_a_proven_index(
     ddb_endpoint_url: str,
     ddb_table_factory: TableFactory,
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    own_state_table: str,
 ) -> None:
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    store = f"ddbkeys-state-{table[-12:]}"
-    monkeypatch.setenv("DDBKEYS_STATE_TABLE", store)  # (a state table of this test's own)
+    table, store = ddb_table_factory(("pk", "S"), ("sk", "N")), own_state_table
     fill(ddb_client, table, range(30))
     for args in (("index", "create"), ("index", "stream")):
         done = run(ddbkeys(ddb_endpoint_url, "partition-keys", *args, "-t", table))

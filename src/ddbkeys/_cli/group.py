@@ -69,10 +69,6 @@ def _error_line(exc: Exception) -> str:
 SIGPIPE_EXIT = 141
 
 
-#: Whether the process began with standard output closed (see open_standard_streams).
-_BEGAN_WITHOUT: dict[str, bool] = {"stdout": False}
-
-
 def open_standard_streams() -> None:
     """The standard streams a process began without (``>&-``, ``2>&-``, a service manager's
     closed descriptor), opened before any command runs:
@@ -97,14 +93,13 @@ def open_standard_streams() -> None:
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 (for the process)
     if sys.stdout is None:
-        _BEGAN_WITHOUT["stdout"] = True
-        sys.stdout = sys.stderr
+        sys.stdout = sys.stderr  # (how stdout_closed() knows it)
 
 
 def stdout_closed() -> bool:
-    """Whether standard output was closed when the process began (what is printed goes to
-    standard error, see :func:`open_standard_streams`)."""
-    return sys.stdout is None or _BEGAN_WITHOUT["stdout"]
+    """Whether standard output was closed when the process began: :func:`open_standard_streams`
+    made it standard error itself (the one stream otherwise never is the other)."""
+    return sys.stdout is None or sys.stdout is sys.stderr
 
 
 def quiet_output(*streams: Any) -> None:

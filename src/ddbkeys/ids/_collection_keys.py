@@ -24,6 +24,7 @@ __all__ = [
     "collection_keys",
     "highest_in",
     "highest_query",
+    "number_bounds",
     "number_in",
     "sort_key_of",
 ]
@@ -116,8 +117,8 @@ def highest_query(
     condition = "#pk = :pk"
     if sk.type == "S":
         condition += " AND #sk BETWEEN :lo AND :hi"
-        values[":lo"] = {"S": prefix + "0" * width}
-        values[":hi"] = {"S": prefix + "9" * width}
+        low, high = number_bounds(prefix, width)
+        values[":lo"], values[":hi"] = {"S": low}, {"S": high}
     return {
         "TableName": table,
         "KeyConditionExpression": condition,
@@ -129,6 +130,12 @@ def highest_query(
         "ConsistentRead": consistent_read,
         "ReturnConsumedCapacity": "TOTAL",
     }
+
+
+def number_bounds(prefix: str, width: int) -> tuple[str, str]:
+    """The lowest and highest string sort key among which a sequence's numbers sort (``prefix``
+    and ``width`` zeros, and nines): what its Query of the highest number reads."""
+    return prefix + "0" * width, prefix + "9" * width
 
 
 def highest_in(
@@ -178,7 +185,7 @@ class HighestSortKey:
             return
         if self.key_type == "S":
             text = str(value.get("S", ""))
-            low, high = self.prefix + "0" * self.width, self.prefix + "9" * self.width
+            low, high = number_bounds(self.prefix, self.width)
             if not low <= text <= high:
                 return
         self.last = value
