@@ -1,12 +1,16 @@
-"""The marker index set up with everything started at once (helper-70 F5): a follower with
---backfill started before `index create` has made the index waits for it, saying so in one
-line, then backfills; it had ended 1 within a second ("tried again in 10 s", never tried)."""
+"""The marker index set up as users do it with `index follow --backfill`, against DynamoDB
+Local: everything started at once (helper-70 F5: a follower started before `index create` has
+made the index waits for it, saying so in one line, then backfills; it had ended 1 within a
+second, "tried again in 10 s", never tried); and a follower stopped in the middle of its
+backfill, whose fix names that follower again (helper-70 F2, F6)."""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -22,6 +26,91 @@ if TYPE_CHECKING:
     from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
+
+
+def watching(follower: subprocess.Popen[bytes], log: Path) -> Callable[..., str]:
+    """A wait for ``words`` in ``follower``'s standard error (``log``): all it said then."""
+
+    def said(words: str, within: float = 60.0) -> str:
+        ends = time.monotonic() + within
+        while words not in (text := log.read_text(encoding="utf-8")):
+            assert follower.poll() is None, text  # (it had ended 1 here)
+            assert time.monotonic() < ends, text
+            time.sleep(0.2)
+        return text
+
+    return said
+
+
+def start_follower(endpoint: str, table: str, margin: float, log: Path) -> subprocess.Popen[bytes]:
+    command = ["index", "follow", "-t", table, "--backfill", "--replay-margin", f"{margin:g}"]
+    with log.open("wb") as err:
+        return subprocess.Popen(
+            ddbkeys(endpoint, "partition-keys", *command),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def test_a_follower_stopped_mid_backfill_is_the_fix_and_its_wait_needs_nothing(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+    own_state_table: str,
+) -> None:
+    """helper-70 F6: while `follow --backfill` waits out its margin, a listing's note said to
+    run `index backfill`. F2: after that follower stopped in the middle of its backfill, the
+    status and the listing said to run `index backfill`, which left no maintainer (every
+    listing then replayed all since the stopped follower's position). Both name the follower
+    now, and doing what the `Fix:` line says ends with a proven index."""
+    table, margin = ddb_table_factory(("pk", "S"), ("sk", "N")), 8.0
+    fill(ddb_client, table, range(500))  # (1,000 items: the read mode, which waits at the tip)
+    for step in ("stream", "create"):
+        done = run(ddbkeys(ddb_endpoint_url, "partition-keys", "index", step, "-t", table))
+        assert done.returncode == 0, done.stderr
+    listing = ["partition-keys", "-t", table, "--replay-margin", f"{margin:g}"]
+    follower = start_follower(ddb_endpoint_url, table, margin, tmp_path / "follow.err")
+    try:
+        said = watching(follower, tmp_path / "follow.err")
+        said("backfill in")
+        waiting = run(ddbkeys(ddb_endpoint_url, *listing))
+        assert waiting.returncode == 0, waiting.stderr
+        assert "or nothing, if `index follow --backfill` is what runs" in waiting.stderr
+        # Stopped while its backfill waits to read the stream's tip (its markers written).
+        said("the markers are written")
+    finally:
+        follower.send_signal(signal.SIGTERM)
+        follower.wait(timeout=60)
+    status = run(
+        ddbkeys(
+            ddb_endpoint_url,
+            "partition-keys",
+            "index",
+            "status",
+            "-t",
+            table,
+            "--replay-margin",
+            f"{margin:g}",
+        )
+    )
+    assert "begun by `index follow --backfill`" in status.stdout, status.stdout
+    (fix,) = [line for line in status.stdout.splitlines() if line.startswith("Fix: ")]
+    assert fix.startswith(f"Fix: ddbkeys partition-keys index follow -t {table} --backfill"), fix
+    stopped = run(ddbkeys(ddb_endpoint_url, *listing))
+    assert "run `index follow --backfill` again" in stopped.stderr, stopped.stderr
+    # Doing what it says: the follower again, which backfills once more.
+    again = start_follower(ddb_endpoint_url, table, margin, tmp_path / "again.err")
+    try:
+        watching(again, tmp_path / "again.err")("backfill done", within=120.0)
+        found = distinct_partition_keys(
+            ddb_client, table, "index", state_table=own_state_table, replay_margin=margin
+        )
+        assert sorted(found) == non_empty(ddb_client, table)
+    finally:
+        again.terminate()
+        again.wait(timeout=60)
 
 
 def test_a_follower_started_before_the_index_waits_for_it_then_backfills(
@@ -45,15 +134,7 @@ def test_a_follower_started_before_the_index_waits_for_it_then_backfills(
             env={**os.environ, "PYTHONUNBUFFERED": "1"},
         )
     try:
-
-        def said(words: str, within: float = 60.0) -> str:
-            ends = time.monotonic() + within
-            while words not in (text := log.read_text(encoding="utf-8")):
-                assert follower.poll() is None, text  # (it had ended 1 here)
-                assert time.monotonic() < ends, text
-                time.sleep(0.2)
-            return text
-
+        said = watching(follower, log)
         waiting = said("Waiting for index")
         assert waiting.splitlines()[0] == (
             f"Waiting for index 'ddbkeys-partition-keys' of table {table!r} (not there yet): "

@@ -61,6 +61,12 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
         # (off, then on: not "turned off and on", a helper's find)
         (evidence(stream=None), ARN, "the backfill ran while the table's stream was off"),
         (evidence(finished=None), ARN, "has not finished"),
+        (
+            evidence(finished=None, owner="h:1 (index follow)"),
+            ARN,
+            "begun by `index follow --backfill` (h:1), has not finished (that follower was "
+            "stopped or killed): run `index follow --backfill` again",
+        ),
         (evidence(clashes=('{"S":"k"}',)), ARN, "backfill met data at the marker's key of"),
         (evidence(maintained_since=None), ARN, "no maintainer had recorded a position"),
         (evidence(maintained_since=4_990.0), ARN, "less than the replay margin"),

@@ -550,6 +550,38 @@ def test_handling_a_batch_reconciles_each_collection_once_then_saves_the_mark() 
     assert state.report == FollowReport(records=3, batches=1, marked=1, unmarked=1)
 
 
+class StopAtLook(StopFlag):
+    """Requested from its ``at``-th look on (a stop that comes in the middle of a batch)."""
+
+    def __init__(self, at: int) -> None:
+        super().__init__()
+        self.looks, self.at = 0, at
+
+    @property
+    def requested(self) -> bool:
+        self.looks += 1
+        return self.looks >= self.at
+
+    @requested.setter
+    def requested(self, value: bool) -> None:
+        pass
+
+
+def test_a_stop_in_the_middle_of_a_batch_ends_it_between_collections_the_mark_unmoved() -> None:
+    """helper-70 F1: SIGTERM took up to 151 s, a batch of 1,000 records applied first. The
+    stop is looked at before each collection; the mark stays, so the next run reads the batch
+    again (what was applied is applied again: nothing changes)."""
+    state = FollowState()
+    batch = [record({"S": "a"}, "5"), record({"S": "b"}, "6"), record({"S": "c"}, "7")]
+    _, sent = play(
+        follower().handle(state, "arn", "s1", batch, StopAtLook(2)),
+        [("query", query(DATA)), ("put_item", {}), ("query", query(DATA, MARKER))],
+    )
+    assert [r.operation for r in sent] == ["query", "put_item", "query"]  # "a" alone
+    assert "s1" not in state.marks and not state.owed and not state.unsaved
+    assert state.report == FollowReport(marked=1)
+
+
 def test_a_failed_reconciliation_leaves_the_mark_where_it_was() -> None:
     state = FollowState()
     with pytest.raises(DdbKeysError):

@@ -103,6 +103,15 @@ def test_a_proven_index_says_what_a_listing_would_pay() -> None:
     assert json.loads(json.dumps(got.to_json()))["provable"] is True
 
 
+def test_a_follower_s_backfill_at_work_is_waited_for() -> None:
+    """Where the fix is `index follow --backfill` and its backfill is at work (alive a moment
+    ago), nothing is to be run: the status says so, as for `index backfill`."""
+    running = backfill(finished=None, owner="h:42 (index follow)", alive=NOW - 1, margin=MARGIN)
+    got = status(record(MARK, backfill=running))
+    assert got.reason is not None and got.reason.startswith("a backfill is at work"), got.reason
+    assert got.fix is None
+
+
 def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     item = record(MARK, backfill=backfill())
     got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU
@@ -163,6 +172,15 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
             record(MARK, backfill=backfill(finished=None)),
             "its backfill has not finished",
             "ddbkeys partition-keys index backfill -t orders",
+            0.0,
+        ),
+        # One that `index follow --backfill` ran, and no longer runs (helper-70 F2: the fix
+        # `index backfill` left no maintainer; every listing then replayed all since the dead
+        # follower's position): that follower again.
+        (
+            record(MARK, backfill=backfill(finished=None, owner="h:42 (index follow)", alive=1.0)),
+            "its backfill, begun by `index follow --backfill` (h:42), has not finished",
+            "ddbkeys partition-keys index follow -t orders --backfill",
             0.0,
         ),
         (

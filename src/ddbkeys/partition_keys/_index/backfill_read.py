@@ -184,9 +184,9 @@ def read_flow(
     info = yield from index.table_info()
     markers = index.markers(info)
     report.mode = "read"
-    data = yield from index.key_set(SkipPages(info, markers), "reading the table's keys")
+    data = yield from index.key_set(SkipPages(info, markers), "reading the table's keys", stop)
     marked = yield from index.key_set(
-        IndexPages(index.table, index.name, markers), "reading the marker index"
+        IndexPages(index.table, index.name, markers), "reading the marker index", stop
     )
     # Known now when the stream cannot hold the window: said without waiting the margin.
     window: Replay | Decline | None = unreadable(info.stream_arn, began, margin)

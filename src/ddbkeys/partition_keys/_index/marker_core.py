@@ -25,6 +25,7 @@ from ddbkeys._core.steps import (
     scan,
     update_table,
 )
+from ddbkeys._core.stopping import StopFlag
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
@@ -388,10 +389,14 @@ class MarkerCore:
         )
         return pages.take(page)
 
-    def key_set(self, pages: KeyPages, what: str) -> Flow[set[tuple[str, Any]]]:
-        """Every key ``pages`` reads (hashable), page by page."""
+    def key_set(
+        self, pages: KeyPages, what: str, stop: StopFlag | None = None
+    ) -> Flow[set[tuple[str, Any]]]:
+        """Every key ``pages`` reads (hashable), page by page (``stop`` looked at between)."""
         found: set[tuple[str, Any]] = set()
         while pages.request() is not None:
+            if stop is not None:
+                stop.check()
             found.update(hashable(k) for k in (yield from self.page(pages, what)))
         return found
 

@@ -26,6 +26,7 @@ from ddbkeys.partition_keys._proof.replay import (
     load_evidence,
     replay_flow,
 )
+from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS
 from ddbkeys.partition_keys._proof.shard_read import Replay
 
 if TYPE_CHECKING:
@@ -196,7 +197,11 @@ def choose_flow(
             if evidence is not None and evidence.corrupt is None:
                 working = at_work(evidence, info.stream_arn, margin, now)
             choice = declined(
-                method, info, index.name, working or refused.reason, state_table=state_table
+                method,
+                info,
+                index.name,
+                working or _follower_backfills(refused.reason, evidence),
+                state_table=state_table,
             )
             choice.markers = recorded_markers(
                 evidence, markers_key(index.attribute, index.sort_key(info))
@@ -361,3 +366,14 @@ def check_margin(margin: object, table: str | None = None) -> float:
             table=table,
         )
     return float(margin)
+
+
+def _follower_backfills(reason: str, evidence: Evidence | None) -> str:
+    """``reason``, with what a listing adds where ``index follow`` keeps the index and no
+    backfill was recorded: ``index follow --backfill`` may be waiting out its margin, and then
+    nothing is to be run (as ``index status`` says it; helper-70 F6)."""
+    if evidence is None or evidence.backfill is not None or evidence.maintainer != "follow":
+        return reason
+    if reason.endswith(")"):  # (the advice in parentheses: said within them)
+        return f"{reason[:-1]}; or {FOLLOWER_BACKFILLS})"
+    return f"{reason} (or {FOLLOWER_BACKFILLS})"

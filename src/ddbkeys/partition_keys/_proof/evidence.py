@@ -359,7 +359,7 @@ def _backfill_reason(
             "meanwhile is in no log): run `index backfill` again"
         )
     if backfill.finished is None:
-        return None, "its backfill has not finished (or was stopped): run `index backfill`"
+        return None, _unfinished(backfill)
     if backfill.uncounted is not None:
         return None, f"the backfill does not count: {backfill.uncounted}"
     if backfill.clashes:
@@ -391,6 +391,27 @@ def _backfill_reason(
             "`index backfill` again"
         )
     return backfill, None
+
+
+#: How a backfill's ``owner`` ends where ``index follow --backfill`` ran it
+#: (``backfill_claim.owner_name("index follow")``).
+FOLLOW_OWNED = "(index follow)"
+
+
+def _unfinished(backfill: Backfill) -> str:
+    """Why an unfinished backfill proves nothing, and what to run: where ``index follow
+    --backfill`` ran it (and is no longer at work on it: killed or stopped), that follower
+    again, which backfills once more and maintains the index; a bare ``index backfill`` would
+    leave no maintainer (helper-70 F2: every listing then replayed all since the dead one's
+    position, 70x a scan)."""
+    if backfill.owner is not None and backfill.owner.endswith(FOLLOW_OWNED):
+        who = backfill.owner.removesuffix(FOLLOW_OWNED).strip()
+        return (
+            f"its backfill, begun by `index follow --backfill` ({who}), has not finished (that "
+            "follower was stopped or killed): run `index follow --backfill` again (it backfills "
+            "once more, and keeps the index)"
+        )
+    return "its backfill has not finished (or was stopped): run `index backfill`"
 
 
 def shown_markers(text: str | None) -> str:

@@ -78,7 +78,7 @@ COMMAND = "ddbkeys partition-keys index"
 OTHER_MARKERS = "the backfill knew markers by another attribute or sort key"
 #: A reason's own advice, as the proof words it: `index backfill`, `ddbkeys partition-keys
 #: index repair`, ...
-ADVISED = re.compile(r"`(?:ddbkeys partition-keys )?index (\w+)")
+ADVISED = re.compile(r"`(?:ddbkeys partition-keys )?index (\w+)( --backfill)?`?")
 
 
 @dataclass(frozen=True)
@@ -173,20 +173,7 @@ def _fix(
     if reason.startswith(CLASHED):
         return None, None  # (your items must be moved first: the reason says so)
     where = readiness(info.name, evidence, info.stream_arn, now, margin)
-    extra = ""
-    if info.stream_arn is None:
-        verb = "stream"
-    elif not_active(info, index) is not None:
-        verb = "create"  # (it waits until the index is ACTIVE)
-    elif evidence is not None and evidence.corrupt is not None:
-        verb = ""  # (the reason says which part of the record is broken)
-    elif where.state == NO_MAINTAINER and maintainer == "lambda":
-        verb, extra = "backfill", " --wait-for-maintainer"
-    elif where.state == NO_MAINTAINER:
-        verb, extra = "follow", " --backfill"  # one command: maintain, then fill once
-    else:
-        advised = ADVISED.search(reason)
-        verb = advised.group(1) if advised else ""
+    verb, extra = _verb(reason, info, index, evidence, maintainer, where.state)
     if not verb:
         return None, None
     options = extra + ("" if index == "ddbkeys-partition-keys" else f" --index-name {index}")
@@ -196,6 +183,32 @@ def _fix(
         options += f" --replay-margin {margin:g}"
     command = f"{COMMAND} {verb} -t {info.name}{options}{_marker_flags(evidence, info)}"
     return command, where.left if verb == "backfill" else 0.0
+
+
+def _verb(
+    reason: str,
+    info: TableInfo,
+    index: str,
+    evidence: Evidence | None,
+    maintainer: str | None,
+    state: str,
+) -> tuple[str, str]:
+    """The ``index`` subcommand that fixes ``reason`` ("": none), and an option it needs
+    (``state``: ``backfill_wait.readiness``'s)."""
+    if info.stream_arn is None:
+        return "stream", ""
+    if not_active(info, index) is not None:
+        return "create", ""  # (it waits until the index is ACTIVE)
+    if evidence is not None and evidence.corrupt is not None:
+        return "", ""  # (the reason says which part of the record is broken)
+    if state == NO_MAINTAINER and maintainer == "lambda":
+        return "backfill", " --wait-for-maintainer"
+    if state == NO_MAINTAINER:
+        return "follow", " --backfill"  # one command: maintain, then fill once
+    advised = ADVISED.search(reason)
+    if advised is None:
+        return "", ""
+    return advised.group(1), advised.group(2) or ""
 
 
 def _marker_flags(evidence: Evidence | None, info: TableInfo) -> str:
@@ -223,9 +236,14 @@ def _at_work(
     margin: float,
     now: float,
 ) -> str | None:
-    """The reason to give instead of ``reason`` when its fix is a backfill and one that can
-    count is at work (``backfill_wait.at_work``, as the listing says it)."""
-    if reason is None or fix is None or not fix.startswith(f"{COMMAND} backfill "):
+    """The reason to give instead of ``reason`` when its fix is a backfill (``index backfill``
+    or ``index follow --backfill``) and one that can count is at work
+    (``backfill_wait.at_work``, as the listing says it)."""
+    backfills = fix is not None and (
+        fix.startswith(f"{COMMAND} backfill ")
+        or (fix.startswith(f"{COMMAND} follow ") and " --backfill" in fix)
+    )
+    if reason is None or not backfills:
         return None
     return at_work(evidence, stream, margin, now)
 

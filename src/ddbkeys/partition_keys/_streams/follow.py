@@ -26,29 +26,24 @@ from ddbkeys._core.steps import (
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, error_code
 from ddbkeys.partition_keys._index.backfill_wait import markers_checked, needs_backfill
-from ddbkeys.partition_keys._index.maintain import Outcome
 from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
 from ddbkeys.partition_keys._index.markers import hashable
 from ddbkeys.partition_keys._index.pending import (
     MAX_PENDING,
     RETRY_PENDING,
     Nonces,
-    apply_flow,
-    retry_flow,
-    unpend_flow,
 )
-from ddbkeys.partition_keys._index.state import StateCore, key_json
-from ddbkeys.partition_keys._listing.base import Key
+from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._proof.evidence import (
     DEFAULT_REPLAY_MARGIN,
     SHARD_PREFIX,
     nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.marks import advance, created_at
+from ddbkeys.partition_keys._streams.follow_apply import apply_keys, retry_pending
 from ddbkeys.partition_keys._streams.follow_state import (
     FollowReport,
     FollowState,
-    count,
     covered_since,
     gone_marks,
     keys_of_records,
@@ -244,12 +239,19 @@ class FollowCore:
         return took(state, shard, page)
 
     def handle(
-        self, state: FollowState, arn: str, shard: str, records: list[dict[str, Any]]
+        self,
+        state: FollowState,
+        arn: str,
+        shard: str,
+        records: list[dict[str, Any]],
+        stop: StopFlag | None = None,
     ) -> Flow[None]:
         """Apply ``records`` of ``shard``, then save its mark: only once every one of them is
         applied (a reconciliation that fails ends the run before the mark moves). A collection
         whose reconciliation does not settle is applied by recording it as pending; one that
-        cannot be (the pending set full) is owed: tried again, the mark waiting for it."""
+        cannot be (the pending set full) is owed: tried again, the mark waiting for it. Once
+        ``stop`` is set, it stops between collections, the mark where it was: the next run
+        reads the batch again (applying a record twice changes nothing)."""
         info = yield from self.index.table_info()
         if shard in state.from_oldest and records:
             # The first records of a shard read from its oldest: when they are nearly a day
@@ -265,7 +267,9 @@ class FollowCore:
         todo = dict(state.owed.pop(shard, {}))
         for key in keys_of_records(records_after(records, skip), info.partition_key.name):
             todo.setdefault(hashable(key), key)
-        owed = yield from self._apply(state, list(todo.values()))
+        owed = yield from apply_keys(self, state, list(todo.values()), stop)
+        if stop is not None and stop.requested:
+            return
         read_to = state.unsaved.pop(shard, None)
         last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else read_to
         if owed:
@@ -290,54 +294,13 @@ class FollowCore:
         state.report.records += len(records)
         state.report.batches += 1
 
-    def _apply(self, state: FollowState, keys: list[Key]) -> Flow[list[Key]]:
-        """Reconcile each collection of ``keys`` (one that does not settle recorded pending);
-        the pending elements known before that name one that settled are taken out. Those
-        neither settled nor recorded (the pending set full)."""
-        known = frozenset(state.pending)
-        clashes: list[Key] = []
-        settled: list[Key] = []
-        owed: list[Key] = []
-        for key in keys:
-            applied = yield from apply_flow(
-                self.index, self.store, key, self.nonce, self.max_pending, known
-            )
-            if applied.outcome is not None:
-                count(state.report, applied.outcome)
-                (clashes if applied.outcome is Outcome.CLASH else settled).append(key)
-            elif applied.element is not None:
-                state.pending.add(applied.element)
-                state.pending.difference_update(applied.replaced)
-                state.report.pending += 1
-            else:
-                owed.append(key)
-        clashed = [key_json(k) for k in clashes]
-        yield from self.store.clashes(self.index.table, self.index.name, clashed, add=True)
-        gone = yield from unpend_flow(self.store, self.index.table, self.index.name, known, settled)
-        state.pending.difference_update(gone)
-        state.report.unpended += len(gone)
-        return owed
-
     def retry_owed(self, state: FollowState, arn: str) -> Flow[None]:
         """After a round: the collections owed are tried again (a shard's mark waits for them
         whether more records come or not), and the pending collections this follower knows
-        of (see :meth:`retry_pending`)."""
+        of (see ``follow_apply.retry_pending``)."""
         for shard in list(state.owed):
             yield from self.handle(state, arn, shard, [])
-        yield from self.retry_pending(state)
-
-    def retry_pending(self, state: FollowState) -> Flow[None]:
-        """Reconcile the pending collections this follower knows of (at most once every
-        ``retry_every`` seconds): those that settle leave the set."""
-        now, tried = self.clock(), state.pending_tried
-        if not state.pending or (tried is not None and now - tried < self.retry_every):
-            return
-        state.pending_tried = now
-        outcomes, gone = yield from retry_flow(self.index, self.store, state.pending)
-        for outcome in outcomes:
-            count(state.report, outcome)
-        state.pending.difference_update(gone)
-        state.report.unpended += len(gone)
+        yield from retry_pending(self, state)
 
     def _gap(self, state: FollowState, shard: str) -> None:
         """Records of ``shard`` were lost before this follower applied them: said in its mark."""
@@ -391,7 +354,7 @@ class FollowCore:
         for shard in list(state.iterators):
             records = yield from self.read(state, shard)
             if records or shard in state.finished:
-                yield from self.handle(state, arn, shard, records)
+                yield from self.handle(state, arn, shard, records, stop)
                 if self.on_batch is not None:
                     self.on_batch(state.report)
             if records or shard not in state.iterators:
