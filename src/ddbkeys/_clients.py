@@ -1,13 +1,15 @@
 """What ddbkeys accepts where it takes a client, and how a request keeps to its deadline.
 
 Nothing is registered on a client the caller passed. A resource's client, whose resource layer
-converts values, is wrapped in a :class:`ResourceClient` that converts them back. :func:`send`
-sends from the caller's thread when nothing can make a request outlast what is left of the
-deadline: a client that makes one attempt, or one :func:`guard` stops retrying in time (those
-ddbkeys builds), with one request's timeouts left. Otherwise (the client's own retries, longer
-timeouts, an answer trickling in byte by byte) it is sent from a thread of ``threads`` (by default
-the process's pool, :data:`ddbkeys._core.lifecycle.POOL`), given up at the deadline as
-:class:`NoAnswerInTime`."""
+converts values, is wrapped in a :class:`ResourceClient` that converts them back. Under a
+deadline, :func:`send` sends from a thread of ``threads`` (by default the process's pool,
+:data:`ddbkeys._core.lifecycle.POOL`; a hand-off costs about 9 microseconds, half a percent of a
+request to DynamoDB Local) and gives the request up at the deadline as :class:`NoAnswerInTime`,
+whatever holds it there: the client's own retries, long timeouts, or an answer trickling in byte
+by byte, which no socket timeout ends (helper-70 F3: the CLI's own client, whose timeouts fit the
+deadline, had been sent from the caller's thread and gave up after 178 s of a 60 s deadline).
+:func:`guard` makes a client ddbkeys built stop retrying once less of the deadline is left than a
+request may take."""
 
 from __future__ import annotations
 
@@ -15,7 +17,6 @@ import contextvars
 import decimal
 import inspect
 import threading
-import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -50,8 +51,6 @@ _ACCEPTED = (
     "a DynamoDB resource (boto3.resource('dynamodb')) or one of its Tables"
 )
 _DEADLINE = contextvars.ContextVar[Deadline | None]("ddbkeys_deadline", default=None)
-#: The clients ddbkeys built and guarded (:func:`guard`).
-_GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 @contextmanager
@@ -87,7 +86,6 @@ def guard(client: Any) -> Any:
                 raise ClientError(parsed, getattr(kw.get("operation"), "name", "the request"))
 
     client.meta.events.register_first("needs-retry.dynamodb", stop_retrying)
-    _GUARDED.add(client)
     return client
 
 
@@ -99,12 +97,7 @@ def send(
     deadline, meta = _DEADLINE.get(), getattr(client, "meta", None)
     if deadline is None or meta is None:  # (no deadline, or a stand-in for a client)
         return call()
-    left, retries = deadline.remaining(), getattr(meta.config, "retries", None) or {}
-    once = retries.get("total_max_attempts") == 1 or retries.get("max_attempts") == 0
-    with suppress(TypeError):  # (a stand-in without weak references is never guarded)
-        once = once or client in _GUARDED
-    if once and left >= longest_request(meta.config):
-        return call()
+    left = deadline.remaining()
     if left > 0:
         (threads or _lifecycle.POOL).hand(job := Job(call))
         if job.done.acquire(timeout=left):
@@ -117,14 +110,14 @@ def send(
 
 
 class Job:
-    """One request for a thread of the pool, sent in the caller's context; then its outcome."""
+    """One request for a thread of the pool, sent in the caller's context; then its outcome.
+    The thread that sends it is named after the caller's (``name``), for a reader of a stack
+    dump or of a client's events."""
 
-    name, why = (
-        "ddbkeys-request",
-        "give the client timeouts within the deadline, as make_client() does",
-    )
+    why = "give the client timeouts within the deadline, as make_client() does"
 
     def __init__(self, call: Callable[[], Any]) -> None:
+        self.name = f"ddbkeys-request ({threading.current_thread().name})"
         self.call, self.context = call, contextvars.copy_context()
         self.outcome: Any = None
         self.late = False

@@ -348,7 +348,8 @@ def test_segments_and_resume(
 
 
 def scans_sent(client: DynamoDBClient) -> list[tuple[int, int, str]]:
-    """Record each Scan's (Segment, TotalSegments, thread name) as the client sends it."""
+    """Record each Scan's (Segment, TotalSegments, thread name) as the client sends it (a
+    request thread is named after the reader it sends for)."""
     sent: list[tuple[int, int, str]] = []
 
     def record(params: dict[str, Any], **_: Any) -> None:
@@ -379,7 +380,7 @@ def test_readers_take_scan_segments_in_turn(
     sent.clear()
     assert len(listed(SYNC, client, table, "skip-pages", segments=2)) == 60
     assert {(segment, total) for segment, total, _ in sent} == {(0, 2), (1, 2)}
-    # One reader reads the one segment in the caller's thread.
+    # One reader reads the one segment, for the caller's thread.
     sent.clear()
     assert len(listed(SYNC, client, table, "skip")) == 60
     assert {(segment, total) for segment, total, _ in sent} == {(0, 1)}

@@ -144,6 +144,21 @@ def test_library_gives_up_on_a_silent_endpoint(silent_endpoint: str) -> None:
     assert f"{silent_endpoint} had not answered when the deadline came (2.0 s)" in str(raised.value)
 
 
+def test_a_client_whose_timeouts_fit_the_deadline_gives_up_on_a_trickle_at_the_deadline(
+    trickling_endpoint: str,
+) -> None:
+    """helper-70 F3: the CLI's own client (timeouts within the deadline) was sent from the
+    caller's thread, so an answer trickling in byte by byte, which no read timeout ends, held
+    `ids next` 178 s past its 60 s deadline, and a listing longer. Here: 1 s timeouts, a 3 s
+    deadline, a byte every 0.5 s."""
+    client = make_client(endpoint_url=trickling_endpoint, region="us-east-1", timeout=1)
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceededError) as raised:
+        distinct_partition_keys(client, "orders", deadline=3)
+    assert 3 <= time.monotonic() - started < 3 + LATE  # (a hang: the answer would take hours)
+    assert "had not answered when the deadline came" in str(raised.value), raised.value
+
+
 def test_own_client_keeps_to_the_deadline_too(
     silent_endpoint: str,
 ) -> None:

@@ -89,7 +89,7 @@ def test_one_pool_sends_the_requests_and_an_allocators_reservations(
     client = SimpleNamespace(meta=meta, op=threading.current_thread)
     with clients.deadline_scope(Deadline(5.0)):
         sender = clients.send(client, "op", {})
-    assert sender.name == "ddbkeys-request" and pool.idle == 1
+    assert sender.name == "ddbkeys-request (MainThread)" and pool.idle == 1
     counter = Counter()
     blocks = allocator(counter)
     assert blocks.next() == 1

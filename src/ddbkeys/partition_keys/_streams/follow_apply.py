@@ -4,24 +4,35 @@ and tries its pending collections again (``retry_pending``): flows on its
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol
 
 from ddbkeys._core.steps import Flow
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys.partition_keys._index.maintain import Outcome
-from ddbkeys.partition_keys._index.pending import apply_flow, retry_flow, unpend_flow
-from ddbkeys.partition_keys._index.state import key_json
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.pending import Nonces, apply_flow, retry_flow, unpend_flow
+from ddbkeys.partition_keys._index.state import StateCore, key_json
 from ddbkeys.partition_keys._listing.base import Key
 from ddbkeys.partition_keys._streams.follow_state import FollowState, count
 
-if TYPE_CHECKING:
-    from ddbkeys.partition_keys._streams.follow import FollowCore
+__all__ = ["FollowParts", "apply_keys", "retry_pending"]
 
-__all__ = ["apply_keys", "retry_pending"]
+
+class FollowParts(Protocol):
+    """What these flows read of a follower's core
+    (:class:`~ddbkeys.partition_keys._streams.follow.FollowCore`)."""
+
+    index: MarkerCore
+    store: StateCore
+    nonce: Nonces
+    max_pending: int
+    retry_every: float
+    clock: Callable[[], float]
 
 
 def apply_keys(
-    core: FollowCore, state: FollowState, keys: list[Key], stop: StopFlag | None = None
+    core: FollowParts, state: FollowState, keys: list[Key], stop: StopFlag | None = None
 ) -> Flow[list[Key]]:
     """Reconcile each collection of ``keys`` (one that does not settle recorded pending),
     until ``stop`` is set; the pending elements known before that name one that settled
@@ -53,7 +64,7 @@ def apply_keys(
     return owed
 
 
-def retry_pending(core: FollowCore, state: FollowState) -> Flow[None]:
+def retry_pending(core: FollowParts, state: FollowState) -> Flow[None]:
     """Reconcile the pending collections this follower knows of (at most once every
     ``retry_every`` seconds): those that settle leave the set."""
     now, tried = core.clock(), state.pending_tried
