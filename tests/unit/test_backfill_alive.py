@@ -38,6 +38,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     needs_backfill,
     other_markers,
     running_backfill,
+    unmaintained,
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
@@ -600,3 +601,31 @@ def test_a_command_told_other_markers_than_the_index_s_is_refused() -> None:
     assert other_markers(stray, ours, "orders") is None  # (the last finished one is ours)
     both = replace(record(at_work(markers=theirs)), kept=done)
     assert other_markers(both, ours, "orders") is not None
+
+
+@pytest.mark.parametrize(
+    ("saved", "finished", "wrote", "said"),
+    [
+        (1050.0, 1200.0, 40, "no maintainer has recorded a position in the stream for 150 s"),
+        (1150.0, 1200.0, 40, None),  # a maintainer saved while it ran: it applies them
+        (1050.0, 1120.0, 40, None),  # too short to tell (a live one may not have saved yet)
+        (1050.0, 1200.0, 0, None),  # nothing written: nothing for a maintainer to apply
+        (1050.0, None, 40, None),  # not finished
+    ],
+)
+def test_a_backfill_that_no_maintainer_followed_says_so(
+    saved: float, finished: float | None, wrote: int, said: str | None
+) -> None:
+    """helper-70 F2: after a follower died, a direct `index backfill` ended 0 and every
+    listing then replayed all since the dead follower's position (70x a scan), unsaid."""
+    mark = ShardMark("s1", ARN, FIRST, ((None, FIRST), ("9", saved)))
+    record = Evidence("orders", "ix", {"s1": mark}, at_work(finished=finished))
+    note = unmaintained(record, wrote)
+    if said is None:
+        assert note is None
+    else:
+        assert note is not None and note.startswith(said), note
+        assert "is `ddbkeys partition-keys index follow -t orders`" in note
+    # Positions under another stream are no maintainer's of this one.
+    other = Evidence("orders", "ix", {"s1": replace(mark, stream=OTHER, marks=((None, 1150.0),))})
+    assert unmaintained(replace(other, backfill=at_work(finished=1200.0)), 40) is None

@@ -3,6 +3,7 @@ says (see :meth:`ddbkeys.partition_keys.MarkerIndex.backfill`)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import signal
 import threading
@@ -29,6 +30,7 @@ from ddbkeys._cli.index_common import clash_error, margin_option, open_index
 from ddbkeys._cli.index_options import (
     index_options,
 )
+from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     BackfillReport,
     MarkerIndex,
@@ -43,7 +45,9 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     Readiness,
     began,
     dead_in,
+    unmaintained,
 )
+from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._listing.text import json_key
 from ddbkeys.partition_keys._proof.evidence import Backfill
 
@@ -225,7 +229,21 @@ def backfill_command(
         _spinner_off(status, said)
     if report.uncounted is not None:
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
+    elif report.counts and report.joined is None:
+        _said_unmaintained(index, state_table, report.written + report.removed)
     show_marked(report, index, output, usage=True)
+
+
+def _said_unmaintained(index: MarkerIndex, state_table: str | None, wrote: int) -> None:
+    """A note on stderr where no maintainer applied the backfill's writes (see
+    ``backfill_wait.unmaintained``): one GetItem of the index's record."""
+    if wrote <= 0:
+        return
+    with contextlib.suppress(DdbKeysError):  # (the backfill is done: a note only)
+        record = StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
+        note = unmaintained(record, wrote)
+        if note is not None:
+            click.echo(f"Note: {note}.", err=True)
 
 
 def _tip(status: StatusLine | None, said: set[str], where: Readiness) -> None:

@@ -63,6 +63,7 @@ __all__ = [
     "readiness",
     "running_backfill",
     "same_markers",
+    "unmaintained",
     "wait_flow",
 ]
 
@@ -201,6 +202,36 @@ def readiness(
         return Readiness(table, READY, margin, 0.0, since)
     lost = bool(gaps) and max(gaps) + margin >= ready_at
     return Readiness(table, WAITING, margin, ready_at - now, since, lost)
+
+
+#: A backfill that wrote markers for at least this long (seconds) while no maintainer saved a
+#: position is said to (:func:`unmaintained`): a live one applies its marker writes meanwhile.
+SILENT_AFTER = 30.0
+
+
+def unmaintained(evidence: Evidence | None, wrote: int) -> str | None:
+    """What to say after a backfill that counts and wrote ``wrote`` markers (or removed them)
+    for ``SILENT_AFTER`` seconds or more, when no maintainer saved a position under its stream
+    since it began: each write is a stream record a live maintainer would have applied, so none
+    runs (or one is stuck), and every listing replays all since the last position (helper-70
+    F2: 4,498 RCU against a scan's 64, after a follower had died). None otherwise. Pure."""
+    backfill = evidence.backfill if evidence is not None else None
+    if evidence is None or backfill is None or backfill.finished is None or wrote <= 0:
+        return None
+    if backfill.finished - backfill.started < SILENT_AFTER:
+        return None
+    saves = [t for m in evidence.shards.values() if m.stream == backfill.stream for _, t in m.marks]
+    newest = max(saves, default=None)
+    if newest is None or newest >= backfill.started:
+        return None
+    table = evidence.table
+    return (
+        f"no maintainer has recorded a position in the stream for {backfill.finished - newest:.0f} "
+        f"s, though this backfill's {wrote} marker write(s) are records in it: is `ddbkeys "
+        f"partition-keys index follow -t {table}` (or the Lambda handler) running? Until one "
+        "catches up, each listing from the index replays all since its last position "
+        f"(`ddbkeys partition-keys index status -t {table}` says what that costs)"
+    )
 
 
 def alive_at(backfill: Backfill) -> float:
