@@ -138,7 +138,9 @@ def test_a_backfill_that_says_it_does_not_count_is_declined_with_its_reason() ->
         "mode": "read",
         "uncounted": "the table's stream was turned off (or on again) while it ran",
     }
-    evidence = evidence_from_item("orders", "idx", {"backfill": {"S": json.dumps(entry)}})
+    maintainer = ShardMark("s1", ARN, "start", ((None, 10.0),)).to_json()
+    item = {"backfill": {"S": json.dumps(entry)}, "shard s1": {"S": maintainer}}
+    evidence = evidence_from_item("orders", "idx", item)
     assert evidence.corrupt is None and evidence.backfill is not None
     assert evidence.backfill.uncounted == entry["uncounted"]
     declined = precheck(evidence, ARN, MARGIN)

@@ -42,6 +42,9 @@ def mark(name: str, *marks: tuple[str | None, float], since: str | float = "star
 
 
 def evidence(*marks: ShardMark, **backfill: Any) -> Evidence:
+    """A record with a backfill (``backfill``: its fields changed) and ``marks`` (by default a
+    maintainer's, as GOOD's: without one, every reason is that no maintainer runs)."""
+    marks = marks or (mark("s1", ("10", 7_000.0), ("20", 9_990.0)),)
     fields: dict[str, Any] = {"started": 5_000.0, "stream": ARN, "maintained_since": 1_000.0}
     fields["finished"] = 6_000.0
     fields.update(backfill)
@@ -79,6 +82,22 @@ GOOD = evidence(mark("s1", ("10", 7_000.0), ("20", 9_990.0)))
         ),
         (evidence(maintainer_clashes=('{"S":"k"}',)), ARN, "a maintainer found data"),
         (evidence(mark("s1", since=4_999.0)), ARN, "began reading shard s1 after the backfill"),
+        # No maintainer's position under the stream: that is the fix, whatever the backfill's
+        # own words advised (helper-71 F4: `index backfill` again, beside `Fix: ... follow`).
+        (
+            replace(evidence(finished=None), shards={}),
+            ARN,
+            "no maintainer has recorded a position in the table's stream, so no backfill can "
+            "count: run `index follow --backfill`, which keeps the markers and backfills once the "
+            "margin has passed (with the Lambda handler as the maintainer, `index backfill "
+            "--wait-for-maintainer` once it runs); the backfill recorded: its backfill has not "
+            "finished (or was stopped)",
+        ),
+        (
+            replace(evidence(clashes=('{"S":"k"}',)), shards={}),
+            ARN,
+            "backfill met data at the marker's key of",  # (move those items first)
+        ),
     ],
 )
 def test_it_declines_with_a_reason(record: Evidence | None, stream: str | None, why: str) -> None:

@@ -139,6 +139,15 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
             "ddbkeys partition-keys index follow -t orders --backfill",
             0.0,
         ),
+        # A backfill recorded (here still running, or stopped), no maintainer: the reason and
+        # the `Fix:` line name the same command (helper-71 F4: the reason said `index backfill`).
+        (
+            record(backfill=backfill(finished=None)),
+            "no maintainer has recorded a position in the table's stream, so no backfill can "
+            "count: run `index follow --backfill`",
+            "ddbkeys partition-keys index follow -t orders --backfill",
+            0.0,
+        ),
         # The Lambda handler has handled nothing under this stream: a backfill that waits.
         (
             record(maintainer={"S": "lambda"}),

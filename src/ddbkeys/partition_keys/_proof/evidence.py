@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -414,6 +415,27 @@ def _unfinished(backfill: Backfill) -> str:
     return "its backfill has not finished (or was stopped): run `index backfill`"
 
 
+def _unmaintained(evidence: Evidence, stream: str | None, why: str) -> str | None:
+    """The reason to give where a backfill is recorded, proves nothing, and no maintainer has
+    recorded a position under ``stream``: no backfill can count until one does, so the fix is
+    a maintainer (``index follow --backfill`` does both), whatever the backfill's own words
+    advised (helper-71 F4: they said to run `index backfill` again, beside a `Fix:` line naming
+    `index follow --backfill`; done, that backfill did not count either); ``why``, those words,
+    follow without their advice. Not for clashes: those items must be moved first."""
+    backfill = evidence.backfill
+    if stream is None or backfill is None or backfill.clashes:
+        return None
+    if any(mark.stream == stream for mark in evidence.shards.values()):
+        return None
+    own = re.split(r"[:;] run `", why, maxsplit=1)[0]  # (its advice: superseded by this one)
+    return (
+        "no maintainer has recorded a position in the table's stream, so no backfill can count: "
+        "run `index follow --backfill`, which keeps the markers and backfills once the margin "
+        "has passed (with the Lambda handler as the maintainer, `index backfill "
+        f"--wait-for-maintainer` once it runs); the backfill recorded: {own}"
+    )
+
+
 def shown_markers(text: str | None) -> str:
     """``state.markers_key`` as a reader would say it."""
     try:
@@ -437,7 +459,7 @@ def precheck(
     evidence = basis(evidence, stream, margin)
     _, why = _backfill_reason(evidence, stream, margin)
     if why is not None:
-        return Decline(why)
+        return Decline(_unmaintained(evidence, stream, why) or why)
     assert evidence.backfill is not None
     if markers is not None and evidence.backfill.markers != markers:
         return Decline(
