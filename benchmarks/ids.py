@@ -14,9 +14,9 @@ counter rows: "coalesced", ``AtomicCounter(group_commit=True)`` (concurrent call
 ADD), and "idempotent", ``AtomicCounter(group_commit=True, idempotent=True)`` (each shared write
 stamped with a writer slot, so a lost answer retried is recognised), and "boto3", the counter
 again with a
-client as ``boto3.client("dynamodb")`` makes it, for both (its own retries and 60 s timeouts; every
-request is sent from a thread that keeps the deadline, whatever the client); the item-collection and gapless
-strategies on whole inserts (id and item written). The whole-insert rows
+client as ``boto3.client("dynamodb")`` makes it, for both (its own retries and 60 s timeouts;
+every request is sent from a thread that keeps the deadline, whatever the client); the
+item-collection and gapless strategies on whole inserts (id and item written). The whole-insert rows
 (benchmarks/inserts.py) measure what a user's insert costs with each strategy (the id and the
 item's own write) against the bare PutItem the user would write without ids: throughput (16
 threads, median of 5 alternating rounds) and write requests per item as a counting proxy sees
