@@ -119,7 +119,7 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     # It says what to look at (a helper read "Provable: yes", no fix, and a stopped maintainer).
     text = "\n".join(render_status(got))
     assert "about 3.5 RCU, against 0.5 RCU for a scan (auto lists another way" in text, text
-    assert "Behind: what its maintainer has not applied" in text
+    assert "Behind: each listing re-checks what its maintainer has not applied and the last" in text
     assert "is `ddbkeys partition-keys index follow -t orders` running?" in text
     # A maintainer that saved a moment ago keeps up: the re-checks are the margin's writes (a
     # new user, just after a backfill, was asked whether a healthy follower was running).
@@ -127,6 +127,14 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     fresh = replace(got, shards=(replace(shard, age=3.0),))
     text = "\n".join(render_status(fresh))
     assert "Behind:" not in text and "Recent: its maintainer keeps up (it saved 3 s ago)" in text
+    # Saved a moment ago, but with a backlog: not "keeps up" (helper-71: said beside 20,358
+    # records it had not applied, the oldest 56 s old).
+    text = "\n".join(render_status(replace(fresh, unapplied=20_358, behind=56.0)))
+    assert "keeps up" not in text, text
+    assert (
+        "Backlog: its maintainer saved 3 s ago but has not applied 20,358 stream record(s) (the "
+        "oldest written at most 56 s ago); each listing re-checks those"
+    ) in text, text
 
 
 @pytest.mark.parametrize(

@@ -91,8 +91,10 @@ def follow_command(
     Reads every shard (and the shards that split from them), reconciles each collection a
     record names with a consistent Query, and saves its position in --state-table after each
     batch: after a kill, the same command goes on from there. Ctrl-C, SIGTERM and SIGHUP
-    stop it cleanly. A collection changing too fast for its marker to settle is recorded as
-    pending (listings re-check it), not an error. It refuses, writing nothing, unless the
+    stop it cleanly within about a second: exit status 0, or 1 with --backfill when its
+    backfill was not done yet (the index is not ready: the same command goes on). A collection
+    changing too fast for its marker to settle is recorded as pending (listings re-check it),
+    not an error. It refuses, writing nothing, unless the
     marker index is there (KEYS_ONLY, ACTIVE).
 
     Listings prove the index from a backfill begun at least --replay-margin after this

@@ -109,6 +109,11 @@ class ProofStatus:
     scan_rcu: float
     #: ``auto`` would list from the index (provable, and its re-checks cost less than a scan).
     auto_uses_index: bool
+    #: Of ``records``, those past its maintainer's newest positions (not applied yet: None,
+    #: not read), and how long ago the oldest of them was written (seconds, at most: the
+    #: stream rounds creation times down; None: none, or not known).
+    unapplied: int | None = None
+    behind: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict of JSON types (what ``--output json`` prints)."""
