@@ -112,6 +112,17 @@ def test_a_follower_s_backfill_at_work_is_waited_for() -> None:
     assert got.fix is None
 
 
+def test_a_backfill_begun_before_any_maintainer_leaves_the_follower_s_own_to_come() -> None:
+    """`index backfill` first (no maintainer: it cannot count), then `index follow --backfill`,
+    waiting out its margin: the status says that nothing may need running, as where no
+    backfill was recorded (it offered only `index backfill`)."""
+    young = ShardMark("s1", ARN, NOW - 20, ((None, NOW - 20),))
+    early = backfill(NOW - 100, maintained_since=None)
+    got = status(record(young, backfill=early))
+    assert got.fix == "ddbkeys partition-keys index backfill -t orders" and got.fix_in == 40.0
+    assert "Or nothing, if `index follow --backfill` is what runs" in "\n".join(render_status(got))
+
+
 def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     item = record(MARK, backfill=backfill())
     got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU

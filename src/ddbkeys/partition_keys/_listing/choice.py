@@ -370,10 +370,13 @@ def check_margin(margin: object, table: str | None = None) -> float:
 
 def _follower_backfills(reason: str, evidence: Evidence | None) -> str:
     """``reason``, with what a listing adds where ``index follow`` keeps the index and no
-    backfill was recorded: ``index follow --backfill`` may be waiting out its margin, and then
+    backfill was recorded (or only one begun before any maintainer, which cannot count):
+    ``index follow --backfill`` may be waiting out its margin, and then
     nothing is to be run (as ``index status`` says it; helper-70 F6)."""
-    if evidence is None or evidence.backfill is not None or evidence.maintainer != "follow":
+    if evidence is None or evidence.maintainer != "follow":
         return reason
+    if evidence.backfill is not None and evidence.backfill.maintained_since is not None:
+        return reason  # (one begun before any maintainer cannot count: the follower's may)
     if reason.endswith(")"):  # (the advice in parentheses: said within them)
         return f"{reason[:-1]}; or {FOLLOWER_BACKFILLS})"
     return f"{reason} (or {FOLLOWER_BACKFILLS})"

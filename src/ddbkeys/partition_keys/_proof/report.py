@@ -127,11 +127,13 @@ class ProofStatus:
 def follower_backfills(status: ProofStatus) -> bool:
     """The fix is a backfill that waits out the margin beside ``index follow``, before any
     backfill: ``index follow --backfill`` would run it by itself (the record cannot say which
-    follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`)."""
+    follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`). Also where the
+    backfill recorded was begun before any maintainer (`index backfill` first: it cannot count,
+    and the follower's own runs once its margin has passed)."""
     return bool(
         status.fix_in
         and status.fix is not None
         and " backfill " in status.fix
         and status.maintainer == "follow"
-        and status.backfill is None
+        and (status.backfill is None or status.backfill.maintained_since is None)
     )
