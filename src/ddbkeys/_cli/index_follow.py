@@ -189,6 +189,7 @@ def follow_command(
         "pending": report.pending,
         "held": report.held_since is not None,
         "put_back": report.put_back,
+        "cut_short": report.cut_short,
     }
     if backfill:
         fields["backfills"] = report.backfills
@@ -202,6 +203,12 @@ def follow_command(
             + (f", {report.pending} recorded pending" if report.pending else "")
             + "; "
             + ("caught up" if report.caught_up else "stopped before catching up")
+            + (
+                f"; {report.cut_short} record(s) of a batch the stop cut short are read again on "
+                "the next start (its markers counted above)"
+                if report.cut_short
+                else ""
+            )
             + (f"; {stream_off(table_name)}" if report.stream_off_since is not None else "")
             + (f"; {held(table_name)}" if report.held_since is not None else "")
             + (

@@ -269,6 +269,7 @@ class FollowCore:
             todo.setdefault(hashable(key), key)
         owed = yield from apply_keys(self, state, list(todo.values()), stop)
         if stop is not None and stop.requested:
+            state.report.cut_short = len(records)
             return
         read_to = state.unsaved.pop(shard, None)
         last = str(records[-1]["dynamodb"]["SequenceNumber"]) if records else read_to

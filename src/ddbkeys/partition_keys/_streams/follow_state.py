@@ -150,6 +150,9 @@ class FollowReport:
     #: Since when a shard's position has stopped advancing (None: none has): a collection
     #: that did not settle could not be recorded, the pending set being full.
     held_since: float | None = None
+    #: Records of the batch a stop cut short (some of its collections applied, the shard's mark
+    #: where it was): the next start reads them again. Its markers are counted above.
+    cut_short: int = 0
 
 
 class Event(Protocol):
