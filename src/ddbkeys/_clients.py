@@ -114,7 +114,10 @@ class Job:
     The thread that sends it is named after the caller's (``name``), for a reader of a stack
     dump or of a client's events."""
 
-    why = "give the client timeouts within the deadline, as make_client() does"
+    why = (
+        "every request under a deadline is sent from a request thread, and this process can "
+        "start no more (its thread or process limit: ulimit -u, a container's pids limit)"
+    )
 
     def __init__(self, call: Callable[[], Any]) -> None:
         self.name = f"ddbkeys-request ({threading.current_thread().name})"

@@ -129,14 +129,7 @@ def test_a_follower_started_before_the_index_waits_for_it_then_backfills(
     streamed = run(ddbkeys(ddb_endpoint_url, "partition-keys", "index", "stream", "-t", table))
     assert streamed.returncode == 0, streamed.stderr
     log = tmp_path / "follow.err"
-    command = ["index", "follow", "-t", table, "--backfill", "--replay-margin", str(MARGIN)]
-    with log.open("wb") as err:
-        follower = subprocess.Popen(
-            ddbkeys(ddb_endpoint_url, "partition-keys", *command),
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        )
+    follower = start_follower(ddb_endpoint_url, table, MARGIN, log)
     try:
         said = watching(follower, log)
         waiting = said("Waiting for index")

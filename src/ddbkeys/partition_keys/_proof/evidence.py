@@ -394,9 +394,10 @@ def _backfill_reason(
     return backfill, None
 
 
-#: How a backfill's ``owner`` ends where ``index follow --backfill`` ran it
-#: (``backfill_claim.owner_name("index follow")``).
-FOLLOW_OWNED = "(index follow)"
+#: The role ``index follow --backfill`` gives its backfills' owner
+#: (``backfill_claim.owner_name(FOLLOW_ROLE)``), and how such an ``owner`` ends.
+FOLLOW_ROLE = "index follow"
+FOLLOW_OWNED = f"({FOLLOW_ROLE})"
 
 
 def _unfinished(backfill: Backfill) -> str:

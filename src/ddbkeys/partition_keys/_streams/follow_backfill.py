@@ -43,6 +43,7 @@ from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import plain_key
+from ddbkeys.partition_keys._proof.evidence import FOLLOW_ROLE
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._proof.evidence import Backfill
@@ -176,7 +177,7 @@ def keep_backfilled(
                     for_maintainer=True,
                     on_wait=on_wait,
                     stop=stop,
-                    owner=owner_name("index follow"),
+                    owner=owner_name(FOLLOW_ROLE),
                 )
                 report.backfill = done
                 report.backfill_state = "done"
