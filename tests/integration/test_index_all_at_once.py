@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
-from ddbkeys.partition_keys import distinct_partition_keys
+from ddbkeys.partition_keys import IndexReplayWarning, distinct_partition_keys
 from ddbkeys.partition_keys._index import backfill_wait
 from tests.integration.test_index_setup import MARGIN, ddbkeys, fill, run
 from tests.integration.test_marker_lifecycle import non_empty
@@ -176,3 +177,53 @@ def test_a_direct_backfill_no_maintainer_followed_says_so(
     assert "12 marker(s) written, 0 already there; listings can prove the index" in result.stdout
     assert "Note: no maintainer has recorded a position in the stream for " in result.stderr
     assert f"is `ddbkeys partition-keys index follow -t {table}`" in result.stderr
+
+
+@pytest.mark.slow
+def test_a_direct_backfill_then_a_follower_stops_re_checking_its_writes_once_quiet(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+    own_state_table: str,
+) -> None:
+    """`index backfill` first (no maintainer: it cannot count), then `index follow
+    --backfill`, the order a user meets. The follower begins at the stream's end, after the
+    direct backfill's marker writes. On a quiet table no later write moved its position, so
+    every listing read the shard from its start and re-checked those writes for ever (300
+    Queries on a 300-key table, against a scan's 3.5 RCU), and called them records the
+    maintainer had not applied. Now the follower says where the stream's tip was while
+    nothing came (see evidence's rule): within about 2.5 margins and a rounding of the
+    writes, listings leave them out; until then they are counted as history, not a lag."""
+    table, margin, store = ddb_table_factory(("pk", "S"), ("sk", "N")), 3.0, own_state_table
+    fill(ddb_client, table, range(40))
+    for step in ("stream", "create", "backfill"):
+        done = run(ddbkeys(ddb_endpoint_url, "partition-keys", "index", step, "-t", table))
+        assert done.returncode == 0, done.stderr
+    wrote = time.monotonic()
+    log = tmp_path / "follow.err"
+    follower = start_follower(ddb_endpoint_url, table, margin, log)
+    try:
+        assert "0 marker(s) written" in watching(follower, log)("backfill done", within=120.0)
+        rechecked: list[int] = []
+        while True:
+            with warnings.catch_warnings(record=True) as warned:
+                warnings.simplefilter("always")
+                listing = distinct_partition_keys(
+                    ddb_client, table, "index", state_table=store, replay_margin=margin
+                )
+                assert sorted(listing) == non_empty(ddb_client, table)
+            replay = listing.replay
+            rechecked.append(replay.rechecked)
+            # (nothing was written after the follower began: what it re-checks is history)
+            lags = [w for w in warned if issubclass(w.category, IndexReplayWarning)]
+            assert replay.unapplied == 0 and not lags, (replay, [str(w) for w in lags])
+            if replay.rechecked == 0:
+                break
+            # (2.5 margins and DynamoDB Local's minute of rounding, and time to spare)
+            assert time.monotonic() - wrote < 2.5 * margin + 60 + 60, rechecked
+            time.sleep(3.0)
+        print(f"re-checks {rechecked}, none {time.monotonic() - wrote:.0f} s after the writes")
+    finally:
+        follower.terminate()
+        follower.wait(timeout=60)

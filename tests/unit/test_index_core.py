@@ -5,6 +5,7 @@ evidence rule is in test_evidence.py)."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
@@ -50,7 +51,9 @@ from ddbkeys.partition_keys._streams.follow_state import (
     Stopped,
     gone_marks,
     keys_of_records,
+    note_page,
     ready,
+    said_again,
 )
 
 SK = DEFAULT_MARKER_SORT_KEY["N"]
@@ -630,13 +633,9 @@ def test_the_description_is_read_by_the_first_flow_that_needs_it_and_kept() -> N
         MarkerCore("orders", info=info(name="other"))
 
 
-def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_end() -> None:
-    """A record written while a round reads may lie past a shard it already read: the time a
-    follower says it was caught up is when that round began, not when it ended (a test that
-    waited for "caught up after my write" then saw its write unread; found in CI)."""
-    ticks = iter(range(1000, 2000))
-    core = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
-    state = FollowState()
+def follow_answers() -> dict[str, Any]:
+    """Answers to a follower's requests on a table with a marker index and a stream of one
+    shard, s1, whose GetRecords give nothing."""
     names = [("pk", "S", "HASH"), ("sk", "N", "RANGE"), (M, "S", None)]
     table = {
         "TableName": "orders",
@@ -654,7 +653,7 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
         "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "KEYS_ONLY"},
         "LatestStreamArn": "arn",
     }
-    answers = {
+    return {
         "describe_table": {"Table": table},
         "get_item": {},
         "describe_stream": {
@@ -668,8 +667,34 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
         "get_records": {"Records": [], "NextShardIterator": "it"},
         "update_item": {"Attributes": {SAVES: {"N": "1"}}},  # (a save of marks is counted)
     }
-    flow = core.follow(state, StopFlag(), until_caught_up=True, from_start=False)
+
+
+def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_end() -> None:
+    """A record written while a round reads may lie past a shard it already read: the time a
+    follower says it was caught up is when that round began, not when it ended (a test that
+    waited for "caught up after my write" then saw its write unread; found in CI)."""
+    ticks = iter(range(1000, 2000))
+    core = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
     clock_at_reads: list[float] = []
+    report, _ = run_follower(core, follow_answers(), None, clock_at_reads, until_caught_up=True)
+    # The round that found the shard at its end began before its read and ended after it.
+    assert report.caught_up and report.caught_up_at is not None
+    assert report.caught_up_at < clock_at_reads[-1]
+
+
+def run_follower(
+    core: FollowCore,
+    answers: dict[str, Any],
+    reads: list[Any] | None,
+    read_at: list[float] | None = None,
+    until_caught_up: bool = False,
+) -> tuple[FollowReport, list[Request]]:
+    """``core`` following from the stream's end (a first start), its GetRecords answered by
+    ``reads`` in turn, then stopped (None: by ``answers``, as the other requests are, until
+    it is caught up). Its report and what it sent; the clock's last reading before each
+    GetRecords, into ``read_at``."""
+    stop, sent = StopFlag(), []
+    flow = core.follow(FollowState(), stop, until_caught_up, from_start=False)
     step = next(flow)
     try:
         while True:
@@ -677,14 +702,91 @@ def test_caught_up_at_is_the_start_of_the_round_that_found_every_shard_at_its_en
                 step = flow.send(None)
                 continue
             assert isinstance(step, Request), step
+            sent.append(step)
+            answer = answers[step.operation]
             if step.operation == "get_records":
-                clock_at_reads.append(core.clock())
-            step = flow.send(answers[step.operation])
+                if read_at is not None:
+                    read_at.append(core.clock() - 1)  # (the clock ticks a second a reading)
+                if reads is not None:
+                    answer = reads.pop(0)
+                    if not reads:
+                        stop.set()
+            step = flow.send(answer)
     except StopIteration as done:
-        report = done.value
-    # The round that found the shard at its end began before its read and ended after it.
-    assert report.caught_up and report.caught_up_at is not None
-    assert report.caught_up_at < clock_at_reads[-1]
+        return done.value, sent
+
+
+def saved_marks(sent: list[Request], shard: str) -> list[ShardMark]:
+    """The marks of ``shard`` that the follower's requests saved, in turn."""
+    out = []
+    for request in sent:
+        if request.operation == "update_item":
+            for value in request.params.get("ExpressionAttributeValues", {}).values():
+                text = value.get("S", "")
+                if '"marks"' in text and (got := ShardMark.from_json(shard, text)) is not None:
+                    out.append(got)
+    return out
+
+
+def test_a_follower_begun_at_the_end_says_the_tips_it_reads_while_nothing_comes() -> None:
+    """A first start reads each shard from its end. Until a record comes, its position is
+    None: every half margin it saves the tip it read (when the first of three empty pages
+    in a row began), so that a listing leaves out what came before (see evidence's rule;
+    before, only hourly, at the round's end, and a listing read from the shard's start
+    re-checked what was written just before the follower began)."""
+    ticks = iter(range(1000, 100_000))
+    core = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
+    answers = follow_answers()
+    empty = {"Records": [], "NextShardIterator": "it"}
+    read_at: list[float] = []
+    _, sent = run_follower(core, answers, [empty] * 40, read_at)
+    marks = saved_marks(sent, "s1")
+    since = marks[0].since
+    assert isinstance(since, float) and marks[0].marks == ((None, since),)
+    tips = sorted({t for m in marks for s, t in m.marks if s is None and t > since})
+    assert len(tips) >= 3, marks[-1]
+    # Each tip is the clock read just before a GetRecords that two more empty pages followed;
+    # the tips are over half the margin apart.
+    assert all(t in read_at[:-2] for t in tips), (tips, read_at)
+    assert all(b - a > core.replay_margin / 2 for a, b in itertools.pairwise([since, *tips]))
+    # A record: its position is kept from then on, and no tip without a position after it.
+    record_page = {"Records": [record({"S": "a"}, "77")], "NextShardIterator": "it"}
+    answers["query"] = {"Items": [], "Count": 0, "ScannedCount": 0}
+    _, sent = run_follower(core, answers, [empty] * 3 + [record_page] + [empty] * 60)
+    newest = saved_marks(sent, "s1")[-1]
+    assert newest.marks[-1][0] == "77"
+
+
+def test_a_tip_is_said_only_after_three_empty_pages_and_never_over_unapplied_records() -> None:
+    def state(**extra: Any) -> FollowState:
+        begun = ShardMark("s1", "arn", 100.0, ((None, 100.0),))
+        return FollowState(marks={"s1": begun}, iterators={"s1": "it"}, **extra)
+
+    quiet = state()
+    for began in (150.0, 151.0):
+        note_page(quiet, "s1", [], began)
+    assert said_again(quiet, "arn", 160.0, 3600.0, 30.0) == []  # (two pages: no tip yet)
+    note_page(quiet, "s1", [], 152.0)
+    note_page(quiet, "s1", [], 153.0)  # (the tip: the first of the last three)
+    assert said_again(quiet, "arn", 160.0, 3600.0, 30.0) == ["s1"]
+    assert quiet.marks["s1"].marks[-1] == (None, 151.0)
+    assert said_again(quiet, "arn", 170.0, 3600.0, 30.0) == []  # (said, not half a margin on)
+    # A page with records begins the count again.
+    note_page(quiet, "s1", [{"dynamodb": {}}], 190.0)
+    assert said_again(quiet, "arn", 200.0, 3600.0, 30.0) == []
+    # Records read and not applied yet (owed, or the position they reach not saved): no tip.
+    for held in (state(owed={"s1": {}}), state(unsaved={"s1": "9"})):
+        for began in (150.0, 151.0, 152.0):
+            note_page(held, "s1", [], began)
+        assert said_again(held, "arn", 160.0, 3600.0, 30.0) == []
+    # A mark of the Lambda handler's kind (since "start") or with a position: said hourly at
+    # "now", as before (its position is what counts).
+    placed = FollowState(
+        marks={"s1": ShardMark("s1", "arn", 100.0, (("5", 100.0),))}, iterators={"s1": "it"}
+    )
+    assert said_again(placed, "arn", 160.0, 3600.0, 30.0) == []
+    assert said_again(placed, "arn", 3_800.0, 3600.0, 30.0) == ["s1"]
+    assert placed.marks["s1"].marks[-1] == ("5", 3_800.0)
 
 
 def test_a_follower_takes_the_marks_of_shards_a_day_gone_off_its_record() -> None:

@@ -38,7 +38,7 @@ from ddbkeys.partition_keys._index import backfill_read
 from ddbkeys.partition_keys._index.backfill_read import Controls
 from ddbkeys.partition_keys._index.markers import collection_query
 from ddbkeys.partition_keys._proof import replay, replay_window
-from ddbkeys.partition_keys._streams import streams
+from ddbkeys.partition_keys._streams import follow_state, streams
 from ddbkeys.partition_keys._streams.streams import DESCRIBE_AGAIN
 from tests.support.proof_actors import Verdict
 from tests.support.proof_machine import (
@@ -434,3 +434,35 @@ def test_the_checker_catches_a_re_check_that_is_not_consistent(
         except ListingWrong:
             return
     pytest.fail("the checker caught no listing whose re-check was eventually consistent")
+
+
+def a_follower_restarted_behind_hollow_pages(steps: int) -> Verdict:
+    """A follower begun at the shard's end, no record applied yet, is killed; collection
+    ``x`` is written; 100 s on, a new follower run reads the shard from its start, where
+    GetRecords answers two empty pages before ``x``'s record; it is stopped after ``steps``
+    requests; a listing a margin later."""
+    state = ProofMachine()
+    state.start(history=[], shards=1, settled="follower", rounding=1.0)
+    state.follower_killed(0)
+    state.put("x", 1, None, 0)
+    state.tick(100.0)
+    state.hollow_pages(2)
+    state.follower_starts(slot=0, from_start=False, steps=steps)
+    state.tick(ProofMachine.margin + 1)
+    return state.check()
+
+
+def test_a_tip_is_read_from_three_empty_pages_and_the_control_that_takes_one_is_caught(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A follower begun at a shard's end with no record applied says where the tip was (see
+    evidence's rule): the start of the first of three empty pages in a row, as a listing's
+    read takes the tip. Taken from one empty page, it said so in front of ``x``'s record,
+    and the listing left ``x`` out as history."""
+    for steps in range(6, 13):  # (its save of the tip, then its reads of x)
+        verdict = a_follower_restarted_behind_hollow_pages(steps)
+        assert verdict.keys == ["x"], (steps, verdict)
+    monkeypatch.setattr(follow_state, "EMPTY_AT_TIP", 1)
+    with pytest.raises(ListingWrong, match=r"missing \['x'\]"):
+        for steps in range(6, 13):
+            a_follower_restarted_behind_hollow_pages(steps)

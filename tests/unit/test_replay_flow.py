@@ -98,6 +98,43 @@ def test_it_reads_past_the_mark_and_rechecks_what_the_records_name() -> None:
     assert emitted == [{"S": "a"}]
 
 
+def test_records_from_before_the_maintainer_began_are_history_not_a_lag() -> None:
+    """A follower begun at the shard's end (at 4,000) with no record applied: a listing reads
+    the shard from its start and re-checks what is not surely history yet (created within a
+    margin and a rounding of its start). What came before it began is not what it has yet to
+    apply: counted as history, so nothing says the maintainer is behind (a walk's status said
+    "Behind: ... is `index follow` running?" while it ran)."""
+    reader, marker, table = setup()
+    begun = evidence(ShardMark("s1", ARN, 4_000.0, ((None, 4_000.0),)))
+    result, _ = play(
+        replay_flow(reader, marker, table, begun, 60.0, NOW, None),
+        [
+            ("describe_stream", described("s1")),
+            ("get_shard_iterator", {"ShardIterator": "i1"}),
+            (
+                "get_records",
+                {
+                    "Records": [
+                        record("old", "5", created=3_000.0),  # (history, left out)
+                        record("a", "6", created=3_990.0),  # (history, re-checked)
+                        record("b", "7", created=9_500.0),  # (after it began: unapplied)
+                    ],
+                    "NextShardIterator": "i2",
+                },
+            ),
+            ("get_records", {"Records": [], "NextShardIterator": "i3"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i4"}),
+            ("get_records", {"Records": [], "NextShardIterator": "i5"}),
+            ("query", {"Items": []}),
+            ("query", {"Items": []}),
+        ],
+    )
+    assert isinstance(result, Replay)
+    assert set(result.touched) == {("S", "a"), ("S", "b")}
+    assert (result.records, result.history, result.unapplied) == (3, 1, 1)
+    assert result.oldest_unapplied == 9_500.0
+
+
 @pytest.mark.parametrize(
     ("script", "why"),
     [

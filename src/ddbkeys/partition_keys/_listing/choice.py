@@ -17,7 +17,7 @@ from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._listing.joining import Joining
 from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
-from ddbkeys.partition_keys._proof.evidence import Decline, Evidence
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence
 from ddbkeys.partition_keys._proof.lag import lag_note
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
@@ -303,9 +303,14 @@ def behind_or_busy(table: str, behind: float | None, margin: float) -> str:
             f"`ddbkeys partition-keys index follow -t {table}` running? `index status` says "
             "how far behind it is)"
         )
+    # (records written just before a follower began are re-checked until it has read the
+    # stream's tip with nothing new for a margin, plus the rounding of their times, and up to
+    # half a margin for its next word on that tip: see ``evidence``'s rule)
+    settles = 2.5 * margin + CREATED_ROUNDING
     return (
         f" (they changed within the replay margin, {margin:g} s, which every listing reads "
-        f"again; `ddbkeys partition-keys index status -t {table}` says whether its maintainer "
+        f"again, or just before a maintainer that began less than about {settles:g} s ago; "
+        f"`ddbkeys partition-keys index status -t {table}` says whether its maintainer "
         "keeps up)"
     )
 

@@ -49,6 +49,14 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
   started) was reconciled by the backfill, which must have begun at least ``margin`` after the
   maintainer's first position under the current stream, met no clash, and run under the stream
   the table has now.
+* A shard a follower began at its end (``since`` a time), no record applied yet, is read
+  from its start, leaving out records created before ``since`` less the margin (the backfill
+  covers them); or before ``t`` less the margin, for a ``(None, t)`` mark held back: ``t`` is
+  when the first of ``shard_read.EMPTY_AT_TIP`` empty GetRecords pages in a row began (the tip
+  then, as a listing's read takes it). A write shows in the stream within the margin, so a
+  record written before that lay before where the follower began (history) or was applied
+  (the mark would hold its position). (Else a quiet table's listings re-checked what came just
+  before the follower began, such as a backfill's marker writes, until a later write.)
 * Every shard of the stream must be accounted for: named by the maintainer, a descendant of
   one (read from its start: a child's records all come after its parent's), or with no record
   from before the backfill began (read from its start).
@@ -151,7 +159,8 @@ class ShardMark:
     is applied, from its first), or a time (it began reading at the shard's end then: records
     from before were not applied; the backfill covers them). ``marks`` are ``(sequence, saved)``
     pairs, oldest first: every record up to and including ``sequence`` (None: none yet) was
-    applied when ``saved``."""
+    applied when ``saved`` (a follower's ``(None, saved)``, where ``since`` is a time: the
+    shard's tip read then, and no record found since it began; see the rule above)."""
 
     shard: str
     stream: str

@@ -37,6 +37,9 @@ class ShardRead:
     #: The maintainer's newest position in the shard: the read goes on to it, whatever empty
     #: pages come before (None: no position to reach).
     reach: str | None = None
+    #: When the maintainer began at the shard's end (its mark's ``since``; None: it did not):
+    #: a record created before is history the backfill covers, not one it has yet to apply.
+    began: float | None = None
     #: Whether a read from the shard's start must find its first record younger than the
     #: stream keeps records (a day less ``TRIM_SAFETY``): False where only the records after
     #: ``skip_before``, which is itself that recent, are needed (a listing from an export).
@@ -162,13 +165,18 @@ def _marked(
     if evidence.maintainer == "lambda":
         held = checked_cut(evidence.triggers.get(shard), stream, cut)
     sequence, found = mark.held_back(held)
-    since = float(mark.since) if isinstance(mark.since, int | float) else None
+    began = since = float(mark.since) if isinstance(mark.since, int | float) else None
+    if since is not None and found and sequence is None:
+        # (the tip a follower begun at the shard's end read with nothing since: the rule)
+        since = max(since, *(t for _, t in mark.marks if t <= held))
     skip = since - margin if since is not None else None
     declined = _trimmed(mark, held, found and sequence is None, skip, now)
     if declined is not None:
         return declined
     newest = mark.marks[-1][0] if mark.marks else None
-    return ShardRead(shard, sequence if found else None, skip_before=skip, reach=newest)
+    return ShardRead(
+        shard, sequence if found else None, skip_before=skip, reach=newest, began=began
+    )
 
 
 def _begun(mark: ShardMark, started: float, margin: float) -> Decline | None:

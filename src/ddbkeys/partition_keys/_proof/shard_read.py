@@ -74,6 +74,10 @@ class Replay:
     #: applied yet: how far behind it is), and when the oldest of them was written (None: none).
     unapplied: int = 0
     oldest_unapplied: float | None = None
+    #: Of the records re-checked, those written before the maintainer began at the shard's
+    #: end (the backfill's history, left out once it has read the tip: see ``evidence``):
+    #: not counted as unapplied, so not taken for a maintainer behind.
+    history: int = 0
 
     @property
     def rechecked(self) -> int:
@@ -293,7 +297,11 @@ def _take(
             and created + CREATED_ROUNDING < read.skip_before
         ):
             continue  # history the backfill covers
-        if read.reach is None or int(at.after) > int(read.reach):
+        if read.began is not None and created is not None and created < read.began:
+            # (by its time rounded down: a record written just after the maintainer began may
+            # be counted here, which changes what is said, not what is re-checked)
+            replay.history += 1
+        elif read.reach is None or int(at.after) > int(read.reach):
             replay.unapplied += 1
             if created is not None:
                 replay.oldest_unapplied = min(created, replay.oldest_unapplied or created)

@@ -48,6 +48,7 @@ from ddbkeys.partition_keys._streams.follow_state import (
     gone_marks,
     keys_of_records,
     may_have_lost,
+    note_page,
     ready,
     records_after,
     said_again,
@@ -227,6 +228,7 @@ class FollowCore:
     def read(self, state: FollowState, shard: str) -> Flow[list[dict[str, Any]]]:
         """One GetRecords on ``shard``; [] at its end for now. A finished shard is dropped."""
         request = {"ShardIterator": state.iterators[shard], "Limit": 1000}
+        began = self.clock()
         try:
             page = yield from self._ask(get_records(request), "reading a shard")
         except Exception as exc:
@@ -235,8 +237,11 @@ class FollowCore:
             # An iterator too old (15 minutes), or one that points before what the shard
             # still holds: taken again from the position saved, on the next round.
             del state.iterators[shard]
+            state.empty_reads.pop(shard, None)  # (a new iterator's pages count anew)
             return []
-        return took(state, shard, page)
+        records = took(state, shard, page)
+        note_page(state, shard, records, began)
+        return records
 
     def handle(
         self,
@@ -330,6 +335,7 @@ class FollowCore:
     def _anew(self, state: FollowState, arn: str) -> Flow[None]:
         """Begin again under ``arn`` from the marks the record holds (none: a first start)."""
         state.iterators.clear()
+        state.empty_reads.clear()
         state.finished.clear()
         state.marks = {}
         state.forget_owed()
@@ -342,8 +348,10 @@ class FollowCore:
         # other shards may lie past a shard already read.
         state.report.caught_up_at = began
         # A shard with nothing new keeps its position, said again now (true: nothing after it
-        # as of now), so that a quiet shard's mark does not grow a day old while it runs.
-        quiet = said_again(state, arn, now, REFRESH)
+        # as of now), so that a quiet shard's mark does not grow a day old while it runs; one
+        # begun at its end with no record applied yet, every half margin at the tip it read,
+        # so that a listing's replay there moves on past what came before the follower began.
+        quiet = said_again(state, arn, now, REFRESH, self.replay_margin / 2)
         if quiet:
             yield from self._save_marks(state, quiet)
 
@@ -403,6 +411,7 @@ class FollowCore:
         saved after each batch; nothing is written unless the marker index is there."""
         arn = yield from self.stream_arn()
         state.iterators.clear()  # a new run goes on from the marks saved
+        state.empty_reads.clear()
         state.finished.clear()
         yield from self.start(state, arn, from_start)
         discovered = self.clock()

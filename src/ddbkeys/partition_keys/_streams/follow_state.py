@@ -21,6 +21,7 @@ from ddbkeys.partition_keys._proof.evidence import (
     nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.marks import advance, created_at
+from ddbkeys.partition_keys._proof.shard_read import EMPTY_AT_TIP
 from ddbkeys.partition_keys._streams.streams import shard_born
 
 __all__ = [
@@ -34,9 +35,11 @@ __all__ = [
     "gone_marks",
     "keys_of_records",
     "may_have_lost",
+    "note_page",
     "ready",
     "records_after",
     "said_again",
+    "tip_read",
     "took",
     "value_key",
 ]
@@ -212,6 +215,9 @@ class FollowState:
     #: None: none seen), and whether a save found the record holding fewer (put back).
     saves: int | None = None
     put_back: bool = False
+    #: Per shard, when each of the last ``EMPTY_AT_TIP`` GetRecords pages began, where each
+    #: was empty (since the last record read, and the shard's iterator last taken).
+    empty_reads: dict[str, list[float]] = field(default_factory=dict)
 
     def forget_owed(self) -> None:
         """On a new stream: what was owed in the old one's shards is a backfill's to cover."""
@@ -227,18 +233,53 @@ def ready(state: FollowState, shard: str) -> bool:
     return parent is None or parent not in state.parents or parent in state.finished
 
 
-def said_again(state: FollowState, arn: str, now: float, refresh: float) -> list[str]:
+def said_again(
+    state: FollowState, arn: str, now: float, refresh: float, tip_every: float
+) -> list[str]:
     """The open shards whose mark is over ``refresh`` seconds old, each advanced to ``now`` at
-    its position (read to their tip with nothing new: true as of now): theirs to save."""
-    quiet = [
-        shard
-        for shard, mark in state.marks.items()
-        if shard in state.iterators and mark.marks and now - mark.marks[-1][1] > refresh
-    ]
-    for shard in quiet:
-        mark = state.marks[shard]
-        state.marks[shard] = advance(mark, shard, arn, mark.since, None, now)
+    its position (read to their tip with nothing new: true as of now); and those begun at
+    their end where no record is applied yet, whose tip (``tip_read``) was read over
+    ``tip_every`` seconds after their newest mark: advanced to that tip, a ``(None, tip)``
+    mark that moves on where a listing's replay begins (see ``evidence``'s rule). Theirs to
+    save."""
+    quiet = []
+    for shard, mark in state.marks.items():
+        if shard not in state.iterators or not mark.marks:
+            continue
+        sequence, saved = mark.marks[-1]
+        tip = tip_read(state, shard)
+        if sequence is None and isinstance(mark.since, int | float):
+            # (not where records were read and some are not applied yet: owed, unsaved)
+            if tip is None or tip - saved <= tip_every or shard in state.owed:
+                continue
+            state.marks[shard] = advance(mark, shard, arn, mark.since, None, tip)
+        elif now - saved > refresh:
+            state.marks[shard] = advance(mark, shard, arn, mark.since, None, now)
+        else:
+            continue
+        quiet.append(shard)
     return quiet
+
+
+def tip_read(state: FollowState, shard: str) -> float | None:
+    """When the shard's tip was last read: the start of the first of the last
+    ``EMPTY_AT_TIP`` GetRecords pages, each empty, in a row (by one iterator's chain, since
+    the last record read: ``state.empty_reads``); None until there are that many."""
+    if shard in state.unsaved:
+        return None
+    run = state.empty_reads.get(shard, [])
+    return run[-EMPTY_AT_TIP] if len(run) >= EMPTY_AT_TIP else None
+
+
+def note_page(state: FollowState, shard: str, records: list[Any], began: float) -> None:
+    """Note a GetRecords page of ``shard`` that began at ``began``: a page with records ends
+    the run of empty ones (see ``tip_read``)."""
+    if records:
+        state.empty_reads.pop(shard, None)
+    else:
+        run = state.empty_reads.setdefault(shard, [])
+        run.append(began)
+        del run[:-EMPTY_AT_TIP]
 
 
 def took(state: FollowState, shard: str, page: Mapping[str, Any]) -> list[dict[str, Any]]:
