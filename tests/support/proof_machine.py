@@ -36,7 +36,7 @@ from ddbkeys.partition_keys._index.maintain import MAX_ROUNDS
 from ddbkeys.partition_keys._index.markers import unhash
 from ddbkeys.partition_keys._index.pending import MAX_PENDING
 from ddbkeys.partition_keys._index.state import evidence_from_item
-from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, ShardMark
 from tests.support.proof_actors import (
     BackfillStepper,
     ModelHandler,
@@ -622,10 +622,22 @@ class ProofMachine(RuleBasedStateMachine):
         if verdict.keys is not None:
             for item in self.world.state.values():
                 record = evidence_from_item(TABLE, INDEX, item)
+                if any(tipped(m, self.world.now - self.margin) for m in record.shards.values()):
+                    SEEN["proven, past a tip a follower read before any record"] += 1
                 unfinished = record.backfill is not None and record.backfill.finished is None
                 if unfinished and record.kept is not None:
                     SEEN["proven while a backfill had not finished (the one it replaced kept)"] += 1
         return verdict
+
+
+def tipped(mark: ShardMark, cut: float) -> bool:
+    """Whether ``mark`` is a follower's begun at its shard's end, no record applied by
+    ``cut``, with a tip it read there after it began (a ``(None, t)`` mark, ``t`` past
+    ``since``, held back to ``cut``): where a listing leaves out what came before ``t``."""
+    if not isinstance(mark.since, int | float):
+        return False
+    held = [(sequence, t) for sequence, t in mark.marks if t <= cut]
+    return bool(held) and held[-1][0] is None and held[-1][1] > mark.since
 
 
 def check(verdict: Verdict, world: World) -> None:
