@@ -186,7 +186,7 @@ def test_a_tip_read_since_moves_on_where_the_history_ends() -> None:
     window = replay_window(evidence(tips), ARN, [shard("s1")], NOW, 60.0)
     assert isinstance(window, ReplayWindow)
     # (the mark at 9,980 is within the margin of NOW: held back, it is not used yet)
-    assert window.reads == (ShardRead("s1", None, skip_before=8_940.0, began=1_000.0),)
+    assert window.reads == (ShardRead("s1", None, skip_before=8_940.0, began=9_980.0),)
     # A mark of the Lambda handler (since "start") makes no such claim: read whole.
     lambda_kept = mark("s1", (None, 1_000.0), (None, 9_000.0))
     window = replay_window(evidence(lambda_kept), ARN, [shard("s1")], NOW, 60.0)
@@ -274,6 +274,27 @@ def test_a_shard_saved_every_second_keeps_a_position_about_the_margin_old(every:
                 worst[margin] = max(worst[margin], (now - held) / margin)
         now += every
     assert all(ratio < 2 for ratio in worst.values()), worst
+
+
+def test_the_last_mark_before_a_lull_is_kept_until_those_after_it_are_old_enough() -> None:
+    """helper-72 F2: a follower saved 5 marks in its first minute, none in 7 quiet minutes,
+    then 2 for one write. Spaced from its first mark, the newest mark before the lull went
+    with the first of the two new ones, and for a margin every listing replayed all since the
+    follower began (304.5 RCU against 3.5 on 300 keys). It is kept: a listing then reads past
+    it, and re-checks the one write."""
+    mark = advance(None, "s1", ARN, 0.0, None, 0.0)
+    for sequence, at in ((None, 30.0), ("2653", 60.0), ("2810", 62.0), ("3064", 64.0)):
+        mark = advance(mark, "s1", ARN, 0.0, sequence, at)
+    for sequence, at in (("6402", 500.0), ("6403", 500.5)):
+        mark = advance(mark, "s1", ARN, 0.0, sequence, at)
+    assert ("3064", 64.0) in mark.marks, mark.marks
+    assert mark.held_back(500.5 + 10 - 60.0) == ("3064", True)
+    # ... for as long as the marks after it are too young to use: a listing at each save
+    # (margin 60 s) reads past 3064 at least, never from the follower's start.
+    for at in (510.0, 530.0, 545.0, 560.0, 590.0, 700.0):
+        mark = advance(mark, "s1", ARN, 0.0, str(int(at * 100)), at)
+        sequence, found = mark.held_back(at - 60.0)
+        assert found and sequence is not None and int(sequence) >= 3064, (at, mark.marks)
 
 
 def test_the_record_reads_back() -> None:

@@ -40,7 +40,7 @@ from ddbkeys.partition_keys._index.markers import collection_query
 from ddbkeys.partition_keys._proof import replay, replay_window
 from ddbkeys.partition_keys._streams import follow_state, streams
 from ddbkeys.partition_keys._streams.streams import DESCRIBE_AGAIN
-from tests.support.proof_actors import Verdict
+from tests.support.proof_actors import Verdict, follower
 from tests.support.proof_machine import (
     KEYS,
     SEEN,
@@ -99,15 +99,19 @@ def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
     # Read-mode backfills finished and were held to their own guarantee (check_backfill).
     assert SEEN["read-mode backfill: collections checked"] > 300, SEEN
     # Listings proven from the backfill a new one replaced, while that one ran or once killed
-    # (evidence.basis), and checked like every other.
-    assert SEEN["proven while a backfill had not finished (the one it replaced kept)"] > 100, SEEN
+    # (evidence.basis), and checked like every other. (20 in the run of PYTHONHASHSEED=0 since
+    # followers save a tip every half margin, which moves the schedules: 109 before. Few
+    # schedules reach it, each with many listings: random runs of 1,500 gave 126 and 216
+    # before, 108 and 489 after.)
+    assert SEEN["proven while a backfill had not finished (the one it replaced kept)"] > 10, SEEN
     # The state table restored from a copy taken up to 7 steps before, under running
     # followers (703 and 834 in the run of PYTHONHASHSEED=0), which found it at a save.
     assert SEEN["the state table restored under a follower"] > 300, SEEN
     assert SEEN["a follower found its record put back"] > 300, SEEN
-    # Listings past a follower's word on a shard's tip, no record applied there (99 in the
-    # run of PYTHONHASHSEED=0): where they leave out what came before it.
-    assert SEEN["proven, past a tip a follower read before any record"] > 50, SEEN
+    # Listings past a follower's word on a shard's tip, no record applied there (36 in the
+    # run of PYTHONHASHSEED=0; random runs of 1,500: 122 and 695): where they leave out what
+    # came before it.
+    assert SEEN["proven, past a tip a follower read before any record"] > 20, SEEN
 
 
 # --- the negative controls --------------------------------------------------------------------
@@ -439,18 +443,41 @@ def test_the_checker_catches_a_re_check_that_is_not_consistent(
     pytest.fail("the checker caught no listing whose re-check was eventually consistent")
 
 
-def a_follower_restarted_behind_hollow_pages(steps: int) -> Verdict:
+def a_follower_restarted_behind_hollow_pages(steps: int, pages: int = 2) -> Verdict:
     """A follower begun at the shard's end, no record applied yet, is killed; collection
     ``x`` is written; 100 s on, a new follower run reads the shard from its start, where
-    GetRecords answers two empty pages before ``x``'s record; it is stopped after ``steps``
-    requests; a listing a margin later."""
+    GetRecords answers ``pages`` empty pages before ``x``'s record (to it alone: the
+    listing's reads get none); it is stopped after ``steps`` requests; a listing a margin
+    later."""
     state = ProofMachine()
     state.start(history=[], shards=1, settled="follower", rounding=1.0)
     state.follower_killed(0)
     state.put("x", 1, None, 0)
     state.tick(100.0)
-    state.hollow_pages(2)
+    state.world.hollow = pages
     state.follower_starts(slot=0, from_start=False, steps=steps)
+    state.world.hollow = 0
+    state.tick(ProofMachine.margin + 1)
+    return state.check()
+
+
+def a_first_start_behind_hollow_pages(steps: int) -> Verdict:
+    """A follower starts at the shard's end, where GetRecords will answer two empty pages
+    before the next records, and reads nothing yet; a backfill a margin later; collection
+    ``x`` is written; 100 s on, the follower reads, and is stopped after ``steps`` requests;
+    a listing a margin later."""
+    state = ProofMachine()
+    state.start(history=[], shards=1, settled="none", rounding=1.0)
+    state.world.hollow = 2
+    state.followers[0] = follower(state.world, state.client, False)  # (up to its first read)
+    state.world.hollow = 0
+    state.tick(ProofMachine.margin + 1)
+    state.backfill_starts()
+    while state.backfill is not None and not state.backfill.done:
+        state.backfill_runs(10)
+    state.put("x", 1, None, 0)
+    state.tick(100.0)
+    state.followers[0].advance(steps)
     state.tick(ProofMachine.margin + 1)
     return state.check()
 
@@ -462,10 +489,21 @@ def test_a_tip_is_read_from_three_empty_pages_and_the_control_that_takes_one_is_
     evidence's rule): the start of the first of three empty pages in a row, as a listing's
     read takes the tip. Taken from one empty page, it said so in front of ``x``'s record,
     and the listing left ``x`` out as history."""
-    for steps in range(6, 13):  # (its save of the tip, then its reads of x)
-        verdict = a_follower_restarted_behind_hollow_pages(steps)
+    for steps in range(1, 9):  # (its reads, its save of a tip, its reads of x)
+        verdict = a_first_start_behind_hollow_pages(steps)
         assert verdict.keys == ["x"], (steps, verdict)
     monkeypatch.setattr(follow_state, "EMPTY_AT_TIP", 1)
     with pytest.raises(ListingWrong, match=r"missing \['x'\]"):
-        for steps in range(6, 13):
-            a_follower_restarted_behind_hollow_pages(steps)
+        for steps in range(1, 9):
+            a_first_start_behind_hollow_pages(steps)
+
+
+def test_no_tip_is_said_from_a_shard_read_from_its_oldest_record() -> None:
+    """helper-72 F1: a follower restarted with no position reads the shard from its oldest
+    record, where empty pages may come before records it has not applied (the helper made the
+    service's last 240 s): it took three of them for the tip, and listings left out what was
+    written while it was down (50 keys of 60, exit 0). From there, no tip is said until a
+    record is read (its position then counts instead)."""
+    for steps in range(6, 20):
+        verdict = a_follower_restarted_behind_hollow_pages(steps, pages=6)
+        assert verdict.keys == ["x"], (steps, verdict)

@@ -130,7 +130,13 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     # It says what to look at (a helper read "Provable: yes", no fix, and a stopped maintainer).
     text = "\n".join(render_status(got))
     assert "about 3.5 RCU, against 0.5 RCU for a scan (auto lists another way" in text, text
-    assert "Behind: each listing re-checks what its maintainer has not applied and the last" in text
+    assert "Behind: each listing re-checks the last 60 s of writes and what its maintainer " in text
+    # (with the records read, they come before the question: helper-72 F7, whose words were
+    # "has not applied 60 stream record(s) (...) and the last 60 s of writes")
+    behind = "\n".join(render_status(replace(got, unapplied=60, behind=66.0)))
+    assert (
+        "has not applied 60 stream record(s) (the oldest written at most 66 s ago): is `ddbkeys "
+    ) in behind, behind
     assert "is `ddbkeys partition-keys index follow -t orders` running?" in text
     # A maintainer that saved a moment ago keeps up: the re-checks are the margin's writes (a
     # new user, just after a backfill, was asked whether a healthy follower was running).
@@ -145,6 +151,15 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     assert (
         "Backlog: its maintainer saved 3 s ago but has not applied 20,358 stream record(s) (the "
         "oldest written at most 56 s ago); each listing re-checks those"
+    ) in text, text
+    # Records from before its follower began, re-checked until it has said where the tip was:
+    # history, not "the last 60 s" (helper-72 F3: said of writes 2 minutes old).
+    text = "\n".join(render_status(replace(fresh, unapplied=0, history=300)))
+    assert "Recent:" not in text and "Behind:" not in text, text
+    assert (
+        "History: each listing re-checks 300 stream record(s) written just before its maintainer "
+        "began (history the backfill covers) until it has read the stream's tip with nothing "
+        "new: within about 210 s of their writing, while it runs"
     ) in text, text
 
 
@@ -381,6 +396,10 @@ def test_a_costly_replay_asks_after_the_maintainer_only_when_it_is_behind_the_ma
     assert (
         busy.startswith(" (they changed within the replay margin, 60 s,") and "follow" not in busy
     )
+    history = behind_or_busy("orders", None, 60.0, history=300)
+    assert history.startswith(" (300 of the records came just before its maintainer began") and (
+        "within about 210 s of their writing" in history
+    ), history
     asked = behind_or_busy("orders", 140.0, 60.0)
     assert "not applied a record written 140 s ago or more: is `ddbkeys partition-keys " in asked
     assert "index follow -t orders` running?" in asked

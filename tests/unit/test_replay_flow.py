@@ -116,8 +116,10 @@ def test_records_from_before_the_maintainer_began_are_history_not_a_lag() -> Non
                 {
                     "Records": [
                         record("old", "5", created=3_000.0),  # (history, left out)
-                        record("a", "6", created=3_990.0),  # (history, re-checked)
-                        record("b", "7", created=9_500.0),  # (after it began: unapplied)
+                        record("a", "6", created=3_930.0),  # (history, re-checked)
+                        # (its time rounded down a minute at most: maybe after it began)
+                        record("c", "7", created=3_990.0),
+                        record("b", "8", created=9_500.0),  # (after it began: unapplied)
                     ],
                     "NextShardIterator": "i2",
                 },
@@ -127,12 +129,13 @@ def test_records_from_before_the_maintainer_began_are_history_not_a_lag() -> Non
             ("get_records", {"Records": [], "NextShardIterator": "i5"}),
             ("query", {"Items": []}),
             ("query", {"Items": []}),
+            ("query", {"Items": []}),
         ],
     )
     assert isinstance(result, Replay)
-    assert set(result.touched) == {("S", "a"), ("S", "b")}
-    assert (result.records, result.history, result.unapplied) == (3, 1, 1)
-    assert result.oldest_unapplied == 9_500.0
+    assert set(result.touched) == {("S", "a"), ("S", "b"), ("S", "c")}
+    assert (result.records, result.history, result.unapplied) == (4, 1, 2)
+    assert result.oldest_unapplied == 3_990.0
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,7 @@ from ddbkeys._cli.index_options import (
     index_options,
 )
 from ddbkeys._errors import DdbKeysError
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._proof.report import (
     FOLLOWER_BACKFILLS,
     ProofStatus,
@@ -126,9 +126,19 @@ def _dear(status: ProofStatus) -> str:
     ages = [s.age for s in status.shards if s.listed and s.open and s.named and s.age is not None]
     if not ages or max(ages) > status.margin:
         return (
-            f"Behind: each listing re-checks what its maintainer has not applied{_backlog(status)} "
-            f"and the last {status.margin:g} s of writes: is `ddbkeys partition-keys index "
+            f"Behind: each listing re-checks the last {status.margin:g} s of writes and what its "
+            f"maintainer has not applied{_backlog(status)}: is `ddbkeys partition-keys index "
             f"follow -t {status.table}` running?"
+        )
+    if status.history and not status.unapplied:
+        # (helper-72 F3: "Recent: ... what was written in the last 60 s" of writes 2 minutes
+        # old, from before the follower began)
+        settles = 2.5 * status.margin + CREATED_ROUNDING
+        return (
+            f"History: each listing re-checks {status.history:,} stream record(s) written just "
+            "before its maintainer began (history the backfill covers) until it has read the "
+            f"stream's tip with nothing new: within about {settles:g} s of their writing, "
+            "while it runs"
         )
     if status.unapplied:
         # (helper-71: "keeps up (it saved 4 s ago)" beside 20,358 records it had not applied)

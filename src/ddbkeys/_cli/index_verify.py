@@ -119,7 +119,7 @@ class Upkeep:
         return cls(
             status.stream is not None,
             status.maintainer,
-            status.records or 0,
+            status.unapplied or 0,  # (records from before a follower began are history)
             min(ages) if ages else None,
         )
 

@@ -232,7 +232,7 @@ def choose_flow(
             worth = f"at most {most:,} collection(s)" if most else "not one collection"
             reason += f" ({index_weighed(info, index.name, None)}: {worth} worth re-checking)"
         if result.costly:
-            reason += behind_or_busy(info.name, result.behind, margin)
+            reason += behind_or_busy(info.name, result.behind, margin, result.history)
         return declined(
             method, info, index.name, reason, costly=result.costly, state_table=state_table
         )
@@ -293,24 +293,29 @@ def declined(
     )
 
 
-def behind_or_busy(table: str, behind: float | None, margin: float) -> str:
+def behind_or_busy(table: str, behind: float | None, margin: float, history: int = 0) -> str:
     """Why the re-checks cost so much, in words: the maintainer behind (a record older than
-    the replay ``margin`` not applied: is it running?), or a table changing fast within the
-    margin, which every listing reads again whoever keeps the index."""
+    the replay ``margin`` not applied: is it running?), records written just before a
+    follower began (``history`` of them, re-checked until it has said where the stream's tip
+    was a margin ago: see ``evidence``'s rule), or a table changing fast within the margin,
+    which every listing reads again whoever keeps the index."""
     if behind is not None and behind > margin:
         return (
             f" (its maintainer has not applied a record written {behind:,.0f} s ago or more: is "
             f"`ddbkeys partition-keys index follow -t {table}` running? `index status` says "
             "how far behind it is)"
         )
-    # (records written just before a follower began are re-checked until it has read the
-    # stream's tip with nothing new for a margin, plus the rounding of their times, and up to
-    # half a margin for its next word on that tip: see ``evidence``'s rule)
-    settles = 2.5 * margin + CREATED_ROUNDING
+    if history:
+        # (until a tip read with nothing new, less the margin and the rounding of the records'
+        # times, is past them, a tip said every half margin and held back a margin)
+        return (
+            f" ({history:,} of the records came just before its maintainer began: history the "
+            f"backfill covers, which listings leave out once it has read the stream's tip with "
+            f"nothing new, within about {2.5 * margin + CREATED_ROUNDING:g} s of their writing)"
+        )
     return (
         f" (they changed within the replay margin, {margin:g} s, which every listing reads "
-        f"again, or just before a maintainer that began less than about {settles:g} s ago; "
-        f"`ddbkeys partition-keys index status -t {table}` says whether its maintainer "
+        f"again; `ddbkeys partition-keys index status -t {table}` says whether its maintainer "
         "keeps up)"
     )
 

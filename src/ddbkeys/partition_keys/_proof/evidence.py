@@ -51,12 +51,13 @@ The proof, for a collection ``c`` that nothing writes while the listing runs:
   the table has now.
 * A shard a follower began at its end (``since`` a time), no record applied yet, is read
   from its start, leaving out records created before ``since`` less the margin (the backfill
-  covers them); or before ``t`` less the margin, for a ``(None, t)`` mark held back: ``t`` is
-  when the first of ``shard_read.EMPTY_AT_TIP`` empty GetRecords pages in a row began (the tip
-  then, as a listing's read takes it). A write shows in the stream within the margin, so a
-  record written before that lay before where the follower began (history) or was applied
-  (the mark would hold its position). (Else a quiet table's listings re-checked what came just
-  before the follower began, such as a backfill's marker writes, until a later write.)
+  covers them), or before ``t`` less the margin for a ``(None, t)`` mark held back: ``t`` is
+  when the first of ``shard_read.EMPTY_AT_TIP`` empty GetRecords pages in a row began, on
+  iterators begun at the shard's end (never at its oldest, where empty pages may come before
+  records). A write shows in the stream within the margin, so a record written before that
+  lay before where the follower began (history) or was applied (the mark would hold its
+  position). Without it, quiet tables' listings re-checked a backfill's marker writes from
+  just before the follower began until a later write.
 * Every shard of the stream must be accounted for: named by the maintainer, a descendant of
   one (read from its start: a child's records all come after its parent's), or with no record
   from before the backfill began (read from its start).
@@ -74,9 +75,8 @@ The state table is part of what a proof trusts: the positions recorded there are
 maintainer's word that every record up to them was applied. Only the maintainer's role may
 write it (the listing's policy only reads it, see :mod:`ddbkeys.iam`); whoever can write it can
 make a listing wrong. What no maintainer can have written is declined at once: a position
-outside its shard's ``SequenceNumberRange``
-(:func:`~ddbkeys.partition_keys._proof.replay_window.out_of_range`), and one the stream refuses
-(see ``shard_read._iterator``).
+outside its shard's ``SequenceNumberRange`` (``replay_window.out_of_range``), and one the stream
+refuses (see ``shard_read._iterator``).
 """
 
 from __future__ import annotations
@@ -159,8 +159,7 @@ class ShardMark:
     is applied, from its first), or a time (it began reading at the shard's end then: records
     from before were not applied; the backfill covers them). ``marks`` are ``(sequence, saved)``
     pairs, oldest first: every record up to and including ``sequence`` (None: none yet) was
-    applied when ``saved`` (a follower's ``(None, saved)``, where ``since`` is a time: the
-    shard's tip read then, and no record found since it began; see the rule above)."""
+    applied when ``saved`` (or a tip read then, in a follower's: see the rule above)."""
 
     shard: str
     stream: str
@@ -302,8 +301,10 @@ class Decline:
     reason: str
     costly: bool = False
     #: Where ``costly``: how long ago (seconds) the oldest stream record its maintainer has
-    #: not applied was written (None: it had applied every record read).
+    #: not applied was written (None: it had applied every record read), and how many of
+    #: the records re-checked came before it began (``Replay.history``).
     behind: float | None = None
+    history: int = 0
 
 
 def _keys(clashes: Sequence[str], most: int = 5) -> str:

@@ -136,6 +136,7 @@ def _costly(what: str, replay: Replay | None = None, now: float = 0.0) -> Declin
         f"{what}, and re-checking them costs more than listing another way",
         True,
         lag_of(replay, now),
+        replay.history if replay is not None else 0,
     )
 
 
@@ -203,6 +204,7 @@ def read_flow(
                     "small table",
                     True,
                     lag_of(replay, now),
+                    replay.history,
                 ),
             )
     return StreamRead(shards, window, replay)

@@ -37,8 +37,10 @@ class ShardRead:
     #: The maintainer's newest position in the shard: the read goes on to it, whatever empty
     #: pages come before (None: no position to reach).
     reach: str | None = None
-    #: When the maintainer began at the shard's end (its mark's ``since``; None: it did not):
-    #: a record created before is history the backfill covers, not one it has yet to apply.
+    #: When the maintainer began at the shard's end (its mark's ``since``; None: it did not),
+    #: or its newest word on the tip there, while it has applied no record: a record created
+    #: before (surely, its time rounded down) is history the backfill covers, not one it has
+    #: yet to apply (what is said of it, not what is re-checked).
     began: float | None = None
     #: Whether a read from the shard's start must find its first record younger than the
     #: stream keeps records (a day less ``TRIM_SAFETY``): False where only the records after
@@ -166,6 +168,8 @@ def _marked(
         held = checked_cut(evidence.triggers.get(shard), stream, cut)
     sequence, found = mark.held_back(held)
     began = since = float(mark.since) if isinstance(mark.since, int | float) else None
+    if began is not None and mark.marks and mark.marks[-1][0] is None:
+        began = max(began, mark.marks[-1][1])
     if since is not None and found and sequence is None:
         # (the tip a follower begun at the shard's end read with nothing since: the rule)
         since = max(since, *(t for _, t in mark.marks if t <= held))

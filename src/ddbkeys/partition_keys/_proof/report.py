@@ -114,6 +114,10 @@ class ProofStatus:
     #: stream rounds creation times down; None: none, or not known).
     unapplied: int | None = None
     behind: float | None = None
+    #: Of the collections' records re-checked, those written before the maintainer began at a
+    #: shard's end (history the backfill covers, left out of listings once it has said where
+    #: the stream's tip was: not applied, and not a lag; None: not read).
+    history: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         """A plain dict of JSON types (what ``--output json`` prints)."""

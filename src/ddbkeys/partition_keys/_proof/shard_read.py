@@ -297,10 +297,12 @@ def _take(
             and created + CREATED_ROUNDING < read.skip_before
         ):
             continue  # history the backfill covers
-        if read.began is not None and created is not None and created < read.began:
-            # (by its time rounded down: a record written just after the maintainer began may
-            # be counted here, which changes what is said, not what is re-checked)
-            replay.history += 1
+        if (
+            read.began is not None
+            and created is not None
+            and created + CREATED_ROUNDING < read.began
+        ):
+            replay.history += 1  # (surely before: DynamoDB Local rounds to the minute)
         elif read.reach is None or int(at.after) > int(read.reach):
             replay.unapplied += 1
             if created is not None:

@@ -142,6 +142,7 @@ def decide(
         scan_rcu=scan,
         auto_uses_index=rechecks is not None and (most is None or rechecks <= most),
         unapplied=replay.unapplied if replay is not None else None,
+        history=replay.history if replay is not None else None,
         behind=(
             max(now - replay.oldest_unapplied, 0.0)
             if replay is not None and replay.oldest_unapplied is not None

@@ -264,8 +264,13 @@ def said_again(
 def tip_read(state: FollowState, shard: str) -> float | None:
     """When the shard's tip was last read: the start of the first of the last
     ``EMPTY_AT_TIP`` GetRecords pages, each empty, in a row (by one iterator's chain, since
-    the last record read: ``state.empty_reads``); None until there are that many."""
-    if shard in state.unsaved:
+    the last record read: ``state.empty_reads``); None until there are that many, and on a
+    chain begun at the shard's oldest record (``from_oldest``) until it has read a record:
+    there, empty pages may come before records not applied yet (a follower restarted with no
+    position reads from there; a helper made the service's empty pages last 240 s, and the
+    follower took them for the tip: listings then left out what was written while it was
+    down)."""
+    if shard in state.unsaved or shard in state.from_oldest:
         return None
     run = state.empty_reads.get(shard, [])
     return run[-EMPTY_AT_TIP] if len(run) >= EMPTY_AT_TIP else None
