@@ -226,31 +226,34 @@ def pytest_configure(config: pytest.Config) -> None:
 #: six workers on 2 cores): started first, one worker each, so that no worker meets one of
 #: them at the end of its share while the others sit idle (the run's length was theirs, not
 #: the suite's).
-#: Not a test whose time is a module fixture's (test_demo's report): moved away from its
-#: module, it would run that fixture twice.
 LONG_TESTS = {
     "tests/integration/test_index_setup.py::"
-    "test_the_natural_order_with_the_default_margin_ends_with_a_proven_index": 148,
-    "tests/integration/test_iam.py::test_each_policy_allows_exactly_what_its_command_calls": 142,
+    "test_the_natural_order_with_the_default_margin_ends_with_a_proven_index": 140,
+    "tests/integration/test_iam.py::test_each_policy_allows_exactly_what_its_command_calls": 140,
+    "tests/docs/test_examples.py::test_help_examples_run": 105,
+    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/index.md]": 101,
     "tests/unit/test_proof_schedules.py::"
-    "test_the_listing_is_exact_or_declines_under_random_schedules": 122,
-    "tests/docs/test_examples.py::test_help_examples_run": 108,
-    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/index.md]": 100,
-    "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 100,
-    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 93,
-    "tests/docs/test_examples.py::test_examples_run[README.md]": 88,
+    "test_the_listing_is_exact_or_declines_under_random_schedules": 93,
+    "tests/packaging/test_wheel.py::test_the_wheel_in_a_clean_environment_runs_the_demo": 69,
+    "tests/integration/test_index_all_at_once.py::"
+    "test_a_direct_backfill_then_a_follower_stops_re_checking_its_writes_once_quiet": 69,
+    "tests/integration/test_export_backfill.py::"
+    "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 68,
+    "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 63,
+    "tests/cli/test_demo.py::test_the_demo_keeps_every_promise_and_reports_it": 60,
+    "tests/integration/test_index_all_at_once.py::"
+    "test_a_follower_stopped_mid_backfill_is_the_fix_and_its_wait_needs_nothing": 47,
+    "tests/integration/test_ids_concurrency.py::"
+    "test_parallel_writers_through_faults[async-threads-gapless-key]": 43,
+    "tests/unit/test_estimate.py::test_the_estimate_as_json_and_in_one_line": 42,
+    "tests/integration/test_ids_concurrency.py::"
+    "test_parallel_writers_through_faults[sync-threads-gapless-key]": 38,
+    "tests/cli/test_cli_estimate.py::test_index_create_on_collections_the_index_serves_well": 34,
+    "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 34,
+    "tests/docs/test_examples.py::test_examples_run[README.md]": 28,
     # (each ends at the first schedule that catches it: 10 s to 110 s)
     "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
     "[PendingIgnored]": 20,
-    "tests/integration/test_export_backfill.py::"
-    "test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact": 67,
-    "tests/integration/test_export_now.py::test_exact_now_from_the_export_and_the_stream": 62,
-    "tests/cli/test_cli_estimate.py::"
-    "test_the_progress_line_shows_the_share_of_the_table_and_the_time_left": 45,
-    "tests/integration/test_marker_follow_faults.py::"
-    "test_writers_and_the_follower_through_the_fault_proxy": 44,
-    "tests/integration/test_proof_live.py::"
-    "test_the_checker_catches_a_listing_without_its_rechecks": 25,
 }
 
 

@@ -52,8 +52,7 @@ SMALL = Sizes(
 )
 
 
-@pytest.fixture(scope="module")
-def report(ddb_endpoint_url: str) -> DemoReport:
+def run_small_demo(ddb_endpoint_url: str) -> DemoReport:
     seen: list[tuple[str, int, int]] = []
     result = run_demo(ddb_endpoint_url, sizes=SMALL, progress=lambda *a: seen.append(a))
     phases = [p for p, _, _ in seen]
@@ -66,7 +65,20 @@ def report(ddb_endpoint_url: str) -> DemoReport:
     return result
 
 
-def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> None:
+def test_the_demo_keeps_every_promise_and_reports_it(
+    ddb_endpoint_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One demo, every check of its report (a module fixture shared by four tests ran once on
+    each xdist worker that took one of them: three demos, 170 s of a run's time).
+    """
+    report = run_small_demo(ddb_endpoint_url)
+    every_strategy_keeps_its_promise_under_faults(report)
+    every_method_finds_exactly_the_keys(report)
+    the_follower_keeps_the_index_exact_while_writers_change_collections(report)
+    text_and_json_output(report, capsys)
+
+
+def every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> None:
     by = {r.strategy: r for r in report.ids}
     assert list(by) == STRATEGIES
     if report.faults:  # the proxy only sits in front of loopback endpoints
@@ -99,7 +111,7 @@ def test_every_strategy_keeps_its_promise_under_faults(report: DemoReport) -> No
     assert report.ok
 
 
-def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
+def every_method_finds_exactly_the_keys(report: DemoReport) -> None:
     rows = {r.method: r for r in report.keys}
     assert list(rows) == METHODS
     assert all(r.correct and r.keys == SMALL.keys for r in report.keys)
@@ -115,7 +127,7 @@ def test_every_method_finds_exactly_the_keys(report: DemoReport) -> None:
     assert setup["read_units"] <= 1.2 * cheaper + 2 * setup["rechecked"], (setup, cheaper)
 
 
-def test_the_follower_keeps_the_index_exact_while_writers_change_collections(
+def the_follower_keeps_the_index_exact_while_writers_change_collections(
     report: DemoReport,
 ) -> None:
     upkeep = report.maintained
@@ -131,7 +143,7 @@ def test_the_follower_keeps_the_index_exact_while_writers_change_collections(
     assert upkeep.settled.keys == SMALL.keys + upkeep.added - upkeep.emptied
 
 
-def test_text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[str]) -> None:
+def text_and_json_output(report: DemoReport, capsys: pytest.CaptureFixture[str]) -> None:
     print_report(report, None)
     text = capsys.readouterr().out
     for word in [

@@ -245,7 +245,9 @@ def test_the_backfill_costs_what_the_estimate_said_it_would(
     find: they said nothing of it, and it read 3,331 RCU and wrote 3,000 markers for 3,000
     collections), against what a backfill consumes: the markers' writes (the table's and the
     index's), the read of the table and each collection's consistent Queries."""
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    # One name per mode, as above: the key count's range is one of 99 in 100 (a random name
+    # drew a low end of 405 markers for 400 in a run of `.ci/run`: 0 of 200 draws in a loop).
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"), name=f"ddbkeys-test-backfill-{mode}")
     if mode == "read":
         fill(ddb_client, table)  # ~1,900 items: auto reads (the stream on)
     else:
