@@ -93,7 +93,9 @@ class Shard:
         return [r for r in self.records if r.seq > self.trimmed_to]
 
     def last_seq(self) -> int:
-        return self.records[-1].seq if self.records else self.start - 1
+        """The newest sequence number the shard took (trimmed or not: the service's
+        EndingSequenceNumber and LATEST do not move back when a day's records go)."""
+        return self.records[-1].seq if self.records else max(self.start - 1, self.trimmed_to)
 
 
 @dataclass
@@ -275,7 +277,8 @@ class World:
     def _close(self, shard: Shard) -> None:
         if shard.open:
             shard.closed_at = self.now
-            shard.ending = shard.last_seq() if shard.records else shard.start
+            held = shard.records or shard.trimmed_to >= shard.start
+            shard.ending = shard.last_seq() if held else shard.start
 
     def split(self, n: int, children: int, hidden: float = 0.0) -> None:
         """The ``n``-th open shard closes; ``children`` (1 or 2) take its key range, left out

@@ -507,3 +507,27 @@ def test_no_tip_is_said_from_a_shard_read_from_its_oldest_record() -> None:
     for steps in range(6, 20):
         verdict = a_follower_restarted_behind_hollow_pages(steps, pages=6)
         assert verdict.keys == ["x"], (steps, verdict)
+
+
+def test_a_shard_split_a_day_after_its_records_leaves_the_positions_inside_it() -> None:
+    """A random schedule's find: a follower applied ``x``'s record, the table stayed quiet
+    for 25 h (the stream forgot the record), then the shard split. The model closed it at its
+    start (it ended a shard at its newest record kept, and none was), so the follower's
+    position lay past the shard's end, and the listing declined saying no maintainer wrote
+    it: a false accusation (the service's EndingSequenceNumber is the newest number the
+    shard took; a day's trimming does not move it back). The listing now answers, or
+    declines for another reason."""
+    state = ProofMachine()
+    state.start(history=[], shards=1, settled="follower", rounding=1.0)
+    state.put("x", 1, None, 0)
+    state.quiet()
+    state.long_wait(25.0)
+    stream = state.world.stream
+    assert stream is not None
+    (shard,) = [s for s in stream.shards.values() if s.open]
+    assert not shard.records and shard.trimmed_to > 0  # (the day's records are gone)
+    state.split(0, 2)
+    assert shard.ending == shard.trimmed_to
+    state.quiet()
+    verdict = state.check()
+    assert verdict.keys == ["x"] or "no maintainer wrote it" not in verdict.reason, verdict
