@@ -57,6 +57,22 @@ def test_a_position_outside_its_shard_is_declined(
     assert "no maintainer wrote it" in decided.reason
 
 
+def test_a_position_before_the_first_of_a_shard_a_day_old_is_taken_for_trimmed() -> None:
+    """A shard that may have lost a day's records may say a later first number (the reference
+    speaks of the records it contains): a maintainer's position before it is one the stream
+    trimmed since, not one no maintainer wrote (the state table is not accused)."""
+    day_old = NOW - 86_400 + 60  # (the shard's first mark: made by then at the latest)
+    mark = ShardMark("s1", ARN, "start", (("4", day_old),))
+    decided = out_of_range(mark, shard("s1", "5"), NOW)
+    assert isinstance(decided, Decline)
+    assert "older than the stream keeps (24 h)" in decided.reason
+    assert "no maintainer wrote it" not in decided.reason
+    # a young shard's first number is its own: a position before it is no maintainer's
+    young = ShardMark("s1", ARN, "start", (("4", NOW - 3_600),))
+    decided = out_of_range(young, shard("s1", "5"), NOW)
+    assert isinstance(decided, Decline) and "no maintainer wrote it" in decided.reason
+
+
 @pytest.mark.parametrize(
     ("sequence", "first", "last"),
     [

@@ -20,7 +20,14 @@ from ddbkeys.partition_keys._proof.evidence import (
 from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
 from ddbkeys.partition_keys._streams.streams import closed_leaves, shard_born
 
-__all__ = ["ReplayWindow", "ShardRead", "out_of_range", "replay_window", "unlisted_child"]
+__all__ = [
+    "ReplayWindow",
+    "ShardRead",
+    "out_of_range",
+    "replay_window",
+    "trimmed",
+    "unlisted_child",
+]
 
 
 @dataclass(frozen=True)
@@ -158,7 +165,7 @@ def _marked(
     shard as DescribeStream lists it), or why its positions cannot be used."""
     shard, cut = mark.shard, now - margin
     assert evidence.backfill is not None
-    declined = _begun(mark, evidence.backfill.started, margin) or out_of_range(mark, described)
+    declined = _begun(mark, evidence.backfill.started, margin) or out_of_range(mark, described, now)
     if declined is not None:
         return declined
     # While the Lambda handler keeps the index, a position counts once a check of its trigger
@@ -257,19 +264,38 @@ def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) ->
     return skip is None or nearly_a_day_old(skip, now)
 
 
-def out_of_range(mark: ShardMark, shard: Mapping[str, Any]) -> Decline | None:
+def trimmed(shard: str) -> Decline:
+    """A position in ``shard`` older than the stream keeps."""
+    return Decline(
+        f"the maintainer's position in shard {shard} is older than the stream keeps (24 h): run "
+        "`index backfill` again once the maintainer runs"
+    )
+
+
+def out_of_range(
+    mark: ShardMark, shard: Mapping[str, Any], now: float | None = None
+) -> Decline | None:
     """Why ``mark`` cannot be a maintainer's, if so: a recorded position outside the shard's
     ``SequenceNumberRange`` (DescribeStream): before its first sequence number, or after the
     last of a closed shard. No maintainer applies a record that is not in the shard, so such a
     position was written by something else (the state table is part of what a proof trusts).
-    An open shard has no last number: a position past its tip is found by reading it."""
+    An open shard has no last number: a position past its tip is found by reading it. Where
+    the shard may have lost a day's records by ``now`` (made nearly a day before, by its id
+    or its first mark), a position before its first is taken for one trimmed since: the
+    reference says only "the first sequence number for the stream records contained within a
+    shard", which may move as they go."""
     limits = shard.get("SequenceNumberRange") or {}
     first, last = limits.get("StartingSequenceNumber"), limits.get("EndingSequenceNumber")
+    born = shard_born(mark.shard)
+    made = born if born is not None else min((t for _, t in mark.marks), default=None)
+    old = now is not None and made is not None and nearly_a_day_old(made, now)
     for sequence, _ in mark.marks:
         if sequence is None:
             continue
         before = first is not None and str(first).isdigit() and int(sequence) < int(first)
         after = last is not None and str(last).isdigit() and int(sequence) > int(last)
+        if before and old:
+            return trimmed(mark.shard)
         if before or after:
             bound = f"before its first, {first}" if before else f"after its last, {last}"
             return Decline(

@@ -24,7 +24,7 @@ from ddbkeys.partition_keys._index.markers import hashable, unhash
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, nearly_a_day_old
 from ddbkeys.partition_keys._proof.marks import created_at
-from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead
+from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, trimmed
 from ddbkeys.partition_keys._streams.streams import settled_shards
 
 if TYPE_CHECKING:
@@ -176,10 +176,7 @@ def _iterator(
                 "write the state table)"
             )
         if code == "TrimmedDataAccessException":
-            return Decline(
-                f"the maintainer's position in shard {shard} is older than the stream keeps "
-                "(24 h): run `index backfill` again once the maintainer runs"
-            )
+            return trimmed(shard)
         if code == "ResourceNotFoundException":
             return Decline(f"shard {shard} is no longer in the stream")
         return refusal(exc, "reading the table's stream")
