@@ -19,6 +19,8 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
+from ddbkeys._cli.errors import cli_words
+from ddbkeys._cli.follow_outage import OUTAGE_WAIT, Outage, say
 from ddbkeys._cli.group import quiet_output
 from ddbkeys._cli.index_common import held, margin_option, open_index, stream_off
 from ddbkeys._cli.index_options import (
@@ -69,6 +71,17 @@ __all__ = ["follow_command"]
     "first position (and again only if a new stream needs it): from an empty index to a "
     "provable one in one command. Not again on a restart while a counting backfill exists.",
 )
+@click.option(
+    "--outage-wait",
+    type=FloatRange(min=0),
+    metavar="SECONDS",
+    default=OUTAGE_WAIT,
+    show_default=True,
+    help="Seconds to keep trying, once following has begun, while the endpoint does not "
+    "answer (a network blip, DynamoDB Local restarted): it goes on from its checkpoint when "
+    "the endpoint is back; after that long it exits 1 (run it under a restart policy). 0: "
+    "exit at once.",
+)
 @margin_option
 @connection_options
 @output_option
@@ -82,6 +95,7 @@ def follow_command(
     poll: float,
     backfill: bool,
     replay_margin: float,
+    outage_wait: float,
     connection: Connection,
     output: str,
 ) -> None:
@@ -96,6 +110,11 @@ def follow_command(
     changing too fast for its marker to settle is recorded as pending (listings re-check it),
     not an error. It refuses, writing nothing, unless the
     marker index is there (KEYS_ONLY, ACTIVE).
+
+    An endpoint that stops answering once following has begun is tried again, at most every
+    30 s, for --outage-wait seconds (15 minutes by default): the follower goes on from its
+    checkpoint when it answers; after that, exit status 1. Left running in production, run
+    it under a restart policy all the same (systemd's Restart=on-failure, a container's).
 
     Listings prove the index from a backfill begun at least --replay-margin after this
     follower's first position: --backfill does that here (once the margin has passed), or
@@ -117,8 +136,11 @@ def follow_command(
     noted = False  # whether it said that no backfill counts yet
     told_held: float | None = None  # when a shard's position stopped advancing, once said
 
+    outage = Outage(outage_wait)
+
     def on_batch(report: FollowReport) -> None:
         nonlocal told, told_held, noted
+        outage.answered()
         if report.backfill_needed and not backfill and not noted:
             noted = True  # (at its start: said once)
             say(
@@ -142,13 +164,13 @@ def follow_command(
             )
 
     def on_backfill(line: str) -> None:
-        stderr.print(("\n" if stderr.is_terminal else "") + line, soft_wrap=True)
+        stderr.print(("\n" if stderr.is_terminal else "") + cli_words(line), soft_wrap=True)
 
     follower = StreamFollower(
         index,
         state_table=state_table,
         poll=poll,
-        on_batch=None if structured(output) else on_batch,
+        on_batch=outage.on_batch if structured(output) else on_batch,
         backfill=backfill,
         replay_margin=replay_margin,
         on_backfill=on_backfill,
@@ -167,11 +189,24 @@ def follow_command(
             signal.signal(sig, handler)
     try:
         _await_index(index, table_name, stop, until_caught_up)
-        report = follower.run(stop, until_caught_up=until_caught_up, from_start=from_start)
+        report = outage.run(follower, stop, until_caught_up, from_start)
     finally:
         if in_main:
             for sig, old in previous.items():
                 signal.signal(sig, old)
+    _finish(report, table_name, output, backfill, state_table, received)
+
+
+def _finish(
+    report: FollowReport,
+    table_name: str,
+    output: str,
+    backfill: bool,
+    state_table: str | None,
+    received: list[int],
+) -> None:
+    """What the follower did, on stdout (text or JSON), and why it stopped; exit status 1
+    where its backfill was not done."""
     if received:
         click.echo(
             f"Stopped by {signal.Signals(received[0]).name}; the next start goes on from the "
@@ -252,14 +287,6 @@ def _await_index(index: MarkerIndex, table: str, stop: threading.Event, once: bo
 
 #: Seconds between two looks at an index that is not ACTIVE yet.
 WAIT_FOR_INDEX = 5.0
-
-
-def say(line: str) -> None:
-    """``line`` on stderr; where no one reads it any more, nothing (the follower goes on)."""
-    try:
-        click.echo(line, err=True)
-    except BrokenPipeError:
-        quiet_output()
 
 
 def _console() -> Any:

@@ -170,6 +170,7 @@ class FaultProxy:
         self._thread: threading.Thread | None = None
         #: Set by stop(): delayed answers are dropped at once instead of being slept out.
         self.stopping = threading.Event()
+        self._open: set[socket.socket] = set()  # the clients' connections (closed by stop())
 
     def set_faults(self, faults: Faults) -> None:
         """Replace the faults to inject (the counts are kept; see :meth:`reset`)."""
@@ -252,11 +253,13 @@ class FaultProxy:
                     raise
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def start(self) -> FaultProxy:
+    def start(self, port: int = 0) -> FaultProxy:
+        """Listen on ``port`` of 127.0.0.1 (0: a free one). Stopped, then started again on the
+        port it had, it is an endpoint that refused connections for a while and came back."""
         if self._server is not None:
             return self
         self.stopping.clear()
-        self._server = _QuietServer(("127.0.0.1", 0), _handler_for(self))
+        self._server = _QuietServer(("127.0.0.1", port), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="ddbkeys-fault-proxy", daemon=True
@@ -270,6 +273,11 @@ class FaultProxy:
         if server is not None:
             server.shutdown()
             server.server_close()
+        with self._lock:  # (a kept-alive connection would go on being served)
+            connections, self._open = list(self._open), set()
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
@@ -316,6 +324,16 @@ def _handler_for(proxy: FaultProxy) -> type[BaseHTTPRequestHandler]:
 
         def log_message(self, format: str, *args: object) -> None:
             return  # quiet
+
+        def setup(self) -> None:
+            super().setup()
+            with proxy._lock:
+                proxy._open.add(self.connection)
+
+        def finish(self) -> None:
+            with proxy._lock:
+                proxy._open.discard(self.connection)
+            super().finish()
 
         def _answer(self, status: int, headers: list[tuple[str, str]], body: bytes) -> None:
             self.send_response(status)

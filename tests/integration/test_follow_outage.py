@@ -1,0 +1,110 @@
+"""`index follow` rides out an endpoint that stops answering (helper-73 F1: a 3 s outage, as a
+network blip or DynamoDB Local restarted makes, ended it with exit 1 within 0.5-3 s, and the
+index was left with no maintainer). The endpoint here is the fault proxy, stopped and started
+again on its port: connections are refused meanwhile, as they were there."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from tests.integration.test_index_all_at_once import watching
+from tests.integration.test_index_setup import ddbkeys, fill, run
+from tests.integration.test_marker_lifecycle import marked
+
+if TYPE_CHECKING:
+    from mypy_boto3_dynamodb import DynamoDBClient
+
+    from ddbkeys.testing._proxy import FaultProxy
+    from ddbkeys.testing._tables import TableFactory
+
+pytestmark = pytest.mark.integration
+
+
+def follower(
+    endpoint: str, table: str, state: str, log: Path, *options: str
+) -> subprocess.Popen[bytes]:
+    command = ["partition-keys", "index", "follow", "-t", table, "--state-table", state]
+    with log.open("wb") as err:
+        return subprocess.Popen(
+            ddbkeys(endpoint, *command, *options),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+
+
+def set_up(ddb_client: DynamoDBClient, ddb_endpoint_url: str, table: str) -> None:
+    for step in ("create", "stream"):
+        done = run(ddbkeys(ddb_endpoint_url, "partition-keys", "index", step, "-t", table))
+        assert done.returncode == 0, done.stderr
+
+
+def test_a_follower_goes_on_after_the_endpoint_refused_for_a_while(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    fault_proxy: FaultProxy,
+    own_state_table: str,
+    tmp_path: Path,
+) -> None:
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    set_up(ddb_client, ddb_endpoint_url, table)
+    log = tmp_path / "follow.err"
+    process = follower(fault_proxy.endpoint_url, table, own_state_table, log)
+    said = watching(process, log)
+    try:
+        said("Note: no backfill under this stream")  # (following: its start is done)
+        port = int(fault_proxy.endpoint_url.rsplit(":", 1)[1])
+        fault_proxy.stop()
+        said("Warning: Could not connect to the DynamoDB endpoint")
+        time.sleep(3.0)
+        fault_proxy.reset()
+        fault_proxy.start(port)
+        fill(ddb_client, table, range(3), items=1)  # (written while it comes back)
+        text = said("The endpoint answers again after")
+        assert "Trying again for up to 900 s (it goes on from its checkpoint" in text, text
+        ends = time.monotonic() + 60
+        while marked(ddb_client, table) != ["k000", "k001", "k002"]:
+            assert time.monotonic() < ends, (marked(ddb_client, table), log.read_text())
+            time.sleep(0.2)
+        assert fault_proxy.counts["requests"] > 0  # (through the proxy again)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(30)
+    assert code == 0, log.read_text()
+
+
+def test_a_follower_gives_up_after_its_outage_wait(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    fault_proxy: FaultProxy,
+    own_state_table: str,
+    tmp_path: Path,
+) -> None:
+    """--outage-wait bounds it: past that, exit 1 and the error (a supervisor restarts it)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    set_up(ddb_client, ddb_endpoint_url, table)
+    log = tmp_path / "follow.err"
+    process = follower(fault_proxy.endpoint_url, table, own_state_table, log, "--outage-wait", "2")
+    watching(process, log)("Note: no backfill under this stream")
+    assert fault_proxy.counts["requests"] > 0
+    began = time.monotonic()
+    fault_proxy.stop()
+    code = process.wait(60)
+    text = log.read_text()
+    assert code == 1, text
+    assert 2 <= time.monotonic() - began < 30, text
+    assert "Trying again for up to 2 s" in text
+    assert (
+        text.rstrip()
+        .splitlines()[-1]
+        .startswith("Error: Could not connect to the DynamoDB endpoint")
+    ), text

@@ -1,0 +1,78 @@
+"""`index follow`'s ride through an endpoint that stops answering (``_cli.follow_outage``),
+with a follower that fails as told and a clock of its own: no server, no sleeping past a few
+jittered pauses of a second."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from ddbkeys._cli.follow_outage import Outage
+from ddbkeys._errors import EndpointUnreachableError
+from ddbkeys.partition_keys._streams.follow_state import FollowReport
+
+
+class Follower:
+    """Fails ``failures`` times (the clock moving ``step`` seconds each), then returns."""
+
+    def __init__(self, failures: int, clock: list[float], step: float) -> None:
+        self.failures, self.clock, self.step = failures, clock, step
+        self.runs = 0
+        self.report = FollowReport()
+
+    def run(self, _stop: object, **_: object) -> FollowReport:
+        self.runs += 1
+        if self.failures:
+            self.failures -= 1
+            self.clock[0] += self.step
+            raise EndpointUnreachableError("Could not connect to the DynamoDB endpoint")
+        return self.report
+
+
+def test_it_runs_the_follower_again_until_the_endpoint_answers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("ddbkeys._cli.follow_outage.OUTAGE_PAUSE", 0.01)
+    clock = [0.0]
+    outage = Outage(60.0, clock=lambda: clock[0])
+    follower = Follower(3, clock, 10.0)
+    stop = threading.Event()
+    assert outage.run(follower, stop, False, False) is follower.report  # type: ignore[arg-type]
+    assert follower.runs == 4
+    said = capsys.readouterr().err
+    assert said.count("Warning: Could not connect") == 1  # (once an outage)
+    assert "Trying again for up to 60 s" in said
+    outage.answered()  # (the follower's first batch after it)
+    assert "answers again after 20 s" in capsys.readouterr().err
+    # A later outage has its own wait: not the one that ended.
+    clock[0] += 3_600
+    follower.failures = 2
+    outage.run(follower, stop, False, False)  # type: ignore[arg-type]
+    assert follower.runs == 7
+
+
+def test_past_its_wait_the_error_is_raised_and_with_0_at_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("ddbkeys._cli.follow_outage.OUTAGE_PAUSE", 0.01)
+    clock = [0.0]
+    follower = Follower(100, clock, 10.0)
+    with pytest.raises(EndpointUnreachableError):
+        Outage(25.0, clock=lambda: clock[0]).run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
+    assert follower.runs == 4  # (its first failure at 10 s, then 20, 30 and 40: 30 s > 25)
+    assert "Trying again for up to 25 s" in capsys.readouterr().err
+    follower.runs = 0
+    with pytest.raises(EndpointUnreachableError):
+        Outage(0.0, clock=lambda: clock[0]).run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
+    assert follower.runs == 1
+    assert capsys.readouterr().err == ""  # (0: the error alone, as before --outage-wait)
+
+
+def test_a_stop_during_the_pause_returns_what_it_did() -> None:
+    clock = [0.0]
+    follower = Follower(100, clock, 1.0)
+    stop = threading.Event()
+    stop.set()
+    report = Outage(60.0, clock=lambda: clock[0]).run(follower, stop, False, False)  # type: ignore[arg-type]
+    assert report is follower.report and follower.runs == 1
