@@ -123,6 +123,18 @@ def test_a_backfill_begun_before_any_maintainer_leaves_the_follower_s_own_to_com
     assert "Or nothing, if `index follow --backfill` is what runs" in "\n".join(render_status(got))
 
 
+def test_a_backfill_under_the_stream_before_leaves_the_follower_s_own_to_come() -> None:
+    """helper-73 F2: the stream turned off and on while `index follow --backfill` ran; the
+    follower said "backfill in 60 s" under the new stream, and status offered only `index
+    backfill`. It says now that nothing may need running, as at a first setup."""
+    young = ShardMark("s1", ARN, NOW - 4, ((None, NOW - 4),))
+    before = backfill(stream="arn:aws:dynamodb:r:1:table/orders/stream/before")
+    got = status(record(young, backfill=before))
+    assert got.reason is not None and "under another stream" in got.reason, got.reason
+    assert got.fix == "ddbkeys partition-keys index backfill -t orders" and got.fix_in == 56.0
+    assert "Or nothing, if `index follow --backfill` is what runs" in "\n".join(render_status(got))
+
+
 def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     item = record(MARK, backfill=backfill())
     got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU

@@ -200,7 +200,7 @@ def choose_flow(
                 method,
                 info,
                 index.name,
-                working or _follower_backfills(refused.reason, evidence),
+                working or _follower_backfills(refused.reason, evidence, info.stream_arn),
                 state_table=state_table,
             )
             choice.markers = recorded_markers(
@@ -378,15 +378,19 @@ def check_margin(margin: object, table: str | None = None) -> float:
     return float(margin)
 
 
-def _follower_backfills(reason: str, evidence: Evidence | None) -> str:
+def _follower_backfills(reason: str, evidence: Evidence | None, stream: str | None) -> str:
     """``reason``, with what a listing adds where ``index follow`` keeps the index and no
-    backfill was recorded (or only one begun before any maintainer, which cannot count):
+    backfill was recorded (or only one begun before any maintainer, which cannot count, or
+    one under another stream than the table's ``stream`` now, or while it was off):
     ``index follow --backfill`` may be waiting out its margin, and then
-    nothing is to be run (as ``index status`` says it; helper-70 F6)."""
+    nothing is to be run (as ``index status`` says it; helper-70 F6, helper-73 F2)."""
     if evidence is None or evidence.maintainer != "follow":
         return reason
-    if evidence.backfill is not None and evidence.backfill.maintained_since is not None:
-        return reason  # (one begun before any maintainer cannot count: the follower's may)
+    backfill = evidence.backfill
+    # (one begun before any maintainer cannot count, nor one under another stream: the
+    # follower's may)
+    if backfill is not None and backfill.maintained_since is not None and backfill.stream == stream:
+        return reason
     if reason.endswith(")"):  # (the advice in parentheses: said within them)
         return f"{reason[:-1]}; or {FOLLOWER_BACKFILLS})"
     return f"{reason} (or {FOLLOWER_BACKFILLS})"

@@ -133,11 +133,15 @@ def follower_backfills(status: ProofStatus) -> bool:
     backfill: ``index follow --backfill`` would run it by itself (the record cannot say which
     follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`). Also where the
     backfill recorded was begun before any maintainer (`index backfill` first: it cannot count,
-    and the follower's own runs once its margin has passed)."""
+    and the follower's own runs once its margin has passed), or under another stream than the
+    table's now (turned off and on: a running ``index follow --backfill`` backfills again
+    under the new one, as helper-73 saw it say "backfill in 60 s" while status named only
+    `index backfill`)."""
+    backfill = status.backfill
     return bool(
         status.fix_in
         and status.fix is not None
         and " backfill " in status.fix
         and status.maintainer == "follow"
-        and (status.backfill is None or status.backfill.maintained_since is None)
+        and (backfill is None or backfill.maintained_since is None or not backfill.current_stream)
     )
