@@ -164,6 +164,7 @@ CLI_WORDS = (
     ("marker_attribute=", "--marker-attribute"),
     ("state_table=", "--state-table"),
     ("index_name=", "--index-name"),
+    ("never_reuse=True", "--never-reuse"),
 )
 
 

@@ -52,8 +52,14 @@ def test_numbers_start_at_1_above_sort_keys_of_0_or_below(
         "CollectionSequence", ddb_client, table, never_reuse=never_reuse, group_commit=False
     )
     if never_reuse and 0 in foreign:
-        with pytest.raises(CounterStateError, match="is an item of yours, not a counter"):
+        with pytest.raises(CounterStateError, match="is an item of yours, not a counter") as e:
             sequence.put("p")
+        # (what to do, as a collection sequence can: helper-73 F3 read "Name a counter whose
+        # item no other item uses", which it cannot)
+        assert str(e.value).endswith(
+            "keeps its counter at number 0 of the collection: move that item to another sort "
+            "key, or use the sequence without never_reuse=True."
+        ), e.value
         assert sort_keys(ddb_client, table) == sorted(foreign)
         zero = ddb_client.get_item(TableName=table, Key={"pk": {"S": "p"}, "sk": {"N": "0"}})
         assert zero["Item"]["from"] == {"S": "another tool"} and "last_number" not in zero["Item"]

@@ -162,11 +162,13 @@ def counter_written(
 
 @dataclass(frozen=True)
 class CounterItem:
-    """Where a counter lives: a table, the item's whole key (typed), and its attribute."""
+    """Where a counter lives: a table, the item's whole key (typed), and its attribute;
+    ``advice``, what to do where an item of yours holds its key."""
 
     table: str
     key: dict[str, AttributeValueTypeDef]
     attribute: str
+    advice: str = "Name a counter whose item no other item uses."
 
 
 def counter_key_from(

@@ -85,6 +85,15 @@ __all__ = [
     "Pending",
 ]
 
+#: What to do where an item of yours holds number 0 of a collection, the never_reuse
+#: counter's key (helper-73 F3: the advice was to name another counter, which a collection
+#: sequence cannot).
+NUMBER_0_TAKEN = (
+    "A collection sequence with never_reuse=True keeps its counter at number 0 of the "
+    "collection: move that item to another sort key, or use the sequence without "
+    "never_reuse=True."
+)
+
 Item = dict[str, "AttributeValueTypeDef"]
 Keys = tuple[KeyAttribute, KeyAttribute]
 PartitionKeyValue = str | int | Decimal | bytes
@@ -236,7 +245,8 @@ class CollectionCore:
 
     def read_counter(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Flow[int | None]:
         """The ``never_reuse`` counter's value (None when the collection has none yet)."""
-        counter = CounterItem(self.table, self.counter_key(keys, pk_value), self.counter_attribute)
+        key = self.counter_key(keys, pk_value)
+        counter = CounterItem(self.table, key, self.counter_attribute, NUMBER_0_TAKEN)
         value = yield from read_counter(counter)  # (an item of yours at number 0: refused)
         return counter_value(value, table=self.table, key=counter.key, attribute=counter.attribute)
 
@@ -440,7 +450,7 @@ class CollectionCore:
         if reasons.failed(0):
             # The counter moved (another writer): go on from where it is now; or an item of
             # yours took its place: refused, nothing written.
-            counter = CounterItem(self.table, key, self.counter_attribute)
+            counter = CounterItem(self.table, key, self.counter_attribute, NUMBER_0_TAKEN)
             refused = not_a_counter(counter, reasons.old_item(0))
             if refused is not None:
                 raise refused

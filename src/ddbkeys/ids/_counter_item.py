@@ -44,8 +44,7 @@ def not_a_counter(counter: CounterItem, item: Mapping[str, Any] | None) -> Count
     )
     return CounterStateError(
         f"Item {show_key(counter.key)} of table {counter.table!r} is an item of yours, not a "
-        f"counter ({why}): nothing was changed and no id given. Name a counter whose item no "
-        "other item uses.",
+        f"counter ({why}): nothing was changed and no id given. {counter.advice}",
         table=counter.table,
     )
 
