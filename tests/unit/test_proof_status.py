@@ -135,6 +135,25 @@ def test_a_backfill_under_the_stream_before_leaves_the_follower_s_own_to_come() 
     assert "Or nothing, if `index follow --backfill` is what runs" in "\n".join(render_status(got))
 
 
+def test_with_the_stream_off_the_backfill_line_says_so_not_another_stream() -> None:
+    """helper-73 F5: the Backfill line said "under another stream" where there was none."""
+    item = record(MARK, backfill=backfill())
+    described = info(stream_arn=None)
+    got = decide(
+        Seen(described, "KEYS_ONLY", item, StreamRead([])),
+        index=INDEX,
+        markers=MARKERS,
+        state_table="ddbkeys-state",
+        margin=MARGIN,
+        now=NOW,
+    )
+    (line,) = [line for line in render_status(got) if line.startswith("Backfill:")]
+    assert "; the table's stream is off now;" in line and "another stream" not in line, line
+    on = status(item)  # (the same record, the stream it was made under on)
+    (line,) = [line for line in render_status(on) if line.startswith("Backfill:")]
+    assert "stream" not in line.split("(a listing needs")[1], line
+
+
 def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     item = record(MARK, backfill=backfill())
     got = status(item, stream(item, found=3))  # a 1 KB table: a scan is 0.5 RCU

@@ -185,7 +185,9 @@ def _backfill(status: ProofStatus) -> str:
         text += f"; at work{who} (alive {_span(max(now - alive, 0.0))} ago{handled})"
     else:
         text += "; not finished"
-    if not backfill.current_stream:
+    if status.stream is None:  # (helper-73 F5: "another stream" where there is none)
+        text += "; the table's stream is off now"
+    elif not backfill.current_stream:
         text += "; under another stream"
     text += f"; {len(backfill.clashes)} clash(es)"
     if backfill.kept_finished is not None:

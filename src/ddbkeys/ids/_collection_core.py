@@ -55,7 +55,7 @@ from ddbkeys.ids._collection_keys import (
     number_in,
     sort_key_of,
 )
-from ddbkeys.ids._counter_item import not_a_counter, read_counter
+from ddbkeys.ids._counter_item import NUMBER_0_TAKEN, not_a_counter, read_counter
 from ddbkeys.ids._remembered import REMEMBERED, Remembered
 from ddbkeys.ids._values import (
     MAX_ID,
@@ -84,15 +84,6 @@ __all__ = [
     "PartitionKeyValue",
     "Pending",
 ]
-
-#: What to do where an item of yours holds number 0 of a collection, the never_reuse
-#: counter's key (helper-73 F3: the advice was to name another counter, which a collection
-#: sequence cannot).
-NUMBER_0_TAKEN = (
-    "A collection sequence with never_reuse=True keeps its counter at number 0 of the "
-    "collection: move that item to another sort key, or use the sequence without "
-    "never_reuse=True."
-)
 
 Item = dict[str, "AttributeValueTypeDef"]
 Keys = tuple[KeyAttribute, KeyAttribute]
@@ -193,8 +184,7 @@ class CollectionCore:
         return sort_key_of(sort_key, number, width=self.width, prefix=self.prefix, table=self.table)
 
     def number_of(self, value: Mapping[str, Any]) -> int:
-        """The number a sort key holds (in a string one, exactly as the sequence writes it), or
-        a clear error naming the value."""
+        """The number a sort key holds (a string one as the sequence writes it), else an error."""
         return number_in(value, prefix=self.prefix, table=self.table, width=self.width)
 
     def counter_key(self, keys: Keys, pk_value: AttributeValueTypeDef) -> Item:

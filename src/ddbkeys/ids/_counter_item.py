@@ -13,7 +13,17 @@ from ddbkeys.ids._base import TYPE_NAMES, CounterItem
 from ddbkeys.ids._errors import CounterStateError
 from ddbkeys.ids._values import show_key, type_name
 
-__all__ = ["COUNTER_ONLY", "counter_names", "not_a_counter", "read_counter"]
+__all__ = ["COUNTER_ONLY", "NUMBER_0_TAKEN", "counter_names", "not_a_counter", "read_counter"]
+
+#: What to do where an item of yours holds number 0 of a collection, the never_reuse
+#: counter's key (helper-73 F3: the advice was to name another counter, which a collection
+#: sequence cannot).
+NUMBER_0_TAKEN = (
+    "A collection sequence with never_reuse=True keeps its counter at number 0 of the "
+    "collection: move that item to another sort key, or use the sequence without "
+    "never_reuse=True."
+)
+
 
 #: The condition that keeps a counter's write from making a counter of an item that is not
 #: one: the item is none yet (``#k``, one of its key attributes: :func:`counter_names`, absent),

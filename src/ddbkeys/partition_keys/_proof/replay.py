@@ -193,7 +193,7 @@ def read_flow(
                 replay,
                 _costly(
                     f"the stream since the maintainer's positions names more than {most:,} "
-                    "collections",
+                    + ("collection" if most == 1 else "collections"),
                     replay,
                     now,
                 )

@@ -163,7 +163,11 @@ class FollowCore:
         state.pending = set(saved.pending) if saved is not None else set()
         state.saves = saved.saves if saved is not None else None
         # Whether a backfill must still run for listings to prove the index (said at once).
-        state.report.backfill_needed = needs_backfill(saved, arn, self.replay_margin)
+        # (not while another backfill that can count is at work: helper-73 F4, a second
+        # follower said to run `index backfill` while status said nothing was to be run)
+        state.report.backfill_needed = needs_backfill(
+            saved, arn, self.replay_margin, now=self.clock()
+        )
         if self.on_batch is not None:
             self.on_batch(state.report)
         if state.marks:
