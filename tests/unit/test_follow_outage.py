@@ -36,6 +36,7 @@ def test_it_runs_the_follower_again_until_the_endpoint_answers(
     monkeypatch.setattr("ddbkeys._cli.follow_outage.OUTAGE_PAUSE", 0.01)
     clock = [0.0]
     outage = Outage(60.0, clock=lambda: clock[0])
+    outage.answered()  # (its start answered: following began)
     follower = Follower(3, clock, 10.0)
     stop = threading.Event()
     assert outage.run(follower, stop, False, False) is follower.report  # type: ignore[arg-type]
@@ -58,15 +59,41 @@ def test_past_its_wait_the_error_is_raised_and_with_0_at_once(
     monkeypatch.setattr("ddbkeys._cli.follow_outage.OUTAGE_PAUSE", 0.01)
     clock = [0.0]
     follower = Follower(100, clock, 10.0)
+    outage = Outage(25.0, clock=lambda: clock[0])
+    outage.answered()
     with pytest.raises(EndpointUnreachableError):
-        Outage(25.0, clock=lambda: clock[0]).run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
+        outage.run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
     assert follower.runs == 4  # (its first failure at 10 s, then 20, 30 and 40: 30 s > 25)
-    assert "Trying again for up to 25 s" in capsys.readouterr().err
+    said = capsys.readouterr().err
+    assert "Trying again for up to 25 s" in said
+    assert said.rstrip().endswith("No answer for 30 s (--outage-wait): giving up.")
     follower.runs = 0
+    outage = Outage(0.0, clock=lambda: clock[0])
+    outage.answered()
     with pytest.raises(EndpointUnreachableError):
-        Outage(0.0, clock=lambda: clock[0]).run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
+        outage.run(follower, threading.Event(), False, False)  # type: ignore[arg-type]
     assert follower.runs == 1
-    assert capsys.readouterr().err == ""  # (0: the error alone, as before --outage-wait)
+    assert "Trying again" not in capsys.readouterr().err  # (0: at once, as before)
+
+
+def test_an_endpoint_that_never_answered_fails_at_once() -> None:
+    """helper-74 F1: with --until-caught-up a wrong endpoint was tried for 900 s (and Ctrl-C
+    then exited 0): following never began, there is no outage to ride out."""
+    clock = [0.0]
+    follower = Follower(100, clock, 1.0)
+    with pytest.raises(EndpointUnreachableError):
+        Outage(900.0, clock=lambda: clock[0]).run(follower, threading.Event(), True, False)  # type: ignore[arg-type]
+    assert follower.runs == 1
+
+
+def test_a_line_said_again_during_an_outage_is_said_once() -> None:
+    clock = [0.0]
+    outage = Outage(60.0, clock=lambda: clock[0])
+    assert outage.said("backfill failed: x")
+    outage.since = 0.0  # (an outage)
+    assert not outage.said("backfill failed: x") and outage.said("backfill in 60 s")
+    outage.since = None
+    assert outage.said("backfill in 60 s")
 
 
 def test_a_stop_during_the_pause_returns_what_it_did() -> None:
@@ -74,5 +101,9 @@ def test_a_stop_during_the_pause_returns_what_it_did() -> None:
     follower = Follower(100, clock, 1.0)
     stop = threading.Event()
     stop.set()
-    report = Outage(60.0, clock=lambda: clock[0]).run(follower, stop, False, False)  # type: ignore[arg-type]
+    outage = Outage(60.0, clock=lambda: clock[0])
+    outage.answered()
+    follower.report.caught_up = True  # (before the outage)
+    report = outage.run(follower, stop, False, False)  # type: ignore[arg-type]
     assert report is follower.report and follower.runs == 1
+    assert not report.caught_up  # (helper-74 F6: it said "caught up" with the endpoint gone)

@@ -41,14 +41,26 @@ class Outage:
     begun: ``run`` runs the follower again from its position (its checkpoint: as a restart
     would) after a jittered pause that doubles up to ``OUTAGE_PAUSE``, until ``wait`` seconds
     have passed without an answer; then the error is raised. Said on stderr when the outage
-    begins and when the endpoint answers again (``answered``, from each batch)."""
+    begins and when the endpoint answers again (``answered``, from each batch and from the
+    follower's start, which must have answered once: a wrong endpoint fails at once, helper-74
+    F1). ``said`` keeps a line said again and again during an outage (the backfill's
+    failures, one a run) to once."""
 
     def __init__(self, wait: float, clock: Callable[[], float] = time.monotonic) -> None:
         self.wait = wait
         self.clock = clock
         self.since: float | None = None  # when the endpoint stopped answering
+        self.begun = False  # whether following began (its start answered once)
+        self.last: str | None = None  # the last line said through ``said``
+
+    def said(self, line: str) -> bool:
+        """Whether ``line`` is to be said: not the same line again during an outage."""
+        again = line == self.last and self.since is not None
+        self.last = line
+        return not again
 
     def answered(self) -> None:
+        self.begun = True
         if self.since is not None:
             say(
                 f"The endpoint answers again after {self.clock() - self.since:.0f} s: "
@@ -67,6 +79,9 @@ class Outage:
             try:
                 return follower.run(stop, until_caught_up=once, from_start=from_start)
             except (EndpointUnreachableError, DeadlineExceededError) as exc:
+                if not self.begun:
+                    raise  # (never answered: a wrong endpoint, said at once)
+                follower.report.caught_up = False  # (whatever it was before)
                 now = self.clock()
                 if self.since is None:
                     self.since, pause = now, 1.0
@@ -77,6 +92,7 @@ class Outage:
                         )
                 left = self.since + self.wait - now
                 if left <= 0:
+                    say(f"No answer for {now - self.since:.0f} s (--outage-wait): giving up.")
                     raise
                 if stop.wait(min(pause * random.uniform(0.5, 1.0), left)):
                     return follower.report

@@ -164,7 +164,8 @@ def follow_command(
             )
 
     def on_backfill(line: str) -> None:
-        stderr.print(("\n" if stderr.is_terminal else "") + cli_words(line), soft_wrap=True)
+        if outage.said(line):  # (its failures during an outage: once, helper-74 F5)
+            stderr.print(("\n" if stderr.is_terminal else "") + cli_words(line), soft_wrap=True)
 
     follower = StreamFollower(
         index,

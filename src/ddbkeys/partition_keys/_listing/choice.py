@@ -4,6 +4,7 @@ the asyncio listing share; they differ only in how they run the proof's flows.""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -385,8 +386,9 @@ def _follower_backfills(reason: str, evidence: Evidence | None, stream: str | No
     one under another stream than the table's ``stream`` now, or while it was off):
     ``index follow --backfill`` may be waiting out its margin, and then
     nothing is to be run (as ``index status`` says it; helper-70 F6, helper-73 F2)."""
-    if evidence is None or evidence.maintainer != "follow":
-        return reason
+    advised = re.search(r"run `(ddbkeys partition-keys )?index backfill", reason)
+    if evidence is None or evidence.maintainer != "follow" or advised is None:
+        return reason  # (helper-74 F4: only where the advice is a backfill, as status says it)
     backfill = evidence.backfill
     # (one begun before any maintainer cannot count, nor one under another stream: the
     # follower's may)
