@@ -225,7 +225,9 @@ def pytest_configure(config: pytest.Config) -> None:
 #: Tests that take half a minute or more (seconds, ``--durations`` of a whole `.ci/run` with
 #: six workers on 2 cores): started first, one worker each, so that no worker meets one of
 #: them at the end of its share while the others sit idle (the run's length was theirs, not
-#: the suite's).
+#: the suite's). Mostly tests that wait (a margin, a minute's rounding): those that compute
+#: for half a minute, started together, slowed each other (a run with four more of them in
+#: took 784 s of pytest against 720).
 LONG_TESTS = {
     "tests/integration/test_index_setup.py::"
     "test_the_natural_order_with_the_default_margin_ends_with_a_proven_index": 140,
@@ -243,12 +245,6 @@ LONG_TESTS = {
     "tests/cli/test_demo.py::test_the_demo_keeps_every_promise_and_reports_it": 60,
     "tests/integration/test_index_all_at_once.py::"
     "test_a_follower_stopped_mid_backfill_is_the_fix_and_its_wait_needs_nothing": 47,
-    "tests/integration/test_ids_concurrency.py::"
-    "test_parallel_writers_through_faults[async-threads-gapless-key]": 43,
-    "tests/unit/test_estimate.py::test_the_estimate_as_json_and_in_one_line": 42,
-    "tests/integration/test_ids_concurrency.py::"
-    "test_parallel_writers_through_faults[sync-threads-gapless-key]": 38,
-    "tests/cli/test_cli_estimate.py::test_index_create_on_collections_the_index_serves_well": 34,
     "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 34,
     "tests/docs/test_examples.py::test_examples_run[README.md]": 28,
     # (each ends at the first schedule that catches it: 10 s to 110 s)
