@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -46,6 +47,25 @@ def set_up(ddb_client: DynamoDBClient, ddb_endpoint_url: str, table: str) -> Non
         assert done.returncode == 0, done.stderr
 
 
+def following(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    proxy: FaultProxy,
+    state: str,
+    log: Path,
+    *options: str,
+) -> tuple[str, subprocess.Popen[bytes], Callable[..., str]]:
+    """A table with the marker index and its stream, and `index follow` on it through
+    ``proxy``, once its start is done: the table, the follower, a wait for its words."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    set_up(ddb_client, ddb_endpoint_url, table)
+    process = follower(proxy.endpoint_url, table, state, log, *options)
+    said = watching(process, log)
+    said("Note: no backfill under this stream")  # (following: its start is done)
+    return table, process, said
+
+
 def test_a_follower_goes_on_after_the_endpoint_refused_for_a_while(
     ddb_client: DynamoDBClient,
     ddb_endpoint_url: str,
@@ -54,13 +74,11 @@ def test_a_follower_goes_on_after_the_endpoint_refused_for_a_while(
     own_state_table: str,
     tmp_path: Path,
 ) -> None:
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    set_up(ddb_client, ddb_endpoint_url, table)
     log = tmp_path / "follow.err"
-    process = follower(fault_proxy.endpoint_url, table, own_state_table, log)
-    said = watching(process, log)
+    table, process, said = following(
+        ddb_client, ddb_endpoint_url, ddb_table_factory, fault_proxy, own_state_table, log
+    )
     try:
-        said("Note: no backfill under this stream")  # (following: its start is done)
         port = int(fault_proxy.endpoint_url.rsplit(":", 1)[1])
         fault_proxy.stop()
         said("Warning: Could not connect to the DynamoDB endpoint")
@@ -90,11 +108,17 @@ def test_a_follower_gives_up_after_its_outage_wait(
     tmp_path: Path,
 ) -> None:
     """--outage-wait bounds it: past that, exit 1 and the error (a supervisor restarts it)."""
-    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
-    set_up(ddb_client, ddb_endpoint_url, table)
     log = tmp_path / "follow.err"
-    process = follower(fault_proxy.endpoint_url, table, own_state_table, log, "--outage-wait", "2")
-    watching(process, log)("Note: no backfill under this stream")
+    _, process, _ = following(
+        ddb_client,
+        ddb_endpoint_url,
+        ddb_table_factory,
+        fault_proxy,
+        own_state_table,
+        log,
+        "--outage-wait",
+        "2",
+    )
     assert fault_proxy.counts["requests"] > 0
     began = time.monotonic()
     fault_proxy.stop()

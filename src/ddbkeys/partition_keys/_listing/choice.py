@@ -230,8 +230,8 @@ def choose_flow(
     if isinstance(result, Decline):
         reason = result.reason
         if method == "auto" and most is not None:  # the figures it weighed
-            worth = f"at most {most:,} collection" + ("s" if most > 1 else "")
-            worth = worth if most else "not one collection"
+            plural = "s" if most > 1 else ""
+            worth = f"at most {most:,} collection{plural}" if most else "not one collection"
             reason += f" ({index_weighed(info, index.name, None)}: {worth} worth re-checking)"
         if result.costly:
             reason += behind_or_busy(info.name, result.behind, margin, result.history)

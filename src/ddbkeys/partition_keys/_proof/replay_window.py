@@ -257,11 +257,16 @@ def _lost_before(shard: str, mark: ShardMark, skip: float | None, now: float) ->
     minute old. (Where the held-back position applied none, the maintainer vouches for the
     shard up to then: its age decides, above. A read from a position finds out itself: the
     stream refuses a trimmed one.)"""
-    born = shard_born(shard)
-    made = born if born is not None else min((t for _, t in mark.marks), default=None)
+    made = _made(mark)
     if made is None or not nearly_a_day_old(made, now):
         return False
     return skip is None or nearly_a_day_old(skip, now)
+
+
+def _made(mark: ShardMark) -> float | None:
+    """When ``mark``'s shard was made: by its id, else by its first mark (None: unknown)."""
+    born = shard_born(mark.shard)
+    return born if born is not None else min((t for _, t in mark.marks), default=None)
 
 
 def trimmed(shard: str) -> Decline:
@@ -286,8 +291,7 @@ def out_of_range(
     shard", which may move as they go."""
     limits = shard.get("SequenceNumberRange") or {}
     first, last = limits.get("StartingSequenceNumber"), limits.get("EndingSequenceNumber")
-    born = shard_born(mark.shard)
-    made = born if born is not None else min((t for _, t in mark.marks), default=None)
+    made = _made(mark)
     old = now is not None and made is not None and nearly_a_day_old(made, now)
     for sequence, _ in mark.marks:
         if sequence is None:
