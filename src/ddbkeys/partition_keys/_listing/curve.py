@@ -98,26 +98,49 @@ class Curve:
     before: int = 0  # the best limit when the exploration began
     known: int = 0  # :meth:`best`, since the last page (0: not yet)
     cap: int = 0  # the most items the next page asks for (``ONES``; 0: no cap)
+    #: [n - 1]: :meth:`rate` of ``n`` where ``SHOWN`` pages show it, else infinity (kept by
+    #: :meth:`add`, which alone changes a rate: :meth:`best` runs after every page)
+    rates: list[float] = field(default_factory=list, repr=False)
 
     def add(self, keys: Sequence[object], sizes: Sequence[float], units: float) -> None:
         """A skipping page read whole: its items' partition keys and sizes, in order, and
-        what it cost."""
+        what it cost. (One pass, its rates kept as it goes: the estimate simulates hundreds of
+        thousands of pages.)"""
         self.known = 0
-        total = handed = 0.0
-        for n, (key, size) in enumerate(zip(keys, scaled(sizes, units), strict=True), 1):
+        scaled_sizes = scaled(sizes, units)
+        if len(scaled_sizes) != len(keys):
+            raise ValueError(f"{len(keys)} keys, {len(sizes)} sizes")
+        more = len(keys) - len(self.units)
+        if more > 0:
+            self.units += [0.0] * more
+            self.keys += [0] * more
+            self.pages += [0] * more
+            self.most += [(0.0, 0)] * more
+            self.rates += [math.inf] * more
+        sums, handed_out, pages, most, rates = (
+            self.units,
+            self.keys,
+            self.pages,
+            self.most,
+            self.rates,
+        )
+        total, handed, last = 0.0, 0, None
+        for i, (key, size) in enumerate(zip(keys, scaled_sizes, strict=True)):
             total += size
-            handed += n == 1 or key != keys[n - 2]
-            if n > len(self.units):
-                self.units.append(0.0)
-                self.keys.append(0)
-                self.pages.append(0)
-                self.most.append((0.0, 0))
-            cost = max(1, math.ceil(total / UNIT - 1e-9))
-            self.units[n - 1] += cost
-            self.keys[n - 1] += int(handed)
-            self.pages[n - 1] += 1
-            if cost > self.most[n - 1][0]:
-                self.most[n - 1] = (cost, int(handed))
+            if i == 0 or key != last:
+                handed += 1
+            last = key
+            cost = math.ceil(total / UNIT - 1e-9) or 1  # (at least one unit)
+            sum_i = sums[i] = sums[i] + cost
+            keys_i = handed_out[i] = handed_out[i] + handed
+            pages_i = pages[i] = pages[i] + 1
+            dearest = most[i]
+            if cost > dearest[0]:
+                dearest = most[i] = (cost, handed)
+            if pages_i > SHOWN:  # (as :meth:`rate`, inlined)
+                sum_i, keys_i = sum_i - dearest[0], keys_i - dearest[1]
+            if pages_i >= SHOWN:
+                rates[i] = sum_i / (keys_i if keys_i > 1 else 1)
 
     def ready(self) -> bool:
         """Whether a limit has been shown by ``SHOWN`` pages."""
@@ -139,9 +162,9 @@ class Curve:
         """The limit of the least units a key, among those ``SHOWN`` pages show (the longest
         within ``TIE`` of it: fewer requests)."""
         if not self.known:
-            rates = {n: self.rate(n) for n in range(1, len(self.pages) + 1) if self.shown(n)}
-            least = min(rates.values())
-            self.known = max(n for n, rate in rates.items() if rate <= least * (1 + TIE))
+            rates = self.rates
+            within = min(rates) * (1 + TIE)
+            self.known = next(n for n in range(len(rates), 0, -1) if rates[n - 1] <= within)
         return self.known
 
     def limit(self) -> int:
