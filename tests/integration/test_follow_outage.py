@@ -11,7 +11,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -66,6 +66,16 @@ def following(
     return table, process, said
 
 
+def refusing(proxy: FaultProxy, said: Callable[..., str], seconds: float) -> None:
+    """``proxy`` refuses connections for ``seconds`` from the follower's first warning on."""
+    port = int(proxy.endpoint_url.rsplit(":", 1)[1])
+    proxy.stop()
+    said("Warning: Could not connect to the DynamoDB endpoint")
+    time.sleep(seconds)
+    proxy.reset()
+    proxy.start(port)
+
+
 def test_a_follower_goes_on_after_the_endpoint_refused_for_a_while(
     ddb_client: DynamoDBClient,
     ddb_endpoint_url: str,
@@ -79,12 +89,7 @@ def test_a_follower_goes_on_after_the_endpoint_refused_for_a_while(
         ddb_client, ddb_endpoint_url, ddb_table_factory, fault_proxy, own_state_table, log
     )
     try:
-        port = int(fault_proxy.endpoint_url.rsplit(":", 1)[1])
-        fault_proxy.stop()
-        said("Warning: Could not connect to the DynamoDB endpoint")
-        time.sleep(3.0)
-        fault_proxy.reset()
-        fault_proxy.start(port)
+        refusing(fault_proxy, said, 3.0)
         fill(ddb_client, table, range(3), items=1)  # (written while it comes back)
         text = said("The endpoint answers again after")
         assert "Trying again for up to 900 s (it goes on from its checkpoint" in text, text
@@ -132,3 +137,80 @@ def test_a_follower_gives_up_after_its_outage_wait(
         .splitlines()[-1]
         .startswith("Error: Could not connect to the DynamoDB endpoint")
     ), text
+
+
+def test_an_outage_mid_backfill_and_the_follower_takes_its_own_backfill_again_at_once(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    fault_proxy: FaultProxy,
+    own_state_table: str,
+    tmp_path: Path,
+) -> None:
+    """helper-74 F3: the endpoint went in the middle of `index follow --backfill`'s backfill,
+    which then could not say in the record that it stopped; once the endpoint answered, the
+    follower's next try found its own entry alive and waited for it as for "another backfill
+    at work" (up to 30 s), while `index status` said to start a follower. It now takes its
+    own record again at once, and the backfill ends proven."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    batch: list[Any] = [
+        {"PutRequest": {"Item": {"pk": {"S": f"k{n:04}"}, "sk": {"N": "0"}}}} for n in range(1500)
+    ]
+    for start in range(0, len(batch), 25):
+        ddb_client.batch_write_item(RequestItems={table: batch[start : start + 25]})
+    set_up(ddb_client, ddb_endpoint_url, table)
+    log = tmp_path / "follow.err"
+    options = ("--backfill", "--replay-margin", "1")
+    process = follower(fault_proxy.endpoint_url, table, own_state_table, log, *options)
+    said = watching(process, log)
+    try:
+        said("backfill begins")
+        time.sleep(0.5)
+        refusing(fault_proxy, said, 2.0)
+        said("The endpoint answers again after")
+        text = said("backfill done", within=120)
+        assert "listings can prove the index from now on" in text, text
+        assert "another backfill is at work" not in text, text  # (its own, taken at once)
+        status = run(
+            ddbkeys(
+                ddb_endpoint_url,
+                *("partition-keys", "index", "status", "-t", table),
+                *("--state-table", own_state_table, "--replay-margin", "1"),
+            )
+        )
+        assert "Provable: yes" in status.stdout, status.stdout + status.stderr
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(30)
+    assert code == 0, log.read_text()
+
+
+def test_an_outage_during_the_margin_wait_is_noticed_at_once_until_caught_up(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    fault_proxy: FaultProxy,
+    own_state_table: str,
+    tmp_path: Path,
+) -> None:
+    """helper-74 F2: with --until-caught-up --backfill, the follower's error waited for its
+    backfill, which waited out the default margin (60 s) first; the outage was said, and
+    --outage-wait counted, only then. The backfill now stops with the following."""
+    log = tmp_path / "follow.err"
+    options = ("--backfill", "--until-caught-up", "--outage-wait", "2")
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    set_up(ddb_client, ddb_endpoint_url, table)
+    process = follower(fault_proxy.endpoint_url, table, own_state_table, log, *options)
+    said = watching(process, log)
+    said("(the replay margin, 60 s, after the follower's first position)")
+    began = time.monotonic()
+    fault_proxy.stop()
+    try:
+        code = process.wait(60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    text = log.read_text()
+    assert code == 1, text
+    assert time.monotonic() - began < 30, text  # (not after the margin's 60 s)
+    assert "Trying again for up to 2 s" in text and "giving up" in text, text

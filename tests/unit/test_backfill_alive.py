@@ -25,6 +25,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     claim_flow,
     farewell,
     kept_alive,
+    left_here,
     rewrite,
 )
 from ddbkeys.partition_keys._index.backfill_wait import (
@@ -150,6 +151,8 @@ class World:
         self.kept: list[str] = []  # the entries kept beside them (state.KEPT), in order
         self.refuse_next = False  # the next conditional write finds another's entry
         self.lose_next_answer = False  # the next write is applied, its answer lost
+        self.out = False  # every update of the record fails, as during an outage
+        self.out_from_scan = False  # ... from the backfill's refused read of the table on
 
     def clock(self) -> float:
         return self.now
@@ -193,10 +196,15 @@ class World:
         if request.operation == "put_item":  # the work's own requests (see ``work``)
             return {}
         if request.operation == "scan":  # a backfill's read, refused (see the test)
+            self.out = self.out or self.out_from_scan
             raise ClientError(
                 {"Error": {"Code": "AccessDeniedException", "Message": "not you"}}, "Scan"
             )
         assert request.operation == "update_item", request.operation
+        if self.out:
+            raise ClientError(
+                {"Error": {"Code": "ServiceUnavailable", "Message": "out"}}, "UpdateItem"
+            )
         params = request.params
         seen = params.get("ExpressionAttributeValues", {}).get(":seen", {}).get("S")
         holds = (
@@ -453,6 +461,34 @@ def test_a_backfill_that_fails_says_it_stopped_and_is_in_no_ones_way() -> None:
     assert saved.backfill is not None and saved.backfill.stopped == world.now
     assert running_backfill(saved, ARN, world.now) is None
     assert running_backfill(record(at_work(stopped=1101.0)), ARN, 1101.0) is None
+
+
+def test_one_of_this_process_that_could_not_say_it_stopped_is_taken_over_at_once() -> None:
+    """helper-74 F3: an outage in the middle of ``index follow --backfill``'s backfill; its
+    farewell could not be written either, and the follower's next try, in the same process,
+    found its own entry alive and waited up to ``ALIVE_FOR`` for itself (``index status``
+    meanwhile said to start a follower). Another process's entry, alive as recently, is
+    still waited for."""
+    world = World()
+    world.out_from_scan = True  # (the endpoint goes as the backfill fails)
+    core, store = cores(world)
+    with pytest.raises(DdbKeysError, match="AccessDenied"):
+        world.run(backfill_flow(core, None, store, "reconcile", 60.0))
+    left = world.writes[-1]
+    assert "stopped" not in left and left["finished"] is None
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert running_backfill(saved, ARN, world.now) is not None  # (to anyone, it looks at work)
+    assert left_here(saved.backfill)
+    world.out, world.pauses = False, []
+    again = claim(world)
+    assert isinstance(again, Claim) and world.pauses == [] and world.told == []
+    now = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert not left_here(now.backfill)  # (this one is at work)
+    # Another process's, alive as recently (its owner another host:pid), is waited for.
+    elsewhere = World()
+    elsewhere.text, elsewhere.now = json.dumps({**left, "owner": "host-c:7"}), world.now
+    assert isinstance(claim(elsewhere), Claim) and elsewhere.pauses[0] == OTHER_POLL
+    assert elsewhere.told and elsewhere.told[0].state == OTHER_RUNNING
 
 
 class Interrupting:

@@ -78,7 +78,8 @@ __all__ = ["follow_command"]
     default=OUTAGE_WAIT,
     show_default=True,
     help="Seconds to keep trying, once following has begun, while the endpoint does not "
-    "answer (a network blip, DynamoDB Local restarted): it goes on from its checkpoint when "
+    "answer (a network blip, DynamoDB Local restarted; one that hangs is noticed when a call "
+    "gives up, after --timeout): it goes on from its checkpoint when "
     "the endpoint is back; after that long it exits 1 (run it under a restart policy). 0: "
     "exit at once.",
 )

@@ -20,6 +20,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     farewell,
     kept_alive,
     owner_name,
+    released,
     rewrite,
 )
 from ddbkeys.partition_keys._index.backfill_export import export_flow
@@ -185,10 +186,15 @@ def backfill_flow(
         # Said in the record (an error, a stop, Ctrl-C or a cancelled task, which the drivers
         # throw in), so that the next backfill (a follower's next try, the same command run
         # again) need not wait for this one's alive time to grow old. Not when the generator
-        # is closed: it can send nothing then.
-        if not isinstance(exc, GeneratorExit):
-            yield from farewell(claim, store, index)
+        # is closed: it can send nothing then. (Where it cannot be said, an endpoint out, the
+        # next of this process's takes the record at once all the same: ``left_here``.)
+        try:
+            if not isinstance(exc, GeneratorExit):
+                yield from farewell(claim, store, index)
+        finally:
+            released(claim)
         raise
+    released(claim)
     changes: dict[str, Any] = {
         "finished": store.clock(),
         "clashes": [key_json(k) for k in report.clashes],

@@ -27,6 +27,12 @@ whole table again.
   refuses at once (an error, nothing written); ``force`` runs anyway, taking the record (the
   other stops at its next write). One that cannot count (begun too early, ``--no-wait``) is
   not waited for: this one takes the record, and that one stops.
+- **One of this process's, no longer at work.** A process remembers the claims it made (their
+  owner, ``host:pid``, and start). A backfill that finds an unfinished one of them that is no
+  longer at work there (it failed during an outage, and could not say so
+  in the record: ``index follow`` runs its backfill again once the endpoint answers; a script
+  that calls ``backfill()`` again after an error) takes the record at once, as it would one
+  silent for ``ALIVE_FOR``, rather than wait that long for itself.
 """
 
 from __future__ import annotations
@@ -63,6 +69,7 @@ from ddbkeys.partition_keys._proof.evidence import Evidence, _backfill_reason
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
+    from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = [
     "ATTRIBUTE",
@@ -71,7 +78,9 @@ __all__ = [
     "claim_flow",
     "farewell",
     "kept_alive",
+    "left_here",
     "owner_name",
+    "released",
     "rewrite",
 ]
 
@@ -85,6 +94,30 @@ MOST_RACES = 20
 #: The longest (seconds) a backfill that is stopped (an error, Ctrl-C, SIGTERM, a cancelled
 #: task) spends writing ``stopped`` into its record on its way out: the exit never hangs on it.
 FAREWELL = 2.0
+
+
+#: This process's claims (their owner and start, as the record says them), and those of them
+#: whose backfill is at work (from the claim to its end).
+_MADE: set[tuple[str | None, float]] = set()
+_AT_WORK: set[tuple[str | None, float]] = set()
+
+
+def left_here(backfill: Backfill | None) -> bool:
+    """Whether ``backfill`` (the record's) is a claim of this process whose backfill is no
+    longer at work here: it ended and could not say so (see the module)."""
+    if backfill is None:
+        return False
+    made = (backfill.owner, backfill.started)
+    return made in _MADE and made not in _AT_WORK
+
+
+def released(claim: Claim) -> None:
+    """The claim's backfill is no longer at work in this process (it ended, however)."""
+    _AT_WORK.discard(_made(claim.entry))
+
+
+def _made(entry: dict[str, Any]) -> tuple[str | None, float]:
+    return entry.get("owner"), float(entry["started"])
 
 
 def owner_name(role: str | None = None) -> str:
@@ -144,6 +177,8 @@ def claim_flow(
                     report.joined, report.counts, report.advice = proven, True, None
                     return report
             other = running_backfill(saved, stream, clock())
+            if left_here(other):  # (this process's, ended: see the module)
+                other = None
             if force or other is None or not can_count(other, margin):
                 break
             if not wait:
@@ -160,19 +195,36 @@ def claim_flow(
                 on_wait(Readiness(index.table, OTHER_RUNNING, margin, other=other))
             yield Pause(OTHER_POLL, index.retry.sleep, stop=stop)
         entry = make(stream, saved)
-        text = _text(entry)
         # The entry replaced, where it proves the index: the proof rests on it until this
         # one proves (one that did not is not kept, and the one kept before it stays).
         proved = saved is not None and _backfill_reason(saved, stream, margin)[0] is not None
-        kept = seen if proved else None
-        if (yield from _swap(store, index.table, index.name, text, seen, kept)):
-            return Claim(entry, text, saved, clock(), report)
+        if (yield from _take(store, index, entry, seen, seen if proved else None)):
+            return Claim(entry, _text(entry), saved, clock(), report)
     raise DdbKeysError(
         f"The record of table {index.table!r}'s index in state table {store.name!r} changed "
         f"{MOST_RACES} times between a read and this backfill's write of it: other backfills "
         "keep taking it. Run one backfill at a time.",
         table=store.name,
     )
+
+
+def _take(
+    store: StateCore, index: MarkerCore, entry: dict[str, Any], seen: str | None, kept: str | None
+) -> Flow[bool]:
+    """Write ``entry`` as the record's if it still is ``seen`` (see :func:`_swap`): whether it
+    was. This process's own from then (``_MADE``), at work here once written (``_AT_WORK``:
+    from before the write, whose answer may be lost)."""
+    made = _made(entry)
+    _MADE.add(made)
+    _AT_WORK.add(made)
+    try:
+        swapped = yield from _swap(store, index.table, index.name, _text(entry), seen, kept)
+    except BaseException:
+        _AT_WORK.discard(made)
+        raise
+    if not swapped:
+        _AT_WORK.discard(made)
+    return swapped
 
 
 def rewrite(

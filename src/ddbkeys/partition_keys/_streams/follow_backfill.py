@@ -26,7 +26,7 @@ from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._key_json import brief_key
 from ddbkeys.partition_keys._index.backfill import waited_backfill_flow
-from ddbkeys.partition_keys._index.backfill_claim import owner_name
+from ddbkeys.partition_keys._index.backfill_claim import left_here, owner_name
 from ddbkeys.partition_keys._index.backfill_wait import (
     OTHER_POLL,
     OTHER_RUNNING,
@@ -75,6 +75,8 @@ def needed_flow(
     evidence = yield from store.load(index.table, index.name)
     now = store.clock()
     other = running_backfill(evidence, stream, now)
+    if left_here(other):  # (this process's own, ended: taken over at once, see backfill_claim)
+        return needs_backfill(evidence, stream, margin), None
     if other is not None and not can_count(other, margin):
         other = None  # (one that cannot count is taken over: see backfill_claim)
     return needs_backfill(evidence, stream, margin, now=now), other

@@ -139,6 +139,9 @@ class StreamFollower(FollowerBase):
             )
         except Stopped:
             return self.report
+        except BaseException:
+            ended.set()  # (the following failed: its backfill is not waited for, it stops too)
+            raise
         finally:
             if beside is not None:
                 if not until_caught_up:  # (caught up: its one backfill is waited for)
