@@ -434,3 +434,37 @@ def test_a_costly_replay_asks_after_the_maintainer_only_when_it_is_behind_the_ma
     asked = behind_or_busy("orders", 140.0, 60.0)
     assert "not applied a record written 140 s ago or more: is `ddbkeys partition-keys " in asked
     assert "index follow -t orders` running?" in asked
+
+
+@pytest.mark.parametrize("maintainer", ["follow", "lambda"])
+@pytest.mark.parametrize("age", [20.0, 59.0, 61.0, 500.0])  # (the maintainer's first position)
+@pytest.mark.parametrize("recorded", ["none", "before", "elsewhere", "counting", "clashed"])
+def test_a_listing_s_note_and_status_say_or_nothing_by_one_rule(
+    maintainer: str, age: float, recorded: str
+) -> None:
+    """ "Or nothing, if `index follow --backfill` is what runs" is said by status and by a
+    listing's note on the same records alike (``report.follower_may_backfill``): before, the
+    listing added it after the margin had passed too, where a follower with --backfill would
+    already be at work and none is recorded."""
+    from ddbkeys.partition_keys._index.state import evidence_from_item  # noqa: PLC0415
+    from ddbkeys.partition_keys._listing.choice import _follower_backfills  # noqa: PLC0415
+    from ddbkeys.partition_keys._proof.report import follower_backfills  # noqa: PLC0415
+
+    first = NOW - age
+    mark = ShardMark("s1", ARN, first, ((None, first),))
+    raw = {
+        "none": None,
+        "before": backfill(first - 100, maintained_since=None),
+        "elsewhere": backfill(first - 100, stream=ARN + "-before"),
+        "counting": backfill(first + 61, maintained_since=first),
+        "clashed": backfill(first + 61, maintained_since=first, clashes=['{"S":"k"}']),
+    }[recorded]
+    if raw is not None and raw["started"] + 5 > NOW:
+        raw["finished"] = None
+    item = record(mark, backfill=raw, maintainer={"S": maintainer})
+    got = status(item)
+    if got.reason is None:
+        return  # (proven: no note)
+    evidence = evidence_from_item("orders", INDEX, item)
+    note = _follower_backfills(got.reason, evidence, ARN, MARGIN, NOW)
+    assert ("is what runs" in note) is follower_backfills(got), (got.reason, got.fix, got.fix_in)

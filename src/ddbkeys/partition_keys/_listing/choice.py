@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
-from ddbkeys.partition_keys._index.backfill_wait import at_work, known_markers
+from ddbkeys.partition_keys._index.backfill_wait import at_work, known_markers, readiness
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.state import StateCore, markers_key, markers_of_key
 from ddbkeys.partition_keys._listing.base import plain_key, read_timeout
@@ -27,7 +27,7 @@ from ddbkeys.partition_keys._proof.replay import (
     load_evidence,
     replay_flow,
 )
-from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS
+from ddbkeys.partition_keys._proof.report import FOLLOWER_BACKFILLS, follower_may_backfill
 from ddbkeys.partition_keys._proof.shard_read import Replay
 
 if TYPE_CHECKING:
@@ -201,7 +201,8 @@ def choose_flow(
                 method,
                 info,
                 index.name,
-                working or _follower_backfills(refused.reason, evidence, info.stream_arn),
+                working
+                or _follower_backfills(refused.reason, evidence, info.stream_arn, margin, now),
                 state_table=state_table,
             )
             choice.markers = recorded_markers(
@@ -380,19 +381,23 @@ def check_margin(margin: object, table: str | None = None) -> float:
     return float(margin)
 
 
-def _follower_backfills(reason: str, evidence: Evidence | None, stream: str | None) -> str:
-    """``reason``, with what a listing adds where ``index follow`` keeps the index and no
-    backfill was recorded (or only one begun before any maintainer, which cannot count, or
-    one under another stream than the table's ``stream`` now, or while it was off):
-    ``index follow --backfill`` may be waiting out its margin, and then
-    nothing is to be run (as ``index status`` says it; helper-70 F6, helper-73 F2)."""
-    advised = re.search(r"run `(ddbkeys partition-keys )?index backfill", reason)
-    if evidence is None or evidence.maintainer != "follow" or advised is None:
-        return reason  # (helper-74 F4: only where the advice is a backfill, as status says it)
+def _follower_backfills(
+    reason: str, evidence: Evidence | None, stream: str | None, margin: float, now: float
+) -> str:
+    """``reason``, with what a listing adds where ``index follow --backfill`` may be waiting out
+    its margin, and then nothing is to be run (``report.follower_may_backfill``: the rule
+    ``index status`` says it by; helper-70 F6, helper-73 F2, helper-74 F4)."""
+    if evidence is None:
+        return reason
     backfill = evidence.backfill
-    # (one begun before any maintainer cannot count, nor one under another stream: the
-    # follower's may)
-    if backfill is not None and backfill.maintained_since is not None and backfill.stream == stream:
+    if not follower_may_backfill(
+        re.search(r"run `(ddbkeys partition-keys )?index backfill", reason) is not None,
+        evidence.maintainer,
+        backfill is not None
+        and backfill.maintained_since is not None
+        and backfill.stream == stream,
+        readiness(evidence.table, evidence, stream, now, margin).left,
+    ):
         return reason
     if reason.endswith(")"):  # (the advice in parentheses: said within them)
         return f"{reason[:-1]}; or {FOLLOWER_BACKFILLS})"

@@ -12,6 +12,7 @@ __all__ = [
     "ProofStatus",
     "ShardStatus",
     "follower_backfills",
+    "follower_may_backfill",
 ]
 
 
@@ -129,19 +130,28 @@ class ProofStatus:
 
 
 def follower_backfills(status: ProofStatus) -> bool:
-    """The fix is a backfill that waits out the margin beside ``index follow``, before any
-    backfill: ``index follow --backfill`` would run it by itself (the record cannot say which
-    follower runs), so nothing may need doing (:data:`FOLLOWER_BACKFILLS`). Also where the
-    backfill recorded was begun before any maintainer (`index backfill` first: it cannot count,
-    and the follower's own runs once its margin has passed), or under another stream than the
-    table's now (turned off and on: a running ``index follow --backfill`` backfills again
-    under the new one, as helper-73 saw it say "backfill in 60 s" while status named only
-    `index backfill`)."""
+    """The fix is a backfill that waits out the margin beside ``index follow`` (see
+    :func:`follower_may_backfill`), as ``index status`` has it."""
     backfill = status.backfill
-    return bool(
-        status.fix_in
-        and status.fix is not None
-        and " backfill " in status.fix
-        and status.maintainer == "follow"
-        and (backfill is None or backfill.maintained_since is None or not backfill.current_stream)
+    return status.fix is not None and follower_may_backfill(
+        " backfill " in status.fix,
+        status.maintainer,
+        backfill is not None and backfill.maintained_since is not None and backfill.current_stream,
+        status.fix_in,
     )
+
+
+def follower_may_backfill(
+    advised: bool, maintainer: str | None, counts_here: bool, left: float | None
+) -> bool:
+    """Where the advice is a backfill (``advised``) and it would wait out ``left`` seconds
+    more of the margin: ``index follow --backfill`` (the ``maintainer``, "follow") would run it
+    by itself, so nothing may need doing (:data:`FOLLOWER_BACKFILLS`) unless a backfill that
+    could count here is recorded (``counts_here``: begun after a maintainer, under the table's
+    stream now). The record cannot say which follower runs. Counted in so: none recorded; one
+    begun before any maintainer (`index backfill` first: it cannot count, and the follower's
+    own runs once its margin has passed); one under another stream (turned off and on: a
+    running ``index follow --backfill`` backfills again under the new one, as helper-73 saw
+    it say "backfill in 60 s" while status named only `index backfill`). The rule of status
+    and of a listing's note alike. Pure."""
+    return bool(advised and left and maintainer == "follow" and not counts_here)
