@@ -468,3 +468,17 @@ def test_a_listing_s_note_and_status_say_or_nothing_by_one_rule(
     evidence = evidence_from_item("orders", INDEX, item)
     note = _follower_backfills(got.reason, evidence, ARN, MARGIN, NOW)
     assert ("is what runs" in note) is follower_backfills(got), (got.reason, got.fix, got.fix_in)
+
+
+def test_where_the_fix_is_a_backfill_that_waits_for_the_maintainer_status_says_one_may_wait() -> (
+    None
+):
+    """helper-72 F6: while `index backfill --wait-for-maintainer` waits (it writes nothing
+    meanwhile), status named that same command as the fix, and nothing else."""
+    got = status(record(maintainer={"S": "lambda"}))
+    lines = render_status(got)
+    fix = lines.index(f"Fix: {got.fix}")
+    assert got.fix is not None and got.fix.endswith("--wait-for-maintainer")
+    assert lines[fix + 1].startswith("Or nothing, if that command runs already: it waits"), lines
+    followed = render_status(status(record(MARK)))  # (a maintainer: the fix is a plain backfill)
+    assert not any(line.startswith("Or nothing, if that command") for line in followed)

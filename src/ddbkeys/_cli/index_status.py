@@ -214,6 +214,11 @@ def _verdict(status: ProofStatus) -> list[str]:
         lines.append(f"Fix: {status.fix}{when}")
         if follower_backfills(status):
             lines.append(f"Or {FOLLOWER_BACKFILLS}.")
+        elif " --wait-for-maintainer" in status.fix:  # (one waiting writes nothing: helper-72 F6)
+            lines.append(
+                "Or nothing, if that command runs already: it waits for the maintainer's first "
+                "position, then the margin, and backfills."
+            )
     if status.provable_in is not None:
         lines.append(f"Provable in {_span(status.provable_in)} with nothing done")
     return lines
