@@ -16,7 +16,7 @@ from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.pending import element
 from ddbkeys.partition_keys._index.state import markers_key
 from ddbkeys.partition_keys._listing.base import Reader
-from ddbkeys.partition_keys._listing.choice import most_keys
+from ddbkeys.partition_keys._listing.choice import most_keys, proven
 from ddbkeys.partition_keys._proof.evidence import Backfill, Decline, Evidence, ShardMark
 from ddbkeys.partition_keys._proof.replay import ReplayedIndexMethod, replay_flow
 from ddbkeys.partition_keys._proof.shard_read import Replay
@@ -136,6 +136,13 @@ def test_records_from_before_the_maintainer_began_are_history_not_a_lag() -> Non
     assert set(result.touched) == {("S", "a"), ("S", "b"), ("S", "c")}
     assert (result.records, result.history, result.unapplied) == (4, 1, 2)
     assert result.oldest_unapplied == 3_990.0
+    # Said where the records read are counted (helper-72 F4: they read as a lag there).
+    reason = proven(table, marker, result).reason
+    assert (
+        "4 stream record(s) read past the maintainer's positions held back 60 s (1 of them "
+        "from before it began), 3 collection(s) re-checked" in reason
+    ), reason
+    assert Replay(60.0, records=4).of_history() == ""
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,7 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
     if replay is not None and not progress:
         line += (
             f" (the index proven: {_n(replay.records, 'stream record')} read past the "
-            f"maintainer's positions held back {replay.margin:g} s, "
+            f"maintainer's positions held back {replay.margin:g} s{replay.of_history()}, "
             f"{_n(replay.rechecked, 'collection')} re-checked: in the figures before)"
         )
     if progress and listing.scan_segments > 1:

@@ -345,8 +345,8 @@ def proven(info: TableInfo, marker: MarkerCore, replay: Replay) -> Choice:
     return Choice(
         ReplayedIndexMethod(info, marker, replay),
         f"the marker index, proven complete: {replay.records:,} stream record(s) read past the "
-        f"maintainer's positions held back {replay.margin:g} s, {replay.rechecked:,} "
-        "collection(s) re-checked"
+        f"maintainer's positions held back {replay.margin:g} s{replay.of_history()}, "
+        f"{replay.rechecked:,} collection(s) re-checked"
         + (f" ({replay.pending:,} pending)" if replay.pending else "")
         + f"; {index_weighed(info, marker.name, len(replay.touched))}",
         True,

@@ -83,6 +83,12 @@ class Replay:
     def rechecked(self) -> int:
         return len(self.exists)
 
+    def of_history(self) -> str:
+        """Its records written before the maintainer began, in words after the count of those
+        read ("" where none): counted among the records read past its positions, they read as
+        a lag (helper-72 F4)."""
+        return f" ({self.history:,} of them from before it began)" if self.history else ""
+
     def existing(self, after: Key | None = None) -> Iterator[Key]:
         """The re-checked collections that exist, in a fixed order, past ``after``."""
         start = hashable(after) if after is not None else None
