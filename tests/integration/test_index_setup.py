@@ -352,6 +352,32 @@ def test_the_cli_follow_with_backfill_says_what_its_backfill_does(
     assert result.stdout.endswith("caught up\n")
 
 
+def test_the_follower_s_backfill_says_how_far_it_has_come(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    streamed_table: str,
+    state_table: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every ``PROGRESS`` seconds (30) a line, here every marker written (0 s): a helper's
+    follower, its backfill slowed by DynamoDB Local (a table written to during a SIGSTOP of
+    its java answered every request in 20-30 ms), said nothing between "backfill begins" and
+    the done line for minutes, and looked stuck."""
+    from ddbkeys.partition_keys._streams import follow_backfill  # noqa: PLC0415
+
+    monkeypatch.setattr(follow_backfill, "PROGRESS", 0.0)
+    table, store = streamed_table, state_table
+    fill(ddb_client, table, range(3))
+    result = CliRunner().invoke(cli, caught_up(table, store, ddb_endpoint_url))
+    assert result.exit_code == 0, result.output
+    lines = result.stderr.splitlines()
+    begins = lines.index("backfill begins")
+    assert lines[begins + 1 : begins + 4] == [
+        f"backfill: {n} marker(s) written so far" for n in (1, 2, 3)
+    ], lines
+    assert lines[-1].startswith("backfill done: 3 marker(s) written"), lines
+
+
 def test_verify_after_the_follower_stopped_says_to_start_it_before_repair(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, streamed_table: str, state_table: str
 ) -> None:

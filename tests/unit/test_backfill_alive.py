@@ -153,6 +153,8 @@ class World:
         self.lose_next_answer = False  # the next write is applied, its answer lost
         self.out = False  # every update of the record fails, as during an outage
         self.out_from_scan = False  # ... from the backfill's refused read of the table on
+        self.empty = False  # the table's read answers: no items (else it is refused)
+        self.before_finished: list[Callable[[World], None]] = []  # run before that write
 
     def clock(self) -> float:
         return self.now
@@ -195,6 +197,8 @@ class World:
             return {"Item": item}
         if request.operation == "put_item":  # the work's own requests (see ``work``)
             return {}
+        if request.operation == "scan" and self.empty:
+            return {"Items": [], "Count": 0, "ScannedCount": 0}
         if request.operation == "scan":  # a backfill's read, refused (see the test)
             self.out = self.out or self.out_from_scan
             raise ClientError(
@@ -222,6 +226,9 @@ class World:
         names, values = params["ExpressionAttributeNames"], params["ExpressionAttributeValues"]
         sets = {a: values[":v" + k[2:]]["S"] for k, a in names.items() if k.startswith("#a")}
         new = sets["backfill"]
+        if json.loads(new).get("finished") is not None:
+            for check in self.before_finished:
+                check(self)
         if KEPT in sets:
             self.kept.append(sets[KEPT])
         self.text = new
@@ -489,6 +496,30 @@ def test_one_of_this_process_that_could_not_say_it_stopped_is_taken_over_at_once
     elsewhere.text, elsewhere.now = json.dumps({**left, "owner": "host-c:7"}), world.now
     assert isinstance(claim(elsewhere), Claim) and elsewhere.pauses[0] == OTHER_POLL
     assert elsewhere.told and elsewhere.told[0].state == OTHER_RUNNING
+
+
+def test_one_of_this_process_is_at_work_until_the_record_says_it_finished() -> None:
+    """helper-75 F1: it said it was no longer at work before it wrote that it finished; a
+    second backfill of the process, waiting for it, read the record in between (a slow final
+    write), took it for its own ended claim, read the table again, and made the first fail
+    ("another backfill took over")."""
+    world = World()
+    world.empty = True
+    core, store = cores(world)
+    seen: list[bool] = []
+
+    def look(w: World) -> None:
+        item = w.answer(Request("get_item", {}))["Item"]
+        seen.append(
+            left_here(evidence_from_item("orders", "ddbkeys-partition-keys", item).backfill)
+        )
+
+    world.before_finished.append(look)
+    report = world.run(backfill_flow(core, None, store, "reconcile", 60.0))
+    assert seen == [False] and report.mode == "reconcile"
+    finished = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert finished.backfill is not None and finished.backfill.finished is not None
+    assert running_backfill(finished, ARN, world.now) is None  # (in no one's way)
 
 
 class Interrupting:

@@ -66,7 +66,10 @@ def test_past_its_wait_the_error_is_raised_and_with_0_at_once(
     assert follower.runs == 4  # (its first failure at 10 s, then 20, 30 and 40: 30 s > 25)
     said = capsys.readouterr().err
     assert "Trying again for up to 25 s" in said
-    assert said.rstrip().endswith("No answer for 30 s (--outage-wait): giving up.")
+    assert said.rstrip().endswith(
+        "No answer for 30 s, past --outage-wait (25 s; a try that hangs lasts up to --timeout): "
+        "giving up."
+    )
     follower.runs = 0
     outage = Outage(0.0, clock=lambda: clock[0])
     outage.answered()

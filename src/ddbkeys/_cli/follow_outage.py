@@ -92,7 +92,10 @@ class Outage:
                         )
                 left = self.since + self.wait - now
                 if left <= 0:
-                    say(f"No answer for {now - self.since:.0f} s (--outage-wait): giving up.")
+                    say(
+                        f"No answer for {now - self.since:.0f} s, past --outage-wait "
+                        f"({self.wait:g} s; a try that hangs lasts up to --timeout): giving up."
+                    )
                     raise
                 if stop.wait(min(pause * random.uniform(0.5, 1.0), left)):
                     return follower.report

@@ -194,7 +194,24 @@ def backfill_flow(
         finally:
             released(claim)
         raise
-    released(claim)
+    try:
+        yield from _finished(claim, store, index, report, ends)
+    finally:
+        # (only once the record says it finished: a backfill of this process that waits for
+        # this one reads it there, not an unfinished claim of its own to take: helper-75 F1)
+        released(claim)
+    yield from store.clashes(index.table, index.name, resolved, add=False)
+    if report.clashes:
+        report.counts = False
+    if report.uncounted is not None:
+        report.counts, report.advice = False, report.uncounted
+    return report
+
+
+def _finished(
+    claim: Claim, store: StateCore, index: MarkerCore, report: BackfillReport, ends: list[float]
+) -> Flow[None]:
+    """Write in the claim's entry that the backfill finished, and what it found."""
     changes: dict[str, Any] = {
         "finished": store.clock(),
         "clashes": [key_json(k) for k in report.clashes],
@@ -204,12 +221,6 @@ def backfill_flow(
         changes["uncounted"] = report.uncounted
     changes.update((yield from _counted_from(ends, claim, store, index)))
     yield from rewrite(claim, store, index, changes)
-    yield from store.clashes(index.table, index.name, resolved, add=False)
-    if report.clashes:
-        report.counts = False
-    if report.uncounted is not None:
-        report.counts, report.advice = False, report.uncounted
-    return report
 
 
 def _work(

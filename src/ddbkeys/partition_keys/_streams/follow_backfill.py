@@ -50,10 +50,13 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys._streams.follow import FollowCore
     from ddbkeys.partition_keys._streams.follow_state import FollowReport
 
-__all__ = ["CHECK", "keep_backfilled", "needed_flow", "needs_backfill"]
+__all__ = ["CHECK", "PROGRESS", "keep_backfilled", "needed_flow", "needs_backfill"]
 
 #: How often (seconds) a follower with ``backfill`` looks whether a backfill is needed.
 CHECK = 10.0
+#: How often (seconds) at most its backfill says how far it has come (a table of millions of
+#: collections takes hours; a slow endpoint, minutes for thousands).
+PROGRESS = 30.0
 
 
 def needed_flow(
@@ -113,19 +116,8 @@ def _told(where: Readiness) -> tuple[str, str] | None:
     return ("running", "backfill begins") if where.counts else None
 
 
-def keep_backfilled(
-    follow: FollowCore,
-    report: FollowReport,
-    margin: float,
-    stop: StopFlag,
-    tell: Callable[[str], None] | None = None,
-    *,
-    once: bool = False,
-) -> Flow[None]:
-    """Backfill ``follow``'s index when :func:`needs_backfill` says so, until ``stop`` (or,
-    ``once``, after the first look that needs none or the first backfill). What it does is
-    counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
-    time it starts waiting, begins, ends or fails."""
+def _cores(follow: FollowCore) -> tuple[MarkerCore, StateCore]:
+    """The backfill's own cores, made as ``follow``'s (see the module)."""
     index = follow.index
     core = MarkerCore(
         index.table,
@@ -140,6 +132,23 @@ def keep_backfilled(
     store = StateCore(
         follow.store.name, deadline=follow.store.deadline, clock=follow.clock, retry=index.retry
     )
+    return core, store
+
+
+def keep_backfilled(
+    follow: FollowCore,
+    report: FollowReport,
+    margin: float,
+    stop: StopFlag,
+    tell: Callable[[str], None] | None = None,
+    *,
+    once: bool = False,
+) -> Flow[None]:
+    """Backfill ``follow``'s index when :func:`needs_backfill` says so, until ``stop`` (or,
+    ``once``, after the first look that needs none or the first backfill). What it does is
+    counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
+    time it starts waiting, begins, ends or fails."""
+    core, store = _cores(follow)
     said: list[str] = []
 
     def say(line: str) -> None:
@@ -155,12 +164,20 @@ def keep_backfilled(
                 f"{dead_in(other, store.clock())} at most)"
             )
 
+    told_at = [store.clock()]  # (when it last said how far it had come, or began)
+
     def on_wait(where: Readiness) -> None:
         if where.state == OTHER_RUNNING and where.other is not None:
             another(where.other)
         elif (told := _told(where)) is not None and report.backfill_state != told[0]:
             report.backfill_state = told[0]
+            told_at[0] = store.clock()
             say(told[1])
+
+    def progress(written: int) -> None:
+        if store.clock() - told_at[0] >= PROGRESS:
+            told_at[0] = store.clock()
+            say(f"backfill: {written:,} marker(s) written so far")
 
     while not stop.requested:
         try:
@@ -173,7 +190,7 @@ def keep_backfilled(
             elif needed:
                 done = yield from waited_backfill_flow(
                     core,
-                    None,
+                    progress,
                     store,
                     margin,
                     for_maintainer=True,
