@@ -34,7 +34,7 @@ typecheck: $(VENV)/.installed
 # modules again (0.2-0.3 s of a core a command): compiled once here, they are read instead.
 test: setup lint typecheck
 	$(BIN)/python -m compileall -q -j 0 src tests >/dev/null
-	$(BIN)/pytest -n 6 --dist worksteal --durations=15
+	$(BIN)/pytest -n 6 --dist worksteal --durations=40
 
 docs: $(VENV)/.installed
 	$(BIN)/python -m ddbkeys._cli.reference --write

@@ -247,9 +247,8 @@ LONG_TESTS = {
     "test_a_follower_stopped_mid_backfill_is_the_fix_and_its_wait_needs_nothing": 47,
     "tests/docs/test_examples.py::test_examples_run[docs/partition-keys/at-scale.md]": 34,
     "tests/docs/test_examples.py::test_examples_run[README.md]": 28,
-    # (each ends at the first schedule that catches it: 10 s to 110 s)
-    "tests/unit/test_proof_schedules.py::test_the_checker_catches_a_broken_listing"
-    "[PendingIgnored]": 20,
+    "tests/integration/test_follow_outage.py::"
+    "test_an_outage_mid_backfill_and_the_follower_takes_its_own_backfill_again_at_once": 40,
 }
 
 

@@ -230,10 +230,12 @@ def test_the_checker_catches_a_broken_listing(machine: type[ProofMachine]) -> No
     chosen = settings(CONTROLS, max_examples=1000) if machine in rare else CONTROLS
     # A rare control's 1,000 random schedules still missed about 1 run in 10 (measured):
     # three runs of them, and the first that catches it ends the test (a checker that cannot
-    # catch it fails all three).
-    for _ in range(3 if machine in rare else 1):
+    # catch it fails all three). First, the derandomized schedules: alone, they caught
+    # PendingIgnored within 0.2 s, where random runs took 10 s to 110 s (a CI run's share).
+    tries = [settings(chosen, derandomize=True)] + [chosen] * (3 if machine in rare else 1)
+    for each in tries:
         try:
-            run_state_machine_as_test(machine, settings=chosen)
+            run_state_machine_as_test(machine, settings=each)
         except ListingWrong:
             return
     pytest.fail(f"the checker caught no broken listing of {machine.__name__}")
