@@ -179,7 +179,6 @@ def test_an_outage_mid_backfill_and_the_follower_takes_its_own_backfill_again_at
             )
         )
         assert "Provable: yes" in status.stdout, status.stdout + status.stderr
-        print(text)
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(30)
