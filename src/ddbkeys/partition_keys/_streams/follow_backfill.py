@@ -147,7 +147,8 @@ def keep_backfilled(
     """Backfill ``follow``'s index when :func:`needs_backfill` says so, until ``stop`` (or,
     ``once``, after the first look that needs none or the first backfill). What it does is
     counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
-    time it starts waiting, begins, ends or fails."""
+    time it starts waiting, begins, ends or fails, and every ``PROGRESS`` seconds while it
+    writes markers."""
     core, store = _cores(follow)
     said: list[str] = []
 
