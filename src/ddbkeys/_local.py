@@ -280,7 +280,8 @@ class DynamoDBLocal:
         startup_timeout: float = 60.0,
     ) -> None:
         self.port = port
-        self.db_path = Path(db_path) if db_path is not None else None
+        # (absolute: the server runs in the jar's folder, where a relative path is refused)
+        self.db_path = Path(db_path).absolute() if db_path is not None else None
         self.heap_mb = heap_mb
         self.jar = Path(jar) if jar is not None else None
         self.java = java

@@ -535,9 +535,10 @@ def test_a_follower_started_after_the_backfill_says_what_to_run(
     assert first.exit_code == 0, first.output
     assert first.stderr.splitlines()[0] == (
         "Note: no backfill under this stream lets a listing prove the index yet: run "
-        f"`ddbkeys partition-keys index backfill -t {table}` while this follower runs (it waits "
-        "for the replay margin after the follower's first position), or follow with --backfill."
-    )
+        f"`ddbkeys partition-keys index backfill -t {table} --state-table {store}` while this "
+        "follower runs (it waits for the replay margin after the follower's first position), or "
+        "follow with --backfill."
+    )  # (the follower's own state table and margin: helper-76 F1; the default margin here)
     fixed = CliRunner().invoke(cli, [*follow, "--backfill", "--replay-margin", "1"])
     assert fixed.exit_code == 0, fixed.output
     again = CliRunner().invoke(cli, [*follow, "--replay-margin", "1"])

@@ -55,7 +55,7 @@ def test_start_ready_stop() -> None:
         _ = server.endpoint_url
 
 
-def test_fixed_port_and_db_path_persist(tmp_path: Path) -> None:
+def test_fixed_port_and_db_path_persist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with DynamoDBLocal(db_path=tmp_path / "data") as server:
         client = server.client()
         client.create_table(
@@ -67,7 +67,10 @@ def test_fixed_port_and_db_path_persist(tmp_path: Path) -> None:
         client.put_item(TableName="kept", Item={"pk": {"S": "a"}})
         port = server.port
     assert port is not None
-    with DynamoDBLocal(port=port, db_path=tmp_path / "data") as again:
+    # A relative path, as `ddbkeys local --db-path data` gives it (helper-76 F6: the server,
+    # run in the jar's folder, refused it: "Invalid directory for database creation").
+    monkeypatch.chdir(tmp_path)
+    with DynamoDBLocal(port=port, db_path="data") as again:
         assert again.endpoint_url == f"http://127.0.0.1:{port}"
         item = again.client().get_item(TableName="kept", Key={"pk": {"S": "a"}})
         assert item["Item"] == {"pk": {"S": "a"}}

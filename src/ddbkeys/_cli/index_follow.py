@@ -29,6 +29,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._index.state import state_table_name
+from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
 from ddbkeys.partition_keys._streams.follower import StreamFollower
 
@@ -138,6 +139,12 @@ def follow_command(
     told_held: float | None = None  # when a shard's position stopped advancing, once said
 
     outage = Outage(outage_wait)
+    # (the backfill named must record where this follower does, for the same margin: helper-76)
+    own = "" if index_name == "ddbkeys-partition-keys" else f" --index-name {index_name}"
+    if state_table_name(state_table) != "ddbkeys-state":
+        own += f" --state-table {state_table_name(state_table)}"
+    if replay_margin != DEFAULT_REPLAY_MARGIN:
+        own += f" --replay-margin {replay_margin:g}"
 
     def on_batch(report: FollowReport) -> None:
         nonlocal told, told_held, noted
@@ -146,9 +153,9 @@ def follow_command(
             noted = True  # (at its start: said once)
             say(
                 "Note: no backfill under this stream lets a listing prove the index yet: run "
-                f"`ddbkeys partition-keys index backfill -t {table_name}` while this follower "
-                "runs (it waits for the replay margin after the follower's first position), or "
-                "follow with --backfill."
+                f"`ddbkeys partition-keys index backfill -t {table_name}{own}` while this "
+                "follower runs (it waits for the replay margin after the follower's first "
+                "position), or follow with --backfill."
             )
         off = report.stream_off_since  # (said once each time, on a line of its own)
         news, told = off is not None and off != told, off

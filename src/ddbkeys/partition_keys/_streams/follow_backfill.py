@@ -87,8 +87,8 @@ def needed_flow(
 
 def _done(report: BackfillReport, table: str) -> str:
     what = (
-        f"backfill done: {report.written} marker(s) written, {report.present} already there, "
-        f"{report.removed} removed"
+        f"backfill done: {report.written:,} marker(s) written, {report.present:,} already there, "
+        f"{report.removed:,} removed"
     )
     if report.clashes:
         shown = ", ".join(brief_key(plain_key(k)) for k in report.clashes[:5])
