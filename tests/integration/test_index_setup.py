@@ -373,7 +373,8 @@ def test_the_follower_s_backfill_says_how_far_it_has_come(
     lines = result.stderr.splitlines()
     begins = lines.index("backfill begins")
     assert lines[begins + 1 : begins + 4] == [
-        f"backfill: {n} marker(s) written so far" for n in (1, 2, 3)
+        f"backfill: {n} collection(s) handled so far ({n} marker(s) written, 0 already there)"
+        for n in (1, 2, 3)
     ], lines
     assert lines[-1].startswith("backfill done: 3 marker(s) written"), lines
 

@@ -696,3 +696,22 @@ def test_a_backfill_that_no_maintainer_followed_says_so(
     # Positions under another stream are no maintainer's of this one.
     other = Evidence("orders", "ix", {"s1": replace(mark, stream=OTHER, marks=((None, 1150.0),))})
     assert unmaintained(replace(other, backfill=at_work(finished=1200.0)), 40) is None
+
+
+def test_a_follower_s_progress_line_counts_the_collections_handled() -> None:
+    """helper-76 F3: the line counted markers written only, so a backfill over collections
+    marked already said "0 marker(s) written so far" for good, like a stuck one."""
+    from ddbkeys.partition_keys._streams import follow_backfill  # noqa: PLC0415
+
+    now: list[float] = [0.0]
+    lines: list[str] = []
+    watch = follow_backfill._Progress(lambda: now[0], lines.append)
+    report = watch.fresh()
+    report.present, report.written = 1200, 3
+    watch(3)  # (within PROGRESS of its start: nothing)
+    now[0] = follow_backfill.PROGRESS
+    watch(3)
+    assert lines == [
+        "backfill: 1,203 collection(s) handled so far (3 marker(s) written, 1,200 already there)"
+    ]
+    assert watch.fresh() is not report and watch.report.present == 0  # (the next backfill's)

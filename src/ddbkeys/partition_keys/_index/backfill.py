@@ -98,6 +98,7 @@ def backfill_flow(
     on_wait: Callable[[Readiness], None] | None = None,
     owner: str | None = None,
     export: ExportSnapshot | None = None,
+    report: BackfillReport | None = None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table with its marker: mark those without one,
     unmark those that hold nothing else. Recorded in ``store``'s state table (None: not
@@ -126,7 +127,7 @@ def backfill_flow(
         # table (the mode goes by it).
         yield from index.describe()
     info = yield from index.check()
-    report = BackfillReport()
+    report = report if report is not None else BackfillReport()  # (a caller's, to watch)
     claim: Claim | None = None
     if store is not None:
         yield from store.ensure()
@@ -363,11 +364,13 @@ def waited_backfill_flow(
     force: bool = False,
     owner: str | None = None,
     export: ExportSnapshot | None = None,
+    report: BackfillReport | None = None,
 ) -> Flow[BackfillReport]:
     """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
     ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``. ``wait``,
     ``on_wait``: the rule's, and what to do on finding another backfill at work (see
-    ``backfill_flow``); ``force``, ``owner``: ``backfill_flow``'s."""
+    ``backfill_flow``); ``force``, ``owner``, ``report`` (the one it fills, which a caller may
+    watch as it grows: ``index follow``'s progress lines): ``backfill_flow``'s."""
 
     def start() -> Flow[Readiness]:
         assert store is not None
@@ -395,6 +398,7 @@ def waited_backfill_flow(
         on_wait=on_wait,
         owner=owner,
         export=export,
+        report=report,
     )
 
 

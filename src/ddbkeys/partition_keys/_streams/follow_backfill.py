@@ -103,6 +103,32 @@ def _done(report: BackfillReport, table: str) -> str:
     return what + f"; it does not count: {report.advice}"
 
 
+class _Progress:
+    """The progress lines of a follower's backfill: at most one every ``PROGRESS`` seconds
+    since the last line (``told``), from the report of the backfill at work (``fresh``), as
+    it grows (helper-76 F3: markers written alone said 0 for good where every collection was
+    marked already). Called as the backfill's ``progress``."""
+
+    def __init__(self, clock: Callable[[], float], say: Callable[[str], None]) -> None:
+        self.clock, self.say = clock, say
+        self.told = clock()
+        self.report = BackfillReport()
+
+    def fresh(self) -> BackfillReport:
+        self.report = BackfillReport()
+        return self.report
+
+    def __call__(self, _written: int) -> None:
+        if self.clock() - self.told < PROGRESS:
+            return
+        self.told, report = self.clock(), self.report
+        handled = report.written + report.present + report.removed + len(report.clashes)
+        self.say(
+            f"backfill: {handled:,} collection(s) handled so far ({report.written:,} marker(s) "
+            f"written, {report.present:,} already there)"
+        )
+
+
 def _told(where: Readiness) -> tuple[str, str] | None:
     """The state a follower's backfill is in, and the line it says on entering it, as its
     wait (``where``) tells it; None: nothing to say."""
@@ -165,20 +191,15 @@ def keep_backfilled(
                 f"{dead_in(other, store.clock())} at most)"
             )
 
-    told_at = [store.clock()]  # (when it last said how far it had come, or began)
+    watch = _Progress(store.clock, say)
 
     def on_wait(where: Readiness) -> None:
         if where.state == OTHER_RUNNING and where.other is not None:
             another(where.other)
         elif (told := _told(where)) is not None and report.backfill_state != told[0]:
             report.backfill_state = told[0]
-            told_at[0] = store.clock()
+            watch.told = store.clock()
             say(told[1])
-
-    def progress(written: int) -> None:
-        if store.clock() - told_at[0] >= PROGRESS:
-            told_at[0] = store.clock()
-            say(f"backfill: {written:,} marker(s) written so far")
 
     while not stop.requested:
         try:
@@ -191,13 +212,14 @@ def keep_backfilled(
             elif needed:
                 done = yield from waited_backfill_flow(
                     core,
-                    progress,
+                    watch,
                     store,
                     margin,
                     for_maintainer=True,
                     on_wait=on_wait,
                     stop=stop,
                     owner=owner_name(FOLLOW_ROLE),
+                    report=watch.fresh(),
                 )
                 report.backfill = done
                 report.backfill_state = "done"
