@@ -29,7 +29,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys.partition_keys import MarkerIndex
 from ddbkeys.partition_keys._index.state import state_table_name
-from ddbkeys.partition_keys._proof.evidence import DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.status import command_options
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
 from ddbkeys.partition_keys._streams.follower import StreamFollower
 
@@ -140,11 +140,7 @@ def follow_command(
 
     outage = Outage(outage_wait)
     # (the backfill named must record where this follower does, for the same margin: helper-76)
-    own = "" if index_name == "ddbkeys-partition-keys" else f" --index-name {index_name}"
-    if state_table_name(state_table) != "ddbkeys-state":
-        own += f" --state-table {state_table_name(state_table)}"
-    if replay_margin != DEFAULT_REPLAY_MARGIN:
-        own += f" --replay-margin {replay_margin:g}"
+    own = command_options(index_name, state_table_name(state_table), replay_margin)
 
     def on_batch(report: FollowReport) -> None:
         nonlocal told, told_held, noted

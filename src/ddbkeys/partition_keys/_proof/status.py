@@ -67,6 +67,7 @@ __all__ = [
     "ProofStatus",
     "Seen",
     "ShardStatus",
+    "command_options",
     "decide",
     "status_flow",
     "status_reader",
@@ -183,13 +184,25 @@ def _fix(
     verb, extra = _verb(reason, info, index, evidence, maintainer, where.state)
     if not verb:
         return None, None
-    options = extra + ("" if index == "ddbkeys-partition-keys" else f" --index-name {index}")
-    if verb in ("follow", "backfill", "repair") and state_table != "ddbkeys-state":
-        options += f" --state-table {state_table}"
-    if verb in ("follow", "backfill") and margin != DEFAULT_REPLAY_MARGIN:
-        options += f" --replay-margin {margin:g}"
+    options = extra + command_options(
+        index,
+        state_table if verb in ("follow", "backfill", "repair") else None,
+        margin if verb in ("follow", "backfill") else None,
+    )
     command = f"{COMMAND} {verb} -t {info.name}{options}{_marker_flags(evidence, info)}"
     return command, where.left if verb == "backfill" else 0.0
+
+
+def command_options(index: str, state_table: str | None, margin: float | None) -> str:
+    """The options an ``index`` command named to the user needs to act where the one naming it
+    does: ``--index-name``, ``--state-table`` and ``--replay-margin`` where not the defaults
+    (None: not an option of that command)."""
+    options = "" if index == "ddbkeys-partition-keys" else f" --index-name {index}"
+    if state_table is not None and state_table != "ddbkeys-state":
+        options += f" --state-table {state_table}"
+    if margin is not None and margin != DEFAULT_REPLAY_MARGIN:
+        options += f" --replay-margin {margin:g}"
+    return options
 
 
 def _verb(
