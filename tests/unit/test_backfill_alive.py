@@ -715,3 +715,66 @@ def test_a_follower_s_progress_line_counts_the_collections_handled() -> None:
         "backfill: 1,203 collection(s) handled so far (3 marker(s) written, 1,200 already there)"
     ]
     assert watch.fresh() is not report and watch.report.present == 0  # (the next backfill's)
+
+
+def follower_lines(world: World, *, once: bool = True) -> tuple[list[str], Any]:
+    """What ``index follow --backfill``'s backfill says (``keep_backfilled``) in ``world``;
+    not ``once``: until it says a line with "tried again"."""
+    from ddbkeys._core.stopping import StopFlag  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow import FollowCore  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow_backfill import keep_backfilled  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow_state import FollowReport  # noqa: PLC0415
+
+    lines: list[str] = []
+    stop = StopFlag()
+
+    def tell(line: str) -> None:
+        lines.append(line)
+        if "tried again" in line:
+            stop.set()
+
+    follow = FollowCore(MarkerCore("orders"), state_table="ddbkeys-state", clock=world.clock)
+    report = FollowReport()
+    world.run(keep_backfilled(follow, report, 60.0, stop, tell, once=once))
+    return lines, report
+
+
+def test_a_follower_says_its_backfill_begins_once_the_record_is_its_own() -> None:
+    """helper-76 F2: two followers with --backfill started together both said "backfill
+    begins" (when the margin had passed), then the one that found the other's entry "another
+    backfill is at work". Now said once the record is taken: here another backfill takes it
+    the moment the margin passes, and dies (silent) at once."""
+    world = World()
+    world.now, world.empty = 1050.0, True  # (the margin ends at FIRST + 60 = 1060)
+    world.events.append((1060.0, lambda w: w.put(at_work(started=1060.0, alive=1060.0))))
+    lines, report = follower_lines(world)
+    assert lines[0].startswith("backfill in 10 s"), lines
+    assert lines[1].startswith("another backfill is at work (begun"), lines
+    assert lines[2:] == [
+        "backfill begins",
+        "backfill done: 0 marker(s) written, 0 already there, 0 removed; listings can prove "
+        "the index from now on",
+    ]
+    assert world.writes[0]["started"] >= 1060.0 + ALIVE_FOR  # (taken once the other was dead)
+    assert report.backfill_state == "done" and report.backfills == 1
+
+
+def test_a_follower_s_failed_backfill_says_it_is_tried_again_only_where_it_is() -> None:
+    """helper-75: with --until-caught-up (``once``) a failed backfill is not tried again, but
+    the follower said "tried again in 10 s" just before it gave up."""
+    lines, report = follower_lines(World())  # (the table's read is refused)
+    assert report.backfill_state == "failed"
+    assert lines[-1].startswith("backfill failed: ") and "tried again" not in lines[-1], lines
+    lines, _ = follower_lines(World(), once=False)
+    assert lines[-1].endswith("; tried again in 10 s"), lines
+
+
+def test_a_backfill_that_joined_another_reads_as_that_one_read() -> None:
+    """helper-76 F4: a report that joined another backfill said ``mode="reconcile"`` (its own
+    default) whatever that one read in."""
+    world = World(at_work())
+    world.events.append(
+        (1105.0, lambda w: w.put(at_work(alive=w.now, finished=w.now, mode="read")))
+    )
+    got = claim(world)
+    assert isinstance(got, BackfillReport) and got.joined is not None and got.mode == "read"

@@ -99,6 +99,7 @@ def backfill_flow(
     owner: str | None = None,
     export: ExportSnapshot | None = None,
     report: BackfillReport | None = None,
+    on_claim: Callable[[], None] | None = None,
 ) -> Flow[BackfillReport]:
     """Reconcile every collection of the table with its marker: mark those without one,
     unmark those that hold nothing else. Recorded in ``store``'s state table (None: not
@@ -121,7 +122,9 @@ def backfill_flow(
     ``host:pid``); finding another at work that could count, it waits for it (telling
     ``on_wait``) and returns that one's outcome (``report.joined``) if listings can prove the
     index from it, and runs otherwise; ``wait=False`` refuses instead (an error, nothing
-    written), ``force`` runs anyway."""
+    written), ``force`` runs anyway. ``on_claim`` is called once the record is this
+    backfill's, before it reads or writes a collection (``index follow``'s "backfill begins":
+    said before that, two followers both said it, helper-76 F2)."""
     if index.info is not None and index.info.stream_arn is None:
         # Described again: the stream may have been turned on since this index object saw the
         # table (the mode goes by it).
@@ -163,6 +166,8 @@ def backfill_flow(
         if isinstance(got, BackfillReport):  # another one did it
             return got
         claim = got
+        if on_claim is not None:
+            on_claim()
     # The clashes recorded before: taken out at the end only those this backfill found
     # resolved (its eventually consistent scan may not show a collection a maintainer
     # met a moment ago: such a clash stays).
@@ -365,12 +370,13 @@ def waited_backfill_flow(
     owner: str | None = None,
     export: ExportSnapshot | None = None,
     report: BackfillReport | None = None,
+    on_claim: Callable[[], None] | None = None,
 ) -> Flow[BackfillReport]:
     """:func:`backfill_flow` begun as the proof's rule says (``backfill_wait.wait_flow``): what
     ``MarkerIndex.backfill`` runs, in both forms, and ``index follow --backfill``. ``wait``,
     ``on_wait``: the rule's, and what to do on finding another backfill at work (see
     ``backfill_flow``); ``force``, ``owner``, ``report`` (the one it fills, which a caller may
-    watch as it grows: ``index follow``'s progress lines): ``backfill_flow``'s."""
+    watch as it grows: ``index follow``'s progress lines), ``on_claim``: ``backfill_flow``'s."""
 
     def start() -> Flow[Readiness]:
         assert store is not None
@@ -399,6 +405,7 @@ def waited_backfill_flow(
         owner=owner,
         export=export,
         report=report,
+        on_claim=on_claim,
     )
 
 

@@ -174,8 +174,7 @@ def claim_flow(
             if waited and saved is not None and saved.backfill is not None:
                 proven, _ = _backfill_reason(saved, stream, margin)
                 if proven is not None and not needs_backfill(saved, stream, margin):
-                    report.joined, report.counts, report.advice = proven, True, None
-                    return report
+                    return _joined(report, proven)
             other = running_backfill(saved, stream, clock())
             if left_here(other):  # (this process's, ended: see the module)
                 other = None
@@ -206,6 +205,14 @@ def claim_flow(
         "keep taking it. Run one backfill at a time.",
         table=store.name,
     )
+
+
+def _joined(report: BackfillReport, other: Backfill) -> BackfillReport:
+    """``report`` as the outcome of ``other``, the backfill it waited for (its ``mode``
+    too, where the record says it: helper-76 F4)."""
+    report.joined, report.counts, report.advice = other, True, None
+    report.mode = other.mode or report.mode
+    return report
 
 
 def _take(

@@ -131,7 +131,8 @@ class BackfillReport:
     advice: str | None = None
     #: How it read the table (``"reconcile"``: a consistent Query a collection; ``"read"``: one
     #: read of the table and its index, then the stream over its window), and how many
-    #: collections that window named (each reconciled again).
+    #: collections that window named (each reconciled again). One that ``joined`` another:
+    #: that one's, as its record says.
     mode: str = "reconcile"
     rechecked: int = 0
     #: Why it does not count as the index's snapshot, when it found that itself (None: see

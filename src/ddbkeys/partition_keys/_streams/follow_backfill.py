@@ -139,7 +139,7 @@ def _told(where: Readiness) -> tuple[str, str] | None:
         )
     if where.state == TIP:
         return TIP, f"backfill: {where.advice()}"
-    return ("running", "backfill begins") if where.counts else None
+    return None  # (ready: "backfill begins" once the record is its own, see keep_backfilled)
 
 
 def _cores(follow: FollowCore) -> tuple[MarkerCore, StateCore]:
@@ -193,6 +193,12 @@ def keep_backfilled(
 
     watch = _Progress(store.clock, say)
 
+    def begun() -> None:
+        if watch.report.counts:
+            report.backfill_state = "running"
+            watch.told = store.clock()
+            say("backfill begins")
+
     def on_wait(where: Readiness) -> None:
         if where.state == OTHER_RUNNING and where.other is not None:
             another(where.other)
@@ -220,6 +226,7 @@ def keep_backfilled(
                     stop=stop,
                     owner=owner_name(FOLLOW_ROLE),
                     report=watch.fresh(),
+                    on_claim=begun,
                 )
                 report.backfill = done
                 report.backfill_state = "done"
@@ -236,7 +243,8 @@ def keep_backfilled(
                 say("a backfill under this stream already lets listings prove the index")
         except DdbKeysError as exc:
             report.backfill_state = "failed"
-            say(f"backfill failed: {exc}; tried again in {CHECK:g} s")
+            # (once: not tried again; the caller says what then, helper-75)
+            say(f"backfill failed: {exc}" + ("" if once else f"; tried again in {CHECK:g} s"))
         if once and report.backfill_state != OTHER_RUNNING:
             return
         again = OTHER_POLL if report.backfill_state == OTHER_RUNNING else CHECK
