@@ -87,7 +87,10 @@ BAD_COUNTERS: list[tuple[list[str], int, str]] = [
     (
         ["set", "3", "-t", "{t}", "--counter-key", '{"pk": {"S": "counter"}, "sk": {"N": "0"}}'],
         1,
-        "Refusing to move counter 'counter' of table {t!r} backwards from 7 to 3: ids after 3 were "
+        # (named by its key: 'counter', the default name, said the same of every counter
+        # given by its key, helper-77 F2)
+        "Refusing to move counter {'pk': 'counter', 'sk': 0} of table {t!r} backwards from 7 to "
+        "3: ids after 3 were "
         "already given out and would be given out again. Pass force=True (--force) if you really "
         "mean it.",
     ),

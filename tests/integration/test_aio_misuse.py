@@ -203,6 +203,30 @@ def test_a_client_left_open_when_its_loop_ended(
     assert "Item" not in ddb_client.get_item(TableName=simple, Key={"pk": {"S": "user#2"}})
 
 
+def test_make_client_left_open_and_a_second_asyncio_run(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, tables: tuple[str, str]
+) -> None:
+    """helper-77 F4: make_client() entered in one asyncio.run() and never left is closed by
+    that run's end (it finalizes the context manager's generator); the next asyncio.run()'s
+    call was said to use a client "closed, or never entered"."""
+    held: list[Any] = []
+
+    async def first() -> aio.AtomicCounter:
+        opened = aio.make_client(endpoint_url=ddb_endpoint_url, region=ddb_client.meta.region_name)
+        held.append(opened)  # (never left)
+        counter = aio.AtomicCounter(await opened.__aenter__(), tables[0], "second-run")
+        assert await counter.next() == 1
+        return counter
+
+    counter = asyncio.run(first())
+    message = refused(lambda: asyncio.run(counter.next()))
+    assert message.startswith(
+        "The aiobotocore client of ddbkeys.aio.AtomicCounter is closed, and was last used in "
+        "an event loop that has ended (a second asyncio.run()?"
+    ), message
+    assert "Create one AtomicCounter per event loop" in message
+
+
 def test_a_new_loop_sends_only_what_the_user_asked_for(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, tables: tuple[str, str]
 ) -> None:

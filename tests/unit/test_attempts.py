@@ -469,3 +469,46 @@ def test_a_deadline_already_passed_sends_nothing() -> None:
     assert isinstance(run.error, DeadlineExceededError)
     assert run.error.attempts == 0
     assert str(run.error).startswith(OUT_OF_TIME.format(s="1.0"))
+
+
+def described_then_written(n: int) -> Flow[str]:
+    """An attempt that reads the table's description first (as a counter's first call does
+    when the client has not described the table yet), then writes."""
+    from ddbkeys._core.steps import describe_table  # noqa: PLC0415
+
+    yield describe_table({"TableName": TABLE})
+    answer = yield update_item(PARAMS)
+    return f"{answer} at attempt {n}"
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "note"),
+    [
+        # helper-77 F1: a plain boto3 client on a refused port, its own retries of the
+        # DescribeTable cut short by the deadline: no write was sent.
+        ([StillRetried(endpoint_url=URL)], ""),
+        ([read_timeout(), read_timeout()], ""),  # the description never answered
+        # The write was sent and got no answer, then the description was refused: it may.
+        (
+            [{}, read_timeout(), StillRetried(endpoint_url=URL)],
+            " A write of this call got no answer: it may still have been applied.",
+        ),
+        ([{}, read_timeout(), {}, read_timeout()], MAY_HAVE_BEEN_APPLIED),
+    ],
+)
+def test_a_read_that_got_no_answer_says_no_write_may_have_been_applied(
+    outcomes: list[Any], note: str
+) -> None:
+    clock = FakeClock()
+    flow = attempts(
+        described_then_written,
+        what="moving counter 'c'",
+        table=TABLE,
+        policy=policy(clock, 2),
+        deadline=Deadline(None, clock=clock),
+        usage=Usage(),
+    )
+    run = drive(flow, outcomes, clock, took=1.0)  # (a refusal that slow: the client retried)
+    assert isinstance(run.error, DdbKeysError), run.error
+    assert str(run.error).endswith("." + note), run.error
+    assert ("applied" in str(run.error)) == bool(note), run.error

@@ -10,7 +10,8 @@ import pytest
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.ids import ItemExistsError, Verdict, read_cancellation
 from ddbkeys.ids._base import Contention, CounterItem, Throttled
-from ddbkeys.ids._gapless_core import Commit, CounterState, GaplessCore
+from ddbkeys.ids._gapless_core import Commit, GaplessCore
+from ddbkeys.ids._gapless_state import CounterState
 
 CODES = [
     "None",

@@ -349,3 +349,19 @@ def test_ids_past_the_maximum_even_from_the_first_say_so() -> None:
         "Counter 'order' of table 'orders': 20 id(s) at once would pass its maximum 10 even "
         "from its first id, 1 (nothing was written)."
     )
+
+
+def test_a_counter_given_by_its_key_is_named_by_it() -> None:
+    """helper-77 F2: errors about a counter given by counter_key= named it 'counter' (or
+    'sequence'), the default name, so two counter items of one table read the same."""
+    from ddbkeys.ids._gapless_core import GaplessCore  # noqa: PLC0415
+
+    by_key = CounterCore("t", "counter", maximum=3, counter_key={"entity": "inv", "rev": 0})
+    assert by_key.label == "{'entity': 'inv', 'rev': 0}"
+    assert str(by_key.exhausted(3, 1)) == (
+        "Counter {'entity': 'inv', 'rev': 0} of table 't' is at 3: 1 more id(s) would pass its "
+        "maximum 3."
+    )
+    assert CounterCore("t", "orders").label == "'orders'"
+    cli = GaplessCore("ttt", counter_key={"n": Decimal("0"), "b": b"\x01"})  # (as the CLI gives)
+    assert cli.label == "{'n': 0, 'b': 'AQ=='}" and GaplessCore("ttt").label == "'sequence'"

@@ -26,7 +26,8 @@ from ddbkeys.ids import (
 )
 from ddbkeys.ids._base import CounterItem, absent
 from ddbkeys.ids._counter_item import COUNTER_ONLY
-from ddbkeys.ids._gapless_core import Commit, CounterState, GaplessCore, Pending, earliest
+from ddbkeys.ids._gapless_core import Commit, GaplessCore, Pending, earliest
+from ddbkeys.ids._gapless_state import CounterState
 
 MAX = 10**38 - 1
 #: (A clock that stands still: a transaction takes no time, so a lost race waits from

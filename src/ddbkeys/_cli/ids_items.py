@@ -240,6 +240,9 @@ def _partial_failure(n: int, total: int, reason: str) -> str:
         done = "nothing was written"
     else:
         done = "item 1 was written" if n == 2 else f"items 1 to {n - 1} were written"
+        # (the error's "nothing was written" is of item n's request: here it read as if of
+        # the whole put, beside "item 1 was written", helper-77 F5)
+        reason = reason.replace("; nothing was written (", " (")
     if n < total:
         done += (
             f"; item {total} was not tried"

@@ -222,7 +222,15 @@ def counter_fields(name: str, key: dict[str, Any] | None) -> dict[str, Any]:
     """How JSON output names the counter: its name, or its whole key."""
     if key is None:
         return {"counter": name}
-    return {"counter_key": {k: json_key(v) for k, v in key.items()}}
+    return {"counter_key": {k: _key_value(v) for k, v in key.items()}}
+
+
+def _key_value(value: Any) -> Any:
+    """A counter key's value for JSON, as --counter-key reads it back: a whole number as a
+    number (helper-77 F3: printed "0", it was read back as a string), else ``json_key``'s."""
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    return json_key(value)
 
 
 def _unwrapped(

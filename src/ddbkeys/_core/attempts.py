@@ -83,8 +83,9 @@ def unavailable_failure(exc: BaseException) -> BaseException | None:
     return failure
 
 
-def bounded(flow: Flow[R], deadline: Deadline) -> Flow[R]:
-    """``flow`` with ``deadline`` on every request it sends that carries none yet."""
+def bounded(flow: Flow[R], deadline: Deadline, failed: list[Step] | None = None) -> Flow[R]:
+    """``flow`` with ``deadline`` on every request it sends that carries none yet; the step
+    each failure was met at is added to ``failed``."""
     try:
         step: Step = next(flow)
     except StopIteration as done:  # a flow that had nothing to send
@@ -95,6 +96,8 @@ def bounded(flow: Flow[R], deadline: Deadline) -> Flow[R]:
         try:
             sent = yield step
         except Exception as exc:  # the request's failure, for the flow to read
+            if failed is not None:
+                failed.append(step)
             try:
                 step = flow.throw(exc)
             except StopIteration as done:
@@ -147,16 +150,17 @@ def attempts(
             stop.check()
         tally.tried += 1
         began = deadline.elapsed()
+        tally.at.clear()
         try:
-            return (yield from bounded(attempt(n), deadline))
+            return (yield from bounded(attempt(n), deadline, tally.at))
         except Contention as lost:
-            tally.last = lost
+            tally.last, tally.last_unanswered = lost, False
             usage.count(conflicts=1)
             wait = 0.0 if lost.immediate else lost.wait
             if wait is None:
                 wait = policy.full_jitter(n)
         except Throttled as throttled:
-            tally.last = throttled
+            tally.last, tally.last_unanswered = throttled, False
             wait = policy.exponential(n)
         except (ClientError, BotoCoreError, DdbKeysError) as exc:
             tally.failed(exc, table, took=deadline.elapsed() - began, writes=writes)
@@ -182,6 +186,7 @@ def attempts(
         times,
         writes,
         sent_unanswered=tally.sent_unanswered,
+        last_unanswered=tally.last_unanswered,
     ) from last
 
 
@@ -199,13 +204,15 @@ class _Tally:
     """What the attempts of one call met: the last failure, how many were tried, refused and
     of each kind, and whether a write may have been applied though it got no answer."""
 
-    __slots__ = ("kinds", "last", "refused", "sent_unanswered", "tried")
+    __slots__ = ("at", "kinds", "last", "last_unanswered", "refused", "sent_unanswered", "tried")
 
     def __init__(self) -> None:
         self.last: BaseException | None = None
         self.tried = self.refused = 0
         self.kinds: Counter[str] = Counter()
-        self.sent_unanswered = False
+        self.sent_unanswered = self.last_unanswered = False
+        #: The steps of the attempt at work that met a failure, the last one last.
+        self.at: list[Step] = []
 
     def failed(
         self,
@@ -223,9 +230,14 @@ class _Tally:
         failure = unavailable_failure(exc)
         if failure is None:
             raise_translated(exc, table=table)
-        self.sent_unanswered = self.sent_unanswered or unanswered(failure)
+        # (a read that got no answer, the call's DescribeTable among them, applied nothing:
+        # helper-77 F1, a refused endpoint said a write "may yet be applied")
+        at = self.at[-1] if self.at else None
+        write = not isinstance(at, Request) or at.write
+        self.sent_unanswered = self.sent_unanswered or (write and unanswered(failure))
         if self.last is None or not cut_short(failure):
             self.last = failure  # (the deadline cutting a request short tells less)
+            self.last_unanswered = write and unanswered(failure)
         # Refused, or answered by a web server that is not DynamoDB: a few tries, not all.
         self.refused += is_refused(failure) or foreign_answer(failure) is not None
         if is_refused(failure) and took >= SLOW_REFUSAL:
@@ -234,7 +246,8 @@ class _Tally:
         if self.refused >= MAX_REFUSED_ATTEMPTS:
             error = translate_error(failure, table=table)
             if writes and self.sent_unanswered and isinstance(error, DdbKeysError):
-                note = _STILL_RETRIED if isinstance(failure, StillRetried) else _SOME_WRITE
+                still = write and isinstance(failure, StillRetried)
+                note = _STILL_RETRIED if still else _SOME_WRITE
                 error = type(error)(error.message + note, table=table, cause=failure)
             raise error from failure
 
@@ -256,10 +269,13 @@ def gave_up(
     writes: bool = True,
     *,
     sent_unanswered: bool = False,
+    last_unanswered: bool | None = None,
 ) -> DdbKeysError:
     """The error for a call that stopped trying: out of time, or out of attempts.
     ``sent_unanswered``: an earlier attempt's write got no answer (not only the last one's),
-    so the call may have changed the table: the message says so, whatever the last failure."""
+    so the call may have changed the table: the message says so, whatever the last failure.
+    ``last_unanswered``: whether the last failure is a write that got no answer (None: as
+    ``last`` says, whatever request met it)."""
     if isinstance(last, Contention):
         reason = f"lost {tried} race{'s' if tried != 1 else ''} in a row to other writers"
     elif isinstance(last, Throttled):
@@ -267,12 +283,9 @@ def gave_up(
     else:
         reason = ""
     note = ""
-    if (
-        writes
-        and (unanswered(last) or sent_unanswered)
-        and not what.startswith(("DescribeTable", "reading"))
-    ):
-        note = _LAST_WRITE if unanswered(last) else _SOME_WRITE
+    lost = unanswered(last) if last_unanswered is None else last_unanswered
+    if writes and (lost or sent_unanswered) and not what.startswith(("DescribeTable", "reading")):
+        note = _LAST_WRITE if lost else _SOME_WRITE
     if out_of_time and deadline.seconds is not None:
         if not reason:
             return deadline_exceeded(

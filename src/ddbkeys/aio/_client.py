@@ -224,7 +224,17 @@ def misuse(
     kind = _misused(exc)
     if kind is None and not (previous is not None and isinstance(exc, HTTPClientError)):
         return None
-    if kind == "closed":
+    if kind == "closed" and previous is not None and previous.is_closed():
+        # (helper-77 F4: a second asyncio.run(); the first one's end closed the client,
+        # make_client's block left open, as it finalizes what that loop left open)
+        message = (
+            f"The aiobotocore client of {owner} is closed, and was last used in an event loop "
+            "that has ended (a second asyncio.run()? the end of the first closes a client "
+            "make_client() opened in it). Create one "
+            f"{owner.rsplit('.', 1)[-1]} per event loop, over a client opened in that loop "
+            f"({OPEN_A_CLIENT})."
+        )
+    elif kind == "closed":
         message = (
             f"The aiobotocore client of {owner} is closed, or was never entered: send with it "
             f"inside its block, {OPEN_A_CLIENT}, and create the ddbkeys.aio objects there."

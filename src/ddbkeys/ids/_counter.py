@@ -174,7 +174,7 @@ def reading(core: CounterCore, link: Link) -> Flow[int]:
     deadline = link.begin()
     counter = yield from counter_item(core, link, deadline)
     value = yield from link.attempts(
-        lambda _: read_counter(counter), f"reading counter {core.name!r}", deadline
+        lambda _: read_counter(counter), f"reading counter {core.label}", deadline
     )
     return core.check(counter, value) or 0
 
@@ -217,7 +217,7 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
                 old_value = item.get(core.counter_attribute)
                 old = core.check(counter, old_value)
                 raise CounterBackwardsError(
-                    f"Refusing to move counter {core.name!r} of table {core.table!r} "
+                    f"Refusing to move counter {core.label} of table {core.table!r} "
                     f"backwards from {old} to {value}: ids after {value} were already given "
                     "out and would be given out again. Pass force=True (--force) if you "
                     "really mean it.",
@@ -227,7 +227,7 @@ def setting(core: CounterCore, link: Link, value: int, force: bool) -> Flow[int]
             raise
         return value
 
-    return (yield from link.attempts(attempt, f"setting counter {core.name!r}", deadline))
+    return (yield from link.attempts(attempt, f"setting counter {core.label}", deadline))
 
 
 @afresh
@@ -243,7 +243,7 @@ def hand_back(core: CounterCore, link: Link, back: HandBack, deadline: Deadline)
     update = f"REMOVE #v SET {TYPE_SET}"
     if back.value is not None:
         update, values[":value"] = f"SET #v = :value, {TYPE_SET}", {"N": str(back.value)}
-    what = f"handing ids back to counter {core.name!r}"
+    what = f"handing ids back to counter {core.label}"
     once = core.once(item, update, values, deadline, link.attempts, what, condition="#v = :top")
     return (yield from once)
 

@@ -29,7 +29,7 @@ from ddbkeys.ids._base import (
 )
 from ddbkeys.ids._cancellation import Verdict
 from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names
-from ddbkeys.ids._values import MAX_ID, counter_value
+from ddbkeys.ids._values import MAX_ID, counter_label, counter_value
 
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import (
@@ -65,6 +65,11 @@ class CounterCore:
     idempotent: bool = False  # writes stamped with a writer slot (ddbkeys.ids._exact)
     key_attribute: str | None = None
     counter_key: Mapping[str, Any] | None = None
+
+    @property
+    def label(self) -> str:
+        """How messages name it (see ``_values.counter_label``)."""
+        return counter_label(self.name, self.counter_key)
 
     @property
     def limit(self) -> int:
@@ -111,13 +116,13 @@ class CounterCore:
         limit = "10**38 - 1" if self.maximum is None else str(self.maximum)
         if at is None:
             return SequenceExhaustedError(
-                f"Counter {self.name!r} of table {self.table!r}: {count} id(s) at once would "
+                f"Counter {self.label} of table {self.table!r}: {count} id(s) at once would "
                 f"pass its maximum {limit} even from its first id, {self.start} (nothing was "
                 "written).",
                 table=self.table,
             )
         return SequenceExhaustedError(
-            f"Counter {self.name!r} of table {self.table!r} is at {at}: {count} more id(s) "
+            f"Counter {self.label} of table {self.table!r} is at {at}: {count} more id(s) "
             f"would pass its maximum {limit}.",
             table=self.table,
         )
@@ -213,7 +218,7 @@ class CounterCore:
         update = "ADD #v :dec"
         update += " SET " + ", ".join(sets) if sets else ""
         update += " REMOVE " + ", ".join(removes) if removes else ""
-        what = f"putting counter {self.name!r} back"
+        what = f"putting counter {self.label} back"
         yield from self.once(counter, update, values, deadline, attempts, what, names=names)
 
     def once(

@@ -102,7 +102,7 @@ def advance(
             ) from None
         return range(at + core.step, at + increment + 1, core.step)
 
-    moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
+    moved: range = yield from attempts(attempt, f"moving counter {core.label}", deadline)
     return moved
 
 

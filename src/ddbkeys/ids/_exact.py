@@ -253,7 +253,7 @@ def exact_advance(
             SEEN.saw(item, _written(old, counter, mine, number, last, stale))
             return range(last - increment + core.step, last + 1, core.step)
 
-        moved: range = yield from attempts(attempt, f"moving counter {core.name!r}", deadline)
+        moved: range = yield from attempts(attempt, f"moving counter {core.label}", deadline)
         return moved
     finally:
         SLOTS.give(slot)

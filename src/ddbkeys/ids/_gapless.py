@@ -23,12 +23,12 @@ from ddbkeys.ids._gapless_core import (
     MAX_BATCH,
     RETRY,
     Commit,
-    CounterState,
     GaplessCore,
     Item,
     Pending,
     earliest,
 )
+from ddbkeys.ids._gapless_state import CounterState
 from ddbkeys.ids._group import GroupCommit
 from ddbkeys.ids._link import Link, afresh, once_more, sequence_link
 from ddbkeys.ids._values import flag
@@ -102,7 +102,7 @@ def known_key(core: GaplessCore, link: Link, later: str) -> dict[str, AttributeV
     counter = link.known.counter
     if counter is None:
         raise ConfigurationError(
-            f"The counter key of sequence {core.name!r} is not known yet (it comes from the "
+            f"The counter key of sequence {core.label} is not known yet (it comes from the "
             f"table's key schema): use {later}.",
             table=core.table,
         )

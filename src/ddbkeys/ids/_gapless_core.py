@@ -2,13 +2,13 @@
 (:class:`GaplessCore`). How an item is checked, what a commit's transaction holds, and what
 each answer or cancellation means, as flows (see :mod:`ddbkeys._core`) that take what they need
 as arguments: the table's description and where the counter lives (in a :class:`Commit`), and
-what the sequence knows of its counter between calls (a :class:`CounterState`).
+what the sequence knows of its counter between calls (a
+:class:`~ddbkeys.ids._gapless_state.CounterState`).
 :class:`~ddbkeys.ids._gapless.GaplessSequence` (sync or asyncio) is this core, a link
 (:class:`~ddbkeys.ids._link.Link`), a driver and, with group commit, a group."""
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -46,6 +46,7 @@ from ddbkeys.ids._values import (
     check_item_key,
     check_name_and_key,
     check_padding,
+    counter_label,
     counter_value,
     id_value,
     item_key,
@@ -55,11 +56,12 @@ from ddbkeys.ids._values import (
 if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef, TransactWriteItemTypeDef
 
+    from ddbkeys.ids._gapless_state import CounterState
+
 __all__ = [
     "MAX_BATCH",
     "RETRY",
     "Commit",
-    "CounterState",
     "GaplessCore",
     "Pending",
     "earliest",
@@ -85,32 +87,6 @@ class Pending:
 
     item: Item
     deadline: Deadline
-
-
-class CounterState:
-    """What a sequence knows of its counter between calls: the value its last commit left it
-    at, or a refusal showed (None: read it before the next commit). Shared by the sequence's
-    concurrent commits (threads); its lock is held for a line, never across a request."""
-
-    def __init__(self, last: int | None = None) -> None:
-        self._lock = threading.Lock()
-        self._last = last
-
-    @property
-    def last(self) -> int | None:
-        with self._lock:
-            return self._last
-
-    def learn(self, value: int | None) -> None:
-        """The counter holds ``value`` (None: not known any more)."""
-        with self._lock:
-            self._last = value
-
-    def passed(self, value: int) -> None:
-        """A commit moved the counter to ``value``: kept unless a later one went further."""
-        with self._lock:
-            if self._last is None or self._last < value:
-                self._last = value
 
 
 @dataclass
@@ -178,6 +154,11 @@ class GaplessCore:
         check_name_and_key(
             "GaplessSequence", self.name, "sequence", self.counter_key, table=counter_table
         )
+
+    @property
+    def label(self) -> str:
+        """How messages name it (see ``_values.counter_label``)."""
+        return counter_label(self.name, self.counter_key)
 
     # --- where things are ------------------------------------------------------------------
 
@@ -247,7 +228,7 @@ class GaplessCore:
             if key == counter.key:
                 raise ItemKeyClashError(
                     f"{_where(position)} has the key {show_key(key)}, which is the counter "
-                    f"item's key of sequence {self.name!r} in table {self.table!r}: give the "
+                    f"item's key of sequence {self.label} in table {self.table!r}: give the "
                     "item another key, or keep the counter elsewhere (counter_table=, "
                     "counter_key=).",
                     table=self.table,
@@ -287,7 +268,7 @@ class GaplessCore:
         """The last id given out: one strongly consistent GetItem of the counter (1 read
         unit)."""
         value = yield from attempts(
-            lambda _: read_counter(counter), f"reading sequence {self.name!r}", deadline
+            lambda _: read_counter(counter), f"reading sequence {self.label}", deadline
         )
         return self.value(counter, value)
 
@@ -326,7 +307,7 @@ class GaplessCore:
             state.passed(new)
 
         while commit.live:
-            what = f"writing {len(commit.live)} item(s) with sequence {self.name!r}"
+            what = f"writing {len(commit.live)} item(s) with sequence {self.label}"
             yield from attempts(attempt, what, deadline)
         return [r for r in commit.results if r is not None]
 
@@ -359,7 +340,7 @@ class GaplessCore:
 
     def exhausted(self, last: int, count: int) -> SequenceExhaustedError:
         return SequenceExhaustedError(
-            f"Sequence {self.name!r} of table {self.table!r} is at {last}: {count} more id(s) "
+            f"Sequence {self.label} of table {self.table!r} is at {last}: {count} more id(s) "
             "would pass 10**38 - 1, the largest DynamoDB number.",
             table=self.table,
         )
@@ -368,7 +349,7 @@ class GaplessCore:
         if key == counter.key:
             raise ItemKeyClashError(
                 f"Id {number} would give the item the key {show_key(key)}, which is the counter "
-                f"item's key of sequence {self.name!r} in table {self.table!r}: keep the counter "
+                f"item's key of sequence {self.label} in table {self.table!r}: keep the counter "
                 "outside the ids' range (counter_key=) or in another table (counter_table=).",
                 table=self.table,
             )
@@ -434,7 +415,7 @@ class GaplessCore:
         for index in blocked:
             commit.results[index] = exists_error(
                 self.table,
-                self.name,
+                self.label,
                 self.id_target(commit.info) is not None,
                 commit.items[index],
                 cancellation,

@@ -26,7 +26,8 @@ def exists_error(
     info: TableInfo,
     others: int = 0,
 ) -> ItemExistsError:
-    """The error of an item of sequence ``name`` whose key was taken (by the item itself, or,
+    """The error of an item of the sequence ``name`` (as messages name it: its core's
+    ``label``) whose key was taken (by the item itself, or,
     ``by_id``, an id's key); ``others``: the items of its transaction, not written either."""
     nor = (
         f" Nor were the other {others} item(s) of this put: they are written together or "
@@ -48,7 +49,7 @@ def exists_error(
     key = item_key(old, info) if old else {}
     return ItemExistsError(
         f"Id {number} is taken: an item with the key {show_key(key) if key else number} "
-        f"already exists in table {table!r}, but sequence {name!r} is at "
+        f"already exists in table {table!r}, but sequence {name} is at "
         f"{last or 0} (the counter is behind the ids in the table: was it set back?). The "
         f"item was not written and used up no id.{nor}",
         key=dict(key),

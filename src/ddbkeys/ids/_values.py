@@ -12,6 +12,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, KeySchemaError
+from ddbkeys._key_json import brief_key
 from ddbkeys._schema import show_value
 from ddbkeys.ids._errors import CounterStateError, SequenceExhaustedError
 
@@ -94,6 +95,14 @@ def type_name(value: Mapping[str, Any] | None) -> str:
     if isinstance(value, Mapping) and len(value) == 1:
         return _TYPE_NAMES.get(next(iter(value)), "an unknown type")
     return "not an attribute value"
+
+
+def counter_label(name: str, counter_key: Mapping[str, Any] | None) -> str:
+    """How messages name a counter: ``'orders'``, or its item's key where ``counter_key``
+    gives it whole (helper-77 F2: two such counters read the same, ``'counter'``)."""
+    if counter_key is None:
+        return repr(name)
+    return "{" + ", ".join(f"{k!r}: {brief_key(v, 80)}" for k, v in counter_key.items()) + "}"
 
 
 def show_key(key: Mapping[str, Any]) -> str:
