@@ -165,6 +165,7 @@ CLI_WORDS = (
     ("state_table=", "--state-table"),
     ("index_name=", "--index-name"),
     ("never_reuse=True", "--never-reuse"),
+    ("counter_attribute=", "--attribute"),  # (said of counters only: ids next's option)
 )
 
 

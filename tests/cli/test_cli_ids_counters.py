@@ -116,3 +116,25 @@ def test_bad_counter_input_moves_nothing(
     assert last_line(result) == "Error: " + fill(message, table)
     # (the counter holding 5.5 was moved and put back exactly: no ddbkeys_type added either)
     assert scan(ddb_client, table) == before
+
+
+def test_a_second_attribute_on_a_counter_item_is_warned_of_once(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-77: `ids next --attribute lastid` (for last_id) on a counter in use began a
+    second counter on its item, at 1, silently: ids the first had given out, again."""
+    table = ddb_table_factory(("pk", "S"))
+    assert ids("next", "-t", table, "--counter", "order", "--count", "3").stdout == "1\n2\n3\n"
+    for idempotent in ([], ["--idempotent"]):
+        attribute = "lastid" + "".join(idempotent)[2:4]
+        typo = ids("next", "-t", table, "--counter", "order", "--attribute", attribute, *idempotent)
+        assert typo.exit_code == 0 and typo.stdout == "1\n", typo.output
+        assert typo.stderr == (
+            f"Warning: Counter item {{'pk': 'order'}} of table {table!r} is a counter already, "
+            f"but held no {attribute!r}: a new counter began there, at 1. If --attribute is "
+            "misspelt, these ids may repeat those of the item's counter.\n"
+        )
+        again = ids("next", "-t", table, "--counter", "order", "--attribute", attribute)
+        assert again.stdout == "2\n" and again.stderr == ""  # (once: as it is made)
+    fresh = ids("next", "-t", table, "--counter", "new", "--attribute", "lastid")
+    assert fresh.stdout == "1\n" and fresh.stderr == ""  # (a new item: no other counter)

@@ -16,11 +16,12 @@ from ddbkeys._cli.common import (
     output_option,
     structured,
     table_option,
+    warnings_said,
 )
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
 from ddbkeys._cli.ids_items import audit_command, put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of, ids_said
-from ddbkeys.ids import AtomicCounter
+from ddbkeys.ids import AtomicCounter, NewCounterAttributeWarning
 from ddbkeys.ids._values import MAX_ID
 
 COUNTER_KEY_HELP = (
@@ -146,7 +147,8 @@ def next_command(
         deadline=connection.timeout,
         idempotent=idempotent,
     )
-    ids = list(strategy.reserve(count))
+    with warnings_said(NewCounterAttributeWarning):  # (a misspelt --attribute, say)
+        ids = list(strategy.reserve(count))
     which = f"counter {counter!r}" if key is None else f"the counter at {counter_key}"
     click.get_current_context().meta[CUT_NOTE] = (
         f"{ids_said(ids)} taken from {which} of table {table_name!r}; the output was cut before "

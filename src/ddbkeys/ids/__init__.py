@@ -26,6 +26,7 @@ from ddbkeys.ids._errors import (
     GlobalTableError,
     ItemExistsError,
     ItemKeyClashError,
+    NewCounterAttributeWarning,
     SequenceExhaustedError,
 )
 from ddbkeys.ids._gapless import GaplessSequence
@@ -43,6 +44,7 @@ __all__ = [
     "IdStrategy",
     "ItemExistsError",
     "ItemKeyClashError",
+    "NewCounterAttributeWarning",
     "SequenceExhaustedError",
     "Verdict",
     "audit_attribute",

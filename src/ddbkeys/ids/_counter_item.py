@@ -4,16 +4,24 @@ out of every listing: ``ddbkeys_type`` marks ddbkeys' own items)."""
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from ddbkeys._core.steps import Flow, get_item
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.ids._base import TYPE_NAMES, CounterItem
-from ddbkeys.ids._errors import CounterStateError
+from ddbkeys.ids._errors import CounterStateError, NewCounterAttributeWarning
 from ddbkeys.ids._values import show_key, type_name
 
-__all__ = ["COUNTER_ONLY", "NUMBER_0_TAKEN", "counter_names", "not_a_counter", "read_counter"]
+__all__ = [
+    "COUNTER_ONLY",
+    "NUMBER_0_TAKEN",
+    "counter_names",
+    "not_a_counter",
+    "read_counter",
+    "warn_if_new",
+]
 
 #: What to do where an item of yours holds number 0 of a collection, the never_reuse
 #: counter's key (helper-73 F3: the advice was to name another counter, which a collection
@@ -86,3 +94,19 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
     if refused is not None:
         raise refused
     return item.get(counter.attribute)
+
+
+def warn_if_new(counter: CounterItem, before: Mapping[str, Any], first: int) -> None:
+    """A :class:`~ddbkeys.ids.NewCounterAttributeWarning` where a counter's write found its
+    item a counter already (``before``, the write's old image, holds its ``ddbkeys_type``)
+    but without the counter attribute: it made it, and gave ids from ``first`` (helper-77:
+    ``--attribute lastid`` for ``last_id`` gave ids from 1 again, silently)."""
+    if counter.attribute in before or before.get(ENTITY_ATTRIBUTE) != {"S": COUNTER}:
+        return
+    warnings.warn(
+        f"Counter item {show_key(counter.key)} of table {counter.table!r} is a counter already, "
+        f"but held no {counter.attribute!r}: a new counter began there, at {first}. If "
+        "counter_attribute= is misspelt, these ids may repeat those of the item's counter.",
+        NewCounterAttributeWarning,
+        stacklevel=2,
+    )

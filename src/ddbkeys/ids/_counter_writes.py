@@ -18,7 +18,7 @@ from ddbkeys._retry import Deadline
 from ddbkeys._translate import error_response
 from ddbkeys.ids._base import Attempts, CounterItem, CounterStateError, SequenceExhaustedError
 from ddbkeys.ids._counter_core import CounterCore
-from ddbkeys.ids._counter_item import not_a_counter, read_counter
+from ddbkeys.ids._counter_item import not_a_counter, read_counter, warn_if_new
 from ddbkeys.ids._exact import exact_advance
 from ddbkeys.ids._values import MAX_ID
 
@@ -100,6 +100,7 @@ def advance(
             raise core.state_before(
                 counter, core.after(raw or {}, increment), increment, retried=n > 0, typed=False
             ) from None
+        warn_if_new(counter, before, at + core.step)
         return range(at + core.step, at + increment + 1, core.step)
 
     moved: range = yield from attempts(attempt, f"moving counter {core.label}", deadline)

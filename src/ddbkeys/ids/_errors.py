@@ -9,6 +9,7 @@ __all__ = [
     "GlobalTableError",
     "ItemExistsError",
     "ItemKeyClashError",
+    "NewCounterAttributeWarning",
     "SequenceExhaustedError",
 ]
 
@@ -45,3 +46,10 @@ class CounterStateError(DdbKeysError):
 
 class GlobalTableError(ConfigurationError):
     """The table has replicas in other regions, where last-writer-wins breaks the strategy."""
+
+
+class NewCounterAttributeWarning(UserWarning):
+    """A counter began in an attribute its item did not hold, though the item was a counter
+    already: a second counter on one item (``counter_attribute=`` of another sequence), or a
+    misspelt attribute, whose ids start again from the first while the item's counter goes
+    on elsewhere. Warned once, as the attribute is made; the ids given are the new counter's."""

@@ -47,7 +47,13 @@ from ddbkeys.ids._base import (
     CounterStateError,
 )
 from ddbkeys.ids._counter_core import VALID, CounterCore
-from ddbkeys.ids._counter_item import COUNTER_ONLY, counter_names, not_a_counter, read_counter
+from ddbkeys.ids._counter_item import (
+    COUNTER_ONLY,
+    counter_names,
+    not_a_counter,
+    read_counter,
+    warn_if_new,
+)
 from ddbkeys.ids._slots import (
     CLOCK_MARGIN,
     MOST_DEADLINE,
@@ -249,9 +255,9 @@ def exact_advance(
                 raise core.state_before(
                     counter, raw, increment, retried=n > 0, typed=False
                 ) from None
-            last = at + increment
-            SEEN.saw(item, _written(old, counter, mine, number, last, stale))
-            return range(last - increment + core.step, last + 1, core.step)
+            warn_if_new(counter, old, at + core.step)
+            SEEN.saw(item, _written(old, counter, mine, number, at + increment, stale))
+            return range(at + core.step, at + increment + 1, core.step)
 
         moved: range = yield from attempts(attempt, f"moving counter {core.label}", deadline)
         return moved
