@@ -3,6 +3,8 @@ lost responses placed exactly where they hurt, and what they cost."""
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -473,3 +475,39 @@ def test_lost_counter_response_leaves_a_gap_never_a_duplicate(
     # skipped, and never given to anyone.
     assert [counter.next(), counter.next(), counter.next()] == [1, 3, 4]
     assert fault_proxy.counts_by_operation[("UpdateItem", "lose_response")] == 1
+
+
+def test_a_second_counter_attribute_on_a_counter_item_is_warned_of(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """A misspelt counter_attribute= on a counter in use began a second counter on its item,
+    at 1, silently (helper-77): every strategy that writes the counter warns, once, as the
+    attribute is made; none where the item is new or already holds it."""
+    from ddbkeys.ids import (  # noqa: PLC0415
+        AtomicCounter,
+        BlockAllocator,
+        GaplessSequence,
+        NewCounterAttributeWarning,
+    )
+
+    table = ddb_table_factory(("pk", "S"))
+    assert GaplessSequence(ddb_client, table, "users").put({"pk": "u1"}) == 1
+    assert AtomicCounter(ddb_client, table, "order").next() == 1
+    blocks = BlockAllocator(AtomicCounter(ddb_client, table, "order", counter_attribute="b"), 10)
+    users = iter(range(2, 10))
+    made: dict[str, Callable[[], int]] = {
+        "gapless": lambda: GaplessSequence(
+            ddb_client, table, "users", counter_attribute="lastid"
+        ).put({"pk": f"u{next(users)}"}),
+        "counter": lambda: AtomicCounter(ddb_client, table, "order", counter_attribute="n").next(),
+        "blocks": blocks.next,
+    }
+    for name, first in made.items():
+        with pytest.warns(NewCounterAttributeWarning, match="is a counter already") as said:
+            assert first() == 1, name
+        assert len([w for w in said if w.category is NewCounterAttributeWarning]) == 1, name
+    blocks.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NewCounterAttributeWarning)
+        assert made["gapless"]() == 2 and made["counter"]() == 2  # (it holds them now)
+        assert AtomicCounter(ddb_client, table, "fresh", counter_attribute="n").next() == 1

@@ -20,6 +20,7 @@ from ddbkeys._cli.common import (
     parse_key,
     structured,
     table_option,
+    warnings_said,
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
@@ -37,6 +38,7 @@ from ddbkeys.ids import (
     AuditReport,
     CollectionSequence,
     GaplessSequence,
+    NewCounterAttributeWarning,
     audit_attribute,
     audit_collection,
 )
@@ -183,10 +185,11 @@ def put_command(
             group_commit=False,
             deadline=connection.timeout,
         )
-        if len(items) == 1:
-            ids = [gapless.put(items[0], typed=True)]
-        else:
-            ids = gapless.put_many(items, typed=True)
+        with warnings_said(NewCounterAttributeWarning):
+            if len(items) == 1:
+                ids = [gapless.put(items[0], typed=True)]
+            else:
+                ids = gapless.put_many(items, typed=True)
         _show_ids(table_name, ids, output)
         return
     collection = CollectionSequence(

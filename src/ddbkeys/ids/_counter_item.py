@@ -20,6 +20,7 @@ __all__ = [
     "counter_names",
     "not_a_counter",
     "read_counter",
+    "read_counter_item",
     "warn_if_new",
 ]
 
@@ -79,6 +80,13 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
     :class:`CounterStateError` when the item is one of yours, not a counter
     (:func:`not_a_counter`: a collection's counter too, whose key an item another tool
     numbered 0 may hold)."""
+    item = yield from read_counter_item(counter)
+    return item.get(counter.attribute)
+
+
+def read_counter_item(counter: CounterItem) -> Flow[Mapping[str, Any]]:
+    """:func:`read_counter`'s read: the counter item's key, counter attribute and type, as
+    it holds them (empty when it is missing)."""
     response = yield get_item(
         {
             "TableName": counter.table,
@@ -89,11 +97,11 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
             "ReturnConsumedCapacity": "TOTAL",
         }
     )
-    item = response.get("Item", {})
+    item: Mapping[str, Any] = response.get("Item", {})
     refused = not_a_counter(counter, item)
     if refused is not None:
         raise refused
-    return item.get(counter.attribute)
+    return item
 
 
 def warn_if_new(counter: CounterItem, before: Mapping[str, Any], first: int) -> None:

@@ -37,7 +37,7 @@ from ddbkeys.ids._base import (
     transact,
 )
 from ddbkeys.ids._cancellation import Cancellation, Verdict
-from ddbkeys.ids._counter_item import read_counter
+from ddbkeys.ids._counter_item import read_counter, read_counter_item, warn_if_new
 from ddbkeys.ids._exact import exact_update
 from ddbkeys.ids._gapless_exists import exists_error
 from ddbkeys.ids._values import (
@@ -281,10 +281,12 @@ class GaplessCore:
 
         def attempt(_: int) -> Flow[None]:
             began = self.policy.clock()  # (the read, if any, is part of the race)
+            read: Mapping[str, Any] = {}  # (the counter item, where this attempt read it)
             if commit.token is None:
                 known = None if commit.reread else state.last
                 if known is None:
-                    known = self.value(commit.counter, (yield from read_counter(commit.counter)))
+                    read = yield from read_counter_item(commit.counter)
+                    known = self.value(commit.counter, read.get(commit.counter.attribute))
                 commit.reread = False
                 commit.last, commit.token = known, str(uuid.uuid4())
             last = commit.last
@@ -305,6 +307,7 @@ class GaplessCore:
                 commit.results[index] = last + offset
             commit.live.clear()
             state.passed(new)
+            warn_if_new(commit.counter, read or {commit.counter.attribute: None}, last + 1)
 
         while commit.live:
             what = f"writing {len(commit.live)} item(s) with sequence {self.label}"
