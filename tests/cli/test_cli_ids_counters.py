@@ -125,16 +125,18 @@ def test_a_second_attribute_on_a_counter_item_is_warned_of_once(
     second counter on its item, at 1, silently: ids the first had given out, again."""
     table = ddb_table_factory(("pk", "S"))
     assert ids("next", "-t", table, "--counter", "order", "--count", "3").stdout == "1\n2\n3\n"
+    held = "'last_id' = 3"
     for idempotent in ([], ["--idempotent"]):
         attribute = "lastid" + "".join(idempotent)[2:4]
         typo = ids("next", "-t", table, "--counter", "order", "--attribute", attribute, *idempotent)
         assert typo.exit_code == 0 and typo.stdout == "1\n", typo.output
         assert typo.stderr == (
-            f"Warning: Counter item {{'pk': 'order'}} of table {table!r} is a counter already, "
-            f"but held no {attribute!r}: a new counter began there, at 1. If --attribute is "
-            "misspelt, these ids may repeat those of the item's counter.\n"
+            f"Warning: Counter item {{'pk': 'order'}} of table {table!r} holds {held}, and "
+            f"its counter {attribute!r} began with this call, at 1. If --attribute is "
+            "misspelt, these ids may repeat those given from the other.\n"
         )
         again = ids("next", "-t", table, "--counter", "order", "--attribute", attribute)
         assert again.stdout == "2\n" and again.stderr == ""  # (once: as it is made)
+        held += f", {attribute!r} = 2"
     fresh = ids("next", "-t", table, "--counter", "new", "--attribute", "lastid")
     assert fresh.stdout == "1\n" and fresh.stderr == ""  # (a new item: no other counter)

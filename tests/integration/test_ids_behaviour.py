@@ -503,7 +503,11 @@ def test_a_second_counter_attribute_on_a_counter_item_is_warned_of(
         "blocks": blocks.next,
     }
     for name, first in made.items():
-        with pytest.warns(NewCounterAttributeWarning, match="is a counter already") as said:
+        with pytest.warns(
+            NewCounterAttributeWarning,
+            match=r"holds 'last_id' = 1(, '\w+' = 1)*, and its counter '\w+' began with this "
+            r"call, at 1\.",
+        ) as said:
             assert first() == 1, name
         assert len([w for w in said if w.category is NewCounterAttributeWarning]) == 1, name
     blocks.close()
@@ -511,3 +515,35 @@ def test_a_second_counter_attribute_on_a_counter_item_is_warned_of(
         warnings.simplefilter("error", NewCounterAttributeWarning)
         assert made["gapless"]() == 2 and made["counter"]() == 2  # (it holds them now)
         assert AtomicCounter(ddb_client, table, "fresh", counter_attribute="n").next() == 1
+
+
+@pytest.mark.parametrize("idempotent", [False, True])
+def test_a_misspelt_attribute_whose_first_write_was_lost_is_warned_of(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    idempotent: bool,
+) -> None:
+    """helper-79 F1: the first write of a misspelt counter_attribute= lost its answer; the
+    retry found the attribute (its own lost write made it) and no call ever warned."""
+    from ddbkeys.ids import AtomicCounter, NewCounterAttributeWarning  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"))
+    assert list(AtomicCounter(ddb_client, table, "order").reserve(5)) == [1, 2, 3, 4, 5]
+    fault_proxy.set_faults(
+        Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateItem"}))
+    )
+    typo = AtomicCounter(
+        proxied_client(fault_proxy),
+        table,
+        "order",
+        counter_attribute="lastid",
+        idempotent=idempotent,
+    )
+    with pytest.warns(NewCounterAttributeWarning, match="may have begun with this call, at 1"):
+        first = typo.next()
+    assert first == (1 if idempotent else 2)  # (the plain counter's lost write skipped 1)
+    assert fault_proxy.counts["lose_response"] == 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NewCounterAttributeWarning)
+        assert typo.next() == first + 1  # (once)

@@ -364,4 +364,4 @@ def test_a_counter_given_by_its_key_is_named_by_it() -> None:
     )
     assert CounterCore("t", "orders").label == "'orders'"
     cli = GaplessCore("ttt", counter_key={"n": Decimal("0"), "b": b"\x01"})  # (as the CLI gives)
-    assert cli.label == "{'n': 0, 'b': 'AQ=='}" and GaplessCore("ttt").label == "'sequence'"
+    assert cli.label == "{'n': 0, 'b': b64:AQ==}" and GaplessCore("ttt").label == "'sequence'"

@@ -93,7 +93,8 @@ class CounterCore:
         # no valid number (a string, a map, a negative number, one past 10**38 - 1): such a
         # write is refused, and the item is left as it was, ddbkeys_type too. Only a fraction
         # (5.5) gets past it (no condition tells one from a whole number): the answer holds
-        # what the write changed, as it was (UPDATED_OLD), so that it is put back exactly.
+        # the item as it was (ALL_OLD), so that it is put back exactly (and another counter
+        # on the item shows: a misspelt attribute is warned of, see warn_if_new).
         # No ReturnConsumedCapacity: the counter item is far below 1 KB, so it is 1 unit.
         values[":number"] = {"S": "N"}
         values[":zero"] = {"N": "0"}
@@ -106,7 +107,7 @@ class CounterCore:
             "ConditionExpression": f"{COUNTER_ONLY} AND ({VALID})",
             "ExpressionAttributeNames": counter_names(counter),
             "ExpressionAttributeValues": values,
-            "ReturnValues": "UPDATED_OLD",
+            "ReturnValues": "ALL_OLD",
             "ReturnValuesOnConditionCheckFailure": "ALL_OLD",
         }
 

@@ -19,6 +19,7 @@ __all__ = [
     "NUMBER_0_TAKEN",
     "counter_names",
     "not_a_counter",
+    "other_counters",
     "read_counter",
     "read_counter_item",
     "warn_if_new",
@@ -59,7 +60,8 @@ def not_a_counter(counter: CounterItem, item: Mapping[str, Any] | None) -> Count
     why = (
         f"its {ENTITY_ATTRIBUTE} is {shown(typed)}, not {COUNTER!r}"
         if typed is not None
-        else f"it holds no {counter.attribute!r} and is not typed one"
+        else f"it holds no {counter.attribute!r} (is counter_attribute= right?) and is not "
+        "typed one"
     )
     return CounterStateError(
         f"Item {show_key(counter.key)} of table {counter.table!r} is an item of yours, not a "
@@ -85,15 +87,13 @@ def read_counter(counter: CounterItem) -> Flow[Any]:
 
 
 def read_counter_item(counter: CounterItem) -> Flow[Mapping[str, Any]]:
-    """:func:`read_counter`'s read: the counter item's key, counter attribute and type, as
-    it holds them (empty when it is missing)."""
+    """:func:`read_counter`'s read: the counter item as it is (empty when it is missing;
+    whole: a GetItem is billed by the item's size, whatever it projects)."""
     response = yield get_item(
         {
             "TableName": counter.table,
             "Key": counter.key,
             "ConsistentRead": True,
-            "ProjectionExpression": "#k, #v, #ddbkeys_type",
-            "ExpressionAttributeNames": counter_names(counter),
             "ReturnConsumedCapacity": "TOTAL",
         }
     )
@@ -104,17 +104,49 @@ def read_counter_item(counter: CounterItem) -> Flow[Mapping[str, Any]]:
     return item
 
 
-def warn_if_new(counter: CounterItem, before: Mapping[str, Any], first: int) -> None:
+def other_counters(counter: CounterItem, item: Mapping[str, Any]) -> dict[str, Any]:
+    """The numbers ``item`` (a counter item's whole image) holds beside ``counter``'s own
+    attribute, its key and ddbkeys' own attributes (its type, writer slots): the other
+    counters on the item, by attribute."""
+    return {
+        name: value["N"]
+        for name, value in item.items()
+        if name != counter.attribute
+        and name not in counter.key
+        and not name.startswith("ddbkeys_")
+        and isinstance(value, Mapping)
+        and set(value) == {"N"}
+    }
+
+
+def warn_if_new(
+    counter: CounterItem, before: Mapping[str, Any], first: int, *, resent: bool = False
+) -> None:
     """A :class:`~ddbkeys.ids.NewCounterAttributeWarning` where a counter's write found its
-    item a counter already (``before``, the write's old image, holds its ``ddbkeys_type``)
-    but without the counter attribute: it made it, and gave ids from ``first`` (helper-77:
-    ``--attribute lastid`` for ``last_id`` gave ids from 1 again, silently)."""
-    if counter.attribute in before or before.get(ENTITY_ATTRIBUTE) != {"S": COUNTER}:
+    item (``before``, the write's whole old image) a counter holding another counter but not
+    this one's attribute: it made it, and gave ids from ``first`` (helper-77: ``--attribute
+    lastid`` for ``last_id`` gave ids from 1 again, silently). ``resent``: a write of the call
+    was sent again and may have made the attribute itself (helper-79 F1: the retry found it,
+    and no call ever warned). An item that holds no other counter (a new one, or one whose
+    ids were all handed back) is none of that."""
+    if (counter.attribute in before and not resent) or before.get(ENTITY_ATTRIBUTE) != {
+        "S": COUNTER
+    }:
         return
+    others = other_counters(counter, before)
+    if not others:
+        return
+    held = ", ".join(f"{name!r} = {value}" for name, value in sorted(others.items()))
+    began = (
+        f"may have begun with this call, at {first} (a write of the call was sent again: "
+        "whether it was new is not known)"
+        if resent
+        else f"began with this call, at {first}"
+    )
     warnings.warn(
-        f"Counter item {show_key(counter.key)} of table {counter.table!r} is a counter already, "
-        f"but held no {counter.attribute!r}: a new counter began there, at {first}. If "
-        "counter_attribute= is misspelt, these ids may repeat those of the item's counter.",
+        f"Counter item {show_key(counter.key)} of table {counter.table!r} holds {held}, and "
+        f"its counter {counter.attribute!r} {began}. If counter_attribute= is misspelt, these "
+        "ids may repeat those given from the other.",
         NewCounterAttributeWarning,
         stacklevel=2,
     )

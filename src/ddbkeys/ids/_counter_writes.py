@@ -15,10 +15,14 @@ from ddbkeys._core.steps import Flow, update_item
 from ddbkeys._entity import ENTITY_ATTRIBUTE
 from ddbkeys._errors import DdbKeysError, error_code, unexpected_answer
 from ddbkeys._retry import Deadline
-from ddbkeys._translate import error_response
+from ddbkeys._translate import error_response, unanswered
 from ddbkeys.ids._base import Attempts, CounterItem, CounterStateError, SequenceExhaustedError
 from ddbkeys.ids._counter_core import CounterCore
-from ddbkeys.ids._counter_item import not_a_counter, read_counter, warn_if_new
+from ddbkeys.ids._counter_item import (
+    not_a_counter,
+    read_counter,
+    warn_if_new,
+)
 from ddbkeys.ids._exact import exact_advance
 from ddbkeys.ids._values import MAX_ID
 
@@ -62,6 +66,7 @@ def advance(
         return (yield from exact_advance(core, counter, count, deadline, attempts, wall_clock))
     increment = count * core.step
     request = request or core.request(counter, count)
+    lost = [0]  # the call's writes that got no answer (each the same: ``increment``)
 
     def attempt(n: int) -> Flow[range]:
         try:
@@ -83,8 +88,11 @@ def advance(
                 if at is not None and at + increment > MAX_ID:
                     raise core.exhausted(at, count) from exc
             raise
-        # The answer holds what the write changed, as it was (UPDATED_OLD): the counter's
-        # value (none when it was missing) and its ddbkeys_type (none when it had none).
+        except Exception as exc:
+            lost[0] += unanswered(exc)
+            raise
+        # The answer holds the item as it was (ALL_OLD): the counter's value (none when it
+        # was missing), its ddbkeys_type (none when it had none), and any other counter.
         before = response.get("Attributes", {})
         if not isinstance(before, Mapping):
             what = f"counter attribute {core.counter_attribute!r}"
@@ -100,7 +108,13 @@ def advance(
             raise core.state_before(
                 counter, core.after(raw or {}, increment), increment, retried=n > 0, typed=False
             ) from None
-        warn_if_new(counter, before, at + core.step)
+        # A write of the call that got no answer (here, or one the client's own retries sent
+        # again: RetryAttempts) may have made the attribute: where the counter holds just what
+        # such writes would have made of none, whether it was new is not known.
+        tries = lost[0] + int(response.get("ResponseMetadata", {}).get("RetryAttempts") or 0)
+        made = at - (core.start - core.step)
+        resent = bool(tries) and made % increment == 0 and 0 < made // increment <= tries
+        warn_if_new(counter, before, core.start if resent else at + core.step, resent=resent)
         return range(at + core.step, at + increment + 1, core.step)
 
     moved: range = yield from attempts(attempt, f"moving counter {core.label}", deadline)

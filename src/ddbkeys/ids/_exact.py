@@ -336,6 +336,8 @@ def _refused(
             raise unexpected_answer(
                 "UpdateItem", counter.table, f"the value of writer slot {slot!r}", old
             )
+        if last - increment + core.step == core.start:  # (its lost write may have begun it)
+            warn_if_new(counter, old, core.start, resent=True)
         return range(last - increment + core.step, last + 1, core.step)
     if held is None or held > number:
         # Another process with the same slot name (72 random bits: not expected), or a tool.

@@ -102,7 +102,15 @@ def counter_label(name: str, counter_key: Mapping[str, Any] | None) -> str:
     gives it whole (helper-77 F2: two such counters read the same, ``'counter'``)."""
     if counter_key is None:
         return repr(name)
-    return "{" + ", ".join(f"{k!r}: {brief_key(v, 80)}" for k, v in counter_key.items()) + "}"
+    return "{" + ", ".join(f"{k!r}: {_shown(v)}" for k, v in counter_key.items()) + "}"
+
+
+def _shown(value: Any) -> str:
+    """A key value in a counter's label: bytes as ``show_key`` writes them (``b64:...``: a
+    quoted base64 text read as a string key, helper-79 F5), else ``brief_key``'s."""
+    if isinstance(value, (bytes, bytearray)):
+        return f"b64:{base64.b64encode(bytes(value)).decode()}"
+    return brief_key(value, 80)
 
 
 def show_key(key: Mapping[str, Any]) -> str:
