@@ -17,6 +17,7 @@ import contextvars
 import decimal
 import inspect
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from functools import partial
@@ -29,7 +30,7 @@ from botocore.exceptions import ClientError
 from ddbkeys._attributes import MAX_DIGITS, resource_value, typed_value
 from ddbkeys._core import lifecycle as _lifecycle
 from ddbkeys._errors import ConfigurationError, DdbKeysError, NoAnswerInTime
-from ddbkeys._probe import not_answered
+from ddbkeys._probe import not_answered, retries_itself
 from ddbkeys._retry import Deadline
 
 if TYPE_CHECKING:
@@ -86,7 +87,13 @@ def guard(client: Any) -> Any:
                 raise ClientError(parsed, getattr(kw.get("operation"), "name", "the request"))
 
     client.meta.events.register_first("needs-retry.dynamodb", stop_retrying)
+    with suppress(TypeError):  # (a stand-in without weak references)
+        _GUARDED.add(client)
     return client
+
+
+#: The clients :func:`guard` made stop retrying at the deadline (ddbkeys' own).
+_GUARDED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def send(
@@ -105,7 +112,9 @@ def send(
                 raise job.outcome
             return job.outcome
         job.late = True  # (if no thread has taken it yet, none will send it)
-        raise not_answered(meta.endpoint_url, left, meta.config)  # (refused, if none listens)
+        # (refused, if none listens; a client not ddbkeys' own may go on retrying it)
+        trying = client not in _GUARDED and retries_itself(meta.config)
+        raise not_answered(meta.endpoint_url, left, meta.config, trying=trying)
     raise NoAnswerInTime(endpoint_url=meta.endpoint_url, waited=0.0)
 
 

@@ -26,10 +26,12 @@ from ddbkeys._errors import NoAnswerInTime
 __all__ = [
     "PROBE_TIMEOUT",
     "StillRetried",
+    "StillTrying",
     "address",
     "not_answered",
     "not_answered_async",
     "proxied",
+    "retries_itself",
 ]
 
 #: Seconds the connect may take: a refusal comes at once, a host that drops packets never.
@@ -57,11 +59,33 @@ class StillRetried(EndpointConnectionError):
     trying on its own: its retries may yet send the request (a write may yet be applied)."""
 
 
-def _verdict(endpoint_url: str | None, waited: float, refused: bool) -> Exception:
+class StillTrying(NoAnswerInTime):
+    """A request that had not been answered when the deadline came, sent by a client that
+    retries on its own and was not made by ddbkeys (whose clients stop retrying at the
+    deadline): its retries, in the call ddbkeys stopped waiting for, may send it again
+    (helper-79 F2: a write was applied 3 more times after the error)."""
+
+
+def retries_itself(config: Any) -> bool:
+    """Whether a client with ``config`` sends a request again on its own (botocore's default
+    retry modes do, up to 3 to 10 attempts; ``total_max_attempts=1`` or ``max_attempts=0``
+    turn it off)."""
+    retries = getattr(config, "retries", None) or {}
+    if "total_max_attempts" in retries:
+        return int(retries["total_max_attempts"]) > 1
+    if "max_attempts" in retries:
+        return int(retries["max_attempts"]) > 0
+    return True
+
+
+def _verdict(
+    endpoint_url: str | None, waited: float, refused: bool, trying: bool = False
+) -> Exception:
     endpoint_url = endpoint_url or "the endpoint"
     if refused:
         return StillRetried(endpoint_url=endpoint_url)
-    return NoAnswerInTime(endpoint_url=endpoint_url, waited=waited)
+    kind = StillTrying if trying else NoAnswerInTime
+    return kind(endpoint_url=endpoint_url, waited=waited)
 
 
 def proxied(endpoint_url: str | None, config: Any = None) -> bool:
@@ -103,13 +127,16 @@ def _refused(where: tuple[str, int]) -> bool:
     return bool(outcome) and outcome[0]
 
 
-def not_answered(endpoint_url: str | None, waited: float, config: Any = None) -> Exception:
+def not_answered(
+    endpoint_url: str | None, waited: float, config: Any = None, *, trying: bool = False
+) -> Exception:
     """The error for a request given up at its deadline after ``waited`` seconds (one connect
     of at most :data:`PROBE_TIMEOUT` seconds first, unless the client's ``config`` or the
-    environment sends it through a proxy)."""
+    environment sends it through a proxy); ``trying``: the client goes on retrying it
+    (:class:`StillTrying`)."""
     where = address(endpoint_url)
     refused = where is not None and not proxied(endpoint_url, config) and _refused(where)
-    return _verdict(endpoint_url, waited, refused=refused)
+    return _verdict(endpoint_url, waited, refused=refused, trying=trying)
 
 
 async def not_answered_async(

@@ -534,7 +534,7 @@ def test_a_misspelt_attribute_whose_first_write_was_lost_is_warned_of(
         Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateItem"}))
     )
     typo = AtomicCounter(
-        proxied_client(fault_proxy),
+        proxied_client(fault_proxy, max_attempts=1),  # (ddbkeys' retries, which see the loss)
         table,
         "order",
         counter_attribute="lastid",
@@ -547,3 +547,34 @@ def test_a_misspelt_attribute_whose_first_write_was_lost_is_warned_of(
     with warnings.catch_warnings():
         warnings.simplefilter("error", NewCounterAttributeWarning)
         assert typo.next() == first + 1  # (once)
+
+
+@pytest.mark.parametrize("client_retries", [1, 5])
+def test_a_young_counter_throttled_once_is_not_warned_of(
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    client_retries: int,
+) -> None:
+    """helper-80 F1: a counter at 1 on an item that holds another number, its next write
+    throttled once and sent again (by ddbkeys, or by the client itself), was warned of as a
+    counter that "may have begun with this call": a throttled write is not applied."""
+    from ddbkeys.ids import AtomicCounter, NewCounterAttributeWarning  # noqa: PLC0415
+
+    table = ddb_table_factory(("pk", "S"))
+    key = {"pk": "cfg"}
+    assert AtomicCounter(ddb_client, table, counter_key=key).next() == 1
+    ddb_client.update_item(  # (a number of the user's own on the counter item)
+        TableName=table,
+        Key={"pk": {"S": "cfg"}},
+        UpdateExpression="SET version = :v",
+        ExpressionAttributeValues={":v": {"N": "7"}},
+    )
+    fault_proxy.set_faults(Faults(script=[Fault.THROTTLE], operations=frozenset({"UpdateItem"})))
+    counter = AtomicCounter(
+        proxied_client(fault_proxy, max_attempts=client_retries), table, counter_key=key
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NewCounterAttributeWarning)
+        assert counter.next() == 2
+    assert fault_proxy.counts["throttle"] == 1

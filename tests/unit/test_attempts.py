@@ -512,3 +512,29 @@ def test_a_read_that_got_no_answer_says_no_write_may_have_been_applied(
     assert isinstance(run.error, DdbKeysError), run.error
     assert str(run.error).endswith("." + note), run.error
     assert ("applied" in str(run.error)) == bool(note), run.error
+
+
+def test_a_write_the_client_goes_on_retrying_after_the_deadline_says_so() -> None:
+    """helper-79 F2: a plain boto3 client (its own retries on) whose write got no answer by
+    the deadline: the call said "may still have been applied" while the client's retries, in
+    the call ddbkeys stopped waiting for, applied it 3 more times."""
+    from botocore.config import Config  # noqa: PLC0415
+
+    from ddbkeys._probe import StillTrying, retries_itself  # noqa: PLC0415
+
+    clock = FakeClock()
+    flow = attempts(
+        attempt,
+        what="moving counter 'c'",
+        table=TABLE,
+        policy=policy(clock, 5),
+        deadline=Deadline(3.0, clock=clock),
+        usage=Usage(),
+    )
+    run = drive(flow, [StillTrying(endpoint_url=URL, waited=3.0)], clock, took=3.0)
+    assert str(run.error).endswith(
+        "The client's own retries may still send the write: it may yet be applied."
+    ), run.error
+    assert retries_itself(Config()) and retries_itself(Config(retries={"mode": "standard"}))
+    assert not retries_itself(Config(retries={"total_max_attempts": 1}))
+    assert not retries_itself(Config(retries={"max_attempts": 0}))

@@ -22,7 +22,7 @@ from ddbkeys._errors import (
     cut_short,
     error_code,
 )
-from ddbkeys._probe import StillRetried
+from ddbkeys._probe import StillRetried, StillTrying
 from ddbkeys._retry import (
     MAX_REFUSED_ATTEMPTS,
     Deadline,
@@ -286,6 +286,8 @@ def gave_up(
     lost = unanswered(last) if last_unanswered is None else last_unanswered
     if writes and (lost or sent_unanswered) and not what.startswith(("DescribeTable", "reading")):
         note = _LAST_WRITE if lost else _SOME_WRITE
+        if lost and isinstance(last, StillTrying):  # (the client's own retries go on)
+            note = _STILL_RETRIED
     if out_of_time and deadline.seconds is not None:
         if not reason:
             return deadline_exceeded(

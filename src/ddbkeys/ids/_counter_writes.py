@@ -108,12 +108,12 @@ def advance(
             raise core.state_before(
                 counter, core.after(raw or {}, increment), increment, retried=n > 0, typed=False
             ) from None
-        # A write of the call that got no answer (here, or one the client's own retries sent
-        # again: RetryAttempts) may have made the attribute: where the counter holds just what
-        # such writes would have made of none, whether it was new is not known.
-        tries = lost[0] + int(response.get("ResponseMetadata", {}).get("RetryAttempts") or 0)
+        # A write of the call that got no answer may have made the attribute: where the
+        # counter holds just what such writes would have made of none, whether it was new is
+        # not known. (Not the client's own retries, RetryAttempts: a throttle retried counts
+        # there too, and young counters were warned of, helper-80 F1.)
         made = at - (core.start - core.step)
-        resent = bool(tries) and made % increment == 0 and 0 < made // increment <= tries
+        resent = bool(lost[0]) and made % increment == 0 and 0 < made // increment <= lost[0]
         warn_if_new(counter, before, core.start if resent else at + core.step, resent=resent)
         return range(at + core.step, at + increment + 1, core.step)
 
