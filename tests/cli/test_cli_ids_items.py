@@ -107,6 +107,12 @@ def test_counter_key(ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: Ta
             "ddbkeys_type": {"S": "counter"},
         }
     ]
+    # A fraction: the whole key in DynamoDB JSON ("1.5" was read back as a string, and plain
+    # mixed with DynamoDB JSON is refused: helper-79 F3).
+    half = ids("next", "-t", table, "--counter-key", '{"pk": "c", "sk": 1.5}', "--output", "json")
+    key = json.loads(half.output)["counter_key"]
+    assert key == {"pk": {"S": "c"}, "sk": {"N": "1.5"}}, half.output
+    assert ids("next", "-t", table, "--counter-key", json.dumps(key)).output == "2\n"
 
 
 def test_gapless_counter_elsewhere_and_padded_ids(

@@ -18,7 +18,6 @@ from click.core import ParameterSource
 from ddbkeys._attributes import get_item_answer
 from ddbkeys._cli.common import F
 from ddbkeys._errors import DdbKeysError
-from ddbkeys._key_json import json_key
 from ddbkeys._schema import (
     MAX_NESTING,
     from_attributes,
@@ -222,15 +221,32 @@ def counter_fields(name: str, key: dict[str, Any] | None) -> dict[str, Any]:
     """How JSON output names the counter: its name, or its whole key."""
     if key is None:
         return {"counter": name}
-    return {"counter_key": {k: _key_value(v) for k, v in key.items()}}
+    plain = {k: _plain_value(v) for k, v in key.items()}
+    if all(v is not None for v in plain.values()):
+        return {"counter_key": plain}
+    # (a fraction or bytes: the whole key in DynamoDB JSON, which --counter-key reads back
+    # exactly, and refuses mixed with plain values: helper-79 F3)
+    return {"counter_key": {k: _typed_value(v) for k, v in key.items()}}
 
 
-def _key_value(value: Any) -> Any:
-    """A counter key's value for JSON, as --counter-key reads it back: a whole number as a
-    number (helper-77 F3: printed "0", it was read back as a string), else ``json_key``'s."""
-    if isinstance(value, Decimal) and value == value.to_integral_value():
+def _plain_value(value: Any) -> Any:
+    """A counter key's value as plain JSON that --counter-key reads back as it is: a string,
+    or a whole number as a number (helper-77 F3: printed "0", it was read back as a string);
+    None for any other (a fraction, bytes)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, Decimal)) and value == int(value):
         return int(value)
-    return json_key(value)
+    return None
+
+
+def _typed_value(value: Any) -> dict[str, str]:
+    """A counter key's value in DynamoDB JSON."""
+    if isinstance(value, (bytes, bytearray)):
+        return {"B": base64.b64encode(bytes(value)).decode()}
+    if isinstance(value, (int, Decimal)):
+        return {"N": str(value)}
+    return {"S": str(value)}
 
 
 def _unwrapped(
