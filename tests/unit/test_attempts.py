@@ -130,6 +130,26 @@ def policy(clock: FakeClock, max_attempts: int = 5) -> RetryPolicy:
     )
 
 
+def call(
+    clock: FakeClock,
+    max_attempts: int = 5,
+    *,
+    first: Callable[[int], Flow[Any]] = attempt,
+    seconds: float | None = None,
+    what: str = "x",
+) -> Flow[Any]:
+    """:func:`attempts` of ``first`` (by default :func:`attempt`) on ``clock``, with the test
+    policy's ``max_attempts`` and a deadline of ``seconds`` (None: none)."""
+    return attempts(
+        first,
+        what=what,
+        table=TABLE,
+        policy=policy(clock, max_attempts),
+        deadline=Deadline(seconds, clock=clock),
+        usage=Usage(),
+    )
+
+
 @dataclass
 class Case:
     outcomes: list[Any]
@@ -390,30 +410,14 @@ def test_every_outcome(case: Case) -> None:
 
 def test_a_pause_carries_the_policys_sleep_and_the_stop_flag() -> None:
     clock = FakeClock()
-    flow = attempts(
-        attempt,
-        what="x",
-        table=TABLE,
-        policy=policy(clock),
-        deadline=Deadline(None, clock=clock),
-        usage=Usage(),
-    )
-    run = drive(flow, [throttled(), "ok"], clock)
+    run = drive(call(clock), [throttled(), "ok"], clock)
     assert [(p.seconds, p.sleep, p.stop) for p in run.pauses] == [(0.0075, clock.sleep, None)]
 
 
 def test_the_final_errors_keep_their_cause() -> None:
     clock = FakeClock()
     last = throttled()
-    flow = attempts(
-        attempt,
-        what="x",
-        table=TABLE,
-        policy=policy(clock, 2),
-        deadline=Deadline(None, clock=clock),
-        usage=Usage(),
-    )
-    run = drive(flow, [throttled(), last], clock)
+    run = drive(call(clock, 2), [throttled(), last], clock)
     assert isinstance(run.error, RetriesExhaustedError)
     assert run.error.cause is last and run.error.__cause__ is last
     assert run.error.attempts == 2
@@ -500,14 +504,7 @@ def test_a_read_that_got_no_answer_says_no_write_may_have_been_applied(
     outcomes: list[Any], note: str
 ) -> None:
     clock = FakeClock()
-    flow = attempts(
-        described_then_written,
-        what="moving counter 'c'",
-        table=TABLE,
-        policy=policy(clock, 2),
-        deadline=Deadline(None, clock=clock),
-        usage=Usage(),
-    )
+    flow = call(clock, 2, first=described_then_written, what="moving counter 'c'")
     run = drive(flow, outcomes, clock, took=1.0)  # (a refusal that slow: the client retried)
     assert isinstance(run.error, DdbKeysError), run.error
     assert str(run.error).endswith("." + note), run.error
@@ -523,14 +520,7 @@ def test_a_write_the_client_goes_on_retrying_after_the_deadline_says_so() -> Non
     from ddbkeys._probe import StillTrying, retries_itself  # noqa: PLC0415
 
     clock = FakeClock()
-    flow = attempts(
-        attempt,
-        what="moving counter 'c'",
-        table=TABLE,
-        policy=policy(clock, 5),
-        deadline=Deadline(3.0, clock=clock),
-        usage=Usage(),
-    )
+    flow = call(clock, seconds=3.0, what="moving counter 'c'")
     run = drive(flow, [StillTrying(endpoint_url=URL, waited=3.0)], clock, took=3.0)
     assert str(run.error).endswith(
         "The client's own retries may still send the write: it may yet be applied."

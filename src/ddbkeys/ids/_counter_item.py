@@ -129,9 +129,8 @@ def warn_if_new(
     was sent again and may have made the attribute itself (helper-79 F1: the retry found it,
     and no call ever warned). An item that holds no other counter (a new one, or one whose
     ids were all handed back) is none of that."""
-    if (counter.attribute in before and not resent) or before.get(ENTITY_ATTRIBUTE) != {
-        "S": COUNTER
-    }:
+    a_counter = before.get(ENTITY_ATTRIBUTE) == {"S": COUNTER}
+    if not a_counter or (counter.attribute in before and not resent):
         return
     others = other_counters(counter, before)
     if not others:

@@ -18,11 +18,7 @@ from ddbkeys._retry import Deadline
 from ddbkeys._translate import error_response, unanswered
 from ddbkeys.ids._base import Attempts, CounterItem, CounterStateError, SequenceExhaustedError
 from ddbkeys.ids._counter_core import CounterCore
-from ddbkeys.ids._counter_item import (
-    not_a_counter,
-    read_counter,
-    warn_if_new,
-)
+from ddbkeys.ids._counter_item import not_a_counter, read_counter, warn_if_new
 from ddbkeys.ids._exact import exact_advance
 from ddbkeys.ids._values import MAX_ID
 

@@ -307,7 +307,8 @@ class GaplessCore:
                 commit.results[index] = last + offset
             commit.live.clear()
             state.passed(new)
-            warn_if_new(commit.counter, read or {commit.counter.attribute: None}, last + 1)
+            if read:  # (this attempt read the counter item: was it a counter already?)
+                warn_if_new(commit.counter, read, last + 1)
 
         while commit.live:
             what = f"writing {len(commit.live)} item(s) with sequence {self.label}"
