@@ -69,20 +69,20 @@ def test_the_default_output_of_aws_config_for_documents_never_for_keys(
 ) -> None:
     at = ["--endpoint-url", ddb_endpoint_url]
     current = ["ids", "current", "-t", table, *COUNTER, *at]
-    assert run(*current).output == "0\n"
+    assert run(*current).stdout == "0\n"
     from_env = run(*current, env={"AWS_DEFAULT_OUTPUT": "json"})
-    assert json.loads(from_env.output)["current"] == 0
+    assert json.loads(from_env.stdout)["current"] == 0
     config = tmp_path / "config"
     config.write_text("[default]\noutput = table\n")
     from_profile = run(*current, env={"AWS_CONFIG_FILE": str(config)})
-    assert from_profile.output.splitlines()[1].startswith("+---"), from_profile.output
-    assert run(*current, "--output", "text", env={"AWS_DEFAULT_OUTPUT": "json"}).output == "0\n"
+    assert from_profile.stdout.splitlines()[1].startswith("+---"), from_profile.stdout
+    assert run(*current, "--output", "text", env={"AWS_DEFAULT_OUTPUT": "json"}).stdout == "0\n"
     # --profile picks that profile's output, after the command's name or before it.
     config.write_text("[default]\noutput = table\n[profile j]\noutput = json\n")
     for named in ([*current, "--profile", "j"], ["--profile", "j", *current]):
         picked = run(*named, env={"AWS_CONFIG_FILE": str(config)})
-        assert json.loads(picked.output)["current"] == 0, picked.output
-    assert run(*current, env={"AWS_DEFAULT_OUTPUT": "yaml"}).output == "0\n"  # not ours: text
+        assert json.loads(picked.stdout)["current"] == 0, picked.stdout
+    assert run(*current, env={"AWS_DEFAULT_OUTPUT": "yaml"}).stdout == "0\n"  # not ours: text
     for env in ({"AWS_DEFAULT_OUTPUT": "json"}, {"AWS_CONFIG_FILE": str(config)}):
         keys = run("partition-keys", "-t", table, "-q", *at, env=env)
         assert sorted(keys.stdout.split()) == ["c0", "c1", "c2"], keys.stdout

@@ -140,3 +140,32 @@ def test_a_second_attribute_on_a_counter_item_is_warned_of_once(
         held += f", {attribute!r} = 2"
     fresh = ids("next", "-t", table, "--counter", "new", "--attribute", "lastid")
     assert fresh.stdout == "1\n" and fresh.stderr == ""  # (a new item: no other counter)
+
+
+def test_a_counter_that_is_not_there_reads_0_with_a_note(
+    ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """`ids current --counter ordr` (for order) printed 0 with no word, as a counter before its
+    first id does: a misspelt name, counter key or attribute is now noted on stderr (stdout
+    and the exit code as before); a counter set to 0 is there, and reads 0 silently."""
+    table = ddb_table_factory(("pk", "S"))
+    assert ids("next", "-t", table, "--counter", "order").stdout == "1\n"
+    typo = ids("current", "-t", table, "--counter", "ordr")
+    assert (typo.exit_code, typo.stdout) == (0, "0\n")
+    assert typo.stderr == (
+        f"Note: table {table!r} holds no counter 'ordr' (none has given out an id yet): is "
+        "--counter right?\n"
+    )
+    keyed = ids("current", "-t", table, "--counter-key", '{"pk": "ordr"}', "--output", "json")
+    assert keyed.exit_code == 0 and '"current": 0' in keyed.stdout
+    assert keyed.stderr.endswith("is --counter-key right?\n"), keyed.stderr
+    attribute = ids("current", "-t", table, "--counter", "order", "--attribute", "lastid")
+    assert attribute.stdout == "0\n"
+    assert attribute.stderr == (
+        f"Note: counter 'order' of table {table!r} holds no 'lastid' (no id given out from it "
+        "yet): is --attribute right?\n"
+    )
+    assert ids("set", "0", "-t", table, "--counter", "zero").exit_code == 0
+    for name, shown in (("order", "1\n"), ("zero", "0\n")):
+        there = ids("current", "-t", table, "--counter", name)
+        assert (there.stdout, there.stderr) == (shown, "")

@@ -19,7 +19,7 @@ from ddbkeys.aio._index import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index.backfill import backfill_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls
-from ddbkeys.partition_keys._index.backfill_wait import TIP, Readiness
+from ddbkeys.partition_keys._index.backfill_wait import READING, TIP, Readiness
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._streams.streams import SplitClient, streams_client_for
 from tests.integration.test_index_async import run
@@ -95,6 +95,13 @@ def test_a_stream_younger_than_the_window_is_said_after_the_writes_not_a_margin_
     assert report.written == 30  # the markers are right all the same
     assert not [w for w in told if w.state == TIP]
     assert took < 30, f"{took:.0f} s: it waited for a window it could not read"
+    # Its reads were told as they began (a CLI says them: a long read is not a silence), and
+    # then how many markers it would write.
+    reads = [w for w in told if w.state == READING]
+    assert (reads[0].reading, reads[0].keys) == ("the table", 0)
+    assert ("the marker index", 0) in [(w.reading, w.keys) for w in reads]
+    assert all(w.keys <= 30 for w in reads) and reads[-1].to_mark == 30
+    assert reads[-1].advice() == "the keys are read: 30 marker(s) to write"
 
 
 def run_backfill(

@@ -3,7 +3,10 @@ write items with ids and audit)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
+from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._cli.common import (
     Connection,
@@ -21,8 +24,9 @@ from ddbkeys._cli.common import (
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
 from ddbkeys._cli.ids_items import audit_command, put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of, ids_said
+from ddbkeys._errors import DdbKeysError
 from ddbkeys.ids import AtomicCounter, NewCounterAttributeWarning
-from ddbkeys.ids._values import MAX_ID
+from ddbkeys.ids._values import MAX_ID, counter_label
 
 COUNTER_KEY_HELP = (
     "The counter item's whole key, as plain or DynamoDB JSON: for tables with a sort key or a "
@@ -178,7 +182,9 @@ def current_command(
     -t names the table the counter item lives in. For a gapless sequence, pass its name,
     --counter sequence (the default of `ids put --strategy gapless`), or, for a counter kept
     in another table (`ids put --counter-table`), that table as -t and its key as --counter-key.
-    A counter holding anything but a whole number is reported, not read as 0.
+    A counter holding anything but a whole number is reported, not read as 0. One that is not
+    there (no item, or no --attribute on it) prints 0 with a note on stderr: a misspelt name
+    reads 0 too.
 
     \b
     ddbkeys ids current -t orders --counter order
@@ -186,18 +192,46 @@ def current_command(
     """
     key = counter_key_of(counter_key, table_name, instead_of="counter")
     client = connection.client()
-    value = AtomicCounter(
+    counted = AtomicCounter(
         client,
         table_name,
         counter,
         counter_key=key,
         counter_attribute=attribute,
         deadline=connection.timeout,
-    ).current()
+    )
+    value = counted.current()
     if structured(output):
         echo_json({"table": table_name, **counter_fields(counter, key), "current": value})
     else:
         click.echo(str(value))
+    if value == 0:  # (a misspelt counter reads 0 too: said where its item is not there)
+        named = "--counter" if key is None else "--counter-key"
+        _said_if_not_there(client, counted, counter_label(counter, key), table_name, named)
+
+
+def _said_if_not_there(
+    client: Any, counted: AtomicCounter, label: str, table: str, named: str
+) -> None:
+    """A note where the counter ``current`` read 0 from has no item, or its item no counter
+    attribute: one more consistent GetItem (1 read unit), only then; nothing if it fails."""
+    try:
+        where = counted.counter_item()
+        item = client.get_item(TableName=where.table, Key=where.key, ConsistentRead=True)
+    except (DdbKeysError, ClientError, BotoCoreError):
+        return
+    if "Item" not in item:
+        click.echo(
+            f"Note: table {table!r} holds no counter {label} (none has given out an id yet): "
+            f"is {named} right?",
+            err=True,
+        )
+    elif where.attribute not in item["Item"]:
+        click.echo(
+            f"Note: counter {label} of table {table!r} holds no {where.attribute!r} (no id given "
+            "out from it yet): is --attribute right?",
+            err=True,
+        )
 
 
 @ids_group.command("set", cls=NumberArgument)

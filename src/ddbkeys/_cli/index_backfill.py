@@ -40,6 +40,7 @@ from ddbkeys.partition_keys._index.backfill import MODES
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
     OTHER_RUNNING,
+    READING,
     TIP,
     WAITING,
     Readiness,
@@ -52,6 +53,10 @@ from ddbkeys.partition_keys._listing.text import json_key
 from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = ["backfill_command", "show_marked"]
+
+#: How often (seconds), where stderr is not a terminal, a line says how a long read of the
+#: table's keys goes (on a terminal the status line says it at once).
+READ_LINES = 30.0
 
 
 @click.command("backfill")
@@ -181,8 +186,8 @@ def backfill_command(
                     err=True,
                 )
             said.add(WAITING)
-        elif where.state == TIP:
-            _tip(status, said, where)
+        elif where.state in (READING, TIP):
+            reads(where)
         elif where.state == NO_MAINTAINER and wait_for_maintainer is not None:
             if NO_MAINTAINER not in said:
                 click.echo(
@@ -206,9 +211,11 @@ def backfill_command(
             said.add(OTHER_RUNNING)
         _spin(status, said, f"the other backfill: {other.handled or 0} collections handled")
 
+    reads = _Reads(status, said)
+
     def progress(written: int) -> None:
         working[0] = True
-        _spin(status, said, f"{written} markers written")
+        reads.written(written)
 
     limit = wait_for_maintainer
     try:
@@ -244,6 +251,32 @@ def _said_unmaintained(index: MarkerIndex, state_table: str | None, wrote: int) 
         note = unmaintained(record, wrote)
         if note is not None:
             click.echo(f"Note: {note}.", err=True)
+
+
+class _Reads:
+    """The read mode's read of the keys said (``READING``): on the status line (a terminal) as
+    it goes, else in a line every ``READ_LINES`` seconds; the markers written, of how many once
+    known (``to_mark``); and the wait for the stream's tip (``TIP``)."""
+
+    def __init__(self, status: StatusLine | None, said: set[str]) -> None:
+        self.status, self.said = status, said
+        self.line_at = time.monotonic()
+        self.to_mark: int | None = None
+
+    def written(self, count: int) -> None:
+        total = f" of {self.to_mark:,}" if self.to_mark is not None else ""
+        _spin(self.status, self.said, f"{count:,}{total} markers written")
+
+    def __call__(self, where: Readiness) -> None:
+        if where.state == TIP:
+            _tip(self.status, self.said, where)
+            return
+        if where.to_mark is not None:
+            self.to_mark = where.to_mark
+        _spin(self.status, self.said, where.advice())
+        if self.status is None and time.monotonic() - self.line_at >= READ_LINES:
+            self.line_at = time.monotonic()
+            click.echo(f"backfill: {where.advice()}", err=True)
 
 
 def _tip(status: StatusLine | None, said: set[str], where: Readiness) -> None:

@@ -50,7 +50,7 @@ from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import DdbKeysError
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._index.backfill_wait import TICK, TIP, Readiness
+from ddbkeys.partition_keys._index.backfill_wait import READING, TICK, TIP, Readiness
 from ddbkeys.partition_keys._index.maintain import Outcome, _look, reconcile_flow
 from ddbkeys.partition_keys._index.markers import (
     BackfillReport,
@@ -173,8 +173,8 @@ def read_flow(
     """The read mode (see the module's docstring) after the backfill's record is begun:
     fills ``report`` (``uncounted`` set when the window could not be read) and returns the
     clashes recorded before (``recorded``) that it found resolved. ``stop`` ends it between
-    collections, and its wait, once set; ``on_wait`` is told of that wait (state ``TIP``)
-    about once a second."""
+    collections, and its wait, once set; ``on_wait`` is told of its reads (state ``READING``) and
+    of that wait (state ``TIP``) about once a second."""
     controls = controls or Controls()
     clock = store.clock if store is not None else time.time
     began = clock() if started is None else started
@@ -184,10 +184,17 @@ def read_flow(
     info = yield from index.table_info()
     markers = index.markers(info)
     report.mode = "read"
-    data = yield from index.key_set(SkipPages(info, markers), "reading the table's keys", stop)
-    marked = yield from index.key_set(
-        IndexPages(index.table, index.name, markers), "reading the marker index", stop
+    told = _Reading(index.table, margin, clock, on_wait)
+    data = yield from index.key_set(
+        SkipPages(info, markers), "reading the table's keys", stop, told.seen("the table")
     )
+    marked = yield from index.key_set(
+        IndexPages(index.table, index.name, markers),
+        "reading the marker index",
+        stop,
+        told.seen("the marker index"),
+    )
+    told.read(len(data - marked))
     # Known now when the stream cannot hold the window: said without waiting the margin.
     window: Replay | Decline | None = unreadable(info.stream_arn, began, margin)
     if window is None and controls.window_at_read:
@@ -215,6 +222,39 @@ def read_flow(
         else:
             yield from reconciled(index, key, report)
     return resolved
+
+
+class _Reading:
+    """``on_wait`` told of the read mode's reads (state ``READING``): when each begins, about
+    once a second (``TICK``) while it reads, and once both are read."""
+
+    def __init__(
+        self,
+        table: str,
+        margin: float,
+        clock: Callable[[], float],
+        on_wait: Callable[[Readiness], None] | None,
+    ) -> None:
+        self.table, self.margin, self.clock, self.on_wait = table, margin, clock, on_wait
+        self.told = 0.0
+
+    def seen(self, what: str) -> Callable[[int], None] | None:
+        """What ``key_set`` tells as it reads ``what`` (told once now, with no key yet)."""
+        if self.on_wait is None:
+            return None
+        on_wait = self.on_wait
+
+        def tell(keys: int, at_once: bool = False) -> None:
+            if at_once or self.clock() - self.told >= TICK:
+                self.told = self.clock()
+                on_wait(Readiness(self.table, READING, self.margin, reading=what, keys=keys))
+
+        tell(0, at_once=True)
+        return tell
+
+    def read(self, to_mark: int) -> None:
+        if self.on_wait is not None:
+            self.on_wait(Readiness(self.table, READING, self.margin, to_mark=to_mark))
 
 
 def write_calls_for(

@@ -48,6 +48,7 @@ __all__ = [
     "NO_MAINTAINER",
     "NO_STREAM",
     "OTHER_RUNNING",
+    "READING",
     "READY",
     "TIP",
     "WAITING",
@@ -81,6 +82,10 @@ OTHER_RUNNING = "another running"
 #: replay margin after its last write) before it reads the stream's tip, so that every change
 #: made meanwhile is in what it reads. Told to ``on_wait`` after the writes, not before.
 TIP = "tip"
+#: A backfill of the read mode reads the table's keys, then the marker index (``reading`` says
+#: which, ``keys`` how many so far), before it writes a marker; once both are read, ``to_mark``
+#: says how many markers it will write. Told about once a second while it reads.
+READING = "reading"
 #: How often (seconds) a backfill at work refreshes its record's ``alive`` time (between its
 #: requests: a single request that takes longer delays it).
 ALIVE = 10.0
@@ -105,9 +110,10 @@ TICK = 1.0
 class Readiness:
     """Where a backfill of ``table``'s index stands before it writes (see the module).
     ``state`` is one of ``READY``, ``WAITING`` (``left`` seconds to go), ``NO_MAINTAINER``,
-    ``NO_STREAM``, ``OTHER_RUNNING``, and once the markers are written ``TIP`` (``left``
-    seconds to the stream's read); ``maintained_since`` is the maintainer's first position
-    (None: none); ``margin`` the replay margin the rule was applied with."""
+    ``NO_STREAM``, ``OTHER_RUNNING``, in the read mode ``READING`` while it reads the keys, and
+    once the markers are written ``TIP`` (``left`` seconds to the stream's read);
+    ``maintained_since`` is the maintainer's first position (None: none); ``margin`` the replay
+    margin the rule was applied with."""
 
     table: str
     state: str
@@ -121,6 +127,11 @@ class Readiness:
     state_table: str | None = None
     #: ``OTHER_RUNNING``: the record of the backfill at work it waits for.
     other: Backfill | None = None
+    #: ``READING``: what it reads ("the table" or "the marker index"), the keys read so far in
+    #: it, and once both are read the markers it will write (None: not known yet).
+    reading: str = ""
+    keys: int = 0
+    to_mark: int | None = None
 
     @property
     def counts(self) -> bool:
@@ -128,7 +139,8 @@ class Readiness:
         return self.state == READY
 
     def advice(self) -> str:
-        """One line for the user: why a backfill begun now will not count, and what to do."""
+        """One line for the user: why a backfill begun now will not count, and what to do (or,
+        ``READING`` and ``TIP``, where the backfill at work stands)."""
         t = self.table
         follow = f"ddbkeys partition-keys index follow -t {t}"
         backfill = f"ddbkeys partition-keys index backfill -t {t}"
@@ -151,6 +163,10 @@ class Readiness:
                 f"another backfill of table {t!r} is at work ({began(self.other)}): this one "
                 "waits for it to end rather than read the table a second time"
             )
+        if self.state == READING:
+            if self.to_mark is not None:
+                return f"the keys are read: {self.to_mark:,} marker(s) to write"
+            return f"reading {self.reading}: {self.keys:,} keys so far (the markers follow)"
         if self.state == TIP:
             return (
                 f"the markers are written; the stream is read in {self.left:.0f} s (the replay "

@@ -191,7 +191,9 @@ class MarkerIndex(MarkerIndexBase):
 
         ``on_wait`` is told where it stands (a ``Readiness``) about once a second while it
         waits (``state`` ``"another running"`` and ``other``, that one's record, while it
-        waits for another backfill), and once when it begins. The report says whether the
+        waits for another backfill), once when it begins, and in the read mode about once a
+        second while it reads the keys (``"reading"``: ``reading``, ``keys`` so far, then
+        ``to_mark``) and waits for the stream's tip (``"tip"``). The report says whether the
         backfill counts (``counts``) and, if not, why and what to do (``advice``).
 
         ``from_export`` (the folder of the table's export to S3, ``s3://...`` read with ``s3``,

@@ -390,14 +390,21 @@ class MarkerCore:
         return pages.take(page)
 
     def key_set(
-        self, pages: KeyPages, what: str, stop: StopFlag | None = None
+        self,
+        pages: KeyPages,
+        what: str,
+        stop: StopFlag | None = None,
+        seen: Callable[[int], None] | None = None,
     ) -> Flow[set[tuple[str, Any]]]:
-        """Every key ``pages`` reads (hashable), page by page (``stop`` looked at between)."""
+        """Every key ``pages`` reads (hashable), page by page (``stop`` looked at between;
+        ``seen`` told how many so far after each page)."""
         found: set[tuple[str, Any]] = set()
         while pages.request() is not None:
             if stop is not None:
                 stop.check()
             found.update(hashable(k) for k in (yield from self.page(pages, what)))
+            if seen is not None:
+                seen(len(found))
         return found
 
 

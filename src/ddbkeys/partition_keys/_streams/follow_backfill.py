@@ -30,6 +30,7 @@ from ddbkeys.partition_keys._index.backfill_claim import left_here, owner_name
 from ddbkeys.partition_keys._index.backfill_wait import (
     OTHER_POLL,
     OTHER_RUNNING,
+    READING,
     TIP,
     WAITING,
     Readiness,
@@ -113,19 +114,38 @@ class _Progress:
         self.clock, self.say = clock, say
         self.told = clock()
         self.report = BackfillReport()
+        #: Whether a line said its read mode's read of the keys, still under way.
+        self.reading = False
+        #: The markers the read mode will write, once its read of the keys is done.
+        self.to_mark: int | None = None
 
     def fresh(self) -> BackfillReport:
-        self.report = BackfillReport()
+        self.report, self.reading, self.to_mark = BackfillReport(), False, None
         return self.report
+
+    def waited(self, where: Readiness, report: FollowReport) -> None:
+        """What the backfill's ``on_wait`` tells (``where``, but another backfill at work): a
+        line on entering a state (``report.backfill_state``), and the read mode's read of the
+        keys in a line every ``PROGRESS`` seconds, and its end once one said it was under way."""
+        if where.state == READING:
+            self.to_mark = where.to_mark
+            if self.clock() - self.told >= PROGRESS or (where.to_mark is not None and self.reading):
+                self.told, self.reading = self.clock(), where.to_mark is None
+                self.say(f"backfill: {where.advice()}")
+        elif (told := _told(where)) is not None and report.backfill_state != told[0]:
+            report.backfill_state = told[0]
+            self.told = self.clock()
+            self.say(told[1])
 
     def __call__(self, _written: int) -> None:
         if self.clock() - self.told < PROGRESS:
             return
         self.told, report = self.clock(), self.report
         handled = report.written + report.present + report.removed + len(report.clashes)
+        of = f" of {self.to_mark:,}" if self.to_mark is not None else ""
         self.say(
-            f"backfill: {handled:,} collection(s) handled so far ({report.written:,} marker(s) "
-            f"written, {report.present:,} already there)"
+            f"backfill: {handled:,} collection(s) handled so far ({report.written:,}{of} "
+            f"marker(s) written, {report.present:,} already there)"
         )
 
 
@@ -174,7 +194,7 @@ def keep_backfilled(
     ``once``, after the first look that needs none or the first backfill). What it does is
     counted in ``report`` (``backfills``, ``backfill``) and said to ``tell`` in one line each
     time it starts waiting, begins, ends or fails, and every ``PROGRESS`` seconds while it
-    writes markers."""
+    reads the keys or writes markers."""
     core, store = _cores(follow)
     said: list[str] = []
 
@@ -202,10 +222,8 @@ def keep_backfilled(
     def on_wait(where: Readiness) -> None:
         if where.state == OTHER_RUNNING and where.other is not None:
             another(where.other)
-        elif (told := _told(where)) is not None and report.backfill_state != told[0]:
-            report.backfill_state = told[0]
-            watch.told = store.clock()
-            say(told[1])
+        else:
+            watch.waited(where, report)
 
     while not stop.requested:
         try:
