@@ -11,8 +11,9 @@ import random
 import pytest
 
 from ddbkeys.partition_keys import ListingOptions
-from ddbkeys.partition_keys._tasks import methods
+from ddbkeys.partition_keys._tasks import methods, unseen
 from ddbkeys.partition_keys._tasks.estimate import estimate
+from ddbkeys.partition_keys._tasks.lone import Layouts
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
@@ -177,13 +178,47 @@ def test_many_cut_collections_laid_together_are_no_floor(monkeypatch: pytest.Mon
         Range(1700, 1800, 1900),
     )
     info = table(35_000, 14_000_000)
-    monkeypatch.setattr(methods, "unseen_in_one", lambda *_: None)
-    monkeypatch.setattr(methods, "cut_once", lambda *_: 1_200.0)  # (more than the likeliest)
+    monkeypatch.setattr(unseen, "unseen_in_one", lambda *_: None)
+    laid = Layouts(1_200.0, 1_250.0)  # (more than the likeliest)
+    monkeypatch.setattr(unseen, "cut_once", lambda *_: laid)
     many = Sample(segments=40, total_segments=400, keys=300, cut=30)
-    assert (TAIL > 0.1**30) and methods._fewer(info, keys, scan, many, units) == (units, "")
+    assert TAIL > 0.1**30 and unseen.layouts(info, keys, scan, many) == (None, None)
     one = Sample(segments=40, total_segments=400, keys=300, cut=1)
-    raised, _ = methods._fewer(info, keys, scan, one, units)
+    assert unseen.layouts(info, keys, scan, one) == (None, laid)
+    raised, _ = unseen.fewer(keys, one, units, None, laid)
     assert raised == Range(900.0, 900.0, 1300.0)  # (no higher than the likeliest)
-    monkeypatch.setattr(methods, "cut_once", lambda *_: 200.0)
-    lowered, note = methods._fewer(info, keys, scan, one, units)
+    lowered, note = unseen.fewer(keys, one, units, None, Layouts(200.0, 1_250.0))
     assert lowered == Range(200.0, 900.0, 1300.0) and "the table's only one" in note
+
+
+def test_large_items_the_sample_saw_but_not_first_raise_skips_high_end() -> None:
+    """helper-78 (bimodal): 600 keys of lognormal item counts, items of 100 B but 1% of them
+    300 KB; 12 segments of 361 drew 22 keys and 162 items, one of them large, none first. The
+    key-level range (each key's first item) said 194-565 RCU; the skip scan read 628.5, nine
+    keys being led by a large item. The high end now holds first items drawn like the
+    sample's items; where first items are like the others it is as before."""
+    rng = random.Random(1)  # (of 40 seeds, the most keys led by a large item: 18)
+    big = 300_000
+
+    def collection() -> Collection:
+        count = max(1, round(math.exp(rng.gauss(1.5, 1.0))))
+        return Collection(tuple(big if rng.random() < 0.01 else 124 for _ in range(count)))
+
+    table_keys = [collection() for _ in range(600)]
+    truth = sum(0.5 * math.ceil(c.sizes[0] / 4096) for c in table_keys)
+    runs = [[Collection((124,) * 5), Collection((124, 124, big, 124))]] + [
+        [Collection((124,) * n)] for n in (18, 14, 1, 7, 1, 25, 5, 1, 16, 1, 1, 8, 6, 2, 13)
+    ]
+    sample = whole_sample(runs, 361)
+    items = sum(len(c.sizes) for c in table_keys)
+    info = table(items, sum(sum(c.sizes) for c in table_keys))
+    keys = Range(388.0, 661.8, 1128.5)
+    speed = methods.Speed(sample, 1, 40_000.0)
+    line = methods.skip_line(info, keys, sample, speed)
+    assert line.rcu_low is not None and line.rcu_high is not None
+    assert line.rcu_low <= truth <= line.rcu_high, (line, truth)
+    assert "its first items were lighter" in line.note
+    alike = whole_sample([[Collection((124,) * n)] for n in (5, 18, 4, 14, 1, 7)], 361)
+    plain = methods.skip_line(info, keys, alike, methods.Speed(alike, 1, 40_000.0))
+    assert "lighter" not in plain.note and plain.rcu_high is not None
+    assert plain.rcu_high < truth  # (where nothing the sample saw says otherwise: a miss)

@@ -26,6 +26,7 @@ from ddbkeys.partition_keys._tasks.simulate import (
     simulated_orders,
     skip_pages_range,
 )
+from ddbkeys.partition_keys._tasks.unseen import widened
 
 
 def table(items: int, size_bytes: int) -> TableInfo:
@@ -384,14 +385,14 @@ def test_items_the_sample_missed_may_lie_in_one_collection() -> None:
     keys = Range(3400.0, 4000.0, 4700.0)
     ranged = skip_pages_range(info, keys, scan, sample)
     lone = unseen_in_one(info, keys, scan, sample)
-    assert ranged is not None and lone is not None and lone < ranged.low
+    assert ranged is not None and lone is not None and lone.least < ranged.low
     small = [Collection((100,))] * 4000
     for at in range(10):
         place = 4000 * at // 10
         runs = [[*small[:place], Collection((4000,) * 8000), *small[place:]]]
         actual = simulate(runs, info.size_bytes / info.item_count, 4001, table_bytes=4e6 * 8)
         cost = actual.skip_rcu + actual.through * scan.value
-        assert lone <= cost <= ranged.high, (at, lone, cost, ranged)
+        assert lone.least <= cost <= ranged.high, (at, lone, cost, ranged)
     # Nothing missed: nothing to add.
     seen = whole_sample([[Collection((100,))] * n for n in held[:68]], total)
     assert unseen_in_one(table(4000, 4000 * 100), keys, scan, seen) is None
@@ -415,3 +416,26 @@ def test_where_every_order_read_on_much_of_the_table_the_range_reaches_a_scan_s(
     found = skip_pages_range(info, Range(5000, 6400, 8000), scan, sample, orders)
     assert found is not None
     assert (found.high >= scan.high) is reaches
+
+
+def test_items_the_sample_missed_in_a_few_collections_last_raise_the_high_end() -> None:
+    """helper-78 (hugelast): 2,000 single-item keys and three of 3,000 items of 100 B, last in
+    scan order; 21 segments of 40 drawn, none holding the three. The orders lay what the
+    sample missed as one collection a pass, spread out, and their high end stayed under what
+    the table costs (43.6 RCU against the listing's 64.5): the pages have grown to a scan's
+    over the small keys when they meet the three. The line's high end now holds the table as
+    it is, simulated, and the low end still the one-collection layout."""
+    rng = random.Random(3)
+    held = [sum(1 for _ in range(2000) if rng.random() < 1 / 40) for _ in range(40)]
+    sample = whole_sample([[Collection((120,))] * n for n in held[:21]], 40)
+    info = table(2000 + 9000, 2000 * 120 + 9000 * 100)
+    scan = Range(0.95 * 162, 162.0, 1.05 * 162 + 1)
+    keys = Range(1850.0, 2003.0, 2150.0)
+    ranged = skip_pages_range(info, keys, scan, sample)
+    assert ranged is not None
+    units, note, _ = widened(info, keys, scan, sample, ranged, simulated=True)
+    runs = [[*[Collection((120,))] * 2000, *[Collection((100,) * 3000)] * 3]]
+    actual = simulate(runs, info.size_bytes / info.item_count, 2003, table_bytes=info.size_bytes)
+    cost = actual.skip_rcu + actual.through * scan.value
+    assert ranged.high < cost <= units.high, (ranged, cost, units)
+    assert units.low <= ranged.low and "late in scan order" in note

@@ -7,21 +7,34 @@ many: each is drawn with the same odds. Pure."""
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ddbkeys._schema import TableInfo
+from ddbkeys.partition_keys._tasks.missed import TAIL
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample
 from ddbkeys.partition_keys._tasks.simulate import LONE_ORDERS, UNDER, Simulated, _Laid
 
-__all__ = ["cut_once", "unseen_in_one"]
+__all__ = ["Layouts", "cut_once", "unseen_in_one"]
 
 
-def _least(sims: Sequence[Simulated | None], scan: Range) -> float | None:
-    """``UNDER`` of the least of ``sims`` (their pages read on at the scan's low end)."""
-    costs = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
-    return max(0.5, UNDER * min(costs)) if costs else None
+class Layouts(NamedTuple):
+    """What skip-pages may cost over layouts of the table the sample cannot tell apart:
+    ``UNDER`` of the least (pages read on at the scan's low end), and the most (at its high
+    end)."""
+
+    least: float
+    most: float
+
+
+def _laid_out(sims: Sequence[Simulated | None], scan: Range) -> Layouts | None:
+    """The least and the most of ``sims`` (None: there are none)."""
+    low = [sim.skip_rcu + sim.through * scan.low for sim in sims if sim is not None]
+    high = [sim.skip_rcu + sim.through * scan.high for sim in sims if sim is not None]
+    return Layouts(max(0.5, UNDER * min(low)), max(high)) if low else None
 
 
 def _places() -> list[float]:
@@ -30,30 +43,53 @@ def _places() -> list[float]:
     return [0.0, 1.0, *(rng.random() for _ in range(LONE_ORDERS - 2))]
 
 
-def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float | None:
-    """The least skip-pages may cost where the items the sample missed (``_unseen``: more
-    items in the drawn segments' share of DescribeTable's count than they held) lie in one
-    collection (None: it missed none, or holds no collections). The orders of
+def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layouts | None:
+    """What skip-pages may cost where the items the sample missed (``_unseen``: more items in
+    the drawn segments' share of DescribeTable's count than they held) lie in one collection,
+    at least, or in as many as the draw could miss every one of but ``TAIL`` of the time
+    (``(1 - p) ** k``), at most (None: it missed none, or holds no collections). The orders of
     :func:`skip_pages_range` lay them as one collection in each pass over the drawn segments
     (a table whose large keys are as many as the passes), and the sample cannot tell one from
     many: each is missed with the same odds. Where they are large items in a few collections,
     they decide what the listing pays: on 4,000 single-item keys of 100 B and one of 8,000
     items of 4 KB (68 segments of 989 drawn), every order met 14 such collections: 369-738
     RCU, where the listing read 53.5 (the collection came first, while it skipped). The least
-    over ``LONE_ORDERS`` places for it (first, last, drawn), ``UNDER`` of it."""
+    over ``LONE_ORDERS`` places for it (first, last, drawn), ``UNDER`` of it. Several such
+    collections laid together each cost a page at the page size the listing has reached
+    there, up to their bytes (helper-78: on 2,000 single-item keys and three of 3,000 items of
+    100 B last in scan order, 21 segments of 40 drew none of the three; the orders laid what
+    they missed as one collection a pass and said up to 43.6 RCU, where the listing read 64.5,
+    its pages grown to a scan's over the small keys): the most over the same places and 2 to
+    that many of them."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
-    return _least([laid.run_lone(seed, at) for seed, at in enumerate(_places())], scan)
+    if laid.lone is None:
+        return None
+    one = _laid_out([laid.run_lone(seed, at) for seed, at in enumerate(_places())], scan)
+    if one is None or laid.p >= 1:
+        return one
+    sizes, sampled = laid.lone.sizes, laid.runs[: laid.sampled]
+    most = min(len(sizes), math.floor(math.log(TAIL) / math.log(1 - laid.p)))
+    sims = []
+    for k in sorted({k for k in (2, 3, 5, 8, most) if 2 <= k <= most}):
+        each = math.ceil(len(sizes) / k)
+        many = [Collection(sizes[at : at + each]) for at in range(0, len(sizes), each)]
+        sims += [laid.once([*sampled, many], seed, at) for seed, at in enumerate(_places())]
+    several = _laid_out(sims, scan)
+    return one if several is None else Layouts(one.least, max(one.most, several.most))
 
 
-def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float | None:
-    """The least skip-pages may cost where the collections the sample cut (read in part: a
-    page of each, their rest skipped) are the table's only ones like them: laid once each, not
-    once for each pass over the drawn segments' share. On 3,000 small collections and one of
+def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layouts | None:
+    """What skip-pages may cost where the collections the sample cut (read in part: a page of
+    each, their rest skipped) are the table's only ones like them: laid once each, not once
+    for each pass over the drawn segments' share. On 3,000 small collections and one of
     60 items of 390 KB, a draw that cut it said 1,714-3,372 RCU, where the listing read 230.5
     (it met the one, a page). The least over ``LONE_ORDERS`` places for them (first, last,
-    drawn), ``UNDER`` of it (None: none was cut, or the sample is the whole table)."""
+    drawn), ``UNDER`` of it, and the most (helper-78: three of 3,000 items of 100 B after 2,000
+    single-item keys, all three cut by the draw: the orders laid them in each of two passes,
+    spread out, and said up to 62.5 RCU where the listing read 64.5; laid once, last, 99.3)
+    (None: none was cut, or the sample is the whole table)."""
     if sample.whole_table or not sample.cut or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -63,4 +99,4 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float
         return None
     kept: list[list[Collection]] = [[c for c in run if not c.cut] for run in sampled]
     sims = [laid.once([*kept, cut], seed, at) for seed, at in enumerate(_places())]
-    return _least(sims, scan)
+    return _laid_out(sims, scan)

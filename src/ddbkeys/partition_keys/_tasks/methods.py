@@ -39,16 +39,15 @@ from ddbkeys.partition_keys._listing.scan import PAGE_ITEMS as SCAN_PAGE_ITEMS
 from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
-from ddbkeys.partition_keys._tasks.figures import figure, size
-from ddbkeys.partition_keys._tasks.lone import cut_once, unseen_in_one
-from ddbkeys.partition_keys._tasks.missed import TAIL, missed_bytes
-from ddbkeys.partition_keys._tasks.ranges import Range, total_range
+from ddbkeys.partition_keys._tasks.figures import figure
+from ddbkeys.partition_keys._tasks.ranges import Range, Z, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
     Simulated,
     simulated_orders,
     skip_pages_range,
 )
+from ddbkeys.partition_keys._tasks.unseen import THROUGH, widened
 
 __all__ = [
     "MB",
@@ -74,12 +73,11 @@ SIZE_SLACK = 0.05
 #: skip-pages: what its pages read past the collections' first 4 KB while they grow and round
 #: up (from ``GROWTH`` where skipping wins by far, to ``GROWTH + NEAR`` where it reads about
 #: what a scan reads), what it may read under them (pages pack small collections, and
-#: DynamoDB's sizes differ a little from the sample's), and the most it reads past a scan's
-#: before it goes on as one.
+#: DynamoDB's sizes differ a little from the sample's); the most it reads past a scan's
+#: before it goes on as one is ``unseen.THROUGH``.
 GROWTH = 1.1
 NEAR = 0.2
 UNDER = 0.9
-THROUGH = 1.1
 
 
 @dataclass(frozen=True)
@@ -202,6 +200,9 @@ def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> Met
     ends the scan."""
     found = _sampled(sample.skip_units, sample.skip_squares, sample)
     units = Range(found.low, found.value, found.high + 0.5)  # (and a last, empty page or not)
+    heavy = _firsts_like_any(info, keys, sample)
+    if heavy is not None and heavy > units.high:
+        units = Range(units.low, units.value, heavy)
     average = info.size_bytes / info.item_count if info.item_count else 0.0
     listed = sample.keys - sample.owned
     # (a collection of own items alone costs its pages too, though no key is listed)
@@ -210,15 +211,34 @@ def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> Met
     note = "a request a key: its first item's 4 KB units"
     if per_key >= 1.05:
         note += f"; {per_key:.2g} a key, with the own items (markers) that lead collections"
+    if heavy is not None and heavy >= units.high:
+        note += (
+            f"; up to {figure(heavy)} RCU if first items are like the sample's other items "
+            "(its first items were lighter)"
+        )
     return speed.method("skip", units, requests, requests * average, info.size_bytes, note)
 
 
-def _within_scan(units: Range, scan: Range) -> Range:
-    """At most ``THROUGH`` times a scan's and a unit: where skipping saves nothing, it goes on
-    as a scan (``pages.PageSize``'s bound)."""
-    high = min(units.high, scan.high * THROUGH + 1)
-    low = min(units.low, high)
-    return Range(low, min(max(low, units.value), high), high)
+def _firsts_like_any(info: TableInfo, keys: Range, sample: Sample) -> float | None:
+    """skip's high end if collections' first items are drawn like any item the sample read,
+    where those cost more on average than the sampled collections' first items did (None:
+    not so, or the sample is the whole table). A few large items among many small ones are
+    seen among the sample's items long before among its first items: helper-78, 600 keys
+    whose items are 100 B but 1% of them 300 KB; 22 keys sampled, none led by a large item,
+    and the line said 194-565 RCU where the skip scan read 628.5 (9 keys led by one). The
+    items' mean cost as a first item, plus ``Z`` of its standard error, times the key count's
+    high end; its part over the first items' at most a scan's (the large items' bytes)."""
+    if sample.whole_table or not sample.keys:
+        return None
+    costs = [0.5 * math.ceil(max(1, b) / UNIT) for run in sample.runs for c in run for b in c.sizes]
+    firsts = sample.skip_units / sample.keys
+    if len(costs) < 2 or sum(costs) <= (1 + WASTE) * firsts * len(costs):
+        return None
+    mean = sum(costs) / len(costs)
+    variance = sum((c - mean) ** 2 for c in costs) / (len(costs) - 1)
+    high = mean + Z * math.sqrt(variance / len(costs))
+    scan = 0.5 * (1 + SIZE_SLACK) * info.size_bytes / UNIT
+    return keys.high * firsts + min(keys.high * (high - firsts), scan)
 
 
 def _formula(prefix: Range, scan: Range) -> Range:
@@ -252,80 +272,6 @@ def skip_pages_requests(
     return Range(min(value, max(1.0, math.floor(low))), value, max(math.ceil(high), value))
 
 
-def _unseen(
-    info: TableInfo, keys: Range, scan: Range, sample: Sample, units: Range, simulated: bool
-) -> tuple[Range, str, int]:
-    """skip-pages' ``units`` widened by what the sample did not see, what the line's note adds
-    for it, and the pages it may add: the bytes DescribeTable counts beyond the drawn
-    segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
-    each, up to the high end), and the items beyond them, if they lie in one collection
-    (``lone.unseen_in_one``), and the large collections the sample cut, if they are the
-    table's only ones (``lone.cut_once``): down to the low end; at most about a scan's where it
-    was ``simulated`` or bytes were missed."""
-    missed = missed_bytes(info, sample, scan)
-    note = ""
-    if missed is not None:
-        more = missed.units
-        units = Range(units.low, units.value + more.value, units.high + more.high)
-        note = (
-            f"; DescribeTable counts ~{size(missed.bytes)} more than the sampled segments' "
-            f"share held: in collections the sample missed, up to {figure(more.high)} RCU more "
-            f"(a page each, {figure(more.low)} RCU if they are one)"
-        )
-    units = _within_scan(units, scan) if simulated or missed else units
-    if simulated:
-        units, few = _fewer(info, keys, scan, sample, units)
-        note += few
-    return units, note, missed.most if missed else 0
-
-
-def _fewer(
-    info: TableInfo, keys: Range, scan: Range, sample: Sample, units: Range
-) -> tuple[Range, str]:
-    """The simulated ``units`` where what the sample drew stands for fewer collections than
-    its share says (``lone``): the items it missed in one collection, the large collections it
-    cut the table's only ones (where a draw could have caught every one). Where one of those
-    costs less than the low end, the low end reaches it, and the note says why; where the low
-    end lies below the least of them (times the key count's low end over its value: the other
-    collections may be fewer too), it is raised to that: a normal spread of a few large
-    collections' costs reaches below what any layout of the table costs (0.5 RCU for 3,000
-    keys, where the least layout cost 204 and the listing read 2,584.5). Not the layout of
-    many cut collections laid together once, which no draw could have caught: their run can
-    cost more than every order (three Pareto and lognormal tables, whose draws cut dozens:
-    the low end raised to the likeliest value missed the listing's units in 15 of 36 draws, 4
-    without it)."""
-    lone = unseen_in_one(info, keys, scan, sample)
-    once = cut_once(info, keys, scan, sample)
-    # The cut collections as the table's only ones, where a draw might have caught every one
-    # (``p ** cut``: the heavy-tailed and runs tables' draws cut several, of hundreds; laid
-    # together once, their run may cost more than the orders did, as no table lays them).
-    caught = (sample.segments / sample.total_segments) ** sample.cut >= TAIL
-    layouts = [x for x in (lone, once if caught else None) if x is not None]
-    if not layouts:
-        return units, ""
-    by = min(layouts)
-    if by < units.low:
-        units = Range(by, units.value, units.high)
-    elif units.low < by * _share(keys):
-        units = Range(min(by * _share(keys), units.value), units.value, units.high)
-    else:
-        return units, ""
-    if by == lone:
-        return units, (
-            "; the sampled segments held fewer items than DescribeTable counts: if the rest "
-            f"lie in one collection the sample missed, as little as {figure(units.low)} RCU"
-        )
-    cut = "large collection the sample read in part is the table's only one"
-    if sample.cut > 1:
-        cut = f"{sample.cut:,} large collections the sample read in part are the table's only ones"
-    return units, f"; if the {cut}, as little as {figure(units.low)} RCU"
-
-
-def _share(keys: Range) -> float:
-    """The key count's low end over its value (the other collections may be fewer too)."""
-    return keys.low / keys.value if keys.value else 1.0
-
-
 def skip_pages_line(
     info: TableInfo,
     items: int,
@@ -355,7 +301,7 @@ def skip_pages_line(
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
     orders = simulated_orders(info, keys, sample)
     simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
-    units, unseen, more_pages = _unseen(
+    units, unseen, more_pages = widened(
         info, keys, scan, sample, simulated or _formula(prefix, scan), simulated is not None
     )
     value = units.value
