@@ -13,7 +13,7 @@ import pytest
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._tasks import methods, unseen
 from ddbkeys.partition_keys._tasks.estimate import estimate
-from ddbkeys.partition_keys._tasks.lone import Layouts
+from ddbkeys.partition_keys._tasks.lone import Layouts, cut_once
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
@@ -222,3 +222,36 @@ def test_large_items_the_sample_saw_but_not_first_raise_skips_high_end() -> None
     plain = methods.skip_line(info, keys, alike, methods.Speed(alike, 1, 40_000.0))
     assert "lighter" not in plain.note and plain.rcu_high is not None
     assert plain.rcu_high < truth  # (where nothing the sample saw says otherwise: a miss)
+
+
+def test_cut_collections_raise_the_high_end_as_far_as_their_own_places_say() -> None:
+    """Two collections of 3,000 items of 100 B among 2,000 single-item keys, both cut by a draw
+    of 20 segments of 40. Laid once where their segment lies in scan order: late, after the
+    pages have grown, they cost more than early; where the sample does not say where its
+    segments lie, the most over first, last and drawn places, at least the late one's."""
+    rng = random.Random(4)
+    small = [[Collection((120,))] * (50 + rng.randrange(-5, 6)) for _ in range(20)]
+    info = table(2000 + 6000, 2000 * 120 + 6000 * 100)
+    keys, scan = Range(1900.0, 2000.0, 2100.0), Range(115.0, 121.0, 128.0)
+
+    def cut_in(segment: int, placed: bool = True) -> Layouts:
+        runs = [list(run) for run in small]
+        at = segment // 2
+        runs[at] = [*runs[at], *[Collection((100,) * 40, cut=True)] * 2]
+        sample = Sample(
+            segments=20,
+            total_segments=40,
+            items=sum(len(c.sizes) for run in runs for c in run),
+            bytes=sum(sum(c.sizes) for run in runs for c in run),
+            keys=sum(len(run) for run in runs),
+            cut=2,
+            runs=tuple(tuple(run) for run in runs),
+            places=tuple(n * 2 / 40 for n in range(20)) if placed else (),
+        )
+        found = cut_once(info, keys, scan, sample)
+        assert found is not None
+        return found
+
+    early, late, unplaced = cut_in(2), cut_in(38), cut_in(38, placed=False)
+    assert early.most < late.most <= unplaced.most
+    assert early.least == late.least  # (the low end's layouts are as before)

@@ -43,6 +43,20 @@ def _places() -> list[float]:
     return [0.0, 1.0, *(rng.random() for _ in range(LONE_ORDERS - 2))]
 
 
+def _undrawn(sample: Sample) -> list[float]:
+    """Where what no drawn segment held may lie: the first and the last segment not drawn, and
+    others drawn among them (``_places`` where the sample does not say where its segments lie)."""
+    total = sample.total_segments
+    if len(sample.places) != len(sample.runs) or not total:
+        return _places()
+    drawn = {round(at * total) for at in sample.places}
+    left = [k / total for k in range(total) if k not in drawn]
+    if not left:
+        return _places()
+    rng = random.Random(0)
+    return [left[0], left[-1], *(rng.choice(left) for _ in range(LONE_ORDERS - 2))]
+
+
 def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layouts | None:
     """What skip-pages may cost where the items the sample missed (``_unseen``: more items in
     the drawn segments' share of DescribeTable's count than they held) lie in one collection,
@@ -59,8 +73,8 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
     there, up to their bytes (helper-78: on 2,000 single-item keys and three of 3,000 items of
     100 B last in scan order, 21 segments of 40 drew none of the three; the orders laid what
     they missed as one collection a pass and said up to 43.6 RCU, where the listing read 64.5,
-    its pages grown to a scan's over the small keys): the most over the same places and 2 to
-    that many of them."""
+    its pages grown to a scan's over the small keys): the most over 2 to that many of them, at
+    places no drawn segment holds (the first and the last such, and drawn ones)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -75,7 +89,7 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
     for k in sorted({k for k in (2, 3, 5, 8, most) if 2 <= k <= most}):
         each = math.ceil(len(sizes) / k)
         many = [Collection(sizes[at : at + each]) for at in range(0, len(sizes), each)]
-        sims += [laid.once([*sampled, many], seed, at) for seed, at in enumerate(_places())]
+        sims += [laid.once([*sampled, many], seed, at) for seed, at in enumerate(_undrawn(sample))]
     several = _laid_out(sims, scan)
     return one if several is None else Layouts(one.least, max(one.most, several.most))
 
@@ -86,9 +100,12 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layou
     for each pass over the drawn segments' share. On 3,000 small collections and one of
     60 items of 390 KB, a draw that cut it said 1,714-3,372 RCU, where the listing read 230.5
     (it met the one, a page). The least over ``LONE_ORDERS`` places for them (first, last,
-    drawn), ``UNDER`` of it, and the most (helper-78: three of 3,000 items of 100 B after 2,000
-    single-item keys, all three cut by the draw: the orders laid them in each of two passes,
-    spread out, and said up to 62.5 RCU where the listing read 64.5; laid once, last, 99.3)
+    drawn), ``UNDER`` of it, and the most, each drawn segment's at its own place in scan order
+    where the sample knows them (else the most over the same places): helper-78, three of 3,000
+    items of 100 B after 2,000 single-item keys, all three cut by the draw; the orders laid them
+    in each of two passes, spread out, and said up to 62.5 RCU where the listing read 64.5 (its
+    pages grown to a scan's when it met them). Laid at their places, not last: laid last, the
+    five large collections of the benchmark's skewed table, two cut, widened its range to 2.15x
     (None: none was cut, or the sample is the whole table)."""
     if sample.whole_table or not sample.cut or not info.item_count or not keys.value:
         return None
@@ -99,4 +116,23 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layou
         return None
     kept: list[list[Collection]] = [[c for c in run if not c.cut] for run in sampled]
     sims = [laid.once([*kept, cut], seed, at) for seed, at in enumerate(_places())]
-    return _laid_out(sims, scan)
+    found = _laid_out(sims, scan)
+    most = _in_place(laid, sample, kept, scan)
+    return found if found is None or most is None else Layouts(found.least, most)
+
+
+def _in_place(
+    laid: _Laid, sample: Sample, kept: list[list[Collection]], scan: Range
+) -> float | None:
+    """The most skip-pages may cost with each drawn segment's cut collections laid once at its
+    place in scan order (None: the sample does not say where its segments lie)."""
+    sampled = laid.runs[: laid.sampled]
+    if len(sample.places) != len(sampled):
+        return None
+    placed = [
+        (at, [c for c in run if c.cut]) for at, run in zip(sample.places, sampled, strict=True)
+    ]
+    places = tuple(at for at, cuts in placed if cuts)
+    runs = [*kept, *(cuts for _, cuts in placed if cuts)]
+    most = _laid_out([laid.once(runs, seed, places) for seed in (None, 1, 2)], scan)
+    return None if most is None else most.most

@@ -255,6 +255,9 @@ class Sample:
     skip_pages: int = 0
     whole_table: bool = False
     runs: tuple[tuple[Collection, ...], ...] = field(default=(), repr=False)
+    #: Where each of ``runs`` lies in scan order: its segment's number over ``total_segments``
+    #: (empty: not known).
+    places: tuple[float, ...] = field(default=(), repr=False)
     latency: float = 0.0
     bytes_per_second: float = 0.0
 
@@ -295,6 +298,7 @@ class Sample:
             latency=latency,
             bytes_per_second=rates[len(rates) // 2] if rates else 0.0,
             runs=_runs(segments),
+            places=tuple(s.segment / total for s in sorted(segments, key=lambda s: s.segment)),
         )
 
 
