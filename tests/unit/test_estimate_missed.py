@@ -14,7 +14,7 @@ from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._tasks import methods, unseen
 from ddbkeys.partition_keys._tasks.estimate import estimate
 from ddbkeys.partition_keys._tasks.lone import Layouts, cut_once
-from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, missed_bytes
+from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, heavy_rest, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
 from tests.unit.test_estimate_simulate import by_hand, table, whole_sample
@@ -255,3 +255,41 @@ def test_cut_collections_raise_the_high_end_as_far_as_their_own_places_say() -> 
     early, late, unplaced = cut_in(2), cut_in(38), cut_in(38, placed=False)
     assert early.most < late.most <= unplaced.most
     assert early.least == late.least  # (the low end's layouts are as before)
+
+
+def bimodal_sample() -> Sample:
+    """helper-78's bimodal table as 17 segments of 355 drew it: 27 keys of 160 items of 123 B,
+    two collections of 25-26 such items cut (a page each), no 300 KB item among them."""
+    counts = [[26], [6], [1], [2], [], [10, 4, 2], [4, 6], [1, 2], [4, 12, 7], [2, 1, 1], [5, 3]]
+    counts += [[25, 4], [], [5], [1, 1], [9, 1, 15], []]
+    runs = tuple(tuple(Collection((123,) * n, cut=n >= 25) for n in run if n) for run in counts)
+    return Sample(
+        segments=17,
+        total_segments=355,
+        items=sum(len(c.sizes) for run in runs for c in run),
+        bytes=sum(sum(c.sizes) for run in runs for c in run),
+        keys=sum(len(run) for run in runs),
+        cut=2,
+        runs=runs,
+        places=tuple(n * 20 / 355 for n in range(17)),
+    )
+
+
+def test_unread_bytes_heavier_than_what_the_sample_read_may_be_read_whole() -> None:
+    """helper-78 (bimodal, 600 keys of 100 B items, 1% of them 300 KB): the drawn share of
+    DescribeTable's size held 538 KB beyond the 19.7 KB the sample read, in 53 items of 10 KB
+    on average where it read items of 123 B. The line took those bytes for the two cut
+    collections' rests, which skip-pages skips, and said 6.4-456 RCU; skip-pages read 893,
+    reading 20 of the large items in the small collections it read whole. Now its high end
+    reaches the scan's (the bytes read whole); where the rest is like what the sample read,
+    nothing changes."""
+    sample = bimodal_sample()
+    info = table(4447, 11_646_893)
+    scan = Range(1350.7, 1422.7, 1498.5)
+    heavy = heavy_rest(info, sample, scan)
+    assert heavy is not None and 1_000 < heavy <= scan.value
+    line = estimate(info, sample, ListingOptions()).method("skip-pages")
+    assert line.rcu_low is not None and line.rcu_high is not None
+    assert line.rcu_low <= 893 <= line.rcu_high and "large items of collections" in line.note
+    light = table(4447, round(sample.bytes / sample.items * 4447))  # (the rest like the sample)
+    assert heavy_rest(light, sample, scan) is None

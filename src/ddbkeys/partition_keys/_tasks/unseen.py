@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._tasks.figures import figure, size
 from ddbkeys.partition_keys._tasks.lone import Layouts, cut_once, unseen_in_one
-from ddbkeys.partition_keys._tasks.missed import TAIL, missed_bytes
+from ddbkeys.partition_keys._tasks.missed import TAIL, heavy_rest, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Sample
 
@@ -48,11 +48,19 @@ def widened(
             f"share held: in collections the sample missed, up to {figure(more.high)} RCU more "
             f"(a page each, {figure(more.low)} RCU if they are one)"
         )
+    heavy = heavy_rest(info, sample, scan)
+    if heavy is not None:  # (large items the listing reads, not the rests it skips)
+        units = Range(units.low, units.value, units.high + heavy)
+        note += (
+            f"; up to {figure(min(units.high, scan.high * THROUGH + 1))} RCU if the bytes the "
+            "sample did not read are large items of collections the listing reads, not the "
+            "rests of those it read in part"
+        )
     lone, once = layouts(info, keys, scan, sample) if simulated else (None, None)
     most = max((x.most for x in (lone, once) if x is not None), default=0.0)
     if most > units.high:  # (laid once: last, after the pages have grown, say)
         units = Range(units.low, units.value, most)
-    units = within_scan(units, scan) if simulated or missed else units
+    units = within_scan(units, scan) if simulated or missed or heavy else units
     if most and most >= units.high:
         note += f"; as much as {figure(units.high)} RCU if " + (
             "the items the sample missed lie in a few large collections late in scan order"
