@@ -224,6 +224,21 @@ def test_large_items_the_sample_saw_but_not_first_raise_skips_high_end() -> None
     assert plain.rcu_high < truth  # (where nothing the sample saw says otherwise: a miss)
 
 
+def drawn_runs(runs: list[list[Collection]], total: int, every: int, placed: bool = True) -> Sample:
+    """The sample that drew ``runs`` (their collections as given, cut ones too), one segment
+    every ``every`` of ``total`` (``placed``: where they lie is known)."""
+    return Sample(
+        segments=len(runs),
+        total_segments=total,
+        items=sum(len(c.sizes) for run in runs for c in run),
+        bytes=sum(sum(c.sizes) for run in runs for c in run),
+        keys=sum(len(run) for run in runs),
+        cut=sum(c.cut for run in runs for c in run),
+        runs=tuple(tuple(run) for run in runs),
+        places=tuple(n * every / total for n in range(len(runs))) if placed else (),
+    )
+
+
 def test_cut_collections_raise_the_high_end_as_far_as_their_own_places_say() -> None:
     """Two collections of 3,000 items of 100 B among 2,000 single-item keys, both cut by a draw
     of 20 segments of 40. Laid once where their segment lies in scan order: late, after the
@@ -238,16 +253,7 @@ def test_cut_collections_raise_the_high_end_as_far_as_their_own_places_say() -> 
         runs = [list(run) for run in small]
         at = segment // 2
         runs[at] = [*runs[at], *[Collection((100,) * 40, cut=True)] * 2]
-        sample = Sample(
-            segments=20,
-            total_segments=40,
-            items=sum(len(c.sizes) for run in runs for c in run),
-            bytes=sum(sum(c.sizes) for run in runs for c in run),
-            keys=sum(len(run) for run in runs),
-            cut=2,
-            runs=tuple(tuple(run) for run in runs),
-            places=tuple(n * 2 / 40 for n in range(20)) if placed else (),
-        )
+        sample = drawn_runs(runs, 40, every=2, placed=placed)
         found = cut_once(info, keys, scan, sample)
         assert found is not None
         return found
@@ -262,17 +268,8 @@ def bimodal_sample() -> Sample:
     two collections of 25-26 such items cut (a page each), no 300 KB item among them."""
     counts = [[26], [6], [1], [2], [], [10, 4, 2], [4, 6], [1, 2], [4, 12, 7], [2, 1, 1], [5, 3]]
     counts += [[25, 4], [], [5], [1, 1], [9, 1, 15], []]
-    runs = tuple(tuple(Collection((123,) * n, cut=n >= 25) for n in run if n) for run in counts)
-    return Sample(
-        segments=17,
-        total_segments=355,
-        items=sum(len(c.sizes) for run in runs for c in run),
-        bytes=sum(sum(c.sizes) for run in runs for c in run),
-        keys=sum(len(run) for run in runs),
-        cut=2,
-        runs=runs,
-        places=tuple(n * 20 / 355 for n in range(17)),
-    )
+    runs = [[Collection((123,) * n, cut=n >= 25) for n in run if n] for run in counts]
+    return drawn_runs(runs, 355, every=20)
 
 
 def test_unread_bytes_heavier_than_what_the_sample_read_may_be_read_whole() -> None:
