@@ -215,6 +215,11 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     tiny_binary_keys(ddb_client, streamed)
     stream = run(ddb_endpoint_url, "index", "stream", "-t", streamed)
     assert stream.exit_code == 0, stream.output
+    assert stream.stderr.splitlines()[-1] == (  # (helper-81 F6: it said no next step)
+        f"Next: `ddbkeys partition-keys index follow -t {streamed} --backfill` (or the Lambda "
+        f"handler) keeps the markers right and backfills them (`index create -t {streamed}` "
+        "first, if the table has no marker index yet)."
+    )
     created = run(ddb_endpoint_url, "index", "create", "-t", streamed)
     assert created.exit_code == 0, created.output
     assert created.stderr.splitlines()[-1].endswith(

@@ -165,6 +165,10 @@ def test_a_counter_that_is_not_there_reads_0_with_a_note(
         f"Note: counter 'order' of table {table!r} holds no 'lastid' (no id given out from it "
         "yet): is --attribute right?\n"
     )
+    default = ids("current", "-t", table)  # (helper-81 F5: a gapless sequence's is "sequence")
+    assert default.stdout == "0\n" and default.stderr.endswith(
+        "is --counter right? (`ids put -s gapless` keeps its sequence as --counter sequence)\n"
+    )
     assert ids("set", "0", "-t", table, "--counter", "zero").exit_code == 0
     for name, shown in (("order", "1\n"), ("zero", "0\n")):
         there = ids("current", "-t", table, "--counter", name)

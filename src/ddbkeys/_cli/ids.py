@@ -221,9 +221,10 @@ def _said_if_not_there(
     except (DdbKeysError, ClientError, BotoCoreError):
         return
     if "Item" not in item:
+        gapless = " (`ids put -s gapless` keeps its sequence as --counter sequence)"
         click.echo(
             f"Note: table {table!r} holds no counter {label} (none has given out an id yet): "
-            f"is {named} right?",
+            f"is {named} right?" + (gapless if label == "'counter'" else ""),
             err=True,
         )
     elif where.attribute not in item["Item"]:

@@ -14,6 +14,7 @@ from typing import Any
 
 import click
 
+from ddbkeys._cli.backfill_lines import Reads, spinner_off
 from ddbkeys._cli.common import (
     Connection,
     FloatRange,
@@ -53,10 +54,6 @@ from ddbkeys.partition_keys._listing.text import json_key
 from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = ["backfill_command", "show_marked"]
-
-#: How often (seconds), where stderr is not a terminal, a line says how a long read of the
-#: table's keys goes (on a terminal the status line says it at once).
-READ_LINES = 30.0
 
 
 @click.command("backfill")
@@ -209,9 +206,9 @@ def backfill_command(
                 err=True,
             )
             said.add(OTHER_RUNNING)
-        _spin(status, said, f"the other backfill: {other.handled or 0} collections handled")
+        reads.other(other)
 
-    reads = _Reads(status, said)
+    reads = Reads(status, said)
 
     def progress(written: int) -> None:
         working[0] = True
@@ -219,7 +216,12 @@ def backfill_command(
 
     limit = wait_for_maintainer
     try:
-        with stopping_signals(table_name, lambda: _spinner_off(status, said), lambda: working[0]):
+        with stopping_signals(
+            table_name,
+            lambda: spinner_off(status, said),
+            lambda: working[0],
+            lambda: _kept(index, state_table),
+        ):
             report = index.backfill(
                 progress=progress,
                 state_table=state_table,
@@ -233,12 +235,24 @@ def backfill_command(
                 from_export=from_export,
             )
     finally:
-        _spinner_off(status, said)
+        spinner_off(status, said)
     if report.uncounted is not None:
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     elif report.counts and report.joined is None:
         _said_unmaintained(index, state_table, report.written + report.removed)
     show_marked(report, index, output, usage=True)
+
+
+def _kept(index: MarkerIndex, state_table: str | None) -> str | None:
+    """When the finished backfill a stopped one replaced finished, as a message says it (None:
+    none, or its record cannot be read): one GetItem of the index's record."""
+    with contextlib.suppress(DdbKeysError):
+        record = StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
+        kept = record.kept if record is not None else None
+        if kept is not None and kept.finished is not None:
+            at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(kept.finished))
+            return f"finished {at}; `index status` says so"
+    return None
 
 
 def _said_unmaintained(index: MarkerIndex, state_table: str | None, wrote: int) -> None:
@@ -253,67 +267,20 @@ def _said_unmaintained(index: MarkerIndex, state_table: str | None, wrote: int) 
             click.echo(f"Note: {note}.", err=True)
 
 
-class _Reads:
-    """The read mode's read of the keys said (``READING``): on the status line (a terminal) as
-    it goes, else in a line every ``READ_LINES`` seconds; the markers written, of how many once
-    known (``to_mark``); and the wait for the stream's tip (``TIP``)."""
-
-    def __init__(self, status: StatusLine | None, said: set[str]) -> None:
-        self.status, self.said = status, said
-        self.line_at = time.monotonic()
-        self.to_mark: int | None = None
-
-    def written(self, count: int) -> None:
-        total = f" of {self.to_mark:,}" if self.to_mark is not None else ""
-        _spin(self.status, self.said, f"{count:,}{total} markers written")
-
-    def __call__(self, where: Readiness) -> None:
-        if where.state == TIP:
-            _tip(self.status, self.said, where)
-            return
-        if where.to_mark is not None:
-            self.to_mark = where.to_mark
-        _spin(self.status, self.said, where.advice())
-        if self.status is None and time.monotonic() - self.line_at >= READ_LINES:
-            self.line_at = time.monotonic()
-            click.echo(f"backfill: {where.advice()}", err=True)
-
-
-def _tip(status: StatusLine | None, said: set[str], where: Readiness) -> None:
-    """The read mode's wait for the stream's tip, said: on the status line (a terminal), else
-    once."""
-    _spin(status, said, f"markers written; reading the stream in {math.ceil(where.left)} s")
-    if status is None and TIP not in said:
-        advice = where.advice()
-        click.echo(f"{advice[0].upper()}{advice[1:]}...", err=True)
-    said.add(TIP)
-
-
-def _spin(status: StatusLine | None, said: set[str], text: str) -> None:
-    """The status line (on a terminal) says ``text``: started the first time."""
-    if status is not None:
-        if "spinner" not in said:
-            status.start()
-            said.add("spinner")
-        status.update(text)
-
-
-def _spinner_off(status: StatusLine | None, said: set[str]) -> None:
-    if status is not None and "spinner" in said:
-        status.stop()
-        said.discard("spinner")
-
-
 @contextmanager
 def stopping_signals(
-    table: str, before: Callable[[], None], begun: Callable[[], bool]
+    table: str,
+    before: Callable[[], None],
+    begun: Callable[[], bool],
+    kept: Callable[[], str | None] = lambda: None,
 ) -> Iterator[None]:
     """Ctrl-C, SIGTERM and SIGHUP stop the backfill inside: each reaches it as a
     KeyboardInterrupt, which the driver throws into its flow, so that its record says it
     stopped (within ``backfill_claim.FAREWELL`` seconds) and the next backfill begins at once;
     then one line on stderr (``before`` is called first; ``begun``: whether the backfill had
-    begun, or was still waiting, writing nothing), exit 128 + the signal's number. A second
-    Ctrl-C stops at once."""
+    begun, or was still waiting, writing nothing; ``kept``: when the finished backfill it
+    replaced, which listings go on proving the index from, finished, if there is one), exit 128
+    + the signal's number. A second Ctrl-C stops at once."""
     received: list[int] = []
 
     def handler(number: int, _frame: object) -> None:
@@ -340,9 +307,15 @@ def stopping_signals(
                 err=True,
             )
             raise click.exceptions.Exit(128 + number) from None
+        finished = kept()  # (helper-81 F3: "cannot prove" read as "the index is unprovable")
+        proves = (
+            "so listings cannot prove the index from it"
+            if finished is None
+            else f"and listings go on proving the index from the backfill it replaced ({finished})"
+        )
         click.echo(
-            f"{verb}: the backfill of table {table!r} did not finish, so listings cannot prove the "
-            "index from it (its markers written so far stay); its record says it stopped, so "
+            f"{verb}: the backfill of table {table!r} did not finish, {proves} (its markers "
+            "written so far stay); its record says it stopped, so "
             f"`ddbkeys partition-keys index backfill -t {table}` run again begins at once.",
             err=True,
         )

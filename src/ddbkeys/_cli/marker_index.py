@@ -319,6 +319,12 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
         return
     click.echo(f"Stream of {table_name}: {arn}" + (" (turned on)" if changed else " (already on)"))
     click.echo(STREAM_COST, err=True)
+    click.echo(  # (helper-81 F6: `index create` says the next step; this said none)
+        f"Next: `ddbkeys partition-keys index follow -t {table_name} --backfill` (or the Lambda "
+        f"handler) keeps the markers right and backfills them (`index create -t {table_name}` "
+        "first, if the table has no marker index yet).",
+        err=True,
+    )
 
 
 index_group.add_command(follow_command)
