@@ -76,8 +76,11 @@ class Usage:
             self.retries += retries
             self.conflicts += conflicts
 
-    def merge(self, totals: Mapping[str, float]) -> None:
-        """Add another's :meth:`snapshot` (a worker's, sent back from its process)."""
+    def merge(self, totals: Mapping[str, float] | Usage) -> None:
+        """Add another's :meth:`snapshot` (a worker's, sent back from its process), or another
+        ``Usage`` (a listing's ``usage``, in this process)."""
+        if isinstance(totals, Usage):  # (helper-82 F3: an AttributeError inside, 'get')
+            totals = totals.snapshot()
         with self._lock:
             self.requests += int(totals.get("requests", 0))
             self.items += int(totals.get("items", 0))

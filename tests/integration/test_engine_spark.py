@@ -24,8 +24,9 @@ pytest.importorskip("pyspark")
 from pyspark import SparkConf, SparkContext
 
 import ddbkeys
+from ddbkeys import Usage
 from ddbkeys._errors import ConfigurationError
-from ddbkeys.engines.spark import keys_rdd
+from ddbkeys.engines.spark import keys_rdd, tasks_rdd
 from ddbkeys.partition_keys import open_task, plan_listing
 from ddbkeys.testing import FaultProxy
 from ddbkeys.testing._proxy import Fault, Faults
@@ -90,6 +91,21 @@ def test_one_partition_per_task_and_each_key_once(
     assert per_partition == [list(open_task(task)) for task in planned]  # partition i: task i
     union = Counter(key for part in per_partition for key in part)
     assert sorted(union) == non_empty(ddb_client, table) and set(union.values()) == {1}
+    # What each task read, to add up (helper-82 F2: on Spark nothing said what a listing read).
+    results = tasks_rdd(spark, planned)
+    assert results.getNumPartitions() == 5
+    usage = Usage()
+    for (task_keys, read), part in zip(results.collect(), per_partition, strict=True):
+        assert task_keys == part and read["requests"] >= 1
+        usage.merge(read)
+    scanned = Usage()
+    for task in planned:
+        listing = open_task(task)
+        list(listing)
+        scanned.merge(listing.usage)  # (a Usage too, not only its snapshot: helper-82 F3)
+    assert usage.read_units == scanned.read_units > 0
+    with pytest.raises(ConfigurationError, match=r"tasks_rdd takes a SparkContext"):
+        tasks_rdd(object(), planned)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"spark\.sparkContext for a SparkSession"):
         keys_rdd(object(), planned)  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match=r"ListingTask.from_json\(line\)"):

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -14,6 +15,7 @@ from ddbkeys._cli.common import (
     Connection,
     FloatRange,
     IntRange,
+    StatusLine,
     connection_options,
     echo_json,
     output_option,
@@ -27,10 +29,14 @@ from ddbkeys._cli.index_options import (
     index_options,
     replay_margin_option,
 )
+from ddbkeys._cli.listing_stream import usage_line
 from ddbkeys.partition_keys import Listing, ListingEstimate, ListingOptions, estimate_listing
 from ddbkeys.partition_keys._listing.progress import Gauge
 from ddbkeys.partition_keys._tasks.estimate import export_note
 from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = ["budget_options", "estimate_command", "estimate_text", "progress_note"]
 
@@ -201,10 +207,41 @@ def estimate_command(
         click.echo(estimate_text(found))
 
 
-def progress_note(gauge: Gauge, listing: Listing) -> str:
+class ProgressLine:
+    """A listing's progress on a terminal's status line (None where stderr is no terminal, or
+    with --quiet): keys, requests and read units, and once :meth:`watch` has the listing, the
+    share read and the time left (``progress_note``). Called as the listing's ``on_key``."""
+
+    def __init__(self, stderr: Console, quiet: bool = False) -> None:
+        self.status = StatusLine(stderr, "listing...") if stderr.is_terminal and not quiet else None
+        self.drawn = 0.0
+        self.gauge: Gauge | None = None
+        self.others = 0  # (segments other tasks list: a task's listing counts them done)
+
+    def watch(self, listing: Listing, task_of: int = 0) -> None:
+        """Made once the listing stands, before its first key (it reads the estimate);
+        ``task_of``: the listing is a task's, one segment of that many (its own share)."""
+        if task_of > 1:
+            self.others = listing.segments_done
+            scanned = listing.method.scanned_bytes() // task_of
+            self.gauge = Gauge(listing.method_name, scanned, 1, 0, listing.usage.read_units)
+        else:
+            self.gauge = Gauge.of(listing)
+
+    def __call__(self, listing: Listing) -> None:
+        now = time.monotonic()
+        if self.status is not None and now - self.drawn > 0.2:
+            self.drawn = now
+            line = usage_line(listing, progress=True, others=self.others)
+            if self.gauge is not None:
+                line += progress_note(self.gauge, listing, self.others)
+            self.status.update(line)
+
+
+def progress_note(gauge: Gauge, listing: Listing, others: int = 0) -> str:
     """What the progress line adds: the share of the table's estimated size read (or of the
-    segments done) and the time likely left, when they can be told."""
-    found = gauge.read(listing.usage.read_units, listing.segments_done)
+    segments done, but ``others``: a task's) and the time likely left, when they can be told."""
+    found = gauge.read(listing.usage.read_units, listing.segments_done - others)
     if found.done is None:
         return ""
     left = f", ~{duration(found.seconds_left)} left" if found.seconds_left is not None else ""

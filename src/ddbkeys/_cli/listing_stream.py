@@ -35,7 +35,9 @@ def _n(n: int, noun: str) -> str:
     return plural(n, noun, grouped=False)
 
 
-def usage_line(listing: Listing, *, progress: bool = False) -> str:
+def usage_line(listing: Listing, *, progress: bool = False, others: int = 0) -> str:
+    """A listing's figures in one line (``progress``: as its progress line says them, leaving
+    out the segments ``others`` list: a task's, which lists one segment of many)."""
     u = listing.usage
     if isinstance(listing, ExportListing):
         return export_line(listing)
@@ -53,8 +55,8 @@ def usage_line(listing: Listing, *, progress: bool = False) -> str:
             f"maintainer's positions held back {replay.margin:g} s{replay.of_history()}, "
             f"{_n(replay.rechecked, 'collection')} re-checked: in the figures before)"
         )
-    if progress and listing.scan_segments > 1:
-        line += f"; {listing.segments_done}/{listing.scan_segments} segments done"
+    if progress and listing.scan_segments - others > 1:
+        line += f"; {listing.segments_done - others}/{listing.scan_segments - others} segments done"
     return line
 
 

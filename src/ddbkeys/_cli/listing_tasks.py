@@ -19,13 +19,14 @@ from ddbkeys._cli.common import (
     warnings_said,
 )
 from ddbkeys._cli.errors import cli_words, error_text
+from ddbkeys._cli.group import rich_console
 from ddbkeys._cli.index_options import (
     given_sort_key,
     index_options,
     own_items_option,
     proof_options,
 )
-from ddbkeys._cli.listing_estimate import budget_options
+from ddbkeys._cli.listing_estimate import ProgressLine, budget_options
 from ddbkeys._cli.listing_sink import KeySink, check_options, listing_query_option
 from ddbkeys._cli.listing_stream import before_keys, say_strays, stream_keys, usage_line
 from ddbkeys._cli.partition_keys import DEFAULTS
@@ -235,10 +236,14 @@ def run_task_command(
             )
         task = task.going_on(sink.resume_token)
     listing = open_task(task)
+    progress = ProgressLine(rich_console(stderr=True))  # (helper-82 F1: it said nothing)
+    if progress.status is not None:  # (its own segment's share: the others are not done)
+        listing.on_key = progress
+        progress.watch(listing, task_of=task.segments)
     sink.open(listing)
     if sink.resumed:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
-    collected = stream_keys(ctx, listing, output, sink, None)
+    collected = stream_keys(ctx, listing, output, sink, progress.status)
     if output == "json" or (output == "table" and query is not None):
         document = {
             "table": task.table,

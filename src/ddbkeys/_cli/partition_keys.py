@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import click
@@ -11,7 +10,6 @@ from ddbkeys._cli.common import (
     Connection,
     FloatRange,
     IntRange,
-    StatusLine,
     connection_options,
     state_table_option,
     table_name,
@@ -25,7 +23,7 @@ from ddbkeys._cli.index_options import (
     own_items_option,
     proof_options,
 )
-from ddbkeys._cli.listing_estimate import progress_note
+from ddbkeys._cli.listing_estimate import ProgressLine
 from ddbkeys._cli.listing_export import (
     check_export_options,
     export_fields,
@@ -49,7 +47,6 @@ from ddbkeys.partition_keys import (
     distinct_partition_keys,
 )
 from ddbkeys.partition_keys._listing.options import AUTO_READERS
-from ddbkeys.partition_keys._listing.progress import Gauge
 
 
 def _replay_fields(listing: Listing) -> dict[str, Any] | None:
@@ -235,18 +232,7 @@ def partition_keys_group(
     sink = KeySink(output, output_file, checkpoint_file)
     resume = resume_from(sink, resume, checkpoint_file)
     client = connection.client()
-    stderr = rich_console(stderr=True)
-    show_progress = not quiet and stderr.is_terminal
-    status = StatusLine(stderr, "listing...") if show_progress else None
-    last_draw = [0.0]
-    gauges: list[Gauge] = []  # made once the listing stands, before its first key
-
-    def progress(listing: Listing) -> None:
-        now = time.monotonic()
-        if status is not None and now - last_draw[0] > 0.2:
-            last_draw[0] = now
-            line = usage_line(listing, progress=True)
-            status.update(line + progress_note(gauges[0], listing) if gauges else line)
+    progress = ProgressLine(rich_console(stderr=True), quiet)
 
     options = ListingOptions(
         method=method,
@@ -270,15 +256,15 @@ def partition_keys_group(
             table_name,
             options=options,
             resume=resume,
-            on_key=progress if show_progress else None,
+            on_key=progress if progress.status is not None else None,
         )
-    gauges.append(Gauge.of(listing))
+    progress.watch(listing)
     sink.open(listing)
     if sink.resumed and not quiet:
         click.echo(f"Going on from {checkpoint_file} ({sink.keys} keys written before).", err=True)
     if listing.index_trusted is False:  # said even with --quiet: the answer's trust is at stake
         click.echo(_trust_note(listing, method), err=True)
-    collected = stream_keys(ctx, listing, output, sink, status)
+    collected = stream_keys(ctx, listing, output, sink, progress.status)
     if output == "json" or (output == "table" and query is not None):
         document = {
             "table": table_name,
