@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
+from ddbkeys._caller import outside
 from ddbkeys._core.steps import Flow, get_item
 from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE
 from ddbkeys.ids._base import TYPE_NAMES, CounterItem
@@ -147,5 +148,5 @@ def warn_if_new(
         f"its counter {counter.attribute!r} {began}. If counter_attribute= is misspelt, these "
         "ids may repeat those given from the other.",
         NewCounterAttributeWarning,
-        stacklevel=2,
+        stacklevel=outside(),  # (your line that asked for the id)
     )

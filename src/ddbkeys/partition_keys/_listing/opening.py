@@ -7,13 +7,12 @@ its read budget, choosing the method (or resuming from a token) and handing back
 from __future__ import annotations
 
 import math
-import os
-import sys
 import time
 import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar, Unpack
 
+from ddbkeys._caller import outside
 from ddbkeys._capacity import Usage
 from ddbkeys._core.steps import Flow
 from ddbkeys._drivers.sync import SyncDriver
@@ -194,19 +193,9 @@ def noting(notes: list[str]) -> Callable[[str], None]:
 
     def note(line: str) -> None:
         notes.append(line)
-        warnings.warn(line, IndexReplayWarning, stacklevel=_outside())
+        warnings.warn(line, IndexReplayWarning, stacklevel=outside())
 
     return note
-
-
-def _outside() -> int:
-    """The ``stacklevel`` (for a ``warnings.warn`` in the caller) of the first frame outside
-    ddbkeys: the warning names the line of your code that listed, not ddbkeys' own."""
-    package = os.path.dirname(os.path.dirname(os.path.dirname(__file__))) + os.sep
-    frame, level = sys._getframe(1), 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 #: Scan segments per reader when ``segments > 1`` and ``scan_segments`` is not given, so long
