@@ -36,8 +36,11 @@ def widened(
     segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
     each, up to the high end), and the items beyond them, if they lie in one collection
     (``lone.unseen_in_one``), and the large collections the sample cut, if they are the
-    table's only ones (``lone.cut_once``): down to the low end; at most about a scan's where it
-    was ``simulated`` or bytes were missed."""
+    table's only ones (``lone.cut_once``): down to the low end, and up to the high end where
+    laid once (after the pages have grown, they cost more than the orders said); the bytes it
+    did not read, read whole where they are far heavier than what it read
+    (``missed.heavy_rest``); at most about a scan's where it was ``simulated`` or bytes were
+    missed."""
     missed = missed_bytes(info, sample, scan)
     note = ""
     if missed is not None:
@@ -63,10 +66,11 @@ def widened(
     units = within_scan(units, scan) if simulated or missed or heavy else units
     if most and most >= units.high:
         note += f"; as much as {figure(units.high)} RCU if " + (
-            "the items the sample missed lie in a few large collections late in scan order"
+            "the items the sample missed lie in a few large collections where no sampled "
+            "segment lies (late in scan order, say)"
             if lone and lone.most >= most
             else "the large collections the sample read in part are the table's only ones, "
-            "late in scan order"
+            "where their segments lie in scan order"
         )
     if simulated:
         units, few = fewer(keys, sample, units, lone, once)
@@ -82,9 +86,8 @@ def layouts(
     table's only ones, where a draw might have caught every one (``p ** cut``: the
     heavy-tailed and runs tables' draws cut several, of hundreds; laid together once, their
     run may cost more than the orders did, as no table lays them)."""
-    once = cut_once(info, keys, scan, sample)
-    if (sample.segments / sample.total_segments) ** sample.cut < TAIL:
-        once = None
+    caught = (sample.segments / sample.total_segments) ** sample.cut >= TAIL
+    once = cut_once(info, keys, scan, sample) if caught else None
     return unseen_in_one(info, keys, scan, sample), once
 
 
