@@ -20,9 +20,11 @@ READ_LINES = 30.0
 
 
 class Reads:
-    """The read mode's read of the keys said (``READING``): on the status line (a terminal) as
-    it goes, else in a line every ``READ_LINES`` seconds; the markers written, of how many once
-    known (``to_mark``); and the wait for the stream's tip (``TIP``)."""
+    """What the backfill says as it goes: the read mode's read of the keys (``READING``) on the
+    status line (a terminal), else in a line every ``READ_LINES`` seconds; the markers written,
+    of how many once known (``to_mark``); the wait for the stream's tip (``TIP``); the other
+    backfill it waits for, the same way, and once that one is out of the way, that this one
+    runs."""
 
     def __init__(self, status: StatusLine | None, said: set[str]) -> None:
         self.status, self.said = status, said
@@ -55,6 +57,7 @@ class Reads:
         """Once, where this one waited for another: that it runs now (helper-81 F4)."""
         if OTHER_RUNNING in self.said and "took over" not in self.said:
             self.said.add("took over")
+            spinner_off(self.status, self.said)  # (a line above the status line, not in it)
             click.echo(
                 "backfill: the other backfill is no longer at work (it ended without counting, "
                 "or was silent for 30 s, taken for dead): this one runs now",
