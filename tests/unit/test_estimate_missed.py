@@ -290,3 +290,23 @@ def test_unread_bytes_heavier_than_what_the_sample_read_may_be_read_whole() -> N
     assert line.rcu_low <= 893 <= line.rcu_high and "large items of collections" in line.note
     light = table(4447, round(sample.bytes / sample.items * 4447))  # (the rest like the sample)
     assert heavy_rest(light, sample, scan) is None
+
+
+def test_a_sample_of_few_collections_lets_skip_pages_reach_a_scan() -> None:
+    """helper-78 (bimodal-3): 3 segments of 372 drew 6 keys of 600 (1% of items 300 KB, one of
+    them read). skip-pages read 738.5 to 1,259.5 RCU as its trials of reading on went, turning
+    on which segments it split the table in; the line said up to 1,009. Fewer than 30
+    collections say too little of that: the high end reaches a scan's."""
+    big = (124,) * 12 + (300_000,)
+    runs = [
+        [Collection(big, cut=True), Collection((124,) * 2)],
+        [Collection((124,) * 8)],
+        [Collection((124,) * 8), Collection((124,) * 16), Collection((124,) * 24)],
+    ]
+    sample = drawn_runs(runs, 372, every=100)
+    assert sample.keys == 6 < unseen.FEW_COLLECTIONS
+    info = table(4078, 12_201_079)
+    found = estimate(info, sample, ListingOptions())
+    line, scan = found.method("skip-pages"), found.method("scan")
+    assert line.rcu_high is not None and scan.rcu_high is not None
+    assert line.rcu_high >= scan.rcu_high > 1_259.5 and "say too little" in line.note
