@@ -13,7 +13,7 @@ import pytest
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._tasks import methods, unseen
 from ddbkeys.partition_keys._tasks.estimate import estimate
-from ddbkeys.partition_keys._tasks.lone import Layouts, cut_once
+from ddbkeys.partition_keys._tasks.lone import Layouts
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, heavy_rest, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
@@ -237,30 +237,6 @@ def drawn_runs(runs: list[list[Collection]], total: int, every: int, placed: boo
         runs=tuple(tuple(run) for run in runs),
         places=tuple(n * every / total for n in range(len(runs))) if placed else (),
     )
-
-
-def test_cut_collections_raise_the_high_end_as_far_as_their_own_places_say() -> None:
-    """Two collections of 3,000 items of 100 B among 2,000 single-item keys, both cut by a draw
-    of 20 segments of 40. Laid once where their segment lies in scan order: late, after the
-    pages have grown, they cost more than early; where the sample does not say where its
-    segments lie, the most over first, last and drawn places, at least the late one's."""
-    rng = random.Random(4)
-    small = [[Collection((120,))] * (50 + rng.randrange(-5, 6)) for _ in range(20)]
-    info = table(2000 + 6000, 2000 * 120 + 6000 * 100)
-    keys, scan = Range(1900.0, 2000.0, 2100.0), Range(115.0, 121.0, 128.0)
-
-    def cut_in(segment: int, placed: bool = True) -> Layouts:
-        runs = [list(run) for run in small]
-        at = segment // 2
-        runs[at] = [*runs[at], *[Collection((100,) * 40, cut=True)] * 2]
-        sample = drawn_runs(runs, 40, every=2, placed=placed)
-        found = cut_once(info, keys, scan, sample)
-        assert found is not None
-        return found
-
-    early, late, unplaced = cut_in(2), cut_in(38), cut_in(38, placed=False)
-    assert early.most < late.most <= unplaced.most
-    assert early.least == late.least  # (the low end's layouts are as before)
 
 
 def bimodal_sample() -> Sample:

@@ -220,11 +220,11 @@ class ProgressLine:
 
     def watch(self, listing: Listing, task_of: int = 0) -> None:
         """Made once the listing stands, before its first key (it reads the estimate);
-        ``task_of``: the listing is a task's, one segment of that many (its own share)."""
-        if task_of > 1:
+        ``task_of``: the listing is a task's, one segment of that many: its figures alone (the
+        other segments are not done, and its own share of the table is not known: segments
+        differ in size, helper-83 F5)."""
+        if task_of > 1:  # (no share: segments differ in size, a third said ~100% at 75%)
             self.others = listing.segments_done
-            scanned = listing.method.scanned_bytes() // task_of
-            self.gauge = Gauge(listing.method_name, scanned, 1, 0, listing.usage.read_units)
         else:
             self.gauge = Gauge.of(listing)
 

@@ -100,13 +100,8 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layou
     for each pass over the drawn segments' share. On 3,000 small collections and one of
     60 items of 390 KB, a draw that cut it said 1,714-3,372 RCU, where the listing read 230.5
     (it met the one, a page). The least over ``LONE_ORDERS`` places for them (first, last,
-    drawn), ``UNDER`` of it, and the most, each drawn segment's at its own place in scan order
-    where the sample knows them (else the most over the same places): helper-78, three of 3,000
-    items of 100 B after 2,000 single-item keys, all three cut by the draw; the orders laid them
-    in each of two passes, spread out, and said up to 62.5 RCU where the listing read 64.5 (its
-    pages grown to a scan's when it met them). Laid at their places, not last: laid last, the
-    five large collections of the benchmark's skewed table, two cut, widened its range to 2.15x
-    (None: none was cut, or the sample is the whole table)."""
+    drawn), ``UNDER`` of it (``most`` is 0: the high end is the orders'; None: none was cut, or
+    the sample is the whole table)."""
     if sample.whole_table or not sample.cut or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -117,22 +112,8 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layou
     kept: list[list[Collection]] = [[c for c in run if not c.cut] for run in sampled]
     sims = [laid.once([*kept, cut], seed, at) for seed, at in enumerate(_places())]
     found = _laid_out(sims, scan)
-    most = _in_place(laid, sample, kept, scan)
-    return found if found is None or most is None else Layouts(found.least, most)
-
-
-def _in_place(
-    laid: _Laid, sample: Sample, kept: list[list[Collection]], scan: Range
-) -> float | None:
-    """The most skip-pages may cost with each drawn segment's cut collections laid once at its
-    place in scan order (None: the sample does not say where its segments lie)."""
-    sampled = laid.runs[: laid.sampled]
-    if len(sample.places) != len(sampled):
-        return None
-    placed = [
-        (at, [c for c in run if c.cut]) for at, run in zip(sample.places, sampled, strict=True)
-    ]
-    places = tuple(at for at, cuts in placed if cuts)
-    runs = [*kept, *(cuts for _, cuts in placed if cuts)]
-    most = _laid_out([laid.once(runs, seed, places) for seed in (None, 1, 2)], scan)
-    return None if most is None else most.most
+    # (the least only: laid once with all the table's unread items, a cut collection can cost
+    # a scan's where the table's own cost a page each. helper-83: three collections of 600 x 4
+    # KB items in the middle of 500 small keys, one cut by the draw: up to 666-1,045 RCU said,
+    # 160 read, where the orders' 214-235 held)
+    return None if found is None else Layouts(found.least, 0.0)

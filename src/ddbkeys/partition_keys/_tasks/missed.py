@@ -31,8 +31,8 @@ PAGE_UNITS = 0.5 * math.ceil((1024 + 400) * 1024 / UNIT)
 #: The odds left beyond the high end that the drawn segments missed more collections (one
 #: tail of the ranges' ``Z``).
 TAIL = 0.005
-#: How many times the sampled items' average size the items the sample did not read may
-#: average (by DescribeTable), where it cut collections, before they may be large items of
+#: How many times the average size of the items the sample read of the collections it cut the
+#: items it did not read may average (by DescribeTable), before they may be large items of
 #: collections a listing reads rather than the rests of those it cut (``heavy_rest``).
 HEAVY_REST = 4.0
 #: How far DescribeTable's size may exceed the sample's share of it, besides the sampling
@@ -105,12 +105,15 @@ def heavy_rest(info: TableInfo, sample: Sample, scan: Range) -> float | None:
     """What a scan pays for the bytes the drawn segments held by DescribeTable's share but the
     sample did not read, where it cut collections (so that ``missed_bytes`` takes those bytes
     for the cut collections' rests, which skip-pages skips) and yet the items it did not read
-    average more than ``HEAVY_REST`` times the items it read, and over 4 KB: then they may as
-    well be a few large items among the collections skip-pages reads whole. helper-78: 600
-    keys of 100 B items, 1% of them 300 KB; 17 segments of 355 drawn read 160 items of 123 B
-    and cut two collections of 25 small items, while the share's 53 more items held 538 KB;
-    the line said 6.4-456 RCU where skip-pages read 893, reading 20 such items (None: no
-    collection cut, the sample is the whole table, or the rest is like what it read)."""
+    average more than ``HEAVY_REST`` times the items it read of the cut collections, and over 4
+    KB: then they may as well be a few large items among the collections skip-pages reads whole
+    (helper-83: where the cut collections' items are as heavy as the rest, 4 KB, the rest is
+    as likely their tails: the high end rose to 1,045 RCU where the listing read 160).
+    helper-78: 600 keys of 100 B items, 1% of them 300 KB; 17 segments of 355 drawn read 160
+    items of 123 B and cut two collections of 25 small items, while the share's 53 more items
+    held 538 KB; the line said 6.4-456 RCU where skip-pages read 893, reading 20 such items
+    (None: no collection cut, the sample is the whole table, or the rest is like what it
+    read)."""
     if sample.whole_table or not sample.cut or not sample.items or not info.item_count:
         return None
     p = sample.segments / sample.total_segments
@@ -118,8 +121,9 @@ def heavy_rest(info: TableInfo, sample: Sample, scan: Range) -> float | None:
     unread = info.size_bytes * p - sample.bytes
     if missing < 1 or unread <= 0:
         return None
-    rest = unread / missing
-    if rest <= max(UNIT, HEAVY_REST * sample.bytes / sample.items):
-        return None
+    cut = [size for run in sample.runs for c in run if c.cut for size in c.sizes]
+    like = sum(cut) / len(cut) if cut else sample.bytes / sample.items
+    if unread / missing <= max(UNIT, HEAVY_REST * like):
+        return None  # (as heavy as the cut collections' own items: their rests, as likely)
     price = scan.value / info.size_bytes if scan.value and info.size_bytes else 0.5 / UNIT
     return unread / p * price

@@ -102,15 +102,14 @@ def simulate(
     *,
     read_on: bool = True,
     table_bytes: float = 0.0,
-    lone: float | Sequence[float] | None = None,
+    lone: float | None = None,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
     (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan;
     ``table_bytes``: the table's size (DescribeTable), from which the listing takes when its
     first trial starts. ``lone``: the last run is one collection the table holds once, laid
-    once that far into the stream (0 to 1), not with each pass over the others (a sequence:
-    as many last runs, each laid once at its place)."""
+    once that far into the stream (0 to 1), not with each pass over the others."""
     wanted = max(0, keys)
     stream = Stream(*_laid_with(runs, min(wanted, MOST_KEYS), rng, lone), rest)
     if not stream.collections:
@@ -143,25 +142,16 @@ def simulate(
 
 
 def _laid_with(
-    runs: Sequence[Sequence[Collection]],
-    keys: int,
-    rng: random.Random | None,
-    lone: float | Sequence[float] | None,
+    runs: Sequence[Sequence[Collection]], keys: int, rng: random.Random | None, lone: float | None
 ) -> tuple[list[Collection], list[int]]:
     """:func:`~ddbkeys.partition_keys._tasks.stream.laid`, with the last run laid once, that
-    far into the stream (``lone``, 0 to 1; None: with the others; a sequence of places: as
-    many last runs, each at its own)."""
+    far into the stream (``lone``, 0 to 1; None: with the others)."""
     if lone is None or not runs:
         return laid(runs, keys, rng)
-    places = [lone] if isinstance(lone, (int, float)) else list(lone)
-    once = len(runs) - len(places)
-    alone = sum(len(run) for run in runs[once:])
-    collections, origins = laid(runs[:once], max(0, keys - alone), rng)
-    length = len(collections)
-    for number in sorted(range(once, len(runs)), key=lambda n: -places[n - once]):
-        at = round(places[number - once] * length)  # (from the last: the places stand)
-        collections[at:at] = runs[number]
-        origins[at:at] = [number] * len(runs[number])
+    collections, origins = laid(runs[:-1], max(0, keys - len(runs[-1])), rng)
+    at = round(lone * len(collections))
+    collections[at:at] = runs[-1]
+    origins[at:at] = [len(runs) - 1] * len(runs[-1])
     return collections, origins
 
 
@@ -352,18 +342,15 @@ class _Laid:
             return None
         return self.once([*self.runs[: self.sampled], [self.lone]], seed, at)
 
-    def once(
-        self, runs: Sequence[Sequence[Collection]], seed: int | None, at: float | Sequence[float]
-    ) -> Simulated:
-        """skip-pages over ``runs`` in the order ``seed`` draws (None: the segments' own), the
-        last run laid once, ``at`` that far into the stream (a sequence: as many last runs,
-        each at its place)."""
+    def once(self, runs: Sequence[Sequence[Collection]], seed: int, at: float) -> Simulated:
+        """skip-pages over ``runs`` in the order ``seed`` draws, the last run laid once, ``at``
+        that far into the stream."""
         return simulate(
             runs,
             self.average,
             self.count,
             self.rest,
-            _drawn(seed),
+            random.Random(seed),
             table_bytes=self.table_bytes,
             lone=at,
         )

@@ -40,8 +40,9 @@ def widened(
     segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
     each, up to the high end), and the items beyond them, if they lie in one collection
     (``lone.unseen_in_one``), and the large collections the sample cut, if they are the
-    table's only ones (``lone.cut_once``): down to the low end, and up to the high end where
-    laid once (after the pages have grown, they cost more than the orders said); the bytes it
+    table's only ones (``lone.cut_once``): down to the low end; the items it missed, up to the
+    high end where laid in several collections (after the pages have grown, they cost more
+    than the orders said); the bytes it
     did not read, read whole where they are far heavier than what it read
     (``missed.heavy_rest``); at most about a scan's where it was ``simulated`` or bytes were
     missed."""
@@ -63,12 +64,9 @@ def widened(
         units = Range(units.low, units.value, most)
     units = within_scan(units, scan) if simulated or missed or unread else units
     if most and most >= units.high:
-        note += f"; as much as {figure(units.high)} RCU if " + (
-            "the items the sample missed lie in a few large collections where no sampled "
-            "segment lies (late in scan order, say)"
-            if lone and lone.most >= most
-            else "the large collections the sample read in part are the table's only ones, "
-            "where their segments lie in scan order"
+        note += (
+            f"; as much as {figure(units.high)} RCU if the items the sample missed lie in a few "
+            "large collections where no sampled segment lies (late in scan order, say)"
         )
     if simulated:
         units, few = fewer(keys, sample, units, lone, once)
