@@ -439,3 +439,17 @@ def test_items_the_sample_missed_in_a_few_collections_last_raise_the_high_end() 
     cost = actual.skip_rcu + actual.through * scan.value
     assert ranged.high < cost <= units.high, (ranged, cost, units)
     assert units.low <= ranged.low and "late in scan order" in note
+
+
+def test_the_empty_page_that_ends_pages_read_on_may_cost_nothing() -> None:
+    """helper-83 F3: 8 keys of 1,000 items of 1 KB, read whole by the sample (247 segments of
+    one collection or none). skip-pages read 4.0 RCU in 9 requests, its last page empty and
+    not charged (DynamoDB Local); the orders ended on a page read on, and the low end, which
+    allowed for an uncharged empty page only after a skipping one, said 4.05."""
+    runs = [[Collection((1_050,) * 1_000)] if n % 30 == 0 else [] for n in range(240)]
+    sample = whole_sample(runs)
+    assert sample.whole_table and sample.keys == 8
+    info = table(8_000, 8_000 * 1_050)
+    scan = Range(0.95 * 1025.4, 1025.4, 1.05 * 1025.4 + 1)
+    found = skip_pages_range(info, Range.exact(8), scan, sample)
+    assert found is not None and found.low <= 4.0 <= found.high, found
