@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 
-from ddbkeys._cli import cli
+from ddbkeys._cli import cli, index_backfill
 from ddbkeys._connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, StreamFollower, distinct_partition_keys
 from ddbkeys.partition_keys._index import backfill_wait
@@ -66,6 +66,7 @@ def test_a_manual_backfill_beside_the_followers_waits_for_it_and_reads_nothing(
     streamed_table: str,
     state_table: str,
     fault_proxy: FaultProxy,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     table, store = streamed_table, state_table
     fill(ddb_client, table, range(12))
@@ -91,6 +92,12 @@ def test_a_manual_backfill_beside_the_followers_waits_for_it_and_reads_nothing(
             args += ["--replay-margin", "1", "--endpoint-url", mine.endpoint_url]
             refused = CliRunner().invoke(cli, [*args, "--no-wait"])
             assert refused.exit_code == 1, refused.output
+            # --force would say whose record it takes (helper-81 F4: it said nothing).
+            index_backfill._said_forced(MarkerIndex(ddb_client, table), store, True)
+            assert capsys.readouterr().err == (
+                f"--force: this backfill takes the record of table {table!r}'s index from the one "
+                f"at work ({backfill_wait.began(theirs)}), which stops at its next write of it.\n"
+            )
             assert refused.stderr.splitlines()[-1].startswith(
                 f"Error: Another backfill of table {table!r} is at work "
                 f"({backfill_wait.began(theirs)}; alive "

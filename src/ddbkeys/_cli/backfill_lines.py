@@ -9,7 +9,13 @@ import time
 import click
 
 from ddbkeys._cli.common import StatusLine
-from ddbkeys.partition_keys._index.backfill_wait import OTHER_RUNNING, TIP, Readiness
+from ddbkeys.partition_keys._index.backfill_wait import (
+    OTHER_RUNNING,
+    TIP,
+    Readiness,
+    began,
+    dead_in,
+)
 from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = ["READ_LINES", "Reads", "spin", "spinner_off", "tip_said"]
@@ -35,6 +41,19 @@ class Reads:
         self.begins()
         total = f" of {self.to_mark:,}" if self.to_mark is not None else ""
         spin(self.status, self.said, f"{count:,}{total} markers written")
+
+    def waiting_for(self, other: Backfill, table: str) -> None:
+        """Another backfill at work, which this one waits for: a line the first time, then
+        :meth:`other`."""
+        if OTHER_RUNNING not in self.said:
+            click.echo(
+                f"another backfill of table {table!r} is at work ({began(other)}): "
+                f"waiting for it to end (it was {dead_in(other, time.time())} at most; "
+                "--force runs this one all the same)",
+                err=True,
+            )
+            self.said.add(OTHER_RUNNING)
+        self.other(other)
 
     def other(self, other: Backfill) -> None:
         """Another backfill at work, which this one waits for (helper-81 F1, F2: said off a

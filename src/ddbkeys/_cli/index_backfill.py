@@ -46,12 +46,11 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     WAITING,
     Readiness,
     began,
-    dead_in,
+    running_backfill,
     unmaintained,
 )
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._listing.text import json_key
-from ddbkeys.partition_keys._proof.evidence import Backfill
 
 __all__ = ["backfill_command", "show_marked"]
 
@@ -162,7 +161,7 @@ def backfill_command(
             or (where.state == NO_MAINTAINER and wait_for_maintainer is not None)
         )
         if where.state == OTHER_RUNNING and where.other is not None:
-            other_at_work(where.other)
+            reads.waiting_for(where.other, table_name)
         elif where.counts:
             if WAITING in said and stderr.is_terminal:
                 stderr.print(" " * (stderr.width - 1), end="\r", soft_wrap=True)  # (its line)
@@ -197,17 +196,6 @@ def backfill_command(
             click.echo(f"Note: {where.advice()}.", err=True)
             said.add("note")
 
-    def other_at_work(other: Backfill) -> None:
-        if OTHER_RUNNING not in said:
-            click.echo(
-                f"another backfill of table {table_name!r} is at work ({began(other)}): "
-                f"waiting for it to end (it was {dead_in(other, time.time())} at most; "
-                "--force runs this one all the same)",
-                err=True,
-            )
-            said.add(OTHER_RUNNING)
-        reads.other(other)
-
     reads = Reads(status, said)
 
     def progress(written: int) -> None:
@@ -215,6 +203,7 @@ def backfill_command(
         reads.written(written)
 
     limit = wait_for_maintainer
+    _said_forced(index, state_table, force)  # (helper-81 F4: the one it stops said so)
     try:
         with stopping_signals(
             table_name,
@@ -241,6 +230,22 @@ def backfill_command(
     elif report.counts and report.joined is None:
         _said_unmaintained(index, state_table, report.written + report.removed)
     show_marked(report, index, output, usage=True)
+
+
+def _said_forced(index: MarkerIndex, state_table: str | None, force: bool) -> None:
+    """With --force, a line where another backfill is at work: this one takes its record (one
+    GetItem of the index's record)."""
+    if not force:
+        return
+    with contextlib.suppress(DdbKeysError):
+        record = StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
+        other = record.backfill if record is not None else None
+        if other is not None and running_backfill(record, other.stream, time.time()):
+            click.echo(
+                f"--force: this backfill takes the record of table {index.table!r}'s index from "
+                f"the one at work ({began(other)}), which stops at its next write of it.",
+                err=True,
+            )
 
 
 def _kept(index: MarkerIndex, state_table: str | None) -> str | None:
