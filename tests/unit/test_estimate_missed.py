@@ -13,7 +13,6 @@ import pytest
 from ddbkeys.partition_keys import ListingOptions
 from ddbkeys.partition_keys._tasks import methods, unseen
 from ddbkeys.partition_keys._tasks.estimate import estimate
-from ddbkeys.partition_keys._tasks.lone import Layouts
 from ddbkeys.partition_keys._tasks.missed import PAGE_UNITS, TAIL, heavy_rest, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample, SegmentTally
@@ -179,7 +178,7 @@ def test_many_cut_collections_laid_together_are_no_floor(monkeypatch: pytest.Mon
     )
     info = table(35_000, 14_000_000)
     monkeypatch.setattr(unseen, "unseen_in_one", lambda *_: None)
-    laid = Layouts(1_200.0, 1_250.0)  # (more than the likeliest)
+    laid = 1_200.0  # (more than the likeliest)
     monkeypatch.setattr(unseen, "cut_once", lambda *_: laid)
     many = Sample(segments=40, total_segments=400, keys=300, cut=30)
     assert TAIL > 0.1**30 and unseen.layouts(info, keys, scan, many) == (None, None)
@@ -187,7 +186,7 @@ def test_many_cut_collections_laid_together_are_no_floor(monkeypatch: pytest.Mon
     assert unseen.layouts(info, keys, scan, one) == (None, laid)
     raised, _ = unseen.fewer(keys, one, units, None, laid)
     assert raised == Range(900.0, 900.0, 1300.0)  # (no higher than the likeliest)
-    lowered, note = unseen.fewer(keys, one, units, None, Layouts(200.0, 1_250.0))
+    lowered, note = unseen.fewer(keys, one, units, None, 200.0)
     assert lowered == Range(200.0, 900.0, 1300.0) and "the table's only one" in note
 
 

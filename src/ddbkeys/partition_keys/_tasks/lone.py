@@ -94,14 +94,17 @@ def unseen_in_one(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> 
     return one if several is None else Layouts(one.least, max(one.most, several.most))
 
 
-def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layouts | None:
-    """What skip-pages may cost where the collections the sample cut (read in part: a page of
-    each, their rest skipped) are the table's only ones like them: laid once each, not once
-    for each pass over the drawn segments' share. On 3,000 small collections and one of
+def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> float | None:
+    """The least skip-pages may cost where the collections the sample cut (read in part: a
+    page of each, their rest skipped) are the table's only ones like them: laid once each, not
+    once for each pass over the drawn segments' share. On 3,000 small collections and one of
     60 items of 390 KB, a draw that cut it said 1,714-3,372 RCU, where the listing read 230.5
     (it met the one, a page). The least over ``LONE_ORDERS`` places for them (first, last,
-    drawn), ``UNDER`` of it (``most`` is 0: the high end is the orders'; None: none was cut, or
-    the sample is the whole table)."""
+    drawn), ``UNDER`` of it (None: none was cut, or the sample is the whole table). Not the
+    most: laid once with all the table's unread items, a cut collection can cost a scan's
+    where the table's own cost a page each (helper-83: three collections of 600 x 4 KB items
+    in the middle of 500 small keys, one cut by the draw: up to 666-1,045 RCU said, 160 read,
+    where the orders' 214-235 held)."""
     if sample.whole_table or not sample.cut or not info.item_count or not keys.value:
         return None
     laid = _Laid.of(info, keys, sample)
@@ -112,8 +115,4 @@ def cut_once(info: TableInfo, keys: Range, scan: Range, sample: Sample) -> Layou
     kept: list[list[Collection]] = [[c for c in run if not c.cut] for run in sampled]
     sims = [laid.once([*kept, cut], seed, at) for seed, at in enumerate(_places())]
     found = _laid_out(sims, scan)
-    # (the least only: laid once with all the table's unread items, a cut collection can cost
-    # a scan's where the table's own cost a page each. helper-83: three collections of 600 x 4
-    # KB items in the middle of 500 small keys, one cut by the draw: up to 666-1,045 RCU said,
-    # 160 read, where the orders' 214-235 held)
-    return None if found is None else Layouts(found.least, 0.0)
+    return None if found is None else found.least

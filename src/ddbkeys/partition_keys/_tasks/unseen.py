@@ -59,7 +59,7 @@ def widened(
     units, said, unread = _unread(info, sample, scan, units, simulated)
     note += said
     lone, once = layouts(info, keys, scan, sample) if simulated else (None, None)
-    most = max((x.most for x in (lone, once) if x is not None), default=0.0)
+    most = lone.most if lone is not None else 0.0
     if most > units.high:  # (laid once: late, after the pages have grown, say)
         units = Range(units.low, units.value, most)
     units = within_scan(units, scan) if simulated or missed or unread else units
@@ -104,7 +104,7 @@ def _unread(
 
 def layouts(
     info: TableInfo, keys: Range, scan: Range, sample: Sample
-) -> tuple[Layouts | None, Layouts | None]:
+) -> tuple[Layouts | None, float | None]:
     """What skip-pages may cost where what the sample drew stands for fewer collections than
     its share says (``lone``): the items it missed, and the large collections it cut as the
     table's only ones, where a draw might have caught every one (``p ** cut``: the
@@ -116,7 +116,7 @@ def layouts(
 
 
 def fewer(
-    keys: Range, sample: Sample, units: Range, lone: Layouts | None, once: Layouts | None
+    keys: Range, sample: Sample, units: Range, lone: Layouts | None, once: float | None
 ) -> tuple[Range, str]:
     """The simulated ``units`` where what the sample drew stands for fewer collections than
     its share says (``lone``): the items it missed in one collection, the large collections it
@@ -130,7 +130,7 @@ def fewer(
     cost more than every order (three Pareto and lognormal tables, whose draws cut dozens:
     the low end raised to the likeliest value missed the listing's units in 15 of 36 draws, 4
     without it)."""
-    layouts = [x.least for x in (lone, once) if x is not None]
+    layouts = [x for x in (lone.least if lone else None, once) if x is not None]
     if not layouts:
         return units, ""
     by = min(layouts)
