@@ -51,6 +51,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
 )
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._listing.text import json_key
+from ddbkeys.partition_keys._proof.evidence import Evidence
 
 __all__ = ["backfill_command", "show_marked"]
 
@@ -237,26 +238,31 @@ def _said_forced(index: MarkerIndex, state_table: str | None, force: bool) -> No
     GetItem of the index's record)."""
     if not force:
         return
-    with contextlib.suppress(DdbKeysError):
-        record = StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
-        other = record.backfill if record is not None else None
-        if other is not None and running_backfill(record, other.stream, time.time()):
-            click.echo(
-                f"--force: this backfill takes the record of table {index.table!r}'s index from "
-                f"the one at work ({began(other)}), which stops at its next write of it.",
-                err=True,
-            )
+    record = _record(index, state_table)
+    other = record.backfill if record is not None else None
+    if other is not None and running_backfill(record, other.stream, time.time()):
+        click.echo(
+            f"--force: this backfill takes the record of table {index.table!r}'s index from "
+            f"the one at work ({began(other)}), which stops at its next write of it.",
+            err=True,
+        )
 
 
 def _kept(index: MarkerIndex, state_table: str | None) -> str | None:
     """When the finished backfill a stopped one replaced finished, as a message says it (None:
     none, or its record cannot be read): one GetItem of the index's record."""
+    record = _record(index, state_table)
+    kept = record.kept if record is not None else None
+    if kept is None or kept.finished is None:
+        return None
+    at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(kept.finished))
+    return f"finished {at}; `index status` says so"
+
+
+def _record(index: MarkerIndex, state_table: str | None) -> Evidence | None:
+    """The index's record, for a note (one GetItem; None: none, or it cannot be read)."""
     with contextlib.suppress(DdbKeysError):
-        record = StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
-        kept = record.kept if record is not None else None
-        if kept is not None and kept.finished is not None:
-            at = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(kept.finished))
-            return f"finished {at}; `index status` says so"
+        return StateStore(index.client, state_table, deadline=10.0).load(index.table, index.name)
     return None
 
 

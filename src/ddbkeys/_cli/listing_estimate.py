@@ -233,15 +233,15 @@ class ProgressLine:
         if self.status is not None and now - self.drawn > 0.2:
             self.drawn = now
             line = usage_line(listing, progress=True, others=self.others)
-            if self.gauge is not None:
-                line += progress_note(self.gauge, listing, self.others)
+            if self.gauge is not None:  # (a whole listing's: a task's has none)
+                line += progress_note(self.gauge, listing)
             self.status.update(line)
 
 
-def progress_note(gauge: Gauge, listing: Listing, others: int = 0) -> str:
+def progress_note(gauge: Gauge, listing: Listing) -> str:
     """What the progress line adds: the share of the table's estimated size read (or of the
-    segments done, but ``others``: a task's) and the time likely left, when they can be told."""
-    found = gauge.read(listing.usage.read_units, listing.segments_done - others)
+    segments done) and the time likely left, when they can be told."""
+    found = gauge.read(listing.usage.read_units, listing.segments_done)
     if found.done is None:
         return ""
     left = f", ~{duration(found.seconds_left)} left" if found.seconds_left is not None else ""

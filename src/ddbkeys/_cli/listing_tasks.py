@@ -237,7 +237,7 @@ def run_task_command(
         task = task.going_on(sink.resume_token)
     listing = open_task(task)
     progress = ProgressLine(rich_console(stderr=True))  # (helper-82 F1: it said nothing)
-    if progress.status is not None:  # (its own segment's share: the others are not done)
+    if progress.status is not None:  # (its own figures: the other segments are not done)
         listing.on_key = progress
         progress.watch(listing, task_of=task.segments)
     sink.open(listing)

@@ -237,7 +237,7 @@ def _firsts_like_any(info: TableInfo, keys: Range, sample: Sample) -> float | No
     mean = sum(costs) / len(costs)
     variance = sum((c - mean) ** 2 for c in costs) / (len(costs) - 1)
     high = mean + Z * math.sqrt(variance / len(costs))
-    scan = 0.5 * (1 + SIZE_SLACK) * info.size_bytes / UNIT
+    scan = scan_units(info.size_bytes) * (1 + SIZE_SLACK)
     return keys.high * firsts + min(keys.high * (high - firsts), scan)
 
 

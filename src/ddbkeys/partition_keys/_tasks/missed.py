@@ -79,7 +79,7 @@ def missed_bytes(info: TableInfo, sample: Sample, scan: Range) -> Missed | None:
         return None
     missed = (share - sample.bytes) / p
     most = max(1, math.floor(math.log(TAIL) / math.log(1 - p)))
-    price = scan.value / info.size_bytes if scan.value else 0.5 / UNIT
+    price = _price(info, scan)
     low = min(missed * price, PAGE_UNITS)
     high = max(low, min((share - sample.bytes + spread) / p * price, most * PAGE_UNITS))
     return Missed(missed, most, Range(low, math.sqrt(low * high), high))
@@ -125,5 +125,11 @@ def heavy_rest(info: TableInfo, sample: Sample, scan: Range) -> float | None:
     like = sum(cut) / len(cut) if cut else sample.bytes / sample.items
     if unread / missing <= max(UNIT, HEAVY_REST * like):
         return None  # (as heavy as the cut collections' own items: their rests, as likely)
-    price = scan.value / info.size_bytes if scan.value and info.size_bytes else 0.5 / UNIT
+    price = _price(info, scan)
     return unread / p * price
+
+
+def _price(info: TableInfo, scan: Range) -> float:
+    """What a scan pays a byte (its likeliest units over DescribeTable's size; 0.5 a 4 KB where
+    either is not known)."""
+    return scan.value / info.size_bytes if scan.value and info.size_bytes else 0.5 / UNIT
