@@ -208,6 +208,9 @@ class Bench:
             actuals.insert(
                 1, Actual("skip-pages' RCU", estimate.method("skip-pages"), "rcu", pages)
             )
+        if not rows["auto"].stopped:
+            auto = rows["auto"].rcu
+            actuals.append(Actual("auto's RCU", estimate.method("auto"), "rcu", auto, narrow=False))
         found, more = estimate_lines(spec.name, actuals)
         lines, missed = lines + found, missed + more
         if spec.name != BIG:

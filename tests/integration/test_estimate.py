@@ -306,3 +306,32 @@ def test_fed_the_whole_table_the_simulation_reads_what_skip_pages_reads(
     scan_units = info.size_bytes / UNIT / 2
     simulated = found.skip_rcu + found.through * scan_units
     assert abs(listing.usage.read_units - simulated) <= 0.5 + 0.5 * found.through_pages
+
+
+def test_auto_s_own_line_holds_what_auto_reads_in_segments(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-83: on 500 small keys and three of 600 x 4 KB (7 MB), auto reads the table in
+    Scan segments (one reader every 2 MB), each starting to skip anew, and reads differently
+    from skip-pages in one segment (on helper-83's draw, 47 RCU where skip-pages' line said
+    60.5-666). auto's own line (``auto_line``, ``method("auto")``, the ``auto`` row of the
+    command) simulates the segments; here, against a real server, it holds what auto reads and
+    skip-pages' line still holds skip-pages'. On this name's draw both ranges would hold auto's
+    figure: that the simulation follows the segments is shown by hand in
+    ``tests/unit/test_estimate_segments.py``. One name: the sample's draw is the table name's."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"), name="ddbkeys-test-ranges-segments")
+    rng = random.Random(83)
+    sizes = [(f"s{k:04}", [rng.randint(50, 150)]) for k in range(500)]
+    sizes += [(f"big-{k}", [4000] * 600) for k in range(3)]
+    load(ddb_client, table, sizes)
+    found = estimate_listing(ddb_client, table)
+    line = found.method("auto")
+    assert found.auto == "skip-pages" and found.auto_line is line
+    assert line.note.startswith("skip-pages in 6 Scan segments"), line.note
+    for method, checked in (("auto", line), ("skip-pages", found.method("skip-pages"))):
+        listing = distinct_partition_keys(ddb_client, table, method)
+        assert len(list(listing)) == len(sizes)
+        assert listing.scan_segments == (6 if method == "auto" else 1)
+        actual = listing.usage.read_units
+        assert checked.rcu_low is not None and checked.rcu_high is not None
+        assert checked.rcu_low <= actual <= checked.rcu_high, (method, checked, actual)

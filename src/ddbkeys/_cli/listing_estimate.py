@@ -109,15 +109,18 @@ def estimate_text(found: ListingEstimate) -> str:
         "",
         f"{'method':<11} {'RCU':>15} {'requests':>11} {'time':>9} {'tasks':>6}",
     ]
-    for method in found.methods:
+    rows = [(method.method, method) for method in found.methods]
+    if found.auto_line is not None:  # (auto reads otherwise than the method asked for)
+        rows.append(("auto", found.auto_line))
+    for name, method in rows:
         if not method.available:
-            lines.append(f"{method.method:<11} not available: {method.note}")
+            lines.append(f"{name:<11} not available: {method.note}")
             continue
         tasks = "?" if method.tasks is None else str(method.tasks)
         rcu = span(method.rcu_low, method.rcu, method.rcu_high)
         requests = span(method.requests_low, method.requests, method.requests_high, whole=True)
         lines.append(
-            f"{method.method:<11} {rcu:>15} {requests:>11} "
+            f"{name:<11} {rcu:>15} {requests:>11} "
             f"{duration(method.seconds):>9} {tasks:>6}  {method.note}"
         )
     exported = "the table's bytes" if found.size_bytes is None else f"~{size(found.size_bytes)}"

@@ -51,6 +51,8 @@ __all__ = [
     "LISTING_RETRY",
     "PAGE_BYTES",
     "SEGMENTS_PER_READER",
+    "auto_readers",
+    "auto_segments",
     "default_scan_segments",
     "distinct_partition_keys",
     "listing_reader",
@@ -105,6 +107,27 @@ def opening_flow(
 
 #: MB of the table a reader of auto's, where it lists by skipping (see readers_for).
 MB_A_READER = 2
+READERS_BY_SIZE = f"one every {MB_A_READER} MB of the table"
+
+
+def auto_readers(scanned: int, rate: float | None = None) -> tuple[int, str]:
+    """The most readers ``auto`` runs where it lists by skipping a table of ``scanned`` bytes
+    under a read budget of ``rate`` RCU a second (None: none), and why (see
+    :func:`readers_for`)."""
+    readers = max(1, min(AUTO_READERS, scanned // (MB_A_READER * PAGE_BYTES)))
+    if rate is not None and readers > rate // PAGE_RCU:
+        return max(1, int(rate // PAGE_RCU)), f"one a {PAGE_RCU:g} RCU/s of the budget"
+    return readers, READERS_BY_SIZE
+
+
+def auto_segments(options: ListingOptions, scanned: int, rate: float | None = None) -> int:
+    """The Scan segments ``auto`` reads a table of ``scanned`` bytes in where it lists by
+    skipping, with ``options`` (their ``segments`` and ``scan_segments``) under a read budget
+    of ``rate`` (see :func:`readers_for` and :func:`default_scan_segments`)."""
+    if options.scan_segments is not None:
+        return options.scan_segments
+    readers = options.segments or auto_readers(scanned, rate)[0]
+    return default_scan_segments(readers, scanned)
 
 
 def readers_for(
@@ -129,13 +152,9 @@ def readers_for(
     if method != "auto" or not isinstance(choice.method, PagedSkipMethod):
         return 1
     scanned = choice.method.scanned_bytes()
-    readers = max(1, min(AUTO_READERS, scanned // (MB_A_READER * PAGE_BYTES)))
-    why = f"one every {MB_A_READER} MB of the table"
-    if budget is not None and readers > budget.rate // PAGE_RCU:
-        readers = max(1, int(budget.rate // PAGE_RCU))
-        why = f"one a {PAGE_RCU:g} RCU/s of the budget"
-        if readers == 1:
-            choice.reason += f"; 1 reader(s) at once ({why})"
+    readers, why = auto_readers(scanned, None if budget is None else budget.rate)
+    if readers == 1 and budget is not None and why != READERS_BY_SIZE:
+        choice.reason += f"; 1 reader(s) at once ({why})"
     if readers > 1:
         choice.joining = Joining(readers, max(1, math.ceil(scanned / PAGE_BYTES)))
         choice.reason += f"{choice.joining.reason()} ({why})"

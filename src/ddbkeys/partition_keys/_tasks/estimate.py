@@ -33,17 +33,14 @@ import math
 from dataclasses import asdict, dataclass, replace
 
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.choice import choose, most_keys, not_active
+from ddbkeys.partition_keys._listing.opening import auto_segments
 from ddbkeys.partition_keys._listing.options import ListingOptions
 from ddbkeys.partition_keys._listing.read_share import read_capacity, share
-from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
-from ddbkeys.partition_keys._proof.replay import index_weighed
 from ddbkeys.partition_keys._proof.report import (
-    FOLLOWER_BACKFILLS,
     ProofStatus,
-    follower_backfills,
 )
-from ddbkeys.partition_keys._tasks.figures import duration, figure, plural, size, span
+from ddbkeys.partition_keys._tasks.auto import auto_choice, in_segments
+from ddbkeys.partition_keys._tasks.figures import duration, plural, size, span
 from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, index_warning, markers_to_add
 from ddbkeys.partition_keys._tasks.methods import (
     TASK_SECONDS,
@@ -108,9 +105,15 @@ class ListingEstimate:
     basis: str = ""
     markers: MarkerCost | None = None
     warning: str | None = None
+    #: auto's own line where it reads otherwise than the method it would choose does when
+    #: asked for (skip-pages in several Scan segments, on a table of 4 MB or more); None: as it.
+    auto_line: MethodEstimate | None = None
 
     def method(self, name: str) -> MethodEstimate:
-        """The estimate of method ``name`` (``auto``: the one it would likely choose)."""
+        """The estimate of method ``name`` (``auto``: the one it would likely choose, as
+        ``auto`` reads with it: ``auto_line`` where there is one)."""
+        if name == "auto" and self.auto_line is not None:
+            return self.auto_line
         wanted = self.auto if name == "auto" else name
         for found in self.methods:
             if found.method == wanted:
@@ -202,7 +205,18 @@ def estimate(
         skip_pages,
         listed,
     )
-    auto, reason = _auto(info, index, attribute, methods, replay, options.include_own_items, proof)
+    segments = auto_segments(options, info.size_bytes, rate)
+    pages = _as_auto(skip_pages, segments, known, items, collections, scan, sample, speed, info)
+    auto, reason = auto_choice(
+        info,
+        index,
+        attribute,
+        (*methods[:2], pages, *methods[3:]),
+        replay,
+        options.include_own_items,
+        proof,
+    )
+    auto_line = pages if auto == "skip-pages" and pages is not skip_pages else None
     warning = _warning(info, cost, listed, scan)
     return ListingEstimate(
         table=info.name,
@@ -225,7 +239,27 @@ def estimate(
         basis=_basis(sample, source, sorted_keys=info.sort_key is not None),
         markers=markers,
         warning=warning,
+        auto_line=auto_line,
     )
+
+
+def _as_auto(
+    alone: MethodEstimate,
+    segments: int,
+    known: TableInfo,
+    items: int | None,
+    keys: Range | None,
+    scan: Range | None,
+    sample: Sample,
+    speed: Speed,
+    info: TableInfo,
+) -> MethodEstimate:
+    """skip-pages as ``auto`` reads with it (``alone``: as asked for): in ``segments`` Scan
+    segments, on a table of 4 MB or more (``auto.in_segments``)."""
+    if not alone.available or alone.rcu is None or segments <= 1:
+        return alone
+    split = _skip_pages(known, items, keys, scan, sample, speed, info.size_bytes, segments)
+    return in_segments(alone, split, segments)
 
 
 def _warning(
@@ -368,60 +402,10 @@ def _skip_pages(
     sample: Sample,
     speed: Speed,
     described: int,
+    segments: int = 1,
 ) -> MethodEstimate:
     if (none := _no_sort_key("skip-pages", info)) is not None:
         return none
     if items is None or keys is None or scan is None:
         return _unknown("skip-pages")
-    return skip_pages_line(info, items, keys, scan, sample, speed, described)
-
-
-def _auto(
-    info: TableInfo,
-    index: str,
-    attribute: str,
-    methods: tuple[MethodEstimate, ...],
-    replay: float | None,
-    own_items: bool = False,
-    proof: ProofStatus | str | None = None,
-) -> tuple[str, str]:
-    """The method ``auto`` would likely choose, and why, naming the figures it weighs (the
-    same as these lines: ``replay.estimate`` and ``replay.replay_units``); with ``own_items``
-    (``include_own_items``) never the index, nor where the index's ``proof`` status, read
-    with the listing's margin, says a listing cannot prove it now (a listing started now
-    would decline it as that status does)."""
-    scan = methods[0]
-    against = f"a scan's ~{figure(scan.rcu)} RCU" if scan.rcu is not None else "a scan"
-    planned = choose("auto", info, index, attribute, own_items=own_items)
-    if planned is not None:
-        pages = methods[2]
-        if pages.available and pages.rcu is not None:
-            return planned.method.name, (
-                f"{planned.reason}: skip-pages, ~{figure(pages.rcu)} RCU against {against}"
-            )
-        return planned.method.name, planned.reason
-    why = not_active(info, index) or (
-        "the table's stream is off" if info.stream_arn is None else None
-    )
-    if why is None and isinstance(proof, str):  # (its evidence could not be read)
-        why = f"its proof cannot be read now: {proof}"
-    if why is None and isinstance(proof, ProofStatus) and not proof.provable:
-        why = proof.reason or "its proof does not hold now"
-        if proof.provable_in is not None:
-            why += f" (provable in about {duration(proof.provable_in)}, by waiting)"
-        if follower_backfills(proof):
-            why += f" (or {FOLLOWER_BACKFILLS})"
-    if why is not None:
-        return "skip-pages", f"the marker index {index!r} cannot be proven: {why}"
-    if replay is None:
-        return "index", (
-            f"the marker index {index!r}, if its proof succeeds when the listing starts (else "
-            f"skip-pages): {index_weighed(info, index, None)}"
-        )
-    _, _, per_key = scan_costs(info, index)
-    most = most_keys("auto", info, index) or 0
-    rechecks = round(replay / per_key)
-    weighed = index_weighed(info, index, rechecks)
-    if rechecks > most:
-        return "skip-pages", f"{weighed}: more than listing another way"
-    return "index", f"{weighed}, if its proof succeeds when the listing starts (else skip-pages)"
+    return skip_pages_line(info, items, keys, scan, sample, speed, described, segments)

@@ -280,8 +280,10 @@ def skip_pages_line(
     sample: Sample,
     speed: Speed,
     described: int,
+    segments: int = 1,
 ) -> MethodEstimate:
-    """skip-pages run over the sample (``simulate.skip_pages_range``), at most ``THROUGH``
+    """skip-pages run over the sample (``simulate.skip_pages_range``, in ``segments`` Scan
+    segments read one after another), at most ``THROUGH``
     times a scan's and a unit; without sampled collections, what skipping reads of each
     collection (up to ``GROWTH`` more), or about a scan's where that is less; a scan's on a
     table that DescribeTable puts at ``WHOLE_BYTES`` or less (``described``), read whole,
@@ -299,8 +301,8 @@ def skip_pages_line(
             "a table of 128 KB or less: read whole, as a scan (skipping saves 16 RCU at most)",
         )
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
-    orders = simulated_orders(info, keys, sample)
-    simulated = skip_pages_range(info, keys, scan, sample, orders) if orders else None
+    orders = simulated_orders(info, keys, sample, segments)
+    simulated = skip_pages_range(info, keys, scan, sample, orders, segments) if orders else None
     units, unseen, more_pages = widened(
         info, keys, scan, sample, simulated or _formula(prefix, scan), simulated is not None
     )

@@ -27,11 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ddbkeys._schema import TableInfo
-from ddbkeys.partition_keys._listing.pages import WASTE, PageSize
-from ddbkeys.partition_keys._listing.reading import Reading
+from ddbkeys.partition_keys._listing.pages import WASTE
 from ddbkeys.partition_keys._tasks.missed import UNSEEN, unseen_units
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Collection, Sample
+from ddbkeys.partition_keys._tasks.simulated_run import UNIT, Run
 from ddbkeys.partition_keys._tasks.stream import NO_REST, Rest, Stream, laid
 
 __all__ = [
@@ -69,7 +69,6 @@ READS_ON = 0.25
 UNDER = 0.9
 #: How far the sample's average item size may be from DescribeTable's to be taken as it.
 CALIBRATE = 0.1
-UNIT = 4096
 
 
 @dataclass(frozen=True)
@@ -103,19 +102,22 @@ def simulate(
     read_on: bool = True,
     table_bytes: float = 0.0,
     lone: float | None = None,
+    segments: int = 1,
 ) -> Simulated:
     """skip-pages over a table of ``keys`` collections drawn from the sampled segments
     ``runs`` (in their order when ``rng`` is None), whose average item size is ``average``
     (DescribeTable; 0: unknown); with ``read_on`` False, it never goes on as a scan;
     ``table_bytes``: the table's size (DescribeTable), from which the listing takes when its
     first trial starts. ``lone``: the last run is one collection the table holds once, laid
-    once that far into the stream (0 to 1), not with each pass over the others."""
+    once that far into the stream (0 to 1), not with each pass over the others. ``segments``:
+    the Scan segments the table is read in, one after another (each ``keys / segments``
+    collections)."""
     wanted = max(0, keys)
     stream = Stream(*_laid_with(runs, min(wanted, MOST_KEYS), rng, lone), rest)
     if not stream.collections:
         return Simulated(0.5, 0.0, tuple(0.0 for _ in runs), skip_pages=1.0)
-    run = _Run(stream, [0.0] * len(runs))
-    run.read(average, read_on, table_bytes)
+    run = Run(stream, [0.0] * len(runs))
+    run.read(average, read_on, table_bytes, segments, wanted / max(1, segments))
     read = len(stream.collections)
     scale = 1.0
     if wanted > read:  # the rest as the second half read (from the last page begun in the first)
@@ -153,64 +155,6 @@ def _laid_with(
     collections[at:at] = runs[-1]
     origins[at:at] = [len(runs) - 1] * len(runs[-1])
     return collections, origins
-
-
-@dataclass
-class _Run:
-    """The pages read over a stream: the 4 KB units of those that skipped (and each
-    segment's share of them), of those read on, and both where the last page begun in the
-    stream's first half began (a scan-sized page may hold most of the stream: the rate of what
-    follows it is taken from where it began, not from the half)."""
-
-    stream: Stream
-    shares: list[float]
-    units: float = 0.0
-    through: float = 0.0
-    ending: int = 0  # units of an empty page that ended it
-    pages: float = 0.0  # the pages that skipped
-    pages_on: float = 0.0  # the pages read on
-    #: units, through, the collection, pages, pages_on
-    at_half: tuple[float, float, int, float, float] = (0.0, 0.0, 0, 0.0, 0.0)
-
-    def read(self, average: float, read_on: bool = True, table_bytes: float = 0.0) -> None:
-        """Page after page, as ``PagedSkipMethod`` asks for them, to the stream's end."""
-        stream = self.stream
-        reading = Reading(PageSize.for_items_of(average, table_bytes))
-        reading.pages.may_read_on = read_on
-        limit: int | None = reading.first_limit()
-        half = len(stream.collections) // 2
-        while True:
-            if stream.at <= half:
-                self.at_half = (self.units, self.through, stream.at, self.pages, self.pages_on)
-            start, on = stream.at, reading.reading_on
-            page, parts, lead, unhanded = stream.page(limit)
-            size = sum(b for _, b in parts)
-            cost = max(1, math.ceil(size / UNIT))
-            ended = not stream.more()
-            if on:
-                self.through += cost
-                self.pages_on += 1
-            else:
-                self.pages += 1
-                self.skipped(start, cost, parts, ended and limit is not None and len(page) >= limit)
-            if ended:
-                return
-            sizes = stream.sizes if reading.whole_items else None
-            limit, skip = reading.after(
-                page, cost, asked=limit, lead=lead, unhanded=unhanded, sizes=sizes
-            )
-            if skip and page and not unhanded:  # (else it goes on in that collection)
-                stream.at, stream.item = page[-1] + 1, 0
-
-    def skipped(self, start: int, cost: int, parts: list[tuple[int, int]], last: bool) -> None:
-        """A skipping page's ``cost``, shared out by the bytes each collection gave it (and
-        an empty ``last`` page, where DynamoDB ends a full page's segment with one)."""
-        self.units += cost + last
-        self.ending = 1 if last or not parts else 0  # (a page that read nothing: the end's)
-        size = sum(b for _, b in parts)
-        origins = self.stream.origins
-        for at, part in parts if size else [(min(start, len(origins) - 1), 1)]:
-            self.shares[origins[at]] += cost * part / max(1, size)
 
 
 def _calibrated(sample: Sample, average: float, rest: Rest) -> Sequence[Sequence[Collection]]:
@@ -299,9 +243,11 @@ class _Laid:
     #: one for each pass over the drawn segments' share), with the sampled runs it joins.
     lone: Collection | None = None
     sampled: int = 0
+    #: The Scan segments the listing reads the table in, one after another.
+    segments: int = 1
 
     @classmethod
-    def of(cls, info: TableInfo, keys: Range, sample: Sample) -> _Laid:
+    def of(cls, info: TableInfo, keys: Range, sample: Sample, segments: int = 1) -> _Laid:
         p = 1.0 if sample.whole_table else sample.segments / sample.total_segments
         average = info.size_bytes / info.item_count
         missing = info.item_count * p - sample.items
@@ -320,6 +266,7 @@ class _Laid:
             table_bytes=info.size_bytes,
             lone=whole[0][0] if whole else None,
             sampled=len(calibrated),
+            segments=segments,
         )
 
     def run(self, seed: int | None, read_on: bool = True) -> Simulated:
@@ -333,6 +280,7 @@ class _Laid:
             rng,
             read_on=read_on,
             table_bytes=self.table_bytes,
+            segments=self.segments,
         )
 
     def run_lone(self, seed: int, at: float) -> Simulated | None:
@@ -353,6 +301,7 @@ class _Laid:
             random.Random(seed),
             table_bytes=self.table_bytes,
             lone=at,
+            segments=self.segments,
         )
 
 
@@ -361,13 +310,15 @@ def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
     return [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
 
 
-def simulated_orders(info: TableInfo, keys: Range, sample: Sample) -> list[Simulated] | None:
+def simulated_orders(
+    info: TableInfo, keys: Range, sample: Sample, segments: int = 1
+) -> list[Simulated] | None:
     """skip-pages simulated over ``sample`` in each order of its segments, for
     :func:`skip_pages_range` and ``methods.skip_pages_requests`` (None: it holds no
     collections)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
-    return _orders(_Laid.of(info, keys, sample), sample)
+    return _orders(_Laid.of(info, keys, sample, segments), sample)
 
 
 def skip_pages_range(
@@ -376,6 +327,7 @@ def skip_pages_range(
     scan: Range,
     sample: Sample,
     orders: Sequence[Simulated] | None = None,
+    segments: int = 1,
 ) -> Range | None:
     """skip-pages' read units, simulated over ``sample`` (None: it holds no collections):
     each order of the segments (their own, and ``ORDERS - 1`` drawn; their own alone where
@@ -403,7 +355,7 @@ def skip_pages_range(
     (:func:`simulated_orders`)."""
     if not any(sample.runs) or not info.item_count or not keys.value:
         return None
-    laid = _Laid.of(info, keys, sample)
+    laid = _Laid.of(info, keys, sample, segments)
     sims = orders or _orders(laid, sample)
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
     alone = [
@@ -422,7 +374,7 @@ def skip_pages_range(
     under = math.hypot(mean - min(values), fewer + through * (scan.value - scan.low))
     over = math.hypot(max(values) - mean, more + through * (scan.high - scan.value))
     # (and the empty page that may end a segment, charged or not)
-    high = mean + over + 0.5 - min(sim.ending for sim in sims)
+    high = mean + over + 0.5 * segments - min(sim.ending for sim in sims)
     # The listing may go on as a scan, at a scan's cost: where skipping alone costs about a
     # scan's at the key count's high end (300 keys of a 20 KB first item each, sampled as
     # 169, read 781 RCU so, where every order skipped for 396), or where every order read on

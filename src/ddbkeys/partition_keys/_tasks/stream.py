@@ -55,6 +55,13 @@ class Stream:
     at: int = 0  # the collection the next page starts in
     item: int = 0  # ... at this item of it
     sizes: list[float] = field(default_factory=list)  # the last page's items' bytes
+    #: Where the segment being read ends (None: the stream's end): pages stop there.
+    stop: int | None = None
+
+    @property
+    def end(self) -> int:
+        """The collection the segment being read ends before."""
+        return len(self.collections) if self.stop is None else self.stop
 
     def length(self, index: int) -> int:
         sizes, cut, _ = self.collections[index]
@@ -87,7 +94,7 @@ class Stream:
         parts: list[tuple[int, int]] = []
         size = 0
         most = limit if limit is not None else SCAN_PAGE_ITEMS
-        while len(keys) < most and self.at < len(self.collections):
+        while len(keys) < most and self.at < self.end:
             sizes = self.collections[self.at].sizes
             if self.item >= self.length(self.at):
                 self.at, self.item = self.at + 1, 0
@@ -121,9 +128,9 @@ class Stream:
         return keys, parts
 
     def more(self) -> bool:
-        while self.at < len(self.collections) and self.item >= self.length(self.at):
+        while self.at < self.end and self.item >= self.length(self.at):
             self.at, self.item = self.at + 1, 0
-        return self.at < len(self.collections)
+        return self.at < self.end
 
 
 def laid(
