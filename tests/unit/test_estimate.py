@@ -19,7 +19,7 @@ from ddbkeys.partition_keys._listing.progress import MIN_SECONDS, Gauge
 from ddbkeys.partition_keys._listing.recognise import is_counter
 from ddbkeys.partition_keys._tasks.estimate import REFRESHED, TASK_SECONDS, estimate
 from ddbkeys.partition_keys._tasks.ranges import count_range
-from ddbkeys.partition_keys._tasks.sample import sample_flow, speed_probe
+from ddbkeys.partition_keys._tasks.sample import WHOLE_PAGES, sample_flow, speed_probe
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_PAGE_UNITS,
     Collection,
@@ -484,10 +484,36 @@ def test_a_table_of_a_few_kb_is_read_whole_by_the_probe_at_a_scan_s_cost() -> No
     assert found.whole_table and (found.keys, found.items, found.read_units) == (20, 40, 3.0)
 
 
+def test_a_table_of_a_mb_or_less_is_read_whole_in_up_to_three_pages() -> None:
+    """helper-86: a 375 KB table took 66 sampled Scans (135 s behind a 2 s endpoint) where
+    reading it whole takes a request of a MB or two. A table of a MB or less by DescribeTable
+    is read whole by the probe's pages, page after page to its end (its size may lag the
+    table's); past ``WHOLE_PAGES`` pages it is left to the draw of segments."""
+    table = info(item_count=10_000, size_bytes=1_000_000)
+    more = {"LastEvaluatedKey": {"pk": {"S": "a"}, "sk": {"N": "0"}}}
+    rest = collection("a", 4, 100)
+    script = [
+        ("scan", {"Items": rest[:1], **more, "ConsumedCapacity": {"CapacityUnits": 0.5}}),
+        ("scan", {"Items": rest[1:2], **more, "ConsumedCapacity": {"CapacityUnits": 128.0}}),
+        ("scan", {"Items": rest[2:], "ConsumedCapacity": {"CapacityUnits": 2.0}}),
+    ]
+    ticks = iter(range(100))
+    pages: list[PageTime] = []
+    flow = speed_probe(Reader(None, "orders"), table, lambda: float(next(ticks)), pages)
+    (spent, ended), sent = play(flow, script)
+    assert ended and spent == 130.5 and len(pages) == 3
+    assert [dict(r.params)["Limit"] for r in sent] == [1, 20_100, 20_100]
+    assert sent[2].params["ExclusiveStartKey"] == more["LastEvaluatedKey"]
+    endless = [("scan", {"Items": rest[:1], **more, "ConsumedCapacity": {"CapacityUnits": 0.5}})]
+    flow = speed_probe(Reader(None, "orders"), table, lambda: float(next(ticks)), [])
+    (spent, ended), sent = play(flow, endless * (1 + WHOLE_PAGES))
+    assert not ended and len(sent) == 1 + WHOLE_PAGES
+
+
 def test_one_reader_s_speed_is_timed_at_the_table_s_start() -> None:
     """A page of one item (a request's latency), then one of about 32 KB from there (its
     bytes over its time past the latency); their items are not counted, their units are."""
-    table = info(item_count=10_000, size_bytes=1_000_000)  # (larger than the probe reads whole)
+    table = info(item_count=20_000, size_bytes=2_000_000)  # (larger than the probe reads whole)
     reader = Reader(None, "orders")
     ticks = iter([0.0, 0.01, 1.0, 1.51])
     pages: list[PageTime] = []

@@ -138,6 +138,28 @@ class StatusLine:
         self._live.stop()
 
 
+#: What the estimate's spinner says it waits for (on a terminal; helper-86: a sample of a
+#: slow endpoint took minutes with no word).
+SAMPLING = "sampling {table} for the estimate (about 32 read units)..."
+
+
+@contextlib.contextmanager
+def waiting(text: str) -> Iterator[None]:
+    """A spinner and ``text`` on a terminal's stderr while the block runs (none off a terminal),
+    for work that may take long with nothing else to show: what it waits for."""
+    from ddbkeys._cli.group import rich_console  # noqa: PLC0415 (rich: only once a command runs)
+
+    stderr = rich_console(stderr=True)
+    status = StatusLine(stderr, text) if stderr.is_terminal else None
+    if status is not None:
+        status.start()
+    try:
+        yield
+    finally:
+        if status is not None:
+            status.stop()
+
+
 def err_console_note(message: str) -> None:
     """A note on stderr, kept out of the way of piped output."""
     click.echo(message, err=True)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ddbkeys._cli.common import (
+    SAMPLING,
     Connection,
     FloatRange,
     IntRange,
@@ -22,6 +23,7 @@ from ddbkeys._cli.common import (
     state_table_option,
     structured,
     table_option,
+    waiting,
 )
 from ddbkeys._cli.index_options import (
     estimated_own_items_option,
@@ -67,7 +69,9 @@ def _speed(found: ListingEstimate) -> str:
         if not sample.whole_table
         else "the whole table"
     )
-    took = f"; a request took {sample.latency * 1000:.3g} ms" if sample.requests else ""
+    ms = sample.latency * 1000
+    took = f"; a request took {ms:,.0f} ms" if ms >= 100 else f"; a request took {ms:.3g} ms"
+    took = took if sample.requests else ""
     if sample.bytes_per_second:
         took += f", reading {size(sample.bytes_per_second)}/s"
     elif sample.requests:
@@ -177,7 +181,8 @@ def estimate_command(
     the figures it used, what the marker index would add, and how many tasks to plan. From
     DescribeTable's size and item count (refreshed about every six hours on AWS: an estimate,
     not a promise), a sample of whole Scan segments drawn at random (about 32 read units,
-    or 5% of a scan's on a large table, up to 128) and, where there is a marker index, what
+    or 5% of a scan's on a large table, up to 128; a table of a MB or less is read whole, in a
+    request or two) and, where there is a marker index, what
     `index status` reads.
 
     \b
@@ -195,9 +200,10 @@ def estimate_command(
         replay_margin=replay_margin,
         deadline=connection.timeout,
     )
-    found = estimate_listing(
-        connection.client(), table_name, options=options, concurrency=concurrency
-    )
+    with waiting(SAMPLING.format(table=table_name)):
+        found = estimate_listing(
+            connection.client(), table_name, options=options, concurrency=concurrency
+        )
     if structured(output):
         document = json.loads(found.to_json())
         document["export"] = {

@@ -11,11 +11,13 @@ import sys
 import click
 
 from ddbkeys._cli.common import (
+    SAMPLING,
     Connection,
     IntRange,
     connection_options,
     state_table_option,
     table_option,
+    waiting,
     warnings_said,
 )
 from ddbkeys._cli.errors import cli_words, error_text
@@ -130,12 +132,13 @@ def plan_command(
     said = cli_words(planned[0].reason)
     click.echo(f"{len(planned)} task(s), method {settled}: {said}", err=True)
     try:
-        found = estimate_listing(
-            connection.client(),
-            table_name,
-            options=options,
-            concurrency=min(concurrency or tasks, tasks),
-        )
+        with waiting(SAMPLING.format(table=table_name)):
+            found = estimate_listing(
+                connection.client(),
+                table_name,
+                options=options,
+                concurrency=min(concurrency or tasks, tasks),
+            )
     except DdbKeysError as exc:  # the tasks stand; the estimate is advice
         click.echo(f"No estimate: {error_text(exc)}", err=True)
         return

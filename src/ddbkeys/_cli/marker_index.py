@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from ddbkeys._cli.common import (
+    SAMPLING,
     Connection,
     connection_options,
     echo_json,
@@ -17,6 +18,7 @@ from ddbkeys._cli.common import (
     state_table_option,
     structured,
     table_option,
+    waiting,
 )
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
 from ddbkeys._cli.index_common import markers_as_recorded, open_index, parse_keys
@@ -109,8 +111,8 @@ def create_command(
     and what the backfill that writes the markers costs once (write and read units), with a
     warning when the index would cost more than the scan it replaces: from the
     estimate's sample of the table (about 32 read units, or 5% of a scan's on a large table,
-    up to 128). Run again where the index is there, it creates nothing and says so, with what
-    the markers not written yet would add.
+    up to 128; a table of a MB or less read whole). Run again where the index is there, it
+    creates nothing and says so, with what the markers not written yet would add.
 
     \b
     Example:
@@ -125,13 +127,14 @@ def create_command(
     marker_sort_key(info)  # (a table without a sort key: the error create gives)
     if info.sort_key and info.sort_key.type == "B" and given_text() is None:
         click.echo(BINARY_NOTE.format(table=table_name), err=True)
-    found = estimate_listing(
-        connection.client(),
-        table_name,
-        index_name=index_name,
-        marker_attribute=marker_attribute,
-        deadline=connection.timeout,
-    )
+    with waiting(SAMPLING.format(table=table_name)):
+        found = estimate_listing(
+            connection.client(),
+            table_name,
+            index_name=index_name,
+            marker_attribute=marker_attribute,
+            deadline=connection.timeout,
+        )
     added = found.markers
     fields: dict[str, Any] = {"table": table_name, "index": index_name}
     fields["markers"] = None if added is None else asdict(added)

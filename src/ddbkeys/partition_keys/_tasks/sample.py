@@ -2,17 +2,18 @@
 and a sample of it, read by :func:`sample_flow`, weighed by
 :mod:`ddbkeys.partition_keys._tasks.estimate`.
 
-The sample reads whole segments of a parallel Scan split in about one segment per 4 KB of the
-table (``sampled.sample_segments``; fewer where the first segments prove nearly empty), drawn at
-random, until it has seen ``SAMPLE_KEYS`` collections or spent ``sample_rcu`` read units (32;
-on a table whose scan costs over 640, 5% of that, up to 128), or read them all. A drawn segment
-is read to its end, so that its collections are all counted (DynamoDB puts a collection's items
-in one segment); a page that ends inside a collection of which it read ``JUMP_AFTER`` of 4 KB or
-more jumps to the next one (as the skip scan does), so that a very large collection costs a
-page of 0.5 units, not its size (its first 4 KB are then known to within an item). The flow only
-decides which pages to ask for and times them with the clock it is given (first, a page of one
-item and one of about 32 KB at the table's start, for one reader's speed); a driver sends them
-(through the reader: its retries, deadline and read budget).
+The sample reads whole segments of a parallel Scan split in about one segment per 4 KB of the table
+(``sampled.sample_segments``; fewer where the first segments prove nearly empty), drawn at random,
+until it has seen ``SAMPLE_KEYS`` collections or spent ``sample_rcu`` read units (32; on a table
+whose scan costs over 640, 5% of that, up to 128), or read them all; a table of a MB or less
+(DescribeTable) is read whole instead, in a request or two of the probe's. A drawn segment is read
+to its end, so that its collections are all counted (DynamoDB puts a collection's items in one
+segment); a page that ends inside a collection of which it read ``JUMP_AFTER`` of 4 KB or more jumps
+to the next one (as the skip scan does), so that a very large collection costs a page of 0.5 units,
+not its size (its first 4 KB are then known to within an item). The flow only decides which pages to
+ask for and times them with the clock it is given (first, a page of one item and one of about 32 KB
+at the table's start, for one reader's speed); a driver sends them (through the reader: its retries,
+deadline and read budget).
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ from ddbkeys.partition_keys._listing.recognise import is_own, markers_of
 from ddbkeys.partition_keys._tasks.estimate import ListingEstimate, estimate
 from ddbkeys.partition_keys._tasks.sampled import (
     SAMPLE_KEYS,
+    SAMPLE_MAX_RCU,
     SAMPLE_PAGE_ITEMS,
-    SAMPLE_RCU,
     UNIT,
     PageTime,
     Sample,
@@ -136,10 +137,10 @@ def speed_probe(
 ) -> Flow[tuple[float, bool]]:
     """A page of one item (its time: a request's latency), then from there a page of about
     ``SPEED_PAGE_BYTES`` (its time past the latency: the bytes a second one reader reads;
-    the whole table where DescribeTable says it holds at most ``WHOLE_PROBE_BYTES``), timed
-    into ``pages``; the read units they took (about 4.5: on top of the segments' read units),
-    and whether they reached the table's end. Their items are added to ``whole`` (they are
-    the whole table where they reached its end)."""
+    the whole table, in up to ``WHOLE_PAGES`` pages of a MB, where DescribeTable says it holds
+    at most ``WHOLE_PROBE_BYTES``), timed into ``pages``; the read units they took (about 4.5:
+    on top of the segments' read units), and whether they reached the table's end. Their
+    items are added to ``whole`` (they are the whole table where they reached its end)."""
     request: ScanPage = {"Limit": 1}
     began = clock()
     first = yield from reader.page(request)
@@ -147,12 +148,16 @@ def speed_probe(
     spent = _units(first)
     if whole is not None:
         whole.add(first.get("Items", []))
-    if "LastEvaluatedKey" in first:
-        average = info.size_bytes / info.item_count if info.item_count else 400.0
-        limit = max(1, min(SAMPLE_PAGE_ITEMS, int(SPEED_PAGE_BYTES / max(average, 1.0))))
-        if info.item_count and info.size_bytes <= WHOLE_PROBE_BYTES:
-            limit = 2 * info.item_count + 100  # (its count may lag the table a little)
-        request = {"Limit": limit, "ExclusiveStartKey": first["LastEvaluatedKey"]}
+    average = info.size_bytes / info.item_count if info.item_count else 400.0
+    limit = max(1, min(SAMPLE_PAGE_ITEMS, int(SPEED_PAGE_BYTES / max(average, 1.0))))
+    reads_whole = bool(info.item_count) and info.size_bytes <= WHOLE_PROBE_BYTES
+    if reads_whole:
+        limit = 2 * info.item_count + 100  # (its count may lag the table a little)
+    page = first
+    for _ in range(WHOLE_PAGES if reads_whole else 1):
+        if "LastEvaluatedKey" not in page:
+            break
+        request = {"Limit": limit, "ExclusiveStartKey": page["LastEvaluatedKey"]}
         began = clock()
         page = yield from reader.page(request)
         items = page.get("Items", [])
@@ -160,16 +165,21 @@ def speed_probe(
         spent += _units(page)
         if whole is not None:
             whole.add(items)
-        return spent, "LastEvaluatedKey" not in page
-    return spent, True
+    return spent, "LastEvaluatedKey" not in page
 
 
 #: The bytes of the page that times one reader's speed.
 SPEED_PAGE_BYTES = 32 * 1024
-#: A table of at most this many bytes (DescribeTable) is read whole by that page: its scan
-#: costs at most the sample's own budget (``SAMPLE_RCU``), and gives exact counts, where a draw
-#: of its segments in 1-unit pages would cost as much or more on top of the probe.
-WHOLE_PROBE_BYTES = int(SAMPLE_RCU * 2 * UNIT)
+#: A table of at most this many bytes (DescribeTable) is read whole by the probe's pages: its
+#: scan costs at most the largest sample's budget (``SAMPLE_MAX_RCU``) in a request or two, and
+#: gives exact counts, where a draw of its segments in 1-unit pages costs a few dozen requests
+#: (helper-86: 66 Scans of a 375 KB table, 36.5 RCU, where reading it whole took one request
+#: of 46: on an endpoint answering in 2 s, 135 s against 4 s).
+WHOLE_PROBE_BYTES = int(SAMPLE_MAX_RCU * 2 * UNIT)
+#: The most pages the probe reads of a table it reads whole (DescribeTable's size may lag the
+#: table's: a table of a MB by it may take two pages of a MB); where it has not reached the
+#: end by then, the sample draws segments as on a larger table.
+WHOLE_PAGES = 3
 #: Segments read before the sample judges how full they are, and how many times fewer it
 #: splits the table in when they held under a quarter of a 4 KB unit each (their median).
 PILOT = 4
@@ -250,11 +260,13 @@ def estimate_listing(
     Each method's read units and the key count come as ranges (``rcu_low``/``rcu_high``,
     ``keys_low``/``keys_high``), and ``basis`` says what they rest on. Cost: one DescribeTable
     and whole Scan segments drawn at random until ``SAMPLE_KEYS`` (1,000) keys were seen or
-    32 read units spent (on a table whose scan costs over 640, 5% of that, up to 128), and
-    two pages at the table's start that time one reader (about 4.5 more; ``usage`` counts
-    them all); where the table has a marker
-    index, what ``index status`` reads (its record in the state table and the stream, never
-    the table), so that the index's line includes the replay a lagging maintainer costs.
+    32 read units spent (on a table whose scan costs over 640, 5% of that, up to 128), and two
+    pages at the table's start that time one reader (about 4.5 more; ``usage`` counts them all);
+    a table of a MB or less (DescribeTable) is read whole by those pages instead, in a request
+    or two, which is then the sample (exact counts, at a scan's cost: up to 128); where the
+    table has a marker index, what ``index status`` reads (its record in the state table and the
+    stream, never the table), so that the index's line includes the replay a lagging maintainer
+    costs.
     DescribeTable's size and item count are refreshed about every six hours on AWS: an
     estimate, not a promise."""
 
