@@ -136,6 +136,8 @@ def test_records_from_before_the_maintainer_began_are_history_not_a_lag() -> Non
     assert set(result.touched) == {("S", "a"), ("S", "b"), ("S", "c")}
     assert (result.records, result.history, result.unapplied) == (4, 1, 2)
     assert result.oldest_unapplied == 3_990.0
+    # The collections the unapplied records name (what the lag alone costs to re-check).
+    assert result.lagging == {("S", "c"), ("S", "b")}
     # Said where the records read are counted (helper-72 F4: they read as a lag there).
     reason = proven(table, marker, result).reason
     assert (

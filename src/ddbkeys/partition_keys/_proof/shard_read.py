@@ -74,6 +74,9 @@ class Replay:
     #: applied yet: how far behind it is), and when the oldest of them was written (None: none).
     unapplied: int = 0
     oldest_unapplied: float | None = None
+    #: The collections those unapplied records name (of ``touched``): what the maintainer's
+    #: lag alone costs to re-check, the rest being the margin's writes.
+    lagging: set[Hashed] = field(default_factory=set)
     #: Of the records re-checked, those written before the maintainer began at the shard's
     #: end (the backfill's history, left out once it has read the tip: see ``evidence``):
     #: not counted as unapplied, so not taken for a maintainer behind.
@@ -300,20 +303,27 @@ def _take(
             and created + CREATED_ROUNDING < read.skip_before
         ):
             continue  # history the backfill covers
-        if (
-            read.began is not None
-            and created is not None
-            and created + CREATED_ROUNDING < read.began
-        ):
-            replay.history += 1  # (surely before: DynamoDB Local rounds to the minute)
-        elif read.reach is None or int(at.after) > int(read.reach):
-            replay.unapplied += 1
-            if created is not None:
-                replay.oldest_unapplied = min(created, replay.oldest_unapplied or created)
         key = record.get("dynamodb", {}).get("Keys", {}).get(pk)
-        if key is not None and (names is None or names(record)):
-            replay.touched.setdefault(hashable(key), key)
+        hashed = hashable(key) if key is not None and (names is None or names(record)) else None
+        if hashed is not None:
+            replay.touched.setdefault(hashed, key)
+        _count(replay, read, int(at.after), created, hashed)
     return None
+
+
+def _count(
+    replay: Replay, read: ShardRead, sequence: int, created: float | None, hashed: Hashed | None
+) -> None:
+    """A record re-checked: history (written before the maintainer began), or past its
+    position (unapplied: how far behind it is, and the collection it names)."""
+    if read.began is not None and created is not None and created + CREATED_ROUNDING < read.began:
+        replay.history += 1  # (surely before: DynamoDB Local rounds to the minute)
+    elif read.reach is None or sequence > int(read.reach):
+        replay.unapplied += 1
+        if created is not None:
+            replay.oldest_unapplied = min(created, replay.oldest_unapplied or created)
+        if hashed is not None:
+            replay.lagging.add(hashed)
 
 
 def _from_the_start(read: ShardRead, created: float | None, now: float) -> Decline | None:

@@ -362,10 +362,21 @@ def index_line(
     scanned = size_range(index_bytes, pages_of(0, index_bytes))
     if isinstance(proof, ProofStatus) and proof.rechecks is not None:
         replay = replay_units(info, index, proof.rechecks)
+        # (the records are those past the maintainer's positions held back the margin: on a
+        # busy table, mostly applied ones; helper-87 F1: a caught-up maintainer's 445 records
+        # were said to be how far it was behind)
+        unapplied = (
+            f", {proof.unapplied:,} of them not applied yet by its maintainer"
+            if proof.unapplied
+            else ", all applied by its maintainer"
+            if proof.unapplied == 0
+            else ""
+        )
         note = (
-            f"its scan and the replay of a maintainer {proof.records or 0:,} stream record(s) "
-            f"behind: {proof.rechecks:,} collection(s) re-checked, ~{replay:,.1f} RCU (as "
-            "the stream stands now; more if it falls further behind)"
+            f"its scan and the replay of {proof.records or 0:,} stream record(s) past its "
+            f"maintainer's positions held back the replay margin{unapplied}: "
+            f"{proof.rechecks:,} collection(s) re-checked, ~{replay:,.1f} RCU (as the stream "
+            "stands now; more if the maintainer falls behind)"
         )
         rcu = scanned.scaled(1, replay)
         return speed.method("index", rcu, 1, index_bytes, index_bytes, note), replay
