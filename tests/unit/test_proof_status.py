@@ -15,7 +15,7 @@ import pytest
 from ddbkeys._cli.index_status import render_status
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import markers_key
-from ddbkeys.partition_keys._listing.choice import behind_or_busy
+from ddbkeys.partition_keys._listing.choice import IndexUnprovenError, behind_or_busy, declined
 from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
 from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, lag_of
 from ddbkeys.partition_keys._proof.replay_window import replay_window
@@ -482,3 +482,43 @@ def test_where_the_fix_is_a_backfill_that_waits_for_the_maintainer_status_says_o
     assert lines[fix + 1].startswith("Or nothing, if that command runs already: it waits"), lines
     followed = render_status(status(record(MARK)))  # (a maintainer: the fix is a plain backfill)
     assert not any(line.startswith("Or nothing, if that command") for line in followed)
+
+
+def test_a_stalled_maintainer_is_asked_after_while_auto_still_uses_the_index() -> None:
+    """helper-87 F6: a follower stopped on a large busy table left "Provable: yes" and only
+    "saved 91 s ago" on its shard's line, while auto went on with the index (its re-checks
+    still cost less than a scan). Records unapplied for over a margin and the stream's
+    rounding of their time ask whether it runs; fewer, or younger, do not."""
+    item = record(MARK, backfill=backfill(margin=60))
+    got = status(item, stream(item, found=3), size_bytes=4096 * 1000, item_count=10_000)
+    assert got.provable and got.auto_uses_index
+    stalled = "\n".join(render_status(replace(got, unapplied=40, behind=150.0)))
+    assert (
+        "Stalled: its maintainer has not applied 40 stream record(s) (the oldest written at "
+        "most 150 s ago): is `ddbkeys partition-keys index follow -t orders` running?"
+    ) in stalled, stalled
+    for young in (replace(got, unapplied=40, behind=100.0), replace(got, unapplied=0)):
+        assert "Stalled" not in "\n".join(render_status(young))
+
+
+def test_no_maintainer_s_position_names_the_state_table_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """helper-87 F2: a follower run with another state table (--state-table, or
+    DDBKEYS_STATE_TABLE only in its own shell) records its positions there; status and a
+    listing read the default one and named `index follow --backfill`, which was running.
+    Both now name the state table they read, and why another may hold the positions."""
+    got = replace(status(record(backfill=backfill())), maintainer=None, first_position=None)
+    text = "\n".join(render_status(got))
+    assert (
+        "Maintainer: none has recorded a position under this stream in state table "
+        "ddbkeys-state (one given another --state-table or DDBKEYS_STATE_TABLE records its "
+        "positions there)"
+    ) in text, text
+    monkeypatch.setenv("DDBKEYS_STATE_TABLE", "mystate")
+    why = "no maintainer has recorded a position in the table's stream, so no backfill can count"
+    with pytest.raises(IndexUnprovenError) as raised:
+        declined("index", info(), INDEX, why)
+    assert "read in state table 'mystate': a maintainer given another" in str(raised.value)
+    chosen = declined("auto", info(), INDEX, why, state_table="given")
+    assert "--state-table given` says what to run; read in state table 'given'" in chosen.reason

@@ -8,6 +8,7 @@ import math
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -34,6 +35,7 @@ from ddbkeys._cli.index_options import (
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     BackfillReport,
+    IndexBackfillWarning,
     MarkerIndex,
     plain_key,
 )
@@ -206,12 +208,17 @@ def backfill_command(
     limit = wait_for_maintainer
     _said_forced(index, state_table, force)  # (helper-81 F4: the one it stops said so)
     try:
-        with stopping_signals(
-            table_name,
-            lambda: spinner_off(status, said),
-            lambda: working[0],
-            lambda: _kept(index, state_table),
+        with (
+            stopping_signals(
+                table_name,
+                lambda: spinner_off(status, said),
+                lambda: working[0],
+                lambda: _kept(index, state_table),
+            ),
+            warnings.catch_warnings(),
         ):
+            # (the notes below say it, and what to do, in the command's words)
+            warnings.simplefilter("ignore", IndexBackfillWarning)
             report = index.backfill(
                 progress=progress,
                 state_table=state_table,

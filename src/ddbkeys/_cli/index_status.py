@@ -102,7 +102,11 @@ def render_status(status: ProofStatus) -> list[str]:
         )
         lines.append(f"Maintainer: {status.maintainer or 'unknown'}{first}")
     else:
-        lines.append("Maintainer: none has recorded a position under this stream")
+        lines.append(
+            "Maintainer: none has recorded a position under this stream in state table "
+            f"{status.state_table} (one given another --state-table or DDBKEYS_STATE_TABLE "
+            "records its positions there)"
+        )
     lines.append(f"Shards ({len(status.shards)}):")
     lines.extend(_shard(s) for s in status.shards)
     lines.append(_backfill(status))
@@ -116,7 +120,22 @@ def render_status(status: ProofStatus) -> list[str]:
         )
     if status.provable and not status.auto_uses_index:
         lines.append(_dear(status))
+    elif status.provable and _stalled(status):
+        lines.append(
+            f"Stalled: its maintainer has not applied{_backlog(status)}: is `ddbkeys "
+            f"partition-keys index follow -t {status.table}` running? Listings prove the index "
+            "meanwhile, each re-checking more as the backlog grows, until auto lists another way"
+        )
     return lines
+
+
+def _stalled(status: ProofStatus) -> bool:
+    """Records past the maintainer's positions written more than a margin (and the stream's
+    rounding of their time) ago: a maintainer that runs applies them within seconds (helper-87
+    F6: a follower stopped showed only "saved 91 s ago" beside "Provable: yes" while auto still
+    used the index). A quiet shard's mark is said again only hourly: its age alone says
+    nothing."""
+    return bool(status.unapplied) and (status.behind or 0.0) > status.margin + CREATED_ROUNDING
 
 
 def _dear(status: ProofStatus) -> str:

@@ -31,7 +31,7 @@ from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, wai
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
-from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport
+from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport, warn_uncounted
 from ddbkeys.partition_keys._index.state import StoreBase
 from ddbkeys.partition_keys._index.stream_setup import enable_stream_flow
 from ddbkeys.partition_keys._index.verify import verify_flow
@@ -178,7 +178,10 @@ class MarkerIndex(MarkerIndexBase):
                     await _streams_client_for(self.client, self.table)
                 )
             owner = f"ddbkeys.aio.{type(self).__name__}"
-            return await AsyncDriver(SplitClient(self.client, streams), self.usage, owner).run(flow)
+            driver = AsyncDriver(SplitClient(self.client, streams), self.usage, owner)
+            report = await driver.run(flow)
+        warn_uncounted(report, self.table)
+        return report
 
     async def verify(
         self,

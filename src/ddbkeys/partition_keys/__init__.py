@@ -28,6 +28,7 @@ from ddbkeys.partition_keys._index.index import (
     VerifyReport,
 )
 from ddbkeys.partition_keys._index.maintain import UnsettledError, reconcile
+from ddbkeys.partition_keys._index.markers import IndexBackfillWarning
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY, ReadBudget, plain_key
@@ -56,6 +57,7 @@ __all__ = [
     "BackfillReport",
     "ExportFailedError",
     "ExportListing",
+    "IndexBackfillWarning",
     "IndexReplayWarning",
     "IndexUnprovenError",
     "Listing",

@@ -31,6 +31,7 @@ from ddbkeys.partition_keys._index.markers import (
     BackfillReport,
     MarkerClashError,
     VerifyReport,
+    warn_uncounted,
 )
 from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import Key
@@ -221,7 +222,9 @@ class MarkerIndex(MarkerIndexBase):
         )
         if streams is None:
             streams = ClientOnFirstUse(lambda: streams_client_for(self.client, self.table))
-        return SyncDriver(SplitClient(self.client, streams), self.usage).run(flow)
+        report = SyncDriver(SplitClient(self.client, streams), self.usage).run(flow)
+        warn_uncounted(report, self.table)
+        return report
 
     def _export_snapshot(self, uri: str, s3: Any) -> ExportSnapshot:
         """The collections of the table's export at ``uri``, its manifests checked."""

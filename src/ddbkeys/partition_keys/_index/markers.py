@@ -4,6 +4,7 @@ pages of the scans ``backfill`` and ``verify`` read. Sent by the flows of
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -43,6 +44,7 @@ __all__ = [
     "DEFAULT_MARKER_SORT_KEY",
     "VERSION_ATTRIBUTE",
     "BackfillReport",
+    "IndexBackfillWarning",
     "IndexPages",
     "KeyPages",
     "MarkerClashError",
@@ -57,6 +59,7 @@ __all__ = [
     "put_answer",
     "read_collection",
     "until_data",
+    "warn_uncounted",
 ]
 
 #: Each marker write gives the marker a new version, so that a maintainer deletes a marker only
@@ -113,6 +116,28 @@ class VerifyReport:
     @property
     def repaired(self) -> bool:
         return not self.unfixed
+
+
+class IndexBackfillWarning(UserWarning):
+    """A recorded backfill (``MarkerIndex.backfill``) that no listing can prove the marker index
+    from: its markers are written, but ``auto`` goes on listing another way and
+    ``method="index"`` declines until a backfill counts. The line says why and what to do (the
+    report's ``advice``; ``report.counts`` is False). The command line prints the same as a
+    note (helper-87 F3: in Python, nothing was said)."""
+
+
+def warn_uncounted(report: BackfillReport, table: str) -> None:
+    """An :class:`IndexBackfillWarning` where ``report``'s backfill was recorded and does not
+    count (``counts`` False), naming the line of your code that called it."""
+    if report.counts is False:
+        from ddbkeys._caller import outside  # noqa: PLC0415 (only where it warns)
+
+        warnings.warn(
+            f"Backfill of table {table!r}: no listing can prove the marker index from it: "
+            f"{report.advice or 'see report.advice'}",
+            IndexBackfillWarning,
+            stacklevel=outside(),
+        )
 
 
 @dataclass

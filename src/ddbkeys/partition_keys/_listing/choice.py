@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys._names import state_table_name
 from ddbkeys.partition_keys._index.backfill_wait import at_work, known_markers, readiness
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.state import StateCore, markers_key, markers_of_key
@@ -274,6 +275,12 @@ def declined(
     the ``index status`` it names is given too."""
     given = f" --state-table {state_table}" if state_table else ""
     status = f"`ddbkeys partition-keys index status -t {info.name}{given}` says what to run"
+    if "no maintainer has recorded a position" in why:
+        # (helper-87 F2: a follower given another state table runs, and the fix named it)
+        status += (
+            f"; read in state table {state_table_name(state_table)!r}: a maintainer given "
+            "another --state-table or DDBKEYS_STATE_TABLE records its positions there"
+        )
     if method == "auto" and costly:
         return Choice(
             PagedSkipMethod(info),
