@@ -60,18 +60,20 @@ def test_estimate_as_text_and_json(
     # same draw. Its ranges hold 99 draws in 100 by design; with a random name one fresh-clone
     # run of .ci/run drew a key count of 301-... for these 300 keys (40 draws in a loop: lows
     # 224-295). How often the ranges hold is measured over many draws in test_estimate_ranges.
-    table = filled(ddb_client, ddb_table_factory, name="ddbkeys-test-estimate-cli")
+    # (items of about 1 KB: 1.2 MB, which the estimate samples; it reads a table of a MB or
+    # less whole)
+    table = filled(ddb_client, ddb_table_factory, pad=1000, name="ddbkeys-test-estimate-cli")
     text = run(ddb_endpoint_url, "estimate", "-t", table)
     assert text.exit_code == 0, text.output
     lines = text.stdout.splitlines()
     assert re.fullmatch(
-        rf"Table {table}: ~\d+ KB, ~1,200 items, {SPAN} partition keys "
+        rf"Table {table}: ~[\d.]+ MB, ~1,200 items, {SPAN} partition keys "
         r"\(size and items from DescribeTable, partition keys from the sample\)\.",
         lines[0],
     ), lines[0]
     rows = {line.split()[0]: line for line in lines if re.match(r"(scan|skip|index|export)", line)}
     assert set(rows) == {"scan", "skip", "skip-pages", "index", "export"}
-    assert re.match(r"export +0 +- +- +-  --from-export: ~\d+ KB written to S3", rows["export"])
+    assert re.match(r"export +0 +- +- +-  --from-export: ~[\d.]+ MB written to S3", rows["export"])
     assert re.match(rf"scan +{SPAN} +~\d+ +[\d.]+ m?s +1 ", rows["scan"]), rows["scan"]
     assert "not available: the table has no marker index" in rows["index"]
     assert "auto would likely list with skip-pages: the table has no marker index" in text.stdout

@@ -81,6 +81,23 @@ def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -
     audit = ids("audit", "-t", users, "--strict")
     assert audit.exit_code == 0, audit.output
     assert audit.output.splitlines()[-1] == "OK"
+    # helper-87 F4: a misspelt or forgotten --sequence begins another sequence writing the same
+    # id attribute: id 1 again, with a note (a first sequence on its own table has none, above).
+    again = ids(
+        "put", "-t", users, "-s", "gapless", "--sequence", "sequnce", "--item", '{"pk": "c"}'
+    )
+    assert again.exit_code == 0 and again.stdout == "1\n"
+    assert again.stderr == (
+        f"Note: sequence 'sequnce' of table {users!r} began with this call, at 1, and the "
+        "table's items hold 'id' already (4 of the first 50 read): if they come from another "
+        "sequence (a misspelt or forgotten --sequence), these ids repeat theirs (`ddbkeys ids "
+        f"audit -t {users} --strict` finds duplicates).\n"
+    )
+    assert ids("audit", "-t", users, "--strict").exit_code == 1  # (id 1 twice)
+    then = ids(
+        "put", "-t", users, "-s", "gapless", "--sequence", "sequnce", "--item", '{"pk": "d"}'
+    )
+    assert then.stdout == "2\n" and then.stderr == ""  # (said once, as it began)
 
     issues = ddb_table_factory(("pk", "S"), ("sk", "N"))
     put = ["put", "-t", issues, "-s", "collection", "-k", "projectA"]

@@ -24,6 +24,7 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
+from ddbkeys._cli.ids_began import said_began
 from ddbkeys._cli.items import (
     counter_key_of,
     given,
@@ -190,6 +191,8 @@ def put_command(
                 ids = [gapless.put(items[0], typed=True)]
             else:
                 ids = gapless.put_many(items, typed=True)
+        if ids and ids[0] == 1:  # (it began with this call)
+            said_began(gapless, sequence if key is None else str(counter_key), items)
         _show_ids(table_name, ids, output)
         return
     collection = CollectionSequence(

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from mypy_boto3_dynamodb.type_defs import AttributeValueTypeDef
 
 __all__ = [
+    "Item",
     "counter_fields",
     "counter_key_of",
     "given",
