@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from ddbkeys.testing._proxy import Faults
 from tests.integration.test_index_all_at_once import watching
 from tests.integration.test_index_setup import ddbkeys, fill, run
 from tests.integration.test_marker_lifecycle import marked
@@ -214,3 +215,35 @@ def test_an_outage_during_the_margin_wait_is_noticed_at_once_until_caught_up(
     assert code == 1, text
     assert time.monotonic() - began < 30, text  # (not after the margin's 60 s)
     assert "Trying again for up to 2 s" in text and "giving up" in text, text
+
+
+def test_a_stop_abandons_a_request_that_hangs_within_about_a_second(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    fault_proxy: FaultProxy,
+    own_state_table: str,
+    tmp_path: Path,
+) -> None:
+    """helper-86 F3: Ctrl-C or SIGTERM set the follower's stop, but a request that hung (the
+    endpoint held it) kept it until the request's deadline (60 s; at start-up, a silent
+    endpoint, the whole deadline with the signal not acted on). The help promises a stop
+    within about a second: once ``GRACE`` has passed, the request under way is abandoned."""
+    log = tmp_path / "follow.err"
+    _table, process, _said = following(
+        ddb_client, ddb_endpoint_url, ddb_table_factory, fault_proxy, own_state_table, log
+    )
+    fault_proxy.set_faults(Faults(delay=1.0, delay_seconds=600.0))  # (every request held)
+    ends = time.monotonic() + 30
+    while not fault_proxy.counts["delay"]:  # (a request of its polling is held)
+        assert time.monotonic() < ends and process.poll() is None, log.read_text()
+        time.sleep(0.1)
+    time.sleep(0.5)
+    began = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    code = process.wait(30)
+    took = time.monotonic() - began
+    text = log.read_text()
+    assert code == 0, text
+    assert "Stopped by SIGTERM, abandoning a request that had not answered within 1 s" in text
+    assert took < 10, (took, text)  # (about GRACE; the request's deadline was 60 s)

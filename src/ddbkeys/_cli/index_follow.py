@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import click
@@ -180,26 +183,105 @@ def follow_command(
         replay_margin=replay_margin,
         on_backfill=on_backfill,
     )
-    stopping = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
-    previous = {sig: signal.getsignal(sig) for sig in stopping}
     received: list[int] = []
+    grace = _Grace()
+    try:
+        with _stopping(stop, grace, received):
+            _await_index(index, table_name, stop, until_caught_up)
+            report = outage.run(follower, stop, until_caught_up, from_start)
+            grace.done = True
+    except _Abandoned:
+        _abandoned(table_name, state_table, received, backfill)
+        return
+    _finish(report, table_name, output, backfill, state_table, received)
+
+
+@contextlib.contextmanager
+def _stopping(stop: threading.Event, grace: _Grace, received: list[int]) -> Iterator[None]:
+    """While it lasts, SIGINT, SIGTERM and SIGHUP set ``stop`` (the first one's number kept in
+    ``received``) and start ``grace``; the grace's own signal, once over, abandons the request
+    under way (:class:`_Abandoned`). Only in the main thread (elsewhere, no handler)."""
+    previous = {
+        sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    }
 
     def handler(number: int, _frame: object) -> None:
-        received.append(number)
+        if stop.is_set() and grace.over and not grace.done:  # (a request outlived the grace)
+            raise _Abandoned
+        if not received:
+            received.append(number)
         stop.set()
+        grace.start()
 
     in_main = threading.current_thread() is threading.main_thread()
     if in_main:
         for sig in previous:
             signal.signal(sig, handler)
     try:
-        _await_index(index, table_name, stop, until_caught_up)
-        report = outage.run(follower, stop, until_caught_up, from_start)
+        yield
     finally:
+        grace.cancel()
         if in_main:
             for sig, old in previous.items():
                 signal.signal(sig, old)
-    _finish(report, table_name, output, backfill, state_table, received)
+
+
+#: Seconds a stop waits for the request under way before it abandons it (the follower stops
+#: at its next step: a request that hangs would hold it there until its deadline).
+GRACE = 1.0
+
+
+class _Abandoned(BaseException):
+    """Raised in the main thread by the stop's own signal, sent again once ``GRACE`` is over,
+    where a request under way held the follower (a BaseException: no ``except Exception``
+    of the request's code takes it for a failure to retry)."""
+
+
+class _Grace:
+    """After a stop, a signal of its own to the process once ``GRACE`` has passed, which
+    interrupts a request under way (helper-86 F3: a hung GetRecords held a stopped follower
+    until its 60 s deadline; at start-up, a silent endpoint, for good)."""
+
+    def __init__(self) -> None:
+        self.over = self.done = False
+        self.timer: threading.Timer | None = None
+
+    def start(self) -> None:
+        if self.timer is None:
+            self.timer = threading.Timer(GRACE, self._fire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _fire(self) -> None:
+        self.over = True
+        if not self.done:
+            os.kill(os.getpid(), signal.SIGINT)
+
+    def cancel(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer.join()
+
+
+def _abandoned(
+    table_name: str, state_table: str | None, received: list[int], backfill: bool
+) -> None:
+    """The stop's lines where a request under way was abandoned: exit 0, or 1 with
+    ``--backfill`` (its backfill may not be done; its record says so once it looks dead)."""
+    name = signal.Signals(received[0]).name if received else "a signal"
+    click.echo(
+        f"Stopped by {name}, abandoning a request that had not answered within {GRACE:g} s; "
+        f"the next start goes on from the checkpoint in table "
+        f"{state_table_name(state_table)!r}.",
+        err=True,
+    )
+    if backfill:
+        click.echo(
+            "The backfill may not be done: run the same command again (it goes on from the "
+            "follower's checkpoint).",
+            err=True,
+        )
+        raise click.exceptions.Exit(1)
 
 
 def _finish(
