@@ -151,6 +151,33 @@ def test_a_follower_started_before_the_index_waits_for_it_then_backfills(
         follower.wait(timeout=60)
 
 
+def test_a_follower_stopped_while_it_waits_for_the_index_says_so_and_ends_0(
+    ddb_client: DynamoDBClient,
+    ddb_endpoint_url: str,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+    own_state_table: str,
+) -> None:
+    """helper-87 F5: Ctrl-C while `index follow` waited for the index ended with "Error: ...
+    has no index", as if it had refused (its help said it refuses; it waits). It says it
+    stopped, and with --backfill exits 1: the backfill was not done, as its help says."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    log = tmp_path / "follow.err"
+    follower = start_follower(ddb_endpoint_url, table, MARGIN, log)
+    try:
+        watching(follower, log)("Waiting for index")
+        follower.send_signal(signal.SIGINT)
+        code = follower.wait(timeout=30)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    text = log.read_text()
+    assert code == 1, text
+    assert "Stopped by SIGINT while it waited for the index: nothing was followed." in text
+    assert "The backfill may not be done: run the same command again" in text
+    assert "Error" not in text, text
+
+
 def test_a_direct_backfill_no_maintainer_followed_says_so(
     ddb_client: DynamoDBClient,
     ddb_endpoint_url: str,

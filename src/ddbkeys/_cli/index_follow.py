@@ -113,8 +113,9 @@ def follow_command(
     stop it cleanly within about a second: exit status 0, or 1 with --backfill when its
     backfill was not done yet (the index is not ready: the same command goes on). A collection
     changing too fast for its marker to settle is recorded as pending (listings re-check it),
-    not an error. It refuses, writing nothing, unless the
-    marker index is there (KEYS_ONLY, ACTIVE).
+    not an error. Where the marker index is not there or not ACTIVE yet, it waits for it,
+    saying so (Ctrl-C stops: exit status 0); with --until-caught-up, and where the index is
+    not KEYS_ONLY on the marker attribute, it refuses, writing nothing.
 
     An endpoint that stops answering once following has begun is tried again, at most every
     30 s, for --outage-wait seconds (15 minutes by default): the follower goes on from its
@@ -188,10 +189,13 @@ def follow_command(
     try:
         with _stopping(stop, grace, received):
             _await_index(index, table_name, stop, until_caught_up)
+            if stop.is_set():  # (stopped while it waited for the index: nothing to follow)
+                grace.done = True
+                raise _Abandoned
             report = outage.run(follower, stop, until_caught_up, from_start)
             grace.done = True
     except _Abandoned:
-        _abandoned(table_name, state_table, received, backfill)
+        _abandoned(state_table, received, backfill, waited=not grace.over)
         return
     _finish(report, table_name, output, backfill, state_table, received)
 
@@ -264,14 +268,17 @@ class _Grace:
 
 
 def _abandoned(
-    table_name: str, state_table: str | None, received: list[int], backfill: bool
+    state_table: str | None, received: list[int], backfill: bool, *, waited: bool = False
 ) -> None:
-    """The stop's lines where a request under way was abandoned: exit 0, or 1 with
-    ``--backfill`` (its backfill may not be done; its record says so once it looks dead)."""
+    """The stop's lines where a request under way was abandoned, or the follower stopped
+    while it waited for the index (``waited``): exit 0, or 1 with ``--backfill`` (its
+    backfill may not be done; its record says so once it looks dead)."""
     name = signal.Signals(received[0]).name if received else "a signal"
     click.echo(
-        f"Stopped by {name}, abandoning a request that had not answered within {GRACE:g} s; "
-        f"the next start goes on from the checkpoint in table "
+        f"Stopped by {name} while it waited for the index: nothing was followed."
+        if waited
+        else f"Stopped by {name}, abandoning a request that had not answered within "
+        f"{GRACE:g} s; the next start goes on from the checkpoint in table "
         f"{state_table_name(state_table)!r}.",
         err=True,
     )
