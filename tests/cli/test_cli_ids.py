@@ -134,8 +134,9 @@ def test_audit_of_an_attribute_no_item_holds_warns(
     result = ids("audit", "-t", table, "--attribute", "nosuch", "--strict")
     assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "OK"
     assert result.stderr == (
-        f"Warning: no item holds 'nosuch' in table {table!r}: is the name right? (nothing to "
-        "audit; --strict fails on problems found, not on this)\n"
+        f"Warning: no item holds 'nosuch' in table {table!r}: is the name right; a "
+        "collection's sequence: -k PARTITION? (nothing to audit; --strict fails on problems "
+        "found, not on this)\n"
     )
     assert ids("audit", "-t", table, "--strict").stderr == ""
 

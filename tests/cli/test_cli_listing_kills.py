@@ -276,7 +276,8 @@ def test_checkpoint_files_that_do_not_fit_are_refused(
     unwritable = run_cli(ddb_endpoint_url, table, "--checkpoint", str(nowhere))
     assert (unwritable.returncode, unwritable.stdout) == (1, "")  # said before any key
     assert unwritable.stderr.strip().splitlines()[-1] == (
-        f"Error: Could not open file {str(nowhere) + '.lock'!r}: No such file or directory"
+        f"Error: Could not open file {str(nowhere)!r}: No such file or directory (its lock "
+        f"file {nowhere}.lock beside it)"
     )
     # A checkpoint left by a stopped listing of `table` (written by the library's own parts).
     second = full[1].replace("\\n", "\n")

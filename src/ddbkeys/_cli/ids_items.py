@@ -374,9 +374,11 @@ def audit_command(
     if not (report.count or report.not_numbers or report.below_start):  # (a typo, often)
         where = f"collection {partition_key!r} of table" if partition_key is not None else "table"
         held = "numbered item" if partition_key is not None else f"item holds {attribute!r}"
+        # (helper-87: on a table of collection sequences, whose ids are sort keys)
+        other = "" if partition_key is not None else "; a collection's sequence: -k PARTITION"
         click.echo(
-            f"Warning: no {held} in {where} {table_name!r}: is the name right? (nothing to "
-            "audit; --strict fails on problems found, not on this)",
+            f"Warning: no {held} in {where} {table_name!r}: is the name right{other}? (nothing "
+            "to audit; --strict fails on problems found, not on this)",
             err=True,
         )
     if strict and not report.ok:

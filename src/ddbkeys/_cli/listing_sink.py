@@ -79,8 +79,9 @@ def _lock(checkpoint: str) -> IO[bytes] | None:
         return None
     try:
         handle = open(checkpoint + ".lock", "ab")  # noqa: SIM115 - held until the process ends
-    except OSError as exc:
-        raise click.FileError(checkpoint + ".lock", exc.strerror) from exc
+    except OSError as exc:  # (named as given: helper-87, '/no/such/dir/f.lock' was not)
+        hint = f"{exc.strerror} (its lock file {checkpoint}.lock beside it)"
+        raise click.FileError(checkpoint, hint) from exc
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
