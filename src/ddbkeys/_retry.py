@@ -5,7 +5,10 @@ Two kinds of failure are retried, each its own way (the split tenacity's docs dr
 - **contention** (an optimistic lock lost to another writer, a TransactionConflict): full jitter,
   ``uniform(0, min(cap, base * 2**attempt))``, which spreads competing processes apart;
 - **unavailability** (throttling, HTTP 5xx, a dropped connection that botocore's own retries did
-  not get past): exponential backoff with half jitter, which waits for the resource to recover.
+  not get past): exponential backoff with half jitter up to ``max_unavailable_delay`` (5 s),
+  which waits for the resource to recover: 25 attempts span about 40-75 s, about the default
+  deadline, so that throttling of half a minute is ridden out (helper-86 F2: capped at
+  ``max_delay``, 0.5 s, they spanned 9 s, and `ids next` gave up under a 30 s throttle).
 
 Every loop is bounded by ``max_attempts``. ``sleep`` and ``random`` are parameters, so tests record
 the waits instead of sleeping.
@@ -132,6 +135,9 @@ class RetryPolicy:
     max_attempts: int = 25
     base_delay: float = 0.005
     max_delay: float = 0.5
+    #: The longest wait after throttling, a 5xx or a dropped connection (``max_delay`` bounds
+    #: the waits after a lost race, where a long wait only loses the next one too).
+    max_unavailable_delay: float = 5.0
     sleep: Callable[[float], None] = field(default=time.sleep, compare=False)
     random: Callable[[], float] = field(default=_random.random, compare=False)
     clock: Callable[[], float] = field(default=time.monotonic, compare=False)
@@ -141,17 +147,21 @@ class RetryPolicy:
             raise ValueError(f"max_attempts must be at least 1, not {self.max_attempts}")
         if self.base_delay < 0 or self.max_delay < self.base_delay:
             raise ValueError("need 0 <= base_delay <= max_delay")
+        if self.max_unavailable_delay < self.base_delay:
+            raise ValueError("need base_delay <= max_unavailable_delay")
 
-    def _ceiling(self, attempt: int) -> float:
-        return float(min(self.max_delay, self.base_delay * (2 ** min(attempt, 30))))
+    def _ceiling(self, attempt: int, most: float | None = None) -> float:
+        top = self.max_delay if most is None else most
+        return float(min(top, self.base_delay * (2 ** min(attempt, 30))))
 
     def full_jitter(self, attempt: int) -> float:
         """The wait after the ``attempt``-th (0-based) lost race: uniform in [0, ceiling]."""
         return self.random() * self._ceiling(attempt)
 
     def exponential(self, attempt: int) -> float:
-        """The wait after the ``attempt``-th unavailability: half the ceiling plus half jitter."""
-        ceiling = self._ceiling(attempt)
+        """The wait after the ``attempt``-th unavailability: half the ceiling plus half jitter
+        (the ceiling grows to ``max_unavailable_delay``)."""
+        ceiling = self._ceiling(attempt, self.max_unavailable_delay)
         return ceiling / 2 + self.random() * ceiling / 2
 
     def wait_contention(self, attempt: int) -> None:

@@ -49,6 +49,14 @@ def test_full_jitter_and_exponential_waits() -> None:
         [0.005, 0.01, 0.02, 0.04, 0.05, 0.05]
     )
     assert [policy.exponential(n) for n in range(5)] == pytest.approx(
+        [0.0075, 0.015, 0.03, 0.06, 0.12]
+    )
+    # Waits after throttling grow to max_unavailable_delay (5 s), not max_delay (helper-86
+    # F2: 25 attempts within 0.5 s each spanned 9 s of a 60 s deadline, under a 30 s throttle).
+    assert RetryPolicy().exponential(20) == pytest.approx(3.75, abs=1.25)
+    assert sum(RetryPolicy(random=lambda: 0.5).exponential(n) for n in range(24)) > 45
+    short = replace(policy, max_unavailable_delay=0.1)
+    assert [short.exponential(n) for n in range(5)] == pytest.approx(
         [0.0075, 0.015, 0.03, 0.06, 0.075]
     )
 
@@ -58,6 +66,8 @@ def test_bad_policies() -> None:
         RetryPolicy(max_attempts=0)
     with pytest.raises(ValueError, match="base_delay <= max_delay"):
         RetryPolicy(base_delay=1, max_delay=0.1)
+    with pytest.raises(ValueError, match="base_delay <= max_unavailable_delay"):
+        RetryPolicy(base_delay=0.5, max_unavailable_delay=0.1)
 
 
 def test_unavailable_errors() -> None:
