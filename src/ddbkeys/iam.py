@@ -84,7 +84,9 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
     "ids current": {"": _n("DescribeTable", "GetItem")},
     "ids set": {"": _n("DescribeTable", "UpdateItem")},
     "ids put": {
-        "gapless": _n("DescribeTable", "GetItem", "PutItem", "UpdateItem"),
+        # (Scan: one page of at most 50 items as a sequence begins, for the note that the
+        # table's items hold ids of another sequence already; without it, no note)
+        "gapless": _n("DescribeTable", "GetItem", "PutItem", "UpdateItem", "Scan"),
         "collection": _n("DescribeTable", "Query", "PutItem"),
     },
     "ids audit": {
