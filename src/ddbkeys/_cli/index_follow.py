@@ -191,11 +191,12 @@ def follow_command(
             _await_index(index, table_name, stop, until_caught_up)
             if stop.is_set():  # (stopped while it waited for the index: nothing to follow)
                 grace.done = True
-                raise _Abandoned
+                _abandoned(state_table, received, backfill, waited=True)
+                return
             report = outage.run(follower, stop, until_caught_up, from_start)
             grace.done = True
     except _Abandoned:
-        _abandoned(state_table, received, backfill, waited=not grace.over)
+        _abandoned(state_table, received, backfill)
         return
     _finish(report, table_name, output, backfill, state_table, received)
 

@@ -70,8 +70,8 @@ def _speed(found: ListingEstimate) -> str:
         else "the whole table"
     )
     ms = sample.latency * 1000
-    took = f"; a request took {ms:,.0f} ms" if ms >= 100 else f"; a request took {ms:.3g} ms"
-    took = took if sample.requests else ""
+    shown = f"{ms:,.0f}" if ms >= 100 else f"{ms:.3g}"  # (not "2e+03")
+    took = f"; a request took {shown} ms" if sample.requests else ""
     if sample.bytes_per_second:
         took += f", reading {size(sample.bytes_per_second)}/s"
     elif sample.requests:
