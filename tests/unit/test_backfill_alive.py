@@ -299,7 +299,7 @@ def test_with_none_at_work_it_takes_the_record_on_the_condition_it_read() -> Non
     assert isinstance(got, Claim) and got.entry["owner"] == "host-b:42"
     assert world.pauses == [] and world.writes == [got.entry]
     # The finished entry it replaced is kept beside it, in the same write (the proof rests
-    # on that one until this one finishes: evidence.basis).
+    # on that one until this one finishes: precheck.basis).
     assert world.kept == [entry(finished)]
     dead = World(at_work())  # (not finished, silent since 1100: killed)
     dead.now = 1200.0

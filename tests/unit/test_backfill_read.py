@@ -22,7 +22,8 @@ from ddbkeys.partition_keys._index.backfill_read import (
 )
 from ddbkeys.partition_keys._index.state import evidence_from_item
 from ddbkeys.partition_keys._listing.recognise import markers_of
-from ddbkeys.partition_keys._proof.evidence import Evidence, ShardMark, precheck
+from ddbkeys.partition_keys._proof.evidence import Evidence, ShardMark
+from ddbkeys.partition_keys._proof.precheck import precheck
 from ddbkeys.partition_keys._proof.replay_window import ShardRead
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/2026-11-28T18:00:00.000"

@@ -29,8 +29,8 @@ from ddbkeys.partition_keys._proof.evidence import (
     Decline,
     Evidence,
     ShardMark,
-    _backfill_reason,
 )
+from ddbkeys.partition_keys._proof.precheck import backfill_reason
 from ddbkeys.partition_keys._proof.replay_window import replay_window
 from ddbkeys.partition_keys._streams.follow_backfill import needs_backfill
 
@@ -84,13 +84,13 @@ def test_what_readiness_calls_ready_is_what_the_proof_accepts() -> None:
         record = evidence(mark("s1", 1000.0, 1000.0))
         where = readiness("orders", record, ARN, now, 60.0)
         backfill = Backfill(now, ARN, where.maintained_since, now + 5, (), None, 60.0)
-        _, why = _backfill_reason(evidence(*record.shards.values(), backfill=backfill), ARN, 60.0)
+        _, why = backfill_reason(evidence(*record.shards.values(), backfill=backfill), ARN, 60.0)
         assert (why is None) == where.counts, (now, why)
 
 
 def test_a_listing_with_a_larger_margin_than_the_backfills_says_so() -> None:
     backfill = Backfill(1010.0, ARN, 1000.0, 1020.0, (), None, 5.0)
-    _, why = _backfill_reason(evidence(mark("s1", 1000.0, 1000.0), backfill=backfill), ARN, 60.0)
+    _, why = backfill_reason(evidence(mark("s1", 1000.0, 1000.0), backfill=backfill), ARN, 60.0)
     assert why is not None and "begun for a replay margin of 5 s" in why
     assert "--replay-margin 60" in why
 

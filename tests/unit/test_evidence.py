@@ -11,15 +11,9 @@ from typing import Any
 import pytest
 
 from ddbkeys.partition_keys._index.state import evidence_from_item
-from ddbkeys.partition_keys._proof.evidence import (
-    DAY,
-    Backfill,
-    Decline,
-    Evidence,
-    ShardMark,
-    basis,
-)
+from ddbkeys.partition_keys._proof.evidence import DAY, Backfill, Decline, Evidence, ShardMark
 from ddbkeys.partition_keys._proof.marks import MAX_MARKS, advance, thin
+from ddbkeys.partition_keys._proof.precheck import basis
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, replay_window
 from ddbkeys.partition_keys._streams.follow_state import covered_since
 from ddbkeys.partition_keys._streams.streams import streams_settings

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from ddbkeys.partition_keys._index.state import evidence_from_item
-from ddbkeys.partition_keys._proof.evidence import Backfill, Decline, Evidence, ShardMark, precheck
+from ddbkeys.partition_keys._proof.evidence import Backfill, Decline, Evidence, ShardMark
+from ddbkeys.partition_keys._proof.precheck import precheck
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
 from ddbkeys.partition_keys._streams.lambda_trigger import (
     CHECK_STALE,

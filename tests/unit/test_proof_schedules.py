@@ -99,7 +99,7 @@ def test_the_listing_is_exact_or_declines_under_random_schedules() -> None:
     # Read-mode backfills finished and were held to their own guarantee (check_backfill).
     assert SEEN["read-mode backfill: collections checked"] > 300, SEEN
     # Listings proven from the backfill a new one replaced, while that one ran or once killed
-    # (evidence.basis), and checked like every other. (20 in the run of PYTHONHASHSEED=0 since
+    # (precheck.basis), and checked like every other. (20 in the run of PYTHONHASHSEED=0 since
     # followers save a tip every half margin, which moves the schedules: 109 before. Few
     # schedules reach it, each with many listings: random runs of 1,500 gave 126 and 216
     # before, 108 and 489 after.)

@@ -12,7 +12,7 @@ whole table again.
 - **The one it replaces.** The claim keeps the entry it replaces, where that one proves the
   index, beside its own (``state.KEPT``, in the same write): until this one proves it (at
   work, killed, stopped, or finished with a clash or not counting), listings prove the index
-  from that one (``evidence.basis``), so running a backfill again, or killing one, does not
+  from that one (``precheck.basis``), so running a backfill again, or killing one, does not
   withdraw a proof that held.
 - **Alive.** While it works, a backfill refreshes its entry's ``alive`` time (and how many
   collections it has handled) at least every ``backfill_wait.ALIVE`` seconds: the flow does
@@ -65,7 +65,8 @@ from ddbkeys.partition_keys._index.backfill_wait import (
 )
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._index.state import KEPT, StateCore, evidence_from_item, update_request
-from ddbkeys.partition_keys._proof.evidence import Evidence, _backfill_reason
+from ddbkeys.partition_keys._proof.evidence import Evidence
+from ddbkeys.partition_keys._proof.precheck import backfill_reason
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
@@ -172,7 +173,7 @@ def claim_flow(
             if not force:  # (told other markers than the index's: a second set)
                 yield from markers_checked(index, saved)
             if waited and saved is not None and saved.backfill is not None:
-                proven, _ = _backfill_reason(saved, stream, margin)
+                proven, _ = backfill_reason(saved, stream, margin)
                 if proven is not None and not needs_backfill(saved, stream, margin):
                     return _joined(report, proven)
             other = running_backfill(saved, stream, clock())
@@ -196,7 +197,7 @@ def claim_flow(
         entry = make(stream, saved)
         # The entry replaced, where it proves the index: the proof rests on it until this
         # one proves (one that did not is not kept, and the one kept before it stays).
-        proved = saved is not None and _backfill_reason(saved, stream, margin)[0] is not None
+        proved = saved is not None and backfill_reason(saved, stream, margin)[0] is not None
         if (yield from _take(store, index, entry, seen, seen if proved else None)):
             return Claim(entry, _text(entry), saved, clock(), report)
     raise DdbKeysError(

@@ -28,13 +28,8 @@ from ddbkeys._core.steps import Flow, Pause
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys.partition_keys._index.state import markers_key
-from ddbkeys.partition_keys._proof.evidence import (
-    Backfill,
-    Evidence,
-    _backfill_reason,
-    basis,
-    shown_markers,
-)
+from ddbkeys.partition_keys._proof.evidence import Backfill, Evidence
+from ddbkeys.partition_keys._proof.precheck import backfill_reason, basis, shown_markers
 from ddbkeys.partition_keys._streams.lambda_trigger import same_stream
 
 if TYPE_CHECKING:
@@ -193,7 +188,7 @@ def readiness(
     ARN; None: off), the time ``now`` and the replay ``margin``. Pure.
 
     The backfill may begin once ``margin`` has passed since the maintainer's first position
-    under ``stream`` (the earliest first mark of its shards: ``evidence._backfill_reason``'s
+    under ``stream`` (the earliest first mark of its shards: ``precheck.backfill_reason``'s
     rule), since every shard's ``since`` time (a shard the maintainer began at its end) and
     since every gap a maintainer recorded (records it lost): ``replay_window``'s rules."""
     if stream is None:
@@ -283,7 +278,7 @@ def dead_in(backfill: Backfill, now: float) -> str:
 def can_count(backfill: Backfill, margin: float) -> bool:
     """Whether ``backfill``, once finished with no clash, could let listings with the replay
     ``margin`` prove the index: it began the margin after a maintainer's first position, and
-    did not say itself it does not count (the proof's rule, ``evidence._backfill_reason``, on
+    did not say itself it does not count (the proof's rule, ``precheck.backfill_reason``, on
     what the record says while it runs). Pure."""
     return (
         backfill.maintained_since is not None
@@ -443,7 +438,7 @@ def needs_backfill(
     if other is not None and can_count(other, margin):
         return False
     held = basis(evidence, stream, margin) if evidence is not None else Evidence("", "")
-    backfill, _ = _backfill_reason(held, stream, margin)
+    backfill, _ = backfill_reason(held, stream, margin)
     if backfill is None:
         last = evidence.backfill if evidence is not None else None
         return last is None or last.stream != stream or not last.clashes

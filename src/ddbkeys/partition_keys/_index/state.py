@@ -8,7 +8,7 @@ maintainers create it when it is missing (on-demand billing).
 The record holds what :mod:`ddbkeys.partition_keys._proof.evidence` needs to prove the index at
 answer time: per stream shard, the maintainer's marks (``shard <id>``: up to which record everything
 was applied, and when), the last backfill (``backfill``; and, while it has not finished, the one
-it replaced, ``kept_backfill``: see :func:`~ddbkeys.partition_keys._proof.evidence.basis`), the
+it replaced, ``kept_backfill``: see :func:`~ddbkeys.partition_keys._proof.precheck.basis`), the
 collections a maintainer could not mark (``clashes``), and those whose reconciliation did not
 settle (``pending``, see :mod:`ddbkeys.partition_keys._index.pending`). No heartbeat that a
 listing trusts: a listing reads the stream from the marks itself (the backfill's ``alive`` time

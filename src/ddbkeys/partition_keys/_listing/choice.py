@@ -21,6 +21,7 @@ from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence
 from ddbkeys.partition_keys._proof.lag import lag_note
+from ddbkeys.partition_keys._proof.precheck import NO_MAINTAINER
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
     estimate,
@@ -275,7 +276,7 @@ def declined(
     the ``index status`` it names is given too."""
     given = f" --state-table {state_table}" if state_table else ""
     status = f"`ddbkeys partition-keys index status -t {info.name}{given}` says what to run"
-    if "no maintainer has recorded a position" in why:
+    if NO_MAINTAINER in why:
         # (helper-87 F2: a follower given another state table runs, and the fix named it)
         status += (
             f"; read in state table {state_table_name(state_table)!r}: a maintainer given "

@@ -26,13 +26,8 @@ from ddbkeys.partition_keys._index.pending import pending_keys
 from ddbkeys.partition_keys._index.state import StateCore, markers_key
 from ddbkeys.partition_keys._listing.base import Key, Reader
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
-from ddbkeys.partition_keys._proof.evidence import (
-    CREATED_ROUNDING,
-    RUN_BACKFILL,
-    Decline,
-    Evidence,
-    precheck,
-)
+from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, RUN_BACKFILL, Decline, Evidence
+from ddbkeys.partition_keys._proof.precheck import precheck
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
 from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
 from ddbkeys.partition_keys._tasks.figures import figure

@@ -13,10 +13,9 @@ from ddbkeys.partition_keys._proof.evidence import (
     Decline,
     Evidence,
     ShardMark,
-    basis,
     nearly_a_day_old,
-    precheck,
 )
+from ddbkeys.partition_keys._proof.precheck import basis, precheck
 from ddbkeys.partition_keys._streams.lambda_trigger import checked_cut
 from ddbkeys.partition_keys._streams.streams import closed_leaves, shard_born
 

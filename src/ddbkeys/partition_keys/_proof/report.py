@@ -63,7 +63,7 @@ class BackfillStatus:
     #: How many collections it had handled at its last sign of life (None: an older record).
     handled: int | None = None
     #: Where it has not finished and listings prove the index from the finished backfill it
-    #: replaced (``evidence.basis``): when that one finished.
+    #: replaced (``precheck.basis``): when that one finished.
     kept_finished: float | None = None
 
 

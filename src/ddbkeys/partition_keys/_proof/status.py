@@ -7,7 +7,7 @@ would pay now against a scan.
 in the state table (GetItem) and the stream (DescribeStream, GetShardIterator, GetRecords),
 never the table (the listing's re-checks are counted, not made) and it writes nothing, the
 state table included. :func:`decide` turns what was read into a :class:`ProofStatus`, with no
-I/O, by the proof's own code (``choice.not_active``, ``evidence.precheck``,
+I/O, by the proof's own code (``choice.not_active``, ``precheck.precheck``,
 ``replay_window`` and the replay's read of the stream)."""
 
 from __future__ import annotations
@@ -45,9 +45,8 @@ from ddbkeys.partition_keys._proof.evidence import (
     Decline,
     Evidence,
     ShardMark,
-    basis,
-    precheck,
 )
+from ddbkeys.partition_keys._proof.precheck import basis, precheck
 from ddbkeys.partition_keys._proof.replay import (
     StreamRead,
     estimate,

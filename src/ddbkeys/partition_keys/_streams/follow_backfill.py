@@ -44,7 +44,7 @@ from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import plain_key
-from ddbkeys.partition_keys._proof.evidence import FOLLOW_ROLE
+from ddbkeys.partition_keys._proof.precheck import FOLLOW_ROLE
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._proof.evidence import Backfill
