@@ -609,7 +609,7 @@ def test_index_create_and_stream_whose_answer_was_lost_succeed(
         Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateTable"}))
     )
     client = proxied_client(fault_proxy)
-    MarkerIndex(client, table).create()
+    assert MarkerIndex(client, table).create() is True  # (the lost answer's: this call's)
     assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 1
     indexes = ddb_client.describe_table(TableName=table)["Table"]["GlobalSecondaryIndexes"]
     assert [i["IndexName"] for i in indexes] == ["ddbkeys-partition-keys"]
@@ -619,6 +619,18 @@ def test_index_create_and_stream_whose_answer_was_lost_succeed(
     arn, changed = enable_stream(client, table)
     assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 2
     assert changed and arn == ddb_client.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+    # The command says it created the index ("there already: nothing created", said so, was
+    # the retry's view).
+    other = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    fault_proxy.set_faults(
+        Faults(script=[Fault.LOSE_RESPONSE], operations=frozenset({"UpdateTable"}))
+    )
+    args = ["partition-keys", "index", "create", "-t", other]
+    said = CliRunner().invoke(cli, [*args, "--endpoint-url", fault_proxy.endpoint_url])
+    assert said.exit_code == 0, said.output
+    assert fault_proxy.counts_by_operation[("UpdateTable", "lose_response")] == 3
+    assert f"Index ddbkeys-partition-keys of table {other}: ACTIVE" in said.stdout
+    assert "there already" not in said.output
 
 
 def test_mark_and_unmark_whose_answer_was_lost_say_what_they_did(

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 import pytest
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, ReadTimeoutError
 
 from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._core.stopping import StopFlag
@@ -837,6 +837,19 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
         ],
     )
     assert made is False
+    # Its own try whose answer was lost made it (the retry is refused, as the service does):
+    # "there already: nothing created", the command said so (helper-86).
+    made, sent = play(
+        MarkerCore("orders", deadline=5.0).create(),
+        [
+            ("describe_table", described(None)),
+            ("update_table", ReadTimeoutError(endpoint_url="http://127.0.0.1:9")),
+            ("update_table", busy),
+            ("describe_table", described("CREATING")),
+            ("describe_table", described("ACTIVE")),
+        ],
+    )
+    assert made is True
     there, sent = play(fresh.create(), [("describe_table", described("ACTIVE"))])
     assert there is False and len(sent) == 1
     with pytest.raises(DdbKeysError, match="ResourceInUseException"):  # and no index made

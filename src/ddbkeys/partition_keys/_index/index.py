@@ -104,7 +104,8 @@ class MarkerIndex(MarkerIndexBase):
     def create(self, *, wait: bool = True, timeout: float = 600.0) -> bool:
         """Add the KEYS_ONLY index on the marker attribute (no-op if it exists); with
         ``wait``, until it is ACTIVE (at most ``timeout`` seconds). True where this call added
-        it; False where it was there already, or a create running at the same time added it."""
+        it (also where its answer was lost and its retry found the index); False where it was
+        there already, or a create running at the same time added it."""
         return self._run(self.core.create(wait, timeout))
 
     def marker_key(self, partition_key_value: Any) -> dict[str, Any]:

@@ -246,8 +246,9 @@ class MarkerCore:
     def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[bool]:
         """Add the KEYS_ONLY index on the marker attribute (nothing when it exists); with
         ``wait``, until it is ACTIVE (``timeout`` seconds at most). True where this call's
-        UpdateTable added it; False where it was there, or another's made it meanwhile (or
-        this call's, whose answer was lost: its retry found the index)."""
+        UpdateTable added it, also where its answer was lost and the retry found the index
+        (taken for this call's own: another's create at that moment cannot be told apart);
+        False where it was there, or another's made it before this call sent a request."""
         deadline = self.begin()
         raw = yield from self.describe(deadline)
         info = yield from self.table_info(deadline)
@@ -260,17 +261,29 @@ class MarkerCore:
             request = create_request(
                 raw, self.table, self.name, self.attribute, info.partition_key.type
             )
+            lost: list[bool] = []  # (a try whose answer never came: it may have added it)
+
+            def update(_: int) -> Flow[Any]:
+                try:
+                    return (yield from send(update_table(request)))
+                except BotoCoreError as exc:
+                    lost.append(unanswered(exc))
+                    raise
+
             try:
                 yield from self.attempts(
-                    lambda _: send(update_table(request)),
-                    f"UpdateTable (adding index {self.name!r})",
-                    deadline,
+                    update, f"UpdateTable (adding index {self.name!r})", deadline
                 )
                 created = True
-            except DdbKeysError:  # (another's create, or an answer lost and tried again)
+            except DdbKeysError as exc:  # (another's create, or an answer lost and tried again)
                 yield from self.describe(deadline)
                 if index_status((yield from self.table_info(deadline)), self.name) is None:
                     raise
+                # (a try before the one refused, ours or the client's own, went unanswered: it
+                # added the index; a helper's `index create` said "there already: nothing
+                # created" so)
+                cause = exc.cause
+                created = maybe_own(cause, lost) if isinstance(cause, ClientError) else any(lost)
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:
