@@ -52,8 +52,10 @@ __all__ = [
 MOST_KEYS = 10_000
 #: Orders of the sampled segments the simulation runs over (their own, and drawn ones).
 ORDERS = 10
-#: Orders drawn for what skipping alone costs each segment (the error's spread): a segment's
-#: cost turns on the page size the listing has reached where it meets the segment.
+#: Places in the stream at which each segment is met, over the orders drawn for what skipping
+#: alone costs it (the error's spread): a segment's cost turns on the page size the listing
+#: has reached where it meets the segment. An order of a long stream lays each segment many
+#: times (``_alone_orders``).
 ALONE_ORDERS = 20
 #: The most items a collection the sample missed is given (``_unseen``).
 MOST_ITEMS = 100_000
@@ -310,6 +312,18 @@ def _orders(laid: _Laid, sample: Sample) -> list[Simulated]:
     return [laid.run(seed) for seed in _seeds(sample, range(1, ORDERS))]
 
 
+def _alone_orders(laid: _Laid) -> int:
+    """The orders drawn for what skipping alone costs each segment: enough that each sampled
+    segment is laid ``ALONE_ORDERS`` times over them (each order lays the segments again,
+    drawn anew, until the stream holds the table's collections, up to ``MOST_KEYS``). On a
+    table of many more collections than the sample holds, one or two: the simulations ran
+    over 200,000 collections or more (an estimate of 25,000 keys in 1-59 items each, from 236
+    sampled collections: 62 simulations, 22 s of a core; 24 with this, 9 s)."""
+    held = sum(len(run) for run in laid.runs)
+    passes = min(laid.count, MOST_KEYS) / max(1, held)
+    return max(1, min(ALONE_ORDERS, math.ceil(ALONE_ORDERS / max(1.0, passes))))
+
+
 def simulated_orders(
     info: TableInfo, keys: Range, sample: Sample, segments: int = 1
 ) -> list[Simulated] | None:
@@ -340,7 +354,8 @@ def skip_pages_range(
     sampling error is of two parts: the key count's range, on the units that skipped (the
     orders ran over ``keys.value`` collections), and ``Z`` times the standard error of what
     skipping alone costs a key of a segment drawn (its share of skipping the whole stream,
-    averaged over its own order and ``ALONE_ORDERS`` drawn ones: its share of the pages that
+    averaged over its own order and drawn ones, enough to meet it ``ALONE_ORDERS`` times
+    (:func:`_alone_orders`): its share of the pages that
     skipped before the listing read on says where an order put it, not what it holds), times
     the share of that the orders skipped. Where all the orders go on
     as a scan but the listing might skip longer, the low end reaches down to skipping alone
@@ -360,7 +375,7 @@ def skip_pages_range(
     values = [sim.skip_rcu + sim.through * scan.value for sim in sims]
     alone = [
         laid.run(seed, read_on=False)
-        for seed in _seeds(sample, range(ORDERS, ORDERS + ALONE_ORDERS))
+        for seed in _seeds(sample, range(ORDERS, ORDERS + _alone_orders(laid)))
     ]
     skipping = alone[0].skip_rcu
     costs = [sum(c) / len(alone) for c in zip(*(sim.per_segment for sim in alone), strict=True)]
