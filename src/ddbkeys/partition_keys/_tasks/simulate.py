@@ -318,7 +318,7 @@ def _alone_orders(laid: _Laid) -> int:
     drawn anew, until the stream holds the table's collections, up to ``MOST_KEYS``). On a
     table of many more collections than the sample holds, one or two: the simulations ran
     over 200,000 collections or more (an estimate of 25,000 keys in 1-59 items each, from 236
-    sampled collections: 62 simulations, 22 s of a core; 24 with this, 9 s)."""
+    sampled collections: 62 simulations, 22 s of a core; 24 with this, 11 s)."""
     held = sum(len(run) for run in laid.runs)
     passes = min(laid.count, MOST_KEYS) / max(1, held)
     return max(1, min(ALONE_ORDERS, math.ceil(ALONE_ORDERS / max(1.0, passes))))
