@@ -54,7 +54,7 @@ def widened(
         note = (
             f"; DescribeTable counts ~{size(missed.bytes)} more than the sampled segments' "
             f"share held: in collections the sample missed, up to {figure(more.high)} RCU more "
-            f"(a page each, {figure(more.low)} RCU if they are one)"
+            f"(a page of each at most: {figure(more.low)} RCU at most if they are one)"
         )
     units, said, unread = _unread(info, sample, scan, units, simulated)
     note += said
