@@ -121,6 +121,11 @@ def test_collections_from_resource_objects(
     ]
     report = audit_collection(given, name, "projectA")
     assert (report.count, report.gaps, report.duplicates) == (3, [], {})
+    if name is None:  # (a Table names the table: the collection may come second, helper-88)
+        assert audit_collection(given, "projectA").count == 3
+        assert audit_collection(given, partition_key_value="projectB").count == 1
+        with pytest.raises(ConfigurationError, match="No item collection given"):
+            audit_collection(given)
 
 
 def test_a_table_and_another_name_is_refused(

@@ -317,3 +317,47 @@ def test_where_the_draw_missed_most_of_the_bytes_the_low_end_is_what_the_rest_co
         assert line.rcu_low <= actual <= line.rcu_high, (order, actual, line)
     assert line.rcu_low < 0.1 * scan.rcu  # (was about half a scan's)
     assert line.rcu_high >= 0.9 * scan.rcu  # (the bytes may lie in many collections)
+
+
+def packed(drawn_dense: bool) -> tuple[Sample, int, int, int]:
+    """10,000 single-item keys of 100 B: 2,000 spread over 122 of 136 segments, 8,000 packed
+    in the other 14 (helper-88's clump: keys packed in a part of the hash space); the sample
+    draws 14 segments of the spread ones (``drawn_dense``: 7 of the packed ones). Its items,
+    bytes and keys."""
+    total, dense = 136, range(14)
+    rng = random.Random(5)
+    runs: list[list[Collection]] = [[] for _ in range(total)]
+    for _ in range(2000):
+        runs[rng.randrange(14, total)].append(Collection((100,)))
+    for _ in range(8000):
+        runs[rng.choice(dense)].append(Collection((100,)))
+    drawn = list(dense)[:7] if drawn_dense else rng.sample(range(14, total), 14)
+    return whole_sample([runs[n] for n in sorted(drawn)], total), 10_000, 1_000_000, 10_000
+
+
+def test_keys_packed_where_no_drawn_segment_lay_are_in_the_key_count_s_range() -> None:
+    """The draw saw none of the packed keys: DescribeTable's items beyond the drawn segments'
+    share may each be a key, so the key count's high end and skip's hold them (the estimate
+    said 179-442 keys of 10,250 on helper-88's table); the low end stays where the sample
+    puts it."""
+    sample, items, size, keys = packed(drawn_dense=False)
+    assert not sample.cut and not sample.whole_table
+    found = estimate(table(items, size), sample, ListingOptions())
+    assert found.keys_low is not None and found.keys_high is not None
+    assert found.keys_low < 4000 and found.keys_high >= keys
+    skip = found.method("skip")
+    assert skip.rcu_low is not None and skip.rcu_high is not None
+    assert skip.rcu_low <= 0.5 * keys <= skip.rcu_high  # (a one-item page a key)
+
+
+def test_skip_s_range_spans_the_key_count_s() -> None:
+    """The draw held packed segments: the key count's range is wide (and at most the items),
+    and skip's is no narrower (it was the sampled keys' scaled up alone: 12,915-14,754 RCU
+    where skip read 5,125 on helper-88's table, whose items allow 10,125 at most)."""
+    sample, items, size, keys = packed(drawn_dense=True)
+    found = estimate(table(items, size), sample, ListingOptions())
+    skip = found.method("skip")
+    assert found.keys_low is not None and found.keys_high is not None
+    assert skip.rcu_low is not None and skip.rcu_high is not None
+    assert found.keys_low <= keys <= found.keys_high
+    assert skip.rcu_low <= 0.5 * keys <= skip.rcu_high

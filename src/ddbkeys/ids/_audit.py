@@ -13,6 +13,7 @@ from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._capacity import Usage
+from ddbkeys._clients import as_client
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Request, query, scan
 from ddbkeys._drivers.sync import SyncDriver
@@ -326,6 +327,22 @@ def check_attribute_settings(
     }
 
 
+def collection_arguments(
+    client: object, table: str | None, partition_key_value: str | int | Decimal | bytes | None
+) -> tuple[str | None, str | int | Decimal | bytes]:
+    """``audit_collection``'s table and collection: with a boto3 ``Table`` (which names the
+    table) and no ``partition_key_value``, the second argument is the collection
+    (``audit_collection(table, "projectA")``: helper-88 met a TypeError there)."""
+    if partition_key_value is not None:
+        return table, partition_key_value
+    if table is not None and as_client(client)[1] is not None:  # (a Table: it names one)
+        return None, table
+    raise ConfigurationError(
+        "No item collection given: pass its partition key value, as partition_key_value= "
+        "(or second, after a boto3 Table)."
+    )
+
+
 def audit_attribute(
     client: object,
     table: str | None = None,
@@ -359,8 +376,8 @@ def audit_attribute(
 
 def audit_collection(
     client: object,
-    table: str | None,
-    partition_key_value: str | int | Decimal | bytes,
+    table: str | None = None,
+    partition_key_value: str | int | Decimal | bytes | None = None,
     *,
     width: int = 10,
     prefix: str = "",
@@ -378,10 +395,12 @@ def audit_collection(
     default marker sort key, its ``marker_attribute`` holding its own partition key, see
     :class:`~ddbkeys.partition_keys.MarkerIndex`) and the ``never_reuse`` counter item (number
     0, holding ``counter_attribute``). ``client`` is anything
-    :func:`ddbkeys.as_client` takes (pass ``table=None`` with a boto3 ``Table``); each
-    page is retried within ``deadline`` seconds."""
+    :func:`ddbkeys.as_client` takes; with a boto3 ``Table``, which names the table, the
+    collection may come second: ``audit_collection(table, "projectA")``. Each page is
+    retried within ``deadline`` seconds."""
     from ddbkeys.partition_keys._listing.base import client_and_table  # noqa: PLC0415
 
+    table, partition_key_value = collection_arguments(client, table, partition_key_value)
     ddb, table = client_and_table(client, table, deadline)
     check_collection_settings(table, width, prefix, marker_attribute, counter_attribute)
     usage = usage or Usage()

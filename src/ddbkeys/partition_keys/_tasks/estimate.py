@@ -52,6 +52,7 @@ from ddbkeys.partition_keys._tasks.methods import (
     skip_line,
     skip_pages_line,
 )
+from ddbkeys.partition_keys._tasks.missed import missed_items
 from ddbkeys.partition_keys._tasks.ranges import Range, count_range
 from ddbkeys.partition_keys._tasks.sampled import Sample
 
@@ -175,6 +176,8 @@ def estimate(
     one_each = info.sort_key is None
     keys = _keys(items, sample, sample.keys - sample.owned, one_each, yours=True)  # listed
     collections = _keys(items, sample, sample.keys, one_each)  # what skip reads, yours or not
+    missed = _missed(info, items, sample, one_each)
+    keys = _with_missed(keys, missed, items)
     rate = share(info, options.read_percent, options.max_rcu_per_second, options.read_capacity)
     whole, whence = read_capacity(info, options.read_capacity)
     limit = _limit(info, options.read_capacity)
@@ -201,7 +204,7 @@ def estimate(
     )
     methods = (
         _scan(known, items, scan, speed),
-        _skip(known, collections, sample, speed),
+        _skip(known, _with_missed(collections, missed, items), sample, speed),
         skip_pages,
         listed,
     )
@@ -355,6 +358,23 @@ def _keys(
     most = max(float(items), float(seen))
     low = min(found.low, most)
     return Range(low, min(found.value, most), min(found.high, most))
+
+
+def _missed(info: TableInfo, items: int | None, sample: Sample, one_each: bool) -> float:
+    """The items no drawn segment held, each of which may be a key (``missed.missed_items``:
+    the key count's high end and skip's hold them); none where the sample cut collections,
+    whose rests they may be, as the count takes them."""
+    if items is None or one_each or sample.cut:
+        return 0.0
+    return missed_items(replace(info, item_count=items), sample)
+
+
+def _with_missed(keys: Range | None, missed: float, items: int | None) -> Range | None:
+    """``keys`` whose high end holds ``missed`` more (``missed.missed_items``), at most the
+    items."""
+    if keys is None or not missed or items is None:
+        return keys
+    return Range(keys.low, keys.value, max(keys.high, min(float(items), keys.high + missed)))
 
 
 def _limit(info: TableInfo, given: float | None) -> float | None:

@@ -202,6 +202,10 @@ def skip_line(info: TableInfo, keys: Range, sample: Sample, speed: Speed) -> Met
     ends the scan."""
     found = _sampled(sample.skip_units, sample.skip_squares, sample)
     units = Range(found.low, found.value, found.high + 0.5)  # (and a last, empty page or not)
+    if sample.keys and not sample.whole_table:  # (no narrower than the key count's range)
+        rate = sample.skip_units / sample.keys
+        low = min(units.low, keys.low * rate)
+        units = Range(low, max(low, units.value), max(units.high, keys.high * rate + 0.5))
     heavy = _firsts_like_any(info, keys, sample)
     if heavy is not None and heavy > units.high:
         units = Range(units.low, units.value, heavy)
