@@ -134,7 +134,9 @@ def test_the_async_form_has_the_sync_forms_methods(
             no_sort = ddb_table_factory(("pk", "S"))
             with pytest.raises(KeySchemaError, match=r"needs a number \(N\) or string \(S\)"):
                 await CollectionSequence(client, no_sort).put("p")
-            with pytest.raises(ConfigurationError, match="aiobotocore DynamoDB client"):
+            with pytest.raises(ConfigurationError, match="aiobotocore DynamoDB client") as sync:
                 await audit_collection(ddb_client, table, "p")
+            # (helper-88: it said "not DynamoDB", botocore's name of the client's class)
+            assert "not a boto3 client for 'dynamodb' (a boto3 client is for" in str(sync.value)
 
     asyncio.run(main())

@@ -21,6 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import Any, cast
 
+from botocore.client import BaseClient
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, HTTPClientError, ProfileNotFound
 
@@ -68,7 +69,7 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
     except ImportError as exc:  # the extra is not installed
         raise ConfigurationError(INSTALL) from exc
     if not isinstance(obj, AioBaseClient):
-        kind = type(obj).__name__
+        kind = _kind(obj)
         if hasattr(obj, "__aenter__") and type(obj).__module__.startswith(
             ("aiobotocore", "contextlib")
         ):  # create_client(...) or make_client() without async with
@@ -95,6 +96,14 @@ def as_async_client(obj: object, table: str | None) -> tuple[Any, str | None]:
     if serializes_again(obj):  # aioboto3's resource.meta.client: it converts values itself
         return ResourceClient(obj), table
     return obj, table
+
+
+def _kind(obj: object) -> str:
+    """What ``obj`` is, as a user would name it: a boto3 client's class is named after its
+    service ("DynamoDB"), which read "not DynamoDB" (helper-88)."""
+    if isinstance(obj, BaseClient):
+        return f"a boto3 client for {obj.meta.service_model.service_name!r}"
+    return type(obj).__name__
 
 
 def _home(client: Any) -> None:
