@@ -13,7 +13,7 @@ from ddbkeys.partition_keys._listing.pages import PageSize
 from ddbkeys.partition_keys._listing.reading import Reading, tail_of
 from ddbkeys.partition_keys._tasks.lone import unseen_in_one
 from ddbkeys.partition_keys._tasks.methods import skip_pages_requests
-from ddbkeys.partition_keys._tasks.missed import unseen_units
+from ddbkeys.partition_keys._tasks.missed import missed_bytes, unseen_units
 from ddbkeys.partition_keys._tasks.ranges import Range, Z
 from ddbkeys.partition_keys._tasks.sampled import Sample, SegmentTally
 from ddbkeys.partition_keys._tasks.simulate import (
@@ -433,7 +433,8 @@ def test_items_the_sample_missed_in_a_few_collections_last_raise_the_high_end() 
     keys = Range(1850.0, 2003.0, 2150.0)
     ranged = skip_pages_range(info, keys, scan, sample)
     assert ranged is not None
-    units, note, _ = widened(info, keys, scan, sample, ranged, simulated=True)
+    missed = missed_bytes(info, sample, scan)
+    units, note, _ = widened(info, keys, scan, sample, ranged, simulated=True, missed=missed)
     runs = [[*[Collection((120,))] * 2000, *[Collection((100,) * 3000)] * 3]]
     actual = simulate(runs, info.size_bytes / info.item_count, 2003, table_bytes=info.size_bytes)
     cost = actual.skip_rcu + actual.through * scan.value

@@ -41,7 +41,7 @@ from ddbkeys.partition_keys._proof.replay import estimate as scan_costs
 from ddbkeys.partition_keys._proof.replay import replay_units, scan_units
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._tasks.figures import figure
-from ddbkeys.partition_keys._tasks.missed import missed_bytes
+from ddbkeys.partition_keys._tasks.missed import Missed, missed_bytes
 from ddbkeys.partition_keys._tasks.ranges import Range, Z, total_range
 from ddbkeys.partition_keys._tasks.sampled import UNIT, Sample
 from ddbkeys.partition_keys._tasks.simulate import (
@@ -272,7 +272,7 @@ def skip_pages_requests(
     pages' costs are noise: on the sample table with a binary sort key, 17 requests against
     13), and the next waits as long again (a trial's pages more); and it may go on a page
     earlier than any order. ``seen``: the table's bytes but those the drawn segments missed
-    (``_seen_scan``: their pages are added apart), where not DescribeTable's size."""
+    (``_seen_bytes``: their pages are added apart), where not DescribeTable's size."""
     size = info.size_bytes if seen is None else seen
     on = [sim.through_pages * size / sim.whole if sim.whole else 0.0 for sim in orders]
     low_keys = keys.low / keys.value if keys.value else 1.0
@@ -315,16 +315,17 @@ def skip_pages_line(
         )
     prefix = _sampled(sample.prefix_units, sample.prefix_squares, sample)
     orders = simulated_orders(info, keys, sample, segments)
-    seen = _seen_scan(info, sample, scan)
-    simulated = skip_pages_range(info, keys, seen, sample, orders, segments) if orders else None
+    missed = missed_bytes(info, sample, scan)
+    seen = _seen_bytes(info, missed)
+    priced = scan.scaled(seen / info.size_bytes) if info.size_bytes else scan
+    simulated = skip_pages_range(info, keys, priced, sample, orders, segments) if orders else None
     units, unseen, more_pages = widened(
-        info, keys, scan, sample, simulated or _formula(prefix, scan), simulated is not None
+        info, keys, scan, sample, simulated or _formula(prefix, scan), simulated is not None, missed
     )
     value = units.value
     pages = None
     if orders:
-        seen_bytes = info.size_bytes * seen.value / scan.value if scan.value else None
-        pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table, seen=seen_bytes)
+        pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table, seen=seen)
     if pages is not None and more_pages:  # (a page each collection missed, at most)
         pages = Range(pages.low, pages.value, pages.high + more_pages)
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
@@ -354,18 +355,17 @@ def skip_pages_line(
     )
 
 
-def _seen_scan(info: TableInfo, sample: Sample, scan: Range) -> Range:
-    """What a scan pays for the table but the bytes the drawn segments missed
-    (``missed.missed_bytes``): the simulation's pages read on as a scan are priced at it, as
-    ``widened`` adds what the missed bytes cost (from a page of theirs to all). Priced at the
-    whole scan, the missed bytes counted twice, and the low end stayed at half a scan where
-    skip-pages skips them (helper-88: 3,000 keys of a 50 B item and one of 1,000 x 4 KB, the
-    draw missing it: 283-597 RCU said, 29.5 read; 60 keys of 20 x 4 KB first in scan order
-    among 6,000 of a 60 B item: 343-746 said, 133 read)."""
-    missed = missed_bytes(info, sample, scan)
-    if missed is None or not info.size_bytes:
-        return scan
-    return scan.scaled(max(0.0, 1 - missed.bytes / info.size_bytes))
+def _seen_bytes(info: TableInfo, missed: Missed | None) -> float:
+    """The table's bytes but those the drawn segments missed (``missed``,
+    ``missed.missed_bytes``'s): the simulation's pages read on as a scan are priced at their
+    share of a scan, as ``widened`` adds what the missed bytes cost (from a page of theirs to
+    all). Priced at the whole scan, the missed bytes counted twice, and the low end stayed at
+    half a scan where skip-pages skips them (helper-88: 3,000 keys of a 50 B item and one of
+    1,000 x 4 KB, the draw missing it: 283-597 RCU said, 29.5 read; 60 keys of 20 x 4 KB first
+    in scan order among 6,000 of a 60 B item: 343-746 said, 133 read)."""
+    if missed is None:
+        return float(info.size_bytes)
+    return max(0.0, info.size_bytes - missed.bytes)
 
 
 def index_line(

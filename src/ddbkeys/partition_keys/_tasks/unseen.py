@@ -9,7 +9,7 @@ from __future__ import annotations
 from ddbkeys._schema import TableInfo
 from ddbkeys.partition_keys._tasks.figures import figure, size
 from ddbkeys.partition_keys._tasks.lone import Layouts, cut_once, unseen_in_one
-from ddbkeys.partition_keys._tasks.missed import TAIL, heavy_rest, missed_bytes
+from ddbkeys.partition_keys._tasks.missed import TAIL, Missed, heavy_rest
 from ddbkeys.partition_keys._tasks.ranges import Range
 from ddbkeys.partition_keys._tasks.sampled import Sample
 
@@ -33,11 +33,18 @@ def within_scan(units: Range, scan: Range) -> Range:
 
 
 def widened(
-    info: TableInfo, keys: Range, scan: Range, sample: Sample, units: Range, simulated: bool
+    info: TableInfo,
+    keys: Range,
+    scan: Range,
+    sample: Sample,
+    units: Range,
+    simulated: bool,
+    missed: Missed | None,
 ) -> tuple[Range, str, int]:
     """skip-pages' ``units`` widened by what the sample did not see, what the line's note adds
     for it, and the pages it may add: the bytes DescribeTable counts beyond the drawn
-    segments' (``missed.missed_bytes``: collections of large items the draw missed, a page
+    segments' (``missed``, :func:`~ddbkeys.partition_keys._tasks.missed.missed_bytes`'s:
+    collections of large items the draw missed, a page
     each, up to the high end), and the items beyond them, if they lie in one collection
     (``lone.unseen_in_one``), and the large collections the sample cut, if they are the
     table's only ones (``lone.cut_once``): down to the low end; the items it missed, up to the
@@ -46,7 +53,6 @@ def widened(
     did not read, read whole where they are far heavier than what it read
     (``missed.heavy_rest``); at most about a scan's where it was ``simulated`` or bytes were
     missed."""
-    missed = missed_bytes(info, sample, scan)
     note = ""
     if missed is not None:
         more = missed.units
