@@ -144,9 +144,10 @@ SAMPLING = "sampling {table} for the estimate (about 32 read units)..."
 
 
 @contextlib.contextmanager
-def waiting(text: str) -> Iterator[None]:
+def waiting(text: str) -> Iterator[StatusLine | None]:
     """A spinner and ``text`` on a terminal's stderr while the block runs (none off a terminal),
-    for work that may take long with nothing else to show: what it waits for."""
+    for work that may take long with nothing else to show: what it waits for. The block is
+    given the line (to update), or None off a terminal."""
     from ddbkeys._cli.group import rich_console  # noqa: PLC0415 (rich: only once a command runs)
 
     stderr = rich_console(stderr=True)
@@ -154,7 +155,7 @@ def waiting(text: str) -> Iterator[None]:
     if status is not None:
         status.start()
     try:
-        yield
+        yield status
     finally:
         if status is not None:
             status.stop()

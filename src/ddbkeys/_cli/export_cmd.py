@@ -13,14 +13,13 @@ import click
 from ddbkeys._cli.common import (
     Connection,
     FloatRange,
-    StatusLine,
     connection_options,
     echo_json,
     output_option,
     structured,
     table_option,
+    waiting,
 )
-from ddbkeys._cli.group import rich_console
 
 if TYPE_CHECKING:
     from ddbkeys.partition_keys._export.described import TableExport
@@ -182,21 +181,14 @@ def _waited(client: object, export_arn: str, poll: float, max_wait: float) -> Ta
     """The export once COMPLETED, a status line on a terminal's stderr meanwhile."""
     from ddbkeys.partition_keys._export.start import wait_export  # noqa: PLC0415
 
-    stderr = rich_console(stderr=True)
-    status = StatusLine(stderr, "waiting for the export...") if stderr.is_terminal else None
     began = time.monotonic()
+    with waiting("waiting for the export...") as status:
 
-    def progress(export: TableExport) -> None:
-        if status is not None:
-            status.update(_standing(export, time.monotonic() - began))
+        def progress(export: TableExport) -> None:
+            if status is not None:
+                status.update(_standing(export, time.monotonic() - began))
 
-    if status is not None:
-        status.start()
-    try:
         return wait_export(client, export_arn, poll=poll, deadline=max_wait, on_progress=progress)
-    finally:
-        if status is not None:
-            status.stop()
 
 
 def _standing(export: TableExport, waited: float) -> str:
