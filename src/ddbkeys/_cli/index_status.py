@@ -26,6 +26,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, DEFAULT_REPLAY_MARGIN
+from ddbkeys.partition_keys._proof.precheck import RECORDS_ELSEWHERE
 from ddbkeys.partition_keys._proof.report import (
     FOLLOWER_BACKFILLS,
     ProofStatus,
@@ -104,8 +105,7 @@ def render_status(status: ProofStatus) -> list[str]:
     else:
         lines.append(
             "Maintainer: none has recorded a position under this stream in state table "
-            f"{status.state_table} (one given another --state-table or DDBKEYS_STATE_TABLE "
-            "records its positions there)"
+            f"{status.state_table} (one given {RECORDS_ELSEWHERE})"
         )
     lines.append(f"Shards ({len(status.shards)}):")
     lines.extend(_shard(s) for s in status.shards)

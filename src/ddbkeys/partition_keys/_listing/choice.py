@@ -21,7 +21,7 @@ from ddbkeys.partition_keys._listing.scan import ScanMethod
 from ddbkeys.partition_keys._listing.skip import PagedSkipMethod, SkipMethod
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, Decline, Evidence
 from ddbkeys.partition_keys._proof.lag import lag_note
-from ddbkeys.partition_keys._proof.precheck import NO_MAINTAINER
+from ddbkeys.partition_keys._proof.precheck import NO_MAINTAINER, RECORDS_ELSEWHERE
 from ddbkeys.partition_keys._proof.replay import (
     ReplayedIndexMethod,
     estimate,
@@ -280,7 +280,7 @@ def declined(
         # (helper-87 F2: a follower given another state table runs, and the fix named it)
         status += (
             f"; read in state table {state_table_name(state_table)!r}: a maintainer given "
-            "another --state-table or DDBKEYS_STATE_TABLE records its positions there"
+            + RECORDS_ELSEWHERE
         )
     if method == "auto" and costly:
         return Choice(

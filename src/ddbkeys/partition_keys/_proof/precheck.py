@@ -25,6 +25,7 @@ __all__ = [
     "FOLLOW_OWNED",
     "FOLLOW_ROLE",
     "NO_MAINTAINER",
+    "RECORDS_ELSEWHERE",
     "backfill_reason",
     "basis",
     "precheck",
@@ -35,6 +36,9 @@ __all__ = [
 #: (a listing that declines on it names the state table it read: another ``--state-table``
 #: may be where the maintainer records).
 NO_MAINTAINER = "no maintainer has recorded a position in the table's stream"
+#: Where a maintainer records that none was found in the state table read (status and the
+#: listing's reason say it after naming that table).
+RECORDS_ELSEWHERE = "another --state-table or DDBKEYS_STATE_TABLE records its positions there"
 
 
 def _keys(clashes: Sequence[str], most: int = 5) -> str:
