@@ -91,7 +91,7 @@ def test_the_default_output_of_aws_config_for_documents_never_for_keys(
 def test_global_options_before_the_command(ddb_endpoint_url: str, table: str) -> None:
     before = run("--endpoint-url", ddb_endpoint_url, "--output", "json", "ids", "next", "-t", table)
     assert before.exit_code == 0, before.output
-    assert json.loads(before.output)["ids"] == [1]
+    assert json.loads(before.stdout)["ids"] == [1]
     # After the command's name, an option wins over the one before it.
     after = run(
         "--endpoint-url",

@@ -19,8 +19,14 @@ pytestmark = pytest.mark.integration
 def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
     table = ddb_table_factory()
     assert ids("current", "-t", table).stdout == "0\n"  # (and a note: no counter yet)
-    assert ids("next", "-t", table, "--counter", "order").output == "1\n"
-    assert ids("next", "-t", table, "--counter", "order", "--count", "3").output == "2\n3\n4\n"
+    first = ids("next", "-t", table, "--counter", "order")
+    assert first.stdout == "1\n"  # (a misspelt --counter begins a new counter too: said)
+    assert first.stderr == (
+        f"Note: counter 'order' of table {table!r} began with this call, at 1: if it had given "
+        "out ids before, is --counter right?\n"
+    )
+    more = ids("next", "-t", table, "--counter", "order", "--count", "3")
+    assert more.output == "2\n3\n4\n"  # (not new: no note)
     result = ids("next", "-t", table, "--counter", "order", "--output", "json")
     assert json.loads(result.output) == {"table": table, "counter": "order", "ids": [5]}
     assert ids("current", "-t", table, "--counter", "order").output == "5\n"
@@ -47,7 +53,7 @@ def test_next_idempotent_shares_the_counter(
     ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table = ddb_table_factory()
-    assert ids("next", "-t", table, "--counter", "order", "--idempotent").output == "1\n"
+    assert ids("next", "-t", table, "--counter", "order", "--idempotent").stdout == "1\n"
     assert ids("next", "-t", table, "--counter", "order").output == "2\n"
     assert ids("next", "-t", table, "--counter", "order", "--idempotent", "-n", "2").output == (
         "3\n4\n"
@@ -64,7 +70,7 @@ def test_next_idempotent_shares_the_counter(
 def test_put_gapless_and_collection(ids: Run, ddb_table_factory: TableFactory) -> None:
     users = ddb_table_factory()
     # The default counter and the default gapless sequence are different items.
-    assert ids("next", "-t", users).output == "1\n"
+    assert ids("next", "-t", users).stdout == "1\n"
     assert ids("put", "-t", users, "-s", "gapless", "--item", '{"pk": "User#Kirk"}').output == "1\n"
     assert ids("current", "-t", users, "--counter", "sequence").output == "1\n"
     typed = '{"pk": {"S": "User#Spock"}, "rank": {"N": "2"}}'

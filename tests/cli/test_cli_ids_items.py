@@ -86,7 +86,8 @@ def test_counter_key(ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: Ta
     table = ddb_table_factory(("pk", "S"), ("sk", "N"))
     plain = ["--counter-key", '{"pk": "counters", "sk": 0}']
     typed = ["--counter-key", '{"pk": {"S": "counters"}, "sk": {"N": "0"}}']
-    assert ids("next", "-t", table, *plain).output == "1\n"
+    first = ids("next", "-t", table, *plain)
+    assert first.stdout == "1\n" and "is --counter-key right?" in first.stderr
     assert ids("next", "-t", table, *typed, "--count", "2").output == "2\n3\n"
     assert ids("current", "-t", table, *typed).output == "3\n"
     result = ids("set", "10", "-t", table, *plain, "--output", "json")
@@ -110,7 +111,7 @@ def test_counter_key(ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: Ta
     # A fraction: the whole key in DynamoDB JSON ("1.5" was read back as a string, and plain
     # mixed with DynamoDB JSON is refused: helper-79 F3).
     half = ids("next", "-t", table, "--counter-key", '{"pk": "c", "sk": 1.5}', "--output", "json")
-    key = json.loads(half.output)["counter_key"]
+    key = json.loads(half.stdout)["counter_key"]
     assert key == {"pk": {"S": "c"}, "sk": {"N": "1.5"}}, half.output
     assert ids("next", "-t", table, "--counter-key", json.dumps(key)).output == "2\n"
 

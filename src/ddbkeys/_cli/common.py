@@ -167,19 +167,22 @@ def err_console_note(message: str) -> None:
 
 
 @contextlib.contextmanager
-def warnings_said(category: type[Warning]) -> Iterator[None]:
+def warnings_said(category: type[Warning]) -> Iterator[list[str]]:
     """While it lasts, each warning of ``category`` the library gives is printed on stderr as
-    it comes (``Warning: ...``, one line), every time, instead of Python's default form."""
+    it comes (``Warning: ...``, one line), every time, instead of Python's default form; the
+    block is handed the list of those said."""
+    said: list[str] = []
 
     def show(message: Warning | str, *_: Any, **__: Any) -> None:
         from ddbkeys._cli.errors import cli_words  # noqa: PLC0415 (only once one comes)
 
-        click.echo(f"Warning: {cli_words(str(message))}", err=True)
+        said.append(cli_words(str(message)))
+        click.echo(f"Warning: {said[-1]}", err=True)
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", category)
         warnings.showwarning = show
-        yield
+        yield said
 
 
 def _finite(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:

@@ -126,8 +126,9 @@ def next_command(
 ) -> None:
     """Take the next id (or --count ids) from an atomic counter; print one per line.
 
-    The counter item is created on first use. One UpdateItem whatever --count is (with
-    --idempotent too: sent again with the same request number when its answer is lost).
+    The counter item is created on first use, with a note on stderr (a misspelt --counter
+    begins a new counter at 1 too). One UpdateItem whatever --count is (with --idempotent
+    too: sent again with the same request number when its answer is lost).
 
     \b
     ddbkeys ids next -t orders --counter order --count 3
@@ -151,7 +152,7 @@ def next_command(
         deadline=connection.timeout,
         idempotent=idempotent,
     )
-    with warnings_said(NewCounterAttributeWarning):  # (a misspelt --attribute, say)
+    with warnings_said(NewCounterAttributeWarning) as said:  # (a misspelt --attribute, say)
         ids = list(strategy.reserve(count))
     which = f"counter {counter!r}" if key is None else f"the counter at {counter_key}"
     click.get_current_context().meta[CUT_NOTE] = (
@@ -162,6 +163,13 @@ def next_command(
         echo_json({"table": table_name, **counter_fields(counter, key), "ids": ids})
     else:
         echo_whole("\n".join(str(i) for i in ids))
+    if ids and ids[0] == start and not said:  # (a misspelt --counter begins a new one)
+        named = "--counter" if key is None else "--counter-key"
+        click.echo(
+            f"Note: counter {counter_label(counter, key)} of table {table_name!r} began with "
+            f"this call, at {start}: if it had given out ids before, is {named} right?",
+            err=True,
+        )
 
 
 @ids_group.command("current")
