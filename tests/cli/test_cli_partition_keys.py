@@ -286,6 +286,40 @@ def test_interrupt_prints_a_resume_token(
     assert sorted(first + rest.stdout.split()) == [f"k{k:03}" for k in range(40)]
 
 
+def test_a_read_budget_is_kept_over_a_listing_of_one_page(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-89 F3: `--max-rcu-per-second 5` read a table's one page (96 RCU) in 0.8 s: the
+    bucket began full and the listing ended in debt. The CLI's budget is now kept over the
+    listing's time: it waits its last page's units off before it ends (a lower bound of the
+    time, which a loaded machine only lengthens)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for k in range(60):
+        item = {"pk": {"S": f"k{k:03}"}, "sk": {"N": "0"}, "pad": {"S": "x" * 400}}
+        ddb_client.put_item(TableName=table, Item=item)
+    rate = 4.0
+    began = time.monotonic()
+    listed = run(
+        ddb_endpoint_url,
+        "-t",
+        table,
+        "--method",
+        "scan",
+        "--max-rcu-per-second",
+        str(rate),
+        "--output",
+        "json",
+        "-q",
+    )
+    took = time.monotonic() - began
+    assert listed.exit_code == 0, listed.output
+    document = json.loads(listed.stdout)
+    assert len(document["keys"]) == 60 and document["usage"]["requests"] == 1
+    units = document["usage"]["read_units"]
+    assert units >= 3, units  # (a page of 60 items of ~420 bytes: 3.5 RCU)
+    assert took >= units / rate * 0.98, (took, units)
+
+
 def test_progress_is_drawn_on_a_terminal(
     ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:

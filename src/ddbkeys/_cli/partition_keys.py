@@ -125,7 +125,8 @@ def _trust_note(listing: Listing, method: str) -> str:
     "--max-rcu-per-second",
     type=FloatRange(min=0.1),
     metavar="R",
-    help="Spread the reads: at most R read units a second.",
+    help="Spread the reads: at most R read units a second over the listing's time (a page, up "
+    "to 128 RCU, is read at once; the listing waits its units off before it ends).",
 )
 @click.option(
     "--read-percent",
@@ -243,6 +244,8 @@ def partition_keys_group(
         marker_sort_key=given_sort_key(connection, table_name),
         max_rcu_per_second=max_rcu_per_second,
         read_percent=read_percent,
+        # (kept over the listing's time, however short: its last page's units are waited off)
+        strict_budget=max_rcu_per_second is not None or read_percent is not None,
         deadline=connection.timeout,
         state_table=state_table,
         replay_margin=replay_margin,
