@@ -164,9 +164,9 @@ def choose_flow(
     marker index (its core, with its record in ``state_table``), checked, resumed, or proven by
     its record and the table's stream (:mod:`ddbkeys.partition_keys._proof.replay`). One flow for
     both drivers; its Streams requests go to a Streams client the driver opens when one is sent.
-    ``note`` is told, before the re-checks, when the index's maintainer is so far behind that
-    ``method="index"`` costs more than a scan (:func:`~ddbkeys.partition_keys._proof.lag.
-    lag_note`)."""
+    ``note`` is told, before the re-checks, when what the replay read makes ``method="index"``
+    cost more than a scan, by its maintainer's lag or the margin's writes
+    (:func:`~ddbkeys.partition_keys._proof.lag.lag_note`)."""
     planned = choose(method, info, index_name, marker_attribute, own_items=own_items)
     if planned is not None:
         return planned

@@ -76,8 +76,8 @@ class ListingCore:
         #: The replay that proved the index (what it read and re-checked), when it was used.
         self.replay: Any = None
         #: What it said before it read, one line each (each also warned of as it was found:
-        #: an IndexReplayWarning when the marker index's maintainer is so far behind that its
-        #: replay costs more than a scan).
+        #: an IndexReplayWarning when re-checking what the marker index's replay read costs
+        #: more than a scan: its maintainer's lag, or a busy table's margin of writes).
         self.notes: tuple[str, ...] = ()
         #: Where more readers may join as segments end (``readers``: those reading so far).
         self._joining: Joining | None = None
