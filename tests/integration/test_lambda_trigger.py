@@ -15,7 +15,9 @@ from typing import TYPE_CHECKING, Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from click.testing import CliRunner
 
+from ddbkeys._cli import cli
 from ddbkeys.partition_keys import (
     IndexUnprovenError,
     MarkerIndex,
@@ -308,4 +310,46 @@ def test_a_follower_ahead_on_the_same_shard_is_no_gap(
     assert int(str(mark.marks[-1][0])) >= int(str(followed.marks[-1][0]))
     time.sleep(MARGIN + 0.1)
     assert listing(ddb_client, table, store) == ["a", "b", "c"] == collections(ddb_client, table)
+    ddb_client.delete_table(TableName=store)
+
+
+def test_a_backfill_that_counts_says_when_listings_decline_the_index_all_the_same(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-89 F6: with the Lambda handler's trigger check refused (recorded in the index's
+    record), `index backfill` ended "listings can prove the index from it", and they declined
+    it. It now says they still decline it, why and the fix (stdout's line, and stderr)."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    MarkerIndex(ddb_client, table).create()
+    window = Window(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    lam = boto3.client(
+        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(lam)  # (no Lambda here: its refusal, as boto3's own client raises it)
+    stubber.add_client_error(
+        "list_event_source_mappings",
+        service_error_code="AccessDeniedException",
+        service_message="not authorized to perform: lambda:ListEventSourceMappings",
+        http_status_code=403,
+        expected_params={"EventSourceArn": window.arn, "FunctionName": FUNCTION},
+    )
+    with stubber:
+        handler = StreamHandler(ddb_client, state_table=store, lambda_client=lambda: lam)
+        put(ddb_client, table, "a")
+        window.deliver(handler)
+        time.sleep(MARGIN + 0.1)
+        put(ddb_client, table, "b")
+        window.deliver(handler)  # (positions the backfill does not cover: the refusal counts)
+    args = ["partition-keys", "index", "backfill", "-t", table, "--state-table", store]
+    done = CliRunner().invoke(
+        cli, [*args, "--replay-margin", str(MARGIN), "--endpoint-url", ddb_endpoint_url]
+    )
+    assert done.exit_code == 0, done.output
+    assert done.stdout.endswith("; listings still decline the index (see the note)\n"), done.stderr
+    assert f"Note: listings of table {table!r} still decline the index: " in done.stderr
+    assert "could not read its trigger" in done.stderr and "AccessDenied" in done.stderr
+    time.sleep(MARGIN + 0.1)
+    with pytest.raises(IndexUnprovenError, match=r"could not read its trigger .*AccessDenied"):
+        listing(ddb_client, table, store)
     ddb_client.delete_table(TableName=store)

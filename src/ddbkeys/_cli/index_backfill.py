@@ -237,7 +237,25 @@ def backfill_command(
         stderr.print(f"The backfill does not count: {report.uncounted}.", markup=False)
     elif report.counts and report.joined is None:
         _said_unmaintained(index, state_table, report.written + report.removed)
-    show_marked(report, index, output, usage=True)
+    declined = _declined(index, state_table, replay_margin) if report.counts else None
+    if declined is not None:
+        click.echo(
+            f"Note: listings of table {table_name!r} still decline the index: {declined}", err=True
+        )
+    show_marked(report, index, output, usage=True, declined=declined)
+
+
+def _declined(index: MarkerIndex, state_table: str | None, margin: float) -> str | None:
+    """Why listings cannot prove the index from a backfill that counts, for a reason of its
+    record besides the backfill (a Lambda handler that could not read its trigger; clashes),
+    as ``index status`` says it, with its fix (None: they can, or will with nothing done, or
+    the check failed): DescribeTable, the record and the stream's description (helper-89 F6:
+    "listings can prove the index from it", and they declined it)."""
+    with contextlib.suppress(DdbKeysError):
+        status = index.proof_status(state_table=state_table, replay_margin=margin)
+        if not status.provable and status.provable_in is None and status.reason:
+            return status.reason + (f". Fix: {status.fix}" if status.fix else "")
+    return None
 
 
 def _said_forced(index: MarkerIndex, state_table: str | None, force: bool) -> None:
@@ -344,14 +362,20 @@ def stopping_signals(
 
 
 def show_marked(
-    report: BackfillReport, index: MarkerIndex, output: str, *, usage: bool = False
+    report: BackfillReport,
+    index: MarkerIndex,
+    output: str,
+    *,
+    usage: bool = False,
+    declined: str | None = None,
 ) -> None:
-    """What mark or backfill did; the error (exit 1) for collections that cannot be marked."""
+    """What mark or backfill did; the error (exit 1) for collections that cannot be marked.
+    ``declined``: why listings decline the index all the same, where the backfill counts
+    (stderr said it)."""
     joined = report.joined
+    proves = "still decline the index (see the note)" if declined else "can prove the index from it"
     if joined is not None and not structured(output):
-        click.echo(
-            f"another backfill ({began(joined)}) did the work: listings can prove the index from it"
-        )
+        click.echo(f"another backfill ({began(joined)}) did the work: listings {proves}")
         return
     if structured(output):
         fields: dict[str, Any] = {
@@ -364,6 +388,7 @@ def show_marked(
             fields["usage"] = index.usage.snapshot()
             fields["removed"] = report.removed
             fields["counts"] = report.counts
+            fields["declined"] = declined
             fields["advice"] = report.advice
             fields["mode"] = report.mode if joined is None else None  # (this one read nothing)
             fields["rechecked"] = report.rechecked
@@ -383,7 +408,7 @@ def show_marked(
         removed = f", {report.removed} removed" if report.removed else ""
         # (a backfill says whether it counts, as the follower's does; helper-68: only the
         # JSON's `counts` told; where it does not, stderr has said why)
-        counts = "; listings can prove the index from it" if usage and report.counts else ""
+        counts = f"; listings {proves}" if usage and report.counts else ""
         click.echo(
             f"{report.written} marker(s) written, {report.present} already there{removed}{counts}"
         )
