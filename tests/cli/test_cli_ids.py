@@ -133,18 +133,24 @@ def test_audit_of_an_attribute_no_item_holds_warns(
     ids: Run, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     """A typo (--attribute nosuch) audited nothing and said OK, with nothing else: a
-    warning on stderr asks whether the name is right (the exit code stays: no problem was
-    found)."""
+    warning on stderr asks whether the name is right, stdout says NOTHING AUDITED, and
+    --strict fails (helper-89 F5: a CI job's typo passed for good); an empty table passes."""
     table = ddb_table_factory()
+    empty = ids("audit", "-t", table, "--strict")
+    assert empty.exit_code == 0 and empty.stdout.splitlines()[-1] == "NOTHING AUDITED"
+    assert empty.stderr == f"Warning: table {table!r} holds no items of yours: nothing to audit.\n"
+    assert ids("next", "-t", table, "--counter", "id").exit_code == 0  # (ddbkeys' own item)
+    assert ids("audit", "-t", table, "--strict").exit_code == 0, "a counter is no item of yours"
     ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "id": {"N": "1"}})
     result = ids("audit", "-t", table, "--attribute", "nosuch", "--strict")
-    assert result.exit_code == 0 and result.stdout.splitlines()[-1] == "OK"
+    assert result.exit_code == 1 and result.stdout.splitlines()[-1] == "NOTHING AUDITED"
     assert result.stderr == (
-        f"Warning: no item holds 'nosuch' in table {table!r}: is the name right; a "
-        "collection's sequence: -k PARTITION? (nothing to audit; --strict fails on problems "
-        "found, not on this)\n"
+        f"Warning: no item holds 'nosuch' among the 2 item(s) of table {table!r}: is the name "
+        "right; a collection's sequence: -k PARTITION? (nothing audited; --strict fails on it)\n"
     )
-    assert ids("audit", "-t", table, "--strict").stderr == ""
+    assert ids("audit", "-t", table, "--attribute", "nosuch").exit_code == 0  # (not --strict)
+    held = ids("audit", "-t", table, "--strict")
+    assert held.exit_code == 0 and held.stdout.splitlines()[-1] == "OK" and held.stderr == ""
 
 
 def test_audit_reports_ids_below_start_and_values_that_are_not_ids(

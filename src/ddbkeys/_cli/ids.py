@@ -1,5 +1,5 @@
-"""``ddbkeys ids``: mint ids, read and set counters (and, from :mod:`ddbkeys._cli.ids_items`,
-write items with ids and audit)."""
+"""``ddbkeys ids``: mint ids, read and set counters (and, from :mod:`ddbkeys._cli.ids_items`
+and :mod:`ddbkeys._cli.ids_audit`, write items with ids and audit)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ from ddbkeys._cli.common import (
     warnings_said,
 )
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
-from ddbkeys._cli.ids_items import audit_command, put_command
+from ddbkeys._cli.ids_audit import audit_command
+from ddbkeys._cli.ids_items import put_command
 from ddbkeys._cli.items import counter_fields, counter_key_of, ids_said
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.ids import AtomicCounter, NewCounterAttributeWarning

@@ -1,8 +1,10 @@
-"""The note ``ids put --strategy gapless`` gives as a sequence begins beside another's ids."""
+"""What the ids commands read of a table for a note: the note ``ids put --strategy gapless``
+gives as a sequence begins beside another's ids, and whether a table an audit found nothing in
+holds items of yours (not ddbkeys' own)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from botocore.exceptions import BotoCoreError, ClientError
@@ -13,11 +15,13 @@ if TYPE_CHECKING:
     from ddbkeys._cli.items import Item
     from ddbkeys.ids import GaplessSequence
 
-__all__ = ["BEGAN_LOOK", "said_began"]
+__all__ = ["BEGAN_LOOK", "OWN_LOOK", "holds_yours", "said_began"]
 
 
 #: Items the check of a sequence begun reads at most (one Scan page, once per sequence).
 BEGAN_LOOK = 50
+#: Scan pages :func:`holds_yours` reads at most (of 100 items each).
+OWN_LOOK = 10
 
 
 def said_began(gapless: GaplessSequence, which: str, items: list[Item]) -> None:
@@ -54,3 +58,29 @@ def said_began(gapless: GaplessSequence, which: str, items: list[Item]) -> None:
             "--strict` finds duplicates).",
             err=True,
         )
+
+
+def holds_yours(client: Any, table: str) -> bool:
+    """Whether ``table`` holds an item that is not ddbkeys' own (a counter item, a marker:
+    ``ddbkeys_type``), among the first ``OWN_LOOK`` Scan pages of 100 items (keys only); True
+    where it cannot tell (a refusal, or only own items that far): an audit's --strict fails
+    where the items it read hold no value of the attribute (a typo), not where the table holds
+    only ddbkeys' counters, as it does before its first item."""
+    request: dict[str, Any] = {
+        "TableName": table,
+        "Limit": 100,
+        "Select": "COUNT",
+        "FilterExpression": "attribute_not_exists(#t)",
+        "ExpressionAttributeNames": {"#t": ENTITY_ATTRIBUTE},
+    }
+    try:
+        for _ in range(OWN_LOOK):
+            page = client.scan(**request)
+            if page.get("Count", 0):
+                return True
+            if "LastEvaluatedKey" not in page:
+                return False
+            request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+    except (BotoCoreError, ClientError):
+        return True
+    return True
