@@ -6,6 +6,12 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -189,3 +195,68 @@ def test_collection_array_that_fails_midway(
         assert json.loads(result.stdout) == {"table": table, "ids": [1, 2], "error": error}
     assert result.stderr.splitlines() == [f"Error: {error}"]
     assert sorted(i["sk"]["N"] for i in scan(ddb_client, table)) == ["1", "2"]
+
+
+def test_ctrl_c_in_an_array_s_put_says_what_was_written(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
+) -> None:
+    """helper-89 F9: Ctrl-C during `ids put -s collection` of an array printed none of the ids
+    written, nor how many, and the natural rerun wrote those items again under new numbers.
+    Now the ids written are printed (stdout) and stderr says where it stopped and what to do."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    items = tmp_path / "many.json"
+    items.write_text(json.dumps([{"n": i} for i in range(2000)]))
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "ddbkeys",
+            "ids",
+            "put",
+            "-t",
+            table,
+            "-s",
+            "collection",
+            "-k",
+            "sig",
+            "--item-file",
+            str(items),
+            "--endpoint-url",
+            ddb_endpoint_url,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(os.environ, PYTHONUNBUFFERED="1"),
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # (until some are written: the put runs)
+        found = ddb_client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :k",
+            ExpressionAttributeValues={":k": {"S": "sig"}},
+            Select="COUNT",
+        )
+        if found["Count"] >= 20:
+            break
+        time.sleep(0.2)
+    process.send_signal(signal.SIGINT)
+    out, err = (b.decode() for b in process.communicate(timeout=60))
+    assert process.returncode == 130, err
+    printed = [int(line) for line in out.split()]
+    numbers = sorted(
+        int(i["sk"]["N"])
+        for i in ddb_client.query(
+            TableName=table,
+            KeyConditionExpression="pk = :k",
+            ExpressionAttributeValues={":k": {"S": "sig"}},
+            ConsistentRead=True,
+        )["Items"]
+    )
+    assert printed == list(range(1, len(printed) + 1)) and len(printed) >= 20
+    assert numbers in (printed, [*printed, len(printed) + 1])  # (the item in flight, maybe)
+    n = len(printed) + 1
+    assert f"Interrupted at item {n} of 2000 (items 1 to {n - 1} were written" in err, err
+    assert f"`ddbkeys ids audit -t {table} -k sig`" in err

@@ -220,7 +220,27 @@ def put_command(
             message = _partial_failure(n, len(items), error_text(exc))
             _show_ids(table_name, written, output, error=message)
             raise click.ClickException(message) from exc
+        except KeyboardInterrupt:  # (helper-89 F9: the ids written were said nowhere)
+            if len(items) == 1:
+                raise
+            message = _interrupted(n, len(items), table_name, str(partition_key))
+            _show_ids(table_name, written, output, error=message)
+            click.echo(message, err=True)
+            raise click.exceptions.Exit(130) from None
     _show_ids(table_name, written, output)
+
+
+def _interrupted(n: int, total: int, table: str, collection: str) -> str:
+    """What an array's put stopped by Ctrl-C at item ``n`` wrote: a rerun of the whole array
+    would write those items again, under new numbers."""
+    done = "nothing was written before it" if n == 1 else f"items 1 to {n - 1} were written"
+    rest = f"; items {n + 1} to {total} were not tried" if n < total else ""
+    return (
+        f"Interrupted at item {n} of {total} ({done}, their ids above; item {n} may be written "
+        f"too, its request sent{rest}): go on with the items after the last written, not the "
+        f"whole array again (`ddbkeys ids audit -t {table} -k {collection}` shows the "
+        "collection's numbers)."
+    )
 
 
 GAPLESS_ONLY = ("sequence", "counter_key", "counter_table", "id_attribute")
