@@ -51,6 +51,23 @@ def test_exact_now_from_the_export_and_the_stream(
     assert listing.as_of.startswith("exact now: the export of ")
     assert "3 collections re-checked" in listing.as_of  # a, b, e
     assert listing.usage.read_units > 0  # the re-checks' consistent Queries
+    # The re-checks keep to the read budget (helper-89 F8: 919 RCU at full speed under
+    # --max-rcu-per-second 10): at 1 RCU a second, the budget starting empty, each Query
+    # waits for the units before it: all but the last's (a unit at most) are waited off.
+    began = time.monotonic()
+    slow = distinct_partition_keys(
+        ddb_client,
+        table,
+        from_export=str(folder),
+        replay_margin=0,
+        max_rcu_per_second=1,
+        strict_budget=True,
+    )
+    assert isinstance(slow, ExportListing)
+    assert sorted(slow) == ["a", "c", "d", "e"] and "3 collections re-checked" in slow.as_of
+    took, units = time.monotonic() - began, slow.usage.read_units
+    assert units >= 1.0, units  # (three consistent Queries)
+    assert took >= 0.95 * (units - 1.0), (took, units)  # (a loaded machine only slows it)
 
     as_then = distinct_partition_keys(ddb_client, table, from_export=str(folder))
     assert isinstance(as_then, ExportListing)

@@ -19,12 +19,13 @@ __all__ = [
 from_export_option = click.option(
     "--from-export",
     metavar="URI",
-    help="List the keys of the table's export to S3 instead of the table, at no read capacity: "
-    "the export's folder, s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/, or a copy of it on disk "
-    "(aws s3 sync). The keys are the table's as it was at the export's time, which the summary "
-    "names. Not with --method, --segments, --scan-segments, --trust-index, --resume or "
-    "--checkpoint. It reads no read capacity, so --max-rcu-per-second and --read-percent have "
-    "nothing to limit.",
+    help="List the keys of the table's export to S3 instead of the table: the export's folder, "
+    "s3://BUCKET/PREFIX/AWSDynamoDB/EXPORT_ID/, or a copy of it on disk (aws s3 sync). Its files "
+    "read no read capacity. Where the table's stream holds every write since the export, the "
+    "keys are exact now: each collection written since is re-checked with a consistent Query "
+    "(1 RCU each, within --max-rcu-per-second and --read-percent); else they are the table's "
+    "as it was at the export's time. The summary says which. Not with --method, --segments, "
+    "--scan-segments, --trust-index, --resume or --checkpoint.",
 )
 
 
@@ -32,7 +33,7 @@ def export_stopped(verb: str, listing: ExportListing) -> str:
     """What the command says when a listing from an export stops early."""
     return (
         f"{verb} after {export_line(listing)}.\nRun the same command again: a listing from an "
-        "export starts over (it reads no read capacity)."
+        "export starts over (its files read no read capacity)."
     )
 
 

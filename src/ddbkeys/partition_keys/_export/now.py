@@ -35,7 +35,13 @@ from ddbkeys.partition_keys._proof.evidence import (
     nearly_a_day_old,
 )
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, ShardRead, unlisted_child
-from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
+from ddbkeys.partition_keys._proof.shard_read import (
+    Replay,
+    ask_within_budget,
+    read_shard,
+    refusal,
+    shard_list,
+)
 
 __all__ = ["Since", "exists_flow", "forget", "now_window", "since_flow", "stream_began"]
 
@@ -150,7 +156,8 @@ def exists_flow(
         "ReturnConsumedCapacity": "TOTAL",
     }
     while True:
-        page = yield from ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
+        asked = query(request, count_scanned=True)  # type: ignore[arg-type]
+        page = yield from ask_within_budget(reader, asked)  # (--max-rcu-per-second: helper-89 F8)
         if any(own_items or not is_own(item, markers) for item in page.get("Items", [])):
             return True
         if "LastEvaluatedKey" not in page:

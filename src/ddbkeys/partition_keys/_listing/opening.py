@@ -343,6 +343,7 @@ def _from_export(
     uri = str(options.from_export)
     driver = SyncDriver(SplitClient(reader.client, streams), reader.usage)
     info = driver.run(reader.describe())
+    reader.budget = read_budget(options, info)  # (its re-checks: consistent Queries)
     folder = open_export(uri, s3, reader.client)
     manifest = read_manifest(folder, info)
     since = driver.run(since_flow(reader, info, manifest.time, options.replay_margin, time.time()))

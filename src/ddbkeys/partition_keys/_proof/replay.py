@@ -29,7 +29,13 @@ from ddbkeys.partition_keys._listing.index_method import IndexMethod
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, RUN_BACKFILL, Decline, Evidence
 from ddbkeys.partition_keys._proof.precheck import precheck
 from ddbkeys.partition_keys._proof.replay_window import ReplayWindow, replay_window
-from ddbkeys.partition_keys._proof.shard_read import Replay, ask, read_shard, refusal, shard_list
+from ddbkeys.partition_keys._proof.shard_read import (
+    Replay,
+    ask_within_budget,
+    read_shard,
+    refusal,
+    shard_list,
+)
 from ddbkeys.partition_keys._tasks.figures import figure
 
 if TYPE_CHECKING:
@@ -237,14 +243,9 @@ def _exists(reader: Reader, marker: MarkerCore, info: TableInfo, key: Key) -> Fl
     page held ddbkeys' own items alone and stopped short)."""
     markers = marker.markers(info)
     request: dict[str, Any] = {**collection_query(info.name, key, markers, consistent=True)}
-    budget = reader.budget
     while True:
-        if budget is not None:
-            yield from budget.wait(reader.stop)
-        page = yield from ask(reader, query(request, count_scanned=True))  # type: ignore[arg-type]
-        if budget is not None:
-            consumed = page.get("ConsumedCapacity") or {}
-            budget.spend(float(consumed.get("CapacityUnits", 1.0)))
+        asked = query(request, count_scanned=True)  # type: ignore[arg-type]
+        page = yield from ask_within_budget(reader, asked)
         if any(markers.is_data(item) for item in page.get("Items", [])):
             return True
         if "LastEvaluatedKey" not in page:

@@ -37,6 +37,7 @@ __all__ = [
     "REFUSALS",
     "Replay",
     "ask",
+    "ask_within_budget",
     "read_shard",
     "refusal",
     "shard_list",
@@ -125,6 +126,19 @@ def ask(reader: Reader, request: Request) -> Flow[Any]:
         return answer
 
     return reader.attempts(attempt)
+
+
+def ask_within_budget(reader: Reader, request: Request) -> Flow[Any]:
+    """:func:`ask`, within ``reader``'s read budget (waited for first; the units the answer
+    consumed taken out of it): a re-check's consistent Query (1 unit where none is said)."""
+    budget = reader.budget
+    if budget is not None:
+        yield from budget.wait(reader.stop)
+    page = yield from ask(reader, request)
+    if budget is not None:
+        consumed = page.get("ConsumedCapacity") or {}
+        budget.spend(float(consumed.get("CapacityUnits", 1.0)))
+    return page
 
 
 def refusal(exc: DdbKeysError, what: str) -> Decline:
