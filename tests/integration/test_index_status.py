@@ -100,6 +100,8 @@ def test_the_estimate_and_auto_price_a_lagging_maintainer_s_replay_as_status_doe
     assert len(list(listing)) == 30
     assert line.rcu_low is not None and line.rcu_high is not None
     assert line.rcu_low <= listing.usage.read_units <= line.rcu_high <= 2 * line.rcu_low
+    # Its requests: the index's scan and a Query a re-check (helper-89 F7: ~1 was said).
+    assert line.requests == 1 + 2 == listing.usage.requests, (line, listing.usage)
     auto = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
     list(auto)
     assert auto.method_name == "index"

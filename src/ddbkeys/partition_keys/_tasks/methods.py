@@ -410,7 +410,10 @@ def index_line(
             "stands now; more if the maintainer falls behind)"
         )
         rcu = scanned.scaled(1, replay)
-        return speed.method("index", rcu, 1, index_bytes, index_bytes, note), replay
+        # (its scan's pages and a consistent Query a re-check: helper-89 F7, ~1 request said
+        # where the listing sent 419, one a collection re-checked)
+        requests = pages_of(0, index_bytes) + proof.rechecks
+        return speed.method("index", rcu, requests, index_bytes, index_bytes, note), replay
     why = proof.reason if isinstance(proof, ProofStatus) else (proof or "not read")
     most = most_keys("auto", info, index)
     per_key = scan_costs(info, index)[2]
@@ -420,4 +423,5 @@ def index_line(
         f"margin: there a scan costs less). Its proof "
         f"cannot be read now: {why}"
     )
-    return speed.method("index", scanned, 1, index_bytes, index_bytes, note), None
+    pages = pages_of(0, index_bytes)
+    return speed.method("index", scanned, pages, index_bytes, index_bytes, note), None
