@@ -5,7 +5,7 @@ warned that its listing costs more than the scan it replaced)."""
 from __future__ import annotations
 
 from ddbkeys._schema import KeyAttribute, TableInfo
-from ddbkeys.partition_keys._tasks.marker_cost import marker_cost
+from ddbkeys.partition_keys._tasks.marker_cost import MarkerCost, marker_cost
 from ddbkeys.partition_keys._tasks.ranges import Range
 
 KEYS = Range(300, 300, 300)
@@ -58,3 +58,31 @@ def test_an_index_whose_markers_cost_more_than_the_scan_still_warns_once_filled(
     assert after.markers_high == 0 and after.warning is not None
     assert " costs ~" in after.warning and "the markers make every scan of it" in after.warning
     assert after.index_rcu == before.index_rcu
+
+
+def summarised(scan_after: tuple[float, float]) -> MarkerCost:
+    return MarkerCost(
+        marker_bytes=85,
+        markers_low=3,
+        markers_high=3,
+        bytes_low=255,
+        bytes_high=255,
+        scan_now=0.5,
+        scan_after_low=scan_after[0],
+        scan_after_high=scan_after[1],
+        index_low=0.5,
+        index_rcu=0.5,
+        index_high=0.5,
+        backfill_wcu_low=6,
+        backfill_wcu_high=6,
+        backfill_rcu_low=3,
+        backfill_rcu_high=6,
+    )
+
+
+def test_a_scan_the_markers_leave_as_it_is_reads_still_the_same() -> None:
+    """helper-89 C6: on a tiny table "a scan would read ~0.5 RCU instead of ~0.5"."""
+    same = summarised((0.5, 0.5)).summary()
+    assert "a scan would still read ~0.5 RCU, and a listing from the index cost ~0.5 RCU" in same
+    dearer = summarised((1.0, 1.5)).summary()
+    assert "a scan would read 1-1.5 RCU instead of ~0.5, and a listing" in dearer, dearer

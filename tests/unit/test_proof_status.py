@@ -166,7 +166,7 @@ def test_auto_lists_another_way_when_rechecks_cost_more_than_a_scan() -> None:
     # "has not applied 60 stream record(s) (...) and the last 60 s of writes")
     behind = "\n".join(render_status(replace(got, unapplied=60, behind=66.0)))
     assert (
-        "has not applied 60 stream record(s) (the oldest written at most 66 s ago): is `ddbkeys "
+        "has not applied (60 stream record(s), the oldest written at most 66 s ago): is `ddbkeys "
     ) in behind, behind
     assert "is `ddbkeys partition-keys index follow -t orders` running?" in text
     # A maintainer that saved a moment ago keeps up: the re-checks are the margin's writes (a

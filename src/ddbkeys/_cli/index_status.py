@@ -146,8 +146,8 @@ def _dear(status: ProofStatus) -> str:
     if not ages or max(ages) > status.margin:
         return (
             f"Behind: each listing re-checks the last {status.margin:g} s of writes and what its "
-            f"maintainer has not applied{_backlog(status)}: is `ddbkeys partition-keys index "
-            f"follow -t {status.table}` running?"
+            f"maintainer has not applied{_backlog(status, apart=True)}: is `ddbkeys partition-keys "
+            f"index follow -t {status.table}` running?"
         )
     if status.history and not status.unapplied:
         # (helper-72 F3: "Recent: ... what was written in the last 60 s" of writes 2 minutes
@@ -174,10 +174,15 @@ def _dear(status: ProofStatus) -> str:
     )
 
 
-def _backlog(status: ProofStatus) -> str:
-    """ " N stream record(s) (the oldest written at most S s ago)", where the status read some."""
+def _backlog(status: ProofStatus, *, apart: bool = False) -> str:
+    """ " N stream record(s) (the oldest written at most S s ago)", where the status read some;
+    ``apart``: " (N stream record(s), the oldest ...)", after "what its maintainer has not
+    applied" (helper-89 C4: "... has not applied 173 stream record(s)" read garbled there)."""
     if not status.unapplied:
         return ""
+    if apart:
+        oldest = f", the oldest written at most {status.behind:,.0f} s ago" if status.behind else ""
+        return f" ({status.unapplied:,} stream record(s){oldest})"
     oldest = f" (the oldest written at most {status.behind:,.0f} s ago)" if status.behind else ""
     return f" {status.unapplied:,} stream record(s){oldest}"
 

@@ -82,12 +82,15 @@ class MarkerCost:
             else f"today's scan of ~{figure(self.scan_now)}"
         )
         why = f"; {self.backfill_why}" if self.backfill_why else ""
+        now = f"~{figure(self.scan_now)}"
+        after = _span(self.scan_after_low, self.scan_after_high)
+        # (helper-89 C6: "a scan would read ~0.5 RCU instead of ~0.5" on a tiny table)
+        scan = f"still read {now} RCU" if after == now else f"read {after} RCU instead of {now}"
         return (
             f"markers would add {_span(self.markers_low, self.markers_high, count)} "
             f"{'item' if self.markers_high < 1.5 else 'items'} of ~{size(self.marker_bytes)} "
-            f"({_span(self.bytes_low, self.bytes_high, size)} in all): a scan would read "
-            f"{_span(self.scan_after_low, self.scan_after_high)} RCU instead of "
-            f"~{figure(self.scan_now)}, and a listing from the index cost "
+            f"({_span(self.bytes_low, self.bytes_high, size)} in all): a scan would {scan}, "
+            f"and a listing from the index cost "
             f"{_span(self.index_low, self.index_high)} RCU against {against}; the backfill "
             f"that writes them costs once {_span(self.backfill_wcu_low, self.backfill_wcu_high)} "
             f"WCU and {_span(self.backfill_rcu_low, self.backfill_rcu_high)} RCU "
