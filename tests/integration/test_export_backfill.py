@@ -18,6 +18,7 @@ import pytest
 
 from ddbkeys._connect import make_client
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
+from ddbkeys.partition_keys._index.backfill_wait import TIP, Readiness
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
@@ -60,7 +61,17 @@ def test_backfill_from_an_export_then_the_default_listing_is_proven_and_exact(
         assert {k["S"] for k in before.orphans} == {"orphan"} - changed
         assert {k["S"] for k in before.missing} == {f"k{n:03d}" for n in range(1, 40)} - changed
         counted = MarkerIndex(make_client(fault_proxy.endpoint_url), table)  # (its requests seen)
-        report = counted.backfill(state_table=store, replay_margin=MARGIN, from_export=str(folder))
+        told: list[Readiness] = []
+        report = counted.backfill(
+            state_table=store,
+            replay_margin=MARGIN,
+            from_export=str(folder),
+            on_wait=told.append,
+        )
+        # Its wait for the stream's tip is told, as the read mode's (helper-89 F10: silent)
+        tips = [r for r in told if r.state == TIP]
+        assert tips and all(0 < r.left <= MARGIN for r in tips), told
+        assert "the markers are written; the stream is read in" in tips[0].advice()
         caught_up(follower)
         assert report.mode == "export" and report.uncounted is None, report
         assert report.counts is not False, report.advice

@@ -179,7 +179,9 @@ def backfill_flow(
             index, info, store, claim, report, progress, mode, margin, recorded, controls, on_wait
         )
         if export is None
-        else _from_export(index, claim, export, report, progress, margin, recorded, ends, store)
+        else _from_export(
+            index, claim, export, report, progress, margin, recorded, ends, store, on_wait
+        )
     )
     if claim is None:
         yield from work(stop)
@@ -296,8 +298,10 @@ def _from_export(
     recorded: set[str],
     ends: list[float],
     store: StateCore | None,
+    on_wait: Callable[[Readiness], None] | None = None,
 ) -> Callable[[StopFlag | None], Flow[list[str]]]:
-    """The backfill's work from an export (see ``backfill_export``)."""
+    """The backfill's work from an export (see ``backfill_export``); ``on_wait`` is told of
+    its wait for the stream's tip, as the read mode's."""
 
     def work(stop: StopFlag | None) -> Flow[list[str]]:
         return (
@@ -312,6 +316,7 @@ def _from_export(
                 store.clock if store is not None else time.time,
                 ends,
                 stop,
+                on_wait,
             )
         )
 

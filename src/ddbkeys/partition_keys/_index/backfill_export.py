@@ -31,6 +31,7 @@ from ddbkeys.partition_keys._index.backfill_read import (
     stream_window,
     write_calls_for,
 )
+from ddbkeys.partition_keys._index.backfill_wait import TICK, TIP, Readiness
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._proof.evidence import (
@@ -58,10 +59,13 @@ def export_flow(
     clock: Callable[[], float],
     ends: list[float],
     stop: StopFlag | None = None,
+    on_wait: Callable[[Readiness], None] | None = None,
 ) -> Flow[list[str]]:
     """The backfill from ``snapshot`` (see the module's docstring): fills ``report``
     (``uncounted`` set when the window could not be read), appends to ``ends`` when its window's
-    tip was read, returns the clashes recorded before (``recorded``) found resolved."""
+    tip was read, returns the clashes recorded before (``recorded``) found resolved.
+    ``on_wait`` is told of the wait for the tip (state ``TIP``) about once a second, as the
+    read mode's (helper-89 F10: 2 minutes without a word)."""
     info = yield from index.table_info()
     report.mode = "export"
     data, marked = set(snapshot.data), set(snapshot.marked)
@@ -77,7 +81,9 @@ def export_flow(
         return resolved
     until = (last if last is not None else clock()) + margin
     while (now := clock()) < until:  # the tip is read a margin after the last write
-        yield Pause(until - now, stop=stop)
+        if on_wait is not None:
+            on_wait(Readiness(index.table, TIP, margin, until - now))
+        yield Pause(min(until - now, TICK), stop=stop)
     reader = Reader(
         None, index.table, retry=index.retry, usage=index.usage, deadline=index.deadline
     )
