@@ -22,8 +22,8 @@ def test_next_current_set(ids: Run, ddb_table_factory: TableFactory) -> None:
     first = ids("next", "-t", table, "--counter", "order")
     assert first.stdout == "1\n"  # (a misspelt --counter begins a new counter too: said)
     assert first.stderr == (
-        f"Note: counter 'order' of table {table!r} began with this call, at 1: if it had given "
-        "out ids before, is --counter right?\n"
+        f"Note: counter 'order' of table {table!r} gave out its first id, 1, with this call (a "
+        "new counter, or one set to 0): if it had given out ids before, is --counter right?\n"
     )
     more = ids("next", "-t", table, "--counter", "order", "--count", "3")
     assert more.output == "2\n3\n4\n"  # (not new: no note)
@@ -149,6 +149,15 @@ def test_audit_of_an_attribute_no_item_holds_warns(
         "right; a collection's sequence: -k PARTITION? (nothing audited; --strict fails on it)\n"
     )
     assert ids("audit", "-t", table, "--attribute", "nosuch").exit_code == 0  # (not --strict)
+    # The document says what the exit code says (helper-91 F1: "ok": true beside exit 1).
+    document = ids("audit", "-t", table, "--attribute", "nosuch", "--strict", "--output", "json")
+    assert document.exit_code == 1
+    assert json.loads(document.stdout) | {"usage": None} == json.loads(document.stdout) | {
+        "ok": False,
+        "nothing_audited": True,
+        "count": 0,
+        "usage": None,
+    }
     held = ids("audit", "-t", table, "--strict")
     assert held.exit_code == 0 and held.stdout.splitlines()[-1] == "OK" and held.stderr == ""
 

@@ -165,10 +165,12 @@ def next_command(
     else:
         echo_whole("\n".join(str(i) for i in ids))
     if ids and ids[0] == start and not said:  # (a misspelt --counter begins a new one)
+        # (the first id: a new counter, or one set back to before it: helper-91 F4)
         named = "--counter" if key is None else "--counter-key"
         click.echo(
-            f"Note: counter {counter_label(counter, key)} of table {table_name!r} began with "
-            f"this call, at {start}: if it had given out ids before, is {named} right?",
+            f"Note: counter {counter_label(counter, key)} of table {table_name!r} gave out its "
+            f"first id, {start}, with this call (a new counter, or one set to "
+            f"{start - step}): if it had given out ids before, is {named} right?",
             err=True,
         )
 
