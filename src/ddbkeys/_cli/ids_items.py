@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
+from typing import Any
 
 import click
+from boto3.dynamodb.types import TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._cli.common import (
@@ -25,6 +28,7 @@ from ddbkeys._cli.errors import error_text
 from ddbkeys._cli.group import CUT_NOTE, stdout_closed
 from ddbkeys._cli.ids_began import said_began
 from ddbkeys._cli.items import (
+    Item,
     counter_key_of,
     given,
     ids_said,
@@ -223,24 +227,68 @@ def put_command(
         except KeyboardInterrupt:  # (helper-89 F9: the ids written were said nowhere)
             if len(items) == 1:
                 raise
-            message = _interrupted(n, len(items), table_name, str(partition_key))
+            source = "ITEMS.json" if item_file is None else shlex.quote(str(item_file))
+            where = (table_name, shlex.quote(str(partition_key)), source)
+            message = _interrupted(client, collection, pk_value, written, items, n, where)
             _show_ids(table_name, written, output, error=message)
             click.echo(message, err=True)
             raise click.exceptions.Exit(130) from None
     _show_ids(table_name, written, output)
 
 
-def _interrupted(n: int, total: int, table: str, collection: str) -> str:
-    """What an array's put stopped by Ctrl-C at item ``n`` wrote: a rerun of the whole array
-    would write those items again, under new numbers."""
-    done = "nothing was written before it" if n == 1 else f"items 1 to {n - 1} were written"
-    rest = f"; items {n + 1} to {total} were not tried" if n < total else ""
-    return (
-        f"Interrupted at item {n} of {total} ({done}, their ids above; item {n} may be written "
-        f"too, its request sent{rest}): go on with the items after the last written, not the "
-        f"whole array again (`ddbkeys ids audit -t {table} -k {collection}` shows the "
-        "collection's numbers)."
+def _interrupted(
+    client: Any,
+    collection: CollectionSequence,
+    key: object,
+    written: list[int],
+    items: list[Item],
+    n: int,
+    where: tuple[str, str, str],
+) -> str:
+    """What an array's put stopped by Ctrl-C at item ``n`` wrote (``written``, to which item
+    ``n``'s id is added where it was written: its request was sent), and how to go on: a rerun
+    of the whole array would write those items again, under new numbers (helper-89 F9)."""
+    table, partition, source = where
+    landed = _landed(client, collection, key, written, items[n - 1])
+    if landed is not None:
+        written.append(landed)
+    done = len(written)
+    total = len(items)
+    wrote = (
+        "nothing was written"
+        if not done
+        else "item 1 was written"
+        if done == 1
+        else (f"items 1 to {done} were written")
     )
+    if landed is None:
+        wrote += f"; item {n} was not when looked at (its request, sent, may yet be applied)"
+    rest = "" if done >= total else f"; items {done + 1} to {total} were not tried"
+    how = f"`jq '.[{done}:]' {source} | ddbkeys ids put -t {table} -s collection -k {partition}`"
+    return (
+        f"Interrupted at item {n} of {total} ({wrote}{rest}; the ids written are printed): "
+        f"go on with the rest, not the whole array again, e.g. {how}."
+    )
+
+
+def _landed(
+    client: Any, collection: CollectionSequence, key: object, written: list[int], item: Item
+) -> int | None:
+    """The number the item in flight was written at, where the collection's highest number
+    (one Query) is the next after ``written`` (any, where none was) and holds that item's
+    attributes (one consistent GetItem); None where it is not, or the look fails."""
+    try:
+        highest = collection.current(key)  # type: ignore[arg-type]
+        if highest <= 0 or (written and highest != written[-1] + 1):
+            return None
+        pk, sk = collection.keys()
+        at = {pk.name: TypeSerializer().serialize(key), sk.name: collection.sort_key_value(highest)}
+        stored = client.get_item(TableName=collection.table, Key=at, ConsistentRead=True).get(
+            "Item", {}
+        )
+    except (DdbKeysError, BotoCoreError, ClientError, KeyboardInterrupt):
+        return None
+    return highest if all(stored.get(k) == v for k, v in item.items()) else None
 
 
 GAPLESS_ONLY = ("sequence", "counter_key", "counter_table", "id_attribute")
