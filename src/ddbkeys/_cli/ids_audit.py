@@ -115,6 +115,20 @@ def audit_command(
             width=width,
             deadline=connection.timeout,
         )
+    _reported(report, client, (table_name, attribute, partition_key), start, strict, output)
+
+
+def _reported(
+    report: AuditReport,
+    client: object,
+    where: tuple[str, str, str | None],
+    start: int,
+    strict: bool,
+    output: str,
+) -> None:
+    """The audit's report (JSON or text), the warning where nothing was audited, and the exit
+    code --strict gives."""
+    table_name, attribute, partition_key = where
     nothing = not (report.count or report.not_numbers or report.below_start)
     # (items read, none holding --attribute: a typo, often; a collection's items that are not
     # numbered are its other items, which a collection before its first number holds)
