@@ -39,7 +39,7 @@ class ExportFacts:
     reader: Reader
     keys_found: int
     #: (a listing from an export is run again, not resumed: see ``checkpoint``)
-    _going_on = "Run it again: a listing from an export starts over, and reads no read capacity."
+    _going_on = "Run it again: a listing from an export starts over (its files read no capacity)."
 
     def _export(
         self,
