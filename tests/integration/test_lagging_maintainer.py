@@ -7,6 +7,7 @@ maintainer says nothing."""
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -124,20 +125,7 @@ def test_a_lagging_maintainer_is_said_before_the_listing_reads(
     # It goes on, from the index, exact.
     assert listing.index_trusted is True and listing.replay.rechecked == int(rechecks)
     assert sorted(listing) == expected
-    # The command line: the line on stderr before the first key, the keys exact.
-    result = CliRunner().invoke(
-        cli,
-        [
-            *f"partition-keys -t {table} --method index --state-table {store}".split(),
-            *("--replay-margin", str(MARGIN), "--endpoint-url", ddb_endpoint_url),
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    assert sorted(result.stdout.split()) == expected
-    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
-    assert len(warned) == 1 and SAID.fullmatch(warned[0].removeprefix("Warning: "))
-    first_key = min(result.output.index(f"\n{key}\n") for key in expected)
-    assert result.output.index(warned[0]) < first_key
+    said_on_the_command_line(table, store, ddb_endpoint_url, expected)
 
     async def body(aio_client: Any) -> None:
         with pytest.warns(IndexReplayWarning, match="its maintainer is behind") as met:
@@ -159,3 +147,34 @@ def test_a_lagging_maintainer_is_said_before_the_listing_reads(
         auto = distinct_partition_keys(ddb_client, table, state_table=store, replay_margin=MARGIN)
     assert auto.method_name != "index" and auto.notes == ()
     assert sorted(auto) == expected
+
+
+def said_on_the_command_line(table: str, store: str, endpoint: str, expected: list[str]) -> None:
+    """The command line: the line on stderr before the first key, the keys exact; and in the
+    JSON document's warnings."""
+    ddb_endpoint_url = endpoint
+    result = CliRunner().invoke(
+        cli,
+        [
+            *f"partition-keys -t {table} --method index --state-table {store}".split(),
+            *("--replay-margin", str(MARGIN), "--endpoint-url", ddb_endpoint_url),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(result.stdout.split()) == expected
+    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warned) == 1 and SAID.fullmatch(warned[0].removeprefix("Warning: "))
+    first_key = min(result.output.index(f"\n{key}\n") for key in expected)
+    assert result.output.index(warned[0]) < first_key
+    # ... and in the JSON document's warnings (helper-91 F6: [] beside it on stderr)
+    document = CliRunner().invoke(
+        cli,
+        [
+            *f"partition-keys -t {table} --method index --state-table {store}".split(),
+            *("--replay-margin", str(MARGIN), "--endpoint-url", ddb_endpoint_url),
+            *("--output", "json", "-q"),
+        ],
+    )
+    assert document.exit_code == 0, document.output
+    (line,) = json.loads(document.stdout)["warnings"]
+    assert SAID.fullmatch(line), line

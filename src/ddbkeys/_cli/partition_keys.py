@@ -273,7 +273,9 @@ def partition_keys_group(
             "method": listing.method_name,
             "method_reason": cli_words(listing.method_reason),
             "method_note": cli_words(listing.method_note),
-            "warnings": [cli_words(listing.stray_note)] if listing.stray_note else [],
+            # (what it said before it read too: helper-91 F6, [] beside a warning on stderr)
+            "warnings": [cli_words(line) for line in getattr(listing, "notes", ())]
+            + ([cli_words(listing.stray_note)] if listing.stray_note else []),
             "readers": listing.readers,
             "replay": _replay_fields(listing),
             "export": export_fields(listing),
