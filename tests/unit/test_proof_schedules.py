@@ -298,8 +298,15 @@ class RecheckReadsOnly(BackfillControl):
 
 @pytest.mark.parametrize("machine", [WindowAtRead, RecheckReadsOnly])
 def test_the_checker_catches_a_broken_backfill(machine: type[ProofMachine]) -> None:
-    with pytest.raises(BackfillWrong):
-        run_state_machine_as_test(machine, settings=CONTROLS)
+    # As the broken listings': the derandomized schedules first, then random ones, up to three
+    # runs (a CI run's 300 random schedules missed WindowAtRead once, session 84).
+    tries = [settings(CONTROLS, derandomize=True)] + [CONTROLS] * 3
+    for each in tries:
+        try:
+            run_state_machine_as_test(machine, settings=each)
+        except BackfillWrong:
+            return
+    pytest.fail(f"the checker caught no broken backfill of {machine.__name__}")
 
 
 # --- schedules the machine found, kept --------------------------------------------------------
