@@ -89,6 +89,24 @@ class Window:
             assert answer["batchItemFailures"] == [], answer
 
 
+def refusing_lambda(window: Window) -> tuple[Any, Stubber]:
+    """A Lambda client that refuses the handler's one read of its trigger, as boto3's own
+    client raises it (AccessDeniedException): no Lambda here, so botocore's Stubber answers
+    (it fails the test on any call it was not told of: one read, not one a batch)."""
+    lam = boto3.client(
+        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(lam)
+    stubber.add_client_error(
+        "list_event_source_mappings",
+        service_error_code="AccessDeniedException",
+        service_message="not authorized to perform: lambda:ListEventSourceMappings",
+        http_status_code=403,
+        expected_params={"EventSourceArn": window.arn, "FunctionName": FUNCTION},
+    )
+    return lam, stubber
+
+
 def deployed(
     client: DynamoDBClient, factory: TableFactory
 ) -> tuple[str, str, Window, InvokedHandler]:
@@ -222,19 +240,7 @@ def test_a_role_without_the_permission_keeps_the_markers_and_listings_say_why(
     MarkerIndex(ddb_client, table).create()
     window = Window(ddb_client, table)
     store = f"ddbkeys-state-{table[-12:]}"
-    # Lambda's refusal, as boto3's own client raises it: no Lambda here, so botocore's Stubber
-    # answers (it fails the test on any call it was not told of: one read, not one a batch).
-    lam = boto3.client(
-        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    stubber = Stubber(lam)
-    stubber.add_client_error(
-        "list_event_source_mappings",
-        service_error_code="AccessDeniedException",
-        service_message="not authorized to perform: lambda:ListEventSourceMappings",
-        http_status_code=403,
-        expected_params={"EventSourceArn": window.arn, "FunctionName": FUNCTION},
-    )
+    lam, stubber = refusing_lambda(window)
     with stubber:
         handler = StreamHandler(ddb_client, state_table=store, lambda_client=lambda: lam)
         put(ddb_client, table, "a")
@@ -323,17 +329,7 @@ def test_a_backfill_that_counts_says_when_listings_decline_the_index_all_the_sam
     MarkerIndex(ddb_client, table).create()
     window = Window(ddb_client, table)
     store = f"ddbkeys-state-{table[-12:]}"
-    lam = boto3.client(
-        "lambda", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
-    )
-    stubber = Stubber(lam)  # (no Lambda here: its refusal, as boto3's own client raises it)
-    stubber.add_client_error(
-        "list_event_source_mappings",
-        service_error_code="AccessDeniedException",
-        service_message="not authorized to perform: lambda:ListEventSourceMappings",
-        http_status_code=403,
-        expected_params={"EventSourceArn": window.arn, "FunctionName": FUNCTION},
-    )
+    lam, stubber = refusing_lambda(window)
     # A margin of 5 s: the handler's positions saved just before the backfill begins lie within
     # it (not covered by the backfill: the refusal counts), however slow the machine is to
     # begin it (at 1 s, a loaded CI run began it past them, and the index was provable).

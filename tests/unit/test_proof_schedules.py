@@ -232,13 +232,21 @@ def test_the_checker_catches_a_broken_listing(machine: type[ProofMachine]) -> No
     # three runs of them, and the first that catches it ends the test (a checker that cannot
     # catch it fails all three). First, the derandomized schedules: alone, they caught
     # PendingIgnored within 0.2 s, where random runs took 10 s to 110 s (a CI run's share).
-    tries = [settings(chosen, derandomize=True)] + [chosen] * (3 if machine in rare else 1)
-    for each in tries:
+    if not caught(machine, chosen, ListingWrong, 3 if machine in rare else 1):
+        pytest.fail(f"the checker caught no broken listing of {machine.__name__}")
+
+
+def caught(
+    machine: type[ProofMachine], chosen: settings, wrong: type[Exception], random_runs: int
+) -> bool:
+    """Whether the checker raises ``wrong`` on ``machine``'s schedules: the derandomized ones
+    first, then up to ``random_runs`` runs of random ones (the first that catches it ends)."""
+    for each in [settings(chosen, derandomize=True)] + [chosen] * random_runs:
         try:
             run_state_machine_as_test(machine, settings=each)
-        except ListingWrong:
-            return
-    pytest.fail(f"the checker caught no broken listing of {machine.__name__}")
+        except wrong:
+            return True
+    return False
 
 
 def a_collection_left_pending(machine: type[ProofMachine]) -> list[Verdict]:
@@ -300,13 +308,8 @@ class RecheckReadsOnly(BackfillControl):
 def test_the_checker_catches_a_broken_backfill(machine: type[ProofMachine]) -> None:
     # As the broken listings': the derandomized schedules first, then random ones, up to three
     # runs (a CI run's 300 random schedules missed WindowAtRead once, session 84).
-    tries = [settings(CONTROLS, derandomize=True)] + [CONTROLS] * 3
-    for each in tries:
-        try:
-            run_state_machine_as_test(machine, settings=each)
-        except BackfillWrong:
-            return
-    pytest.fail(f"the checker caught no broken backfill of {machine.__name__}")
+    if not caught(machine, CONTROLS, BackfillWrong, 3):
+        pytest.fail(f"the checker caught no broken backfill of {machine.__name__}")
 
 
 # --- schedules the machine found, kept --------------------------------------------------------

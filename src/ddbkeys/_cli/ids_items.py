@@ -254,13 +254,7 @@ def _interrupted(
         written.append(landed)
     done = len(written)
     total = len(items)
-    wrote = (
-        "nothing was written"
-        if not done
-        else "item 1 was written"
-        if done == 1
-        else (f"items 1 to {done} were written")
-    )
+    wrote = _written(done)
     if landed is None:
         wrote += f"; item {n} was not when looked at (its request, sent, may yet be applied)"
     rest = "" if done >= total else f"; items {done + 1} to {total} were not tried"
@@ -304,11 +298,16 @@ def _check_strategy_options(strategy: str) -> None:
             raise click.UsageError(f"{option} applies to --strategy {other}, not {strategy}.")
 
 
+def _written(done: int) -> str:
+    """The first ``done`` items of an array's put, as written."""
+    if not done:
+        return "nothing was written"
+    return "item 1 was written" if done == 1 else f"items 1 to {done} were written"
+
+
 def _partial_failure(n: int, total: int, reason: str) -> str:
-    if n == 1:
-        done = "nothing was written"
-    else:
-        done = "item 1 was written" if n == 2 else f"items 1 to {n - 1} were written"
+    done = _written(n - 1)
+    if n > 1:
         # (the error's "nothing was written" is of item n's request: here it read as if of
         # the whole put, beside "item 1 was written", helper-77 F5)
         reason = reason.replace("; nothing was written (", " (")

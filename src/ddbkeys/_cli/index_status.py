@@ -180,11 +180,11 @@ def _backlog(status: ProofStatus, *, apart: bool = False) -> str:
     applied" (helper-89 C4: "... has not applied 173 stream record(s)" read garbled there)."""
     if not status.unapplied:
         return ""
+    records = f"{status.unapplied:,} stream record(s)"
+    oldest = f"the oldest written at most {status.behind:,.0f} s ago" if status.behind else ""
     if apart:
-        oldest = f", the oldest written at most {status.behind:,.0f} s ago" if status.behind else ""
-        return f" ({status.unapplied:,} stream record(s){oldest})"
-    oldest = f" (the oldest written at most {status.behind:,.0f} s ago)" if status.behind else ""
-    return f" {status.unapplied:,} stream record(s){oldest}"
+        return f" ({records}, {oldest})" if oldest else f" ({records})"
+    return f" {records} ({oldest})" if oldest else f" {records}"
 
 
 def _backfill(status: ProofStatus) -> str:

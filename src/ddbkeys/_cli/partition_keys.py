@@ -274,7 +274,7 @@ def partition_keys_group(
             "method_reason": cli_words(listing.method_reason),
             "method_note": cli_words(listing.method_note),
             # (what it said before it read too: helper-91 F6, [] beside a warning on stderr)
-            "warnings": [cli_words(line) for line in getattr(listing, "notes", ())]
+            "warnings": [cli_words(line) for line in listing.notes]
             + ([cli_words(listing.stray_note)] if listing.stray_note else []),
             "readers": listing.readers,
             "replay": _replay_fields(listing),
@@ -289,16 +289,16 @@ def partition_keys_group(
     if not quiet:
         click.echo(usage_line(listing), err=True)
     say_strays(listing)
-    waited_off(listing, quiet)
+    _waited_off(listing, quiet)
 
 
-def waited_off(listing: Any, quiet: bool) -> None:
+def _waited_off(listing: Listing, quiet: bool) -> None:
     """After the answer is out, the read budget's debt waited off (the last page, up to 128
     RCU, read at once), so that the command keeps to it over its time, however short, and a
     listing run after it too; said in one line (helper-89: 96 RCU read in 0.8 s at 5 a second;
     helper-91: a wait before the answer looked like a hang, and Ctrl-C in it lost the
     answer). Ctrl-C ends the wait: the answer is whole."""
-    budget = getattr(getattr(listing, "reader", None), "budget", None)
+    budget = listing.reader.budget
     if budget is None or (seconds := budget.wait_time()) <= 0:
         return
     if not quiet and seconds >= 1:
