@@ -27,12 +27,14 @@ from ddbkeys.partition_keys._index.maintain import (
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_MARKER_SORT_KEY,
+    BackfillReport,
     IndexPages,
     MarkerClashError,
     Markers,
     SkipPages,
     check_index,
     create_request,
+    emptied_meanwhile,
     index_status,
     marker_sort_key,
     put_answer,
@@ -345,16 +347,21 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
             ("query", query(DATA, MARKER)),
             ("query", query(DATA)),  # b: data at the marker's key: a clash
             ("put_item", failure("ConditionalCheckFailedException", Item={"x": {"S": "1"}})),
-            ("scan", page("b", "c", "d")),  # b again (the page's start): handed out once
+            ("scan", page("b", "c", "d", "e")),  # b again (the page's start): handed out once
             ("query", query(DATA, MARKER)),  # c: marked already
             ("query", query(MARKER)),  # d: its marker alone: removed
             ("delete_item", {}),
             ("query", query()),
+            # e: emptied by the application since the scan found it: nothing to mark, and not
+            # "already there" (helper-89 C8: 46 of these on a fresh index)
+            ("query", query()),
         ],
     )
-    assert (report.written, report.present, report.removed) == (1, 1, 1)
+    assert (report.written, report.present, report.removed, report.emptied) == (1, 1, 1, 1)
     assert report.clashes == [{"S": "b"}]
-    assert progress == [1, 1, 1, 1]
+    assert progress == [1, 1, 1, 1, 1]
+    assert emptied_meanwhile(report) == ", 1 emptied meanwhile"
+    assert emptied_meanwhile(BackfillReport()) == ""
     # The second page jumps past collection b (the skip scan), not from where the first ended.
     assert sent[6].params["ExclusiveStartKey"] == {"pk": {"S": "b"}, "sk": MAX_SORT_KEY["N"]}
 

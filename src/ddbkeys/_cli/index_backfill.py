@@ -51,6 +51,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     running_backfill,
     unmaintained,
 )
+from ddbkeys.partition_keys._index.markers import emptied_meanwhile
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._listing.text import json_key
 from ddbkeys.partition_keys._proof.evidence import Evidence
@@ -382,6 +383,7 @@ def show_marked(
             "table": index.table,
             "written": report.written,
             "already": report.present,
+            "emptied": report.emptied,
             "clashes": [json_key(plain_key(k)) for k in report.clashes],
         }
         if usage:
@@ -406,6 +408,7 @@ def show_marked(
         echo_json(fields)
     else:
         removed = f", {report.removed} removed" if report.removed else ""
+        removed += emptied_meanwhile(report)
         # (a backfill says whether it counts, as the follower's does; helper-68: only the
         # JSON's `counts` told; where it does not, stderr has said why)
         counts = f"; listings {proves}" if usage and report.counts else ""

@@ -27,7 +27,7 @@ from ddbkeys.partition_keys._index.backfill_export import export_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow, stream_born
 from ddbkeys.partition_keys._index.backfill_switch import switching
 from ddbkeys.partition_keys._index.backfill_wait import Readiness, wait_flow
-from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
+from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow, reconcile_held_flow
 from ddbkeys.partition_keys._index.markers import (
     BackfillReport,
     MarkerClashError,
@@ -343,7 +343,7 @@ def _reconcile_each(
         for key in (yield from index.page(pages, "reading the table's keys")):
             if stop is not None:
                 stop.check()
-            outcome = yield from reconcile_flow(index, key, index.begin())
+            outcome, held = yield from reconcile_held_flow(index, key, index.begin())
             if outcome is not Outcome.CLASH and key_json(key) in recorded:
                 resolved.append(key_json(key))
             if outcome is Outcome.MARKED:
@@ -352,8 +352,10 @@ def _reconcile_each(
                 report.removed += 1
             elif outcome is Outcome.CLASH:
                 report.clashes.append(key)
-            else:
+            elif held:
                 report.present += 1
+            else:
+                report.emptied += 1
             if progress is not None:
                 progress(report.written)
     return resolved

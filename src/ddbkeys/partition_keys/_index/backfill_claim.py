@@ -244,7 +244,9 @@ def rewrite(
     then stops: its work goes on there)."""
     entry = {**claim.entry, **changes, "alive": store.clock()}
     report = claim.report
-    entry["handled"] = report.written + report.present + report.removed + len(report.clashes)
+    entry["handled"] = (
+        report.written + report.present + report.removed + report.emptied + len(report.clashes)
+    )
     text = _text(entry)
     unanswered, claim.sent = claim.sent, text
     swapped = yield from _swap(store, index.table, index.name, text, claim.text)

@@ -122,6 +122,16 @@ def reconcile_flow(
     index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
 ) -> Flow[Outcome]:
     """:func:`reconcile` as a flow, for any driver."""
+    outcome, _held = yield from reconcile_held_flow(index, partition_key, deadline)
+    return outcome
+
+
+def reconcile_held_flow(
+    index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
+) -> Flow[tuple[Outcome, bool]]:
+    """:func:`reconcile_flow`, and whether the collection held data at its last look: a
+    backfill tells a collection already marked from one its application emptied after the
+    scan found it (helper-89 C8: 46 such, said "already there" on a fresh index)."""
     outcome = Outcome.UNCHANGED
     for _ in range(MAX_ROUNDS):
         data, marker = yield from _look(index, partition_key, deadline)
@@ -130,16 +140,16 @@ def reconcile_flow(
             try:
                 wrote = yield from index.mark(partition_key, deadline)
             except MarkerClashError:
-                return Outcome.CLASH
+                return Outcome.CLASH, True
             if not wrote:
-                return outcome  # another maintainer marked it meanwhile: right as it is
+                return outcome, True  # another maintainer marked it meanwhile: right as it is
             outcome = Outcome.MARKED
         elif step is Step.UNMARK:
             assert marker is not None
             if (yield from _unmark_version(index, partition_key, marker, deadline)):
                 outcome = Outcome.UNMARKED
         else:
-            return outcome
+            return outcome, data
     raise UnsettledError(
         f"The marker of collection {partition_key!r} of table {index.table!r} did not settle "
         f"after {MAX_ROUNDS} rounds (the collection changes fast); it is tried again with its "

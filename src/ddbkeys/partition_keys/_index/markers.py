@@ -143,8 +143,10 @@ def warn_uncounted(report: BackfillReport, table: str) -> None:
 @dataclass
 class BackfillReport:
     """What ``backfill`` did: markers ``written``, collections already marked (``present``),
-    markers removed from collections that held nothing else (``removed``), and collections
-    that cannot be marked (``clashes``: a data item holds the marker's sort key). A recorded
+    markers removed from collections that held nothing else (``removed``), collections found
+    that held nothing by the time they were reconciled (``emptied``: the application deleted
+    their items meanwhile; nothing to mark), and collections that cannot be marked
+    (``clashes``: a data item holds the marker's sort key). A recorded
     backfill also says whether a listing can prove the index from it (``counts``; None: not
     recorded, or not known) and, when not, why and what to do (``advice``, one line)."""
 
@@ -168,6 +170,13 @@ class BackfillReport:
     #: it); its record (``written``, ``present``, ``removed`` are then this one's: none).
     #: None: this one did the work.
     joined: Backfill | None = None
+    #: (last, so that the fields before keep their places)
+    emptied: int = 0
+
+
+def emptied_meanwhile(report: BackfillReport) -> str:
+    """ ", N emptied meanwhile" for a backfill's summary (nothing when none was)."""
+    return f", {report.emptied:,} emptied meanwhile" if report.emptied else ""
 
 
 def index_status(info: TableInfo, name: str) -> str | None:

@@ -41,7 +41,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     running_backfill,
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
-from ddbkeys.partition_keys._index.markers import BackfillReport
+from ddbkeys.partition_keys._index.markers import BackfillReport, emptied_meanwhile
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import plain_key
 from ddbkeys.partition_keys._proof.precheck import FOLLOW_ROLE
@@ -89,7 +89,7 @@ def needed_flow(
 def _done(report: BackfillReport, table: str) -> str:
     what = (
         f"backfill done: {report.written:,} marker(s) written, {report.present:,} already there, "
-        f"{report.removed:,} removed"
+        f"{report.removed:,} removed{emptied_meanwhile(report)}"
     )
     if report.clashes:
         shown = ", ".join(brief_key(plain_key(k)) for k in report.clashes[:5])
@@ -141,7 +141,8 @@ class _Progress:
         if self.clock() - self.told < PROGRESS:
             return
         self.told, report = self.clock(), self.report
-        handled = report.written + report.present + report.removed + len(report.clashes)
+        handled = report.written + report.present + report.removed + report.emptied
+        handled += len(report.clashes)
         of = f" of {self.to_mark:,}" if self.to_mark is not None else ""
         self.say(
             f"backfill: {handled:,} collection(s) handled so far ({report.written:,}{of} "
