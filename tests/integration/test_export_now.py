@@ -6,6 +6,7 @@ a minute before the export, so the test waits that long once.)"""
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -13,6 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ddbkeys import ListingInterrupted
+from ddbkeys._cli.listing_export import export_stopped
 from ddbkeys.partition_keys import ExportListing, distinct_partition_keys, enable_stream
 from ddbkeys.partition_keys._export.now import now_window
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING
@@ -46,6 +49,7 @@ def test_exact_now_from_the_export_and_the_stream(
     listing = distinct_partition_keys(ddb_client, table, from_export=str(folder), replay_margin=0)
     assert isinstance(listing, ExportListing)
     assert listing.exact_now, listing.as_of
+    assert "3 collections to re-check" in listing.as_of  # (none re-checked yet)
     keys = list(listing)
     assert sorted(keys) == ["a", "c", "d", "e"]
     assert listing.as_of.startswith("exact now: the export of ")
@@ -68,6 +72,19 @@ def test_exact_now_from_the_export_and_the_stream(
     took, units = time.monotonic() - began, slow.usage.read_units
     assert units >= 1.0, units  # (three consistent Queries)
     assert took >= 0.95 * (units - 1.0), (took, units)  # (a loaded machine only slows it)
+
+    # Cut short among its re-checks, it says how many it made, and that a rerun makes them again
+    # (helper-91 F8: "260 collections re-checked" after 27, and "its files read no capacity").
+    cut = distinct_partition_keys(ddb_client, table, from_export=str(folder), replay_margin=0)
+    assert isinstance(cut, ExportListing)
+    handed = iter(cut)
+    assert [next(handed) for _ in range(3)]  # c, d (the export's), then a or e (re-checked)
+    cut.stop()  # (as Ctrl-C in the CLI)
+    with pytest.raises(ListingInterrupted):
+        next(handed)
+    assert re.search(r"\b[12] of 3 collections re-checked", cut.as_of), cut.as_of
+    said = export_stopped("Interrupted", cut)
+    assert "the 3 collections the stream named are re-checked again, about 1 RCU each" in said
 
     as_then = distinct_partition_keys(ddb_client, table, from_export=str(folder))
     assert isinstance(as_then, ExportListing)

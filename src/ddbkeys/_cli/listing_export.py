@@ -7,6 +7,7 @@ from typing import Any
 import click
 
 from ddbkeys.partition_keys import ExportListing, Listing
+from ddbkeys.partition_keys._export.now import Since
 
 __all__ = [
     "check_export_options",
@@ -31,9 +32,16 @@ from_export_option = click.option(
 
 def export_stopped(verb: str, listing: ExportListing) -> str:
     """What the command says when a listing from an export stops early."""
+    since = listing.since
+    again = "its files read no read capacity"
+    if isinstance(since, Since) and since.named:  # (h91 F8: a rerun is not free)
+        again += (
+            f"; the {since.named:,} collections the stream named are re-checked again, "
+            "about 1 RCU each"
+        )
     return (
         f"{verb} after {export_line(listing)}.\nRun the same command again: a listing from an "
-        "export starts over (its files read no read capacity)."
+        f"export starts over ({again})."
     )
 
 

@@ -89,7 +89,7 @@ class ExportFacts:
             return (
                 f"exact now: the export of {when(self.manifest.time)} and the stream since "
                 f"{when(datetime.fromtimestamp(since.bound, UTC))} ({replay.records} records, "
-                f"{since.named} collections re-checked)"
+                f"{since.rechecks()})"
             )
         why = f"; not now: {since}" if since else ""
         return f"exact as of {when(self.manifest.time)}, the export's time{why}"
@@ -124,6 +124,7 @@ class ExportFacts:
         there = yield from exists_flow(
             self.reader, self.method.info, self.method.markers, key, self.method.own_items
         )
+        self.since.rechecked += 1
         return there
 
     def _read_export(self, seen: KeySet) -> Iterator[Key]:

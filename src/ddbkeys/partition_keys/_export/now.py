@@ -94,6 +94,17 @@ class Since:
     replay: Replay
     #: How many collections the records named (kept: ``replay.touched`` is forgotten once read).
     named: int = 0
+    #: How many of them the listing has re-checked so far (an interrupted one: fewer).
+    rechecked: int = 0
+
+    def rechecks(self) -> str:
+        """"260 collections re-checked", or where the listing has not re-checked them all (it
+        has not come to them, or it was interrupted), "27 of 260 collections re-checked"."""
+        if self.rechecked >= self.named:
+            return f"{self.named:,} collections re-checked"
+        if not self.rechecked:
+            return f"{self.named:,} collections to re-check"
+        return f"{self.rechecked:,} of {self.named:,} collections re-checked"
 
 
 def since_flow(
