@@ -98,7 +98,7 @@ class Since:
     rechecked: int = 0
 
     def rechecks(self) -> str:
-        """"260 collections re-checked", or where the listing has not re-checked them all (it
+        """ "260 collections re-checked", or where the listing has not re-checked them all (it
         has not come to them, or it was interrupted), "27 of 260 collections re-checked"."""
         if self.rechecked >= self.named:
             return f"{self.named:,} collections re-checked"
