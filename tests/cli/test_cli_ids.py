@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING
 
 import pytest
 
+from ddbkeys._cli.common import stored_number
 from ddbkeys.testing._tables import TableFactory
 from tests.cli.conftest import Run
 
@@ -263,3 +265,24 @@ def test_bad_input(ids: Run, ddb_table_factory: TableFactory) -> None:
         f"Error: The item has no 'pk', a key attribute (S) of table {table!r}."
     )
     assert ids("current", "-t", table).stdout == "0\n"  # nothing was written
+
+
+def test_a_number_key_is_named_as_the_table_holds_it(
+    ids: Run, ddb_table_factory: TableFactory
+) -> None:
+    # (helper-89 C7: `-k 1.0` on a number key was named "collection Decimal('1.0')" where
+    # DynamoDB holds 1; 1.0, 1e0 and 1 are one collection)
+    table = ddb_table_factory(("pk", "N"), ("sk", "N"))
+    assert ids("put", "-t", table, "-s", "collection", "-k", "1.0", "--item", "{}").stdout == "1\n"
+    assert ids("put", "-t", table, "-s", "collection", "-k", "1e0", "--item", "{}").stdout == "2\n"
+    audited = ids("audit", "-t", table, "-k", "1.00")
+    assert audited.stdout.splitlines()[0] == f"collection 1 of table {table}: 2 ids, from 1 to 2"
+    assert (
+        stored_number(Decimal("1E+2")) == Decimal(100)
+        and str(stored_number(Decimal("1E+2"))) == "100"
+    )
+    assert (
+        str(stored_number(Decimal("-0.0"))) == "0" and str(stored_number(Decimal("2.50"))) == "2.5"
+    )
+    with pytest.raises(InvalidOperation):
+        stored_number(Decimal("NaN"))

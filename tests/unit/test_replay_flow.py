@@ -265,3 +265,16 @@ def test_it_rechecks_every_pending_collection_whatever_the_stream_says() -> None
         ],
     )
     assert isinstance(declined, Decline) and "1 collection(s) are pending" in declined.reason
+
+
+def test_a_replays_repr_counts_its_collections_not_lists_them() -> None:
+    # (helper-89 C5: repr(listing.replay) printed each of 1,900 re-checked keys twice)
+    replay = Replay(60.0, records=4_000, shards=2, unapplied=3)
+    for n in range(1_900):
+        hashed = ("S", f"customer#{n:05}")
+        replay.touched[hashed] = {"S": hashed[1]}
+        replay.exists[hashed] = n % 2 == 0
+    assert repr(replay) == (
+        "Replay(records=4000, shards=2, touched=1900, rechecked=1900, pending=0, "
+        "unapplied=3, margin=60.0)"
+    )

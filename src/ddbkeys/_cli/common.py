@@ -12,7 +12,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
@@ -365,6 +365,19 @@ def echo_whole(text: str) -> None:
         left = left[os.write(descriptor, left) :]
 
 
+def stored_number(value: Decimal) -> Decimal:
+    """A number as DynamoDB keeps it: 1.0 and 1e0 are 1, 1.50 is 1.5, 1E+2 is 100 (the same
+    key), so that what a command says names the key as the table holds it (helper-89 C7:
+    "collection Decimal('1.0')" for the key 1). InvalidOperation where it is no finite
+    number."""
+    if not value.is_finite():
+        raise InvalidOperation(value)
+    with localcontext() as context:
+        context.prec = 200  # (DynamoDB: 38 significant digits, exponents -130 to +125)
+        reduced = value.normalize() if value else Decimal(0)  # (-0.0 is 0)
+        return reduced.quantize(Decimal(1)) if reduced == reduced.to_integral_value() else reduced
+
+
 def parse_key(
     text: str,
     key_type: str,
@@ -382,7 +395,8 @@ def parse_key(
             param_hint=param_hint,
         ) from exc
     try:
-        return key_of_text(text, key_type)
+        value = key_of_text(text, key_type)
+        return stored_number(value) if isinstance(value, Decimal) else value
     except InvalidOperation as exc:
         raise click.BadParameter(
             f"table {table!r} has a number {which} key; {text!r} is not a number",

@@ -18,6 +18,7 @@ from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Request, query, scan
 from ddbkeys._drivers.sync import SyncDriver
 from ddbkeys._errors import ConfigurationError, KeySchemaError
+from ddbkeys._key_json import brief_key
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import check_name, describe_flow, key_value
@@ -301,7 +302,7 @@ def collection_flow(
         if "LastEvaluatedKey" not in answer:
             break
         params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-    source = f"collection {partition_key_value!r}"
+    source = f"collection {brief_key(partition_key_value)}"
     report = audit_ids(values, table=table, source=source, values_are_ids=False)
     report.not_numbers = not_numbers
     report.blocking_sort_key = goes_on_from.refused()

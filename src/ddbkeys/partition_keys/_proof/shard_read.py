@@ -87,6 +87,15 @@ class Replay:
     def rechecked(self) -> int:
         return len(self.exists)
 
+    def __repr__(self) -> str:
+        """Counts, not the collections: a replay of 1,900 re-checked keys printed each twice,
+        tens of KB in a REPL or a log line (helper-89 C5)."""
+        return (
+            f"Replay(records={self.records}, shards={self.shards}, "
+            f"touched={len(self.touched)}, rechecked={self.rechecked}, "
+            f"pending={self.pending}, unapplied={self.unapplied}, margin={self.margin})"
+        )
+
     def of_history(self) -> str:
         """Its records written before the maintainer began, in words after the count of those
         read ("" where none): counted among the records read past its positions, they read as
