@@ -153,7 +153,13 @@ def test_index_commands(
     assert create.stdout == f"Index ddbkeys-partition-keys of table {table}: ACTIVE\n"
     verify = run(ddb_endpoint_url, "index", "verify", "-t", table)
     assert verify.exit_code == 1
-    assert verify.stdout.splitlines()[-1] == "NOT HEALTHY (run `index repair`)"
+    # (helper-89 C9: with the stream off, "run `index repair`" alone: it fixes one moment)
+    assert verify.stdout.splitlines()[-1] == (
+        "NOT HEALTHY: `index repair` fixes the markers once; the table's stream is off, so "
+        "nothing keeps them right as the table is written: turn it on (`ddbkeys partition-keys "
+        f"index stream -t {table}`) and start `ddbkeys partition-keys index follow -t {table} "
+        "--backfill` (or the Lambda handler)"
+    )
     assert run(ddb_endpoint_url, "index", "mark", "-t", table, "k000").stdout == (
         "1 marker(s) written, 0 already there\n"
     )

@@ -383,12 +383,12 @@ def show_marked(
             "table": index.table,
             "written": report.written,
             "already": report.present,
-            "emptied": report.emptied,
             "clashes": [json_key(plain_key(k)) for k in report.clashes],
         }
         if usage:
             fields["usage"] = index.usage.snapshot()
             fields["removed"] = report.removed
+            fields["emptied"] = report.emptied
             fields["counts"] = report.counts
             fields["declined"] = declined
             fields["advice"] = report.advice

@@ -132,9 +132,17 @@ class Upkeep:
         }
 
     def advice(self, table_name: str) -> str | None:
-        """What to do first where the stream holds records no maintainer applied, or is on
-        with no maintainer (None: neither)."""
+        """What to do first where the stream holds records no maintainer applied, is on with
+        no maintainer, or is off (helper-89 C9: "run `index repair`" alone, where a repair
+        fixes one moment and the markers drift again with the next writes)."""
         follow = f"`ddbkeys partition-keys index follow -t {table_name}"
+        if not self.stream:
+            return (
+                "NOT HEALTHY: `index repair` fixes the markers once; the table's stream is off, "
+                "so nothing keeps them right as the table is written: turn it on (`ddbkeys "
+                f"partition-keys index stream -t {table_name}`) and start {follow} --backfill` "
+                "(or the Lambda handler)"
+            )
         if self.stream and self.maintainer is None:
             return (
                 "NOT HEALTHY: the table's stream is on, but no maintainer follows it: start one "
