@@ -166,6 +166,11 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         | _n("Scan", on="index")
         | _n("GetItem", "UpdateItem", on="state")
     },
+    # The index deleted, then the markers found by a Scan of the table and deleted; first the
+    # index's record, to say whether a maintainer keeps the index (stop it first).
+    "partition-keys index drop": {
+        "": _n("DescribeTable", "UpdateTable", "Scan", "DeleteItem") | _n("GetItem", on="state")
+    },
     # What a listing reads to prove the index, and no more: never the table, nothing written.
     "partition-keys index status": {
         "": _n("DescribeTable") | _n("GetItem", on="state") | _n(*STREAM_READS, on="stream")

@@ -203,13 +203,11 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     # (a helper's `index create` warned, then led on to the backfill without a word).
     created = run(ddb_endpoint_url, "index", "create", "-t", table)
     assert created.exit_code == 0, created.output
-    drop = '[{"Delete": {"IndexName": "ddbkeys-partition-keys"}}]'
     assert created.stderr.splitlines()[-1] == (
         "Next: as warned, listings from this index would cost more than a scan; take it away "
-        f"with `aws dynamodb update-table --table-name {table} --global-secondary-index-updates "
-        f"'{drop}' --endpoint-url {ddb_endpoint_url}`, or go on anyway: `ddbkeys partition-keys "
-        f"index stream -t {table}`, then `index follow -t {table} --backfill` (or the Lambda "
-        "handler)."
+        f"with `ddbkeys partition-keys index drop -t {table} --endpoint-url {ddb_endpoint_url} "
+        f"--yes`, or go on anyway: `ddbkeys partition-keys index stream -t {table}`, then "
+        f"`index follow -t {table} --backfill` (or the Lambda handler)."
     ), created.stderr
     # The stream on first (`table create --stream`, or `index stream` before `index create`):
     # the same, then the follower.
@@ -225,7 +223,7 @@ def test_index_create_says_what_markers_add_and_warns_when_the_index_costs_more(
     created = run(ddb_endpoint_url, "index", "create", "-t", streamed)
     assert created.exit_code == 0, created.output
     assert created.stderr.splitlines()[-1].endswith(
-        f"--endpoint-url {ddb_endpoint_url}`, or go on anyway: `ddbkeys partition-keys index "
+        f"--endpoint-url {ddb_endpoint_url} --yes`, or go on anyway: `ddbkeys partition-keys index "
         f"follow -t {streamed} --backfill` (or the Lambda handler)."
     ), created.stderr
     # Created again (a setup script run twice): nothing created, and the same warning, since

@@ -31,6 +31,9 @@ Rules, so that no example can escape:
   a table the page made under any other name (an unsubstituted one, which a later page would
   find there) fails the test too; the marker index's state table, which ddbkeys makes itself, is
   allowed.
+- no table name is made by two pages (:func:`test_no_table_is_made_by_two_pages`): a reader runs
+  the README and then the pages in the site's order on one server or AWS account, where the
+  substitution above does not happen.
 """
 
 from __future__ import annotations
@@ -378,6 +381,20 @@ def test_a_table_made_another_way_fails_the_page(reader: Reader) -> None:
 def test_every_page_is_collected() -> None:
     assert ROOT / "README.md" in PAGES
     assert len([p for p in PAGES if "docs" in p.parts]) >= 9
+
+
+def test_no_table_is_made_by_two_pages() -> None:
+    """A reader runs the README, then the pages in the site's order, on one server or one AWS
+    account, which cannot be started afresh for each page: a table name made by two pages
+    meets the first page's items (or its other key schema) in the second, whose asserts of a
+    fresh state then fail. :func:`run_page` cannot see it (it substitutes each page's names
+    by unique ones), so each page makes tables of its own names."""
+    makers: dict[str, list[str]] = {}
+    for page in PAGES:
+        for name in made_tables(page.read_text(encoding="utf-8")):
+            makers.setdefault(name, []).append(str(page.relative_to(ROOT)))
+    shared = {name: pages for name, pages in makers.items() if len(pages) > 1}
+    assert not shared, f"tables made by more than one page: {shared}"
 
 
 # The examples in --help (docs/cli.md is --help) use these tables.

@@ -220,10 +220,23 @@ def scenarios(
     tasked(record, seen, run, coll, ("index",))
     from_export(record, client, coll)
     backfilled_from_export(record, client, coll)
-    seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
+    handled_then_dropped(seen, record, proxy, client, coll)
     # The demo makes its own tables (and puts its own fault proxy behind this one).
     seen[("demo", "")] = (None, run("demo", "--quick", "--quiet", "--output", "json"))
     return seen
+
+
+def handled_then_dropped(
+    seen: dict[tuple[str, str], tuple[str | None, list[Call]]],
+    record: Callable[..., None],
+    proxy: FaultProxy,
+    client: DynamoDBClient,
+    coll: str,
+) -> None:
+    """The Lambda handler's calls, then, last of the index's commands, the index and its
+    markers taken away."""
+    seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
+    record("partition-keys index drop", "", coll, "--yes")
 
 
 def tasked(

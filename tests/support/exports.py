@@ -259,17 +259,22 @@ def write(fixture: Fixture, root: Path, *, table_arn: str | None = None) -> Path
     return folder
 
 
-def export_table(client: Any, table: str, root: Path) -> Path:
-    """An export of ``table`` in AWS's layout from a consistent scan, at the time it began."""
-    began = datetime.now(UTC)
+def consistent_items(client: Any, table: str) -> list[dict[str, Any]]:
+    """Every item of ``table``, from a consistent Scan."""
     items: list[dict[str, Any]] = []
     kwargs: dict[str, Any] = {"TableName": table, "ConsistentRead": True}
     while True:
         page = client.scan(**kwargs)
         items += page["Items"]
         if "LastEvaluatedKey" not in page:
-            break
+            return items
         kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def export_table(client: Any, table: str, root: Path) -> Path:
+    """An export of ``table`` in AWS's layout from a consistent scan, at the time it began."""
+    began = datetime.now(UTC)
+    items = consistent_items(client, table)
     fixture = Fixture(
         table=table,
         key_schema=[],

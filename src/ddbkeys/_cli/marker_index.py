@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import shlex
+import sys
+import time
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -26,13 +27,18 @@ from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import given_text, index_options
 from ddbkeys._cli.index_status import status_command
 from ddbkeys._cli.index_verify import Upkeep, repair_command, verify_command
+from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     ListingEstimate,
     estimate_listing,
 )
-from ddbkeys.partition_keys._index.markers import check_index, index_status
+from ddbkeys.partition_keys._index.markers import DEFAULT_INDEX, check_index, index_status
+from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.recognise import marker_sort_key
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys import MarkerIndex
 
 __all__ = ["index_group"]
 
@@ -48,6 +54,7 @@ WORK_ORDER = (
     "unmark",
     "verify",
     "repair",
+    "drop",
 )
 
 
@@ -78,6 +85,7 @@ def index_group() -> None:
       ddbkeys partition-keys index repair   -t T   # mark what is missing, drop orphans
       ddbkeys partition-keys index mark     -t T KEY...   # mark new collections
       ddbkeys partition-keys index unmark   -t T KEY...   # before deleting a collection
+      ddbkeys partition-keys index drop     -t T   # take the index and its markers away
     Then `ddbkeys partition-keys -t T` lists the keys from the index once it can prove it
     complete (the follower's positions and the stream since), and says why when it cannot.
     """
@@ -171,12 +179,12 @@ def create_command(
 
 
 def _drop_command(table_name: str, index_name: str, connection: Connection) -> str:
-    """The AWS CLI's command that deletes the index, on the endpoint, region and profile this
-    command was given (pasted as printed, it must not go to another account's table of the
-    same name)."""
-    updates = json.dumps([{"Delete": {"IndexName": index_name}}])
-    words = ["aws", "dynamodb", "update-table", "--table-name", table_name]
-    words += ["--global-secondary-index-updates", updates]
+    """``index drop``'s command that takes the index away, on the endpoint, region and profile
+    this command was given (pasted as printed, it must not go to another account's table of
+    the same name). It needed the AWS CLI, which left the markers (helper-89 C1)."""
+    words = ["ddbkeys", "partition-keys", "index", "drop", "-t", table_name]
+    if index_name != DEFAULT_INDEX:
+        words += ["--index-name", index_name]
     for flag, value in (
         ("--endpoint-url", connection.endpoint_url),
         ("--region", connection.region),
@@ -184,7 +192,7 @@ def _drop_command(table_name: str, index_name: str, connection: Connection) -> s
     ):
         if value is not None:
             words += [flag, value]
-    return shlex.join(words)
+    return shlex.join([*words, "--yes"])
 
 
 def _next_step(table_name: str, streamed: bool, drop: str | None, kept: bool = False) -> str:
@@ -328,6 +336,98 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
         "first, if the table has no marker index yet).",
         err=True,
     )
+
+
+@index_group.command("drop")
+@table_option
+@index_options
+@state_table_option
+@click.option(
+    "--yes", is_flag=True, help="Do not ask first (for scripts: off a terminal it is needed)."
+)
+@connection_options
+@output_option
+def drop_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    yes: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Take the marker index away, and its markers with it: the GSI is deleted, then one
+    consistent Scan of the table (the whole table, once) finds the markers, each deleted while
+    it still is one (an item of yours is never removed). The table's stream is left as it is.
+
+    Stop the maintainers first (`index follow`, the Lambda trigger): one still running may mark
+    a collection again; `index drop` run again removes what is left. Listings then read the
+    table (--method auto).
+
+    \b
+    Example:
+      ddbkeys partition-keys index drop -t issues --yes
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    there = index.status(fresh=True)
+    what = f"index {index_name} of table {table_name}" if there else f"the markers of {table_name}"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(
+                f"`index drop` deletes {what} and every marker in the table: add --yes to go "
+                "on (nothing was changed)."
+            )
+        click.confirm(f"Delete {what} and every marker in the table?", abort=True, err=True)
+    kept = _kept_by(index, state_table) if there else None
+    if kept is not None:
+        click.echo(
+            f"Note: the index's record names a maintainer ({kept}): if it still runs, stop it "
+            "(or its Lambda trigger), else it may mark collections again, and run `index drop` "
+            "again.",
+            err=True,
+        )
+    with waiting(f"removing the markers of {table_name}...") as line:
+
+        def told(removed: int) -> None:
+            if line is not None:
+                line.update(f"removing the markers of {table_name}: {removed:,} so far")
+
+        removed = index.drop(told)
+    if structured(output):
+        echo_json(
+            {
+                "table": table_name,
+                "index": index_name,
+                "deleted": there is not None,
+                "removed": removed,
+                "usage": index.usage.snapshot(),
+            }
+        )
+        return
+    gone = (
+        f"Index {index_name} of table {table_name} deleted"
+        if there
+        else (f"Index {index_name} of table {table_name}: not there")
+    )
+    click.echo(f"{gone}; {removed:,} marker(s) removed.")
+
+
+def _kept_by(index: MarkerIndex, state_table: str | None) -> str | None:
+    """The maintainer the index's record names, and when it last saved its position ("follow,
+    which saved its position 12 s ago"); None where no record names one, or it cannot be
+    read (one GetItem on the state table)."""
+    try:
+        saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
+            index.table, index.name
+        )
+    except DdbKeysError:
+        return None
+    if saved is None or saved.maintainer is None:
+        return None
+    times = [when for mark in saved.shards.values() for _, when in mark.marks]
+    if not times:
+        return saved.maintainer
+    return f"{saved.maintainer}, which saved its position {time.time() - max(times):.0f} s ago"
 
 
 index_group.add_command(follow_command)

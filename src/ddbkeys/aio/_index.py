@@ -29,6 +29,7 @@ from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index import index as _sync
 from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
+from ddbkeys.partition_keys._index.drop import drop_flow
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport, warn_uncounted
@@ -122,6 +123,16 @@ class MarkerIndex(MarkerIndexBase):
     async def unmark(self, partition_key_value: str | int | Decimal | bytes | Key) -> bool:
         """Remove one collection's marker (see the sync ``MarkerIndex.unmark``)."""
         return await self._run(self.core.unmark(partition_key_value))
+
+    async def drop(
+        self,
+        progress: Callable[[int], None] | None = None,
+        *,
+        wait: bool = True,
+        timeout: float = 600.0,
+    ) -> int:
+        """Take the index away, and its markers with it (see the sync ``MarkerIndex.drop``)."""
+        return await self._run(drop_flow(self.core, progress, wait, timeout))
 
     async def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None

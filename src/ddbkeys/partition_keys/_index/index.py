@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
+from ddbkeys.partition_keys._index.drop import drop_flow
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
@@ -126,6 +127,23 @@ class MarkerIndex(MarkerIndexBase):
         that is not a marker is never removed. An error when the table has no marker index
         (there are no markers to remove: is it the right table, or index name?)."""
         return self._run(self.core.unmark(partition_key_value))
+
+    def drop(
+        self,
+        progress: Callable[[int], None] | None = None,
+        *,
+        wait: bool = True,
+        timeout: float = 600.0,
+    ) -> int:
+        """Take the index away, and its markers with it: one UpdateTable deleting the index
+        (where it is there), then one consistent Scan of the table for the markers, each
+        deleted on the condition that it still is one (an item of yours is never removed).
+        How many were removed; ``progress(removed)`` after each. With ``wait``, until the table
+        no longer lists the index (at most ``timeout`` seconds). Stop the maintainers first
+        (``index follow``, the Lambda trigger): one running may mark a collection again; a
+        second ``drop`` removes what is left. The table's stream is left as it is. The Scan
+        reads the whole table once (consistent: 1 RCU per 4 KB)."""
+        return self._run(drop_flow(self.core, progress, wait, timeout))
 
     def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None

@@ -284,19 +284,30 @@ class MarkerCore:
                 # created" so)
                 cause = exc.cause
                 created = maybe_own(cause, lost) if isinstance(cause, ClientError) else any(lost)
+        if not wait:
+            yield from self.describe()
+            return created
+        yield from self.until_status(
+            lambda status: status == "ACTIVE",
+            timeout,
+            f"Index {self.name!r} of table {self.table!r} is not ACTIVE after {timeout:.0f} s; "
+            "it may still be building.",
+        )
+        return created
+
+    def until_status(
+        self, wanted: Callable[[str | None], bool], timeout: float, late: str
+    ) -> Flow[None]:
+        """Describe the table until the index's status (None: not there) is ``wanted``: at
+        most ``timeout`` seconds, then a :class:`~ddbkeys.DdbKeysError` saying ``late``."""
         ends = Deadline(timeout, clock=self.retry.clock)
         pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
         while True:
             yield from self.describe()
-            info = yield from self.table_info()
-            if not wait or index_status(info, self.name) == "ACTIVE":
-                return created
+            if wanted(index_status((yield from self.table_info()), self.name)):
+                return
             if not ends.allows(pause):
-                raise DdbKeysError(
-                    f"Index {self.name!r} of table {self.table!r} is not ACTIVE after "
-                    f"{timeout:.0f} s; it may still be building.",
-                    table=self.table,
-                )
+                raise DdbKeysError(late, table=self.table)
             yield Pause(pause, self.retry.sleep)
             pause = min(pause * 1.5, 5.0)
 

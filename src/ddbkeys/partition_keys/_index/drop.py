@@ -1,0 +1,125 @@
+"""``index drop``: take the marker index away, and its markers with it (helper-89 C1: ``index
+create`` warned that the index would cost more than the scan it replaces and sent the user to
+the AWS CLI, which removes the GSI and leaves a marker in every collection, read by every later
+scan of the table, ddbkeys' own aside).
+
+The index goes first: once it is not ACTIVE, no maintainer that checks it (``index follow``, the
+Lambda handler, ``index mark``, on their next start) writes a marker again. Then one consistent
+Scan of the table finds the markers (an item whose marker attribute holds its own partition key:
+nothing else), and each is deleted on that same condition, so that an item of yours that came
+to the marker's key since is never removed. A maintainer running all along may have checked the
+index before, and mark a collection after the Scan went past it: stop the maintainers first (the
+CLI says so), or run ``index drop`` again, which finds what is left."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ddbkeys._core.steps import Flow, delete_item, scan, update_table
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._retry import Deadline
+from ddbkeys.partition_keys._index.marker_core import conditional, send, sending
+from ddbkeys.partition_keys._index.markers import index_status
+
+if TYPE_CHECKING:
+    from ddbkeys._schema import TableInfo
+    from ddbkeys.partition_keys._index.marker_core import MarkerCore
+
+__all__ = ["drop_flow"]
+
+
+def drop_flow(
+    core: MarkerCore, progress: Callable[[int], None] | None, wait: bool, timeout: float
+) -> Flow[int]:
+    """Delete the index (where it is there), then every marker of the table: how many were
+    removed. With ``wait``, until the table no longer lists the index (``timeout`` seconds
+    at most: the service takes minutes to delete one)."""
+    deadline = core.begin()
+    yield from core.describe(deadline)
+    info = yield from core.table_info(deadline)
+    keyed = info.index_hash_keys.get(core.name)
+    if core.attribute_given is None and keyed is not None:
+        core.attribute = keyed  # (the index's own marker attribute, as a maintainer takes it)
+    if index_status(info, core.name) not in (None, "DELETING"):
+        yield from _delete_index(core, deadline)
+    removed = yield from _remove_markers(core, info, progress)
+    if wait:
+        yield from core.until_status(
+            lambda status: status is None,
+            timeout,
+            f"Index {core.name!r} of table {core.table!r} is still DELETING after {timeout:.0f} "
+            f"s ({removed} marker(s) removed): it goes on by itself.",
+        )
+    return removed
+
+
+def _delete_index(core: MarkerCore, deadline: Deadline) -> Flow[None]:
+    """One UpdateTable deleting the index; where it is refused, the table described again: an
+    index gone or DELETING (another's drop, or this one's try whose answer was lost) is what
+    was asked."""
+    request: Any = {
+        "TableName": core.table,
+        "GlobalSecondaryIndexUpdates": [{"Delete": {"IndexName": core.name}}],
+    }
+    try:
+        yield from core.attempts(
+            lambda _: send(update_table(request)),
+            f"UpdateTable (deleting index {core.name!r})",
+            deadline,
+        )
+    except DdbKeysError:
+        yield from core.describe(deadline)
+        if index_status((yield from core.table_info(deadline)), core.name) not in (
+            None,
+            "DELETING",
+        ):
+            raise
+
+
+def _remove_markers(
+    core: MarkerCore, info: TableInfo, progress: Callable[[int], None] | None
+) -> Flow[int]:
+    """Every marker the table holds, found by a consistent Scan and deleted on the condition
+    that it still is one: how many were."""
+    pk, sk = info.partition_key, info.sort_key
+    if sk is None:  # (no sort key: no marker can be there)
+        return 0
+    names = {"#m": core.attribute, "#pk": pk.name, "#sk": sk.name}
+    request: Any = {
+        "TableName": core.table,
+        "ConsistentRead": True,
+        "FilterExpression": "#m = #pk",  # a marker: its attribute holds its own key
+        "ProjectionExpression": "#pk, #sk",
+        "ExpressionAttributeNames": names,
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    removed = 0
+    while True:
+        page = yield from core.attempts(
+            sending(scan(request)), "reading the table for markers", writes=False
+        )
+        for key in page.get("Items", []):
+            if (yield from _unmarked(core, key, pk.name)):
+                removed += 1
+                if progress is not None:
+                    progress(removed)
+        if "LastEvaluatedKey" not in page:
+            return removed
+        request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+
+
+def _unmarked(core: MarkerCore, key: dict[str, Any], pk_name: str) -> Flow[bool]:
+    """Delete the marker at ``key`` if it still is one: whether it was deleted (a try whose
+    answer was lost, then refused, counts as not: the count may fall short, never over)."""
+    request: Any = {
+        "TableName": core.table,
+        "Key": key,
+        "ConditionExpression": "#m = #pk",
+        "ExpressionAttributeNames": {"#m": core.attribute, "#pk": pk_name},
+        "ReturnConsumedCapacity": "TOTAL",
+    }
+    deleted = yield from core.attempts(
+        lambda _: conditional(delete_item(request)), "removing a marker"
+    )
+    return deleted is not None
