@@ -12,8 +12,23 @@ anything). The one definition: ``partition_keys._listing.recognise``."""
 
 from __future__ import annotations
 
-__all__ = ["COUNTER", "ENTITY_ATTRIBUTE", "MARKER"]
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["COUNTER", "ENTITY_ATTRIBUTE", "MARKER", "is_counter", "typed_as"]
 
 ENTITY_ATTRIBUTE = "ddbkeys_type"
 MARKER = "marker"
 COUNTER = "counter"
+
+
+def typed_as(item: Mapping[str, Any], value: str) -> bool:
+    """Whether ``item``'s ``ddbkeys_type`` is exactly the string ``value``."""
+    kind = item.get(ENTITY_ATTRIBUTE)
+    return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == value
+
+
+def is_counter(item: Mapping[str, Any]) -> bool:
+    """Whether ``item`` is an id strategy's counter item: its ``ddbkeys_type`` is exactly the
+    string ``"counter"`` (any other value or type is data)."""
+    return typed_as(item, COUNTER)

@@ -139,8 +139,15 @@ def test_the_attribute_audit_skips_the_sequences_counter_item() -> None:
     report = run.result
     assert (report.count, report.not_numbers, report.below_start, report.ok) == (2, 0, [], True)
     scan = run.requests[0].params
-    assert scan["ExpressionAttributeNames"] == {"#a": "pk", "#c": "last_id"}
-    assert scan["ProjectionExpression"] == "#a, #c"
+    # (and ddbkeys_type: every id strategy's counter item, typed, is left out too)
+    assert scan["ExpressionAttributeNames"] == {"#a": "pk", "#c": "last_id", "#t": "ddbkeys_type"}
+    assert scan["ProjectionExpression"] == "#a, #c, #t"
+    typed = [{"pk": {"S": "ord"}, "n": {"N": "7"}, "ddbkeys_type": {"S": "counter"}}, *items[2:]]
+    counted = drive(
+        attribute_flow(TABLE, "pk", counter_attribute="n", usage=Usage(), retry=POLICY),
+        [{"Items": typed}],
+    ).result
+    assert (counted.count, counted.not_numbers, counted.ok) == (2, 0, True)
     other = drive(
         attribute_flow(TABLE, "pk", counter_attribute="n", usage=Usage(), retry=POLICY),
         [{"Items": items}],
@@ -201,6 +208,9 @@ def test_an_id_on_an_item_that_also_holds_the_counter_attribute_is_counted() -> 
         attribute_flow(TABLE, "last_id", usage=Usage(), retry=POLICY),
         [{"Items": [{"last_id": {"N": "1"}}, {"last_id": {"N": "1"}}]}],
     )
-    assert run.requests[0].params["ProjectionExpression"] == "#a"
-    assert run.requests[0].params["ExpressionAttributeNames"] == {"#a": "last_id"}
+    assert run.requests[0].params["ProjectionExpression"] == "#a, #t"
+    assert run.requests[0].params["ExpressionAttributeNames"] == {
+        "#a": "last_id",
+        "#t": "ddbkeys_type",
+    }
     assert (run.result.duplicates, run.result.ok) == ({1: 2}, False)

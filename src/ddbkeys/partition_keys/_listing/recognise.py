@@ -34,7 +34,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ddbkeys._attributes import show_value
-from ddbkeys._entity import COUNTER, ENTITY_ATTRIBUTE, MARKER
+from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER, is_counter, typed_as
 from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys._key_json import key_of_text
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
@@ -116,18 +116,6 @@ def same_value(a: object, b: object) -> bool:
     if kind == "B":
         return bytes(left) == bytes(right)
     return bool(left == right)
-
-
-def is_counter(item: Mapping[str, Any]) -> bool:
-    """Whether ``item`` is an id strategy's counter item: its ``ddbkeys_type`` is exactly the
-    string ``"counter"`` (any other value or type is data)."""
-    return _typed(item, COUNTER)
-
-
-def _typed(item: Mapping[str, Any], value: str) -> bool:
-    """Whether ``item``'s ``ddbkeys_type`` is exactly the string ``value``."""
-    kind = item.get(ENTITY_ATTRIBUTE)
-    return isinstance(kind, Mapping) and len(kind) == 1 and kind.get("S") == value
 
 
 def is_own(item: Mapping[str, Any], markers: Markers | None) -> bool:
@@ -232,7 +220,7 @@ class Strays:
 
     def met(self, item: Mapping[str, Any], markers: Markers | None) -> None:
         """A key is handed out at ``item``: counted where it says it is a marker."""
-        if not _typed(item, MARKER):
+        if not typed_as(item, MARKER):
             return
         with self._lock:
             self.count += 1
