@@ -7,8 +7,7 @@ Deployment:
 1. Turn the table's stream on: ``ddbkeys partition-keys index stream -t TABLE`` (KEYS_ONLY is
    enough; any view type works).
 2. Create the index if it is not there: ``ddbkeys partition-keys index create -t TABLE``.
-3. Package ddbkeys with your function (from a checkout of its repository: ``python -m pip
-   install . -t package/``; docs/partition-keys/lambda.md builds the zip) and set the handler
+3. Package ddbkeys from its checkout (``python -m pip install . -t package/``); set the handler
    to ``ddbkeys.partition_keys.aws_lambda.handler``. Environment: ``DDBKEYS_INDEX`` (default
    ``ddbkeys-partition-keys``), ``DDBKEYS_MARKER_ATTRIBUTE`` (default ``ddbkeys_pk``),
    ``DDBKEYS_STATE_TABLE`` (default ``ddbkeys-state``). The table comes from each record's
