@@ -277,6 +277,8 @@ def test_a_number_key_is_named_as_the_table_holds_it(
     assert ids("put", "-t", table, "-s", "collection", "-k", "1e0", "--item", "{}").stdout == "2\n"
     audited = ids("audit", "-t", table, "-k", "1.00")
     assert audited.stdout.splitlines()[0] == f"collection 1 of table {table}: 2 ids, from 1 to 2"
+    big = ids("audit", "-t", table, "-k", "1e40")  # (helper-94 F5: named cut at 40 characters)
+    assert big.stdout.splitlines()[0] == f"collection 1{'0' * 40} of table {table}: 0 ids"
     assert (
         stored_number(Decimal("1E+2")) == Decimal(100)
         and str(stored_number(Decimal("1E+2"))) == "100"

@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.aio import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
@@ -42,6 +43,12 @@ def marked_table(client: DynamoDBClient, factory: TableFactory) -> tuple[str, li
             client.put_item(TableName=table, Item={"pk": {"S": f"c{k:03}"}, "sk": {"N": sk}})
     at_marker = {"pk": {"S": "c000"}, "sk": DEFAULT_MARKER_SORT_KEY["N"], "note": {"S": "mine"}}
     client.put_item(TableName=table, Item=at_marker)
+    # Another tool's item whose ddbkeys_pk holds its own key, at another sort key: no marker
+    # (helper-94 F1: the drop's filter left the sort key out, and removed it).
+    client.put_item(
+        TableName=table,
+        Item={"pk": {"S": "c001"}, "sk": {"N": "5"}, "ddbkeys_pk": {"S": "c001"}},
+    )
     index = MarkerIndex(client, table)
     index.create()
     report = index.backfill(record=False)
@@ -53,13 +60,14 @@ def test_drop_takes_the_index_and_its_markers_and_nothing_of_yours(
     ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
 ) -> None:
     table, before = marked_table(ddb_client, ddb_table_factory)
-    assert len(before) == 61 + 29  # (yours, and the markers)
+    assert len(before) == 62 + 29  # (yours, and the markers)
     told: list[int] = []
     assert MarkerIndex(ddb_client, table).drop(told.append) == 29
     assert told == list(range(1, 30)) and indexes(ddb_client, table) == []
     left = consistent_items(ddb_client, table)
-    assert len(left) == 61 and not [i for i in left if "ddbkeys_type" in i]
+    assert len(left) == 62 and not [i for i in left if "ddbkeys_type" in i]
     assert {"S": "mine"} in [i.get("note") for i in left]  # (the clash: yours, kept)
+    assert {"S": "c001"} in [i.get("ddbkeys_pk") for i in left]  # (yours, kept)
     listing = distinct_partition_keys(ddb_client, table)
     assert sorted(listing) == [f"c{k:03}" for k in range(30)]
     # Again: nothing there, nothing removed (and no error); asyncio the same.
@@ -123,3 +131,60 @@ def test_the_cli_asks_first_and_create_names_it(
     assert pasted[:4] == ["ddbkeys", "partition-keys", "index", "drop"]
     assert runner.invoke(cli, pasted[1:]).exit_code == 0
     assert indexes(ddb_client, small) == []
+
+
+def test_drop_takes_only_a_marker_index(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """An index of that name that is no marker index (helper-94 F7: a GSI of yours, gone), one
+    keyed on another marker attribute than given (F6: dropped, 0 markers removed, exit 0), and
+    the marker index under another name than given (F9: its markers removed, the index left in
+    place, empty): each refused, nothing changed."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    ddb_client.put_item(TableName=table, Item={"pk": {"S": "a"}, "sk": {"N": "1"}})
+    mine: Any = {
+        "IndexName": "by-email",
+        "KeySchema": [{"AttributeName": "email", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "ALL"},
+    }
+    ddb_client.update_table(
+        TableName=table,
+        AttributeDefinitions=[{"AttributeName": "email", "AttributeType": "S"}],
+        GlobalSecondaryIndexUpdates=[{"Create": mine}],
+    )
+    with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
+        MarkerIndex(ddb_client, table, index_name="by-email").drop()
+    assert indexes(ddb_client, table) == ["by-email"]
+    MarkerIndex(ddb_client, table, index_name="keys", marker_attribute="mk").create()
+    runner = CliRunner()
+    args = ["partition-keys", "index", "drop", "-t", table, "--endpoint-url", ddb_endpoint_url]
+    keyed = runner.invoke(cli, [*args, "--index-name", "keys", "--yes"])
+    assert keyed.exit_code == 1 and "keyed on 'mk', not on the marker attribute" in keyed.output
+    named = runner.invoke(cli, [*args, "--marker-attribute", "mk", "--yes"])
+    assert named.exit_code == 1, named.output
+    assert "has no index 'ddbkeys-partition-keys', but 'keys' is keyed on" in named.output
+    assert sorted(indexes(ddb_client, table)) == ["by-email", "keys"]
+    done = runner.invoke(cli, [*args, "--index-name", "keys", "--marker-attribute", "mk", "--yes"])
+    assert done.exit_code == 0, done.output
+    assert indexes(ddb_client, table) == ["by-email"]
+
+
+def test_the_cli_refuses_while_a_maintainer_is_at_work(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-94 F4: a follower left running put back 220 of the 227 markers removed, within
+    5 s (each marker deleted is a stream record); and the note came after the question (F8)."""
+    table, _ = marked_table(ddb_client, ddb_table_factory)
+    runner = CliRunner()
+    where = ["-t", table, "--endpoint-url", ddb_endpoint_url]
+    for step in (["stream"], ["follow", "--until-caught-up"]):
+        ran = runner.invoke(cli, ["partition-keys", "index", *step, *where])
+        assert ran.exit_code == 0, ran.output
+    refused = runner.invoke(cli, ["partition-keys", "index", "drop", *where, "--yes"])
+    assert refused.exit_code == 1, refused.output
+    assert "is kept by a maintainer at work (follow, which saved its position" in refused.output
+    assert "or give --force. Nothing was changed." in refused.output
+    assert indexes(ddb_client, table) == ["ddbkeys-partition-keys"]
+    forced = runner.invoke(cli, ["partition-keys", "index", "drop", *where, "--yes", "--force"])
+    assert forced.exit_code == 0, forced.output
+    assert forced.stdout.endswith("29 marker(s) removed.\n")

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import shlex
-import sys
-import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -23,22 +21,18 @@ from ddbkeys._cli.common import (
 )
 from ddbkeys._cli.index_backfill import backfill_command, show_marked
 from ddbkeys._cli.index_common import markers_as_recorded, open_index, parse_keys
+from ddbkeys._cli.index_drop import drop_command
 from ddbkeys._cli.index_follow import follow_command
 from ddbkeys._cli.index_options import given_text, index_options
 from ddbkeys._cli.index_status import status_command
 from ddbkeys._cli.index_verify import Upkeep, repair_command, verify_command
-from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys import (
     ListingEstimate,
     estimate_listing,
 )
 from ddbkeys.partition_keys._index.markers import DEFAULT_INDEX, check_index, index_status
-from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._index.stream_setup import enable_stream
 from ddbkeys.partition_keys._listing.recognise import marker_sort_key
-
-if TYPE_CHECKING:
-    from ddbkeys.partition_keys import MarkerIndex
 
 __all__ = ["index_group"]
 
@@ -338,100 +332,9 @@ def stream_command(table_name: str, connection: Connection, output: str) -> None
     )
 
 
-@index_group.command("drop")
-@table_option
-@index_options
-@state_table_option
-@click.option(
-    "--yes", is_flag=True, help="Do not ask first (for scripts: off a terminal it is needed)."
-)
-@connection_options
-@output_option
-def drop_command(
-    table_name: str,
-    index_name: str,
-    marker_attribute: str,
-    state_table: str | None,
-    yes: bool,
-    connection: Connection,
-    output: str,
-) -> None:
-    """Take the marker index away, and its markers with it: the GSI is deleted, then one
-    consistent Scan of the table (the whole table, once) finds the markers, each deleted while
-    it still is one (an item of yours is never removed). The table's stream is left as it is.
-
-    Stop the maintainers first (`index follow`, the Lambda trigger): one still running may mark
-    a collection again; `index drop` run again removes what is left. Listings then read the
-    table (--method auto).
-
-    \b
-    Example:
-      ddbkeys partition-keys index drop -t issues --yes
-    """
-    index = open_index(connection, table_name, index_name, marker_attribute)
-    there = index.status(fresh=True)
-    what = f"index {index_name} of table {table_name}" if there else f"the markers of {table_name}"
-    if not yes:
-        if not sys.stdin.isatty():
-            raise click.UsageError(
-                f"`index drop` deletes {what} and every marker in the table: add --yes to go "
-                "on (nothing was changed)."
-            )
-        click.confirm(f"Delete {what} and every marker in the table?", abort=True, err=True)
-    kept = _kept_by(index, state_table) if there else None
-    if kept is not None:
-        click.echo(
-            f"Note: the index's record names a maintainer ({kept}): if it still runs, stop it "
-            "(or its Lambda trigger), else it may mark collections again, and run `index drop` "
-            "again.",
-            err=True,
-        )
-    with waiting(f"removing the markers of {table_name}...") as line:
-
-        def told(removed: int) -> None:
-            if line is not None:
-                line.update(f"removing the markers of {table_name}: {removed:,} so far")
-
-        removed = index.drop(told)
-    if structured(output):
-        echo_json(
-            {
-                "table": table_name,
-                "index": index_name,
-                "deleted": there is not None,
-                "removed": removed,
-                "usage": index.usage.snapshot(),
-            }
-        )
-        return
-    gone = (
-        f"Index {index_name} of table {table_name} deleted"
-        if there
-        else (f"Index {index_name} of table {table_name}: not there")
-    )
-    click.echo(f"{gone}; {removed:,} marker(s) removed.")
-
-
-def _kept_by(index: MarkerIndex, state_table: str | None) -> str | None:
-    """The maintainer the index's record names, and when it last saved its position ("follow,
-    which saved its position 12 s ago"); None where no record names one, or it cannot be
-    read (one GetItem on the state table)."""
-    try:
-        saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
-            index.table, index.name
-        )
-    except DdbKeysError:
-        return None
-    if saved is None or saved.maintainer is None:
-        return None
-    times = [when for mark in saved.shards.values() for _, when in mark.marks]
-    if not times:
-        return saved.maintainer
-    return f"{saved.maintainer}, which saved its position {time.time() - max(times):.0f} s ago"
-
-
 index_group.add_command(follow_command)
 index_group.add_command(backfill_command)
 index_group.add_command(status_command)
 index_group.add_command(verify_command)
 index_group.add_command(repair_command)
+index_group.add_command(drop_command)

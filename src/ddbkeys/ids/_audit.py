@@ -310,7 +310,7 @@ def collection_flow(
         if "LastEvaluatedKey" not in answer:
             break
         params["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
-    source = f"collection {brief_key(partition_key_value)}"
+    source = f"collection {brief_key(partition_key_value, most=200)}"  # (a number whole)
     report = audit_ids(values, table=table, source=source, values_are_ids=False)
     report.not_numbers = not_numbers
     report.blocking_sort_key = goes_on_from.refused()

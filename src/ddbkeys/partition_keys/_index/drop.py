@@ -3,13 +3,14 @@ create`` warned that the index would cost more than the scan it replaces and sen
 the AWS CLI, which removes the GSI and leaves a marker in every collection, read by every later
 scan of the table, ddbkeys' own aside).
 
-The index goes first: once it is not ACTIVE, no maintainer that checks it (``index follow``, the
-Lambda handler, ``index mark``, on their next start) writes a marker again. Then one consistent
-Scan of the table finds the markers (an item whose marker attribute holds its own partition key:
-nothing else), and each is deleted on that same condition, so that an item of yours that came
-to the marker's key since is never removed. A maintainer running all along may have checked the
-index before, and mark a collection after the Scan went past it: stop the maintainers first (the
-CLI says so), or run ``index drop`` again, which finds what is left."""
+Only a marker index is dropped (KEYS_ONLY, keyed on the marker attribute, as every index
+command checks). The index goes first; then one consistent Scan of the table finds the markers
+(an item at the markers' sort key whose marker attribute holds its own partition key: nothing
+else), and each is deleted on that same condition, so that an item of yours that came to the
+marker's key since is never removed. A maintainer still running undoes it: each marker deleted
+is a record of the table's stream, and a follower that checked the index at its start marks
+that collection again (helper-94 F4). So the CLI refuses while the index's record shows a
+maintainer at work, and says to stop it first; ``index drop`` run again removes what is left."""
 
 from __future__ import annotations
 
@@ -17,10 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow, delete_item, scan, update_table
-from ddbkeys._errors import DdbKeysError
+from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import Deadline
 from ddbkeys.partition_keys._index.marker_core import conditional, send, sending
-from ddbkeys.partition_keys._index.markers import index_status
+from ddbkeys.partition_keys._index.markers import check_index, index_status
 
 if TYPE_CHECKING:
     from ddbkeys._schema import TableInfo
@@ -41,7 +42,12 @@ def drop_flow(
     keyed = info.index_hash_keys.get(core.name)
     if core.attribute_given is None and keyed is not None:
         core.attribute = keyed  # (the index's own marker attribute, as a maintainer takes it)
-    if index_status(info, core.name) not in (None, "DELETING"):
+    status = index_status(info, core.name)
+    if status is None:
+        _no_other_index(core, info)
+    else:  # a marker index only, as every index command (helper-94 F7: any GSI of that name)
+        check_index(info, core.name, core.attribute, active=False)
+    if status not in (None, "DELETING"):
         yield from _delete_index(core, deadline)
     removed = yield from _remove_markers(core, info, progress)
     if wait:
@@ -52,6 +58,20 @@ def drop_flow(
             f"s ({removed} marker(s) removed): it goes on by itself.",
         )
     return removed
+
+
+def _no_other_index(core: MarkerCore, info: TableInfo) -> None:
+    """Where the index named is not there, a ConfigurationError if another index of the table
+    is keyed on the marker attribute: the marker index under another name, whose markers the
+    drop would remove and leave it in place, empty (helper-94 F9)."""
+    others = sorted(n for n, key in info.index_hash_keys.items() if key == core.attribute)
+    if others:
+        raise ConfigurationError(
+            f"Table {core.table!r} has no index {core.name!r}, but {others[0]!r} is keyed on the "
+            f"marker attribute {core.attribute!r}: name it (--index-name, index_name=) to drop "
+            "it. Nothing was changed.",
+            table=core.table,
+        )
 
 
 def _delete_index(core: MarkerCore, deadline: Deadline) -> Flow[None]:
@@ -89,9 +109,12 @@ def _remove_markers(
     request: Any = {
         "TableName": core.table,
         "ConsistentRead": True,
-        "FilterExpression": "#m = #pk",  # a marker: its attribute holds its own key
+        # A marker: at the markers' sort key, its attribute holding its own key; nothing else
+        # (helper-94 F1: an item of yours whose ddbkeys_pk held its key, at another sort key)
+        "FilterExpression": "#sk = :sk AND #m = #pk",
         "ProjectionExpression": "#pk, #sk",
         "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": {":sk": core.sort_key(info)},
         "ReturnConsumedCapacity": "TOTAL",
     }
     removed = 0

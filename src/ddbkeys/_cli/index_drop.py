@@ -1,0 +1,142 @@
+"""``ddbkeys partition-keys index drop``: take the marker index away, and its markers with it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import click
+
+from ddbkeys._cli.common import (
+    Connection,
+    connection_options,
+    echo_json,
+    output_option,
+    state_table_option,
+    structured,
+    table_option,
+    waiting,
+)
+from ddbkeys._cli.index_common import open_index
+from ddbkeys._cli.index_options import index_options
+from ddbkeys._cli.index_status import _span
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.partition_keys._index.backfill_wait import same_markers
+from ddbkeys.partition_keys._index.markers import check_index
+from ddbkeys.partition_keys._index.state import StateStore
+from ddbkeys.partition_keys._proof.evidence import Evidence
+
+__all__ = ["AT_WORK", "drop_command"]
+
+#: A maintainer whose newest saved position is this recent (seconds) is taken to be at work: a
+#: follower reading the stream's tip saves its position every few seconds.
+AT_WORK = 600.0
+
+
+@click.command("drop")
+@table_option
+@index_options
+@state_table_option
+@click.option(
+    "--yes", is_flag=True, help="Do not ask first (for scripts: off a terminal it is needed)."
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Drop even where the index's record shows a maintainer at work (it saved its position "
+    "in the last 10 minutes): one still running marks each collection again as the drop "
+    "removes its marker.",
+)
+@connection_options
+@output_option
+def drop_command(
+    table_name: str,
+    index_name: str,
+    marker_attribute: str,
+    state_table: str | None,
+    yes: bool,
+    force: bool,
+    connection: Connection,
+    output: str,
+) -> None:
+    """Take the marker index away, and its markers with it: the GSI is deleted, then one
+    consistent Scan of the table (the whole table, once) finds the markers, each deleted while
+    it still is one (an item of yours is never removed). Only a marker index is dropped
+    (KEYS_ONLY, keyed on --marker-attribute, its markers as its record knows them). The
+    table's stream is left as it is; listings then read the table.
+
+    Stop the maintainers first (`index follow`, the Lambda trigger): each marker removed is a
+    record of the stream, and a maintainer still running marks that collection again. Where
+    the index's record shows one at work, it refuses (--force drops anyway); `index drop` run
+    again removes what is left.
+
+    \b
+    Example:
+      ddbkeys partition-keys index drop -t customers --yes   # its maintainers stopped first
+    """
+    index = open_index(connection, table_name, index_name, marker_attribute)
+    there = index.status(fresh=True)
+    info = index.table_info()
+    if there is not None:  # (helper-94 F6, F7: any GSI of that name, or one keyed otherwise)
+        check_index(info, index_name, marker_attribute, active=False)
+    saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
+        table_name, index_name
+    )
+    same_markers(saved, index.core, info)  # (helper-94 F2: markers the record knows otherwise)
+    _maintainer_said(saved, table_name, force)
+    what = f"index {index_name} of table {table_name}" if there else f"the markers of {table_name}"
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.UsageError(
+                f"`index drop` deletes {what} and every marker in the table: add --yes to go "
+                "on (nothing was changed)."
+            )
+        click.confirm(f"Delete {what} and every marker in the table?", abort=True, err=True)
+    with waiting(f"removing the markers of {table_name}...") as line:
+
+        def told(removed: int) -> None:
+            if line is not None:
+                line.update(f"removing the markers of {table_name}: {removed:,} so far")
+
+        removed = index.drop(told)
+    if structured(output):
+        echo_json(
+            {
+                "table": table_name,
+                "index": index_name,
+                "deleted": there is not None,
+                "removed": removed,
+                "usage": index.usage.snapshot(),
+            }
+        )
+        return
+    where = f"Index {index_name} of table {table_name}"
+    gone = f"{where} deleted" if there else f"{where}: not there"
+    click.echo(f"{gone}; {removed:,} marker(s) removed.")
+
+
+def _maintainer_said(saved: Evidence | None, table_name: str, force: bool) -> None:
+    """Where the index's record names a maintainer: refused (nothing changed) if it saved its
+    position within :data:`AT_WORK` seconds, unless ``force``; else a note, before anything is
+    asked or changed (helper-94 F4: a follower left running put back 220 of the 227 markers
+    removed, within 5 s; F8: the note came after the question)."""
+    if saved is None or saved.maintainer is None:
+        return
+    times = [when for mark in saved.shards.values() for _, when in mark.marks]
+    ago = time.time() - max(times) if times else None
+    said = saved.maintainer + (
+        "" if ago is None else f", which saved its position {_span(ago)} ago"
+    )
+    stop = "stop it (or its Lambda trigger)"
+    if ago is not None and ago < AT_WORK and not force:
+        raise ConfigurationError(
+            f"The marker index of table {table_name!r} is kept by a maintainer at work "
+            f"({said}): {stop} first, else it marks each collection again as the drop "
+            "removes its marker; or give --force. Nothing was changed.",
+            table=table_name,
+        )
+    click.echo(
+        f"Note: the index's record names a maintainer ({said}): if it still runs, {stop}, else "
+        "it marks collections again; then run `index drop` again.",
+        err=True,
+    )
