@@ -26,11 +26,7 @@ from ddbkeys.partition_keys._index.markers import check_index
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._proof.evidence import Evidence
 
-__all__ = ["AT_WORK", "drop_command"]
-
-#: A maintainer whose newest saved position is this recent (seconds) is taken to be at work: a
-#: follower reading the stream's tip saves its position every few seconds.
-AT_WORK = 600.0
+__all__ = ["drop_command"]
 
 
 @click.command("drop")
@@ -43,9 +39,8 @@ AT_WORK = 600.0
 @click.option(
     "--force",
     is_flag=True,
-    help="Drop even where the index's record shows a maintainer at work (it saved its position "
-    "in the last 10 minutes): one still running marks each collection again as the drop "
-    "removes its marker.",
+    help="Drop where the index's record names a maintainer: once it is stopped (one still "
+    "running marks each collection again as the drop removes its marker).",
 )
 @connection_options
 @output_option
@@ -67,8 +62,8 @@ def drop_command(
 
     Stop the maintainers first (`index follow`, the Lambda trigger): each marker removed is a
     record of the stream, and a maintainer still running marks that collection again. Where
-    the index's record shows one at work, it refuses (--force drops anyway); `index drop` run
-    again removes what is left.
+    the index's record names one, it refuses until given --force (no record tells one at work
+    from one stopped); `index drop` run again removes what is left.
 
     \b
     Example:
@@ -116,27 +111,28 @@ def drop_command(
 
 
 def _maintainer_said(saved: Evidence | None, table_name: str, force: bool) -> None:
-    """Where the index's record names a maintainer: refused (nothing changed) if it saved its
-    position within :data:`AT_WORK` seconds, unless ``force``; else a note, before anything is
-    asked or changed (helper-94 F4: a follower left running put back 220 of the 227 markers
-    removed, within 5 s; F8: the note came after the question)."""
+    """Where the index's record names a maintainer: refused (nothing changed) unless ``force``,
+    whenever it last saved its position (helper-94 F4: a follower left running put back 220 of
+    227 markers within 5 s, as each marker removed is a stream record; helper-95 F7, F8: a
+    follower on a quiet stream saves once an hour, a Lambda handler only with a batch, so no
+    age tells one at work from one stopped). With ``force``, a note; before anything is asked
+    or changed (helper-94 F8)."""
     if saved is None or saved.maintainer is None:
         return
     times = [when for mark in saved.shards.values() for _, when in mark.marks]
-    ago = time.time() - max(times) if times else None
-    said = saved.maintainer + (
-        "" if ago is None else f", which saved its position {_span(ago)} ago"
-    )
-    stop = "stop it (or its Lambda trigger)"
-    if ago is not None and ago < AT_WORK and not force:
+    said = saved.maintainer
+    if times:
+        said += f", which saved its position {_span(time.time() - max(times))} ago"
+    stop = "stop it (`index follow`: Ctrl-C; the Lambda handler: disable its trigger)"
+    if not force:
         raise ConfigurationError(
-            f"The marker index of table {table_name!r} is kept by a maintainer at work "
-            f"({said}): {stop} first, else it marks each collection again as the drop "
-            "removes its marker; or give --force. Nothing was changed.",
+            f"The marker index of table {table_name!r} is kept by a maintainer ({said}): "
+            f"{stop}, then run `index drop` with --force; one still running marks each "
+            "collection again as the drop removes its marker. Nothing was changed.",
             table=table_name,
         )
     click.echo(
-        f"Note: the index's record names a maintainer ({said}): if it still runs, {stop}, else "
-        "it marks collections again; then run `index drop` again.",
+        f"Note: the index's record names a maintainer ({said}): if it still runs, it marks "
+        "collections again; then stop it and run `index drop` again.",
         err=True,
     )

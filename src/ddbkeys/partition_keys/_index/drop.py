@@ -9,8 +9,9 @@ command checks). The index goes first; then one consistent Scan of the table fin
 else), and each is deleted on that same condition, so that an item of yours that came to the
 marker's key since is never removed. A maintainer still running undoes it: each marker deleted
 is a record of the table's stream, and a follower that checked the index at its start marks
-that collection again (helper-94 F4). So the CLI refuses while the index's record shows a
-maintainer at work, and says to stop it first; ``index drop`` run again removes what is left."""
+that collection again (helper-94 F4). So the CLI refuses where the index's record names a
+maintainer, until given --force. This flow reads no record: a caller gives the index's marker
+settings, and stops its maintainers first; ``index drop`` run again removes what is left."""
 
 from __future__ import annotations
 
@@ -68,8 +69,8 @@ def _no_other_index(core: MarkerCore, info: TableInfo) -> None:
     if others:
         raise ConfigurationError(
             f"Table {core.table!r} has no index {core.name!r}, but {others[0]!r} is keyed on the "
-            f"marker attribute {core.attribute!r}: name it (--index-name, index_name=) to drop "
-            "it. Nothing was changed.",
+            f"marker attribute {core.attribute!r}: name that index to drop it. Nothing was "
+            "changed.",
             table=core.table,
         )
 

@@ -140,9 +140,12 @@ class MarkerIndex(MarkerIndexBase):
         deleted on the condition that it still is one (an item of yours is never removed).
         How many were removed; ``progress(removed)`` after each. With ``wait``, until the table
         no longer lists the index (at most ``timeout`` seconds). Stop the maintainers first
-        (``index follow``, the Lambda trigger): one running may mark a collection again; a
-        second ``drop`` removes what is left. The table's stream is left as it is. The Scan
-        reads the whole table once (consistent: 1 RCU per 4 KB)."""
+        (``index follow``, the Lambda trigger): each marker removed is a stream record, and one
+        still running marks that collection again; a second ``drop`` removes what is left.
+        It reads no record: give the index's ``marker_sort_key`` and ``marker_attribute``
+        (``index drop`` checks them against the record, and refuses where it names a
+        maintainer). The table's stream is left as it is. The Scan reads the whole table once
+        (consistent: 1 RCU per 4 KB)."""
         return self._run(drop_flow(self.core, progress, wait, timeout))
 
     def mark_many(
