@@ -454,18 +454,3 @@ def test_the_empty_page_that_ends_pages_read_on_may_cost_nothing() -> None:
     scan = Range(0.95 * 1025.4, 1025.4, 1.05 * 1025.4 + 1)
     found = skip_pages_range(info, Range.exact(8), scan, sample)
     assert found is not None and found.low <= 4.0 <= found.high, found
-
-
-def test_a_marked_trial_among_large_collections_first_fails_on_the_sizes_of_its_pages() -> None:
-    """60 keys of a 75-byte item and twenty items of 4,010 bytes first, then 5,940 keys of one
-    75-byte item, in scan order, each collection led by its marker: a table of a few scan
-    pages, whose trial's pages read whole items (``Reading.whole_items``), so that their sizes
-    say what skipping costs. Judged on skipping's own first pages, the trial's pages passed
-    among the large collections: 566.5 RCU (a scan reads 705; unmarked, skip-pages reads 134).
-    (helper-90, helper-92)"""
-    columns = [(75,) + (4010,) * 20] * 60 + [(75,)] * 5940
-    runs = [[Collection((85, *sizes), False, 1) for sizes in columns]]
-    items = [size for collection in runs[0] for size in collection.sizes]
-    table = sum(items)
-    sim = simulate(runs, table / len(items), len(runs[0]), table_bytes=table)
-    assert sim.skip_rcu + sim.through * table / 8192 < 300.0

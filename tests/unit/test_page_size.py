@@ -1610,12 +1610,6 @@ def test_pages_read_on_read_whole_items_while_their_sizes_may_turn_the_judgement
     assert not reading.whole_items
     few = Reading(PageSize.for_items_of(2000.0, 3 * SCAN_PAGE_BYTES))
     few.reading_on, few.trial = True, True
-    assert few.pages.few_pages and not few.whole_items
-    # Where ddbkeys' own items lead collections, skipping's pages ask for keys alone: a trial's
-    # pages are the sizes the ledgers get (helper-92), until every segment reads on.
-    few.pages.lead = 1
-    assert few.whole_items
-    few.trial, few.pages.through = False, True
     assert not few.whole_items
 
 

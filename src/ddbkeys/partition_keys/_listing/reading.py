@@ -219,21 +219,12 @@ class Reading:
         KB one time in seven, else 1 KB), skipping's own pages, one a key, each 1 or 8 units,
         take hundreds to show that it saves 20%; a scan-sized page read on shows it for a
         hundred keys at once. Not on a table of a few scan pages (``PageSize.few_pages``),
-        where skipping's own pages do, but in a trial where ddbkeys' own items lead
-        collections: skipping's pages there ask for the keys alone, so a trial's pages are the
-        only sizes the ledgers get (60 keys of twenty 4 KB items, then 5,940 of one 75-byte
-        item, each led by a marker: judged on skipping's first 8 pages alone, 1.75 units a
-        key, the trial's second page, 63 units for 4 keys, passed, and its third read 256
-        units for 14 keys, 566.5 RCU in all where a scan reads 705; with its pages' sizes,
-        the trial fails on its second page: 235.5 RCU, helper-92). Not on unmarked tables:
-        there, on a few scan pages, a trial's whole items sent listings back to skipping,
-        10x the requests for 2% fewer units. A skipping page asks for whole items too
-        (``PageSize.curve``: what each limit costs a key), but where ddbkeys' own items lead
-        collections (a marker)."""
+        where skipping's own pages do. A skipping page does too (``PageSize.curve``: what
+        each limit costs a key), but where ddbkeys' own items lead collections (a marker)."""
         pages = self.pages
         if not self.reading_on:
             return not (self.opening or pages.lead)
-        if self.opening or pages.small or (pages.few_pages and not (self.trial and pages.lead)):
+        if self.opening or pages.small or pages.few_pages:
             return False
         return (self.trial or pages.through) and pages.ledgers.undecided()
 
