@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys._core.steps import Flow, delete_item, scan, update_table
+from ddbkeys._core.steps import Flow, scan, update_table
 from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import Deadline
-from ddbkeys.partition_keys._index.marker_core import conditional, send, sending
+from ddbkeys.partition_keys._index.marker_core import send, sending
 from ddbkeys.partition_keys._index.markers import check_index, index_status
 
 if TYPE_CHECKING:
@@ -124,26 +124,10 @@ def _remove_markers(
             sending(scan(request)), "reading the table for markers", writes=False
         )
         for key in page.get("Items", []):
-            if (yield from _unmarked(core, key, pk.name)):
+            if (yield from core.remove_marker(key, pk.name, core.begin())):
                 removed += 1
                 if progress is not None:
                     progress(removed)
         if "LastEvaluatedKey" not in page:
             return removed
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-
-
-def _unmarked(core: MarkerCore, key: dict[str, Any], pk_name: str) -> Flow[bool]:
-    """Delete the marker at ``key`` if it still is one: whether it was deleted (a try whose
-    answer was lost, then refused, counts as not: the count may fall short, never over)."""
-    request: Any = {
-        "TableName": core.table,
-        "Key": key,
-        "ConditionExpression": "#m = #pk",
-        "ExpressionAttributeNames": {"#m": core.attribute, "#pk": pk_name},
-        "ReturnConsumedCapacity": "TOTAL",
-    }
-    deleted = yield from core.attempts(
-        lambda _: conditional(delete_item(request)), "removing a marker"
-    )
-    return deleted is not None

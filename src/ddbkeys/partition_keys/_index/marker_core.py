@@ -362,11 +362,22 @@ class MarkerCore:
         that is not a marker is never removed), or none after a try whose answer was lost."""
         deadline = deadline or self.begin()
         info = yield from self.checked_info(deadline)
+        removed = yield from self.remove_marker(
+            self.marker_key(info, value), info.partition_key.name, deadline
+        )
+        return removed
+
+    def remove_marker(
+        self, key: dict[str, Any], partition_key: str, deadline: Deadline
+    ) -> Flow[bool]:
+        """Delete the item at ``key`` (a marker's whole key) if it is a marker, the index
+        aside (``index drop`` removes markers once the index is gone): True if it was, or
+        none was there after a try whose answer was lost (the try removed it)."""
         request: DeleteItemInputTypeDef = {
             "TableName": self.table,
-            "Key": self.marker_key(info, value),
+            "Key": key,
             "ConditionExpression": "#m = #pk",  # a marker: its attribute holds its own key
-            "ExpressionAttributeNames": {"#m": self.attribute, "#pk": info.partition_key.name},
+            "ExpressionAttributeNames": {"#m": self.attribute, "#pk": partition_key},
             "ReturnConsumedCapacity": "TOTAL",
         }
         lost: list[bool] = []  # (an attempt whose answer never came: it may have removed it)
