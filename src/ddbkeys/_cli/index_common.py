@@ -3,7 +3,7 @@ error for collections that cannot be marked, and what ``follow`` says of a strea
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -17,6 +17,9 @@ from ddbkeys.partition_keys import (
 )
 from ddbkeys.partition_keys._index.backfill_wait import same_markers
 from ddbkeys.partition_keys._listing.text import show_key
+
+if TYPE_CHECKING:
+    from ddbkeys.partition_keys._proof.evidence import Evidence
 
 __all__ = [
     "clash_error",
@@ -63,15 +66,15 @@ def open_index(
     )
 
 
-def markers_as_recorded(index: MarkerIndex, state_table: str | None) -> None:
+def markers_as_recorded(index: MarkerIndex, state_table: str | None) -> Evidence | None:
     """Refuse (nothing written) where the index's record in ``state_table`` knows its markers
     otherwise (another --marker-sort-key or --marker-attribute): a marker written or looked
     for at another sort key would be a second set, read as data (``index mark``, ``unmark``
-    by hand, as ``repair`` and the maintainers)."""
+    by hand, as ``repair`` and the maintainers). The record (None: none)."""
     saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
         index.table, index.name
     )
-    same_markers(saved, index.core, index.table_info())
+    return same_markers(saved, index.core, index.table_info())
 
 
 def parse_keys(index: MarkerIndex, keys: tuple[str, ...], table_name: str) -> list[Any]:

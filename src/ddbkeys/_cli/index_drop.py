@@ -17,13 +17,11 @@ from ddbkeys._cli.common import (
     table_option,
     waiting,
 )
-from ddbkeys._cli.index_common import open_index
+from ddbkeys._cli.index_common import markers_as_recorded, open_index
 from ddbkeys._cli.index_options import index_options
 from ddbkeys._cli.index_status import _span
 from ddbkeys._errors import ConfigurationError
-from ddbkeys.partition_keys._index.backfill_wait import same_markers
 from ddbkeys.partition_keys._index.markers import check_index
-from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.partition_keys._proof.evidence import Evidence
 
 __all__ = ["drop_command"]
@@ -74,10 +72,7 @@ def drop_command(
     info = index.table_info()
     if there is not None:  # (helper-94 F6, F7: any GSI of that name, or one keyed otherwise)
         check_index(info, index_name, marker_attribute, active=False)
-    saved = StateStore(index.client, state_table, deadline=index.core.deadline).load(
-        table_name, index_name
-    )
-    same_markers(saved, index.core, info)  # (helper-94 F2: markers the record knows otherwise)
+    saved = markers_as_recorded(index, state_table)  # (helper-94 F2: markers known otherwise)
     _maintainer_said(saved, table_name, force)
     what = f"index {index_name} of table {table_name}" if there else f"the markers of {table_name}"
     if not yes:
