@@ -167,7 +167,7 @@ COMMANDS: dict[str, dict[str, frozenset[Need]]] = {
         | _n("GetItem", "UpdateItem", on="state")
     },
     # The index deleted, then the markers found by a Scan of the table and deleted; first the
-    # index's record, to say whether a maintainer keeps the index (stop it first).
+    # index's record, to note a maintainer (which stops by itself once the index is gone).
     "partition-keys index drop": {
         "": _n("DescribeTable", "UpdateTable", "Scan", "DeleteItem") | _n("GetItem", on="state")
     },

@@ -236,7 +236,7 @@ def handled_then_dropped(
     """The Lambda handler's calls, then, last of the index's commands, the index and its
     markers taken away."""
     seen[("lambda-handler", "")] = (coll, lambda_handler_calls(proxy, client, coll))
-    record("partition-keys index drop", "", coll, "--yes", "--force")  # (a follower ran)
+    record("partition-keys index drop", "", coll, "--yes")  # (a follower ran: a note)
 
 
 def tasked(

@@ -5,7 +5,11 @@ which deletes the GSI and leaves a marker in every collection, read by every lat
 from __future__ import annotations
 
 import json
+import os
 import shlex
+import subprocess
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -15,10 +19,13 @@ from ddbkeys._cli import cli
 from ddbkeys._errors import ConfigurationError
 from ddbkeys.aio import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
+from ddbkeys.partition_keys._index import marker_core
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
+from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.testing import Fault, FaultProxy, Faults
 from tests.conftest import proxied_client
 from tests.integration.test_index_async import run
+from tests.integration.test_index_setup import ddbkeys
 from tests.support.exports import consistent_items
 
 if TYPE_CHECKING:
@@ -27,6 +34,14 @@ if TYPE_CHECKING:
     from ddbkeys.testing._tables import TableFactory
 
 pytestmark = pytest.mark.integration
+INDEX = "ddbkeys-partition-keys"
+
+
+@pytest.fixture
+def quick(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drop waits ``marker_core.RECHECK`` + 1 s for a maintainer to look at the index again
+    (10 + 1 s): 1 s in tests of other points (the defaults: in the follower's test)."""
+    monkeypatch.setattr(marker_core, "RECHECK", 0.0)
 
 
 def indexes(client: DynamoDBClient, table: str) -> list[str]:
@@ -57,7 +72,9 @@ def marked_table(client: DynamoDBClient, factory: TableFactory) -> tuple[str, li
 
 
 def test_drop_takes_the_index_and_its_markers_and_nothing_of_yours(
-    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    quick: None,
 ) -> None:
     table, before = marked_table(ddb_client, ddb_table_factory)
     assert len(before) == 62 + 29  # (yours, and the markers)
@@ -80,7 +97,10 @@ def test_drop_takes_the_index_and_its_markers_and_nothing_of_yours(
 
 
 def test_drop_whose_answers_were_lost_still_drops(
-    fault_proxy: FaultProxy, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    fault_proxy: FaultProxy,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    quick: None,
 ) -> None:
     """The UpdateTable's answer lost (the retry finds the index DELETING or gone), and a
     DeleteItem's (the retry's condition fails on a marker already gone): all removed."""
@@ -99,7 +119,10 @@ def test_drop_whose_answers_were_lost_still_drops(
 
 
 def test_the_cli_asks_first_and_create_names_it(
-    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    quick: None,
 ) -> None:
     table, before = marked_table(ddb_client, ddb_table_factory)
     runner = CliRunner()
@@ -135,7 +158,10 @@ def test_the_cli_asks_first_and_create_names_it(
 
 
 def test_drop_takes_only_a_marker_index(
-    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    quick: None,
 ) -> None:
     """An index of that name that is no marker index (helper-94 F7: a GSI of yours, gone), one
     keyed on another marker attribute than given (F6: dropped, 0 markers removed, exit 0), and
@@ -170,25 +196,65 @@ def test_drop_takes_only_a_marker_index(
     assert indexes(ddb_client, table) == ["by-email"]
 
 
-def test_the_cli_refuses_where_the_record_names_a_maintainer(
-    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+def test_a_follower_left_running_stops_and_the_drop_holds_at_the_defaults(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    tmp_path: Path,
 ) -> None:
-    """helper-94 F4: a follower left running put back 220 of the 227 markers removed, within
-    5 s (each marker deleted is a stream record); and the note came after the question (F8).
-    Whatever its last save's age: a follower on a quiet stream saves once an hour (helper-95
-    F7), so no age tells one at work from one stopped."""
+    """helper-94 F4: a follower left running put back 220 of the 227 markers removed, within 5
+    s (each marker deleted is a stream record), and the CLI then refused while the record named
+    a maintainer, until --force, whatever its age (helper-95 F7: every drop after the natural
+    `follow --backfill` needed it). Now the drop goes on, with a note; the follower, its last
+    look at the index older than 10 s when the drop's deletes reach it, looks again, ends 1
+    saying the index is gone, and marks nothing (the defaults: 10 s, the drop waits 11)."""
     table, _ = marked_table(ddb_client, ddb_table_factory)
     runner = CliRunner()
     where = ["-t", table, "--endpoint-url", ddb_endpoint_url]
-    for step in (["stream"], ["follow", "--until-caught-up"]):
-        ran = runner.invoke(cli, ["partition-keys", "index", *step, *where])
-        assert ran.exit_code == 0, ran.output
-    refused = runner.invoke(cli, ["partition-keys", "index", "drop", *where, "--yes"])
-    assert refused.exit_code == 1, refused.output
-    assert "is kept by a maintainer (follow, which saved its position" in refused.output
-    assert "then run `index drop` with --force" in refused.output  # (any age: helper-95 F7)
-    assert "Nothing was changed." in refused.output
-    assert indexes(ddb_client, table) == ["ddbkeys-partition-keys"]
-    forced = runner.invoke(cli, ["partition-keys", "index", "drop", *where, "--yes", "--force"])
-    assert forced.exit_code == 0, forced.output
-    assert forced.stdout.endswith("29 marker(s) removed.\n")
+    assert runner.invoke(cli, ["partition-keys", "index", "stream", *where]).exit_code == 0
+    log = tmp_path / "follow.log"
+    with log.open("wb") as err:
+        follower = subprocess.Popen(
+            ddbkeys(ddb_endpoint_url, "partition-keys", "index", "follow", "-t", table),
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    try:
+        ends = time.monotonic() + 60
+        while (saved := StateStore(ddb_client, None).load(table, INDEX)) is None or not (
+            saved.shards and saved.maintainer
+        ):
+            assert follower.poll() is None and time.monotonic() < ends, log.read_text()
+            time.sleep(0.2)
+        dropped = runner.invoke(cli, ["partition-keys", "index", "drop", *where, "--yes"])
+        assert dropped.exit_code == 0, dropped.output
+        assert "Note: the index's record names a maintainer (follow" in dropped.stderr
+        assert dropped.stdout.endswith("29 marker(s) removed.\n")
+        assert follower.wait(timeout=60) == 1
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+    said = log.read_text()
+    assert f"Index {INDEX!r} of table {table!r} is gone (`index drop`?)" in said, said
+    assert indexes(ddb_client, table) == []
+    assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]
+
+
+def test_a_backfill_that_marks_after_the_index_is_gone_stops(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+) -> None:
+    """helper-94 F10: a backfill running while the index was dropped wrote its markers into a
+    table without the index, exit 0. Its next marker, once its last look is ``recheck``
+    seconds old, describes the table again: gone, an error, nothing written."""
+    table, _ = marked_table(ddb_client, ddb_table_factory)
+    index = MarkerIndex(ddb_client, table)
+    assert index.unmark("c005") is True  # (its look at the index: now)
+    other = MarkerIndex(ddb_client, table)
+    other.core.recheck = 0.0  # (the drop waits 1 s)
+    assert other.drop() == 28
+    index.core.recheck = 0.0  # (as if 10 s had passed)
+    with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\): no marker is"):
+        index.mark("c005")
+    assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]

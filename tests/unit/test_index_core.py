@@ -15,8 +15,10 @@ from botocore.exceptions import ClientError, ReadTimeoutError
 from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
+from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo
 from ddbkeys.partition_keys._index.backfill import backfill_flow
+from ddbkeys.partition_keys._index.create import create_flow
 from ddbkeys.partition_keys._index.maintain import (
     MAX_ROUNDS,
     Outcome,
@@ -24,7 +26,7 @@ from ddbkeys.partition_keys._index.maintain import (
     next_step,
     reconcile_flow,
 )
-from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.marker_core import RECHECK, MarkerCore
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_MARKER_SORT_KEY,
     BackfillReport,
@@ -307,6 +309,33 @@ def test_nothing_is_written_unless_the_index_is_keyed_on_the_marker_and_active()
     # A maintainer given no attribute takes the index's own.
     assert play(other.maintained(), [])[0] is other.info
     assert other.attribute == "owner"
+
+
+def test_a_look_at_the_index_older_than_recheck_is_taken_again_before_a_change() -> None:
+    """helper-94 F10: a maintainer that checked the index once, at its start, marked into a
+    table whose index was dropped since. Its look is trusted ``recheck`` seconds (the clock
+    its retry policy keeps); then the table is described again: an index gone or DELETING
+    is an error, and nothing is sent to the table."""
+    now = [100.0]
+    marker = MarkerCore(
+        "orders", info=info(), deadline=5.0, retry=RetryPolicy(clock=lambda: now[0])
+    )
+    assert marker.recheck == RECHECK == 10.0
+    assert [r.operation for r in play(marker.mark("a"), [("put_item", {})])[1]] == ["put_item"]
+    now[0] += 9.9  # (trusted still: nothing but the write)
+    assert [r.operation for r in play(marker.unmark("a"), [("delete_item", {})])[1]] == [
+        "delete_item"
+    ]
+    now[0] += 0.1
+    _, sent = play(marker.mark("a"), [("describe_table", described("ACTIVE")), ("put_item", {})])
+    assert [r.operation for r in sent] == ["describe_table", "put_item"]
+    for status, said in (("DELETING", "is being deleted"), (None, "is gone")):
+        now[0] += 10.0
+        with pytest.raises(ConfigurationError, match=f"{said} .* no marker is written"):
+            play(marker.mark("a"), [("describe_table", described(status))])
+        now[0] += 10.0
+        with pytest.raises(ConfigurationError, match=said):
+            play(marker.unmark("a"), [("describe_table", described(status))])
 
 
 def test_status_and_check_from_a_known_description_send_nothing() -> None:
@@ -824,7 +853,7 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
     # DynamoDB Local accepts them all, so the refusal is scripted here.)
     fresh = MarkerCore("orders", deadline=5.0)
     made, sent = play(
-        fresh.create(),
+        create_flow(fresh, True, 600.0),
         [
             ("describe_table", described(None)),
             ("update_table", {}),
@@ -835,7 +864,7 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
     assert made is True and sent[1].params["GlobalSecondaryIndexUpdates"][0]["Create"]
     busy = failure("ResourceInUseException")  # another create's update is under way
     made, sent = play(
-        MarkerCore("orders", deadline=5.0).create(),
+        create_flow(MarkerCore("orders", deadline=5.0), True, 600.0),
         [
             ("describe_table", described(None)),
             ("update_table", busy),
@@ -847,7 +876,7 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
     # Its own try whose answer was lost made it (the retry is refused, as the service does):
     # "there already: nothing created", the command said so (helper-86).
     made, sent = play(
-        MarkerCore("orders", deadline=5.0).create(),
+        create_flow(MarkerCore("orders", deadline=5.0), True, 600.0),
         [
             ("describe_table", described(None)),
             ("update_table", ReadTimeoutError(endpoint_url="http://127.0.0.1:9")),
@@ -857,11 +886,11 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
         ],
     )
     assert made is True
-    there, sent = play(fresh.create(), [("describe_table", described("ACTIVE"))])
+    there, sent = play(create_flow(fresh, True, 600.0), [("describe_table", described("ACTIVE"))])
     assert there is False and len(sent) == 1
     with pytest.raises(DdbKeysError, match="ResourceInUseException"):  # and no index made
         play(
-            MarkerCore("orders", deadline=5.0).create(),
+            create_flow(MarkerCore("orders", deadline=5.0), True, 600.0),
             [
                 ("describe_table", described(None)),
                 ("update_table", busy),

@@ -29,6 +29,7 @@ from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index import index as _sync
 from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
+from ddbkeys.partition_keys._index.create import create_flow
 from ddbkeys.partition_keys._index.drop import drop_flow
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
@@ -110,7 +111,7 @@ class MarkerIndex(MarkerIndexBase):
         ``wait``, until it is ACTIVE (at most ``timeout`` seconds). True where this call added
         it (also where its answer was lost and its retry found the index); False where it was
         there already, or a create running at the same time added it."""
-        return await self._run(self.core.create(wait, timeout))
+        return await self._run(create_flow(self.core, wait, timeout))
 
     async def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""

@@ -7,20 +7,26 @@ Only a marker index is dropped (KEYS_ONLY, keyed on the marker attribute, as eve
 command checks). The index goes first; then one consistent Scan of the table finds the markers
 (an item at the markers' sort key whose marker attribute holds its own partition key: nothing
 else), and each is deleted on that same condition, so that an item of yours that came to the
-marker's key since is never removed. A maintainer still running undoes it: each marker deleted
-is a record of the table's stream, and a follower that checked the index at its start marks
-that collection again (helper-94 F4). So the CLI refuses where the index's record names a
-maintainer, until given --force. This flow reads no record: a caller gives the index's marker
-settings, and stops its maintainers first; ``index drop`` run again removes what is left."""
+marker's key since is never removed.
+
+A maintainer still running would undo it (helper-94 F4, F10): each marker deleted is a record
+of the table's stream, and a follower marks that collection again; a backfill marks what it
+read. So a maintainer describes the table again before it writes a marker once its last look
+is ``recheck`` seconds old (``marker_core.RECHECK``), and stops where the index is gone or
+DELETING; and the drop lets that pass (and a second more) between deleting the index and
+removing the markers. This flow
+reads no record: a caller gives the index's marker settings; ``index drop`` run again removes
+what is left (a marker whose write was sent before that look and retried past it)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys._core.steps import Flow, scan, update_table
+from ddbkeys._core.steps import Flow, Pause, scan, update_table
 from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import Deadline
+from ddbkeys.partition_keys._index.create import until_status
 from ddbkeys.partition_keys._index.marker_core import send, sending
 from ddbkeys.partition_keys._index.markers import check_index, index_status
 
@@ -34,9 +40,10 @@ __all__ = ["drop_flow"]
 def drop_flow(
     core: MarkerCore, progress: Callable[[int], None] | None, wait: bool, timeout: float
 ) -> Flow[int]:
-    """Delete the index (where it is there), then every marker of the table: how many were
-    removed. With ``wait``, until the table no longer lists the index (``timeout`` seconds
-    at most: the service takes minutes to delete one)."""
+    """Delete the index (where it is there), then, once a maintainer's last look at it is
+    stale (``core.recheck`` seconds), every marker of the table: how many were removed. With
+    ``wait``, until the table no longer lists the index (``timeout`` seconds at most: the
+    service takes minutes to delete one)."""
     deadline = core.begin()
     yield from core.describe(deadline)
     info = yield from core.table_info(deadline)
@@ -50,9 +57,12 @@ def drop_flow(
         check_index(info, core.name, core.attribute, active=False)
     if status not in (None, "DELETING"):
         yield from _delete_index(core, deadline)
+    if status is not None:  # (a maintainer may have looked at it ``recheck`` seconds ago)
+        yield Pause(core.recheck + 1.0, core.retry.sleep)
     removed = yield from _remove_markers(core, info, progress)
     if wait:
-        yield from core.until_status(
+        yield from until_status(
+            core,
             lambda status: status is None,
             timeout,
             f"Index {core.name!r} of table {core.table!r} is still DELETING after {timeout:.0f} "

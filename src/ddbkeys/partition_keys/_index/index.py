@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._export.now import since_flow
 from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
+from ddbkeys.partition_keys._index.create import create_flow
 from ddbkeys.partition_keys._index.drop import drop_flow
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.markers import (
@@ -107,7 +108,7 @@ class MarkerIndex(MarkerIndexBase):
         ``wait``, until it is ACTIVE (at most ``timeout`` seconds). True where this call added
         it (also where its answer was lost and its retry found the index); False where it was
         there already, or a create running at the same time added it."""
-        return self._run(self.core.create(wait, timeout))
+        return self._run(create_flow(self.core, wait, timeout))
 
     def marker_key(self, partition_key_value: Any) -> dict[str, Any]:
         """The whole key (typed) of the marker of the collection ``partition_key_value``."""
@@ -139,12 +140,14 @@ class MarkerIndex(MarkerIndexBase):
         (where it is there), then one consistent Scan of the table for the markers, each
         deleted on the condition that it still is one (an item of yours is never removed).
         How many were removed; ``progress(removed)`` after each. With ``wait``, until the table
-        no longer lists the index (at most ``timeout`` seconds). Stop the maintainers first
-        (``index follow``, the Lambda trigger): each marker removed is a stream record, and one
-        still running marks that collection again; a second ``drop`` removes what is left.
-        It reads no record: give the index's ``marker_sort_key`` and ``marker_attribute``
-        (``index drop`` checks them against the record, and refuses where it names a
-        maintainer). The table's stream is left as it is. The Scan reads the whole table once
+        no longer lists the index (at most ``timeout`` seconds). Between deleting the index
+        and removing the markers it waits 11 s: a maintainer still running (``index follow``,
+        a backfill, the Lambda handler) looks at the index again before a change once its last
+        look is 10 s old, and ends with a :class:`~ddbkeys.ConfigurationError` where it is
+        gone; disable a Lambda trigger (its batches fail then). A second ``drop`` removes what
+        is left. It reads no record: give the index's ``marker_sort_key`` and
+        ``marker_attribute`` (``index drop`` checks them against the record). The table's
+        stream is left as it is. The Scan reads the whole table once
         (consistent: 1 RCU per 4 KB)."""
         return self._run(drop_flow(self.core, progress, wait, timeout))
 

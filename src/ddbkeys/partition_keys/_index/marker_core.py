@@ -17,17 +17,15 @@ from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import (
     Flow,
-    Pause,
     Request,
     delete_item,
     describe_table,
     put_item,
     scan,
-    update_table,
 )
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
-from ddbkeys._errors import ConfigurationError, DdbKeysError, error_code
+from ddbkeys._errors import ConfigurationError, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import (
     TableInfo,
@@ -48,8 +46,8 @@ from ddbkeys.partition_keys._index.markers import (
     Markers,
     check_index,
     clash,
-    create_request,
     hashable,
+    index_gone,
     index_status,
     marker_sort_key,
     put_answer,
@@ -65,6 +63,13 @@ if TYPE_CHECKING:
 __all__ = ["MarkerCore", "conditional", "send", "sending"]
 
 R = TypeVar("R")
+
+#: How long (seconds) a maintainer trusts its last look at the index: a marker written or
+#: removed later describes the table again first, and none is where the index is gone or
+#: DELETING (helper-94 F10: a backfill or follower left running while ``index drop`` took the
+#: index away marked the collections it emptied again). ``index drop`` lets this pass, and a
+#: second more, between deleting the index and removing the markers.
+RECHECK = 10.0
 
 
 def send(request: Request) -> Flow[Any]:
@@ -113,6 +118,9 @@ class MarkerCore:
         self.info: TableInfo | None = None
         #: Whether the index was found fit (:meth:`check`) before the first marker written.
         self.checked = False
+        #: When (``retry.clock``) it was, the last time, and how long that look is trusted.
+        self.checked_at = 0.0
+        self.recheck = RECHECK
         if info is not None:
             if info.name != self.table:
                 raise ConfigurationError(
@@ -224,10 +232,17 @@ class MarkerCore:
         return info
 
     def checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
-        """:meth:`check`, once: before the first marker is written or removed."""
+        """:meth:`check` before the first marker written or removed, and the table described
+        again once that look is ``recheck`` seconds old (:data:`RECHECK`): an index gone or
+        DELETING since is a :class:`~ddbkeys.ConfigurationError` (nothing written: a
+        maintainer left running while the index is dropped stops at its next change)."""
+        if self.checked and self.retry.clock() - self.checked_at >= self.recheck:
+            yield from self.describe(deadline)
+            index_gone((yield from self.table_info(deadline)), self.name)
+            self.checked = False
         if not self.checked:
             yield from self.check(deadline)
-            self.checked = True
+            self.checked, self.checked_at = True, self.retry.clock()
         info = yield from self.table_info(deadline)
         return info
 
@@ -240,76 +255,8 @@ class MarkerCore:
         if self.attribute_given is None and keyed is not None:
             self.attribute = keyed
         info = yield from self.check(deadline)
-        self.checked = True
+        self.checked, self.checked_at = True, self.retry.clock()
         return info
-
-    def create(self, wait: bool = True, timeout: float = 600.0) -> Flow[bool]:
-        """Add the KEYS_ONLY index on the marker attribute (nothing when it exists); with
-        ``wait``, until it is ACTIVE (``timeout`` seconds at most). True where this call's
-        UpdateTable added it, also where its answer was lost and the retry found the index
-        (taken for this call's own: another's create at that moment cannot be told apart);
-        False where it was there, or another's made it before this call sent a request."""
-        deadline = self.begin()
-        raw = yield from self.describe(deadline)
-        info = yield from self.table_info(deadline)
-        created = False
-        if index_status(info, self.name) is not None:
-            check_index(info, self.name, self.attribute, active=False)
-            if not wait or index_status(info, self.name) == "ACTIVE":
-                return False
-        else:
-            request = create_request(
-                raw, self.table, self.name, self.attribute, info.partition_key.type
-            )
-            lost: list[bool] = []  # (a try whose answer never came: it may have added it)
-
-            def update(_: int) -> Flow[Any]:
-                try:
-                    return (yield from send(update_table(request)))
-                except BotoCoreError as exc:
-                    lost.append(unanswered(exc))
-                    raise
-
-            try:
-                yield from self.attempts(
-                    update, f"UpdateTable (adding index {self.name!r})", deadline
-                )
-                created = True
-            except DdbKeysError as exc:  # (another's create, or an answer lost and tried again)
-                yield from self.describe(deadline)
-                if index_status((yield from self.table_info(deadline)), self.name) is None:
-                    raise
-                # (a try before the one refused, ours or the client's own, went unanswered: it
-                # added the index; a helper's `index create` said "there already: nothing
-                # created" so)
-                cause = exc.cause
-                created = maybe_own(cause, lost) if isinstance(cause, ClientError) else any(lost)
-        if not wait:
-            yield from self.describe()
-            return created
-        yield from self.until_status(
-            lambda status: status == "ACTIVE",
-            timeout,
-            f"Index {self.name!r} of table {self.table!r} is not ACTIVE after {timeout:.0f} s; "
-            "it may still be building.",
-        )
-        return created
-
-    def until_status(
-        self, wanted: Callable[[str | None], bool], timeout: float, late: str
-    ) -> Flow[None]:
-        """Describe the table until the index's status (None: not there) is ``wanted``: at
-        most ``timeout`` seconds, then a :class:`~ddbkeys.DdbKeysError` saying ``late``."""
-        ends = Deadline(timeout, clock=self.retry.clock)
-        pause = 0.1  # DynamoDB Local is ready at once; the service takes minutes
-        while True:
-            yield from self.describe()
-            if wanted(index_status((yield from self.table_info()), self.name)):
-                return
-            if not ends.allows(pause):
-                raise DdbKeysError(late, table=self.table)
-            yield Pause(pause, self.retry.sleep)
-            pause = min(pause * 1.5, 5.0)
 
     # --- markers ------------------------------------------------------------------------------
 

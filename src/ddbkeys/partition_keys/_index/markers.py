@@ -54,6 +54,7 @@ __all__ = [
     "check_index",
     "collection_query",
     "create_request",
+    "index_gone",
     "index_status",
     "marker_sort_key",
     "put_answer",
@@ -220,6 +221,20 @@ def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = Tr
             f"{where} (keyed on {attribute!r}) is {status}, not ACTIVE: wait until it is "
             f"(`ddbkeys partition-keys index create --table-name {info.name}{flag}` waits for "
             "it), then try again.",
+            table=info.name,
+        )
+
+
+def index_gone(info: TableInfo, name: str) -> None:
+    """Where ``info``'s table has the index ``name`` no more, or it is DELETING: a
+    :class:`~ddbkeys.ConfigurationError` for a maintainer that found it there when it began."""
+    status = index_status(info, name)
+    if status in (None, "DELETING"):
+        state = "gone" if status is None else "being deleted"
+        raise ConfigurationError(
+            f"Index {name!r} of table {info.name!r} is {state} (`index drop`?): no marker is "
+            "written or removed without it, and this maintainer stops. Stop the others "
+            "(`index follow`, the Lambda trigger), or create the index again and backfill.",
             table=info.name,
         )
 
