@@ -48,6 +48,7 @@ from ddbkeys.partition_keys._tasks.simulate import (
     Simulated,
     simulated_orders,
     skip_pages_range,
+    skipping_requests,
 )
 from ddbkeys.partition_keys._tasks.unseen import THROUGH, widened
 
@@ -326,6 +327,9 @@ def skip_pages_line(
     pages = None
     if orders:
         pages = skip_pages_requests(info, keys, orders, exact=sample.whole_table, seen=seen)
+    most = skipping_requests(info, keys, priced, sample, orders, segments) if orders else None
+    if pages is not None and most is not None:  # (the listing may skip to its end)
+        pages = Range(pages.low, pages.value, max(pages.high, math.ceil(most)))
     if pages is not None and more_pages:  # (a page each collection missed, at most)
         pages = Range(pages.low, pages.value, pages.high + more_pages)
     if pages is not None and units.high >= (1 - WASTE) * scan.low:
