@@ -327,14 +327,18 @@ class SegmentMethod:
         self.own_items = own_items
         return self
 
-    def counts(self, item: Mapping[str, Any]) -> bool:
+    def yours(self, item: Mapping[str, Any]) -> bool:
         """Whether ``item`` makes its collection one to hand out: any item but ddbkeys' own (a
-        marker, a counter item), or any item at all with ``own_items``."""
-        if self.own_items:
-            return True
-        if is_own(item, self.markers):
+        marker, a counter item), or any item at all with ``own_items``. Nothing noted."""
+        return self.own_items or not is_own(item, self.markers)
+
+    def counts(self, item: Mapping[str, Any]) -> bool:
+        """:meth:`yours`, for the item a key is handed out at (once a key): one that says it
+        is a marker but is none of this listing's is noted (:attr:`strays`)."""
+        if not self.yours(item):
             return False
-        self.strays.met(item, self.markers)
+        if not self.own_items:
+            self.strays.met(item, self.markers)
         return True
 
     def start_key(self, after: Key) -> dict[str, Any]:
