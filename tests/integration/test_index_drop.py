@@ -20,6 +20,7 @@ from ddbkeys._errors import ConfigurationError
 from ddbkeys.aio import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index import marker_core
+from ddbkeys.partition_keys._index.drop import IndexDropWarning
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import StateStore
 from ddbkeys.testing import Fault, FaultProxy, Faults
@@ -257,4 +258,40 @@ def test_a_backfill_that_marks_after_the_index_is_gone_stops(
     index.core.recheck = 0.0  # (as if 10 s had passed)
     with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\): no marker is"):
         index.mark("c005")
+    assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]
+
+
+def test_markers_of_other_settings_are_said_and_left(
+    ddb_endpoint_url: str,
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    quick: None,
+) -> None:
+    """helper-95 F2: an index made with `--marker-sort-key '!m'`, its record in another state
+    table: `index drop` with the defaults deleted the GSI, removed 0 markers and said nothing,
+    exit 0, its markers left as data. Now it names them (a warning, in Python an
+    IndexDropWarning; `warnings` in JSON) and what to pass; dropped again so, they go."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "S"))
+    for k in range(5):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"c{k}"}, "sk": {"S": "a"}})
+    made = MarkerIndex(ddb_client, table, marker_sort_key="!m")
+    made.create()
+    assert made.backfill(record=False).written == 5
+    with pytest.warns(
+        IndexDropWarning,
+        match=r"5 items say they are ddbkeys' marker .* the first "
+        r"at sort key '!m': .* --marker-sort-key",
+    ) as said:
+        assert MarkerIndex(ddb_client, table).drop() == 0
+    assert said[0].filename == __file__  # (the line of yours that called it)
+    runner = CliRunner()
+    args = ["partition-keys", "index", "drop", "-t", table, "--endpoint-url", ddb_endpoint_url]
+    again = runner.invoke(cli, [*args, "--yes", "--output", "json"])
+    assert again.exit_code == 0, again.output
+    answer = json.loads(again.stdout)
+    assert answer["removed"] == 0 and "5 items say they are" in answer["warnings"][0]
+    assert "Warning: Table" in again.stderr
+    done = runner.invoke(cli, [*args, "--yes", "--marker-sort-key", "!m"])
+    assert done.exit_code == 0, done.output
+    assert done.stdout.endswith("5 marker(s) removed.\n") and "Warning" not in done.stderr
     assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]

@@ -30,7 +30,7 @@ from ddbkeys.partition_keys._index import index as _sync
 from ddbkeys.partition_keys._index.backfill import choose_mode, repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.create import create_flow
-from ddbkeys.partition_keys._index.drop import drop_flow
+from ddbkeys.partition_keys._index.drop import drop_flow, warn_left
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow
 from ddbkeys.partition_keys._index.markers import BackfillReport, VerifyReport, warn_uncounted
@@ -133,7 +133,7 @@ class MarkerIndex(MarkerIndexBase):
         timeout: float = 600.0,
     ) -> int:
         """Take the index away, and its markers with it (see the sync ``MarkerIndex.drop``)."""
-        return await self._run(drop_flow(self.core, progress, wait, timeout))
+        return warn_left(await self._run(drop_flow(self.core, progress, wait, timeout)), self.table)
 
     async def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None

@@ -19,6 +19,7 @@ from __future__ import annotations
 from ddbkeys.partition_keys._export.described import ExportFailedError, TableExport
 from ddbkeys.partition_keys._export.listing import ExportListing
 from ddbkeys.partition_keys._export.start import start_export, wait_export
+from ddbkeys.partition_keys._index.drop import IndexDropWarning
 from ddbkeys.partition_keys._index.index import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -58,6 +59,7 @@ __all__ = [
     "ExportFailedError",
     "ExportListing",
     "IndexBackfillWarning",
+    "IndexDropWarning",
     "IndexReplayWarning",
     "IndexUnprovenError",
     "Listing",

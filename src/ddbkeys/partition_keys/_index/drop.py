@@ -20,30 +20,78 @@ what is left (a marker whose write was sent before that look and retried past it
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from ddbkeys._attributes import show_value
 from ddbkeys._core.steps import Flow, Pause, scan, update_table
+from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
 from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import Deadline
 from ddbkeys.partition_keys._index.create import until_status
 from ddbkeys.partition_keys._index.marker_core import send, sending
 from ddbkeys.partition_keys._index.markers import check_index, index_status
+from ddbkeys.partition_keys._listing.recognise import Markers, Strays
 
 if TYPE_CHECKING:
     from ddbkeys._schema import TableInfo
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
 
-__all__ = ["drop_flow"]
+__all__ = ["Dropped", "IndexDropWarning", "drop_flow", "warn_left"]
+
+
+class IndexDropWarning(UserWarning):
+    """A drop (``MarkerIndex.drop``) found items that say they are ddbkeys' markers
+    (``ddbkeys_type`` "marker") but are not the markers of the settings it was given: most
+    likely an index made with another ``marker_sort_key`` or ``marker_attribute`` (its record
+    in another state table). They are left in place, as data (helper-95 F2: they were left
+    unsaid, exit 0); the line names the first one's sort key and what to pass."""
+
+
+class Dropped(NamedTuple):
+    """What a drop did: the markers ``removed``, and the items that say they are markers but
+    are none of its settings' (``left``)."""
+
+    removed: int
+    left: Strays
+    markers: Markers | None
+
+    def note(self, table: str) -> str:
+        """What is said of ``left`` (empty: nothing)."""
+        if not self.left.count or self.markers is None:
+            return ""
+        first = self.left.sort_value
+        many = "s say they are" if self.left.count != 1 else " says it is"
+        return (
+            f"Table {table!r}: {self.left.count:,} item{many} ddbkeys' marker (ddbkeys_type) but "
+            f"not one of these settings' (sort key {show_value(self.markers.sort_value)}, "
+            f"attribute {self.markers.attribute!r}), the first at sort key "
+            f"{show_value(first)}: the markers of an index made with other settings, left in "
+            "place. Drop again with that index's --marker-sort-key and --marker-attribute "
+            "(marker_sort_key=, marker_attribute=) to remove them."
+        )
+
+
+def warn_left(dropped: Dropped, table: str) -> int:
+    """An :class:`IndexDropWarning` where ``dropped`` left items that say they are markers
+    (naming the line of your code that called the drop); the markers removed."""
+    note = dropped.note(table)
+    if note:
+        from ddbkeys._caller import outside  # noqa: PLC0415 (only where it warns)
+
+        warnings.warn(note, IndexDropWarning, stacklevel=outside())
+    return dropped.removed
 
 
 def drop_flow(
     core: MarkerCore, progress: Callable[[int], None] | None, wait: bool, timeout: float
-) -> Flow[int]:
+) -> Flow[Dropped]:
     """Delete the index (where it is there), then, once a maintainer's last look at it is
     stale (``core.recheck`` seconds), every marker of the table: how many were removed. With
     ``wait``, until the table no longer lists the index (``timeout`` seconds at most: the
-    service takes minutes to delete one)."""
+    service takes minutes to delete one). Items that say they are markers but are none of
+    these settings' are left, and counted."""
     deadline = core.begin()
     yield from core.describe(deadline)
     info = yield from core.table_info(deadline)
@@ -59,7 +107,8 @@ def drop_flow(
         yield from _delete_index(core, deadline)
     if status is not None:  # (a maintainer may have looked at it ``recheck`` seconds ago)
         yield Pause(core.recheck + 1.0, core.retry.sleep)
-    removed = yield from _remove_markers(core, info, progress)
+    dropped = yield from _remove_markers(core, info, progress)
+    removed = dropped.removed
     if wait:
         yield from until_status(
             core,
@@ -68,7 +117,7 @@ def drop_flow(
             f"Index {core.name!r} of table {core.table!r} is still DELETING after {timeout:.0f} "
             f"s ({removed} marker(s) removed): it goes on by itself.",
         )
-    return removed
+    return dropped
 
 
 def _no_other_index(core: MarkerCore, info: TableInfo) -> None:
@@ -110,34 +159,41 @@ def _delete_index(core: MarkerCore, deadline: Deadline) -> Flow[None]:
 
 def _remove_markers(
     core: MarkerCore, info: TableInfo, progress: Callable[[int], None] | None
-) -> Flow[int]:
+) -> Flow[Dropped]:
     """Every marker the table holds, found by a consistent Scan and deleted on the condition
-    that it still is one: how many were."""
+    that it still is one; and the items that say they are markers but are none of these
+    settings' (``ddbkeys_type``), counted and left."""
     pk, sk = info.partition_key, info.sort_key
     if sk is None:  # (no sort key: no marker can be there)
-        return 0
-    names = {"#m": core.attribute, "#pk": pk.name, "#sk": sk.name}
+        return Dropped(0, Strays(), None)
+    markers = core.markers(info)
+    names = {"#m": core.attribute, "#pk": pk.name, "#sk": sk.name, "#t": ENTITY_ATTRIBUTE}
     request: Any = {
         "TableName": core.table,
         "ConsistentRead": True,
         # A marker: at the markers' sort key, its attribute holding its own key; nothing else
-        # (helper-94 F1: an item of yours whose ddbkeys_pk held its key, at another sort key)
-        "FilterExpression": "#sk = :sk AND #m = #pk",
-        "ProjectionExpression": "#pk, #sk",
+        # (helper-94 F1: an item of yours whose ddbkeys_pk held its key, at another sort key).
+        # And what says it is one: another index's, to be said (helper-95 F2).
+        "FilterExpression": "(#sk = :sk AND #m = #pk) OR #t = :marker",
+        "ProjectionExpression": "#pk, #sk, #m, #t",
         "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": {":sk": core.sort_key(info)},
+        "ExpressionAttributeValues": {":sk": core.sort_key(info), ":marker": {"S": MARKER}},
         "ReturnConsumedCapacity": "TOTAL",
     }
-    removed = 0
+    removed, left = 0, Strays()
     while True:
         page = yield from core.attempts(
             sending(scan(request)), "reading the table for markers", writes=False
         )
-        for key in page.get("Items", []):
+        for item in page.get("Items", []):
+            if not markers.is_marker(item):
+                left.met(item, markers)
+                continue
+            key = {pk.name: item[pk.name], sk.name: item[sk.name]}
             if (yield from core.remove_marker(key, pk.name, core.begin())):
                 removed += 1
                 if progress is not None:
                     progress(removed)
         if "LastEvaluatedKey" not in page:
-            return removed
+            return Dropped(removed, left, markers)
         request["ExclusiveStartKey"] = page["LastEvaluatedKey"]

@@ -23,7 +23,7 @@ from ddbkeys.partition_keys._export.verify import compared
 from ddbkeys.partition_keys._index.backfill import repair_flow, waited_backfill_flow
 from ddbkeys.partition_keys._index.backfill_wait import Readiness
 from ddbkeys.partition_keys._index.create import create_flow
-from ddbkeys.partition_keys._index.drop import drop_flow
+from ddbkeys.partition_keys._index.drop import drop_flow, warn_left
 from ddbkeys.partition_keys._index.index_base import MarkerIndexBase
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
@@ -146,10 +146,11 @@ class MarkerIndex(MarkerIndexBase):
         look is 10 s old, and ends with a :class:`~ddbkeys.ConfigurationError` where it is
         gone; disable a Lambda trigger (its batches fail then). A second ``drop`` removes what
         is left. It reads no record: give the index's ``marker_sort_key`` and
-        ``marker_attribute`` (``index drop`` checks them against the record). The table's
-        stream is left as it is. The Scan reads the whole table once
-        (consistent: 1 RCU per 4 KB)."""
-        return self._run(drop_flow(self.core, progress, wait, timeout))
+        ``marker_attribute`` (``index drop`` checks them against the record); items that say
+        they are markers but are none of these settings' are left, with an
+        :class:`IndexDropWarning`. The table's stream is left as it is. The Scan reads the
+        whole table once (consistent: 1 RCU per 4 KB)."""
+        return warn_left(self._run(drop_flow(self.core, progress, wait, timeout)), self.table)
 
     def mark_many(
         self, keys: Iterable[Any], progress: Callable[[int], None] | None = None
