@@ -159,6 +159,14 @@ def _cut(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+def _number_text(text: str) -> str:
+    """A number for a message: whole where short, else its start, "...", and how many digits
+    it has in all (helper-95 F6: 1e126 read 1000...000..., its size hidden)."""
+    if len(text) <= 60:
+        return text
+    return f"{text[:40]}... ({sum(c.isdigit() for c in text)} digits in all)"
+
+
 def _fail(path: str, problem: str, table: str | None) -> NoReturn:
     raise DdbKeysError(f"Attribute {path!r} {problem}", table=table)
 
@@ -219,7 +227,7 @@ def _check_plain(value: object, path: str, depth: int, table: str | None) -> Non
         number = Decimal(value)
         problem = _number_problem(number)
         if problem:
-            _fail(path, f"holds the number {_cut(str(number))}: {problem}", table)
+            _fail(path, f"holds the number {_number_text(str(number))}: {problem}", table)
     elif isinstance(value, (set, frozenset)):
         if not value:
             _fail(path, _EMPTY_SET, table)
@@ -261,7 +269,7 @@ def _typed_number(value: object, path: str, table: str | None) -> str:
         _fail(path, f"holds the N value {_show(value)}: not a number DynamoDB can store.", table)
     problem = _number_problem(number)
     if problem:
-        _fail(path, f"holds the number {_cut(value)}: {problem}", table)
+        _fail(path, f"holds the number {_number_text(value)}: {problem}", table)
     return value
 
 

@@ -93,6 +93,9 @@ class TableInfo:
     provisioned_reads: float | None = None
     max_reads: float | None = None
     warm_reads: float | None = None
+    #: The sort (RANGE) key attribute of each global secondary index that has one, by index
+    #: name (a marker index has none: helper-95 F5).
+    index_range_keys: Mapping[str, str] = field(default_factory=dict)
 
     def key_names(self) -> tuple[str, ...]:
         sort = (self.sort_key.name,) if self.sort_key else ()
@@ -184,6 +187,12 @@ def table_info(description: Mapping[str, Any], table: str) -> TableInfo:
             for index in description.get("GlobalSecondaryIndexes", [])
             for key in index.get("KeySchema", [])
             if key.get("KeyType") == "HASH"
+        },
+        index_range_keys={
+            index["IndexName"]: key["AttributeName"]
+            for index in description.get("GlobalSecondaryIndexes", [])
+            for key in index.get("KeySchema", [])
+            if key.get("KeyType") == "RANGE"
         },
         stream_arn=(
             description.get("LatestStreamArn")

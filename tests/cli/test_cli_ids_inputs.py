@@ -79,8 +79,8 @@ BAD_PUTS: list[tuple[list[str], str | bytes | None, int, str]] = [
         [*PUT, "--item", '{"pk": "a", "n": ' + "9" * 5000 + "}"],
         None,
         2,
-        f"Invalid value for --item: Attribute 'n' holds the number {'9' * 57}...: it has 5000 "
-        "significant digits; DynamoDB keeps at most 38.",
+        f"Invalid value for --item: Attribute 'n' holds the number {'9' * 40}... (5000 digits "
+        "in all): it has 5000 significant digits; DynamoDB keeps at most 38.",
     ),
     (
         [*PUT, "--item", "[" * 100_000],

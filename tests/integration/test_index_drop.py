@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from ddbkeys._cli import cli
-from ddbkeys._errors import ConfigurationError
+from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys.aio import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index import marker_core
@@ -295,3 +295,72 @@ def test_markers_of_other_settings_are_said_and_left(
     assert done.exit_code == 0, done.output
     assert done.stdout.endswith("5 marker(s) removed.\n") and "Warning" not in done.stderr
     assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]
+
+
+def test_drop_refuses_an_index_with_a_range_key_or_on_a_table_without_sort_key(
+    ddb_endpoint_url: str, ddb_client: DynamoDBClient, ddb_table_factory: TableFactory
+) -> None:
+    """helper-95 F5: a KEYS_ONLY GSI of yours keyed on ddbkeys_pk and a range key, named with
+    --index-name, was taken for a marker index and deleted (exit 0); with the marker index
+    gone, a drop sent the user to drop it. F6: on a table without a sort key, a KEYS_ONLY GSI
+    named as the marker index (never ddbkeys': `index create` refuses such a table) got a
+    listing's advice, and no way to delete it."""
+    table = ddb_table_factory(
+        ("pk", "S"),
+        ("sk", "S"),
+        attributes=[("ddbkeys_pk", "S"), ("created", "N")],
+        global_secondary_indexes=[
+            {
+                "IndexName": "mine-by-ddbkeys",
+                "KeySchema": [
+                    {"AttributeName": "ddbkeys_pk", "KeyType": "HASH"},
+                    {"AttributeName": "created", "KeyType": "RANGE"},
+                ],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    )
+    runner = CliRunner()
+    args = ["partition-keys", "index", "drop", "-t", table, "--endpoint-url", ddb_endpoint_url]
+    named = runner.invoke(cli, [*args, "--index-name", "mine-by-ddbkeys", "--yes"])
+    assert named.exit_code == 1, named.output
+    assert (
+        f"Error: Index 'mine-by-ddbkeys' of table {table!r} has the range key 'created' besides "
+        "'ddbkeys_pk': it is not a marker index" in named.output
+    ), named.output
+    assert "name the marker index (--index-name)" in named.output
+    with pytest.raises(ConfigurationError, match="has the range key 'created'"):
+        MarkerIndex(ddb_client, table, index_name="mine-by-ddbkeys").drop()
+    # No marker index: nothing to drop, and no pointing at that one (F5's second half).
+    unnamed = runner.invoke(cli, [*args, "--yes"])
+    assert unnamed.exit_code == 0, unnamed.output
+    assert unnamed.stdout.endswith(": not there; 0 marker(s) removed.\n")
+    assert indexes(ddb_client, table) == ["mine-by-ddbkeys"]
+
+    keyless = ddb_table_factory(
+        ("pk", "S"),
+        attributes=[("ddbkeys_pk", "S")],
+        global_secondary_indexes=[
+            {
+                "IndexName": "ddbkeys-partition-keys",
+                "KeySchema": [{"AttributeName": "ddbkeys_pk", "KeyType": "HASH"}],
+                "Projection": {"ProjectionType": "KEYS_ONLY"},
+            }
+        ],
+    )
+    refused = runner.invoke(cli, [*args[:4], keyless, *args[5:], "--yes"])
+    assert refused.exit_code == 1, refused.output
+    assert "is not one ddbkeys made, and holds no marker" in refused.output
+    told = refused.output.split("`")[-2]  # (the command it names, pasted as printed)
+    assert told == (
+        f"aws dynamodb update-table --table-name {keyless} --global-secondary-index-updates "
+        '\'[{"Delete": {"IndexName": "ddbkeys-partition-keys"}}]\''
+    ), refused.output
+    with pytest.raises(
+        KeySchemaError, match="its index 'ddbkeys-partition-keys' is not one ddbkeys made"
+    ):
+        MarkerIndex(ddb_client, keyless).drop()
+    assert indexes(ddb_client, keyless) == ["ddbkeys-partition-keys"]
+    pasted = shlex.split(told)[3:]  # (what the AWS CLI would send)
+    ddb_client.update_table(TableName=keyless, GlobalSecondaryIndexUpdates=json.loads(pasted[3]))
+    assert indexes(ddb_client, keyless) in ([], ["ddbkeys-partition-keys"])  # (DELETING)

@@ -16,7 +16,7 @@ from ddbkeys._core.steps import Flow, Pause, Request
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys._retry import RetryPolicy
-from ddbkeys._schema import KeyAttribute, TableInfo
+from ddbkeys._schema import KeyAttribute, TableInfo, table_info
 from ddbkeys.partition_keys._index.backfill import backfill_flow
 from ddbkeys.partition_keys._index.create import create_flow
 from ddbkeys.partition_keys._index.maintain import (
@@ -38,13 +38,16 @@ from ddbkeys.partition_keys._index.markers import (
     create_request,
     emptied_meanwhile,
     index_status,
+    marker_shaped,
     marker_sort_key,
+    marker_table,
     put_answer,
     read_collection,
 )
 from ddbkeys.partition_keys._index.state import SAVES, update_request
 from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import MAX_SORT_KEY
+from ddbkeys.partition_keys._listing.choice import index_ready
 from ddbkeys.partition_keys._listing.recognise import same_value
 from ddbkeys.partition_keys._proof.evidence import DAY, GONE_AFTER, ShardMark
 from ddbkeys.partition_keys._streams.follow import FollowCore
@@ -222,6 +225,63 @@ def test_marker_sort_key_index_status_and_check() -> None:
         check_index(info(), "other", M)
     with pytest.raises(ConfigurationError, match="projects ALL, not KEYS_ONLY"):
         check_index(info(index_projections={"x": "ALL"}, index_hash_keys={"x": M}), "x", M)
+
+
+def test_an_index_with_a_range_key_is_no_marker_index() -> None:
+    """helper-95 F5: a KEYS_ONLY GSI of yours on ddbkeys_pk and a range key passed the check,
+    and `index drop --index-name` deleted it."""
+    ranged = info(index_range_keys={"ddbkeys-partition-keys": "created"})
+    with pytest.raises(ConfigurationError) as refused:
+        check_index(ranged, "ddbkeys-partition-keys", M, active=False)
+    assert str(refused.value) == (
+        "Index 'ddbkeys-partition-keys' of table 'orders' has the range key 'created' besides "
+        "'ddbkeys_pk': it is not a marker index (one is keyed on the marker attribute alone); "
+        "name the marker index (index_name=), or leave this one to what it serves."
+    )
+    assert index_ready(info(), "ddbkeys-partition-keys", M)
+    assert not index_ready(ranged, "ddbkeys-partition-keys", M)  # (auto lists otherwise)
+    assert marker_shaped(info(), "ddbkeys-partition-keys", M)
+    assert not marker_shaped(ranged, "ddbkeys-partition-keys", M)
+    assert not marker_shaped(info(), "ddbkeys-partition-keys", "mk")
+    assert not marker_shaped(info(index_projections={}), "ddbkeys-partition-keys", M)
+    described = table_info(
+        {
+            "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+            "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+            "GlobalSecondaryIndexes": [
+                {
+                    "IndexName": "mine",
+                    "KeySchema": [
+                        {"AttributeName": M, "KeyType": "HASH"},
+                        {"AttributeName": "created", "KeyType": "RANGE"},
+                    ],
+                },
+                {"IndexName": "plain", "KeySchema": [{"AttributeName": M, "KeyType": "HASH"}]},
+            ],
+        },
+        "orders",
+    )
+    assert described.index_range_keys == {"mine": "created"}
+    assert described.index_hash_keys == {"mine": M, "plain": M}
+
+
+def test_a_table_without_sort_key_is_told_how_to_delete_an_index_named_as_the_marker_s() -> None:
+    """helper-95 F6: `index drop` there said a listing's "list its keys with a plain scan",
+    and the index could not be removed: no marker can be there and `index create` refuses such
+    a table, so ddbkeys made none; the error names the command that deletes it."""
+    keyless = info(sort_key=None)
+    with pytest.raises(KeySchemaError) as refused:
+        MarkerCore("orders", info=keyless)
+    assert "its index 'ddbkeys-partition-keys' is not one ddbkeys made" in str(refused.value)
+    assert str(refused.value).endswith(
+        "`aws dynamodb update-table --table-name orders --global-secondary-index-updates "
+        '\'[{"Delete": {"IndexName": "ddbkeys-partition-keys"}}]\'`.'
+    )
+    with pytest.raises(KeySchemaError, match="list its keys with a plain scan"):
+        marker_table(info(sort_key=None, index_projections={}), "ddbkeys-partition-keys", M)
+    with pytest.raises(KeySchemaError, match="list its keys with a plain scan"):  # (not one)
+        marker_table(info(sort_key=None), "ddbkeys-partition-keys", "mk")
+    marker_table(info(), "ddbkeys-partition-keys", M)
 
 
 @pytest.mark.parametrize(

@@ -31,7 +31,7 @@ from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._retry import Deadline
 from ddbkeys.partition_keys._index.create import until_status
 from ddbkeys.partition_keys._index.marker_core import send, sending
-from ddbkeys.partition_keys._index.markers import check_index, index_status
+from ddbkeys.partition_keys._index.markers import check_index, index_status, marker_shaped
 from ddbkeys.partition_keys._listing.recognise import Markers, Strays
 
 if TYPE_CHECKING:
@@ -122,9 +122,10 @@ def drop_flow(
 
 def _no_other_index(core: MarkerCore, info: TableInfo) -> None:
     """Where the index named is not there, a ConfigurationError if another index of the table
-    is keyed on the marker attribute: the marker index under another name, whose markers the
-    drop would remove and leave it in place, empty (helper-94 F9)."""
-    others = sorted(n for n, key in info.index_hash_keys.items() if key == core.attribute)
+    is a marker index (KEYS_ONLY, keyed on the marker attribute alone: helper-95 F5, not any
+    index on it): the marker index under another name, whose markers the drop would remove and
+    leave it in place, empty (helper-94 F9)."""
+    others = sorted(n for n in info.index_hash_keys if marker_shaped(info, n, core.attribute))
     if others:
         raise ConfigurationError(
             f"Table {core.table!r} has no index {core.name!r}, but {others[0]!r} is keyed on the "

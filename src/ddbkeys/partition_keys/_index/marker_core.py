@@ -50,6 +50,7 @@ from ddbkeys.partition_keys._index.markers import (
     index_gone,
     index_status,
     marker_sort_key,
+    marker_table,
     put_answer,
 )
 from ddbkeys.partition_keys._listing.base import Key, check_deadline
@@ -138,7 +139,7 @@ class MarkerCore:
 
     def learn(self, info: TableInfo) -> TableInfo:
         """Keep ``info``, the table's description (a table without a sort key: a clear error)."""
-        marker_sort_key(info, self.sort_key_given)
+        marker_table(info, self.name, self.attribute, self.sort_key_given)
         self.info = info
         return info
 
@@ -194,7 +195,7 @@ class MarkerCore:
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
             )
             self.info = info
-        self.sort_key(info)
+        marker_table(info, self.name, self.attribute, self.sort_key_given)
         return info
 
     def describe(self, deadline: Deadline | None = None) -> Flow[dict[str, Any]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys._names import DEFAULT_INDEX
 from ddbkeys._schema import TableInfo, show_value
 from ddbkeys.partition_keys._listing.base import Key
@@ -56,7 +56,9 @@ __all__ = [
     "create_request",
     "index_gone",
     "index_status",
+    "marker_shaped",
     "marker_sort_key",
+    "marker_table",
     "put_answer",
     "read_collection",
     "until_data",
@@ -187,6 +189,16 @@ def index_status(info: TableInfo, name: str) -> str | None:
     return info.index_statuses.get(name, "ACTIVE")
 
 
+def marker_shaped(info: TableInfo, name: str, attribute: str) -> bool:
+    """Whether ``info``'s index ``name`` has a marker index's shape (KEYS_ONLY, keyed on the
+    marker ``attribute`` alone), as :func:`check_index` wants it, whatever its status."""
+    return (
+        info.index_projections.get(name) == "KEYS_ONLY"
+        and info.index_hash_keys.get(name) == attribute
+        and name not in info.index_range_keys
+    )
+
+
 def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = True) -> None:
     """A clear error unless ``info``'s table has the index ``name``, KEYS_ONLY, keyed on the
     marker ``attribute``, and (``active``) ACTIVE: before any marker is written or read."""
@@ -215,6 +227,14 @@ def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = Tr
             "name the marker index (index_name=).",
             table=info.name,
         )
+    ranged = info.index_range_keys.get(name)
+    if ranged is not None:  # (helper-95 F5: a GSI of yours, taken for one and deleted)
+        raise ConfigurationError(
+            f"{where} has the range key {ranged!r} besides {attribute!r}: it is not a marker "
+            "index (one is keyed on the marker attribute alone); name the marker index "
+            "(index_name=), or leave this one to what it serves.",
+            table=info.name,
+        )
     status = index_status(info, name)
     if active and status != "ACTIVE":
         raise ConfigurationError(
@@ -237,6 +257,24 @@ def index_gone(info: TableInfo, name: str) -> None:
             "(`index follow`, the Lambda trigger), or create the index again and backfill.",
             table=info.name,
         )
+
+
+def marker_table(info: TableInfo, name: str, attribute: str, given: Any = None) -> None:
+    """:func:`marker_sort_key`'s check of ``info``'s table, for the marker index ``name`` on
+    ``attribute``: a table without a sort key that has an index of that shape is told how to
+    delete it (helper-95 F6: it was told a listing's advice, and ddbkeys could not drop it).
+    No marker can be there and ``index create`` refuses such a table: ddbkeys made none."""
+    if info.sort_key is None and marker_shaped(info, name, attribute):
+        raise KeySchemaError(
+            f"Table {info.name!r} has no sort key, so no marker can sit in it and ddbkeys makes "
+            f"no marker index there (`index create` refuses such a table): its index {name!r} "
+            "is not one ddbkeys made, and holds no marker. List the table's keys with a plain "
+            "scan (method='scan'); to delete that index, run "
+            f"`aws dynamodb update-table --table-name {info.name} "
+            f'--global-secondary-index-updates \'[{{"Delete": {{"IndexName": "{name}"}}}}]\'`.',
+            table=info.name,
+        )
+    marker_sort_key(info, given)
 
 
 def create_request(

@@ -87,8 +87,10 @@ class Choice:
 
 def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:
     """The marker index exists, is KEYS_ONLY and (when known) keyed on ``attribute`` (ACTIVE
-    is asked separately)."""
+    is asked separately); one with a range key is none (helper-95 F5)."""
     if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
+        return False
+    if index in info.index_range_keys:
         return False
     key = info.index_hash_keys.get(index)
     return attribute is None or key is None or key == attribute
