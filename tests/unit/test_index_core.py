@@ -393,9 +393,46 @@ def test_a_look_at_the_index_older_than_recheck_is_taken_again_before_a_change()
         now[0] += 10.0
         with pytest.raises(ConfigurationError, match=f"{said} .* no marker is written"):
             play(marker.mark("a"), [("describe_table", described(status))])
+        # Said again at once, nothing sent (the Lambda handler goes on to the next collection)
+        with pytest.raises(ConfigurationError, match=said):
+            play(marker.mark("b"), [])
         now[0] += 10.0
         with pytest.raises(ConfigurationError, match=said):
             play(marker.unmark("a"), [("describe_table", described(status))])
+    # Made again: marked again.
+    now[0] += 10.0
+    assert play(marker.mark("a"), [("describe_table", described("ACTIVE")), ("put_item", {})])[0]
+
+
+def test_a_put_sent_after_a_long_wait_or_on_an_old_description_looks_again_first() -> None:
+    """A throttled put retried after a wait past ``recheck`` describes the table again before
+    it is sent again (a put is never sent on a look older than ``recheck``); a core whose
+    description is that old, never checked (a warm Lambda environment's), the same."""
+    now = [0.0]
+    marker = MarkerCore(
+        "orders", info=info(), deadline=None, retry=RetryPolicy(clock=lambda: now[0])
+    )
+    flow, sent = marker.mark("a"), []
+    throttled = failure("ProvisionedThroughputExceededException")
+    answers = iter([throttled, described("ACTIVE"), {}])
+    step = next(flow)
+    try:
+        while True:
+            if isinstance(step, Pause):
+                now[0] += 20.0  # (as if the wait had been that long: the throttle lasted)
+                step = flow.send(None)
+                continue
+            assert isinstance(step, Request)
+            sent.append(step.operation)
+            answer = next(answers)
+            step = flow.throw(answer) if isinstance(answer, Exception) else flow.send(answer)
+    except StopIteration as done:
+        assert done.value is True
+    assert sent == ["put_item", "describe_table", "put_item"] and now[0] >= 10.0
+    old = MarkerCore("orders", info=info(), deadline=5.0, retry=RetryPolicy(clock=lambda: now[0]))
+    now[0] += 3600.0
+    with pytest.raises(ConfigurationError, match="has no index"):
+        play(old.mark("a"), [("describe_table", described(None))])
 
 
 def test_status_and_check_from_a_known_description_send_nothing() -> None:

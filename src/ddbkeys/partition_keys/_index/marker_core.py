@@ -117,10 +117,12 @@ class MarkerCore:
         self.read_timeout = read_timeout
         #: The table's description, once given or read (None before).
         self.info: TableInfo | None = None
-        #: Whether the index was found fit (:meth:`check`) before the first marker written.
-        self.checked = False
-        #: When (``retry.clock``) it was, the last time, and how long that look is trusted.
-        self.checked_at = 0.0
+        #: Whether the index was found fit (:meth:`check`) before the first marker written,
+        #: as described now; and whether it ever was (one gone since is said so).
+        self.checked = self.found = False
+        #: When (``retry.clock``) the table was last described (or ``info`` given), and how
+        #: long that look is trusted before a marker is written (:meth:`checked_info`).
+        self.looked_at = self.retry.clock()
         self.recheck = RECHECK
         if info is not None:
             if info.name != self.table:
@@ -140,7 +142,7 @@ class MarkerCore:
     def learn(self, info: TableInfo) -> TableInfo:
         """Keep ``info``, the table's description (a table without a sort key: a clear error)."""
         marker_table(info, self.name, self.attribute, self.sort_key_given)
-        self.info = info
+        self.info, self.looked_at = info, self.retry.clock()
         return info
 
     def sort_key(self, info: TableInfo) -> dict[str, Any]:
@@ -194,7 +196,7 @@ class MarkerCore:
             info = yield from self.attempts(
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
             )
-            self.info = info
+            self.info, self.looked_at = info, self.retry.clock()
         marker_table(info, self.name, self.attribute, self.sort_key_given)
         return info
 
@@ -233,18 +235,21 @@ class MarkerCore:
         return info
 
     def checked_info(self, deadline: Deadline) -> Flow[TableInfo]:
-        """:meth:`check` before the first marker written or removed, and the table described
-        again once that look is ``recheck`` seconds old (:data:`RECHECK`): an index gone or
-        DELETING since is a :class:`~ddbkeys.ConfigurationError` (nothing written: a
-        maintainer left running while the index is dropped stops at its next change)."""
-        if self.checked and self.retry.clock() - self.checked_at >= self.recheck:
+        """:meth:`check` before the first marker written or removed, and again, the table
+        described anew, where the description known is ``recheck`` seconds old
+        (:data:`RECHECK`): for a maintainer that found the index, an index gone or DELETING
+        since is a :class:`~ddbkeys.ConfigurationError` (nothing written: one left running
+        while the index is dropped stops at its next change; a warm Lambda environment's
+        description is an hour old, maybe)."""
+        if self.retry.clock() - self.looked_at >= self.recheck:
             yield from self.describe(deadline)
-            index_gone((yield from self.table_info(deadline)), self.name)
             self.checked = False
-        if not self.checked:
-            yield from self.check(deadline)
-            self.checked, self.checked_at = True, self.retry.clock()
         info = yield from self.table_info(deadline)
+        if self.found:  # (said again at each call: a Lambda handler goes on to the next)
+            index_gone(info, self.name)
+        if not self.checked:
+            info = yield from self.check(deadline)
+            self.checked = self.found = True
         return info
 
     def maintained(self, deadline: Deadline | None = None) -> Flow[TableInfo]:
@@ -256,7 +261,7 @@ class MarkerCore:
         if self.attribute_given is None and keyed is not None:
             self.attribute = keyed
         info = yield from self.check(deadline)
-        self.checked, self.checked_at = True, self.retry.clock()
+        self.checked = self.found = True
         return info
 
     # --- markers ------------------------------------------------------------------------------
@@ -277,6 +282,9 @@ class MarkerCore:
         }
 
         def attempt(_: int) -> Flow[tuple[bool, Mapping[str, Any] | None]]:
+            # (a retry after a long wait looks at the index again first: a put sent at any
+            # time had a look at most ``recheck`` seconds old)
+            yield from self.checked_info(deadline)
             try:
                 yield put_item(
                     {

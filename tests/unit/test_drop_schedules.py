@@ -1,0 +1,329 @@
+"""``index drop`` against maintainers left running, under random schedules (helper-94 F4, F10).
+
+A Hypothesis state machine drives a model of one table (four collections, each with a data
+item; their markers; the marker index's status) on a model clock, and three actors stepped a
+request at a time, in any order: ``drop_flow`` and two maintainers that mark collections
+(``MarkerCore.mark``, as a follower, a backfill or the Lambda handler does), each with its own
+core and a description of the table as old as the schedule makes it. Any request may be
+throttled (the retry layer waits, then sends it again); the clock moves by the schedule's
+ticks, within and past ``RECHECK``; the index leaves DELETING when the schedule says.
+
+The contract checked: once the drop has returned, the table holds no marker, and no maintainer
+step writes one later. It rests on a maintainer describing the table again before a put once
+its description is ``recheck`` seconds old (a retried put too), and the drop waiting
+``recheck`` + 1 s between deleting the index and removing the markers; a request takes effect
+when it is sent (the model has no network delay: the 1 s is that margin). Each maintainer's
+end is also checked: only the "index gone" error, never a write refused otherwise.
+
+The negative control (the drop without its wait) must be caught.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+from botocore.exceptions import ClientError
+from hypothesis import Phase, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
+
+from ddbkeys._core.steps import Pause, Request
+from ddbkeys._errors import DdbKeysError
+from ddbkeys._retry import RetryPolicy
+from ddbkeys._schema import table_info
+from ddbkeys.partition_keys._index.drop import drop_flow
+from ddbkeys.partition_keys._index.marker_core import RECHECK, MarkerCore
+from ddbkeys.partition_keys._index.markers import (
+    DEFAULT_INDEX,
+    DEFAULT_MARKER_SORT_KEY,
+    VERSION_ATTRIBUTE,
+)
+
+TABLE = "orders"
+KEYS = ("a", "b", "c", "d")
+MARKER_SK = DEFAULT_MARKER_SORT_KEY["N"]
+ACTORS = ("drop", "m0", "m1")
+TICKS = (0.5, 2.0, 5.0, 9.9, RECHECK, RECHECK + 1.0, 30.0)
+
+#: 600 schedules of up to 40 steps (derandomized: the same on every run); the negative
+#: control's first find comes within its CONTROL.
+CONTROL = 600
+SCHEDULES = settings(
+    max_examples=600, stateful_step_count=40, deadline=None, derandomize=True, database=None
+)
+
+
+class DropWrong(AssertionError):
+    """The contract does not hold: a marker after the drop returned."""
+
+
+def described(status: str | None) -> dict[str, Any]:
+    names = [("pk", "S", "HASH"), ("sk", "N", "RANGE")]
+    index = {
+        "IndexName": DEFAULT_INDEX,
+        "KeySchema": [{"AttributeName": "ddbkeys_pk", "KeyType": "HASH"}],
+        "Projection": {"ProjectionType": "KEYS_ONLY"},
+        "IndexStatus": status,
+    }
+    return {
+        "Table": {
+            "TableName": TABLE,
+            "AttributeDefinitions": [{"AttributeName": n, "AttributeType": t} for n, t, _ in names],
+            "KeySchema": [{"AttributeName": n, "KeyType": k} for n, _, k in names],
+            **({"GlobalSecondaryIndexes": [index]} if status else {}),
+        }
+    }
+
+
+def refused(code: str, **extra: Any) -> ClientError:
+    response: Any = {"Error": {"Code": code, "Message": code}, **extra}
+    return ClientError(response, "Op")
+
+
+def marker_item(pk: str) -> dict[str, Any]:
+    return {
+        "pk": {"S": pk},
+        "sk": MARKER_SK,
+        "ddbkeys_pk": {"S": pk},
+        "ddbkeys_type": {"S": "marker"},
+        VERSION_ATTRIBUTE: {"S": "model"},
+    }
+
+
+class Actor:
+    """A flow stepped a request at a time: a request takes effect when it is sent; its answer
+    (or error) is handed to the flow at the actor's next step; a pause holds it until due."""
+
+    def __init__(self, flow: Generator[Any, Any, Any]) -> None:
+        self.flow = flow
+        self.answer: Any = None
+        self.waits_until: float | None = None
+        self.done = False
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+
+class DropMachine(RuleBasedStateMachine):
+    #: The drop's wait before it removes markers (a negative control sets 0).
+    drop_wait = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = 0.0
+        self.status: str | None = "ACTIVE"
+        self.markers: set[str] = {"a", "b"}
+        self.actors: dict[str, Actor | None] = dict.fromkeys(ACTORS)
+        self.cores = {name: self.core() for name in ("m0", "m1")}
+        self.throttled: set[str] = set()
+        self.dropped = False
+
+    def clock(self) -> float:
+        return self.now
+
+    def core(self) -> MarkerCore:
+        info = table_info(described(self.status)["Table"], TABLE)
+        return MarkerCore(TABLE, info=info, deadline=None, retry=RetryPolicy(clock=self.clock))
+
+    # --- the model table --------------------------------------------------------------------
+
+    def apply(self, request: Request) -> Any:
+        params: Any = request.params
+        operation = request.operation
+        if operation == "describe_table":
+            return described(self.status)
+        if operation == "update_table":
+            if self.status is None:
+                return refused("ResourceNotFoundException")
+            self.status = "DELETING"
+            return {}
+        pk = params.get("Key", params.get("Item", {})).get("pk", {}).get("S")
+        if operation == "put_item":
+            if pk in self.markers:
+                return refused("ConditionalCheckFailedException", Item=marker_item(pk))
+            if self.dropped:
+                raise DropWrong(f"a marker of {pk!r} put after the drop returned")
+            self.markers.add(pk)
+            return {}
+        if operation == "delete_item":
+            if pk not in self.markers:
+                return refused("ConditionalCheckFailedException")
+            self.markers.discard(pk)
+            return {}
+        if operation == "scan":
+            return {"Items": [marker_item(k) for k in sorted(self.markers)]}
+        raise AssertionError(f"unexpected request {operation}")
+
+    # --- the actors -------------------------------------------------------------------------
+
+    def advance(self, actor: Actor, name: str) -> None:
+        try:
+            if isinstance(actor.answer, BaseException):
+                step = actor.flow.throw(actor.answer)
+            else:
+                step = actor.flow.send(actor.answer)
+        except StopIteration as done:
+            actor.done, actor.result = True, done.value
+            return
+        except DdbKeysError as exc:
+            actor.done, actor.error = True, exc
+            return
+        actor.answer = None
+        if isinstance(step, Pause):
+            actor.waits_until = self.now + step.seconds
+        elif name in self.throttled:
+            self.throttled.discard(name)
+            actor.answer = refused("ProvisionedThroughputExceededException")
+        else:
+            actor.answer = self.apply(step)
+
+    @rule(name=st.sampled_from(ACTORS))
+    def step(self, name: str) -> None:
+        actor = self.actors[name]
+        if actor is None or actor.done:
+            return
+        if actor.waits_until is not None:
+            if self.now < actor.waits_until:
+                return
+            actor.waits_until = None
+        self.advance(actor, name)
+        if actor.done:
+            self.ended(name, actor)
+
+    def ended(self, name: str, actor: Actor) -> None:
+        if name == "drop":
+            if actor.error is not None:  # (the index DELETING for 600 s: said, markers gone)
+                assert "is still DELETING after" in str(actor.error), actor.error
+                return
+            self.dropped = True
+            if self.markers:
+                raise DropWrong(f"the drop returned with markers {sorted(self.markers)} left")
+            return
+        self.actors[name] = None
+        if actor.error is not None:  # (only the index gone, or never there for this one)
+            said = str(actor.error)
+            assert any(
+                w in said for w in ("is gone", "being deleted", "has no index", "not ACTIVE")
+            )
+            assert self.status != "ACTIVE", said
+
+    @rule(name=st.sampled_from(("m0", "m1")), key=st.sampled_from(KEYS))
+    def maintainer_marks(self, name: str, key: str) -> None:
+        if self.actors[name] is None:
+            actor = Actor(self.cores[name].mark(key))
+            self.actors[name] = actor
+            self.advance(actor, name)  # (its first request, sent now)
+            if actor.done:
+                self.ended(name, actor)
+
+    @rule(name=st.sampled_from(("m0", "m1")))
+    def maintainer_restarts(self, name: str) -> None:
+        """A new process (or Lambda environment) with a description of the table as of now."""
+        if self.actors[name] is None:
+            self.cores[name] = self.core()
+
+    @rule(name=st.sampled_from(ACTORS))
+    def throttle_next(self, name: str) -> None:
+        self.throttled.add(name)
+
+    @rule(key=st.sampled_from(KEYS))
+    def unmarked_by_the_application(self, key: str) -> None:
+        """A collection emptied and filled again: its marker gone (a maintainer marks it)."""
+        self.markers.discard(key)
+
+    @precondition(lambda self: self.actors["drop"] is None)
+    @rule(wait=st.booleans())
+    def drop(self, wait: bool) -> None:
+        """``index drop`` (``wait``: until the index is gone, at most 600 s)."""
+        core = self.core()
+        if not self.drop_wait:
+            core.recheck = -1.0  # (the negative control: no wait)
+        actor = Actor(drop_flow(core, None, wait, 600.0))
+        self.actors["drop"] = actor
+        self.advance(actor, "drop")
+
+    @precondition(lambda self: self.status == "DELETING")
+    @rule()
+    def index_deleted(self) -> None:
+        self.status = None
+
+    @rule(seconds=st.sampled_from(TICKS))
+    def tick(self, seconds: float) -> None:
+        self.now += seconds
+
+    @invariant()
+    def no_marker_after_the_drop(self) -> None:
+        if self.dropped and self.markers:
+            raise DropWrong(f"markers {sorted(self.markers)} after the drop returned")
+
+
+def test_no_marker_outlives_a_drop_whatever_the_maintainers_do() -> None:
+    run_state_machine_as_test(DropMachine, settings=SCHEDULES)
+
+
+class NoWait(DropMachine):
+    drop_wait = False
+
+
+def test_the_checker_finds_a_drop_that_does_not_wait() -> None:
+    with pytest.raises(Exception) as caught:
+        chosen = settings(
+            SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
+        )
+        run_state_machine_as_test(NoWait, settings=chosen)
+    found = caught.value
+    errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
+    assert errors and all(isinstance(e, DropWrong) for e in errors), errors
+
+
+# --- schedules kept: each breaks a maintainer without one part of its re-check --------------
+
+
+def test_a_put_retried_after_a_long_throttle_looks_again_first() -> None:
+    """A put throttled while the look was fresh, retried 30 s later after the drop returned:
+    without the look again inside the attempt, it wrote a marker into a table without the
+    index."""
+    machine = DropMachine()
+    machine.throttle_next("m0")
+    machine.maintainer_marks("m0", "c")  # (its put refused: throttled)
+    machine.step("m0")  # (the retry layer's wait)
+    machine.drop(wait=False)
+    machine.step("drop")  # (the index deleted)
+    machine.step("drop")  # (the drop's wait, recheck + 1 s)
+    machine.tick(30.0)
+    for _ in range(4):  # (the Scan, two deletes, the end)
+        machine.step("drop")
+    assert machine.dropped and not machine.markers
+    machine.step("m0")  # (the put again: the table described first, the index gone)
+    machine.step("m0")
+    assert machine.actors["m0"] is None and not machine.markers
+
+
+def test_a_maintainer_told_the_index_is_gone_says_so_at_its_next_call() -> None:
+    """The Lambda handler goes on to the next collection after one's error: that next mark,
+    within ``recheck`` of the look that found the index gone, must not write either."""
+    machine = DropMachine()
+    machine.maintainer_marks("m0", "c")  # (written: the index is there)
+    machine.step("m0")
+    assert machine.markers == {"a", "b", "c"}
+    machine.drop(wait=False)
+    machine.step("drop")  # (the index deleted)
+    machine.step("drop")  # (the drop's wait begins)
+    machine.tick(RECHECK)
+    machine.unmarked_by_the_application("d")
+    machine.maintainer_marks("m0", "d")  # (describes: DELETING, an error)
+    machine.step("m0")
+    assert machine.actors["m0"] is None and "d" not in machine.markers
+    machine.tick(1.0)
+    for _ in range(6):  # (the wait's end, the Scan, three deletes, the end)
+        machine.step("drop")
+    assert machine.dropped and not machine.markers
+    machine.maintainer_marks("m0", "d")  # (within recheck of its last look)
+    assert machine.actors["m0"] is None and not machine.markers
