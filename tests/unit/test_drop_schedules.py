@@ -15,11 +15,15 @@ its description is ``recheck`` seconds old (a retried put too), and the drop wai
 when it is sent (the model has no network delay: the 1 s is that margin). Each maintainer's
 end is also checked: only the "index gone" error, never a write refused otherwise.
 
-The negative control (the drop without its wait) must be caught.
+The negative control (maintainers that never look at the index again, as before helper-94's
+F4) must be caught; the drop's wait is held by schedules kept below (the random search finds
+its absence only rarely: it needs the maintainer's look to stay fresh over the whole drop).
 """
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Generator
 from typing import Any
 
@@ -59,6 +63,10 @@ CONTROL = 600
 SCHEDULES = settings(
     max_examples=600, stateful_step_count=40, deadline=None, derandomize=True, database=None
 )
+
+
+#: Runs, and drops that returned, over a test: the checker must see drops end.
+SEEN: Counter[str] = Counter()
 
 
 class DropWrong(AssertionError):
@@ -112,16 +120,18 @@ class Actor:
 
 
 class DropMachine(RuleBasedStateMachine):
-    #: The drop's wait before it removes markers (a negative control sets 0).
-    drop_wait = True
+    #: Whether maintainers look at the index again (a negative control: never, as before).
+    looks_again = True
 
     def __init__(self) -> None:
         super().__init__()
+        SEEN["runs"] += 1
         self.now = 0.0
         self.status: str | None = "ACTIVE"
+        self.deleting_since = 0.0
         self.markers: set[str] = {"a", "b"}
         self.actors: dict[str, Actor | None] = dict.fromkeys(ACTORS)
-        self.cores = {name: self.core() for name in ("m0", "m1")}
+        self.cores = {name: self.maintainer() for name in ("m0", "m1")}
         self.throttled: set[str] = set()
         self.dropped = False
 
@@ -131,6 +141,12 @@ class DropMachine(RuleBasedStateMachine):
     def core(self) -> MarkerCore:
         info = table_info(described(self.status)["Table"], TABLE)
         return MarkerCore(TABLE, info=info, deadline=None, retry=RetryPolicy(clock=self.clock))
+
+    def maintainer(self) -> MarkerCore:
+        core = self.core()
+        if not self.looks_again:
+            core.recheck = math.inf
+        return core
 
     # --- the model table --------------------------------------------------------------------
 
@@ -142,7 +158,7 @@ class DropMachine(RuleBasedStateMachine):
         if operation == "update_table":
             if self.status is None:
                 return refused("ResourceNotFoundException")
-            self.status = "DELETING"
+            self.status, self.deleting_since = "DELETING", self.now
             return {}
         pk = params.get("Key", params.get("Item", {})).get("pk", {}).get("S")
         if operation == "put_item":
@@ -184,8 +200,18 @@ class DropMachine(RuleBasedStateMachine):
         else:
             actor.answer = self.apply(step)
 
-    @rule(name=st.sampled_from(ACTORS))
+    @rule(name=st.sampled_from(("m0", "m1")))
+    def maintainer_steps(self, name: str) -> None:
+        self.step(name)
+
+    @rule(steps=st.integers(1, 6))
+    def drop_steps(self, steps: int) -> None:
+        """A few of the drop's requests in a row (one at a time, the drop rarely ended)."""
+        for _ in range(steps):
+            self.step("drop")
+
     def step(self, name: str) -> None:
+        """One step of ``name``: its answer handed to it, its next request sent."""
         actor = self.actors[name]
         if actor is None or actor.done:
             return
@@ -203,6 +229,7 @@ class DropMachine(RuleBasedStateMachine):
                 assert "is still DELETING after" in str(actor.error), actor.error
                 return
             self.dropped = True
+            SEEN["dropped"] += 1
             if self.markers:
                 raise DropWrong(f"the drop returned with markers {sorted(self.markers)} left")
             return
@@ -227,7 +254,7 @@ class DropMachine(RuleBasedStateMachine):
     def maintainer_restarts(self, name: str) -> None:
         """A new process (or Lambda environment) with a description of the table as of now."""
         if self.actors[name] is None:
-            self.cores[name] = self.core()
+            self.cores[name] = self.maintainer()
 
     @rule(name=st.sampled_from(ACTORS))
     def throttle_next(self, name: str) -> None:
@@ -242,21 +269,39 @@ class DropMachine(RuleBasedStateMachine):
     @rule(wait=st.booleans())
     def drop(self, wait: bool) -> None:
         """``index drop`` (``wait``: until the index is gone, at most 600 s)."""
-        core = self.core()
-        if not self.drop_wait:
-            core.recheck = -1.0  # (the negative control: no wait)
-        actor = Actor(drop_flow(core, None, wait, 600.0))
+        actor = Actor(drop_flow(self.core(), None, wait, 600.0))
         self.actors["drop"] = actor
-        self.advance(actor, "drop")
+        while not actor.done and actor.waits_until is None:  # (to its wait: the index deleted)
+            self.step("drop")
 
     @precondition(lambda self: self.status == "DELETING")
     @rule()
     def index_deleted(self) -> None:
         self.status = None
 
+    @precondition(lambda self: self.status == "ACTIVE" and self.actors["drop"] is None)
+    @rule()
+    def index_deleted_elsewhere(self) -> None:
+        """The GSI deleted with the console (or a drop killed after its UpdateTable): the
+        drop, run then, finds no index (helper-98 F1: it did not wait, and a follower put
+        188 markers back)."""
+        self.status, self.deleting_since = "DELETING", self.now
+
+    @rule(steps=st.integers(1, 6))
+    def drop_wakes(self, steps: int) -> None:
+        """Time passes until the drop's wait ends (an index DELETING is gone by then, maybe),
+        and it goes on a few requests."""
+        actor = self.actors["drop"]
+        if actor is not None and actor.waits_until is not None:
+            self.tick(max(actor.waits_until - self.now, 0.0))
+        self.drop_steps(steps)
+
     @rule(seconds=st.sampled_from(TICKS))
     def tick(self, seconds: float) -> None:
+        """The clock moves; an index DELETING for 5 s is gone (the service takes minutes)."""
         self.now += seconds
+        if self.status == "DELETING" and self.now - self.deleting_since >= 5.0:
+            self.status = None
 
     @invariant()
     def no_marker_after_the_drop(self) -> None:
@@ -265,19 +310,21 @@ class DropMachine(RuleBasedStateMachine):
 
 
 def test_no_marker_outlives_a_drop_whatever_the_maintainers_do() -> None:
+    SEEN.clear()
     run_state_machine_as_test(DropMachine, settings=SCHEDULES)
+    assert SEEN["dropped"] >= SEEN["runs"] / 4, SEEN  # (schedules where a drop ended)
 
 
-class NoWait(DropMachine):
-    drop_wait = False
+class NoLookAgain(DropMachine):
+    looks_again = False
 
 
-def test_the_checker_finds_a_drop_that_does_not_wait() -> None:
+def test_the_checker_finds_maintainers_that_never_look_again() -> None:
     with pytest.raises(Exception) as caught:
         chosen = settings(
             SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
         )
-        run_state_machine_as_test(NoWait, settings=chosen)
+        run_state_machine_as_test(NoLookAgain, settings=chosen)
     found = caught.value
     errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
     assert errors and all(isinstance(e, DropWrong) for e in errors), errors
@@ -326,4 +373,25 @@ def test_a_maintainer_told_the_index_is_gone_says_so_at_its_next_call() -> None:
         machine.step("drop")
     assert machine.dropped and not machine.markers
     machine.maintainer_marks("m0", "d")  # (within recheck of its last look)
+    assert machine.actors["m0"] is None and not machine.markers
+
+
+def test_a_drop_that_finds_the_index_gone_waits_all_the_same() -> None:
+    """helper-98 F1: a drop killed in its wait and run again, or run just after the GSI was
+    deleted with the console, found no index and did not wait: a follower whose look was
+    fresh put 188 markers back. It waits whatever it finds."""
+    machine = DropMachine()
+    machine.index_deleted_elsewhere()
+    machine.drop(wait=False)
+    for _ in range(3):  # (the description; the wait, begun)
+        machine.step("drop")
+    assert not machine.dropped and machine.markers == {"a", "b"}
+    machine.maintainer_marks("m0", "c")  # (its look fresh: written, before the Scan)
+    machine.step("m0")
+    machine.tick(RECHECK + 1.0)
+    for _ in range(6):
+        machine.step("drop")
+    assert machine.dropped and not machine.markers
+    machine.maintainer_marks("m0", "d")  # (its look stale: described, DELETING: an error)
+    machine.step("m0")
     assert machine.actors["m0"] is None and not machine.markers

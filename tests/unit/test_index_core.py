@@ -5,6 +5,7 @@ evidence rule is in test_evidence.py)."""
 
 from __future__ import annotations
 
+import copy
 import itertools
 import threading
 from typing import Any
@@ -994,3 +995,28 @@ def test_create_says_whether_its_own_update_added_the_index() -> None:
                 ("describe_table", described(None)),
             ],
         )
+
+
+def test_a_follower_stops_when_its_index_is_gone_whether_records_come_or_not() -> None:
+    """helper-94 F4: a follower left running after `index drop` went on (and marked every
+    collection the drop emptied). It looks at the table every ``DISCOVER`` seconds: an index
+    gone since it found it ends the run with the error, though no record came."""
+    ticks = iter(range(1000, 100_000))
+    core = FollowCore(index(), state_table="state", clock=lambda: float(next(ticks)))
+    answers = follow_answers()
+    gone = copy.deepcopy(answers["describe_table"])
+    del gone["Table"]["GlobalSecondaryIndexes"]
+    flow = core.follow(FollowState(), StopFlag(), False, from_start=False)
+    step, reads = next(flow), 0
+    with pytest.raises(ConfigurationError, match=r"is gone .* this maintainer stops"):
+        while True:
+            if isinstance(step, Pause):
+                step = flow.send(None)
+                continue
+            assert isinstance(step, Request), step
+            reads += step.operation == "get_records"
+            answer = answers[step.operation]
+            if step.operation == "describe_table" and reads >= 3:
+                answer = gone  # (dropped while it ran)
+            step = flow.send(answer)
+    assert 3 <= reads < 30

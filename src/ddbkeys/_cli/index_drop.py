@@ -76,7 +76,7 @@ def drop_command(
                 "on (nothing was changed)."
             )
         click.confirm(f"Delete {what} and every marker in the table?", abort=True, err=True)
-    pause = f" (in {index.core.recheck + 1:.0f} s: maintainers see the index gone)" if there else ""
+    pause = f" (in {index.core.recheck + 1:.0f} s: maintainers see the index gone)"
     with waiting(f"removing the markers of {table_name}{pause}...") as line:
 
         def told(removed: int) -> None:

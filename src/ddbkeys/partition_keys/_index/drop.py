@@ -105,8 +105,10 @@ def drop_flow(
         check_index(info, core.name, core.attribute, active=False)
     if status not in (None, "DELETING"):
         yield from _delete_index(core, deadline)
-    if status is not None:  # (a maintainer may have looked at it ``recheck`` seconds ago)
-        yield Pause(core.recheck + 1.0, core.retry.sleep)
+    # A maintainer may have looked at the index ``recheck`` seconds ago: waited also where it
+    # is gone already (helper-98 F1: a drop killed in its wait and run again, or a GSI
+    # deleted with the console just before, did not wait; a follower put 188 markers back).
+    yield Pause(core.recheck + 1.0, core.retry.sleep)
     dropped = yield from _remove_markers(core, info, progress)
     removed = dropped.removed
     if wait:

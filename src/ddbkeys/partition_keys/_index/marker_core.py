@@ -65,11 +65,11 @@ __all__ = ["MarkerCore", "conditional", "send", "sending"]
 
 R = TypeVar("R")
 
-#: How long (seconds) a maintainer trusts its last look at the index: a marker written or
-#: removed later describes the table again first, and none is where the index is gone or
-#: DELETING (helper-94 F10: a backfill or follower left running while ``index drop`` took the
-#: index away marked the collections it emptied again). ``index drop`` lets this pass, and a
-#: second more, between deleting the index and removing the markers.
+#: How long (seconds) a maintainer trusts its last look at the index: a marker written later
+#: describes the table again first (a removal through ``unmark`` too), and none is written
+#: where the index is gone or DELETING (helper-94 F10: a backfill or follower left running
+#: while ``index drop`` took the index away marked the collections it emptied again). ``index
+#: drop`` lets this pass, and a second more, before it removes the markers.
 RECHECK = 10.0
 
 
@@ -193,15 +193,18 @@ class MarkerCore:
         """The table's description: the one known, or one DescribeTable, kept."""
         info = self.info
         if info is None:
+            asked = self.retry.clock()
             info = yield from self.attempts(
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
             )
-            self.info, self.looked_at = info, self.retry.clock()
+            self.info, self.looked_at = info, asked
         marker_table(info, self.name, self.attribute, self.sort_key_given)
         return info
 
     def describe(self, deadline: Deadline | None = None) -> Flow[dict[str, Any]]:
-        """DescribeTable now (the index's status changes); what it says is kept."""
+        """DescribeTable now (the index's status changes); what it says is kept, as of when
+        it was asked (an answer that came late is as old as its question)."""
+        asked = self.retry.clock()
         answer = yield from self.attempts(
             lambda _: send(describe_table({"TableName": self.table})),
             "DescribeTable",
@@ -210,6 +213,7 @@ class MarkerCore:
         )
         raw: dict[str, Any] = dict(described(answer, self.table))
         self.learn(table_info(raw, self.table))
+        self.looked_at = asked
         return raw
 
     # --- the index ------------------------------------------------------------------------------

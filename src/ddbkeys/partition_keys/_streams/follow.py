@@ -27,7 +27,7 @@ from ddbkeys._core.stopping import StopFlag
 from ddbkeys._errors import ConfigurationError, error_code
 from ddbkeys.partition_keys._index.backfill_wait import markers_checked, needs_backfill
 from ddbkeys.partition_keys._index.marker_core import MarkerCore, send
-from ddbkeys.partition_keys._index.markers import hashable
+from ddbkeys.partition_keys._index.markers import hashable, index_gone
 from ddbkeys.partition_keys._index.pending import (
     MAX_PENDING,
     RETRY_PENDING,
@@ -384,6 +384,8 @@ class FollowCore:
         # old stream is read to its end and the table looked at again: the follower goes on,
         # and a listing's proof of the index says what it missed.
         latest = yield from self.latest_stream()
+        if self.index.found:  # (an index dropped: stopped within DISCOVER s, writes or none)
+            index_gone((yield from self.index.table_info()), self.index.name)
         off, state.report.stream_off_since = state.report.stream_off_since, None
         if latest is None:
             state.report.stream_off_since = off or now
