@@ -364,3 +364,25 @@ def test_drop_refuses_an_index_with_a_range_key_or_on_a_table_without_sort_key(
     pasted = shlex.split(told)[3:]  # (what the AWS CLI would send)
     ddb_client.update_table(TableName=keyless, GlobalSecondaryIndexUpdates=json.loads(pasted[3]))
     assert indexes(ddb_client, keyless) in ([], ["ddbkeys-partition-keys"])  # (DELETING)
+
+
+def test_a_backfill_whose_index_is_dropped_after_its_last_marker_does_not_say_finished(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, quick: None
+) -> None:
+    """helper-98 F3: a backfill whose index was dropped after its last marker (in its stream
+    window, no write since) said "listings can prove the index from it", exit 0. It looks at
+    the index again before it says it finished: gone, an error."""
+    table = ddb_table_factory(("pk", "S"), ("sk", "N"))
+    for k in range(5):
+        ddb_client.put_item(TableName=table, Item={"pk": {"S": f"c{k}"}, "sk": {"N": "1"}})
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+
+    def dropped_after_the_last(written: int) -> None:
+        if written == 5:
+            assert MarkerIndex(ddb_client, table).drop() == 5
+
+    with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\)"):
+        index.backfill(dropped_after_the_last)
+    assert indexes(ddb_client, table) == []
+    assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]

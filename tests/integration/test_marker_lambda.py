@@ -241,3 +241,41 @@ def test_records_lambda_gave_up_on_are_a_gap_until_a_new_backfill(
     proven = index_listing(ddb_client, table, store)
     assert sorted(proven) == [b"a", b"b", b"c"] == collections(ddb_client, table)
     ddb_client.delete_table(TableName=store)
+
+
+def test_a_warm_handler_after_a_drop_fails_its_batch_in_one_line_and_marks_nothing(
+    ddb_client: DynamoDBClient,
+    ddb_table_factory: TableFactory,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """helper-98 F2: a handler environment that had read the table's description before the
+    drop (and written no marker yet) trusted it, put back every marker the drop removed and
+    reported the batch a success. F5: once it did fail, it logged a traceback and sent a
+    DescribeTable for every collection. Now: described again (its description is older than
+    ``recheck``), the batch failed at its first collection, one line, nothing written."""
+    table = ddb_table_factory(("pk", "B"), ("sk", "N"))
+    index = MarkerIndex(ddb_client, table)
+    index.create()
+    stream = Stream(ddb_client, table)
+    store = f"ddbkeys-state-{table[-12:]}"
+    for pk in (b"a", b"b", b"c"):
+        put(ddb_client, table, pk, 1)
+    handler = InvokedHandler(ddb_client, stream.arn, state_table=store)
+    assert handler.handle({"Records": stream.events()}) == {"batchItemFailures": []}
+    assert markers(ddb_client, table) == [b"a", b"b", b"c"]
+    warm = handler._indexes[table]
+    dropper = MarkerIndex(ddb_client, table)
+    dropper.core.recheck = 0.0  # (the drop's wait: 1 s)
+    assert dropper.drop() == 3
+    events = stream.events()  # (its markers' puts, then the drop's deletes)
+    assert len(events) == 6
+    warm.core.looked_at -= warm.core.recheck  # (its description as old as that)
+    with caplog.at_level("ERROR", logger="ddbkeys"):
+        answer = handler.handle({"Records": events})
+    first = events[0]["dynamodb"]["SequenceNumber"]
+    assert answer == {"batchItemFailures": [{"itemIdentifier": first}]}
+    assert markers(ddb_client, table) == []
+    said = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(said) == 1 and not said[0].exc_info, said  # (one line: no traceback)
+    assert "is gone (`index drop`?)" in said[0].getMessage()
+    ddb_client.delete_table(TableName=store)

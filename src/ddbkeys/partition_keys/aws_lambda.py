@@ -12,18 +12,14 @@ Deployment:
    ``ddbkeys-partition-keys``), ``DDBKEYS_MARKER_ATTRIBUTE`` (default ``ddbkeys_pk``),
    ``DDBKEYS_STATE_TABLE`` (default ``ddbkeys-state``). The table comes from each record's
    ``eventSourceARN``.
-4. Give its role: ``dynamodb:Query``, ``GetItem``, ``PutItem``, ``DeleteItem`` and
-   ``DescribeTable`` on the table; ``GetItem``, ``UpdateItem``, ``DescribeTable`` and
-   ``CreateTable`` on the state table; the stream read actions Lambda needs
-   (``AWSLambdaDynamoDBExecutionRole``); and ``lambda:ListEventSourceMappings`` (on ``*``), with
-   which the handler reads its trigger.
+4. Give its role what ``ddbkeys iam-policy lambda-handler -t TABLE`` prints (the table, the
+   state table, the stream, and ``lambda:ListEventSourceMappings``, its trigger read).
 5. Add the trigger (an event source mapping) with ``StartingPosition=TRIM_HORIZON``,
    ``FunctionResponseTypes=["ReportBatchItemFailures"]``, a tumbling window
    (``TumblingWindowInSeconds``: only then does an event name its shard, and the position the
    handler records proves anything) and ``ParallelizationFactor=1`` (with more, batches of
-   one shard run at once), and a retry limit or an on-failure destination of your choice.
-   TRIM_HORIZON matters: the handler then covers the stream from its oldest record, so nothing
-   between the trigger's creation and its first batch is lost.
+   one shard run at once), and a retry limit or an on-failure destination of your choice
+   (TRIM_HORIZON: nothing between the trigger's creation and its first batch is lost).
 6. Once the handler has handled its first batch, and the replay margin (60 s) has passed, run
    ``ddbkeys partition-keys index backfill``.
 
@@ -45,10 +41,10 @@ stream, and the handler is not called to name their successors.
 Promise: under at-least-once delivery, in any order across shards, a non-empty collection is never
 left without a marker and an empty one keeps its marker no longer than until its next record is
 handled. A collection whose reconciliation fails is reported in ``batchItemFailures`` (its first
-record in the batch), so Lambda sends it again. One whose reconciliation does not settle (it keeps
-changing) is recorded as pending instead: listings re-check it; only when the pending set is full is
-it reported failed.
-"""
+record in the batch): Lambda sends it again. One that keeps changing is recorded as pending
+instead (listings re-check it), and reported failed only when the pending set is full. With the
+index gone (``index drop``), a batch fails at its first collection, in one line: disable the
+trigger."""
 
 from __future__ import annotations
 
@@ -64,6 +60,7 @@ import boto3
 from botocore.exceptions import BotoCoreError, ClientError
 
 from ddbkeys._drivers.sync import SyncDriver
+from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys._index.index import DEFAULT_INDEX, DEFAULT_MARKER_ATTRIBUTE, MarkerIndex
 from ddbkeys.partition_keys._index.maintain import Outcome
 from ddbkeys.partition_keys._index.pending import (
@@ -209,9 +206,12 @@ class StreamHandler:
             for key in keys_of_records(some, pk):
                 try:
                     result = self._apply(index, typed_key(key), known)
-                except Exception:
-                    LOG.exception("ddbkeys: reconciling %r of %s failed", key, index.table)
+                except Exception as exc:
+                    gone = isinstance(exc, ConfigurationError)  # (no index: the rest fail too)
+                    LOG.error("ddbkeys: %r of %s: %s", key, index.table, exc, exc_info=not gone)
                     failed.add(repr(key))
+                    if gone:
+                        break
                     continue
                 if not result.applied:
                     LOG.error(

@@ -25,7 +25,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
 )
 from ddbkeys.partition_keys._index.backfill_export import export_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow, stream_born
-from ddbkeys.partition_keys._index.backfill_switch import switching
+from ddbkeys.partition_keys._index.backfill_switch import looked_again, switching
 from ddbkeys.partition_keys._index.backfill_wait import Readiness, wait_flow
 from ddbkeys.partition_keys._index.maintain import Outcome, reconcile_flow, reconcile_held_flow
 from ddbkeys.partition_keys._index.markers import (
@@ -183,6 +183,7 @@ def backfill_flow(
             index, claim, export, report, progress, margin, recorded, ends, store, on_wait
         )
     )
+    work = looked_again(work, index)  # (the index gone since: an error, not "finished")
     if claim is None:
         yield from work(stop)
         return report

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ddbkeys.partition_keys._index.markers import BackfillReport
     from ddbkeys.partition_keys._proof.evidence import Evidence
 
-__all__ = ["earlier_markers", "old_markers_removed", "switching"]
+__all__ = ["earlier_markers", "looked_again", "old_markers_removed", "switching"]
 
 Work = Callable[[StopFlag | None], "Flow[list[str]]"]
 
@@ -78,3 +78,17 @@ def switching(
         return (yield from work(stop))
 
     return switched
+
+
+def looked_again(work: Work, index: MarkerCore) -> Work:
+    """A backfill's ``work``, then the index looked at again (once its description is
+    ``recheck`` seconds old: ``MarkerCore.checked_info``) before the backfill says it finished:
+    one dropped during the stream's window, with no marker written since, said "listings can
+    prove the index from it", exit 0 (helper-98 F3)."""
+
+    def looked(stop: StopFlag | None) -> Flow[list[str]]:
+        resolved = yield from work(stop)
+        yield from index.checked_info(index.begin())
+        return resolved
+
+    return looked

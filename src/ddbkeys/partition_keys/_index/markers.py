@@ -245,13 +245,19 @@ def check_index(info: TableInfo, name: str, attribute: str, *, active: bool = Tr
         )
 
 
+class _IndexGoneError(ConfigurationError):
+    """The marker index a maintainer found is gone, or DELETING (:func:`index_gone`): not
+    tried again (helper-99 F2: a follower's backfill said "tried again in 10 s" as the
+    follower ended)."""
+
+
 def index_gone(info: TableInfo, name: str) -> None:
     """Where ``info``'s table has the index ``name`` no more, or it is DELETING: a
     :class:`~ddbkeys.ConfigurationError` for a maintainer that found it there when it began."""
     status = index_status(info, name)
     if status in (None, "DELETING"):
         state = "gone" if status is None else "being deleted"
-        raise ConfigurationError(
+        raise _IndexGoneError(
             f"Index {name!r} of table {info.name!r} is {state} (`index drop`?): no marker is "
             "written or removed without it, and this maintainer stops. Stop the others "
             "(`index follow`, the Lambda trigger), or create the index again and backfill.",

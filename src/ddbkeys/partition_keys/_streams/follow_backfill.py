@@ -41,7 +41,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     running_backfill,
 )
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
-from ddbkeys.partition_keys._index.markers import BackfillReport, emptied_meanwhile
+from ddbkeys.partition_keys._index.markers import BackfillReport, _IndexGoneError, emptied_meanwhile
 from ddbkeys.partition_keys._index.state import StateCore
 from ddbkeys.partition_keys._listing.base import plain_key
 from ddbkeys.partition_keys._proof.precheck import FOLLOW_ROLE
@@ -261,10 +261,22 @@ def keep_backfilled(
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")
         except DdbKeysError as exc:
-            report.backfill_state = "failed"
-            # (once: not tried again; the caller says what then, helper-75)
-            say(f"backfill failed: {exc}" + ("" if once else f"; tried again in {CHECK:g} s"))
+            if _failed(report, say, exc, once):
+                return
         if once and report.backfill_state != OTHER_RUNNING:
             return
         again = OTHER_POLL if report.backfill_state == OTHER_RUNNING else CHECK
         yield Pause(again, core.retry.sleep, stop=stop)
+
+
+def _failed(
+    report: FollowReport, say: Callable[[str], None], exc: DdbKeysError, once: bool
+) -> bool:
+    """A backfill failed with ``exc``: said, and whether the loop ends (the index gone: the
+    follower ends too, helper-99 F2, where it said "tried again in 10 s"). With ``once`` it is
+    not tried again either: the caller says what then (helper-75)."""
+    report.backfill_state = "failed"
+    gone = isinstance(exc, _IndexGoneError)
+    again = "" if once or gone else f"; tried again in {CHECK:g} s"
+    say(f"backfill failed: {exc}{again}")
+    return gone
