@@ -769,6 +769,36 @@ def test_a_follower_s_failed_backfill_says_it_is_tried_again_only_where_it_is() 
     assert lines[-1].endswith("; tried again in 10 s"), lines
 
 
+def test_a_follower_whose_look_failed_then_finds_a_backfill_that_counts_is_done() -> None:
+    """helper-98 F6: DescribeTable out for 20 s under `follow --backfill` whose backfill was
+    done: "backfill failed", then every later look found none needed but the state stayed
+    "failed", and Ctrl-C said "The backfill was not done", exit 1, though listings proved the
+    index. A later look that needs none says so, and it is done."""
+    from ddbkeys._core.stopping import StopFlag  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow import FollowCore  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow_backfill import keep_backfilled  # noqa: PLC0415
+    from ddbkeys.partition_keys._streams.follow_state import FollowReport  # noqa: PLC0415
+
+    world = World()  # (its table's read refused: the first backfill fails)
+    done = at_work(started=1061.0, alive=1090.0, finished=1090.0)
+    world.events.append((world.now + 5.0, lambda w: w.put(done)))  # (another's, meanwhile)
+    lines: list[str] = []
+    stop = StopFlag()
+    world.events.append((world.now + 300.0, lambda w: stop.set()))  # (at most 5 minutes)
+
+    def tell(line: str) -> None:
+        lines.append(line)
+        if "already lets listings prove" in line:
+            stop.set()
+
+    follow = FollowCore(MarkerCore("orders"), state_table="ddbkeys-state", clock=world.clock)
+    report = FollowReport()
+    world.run(keep_backfilled(follow, report, 60.0, stop, tell))
+    assert any(line.startswith("backfill failed: ") for line in lines), lines
+    assert lines[-1] == "a backfill under this stream already lets listings prove the index"
+    assert report.backfill_state == "done"
+
+
 def test_a_backfill_that_joined_another_reads_as_that_one_read() -> None:
     """helper-76 F4: a report that joined another backfill said ``mode="reconcile"`` (its own
     default) whatever that one read in."""

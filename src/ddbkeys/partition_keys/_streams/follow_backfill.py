@@ -257,7 +257,9 @@ def keep_backfilled(
                 else:
                     report.backfills += 1
                     say(_done(done, core.table))
-            elif report.backfill_state in (None, OTHER_RUNNING):
+            elif report.backfill_state in (None, OTHER_RUNNING, "failed"):
+                # ("failed": a look that failed, an outage, then one that needs none: done,
+                # where Ctrl-C said "The backfill was not done", exit 1; helper-98 F6)
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")
         except DdbKeysError as exc:
