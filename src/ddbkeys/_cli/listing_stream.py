@@ -53,7 +53,8 @@ def usage_line(listing: Listing, *, progress: bool = False, others: int = 0) -> 
         line += (
             f" (the index proven: {_n(replay.records, 'stream record')} read past the "
             f"maintainer's positions held back {replay.margin:g} s{replay.of_history()}, "
-            f"{_n(replay.rechecked, 'collection')} re-checked: in the figures before)"
+            f"{_n(replay.rechecked, 'collection')} re-checked, their reads included in "
+            "those figures)"
         )
     if progress and listing.scan_segments - others > 1:
         line += f"; {listing.segments_done - others}/{listing.scan_segments - others} segments done"
