@@ -17,6 +17,7 @@ from click.testing import CliRunner
 
 from ddbkeys._cli import cli
 from ddbkeys._errors import ConfigurationError, KeySchemaError
+from ddbkeys._retry import RetryPolicy
 from ddbkeys.aio import MarkerIndex as AsyncMarkerIndex
 from ddbkeys.partition_keys import MarkerIndex, distinct_partition_keys
 from ddbkeys.partition_keys._index import marker_core
@@ -386,3 +387,23 @@ def test_a_backfill_whose_index_is_dropped_after_its_last_marker_does_not_say_fi
         index.backfill(dropped_after_the_last)
     assert indexes(ddb_client, table) == []
     assert not [i for i in consistent_items(ddb_client, table) if "ddbkeys_type" in i]
+
+
+def test_an_index_made_again_during_the_drop_s_wait_is_said_and_its_markers_kept(
+    ddb_client: DynamoDBClient, ddb_table_factory: TableFactory, quick: None
+) -> None:
+    """helper-100 F1: `index create` 1.5 s after `index drop` (in its wait): the drop removed
+    the new index's markers, then waited 600 s for it to go, and said it was "still DELETING".
+    Now it looks at the index after its wait: made again, an error, nothing removed."""
+    table, before = marked_table(ddb_client, ddb_table_factory)
+    made: list[bool] = []
+
+    def sleep(seconds: float) -> None:  # (the drop's wait: the index made again meanwhile)
+        if seconds >= 1.0 and not made:
+            made.append(MarkerIndex(ddb_client, table).create())
+
+    index = MarkerIndex(ddb_client, table, retry=RetryPolicy(sleep=sleep))
+    with pytest.raises(ConfigurationError, match=r"made again during the drop .* no marker was"):
+        index.drop()
+    assert made == [True] and indexes(ddb_client, table) == [INDEX]
+    assert sorted(consistent_items(ddb_client, table), key=json.dumps) == before

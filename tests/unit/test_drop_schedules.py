@@ -345,7 +345,7 @@ def test_a_put_retried_after_a_long_throttle_looks_again_first() -> None:
     machine.step("drop")  # (the index deleted)
     machine.step("drop")  # (the drop's wait, recheck + 1 s)
     machine.tick(30.0)
-    for _ in range(4):  # (the Scan, two deletes, the end)
+    for _ in range(5):  # (the description, the Scan, two deletes, the end)
         machine.step("drop")
     assert machine.dropped and not machine.markers
     machine.step("m0")  # (the put again: the table described first, the index gone)
@@ -369,7 +369,7 @@ def test_a_maintainer_told_the_index_is_gone_says_so_at_its_next_call() -> None:
     machine.step("m0")
     assert machine.actors["m0"] is None and "d" not in machine.markers
     machine.tick(1.0)
-    for _ in range(6):  # (the wait's end, the Scan, three deletes, the end)
+    for _ in range(7):  # (the wait's end, the description, the Scan, three deletes, the end)
         machine.step("drop")
     assert machine.dropped and not machine.markers
     machine.maintainer_marks("m0", "d")  # (within recheck of its last look)
@@ -389,7 +389,7 @@ def test_a_drop_that_finds_the_index_gone_waits_all_the_same() -> None:
     machine.maintainer_marks("m0", "c")  # (its look fresh: written, before the Scan)
     machine.step("m0")
     machine.tick(RECHECK + 1.0)
-    for _ in range(6):
+    for _ in range(7):
         machine.step("drop")
     assert machine.dropped and not machine.markers
     machine.maintainer_marks("m0", "d")  # (its look stale: described, DELETING: an error)

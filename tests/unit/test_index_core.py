@@ -945,6 +945,23 @@ def test_a_follower_takes_the_marks_of_shards_a_day_gone_off_its_record() -> Non
     assert gone_marks(marks, parents, "arn", now) == ["gone", "other"]
 
 
+def test_create_right_after_a_drop_waits_for_the_old_index_to_go() -> None:
+    """helper-100: `index create` while the dropped index was still DELETING waited 600 s for
+    it to be ACTIVE (it never is: it goes), then failed. It waits for it to go, then adds."""
+    made, sent = play(
+        create_flow(MarkerCore("orders", deadline=5.0), True, 600.0),
+        [
+            ("describe_table", described("DELETING")),
+            ("describe_table", described("DELETING")),
+            ("describe_table", described(None)),
+            ("describe_table", described(None)),
+            ("update_table", {}),
+            ("describe_table", described("ACTIVE")),
+        ],
+    )
+    assert made is True and sent[4].params["GlobalSecondaryIndexUpdates"][0]["Create"]
+
+
 def test_create_says_whether_its_own_update_added_the_index() -> None:
     # (helper-67: creates run at once all said they had created it. On the service, the
     # UpdateTable of a create that comes second is refused while the table is updating;

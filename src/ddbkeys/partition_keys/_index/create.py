@@ -30,6 +30,17 @@ def create_flow(core: MarkerCore, wait: bool, timeout: float) -> Flow[bool]:
     deadline = core.begin()
     raw = yield from core.describe(deadline)
     info = yield from core.table_info(deadline)
+    if index_status(info, core.name) == "DELETING":  # (`index drop` just before: helper-100)
+        yield from until_status(
+            core,
+            lambda status: status != "DELETING",
+            timeout,
+            f"Index {core.name!r} of table {core.table!r} is still DELETING after "
+            f"{timeout:.0f} s (`index drop` before?): create it once it is gone.",
+        )
+        deadline = core.begin()
+        raw = yield from core.describe(deadline)
+        info = yield from core.table_info(deadline)
     created = False
     if index_status(info, core.name) is not None:
         check_index(info, core.name, core.attribute, active=False)

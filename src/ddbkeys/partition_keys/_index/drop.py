@@ -68,8 +68,8 @@ class Dropped(NamedTuple):
             f"not one of these settings' (sort key {show_value(self.markers.sort_value)}, "
             f"attribute {self.markers.attribute!r}), the first at sort key "
             f"{show_value(first)}: the markers of an index made with other settings, left in "
-            "place. Drop again with that index's --marker-sort-key and --marker-attribute "
-            "(marker_sort_key=, marker_attribute=) to remove them."
+            f"place. Drop again with --marker-sort-key {show_value(first)} to remove them "
+            "(in Python marker_sort_key=; and that index's --marker-attribute, if another)."
         )
 
 
@@ -109,17 +109,38 @@ def drop_flow(
     # is gone already (helper-98 F1: a drop killed in its wait and run again, or a GSI
     # deleted with the console just before, did not wait; a follower put 188 markers back).
     yield Pause(core.recheck + 1.0, core.retry.sleep)
+    yield from core.describe()
+    _not_made_again(core, index_status((yield from core.table_info()), core.name), None)
     dropped = yield from _remove_markers(core, info, progress)
     removed = dropped.removed
     if wait:
         yield from until_status(
             core,
-            lambda status: status is None,
+            lambda now: _not_made_again(core, now, removed) and now is None,
             timeout,
             f"Index {core.name!r} of table {core.table!r} is still DELETING after {timeout:.0f} "
             f"s ({removed} marker(s) removed): it goes on by itself.",
         )
     return dropped
+
+
+def _not_made_again(core: MarkerCore, status: str | None, removed: int | None) -> bool:
+    """True where the index is gone or DELETING; else it was made again during the drop
+    (`index create` in its wait): a ConfigurationError, before any marker is removed
+    (``removed`` None) or after (helper-100 F1: the drop removed the new index's markers,
+    then waited 600 s for it to go and said it was "still DELETING")."""
+    if status in (None, "DELETING"):
+        return True
+    done = (
+        "no marker was removed"
+        if removed is None
+        else f"{removed} marker(s) removed: run `index backfill` for it"
+    )
+    raise ConfigurationError(
+        f"Index {core.name!r} of table {core.table!r} was made again during the drop (it is "
+        f"{status}): {done}; run `index drop` again to take it away.",
+        table=core.table,
+    )
 
 
 def _no_other_index(core: MarkerCore, info: TableInfo) -> None:
