@@ -300,10 +300,14 @@ def test_cli_prints_the_resume_token_when_a_page_fails(
     table = throttled_table(fault_proxy, ddb_client, ddb_table_factory)
     result = CliRunner().invoke(
         cli,
-        ["partition-keys", "-t", table, "--endpoint-url", fault_proxy.endpoint_url, "--timeout=1"],
+        ["partition-keys", "-t", table, "--endpoint-url", fault_proxy.endpoint_url, "--timeout=3"],
     )
     assert result.exit_code == 1
-    stopped, resume, error = result.stderr.splitlines()
+    # (3 s, not 1: in CI's 6 workers on 2 cores, 1 s ran out once before the first page,
+    # with only the error said)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 3, result.stderr
+    stopped, resume, error = lines
     assert stopped == "Stopped after 0 keys (scan): 0 requests, 0 items read, 0 RCU."
     assert resume.startswith("Resume with: --resume ")
     assert error.startswith(f"Error: Gave up on listing the partition keys on table {table!r}")

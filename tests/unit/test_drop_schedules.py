@@ -57,11 +57,11 @@ MARKER_SK = DEFAULT_MARKER_SORT_KEY["N"]
 ACTORS = ("drop", "m0", "m1")
 TICKS = (0.5, 2.0, 5.0, 9.9, RECHECK, RECHECK + 1.0, 30.0)
 
-#: 600 schedules of up to 40 steps (derandomized: the same on every run); the negative
+#: 300 schedules of up to 40 steps (derandomized: the same on every run); the negative
 #: control's first find comes within its CONTROL.
 CONTROL = 600
 SCHEDULES = settings(
-    max_examples=600, stateful_step_count=40, deadline=None, derandomize=True, database=None
+    max_examples=300, stateful_step_count=40, deadline=None, derandomize=True, database=None
 )
 
 
