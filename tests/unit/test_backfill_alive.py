@@ -717,9 +717,11 @@ def test_a_follower_s_progress_line_counts_the_collections_handled() -> None:
     assert watch.fresh() is not report and watch.report.present == 0  # (the next backfill's)
 
 
-def follower_lines(world: World, *, once: bool = True) -> tuple[list[str], Any]:
+def follower_lines(
+    world: World, *, once: bool = True, until: str = "tried again"
+) -> tuple[list[str], Any]:
     """What ``index follow --backfill``'s backfill says (``keep_backfilled``) in ``world``;
-    not ``once``: until it says a line with "tried again"."""
+    not ``once``: until it says a line with ``until`` (at most 5 minutes of its clock)."""
     from ddbkeys._core.stopping import StopFlag  # noqa: PLC0415
     from ddbkeys.partition_keys._streams.follow import FollowCore  # noqa: PLC0415
     from ddbkeys.partition_keys._streams.follow_backfill import keep_backfilled  # noqa: PLC0415
@@ -727,10 +729,11 @@ def follower_lines(world: World, *, once: bool = True) -> tuple[list[str], Any]:
 
     lines: list[str] = []
     stop = StopFlag()
+    world.events.append((world.now + 300.0, lambda w: stop.set()))
 
     def tell(line: str) -> None:
         lines.append(line)
-        if "tried again" in line:
+        if until in line:
             stop.set()
 
     follow = FollowCore(MarkerCore("orders"), state_table="ddbkeys-state", clock=world.clock)
@@ -774,26 +777,10 @@ def test_a_follower_whose_look_failed_then_finds_a_backfill_that_counts_is_done(
     done: "backfill failed", then every later look found none needed but the state stayed
     "failed", and Ctrl-C said "The backfill was not done", exit 1, though listings proved the
     index. A later look that needs none says so, and it is done."""
-    from ddbkeys._core.stopping import StopFlag  # noqa: PLC0415
-    from ddbkeys.partition_keys._streams.follow import FollowCore  # noqa: PLC0415
-    from ddbkeys.partition_keys._streams.follow_backfill import keep_backfilled  # noqa: PLC0415
-    from ddbkeys.partition_keys._streams.follow_state import FollowReport  # noqa: PLC0415
-
     world = World()  # (its table's read refused: the first backfill fails)
     done = at_work(started=1061.0, alive=1090.0, finished=1090.0)
     world.events.append((world.now + 5.0, lambda w: w.put(done)))  # (another's, meanwhile)
-    lines: list[str] = []
-    stop = StopFlag()
-    world.events.append((world.now + 300.0, lambda w: stop.set()))  # (at most 5 minutes)
-
-    def tell(line: str) -> None:
-        lines.append(line)
-        if "already lets listings prove" in line:
-            stop.set()
-
-    follow = FollowCore(MarkerCore("orders"), state_table="ddbkeys-state", clock=world.clock)
-    report = FollowReport()
-    world.run(keep_backfilled(follow, report, 60.0, stop, tell))
+    lines, report = follower_lines(world, once=False, until="already lets listings prove")
     assert any(line.startswith("backfill failed: ") for line in lines), lines
     assert lines[-1] == "a backfill under this stream already lets listings prove the index"
     assert report.backfill_state == "done"

@@ -53,9 +53,10 @@ def drop_command(
     table's stream is left as it is; listings then read the table.
 
     A maintainer still running (`index follow`, the Lambda handler, a backfill) stops by
-    itself: it looks at the index again before a change once its last look is 10 s old, and
-    ends with an error where the index is gone. The drop waits those 10 s (and 1 more) before
-    it removes markers. Disable the Lambda trigger: its batches fail while the index is gone.
+    itself: it looks at the index again before it writes a marker once its last look is 10 s
+    old, and ends with an error where the index is gone. The drop waits those 10 s (and 1
+    more) before it removes markers. Disable the Lambda trigger: its batches fail while the
+    index is gone.
 
     \b
     Example:

@@ -14,9 +14,9 @@ of the table's stream, and a follower marks that collection again; a backfill ma
 read. So a maintainer describes the table again before it writes a marker once its last look
 is ``recheck`` seconds old (``marker_core.RECHECK``), and stops where the index is gone or
 DELETING; and the drop lets that pass (and a second more) between deleting the index and
-removing the markers. This flow
-reads no record: a caller gives the index's marker settings; ``index drop`` run again removes
-what is left (a marker whose write was sent before that look and retried past it)."""
+removing the markers. This flow reads no record: a caller gives the index's marker settings;
+``index drop`` run again removes what is left (a marker write delayed in the network past that
+margin)."""
 
 from __future__ import annotations
 

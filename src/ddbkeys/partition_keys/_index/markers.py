@@ -189,7 +189,7 @@ def index_status(info: TableInfo, name: str) -> str | None:
     return info.index_statuses.get(name, "ACTIVE")
 
 
-def marker_shaped(info: TableInfo, name: str, attribute: str) -> bool:
+def marker_shaped(info: TableInfo, name: str, attribute: str | None) -> bool:
     """Whether ``info``'s index ``name`` has a marker index's shape (KEYS_ONLY, keyed on the
     marker ``attribute`` alone), as :func:`check_index` wants it, whatever its status."""
     return (

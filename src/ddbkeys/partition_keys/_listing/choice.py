@@ -13,6 +13,7 @@ from ddbkeys._errors import ConfigurationError, DdbKeysError, KeySchemaError
 from ddbkeys._names import state_table_name
 from ddbkeys.partition_keys._index.backfill_wait import at_work, known_markers, readiness
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
+from ddbkeys.partition_keys._index.markers import marker_shaped
 from ddbkeys.partition_keys._index.state import StateCore, markers_key, markers_of_key
 from ddbkeys.partition_keys._listing.base import plain_key, read_timeout
 from ddbkeys.partition_keys._listing.index_method import IndexMethod
@@ -87,12 +88,11 @@ class Choice:
 
 def index_ready(info: TableInfo, index: str, attribute: str | None = None) -> bool:
     """The marker index exists, is KEYS_ONLY and (when known) keyed on ``attribute`` (ACTIVE
-    is asked separately); one with a range key is none (helper-95 F5)."""
-    if info.sort_key is None or info.index_projections.get(index) != "KEYS_ONLY":
-        return False
-    if index in info.index_range_keys:
-        return False
+    is asked separately): :func:`marker_shaped` on its own key (one with a range key is none:
+    helper-95 F5), then that key checked against ``attribute``."""
     key = info.index_hash_keys.get(index)
+    if info.sort_key is None or not marker_shaped(info, index, key):
+        return False
     return attribute is None or key is None or key == attribute
 
 
