@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from ddbkeys._cli.follow_outage import Outage
+from ddbkeys._cli.index_follow import _await_index
 from ddbkeys._errors import EndpointUnreachableError
 from ddbkeys.partition_keys._streams.follow_state import FollowReport
 
@@ -110,3 +111,30 @@ def test_a_stop_during_the_pause_returns_what_it_did() -> None:
     report = outage.run(follower, stop, False, False)  # type: ignore[arg-type]
     assert report is follower.report and follower.runs == 1
     assert not report.caught_up  # (helper-74 F6: it said "caught up" with the endpoint gone)
+
+
+class Statuses:
+    """A marker index whose status goes through ``states``, the last one kept."""
+
+    name = "ddbkeys-partition-keys"
+
+    def __init__(self, *states: str | None) -> None:
+        self.states = list(states)
+
+    def status(self, *, fresh: bool) -> str | None:
+        return self.states.pop(0) if len(self.states) > 1 else self.states[0]
+
+
+def test_a_follower_waiting_for_its_index_names_index_create_only_where_none_is_coming(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # helper-100 F3: a follower waiting for a CREATING index told the user to run `index
+    # create`, which invited a second one.
+    monkeypatch.setattr("ddbkeys._cli.index_follow.WAIT_FOR_INDEX", 0.0)
+    index = Statuses(None, None, "CREATING", "CREATING", "ACTIVE")
+    _await_index(index, "nat", threading.Event(), False)  # type: ignore[arg-type]
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2, lines  # (once each state)
+    assert "(not there yet): `ddbkeys partition-keys index create -t nat` makes it" in lines[0]
+    assert "(CREATING): being created; following begins once it is ACTIVE" in lines[1]
+    assert "index create" not in lines[1]

@@ -370,11 +370,17 @@ def _await_index(index: MarkerIndex, table: str, stop: threading.Event, once: bo
         if status == "ACTIVE":
             return
         if said != (status,):
+            # A CREATING index is on its way: naming `index create` then invited a second one
+            # (helper-100 F3). DELETING: a drop is at work, and a create after it waits it out.
+            made = (
+                "being created"
+                if status == "CREATING"
+                else f"`ddbkeys partition-keys index create -t {table}` makes it"
+            )
             state = "not there yet" if status is None else status
             say(
-                f"Waiting for index {index.name!r} of table {table!r} ({state}): `ddbkeys "
-                f"partition-keys index create -t {table}` makes it; following begins once it "
-                "is ACTIVE (Ctrl-C stops)."
+                f"Waiting for index {index.name!r} of table {table!r} ({state}): {made}; "
+                "following begins once it is ACTIVE (Ctrl-C stops)."
             )
             said = (status,)
         stop.wait(WAIT_FOR_INDEX)

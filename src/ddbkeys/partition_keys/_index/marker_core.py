@@ -118,7 +118,8 @@ class MarkerCore:
         #: The table's description, once given or read (None before).
         self.info: TableInfo | None = None
         #: Whether the index was found fit (:meth:`check`) before the first marker written,
-        #: as described now; and whether it ever was (one gone since is said so).
+        #: as described now; and whether it ever was, or was seen ACTIVE (one gone since is
+        #: said so).
         self.checked = self.found = False
         #: When (``retry.clock``) the table was last described (or ``info`` given), and how
         #: long that look is trusted before a marker is written (:meth:`checked_info`).
@@ -143,6 +144,9 @@ class MarkerCore:
         """Keep ``info``, the table's description (a table without a sort key: a clear error)."""
         marker_table(info, self.name, self.attribute, self.sort_key_given)
         self.info, self.looked_at = info, self.retry.clock()
+        # (helper-100 F2: a warm Lambda environment that had seen the index, but written no
+        # marker yet, told the operator who had just dropped it to create it)
+        self.found = self.found or index_status(info, self.name) == "ACTIVE"
         return info
 
     def sort_key(self, info: TableInfo) -> dict[str, Any]:
