@@ -27,12 +27,14 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     kept_alive,
     left_here,
     rewrite,
+    telling,
 )
 from ddbkeys.partition_keys._index.backfill_wait import (
     ALIVE,
     ALIVE_FOR,
     OTHER_POLL,
     OTHER_RUNNING,
+    TIP,
     Readiness,
     can_count,
     dead_in,
@@ -41,6 +43,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     running_backfill,
     unmaintained,
 )
+from ddbkeys.partition_keys._index.backfill_wait import at_work as at_work_reason
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import BackfillReport
 from ddbkeys.partition_keys._index.state import KEPT, StateCore, evidence_from_item
@@ -795,3 +798,37 @@ def test_a_backfill_that_joined_another_reads_as_that_one_read() -> None:
     )
     got = claim(world)
     assert isinstance(got, BackfillReport) and got.joined is not None and got.mode == "read"
+
+
+def test_a_backfill_waiting_out_the_margin_says_so_in_its_record_at_once() -> None:
+    """helper-99 F3: while a read-mode backfill, its markers written, waited out the replay
+    margin, its record said "0 collection(s) handled" (the count of its last refresh) and
+    nothing of the wait. Told of it (state TIP), the entry is written at once, with the count
+    and when the stream is read."""
+    world = World()
+    core, store = cores(world)
+    got = claim(world)
+    assert isinstance(got, Claim)
+    world.writes.clear()
+    told = telling(got, world.clock, world.told.append)
+
+    def waits() -> Flow[str]:
+        for _ in range(3):  # three markers, a second apart (no refresh due)
+            world.now += 1.0
+            got.report.written += 1
+            yield Request("put_item", {"TableName": "orders"})
+        told(Readiness("orders", TIP, 60.0, 60.0))
+        yield Pause(60.0)
+        return "done"
+
+    assert world.run(kept_alive(waits(), got, store, core)) == "done"
+    first = world.writes[0]
+    assert (first["alive"], first["handled"], first["tip_at"]) == (1104.0, 3, 1164.0)
+    assert world.told[-1].state == TIP  # (the caller's on_wait is told still)
+    saved = world.run(store.load("orders", "ddbkeys-partition-keys"))
+    assert saved.backfill is not None and saved.backfill.tip_at == 1164.0
+    said = at_work_reason(saved, ARN, 60.0, 1110.0)
+    assert (
+        said is not None
+        and "its 3 collection(s) handled, it reads the stream's records in 54 s" in said
+    )

@@ -522,3 +522,23 @@ def test_no_maintainer_s_position_names_the_state_table_read(
     assert "read in state table 'mystate': a maintainer given another" in str(raised.value)
     chosen = declined("auto", info(), INDEX, why, state_table="given")
     assert "--state-table given` says what to run; read in state table 'given'" in chosen.reason
+
+
+def test_a_backfill_waiting_out_the_margin_after_its_markers_says_when_it_reads_the_stream() -> (
+    None
+):
+    """helper-99 F3: while a read-mode backfill, its markers written, waited out the replay
+    margin, `index status` said "0 collection(s) handled so far" and nothing of that wait."""
+    waiting = backfill(
+        finished=None, alive=NOW - 2, owner="host-a:41", handled=438, margin=60, tip_at=NOW + 52
+    )
+    told = status(record(MARK, backfill=waiting))
+    assert told.backfill is not None and told.backfill.tip_at == NOW + 52
+    assert told.reason is not None and (
+        "its 438 collection(s) handled, it reads the stream's records in 52 s" in told.reason
+    ), told.reason
+    (line,) = [line for line in render_status(told) if line.startswith("Backfill:")]
+    assert (
+        "at work by host-a:41 (alive 2 s ago, 438 collection(s) handled); its markers are "
+        "written: it waits out the replay margin and reads the stream's records at "
+    ) in line and "(52 s from now), then finishes" in line, line

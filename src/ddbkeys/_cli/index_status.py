@@ -207,6 +207,11 @@ def _backfill(status: ProofStatus) -> str:
         alive = backfill.alive if backfill.alive is not None else backfill.started
         handled = "" if backfill.handled is None else f", {backfill.handled} collection(s) handled"
         text += f"; at work{who} (alive {_span(max(now - alive, 0.0))} ago{handled})"
+        if backfill.tip_at is not None:  # (helper-99 F3: it said nothing of this wait)
+            text += (
+                "; its markers are written: it waits out the replay margin and reads the "
+                f"stream's records at {_at(backfill.tip_at, now)}, then finishes"
+            )
     else:
         text += "; not finished"
     if status.stream is None:  # (helper-73 F5: "another stream" where there is none)

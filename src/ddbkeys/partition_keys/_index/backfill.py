@@ -22,6 +22,7 @@ from ddbkeys.partition_keys._index.backfill_claim import (
     owner_name,
     released,
     rewrite,
+    telling,
 )
 from ddbkeys.partition_keys._index.backfill_export import export_flow
 from ddbkeys.partition_keys._index.backfill_read import Controls, read_flow, stream_born
@@ -166,8 +167,7 @@ def backfill_flow(
         if isinstance(got, BackfillReport):  # another one did it
             return got
         claim = got
-        if on_claim is not None:
-            on_claim()
+        on_wait = telling(claim, store.clock, on_wait, on_claim)
     # The clashes recorded before: taken out at the end only those this backfill found
     # resolved (its eventually consistent scan may not show a collection a maintainer
     # met a moment ago: such a clash stays).

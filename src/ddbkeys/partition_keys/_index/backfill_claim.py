@@ -56,6 +56,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     ALIVE,
     OTHER_POLL,
     OTHER_RUNNING,
+    TIP,
     Readiness,
     began,
     can_count,
@@ -142,6 +143,31 @@ class Claim:
     #: The text of a write whose answer never came (a Ctrl-C or a cancelled task during the
     #: request): it may be in the record, so the next write expects it there too.
     sent: str | None = None
+    #: When it reads the stream's tip, its markers written (the store's clock; None: not
+    #: yet, or not a mode that reads the stream): in the entry as ``tip_at`` at once, so that
+    #: ``index status`` says the backfill waits out the margin (helper-99 F3: it said "0
+    #: collection(s) handled so far" then).
+    tip_at: float | None = None
+
+
+def telling(
+    claim: Claim,
+    clock: Callable[[], float],
+    on_wait: Callable[[Readiness], None] | None,
+    on_claim: Callable[[], None] | None = None,
+) -> Callable[[Readiness], None]:
+    """Once the record is the backfill's ``claim``: ``on_claim`` called, and ``on_wait``
+    returned with ``claim`` told when the stream's tip is read (state ``TIP``)."""
+    if on_claim is not None:
+        on_claim()
+
+    def told(where: Readiness) -> None:
+        if where.state == TIP and claim.tip_at is None:
+            claim.tip_at = clock() + where.left
+        if on_wait is not None:
+            on_wait(where)
+
+    return told
 
 
 def claim_flow(
@@ -243,6 +269,8 @@ def rewrite(
     :class:`~ddbkeys.DdbKeysError` when another backfill has taken it since (this one
     then stops: its work goes on there)."""
     entry = {**claim.entry, **changes, "alive": store.clock()}
+    if claim.tip_at is not None:
+        entry["tip_at"] = claim.tip_at
     report = claim.report
     entry["handled"] = (
         report.written + report.present + report.removed + report.emptied + len(report.clashes)
@@ -287,14 +315,14 @@ def kept_alive(
     was last written; a pause of ``flow`` longer than what is left until then is cut in two
     around the refresh. A refresh that finds the record taken ends ``flow`` with that error.
     ``every``: ``ALIVE`` (this module's, read when called) when None."""
-    every = ALIVE if every is None else every
+    every = ALIVE if every is None else every  # (and at once when ``tip_at`` is new)
     clock = store.clock
     try:
         step = next(flow)
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     while True:
-        if clock() - claim.written >= every:
+        if clock() - claim.written >= every or claim.tip_at != claim.entry.get("tip_at"):
             try:
                 yield from rewrite(claim, store, index, {})
             except BaseException:

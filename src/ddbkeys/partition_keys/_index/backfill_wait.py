@@ -297,6 +297,11 @@ def at_work(evidence: Evidence | None, stream: str | None, margin: float, now: f
     if other is None or not can_count(other, margin):
         return None
     handled = f"{other.handled or 0} collection(s) handled so far"
+    if other.tip_at is not None:  # (helper-99 F3: "0 handled so far" as it waited the margin)
+        handled = (
+            f"its {other.handled or 0} collection(s) handled, it reads the stream's records in "
+            f"{max(other.tip_at - now, 0.0):.0f} s"
+        )
     return (
         f"a backfill is at work ({began(other)}; {handled}, {dead_in(other, now)} until it is "
         "taken for dead): listings can prove the index once it "

@@ -149,7 +149,6 @@ def _backfill(raw: str) -> Backfill:
     """The record's backfill (JSON); ValueError, TypeError or KeyError when it is not one
     ddbkeys wrote."""
     data = json.loads(raw)
-    handled = data.get("handled")
     return Backfill(
         started=float(record_time(data["started"])),  # type: ignore[arg-type]
         stream=data.get("stream"),
@@ -161,9 +160,10 @@ def _backfill(raw: str) -> Backfill:
         uncounted=record_text(data.get("uncounted")),
         alive=record_time(data.get("alive")),
         owner=record_text(data.get("owner")),
-        handled=int(handled) if handled is not None else None,
+        handled=int(data["handled"]) if data.get("handled") is not None else None,
         stopped=record_time(data.get("stopped")),
         mode=record_text(data.get("mode")),
+        tip_at=record_time(data.get("tip_at")),
     )
 
 

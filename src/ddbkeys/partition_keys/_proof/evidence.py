@@ -253,6 +253,9 @@ class Backfill:
     stopped: float | None = None
     #: How it read the table (``"reconcile"``, ``"read"``, ``"export"``), once finished.
     mode: str | None = None
+    #: When it reads the stream's tip, its markers written (the read and export modes wait
+    #: out the replay margin first; None: not yet, or not said).
+    tip_at: float | None = None
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,9 @@ class BackfillStatus:
     #: Where it has not finished and listings prove the index from the finished backfill it
     #: replaced (``precheck.basis``): when that one finished.
     kept_finished: float | None = None
+    #: When it reads the stream's tip, its markers written, and then finishes (the read and
+    #: export modes wait out the replay margin after their last marker; None: not yet).
+    tip_at: float | None = None
 
 
 #: What to do instead of the fix, where :func:`follower_backfills`.

@@ -359,6 +359,7 @@ def _backfill(
         at_work=running_backfill(evidence, stream, now) is not None,
         handled=backfill.handled,
         kept_finished=held.finished if held is not backfill and held is not None else None,
+        tip_at=backfill.tip_at,
     )
 
 
