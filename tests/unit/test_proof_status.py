@@ -26,6 +26,7 @@ from ddbkeys.partition_keys._streams.lambda_trigger import LAMBDA_PREFIX, Trigge
 from tests.unit.test_index_core import info
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
+OTHER_ARN = "arn:aws:dynamodb:r:1:table/orders/stream/before"
 INDEX = "ddbkeys-partition-keys"
 MARKERS = markers_key("ddbkeys_pk", DEFAULT_MARKER_SORT_KEY["N"])
 NOW = 100_000.0
@@ -542,3 +543,22 @@ def test_a_backfill_waiting_out_the_margin_after_its_markers_says_when_it_reads_
         "at work by host-a:41 (alive 2 s ago, 438 collection(s) handled); its markers are "
         "written: it waits out the replay margin and reads the stream's records at "
     ) in line and "(52 s from now), then finishes" in line, line
+
+
+def test_a_stream_turned_off_and_on_under_a_follower_says_it_may_need_nothing() -> None:
+    """helper-99 F4: for the seconds a running `index follow --backfill` takes to find the new
+    stream, status and a listing named that very command, with no word that it may be what
+    runs (a newcomer might start a second follower)."""
+    old = ShardMark("s0", OTHER_ARN, "start", (("5", FIRST),))
+    got = status(record(old, backfill=backfill(stream=OTHER_ARN)))
+    assert got.reason is not None and got.reason.startswith(
+        "no maintainer has recorded a position in the table's stream, so no backfill can count"
+    ), got.reason
+    assert (
+        "; or nothing, if `index follow --backfill` runs: a follower moves to a stream turned "
+        "off and on within seconds"
+    ) in got.reason
+    # No maintainer ever recorded a position: no such word.
+    never = status(record(backfill=backfill(stream=OTHER_ARN)))
+    assert never.reason is not None and never.reason.startswith("no maintainer has recorded")
+    assert "or nothing" not in never.reason, never.reason

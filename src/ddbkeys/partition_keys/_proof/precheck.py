@@ -173,11 +173,19 @@ def _unmaintained(evidence: Evidence, stream: str | None, why: str) -> str | Non
     if any(mark.stream == stream for mark in evidence.shards.values()):
         return None
     own = re.split(r"[:;] run `", why, maxsplit=1)[0]  # (its advice: superseded by this one)
+    # (helper-99 F4: for the seconds a running follower takes to find the stream turned off and
+    # on, this named the command that ran: a newcomer might start a second one)
+    moved = (
+        "; or nothing, if `index follow --backfill` runs: a follower moves to a stream turned "
+        "off and on within seconds, and backfills under it once the margin has passed"
+        if evidence.shards and evidence.maintainer == "follow"
+        else ""
+    )
     return (
         f"{NO_MAINTAINER}, so no backfill can count: "
         "run `index follow --backfill`, which keeps the markers and backfills once the margin "
         "has passed (with the Lambda handler as the maintainer, `index backfill "
-        f"--wait-for-maintainer` once it runs); the backfill recorded: {own}"
+        f"--wait-for-maintainer` once it runs{moved}); the backfill recorded: {own}"
     )
 
 
