@@ -155,6 +155,20 @@ def test_the_attribute_audit_skips_the_sequences_counter_item() -> None:
     assert (other.not_numbers, other.below_start, other.ok) == (1, [0], False)
 
 
+def test_the_attribute_audit_of_the_sort_key_skips_the_marker_index_s_markers() -> None:
+    """helper-101 F1: ids kept in a number sort key, audited with ``--attribute sk``, once the
+    marker index was made: each collection's marker (at -(10**38 - 1)) was "below 1",
+    PROBLEMS FOUND (exit 1 with --strict: a cron audit alarmed at `index create`)."""
+    marker = {"sk": {"N": "-" + "9" * 38}, "ddbkeys_type": {"S": "marker"}}
+    items = [{"sk": {"N": "1"}}, marker, {"sk": {"N": "2"}}, marker]
+    report = drive(attribute_flow(TABLE, "sk", usage=Usage(), retry=POLICY), [{"Items": items}])
+    assert (report.result.count, report.result.below_start, report.result.ok) == (2, [], True)
+    # Another ddbkeys_type (yours) is audited as any item.
+    yours = [{"sk": {"N": "1"}}, {"sk": {"N": "-4"}, "ddbkeys_type": {"S": "Marker"}}]
+    mine = drive(attribute_flow(TABLE, "sk", usage=Usage(), retry=POLICY), [{"Items": yours}])
+    assert (mine.result.below_start, mine.result.ok) == ([-4], False)
+
+
 def test_a_collections_other_items_are_reported_but_not_problems() -> None:
     """An item collection holds other items beside its numbers: sort keys that are not numbers
     and those another tool numbered 0 or below (a collection sequence starts at 1 above

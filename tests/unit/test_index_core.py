@@ -482,7 +482,7 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
             ("query", query(DATA, MARKER)),
             ("query", query(DATA)),  # b: data at the marker's key: a clash
             ("put_item", failure("ConditionalCheckFailedException", Item={"x": {"S": "1"}})),
-            ("scan", page("b", "c", "d", "e")),  # b again (the page's start): handed out once
+            ("scan", page("b", "c", "d", "e", "f")),  # b again (the page's start): handed out once
             ("query", query(DATA, MARKER)),  # c: marked already
             ("query", query(MARKER)),  # d: its marker alone: removed
             ("delete_item", {}),
@@ -490,11 +490,17 @@ def test_backfill_reconciles_each_key_once_and_reports_clashes() -> None:
             # e: emptied by the application since the scan found it: nothing to mark, and not
             # "already there" (helper-89 C8: 46 of these on a fresh index)
             ("query", query()),
+            # f: an id strategy's counter alone: nothing to mark, and not emptied (helper-101
+            # F4: "1 emptied meanwhile" at every run)
+            (
+                "query",
+                query({"pk": {"S": "f"}, "sk": {"N": "0"}, "ddbkeys_type": {"S": "counter"}}),
+            ),
         ],
     )
     assert (report.written, report.present, report.removed, report.emptied) == (1, 1, 1, 1)
     assert report.clashes == [{"S": "b"}]
-    assert progress == [1, 1, 1, 1, 1]
+    assert progress == [1, 1, 1, 1, 1, 1]
     assert emptied_meanwhile(report) == ", 1 emptied meanwhile"
     assert emptied_meanwhile(BackfillReport()) == ""
     # The second page jumps past collection b (the skip scan), not from where the first ended.

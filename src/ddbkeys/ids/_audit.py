@@ -17,7 +17,7 @@ from ddbkeys._clients import as_client
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import Flow, Request, query, scan
 from ddbkeys._drivers.sync import SyncDriver
-from ddbkeys._entity import ENTITY_ATTRIBUTE, is_counter
+from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER, is_counter, typed_as
 from ddbkeys._errors import ConfigurationError, KeySchemaError
 from ddbkeys._key_json import brief_key
 from ddbkeys._names import DEFAULT_MARKER_ATTRIBUTE
@@ -225,9 +225,11 @@ def attribute_flow(
     while True:
         answer = yield from page(scan(params.copy()))
         for item in answer.get("Items", []):
-            if typed and is_counter(item):
+            if typed and (is_counter(item) or typed_as(item, MARKER)):
                 continue  # an id strategy's counter item: its value is no id (helper-91 F5:
-                # `--attribute last_id` audited a gapless counter's 3 as an id, gaps 1-2)
+                # `--attribute last_id` audited a gapless counter's 3 as an id, gaps 1-2);
+                # nor a marker's sort key (helper-101 F1: `--attribute sk` of a table with
+                # the marker index said "below 1: -999...", PROBLEMS FOUND)
             number = _as_int(dict(item[attribute]), prefix, width)
             if apart and counter_attribute in item and (number is None or number < start):
                 continue  # the sequence's counter item (its key may be the id attribute)
@@ -371,10 +373,11 @@ def audit_attribute(
     kept in a string key). The sequence's counter item (it holds ``counter_attribute``, and its
     key, the sequence's name or 0, is the id attribute when the ids are the key) is not an id:
     an item holding ``counter_attribute`` whose value is not an id from ``start`` is skipped,
-    and so is every id strategy's counter item (``ddbkeys_type`` "counter"). Markers are not
-    told apart (that needs the key schema): audit an attribute they do not hold. Cost: a full
-    scan, 0.5 read units per 4 KB of the table. ``client`` is anything :func:`ddbkeys.as_client`
-    takes (a boto3 ``Table`` names the table); each page is retried within ``deadline`` seconds."""
+    and so is every id strategy's counter item (``ddbkeys_type`` "counter") and every marker
+    of the marker index (``ddbkeys_type`` "marker": an item of yours that says so is skipped
+    too; ``ddbkeys_type`` is ddbkeys' name). Cost: a full scan, 0.5 read units per 4 KB of the
+    table. ``client`` is anything :func:`ddbkeys.as_client` takes (a boto3 ``Table`` names the
+    table); each page is retried within ``deadline`` seconds."""
     from ddbkeys.partition_keys._listing.base import client_and_table  # noqa: PLC0415
 
     ddb, table = client_and_table(client, table, deadline)

@@ -355,7 +355,7 @@ def _reconcile_each(
                 report.clashes.append(key)
             elif held:
                 report.present += 1
-            else:
+            elif held is not None:  # (None: ddbkeys' counter alone, nothing to mark)
                 report.emptied += 1
             if progress is not None:
                 progress(report.written)

@@ -128,13 +128,15 @@ def reconcile_flow(
 
 def reconcile_held_flow(
     index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
-) -> Flow[tuple[Outcome, bool]]:
-    """:func:`reconcile_flow`, and whether the collection held data at its last look: a
-    backfill tells a collection already marked from one its application emptied after the
-    scan found it (helper-89 C8: 46 such, said "already there" on a fresh index)."""
+) -> Flow[tuple[Outcome, bool | None]]:
+    """:func:`reconcile_flow`, and whether the collection held data at its last look (None:
+    only ddbkeys' own items, a counter): a backfill tells a collection already marked from one
+    its application emptied after the scan found it (helper-89 C8: 46 such, said "already
+    there" on a fresh index), and from one that holds an id strategy's counter alone
+    (helper-101 F4: "1 emptied meanwhile" at every run)."""
     outcome = Outcome.UNCHANGED
     for _ in range(MAX_ROUNDS):
-        data, marker = yield from _look(index, partition_key, deadline)
+        data, marker, own = yield from _look(index, partition_key, deadline)
         step = next_step(data, marker)
         if step is Step.MARK:
             try:
@@ -149,7 +151,7 @@ def reconcile_held_flow(
             if (yield from _unmark_version(index, partition_key, marker, deadline)):
                 outcome = Outcome.UNMARKED
         else:
-            return outcome, data
+            return outcome, data or (None if own else False)
     raise UnsettledError(
         f"The marker of collection {partition_key!r} of table {index.table!r} did not settle "
         f"after {MAX_ROUNDS} rounds (the collection changes fast); it is tried again with its "
@@ -161,8 +163,9 @@ def reconcile_held_flow(
 
 def _look(
     index: MarkerCore, partition_key: dict[str, Any], deadline: Deadline
-) -> Flow[tuple[bool, dict[str, Any] | None]]:
-    """Whether the collection holds data, and its marker (None when there is none)."""
+) -> Flow[tuple[bool, dict[str, Any] | None, bool]]:
+    """Whether the collection holds data, its marker (None when there is none), and whether it
+    holds any item that is not its marker (a counter, data)."""
     info = yield from index.table_info(deadline)
     markers = index.markers(info)
     request = collection_query(index.table, partition_key, markers, consistent=True)
@@ -184,7 +187,7 @@ def _look(
     data, marker, look_up = read_collection(items, more, markers)
     if look_up:  # not among the items read: look it up
         marker = yield from _get_marker(index, partition_key, deadline)
-    return data, marker
+    return data, marker, any(not markers.is_marker(item) for item in items)
 
 
 def _get_marker(
