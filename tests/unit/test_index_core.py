@@ -20,6 +20,7 @@ from ddbkeys._retry import RetryPolicy
 from ddbkeys._schema import KeyAttribute, TableInfo, table_info
 from ddbkeys.partition_keys._index.backfill import backfill_flow
 from ddbkeys.partition_keys._index.create import create_flow
+from ddbkeys.partition_keys._index.drop import drop_flow
 from ddbkeys.partition_keys._index.maintain import (
     MAX_ROUNDS,
     Outcome,
@@ -1051,3 +1052,28 @@ def test_a_follower_stops_when_its_index_is_gone_whether_records_come_or_not() -
                 answer = gone  # (dropped while it ran)
             step = flow.send(answer)
     assert 3 <= reads < 30
+
+
+def test_a_drop_stopped_once_the_index_is_deleted_says_what_it_left_and_what_to_do() -> None:
+    """helper-101 F2: a drop whose endpoint stopped answering after the index was deleted said
+    only "Gave up on DescribeTable ..."; every marker was left, and `index status` advised to
+    create the index. The error now says the index is deleted, markers may be left, and to run
+    `index drop` again."""
+    marker = MarkerCore("orders", deadline=5.0)
+    with pytest.raises(DdbKeysError) as raised:
+        play(
+            drop_flow(marker, None, wait=False, timeout=60.0),
+            [
+                ("describe_table", described("ACTIVE")),
+                ("update_table", {}),
+                ("describe_table", described("DELETING")),
+                ("scan", failure("AccessDeniedException")),
+            ],
+        )
+    said = str(raised.value)
+    assert said.startswith("DynamoDB refused Op on table 'orders' (AccessDeniedException)"), said
+    assert said.endswith(
+        "Index 'ddbkeys-partition-keys' of table 'orders' is deleted, but markers may be left "
+        "in the table: run `index drop` again to remove them."
+    ), said
+    assert not isinstance(raised.value, ConfigurationError)

@@ -108,10 +108,15 @@ def drop_flow(
     # A maintainer may have looked at the index ``recheck`` seconds ago: waited also where it
     # is gone already (helper-98 F1: a drop killed in its wait and run again, or a GSI
     # deleted with the console just before, did not wait; a follower put 188 markers back).
-    yield Pause(core.recheck + 1.0, core.retry.sleep)
-    yield from core.describe()
-    _not_made_again(core, index_status((yield from core.table_info()), core.name), None)
-    dropped = yield from _remove_markers(core, info, progress)
+    try:
+        yield Pause(core.recheck + 1.0, core.retry.sleep)
+        yield from core.describe()
+        _not_made_again(core, index_status((yield from core.table_info()), core.name), None)
+        dropped = yield from _remove_markers(core, info, progress)
+    except DdbKeysError as exc:
+        if not isinstance(exc, ConfigurationError):
+            _unfinished(exc, core)
+        raise
     removed = dropped.removed
     if wait:
         yield from until_status(
@@ -122,6 +127,17 @@ def drop_flow(
             f"s ({removed} marker(s) removed): it goes on by itself.",
         )
     return dropped
+
+
+def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
+    """``exc``, which stopped the drop once the index was deleted, says what it left and what
+    to do (helper-101 F2: "Gave up on DescribeTable ...", and nothing said that the index was
+    gone and every marker left; `index status` then advised to create the index)."""
+    exc.message = (
+        f"{exc.message.rstrip('.')}. Index {core.name!r} of table {core.table!r} is deleted, "
+        f"but markers may be left in the table: run `index drop` again to remove them."
+    )
+    exc.args = (exc.message,)
 
 
 def _not_made_again(core: MarkerCore, status: str | None, removed: int | None) -> bool:
