@@ -158,6 +158,7 @@ class World:
         self.out_from_scan = False  # ... from the backfill's refused read of the table on
         self.empty = False  # the table's read answers: no items (else it is refused)
         self.before_finished: list[Callable[[World], None]] = []  # run before that write
+        self.gets, self.refused_gets = 0, set[int]()  # which reads of the record are refused
 
     def clock(self) -> float:
         return self.now
@@ -191,6 +192,9 @@ class World:
                 }
             }
         if request.operation == "get_item":
+            self.gets += 1
+            if self.gets in self.refused_gets:
+                raise ClientError({"Error": {"Code": "AccessDeniedException"}}, "GetItem")
             item: dict[str, Any] = {"id": {"S": KEY}}
             item[SHARD_PREFIX + "s1"] = {
                 "S": json.dumps({"stream": ARN, "since": FIRST, "marks": [[None, FIRST]]})
@@ -832,3 +836,18 @@ def test_a_backfill_waiting_out_the_margin_says_so_in_its_record_at_once() -> No
         said is not None
         and "its 3 collection(s) handled, it reads the stream's records in 54 s" in said
     )
+
+
+def test_a_look_that_fails_once_the_backfill_is_done_leaves_it_done() -> None:
+    """helper-101 F3: an outage under `index follow --backfill` whose index needed no backfill
+    said "backfill failed ...; tried again in 10 s" (and ".;"). A failed look is said as one,
+    and leaves the backfill done (Ctrl-C then says nothing of a backfill not done)."""
+    world = World(at_work(started=1061.0, alive=1090.0, finished=1090.0))
+    world.refused_gets = {2}  # (the look after the first)
+    lines, report = follower_lines(world, once=False, until="looked again")
+    assert lines[0] == "a backfill under this stream already lets listings prove the index"
+    assert lines[1].startswith("look at the index's backfill failed: "), lines
+    assert "(AccessDeniedException)" in lines[1] and lines[1].endswith(
+        ": Unknown; looked again in 10 s"
+    )
+    assert report.backfill_state == "done"

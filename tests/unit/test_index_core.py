@@ -1077,3 +1077,39 @@ def test_a_drop_stopped_once_the_index_is_deleted_says_what_it_left_and_what_to_
         "in the table: run `index drop` again to remove them."
     ), said
     assert not isinstance(raised.value, ConfigurationError)
+
+
+def test_a_put_answered_too_late_for_the_drop_s_wait_looks_again_and_takes_its_marker_back() -> (
+    None
+):
+    """helper-101 F6: a maintainer's put, sent on a fresh look but held 25 s in the network,
+    landed after `index drop` had waited its ``recheck`` + 1 s and swept: a marker left after
+    the drop's exit 0. A put answered later than that after its look describes the table
+    again; where the index is gone, the marker is taken back and the error raised."""
+    now = [0.0]
+
+    def run(answers: dict[str, list[Any]], delay: float) -> tuple[Any, list[str]]:
+        core = MarkerCore("orders", info=info(), retry=RetryPolicy(clock=lambda: now[0]))
+        flow, sent = core.mark("a"), []
+        step = next(flow)
+        try:
+            while True:
+                assert isinstance(step, Request), step
+                sent.append(step.operation)
+                if step.operation == "put_item":
+                    now[0] += delay  # (the put's answer comes ``delay`` s after it was sent)
+                step = flow.send(answers[step.operation].pop(0))
+        except StopIteration as done:
+            return done.value, sent
+        except ConfigurationError as gone:
+            return gone, sent
+
+    assert run({"put_item": [{}]}, RECHECK + 0.9) == (True, ["put_item"])  # (in time: as ever)
+    late = RECHECK + 1.5
+    kept = run({"put_item": [{}], "describe_table": [described("ACTIVE")]}, late)
+    assert kept == (True, ["put_item", "describe_table"])  # (a drop begun now sweeps after it)
+    taken, sent = run(
+        {"put_item": [{}], "describe_table": [described(None)], "delete_item": [{}]}, late
+    )
+    assert sent == ["put_item", "describe_table", "delete_item"]
+    assert isinstance(taken, ConfigurationError) and "is gone (`index drop`?)" in str(taken)

@@ -14,9 +14,11 @@ of the table's stream, and a follower marks that collection again; a backfill ma
 read. So a maintainer describes the table again before it writes a marker once its last look
 is ``recheck`` seconds old (``marker_core.RECHECK``), and stops where the index is gone or
 DELETING; and the drop lets that pass (and a second more) between deleting the index and
-removing the markers. This flow reads no record: a caller gives the index's marker settings;
-``index drop`` run again removes what is left (a marker write delayed in the network past that
-margin)."""
+removing the markers. A marker put answered later than that after the look it was sent on (held
+in the network: helper-101 F6) may have landed after the sweep: its maintainer describes the
+table again, and takes that marker back where the index is gone. This flow reads no record: a
+caller gives the index's marker settings; ``index drop`` run again removes what is left (a
+maintainer killed between such a put and its look)."""
 
 from __future__ import annotations
 

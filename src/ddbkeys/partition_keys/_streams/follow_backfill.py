@@ -227,6 +227,7 @@ def keep_backfilled(
             watch.waited(where, report)
 
     while not stop.requested:
+        doing = False  # (a failure before the backfill is a look's, not the backfill's)
         try:
             yield from core.maintained()
             needed, other = yield from needed_flow(core, store, margin)
@@ -235,6 +236,7 @@ def keep_backfilled(
             elif other is not None:
                 another(other)  # looked at again in CHECK seconds (a dead one is passed over)
             elif needed:
+                doing = True
                 done = yield from waited_backfill_flow(
                     core,
                     watch,
@@ -263,7 +265,7 @@ def keep_backfilled(
                 report.backfill_state = "done"
                 say("a backfill under this stream already lets listings prove the index")
         except DdbKeysError as exc:
-            if _failed(report, say, exc, once):
+            if _failed(report, say, exc, once, doing):
                 return
         if once and report.backfill_state != OTHER_RUNNING:
             return
@@ -272,13 +274,17 @@ def keep_backfilled(
 
 
 def _failed(
-    report: FollowReport, say: Callable[[str], None], exc: DdbKeysError, once: bool
+    report: FollowReport, say: Callable[[str], None], exc: DdbKeysError, once: bool, doing: bool
 ) -> bool:
-    """A backfill failed with ``exc``: said, and whether the loop ends (the index gone: the
-    follower ends too, helper-99 F2, where it said "tried again in 10 s"). With ``once`` it is
-    not tried again either: the caller says what then (helper-75)."""
-    report.backfill_state = "failed"
+    """A backfill (``doing``), or the look at whether one is needed, failed with ``exc``: said,
+    and whether the loop ends (the index gone: the follower ends too, helper-99 F2, where it
+    said "tried again in 10 s"). With ``once`` it is not tried again either: the caller says
+    what then (helper-75). A look that fails leaves a backfill done so (helper-101 F3: an
+    outage said "backfill failed" where none was needed)."""
+    if doing or report.backfill_state != "done":
+        report.backfill_state = "failed"
     gone = isinstance(exc, _IndexGoneError)
-    again = "" if once or gone else f"; tried again in {CHECK:g} s"
-    say(f"backfill failed: {exc}{again}")
+    what, verb = ("backfill", "tried") if doing else ("look at the index's backfill", "looked")
+    again = "" if once or gone else f"; {verb} again in {CHECK:g} s"
+    say(f"{what} failed: {str(exc).rstrip('.')}{again}")
     return gone
