@@ -86,3 +86,14 @@ def test_a_scan_the_markers_leave_as_it_is_reads_still_the_same() -> None:
     assert "a scan would still read ~0.5 RCU, and a listing from the index cost ~0.5 RCU" in same
     dearer = summarised((1.0, 1.5)).summary()
     assert "a scan would read 1-1.5 RCU instead of ~0.5, and a listing" in dearer, dearer
+
+
+def test_a_tiny_table_with_its_markers_is_not_warned_of_a_scan_under_a_request() -> None:
+    """helper-101 F5: 14 keys in 1.9 KB, every marker written: "a listing from the marker index
+    costs ~0.5 RCU, more than the ~0.192 RCU of a scan it replaces", where the estimate's own
+    table showed ~0.5 for both. A scan costs a request's 0.5 at least."""
+    keys = Range(14, 14, 14)
+    info = table(1_900, item_count=28)
+    got = marker_cost(info, keys, 5, "ddbkeys_pk", Range(0.5, 0.5, 0.5), bare=0.0)
+    assert got.scan_without == 0.5 and got.index_rcu == 0.5
+    assert got.warning is None, got.warning

@@ -148,7 +148,9 @@ def marker_cost(
     added_low, added_high = adding.low * marker, adding.high * marker
     items, size = info.item_count, info.size_bytes
     without = max(0.0, size - there * marker)
-    scan_without = scan.value * without / size if size else scan.value
+    # (a scan costs a request's 0.5 at least: helper-101 F5 warned of "the ~0.192 RCU of a
+    # scan" where the estimate's own table showed ~0.5 for both)
+    scan_without = max(0.5, scan.value * without / size) if size else scan.value
     # (markers added never make a scan cheaper: no lower than today's, whatever the spread)
     after_low = max(scan.value, size_range(size + added_low, pages_of(items + adding.low, 0)).low)
     after_high = max(
