@@ -77,7 +77,8 @@ def audit_command(
     item collection's sort keys with --partition-key. Every value of --attribute should be an
     id: one below --start, or not a number (a string id is --prefix and --width digits), is a
     problem. A collection's other items (not numbered, or numbered below 1) are counted, not
-    problems.
+    problems. ddbkeys' own items (the id strategies' counters, the marker index's markers) are
+    left out.
 
     \b
     Examples:
