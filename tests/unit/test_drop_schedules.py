@@ -12,8 +12,11 @@ The contract checked: once the drop has returned, the table holds no marker, and
 step writes one later. It rests on a maintainer describing the table again before a put once
 its description is ``recheck`` seconds old (a retried put too), and the drop waiting
 ``recheck`` + 1 s between deleting the index and removing the markers; a request takes effect
-when it is sent (the model has no network delay: the 1 s is that margin). Each maintainer's
-end is also checked: only the "index gone" error, never a write refused otherwise.
+when it is sent, but a put the schedule holds in the network (helper-101 F6), which lands when
+the schedule delivers it: a marker it lands after the drop returned must be gone when its
+maintainer's mark ends (answered that late, the maintainer looks again and takes it back).
+Each maintainer's end is also checked: only the "index gone" error, never a write refused
+otherwise.
 
 The negative control (maintainers that never look at the index again, as before helper-94's
 F4) must be caught; the drop's wait is held by schedules kept below (the random search finds
@@ -107,11 +110,13 @@ def marker_item(pk: str) -> dict[str, Any]:
 
 
 class Actor:
-    """A flow stepped a request at a time: a request takes effect when it is sent; its answer
-    (or error) is handed to the flow at the actor's next step; a pause holds it until due."""
+    """A flow stepped a request at a time: a request takes effect when it is sent (or, one
+    ``held`` in the network, when the schedule delivers it); its answer (or error) is handed to
+    the flow at the actor's next step; a pause holds it until due."""
 
     def __init__(self, flow: Generator[Any, Any, Any]) -> None:
         self.flow = flow
+        self.held: Request | None = None
         self.answer: Any = None
         self.waits_until: float | None = None
         self.done = False
@@ -133,6 +138,8 @@ class DropMachine(RuleBasedStateMachine):
         self.actors: dict[str, Actor | None] = dict.fromkeys(ACTORS)
         self.cores = {name: self.maintainer() for name in ("m0", "m1")}
         self.throttled: set[str] = set()
+        self.holding: set[str] = set()  # maintainers whose next put is held in the network
+        self.late: dict[str, str] = {}  # markers a held put wrote after the drop returned: whose
         self.dropped = False
 
     def clock(self) -> float:
@@ -150,7 +157,7 @@ class DropMachine(RuleBasedStateMachine):
 
     # --- the model table --------------------------------------------------------------------
 
-    def apply(self, request: Request) -> Any:
+    def apply(self, request: Request, late: str | None = None) -> Any:
         params: Any = request.params
         operation = request.operation
         if operation == "describe_table":
@@ -164,14 +171,18 @@ class DropMachine(RuleBasedStateMachine):
         if operation == "put_item":
             if pk in self.markers:
                 return refused("ConditionalCheckFailedException", Item=marker_item(pk))
-            if self.dropped:
+            if self.dropped and late is None:
                 raise DropWrong(f"a marker of {pk!r} put after the drop returned")
+            if self.dropped:  # (sent before, held in the network: its maintainer takes it back)
+                self.late[pk] = late
+                SEEN["late"] += 1
             self.markers.add(pk)
             return {}
         if operation == "delete_item":
             if pk not in self.markers:
                 return refused("ConditionalCheckFailedException")
             self.markers.discard(pk)
+            self.late.pop(pk, None)
             return {}
         if operation == "scan":
             return {"Items": [marker_item(k) for k in sorted(self.markers)]}
@@ -197,6 +208,9 @@ class DropMachine(RuleBasedStateMachine):
         elif name in self.throttled:
             self.throttled.discard(name)
             actor.answer = refused("ProvisionedThroughputExceededException")
+        elif name in self.holding and step.operation == "put_item":
+            self.holding.discard(name)
+            actor.held = step  # (sent; lands when delivered)
         else:
             actor.answer = self.apply(step)
 
@@ -214,6 +228,8 @@ class DropMachine(RuleBasedStateMachine):
         """One step of ``name``: its answer handed to it, its next request sent."""
         actor = self.actors[name]
         if actor is None or actor.done:
+            return
+        if actor.held is not None:  # (its answer has not come)
             return
         if actor.waits_until is not None:
             if self.now < actor.waits_until:
@@ -234,6 +250,9 @@ class DropMachine(RuleBasedStateMachine):
                 raise DropWrong(f"the drop returned with markers {sorted(self.markers)} left")
             return
         self.actors[name] = None
+        left = sorted(k for k, whose in self.late.items() if whose == name and k in self.markers)
+        if left:  # (helper-101 F6: a put held past the drop's wait landed after its sweep)
+            raise DropWrong(f"{name}'s put held in the network left markers {left}")
         if actor.error is not None:  # (only the index gone, or never there for this one)
             said = str(actor.error)
             assert any(
@@ -259,6 +278,32 @@ class DropMachine(RuleBasedStateMachine):
     @rule(name=st.sampled_from(ACTORS))
     def throttle_next(self, name: str) -> None:
         self.throttled.add(name)
+
+    @rule(name=st.sampled_from(("m0", "m1")), key=st.sampled_from(KEYS))
+    def held_put(self, name: str, key: str) -> None:
+        """The maintainer marks, and its next put is held in the network (a proxy, a paused
+        VM) until :meth:`deliver`: it lands then, and its answer comes then."""
+        self.holding.add(name)
+        self.maintainer_marks(name, key)
+
+    @rule()
+    def drop_to_its_end(self) -> None:
+        """The drop runs on, its waits waited, to its end (a schedule where nothing else moves
+        meanwhile: rare otherwise)."""
+        actor = self.actors["drop"]
+        for _ in range(40):
+            if actor is None or actor.done:
+                return
+            if actor.waits_until is not None:
+                self.tick(max(actor.waits_until - self.now, 0.0))
+            self.step("drop")
+
+    @rule(name=st.sampled_from(("m0", "m1")))
+    def deliver(self, name: str) -> None:
+        actor = self.actors[name]
+        if actor is not None and actor.held is not None:
+            request, actor.held = actor.held, None
+            actor.answer = self.apply(request, late=name)
 
     @rule(key=st.sampled_from(KEYS))
     def unmarked_by_the_application(self, key: str) -> None:
@@ -305,14 +350,29 @@ class DropMachine(RuleBasedStateMachine):
 
     @invariant()
     def no_marker_after_the_drop(self) -> None:
-        if self.dropped and self.markers:
+        """None, but those a held put landed late, until its maintainer's mark ends."""
+        if self.dropped and set(self.markers) - set(self.late):
             raise DropWrong(f"markers {sorted(self.markers)} after the drop returned")
+
+    def teardown(self) -> None:
+        """Every held put delivered and every maintainer run to its end: no marker is left
+        after a drop that returned."""
+        for name in ("m0", "m1"):
+            self.deliver(name)
+            for _ in range(20):
+                if self.actors[name] is None:
+                    break
+                self.tick(RECHECK + 1.0)
+                self.step(name)
+        if self.dropped and self.markers:
+            raise DropWrong(f"markers {sorted(self.markers)} left after the drop returned")
 
 
 def test_no_marker_outlives_a_drop_whatever_the_maintainers_do() -> None:
     SEEN.clear()
     run_state_machine_as_test(DropMachine, settings=SCHEDULES)
     assert SEEN["dropped"] >= SEEN["runs"] / 4, SEEN  # (schedules where a drop ended)
+    assert SEEN["late"] >= 10, SEEN  # (a held put landed after the drop returned, taken back)
 
 
 class NoLookAgain(DropMachine):
@@ -325,6 +385,27 @@ def test_the_checker_finds_maintainers_that_never_look_again() -> None:
             SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
         )
         run_state_machine_as_test(NoLookAgain, settings=chosen)
+    found = caught.value
+    errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
+    assert errors and all(isinstance(e, DropWrong) for e in errors), errors
+
+
+def test_the_checker_finds_a_put_held_past_the_drop_s_wait_and_left(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The negative control of helper-101 F6: maintainers that look again but never take back
+    a put answered after the drop's wait (as before the fix) must be caught."""
+
+    def never(*_: object) -> Generator[Any, Any, None]:
+        return
+        yield
+
+    monkeypatch.setattr(MarkerCore, "_landed_late", never)
+    with pytest.raises(Exception) as caught:
+        chosen = settings(
+            SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
+        )
+        run_state_machine_as_test(DropMachine, settings=chosen)
     found = caught.value
     errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
     assert errors and all(isinstance(e, DropWrong) for e in errors), errors
@@ -394,4 +475,23 @@ def test_a_drop_that_finds_the_index_gone_waits_all_the_same() -> None:
     assert machine.dropped and not machine.markers
     machine.maintainer_marks("m0", "d")  # (its look stale: described, DELETING: an error)
     machine.step("m0")
+    assert machine.actors["m0"] is None and not machine.markers
+
+
+def test_a_put_held_in_the_network_past_the_drop_s_wait_is_taken_back() -> None:
+    """helper-101 F6: a follower's put, sent on a fresh look, held 25 s by a proxy, landed
+    after the drop had waited its ``recheck`` + 1 s and swept: a marker after the drop's exit
+    0. Answered that late, the maintainer describes the table again and takes it back."""
+    machine = DropMachine()
+    machine.unmarked_by_the_application("a")
+    machine.held_put("m0", "a")  # (its look fresh: sent, and held)
+    machine.drop(wait=False)
+    machine.drop_to_its_end()
+    assert machine.dropped and not machine.markers
+    machine.tick(14.0)
+    machine.deliver("m0")  # (it lands now, after the sweep)
+    assert machine.markers == {"a"} and machine.late == {"a": "m0"}
+    machine.step("m0")  # (answered: the table described, the index gone)
+    machine.step("m0")  # (the marker taken back)
+    machine.step("m0")  # (the error: the index is gone)
     assert machine.actors["m0"] is None and not machine.markers

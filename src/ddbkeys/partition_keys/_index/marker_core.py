@@ -44,6 +44,7 @@ from ddbkeys.partition_keys._index.markers import (
     KeyPages,
     MarkerClashError,
     Markers,
+    _IndexGoneError,
     check_index,
     clash,
     hashable,
@@ -334,7 +335,7 @@ class MarkerCore:
         yield from self.describe(deadline)
         try:
             index_gone((yield from self.table_info(deadline)), self.name)
-        except ConfigurationError:
+        except _IndexGoneError:
             yield from self.remove_marker(key, partition_key, deadline)
             raise
 
