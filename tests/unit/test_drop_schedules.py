@@ -171,10 +171,10 @@ class DropMachine(RuleBasedStateMachine):
         if operation == "put_item":
             if pk in self.markers:
                 return refused("ConditionalCheckFailedException", Item=marker_item(pk))
-            if self.dropped and late is None:
-                raise DropWrong(f"a marker of {pk!r} put after the drop returned")
-            if self.dropped:  # (sent before, held in the network: its maintainer takes it back)
-                self.late[pk] = late
+            if self.dropped:
+                if late is None:
+                    raise DropWrong(f"a marker of {pk!r} put after the drop returned")
+                self.late[pk] = late  # (sent before, held in the network: taken back, later)
                 SEEN["late"] += 1
             self.markers.add(pk)
             return {}
