@@ -127,6 +127,8 @@ class Actor:
 class DropMachine(RuleBasedStateMachine):
     #: Whether maintainers look at the index again (a negative control: never, as before).
     looks_again = True
+    #: The maintainers' core (a negative control: one that never takes back a late put).
+    maintainers: type[MarkerCore] = MarkerCore
 
     def __init__(self) -> None:
         super().__init__()
@@ -150,7 +152,10 @@ class DropMachine(RuleBasedStateMachine):
         return MarkerCore(TABLE, info=info, deadline=None, retry=RetryPolicy(clock=self.clock))
 
     def maintainer(self) -> MarkerCore:
-        core = self.core()
+        info = table_info(described(self.status)["Table"], TABLE)
+        core = self.maintainers(
+            TABLE, info=info, deadline=None, retry=RetryPolicy(clock=self.clock)
+        )
         if not self.looks_again:
             core.recheck = math.inf
         return core
@@ -390,22 +395,25 @@ def test_the_checker_finds_maintainers_that_never_look_again() -> None:
     assert errors and all(isinstance(e, DropWrong) for e in errors), errors
 
 
-def test_the_checker_finds_a_put_held_past_the_drop_s_wait_and_left(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The negative control of helper-101 F6: maintainers that look again but never take back
-    a put answered after the drop's wait (as before the fix) must be caught."""
+class NoTakeBack(MarkerCore):
+    """A maintainer that looks again, but never takes back a put answered after the drop's
+    wait (as before helper-101 F6's fix)."""
 
-    def never(*_: object) -> Generator[Any, Any, None]:
+    def _landed_late(self, *_: object) -> Generator[Any, Any, None]:
         return
         yield
 
-    monkeypatch.setattr(MarkerCore, "_landed_late", never)
+
+class LeavesLatePuts(DropMachine):
+    maintainers = NoTakeBack
+
+
+def test_the_checker_finds_a_put_held_past_the_drop_s_wait_and_left() -> None:
     with pytest.raises(Exception) as caught:
         chosen = settings(
             SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
         )
-        run_state_machine_as_test(DropMachine, settings=chosen)
+        run_state_machine_as_test(LeavesLatePuts, settings=chosen)
     found = caught.value
     errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
     assert errors and all(isinstance(e, DropWrong) for e in errors), errors
@@ -495,3 +503,18 @@ def test_a_put_held_in_the_network_past_the_drop_s_wait_is_taken_back() -> None:
     machine.step("m0")  # (the marker taken back)
     machine.step("m0")  # (the error: the index is gone)
     assert machine.actors["m0"] is None and not machine.markers
+
+
+def test_a_put_answered_exactly_the_drop_s_wait_after_its_look_is_taken_back_too() -> None:
+    """Found by the search: a put sent on a look as old as the index's deletion, answered
+    exactly ``recheck`` + 1 s later, just after the drop's sweep at that same moment, was not
+    counted late (``>``, not ``>=``): its marker stayed."""
+    machine = DropMachine()
+    machine.drop(wait=False)  # (the index deleted now, the maintainer's look as old)
+    machine.held_put("m0", "a")
+    machine.drop_to_its_end()  # (the sweep, ``recheck`` + 1 s later)
+    assert machine.dropped and not machine.markers
+    machine.deliver("m0")  # (it lands at that moment, after the sweep)
+    machine.maintainer_steps("m0")
+    machine.teardown()
+    assert not machine.markers

@@ -1113,3 +1113,15 @@ def test_a_put_answered_too_late_for_the_drop_s_wait_looks_again_and_takes_its_m
     )
     assert sent == ["put_item", "describe_table", "delete_item"]
     assert isinstance(taken, ConfigurationError) and "is gone (`index drop`?)" in str(taken)
+
+
+def test_a_maintainer_s_look_at_an_index_it_had_seen_says_it_is_gone() -> None:
+    """helper-102 F1: `follow --backfill`'s look at the index (``maintained``, every 10 s)
+    after a drop said "has no index ... Create it" before the follower's "is gone" line."""
+    core = MarkerCore("orders", info=info(), deadline=5.0)
+    assert play(core.status(True), [("describe_table", described(None))])[0] is None
+    with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\)"):
+        play(core.maintained(), [])
+    never = MarkerCore("orders", deadline=5.0)  # (one that never saw it: the table has none)
+    with pytest.raises(ConfigurationError, match="has no index"):
+        play(never.maintained(), [("describe_table", described(None))])

@@ -240,6 +240,8 @@ class MarkerCore:
         if index_status(info, self.name) not in (None, "ACTIVE"):
             yield from self.describe(deadline)
             info = yield from self.table_info(deadline)
+        if self.found:  # (helper-102 F1: a follower's look said "has no index ... Create it")
+            index_gone(info, self.name)
         check_index(info, self.name, self.attribute)
         return info
 
@@ -317,7 +319,7 @@ class MarkerCore:
             return True, None
 
         written, old = yield from self.attempts(attempt, "marking a collection", deadline)
-        if written and self.retry.clock() - self.looked_at > self.recheck + 1.0:
+        if written and self.retry.clock() - self.looked_at >= self.recheck + 1.0:
             yield from self._landed_late(key, pk, deadline)
         answer = put_answer(written, old, self.markers(info))
         if answer is None:
