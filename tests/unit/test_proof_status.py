@@ -13,17 +13,20 @@ from typing import Any
 import pytest
 
 from ddbkeys._cli.index_status import render_status
+from ddbkeys._errors import ConfigurationError
+from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
-from ddbkeys.partition_keys._index.state import markers_key
+from ddbkeys.partition_keys._index.state import StateCore, markers_key
+from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.choice import IndexUnprovenError, behind_or_busy, declined
 from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
 from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, lag_of
 from ddbkeys.partition_keys._proof.replay_window import replay_window
 from ddbkeys.partition_keys._proof.report import ProofStatus
 from ddbkeys.partition_keys._proof.shard_read import Replay
-from ddbkeys.partition_keys._proof.status import Seen, decide
+from ddbkeys.partition_keys._proof.status import Seen, decide, status_flow
 from ddbkeys.partition_keys._streams.lambda_trigger import LAMBDA_PREFIX, TriggerCheck
-from tests.unit.test_index_core import info
+from tests.unit.test_index_core import described, info, play
 
 ARN = "arn:aws:dynamodb:r:1:table/orders/stream/now"
 OTHER_ARN = "arn:aws:dynamodb:r:1:table/orders/stream/before"
@@ -562,3 +565,24 @@ def test_a_stream_turned_off_and_on_under_a_follower_says_it_may_need_nothing() 
     never = status(record(backfill=backfill(stream=OTHER_ARN)))
     assert never.reason is not None and never.reason.startswith("no maintainer has recorded")
     assert "or nothing" not in never.reason, never.reason
+
+
+def test_status_of_a_dropped_index_says_so_and_how_to_remove_markers_left() -> None:
+    """helper-102 F2: a maintainer killed between a late put and its take-back left a marker
+    after `index drop`'s exit 0, and status said "has no index ... Create it ..., then backfill
+    the markers", as of a table that never had one. Its record tells a dropped index apart."""
+
+    def run(record: dict[str, Any] | None) -> str:
+        flow = status_flow(Reader(None, "orders"), MarkerCore("orders"), StateCore("st"))
+        with pytest.raises(ConfigurationError) as raised:
+            play(flow, [("describe_table", described(None)), ("get_item", record)])
+        return str(raised.value)
+
+    said = run({"Item": record(MARK)})
+    assert said == (
+        "Table 'orders' has no index 'ddbkeys-partition-keys', but state table 'st' holds its "
+        "record: it was dropped (or deleted another way), and markers may be left in the table. "
+        "`ddbkeys partition-keys index drop -t orders --yes` removes them; `ddbkeys "
+        "partition-keys index create -t orders` makes the index again."
+    )
+    assert run({}).startswith("Table 'orders' has no index 'ddbkeys-partition-keys'. Create it")

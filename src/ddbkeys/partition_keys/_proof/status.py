@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow
-from ddbkeys._errors import DdbKeysError
+from ddbkeys._errors import ConfigurationError, DdbKeysError
 from ddbkeys._key_json import show_key
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
@@ -375,6 +375,25 @@ def status_reader(client: Any, marker: MarkerCore) -> Reader:
     )
 
 
+def _dropped(table: str, index: str, store: StateCore) -> Flow[None]:
+    """Where the index is not there but its record is: a ConfigurationError saying it was
+    dropped, and how to remove the markers left (helper-102 F2: a maintainer killed between a
+    late put and its take-back left one after the drop's exit 0, and status said "has no index
+    ... Create it", as of a table that never had one). No record (no state table): nothing."""
+    try:
+        item = yield from store.record(table, index)
+    except DdbKeysError:
+        return
+    if item is not None:
+        raise ConfigurationError(
+            f"Table {table!r} has no index {index!r}, but state table {store.name!r} holds its "
+            "record: it was dropped (or deleted another way), and markers may be left in the "
+            f"table. `ddbkeys partition-keys index drop -t {table} --yes` removes them; "
+            f"`ddbkeys partition-keys index create -t {table}` makes the index again.",
+            table=table,
+        )
+
+
 def status_flow(
     reader: Reader,
     marker: MarkerCore,
@@ -388,6 +407,8 @@ def status_flow(
     state table is missing."""
     raw = yield from marker.describe()
     info = yield from marker.table_info()
+    if index_status(info, marker.name) is None:
+        yield from _dropped(info.name, marker.name, store)
     check_index(info, marker.name, marker.attribute, active=False)
     item = yield from store.record(info.name, marker.name)
     when = store.clock() if now is None else now
