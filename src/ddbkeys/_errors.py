@@ -35,6 +35,7 @@ __all__ = [
     "ServiceError",
     "TableNotFoundError",
     "UnexpectedAnswerError",
+    "amend",
     "cut_short",
     "error_code",
     "unexpected_answer",
@@ -139,6 +140,13 @@ def unexpected_answer(
         "endpoint DynamoDB?",
         table=table,
     )
+
+
+def amend(exc: DdbKeysError, text: str) -> None:
+    """``exc``'s message with ``text`` after it, as a sentence: what the error left behind, and
+    what to do, where the caller knows it (the error keeps its type, its cause and code)."""
+    exc.message = f"{exc.message.rstrip('.')}. {text}"
+    exc.args = (exc.message,)
 
 
 def cut_short(exc: BaseException) -> bool:

@@ -1098,10 +1098,11 @@ def test_a_put_answered_too_late_for_the_drop_s_wait_looks_again_and_takes_its_m
                 sent.append(step.operation)
                 if step.operation == "put_item":
                     now[0] += delay  # (the put's answer comes ``delay`` s after it was sent)
-                step = flow.send(answers[step.operation].pop(0))
+                answer = answers[step.operation].pop(0)
+                step = flow.throw(answer) if isinstance(answer, Exception) else flow.send(answer)
         except StopIteration as done:
             return done.value, sent
-        except ConfigurationError as gone:
+        except DdbKeysError as gone:
             return gone, sent
 
     assert run({"put_item": [{}]}, RECHECK + 0.9) == (True, ["put_item"])  # (in time: as ever)
@@ -1113,6 +1114,19 @@ def test_a_put_answered_too_late_for_the_drop_s_wait_looks_again_and_takes_its_m
     )
     assert sent == ["put_item", "describe_table", "delete_item"]
     assert isinstance(taken, ConfigurationError) and "is gone (`index drop`?)" in str(taken)
+    # helper-102 F3: where the take-back (or the look) fails, the error says the marker may be
+    # left, and how to remove it (it said nothing, and the marker stayed).
+    refused = failure("AccessDeniedException")
+    left, _ = run(
+        {"put_item": [{}], "describe_table": [described(None)], "delete_item": [refused]}, late
+    )
+    assert "is gone (`index drop`?)" in str(left), left
+    assert (
+        "The marker of collection 'a' was written late, after an `index drop` maybe: where the "
+        "index was dropped, run `index drop` again to remove it. (It could not be taken back: "
+    ) in str(left)
+    unknown, _ = run({"put_item": [{}], "describe_table": [refused]}, late)
+    assert str(unknown).endswith("run `index drop` again to remove it."), unknown
 
 
 def test_a_maintainer_s_look_at_an_index_it_had_seen_says_it_is_gone() -> None:

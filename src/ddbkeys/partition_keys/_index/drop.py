@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ddbkeys._attributes import show_value
 from ddbkeys._core.steps import Flow, Pause, scan, update_table
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
-from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._errors import ConfigurationError, DdbKeysError, amend
 from ddbkeys._retry import Deadline
 from ddbkeys.partition_keys._index.create import until_status
 from ddbkeys.partition_keys._index.marker_core import send, sending
@@ -135,11 +135,11 @@ def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
     """``exc``, which stopped the drop once the index was deleted, says what it left and what
     to do (helper-101 F2: "Gave up on DescribeTable ...", and nothing said that the index was
     gone and every marker left; `index status` then advised to create the index)."""
-    exc.message = (
-        f"{exc.message.rstrip('.')}. Index {core.name!r} of table {core.table!r} is deleted, "
-        f"but markers may be left in the table: run `index drop` again to remove them."
+    amend(
+        exc,
+        f"Index {core.name!r} of table {core.table!r} is deleted, but markers may be left in "
+        "the table: run `index drop` again to remove them.",
     )
-    exc.args = (exc.message,)
 
 
 def _not_made_again(core: MarkerCore, status: str | None, removed: int | None) -> bool:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from ddbkeys._attributes import show_value
 from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import (
@@ -25,7 +26,7 @@ from ddbkeys._core.steps import (
 )
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
-from ddbkeys._errors import ConfigurationError, error_code
+from ddbkeys._errors import ConfigurationError, DdbKeysError, amend, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import (
     TableInfo,
@@ -35,7 +36,7 @@ from ddbkeys._schema import (
     key_value,
     table_info,
 )
-from ddbkeys._translate import error_response, maybe_own, unanswered
+from ddbkeys._translate import error_response, maybe_own, translate_error, unanswered
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -333,13 +334,30 @@ class MarkerCore:
         landed after an ``index drop``'s sweep, which waits that long after deleting the index
         (helper-101 F6: a put held 25 s in the network left a marker after the drop's exit 0):
         the table is described again, and where the index is gone or DELETING the marker is
-        taken back, and that error raised."""
-        yield from self.describe(deadline)
+        taken back, and that error raised; where either fails (an outage then), the error says
+        the marker may be left, and how to remove it (helper-102 F3). Within a deadline of its
+        own: the put's may be all but spent."""
+        deadline = self.begin()
+        left = (
+            f"The marker of collection {show_value(key[partition_key])} was written late, after "
+            "an `index drop` maybe: where the index was dropped, run `index drop` again to "
+            "remove it."
+        )
         try:
+            yield from self.describe(deadline)
             index_gone((yield from self.table_info(deadline)), self.name)
-        except _IndexGoneError:
-            yield from self.remove_marker(key, partition_key, deadline)
+        except _IndexGoneError as gone:
+            try:
+                yield from self.remove_marker(key, partition_key, deadline)
+            except Exception as exc:  # (as the driver would say it)
+                said = translate_error(exc, table=self.table)
+                amend(gone, f"{left} (It could not be taken back: {said})")
             raise
+        except Exception as exc:
+            error = translate_error(exc, table=self.table)
+            if isinstance(error, DdbKeysError):
+                amend(error, left)
+            raise error from exc
 
     def unmark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
         """Remove one collection's marker: True if there was one (an item at the marker's key
