@@ -17,9 +17,10 @@ from ddbkeys._errors import ConfigurationError
 from ddbkeys.partition_keys._index.marker_core import MarkerCore
 from ddbkeys.partition_keys._index.markers import DEFAULT_MARKER_SORT_KEY
 from ddbkeys.partition_keys._index.state import StateCore, markers_key
+from ddbkeys.partition_keys._index.verify import verify_flow
 from ddbkeys.partition_keys._listing.base import Reader
 from ddbkeys.partition_keys._listing.choice import IndexUnprovenError, behind_or_busy, declined
-from ddbkeys.partition_keys._proof.evidence import Decline, ShardMark
+from ddbkeys.partition_keys._proof.evidence import Decline, Evidence, ShardMark
 from ddbkeys.partition_keys._proof.replay import StreamRead, estimate, lag_of
 from ddbkeys.partition_keys._proof.replay_window import replay_window
 from ddbkeys.partition_keys._proof.report import ProofStatus
@@ -586,3 +587,15 @@ def test_status_of_a_dropped_index_says_so_and_how_to_remove_markers_left() -> N
         "partition-keys index create -t orders` makes the index again."
     )
     assert run({}).startswith("Table 'orders' has no index 'ddbkeys-partition-keys'. Create it")
+
+
+def test_verify_of_a_dropped_index_says_so_too() -> None:
+    """helper-101 F2, helper-102 F2: `index verify` of a dropped index said "has no index ...
+    Create it"; its record tells it was dropped."""
+    saved = Evidence("orders", INDEX, {}, None)
+    flow = verify_flow(MarkerCore("orders"), saved, "st")
+    with pytest.raises(ConfigurationError, match=r"but state table 'st' holds its record: it was"):
+        play(flow, [("describe_table", described(None))])
+    never = verify_flow(MarkerCore("orders"), None, "st")
+    with pytest.raises(ConfigurationError, match=r"has no index .*\. Create it"):
+        play(never, [("describe_table", described(None))])

@@ -211,7 +211,7 @@ class MarkerIndex(MarkerIndexBase):
         client, not an aiobotocore one)."""
         if from_export is None:
             saved = await self._run(self._state(state_table).load(self.table, self.name))
-            return await self._run(verify_flow(self.core, saved))
+            return await self._run(verify_flow(self.core, saved, state_table))
         margin = check_margin(replay_margin, self.table)
         info = await self._run(self.core.check())
         snapshot = await asyncio.to_thread(

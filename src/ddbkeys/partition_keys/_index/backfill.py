@@ -422,7 +422,7 @@ def repair_flow(index: MarkerCore, store: StateCore, remove_orphans: bool) -> Fl
     markers (unless not ``remove_orphans``); clear the clashes recorded in ``store`` that are
     resolved."""
     saved = yield from store.load(index.table, index.name)
-    report = yield from verify_flow(index, saved)
+    report = yield from verify_flow(index, saved, store.name)
     if saved is not None and saved.clashes:
         # Each clash a maintainer recorded is looked at again, by the collection itself (a
         # consistent reconciliation, not the index, which may lag): one resolved is taken

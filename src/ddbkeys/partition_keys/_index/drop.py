@@ -142,6 +142,20 @@ def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
     )
 
 
+def dropped_error(table: str, index: str, state_table: str) -> ConfigurationError:
+    """The error of ``index status`` and ``index verify`` where ``table`` has no ``index`` but
+    its record in ``state_table`` is there: it was dropped, and markers may be left (a
+    maintainer killed between a late put and its take-back: helper-102 F2, where both said
+    "has no index ... Create it", as of a table that never had one)."""
+    return ConfigurationError(
+        f"Table {table!r} has no index {index!r}, but state table {state_table!r} holds its "
+        "record: it was dropped (or deleted another way), and markers may be left in the "
+        f"table. `ddbkeys partition-keys index drop -t {table} --yes` removes them; `ddbkeys "
+        f"partition-keys index create -t {table}` makes the index again.",
+        table=table,
+    )
+
+
 def _not_made_again(core: MarkerCore, status: str | None, removed: int | None) -> bool:
     """True where the index is gone or DELETING; else it was made again during the drop
     (`index create` in its wait): a ConfigurationError, before any marker is removed

@@ -279,7 +279,7 @@ class MarkerIndex(MarkerIndexBase):
         line, comparing nothing (repair would otherwise write a second set of markers)."""
         if from_export is None:
             saved = self._run(self._state(state_table).load(self.table, self.name))
-            return self._run(verify_flow(self.core, saved))
+            return self._run(verify_flow(self.core, saved, state_table))
         margin = check_margin(replay_margin, self.table)
         info = self._run(self.core.check())
         snapshot = export_snapshot(self.client, from_export, s3, info, self.core.markers(info))

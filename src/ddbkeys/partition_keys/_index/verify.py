@@ -21,13 +21,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow, Pause, get_item, query
+from ddbkeys._names import state_table_name
 from ddbkeys.partition_keys._index.backfill_wait import markers_checked
+from ddbkeys.partition_keys._index.drop import dropped_error
 from ddbkeys.partition_keys._index.marker_core import sending
 from ddbkeys.partition_keys._index.markers import (
     IndexPages,
     SkipPages,
     VerifyReport,
     collection_query,
+    index_status,
     unhash,
     until_data,
 )
@@ -49,9 +52,14 @@ MOST_LOOKS = 3
 SETTLE_PAUSE = 1.0
 
 
-def verify_flow(core: MarkerCore, saved: Evidence | None) -> Flow[VerifyReport]:
+def verify_flow(
+    core: MarkerCore, saved: Evidence | None, state_table: str | None = None
+) -> Flow[VerifyReport]:
     """Compare the index with the table (see the module); ``saved``: the index's record (None:
-    none), which says how the index knows its markers."""
+    none, read in ``state_table``), which says how the index knows its markers, and where the
+    index is gone, that it was dropped."""
+    if saved is not None and index_status((yield from core.table_info()), core.name) is None:
+        raise dropped_error(core.table, core.name, state_table_name(state_table))
     info = yield from core.check()
     markers = core.markers(info)
     yield from markers_checked(core, saved)  # (told other markers: see the module)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ddbkeys._core.steps import Flow
-from ddbkeys._errors import ConfigurationError, DdbKeysError
+from ddbkeys._errors import DdbKeysError
 from ddbkeys._key_json import show_key
 from ddbkeys.partition_keys._index.backfill_wait import (
     NO_MAINTAINER,
@@ -26,6 +26,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     readiness,
     running_backfill,
 )
+from ddbkeys.partition_keys._index.drop import dropped_error
 from ddbkeys.partition_keys._index.markers import check_index, index_status
 from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item, markers_key
 from ddbkeys.partition_keys._listing.base import Reader
@@ -385,13 +386,7 @@ def _dropped(table: str, index: str, store: StateCore) -> Flow[None]:
     except DdbKeysError:
         return
     if item is not None:
-        raise ConfigurationError(
-            f"Table {table!r} has no index {index!r}, but state table {store.name!r} holds its "
-            "record: it was dropped (or deleted another way), and markers may be left in the "
-            f"table. `ddbkeys partition-keys index drop -t {table} --yes` removes them; "
-            f"`ddbkeys partition-keys index create -t {table}` makes the index again.",
-            table=table,
-        )
+        raise dropped_error(table, index, store.name)
 
 
 def status_flow(
