@@ -1139,3 +1139,16 @@ def test_a_maintainer_s_look_at_an_index_it_had_seen_says_it_is_gone() -> None:
     never = MarkerCore("orders", deadline=5.0)  # (one that never saw it: the table has none)
     with pytest.raises(ConfigurationError, match="has no index"):
         play(never.maintained(), [("describe_table", described(None))])
+
+
+def test_a_core_that_read_the_table_once_and_saw_the_index_says_it_is_gone_later() -> None:
+    """helper-102 F4 (helper-100 F2 again, with helper-100's own script): a warm Lambda
+    environment's core that had read the table's description (``table_info``, its first batch
+    needing no marker) said "has no index ... Create it" after a drop: that read kept the
+    description without noting the index seen."""
+    now = [0.0]
+    core = MarkerCore("orders", deadline=5.0, retry=RetryPolicy(clock=lambda: now[0]))
+    play(core.table_info(), [("describe_table", described("ACTIVE"))])
+    now[0] += 3600.0
+    with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\)"):
+        play(core.mark("a"), [("describe_table", described(None))])

@@ -562,6 +562,13 @@ def test_a_stream_turned_off_and_on_under_a_follower_says_it_may_need_nothing() 
         "; or nothing, if `index follow --backfill` runs: a follower moves to a stream turned "
         "off and on within seconds"
     ) in got.reason
+    # Status says it on a line of its own beside its Fix (helper-102 F5: the Fix alone would
+    # start a second follower).
+    text = render_status(got)
+    fix = next(i for i, line in enumerate(text) if line.startswith("Fix: "))
+    assert text[fix + 1].startswith("Or nothing, if `index follow --backfill` runs: a follower"), (
+        text
+    )
     # No maintainer ever recorded a position: no such word.
     never = status(record(backfill=backfill(stream=OTHER_ARN)))
     assert never.reason is not None and never.reason.startswith("no maintainer has recorded")

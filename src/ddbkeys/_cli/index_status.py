@@ -26,7 +26,7 @@ from ddbkeys._cli.index_options import (
 )
 from ddbkeys._errors import DdbKeysError
 from ddbkeys.partition_keys._proof.evidence import CREATED_ROUNDING, DEFAULT_REPLAY_MARGIN
-from ddbkeys.partition_keys._proof.precheck import RECORDS_ELSEWHERE
+from ddbkeys.partition_keys._proof.precheck import MOVED, RECORDS_ELSEWHERE
 from ddbkeys.partition_keys._proof.report import (
     FOLLOWER_BACKFILLS,
     ProofStatus,
@@ -243,6 +243,8 @@ def _verdict(status: ProofStatus) -> list[str]:
         lines.append(f"Fix: {status.fix}{when}")
         if follower_backfills(status):
             lines.append(f"Or {FOLLOWER_BACKFILLS}.")
+        elif MOVED in (status.reason or ""):  # (helper-102 F5: the Fix alone starts a second)
+            lines.append(f"O{MOVED[1:]}.")
         elif " --wait-for-maintainer" in status.fix:  # (one waiting writes nothing: helper-72 F6)
             lines.append(
                 "Or nothing, if that command runs already: it waits for the maintainer's first "

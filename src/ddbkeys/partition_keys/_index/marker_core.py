@@ -203,7 +203,8 @@ class MarkerCore:
             info = yield from self.attempts(
                 lambda _: describe_flow(self.table), "DescribeTable", deadline, writes=False
             )
-            self.info, self.looked_at = info, asked
+            self.learn(info)  # (helper-102 F4: kept without a look, ``found`` unset)
+            self.looked_at = asked
         marker_table(info, self.name, self.attribute, self.sort_key_given)
         return info
 

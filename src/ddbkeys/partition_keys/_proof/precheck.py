@@ -24,6 +24,7 @@ from ddbkeys.partition_keys._streams.lambda_trigger import trigger_decline
 __all__ = [
     "FOLLOW_OWNED",
     "FOLLOW_ROLE",
+    "MOVED",
     "NO_MAINTAINER",
     "RECORDS_ELSEWHERE",
     "backfill_reason",
@@ -36,6 +37,12 @@ __all__ = [
 #: (a listing that declines on it names the state table it read: another ``--state-table``
 #: may be where the maintainer records).
 NO_MAINTAINER = "no maintainer has recorded a position in the table's stream"
+#: What a running follower does where the stream was turned off and on (helper-99 F4; status
+#: says it on a line of its own beside its Fix: helper-102 F5).
+MOVED = (
+    "or nothing, if `index follow --backfill` runs: a follower moves to a stream turned off and "
+    "on within seconds, and backfills under it once the margin has passed"
+)
 #: Where a maintainer records that none was found in the state table read (status and the
 #: listing's reason say it after naming that table).
 RECORDS_ELSEWHERE = "another --state-table or DDBKEYS_STATE_TABLE records its positions there"
@@ -175,12 +182,7 @@ def _unmaintained(evidence: Evidence, stream: str | None, why: str) -> str | Non
     own = re.split(r"[:;] run `", why, maxsplit=1)[0]  # (its advice: superseded by this one)
     # (helper-99 F4: for the seconds a running follower takes to find the stream turned off and
     # on, this named the command that ran: a newcomer might start a second one)
-    moved = (
-        "; or nothing, if `index follow --backfill` runs: a follower moves to a stream turned "
-        "off and on within seconds, and backfills under it once the margin has passed"
-        if evidence.shards and evidence.maintainer == "follow"
-        else ""
-    )
+    moved = f"; {MOVED}" if evidence.shards and evidence.maintainer == "follow" else ""
     return (
         f"{NO_MAINTAINER}, so no backfill can count: "
         "run `index follow --backfill`, which keeps the markers and backfills once the margin "
