@@ -240,8 +240,10 @@ def test_a_default_clients_throttles_end_at_the_deadline(
     has each throttle told as such (test_throttled_counter_gives_up_within_its_deadline)."""
     table = ddb_table_factory(("pk", "S"))
     client = users_client(fault_proxy.endpoint_url)
+    # (the first id with time to spare: under CI's load its DescribeTable alone once took
+    # more than 1.5 s)
+    assert AtomicCounter(client, table, deadline=30.0).next() == 1
     counter = AtomicCounter(client, table, deadline=1.5)
-    assert counter.next() == 1
     fault_proxy.set_faults(Faults(throttle=1.0, operations=frozenset({"UpdateItem"})))
     started = time.monotonic()
     with pytest.raises(DeadlineExceededError) as raised:

@@ -48,8 +48,10 @@ def racing(monkeypatch: pytest.MonkeyPatch, after_verify: Callable[[VerifyReport
     read the table and the index, before it returns its report to repair."""
     verify = verify_flow
 
-    def verify_then_race(core: MarkerCore, saved: Evidence | None) -> Flow[VerifyReport]:
-        report = yield from verify(core, saved)
+    def verify_then_race(
+        core: MarkerCore, saved: Evidence | None, state_table: str | None = None
+    ) -> Flow[VerifyReport]:
+        report = yield from verify(core, saved, state_table)
         after_verify(report)
         return report
 
