@@ -1121,12 +1121,15 @@ def test_a_put_answered_too_late_for_the_drop_s_wait_looks_again_and_takes_its_m
         {"put_item": [{}], "describe_table": [described(None)], "delete_item": [refused]}, late
     )
     assert "is gone (`index drop`?)" in str(left), left
-    assert (
-        "The marker of collection 'a' was written late, after an `index drop` maybe: where the "
-        "index was dropped, run `index drop` again to remove it. (It could not be taken back: "
-    ) in str(left)
+    assert "The marker of collection 'a', written after the drop's sweep, could not be taken " in (
+        str(left)
+    )
+    assert str(left).endswith("AccessDeniedException): run `index drop` again to remove it.")
     unknown, _ = run({"put_item": [{}], "describe_table": [refused]}, late)
-    assert str(unknown).endswith("run `index drop` again to remove it."), unknown
+    assert str(unknown).endswith(
+        "Its marker was written late: the marker of collection 'a' may be left in the table "
+        "after an `index drop`: where the index was dropped, run `index drop` again to remove it."
+    ), unknown
 
 
 def test_a_maintainer_s_look_at_an_index_it_had_seen_says_it_is_gone() -> None:
@@ -1152,3 +1155,31 @@ def test_a_core_that_read_the_table_once_and_saw_the_index_says_it_is_gone_later
     now[0] += 3600.0
     with pytest.raises(ConfigurationError, match=r"is gone \(`index drop`\?\)"):
         play(core.mark("a"), [("describe_table", described(None))])
+
+
+def test_a_put_that_got_no_answer_then_finds_the_index_gone_says_its_marker_may_land() -> None:
+    """helper-103 F3: a marker put abandoned by the client's read timeout, retried after the
+    drop: the retry's look found the index gone and said only "is gone"; the first put, held in
+    the network, landed after the drop's sweep. The error now names the marker and says to run
+    `index drop` again."""
+
+    now = [0.0]
+    core = MarkerCore("orders", info=info(), retry=RetryPolicy(clock=lambda: now[0]))
+    flow, step = core.mark("a"), None
+    timeout = ReadTimeoutError(endpoint_url="http://x")
+    with pytest.raises(ConfigurationError) as raised:
+        step = next(flow)
+        assert isinstance(step, Request) and step.operation == "put_item"
+        now[0] += 30.0  # (the read timeout)
+        step = flow.throw(timeout)
+        while isinstance(step, Pause):
+            step = flow.send(None)
+        assert isinstance(step, Request) and step.operation == "describe_table"
+        flow.send(described(None))
+    said = str(raised.value)
+    assert "is gone (`index drop`?)" in said
+    assert said.endswith(
+        "A put of its marker got no answer: the marker of collection 'a' may be left in the "
+        "table after an `index drop`: where the index was dropped, run `index drop` again to "
+        "remove it."
+    ), said

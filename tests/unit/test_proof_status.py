@@ -580,20 +580,30 @@ def test_status_of_a_dropped_index_says_so_and_how_to_remove_markers_left() -> N
     after `index drop`'s exit 0, and status said "has no index ... Create it ..., then backfill
     the markers", as of a table that never had one. Its record tells a dropped index apart."""
 
-    def run(record: dict[str, Any] | None) -> str:
+    def run(record: dict[str, Any] | None, created: float | None = None) -> str:
         flow = status_flow(Reader(None, "orders"), MarkerCore("orders"), StateCore("st"))
+        table = described(None)
+        if created is not None:  # (DescribeTable's CreationDateTime, as JSON has it)
+            table["Table"]["CreationDateTime"] = created
         with pytest.raises(ConfigurationError) as raised:
-            play(flow, [("describe_table", described(None)), ("get_item", record)])
+            play(flow, [("describe_table", table), ("get_item", record)])
         return str(raised.value)
 
     said = run({"Item": record(MARK)})
     assert said == (
         "Table 'orders' has no index 'ddbkeys-partition-keys', but state table 'st' holds its "
-        "record: it was dropped (or deleted another way), and markers may be left in the table. "
-        "`ddbkeys partition-keys index drop -t orders --yes` removes them; `ddbkeys "
+        "record: it was dropped (or deleted another way). Markers are left only where a drop "
+        "stopped before its end or a maintainer wrote one late: `ddbkeys partition-keys index "
+        "drop -t orders --yes` removes them (run again, it removes what is left); `ddbkeys "
         "partition-keys index create -t orders` makes the index again."
     )
     assert run({}).startswith("Table 'orders' has no index 'ddbkeys-partition-keys'. Create it")
+    # helper-103 F1: a table deleted and made again after the record's last time is another
+    # table, which never had the index.
+    assert run({"Item": record(MARK)}, created=NOW + 5).startswith(
+        "Table 'orders' has no index 'ddbkeys-partition-keys'. Create it"
+    )
+    assert "it was dropped" in run({"Item": record(MARK)}, created=FIRST - 5)
 
 
 def test_verify_of_a_dropped_index_says_so_too() -> None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ddbkeys._attributes import show_value
@@ -39,6 +40,7 @@ from ddbkeys.partition_keys._listing.recognise import Markers, Strays
 if TYPE_CHECKING:
     from ddbkeys._schema import TableInfo
     from ddbkeys.partition_keys._index.marker_core import MarkerCore
+    from ddbkeys.partition_keys._proof.evidence import Evidence
 
 __all__ = ["Dropped", "IndexDropWarning", "drop_flow", "warn_left"]
 
@@ -142,18 +144,41 @@ def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
     )
 
 
-def dropped_error(table: str, index: str, state_table: str) -> ConfigurationError:
-    """The error of ``index status`` and ``index verify`` where ``table`` has no ``index`` but
-    its record in ``state_table`` is there: it was dropped, and markers may be left (a
-    maintainer killed between a late put and its take-back: helper-102 F2, where both said
-    "has no index ... Create it", as of a table that never had one)."""
-    return ConfigurationError(
+def dropped_error(info: TableInfo, index: str, saved: Evidence | None, state_table: str) -> None:
+    """The error of ``index status`` and ``index verify`` where ``info``'s table has no
+    ``index`` but its record (``saved``, in ``state_table``) is there, and is not older than the
+    table (helper-103 F1: a table deleted and made again is another): it was dropped, and markers
+    may be left (a drop stopped before its end, a maintainer killed between a late put and its
+    take-back: helper-102 F2, where both said "has no index ... Create it", as of a table that
+    never had one)."""
+    if saved is None or index_status(info, index) is not None or _older(saved, info.created):
+        return
+    table = info.name
+    raise ConfigurationError(
         f"Table {table!r} has no index {index!r}, but state table {state_table!r} holds its "
-        "record: it was dropped (or deleted another way), and markers may be left in the "
-        f"table. `ddbkeys partition-keys index drop -t {table} --yes` removes them; `ddbkeys "
+        "record: it was dropped (or deleted another way). Markers are left only where a drop "
+        "stopped before its end or a maintainer wrote one late: `ddbkeys partition-keys index "
+        f"drop -t {table} --yes` removes them (run again, it removes what is left); `ddbkeys "
         f"partition-keys index create -t {table}` makes the index again.",
         table=table,
     )
+
+
+def _older(saved: Evidence, created: str) -> bool:
+    """Whether every time ``saved`` holds (its backfill's, its shards' marks) is before the
+    table's creation (``created``: seconds or ISO 8601; unknown: not older)."""
+    try:  # (seconds, in raw JSON; ISO 8601 from botocore's datetime)
+        born = float(created)
+    except ValueError:
+        try:
+            born = datetime.fromisoformat(created).timestamp()
+        except ValueError:
+            return False
+    backfill = saved.backfill
+    times = [t for _, t in (m for mark in saved.shards.values() for m in mark.marks)]
+    if backfill is not None:
+        times += [backfill.started, backfill.finished or 0.0, backfill.alive or 0.0]
+    return bool(times) and max(times) < born
 
 
 def _not_made_again(core: MarkerCore, status: str | None, removed: int | None) -> bool:

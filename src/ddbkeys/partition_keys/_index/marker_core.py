@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from ddbkeys._attributes import show_value
 from ddbkeys._capacity import Usage
 from ddbkeys._core.attempts import attempts
 from ddbkeys._core.steps import (
@@ -26,7 +25,7 @@ from ddbkeys._core.steps import (
 )
 from ddbkeys._core.stopping import StopFlag
 from ddbkeys._entity import ENTITY_ATTRIBUTE, MARKER
-from ddbkeys._errors import ConfigurationError, DdbKeysError, amend, error_code
+from ddbkeys._errors import ConfigurationError, amend, error_code
 from ddbkeys._retry import DEFAULT_DEADLINE, Deadline, RetryPolicy
 from ddbkeys._schema import (
     TableInfo,
@@ -36,7 +35,8 @@ from ddbkeys._schema import (
     key_value,
     table_info,
 )
-from ddbkeys._translate import error_response, maybe_own, translate_error, unanswered
+from ddbkeys._translate import error_response, maybe_own, unanswered
+from ddbkeys.partition_keys._index.late_puts import landed_late, late
 from ddbkeys.partition_keys._index.markers import (
     DEFAULT_INDEX,
     DEFAULT_MARKER_ATTRIBUTE,
@@ -294,10 +294,17 @@ class MarkerCore:
             ENTITY_ATTRIBUTE: {"S": MARKER},
         }
 
+        lost: list[bool] = []  # (a put whose answer never came: it may land later)
+
         def attempt(_: int) -> Flow[tuple[bool, Mapping[str, Any] | None]]:
             # (a retry after a long wait looks at the index again first: a put sent at any
             # time had a look at most ``recheck`` seconds old)
-            yield from self.checked_info(deadline)
+            try:
+                yield from self.checked_info(deadline)
+            except _IndexGoneError as gone:  # (helper-103 F3: a put abandoned, then landed)
+                if any(lost):
+                    amend(gone, f"A put of its marker got no answer: {late(key[pk])}")
+                raise
             try:
                 yield put_item(
                     {
@@ -318,6 +325,9 @@ class MarkerCore:
                 if old.get(VERSION_ATTRIBUTE) == item[VERSION_ATTRIBUTE]:
                     return True, None  # its own write, whose answer was lost: written
                 return False, old
+            except BotoCoreError as exc:
+                lost.append(unanswered(exc))
+                raise
             return True, None
 
         written, old = yield from self.attempts(attempt, "marking a collection", deadline)
@@ -331,34 +341,9 @@ class MarkerCore:
     def _landed_late(
         self, key: dict[str, Any], partition_key: str, deadline: Deadline
     ) -> Flow[None]:
-        """A put answered more than ``recheck`` + 1 s after the look it was sent on may have
-        landed after an ``index drop``'s sweep, which waits that long after deleting the index
-        (helper-101 F6: a put held 25 s in the network left a marker after the drop's exit 0):
-        the table is described again, and where the index is gone or DELETING the marker is
-        taken back, and that error raised; where either fails (an outage then), the error says
-        the marker may be left, and how to remove it (helper-102 F3). Within a deadline of its
-        own: the put's may be all but spent."""
-        deadline = self.begin()
-        left = (
-            f"The marker of collection {show_value(key[partition_key])} was written late, after "
-            "an `index drop` maybe: where the index was dropped, run `index drop` again to "
-            "remove it."
-        )
-        try:
-            yield from self.describe(deadline)
-            index_gone((yield from self.table_info(deadline)), self.name)
-        except _IndexGoneError as gone:
-            try:
-                yield from self.remove_marker(key, partition_key, deadline)
-            except Exception as exc:  # (as the driver would say it)
-                said = translate_error(exc, table=self.table)
-                amend(gone, f"{left} (It could not be taken back: {said})")
-            raise
-        except Exception as exc:
-            error = translate_error(exc, table=self.table)
-            if isinstance(error, DdbKeysError):
-                amend(error, left)
-            raise error from exc
+        """:func:`~ddbkeys.partition_keys._index.late_puts.landed_late` (a put answered after
+        the drop's wait: taken back where the index is gone)."""
+        yield from landed_late(self, key, partition_key)
 
     def unmark(self, value: Any, deadline: Deadline | None = None) -> Flow[bool]:
         """Remove one collection's marker: True if there was one (an item at the marker's key

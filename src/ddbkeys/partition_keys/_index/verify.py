@@ -30,7 +30,6 @@ from ddbkeys.partition_keys._index.markers import (
     SkipPages,
     VerifyReport,
     collection_query,
-    index_status,
     unhash,
     until_data,
 )
@@ -58,8 +57,10 @@ def verify_flow(
     """Compare the index with the table (see the module); ``saved``: the index's record (None:
     none, read in ``state_table``), which says how the index knows its markers, and where the
     index is gone, that it was dropped."""
-    if saved is not None and index_status((yield from core.table_info()), core.name) is None:
-        raise dropped_error(core.table, core.name, state_table_name(state_table))
+    if saved is not None:  # (dropped? helper-102 F2)
+        dropped_error(
+            (yield from core.table_info()), core.name, saved, state_table_name(state_table)
+        )
     info = yield from core.check()
     markers = core.markers(info)
     yield from markers_checked(core, saved)  # (told other markers: see the module)

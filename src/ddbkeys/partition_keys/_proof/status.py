@@ -376,19 +376,6 @@ def status_reader(client: Any, marker: MarkerCore) -> Reader:
     )
 
 
-def _dropped(table: str, index: str, store: StateCore) -> Flow[None]:
-    """Where the index is not there but its record is: a ConfigurationError saying it was
-    dropped, and how to remove the markers left (helper-102 F2: a maintainer killed between a
-    late put and its take-back left one after the drop's exit 0, and status said "has no index
-    ... Create it", as of a table that never had one). No record (no state table): nothing."""
-    try:
-        item = yield from store.record(table, index)
-    except DdbKeysError:
-        return
-    if item is not None:
-        raise dropped_error(table, index, store.name)
-
-
 def status_flow(
     reader: Reader,
     marker: MarkerCore,
@@ -402,8 +389,13 @@ def status_flow(
     state table is missing."""
     raw = yield from marker.describe()
     info = yield from marker.table_info()
-    if index_status(info, marker.name) is None:
-        yield from _dropped(info.name, marker.name, store)
+    if index_status(info, marker.name) is None:  # (dropped? its record says: helper-102 F2)
+        try:
+            item = yield from store.record(info.name, marker.name)
+        except DdbKeysError:  # (no state table: never made)
+            item = None
+        saved = evidence_from_item(info.name, marker.name, item) if item else None
+        dropped_error(info, marker.name, saved, store.name)
     check_index(info, marker.name, marker.attribute, active=False)
     item = yield from store.record(info.name, marker.name)
     when = store.clock() if now is None else now
