@@ -613,6 +613,17 @@ def test_verify_of_a_dropped_index_says_so_too() -> None:
     flow = verify_flow(MarkerCore("orders"), saved, "st")
     with pytest.raises(ConfigurationError, match=r"but state table 'st' holds its record: it was"):
         play(flow, [("describe_table", described(None))])
+    # helper-103 F4: an index of its own name and attribute is named so in the advice.
+    own = MarkerCore("orders", index_name="keys", marker_attribute="mk")
+    with pytest.raises(ConfigurationError) as raised:
+        play(
+            verify_flow(own, Evidence("orders", "keys", {}, None), "st"),
+            [("describe_table", described(None))],
+        )
+    assert (
+        "`ddbkeys partition-keys index drop -t orders --index-name keys --marker-attribute mk "
+        in (str(raised.value))
+    )
     never = verify_flow(MarkerCore("orders"), None, "st")
     with pytest.raises(ConfigurationError, match=r"has no index .*\. Create it"):
         play(never, [("describe_table", described(None))])

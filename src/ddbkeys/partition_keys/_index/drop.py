@@ -34,7 +34,13 @@ from ddbkeys._errors import ConfigurationError, DdbKeysError, amend
 from ddbkeys._retry import Deadline
 from ddbkeys.partition_keys._index.create import until_status
 from ddbkeys.partition_keys._index.marker_core import send, sending
-from ddbkeys.partition_keys._index.markers import check_index, index_status, marker_shaped
+from ddbkeys.partition_keys._index.markers import (
+    DEFAULT_INDEX,
+    DEFAULT_MARKER_ATTRIBUTE,
+    check_index,
+    index_status,
+    marker_shaped,
+)
 from ddbkeys.partition_keys._listing.recognise import Markers, Strays
 
 if TYPE_CHECKING:
@@ -144,7 +150,9 @@ def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
     )
 
 
-def dropped_error(info: TableInfo, index: str, saved: Evidence | None, state_table: str) -> None:
+def dropped_error(
+    info: TableInfo, index: str, saved: Evidence | None, state_table: str, attribute: str
+) -> None:
     """The error of ``index status`` and ``index verify`` where ``info``'s table has no
     ``index`` but its record (``saved``, in ``state_table``) is there, and is not older than the
     table (helper-103 F1: a table deleted and made again is another): it was dropped, and markers
@@ -154,12 +162,14 @@ def dropped_error(info: TableInfo, index: str, saved: Evidence | None, state_tab
     if saved is None or index_status(info, index) is not None or _older(saved, info.created):
         return
     table = info.name
+    own = "" if index == DEFAULT_INDEX else f" --index-name {index}"  # (helper-103 F4)
+    own += "" if attribute == DEFAULT_MARKER_ATTRIBUTE else f" --marker-attribute {attribute}"
     raise ConfigurationError(
         f"Table {table!r} has no index {index!r}, but state table {state_table!r} holds its "
         "record: it was dropped (or deleted another way). Markers are left only where a drop "
         "stopped before its end or a maintainer wrote one late: `ddbkeys partition-keys index "
-        f"drop -t {table} --yes` removes them (run again, it removes what is left); `ddbkeys "
-        f"partition-keys index create -t {table}` makes the index again.",
+        f"drop -t {table}{own} --yes` removes them (run again, it removes what is left); "
+        f"`ddbkeys partition-keys index create -t {table}{own}` makes the index again.",
         table=table,
     )
 

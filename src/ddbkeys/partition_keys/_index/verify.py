@@ -58,9 +58,9 @@ def verify_flow(
     none, read in ``state_table``), which says how the index knows its markers, and where the
     index is gone, that it was dropped."""
     if saved is not None:  # (dropped? helper-102 F2)
-        dropped_error(
-            (yield from core.table_info()), core.name, saved, state_table_name(state_table)
-        )
+        where = state_table_name(state_table)
+        info = yield from core.table_info()
+        dropped_error(info, core.name, saved, where, core.attribute)
     info = yield from core.check()
     markers = core.markers(info)
     yield from markers_checked(core, saved)  # (told other markers: see the module)

@@ -395,7 +395,7 @@ def status_flow(
         except DdbKeysError:  # (no state table: never made)
             item = None
         saved = evidence_from_item(info.name, marker.name, item) if item else None
-        dropped_error(info, marker.name, saved, store.name)
+        dropped_error(info, marker.name, saved, store.name, marker.attribute)
     check_index(info, marker.name, marker.attribute, active=False)
     item = yield from store.record(info.name, marker.name)
     when = store.clock() if now is None else now
