@@ -627,3 +627,11 @@ def test_verify_of_a_dropped_index_says_so_too() -> None:
     never = verify_flow(MarkerCore("orders"), None, "st")
     with pytest.raises(ConfigurationError, match=r"has no index .*\. Create it"):
         play(never, [("describe_table", described(None))])
+
+
+def test_status_says_the_cli_s_options_not_the_library_s_arguments() -> None:
+    """helper-103 F7: `index status` advised "(marker_sort_key=, marker_attribute=; ...)"."""
+    base = status(record(MARK, backfill=backfill()))
+    got = replace(base, provable=False, reason="list with (marker_sort_key=)")
+    text = "\n".join(render_status(got))
+    assert "list with (--marker-sort-key)" in text and "marker_sort_key=" not in text, text

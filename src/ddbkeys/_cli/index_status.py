@@ -19,7 +19,7 @@ from ddbkeys._cli.common import (
     structured,
     table_option,
 )
-from ddbkeys._cli.errors import error_text
+from ddbkeys._cli.errors import cli_words, error_text
 from ddbkeys._cli.index_common import open_index
 from ddbkeys._cli.index_options import (
     index_options,
@@ -126,7 +126,7 @@ def render_status(status: ProofStatus) -> list[str]:
             f"partition-keys index follow -t {status.table}` running? Listings prove the index "
             "meanwhile, each re-checking more as the backlog grows, until auto lists another way"
         )
-    return lines
+    return [cli_words(line) for line in lines]  # (helper-103 F7: "marker_sort_key=")
 
 
 def _stalled(status: ProofStatus) -> bool:

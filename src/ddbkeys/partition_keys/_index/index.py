@@ -75,8 +75,10 @@ class MarkerIndex(MarkerIndexBase):
 
     ``client`` is anything :func:`ddbkeys.as_client` takes (a boto3 ``Table`` names the
     table itself). ``info`` is the table's description when you have it (a listing passes its
-    own); otherwise the first call reads it and it is kept (two first calls at once may each
-    read it). Nothing is sent by the constructor. Each call of one request or a few (``mark``,
+    own), read just now: a marker is written on it for 10 s before the table is described again
+    (one read before an ``index drop`` would let a marker in after it); otherwise the first call
+    reads it and it is kept (two first calls at once may each read it). Nothing is sent by the
+    constructor. Each call of one request or a few (``mark``,
     ``unmark``, ``status``, ``check``) ends within ``deadline`` seconds; in the long ones
     (``backfill``, ``verify``, ``repair``, ``create``'s wait) each request, with its retries on
     throttling, 5xx and dropped connections, does.
