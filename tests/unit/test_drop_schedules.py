@@ -384,17 +384,6 @@ class NoLookAgain(DropMachine):
     looks_again = False
 
 
-def test_the_checker_finds_maintainers_that_never_look_again() -> None:
-    with pytest.raises(Exception) as caught:
-        chosen = settings(
-            SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
-        )
-        run_state_machine_as_test(NoLookAgain, settings=chosen)
-    found = caught.value
-    errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
-    assert errors and all(isinstance(e, DropWrong) for e in errors), errors
-
-
 class NoTakeBack(MarkerCore):
     """A maintainer that looks again, but never takes back a put answered after the drop's
     wait (as before helper-101 F6's fix)."""
@@ -408,12 +397,15 @@ class LeavesLatePuts(DropMachine):
     maintainers = NoTakeBack
 
 
-def test_the_checker_finds_a_put_held_past_the_drop_s_wait_and_left() -> None:
+@pytest.mark.parametrize("machine", [NoLookAgain, LeavesLatePuts])
+def test_the_checker_finds_maintainers_broken_so(machine: type[DropMachine]) -> None:
+    """The negative controls: maintainers that never look again (as before helper-94 F4), and
+    ones that never take back a late put (as before helper-101 F6), must be caught."""
     with pytest.raises(Exception) as caught:
         chosen = settings(
             SCHEDULES, max_examples=CONTROL, phases=(Phase.generate,), report_multiple_bugs=False
         )
-        run_state_machine_as_test(LeavesLatePuts, settings=chosen)
+        run_state_machine_as_test(machine, settings=chosen)
     found = caught.value
     errors = found.exceptions if isinstance(found, BaseExceptionGroup) else (found,)
     assert errors and all(isinstance(e, DropWrong) for e in errors), errors

@@ -244,7 +244,7 @@ def _verdict(status: ProofStatus) -> list[str]:
         if follower_backfills(status):
             lines.append(f"Or {FOLLOWER_BACKFILLS}.")
         elif MOVED in (status.reason or ""):  # (helper-102 F5: the Fix alone starts a second)
-            lines.append(f"O{MOVED[1:]}.")
+            lines.append(f"{MOVED[0].upper()}{MOVED[1:]}.")
         elif " --wait-for-maintainer" in status.fix:  # (one waiting writes nothing: helper-72 F6)
             lines.append(
                 "Or nothing, if that command runs already: it waits for the maintainer's first "

@@ -150,11 +150,11 @@ def _unfinished(exc: DdbKeysError, core: MarkerCore) -> None:
     )
 
 
-def dropped_error(
+def index_dropped(
     info: TableInfo, index: str, saved: Evidence | None, state_table: str, attribute: str
 ) -> None:
-    """The error of ``index status`` and ``index verify`` where ``info``'s table has no
-    ``index`` but its record (``saved``, in ``state_table``) is there, and is not older than the
+    """A ConfigurationError (``index status``'s, ``index verify``'s) where ``info``'s table has
+    no ``index`` but its record (``saved``, in ``state_table``) is there, not older than the
     table (helper-103 F1: a table deleted and made again is another): it was dropped, and markers
     may be left (a drop stopped before its end, a maintainer killed between a late put and its
     take-back: helper-102 F2, where both said "has no index ... Create it", as of a table that

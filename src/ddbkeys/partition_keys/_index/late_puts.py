@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from ddbkeys._retry import Deadline
     from ddbkeys._schema import TableInfo
 
+__all__ = ["Maintainer", "landed_late", "late"]
+
 
 class Maintainer(Protocol):
     """What of a ``MarkerCore`` the take-back uses (that module calls this one)."""
@@ -36,9 +38,6 @@ class Maintainer(Protocol):
     def remove_marker(
         self, key: dict[str, Any], partition_key: str, deadline: Deadline
     ) -> Flow[bool]: ...
-
-
-__all__ = ["Maintainer", "landed_late", "late"]
 
 
 def late(value: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from ddbkeys._core.steps import Flow, Pause, get_item, query
 from ddbkeys._names import state_table_name
 from ddbkeys.partition_keys._index.backfill_wait import markers_checked
-from ddbkeys.partition_keys._index.drop import dropped_error
+from ddbkeys.partition_keys._index.drop import index_dropped
 from ddbkeys.partition_keys._index.marker_core import sending
 from ddbkeys.partition_keys._index.markers import (
     IndexPages,
@@ -60,7 +60,7 @@ def verify_flow(
     if saved is not None:  # (dropped? helper-102 F2)
         where = state_table_name(state_table)
         info = yield from core.table_info()
-        dropped_error(info, core.name, saved, where, core.attribute)
+        index_dropped(info, core.name, saved, where, core.attribute)
     info = yield from core.check()
     markers = core.markers(info)
     yield from markers_checked(core, saved)  # (told other markers: see the module)

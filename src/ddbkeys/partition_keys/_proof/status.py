@@ -26,7 +26,7 @@ from ddbkeys.partition_keys._index.backfill_wait import (
     readiness,
     running_backfill,
 )
-from ddbkeys.partition_keys._index.drop import dropped_error
+from ddbkeys.partition_keys._index.drop import index_dropped
 from ddbkeys.partition_keys._index.markers import check_index, index_status
 from ddbkeys.partition_keys._index.state import StateCore, evidence_from_item, markers_key
 from ddbkeys.partition_keys._listing.base import Reader
@@ -395,7 +395,7 @@ def status_flow(
         except DdbKeysError:  # (no state table: never made)
             item = None
         saved = evidence_from_item(info.name, marker.name, item) if item else None
-        dropped_error(info, marker.name, saved, store.name, marker.attribute)
+        index_dropped(info, marker.name, saved, store.name, marker.attribute)
     check_index(info, marker.name, marker.attribute, active=False)
     item = yield from store.record(info.name, marker.name)
     when = store.clock() if now is None else now
